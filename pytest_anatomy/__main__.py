@@ -1,0 +1,3 @@
+from pytest_anatomy.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,158 @@
+"""`pytest-anatomy` command line: planning answers without running tests, the report, imports.
+
+    pytest-anatomy predict capacity --model qwen2.5-7b --hardware rtx4090 --available-kv-gib 6.41 --json
+    pytest-anatomy report [-o anatomy-report.html] [pytest args...]
+    pytest-anatomy import-seed ../shared/seed-results
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from pytest_anatomy.units import GiB, format_quantity
+
+SUITE_DIRS = ("tests_capacity", "tests_latency", "tests_kernels", "tests_quant", "tests_flashattn", "tests_deployment")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"Could not parse value: {text!r} (expected an integer)") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"Could not parse value: {text!r} (expected a number)") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1], got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"Could not parse value: {text!r} (expected a number)") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="pytest-anatomy", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    predict = sub.add_parser("predict", help="answer a planning question from config.json + GPU specs")
+    what = predict.add_subparsers(dest="what", required=True)
+    c = what.add_parser("capacity", help="KV bytes/token, weights, vLLM blocks, tokens and max concurrency")
+    c.add_argument("--model", required=True, help="catalog name (qwen2.5-7b), Hugging Face id or path to config.json")
+    c.add_argument("--hardware", required=True, help="catalog name: rtx4090, h100-sxm, h200, a100-80gb, l40s")
+    c.add_argument("--gpu-memory-utilization", type=_fraction, default=0.9, help="vLLM's fraction of total memory (0.9)")
+    c.add_argument("--max-model-len", type=_positive_int, default=8192, help="tokens per request for max concurrency")
+    c.add_argument("--kv-cache-dtype", default="auto", help="auto (model dtype), fp8, fp8_e5m2, ... (vLLM names)")
+    c.add_argument("--block-size", type=_positive_int, default=16, help="vLLM KV block size in tokens (16)")
+    c.add_argument("--tp", type=_positive_int, default=1, help="tensor parallel size")
+    c.add_argument("--available-kv-gib", type=_positive_float, default=None,
+                   help="the engine's 'Available KV cache memory' in GiB; without it blocks/tokens are not predicted")
+    c.add_argument("--json", action="store_true", help="print {quantity: {value, unit, formula, terms}} as JSON")
+
+    report = sub.add_parser("report", help="run the reconciliation suites and write the HTML report",
+                            description="Runs pytest over the suites (from recordings when no GPU is present) "
+                                        "with --anatomy-report; extra arguments go to pytest.")
+    report.add_argument("-o", "--output", default="anatomy-report.html", help="HTML path (JSON ledger beside it)")
+    report.add_argument("pytest_args", nargs=argparse.REMAINDER, help="extra pytest arguments")
+
+    imp = sub.add_parser("import-seed", help="import the seed study's data into results/rtx4090/")
+    imp.add_argument("seed_results", type=Path, help="path to shared/seed-results")
+    imp.add_argument("--study", type=Path, default=None, help="path to STUDY.md (default: ../seed/STUDY.md beside it)")
+    imp.add_argument("--results", type=Path, default=Path("results"), help="results folder (results)")
+    imp.add_argument("--dry-run", action="store_true", help="list what would be written")
+    return parser
+
+
+def _cmd_predict_capacity(args: argparse.Namespace) -> int:
+    from pytest_anatomy.specs.hardware import UnknownHardwareError, get_hardware
+    from pytest_anatomy.specs.model import ModelConfigError, load_model
+    from pytest_anatomy.theory.planning import NotModeledQuantity, capacity, to_json
+
+    try:
+        model = load_model(args.model)
+        hw = get_hardware(args.hardware)
+    except (ModelConfigError, UnknownHardwareError) as exc:
+        print(f"pytest-anatomy: error: {exc.args[0] if exc.args else exc}", file=sys.stderr)
+        return 2
+    try:
+        answers = capacity(
+            model, hw, gpu_memory_utilization=args.gpu_memory_utilization, max_model_len=args.max_model_len,
+            kv_cache_dtype=args.kv_cache_dtype, block_size=args.block_size, tp=args.tp,
+            available_kv_bytes=None if args.available_kv_gib is None else args.available_kv_gib * GiB,
+        )
+    except (KeyError, ValueError, NotImplementedError) as exc:
+        print(f"pytest-anatomy: error: {exc.args[0] if exc.args else exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(to_json(answers), indent=2))
+        return 0
+    print(f"capacity of {model.name} on {hw.name} (util {args.gpu_memory_utilization}, "
+          f"max_model_len {args.max_model_len}, kv {args.kv_cache_dtype}, tp {args.tp})")
+    for name, a in answers.items():
+        if isinstance(a, NotModeledQuantity):
+            print(f"  {name:24s} not modeled: {a.reason}")
+        else:
+            print(f"  {name:24s} {format_quantity(a.value, a.unit):>16s}   = {a.formula}")
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    import pytest
+
+    root = Path.cwd()
+    suites = [d for d in SUITE_DIRS if (root / d).is_dir()]
+    if not suites:
+        print("pytest-anatomy: error: no tests_* suites in the current folder; run this from the "
+              "pytest-anatomy checkout (or pass test paths after --)", file=sys.stderr)
+        return 2
+    extra = [a for a in args.pytest_args if a != "--"]
+    return int(pytest.main([*(extra or suites), f"--anatomy-report={args.output}"]))
+
+
+def _cmd_import_seed(args: argparse.Namespace) -> int:
+    from pytest_anatomy.importers.seed import SeedImportError, run
+
+    study = args.study or args.seed_results.parent / "seed" / "STUDY.md"
+    try:
+        done = run(args.seed_results, study, args.results, dry_run=args.dry_run)
+    except (SeedImportError, OSError) as exc:
+        print(f"pytest-anatomy: error: {exc}", file=sys.stderr)
+        return 2
+    for status, path in done:
+        print(f"{status:12s} {path}")
+    wrote = sum(1 for s, _ in done if s == "wrote")
+    print(f"{wrote} written, {len(done) - wrote} unchanged")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "predict":
+        return _cmd_predict_capacity(args)
+    if args.command == "report":
+        return _cmd_report(args)
+    if args.command == "import-seed":
+        return _cmd_import_seed(args)
+    raise AssertionError(args.command)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,71 @@
+"""The `finding` marker: an expected, explained divergence that travels with its test.
+
+    @pytest.mark.finding("seed-kv-pool-driver", reason="round 1's driver left 1.8 GiB less ...",
+                         quantity="available_kv_bytes", expected=(0.6, 0.8))
+
+- id       -- stable identifier, shown in the report's findings section
+- reason   -- the explanation (required: a finding without one is just a hidden failure)
+- quantity -- optional: only the reconciliation with this name is expected to diverge;
+              by default the mark covers every reconciliation in the test
+- expected -- optional (lo, hi) band of measured/predicted the explanation covers; a finding
+              that drifts outside it is a divergence again
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+
+@dataclass(frozen=True)
+class FindingMark:
+    id: str
+    reason: str
+    quantity: str | None = None
+    expected: tuple[float, float] | None = None
+
+    def covers(self, name: str) -> bool:
+        return self.quantity is None or self.quantity == name
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "reason": self.reason, "quantity": self.quantity,
+                "expected": list(self.expected) if self.expected else None}
+
+
+def parse_finding_marks(item: pytest.Item) -> list[FindingMark]:
+    """Validate every finding mark on an item; bad kwargs are a UsageError naming the test."""
+    marks = []
+    for mark in item.iter_markers("finding"):
+        where = f"{item.nodeid}: @pytest.mark.finding"
+        if len(mark.args) != 1 or not isinstance(mark.args[0], str) or not mark.args[0].strip():
+            raise pytest.UsageError(f"{where} needs exactly one positional id string, got args={mark.args!r}")
+        unknown = set(mark.kwargs) - {"reason", "quantity", "expected"}
+        if unknown:
+            raise pytest.UsageError(f"{where}({mark.args[0]!r}) got unknown keyword(s) {sorted(unknown)}; "
+                                    "allowed: reason, quantity, expected")
+        reason = mark.kwargs.get("reason")
+        if not isinstance(reason, str) or not reason.strip():
+            raise pytest.UsageError(f"{where}({mark.args[0]!r}) needs reason='...': the explanation is the point")
+        expected = mark.kwargs.get("expected")
+        if expected is not None:
+            try:
+                lo, hi = (float(x) for x in expected)
+            except (TypeError, ValueError):
+                raise pytest.UsageError(f"{where}({mark.args[0]!r}) expected={expected!r} must be (lo, hi)") from None
+            if not 0 <= lo <= hi:
+                raise pytest.UsageError(f"{where}({mark.args[0]!r}) expected={expected!r} needs 0 <= lo <= hi")
+            expected = (lo, hi)
+        quantity = mark.kwargs.get("quantity")
+        if quantity is not None and not isinstance(quantity, str):
+            raise pytest.UsageError(f"{where}({mark.args[0]!r}) quantity must be a reconciliation name string")
+        marks.append(FindingMark(mark.args[0], reason.strip(), quantity, expected))
+    return marks
+
+
+def mark_for(marks: list[FindingMark], name: str) -> FindingMark | None:
+    for m in marks:
+        if m.covers(name):
+            return m
+    return None

@@ -1,0 +1,34 @@
+"""The Measurement value object. Pure Python: importing it never touches a GPU."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Mapping
+
+Source = Literal["live", "recorded"]
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """A measured quantity.
+
+    value      -- in SI base units, like Prediction.value
+    samples    -- raw samples the value summarises (may be empty for single readings)
+    source     -- "live" (measured in this session) or "recorded" (replayed from results/)
+    provenance -- GPU, driver, engine + version, settings, command, date, origin file
+    """
+
+    value: float
+    unit: str
+    samples: tuple[float, ...] = ()
+    source: Source = "recorded"
+    provenance: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "value": self.value,
+            "unit": self.unit,
+            "samples": list(self.samples),
+            "source": self.source,
+            "provenance": dict(self.provenance),
+        }

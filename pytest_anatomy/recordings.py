@@ -1,0 +1,234 @@
+"""Record/replay of measurements: `results/<hardware>/<suite>/<name>@<stamp>.json`.
+
+Recordings are append-only. A file is never overwritten or deleted: a newer stamp for the
+same (hardware, suite, name) supersedes the older one on replay, and the older one stays as
+history. Writes are atomic (temp file + os.replace) and refuse an existing path.
+
+Schema v1 (validated on every load, so a hand-broken file fails loudly with its path):
+
+    {"schema": "pytest-anatomy/recording/v1",
+     "suite": "capacity", "name": "seed-r2-vllm-kv-pool", "hardware": "rtx4090",
+     "recorded_at": "2026-08-25T22:03:38Z",
+     "provenance": {"source": "live" | "seed", ...gpu, driver, engine, engine_version,
+                    settings, command, origin...},
+     "measurements": {"<quantity>": {"value": <number>, "unit": "<unit>", "samples": [...]}},
+     "data": {...free-form raw payload...}}
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Mapping
+
+from pytest_anatomy.measure.measurement import Measurement, Source
+
+SCHEMA = "pytest-anatomy/recording/v1"
+_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._+-]*$")
+_STAMP_RE = re.compile(r"^\d{8}T\d{6}Z$")
+_REQUIRED = ("schema", "suite", "name", "hardware", "recorded_at", "provenance", "measurements")
+
+
+class RecordingError(ValueError):
+    """A recording file that cannot be used; the message names the file and the fix."""
+
+
+class MissingRecording(LookupError):
+    """No recording for the requested (hardware, suite, name)."""
+
+
+@dataclass(frozen=True)
+class Recording:
+    suite: str
+    name: str
+    hardware: str
+    recorded_at: str
+    provenance: Mapping[str, Any]
+    measurements: Mapping[str, Mapping[str, Any]]
+    data: Mapping[str, Any] = field(default_factory=dict)
+    path: Path | None = None
+    source: Source = "recorded"
+
+    def measurement(self, quantity: str) -> Measurement:
+        """The named quantity as a Measurement carrying this recording's provenance."""
+        if quantity not in self.measurements:
+            known = ", ".join(sorted(self.measurements)) or "(none)"
+            raise KeyError(f"recording {self.name!r} has no quantity {quantity!r}; it has: {known}")
+        m = self.measurements[quantity]
+        prov = dict(self.provenance)
+        prov["recorded_at"] = self.recorded_at
+        if self.path is not None:
+            prov["recording"] = _display_path(self.path)
+        return Measurement(
+            value=float(m["value"]),
+            unit=str(m["unit"]),
+            samples=tuple(float(s) for s in m.get("samples", ())),
+            source=self.source,
+            provenance=prov,
+        )
+
+    def __getitem__(self, quantity: str) -> Measurement:
+        return self.measurement(quantity)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "suite": self.suite,
+            "name": self.name,
+            "hardware": self.hardware,
+            "recorded_at": self.recorded_at,
+            "provenance": dict(self.provenance),
+            "measurements": {k: dict(v) for k, v in self.measurements.items()},
+            "data": dict(self.data),
+        }
+
+
+def _display_path(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def validate(doc: Any, where: str = "<recording>") -> None:
+    """Raise RecordingError naming the first problem in a recording document."""
+
+    def fail(msg: str) -> None:
+        raise RecordingError(f"{where}: {msg}. Recordings are written by pytest-anatomy; "
+                             "supersede a bad one with a newer file rather than editing it.")
+
+    if not isinstance(doc, dict):
+        fail(f"top level must be a JSON object, got {type(doc).__name__}")
+    missing = [k for k in _REQUIRED if k not in doc]
+    if missing:
+        fail(f"missing required key(s) {missing}")
+    if doc["schema"] != SCHEMA:
+        fail(f"schema is {doc['schema']!r}, expected {SCHEMA!r}")
+    for key in ("suite", "name", "hardware"):
+        if not isinstance(doc[key], str) or not _NAME_RE.match(doc[key]):
+            fail(f"{key}={doc[key]!r} must be lower-case letters, digits and . _ + -")
+    _parse_time(doc["recorded_at"], fail)
+    if not isinstance(doc["provenance"], dict) or "source" not in doc["provenance"]:
+        fail("provenance must be an object with at least 'source'")
+    if not isinstance(doc["measurements"], dict):
+        fail("measurements must be an object of {quantity: {value, unit}}")
+    for q, m in doc["measurements"].items():
+        if not isinstance(m, dict) or "value" not in m or "unit" not in m:
+            fail(f"measurement {q!r} must be an object with 'value' and 'unit'")
+        v = m["value"]
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            fail(f"measurement {q!r} value {v!r} is not a number")
+        if not isinstance(m["unit"], str):
+            fail(f"measurement {q!r} unit must be a string")
+        samples = m.get("samples", [])
+        if not isinstance(samples, list) or any(
+            isinstance(s, bool) or not isinstance(s, (int, float)) for s in samples
+        ):
+            fail(f"measurement {q!r} samples must be a list of numbers")
+    if "data" in doc and not isinstance(doc["data"], dict):
+        fail("data must be an object")
+
+
+def _parse_time(text: Any, fail: Any) -> datetime:
+    try:
+        return datetime.strptime(str(text), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+    except ValueError:
+        fail(f"recorded_at={text!r} must be UTC 'YYYY-MM-DDTHH:MM:SSZ'")
+        raise  # unreachable; keeps type checkers calm
+
+
+def load_file(path: Path) -> Recording:
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise RecordingError(
+            f"{path}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}). "
+            "Supersede it with a newer recording (re-run with --anatomy-record on a GPU)."
+        ) from exc
+    validate(doc, str(path))
+    return Recording(
+        suite=doc["suite"],
+        name=doc["name"],
+        hardware=doc["hardware"],
+        recorded_at=doc["recorded_at"],
+        provenance=doc["provenance"],
+        measurements=doc["measurements"],
+        data=doc.get("data", {}),
+        path=path,
+    )
+
+
+def stamp_of(recorded_at: str) -> str:
+    return recorded_at.replace("-", "").replace(":", "")
+
+
+def candidates(root: Path, hardware: str, suite: str, name: str) -> list[Path]:
+    """All files of one recording, oldest first (stamps sort lexically = chronologically)."""
+    folder = Path(root) / hardware / suite
+    if not folder.is_dir():
+        return []
+    found = []
+    for p in folder.glob(f"{name}@*.json"):
+        stamp = p.name[len(name) + 1 : -len(".json")]
+        if _STAMP_RE.match(stamp):
+            found.append((stamp, p))
+    return [p for _, p in sorted(found)]
+
+
+def load_latest(root: Path, hardware: str, suite: str, name: str) -> Recording:
+    """The newest recording; raises MissingRecording naming the glob that found nothing."""
+    files = candidates(root, hardware, suite, name)
+    if not files:
+        raise MissingRecording(f"{Path(root) / hardware / suite / name}@*.json")
+    rec = load_file(files[-1])
+    if (rec.hardware, rec.suite, rec.name) != (hardware, suite, name):
+        raise RecordingError(
+            f"{files[-1]}: its content says hardware={rec.hardware!r} suite={rec.suite!r} name={rec.name!r}, "
+            f"which does not match its path; the file was moved or renamed by hand"
+        )
+    return rec
+
+
+def list_recordings(root: Path, hardware: str, suite: str, prefix: str = "") -> list[str]:
+    """Names of recordings (newest file per name) whose name starts with prefix."""
+    folder = Path(root) / hardware / suite
+    names = set()
+    if folder.is_dir():
+        for p in folder.glob(f"{prefix}*@*.json"):
+            names.add(p.name.rsplit("@", 1)[0])
+    return sorted(names)
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def save(root: Path, recording: Recording) -> Path:
+    """Write atomically to `<root>/<hw>/<suite>/<name>@<stamp>.json`; never overwrite."""
+    doc = recording.to_json()
+    validate(doc, f"recording {recording.name!r} (not written)")
+    folder = Path(root) / recording.hardware / recording.suite
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / f"{recording.name}@{stamp_of(recording.recorded_at)}.json"
+    if target.exists():
+        raise FileExistsError(
+            f"{target} already exists; recordings are never overwritten. Record again later "
+            "(a new timestamp) to supersede it."
+        )
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(doc, fh, indent=1, sort_keys=False)
+            fh.write("\n")
+        # os.link fails if target exists, unlike os.replace: the never-overwrite rule holds
+        # even against a concurrent writer.
+        os.link(tmp, target)
+    finally:
+        os.unlink(tmp)
+    return target

@@ -1,0 +1,128 @@
+"""Per-session state kept in `config.stash`: settings, the lazily detected GPU, the ledger.
+
+On xdist the controller and each worker have their own AnatomySession; reconciliations reach
+the controller through `report.user_properties` (JSON strings), so the ledger and the report
+are built exactly once, on the controller."""
+
+from __future__ import annotations
+
+import json
+import platform
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from importlib import metadata
+from typing import Any
+
+import pytest
+
+from pytest_anatomy.options import AnatomySettings
+
+USER_PROPERTY = "anatomy_reconciliation"
+LEDGER_SCHEMA = "pytest-anatomy/report/v1"
+_TRACKED_PACKAGES = ("pytest-anatomy", "numpy", "jinja2", "hypothesis", "pytest-xdist", "pytest-html",
+                     "torch", "triton", "vllm", "cuda-python", "nvidia-ml-py")
+_UNSET = object()
+
+
+@dataclass
+class AnatomySession:
+    settings: AnatomySettings
+    is_worker: bool = False
+    entries: list[dict[str, Any]] = field(default_factory=list)
+    skips: list[dict[str, str]] = field(default_factory=list)
+    outcomes: dict[str, int] = field(default_factory=dict)
+    _gpu: Any = _UNSET
+
+    @property
+    def live_gpu(self) -> Any:
+        """The detected GPU (DetectedGPU) or None. Never probes when source=recorded."""
+        if self._gpu is _UNSET:
+            if self.settings.source == "recorded":
+                self._gpu = None
+            else:
+                from pytest_anatomy.specs.hardware import detect
+
+                self._gpu = detect()
+        return self._gpu
+
+    def live_hardware_name(self) -> str | None:
+        gpu = self.live_gpu
+        if gpu is None:
+            return None
+        return getattr(gpu, "catalog_name", None) or _slug(getattr(gpu, "name", "unknown-gpu"))
+
+    def target_hardware(self) -> str | None:
+        """Explicit --anatomy-hardware, else the live GPU's catalog name, else None."""
+        if self.settings.hardware != "auto":
+            return self.settings.hardware
+        return self.live_hardware_name()
+
+    def add_from_report(self, report: pytest.TestReport) -> None:
+        for key, value in report.user_properties:
+            if key == USER_PROPERTY:
+                self.entries.append(json.loads(value))
+
+    def ledger(self, config: pytest.Config) -> dict[str, Any]:
+        counts: dict[str, int] = {}
+        for e in self.entries:
+            counts[e["verdict"]] = counts.get(e["verdict"], 0) + 1
+        return {
+            "schema": LEDGER_SCHEMA,
+            "created": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "version": _version("pytest-anatomy"),
+            "environment": self.environment(config),
+            "reconciliations": list(self.entries),
+            "verdicts": counts,
+            "tests": dict(self.outcomes),
+            "skips": list(self.skips),
+        }
+
+    def environment(self, config: pytest.Config) -> dict[str, Any]:
+        gpu = self.live_gpu
+        env: dict[str, Any] = {
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "pytest": pytest.__version__,
+            "packages": {name: _version(name) for name in _TRACKED_PACKAGES},
+            "git_commit": _git_commit(config),
+            "hardware_option": self.settings.hardware,
+            "source_option": self.settings.source,
+            "model_option": self.settings.model,
+            "live_gpu": gpu.to_dict() if gpu is not None and hasattr(gpu, "to_dict") else None,
+            "command": " ".join([_basename(sys.argv[0]), *sys.argv[1:]]),
+        }
+        config.hook.pytest_anatomy_update_environment(config=config, environment=env)
+        return env
+
+
+def _basename(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in text.lower()).strip("-")
+
+
+def _version(name: str) -> str | None:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _git_commit(config: pytest.Config) -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=config.rootpath,
+                             capture_output=True, text=True, timeout=5, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
+SESSION_KEY = pytest.StashKey[AnatomySession]()
+
+
+def get_session(config: pytest.Config) -> AnatomySession:
+    return config.stash[SESSION_KEY]

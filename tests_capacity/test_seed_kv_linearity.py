@@ -1,0 +1,73 @@
+"""KV usage grows by exactly one token per prompt token per running request (seed claim 3),
+and a second, independent check of 56 KiB/token: the decode step's slope in context length.
+
+Round 2's length sweep: closed loop at C=16, input L = 256..4096, output 256 tokens."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_anatomy.measure import Measurement
+from pytest_anatomy.measure.analysis import linear_fit
+from pytest_anatomy.theory import capacity as cap
+from pytest_anatomy.theory.prediction import Prediction, Term
+
+LENGTHS = (256, 512, 1024, 2048, 4096)
+CONCURRENCY = 16
+OUTPUT_LEN = 256
+
+
+@pytest.mark.gpu
+def test_kv_tokens_slope_in_input_length(measured, reconcile):
+    rec = measured("seed-r2-kv-linearity", hardware="rtx4090")
+    c = int(rec["concurrency"].value)
+    pred = Prediction(float(c), "tokens/token", "concurrency (each running request holds its prompt in KV)",
+                      {"concurrency": c})
+    reconcile("kv_tokens_per_input_token", pred, rec["slope_tokens_per_token"], rel=0.005,
+              why="peak KV sampled at 1 Hz over 5 lengths: a sample lags the true peak by < 1 decode step "
+                  "per request (16 tokens, <= 0.2% of the smallest peak); block rounding shifts the "
+                  "intercept, not the slope")
+
+
+@pytest.mark.gpu
+@pytest.mark.finding(
+    "seed-kv-peak-below-full-length",
+    reason="Peak KV at C=16 is 16L + 3,933 tokens, not 16L + 4,096: at the sampled peak the 16 requests are "
+           "not all at their last output token (closed-loop requests start and finish staggered, and the "
+           "1 Hz sampler misses the exact peak), so they hold on average ~246 of 256 output tokens.",
+    expected=(0.90, 1.0),
+)
+def test_kv_tokens_intercept(measured, reconcile):
+    rec = measured("seed-r2-kv-linearity", hardware="rtx4090")
+    c = int(rec["concurrency"].value)
+    pred = Prediction(float(c * OUTPUT_LEN), "tokens", "concurrency x output_len (every request at full length)",
+                      {"concurrency": c, "output_len": OUTPUT_LEN})
+    reconcile("kv_tokens_intercept", pred, rec["intercept_tokens"], rel=0.005,
+              why="same sampling argument as the slope: <= 16 tokens per request")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("rnd", [1, 2])
+def test_decode_step_slope_in_context(rnd, seed_model, rtx4090, measured, reconcile):
+    """Each extra context token adds C x 57,344 B of KV reads per decode step.
+
+    Measured: least-squares slope of median ITL over input length L (C=16). Predicted:
+    C x kv_bytes_per_token / datasheet bandwidth."""
+    recs = [measured(f"seed-r{rnd}-03-len-{L}", hardware="rtx4090", suite="latency") for L in LENGTHS]
+    itl = [r["median_itl"].value for r in recs]
+    fit = linear_fit(LENGTHS, itl)
+    first = recs[0]["median_itl"]
+    slope = Measurement(fit.slope, "s/token", samples=tuple(itl), source=first.source,
+                        provenance={**first.provenance, "fit": f"OLS over L={list(LENGTHS)}, R^2={fit.r_squared:.4f}",
+                                    "recording": f"results/rtx4090/latency/seed-r{rnd}-03-len-*.json"})
+    per_token = cap.kv_bytes_per_token(seed_model)
+    bw = rtx4090.memory_bandwidth
+    pred = Prediction(CONCURRENCY * per_token.value / bw, "s/token",
+                      "concurrency x kv_bytes_per_token / datasheet bandwidth",
+                      {"concurrency": CONCURRENCY, "kv_bytes_per_token": per_token.value, "bandwidth": bw},
+                      terms=(Term("bytes per context token per step", CONCURRENCY * per_token.value, "B"),
+                             Term("datasheet bandwidth", bw, "B/s")))
+    reconcile("decode_step_s_per_context_token", pred, slope, ratio=(1.0, 1.25),
+              why="a slope cannot beat the datasheet bandwidth (ratio >= 1); achieved DRAM bandwidth on the "
+                  "4090 is >= 80% of datasheet (the seed's decode attainment is 81-89%), so ratio <= 1.25",
+              model=seed_model.name, hardware="rtx4090")
