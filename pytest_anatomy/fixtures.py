@@ -23,8 +23,9 @@ LiveFn = Callable[[], Mapping[str, Any]]
 
 def suite_of(item: pytest.Item) -> str:
     """'tests_capacity/test_x.py::t' -> 'capacity'; anything else -> the top folder name."""
-    top = Path(item.nodeid.split("::", 1)[0]).parts[0] if item.nodeid else ""
-    return top[len("tests_"):] if top.startswith("tests_") else top
+    parts = Path(item.nodeid.split("::", 1)[0]).parts if item.nodeid else ()
+    top = parts[0] if len(parts) > 1 else ""
+    return top[len("tests_"):] if top.startswith("tests_") else (top or "default")
 
 
 class Reconciler:

@@ -7,7 +7,7 @@ module imports nothing heavy, so `pytest` on a CPU machine stays fast and never 
 from __future__ import annotations
 
 import json
-from typing import Any, Generator
+from typing import Any
 
 import pytest
 
@@ -134,10 +134,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
             config.pluginmanager.unregister(plugin)
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> Generator[None, None, None]:
-    yield
-    # Suite markers from the directory name: `-m capacity` selects tests_capacity/.
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # Suite markers from the directory name, added before `-m` deselects: `-m capacity`
+    # selects tests_capacity/.
     for item in items:
         top = item.nodeid.split("/", 1)[0]
         if top.startswith("tests_") and top[len("tests_"):] in SUITES:

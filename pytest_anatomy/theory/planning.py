@@ -43,7 +43,7 @@ def capacity(
     out["kv_bytes_per_request"] = _per_request(out["kv_bytes_per_token"], max_model_len)  # type: ignore[arg-type]
     out["weight_bytes"] = cap.weight_bytes(model, tp=tp)
     out["matmul_weight_bytes"] = cap.weight_bytes(model, matmul_only=True, tp=tp)
-    total = hardware.cuda_visible_memory_bytes or hardware.memory_bytes
+    total = hardware.cuda_visible_memory_bytes or hardware.nvml_memory_bytes or hardware.memory_bytes
     out["requested_memory_bytes"] = cap.requested_memory(int(total), gpu_memory_utilization)
     if hardware.cuda_visible_memory_bytes is None:
         out["requested_memory_bytes"] = Prediction(

@@ -1,0 +1,442 @@
+"""GPU specs: a catalog where every number carries its source, plus live detection.
+
+Catalog numbers are datasheet values (dense, no sparsity; tensor-core fp16/bf16/fp8 with
+fp32 accumulate). Predictions that need a *measured* ceiling (copy bandwidth, matmul peak)
+get it from measure/, not from here. Units are SI: bytes, B/s, FLOP/s, Hz.
+
+Memory capacities: NVIDIA's "24 GB", "80 GB", "141 GB" are read as printed (decimal GB).
+The driver reports more than that (nvidia-smi: 24,564 MiB = 25.76e9 B on a 24 GB card),
+so `memory_bytes` is a label, and `nvml_memory_bytes` / `cuda_visible_memory_bytes` are
+the numbers capacity predictions should use. L2 sizes printed as "MB" are MiB (CUDA
+reports the A100's "40 MB" as 41,943,040 B and the 4090's "72 MB" as 73,728 KiB).
+
+Detection (`detect()`) uses NVML through `pynvml` (package nvidia-ml-py), imported lazily.
+It never raises and never initialises CUDA unless `use_torch=True` (torch is only read
+when its CUDA state is already initialised), so a CPU-only machine collects every suite.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import os
+import re
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from pytest_anatomy.units import GB, TB, MiB
+
+PEAK_DTYPES: tuple[str, ...] = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8")
+_NUMERIC_FIELDS: tuple[str, ...] = (
+    "memory_bytes", "nvml_memory_bytes", "cuda_visible_memory_bytes", "memory_bandwidth",
+    "sm_count", "l2_bytes", "boost_clock_hz", "fp32_cores_per_sm", "memory_bus_bits",
+    "memory_clock_hz",
+)
+_FIX = "pass --anatomy-hardware=<one of {names}> or add an entry to HARDWARE in pytest_anatomy/specs/hardware.py"
+
+
+class UnknownHardwareError(KeyError):
+    """A hardware name that is neither a catalog key nor a known NVML device name."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message and hide newlines
+        return str(self.args[0])
+
+
+class MissingHardwareFactError(LookupError):
+    """A prediction needs a number this HardwareSpec does not have (None / no dtype entry)."""
+
+
+@dataclass(frozen=True)
+class HardwareSpec:
+    """One GPU model. `sources` maps each field name (and "peak_flops.<dtype>") to where the
+    number comes from; `from_catalog` is False for specs built from a detected, unknown GPU."""
+
+    name: str
+    display_name: str
+    nvml_names: tuple[str, ...]
+    memory_bytes: int | None
+    memory_bandwidth: float | None
+    peak_flops: Mapping[str, float] = field(hash=False)
+    sm_count: int | None
+    l2_bytes: int | None
+    boost_clock_hz: float | None
+    fp32_cores_per_sm: int | None
+    sources: Mapping[str, str] = field(hash=False)
+    nvml_memory_bytes: int | None = None
+    cuda_visible_memory_bytes: int | None = None
+    memory_bus_bits: int | None = None
+    memory_clock_hz: float | None = None
+    from_catalog: bool = True
+    notes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        # Read-only copies: a catalog entry must not be edited by a test at runtime.
+        object.__setattr__(self, "peak_flops", MappingProxyType(dict(self.peak_flops)))
+        object.__setattr__(self, "sources", MappingProxyType(dict(self.sources)))
+        bad = sorted(set(self.peak_flops) - set(PEAK_DTYPES))
+        if bad:
+            raise ValueError(f"HardwareSpec {self.name!r}: peak_flops keys {bad} not in {PEAK_DTYPES}")
+        needed = [f for f in _NUMERIC_FIELDS if getattr(self, f) is not None]
+        needed += [f"peak_flops.{d}" for d in self.peak_flops]
+        unsourced = [f for f in needed if not self.sources.get(f)]
+        if unsourced:
+            raise ValueError(f"HardwareSpec {self.name!r}: no source for {unsourced}; every number needs one")
+
+    def peak(self, dtype: str) -> float:
+        """Dense peak FLOP/s for `dtype` (one of PEAK_DTYPES)."""
+        if dtype not in PEAK_DTYPES:
+            hint = difflib.get_close_matches(dtype, PEAK_DTYPES, n=1)
+            raise KeyError(f"unknown dtype {dtype!r}{f'; did you mean {hint[0]!r}' if hint else ''}; "
+                           f"known: {', '.join(PEAK_DTYPES)}")
+        if dtype not in self.peak_flops:
+            raise MissingHardwareFactError(self._missing(f"peak_flops[{dtype!r}]"))
+        return self.peak_flops[dtype]
+
+    def require(self, field_name: str) -> Any:
+        """The value of a numeric field, or a MissingHardwareFactError saying what to do."""
+        value = getattr(self, field_name)
+        if value is None:
+            raise MissingHardwareFactError(self._missing(field_name))
+        return value
+
+    def ridge_point(self, dtype: str = "bf16") -> float:
+        """Arithmetic intensity (FLOP/B) where the roofline turns from memory- to compute-bound."""
+        bandwidth: float = self.require("memory_bandwidth")
+        return self.peak(dtype) / bandwidth
+
+    @property
+    def bandwidth_from_clocks(self) -> float | None:
+        """memory clock x 2 (DDR) x bus width / 8, as nvbench prints it; None if unknown."""
+        if self.memory_clock_hz is None or self.memory_bus_bits is None:
+            return None
+        return self.memory_clock_hz * 2 * self.memory_bus_bits / 8
+
+    @property
+    def fp32_from_cores(self) -> float | None:
+        """SMs x fp32 cores/SM x 2 (FMA) x boost clock; None if a factor is unknown."""
+        if self.sm_count is None or self.fp32_cores_per_sm is None or self.boost_clock_hz is None:
+            return None
+        return self.sm_count * self.fp32_cores_per_sm * 2 * self.boost_clock_hz
+
+    @property
+    def missing(self) -> tuple[str, ...]:
+        """Fields and peak dtypes with no value: predictions using them will raise."""
+        absent = [f for f in _NUMERIC_FIELDS if getattr(self, f) is None]
+        return tuple(absent + [f"peak_flops.{d}" for d in PEAK_DTYPES if d not in self.peak_flops])
+
+    def to_dict(self) -> dict[str, Any]:
+        # Not dataclasses.asdict: it deep-copies and mappingproxy cannot be copied.
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        out["peak_flops"], out["sources"] = dict(self.peak_flops), dict(self.sources)
+        out["nvml_names"], out["notes"] = list(self.nvml_names), list(self.notes)
+        return out
+
+    def _missing(self, what: str) -> str:
+        origin = "catalog entry" if self.from_catalog else "detected GPU, not in catalog"
+        return (f"hardware {self.name!r} ({origin}) has no {what}. Predictions that need it "
+                f"cannot run on these specs; {_FIX.format(names=', '.join(HARDWARE))}.")
+
+
+# --- sources ----------------------------------------------------------------------------
+_ADA = ("NVIDIA Ada Lovelace GPU Architecture whitepaper v2.1, Appendix A (GeForce RTX 4090), "
+        "https://images.nvidia.com/aem-dam/Solutions/geforce/ada/nvidia-ada-gpu-architecture.pdf")
+_SEED_SMI = "nvidia-smi on the seed's machine (seed-results/*/fingerprint.txt)"
+_NVBENCH = "nvbench device report of an RTX 4090, https://github.com/NVIDIA/nvbench/pull/207"
+_H100_DS = ("NVIDIA H100 Tensor Core GPU datasheet, H100 SXM column, "
+            "https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet")
+_H100_WP = ("NVIDIA H100 Tensor Core GPU Architecture whitepaper (H100 SXM5), "
+            "https://resources.nvidia.com/en-us-tensor-core/gtc22-whitepaper-hopper")
+_H200_DS = ("NVIDIA H200 datasheet / product page, H200 SXM column (printed with sparsity; "
+            "dense = half), https://www.nvidia.com/en-us/data-center/h200/")
+_H200_OURS = "measured on the project's H200 (torch device properties), see DESIGN.md and REFERENCE.md section 3"
+_MODAL = "nvidia-smi totals listed in https://github.com/modal-labs/modal-client/pull/2797"
+_A100_DS = ("NVIDIA A100 Tensor Core GPU datasheet, A100 80GB SXM column, https://www.nvidia.com/content/"
+            "dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf")
+_A100_WP = ("NVIDIA A100 Tensor Core GPU Architecture whitepaper (GA100), https://images.nvidia.com/"
+            "aem-dam/en-zz/Solutions/data-center/nvidia-ampere-architecture-whitepaper.pdf")
+_A100_DQ = "CUDA deviceQuery of an A100-SXM4 (1410 MHz, 5120-bit, L2 41,943,040 B), https://github.com/bottlerocket-os/bottlerocket/pull/3873"
+_L40S_DS = "NVIDIA L40S datasheet, https://resources.nvidia.com/en-us-l40s/l40s-datasheet-28413"
+_L40S_BOARD = "L40S board specs (2520 MHz boost, 384-bit GDDR6 at 18 Gb/s), https://www.itcreations.com/nvidia-gpu/nvidia-l40s-gpu-accelerator"
+
+
+def _peaks(src: str, **tflops: float) -> tuple[dict[str, float], dict[str, str]]:
+    return {d: v * 1e12 for d, v in tflops.items()}, {f"peak_flops.{d}": src for d in tflops}
+
+
+def _entry(peaks: tuple[dict[str, float], dict[str, str]], sources: dict[str, str], **kw: Any) -> HardwareSpec:
+    return HardwareSpec(peak_flops=peaks[0], sources={**peaks[1], **sources}, **kw)
+
+
+HARDWARE: Mapping[str, HardwareSpec] = MappingProxyType({spec.name: spec for spec in (
+    _entry(
+        _peaks(_ADA, fp32=82.6, tf32=82.6, bf16=165.2, fp16=165.2, fp8=330.3, int8=660.6),
+        {"memory_bytes": _ADA, "nvml_memory_bytes": _SEED_SMI, "memory_bandwidth": _ADA,
+         "sm_count": _ADA, "l2_bytes": f"{_ADA}; {_NVBENCH} (73,728 KiB)", "boost_clock_hz": _NVBENCH,
+         "fp32_cores_per_sm": _ADA, "memory_bus_bits": _NVBENCH,
+         "memory_clock_hz": f"{_SEED_SMI} (clocks.max.memory 10501 MHz); {_NVBENCH}",
+         "cuda_visible_memory_bytes": ("unknown exactly: the seed's vLLM log implies 23.52 GiB (rounded to "
+                                       "0.01 GiB, seed/STUDY.md), while nvbench PR #207 saw 24,563 MiB "
+                                       "from cudaMemGetInfo on another 4090; left None")},
+        name="rtx4090", display_name="NVIDIA GeForce RTX 4090", nvml_names=("NVIDIA GeForce RTX 4090",),
+        memory_bytes=24 * GB, nvml_memory_bytes=24_564 * MiB, memory_bandwidth=1008 * GB, sm_count=128,
+        l2_bytes=72 * MiB, boost_clock_hz=2.52e9, fp32_cores_per_sm=128, memory_bus_bits=384,
+        memory_clock_hz=10_501e6),
+    _entry(
+        _peaks(_H100_WP, fp32=67.0, tf32=494.7, bf16=989.4, fp16=989.4, fp8=1978.9, int8=1978.9),
+        {"memory_bytes": _H100_DS, "nvml_memory_bytes": _MODAL, "memory_bandwidth": _H100_DS,
+         "sm_count": _H100_WP, "l2_bytes": _H100_WP, "fp32_cores_per_sm": _H100_WP,
+         "memory_bus_bits": f"{_H100_WP} (5 HBM3 stacks, ten 512-bit controllers)",
+         "boost_clock_hz": "1.98 GHz max boost: the datasheet's 67 TFLOP/s fp32 = 132 x 128 x 2 x 1.98 GHz",
+         "peak_flops.fp32": _H100_DS},
+        name="h100-sxm", display_name="NVIDIA H100 SXM5 80GB", nvml_names=("NVIDIA H100 80GB HBM3",),
+        memory_bytes=80 * GB, nvml_memory_bytes=81_559 * MiB, memory_bandwidth=3.35 * TB, sm_count=132,
+        l2_bytes=50 * MiB, boost_clock_hz=1.98e9, fp32_cores_per_sm=128, memory_bus_bits=5120),
+    _entry(
+        _peaks(_H200_DS, fp32=67.0, tf32=494.5, bf16=989.5, fp16=989.5, fp8=1979.0, int8=1979.0),
+        {"memory_bytes": _H200_DS, "memory_bandwidth": _H200_DS, "sm_count": _H200_OURS,
+         "l2_bytes": _H200_OURS, "cuda_visible_memory_bytes": _H200_OURS,
+         "nvml_memory_bytes": "nvidia-smi in https://github.com/NVIDIA/cuda-samples/issues/311 (143,771 MiB)",
+         "fp32_cores_per_sm": "Hopper SM (same GH100 SM as H100), " + _H100_WP,
+         "boost_clock_hz": "nvidia-smi -q max graphics clock 1980 MHz, https://github.com/awslabs/amazon-eks-ami/pull/1985",
+         "memory_clock_hz": "nvidia-smi -q applications memory clock 3201 MHz, https://github.com/awslabs/amazon-eks-ami/pull/1985",
+         "memory_bus_bits": "not verified (6 HBM3e stacks suggest 6144 bit, which with 3201 MHz gives 4.92 TB/s, not 4.8); left None"},
+        name="h200", display_name="NVIDIA H200 SXM 141GB", nvml_names=("NVIDIA H200",),
+        memory_bytes=141 * GB, nvml_memory_bytes=143_771 * MiB, cuda_visible_memory_bytes=150_109_880_320,
+        memory_bandwidth=4.8 * TB, sm_count=132, l2_bytes=60 * MiB, boost_clock_hz=1.98e9,
+        fp32_cores_per_sm=128, memory_clock_hz=3201e6),
+    _entry(
+        _peaks(_A100_DS, fp32=19.5, tf32=156.0, bf16=312.0, fp16=312.0, int8=624.0),
+        {"memory_bytes": _A100_DS, "nvml_memory_bytes": _MODAL, "memory_bandwidth": _A100_DS + " (2,039 GB/s)",
+         "sm_count": _A100_WP, "l2_bytes": f"{_A100_WP}; {_A100_DQ}", "boost_clock_hz": _A100_DQ,
+         "fp32_cores_per_sm": _A100_WP, "memory_bus_bits": _A100_DQ},
+        name="a100-80gb", display_name="NVIDIA A100 SXM4 80GB", nvml_names=("NVIDIA A100-SXM4-80GB",),
+        memory_bytes=80 * GB, nvml_memory_bytes=81_920 * MiB, memory_bandwidth=2039 * GB, sm_count=108,
+        l2_bytes=40 * MiB, boost_clock_hz=1.41e9, fp32_cores_per_sm=64, memory_bus_bits=5120),
+    _entry(
+        _peaks(_L40S_DS, fp32=91.6, tf32=183.0, bf16=362.05, fp16=362.05, fp8=733.0, int8=733.0),
+        {"memory_bytes": _L40S_DS, "nvml_memory_bytes": _MODAL, "memory_bandwidth": _L40S_DS,
+         "sm_count": _L40S_DS + " (142 RT cores = 1 per SM; 18,176 CUDA cores / 128)",
+         "l2_bytes": "96 MB L2 (full AD102, " + _ADA + "); not confirmed on an L40S",
+         "boost_clock_hz": _L40S_BOARD, "fp32_cores_per_sm": _ADA, "memory_bus_bits": _L40S_BOARD},
+        name="l40s", display_name="NVIDIA L40S", nvml_names=("NVIDIA L40S",),
+        memory_bytes=48 * GB, nvml_memory_bytes=46_068 * MiB, memory_bandwidth=864 * GB, sm_count=142,
+        l2_bytes=96 * MiB, boost_clock_hz=2.52e9, fp32_cores_per_sm=128, memory_bus_bits=384),
+)})
+
+_BY_NVML_NAME: Mapping[str, str] = {n.casefold(): s.name for s in HARDWARE.values() for n in s.nvml_names}
+
+
+def get_hardware(name: str) -> HardwareSpec:
+    """Catalog lookup by key ("h200", case-insensitive) or exact NVML name ("NVIDIA H200")."""
+    key = name.strip().casefold()
+    if key in HARDWARE:
+        return HARDWARE[key]
+    if key in _BY_NVML_NAME:
+        return HARDWARE[_BY_NVML_NAME[key]]
+    names = ", ".join(HARDWARE)
+    spelled = {**{k: k for k in HARDWARE}, **{n.casefold(): n for s in HARDWARE.values() for n in s.nvml_names}}
+    hints = [spelled[h] for h in difflib.get_close_matches(key, list(spelled), n=3, cutoff=0.5)]
+    hint = f" Did you mean {' or '.join(map(repr, hints))}?" if hints else ""
+    raise UnknownHardwareError(f"unknown hardware {name!r}.{hint} Known: {names}. Fix: {_FIX.format(names=names)}.")
+
+
+def match_catalog(nvml_name: str) -> str | None:
+    """Catalog key for an exact device name as NVML/torch report it, else None (no fuzzy match:
+    "NVIDIA H200 NVL" has other clocks and power than "NVIDIA H200")."""
+    return _BY_NVML_NAME.get(nvml_name.strip().casefold())
+
+
+# --- live detection ---------------------------------------------------------------------
+@dataclass(frozen=True)
+class DetectedGPU:
+    """What the driver says about the GPU this process would use (provenance for reports)."""
+
+    index: int
+    name: str
+    backend: str  # "nvml", "torch" or "nvml+torch"
+    memory_total_bytes: int  # NVML total (nvidia-smi); torch's total if NVML is absent
+    memory_free_bytes: int | None = None
+    cuda_memory_total_bytes: int | None = None  # cudaMemGetInfo total (what vLLM budgets); torch only
+    uuid: str | None = None
+    sm_count: int | None = None
+    l2_bytes: int | None = None
+    compute_capability: tuple[int, int] | None = None
+    cuda_cores: int | None = None
+    memory_bus_bits: int | None = None
+    sm_clock_mhz: int | None = None
+    mem_clock_mhz: int | None = None
+    sm_clock_max_mhz: int | None = None
+    mem_clock_max_mhz: int | None = None
+    power_limit_w: float | None = None
+    driver_version: str | None = None
+    cuda_driver_version: str | None = None  # newest CUDA the driver supports, e.g. "12.4"
+    torch_cuda_version: str | None = None
+    mig_enabled: bool | None = None
+    catalog_name: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        if self.compute_capability is not None:
+            out["compute_capability"] = list(self.compute_capability)
+        return out
+
+
+def detect(index: int = 0, *, use_torch: bool = False) -> DetectedGPU | None:
+    """The visible GPU number `index` (CUDA numbering), or None on a machine without one.
+
+    Never raises. NVML needs no CUDA context. torch fills sm_count / L2 / cudaMemGetInfo
+    only if `use_torch=True` (this creates a CUDA context, several hundred MiB) or if this
+    process already initialised CUDA through torch. NVML numbers devices by PCI bus while
+    CUDA's default order is fastest-first: set CUDA_DEVICE_ORDER=PCI_BUS_ID on mixed boxes."""
+    try:
+        nvml = _nvml_query(index)
+    except Exception:  # noqa: BLE001 - detection is best-effort by contract
+        nvml = None
+    cuda: dict[str, Any] | None = None
+    if use_torch or _torch_cuda_initialised():
+        try:
+            cuda = _torch_query(index)
+        except Exception:  # noqa: BLE001
+            cuda = None
+    if nvml is None and cuda is None:
+        return None
+    merged: dict[str, Any] = {**(cuda or {}), **(nvml or {})}  # NVML wins on shared keys
+    if nvml is None:
+        merged["memory_total_bytes"] = cuda["cuda_memory_total_bytes"]  # type: ignore[index]
+    for key in ("sm_count", "l2_bytes", "compute_capability"):
+        merged[key] = merged.get(key) or (cuda or {}).get(key)
+    backend = "+".join(b for b, d in (("nvml", nvml), ("torch", cuda)) if d is not None)
+    return DetectedGPU(index=index, backend=backend, catalog_name=match_catalog(merged["name"]), **merged)
+
+
+def spec_for_detected(gpu: DetectedGPU) -> HardwareSpec:
+    """The catalog spec for a known GPU; otherwise a spec of detected numbers only, whose
+    datasheet fields are None, so predictions needing them fail with a clear message."""
+    if gpu.catalog_name is not None:
+        spec = HARDWARE[gpu.catalog_name]
+        if gpu.mig_enabled:
+            spec = dataclasses.replace(spec, notes=spec.notes + (
+                "MIG is enabled: a MIG slice has fewer SMs and less bandwidth than these whole-GPU numbers",))
+        return spec
+    src = f"detected on this machine via {gpu.backend}, not in catalog"
+    mem_clock = gpu.mem_clock_max_mhz * 1e6 if gpu.mem_clock_max_mhz else None
+    values: dict[str, Any] = {
+        "nvml_memory_bytes": gpu.memory_total_bytes if "nvml" in gpu.backend else None,
+        "cuda_visible_memory_bytes": gpu.cuda_memory_total_bytes, "sm_count": gpu.sm_count,
+        "l2_bytes": gpu.l2_bytes, "memory_bus_bits": gpu.memory_bus_bits, "memory_clock_hz": mem_clock,
+    }
+    sources = {k: src for k, v in values.items() if v is not None}
+    bandwidth = None
+    if mem_clock and gpu.memory_bus_bits:
+        # Same formula nvbench prints; matches the datasheet for every catalog GPU that has both.
+        bandwidth = mem_clock * 2 * gpu.memory_bus_bits / 8
+        sources["memory_bandwidth"] = f"derived: max memory clock x 2 (DDR) x bus width / 8, {src}"
+    slug = re.sub(r"[^a-z0-9]+", "-", gpu.name.casefold()).strip("-")
+    return HardwareSpec(
+        name=f"detected:{slug}", display_name=gpu.name, nvml_names=(gpu.name,), memory_bytes=None,
+        memory_bandwidth=bandwidth, peak_flops={}, boost_clock_hz=None, fp32_cores_per_sm=None,
+        sources=sources, from_catalog=False,
+        notes=((f"{gpu.name!r} is not in the catalog: no datasheet peaks or nominal memory; "
+                "predictions needing them raise MissingHardwareFactError"),),
+        **values)
+
+
+def _call(fn: Any, *args: Any) -> Any:
+    """One NVML query; None when unsupported on this GPU/driver (NVMLError_NotSupported etc.)."""
+    try:
+        return fn(*args)
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _text(value: Any) -> str | None:
+    return value.decode() if isinstance(value, bytes) else value  # old pynvml returned bytes
+
+
+def _nvml_query(index: int) -> dict[str, Any] | None:
+    try:
+        import pynvml  # nvidia-ml-py; lazy so CPU machines never need it
+    except ImportError:
+        return None
+    try:
+        pynvml.nvmlInit()
+    except Exception:  # noqa: BLE001 - no driver / no GPU
+        return None
+    try:
+        handle = _nvml_handle(pynvml, index)
+        if handle is None:
+            return None
+        name = _text(pynvml.nvmlDeviceGetName(handle))
+        mem = pynvml.nvmlDeviceGetMemoryInfo(handle)
+        sm, mem_clk = getattr(pynvml, "NVML_CLOCK_SM", 1), getattr(pynvml, "NVML_CLOCK_MEM", 2)
+        power_mw = _call(pynvml.nvmlDeviceGetEnforcedPowerLimit, handle)
+        if power_mw is None:
+            power_mw = _call(pynvml.nvmlDeviceGetPowerManagementLimit, handle)
+        cuda_v = _call(pynvml.nvmlSystemGetCudaDriverVersion)
+        mig = _call(pynvml.nvmlDeviceGetMigMode, handle)
+        cc = _call(pynvml.nvmlDeviceGetCudaComputeCapability, handle)
+        return {
+            "name": name, "memory_total_bytes": int(mem.total), "memory_free_bytes": int(mem.free),
+            "uuid": _text(_call(pynvml.nvmlDeviceGetUUID, handle)),
+            "sm_clock_mhz": _call(pynvml.nvmlDeviceGetClockInfo, handle, sm),
+            "mem_clock_mhz": _call(pynvml.nvmlDeviceGetClockInfo, handle, mem_clk),
+            "sm_clock_max_mhz": _call(pynvml.nvmlDeviceGetMaxClockInfo, handle, sm),
+            "mem_clock_max_mhz": _call(pynvml.nvmlDeviceGetMaxClockInfo, handle, mem_clk),
+            "power_limit_w": power_mw / 1000 if power_mw is not None else None,
+            "driver_version": _text(_call(pynvml.nvmlSystemGetDriverVersion)),
+            "cuda_driver_version": f"{cuda_v // 1000}.{cuda_v % 1000 // 10}" if cuda_v else None,
+            "mig_enabled": bool(mig[0]) if mig is not None else None,
+            "compute_capability": (int(cc[0]), int(cc[1])) if cc is not None else None,
+            "memory_bus_bits": _call(getattr(pynvml, "nvmlDeviceGetMemoryBusWidth", None), handle),
+            "cuda_cores": _call(getattr(pynvml, "nvmlDeviceGetNumGpuCores", None), handle),
+        }
+    finally:
+        _call(pynvml.nvmlShutdown)
+
+
+def _nvml_handle(pynvml: Any, index: int) -> Any:
+    """NVML handle of CUDA device `index`, honouring CUDA_VISIBLE_DEVICES (indices or UUIDs)."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is None:
+        return _call(pynvml.nvmlDeviceGetHandleByIndex, index)
+    entries = [e.strip() for e in visible.split(",") if e.strip()]
+    if index >= len(entries):
+        return None  # "" or "-1" hides every GPU, as CUDA does
+    entry = entries[index]
+    if entry.isdigit():
+        return _call(pynvml.nvmlDeviceGetHandleByIndex, int(entry))
+    if not entry.startswith(("GPU-", "MIG-")):
+        return None  # CUDA stops at the first invalid entry
+    for i in range(_call(pynvml.nvmlDeviceGetCount) or 0):  # CUDA accepts UUID prefixes
+        handle = _call(pynvml.nvmlDeviceGetHandleByIndex, i)
+        uuid = _text(_call(pynvml.nvmlDeviceGetUUID, handle)) if handle is not None else None
+        if uuid and uuid.startswith(entry):
+            return handle
+    return None
+
+
+def _torch_cuda_initialised() -> bool:
+    torch = sys.modules.get("torch")  # never import torch just to ask
+    try:
+        return bool(torch is not None and torch.cuda.is_initialized())
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def _torch_query(index: int) -> dict[str, Any] | None:
+    import torch  # lazy: only when asked or already initialised
+
+    if not torch.cuda.is_available() or index >= torch.cuda.device_count():
+        return None
+    props = torch.cuda.get_device_properties(index)
+    free, total = torch.cuda.mem_get_info(index)
+    l2 = getattr(props, "L2_cache_size", None)
+    return {
+        "name": props.name, "cuda_memory_total_bytes": int(total), "memory_free_bytes": int(free),
+        "sm_count": int(props.multi_processor_count), "l2_bytes": int(l2) if l2 else None,
+        "compute_capability": (int(props.major), int(props.minor)),
+        "torch_cuda_version": getattr(torch.version, "cuda", None),
+    }

@@ -1,0 +1,539 @@
+"""ModelSpec: the structure of a decoder-only transformer, read from a Hugging Face config.json.
+
+Everything the theory needs (KV bytes per token, weight bytes, FLOPs per token) is a pure
+function of these fields. Parsing is strict about the fields it uses and silent about the
+many it does not (HF configs carry dozens of training-only keys).
+
+Parameter-count semantics (stated once, used everywhere; published figures differ in which
+of these they mean, so tests name the one they compare against):
+
+- ``num_parameters()``        every unique tensor in a checkpoint (tied embedding counted once).
+                              Qwen2.5-7B: 7.62e9.
+- ``num_active_parameters()`` the same, but MoE layers count only ``experts_per_token`` routed
+                              experts (shared experts, routers and the embedding all count).
+                              Mixtral-8x7B: 12.9e9 (Mistral's "active" convention).
+- ``matmul_parameters()``     weights + biases of the linear layers one forward step multiplies
+                              by: attention, MLP, experts, routers and the lm_head (which *is* the
+                              embedding matrix when tied). Excludes the embedding lookup (a gather,
+                              one row per token) and norm weights. Qwen2.5-7B: 7.07e9, the seed's
+                              "matmul params" (claims 4/5: 6.53e9 trunk + 0.545e9 lm_head).
+                              ``active_only=True`` counts k-of-E routed experts (DeepSeek's
+                              "activated" convention: DeepSeek-V2-Lite 2.4e9).
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Literal
+
+AttentionKind = Literal["mha", "gqa", "mqa", "mla"]
+LayerKind = Literal["full", "sliding"]
+Role = Literal[
+    "embedding", "lm_head", "attention", "mlp", "expert", "router", "shared_expert", "norm", "mla"
+]
+ConfigSource = str | Path | Mapping[str, Any]
+
+# torch dtype names as HF writes them in `torch_dtype` / `dtype`. Exact keys only.
+DTYPE_BYTES: Mapping[str, int] = MappingProxyType({
+    "float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1,
+})
+SUPPORTED_LAYER_TYPES: Mapping[str, LayerKind] = MappingProxyType(
+    {"full_attention": "full", "sliding_attention": "sliding"}
+)
+# HF hardcodes bias=True on q/k/v (never on o) for these; their configs carry no bias key.
+_QKV_BIAS_MODEL_TYPES = frozenset({"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl"})
+# Per-head RMSNorm on q and k inside attention (q_norm / k_norm tensors of size head_dim).
+_QK_NORM_MODEL_TYPES = frozenset({"qwen3", "qwen3_moe", "gemma3", "gemma3_text"})
+# Sandwich norms: 4 RMSNorms per layer instead of 2.
+_FOUR_NORM_MODEL_TYPES = frozenset({"gemma2", "gemma3", "gemma3_text"})
+# GemmaConfig defaults tie_word_embeddings=True; Llama/Qwen/Mistral/DeepSeek default False.
+_TIED_BY_DEFAULT = frozenset({"gemma", "gemma2", "gemma3", "gemma3_text"})
+# Qwen configs default use_sliding_window=False and keep a (disabled) sliding_window value.
+_SLIDING_OFF_BY_DEFAULT = frozenset({"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl", "qwen3", "qwen3_moe"})
+# Gemma-2 rule (HF Gemma2DecoderLayer: is_sliding = not bool(layer_idx % 2)): even layers slide.
+_ALTERNATING_SLIDING_MODEL_TYPES = frozenset({"gemma2"})
+
+
+class ModelConfigError(ValueError):
+    """A config.json this package cannot use; names the field, the problem and the fix."""
+
+    def __init__(self, field_name: str, problem: str, fix: str, source: str = "config") -> None:
+        self.field = field_name
+        self.source = source
+        super().__init__(f"{source}: `{field_name}` {problem}. Fix: {fix}")
+
+
+@dataclass(frozen=True)
+class LayerAttention:
+    """One decoder layer's attention span: full causal, or a sliding window of `window` tokens."""
+
+    kind: LayerKind
+    window: int | None = None
+
+
+@dataclass(frozen=True)
+class ParamTensor:
+    """One tensor of a HF checkpoint. `linear` is True for weights and biases a matmul reads;
+    False for norm weights, the embedding table (a gather) and additive routing biases."""
+
+    name: str
+    shape: tuple[int, ...]
+    role: Role
+    linear: bool = True
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelSpec:
+    """Structure of one model replica. Build with `ModelSpec.from_hf_config(...)`.
+
+    Fields are the parsed config; derived quantities are properties and never overwrite
+    a field. For MLA models `head_dim` is the q/k head width (qk_nope + qk_rope) and
+    `num_kv_heads` is the config's value, which does *not* describe the cache: MLA caches
+    one latent of width `kv_lora_rank + qk_rope_head_dim` per layer and token (`kv_size`).
+    """
+
+    name: str
+    architecture: str
+    model_type: str
+    hidden_size: int
+    num_layers: int
+    num_attention_heads: int
+    num_kv_heads: int
+    head_dim: int
+    v_head_dim: int
+    intermediate_size: int
+    vocab_size: int
+    tie_word_embeddings: bool
+    qkv_bias: bool  # bias on q/k/v projections (MLA: on q_a/kv_a projections)
+    o_bias: bool = False
+    mlp_bias: bool = False
+    qk_norm: bool = False
+    norms_per_layer: int = 2
+    dtype: str | None = None  # checkpoint dtype from torch_dtype/dtype; None if the config is silent
+    max_position_embeddings: int | None = None
+    attention: AttentionKind
+    sliding_window: int | None = None  # effective window; None when disabled (Qwen2.5: disabled)
+    layer_attention: tuple[LayerAttention, ...]
+    # MoE (num_experts == 0 for dense models)
+    num_experts: int = 0
+    experts_per_token: int = 0
+    moe_intermediate_size: int | None = None  # Mixtral's experts use intermediate_size: stored here
+    num_shared_experts: int = 0
+    shared_expert_intermediate_size: int | None = None  # per shared expert; None -> moe size
+    first_k_dense_replace: int = 0
+    moe_layer_freq: int = 1
+    decoder_sparse_step: int = 1
+    mlp_only_layers: tuple[int, ...] = ()
+    # MLA (kv_lora_rank is None for non-MLA models)
+    kv_lora_rank: int | None = None
+    q_lora_rank: int | None = None
+    qk_rope_head_dim: int | None = None
+    qk_nope_head_dim: int | None = None
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+    @classmethod
+    def from_hf_config(cls, source: ConfigSource, name: str | None = None) -> ModelSpec:
+        """Parse a config.json given as a path (file or directory), a dict, a catalog name
+        (`qwen2.5-7b`) or a catalog Hugging Face id (`Qwen/Qwen2.5-7B-Instruct`)."""
+        raw, label, default_name = _load_source(source)
+        return _parse_config(raw, label, name or default_name)
+
+    # ---- derived structure -------------------------------------------------------------
+    @property
+    def is_moe(self) -> bool:
+        return self.num_experts > 0
+
+    @property
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank is not None
+
+    @property
+    def num_full_attention_layers(self) -> int:
+        return sum(1 for la in self.layer_attention if la.kind == "full")
+
+    @property
+    def num_sliding_layers(self) -> int:
+        return sum(1 for la in self.layer_attention if la.kind == "sliding")
+
+    @property
+    def q_size(self) -> int:
+        """Width of the query projection output (heads x q/k head dim)."""
+        return self.num_attention_heads * self.head_dim
+
+    @property
+    def kv_size(self) -> int:
+        """Elements cached per layer and token for K (and again for V, except MLA).
+        MLA: the single compressed latent kv_lora_rank + qk_rope_head_dim (no separate V)."""
+        if self.kv_lora_rank is not None and self.qk_rope_head_dim is not None:
+            return self.kv_lora_rank + self.qk_rope_head_dim
+        return self.num_kv_heads * self.head_dim
+
+    @property
+    def dtype_bytes(self) -> int | None:
+        return DTYPE_BYTES[self.dtype] if self.dtype is not None else None
+
+    def is_moe_layer(self, layer: int) -> bool:
+        """DeepSeek rule (i >= first_k_dense_replace and i % moe_layer_freq == 0) combined with
+        the Qwen-MoE rule (i not in mlp_only_layers and (i + 1) % decoder_sparse_step == 0);
+        each family's unused knobs sit at their neutral defaults."""
+        return (
+            self.num_experts > 0
+            and layer >= self.first_k_dense_replace
+            and layer % self.moe_layer_freq == 0
+            and (layer + 1) % self.decoder_sparse_step == 0
+            and layer not in self.mlp_only_layers
+        )
+
+    @property
+    def moe_layers(self) -> tuple[int, ...]:
+        return tuple(i for i in range(self.num_layers) if self.is_moe_layer(i))
+
+    # ---- weight inventory ----------------------------------------------------------------
+    def parameter_tensors(self) -> tuple[ParamTensor, ...]:
+        """Every tensor a HF checkpoint holds for one replica, with HF's names and shapes
+        ([out, in] for linear weights). The lm_head is absent when tied to the embedding."""
+        return self._inventory
+
+    @cached_property
+    def _inventory(self) -> tuple[ParamTensor, ...]:
+        # cached_property writes to __dict__ directly, so it works on a frozen dataclass and
+        # stays out of eq/hash. Qwen3-30B-A3B has ~19k tensors: worth building once.
+        h = self.hidden_size
+        tensors = [ParamTensor("model.embed_tokens.weight", (self.vocab_size, h), "embedding", False)]
+        for i in range(self.num_layers):
+            prefix = f"model.layers.{i}."
+            tensors += self._layer_norms(prefix)
+            tensors += self._mla_tensors(prefix) if self.is_mla else self._attention_tensors(prefix)
+            tensors += self._moe_tensors(prefix) if self.is_moe_layer(i) else self._dense_mlp(prefix)
+        tensors.append(ParamTensor("model.norm.weight", (h,), "norm", False))
+        if not self.tie_word_embeddings:
+            tensors.append(ParamTensor("lm_head.weight", (self.vocab_size, h), "lm_head"))
+        return tuple(tensors)
+
+    def _layer_norms(self, prefix: str) -> list[ParamTensor]:
+        names = ["input_layernorm", "post_attention_layernorm"]
+        if self.norms_per_layer == 4:
+            names += ["pre_feedforward_layernorm", "post_feedforward_layernorm"]
+        return [ParamTensor(f"{prefix}{n}.weight", (self.hidden_size,), "norm", False) for n in names]
+
+    def _attention_tensors(self, prefix: str) -> list[ParamTensor]:
+        h, p = self.hidden_size, prefix + "self_attn."
+        kv = self.num_kv_heads * self.head_dim
+        out = _linear(p + "q_proj", self.q_size, h, "attention", self.qkv_bias)
+        out += _linear(p + "k_proj", kv, h, "attention", self.qkv_bias)
+        out += _linear(p + "v_proj", self.num_kv_heads * self.v_head_dim, h, "attention", self.qkv_bias)
+        out += _linear(p + "o_proj", h, self.num_attention_heads * self.v_head_dim, "attention", self.o_bias)
+        if self.qk_norm:
+            out += [ParamTensor(p + n, (self.head_dim,), "norm", False) for n in ("q_norm.weight", "k_norm.weight")]
+        return out
+
+    def _mla_tensors(self, prefix: str) -> list[ParamTensor]:
+        # DeepSeek-V2/V3 modeling: q (optionally low-rank), a joint kv down-projection that also
+        # emits the shared rope key, an up-projection to per-head nope-K and V, then o_proj.
+        assert self.kv_lora_rank is not None and self.qk_rope_head_dim is not None
+        assert self.qk_nope_head_dim is not None
+        h, p, heads = self.hidden_size, prefix + "self_attn.", self.num_attention_heads
+        out: list[ParamTensor] = []
+        if self.q_lora_rank is None:
+            out += _linear(p + "q_proj", self.q_size, h, "attention", False)
+        else:
+            out += _linear(p + "q_a_proj", self.q_lora_rank, h, "mla", self.qkv_bias)
+            out.append(ParamTensor(p + "q_a_layernorm.weight", (self.q_lora_rank,), "mla", False))
+            out += _linear(p + "q_b_proj", self.q_size, self.q_lora_rank, "mla", False)
+        out += _linear(p + "kv_a_proj_with_mqa", self.kv_size, h, "mla", self.qkv_bias)
+        out.append(ParamTensor(p + "kv_a_layernorm.weight", (self.kv_lora_rank,), "mla", False))
+        kv_b_out = heads * (self.qk_nope_head_dim + self.v_head_dim)
+        out += _linear(p + "kv_b_proj", kv_b_out, self.kv_lora_rank, "mla", False)
+        out += _linear(p + "o_proj", h, heads * self.v_head_dim, "attention", self.o_bias)
+        return out
+
+    def _dense_mlp(self, prefix: str, width: int | None = None, role: Role = "mlp",
+                   infix: str = "mlp.") -> list[ParamTensor]:
+        h, w, p, b = self.hidden_size, width or self.intermediate_size, prefix + infix, self.mlp_bias
+        return (_linear(p + "gate_proj", w, h, role, b) + _linear(p + "up_proj", w, h, role, b)
+                + _linear(p + "down_proj", h, w, role, b))
+
+    def _moe_tensors(self, prefix: str) -> list[ParamTensor]:
+        h, e = self.hidden_size, self.num_experts
+        w = self.moe_intermediate_size or self.intermediate_size
+        if self.model_type == "mixtral":  # block_sparse_moe naming: w1 gate, w3 up, w2 down
+            p = prefix + "block_sparse_moe."
+            out = _linear(p + "gate", e, h, "router", False)
+            for x in range(e):
+                q = f"{p}experts.{x}."
+                out += _linear(q + "w1", w, h, "expert", False) + _linear(q + "w2", h, w, "expert", False)
+                out += _linear(q + "w3", w, h, "expert", False)
+            return out
+        p = prefix + "mlp."
+        out = _linear(p + "gate", e, h, "router", False)
+        if self.raw.get("topk_method") == "noaux_tc":  # DeepSeek-V3 routing bias, added not multiplied
+            out.append(ParamTensor(p + "gate.e_score_correction_bias", (e,), "router", False))
+        for x in range(e):
+            out += self._dense_mlp(prefix, w, "expert", f"mlp.experts.{x}.")
+        if self.num_shared_experts:
+            shared_w = self.num_shared_experts * (self.shared_expert_intermediate_size or w)
+            if self.model_type == "qwen2_moe":  # one shared expert behind a sigmoid gate
+                out += self._dense_mlp(prefix, shared_w, "shared_expert", "mlp.shared_expert.")
+                out += _linear(p + "shared_expert_gate", 1, h, "router", False)
+            else:  # DeepSeek fuses its shared experts into one wider MLP
+                out += self._dense_mlp(prefix, shared_w, "shared_expert", "mlp.shared_experts.")
+        return out
+
+    def num_parameters(self) -> int:
+        """Unique checkpoint parameters (tied embedding once). Semantics: module docstring."""
+        return sum(t.numel for t in self._inventory)
+
+    def _inactive_expert_parameters(self) -> int:
+        # Experts of a layer are identical in shape, so (E - k)/E of them is an exact integer.
+        if not self.is_moe:
+            return 0
+        expert_total = sum(t.numel for t in self._inventory if t.role == "expert")
+        return expert_total // self.num_experts * (self.num_experts - self.experts_per_token)
+
+    def num_active_parameters(self) -> int:
+        """num_parameters() with only experts_per_token of each MoE layer's routed experts."""
+        return self.num_parameters() - self._inactive_expert_parameters()
+
+    def matmul_parameters(self, *, active_only: bool = False) -> int:
+        """Linear-layer weights + biases a forward step multiplies by, lm_head included (the
+        embedding matrix when tied), embedding lookup and norms excluded. x2 = FLOP/token;
+        x dtype bytes = bytes a decode step streams. active_only: k-of-E routed experts."""
+        total = sum(t.numel for t in self._inventory if t.linear)
+        if self.tie_word_embeddings:
+            total += self.vocab_size * self.hidden_size  # the lm_head matmul reads the embedding
+        return total - (self._inactive_expert_parameters() if active_only else 0)
+
+
+def load_model(source: ConfigSource, name: str | None = None) -> ModelSpec:
+    """`ModelSpec.from_hf_config` under the name the fixtures and CLI use:
+    `load_model("qwen2.5-7b")`, `load_model("Qwen/Qwen2.5-7B-Instruct")`, a path, or a dict."""
+    return ModelSpec.from_hf_config(source, name)
+
+
+def _linear(name: str, out_features: int, in_features: int, role: Role, bias: bool) -> list[ParamTensor]:
+    weight = [ParamTensor(f"{name}.weight", (out_features, in_features), role)]
+    return weight + [ParamTensor(f"{name}.bias", (out_features,), role)] if bias else weight
+
+
+# ---- loading ---------------------------------------------------------------------------------
+
+def _load_source(source: ConfigSource) -> tuple[Mapping[str, Any], str, str | None]:
+    """-> (raw config, label for error messages, default model name)."""
+    if isinstance(source, Mapping):
+        return source, "config dict", None
+    if not isinstance(source, (str, Path)):
+        raise ModelConfigError("source", f"has type {type(source).__name__}",
+                               "pass a path to config.json, its directory, a dict or a catalog name")
+    path = Path(source)
+    if path.is_dir():
+        path = path / "config.json"
+        if not path.is_file():
+            raise ModelConfigError("config.json", f"is missing from directory {source}",
+                                   "point at the model directory that holds config.json", str(source))
+    if path.is_file():
+        # A directory's config.json is named after the directory (HF snapshot layout).
+        default = path.parent.name if path.name == "config.json" else path.stem
+        return _read_json(path), str(path), default
+    from pytest_anatomy.specs import catalog  # lazy: catalog imports this module
+
+    canonical = catalog.resolve(str(source))  # raises with difflib suggestions
+    entry = catalog.MODELS[canonical]
+    return _read_json(entry.config_path), f"catalog:{canonical} ({entry.config_path.name})", canonical
+
+
+def _read_json(path: Path) -> Mapping[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise ModelConfigError(
+            "config.json", f"is not valid JSON at line {err.lineno}, column {err.colno}: {err.msg}",
+            f"repair line {err.lineno} of {path} (a copy from the model's hub page is valid JSON)",
+            str(path)) from None
+    if not isinstance(data, dict):
+        raise ModelConfigError("config.json", f"holds a JSON {type(data).__name__}, not an object",
+                               "use the model's config.json, a single {...} object", str(path))
+    return data
+
+
+class _Reader:
+    """Typed access to config keys; every failure names the key and the fix."""
+
+    def __init__(self, cfg: Mapping[str, Any], source: str) -> None:
+        self.cfg, self.source = cfg, source
+
+    def error(self, key: str, problem: str, fix: str) -> ModelConfigError:
+        return ModelConfigError(key, problem, fix, self.source)
+
+    def integer(self, key: str, default: Any = ..., minimum: int = 1) -> Any:
+        """An int >= minimum. Absent or null -> default; no default -> a missing-field error."""
+        value = self.cfg.get(key)
+        if value is None:
+            if default is ...:
+                present = sorted(k for k in self.cfg if isinstance(k, str))
+                near = difflib.get_close_matches(key, present, n=3, cutoff=0.75)
+                hint = f" (the config has {', '.join(near)})" if near else ""
+                raise self.error(key, f"is missing{hint}",
+                                 f"add `\"{key}\": <int>` as in the model's Hugging Face config.json")
+            return default
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.error(key, f"must be an integer, got {value!r} ({type(value).__name__})",
+                             f"write {key} as a JSON integer")
+        if value < minimum:
+            raise self.error(key, f"must be >= {minimum}, got {value}", f"set {key} to a size >= {minimum}")
+        return value
+
+    def flag(self, key: str, default: bool) -> bool:
+        value = self.cfg.get(key)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            raise self.error(key, f"must be true or false, got {value!r}", f"write {key} as a JSON boolean")
+        return value
+
+
+# ---- parsing -------------------------------------------------------------------------------
+
+def _parse_config(raw: Mapping[str, Any], source: str, name: str | None) -> ModelSpec:
+    cfg: Mapping[str, Any] = raw
+    text = raw.get("text_config")
+    if "hidden_size" not in raw and isinstance(text, Mapping):
+        # Multimodal wrappers (Gemma 3, Qwen2.5-VL in newer transformers) nest the LM here.
+        cfg = {**text, "architectures": raw.get("architectures", text.get("architectures"))}
+    r = _Reader(cfg, source)
+    hidden, layers = r.integer("hidden_size"), r.integer("num_hidden_layers")
+    heads, vocab, inter = r.integer("num_attention_heads"), r.integer("vocab_size"), r.integer("intermediate_size")
+    kv_heads = r.integer("num_key_value_heads", default=heads)  # absent: MHA
+    if heads % kv_heads:
+        raise r.error("num_key_value_heads", f"({kv_heads}) does not divide num_attention_heads ({heads})",
+                      "use a KV head count that divides the query head count (GQA groups are equal)")
+    model_type = str(cfg.get("model_type") or "")
+    archs = cfg.get("architectures") or []
+    architecture = str(archs[0]) if isinstance(archs, list) and archs else model_type
+
+    mla = cfg.get("kv_lora_rank") is not None
+    mla_fields: dict[str, int | None] = {}
+    if mla:
+        mla_fields = {"kv_lora_rank": r.integer("kv_lora_rank"), "q_lora_rank": r.integer("q_lora_rank", None),
+                      "qk_rope_head_dim": r.integer("qk_rope_head_dim"),
+                      "qk_nope_head_dim": r.integer("qk_nope_head_dim")}
+        head_dim = mla_fields["qk_nope_head_dim"] + mla_fields["qk_rope_head_dim"]  # type: ignore[operator]
+        v_head_dim = r.integer("v_head_dim")
+    else:
+        head_dim = r.integer("head_dim", None)  # explicit head_dim wins (Gemma: 256 != 3584/16)
+        if head_dim is None:
+            if hidden % heads:
+                raise r.error("head_dim", f"is absent and hidden_size {hidden} is not divisible by "
+                              f"num_attention_heads {heads}", "add the model's explicit head_dim")
+            head_dim = hidden // heads
+        v_head_dim = head_dim
+    attention: AttentionKind = ("mla" if mla else "mha" if kv_heads == heads
+                                else "mqa" if kv_heads == 1 else "gqa")
+
+    attention_bias = r.flag("attention_bias", False)
+    qkv_bias = True if model_type in _QKV_BIAS_MODEL_TYPES else attention_bias
+    sliding_window, layer_attention = _parse_attention_layout(r, model_type, layers)
+    return ModelSpec(
+        name=name or str(raw.get("_name_or_path") or architecture or "unnamed"),
+        architecture=architecture, model_type=model_type, hidden_size=hidden, num_layers=layers,
+        num_attention_heads=heads, num_kv_heads=kv_heads, head_dim=head_dim, v_head_dim=v_head_dim,
+        intermediate_size=inter, vocab_size=vocab,
+        tie_word_embeddings=r.flag("tie_word_embeddings", model_type in _TIED_BY_DEFAULT),
+        qkv_bias=qkv_bias, o_bias=attention_bias and model_type not in _QKV_BIAS_MODEL_TYPES,
+        mlp_bias=r.flag("mlp_bias", False), qk_norm=model_type in _QK_NORM_MODEL_TYPES,
+        norms_per_layer=4 if model_type in _FOUR_NORM_MODEL_TYPES else 2,
+        dtype=_parse_dtype(r), max_position_embeddings=r.integer("max_position_embeddings", None),
+        attention=attention, sliding_window=sliding_window, layer_attention=layer_attention,
+        **_parse_moe(r, layers, inter), **mla_fields,  # type: ignore[arg-type]
+        raw=MappingProxyType(copy.deepcopy(dict(raw))),
+    )
+
+
+def _parse_dtype(r: _Reader) -> str | None:
+    key = "dtype" if r.cfg.get("dtype") is not None else "torch_dtype"  # newer transformers: "dtype"
+    value = r.cfg.get(key)
+    if value is None:
+        return None
+    if value not in DTYPE_BYTES:
+        near = difflib.get_close_matches(str(value), list(DTYPE_BYTES), n=2)
+        hint = f"did you mean {' or '.join(near)}? " if near else ""
+        raise r.error(key, f"is {value!r}, not a known torch dtype",
+                      f"{hint}use one of {', '.join(DTYPE_BYTES)}")
+    return str(value)
+
+
+def _parse_attention_layout(r: _Reader, model_type: str, layers: int
+                            ) -> tuple[int | None, tuple[LayerAttention, ...]]:
+    enabled = r.flag("use_sliding_window", model_type not in _SLIDING_OFF_BY_DEFAULT)
+    # Qwen2.5 ships sliding_window=131072 with use_sliding_window=false: that is *no* window.
+    window = r.integer("sliding_window", None) if enabled else None
+    layer_types = r.cfg.get("layer_types")
+    if layer_types is not None:
+        if not isinstance(layer_types, list) or len(layer_types) != layers:
+            n = len(layer_types) if isinstance(layer_types, list) else type(layer_types).__name__
+            raise r.error("layer_types", f"has {n} entries but num_hidden_layers is {layers}",
+                          "give exactly one layer type per decoder layer")
+        kinds: list[LayerKind] = []
+        for i, lt in enumerate(layer_types):
+            if lt not in SUPPORTED_LAYER_TYPES:
+                raise r.error("layer_types", f"entry {i} is {lt!r}, which is not supported yet "
+                              f"(hybrid linear-attention/Mamba layers have no KV model here)",
+                              f"only {' and '.join(SUPPORTED_LAYER_TYPES)} layers are modelled")
+            kinds.append(SUPPORTED_LAYER_TYPES[lt])
+        if "sliding" in kinds and window is None:
+            raise r.error("sliding_window", "is unset or disabled but layer_types has sliding_attention "
+                          "layers", "set sliding_window (and use_sliding_window: true) to the window")
+    elif window is None:
+        kinds = ["full"] * layers
+    elif model_type in _ALTERNATING_SLIDING_MODEL_TYPES:
+        kinds = ["sliding" if i % 2 == 0 else "full" for i in range(layers)]
+    elif r.cfg.get("sliding_window_pattern") is not None:  # Gemma 3: every pattern-th layer is global
+        pattern = r.integer("sliding_window_pattern")
+        kinds = ["full" if (i + 1) % pattern == 0 else "sliding" for i in range(layers)]
+    elif r.cfg.get("max_window_layers") is not None:  # Qwen: the first max_window_layers stay full
+        first_sliding = r.integer("max_window_layers", minimum=0)
+        kinds = ["sliding" if i >= first_sliding else "full" for i in range(layers)]
+    else:  # Mistral-7B-v0.1 style: one window on every layer
+        kinds = ["sliding"] * layers
+    per_layer = tuple(LayerAttention(k, window if k == "sliding" else None) for k in kinds)
+    return (window if "sliding" in kinds else None), per_layer
+
+
+def _parse_moe(r: _Reader, layers: int, intermediate: int) -> dict[str, Any]:
+    expert_key = next((k for k in ("num_local_experts", "num_experts", "n_routed_experts")
+                       if r.cfg.get(k) is not None), None)
+    num_experts = r.integer(expert_key, minimum=0) if expert_key else 0
+    if num_experts == 0:
+        return {}
+    k = r.integer("num_experts_per_tok")
+    if k > num_experts:
+        raise r.error("num_experts_per_tok", f"({k}) exceeds the number of experts ({expert_key}={num_experts})",
+                      f"route each token to at most {num_experts} experts")
+    shared_size = r.integer("shared_expert_intermediate_size", None, minimum=0) or None
+    mlp_only = r.cfg.get("mlp_only_layers") or []
+    if not isinstance(mlp_only, list) or not all(
+            isinstance(i, int) and not isinstance(i, bool) and 0 <= i < layers for i in mlp_only):
+        raise r.error("mlp_only_layers", f"must list layer indices in [0, {layers}), got {mlp_only!r}",
+                      "list the dense layers by index, or use []")
+    return {
+        "num_experts": num_experts, "experts_per_token": k,
+        "moe_intermediate_size": r.integer("moe_intermediate_size", intermediate),
+        # Qwen2-MoE has one shared expert sized by shared_expert_intermediate_size.
+        "num_shared_experts": r.integer("n_shared_experts", 1 if shared_size else 0, minimum=0),
+        "shared_expert_intermediate_size": shared_size,
+        "first_k_dense_replace": r.integer("first_k_dense_replace", 0, minimum=0),
+        "moe_layer_freq": r.integer("moe_layer_freq", 1),
+        "decoder_sparse_step": r.integer("decoder_sparse_step", 1),
+        "mlp_only_layers": tuple(sorted(set(mlp_only))),
+    }

@@ -1,0 +1,138 @@
+"""Replay semantics: recordings found, missing, corrupt, superseded; `--anatomy-source`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_anatomy import recordings
+
+REPLAY_TEST = """
+import pytest
+@pytest.mark.gpu
+def test_replay(measured, reconcile):
+    rec = measured("pool", hardware="rtx4090", suite="capacity")
+    reconcile("kv_tokens", 120064.0, rec["kv_tokens"])
+"""
+
+
+def _write(root: Path, name: str = "pool", stamp: str = "2026-08-25T00:00:00Z", tokens: float = 120064) -> Path:
+    rec = recordings.Recording(
+        suite="capacity", name=name, hardware="rtx4090", recorded_at=stamp,
+        provenance={"source": "seed", "engine": "vllm", "engine_version": "0.27.1"},
+        measurements={"kv_tokens": {"value": tokens, "unit": "tokens"}},
+    )
+    return recordings.save(root, rec)
+
+
+def test_replays_a_recording_with_its_provenance(pytester: pytest.Pytester) -> None:
+    _write(pytester.path / "results")
+    pytester.makepyfile(REPLAY_TEST)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--anatomy-report=r.html")
+    result.assert_outcomes(passed=1)
+    entry = json.loads(pytester.path.joinpath("r.json").read_text())["reconciliations"][0]
+    assert entry["source"] == "recorded"
+    assert entry["provenance"]["engine_version"] == "0.27.1"
+    assert entry["provenance"]["recording"].endswith("pool@20260825T000000Z.json")
+
+
+def test_newest_recording_supersedes(pytester: pytest.Pytester) -> None:
+    root = pytester.path / "results"
+    _write(root, stamp="2026-08-25T00:00:00Z", tokens=1.0)
+    _write(root, stamp="2026-09-01T00:00:00Z", tokens=120064)
+    pytester.makepyfile(REPLAY_TEST)
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
+def test_missing_recording_skips_naming_the_file(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(REPLAY_TEST)
+    result = pytester.runpytest("-p", "no:cacheprovider", "-rs")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*no recording *results/rtx4090/capacity/pool@*.json and no live GPU*"])
+
+
+def test_corrupt_recording_errors_naming_the_file(pytester: pytest.Pytester) -> None:
+    folder = pytester.path / "results" / "rtx4090" / "capacity"
+    folder.mkdir(parents=True)
+    (folder / "pool@20260825T000000Z.json").write_text('{"schema": "pytest-anatomy/recording/v1", ')
+    pytester.makepyfile(REPLAY_TEST)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*pool@20260825T000000Z.json: not valid JSON*"])
+
+
+def test_schema_violation_names_the_key(pytester: pytest.Pytester) -> None:
+    folder = pytester.path / "results" / "rtx4090" / "capacity"
+    folder.mkdir(parents=True)
+    doc = {"schema": "pytest-anatomy/recording/v1", "suite": "capacity", "name": "pool", "hardware": "rtx4090",
+           "recorded_at": "2026-08-25T00:00:00Z", "provenance": {"source": "seed"},
+           "measurements": {"kv_tokens": {"value": "120064", "unit": "tokens"}}}
+    (folder / "pool@20260825T000000Z.json").write_text(json.dumps(doc))
+    pytester.makepyfile(REPLAY_TEST)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*measurement 'kv_tokens' value '120064' is not a number*"])
+
+
+def test_source_live_without_gpu_skips(pytester: pytest.Pytester) -> None:
+    _write(pytester.path / "results")
+    pytester.makepyfile(REPLAY_TEST)
+    result = pytester.runpytest("-p", "no:cacheprovider", "-rs", "--anatomy-source=live")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*--anatomy-source=live*"])
+
+
+def test_live_measurement_is_recorded_when_asked(pytester: pytest.Pytester) -> None:
+    """A fake live GPU (via monkeypatched detection) measures and writes a new recording."""
+    pytester.makeconftest("""
+        import pytest
+        from pytest_anatomy.specs import hardware
+        class FakeGPU:
+            name = "NVIDIA H200"; catalog_name = "h200"
+            def to_dict(self): return {"name": self.name}
+        @pytest.fixture(autouse=True, scope="session")
+        def _fake_gpu():
+            pass
+        def pytest_configure(config):
+            hardware.detect = lambda: FakeGPU()
+    """)
+    pytester.makepyfile("""
+        def test_live(measured, reconcile):
+            rec = measured("blocks", live=lambda: {"measurements": {"num_gpu_blocks": {"value": 7, "unit": "blocks"}},
+                                                    "provenance": {"engine": "fake"}})
+            assert rec.source == "live"
+            reconcile("num_gpu_blocks", 7, rec["num_gpu_blocks"])
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--anatomy-record")
+    result.assert_outcomes(passed=1)
+    files = list((pytester.path / "results" / "h200" / pytester.path.name).glob("blocks@*.json")) or \
+        list((pytester.path / "results" / "h200").rglob("blocks@*.json"))
+    assert len(files) == 1
+    doc = json.loads(files[0].read_text())
+    assert doc["provenance"]["source"] == "live" and doc["provenance"]["gpu"] == {"name": "NVIDIA H200"}
+
+
+def test_save_never_overwrites(tmp_path: Path) -> None:
+    _write(tmp_path)
+    with pytest.raises(FileExistsError, match="never overwritten"):
+        _write(tmp_path)
+    assert len(list(tmp_path.rglob("*.json"))) == 1
+    assert not list(tmp_path.rglob(".tmp-*"))
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda d: d.pop("provenance"), "missing required key"),
+    (lambda d: d.update(schema="v0"), "schema is 'v0'"),
+    (lambda d: d.update(recorded_at="yesterday"), "recorded_at='yesterday'"),
+    (lambda d: d.update(name="Bad Name"), "name='Bad Name'"),
+    (lambda d: d["measurements"].update(x={"value": 1}), "'value' and 'unit'"),
+])
+def test_validate_names_the_problem(mutate, message) -> None:
+    doc = {"schema": "pytest-anatomy/recording/v1", "suite": "capacity", "name": "pool", "hardware": "rtx4090",
+           "recorded_at": "2026-08-25T00:00:00Z", "provenance": {"source": "seed"},
+           "measurements": {"kv_tokens": {"value": 1, "unit": "tokens"}}}
+    mutate(doc)
+    with pytest.raises(recordings.RecordingError, match=message.replace("(", r"\(")):
+        recordings.validate(doc, "x.json")

@@ -1,0 +1,194 @@
+"""pytester tests of the plugin: verdicts, findings, failure text, options, markers."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+AGREE = """
+def test_agree(reconcile):
+    reconcile("kv_bytes", 57344.0, 57340.0, rel=1e-3, why="log rounding")
+"""
+
+
+def test_agreeing_reconciliation_passes(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(AGREE)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*1 reconciliation: 1 agree, 0 findings, 0 resolved, 0 diverge*"])
+
+
+def test_divergence_fails_with_both_numbers_formula_and_gap(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("""
+        from pytest_anatomy import Prediction, Term
+        def test_diverge(reconcile):
+            p = Prediction(100.0, "B", "a x b", {"a": 10, "b": 10}, terms=(Term("a", 10, "B"),))
+            reconcile("weights", p, 150.0, rel=0.01, why="test")
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "*reconciliation diverged*",
+        "*weights: measured 150 B vs predicted 100 B (gap +50%*",
+        "*tolerance: ±1% — test*",
+        "*formula:   a x b*",
+    ])
+
+
+def test_exact_default_and_tolerance_needs_a_reason(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("""
+        import pytest
+        from pytest_anatomy.reconcile import ToleranceError
+        def test_exact(reconcile):
+            reconcile("n", 7, 7)
+        def test_no_reason(reconcile):
+            with pytest.raises(ToleranceError, match="needs why="):
+                reconcile("n", 7, 7, rel=0.1)
+    """)
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=2)
+
+
+FINDING = """
+import pytest
+@pytest.mark.finding("seed-x", reason="the pool is smaller because the driver reserves more")
+def test_marked(reconcile):
+    reconcile("pool", 100.0, {measured}, rel=0.01, why="rounding")
+"""
+
+
+def test_marked_divergence_is_a_finding_not_a_failure(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(FINDING.format(measured=70.0))
+    result = pytester.runpytest("-p", "no:cacheprovider", "-rA")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["*1 finding*", "*FINDING seed-x: pool off by -30*%*the driver reserves more*"])
+
+
+def test_resolved_finding_warns_then_fails_under_strict(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(FINDING.format(measured=100.2))
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["*1 resolved*"])
+    strict = pytester.runpytest("-p", "no:cacheprovider", "--anatomy-strict-findings")
+    strict.assert_outcomes(failed=1)
+    strict.stdout.fnmatch_lines(["*finding 'seed-x' is resolved*remove the finding mark*"])
+
+
+def test_finding_outside_its_expected_band_diverges(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("""
+        import pytest
+        @pytest.mark.finding("f1", reason="r", expected=(0.6, 0.8))
+        def test_drift(reconcile):
+            reconcile("pool", 100.0, 30.0, rel=0.01, why="rounding")
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*expected measured/predicted in (0.6, 0.8), got 0.3*"])
+
+
+def test_finding_quantity_scopes_the_mark(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("""
+        import pytest
+        @pytest.mark.finding("f1", reason="r", quantity="other")
+        def test_scoped(reconcile):
+            reconcile("pool", 100.0, 70.0, rel=0.01, why="rounding")
+    """)
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(failed=1)
+
+
+@pytest.mark.parametrize("mark, message", [
+    ('finding("x")', "needs reason="),
+    ('finding(reason="r")', "exactly one positional id"),
+    ('finding("x", reason="r", band=1)', "unknown keyword"),
+    ('finding("x", reason="r", expected=(2, 1))', "0 <= lo <= hi"),
+])
+def test_bad_finding_marks_are_usage_errors(pytester: pytest.Pytester, mark: str, message: str) -> None:
+    pytester.makepyfile(f"""
+        import pytest
+        @pytest.mark.{mark}
+        def test_x(reconcile):
+            reconcile("a", 1, 1)
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    assert result.ret != 0
+    result.stdout.fnmatch_lines([f"*{message}*"])
+
+
+def test_unknown_hardware_option_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(AGREE)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--anatomy-hardware=h300")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*h300*h200*"])
+
+
+def test_gpu_test_without_recording_support_skips_on_cpu(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("""
+        import pytest
+        @pytest.mark.gpu
+        def test_needs_gpu():
+            raise AssertionError("must not run without a GPU")
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider", "-rs", "--anatomy-source=recorded")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*needs a live GPU*"])
+
+
+def test_suite_marker_is_added_from_the_folder(pytester: pytest.Pytester) -> None:
+    pytester.mkdir("tests_capacity")
+    pytester.path.joinpath("tests_capacity", "test_a.py").write_text("def test_a():\n    pass\n")
+    pytester.path.joinpath("test_b.py").write_text("def test_b():\n    pass\n")
+    result = pytester.runpytest("-p", "no:cacheprovider", "-m", "capacity")
+    result.assert_outcomes(passed=1, deselected=1)
+
+
+def test_reconciled_hook_is_called(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest("""
+        SEEN = []
+        def pytest_anatomy_reconciled(config, reconciliation):
+            SEEN.append((reconciliation.name, reconciliation.verdict.value))
+        def pytest_sessionfinish(session):
+            print("SEEN", SEEN)
+    """)
+    pytester.makepyfile(AGREE)
+    result = pytester.runpytest("-p", "no:cacheprovider", "-s")
+    result.stdout.fnmatch_lines(["*SEEN*'kv_bytes', 'agree'*"])
+
+
+def test_report_written_with_json_ledger(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(AGREE + FINDING.format(measured=70.0).replace("import pytest", "import pytest as _p")
+                        .replace("@pytest", "@_p"))
+    result = pytester.runpytest("-p", "no:cacheprovider", "--anatomy-report=out/report.html")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["*Generated anatomy report: file://*report.html*"])
+    ledger = json.loads(pytester.path.joinpath("out", "report.json").read_text())
+    assert ledger["schema"] == "pytest-anatomy/report/v1"
+    verdicts = sorted(e["verdict"] for e in ledger["reconciliations"])
+    assert verdicts == ["agree", "finding"]
+    entry = next(e for e in ledger["reconciliations"] if e["verdict"] == "finding")
+    assert entry["finding"]["id"] == "seed-x" and entry["gap_rel"] == pytest.approx(-0.3)
+    html = pytester.path.joinpath("out", "report.html").read_text()
+    assert "seed-x" in html and "the driver reserves more" in html
+
+
+def test_xdist_builds_one_ledger_on_the_controller(pytester: pytest.Pytester) -> None:
+    pytest.importorskip("xdist")
+    pytester.makepyfile("""
+        import pytest
+        @pytest.mark.parametrize("i", range(6))
+        def test_many(reconcile, i):
+            reconcile(f"q{i}", 10.0, 10.0)
+    """)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "--anatomy-report=r.html")
+    result.assert_outcomes(passed=6)
+    ledger = json.loads(pytester.path.joinpath("r.json").read_text())
+    assert sorted(e["name"] for e in ledger["reconciliations"]) == [f"q{i}" for i in range(6)]
+    result.stdout.fnmatch_lines(["*6 reconciliations: 6 agree*"])
+
+
+def test_pytest_html_gets_verdict_columns(pytester: pytest.Pytester) -> None:
+    pytest.importorskip("pytest_html")
+    pytester.makepyfile(AGREE)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--html=h.html", "--self-contained-html")
+    assert result.ret == 0
+    html = pytester.path.joinpath("h.html").read_text()
+    assert "Verdict" in html
