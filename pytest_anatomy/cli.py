@@ -69,9 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     report = sub.add_parser("report", help="run the reconciliation suites and write the HTML report",
                             description="Runs pytest over the suites (from recordings when no GPU is present) "
-                                        "with --anatomy-report; extra arguments go to pytest.")
+                                        "with --anatomy-report. Any other arguments go to pytest "
+                                        "(e.g. -m gpu, --anatomy-source=recorded, test paths).")
     report.add_argument("-o", "--output", default="anatomy-report.html", help="HTML path (JSON ledger beside it)")
-    report.add_argument("pytest_args", nargs=argparse.REMAINDER, help="extra pytest arguments")
 
     imp = sub.add_parser("import-seed", help="import the seed study's data into results/rtx4090/")
     imp.add_argument("seed_results", type=Path, help="path to shared/seed-results")
@@ -115,7 +115,7 @@ def _cmd_predict_capacity(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    import pytest
+    import subprocess
 
     root = Path.cwd()
     suites = [d for d in SUITE_DIRS if (root / d).is_dir()]
@@ -124,7 +124,11 @@ def _cmd_report(args: argparse.Namespace) -> int:
               "pytest-anatomy checkout (or pass test paths after --)", file=sys.stderr)
         return 2
     extra = [a for a in args.pytest_args if a != "--"]
-    return int(pytest.main([*(extra or suites), f"--anatomy-report={args.output}"]))
+    # Test paths given explicitly replace the default suites (an option's value is not a path).
+    paths = [a for a in extra if not a.startswith("-") and Path(a.split("::", 1)[0]).exists()]
+    # A fresh interpreter: pytest must import the plugin itself (assertion rewriting, clean state).
+    cmd = [sys.executable, "-m", "pytest", *extra, *([] if paths else suites), f"--anatomy-report={args.output}"]
+    return subprocess.call(cmd)
 
 
 def _cmd_import_seed(args: argparse.Namespace) -> int:
@@ -144,7 +148,11 @@ def _cmd_import_seed(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown and args.command != "report":
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    args.pytest_args = unknown
     if args.command == "predict":
         return _cmd_predict_capacity(args)
     if args.command == "report":

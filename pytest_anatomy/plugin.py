@@ -39,9 +39,10 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", line)
     session = AnatomySession(parse_settings(config), is_worker=hasattr(config, "workerinput"))
     config.stash[SESSION_KEY] = session
-    if not session.is_worker:
+    if not session.is_worker and config.pluginmanager.get_plugin("anatomy-ledger") is None:
         config.pluginmanager.register(LedgerCollector(config), "anatomy-ledger")
-    if config.pluginmanager.hasplugin("html") and not session.is_worker:
+    if (config.pluginmanager.hasplugin("html") and not session.is_worker
+            and config.pluginmanager.get_plugin("anatomy-html-columns") is None):
         from pytest_anatomy.report.pytest_html import AnatomyHtmlColumns
 
         config.pluginmanager.register(AnatomyHtmlColumns(), "anatomy-html-columns")

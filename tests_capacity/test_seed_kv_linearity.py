@@ -47,7 +47,7 @@ def test_kv_tokens_intercept(measured, reconcile):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("rnd", [1, 2])
+@pytest.mark.parametrize("rnd", [1, 2], ids=["round1", "round2"])
 def test_decode_step_slope_in_context(rnd, seed_model, rtx4090, measured, reconcile):
     """Each extra context token adds C x 57,344 B of KV reads per decode step.
 

@@ -1,0 +1,282 @@
+"""Renderers of the reconciliation report: terminal lines, the HTML page, pytest-html columns.
+
+CPU only, no plugin registration needed: the renderers are pure functions of a ledger dict."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_anatomy.report.html import embedded_json, render_html, write_report
+from pytest_anatomy.report.pytest_html import AnatomyHtmlColumns, reconciliations_from_report, worst_verdict
+from pytest_anatomy.report.terminal import MAX_WIDTH, format_tolerance, summary_lines
+
+pytest_plugins = ["pytester"]
+
+
+def _rec(name: str, predicted: float, measured: float, unit: str, verdict: str, **extra: Any) -> dict[str, Any]:
+    gap = measured - predicted
+    rec: dict[str, Any] = {
+        "suite": "capacity",
+        "test_id": f"tests_capacity/test_seed_capacity.py::test_{name}[round2]",
+        "name": name,
+        "predicted": predicted,
+        "measured": measured,
+        "unit": unit,
+        "gap_abs": gap,
+        "gap_rel": gap / predicted if predicted else None,
+        "ratio": measured / predicted if predicted else None,
+        "tolerance": {"rel": 0.001, "abs": 0.0, "ratio": None, "why": "vLLM logs GiB to 2 decimals: +-0.08%"},
+        "verdict": verdict,
+        "source": "recorded",
+        "hardware": "rtx4090",
+        "model": "qwen2.5-7b",
+        "provenance": {
+            "source": "seed", "gpu": "NVIDIA GeForce RTX 4090", "driver": "580.159.03", "engine": "vllm",
+            "engine_version": "0.27.1", "date": "2026-08-25T00:00:00Z", "command": "python seed_capacity.py",
+            "recording": "results/rtx4090/capacity/kv@20260825T000000Z.json",
+            "origin": {"repo": "seed-results/01", "path": "Results/Round2/log.txt", "sha256": "ab12" * 16},
+        },
+        "prediction": {
+            "value": predicted, "unit": unit, "formula": "available_kv_bytes / kv_bytes_per_token",
+            "inputs": {"available_kv_bytes": 6882599567.36, "kv_bytes_per_token": 57344},
+            "terms": [{"name": "kv_bytes_per_token", "value": 57344, "unit": "B", "note": "2 x 28 x 4 x 128 x 2"}],
+            "notes": ["block rounding ignored: 16-token blocks"],
+        },
+        "finding": None,
+    }
+    rec.update(extra)
+    return rec
+
+
+def sample_ledger() -> dict[str, Any]:
+    """One reconciliation of each verdict, plus a zero prediction and a skip."""
+    finding = {"id": "decode-launch-overhead", "reason": "~6 ms of CPU launch overhead per step is not in the roofline"}
+    recs = [
+        _rec("kv_tokens", 120025.4, 120064.0, "tokens", "agree"),
+        _rec("decode_step", 0.01583, 0.0221, "s", "finding", suite="latency", source="live", finding=finding,
+             tolerance={"rel": 0.0, "abs": 0.0, "ratio": [0.9, 1.1], "why": "roofline ignores launch cost"}),
+        _rec("kv_blocks", 7501.0, 7504.0, "blocks", "resolved",
+             finding={"id": "seed-kv-pool-driver", "reason": "driver 580 reserved 300 MiB more"}),
+        _rec("sgemm_k03", 45e12, 21.3e12, "FLOP/s", "diverge", suite="kernels", source="live",
+             tolerance={"rel": 0.15, "abs": 0.0, "ratio": None, "why": "smem tiling reaches 85% of peak"}),
+        _rec("queue_wait", 0.0, 0.0004, "s", "agree", suite="latency",
+             tolerance={"rel": 0.0, "abs": 0.001, "ratio": None, "why": "idle server: no queueing"}),
+    ]
+    return {
+        "schema": "pytest-anatomy/report/v1",
+        "created": "2026-11-30T01:02:03Z",
+        "version": "0.1.0",
+        "environment": {
+            "python": "3.11.7", "platform": "Linux-6.8-x86_64", "pytest": "9.0.3",
+            "packages": {"vllm": None, "torch": "2.9.0"}, "git_commit": "abc123", "hardware_option": "auto",
+            "source_option": "auto", "live_gpu": None, "command": "pytest tests_capacity",
+        },
+        "reconciliations": recs,
+        "tests": {"passed": 3, "failed": 1, "skipped": 1, "finding": 1, "resolved": 1},
+        "skips": [{"test_id": "tests_capacity/test_h200.py::test_kv_tokens",
+                   "reason": "no recording results/h200/capacity/...@*.json and no live GPU"}],
+    }
+
+
+def empty_ledger() -> dict[str, Any]:
+    ledger = sample_ledger()
+    ledger["reconciliations"] = []
+    ledger.pop("tests")
+    return ledger
+
+
+class _Attrs(HTMLParser):
+    """Collects every attribute value and the embedded ledger's text."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.attrs: list[tuple[str, str]] = []
+        self.ledger_text: str | None = None
+        self._in_ledger = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.attrs += [(k, v or "") for k, v in attrs]
+        self._in_ledger = tag == "script" and ("id", "anatomy-ledger") in attrs
+
+    def handle_data(self, data: str) -> None:
+        if self._in_ledger:
+            self.ledger_text = (self.ledger_text or "") + data
+
+    def handle_endtag(self, tag: str) -> None:
+        self._in_ledger = False
+
+
+def _parse(page: str) -> _Attrs:
+    parser = _Attrs()
+    parser.feed(page)
+    return parser
+
+
+def test_html_shows_numbers_derivation_and_findings() -> None:
+    page = render_html(sample_ledger())
+    for text in ("120,025.4 tokens", "120,064 tokens", "+0.03%", "15.83 ms", "22.1 ms", "+39.6%", "-52.7%"):
+        assert text in page, text
+    assert "available_kv_bytes / kv_bytes_per_token" in page
+    assert "6,882,599,567.36" in page and "2 x 28 x 4 x 128 x 2" in page and "56 KiB" in page
+    assert "vLLM logs GiB to 2 decimals: +-0.08%" in page
+    assert 'id="findings"' in page and "decode-launch-overhead" in page and "~6 ms of CPU launch overhead" in page
+    assert "results/rtx4090/capacity/kv@20260825T000000Z.json" in page and "vllm 0.27.1" in page
+    assert "no recording results/h200/capacity" in page
+    assert page.count("<details") == 5 and page.count("<svg") >= 3  # rows; plots per unit + gap bars
+
+
+def test_embedded_json_parses_back_equal() -> None:
+    ledger = sample_ledger()
+    parsed = _parse(render_html(ledger))
+    assert parsed.ledger_text is not None
+    assert json.loads(parsed.ledger_text) == ledger
+
+
+def test_page_is_self_contained() -> None:
+    page = render_html(sample_ledger())
+    external = [(k, v) for k, v in _parse(page).attrs if k in ("src", "href") and re.match(r"\s*(https?:)?//", v)]
+    assert external == []
+    assert "<link" not in page and "@import" not in page and "url(http" not in page
+
+
+def test_malicious_test_id_is_escaped() -> None:
+    ledger = sample_ledger()
+    evil = "tests_x.py::test_a[</script><script>alert(1)</script>]"
+    ledger["reconciliations"][0]["test_id"] = evil
+    ledger["reconciliations"][0]["name"] = "<img src=x onerror=alert(2)>"
+    page = render_html(ledger)
+    assert "<script>alert(1)" not in page and "<img src=x" not in page
+    assert page.count("</script>") == 2  # the ledger blob and the inline script, nothing injected
+    assert json.loads(_parse(page).ledger_text or "") == ledger
+    assert "</" not in str(embedded_json(ledger))
+
+
+def test_empty_ledger_renders_sensible_page() -> None:
+    page = render_html(empty_ledger())
+    assert "No reconciliations ran" in page and "1 test skipped" in page
+    assert "<details" not in page
+    lines = summary_lines(empty_ledger())
+    assert lines == ["no reconciliations ran; 1 test skipped"]
+    assert "No reconciliations ran" in render_html({})  # even a ledger with no keys at all
+
+
+def test_non_finite_numbers_do_not_break_the_page() -> None:
+    ledger = sample_ledger()
+    ledger["reconciliations"][0]["measured"] = float("nan")
+    parsed = _parse(render_html(ledger))
+    assert json.loads(parsed.ledger_text or "")["reconciliations"][0]["measured"] is None
+
+
+def test_terminal_summary() -> None:
+    lines = summary_lines(sample_ledger())
+    assert lines[0] == "5 reconciliations: 2 agree, 1 finding, 1 resolved, 1 diverge; 3 from recordings, 2 live"
+    assert all(len(line) <= MAX_WIDTH for line in lines)
+    assert not any("\x1b" in line for line in lines)
+    rows = [line for line in lines if line.startswith(("capacity", "latency", "kernels"))]
+    assert [row.split()[-1] for row in rows] == ["diverge", "finding", "resolved", "agree", "agree"]
+    assert any(line.startswith("FINDING decode-launch-overhead: decode_step[round2] off by +39.6% — ~6 ms") for line in lines)
+    assert any(line.startswith("RESOLVED seed-kv-pool-driver") for line in lines)
+
+
+def test_terminal_caps_rows_and_wraps_long_reasons() -> None:
+    ledger = sample_ledger()
+    base = ledger["reconciliations"][1]
+    many = []
+    for i in range(30):
+        rec = copy.deepcopy(base)
+        rec["name"] = f"a_really_long_quantity_name_that_will_not_fit_{i}"
+        rec["finding"] = {"id": f"f{i}", "reason": "word " * 60}
+        many.append(rec)
+    ledger["reconciliations"] = many
+    lines = summary_lines(ledger)
+    assert all(len(line) <= MAX_WIDTH for line in lines)
+    assert "... 10 more reconciliations omitted" in "\n".join(lines)
+
+
+def test_tolerance_formatting() -> None:
+    assert format_tolerance({"rel": 0.001, "abs": 0.0, "ratio": None}, "tokens") == "±0.1%"
+    assert format_tolerance({"rel": 0.0, "abs": 16, "ratio": [0.85, 1.1]}, "tokens") == "ratio 0.85–1.1 or ±16 tokens"
+    assert format_tolerance({"rel": 0, "abs": 0, "ratio": None}, "B") == "exact"
+
+
+def test_write_report_writes_html_and_json(tmp_path: Path) -> None:
+    ledger = sample_ledger()
+    html_path, json_path = write_report(ledger, tmp_path / "out" / "anatomy-report.html")
+    assert html_path == tmp_path / "out" / "anatomy-report.html" and json_path == tmp_path / "out" / "anatomy-report.json"
+    assert json.loads(json_path.read_text(encoding="utf-8")) == ledger
+    assert "<!doctype html>" in html_path.read_text(encoding="utf-8")
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["anatomy-report.html", "anatomy-report.json"]
+    with pytest.raises(IsADirectoryError, match="give a file name"):
+        write_report(ledger, tmp_path)
+
+
+class _Report:
+    def __init__(self, props: list[tuple[str, Any]], when: str = "call") -> None:
+        self.user_properties = props
+        self.when = when
+        self.nodeid = "t.py::test"
+
+
+def test_reconciliations_from_report() -> None:
+    recs = sample_ledger()["reconciliations"]
+    report = _Report([("other", "x"), ("anatomy_reconciliation", json.dumps(recs[0])), ("anatomy_reconciliation", recs[3])])
+    assert reconciliations_from_report(report) == [recs[0], recs[3]]
+    assert worst_verdict(reconciliations_from_report(report)) == "diverge"
+    with pytest.raises(ValueError, match="is not JSON"):
+        reconciliations_from_report(_Report([("anatomy_reconciliation", "{oops")]))
+
+
+def test_html_columns_without_pytest_html() -> None:
+    header = ["<th>Result</th>", "<th>Test</th>", "<th>Duration</th>", "<th>Links</th>"]
+    AnatomyHtmlColumns().pytest_html_results_table_header(header)
+    assert header[2:4] == list(AnatomyHtmlColumns.header_cells)
+    recs = sample_ledger()["reconciliations"]
+    cells = ["<td>a</td>", "<td>b</td>", "<td>c</td>", "<td>d</td>"]
+    props = [("anatomy_reconciliation", json.dumps(recs[0] | {"name": "<b>"})), ("anatomy_reconciliation", json.dumps(recs[1]))]
+    AnatomyHtmlColumns().pytest_html_results_table_row(_Report(props), cells)
+    assert len(cells) == 6 and "finding (1 of 2)" in cells[2] and "&lt;b&gt;" in cells[3] and "<b>" not in cells[3]
+    teardown = ["<td>a</td>", "<td>b</td>", "<td>c</td>", "<td>d</td>"]
+    AnatomyHtmlColumns().pytest_html_results_table_row(_Report(props, when="teardown"), teardown)
+    assert teardown[2] == '<td class="col-anatomyVerdict"></td>'
+
+
+def test_html_columns_with_pytest_html(pytester: pytest.Pytester) -> None:
+    pytest.importorskip("pytest_html")
+    rec = sample_ledger()["reconciliations"][3]
+    # The installed anatomy plugin (entry point "anatomy") registers the columns itself;
+    # register here only when it is not loaded (-p no:anatomy, or a checkout not installed).
+    pytester.makeconftest(
+        """
+        from pytest_anatomy.report.pytest_html import AnatomyHtmlColumns
+
+        def pytest_configure(config):
+            pm = config.pluginmanager
+            if pm.hasplugin("html") and not pm.hasplugin("anatomy"):
+                pm.register(AnatomyHtmlColumns(), "anatomy-html-columns")
+        """
+    )
+    pytester.makepyfile(
+        test_k=f"""
+        import json
+        def test_k(record_property):
+            record_property("anatomy_reconciliation", {json.dumps(json.dumps(rec))})
+        def test_plain():
+            pass
+        """
+    )
+    # no:benchmark: under an outer xdist worker pytest-benchmark warns at configure, and the
+    # outer filterwarnings=error turns that into an INTERNALERROR unrelated to these columns.
+    quiet = ("-p", "no:cacheprovider", "-p", "no:benchmark")
+    result = pytester.runpytest("--html=report.html", *quiet)
+    result.assert_outcomes(passed=2)
+    page = (pytester.path / "report.html").read_text(encoding="utf-8")
+    assert "Verdict" in page and "anatomyVerdict" in page and "diverge" in page and "-52.7%" in page
+    # without --html the class is never registered and nothing fails
+    pytester.runpytest(*quiet).assert_outcomes(passed=2)
