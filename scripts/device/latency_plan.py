@@ -1,0 +1,629 @@
+#!/usr/bin/env python3
+"""One device call: H200 ceilings, then Qwen2.5-7B latency anatomy under vLLM 0.26.0.
+
+Parts, in priority order (each written to $OUT/latency.json as soon as it ends):
+  ceilings      copy/read bandwidth, bf16/fp32 matmul peak (subprocess, overlaps `import vllm`)
+  engine        AsyncLLM start (dummy weights, CUDA graphs) and its resolved settings
+  warmup        a few requests through every path, not reported as results
+  decode.bB     B requests of 1024 in / 128 out sent at once; step time = median steady ITL
+  prefill.LN    one request of N tokens, max_tokens=1, 1 warm-up + repeats; TTFT median
+  closed.cC     closed loop at concurrency C, 1024/256 (the seed's sweep)
+  poisson.fF    open loop, Poisson at F x the C=64 request throughput, 1024/256
+  overload      KV pool oversubscribed by long prompts: preemptions, TTFT under overload
+A part starts only if its planning estimate fits the remaining budget (default 540 s, counted
+from this script's start, `import vllm` and engine start included). Estimates are rough and
+conservative; they are not predictions and are never compared with results.
+
+Files under --out-dir ($OUT): latency.json (schema pytest-anatomy/device-batch/v1: provenance
+and one entry per part, rewritten after every part), latency-raw.jsonl (one line per part:
+every request's token arrival times in our and the engine's clock, and the step timeline),
+ceilings.json (the ceilings subprocess's own output).
+
+The KV pool at gpu_memory_utilization 0.9 holds ~2M tokens on an H200, so the overload part can
+only oversubscribe it ~1.07x, and costs ~100 s. --kv-cache-gib 12 pins a ~225k-token pool
+(still enough for every other part) and makes it ~1.6x in ~20 s.
+
+On the device (after the bundle's install.sh, see shared/device/vllm/README.md):
+    source /root/stage/env.sh && set -o pipefail && \\
+      PYTHONUNBUFFERED=1 python3 scripts/device/latency_plan.py 2>&1 | tee $OUT/latency.log
+Anywhere, without torch or vllm:
+    python3 scripts/device/latency_plan.py --dry-run
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import os
+import platform
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+REPO = Path(__file__).resolve().parents[2]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from pytest_anatomy.measure import load_stats as ls  # noqa: E402  (needs REPO on sys.path)
+
+SCHEMA = "pytest-anatomy/device-batch/v1"
+MODEL = "qwen2.5-7b"
+CONFIG_PATH = REPO / "pytest_anatomy" / "specs" / "configs" / f"{MODEL}.json"
+T_START = time.monotonic()
+
+# Used only when the catalog file is missing. The fields that set speed are checked against
+# the file when it exists (KEY_FACTS), so the two can never silently disagree.
+QWEN25_7B_FALLBACK: dict[str, Any] = {
+    "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 3584,
+    "intermediate_size": 18944, "num_hidden_layers": 28, "num_attention_heads": 28,
+    "num_key_value_heads": 4, "vocab_size": 152064, "max_position_embeddings": 32768,
+    "rope_theta": 1000000.0, "rms_norm_eps": 1e-6, "tie_word_embeddings": False,
+    "hidden_act": "silu", "use_sliding_window": False, "max_window_layers": 28,
+    "bos_token_id": 151643, "eos_token_id": 151643, "torch_dtype": "bfloat16",
+}
+KEY_FACTS = ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+             "num_key_value_heads", "vocab_size", "tie_word_embeddings")
+
+DECODE_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128)
+DECODE_SHAPE = (1024, 128)                     # input, output tokens
+PREFILL_LENS = (128, 512, 2048, 8192, 16384, 32000)
+PREFILL_REPEATS = 5                            # after one discarded warm-up request
+CLOSED = ((1, 12), (8, 48), (32, 128), (64, 192))   # (concurrency, requests)
+SERVE_SHAPE = (1024, 256)                      # the seed's concurrency sweep shape
+POISSON_FACTORS = (0.25, 0.5, 0.8, 1.0, 1.3)
+OVERLOAD_OUTPUT = 1024
+ENV_DEFAULTS = {"VLLM_USE_FLASHINFER_SAMPLER": "0", "VLLM_NO_USAGE_STATS": "1",
+                "DO_NOT_TRACK": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+
+
+def log(msg: str) -> None:
+    print(f"[{time.monotonic() - T_START:6.1f}s] {msg}", flush=True)
+
+
+# --- planning estimates -------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CostModel:
+    """Rough, deliberately pessimistic times for budgeting only (bandwidth 3.5 TB/s as a
+    CUDA-graphed GEMV chain reached on this H200; 450 TFLOP/s ~ 57% of the measured bf16 peak)."""
+
+    weight_bytes: float
+    kv_bytes_per_token: float
+    flops_per_token: float
+    attn_flops_coef: float
+    bandwidth: float = 3.5e12
+    flops: float = 450e12
+    step_overhead_s: float = 0.5e-3
+
+    @classmethod
+    def from_config(cls, c: dict[str, Any]) -> "CostModel":
+        h, i, layers = c["hidden_size"], c["intermediate_size"], c["num_hidden_layers"]
+        heads, kv = c["num_attention_heads"], c["num_key_value_heads"]
+        d = c.get("head_dim") or h // heads
+        per_layer = h * heads * d + 2 * h * kv * d + heads * d * h + 3 * h * i
+        lm_head = h * c["vocab_size"]
+        return cls(weight_bytes=2.0 * (layers * per_layer + lm_head),
+                   kv_bytes_per_token=2.0 * 2 * layers * kv * d,
+                   flops_per_token=2.0 * layers * per_layer,
+                   attn_flops_coef=2.0 * layers * heads * d)
+
+    def decode_step_s(self, batch: int, context: float) -> float:
+        return (self.weight_bytes + batch * context * self.kv_bytes_per_token) / self.bandwidth \
+            + self.step_overhead_s
+
+    def prefill_s(self, tokens: int) -> float:
+        return (self.flops_per_token * tokens + self.attn_flops_coef * tokens**2) / self.flops + 0.01
+
+
+@dataclass(frozen=True)
+class Part:
+    id: str
+    kind: str
+    settings: dict[str, Any]
+    estimate_s: float
+
+
+def estimate(kind: str, s: dict[str, Any], cost: CostModel) -> float:
+    return float(_estimate(kind, s, cost))
+
+
+def _estimate(kind: str, s: dict[str, Any], cost: CostModel) -> Any:
+    n_in, n_out = s.get("input_len") or 0, s.get("output_len") or 0  # None until resolved
+    ctx = n_in + n_out / 2  # mean context over a request's decode
+    if kind == "warmup":
+        return 5.0
+    if kind == "decode":
+        return s["batch"] * cost.prefill_s(n_in) + n_out * cost.decode_step_s(s["batch"], ctx) + 1.0
+    if kind == "prefill":
+        return (s["repeats"] + 1) * (cost.prefill_s(n_in) + 0.03) + 0.5
+    if kind == "closed":
+        n, c = s["requests"], s["concurrency"]
+        return n * cost.prefill_s(n_in) + math.ceil(n / c) * n_out * cost.decode_step_s(c, ctx) + 1.0
+    if kind == "poisson":
+        if s.get("rate") is None:
+            return 20.0
+        tail = cost.prefill_s(n_in) + n_out * cost.decode_step_s(64, ctx)
+        return s["requests"] / s["rate"] + 1.5 * tail + 1.0
+    if kind == "overload":
+        if s.get("requests") is None:
+            return 120.0
+        n = s["requests"]
+        return 1.1 * n * cost.prefill_s(n_in) + 1.2 * n_out * cost.decode_step_s(n, ctx) + 2.0
+    raise ValueError(f"unknown part kind {kind!r}")
+
+
+def poisson_requests(rate: float) -> int:
+    """About 8 s of arrivals, kept within 60..100 requests."""
+    return max(60, min(100, round(rate * 8)))
+
+
+def overload_shape(pool_tokens: int, max_num_seqs: int, max_model_len: int,
+                   output_len: int) -> tuple[int, int, float]:
+    """(requests, input_len, demand/pool): max_num_seqs prompts that alone fill the KV pool, so
+    every decode step needs blocks that are not there and the newest request is preempted."""
+    n = max_num_seqs
+    input_len = min(max_model_len - output_len, pool_tokens // n)
+    if input_len < 1:
+        raise ValueError(f"pool of {pool_tokens} tokens cannot hold {n} requests")
+    return n, input_len, n * (input_len + output_len) / pool_tokens
+
+
+def build_plan(args: argparse.Namespace, cost: CostModel) -> list[Part]:
+    """Every part with its settings; poisson rates and overload shapes stay open (None) until
+    the run knows the C=64 throughput and the KV pool (resolve_part)."""
+    parts = [Part("warmup", "warmup", {}, 0.0)]
+    n_in, n_out = DECODE_SHAPE
+    parts += [Part(f"{MODEL}.decode.b{b}", "decode",
+                   {"batch": b, "input_len": n_in, "output_len": n_out, "seed": 100 + b}, 0.0)
+              for b in DECODE_BATCHES if b <= args.max_num_seqs]
+    parts += [Part(f"{MODEL}.prefill.L{n}", "prefill",
+                   {"input_len": n, "output_len": 1, "repeats": PREFILL_REPEATS, "seed": 200 + k,
+                    "chunks": math.ceil(n / args.max_num_batched_tokens)}, 0.0)
+              for k, n in enumerate(PREFILL_LENS) if n + 1 <= args.max_model_len]
+    n_in, n_out = SERVE_SHAPE
+    parts += [Part(f"{MODEL}.closed.c{c}", "closed",
+                   {"concurrency": c, "requests": n, "input_len": n_in, "output_len": n_out,
+                    "seed": 300 + c}, 0.0)
+              for c, n in CLOSED if c <= args.max_num_seqs]
+    parts += [Part(f"{MODEL}.poisson.f{f:g}", "poisson",
+                   {"factor": f, "rate": None, "requests": None, "input_len": n_in, "output_len": n_out,
+                    "seed": 400 + k, "normalized_like_bench_serve": True}, 0.0)
+              for k, f in enumerate(POISSON_FACTORS)]
+    parts.append(Part(f"{MODEL}.overload", "overload",
+                      {"requests": None, "input_len": None, "output_len": OVERLOAD_OUTPUT,
+                       "seed": 500}, 0.0))
+    if args.only:
+        wanted = set(args.only.split(","))
+        parts = [p for p in parts if p.kind in wanted or p.kind == "warmup"]
+    return [replace(p, estimate_s=estimate(p.kind, p.settings, cost)) for p in parts]
+
+
+def resolve_part(part: Part, state: dict[str, Any], cost: CostModel) -> Part:
+    """Fill in what depends on earlier results: Poisson rate from the closed C=64 throughput,
+    the overload shape from the engine's KV pool."""
+    s = dict(part.settings)
+    if part.kind == "poisson" and state.get("saturation_rps"):
+        s["rate"] = part.settings["factor"] * state["saturation_rps"]
+        s["requests"] = poisson_requests(s["rate"])
+        s["saturation_rps"] = state["saturation_rps"]
+    elif part.kind == "overload" and state.get("pool_tokens"):
+        n, L, ratio = overload_shape(state["pool_tokens"], state["max_num_seqs"],
+                                     state["max_model_len"], s["output_len"])
+        s.update(requests=n, input_len=L, demand_over_pool=ratio, pool_tokens=state["pool_tokens"])
+    return replace(part, settings=s, estimate_s=estimate(part.kind, s, cost))
+
+
+class Budget:
+    """Wall-clock budget counted from `start`; `reserve_s` is kept for engine shutdown."""
+
+    def __init__(self, total_s: float, start: float | None = None, reserve_s: float = 15.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.total_s, self.reserve_s, self.clock = total_s, reserve_s, clock
+        self.start = clock() if start is None else start
+
+    def remaining(self) -> float:
+        return self.total_s - (self.clock() - self.start)
+
+    def fits(self, estimate_s: float) -> bool:
+        return self.remaining() - self.reserve_s >= estimate_s
+
+    def deadline_for(self, estimate_s: float) -> float:
+        """A part may overrun its estimate 2x (+20 s) but never the budget."""
+        hard = self.start + self.total_s - self.reserve_s
+        return min(self.clock() + 2.0 * estimate_s + 20.0, hard)
+
+
+# --- output -------------------------------------------------------------------------------
+
+def jsonable(x: Any) -> Any:
+    """NaN/inf -> None (strict JSON), tuples -> lists, anything else unknown -> str, recursively,
+    so one odd value from an engine config can never stop the file from being written."""
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    if isinstance(x, dict):
+        return {str(k): jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [jsonable(v) for v in x]
+    if x is None or isinstance(x, (str, int, bool)):
+        return x
+    return str(x)
+
+
+class Output:
+    """latency.json (the summary: small, rewritten atomically after every part, so a killed
+    call still returns everything measured so far) and latency-raw.jsonl (per-request streams
+    and step timelines: one line appended per part, never rewritten)."""
+
+    def __init__(self, directory: Path, provenance: dict[str, Any]) -> None:
+        self.dir = directory
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.doc: dict[str, Any] = {"schema": SCHEMA, "provenance": provenance, "runs": []}
+        self.raw_path = self.dir / "latency-raw.jsonl"
+        self.raw_path.write_text("")
+
+    def add(self, run: dict[str, Any], raw: dict[str, Any] | None = None) -> None:
+        self.doc["runs"].append(run)
+        if raw is not None:
+            line = json.dumps(jsonable({"id": run["id"], **raw}), allow_nan=False, separators=(",", ":"))
+            with self.raw_path.open("a") as fh:
+                fh.write(line + "\n")
+        self.write()
+
+    def write(self) -> None:
+        tmp = self.dir / "latency.json.tmp"
+        tmp.write_text(json.dumps(jsonable(self.doc), indent=1, allow_nan=False) + "\n")
+        tmp.replace(self.dir / "latency.json")
+
+
+# --- the parts ----------------------------------------------------------------------------
+
+def load_run_result(run: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Summary and raw payload shared by every load-driven part."""
+    agg = ls.aggregate(run.records, run.expected_requests, start_time=run.start_time)
+    result = {
+        "aggregate": agg,
+        "timeline": ls.timeline_summary(run.timeline),
+        "preemptions_prometheus": run.preemptions_prometheus,
+        "per_request": ls.per_request_columns(run.records),
+        "truncated": run.truncated,
+    }
+    checks = {
+        "exact_output_tokens": agg["exact_output_tokens"],
+        "no_prefix_cache_hits": agg["prefix_cache_hit_tokens"] == 0,
+        "not_truncated": not run.truncated,
+        "clock_decomposition_nonnegative": agg["engine"]["negative_parts"] == 0,
+    }
+    t0 = run.start_time
+    raw = {"start": t0, "requests": [r.to_raw() for r in run.records],
+           "timeline": {key: [round(getattr(s, key) - t0, 6) if key == "t" else getattr(s, key)
+                              for s in run.timeline]
+                        for key in ("t", "ctx_tokens", "gen_requests", "gen_tokens", "running",
+                                    "waiting", "kv_usage", "preempted")}}
+    raw["timeline"]["engine_t"] = [None if s.engine_t is None else round(s.engine_t - t0, 6)
+                                   for s in run.timeline]
+    return {"result": result, "checks": checks}, raw
+
+
+async def run_part(driver: Any, part: Part, deadline: float, cfg: dict[str, Any],
+                   state: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    s = part.settings
+    vocab = cfg["vocab_size"]
+    if part.kind == "warmup":
+        await driver.run("warmup", ls.token_id_prompts(8, 1024, vocab, 1), 32, deadline=deadline)
+        await driver.run("warmup-long", ls.token_id_prompts(1, 8192, vocab, 2), 2, deadline=deadline)
+        return {"result": {"note": "not a measurement"}}, None
+    n_in, n_out = s["input_len"], s["output_len"]
+    if part.kind == "prefill":
+        prompts = ls.token_id_prompts(s["repeats"] + 1, n_in, vocab, s["seed"])
+        records = []
+        for ids in prompts:  # one at a time: TTFT of a lone request is the prefill time
+            run = await driver.run(part.id, [ids], n_out, deadline=deadline, progress_every_s=60)
+            records += run.records
+        kept = [r for r in records[1:] if r.ok]
+        brk = [b for b in (r.engine_breakdown() for r in kept) if b]
+        ttft = ls.summarize([r.ttft for r in kept if r.ttft is not None])
+        return {"result": {
+            "ttft_s": ttft,
+            "engine_prefill_s": ls.summarize([b["prefill_s"] for b in brk]),
+            "engine_queue_s": ls.summarize([b["queue_s"] for b in brk]),
+            "tokens_per_s": n_in / ttft["median"] if ttft["median"] else None,
+            "warmup_discarded": 1,
+        }, "checks": {"exact_output_tokens": all(r.ok for r in records),
+                      "no_prefix_cache_hits": all(not r.num_cached_tokens for r in records)}}, \
+            {"requests": [r.to_raw() for r in records]}
+    prompts = ls.token_id_prompts(s.get("batch") or s["requests"], n_in, vocab, s["seed"])
+    if part.kind == "decode":
+        run = await driver.run(part.id, prompts, n_out, deadline=deadline)
+        out, raw = load_run_result(run)
+        window = ls.steady_window(run.records)
+        steady = ls.steady_itls(run.records, window) if window else []
+        out["result"].update({
+            "step_time_s": ls.percentile(steady, 50) if steady else None,
+            "itl_steady_s": ls.summarize(steady),
+            "itl_steady_engine_clock_s": ls.summarize(
+                ls.steady_itls(run.records, window, engine_clock=True) if window else []),
+            "tpot_steady_s": ls.summarize(ls.steady_tpots(run.records, window) if window else []),
+            "step_interval_frontend_s": ls.summarize(ls.decode_step_intervals(run.timeline, s["batch"])),
+            "step_interval_engine_s": ls.summarize(
+                ls.decode_step_intervals(run.timeline, s["batch"], engine_clock=True)),
+            "steady_window_s": None if window is None else window[1] - window[0],
+        })
+        return out, raw
+    if part.kind == "closed":
+        run = await driver.run(part.id, prompts, n_out, concurrency=s["concurrency"], deadline=deadline)
+        out, raw = load_run_result(run)
+        if s["concurrency"] == max(c for c, _ in CLOSED) and not run.truncated:
+            state["saturation_rps"] = out["result"]["aggregate"]["request_throughput_per_s"]
+        return out, raw
+    if part.kind == "poisson":
+        arrivals = ls.poisson_arrivals(s["rate"], s["requests"], s["seed"], normalize=True)
+        run = await driver.run(part.id, prompts, n_out, arrivals=arrivals, deadline=deadline)
+        return load_run_result(run)
+    if part.kind == "overload":
+        run = await driver.run(part.id, prompts, n_out, deadline=deadline, progress_every_s=15)
+        return load_run_result(run)
+    raise ValueError(f"unknown part kind {part.kind!r}")
+
+
+# --- provenance and the main flow ---------------------------------------------------------
+
+def load_model_config(path: Path | None) -> tuple[dict[str, Any], str]:
+    target = path or CONFIG_PATH
+    if not target.exists():
+        if path is not None:
+            raise FileNotFoundError(f"--config {str(path)!r} does not exist")
+        return dict(QWEN25_7B_FALLBACK), "built-in fallback (catalog file missing)"
+    config = json.loads(target.read_text())
+    if path is None:  # the catalog file must agree with the facts this plan was sized for
+        bad = {k: (config.get(k), QWEN25_7B_FALLBACK[k]) for k in KEY_FACTS
+               if config.get(k) != QWEN25_7B_FALLBACK[k]}
+        if bad:
+            raise ValueError(f"{target} disagrees with Qwen2.5-7B facts {bad} (file, expected)")
+    return config, str(target.relative_to(REPO) if target.is_relative_to(REPO) else target)
+
+
+def base_provenance(args: argparse.Namespace, config: dict[str, Any], source: str,
+                    cost: CostModel) -> dict[str, Any]:
+    from pytest_anatomy.measure.ceilings import nvidia_smi_snapshot
+
+    return {
+        "date_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "command": " ".join([sys.executable, *sys.argv]),
+        "host": socket.gethostname(),
+        "python": platform.python_version(),
+        "budget_s": args.budget_s,
+        "model": {"id": MODEL, "config_source": source, "config": config,
+                  "weights": "random (load_format=dummy): exact for time and memory"},
+        "clock": "time.monotonic (CLOCK_MONOTONIC) in this process and vLLM's engine core",
+        "definitions": "vllm bench serve: TTFT, ITL per streamed chunk, TPOT=(E2E-TTFT)/(O-1)",
+        "planning_cost_model": vars(cost),
+        "nvidia_smi_start": nvidia_smi_snapshot(),
+        "env": {k: v for k, v in os.environ.items() if k.startswith(("VLLM_", "CUDA_", "PYTORCH_"))},
+    }
+
+
+def versions() -> dict[str, str | None]:
+    """Module __version__ first: the device bundle unpacks vLLM without a dist-info."""
+    import importlib
+    from importlib import metadata
+
+    out: dict[str, str | None] = {}
+    for name in ("vllm", "torch", "triton", "transformers", "numpy"):
+        try:
+            out[name] = str(importlib.import_module(name).__version__)
+        except Exception:
+            try:
+                out[name] = metadata.version(name)
+            except metadata.PackageNotFoundError:
+                out[name] = None
+    return out
+
+
+async def execute(args: argparse.Namespace, out: Output, budget: Budget, cfg: dict[str, Any],
+                  model_dir: str, cost: CostModel) -> int:
+    from pytest_anatomy.measure.load_driver import EngineConfig, LoadDriver
+
+    engine_cfg = EngineConfig(
+        model_dir=model_dir, max_model_len=args.max_model_len,
+        gpu_memory_utilization=args.gpu_memory_utilization, max_num_seqs=args.max_num_seqs,
+        max_num_batched_tokens=args.max_num_batched_tokens, enforce_eager=args.enforce_eager,
+        kv_cache_memory_bytes=None if args.kv_cache_gib is None else int(args.kv_cache_gib * 2**30))
+    settings = {k: v for k, v in engine_cfg.engine_kwargs().items() if k != "model"}
+    log(f"[plan] starting the engine: {settings}")
+    try:
+        driver = LoadDriver.start(engine_cfg, log=log)
+    except Exception:
+        out.add({"id": f"{MODEL}.engine", "settings": settings, "error": traceback.format_exc()})
+        log("[plan] engine start FAILED; see latency.json")
+        return 3
+    try:
+        resolved = driver.resolved_settings()
+    except Exception:  # a renamed config field must not cost the whole device call
+        resolved = {"error": traceback.format_exc(), "max_num_seqs": args.max_num_seqs,
+                    "max_model_len": args.max_model_len}
+    out.add({"id": f"{MODEL}.engine", "settings": settings,
+             "result": {"startup_s": driver.startup_s, "resolved": resolved,
+                        "engine_clock_tapped": driver.engine_clock_tapped}})
+    log(f"[plan] engine up in {driver.startup_s:.1f} s: {resolved}")
+    state: dict[str, Any] = {"pool_tokens": resolved.get("kv_cache_tokens"),
+                             "max_num_seqs": resolved["max_num_seqs"],
+                             "max_model_len": resolved["max_model_len"]}
+    try:
+        for planned in build_plan(args, cost):
+            part = resolve_part(planned, state, cost)
+            if getattr(driver.engine, "errored", False):
+                out.add({"id": part.id, "skipped": "engine is dead"})
+                continue
+            if part.kind == "poisson" and part.settings["rate"] is None:
+                out.add({"id": part.id, "skipped": f"needs {MODEL}.closed.c{CLOSED[-1][0]}'s throughput"})
+                continue
+            if part.kind == "overload" and part.settings["requests"] is None:
+                out.add({"id": part.id, "skipped": "the engine reported no KV pool size"})
+                continue
+            if not budget.fits(part.estimate_s):
+                out.add({"id": part.id, "settings": part.settings, "estimate_s": part.estimate_s,
+                         "skipped": f"budget: {budget.remaining():.0f} s left"})
+                log(f"[plan] skip {part.id}: needs ~{part.estimate_s:.0f} s, {budget.remaining():.0f} s left")
+                continue
+            log(f"[plan] {part.id}: start (estimate {part.estimate_s:.0f} s) {part.settings}")
+            t0 = time.monotonic()
+            try:
+                body, raw = await run_part(driver, part, budget.deadline_for(part.estimate_s), cfg, state)
+            except Exception:
+                body, raw = {"error": traceback.format_exc()}, None
+            run = {"id": part.id, "kind": part.kind, "settings": part.settings,
+                   "estimate_s": part.estimate_s, "wall_s": time.monotonic() - t0, **body}
+            out.add(run, raw)
+            log(f"[plan] {part.id}: {headline(run)}; {budget.remaining():.0f} s left")
+    finally:
+        out.doc["provenance"]["timeline_steps_total"] = len(driver.timeline)
+        driver.shutdown()
+        out.write()
+    return 0
+
+
+def headline(run: dict[str, Any]) -> str:
+    """One line per part for the log: the number a reader looks for first."""
+    if "error" in run:
+        return "ERROR " + str(run["error"]).strip().splitlines()[-1]
+    r = run.get("result", {})
+    ok = all(run.get("checks", {}).values())
+    if run["kind"] == "decode" and r.get("step_time_s"):
+        return (f"step {r['step_time_s'] * 1e3:.3f} ms (mean ITL {r['itl_steady_s']['mean'] * 1e3:.3f} ms), "
+                f"checks {'ok' if ok else 'FAILED'}")
+    if run["kind"] == "prefill" and r.get("ttft_s", {}).get("median"):
+        return f"TTFT {r['ttft_s']['median'] * 1e3:.1f} ms, checks {'ok' if ok else 'FAILED'}"
+    agg = r.get("aggregate")
+    if agg and agg.get("output_throughput_tok_per_s"):
+        return (f"{agg['output_throughput_tok_per_s']:.0f} tok/s, TTFT p50 "
+                f"{(agg['ttft_s']['median'] or 0) * 1e3:.0f} ms, ITL p50 "
+                f"{(agg['itl_s']['median'] or 0) * 1e3:.2f} ms, preemptions "
+                f"{r['timeline'].get('preemptions', 0)}, checks {'ok' if ok else 'FAILED'}")
+    return f"done in {run['wall_s']:.1f} s"
+
+
+def print_plan(args: argparse.Namespace, cost: CostModel) -> None:
+    """The plan with estimates, simulated against the budget (no torch, no vllm)."""
+    pool = (args.assumed_pool_tokens if args.kv_cache_gib is None
+            else int(args.kv_cache_gib * 2**30 // cost.kv_bytes_per_token))
+    state = {"saturation_rps": None, "pool_tokens": pool,
+             "max_num_seqs": args.max_num_seqs, "max_model_len": args.max_model_len}
+    c, n = CLOSED[-1]  # the saturation point: its estimated requests/s stands in for the measured one
+    closed = {"concurrency": c, "requests": n, "input_len": SERVE_SHAPE[0], "output_len": SERVE_SHAPE[1]}
+    state["saturation_rps"] = n / estimate("closed", closed, cost)
+    t = max(args.assumed_import_s, args.assumed_ceilings_s) + args.assumed_engine_s
+    print(f"budget {args.budget_s:.0f} s (reserve 15 s for shutdown); planning cost model: "
+          f"weights {cost.weight_bytes / 1e9:.2f} GB at {cost.bandwidth / 1e12:.1f} TB/s, "
+          f"{cost.flops_per_token / 1e9:.2f} GFLOP/token at {cost.flops / 1e12:.0f} TFLOP/s")
+    print(f"{'part':34s} {'estimate':>9s} {'ends at':>8s}  settings")
+    print(f"{'import vllm || ceilings':34s} {max(args.assumed_import_s, args.assumed_ceilings_s):8.0f}s "
+          f"{max(args.assumed_import_s, args.assumed_ceilings_s):7.0f}s")
+    print(f"{'engine start (graphs)':34s} {args.assumed_engine_s:8.0f}s {t:7.0f}s")
+    for part in build_plan(args, cost):
+        part = resolve_part(part, state, cost)
+        fits = t + part.estimate_s <= args.budget_s - 15
+        t += part.estimate_s if fits else 0
+        shown = {k: (round(v, 2) if isinstance(v, float) else v) for k, v in part.settings.items()}
+        print(f"{part.id:34s} {part.estimate_s:8.1f}s {t:7.0f}s  {'' if fits else '[SKIP: budget] '}{shown}")
+    print(f"total planned: {t:.0f} s of {args.budget_s:.0f} s (C={c} saturation assumed "
+          f"{state['saturation_rps']:.1f} req/s, pool assumed {pool:,} tokens)")
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--dry-run", action="store_true", help="print the plan and exit (no GPU)")
+    p.add_argument("--budget-s", type=float, default=540.0)
+    p.add_argument("--out-dir", default=os.environ.get("OUT") or "latency-out")
+    p.add_argument("--config", type=Path, default=None, help=f"config.json (default {CONFIG_PATH.name})")
+    p.add_argument("--max-model-len", type=int, default=33024)
+    p.add_argument("--gpu-memory-utilization", type=float, default=0.9)
+    p.add_argument("--kv-cache-gib", type=float, default=None,
+                   help="pin the KV pool (vLLM kv_cache_memory_bytes); makes the overload part cheap")
+    p.add_argument("--max-num-seqs", type=int, default=128, help="the seed's value")
+    p.add_argument("--max-num-batched-tokens", type=int, default=8192,
+                   help="`vllm serve`'s default on a >= 70 GiB GPU in vLLM 0.26.0")
+    p.add_argument("--enforce-eager", action="store_true")
+    p.add_argument("--skip-ceilings", action="store_true")
+    p.add_argument("--only", default=None,
+                   help="comma list of kinds: decode,prefill,closed,poisson,overload")
+    p.add_argument("--assumed-import-s", type=float, default=25.0, help=argparse.SUPPRESS)
+    p.add_argument("--assumed-ceilings-s", type=float, default=30.0, help=argparse.SUPPRESS)
+    p.add_argument("--assumed-engine-s", type=float, default=90.0, help=argparse.SUPPRESS)
+    p.add_argument("--assumed-pool-tokens", type=int, default=2_000_000, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    kinds = {"decode", "prefill", "closed", "poisson", "overload"}
+    if args.only and not set(args.only.split(",")) <= kinds:
+        p.error(f"--only {args.only!r}: unknown kind(s) {sorted(set(args.only.split(',')) - kinds)}; "
+                f"choose from {sorted(kinds)}")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    config, source = load_model_config(args.config)
+    cost = CostModel.from_config(config)
+    if args.dry_run:
+        print_plan(args, cost)
+        return 0
+    for key, value in ENV_DEFAULTS.items():
+        os.environ.setdefault(key, value)
+    budget = Budget(args.budget_s, start=T_START)
+    out = Output(Path(args.out_dir), base_provenance(args, config, source, cost))
+    out.write()
+    ceilings_json = Path(args.out_dir) / "ceilings.json"
+    proc = None
+    if not args.skip_ceilings:  # a fresh process: this one must stay CUDA-free for vLLM's fork
+        proc = subprocess.Popen([sys.executable, "-m", "pytest_anatomy.measure.ceilings",
+                                 "--json", str(ceilings_json)], cwd=REPO)
+    t0 = time.monotonic()
+    try:
+        import vllm  # timed: ~20 s on the device
+    except ImportError as exc:
+        out.doc["provenance"]["error"] = f"import vllm failed: {exc}"
+        out.write()
+        log(f"[plan] cannot import vllm ({exc}): run the bundle's install.sh and "
+            "`source /root/stage/env.sh` first (shared/device/vllm/README.md)")
+        if proc is not None:
+            proc.wait()
+        return 2
+
+    out.doc["provenance"]["import_vllm_s"] = time.monotonic() - t0
+    out.doc["provenance"]["versions"] = versions()
+    log(f"[plan] vllm {vllm.__version__} imported in {time.monotonic() - t0:.1f} s")
+    if proc is not None:
+        t1 = time.monotonic()
+        body: dict[str, Any]
+        try:
+            code = proc.wait(timeout=max(10.0, min(180.0, budget.remaining() - 200)))
+            body = ({"result": json.loads(ceilings_json.read_text())} if code == 0
+                    else {"error": f"ceilings subprocess exited with {code}"})
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            body = {"error": "ceilings subprocess timed out and was killed"}
+        out.add({"id": "ceilings", "kind": "ceilings", "wall_waited_s": time.monotonic() - t1, **body})
+        if "result" in body:
+            out.doc["provenance"]["gpu"] = body["result"]["facts"]
+    model_dir = tempfile.mkdtemp(prefix="qwen-dummy-")
+    (Path(model_dir) / "config.json").write_text(json.dumps(config, indent=2))
+    code = asyncio.run(execute(args, out, budget, config, model_dir, cost))
+    from pytest_anatomy.measure.ceilings import nvidia_smi_snapshot
+
+    out.doc["provenance"]["nvidia_smi_end"] = nvidia_smi_snapshot()
+    out.doc["provenance"]["wall_s"] = time.monotonic() - T_START
+    out.write()
+    log(f"[plan] wrote {out.dir / 'latency.json'} ({len(out.doc['runs'])} runs), exit {code}")
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
