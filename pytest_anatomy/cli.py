@@ -3,6 +3,7 @@
     pytest-anatomy predict capacity --model qwen2.5-7b --hardware rtx4090 --available-kv-gib 6.41 --json
     pytest-anatomy report [-o anatomy-report.html] [pytest args...]
     pytest-anatomy import-seed ../shared/seed-results
+    pytest-anatomy import-device $FILES_FROM_ONE_DEVICE_CALL
 """
 
 from __future__ import annotations
@@ -78,6 +79,14 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("--study", type=Path, default=None, help="path to STUDY.md (default: ../seed/STUDY.md beside it)")
     imp.add_argument("--results", type=Path, default=Path("results"), help="results folder (results)")
     imp.add_argument("--dry-run", action="store_true", help="list what would be written")
+
+    dev = sub.add_parser("import-device", help="import files a device measurement plan wrote to $OUT",
+                         description="Keeps every given file verbatim under results/<gpu>/batches/<stamp>/ and "
+                                     "turns each run of a device batch into a recording. Pass all files of one "
+                                     "call together (e.g. latency.json ceilings.json latency-raw.jsonl *.log).")
+    dev.add_argument("files", type=Path, nargs="+", help="batch JSON files and side files from one device call")
+    dev.add_argument("--results", type=Path, default=Path("results"), help="results folder (results)")
+    dev.add_argument("--dry-run", action="store_true", help="list what would be written")
     return parser
 
 
@@ -147,6 +156,20 @@ def _cmd_import_seed(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_import_device(args: argparse.Namespace) -> int:
+    from pytest_anatomy.importers.device import DeviceImportError, import_files
+
+    try:
+        done = import_files(list(args.files), args.results, dry_run=args.dry_run)
+    except (DeviceImportError, OSError) as exc:
+        print(f"pytest-anatomy: error: {exc}", file=sys.stderr)
+        return 2
+    for status, path in done:
+        print(f"{status:12s} {path}")
+    print(f"{sum(1 for s, _ in done if s == 'wrote')} written, {sum(1 for s, _ in done if s == 'exists')} unchanged")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args, unknown = parser.parse_known_args(argv)
@@ -159,6 +182,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _cmd_report(args)
     if args.command == "import-seed":
         return _cmd_import_seed(args)
+    if args.command == "import-device":
+        return _cmd_import_device(args)
     raise AssertionError(args.command)
 
 

@@ -1,0 +1,246 @@
+"""Import what a device measurement plan wrote to $OUT into recordings.
+
+Input: batch files of schema `pytest-anatomy/device-batch/v1` (scripts/device/capacity_plan.py,
+scripts/device/latency_plan.py) and the ceilings file. Output:
+
+- the batch files themselves, byte for byte, under `results/<hw>/batches/<stamp>/` (xz-compressed
+  when larger than 1 MiB, so the working tree that travels to the GPU stays small; `xz -d`
+  restores the exact bytes), never overwritten;
+- one recording per run: `results/<hw>/capacity/vllm-ledger.<run id>@<stamp>.json`,
+  `results/<hw>/latency/<run id>@<stamp>.json`, `results/<hw>/ceilings/ceilings@<stamp>.json`.
+  Measurements are copied from the run's numbers (SI units as measured); `data` keeps the whole
+  run result, so nothing the device measured is lost.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import lzma
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterator
+
+from pytest_anatomy import recordings
+from pytest_anatomy.specs.hardware import match_catalog
+
+BATCH_SCHEMA = "pytest-anatomy/device-batch/v1"
+_COMPRESS_ABOVE = 1024 * 1024
+
+
+class DeviceImportError(RuntimeError):
+    pass
+
+
+def _stamp(date_utc: str) -> str:
+    """'2026-11-30T00:30:31+00:00' -> '2026-11-30T00:30:31Z'."""
+    dt = datetime.fromisoformat(date_utc).astimezone(timezone.utc)
+    return dt.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _hardware(provenance: dict[str, Any], fallback: dict[str, Any] | None = None) -> tuple[str, str]:
+    name = (provenance.get("nvidia_smi", {}).get("summary", {}).get("name")
+            or (fallback or {}).get("name") or provenance.get("gpu"))
+    if not name:
+        raise DeviceImportError("batch provenance names no GPU (nvidia_smi.summary.name); cannot file it")
+    key = match_catalog(name)
+    if key is None:
+        raise DeviceImportError(f"GPU {name!r} is not in the hardware catalog; add it to specs/hardware.py first")
+    return key, name
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def keep_raw(path: Path, results: Path, hardware: str, stamp: str) -> tuple[str, Path]:
+    """Copy a device output file verbatim into results/<hw>/batches/<stamp>/ (xz if large)."""
+    raw = path.read_bytes()
+    folder = results / hardware / "batches" / recordings.stamp_of(stamp)
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / (path.name + (".xz" if len(raw) > _COMPRESS_ABOVE else ""))
+    if target.exists():
+        return "exists", target
+    payload = lzma.compress(raw, preset=9) if target.suffix == ".xz" else raw
+    tmp = target.with_name(".tmp-" + target.name)
+    tmp.write_bytes(payload)
+    tmp.rename(target)
+    return "wrote", target
+
+
+def _version(versions: dict[str, Any], name: str) -> Any:
+    v = versions.get(name)
+    return v.get("version") if isinstance(v, dict) else v
+
+
+def _common_provenance(batch: dict[str, Any], origin: Path, raw_sha: str, hw_name: str) -> dict[str, Any]:
+    prov = batch.get("provenance", {})
+    versions = prov.get("versions", {})
+    smi = prov.get("nvidia_smi", {}).get("summary", {})
+    return {
+        "source": "live",
+        "gpu": hw_name,
+        "driver": smi.get("driver") or (prov.get("gpu") or {}).get("driver")
+        or (prov.get("nvidia_smi_start") or {}).get("driver_version"),
+        "cuda": smi.get("cuda"),
+        "power_limit": smi.get("power_limit"),
+        "mig_mode": smi.get("mig_mode"),
+        "engine": "vllm",
+        "engine_version": _version(versions, "vllm") or prov.get("vllm"),
+        "torch": _version(versions, "torch") or prov.get("torch"),
+        "command": prov.get("command"),
+        "date": prov.get("date_utc"),
+        "origin": {"file": origin.name, "sha256": raw_sha},
+    }
+
+
+# --- capacity ------------------------------------------------------------------------------
+def _capacity_measurements(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    eng = result.get("engine") or {}
+    res = result.get("resolved") or {}
+    snap = eng.get("init_snapshot") or {}
+    log = result.get("log") or {}
+    out: dict[str, dict[str, Any]] = {}
+
+    def put(name: str, value: Any, unit: str) -> None:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            out[name] = {"value": value, "unit": unit}
+
+    put("total_memory_bytes", snap.get("total_memory"), "B")
+    put("init_free_memory_bytes", snap.get("free_memory"), "B")
+    put("init_cuda_context_bytes", snap.get("non_torch_memory"), "B")
+    put("requested_memory_bytes", eng.get("requested_memory"), "B")
+    put("model_memory_bytes", eng.get("model_memory_usage"), "B")
+    put("peak_activation_bytes", eng.get("peak_activation_memory"), "B")
+    put("non_torch_increase_bytes", eng.get("non_torch_memory"), "B")
+    put("cudagraph_estimate_bytes", eng.get("cudagraph_memory_estimate"), "B")
+    put("available_kv_bytes", eng.get("available_kv_cache_memory_bytes"), "B")
+    put("num_gpu_blocks", res.get("num_gpu_blocks"), "blocks")
+    put("block_size", res.get("block_size"), "tokens")
+    put("kv_tokens", res.get("kv_cache_size_tokens"), "tokens")
+    put("max_concurrency", res.get("kv_cache_max_concurrency"), "x")
+    put("max_model_len", res.get("max_model_len"), "tokens")
+    put("max_num_batched_tokens", res.get("max_num_batched_tokens"), "tokens")
+    put("max_num_seqs", res.get("max_num_seqs"), "requests")
+    kvc = eng.get("kv_cache_config") or {}
+    put("kv_allocated_bytes", kvc.get("total_tensor_bytes"), "B")
+    # Log values are rounded to 0.01 GiB by vLLM; kept for the log-vs-exact comparison.
+    for key in ("model_loading_gib", "available_kv_cache_gib", "cudagraph_capture_gib", "max_concurrency_x"):
+        put(f"log_{key}", log.get(key), "GiB" if key.endswith("_gib") else "x")
+    return out
+
+
+def _capacity_records(batch: dict[str, Any], common: dict[str, Any], hw: str, stamp: str) -> Iterator[recordings.Recording]:
+    for run in batch["runs"]:
+        result = run.get("result") or {}
+        prov = {**common, "settings": run.get("settings") or result.get("settings"), "model": run.get("model"),
+                "held_out": bool(run.get("held_out")), "status": result.get("status"),
+                "error_class": result.get("error_class")}
+        yield recordings.Recording(
+            suite="capacity", name=f"vllm-ledger.{run['id'].lower()}", hardware=hw, recorded_at=stamp,
+            provenance=prov, measurements=_capacity_measurements(result) if result.get("status") == "ok" else {},
+            data={"run": run},
+        )
+
+
+# --- latency --------------------------------------------------------------------------------
+_SKIP_KEYS = {"per_request", "timeline", "failures", "samples"}
+
+
+def _unit_for(path: tuple[str, ...]) -> str:
+    joined = ".".join(path)
+    if path and path[-1] in ("n", "requests", "completed", "failed", "not_sent", "runs", "repeats"):
+        return "count"
+    if "tok_per_s" in joined or "tokens_per_s" in joined:
+        return "tokens/s"
+    if "per_s" in joined:
+        return "1/s"
+    if any(p.endswith("_s") for p in path):
+        return "s"
+    if any(p.endswith("_bytes") for p in path):
+        return "B"
+    if "tokens" in joined:
+        return "tokens"
+    return ""
+
+
+def _flatten(value: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[str, float, str]]:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if k not in _SKIP_KEYS:
+                yield from _flatten(v, (*path, str(k)))
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        yield ".".join(path), value, _unit_for(path)
+
+
+def _latency_records(batch: dict[str, Any], common: dict[str, Any], hw: str, stamp: str) -> Iterator[recordings.Recording]:
+    model = (batch.get("provenance", {}).get("model") or {}).get("id")
+    for run in batch["runs"]:
+        result = run.get("result") or {}
+        measurements = {name: {"value": v, "unit": unit} for name, v, unit in _flatten(result)}
+        suite, name = ("ceilings", "ceilings") if run["id"] == "ceilings" else ("latency", run["id"].lower())
+        yield recordings.Recording(
+            suite=suite, name=name, hardware=hw, recorded_at=stamp,
+            provenance={**common, "model": model, "settings": run.get("settings"), "kind": run.get("kind"),
+                        "checks": run.get("checks")},
+            measurements=measurements, data={"run": run},
+        )
+
+
+def _name_ok(name: str) -> str:
+    if not re.match(r"^[a-z0-9][a-z0-9._+-]*$", name):
+        raise DeviceImportError(f"run id {name!r} cannot be a recording name (lower-case, digits, . _ + - only)")
+    return name
+
+
+def import_files(paths: list[Path], results: Path, *, dry_run: bool = False) -> list[tuple[str, str]]:
+    """Import device batch files (and keep every given file verbatim). Returns (status, path)."""
+    done: list[tuple[str, str]] = []
+    batches = []
+    for path in paths:
+        raw = path.read_bytes()
+        doc: Any = None
+        if path.suffix == ".json":
+            try:
+                doc = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                raise DeviceImportError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}); nothing imported") from exc
+        batches.append((path, raw, doc))
+    stamp_of_batch = None
+    hw_of_batch = None
+    for path, raw, doc in batches:
+        if isinstance(doc, dict) and doc.get("schema") == BATCH_SCHEMA:
+            stamp_of_batch = stamp_of_batch or _stamp(doc["provenance"]["date_utc"])
+            ceilings = next((r for r in doc["runs"] if r["id"] == "ceilings"), None)
+            facts = ((ceilings or {}).get("result") or {}).get("facts")
+            hw_of_batch = hw_of_batch or _hardware(doc["provenance"], facts)
+    if stamp_of_batch is None or hw_of_batch is None:
+        raise DeviceImportError("none of the files is a device batch (schema pytest-anatomy/device-batch/v1)")
+    hw, hw_name = hw_of_batch
+    planned: list[recordings.Recording] = []
+    for path, raw, doc in batches:  # build and validate everything before writing anything
+        if isinstance(doc, dict) and doc.get("schema") == BATCH_SCHEMA:
+            stamp = _stamp(doc["provenance"]["date_utc"])
+            common = _common_provenance(doc, path, _sha256(raw), hw_name)
+            is_capacity = any("engine" in (r.get("result") or {}) for r in doc["runs"])
+            for rec in (_capacity_records if is_capacity else _latency_records)(doc, common, hw, stamp):
+                _name_ok(rec.name)
+                recordings.validate(rec.to_json(), f"{path.name}: run {rec.name!r}")
+                planned.append(rec)
+    for path, raw, doc in batches:
+        is_batch = isinstance(doc, dict) and doc.get("schema") == BATCH_SCHEMA
+        stamp = _stamp(doc["provenance"]["date_utc"]) if is_batch else stamp_of_batch
+        if not dry_run:
+            status, kept = keep_raw(path, results, hw, stamp)
+            done.append((status, str(kept)))
+    for rec in planned:
+        existing = recordings.candidates(results, rec.hardware, rec.suite, rec.name)
+        target = results / rec.hardware / rec.suite / f"{rec.name}@{recordings.stamp_of(rec.recorded_at)}.json"
+        if target in existing:
+            done.append(("exists", str(target)))
+        elif dry_run:
+            done.append(("would write", str(target)))
+        else:
+            done.append(("wrote", str(recordings.save(results, rec))))
+    return done
