@@ -12,41 +12,31 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 from pytest_anatomy.units import GiB, format_quantity
 
 SUITE_DIRS = ("tests_capacity", "tests_latency", "tests_kernels", "tests_quant", "tests_flashattn", "tests_deployment")
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"Could not parse value: {text!r} (expected an integer)") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
+def _number(kind: type, check: Callable[[float], bool], rule: str) -> Callable[[str], Any]:
+    """argparse type: parse `kind`, then validate; messages quote the bad value (pytest-benchmark style)."""
+
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"Could not parse value: {text!r} (expected {kind.__name__})") from None
+        if not check(value):
+            raise argparse.ArgumentTypeError(f"must be {rule}, got {value}")
+        return value
+
+    return parse
 
 
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"Could not parse value: {text!r} (expected a number)") from None
-    if not 0 < value <= 1:
-        raise argparse.ArgumentTypeError(f"must be in (0, 1], got {value}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"Could not parse value: {text!r} (expected a number)") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {value}")
-    return value
+_positive_int = _number(int, lambda v: v >= 1, ">= 1")
+_fraction = _number(float, lambda v: 0 < v <= 1, "in (0, 1]")
+_positive_float = _number(float, lambda v: v > 0, "> 0")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -232,3 +232,13 @@ def save(root: Path, recording: Recording) -> Path:
     finally:
         os.unlink(tmp)
     return target
+
+
+def save_if_new(root: Path, recording: Recording, *, dry_run: bool = False) -> tuple[str, Path]:
+    """Importers' write: ('exists' | 'would write' | 'wrote', path), never overwriting."""
+    target = Path(root) / recording.hardware / recording.suite / f"{recording.name}@{stamp_of(recording.recorded_at)}.json"
+    if target.exists():
+        return "exists", target
+    if dry_run:
+        return "would write", target
+    return "wrote", save(root, recording)

@@ -235,12 +235,6 @@ def import_files(paths: list[Path], results: Path, *, dry_run: bool = False) -> 
             status, kept = keep_raw(path, results, hw, stamp)
             done.append((status, str(kept)))
     for rec in planned:
-        existing = recordings.candidates(results, rec.hardware, rec.suite, rec.name)
-        target = results / rec.hardware / rec.suite / f"{rec.name}@{recordings.stamp_of(rec.recorded_at)}.json"
-        if target in existing:
-            done.append(("exists", str(target)))
-        elif dry_run:
-            done.append(("would write", str(target)))
-        else:
-            done.append(("wrote", str(recordings.save(results, rec))))
+        status, target = recordings.save_if_new(results, rec, dry_run=dry_run)
+        done.append((status, str(target)))
     return done

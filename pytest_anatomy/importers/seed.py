@@ -268,12 +268,6 @@ def run(seed_results: Path, study: Path, results_dir: Path, *, dry_run: bool = F
     """Write every planned recording that does not exist yet; returns (status, path) pairs."""
     done = []
     for rec in plan(seed_results, study):
-        existing = recordings.candidates(results_dir, rec.hardware, rec.suite, rec.name)
-        target = results_dir / rec.hardware / rec.suite / f"{rec.name}@{recordings.stamp_of(rec.recorded_at)}.json"
-        if target in existing:
-            done.append(("exists", str(target)))
-        elif dry_run:
-            done.append(("would write", str(target)))
-        else:
-            done.append(("wrote", str(recordings.save(results_dir, rec))))
+        status, target = recordings.save_if_new(results_dir, rec, dry_run=dry_run)
+        done.append((status, str(target)))
     return done
