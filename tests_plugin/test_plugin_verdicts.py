@@ -192,3 +192,31 @@ def test_pytest_html_gets_verdict_columns(pytester: pytest.Pytester) -> None:
     assert result.ret == 0
     html = pytester.path.joinpath("h.html").read_text()
     assert "Verdict" in html
+
+
+def test_model_spec_and_hardware_fixtures_follow_the_options(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("""
+        def test_fixtures(model_spec, hardware):
+            print("MODEL", model_spec.name, model_spec.num_kv_heads, "HW", hardware.name)
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider", "-s", "--anatomy-model=meta-llama/Llama-3.1-8B-Instruct",
+                                "--anatomy-hardware=H200")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*MODEL llama-3.1-8b 8 HW h200*"])
+
+
+def test_model_spec_from_a_config_path_and_hardware_skip_without_gpu(pytester: pytest.Pytester) -> None:
+    pytester.path.joinpath("config.json").write_text(
+        '{"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 512, '
+        '"num_hidden_layers": 2, "num_attention_heads": 8, "intermediate_size": 1024, "vocab_size": 1000, '
+        '"torch_dtype": "bfloat16"}')
+    pytester.makepyfile("""
+        def test_model(model_spec):
+            assert model_spec.num_kv_heads == 8 and model_spec.attention == "mha"
+        def test_hw(hardware):
+            pass
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider", "-rs", "--anatomy-model=config.json",
+                                "--anatomy-source=recorded")
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(["*no hardware selected and no GPU detected: pass --anatomy-hardware=NAME*"])
