@@ -28,12 +28,51 @@ def test_seed_question_gives_the_seed_pool(capsys) -> None:
     assert out["num_gpu_blocks"]["formula"] == "available_kv_bytes // page_bytes // layers_per_group"
 
 
-def test_without_available_memory_the_pool_is_explicitly_not_modeled(capsys) -> None:
-    out = _json(capsys, "predict", "capacity", "--model", "Qwen/Qwen2.5-7B-Instruct", "--hardware", "h200", "--json")
+def test_without_available_memory_an_unmodelled_architecture_is_explicitly_not_modeled(capsys) -> None:
+    out = _json(capsys, "predict", "capacity", "--model", "mixtral-8x7b", "--hardware", "h200", "--json")
     assert out["available_kv_bytes"]["value"] is None
-    assert "not model" in out["available_kv_bytes"]["not_modeled"]
-    assert out["kv_tokens"]["value"] is None
+    assert "available-kv-gib" in out["available_kv_bytes"]["not_modeled"]
+    assert out["model_memory_bytes"]["value"] is None and out["kv_tokens"]["value"] is None
     assert out["requested_memory_bytes"]["value"] == 135_098_892_288  # ceil(150,109,880,320 x 0.9)
+
+
+LEDGER = ("requested_memory_bytes", "model_memory_bytes", "peak_activation_bytes", "non_torch_increase_bytes",
+          "cudagraph_estimate_bytes", "available_kv_bytes", "num_gpu_blocks", "kv_tokens", "max_concurrency")
+
+
+def test_issue_question_prints_the_whole_ledger_without_available_memory(capsys) -> None:
+    out = _json(capsys, "predict", "capacity", "--model", "qwen2.5-7b", "--hardware", "h200",
+                "--gpu-memory-utilization", "0.9", "--max-model-len", "8192", "--max-num-seqs", "128", "--json")
+    for q in LEDGER:
+        assert isinstance(out[q]["value"], (int, float)), q
+        assert set(out[q]) >= {"value", "unit", "formula", "terms", "notes"}
+    terms = sum(out[q]["value"] for q in LEDGER[1:5])
+    assert out["available_kv_bytes"]["value"] == out["requested_memory_bytes"]["value"] - terms
+    assert out["num_gpu_blocks"]["value"] == out["available_kv_bytes"]["value"] // (16 * 4 * 256 * 2) // 28
+    assert out["kv_tokens"]["value"] == out["num_gpu_blocks"]["value"] * 16
+    assert out["max_num_seqs"]["value"] == 128 and out["max_num_batched_tokens"]["value"] == 16384
+    assert out["cudagraph_estimate_bytes"]["value"] == 0  # V2 runner, the default
+
+
+def test_settings_flags_reach_the_ledger(capsys) -> None:
+    base = ["predict", "capacity", "--model", "qwen2.5-7b", "--hardware", "h200", "--json"]
+    default = _json(capsys, *base)
+    small = _json(capsys, *base, "--max-num-batched-tokens", "4096", "--enforce-eager")
+    v1 = _json(capsys, *base, "--model-runner", "v1")
+    assert small["peak_activation_bytes"]["value"] < default["peak_activation_bytes"]["value"]
+    assert small["num_gpu_blocks"]["value"] > default["num_gpu_blocks"]["value"]
+    assert v1["cudagraph_estimate_bytes"]["value"] > 0 and default["cudagraph_estimate_bytes"]["value"] == 0
+    bs32 = _json(capsys, *base, "--block-size", "32")
+    assert bs32["num_gpu_blocks"]["value"] == default["num_gpu_blocks"]["value"] // 2
+
+
+def test_available_kv_override_keeps_the_predicted_terms(capsys) -> None:
+    out = _json(capsys, "predict", "capacity", "--model", "qwen2.5-7b", "--hardware", "h200",
+                "--available-kv-gib", "100", "--json")
+    assert out["available_kv_bytes"]["value"] == 100 * 2**30
+    assert out["available_kv_bytes"]["formula"].startswith("given")
+    assert out["model_memory_bytes"]["value"] > 15e9
+    assert out["num_gpu_blocks"]["value"] == 100 * 2**30 // 32768 // 28
 
 
 def test_config_path_fp8_and_tp(tmp_path, capsys) -> None:
@@ -49,7 +88,11 @@ def test_config_path_fp8_and_tp(tmp_path, capsys) -> None:
 def test_human_readable_output(capsys) -> None:
     assert main(["predict", "capacity", "--model", "qwen2.5-7b", "--hardware", "rtx4090"]) == 0
     text = capsys.readouterr().out
-    assert "kv_bytes_per_token" in text and "56 KiB" in text and "not modeled" in text
+    assert "kv_bytes_per_token" in text and "56 KiB" in text
+    # a < 70 GiB card gets vLLM's smaller defaults; its CUDA-visible total is unknown, which is said
+    assert "8,192 tokens" in text and "256 requests" in text and "peak_activation_bytes" in text
+    assert main(["predict", "capacity", "--model", "deepseek-v2-lite", "--hardware", "h200"]) == 0
+    assert "not modeled" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -70,7 +113,15 @@ def test_malformed_config_names_the_file(tmp_path, capsys) -> None:
     assert "config.json" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("argv", [["--gpu-memory-utilization", "1.5"], ["--max-model-len", "0"]])
+def test_impossible_batch_settings_are_a_clear_error(capsys) -> None:
+    argv = ["predict", "capacity", "--model", "qwen2.5-7b", "--hardware", "h200", "--max-num-seqs", "512",
+            "--max-num-batched-tokens", "256"]
+    assert main(argv) == 2
+    assert "max_num_seqs" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["--gpu-memory-utilization", "1.5"], ["--max-model-len", "0"],
+                                  ["--max-num-seqs", "0"], ["--max-num-batched-tokens", "-4"]])
 def test_argument_validation(argv, capsys) -> None:
     with pytest.raises(SystemExit):
         main(["predict", "capacity", "--model", "qwen2.5-7b", "--hardware", "h200", *argv])

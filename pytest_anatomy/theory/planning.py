@@ -2,7 +2,8 @@
 
 `capacity(...)` returns an ordered mapping name -> Prediction | NotModeledQuantity. A
 quantity this version cannot predict from specs is returned as NotModeledQuantity with the
-reason and what to pass instead, never as a guess."""
+reason and what to pass instead, never as a guess (vLLM's ledger is modelled for dense
+llama/mistral/qwen2 decoders; MoE, MLA and sliding-window models need --available-kv-gib)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from pytest_anatomy.specs.hardware import HardwareSpec
 from pytest_anatomy.specs.model import ModelSpec
 from pytest_anatomy.theory import capacity as cap
 from pytest_anatomy.theory.prediction import Prediction, Term
+from pytest_anatomy.theory.vllm_memory import LEDGER_TERMS, predict_ledger, requested_memory
+from pytest_anatomy.theory.vllm_settings import LedgerSettings, resolve
 
 
 @dataclass(frozen=True)
@@ -34,30 +37,56 @@ def capacity(
     gpu_memory_utilization: float = 0.9,
     max_model_len: int = 8192,
     kv_cache_dtype: str = "auto",
-    block_size: int = cap.DEFAULT_BLOCK_SIZE,
+    block_size: int | None = None,
     tp: int = 1,
+    max_num_seqs: int | None = None,
+    max_num_batched_tokens: int | None = None,
+    enforce_eager: bool = False,
+    model_runner: str | None = None,
     available_kv_bytes: float | None = None,
 ) -> dict[str, Answer]:
+    """KV sizes, weights, vLLM's whole memory ledger (theory/vllm_memory.py), blocks, tokens and max
+    concurrency. `available_kv_bytes` overrides the predicted available KV memory (e.g. the engine's
+    'Available KV cache memory' line); the ledger terms are still predicted and shown."""
     out: dict[str, Answer] = {}
     out["kv_bytes_per_token"] = cap.kv_bytes_per_token(model, kv_cache_dtype, tp)
     out["kv_bytes_per_request"] = _per_request(out["kv_bytes_per_token"], max_model_len)  # type: ignore[arg-type]
     out["weight_bytes"] = cap.weight_bytes(model, tp=tp)
     out["matmul_weight_bytes"] = cap.weight_bytes(model, matmul_only=True, tp=tp)
-    total = hardware.cuda_visible_memory_bytes or hardware.nvml_memory_bytes or hardware.memory_bytes
-    out["requested_memory_bytes"] = cap.requested_memory(int(total), gpu_memory_utilization)
-    if hardware.cuda_visible_memory_bytes is None:
-        out["requested_memory_bytes"] = Prediction(
-            **{**out["requested_memory_bytes"].__dict__,
-               "notes": (f"{hardware.name}: CUDA-visible total unknown; used the nominal {total:,} B, "
-                         "which overstates what vLLM sees",)})
-    if available_kv_bytes is None:
-        reason = ("needs vLLM's non-KV memory (weights as loaded + non-torch + activation peak of the profile run "
-                  "+ CUDA-graph estimate), which this version does not model yet; pass --available-kv-gib from "
-                  "the engine's 'Available KV cache memory' log line")
-        out["available_kv_bytes"] = NotModeledQuantity("B", reason)
-        for name, unit in (("num_gpu_blocks", "blocks"), ("kv_tokens", "tokens"), ("max_concurrency", "x")):
-            out[name] = NotModeledQuantity(unit, "depends on available_kv_bytes: " + reason)
+    settings = LedgerSettings(
+        gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len, max_num_seqs=max_num_seqs,
+        max_num_batched_tokens=max_num_batched_tokens, kv_cache_dtype=kv_cache_dtype, enforce_eager=enforce_eager,
+        block_size=block_size, tensor_parallel_size=tp, model_runner=model_runner)  # type: ignore[arg-type]
+    bs = block_size or cap.DEFAULT_BLOCK_SIZE
+    try:
+        ledger: dict[str, Prediction] = predict_ledger(model, hardware, settings)
+    except cap.NotModeled as exc:
+        reason = f"{exc}"
+        rs = resolve(hardware, settings)
+        out["max_num_batched_tokens"] = Prediction(rs.max_num_batched_tokens, "tokens",
+                                                   rs.sources["max_num_batched_tokens"])
+        out["max_num_seqs"] = Prediction(rs.max_num_seqs, "requests", rs.sources["max_num_seqs"])
+        out["requested_memory_bytes"] = requested_memory(hardware, rs)
+        for name in LEDGER_TERMS:
+            out[name] = NotModeledQuantity("B", reason)
+        if available_kv_bytes is None:
+            why = f"needs the ledger terms: {reason}; pass --available-kv-gib from the engine's log"
+            out["available_kv_bytes"] = NotModeledQuantity("B", why)
+            for name, unit in (("num_gpu_blocks", "blocks"), ("kv_tokens", "tokens"), ("max_concurrency", "x")):
+                out[name] = NotModeledQuantity(unit, "depends on available_kv_bytes: " + why)
+            return out
+        _given_pool(out, model, available_kv_bytes, bs, kv_cache_dtype, tp, max_model_len)
         return out
+    for name in ("max_num_batched_tokens", "max_num_seqs", "requested_memory_bytes", *LEDGER_TERMS,
+                 "available_kv_bytes", "num_gpu_blocks", "kv_tokens", "max_concurrency"):
+        out[name] = ledger[name]
+    if available_kv_bytes is not None:
+        _given_pool(out, model, available_kv_bytes, bs, kv_cache_dtype, tp, max_model_len)
+    return out
+
+
+def _given_pool(out: dict[str, Answer], model: ModelSpec, available_kv_bytes: float, block_size: int,
+                kv_cache_dtype: str, tp: int, max_model_len: int) -> None:
     out["available_kv_bytes"] = Prediction(
         float(available_kv_bytes), "B", "given (--available-kv-gib)", {"available_kv_bytes": available_kv_bytes},
         notes=("an input, not a prediction: taken from the engine's log or the user",))
@@ -65,7 +94,6 @@ def capacity(
     out["num_gpu_blocks"] = blocks
     out["kv_tokens"] = cap.vllm_kv_tokens(model, int(blocks.value), block_size)
     out["max_concurrency"] = cap.vllm_max_concurrency(int(blocks.value), max_model_len, block_size)
-    return out
 
 
 def _per_request(per_token: Prediction, max_model_len: int) -> Prediction:

@@ -1,0 +1,134 @@
+"""The activation term of vLLM's ledger: the torch-allocated peak of the profile run.
+
+vLLM reads `allocated_bytes.all.peak` minus the allocation before `profile_run()`. The profile
+run is one forward pass over `max_num_batched_tokens` tokens (N) split into
+R = min(N, max_num_seqs) dummy requests, attention skipped, then one sampler pass over R
+rows of logits. Its peak is the largest set of tensors alive at one moment, plus what the
+run leaves allocated:
+
+forward, layer >= 1, at the MLP (the widest point; I = intermediate / tp, h = hidden):
+  the layer's input (the caller still holds it), the residual, the MLP input (h each),
+  gate_up (2I) and the activation output (I), all [N, .] in the model dtype:
+  - Llama / Mistral eager: `x = act(x)` drops gate_up before down_proj -> peak N (3I + 3h)
+  - Qwen2 eager: `gate_up, _ = ...; x = act(gate_up)` keeps gate_up through down_proj,
+    whose output adds one more h -> peak N (3I + 4h)
+  - torch.compile (CUDA-graph mode): Inductor frees gate_up after its last use -> N (3I + 3h),
+    plus a constant fitted on one compiled run (see COMPILED_FORWARD_EXTRA)
+sampler, V2 runner: the forward's hidden states [N, h], the R sampled rows [R, h] and bf16
+  logits [R, vocab] (the V2 sampler works in place, Gumbel sampling in one Triton kernel)
+sampler, V1 runner: as V2 plus a random [R, h] input, the logits cast to fp32, the fp32
+  softmax and the fp32 exponential noise (2 + 4 + 4 + 4 B per logit) and the Triton
+  top-k/top-p scratch of min(next_pow2(min(SMs, R)), SMs) rows of fp32 vocab
+left allocated by the run: PyTorch's cuBLAS workspace (32 MiB on compute capability 9-12,
+  8,519,680 B below: CUBLAS_WORKSPACE_CONFIG default), a 1 MiB cuBLASLt workspace
+  (CUBLASLT_WORKSPACE_SIZE default) when linears carry biases (addmm with a bias epilogue runs
+  on cuBLASLt), and the V2 dummy batch's int32 index tensors idx_mapping, expanded_local_pos,
+  logits_indices [R] and cu_num_logits [R + 1].
+"""
+
+from __future__ import annotations
+
+from pytest_anatomy.specs.hardware import HardwareSpec
+from pytest_anatomy.specs.model import ModelSpec
+from pytest_anatomy.theory.prediction import Prediction, Term
+from pytest_anatomy.theory.torch_allocator import round_size
+from pytest_anatomy.theory.vllm_load import rank_shapes
+from pytest_anatomy.theory.vllm_settings import FittedConstant, ResolvedSettings
+
+# Compute capability by catalog name (NVIDIA's CUDA GPU list): it picks PyTorch's cuBLAS workspace size.
+COMPUTE_CAPABILITY: dict[str, tuple[int, int]] = {
+    "h100-sxm": (9, 0), "h200": (9, 0), "a100-80gb": (8, 0), "rtx4090": (8, 9), "l40s": (8, 9)}
+CUBLAS_WORKSPACE_LARGE = 4096 * 8 * 1024  # ":4096:8" on majors 9, 10, 11, 12 (CublasHandlePool.cpp)
+CUBLAS_WORKSPACE_DEFAULT = 4096 * 1024 * 2 + 16 * 1024 * 8  # ":4096:2:16:8"
+CUBLASLT_WORKSPACE = 1024 * 1024  # CUBLASLT_WORKSPACE_SIZE default, 1024 KiB
+# Models whose MLP module keeps gate_up alive through down_proj in eager mode (Qwen2MLP.forward).
+_GATE_UP_HELD = frozenset({"qwen2"})
+
+COMPILED_FORWARD_EXTRA = FittedConstant(
+    62_914_560, "B", ("vllm-ledger.llama-3.1-8b.u0.90.len8192.graphs",),
+    "torch.compile'd forward: allocated peak above N (3I + 3h) x 2 B and the workspaces; every compiled "
+    "run recorded so far has N = 16384, so a constant cannot be told apart from 3,840 B per token")
+
+
+def compute_capability(hardware: HardwareSpec) -> tuple[int, int] | None:
+    return COMPUTE_CAPABILITY.get(hardware.name)
+
+
+def cublas_workspace_bytes(hardware: HardwareSpec) -> tuple[int, str]:
+    cc = compute_capability(hardware)
+    if cc is not None and cc[0] in (9, 10, 11, 12):
+        return CUBLAS_WORKSPACE_LARGE, f"32 MiB (compute capability {cc[0]}.{cc[1]})"
+    if cc is None:
+        return CUBLAS_WORKSPACE_DEFAULT, f"8,519,680 B (compute capability of {hardware.name} unknown: assumed < 9)"
+    return CUBLAS_WORKSPACE_DEFAULT, f"8,519,680 B (compute capability {cc[0]}.{cc[1]})"
+
+
+def _index_tensors(requests: int) -> int:
+    """InputBatch.make_dummy: three int32 [R] tensors and one int32 [R + 1], each its own block."""
+    return 3 * round_size(4 * requests) + round_size(4 * (requests + 1))
+
+
+def _v1_sampler_small(requests: int) -> int:
+    """V1 _dummy_sampler_run: six fp32 [R] metadata tensors, int64 greedy argmax, int32 top-k cast."""
+    return 6 * round_size(4 * requests) + round_size(8 * requests) + round_size(4 * requests)
+
+
+def peak_activation(model: ModelSpec, hardware: HardwareSpec, rs: ResolvedSettings,
+                    dtype_bytes: int = 2) -> Prediction:
+    """allocated_bytes.all.peak growth during profile_run, per rank (see the module docstring)."""
+    tp = rs.tensor_parallel_size
+    s = rank_shapes(model, tp)
+    n, r, h, b = rs.max_num_batched_tokens, rs.profile_requests, model.hidden_size, dtype_bytes
+    i = s.intermediate
+    vocab_padded = s.vocab_rows * tp
+    compiled = rs.cudagraphs
+    held = model.model_type in _GATE_UP_HELD and not compiled
+    mlp_width = 3 * i + (4 if held else 3) * h
+    phases: dict[str, float] = {"forward MLP": n * mlp_width * b}
+    phases["forward attention"] = n * (3 * h + s.qkv_out + s.attn_out) * b
+    if compiled:
+        phases["forward MLP"] += COMPILED_FORWARD_EXTRA.value
+    gather = r * s.vocab_rows * b if tp > 1 else 0  # the local logits shard before the all-gather
+    sampler = n * h * b + r * h * b + r * vocab_padded * b + gather
+    notes = []
+    if rs.runner == "v1":
+        triton_rows = min(1 << (min(hardware.sm_count or 132, r) - 1).bit_length(), hardware.sm_count or 132)
+        sampler += r * h * b + r * model.vocab_size * (4 + 4 + 4) + _v1_sampler_small(r)
+        if r >= 8:
+            sampler += triton_rows * model.vocab_size * 4
+        else:
+            notes.append("R < 8: V1 uses the torch sort path for top-k/top-p, whose scratch is not modelled")
+        if hardware.sm_count is None:
+            notes.append("SM count unknown: the Triton top-k/top-p scratch assumed 132 rows")
+    phases["sampler"] = sampler
+    where = max(phases, key=lambda k: phases[k])
+    ws, ws_note = cublas_workspace_bytes(hardware)
+    biased = model.qkv_bias or model.o_bias or model.mlp_bias
+    lt = CUBLASLT_WORKSPACE if biased else 0
+    idx = _index_tensors(r) if rs.runner == "v2" else 0
+    value = phases[where] + ws + lt + idx
+    width = f"3I + {'4' if held else '3'}h"
+    terms = [Term(f"peak phase: {where}", phases[where], "B",
+                 {"forward MLP": f"N x ({width}) x {b} B" + (" + compiled extra" if compiled else ""),
+                  "forward attention": "N x (3h + qkv + attn_out) x B",
+                  "sampler": "hidden [N,h] + rows [R,h] + logits [R,V]" + (" + V1 fp32 copies" if rs.runner == "v1"
+                                                                          else "")}[where]),
+             Term("cuBLAS workspace", ws, "B", ws_note),
+             Term("cuBLASLt workspace", lt, "B", "linears with bias" if biased else "no biased linears")]
+    if idx:
+        terms.append(Term("dummy-batch index tensors", idx, "B", f"R = {r}"))
+    for name, v in phases.items():
+        if name != where:
+            notes.append(f"{name} phase: {v:,.0f} B (not the peak)")
+    if compiled:
+        notes.append(COMPILED_FORWARD_EXTRA.note())
+    if tp > 1:
+        notes.append("tensor parallel: per-rank widths (I / tp, fused QKV of this rank's heads, vocab shard + "
+                     "all-gathered logits); no TP recording checks this yet")
+    notes.append("known to about +-1 MiB: the caching allocator may hand out a cached block whole when the "
+                 "remainder is <= 1 MiB, and the profile run's allocation order is not replayed")
+    return Prediction(
+        value, "B", "max(forward MLP, forward attention, sampler) + cuBLAS (+Lt) workspace + index tensors",
+        {"max_num_batched_tokens": n, "profile_requests": r, "hidden_size": h, "intermediate_per_rank": i,
+         "vocab_padded": vocab_padded, "dtype_bytes": b, "compiled": compiled, "runner": rs.runner, "tp": tp},
+        terms=tuple(terms), notes=tuple(notes))
