@@ -1,6 +1,8 @@
 """`pytest-anatomy` command line: planning answers without running tests, the report, imports.
 
+    pytest-anatomy predict capacity --model qwen2.5-7b --hardware h200 --max-model-len 8192 --max-num-seqs 128 --json
     pytest-anatomy predict capacity --model qwen2.5-7b --hardware rtx4090 --available-kv-gib 6.41 --json
+    pytest-anatomy predict latency --model qwen2.5-7b --hardware h200 --batch 64 --input-len 1024 --output-len 256 --json
     pytest-anatomy report [-o anatomy-report.html] [pytest args...]
     pytest-anatomy import-seed ../shared/seed-results
     pytest-anatomy import-device $FILES_FROM_ONE_DEVICE_CALL
@@ -52,11 +54,24 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--gpu-memory-utilization", type=_fraction, default=0.9, help="vLLM's fraction of total memory (0.9)")
     c.add_argument("--max-model-len", type=_positive_int, default=8192, help="tokens per request for max concurrency")
     c.add_argument("--kv-cache-dtype", default="auto", help="auto (model dtype), fp8, fp8_e5m2, ... (vLLM names)")
-    c.add_argument("--block-size", type=_positive_int, default=16, help="vLLM KV block size in tokens (16)")
+    c.add_argument("--block-size", type=_positive_int, default=None, help="vLLM KV block size in tokens (16)")
     c.add_argument("--tp", type=_positive_int, default=1, help="tensor parallel size")
+    c.add_argument("--max-num-seqs", type=_positive_int, default=None,
+                   help="vLLM max_num_seqs (default: vLLM's, 1024 on >= 70 GiB GPUs, else 256)")
+    c.add_argument("--max-num-batched-tokens", type=_positive_int, default=None,
+                   help="vLLM max_num_batched_tokens: tokens of the profile run (default: vLLM's, 16384 / 8192)")
+    c.add_argument("--enforce-eager", action="store_true",
+                   help="no torch.compile / CUDA graphs (default: graphs, as vLLM)")
+    c.add_argument("--model-runner", choices=("v1", "v2"), default=None,
+                   help="vLLM's model runner (default: V2, vLLM 0.26.0's choice for dense models)")
     c.add_argument("--available-kv-gib", type=_positive_float, default=None,
-                   help="the engine's 'Available KV cache memory' in GiB; without it blocks/tokens are not predicted")
+                   help="override the predicted available KV memory with the engine's 'Available KV cache "
+                        "memory' (GiB); blocks, tokens and concurrency then follow from it")
     c.add_argument("--json", action="store_true", help="print {quantity: {value, unit, formula, terms}} as JSON")
+
+    from pytest_anatomy import cli_latency  # its own module: the latency question's options and answers
+
+    cli_latency.add_parser(what)
 
     report = sub.add_parser("report", help="run the reconciliation suites and write the HTML report",
                             description="Runs pytest over the suites (from recordings when no GPU is present) "
@@ -95,6 +110,8 @@ def _cmd_predict_capacity(args: argparse.Namespace) -> int:
         answers = capacity(
             model, hw, gpu_memory_utilization=args.gpu_memory_utilization, max_model_len=args.max_model_len,
             kv_cache_dtype=args.kv_cache_dtype, block_size=args.block_size, tp=args.tp,
+            max_num_seqs=args.max_num_seqs, max_num_batched_tokens=args.max_num_batched_tokens,
+            enforce_eager=args.enforce_eager, model_runner=args.model_runner,
             available_kv_bytes=None if args.available_kv_gib is None else args.available_kv_gib * GiB,
         )
     except (KeyError, ValueError, NotImplementedError) as exc:
@@ -104,7 +121,8 @@ def _cmd_predict_capacity(args: argparse.Namespace) -> int:
         print(json.dumps(to_json(answers), indent=2))
         return 0
     print(f"capacity of {model.name} on {hw.name} (util {args.gpu_memory_utilization}, "
-          f"max_model_len {args.max_model_len}, kv {args.kv_cache_dtype}, tp {args.tp})")
+          f"max_model_len {args.max_model_len}, kv {args.kv_cache_dtype}, tp {args.tp}, "
+          f"{'eager' if args.enforce_eager else 'CUDA graphs'})")
     for name, a in answers.items():
         if isinstance(a, NotModeledQuantity):
             print(f"  {name:24s} not modeled: {a.reason}")
@@ -131,11 +149,14 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_import_seed(args: argparse.Namespace) -> int:
+    from pytest_anatomy.importers import seed_kernels
     from pytest_anatomy.importers.seed import SeedImportError, run
 
     study = args.study or args.seed_results.parent / "seed" / "STUDY.md"
     try:
         done = run(args.seed_results, study, args.results, dry_run=args.dry_run)
+        # stage 02: the kernel ladders' CSVs and logs
+        done += seed_kernels.run(args.seed_results, args.results, dry_run=args.dry_run)
     except (SeedImportError, OSError) as exc:
         print(f"pytest-anatomy: error: {exc}", file=sys.stderr)
         return 2
@@ -166,6 +187,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown and args.command != "report":
         parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     args.pytest_args = unknown
+    if args.command == "predict" and args.what == "latency":
+        from pytest_anatomy import cli_latency
+
+        return cli_latency.run(args)
     if args.command == "predict":
         return _cmd_predict_capacity(args)
     if args.command == "report":

@@ -70,6 +70,7 @@ class SeedQuote:
     engine: str = "vllm"
     command: str = VLLM_SERVE
     note: str = ""
+    suite: str = "capacity"  # which results/rtx4090/<suite>/ folder the recording goes to
 
     def measurements(self) -> dict[str, dict[str, Any]]:
         m = re.search(self.pattern, _normalise(self.excerpt), re.S)
@@ -87,6 +88,25 @@ def _gib(x: float) -> float:
 
 def _same(x: float) -> float:
     return x
+
+
+def _ms(x: float) -> float:
+    return x / 1000.0
+
+
+def _thousand(x: float) -> float:
+    return x * 1000.0
+
+
+def _pp(x: float) -> float:
+    return x / 100.0
+
+
+def _giga(x: float) -> float:
+    return x * 1e9
+
+
+_STRESS = {**VLLM_SETTINGS, "concurrency": 64, "num_prompts": 128, "input_len": 6144, "output_len": 2048}
 
 
 QUOTES: tuple[SeedQuote, ...] = (
@@ -147,6 +167,83 @@ QUOTES: tuple[SeedQuote, ...] = (
         {**VLLM_SETTINGS, "concurrency": 16, "input_lens": [256, 512, 1024, 2048, 4096], "output_len": 256},
         note="Least-squares fit of peak KV tokens (from vllm:kv_cache_usage_perc sampled at 1 Hz) against input "
              "length over the round-2 length sweep, STUDY.md claim 3. The 1 Hz CSV itself was not published.",
+    ),
+    # --- latency facts from the unpublished 1 Hz metrics CSVs (STUDY.md claims 5, 8, 9) ---
+    SeedQuote(
+        "seed-r2-ttft-decomposition-c064", 2,
+        "at C=64, queue 380 ms + prefill 479 ms + frontend residual 141 ms = 1,000 ms mean TTFT (queue 38%)",
+        r"at C=(?P<concurrency>\d+), queue (?P<queue_s>[\d,]+) ms \+ prefill (?P<prefill_s>[\d,]+) ms \+ frontend "
+        r"residual (?P<residual_s>[\d,]+) ms = (?P<ttft_mean_s>[\d,]+) ms mean TTFT",
+        {"concurrency": ("requests", _same), "queue_s": ("s", _ms), "prefill_s": ("s", _ms),
+         "residual_s": ("s", _ms), "ttft_mean_s": ("s", _ms)},
+        {**VLLM_SETTINGS, "concurrency": 64, "input_len": 1024, "output_len": 256},
+        note="Mean TTFT split by differencing vLLM's queue/prefill histograms (_sum/_count) over the C=64 window of "
+             "the round-2 sweep, STUDY.md claim 8; the residual is bench-serve TTFT minus both (frontend).",
+        suite="latency",
+    ),
+    SeedQuote(
+        "seed-r2-ttft-decomposition-overload", 2,
+        "queue 135,042 ms (98.9%) + prefill 1,097 ms (0.8%) + residual 418 ms (0.3%) = 136,557 ms mean TTFT; "
+        "p50 TTFT 169 s; Little's-law check 36.4 waiting / 0.260 req/s = 140 s",
+        r"queue (?P<queue_s>[\d,]+) ms \((?P<queue_share>[\d.]+)%\) \+ prefill (?P<prefill_s>[\d,]+) ms .*"
+        r"residual (?P<residual_s>[\d,]+) ms .*= (?P<ttft_mean_s>[\d,]+) ms mean TTFT; p50 TTFT (?P<ttft_p50_s>\d+) s; "
+        r"Little's-law check (?P<waiting_mean>[\d.]+) waiting / (?P<request_rate>[\d.]+) req/s = "
+        r"(?P<littles_wait_s>\d+) s",
+        {"queue_s": ("s", _ms), "queue_share": ("", _pp), "prefill_s": ("s", _ms), "residual_s": ("s", _ms),
+         "ttft_mean_s": ("s", _ms), "ttft_p50_s": ("s", _same), "waiting_mean": ("requests", _same),
+         "request_rate": ("requests/s", _same), "littles_wait_s": ("s", _same)},
+        _STRESS,
+        note="Round-2 overload run (6144/2048, C=64, 128 prompts), STUDY.md claim 8: TTFT split from the server's "
+             "queue/prefill histograms, mean waiting requests from the 1 Hz vllm:num_requests_waiting samples.",
+        suite="latency",
+    ),
+    SeedQuote(
+        "seed-r2-overload-scheduler", 2,
+        "running mean 15.65 (peak 19) of 64; 38 preemptions (round 1: 37), each at KV ≈ 99.58%, "
+        "each freeing ~5.20 pp ≈ 6,242 tokens",
+        r"running mean (?P<running_mean>[\d.]+) \(peak (?P<running_peak>\d+)\) of \d+; (?P<preemptions>\d+) "
+        r"preemptions .*KV ≈ (?P<kv_usage_at_preemption>[\d.]+)%.*≈ (?P<tokens_freed_per_preemption>[\d,]+) tokens",
+        {"running_mean": ("requests", _same), "running_peak": ("requests", _same), "preemptions": ("events", _same),
+         "kv_usage_at_preemption": ("", _pp), "tokens_freed_per_preemption": ("tokens", _same)},
+        _STRESS,
+        note="vllm:num_requests_running and vllm:num_preemptions sampled at 1 Hz over the round-2 overload run, "
+             "STUDY.md claim 9 (the CSV was not published).",
+        suite="latency",
+    ),
+    SeedQuote(
+        "seed-r1-overload-scheduler", 1,
+        "38 preemptions (round 1: 37)",
+        r"\(round 1: (?P<preemptions>\d+)\)",
+        {"preemptions": ("events", _same)},
+        _STRESS,
+        note="Round 1's preemption count in the same overload workload (smaller pool: 86,896 tokens), "
+             "STUDY.md claim 9.",
+        suite="latency",
+    ),
+    SeedQuote(
+        "seed-r2-overload-recompute", 2,
+        "`estimated_flops` exceeds the calibrated model by +29.2% (≈304k recomputed tokens; "
+        "independent 38 × 6,242 = 237k)",
+        r"\+(?P<flops_excess>[\d.]+)% \(≈(?P<recomputed_tokens_from_flops>\d+)k recomputed tokens; independent "
+        r"\d+ × [\d,]+ = (?P<recomputed_tokens_from_preemptions>\d+)k\)",
+        {"flops_excess": ("", _pp), "recomputed_tokens_from_flops": ("tokens", _thousand),
+         "recomputed_tokens_from_preemptions": ("tokens", _thousand)},
+        _STRESS,
+        note="Two estimates of the tokens recomputed after preemption in the round-2 overload run, STUDY.md claim 9 "
+             "(rounded to thousands by the study).",
+        suite="latency",
+    ),
+    SeedQuote(
+        "seed-r2-estimated-flops", 2,
+        "Predicted 67.63 GFLOP per output token for 1024/256 vs vLLM's "
+        "`estimated_flops` counter 66.3–68.6 across C=1..64",
+        r"Predicted (?P<seed_prediction>[\d.]+) GFLOP .* counter "
+        r"(?P<counter_min>[\d.]+)–(?P<counter_max>[\d.]+) across",
+        {"seed_prediction": ("FLOP", _giga), "counter_min": ("FLOP", _giga), "counter_max": ("FLOP", _giga)},
+        {**VLLM_SETTINGS, "input_len": 1024, "output_len": 256, "concurrency": [1, 2, 4, 8, 16, 32, 64]},
+        note="vLLM's --enable-mfu-metrics counter vllm:estimated_flops_per_gpu_total divided by output tokens per "
+             "concurrency window, round 2, STUDY.md claim 5; only the range over the 7 windows is given.",
+        suite="latency",
     ),
 )
 
@@ -248,7 +345,7 @@ def plan(seed_results: Path, study: Path) -> list[recordings.Recording]:
     for q in QUOTES:
         verify_quote(q, study_text)
         out.append(recordings.Recording(
-            suite="capacity", name=q.name, hardware=HARDWARE,
+            suite=q.suite, name=q.name, hardware=HARDWARE,
             recorded_at="2026-08-24T00:00:00Z" if q.round == 1 else "2026-08-25T00:00:00Z",
             provenance={
                 "source": "seed", "hardware": HARDWARE, "gpu": "NVIDIA GeForce RTX 4090", **ROUNDS[q.round],

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""One device call: H200 ceilings, then Qwen2.5-7B latency anatomy under vLLM 0.26.0.
+"""One device call: H200 ceilings, then Qwen2.5-7B latency anatomy under vLLM 0.26.0, then a
+second model's decode and prefill steps on a fresh engine (default llama-3.1-8b).
 
 Parts, in priority order (each written to $OUT/latency.json as soon as it ends):
   ceilings      copy/read bandwidth, bf16/fp32 matmul peak (subprocess, overlaps `import vllm`)
@@ -10,6 +11,9 @@ Parts, in priority order (each written to $OUT/latency.json as soon as it ends):
   closed.cC     closed loop at concurrency C, 1024/256 (the seed's sweep)
   poisson.fF    open loop, Poisson at F x the C=64 request throughput, 1024/256
   overload      KV pool oversubscribed by long prompts: preemptions, TTFT under overload
+  second model  (--second-model, default llama-3.1-8b; `none` to skip) its own engine, then only
+                the kinds in --second-model-kinds (decode,prefill): the step overhead fitted on
+                Qwen2.5-7B is then tested on a model it was not fitted on (issue 4's target)
 A part starts only if its planning estimate fits the remaining budget (default 540 s, counted
 from this script's start, `import vllm` and engine start included). Estimates are rough and
 conservative; they are not predictions and are never compared with results.
@@ -17,11 +21,16 @@ conservative; they are not predictions and are never compared with results.
 Files under --out-dir ($OUT): latency.json (schema pytest-anatomy/device-batch/v1: provenance
 and one entry per part, rewritten after every part), latency-raw.jsonl (one line per part:
 every request's token arrival times in our and the engine's clock, and the step timeline),
-ceilings.json (the ceilings subprocess's own output).
+ceilings.json (the ceilings subprocess's own output), and for the second model
+latency-<model>.json / latency-<model>-raw.jsonl: the same schema with that model in the
+provenance and the session's ceilings run repeated, so each file imports on its own
+(`pytest-anatomy import-device $OUT/*.json ...`; the shared ceilings recording is written once).
 
 The KV pool at gpu_memory_utilization 0.9 holds ~2M tokens on an H200, so the overload part can
 only oversubscribe it ~1.07x, and costs ~100 s. --kv-cache-gib 12 pins a ~225k-token pool
-(still enough for every other part) and makes it ~1.6x in ~20 s.
+(still enough for every other part) and makes it ~1.6x in ~20 s, which leaves the second
+model's engine start (~60 s) and its decode and prefill parts (~40 s) well inside the budget;
+the second model always gets the utilization-derived pool.
 
 On the device (after the bundle's install.sh, see shared/device/vllm/README.md):
     source /root/stage/env.sh && set -o pipefail && \\
@@ -177,33 +186,37 @@ def overload_shape(pool_tokens: int, max_num_seqs: int, max_model_len: int,
     return n, input_len, n * (input_len + output_len) / pool_tokens
 
 
-def build_plan(args: argparse.Namespace, cost: CostModel) -> list[Part]:
+def build_plan(args: argparse.Namespace, cost: CostModel, model: str = MODEL,
+               kinds: frozenset[str] | None = None) -> list[Part]:
     """Every part with its settings; poisson rates and overload shapes stay open (None) until
-    the run knows the C=64 throughput and the KV pool (resolve_part)."""
-    parts = [Part("warmup", "warmup", {}, 0.0)]
+    the run knows the C=64 throughput and the KV pool (resolve_part). `kinds` restricts the
+    parts (the second model's runs); --only restricts both models."""
+    parts = [Part("warmup" if model == MODEL else f"{model}.warmup", "warmup", {}, 0.0)]
     n_in, n_out = DECODE_SHAPE
-    parts += [Part(f"{MODEL}.decode.b{b}", "decode",
+    parts += [Part(f"{model}.decode.b{b}", "decode",
                    {"batch": b, "input_len": n_in, "output_len": n_out, "seed": 100 + b}, 0.0)
               for b in DECODE_BATCHES if b <= args.max_num_seqs]
-    parts += [Part(f"{MODEL}.prefill.L{n}", "prefill",
+    parts += [Part(f"{model}.prefill.L{n}", "prefill",
                    {"input_len": n, "output_len": 1, "repeats": PREFILL_REPEATS, "seed": 200 + k,
                     "chunks": math.ceil(n / args.max_num_batched_tokens)}, 0.0)
               for k, n in enumerate(PREFILL_LENS) if n + 1 <= args.max_model_len]
     n_in, n_out = SERVE_SHAPE
-    parts += [Part(f"{MODEL}.closed.c{c}", "closed",
+    parts += [Part(f"{model}.closed.c{c}", "closed",
                    {"concurrency": c, "requests": n, "input_len": n_in, "output_len": n_out,
                     "seed": 300 + c}, 0.0)
               for c, n in CLOSED if c <= args.max_num_seqs]
-    parts += [Part(f"{MODEL}.poisson.f{f:g}", "poisson",
+    parts += [Part(f"{model}.poisson.f{f:g}", "poisson",
                    {"factor": f, "rate": None, "requests": None, "input_len": n_in, "output_len": n_out,
                     "seed": 400 + k, "normalized_like_bench_serve": True}, 0.0)
               for k, f in enumerate(POISSON_FACTORS)]
-    parts.append(Part(f"{MODEL}.overload", "overload",
+    parts.append(Part(f"{model}.overload", "overload",
                       {"requests": None, "input_len": None, "output_len": OVERLOAD_OUTPUT,
                        "seed": 500}, 0.0))
     if args.only:
         wanted = set(args.only.split(","))
         parts = [p for p in parts if p.kind in wanted or p.kind == "warmup"]
+    if kinds is not None:
+        parts = [p for p in parts if p.kind in kinds or p.kind == "warmup"]
     return [replace(p, estimate_s=estimate(p.kind, p.settings, cost)) for p in parts]
 
 
@@ -263,11 +276,12 @@ class Output:
     call still returns everything measured so far) and latency-raw.jsonl (per-request streams
     and step timelines: one line appended per part, never rewritten)."""
 
-    def __init__(self, directory: Path, provenance: dict[str, Any]) -> None:
+    def __init__(self, directory: Path, provenance: dict[str, Any], name: str = "latency") -> None:
         self.dir = directory
         self.dir.mkdir(parents=True, exist_ok=True)
+        self.name = name
         self.doc: dict[str, Any] = {"schema": SCHEMA, "provenance": provenance, "runs": []}
-        self.raw_path = self.dir / "latency-raw.jsonl"
+        self.raw_path = self.dir / f"{name}-raw.jsonl"
         self.raw_path.write_text("")
 
     def add(self, run: dict[str, Any], raw: dict[str, Any] | None = None) -> None:
@@ -279,9 +293,9 @@ class Output:
         self.write()
 
     def write(self) -> None:
-        tmp = self.dir / "latency.json.tmp"
+        tmp = self.dir / f"{self.name}.json.tmp"
         tmp.write_text(json.dumps(jsonable(self.doc), indent=1, allow_nan=False) + "\n")
-        tmp.replace(self.dir / "latency.json")
+        tmp.replace(self.dir / f"{self.name}.json")
 
 
 # --- the parts ----------------------------------------------------------------------------
@@ -392,7 +406,7 @@ def load_model_config(path: Path | None) -> tuple[dict[str, Any], str]:
 
 
 def base_provenance(args: argparse.Namespace, config: dict[str, Any], source: str,
-                    cost: CostModel) -> dict[str, Any]:
+                    cost: CostModel, model: str = MODEL) -> dict[str, Any]:
     from pytest_anatomy.measure.ceilings import nvidia_smi_snapshot
 
     return {
@@ -401,7 +415,7 @@ def base_provenance(args: argparse.Namespace, config: dict[str, Any], source: st
         "host": socket.gethostname(),
         "python": platform.python_version(),
         "budget_s": args.budget_s,
-        "model": {"id": MODEL, "config_source": source, "config": config,
+        "model": {"id": model, "config_source": source, "config": config,
                   "weights": "random (load_format=dummy): exact for time and memory"},
         "clock": "time.monotonic (CLOCK_MONOTONIC) in this process and vLLM's engine core",
         "definitions": "vllm bench serve: TTFT, ITL per streamed chunk, TPOT=(E2E-TTFT)/(O-1)",
@@ -429,7 +443,8 @@ def versions() -> dict[str, str | None]:
 
 
 async def execute(args: argparse.Namespace, out: Output, budget: Budget, cfg: dict[str, Any],
-                  model_dir: str, cost: CostModel) -> int:
+                  model_dir: str, cost: CostModel, model: str = MODEL,
+                  kinds: frozenset[str] | None = None) -> int:
     from pytest_anatomy.measure.load_driver import EngineConfig, LoadDriver
 
     engine_cfg = EngineConfig(
@@ -442,7 +457,7 @@ async def execute(args: argparse.Namespace, out: Output, budget: Budget, cfg: di
     try:
         driver = LoadDriver.start(engine_cfg, log=log)
     except Exception:
-        out.add({"id": f"{MODEL}.engine", "settings": settings, "error": traceback.format_exc()})
+        out.add({"id": f"{model}.engine", "settings": settings, "error": traceback.format_exc()})
         log("[plan] engine start FAILED; see latency.json")
         return 3
     try:
@@ -450,7 +465,7 @@ async def execute(args: argparse.Namespace, out: Output, budget: Budget, cfg: di
     except Exception:  # a renamed config field must not cost the whole device call
         resolved = {"error": traceback.format_exc(), "max_num_seqs": args.max_num_seqs,
                     "max_model_len": args.max_model_len}
-    out.add({"id": f"{MODEL}.engine", "settings": settings,
+    out.add({"id": f"{model}.engine", "settings": settings,
              "result": {"startup_s": driver.startup_s, "resolved": resolved,
                         "engine_clock_tapped": driver.engine_clock_tapped}})
     log(f"[plan] engine up in {driver.startup_s:.1f} s: {resolved}")
@@ -458,13 +473,13 @@ async def execute(args: argparse.Namespace, out: Output, budget: Budget, cfg: di
                              "max_num_seqs": resolved["max_num_seqs"],
                              "max_model_len": resolved["max_model_len"]}
     try:
-        for planned in build_plan(args, cost):
+        for planned in build_plan(args, cost, model, kinds):
             part = resolve_part(planned, state, cost)
             if getattr(driver.engine, "errored", False):
                 out.add({"id": part.id, "skipped": "engine is dead"})
                 continue
             if part.kind == "poisson" and part.settings["rate"] is None:
-                out.add({"id": part.id, "skipped": f"needs {MODEL}.closed.c{CLOSED[-1][0]}'s throughput"})
+                out.add({"id": part.id, "skipped": f"needs {model}.closed.c{CLOSED[-1][0]}'s throughput"})
                 continue
             if part.kind == "overload" and part.settings["requests"] is None:
                 out.add({"id": part.id, "skipped": "the engine reported no KV pool size"})
@@ -534,8 +549,73 @@ def print_plan(args: argparse.Namespace, cost: CostModel) -> None:
         t += part.estimate_s if fits else 0
         shown = {k: (round(v, 2) if isinstance(v, float) else v) for k, v in part.settings.items()}
         print(f"{part.id:34s} {part.estimate_s:8.1f}s {t:7.0f}s  {'' if fits else '[SKIP: budget] '}{shown}")
+    for name in second_models(args):
+        config, _ = second_model_config(name)
+        extra_cost = CostModel.from_config(config)
+        started = t + args.assumed_engine_s <= args.budget_s - 15
+        t += args.assumed_engine_s if started else 0
+        print(f"{name + ' engine start':34s} {args.assumed_engine_s:8.0f}s {t:7.0f}s  "
+              f"{'' if started else '[SKIP: budget]'}")
+        for part in build_plan(second_model_args(args, config), extra_cost, name, second_model_kinds(args)):
+            fits = started and t + part.estimate_s <= args.budget_s - 15
+            t += part.estimate_s if fits else 0
+            shown = {k: (round(v, 2) if isinstance(v, float) else v) for k, v in part.settings.items()}
+            print(f"{part.id:34s} {part.estimate_s:8.1f}s {t:7.0f}s  {'' if fits else '[SKIP: budget] '}{shown}")
     print(f"total planned: {t:.0f} s of {args.budget_s:.0f} s (C={c} saturation assumed "
           f"{state['saturation_rps']:.1f} req/s, pool assumed {pool:,} tokens)")
+
+
+# --- the second model: another config on the same engine and GPU --------------------------
+
+def second_models(args: argparse.Namespace) -> list[str]:
+    return [] if args.second_model.lower() == "none" else [args.second_model]
+
+
+def second_model_kinds(args: argparse.Namespace) -> frozenset[str]:
+    return frozenset(args.second_model_kinds.split(","))
+
+
+def second_model_config(name: str) -> tuple[dict[str, Any], str]:
+    """A catalog name (pytest_anatomy/specs/configs/<name>.json) or a path to a config.json."""
+    path = Path(name) if name.endswith(".json") else REPO / "pytest_anatomy" / "specs" / "configs" / f"{name}.json"
+    if not path.exists():
+        known = sorted(p.stem for p in (REPO / "pytest_anatomy" / "specs" / "configs").glob("*.json"))
+        raise FileNotFoundError(f"--second-model {name!r}: no {path}; catalog names: {', '.join(known)}")
+    return json.loads(path.read_text()), str(path.relative_to(REPO) if path.is_relative_to(REPO) else path)
+
+
+def second_model_args(args: argparse.Namespace, config: dict[str, Any]) -> argparse.Namespace:
+    """The main run's settings, with max_model_len capped at what the model supports and the
+    KV pool left to gpu_memory_utilization (--kv-cache-gib is sized for the first model's
+    overload part; a larger model's decode.b128 would not fit a pool pinned that small)."""
+    limit = config.get("max_position_embeddings") or args.max_model_len
+    return argparse.Namespace(**{**vars(args), "max_model_len": min(args.max_model_len, int(limit)),
+                                 "kv_cache_gib": None})
+
+
+def run_second_model(args: argparse.Namespace, budget: Budget, main: Output, name: str) -> int:
+    """The second model on a fresh engine: its own batch file, the session's ceilings repeated."""
+    config, source = second_model_config(name)
+    cost = CostModel.from_config(config)
+    kinds = second_model_kinds(args)
+    margs = second_model_args(args, config)
+    model_id = Path(name).stem if name.endswith(".json") else name
+    prov = {**main.doc["provenance"], "planning_cost_model": vars(cost), "second_model_of": f"{main.name}.json",
+            "model": {"id": model_id, "config_source": source, "config": config,
+                      "weights": "random (load_format=dummy): exact for time and memory"}}
+    out = Output(main.dir, prov, name=f"latency-{model_id}")
+    out.doc["runs"] += [r for r in main.doc["runs"] if r["id"] == "ceilings"]  # imports on its own
+    out.write()
+    essential = sum(p.estimate_s for p in build_plan(margs, cost, model_id, kinds) if p.kind == "decode")
+    if not budget.fits(args.assumed_engine_s + essential):
+        out.add({"id": f"{model_id}.engine", "skipped": f"budget: {budget.remaining():.0f} s left, the engine and "
+                 f"its decode parts need ~{args.assumed_engine_s + essential:.0f} s"})
+        log(f"[plan] skip second model {model_id}: {budget.remaining():.0f} s left")
+        return 0
+    model_dir = tempfile.mkdtemp(prefix=f"{model_id}-dummy-")
+    (Path(model_dir) / "config.json").write_text(json.dumps(config, indent=2))
+    log(f"[plan] second model {model_id}: {sorted(kinds)} on a fresh engine")
+    return asyncio.run(execute(margs, out, budget, config, model_dir, cost, model_id, kinds))
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -555,15 +635,21 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--skip-ceilings", action="store_true")
     p.add_argument("--only", default=None,
                    help="comma list of kinds: decode,prefill,closed,poisson,overload")
+    p.add_argument("--second-model", default="llama-3.1-8b",
+                   help="catalog name or config.json path of a second model run after the first on a fresh "
+                        "engine (`none` to skip)")
+    p.add_argument("--second-model-kinds", default="decode,prefill",
+                   help="the second model's parts (comma list of kinds)")
     p.add_argument("--assumed-import-s", type=float, default=25.0, help=argparse.SUPPRESS)
     p.add_argument("--assumed-ceilings-s", type=float, default=30.0, help=argparse.SUPPRESS)
     p.add_argument("--assumed-engine-s", type=float, default=90.0, help=argparse.SUPPRESS)
     p.add_argument("--assumed-pool-tokens", type=int, default=2_000_000, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     kinds = {"decode", "prefill", "closed", "poisson", "overload"}
-    if args.only and not set(args.only.split(",")) <= kinds:
-        p.error(f"--only {args.only!r}: unknown kind(s) {sorted(set(args.only.split(',')) - kinds)}; "
-                f"choose from {sorted(kinds)}")
+    for flag, value in (("--only", args.only), ("--second-model-kinds", args.second_model_kinds)):
+        if value and not set(value.split(",")) <= kinds:
+            p.error(f"{flag} {value!r}: unknown kind(s) {sorted(set(value.split(',')) - kinds)}; "
+                    f"choose from {sorted(kinds)}")
     return args
 
 
@@ -616,6 +702,12 @@ def main(argv: list[str] | None = None) -> int:
     model_dir = tempfile.mkdtemp(prefix="qwen-dummy-")
     (Path(model_dir) / "config.json").write_text(json.dumps(config, indent=2))
     code = asyncio.run(execute(args, out, budget, config, model_dir, cost))
+    for name in second_models(args):
+        try:
+            code = max(code, run_second_model(args, budget, out, name))
+        except Exception:  # the first model's results are already on disk; never lose them
+            log(f"[plan] second model {name} FAILED:\n{traceback.format_exc()}")
+            code = max(code, 4)
     from pytest_anatomy.measure.ceilings import nvidia_smi_snapshot
 
     out.doc["provenance"]["nvidia_smi_end"] = nvidia_smi_snapshot()

@@ -1,0 +1,175 @@
+"""`pytest-anatomy predict latency`: step times and serving numbers from config.json + GPU specs.
+
+    pytest-anatomy predict latency --model qwen2.5-7b --hardware h200 --batch 64 \\
+        --input-len 1024 --output-len 256 [--rate 20] --json
+
+Quantities (the JSON maps each to {value, unit, formula, terms, inputs, notes}):
+  itl_ms            one decode step of --batch sequences at the mean context L + O/2
+  prefill_ms        a lone prompt of L tokens, chunked by max_num_batched_tokens
+  ttft_ms           without --rate: a new prompt joining a running batch (closed loop of
+                    --batch); with --rate: the p50 TTFT of a simulated Poisson load
+  throughput_tok_s  without --rate: steady closed loop at --batch; with --rate: simulated
+  saturation_request_rate  (with --rate) the knee: a closed loop at max_num_seqs
+Ceilings default to the datasheet (an upper bound); pass measured ones with --bandwidth-gbs and
+--peak-tflops. The per-step overhead and compute efficiency default to none (pure roofline);
+fit them per engine and GPU (theory/latency.py: fit_step_overhead, fit_compute_efficiency).
+
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from dataclasses import replace
+from typing import Any
+
+from pytest_anatomy.theory.prediction import Prediction, Term
+from pytest_anatomy.units import format_quantity
+
+
+def _number(kind: type, low: float, inclusive: bool = True) -> Any:
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"Could not parse value: {text!r} (expected {kind.__name__})") from None
+        if value < low or (not inclusive and value == low):
+            raise argparse.ArgumentTypeError(f"must be {'>=' if inclusive else '>'} {low:g}, got {value}")
+        return value
+    return parse
+
+
+def add_parser(what: "argparse._SubParsersAction[argparse.ArgumentParser]") -> argparse.ArgumentParser:
+    """Register `latency` under `predict`'s subparsers."""
+    p: argparse.ArgumentParser = what.add_parser("latency", help="decode step, prefill, TTFT and throughput from the step model",
+                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", required=True, help="catalog name (qwen2.5-7b), Hugging Face id or path to config.json")
+    p.add_argument("--hardware", required=True, help="catalog name: rtx4090, h100-sxm, h200, a100-80gb, l40s")
+    p.add_argument("--batch", type=_number(int, 1), default=1, help="concurrent sequences decoding (1)")
+    p.add_argument("--input-len", type=_number(int, 1), default=1024, help="prompt tokens (1024)")
+    p.add_argument("--output-len", type=_number(int, 1), default=256, help="output tokens per request (256)")
+    p.add_argument("--rate", type=_number(float, 0, inclusive=False), default=None,
+                   help="Poisson arrivals per second: TTFT and throughput from a simulation of the scheduler")
+    p.add_argument("--requests", type=_number(int, 1), default=None,
+                   help="requests simulated with --rate (default: 60 s of arrivals, 200..5000)")
+    p.add_argument("--seed", type=int, default=0, help="Poisson seed (0)")
+    p.add_argument("--max-num-batched-tokens", type=_number(int, 1), default=None,
+                   help="vLLM token budget per step (default: `vllm serve`'s for this GPU class)")
+    p.add_argument("--max-num-seqs", type=_number(int, 1), default=None,
+                   help="vLLM running-request cap (default: `vllm serve`'s for this GPU class)")
+    p.add_argument("--max-model-len", type=_number(int, 1), default=8192, help="for the KV pool (8192)")
+    p.add_argument("--gpu-memory-utilization", type=_number(float, 0, inclusive=False), default=0.9)
+    p.add_argument("--kv-tokens", type=_number(int, 1), default=None,
+                   help="the engine's KV pool in tokens (its 'GPU KV cache size' line); default: predicted")
+    p.add_argument("--bandwidth-gbs", type=_number(float, 0, inclusive=False), default=None,
+                   help="measured memory bandwidth in GB/s (default: datasheet)")
+    p.add_argument("--peak-tflops", type=_number(float, 0, inclusive=False), default=None,
+                   help="measured bf16 matmul peak in TFLOP/s (default: datasheet)")
+    p.add_argument("--step-overhead-ms", type=_number(float, 0), default=0.0,
+                   help="per-step overhead of this engine on this GPU (fitted on a b=1 decode step)")
+    p.add_argument("--compute-efficiency", type=_number(float, 0, inclusive=False), default=1.0,
+                   help="fraction of the peak compute-bound steps reach (fitted on a long prefill)")
+    p.add_argument("--json", action="store_true", help="print {quantity: {value, unit, formula, terms}} as JSON")
+    return p
+
+
+def _in_ms(pred: Prediction) -> Prediction:
+    return replace(pred, value=pred.value * 1e3, unit="ms")
+
+
+def answers(args: argparse.Namespace) -> dict[str, Prediction]:
+    """The quantities, as Predictions (times in ms, throughput in tokens/s)."""
+    from pytest_anatomy.specs.hardware import get_hardware
+    from pytest_anatomy.specs.model import load_model
+    from pytest_anatomy.theory import latency as lat
+    from pytest_anatomy.theory import serving as sv
+    from pytest_anatomy.theory.vllm_settings import LedgerSettings, resolve
+
+    model, hw = load_model(args.model), get_hardware(args.hardware)
+    settings = resolve(hw, LedgerSettings(
+        gpu_memory_utilization=args.gpu_memory_utilization, max_model_len=args.max_model_len,
+        max_num_seqs=args.max_num_seqs, max_num_batched_tokens=args.max_num_batched_tokens,
+        usage_context="openai_api_server"))
+    ceilings = lat.Ceilings.datasheet(hw)
+    if args.bandwidth_gbs is not None or args.peak_tflops is not None:
+        ceilings = lat.Ceilings.measured(
+            hw, bandwidth=args.bandwidth_gbs * 1e9 if args.bandwidth_gbs else ceilings.bandwidth,
+            peak=args.peak_tflops * 1e12 if args.peak_tflops else ceilings.peak, source="given on the command line")
+    given = args.step_overhead_ms > 0 or args.compute_efficiency != 1.0
+    calib = lat.EngineCalibration(
+        "given on the command line" if given else "uncalibrated (pure roofline: a lower bound on time)",
+        step_overhead_s=args.step_overhead_ms * 1e-3, compute_efficiency=args.compute_efficiency)
+    budget, b, n_in, n_out = settings.max_num_batched_tokens, args.batch, args.input_len, args.output_len
+    out: dict[str, Prediction] = {
+        "itl_ms": _in_ms(lat.decode_step_time(model, ceilings, calib, b, n_in + n_out / 2)),
+        "prefill_ms": _in_ms(lat.prefill_time(model, ceilings, calib, n_in, budget)),
+    }
+    if args.rate is None:
+        loop = lat.closed_loop_itl(model, ceilings, calib, b, n_in, n_out, budget)
+        first = loop.mixed_step if b > 1 else lat.prefill_time(model, ceilings, calib, n_in, budget)
+        steps = loop.steps_per_prefill if b > 1 else 1
+        out["ttft_ms"] = Prediction(
+            first.value * steps * 1e3, "ms", "steps per prompt x time of a step carrying a chunk and B - 1 decodes",
+            {"batch": b, "max_num_batched_tokens": budget},
+            terms=(Term("steps per prompt", steps, "steps"), Term("chunk step", first.value, "s")),
+            notes=("no queueing: a closed loop of --batch requests; pass --rate for arrivals",))
+        out["throughput_tok_s"] = lat.closed_loop_throughput(model, ceilings, calib, b, n_in, n_out, budget)
+        return out
+    pool = _pool_blocks(args, model, hw, settings)
+    sched = sv.SchedulerConfig(settings.max_num_seqs, budget, pool, settings.block_size)
+    n = args.requests or int(min(5000, max(200, math.ceil(60 * args.rate))))
+    steps_model = lat.StepModel.build(model, ceilings, calib)
+    res = sv.simulate(steps_model, sched, sv.Workload.poisson(args.rate, n, n_in, n_out, args.seed))
+    label = f"Poisson {args.rate:g}/s, {n} requests of {n_in}/{n_out}"
+    knee = sv.saturation(steps_model, sched, n_in, n_out)
+    pool_note = ("KV pool unlimited: not predicted for this model/GPU; pass --kv-tokens",) if pool is None else ()
+    ttft = sv.as_prediction(res, "ttft", "p50", "s", label)
+    out["ttft_ms"] = replace(_in_ms(ttft), notes=ttft.notes + pool_note + (
+        "above the saturation rate the queue grows for as long as the run lasts: TTFT depends on --requests",))
+    out["throughput_tok_s"] = replace(sv.as_prediction(res, "output_throughput", "", "tokens/s", label),
+                                      notes=pool_note)
+    out["saturation_request_rate"] = Prediction(
+        knee["request_rate"], "requests/s", "closed loop at the most requests that can run (max_num_seqs, KV)",
+        {"concurrency": knee["concurrency"]},
+        terms=(Term("output throughput at saturation", knee["output_throughput"], "tokens/s"),))
+    return out
+
+
+def _pool_blocks(args: argparse.Namespace, model: Any, hw: Any, settings: Any) -> int | None:
+    """The engine's KV blocks: --kv-tokens if given, else the capacity planner's prediction."""
+    if args.kv_tokens is not None:
+        return int(args.kv_tokens) // int(settings.block_size)
+    from pytest_anatomy.theory.planning import capacity
+
+    cap = capacity(model, hw, gpu_memory_utilization=args.gpu_memory_utilization, max_model_len=args.max_model_len,
+                   max_num_seqs=settings.max_num_seqs, max_num_batched_tokens=settings.max_num_batched_tokens)
+    blocks = cap.get("num_gpu_blocks")
+    return int(blocks.value) if isinstance(blocks, Prediction) else None  # NotModeled: no pool limit
+
+
+def to_json(out: dict[str, Prediction]) -> dict[str, Any]:
+    return {name: {k: v for k, v in p.to_dict().items()} for name, p in out.items()}
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the answers; 0 on success, 2 on a usage error (unknown model/GPU, bad settings)."""
+    from pytest_anatomy.specs.hardware import MissingHardwareFactError, UnknownHardwareError
+    from pytest_anatomy.specs.model import ModelConfigError
+
+    try:
+        out = answers(args)
+    except (ModelConfigError, UnknownHardwareError, MissingHardwareFactError, KeyError, ValueError,
+            NotImplementedError) as exc:
+        print(f"pytest-anatomy: error: {exc.args[0] if exc.args else exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(to_json(out), indent=2))
+        return 0
+    print(f"latency of {args.model} on {args.hardware}: batch {args.batch}, {args.input_len} in / "
+          f"{args.output_len} out" + (f", Poisson {args.rate:g}/s" if args.rate else ""))
+    for name, p in out.items():
+        value = format_quantity(p.value, p.unit) if p.unit != "ms" else f"{p.value:.4g} ms"
+        print(f"  {name:24s} {value:>16s}   = {p.formula}")
+    return 0

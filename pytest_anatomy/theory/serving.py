@@ -1,0 +1,342 @@
+"""Serving under load: a discrete-event simulation of continuous batching, plus closed forms.
+
+The simulation replays vLLM V1's scheduler (vllm/v1/core/sched/scheduler.py, 0.2x) step by
+step, with every step's duration taken from the step model (theory/latency.py), never from a
+measurement:
+
+1. running requests first, in admission order: a decode needs 1 token, an unfinished prompt
+   (or a recompute after preemption) the rest of its tokens, capped by the step's token
+   budget (max_num_batched_tokens: chunked prefill);
+2. each needs KV blocks for all its computed tokens; when the pool has none left, the most
+   recently admitted running request is preempted (its blocks freed, its tokens to be
+   recomputed later) and goes back to the front of the waiting queue;
+3. waiting requests are admitted FCFS while budget, blocks and max_num_seqs allow, but not in
+   a step that preempted.
+A request's first token comes at the end of the step that completes its prompt; each later
+step adds one token. Arrivals are open loop (Poisson offsets) or closed loop (C in flight,
+the next sent when one finishes). Frontend time (HTTP, detokenization, the asyncio loop) is
+not modeled: simulated TTFT is the engine's queue + prefill.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from pytest_anatomy.theory.latency import StepModel
+from pytest_anatomy.theory.prediction import Prediction, Term
+
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    num_gpu_blocks: int | None = None  # None: KV never runs out
+    block_size: int = 16
+    # Admit a waiting request only if its whole current sequence fits, not just its first
+    # chunk (vLLM's `scheduler_reserve_full_isl`, default True where it exists); without it a
+    # preempted request is re-admitted chunk by chunk and preempted again (thrashing).
+    reserve_full_sequence: bool = True
+
+    @property
+    def usable_blocks(self) -> float:
+        # vLLM's BlockPool holds block 0 back as the null block (REFERENCE.md 1.1 step 4).
+        return math.inf if self.num_gpu_blocks is None else self.num_gpu_blocks - 1
+
+
+@dataclass(frozen=True)
+class Workload:
+    """num_requests prompts of input_len tokens, each generating exactly output_len tokens."""
+
+    input_len: int
+    output_len: int
+    num_requests: int
+    concurrency: int | None = None  # closed loop
+    arrivals: tuple[float, ...] | None = None  # open loop: send offsets in seconds
+
+    def __post_init__(self) -> None:
+        if (self.concurrency is None) == (self.arrivals is None):
+            raise ValueError("a workload is closed loop (concurrency=C) or open loop (arrivals=...), not both")
+        if self.arrivals is not None and len(self.arrivals) != self.num_requests:
+            raise ValueError(f"{len(self.arrivals)} arrival times for {self.num_requests} requests")
+        if self.input_len < 1 or self.output_len < 1 or self.num_requests < 1:
+            raise ValueError(f"need input_len, output_len, num_requests >= 1, got {self}")
+
+    @classmethod
+    def closed(cls, concurrency: int, num_requests: int, input_len: int, output_len: int) -> "Workload":
+        return cls(input_len, output_len, num_requests, concurrency=concurrency)
+
+    @classmethod
+    def poisson(cls, rate: float, num_requests: int, input_len: int, output_len: int, seed: int,
+                *, normalize: bool = False) -> "Workload":
+        return cls(input_len, output_len, num_requests,
+                   arrivals=tuple(poisson_offsets(rate, num_requests, seed, normalize=normalize)))
+
+
+def poisson_offsets(rate: float, n: int, seed: int, *, normalize: bool = False) -> list[float]:
+    """Exponential gaps of mean 1/rate from random.Random(seed), the first request waiting one
+    gap; normalize rescales so the last offset is n / rate (`vllm bench serve`'s rule). The same
+    algorithm as the load driver's, so a seeded run's arrivals can be replayed exactly."""
+    if not rate > 0 or math.isinf(rate) or n < 1:
+        raise ValueError(f"Poisson arrivals need a finite rate > 0 and n >= 1, got rate={rate!r} n={n!r}")
+    rng = random.Random(seed)
+    t, out = 0.0, []
+    for _ in range(n):
+        t += rng.expovariate(rate)
+        out.append(t)
+    if normalize:
+        scale = (n / rate) / out[-1]
+        out = [o * scale for o in out]
+    return out
+
+
+@dataclass
+class _Request:
+    id: int
+    arrival: float
+    prompt: int
+    target: int
+    computed: int = 0
+    generated: int = 0
+    blocks: int = 0
+    first_scheduled: float | None = None
+    token_times: list[float] = field(default_factory=list)
+    preempted: int = 0
+
+    @property
+    def length(self) -> int:  # tokens whose KV must exist before the next token is sampled
+        return self.prompt + max(0, self.generated)
+
+
+def percentile(values: Sequence[float], p: float) -> float:
+    """numpy's default (linear) percentile, as `vllm bench serve` and measure/load_stats use."""
+    if not values:
+        raise ValueError("percentile of no values")
+    s = sorted(values)
+    rank = p / 100 * (len(s) - 1)
+    lo = math.floor(rank)
+    hi = min(lo + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (rank - lo)
+
+
+@dataclass(frozen=True)
+class SimResult:
+    """Per-request times (seconds from the workload's start) and engine counters."""
+
+    ttft: tuple[float, ...]
+    itl: tuple[float, ...]
+    e2e: tuple[float, ...]
+    queue: tuple[float, ...]  # first scheduled - arrival
+    finished: tuple[float, ...]  # completion times, ascending
+    output_tokens: int
+    duration: float
+    steps: int
+    preemptions: int
+    recomputed_tokens: int
+    max_running: int
+    mean_running: float  # time-weighted
+    mixed_steps: int
+
+    def stat(self, metric: str, stat: str) -> float:
+        """stat in mean | median | p50 | p90 | p99 ... of ttft | itl | e2e | queue."""
+        values = getattr(self, metric)
+        if stat == "mean":
+            return math.fsum(values) / len(values)
+        return percentile(values, 50 if stat == "median" else float(stat.lstrip("p")))
+
+    @property
+    def output_throughput(self) -> float:
+        return self.output_tokens / self.duration
+
+    @property
+    def request_throughput(self) -> float:
+        return len(self.e2e) / self.duration
+
+
+def simulate(steps: StepModel, sched: SchedulerConfig, work: Workload, *, max_steps: int = 2_000_000) -> SimResult:
+    """Run the workload through the scheduler; deterministic."""
+    bs = sched.block_size
+    free = sched.usable_blocks
+    waiting: deque[_Request] = deque()
+    running: list[_Request] = []
+    done: list[_Request] = []
+    if work.concurrency is not None:
+        future = deque((0.0, i) for i in range(min(work.concurrency, work.num_requests)))
+        next_id = len(future)
+    else:
+        future = deque((t, i) for i, t in enumerate(work.arrivals or ()))
+        next_id = work.num_requests
+    t, n_steps, preemptions, recomputed, mixed, max_running, running_time = 0.0, 0, 0, 0, 0, 0, 0.0
+    while len(done) < work.num_requests:
+        while future and future[0][0] <= t:
+            at, i = future.popleft()
+            waiting.append(_Request(i, at, work.input_len, work.output_len))
+        if not running and not waiting:
+            t = future[0][0]
+            continue
+        budget = sched.max_num_batched_tokens
+        scheduled: list[tuple[_Request, int]] = []
+        preempted_now = False
+        idx = 0
+        while idx < len(running) and budget > 0:
+            r = running[idx]
+            n = min(r.length - r.computed, budget)
+            while -(-(r.computed + n) // bs) - r.blocks > free:
+                victim = running.pop()
+                free += victim.blocks
+                recomputed += victim.computed
+                victim.blocks, victim.computed = 0, 0
+                victim.preempted += 1
+                waiting.appendleft(victim)
+                preemptions += 1
+                preempted_now = True
+                if victim is r:
+                    break
+            else:
+                need = -(-(r.computed + n) // bs) - r.blocks
+                free -= need
+                r.blocks += need
+                scheduled.append((r, n))
+                budget -= n
+                idx += 1
+                continue
+            break  # r itself was preempted: nothing after it is left in running
+        while (not preempted_now and waiting and budget > 0 and len(running) < sched.max_num_seqs):
+            r = waiting[0]
+            n = min(r.length - r.computed, budget)
+            need = -(-(r.computed + n) // bs) - r.blocks
+            gate = -(-r.length // bs) - r.blocks if sched.reserve_full_sequence else need
+            if max(need, gate) > free:
+                break
+            waiting.popleft()
+            free -= need
+            r.blocks += need
+            if r.first_scheduled is None:
+                r.first_scheduled = t
+            running.append(r)
+            scheduled.append((r, n))
+            budget -= n
+        if not scheduled:  # nothing fits even alone: the pool cannot hold one request
+            raise ValueError(f"a request of {work.input_len}+{work.output_len} tokens does not fit in "
+                             f"{sched.usable_blocks} blocks of {bs}; the engine would refuse it")
+        dec_n, dec_ctx, chunks = 0, 0.0, []
+        for r, n in scheduled:
+            if r.computed == r.length - 1 and n == 1 and r.generated > 0:
+                dec_n += 1
+                dec_ctx += r.computed + 1
+            else:
+                chunks.append((n, r.computed))
+        dt = steps.seconds(dec_n, dec_ctx, tuple(chunks))
+        mixed += bool(chunks and dec_n)
+        running_time += len(running) * dt
+        max_running = max(max_running, len(running))
+        t += dt
+        n_steps += 1
+        if n_steps > max_steps:
+            raise RuntimeError(f"simulation exceeded {max_steps} steps; the workload never drains")
+        for r, n in scheduled:
+            r.computed += n
+            if r.computed < r.length:
+                continue  # a chunk of a longer prompt: no token yet
+            r.generated += 1
+            r.token_times.append(t)
+            if r.generated >= r.target:
+                running.remove(r)
+                free += r.blocks
+                r.blocks = 0
+                done.append(r)
+                if work.concurrency is not None and next_id < work.num_requests:
+                    future.append((t, next_id))
+                    next_id += 1
+    return _result(done, t, n_steps, preemptions, recomputed, max_running, running_time, mixed)
+
+
+def _result(done: list[_Request], t: float, n_steps: int, preemptions: int, recomputed: int,
+            max_running: int, running_time: float, mixed: int) -> SimResult:
+    done.sort(key=lambda r: r.id)
+    itl: list[float] = []
+    for r in done:
+        itl.extend(b - a for a, b in zip(r.token_times, r.token_times[1:], strict=False))
+    return SimResult(
+        ttft=tuple(r.token_times[0] - r.arrival for r in done), itl=tuple(itl),
+        e2e=tuple(r.token_times[-1] - r.arrival for r in done),
+        queue=tuple((r.first_scheduled or r.arrival) - r.arrival for r in done),
+        finished=tuple(sorted(r.token_times[-1] for r in done)),
+        output_tokens=sum(r.generated for r in done), duration=t, steps=n_steps, preemptions=preemptions,
+        recomputed_tokens=recomputed, max_running=max_running, mean_running=running_time / t if t else 0.0,
+        mixed_steps=mixed)
+
+
+def as_prediction(result: SimResult, metric: str, stat: str, unit: str, label: str) -> Prediction:
+    """One statistic of a simulation as a Prediction, with the run's counters as terms."""
+    value: float
+    if metric == "output_throughput":
+        value = result.output_throughput
+    elif metric == "request_throughput":
+        value = result.request_throughput
+    elif metric in ("preemptions", "max_running", "mean_running", "recomputed_tokens"):
+        value = float(getattr(result, metric))
+    else:
+        value = result.stat(metric, stat)
+    return Prediction(
+        value, unit, f"discrete-event simulation of vLLM V1 continuous batching: {metric} {stat}".strip(),
+        {"workload": label},
+        terms=(Term("simulated duration", result.duration, "s"), Term("steps", result.steps, "steps"),
+               Term("steps mixing prefill and decode", result.mixed_steps, "steps"),
+               Term("preemptions", result.preemptions, "events"),
+               Term("mean running", result.mean_running, "requests"),
+               Term("max running", result.max_running, "requests")),
+        notes=("step times from the step model, KV pool and scheduler limits as given; frontend time not modeled",))
+
+
+# --- closed forms ---------------------------------------------------------------------------
+
+def littles_law_wait(waiting: float, throughput_rps: float) -> Prediction:
+    """W = L / lambda: mean time in queue from the mean queue length and the service rate."""
+    if throughput_rps <= 0:
+        raise ValueError(f"throughput must be > 0, got {throughput_rps!r}")
+    return Prediction(waiting / throughput_rps, "s", "W = L / lambda (Little's law)",
+                      {"waiting": waiting, "throughput_rps": throughput_rps})
+
+
+def kv_concurrency(pool_tokens: int, input_len: int, output_len: int, block_size: int = 16) -> dict[str, Prediction]:
+    """How many requests of L + O tokens the KV pool holds (vLLM pages of block_size tokens).
+    pool_tokens: the usable pool (vLLM's reported tokens minus the one null block).
+
+    never_preempted -- requests at their full L + O length: below this, preemption cannot occur
+    mean_occupancy  -- at their mean length L + O/2: the running count a saturated, preempting
+                       engine hovers around
+    peak_admitted   -- just-admitted requests (L + 1 tokens): the most that run at once"""
+    blocks = pool_tokens // block_size
+
+    def per(tokens: float) -> int:
+        return -(-int(math.ceil(tokens)) // block_size)
+
+    def pred(n: float, tokens: float, what: str) -> Prediction:
+        return Prediction(n, "requests", f"pool blocks / ceil({what} / block_size)",
+                          {"pool_tokens": pool_tokens, "block_size": block_size, "tokens_per_request": tokens},
+                          terms=(Term("pool blocks", blocks, "blocks"),
+                                 Term("blocks per request", per(tokens), "blocks")))
+
+    return {"never_preempted": pred(blocks // per(input_len + output_len), input_len + output_len, "(L + O)"),
+            "mean_occupancy": pred(blocks / per(input_len + output_len / 2), input_len + output_len / 2, "(L + O/2)"),
+            "peak_admitted": pred(blocks // per(input_len + 1), input_len + 1, "(L + 1)")}
+
+
+def saturation(steps: StepModel, sched: SchedulerConfig, input_len: int, output_len: int,
+               waves: int = 4) -> dict[str, Any]:
+    """The saturation point (the knee): the most requests that can be in flight (max_num_seqs,
+    capped by the KV pool at full length) run as a closed loop; the completion rate between the
+    first and the last wave (ramp-up and drain excluded) is the most an open loop sustains:
+    above it the queue, and TTFT, grow without bound."""
+    pool = sched.usable_blocks * sched.block_size
+    per_request = -(-(input_len + output_len) // sched.block_size) * sched.block_size
+    cap = sched.max_num_seqs if math.isinf(pool) else min(sched.max_num_seqs, max(1, int(pool // per_request)))
+    n = max(3, waves) * cap
+    result = simulate(steps, sched, Workload.closed(cap, n, input_len, output_len))
+    done = result.finished
+    rate = (n - 2 * cap) / (done[n - cap - 1] - done[cap - 1])
+    return {"concurrency": cap, "request_rate": rate, "output_throughput": rate * output_len, "result": result}

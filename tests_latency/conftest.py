@@ -1,0 +1,76 @@
+"""Fixtures of the latency suite; the setups themselves are built in latency_setups.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from latency_setups import (
+    SEED_BATCHED_TOKENS,
+    SEED_MAX_NUM_SEQS,
+    SEED_SHAPE,
+    Setup,
+    mean_context,
+)
+
+from pytest_anatomy.specs.hardware import get_hardware
+from pytest_anatomy.specs.model import ModelSpec, load_model
+from pytest_anatomy.theory import latency as lat
+from pytest_anatomy.theory import serving as sv
+from pytest_anatomy.theory.flops import StepWork
+
+
+@pytest.fixture(scope="session")
+def qwen() -> ModelSpec:
+    """Qwen2.5-7B-Instruct (catalog config): the model of every latency run so far."""
+    return load_model("qwen2.5-7b")
+
+
+@pytest.fixture
+def seed_setup(qwen: ModelSpec, measured: Any) -> Setup:
+    """RTX 4090 + vLLM 0.27.1 (the seed). No ceilings were measured there: datasheet bandwidth
+    (1008 GB/s) and bf16 peak (165.2 TFLOP/s). Calibration, both points from round 1's first sweep:
+    t_overhead from seed-r1-01-c001 (C=1, pure decode: median ITL), eta from seed-r1-01-c064's
+    p99 ITL, which is a step filled to the 2048-token budget (63 decodes + 1,985 prompt tokens)."""
+    hw = get_hardware("rtx4090")
+    ceilings = lat.Ceilings.datasheet(hw)
+    c1 = measured("seed-r1-01-c001", hardware="rtx4090")
+    calib = lat.fit_step_overhead(
+        qwen, ceilings, 1, mean_context(*SEED_SHAPE), c1["median_itl"].value,
+        name="vllm-0.27.1@rtx4090 (CUDA graphs, chunked prefill 2048)", fitted_on="seed-r1-01-c001:median_itl")
+    c64 = measured("seed-r1-01-c064", hardware="rtx4090")
+    decodes = 63
+    full = StepWork(decode_tokens=decodes, decode_context_sum=decodes * mean_context(*SEED_SHAPE),
+                    prefill=((1024, 0), (SEED_BATCHED_TOKENS - decodes - 1024, 0)))
+    calib = lat.fit_compute_efficiency(qwen, ceilings, [full], c64["p99_itl"].value, calib,
+                                       fitted_on="seed-r1-01-c064:p99_itl")
+    sched = sv.SchedulerConfig(SEED_MAX_NUM_SEQS, SEED_BATCHED_TOKENS, None)
+    return Setup("rtx4090", qwen, ceilings, calib, sched, frozenset(calib.fitted_on))
+
+
+@pytest.fixture
+def h200_setup(qwen: ModelSpec, measured: Any) -> Setup:
+    """H200 + vLLM 0.26.0 (CUDA graphs, async scheduling, max_num_batched_tokens 8192).
+    Ceilings measured in the same session (results/h200/ceilings: read_bandwidth, matmul_bf16).
+    Calibration: t_overhead from the b=1 decode step, eta from the lone 8,192-token prefill."""
+    hw = get_hardware("h200")
+    ceil = measured("ceilings", hardware="h200", suite="ceilings")
+    where = ceil["read_bandwidth.value"].provenance.get("recording", "results/h200/ceilings")
+    ceilings = lat.Ceilings.measured(hw, bandwidth=ceil["read_bandwidth.value"].value,
+                                     peak=ceil["matmul_bf16.value"].value,
+                                     source=f"read_bandwidth (4 GiB sum) and matmul_bf16 (8192^3), {where}")
+    b1 = measured("qwen2.5-7b.decode.b1", hardware="h200")
+    s = b1.data["run"]["settings"]
+    calib = lat.fit_step_overhead(
+        qwen, ceilings, 1, mean_context(s["input_len"], s["output_len"]), b1["step_time_s"].value,
+        name="vllm-0.26.0@h200 (CUDA graphs, async scheduling)", fitted_on="qwen2.5-7b.decode.b1:step_time_s")
+    engine = measured("qwen2.5-7b.engine", hardware="h200")
+    budget = int(engine["resolved.max_num_batched_tokens"].value)
+    l8192 = measured("qwen2.5-7b.prefill.l8192", hardware="h200")
+    calib = lat.fit_compute_efficiency(qwen, ceilings, lat.prefill_work(8192, budget),
+                                       l8192["engine_prefill_s.median"].value, calib,
+                                       fitted_on="qwen2.5-7b.prefill.l8192:engine_prefill_s.median")
+    # The pool is the engine's own (memory profiling); an input here, predicted in tests_capacity.
+    sched = sv.SchedulerConfig(int(engine["resolved.max_num_seqs"].value), budget,
+                               int(engine["resolved.num_gpu_blocks"].value), int(engine["resolved.block_size"].value))
+    return Setup("h200", qwen, ceilings, calib, sched, frozenset(calib.fitted_on))

@@ -1,0 +1,185 @@
+"""H200, vLLM 0.26.0, Qwen2.5-7B: the decode step at batch 1-128 and the lone prefill at
+128-32,000 tokens, against the step model with the ceilings measured in the same session.
+
+Recordings: results/h200/latency/qwen2.5-7b.decode.b*, .prefill.l* (scripts/device/latency_plan.py;
+decode step = median steady ITL of B requests of 1024/128 sent at once; prefill = median
+engine time from scheduling to first token of a lone request, one warm-up discarded).
+In-sample (conftest.h200_setup): decode.b1 (t_overhead) and prefill.l8192 (eta).
+"""
+
+from __future__ import annotations
+
+import pytest
+from latency_setups import mean_context
+
+from pytest_anatomy import recordings
+from pytest_anatomy.measure import Measurement
+from pytest_anatomy.measure.analysis import linear_fit
+from pytest_anatomy.session import get_session
+from pytest_anatomy.specs.model import load_model
+from pytest_anatomy.theory import latency as lat
+from pytest_anatomy.theory.prediction import Prediction, Term
+
+BATCHES = (2, 4, 8, 16, 32, 64, 128)
+PREFILL = (128, 512, 2048, 16384, 32000)
+SECOND_MODEL = "llama-3.1-8b"
+TARGET_WHY = ("issue 4's accuracy target for a calibrated step (10%); repeated runs of one shape scatter by "
+              "< 2% (engine-clock p10-p90 of the steady ITL)")
+
+
+def _decode(setup, measured, b: int, model: str = "qwen2.5-7b"):
+    rec = measured(f"{model}.decode.b{b}", hardware="h200")
+    s = rec.data["run"]["settings"]
+    return rec, mean_context(s["input_len"], s["output_len"])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("b", [*BATCHES[:-1], pytest.param(128, marks=pytest.mark.finding(
+    "h200-decode-per-sequence-cost",
+    reason="At b=128 the step (7.27 ms) is 13% above the model (6.44 ms): each sequence costs ~19-20 us per step "
+           "where its 1,088 tokens of KV at the measured 4.47 TB/s cost 14.0 us (test_marginal_cost_per_sequence), "
+           "the same kind of excess the seed found on the 4090 (1.6x). Within the issue's b = 1-64 range the gap "
+           "stays below 6%.", expected=(1.10, 1.18)))])
+def test_decode_step(b, h200_setup, measured, reconcile):
+    """Median steady ITL of b sequences at the mean context (1024 + 128/2), held out (b != 1)."""
+    h200_setup.check_held_out(f"qwen2.5-7b.decode.b{b}", "step_time_s")
+    rec, ctx = _decode(h200_setup, measured, b)
+    pred = lat.decode_step_time(h200_setup.model, h200_setup.ceilings, h200_setup.calib, b, ctx)
+    reconcile("decode_step", pred, rec["step_time_s"], rel=0.10, why=TARGET_WHY,
+              model=h200_setup.model.name, hardware="h200")
+
+
+@pytest.mark.gpu
+@pytest.mark.finding(
+    "h200-decode-step-overhead",
+    reason="The bare roofline (14.20 GB at the measured 4.47 TB/s read ceiling = 3.18 ms; 2.96 ms at the 4.8 TB/s "
+           "datasheet) misses 1.49 ms of the 4.67 ms b=1 step (32%). A CUDA-graphed chain of cuBLAS GEMVs over "
+           "the same weights took 4.02 ms on this H200 (DESIGN.md): 0.84 ms of the gap is GEMV streaming below "
+           "the read ceiling; the remaining ~0.65 ms is attention, norms, rope, sampling and kernel boundaries.",
+    expected=(1.35, 1.6))
+def test_decode_roofline_without_overhead(h200_setup, measured, reconcile):
+    rec, ctx = _decode(h200_setup, measured, 1)
+    pred = lat.decode_step_time(h200_setup.model, h200_setup.ceilings, lat.UNCALIBRATED, 1, ctx)
+    reconcile("decode_step_roofline", pred, rec["step_time_s"], rel=0.10, why=TARGET_WHY,
+              model=h200_setup.model.name, hardware="h200")
+
+
+@pytest.mark.gpu
+@pytest.mark.finding(
+    "h200-decode-per-sequence-cost",
+    reason="Each extra sequence adds 19.2 us to the decode step (OLS over b = 1..64), 1.37x its KV reads at the "
+           "measured read ceiling (14.0 us for 1,088 tokens x 56 KiB at 4.47 TB/s); the seed's 4090 shows 1.6x. "
+           "Not yet isolated: "
+           "paged decode attention over 16-token blocks, and GEMM efficiency as the batch (M) grows.",
+    expected=(1.3, 1.7))
+def test_marginal_cost_per_sequence(h200_setup, measured, reconcile):
+    """Least-squares slope of the decode step over b = 1..64 vs the model's d(t_step)/db."""
+    batches = (1, 2, 4, 8, 16, 32, 64)
+    recs = [_decode(h200_setup, measured, b) for b in batches]
+    fit = linear_fit(batches, [r["step_time_s"].value for r, _ in recs])
+    first = recs[0][0]["step_time_s"]
+    slope = Measurement(fit.slope, "s", source=first.source,
+                        provenance={**first.provenance, "fit": f"OLS over b={list(batches)}, R^2={fit.r_squared:.4f}",
+                                    "recording": "results/h200/latency/qwen2.5-7b.decode.b*.json"})
+    ctx = recs[0][1]
+    t = [lat.decode_step_time(h200_setup.model, h200_setup.ceilings, h200_setup.calib, b, ctx).value for b in (1, 64)]
+    pred = Prediction((t[1] - t[0]) / 63, "s", "d(t_step)/db = context x kv_bytes_per_token / BW", {"context": ctx},
+                      terms=(Term("t_step(b=1)", t[0], "s"), Term("t_step(b=64)", t[1], "s")))
+    reconcile("decode_s_per_sequence", pred, slope, rel=0.10, why=TARGET_WHY,
+              model=h200_setup.model.name, hardware="h200")
+
+
+SHORT_PREFILL = pytest.mark.finding(
+    "h200-short-prefill-fixed-cost",
+    reason="A lone prompt of 128 or 512 tokens takes 16 and 37 ms from scheduling to first token, where one step "
+           "of that work is 4.7 and 12 ms (memory- resp. compute-bound); from 2,048 tokens on the model holds. The "
+           "extra 11-25 ms is not a per-step cost (decode steps show 1.5 ms) and is not monotonic in length "
+           "(512 > 128 and > 2,048 - 35 ms): unknown. Candidates: the non-CUDA-graphed path above the 256-token "
+           "capture size, the first step after an idle engine, async scheduling's extra step for a 1-token request.",
+    expected=(2.5, 4.0))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("length", [pytest.param(n, marks=SHORT_PREFILL) for n in PREFILL[:2]] + list(PREFILL[2:]))
+def test_prefill(length, h200_setup, measured, reconcile):
+    """Lone prefill in chunks of max_num_batched_tokens (8,192): compute-bound above ~180 tokens,
+    with the quadratic attention term; eta fitted on 8,192 tokens only."""
+    rec = measured(f"qwen2.5-7b.prefill.l{length}", hardware="h200")
+    h200_setup.check_held_out(f"qwen2.5-7b.prefill.l{length}", "engine_prefill_s.median")
+    pred = lat.prefill_time(h200_setup.model, h200_setup.ceilings, h200_setup.calib, length,
+                            h200_setup.sched.max_num_batched_tokens)
+    reconcile("prefill", pred, rec["engine_prefill_s.median"], rel=0.10, why=TARGET_WHY,
+              model=h200_setup.model.name, hardware="h200")
+
+
+@pytest.mark.gpu
+@pytest.mark.finding(
+    "h200-prefill-below-matmul-ceiling",
+    reason="At the measured 8192^3 bf16 matmul ceiling (800 TFLOP/s; datasheet 989) long prefills are 27-29% "
+           "slower than their FLOPs: they reach ~78% of it (eta = 0.79 when fitted). Real shapes (K = 3,584, "
+           "N = 512 for k/v) tile worse than 8192^3, FlashAttention's causal kernel runs below GEMM peak, and "
+           "norms/rope/activations add memory-bound passes the FLOP count ignores.",
+    expected=(1.2, 1.45))
+@pytest.mark.parametrize("length", (2048, 8192, 16384, 32000))
+def test_prefill_at_the_matmul_ceiling(length, h200_setup, measured, reconcile):
+    rec = measured(f"qwen2.5-7b.prefill.l{length}", hardware="h200")
+    pred = lat.prefill_time(h200_setup.model, h200_setup.ceilings, lat.UNCALIBRATED, length,
+                            h200_setup.sched.max_num_batched_tokens)
+    reconcile("prefill_roofline", pred, rec["engine_prefill_s.median"], rel=0.10, why=TARGET_WHY,
+              model=h200_setup.model.name, hardware="h200")
+
+
+@pytest.mark.gpu
+def test_prefill_attention_term_runs_at_matmul_efficiency(h200_setup, measured, reconcile):
+    """Attention is 11% of the FLOPs at 8,192 tokens and 33% at 32,000: if the S^2 term were
+    wrong (or missing) measured/roofline would differ between the two lengths by up to 35%."""
+    ratios = []
+    for n in (8192, 32000):
+        rec = measured(f"qwen2.5-7b.prefill.l{n}", hardware="h200")
+        roof = lat.prefill_time(h200_setup.model, h200_setup.ceilings, lat.UNCALIBRATED, n,
+                                h200_setup.sched.max_num_batched_tokens)
+        ratios.append((rec["engine_prefill_s.median"], roof))
+    (m8, r8), (m32, r32) = ratios
+    measured_ratio = Measurement((m32.value / r32.value) / (m8.value / r8.value), "", source=m32.source,
+                                 provenance={**m32.provenance, "derived": "(measured/roofline at 32k) / (at 8k)"})
+    pred = Prediction(1.0, "", "attention FLOPs run at the same fraction of peak as the matmuls",
+                      terms=(Term("roofline at 8,192", r8.value, "s"), Term("roofline at 32,000", r32.value, "s")))
+    reconcile("attention_vs_matmul_efficiency", pred, measured_ratio, rel=0.05,
+              why="+-5% on the ratio is attention (a third of the FLOPs at 32k) within +-15% of the matmuls' "
+                  "efficiency; dropping the S^2 term would move the ratio by 35%",
+              model=h200_setup.model.name, hardware="h200")
+
+
+def _second_model_recording(request, name: str) -> None:
+    settings = get_session(request.config).settings
+    if not recordings.candidates(settings.results_dir, "h200", "latency", name):
+        pytest.skip(f"no recording results/h200/latency/{name}@*.json: the only model measured on the H200 so far "
+                    "is Qwen2.5-7B, on which the calibration was fitted, so the 'calibrated on a different model' "
+                    "target cannot be checked yet. `python3 scripts/device/latency_plan.py` (second model "
+                    f"{SECOND_MODEL} by default) records it in the next GPU session.")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("b", (1, 8, 32, 64))
+def test_decode_overhead_transfers_to_a_second_model(b, h200_setup, request, reconcile, measured):
+    """Issue 4's target proper: the Qwen-fitted overhead predicting another model's decode step
+    on the same engine and GPU. Needs latency_plan.py's second-model runs."""
+    _second_model_recording(request, f"{SECOND_MODEL}.decode.b{b}")
+    other = load_model(SECOND_MODEL)
+    rec, ctx = _decode(h200_setup, measured, b, SECOND_MODEL)
+    pred = lat.decode_step_time(other, h200_setup.ceilings, h200_setup.calib, b, ctx)
+    reconcile("decode_step_other_model", pred, rec["step_time_s"], rel=0.10, why=TARGET_WHY,
+              model=other.name, hardware="h200")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("length", (2048, 8192, 32000))
+def test_prefill_efficiency_transfers_to_a_second_model(length, h200_setup, request, reconcile, measured):
+    """The same for eta: fitted on Qwen2.5-7B's 8,192-token prefill, tested on another model."""
+    _second_model_recording(request, f"{SECOND_MODEL}.prefill.l{length}")
+    other = load_model(SECOND_MODEL)
+    rec = measured(f"{SECOND_MODEL}.prefill.l{length}", hardware="h200")
+    pred = lat.prefill_time(other, h200_setup.ceilings, h200_setup.calib, length,
+                            h200_setup.sched.max_num_batched_tokens)
+    reconcile("prefill_other_model", pred, rec["engine_prefill_s.median"], rel=0.10, why=TARGET_WHY,
+              model=other.name, hardware="h200")

@@ -1,0 +1,171 @@
+"""Seed stage 01 replayed, decode half: the RTX 4090's ITL against the decode step model.
+
+Measurements are the seed's `vllm bench serve` results (results/rtx4090/latency/seed-r2-*,
+round 2: vLLM 0.27.1, Qwen2.5-7B bf16, closed loop 1024/256 at C = 1..64, then C = 16 at
+L = 256..4096). The calibration (conftest.seed_setup) was fitted on round 1's first sweep
+only, so every round-2 point here is held out. Median and mean ITL are both reported: the
+median is a pure decode step, the mean carries the steps that also run a prefill chunk.
+"""
+
+from __future__ import annotations
+
+import pytest
+from latency_setups import SEED_SHAPE, mean_context
+
+from pytest_anatomy.measure import Measurement
+from pytest_anatomy.measure.analysis import linear_fit
+from pytest_anatomy.theory import latency as lat
+from pytest_anatomy.theory import serving as sv
+from pytest_anatomy.theory.prediction import Prediction, Term
+
+CONCURRENCY = (1, 2, 4, 8, 16, 32, 64)
+LENGTHS = (256, 512, 1024, 2048, 4096)
+SWEEP = "seed-r2-01-c{:03d}"
+TARGET_WHY = ("issue 4's accuracy target for a calibrated decode step (10%); the seed's ITL medians repeat "
+              "within 1% across runs (r1-01 vs r1-02), so a larger gap is the model's, not noise")
+
+ATTAINMENT = pytest.mark.finding(
+    "seed-decode-floor-attainment",
+    reason="At the datasheet 1,008 GB/s with no overhead term the decode floor is a lower bound: vLLM reaches "
+           "81-89% of it (the seed's 'roofline attainment', claim 4). The gap is a fixed ~1.8 ms per step "
+           "(kernel gaps, sampling, norms: what the calibrated overhead term carries) plus a per-sequence cost "
+           "above the KV bytes (see test_marginal_cost_per_request).",
+    expected=(1.10, 1.26))
+HIGH_C = pytest.mark.finding(
+    "seed-decode-per-sequence-cost",
+    reason="At C >= 32 the calibrated step model is 10-11% fast: each extra sequence costs 0.106 ms per step "
+           "where its KV bytes at 1,008 GB/s cost 0.066 ms (1.6x, test_marginal_cost_per_request). Candidates: "
+           "paged-attention decode reading 16-token KV blocks below streaming bandwidth, and GEMMs with M = C "
+           "rows losing efficiency as C grows (the roofline max() assumes a perfect GEMV-to-GEMM transition).",
+    expected=(1.09, 1.16))
+
+
+@pytest.mark.gpu
+@ATTAINMENT
+@pytest.mark.parametrize("c", CONCURRENCY)
+def test_itl_p50_vs_datasheet_floor(c, seed_setup, measured, reconcile):
+    """Median ITL vs (weights + C x KV) / 1008 GB/s: the seed's decode floor (14.09 ms at C=1)."""
+    rec = measured(SWEEP.format(c), hardware="rtx4090")
+    floor = lat.decode_step_time(seed_setup.model, seed_setup.ceilings, lat.UNCALIBRATED, c,
+                                 mean_context(*SEED_SHAPE))
+    reconcile("itl_p50_floor", floor, rec["median_itl"], rel=0.10, why=TARGET_WHY,
+              model=seed_setup.model.name, hardware="rtx4090")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("c", [*CONCURRENCY[:5], *(pytest.param(c, marks=HIGH_C) for c in CONCURRENCY[5:])])
+def test_itl_p50_with_calibrated_overhead(c, seed_setup, measured, reconcile):
+    """Median ITL = one decode step of C sequences at the mean context 1,152, plus the step
+    overhead fitted on round 1's C=1 run (held out: round 2 is another day and driver)."""
+    name = SWEEP.format(c)
+    seed_setup.check_held_out(name, "median_itl")
+    rec = measured(name, hardware="rtx4090")
+    pred = lat.decode_step_time(seed_setup.model, seed_setup.ceilings, seed_setup.calib, c,
+                                mean_context(*SEED_SHAPE))
+    reconcile("itl_p50", pred, rec["median_itl"], rel=0.10, why=TARGET_WHY,
+              model=seed_setup.model.name, hardware="rtx4090")
+
+
+@pytest.mark.gpu
+@pytest.mark.finding(
+    "seed-decode-per-sequence-cost",
+    reason="Each extra concurrent request adds 0.106 ms to the decode step, 1.6x its KV reads at the datasheet "
+           "bandwidth (0.066 ms), as the seed found (claim 10). The H200 shows the same excess (1.4-1.5x, "
+           "test_latency_h200_steps). Mechanism not isolated (no per-kernel timing was recorded): decode "
+           "attention over paged 16-token blocks and the batch's GEMM efficiency are the candidates.",
+    expected=(1.4, 1.8))
+def test_marginal_cost_per_request(seed_setup, measured, reconcile):
+    """Slope of median ITL over C = 1..64 vs the step model's d(t_step)/dC (KV bytes / BW)."""
+    recs = [measured(SWEEP.format(c), hardware="rtx4090") for c in CONCURRENCY]
+    fit = linear_fit(CONCURRENCY, [r["median_itl"].value for r in recs])
+    first = recs[0]["median_itl"]
+    slope = Measurement(fit.slope, "s", samples=tuple(r["median_itl"].value for r in recs), source=first.source,
+                        provenance={**first.provenance,
+                                    "fit": f"OLS of median ITL over C={list(CONCURRENCY)}, R^2={fit.r_squared:.4f}",
+                                    "recording": "results/rtx4090/latency/seed-r2-01-c*.json"})
+    ctx = mean_context(*SEED_SHAPE)
+    t = [lat.decode_step_time(seed_setup.model, seed_setup.ceilings, seed_setup.calib, c, ctx).value for c in (1, 64)]
+    pred = Prediction((t[1] - t[0]) / 63, "s", "d(t_step)/dC = context x kv_bytes_per_token / BW (memory-bound)",
+                      {"context": ctx}, terms=(Term("t_step(C=1)", t[0], "s"), Term("t_step(C=64)", t[1], "s")))
+    reconcile("decode_s_per_request", pred, slope, rel=0.10, why=TARGET_WHY,
+              model=seed_setup.model.name, hardware="rtx4090")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("length", LENGTHS)
+def test_length_sweep_itl_p50(length, seed_setup, measured, reconcile):
+    """C=16, input L: the median ITL is a decode step of 16 sequences at context L + 128."""
+    rec = measured(f"seed-r2-03-len-{length}", hardware="rtx4090")
+    pred = lat.decode_step_time(seed_setup.model, seed_setup.ceilings, seed_setup.calib, 16,
+                                mean_context(length, SEED_SHAPE[1]))
+    reconcile("itl_p50", pred, rec["median_itl"], rel=0.10, why=TARGET_WHY,
+              model=seed_setup.model.name, hardware="rtx4090")
+
+
+@pytest.mark.gpu
+def test_length_sweep_slope(seed_setup, measured, reconcile):
+    """ms per context token: the step model's KV term (16 x 56 KiB / 1008 GB/s = 0.00091 ms)
+    vs the least-squares slope of median ITL over L (the seed: 0.00098). tests_capacity checks
+    the same slope against a physical band; here it is the step model's own derivative."""
+    recs = [measured(f"seed-r2-03-len-{n}", hardware="rtx4090") for n in LENGTHS]
+    fit = linear_fit(LENGTHS, [r["median_itl"].value for r in recs])
+    first = recs[0]["median_itl"]
+    slope = Measurement(fit.slope, "s/token", source=first.source,
+                        provenance={**first.provenance, "fit": f"OLS over L={list(LENGTHS)}, R^2={fit.r_squared:.4f}",
+                                    "recording": "results/rtx4090/latency/seed-r2-03-len-*.json"})
+    t = [lat.decode_step_time(seed_setup.model, seed_setup.ceilings, seed_setup.calib, 16,
+                              mean_context(n, SEED_SHAPE[1])).value for n in (LENGTHS[0], LENGTHS[-1])]
+    pred = Prediction((t[1] - t[0]) / (LENGTHS[-1] - LENGTHS[0]), "s/token",
+                      "d(t_step)/dL at C=16 = 16 x kv_bytes_per_token / BW", {"concurrency": 16},
+                      terms=(Term("t_step(L=256)", t[0], "s"), Term("t_step(L=4096)", t[1], "s")))
+    reconcile("decode_s_per_context_token", pred, slope, rel=0.10, why=TARGET_WHY,
+              model=seed_setup.model.name, hardware="rtx4090")
+
+
+def _itl_stats(setup, c):
+    return setup.simulate(sv.Workload.closed(c, _PROMPTS[c], *SEED_SHAPE))
+
+
+_PROMPTS = {1: 40, 2: 60, 4: 80, 8: 120, 16: 200, 32: 320, 64: 512}  # the seed's --num-prompts per level
+
+
+HIGH_C_MEDIAN = pytest.mark.finding("seed-decode-per-sequence-cost", reason=HIGH_C.kwargs["reason"],
+                                    quantity="itl_median", expected=HIGH_C.kwargs["expected"])
+PAIRED_PROMPTS = pytest.mark.finding(
+    "seed-c4-p99-below-prefill-step",
+    reason="At C=4 the simulated closed loop spreads the 3 other prompts of each request's lifetime over 3 "
+           "separate steps: 3 of 255 ITLs (1.2%) carry a prefill, just above the 1% a p99 needs, so it predicts a "
+           "prefill step (~100 ms). Measured p99 is a decode step (17.6 ms; 17.4 and 21.4 ms in round 1): fewer "
+           "than 1% of ITLs straddled a prompt, i.e. prompts ran in pairs, as the measured TTFT median of 288 ms "
+           "(a 2,048-token step, not a lone 1,024-token one) also says. The simulation does not model the "
+           "client/HTTP delay that groups the replacements.",
+    expected=(0.1, 0.3))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("c", [*CONCURRENCY[1:5], *(pytest.param(c, marks=HIGH_C_MEDIAN) for c in CONCURRENCY[5:])])
+def test_itl_mean_and_median(c, seed_setup, measured, reconcile):
+    """Both statistics from the simulated run (same prompts, concurrency and budget): the median
+    is a decode step, the mean adds the prefill-carrying steps, weighted by how often they occur."""
+    rec = measured(SWEEP.format(c), hardware="rtx4090")
+    assert int(rec["num_prompts"].value) == _PROMPTS[c]
+    res = _itl_stats(seed_setup, c)
+    label = f"closed loop C={c}, {_PROMPTS[c]} prompts of {SEED_SHAPE[0]}/{SEED_SHAPE[1]}"
+    reconcile("itl_median", sv.as_prediction(res, "itl", "p50", "s", label), rec["median_itl"], rel=0.10,
+              why=TARGET_WHY, model=seed_setup.model.name, hardware="rtx4090")
+    reconcile("itl_mean", sv.as_prediction(res, "itl", "mean", "s", label), rec["mean_itl"], rel=0.10,
+              why="the mean ITL is a step-weighted average of decode and mixed steps, each held to the decode "
+                  "target (10%)", model=seed_setup.model.name, hardware="rtx4090")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("c", [2, pytest.param(4, marks=PAIRED_PROMPTS), *CONCURRENCY[3:]])
+def test_itl_p99_chunked_prefill(c, seed_setup, measured, reconcile):
+    """p99 ITL: a pure decode step while fewer than 1% of ITLs straddle a prefill chunk, then a
+    step carrying a prompt (C=8: one 1024-token prompt) or a full 2048-token budget (C >= 16)."""
+    rec = measured(SWEEP.format(c), hardware="rtx4090")
+    res = _itl_stats(seed_setup, c)
+    label = f"closed loop C={c}, {_PROMPTS[c]} prompts"
+    reconcile("itl_p99", sv.as_prediction(res, "itl", "p99", "s", label), rec["p99_itl"], rel=0.10,
+              why="a p99 over >= 15,000 ITLs is the time of one kind of step, held to the decode target (10%)",
+              model=seed_setup.model.name, hardware="rtx4090")

@@ -1,0 +1,207 @@
+"""Seed stage 01 replayed, load half: throughput vs concurrency, the overload run, TTFT.
+
+Predictions come from the continuous-batching simulation (theory/serving.py) driven by the
+calibrated step model of conftest.seed_setup (fitted on round 1's first sweep only) and, for
+the overload run, the engine's own KV pool from its start-up log (tests_capacity predicts
+that pool; here it is an input). Measurements: `vllm bench serve` results and facts the study
+quotes from its unpublished 1 Hz metrics CSVs (SeedQuote recordings).
+"""
+
+from __future__ import annotations
+
+import pytest
+from latency_setups import SEED_SHAPE
+
+from pytest_anatomy.measure import Measurement
+from pytest_anatomy.theory import flops as fl
+from pytest_anatomy.theory import serving as sv
+from pytest_anatomy.theory.prediction import Prediction, Term
+
+PROMPTS = {1: 40, 2: 60, 4: 80, 8: 120, 16: 200, 32: 320, 64: 512}  # the seed's --num-prompts per level
+LENGTHS = (256, 512, 1024, 2048, 4096)
+STRESS = {"concurrency": 64, "prompts": 128, "input_len": 6144, "output_len": 2048}
+TPUT_WHY = ("issue 4's target for throughput (10%); bench serve's throughput repeats within 0.5% across the "
+            "seed's reruns (r1-01 vs r1-02)")
+TTFT_WHY = "issue 4's TTFT target (25%): queueing multiplies any step-time error by the queue length"
+
+
+def _kv_pool_blocks(measured, rnd: int) -> int:
+    rec = measured(f"seed-r{rnd}-vllm-kv-pool", hardware="rtx4090", suite="capacity")
+    return int(rec["kv_tokens"].value) // 16  # the pool is a whole number of 16-token blocks
+
+
+def _stress(setup, measured, rnd: int) -> sv.SimResult:
+    work = sv.Workload.closed(STRESS["concurrency"], STRESS["prompts"], STRESS["input_len"], STRESS["output_len"])
+    return setup.simulate(work, num_gpu_blocks=_kv_pool_blocks(measured, rnd))
+
+
+def _stress_label(rnd: int) -> str:
+    return f"round {rnd} overload: C=64, 128 prompts of 6144/2048, the round's KV pool"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("c", list(PROMPTS))
+def test_throughput_curve(c, seed_setup, measured, reconcile):
+    """Output tokens/s of the whole run (ramp-up and drain included) at each concurrency."""
+    rec = measured(f"seed-r2-01-c{c:03d}", hardware="rtx4090")
+    res = seed_setup.simulate(sv.Workload.closed(c, PROMPTS[c], *SEED_SHAPE))
+    pred = sv.as_prediction(res, "output_throughput", "", "tokens/s", f"closed loop C={c}, {PROMPTS[c]} prompts")
+    reconcile("output_throughput", pred, rec["output_throughput"], rel=0.10, why=TPUT_WHY,
+              model=seed_setup.model.name, hardware="rtx4090")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("length", LENGTHS)
+def test_length_sweep_throughput(length, seed_setup, measured, reconcile):
+    rec = measured(f"seed-r2-03-len-{length}", hardware="rtx4090")
+    res = seed_setup.simulate(sv.Workload.closed(16, int(rec["num_prompts"].value), length, SEED_SHAPE[1]))
+    pred = sv.as_prediction(res, "output_throughput", "", "tokens/s", f"closed loop C=16, L={length}")
+    reconcile("output_throughput", pred, rec["output_throughput"], rel=0.10, why=TPUT_WHY,
+              model=seed_setup.model.name, hardware="rtx4090")
+
+
+@pytest.mark.gpu
+@pytest.mark.finding(
+    "seed-closed-loop-ttft-grouping",
+    reason="The engine part of the mean TTFT at C=64 (queue 380 + prefill 479 ms) is 20-25% above the "
+           "simulation: the simulated closed loop admits each replacement prompt alone as soon as a slot frees, "
+           "while in the seed's run replacements arrived through HTTP and tokenization (141 ms frontend residual) "
+           "and were prefilled in groups behind each other (the same grouping as the C=4 p99 finding).",
+    expected=(1.1, 1.45))
+def test_ttft_decomposition_at_c64(seed_setup, measured, reconcile):
+    """Engine TTFT (queue + prefill, from the server's histograms) at C=64 vs the simulated TTFT,
+    which has no frontend: the seed's 141 ms frontend residual is outside both."""
+    q = measured("seed-r2-ttft-decomposition-c064", hardware="rtx4090")
+    engine = Measurement(q["queue_s"].value + q["prefill_s"].value, "s", source=q["queue_s"].source,
+                         provenance={**q["queue_s"].provenance, "derived": "queue_s + prefill_s of the quote"})
+    res = seed_setup.simulate(sv.Workload.closed(64, PROMPTS[64], *SEED_SHAPE))
+    reconcile("engine_ttft_mean", sv.as_prediction(res, "ttft", "mean", "s", "closed loop C=64, 512 prompts"),
+              engine, rel=0.25, why=TTFT_WHY, model=seed_setup.model.name, hardware="rtx4090")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("rnd", [1, 2])
+def test_overload_every_request_completes_exactly(rnd, measured, reconcile):
+    """The seed's self-check as a prediction: no request fails (each one alone fits the pool:
+    8,192 tokens < 86,896) and every one emits exactly output_len tokens (ignore_eos)."""
+    rec = measured(f"seed-r{rnd}-04-stress", hardware="rtx4090")
+    n, out = int(rec["num_prompts"].value), STRESS["output_len"]
+    reconcile("failed_requests", Prediction(0.0, "requests", "0: every request fits the KV pool alone"),
+              rec["failed"])
+    reconcile("total_output_tokens", Prediction(float(n * out), "tokens", "num_prompts x output_len (ignore_eos)",
+                                                {"num_prompts": n, "output_len": out}),
+              rec["total_output_tokens"])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("rnd", [1, 2])
+def test_overload_preemptions(rnd, seed_setup, measured, reconcile):
+    """When and how often vLLM preempts: 64 requests of 8,192 tokens demand 4.4x (round 2) and
+    6.0x (round 1) the pool; each preemption frees one young request's blocks."""
+    rec = measured(f"seed-r{rnd}-overload-scheduler", hardware="rtx4090")
+    res = _stress(seed_setup, measured, rnd)
+    reconcile("preemptions", sv.as_prediction(res, "preemptions", "", "events", _stress_label(rnd)),
+              rec["preemptions"], rel=0.10,
+              why="a count of discrete events set by when blocks run out, which shifts with step-time errors of a "
+                  "few %; held to the throughput target (10%, about +-4 of 38)",
+              model=seed_setup.model.name, hardware="rtx4090")
+
+
+@pytest.mark.gpu
+def test_overload_running_requests(seed_setup, measured, reconcile):
+    """Concurrency under overload is set by the pool, not by C=64: the peak is the pool over a
+    just-admitted request (L + 1 tokens), the mean about the pool over a half-decoded one."""
+    rec = measured("seed-r2-overload-scheduler", hardware="rtx4090")
+    pool_tokens = (_kv_pool_blocks(measured, 2) - 1) * 16  # usable: vLLM keeps one null block
+    closed = sv.kv_concurrency(pool_tokens, STRESS["input_len"], STRESS["output_len"])
+    reconcile("running_peak", closed["peak_admitted"], rec["running_peak"],
+              model=seed_setup.model.name, hardware="rtx4090")
+    res = _stress(seed_setup, measured, 2)
+    reconcile("running_mean", sv.as_prediction(res, "mean_running", "", "requests", _stress_label(2)),
+              rec["running_mean"], rel=0.10, why="held to the throughput target (10%): throughput is running / step",
+              model=seed_setup.model.name, hardware="rtx4090")
+    reconcile("running_mean_closed_form", closed["mean_occupancy"], rec["running_mean"], rel=0.10,
+              why="held to the throughput target (10%)", model=seed_setup.model.name, hardware="rtx4090")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("rnd", [1, 2])
+def test_overload_throughput_and_ttft(rnd, seed_setup, measured, reconcile):
+    """Throughput drops to what ~16 (round 1: ~11) running requests deliver; TTFT is queueing."""
+    rec = measured(f"seed-r{rnd}-04-stress", hardware="rtx4090")
+    res = _stress(seed_setup, measured, rnd)
+    label = _stress_label(rnd)
+    kw = {"model": seed_setup.model.name, "hardware": "rtx4090"}
+    reconcile("output_throughput", sv.as_prediction(res, "output_throughput", "", "tokens/s", label),
+              rec["output_throughput"], rel=0.10, why=TPUT_WHY, **kw)
+    reconcile("ttft_mean", sv.as_prediction(res, "ttft", "mean", "s", label), rec["mean_ttft"], rel=0.25,
+              why=TTFT_WHY, **kw)
+    reconcile("ttft_p50", sv.as_prediction(res, "ttft", "p50", "s", label), rec["median_ttft"], rel=0.25,
+              why=TTFT_WHY, **kw)
+    reconcile("itl_median", sv.as_prediction(res, "itl", "p50", "s", label), rec["median_itl"], rel=0.10,
+              why="issue 4's decode target (10%)", **kw)
+    reconcile("itl_mean", sv.as_prediction(res, "itl", "mean", "s", label), rec["mean_itl"], rel=0.10,
+              why="issue 4's decode target (10%)", **kw)
+
+
+@pytest.mark.gpu
+def test_overload_queueing_share_of_ttft(seed_setup, measured, reconcile):
+    """In overload TTFT is queueing (the seed: 98.9%): more GPU speed would not fix it."""
+    q = measured("seed-r2-ttft-decomposition-overload", hardware="rtx4090")
+    res = _stress(seed_setup, measured, 2)
+    share = res.stat("queue", "mean") / res.stat("ttft", "mean")
+    pred = Prediction(share, "", "mean queue time / mean TTFT (simulated)",
+                      terms=(Term("mean queue", res.stat("queue", "mean"), "s"),
+                             Term("mean TTFT", res.stat("ttft", "mean"), "s")))
+    frontend = q["residual_s"].value / q["ttft_mean_s"].value
+    prefill = q["prefill_s"].value / q["ttft_mean_s"].value
+    reconcile("queueing_share_of_ttft", pred, q["queue_share"], abs=frontend + 0.25 * prefill + 0.0005,
+              why=f"the share's error budget: the frontend residual ({frontend:.2%} of TTFT in the quote) is outside "
+                  f"the simulation, the prefill share ({prefill:.2%}) is held to the TTFT target (25%), and the "
+                  "quote rounds to 0.1 pp", model=seed_setup.model.name, hardware="rtx4090")
+    reconcile("queue_mean", sv.as_prediction(res, "queue", "mean", "s", _stress_label(2)), q["queue_s"],
+              rel=0.25, why=TTFT_WHY, model=seed_setup.model.name, hardware="rtx4090")
+
+
+@pytest.mark.gpu
+def test_overload_recomputed_tokens(seed_setup, measured, reconcile):
+    """Tokens recomputed after preemption (KV freed, prompt + output prefilled again)."""
+    q = measured("seed-r2-overload-recompute", hardware="rtx4090")
+    lo, hi = q["recomputed_tokens_from_preemptions"].value, q["recomputed_tokens_from_flops"].value
+    mid = Measurement((lo + hi) / 2, "tokens", source=q["recomputed_tokens_from_flops"].source,
+                      provenance={**q["recomputed_tokens_from_flops"].provenance,
+                                  "derived": "midpoint of the study's two estimates"})
+    res = _stress(seed_setup, measured, 2)
+    reconcile("recomputed_tokens", sv.as_prediction(res, "recomputed_tokens", "", "tokens", _stress_label(2)),
+              mid, abs=(hi - lo) / 2,
+              why="the study's two estimates (38 x 6,242 freed tokens = 237k; the FLOP counter's excess = 304k) "
+                  "disagree; the truth is taken to lie between them", model=seed_setup.model.name,
+              hardware="rtx4090")
+
+
+@pytest.mark.gpu
+@pytest.mark.finding(
+    "seed-littles-law-waiting-includes-preempted",
+    reason="Little's law is an identity for a run that starts and ends empty, yet L / lambda = 140 s exceeds the "
+           "histogram's mean queue time (135.0 s) by 3.7%: the 1 Hz `num_requests_waiting` gauge also counts the "
+           "38 preempted requests waiting to be recomputed, while the queue-time histogram records only each "
+           "request's first wait. 3.7% of 128 x 135 s is ~5 s per preemption, the order of a re-wait here.",
+    expected=(0.95, 0.99))
+def test_littles_law_on_the_overload_run(measured, reconcile):
+    q = measured("seed-r2-ttft-decomposition-overload", hardware="rtx4090")
+    pred = sv.littles_law_wait(q["waiting_mean"].value, q["request_rate"].value)
+    reconcile("queue_wait_littles_law", pred, q["queue_s"], rel=0.002,
+              why="the quote rounds L to 0.1 requests (0.14%) and lambda to 0.001 req/s (0.2%)")
+
+
+@pytest.mark.gpu
+def test_flops_per_output_token_vs_vllm_counter(qwen, measured, reconcile):
+    """Our FLOP ledger (67.58 GFLOP/token for 1024/256: prefill + 255 decode steps) vs vLLM's
+    own analytic counter (--enable-mfu-metrics), of which the study gives the range over C=1..64."""
+    q = measured("seed-r2-estimated-flops", hardware="rtx4090")
+    lo, hi = q["counter_min"].value, q["counter_max"].value
+    mid = Measurement((lo + hi) / 2, "FLOP", source=q["counter_min"].source,
+                      provenance={**q["counter_min"].provenance, "derived": "midpoint of the quoted range"})
+    reconcile("flops_per_output_token", fl.flops_per_output_token(qwen, *SEED_SHAPE), mid, abs=(hi - lo) / 2,
+              why="the study quotes the counter's range over the 7 concurrency windows (66.3-68.6 GFLOP), not "
+                  "one value", model=qwen.name, hardware="rtx4090")

@@ -1,0 +1,89 @@
+"""`pytest-anatomy predict latency` (pytest_anatomy/cli_latency.py) through its own argparse
+wiring: JSON shape, the seed's numbers, ceilings and calibration flags, --rate, errors."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import pytest
+
+from pytest_anatomy import cli_latency
+
+QUANTITIES = ("itl_ms", "prefill_ms", "ttft_ms", "throughput_tok_s")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="pytest-anatomy predict")
+    cli_latency.add_parser(parser.add_subparsers(dest="what", required=True))
+    return parser
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> dict:
+    args = _parser().parse_args(["latency", *argv, "--json"])
+    assert cli_latency.run(args) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_json_has_every_quantity_with_its_derivation(capsys) -> None:
+    out = _run(capsys, "--model", "qwen2.5-7b", "--hardware", "h200", "--batch", "8")
+    assert set(out) == set(QUANTITIES)
+    for q in QUANTITIES:
+        assert set(out[q]) >= {"value", "unit", "formula", "terms", "inputs", "notes"}
+        assert out[q]["value"] > 0 and out[q]["terms"], q
+    assert [out[q]["unit"] for q in QUANTITIES] == ["ms", "ms", "ms", "tokens/s"]
+    names = {t["name"] for t in out["itl_ms"]["terms"]}
+    assert {"matmul weights", "KV read, decode", "t_overhead", "bandwidth", "peak"} <= names
+
+
+def test_seed_decode_floor_at_c1(capsys) -> None:
+    """STUDY.md claim 4: (14.14 GB + 1,152 x 56 KiB) / 1008 GB/s = 14.09 ms at C=1."""
+    out = _run(capsys, "--model", "qwen2.5-7b", "--hardware", "rtx4090", "--batch", "1",
+               "--input-len", "1024", "--output-len", "256")
+    assert out["itl_ms"]["value"] == pytest.approx(14.09, abs=0.005)
+    bw = next(t for t in out["itl_ms"]["terms"] if t["name"] == "bandwidth")
+    assert bw["value"] == 1008e9 and "datasheet" in bw["note"]
+    assert any("uncalibrated" in n for n in out["itl_ms"]["notes"])
+
+
+def test_measured_ceilings_and_calibration_flags(capsys) -> None:
+    base = ("--model", "qwen2.5-7b", "--hardware", "h200", "--batch", "1")
+    datasheet = _run(capsys, *base)
+    measured = _run(capsys, *base, "--bandwidth-gbs", "4469", "--peak-tflops", "799.6",
+                    "--step-overhead-ms", "1.5", "--compute-efficiency", "0.8")
+    # 14.2 GB at 4.8 vs 4.469 TB/s, plus the overhead
+    assert measured["itl_ms"]["value"] == pytest.approx(datasheet["itl_ms"]["value"] * 4800 / 4469 + 1.5, rel=1e-3)
+    bw = next(t for t in measured["itl_ms"]["terms"] if t["name"] == "bandwidth")
+    assert "given on the command line" in bw["note"] and "datasheet 4800 GB/s" in bw["note"]
+    # a compute-bound prefill slows by 1/eta
+    assert measured["prefill_ms"]["value"] > datasheet["prefill_ms"]["value"] * 989.5 / 799.6 / 0.8 * 0.99
+
+
+def test_batch_grows_itl_and_throughput(capsys) -> None:
+    base = ("--model", "qwen2.5-7b", "--hardware", "rtx4090", "--max-num-batched-tokens", "2048")
+    one, many = _run(capsys, *base, "--batch", "1"), _run(capsys, *base, "--batch", "32")
+    assert many["itl_ms"]["value"] > one["itl_ms"]["value"]
+    assert 10 < many["throughput_tok_s"]["value"] / one["throughput_tok_s"]["value"] < 32
+
+
+def test_rate_simulates_and_reports_the_knee(capsys) -> None:
+    base = ("--model", "qwen2.5-0.5b", "--hardware", "h200", "--input-len", "512", "--output-len", "64",
+            "--max-num-seqs", "16", "--max-num-batched-tokens", "2048", "--requests", "150")
+    low = _run(capsys, *base, "--rate", "5")
+    knee = low["saturation_request_rate"]["value"]
+    high = _run(capsys, *base, "--rate", str(round(2 * knee, 3)))
+    assert "simulation" in low["ttft_ms"]["formula"]
+    assert high["ttft_ms"]["value"] > 5 * low["ttft_ms"]["value"]  # past the knee the queue grows
+    assert high["throughput_tok_s"]["value"] <= 1.05 * low["saturation_request_rate"]["terms"][0]["value"]
+
+
+def test_text_output_and_errors(capsys) -> None:
+    args = _parser().parse_args(["latency", "--model", "qwen2.5-7b", "--hardware", "rtx4090"])
+    assert cli_latency.run(args) == 0
+    text = capsys.readouterr().out
+    assert all(q in text for q in QUANTITIES)
+    bad = _parser().parse_args(["latency", "--model", "no-such-model", "--hardware", "rtx4090"])
+    assert cli_latency.run(bad) == 2
+    assert "no-such-model" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        _parser().parse_args(["latency", "--model", "qwen2.5-7b", "--hardware", "h200", "--batch", "0"])
