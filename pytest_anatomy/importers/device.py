@@ -188,6 +188,37 @@ def _latency_records(batch: dict[str, Any], common: dict[str, Any], hw: str, sta
         )
 
 
+# --- kernels (scripts/device/kernels_plan.py; issue 5) -----------------------------------------
+def _kernel_records(batch: dict[str, Any], common: dict[str, Any], hw: str, stamp: str) -> Iterator[recordings.Recording]:
+    """One recording per timed rung and shape (results/<hw>/kernels/<ladder>.<rung>.<shape>@stamp),
+    plus the run's ceilings; correctness and compile parts travel inside data.run / the raw batch."""
+    vers = (batch.get("provenance") or {}).get("versions") or {}
+    prov = {**common, "engine": "cuda.core + NVRTC", "engine_version": _version(vers, "cuda-core"),
+            "torch": _version(vers, "torch")}
+    for run in batch["runs"]:
+        result = run.get("result") or {}
+        if result.get("kind") == "ceilings":
+            meas = {k: {"value": result[k]["value"], "unit": "B/s", "samples": result[k].get("samples", [])}
+                    for k in ("read_bandwidth", "copy_bandwidth") if isinstance(result.get(k), dict)}
+            yield recordings.Recording(suite="kernels", name="kernels-ceilings", hardware=hw, recorded_at=stamp,
+                                       provenance={**prov, "settings": run.get("settings")}, measurements=meas,
+                                       data={"run": run})
+        elif result.get("kind") == "kernel-timing":
+            meas: dict[str, dict[str, Any]] = {}
+            timings = result.get("timings") or []
+            for key, idx in (("time", 0), ("time_repeat", 1)):
+                if len(timings) > idx:
+                    meas[key] = {"value": timings[idx]["ms_median"] / 1e3, "unit": "s",
+                                 "samples": [x / 1e3 for x in timings[idx].get("samples_ms", [])]}
+            if result.get("baseline_ms_median") is not None:
+                meas["baseline_time"] = {"value": result["baseline_ms_median"] / 1e3, "unit": "s"}
+            data = {k: result.get(k) for k in ("ladder", "rung", "shape", "dtype", "ms_median", "ms_median_repeat",
+                                               "baseline_rung", "baseline_ms_median", "status", "reason")}
+            yield recordings.Recording(suite="kernels", name=run["id"].lower(), hardware=hw, recorded_at=stamp,
+                                       provenance={**prov, "settings": run.get("settings"), "gpu_name": result.get("gpu")},
+                                       measurements=meas, data={**data, "run": run})
+
+
 def _name_ok(name: str) -> str:
     if not re.match(r"^[a-z0-9][a-z0-9._+-]*$", name):
         raise DeviceImportError(f"run id {name!r} cannot be a recording name (lower-case, digits, . _ + - only)")
@@ -224,7 +255,10 @@ def import_files(paths: list[Path], results: Path, *, dry_run: bool = False) -> 
             stamp = _stamp(doc["provenance"]["date_utc"])
             common = _common_provenance(doc, path, _sha256(raw), hw_name)
             is_capacity = any("engine" in (r.get("result") or {}) for r in doc["runs"])
-            for rec in (_capacity_records if is_capacity else _latency_records)(doc, common, hw, stamp):
+            records = _capacity_records if is_capacity else _latency_records
+            if (doc.get("provenance") or {}).get("kind") == "kernels":  # scripts/device/kernels_plan.py
+                records = _kernel_records
+            for rec in records(doc, common, hw, stamp):
                 _name_ok(rec.name)
                 recordings.validate(rec.to_json(), f"{path.name}: run {rec.name!r}")
                 planned.append(rec)

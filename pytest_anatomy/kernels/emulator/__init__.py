@@ -1,0 +1,111 @@
+"""Run a rung's CUDA source on the CPU (cuda_emu.h) to prove its indexing and arithmetic.
+
+`build(source)` compiles one .cu file with g++ against cuda_emu.h into a shared library that
+exports `emu_launch_<kernel>` for every extern "C" kernel in it; builds are cached on disk by a
+hash of the source, the header and the compiler flags. `run(variant, shape, inputs)` launches
+the rung's KernelCalls exactly as the GPU runner would (same registry, same bindings) on numpy
+arrays and returns the output, which starts poisoned with NaN.
+
+Small shapes only: every CUDA thread is a fiber, so a 1000^3 GEMM would take minutes.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pytest_anatomy.kernels.reference import output_shape
+from pytest_anatomy.kernels.registry import CUDA_DIR, DeviceFacts, Variant
+
+HEADER = Path(__file__).resolve().parent / "cuda_emu.h"
+FLAGS = ("-std=c++17", "-O1", "-shared", "-fPIC", "-w", "-x", "c++")
+_KERNEL_RE = re.compile(r'extern\s+"C"\s+__global__\s+(?:void\s+)?(?:__launch_bounds__\([^)]*\)\s*)?(?:void\s+)?(\w+)\s*\(')
+_LIBS: dict[str, ctypes.CDLL] = {}
+
+
+class EmulatorUnavailable(RuntimeError):
+    """No C++ compiler here: the emulated correctness tests skip with this message."""
+
+
+def compiler() -> str:
+    cxx = os.environ.get("CXX") or shutil.which("g++") or shutil.which("clang++")
+    if not cxx:
+        raise EmulatorUnavailable("no C++ compiler (g++ or clang++) on PATH; the CPU emulation of the kernels needs one")
+    return cxx
+
+
+def kernels_in(source: str) -> list[str]:
+    return _KERNEL_RE.findall((CUDA_DIR / source).read_text(encoding="utf-8"))
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("PYTEST_ANATOMY_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "pytest-anatomy")
+    path = Path(base) / "emu"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def build(source: str) -> ctypes.CDLL:
+    if source in _LIBS:
+        return _LIBS[source]
+    cxx = compiler()
+    text = (CUDA_DIR / source).read_text(encoding="utf-8")
+    exports = "".join(f"EMU_EXPORT({k})\n" for k in kernels_in(source))
+    unit = f'#include "{CUDA_DIR / source}"\n{exports}'
+    key = hashlib.sha256("\0".join((text, HEADER.read_text(), unit, cxx, *FLAGS)).encode()).hexdigest()[:20]
+    lib = cache_dir() / f"{Path(source).stem}-{key}.so"
+    if not lib.exists():
+        with tempfile.TemporaryDirectory() as tmp:
+            src = Path(tmp) / "unit.cpp"
+            src.write_text(unit)
+            out = Path(tmp) / lib.name
+            proc = subprocess.run([cxx, *FLAGS, "-include", str(HEADER), str(src), "-o", str(out)],
+                                  capture_output=True, text=True, timeout=120, check=False)
+            if proc.returncode != 0:
+                raise RuntimeError(f"emulator build of {source} failed:\n{proc.stderr[-4000:]}")
+            os.replace(out, lib)
+    _LIBS[source] = ctypes.CDLL(str(lib))
+    return _LIBS[source]
+
+
+def _arg(kind: str, value: Any) -> Any:
+    if kind == "ptr":
+        return ctypes.c_void_p(value.ctypes.data)
+    if kind == "i32":
+        return ctypes.c_int32(int(value))
+    return ctypes.c_float(float(value))
+
+
+def run(variant: Variant, shape: Mapping[str, int], inputs: Mapping[str, np.ndarray], *,
+        device: DeviceFacts | None = None, eps: float = 1e-6) -> np.ndarray:
+    """The rung's output on `inputs` (poisoned with NaN before the launches); 4 SMs by default."""
+    calls = variant.calls(shape, device or DeviceFacts(sm_count=4))
+    out_dtype = np.uint16 if variant.dtype == "bf16" else np.float32
+    out = np.full(output_shape(variant.ladder, shape), np.nan, dtype=np.float32)
+    if variant.dtype == "bf16":
+        out = np.full(out.shape, 0x7FC0, dtype=out_dtype)  # bf16 NaN
+    bindings: dict[str, Any] = {**shape, **inputs, "eps": eps, "C": out, "y": out, "out": out}
+    if variant.workspace is not None:
+        for name, count in variant.workspace(shape, device or DeviceFacts(sm_count=4)).items():
+            bindings[name] = np.full(count, np.nan, dtype=np.float32)
+    for call in calls:
+        fn = getattr(build(call.source), f"emu_launch_{call.kernel}")
+        fn.restype = ctypes.c_int
+        holders = [_arg(kind, value) for kind, value in call.bind(bindings)]
+        argv = (ctypes.c_void_p * len(holders))(*[ctypes.cast(ctypes.pointer(h), ctypes.c_void_p) for h in holders])
+        grid = (ctypes.c_int * 3)(*call.launch.grid)
+        block = (ctypes.c_int * 3)(*call.launch.block)
+        if fn(argv, grid, block) != 0:
+            raise RuntimeError(f"{variant.id}: {call.kernel} deadlocked in the emulator (see stderr)")
+    return out

@@ -1,0 +1,227 @@
+// cuda_emu.h -- run the ladder kernels on a CPU, to prove indexing and arithmetic without a GPU.
+//
+// Every CUDA thread is a ucontext fiber; the blocks of a launch run one after another on one OS
+// thread, so a function-local `__shared__` array (made `static` here) is exactly one block's
+// shared memory. __syncthreads() parks a fiber until every live fiber of the block has arrived;
+// __syncwarp() and the shuffles park it until every live fiber of its warp has. A barrier that
+// cannot complete (threads of one warp waiting at different barriers) aborts with a message:
+// that is a real bug on a GPU too. What this cannot show: races whose outcome depends on timing
+// (fibers run in a fixed order), memory-model bugs, and speed. Inline PTX has C++ stand-ins
+// (cp.async, mma.sync m16n8k16 bf16, cvt to bf16) that follow the PTX ISA's fragment layouts,
+// so a kernel that loads the wrong fragment computes the wrong product here as on the device.
+#pragma once
+#include <ucontext.h>
+#include <cmath>
+#include <math.h>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <utility>
+#include <vector>
+
+#define CUDA_EMULATOR 1
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __noinline__
+#define __restrict__ __restrict
+#define __launch_bounds__(...)
+#define __shared__ static
+#define __align__(n) __attribute__((aligned(n)))
+
+struct dim3 { unsigned x = 1, y = 1, z = 1; };
+struct alignas(16) float4 { float x, y, z, w; };
+struct alignas(8) float2 { float x, y; };
+struct alignas(16) uint4 { unsigned x, y, z, w; };
+struct alignas(8) uint2 { unsigned x, y; };
+inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
+
+namespace emu {
+enum State { RUNNABLE, AT_BLOCK_BARRIER, AT_WARP_BARRIER, DONE };
+struct Fiber { ucontext_t ctx; State state; dim3 tid; int linear; std::vector<char> stack; };
+
+struct Block {
+  std::vector<Fiber> fibers;
+  ucontext_t sched;
+  Fiber* cur = nullptr;
+  // per-warp exchange slots for shuffles and mma stand-ins (32 lanes x 16 words)
+  std::vector<uint32_t> slots;
+};
+inline Block& blk() { static Block b; return b; }
+inline dim3& block_idx() { static dim3 d; return d; }
+inline dim3& block_dim() { static dim3 d; return d; }
+inline dim3& grid_dim() { static dim3 d; return d; }
+inline std::function<void()>& body() { static std::function<void()> f; return f; }
+
+inline void fiber_main() {
+  body()();
+  blk().cur->state = DONE;
+  swapcontext(&blk().cur->ctx, &blk().sched);
+}
+inline void park(State s) {
+  Fiber* f = blk().cur;
+  f->state = s;
+  swapcontext(&f->ctx, &blk().sched);
+}
+inline int lane() { return blk().cur->linear & 31; }
+inline int warp() { return blk().cur->linear >> 5; }
+
+// Runs one block to completion; returns 0, or -1 after printing why a barrier deadlocked.
+inline int run_block(int nthreads) {
+  Block& b = blk();
+  const dim3 bd = block_dim();
+  b.fibers.resize(nthreads);
+  b.slots.assign(((nthreads + 31) / 32) * 32 * 16, 0u);
+  for (int i = 0; i < nthreads; ++i) {
+    Fiber& f = b.fibers[i];
+    f.linear = i;
+    f.tid = {unsigned(i % bd.x), unsigned((i / bd.x) % bd.y), unsigned(i / (bd.x * bd.y))};
+    f.state = RUNNABLE;
+    if (f.stack.empty()) f.stack.resize(64 * 1024);
+    getcontext(&f.ctx);
+    f.ctx.uc_stack.ss_sp = f.stack.data();
+    f.ctx.uc_stack.ss_size = f.stack.size();
+    f.ctx.uc_link = nullptr;
+    makecontext(&f.ctx, (void (*)())fiber_main, 0);
+  }
+  const int nwarps = (nthreads + 31) / 32;
+  for (;;) {
+    bool ran = false;
+    for (auto& f : b.fibers) {
+      if (f.state != RUNNABLE) continue;
+      b.cur = &f;
+      ran = true;
+      swapcontext(&b.sched, &f.ctx);
+    }
+    int live = 0, at_block = 0;
+    for (auto& f : b.fibers) {
+      if (f.state != DONE) ++live;
+      if (f.state == AT_BLOCK_BARRIER) ++at_block;
+    }
+    if (live == 0) return 0;
+    bool released = false;
+    if (at_block == live) {
+      for (auto& f : b.fibers) if (f.state == AT_BLOCK_BARRIER) f.state = RUNNABLE;
+      released = true;
+    }
+    for (int w = 0; w < nwarps; ++w) {
+      int wl = 0, ww = 0;
+      for (int i = w * 32; i < std::min(nthreads, w * 32 + 32); ++i) {
+        if (b.fibers[i].state != DONE) ++wl;
+        if (b.fibers[i].state == AT_WARP_BARRIER) ++ww;
+      }
+      if (wl > 0 && ww == wl) {
+        for (int i = w * 32; i < std::min(nthreads, w * 32 + 32); ++i) b.fibers[i].state = RUNNABLE;
+        released = true;
+      }
+    }
+    if (!ran && !released) {
+      std::fprintf(stderr, "cuda_emu: deadlock in block (%u,%u,%u): %d live threads, %d at __syncthreads, "
+                   "the rest at a warp barrier that not all of their warp reached\n",
+                   block_idx().x, block_idx().y, block_idx().z, live, at_block);
+      return -1;
+    }
+  }
+}
+
+inline int launch(const int* g, const int* bdim, const std::function<void()>& fn) {
+  grid_dim() = {unsigned(g[0]), unsigned(g[1]), unsigned(g[2])};
+  block_dim() = {unsigned(bdim[0]), unsigned(bdim[1]), unsigned(bdim[2])};
+  body() = fn;
+  const int nthreads = bdim[0] * bdim[1] * bdim[2];
+  for (int z = 0; z < g[2]; ++z)
+    for (int y = 0; y < g[1]; ++y)
+      for (int x = 0; x < g[0]; ++x) {
+        block_idx() = {unsigned(x), unsigned(y), unsigned(z)};
+        if (run_block(nthreads) != 0) return -1;
+      }
+  return 0;
+}
+
+template <typename T> T arg(void* p) { return *static_cast<T*>(p); }
+template <typename... P, size_t... I>
+void call_impl(void (*k)(P...), void** a, std::index_sequence<I...>) { k(arg<P>(a[I])...); }
+template <typename... P> void call_with(void (*k)(P...), void** a) { call_impl(k, a, std::index_sequence_for<P...>{}); }
+
+// Exchange one 32-bit word per lane through the warp's slots: write, wait, read, wait.
+inline uint32_t* warp_slots() { return &blk().slots[size_t(warp()) * 32 * 16]; }
+inline void warp_barrier() { park(AT_WARP_BARRIER); }
+template <typename T> T shfl(T v, int src_lane, bool valid) {
+  static_assert(sizeof(T) == 4, "shuffles move 32-bit values");
+  uint32_t* s = warp_slots();
+  uint32_t bits; std::memcpy(&bits, &v, 4);
+  s[lane()] = bits;
+  warp_barrier();
+  uint32_t got = valid ? s[src_lane] : bits;
+  warp_barrier();
+  T out; std::memcpy(&out, &got, 4);
+  return out;
+}
+
+inline float bf16_to_f32(uint16_t h) { uint32_t u = uint32_t(h) << 16; float f; std::memcpy(&f, &u, 4); return f; }
+inline uint16_t f32_to_bf16_rn(float f) {  // round to nearest even, as cvt.rn.bf16.f32
+  uint32_t u; std::memcpy(&u, &f, 4);
+  if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x7fffffu)) return uint16_t((u >> 16) | 0x40);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return uint16_t(u >> 16);
+}
+// mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 with the PTX ISA fragment layout:
+// group g = lane/4, t = lane%4. A regs: {a(g,2t..2t+1), a(g+8,2t..), a(g,2t+8..), a(g+8,2t+8..)};
+// B regs: {b(k=2t..2t+1, n=g), b(k=2t+8.., n=g)}; C/D: {c(g,2t), c(g,2t+1), c(g+8,2t), c(g+8,2t+1)}.
+inline void mma_16816(float d[4], const uint32_t a[4], const uint32_t b[2], const float c[4]) {
+  uint32_t* s = warp_slots();
+  const int ln = lane();
+  for (int i = 0; i < 4; ++i) s[ln * 16 + i] = a[i];
+  for (int i = 0; i < 2; ++i) s[ln * 16 + 4 + i] = b[i];
+  warp_barrier();
+  float A[16][16], B[16][8];
+  for (int l = 0; l < 32; ++l) {
+    const int g = l / 4, t = l % 4;
+    const uint32_t* r = &s[l * 16];
+    auto lo = [](uint32_t w) { return bf16_to_f32(uint16_t(w & 0xffff)); };
+    auto hi = [](uint32_t w) { return bf16_to_f32(uint16_t(w >> 16)); };
+    A[g][2 * t] = lo(r[0]); A[g][2 * t + 1] = hi(r[0]);
+    A[g + 8][2 * t] = lo(r[1]); A[g + 8][2 * t + 1] = hi(r[1]);
+    A[g][2 * t + 8] = lo(r[2]); A[g][2 * t + 9] = hi(r[2]);
+    A[g + 8][2 * t + 8] = lo(r[3]); A[g + 8][2 * t + 9] = hi(r[3]);
+    B[2 * t][g] = lo(r[4]); B[2 * t + 1][g] = hi(r[4]);
+    B[2 * t + 8][g] = lo(r[5]); B[2 * t + 9][g] = hi(r[5]);
+  }
+  warp_barrier();
+  const int g = ln / 4, t = ln % 4;
+  const int rows[4] = {g, g, g + 8, g + 8}, cols[4] = {2 * t, 2 * t + 1, 2 * t, 2 * t + 1};
+  for (int i = 0; i < 4; ++i) {
+    float acc = c[i];
+    for (int k = 0; k < 16; ++k) acc += A[rows[i]][k] * B[k][cols[i]];
+    d[i] = acc;
+  }
+}
+}  // namespace emu
+
+#define threadIdx (emu::blk().cur->tid)
+#define blockIdx (emu::block_idx())
+#define blockDim (emu::block_dim())
+#define gridDim (emu::grid_dim())
+#define warpSize 32
+inline void __syncthreads() { emu::park(emu::AT_BLOCK_BARRIER); }
+inline void __syncwarp(unsigned = 0xffffffffu) { emu::warp_barrier(); }
+inline void __threadfence() {}
+template <typename T> T __shfl_down_sync(unsigned, T v, int d) { int l = emu::lane(); return emu::shfl(v, l + d, l + d < 32); }
+template <typename T> T __shfl_xor_sync(unsigned, T v, int m) { int l = emu::lane(); return emu::shfl(v, l ^ m, true); }
+template <typename T> T __shfl_sync(unsigned, T v, int src) { return emu::shfl(v, src & 31, true); }
+template <typename T> T __ldg(const T* p) { return *p; }
+inline float atomicAdd(float* p, float v) { float o = *p; *p = o + v; return o; }
+inline unsigned atomicAdd(unsigned* p, unsigned v) { unsigned o = *p; *p = o + v; return o; }
+inline unsigned atomicInc(unsigned* p, unsigned lim) { unsigned o = *p; *p = (o >= lim) ? 0 : o + 1; return o; }
+inline float __uint_as_float(unsigned u) { float f; std::memcpy(&f, &u, 4); return f; }
+inline unsigned __float_as_uint(float f) { unsigned u; std::memcpy(&u, &f, 4); return u; }
+inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+inline float __expf(float x) { return std::exp(x); }
+inline float __fdividef(float a, float b) { return a / b; }
+
+#define EMU_EXPORT(k) \
+  extern "C" int emu_launch_##k(void** a, const int* g, const int* b) { \
+    return emu::launch(g, b, [a] { emu::call_with(k, a); }); }

@@ -1,0 +1,95 @@
+"""The fused-kernel ladders: RMSNorm (y = x / rms(x) * w) and softmax over rows, fp32.
+
+Shapes: the seed's Qwen2.5-7B shapes (M=8192 rows; RMSNorm N=3584 = hidden size, softmax
+N=2048) and a vocabulary-wide softmax row (N=152,064, Qwen2.5's vocab) with 128 rows, so x
+(78 MB) is larger than the H200's 60 MB L2. Register-resident rungs hold at most 8,192 columns
+and refuse the vocabulary row (RungRefused)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pytest_anatomy.kernels.registry import (
+    DeviceFacts,
+    KernelCall,
+    Launch,
+    Variant,
+    cdiv,
+)
+from pytest_anatomy.theory.kernels import StreamAccess
+
+BLOCK = 256
+MAX_COLS = 8192  # 256 threads x 32 registers of row data
+EPS = 1e-6
+RMSNORM_TIMING_SHAPE = {"M": 8192, "N": 3584}
+SOFTMAX_TIMING_SHAPE = {"M": 8192, "N": 2048}
+VOCAB_SHAPE = {"M": 128, "N": 152_064}
+CORRECTNESS_SHAPES = ({"M": 64, "N": 1000}, {"M": 33, "N": 4097}, {"M": 8, "N": 8192})
+
+
+def _rows(src: str, kernel: str, args: tuple[str, ...]):
+    def launch(s: Mapping[str, int], d: DeviceFacts) -> tuple[KernelCall, ...]:
+        return (KernelCall(src, kernel, Launch((s["M"], 1, 1), (BLOCK, 1, 1)), args),)
+    return launch
+
+
+def _rms_two_pass(s: Mapping[str, int], d: DeviceFacts) -> tuple[KernelCall, ...]:
+    src = "rmsnorm/n1_two_pass.cu"
+    return (KernelCall(src, "rmsnorm_rstd", Launch((s["M"], 1, 1), (BLOCK, 1, 1)), ("ptr:x", "ptr:rstd", "i32:N", "f32:eps")),
+            KernelCall(src, "rmsnorm_apply", Launch((cdiv(s["N"], BLOCK), s["M"], 1), (BLOCK, 1, 1)),
+                       ("ptr:x", "ptr:w", "ptr:rstd", "ptr:y", "i32:N")))
+
+
+def _softmax_three_pass(s: Mapping[str, int], d: DeviceFacts) -> tuple[KernelCall, ...]:
+    src = "softmax/x1_three_pass.cu"
+    rows = Launch((s["M"], 1, 1), (BLOCK, 1, 1))
+    return (KernelCall(src, "softmax_row_max", rows, ("ptr:x", "ptr:row_max", "i32:N")),
+            KernelCall(src, "softmax_row_sum", rows, ("ptr:x", "ptr:row_max", "ptr:row_sum", "i32:N")),
+            KernelCall(src, "softmax_normalize", Launch((cdiv(s["N"], BLOCK), s["M"], 1), (BLOCK, 1, 1)),
+                       ("ptr:x", "ptr:row_max", "ptr:row_sum", "ptr:y", "i32:N")))
+
+
+def _per_row(*names: str):
+    def ws(s: Mapping[str, int], d: DeviceFacts) -> dict[str, int]:
+        return {n: s["M"] for n in names}
+    return ws
+
+
+RMS_ARGS = ("ptr:x", "ptr:w", "ptr:y", "i32:N", "f32:eps")
+RMSNORM: tuple[Variant, ...] = (
+    Variant("n0-torch", "torch.nn.functional.rms_norm", None, None, "the library baseline", None, "rmsnorm",
+            baseline="torch.rms_norm"),
+    Variant("n1-two-pass", "two kernels: 1/rms per row, then apply", "rmsnorm/n1_two_pass.cu", _rms_two_pass,
+            "unfused: x read twice from DRAM", StreamAccess("n1", reads=2, writes=1, dram_reads=2, aux_bytes_row=8,
+                                                            weight=True), "rmsnorm", workspace=_per_row("rstd")),
+    Variant("n2-fused", "one kernel, two passes over the row", "rmsnorm/n2_fused.cu",
+            _rows("rmsnorm/n2_fused.cu", "rmsnorm_fused", RMS_ARGS),
+            "fuse: the re-read hits L1/L2", StreamAccess("n2", reads=2, writes=1, dram_reads=1, weight=True), "rmsnorm"),
+    Variant("n3-registers", "one pass, row in registers", "rmsnorm/n3_registers.cu",
+            _rows("rmsnorm/n3_registers.cu", "rmsnorm_registers", RMS_ARGS),
+            "keep the row in registers: read once", StreamAccess("n3", reads=1, writes=1, dram_reads=1, weight=True),
+            "rmsnorm", max_cols=MAX_COLS),
+    Variant("n4-vectorized", "registers + float4", "rmsnorm/n4_vectorized.cu",
+            _rows("rmsnorm/n4_vectorized.cu", "rmsnorm_vectorized", RMS_ARGS),
+            "128-bit loads and stores", StreamAccess("n4", reads=1, writes=1, dram_reads=1, weight=True),
+            "rmsnorm", max_cols=MAX_COLS),
+)
+
+SOFTMAX: tuple[Variant, ...] = (
+    Variant("x0-torch", "torch.softmax", None, None, "the library baseline", None, "softmax", baseline="torch.softmax"),
+    Variant("x1-three-pass", "three kernels: max, sum of exp, normalize", "softmax/x1_three_pass.cu",
+            _softmax_three_pass, "unfused, numerically safe",
+            StreamAccess("x1", reads=3, writes=1, dram_reads=3, aux_bytes_row=16), "softmax",
+            workspace=_per_row("row_max", "row_sum")),
+    Variant("x2-online", "online (max, sum) in one pass + normalize pass", "softmax/x2_online.cu",
+            _rows("softmax/x2_online.cu", "softmax_online", ("ptr:x", "ptr:y", "i32:N")),
+            "online softmax: max and sum from one read", StreamAccess("x2", reads=2, writes=1, dram_reads=1), "softmax"),
+    Variant("x3-registers", "one pass, row in registers", "softmax/x3_registers.cu",
+            _rows("softmax/x3_registers.cu", "softmax_registers", ("ptr:x", "ptr:y", "i32:N")),
+            "keep the row in registers", StreamAccess("x3", reads=1, writes=1, dram_reads=1), "softmax",
+            max_cols=MAX_COLS),
+    Variant("x4-vectorized", "registers + float4", "softmax/x4_vectorized.cu",
+            _rows("softmax/x4_vectorized.cu", "softmax_vectorized", ("ptr:x", "ptr:y", "i32:N")),
+            "128-bit loads and stores", StreamAccess("x4", reads=1, writes=1, dram_reads=1), "softmax",
+            max_cols=MAX_COLS),
+)

@@ -1,0 +1,172 @@
+"""The registry's vocabulary: a ladder is a tuple of Variants, a Variant is one rung.
+
+A rung is launched as one or more KernelCalls (a two-pass RMSNorm is two kernels; a reduction
+is its rung kernel plus the shared finishing kernel). Everything here is pure Python: tests,
+report tables, plots, the CPU emulator and the GPU runner all read the same objects, and none
+of them imports torch or CUDA.
+
+Kernel arguments are written as "kind:name" strings -- "ptr:A", "i32:M", "f32:eps" -- and the
+name is looked up in the bindings a runner builds for one shape: the tensors it allocated and
+the shape's sizes. That keeps the launch description free of any device object.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+CUDA_DIR = Path(__file__).resolve().parent / "cuda"
+ARG_KINDS = ("ptr", "i32", "f32")  # a name is looked up in the bindings; digits are a literal
+_ARG_RE = re.compile(r"^(ptr|i32|f32):([A-Za-z_][A-Za-z0-9_]*|-?[0-9]+(?:\.[0-9]+)?)$")
+_HEADER_FIELDS = ("What changes:", "Predicted effect:", "Measured outcome:")
+
+
+class RungRefused(ValueError):
+    """A rung that cannot run a shape by construction (e.g. a row longer than its registers hold)."""
+
+
+@dataclass(frozen=True)
+class DeviceFacts:
+    """What a launch configuration may depend on besides the shape."""
+
+    sm_count: int
+
+
+@dataclass(frozen=True)
+class Launch:
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    shmem: int = 0
+
+    @property
+    def threads_per_block(self) -> int:
+        return self.block[0] * self.block[1] * self.block[2]
+
+    @property
+    def blocks(self) -> int:
+        return self.grid[0] * self.grid[1] * self.grid[2]
+
+
+@dataclass(frozen=True)
+class KernelCall:
+    """One kernel launch: which file, which extern "C" symbol, its config and its arguments."""
+
+    source: str  # path relative to kernels/cuda/, e.g. "sgemm/s1_naive.cu"
+    kernel: str
+    launch: Launch
+    args: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        for a in self.args:
+            if not _ARG_RE.match(a):
+                raise ValueError(f"{self.kernel}: argument {a!r} must be 'kind:name' with kind in {ARG_KINDS}")
+
+    def parsed_args(self) -> tuple[tuple[str, str], ...]:
+        return tuple((a.split(":", 1)[0], a.split(":", 1)[1]) for a in self.args)
+
+    def bind(self, bindings: Mapping[str, Any]) -> list[tuple[str, Any]]:
+        """[(kind, value)] for this launch: names looked up in `bindings`, literals parsed."""
+        out: list[tuple[str, Any]] = []
+        for kind, name in self.parsed_args():
+            if name[0].isdigit() or name[0] == "-":
+                out.append((kind, float(name) if kind == "f32" else int(name)))
+            elif name in bindings:
+                out.append((kind, bindings[name]))
+            else:
+                raise KeyError(f"{self.kernel}: argument {name!r} has no binding (have {sorted(bindings)})")
+        return out
+
+
+LaunchFn = Callable[[Mapping[str, int], DeviceFacts], tuple[KernelCall, ...]]
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One rung of a ladder.
+
+    id        -- stable short id used in recording names ("s3-smem-tiling")
+    title     -- one line for tables
+    source    -- the rung's own .cu file (relative to kernels/cuda/), or None for the library
+                 baseline (rung 0: cuBLAS / torch), which the runner calls by `baseline`
+    launch    -- shape, device -> the KernelCalls that make up one run of the rung
+    changes   -- what this rung changes relative to the previous one (also in the file header)
+    theory    -- the access pattern the ledgers in theory/kernels.py price (frozen dataclass)
+    ladder    -- "sgemm", "reduction", "rmsnorm", "softmax"
+    dtype     -- operand dtype ("fp32", "bf16")
+    baseline  -- for rung 0: the library call ("torch.matmul", "torch.sum", ...)
+    max_cols  -- rows longer than this are refused (register-resident rungs)
+    workspace -- shape, device -> {buffer name: float32 elements} the runner allocates
+    """
+
+    id: str
+    title: str
+    source: str | None
+    launch: LaunchFn | None
+    changes: str
+    theory: Any
+    ladder: str
+    dtype: str = "fp32"
+    baseline: str | None = None
+    max_cols: int | None = None
+    workspace: Callable[[Mapping[str, int], DeviceFacts], Mapping[str, int]] | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def is_baseline(self) -> bool:
+        return self.source is None
+
+    @property
+    def path(self) -> Path | None:
+        return None if self.source is None else CUDA_DIR / self.source
+
+    def calls(self, shape: Mapping[str, int], device: DeviceFacts) -> tuple[KernelCall, ...]:
+        """The launches for `shape`; RungRefused when the rung cannot hold it."""
+        self.check(shape)
+        if self.launch is None:
+            return ()
+        return self.launch(shape, device)
+
+    def check(self, shape: Mapping[str, int]) -> None:
+        if self.max_cols is not None and shape.get("N", 0) > self.max_cols:
+            raise RungRefused(
+                f"{self.ladder} rung {self.id} keeps a whole row in registers and holds at most "
+                f"{self.max_cols:,} columns (256 threads x {self.max_cols // 256} values); N={shape['N']:,} "
+                f"would need {-(-shape['N'] // 256)} registers per thread for the row alone (the hardware "
+                f"limit is 255). Use a streaming rung (two-pass or online) for rows this long.")
+
+    def sources(self, shape: Mapping[str, int], device: DeviceFacts) -> tuple[str, ...]:
+        """Every .cu file the rung's launches need, rung file first."""
+        out: list[str] = [] if self.source is None else [self.source]
+        for call in self.calls(shape, device):
+            if call.source not in out:
+                out.append(call.source)
+        return tuple(out)
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def header_of(path: Path) -> dict[str, str]:
+    """The llm.c-style header comment of a rung file as {field: text}.
+
+    Raises ValueError naming the file when a field is missing: every rung states what it
+    changes, what it predicts and what was measured."""
+    text = path.read_text(encoding="utf-8")
+    m = re.match(r"\s*/\*(.*?)\*/", text, re.DOTALL)
+    if m is None:
+        raise ValueError(f"{path}: no header comment; a rung file starts with /* what changes, predicted effect, "
+                         "measured outcome */")
+    body = m.group(1)
+    out = {"title": body.strip().splitlines()[0].strip()}
+    for i, name in enumerate(_HEADER_FIELDS):
+        start = body.find(name)
+        if start < 0:
+            raise ValueError(f"{path}: header has no {name!r} paragraph")
+        end = min([body.find(n, start + 1) for n in _HEADER_FIELDS[i + 1:] + ("Seed",) if body.find(n, start + 1) > 0]
+                  or [len(body)])
+        out[name.rstrip(":").lower().replace(" ", "_")] = " ".join(body[start + len(name):end].split())
+    return out

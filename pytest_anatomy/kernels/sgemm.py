@@ -1,0 +1,77 @@
+"""The SGEMM ladder: rung 0 is cuBLAS fp32 (TF32 off), rungs s1-s7 hand-written fp32, s8 bf16
+tensor cores against cuBLAS bf16. C = A @ B, row-major, M x K times K x N (s8: A @ Bt^T)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pytest_anatomy.kernels.registry import (
+    DeviceFacts,
+    KernelCall,
+    Launch,
+    Variant,
+    cdiv,
+)
+from pytest_anatomy.theory.kernels import (
+    coalesced_access,
+    naive_access,
+    tensor_core_access,
+    tiled_access,
+)
+
+ARGS = ("i32:M", "i32:N", "i32:K", "ptr:A", "ptr:B", "ptr:C")
+TIMING_SHAPE = {"M": 4096, "N": 4096, "K": 4096}
+# Odd sizes: partial tiles in every dimension, K not a multiple of 4 or 8 (scalar paths).
+CORRECTNESS_SHAPES = ({"M": 1000, "N": 1000, "K": 1000}, {"M": 4097, "N": 1000, "K": 129},
+                      {"M": 129, "N": 4097, "K": 4097})
+EXTRA_SHAPES = ({"M": 2048, "N": 18944, "K": 3584}, {"M": 32, "N": 18944, "K": 3584})  # Qwen2.5-7B FFN up
+
+
+def _grid_tiles(src: str, kernel: str, bm: int, bn: int, block: tuple[int, int, int], args: tuple[str, ...] = ARGS):
+    def launch(s: Mapping[str, int], d: DeviceFacts) -> tuple[KernelCall, ...]:
+        return (KernelCall(src, kernel, Launch((cdiv(s["N"], bn), cdiv(s["M"], bm), 1), block), args),)
+    return launch
+
+
+def _naive(s: Mapping[str, int], d: DeviceFacts) -> tuple[KernelCall, ...]:
+    return (KernelCall("sgemm/s1_naive.cu", "sgemm_naive", Launch((cdiv(s["M"], 32), cdiv(s["N"], 32), 1), (32, 32, 1)),
+                       ARGS),)
+
+
+LADDER: tuple[Variant, ...] = (
+    Variant("s0-cublas", "cuBLAS fp32 via torch.matmul, TF32 off", None, None,
+            "the library baseline every rung is compared with", None, "sgemm", baseline="torch.matmul"),
+    Variant("s1-naive", "naive, lanes walk rows (uncoalesced A)", "sgemm/s1_naive.cu", _naive,
+            "textbook triple loop, one output per thread", naive_access(), "sgemm"),
+    Variant("s2-coalesced", "lanes walk columns (coalesced B)", "sgemm/s2_coalesced.cu",
+            _grid_tiles("sgemm/s2_coalesced.cu", "sgemm_coalesced", 32, 32, (32, 32, 1)),
+            "swap the thread-to-output mapping: 33 -> 2 transactions per warp-FMA", coalesced_access(), "sgemm"),
+    Variant("s3-smem-tiling", "32x32 shared-memory tiles", "sgemm/s3_smem_tiling.cu",
+            _grid_tiles("sgemm/s3_smem_tiling.cu", "sgemm_smem_tiling", 32, 32, (32, 32, 1)),
+            "stage tiles in shared memory: global loads per FMA 2 -> 1/16", tiled_access("s3", 32, 32), "sgemm"),
+    Variant("s4-1d-regtile", "1D register tile (64x64x8, 8 outputs per thread)", "sgemm/s4_1d_regtile.cu",
+            _grid_tiles("sgemm/s4_1d_regtile.cu", "sgemm_1d_regtile", 64, 64, (512, 1, 1)),
+            "reuse a B value from a register for 8 FMAs", tiled_access("s4", 64, 64, tm=8, tn=1), "sgemm"),
+    Variant("s5-2d-regtile", "2D register tile (128x128x8, 8x8 outputs per thread)", "sgemm/s5_2d_regtile.cu",
+            _grid_tiles("sgemm/s5_2d_regtile.cu", "sgemm_2d_regtile", 128, 128, (256, 1, 1)),
+            "an 8x8 outer product per k: shared loads per FMA 1.125 -> 0.25", tiled_access("s5", 128, 128, 8, 8),
+            "sgemm"),
+    Variant("s6-vectorized", "s5 with float4 global and shared loads", "sgemm/s6_vectorized.cu",
+            _grid_tiles("sgemm/s6_vectorized.cu", "sgemm_vectorized", 128, 128, (256, 1, 1)),
+            "128-bit loads: a quarter of the load instructions, same bytes",
+            tiled_access("s6", 128, 128, 8, 8, vector=4), "sgemm"),
+    Variant("s7-warptiling", "warp tiling (128x128x16, 64x64 per warp, 8x16 per thread)", "sgemm/s7_warptiling.cu",
+            _grid_tiles("sgemm/s7_warptiling.cu", "sgemm_warptiling", 128, 128, (128, 1, 1)),
+            "a warp-level tile: mostly-broadcast shared reads, BK=16 halves barriers per FMA",
+            tiled_access("s7", 128, 128, 8, 16, vector=4, a_loads_per_k=8, b_loads_per_k=16), "sgemm"),
+    Variant("s8-bf16-mma", "bf16 tensor cores, mma.sync m16n8k16, cp.async double buffer", "sgemm/s8_bf16_mma.cu",
+            _grid_tiles("sgemm/s8_bf16_mma.cu", "sgemm_bf16_mma", 128, 128, (256, 1, 1)),
+            "move the FMAs to the tensor cores (bf16 in, fp32 accumulate, bf16 out); baseline cuBLAS bf16",
+            tensor_core_access("s8", 128, 128), "sgemm", dtype="bf16"),
+)
+BF16_BASELINE = Variant("s0-cublas-bf16", "cuBLAS bf16 via torch.matmul (A @ Bt.T)", None, None,
+                        "the tensor-core rung's baseline", None, "sgemm", dtype="bf16", baseline="torch.matmul.bf16")
+# Instruction-ledger fit: the seed's choice (coalesced, shared tiling, 1D register tile); the
+# other fp32 rungs are held out. s1 belongs to the request ledger, fitted on s2.
+INSTRUCTION_FIT = ("s2-coalesced", "s3-smem-tiling", "s4-1d-regtile")
+REQUEST_FIT = ("s2-coalesced",)

@@ -1,0 +1,316 @@
+"""Compile the ladder kernels with NVRTC and launch them through cuda.core on torch tensors.
+
+One KernelRunner per process and GPU. Kernels are compiled once per source file with NVRTC
+(`cuda.core.Program`, target = the device's own sm_XY, ptxas -v captured as the resource
+report) and launched with `cuda.core.launch` on torch's *current* stream, with the tensors'
+device pointers as arguments -- so kernel launches, torch's baselines, the L2 flush and the
+CUDA events all live on one stream, in order.
+
+Protocol (METHOD.md): correctness first on fresh random inputs (never zeros; odd sizes), the
+output poisoned with NaN before the run and checked against a float64 reference; then timing
+with CUDA events after warm-up, the L2 flushed by a read of a buffer several times its size
+before every timed run, the median of many runs, and every variant timed in two separate blocks
+so their difference shows the noise.
+
+torch and cuda.core are imported inside methods only: importing this module costs nothing on
+a CPU-only machine.
+"""
+
+from __future__ import annotations
+
+import io
+import statistics
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from pytest_anatomy.kernels.reference import TOLERANCE
+from pytest_anatomy.kernels.registry import CUDA_DIR, DeviceFacts, RungRefused, Variant
+
+FLUSH_BYTES = 512 * 1024**2  # > 8x the H200's 60 MB L2
+EPS = 1e-6
+
+
+@dataclass
+class Compiled:
+    source: str
+    code: Any  # cuda.core ObjectCode
+    cubin: bytes
+    log: str
+    kernels: dict[str, Any] = field(default_factory=dict)
+
+
+@contextmanager
+def ieee_fp32() -> Iterator[str]:
+    """cuBLAS in true fp32 (TF32 off), restoring torch's setting afterwards."""
+    import torch
+
+    cfg = torch.backends.cuda.matmul
+    new_api = hasattr(cfg, "fp32_precision")
+    saved = cfg.fp32_precision if new_api else cfg.allow_tf32
+    try:
+        if new_api:
+            cfg.fp32_precision = "ieee"
+        else:
+            cfg.allow_tf32 = False
+        yield "fp32_precision='ieee'" if new_api else "allow_tf32=False"
+    finally:
+        if new_api:
+            cfg.fp32_precision = saved
+        else:
+            cfg.allow_tf32 = saved
+
+
+class KernelRunner:
+    def __init__(self, device_index: int = 0) -> None:
+        import torch
+        from cuda.core import Device
+
+        torch.cuda.init()
+        torch.cuda.set_device(device_index)
+        self.torch = torch
+        self.device = Device(device_index)
+        self.device.set_current()  # the primary context, the one torch uses
+        cc = self.device.compute_capability
+        self.arch = f"sm_{cc.major}{cc.minor}"
+        props = torch.cuda.get_device_properties(device_index)
+        self.facts = DeviceFacts(sm_count=int(props.multi_processor_count))
+        self.gpu_name = props.name
+        self._compiled: dict[str, Compiled] = {}
+        self._flush: Any = None
+
+    # --- compile and launch ----------------------------------------------------------------
+    def compile(self, source: str) -> Compiled:
+        if source not in self._compiled:
+            from cuda.core import Program, ProgramOptions
+
+            code = (CUDA_DIR / source).read_text(encoding="utf-8")
+            opts = ProgramOptions(arch=self.arch, name=source, std="c++17", ptxas_options="-v")
+            log = io.StringIO()
+            obj = Program(code, "c++", opts).compile("cubin", logs=log)
+            self._compiled[source] = Compiled(source, obj, bytes(obj.code), log.getvalue().replace("\x00", ""))
+        return self._compiled[source]
+
+    def kernel(self, source: str, name: str) -> Any:
+        c = self.compile(source)
+        if name not in c.kernels:
+            c.kernels[name] = c.code.get_kernel(name)
+        return c.kernels[name]
+
+    def resources(self, variant: Variant, shape: Mapping[str, int]) -> list[dict[str, Any]]:
+        """Per launch: registers, static shared memory, local (spill) bytes and the driver's
+        occupancy for the launch's block size, read from the loaded kernels."""
+        out = []
+        for call in variant.calls(shape, self.facts):
+            k = self.kernel(call.source, call.kernel)
+            a = k.attributes
+            out.append({"kernel": call.kernel, "registers": a.num_regs, "shared_bytes": a.shared_size_bytes,
+                        "local_bytes": a.local_size_bytes, "threads_per_block": call.launch.threads_per_block,
+                        "grid": list(call.launch.grid), "block": list(call.launch.block),
+                        "blocks_per_sm": k.occupancy.max_active_blocks_per_multiprocessor(
+                            call.launch.threads_per_block, call.launch.shmem)})
+        return out
+
+    def _stream(self) -> Any:
+        from cuda.core import LEGACY_DEFAULT_STREAM, Stream
+
+        handle = int(self.torch.cuda.current_stream().cuda_stream)
+        return LEGACY_DEFAULT_STREAM if handle == 0 else Stream.from_handle(handle)
+
+    def prepare(self, variant: Variant, shape: Mapping[str, int], inputs: Mapping[str, Any]) -> Callable[[], Any]:
+        """A zero-argument callable that runs the rung once on `inputs` and returns its output
+        tensor. Allocations happen here, never inside the callable."""
+        torch = self.torch
+        ladder = variant.ladder
+        if variant.is_baseline:
+            return self._baseline(variant, shape, inputs)
+        calls = variant.calls(shape, self.facts)  # raises RungRefused first
+        import numpy as np
+        from cuda.core import LaunchConfig, launch
+
+        out_dtype = torch.bfloat16 if variant.dtype == "bf16" else torch.float32
+        if ladder == "reduction":
+            out_shape: tuple[int, ...] = (1,)
+        elif ladder == "sgemm":
+            out_shape = (shape["M"], shape["N"])
+        else:
+            out_shape = (shape["M"], shape["N"])
+        out = torch.empty(out_shape, dtype=out_dtype, device="cuda")
+        bindings: dict[str, Any] = {**shape, **inputs, "eps": EPS, "C": out, "y": out, "out": out}
+        for name, count in (variant.workspace(shape, self.facts) if variant.workspace else {}).items():
+            bindings[name] = torch.empty(count, dtype=torch.float32, device="cuda")
+        prepared = []
+        for call in calls:
+            args = []
+            for kind, value in call.bind(bindings):
+                args.append(value.data_ptr() if kind == "ptr" else np.int32(value) if kind == "i32" else np.float32(value))
+            cfg = LaunchConfig(grid=call.launch.grid, block=call.launch.block, shmem_size=call.launch.shmem)
+            prepared.append((cfg, self.kernel(call.source, call.kernel), tuple(args)))
+        stream = self._stream()
+
+        def run() -> Any:
+            for cfg, k, args in prepared:
+                launch(stream, cfg, k, *args)
+            return out
+
+        run.poison = lambda: out.fill_(float("nan"))  # type: ignore[attr-defined]
+        return run
+
+    def _baseline(self, variant: Variant, shape: Mapping[str, int], inputs: Mapping[str, Any]) -> Callable[[], Any]:
+        torch = self.torch
+        b = variant.baseline
+        if b == "torch.matmul":
+            a_, b_ = inputs["A"], inputs["B"]
+            c = torch.empty(a_.shape[0], b_.shape[1], dtype=torch.float32, device="cuda")
+
+            def run() -> Any:
+                with ieee_fp32():
+                    return torch.matmul(a_, b_, out=c)
+        elif b == "torch.matmul.bf16":
+            a_, bt = inputs["A"], inputs["B"]
+            c = torch.empty(a_.shape[0], bt.shape[0], dtype=torch.bfloat16, device="cuda")
+
+            def run() -> Any:
+                return torch.matmul(a_, bt.t(), out=c)
+        elif b == "torch.sum":
+            x, c = inputs["x"], torch.empty(1, dtype=torch.float32, device="cuda")
+
+            def run() -> Any:
+                return torch.sum(x.view(1, -1), dim=1, out=c)
+        elif b == "torch.rms_norm":
+            x, w = inputs["x"], inputs["w"]
+
+            def run() -> Any:
+                return torch.nn.functional.rms_norm(x, (x.shape[1],), w, EPS)
+        elif b == "torch.softmax":
+            x = inputs["x"]
+
+            def run() -> Any:
+                return torch.softmax(x, dim=-1)
+        else:
+            raise ValueError(f"unknown baseline {b!r} for {variant.id}")
+        run.poison = (lambda: c.fill_(float("nan"))) if b.startswith(("torch.matmul", "torch.sum")) \
+            else (lambda: None)  # type: ignore[attr-defined]
+        return run
+
+    # --- inputs, correctness, timing ---------------------------------------------------------
+    def inputs(self, ladder: str, shape: Mapping[str, int], dtype: str, seed: int) -> dict[str, Any]:
+        """Fresh random device tensors (same distributions as reference.make_inputs)."""
+        torch = self.torch
+        g = torch.Generator(device="cuda").manual_seed(seed)
+        if ladder == "sgemm":
+            m, n, k = shape["M"], shape["N"], shape["K"]
+            a = torch.randn(m, k, generator=g, device="cuda")
+            b = torch.randn(k, n, generator=g, device="cuda")
+            if dtype == "bf16":
+                return {"A": a.to(torch.bfloat16), "B": b.t().contiguous().to(torch.bfloat16)}
+            return {"A": a, "B": b}
+        if ladder == "reduction":
+            return {"x": torch.rand(shape["n"], generator=g, device="cuda")}
+        x = 3.0 * torch.randn(shape["M"], shape["N"], generator=g, device="cuda")
+        if ladder == "rmsnorm":
+            return {"x": x, "w": 1.0 + 0.5 * torch.randn(shape["N"], generator=g, device="cuda")}
+        return {"x": x}
+
+    def reference(self, ladder: str, inputs: Mapping[str, Any], dtype: str) -> Any:
+        torch = self.torch
+        d = {k: v.double() for k, v in inputs.items()}
+        if ladder == "sgemm":
+            return d["A"] @ (d["B"].t() if dtype == "bf16" else d["B"])
+        if ladder == "reduction":
+            return d["x"].sum().reshape(1)
+        x = d["x"]
+        if ladder == "rmsnorm":
+            return x * torch.rsqrt((x * x).mean(dim=1, keepdim=True) + EPS) * d["w"]
+        return torch.softmax(x, dim=-1)
+
+    def check(self, variant: Variant, shape: Mapping[str, int], seed: int) -> dict[str, Any]:
+        """Run once on fresh inputs with a poisoned output; compare with float64."""
+        torch = self.torch
+        try:
+            inputs = self.inputs(variant.ladder, shape, variant.dtype, seed)
+            run = self.prepare(variant, shape, inputs)
+        except RungRefused as exc:
+            return {"shape": dict(shape), "status": "refused", "reason": str(exc)}
+        run.poison()  # type: ignore[attr-defined]
+        out = run()
+        torch.cuda.synchronize()
+        ref = self.reference(variant.ladder, inputs, variant.dtype)
+        o = out.double()
+        finite = bool(torch.isfinite(o).all())
+        err = float(torch.linalg.vector_norm(o - ref) / torch.linalg.vector_norm(ref)) if finite else float("inf")
+        tol = TOLERANCE[variant.dtype]
+        return {"shape": dict(shape), "seed": seed, "status": "ok" if err <= tol else "wrong", "rel_error": err,
+                "tolerance": tol, "all_written": finite}
+
+    def time(self, fn: Callable[[], Any], *, runs: int, warmup: int, max_seconds: float = 3.0) -> dict[str, Any]:
+        """Median ms of `runs` CUDA-event timings (fewer if a run is slow: at most ~max_seconds)."""
+        torch = self.torch
+        if self._flush is None:
+            self._flush = torch.ones(FLUSH_BYTES // 4, dtype=torch.float32, device="cuda")
+        scratch = torch.empty(1, dtype=torch.float32, device="cuda")
+        t0 = time.perf_counter()
+        for _ in range(warmup):
+            fn()
+        torch.cuda.synchronize()
+        first = (time.perf_counter() - t0) / max(warmup, 1)
+        runs = max(3, min(runs, int(max_seconds / max(first, 1e-6))))
+        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(runs)]
+        for start, end in events:
+            torch.sum(self._flush.view(1, -1), dim=1, out=scratch)  # evict L2: a read, leaves no dirty lines
+            start.record()
+            fn()
+            end.record()
+        torch.cuda.synchronize()
+        ms = [s.elapsed_time(e) for s, e in events]
+        return {"ms_median": statistics.median(ms), "ms_min": min(ms), "ms_max": max(ms), "runs": runs,
+                "warmup": warmup, "samples_ms": ms, "l2_flush_bytes": FLUSH_BYTES}
+
+
+# --- live measurements for the `measured` fixture ------------------------------------------------
+_RUNNER: list[KernelRunner] = []
+
+
+def shared_runner() -> KernelRunner:
+    if not _RUNNER:
+        _RUNNER.append(KernelRunner())
+    return _RUNNER[0]
+
+
+def live_rung(variant: Variant, baseline: Variant, shape: Mapping[str, int], *, runs: int = 30,
+              seed: int = 7) -> dict[str, Any]:
+    """One rung measured now, in the shape of an imported kernels recording: correctness on the
+    shape, then baseline / rung / rung / baseline timing blocks."""
+    r = shared_runner()
+    check = r.check(variant, shape, seed)
+    if check["status"] == "refused":
+        return {"measurements": {}, "provenance": {"gpu_name": r.gpu_name},
+                "data": {"ladder": variant.ladder, "rung": variant.id, "shape": dict(shape), "dtype": variant.dtype,
+                         "status": "refused", "reason": check["reason"]}}
+    inputs = r.inputs(variant.ladder, shape, variant.dtype, seed + 1)
+    fn, bfn = r.prepare(variant, shape, inputs), r.prepare(baseline, shape, inputs)
+    tb0, t0, t1, tb1 = (r.time(f, runs=runs, warmup=3) for f in (bfn, fn, fn, bfn))
+    result = {"kind": "kernel-timing", "status": "ok", "ladder": variant.ladder, "rung": variant.id,
+              "shape": dict(shape), "dtype": variant.dtype, "ms_median": t0["ms_median"],
+              "ms_median_repeat": t1["ms_median"], "baseline_rung": baseline.id,
+              "baseline_ms_median": tb0["ms_median"], "baseline_ms_median_repeat": tb1["ms_median"],
+              "timings": [t0, t1], "correctness": [check],
+              "resources": None if variant.is_baseline else r.resources(variant, shape)}
+    return {"measurements": {"time": {"value": t0["ms_median"] / 1e3, "unit": "s"},
+                             "time_repeat": {"value": t1["ms_median"] / 1e3, "unit": "s"},
+                             "baseline_time": {"value": tb0["ms_median"] / 1e3, "unit": "s"}},
+            "provenance": {"gpu_name": r.gpu_name, "engine": "cuda.core + NVRTC"},
+            "data": {**{k: result[k] for k in ("ladder", "rung", "shape", "dtype", "ms_median", "ms_median_repeat",
+                                              "baseline_rung", "baseline_ms_median", "status")},
+                     "run": {"id": f"{variant.ladder}.{variant.id}", "result": result}}}
+
+
+def live_ceilings() -> dict[str, Any]:
+    from pytest_anatomy.measure import ceilings
+
+    read, copy = ceilings.read_bandwidth(2 * 1024**3, 20, 3), ceilings.copy_bandwidth(2 * 1024**3, 20, 3)
+    return {"measurements": {"read_bandwidth": {"value": read["value"], "unit": "B/s"},
+                             "copy_bandwidth": {"value": copy["value"], "unit": "B/s"}},
+            "provenance": {"gpu_name": shared_runner().gpu_name}, "data": {"read": read, "copy": copy}}

@@ -1,0 +1,274 @@
+#!/usr/bin/env python3
+"""One device call (~9 min budget): every kernel ladder on the GPU -- correctness first, then timing.
+
+Parts, in priority order; $OUT/kernels.json (schema pytest-anatomy/device-batch/v1) is rewritten
+after every part, so a killed run keeps what it measured:
+  ceilings            read bandwidth (torch.sum), copy bandwidth (read + write), clocks
+  compile             NVRTC for sm_XY of every .cu file: ptxas -v log, registers, occupancy;
+                      cubins under $OUT/cubins/ and, where cuobjdump exists, SASS counts
+  check.<ladder>      every rung on fresh random inputs at the odd correctness shapes and at the
+                      timing shape, output poisoned with NaN, vs float64 (refusals recorded)
+  <ladder>.<rung>.<shape>   timing: rung 0 first, every rung (block A), every rung again
+                      (block B), rung 0 again; medians of CUDA-event runs after warm-up, L2
+                      flushed (512 MB read) before each run
+Shapes: SGEMM 4096^3 (then the Qwen2.5-7B FFN shapes if time is left), reduction 2^28 floats,
+RMSNorm 8192 x 3584, softmax 8192 x 2048 and 128 x 152,064 (register rungs refuse it).
+
+On the device:   PYTHONUNBUFFERED=1 python3 scripts/device/kernels_plan.py --out-dir $OUT 2>&1 | tee $OUT/kernels.log
+Anywhere:        python3 scripts/device/kernels_plan.py --dry-run
+Then here:       pytest-anatomy import-device <files>/kernels.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import traceback
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from pytest_anatomy.kernels import fused, reduction, sgemm
+from pytest_anatomy.kernels.ladders import LADDERS, TIMING_SHAPES
+from pytest_anatomy.kernels.registry import DeviceFacts, RungRefused, Variant
+
+SCHEMA = "pytest-anatomy/device-batch/v1"
+T0 = time.monotonic()
+CORRECTNESS = {"sgemm": sgemm.CORRECTNESS_SHAPES, "reduction": reduction.CORRECTNESS_SHAPES,
+               "rmsnorm": fused.CORRECTNESS_SHAPES, "softmax": fused.CORRECTNESS_SHAPES}
+MAIN_SHAPES: list[tuple[str, dict[str, int]]] = [
+    ("sgemm", sgemm.TIMING_SHAPE), ("reduction", reduction.TIMING_SHAPE), ("rmsnorm", fused.RMSNORM_TIMING_SHAPE),
+    ("softmax", fused.SOFTMAX_TIMING_SHAPE), ("softmax", fused.VOCAB_SHAPE)]
+EXTRA_SHAPES = [("sgemm", s) for s in sgemm.EXTRA_SHAPES]
+
+
+def log(msg: str) -> None:
+    print(f"[kernels {time.monotonic() - T0:6.1f}s] {msg}", flush=True)
+
+
+def shape_label(shape: dict[str, int]) -> str:
+    if "n" in shape:
+        return f"n{shape['n']}"
+    if "K" in shape:
+        return f"{shape['M']}x{shape['N']}x{shape['K']}"
+    return f"{shape['M']}x{shape['N']}"
+
+
+def baseline_for(v: Variant) -> Variant:
+    if v.ladder == "sgemm" and v.dtype == "bf16":
+        return sgemm.BF16_BASELINE
+    return LADDERS[v.ladder][0]
+
+
+def nvidia_smi() -> dict[str, Any]:
+    fields = "name,driver_version,pstate,clocks.sm,clocks.mem,clocks.max.sm,clocks.max.mem,power.limit,temperature.gpu"
+    try:
+        out = subprocess.run(["nvidia-smi", f"--query-gpu={fields}", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=30, check=True).stdout.splitlines()[0]
+    except (OSError, subprocess.SubprocessError, IndexError) as exc:
+        return {"error": f"{type(exc).__name__}: {exc}"}
+    vals = [v.strip() for v in out.split(",")]
+    summary = dict(zip(fields.split(","), vals))
+    summary["driver"] = summary.get("driver_version")
+    return {"summary": summary}
+
+
+def versions() -> dict[str, Any]:
+    from importlib import metadata
+
+    out: dict[str, Any] = {}
+    for pkg in ("torch", "cuda-core", "cuda-bindings", "nvidia-cuda-nvrtc", "numpy"):
+        try:
+            out[pkg] = {"version": metadata.version(pkg)}
+        except metadata.PackageNotFoundError:
+            out[pkg] = {"version": None}
+    return out
+
+
+class Batch:
+    def __init__(self, out_dir: Path, args: argparse.Namespace) -> None:
+        self.path = out_dir / "kernels.json"
+        commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True,
+                                check=False).stdout.strip() or None
+        self.doc: dict[str, Any] = {"schema": SCHEMA, "provenance": {
+            "kind": "kernels", "date_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "host": socket.gethostname(), "command": " ".join([sys.executable, *sys.argv]),
+            "python": platform.python_version(), "git_commit": commit, "budget_s": args.budget_s,
+            "versions": versions(), "nvidia_smi": nvidia_smi()}, "runs": []}
+
+    def add(self, run: dict[str, Any]) -> None:
+        self.doc["runs"].append(run)
+        self.write()
+
+    def write(self) -> None:
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp.write_text(json.dumps(self.doc, indent=1, default=str) + "\n")
+        os.replace(tmp, self.path)
+
+
+def compile_all(runner: Any, out_dir: Path, facts: DeviceFacts) -> dict[str, Any]:
+    cubins = out_dir / "cubins"
+    cubins.mkdir(parents=True, exist_ok=True)
+    sources = sorted({s for vs in LADDERS.values() for v in vs if not v.is_baseline
+                      for s in v.sources({**TIMING_SHAPES[v.ladder], "N": min(TIMING_SHAPES[v.ladder].get("N", 1), 8192)},
+                                         facts)})
+    result: dict[str, Any] = {"sources": {}}
+    cuobjdump = shutil.which("cuobjdump")
+    for src in sources:
+        t = time.perf_counter()
+        c = runner.compile(src)
+        path = cubins / (src.replace("/", "__").replace(".cu", ".cubin"))
+        path.write_bytes(c.cubin)
+        entry: dict[str, Any] = {"nvrtc_log": c.log, "compile_s": time.perf_counter() - t, "cubin": path.name}
+        if cuobjdump:
+            from pytest_anatomy.kernels.compile import parse_sass
+
+            sass = subprocess.run([cuobjdump, "--dump-sass", str(path)], capture_output=True, text=True, timeout=120, check=False)
+            entry["sass_counts"] = {k: dict(v) for k, v in parse_sass(sass.stdout).items()}
+        result["sources"][src] = entry
+    result["cuobjdump"] = cuobjdump
+    return result
+
+
+def check_ladder(runner: Any, ladder: str, seed0: int) -> dict[str, Any]:
+    shapes = list(CORRECTNESS[ladder]) + [s for lad, s in MAIN_SHAPES if lad == ladder]
+    out: dict[str, Any] = {}
+    variants = list(LADDERS[ladder]) + ([sgemm.BF16_BASELINE] if ladder == "sgemm" else [])
+    for i, v in enumerate(variants):
+        out[v.id] = [runner.check(v, s, seed0 + 100 * i + j) for j, s in enumerate(shapes)]
+        bad = [c for c in out[v.id] if c["status"] == "wrong"]
+        log(f"check {ladder}.{v.id}: " + ("ok" if not bad else f"WRONG at {[c['shape'] for c in bad]}"))
+    return out
+
+
+def time_shape(runner: Any, batch: Batch, ladder: str, shape: dict[str, int], checks: dict[str, Any],
+               resources_of: Any, runs: int, deadline: float) -> None:
+    """Rung 0, every rung (A), every rung (B), rung 0 again; one run entry per rung."""
+    variants = list(LADDERS[ladder])
+    bases = {v.id: baseline_for(v) for v in variants}
+    order = [v for v in variants] + ([sgemm.BF16_BASELINE] if ladder == "sgemm" else [])
+    inputs: dict[str, Any] = {}
+    fns: dict[str, Any] = {}
+    refused: dict[str, str] = {}
+    for v in order:
+        try:
+            v.check(shape)
+        except RungRefused as exc:
+            refused[v.id] = str(exc)
+            continue
+        key = v.dtype
+        if key not in inputs:
+            inputs[key] = runner.inputs(ladder, shape, v.dtype, seed=7)
+        fns[v.id] = runner.prepare(v, shape, inputs[key])
+    timings: dict[str, list[dict[str, Any]]] = {k: [] for k in fns}
+    for block in ("A", "B"):
+        for vid, fn in fns.items():
+            if time.monotonic() > deadline:
+                log(f"budget reached during {ladder} {shape_label(shape)} block {block}")
+                break
+            timings[vid].append(runner.time(fn, runs=runs, warmup=3))
+    label = shape_label(shape)
+    for v in order:
+        rid = f"{ladder}.{v.id}.{label}"
+        if v.id in refused:
+            batch.add({"id": rid, "settings": {"ladder": ladder, "rung": v.id, "shape": shape},
+                       "result": {"kind": "kernel-timing", "status": "refused", "reason": refused[v.id],
+                                  "ladder": ladder, "rung": v.id, "shape": shape, "dtype": v.dtype}})
+            continue
+        t = timings.get(v.id) or []
+        if not t:
+            continue
+        base = bases.get(v.id, v)
+        bt = timings.get(base.id) or []
+        result = {"kind": "kernel-timing", "status": "ok", "ladder": ladder, "rung": v.id, "shape": shape,
+                  "dtype": v.dtype, "ms_median": t[0]["ms_median"],
+                  "ms_median_repeat": t[1]["ms_median"] if len(t) > 1 else None,
+                  "baseline_rung": base.id, "baseline_ms_median": bt[0]["ms_median"] if bt else None,
+                  "baseline_ms_median_repeat": bt[1]["ms_median"] if len(bt) > 1 else None,
+                  "timings": t, "correctness": checks.get(v.id), "resources": None if v.is_baseline
+                  else resources_of(v, shape), "gpu": runner.gpu_name, "sm_count": runner.facts.sm_count}
+        batch.add({"id": rid, "settings": {"ladder": ladder, "rung": v.id, "shape": shape, "runs": runs},
+                   "result": result})
+        rep = f" / {result['ms_median_repeat']:.4f}" if result["ms_median_repeat"] else ""
+        log(f"{rid}: {result['ms_median']:.4f}{rep} ms (baseline {result['baseline_ms_median']})")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out-dir", default=os.environ.get("OUT", "out"))
+    p.add_argument("--budget-s", type=float, default=520.0)
+    p.add_argument("--runs", type=int, default=30)
+    p.add_argument("--ladders", default="sgemm,reduction,rmsnorm,softmax")
+    p.add_argument("--dry-run", action="store_true", help="print the plan; import no torch, touch no GPU")
+    args = p.parse_args(argv)
+    ladders = [x for x in args.ladders.split(",") if x]
+    facts = DeviceFacts(sm_count=132)
+    if args.dry_run:
+        for lad in ladders:
+            for v in LADDERS[lad]:
+                for shape in CORRECTNESS[lad] + tuple(s for l2, s in MAIN_SHAPES if l2 == lad):
+                    try:
+                        calls = v.calls(shape, facts)
+                        what = ", ".join(f"{c.kernel}<<<{c.launch.grid},{c.launch.block}>>>" for c in calls) or v.baseline
+                    except RungRefused as exc:
+                        what = f"REFUSED ({str(exc)[:60]}...)"
+                    print(f"{lad:9s} {v.id:18s} {shape_label(shape):16s} {what}")
+        print(f"dry run: {sum(len(LADDERS[x]) for x in ladders)} rungs; nothing measured")
+        return 0
+    out_dir = Path(args.out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    deadline = T0 + args.budget_s
+    batch = Batch(out_dir, args)
+    from pytest_anatomy.measure import ceilings
+    from pytest_anatomy.measure.kernel_runner import KernelRunner
+
+    runner = KernelRunner()
+    facts = runner.facts
+    cl = {"facts": {"name": runner.gpu_name, "sm_count": facts.sm_count, "arch": runner.arch},
+          "read_bandwidth": ceilings.read_bandwidth(2 * 1024**3, 20, 3),
+          "copy_bandwidth": ceilings.copy_bandwidth(2 * 1024**3, 20, 3), "clocks": ceilings.nvidia_smi_snapshot()}
+    batch.add({"id": "kernels-ceilings", "settings": {"buffer_gib": 2, "runs": 20}, "result": {"kind": "ceilings", **cl}})
+    log(f"read {cl['read_bandwidth']['value'] / 1e12:.3f} TB/s, copy {cl['copy_bandwidth']['value'] / 1e12:.3f} TB/s")
+    try:
+        comp = compile_all(runner, out_dir, facts)
+        batch.add({"id": "kernels-compile", "settings": {"arch": runner.arch}, "result": {"kind": "compile", **comp}})
+    except Exception as exc:  # noqa: BLE001 - any compile error voids what follows: record it, stop
+        batch.add({"id": "kernels-compile", "settings": {}, "result": {"kind": "compile", "status": "error",
+                                                                       "error": traceback.format_exc()}})
+        log(f"compile failed: {exc}")
+        return 1
+    checks: dict[str, Any] = {}
+    for i, lad in enumerate(ladders):
+        checks[lad] = check_ladder(runner, lad, 1000 * (i + 1))
+        batch.add({"id": f"check.{lad}", "settings": {"shapes": list(CORRECTNESS[lad])},
+                   "result": {"kind": "correctness", "checks": checks[lad]}})
+    for lad, shape in MAIN_SHAPES + EXTRA_SHAPES:
+        if lad not in ladders or time.monotonic() > deadline:
+            continue
+        try:
+            time_shape(runner, batch, lad, shape, {k: v for k, v in checks[lad].items()},
+                       runner.resources, args.runs, deadline)
+        except Exception:  # noqa: BLE001 - one shape's failure must not lose the others
+            batch.add({"id": f"error.{lad}.{shape_label(shape)}", "settings": {"shape": shape},
+                       "result": {"kind": "error", "error": traceback.format_exc()}})
+            log(traceback.format_exc())
+    batch.doc["provenance"]["nvidia_smi_end"] = nvidia_smi()
+    batch.doc["provenance"]["wall_s"] = time.monotonic() - T0
+    batch.write()
+    log(f"done: {len(batch.doc['runs'])} runs in {batch.path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,60 @@
+"""Every rung is a real .cu file whose header states what it changes, its prediction and its outcome,
+and whose registry entry launches kernels that exist in that file (CPU only, no compiler)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_anatomy.kernels import sgemm
+from pytest_anatomy.kernels.emulator import kernels_in
+from pytest_anatomy.kernels.ladders import LADDERS, TIMING_SHAPES
+from pytest_anatomy.kernels.registry import (
+    CUDA_DIR,
+    DeviceFacts,
+    KernelCall,
+    Launch,
+    RungRefused,
+    header_of,
+)
+
+RUNGS = [pytest.param(v, id=f"{lad}.{v.id}") for lad, vs in LADDERS.items() for v in vs if not v.is_baseline]
+
+
+@pytest.mark.parametrize("v", RUNGS)
+def test_rung_header_states_change_prediction_outcome(v):
+    h = header_of(v.path)
+    assert len(h["what_changes"]) > 40, f"{v.source}: 'What changes' is too thin to explain the rung"
+    assert "@PRED@" not in h["predicted_effect"] and "H200" in h["predicted_effect"], \
+        f"{v.source}: the prediction for the H200 must be written down before measuring"
+    assert h["measured_outcome"], f"{v.source}: no measured outcome (write 'not yet measured on H200.')"
+
+
+@pytest.mark.parametrize("v", RUNGS)
+def test_launches_name_kernels_in_their_files(v):
+    shape = dict(TIMING_SHAPES[v.ladder])
+    for call in v.calls(shape, DeviceFacts(sm_count=132)):
+        assert call.kernel in kernels_in(call.source), f"{call.source} has no extern \"C\" kernel {call.kernel}"
+        assert (CUDA_DIR / call.source).exists()
+        assert call.launch.threads_per_block <= 1024
+
+
+def test_every_cu_file_belongs_to_a_rung():
+    used = {s for vs in LADDERS.values() for v in vs if not v.is_baseline
+            for s in v.sources(dict(TIMING_SHAPES[v.ladder]), DeviceFacts(132))}
+    files = {str(p.relative_to(CUDA_DIR)) for p in CUDA_DIR.rglob("*.cu")}
+    assert files == used, f"orphan or missing .cu files: {sorted(files ^ used)}"
+
+
+def test_register_rungs_refuse_the_vocab_row_with_the_reason():
+    v = next(x for x in LADDERS["softmax"] if x.id == "x3-registers")
+    with pytest.raises(RungRefused, match=r"at most 8,192 columns.*N=152,064.*594 registers"):
+        v.calls({"M": 128, "N": 152_064}, DeviceFacts(132))
+
+
+def test_kernel_call_rejects_untyped_arguments():
+    with pytest.raises(ValueError, match="kind:name"):
+        KernelCall("x.cu", "k", Launch((1, 1, 1), (1, 1, 1)), ("A",))
+
+
+def test_tensor_core_rung_has_its_own_baseline():
+    assert sgemm.LADDER[-1].dtype == "bf16" and sgemm.BF16_BASELINE.baseline == "torch.matmul.bf16"

@@ -1,0 +1,200 @@
+"""The seed's SGEMM ladder (RTX 4090, 4096^3 and three other sizes) against the three ledgers.
+
+STUDY.md stage 02: the textbook byte ledger "fails 5 of 7" rungs (they run faster than their
+arithmetic intensity allows); a request ledger (transactions per warp-FMA) and an instruction
+ledger (load instructions per FMA by kind, priced in cycles fitted on K2, K3, K4) explain the
+steps. Here the access patterns are this project's (kernels/seed_ladder.py), checked against
+the seed's own count columns first; the prices are fitted on K2, K3, K4 at 4096^3 only and
+every other (rung, size) is held out."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_anatomy.kernels.seed_ladder import (
+    SEED_CLOCK_HZ,
+    SEED_INSTRUCTION_FIT,
+    SEED_SGEMM,
+)
+from pytest_anatomy.theory.kernels import (
+    beat_from_time,
+    fit_prices,
+    gemm_byte_ledger,
+    priced_time,
+)
+from pytest_anatomy.theory.prediction import Prediction, Term
+
+SIZES = (1024, 2048, 4096, 8192)
+SM = 128
+ISSUE_BAND = 0.15
+ISSUE_WHY = ("issue 5's acceptance band for held-out rungs; the seed's own medians vary <= 1.4% "
+             "between rounds at 4096 (ms_spread_pct), so the band is the model's, not the noise's")
+
+
+def _beats(seed_row, size: int) -> dict[str, tuple[dict[str, float], float]]:
+    return {k: (a.counts(), beat_from_time(seed_row(k, size)["time"].value, size, size, size, SM, SEED_CLOCK_HZ))
+            for k, a in SEED_SGEMM.items()}
+
+
+@pytest.fixture
+def prices(seed_row):
+    """Instruction prices fitted on K2, K3, K4 at 4096^3 only (the seed's choice)."""
+    return fit_prices(_beats(seed_row, 4096), SEED_INSTRUCTION_FIT)
+
+
+# --- the counting model reproduces the seed's own columns ----------------------------------
+@pytest.mark.gpu
+@pytest.mark.parametrize("kernel", sorted(SEED_SGEMM))
+def test_access_counts_match_seed_columns(kernel, seed_row, reconcile):
+    rec = seed_row(kernel)
+    row = rec.data["row"]
+    a = SEED_SGEMM[kernel]
+    why = "the seed's CSV prints these counts with 3 decimals (+-0.0005) and the intensity with 2-3"
+    for name, pred, col in (("ldg_per_fma", a.ldg, "ldg"), ("lds_distinct_per_fma", a.lds_distinct, "dist"),
+                            ("lds_broadcast_per_fma", a.lds_broadcast, "bcast")):
+        reconcile(f"{kernel}.{name}", Prediction(pred, "1/FMA", f"access pattern of {kernel}"),
+                  _number(rec, col, "1/FMA"), abs=5e-4 + 1e-9, why=why)
+    if row["req_per_fma"]:
+        reconcile(f"{kernel}.requests_per_fma", Prediction(a.requests, "1/FMA", "distinct 128 B lines per warp-FMA"),
+                  _number(rec, "req_per_fma", "1/FMA"), abs=5e-4, why=why)
+    n = 4096
+    ai = 2.0 * n**3 / (a.issued_bytes_per_fma * n**3 + 4.0 * n * n)
+    reconcile(f"{kernel}.arithmetic_intensity", Prediction(ai, "FLOP/B", "2MNK / (issued bytes + 4MN)"),
+              _number(rec, "ai", "FLOP/B"), abs=5e-3, why=why)
+
+
+def _number(rec, column: str, unit: str):
+    from pytest_anatomy.measure.measurement import Measurement
+
+    return Measurement(float(rec.data["row"][column]), unit, source="recorded",
+                       provenance={**rec.provenance, "column": column, "note": "the seed's own count, not a timing"})
+
+
+# --- byte ledger: the roofline is an upper bound on FLOP/s ---------------------------------
+ROOF_WHY = ("a roofline is an upper bound: any attainment up to 100% is consistent with it; only "
+            "running faster than the bound falsifies the byte count")
+EXCEEDS = pytest.mark.finding(
+    "seed-byte-ledger-exceeded",
+    reason="The textbook byte ledger (every load instruction's bytes from DRAM, the tiling's arithmetic "
+           "intensity) is beaten by 5 of 7 rungs at 4096^3 (K1 258%, K2 2113%, K4 259%, K5 269%, K6 319% of "
+           "their rooflines; K3 77% and K3c 52% stay under): the re-reads of A and B come from L1/L2, not "
+           "DRAM, so issued bytes are not DRAM bytes. The request and instruction ledgers below explain the "
+           "steps instead.",
+    expected=(1.5, 25.0))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kernel", [pytest.param(k, marks=EXCEEDS) if k in ("k1", "k2", "k4", "k5", "k6") else k
+                                    for k in sorted(SEED_SGEMM)])
+def test_issued_byte_roofline(kernel, seed_row, rtx4090, reconcile):
+    rec = seed_row(kernel)
+    n = 4096
+    floor = gemm_byte_ledger(SEED_SGEMM[kernel], n, n, n, peak_flops=rtx4090.peak("fp32"),
+                             bandwidth=rtx4090.memory_bandwidth, model="issued", sources="datasheet peak and bandwidth")
+    reconcile("attainable_flop_rate", _rate(floor, n), rec["flop_rate"], ratio=(0.0, 1.0), why=ROOF_WHY)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("kernel", ["k0", *sorted(SEED_SGEMM)])
+def test_compulsory_byte_roofline(kernel, size, seed_row, rtx4090, reconcile):
+    """With DRAM bytes = A, B read once and C written once, SGEMM at these sizes is compute-bound:
+    every rung, cuBLAS included, stays under the FP32 peak."""
+    rec = seed_row(kernel, size)
+    access = SEED_SGEMM.get(kernel, SEED_SGEMM["k2"])  # the DRAM model ignores the access pattern
+    floor = gemm_byte_ledger(access, size, size, size, peak_flops=rtx4090.peak("fp32"),
+                             bandwidth=rtx4090.memory_bandwidth, model="dram", sources="datasheet")
+    reconcile("attainable_flop_rate_dram", _rate(floor, size), rec["flop_rate"], ratio=(0.0, 1.0), why=ROOF_WHY)
+
+
+def test_byte_ledger_fails_five_of_seven(seed_row, rtx4090, reconcile):
+    """STUDY.md's claim, recounted from the ledger and the seed's times: 5 of the 7 rungs beat
+    their issued-byte roofline at 4096^3."""
+    n = 4096
+    failures = 0
+    for k, a in SEED_SGEMM.items():
+        floor = gemm_byte_ledger(a, n, n, n, peak_flops=rtx4090.peak("fp32"), bandwidth=rtx4090.memory_bandwidth)
+        failures += seed_row(k)["time"].value < floor.value
+    from pytest_anatomy.measure.measurement import Measurement
+
+    reconcile("rungs_beating_their_byte_roofline", Prediction(5, "rungs", "STUDY.md stage 02: 'fails 5 of 7'"),
+              Measurement(failures, "rungs", source="recorded", provenance={"hardware": "rtx4090"}))
+
+
+def _rate(floor: Prediction, n: int) -> Prediction:
+    flops = 2.0 * n**3
+    return Prediction(flops / floor.value, "FLOP/s", f"2MNK / ({floor.formula})", floor.inputs,
+                      floor.terms + (Term("2MNK", flops, "FLOP"),), floor.notes)
+
+
+# --- instruction ledger: prices fitted on K2, K3, K4 at 4096^3 ------------------------------
+SMALL_GRID = pytest.mark.finding(
+    "seed-instruction-ledger-small-grid",
+    reason="At 1024^3 the grid is under one wave: K4 launches 1,024 blocks for 128 SMs x 9 slots, K5 256 blocks "
+           "for 128 x 4 slots, so SMs idle and per-SM cycles per FMA rise (K4 +22%, K5 +61%) -- the ledger "
+           "prices a full SM.", expected=(1.1, 1.8))
+LARGE_DRAM = pytest.mark.finding(
+    "seed-instruction-ledger-dram-at-8192",
+    reason="At 8192^3 each matrix is 256 MiB, 3.5x the 72 MiB L2: the tiles' re-reads stop hitting L2 and "
+           "the load prices fitted at 4096 (L2-resident inputs) are too low (K2 +17%, K4 +44%, K5 +84%); K5's "
+           "8192 median also has a 28.5% spread between rounds.", expected=(1.1, 2.0))
+K5_2048 = pytest.mark.finding(
+    "seed-instruction-ledger-k5-2048",
+    reason="K5 at 2048^3 runs 17% slower than priced (the band is 15%); its 1,024 blocks are exactly two waves "
+           "of 512 slots. Cause not established.", expected=(1.1, 1.25))
+HELD_OUT = [(s, k) for s in SIZES for k in ("k2", "k3", "k3c", "k4", "k5") if not (s == 4096 and k in SEED_INSTRUCTION_FIT)]
+_MARKS = {(1024, "k4"): SMALL_GRID, (1024, "k5"): SMALL_GRID, (8192, "k2"): LARGE_DRAM, (8192, "k4"): LARGE_DRAM,
+          (8192, "k5"): LARGE_DRAM, (2048, "k5"): K5_2048}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("size,kernel", [pytest.param(s, k, marks=_MARKS[(s, k)]) if (s, k) in _MARKS else (s, k)
+                                         for s, k in HELD_OUT])
+def test_instruction_ledger_held_out(size, kernel, seed_row, prices, reconcile):
+    pred = priced_time(SEED_SGEMM[kernel].counts(), prices, size, size, size, sm_count=SM, clock_hz=SEED_CLOCK_HZ,
+                       rung=kernel)
+    reconcile("time_instruction_ledger", pred, seed_row(kernel, size)["time"], rel=ISSUE_BAND, why=ISSUE_WHY)
+
+
+@pytest.mark.gpu
+@pytest.mark.finding("seed-instruction-ledger-lds128",
+                     reason="K6's 128-bit shared loads are priced like 32-bit ones (one instruction = one price): "
+                            "the ledger predicts 3.7x too fast at 4096^3. A float4 shared load moves 4x the bytes "
+                            "through the 128 B/cycle shared-memory port; the seed never calibrated its price.",
+                     expected=(3.0, 6.0))
+@pytest.mark.parametrize("size", SIZES)
+def test_instruction_ledger_vectorized_rung(size, seed_row, prices, reconcile):
+    pred = priced_time(SEED_SGEMM["k6"].counts(), prices, size, size, size, sm_count=SM, clock_hz=SEED_CLOCK_HZ,
+                       rung="k6")
+    reconcile("time_instruction_ledger", pred, seed_row("k6", size)["time"], rel=ISSUE_BAND, why=ISSUE_WHY)
+
+
+@pytest.mark.gpu
+@pytest.mark.finding("seed-naive-is-request-bound",
+                     reason="K1 issues the same two loads per FMA as K2, so the instruction ledger prices it like K2 "
+                            "and is 8.2x too fast: K1's loads each touch 33 cache lines (request ledger).",
+                     expected=(7.0, 10.0))
+@pytest.mark.parametrize("size", SIZES)
+def test_instruction_ledger_naive_rung(size, seed_row, prices, reconcile):
+    pred = priced_time(SEED_SGEMM["k1"].counts(), prices, size, size, size, sm_count=SM, clock_hz=SEED_CLOCK_HZ,
+                       rung="k1")
+    reconcile("time_instruction_ledger", pred, seed_row("k1", size)["time"], rel=ISSUE_BAND, why=ISSUE_WHY)
+
+
+# --- request ledger: cycles per transaction fitted on K2 at 4096^3 --------------------------
+@pytest.mark.gpu
+@pytest.mark.finding("seed-request-ledger-l1-hits",
+                     reason="One price per transaction, fitted on K2 (1.94 cycles per line), predicts K1's 33 lines "
+                            "per warp-FMA at 2x its measured time: K1's strided A lines are re-used by the next 31 "
+                            "k-steps from L1, and a line that hits L1 costs ~1 cycle of tag bandwidth, not a K2 "
+                            "request's 1.94. The request ledger orders the rungs (K1 is 8.2x slower than K2) but "
+                            "needs a second price for L1 hits.", expected=(0.4, 0.55))
+@pytest.mark.parametrize("size", SIZES)
+def test_request_ledger_naive(size, seed_row, reconcile):
+    k2 = seed_row("k2", 4096)
+    rows = {"k2": ({"requests": SEED_SGEMM["k2"].requests},
+                   beat_from_time(k2["time"].value, 4096, 4096, 4096, SM, SEED_CLOCK_HZ))}
+    prices = fit_prices(rows, ("k2",), kinds=("requests",), ledger="request")
+    pred = priced_time({"requests": SEED_SGEMM["k1"].requests}, prices, size, size, size, sm_count=SM,
+                       clock_hz=SEED_CLOCK_HZ, rung="k1")
+    reconcile("time_request_ledger", pred, seed_row("k1", size)["time"], rel=ISSUE_BAND, why=ISSUE_WHY)
