@@ -280,3 +280,14 @@ def test_html_columns_with_pytest_html(pytester: pytest.Pytester) -> None:
     assert "Verdict" in page and "anatomyVerdict" in page and "diverge" in page and "-52.7%" in page
     # without --html the class is never registered and nothing fails
     pytester.runpytest(*quiet).assert_outcomes(passed=2)
+
+
+def test_findings_are_grouped_by_id_with_the_reason_once() -> None:
+    reason = "the graph pool lands on top of the budget (unique-reason-text)"
+    finding = {"id": "v2-graphs", "reason": reason}
+    ledger = {"schema": "pytest-anatomy/report/v1", "reconciliations": [
+        _rec(f"kv{i}", 100.0, 101.0 + i, "B", "finding", finding=finding) for i in range(3)]}
+    html = render_html(ledger)
+    section = html[html.index('id="findings"'):html.index('id="reconciliations"')]
+    assert section.count(reason) == 1
+    assert section.count('class="v-finding"') == 3 and "3 reconciliations" in section

@@ -362,7 +362,7 @@ def build_view(ledger: Mapping[str, Any]) -> dict[str, Any]:
                 [{"verdict": r["verdict"]} for r in group]).items() if n)}
             for name, group in suites.items()
         ],
-        "findings": [row for row in rows if row["finding"] and row["verdict"] in ("finding", "resolved", "diverge")],
+        "findings": _group_findings(rows),
         "skips": [(str(s.get("test_id", "")), str(s.get("reason", ""))) for s in ledger.get("skips") or []],
         "scatter": scatter_plots(recs),
         "bars": gap_bars(recs),
@@ -420,3 +420,20 @@ def write_report(ledger: Mapping[str, Any], html_path: str | os.PathLike[str]) -
 
 
 __all__ = ["build_view", "embedded_json", "gap_bars", "ledger_to_json", "render_html", "scatter_plots", "write_report"]
+
+
+def _group_findings(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One card per finding id: the explanation once, then every reconciliation it covers."""
+    groups: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        if not row["finding"] or row["verdict"] not in ("finding", "resolved", "diverge"):
+            continue
+        fid = row["finding"]["id"]
+        group = groups.setdefault(fid, {"id": fid, "reason": row["finding"]["reason"], "suite": row["suite"],
+                                        "verdicts": [], "rows": []})
+        group["rows"].append(row)
+        if row["verdict"] not in group["verdicts"]:
+            group["verdicts"].append(row["verdict"])
+    # Divergent (drifted) findings first, then resolved, then plain findings.
+    rank = {"diverge": 0, "resolved": 1, "finding": 2}
+    return sorted(groups.values(), key=lambda g: min(rank[v] for v in g["verdicts"]))
