@@ -220,3 +220,18 @@ def test_model_spec_from_a_config_path_and_hardware_skip_without_gpu(pytester: p
                                 "--anatomy-source=recorded")
     result.assert_outcomes(passed=1, skipped=1)
     result.stdout.fnmatch_lines(["*no hardware selected and no GPU detected: pass --anatomy-hardware=NAME*"])
+
+
+def test_this_repo_runs_under_xdist() -> None:
+    """`pytest -n 2` on the capacity suite: pytest-benchmark's xdist warning must not abort the run."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    pytest.importorskip("xdist")
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "-q", "-p", "no:cacheprovider",
+                          "tests_capacity/test_seed_vllm_pool.py"], cwd=root, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    assert "INTERNALERROR" not in out.stdout
