@@ -90,7 +90,8 @@ def test_plan_ids_unique_stable_and_balanced(plan: ModuleType) -> None:
                        "qwen2.5-14b.u0.90.len8192.eager"]
     by_model: dict[str, int] = {}
     for e in plan.PLAN:
-        by_model[e.model] = by_model.get(e.model, 0) + 1
+        if e.settings.tensor_parallel_size == 1:  # the single-GPU plan: >= 3 settings per model
+            by_model[e.model] = by_model.get(e.model, 0) + 1
         assert e.id == f"{e.model}.{e.settings.tag()}"
         if e.model == "qwen2.5-32b":
             assert e.settings.gpu_memory_utilization >= 0.6
@@ -437,3 +438,19 @@ def test_real_worker_engine_failure_is_classified(tmp_path: Path, fake_site: Pat
     assert (result["status"], result["error_class"], result["stage"]) == \
         ("error", "max_model_len too long for memory", "engine_start")
     assert result["log"]["kv_needed_gib"] == 4.0 and result["returncode"] == 4
+
+
+def test_tensor_parallel_entries_are_skipped_without_enough_gpus(plan: ModuleType) -> None:
+    tp_entries = [e for e in plan.PLAN if e.settings.tensor_parallel_size == 2]
+    assert {e.model for e in tp_entries} >= {"qwen2.5-72b", "llama-3.1-70b"}
+    keep, skipped = plan.runnable(list(plan.PLAN), gpus=1)
+    assert not [e for e in keep if e.settings.tensor_parallel_size > 1]
+    assert len(skipped) == len(tp_entries) and all("nvidia-h200-x2" in line for line in skipped)
+    keep2, skipped2 = plan.runnable(list(plan.PLAN), gpus=2)
+    assert len(keep2) == len(plan.PLAN) and not skipped2
+
+
+def test_worker_keeps_nvlink_multicast_off() -> None:
+    from pytest_anatomy.measure.vllm_engine import WORKER_ENV
+
+    assert WORKER_ENV["NCCL_NVLS_ENABLE"] == "0" and WORKER_ENV["TORCH_SYMM_MEM_DISABLE_MULTICAST"] == "1"

@@ -57,6 +57,9 @@ WORKER_ENV: dict[str, str] = {
     "VLLM_ALLOW_INSECURE_SERIALIZATION": "1",  # lets collective_rpc carry the probe function
     "VLLM_ENABLE_STARTUP_PLAN": "0",  # a persisted plan would skip the profiling we measure
     "NO_COLOR": "1", "VLLM_LOGGING_COLOR": "0", "PYTHONUNBUFFERED": "1",
+    # NVLink multicast off on multi-GPU machines (a program using it can take a shared host's GPUs
+    # out of service); the lent machines set these too, but a worker must not depend on that.
+    "NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1",
 }
 
 

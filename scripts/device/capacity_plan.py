@@ -152,7 +152,37 @@ PLAN: tuple[PlanEntry, ...] = (
     _e("llama-3.1-8b", gpu_memory_utilization=0.9, max_model_len=8192, kv_cache_memory_bytes=40 * GiB, **EAGER),
     _e("qwen2.5-0.5b", True, gpu_memory_utilization=0.9, max_model_len=8192, block_size=32, **EAGER),
     _e("qwen2.5-7b", gpu_memory_utilization=0.9, max_model_len=8192, max_num_seqs=64, **EAGER),
+    # phase 6, two-GPU machine only (nvidia-h200-x2; NCCL NVLink multicast stays off): tensor parallel,
+    # where per-rank weights, KV heads per rank (4 -> 2 for qwen2.5-7b) and the min over ranks matter.
+    # Entries needing more GPUs than are visible are skipped with a reason, never started.
+    _e("qwen2.5-7b", gpu_memory_utilization=0.9, max_model_len=8192, tensor_parallel_size=2, **EAGER),
+    _e("qwen2.5-72b", gpu_memory_utilization=0.9, max_model_len=8192, tensor_parallel_size=2, **EAGER),
+    _e("llama-3.1-70b", True, gpu_memory_utilization=0.9, max_model_len=8192, tensor_parallel_size=2, **EAGER),
 )
+
+
+def visible_gpus() -> int:
+    """GPUs this process may use: CUDA_VISIBLE_DEVICES if set, else `nvidia-smi -L` (0 on failure)."""
+    cvd = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if cvd is not None:
+        return len([d for d in cvd.split(",") if d.strip()])
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return 0
+    return sum(1 for line in out.splitlines() if line.startswith("GPU "))
+
+
+def runnable(entries: list[PlanEntry], gpus: int) -> tuple[list[PlanEntry], list[str]]:
+    """Entries that fit on `gpus` GPUs, and a reason line for each one that does not."""
+    keep, skipped = [], []
+    for e in entries:
+        tp = e.settings.tensor_parallel_size
+        if tp > gpus:
+            skipped.append(f"skip {e.id}: needs {tp} GPUs, {gpus} visible (run it on nvidia-h200-x{tp})")
+        else:
+            keep.append(e)
+    return keep, skipped
 
 
 def load_model_config(name: str) -> tuple[dict[str, Any], str]:
@@ -421,6 +451,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.dry_run:
         print_plan(args, entries)
         return 0
+    entries, skipped = runnable(entries, visible_gpus())
+    for line in skipped:
+        print(f"[capacity] {line}", flush=True)
     doc = run_plan(args, entries)
     return 0 if doc["runs"] or not entries else 1
 
