@@ -12,7 +12,7 @@ Inputs (shared/seed-results/02-cuda-from-systems-eyes/Results/, see MANIFEST.md)
 Every recording cites the upstream repository, the file and its sha256, and the exact text it
 was parsed from. Nothing is retyped. Re-running writes nothing that already exists.
 
-`run(seed_results, results_dir)` is the CLI hook (the lead wires `pytest-anatomy import-seed`).
+`run(seed_results, results_dir)` is called by `pytest-anatomy import-seed` (after stage 01).
 """
 
 from __future__ import annotations

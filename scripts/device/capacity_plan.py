@@ -115,7 +115,7 @@ def _e(model: str, held_out: bool = False, **kw: Any) -> PlanEntry:
 
 EAGER = {"enforce_eager": True}
 # Cheap first, models interleaved, so that a partial run still covers many models. Phase 1 is one
-# eager start per model plus the lead's reference (qwen2.5-7b u0.90 len8192 graphs); later phases
+# eager start per model plus the graphs reference (qwen2.5-7b u0.90 len8192 graphs); later phases
 # vary utilization, max_model_len, max_num_batched_tokens/max_num_seqs, fp8 KV, graphs, the V1
 # runner (the only one that estimates CUDA graph memory in 0.26.0), kv_cache_memory_bytes, block size.
 # qwen2.5-14b is held out entirely: an unseen shape tests the fit hardest.
