@@ -64,6 +64,17 @@ class AnatomySession:
             if key == USER_PROPERTY:
                 self.entries.append(json.loads(value))
 
+    def _hardware_spec_origin(self) -> dict[str, Any] | None:
+        """Which HardwareSpec the `hardware` fixture resolves to, and where its numbers come from.
+        Replayed reconciliations use their recording's hardware (the `hardware` column per entry)."""
+        from pytest_anatomy.specs.hardware import get_hardware, spec_for_detected
+
+        if self.settings.hardware != "auto":
+            return _spec_origin(get_hardware(self.settings.hardware), "--anatomy-hardware")
+        if self.live_gpu is not None:
+            return _spec_origin(spec_for_detected(self.live_gpu), "detected GPU")
+        return None
+
     def ledger(self, config: pytest.Config) -> dict[str, Any]:
         counts: dict[str, int] = {}
         for e in self.entries:
@@ -91,10 +102,16 @@ class AnatomySession:
             "source_option": self.settings.source,
             "model_option": self.settings.model,
             "live_gpu": gpu.to_dict() if gpu is not None and hasattr(gpu, "to_dict") else None,
+            "hardware_spec": self._hardware_spec_origin(),
             "command": " ".join([_basename(sys.argv[0]), *sys.argv[1:]]),
         }
         config.hook.pytest_anatomy_update_environment(config=config, environment=env)
         return env
+
+
+def _spec_origin(spec: Any, how: str) -> dict[str, Any]:
+    from_catalog = bool(getattr(spec, "from_catalog", True))
+    return {"name": spec.name, "from": "catalog" if from_catalog else "device (not in the catalog)", "selected_by": how}
 
 
 def _basename(path: str) -> str:

@@ -235,3 +235,12 @@ def test_this_repo_runs_under_xdist() -> None:
                          timeout=300)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     assert "INTERNALERROR" not in out.stdout
+
+
+def test_report_environment_names_the_hardware_spec_and_its_origin(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(AGREE)
+    pytester.runpytest("-p", "no:cacheprovider", "--anatomy-hardware=h200", "--anatomy-report=r.html")
+    env = json.loads(pytester.path.joinpath("r.json").read_text())["environment"]
+    assert env["hardware_spec"] == {"name": "h200", "from": "catalog", "selected_by": "--anatomy-hardware"}
+    pytester.runpytest("-p", "no:cacheprovider", "--anatomy-source=recorded", "--anatomy-report=s.html")
+    assert json.loads(pytester.path.joinpath("s.json").read_text())["environment"]["hardware_spec"] is None
