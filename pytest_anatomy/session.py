@@ -72,7 +72,11 @@ class AnatomySession:
         if self.settings.hardware != "auto":
             return _spec_origin(get_hardware(self.settings.hardware), "--anatomy-hardware")
         if self.live_gpu is not None:
-            return _spec_origin(spec_for_detected(self.live_gpu), "detected GPU")
+            try:
+                return _spec_origin(spec_for_detected(self.live_gpu), "detected GPU")
+            except Exception as exc:  # noqa: BLE001 - the report must not fail on an odd device object
+                return {"name": getattr(self.live_gpu, "name", "?"), "from": f"unresolved ({exc!r})",
+                        "selected_by": "detected GPU"}
         return None
 
     def ledger(self, config: pytest.Config) -> dict[str, Any]:
