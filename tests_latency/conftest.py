@@ -9,8 +9,11 @@ from latency_setups import (
     SEED_BATCHED_TOKENS,
     SEED_MAX_NUM_SEQS,
     SEED_SHAPE,
+    FitPoint,
     Setup,
+    h200_workload,
     mean_context,
+    seed_workload,
 )
 
 from pytest_anatomy.specs.hardware import get_hardware
@@ -45,7 +48,14 @@ def seed_setup(qwen: ModelSpec, measured: Any) -> Setup:
     calib = lat.fit_compute_efficiency(qwen, ceilings, [full], c64["p99_itl"].value, calib,
                                        fitted_on="seed-r1-01-c064:p99_itl")
     sched = sv.SchedulerConfig(SEED_MAX_NUM_SEQS, SEED_BATCHED_TOKENS, None)
-    return Setup("rtx4090", qwen, ceilings, calib, sched, frozenset(calib.fitted_on))
+    fits = (
+        # At C=1 every ITL is the fitted decode step (no other request's prompt to share a step
+        # with), and throughput is O / (TTFT + (O - 1) x ITL), 97% ITL: all pinned by the fit.
+        FitPoint("t_overhead", "seed-r1-01-c001", "median_itl", seed_workload(c1),
+                 frozenset({"median_itl", "mean_itl", "p99_itl", "output_throughput"})),
+        FitPoint("eta", "seed-r1-01-c064", "p99_itl", seed_workload(c64), frozenset({"p99_itl"})),
+    )
+    return Setup("rtx4090", qwen, ceilings, calib, sched, fits)
 
 
 @pytest.fixture
@@ -73,4 +83,8 @@ def h200_setup(qwen: ModelSpec, measured: Any) -> Setup:
     # The pool is the engine's own (memory profiling); an input here, predicted in tests_capacity.
     sched = sv.SchedulerConfig(int(engine["resolved.max_num_seqs"].value), budget,
                                int(engine["resolved.num_gpu_blocks"].value), int(engine["resolved.block_size"].value))
-    return Setup("h200", qwen, ceilings, calib, sched, frozenset(calib.fitted_on))
+    fits = (FitPoint("t_overhead", "qwen2.5-7b.decode.b1", "step_time_s", h200_workload(b1),
+                     frozenset({"step_time_s"})),
+            FitPoint("eta", "qwen2.5-7b.prefill.l8192", "engine_prefill_s.median", h200_workload(l8192),
+                     frozenset({"engine_prefill_s.median"})))
+    return Setup("h200", qwen, ceilings, calib, sched, fits)

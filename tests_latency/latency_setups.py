@@ -3,8 +3,13 @@ and our H200, each as a `Setup` of ceilings, an engine calibration and the sched
 plus a cached simulator.
 
 Calibration (theory/latency.py: t_step = max(bytes/BW, FLOPs/(eta x peak)) + t_overhead) is
-fitted per engine and GPU on named in-sample points, listed in `Setup.in_sample`; no test
-reconciles an in-sample point. Both setups are for Qwen2.5-7B: with one model per GPU the
+fitted per engine and GPU on named in-sample points, listed as `FitPoint`s in `Setup.fits`:
+each names the fitted recording, its workload settings (read from the recording) and the
+quantities of that workload the fitted constant pins down. A check of the same workload and
+quantity -- another round of the same run -- is a repeat of the fit point: it tests
+reproducibility, not the model, and says so in its test id (`-fit-repeat`) and its
+Prediction's notes (`Setup.check_held_out`, which fails when a declaration is wrong either
+way). Both setups are for Qwen2.5-7B: with one model per GPU the
 overhead cannot yet be calibrated on a *different* model (issue 4's target), see
 test_latency_h200_steps.py::test_decode_overhead_transfers_to_a_second_model.
 """
@@ -12,22 +17,69 @@ test_latency_h200_steps.py::test_decode_overhead_transfers_to_a_second_model.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from typing import Any
+
+import pytest
 
 from pytest_anatomy.specs.model import ModelSpec
 from pytest_anatomy.theory import latency as lat
 from pytest_anatomy.theory import serving as sv
+from pytest_anatomy.theory.prediction import Prediction
 
 SEED_SHAPE = (1024, 256)  # the seed's concurrency sweep: input, output tokens
 # `vllm serve` in vLLM 0.2x defaults max_num_batched_tokens to 2048 on GPUs below 70 GiB; the
 # seed inferred ~2048 from its own p99 ITL (STUDY.md claim 7). An assumption, not a log line.
 SEED_BATCHED_TOKENS = 2048
 SEED_MAX_NUM_SEQS = 128  # the seed's `vllm serve --max-num-seqs 128`
+SEED_PROMPTS = {1: 40, 2: 60, 4: 80, 8: 120, 16: 200, 32: 320, 64: 512}  # the seed's --num-prompts per C
+FIT_REPEAT = "fit-repeat"  # test-id suffix of a check that repeats a fit point's workload and quantity
+
+# A run's workload as (setting, value) pairs, compared between a fit point and a checked point.
+WorkloadKey = tuple[tuple[str, Any], ...]
 
 
 def mean_context(input_len: int, output_len: int) -> float:
     """Mean KV context of a request over its decode: the seed's 1,152 tokens for 1024/256."""
     return input_len + output_len / 2
+
+
+def seed_workload(rec: Any) -> WorkloadKey:
+    """A seed `vllm bench serve` run's settings, from its own payload (closed loop: max_concurrency)."""
+    n = int(rec["num_prompts"].value)
+    return (("kind", "closed"), ("concurrency", int(rec["max_concurrency"].value)),
+            ("input_len", round(rec["total_input_tokens"].value / n)),
+            ("output_len", round(rec["total_output_tokens"].value / n)))
+
+
+def h200_workload(rec: Any) -> WorkloadKey:
+    """An H200 run's settings (data["run"]): kind, batch/concurrency/rate and lengths; seeds and
+    request counts do not make a different workload."""
+    run = rec.data["run"]
+    keep = ("batch", "concurrency", "rate", "input_len", "output_len")
+    return (("kind", run["kind"]), *((k, run["settings"][k]) for k in keep if k in run["settings"]))
+
+
+@dataclass(frozen=True)
+class FitPoint:
+    """One in-sample point of a calibration: what was fitted, on which run and quantity."""
+
+    constant: str  # "t_overhead" or "eta"
+    recording: str
+    quantity: str
+    workload: WorkloadKey
+    # Quantities of the same workload the fit pins down (the fitted one included), e.g. at C=1
+    # every ITL is the fitted decode step and throughput is O / (TTFT + (O - 1) x ITL).
+    pins: frozenset[str]
+
+    def describe(self) -> str:
+        return f"{self.constant} fitted on {self.recording}:{self.quantity} ({dict(self.workload)})"
+
+
+def fit_param(value: Any, repeats: Iterable[Any], marks: Any = ()) -> Any:
+    """pytest.param whose id says when the value is declared a repeat of a fit point."""
+    return pytest.param(value, marks=marks, id=f"{value}-{FIT_REPEAT}" if value in set(repeats) else str(value))
 
 
 @functools.lru_cache(maxsize=None)
@@ -49,7 +101,7 @@ class Setup:
     ceilings: lat.Ceilings
     calib: lat.EngineCalibration
     sched: sv.SchedulerConfig
-    in_sample: frozenset[str]  # "recording:quantity" pairs the calibration was fitted on
+    fits: tuple[FitPoint, ...]  # the calibration's in-sample points
 
     @property
     def steps(self) -> lat.StepModel:
@@ -64,6 +116,27 @@ class Setup:
         """Requests/s a closed loop at max_num_seqs completes between ramp-up and drain."""
         return _saturation(self.steps, self.sched, input_len, output_len)
 
-    def check_held_out(self, recording: str, quantity: str) -> None:
-        assert f"{recording}:{quantity}" not in self.in_sample, (
-            f"{recording}:{quantity} was used to fit {self.calib.name}; it cannot test the model")
+    def steady_rate(self, concurrency: int, input_len: int, output_len: int) -> float:
+        """Requests/s a simulated closed loop of `concurrency` completes between its first and
+        last wave (ramp-up and drain excluded): the steady state of that loop."""
+        sched = sv.SchedulerConfig(concurrency, self.sched.max_num_batched_tokens, self.sched.num_gpu_blocks,
+                                   self.sched.block_size)
+        return _saturation(self.steps, sched, input_len, output_len)
+
+    def check_held_out(self, workload: WorkloadKey, quantity: str, *, repeat: bool = False) -> str:
+        """The note a prediction of `quantity` on a run of `workload` carries. `repeat` is the
+        test's declaration (its id): a check declared held out whose workload and quantity a fit
+        point pins down fails, and so does a declared repeat that matches no fit point."""
+        fit = next((f for f in self.fits if f.workload == workload and quantity in f.pins), None)
+        if fit is None:
+            assert not repeat, (f"declared a {FIT_REPEAT} but {quantity} on {dict(workload)} matches no fit point of "
+                                f"{self.calib.name}: {[f.describe() for f in self.fits]}")
+            return f"held out: no fit point of {self.calib.name} has this workload and quantity"
+        assert repeat, (f"{quantity} on {dict(workload)} is pinned by the fit point {fit.describe()}: it cannot "
+                        f"test the model; declare it a {FIT_REPEAT} (reproducibility) in the test id")
+        return (f"repeat of the fit point (reproducibility): {fit.describe()} pins {quantity} on the same "
+                "workload, so the gap is mostly run-to-run variation, not a test of the model")
+
+
+def with_note(pred: Prediction, *notes: str) -> Prediction:
+    return replace(pred, notes=(*pred.notes, *notes))

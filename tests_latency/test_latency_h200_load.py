@@ -3,7 +3,8 @@ rates, and one overload run, against the continuous-batching simulation.
 
 The simulation runs each recorded workload as designed (same prompts, concurrency, Poisson
 seed and normalisation, engine limits and KV pool) with step times from the calibrated step
-model (conftest.h200_setup; in-sample: decode.b1 and prefill.l8192, none of the runs here).
+model (conftest.h200_setup; in-sample: decode.b1 and prefill.l8192, none of the runs here,
+though closed.c1 runs in the b=1 decode regime decode.b1 was fitted on: its note says so).
 Simulated TTFT has no frontend (HTTP-less here, but the asyncio output loop still delays
 ingress and egress); measured TTFT is the client's.
 """
@@ -11,6 +12,7 @@ ingress and egress); measured TTFT is the client's.
 from __future__ import annotations
 
 import pytest
+from latency_setups import h200_workload
 
 from pytest_anatomy.measure import Measurement
 from pytest_anatomy.theory import latency as lat
@@ -48,7 +50,16 @@ def _kw(setup) -> dict[str, str]:
 @pytest.mark.parametrize("c", CLOSED[:-1])
 def test_closed_loop_throughput(c, h200_setup, measured, reconcile):
     rec = measured(f"qwen2.5-7b.closed.c{c}", hardware="h200")
-    pred = sv.as_prediction(_sim(h200_setup, rec), "output_throughput", "", "tokens/s", _label(rec))
+    res = _sim(h200_setup, rec)
+    notes = [h200_setup.check_held_out(h200_workload(rec), "output_throughput")]
+    t_overhead = next(f for f in h200_setup.fits if f.constant == "t_overhead")
+    if c == dict(t_overhead.workload).get("batch"):  # every decode step has the fitted batch
+        share = 1 - res.stat("ttft", "mean") / res.stat("e2e", "mean")
+        notes.append(f"held out by workload, but C={c} decodes at batch {c}, the regime t_overhead was fitted "
+                     f"on ({t_overhead.recording}); decode steps are {share:.1%} of the simulated request time, so "
+                     "this mostly repeats that fit (reproducibility across run kinds) and tests the prefill and the "
+                     "loop around it")
+    pred = sv.as_prediction(res, "output_throughput", "", "tokens/s", _label(rec), tuple(notes))
     reconcile("output_throughput", pred, rec["aggregate.output_throughput_tok_per_s"], rel=0.10, why=TPUT_WHY,
               **_kw(h200_setup))
 
@@ -56,9 +67,11 @@ def test_closed_loop_throughput(c, h200_setup, measured, reconcile):
 @pytest.mark.gpu
 def test_saturation_throughput(h200_setup, measured, reconcile):
     """The plan's saturation point (C=64, whose request rate set the Poisson rates): the simulated
-    finite run, and the steady-state closed form (no ramp-up or drain: the measured run is three
-    waves of 64, so the closed form is expected high by the transient). The engine's own knee
-    (max_num_seqs = 128, KV permitting) is higher; it is reported as a term, not measured yet."""
+    finite run at the target, and the steady-state closed form as a bound. The closed form has no
+    ramp-up or drain, so the measured run (three waves of 64) can only fall below it; how far
+    the transient alone takes it is simulate's (finite run vs its steady state between the first
+    and last wave). The engine's own knee (max_num_seqs = 128, KV permitting) is higher; it is
+    reported as a term, not measured yet."""
     rec = measured("qwen2.5-7b.closed.c64", hardware="h200")
     res = _sim(h200_setup, rec)
     measured_tput = rec["aggregate.output_throughput_tok_per_s"]
@@ -68,11 +81,22 @@ def test_saturation_throughput(h200_setup, measured, reconcile):
     steady = lat.closed_loop_throughput(h200_setup.model, h200_setup.ceilings, h200_setup.calib, 64, s["input_len"],
                                         s["output_len"], h200_setup.sched.max_num_batched_tokens)
     knee = h200_setup.knee_rate(s["input_len"], s["output_len"])
+    steady_sim = h200_setup.steady_rate(64, s["input_len"], s["output_len"]) * s["output_len"]
+    transient = 1 - res.output_throughput / steady_sim  # ramp-up + drain share of this finite run
     steady = Prediction(steady.value, steady.unit, steady.formula, steady.inputs,
-                        terms=(*steady.terms, Term("engine knee: closed loop at max_num_seqs", knee * s["output_len"],
-                                                   "tokens/s", f"{knee:.1f} requests/s")),
-                        notes=steady.notes)
-    reconcile("output_throughput_steady_state", steady, measured_tput, rel=0.10, why=TPUT_WHY, **_kw(h200_setup))
+                        terms=(*steady.terms,
+                               Term("simulated steady state, C=64", steady_sim, "tokens/s",
+                                    "between the first and the last wave"),
+                               Term("simulated finite run", res.output_throughput, "tokens/s", _label(rec)),
+                               Term("engine knee: closed loop at max_num_seqs", knee * s["output_len"],
+                                    "tokens/s", f"{knee:.1f} requests/s")),
+                        notes=(*steady.notes, h200_setup.calib.describe()))
+    lo = (1 - transient) * (1 - 0.10)
+    reconcile("output_throughput_steady_state", steady, measured_tput, ratio=(lo, 1.0),
+              why=f"a bound, not a point: a finite run cannot beat its steady state (measured/predicted <= 1); below, "
+                  f"the ramp-up and drain simulate puts at {transient:.1%} of this run ({res.output_throughput:.0f} "
+                  f"vs {steady_sim:.0f} tok/s steady), then issue 4's 10% throughput target: "
+                  f"(1 - {transient:.3f}) x 0.90 = {lo:.3f}", **_kw(h200_setup))
 
 
 @pytest.mark.gpu
@@ -194,7 +218,10 @@ MIXED_REASON = ("Under overload a prompt's two chunks (8,192 + 7,921 tokens) sha
 
 @pytest.mark.gpu
 @pytest.mark.finding(MIXED_PREFILL, quantity="prefill_part_of_ttft", reason=MIXED_REASON, expected=(1.3, 1.6))
-@pytest.mark.finding(MIXED_PREFILL, quantity="queueing_share_of_ttft", reason=MIXED_REASON, expected=(0.97, 1.0))
+@pytest.mark.finding(MIXED_PREFILL, quantity="queueing_share_of_ttft", expected=(0.97, 1.0), reason=(
+    "Measured queueing share 96.2% vs 97.7% simulated (-1.5 pp, outside the fixed 1 pp budget): the engine's prefill "
+    "part of TTFT is 0.27 s longer than simulated (0.9 pp of the 29 s TTFT; " + MIXED_REASON.split(";")[0] + ") and "
+    "ingress + egress take 0.2 s (0.7 pp) under overload, 15-40x their 5-14 ms below the knee."))
 def test_overload_queueing_share_of_ttft(h200_setup, measured, reconcile):
     """Engine queue time over client TTFT, both means: TTFT in overload is queueing."""
     rec = measured("qwen2.5-7b.overload", hardware="h200")
@@ -205,23 +232,34 @@ def test_overload_queueing_share_of_ttft(h200_setup, measured, reconcile):
     pred = Prediction(res.stat("queue", "mean") / res.stat("ttft", "mean"), "", "mean queue / mean TTFT (simulated)",
                       terms=(Term("mean queue", res.stat("queue", "mean"), "s"),
                              Term("mean TTFT", res.stat("ttft", "mean"), "s")))
-    frontend = (rec["aggregate.engine.ingress_s.mean"].value + rec["aggregate.engine.egress_s.mean"].value) / t.value
-    prefill = rec["aggregate.engine.prefill_s.mean"].value / t.value
-    reconcile("queueing_share_of_ttft", pred, share, abs=frontend + 0.25 * prefill,
-              why=f"the share's error budget: ingress + egress ({frontend:.2%} of TTFT) are outside the simulation "
-                  f"and the prefill share ({prefill:.2%}) is held to the TTFT target (25%)", **_kw(h200_setup))
-    sim_prefill = Prediction(res.stat("ttft", "mean") - res.stat("queue", "mean"), "s",
-                             "mean TTFT - mean queue (simulated): first scheduling to first token")
-    reconcile("prefill_part_of_ttft", sim_prefill, rec["aggregate.engine.prefill_s.mean"], rel=0.25,
+    sim_prefill = 1 - pred.value
+    reconcile("queueing_share_of_ttft", pred, share, abs=0.01,
+              why=f"a fixed 1 pp budget set from the prediction, not from this run: the simulated prefill share "
+                  f"({sim_prefill:.1%}) held to the TTFT target (25%: {0.25 * sim_prefill * 100:.1f} pp), the rest for "
+                  "the frontend the simulation omits (ingress + egress: 5-14 ms per request below the knee; 0.4 pp is "
+                  "~0.12 s of a ~30 s TTFT)", **_kw(h200_setup))
+    prefill_part = Prediction(res.stat("ttft", "mean") - res.stat("queue", "mean"), "s",
+                              "mean TTFT - mean queue (simulated): first scheduling to first token",
+                              notes=res.calibration)
+    reconcile("prefill_part_of_ttft", prefill_part, rec["aggregate.engine.prefill_s.mean"], rel=0.25,
               why="issue 4's TTFT target (25%)", **_kw(h200_setup))
 
 
 @pytest.mark.gpu
 def test_overload_every_request_completes_exactly(measured, reconcile):
+    """No request fails, and each one emits exactly output_len tokens (ignore_eos): read from the
+    per-request counts, not from the harness's aggregate (whose sum could hide a +1/-1 pair)."""
     rec = measured("qwen2.5-7b.overload", hardware="h200")
     s = rec.data["run"]["settings"]
     reconcile("failed_requests", Prediction(0.0, "count", "0: every request fits the KV pool alone"),
               rec["aggregate.failed"])
-    reconcile("output_tokens", Prediction(float(s["requests"] * s["output_len"]), "tokens",
-                                          "requests x output_len (ignore_eos)", dict(s)),
-              rec["aggregate.output_tokens"])
+    counts = rec.data["run"]["result"]["per_request"]["output_tokens"]
+    src = rec["aggregate.failed"]
+    per_request = Prediction(float(s["output_len"]), "tokens", "output_len (ignore_eos)", dict(s))
+    reconcile("requests_answered", Prediction(float(s["requests"]), "requests", "requests sent", dict(s)),
+              Measurement(float(len(counts)), "requests", source=src.source,
+                          provenance={**src.provenance, "derived": "rows of data.run.result.per_request"}))
+    for stat, fn in (("min", min), ("max", max)):
+        reconcile(f"output_tokens_per_request_{stat}", per_request,
+                  Measurement(float(fn(counts)), "tokens", source=src.source,
+                              provenance={**src.provenance, "derived": f"{stat} of per_request.output_tokens"}))

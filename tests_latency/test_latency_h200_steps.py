@@ -4,13 +4,15 @@
 Recordings: results/h200/latency/qwen2.5-7b.decode.b*, .prefill.l* (scripts/device/latency_plan.py;
 decode step = median steady ITL of B requests of 1024/128 sent at once; prefill = median
 engine time from scheduling to first token of a lone request, one warm-up discarded).
-In-sample (conftest.h200_setup): decode.b1 (t_overhead) and prefill.l8192 (eta).
+In-sample (conftest.h200_setup): decode.b1 (t_overhead) and prefill.l8192 (eta); the checks
+below verify from the recordings' settings that they test neither (Setup.check_held_out).
+test_prefill[16384]'s first chunk is the 8,192-token step eta was fitted on; its note says so.
 """
 
 from __future__ import annotations
 
 import pytest
-from latency_setups import mean_context
+from latency_setups import h200_workload, mean_context, with_note
 
 from pytest_anatomy import recordings
 from pytest_anatomy.measure import Measurement
@@ -27,7 +29,7 @@ TARGET_WHY = ("issue 4's accuracy target for a calibrated step (10%); repeated r
               "< 2% (engine-clock p10-p90 of the steady ITL)")
 
 
-def _decode(setup, measured, b: int, model: str = "qwen2.5-7b"):
+def _decode(measured, b: int, model: str = "qwen2.5-7b"):
     rec = measured(f"{model}.decode.b{b}", hardware="h200")
     s = rec.data["run"]["settings"]
     return rec, mean_context(s["input_len"], s["output_len"])
@@ -42,10 +44,10 @@ def _decode(setup, measured, b: int, model: str = "qwen2.5-7b"):
            "stays below 6%.", expected=(1.10, 1.18)))])
 def test_decode_step(b, h200_setup, measured, reconcile):
     """Median steady ITL of b sequences at the mean context (1024 + 128/2), held out (b != 1)."""
-    h200_setup.check_held_out(f"qwen2.5-7b.decode.b{b}", "step_time_s")
-    rec, ctx = _decode(h200_setup, measured, b)
+    rec, ctx = _decode(measured, b)
+    note = h200_setup.check_held_out(h200_workload(rec), "step_time_s")
     pred = lat.decode_step_time(h200_setup.model, h200_setup.ceilings, h200_setup.calib, b, ctx)
-    reconcile("decode_step", pred, rec["step_time_s"], rel=0.10, why=TARGET_WHY,
+    reconcile("decode_step", with_note(pred, note), rec["step_time_s"], rel=0.10, why=TARGET_WHY,
               model=h200_setup.model.name, hardware="h200")
 
 
@@ -58,7 +60,7 @@ def test_decode_step(b, h200_setup, measured, reconcile):
            "the read ceiling; the remaining ~0.65 ms is attention, norms, rope, sampling and kernel boundaries.",
     expected=(1.35, 1.6))
 def test_decode_roofline_without_overhead(h200_setup, measured, reconcile):
-    rec, ctx = _decode(h200_setup, measured, 1)
+    rec, ctx = _decode(measured, 1)
     pred = lat.decode_step_time(h200_setup.model, h200_setup.ceilings, lat.UNCALIBRATED, 1, ctx)
     reconcile("decode_step_roofline", pred, rec["step_time_s"], rel=0.10, why=TARGET_WHY,
               model=h200_setup.model.name, hardware="h200")
@@ -75,7 +77,7 @@ def test_decode_roofline_without_overhead(h200_setup, measured, reconcile):
 def test_marginal_cost_per_sequence(h200_setup, measured, reconcile):
     """Least-squares slope of the decode step over b = 1..64 vs the model's d(t_step)/db."""
     batches = (1, 2, 4, 8, 16, 32, 64)
-    recs = [_decode(h200_setup, measured, b) for b in batches]
+    recs = [_decode(measured, b) for b in batches]
     fit = linear_fit(batches, [r["step_time_s"].value for r, _ in recs])
     first = recs[0][0]["step_time_s"]
     slope = Measurement(fit.slope, "s", source=first.source,
@@ -105,10 +107,17 @@ def test_prefill(length, h200_setup, measured, reconcile):
     """Lone prefill in chunks of max_num_batched_tokens (8,192): compute-bound above ~180 tokens,
     with the quadratic attention term; eta fitted on 8,192 tokens only."""
     rec = measured(f"qwen2.5-7b.prefill.l{length}", hardware="h200")
-    h200_setup.check_held_out(f"qwen2.5-7b.prefill.l{length}", "engine_prefill_s.median")
-    pred = lat.prefill_time(h200_setup.model, h200_setup.ceilings, h200_setup.calib, length,
-                            h200_setup.sched.max_num_batched_tokens)
-    reconcile("prefill", pred, rec["engine_prefill_s.median"], rel=0.10, why=TARGET_WHY,
+    notes = [h200_setup.check_held_out(h200_workload(rec), "engine_prefill_s.median")]
+    budget = h200_setup.sched.max_num_batched_tokens
+    eta_fit = next(f for f in h200_setup.fits if f.constant == "eta")
+    fitted = lat.prefill_chunks(dict(eta_fit.workload)["input_len"], budget)
+    chunks = lat.prefill_chunks(length, budget)
+    if len(chunks) > 1 and chunks[0] == fitted[0]:  # a first chunk that is the fitted lone step
+        notes.append(f"chunk 1 ({chunks[0][0]} tokens after {chunks[0][1]}) is the step eta was fitted on "
+                     f"({eta_fit.recording}): only the {len(chunks) - 1} later chunk(s), attending to the earlier "
+                     "ones, are held out")
+    pred = lat.prefill_time(h200_setup.model, h200_setup.ceilings, h200_setup.calib, length, budget)
+    reconcile("prefill", with_note(pred, *notes), rec["engine_prefill_s.median"], rel=0.10, why=TARGET_WHY,
               model=h200_setup.model.name, hardware="h200")
 
 
@@ -166,7 +175,7 @@ def test_decode_overhead_transfers_to_a_second_model(b, h200_setup, request, rec
     on the same engine and GPU. Needs latency_plan.py's second-model runs."""
     _second_model_recording(request, f"{SECOND_MODEL}.decode.b{b}")
     other = load_model(SECOND_MODEL)
-    rec, ctx = _decode(h200_setup, measured, b, SECOND_MODEL)
+    rec, ctx = _decode(measured, b, SECOND_MODEL)
     pred = lat.decode_step_time(other, h200_setup.ceilings, h200_setup.calib, b, ctx)
     reconcile("decode_step_other_model", pred, rec["step_time_s"], rel=0.10, why=TARGET_WHY,
               model=other.name, hardware="h200")

@@ -1,7 +1,8 @@
 """Seed stage 01 replayed, load half: throughput vs concurrency, the overload run, TTFT.
 
 Predictions come from the continuous-batching simulation (theory/serving.py) driven by the
-calibrated step model of conftest.seed_setup (fitted on round 1's first sweep only) and, for
+calibrated step model of conftest.seed_setup (fitted on round 1's first sweep only: C=1 is
+that sweep's workload again, a repeat of the fit point, id `-fit-repeat`) and, for
 the overload run, the engine's own KV pool from its start-up log (tests_capacity predicts
 that pool; here it is an input). Measurements: `vllm bench serve` results and facts the study
 quotes from its unpublished 1 Hz metrics CSVs (SeedQuote recordings).
@@ -10,14 +11,14 @@ quotes from its unpublished 1 Hz metrics CSVs (SeedQuote recordings).
 from __future__ import annotations
 
 import pytest
-from latency_setups import SEED_SHAPE
+from latency_setups import SEED_PROMPTS, SEED_SHAPE, fit_param, seed_workload
 
 from pytest_anatomy.measure import Measurement
 from pytest_anatomy.theory import flops as fl
 from pytest_anatomy.theory import serving as sv
 from pytest_anatomy.theory.prediction import Prediction, Term
 
-PROMPTS = {1: 40, 2: 60, 4: 80, 8: 120, 16: 200, 32: 320, 64: 512}  # the seed's --num-prompts per level
+TPUT_REPEATS = frozenset({1})  # at C=1 throughput is O / (TTFT + (O - 1) x ITL): the t_overhead fit's workload
 LENGTHS = (256, 512, 1024, 2048, 4096)
 STRESS = {"concurrency": 64, "prompts": 128, "input_len": 6144, "output_len": 2048}
 TPUT_WHY = ("issue 4's target for throughput (10%); bench serve's throughput repeats within 0.5% across the "
@@ -40,12 +41,14 @@ def _stress_label(rnd: int) -> str:
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("c", list(PROMPTS))
+@pytest.mark.parametrize("c", [fit_param(c, TPUT_REPEATS) for c in SEED_PROMPTS])
 def test_throughput_curve(c, seed_setup, measured, reconcile):
     """Output tokens/s of the whole run (ramp-up and drain included) at each concurrency."""
     rec = measured(f"seed-r2-01-c{c:03d}", hardware="rtx4090")
-    res = seed_setup.simulate(sv.Workload.closed(c, PROMPTS[c], *SEED_SHAPE))
-    pred = sv.as_prediction(res, "output_throughput", "", "tokens/s", f"closed loop C={c}, {PROMPTS[c]} prompts")
+    note = seed_setup.check_held_out(seed_workload(rec), "output_throughput", repeat=c in TPUT_REPEATS)
+    res = seed_setup.simulate(sv.Workload.closed(c, SEED_PROMPTS[c], *SEED_SHAPE))
+    pred = sv.as_prediction(res, "output_throughput", "", "tokens/s", f"closed loop C={c}, {SEED_PROMPTS[c]} prompts",
+                            (note,))
     reconcile("output_throughput", pred, rec["output_throughput"], rel=0.10, why=TPUT_WHY,
               model=seed_setup.model.name, hardware="rtx4090")
 
@@ -54,8 +57,9 @@ def test_throughput_curve(c, seed_setup, measured, reconcile):
 @pytest.mark.parametrize("length", LENGTHS)
 def test_length_sweep_throughput(length, seed_setup, measured, reconcile):
     rec = measured(f"seed-r2-03-len-{length}", hardware="rtx4090")
+    note = seed_setup.check_held_out(seed_workload(rec), "output_throughput")
     res = seed_setup.simulate(sv.Workload.closed(16, int(rec["num_prompts"].value), length, SEED_SHAPE[1]))
-    pred = sv.as_prediction(res, "output_throughput", "", "tokens/s", f"closed loop C=16, L={length}")
+    pred = sv.as_prediction(res, "output_throughput", "", "tokens/s", f"closed loop C=16, L={length}", (note,))
     reconcile("output_throughput", pred, rec["output_throughput"], rel=0.10, why=TPUT_WHY,
               model=seed_setup.model.name, hardware="rtx4090")
 
@@ -74,7 +78,7 @@ def test_ttft_decomposition_at_c64(seed_setup, measured, reconcile):
     q = measured("seed-r2-ttft-decomposition-c064", hardware="rtx4090")
     engine = Measurement(q["queue_s"].value + q["prefill_s"].value, "s", source=q["queue_s"].source,
                          provenance={**q["queue_s"].provenance, "derived": "queue_s + prefill_s of the quote"})
-    res = seed_setup.simulate(sv.Workload.closed(64, PROMPTS[64], *SEED_SHAPE))
+    res = seed_setup.simulate(sv.Workload.closed(64, SEED_PROMPTS[64], *SEED_SHAPE))
     reconcile("engine_ttft_mean", sv.as_prediction(res, "ttft", "mean", "s", "closed loop C=64, 512 prompts"),
               engine, rel=0.25, why=TTFT_WHY, model=seed_setup.model.name, hardware="rtx4090")
 

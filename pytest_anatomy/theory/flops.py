@@ -57,11 +57,12 @@ def attention_flops_coefficient(model: ModelSpec) -> float:
     return float(per_layer * model.num_layers)
 
 
-def _per_layer_coefficient(model: ModelSpec) -> float:
+def attention_flops_per_layer(model: ModelSpec) -> float:
+    """FLOP per (query token, context token) in one full-attention layer: 12,544 for Qwen2.5-7B."""
     return attention_flops_coefficient(model) / model.num_layers
 
 
-def _visible(past: int, new: int, window: int | None) -> float:
+def visible_keys(past: int, new: int, window: int | None) -> float:
     """Sum over the `new` query positions past+1..past+new of the keys each one attends to
     (causal; at most `window` keys on a sliding-window layer)."""
     if new <= 0:
@@ -76,13 +77,16 @@ def _visible(past: int, new: int, window: int | None) -> float:
     return partial + full * window
 
 
+_visible = visible_keys  # the earlier private name, still used by tests_plugin
+
+
 def attention_flops(model: ModelSpec, new_tokens: int, past_tokens: int = 0) -> float:
     """Attention-core FLOPs for `new_tokens` query tokens appended causally after
     `past_tokens` cached ones (decode: new_tokens=1, past=T-1; prefill chunk: new=chunk)."""
     if new_tokens < 0 or past_tokens < 0:
         raise ValueError(f"token counts must be >= 0, got new={new_tokens!r} past={past_tokens!r}")
-    coef = _per_layer_coefficient(model)
-    return coef * sum(_visible(past_tokens, new_tokens, la.window) for la in model.layer_attention)
+    coef = attention_flops_per_layer(model)
+    return coef * sum(visible_keys(past_tokens, new_tokens, la.window) for la in model.layer_attention)
 
 
 def decode_attention_flops(model: ModelSpec, context: int) -> Prediction:
@@ -137,7 +141,7 @@ def step_flops(model: ModelSpec, work: StepWork) -> Prediction:
     # Decode: full layers see each sequence's whole context (exact from the sum); a sliding
     # layer sees min(context, window), taken at the mean context of the batch.
     mean = work.decode_context_sum / work.decode_tokens if work.decode_tokens else 0.0
-    per_layer = _per_layer_coefficient(model)
+    per_layer = attention_flops_per_layer(model)
     attn_decode = per_layer * sum(work.decode_context_sum if la.window is None
                                   else work.decode_tokens * min(mean, la.window)
                                   for la in model.layer_attention)

@@ -24,7 +24,14 @@ from dataclasses import dataclass, replace
 from pytest_anatomy.specs.hardware import HardwareSpec
 from pytest_anatomy.specs.model import ModelSpec
 from pytest_anatomy.theory import capacity as cap
-from pytest_anatomy.theory.flops import StepWork, step_flops
+from pytest_anatomy.theory.flops import (
+    StepWork,
+    attention_flops_per_layer,
+    lm_head_flops_per_token,
+    step_flops,
+    trunk_matmul_flops_per_token,
+    visible_keys,
+)
 from pytest_anatomy.theory.prediction import Prediction, Term
 
 
@@ -299,7 +306,9 @@ def closed_loop_throughput(model: ModelSpec, ceilings: Ceilings, calib: EngineCa
 @dataclass(frozen=True)
 class StepModel:
     """step_time() without building Predictions: the constants folded once. Exactly the same
-    formula (tests check both against each other)."""
+    formula (tests check both against each other). `calibration` carries the calibration's
+    description and fit notes (what t_overhead and eta were fitted on), so that results built
+    on these steps (serving.simulate -> as_prediction) keep that provenance."""
 
     weight_bytes: float
     kv_layer_bytes: float  # one layer, one token
@@ -312,15 +321,10 @@ class StepModel:
     bandwidth: float
     effective_peak: float
     overhead_s: float
+    calibration: tuple[str, ...] = ()
 
     @classmethod
     def build(cls, model: ModelSpec, ceilings: Ceilings, calib: EngineCalibration) -> "StepModel":
-        from pytest_anatomy.theory.flops import (
-            attention_flops_coefficient,
-            lm_head_flops_per_token,
-            trunk_matmul_flops_per_token,
-        )
-
         windows: dict[int, int] = {}
         for la in model.layer_attention:
             if la.window is not None:
@@ -331,25 +335,23 @@ class StepModel:
             window_layers=tuple(sorted(windows.items())),
             kv_token_bytes=cap.kv_bytes_per_token(model).value,
             trunk_flops=trunk_matmul_flops_per_token(model).value, head_flops=lm_head_flops_per_token(model).value,
-            attn_layer_coef=attention_flops_coefficient(model) / model.num_layers,
+            attn_layer_coef=attention_flops_per_layer(model),
             bandwidth=ceilings.bandwidth, effective_peak=calib.compute_efficiency * ceilings.peak,
-            overhead_s=calib.step_overhead_s)
+            overhead_s=calib.step_overhead_s, calibration=(calib.describe(), *calib.notes))
 
     def seconds(self, decode_tokens: int, decode_context_sum: float,
                 prefill: tuple[tuple[int, int], ...] = (), logits_rows: int | None = None) -> float:
-        from pytest_anatomy.theory.flops import _visible
-
         new = decode_tokens + sum(n for n, _ in prefill)
         rows = decode_tokens + len(prefill) if logits_rows is None else logits_rows
         # keys read and (query, key) pairs, summed over layers; full layers see everything
         kv_keys = self.full_layers * (decode_context_sum + sum(past for _, past in prefill))
-        pairs = self.full_layers * (decode_context_sum + sum(_visible(past, n, None) for n, past in prefill))
+        pairs = self.full_layers * (decode_context_sum + sum(visible_keys(past, n, None) for n, past in prefill))
         if self.window_layers:
             mean = decode_context_sum / decode_tokens if decode_tokens else 0.0
             for w, count in self.window_layers:
                 seen = decode_tokens * min(mean, w)
                 kv_keys += count * (seen + sum(min(past, w) for _, past in prefill))
-                pairs += count * (seen + sum(_visible(past, n, w) for n, past in prefill))
+                pairs += count * (seen + sum(visible_keys(past, n, w) for n, past in prefill))
         nbytes = self.weight_bytes + self.kv_layer_bytes * kv_keys + new * self.kv_token_bytes
         nflops = self.trunk_flops * new + self.head_flops * rows + self.attn_layer_coef * pairs
         return max(nbytes / self.bandwidth, nflops / self.effective_peak) + self.overhead_s

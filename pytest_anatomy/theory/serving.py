@@ -139,6 +139,9 @@ class SimResult:
     max_running: int
     mean_running: float  # time-weighted
     mixed_steps: int
+    # The step model's calibration (describe() and its fit notes): what every simulated step
+    # time rests on, carried into each Prediction built from this result.
+    calibration: tuple[str, ...] = ()
 
     def stat(self, metric: str, stat: str) -> float:
         """stat in mean | median | p50 | p90 | p99 ... of ttft | itl | e2e | queue."""
@@ -251,11 +254,11 @@ def simulate(steps: StepModel, sched: SchedulerConfig, work: Workload, *, max_st
                 if work.concurrency is not None and next_id < work.num_requests:
                     future.append((t, next_id))
                     next_id += 1
-    return _result(done, t, n_steps, preemptions, recomputed, max_running, running_time, mixed)
+    return _result(done, t, n_steps, preemptions, recomputed, max_running, running_time, mixed, steps.calibration)
 
 
 def _result(done: list[_Request], t: float, n_steps: int, preemptions: int, recomputed: int,
-            max_running: int, running_time: float, mixed: int) -> SimResult:
+            max_running: int, running_time: float, mixed: int, calibration: tuple[str, ...]) -> SimResult:
     done.sort(key=lambda r: r.id)
     itl: list[float] = []
     for r in done:
@@ -267,11 +270,14 @@ def _result(done: list[_Request], t: float, n_steps: int, preemptions: int, reco
         finished=tuple(sorted(r.token_times[-1] for r in done)),
         output_tokens=sum(r.generated for r in done), duration=t, steps=n_steps, preemptions=preemptions,
         recomputed_tokens=recomputed, max_running=max_running, mean_running=running_time / t if t else 0.0,
-        mixed_steps=mixed)
+        mixed_steps=mixed, calibration=calibration)
 
 
-def as_prediction(result: SimResult, metric: str, stat: str, unit: str, label: str) -> Prediction:
-    """One statistic of a simulation as a Prediction, with the run's counters as terms."""
+def as_prediction(result: SimResult, metric: str, stat: str, unit: str, label: str,
+                  notes: tuple[str, ...] = ()) -> Prediction:
+    """One statistic of a simulation as a Prediction, with the run's counters as terms and, in
+    its notes, the calibration the step times rest on (what t_overhead and eta were fitted on)
+    followed by the caller's `notes`."""
     value: float
     if metric == "output_throughput":
         value = result.output_throughput
@@ -289,7 +295,8 @@ def as_prediction(result: SimResult, metric: str, stat: str, unit: str, label: s
                Term("preemptions", result.preemptions, "events"),
                Term("mean running", result.mean_running, "requests"),
                Term("max running", result.max_running, "requests")),
-        notes=("step times from the step model, KV pool and scheduler limits as given; frontend time not modeled",))
+        notes=("step times from the step model, KV pool and scheduler limits as given; frontend time not modeled",
+               *(result.calibration or ("step model calibration not recorded",)), *notes))
 
 
 # --- closed forms ---------------------------------------------------------------------------
