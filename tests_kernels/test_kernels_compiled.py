@@ -9,6 +9,7 @@ import pytest
 from pytest_anatomy.kernels import compile as kc
 from pytest_anatomy.kernels.ladders import LADDERS, TIMING_SHAPES
 from pytest_anatomy.kernels.registry import DeviceFacts
+from pytest_anatomy.measure.measurement import Measurement
 from pytest_anatomy.theory.kernel_occupancy import occupancy
 from pytest_anatomy.theory.prediction import Prediction
 
@@ -37,13 +38,14 @@ def test_no_spills_no_stack(source):
 
 @pytest.mark.parametrize("v", [pytest.param(v, id=v.id) for v in LADDERS["sgemm"] if not v.is_baseline])
 def test_sgemm_occupancy_on_h200(v):
-    """Blocks per SM on an H200 from ptxas's numbers (recorded in the test id's output; the
-    device run reads the driver's own figure for the same kernels)."""
+    """The rung's launch fits an H200 SM: ptxas's registers and shared memory leave room for at
+    least one block (zero would mean the launch fails with 'too many resources requested').
+    The blocks-per-SM figure itself is not compared with anything here."""
     _need("nvcc")
     (call,) = v.calls(TIMING_SHAPES["sgemm"], DeviceFacts(132))
     use = kc.resource_report(call.source, "sm_90")[call.kernel]
     occ = occupancy(use.registers, use.shared_bytes, call.launch.threads_per_block, "sm_90")
-    assert 1 <= occ.value <= 32, occ
+    assert occ.value >= 1, f"{v.id}: no block fits an sm_90 SM (limited by {occ.inputs['limiter']}): {occ}"
 
 
 SEED_OCC = [("k1", 40, 0, 1024), ("k3", 38, 8192, 1024), ("k4", 54, 8192, 128), ("k5", 72, 20480, 128),
@@ -56,8 +58,6 @@ def test_occupancy_matches_seed_report(kernel, regs, smem, threads, measured, re
     """The seed's CSV reports blocks per SM for its kernels on sm_89; our calculator, fed its
     ptxas registers and shared memory, must give the same integer."""
     rec = measured(f"seed-sgemm.square.4096x4096x4096.{kernel}", hardware="rtx4090")
-    from pytest_anatomy.measure.measurement import Measurement
-
     got = occupancy(regs, smem, threads, "sm_89")
     reported = Measurement(float(rec.data["row"]["blocks_per_sm"]), "blocks", source="recorded",
                            provenance=dict(rec.provenance))
@@ -75,8 +75,6 @@ def test_vectorized_rungs_compile_to_128_bit_shared_loads(source, kernel, kind, 
     _need("cuobjdump")
     _need("nvdisasm")
     counts = kc.sass_counts(source, "sm_90")[kernel]
-    from pytest_anatomy.measure.measurement import Measurement
-
     reconcile(f"{kind}_per_ffma", Prediction(per_fma, "1/FMA", "access pattern (registry theory)"),
               Measurement(counts.get(kind, 0) / counts["FFMA"], "1/FMA", source="live",
                           provenance={"tool": "cuobjdump --dump-sass", "counts": counts}))
@@ -90,8 +88,6 @@ def test_s5_shared_loads_as_compiled(reconcile):
     _need("nvcc")
     _need("cuobjdump")
     _need("nvdisasm")
-    from pytest_anatomy.measure.measurement import Measurement
-
     v = next(x for x in LADDERS["sgemm"] if x.id == "s5-2d-regtile")
     c = kc.sass_counts(v.source, "sm_90")["sgemm_2d_regtile"]
     lds = sum(n for k, n in c.items() if k.startswith("LDS."))

@@ -3,6 +3,8 @@ and whose registry entry launches kernels that exist in that file (CPU only, no 
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from pytest_anatomy.kernels import sgemm
@@ -27,6 +29,33 @@ def test_rung_header_states_change_prediction_outcome(v):
     assert "@PRED@" not in h["predicted_effect"] and "H200" in h["predicted_effect"], \
         f"{v.source}: the prediction for the H200 must be written down before measuring"
     assert h["measured_outcome"], f"{v.source}: no measured outcome (write 'not yet measured on H200.')"
+
+
+# "H200, 4096^3: 3.0 ms", "H200, 2^28 floats: 0.90 ms", "128 x 152,064: 0.24 ms": a shape, a colon, a time.
+_TIMED = re.compile(r"(2\^28 floats|(\d+)\^3|([\d,]+) x ([\d,]+)): ([0-9.]+) ms")
+
+
+def header_times(text: str) -> dict[str, float]:
+    """{shape label: ms} for every "<shape>: <time> ms" in a header's Predicted effect."""
+    out = {}
+    for m in _TIMED.finditer(text):
+        if m.group(1) == "2^28 floats":
+            lab = f"n{2**28}"
+        elif m.group(2):
+            lab = "x".join([m.group(2)] * 3)
+        else:
+            lab = f"{m.group(3).replace(',', '')}x{m.group(4).replace(',', '')}"
+        out[lab] = float(m.group(5))
+    return out
+
+
+@pytest.mark.parametrize("v", RUNGS)
+def test_preregistered_time_matches_header(v):
+    """The H200 tests reconcile against Variant.h200_ms; the header is where it was written down
+    first. Both must say the same, and every rung must pre-register its timing shape."""
+    assert header_times(header_of(v.path)["predicted_effect"]) == dict(v.h200_ms), \
+        f"{v.source}: header says {header_times(header_of(v.path)['predicted_effect'])}, registry {dict(v.h200_ms)}"
+    assert v.preregistered_ms(TIMING_SHAPES[v.ladder]) is not None, f"{v.id}: no pre-registered time at its timing shape"
 
 
 @pytest.mark.parametrize("v", RUNGS)

@@ -52,25 +52,26 @@ def workspace(s: Mapping[str, int], d: DeviceFacts) -> dict[str, int]:
     return {"partials": max(cdiv(s["n"], BLOCK), blocks_per_sm_grid(d)), "partials2": 2 * d.sm_count}
 
 
-def _v(rid: str, title: str, src: str, launch, changes: str, per_thread: int) -> Variant:
+def _v(rid: str, title: str, src: str, launch, changes: str, per_thread: int, h200_ms: float) -> Variant:
+    """h200_ms: the time pre-registered in the rung's header at TIMING_SHAPE."""
     return Variant(rid, title, src, launch, changes, {"elements_per_thread_first_pass": per_thread},
-                   "reduction", workspace=workspace)
+                   "reduction", workspace=workspace, h200_ms=((f"n{TIMING_SHAPE['n']}", h200_ms),))
 
 
 LADDER: tuple[Variant, ...] = (
     Variant("r0-torch-sum", "torch.sum", None, None, "the library baseline", None, "reduction", baseline="torch.sum"),
     _v("r1-interleaved", "interleaved addressing, divergent modulo", "reduction/r1_interleaved.cu",
-       _tree("reduction/r1_interleaved.cu", "reduce_interleaved", BLOCK), "Harris #1", 1),
+       _tree("reduction/r1_interleaved.cu", "reduce_interleaved", BLOCK), "Harris #1", 1, 0.90),
     _v("r2-sequential", "sequential addressing", "reduction/r2_sequential.cu",
-       _tree("reduction/r2_sequential.cu", "reduce_sequential", BLOCK), "active threads contiguous: no divergence", 1),
+       _tree("reduction/r2_sequential.cu", "reduce_sequential", BLOCK), "active threads contiguous: no divergence", 1, 0.55),
     _v("r3-first-add", "first add during load (2 per thread)", "reduction/r3_first_add.cu",
-       _tree("reduction/r3_first_add.cu", "reduce_first_add", 2 * BLOCK), "halve the blocks and the tree work", 2),
+       _tree("reduction/r3_first_add.cu", "reduce_first_add", 2 * BLOCK), "halve the blocks and the tree work", 2, 0.32),
     _v("r4-unrolled-warp", "unrolled last warp (__syncwarp)", "reduction/r4_unrolled_warp.cu",
-       _tree("reduction/r4_unrolled_warp.cu", "reduce_unrolled_warp", 2 * BLOCK), "no block barrier in the last 6 steps", 2),
+       _tree("reduction/r4_unrolled_warp.cu", "reduce_unrolled_warp", 2 * BLOCK), "no block barrier in the last 6 steps", 2, 0.29),
     _v("r5-grid-stride", "grid-stride, ~1000 elements per thread", "reduction/r5_grid_stride.cu",
-       _grid_stride("reduction/r5_grid_stride.cu", "reduce_grid_stride"), "sum in registers, one tree per block", 0),
+       _grid_stride("reduction/r5_grid_stride.cu", "reduce_grid_stride"), "sum in registers, one tree per block", 0, 0.26),
     _v("r6-warp-shuffle", "grid-stride + warp shuffles", "reduction/r6_warp_shuffle.cu",
-       _grid_stride("reduction/r6_warp_shuffle.cu", "reduce_warp_shuffle"), "shuffles replace the shared tree", 0),
+       _grid_stride("reduction/r6_warp_shuffle.cu", "reduce_warp_shuffle"), "shuffles replace the shared tree", 0, 0.255),
     _v("r7-vectorized", "grid-stride + shuffles + float4 loads", "reduction/r7_vectorized.cu",
-       _grid_stride("reduction/r7_vectorized.cu", "reduce_vectorized"), "LDG.128, four accumulators", 0),
+       _grid_stride("reduction/r7_vectorized.cu", "reduce_vectorized"), "LDG.128, four accumulators", 0, 0.250),
 )

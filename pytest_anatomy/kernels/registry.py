@@ -99,6 +99,9 @@ class Variant:
     baseline  -- for rung 0: the library call ("torch.matmul", "torch.sum", ...)
     max_cols  -- rows longer than this are refused (register-resident rungs)
     workspace -- shape, device -> {buffer name: float32 elements} the runner allocates
+    h200_ms   -- ((shape label, ms), ...): the H200 median time pre-registered in the rung's
+                 header ("Predicted effect: H200, <shape>: X ms") before any H200 measurement;
+                 a registry test keeps the two in sync, the H200 tests reconcile against it
     """
 
     id: str
@@ -113,6 +116,11 @@ class Variant:
     max_cols: int | None = None
     workspace: Callable[[Mapping[str, int], DeviceFacts], Mapping[str, int]] | None = None
     notes: tuple[str, ...] = field(default=())
+    h200_ms: tuple[tuple[str, float], ...] = ()
+
+    def preregistered_ms(self, shape: Mapping[str, int]) -> float | None:
+        """The pre-registered H200 time at `shape` in ms, or None where the header gives none."""
+        return dict(self.h200_ms).get(shape_label(shape))
 
     @property
     def is_baseline(self) -> bool:
@@ -144,6 +152,13 @@ class Variant:
             if call.source not in out:
                 out.append(call.source)
         return tuple(out)
+
+
+def shape_label(shape: Mapping[str, int]) -> str:
+    """The shape part of a recording name: n268435456, 4096x4096x4096, 8192x3584."""
+    if "n" in shape:
+        return f"n{shape['n']}"
+    return "x".join(str(shape[k]) for k in ("M", "N", "K") if k in shape)
 
 
 def cdiv(a: int, b: int) -> int:

@@ -21,11 +21,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
 from pytest_anatomy.theory.prediction import Prediction, Term
 
-LINE_BYTES = 128  # an L1 cache line; a coalesced warp load of 32 floats touches exactly one
 KINDS = ("lds_distinct", "lds_broadcast", "ldg")
 
 
@@ -211,6 +208,8 @@ def fit_prices(rows: Mapping[str, tuple[Mapping[str, float], float]], fit_on: Se
         raise KeyError(f"cannot fit on {missing}: no data for them (have {sorted(rows)})")
     if len(fit_on) < len(kinds):
         raise ValueError(f"{len(kinds)} prices need at least {len(kinds)} rungs, got {list(fit_on)}")
+    import numpy as np  # here, not at module import: the rest of the theory is plain arithmetic
+
     a = np.array([[rows[r][0].get(kind, 0.0) for kind in kinds] for r in fit_on])
     y = np.array([rows[r][1] for r in fit_on])
     sol, *_ = np.linalg.lstsq(a, y, rcond=None)
@@ -235,6 +234,3 @@ def priced_time(counts: Mapping[str, float], prices: Prices, m: int, n: int, k: 
                       "this rung is one of the fit's own rungs: agreement here is by construction"),
     )
 
-
-def request_counts(access: GemmAccess) -> dict[str, float]:
-    return {"requests": access.requests}
