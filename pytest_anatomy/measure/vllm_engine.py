@@ -40,13 +40,13 @@ from pathlib import Path
 from typing import Any
 
 from pytest_anatomy.measure.vllm_log import ledger_lines, parse_vllm_log
+from pytest_anatomy.specs.vllm_args import VLLMArgs
 
 SCHEMA = "pytest-anatomy/vllm-ledger/v1"
 ERROR_CLASSES = ("oom", "max_model_len too long for memory", "timeout", "import error", "other")
 KV_CACHE_DTYPES = ("auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla",
                    "int8_per_token_head", "fp8_per_token_head", "nvfp4")  # CacheDType, vllm/config/cache.py
 MODEL_DTYPES = ("auto", "half", "float16", "bfloat16", "float", "float32")
-MODEL_RUNNERS = ("v1", "v2")  # VLLM_USE_V2_MODEL_RUNNER; None leaves vLLM's choice (V2 for dense models)
 LOG_TAIL_LINES = 200
 _PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 
@@ -64,47 +64,25 @@ WORKER_ENV: dict[str, str] = {
 
 
 @dataclass(frozen=True)
-class EngineSettings:
-    """The LLM(...) arguments one measurement varies. None means "vLLM's default"."""
+class EngineSettings(VLLMArgs):
+    """The LLM(...) arguments one measurement varies (the shared ones in specs/vllm_args.py), plus
+    what only a run has: prefix caching, the serving dtype, the seed."""
 
-    gpu_memory_utilization: float = 0.9
-    max_model_len: int = 8192
-    max_num_seqs: int | None = None
-    max_num_batched_tokens: int | None = None
-    kv_cache_dtype: str = "auto"
-    enforce_eager: bool = False
-    block_size: int | None = None
-    tensor_parallel_size: int = 1
-    kv_cache_memory_bytes: int | None = None
     enable_prefix_caching: bool = False
     dtype: str = "bfloat16"
     seed: int = 0
-    model_runner: str | None = None
 
     def __post_init__(self) -> None:
-        util = self.gpu_memory_utilization
-        if isinstance(util, bool) or not isinstance(util, (int, float)) or not 0 < util <= 1:
-            raise ValueError(f"EngineSettings.gpu_memory_utilization={util!r} must be in (0, 1]: vLLM requests "
-                             "that fraction of the device's TOTAL memory, e.g. 0.9")
-        for name in ("max_model_len", "tensor_parallel_size", "seed", "max_num_seqs", "max_num_batched_tokens",
-                     "block_size", "kv_cache_memory_bytes"):
-            value = getattr(self, name)
-            optional = name not in ("max_model_len", "tensor_parallel_size", "seed")
-            if value is None and optional:
-                continue
-            if isinstance(value, bool) or not isinstance(value, int) or value < (0 if name == "seed" else 1):
-                hint = " or None (vLLM's default)" if optional else ""
-                # ValueError for wrong types too: one exception type for every bad setting
-                raise ValueError(f"EngineSettings.{name}={value!r} must be a positive integer{hint}")
-        for name in ("enforce_eager", "enable_prefix_caching"):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"EngineSettings.{name}={getattr(self, name)!r} must be True or False")  # noqa: TRY004
+        super().__post_init__()
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise ValueError(f"EngineSettings.seed={self.seed!r} must be a non-negative integer")
+        if not isinstance(self.enable_prefix_caching, bool):
+            raise ValueError(f"EngineSettings.enable_prefix_caching={self.enable_prefix_caching!r} "  # noqa: TRY004
+                             "must be True or False")
         for name, allowed in (("kv_cache_dtype", KV_CACHE_DTYPES), ("dtype", MODEL_DTYPES)):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"EngineSettings.{name}={getattr(self, name)!r} is not one of {allowed}"
                                  + _did_you_mean(str(getattr(self, name)), allowed))
-        if self.model_runner is not None and self.model_runner not in MODEL_RUNNERS:
-            raise ValueError(f"EngineSettings.model_runner={self.model_runner!r} must be None, 'v1' or 'v2'")
         seqs, tokens = self.max_num_seqs, self.max_num_batched_tokens
         if tokens is not None and tokens < (seqs if seqs is not None else 1024):
             # vLLM's SchedulerConfig rejects max_num_batched_tokens < max_num_seqs, and the H100/H200

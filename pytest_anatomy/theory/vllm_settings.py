@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pytest_anatomy.specs.hardware import HardwareSpec
+from pytest_anatomy.specs.vllm_args import VLLMArgs
 from pytest_anatomy.units import GiB
 
 UsageContext = Literal["llm_class", "openai_api_server"]
@@ -35,33 +36,16 @@ _IGNORED = frozenset({"seed", "enable_prefix_caching"})
 
 
 @dataclass(frozen=True)
-class LedgerSettings:
-    """What the user passes to vLLM (None = vLLM's default). Field names match LLM(...)."""
+class LedgerSettings(VLLMArgs):
+    """What the user passes to vLLM (the shared arguments in specs/vllm_args.py), plus what only a
+    prediction needs: the usage context that picks vLLM's defaults, the serving dtype, chunked prefill."""
 
-    gpu_memory_utilization: float = 0.9
-    max_model_len: int = 8192
-    max_num_seqs: int | None = None
-    max_num_batched_tokens: int | None = None
-    kv_cache_dtype: str = "auto"
-    enforce_eager: bool = False
-    block_size: int | None = None
-    tensor_parallel_size: int = 1
-    kv_cache_memory_bytes: int | None = None
-    model_runner: Runner | None = None  # None: vLLM's choice, the V2 runner for dense models
     usage_context: UsageContext = "llm_class"
     dtype: str = "auto"
     enable_chunked_prefill: bool = True
 
     def __post_init__(self) -> None:
-        if not 0 < self.gpu_memory_utilization <= 1:
-            raise ValueError(f"gpu_memory_utilization must be in (0, 1], got {self.gpu_memory_utilization!r}")
-        for name in ("max_model_len", "tensor_parallel_size", "max_num_seqs", "max_num_batched_tokens",
-                     "block_size", "kv_cache_memory_bytes"):
-            value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if self.model_runner not in (None, "v1", "v2"):
-            raise ValueError(f"model_runner must be None, 'v1' or 'v2', got {self.model_runner!r}")
+        super().__post_init__()
         if self.usage_context not in ("llm_class", "openai_api_server"):
             raise ValueError(f"usage_context must be 'llm_class' or 'openai_api_server', got {self.usage_context!r}")
         if self.dtype not in ("auto", "bfloat16", "float16", "half"):
