@@ -202,8 +202,8 @@ def test_a_request_larger_than_the_pool_is_refused() -> None:
 def test_poisson_offsets_match_the_load_driver() -> None:
     """The simulation replays a recorded open-loop run's exact arrivals (same seed, same rule)."""
     for normalize in (False, True):
-        assert sv.poisson_offsets(7.5, 40, 402, normalize=normalize) == poisson_arrivals(7.5, 40, 402,
-                                                                                          normalize=normalize)
+        workload = sv.Workload.poisson(7.5, 40, 1024, 256, 402, normalize=normalize)
+        assert list(workload.arrivals) == poisson_arrivals(7.5, 40, 402, normalize=normalize)
     with pytest.raises(ValueError):
         sv.Workload(10, 10, 3, concurrency=1, arrivals=(0.0, 1.0, 2.0))
 

@@ -21,11 +21,11 @@ not modeled: simulated TTFT is the engine's queue + prefill.
 from __future__ import annotations
 
 import math
-import random
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from pytest_anatomy.specs.workload import poisson_arrivals
 from pytest_anatomy.theory.latency import StepModel
 from pytest_anatomy.theory.prediction import Prediction, Term
 
@@ -73,24 +73,7 @@ class Workload:
     def poisson(cls, rate: float, num_requests: int, input_len: int, output_len: int, seed: int,
                 *, normalize: bool = False) -> "Workload":
         return cls(input_len, output_len, num_requests,
-                   arrivals=tuple(poisson_offsets(rate, num_requests, seed, normalize=normalize)))
-
-
-def poisson_offsets(rate: float, n: int, seed: int, *, normalize: bool = False) -> list[float]:
-    """Exponential gaps of mean 1/rate from random.Random(seed), the first request waiting one
-    gap; normalize rescales so the last offset is n / rate (`vllm bench serve`'s rule). The same
-    algorithm as the load driver's, so a seeded run's arrivals can be replayed exactly."""
-    if not rate > 0 or math.isinf(rate) or n < 1:
-        raise ValueError(f"Poisson arrivals need a finite rate > 0 and n >= 1, got rate={rate!r} n={n!r}")
-    rng = random.Random(seed)
-    t, out = 0.0, []
-    for _ in range(n):
-        t += rng.expovariate(rate)
-        out.append(t)
-    if normalize:
-        scale = (n / rate) / out[-1]
-        out = [o * scale for o in out]
-    return out
+                   arrivals=tuple(poisson_arrivals(rate, num_requests, seed, normalize=normalize)))
 
 
 @dataclass
