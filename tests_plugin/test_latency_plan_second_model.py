@@ -3,12 +3,11 @@ model must be tested on another): planning, settings, its own importable batch f
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
+import device_scripts
 import pytest
 
 from pytest_anatomy.importers.device import import_files
@@ -16,16 +15,7 @@ from pytest_anatomy.importers.device import import_files
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _load_plan() -> Any:
-    spec = importlib.util.spec_from_file_location("latency_plan_second", REPO / "scripts/device/latency_plan.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["latency_plan_second"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-plan = _load_plan()
+plan = device_scripts.load("latency_plan")
 CEILINGS = {"id": "ceilings", "kind": "ceilings", "result": {
     "facts": {"name": "NVIDIA H200", "sm_count": 132},
     "read_bandwidth": {"value": 4.47e12, "unit": "B/s"}}}

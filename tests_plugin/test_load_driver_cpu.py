@@ -6,7 +6,6 @@ an asyncio timer, which is enough to test closed/open loop, deadlines and token 
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import math
 import random
@@ -16,6 +15,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, AsyncIterator
 
+import device_scripts
 import pytest
 
 from pytest_anatomy.measure import load_stats as ls
@@ -25,16 +25,7 @@ from pytest_anatomy.measure.load_driver import EngineConfig, LoadDriver, LoadRun
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _load_plan() -> Any:
-    spec = importlib.util.spec_from_file_location("latency_plan", REPO / "scripts/device/latency_plan.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["latency_plan"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-plan = _load_plan()
+plan = device_scripts.load("latency_plan")
 
 
 # --- percentiles and summaries ------------------------------------------------------------

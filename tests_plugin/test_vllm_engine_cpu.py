@@ -3,7 +3,6 @@ error paths (fake workers), and the real worker driven by fake `torch` and `vllm
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -14,6 +13,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import device_scripts
 import pytest
 
 from pytest_anatomy.measure.vllm_engine import (
@@ -32,12 +32,7 @@ TINY = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_si
 
 @pytest.fixture(scope="module")
 def plan() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("capacity_plan", SCRIPT)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["capacity_plan"] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
-    return module
+    return device_scripts.load("capacity_plan")
 
 
 # ------------------------------------------------------------------ settings
