@@ -33,6 +33,18 @@ def test_dry_run_plans_the_second_model_after_the_first(capsys: pytest.CaptureFi
     assert "llama" not in capsys.readouterr().out
 
 
+def test_main_model_runs_are_named_after_its_config(capsys: pytest.CaptureFixture[str]) -> None:
+    """--config of another model labels every run with that model (the runs become recordings
+    named by these ids; a llama run labelled qwen2.5-7b would be checked against Qwen's theory)."""
+    config = REPO / "pytest_anatomy" / "specs" / "configs" / "llama-3.1-8b.json"
+    assert plan.main(["--dry-run", "--config", str(config), "--second-model", "none"]) == 0
+    text = capsys.readouterr().out
+    assert "llama-3.1-8b.decode.b1 " in text and "llama-3.1-8b.overload" in text
+    assert "qwen2.5-7b" not in text
+    assert plan.main_model_id(plan.parse_args(["--config", "/x/mistral-7b-v0.3/config.json"])) == "mistral-7b-v0.3"
+    assert plan.main_model_id(plan.parse_args([])) == "qwen2.5-7b"
+
+
 def test_second_model_settings_and_parts() -> None:
     args = plan.parse_args(["--kv-cache-gib", "12", "--max-model-len", "200000"])
     config, source = plan.second_model_config("llama-3.1-8b")

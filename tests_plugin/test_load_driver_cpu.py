@@ -432,3 +432,16 @@ def test_execute_runs_every_part_end_to_end_against_a_fake_engine(
     assert runs["qwen2.5-7b.overload"]["settings"]["input_len"] == 64
     raw_ids = [json.loads(line)["id"] for line in (tmp_path / "latency-raw.jsonl").read_text().splitlines()]
     assert len(raw_ids) == len(expected) - 2  # the engine and the warm-up have no raw payload
+
+
+def test_smi_id_follows_cuda_visible_devices() -> None:
+    """nvidia-smi/NVML number GPUs physically; CUDA numbers the visible ones. A plan run with
+    CUDA_VISIBLE_DEVICES=1 must record GPU 1's clocks, not GPU 0's."""
+    from pytest_anatomy.measure.ceilings import smi_id
+
+    assert smi_id(0, visible="") == "0" and smi_id(1, visible="") == "1"
+    assert smi_id(0, visible="1") == "1"
+    assert smi_id(1, visible="3, 2") == "2"
+    assert smi_id(0, visible="GPU-8f2c") == "GPU-8f2c"
+    with pytest.raises(ValueError, match="not visible"):
+        smi_id(1, visible="1")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -73,12 +74,27 @@ def parse_nvidia_smi_csv(fields: Sequence[str], line: str) -> dict[str, Any]:
     return out
 
 
+def smi_id(cuda_index: int = 0, visible: str | None = None) -> str:
+    """The nvidia-smi/NVML id of CUDA device `cuda_index`. nvidia-smi and NVML ignore
+    CUDA_VISIBLE_DEVICES, so with CUDA_VISIBLE_DEVICES=1 CUDA's device 0 is nvidia-smi's 1: read
+    the variable (never CUDA itself: vLLM's parent process must stay CUDA-free before it forks).
+    Entries may be indices or GPU UUIDs; both are valid `--id` values."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES") if visible is None else visible
+    entries = [e.strip() for e in (visible or "").split(",") if e.strip()]
+    if not entries:
+        return str(cuda_index)
+    if cuda_index >= len(entries):
+        raise ValueError(f"CUDA device {cuda_index} is not visible (CUDA_VISIBLE_DEVICES={visible!r})")
+    return entries[cuda_index]
+
+
 def nvidia_smi_snapshot(index: int = 0) -> dict[str, Any] | None:
-    """Clocks, power and memory of GPU `index` as nvidia-smi reports them; None without it."""
+    """Clocks, power and memory of CUDA device `index` as nvidia-smi reports them (its own id
+    from smi_id); None without nvidia-smi."""
     exe = shutil.which("nvidia-smi")
     if exe is None:
         return None
-    cmd = [exe, f"--id={index}", f"--query-gpu={','.join(SMI_FIELDS)}", "--format=csv,noheader,nounits"]
+    cmd = [exe, f"--id={smi_id(index)}", f"--query-gpu={','.join(SMI_FIELDS)}", "--format=csv,noheader,nounits"]
     try:
         line = subprocess.run(cmd, capture_output=True, text=True, timeout=20, check=True).stdout.strip()
         return parse_nvidia_smi_csv(SMI_FIELDS, line.splitlines()[0])
@@ -108,7 +124,10 @@ def gpu_facts(index: int = 0) -> dict[str, Any]:
 
         pynvml.nvmlInit()
         facts["cuda_driver_version"] = pynvml.nvmlSystemGetCudaDriverVersion()
-        handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+        nvml_id = smi_id(index)
+        handle = (pynvml.nvmlDeviceGetHandleByIndex(int(nvml_id)) if nvml_id.isdigit()
+                  else pynvml.nvmlDeviceGetHandleByUUID(nvml_id))
+        facts["nvml_id"] = nvml_id
         facts["max_sm_clock_mhz"] = pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_SM)
         facts["max_mem_clock_mhz"] = pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_MEM)
         pynvml.nvmlShutdown()

@@ -39,6 +39,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from pytest_anatomy.measure.ceilings import smi_id
 from pytest_anatomy.measure.vllm_log import ledger_lines, parse_vllm_log
 from pytest_anatomy.specs.vllm_args import VLLMArgs
 
@@ -142,13 +143,16 @@ def _did_you_mean(word: str, choices: Sequence[str]) -> str:
 
 # ------------------------------------------------------------------ GPU memory, no CUDA context
 def read_gpu_memory(index: int = 0, *, processes: bool = False) -> dict[str, Any] | None:
-    """Device memory as NVML sees it (pynvml, vLLM's vendored copy, or nvidia-smi); None on a CPU box."""
+    """Device memory of CUDA device `index` as NVML sees it (pynvml, vLLM's vendored copy, or
+    nvidia-smi; mapped through CUDA_VISIBLE_DEVICES, which NVML ignores); None on a CPU box."""
     nvml = _nvml_module()
+    nvml_id = smi_id(index)
     if nvml is not None:
         try:
             nvml.nvmlInit()
             try:
-                handle = nvml.nvmlDeviceGetHandleByIndex(index)
+                handle = (nvml.nvmlDeviceGetHandleByIndex(int(nvml_id)) if nvml_id.isdigit()
+                          else nvml.nvmlDeviceGetHandleByUUID(nvml_id))
                 info = nvml.nvmlDeviceGetMemoryInfo(handle)
                 out: dict[str, Any] = {"source": "nvml", "total_bytes": int(info.total), "used_bytes": int(info.used),
                                        "free_bytes": int(info.free), "time": time.time()}
@@ -187,7 +191,7 @@ def _nvml_module() -> Any:
 
 def _smi_query(query: Sequence[str], index: int = 0) -> list[str] | None:
     try:
-        text = subprocess.run(["nvidia-smi", "-i", str(index), f"--query-gpu={','.join(query)}",
+        text = subprocess.run(["nvidia-smi", "-i", smi_id(index), f"--query-gpu={','.join(query)}",
                                "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=30,
                               check=True).stdout
         values = [v.strip() for v in text.strip().splitlines()[0].split(",")]

@@ -74,13 +74,16 @@ def baseline_for(v: Variant) -> Variant:
 def nvidia_smi() -> dict[str, Any]:
     fields = "name,driver_version,pstate,clocks.sm,clocks.mem,clocks.max.sm,clocks.max.mem,power.limit,temperature.gpu"
     try:
-        out = subprocess.run(["nvidia-smi", f"--query-gpu={fields}", "--format=csv,noheader,nounits"],
+        from pytest_anatomy.measure.ceilings import smi_id  # CUDA_VISIBLE_DEVICES-aware
+
+        out = subprocess.run(["nvidia-smi", f"--id={smi_id(0)}", f"--query-gpu={fields}", "--format=csv,noheader,nounits"],
                              capture_output=True, text=True, timeout=30, check=True).stdout.splitlines()[0]
     except (OSError, subprocess.SubprocessError, IndexError) as exc:
         return {"error": f"{type(exc).__name__}: {exc}"}
     vals = [v.strip() for v in out.split(",")]
     summary = dict(zip(fields.split(","), vals))
     summary["driver"] = summary.get("driver_version")
+    summary["cuda_visible_devices"] = os.environ.get("CUDA_VISIBLE_DEVICES")
     return {"summary": summary}
 
 

@@ -405,6 +405,14 @@ def load_model_config(path: Path | None) -> tuple[dict[str, Any], str]:
     return config, str(target.relative_to(REPO) if target.is_relative_to(REPO) else target)
 
 
+def main_model_id(args: argparse.Namespace) -> str:
+    """The name run ids carry: the catalog stem of --config (a bare `config.json` is named by its
+    folder), so a llama config's runs are `llama-3.1-8b.decode.b1`, never `qwen2.5-7b.…`."""
+    if args.config is None:
+        return MODEL
+    return args.config.parent.name if args.config.stem == "config" else args.config.stem
+
+
 def base_provenance(args: argparse.Namespace, config: dict[str, Any], source: str,
                     cost: CostModel, model: str = MODEL) -> dict[str, Any]:
     from pytest_anatomy.measure.ceilings import nvidia_smi_snapshot
@@ -543,7 +551,7 @@ def print_plan(args: argparse.Namespace, cost: CostModel) -> None:
     print(f"{'import vllm || ceilings':34s} {max(args.assumed_import_s, args.assumed_ceilings_s):8.0f}s "
           f"{max(args.assumed_import_s, args.assumed_ceilings_s):7.0f}s")
     print(f"{'engine start (graphs)':34s} {args.assumed_engine_s:8.0f}s {t:7.0f}s")
-    for part in build_plan(args, cost):
+    for part in build_plan(args, cost, main_model_id(args)):
         part = resolve_part(part, state, cost)
         fits = t + part.estimate_s <= args.budget_s - 15
         t += part.estimate_s if fits else 0
@@ -663,7 +671,8 @@ def main(argv: list[str] | None = None) -> int:
     for key, value in ENV_DEFAULTS.items():
         os.environ.setdefault(key, value)
     budget = Budget(args.budget_s, start=T_START)
-    out = Output(Path(args.out_dir), base_provenance(args, config, source, cost))
+    model = main_model_id(args)
+    out = Output(Path(args.out_dir), base_provenance(args, config, source, cost, model))
     out.write()
     ceilings_json = Path(args.out_dir) / "ceilings.json"
     proc = None
@@ -699,9 +708,9 @@ def main(argv: list[str] | None = None) -> int:
         out.add({"id": "ceilings", "kind": "ceilings", "wall_waited_s": time.monotonic() - t1, **body})
         if "result" in body:
             out.doc["provenance"]["gpu"] = body["result"]["facts"]
-    model_dir = tempfile.mkdtemp(prefix="qwen-dummy-")
+    model_dir = tempfile.mkdtemp(prefix=f"{model}-dummy-")
     (Path(model_dir) / "config.json").write_text(json.dumps(config, indent=2))
-    code = asyncio.run(execute(args, out, budget, config, model_dir, cost))
+    code = asyncio.run(execute(args, out, budget, config, model_dir, cost, model))
     for name in second_models(args):
         try:
             code = max(code, run_second_model(args, budget, out, name))
