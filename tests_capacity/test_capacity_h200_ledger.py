@@ -29,7 +29,13 @@ from pytest_anatomy.specs.model import load_model
 from pytest_anatomy.theory import capacity as cap
 from pytest_anatomy.theory.prediction import Prediction, Term
 from pytest_anatomy.theory.vllm_activation import COMPILED_FORWARD_EXTRA
-from pytest_anatomy.theory.vllm_memory import LEDGER_TERMS, NON_TORCH_INCREASE, V1_GRAPH_COST, predict_ledger
+from pytest_anatomy.theory.vllm_memory import (
+    LEDGER_TERMS,
+    NON_TORCH_INCREASE,
+    NON_TORCH_INCREASE_TP,
+    V1_GRAPH_COST,
+    predict_ledger,
+)
 from pytest_anatomy.theory.vllm_settings import LedgerSettings, resolve
 from pytest_anatomy.units import GiB, MiB
 
@@ -119,7 +125,8 @@ def _engine_available(run: Run, rec) -> float:
 def test_pool_from_engine_available_memory(run, measured, reconcile, vllm_ledger_live):
     rec = _recording(run, measured, vllm_ledger_live)
     model, rs = load_model(run.model), resolve(get_hardware(HW), run.ledger_settings)
-    blocks = cap.vllm_num_gpu_blocks(model, _engine_available(run, rec), rs.block_size, rs.kv_cache_dtype)
+    blocks = cap.vllm_num_gpu_blocks(model, _engine_available(run, rec), rs.block_size, rs.kv_cache_dtype,
+                                     rs.tensor_parallel_size)
     reconcile("num_gpu_blocks", blocks, rec["num_gpu_blocks"], model=run.model)
     reconcile("kv_tokens", cap.vllm_kv_tokens(model, int(blocks.value), rs.block_size), rec["kv_tokens"],
               model=run.model)
@@ -208,6 +215,9 @@ def test_ledger_term_from_config(run, term, measured, reconcile, vllm_ledger_liv
     if run.runner == "v1" and term == "cudagraph_estimate_bytes":
         pytest.skip(f"{V1_GRAPH_COST.fitted_on[0]} is the only V1 recording and the per-graph cost was fitted on "
                     "it: checking it here could not fail (test_v1_cudagraph_estimate_structure checks the formula)")
+    if term == "non_torch_increase_bytes" and run.name in NON_TORCH_INCREASE.fitted_on + NON_TORCH_INCREASE_TP.fitted_on:
+        pytest.skip(f"{run.name} is the recording the non-torch constant was fitted on: checking it here could not "
+                    "fail (test_fitted_constants_come_from_non_held_out_runs checks it reproduces)")
     reconcile(term, _predicted(run)[term], rec[term], model=run.model, **_band(run, term))
 
 
@@ -227,6 +237,9 @@ def test_fitted_constants_come_from_non_held_out_runs(measured):
     by_name = {r.name: r for r in RUNS}
     nt = measured(NON_TORCH_INCREASE.fitted_on[0], hardware=HW)
     assert nt["non_torch_increase_bytes"].value == NON_TORCH_INCREASE.value
+    tp = measured(NON_TORCH_INCREASE_TP.fitted_on[0], hardware=HW)
+    assert tp["non_torch_increase_bytes"].value == NON_TORCH_INCREASE_TP.value
+    assert not any(by_name[c.fitted_on[0]].held_out for c in (NON_TORCH_INCREASE, NON_TORCH_INCREASE_TP, V1_GRAPH_COST))
     v1 = by_name[V1_GRAPH_COST.fitted_on[0]]
     graphs = _predicted(v1)["cudagraph_estimate_bytes"].terms[0].value
     # float division by the graph count: equal up to the last bit of a double
@@ -247,10 +260,12 @@ def _nvml_growth(rec) -> float:
 
 @pytest.mark.gpu
 @pytest.mark.finding(
-    "vllm-v2-cudagraph-memory-not-subtracted", expected=(1.005, 1.03),
+    "vllm-v2-cudagraph-memory-not-subtracted", expected=(1.002, 1.03),
     reason="vLLM documents the CUDA-graph memory estimate as subtracted from the KV budget by default since "
            "v0.21.0, but the V2 model runner (the default in 0.26.0) returns 0 from profile_cudagraph_memory, "
-           "so the graph pool captured afterwards (0.89-1.16 GiB here) lands ON TOP of gpu_memory_utilization: "
+           "so the graph pool captured afterwards (0.39-1.16 GiB here) lands ON TOP of gpu_memory_utilization. "
+           "The ratio is 1 + pool / documented KV: +0.3% for qwen2.5-0.5b (held out: 0.39 GiB pool on 124 GiB) "
+           "up to +1.9% for qwen2.5-32b (1.16 GiB on 60 GiB), hence the band: "
            "the KV pool is as large as without graphs (qwen2.5-7b: 117.17 GB with graphs vs 117.12 GB eager) and "
            "the instance's NVML-measured growth exceeds its budget by 0.29-1.16 GB (0.934 GB for qwen2.5-7b), "
            "while the eager twins stay within -1.02..+0.13 GB of it.")

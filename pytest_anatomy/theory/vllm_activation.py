@@ -14,6 +14,9 @@ forward, layer >= 1, at the MLP (the widest point; I = intermediate / tp, h = hi
     whose output adds one more h -> peak N (3I + 4h)
   - torch.compile (CUDA-graph mode): Inductor frees gate_up after its last use -> N (3I + 3h),
     plus a constant fitted on one compiled run (see COMPILED_FORWARD_EXTRA)
+  - tensor parallel: the all-reduce after down_proj is out of place, one more h while the
+    partial sum is alive -> Qwen2 N (3I + 5h); Llama's gate_up moment stays wider while
+    I / tp > h (mlp_peak_width)
 sampler, V2 runner: the forward's hidden states [N, h], the R sampled rows [R, h] and bf16
   logits [R, vocab] (the V2 sampler works in place, Gumbel sampling in one Triton kernel)
 sampler, V1 runner: as V2 plus a random [R, h] input, the logits cast to fp32, the fp32
@@ -50,6 +53,24 @@ COMPILED_FORWARD_EXTRA = FittedConstant(
     "run recorded so far has N = 16384, so a constant cannot be told apart from 3,840 B per token")
 
 
+def mlp_peak_width(i: int, h: int, held: bool, tp: int) -> tuple[int, str]:
+    """Widest live set of the MLP, in elements per token, and its formula.
+
+    Three [N, h] tensors stay alive through the MLP (the layer input the caller holds, the
+    residual, the MLP input). Two moments compete:
+      gate_up -> act: gate_up (2I) and the activation output (I) coexist        -> 3I + 3h
+      down_proj: act (I), gate_up too where the module holds it (Qwen2 eager), the
+      down_proj output (h), and under tensor parallel the all-reduce's output (h): vLLM's
+      all-reduce is out of place (torch.empty_like, then NCCL or the custom kernel) and
+      runs while down_proj's partial sum is still referenced           -> I (+2I) + 4h (+h)
+    Llama at TP2 stays at 3I + 3h (I + 5h is smaller while I/tp > h); Qwen2 goes to 3I + 5h."""
+    gate_up = 3 * i + 3 * h
+    down = i + (2 * i if held else 0) + 4 * h + (h if tp > 1 else 0)
+    if down > gate_up:
+        return down, f"{'3I' if held else 'I'} + {4 + (tp > 1)}h"
+    return gate_up, "3I + 3h"
+
+
 def compute_capability(hardware: HardwareSpec) -> tuple[int, int] | None:
     return COMPUTE_CAPABILITY.get(hardware.name)
 
@@ -83,7 +104,7 @@ def peak_activation(model: ModelSpec, hardware: HardwareSpec, rs: ResolvedSettin
     vocab_padded = s.vocab_rows * tp
     compiled = rs.cudagraphs
     held = model.model_type in _GATE_UP_HELD and not compiled
-    mlp_width = 3 * i + (4 if held else 3) * h
+    mlp_width, width = mlp_peak_width(i, h, held, tp)
     phases: dict[str, float] = {"forward MLP": n * mlp_width * b}
     phases["forward attention"] = n * (3 * h + s.qkv_out + s.attn_out) * b
     if compiled:
@@ -107,7 +128,6 @@ def peak_activation(model: ModelSpec, hardware: HardwareSpec, rs: ResolvedSettin
     lt = CUBLASLT_WORKSPACE if biased else 0
     idx = _index_tensors(r) if rs.runner == "v2" else 0
     value = phases[where] + ws + lt + idx
-    width = f"3I + {'4' if held else '3'}h"
     terms = [Term(f"peak phase: {where}", phases[where], "B",
                  {"forward MLP": f"N x ({width}) x {b} B" + (" + compiled extra" if compiled else ""),
                   "forward attention": "N x (3h + qkv + attn_out) x B",
@@ -124,7 +144,9 @@ def peak_activation(model: ModelSpec, hardware: HardwareSpec, rs: ResolvedSettin
         notes.append(COMPILED_FORWARD_EXTRA.note())
     if tp > 1:
         notes.append("tensor parallel: per-rank widths (I / tp, fused QKV of this rank's heads, vocab shard + "
-                     "all-gathered logits); no TP recording checks this yet")
+                     "all-gathered logits) and the all-reduce's out-of-place output at down_proj; that output "
+                     "was identified from the first TP2 recordings (Qwen2.5-7B/72B +N x h x 2 B), so those "
+                     "two are not independent checks of it")
     notes.append("known to about +-1 MiB: the caching allocator may hand out a cached block whole when the "
                  "remainder is <= 1 MiB, and the profile run's allocation order is not replayed")
     return Prediction(

@@ -10,7 +10,7 @@ vLLM 0.26.0 (`Worker.determine_available_memory`, `vllm/utils/mem_utils.memory_p
 - peak_activation: torch-allocated peak growth of the profile run (theory/vllm_activation.py);
 - non_torch_increase: growth of (device used - torch reserved) since the first snapshot:
   lazily loaded CUDA modules and library handles. No mechanism here gives its size, so it is
-  one fitted constant (NON_TORCH_INCREASE);
+  one fitted constant per parallel layout (NON_TORCH_INCREASE; NON_TORCH_INCREASE_TP at TP2);
 - cudagraph_estimate: 0 for the V2 model runner (`profile_cudagraph_memory` returns 0 in
   0.26.0, so the graph pool captured later lands on top of the budget); the V1 runner captures
   the first two graphs of each mode and extrapolates `max(first) + sum((n - 1) x per_graph)`,
@@ -36,7 +36,7 @@ from pytest_anatomy.theory.vllm_load import DEEPGEMM_WORKSPACE, check_supported,
 from pytest_anatomy.theory.vllm_settings import FittedConstant, LedgerSettings, ResolvedSettings, resolve
 
 __all__ = [
-    "LEDGER_TERMS", "NON_TORCH_INCREASE", "V1_GRAPH_COST", "available_kv", "cudagraph_estimate",
+    "LEDGER_TERMS", "NON_TORCH_INCREASE", "NON_TORCH_INCREASE_TP", "V1_GRAPH_COST", "available_kv", "cudagraph_estimate",
     "model_memory", "non_torch_increase", "num_gpu_blocks_min_over_ranks", "peak_activation", "predict_ledger",
     "requested_memory", "resolve",
 ]
@@ -45,6 +45,13 @@ LEDGER_TERMS = ("model_memory_bytes", "peak_activation_bytes", "non_torch_increa
 NON_TORCH_INCREASE = FittedConstant(
     241_172_480, "B", ("vllm-ledger.qwen2.5-7b.u0.90.len8192.eager",),
     "non-torch growth from the first snapshot to after the profile run (CUDA modules, library handles)")
+# Tensor parallel: the same growth measured on three TP2 engines, byte for byte (qwen2.5-7b,
+# qwen2.5-72b, llama-3.1-70b: 69,206,016 B each); fitted on the first, the others held out.
+NON_TORCH_INCREASE_TP = FittedConstant(
+    69_206_016, "B", ("vllm-ledger.qwen2.5-7b.u0.90.len8192.eager.tp2",),
+    "non-torch growth per rank at tensor parallel 2: 164 MiB less than one GPU's, because the distributed "
+    "start-up (NCCL communicator, custom all-reduce, their warm-up collectives) loads CUDA modules and "
+    "library state before vLLM's first snapshot; which allocations exactly is not established")
 # The V1 runner's only recording: 476 MiB for 51 PIECEWISE + 51 FULL graphs.
 V1_GRAPH_COST = FittedConstant(
     499_122_176 / 102, "B", ("vllm-ledger.qwen2.5-7b.u0.90.len8192.graphs.v1runner",),
@@ -86,17 +93,20 @@ def model_memory(model: ModelSpec, hardware: HardwareSpec, rs: ResolvedSettings,
 
 
 def non_torch_increase(hardware: HardwareSpec, rs: ResolvedSettings) -> Prediction:
-    """One fitted constant (NON_TORCH_INCREASE); see its provenance in the notes."""
-    notes = [NON_TORCH_INCREASE.note()]
+    """One fitted constant per parallel layout (NON_TORCH_INCREASE, NON_TORCH_INCREASE_TP for
+    tensor parallel 2); see its provenance in the notes."""
+    tp = rs.tensor_parallel_size
+    constant = NON_TORCH_INCREASE if tp == 1 else NON_TORCH_INCREASE_TP
+    notes = [constant.note()]
     if hardware.name != "h200":
         notes.append(f"{hardware.name}: the constant was measured on an H200; lazily loaded CUDA modules "
                      "differ by architecture and driver")
     if rs.runner == "v1":
         notes.append("the V1 runner was measured 8 MiB higher (one recording): not in this constant")
-    if rs.tensor_parallel_size > 1:
-        notes.append("tensor parallel: NCCL is initialised before the first snapshot, so its buffers do not "
-                     "count; lazy NCCL/custom all-reduce allocations during profiling are not modelled")
-    return Prediction(NON_TORCH_INCREASE.value, "B", "fitted constant", {"runner": rs.runner},
+    if tp > 2:
+        notes.append(f"tensor parallel {tp}: the constant was measured at TP2 only; NCCL's channel buffers "
+                     "and the custom all-reduce's IPC buffers may grow with the group size")
+    return Prediction(constant.value, "B", "fitted constant", {"runner": rs.runner, "tp": tp},
                       notes=tuple(notes))
 
 
