@@ -95,6 +95,7 @@ class Measured:
         live: LiveFn | None = None,
         hardware: str | None = None,
         suite: str | None = None,
+        recorded_at: str | None = None,
     ) -> recordings.Recording:
         """Return recording `name` for this test's suite.
 
@@ -103,6 +104,8 @@ class Measured:
                     omitted for data that only exists as a recording (e.g. the seed's 4090 runs)
         hardware -- pin the hardware (seed data is 'rtx4090'); default: --anatomy-hardware, else the
                     live GPU, else ini anatomy_replay_hardware
+        recorded_at -- replay the recording of that time instead of the newest: what was measured in
+                    the same session as another recording (`other.recorded_at`); live runs ignore it
         """
         __tracebackhide__ = True
         s = self._session
@@ -119,7 +122,7 @@ class Measured:
         if can_live and settings.source in ("live", "auto"):
             return self._run_live(name, suite, want_hw, live)  # type: ignore[arg-type]
         try:
-            return recordings.load_latest(settings.results_dir, want_hw, suite, name)
+            return recordings.load_latest(settings.results_dir, want_hw, suite, name, recorded_at)
         except recordings.MissingRecording as exc:
             gpu = "no live GPU" if live_hw is None else f"live GPU is {live_hw}"
             hint = (f"run `pytest -m gpu --anatomy-record` on a {want_hw} to record it"

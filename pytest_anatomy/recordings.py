@@ -181,9 +181,16 @@ def candidates(root: Path, hardware: str, suite: str, name: str) -> list[Path]:
     return [p for _, p in sorted(found)]
 
 
-def load_latest(root: Path, hardware: str, suite: str, name: str) -> Recording:
-    """The newest recording; raises MissingRecording naming the glob that found nothing."""
+def load_latest(root: Path, hardware: str, suite: str, name: str, stamp: str | None = None) -> Recording:
+    """The newest recording, or the one of `stamp` (a recorded_at, either form: several runs of
+    one device batch share it, e.g. a session's ceilings and the runs measured beside them);
+    raises MissingRecording naming the glob or file that found nothing."""
     files = candidates(root, hardware, suite, name)
+    if stamp is not None:
+        want = stamp_of(stamp)
+        files = [p for p in files if p.name == f"{name}@{want}.json"]
+        if not files:
+            raise MissingRecording(f"{Path(root) / hardware / suite / name}@{want}.json")
     if not files:
         raise MissingRecording(f"{Path(root) / hardware / suite / name}@*.json")
     rec = load_file(files[-1])

@@ -58,18 +58,23 @@ def seed_setup(qwen: ModelSpec, measured: Any) -> Setup:
     return Setup("rtx4090", qwen, ceilings, calib, sched, fits)
 
 
+def session_ceilings(measured: Any, run: Any) -> lat.Ceilings:
+    """The ceilings measured in the same device session as `run` (same batch stamp): every
+    session has its own clocks and thermal state, so a prediction uses its own session's."""
+    ceil = measured("ceilings", hardware="h200", suite="ceilings", recorded_at=run.recorded_at)
+    where = ceil["read_bandwidth.value"].provenance.get("recording", "results/h200/ceilings")
+    return lat.Ceilings.measured(get_hardware("h200"), bandwidth=ceil["read_bandwidth.value"].value,
+                                 peak=ceil["matmul_bf16.value"].value,
+                                 source=f"read_bandwidth (4 GiB sum) and matmul_bf16 (8192^3), {where}")
+
+
 @pytest.fixture
 def h200_setup(qwen: ModelSpec, measured: Any) -> Setup:
     """H200 + vLLM 0.26.0 (CUDA graphs, async scheduling, max_num_batched_tokens 8192).
     Ceilings measured in the same session (results/h200/ceilings: read_bandwidth, matmul_bf16).
     Calibration: t_overhead from the b=1 decode step, eta from the lone 8,192-token prefill."""
-    hw = get_hardware("h200")
-    ceil = measured("ceilings", hardware="h200", suite="ceilings")
-    where = ceil["read_bandwidth.value"].provenance.get("recording", "results/h200/ceilings")
-    ceilings = lat.Ceilings.measured(hw, bandwidth=ceil["read_bandwidth.value"].value,
-                                     peak=ceil["matmul_bf16.value"].value,
-                                     source=f"read_bandwidth (4 GiB sum) and matmul_bf16 (8192^3), {where}")
     b1 = measured("qwen2.5-7b.decode.b1", hardware="h200")
+    ceilings = session_ceilings(measured, b1)
     s = b1.data["run"]["settings"]
     calib = lat.fit_step_overhead(
         qwen, ceilings, 1, mean_context(s["input_len"], s["output_len"]), b1["step_time_s"].value,
@@ -88,3 +93,22 @@ def h200_setup(qwen: ModelSpec, measured: Any) -> Setup:
             FitPoint("eta", "qwen2.5-7b.prefill.l8192", "engine_prefill_s.median", h200_workload(l8192),
                      frozenset({"engine_prefill_s.median"})))
     return Setup("h200", qwen, ceilings, calib, sched, fits)
+
+
+@pytest.fixture
+def h200_transfer_setup(h200_setup: Setup, measured: Any) -> Setup:
+    """Llama-3.1-8B on the same H200 and vLLM 0.26.0 settings, predicted with the calibration
+    fitted on Qwen2.5-7B (h200_setup: t_overhead and eta) and the ceilings measured in Llama's
+    own session: issue 4's "overhead calibrated on a different model than the one tested".
+    No Llama run is a fit point (fits=()), so every check on it is held out."""
+    llama = load_model("llama-3.1-8b")
+    b1 = measured("llama-3.1-8b.decode.b1", hardware="h200")
+    engine = measured("llama-3.1-8b.engine", hardware="h200")
+    calib = lat.EngineCalibration(
+        name=f"{h200_setup.calib.name}, transferred from {h200_setup.model.name}",
+        step_overhead_s=h200_setup.calib.step_overhead_s, compute_efficiency=h200_setup.calib.compute_efficiency,
+        fitted_on=h200_setup.calib.fitted_on, notes=h200_setup.calib.notes)
+    sched = sv.SchedulerConfig(int(engine["resolved.max_num_seqs"].value),
+                               int(engine["resolved.max_num_batched_tokens"].value),
+                               int(engine["resolved.num_gpu_blocks"].value), int(engine["resolved.block_size"].value))
+    return Setup("h200", llama, session_ceilings(measured, b1), calib, sched, fits=())

@@ -1,5 +1,10 @@
-"""H200, vLLM 0.26.0, Qwen2.5-7B under load: closed loop C = 1..64, Poisson arrivals at five
-rates, and one overload run, against the continuous-batching simulation.
+"""H200, vLLM 0.26.0, Qwen2.5-7B and Llama-3.1-8B under load: closed loop C = 1..64, Poisson
+arrivals at five rates, and one overload run each, against the continuous-batching simulation.
+
+Qwen2.5-7B is predicted with its own calibration (conftest.h200_setup); Llama-3.1-8B with that
+same calibration, fitted on Qwen, and its own session's ceilings (conftest.h200_transfer_setup):
+none of Llama's runs is in-sample. Llama's pool was pinned to Qwen's in tokens (224,7xx) so the
+two models ran the same request shapes.
 
 The simulation runs each recorded workload as designed (same prompts, concurrency, Poisson
 seed and normalisation, engine limits and KV pool) with step times from the calibrated step
@@ -18,6 +23,9 @@ from pytest_anatomy.measure import Measurement
 from pytest_anatomy.theory import latency as lat
 from pytest_anatomy.theory import serving as sv
 from pytest_anatomy.theory.prediction import Prediction, Term
+
+QWEN, LLAMA = "qwen2.5-7b", "llama-3.1-8b"
+SETUP_FIXTURE = {QWEN: "h200_setup", LLAMA: "h200_transfer_setup"}
 
 CLOSED = (1, 8, 32, 64)
 POISSON = ("0.25", "0.5", "0.8", "1", "1.3")
@@ -46,14 +54,29 @@ def _kw(setup) -> dict[str, str]:
     return {"model": setup.model.name, "hardware": "h200"}
 
 
+def _setup(request, model: str):
+    return request.getfixturevalue(SETUP_FIXTURE[model])
+
+
+def _cases(values, marks=None):
+    """(model, value) for both models; marks(model, value) -> marks of that case."""
+    return [pytest.param(m, v, id=f"{m}-{v}", marks=(marks(m, v) if marks else ())) for m in SETUP_FIXTURE
+            for v in values]
+
+
+def _models(marks=None):
+    return [pytest.param(m, id=m, marks=(marks(m) if marks else ())) for m in SETUP_FIXTURE]
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize("c", CLOSED[:-1])
-def test_closed_loop_throughput(c, h200_setup, measured, reconcile):
-    rec = measured(f"qwen2.5-7b.closed.c{c}", hardware="h200")
+@pytest.mark.parametrize(("model", "c"), _cases(CLOSED[:-1]))
+def test_closed_loop_throughput(model, c, request, measured, reconcile):
+    h200_setup = _setup(request, model)
+    rec = measured(f"{model}.closed.c{c}", hardware="h200")
     res = _sim(h200_setup, rec)
     notes = [h200_setup.check_held_out(h200_workload(rec), "output_throughput")]
-    t_overhead = next(f for f in h200_setup.fits if f.constant == "t_overhead")
-    if c == dict(t_overhead.workload).get("batch"):  # every decode step has the fitted batch
+    t_overhead = next((f for f in h200_setup.fits if f.constant == "t_overhead"), None)
+    if t_overhead is not None and c == dict(t_overhead.workload).get("batch"):  # every decode step has the fitted batch
         share = 1 - res.stat("ttft", "mean") / res.stat("e2e", "mean")
         notes.append(f"held out by workload, but C={c} decodes at batch {c}, the regime t_overhead was fitted "
                      f"on ({t_overhead.recording}); decode steps are {share:.1%} of the simulated request time, so "
@@ -65,14 +88,16 @@ def test_closed_loop_throughput(c, h200_setup, measured, reconcile):
 
 
 @pytest.mark.gpu
-def test_saturation_throughput(h200_setup, measured, reconcile):
+@pytest.mark.parametrize("model", _models())
+def test_saturation_throughput(model, request, measured, reconcile):
     """The plan's saturation point (C=64, whose request rate set the Poisson rates): the simulated
     finite run at the target, and the steady-state closed form as a bound. The closed form has no
     ramp-up or drain, so the measured run (three waves of 64) can only fall below it; how far
     the transient alone takes it is simulate's (finite run vs its steady state between the first
     and last wave). The engine's own knee (max_num_seqs = 128, KV permitting) is higher; it is
     reported as a term, not measured yet."""
-    rec = measured("qwen2.5-7b.closed.c64", hardware="h200")
+    h200_setup = _setup(request, model)
+    rec = measured(f"{model}.closed.c64", hardware="h200")
     res = _sim(h200_setup, rec)
     measured_tput = rec["aggregate.output_throughput_tok_per_s"]
     reconcile("output_throughput", sv.as_prediction(res, "output_throughput", "", "tokens/s", _label(rec)),
@@ -100,9 +125,10 @@ def test_saturation_throughput(h200_setup, measured, reconcile):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("c", CLOSED[1:])
-def test_closed_loop_itl_mean_and_median(c, h200_setup, measured, reconcile):
-    rec = measured(f"qwen2.5-7b.closed.c{c}", hardware="h200")
+@pytest.mark.parametrize(("model", "c"), _cases(CLOSED[1:]))
+def test_closed_loop_itl_mean_and_median(model, c, request, measured, reconcile):
+    h200_setup = _setup(request, model)
+    rec = measured(f"{model}.closed.c{c}", hardware="h200")
     res = _sim(h200_setup, rec)
     reconcile("itl_median", sv.as_prediction(res, "itl", "p50", "s", _label(rec)), rec["aggregate.itl_s.median"],
               rel=0.10, why=ITL_WHY, **_kw(h200_setup))
@@ -122,13 +148,35 @@ ENGINE_TTFT_FINDING = pytest.mark.finding(
     expected=(1.2, 1.6))
 
 
+BELOW_KNEE = {QWEN: POISSON, LLAMA: POISSON[:-1]}
+LLAMA_TTFT_REASON = (
+    "Llama-3.1-8B (Qwen's calibration): TTFT p50 agrees at 0.25x and 0.5x of the C=64 rate (+24%) and misses at "
+    "0.8x (39.6 ms vs 29.1 simulated) and 1.0x (51.0 vs 30.2). Two parts, as for Qwen: the frontend's ingress + "
+    "egress, which the simulation omits, grows from 6 to 13 ms with load (client minus engine TTFT); the engine's "
+    "own queue + prefill medians stay within 10% up to 0.8x and reach +26% at 1.0x (38.0 ms), where a new prompt "
+    "shares its step with ~35-70 decodes whose per-sequence cost runs ~1.3x the roofline "
+    "(h200-decode-per-sequence-cost). Llama's lone short prefill exceeds the model less than Qwen's (512 tokens: "
+    "1.8x vs 3.1x), so its TTFT misses start later.")
+TTFT_MARKS = {
+    **{(QWEN, f): (TTFT_FINDING, ENGINE_TTFT_FINDING) for f in POISSON},
+    (LLAMA, "0.8"): (pytest.mark.finding("h200-ttft-short-prefill-and-frontend", quantity="ttft_p50",
+                                         reason=LLAMA_TTFT_REASON, expected=(1.3, 2.2)),),
+    (LLAMA, "1"): (pytest.mark.finding("h200-ttft-short-prefill-and-frontend", quantity="ttft_p50",
+                                       reason=LLAMA_TTFT_REASON, expected=(1.3, 2.2)),
+                   pytest.mark.finding("h200-ttft-short-prefill-and-frontend", quantity="engine_ttft_p50",
+                                       reason=LLAMA_TTFT_REASON, expected=(1.2, 1.6))),
+}
+
+
 @pytest.mark.gpu
-@TTFT_FINDING
-@pytest.mark.parametrize("factor", POISSON)
-def test_poisson_ttft_p50_below_the_knee(factor, h200_setup, measured, reconcile):
-    """Open loop at factor x the C=64 request rate, all below the simulated knee (~31 req/s at
-    max_num_seqs = 128)."""
-    rec = measured(f"qwen2.5-7b.poisson.f{factor}", hardware="h200")
+@pytest.mark.parametrize(("model", "factor"), [
+    pytest.param(m, f, id=f"{m}-{f}", marks=TTFT_MARKS.get((m, f), ())) for m in SETUP_FIXTURE for f in BELOW_KNEE[m]])
+def test_poisson_ttft_p50_below_the_knee(model, factor, request, measured, reconcile):
+    """Open loop at factor x the C=64 request rate, below the simulated knee (Qwen: ~31 req/s at
+    max_num_seqs = 128). Llama's f1.3 run sits at its knee and is not a below-the-knee case
+    (BELOW_KNEE; test_poisson_rates_against_the_knee checks that split)."""
+    h200_setup = _setup(request, model)
+    rec = measured(f"{model}.poisson.f{factor}", hardware="h200")
     s = rec.data["run"]["settings"]
     knee = h200_setup.knee_rate(s["input_len"], s["output_len"])
     assert s["rate"] < knee, f"{s['rate']:.1f} req/s is not below the predicted knee ({knee:.1f} req/s)"
@@ -142,7 +190,21 @@ def test_poisson_ttft_p50_below_the_knee(factor, h200_setup, measured, reconcile
     reconcile("engine_ttft_p50", pred, engine, rel=0.25, why=TTFT_WHY, **_kw(h200_setup))
 
 
-test_poisson_ttft_p50_below_the_knee = ENGINE_TTFT_FINDING(test_poisson_ttft_p50_below_the_knee)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("model", "factor"), _cases(POISSON))
+def test_poisson_rates_against_the_knee(model, factor, request, measured):
+    """The plan sets Poisson rates as multiples of the measured C=64 rate; the engine's knee
+    (closed loop at max_num_seqs, simulated) decides which runs are below it. BELOW_KNEE is a
+    declaration the simulation must confirm: below means rate < knee, the rest at least 0.95 x."""
+    setup = _setup(request, model)
+    s = measured(f"{model}.poisson.f{factor}", hardware="h200").data["run"]["settings"]
+    knee = setup.knee_rate(s["input_len"], s["output_len"])
+    if factor in BELOW_KNEE[model]:
+        assert s["rate"] < knee, f"{s['rate']:.2f} req/s is declared below the knee but the knee is {knee:.2f}"
+    else:
+        assert s["rate"] >= 0.95 * knee, f"{s['rate']:.2f} req/s is declared at the knee, which is {knee:.2f}"
 
 
 ITL_UNDER_LOAD = ("At the higher rates the simulated ITLs run 10-18% short, the two decode findings combined: the "
@@ -152,13 +214,23 @@ ITL_UNDER_LOAD = ("At the higher rates the simulated ITLs run 10-18% short, the 
                   "(h200-ttft-short-prefill-and-frontend).")
 
 
+ITL_MARKS = {
+    (QWEN, "0.8"): (pytest.mark.finding("h200-itl-under-load", quantity="itl_mean", reason=ITL_UNDER_LOAD,
+                                        expected=(1.10, 1.25)),),
+    (QWEN, "1.3"): (pytest.mark.finding("h200-itl-under-load", reason=ITL_UNDER_LOAD, expected=(1.10, 1.25)),),
+    (LLAMA, "1.3"): (pytest.mark.finding("h200-itl-under-load", reason=(
+        "Llama-3.1-8B at 1.3x (at its knee, up to 86 running): median ITL 7.73 ms vs 6.95 simulated (+11%), mean "
+        "11.7 vs 10.4 ms (+12%): decode steps of 50-90 sequences at ~1.3x the roofline's per-sequence cost "
+        "(h200-decode-per-sequence-cost: Llama b=64 +8.5%, b=128 +16%), the same mechanism as Qwen's."),
+        expected=(1.10, 1.25)),),
+}
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize("factor", [*POISSON[:2], pytest.param("0.8", marks=pytest.mark.finding(
-    "h200-itl-under-load", quantity="itl_mean", reason=ITL_UNDER_LOAD, expected=(1.10, 1.25))), "1",
-    pytest.param("1.3", marks=pytest.mark.finding("h200-itl-under-load", reason=ITL_UNDER_LOAD,
-                                                  expected=(1.10, 1.25)))])
-def test_poisson_itl_mean_and_median(factor, h200_setup, measured, reconcile):
-    rec = measured(f"qwen2.5-7b.poisson.f{factor}", hardware="h200")
+@pytest.mark.parametrize(("model", "factor"), _cases(POISSON, lambda m, f: ITL_MARKS.get((m, f), ())))
+def test_poisson_itl_mean_and_median(model, factor, request, measured, reconcile):
+    h200_setup = _setup(request, model)
+    rec = measured(f"{model}.poisson.f{factor}", hardware="h200")
     res = _sim(h200_setup, rec)
     reconcile("itl_median", sv.as_prediction(res, "itl", "p50", "s", _label(rec)), rec["aggregate.itl_s.median"],
               rel=0.10, why=ITL_WHY, **_kw(h200_setup))
@@ -167,10 +239,13 @@ def test_poisson_itl_mean_and_median(factor, h200_setup, measured, reconcile):
 
 
 @pytest.mark.gpu
-def test_overload_preemption(h200_setup, measured, reconcile):
-    """128 prompts of 16,113 + 1,024 tokens against a 2.06M-token pool (1.06x): the pool holds
-    120 such requests at full length, so preemption must start; how many times, and how many run."""
-    rec = measured("qwen2.5-7b.overload", hardware="h200")
+@pytest.mark.parametrize("model", _models())
+def test_overload_preemption(model, request, measured, reconcile):
+    """Qwen: 128 prompts of 16,113 + 1,024 tokens against a 2.06M-token pool (1.06x); Llama: 128 of
+    1,755 + 1,024 against 224,704 tokens (1.58x). Preemption must start; how many times, and how
+    many run."""
+    h200_setup = _setup(request, model)
+    rec = measured(f"{model}.overload", hardware="h200")
     s = rec.data["run"]["settings"]
     res = _sim_overload(h200_setup, rec)
     onset = sv.kv_concurrency(int(h200_setup.sched.usable_blocks) * h200_setup.sched.block_size,
@@ -193,8 +268,10 @@ def _sim_overload(setup, rec) -> sv.SimResult:
 
 
 @pytest.mark.gpu
-def test_overload_latency_and_throughput(h200_setup, measured, reconcile):
-    rec = measured("qwen2.5-7b.overload", hardware="h200")
+@pytest.mark.parametrize("model", _models())
+def test_overload_latency_and_throughput(model, request, measured, reconcile):
+    h200_setup = _setup(request, model)
+    rec = measured(f"{model}.overload", hardware="h200")
     res = _sim_overload(h200_setup, rec)
     label = _label(rec)
     kw = _kw(h200_setup)
@@ -216,15 +293,34 @@ MIXED_REASON = ("Under overload a prompt's two chunks (8,192 + 7,921 tokens) sha
                 "chunks are longer). Queueing still dominates TTFT either way (96% vs 98% simulated).")
 
 
+LLAMA_OVERLOAD_REASON = ("Llama-3.1-8B (128 x 1,755 + 1,024 tokens on a 224,704-token pool, 46 preemptions as simulated): TTFT "
+        "itself agrees (mean 3.03 s vs 2.96 s, p50 +1.5%), but the engine splits it 2.58 s queue + 0.42 s prefill "
+        "where the simulation has 2.73 + 0.23: requests are first scheduled ~0.15 s earlier and reach their first "
+        "token ~0.19 s later, a queueing share of 85% vs 92%. Candidates, not separated: steps mixing a prompt "
+        "with ~125 KV-heavy decodes (Llama reads 128 KiB of KV per token, 2.3x Qwen) take longer than max(memory, "
+        "compute) (Qwen's prefill part is 1.45x simulated for the same reason), and requests preempted after "
+        "their first scheduling but before their first token count the wait as prefill in vLLM's stats.")
+OVERLOAD_MARKS = {
+    QWEN: (pytest.mark.finding(MIXED_PREFILL, quantity="prefill_part_of_ttft", reason=MIXED_REASON,
+                               expected=(1.3, 1.6)),
+           pytest.mark.finding(MIXED_PREFILL, quantity="queueing_share_of_ttft", expected=(0.97, 1.0), reason=(
+               "Measured queueing share 96.2% vs 97.7% simulated (-1.5 pp, outside the fixed 1 pp budget): the "
+               "engine's prefill part of TTFT is 0.27 s longer than simulated (0.9 pp of the 29 s TTFT; "
+               + MIXED_REASON.split(";")[0] + ") and ingress + egress take 0.2 s (0.7 pp) under overload, 15-40x "
+               "their 5-14 ms below the knee."))),
+    LLAMA: (pytest.mark.finding(MIXED_PREFILL, quantity="queueing_share_of_ttft", expected=(0.88, 0.96),
+                                reason=LLAMA_OVERLOAD_REASON),
+            pytest.mark.finding(MIXED_PREFILL, quantity="prefill_part_of_ttft", expected=(1.6, 2.1),
+                                reason=LLAMA_OVERLOAD_REASON)),
+}
+
+
 @pytest.mark.gpu
-@pytest.mark.finding(MIXED_PREFILL, quantity="prefill_part_of_ttft", reason=MIXED_REASON, expected=(1.3, 1.6))
-@pytest.mark.finding(MIXED_PREFILL, quantity="queueing_share_of_ttft", expected=(0.97, 1.0), reason=(
-    "Measured queueing share 96.2% vs 97.7% simulated (-1.5 pp, outside the fixed 1 pp budget): the engine's prefill "
-    "part of TTFT is 0.27 s longer than simulated (0.9 pp of the 29 s TTFT; " + MIXED_REASON.split(";")[0] + ") and "
-    "ingress + egress take 0.2 s (0.7 pp) under overload, 15-40x their 5-14 ms below the knee."))
-def test_overload_queueing_share_of_ttft(h200_setup, measured, reconcile):
+@pytest.mark.parametrize("model", _models(lambda m: OVERLOAD_MARKS[m]))
+def test_overload_queueing_share_of_ttft(model, request, measured, reconcile):
     """Engine queue time over client TTFT, both means: TTFT in overload is queueing."""
-    rec = measured("qwen2.5-7b.overload", hardware="h200")
+    h200_setup = _setup(request, model)
+    rec = measured(f"{model}.overload", hardware="h200")
     res = _sim_overload(h200_setup, rec)
     q, t = rec["aggregate.engine.queue_s.mean"], rec["aggregate.ttft_s.mean"]
     share = Measurement(q.value / t.value, "", source=q.source,
@@ -246,10 +342,11 @@ def test_overload_queueing_share_of_ttft(h200_setup, measured, reconcile):
 
 
 @pytest.mark.gpu
-def test_overload_every_request_completes_exactly(measured, reconcile):
+@pytest.mark.parametrize("model", _models())
+def test_overload_every_request_completes_exactly(model, measured, reconcile):
     """No request fails, and each one emits exactly output_len tokens (ignore_eos): read from the
     per-request counts, not from the harness's aggregate (whose sum could hide a +1/-1 pair)."""
-    rec = measured("qwen2.5-7b.overload", hardware="h200")
+    rec = measured(f"{model}.overload", hardware="h200")
     s = rec.data["run"]["settings"]
     reconcile("failed_requests", Prediction(0.0, "count", "0: every request fits the KV pool alone"),
               rec["aggregate.failed"])

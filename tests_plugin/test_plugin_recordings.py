@@ -46,6 +46,28 @@ def test_newest_recording_supersedes(pytester: pytest.Pytester) -> None:
     pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
 
 
+def test_recorded_at_replays_that_session_not_the_newest(pytester: pytest.Pytester) -> None:
+    """measured(..., recorded_at=) picks the recording measured beside another one (a session's
+    ceilings for that session's runs), in either stamp form; a missing stamp skips naming it."""
+    root = pytester.path / "results"
+    _write(root, stamp="2026-08-25T00:00:00Z", tokens=120064)
+    _write(root, stamp="2026-09-01T00:00:00Z", tokens=1.0)
+    pytester.makepyfile("""
+import pytest
+@pytest.mark.gpu
+@pytest.mark.parametrize("stamp", ["2026-08-25T00:00:00Z", "20260825T000000Z"])
+def test_pinned(stamp, measured, reconcile):
+    rec = measured("pool", hardware="rtx4090", suite="capacity", recorded_at=stamp)
+    reconcile("kv_tokens", 120064.0, rec["kv_tokens"])
+@pytest.mark.gpu
+def test_absent(measured):
+    measured("pool", hardware="rtx4090", suite="capacity", recorded_at="2027-01-01T00:00:00Z")
+""")
+    result = pytester.runpytest("-p", "no:cacheprovider", "-rs")
+    result.assert_outcomes(passed=2, skipped=1)
+    result.stdout.fnmatch_lines(["*no recording *pool@20270101T000000Z.json*"])
+
+
 def test_missing_recording_skips_naming_the_file(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(REPLAY_TEST)
     result = pytester.runpytest("-p", "no:cacheprovider", "-rs")
