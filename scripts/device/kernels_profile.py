@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""Launch every kernel rung once at its timing shape, for Nsight Compute to read counters.
+
+The timings come from kernels_plan.py; this run answers *why* a rung takes the time it does:
+DRAM and L2 bytes, achieved occupancy, FMA-pipe use and the warp stall reasons, per kernel.
+Each rung's launches are preceded by a one-thread marker kernel whose grid is (index + 1), so
+the report's rows map to rungs without relying on launch counts of torch's own kernels; the
+manifest ($OUT/profile-manifest.json) lists index -> rung.
+
+On the device (ncu reads counters on the Firecracker machines; clocks left alone, caches
+flushed before every replayed kernel):
+
+  ncu --clock-control none --cache-control all --csv --page details --print-units base \\
+      --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \\
+      --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \\
+      --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum \\
+      python3 scripts/device/kernels_profile.py --manifest $OUT/profile-manifest.json > $OUT/ncu.csv
+
+Here: `python3 scripts/device/kernels_profile.py --dry-run` lists the launches.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from pytest_anatomy.kernels import fused, sgemm  # noqa: E402
+from pytest_anatomy.kernels.ladders import LADDERS, TIMING_SHAPES  # noqa: E402
+from pytest_anatomy.kernels.registry import DeviceFacts, RungRefused, shape_label  # noqa: E402
+
+MARKER_SOURCE = 'extern "C" __global__ void anatomy_marker(int tag) { if (tag < 0) asm volatile("trap;"); }'
+
+
+def plan() -> list[tuple[str, Any, dict[str, int]]]:
+    """(ladder, variant, shape) in launch order: every rung at its timing shape, the softmax
+    rungs also at the vocab row, and cuBLAS bf16 beside the tensor-core rung."""
+    out = []
+    for ladder, variants in LADDERS.items():
+        shapes = [TIMING_SHAPES[ladder]] + ([fused.VOCAB_SHAPE] if ladder == "softmax" else [])
+        for shape in shapes:
+            extra = [sgemm.BF16_BASELINE] if ladder == "sgemm" else []
+            for v in [*variants, *extra]:
+                try:
+                    v.check(shape)
+                except RungRefused:
+                    continue
+                out.append((ladder, v, shape))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--manifest", type=Path, default=Path("profile-manifest.json"))
+    p.add_argument("--dry-run", action="store_true", help="list the launches; no GPU")
+    args = p.parse_args(argv)
+    launches = plan()
+    manifest = [{"marker_grid": i + 1, "ladder": lad, "rung": v.id, "shape": shape_label(s), "dtype": v.dtype,
+                 "kernels": [c.kernel for c in v.calls(s, DeviceFacts(sm_count=132))] if not v.is_baseline
+                 else [f"torch: {v.baseline}"]}
+                for i, (lad, v, s) in enumerate(launches)]
+    if args.dry_run:
+        for m in manifest:
+            print(f"{m['marker_grid']:3d} {m['ladder']:9s} {m['rung']:18s} {m['shape']:16s} {', '.join(m['kernels'])}")
+        return 0
+    args.manifest.parent.mkdir(parents=True, exist_ok=True)
+    args.manifest.write_text(json.dumps(manifest, indent=1) + "\n")
+
+    import numpy as np
+    from cuda.core import LaunchConfig, Program, ProgramOptions, launch
+
+    from pytest_anatomy.measure.kernel_runner import KernelRunner
+
+    runner = KernelRunner()
+    marker = Program(MARKER_SOURCE, "c++", ProgramOptions(arch=runner.arch, name="marker.cu")).compile(
+        "cubin").get_kernel("anatomy_marker")
+    inputs: dict[tuple[str, str, str], Any] = {}
+    for i, (lad, v, shape) in enumerate(launches):
+        key = (lad, shape_label(shape), v.dtype)
+        if key not in inputs:
+            inputs[key] = runner.inputs(lad, shape, v.dtype, seed=7)
+        fn = runner.prepare(v, shape, inputs[key])
+        launch(runner._stream(), LaunchConfig(grid=(i + 1, 1, 1), block=(1, 1, 1)), marker, np.int32(i))
+        fn()
+        runner.torch.cuda.synchronize()
+        print(f"[profile] {i + 1:3d} {lad}.{v.id} {shape_label(shape)}", file=sys.stderr, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
