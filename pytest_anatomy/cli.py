@@ -92,6 +92,19 @@ def build_parser() -> argparse.ArgumentParser:
     dev.add_argument("files", type=Path, nargs="+", help="batch JSON files and side files from one device call")
     dev.add_argument("--results", type=Path, default=Path("results"), help="results folder (results)")
     dev.add_argument("--dry-run", action="store_true", help="list what would be written")
+    ncu = sub.add_parser("import-ncu", help="import an Nsight Compute report of the kernel rungs",
+                         description="Turns scripts/device/kernels_profile.sh's ncu report (CSV, optionally .xz) "
+                                     "and its manifest into one recording per rung (ncu.<ladder>.<rung>.<shape>), "
+                                     "keeping both files verbatim under results/<gpu>/batches/<stamp>/.")
+    ncu.add_argument("report", type=Path, help="ncu.csv or ncu.csv.xz")
+    ncu.add_argument("manifest", type=Path, help="profile-manifest.json")
+    ncu.add_argument("--hardware", default="h200", help="catalog name of the profiled GPU (h200)")
+    ncu.add_argument("--recorded-at", default=None,
+                     help="UTC time of the run (2026-11-30T02:17:00Z); default: the manifest's own")
+    ncu.add_argument("--provenance", action="append", default=[], metavar="KEY=VALUE",
+                     help="add a provenance fact the files lack (repeatable), e.g. ncu=2025.3.1.0")
+    ncu.add_argument("--results", type=Path, default=Path("results"), help="results folder (results)")
+    ncu.add_argument("--dry-run", action="store_true", help="list what would be written")
     return parser
 
 
@@ -181,6 +194,33 @@ def _cmd_import_device(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_import_ncu(args: argparse.Namespace) -> int:
+    from pytest_anatomy.importers.ncu import NcuImportError, import_ncu
+    from pytest_anatomy.recordings import RecordingError
+
+    try:
+        doc = json.loads(args.manifest.read_text())
+        when = args.recorded_at or (doc.get("provenance", {}).get("date_utc") if isinstance(doc, dict) else None)
+        if not when:
+            print("pytest-anatomy: error: the manifest has no date (an older kernels_profile.py): pass --recorded-at "
+                  "with the run's UTC time, e.g. 2026-11-30T02:17:00Z", file=sys.stderr)
+            return 2
+        bad = [p for p in args.provenance if "=" not in p]
+        if bad:
+            print(f"pytest-anatomy: error: --provenance needs KEY=VALUE, got {bad}", file=sys.stderr)
+            return 2
+        extra = dict(p.split("=", 1) for p in args.provenance)
+        done = import_ncu(args.report, args.manifest, args.results, hardware=args.hardware,
+                          recorded_at=when.replace("+00:00", "Z"), provenance=extra, dry_run=args.dry_run)
+    except (NcuImportError, RecordingError, OSError, ValueError, KeyError) as exc:
+        print(f"pytest-anatomy: error: {exc}", file=sys.stderr)
+        return 2
+    for status, path in done:
+        print(f"{status:12s} {path}")
+    print(f"{sum(1 for s, _ in done if s == 'wrote')} written, {sum(1 for s, _ in done if s == 'exists')} unchanged")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args, unknown = parser.parse_known_args(argv)
@@ -199,6 +239,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _cmd_import_seed(args)
     if args.command == "import-device":
         return _cmd_import_device(args)
+    if args.command == "import-ncu":
+        return _cmd_import_ncu(args)
     raise AssertionError(args.command)
 
 

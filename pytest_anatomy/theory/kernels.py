@@ -145,6 +145,18 @@ def stream_bytes(access: StreamAccess, m: int, n: int, model: str = "issued") ->
     return 4.0 * m * n * (passes + access.writes) + access.aux_bytes_row * m + (4.0 * n if access.weight else 0.0)
 
 
+def stream_dram_traffic(access: StreamAccess, m: int, n: int) -> tuple[float, float]:
+    """(read, written) DRAM bytes of a streaming rung under the on-chip re-read assumption: its
+    DRAM read passes, the side traffic and the weight vector read; its write passes."""
+    read = 4.0 * m * n * access.dram_reads + access.aux_bytes_row * m / 2 + (4.0 * n if access.weight else 0.0)
+    return read, 4.0 * m * n * access.writes + access.aux_bytes_row * m / 2
+
+
+def reduction_dram_traffic(n: int, partials: int) -> tuple[float, float]:
+    """(read, written): the input once and every 4-byte partial read back; each partial written once."""
+    return 4.0 * n + 4.0 * partials, 4.0 * partials
+
+
 def stream_ledger(access: StreamAccess, m: int, n: int, *, bandwidth: float, model: str = "issued",
                   bandwidth_source: str = "") -> Prediction:
     """bytes / bandwidth for a streaming rung (reads and writes: price with the copy bandwidth)."""

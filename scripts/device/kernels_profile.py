@@ -70,7 +70,22 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{m['marker_grid']:3d} {m['ladder']:9s} {m['rung']:18s} {m['shape']:16s} {', '.join(m['kernels'])}")
         return 0
     args.manifest.parent.mkdir(parents=True, exist_ok=True)
-    args.manifest.write_text(json.dumps(manifest, indent=1) + "\n")
+    import platform
+    import shutil
+    import subprocess
+    from datetime import datetime, timezone
+
+    def _out(cmd: list[str]) -> str | None:
+        exe = shutil.which(cmd[0])
+        if exe is None:
+            return None
+        return subprocess.run([exe, *cmd[1:]], capture_output=True, text=True, check=False).stdout.strip() or None
+
+    provenance = {"date_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"), "host": platform.node(),
+                  "command": " ".join([sys.executable, *sys.argv]), "ncu": (_out(["ncu", "--version"]) or "").splitlines()[-1:],
+                  "nvidia_smi": _out(["nvidia-smi", "--query-gpu=name,driver_version,clocks.max.sm,power.limit",
+                                      "--format=csv,noheader"])}
+    args.manifest.write_text(json.dumps({"provenance": provenance, "launches": manifest}, indent=1) + "\n")
 
     import numpy as np
     from cuda.core import LaunchConfig, Program, ProgramOptions, launch

@@ -1,0 +1,156 @@
+"""Nsight Compute counters per kernel rung -> recordings `ncu.<ladder>.<rung>.<shape>`.
+
+Input: the `--csv --page details --print-units base` report of
+scripts/device/kernels_profile.sh and the manifest kernels_profile.py wrote. Each rung's
+launches follow a one-thread `anatomy_marker` kernel whose grid x is the manifest's
+`marker_grid`, so the rows map to rungs without counting torch's own launches; the kernels that
+generate the next rung's random inputs (torch's distribution and copy kernels) are dropped.
+
+Per rung (over its kernels): additive counters summed (time, DRAM and L2 bytes), rates
+averaged weighted by each kernel's duration (throughput %, occupancy, issue-slot use, cycles per
+issued instruction, hit rates). `data.kernels` keeps every kernel's row and ncu's own
+warp-state sentences (the stall reason that dominates), verbatim.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import lzma
+import re
+from pathlib import Path
+from typing import Any
+
+from pytest_anatomy import recordings
+from pytest_anatomy.importers.device import keep_raw
+
+MARKER = "anatomy_marker"
+# torch kernels that build a rung's random inputs; launched before that rung's marker
+INPUT_KERNELS = re.compile(r"distribution_|direct_copy_kernel|bfloat16_copy_kernel|MulFunctor|CUDAFunctorOnSelf_add")
+SUMMED = {  # measurement -> (ncu metric, unit, scale)
+    "gpu_time_s": ("Duration", "s", 1e-9),
+    "dram_read_bytes": ("dram__bytes_read.sum", "B", 1.0),
+    "dram_write_bytes": ("dram__bytes_write.sum", "B", 1.0),
+    "l2_bytes": ("lts__t_bytes.sum", "B", 1.0),
+}
+WEIGHTED = {  # measurement -> ncu metric (percent or cycles), averaged weighted by kernel duration
+    "dram_throughput_pct": "DRAM Throughput",
+    "sm_throughput_pct": "Compute (SM) Throughput",
+    "issue_slots_busy_pct": "Issue Slots Busy",
+    "achieved_occupancy_pct": "Achieved Occupancy",
+    "theoretical_occupancy_pct": "Theoretical Occupancy",
+    "cycles_per_issued_instruction": "Warp Cycles Per Issued Instruction",
+    "l1_hit_pct": "L1/TEX Hit Rate",
+    "l2_hit_pct": "L2 Hit Rate",
+}
+
+
+class NcuImportError(ValueError):
+    pass
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text.replace(",", ""))
+    except ValueError:
+        return None
+
+
+def _read_text(path: Path) -> str:
+    raw = path.read_bytes()
+    return (lzma.decompress(raw) if path.suffix == ".xz" else raw).decode("utf-8", errors="replace")
+
+
+def parse_report(text: str) -> list[dict[str, Any]]:
+    """Kernels in launch order: name, grid, block, metrics {name: float|str}, stall sentences."""
+    start = text.find('"ID"')
+    if start < 0:
+        raise NcuImportError("no CSV header (\"ID\",...) in the ncu report: was it written with --csv --page details?")
+    kernels: dict[str, dict[str, Any]] = {}
+    for row in csv.DictReader(io.StringIO(text[start:])):
+        k = kernels.setdefault(row["ID"], {"name": row["Kernel Name"], "grid": row["Grid Size"],
+                                           "block": row["Block Size"], "metrics": {}, "stalls": []})
+        name, value = row.get("Metric Name") or "", row.get("Metric Value") or ""
+        if name:
+            num = _number(value)
+            k["metrics"][name] = num if num is not None else value
+        rule = row.get("Rule Description") or ""
+        if row.get("Section Name") == "WarpStateStats" and rule.startswith("On average, each warp"):
+            k["stalls"].append(rule)
+    return list(kernels.values())
+
+
+def group_by_rung(kernels: list[dict[str, Any]], manifest: list[dict[str, Any]]) -> dict[int, list[dict[str, Any]]]:
+    by_grid = {int(m["marker_grid"]): m for m in manifest}
+    groups: dict[int, list[dict[str, Any]]] = {}
+    current: int | None = None
+    for k in kernels:
+        if k["name"] == MARKER:
+            current = int(k["grid"].strip("()").split(",")[0])
+            if current not in by_grid:
+                raise NcuImportError(f"marker grid {current} is not in the manifest (1..{len(by_grid)})")
+            groups[current] = []
+        elif current is not None and not INPUT_KERNELS.search(k["name"]):
+            groups[current].append(k)
+    missing = sorted(set(by_grid) - set(groups))
+    if missing:
+        raise NcuImportError(f"no kernels profiled for manifest entries {missing}: the ncu run stopped early")
+    return groups
+
+
+def rung_measurements(kernels: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    if not kernels:
+        raise NcuImportError("a rung with no kernels after its marker")
+    out: dict[str, dict[str, Any]] = {}
+    for key, (metric, unit, scale) in SUMMED.items():
+        vals = [k["metrics"].get(metric) for k in kernels]
+        if all(isinstance(v, float) for v in vals):
+            out[key] = {"value": sum(vals) * scale, "unit": unit}  # type: ignore[arg-type]
+    weights = [float(k["metrics"].get("Duration") or 0.0) for k in kernels]
+    total = sum(weights) or 1.0
+    for key, metric in WEIGHTED.items():
+        vals = [k["metrics"].get(metric) for k in kernels]
+        if all(isinstance(v, float) for v in vals):
+            unit = "cycles" if key.startswith("cycles") else "%"
+            out[key] = {"value": sum(w * v for w, v in zip(weights, vals)) / total, "unit": unit}  # type: ignore[operator]
+    main = max(kernels, key=lambda k: float(k["metrics"].get("Duration") or 0.0))
+    regs = main["metrics"].get("Registers Per Thread")
+    if isinstance(regs, float):
+        out["registers_per_thread"] = {"value": regs, "unit": "registers"}
+    return out
+
+
+def import_ncu(report: Path, manifest_path: Path, results: Path, *, hardware: str, recorded_at: str,
+               provenance: dict[str, Any] | None = None, dry_run: bool = False) -> list[tuple[str, str]]:
+    """Write one recording per rung (and keep both input files verbatim); all or nothing."""
+    text = _read_text(report)
+    doc = json.loads(manifest_path.read_text())
+    manifest = doc["launches"] if isinstance(doc, dict) else doc
+    extra = (doc.get("provenance") or {}) if isinstance(doc, dict) else {}
+    groups = group_by_rung(parse_report(text), manifest)
+    sha = hashlib.sha256(report.read_bytes()).hexdigest()
+    planned = []
+    for m in manifest:
+        ks = groups[int(m["marker_grid"])]
+        prov = {"source": "live", "gpu": hardware, "tool": "Nsight Compute (ncu --clock-control none "
+                "--cache-control all)", **extra, **(provenance or {}),
+                "origin": {"file": report.name, "sha256": sha, "manifest": manifest_path.name}}
+        data = {"ladder": m["ladder"], "rung": m["rung"], "shape": m["shape"], "dtype": m.get("dtype"),
+                "kernels": [{"name": k["name"][:200], "grid": k["grid"], "block": k["block"],
+                             "metrics": k["metrics"], "stalls": k["stalls"]} for k in ks]}
+        rec = recordings.Recording(suite="kernels", name=f"ncu.{m['ladder']}.{m['rung']}.{m['shape']}",
+                                   hardware=hardware, recorded_at=recorded_at, provenance=prov,
+                                   measurements=rung_measurements(ks), data=data)
+        recordings.validate(rec.to_json(), f"{report.name}: {rec.name}")
+        planned.append(rec)
+    done: list[tuple[str, str]] = []
+    if not dry_run:
+        for path in (report, manifest_path):
+            status, kept = keep_raw(path, results, hardware, recorded_at)
+            done.append((status, str(kept)))
+    for rec in planned:
+        status, target = recordings.save_if_new(results, rec, dry_run=dry_run)
+        done.append((status, str(target)))
+    return done
