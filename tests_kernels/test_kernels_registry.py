@@ -87,3 +87,27 @@ def test_kernel_call_rejects_untyped_arguments():
 
 def test_tensor_core_rung_has_its_own_baseline():
     assert sgemm.LADDER[-1].dtype == "bf16" and sgemm.BF16_BASELINE.baseline == "torch.matmul.bf16"
+
+
+@pytest.mark.parametrize("v", RUNGS)
+def test_measured_outcome_matches_the_newest_recording(v):
+    """A header's "Measured outcome" quotes the H200 times; it must agree with the newest recording
+    of each quoted shape (to its printed precision, 0.5%), so the text cannot go stale when a
+    newer run supersedes the one it quotes. Rungs not yet measured say so."""
+    from pytest_anatomy import recordings
+    from pytest_anatomy.kernels.registry import CUDA_DIR
+
+    outcome = header_of(v.path)["measured_outcome"]
+    results = CUDA_DIR.parents[2] / "results"
+    # "<shape>: <ms> ms, <ratio>x the prediction (...); rung 0 <ms> ms; <shape>: ...": the rung's own times
+    quoted = header_times(";".join(part for part in outcome.split(";") if "rung 0" not in part))
+    names = recordings.list_recordings(results, "h200", "kernels", f"{v.ladder}.{v.id}.")
+    if not names:
+        assert "not yet measured" in outcome, f"{v.source}: quotes a measurement but no recording exists"
+        return
+    assert quoted, f"{v.source}: H200 recordings exist ({names}) but the header quotes no time"
+    for lab, ms in quoted.items():
+        rec = recordings.load_latest(results, "h200", "kernels", f"{v.ladder}.{v.id}.{lab}")
+        measured_ms = rec.measurements["time"]["value"] * 1e3
+        assert ms == pytest.approx(measured_ms, rel=0.005), \
+            f"{v.source}: header says {ms} ms at {lab}, the newest recording {measured_ms:.4g} ms"

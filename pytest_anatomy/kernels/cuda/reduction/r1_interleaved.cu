@@ -8,7 +8,8 @@ and the modulo is slow), so every step costs as much as the first. The block wri
 partial; reduce_finish sums the 2^28/256 = 1,048,576 partials in two more launches.
 Byte ledger: 4N bytes read (+ 8 bytes per partial) over the read bandwidth.
 Predicted effect: H200, 2^28 floats: 0.90 ms (instruction-bound tree: 8 barrier steps per 256 elements with a modulo; floor 4N/4.47 TB/s = 0.240 ms). Written before any H200 measurement.
-Measured outcome: not yet measured on H200.
+Measured outcome: H200, run of 2026-11-30T02:02:10Z (results/h200/kernels): 2^28 floats: 1.18 ms,
+1.31x the prediction (finding h200-reduction-tree-bound); rung 0 0.2484 ms.
 Seed: timed only single-block at N=2048 (0.0040 ms vs 0.0018 ms for an empty kernel).
 */
 #define R1_BLOCK 256

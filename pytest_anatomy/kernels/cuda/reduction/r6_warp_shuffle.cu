@@ -6,7 +6,8 @@ What changes: after the grid-stride sum, each warp reduces its 32 values with __
 the first warp reduces those. Removes the shared-memory tree entirely; the load stream is the
 same as r5, so the byte ledger predicts the same time.
 Predicted effect: H200, 2^28 floats: 0.255 ms. Written before any H200 measurement.
-Measured outcome: not yet measured on H200.
+Measured outcome: H200, run of 2026-11-30T02:02:10Z (results/h200/kernels): 2^28 floats: 0.4234 ms,
+1.66x the prediction (finding h200-reduction-bytes-in-flight); rung 0 0.2484 ms.
 Seed (RTX 4090, "R6 shuffle"): 1.1212 ms = 95.0% -- identical to R5.
 */
 #define R6_BLOCK 256

@@ -6,7 +6,8 @@ accumulators, so each thread keeps more bytes in flight -- the lever that matter
 kernel is a pure stream (Little's law: bytes in flight = bandwidth x latency). Elements past
 the last whole float4 (n % 4) are summed by the first threads of block 0.
 Predicted effect: H200, 2^28 floats: 0.250 ms, 96% of the measured read bandwidth (issue 5 target: 95%). Written before any H200 measurement.
-Measured outcome: not yet measured on H200.
+Measured outcome: H200, run of 2026-11-30T02:02:10Z (results/h200/kernels): 2^28 floats: 0.2458 ms,
+0.98x the prediction (within issue 5's 15%); rung 0 0.2484 ms.
 */
 #define R7_BLOCK 256
 __device__ __forceinline__ float r7_warp_sum(float v) {

@@ -6,7 +6,8 @@ floats; kernel 2 reads x again, w and the M floats, and writes y: 12MN bytes iss
 the launches the whole x has streamed through L2, so the second read comes from DRAM.
 Byte ledger: 12MN bytes over the copy bandwidth.
 Predicted effect: H200, 8192 x 3584: 0.090 ms (12MN = 352 MB over the 4.26 TB/s copy bandwidth = 0.083 ms, at 92%). Written before any H200 measurement.
-Measured outcome: not yet measured on H200.
+Measured outcome: H200, run of 2026-11-30T02:02:10Z (results/h200/kernels): 8,192 x 3,584: 0.1278
+ms, 1.42x the prediction (finding h200-rmsnorm-two-pass-apply-kernel); rung 0 0.07366 ms.
 Seed (RTX 4090, M=8192 N=3584): 0.386 ms, 90.5% of 1008 GB/s on 12MN bytes.
 */
 #define N1_BLOCK 256

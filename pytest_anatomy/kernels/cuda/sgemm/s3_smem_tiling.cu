@@ -6,7 +6,8 @@ reads its row of As (a broadcast: the warp shares ty) and its column of Bs (32 d
 addresses). Global loads per FMA drop from 2 to 2/32; each FMA now costs two shared loads.
 Instruction ledger per FMA: 1 distinct LDS + 1 broadcast LDS + 0.0625 LDG.
 Predicted effect: H200, 4096^3: 27 ms (1 distinct LDS x 2.68 + 1 broadcast LDS x 0.54 + 1/16 LDG x 1.94 = 3.34 cycles per warp-FMA, the 4090's prices). Written before any H200 measurement.
-Measured outcome: not yet measured on H200.
+Measured outcome: H200, run of 2026-11-30T02:02:10Z (results/h200/kernels): 4096^3: 15.84 ms, 0.59x
+the prediction (finding h200-4090-load-prices-too-high); rung 0 2.69 ms.
 Seed (RTX 4090): 22.2 ms, only 1.16x over s2: the shared loads, not DRAM, set the pace.
 */
 #define S3_TILE 32

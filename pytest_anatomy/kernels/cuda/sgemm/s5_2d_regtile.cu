@@ -7,7 +7,8 @@ per warp) + 1/8 distinct LDS + (128+128)/(128*128) = 1/64 LDG. Shared loads per 
 1.125 to 0.25. Costs: 64 accumulators per thread (occupancy drops), and the B reads stride 8
 words across lanes (a 4-way bank conflict the instruction ledger does not price).
 Predicted effect: H200, 4096^3: 3.6 ms (0.43 cycles per warp-FMA; ptxas already turns these shared loads into LDS.128, so expect the ledger to miss as it did on the 4090's K6). Written before any H200 measurement.
-Measured outcome: not yet measured on H200.
+Measured outcome: H200, run of 2026-11-30T02:02:10Z (results/h200/kernels): 4096^3: 4.43 ms, 1.23x
+the prediction (finding h200-sgemm-latency-bound-low-occupancy); rung 0 2.69 ms.
 Seed (RTX 4090, 8x4 tile): 3.98 ms, 1.66x over the 1D tile at 33% occupancy instead of 75%.
 */
 #define S5_BM 128

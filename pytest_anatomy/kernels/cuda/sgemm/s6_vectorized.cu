@@ -7,7 +7,8 @@ are contiguous; every global load, shared load and global store moves a float4. 
 Needs K and N divisible by 4 for aligned float4 rows; otherwise the same kernel takes a scalar,
 bounds-checked path (a uniform branch), so odd sizes stay correct.
 Predicted effect: H200, 4096^3: 3.3 ms; the instruction ledger with 32-bit prices says ~1.1 ms and is expected to be ~3x too fast (128-bit shared loads unpriced). FP32 floor: 2.05 ms at 67 TFLOP/s. Written before any H200 measurement.
-Measured outcome: not yet measured on H200.
+Measured outcome: H200, run of 2026-11-30T02:02:10Z (results/h200/kernels): 4096^3: 4.43 ms, 1.34x
+the prediction (finding h200-sgemm-latency-bound-low-occupancy); rung 0 2.69 ms.
 Seed (RTX 4090): 3.36 ms, 1.19x over s5 -- its instruction ledger, pricing LDS.128 like LDS.32,
 predicted 3.7x too fast: a 128-bit shared load costs more than a 32-bit one.
 */

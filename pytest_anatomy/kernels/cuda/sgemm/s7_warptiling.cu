@@ -7,7 +7,8 @@ warp tile computed as 1 x 4 sub-tiles of 64x16, each thread an 8x4 piece of ever
 broadcast (8 distinct A addresses, 4 distinct B addresses per LDS.128), and the block's 16-deep
 k-step halves the barriers per FMA. Per FMA: 2/128 + 4/128 LDS.128, 1/256 LDG.128.
 Predicted effect: H200, 4096^3: 3.0 ms, i.e. 90-93% of cuBLAS fp32 if cuBLAS takes 2.7-2.8 ms (the project's H200 ran cuBLAS fp32 at 51 TFLOP/s at 8192^3): at issue 5's 90% target with no margin. Written before any H200 measurement (the percentage was corrected from a mis-stated ~75% before the first H200 run; the 3.0 ms is unchanged).
-Measured outcome: not yet measured on H200.
+Measured outcome: H200, run of 2026-11-30T02:02:10Z (results/h200/kernels): 4096^3: 6.07 ms, 2.02x
+the prediction (finding h200-sgemm-latency-bound-low-occupancy); rung 0 2.69 ms.
 Seed: no such rung (its ladder stopped at s6).
 */
 #define S7_BM 128

@@ -5,7 +5,10 @@ What changes: nothing yet -- the textbook, numerically safe form. x is read thre
 written once: 16MN bytes issued; every pass streams the whole x, so each re-read comes from
 DRAM once x is larger than L2.
 Predicted effect: H200, 8192 x 2048: 0.060 ms (16MN = 268 MB at 4.26 TB/s is 0.063 ms, but x is 67 MB, near the 60 MB L2, so part of a re-read hits). 128 x 152,064: 0.24 ms (the two row kernels run 128 blocks on 132 SMs: too few bytes in flight per SM). Written before any H200 measurement.
-Measured outcome: not yet measured on H200.
+Measured outcome: H200, run of 2026-11-30T02:02:10Z (results/h200/kernels): 8,192 x 2,048: 0.09739
+ms, 1.62x the prediction (finding h200-softmax-short-rows-instruction-bound); rung 0 0.04213 ms; 128
+x 152,064: 0.1272 ms, 0.53x the prediction (finding h200-softmax-vocab-rows-faster-than-feared);
+rung 0 0.09088 ms.
 Seed (RTX 4090, M=8192 N=2048): 0.251 ms -- "106%" of bandwidth on issued bytes (the 64 MiB x
 mostly fit in the 72 MiB L2, so the re-reads did not all reach DRAM).
 */

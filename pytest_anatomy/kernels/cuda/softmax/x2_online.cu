@@ -7,7 +7,10 @@ rule. A second pass re-reads the row (from L1/L2: the same block read it microse
 writes y. Issued bytes 12MN, DRAM bytes ~8MN. Holds rows of any length: nothing stays on chip
 but two floats per thread -- this is the rung that can do a 152,064-wide vocabulary row.
 Predicted effect: H200, 8192 x 2048: 0.036 ms (8MN of DRAM bytes, 0.0315 ms at full copy bandwidth). 128 x 152,064: 0.30 ms (128 blocks, one per row: far below bandwidth). Written before any H200 measurement.
-Measured outcome: not yet measured on H200.
+Measured outcome: H200, run of 2026-11-30T02:02:10Z (results/h200/kernels): 8,192 x 2,048: 0.04469
+ms, 1.24x the prediction (finding h200-softmax-short-rows-instruction-bound); rung 0 0.04213 ms; 128
+x 152,064: 0.1865 ms, 0.62x the prediction (finding h200-softmax-vocab-rows-faster-than-feared);
+rung 0 0.09088 ms.
 Seed (RTX 4090): 0.220 ms, 90.7% of bandwidth on 12MN bytes (the re-read DID reach DRAM there).
 */
 #ifndef INFINITY  // NVRTC has no math.h; nvcc and the CPU emulator do
