@@ -109,3 +109,40 @@ def test_compiles_with_nvrtc(source):
     except Exception as exc:  # noqa: BLE001 - ImportError or NVRTC's library missing: both mean "cannot check here"
         pytest.skip(f"NVRTC unavailable ({type(exc).__name__}: {str(exc)[:120]}); pip install cuda-core nvidia-cuda-nvrtc")
     assert len(bytes(prog.compile("cubin").code)) > 0
+
+
+def _main_calls():
+    """(variant, launch) of every hand-written kernel launch at the rung's timing shape."""
+    out = []
+    for lad, vs in LADDERS.items():
+        for v in vs:
+            if v.is_baseline:
+                continue
+            for call in v.calls(TIMING_SHAPES[lad], DeviceFacts(132)):
+                if call.kernel not in {c[1].kernel for c in out if c[0] is v}:
+                    out.append((v, call))
+    return [pytest.param(v, c, id=f"{v.id}.{c.kernel}") for v, c in out]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("v,call", _main_calls())
+def test_occupancy_from_ptxas_matches_ncu(v, call, measured, reconcile):
+    """Blocks per SM from this machine's ptxas report (registers, shared memory) and the launch,
+    against Nsight Compute's theoretical occupancy for the same kernel on the H200
+    (results/h200/kernels/ncu.*): the calculator and the compiler's resource use, exactly."""
+    _need("nvcc")
+    from pytest_anatomy.kernels.registry import shape_label
+
+    rec = measured(f"ncu.{v.ladder}.{v.id}.{shape_label(TIMING_SHAPES[v.ladder])}", hardware="h200")
+    row = next((k for k in rec.data["kernels"] if k["name"] == call.kernel), None)
+    assert row is not None, f"{call.kernel} not among the profiled kernels {[k['name'] for k in rec.data['kernels']]}"
+    use = kc.resource_report(call.source, "sm_90")[call.kernel]
+    occ = occupancy(use.registers, use.shared_bytes, call.launch.threads_per_block, "sm_90")
+    warps = -(-call.launch.threads_per_block // 32)
+    pred = Prediction(occ.value * warps / 64 * 100, "%", "blocks per SM x warps per block / 64 warps",
+                      {**occ.inputs, "ptxas_registers": use.registers, "ptxas_shared_bytes": use.shared_bytes},
+                      terms=occ.terms, notes=occ.notes)
+    got = Measurement(float(row["metrics"]["Theoretical Occupancy"]), "%", source=rec["gpu_time_s"].source,
+                      provenance={**rec["gpu_time_s"].provenance, "kernel": call.kernel,
+                                  "ncu_registers": row["metrics"].get("Registers Per Thread")})
+    reconcile("theoretical_occupancy", pred, got)
