@@ -119,3 +119,83 @@ def test_a_misquoted_excerpt_is_refused() -> None:
     q = seed.QUOTES[0]
     with pytest.raises(seed.SeedImportError, match="excerpt not found"):
         seed.verify_quote(q, q.excerpt.replace("6.41", "6.42"))
+
+
+# --- Nsight Compute reports -------------------------------------------------------------------
+_NCU_HEADER = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size",'
+               '"Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value","Rule Name",'
+               '"Rule Type","Rule Description","Estimated Speedup Type","Estimated Speedup"')
+
+
+def _ncu_rows(kid: int, name: str, grid: str, metrics: dict[str, str], stall: str = "") -> list[str]:
+    def row(section: str, metric: str, value: str, rule: str = "") -> str:
+        return (f'"{kid}","1","python3","h","{name}","1","7","(256, 1, 1)","{grid}","0","9.0","{section}",'
+                f'"{metric}","","{value}","","","{rule}","",""')
+    out = [row("GPU Speed Of Light Throughput", m, v) for m, v in metrics.items()]
+    if stall:
+        out.append(row("WarpStateStats", "", "", stall))
+    return out
+
+
+def _ncu_files(tmp_path: Path, *, drop_second_marker: bool = False) -> tuple[Path, Path]:
+    m = {"Duration": "1,000", "dram__bytes_read.sum": "4,096", "dram__bytes_write.sum": "0",
+         "lts__t_bytes.sum": "8,192", "DRAM Throughput": "50", "Achieved Occupancy": "90", "Registers Per Thread": "32"}
+    lines = ["==PROF== Connected", _NCU_HEADER]
+    lines += _ncu_rows(0, "void at::distribution_elementwise_grid_stride_kernel<float>", "(4, 1, 1)", m)
+    lines += _ncu_rows(1, "anatomy_marker", "(1, 1, 1)", {"Duration": "10"})
+    lines += _ncu_rows(2, "reduce_grid_stride", "(1056, 1, 1)", m, "On average, each warp of this workload spends "
+                       "92.3 cycles being stalled waiting for a scoreboard dependency on a L1TEX operation.")
+    lines += _ncu_rows(3, "reduce_finish", "(1, 1, 1)", {**m, "Duration": "3,000", "DRAM Throughput": "10"})
+    if not drop_second_marker:
+        lines += _ncu_rows(4, "anatomy_marker", "(2, 1, 1)", {"Duration": "10"})
+        lines += _ncu_rows(5, "reduce_vectorized", "(1056, 1, 1)", m)
+    report = tmp_path / "ncu.csv"
+    report.write_text("\n".join(lines) + "\n")
+    manifest = tmp_path / "profile-manifest.json"
+    manifest.write_text(json.dumps({"provenance": {"date_utc": "2026-11-30T02:17:00+00:00"}, "launches": [
+        {"marker_grid": 1, "ladder": "reduction", "rung": "r5-grid-stride", "shape": "n268435456", "dtype": "fp32"},
+        {"marker_grid": 2, "ladder": "reduction", "rung": "r7-vectorized", "shape": "n268435456", "dtype": "fp32"}]}))
+    return report, manifest
+
+
+def test_ncu_report_becomes_one_recording_per_rung(tmp_path: Path) -> None:
+    from pytest_anatomy.importers.ncu import import_ncu
+
+    report, manifest = _ncu_files(tmp_path)
+    results = tmp_path / "results"
+    done = import_ncu(report, manifest, results, hardware="h200", recorded_at="2026-11-30T02:17:00Z")
+    assert sum(s == "wrote" for s, _ in done) == 4  # two raw files kept, two recordings
+    rec = recordings.load_latest(results, "h200", "kernels", "ncu.reduction.r5-grid-stride.n268435456")
+    assert [k["name"] for k in rec.data["kernels"]] == ["reduce_grid_stride", "reduce_finish"]  # inputs dropped
+    assert rec["gpu_time_s"].value == pytest.approx(4e-6)  # 1,000 + 3,000 ns, summed
+    assert rec["dram_read_bytes"].value == 8192
+    assert rec["dram_throughput_pct"].value == pytest.approx((1000 * 50 + 3000 * 10) / 4000)  # duration-weighted
+    assert rec["registers_per_thread"].value == 32
+    assert "92.3 cycles" in rec.data["kernels"][0]["stalls"][0]
+    assert (results / "h200" / "batches" / "20261130T021700Z" / "ncu.csv").read_bytes() == report.read_bytes()
+
+
+def test_ncu_report_missing_a_rung_writes_nothing(tmp_path: Path) -> None:
+    from pytest_anatomy.importers.ncu import NcuImportError, import_ncu
+
+    report, manifest = _ncu_files(tmp_path, drop_second_marker=True)
+    with pytest.raises(NcuImportError, match=r"no kernels profiled for manifest entries \[2\]"):
+        import_ncu(report, manifest, tmp_path / "results", hardware="h200", recorded_at="2026-11-30T02:17:00Z")
+    assert not (tmp_path / "results").exists()
+
+
+def test_import_ncu_cli_takes_the_manifest_date_and_refuses_a_missing_one(tmp_path: Path, capsys) -> None:
+    from pytest_anatomy.cli import main
+
+    report, manifest = _ncu_files(tmp_path)
+    assert main(["import-ncu", str(report), str(manifest), "--results", str(tmp_path / "r")]) == 0
+    assert "4 written" in capsys.readouterr().out
+    assert recordings.list_recordings(tmp_path / "r", "h200", "kernels", "ncu.")
+    old = tmp_path / "old-manifest.json"
+    old.write_text(json.dumps(json.loads(manifest.read_text())["launches"]))  # an older script: no date
+    assert main(["import-ncu", str(report), str(old), "--results", str(tmp_path / "r2")]) == 2
+    assert "pass --recorded-at" in capsys.readouterr().err
+    assert main(["import-ncu", str(report), str(old), "--results", str(tmp_path / "r2"),
+                 "--recorded-at", "2026-11-30T02:17:00Z", "--provenance", "ncu=2025.3.1.0"]) == 0
+    rec = recordings.load_latest(tmp_path / "r2", "h200", "kernels", "ncu.reduction.r7-vectorized.n268435456")
+    assert rec.provenance["ncu"] == "2025.3.1.0"
