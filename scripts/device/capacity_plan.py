@@ -158,6 +158,11 @@ PLAN: tuple[PlanEntry, ...] = (
     _e("qwen2.5-7b", gpu_memory_utilization=0.9, max_model_len=8192, tensor_parallel_size=2, **EAGER),
     _e("qwen2.5-72b", gpu_memory_utilization=0.9, max_model_len=8192, tensor_parallel_size=2, **EAGER),
     _e("llama-3.1-70b", True, gpu_memory_utilization=0.9, max_model_len=8192, tensor_parallel_size=2, **EAGER),
+    # phase 7, added after the first TP2 runs identified the all-reduce term of the peak and the TP2
+    # non-torch constant (on qwen2.5-7b/72b): held-out shapes, settings and CUDA graphs under TP.
+    _e("qwen2.5-32b", True, gpu_memory_utilization=0.9, max_model_len=8192, tensor_parallel_size=2, **EAGER),
+    _e("qwen2.5-14b", True, gpu_memory_utilization=0.5, max_model_len=32768, tensor_parallel_size=2, **EAGER),
+    _e("mistral-7b-v0.3", True, gpu_memory_utilization=0.9, max_model_len=8192, tensor_parallel_size=2),
 )
 
 

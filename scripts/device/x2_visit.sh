@@ -10,6 +10,10 @@
 #   call 3  no carry:            bash scripts/device/x2_visit.sh tp
 #           both GPUs: the tensor-parallel-2 ledgers, then single-GPU configurations left over
 #
+# Environment: TP_IDS / SINGLE_IDS (plan ids; SINGLE_IDS= empty skips them), KERNELS=0 (stage only),
+# LATENCY_ARGS, DEADLINE_S. A visit for tensor parallel alone: `KERNELS=0 ... stage`, then in one call
+# `bash .devcarry/c2/install.sh && TP_IDS=... SINGLE_IDS= bash scripts/device/x2_visit.sh tp`.
+#
 # Calls 2 and 3 copy what is finished into $OUT (at most 8 files come back: logs and raw streams
 # are packed). Nothing here changes GPU settings; NVLink multicast stays off (vllm_engine's
 # WORKER_ENV and the machine's own environment).
@@ -20,7 +24,7 @@ elapsed() { echo $(( $(date +%s) - T0 )); }
 mode=${1:?usage: x2_visit.sh stage|measure|tp}
 
 LATENCY_ARGS=${LATENCY_ARGS:---config pytest_anatomy/specs/configs/llama-3.1-8b.json --second-model none --kv-cache-gib 27.43 --budget-s 400}
-SINGLE_IDS=${SINGLE_IDS:-qwen2.5-0.5b.u0.90.len8192.graphs,qwen2.5-14b.u0.90.len32768.graphs.fp8,qwen2.5-7b.u0.90.len8192.eager.seqs64}
+SINGLE_IDS=${SINGLE_IDS-qwen2.5-0.5b.u0.90.len8192.graphs,qwen2.5-14b.u0.90.len32768.graphs.fp8,qwen2.5-7b.u0.90.len8192.eager.seqs64}
 TP_IDS=${TP_IDS:-qwen2.5-7b.u0.90.len8192.eager.tp2,qwen2.5-72b.u0.90.len8192.eager.tp2,llama-3.1-70b.u0.90.len8192.eager.tp2}
 DEADLINE_S=${DEADLINE_S:-540}   # a call may run 600 s; leave time to pack the results
 
@@ -28,11 +32,13 @@ case "$mode" in
 stage)
   nvidia-smi -L
   mkdir -p "$STAGE/kout" && cp .devcarry/c1/* "$STAGE/" && (cd "$STAGE" && sha256sum -c c1.sha256) || exit 1
-  CUDA_VISIBLE_DEVICES=1 PYTHONUNBUFFERED=1 setsid nohup python3 scripts/device/kernels_plan.py \
-    --out-dir "$STAGE/kout" --budget-s "${KERNELS_BUDGET_S:-330}" >"$STAGE/kout/kernels.log" 2>&1 </dev/null &
-  echo "kernels_plan started on GPU 1 (pid $!)"
-  sleep 15
-  tail -n 5 "$STAGE/kout/kernels.log"
+  if [ "${KERNELS:-1}" = 1 ]; then
+    CUDA_VISIBLE_DEVICES=1 PYTHONUNBUFFERED=1 setsid nohup python3 scripts/device/kernels_plan.py \
+      --out-dir "$STAGE/kout" --budget-s "${KERNELS_BUDGET_S:-330}" >"$STAGE/kout/kernels.log" 2>&1 </dev/null &
+    echo "kernels_plan started on GPU 1 (pid $!)"
+    sleep 15
+    tail -n 5 "$STAGE/kout/kernels.log"
+  fi
   ;;
 measure)
   bash .devcarry/c2/install.sh >"$STAGE/install.log" 2>&1 || { tail -n 30 "$STAGE/install.log"; exit 1; }
@@ -75,7 +81,7 @@ tp)
     --state "$STAGE/capacity-state.json" --out "$STAGE/tp" >"$STAGE/tp/capacity-tp.log" 2>&1
   echo "tensor-parallel capacity exit $? at $(elapsed) s"
   budget=$(( DEADLINE_S - $(elapsed) - 120 ))
-  if [ "$budget" -gt 0 ]; then  # single-GPU ids call 2 left (the state file skips the done ones)
+  if [ -n "$SINGLE_IDS" ] && [ "$budget" -gt 0 ]; then  # single-GPU ids call 2 left (the state file skips the done ones)
     python3 scripts/device/capacity_plan.py --only "$SINGLE_IDS" --budget-s "$budget" \
       --state "$STAGE/capacity-state.json" --out "$STAGE/tp" >>"$STAGE/tp/capacity-tp.log" 2>&1
   fi
