@@ -184,6 +184,28 @@ _V1_AVAILABLE = pytest.mark.finding(
     reason="Carries the V1 non-torch excess (8 MiB) and 14,336 B of the V1 sampler's small tensors into "
            "available KV memory: predicted 116,556,612,608 B, measured 116,548,209,664 B (-8.4 MB, 9 blocks).")
 
+# One recording so far combines torch.compile + CUDA graphs with tensor parallel (held out).
+_TP_GRAPHS_WHY = (
+    "mistral-7b-v0.3 with CUDA graphs at TP2, the only compiled TP run, held out: the profile peak is 1,136,672,768 B, "
+    "64 MiB under the prediction, i.e. 4 MiB under N (3I + 3h) x 2 B + workspaces: the 60 MiB that torch.compile "
+    "added above that at TP1 (COMPILED_FORWARD_EXTRA, fitted on llama-3.1-8b graphs) is absent under TP, and 4 MiB "
+    "more is missing; the non-torch growth is 2 MiB above the eager TP2 constant (68 vs 66 MiB; likely the custom "
+    "all-reduce registering the graphs' buffers). Mechanism not established from one run; blocks still land +0.05% "
+    "from config alone (120,767 vs 120,705).")
+_TP_GRAPHS = {
+    "peak_activation_bytes": pytest.mark.finding("vllm-compiled-forward-under-tp", quantity="peak_activation_bytes",
+                                                 expected=(0.93, 0.96), reason=_TP_GRAPHS_WHY),
+    "non_torch_increase_bytes": pytest.mark.finding("vllm-compiled-forward-under-tp",
+                                                    quantity="non_torch_increase_bytes", expected=(1.02, 1.04),
+                                                    reason=_TP_GRAPHS_WHY),
+    "available_kv_bytes": pytest.mark.finding("vllm-compiled-forward-under-tp", quantity="available_kv_bytes",
+                                              expected=(1.0003, 1.0008), reason=_TP_GRAPHS_WHY),
+}
+
+
+def _tp_compiled(run: Run) -> bool:
+    return int(run.settings.get("tensor_parallel_size") or 1) > 1 and not run.settings.get("enforce_eager")
+
 
 def _term_params() -> list[Any]:
     out = []
@@ -194,6 +216,8 @@ def _term_params() -> list[Any]:
                 marks.append(_V1_NON_TORCH)
             if run.runner == "v1" and term == "available_kv_bytes":
                 marks.append(_V1_AVAILABLE)
+            if _tp_compiled(run) and term in _TP_GRAPHS:
+                marks.append(_TP_GRAPHS[term])
             out.append(pytest.param(run, term, id=f"{run.test_id}-{term}", marks=marks))
     return out
 
@@ -306,8 +330,7 @@ def test_v1_graph_estimate_vs_actual_pool(run, measured, reconcile, vllm_ledger_
               why="the actual pool is logged in GiB with 2 decimals", model=run.model)
 
 
-@pytest.mark.gpu
-@pytest.mark.finding(
+_ONE_GPU_BUDGET = pytest.mark.finding(
     "vllm-utilization-is-not-a-cap", expected=(0.975, 1.025),
     reason="vLLM documents gpu_memory_utilization as a per-instance limit, but the NVML-measured growth of the "
            "instance after start-up is 0.982-1.020 x the requested budget. Over it: torch allocations made "
@@ -315,7 +338,26 @@ def test_v1_graph_estimate_vs_actual_pool(run, measured, reconcile, vllm_ledger_
            "snapshot but outside the load profiler, 200-830 MiB after start) and allocator fragments "
            "(reserved but unallocated, 0.3-2.5 GiB), plus the V2 graph pool; under it: the profile run's "
            "activation peak is budgeted but released before the KV cache is allocated (0.29-4.7 GB).")
-@pytest.mark.parametrize("run", _params(BUDGET_RUNS))
+
+
+_TP_OUTSIDE_BUDGET = pytest.mark.finding(
+    "vllm-utilization-is-not-a-cap", expected=(1.005, 1.04),
+    reason="Under tensor parallel the instance grows 0.96-2.32 GiB beyond its budget (ratio 1.008-1.033, the "
+           "largest at utilization 0.5): on top of the single-GPU causes (allocator fragments, reserved but "
+           "unallocated: 0.69-1.50 GiB here), NCCL and the custom all-reduce hold 1,088,487,424 B per rank "
+           "before vLLM's first memory snapshot (its init snapshot sees 1.53 GiB of CUDA memory in use at TP2 vs "
+           "0.51 GiB on one GPU), which no ledger term and no budget includes.")
+
+
+def _budget_params() -> list[Any]:
+    return [pytest.param(r, id=r.test_id,
+                         marks=_TP_OUTSIDE_BUDGET if int(r.settings.get("tensor_parallel_size") or 1) > 1
+                         else _ONE_GPU_BUDGET)
+            for r in BUDGET_RUNS]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("run", _budget_params())
 def test_instance_memory_vs_requested_budget(run, measured, reconcile, vllm_ledger_live):
     rec = _recording(run, measured, vllm_ledger_live)
     budget = _predicted(run)["requested_memory_bytes"]
