@@ -188,6 +188,11 @@ def _cmd_import_device(args: argparse.Namespace) -> int:
     except (DeviceImportError, OSError) as exc:
         print(f"pytest-anatomy: error: {exc}", file=sys.stderr)
         return 2
+    return _print_done(done)
+
+
+def _print_done(done: list[tuple[str, str]]) -> int:
+    """One line per file an importer wrote or found, then the totals."""
     for status, path in done:
         print(f"{status:12s} {path}")
     print(f"{sum(1 for s, _ in done if s == 'wrote')} written, {sum(1 for s, _ in done if s == 'exists')} unchanged")
@@ -215,10 +220,7 @@ def _cmd_import_ncu(args: argparse.Namespace) -> int:
     except (NcuImportError, RecordingError, OSError, ValueError, KeyError) as exc:
         print(f"pytest-anatomy: error: {exc}", file=sys.stderr)
         return 2
-    for status, path in done:
-        print(f"{status:12s} {path}")
-    print(f"{sum(1 for s, _ in done if s == 'wrote')} written, {sum(1 for s, _ in done if s == 'exists')} unchanged")
-    return 0
+    return _print_done(done)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -249,3 +249,8 @@ def save_if_new(root: Path, recording: Recording, *, dry_run: bool = False) -> t
     if dry_run:
         return "would write", target
     return "wrote", save(root, recording)
+
+
+def save_all_if_new(root: Path, planned: list[Recording], *, dry_run: bool = False) -> list[tuple[str, str]]:
+    """save_if_new for each recording of an import, in order: (status, path) per recording."""
+    return [(status, str(target)) for status, target in (save_if_new(root, rec, dry_run=dry_run) for rec in planned)]

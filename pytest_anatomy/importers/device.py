@@ -268,7 +268,4 @@ def import_files(paths: list[Path], results: Path, *, dry_run: bool = False) -> 
         if not dry_run:
             status, kept = keep_raw(path, results, hw, stamp)
             done.append((status, str(kept)))
-    for rec in planned:
-        status, target = recordings.save_if_new(results, rec, dry_run=dry_run)
-        done.append((status, str(target)))
-    return done
+    return done + recordings.save_all_if_new(results, planned, dry_run=dry_run)

@@ -150,7 +150,4 @@ def import_ncu(report: Path, manifest_path: Path, results: Path, *, hardware: st
         for path in (report, manifest_path):
             status, kept = keep_raw(path, results, hardware, recorded_at)
             done.append((status, str(kept)))
-    for rec in planned:
-        status, target = recordings.save_if_new(results, rec, dry_run=dry_run)
-        done.append((status, str(target)))
-    return done
+    return done + recordings.save_all_if_new(results, planned, dry_run=dry_run)
