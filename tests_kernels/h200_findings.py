@@ -4,7 +4,9 @@ Each explanation cites the rung's Nsight Compute counters (results/h200/kernels/
 kernels, same shapes, a separate device call: scripts/device/kernels_profile.sh) and the
 compiler's resource report. Bands are the measured/predicted ratio observed on the first H200
 run (results/h200/kernels/*@20261130T020210Z) +-10%: the explanation covers that gap; a later
-run that drifts outside it is a divergence again. The pre-registered predictions themselves
+run that drifts outside it is a divergence again. Why 10%: within a run a rung's two timing
+blocks agree to < 1%, but another session's clocks, thermal state and L2 contents move a time by
+a few percent; a change of mechanism (another limiter) moves it by tens of percent. The pre-registered predictions themselves
 (the .cu headers, Variant.h200_ms) are never edited.
 """
 
@@ -68,7 +70,7 @@ SHORT_ROWS = (
     "L2 between kernels, as its pre-registration had hoped. The bytes match the ledger (test_kernels_h200_counters).")
 VOCAB_FASTER = (
     "At 128 x 152,064 the pre-registration expected one block per row on 132 SMs to be far below bandwidth; it is "
-    "below, but less than feared: x1's two row kernels (128 blocks, 12% occupancy) still reach 49-55% of DRAM "
+    "below, but less than feared: x1's two row kernels (128 blocks, 12% occupancy) still reach 51-55% of DRAM "
     "throughput and its normalising kernel (594 x 128 blocks) 45%, 0.127 ms in all; x2 reaches 24% (0.186 ms) while "
     "reading every row twice (the rows in flight exceed L2: h200-online-softmax-vocab-rereads-dram). With long rows a "
     "block keeps many independent loads in flight, which short-row intuition (from 8 elements per thread) misses.")

@@ -28,8 +28,9 @@ from pytest_anatomy.theory.prediction import Prediction, Term
 HW = "h200"
 SHAPES = {"reduction": [reduction.TIMING_SHAPE], "rmsnorm": [fused.RMSNORM_TIMING_SHAPE],
           "softmax": [fused.SOFTMAX_TIMING_SHAPE, fused.VOCAB_SHAPE]}
-READ_WHY = ("DRAM reads are counted in 32-byte sectors and include the few MB other kernels' data costs "
-            "(+0.2% on every reduction rung); 1% separates that from a missing or extra pass (>= 100%)")
+READ_WHY = ("the reductions read within 0.006% of 4N; the fused rungs' re-reads of their own rows come back "
+            "from L2 all but rarely (largest excess: n2-fused +0.81%); 1% keeps that and still separates the "
+            "ledger from a missing or extra pass (>= 50%)")
 
 VOCAB_ROWS_EXCEED_L2 = pytest.mark.finding(
     "h200-online-softmax-vocab-rereads-dram", quantity="dram_read_bytes", expected=(1.9, 2.1),
@@ -77,14 +78,15 @@ def test_dram_reads_are_the_ledgers_passes(v, shape, measured, reconcile):
     reconcile("dram_read_bytes", pred, _counter(rec, "dram_read_bytes"), rel=0.01, why=READ_WHY)
 
 
-# The reductions write 4 KB-4 MB of partials, below the ~2.4 MB of DRAM writes ncu counts even for
+# Mainly an upper bound: writes can fall short of the output by up to the L2 capacity (60 MiB,
+# most of a 67 MB softmax output), so the lower end says little. The reductions write 4 KB-4 MB of partials, below the ~2.4 MB of DRAM writes ncu counts even for
 # r5-r7, whose output is 4,224 B: writes are checked where the output is tens of MB.
 STREAM_OUTPUT_RUNGS = [p for p in _rungs() if p.values[0].ladder != "reduction"]
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("v,shape", STREAM_OUTPUT_RUNGS)
-def test_dram_writes_are_the_output_less_what_stays_in_l2(v, shape, measured, reconcile):
+def test_dram_writes_never_exceed_the_output(v, shape, measured, reconcile):
     rec = measured(f"ncu.{v.ladder}.{v.id}.{shape_label(shape)}", hardware=HW)
     _, written, _ = _traffic(v, shape)
     l2 = get_hardware(HW).l2_bytes or 0

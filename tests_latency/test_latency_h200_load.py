@@ -3,8 +3,10 @@ arrivals at five rates, and one overload run each, against the continuous-batchi
 
 Qwen2.5-7B is predicted with its own calibration (conftest.h200_setup); Llama-3.1-8B with that
 same calibration, fitted on Qwen, and its own session's ceilings (conftest.h200_transfer_setup):
-none of Llama's runs is in-sample. Llama's pool was pinned to Qwen's in tokens (224,7xx) so the
-two models ran the same request shapes.
+none of Llama's runs is in-sample. The two runs differ in their KV pool: Qwen's used its whole
+pool (2,062,544 tokens), Llama's was pinned to 27.43 GiB (224,704 tokens), so their overload
+shapes differ (Qwen 128 x 16,113 + 1,024 tokens at 1.06x the pool, Llama 128 x 1,755 + 1,024
+at 1.58x); closed-loop and Poisson shapes (1,024 + 256) are the same.
 
 The simulation runs each recorded workload as designed (same prompts, concurrency, Poisson
 seed and normalisation, engine limits and KV pool) with step times from the calibrated step
@@ -156,7 +158,7 @@ LLAMA_TTFT_REASON = (
     "own queue + prefill medians stay within 10% up to 0.8x and reach +26% at 1.0x (38.0 ms), where a new prompt "
     "shares its step with ~35-70 decodes whose per-sequence cost runs ~1.3x the roofline "
     "(h200-decode-per-sequence-cost). Llama's lone short prefill exceeds the model less than Qwen's (512 tokens: "
-    "1.8x vs 3.1x), so its TTFT misses start later.")
+    "1.74x vs 3.1x), so its TTFT misses start later.")
 TTFT_MARKS = {
     **{(QWEN, f): (TTFT_FINDING, ENGINE_TTFT_FINDING) for f in POISSON},
     (LLAMA, "0.8"): (pytest.mark.finding("h200-ttft-short-prefill-and-frontend", quantity="ttft_p50",
@@ -197,7 +199,10 @@ def test_poisson_ttft_p50_below_the_knee(model, factor, request, measured, recon
 def test_poisson_rates_against_the_knee(model, factor, request, measured):
     """The plan sets Poisson rates as multiples of the measured C=64 rate; the engine's knee
     (closed loop at max_num_seqs, simulated) decides which runs are below it. BELOW_KNEE is a
-    declaration the simulation must confirm: below means rate < knee, the rest at least 0.95 x."""
+    declaration the simulation must confirm: below means rate < knee, the rest at least 0.95 x
+    (at the knee: within 5%, the rate being a multiple of a measured C=64 rate and the knee a
+    simulated one). Llama's f1.3 run, at its knee, is reconciled for ITL and throughput but not
+    against the below-the-knee TTFT target."""
     setup = _setup(request, model)
     s = measured(f"{model}.poisson.f{factor}", hardware="h200").data["run"]["settings"]
     knee = setup.knee_rate(s["input_len"], s["output_len"])
@@ -293,13 +298,15 @@ MIXED_REASON = ("Under overload a prompt's two chunks (8,192 + 7,921 tokens) sha
                 "chunks are longer). Queueing still dominates TTFT either way (96% vs 98% simulated).")
 
 
-LLAMA_OVERLOAD_REASON = ("Llama-3.1-8B (128 x 1,755 + 1,024 tokens on a 224,704-token pool, 46 preemptions as simulated): TTFT "
-        "itself agrees (mean 3.03 s vs 2.96 s, p50 +1.5%), but the engine splits it 2.58 s queue + 0.42 s prefill "
-        "where the simulation has 2.73 + 0.23: requests are first scheduled ~0.15 s earlier and reach their first "
-        "token ~0.19 s later, a queueing share of 85% vs 92%. Candidates, not separated: steps mixing a prompt "
-        "with ~125 KV-heavy decodes (Llama reads 128 KiB of KV per token, 2.3x Qwen) take longer than max(memory, "
-        "compute) (Qwen's prefill part is 1.45x simulated for the same reason), and requests preempted after "
-        "their first scheduling but before their first token count the wait as prefill in vLLM's stats.")
+LLAMA_OVERLOAD_REASON = (
+    "Llama-3.1-8B (128 x 1,755 + 1,024 tokens on a 224,704-token pool, 46 preemptions as simulated): TTFT itself "
+    "agrees (mean 3.03 s vs 2.96 s, p50 +1.5%), but the engine splits it 2.58 s queue + 0.42 s prefill where the "
+    "simulation has 2.73 + 0.23: requests are first scheduled ~0.15 s earlier and then spend ~0.19 s longer "
+    "between first scheduling and first token (which itself comes ~0.07 s later on average), a queueing share of "
+    "85% vs 92%. Candidates, not separated: steps mixing a prompt with ~125 KV-heavy decodes (Llama reads 128 KiB "
+    "of KV per token, 2.3x Qwen) take longer than max(memory, compute) (Qwen's prefill part is 1.43x simulated for "
+    "the same reason), and requests preempted after their first scheduling but before their first token count the "
+    "wait as prefill in vLLM's stats.")
 OVERLOAD_MARKS = {
     QWEN: (pytest.mark.finding(MIXED_PREFILL, quantity="prefill_part_of_ttft", reason=MIXED_REASON,
                                expected=(1.3, 1.6)),

@@ -65,12 +65,12 @@ def test_decode_roofline_without_overhead(h200_setup, measured, reconcile):
 @pytest.mark.gpu
 @pytest.mark.finding(
     "h200-decode-per-sequence-cost",
-    reason="Each extra sequence adds 19.2 us to Qwen2.5-7B's decode step and 42.4 us to Llama-3.1-8B's (OLS over "
+    reason="Each extra sequence adds 19.2 us to Qwen2.5-7B's decode step and 42.3 us to Llama-3.1-8B's (OLS over "
            "b = 1..64), 1.37x and 1.32x their KV reads at the session's read ceiling (1,088 tokens x 56 KiB at "
-           "4.47 TB/s = 14.0 us; x 128 KiB at 4.45 TB/s = 32.1 us): the same per-byte excess on two KV shapes "
+           "4.47 TB/s = 14.0 us; x 128 KiB at 4.45 TB/s = 32.0 us): the same per-byte excess on two KV shapes "
            "(GQA 7:1 vs 4:1), so it scales with KV bytes, not with the model's GEMMs. The seed's 4090 shows 1.6x. "
            "Not yet isolated: paged decode attention over 16-token blocks reading below the streaming ceiling.",
-    expected=(1.25, 1.7))
+    expected=(1.3, 1.7))
 @pytest.mark.parametrize("setup_name", ("h200_setup", "h200_transfer_setup"))
 def test_marginal_cost_per_sequence(setup_name, request, measured, reconcile):
     """Least-squares slope of the decode step over b = 1..64 vs the model's d(t_step)/db."""
@@ -176,8 +176,20 @@ def test_decode_overhead_transfers_to_a_second_model(b, h200_transfer_setup, mea
               model=setup.model.name, hardware="h200")
 
 
+LLAMA_SHORT_PREFILL = (
+    "Llama-3.1-8B's lone short prompts show the same fixed excess as Qwen's (h200-short-prefill-fixed-cost), "
+    "smaller: 128 tokens take 11.9 ms against 4.85 ms modelled (2.45x; Qwen 3.4x), 512 tokens 22.7 ms against "
+    "13.0 ms (1.74x; Qwen 3.1x); from 2,048 tokens on the transferred model holds within 1%. Cause unknown, as "
+    "for Qwen; that the excess differs between two models on one engine argues against a fixed engine cost alone.")
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize("length", (2048, 8192, 16384, 32000))
+@pytest.mark.parametrize("length", [
+    pytest.param(128, marks=pytest.mark.finding("h200-short-prefill-fixed-cost", reason=LLAMA_SHORT_PREFILL,
+                                                expected=(2.2, 2.7))),
+    pytest.param(512, marks=pytest.mark.finding("h200-short-prefill-fixed-cost", reason=LLAMA_SHORT_PREFILL,
+                                                expected=(1.56, 1.92))),
+    2048, 8192, 16384, 32000])
 def test_prefill_efficiency_transfers_to_a_second_model(length, h200_transfer_setup, reconcile, measured):
     """The same for eta: fitted on Qwen2.5-7B's 8,192-token prefill, tested on Llama-3.1-8B."""
     setup = h200_transfer_setup

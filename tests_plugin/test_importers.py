@@ -199,3 +199,10 @@ def test_import_ncu_cli_takes_the_manifest_date_and_refuses_a_missing_one(tmp_pa
                  "--recorded-at", "2026-11-30T02:17:00Z", "--provenance", "ncu=2025.3.1.0"]) == 0
     rec = recordings.load_latest(tmp_path / "r2", "h200", "kernels", "ncu.reduction.r7-vectorized.n268435456")
     assert rec.provenance["ncu"] == "2025.3.1.0"
+
+
+def test_ncu_rung_without_durations_is_refused(tmp_path: Path) -> None:
+    from pytest_anatomy.importers.ncu import NcuImportError, rung_measurements
+
+    with pytest.raises(NcuImportError, match="lack a positive Duration"):
+        rung_measurements([{"name": "k", "metrics": {"DRAM Throughput": 50.0}}])

@@ -108,14 +108,18 @@ def rung_measurements(kernels: list[dict[str, Any]]) -> dict[str, dict[str, Any]
         vals = [k["metrics"].get(metric) for k in kernels]
         if all(isinstance(v, float) for v in vals):
             out[key] = {"value": sum(vals) * scale, "unit": unit}  # type: ignore[arg-type]
-    weights = [float(k["metrics"].get("Duration") or 0.0) for k in kernels]
-    total = sum(weights) or 1.0
+    durations = [k["metrics"].get("Duration") for k in kernels]
+    if not all(isinstance(d, float) and d > 0 for d in durations):
+        raise NcuImportError(f"kernels {[k['name'] for k in kernels]} lack a positive Duration (GPU Speed Of Light "
+                             "section): rates cannot be weighted; was --section SpeedOfLight collected?")
+    weights = [float(d) for d in durations]  # type: ignore[arg-type]
+    total = sum(weights)
     for key, metric in WEIGHTED.items():
         vals = [k["metrics"].get(metric) for k in kernels]
         if all(isinstance(v, float) for v in vals):
             unit = "cycles" if key.startswith("cycles") else "%"
             out[key] = {"value": sum(w * v for w, v in zip(weights, vals)) / total, "unit": unit}  # type: ignore[operator]
-    main = max(kernels, key=lambda k: float(k["metrics"].get("Duration") or 0.0))
+    main = max(kernels, key=lambda k: k["metrics"]["Duration"])
     regs = main["metrics"].get("Registers Per Thread")
     if isinstance(regs, float):
         out["registers_per_thread"] = {"value": regs, "unit": "registers"}

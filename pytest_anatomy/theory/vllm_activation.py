@@ -16,7 +16,7 @@ forward, layer >= 1, at the MLP (the widest point; I = intermediate / tp, h = hi
     plus a constant fitted on one compiled run (see COMPILED_FORWARD_EXTRA)
   - tensor parallel: the all-reduce after down_proj is out of place, one more h while the
     partial sum is alive -> Qwen2 N (3I + 5h); Llama's gate_up moment stays wider while
-    I / tp > h (mlp_peak_width)
+    I (per rank) > h (mlp_peak_width)
 sampler, V2 runner: the forward's hidden states [N, h], the R sampled rows [R, h] and bf16
   logits [R, vocab] (the V2 sampler works in place, Gumbel sampling in one Triton kernel)
 sampler, V1 runner: as V2 plus a random [R, h] input, the logits cast to fp32, the fp32
@@ -63,7 +63,7 @@ def mlp_peak_width(i: int, h: int, held: bool, tp: int) -> tuple[int, str]:
       down_proj output (h), and under tensor parallel the all-reduce's output (h): vLLM's
       all-reduce is out of place (torch.empty_like, then NCCL or the custom kernel) and
       runs while down_proj's partial sum is still referenced           -> I (+2I) + 4h (+h)
-    Llama at TP2 stays at 3I + 3h (I + 5h is smaller while I/tp > h); Qwen2 goes to 3I + 5h."""
+    Llama at TP2 stays at 3I + 3h (I + 5h is smaller while I > h, I being per rank); Qwen2 goes to 3I + 5h."""
     gate_up = 3 * i + 3 * h
     down = i + (2 * i if held else 0) + 4 * h + (h if tp > 1 else 0)
     if down > gate_up:

@@ -7,14 +7,9 @@ Each rung's launches are preceded by a one-thread marker kernel whose grid is (i
 the report's rows map to rungs without relying on launch counts of torch's own kernels; the
 manifest ($OUT/profile-manifest.json) lists index -> rung.
 
-On the device (ncu reads counters on the Firecracker machines; clocks left alone, caches
-flushed before every replayed kernel):
-
-  ncu --clock-control none --cache-control all --csv --page details --print-units base \\
-      --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \\
-      --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \\
-      --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum \\
-      python3 scripts/device/kernels_profile.py --manifest $OUT/profile-manifest.json > $OUT/ncu.csv
+On the device: `bash scripts/device/kernels_profile.sh` runs this script under ncu (its one
+command line is the reference: --clock-control none, as METHOD.md asks, caches flushed before
+every replayed kernel, the sections and metrics the importer reads, a timeout).
 
 Here: `python3 scripts/device/kernels_profile.py --dry-run` lists the launches.
 """
