@@ -206,7 +206,7 @@ _TP_GRAPHS = {
 _TP_GRAPHS_RUN = "vllm-ledger.mistral-7b-v0.3.u0.90.len8192.graphs.tp2"  # the run _TP_GRAPHS_WHY quotes
 
 
-def _tp_compiled(run: Run) -> bool:
+def _is_tp_graphs_run(run: Run) -> bool:
     """The marks quote one run's numbers, so they cover that run only; another compiled TP run is
     a new question (it would diverge until explained)."""
     return run.name == _TP_GRAPHS_RUN
@@ -221,7 +221,7 @@ def _term_params() -> list[Any]:
                 marks.append(_V1_NON_TORCH)
             if run.runner == "v1" and term == "available_kv_bytes":
                 marks.append(_V1_AVAILABLE)
-            if _tp_compiled(run) and term in _TP_GRAPHS:
+            if _is_tp_graphs_run(run) and term in _TP_GRAPHS:
                 marks.append(_TP_GRAPHS[term])
             out.append(pytest.param(run, term, id=f"{run.test_id}-{term}", marks=marks))
     return out

@@ -15,12 +15,12 @@ from __future__ import annotations
 import pytest
 
 
-def _band(ratio: float, spread: float = 0.10) -> tuple[float, float]:
+def band(ratio: float, spread: float = 0.10) -> tuple[float, float]:
     return (round(ratio * (1 - spread), 3), round(ratio * (1 + spread), 3))
 
 
 def finding(fid: str, reason: str, ratio: float, quantity: str | None = None) -> pytest.MarkDecorator:
-    return pytest.mark.finding(fid, reason=reason, expected=_band(ratio), **({"quantity": quantity} if quantity else {}))
+    return pytest.mark.finding(fid, reason=reason, expected=band(ratio), **({"quantity": quantity} if quantity else {}))
 
 
 PRICES_TOO_HIGH = (
