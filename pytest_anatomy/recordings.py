@@ -8,7 +8,7 @@ Schema v1 (validated on every load, so a hand-broken file fails loudly with its 
 
     {"schema": "pytest-anatomy/recording/v1",
      "suite": "capacity", "name": "seed-r2-vllm-kv-pool", "hardware": "rtx4090",
-     "recorded_at": "2026-08-25T22:03:38Z",
+     "recorded_at": "2026-08-25T22:03:38Z",   (live recordings add microseconds: ...38.123456Z)
      "provenance": {"source": "live" | "seed", ...gpu, driver, engine, engine_version,
                     settings, command, origin...},
      "measurements": {"<quantity>": {"value": <number>, "unit": "<unit>", "samples": [...]}},
@@ -30,7 +30,10 @@ from pytest_anatomy.measure.measurement import Measurement, Source
 
 SCHEMA = "pytest-anatomy/recording/v1"
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._+-]*$")
-_STAMP_RE = re.compile(r"^\d{8}T\d{6}Z$")
+# A stamp is recorded_at without '-' and ':'. Live recordings carry microseconds so that two
+# measurements of one name in one second (a fast session, xdist workers) cannot collide.
+_STAMP_RE = re.compile(r"^\d{8}T\d{6}(\.\d{6})?Z$")
+_TIME_FORMATS = ("%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S.%fZ")
 _REQUIRED = ("schema", "suite", "name", "hardware", "recorded_at", "provenance", "measurements")
 
 
@@ -135,11 +138,18 @@ def validate(doc: Any, where: str = "<recording>") -> None:
 
 
 def _parse_time(text: Any, fail: Any) -> datetime:
-    try:
-        return datetime.strptime(str(text), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
-    except ValueError:
-        fail(f"recorded_at={text!r} must be UTC 'YYYY-MM-DDTHH:MM:SSZ'")
-        raise  # unreachable; keeps type checkers calm
+    for fmt in _TIME_FORMATS:
+        try:
+            return datetime.strptime(str(text), fmt).replace(tzinfo=timezone.utc)
+        except ValueError:
+            continue
+    fail(f"recorded_at={text!r} must be UTC 'YYYY-MM-DDTHH:MM:SSZ' or 'YYYY-MM-DDTHH:MM:SS.ffffffZ'")
+    raise AssertionError("unreachable")  # fail() raises; keeps type checkers calm
+
+
+def _stamp_time(stamp: str) -> datetime:
+    fmt = "%Y%m%dT%H%M%S.%fZ" if "." in stamp else "%Y%m%dT%H%M%SZ"
+    return datetime.strptime(stamp, fmt).replace(tzinfo=timezone.utc)
 
 
 def load_file(path: Path) -> Recording:
@@ -169,7 +179,8 @@ def stamp_of(recorded_at: str) -> str:
 
 
 def candidates(root: Path, hardware: str, suite: str, name: str) -> list[Path]:
-    """All files of one recording, oldest first (stamps sort lexically = chronologically)."""
+    """All files of one recording, oldest first (by the time in the stamp: with and without
+    microseconds do not sort lexically)."""
     folder = Path(root) / hardware / suite
     if not folder.is_dir():
         return []
@@ -177,7 +188,7 @@ def candidates(root: Path, hardware: str, suite: str, name: str) -> list[Path]:
     for p in folder.glob(f"{name}@*.json"):
         stamp = p.name[len(name) + 1 : -len(".json")]
         if _STAMP_RE.match(stamp):
-            found.append((stamp, p))
+            found.append((_stamp_time(stamp), p))
     return [p for _, p in sorted(found)]
 
 
@@ -213,7 +224,8 @@ def list_recordings(root: Path, hardware: str, suite: str, prefix: str = "") -> 
 
 
 def utc_now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """A live recording's recorded_at, to the microsecond (see _STAMP_RE)."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def save(root: Path, recording: Recording) -> Path:
