@@ -6,6 +6,7 @@ torch, vllm or triton."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -96,21 +97,43 @@ class Measured:
         hardware: str | None = None,
         suite: str | None = None,
         recorded_at: str | None = None,
+        target: Any = None,
     ) -> recordings.Recording:
-        """Return recording `name` for this test's suite.
+        """Return measurement `name` of this test's suite on this test's target.
 
         live     -- zero-argument callable that measures on the local GPU and returns
                     {"measurements": {q: {value, unit, samples?}}, "provenance": {...}, "data": {...}};
-                    omitted for data that only exists as a recording (e.g. the seed's 4090 runs)
-        hardware -- pin the hardware (seed data is 'rtx4090'); default: --anatomy-hardware, else the
-                    live GPU, else ini anatomy_replay_hardware
+                    omitted for data that only exists as a recording (e.g. the seed's 4090 runs).
+                    Called at most once per session per (target, suite, name): every test reading
+                    the same measurement shares it, and --anatomy-record writes it once.
+        target   -- the Target (default: the test's `target` parameter). A live target measures,
+                    a recorded one replays results/<target>/<suite>/<name>@<newest>.json.
+        hardware -- replay this hardware's recordings instead (tests without a target)
         recorded_at -- replay the recording of that time instead of the newest: what was measured in
                     the same session as another recording (`other.recorded_at`); live runs ignore it
         """
         __tracebackhide__ = True
+        suite = suite or suite_of(self._item)
+        target = target if target is not None else _param(self._item, "target")
+        if target is not None:
+            return self._for_target(name, suite, target, live, recorded_at)
+        return self._untargeted(name, suite, live, hardware, recorded_at)
+
+    def _for_target(self, name: str, suite: str, target: Any, live: LiveFn | None,
+                    recorded_at: str | None) -> recordings.Recording:
+        __tracebackhide__ = True
+        if target.live:
+            if live is None:
+                pytest.skip(f"{suite}/{name}: recorded data only, nothing to measure live on {target.name}")
+            return self._run_live(name, suite, target.name, live)
+        return self._replay(name, suite, target.name, recorded_at, live is not None)
+
+    def _untargeted(self, name: str, suite: str, live: LiveFn | None, hardware: str | None,
+                    recorded_at: str | None) -> recordings.Recording:
+        """Tests that take no `target` (the plugin's own tests, explicit `hardware=`)."""
+        __tracebackhide__ = True
         s = self._session
         settings = s.settings
-        suite = suite or suite_of(self._item)
         live_hw = s.live_hardware_name() if settings.source != "recorded" else None
         want_hw = hardware or s.target_hardware() or settings.replay_hardware
         can_live = live is not None and live_hw is not None and live_hw == want_hw
@@ -121,20 +144,45 @@ class Measured:
             pytest.skip(f"--anatomy-source=live: {why}")
         if can_live and settings.source in ("live", "auto"):
             return self._run_live(name, suite, want_hw, live)  # type: ignore[arg-type]
+        return self._replay(name, suite, want_hw, recorded_at, live is not None)
+
+    def _replay(self, name: str, suite: str, hardware: str, recorded_at: str | None,
+                has_live: bool) -> recordings.Recording:
+        __tracebackhide__ = True
         try:
-            return recordings.load_latest(settings.results_dir, want_hw, suite, name, recorded_at)
+            return recordings.load_latest(self._session.settings.results_dir, hardware, suite, name, recorded_at)
         except recordings.MissingRecording as exc:
+            live_hw = self._session.live_hardware_name() if self._session.settings.source != "recorded" else None
             gpu = "no live GPU" if live_hw is None else f"live GPU is {live_hw}"
-            hint = (f"run `pytest -m gpu --anatomy-record` on a {want_hw} to record it"
-                    if live is not None else "this data only exists as a recording")
+            hint = (f"run `pytest -m gpu --anatomy-record` on a {hardware} to record it"
+                    if has_live else "this data only exists as a recording")
             pytest.skip(f"no recording {_rel(exc.args[0])} and {gpu}; {hint}")
 
     def _run_live(self, name: str, suite: str, hardware: str, live: LiveFn) -> recordings.Recording:
-        result = live()
+        """Measure once per session (the session cache), record once under --anatomy-record."""
+        key = (hardware, suite, name)
+        cache = self._session.live_cache
+        if key in cache:
+            cached = cache[key]
+            if isinstance(cached, BaseException):  # a measurement that failed fails every reader alike
+                raise cached
+            return cached
+        started = time.monotonic()
+        progress(self._item.config, f"measuring {suite}/{name} on {hardware} ...")
+        try:
+            result = live()
+        except pytest.skip.Exception:
+            raise
+        except Exception as exc:
+            cache[key] = exc
+            raise
         gpu = self._session.live_gpu
         prov = {"source": "live", "hardware": hardware, **dict(result.get("provenance", {}))}
         if gpu is not None and hasattr(gpu, "to_dict"):
             prov.setdefault("gpu", gpu.to_dict())
+        target = self._session.live_target()
+        if target is not None:
+            prov.setdefault("hardware_spec_source", target.spec_source)
         rec = recordings.Recording(
             suite=suite, name=name, hardware=hardware, recorded_at=recordings.utc_now(),
             provenance=prov, measurements=result["measurements"], data=result.get("data", {}),
@@ -143,7 +191,31 @@ class Measured:
         if self._session.settings.record:
             path = recordings.save(self._session.settings.results_dir, rec)
             rec = recordings.Recording(**{**rec.__dict__, "path": path})
+        cache[key] = rec
+        progress(self._item.config, f"measured {suite}/{name} on {hardware} in {time.monotonic() - started:.1f} s"
+                 + (f" -> {_rel(str(rec.path))}" if rec.path else ""))
         return rec
+
+
+def _param(item: pytest.Item, name: str) -> Any:
+    callspec = getattr(item, "callspec", None)
+    return None if callspec is None else callspec.params.get(name)
+
+
+def progress(config: pytest.Config, message: str) -> None:
+    """One progress line on the terminal, outside pytest's output capture (a long live run must
+    say what it is doing): '[anatomy +12.3s] message'."""
+    session = get_session(config)
+    line = f"[anatomy +{time.monotonic() - session.started:6.1f}s] {message}"
+    capman = config.pluginmanager.getplugin("capturemanager")
+    writer = config.pluginmanager.getplugin("terminalreporter")
+    if writer is None:
+        return
+    if capman is not None:
+        with capman.global_and_fixture_disabled():
+            writer.write_line(line)
+    else:
+        writer.write_line(line)
 
 
 def _rel(path: str) -> str:
@@ -177,6 +249,27 @@ def measured(request: pytest.FixtureRequest) -> Measured:
         rec["num_gpu_blocks"]  # -> Measurement with provenance
     """
     return Measured(request.node)
+
+
+@pytest.fixture
+def target(request: pytest.FixtureRequest) -> Any:
+    """The card this test reconciles (targets.Target: name, live, spec, spec_source). The plugin
+    parametrizes every test that takes it over the session's targets: the live GPU and every
+    hardware folder of recordings under results/ (see --anatomy-source). A module that needs
+    (target, case) pairs parametrizes "target" itself in pytest_generate_tests.
+
+    Example::
+
+        @pytest.mark.gpu
+        def test_bandwidth(target, measured, reconcile):
+            rec = measured("kernels-ceilings", live=measure_ceilings)   # live on a live target
+            reconcile("copy_bandwidth", target.require_spec().memory_bandwidth, rec["copy_bandwidth"], ...)
+    """
+    param = getattr(request, "param", None)
+    if param is None:
+        raise pytest.UsageError(f"{request.node.nodeid}: the target fixture is parametrized by the plugin; "
+                                "do not request it from a fixture of another scope")
+    return param
 
 
 @pytest.fixture(scope="session")

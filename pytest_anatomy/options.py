@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_anatomy.targets import SPEC_SOURCE_ENV, SPEC_SOURCES, spec_source_setting
+
 SOURCES = ("auto", "live", "recorded")
 
 
@@ -22,6 +24,8 @@ class AnatomySettings:
     report: Path | None
     results_dir: Path
     replay_hardware: str
+    spec_source: str = "catalog"  # catalog | nvml: where the live target's HardwareSpec comes from
+    show_plan: bool = False  # --anatomy-plan: print the live plan with time estimates, run nothing
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -54,6 +58,17 @@ def add_options(parser: pytest.Parser) -> None:
         help="write the self-contained HTML reconciliation report to PATH and its JSON ledger beside it "
              "(PATH with .json suffix).",
     )
+    group.addoption(
+        "--anatomy-spec-source", choices=SPEC_SOURCES, default=None,
+        help="where the live GPU's spec comes from: catalog (datasheet numbers when the card is in the catalog) "
+             "or nvml (derived from the driver alone, as for a card the catalog does not know). "
+             f"Default: ${SPEC_SOURCE_ENV} or catalog.",
+    )
+    group.addoption(
+        "--anatomy-plan", action="store_true", default=False,
+        help="print the live measurement plan of the collected tests (what each target will measure, with "
+             "time estimates) and exit without running anything.",
+    )
     parser.addini("anatomy_source", "default for --anatomy-source", default="auto")
     parser.addini("anatomy_hardware", "default for --anatomy-hardware", default="auto")
     parser.addini("anatomy_model", "default for --anatomy-model", default="qwen2.5-7b")
@@ -81,7 +96,13 @@ def parse_settings(config: pytest.Config) -> AnatomySettings:
     results = Path(config.getini("anatomy_results_dir"))
     if not results.is_absolute():
         results = Path(config.rootpath) / results
+    try:
+        spec_source = config.getoption("--anatomy-spec-source") or spec_source_setting()
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
     return AnatomySettings(
+        spec_source=spec_source,
+        show_plan=bool(config.getoption("--anatomy-plan")),
         source=source,
         hardware=hardware,
         model=config.getoption("--anatomy-model") or config.getini("anatomy_model"),

@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from pytest_anatomy import hookspecs
+from pytest_anatomy.benchmarks import anatomy_benchmark  # noqa: F401 (fixture)
 from pytest_anatomy.findings import parse_finding_marks
-from pytest_anatomy.fixtures import hardware, measured, model_spec, reconcile  # noqa: F401 (fixtures)
+from pytest_anatomy.fixtures import hardware, measured, model_spec, reconcile, suite_of, target  # noqa: F401 (fixtures)
 from pytest_anatomy.options import add_options, parse_settings
 from pytest_anatomy.session import SESSION_KEY, USER_PROPERTY, AnatomySession, get_session
 
@@ -21,6 +22,9 @@ SUITES = ("capacity", "latency", "kernels", "quant", "flashattn", "deployment", 
 _MARKERS = (
     *(f"{suite}: tests in tests_{suite}/ (added automatically)" for suite in SUITES),
     "gpu: needs a live GPU or a recording of one; skipped with the reason when it has neither",
+    "targets(recorded=PREFIX): parametrize `target` only over replay targets holding a recording named PREFIX* "
+    "(data that exists only as recordings, such as the seed study's)",
+    "slow: a long live measurement (engine starts, load runs); `-m 'gpu and not slow'` is the fast live subset",
     "finding(id, *, reason, quantity=None, expected=None): an expected, explained divergence "
     "(reported as a finding, not a failure)",
 )
@@ -46,6 +50,28 @@ def pytest_configure(config: pytest.Config) -> None:
         from pytest_anatomy.report.pytest_html import AnatomyHtmlColumns
 
         config.pluginmanager.register(AnatomyHtmlColumns(), "anatomy-html-columns")
+
+
+LIVE_GROUP = "anatomy-live-gpu"
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrize `target` over the session's targets, unless the module paired it with its own
+    cases already (its pytest_generate_tests or a parametrize mark ran before this one)."""
+    if "target" not in metafunc.fixturenames:
+        return
+    if any("target" in call.params for call in getattr(metafunc, "_calls", ())):
+        return
+    session = get_session(metafunc.config)
+    suite = suite_of(metafunc.definition)
+    targets = session.targets(suite)
+    only = metafunc.definition.get_closest_marker("targets")
+    if only is not None:
+        prefix = only.kwargs.get("recorded", "")
+        folder = session.settings.results_dir
+        targets = [t for t in targets if not t.live and any((folder / t.name / suite).glob(f"{prefix}*@*.json"))]
+    metafunc.parametrize("target", targets, ids=[t.name for t in targets])
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -136,10 +162,36 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # Suite markers from the directory name, added before `-m` deselects: `-m capacity`
     # selects tests_capacity/.
     for item in items:
         top = item.nodeid.split("/", 1)[0]
         if top.startswith("tests_") and top[len("tests_"):] in SUITES:
             item.add_marker(top[len("tests_"):])
+        # Under xdist (--dist loadgroup) every test of the live target runs in one worker: one
+        # process measures the GPU, so timings never overlap and each measurement is made once.
+        tgt = getattr(getattr(item, "callspec", None), "params", {}).get("target")
+        if getattr(tgt, "live", False):
+            item.add_marker(pytest.mark.xdist_group(LIVE_GROUP))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    state = get_session(session.config)
+    if state.settings.show_plan and not state.is_worker:
+        from pytest_anatomy.live_plan import print_plan
+
+        print_plan(session.config, session.items)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    state = get_session(session.config)
+    if state.is_worker or state.settings.source != "live":
+        return
+    if state.live_gpu is None:
+        raise pytest.UsageError("--anatomy-source=live: no GPU detected (NVML found none); run on a GPU machine, "
+                                "or replay the recordings with --anatomy-source=recorded")
+    numprocesses = session.config.getoption("numprocesses", None)
+    if numprocesses and session.config.getoption("dist", "no") != "loadgroup":
+        raise pytest.UsageError("live GPU measurements under xdist need --dist loadgroup (every live test is "
+                                "grouped on one worker so one process measures the GPU at a time)")

@@ -30,18 +30,17 @@ def qwen() -> ModelSpec:
 
 
 @pytest.fixture
-def seed_setup(qwen: ModelSpec, measured: Any) -> Setup:
-    """RTX 4090 + vLLM 0.27.1 (the seed). No ceilings were measured there: datasheet bandwidth
+def seed_setup(qwen: ModelSpec, measured: Any, target: Any, card: Any) -> Setup:
+    """The seed's card (an RTX 4090) + vLLM 0.27.1. No ceilings were measured there: datasheet bandwidth
     (1008 GB/s) and bf16 peak (165.2 TFLOP/s). Calibration, both points from round 1's first sweep:
     t_overhead from seed-r1-01-c001 (C=1, pure decode: median ITL), eta from seed-r1-01-c064's
     p99 ITL, which is a step filled to the 2048-token budget (63 decodes + 1,985 prompt tokens)."""
-    hw = get_hardware("rtx4090")
-    ceilings = lat.Ceilings.datasheet(hw)
-    c1 = measured("seed-r1-01-c001", hardware="rtx4090")
+    ceilings = lat.Ceilings.datasheet(card)
+    c1 = measured("seed-r1-01-c001")
     calib = lat.fit_step_overhead(
         qwen, ceilings, 1, mean_context(*SEED_SHAPE), c1["median_itl"].value,
-        name="vllm-0.27.1@rtx4090 (CUDA graphs, chunked prefill 2048)", fitted_on="seed-r1-01-c001:median_itl")
-    c64 = measured("seed-r1-01-c064", hardware="rtx4090")
+        name=f"vllm-0.27.1@{target.name} (CUDA graphs, chunked prefill 2048)", fitted_on="seed-r1-01-c001:median_itl")
+    c64 = measured("seed-r1-01-c064")
     decodes = 63
     full = StepWork(decode_tokens=decodes, decode_context_sum=decodes * mean_context(*SEED_SHAPE),
                     prefill=((1024, 0), (SEED_BATCHED_TOKENS - decodes - 1024, 0)))
@@ -55,7 +54,7 @@ def seed_setup(qwen: ModelSpec, measured: Any) -> Setup:
                  frozenset({"median_itl", "mean_itl", "p99_itl", "output_throughput"})),
         FitPoint("eta", "seed-r1-01-c064", "p99_itl", seed_workload(c64), frozenset({"p99_itl"})),
     )
-    return Setup("rtx4090", qwen, ceilings, calib, sched, fits)
+    return Setup(target.name, qwen, ceilings, calib, sched, fits)
 
 
 def session_ceilings(measured: Any, run: Any) -> lat.Ceilings:

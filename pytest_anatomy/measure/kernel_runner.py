@@ -270,6 +270,8 @@ class KernelRunner:
 
 
 # --- live measurements for the `measured` fixture ------------------------------------------------
+TIMING_METHOD = ("CUDA events around each launch; L2 evicted before each (a read of FLUSH_BYTES); warm-up runs "
+                 "discarded; median of the runs; blocks baseline / rung / rung / baseline")
 _RUNNER: list[KernelRunner] = []
 
 
@@ -298,10 +300,11 @@ def live_rung(variant: Variant, baseline: Variant, shape: Mapping[str, int], *, 
               "baseline_ms_median": tb0["ms_median"], "baseline_ms_median_repeat": tb1["ms_median"],
               "timings": [t0, t1], "correctness": [check],
               "resources": None if variant.is_baseline else r.resources(variant, shape)}
-    return {"measurements": {"time": {"value": t0["ms_median"] / 1e3, "unit": "s"},
-                             "time_repeat": {"value": t1["ms_median"] / 1e3, "unit": "s"},
-                             "baseline_time": {"value": tb0["ms_median"] / 1e3, "unit": "s"}},
-            "provenance": {"gpu_name": r.gpu_name, "engine": "cuda.core + NVRTC"},
+    def seconds(t: dict[str, Any]) -> dict[str, Any]:
+        return {"value": t["ms_median"] / 1e3, "unit": "s", "samples": [x / 1e3 for x in t["samples_ms"]]}
+
+    return {"measurements": {"time": seconds(t0), "time_repeat": seconds(t1), "baseline_time": seconds(tb0)},
+            "provenance": {"gpu_name": r.gpu_name, "engine": "cuda.core + NVRTC", "timing": TIMING_METHOD},
             "data": {**{k: result[k] for k in ("ladder", "rung", "shape", "dtype", "ms_median", "ms_median_repeat",
                                               "baseline_rung", "baseline_ms_median", "status")},
                      "run": {"id": f"{variant.ladder}.{variant.id}", "result": result}}}
@@ -311,6 +314,6 @@ def live_ceilings() -> dict[str, Any]:
     from pytest_anatomy.measure import ceilings
 
     read, copy = ceilings.read_bandwidth(2 * 1024**3, 20, 3), ceilings.copy_bandwidth(2 * 1024**3, 20, 3)
-    return {"measurements": {"read_bandwidth": {"value": read["value"], "unit": "B/s"},
-                             "copy_bandwidth": {"value": copy["value"], "unit": "B/s"}},
+    return {"measurements": {"read_bandwidth": {"value": read["value"], "unit": "B/s", "samples": read["samples"]},
+                             "copy_bandwidth": {"value": copy["value"], "unit": "B/s", "samples": copy["samples"]}},
             "provenance": {"gpu_name": shared_runner().gpu_name}, "data": {"read": read, "copy": copy}}
