@@ -485,6 +485,23 @@ def _nvml_query(index: int) -> dict[str, Any] | None:
         _call(pynvml.nvmlShutdown)
 
 
+def visible_gpu_count() -> int:
+    """How many GPUs this process may use: NVML's device count, narrowed by CUDA_VISIBLE_DEVICES
+    (0 without NVML or a driver). Never raises, never initialises CUDA."""
+    try:
+        import pynvml
+    except ImportError:
+        return 0
+    try:
+        pynvml.nvmlInit()
+    except Exception:  # noqa: BLE001 - no driver / no GPU
+        return 0
+    try:
+        return sum(1 for i in range(16) if _nvml_handle(pynvml, i) is not None)
+    finally:
+        _call(pynvml.nvmlShutdown)
+
+
 def _nvml_handle(pynvml: Any, index: int) -> Any:
     """NVML handle of CUDA device `index`, honouring CUDA_VISIBLE_DEVICES (indices or UUIDs)."""
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")

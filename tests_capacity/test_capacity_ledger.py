@@ -1,8 +1,10 @@
-"""vLLM 0.26.0's whole memory ledger on the H200, predicted from config.json + GPU + settings.
+"""vLLM 0.26.0's whole memory ledger on each target card, predicted from config.json + GPU + settings.
 
-Every recording results/h200/capacity/vllm-ledger.<config id>@*.json is one engine start
-(dummy weights, bytes read inside the engine). Held-out configurations (id suffix
-"-held-out") were never used to fit anything. Per recording:
+Runs per target: on a replay target every recording results/<card>/capacity/vllm-ledger.<config
+id>@*.json (one engine start each: dummy weights, bytes read inside the engine); on the live
+target the engine starts that live_plan.py chooses for the card by this same theory (each started
+once per session, in its own subprocess). Held-out configurations (id suffix "-held-out") were
+never used to fit anything. Per run:
 
 (a) given the engine's own available KV bytes: blocks, tokens, max concurrency, exact;
 (b) vLLM's accounting identity available = requested - terms (- CUDA-graph estimate), exact;
@@ -15,16 +17,19 @@ none of them was fitted on a held-out run."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import live_plan
+
 from pytest_anatomy import recordings
+from pytest_anatomy import targets as tg
 from pytest_anatomy.measure import Measurement
-from pytest_anatomy.specs.hardware import get_hardware
+from pytest_anatomy.specs.hardware import visible_gpu_count
 from pytest_anatomy.specs.model import load_model
 from pytest_anatomy.theory import capacity as cap
 from pytest_anatomy.theory.prediction import Prediction, Term
@@ -39,8 +44,6 @@ from pytest_anatomy.theory.vllm_memory import (
 from pytest_anatomy.theory.vllm_settings import LedgerSettings, resolve
 from pytest_anatomy.units import GiB, MiB
 
-HW = "h200"
-RESULTS = Path(__file__).resolve().parents[1] / "results"
 PREFIX = "vllm-ledger."
 # vLLM prints GiB with 2 decimals and MiB with 2 decimals: half a step either way.
 HALF_GIB_STEP = 0.005 * GiB
@@ -52,12 +55,16 @@ class Run:
     name: str
     run_id: str
     model: str
-    settings: dict[str, Any]
+    settings: dict[str, Any] = field(hash=False)
     held_out: bool
+    hardware: str = ""
+    live: bool = False  # measured in this session (a new start, never a fit point)
+    slow: bool = False
+    spec: Any = field(default=None, compare=False, hash=False)
 
     @property
     def test_id(self) -> str:
-        return self.run_id + ("-held-out" if self.held_out else "")
+        return f"{self.hardware}-" + self.run_id + ("-held-out" if self.held_out else "")
 
     @property
     def ledger_settings(self) -> LedgerSettings:
@@ -69,43 +76,52 @@ class Run:
 
     @property
     def runner(self) -> str:
-        return resolve(get_hardware(HW), self.ledger_settings).runner
-
-
-def _runs() -> list[Run]:
-    runs = []
-    for name in recordings.list_recordings(RESULTS, HW, "capacity", PREFIX):
-        rec = recordings.load_latest(RESULTS, HW, "capacity", name)
-        prov = rec.provenance
-        if prov.get("status") != "ok" or not rec.measurements:
-            continue  # a failed start has no ledger to reconcile
-        runs.append(Run(name, name[len(PREFIX):], str(prov["model"]), dict(prov["settings"]), bool(prov["held_out"])))
-    return runs
-
-
-RUNS = _runs()
-V1_RUNS = [r for r in RUNS if r.runner == "v1"]
-V2_GRAPH_RUNS = [r for r in RUNS if r.runner == "v2" and not r.settings.get("enforce_eager")]
-BUDGET_RUNS = [r for r in RUNS if not r.pinned]
-
-
-def _params(runs: list[Run]) -> list[Any]:
-    return [pytest.param(r, id=r.test_id) for r in runs]
+        return resolve(self.spec, self.ledger_settings).runner
 
 
 @cache
-def _predicted_for(name: str) -> dict[str, Prediction]:
-    run = next(r for r in RUNS if r.name == name)
-    return predict_ledger(load_model(run.model), get_hardware(HW), run.ledger_settings)
+def _recorded_runs(results: Path, target: tg.Target) -> tuple[Run, ...]:
+    runs = []
+    for name in recordings.list_recordings(results, target.name, "capacity", PREFIX):
+        rec = recordings.load_latest(results, target.name, "capacity", name)
+        prov = rec.provenance
+        if prov.get("status") != "ok" or not rec.measurements:
+            continue  # a failed start has no ledger to reconcile
+        runs.append(Run(name, name[len(PREFIX):], str(prov["model"]), dict(prov["settings"]), bool(prov["held_out"]),
+                        target.name, spec=target.spec))
+    return tuple(runs)
+
+
+def _live_runs(target: tg.Target) -> tuple[Run, ...]:
+    return tuple(Run(PREFIX + live_plan.run_id(c), live_plan.run_id(c), c.model, dict(c.settings), False, target.name,
+                     live=True, slow=c.slow, spec=target.spec)
+                 for c, _ in live_plan.plan(target.spec, visible_gpu_count()))
+
+
+def runs_for(target: tg.Target, results: Path) -> tuple[Run, ...]:
+    """A replay target's recorded runs, or the live target's planned engine starts."""
+    if target.spec is None:
+        return ()
+    return _live_runs(target) if target.live else _recorded_runs(results, target)
+
+
+@cache
+def _predicted_for(run: Run) -> dict[str, Prediction]:
+    return predict_ledger(load_model(run.model), run.spec, run.ledger_settings)
 
 
 def _predicted(run: Run) -> dict[str, Prediction]:
-    return _predicted_for(run.name)
+    return _predicted_for(run)
 
 
 def _recording(run: Run, measured, vllm_ledger_live):
-    return measured(run.name, hardware=HW,
-                    live=vllm_ledger_live(run.run_id, run.model, run.settings, run.held_out))
+    try:
+        return measured(run.name, live=vllm_ledger_live(run.run_id, run.model, run.settings, run.held_out))
+    except RuntimeError as exc:  # an engine that did not start (OOM, ...): say what the theory expected
+        ledger = _predicted(run)
+        lines = [f"  {k} = {ledger[k].value:,.0f} {ledger[k].unit}" for k in
+                 ("requested_memory_bytes", *LEDGER_TERMS, "available_kv_bytes", "num_gpu_blocks") if k in ledger]
+        raise RuntimeError(f"{exc}\n--- predicted ledger on {run.hardware} ---\n" + "\n".join(lines)) from None
 
 
 def _derived(like: Measurement, value: float, unit: str) -> Measurement:
@@ -121,10 +137,9 @@ def _engine_available(run: Run, rec) -> float:
 
 # --- (a) the pool from the engine's own available memory ------------------------------------
 @pytest.mark.gpu
-@pytest.mark.parametrize("run", _params(RUNS))
-def test_pool_from_engine_available_memory(run, measured, reconcile, vllm_ledger_live):
+def test_pool_from_engine_available_memory(target, run, measured, reconcile, vllm_ledger_live):
     rec = _recording(run, measured, vllm_ledger_live)
-    model, rs = load_model(run.model), resolve(get_hardware(HW), run.ledger_settings)
+    model, rs = load_model(run.model), resolve(run.spec, run.ledger_settings)
     blocks = cap.vllm_num_gpu_blocks(model, _engine_available(run, rec), rs.block_size, rs.kv_cache_dtype,
                                      rs.tensor_parallel_size)
     reconcile("num_gpu_blocks", blocks, rec["num_gpu_blocks"], model=run.model)
@@ -136,8 +151,7 @@ def test_pool_from_engine_available_memory(run, measured, reconcile, vllm_ledger
 
 # --- (b) vLLM's accounting identity -----------------------------------------------------------
 @pytest.mark.gpu
-@pytest.mark.parametrize("run", _params(RUNS))
-def test_accounting_identity(run, measured, reconcile, vllm_ledger_live):
+def test_accounting_identity(target, run, measured, reconcile, vllm_ledger_live):
     """available = requested - (model + peak + non_torch) - cudagraph_estimate, from the run's own terms.
     V2 reports an estimate of 0; the V1 run's estimate is subtracted (the REFERENCE.md formula)."""
     if run.pinned:
@@ -153,8 +167,7 @@ def test_accounting_identity(run, measured, reconcile, vllm_ledger_live):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("run", _params(V1_RUNS))
-def test_v1_cudagraph_estimate_structure(run, measured, reconcile, vllm_ledger_live):
+def test_v1_cudagraph_estimate_structure(target, run, measured, reconcile, vllm_ledger_live):
     """V1's estimate = max(first capture per mode) + sum over modes of (graphs - 1) x per-graph cost,
     from the per-mode figures it logs (GPUModelRunner.profile_cudagraph_memory)."""
     rec = _recording(run, measured, vllm_ledger_live)
@@ -212,19 +225,15 @@ def _is_tp_graphs_run(run: Run) -> bool:
     return run.name == _TP_GRAPHS_RUN
 
 
-def _term_params() -> list[Any]:
-    out = []
-    for run in RUNS:
-        for term in TERMS:
-            marks = []
-            if run.runner == "v1" and term == "non_torch_increase_bytes":
-                marks.append(_V1_NON_TORCH)
-            if run.runner == "v1" and term == "available_kv_bytes":
-                marks.append(_V1_AVAILABLE)
-            if _is_tp_graphs_run(run) and term in _TP_GRAPHS:
-                marks.append(_TP_GRAPHS[term])
-            out.append(pytest.param(run, term, id=f"{run.test_id}-{term}", marks=marks))
-    return out
+def _term_marks(run: Run, term: str) -> list[Any]:
+    marks = []
+    if run.runner == "v1" and term == "non_torch_increase_bytes":
+        marks.append(_V1_NON_TORCH)
+    if run.runner == "v1" and term == "available_kv_bytes":
+        marks.append(_V1_AVAILABLE)
+    if not run.live and _is_tp_graphs_run(run) and term in _TP_GRAPHS:
+        marks.append(_TP_GRAPHS[term])
+    return marks
 
 
 def _band(run: Run, term: str) -> dict[str, Any]:
@@ -236,46 +245,48 @@ def _band(run: Run, term: str) -> dict[str, Any]:
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize(("run", "term"), _term_params())
-def test_ledger_term_from_config(run, term, measured, reconcile, vllm_ledger_live):
+def test_ledger_term_from_config(target, run, term, measured, reconcile, vllm_ledger_live):
     rec = _recording(run, measured, vllm_ledger_live)
     if term not in rec.measurements:
         pytest.skip(f"{run.run_id}: vLLM reports no {term} (kv_cache_memory_bytes pins the pool and skips the ledger)")
-    if run.runner == "v1" and term == "cudagraph_estimate_bytes":
+    if not run.live and run.runner == "v1" and term == "cudagraph_estimate_bytes":
         pytest.skip(f"{V1_GRAPH_COST.fitted_on[0]} is the only V1 recording and the per-graph cost was fitted on "
                     "it: checking it here could not fail (test_v1_cudagraph_estimate_structure checks the formula)")
-    if term == "non_torch_increase_bytes" and run.name in NON_TORCH_INCREASE.fitted_on + NON_TORCH_INCREASE_TP.fitted_on:
+    if (not run.live and term == "non_torch_increase_bytes"
+            and run.name in NON_TORCH_INCREASE.fitted_on + NON_TORCH_INCREASE_TP.fitted_on):
         pytest.skip(f"{run.name} is the recording the non-torch constant was fitted on: checking it here could not "
                     "fail (test_fitted_constants_come_from_non_held_out_runs checks it reproduces)")
     reconcile(term, _predicted(run)[term], rec[term], model=run.model, **_band(run, term))
 
 
-# --- (d) the issue's target ----------------------------------------------------------------------
+# --- (d) the planning target ---------------------------------------------------------------------
 @pytest.mark.gpu
-@pytest.mark.parametrize("run", _params(RUNS))
-def test_num_gpu_blocks_from_config_alone(run, measured, reconcile, vllm_ledger_live):
+def test_num_gpu_blocks_from_config_alone(target, run, measured, reconcile, vllm_ledger_live):
     rec = _recording(run, measured, vllm_ledger_live)
     reconcile("num_gpu_blocks", _predicted(run)["num_gpu_blocks"], rec["num_gpu_blocks"], rel=0.01,
-              why="issue 3's target: blocks from config + GPU alone within 1% on every configuration",
+              why="the capacity planning target: blocks from config + GPU alone within 1% on every configuration",
               model=run.model)
 
 
+FITTED = (NON_TORCH_INCREASE, NON_TORCH_INCREASE_TP, V1_GRAPH_COST, COMPILED_FORWARD_EXTRA)
+
+
 @pytest.mark.gpu
-def test_fitted_constants_come_from_non_held_out_runs(measured):
+def test_fitted_constants_come_from_non_held_out_runs(target, runs, measured):
     """Each fitted constant reproduces from the recording it names, and none of those is held out."""
-    by_name = {r.name: r for r in RUNS}
-    nt = measured(NON_TORCH_INCREASE.fitted_on[0], hardware=HW)
+    by_name = {r.name: r for r in runs}
+    nt = measured(NON_TORCH_INCREASE.fitted_on[0])
     assert nt["non_torch_increase_bytes"].value == NON_TORCH_INCREASE.value
-    tp = measured(NON_TORCH_INCREASE_TP.fitted_on[0], hardware=HW)
+    tp = measured(NON_TORCH_INCREASE_TP.fitted_on[0])
     assert tp["non_torch_increase_bytes"].value == NON_TORCH_INCREASE_TP.value
     assert not any(by_name[c.fitted_on[0]].held_out for c in (NON_TORCH_INCREASE, NON_TORCH_INCREASE_TP, V1_GRAPH_COST))
     v1 = by_name[V1_GRAPH_COST.fitted_on[0]]
     graphs = _predicted(v1)["cudagraph_estimate_bytes"].terms[0].value
     # float division by the graph count: equal up to the last bit of a double
-    assert measured(v1.name, hardware=HW)["cudagraph_estimate_bytes"].value == pytest.approx(
+    assert measured(v1.name)["cudagraph_estimate_bytes"].value == pytest.approx(
         V1_GRAPH_COST.value * graphs, rel=1e-15)
     comp = by_name[COMPILED_FORWARD_EXTRA.fitted_on[0]]
-    assert measured(comp.name, hardware=HW)["peak_activation_bytes"].value == _predicted(comp)[
+    assert measured(comp.name)["peak_activation_bytes"].value == _predicted(comp)[
         "peak_activation_bytes"].value
     for name in (*NON_TORCH_INCREASE.fitted_on, *V1_GRAPH_COST.fitted_on, *COMPILED_FORWARD_EXTRA.fitted_on):
         assert not by_name[name].held_out, f"{name} is held out and must not be fitted on"
@@ -297,25 +308,22 @@ GRAPH_POOL_REASON = (
     "each run's band is that, +- the log's 0.005 GiB rounding of the pool.")
 
 
-def _graph_pool_params() -> list[Any]:
-    """Each V2 graph run with the band its own logged pool implies (a different quantity of the same
-    run than the one reconciled: the explanation's prediction of the gap, not the gap)."""
-    out = []
-    for run in V2_GRAPH_RUNS:
-        rec = recordings.load_latest(RESULTS, HW, "capacity", run.name)
-        pool = rec.data["run"]["result"]["log"]["cudagraph_capture_gib"] * GiB
-        documented = rec["requested_memory_bytes"].value - sum(rec[t].value for t in LEDGER_TERMS) - pool
-        band = (1 + (pool - HALF_GIB_STEP) / documented, 1 + (pool + HALF_GIB_STEP) / documented)
-        out.append(pytest.param(run, id=run.test_id, marks=pytest.mark.finding(
-            "vllm-v2-cudagraph-memory-not-subtracted", expected=band,
-            reason=f"{GRAPH_POOL_REASON} This run: a {pool / GiB:.2f} GiB pool on {documented / GiB:.2f} GiB "
-                   f"documented, 1 + pool / documented = {1 + pool / documented:.4f}.")))
-    return out
+def _graph_pool_marks(results: Path, run: Run) -> tuple[Any, ...]:
+    """The band a recorded V2 graph run's own logged pool implies (a different quantity of the same
+    run than the one reconciled: the explanation's prediction of the gap, not the gap). Recorded runs
+    only: a live run's pool is not known until it has run."""
+    rec = recordings.load_latest(results, run.hardware, "capacity", run.name)
+    pool = rec.data["run"]["result"]["log"]["cudagraph_capture_gib"] * GiB
+    documented = rec["requested_memory_bytes"].value - sum(rec[t].value for t in LEDGER_TERMS) - pool
+    band = (1 + (pool - HALF_GIB_STEP) / documented, 1 + (pool + HALF_GIB_STEP) / documented)
+    return (pytest.mark.finding(
+        "vllm-v2-cudagraph-memory-not-subtracted", expected=band,
+        reason=f"{GRAPH_POOL_REASON} This run: a {pool / GiB:.2f} GiB pool on {documented / GiB:.2f} GiB "
+               f"documented, 1 + pool / documented = {1 + pool / documented:.4f}."),)
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("run", _graph_pool_params())
-def test_v2_graph_pool_lands_on_top_of_the_budget(run, measured, reconcile, vllm_ledger_live):
+def test_v2_graph_pool_lands_on_top_of_the_budget(target, run, measured, reconcile, vllm_ledger_live):
     """Documented: available = requested - (model + peak + non_torch) - graph memory. With the pool
     this run then captured ("Graph capturing finished ..., took X GiB"), that is what the docs predict."""
     rec = _recording(run, measured, vllm_ledger_live)
@@ -340,8 +348,7 @@ def test_v2_graph_pool_lands_on_top_of_the_budget(run, measured, reconcile, vllm
            "50 x 1 MiB FULL, the FULL per-graph cost clamped at the 1 MiB floor) but then logs 'CUDA graph pool "
            "memory: 0.59 GiB (actual), 0.46 GiB (estimated), difference 0.12 GiB (20.9%)': the second capture of "
            "a mode underestimates later captures, so ~0.13 GiB still lands on top of the budget.")
-@pytest.mark.parametrize("run", _params(V1_RUNS))
-def test_v1_graph_estimate_vs_actual_pool(run, measured, reconcile, vllm_ledger_live):
+def test_v1_graph_estimate_vs_actual_pool(target, run, measured, reconcile, vllm_ledger_live):
     rec = _recording(run, measured, vllm_ledger_live)
     estimate = rec["cudagraph_estimate_bytes"]
     actual = rec.data["run"]["result"]["log"]["cudagraph_pool_actual_gib"] * GiB
@@ -371,17 +378,45 @@ _TP_OUTSIDE_BUDGET = pytest.mark.finding(
            "budget includes.")
 
 
-def _budget_params() -> list[Any]:
-    return [pytest.param(r, id=r.test_id,
-                         marks=_TP_OUTSIDE_BUDGET if int(r.settings.get("tensor_parallel_size") or 1) > 1
-                         else _ONE_GPU_BUDGET)
-            for r in BUDGET_RUNS]
+def _budget_marks(run: Run) -> tuple[Any, ...]:
+    return (_TP_OUTSIDE_BUDGET if int(run.settings.get("tensor_parallel_size") or 1) > 1 else _ONE_GPU_BUDGET,)
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("run", _budget_params())
-def test_instance_memory_vs_requested_budget(run, measured, reconcile, vllm_ledger_live):
+def test_instance_memory_vs_requested_budget(target, run, measured, reconcile, vllm_ledger_live):
     rec = _recording(run, measured, vllm_ledger_live)
     budget = _predicted(run)["requested_memory_bytes"]
     growth = _derived(rec["requested_memory_bytes"], _nvml_growth(rec), "B")
     reconcile("instance_memory_bytes", budget, growth, model=run.model)
+
+
+# --- (target, run) parameters ----------------------------------------------------------------------
+def _cases(name: str, t: tg.Target, results: Path) -> list[tuple[tuple, str, tuple]]:
+    """(values, id, marks) of test `name` on target `t`; a live run slower than the fast subset is
+    marked slow."""
+    runs = runs_for(t, results)
+    slow = lambda r: (pytest.mark.slow,) if r.slow else ()  # noqa: E731
+    if name == "test_ledger_term_from_config":
+        return [((r, term), f"{r.test_id}-{term}", (*_term_marks(r, term), *slow(r))) for r in runs for term in TERMS]
+    if name == "test_fitted_constants_come_from_non_held_out_runs":
+        names = {r.name for r in runs}
+        ok = not t.live and all(c.fitted_on[0] in names for c in FITTED)
+        return [((runs,), t.name, ())] if ok else []
+    pick = {"test_v1_cudagraph_estimate_structure": lambda r: r.runner == "v1",
+            "test_v1_graph_estimate_vs_actual_pool": lambda r: r.runner == "v1",
+            "test_v2_graph_pool_lands_on_top_of_the_budget":
+                lambda r: not r.live and r.runner == "v2" and not r.settings.get("enforce_eager"),
+            "test_instance_memory_vs_requested_budget": lambda r: not r.pinned}.get(name, lambda r: True)
+    marks = {"test_v2_graph_pool_lands_on_top_of_the_budget": lambda r: _graph_pool_marks(results, r),
+             "test_instance_memory_vs_requested_budget": _budget_marks}.get(name, lambda r: ())
+    return [((r,), r.test_id, (*marks(r), *slow(r))) for r in runs if pick(r)]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "target" not in metafunc.fixturenames:
+        return
+    targets, results = tg.of_config(metafunc.config, "capacity")
+    argnames = [a for a in ("run", "term", "runs") if a in metafunc.fixturenames]
+    params = [pytest.param(t, *values, id=cid, marks=marks)
+              for t in targets for values, cid, marks in _cases(metafunc.function.__name__, t, results)]
+    metafunc.parametrize(["target", *argnames], params)
