@@ -52,12 +52,14 @@ class Reconciler:
     ) -> Reconciliation:
         __tracebackhide__ = True
         config = self._item.config
-        mark = mark_for(self._marks, name)
+        target = _param(self._item, "target")
+        hardware = hardware or getattr(target, "name", None) or _provenance_hardware(measured)
+        mark = mark_for(self._marks, name, hardware)
         rec = compare(
             name, predicted, measured, Tolerance(rel, abs, ratio, why),
             finding=mark.to_dict() if mark else None,
             suite=suite_of(self._item), test_id=self._item.nodeid,
-            hardware=hardware or _provenance_hardware(measured), model=model,
+            hardware=hardware, model=model,
         )
         self.results.append(rec)
         self._item.user_properties.append((USER_PROPERTY, json.dumps(rec.to_dict(), default=str)))

@@ -22,8 +22,9 @@ SUITES = ("capacity", "latency", "kernels", "quant", "flashattn", "deployment", 
 _MARKERS = (
     *(f"{suite}: tests in tests_{suite}/ (added automatically)" for suite in SUITES),
     "gpu: needs a live GPU or a recording of one; skipped with the reason when it has neither",
-    "targets(recorded=PREFIX): parametrize `target` only over replay targets holding a recording named PREFIX* "
-    "(data that exists only as recordings, such as the seed study's)",
+    "targets(recorded=PREFIX, live=False): parametrize `target` only over replay targets holding a recording "
+    "named PREFIX* (and the live target if live=True; by default data such as the seed study's exists only as "
+    "recordings)",
     "slow: a long live measurement (engine starts, load runs); `-m 'gpu and not slow'` is the fast live subset",
     "finding(id, *, reason, quantity=None, expected=None): an expected, explained divergence "
     "(reported as a finding, not a failure)",
@@ -68,9 +69,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     targets = session.targets(suite)
     only = metafunc.definition.get_closest_marker("targets")
     if only is not None:
-        prefix = only.kwargs.get("recorded", "")
+        prefix, live = only.kwargs.get("recorded", ""), bool(only.kwargs.get("live", False))
         folder = session.settings.results_dir
-        targets = [t for t in targets if not t.live and any((folder / t.name / suite).glob(f"{prefix}*@*.json"))]
+        targets = [t for t in targets if (live if t.live else any((folder / t.name / suite).glob(f"{prefix}*@*.json")))]
     metafunc.parametrize("target", targets, ids=[t.name for t in targets])
 
 

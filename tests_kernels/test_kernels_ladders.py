@@ -8,7 +8,7 @@ and every hardware folder with kernel recordings (results/<hw>/kernels/<ladder>.
 
 Pre-registered expectations (written before any measurement on the card they name): every rung's
 time in its header and in Variant.h200_ms (test_kernels_registry keeps them equal), reconciled
-within 15%; a miss is a finding to explain (findings.py, per card), not a band to widen.
+within 15%; a miss is a finding to explain (kernel_findings.py, per card), not a band to widen.
 
 First H200 run (2026-11-30): 6 of 25 pre-registered times held (s1, s4, r7, n2, n3, n4); the 19
 misses carry findings whose explanations cite the rungs' Nsight Compute counters
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import pytest
 
-import findings as hf
+import kernel_findings as hf
 
 from pytest_anatomy.kernels import fused, reduction, sgemm
 from pytest_anatomy.kernels.ladders import LADDERS
@@ -87,7 +87,7 @@ def ceilings(measured):
 
 # --- (target, case) parameters -------------------------------------------------------------------
 # A replay target takes a case only where its recording exists; the live target takes every case
-# (it measures). Finding marks come from findings.py's table for the target's card.
+# (it measures). Finding marks come from kernel_findings.py's table for the target's card.
 ALL_RUNGS = [v for lad in LADDERS for v in LADDERS[lad]] + [sgemm.BF16_BASELINE]
 PREREGISTERED = [(v, shape) for lad in LADDERS for v in LADDERS[lad]
                  for shape in (SHAPES[lad], fused.VOCAB_SHAPE) if v.preregistered_ms(shape) is not None]
@@ -187,7 +187,7 @@ def test_preregistered_time(target, v, shape, measured, reconcile):
 
 
 # --- SGEMM: byte ledger, instruction ledger, request ledger, targets ---------------------------
-# Finding bands: the first run's measured ratio +-10% (h200_findings.py says why).
+# Finding bands: the first run's measured ratio +-10% (kernel_findings.py says why).
 PREREG_READ_BW = 4.47e12  # B/s: the read bandwidth the headers cite (results/h200/ceilings, torch.sum)
 
 

@@ -1,11 +1,19 @@
-"""Fixtures of the latency suite; the setups themselves are built in latency_setups.py."""
+"""Fixtures of the latency suite; the setups themselves are built in latency_setups.py.
+
+On the live target every latency recording comes from one run of the device plan's program per
+session (`latency_lab`, plan in live_plan.py); a replay target reads its recordings."""
 
 from __future__ import annotations
 
+import dataclasses
+import importlib.util
+import json
+from pathlib import Path
 from typing import Any
 
+import live_plan
 import pytest
-from latency_setups import (
+from latency_setups import (  # noqa: I001
     SEED_BATCHED_TOKENS,
     SEED_MAX_NUM_SEQS,
     SEED_SHAPE,
@@ -16,7 +24,8 @@ from latency_setups import (
     seed_workload,
 )
 
-from pytest_anatomy.specs.hardware import get_hardware
+from pytest_anatomy.fixtures import progress
+from pytest_anatomy.session import get_session
 from pytest_anatomy.specs.model import ModelSpec, load_model
 from pytest_anatomy.theory import latency as lat
 from pytest_anatomy.theory import serving as sv
@@ -57,30 +66,139 @@ def seed_setup(qwen: ModelSpec, measured: Any, target: Any, card: Any) -> Setup:
     return Setup(target.name, qwen, ceilings, calib, sched, fits)
 
 
-def session_ceilings(measured: Any, run: Any) -> lat.Ceilings:
+class LatencyLab:
+    """The live target's latency recordings: the plan runs once, at the first test that reads one."""
+
+    def __init__(self, request: pytest.FixtureRequest, workdir: Path) -> None:
+        self._config = request.config
+        self._items = request.session.items
+        self._workdir = workdir
+        self._results: dict[tuple[str, str], dict[str, Any]] | None = None
+        self._error: BaseException | None = None
+        self.plan: Any = None
+
+    def live(self, name: str, suite: str = "latency") -> Any:
+        return lambda: self._result(suite, name)
+
+    def _wanted_plan(self) -> Any:
+        slow = any(it.get_closest_marker("slow") and "tests_latency" in it.nodeid
+                   and getattr(getattr(it, "callspec", None), "params", {}).get("target") is not None
+                   and it.callspec.params["target"].live for it in self._items)
+        return live_plan.FULL if slow else live_plan.FAST
+
+    def _result(self, suite: str, name: str) -> dict[str, Any]:
+        if self._results is None and self._error is None:
+            self._run()
+        if self._error is not None:
+            raise self._error
+        assert self._results is not None
+        if (suite, name) not in self._results:
+            pytest.skip(f"{suite}/{name} is not in this session's live latency plan ({', '.join(self.plan.kinds)}): "
+                        "scripts/device/latency_plan.py measures it")
+        return self._results[(suite, name)]
+
+    def _pin_fits(self, plan: Any) -> Any:
+        """Drop the overload part's pinned 12 GiB pool on a card whose budget cannot hold it next to
+        the weights (the predicted ledger says); the overload then uses the whole pool."""
+        if plan.kv_cache_gib is None:
+            return plan
+        from pytest_anatomy.theory.vllm_memory import predict_ledger
+
+        target = get_session(self._config).live_target()
+        try:
+            ledger = predict_ledger(load_model(plan.model), target.spec,
+                                    {"gpu_memory_utilization": 0.9, "max_model_len": 33024})
+            room = ledger["available_kv_bytes"].value
+        except Exception:  # noqa: BLE001 - no prediction: do not pin
+            room = 0.0
+        return plan if room >= plan.kv_cache_gib * 2**30 else dataclasses.replace(plan, kv_cache_gib=None)
+
+    def _run(self) -> None:
+        if importlib.util.find_spec("vllm") is None:
+            pytest.skip("a live GPU was detected but vLLM is not importable here: `pip install -e '.[gpu]'`, or replay "
+                        "the recordings with --anatomy-source=recorded")
+        from pytest_anatomy.importers.device import keep_raw, latency_live_results
+        from pytest_anatomy.measure.latency_live import run_plan
+        from pytest_anatomy.specs import catalog
+
+        self.plan = self._pin_fits(self._wanted_plan())
+        config_path = self._workdir / f"{self.plan.model}.json"
+        config = {k: v for k, v in catalog.load_config(self.plan.model).items() if not k.startswith("_")}
+        config_path.write_text(json.dumps(config, indent=1))
+        try:
+            docs = run_plan(self.plan, config_path, self._workdir / "out", log=lambda m: progress(self._config, m))
+        except Exception as exc:  # every reader of a failed plan fails alike, with its message
+            self._error = exc
+            raise
+        self._results = {}
+        for doc in docs:
+            self._results.update(latency_live_results(doc))
+        state = get_session(self._config)
+        target = state.live_target()
+        if state.settings.record and target is not None:  # the plan's own files, byte for byte, as provenance
+            from pytest_anatomy.recordings import utc_now
+
+            for path in sorted((self._workdir / "out").glob("*")):
+                keep_raw(path, state.settings.results_dir, target.name, utc_now())
+
+
+@pytest.fixture
+def latency_recording(measured: Any, target: Any, latency_lab: "LatencyLab") -> Any:
+    """latency_recording(name, suite="latency") -> this test's target's recording of `name`."""
+    return lambda name, suite="latency": latency_rec(measured, target, latency_lab, name, suite)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A live latency test that needs the slow plan (load runs, the second model) is marked slow,
+    so `-m "gpu and not slow"` keeps the live session to the fast plan."""
+    for item in items:
+        target = getattr(getattr(item, "callspec", None), "params", {}).get("target")
+        module = getattr(item, "module", None)
+        if not getattr(target, "live", False) or module is None:
+            continue
+        if getattr(module, "LIVE_SLOW", False) or item.name.split("[")[0] in getattr(module, "LIVE_SLOW_TESTS", ()):
+            item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(scope="session")
+def latency_lab(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> LatencyLab:
+    return LatencyLab(request, tmp_path_factory.mktemp("latency-live"))
+
+
+def latency_rec(measured: Any, target: Any, lab: LatencyLab, name: str, suite: str = "latency",
+                recorded_at: str | None = None) -> Any:
+    """A latency recording of this test's target: the live plan's on a live target, else the newest
+    recording (or the one of `recorded_at`)."""
+    return measured(name, suite=suite, live=lab.live(name, suite), recorded_at=recorded_at)
+
+
+def session_ceilings(measured: Any, target: Any, lab: LatencyLab, run: Any) -> lat.Ceilings:
     """The ceilings measured in the same device session as `run` (same batch stamp): every
     session has its own clocks and thermal state, so a prediction uses its own session's."""
-    ceil = measured("ceilings", hardware="h200", suite="ceilings", recorded_at=run.recorded_at)
-    where = ceil["read_bandwidth.value"].provenance.get("recording", "results/h200/ceilings")
-    return lat.Ceilings.measured(get_hardware("h200"), bandwidth=ceil["read_bandwidth.value"].value,
+    ceil = latency_rec(measured, target, lab, "ceilings", suite="ceilings", recorded_at=run.recorded_at)
+    where = ceil["read_bandwidth.value"].provenance.get("recording", f"results/{target.name}/ceilings (live)")
+    return lat.Ceilings.measured(target.require_spec(), bandwidth=ceil["read_bandwidth.value"].value,
                                  peak=ceil["matmul_bf16.value"].value,
                                  source=f"read_bandwidth (4 GiB sum) and matmul_bf16 (8192^3), {where}")
 
 
 @pytest.fixture
-def h200_setup(qwen: ModelSpec, measured: Any) -> Setup:
-    """H200 + vLLM 0.26.0 (CUDA graphs, async scheduling, max_num_batched_tokens 8192).
-    Ceilings measured in the same session (results/h200/ceilings: read_bandwidth, matmul_bf16).
+def engine_setup(qwen: ModelSpec, measured: Any, target: Any, latency_lab: LatencyLab) -> Setup:
+    """The target's GPU + vLLM 0.26.0 (CUDA graphs, async scheduling, max_num_batched_tokens 8192).
+    Ceilings measured in the same session (read_bandwidth, matmul_bf16).
     Calibration: t_overhead from the b=1 decode step, eta from the lone 8,192-token prefill."""
-    b1 = measured("qwen2.5-7b.decode.b1", hardware="h200")
-    ceilings = session_ceilings(measured, b1)
+    def rec(name: str) -> Any:
+        return latency_rec(measured, target, latency_lab, name)
+
+    b1 = rec("qwen2.5-7b.decode.b1")
+    ceilings = session_ceilings(measured, target, latency_lab, b1)
     s = b1.data["run"]["settings"]
     calib = lat.fit_step_overhead(
         qwen, ceilings, 1, mean_context(s["input_len"], s["output_len"]), b1["step_time_s"].value,
-        name="vllm-0.26.0@h200 (CUDA graphs, async scheduling)", fitted_on="qwen2.5-7b.decode.b1:step_time_s")
-    engine = measured("qwen2.5-7b.engine", hardware="h200")
+        name=f"vllm-0.26.0@{target.name} (CUDA graphs, async scheduling)", fitted_on="qwen2.5-7b.decode.b1:step_time_s")
+    engine = rec("qwen2.5-7b.engine")
     budget = int(engine["resolved.max_num_batched_tokens"].value)
-    l8192 = measured("qwen2.5-7b.prefill.l8192", hardware="h200")
+    l8192 = rec("qwen2.5-7b.prefill.l8192")
     calib = lat.fit_compute_efficiency(qwen, ceilings, lat.prefill_work(8192, budget),
                                        l8192["engine_prefill_s.median"].value, calib,
                                        fitted_on="qwen2.5-7b.prefill.l8192:engine_prefill_s.median")
@@ -91,23 +209,23 @@ def h200_setup(qwen: ModelSpec, measured: Any) -> Setup:
                      frozenset({"step_time_s"})),
             FitPoint("eta", "qwen2.5-7b.prefill.l8192", "engine_prefill_s.median", h200_workload(l8192),
                      frozenset({"engine_prefill_s.median"})))
-    return Setup("h200", qwen, ceilings, calib, sched, fits)
+    return Setup(target.name, qwen, ceilings, calib, sched, fits)
 
 
 @pytest.fixture
-def h200_transfer_setup(h200_setup: Setup, measured: Any) -> Setup:
-    """Llama-3.1-8B on the same H200 and vLLM 0.26.0 settings, predicted with the calibration
-    fitted on Qwen2.5-7B (h200_setup: t_overhead and eta) and the ceilings measured in Llama's
-    own session: issue 4's "overhead calibrated on a different model than the one tested".
+def transfer_setup(engine_setup: Setup, measured: Any, target: Any, latency_lab: LatencyLab) -> Setup:
+    """Llama-3.1-8B on the same GPU and vLLM 0.26.0 settings, predicted with the calibration
+    fitted on Qwen2.5-7B (engine_setup: t_overhead and eta) and the ceilings measured in Llama's
+    own session: the overhead calibrated on a different model than the one tested.
     No Llama run is a fit point (fits=()), so every check on it is held out."""
     llama = load_model("llama-3.1-8b")
-    b1 = measured("llama-3.1-8b.decode.b1", hardware="h200")
-    engine = measured("llama-3.1-8b.engine", hardware="h200")
+    b1 = latency_rec(measured, target, latency_lab, "llama-3.1-8b.decode.b1")
+    engine = latency_rec(measured, target, latency_lab, "llama-3.1-8b.engine")
     calib = lat.EngineCalibration(
-        name=f"{h200_setup.calib.name}, transferred from {h200_setup.model.name}",
-        step_overhead_s=h200_setup.calib.step_overhead_s, compute_efficiency=h200_setup.calib.compute_efficiency,
-        fitted_on=h200_setup.calib.fitted_on, notes=h200_setup.calib.notes)
+        name=f"{engine_setup.calib.name}, transferred from {engine_setup.model.name}",
+        step_overhead_s=engine_setup.calib.step_overhead_s, compute_efficiency=engine_setup.calib.compute_efficiency,
+        fitted_on=engine_setup.calib.fitted_on, notes=engine_setup.calib.notes)
     sched = sv.SchedulerConfig(int(engine["resolved.max_num_seqs"].value),
                                int(engine["resolved.max_num_batched_tokens"].value),
                                int(engine["resolved.num_gpu_blocks"].value), int(engine["resolved.block_size"].value))
-    return Setup("h200", llama, session_ceilings(measured, b1), calib, sched, fits=())
+    return Setup(target.name, llama, session_ceilings(measured, target, latency_lab, b1), calib, sched, fits=())

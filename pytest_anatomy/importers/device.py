@@ -188,6 +188,21 @@ def _latency_records(batch: dict[str, Any], common: dict[str, Any], hw: str, sta
         )
 
 
+def latency_live_results(batch: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    """(suite, name) -> the result a `measured(live=...)` callable returns, for every run of a
+    latency batch measured in this session: the same mapping as an import, without the files."""
+    prov = batch.get("provenance") or {}
+    versions = prov.get("versions") or {}
+    common = {"engine": "vllm", "engine_version": _version(versions, "vllm"), "torch": _version(versions, "torch"),
+              "command": prov.get("command"), "date": prov.get("date_utc"),
+              "driver": (prov.get("nvidia_smi_start") or {}).get("driver_version")}
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for rec in _latency_records(batch, common, "live", "2000-01-01T00:00:00Z"):
+        out[(rec.suite, rec.name)] = {"measurements": dict(rec.measurements), "provenance": dict(rec.provenance),
+                                      "data": dict(rec.data)}
+    return out
+
+
 # --- kernels (scripts/device/kernels_plan.py; issue 5) -----------------------------------------
 def _kernel_records(batch: dict[str, Any], common: dict[str, Any], hw: str, stamp: str) -> Iterator[recordings.Recording]:
     """One recording per timed rung and shape (results/<hw>/kernels/<ladder>.<rung>.<shape>@stamp),
