@@ -157,8 +157,9 @@ INSTRUCTION_HELD_OUT_TABLE: dict[str, tuple[str, str, float]] = {
 
 # A finding is a fact about the measurements of one card: the tables above hold for the recordings
 # (and live runs) of this hardware and of no other. Another card gets its own tables here.
+PREREGISTERED_CARD = "h200"  # the card these tables were measured on
 TABLES: dict[str, dict[str, dict[str, tuple[str, str, float]]]] = {
-    "h200": {"preregistered": PREREGISTERED, "streaming_floor": STREAMING_FLOOR, "single": SINGLE,
+    PREREGISTERED_CARD: {"preregistered": PREREGISTERED, "streaming_floor": STREAMING_FLOOR, "single": SINGLE,
              "streaming_target": STREAMING_TARGET, "instruction_held_out": INSTRUCTION_HELD_OUT_TABLE},
 }
 

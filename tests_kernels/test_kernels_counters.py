@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import pytest
 
+import kernel_findings as hf
+
 from pytest_anatomy.kernels import fused, reduction
 from pytest_anatomy.kernels.ladders import LADDERS
 from pytest_anatomy.kernels.registry import DeviceFacts, Variant, shape_label
@@ -41,7 +43,7 @@ VOCAB_ROWS_EXCEED_L2 = pytest.mark.finding(
            "(~1,056 x 8 KiB) fit and the second pass never reaches DRAM (67.1 MB read, one pass).")
 
 
-FINDINGS = {"h200": {("test_dram_reads_are_the_ledgers_passes", "x2-online-128x152064"): VOCAB_ROWS_EXCEED_L2}}
+FINDINGS = {hf.PREREGISTERED_CARD: {("test_dram_reads_are_the_ledgers_passes", "x2-online-128x152064"): VOCAB_ROWS_EXCEED_L2}}
 
 
 def _rungs() -> list[tuple[Variant, dict[str, int]]]:
