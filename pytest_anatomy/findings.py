@@ -9,6 +9,8 @@
               by default the mark covers every reconciliation in the test
 - expected -- optional (lo, hi) band of measured/predicted the explanation covers; a finding
               that drifts outside it is a divergence again
+- strict   -- default True: once the gap closes (verdict resolved) the test fails, like a strict
+              XPASS, so the finding is retired; strict=False lets it pass (an XPASS) for a transition
 """
 
 from __future__ import annotations
@@ -25,13 +27,14 @@ class FindingMark:
     reason: str
     quantity: str | None = None
     expected: tuple[float, float] | None = None
+    strict: bool = True
 
     def covers(self, name: str) -> bool:
         return self.quantity is None or self.quantity == name
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "reason": self.reason, "quantity": self.quantity,
-                "expected": list(self.expected) if self.expected else None}
+                "expected": list(self.expected) if self.expected else None, "strict": self.strict}
 
 
 def parse_finding_marks(item: pytest.Item) -> list[FindingMark]:
@@ -41,10 +44,10 @@ def parse_finding_marks(item: pytest.Item) -> list[FindingMark]:
         where = f"{item.nodeid}: @pytest.mark.finding"
         if len(mark.args) != 1 or not isinstance(mark.args[0], str) or not mark.args[0].strip():
             raise pytest.UsageError(f"{where} needs exactly one positional id string, got args={mark.args!r}")
-        unknown = set(mark.kwargs) - {"reason", "quantity", "expected"}
+        unknown = set(mark.kwargs) - {"reason", "quantity", "expected", "strict"}
         if unknown:
             raise pytest.UsageError(f"{where}({mark.args[0]!r}) got unknown keyword(s) {sorted(unknown)}; "
-                                    "allowed: reason, quantity, expected")
+                                    "allowed: reason, quantity, expected, strict")
         reason = mark.kwargs.get("reason")
         if not isinstance(reason, str) or not reason.strip():
             raise pytest.UsageError(f"{where}({mark.args[0]!r}) needs reason='...': the explanation is the point")
@@ -60,7 +63,10 @@ def parse_finding_marks(item: pytest.Item) -> list[FindingMark]:
         quantity = mark.kwargs.get("quantity")
         if quantity is not None and not isinstance(quantity, str):
             raise pytest.UsageError(f"{where}({mark.args[0]!r}) quantity must be a reconciliation name string")
-        marks.append(FindingMark(mark.args[0], reason.strip(), quantity, expected))
+        strict = mark.kwargs.get("strict", True)
+        if not isinstance(strict, bool):
+            raise pytest.UsageError(f"{where}({mark.args[0]!r}) strict={strict!r} must be True or False")
+        marks.append(FindingMark(mark.args[0], reason.strip(), quantity, expected, strict))
     return marks
 
 

@@ -33,6 +33,7 @@ class AnatomySession:
     entries: list[dict[str, Any]] = field(default_factory=list)
     skips: list[dict[str, str]] = field(default_factory=list)
     outcomes: dict[str, int] = field(default_factory=dict)
+    failures: list[dict[str, Any]] = field(default_factory=list)  # outcome.failure_entry of each failed report
     _gpu: Any = _UNSET
 
     @property
@@ -92,6 +93,7 @@ class AnatomySession:
             "verdicts": counts,
             "tests": dict(self.outcomes),
             "skips": list(self.skips),
+            "failures": list(self.failures),
         }
 
     def environment(self, config: pytest.Config) -> dict[str, Any]:
