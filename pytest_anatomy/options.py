@@ -58,7 +58,8 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption(
         "--anatomy-summary", default=None, metavar="PATH",
         help="write a short markdown summary (verdicts per suite and hardware, drifted or resolved findings, "
-             "diverges with their numbers) to PATH; appended to $GITHUB_STEP_SUMMARY too when that is set.",
+             "diverges with their numbers, failed tests) to PATH. Whether or not it is given, a run that "
+             "reconciled something appends the same summary to $GITHUB_STEP_SUMMARY when that is set.",
     )
     group.addoption(
         "--anatomy-report", default=None, metavar="PATH",

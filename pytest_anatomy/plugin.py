@@ -104,7 +104,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> Any:
     try:
         return (yield)
     finally:
-        # After the short test summary (-rx listed the findings as XFAIL), before the counts line:
+        # After the short test summary (-rx listed the findings with the xfails), before the counts line:
         # "2 passed, 2 findings" rather than "2 xfailed".
         if rename_summary_counts(terminalreporter.stats, USER_PROPERTY):
             recount = getattr(terminalreporter, "_set_main_color", None)  # private: re-reads the stats keys
