@@ -108,10 +108,15 @@ def test_xdist_gives_the_same_junit_xml(pytester: pytest.Pytester) -> None:
     pytest.importorskip("xdist")
     pytester.makepyfile(VERDICTS)
     serial = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--junitxml=serial.xml")
-    parallel = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "--junitxml=xdist.xml")
+    parallel = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "--junitxml=xdist.xml",
+                                             "--anatomy-report=r.html")
     assert serial.parseoutcomes() == parallel.parseoutcomes()
     assert _cases(pytester.path / "serial.xml") == _cases(pytester.path / "xdist.xml")
     assert _cases(pytester.path / "xdist.xml")["test_finding"]["result"][0][:2] == ("skipped", "pytest.xfail")
+    # The failures reach the controller's ledger with their traceback text.
+    failures = json.loads((pytester.path / "r.json").read_text())["failures"]
+    assert sorted(f["test_id"].split("::")[1] for f in failures) == ["test_diverge", "test_drifted", "test_resolved"]
+    assert all(f["longrepr"] and f["message"] for f in failures)
 
 
 def test_findings_are_listed_by_rx_and_counted_as_findings(pytester: pytest.Pytester) -> None:
@@ -276,3 +281,29 @@ def test_pytest_html_lists_a_finding_as_an_expected_failure(pytester: pytest.Pyt
     data = json.loads(html.split('data-jsonblob="', 1)[1].split('"', 1)[0].replace("&#34;", '"').replace("&amp;", "&"))
     [test] = [t for tests in data["tests"].values() for t in tests if t["testId"].endswith("test_finding")]
     assert test["result"] == "XFailed"
+
+
+def test_summary_escapes_pipes_and_caps_each_table() -> None:
+    from pytest_anatomy.report.ci_summary import MAX_ROWS, render_summary
+
+    recs = [{"suite": "capacity", "name": "kv", "test_id": f"t.py::test[a|{i}]", "predicted": 100.0, "measured": 50.0,
+             "unit": "B", "gap_rel": -0.5, "gap_abs": -50.0, "ratio": 0.5, "tolerance": {"rel": 0.01},
+             "verdict": "diverge", "hardware": "h200"} for i in range(MAX_ROWS + 5)]
+    text = render_summary({"reconciliations": recs, "tests": {"failed": len(recs)}})
+    section = text[text.index("#### Diverges"):]
+    rows = [line for line in section.splitlines() if line.startswith("| kv")]
+    assert len(rows) == MAX_ROWS and "… and 5 more" in section
+    assert "| kv[a\\|0] | capacity | h200 | 100 B | 50 B | -50.0% | ±1% | t.py::test[a\\|0] |" in rows
+    assert f"| capacity | h200 | 0 | 0 | 0 | {len(recs)} |" in text
+
+
+def test_junit_properties_leave_out_what_is_unknown() -> None:
+    from pytest_anatomy.outcome import junit_properties
+    from pytest_anatomy.reconcile import Tolerance, compare
+
+    rec = compare("idle_bytes", 0.0, 0.0, Tolerance(abs=4096.0, why="page granularity"))
+    assert dict(junit_properties([rec])) == {
+        "anatomy.idle_bytes.predicted": "0.0", "anatomy.idle_bytes.measured": "0.0", "anatomy.idle_bytes.unit": "",
+        "anatomy.idle_bytes.tolerance": "±4,096", "anatomy.idle_bytes.verdict": "agree",
+        "anatomy.idle_bytes.source": "live",
+    }  # no gap (predicted is 0), no hardware, no finding
