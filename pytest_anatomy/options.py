@@ -20,9 +20,9 @@ class AnatomySettings:
     record: bool
     allow_resolved: bool
     report: Path | None
+    summary: Path | None  # --anatomy-summary
     results_dir: Path
     replay_hardware: str
-    summary: Path | None = None
 
 
 def add_options(parser: pytest.Parser) -> None:
