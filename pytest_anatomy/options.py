@@ -20,8 +20,9 @@ class AnatomySettings:
     hardware: str  # auto | catalog name
     model: str  # catalog name, HF id or path to config.json
     record: bool
-    strict_findings: bool
+    allow_resolved: bool
     report: Path | None
+    summary: Path | None  # --anatomy-summary
     results_dir: Path
     replay_hardware: str
     spec_source: str = "catalog"  # catalog | nvml: where the live target's HardwareSpec comes from
@@ -50,8 +51,19 @@ def add_options(parser: pytest.Parser) -> None:
         help="write live measurements into results/<hardware>/<suite>/ (never overwrites; newer supersedes).",
     )
     group.addoption(
+        "--anatomy-allow-resolved", action="store_true", default=False,
+        help="let a resolved finding (its gap closed) pass as an XPASS instead of failing like a strict "
+             "XPASS, for a transition; one mark can do the same with @pytest.mark.finding(..., strict=False).",
+    )
+    group.addoption(
         "--anatomy-strict-findings", action="store_true", default=False,
-        help="fail tests whose finding mark no longer applies (the divergence is resolved).",
+        help="deprecated, does nothing: resolved findings fail by default (see --anatomy-allow-resolved).",
+    )
+    group.addoption(
+        "--anatomy-summary", default=None, metavar="PATH",
+        help="write a short markdown summary (verdicts per suite and hardware, drifted or resolved findings, "
+             "diverges with their numbers, failed tests) to PATH. Whether or not it is given, a run that "
+             "reconciled something appends the same summary to $GITHUB_STEP_SUMMARY when that is set.",
     )
     group.addoption(
         "--anatomy-report", default=None, metavar="PATH",
@@ -107,8 +119,9 @@ def parse_settings(config: pytest.Config) -> AnatomySettings:
         hardware=hardware,
         model=config.getoption("--anatomy-model") or config.getini("anatomy_model"),
         record=bool(config.getoption("--anatomy-record")),
-        strict_findings=bool(config.getoption("--anatomy-strict-findings")),
+        allow_resolved=bool(config.getoption("--anatomy-allow-resolved")),
         report=Path(report) if report else None,
         results_dir=results,
         replay_hardware=config.getini("anatomy_replay_hardware"),
+        summary=Path(config.getoption("--anatomy-summary")) if config.getoption("--anatomy-summary") else None,
     )

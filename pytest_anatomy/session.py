@@ -39,6 +39,7 @@ class AnatomySession:
     live_cache: dict[tuple[str, str, str], Any] = field(default_factory=dict)
     # Which tool took each live timing (recording name -> text), for the report.
     timing_tools: dict[str, str] = field(default_factory=dict)
+    failures: list[dict[str, Any]] = field(default_factory=list)  # outcome.failure_entry of each failed report
     _gpu: Any = _UNSET
     _live_target: Any = _UNSET
     _targets: dict[str, list[Any]] = field(default_factory=dict)
@@ -135,6 +136,7 @@ class AnatomySession:
             "verdicts": counts,
             "tests": dict(self.outcomes),
             "skips": list(self.skips),
+            "failures": list(self.failures),
         }
 
     def environment(self, config: pytest.Config) -> dict[str, Any]:
