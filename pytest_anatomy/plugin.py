@@ -243,12 +243,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.xdist_group(LIVE_GROUP))
 
 
+@pytest.hookimpl(trylast=True)  # after the terminal's own collection report: nothing else prints
 def pytest_collection_finish(session: pytest.Session) -> None:
     state = get_session(session.config)
     if state.settings.show_plan and not state.is_worker:
         from pytest_anatomy.live_plan import print_plan
 
         print_plan(session.config, session.items)
+        # like --collect-only: the plan is the answer, nothing runs
+        session.config.option.collectonly = True
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

@@ -134,6 +134,7 @@ class AnatomySession:
             "environment": self.environment(config),
             "reconciliations": list(self.entries),
             "verdicts": counts,
+            "session_duration_s": round(time.monotonic() - self.started, 3),
             "tests": dict(self.outcomes),
             "skips": list(self.skips),
             "failures": list(self.failures),

@@ -59,3 +59,16 @@ def vllm_ledger_live(tmp_path_factory: pytest.TempPathFactory):
         return live
 
     return make
+
+
+def pytest_anatomy_live_plan(config: pytest.Config, items: list[pytest.Item]) -> list[dict]:
+    """One vLLM engine start per live run the selected capacity tests read."""
+    import capacity_live_plan as live_plan
+
+    runs: dict[str, float] = {}
+    for item in items:
+        run = getattr(item, "callspec", None) and item.callspec.params.get("run")
+        if "tests_capacity" in item.nodeid and run is not None and getattr(run, "live", False):
+            runs[run.run_id] = live_plan.GRAPHS_START_S if not run.settings.get("enforce_eager") else \
+                live_plan.EAGER_START_S
+    return [{"suite": "capacity", "what": f"vLLM engine start {rid}", "estimate_s": est} for rid, est in runs.items()]

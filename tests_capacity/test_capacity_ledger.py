@@ -2,7 +2,7 @@
 
 Runs per target: on a replay target every recording results/<card>/capacity/vllm-ledger.<config
 id>@*.json (one engine start each: dummy weights, bytes read inside the engine); on the live
-target the engine starts that live_plan.py chooses for the card by this same theory (each started
+target the engine starts that capacity_live_plan.py chooses for the card by this same theory (each started
 once per session, in its own subprocess). Held-out configurations (id suffix "-held-out") were
 never used to fit anything. Per run:
 
@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-import live_plan
+import capacity_live_plan as live_plan
 
 from pytest_anatomy import recordings
 from pytest_anatomy import targets as tg

@@ -13,3 +13,17 @@ def seed_row(measured: Any, target: Any):
     def get(kernel: str, size: int = 4096, shape: str = "square") -> Any:
         return measured(f"seed-sgemm.{shape}.{size}x{size}x{size}.{kernel}", target=target)
     return get
+
+
+def pytest_anatomy_live_plan(config: pytest.Config, items: list[pytest.Item]) -> list[dict]:
+    """Every rung the selected kernel tests read, timed once (compile + correctness + 4 timing
+    blocks: ~1-2 s a rung on the H200, 53 s for the whole ladder set), and the session's ceilings."""
+    rungs = set()
+    for item in items:
+        params = getattr(item, "callspec", None) and item.callspec.params
+        if params and "tests_kernels" in item.nodeid and params.get("v") is not None:
+            rungs.add((params["v"].ladder, params["v"].id))
+    if not rungs:
+        return []
+    return [{"suite": "kernels", "what": f"{len(rungs)} rungs timed once each, and the read/copy ceilings",
+             "estimate_s": 5.0 + 1.5 * len(rungs)}]

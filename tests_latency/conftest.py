@@ -1,7 +1,7 @@
 """Fixtures of the latency suite; the setups themselves are built in latency_setups.py.
 
 On the live target every latency recording comes from one run of the device plan's program per
-session (`latency_lab`, plan in live_plan.py); a replay target reads its recordings."""
+session (`latency_lab`, plan in latency_live_plan.py); a replay target reads its recordings."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-import live_plan
+import latency_live_plan as live_plan
 import pytest
 from latency_setups import (  # noqa: I001
     SEED_BATCHED_TOKENS,
@@ -229,3 +229,14 @@ def transfer_setup(engine_setup: Setup, measured: Any, target: Any, latency_lab:
                                int(engine["resolved.max_num_batched_tokens"].value),
                                int(engine["resolved.num_gpu_blocks"].value), int(engine["resolved.block_size"].value))
     return Setup(target.name, llama, session_ceilings(measured, target, latency_lab, b1), calib, sched, fits=())
+
+
+def pytest_anatomy_live_plan(config: pytest.Config, items: list[pytest.Item]) -> list[dict]:
+    """The latency plan's one run: FULL when a selected live latency test needs it, else FAST."""
+    mine = [i for i in items if "tests_latency" in i.nodeid]
+    if not mine:
+        return []
+    plan = live_plan.FULL if any(i.get_closest_marker("slow") for i in mine) else live_plan.FAST
+    what = (f"latency plan ({'full' if plan is live_plan.FULL else 'fast'}): {plan.model} "
+            f"{', '.join(plan.kinds)}" + (f", then {plan.second_model} decode, prefill" if plan.second_model else ""))
+    return [{"suite": "latency", "what": what, "estimate_s": plan.estimate_s()}]

@@ -2,7 +2,7 @@
 at 128-32,000 tokens, against the step model with the ceilings measured in the same session.
 
 Recordings: results/<card>/latency/qwen2.5-7b.decode.b*, .prefill.l* (scripts/device/latency_plan.py,
-live: the same program once per session, tests_latency/live_plan.py;
+live: the same program once per session, tests_latency/latency_live_plan.py;
 decode step = median steady ITL of B requests of 1024/128 sent at once; prefill = median
 engine time from scheduling to first token of a lone request, one warm-up discarded).
 In-sample (conftest.engine_setup): decode.b1 (t_overhead) and prefill.l8192 (eta); the checks
