@@ -4,8 +4,10 @@ A *target* is one card whose measurements a test reconciles:
 
 - the **live** target: the GPU this machine has (NVML), measured in this session. Its name is
   the catalog key when the card is in the catalog ("h200"), else a slug of its NVML name
-  ("nvidia-rtx-a6000"); with the catalog bypassed (ANATOMY_SPEC_SOURCE=nvml) it is always the
-  slug, so a catalog card can be run exactly as an unknown one would be;
+  ("nvidia-rtx-a6000"). The name says which card it is (its recordings folder, its findings);
+  where its spec's numbers come from is separate: with the catalog bypassed
+  (ANATOMY_SPEC_SOURCE=nvml or --anatomy-spec-source=nvml) a catalog card keeps its name but
+  gets the spec an unknown card would get, every number derived from the driver;
 - the **replay** targets: every hardware folder under results/ that holds recordings of the
   suite (the seed's rtx4090, our h200, a colleague's card).
 
@@ -83,11 +85,11 @@ def live_target(gpu: Any, hardware_option: str, spec_source: str) -> Target:
     from pytest_anatomy.specs.hardware import get_hardware, spec_from_nvml
 
     if spec_source == "nvml":
+        name = gpu.catalog_name or slug(gpu.name)
         try:
-            spec = spec_from_nvml(gpu)
-            return Target(slug(gpu.name), True, spec, "nvml")
+            return Target(name, True, spec_from_nvml(gpu), "nvml")
         except ValueError as exc:
-            return Target(slug(gpu.name), True, None, "nvml", str(exc))
+            return Target(name, True, None, "nvml", str(exc))
     if hardware_option != "auto":
         return Target(hardware_option, True, get_hardware(hardware_option), "catalog (--anatomy-hardware)")
     if gpu.catalog_name is not None:
