@@ -138,8 +138,9 @@ class LatencyLab:
         if state.settings.record and target is not None:  # the plan's own files, byte for byte, as provenance
             from pytest_anatomy.recordings import utc_now
 
+            stamp = utc_now()  # one folder for the plan's files
             for path in sorted((self._workdir / "out").glob("*")):
-                keep_raw(path, state.settings.results_dir, target.name, utc_now())
+                keep_raw(path, state.settings.results_dir, target.name, stamp)
 
 
 @pytest.fixture

@@ -32,7 +32,10 @@ def test_private_api_the_bridge_relies_on_exists() -> None:
     assert callable(getattr(BenchmarkFixture, "_make_stats", None))
 
 
-def test_live_samples_become_the_benchmark(pytester: pytest.Pytester) -> None:
+def test_live_samples_become_the_benchmark(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Under `pytest -n`, this variable reaches the inner session, where pytest-benchmark reads it as
+    # "I am an xdist worker" and disables itself.
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
     pytester.makeconftest(FAKE_GPU)
     pytester.makepyfile(TEST)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--anatomy-source=live",
