@@ -1,6 +1,6 @@
 """The FlashAttention ladder: every rung, its file, its kernel and its pre-registered prediction.
 
-Pure Python (no torch, no triton): tests, the runner and the report read the same objects. Each
+Pure Python (no torch, no triton, no theory: the GPU runner imports it): tests, the runner and the report read the same objects. Each
 rung's module docstring states what changes, the predicted effect and the measured outcome;
 the efficiency range here is the one its header states (a test keeps the two equal), written
 before any GPU measurement of the rung.
@@ -23,11 +23,20 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_anatomy.theory.attention import Efficiency, Tiling
 
 HERE = Path(__file__).resolve().parent
-PREDICTION_TILING = Tiling(128, 64)
+PREDICTION_TILING = (128, 64)  # (BLOCK_M, BLOCK_N)
 _EFF_RE = re.compile(r"efficiency (\d\.\d+)-(\d\.\d+) \(mid (\d\.\d+)\)")
+
+
+@dataclass(frozen=True)
+class Stated:
+    """An efficiency range as the rung header states it (theory.attention.Efficiency takes it)."""
+
+    lo: float
+    mid: float
+    hi: float
+    why: str
 
 
 @dataclass(frozen=True)
@@ -36,7 +45,7 @@ class Rung:
     title: str
     module: str  # file in kernels/flashattn/ (without .py) holding the header
     kernel: str  # jit function name in `kernel_module` (or module's own launch())
-    efficiency: Efficiency
+    efficiency: Stated
     time_model: str = "forward"  # "forward" | "naive"
     constexprs: tuple[tuple[str, object], ...] = ()
     kernel_module: str | None = None  # where the kernel lives when another rung's file has it
@@ -46,8 +55,8 @@ class Rung:
         return HERE / f"{self.module}.py"
 
 
-def _eff(lo: float, mid: float, hi: float, why: str) -> Efficiency:
-    return Efficiency(lo, mid, hi, why)
+def _eff(lo: float, mid: float, hi: float, why: str) -> Stated:
+    return Stated(lo, mid, hi, why)
 
 
 LADDER: tuple[Rung, ...] = (
