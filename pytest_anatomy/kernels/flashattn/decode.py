@@ -24,8 +24,10 @@ from typing import Any
 import triton
 import triton.language as tl
 
-BLOCK_N = 64
+from pytest_anatomy.kernels.flashattn.decode_rules import BLOCK_N, splits_for
+
 INTERPRETER_BLOCK_N = 16
+__all__ = ["BLOCK_N", "decode", "splits_for", "workspace_for"]
 
 
 @triton.jit
@@ -86,12 +88,6 @@ def decode_reduce(PO, PL, O, LSE, sob, soh, H, SPLITS, D: tl.constexpr, BLOCK_S:
     o = tl.sum(po * (w / total)[:, None], 0)
     tl.store(O + b * sob + h * soh + offs_d, o.to(O.dtype.element_ty))
     tl.store(LSE + bh, (m + tl.math.log2(total)) * 0.6931471805599453)
-
-
-def splits_for(batch: int, kv_heads: int, context: int, sm_count: int, block_n: int = BLOCK_N) -> int:
-    """Same rule as theory.attention.decode_splits (a test keeps them equal)."""
-    programs = batch * kv_heads
-    return max(1, min(-(-context // block_n), -(-4 * sm_count // programs)))
 
 
 def workspace_for(q: Any, splits: int) -> dict[str, Any]:

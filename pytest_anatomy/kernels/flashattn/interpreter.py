@@ -15,7 +15,8 @@ import os
 
 
 def enable() -> None:
-    """Select the interpreter for kernels imported from now on, and patch its scalar index."""
+    """Select the interpreter and patch its scalar index. Call it before triton is first imported:
+    triton.language's own jit helpers (tl.zeros, ...) are decorated at that import."""
     os.environ["TRITON_INTERPRET"] = "1"
     patch_numpy_scalar_index()
 
