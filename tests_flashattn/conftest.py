@@ -94,3 +94,18 @@ def live_with_ceilings(session_ceilings: SessionCeilings | None) -> Callable[[Ca
             return out
         return run
     return wrap
+
+
+_MEASURED_ONCE: dict[tuple[str, str], Any] = {}
+
+
+@pytest.fixture
+def measured_once(measured: Any, target: Target, live_with_ceilings: Any) -> Callable[..., Any]:
+    """measured_once(name, fn) -> the recording of `name` for the target, measured live at most once
+    per session (a rung's own test and the target tests share one GPU run and one file)."""
+    def get(name: str, fn: Callable[[], Mapping[str, Any]]) -> Any:
+        key = (target.name, name)
+        if key not in _MEASURED_ONCE:
+            _MEASURED_ONCE[key] = measured(name, live=live_with_ceilings(fn), hardware=target.name)
+        return _MEASURED_ONCE[key]
+    return get

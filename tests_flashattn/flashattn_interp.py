@@ -1,4 +1,5 @@
-"""Module-level switch for the CPU tests of the Triton kernels (imported before any kernel module)."""
+"""The switch for the CPU tests of the Triton kernels: called by their module-scoped fixture,
+before any kernel module is imported."""
 
 from __future__ import annotations
 
@@ -17,11 +18,10 @@ def use_interpreter_or_skip() -> None:
     if torch.cuda.is_available():
         pytest.skip("a CUDA GPU is present: this process compiles the kernels for it (the GPU tests check them "
                     "at full shapes), so the interpreter tests, which need TRITON_INTERPRET=1 before triton is "
-                    "imported, run on CPU-only machines", allow_module_level=True)
+                    "imported, run on CPU-only machines")
     if "triton" in sys.modules and os.environ.get("TRITON_INTERPRET") != "1":
         pytest.skip("triton was imported before TRITON_INTERPRET=1 could be set in this process; run the "
-                    "interpreter tests in their own pytest process (or with TRITON_INTERPRET=1)",
-                    allow_module_level=True)
+                    "interpreter tests in their own pytest process (or with TRITON_INTERPRET=1)")
     os.environ["TRITON_INTERPRET"] = "1"
     pytest.importorskip("triton", reason="the interpreter tests need triton: pip install -e '.[dev]'")
     from pytest_anatomy.kernels.flashattn import interpreter

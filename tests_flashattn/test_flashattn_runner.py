@@ -7,17 +7,19 @@ kernel refused before it is timed.
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
 from flashattn_interp import use_interpreter_or_skip
 
-use_interpreter_or_skip()
+from pytest_anatomy import recordings
+from pytest_anatomy.kernels.flashattn import registry
+from pytest_anatomy.measure import flashattn_runner as fr
 
-from typing import Any  # noqa: E402
 
-import pytest  # noqa: E402
-
-from pytest_anatomy import recordings  # noqa: E402
-from pytest_anatomy.kernels.flashattn import registry  # noqa: E402
-from pytest_anatomy.measure import flashattn_runner as fr  # noqa: E402
+@pytest.fixture(autouse=True, scope="module")
+def _interpreter() -> None:
+    use_interpreter_or_skip()  # imports torch and triton at run time, not at collection
 
 SMALL = {"BLOCK_M": 16, "BLOCK_N": 16, "num_warps": 4, "num_stages": 1}
 

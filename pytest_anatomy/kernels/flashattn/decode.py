@@ -31,7 +31,7 @@ __all__ = ["BLOCK_N", "decode", "splits_for", "workspace_for"]
 
 
 @triton.jit
-def decode_split(Q, K, V, PO, PL, sqb, sqh, skb, skh, skn, svb, svh, svn, H, GROUP, L, SPLITS, chunk, sm_scale,
+def decode_split(Q, K, V, PO, PL, sqb, sqh, skb, skh, skn, svb, svh, svn, H, GROUP, CTX, SPLITS, chunk, sm_scale,
                  D: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_N: tl.constexpr):
     bk = tl.program_id(0)
     split = tl.program_id(1)
@@ -47,7 +47,7 @@ def decode_split(Q, K, V, PO, PL, sqb, sqh, skb, skh, skn, svb, svh, svn, H, GRO
     k_base = K + b * skb + hk * skh
     v_base = V + b * svb + hk * svh
     lo = split * chunk
-    hi = tl.minimum(lo + chunk, L)
+    hi = tl.minimum(lo + chunk, CTX)
     qk_scale = sm_scale * 1.4426950408889634
     m_i = tl.full([BLOCK_H], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK_H], tl.float32)
