@@ -101,7 +101,7 @@ def test_rung_time_against_its_prediction(case: Case, target: Any, measured_once
                                           reconcile: Any) -> None:
     rec = measured_once(case.name, case.live)
     pred, band, why = predict(case, _ceilings(ceilings_for(rec)), target.spec)
-    reconcile(f"time[{case.name}]", pred, rec["time"], ratio=band, why=why, hardware=target.name)
+    reconcile("time", pred, rec["time"], ratio=band, why=why, hardware=target.name)
 
 
 def _target_prediction(value: float, formula: str, baseline: Any, name: str) -> Prediction:
@@ -116,7 +116,7 @@ def test_best_rung_at_least_1_5x_flash_attention_backend(causal: bool, target: A
     rec = measured_once(case.name, case.live)
     flash = rec["sdpa_flash_time"]
     pred = _target_prediction(flash.value / FLASH_SPEEDUP, "t_FLASH_ATTENTION / 1.5", flash, "sdpa_flash_time")
-    reconcile(f"target_vs_flash[{case.name}]", pred, rec["time"], ratio=(0.0, 1.0), hardware=target.name,
+    reconcile("target_vs_flash", pred, rec["time"], ratio=(0.0, 1.0), hardware=target.name,
               why="one-sided target: the best rung's time at most 1/1.5 of FLASH_ATTENTION's on the same inputs")
 
 
@@ -128,7 +128,7 @@ def test_best_rung_at_least_0_85x_default_sdpa(causal: bool, target: Any, measur
     default = rec["sdpa_default_time"]
     pred = _target_prediction(default.value / DEFAULT_FRACTION, "t_sdpa_default / 0.85", default,
                               "sdpa_default_time")
-    reconcile(f"target_vs_default[{case.name}]", pred, rec["time"], ratio=(0.0, 1.0), hardware=target.name,
+    reconcile("target_vs_default", pred, rec["time"], ratio=(0.0, 1.0), hardware=target.name,
               why="one-sided target: the best rung at least 0.85x the default backend's speed on the same inputs")
 
 
@@ -157,7 +157,7 @@ def test_flash_decoding_time_against_its_prediction(d: at.DecodeShape, target: A
         return at.decode_time(d, splits, ceil, launch_s=registry.DECODE_LAUNCH_S, bandwidth_fraction=f)
     mid = at_f(e.mid)
     band = (at_f(e.hi).value / mid.value, at_f(e.lo).value / mid.value)
-    reconcile(f"time[{_decode_name(d)}]", mid, rec["time"], ratio=band, hardware=target.name,
+    reconcile("time", mid, rec["time"], ratio=band, hardware=target.name,
               why=f"the stated fraction of read bandwidth {e.lo}-{e.hi} (mid {e.mid}) carried through the "
                   f"time model: measured/predicted in [{band[0]:.3g}, {band[1]:.3g}]")
 
@@ -171,5 +171,5 @@ def test_flash_decoding_at_least_85pct_of_read_bandwidth(d: at.DecodeShape, targ
     pred = Prediction(kv.value / (DECODE_FRACTION * ceil.read_bandwidth), "s", "KV bytes / (0.85 * BW_read)",
                       {**kv.inputs, "bw_read": ceil.read_bandwidth, "ceilings": ceil.source},
                       (Term("kv_bytes", kv.value, "B"),))
-    reconcile(f"target_bandwidth[{_decode_name(d)}]", pred, rec["time"], ratio=(0.0, 1.0), hardware=target.name,
+    reconcile("target_bandwidth", pred, rec["time"], ratio=(0.0, 1.0), hardware=target.name,
               why="one-sided target: K/V streamed at >= 85% of the session's measured read bandwidth")
