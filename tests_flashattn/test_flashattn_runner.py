@@ -94,3 +94,18 @@ def test_gpu_cases_refuse_fp32() -> None:
 
     with pytest.raises(ValueError, match="bf16 or fp16"):
         fr._torch_dtype(torch, "fp32", "cuda")
+
+
+def test_warnings_land_in_provenance_instead_of_aborting(monkeypatch: pytest.MonkeyPatch,
+                                                         fake_timing: list[str]) -> None:
+    import warnings
+
+    real = fr._sdpa_callables
+
+    def advising(*a: Any, **kw: Any) -> Any:
+        warnings.warn("Flash attention kernel not used because: an advisory", UserWarning, stacklevel=1)
+        return real(*a, **kw)
+    monkeypatch.setattr(fr, "_sdpa_callables", advising)
+    out = fr.live_case("r3-fa2", batch=1, heads=2, n=20, head_dim=16, causal=False, dtype="fp16", device="cpu",
+                       config={"BLOCK_M": 16, "BLOCK_N": 16, "num_warps": 4, "num_stages": 1})
+    assert "UserWarning: Flash attention kernel not used because: an advisory" in out["provenance"]["warnings"]
