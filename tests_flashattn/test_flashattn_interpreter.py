@@ -127,3 +127,46 @@ def test_bad_inputs_are_refused_in_one_line() -> None:
     with pytest.raises(launch.BadAttentionInput, match="one query token"):
         decode.decode(torch.zeros(1, 2, 2, 16), torch.zeros(1, 2, 8, 16), torch.zeros(1, 2, 8, 16),
                       torch.zeros(1, 2, 2, 16), torch.zeros(1, 2, 2), sm_scale=1.0, splits=1)
+
+
+def _gpu_configs() -> list[tuple[registry.Rung, dict]]:
+    """(rung, config) for every autotune config the GPU sweep may pick, as plain dicts."""
+    import ast
+    from pathlib import Path
+
+    out = []
+    for r in registry.LADDER:
+        src = (Path(registry.HERE) / f"{r.kernel_module or r.module}.py").read_text(encoding="utf-8")
+        # read the configs without importing the module (triton must not load before the fixture)
+        tree = ast.parse(src)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "Config":
+                cfg = ast.literal_eval(node.args[0])
+                for kw in node.keywords:
+                    if kw.arg in ("num_warps", "num_stages"):
+                        cfg[kw.arg] = ast.literal_eval(kw.value)
+                out.append((r, cfg))
+    return out
+
+
+@pytest.mark.parametrize("r, cfg", _gpu_configs(), ids=lambda x: x.id if isinstance(x, registry.Rung) else
+                         "-".join(f"{k}{v}" for k, v in x.items()))
+def test_every_gpu_config_tiles_correctly(r: registry.Rung, cfg: dict) -> None:
+    """The exact tilings the GPU autotuner chooses from (128x128, 64x64 ...), at N = 2 tiles + 2
+    rows so both the interior and the ragged edge run, GQA group 2, both masks."""
+    from pytest_anatomy.kernels.flashattn import launch
+
+    torch = _torch()
+    for causal in (False, True):
+        n = 2 * cfg["BLOCK_M"] + 2
+        g = torch.Generator().manual_seed(3)
+        q = torch.randn(1, 2, n, 16, generator=g).half()
+        k = torch.randn(1, 1, n, 16, generator=g).half()
+        v = torch.randn(1, 1, n, 16, generator=g).half()
+        o = torch.full_like(q, float("nan"))
+        lse = torch.full((1, 2, n), float("nan"))
+        launch.forward(r, q, k, v, o, lse, causal=causal, sm_scale=0.25, config=cfg)
+        o_ref, lse_ref, smax = reference.attention(q.numpy(), k.numpy(), v.numpy(), causal, 0.25)
+        tol = reference.tolerance("fp16", n, 16, float(np.abs(v.double().numpy()).max()), smax)
+        assert np.abs(o.double().numpy() - o_ref).max() <= tol.o_abs, (r.id, cfg, causal, tol.why)
+        assert np.abs(lse.double().numpy() - lse_ref).max() <= tol.lse_abs, (r.id, cfg, causal, tol.why)

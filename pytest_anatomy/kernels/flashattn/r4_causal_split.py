@@ -7,8 +7,8 @@ masked loop. Without a causal mask the same split puts the ragged last KV tile (
 of BLOCK_N) in the masked loop, so interior tiles never pay for edges either. BLOCK_M must be a
 multiple of BLOCK_N. The kernel also carries the next rung's change behind EXP2 (False here).
 
-Predicted effect: full mask: as r3 within noise (its tiles were only edge-masked on the last
-one); causal: fewer vector ops per tile on 94% of the tiles at N=4096. bf16 tensor-core
+Predicted effect: full mask: a few percent faster than r3 (interior tiles drop r3's edge compare
+and select); causal: no mask work on the 94% of tiles left of the diagonal at N=4096. bf16 tensor-core
 efficiency 0.25-0.52 (mid 0.40) of the measured GEMM peak on executed FLOPs.
 
 Measured outcome: not measured yet.
