@@ -11,12 +11,12 @@ The sweep (kept small for one visit):
 - the best rung at N=1024 and N=16384, full and causal: 4 cases;
 - the best rung with GQA (8 KV heads) at the target shape, full and causal: 2 cases;
 - flash-decoding, B=8 H=32 H_kv=8 D=128, contexts 8k and 64k: 2 cases.
-GPU time estimate, about 85 s in all: Triton compiles about 35 kernels (27 for the rungs' configs
+GPU time estimate, about 90 s in all: Triton compiles about 35 kernels (27 for the rungs' configs
 and masks, 8 more for r6 with GQA: a KV group of 1 is a compile-time specialisation), 0.5-1.3 s
 each measured here for sm_90 (aot.py), ~25 s; autotuning benchmarks 44 (config, shape) pairs at
 ~0.15-0.3 s each, ~8 s; the ceilings ~3 s; per case the fp32 correctness reference (<0.3 s) and 4
-timing blocks of 20 runs (rung, default sdpa, FLASH_ATTENTION, rung again: 0.1-0.8 s; the naive
-rung ~2 s at ~9 ms a run), 20 cases, ~15 s; torch/cuDNN first-call set-up ~5-10 s; process and
+timing blocks of 20 runs (rung, default sdpa, FLASH_ATTENTION, rung again: 0.1-0.8 s at N=4096;
+the naive rung ~2 s at ~9 ms a run; N=16384 ~5 s at ~40 ms a run), 20 cases, ~25 s; torch/cuDNN first-call set-up ~5-10 s; process and
 CUDA start ~10 s.
 """
 
