@@ -307,14 +307,6 @@ def _unmasked(shape: AttentionShape) -> AttentionShape:
                           shape.kv_heads, shape.dtype_bytes)
 
 
-def fa1_time(shape: AttentionShape, tiling: Tiling, ceilings: Ceilings, efficiency: Efficiency, *,
-             l2_bytes: int, sm_count: int) -> Prediction:
-    """FA-1 loop order: KV outer, query blocks inner, O (fp32) with m and l read and written per
-    KV step. Those round trips stay in L2 when a program's query group fits; the extra load/store
-    work is what the lower efficiency range states. DRAM still sees the compulsory bytes."""
-    return forward_time(shape, tiling, ceilings, efficiency, l2_bytes=l2_bytes, sm_count=sm_count)
-
-
 # --- flash-decoding ------------------------------------------------------------------------
 @dataclass(frozen=True)
 class DecodeShape:
