@@ -162,3 +162,14 @@ def test_decode_header_states_the_registry_bandwidth_fraction() -> None:
     e = registry.DECODE_BANDWIDTH
     assert f"f = {e.lo:.2f}-{e.hi:.2f} (mid {e.mid:.2f})" in text
     assert math.isclose(registry.DECODE_LAUNCH_S, 4e-6) and "4 us" in text
+
+
+def test_gqa_shrinks_the_l2_working_set_by_the_group() -> None:
+    sms = H200.require("sm_count")
+    mha = at.l2_working_set(TARGET, TILE, sms)
+    gqa = at.l2_working_set(at.AttentionShape.prefill(4, 32, 4096, 128, kv_heads=8), TILE, sms)
+    # 132 programs / 32 query blocks per head -> 5 (+1 straddling) query heads in flight, whose K/V
+    # are 6 heads' worth, or 3 groups of 4 under GQA (6 consecutive heads span at most 3 groups)
+    assert next(t.value for t in mha.terms if t.name == "kv_heads_in_flight") == 6
+    assert next(t.value for t in gqa.terms if t.name == "kv_heads_in_flight") == 3
+    assert gqa.value < mha.value

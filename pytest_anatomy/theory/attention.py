@@ -206,16 +206,16 @@ def l2_working_set(shape: AttentionShape, tiling: Tiling, sm_count: int, ctas_pe
 
     Programs are launched query-block-fastest (grid axis 0 = query blocks of one head), so the
     programs in flight (SMs x CTAs per SM) cover resident/blocks_per_head query heads, i.e.
-    that many / group KV heads (+1 for the head straddling the edge of the wave)."""
+    the KV heads of those query heads (q consecutive heads span at most ceil((q-1)/group)+1 groups)."""
     blocks = cdiv(shape.seq_q, tiling.block_m)
     resident = sm_count * ctas_per_sm
     q_heads = min(shape.batch * shape.heads, cdiv(resident, blocks) + 1)
-    kv_heads = min(shape.batch * shape.kv, cdiv(q_heads, shape.group) + 1)
+    kv_heads = min(shape.batch * shape.kv, cdiv(q_heads - 1, shape.group) + 1)  # groups q consecutive heads span
     per_head = 2 * shape.seq_kv * shape.head_dim * shape.dtype_bytes
     return Prediction(kv_heads * per_head, "B", "kv_heads_in_flight * 2*N_kv*D*bytes",
                       {**shape.inputs(), "BLOCK_M": tiling.block_m, "sm_count": sm_count, "ctas_per_sm": ctas_per_sm},
                       (Term("kv_heads_in_flight", kv_heads, "heads",
-                            f"{resident} programs / {blocks} query blocks per head, / group {shape.group}, +1 edge"),
+                            f"{resident} programs / {blocks} query blocks per head (+1 straddling), in groups of {shape.group}"),
                        Term("kv_bytes_per_head", per_head, "B")))
 
 
