@@ -247,26 +247,35 @@ class KernelRunner:
 
     def time(self, fn: Callable[[], Any], *, runs: int, warmup: int, max_seconds: float = 3.0) -> dict[str, Any]:
         """Median ms of `runs` CUDA-event timings (fewer if a run is slow: at most ~max_seconds)."""
-        torch = self.torch
         if self._flush is None:
-            self._flush = torch.ones(FLUSH_BYTES // 4, dtype=torch.float32, device="cuda")
-        scratch = torch.empty(1, dtype=torch.float32, device="cuda")
-        t0 = time.perf_counter()
-        for _ in range(warmup):
-            fn()
-        torch.cuda.synchronize()
-        first = (time.perf_counter() - t0) / max(warmup, 1)
-        runs = max(3, min(runs, int(max_seconds / max(first, 1e-6))))
-        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(runs)]
-        for start, end in events:
-            torch.sum(self._flush.view(1, -1), dim=1, out=scratch)  # evict L2: a read, leaves no dirty lines
-            start.record()
-            fn()
-            end.record()
-        torch.cuda.synchronize()
-        ms = [s.elapsed_time(e) for s, e in events]
-        return {"ms_median": statistics.median(ms), "ms_min": min(ms), "ms_max": max(ms), "runs": runs,
-                "warmup": warmup, "samples_ms": ms, "l2_flush_bytes": FLUSH_BYTES}
+            self._flush = self.torch.ones(FLUSH_BYTES // 4, dtype=self.torch.float32, device="cuda")
+        return time_flushed(fn, self._flush, runs=runs, warmup=warmup, max_seconds=max_seconds)
+
+
+def time_flushed(fn: Callable[[], Any], flush: Any, *, runs: int, warmup: int, max_seconds: float = 3.0
+                 ) -> dict[str, Any]:
+    """The timing protocol: warm-up, then per run an L2 eviction (a read of `flush`, a float32
+    tensor many times the L2) and one CUDA-event pair around `fn`; runs capped so the whole
+    takes about max_seconds. Returns ms statistics and the samples."""
+    import torch
+
+    scratch = torch.empty(1, dtype=torch.float32, device="cuda")
+    t0 = time.perf_counter()
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    first = (time.perf_counter() - t0) / max(warmup, 1)
+    runs = max(3, min(runs, int(max_seconds / max(first, 1e-6))))
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(runs)]
+    for start, end in events:
+        torch.sum(flush.view(1, -1), dim=1, out=scratch)  # evict L2: a read, leaves no dirty lines
+        start.record()
+        fn()
+        end.record()
+    torch.cuda.synchronize()
+    ms = [s.elapsed_time(e) for s, e in events]
+    return {"ms_median": statistics.median(ms), "ms_min": min(ms), "ms_max": max(ms), "runs": runs,
+            "warmup": warmup, "samples_ms": ms, "l2_flush_bytes": flush.numel() * flush.element_size()}
 
 
 # --- live measurements for the `measured` fixture ------------------------------------------------
