@@ -97,6 +97,8 @@ class Measured:
         suite: str | None = None,
         recorded_at: str | None = None,
         target: Any = None,
+        beside: recordings.Recording | None = None,
+        not_after: str | None = None,
     ) -> recordings.Recording:
         """Return measurement `name` of this test's suite on this test's target.
 
@@ -108,13 +110,21 @@ class Measured:
         target   -- the Target (default: the test's `target` parameter). A live target measures,
                     a recorded one replays results/<target>/<suite>/<name>@<newest>.json.
         hardware -- replay this hardware's recordings instead (tests without a target)
-        recorded_at -- replay the recording of that time instead of the newest: what was measured in
-                    the same session as another recording (`other.recorded_at`); live runs ignore it
+        recorded_at -- replay the recording of that time instead of the newest; live runs ignore it
+        beside   -- replay what was measured in the same session as this other recording (same
+                    stamp, or same batch start for a live plan run's one-by-one stamps); live runs
+                    ignore it (a live measurement is of this session by construction)
+        not_after -- replay the newest recording stamped at or before this recorded_at (what was known
+                    when another run was measured); live runs ignore it
         """
         __tracebackhide__ = True
         suite = suite or suite_of(self._item)
         target = target if target is not None else _param(self._item, "target")
         if target is not None:
+            if beside is not None and not target.live:
+                return self._replay_beside(name, suite, target.name, beside)
+            if not_after is not None and not target.live:
+                return self._replay_not_after(name, suite, target.name, not_after)
             return self._for_target(name, suite, target, live, recorded_at)
         return self._untargeted(name, suite, live, hardware, recorded_at)
 
@@ -144,6 +154,20 @@ class Measured:
         if can_live and settings.source in ("live", "auto"):
             return self._run_live(name, suite, want_hw, live)  # type: ignore[arg-type]
         return self._replay(name, suite, want_hw, recorded_at, live is not None)
+
+    def _replay_beside(self, name: str, suite: str, hardware: str, other: recordings.Recording) -> recordings.Recording:
+        __tracebackhide__ = True
+        try:
+            return recordings.load_beside(self._session.settings.results_dir, hardware, suite, name, other)
+        except recordings.MissingRecording as exc:
+            pytest.skip(f"no recording {_rel(exc.args[0])}")
+
+    def _replay_not_after(self, name: str, suite: str, hardware: str, when: str) -> recordings.Recording:
+        __tracebackhide__ = True
+        try:
+            return recordings.load_not_after(self._session.settings.results_dir, hardware, suite, name, when)
+        except recordings.MissingRecording as exc:
+            pytest.skip(f"no recording {_rel(exc.args[0])}")
 
     def _replay(self, name: str, suite: str, hardware: str, recorded_at: str | None,
                 has_live: bool) -> recordings.Recording:
@@ -182,8 +206,10 @@ class Measured:
         target = self._session.live_target()
         if target is not None:
             prov.setdefault("hardware_spec_source", target.spec_source)
+        # A live plan run measures many quantities at once; it stamps them all with its own start so
+        # that its recordings stay one session (`beside`) and in time order with other sessions.
         rec = recordings.Recording(
-            suite=suite, name=name, hardware=hardware, recorded_at=recordings.utc_now(),
+            suite=suite, name=name, hardware=hardware, recorded_at=result.get("recorded_at") or recordings.utc_now(),
             provenance=prov, measurements=result["measurements"], data=result.get("data", {}),
             source="live",
         )

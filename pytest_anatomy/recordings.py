@@ -213,6 +213,41 @@ def load_latest(root: Path, hardware: str, suite: str, name: str, stamp: str | N
     return rec
 
 
+def session_key(rec: Recording) -> str | None:
+    """What ties recordings of one measuring session together: the batch's start time
+    (provenance "date", shared by every run of a device batch or of a live plan run)."""
+    date = rec.provenance.get("date")
+    return str(date) if date else None
+
+
+def load_not_after(root: Path, hardware: str, suite: str, name: str, when: str) -> Recording:
+    """The newest recording of `name` stamped at or before `when` (a recorded_at): what was known
+    when another measurement was made, e.g. the calibration a held-out run is predicted with."""
+    limit = _stamp_time(stamp_of(when))
+    files = [p for p in candidates(root, hardware, suite, name)
+             if _stamp_time(p.name[len(name) + 1: -len(".json")]) <= limit]
+    if not files:
+        raise MissingRecording(f"{Path(root) / hardware / suite / name}@* not after {when}")
+    return load_file(files[-1])
+
+
+def load_beside(root: Path, hardware: str, suite: str, name: str, other: Recording) -> Recording:
+    """The recording of `name` measured in the same session as `other`: the one with the same
+    stamp (a device batch), else the newest with the same session key (a live plan run, whose
+    recordings are stamped one by one). MissingRecording when that session measured no `name`."""
+    try:
+        return load_latest(root, hardware, suite, name, other.recorded_at)
+    except MissingRecording:
+        pass
+    key = session_key(other)
+    if key is not None:
+        for path in reversed(candidates(root, hardware, suite, name)):
+            rec = load_file(path)
+            if session_key(rec) == key:
+                return rec
+    raise MissingRecording(f"{Path(root) / hardware / suite / name}@* of the session of {other.name}@{other.recorded_at}")
+
+
 def list_recordings(root: Path, hardware: str, suite: str, prefix: str = "") -> list[str]:
     """Names of recordings (newest file per name) whose name starts with prefix."""
     folder = Path(root) / hardware / suite

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from flashattn_findings import target_marks
 
 from pytest_anatomy.kernels.flashattn import registry
 from pytest_anatomy.theory import attention as at
@@ -111,7 +112,8 @@ def _target_prediction(value: float, formula: str, baseline: Any, name: str) -> 
                       (Term(name, baseline.value, "s", "measured in the same call, same inputs"),))
 
 
-@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("causal", [pytest.param(c, id=i, marks=target_marks(
+    "test_best_rung_at_least_1_5x_flash_attention_backend", i)) for c, i in ((False, "full"), (True, "causal"))])
 def test_best_rung_at_least_1_5x_flash_attention_backend(causal: bool, target: Any, measured_once: Any,
                                                           reconcile: Any) -> None:
     case = Case(BEST, causal=causal, **TARGET)
@@ -122,7 +124,8 @@ def test_best_rung_at_least_1_5x_flash_attention_backend(causal: bool, target: A
               why="one-sided target: the best rung's time at most 1/1.5 of FLASH_ATTENTION's on the same inputs")
 
 
-@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("causal", [pytest.param(c, id=i, marks=target_marks(
+    "test_best_rung_at_least_0_85x_default_sdpa", i)) for c, i in ((False, "full"), (True, "causal"))])
 def test_best_rung_at_least_0_85x_default_sdpa(causal: bool, target: Any, measured_once: Any,
                                                reconcile: Any) -> None:
     case = Case(BEST, causal=causal, **TARGET)
@@ -147,7 +150,8 @@ def _decode_name(d: at.DecodeShape) -> str:
     return decode_name(d.batch, d.heads, d.kv_heads, d.context, d.head_dim)
 
 
-@pytest.mark.parametrize("d", DECODES, ids=_decode_name)
+@pytest.mark.parametrize("d", [pytest.param(d, id=_decode_name(d), marks=target_marks(
+    "test_flash_decoding_time_against_its_prediction", _decode_name(d))) for d in DECODES])
 def test_flash_decoding_time_against_its_prediction(d: at.DecodeShape, target: Any, measured_once: Any,
                                                     ceilings_for: Any, reconcile: Any) -> None:
     rec = measured_once(_decode_name(d), _decode_live(d))

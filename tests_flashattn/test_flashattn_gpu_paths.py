@@ -59,8 +59,11 @@ def pytest_configure(config):
 
 def _run(root: Path, plugin_dir: Path, results: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(plugin_dir), os.environ.get("PYTHONPATH", "")])}
+    # The fake times are the predictions, so the H200's findings (marks for hardware h200) would all
+    # resolve: allowed here, since the verdicts are not what this test checks.
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "fake_h200", "-m", "gpu",
-           "-o", f"anatomy_results_dir={results}", "tests_flashattn/test_flashattn_gpu.py", *args]
+           "--anatomy-allow-resolved", "-o", f"anatomy_results_dir={results}", "tests_flashattn/test_flashattn_gpu.py",
+           *args]
     return subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=300)
 
 
@@ -70,7 +73,7 @@ def test_gpu_suite_runs_live_records_then_replays(tmp_path: Path) -> None:
     results = tmp_path / "results"
     live = _run(root, tmp_path, results, "--anatomy-source=live", "--anatomy-record")
     assert live.returncode == 0, live.stdout[-3000:] + live.stderr[-2000:]
-    assert "26 passed" in live.stdout, live.stdout[-2000:]
+    assert "21 passed, 5 resolved" in live.stdout, live.stdout[-2000:]
     cases = sorted(p.name.split("@")[0] for p in (results / "h200" / "flashattn").glob("*.json"))
     assert len(cases) == 20 and len(set(cases)) == 20  # 18 forward cases + 2 decodes, each measured once
     ceilings = list((results / "h200" / "ceilings").glob("ceilings@*.json"))
@@ -80,4 +83,4 @@ def test_gpu_suite_runs_live_records_then_replays(tmp_path: Path) -> None:
         assert json.loads(p.read_text())["provenance"]["ceilings_recorded_at"] == stamp
     replay = _run(root, tmp_path, results, "--anatomy-source=recorded")
     assert replay.returncode == 0, replay.stdout[-3000:] + replay.stderr[-2000:]
-    assert "26 passed" in replay.stdout, replay.stdout[-2000:]
+    assert "21 passed, 5 resolved" in replay.stdout, replay.stdout[-2000:]

@@ -131,8 +131,10 @@ class LatencyLab:
             self._error = exc
             raise
         self._results = {}
+        started = _stamp_of_date(docs[0].get("provenance", {}).get("date_utc"))
         for doc in docs:
-            self._results.update(latency_live_results(doc))
+            for key, result in latency_live_results(doc).items():
+                self._results[key] = {**result, "recorded_at": started} if started else result
         state = get_session(self._config)
         target = state.live_target()
         if state.settings.record and target is not None:  # the plan's own files, byte for byte, as provenance
@@ -161,45 +163,42 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.slow)
 
 
+def _stamp_of_date(date_utc: str | None) -> str | None:
+    """'2026-12-01T04:42:48+00:00' -> '2026-12-01T04:42:48.000000Z' (a live recording's stamp)."""
+    if not date_utc:
+        return None
+    from datetime import datetime, timezone
+
+    return datetime.fromisoformat(date_utc).astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
 @pytest.fixture(scope="session")
 def latency_lab(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> LatencyLab:
     return LatencyLab(request, tmp_path_factory.mktemp("latency-live"))
 
 
 def latency_rec(measured: Any, target: Any, lab: LatencyLab, name: str, suite: str = "latency",
-                recorded_at: str | None = None) -> Any:
+                beside: Any = None) -> Any:
     """A latency recording of this test's target: the live plan's on a live target, else the newest
-    recording (or the one of `recorded_at`)."""
-    return measured(name, suite=suite, live=lab.live(name, suite), recorded_at=recorded_at)
+    recording (or the one measured in the same session as `beside`)."""
+    return measured(name, suite=suite, live=lab.live(name, suite), beside=beside)
 
 
-def session_ceilings(measured: Any, target: Any, lab: LatencyLab, run: Any) -> lat.Ceilings:
-    """The ceilings measured in the same device session as `run` (same batch stamp): every
-    session has its own clocks and thermal state, so a prediction uses its own session's."""
-    ceil = latency_rec(measured, target, lab, "ceilings", suite="ceilings", recorded_at=run.recorded_at)
-    where = ceil["read_bandwidth.value"].provenance.get("recording", f"results/{target.name}/ceilings (live)")
-    return lat.Ceilings.measured(target.require_spec(), bandwidth=ceil["read_bandwidth.value"].value,
-                                 peak=ceil["matmul_bf16.value"].value,
-                                 source=f"read_bandwidth (4 GiB sum) and matmul_bf16 (8192^3), {where}")
-
-
-@pytest.fixture
-def engine_setup(qwen: ModelSpec, measured: Any, target: Any, latency_lab: LatencyLab) -> Setup:
-    """The target's GPU + vLLM 0.26.0 (CUDA graphs, async scheduling, max_num_batched_tokens 8192).
-    Ceilings measured in the same session (read_bandwidth, matmul_bf16).
-    Calibration: t_overhead from the b=1 decode step, eta from the lone 8,192-token prefill."""
-    def rec(name: str) -> Any:
-        return latency_rec(measured, target, latency_lab, name)
-
-    b1 = rec("qwen2.5-7b.decode.b1")
-    ceilings = session_ceilings(measured, target, latency_lab, b1)
+def build_engine_setup(qwen: ModelSpec, rec: Any, target: Any, beside: Any = None, not_after: str | None = None
+                       ) -> Setup:
+    """The target's GPU + vLLM 0.26.0 (CUDA graphs, async scheduling, max_num_batched_tokens 8192),
+    from one session's recordings (the newest, or those of the session that measured `beside`):
+    its ceilings (read_bandwidth, matmul_bf16), t_overhead from its b=1 decode step and eta from its
+    lone 8,192-token prefill."""
+    b1 = rec("qwen2.5-7b.decode.b1", beside=beside, not_after=not_after)
+    ceilings = rec_ceilings(rec, target, b1)
     s = b1.data["run"]["settings"]
     calib = lat.fit_step_overhead(
         qwen, ceilings, 1, mean_context(s["input_len"], s["output_len"]), b1["step_time_s"].value,
         name=f"vllm-0.26.0@{target.name} (CUDA graphs, async scheduling)", fitted_on="qwen2.5-7b.decode.b1:step_time_s")
-    engine = rec("qwen2.5-7b.engine")
+    engine = rec("qwen2.5-7b.engine", beside=b1)
     budget = int(engine["resolved.max_num_batched_tokens"].value)
-    l8192 = rec("qwen2.5-7b.prefill.l8192")
+    l8192 = rec("qwen2.5-7b.prefill.l8192", beside=b1)
     calib = lat.fit_compute_efficiency(qwen, ceilings, lat.prefill_work(8192, budget),
                                        l8192["engine_prefill_s.median"].value, calib,
                                        fitted_on="qwen2.5-7b.prefill.l8192:engine_prefill_s.median")
@@ -210,27 +209,76 @@ def engine_setup(qwen: ModelSpec, measured: Any, target: Any, latency_lab: Laten
                      frozenset({"step_time_s"})),
             FitPoint("eta", "qwen2.5-7b.prefill.l8192", "engine_prefill_s.median", h200_workload(l8192),
                      frozenset({"engine_prefill_s.median"})))
-    return Setup(target.name, qwen, ceilings, calib, sched, fits)
+    return Setup(target.name, qwen, ceilings, calib, sched, fits, kv_pinned=_pinned(engine))
 
 
-@pytest.fixture
-def transfer_setup(engine_setup: Setup, measured: Any, target: Any, latency_lab: LatencyLab) -> Setup:
+def build_transfer_setup(calibrated: Setup, rec: Any, target: Any, beside: Any = None) -> Setup:
     """Llama-3.1-8B on the same GPU and vLLM 0.26.0 settings, predicted with the calibration
-    fitted on Qwen2.5-7B (engine_setup: t_overhead and eta) and the ceilings measured in Llama's
+    fitted on Qwen2.5-7B (`calibrated`: t_overhead and eta) and the engine and ceilings of Llama's
     own session: the overhead calibrated on a different model than the one tested.
     No Llama run is a fit point (fits=()), so every check on it is held out."""
     llama = load_model("llama-3.1-8b")
-    b1 = latency_rec(measured, target, latency_lab, "llama-3.1-8b.decode.b1")
-    engine = latency_rec(measured, target, latency_lab, "llama-3.1-8b.engine")
+    b1 = rec("llama-3.1-8b.decode.b1", beside=beside)
+    engine = rec("llama-3.1-8b.engine", beside=b1)
     calib = lat.EngineCalibration(
-        name=f"{engine_setup.calib.name}, transferred from {engine_setup.model.name}",
-        step_overhead_s=engine_setup.calib.step_overhead_s, compute_efficiency=engine_setup.calib.compute_efficiency,
-        fitted_on=engine_setup.calib.fitted_on, notes=engine_setup.calib.notes)
+        name=f"{calibrated.calib.name}, transferred from {calibrated.model.name}",
+        step_overhead_s=calibrated.calib.step_overhead_s, compute_efficiency=calibrated.calib.compute_efficiency,
+        fitted_on=calibrated.calib.fitted_on, notes=calibrated.calib.notes)
     sched = sv.SchedulerConfig(int(engine["resolved.max_num_seqs"].value),
                                int(engine["resolved.max_num_batched_tokens"].value),
                                int(engine["resolved.num_gpu_blocks"].value), int(engine["resolved.block_size"].value))
-    return Setup(target.name, llama, session_ceilings(measured, target, latency_lab, b1), calib, sched, fits=())
+    return Setup(target.name, llama, rec_ceilings(rec, target, b1), calib, sched, fits=(), kv_pinned=_pinned(engine))
 
+
+def _pinned(engine: Any) -> bool:
+    """Whether the engine's KV pool was pinned by kv_cache_memory_bytes (its resolved settings)."""
+    return "resolved.kv_cache_memory_bytes" in engine.measurements
+
+
+def rec_ceilings(rec: Any, target: Any, run: Any) -> lat.Ceilings:
+    """The ceilings measured in the same session as `run`: every session has its own clocks and
+    thermal state, so a prediction uses its own session's."""
+    ceil = rec("ceilings", suite="ceilings", beside=run)
+    where = ceil["read_bandwidth.value"].provenance.get("recording", f"results/{target.name}/ceilings (live)")
+    return lat.Ceilings.measured(target.require_spec(), bandwidth=ceil["read_bandwidth.value"].value,
+                                 peak=ceil["matmul_bf16.value"].value,
+                                 source=f"read_bandwidth (4 GiB sum) and matmul_bf16 (8192^3), {where}")
+
+
+@pytest.fixture
+def session_rec(measured: Any, target: Any, latency_lab: LatencyLab) -> Any:
+    """session_rec(name, suite="latency", beside=None): the target's recording of `name`."""
+    def get(name: str, suite: str = "latency", beside: Any = None, not_after: str | None = None) -> Any:
+        return measured(name, suite=suite, live=latency_lab.live(name, suite), beside=beside, not_after=not_after)
+    return get
+
+
+@pytest.fixture
+def engine_setup(qwen: ModelSpec, session_rec: Any, target: Any) -> Setup:
+    """The setup of the newest Qwen2.5-7B session (build_engine_setup)."""
+    return build_engine_setup(qwen, session_rec, target)
+
+
+@pytest.fixture
+def transfer_setup(qwen: ModelSpec, session_rec: Any, target: Any) -> Setup:
+    """Llama-3.1-8B's newest session, with the Qwen calibration known when it was measured."""
+    b1 = session_rec("llama-3.1-8b.decode.b1")
+    calibrated = build_engine_setup(qwen, session_rec, target, not_after=b1.recorded_at)
+    return build_transfer_setup(calibrated, session_rec, target)
+
+
+@pytest.fixture
+def setup_beside(qwen: ModelSpec, session_rec: Any, target: Any, engine_setup: Setup) -> Any:
+    """setup_beside(model, rec): the setup of the session that measured `rec` (a run is never
+    predicted with another session's engine limits or clocks). Llama's carries the Qwen calibration
+    that existed when the run was measured (the newest at or before it): a held-out run is predicted
+    with what was known then, never with a later refit."""
+    def build(model: str, rec: Any) -> Setup:
+        if model == qwen.name:
+            return build_engine_setup(qwen, session_rec, target, beside=rec)
+        calibrated = build_engine_setup(qwen, session_rec, target, not_after=rec.recorded_at)
+        return build_transfer_setup(calibrated, session_rec, target, beside=rec)
+    return build
 
 def pytest_anatomy_live_plan(config: pytest.Config, items: list[pytest.Item]) -> list[dict]:
     """The latency plan's one run: FULL when a selected live latency test needs it, else FAST."""

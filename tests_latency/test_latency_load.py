@@ -69,8 +69,11 @@ def _reconcile_itl(reconcile, setup, res: sv.SimResult, rec) -> None:
                   rel=0.10, why=ITL_WHY, **_kw(setup))
 
 
-def _setup(request, model: str):
-    return request.getfixturevalue(SETUP_FIXTURE[model])
+def _setup(request, model: str, rec):
+    """The model's setup built from the session that measured `rec` (its ceilings, engine and, for
+    the model the calibration is fitted on, its fit points): a run is never predicted with another
+    session's engine limits or clocks."""
+    return request.getfixturevalue("setup_beside")(model, rec)
 
 
 def _cases(values, marks=None):
@@ -86,8 +89,8 @@ def _models(marks=None):
 @pytest.mark.gpu
 @pytest.mark.parametrize(("model", "c"), _cases(CLOSED[:-1]))
 def test_closed_loop_throughput(model, c, request, latency_recording, reconcile):
-    engine_setup = _setup(request, model)
     rec = latency_recording(f"{model}.closed.c{c}")
+    engine_setup = _setup(request, model, rec)
     res = _sim(engine_setup, rec)
     notes = [engine_setup.check_held_out(h200_workload(rec), "output_throughput")]
     t_overhead = next((f for f in engine_setup.fits if f.constant == "t_overhead"), None)
@@ -111,8 +114,8 @@ def test_saturation_throughput(model, request, latency_recording, reconcile):
     the transient alone takes it is simulate's (finite run vs its steady state between the first
     and last wave). The engine's own knee (max_num_seqs = 128, KV permitting) is higher; it is
     reported as a term, not measured yet."""
-    engine_setup = _setup(request, model)
     rec = latency_recording(f"{model}.closed.c64")
+    engine_setup = _setup(request, model, rec)
     res = _sim(engine_setup, rec)
     measured_tput = rec["aggregate.output_throughput_tok_per_s"]
     reconcile("output_throughput", sv.as_prediction(res, "output_throughput", "", "tokens/s", _label(rec)),
@@ -142,8 +145,8 @@ def test_saturation_throughput(model, request, latency_recording, reconcile):
 @pytest.mark.gpu
 @pytest.mark.parametrize(("model", "c"), _cases(CLOSED[1:]))
 def test_closed_loop_itl_mean_and_median(model, c, request, latency_recording, reconcile):
-    engine_setup = _setup(request, model)
     rec = latency_recording(f"{model}.closed.c{c}")
+    engine_setup = _setup(request, model, rec)
     res = _sim(engine_setup, rec)
     _reconcile_itl(reconcile, engine_setup, res, rec)
 
@@ -185,8 +188,8 @@ def test_poisson_ttft_p50_below_the_knee(model, factor, request, latency_recordi
     """Open loop at factor x the C=64 request rate, below the simulated knee (Qwen: ~31 req/s at
     max_num_seqs = 128). Llama's f1.3 run sits at its knee and is not a below-the-knee case
     (BELOW_KNEE; test_poisson_rates_against_the_knee checks that split)."""
-    engine_setup = _setup(request, model)
     rec = latency_recording(f"{model}.poisson.f{factor}")
+    engine_setup = _setup(request, model, rec)
     s = rec.data["run"]["settings"]
     knee = engine_setup.knee_rate(s["input_len"], s["output_len"])
     assert s["rate"] < knee, f"{s['rate']:.1f} req/s is not below the predicted knee ({knee:.1f} req/s)"
@@ -211,8 +214,9 @@ def test_poisson_rates_against_the_knee(model, factor, request, latency_recordin
     (at the knee: within 5%, the rate being a multiple of a measured C=64 rate and the knee a
     simulated one). Llama's f1.3 run, at its knee, is reconciled for ITL and throughput but not
     against the below-the-knee TTFT target."""
-    setup = _setup(request, model)
-    s = latency_recording(f"{model}.poisson.f{factor}").data["run"]["settings"]
+    rec = latency_recording(f"{model}.poisson.f{factor}")
+    setup = _setup(request, model, rec)
+    s = rec.data["run"]["settings"]
     knee = setup.knee_rate(s["input_len"], s["output_len"])
     if factor in BELOW_KNEE[model]:
         assert s["rate"] < knee, f"{s['rate']:.2f} req/s is declared below the knee but the knee is {knee:.2f}"
@@ -220,6 +224,11 @@ def test_poisson_rates_against_the_knee(model, factor, request, latency_recordin
         assert s["rate"] >= 0.95 * knee, f"{s['rate']:.2f} req/s is declared at the knee, which is {knee:.2f}"
 
 
+# Two sessions of the same Poisson workload put the mean ITL on both sides of the 10% target: the
+# excess is there at every rate from 0.5x up, its size moves by a few percent between sessions.
+SESSIONS = (" Qwen2.5-7B's mean ITL over two sessions: 0.5x +9.4% and +13.3%, 0.8x +18.3%, 1.0x +9.0% and +9.4%, "
+            "1.3x +13.0% and +8.8% (2026-11-30, 2026-12-01 live): the gap straddles the 10% target from session to "
+            "session, so this finding may resolve in one session and reappear in the next (strict=False).")
 ITL_UNDER_LOAD = ("At the higher rates the simulated ITLs run 10-18% short, the two decode findings combined: the "
                   "median is a decode step of 50-90 sequences, where each sequence costs ~1.4x its KV bytes "
                   "(h200-decode-per-sequence-cost: b=64 +6%, b=128 +13%), and the mean adds the steps that carry a "
@@ -228,9 +237,11 @@ ITL_UNDER_LOAD = ("At the higher rates the simulated ITLs run 10-18% short, the 
 
 
 ITL_MARKS = {
-    (QWEN, "0.8"): (pytest.mark.finding("h200-itl-under-load", hardware=MEASURED_ON, quantity="itl_mean", reason=ITL_UNDER_LOAD,
-                                        expected=(1.10, 1.25)),),
-    (QWEN, "1.3"): (pytest.mark.finding("h200-itl-under-load", hardware=MEASURED_ON, reason=ITL_UNDER_LOAD, expected=(1.10, 1.25)),),
+    **{(QWEN, f): (pytest.mark.finding("h200-itl-under-load", hardware=MEASURED_ON, quantity="itl_mean",
+                                       reason=ITL_UNDER_LOAD + SESSIONS, expected=(1.05, 1.25), strict=False),)
+       for f in ("0.5", "0.8", "1")},
+    (QWEN, "1.3"): (pytest.mark.finding("h200-itl-under-load", hardware=MEASURED_ON, reason=ITL_UNDER_LOAD + SESSIONS,
+                                        expected=(1.05, 1.25), strict=False),),
     (LLAMA, "1.3"): (pytest.mark.finding("h200-itl-under-load", hardware=MEASURED_ON, reason=(
         "Llama-3.1-8B at 1.3x (at its knee, up to 86 running): median ITL 7.73 ms vs 6.95 simulated (+11%), mean "
         "11.7 vs 10.4 ms (+12%): decode steps of 50-90 sequences at ~1.3x the roofline's per-sequence cost "
@@ -242,8 +253,8 @@ ITL_MARKS = {
 @pytest.mark.gpu
 @pytest.mark.parametrize(("model", "factor"), _cases(POISSON, lambda m, f: ITL_MARKS.get((m, f), ())))
 def test_poisson_itl_mean_and_median(model, factor, request, latency_recording, reconcile):
-    engine_setup = _setup(request, model)
     rec = latency_recording(f"{model}.poisson.f{factor}")
+    engine_setup = _setup(request, model, rec)
     res = _sim(engine_setup, rec)
     _reconcile_itl(reconcile, engine_setup, res, rec)
 
@@ -254,8 +265,8 @@ def test_overload_preemption(model, request, latency_recording, reconcile):
     """Qwen: 128 prompts of 16,113 + 1,024 tokens against a 2.06M-token pool (1.06x); Llama: 128 of
     1,755 + 1,024 against 224,704 tokens (1.58x). Preemption must start; how many times, and how
     many run."""
-    engine_setup = _setup(request, model)
     rec = latency_recording(f"{model}.overload")
+    engine_setup = _setup(request, model, rec)
     s = rec.data["run"]["settings"]
     res = _sim_overload(engine_setup, rec)
     onset = sv.kv_concurrency(int(engine_setup.sched.usable_blocks) * engine_setup.sched.block_size,
@@ -280,8 +291,8 @@ def _sim_overload(setup, rec) -> sv.SimResult:
 @pytest.mark.gpu
 @pytest.mark.parametrize("model", _models())
 def test_overload_latency_and_throughput(model, request, latency_recording, reconcile):
-    engine_setup = _setup(request, model)
     rec = latency_recording(f"{model}.overload")
+    engine_setup = _setup(request, model, rec)
     res = _sim_overload(engine_setup, rec)
     label = _label(rec)
     kw = _kw(engine_setup)
@@ -301,14 +312,16 @@ MIXED_REASON = ("Under overload a prompt's two chunks (8,192 + 7,921 tokens) sha
 
 
 LLAMA_OVERLOAD_REASON = (
-    "Llama-3.1-8B (128 x 1,755 + 1,024 tokens on a 224,704-token pool, 46 preemptions as simulated): TTFT itself "
+    "Heavily oversubscribed pool. Llama-3.1-8B (2026-11-30; 128 x 1,755 + 1,024 tokens on a 224,704-token pool, "
+    "1.58x, 46 preemptions as simulated): TTFT itself "
     "agrees (mean 3.03 s vs 2.96 s, p50 +1.5%), but the engine splits it 2.58 s queue + 0.42 s prefill where the "
     "simulation has 2.73 + 0.23: requests are first scheduled ~0.15 s earlier and then spend ~0.19 s longer "
     "between first scheduling and first token (which itself comes ~0.07 s later on average), a queueing share of "
     "85% vs 92%. Candidates, not separated: steps mixing a prompt with ~125 KV-heavy decodes (Llama reads 128 KiB "
     "of KV per token, 2.3x Qwen) take longer than max(memory, compute) (Qwen's prefill part is 1.43x simulated for "
     "the same reason), and requests preempted after their first scheduling but before their first token count the "
-    "wait as prefill in vLLM's stats.")
+    "wait as prefill in vLLM's stats. Qwen2.5-7B in the same regime (live, 2026-12-01: 128 x 1,755 + 1,024 on a "
+    "224,688-token pool, 1.58x) lands inside the bands this run set: the regime, not the model, sets the split.")
 OVERLOAD_MARKS = {
     QWEN: (pytest.mark.finding(MIXED_PREFILL, hardware=MEASURED_ON, quantity="prefill_part_of_ttft", reason=MIXED_REASON,
                                expected=(1.3, 1.6)),
@@ -317,19 +330,29 @@ OVERLOAD_MARKS = {
                "engine's prefill part of TTFT is 0.27 s longer than simulated (0.9 pp of the 29 s TTFT; "
                + MIXED_REASON.split(";")[0] + ") and ingress + egress take 0.2 s (0.7 pp) under overload, 15-40x "
                "their 5-14 ms below the knee."))),
-    LLAMA: (pytest.mark.finding(MIXED_PREFILL, hardware=MEASURED_ON, quantity="queueing_share_of_ttft", expected=(0.88, 0.96),
-                                reason=LLAMA_OVERLOAD_REASON),
-            pytest.mark.finding(MIXED_PREFILL, hardware=MEASURED_ON, quantity="prefill_part_of_ttft", expected=(1.6, 2.1),
-                                reason=LLAMA_OVERLOAD_REASON)),
 }
+# A pool oversubscribed ~1.6x (128 prompts against a pinned ~225k-token pool) queues differently from one
+# oversubscribed 1.06x (the whole 2M-token pool): its quantities carry the regime in their name, and its
+# bands come from the first run of that regime (Llama-3.1-8B, 2026-11-30), so the second model's run
+# (Qwen2.5-7B, live, 2026-12-01) is checked against a band it did not set.
+HEAVY = "_heavily_oversubscribed"
+HEAVY_MARKS = (pytest.mark.finding(MIXED_PREFILL, hardware=MEASURED_ON, quantity="queueing_share_of_ttft" + HEAVY,
+                                   expected=(0.88, 0.96), reason=LLAMA_OVERLOAD_REASON),
+               pytest.mark.finding(MIXED_PREFILL, hardware=MEASURED_ON, quantity="prefill_part_of_ttft" + HEAVY,
+                                   expected=(1.6, 2.1), reason=LLAMA_OVERLOAD_REASON))
+HEAVY_ABOVE = 1.3  # demand / pool above which a run is the heavy regime (the runs: 1.06 and 1.58)
+
+
+def _regime(rec) -> str:
+    return HEAVY if rec.data["run"]["settings"].get("demand_over_pool", 0) > HEAVY_ABOVE else ""
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("model", _models(lambda m: OVERLOAD_MARKS[m]))
+@pytest.mark.parametrize("model", _models(lambda m: (*OVERLOAD_MARKS.get(m, ()), *HEAVY_MARKS)))
 def test_overload_queueing_share_of_ttft(model, request, latency_recording, reconcile):
     """Engine queue time over client TTFT, both means: TTFT in overload is queueing."""
-    engine_setup = _setup(request, model)
     rec = latency_recording(f"{model}.overload")
+    engine_setup = _setup(request, model, rec)
     res = _sim_overload(engine_setup, rec)
     q, t = rec["aggregate.engine.queue_s.mean"], rec["aggregate.ttft_s.mean"]
     share = Measurement(q.value / t.value, "", source=q.source,
@@ -338,7 +361,7 @@ def test_overload_queueing_share_of_ttft(model, request, latency_recording, reco
                       terms=(Term("mean queue", res.stat("queue", "mean"), "s"),
                              Term("mean TTFT", res.stat("ttft", "mean"), "s")))
     sim_prefill = 1 - pred.value
-    reconcile("queueing_share_of_ttft", pred, share, abs=0.01,
+    reconcile("queueing_share_of_ttft" + _regime(rec), pred, share, abs=0.01,
               why=f"a fixed 1 pp budget set from the prediction, not from this run: the simulated prefill share "
                   f"({sim_prefill:.1%}) held to the TTFT target (25%: {0.25 * sim_prefill * 100:.1f} pp), the rest for "
                   "the frontend the simulation omits (ingress + egress: 5-14 ms per request below the knee; 0.4 pp is "
@@ -346,7 +369,7 @@ def test_overload_queueing_share_of_ttft(model, request, latency_recording, reco
     prefill_part = Prediction(res.stat("ttft", "mean") - res.stat("queue", "mean"), "s",
                               "mean TTFT - mean queue (simulated): first scheduling to first token",
                               notes=res.calibration)
-    reconcile("prefill_part_of_ttft", prefill_part, rec["aggregate.engine.prefill_s.mean"], rel=0.25,
+    reconcile("prefill_part_of_ttft" + _regime(rec), prefill_part, rec["aggregate.engine.prefill_s.mean"], rel=0.25,
               why="the TTFT target (25%)", **_kw(engine_setup))
 
 

@@ -95,17 +95,36 @@ def test_marginal_cost_per_sequence(setup_name, request, latency_recording, reco
               model=engine_setup.model.name)
 
 
-SHORT_PREFILL = pytest.mark.finding("h200-short-prefill-fixed-cost", hardware=MEASURED_ON,
-    reason="A lone prompt of 128 or 512 tokens takes 16 and 37 ms from scheduling to first token, where one step "
-           "of that work is 4.7 and 12 ms (memory- resp. compute-bound); from 2,048 tokens on the model holds. The "
-           "extra 11-25 ms is not a per-step cost (decode steps show 1.5 ms) and is not monotonic in length "
-           "(512 > 128 and > 2,048 - 35 ms): unknown. Candidates: the non-CUDA-graphed path above the 256-token "
-           "capture size, the first step after an idle engine, async scheduling's extra step for a 1-token request.",
-    expected=(2.5, 4.0))
+SHORT_PREFILL_REASON = (
+    "A lone prompt of 128 or 512 tokens takes far longer from scheduling to first token than one step of that "
+    "work (4.7-4.9 ms at 128 tokens, memory-bound; 12-13 ms at 512, compute-bound); from 2,048 tokens on the model "
+    "holds within 3%. The excess is not a per-step cost (decode steps show 1.5 ms) and it depends on the KV pool: "
+    "with the pool gpu_memory_utilization makes (0.9-2.1M tokens) it is 11-25 ms (Qwen2.5-7B 128/512 tokens: "
+    "3.41x/3.08x on 2026-11-30; Llama-3.1-8B: 3.66x/2.57x on 2026-12-01), with the pool pinned by "
+    "kv_cache_memory_bytes (12-27 GiB, ~225k tokens) 5-10 ms (Qwen 2.08x/1.84x on 2026-12-01; Llama 2.45x/1.74x on "
+    "2026-11-30): two models, two sessions, the same split. Mechanism not established; candidates: per-request "
+    "work in the engine that grows with the number of KV blocks (block pool or block-table set-up), the first "
+    "step after an idle engine. Each band spans both models' runs of that pool regime.")
+# (lo, hi) of measured/predicted per (prompt length, pool regime); the regime is the reconciliation name.
+SHORT_PREFILL_BANDS = {(128, ""): (3.0, 4.0), (512, ""): (2.3, 3.4),
+                       (128, "_pinned_pool"): (1.9, 2.7), (512, "_pinned_pool"): (1.6, 2.0)}
+
+
+def _short_prefill(name: str, length: int) -> tuple:
+    return tuple(pytest.mark.finding("h200-short-prefill-depends-on-kv-pool", hardware=MEASURED_ON,
+                                     quantity=f"{name}{regime}", reason=SHORT_PREFILL_REASON,
+                                     expected=SHORT_PREFILL_BANDS[(length, regime)])
+                 for regime in ("", "_pinned_pool"))
+
+
+def pool_regime(setup) -> str:
+    """'_pinned_pool' when the run's engine had kv_cache_memory_bytes pinned, else ''."""
+    return "_pinned_pool" if setup.kv_pinned else ""
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("length", [pytest.param(n, marks=SHORT_PREFILL) for n in PREFILL[:2]] + list(PREFILL[2:]))
+@pytest.mark.parametrize("length", [pytest.param(n, marks=_short_prefill("prefill", n)) for n in PREFILL[:2]]
+                         + list(PREFILL[2:]))
 def test_prefill(length, engine_setup, latency_recording, reconcile):
     """Lone prefill in chunks of max_num_batched_tokens (8,192): compute-bound above ~180 tokens,
     with the quadratic attention term; eta fitted on 8,192 tokens only."""
@@ -120,8 +139,8 @@ def test_prefill(length, engine_setup, latency_recording, reconcile):
                      f"({eta_fit.recording}): only the {len(chunks) - 1} later chunk(s), attending to the earlier "
                      "ones, are held out")
     pred = lat.prefill_time(engine_setup.model, engine_setup.ceilings, engine_setup.calib, length, budget)
-    reconcile("prefill", with_note(pred, *notes), rec["engine_prefill_s.median"], rel=0.10, why=TARGET_WHY,
-              model=engine_setup.model.name)
+    reconcile("prefill" + pool_regime(engine_setup), with_note(pred, *notes), rec["engine_prefill_s.median"],
+              rel=0.10, why=TARGET_WHY, model=engine_setup.model.name)
 
 
 @pytest.mark.gpu
@@ -178,25 +197,14 @@ def test_decode_overhead_transfers_to_a_second_model(b, transfer_setup, latency_
               model=setup.model.name)
 
 
-LLAMA_SHORT_PREFILL = (
-    "Llama-3.1-8B's lone short prompts show the same fixed excess as Qwen's (h200-short-prefill-fixed-cost), "
-    "smaller: 128 tokens take 11.9 ms against 4.85 ms modelled (2.45x; Qwen 3.4x), 512 tokens 22.7 ms against "
-    "13.0 ms (1.74x; Qwen 3.1x); from 2,048 tokens on the transferred model holds within 1%. Cause unknown, as "
-    "for Qwen; that the excess differs between two models on one engine argues against a fixed engine cost alone.")
-
-
 @pytest.mark.gpu
-@pytest.mark.parametrize("length", [
-    pytest.param(128, marks=pytest.mark.finding("h200-short-prefill-fixed-cost", hardware=MEASURED_ON, reason=LLAMA_SHORT_PREFILL,
-                                                expected=(2.2, 2.7))),
-    pytest.param(512, marks=pytest.mark.finding("h200-short-prefill-fixed-cost", hardware=MEASURED_ON, reason=LLAMA_SHORT_PREFILL,
-                                                expected=(1.56, 1.92))),
-    2048, 8192, 16384, 32000])
+@pytest.mark.parametrize("length", [pytest.param(n, marks=_short_prefill("prefill_other_model", n))
+                                    for n in PREFILL[:2]] + list(PREFILL[2:]))
 def test_prefill_efficiency_transfers_to_a_second_model(length, transfer_setup, reconcile, latency_recording):
     """The same for eta: fitted on Qwen2.5-7B's 8,192-token prefill, tested on Llama-3.1-8B."""
     setup = transfer_setup
     rec = latency_recording(f"{setup.model.name}.prefill.l{length}")
     note = setup.check_held_out(h200_workload(rec), "engine_prefill_s.median")
     pred = lat.prefill_time(setup.model, setup.ceilings, setup.calib, length, setup.sched.max_num_batched_tokens)
-    reconcile("prefill_other_model", with_note(pred, note), rec["engine_prefill_s.median"], rel=0.10,
-              why=TARGET_WHY, model=setup.model.name)
+    reconcile("prefill_other_model" + pool_regime(setup), with_note(pred, note), rec["engine_prefill_s.median"],
+              rel=0.10, why=TARGET_WHY, model=setup.model.name)

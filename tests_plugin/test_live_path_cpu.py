@@ -31,13 +31,32 @@ def _key(e: dict) -> tuple:
     return (e["suite"], e["name"], round(e["predicted"], 9), round(e["measured"], 9))
 
 
+def _import_the_batches(into: Path) -> None:
+    """The device batches fake_h200 answers with, imported as recordings: the replay then reads
+    exactly what the live session measured (newer recordings in results/ would supersede them)."""
+    from pytest_anatomy.importers.device import import_files
+
+    batches = REPO / "results" / "h200" / "batches"
+    for folder, pattern in (("20261130T003745Z", "*.json"), *((p.name, "capacity-*.json") for p in batches.iterdir())):
+        files = []
+        for f in sorted((batches / folder).glob(pattern)):
+            if f.name.endswith(".xz"):
+                continue
+            files.append(f)
+        if files:
+            import_files(files, into)
+
+
 @pytest.fixture(scope="module")
 def live_and_replay(tmp_path_factory: pytest.TempPathFactory) -> tuple:
     results = tmp_path_factory.mktemp("results")
+    replayed = tmp_path_factory.mktemp("replayed")
+    _import_the_batches(replayed)
     live, live_ledger = _session(tmp_path_factory.mktemp("live"), "-m", "gpu and not slow", "--anatomy-source=live",
                                  "--anatomy-record", "-o", f"anatomy_results_dir={results}",
                                  "tests_capacity/test_capacity_ledger.py", "tests_latency/test_latency_steps.py")
     replay, replay_ledger = _session(tmp_path_factory.mktemp("replay"), "--anatomy-source=recorded",
+                                     "-o", f"anatomy_results_dir={replayed}",
                                      "tests_capacity/test_capacity_ledger.py", "tests_latency/test_latency_steps.py")
     return live, live_ledger, replay, replay_ledger, results
 

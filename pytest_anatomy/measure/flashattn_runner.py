@@ -77,7 +77,7 @@ def _sync(device: str) -> None:
     import torch
 
     if device == "cuda":
-        _sync(device)
+        torch.cuda.synchronize()
 
 
 def _flush(device: str) -> Any:

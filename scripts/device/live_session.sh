@@ -9,6 +9,11 @@
 #   bash scripts/device/live_session.sh start NAME [pytest args...]   # after vLLM's install.sh
 #   bash scripts/device/live_session.sh wait NAME [max seconds]       # waits, then packs to $OUT
 #
+# Recordings go to /root/live/NAME/results, outside the repository copy: the device tool lays the
+# working tree anew at every call, and on 2026-12-01 that removed recordings written under the
+# copy's results/ between two calls (the five capacity ledgers of that run survive only in its
+# ledger JSON). `wait` packs them as results/... paths, ready to extract in the checkout.
+#
 # NAME labels the run (full, nvml, ...). `start` installs the project (pip -e, no deps: the GPU
 # image and the vLLM bundle have them), then runs
 #   python -m pytest -m gpu --anatomy-source=live --anatomy-report=... <args>
@@ -28,11 +33,13 @@ start)
   mkdir -p "$dir"
   python3 -m pip install -q --no-deps --no-build-isolation -e . >"$dir/pip.log" 2>&1 ||
     { echo "pip install -e . failed:"; tail -20 "$dir/pip.log"; exit 1; }
-  date -u +%Y-%m-%dT%H:%M:%SZ >"$dir/started"  # also the marker: files newer than it are this run's
+  date -u +%Y-%m-%dT%H:%M:%SZ >"$dir/started"
   args=$(printf '%q ' "$@")  # quoted again for the inner shell ("-m 'gpu and not slow'" stays one word)
   # setsid: the session survives this call's end; the machine stays ours until it is given back.
+  mkdir -p "$dir/results"
   setsid bash -c "cd '$REPO' && PYTHONUNBUFFERED=1 python3 -m pytest -m gpu --anatomy-source=live -p no:cacheprovider \
-      --anatomy-report='$dir/anatomy-$name.html' $args >'$dir/log' 2>&1; echo \$? >'$dir/rc'" </dev/null >/dev/null 2>&1 &
+      -o anatomy_results_dir='$dir/results' --anatomy-report='$dir/anatomy-$name.html' $args >'$dir/log' 2>&1; \
+      echo \$? >'$dir/rc'" </dev/null >/dev/null 2>&1 &
   sleep 20
   echo "started $name: $args"
   tail -5 "$dir/log"
@@ -53,9 +60,9 @@ wait)
   xz -9 -c "$dir/anatomy-$name.html" >"$out/anatomy-$name.html.xz" 2>/dev/null
   xz -9 -c "$dir/log" >"$out/$name.log.xz"
   [ -f "$dir/benchmark.json" ] && xz -9 -c "$dir/benchmark.json" >"$out/benchmark-$name.json.xz"
-  find results -type f -newer "$dir/started" | sort >"$dir/new.txt"  # the copy on the device has no .git
+  (cd "$dir" && find results -type f | sort >new.txt)
   if [ -s "$dir/new.txt" ]; then
-    tar -cJf "$out/results-$name.tar.xz" -T "$dir/new.txt"
+    tar -C "$dir" -cJf "$out/results-$name.tar.xz" -T "$dir/new.txt"
     echo "packed $(wc -l <"$dir/new.txt") new files under results/"
   fi
   ls -la "$out"

@@ -59,11 +59,15 @@ def softmax_pv(S, V, O, LSE, svb, svh, svn, sob, soh, son, H, GROUP, N,
     offs_d = tl.arange(0, D)
     row_ok = offs_m < N
     s_rows = S + bh.to(tl.int64) * N * N + offs_m[:, None].to(tl.int64) * N
-    m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
+    # The row max is kept per column slot and reduced once after the loop: Triton 3.6's
+    # thread-locality pass crashed on sm_90 (H200, 2026-12-01) compiling a row reduction carried
+    # through this loop; the arithmetic and the bytes read are the same.
+    m_blk = tl.full([BLOCK_M, BLOCK_N], float("-inf"), tl.float32)
     for start_n in range(0, N, BLOCK_N):
         cols = start_n + offs_n
         s = tl.load(s_rows + cols[None, :], mask=row_ok[:, None] & (cols[None, :] < N), other=float("-inf"))
-        m_i = tl.maximum(m_i, tl.max(s, 1))
+        m_blk = tl.maximum(m_blk, s)
+    m_i = tl.max(m_blk, 1)
     m_safe = tl.where(m_i == float("-inf"), 0.0, m_i)  # padding rows past N
     l_i = tl.zeros([BLOCK_M], tl.float32)
     acc = tl.zeros([BLOCK_M, D], tl.float32)
