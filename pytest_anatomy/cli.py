@@ -164,13 +164,14 @@ def _cmd_report(args: argparse.Namespace) -> int:
 def _cmd_import_seed(args: argparse.Namespace) -> int:
     from pytest_anatomy.importers import seed_kernels
     from pytest_anatomy.importers.seed import SeedImportError, run
+    from pytest_anatomy.recordings import RecordingError
 
     study = args.study or args.seed_results.parent / "seed" / "STUDY.md"
     try:
         done = run(args.seed_results, study, args.results, dry_run=args.dry_run)
         # stage 02: the kernel ladders' CSVs and logs
         done += seed_kernels.run(args.seed_results, args.results, dry_run=args.dry_run)
-    except (SeedImportError, OSError) as exc:
+    except (SeedImportError, seed_kernels.SeedKernelImportError, RecordingError, OSError) as exc:
         print(f"pytest-anatomy: error: {exc}", file=sys.stderr)
         return 2
     for status, path in done:
@@ -182,10 +183,11 @@ def _cmd_import_seed(args: argparse.Namespace) -> int:
 
 def _cmd_import_device(args: argparse.Namespace) -> int:
     from pytest_anatomy.importers.device import DeviceImportError, import_files
+    from pytest_anatomy.recordings import RecordingError
 
     try:
         done = import_files(list(args.files), args.results, dry_run=args.dry_run)
-    except (DeviceImportError, OSError) as exc:
+    except (DeviceImportError, RecordingError, OSError) as exc:
         print(f"pytest-anatomy: error: {exc}", file=sys.stderr)
         return 2
     return _print_done(done)
