@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NoReturn, Sequence
 
 from pytest_anatomy.units import GiB, format_quantity
 
@@ -29,6 +30,8 @@ def _number(kind: type, check: Callable[[float], bool], rule: str) -> Callable[[
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"Could not parse value: {text!r} (expected {kind.__name__})") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
         if not check(value):
             raise argparse.ArgumentTypeError(f"must be {rule}, got {value}")
         return value
@@ -41,9 +44,16 @@ _fraction = _number(float, lambda v: 0 < v <= 1, "in (0, 1]")
 _positive_float = _number(float, lambda v: v > 0, "> 0")
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse that reports a bad argument in one line (naming --help), not the usage block."""
+
+    def error(self, message: str) -> "NoReturn":  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="pytest-anatomy", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = OneLineParser(prog="pytest-anatomy", description=__doc__,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
 
     predict = sub.add_parser("predict", help="answer a planning question from config.json + GPU specs")
@@ -108,28 +118,41 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _cmd_predict_capacity(args: argparse.Namespace) -> int:
-    from pytest_anatomy.specs.hardware import UnknownHardwareError, get_hardware
-    from pytest_anatomy.specs.model import ModelConfigError, load_model
-    from pytest_anatomy.theory.planning import NotModeledQuantity, capacity, to_json
+def _error(exc: BaseException) -> int:
+    """One line on stderr, exit 2: every refused input and impossible plan ends here."""
+    message = str(exc.args[0]) if exc.args else str(exc)
+    print(f"pytest-anatomy: error: {' '.join(message.split())}", file=sys.stderr)
+    return 2
 
+
+def warn(message: str) -> None:
+    print(f"pytest-anatomy: warning: {message}", file=sys.stderr)
+
+
+def _cmd_predict_capacity(args: argparse.Namespace) -> int:
+    from pytest_anatomy.specs.hardware import MissingHardwareFactError, UnknownHardwareError, get_hardware
+    from pytest_anatomy.specs.model import ModelConfigError, load_model
+    from pytest_anatomy.theory import feasibility
+    from pytest_anatomy.theory.planning import NotModeledQuantity, capacity, to_json, with_notes
+
+    settings = dict(gpu_memory_utilization=args.gpu_memory_utilization, max_model_len=args.max_model_len,
+                    kv_cache_dtype=args.kv_cache_dtype, block_size=args.block_size, tp=args.tp,
+                    max_num_seqs=args.max_num_seqs, max_num_batched_tokens=args.max_num_batched_tokens,
+                    enforce_eager=args.enforce_eager, model_runner=args.model_runner)
     try:
         model = load_model(args.model)
         hw = get_hardware(args.hardware)
-    except (ModelConfigError, UnknownHardwareError) as exc:
-        print(f"pytest-anatomy: error: {exc.args[0] if exc.args else exc}", file=sys.stderr)
-        return 2
-    try:
-        answers = capacity(
-            model, hw, gpu_memory_utilization=args.gpu_memory_utilization, max_model_len=args.max_model_len,
-            kv_cache_dtype=args.kv_cache_dtype, block_size=args.block_size, tp=args.tp,
-            max_num_seqs=args.max_num_seqs, max_num_batched_tokens=args.max_num_batched_tokens,
-            enforce_eager=args.enforce_eager, model_runner=args.model_runner,
-            available_kv_bytes=None if args.available_kv_gib is None else args.available_kv_gib * GiB,
-        )
-    except (KeyError, ValueError, NotImplementedError) as exc:
-        print(f"pytest-anatomy: error: {exc.args[0] if exc.args else exc}", file=sys.stderr)
-        return 2
+        feasibility.check_tensor_parallel(model, args.tp)
+        feasibility.check_max_model_len(model, args.max_model_len)
+        answers = capacity(model, hw, **settings,  # type: ignore[arg-type]
+                           available_kv_bytes=None if args.available_kv_gib is None else args.available_kv_gib * GiB)
+        warnings = feasibility.judge_capacity(answers, feasibility.Plan(model, hw, settings), capacity)
+    except (ModelConfigError, UnknownHardwareError, MissingHardwareFactError, KeyError, ValueError,
+            NotImplementedError) as exc:
+        return _error(exc)
+    for message in warnings:
+        warn(message)
+    answers = with_notes(answers, ("max_concurrency", "kv_tokens"), warnings)
     if args.json:
         print(json.dumps(to_json(answers), indent=2))
         return 0

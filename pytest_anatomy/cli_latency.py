@@ -35,10 +35,19 @@ def _number(kind: type, low: float, inclusive: bool = True) -> Any:
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"Could not parse value: {text!r} (expected {kind.__name__})") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
         if value < low or (not inclusive and value == low):
             raise argparse.ArgumentTypeError(f"must be {'>=' if inclusive else '>'} {low:g}, got {value}")
         return value
     return parse
+
+
+def _fraction(text: str) -> float:
+    value = _number(float, 0, inclusive=False)(text)
+    if value > 1:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1], got {value}")
+    return float(value)
 
 
 def add_parser(what: "argparse._SubParsersAction[argparse.ArgumentParser]") -> argparse.ArgumentParser:
@@ -60,7 +69,8 @@ def add_parser(what: "argparse._SubParsersAction[argparse.ArgumentParser]") -> a
     p.add_argument("--max-num-seqs", type=_number(int, 1), default=None,
                    help="vLLM running-request cap (default: `vllm serve`'s for this GPU class)")
     p.add_argument("--max-model-len", type=_number(int, 1), default=8192, help="for the KV pool (8192)")
-    p.add_argument("--gpu-memory-utilization", type=_number(float, 0, inclusive=False), default=0.9)
+    p.add_argument("--gpu-memory-utilization", type=_fraction, default=0.9,
+                   help="vLLM's fraction of total memory, in (0, 1] (0.9)")
     p.add_argument("--kv-tokens", type=_number(int, 1), default=None,
                    help="the engine's KV pool in tokens (its 'GPU KV cache size' line); default: predicted")
     p.add_argument("--bandwidth-gbs", type=_number(float, 0, inclusive=False), default=None,
@@ -80,11 +90,15 @@ def _in_ms(pred: Prediction) -> Prediction:
 
 
 def answers(args: argparse.Namespace) -> dict[str, Prediction]:
-    """The quantities, as Predictions (times in ms, throughput in tokens/s)."""
+    """The quantities, as Predictions (times in ms, throughput in tokens/s); warnings in their notes."""
+    return answers_and_warnings(args)[0]
+
+
+def answers_and_warnings(args: argparse.Namespace) -> tuple[dict[str, Prediction], tuple[str, ...]]:
+    """answers(), and the warnings of a degenerate plan apart (the CLI prints them on stderr).
+    Raises ImpossiblePlan (a ValueError) for a plan that cannot run."""
     from pytest_anatomy.specs.hardware import get_hardware
     from pytest_anatomy.specs.model import load_model
-    from pytest_anatomy.theory import latency as lat
-    from pytest_anatomy.theory import serving as sv
     from pytest_anatomy.theory.vllm_settings import LedgerSettings, resolve
 
     model, hw = load_model(args.model), get_hardware(args.hardware)
@@ -92,6 +106,57 @@ def answers(args: argparse.Namespace) -> dict[str, Prediction]:
         gpu_memory_utilization=args.gpu_memory_utilization, max_model_len=args.max_model_len,
         max_num_seqs=args.max_num_seqs, max_num_batched_tokens=args.max_num_batched_tokens,
         usage_context="openai_api_server"))
+    warnings = plan_warnings(args, model, hw, settings)
+    out = {name: replace(p, notes=p.notes + warnings) for name, p in _answers(args, model, hw, settings).items()}
+    for name, p in out.items():
+        if not math.isfinite(p.value) or p.value < 0:
+            raise ValueError(f"{name} came out as {p.value!r}; this plan is outside what the step model answers "
+                             "(report it with the command line)")
+    return out, warnings
+
+
+def plan_warnings(args: argparse.Namespace, model: Any, hw: Any, settings: Any) -> tuple[str, ...]:
+    """Refuse (ImpossiblePlan) what cannot run; the warnings of what runs degenerately. The plan's
+    memory is judged by the capacity ledger at these settings (one GPU: latency has no --tp)."""
+    from pytest_anatomy.theory import feasibility
+    from pytest_anatomy.theory.planning import capacity
+
+    feasibility.check_max_model_len(model, args.max_model_len)
+    if args.input_len + args.output_len > args.max_model_len:
+        raise feasibility.ImpossiblePlan(
+            f"--input-len {args.input_len:,} + --output-len {args.output_len:,} exceeds --max-model-len "
+            f"{args.max_model_len:,}: vLLM rejects such a request. Shorten the request or raise --max-model-len")
+    cap_settings = dict(gpu_memory_utilization=args.gpu_memory_utilization, max_model_len=args.max_model_len,
+                        max_num_seqs=settings.max_num_seqs, max_num_batched_tokens=settings.max_num_batched_tokens)
+    answers = capacity(model, hw, **cap_settings)  # type: ignore[arg-type]
+    plan = feasibility.Plan(model, hw, cap_settings)
+    if args.kv_tokens is None:
+        warnings = list(feasibility.judge_capacity(answers, plan, capacity))
+    else:  # the engine's own pool is given: it started, so only the weights can still be checked
+        weights, budget = answers["weight_bytes"], answers["requested_memory_bytes"]
+        if isinstance(weights, Prediction) and isinstance(budget, Prediction) and weights.value > budget.value:
+            raise feasibility.ImpossiblePlan(
+                f"{model.name}: weights {weights.value / 2**30:.1f} GiB > budget {budget.value / 2**30:.1f} GiB on "
+                f"{hw.name}, yet --kv-tokens says the engine started: check --model and --hardware")
+        warnings = []
+    if args.batch > settings.max_num_seqs:
+        warnings.append(f"--batch {args.batch:,} is above max_num_seqs {settings.max_num_seqs:,}: vLLM runs at most "
+                        f"{settings.max_num_seqs:,} sequences per step and queues the rest, so no step decodes "
+                        f"{args.batch:,}; pass --max-num-seqs or a smaller --batch")
+    tokens = args.kv_tokens
+    if tokens is None and isinstance(answers.get("kv_tokens"), Prediction):
+        tokens = int(answers["kv_tokens"].value)
+    if tokens is not None and args.batch * (args.input_len + args.output_len) > tokens:
+        warnings.append(f"--batch {args.batch:,} requests of {args.input_len + args.output_len:,} tokens need "
+                        f"{args.batch * (args.input_len + args.output_len):,} KV tokens, more than the pool's "
+                        f"{tokens:,}: vLLM preempts (recomputes) requests, which this step model does not include")
+    return tuple(warnings)
+
+
+def _answers(args: argparse.Namespace, model: Any, hw: Any, settings: Any) -> dict[str, Prediction]:
+    from pytest_anatomy.theory import latency as lat
+    from pytest_anatomy.theory import serving as sv
+
     ceilings = lat.Ceilings.datasheet(hw)
     if args.bandwidth_gbs is not None or args.peak_tflops is not None:
         ceilings = lat.Ceilings.measured(
@@ -158,12 +223,15 @@ def run(args: argparse.Namespace) -> int:
     from pytest_anatomy.specs.hardware import MissingHardwareFactError, UnknownHardwareError
     from pytest_anatomy.specs.model import ModelConfigError
 
+    from pytest_anatomy.cli import _error, warn
+
     try:
-        out = answers(args)
+        out, warnings = answers_and_warnings(args)
     except (ModelConfigError, UnknownHardwareError, MissingHardwareFactError, KeyError, ValueError,
             NotImplementedError) as exc:
-        print(f"pytest-anatomy: error: {exc.args[0] if exc.args else exc}", file=sys.stderr)
-        return 2
+        return _error(exc)
+    for message in warnings:
+        warn(message)
     if args.json:
         print(json.dumps(to_json(out), indent=2))
         return 0
