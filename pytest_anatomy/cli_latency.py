@@ -50,6 +50,15 @@ def _fraction(text: str) -> float:
     return float(value)
 
 
+def _efficiency(text: str) -> float:
+    # Fitted efficiencies are 0.3-0.9; below 1% of the peak the number is a percent given as a fraction's
+    # hundredth or a unit mistake.
+    value = _number(float, 0.01)(text)
+    if value > 1:
+        raise argparse.ArgumentTypeError(f"must be in [0.01, 1] (a fraction of the peak), got {value}")
+    return float(value)
+
+
 def add_parser(what: "argparse._SubParsersAction[argparse.ArgumentParser]") -> argparse.ArgumentParser:
     """Register `latency` under `predict`'s subparsers."""
     p: argparse.ArgumentParser = what.add_parser("latency", help="decode step, prefill, TTFT and throughput from the step model",
@@ -73,14 +82,16 @@ def add_parser(what: "argparse._SubParsersAction[argparse.ArgumentParser]") -> a
                    help="vLLM's fraction of total memory, in (0, 1] (0.9)")
     p.add_argument("--kv-tokens", type=_number(int, 1), default=None,
                    help="the engine's KV pool in tokens (its 'GPU KV cache size' line); default: predicted")
-    p.add_argument("--bandwidth-gbs", type=_number(float, 0, inclusive=False), default=None,
-                   help="measured memory bandwidth in GB/s (default: datasheet)")
-    p.add_argument("--peak-tflops", type=_number(float, 0, inclusive=False), default=None,
-                   help="measured bf16 matmul peak in TFLOP/s (default: datasheet)")
+    # Lower bounds far below any GPU (a DDR4 channel moves ~25 GB/s, a laptop CPU ~1 TFLOP/s): a
+    # smaller number is a unit mistake (GB/s and TFLOP/s expected) and would make steps take years.
+    p.add_argument("--bandwidth-gbs", type=_number(float, 1), default=None,
+                   help="measured memory bandwidth in GB/s, >= 1 (default: datasheet)")
+    p.add_argument("--peak-tflops", type=_number(float, 0.01), default=None,
+                   help="measured bf16 matmul peak in TFLOP/s, >= 0.01 (default: datasheet)")
     p.add_argument("--step-overhead-ms", type=_number(float, 0), default=0.0,
                    help="per-step overhead of this engine on this GPU (fitted on a b=1 decode step)")
-    p.add_argument("--compute-efficiency", type=_number(float, 0, inclusive=False), default=1.0,
-                   help="fraction of the peak compute-bound steps reach (fitted on a long prefill)")
+    p.add_argument("--compute-efficiency", type=_efficiency, default=1.0,
+                   help="fraction of the peak compute-bound steps reach, in [0.01, 1] (fitted on a long prefill)")
     p.add_argument("--json", action="store_true", help="print {quantity: {value, unit, formula, terms}} as JSON")
     return p
 
@@ -115,6 +126,31 @@ def answers_and_warnings(args: argparse.Namespace) -> tuple[dict[str, Prediction
     return out, warnings
 
 
+# The simulator steps every token of every request: about a microsecond each on a laptop core.
+# 1e8 simulated output tokens is a couple of minutes; beyond that the answer would not arrive.
+MAX_SIMULATED_TOKENS = 100_000_000
+
+
+def _simulated_requests(args: argparse.Namespace) -> int:
+    """--requests, else 60 s of arrivals clamped to 200..5000."""
+    return int(args.requests or min(5000, max(200, math.ceil(60 * args.rate))))
+
+
+def _check_simulation_size(args: argparse.Namespace, settings: Any, pool_tokens: int | None) -> None:
+    from pytest_anatomy.theory.feasibility import ImpossiblePlan
+
+    per_request = args.input_len + args.output_len
+    in_flight = settings.max_num_seqs if pool_tokens is None else min(settings.max_num_seqs,
+                                                                      max(1, pool_tokens // per_request))
+    n = _simulated_requests(args)
+    tokens = (n + 4 * in_flight) * args.output_len  # the Poisson run, then the saturation run's 4 waves
+    if tokens > MAX_SIMULATED_TOKENS:
+        raise ImpossiblePlan(
+            f"--rate would simulate {tokens:,} output tokens ({n:,} requests plus the saturation run's 4 x "
+            f"{in_flight:,}, x --output-len {args.output_len:,}), above the bound of {MAX_SIMULATED_TOKENS:,} "
+            "(about a microsecond each: minutes); lower --requests, --output-len or --max-num-seqs")
+
+
 def plan_warnings(args: argparse.Namespace, model: Any, hw: Any, settings: Any) -> tuple[str, ...]:
     """Refuse (ImpossiblePlan) what cannot run; the warnings of what runs degenerately. The plan's
     memory is judged by the capacity ledger at these settings (one GPU: latency has no --tp)."""
@@ -146,6 +182,8 @@ def plan_warnings(args: argparse.Namespace, model: Any, hw: Any, settings: Any) 
     tokens = args.kv_tokens
     if tokens is None and isinstance(answers.get("kv_tokens"), Prediction):
         tokens = int(answers["kv_tokens"].value)
+    if args.rate is not None:
+        _check_simulation_size(args, settings, tokens)
     if tokens is not None and args.batch * (args.input_len + args.output_len) > tokens:
         warnings.append(f"--batch {args.batch:,} requests of {args.input_len + args.output_len:,} tokens need "
                         f"{args.batch * (args.input_len + args.output_len):,} KV tokens, more than the pool's "
@@ -184,7 +222,7 @@ def _answers(args: argparse.Namespace, model: Any, hw: Any, settings: Any) -> di
         return out
     pool = _pool_blocks(args, model, hw, settings)
     sched = sv.SchedulerConfig(settings.max_num_seqs, budget, pool, settings.block_size)
-    n = args.requests or int(min(5000, max(200, math.ceil(60 * args.rate))))
+    n = _simulated_requests(args)
     steps_model = lat.StepModel.build(model, ceilings, calib)
     res = sv.simulate(steps_model, sched, sv.Workload.poisson(args.rate, n, n_in, n_out, args.seed))
     label = f"Poisson {args.rate:g}/s, {n} requests of {n_in}/{n_out}"

@@ -164,3 +164,17 @@ def test_non_finite_and_out_of_range_numbers_get_one_line(capsys, argv: list[str
     assert exit_.value.code == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"argument {rest[0]}" in err and "--help" in err
+
+
+def test_a_simulation_too_large_to_finish_is_refused_before_it_starts(capsys) -> None:
+    err = _refused(capsys, "latency", "--model", "llama-3.1-8b", "--hardware", "h200", "--rate", "100",
+                   "--requests", "100000", "--input-len", "100", "--output-len", "16000", "--max-model-len", "16384")
+    assert "above the bound of 100,000,000" in err and "lower --requests" in err
+
+
+@pytest.mark.parametrize("option, value", [("--bandwidth-gbs", "0.001"), ("--peak-tflops", "1e-9"),
+                                           ("--compute-efficiency", "80")])
+def test_ceilings_far_below_any_gpu_are_refused_as_unit_mistakes(capsys, option: str, value: str) -> None:
+    with pytest.raises(SystemExit):
+        main(["predict", "latency", "--model", "qwen2.5-7b", "--hardware", "h200", option, value])
+    assert f"argument {option}" in capsys.readouterr().err
