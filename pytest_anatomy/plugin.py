@@ -46,6 +46,15 @@ def pytest_configure(config: pytest.Config) -> None:
         from pytest_anatomy.report.pytest_html import AnatomyHtmlColumns
 
         config.pluginmanager.register(AnatomyHtmlColumns(), "anatomy-html-columns")
+    _register_option_use(config)
+
+
+def _register_option_use(config: pytest.Config) -> None:
+    """Options that changed nothing are reported (option_use.py); workers count, the controller reports."""
+    if config.pluginmanager.get_plugin("anatomy-option-use") is None:
+        from pytest_anatomy.option_use import OptionUse
+
+        config.pluginmanager.register(OptionUse(config), "anatomy-option-use")
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -99,7 +108,11 @@ class LedgerCollector:
             return
         from pytest_anatomy.report.html import write_report
 
-        html_path, json_path = write_report(self.state.ledger(self.config), self.state.settings.report)
+        try:
+            html_path, json_path = write_report(self.state.ledger(self.config), self.state.settings.report)
+        except OSError as exc:  # checked writable at start; a disk that filled up since must not lose the summary
+            self._report_error = f"anatomy report not written: {exc}"
+            return
         self._report_paths = (html_path, json_path)
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
@@ -109,6 +122,8 @@ class LedgerCollector:
             terminalreporter.write_sep("=", "anatomy reconciliations")
             for line in summary_lines(self.state.ledger(config)):
                 terminalreporter.write_line(line)
+        if getattr(self, "_report_error", None):
+            terminalreporter.write_line(self._report_error, red=True)
         paths = getattr(self, "_report_paths", None)
         if paths:
             terminalreporter.write_sep("-", f"Generated anatomy report: file://{paths[0].resolve()}")
@@ -129,7 +144,7 @@ def _outcome(report: pytest.TestReport) -> str | None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    for name in ("anatomy-html-columns", "anatomy-ledger"):
+    for name in ("anatomy-html-columns", "anatomy-ledger", "anatomy-option-use"):
         plugin = config.pluginmanager.get_plugin(name)
         if plugin is not None:
             config.pluginmanager.unregister(plugin)
