@@ -6,6 +6,10 @@
     pytest-anatomy report [-o anatomy-report.html] [pytest args...]
     pytest-anatomy import-seed ../shared/seed-results
     pytest-anatomy import-device $FILES_FROM_ONE_DEVICE_CALL
+
+A plan that cannot start (weights or the whole ledger above the memory budget, a --tp vLLM
+refuses, --max-model-len above the model's maximum) exits 2 with one line: the arithmetic and
+what would fit. A plan that starts but is degenerate is answered with a warning on stderr.
 """
 
 from __future__ import annotations
@@ -62,10 +66,11 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--model", required=True, help="catalog name (qwen2.5-7b), Hugging Face id or path to config.json")
     c.add_argument("--hardware", required=True, help="catalog name: rtx4090, h100-sxm, h200, a100-80gb, l40s")
     c.add_argument("--gpu-memory-utilization", type=_fraction, default=0.9, help="vLLM's fraction of total memory (0.9)")
-    c.add_argument("--max-model-len", type=_positive_int, default=8192, help="tokens per request for max concurrency")
+    c.add_argument("--max-model-len", type=_positive_int, default=8192, help="tokens per request for max concurrency; at most the model's maximum (8192)")
     c.add_argument("--kv-cache-dtype", default="auto", help="auto (model dtype), fp8, fp8_e5m2, ... (vLLM names)")
     c.add_argument("--block-size", type=_positive_int, default=None, help="vLLM KV block size in tokens (16)")
-    c.add_argument("--tp", type=_positive_int, default=1, help="tensor parallel size")
+    c.add_argument("--tp", type=_positive_int, default=1,
+                   help="tensor parallel size; must split the model's heads, widths and vocabulary evenly (1)")
     c.add_argument("--max-num-seqs", type=_positive_int, default=None,
                    help="vLLM max_num_seqs (default: vLLM's, 1024 on >= 70 GiB GPUs, else 256)")
     c.add_argument("--max-num-batched-tokens", type=_positive_int, default=None,

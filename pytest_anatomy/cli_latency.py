@@ -10,7 +10,8 @@ Quantities (the JSON maps each to {value, unit, formula, terms, inputs, notes}):
                     --batch); with --rate: the p50 TTFT of a simulated Poisson load
   throughput_tok_s  without --rate: steady closed loop at --batch; with --rate: simulated
   saturation_request_rate  (with --rate) the knee: a closed loop at max_num_seqs
-Ceilings default to the datasheet (an upper bound); pass measured ones with --bandwidth-gbs and
+A model that does not fit on one GPU, or a request longer than --max-model-len, exits 2 with one
+line. Ceilings default to the datasheet (an upper bound); pass measured ones with --bandwidth-gbs and
 --peak-tflops. The per-step overhead and compute efficiency default to none (pure roofline);
 fit them per engine and GPU (theory/latency.py: fit_step_overhead, fit_compute_efficiency).
 
@@ -65,19 +66,20 @@ def add_parser(what: "argparse._SubParsersAction[argparse.ArgumentParser]") -> a
                         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", required=True, help="catalog name (qwen2.5-7b), Hugging Face id or path to config.json")
     p.add_argument("--hardware", required=True, help="catalog name: rtx4090, h100-sxm, h200, a100-80gb, l40s")
-    p.add_argument("--batch", type=_number(int, 1), default=1, help="concurrent sequences decoding (1)")
+    p.add_argument("--batch", type=_number(int, 1), default=1, help="concurrent sequences decoding; above max_num_seqs answers with a warning (1)")
     p.add_argument("--input-len", type=_number(int, 1), default=1024, help="prompt tokens (1024)")
     p.add_argument("--output-len", type=_number(int, 1), default=256, help="output tokens per request (256)")
     p.add_argument("--rate", type=_number(float, 0, inclusive=False), default=None,
                    help="Poisson arrivals per second: TTFT and throughput from a simulation of the scheduler")
     p.add_argument("--requests", type=_number(int, 1), default=None,
-                   help="requests simulated with --rate (default: 60 s of arrivals, 200..5000)")
+                   help="requests simulated with --rate (default: 60 s of arrivals, 200..5000); the simulation is "
+                        "refused above 1e8 output tokens (minutes)")
     p.add_argument("--seed", type=int, default=0, help="Poisson seed (0)")
     p.add_argument("--max-num-batched-tokens", type=_number(int, 1), default=None,
                    help="vLLM token budget per step (default: `vllm serve`'s for this GPU class)")
     p.add_argument("--max-num-seqs", type=_number(int, 1), default=None,
                    help="vLLM running-request cap (default: `vllm serve`'s for this GPU class)")
-    p.add_argument("--max-model-len", type=_number(int, 1), default=8192, help="for the KV pool (8192)")
+    p.add_argument("--max-model-len", type=_number(int, 1), default=8192, help="for the KV pool; at most the model's maximum, at least --input-len + --output-len (8192)")
     p.add_argument("--gpu-memory-utilization", type=_fraction, default=0.9,
                    help="vLLM's fraction of total memory, in (0, 1] (0.9)")
     p.add_argument("--kv-tokens", type=_number(int, 1), default=None,
