@@ -76,8 +76,13 @@ class OptionUse:
         return unused_options(self.config, self.uses, get_session(self.config).entries)
 
     def pytest_anatomy_update_environment(self, config: pytest.Config, environment: dict[str, Any]) -> None:
-        environment["unused_options"] = self.lines()
-        environment["tests_using_hardware_spec"] = self.uses["hardware"]
+        lines = self.lines()
+        if lines:
+            environment["unused_options"] = lines
+        if environment.get("hardware_spec"):  # the hardware fixture's spec: say how many tests it served
+            environment["hardware_spec_used_by"] = (
+                f"{self.uses['hardware']} collected tests (the hardware fixture); each reconciliation's "
+                "hardware names the GPU it is of")
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         for line in self.lines():

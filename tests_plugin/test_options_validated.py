@@ -104,8 +104,10 @@ def test_a_hardware_option_that_replays_ignore_is_reported_and_the_ledger_names_
     result.stdout.fnmatch_lines(["anatomy: warning: --anatomy-hardware=l40s was not used: no collected test requests "
                                  "the hardware fixture and no reconciliation is of l40s; each used its own "
                                  "hardware's spec: rtx4090 (1)"])
-    entry = json.loads(pytester.path.joinpath("r.json").read_text())["reconciliations"][0]
+    ledger = json.loads(pytester.path.joinpath("r.json").read_text())
+    entry = ledger["reconciliations"][0]
     assert entry["hardware"] == "rtx4090" and entry["source"] == "recorded"
+    assert ledger["environment"]["hardware_spec_used_by"].startswith("0 collected tests")
 
 
 def test_unused_options_are_reported_under_xdist(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -371,7 +371,7 @@ def _read_json(path: Path) -> Mapping[str, Any]:
     try:
         size = path.stat().st_size
         if size > MAX_CONFIG_BYTES:
-            raise ModelConfigError("config.json", f"is {size:,} bytes, above the {MAX_CONFIG_BYTES // 2**20} MiB "
+            raise ModelConfigError("config.json", f"is {size:,} bytes, above the {MAX_CONFIG_BYTES:,}-byte "
                                    "bound for a config (real ones are a few KiB)",
                                    "point at the model's config.json, not its weights or another file", str(path))
         data = json.loads(path.read_bytes().decode("utf-8"))
