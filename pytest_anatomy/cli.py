@@ -44,6 +44,13 @@ def _number(kind: type, check: Callable[[float], bool], rule: str) -> Callable[[
 
 
 _positive_int = _number(int, lambda v: v >= 1, ">= 1")
+
+
+def non_empty(text: str) -> str:
+    """argparse type for a name: an empty one would resolve to the current folder."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    return text.strip()
 _fraction = _number(float, lambda v: 0 < v <= 1, "in (0, 1]")
 _positive_float = _number(float, lambda v: v > 0, "> 0")
 
@@ -63,8 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
     predict = sub.add_parser("predict", help="answer a planning question from config.json + GPU specs")
     what = predict.add_subparsers(dest="what", required=True)
     c = what.add_parser("capacity", help="KV bytes/token, weights, vLLM blocks, tokens and max concurrency")
-    c.add_argument("--model", required=True, help="catalog name (qwen2.5-7b), Hugging Face id or path to config.json")
-    c.add_argument("--hardware", required=True, help="catalog name: rtx4090, h100-sxm, h200, a100-80gb, l40s")
+    c.add_argument("--model", required=True, type=non_empty, help="catalog name (qwen2.5-7b), Hugging Face id or path to config.json")
+    c.add_argument("--hardware", required=True, type=non_empty, help="catalog name: rtx4090, h100-sxm, h200, a100-80gb, l40s")
     c.add_argument("--gpu-memory-utilization", type=_fraction, default=0.9, help="vLLM's fraction of total memory (0.9)")
     c.add_argument("--max-model-len", type=_positive_int, default=8192, help="tokens per request for max concurrency; at most the model's maximum (8192)")
     c.add_argument("--kv-cache-dtype", default="auto", help="auto (model dtype), fp8, fp8_e5m2, ... (vLLM names)")

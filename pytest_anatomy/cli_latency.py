@@ -44,6 +44,12 @@ def _number(kind: type, low: float, inclusive: bool = True) -> Any:
     return parse
 
 
+def non_empty(text: str) -> str:
+    from pytest_anatomy.cli import non_empty as check
+
+    return check(text)
+
+
 def _fraction(text: str) -> float:
     value = _number(float, 0, inclusive=False)(text)
     if value > 1:
@@ -64,8 +70,8 @@ def add_parser(what: "argparse._SubParsersAction[argparse.ArgumentParser]") -> a
     """Register `latency` under `predict`'s subparsers."""
     p: argparse.ArgumentParser = what.add_parser("latency", help="decode step, prefill, TTFT and throughput from the step model",
                         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", required=True, help="catalog name (qwen2.5-7b), Hugging Face id or path to config.json")
-    p.add_argument("--hardware", required=True, help="catalog name: rtx4090, h100-sxm, h200, a100-80gb, l40s")
+    p.add_argument("--model", required=True, type=non_empty, help="catalog name (qwen2.5-7b), Hugging Face id or path to config.json")
+    p.add_argument("--hardware", required=True, type=non_empty, help="catalog name: rtx4090, h100-sxm, h200, a100-80gb, l40s")
     p.add_argument("--batch", type=_number(int, 1), default=1, help="concurrent sequences decoding; above max_num_seqs answers with a warning (1)")
     p.add_argument("--input-len", type=_number(int, 1), default=1024, help="prompt tokens (1024)")
     p.add_argument("--output-len", type=_number(int, 1), default=256, help="output tokens per request (256)")

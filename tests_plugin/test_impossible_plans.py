@@ -178,3 +178,18 @@ def test_ceilings_far_below_any_gpu_are_refused_as_unit_mistakes(capsys, option:
     with pytest.raises(SystemExit):
         main(["predict", "latency", "--model", "qwen2.5-7b", "--hardware", "h200", option, value])
     assert f"argument {option}" in capsys.readouterr().err
+
+
+def test_a_block_larger_than_the_pool_is_refused_with_the_block_size_that_fits(capsys) -> None:
+    err = _refused(capsys, "capacity", "--model", "qwen2.5-7b", "--hardware", "h200", "--block-size", "100000000")
+    assert "less than one KV block (5,340.6 GiB at --block-size 100000000)" in err
+    assert err.rstrip().endswith("fits with vLLM's default --block-size (16)")
+
+
+@pytest.mark.parametrize("option", ["--model", "--hardware"])
+def test_an_empty_name_is_refused_rather_than_read_as_the_current_folder(capsys, option: str) -> None:
+    argv = {"--model": "qwen2.5-7b", "--hardware": "h200"}
+    argv[option] = " "
+    with pytest.raises(SystemExit):
+        main(["predict", "capacity", *[x for kv in argv.items() for x in kv]])
+    assert f"argument {option}: must not be empty" in capsys.readouterr().err

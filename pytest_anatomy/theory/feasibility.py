@@ -150,11 +150,16 @@ def _ledger_fits(answers: Answers, plan: Plan) -> bool:
     return _lower_bound_need(answers, plan) <= (_value(answers, "requested_memory_bytes") or 0)
 
 
+def _request_kv(answers: Answers, plan: Plan) -> float:
+    """KV bytes of one max-length request, in whole blocks (vLLM allocates no less)."""
+    return (_value(answers, "kv_bytes_per_token") or 0.0) * _blocks_per_request(plan) * plan.block_size
+
+
 def _lower_bound_need(answers: Answers, plan: Plan, weights: float | None = None) -> float:
     """Weights + one max-length request of KV: what any ledger needs at least (used when the
     rest of vLLM's ledger is not modelled for this architecture)."""
     w = _value(answers, "weight_bytes") if weights is None else weights
-    return (w or 0.0) + (_value(answers, "kv_bytes_per_token") or 0.0) * plan.max_model_len
+    return (w or 0.0) + _request_kv(answers, plan)
 
 
 def _shortfall(answers: Answers, plan: Plan) -> str | None:
@@ -185,8 +190,9 @@ def _shortfall(answers: Answers, plan: Plan) -> str | None:
     terms = " + ".join(f"{named[n]} {_gib(v)}" for n, v in parts if v)
     total = sum(v for _, v in parts if v)
     if available > 0:
+        block = (_value(answers, "kv_bytes_per_token") or 0.0) * plan.block_size
         return (f"{terms} = {_gib(total)} leaves {_gib(available)} of budget {_gib(budget)} on {where}, "
-                f"less than one KV block ({_gib(available)} // page size = 0 blocks)")
+                f"less than one KV block ({_gib(block)} at --block-size {plan.block_size})")
     return f"{terms} = {_gib(total)}{rank} > budget {_gib(budget)} on {where}"
 
 
@@ -212,6 +218,10 @@ def _alternatives(answers: Answers, plan: Plan, capacity: CapacityFn) -> list[st
         if (_value(default, "max_num_batched_tokens") or 0) < given_tokens and _ledger_fits(default, plan):
             found.append(f"vLLM's default --max-num-batched-tokens "
                          f"({int(_value(default, 'max_num_batched_tokens') or 0):,})")
+    if plan.block_size > cap.DEFAULT_BLOCK_SIZE:
+        default_plan = Plan(plan.model, plan.hardware, {**plan.settings, "block_size": None})
+        if _ledger_fits(capacity(plan.model, plan.hardware, **default_plan.settings), default_plan):
+            found.append(f"vLLM's default --block-size ({cap.DEFAULT_BLOCK_SIZE})")
     return found
 
 
@@ -224,8 +234,7 @@ def _four_bit(plan: Plan, by_tp: Mapping[int, Answers]) -> str | None:
         answers = by_tp[t]
         budget = _value(answers, "requested_memory_bytes") or 0.0
         extras = sum(v for v in (_value(answers, n) for n in _LEDGER_EXTRAS) if v)
-        kv = (_value(answers, "kv_bytes_per_token") or 0.0) * plan.max_model_len
-        if total / t + extras + kv <= budget:
+        if total / t + extras + _request_kv(answers, plan) <= budget:
             return f"4-bit weights (~{total / GiB:.0f} GiB) on {t} card{'s' if t > 1 else ''}"
     return None
 
@@ -240,8 +249,7 @@ def _utilization_that_fits(answers: Answers, plan: Plan, capacity: CapacityFn) -
     if not total or budget is None:
         return None
     consumed = budget - available if available is not None else _value(answers, "weight_bytes") or 0.0
-    kv = (_value(answers, "kv_bytes_per_token") or 0.0) * plan.max_model_len
-    util = math.ceil((consumed + kv) / float(total) * 100) / 100
+    util = math.ceil((consumed + _request_kv(answers, plan)) / float(total) * 100) / 100
     current = float(plan.settings.get("gpu_memory_utilization", 0.9))
     for _ in range(3):  # the page rounding can leave a request a few blocks short: step up
         if util > 1.0:
