@@ -164,7 +164,7 @@ def _cmd_predict_capacity(args: argparse.Namespace) -> int:
         return _error(exc)
     for message in warnings:
         warn(message)
-    answers = with_notes(answers, ("max_concurrency", "kv_tokens"), warnings)
+    answers = with_notes(answers, ("max_concurrency", "kv_tokens", "kv_bytes_per_request"), warnings)
     if args.json:
         print(json.dumps(to_json(answers), indent=2))
         return 0

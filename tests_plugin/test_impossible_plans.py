@@ -193,3 +193,17 @@ def test_an_empty_name_is_refused_rather_than_read_as_the_current_folder(capsys,
     with pytest.raises(SystemExit):
         main(["predict", "capacity", *[x for kv in argv.items() for x in kv]])
     assert f"argument {option}: must not be empty" in capsys.readouterr().err
+
+
+def test_an_unmodelled_architecture_whose_weights_and_one_request_exceed_the_budget_is_warned(capsys) -> None:
+    code, out, err = _run(capsys, "capacity", "--model", "mixtral-8x7b", "--hardware", "h200",
+                          "--gpu-memory-utilization", "0.64", "--max-model-len", "32768", "--json")
+    assert code == 0
+    assert "weights 87.0 GiB + one --max-model-len 32,768 request's KV 4.0 GiB = 91.0 GiB exceed the budget" in err
+    assert any("vLLM would refuse to start" in n for n in json.loads(out)["kv_bytes_per_request"]["notes"])
+
+
+def test_what_fits_is_qualified_where_the_ledger_is_not_modelled(capsys) -> None:
+    err = _refused(capsys, "capacity", "--model", "mixtral-8x7b", "--hardware", "rtx4090")
+    assert err.rstrip().endswith("(weights and one request's KV; the rest of the ledger is not modelled for this "
+                                 "architecture)")

@@ -269,6 +269,8 @@ def judge_capacity(answers: Answers, plan: Plan, capacity: CapacityFn) -> tuple[
         if given:
             raise ImpossiblePlan(f"{plan.model.name}: {short}")
         fits = _alternatives(answers, plan, capacity)
+        if fits and _value(answers, "available_kv_bytes") is None:
+            fits[-1] += " (weights and one request's KV; the rest of the ledger is not modelled for this architecture)"
         advice = ("fits with " + ", or ".join(fits)) if fits else (
             "nothing tried fits (--tp 2/4/8, 4-bit weights, --gpu-memory-utilization up to 0.95)")
         raise ImpossiblePlan(f"{plan.model.name}: {short}; {advice}")
@@ -281,6 +283,14 @@ def judge_capacity(answers: Answers, plan: Plan, capacity: CapacityFn) -> tuple[
             f"the KV pool holds {tokens:,} tokens ({int(blocks):,} blocks), fewer than one request of "
             f"--max-model-len {plan.max_model_len:,} ({need:,} blocks): vLLM refuses to start ('To serve at least "
             f"one request with the model's max seq len'); use --max-model-len {tokens} or less, or more memory")
+    budget, weights = _value(answers, "requested_memory_bytes"), _value(answers, "weight_bytes")
+    if blocks is None and _value(answers, "available_kv_bytes") is None and budget is not None and weights is not None:
+        need = _lower_bound_need(answers, plan)
+        if need > budget:  # the rest of the ledger is not modelled: this much is certain
+            warnings.append(
+                f"weights {_gib(weights)} + one --max-model-len {plan.max_model_len:,} request's KV "
+                f"{_gib(need - weights)} = {_gib(need)} exceed the budget {_gib(budget)} even before activations: "
+                "vLLM would refuse to start; lower --max-model-len or add memory")
     for name in ("max_concurrency", "kv_tokens", "num_gpu_blocks", "available_kv_bytes"):
         v = _value(answers, name)
         if v is not None and (not math.isfinite(v) or v < 0):
