@@ -70,10 +70,13 @@ def build_parser() -> argparse.ArgumentParser:
     predict = sub.add_parser("predict", help="answer a planning question from config.json + GPU specs")
     what = predict.add_subparsers(dest="what", required=True)
     c = what.add_parser("capacity", help="KV bytes/token, weights, vLLM blocks, tokens and max concurrency")
-    c.add_argument("--model", required=True, type=non_empty, help="catalog name (qwen2.5-7b), Hugging Face id or path to config.json")
-    c.add_argument("--hardware", required=True, type=non_empty, help="catalog name: rtx4090, h100-sxm, h200, a100-80gb, l40s")
+    c.add_argument("--model", required=True, type=non_empty,
+                   help="catalog name (qwen2.5-7b), Hugging Face id or path to config.json")
+    c.add_argument("--hardware", required=True, type=non_empty,
+                   help="catalog name: rtx4090, h100-sxm, h200, a100-80gb, l40s")
     c.add_argument("--gpu-memory-utilization", type=_fraction, default=0.9, help="vLLM's fraction of total memory (0.9)")
-    c.add_argument("--max-model-len", type=_positive_int, default=8192, help="tokens per request for max concurrency; at most the model's maximum (8192)")
+    c.add_argument("--max-model-len", type=_positive_int, default=8192,
+                   help="tokens per request for max concurrency; at most the model's maximum (8192)")
     c.add_argument("--kv-cache-dtype", default="auto", help="auto (model dtype), fp8, fp8_e5m2, ... (vLLM names)")
     c.add_argument("--block-size", type=_positive_int, default=None, help="vLLM KV block size in tokens (16)")
     c.add_argument("--tp", type=_positive_int, default=1,

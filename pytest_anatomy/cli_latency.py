@@ -70,9 +70,12 @@ def add_parser(what: "argparse._SubParsersAction[argparse.ArgumentParser]") -> a
     """Register `latency` under `predict`'s subparsers."""
     p: argparse.ArgumentParser = what.add_parser("latency", help="decode step, prefill, TTFT and throughput from the step model",
                         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", required=True, type=non_empty, help="catalog name (qwen2.5-7b), Hugging Face id or path to config.json")
-    p.add_argument("--hardware", required=True, type=non_empty, help="catalog name: rtx4090, h100-sxm, h200, a100-80gb, l40s")
-    p.add_argument("--batch", type=_number(int, 1), default=1, help="concurrent sequences decoding; above max_num_seqs answers with a warning (1)")
+    p.add_argument("--model", required=True, type=non_empty,
+                   help="catalog name (qwen2.5-7b), Hugging Face id or path to config.json")
+    p.add_argument("--hardware", required=True, type=non_empty,
+                   help="catalog name: rtx4090, h100-sxm, h200, a100-80gb, l40s")
+    p.add_argument("--batch", type=_number(int, 1), default=1,
+                   help="concurrent sequences decoding; above max_num_seqs answers with a warning (1)")
     p.add_argument("--input-len", type=_number(int, 1), default=1024, help="prompt tokens (1024)")
     p.add_argument("--output-len", type=_number(int, 1), default=256, help="output tokens per request (256)")
     p.add_argument("--rate", type=_number(float, 0, inclusive=False), default=None,
@@ -85,7 +88,8 @@ def add_parser(what: "argparse._SubParsersAction[argparse.ArgumentParser]") -> a
                    help="vLLM token budget per step (default: `vllm serve`'s for this GPU class)")
     p.add_argument("--max-num-seqs", type=_number(int, 1), default=None,
                    help="vLLM running-request cap (default: `vllm serve`'s for this GPU class)")
-    p.add_argument("--max-model-len", type=_number(int, 1), default=8192, help="for the KV pool; at most the model's maximum, at least --input-len + --output-len (8192)")
+    p.add_argument("--max-model-len", type=_number(int, 1), default=8192,
+                   help="for the KV pool; at most the model's maximum, at least --input-len + --output-len (8192)")
     p.add_argument("--gpu-memory-utilization", type=_fraction, default=0.9,
                    help="vLLM's fraction of total memory, in (0, 1] (0.9)")
     p.add_argument("--kv-tokens", type=_number(int, 1), default=None,

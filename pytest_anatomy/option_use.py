@@ -42,8 +42,9 @@ def unused_options(config: pytest.Config, uses: dict[str, int], entries: list[di
     if hardware and name != "auto" and not uses["hardware"] and not any(e.get("hardware") == name for e in entries):
         replayed = Counter(str(e.get("hardware")) for e in entries)
         of = ", ".join(f"{hw} ({n})" for hw, n in sorted(replayed.items()))
+        tail = f"; the reconciliations are of their recordings' hardware: {of}" if of else ""
         out.append(f"{HARDWARE_OPTION}={hardware} was not used: no collected test requests the hardware fixture "
-                   f"and no reconciliation is of {name}" + (f"; each used its own hardware's spec: {of}" if of else ""))
+                   f"and no reconciliation is of {name}{tail}")
     if config.getoption(RECORD_OPTION) and get_session(config).settings.source == "recorded":
         out.append(f"{RECORD_OPTION} was not used: --anatomy-source=recorded measures nothing live to record")
     if config.getoption(STRICT_FINDINGS_OPTION) and not uses["finding"]:

@@ -51,7 +51,8 @@ def test_a_70b_class_model_on_one_h200_is_refused(capsys, model: str) -> None:
 
 
 def test_a_tiny_memory_utilization_is_refused_with_the_lowest_that_fits(capsys) -> None:
-    err = _refused(capsys, "capacity", "--model", "qwen2.5-7b", "--hardware", "h200", "--gpu-memory-utilization", "0.01")
+    err = _refused(capsys, "capacity", "--model", "qwen2.5-7b", "--hardware", "h200",
+                   "--gpu-memory-utilization", "0.01")
     assert "weights 14.3 GiB > budget 1.4 GiB on h200 (--gpu-memory-utilization 0.01)" in err
     assert err.rstrip().endswith("fits with --gpu-memory-utilization 0.13")
     code, _, warned = _run(capsys, "capacity", "--model", "qwen2.5-7b", "--hardware", "h200",
@@ -139,7 +140,8 @@ def test_latency_of_a_model_that_does_not_fit_is_refused(capsys) -> None:
 
 
 def test_latency_batch_above_max_num_seqs_is_answered_with_a_warning(capsys) -> None:
-    code, out, err = _run(capsys, "latency", "--model", "qwen2.5-7b", "--hardware", "h200", "--batch", "100000", "--json")
+    code, out, err = _run(capsys, "latency", "--model", "qwen2.5-7b", "--hardware", "h200",
+                          "--batch", "100000", "--json")
     assert code == 0
     assert "warning: --batch 100,000 is above max_num_seqs 1,024" in err
     assert any("above max_num_seqs" in n for n in json.loads(out)["itl_ms"]["notes"])

@@ -75,7 +75,8 @@ def test_an_option_no_collected_test_uses_is_reported(pytester: pytest.Pytester)
                                 "--anatomy-strict-findings", "--anatomy-report=r.html")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines([
-        "anatomy: warning: --anatomy-model=qwen2.5-0.5b was not used: no collected test requests the model_spec fixture",
+        "anatomy: warning: --anatomy-model=qwen2.5-0.5b was not used: "
+        "no collected test requests the model_spec fixture",
         "anatomy: warning: --anatomy-strict-findings was not used: no collected test carries a finding mark",
     ])
     env = json.loads(pytester.path.joinpath("r.json").read_text())["environment"]
@@ -102,8 +103,8 @@ def test_a_hardware_option_that_replays_ignore_is_reported_and_the_ledger_names_
     result = pytester.runpytest("-p", "no:cacheprovider", "--anatomy-hardware=l40s", "--anatomy-report=r.html")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["anatomy: warning: --anatomy-hardware=l40s was not used: no collected test requests "
-                                 "the hardware fixture and no reconciliation is of l40s; each used its own "
-                                 "hardware's spec: rtx4090 (1)"])
+                                 "the hardware fixture and no reconciliation is of l40s; the reconciliations are "
+                                 "of their recordings' hardware: rtx4090 (1)"])
     ledger = json.loads(pytester.path.joinpath("r.json").read_text())
     entry = ledger["reconciliations"][0]
     assert entry["hardware"] == "rtx4090" and entry["source"] == "recorded"

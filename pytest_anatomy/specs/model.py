@@ -505,8 +505,8 @@ def _check_rope_scaling(r: _Reader) -> None:
             continue
         if not isinstance(value, Mapping):
             raise r.error(key, f"must be an object or null, got {value!r} ({type(value).__name__})",
-                          f'write it as in the model\'s config.json, e.g. {{"rope_type": "llama3", "factor": 8.0, ...}}, '
-                          "or null for plain RoPE")
+                          "write it as in the model's config.json, e.g. "
+                          f'{{"rope_type": "llama3", "factor": 8.0, ...}}, or null for plain RoPE')
         kind = value.get("rope_type", value.get("type"))
         if kind is not None and not isinstance(kind, str):
             raise r.error(key, f"has rope_type {kind!r}, not a string", 'name the type, e.g. "rope_type": "yarn"')
@@ -580,8 +580,9 @@ def _parse_moe(r: _Reader, layers: int, intermediate: int) -> dict[str, Any]:
     if num_experts == 0:
         return {}
     if num_experts * layers > MAX_LAYER_EXPERTS:
-        raise r.error(expert_key or "num_experts", f"x num_hidden_layers is {num_experts * layers:,}, above the bound of "
-                      f"{MAX_LAYER_EXPERTS:,} (DeepSeek-V3 has 15,616; every expert's tensors are listed)",
+        raise r.error(expert_key or "num_experts",
+                      f"x num_hidden_layers is {num_experts * layers:,}, above the bound of {MAX_LAYER_EXPERTS:,} "
+                      "(DeepSeek-V3 has 15,616; every expert's tensors are listed)",
                       "use the model's real expert and layer counts")
     k = r.integer("num_experts_per_tok")
     if k > num_experts:

@@ -155,11 +155,10 @@ def _request_kv(answers: Answers, plan: Plan) -> float:
     return (_value(answers, "kv_bytes_per_token") or 0.0) * _blocks_per_request(plan) * plan.block_size
 
 
-def _lower_bound_need(answers: Answers, plan: Plan, weights: float | None = None) -> float:
+def _lower_bound_need(answers: Answers, plan: Plan) -> float:
     """Weights + one max-length request of KV: what any ledger needs at least (used when the
     rest of vLLM's ledger is not modelled for this architecture)."""
-    w = _value(answers, "weight_bytes") if weights is None else weights
-    return (w or 0.0) + _request_kv(answers, plan)
+    return (_value(answers, "weight_bytes") or 0.0) + _request_kv(answers, plan)
 
 
 def _shortfall(answers: Answers, plan: Plan) -> str | None:
