@@ -102,7 +102,9 @@ def build_parser() -> argparse.ArgumentParser:
                             description="Runs pytest over the suites (from recordings when no GPU is present) "
                                         "with --anatomy-report. Any other arguments go to pytest "
                                         "(e.g. -m gpu, --anatomy-source=recorded, test paths).")
-    report.add_argument("-o", "--output", default="anatomy-report.html", help="HTML path (JSON ledger beside it)")
+    report.add_argument("-o", "--output", default="anatomy-report.html",
+                        help="x.html: the report, its JSON ledger beside it as x.json; x.json: the ledger, the report "
+                             "beside it as x.html")
 
     imp = sub.add_parser("import-seed", help="import the seed study's data into results/rtx4090/")
     imp.add_argument("seed_results", type=Path, help="path to shared/seed-results")
