@@ -62,7 +62,7 @@ class Reconciler:
             name, predicted, measured, Tolerance(rel, abs, ratio, why),
             finding=mark.to_dict() if mark else None,
             suite=suite_of(self._item), test_id=self._item.nodeid,
-            hardware=hardware, model=model,
+            hardware=hardware or UNSPECIFIED_HARDWARE, model=model,
         )
         self.results.append(rec)
         self._item.user_properties.append((USER_PROPERTY, json.dumps(rec.to_dict(), default=str)))
@@ -74,6 +74,11 @@ class Reconciler:
                          f"got {rec.ratio:.4g}: the recorded explanation no longer covers this gap")
             raise AssertionError(f"reconciliation diverged\n{rec.explain()}{extra}")
         return rec
+
+
+# The ledger's `hardware` when neither reconcile(hardware=...) nor the measurement's provenance
+# names one (a plain number): stated as unknown rather than left null or guessed.
+UNSPECIFIED_HARDWARE = "unspecified"
 
 
 def _provenance_hardware(measured: Any) -> str | None:

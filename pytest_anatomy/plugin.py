@@ -57,6 +57,15 @@ def pytest_configure(config: pytest.Config) -> None:
         from pytest_anatomy.report.pytest_html import AnatomyHtmlColumns
 
         config.pluginmanager.register(AnatomyHtmlColumns(), "anatomy-html-columns")
+    _register_option_use(config)
+
+
+def _register_option_use(config: pytest.Config) -> None:
+    """Options that changed nothing are reported (option_use.py); workers count, the controller reports."""
+    if config.pluginmanager.get_plugin("anatomy-option-use") is None:
+        from pytest_anatomy.option_use import OptionUse
+
+        config.pluginmanager.register(OptionUse(config), "anatomy-option-use")
 
 
 LIVE_GROUP = "anatomy-live-gpu"
@@ -176,7 +185,10 @@ class LedgerCollector:
         if settings.report is not None:
             from pytest_anatomy.report.html import write_report
 
-            self._report_paths = write_report(ledger, settings.report)
+            try:
+                self._report_paths = write_report(ledger, settings.report)
+            except OSError as exc:  # checked writable at start; a disk that filled up since must not lose the summary
+                self._report_error = f"anatomy report not written: {exc}"
         self._summary_lines = []
         from pytest_anatomy.report.ci_summary import write_summary
 
@@ -198,6 +210,8 @@ class LedgerCollector:
             terminalreporter.write_sep("=", "anatomy reconciliations")
             for line in summary_lines(self.state.ledger(config)):
                 terminalreporter.write_line(line)
+        if getattr(self, "_report_error", None):
+            terminalreporter.write_line(self._report_error, red=True)
         paths = getattr(self, "_report_paths", None)
         if paths:
             terminalreporter.write_sep("-", f"Generated anatomy report: file://{paths[0].resolve()}")
@@ -222,7 +236,7 @@ def _outcome(report: pytest.TestReport) -> str | None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    for name in ("anatomy-html-columns", "anatomy-ledger"):
+    for name in ("anatomy-html-columns", "anatomy-ledger", "anatomy-option-use"):
         plugin = config.pluginmanager.get_plugin(name)
         if plugin is not None:
             config.pluginmanager.unregister(plugin)

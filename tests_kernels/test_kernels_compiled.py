@@ -78,7 +78,7 @@ def test_vectorized_rungs_compile_to_128_bit_shared_loads(source, kernel, kind, 
     counts = kc.sass_counts(source, "sm_90")[kernel]
     reconcile(f"{kind}_per_ffma", Prediction(per_fma, "1/FMA", "access pattern (registry theory)"),
               Measurement(counts.get(kind, 0) / counts["FFMA"], "1/FMA", source="live",
-                          provenance={"tool": "cuobjdump --dump-sass", "counts": counts}))
+                          provenance={"tool": "cuobjdump --dump-sass", "hardware": "sm_90", "counts": counts}))
 
 
 @pytest.mark.finding("compiler-vectorizes-s5", reason="ptxas turns s5's scalar shared loads into LDS.128 (both operands: "
@@ -93,7 +93,7 @@ def test_s5_shared_loads_as_compiled(reconcile):
     c = kc.sass_counts(v.source, "sm_90")["sgemm_2d_regtile"]
     lds = sum(n for k, n in c.items() if k.startswith("LDS."))
     reconcile("lds_per_ffma", Prediction(v.theory.lds_distinct + v.theory.lds_broadcast, "1/FMA", "scalar access pattern"),
-              Measurement(lds / c["FFMA"], "1/FMA", source="live", provenance={"counts": c}))
+              Measurement(lds / c["FFMA"], "1/FMA", source="live", provenance={"hardware": "sm_90", "counts": c}))
 
 
 @pytest.mark.parametrize("source", SOURCES)

@@ -12,7 +12,7 @@ from pytest_anatomy.importers.device import import_files
 def _batch() -> dict:
     timing = {"ms_median": 3.1, "samples_ms": [3.1, 3.2, 3.0]}
     return {"schema": "pytest-anatomy/device-batch/v1",
-            "provenance": {"kind": "kernels", "date_utc": "2026-12-01T10:00:00+00:00", "command": "kernels_plan.py",
+            "provenance": {"kind": "kernels", "date_utc": "2026-11-30T10:00:00+00:00", "command": "kernels_plan.py",
                            "versions": {"torch": {"version": "2.11.0"}, "cuda-core": {"version": "1.2.0"}},
                            "nvidia_smi": {"summary": {"name": "NVIDIA H200", "driver": "580.159.04"}}},
             "runs": [
