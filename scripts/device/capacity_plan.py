@@ -163,6 +163,15 @@ PLAN: tuple[PlanEntry, ...] = (
     _e("qwen2.5-32b", True, gpu_memory_utilization=0.9, max_model_len=8192, tensor_parallel_size=2, **EAGER),
     _e("qwen2.5-14b", True, gpu_memory_utilization=0.5, max_model_len=32768, tensor_parallel_size=2, **EAGER),
     _e("mistral-7b-v0.3", True, gpu_memory_utilization=0.9, max_model_len=8192, tensor_parallel_size=2),
+    # phase 8, four- and eight-GPU machines only (nvidia-h200-x4 / -x8): the held-out test of the
+    # all-reduce term of the profile peak where Llama's down_proj moment (I/tp + 5h) overtakes its
+    # gate_up moment (3I/tp + 3h), i.e. once I/tp < h, and of the non-torch growth beyond TP2.
+    # Predictions written before any run: docs/RECORDING.md, "Tensor parallel 4 and 8".
+    _e("llama-3.1-70b", True, gpu_memory_utilization=0.9, max_model_len=8192, tensor_parallel_size=4, **EAGER),
+    _e("qwen2.5-72b", True, gpu_memory_utilization=0.9, max_model_len=8192, tensor_parallel_size=4, **EAGER),
+    _e("qwen2.5-32b", True, gpu_memory_utilization=0.9, max_model_len=8192, tensor_parallel_size=4, **EAGER),
+    _e("llama-3.1-70b", True, gpu_memory_utilization=0.9, max_model_len=8192, tensor_parallel_size=8, **EAGER),
+    _e("qwen2.5-72b", True, gpu_memory_utilization=0.9, max_model_len=8192, tensor_parallel_size=8, **EAGER),
 )
 
 
