@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from pytest_anatomy.specs.hardware import HARDWARE
 from pytest_anatomy.units import GiB, format_quantity
 
 SUITE_DIRS = ("tests_capacity", "tests_latency", "tests_kernels", "tests_quant", "tests_flashattn", "tests_deployment")
@@ -50,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     what = predict.add_subparsers(dest="what", required=True)
     c = what.add_parser("capacity", help="KV bytes/token, weights, vLLM blocks, tokens and max concurrency")
     c.add_argument("--model", required=True, help="catalog name (qwen2.5-7b), Hugging Face id or path to config.json")
-    c.add_argument("--hardware", required=True, help="catalog name: rtx4090, h100-sxm, h200, a100-80gb, l40s")
+    c.add_argument("--hardware", required=True, help=f"catalog name: {', '.join(HARDWARE)}")
     c.add_argument("--gpu-memory-utilization", type=_fraction, default=0.9, help="vLLM's fraction of total memory (0.9)")
     c.add_argument("--max-model-len", type=_positive_int, default=8192, help="tokens per request for max concurrency")
     c.add_argument("--kv-cache-dtype", default="auto", help="auto (model dtype), fp8, fp8_e5m2, ... (vLLM names)")

@@ -26,6 +26,7 @@ from dataclasses import replace
 from typing import Any
 
 from pytest_anatomy.theory.prediction import Prediction, Term
+from pytest_anatomy.specs.hardware import HARDWARE
 from pytest_anatomy.units import format_quantity
 
 
@@ -46,7 +47,7 @@ def add_parser(what: "argparse._SubParsersAction[argparse.ArgumentParser]") -> a
     p: argparse.ArgumentParser = what.add_parser("latency", help="decode step, prefill, TTFT and throughput from the step model",
                         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", required=True, help="catalog name (qwen2.5-7b), Hugging Face id or path to config.json")
-    p.add_argument("--hardware", required=True, help="catalog name: rtx4090, h100-sxm, h200, a100-80gb, l40s")
+    p.add_argument("--hardware", required=True, help=f"catalog name: {', '.join(HARDWARE)}")
     p.add_argument("--batch", type=_number(int, 1), default=1, help="concurrent sequences decoding (1)")
     p.add_argument("--input-len", type=_number(int, 1), default=1024, help="prompt tokens (1024)")
     p.add_argument("--output-len", type=_number(int, 1), default=256, help="output tokens per request (256)")
