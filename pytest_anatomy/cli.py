@@ -6,6 +6,7 @@
     pytest-anatomy report [-o anatomy-report.html] [pytest args...]
     pytest-anatomy import-seed ../shared/seed-results
     pytest-anatomy import-device $FILES_FROM_ONE_DEVICE_CALL
+    pytest-anatomy import-third-party ../shared/third-party
 """
 
 from __future__ import annotations
@@ -106,6 +107,14 @@ def build_parser() -> argparse.ArgumentParser:
                      help="add a provenance fact the files lack (repeatable), e.g. ncu=2025.3.1.0")
     ncu.add_argument("--results", type=Path, default=Path("results"), help="results folder (results)")
     ncu.add_argument("--dry-run", action="store_true", help="list what would be written")
+    tp = sub.add_parser("import-third-party", help="import other people's published measurements (shared/third-party)",
+                        description="Keeps each source's raw file byte for byte (with its licence and SOURCE.txt) and "
+                                    "writes one recording per usable experiment under "
+                                    "results/<gpu>/third-party/<source>/; rows we cannot predict are counted by "
+                                    "reason. The protocol: docs/VALIDATION.md.")
+    tp.add_argument("third_party", type=Path, help="path to shared/third-party (../shared/third-party)")
+    tp.add_argument("--results", type=Path, default=Path("results"), help="results folder (results)")
+    tp.add_argument("--dry-run", action="store_true", help="list what would be written")
     return parser
 
 
@@ -192,6 +201,20 @@ def _cmd_import_device(args: argparse.Namespace) -> int:
     return _print_done(done)
 
 
+def _cmd_import_third_party(args: argparse.Namespace) -> int:
+    from pytest_anatomy.importers import third_party
+
+    try:
+        done, skipped = third_party.run(args.third_party, args.results, dry_run=args.dry_run)
+    except (third_party.ThirdPartyImportError, OSError) as exc:
+        print(f"pytest-anatomy import-third-party: {exc}", file=sys.stderr)
+        return 2
+    for source, reasons in skipped.items():
+        for reason, n in sorted(reasons.items(), key=lambda kv: -kv[1]):
+            print(f"not imported ({source}): {n} row(s): {reason}")
+    return _print_done(done)
+
+
 def _print_done(done: list[tuple[str, str]]) -> int:
     """One line per file an importer wrote or found, then the totals."""
     for status, path in done:
@@ -244,6 +267,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _cmd_import_device(args)
     if args.command == "import-ncu":
         return _cmd_import_ncu(args)
+    if args.command == "import-third-party":
+        return _cmd_import_third_party(args)
     raise AssertionError(args.command)
 
 
