@@ -1,0 +1,298 @@
+"""The declared protocol (docs/VALIDATION.md) as code: which experiments are reconciled, the central
+prediction of each, and the band its unknown settings span. Shared by the suite's tests.
+
+Experiments are listed from the committed recordings at collection time (ids are stable: recording
+name + experiment key); each test replays its recording through the `measured` fixture.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_anatomy import recordings
+from pytest_anatomy.specs.hardware import get_hardware
+from pytest_anatomy.specs.model import load_model
+from pytest_anatomy.theory import capacity as cap
+from pytest_anatomy.theory import latency as lat
+from pytest_anatomy.theory import transfer as tr
+from pytest_anatomy.theory.prediction import Prediction, Term
+from pytest_anatomy.theory.vllm_versions import predict_ledger_for_version
+from pytest_anatomy.units import GiB
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+# The transferred calibration's own held-out accuracy on the H200 (Llama-3.1-8B predicted with
+# Qwen2.5-7B's calibration: decode b = 1-64 within 10%, tests_latency): widens every latency band.
+CALIBRATION_SPREAD = 0.10
+SPREAD_WHY = ("band of the unknown settings (docs/VALIDATION.md) widened by the transferred calibration's "
+              "held-out spread (+-10%, Llama-3.1-8B on the H200 with Qwen's calibration)")
+
+
+def h200_transfer(root: Path = RESULTS) -> tr.Transfer:
+    """h200_setup's calibration (tests_latency/conftest.py), refitted from the same recordings with the
+    same functions: t_overhead on qwen2.5-7b.decode.b1, eta on the lone 8,192-token prefill, ceilings
+    of that session. Raises recordings.MissingRecording when one is absent."""
+    qwen, hw = load_model("qwen2.5-7b"), get_hardware("h200")
+    b1 = recordings.load_latest(root, "h200", "latency", "qwen2.5-7b.decode.b1")
+    ceil = recordings.load_latest(root, "h200", "ceilings", "ceilings", b1.recorded_at)
+    engine = recordings.load_latest(root, "h200", "latency", "qwen2.5-7b.engine")
+    l8192 = recordings.load_latest(root, "h200", "latency", "qwen2.5-7b.prefill.l8192")
+    ceilings = lat.Ceilings.measured(hw, bandwidth=ceil["read_bandwidth.value"].value,
+                                     peak=ceil["matmul_bf16.value"].value,
+                                     source=f"read_bandwidth and matmul_bf16 of {ceil.recorded_at}")
+    s = b1.data["run"]["settings"]
+    calib = lat.fit_step_overhead(qwen, ceilings, 1, s["input_len"] + s["output_len"] / 2, b1["step_time_s"].value,
+                                  name="vllm-0.26.0@h200", fitted_on="qwen2.5-7b.decode.b1:step_time_s")
+    budget = int(engine["resolved.max_num_batched_tokens"].value)
+    calib = lat.fit_compute_efficiency(qwen, ceilings, lat.prefill_work(8192, budget),
+                                       l8192["engine_prefill_s.median"].value, calib,
+                                       fitted_on="qwen2.5-7b.prefill.l8192:engine_prefill_s.median")
+    return tr.Transfer.from_calibration(calib, ceilings)
+
+
+@dataclass(frozen=True)
+class Case:
+    source: str
+    hardware: str
+    recording: str
+    key: str  # experiment key inside the recording ("" for one-experiment recordings)
+    settings: tuple[tuple[str, Any], ...]  # group settings + the experiment's own
+    engine: str
+    measured: tuple[tuple[str, float], ...] = ()  # the experiment's numbers, to route misses at collection
+
+    @property
+    def id(self) -> str:
+        return f"{self.hardware}:{self.recording}" + (f":{self.key}" if self.key else "")
+
+    def s(self, name: str) -> Any:
+        return dict(self.settings)[name]
+
+
+def cases(source: str) -> list[Case]:
+    """Every experiment of one source in the committed recordings (newest file per name)."""
+    out: list[Case] = []
+    for hw_dir in sorted(p for p in RESULTS.iterdir() if p.is_dir()):
+        folder = hw_dir / "third-party" / source
+        if not folder.is_dir():
+            continue
+        newest: dict[str, Path] = {}
+        for path in sorted(folder.glob("*@*.json")):
+            newest[path.name.rsplit("@", 1)[0]] = path  # stamps sort lexically within one importer
+        for name, path in sorted(newest.items()):
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            group = doc["provenance"]["settings"]
+            engine = doc["provenance"]["engine"]
+            exps = (doc.get("data") or {}).get("experiments")
+            meas = doc["measurements"]
+            if exps is None:
+                out.append(Case(source, hw_dir.name, name, "", tuple(sorted(group.items())), engine,
+                                tuple(sorted((q, m["value"]) for q, m in meas.items()))))
+                continue
+            for key, exp in exps.items():
+                mine = {k: v for k, v in exp.items() if k not in ("row", "csv_line", "id", "date")}
+                values = tuple(sorted((q.removeprefix(key + "."), m["value"]) for q, m in meas.items()
+                                      if q.rsplit(".", 1)[0] == key))
+                out.append(Case(source, hw_dir.name, name, key, tuple(sorted({**group, **mine}.items())), engine,
+                                values))
+    return out
+
+
+def _band_terms(central: float, lo: float, hi: float, unit: str, what: str) -> tuple[Term, ...]:
+    return (Term("band low (unknown settings)", lo, unit, what), Term("band high (unknown settings)", hi, unit, what))
+
+
+def ratio_band(central: float, lo: float, hi: float, spread: float = CALIBRATION_SPREAD) -> tuple[float, float]:
+    """measured/predicted band: the sweep's extremes over the central value, widened by the spread."""
+    return (lo / central / (1 + spread), hi / central * (1 + spread))
+
+
+# --- KV blocks (inference-sim) -------------------------------------------------------------------
+KV_UTILS = (0.90, 0.95)
+
+
+@functools.lru_cache(maxsize=64)
+def kv_blocks(model: str, tp: int, max_num_seqs: int, max_num_batched_tokens: int, version: str
+              ) -> tuple[Prediction, float, float]:
+    """Central blocks (util 0.90, fitted non-torch) and the band: (0.90, 2x non-torch) to (0.95, none)."""
+    spec, hw = load_model(model), get_hardware("h100-sxm")
+
+    def ledger(util: float) -> dict[str, Prediction]:
+        return predict_ledger_for_version(spec, hw, {
+            "gpu_memory_utilization": util, "max_model_len": 4096, "max_num_seqs": max_num_seqs,
+            "max_num_batched_tokens": max_num_batched_tokens, "tensor_parallel_size": tp}, version)
+
+    central, high = ledger(KV_UTILS[0]), ledger(KV_UTILS[1])
+    non_torch = central["non_torch_increase_bytes"].value
+
+    def blocks(available: float) -> float:
+        return cap.vllm_num_gpu_blocks(spec, available, 16, "auto", tp).value
+
+    lo = blocks(central["available_kv_bytes"].value - non_torch)
+    hi = blocks(high["available_kv_bytes"].value + non_torch)
+    p = central["num_gpu_blocks"]
+    pred = Prediction(p.value, "blocks", f"vLLM {version} ledger on the H100 SXM catalog spec, util 0.90 "
+                      "(theory/vllm_versions.py over vllm_memory.py)", {**p.inputs, "version": version},
+                      terms=(*p.terms, *_band_terms(p.value, lo, hi, "blocks", "util 0.90-0.95, non-torch 0-2x")),
+                      notes=(*central["available_kv_bytes"].notes, *p.notes))
+    return pred, lo, hi
+
+
+# --- closed loop at fixed concurrency (AIConfigurator) --------------------------------------------
+BUDGETS = (2048, 8192, 16384)  # max_num_batched_tokens: range and central (8192)
+
+
+def deployment(hardware: str, model: str, precision: str, tp: int, latency: float) -> tr.Deployment:
+    fp8 = precision == "fp8"
+    return tr.Deployment(hardware, model, "fp8" if fp8 else "auto", "fp8" if fp8 else precision, tp, latency)
+
+
+@functools.lru_cache(maxsize=4096)
+def closed_loop(transfer: tr.Transfer, hardware: str, model: str, precision: str, tp: int, concurrency: int,
+                isl: int, osl: int) -> dict[str, tuple[float, float, float]]:
+    """{metric: (central, band low, band high)} for ttft_mean and tpot_mean."""
+    lat_lo, lat_mid, lat_hi = tr.ALLREDUCE_LATENCY_S
+
+    def run(latency: float, budget: int, sync: bool) -> tr.LoadResult:
+        sm = tr.step_model(transfer, deployment(hardware, model, precision, tp, latency))
+        return tr.closed_loop(sm, concurrency, isl, osl, budget, synchronized=sync)
+
+    central = run(lat_mid, 8192, True)
+    lows = [run(lat_lo, b, s) for b in BUDGETS for s in (True, False)]
+    highs = [run(lat_hi, b, s) for b in BUDGETS for s in (True, False)]
+    out = {}
+    for metric in ("ttft_mean_s", "tpot_mean_s"):
+        out[metric.removesuffix("_s")] = (getattr(central, metric), min(getattr(r, metric) for r in lows),
+                                          max(getattr(r, metric) for r in highs))
+    return out
+
+
+# --- offline batch (Argonne) --------------------------------------------------------------------------
+ARGONNE_CARDS = {"a100-40gb": ("a100-40gb", "a100-80gb"), "h100-sxm": ("h100-sxm", "h100-pcie")}
+
+
+@functools.lru_cache(maxsize=4096)
+def offline(transfer: tr.Transfer, hardware: str, model: str, engine: str, gpus: int, length: int, batch: int
+            ) -> tuple[float, float, float]:
+    """Latency (s): central and band over the card variant, the prefill budget and the all-reduce latency."""
+    spec = load_model(model)
+    lat_lo, lat_mid, lat_hi = tr.ALLREDUCE_LATENCY_S
+    if engine == "llama.cpp":  # layer split over GPUs: one GPU's time; f16 weights; n_batch = "Batch Size"
+
+        def run_cpp(card: str) -> float:
+            sm = tr.step_model(transfer, tr.Deployment(card, model, "auto", "fp16", 1))
+            return tr.llamacpp_single(sm, length, batch)
+        times = [run_cpp(c) for c in ARGONNE_CARDS[hardware]]
+        return run_cpp(hardware), min(times), max(times)
+    default_budget = max(spec.max_position_embeddings, 2048)  # old vLLM: max(max_model_len, 2048), no chunking
+
+    def run(card: str, latency: float, budget: int) -> float:
+        sm = tr.step_model(transfer, tr.Deployment(card, model, "auto", "fp16", gpus, latency))
+        return tr.offline_batch(sm, batch, length, budget).latency_s
+    budgets = (2048, default_budget, batch * length)
+    lows = [run(c, lat_lo, b) for c in ARGONNE_CARDS[hardware] for b in budgets]
+    highs = [run(c, lat_hi, b) for c in ARGONNE_CARDS[hardware] for b in budgets]
+    return run(hardware, lat_mid, default_budget), min(lows), max(highs)
+
+
+# --- misses: findings (a cause with its own arithmetic) or unexplained (xfail, with the numbers) ------
+# Routing needs the measured numbers at collection; the bands below never use them: a finding's
+# `expected` is the prediction re-run under its cause, an unexplained miss keeps the plain tolerance.
+OLD_VLLM_CPU = 1 / (1 - 0.29 / 0.67)
+OLD_VLLM_REASON = (
+    "vLLM before v0.6.0 spent 29% of its execution time scheduling and 33% in the HTTP API server (profile of "
+    "v0.5.3, Llama 3 8B on one H100: vLLM blog, 2024-09-05, 'vLLM v0.6.0: 2.7x Throughput Improvement'). Argonne's "
+    "runs are 2024 offline runs (LLM-Inference-Bench, version not recorded), which have no API server: up to "
+    "0.29 / 0.67 = 43% of each step is CPU time the GPU waits for, so step times up to 1 / (1 - 0.43) = 1.76x "
+    "our transferred 0.26.0 calibration. Band: the sweep's low end (no such cost) to its high end x 1.76, "
+    "+-10% calibration spread.")
+
+
+@dataclass(frozen=True)
+class Route:
+    """How one reconciliation of a case is marked: finding (id, reason, expected ratio band) or unexplained."""
+
+    quantity: str
+    finding: tuple[str, str, tuple[float, float]] | None = None
+    unexplained: str | None = None
+
+
+def route(measured: float, central: float, tolerance: tuple[float, float], quantity: str,
+          causes: tuple[tuple[str, str, tuple[float, float]], ...] = (), what: str = "") -> Route | None:
+    """None when the measurement is within tolerance; else the first cause whose band covers it, else
+    unexplained (the test is xfailed with the numbers, and its diverge stays in the ledger)."""
+    r = measured / central
+    if tolerance[0] <= r <= tolerance[1]:
+        return None
+    for fid, reason, band in causes:
+        if band[0] <= r <= band[1]:
+            return Route(quantity, finding=(fid, reason, band))
+    return Route(quantity, unexplained=(f"{quantity}: measured/predicted {r:.3g} outside the declared band "
+                                        f"[{tolerance[0]:.3g}, {tolerance[1]:.3g}]" + (f"; {what}" if what else "")))
+
+
+def marks_for(routes: list[Route | None], unexplained_why: str) -> list[Any]:
+    import pytest
+
+    marks: list[Any] = []
+    for r in routes:
+        if r is not None and r.finding is not None:
+            fid, reason, band = r.finding
+            marks.append(pytest.mark.finding(fid, reason=reason, quantity=r.quantity, expected=band))
+    unexplained = [r.unexplained for r in routes if r is not None and r.unexplained]
+    if unexplained:
+        marks.append(pytest.mark.xfail(reason=f"unexplained miss: {'; '.join(unexplained)}. {unexplained_why}",
+                                       raises=AssertionError, strict=True))
+    return marks
+
+
+# --- cause: a KV pool smaller than C requests (AIConfigurator TTFT) ---------------------------------
+KV_QUEUE_REASON = (
+    "The KV pool cannot hold all C requests: vLLM admits only as many as fit and the others wait in its queue, so "
+    "TTFT includes waiting for a slot. Pool per rank from our memory ledger (the row's vLLM version rules, util "
+    "0.90-0.95, fp8 rows with fp8 weights, bf16 KV); n = pool tokens / tokens per request, between ISL + OSL "
+    "(admitted for the full length) and ISL + OSL/2 (the mean length while running); TTFT = TTFT at n + "
+    "(C / n - 1) x service time at n (Little's law in a closed loop). Band over those, +-10% calibration spread.")
+
+
+@functools.lru_cache(maxsize=1024)
+def kv_pool_tokens(hardware: str, model: str, precision: str, tp: int, util: float, max_model_len: int,
+                   budget: int, version: str) -> tuple[float, ...]:
+    """KV tokens of one rank's pool from the ledger; fp8 rows load fp8 weights (the bf16 ledger's weights
+    swapped for fp8 bytes), the KV stays bf16 (declared). Where the ledger's load replay is not modelled
+    (qwen3), requested - weights per rank - 0 to 2 GiB for activations and non-torch memory: two values."""
+    spec, hw = load_model(model), get_hardware(hardware)
+    weights = cap.weight_bytes(spec, "fp8" if precision == "fp8" else "auto", tp=tp).value
+    try:
+        ledger = predict_ledger_for_version(spec, hw, {
+            "gpu_memory_utilization": util, "max_model_len": max_model_len, "max_num_batched_tokens": budget,
+            "tensor_parallel_size": tp, "max_num_seqs": 1024}, version)
+        pools = (ledger["available_kv_bytes"].value + cap.weight_bytes(spec, "auto", tp=tp).value - weights,)
+    except cap.NotModeled:
+        requested = util * hw.require("nvml_memory_bytes")
+        pools = (requested - weights, requested - weights - 2 * GiB)
+    page = cap.kv_bytes_per_token(spec, tp=tp).value * 16
+    return tuple(p // page * 16 for p in pools)
+
+
+@functools.lru_cache(maxsize=4096)
+def kv_queue_band(transfer: tr.Transfer, hardware: str, model: str, precision: str, tp: int, concurrency: int,
+                  isl: int, osl: int, version: str | None) -> tuple[float, float]:
+    """(low, high) mean TTFT under the KV-capacity cause; (inf, inf)-free: equals the plain band when all fit."""
+    lat_lo, _, lat_hi = tr.ALLREDUCE_LATENCY_S
+    rules_version = version or "0.26.0"
+    lows, highs = [], []
+    for budget in BUDGETS:
+        for util in KV_UTILS:
+            for pool, per_request in itertools.product(
+                    kv_pool_tokens(hardware, model, precision, tp, util, isl + osl, budget, rules_version),
+                    (isl + osl, isl + osl / 2)):
+                for sync in (True, False):
+                    for latency, bucket in ((lat_lo, lows), (lat_hi, highs)):
+                        sm = tr.step_model(transfer, deployment(hardware, model, precision, tp, latency))
+                        bucket.append(tr.kv_limited_closed_loop(sm, concurrency, isl, osl, budget, pool, per_request,
+                                                                synchronized=sync).ttft_mean_s)
+    return min(lows), max(highs)
