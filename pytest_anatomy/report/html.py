@@ -369,7 +369,18 @@ def build_view(ledger: Mapping[str, Any]) -> dict[str, Any]:
         "plural": plural,
         "ledger_json": embedded_json(ledger),
         "verdicts": VERDICTS,
+        "validation": _validation_view(recs),
     }
+
+
+def _validation_view(recs: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
+    """The validation table (report/validation.py), one dict of display strings per row."""
+    from pytest_anatomy.report import validation
+
+    return [{"source": r.source, "gpu": r.gpu, "engine": r.engine, "metric": r.metric, "count": str(r.count),
+             "median": validation._pct(r.median_abs_error), "p90": validation._pct(r.p90_abs_error),
+             "above": f"{r.measured_above * 100:.0f}%", "outcomes": f"{r.agree} / {r.finding} / {r.unexplained}"}
+            for r in validation.rows(recs)]
 
 
 def render_html(ledger: Mapping[str, Any]) -> str:
