@@ -73,6 +73,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--available-kv-gib", type=_positive_float, default=None,
                    help="override the predicted available KV memory with the engine's 'Available KV cache "
                         "memory' (GiB); blocks, tokens and concurrency then follow from it")
+    c.add_argument("--vllm-version", default=None, metavar="X.Y.Z",
+                   help="apply that vLLM release's memory-accounting rules (e.g. 0.15.1: the CUDA-graph estimate is "
+                        "not taken from the KV budget before 0.21.0; V1 runner before 0.26.0); default: 0.26.0, the "
+                        "modelled ledger. Rules and sources: docs/VALIDATION.md")
     c.add_argument("--json", action="store_true", help="print {quantity: {value, unit, formula, terms}} as JSON")
 
     from pytest_anatomy import cli_latency  # its own module: the latency question's options and answers
@@ -140,6 +144,7 @@ def _cmd_predict_capacity(args: argparse.Namespace) -> int:
             max_num_seqs=args.max_num_seqs, max_num_batched_tokens=args.max_num_batched_tokens,
             enforce_eager=args.enforce_eager, model_runner=args.model_runner,
             available_kv_bytes=None if args.available_kv_gib is None else args.available_kv_gib * GiB,
+            vllm_version=args.vllm_version,
         )
     except (KeyError, ValueError, NotImplementedError) as exc:
         print(f"pytest-anatomy: error: {exc.args[0] if exc.args else exc}", file=sys.stderr)
@@ -147,7 +152,8 @@ def _cmd_predict_capacity(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(to_json(answers), indent=2))
         return 0
-    print(f"capacity of {model.name} on {hw.name} (util {args.gpu_memory_utilization}, "
+    print(f"capacity of {model.name} on {hw.name} (vLLM {args.vllm_version or '0.26.0'} rules, "
+          f"util {args.gpu_memory_utilization}, "
           f"max_model_len {args.max_model_len}, kv {args.kv_cache_dtype}, tp {args.tp}, "
           f"{'eager' if args.enforce_eager else 'CUDA graphs'})")
     for name, a in answers.items():

@@ -72,6 +72,8 @@ def add_parser(what: "argparse._SubParsersAction[argparse.ArgumentParser]") -> a
                    help="per-step overhead of this engine on this GPU (fitted on a b=1 decode step)")
     p.add_argument("--compute-efficiency", type=_number(float, 0, inclusive=False), default=1.0,
                    help="fraction of the peak compute-bound steps reach (fitted on a long prefill)")
+    p.add_argument("--vllm-version", default=None, metavar="X.Y.Z",
+                   help="vLLM release whose memory accounting sizes the KV pool (default 0.26.0; see predict capacity)")
     p.add_argument("--json", action="store_true", help="print {quantity: {value, unit, formula, terms}} as JSON")
     return p
 
@@ -145,7 +147,8 @@ def _pool_blocks(args: argparse.Namespace, model: Any, hw: Any, settings: Any) -
     from pytest_anatomy.theory.planning import capacity
 
     cap = capacity(model, hw, gpu_memory_utilization=args.gpu_memory_utilization, max_model_len=args.max_model_len,
-                   max_num_seqs=settings.max_num_seqs, max_num_batched_tokens=settings.max_num_batched_tokens)
+                   max_num_seqs=settings.max_num_seqs, max_num_batched_tokens=settings.max_num_batched_tokens,
+                   vllm_version=args.vllm_version)
     blocks = cap.get("num_gpu_blocks")
     return int(blocks.value) if isinstance(blocks, Prediction) else None  # NotModeled: no pool limit
 
