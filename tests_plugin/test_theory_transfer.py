@@ -98,3 +98,14 @@ def test_older_versions_give_the_graph_estimate_to_the_kv_cache() -> None:
 def test_deployment_is_hashable_for_the_cache() -> None:
     d = tr.Deployment("h100-sxm", "llama-3.1-8b", "auto", "bf16")
     assert hash(d) == hash(dataclasses.replace(d))
+
+
+@pytest.mark.parametrize(("length", "n_batch"), [(128, 1), (128, 16), (100, 32), (2048, 64), (5, 8)])
+def test_llamacpp_prompt_chunks_sum_exactly(length: int, n_batch: int) -> None:
+    sm = tr.step_model(T, tr.Deployment("a100-40gb", "llama-2-7b", "auto", "fp16"))
+    prompt = 0.0
+    for start in range(0, length, n_batch):
+        n = min(n_batch, length - start)
+        prompt += sm.seconds(0, 0.0, ((n, start),), logits_rows=1 if start + n >= length else 0)
+    decodes = sum(sm.seconds(1, float(length + k)) for k in range(1, length))
+    assert tr.llamacpp_single(sm, length, n_batch) == pytest.approx(prompt + decodes, rel=1e-9)

@@ -82,6 +82,12 @@ class Deployment:
     allreduce_latency_s: float = ALLREDUCE_LATENCY_S[1]
 
 
+@functools.lru_cache(maxsize=256)
+def matmul_weight_bytes(model: str, weight_format: str, tp: int) -> float:
+    """One rank's matmul weights (cached: summing a tensor inventory in a format is slow)."""
+    return cap.weight_bytes(load_model(model), weight_format, matmul_only=True, tp=tp).value
+
+
 @functools.lru_cache(maxsize=512)
 def step_model(transfer: Transfer, dep: Deployment) -> StepModel:
     """One rank's StepModel on the target card (cached: a sweep asks the same deployment often)."""
@@ -93,7 +99,7 @@ def step_model(transfer: Transfer, dep: Deployment) -> StepModel:
     calib = EngineCalibration("transferred from the H200", transfer.step_overhead_s, transfer.compute_fraction)
     base = StepModel.build(model, ceilings, calib)
     tp = dep.tp
-    weights = cap.weight_bytes(model, dep.weight_format, matmul_only=True, tp=tp).value
+    weights = matmul_weight_bytes(dep.model, dep.weight_format, tp)
     if tp == 1:
         return replace(base, weight_bytes=weights)
     nvlink, _ = NVLINK_TOTAL_BPS[hw.name]
@@ -223,10 +229,13 @@ def offline_batch(sm: StepModel, batch: int, length: int, budget: int) -> LoadRe
 def llamacpp_single(sm: StepModel, length: int, n_batch: int) -> float:
     """One sequence: the prompt in ceil(L / n_batch) chunks (logits at the last), then L - 1
     decode steps at batch 1 whose context grows from L + 1."""
-    t = 0.0
-    for start in range(0, length, n_batch):
-        n = min(n_batch, length - start)
-        t += sm.seconds(0, 0.0, ((n, start),), logits_rows=1 if start + n >= length else 0)
+    full, last = divmod(length, n_batch)
+    if last == 0:
+        full, last = full - 1, n_batch
+
+    def chunk(k: int) -> float:  # the k-th full chunk: linear in its past, so summed in closed form
+        return sm.seconds(0, 0.0, ((n_batch, k * n_batch),), logits_rows=0)
+    t = _sum_steps(chunk, 0, full - 1) + sm.seconds(0, 0.0, ((last, full * n_batch),), logits_rows=1)
 
     def f(k: int) -> float:
         return sm.seconds(1, float(length + k))
