@@ -22,11 +22,10 @@ from sweeps import (
 
 from pytest_anatomy.theory.prediction import Prediction, Term
 
-LLAMACPP_WHY = ("No llama.cpp calibration exists on our cards: the vLLM transfer calibration stands in (declared), "
-                "and a llama.cpp step here is slower than f16 weights at the transferred bandwidth plus that "
-                "overhead; llama.cpp's own per-token costs are not modelled.")
-VLLM_WHY = ("Beyond the pre-0.6 CPU-overhead finding's band; candidates not established: the KV pool of a 2024 vLLM "
-            "on this card holding fewer than B x 2L tokens (preemption and recompute).")
+LLAMACPP_WHY = ("Not explained: no llama.cpp calibration exists on our cards (the vLLM one stands in, declared); "
+                "docs/VALIDATION.md section 7.")
+VLLM_WHY = ("Beyond the pre-0.6 CPU-overhead finding's band; candidate not established: a 2024 vLLM KV pool below "
+            "B x 2L tokens (preemption); docs/VALIDATION.md section 7.")
 
 
 def _tokens(case: Case) -> int:

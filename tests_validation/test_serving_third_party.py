@@ -22,11 +22,8 @@ from sweeps import (
 
 from pytest_anatomy.theory.prediction import Prediction, Term
 
-UNEXPLAINED_WHY = (
-    "Candidates, none established: fixed per-kernel costs that grow with the layer count (our own H200 data "
-    "argues against a pure per-layer overhead: Llama-3.1-8B's 32 layers decode 1.4% below Qwen2.5-7B's 28-layer "
-    "calibration, not 4% above), extra kernels of dynamic fp8 activation quantization, all-reduce latency above "
-    "the swept 20 us, and the benchmark client's own time inside TTFT.")
+UNEXPLAINED_WHY = ("Not explained; candidates (per-kernel costs growing with layers, fp8 activation quantization, "
+                   "all-reduce above 20 us, client time in TTFT) and why none is claimed: docs/VALIDATION.md section 7.")
 
 
 def _args(case: Case) -> tuple[Any, ...]:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from pytest_anatomy.specs.hardware import HardwareSpec, get_hardware
@@ -113,17 +114,17 @@ def step_model(transfer: Transfer, dep: Deployment) -> StepModel:
         overhead_s=base.overhead_s + 2 * model.num_layers * dep.allreduce_latency_s)
 
 
-def _sum_steps(f: "functools._lru_cache_wrapper | object", k0: int, k1: int) -> float:
+def _sum_steps(f: Callable[[int], float], k0: int, k1: int) -> float:
     """sum of f(k) for k in [k0, k1] where f is a max of linear functions of k (convex, piecewise
     linear): exact, by halving until a piece is linear (three points on a line)."""
     n = k1 - k0 + 1
     if n <= 0:
         return 0.0
     if n <= 8:
-        return sum(f(k) for k in range(k0, k1 + 1))  # type: ignore[operator]
-    a, b = f(k0), f(k1)  # type: ignore[operator]
+        return sum(f(k) for k in range(k0, k1 + 1))
+    a, b = f(k0), f(k1)
     mid = (k0 + k1) // 2
-    m = f(mid)  # type: ignore[operator]
+    m = f(mid)
     line = a + (b - a) * (mid - k0) / (k1 - k0)
     if abs(m - line) <= 1e-12 * max(abs(line), 1e-30):
         return n * (a + b) / 2
