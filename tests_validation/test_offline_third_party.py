@@ -28,6 +28,9 @@ VLLM_WHY = ("Beyond the pre-0.6 CPU-overhead finding's band; candidate not estab
             "B x 2L tokens (preemption); docs/VALIDATION.md section 7.")
 
 
+CASES = cases("argonne")
+
+
 def _tokens(case: Case) -> int:
     return 2 * case.s("input_len") * (1 if case.engine == "llama.cpp" else case.s("batch"))
 
@@ -35,7 +38,7 @@ def _tokens(case: Case) -> int:
 def _params() -> list[Any]:
     transfer = h200_transfer(RESULTS)
     out = []
-    for case in cases("argonne"):
+    for case in CASES:
         central, lo, hi = offline(transfer, case.hardware, case.s("catalog_model"), case.engine, case.s("gpus"),
                                   case.s("input_len"), case.s("batch"))
         meas = dict(case.measured)
@@ -86,3 +89,10 @@ def test_offline_latency_and_throughput(case: Case, answer: tuple[float, float, 
             failures.append(str(exc))
     if failures:
         raise AssertionError("\n".join(failures))
+
+
+def test_the_csv_defines_throughput_as_tokens_over_latency() -> None:
+    """The protocol's reading of the CSV (docs/VALIDATION.md section 3): vLLM rows B x 2L / latency,
+    llama.cpp rows 2L / latency whatever the 'Batch Size' (one sequence; the column is n_batch)."""
+    off = [(c.id, dict(c.measured)["throughput"] * dict(c.measured)["latency"] / _tokens(c)) for c in CASES]
+    assert off and all(abs(r - 1) < 1e-6 for _, r in off), [x for x in off if abs(x[1] - 1) >= 1e-6][:5]
