@@ -7,15 +7,20 @@
     pytest-anatomy import-seed ../shared/seed-results
     pytest-anatomy import-device $FILES_FROM_ONE_DEVICE_CALL
     pytest-anatomy import-third-party ../shared/third-party
+
+A plan that cannot start (weights or the whole ledger above the memory budget, a --tp vLLM
+refuses, --max-model-len above the model's maximum) exits 2 with one line: the arithmetic and
+what would fit. A plan that starts but is degenerate is answered with a warning on stderr.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NoReturn, Sequence
 
 from pytest_anatomy.specs.hardware import HARDWARE
 from pytest_anatomy.units import GiB, format_quantity
@@ -35,6 +40,8 @@ def _number(kind: type, check: Callable[[float], bool], rule: str) -> Callable[[
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"Could not parse value: {text!r} (expected {kind.__name__})") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
         if not check(value):
             raise argparse.ArgumentTypeError(f"must be {rule}, got {value}")
         return value
@@ -43,25 +50,42 @@ def _number(kind: type, check: Callable[[float], bool], rule: str) -> Callable[[
 
 
 _positive_int = _number(int, lambda v: v >= 1, ">= 1")
+
+
+def non_empty(text: str) -> str:
+    """argparse type for a name: an empty one would resolve to the current folder."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    return text.strip()
 _fraction = _number(float, lambda v: 0 < v <= 1, "in (0, 1]")
 _positive_float = _number(float, lambda v: v > 0, "> 0")
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse that reports a bad argument in one line (naming --help), not the usage block."""
+
+    def error(self, message: str) -> "NoReturn":  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="pytest-anatomy", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = OneLineParser(prog="pytest-anatomy", description=__doc__,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
 
     predict = sub.add_parser("predict", help="answer a planning question from config.json + GPU specs")
     what = predict.add_subparsers(dest="what", required=True)
     c = what.add_parser("capacity", help="KV bytes/token, weights, vLLM blocks, tokens and max concurrency")
-    c.add_argument("--model", required=True, help="catalog name (qwen2.5-7b), Hugging Face id or path to config.json")
-    c.add_argument("--hardware", required=True, help=f"catalog name: {', '.join(HARDWARE)}")
+    c.add_argument("--model", required=True, type=non_empty,
+                   help="catalog name (qwen2.5-7b), Hugging Face id or path to config.json")
+    c.add_argument("--hardware", required=True, type=non_empty, help=f"catalog name: {', '.join(HARDWARE)}")
     c.add_argument("--gpu-memory-utilization", type=_fraction, default=0.9, help="vLLM's fraction of total memory (0.9)")
-    c.add_argument("--max-model-len", type=_positive_int, default=8192, help="tokens per request for max concurrency")
+    c.add_argument("--max-model-len", type=_positive_int, default=8192,
+                   help="tokens per request for max concurrency; at most the model's maximum (8192)")
     c.add_argument("--kv-cache-dtype", default="auto", help="auto (model dtype), fp8, fp8_e5m2, ... (vLLM names)")
     c.add_argument("--block-size", type=_positive_int, default=None, help="vLLM KV block size in tokens (16)")
-    c.add_argument("--tp", type=_positive_int, default=1, help="tensor parallel size")
+    c.add_argument("--tp", type=_positive_int, default=1,
+                   help="tensor parallel size; must split the model's heads, widths and vocabulary evenly (1)")
     c.add_argument("--max-num-seqs", type=_positive_int, default=None,
                    help="vLLM max_num_seqs (default: vLLM's, 1024 on >= 70 GiB GPUs, else 256)")
     c.add_argument("--max-num-batched-tokens", type=_positive_int, default=None,
@@ -87,7 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
                             description="Runs pytest over the suites (from recordings when no GPU is present) "
                                         "with --anatomy-report. Any other arguments go to pytest "
                                         "(e.g. -m gpu, --anatomy-source=recorded, test paths).")
-    report.add_argument("-o", "--output", default="anatomy-report.html", help="HTML path (JSON ledger beside it)")
+    report.add_argument("-o", "--output", default="anatomy-report.html",
+                        help="x.html: the report, its JSON ledger beside it as x.json; x.json: the ledger, the report "
+                             "beside it as x.html")
 
     imp = sub.add_parser("import-seed", help="import the seed study's data into results/rtx4090/")
     imp.add_argument("seed_results", type=Path, help="path to shared/seed-results")
@@ -126,29 +152,42 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _cmd_predict_capacity(args: argparse.Namespace) -> int:
-    from pytest_anatomy.specs.hardware import UnknownHardwareError, get_hardware
-    from pytest_anatomy.specs.model import ModelConfigError, load_model
-    from pytest_anatomy.theory.planning import NotModeledQuantity, capacity, to_json
+def _error(exc: BaseException) -> int:
+    """One line on stderr, exit 2: every refused input and impossible plan ends here."""
+    message = str(exc.args[0]) if exc.args else str(exc)
+    print(f"pytest-anatomy: error: {' '.join(message.split())}", file=sys.stderr)
+    return 2
 
+
+def warn(message: str) -> None:
+    print(f"pytest-anatomy: warning: {message}", file=sys.stderr)
+
+
+def _cmd_predict_capacity(args: argparse.Namespace) -> int:
+    from pytest_anatomy.specs.hardware import MissingHardwareFactError, UnknownHardwareError, get_hardware
+    from pytest_anatomy.specs.model import ModelConfigError, load_model
+    from pytest_anatomy.theory import feasibility
+    from pytest_anatomy.theory.planning import NotModeledQuantity, capacity, to_json, with_notes
+
+    settings = dict(gpu_memory_utilization=args.gpu_memory_utilization, max_model_len=args.max_model_len,
+                    kv_cache_dtype=args.kv_cache_dtype, block_size=args.block_size, tp=args.tp,
+                    max_num_seqs=args.max_num_seqs, max_num_batched_tokens=args.max_num_batched_tokens,
+                    enforce_eager=args.enforce_eager, model_runner=args.model_runner,
+                    vllm_version=args.vllm_version)
     try:
         model = load_model(args.model)
         hw = get_hardware(args.hardware)
-    except (ModelConfigError, UnknownHardwareError) as exc:
-        print(f"pytest-anatomy: error: {exc.args[0] if exc.args else exc}", file=sys.stderr)
-        return 2
-    try:
-        answers = capacity(
-            model, hw, gpu_memory_utilization=args.gpu_memory_utilization, max_model_len=args.max_model_len,
-            kv_cache_dtype=args.kv_cache_dtype, block_size=args.block_size, tp=args.tp,
-            max_num_seqs=args.max_num_seqs, max_num_batched_tokens=args.max_num_batched_tokens,
-            enforce_eager=args.enforce_eager, model_runner=args.model_runner,
-            available_kv_bytes=None if args.available_kv_gib is None else args.available_kv_gib * GiB,
-            vllm_version=args.vllm_version,
-        )
-    except (KeyError, ValueError, NotImplementedError) as exc:
-        print(f"pytest-anatomy: error: {exc.args[0] if exc.args else exc}", file=sys.stderr)
-        return 2
+        feasibility.check_tensor_parallel(model, args.tp)
+        feasibility.check_max_model_len(model, args.max_model_len)
+        answers = capacity(model, hw, **settings,  # type: ignore[arg-type]
+                           available_kv_bytes=None if args.available_kv_gib is None else args.available_kv_gib * GiB)
+        warnings = feasibility.judge_capacity(answers, feasibility.Plan(model, hw, settings), capacity)
+    except (ModelConfigError, UnknownHardwareError, MissingHardwareFactError, KeyError, ValueError,
+            NotImplementedError) as exc:
+        return _error(exc)
+    for message in warnings:
+        warn(message)
+    answers = with_notes(answers, ("max_concurrency", "kv_tokens", "kv_bytes_per_request"), warnings)
     if args.json:
         print(json.dumps(to_json(answers), indent=2))
         return 0
@@ -196,13 +235,14 @@ def _cmd_report(args: argparse.Namespace) -> int:
 def _cmd_import_seed(args: argparse.Namespace) -> int:
     from pytest_anatomy.importers import seed_kernels
     from pytest_anatomy.importers.seed import SeedImportError, run
+    from pytest_anatomy.recordings import RecordingError
 
     study = args.study or args.seed_results.parent / "seed" / "STUDY.md"
     try:
         done = run(args.seed_results, study, args.results, dry_run=args.dry_run)
         # stage 02: the kernel ladders' CSVs and logs
         done += seed_kernels.run(args.seed_results, args.results, dry_run=args.dry_run)
-    except (SeedImportError, OSError) as exc:
+    except (SeedImportError, seed_kernels.SeedKernelImportError, RecordingError, OSError) as exc:
         print(f"pytest-anatomy: error: {exc}", file=sys.stderr)
         return 2
     for status, path in done:
@@ -214,10 +254,11 @@ def _cmd_import_seed(args: argparse.Namespace) -> int:
 
 def _cmd_import_device(args: argparse.Namespace) -> int:
     from pytest_anatomy.importers.device import DeviceImportError, import_files
+    from pytest_anatomy.recordings import RecordingError
 
     try:
         done = import_files(list(args.files), args.results, dry_run=args.dry_run)
-    except (DeviceImportError, OSError) as exc:
+    except (DeviceImportError, RecordingError, OSError) as exc:
         print(f"pytest-anatomy: error: {exc}", file=sys.stderr)
         return 2
     return _print_done(done)

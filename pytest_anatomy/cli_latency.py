@@ -10,7 +10,8 @@ Quantities (the JSON maps each to {value, unit, formula, terms, inputs, notes}):
                     --batch); with --rate: the p50 TTFT of a simulated Poisson load
   throughput_tok_s  without --rate: steady closed loop at --batch; with --rate: simulated
   saturation_request_rate  (with --rate) the knee: a closed loop at max_num_seqs
-Ceilings default to the datasheet (an upper bound); pass measured ones with --bandwidth-gbs and
+A model that does not fit on one GPU, or a request longer than --max-model-len, exits 2 with one
+line. Ceilings default to the datasheet (an upper bound); pass measured ones with --bandwidth-gbs and
 --peak-tflops. The per-step overhead and compute efficiency default to none (pure roofline);
 fit them per engine and GPU (theory/latency.py: fit_step_overhead, fit_compute_efficiency).
 
@@ -36,42 +37,73 @@ def _number(kind: type, low: float, inclusive: bool = True) -> Any:
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"Could not parse value: {text!r} (expected {kind.__name__})") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
         if value < low or (not inclusive and value == low):
             raise argparse.ArgumentTypeError(f"must be {'>=' if inclusive else '>'} {low:g}, got {value}")
         return value
     return parse
 
 
+def non_empty(text: str) -> str:
+    from pytest_anatomy.cli import non_empty as check
+
+    return check(text)
+
+
+def _fraction(text: str) -> float:
+    value = _number(float, 0, inclusive=False)(text)
+    if value > 1:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1], got {value}")
+    return float(value)
+
+
+def _efficiency(text: str) -> float:
+    # Fitted efficiencies are 0.3-0.9; below 1% of the peak the number is a percent given as a fraction's
+    # hundredth or a unit mistake.
+    value = _number(float, 0.01)(text)
+    if value > 1:
+        raise argparse.ArgumentTypeError(f"must be in [0.01, 1] (a fraction of the peak), got {value}")
+    return float(value)
+
+
 def add_parser(what: "argparse._SubParsersAction[argparse.ArgumentParser]") -> argparse.ArgumentParser:
     """Register `latency` under `predict`'s subparsers."""
     p: argparse.ArgumentParser = what.add_parser("latency", help="decode step, prefill, TTFT and throughput from the step model",
                         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", required=True, help="catalog name (qwen2.5-7b), Hugging Face id or path to config.json")
-    p.add_argument("--hardware", required=True, help=f"catalog name: {', '.join(HARDWARE)}")
-    p.add_argument("--batch", type=_number(int, 1), default=1, help="concurrent sequences decoding (1)")
+    p.add_argument("--model", required=True, type=non_empty,
+                   help="catalog name (qwen2.5-7b), Hugging Face id or path to config.json")
+    p.add_argument("--hardware", required=True, type=non_empty, help=f"catalog name: {', '.join(HARDWARE)}")
+    p.add_argument("--batch", type=_number(int, 1), default=1,
+                   help="concurrent sequences decoding; above max_num_seqs answers with a warning (1)")
     p.add_argument("--input-len", type=_number(int, 1), default=1024, help="prompt tokens (1024)")
     p.add_argument("--output-len", type=_number(int, 1), default=256, help="output tokens per request (256)")
     p.add_argument("--rate", type=_number(float, 0, inclusive=False), default=None,
                    help="Poisson arrivals per second: TTFT and throughput from a simulation of the scheduler")
     p.add_argument("--requests", type=_number(int, 1), default=None,
-                   help="requests simulated with --rate (default: 60 s of arrivals, 200..5000)")
+                   help="requests simulated with --rate (default: 60 s of arrivals, 200..5000); the simulation is "
+                        "refused above 1e8 output tokens (minutes)")
     p.add_argument("--seed", type=int, default=0, help="Poisson seed (0)")
     p.add_argument("--max-num-batched-tokens", type=_number(int, 1), default=None,
                    help="vLLM token budget per step (default: `vllm serve`'s for this GPU class)")
     p.add_argument("--max-num-seqs", type=_number(int, 1), default=None,
                    help="vLLM running-request cap (default: `vllm serve`'s for this GPU class)")
-    p.add_argument("--max-model-len", type=_number(int, 1), default=8192, help="for the KV pool (8192)")
-    p.add_argument("--gpu-memory-utilization", type=_number(float, 0, inclusive=False), default=0.9)
+    p.add_argument("--max-model-len", type=_number(int, 1), default=8192,
+                   help="for the KV pool; at most the model's maximum, at least --input-len + --output-len (8192)")
+    p.add_argument("--gpu-memory-utilization", type=_fraction, default=0.9,
+                   help="vLLM's fraction of total memory, in (0, 1] (0.9)")
     p.add_argument("--kv-tokens", type=_number(int, 1), default=None,
                    help="the engine's KV pool in tokens (its 'GPU KV cache size' line); default: predicted")
-    p.add_argument("--bandwidth-gbs", type=_number(float, 0, inclusive=False), default=None,
-                   help="measured memory bandwidth in GB/s (default: datasheet)")
-    p.add_argument("--peak-tflops", type=_number(float, 0, inclusive=False), default=None,
-                   help="measured bf16 matmul peak in TFLOP/s (default: datasheet)")
+    # Lower bounds far below any GPU (a DDR4 channel moves ~25 GB/s, a laptop CPU ~1 TFLOP/s): a
+    # smaller number is a unit mistake (GB/s and TFLOP/s expected) and would make steps take years.
+    p.add_argument("--bandwidth-gbs", type=_number(float, 1), default=None,
+                   help="measured memory bandwidth in GB/s, >= 1 (default: datasheet)")
+    p.add_argument("--peak-tflops", type=_number(float, 0.01), default=None,
+                   help="measured bf16 matmul peak in TFLOP/s, >= 0.01 (default: datasheet)")
     p.add_argument("--step-overhead-ms", type=_number(float, 0), default=0.0,
                    help="per-step overhead of this engine on this GPU (fitted on a b=1 decode step)")
-    p.add_argument("--compute-efficiency", type=_number(float, 0, inclusive=False), default=1.0,
-                   help="fraction of the peak compute-bound steps reach (fitted on a long prefill)")
+    p.add_argument("--compute-efficiency", type=_efficiency, default=1.0,
+                   help="fraction of the peak compute-bound steps reach, in [0.01, 1] (fitted on a long prefill)")
     p.add_argument("--vllm-version", default=None, metavar="X.Y.Z",
                    help="vLLM release whose memory accounting sizes the KV pool (default 0.26.0; see predict capacity)")
     p.add_argument("--json", action="store_true", help="print {quantity: {value, unit, formula, terms}} as JSON")
@@ -83,11 +115,15 @@ def _in_ms(pred: Prediction) -> Prediction:
 
 
 def answers(args: argparse.Namespace) -> dict[str, Prediction]:
-    """The quantities, as Predictions (times in ms, throughput in tokens/s)."""
+    """The quantities, as Predictions (times in ms, throughput in tokens/s); warnings in their notes."""
+    return answers_and_warnings(args)[0]
+
+
+def answers_and_warnings(args: argparse.Namespace) -> tuple[dict[str, Prediction], tuple[str, ...]]:
+    """answers(), and the warnings of a degenerate plan apart (the CLI prints them on stderr).
+    Raises ImpossiblePlan (a ValueError) for a plan that cannot run."""
     from pytest_anatomy.specs.hardware import get_hardware
     from pytest_anatomy.specs.model import load_model
-    from pytest_anatomy.theory import latency as lat
-    from pytest_anatomy.theory import serving as sv
     from pytest_anatomy.theory.vllm_settings import LedgerSettings, resolve
 
     model, hw = load_model(args.model), get_hardware(args.hardware)
@@ -95,6 +131,85 @@ def answers(args: argparse.Namespace) -> dict[str, Prediction]:
         gpu_memory_utilization=args.gpu_memory_utilization, max_model_len=args.max_model_len,
         max_num_seqs=args.max_num_seqs, max_num_batched_tokens=args.max_num_batched_tokens,
         usage_context="openai_api_server"))
+    warnings = plan_warnings(args, model, hw, settings)
+    out = {name: replace(p, notes=p.notes + warnings) for name, p in _answers(args, model, hw, settings).items()}
+    for name, p in out.items():
+        if not math.isfinite(p.value) or p.value < 0:
+            raise ValueError(f"{name} came out as {p.value!r}; this plan is outside what the step model answers "
+                             "(report it with the command line)")
+    return out, warnings
+
+
+# The simulator steps every token of every request: about a microsecond each on a laptop core.
+# 1e8 simulated output tokens is a couple of minutes; beyond that the answer would not arrive.
+MAX_SIMULATED_TOKENS = 100_000_000
+
+
+def _simulated_requests(args: argparse.Namespace) -> int:
+    """--requests, else 60 s of arrivals clamped to 200..5000."""
+    return int(args.requests or min(5000, max(200, math.ceil(60 * args.rate))))
+
+
+def _check_simulation_size(args: argparse.Namespace, settings: Any, pool_tokens: int | None) -> None:
+    from pytest_anatomy.theory.feasibility import ImpossiblePlan
+
+    per_request = args.input_len + args.output_len
+    in_flight = settings.max_num_seqs if pool_tokens is None else min(settings.max_num_seqs,
+                                                                      max(1, pool_tokens // per_request))
+    n = _simulated_requests(args)
+    tokens = (n + 4 * in_flight) * args.output_len  # the Poisson run, then the saturation run's 4 waves
+    if tokens > MAX_SIMULATED_TOKENS:
+        raise ImpossiblePlan(
+            f"--rate would simulate {tokens:,} output tokens ({n:,} requests plus the saturation run's 4 x "
+            f"{in_flight:,}, x --output-len {args.output_len:,}), above the bound of {MAX_SIMULATED_TOKENS:,} "
+            "(about a microsecond each: minutes); lower --requests, --output-len or --max-num-seqs")
+
+
+def plan_warnings(args: argparse.Namespace, model: Any, hw: Any, settings: Any) -> tuple[str, ...]:
+    """Refuse (ImpossiblePlan) what cannot run; the warnings of what runs degenerately. The plan's
+    memory is judged by the capacity ledger at these settings (one GPU: latency has no --tp)."""
+    from pytest_anatomy.theory import feasibility
+    from pytest_anatomy.theory.planning import capacity
+
+    feasibility.check_max_model_len(model, args.max_model_len)
+    if args.input_len + args.output_len > args.max_model_len:
+        raise feasibility.ImpossiblePlan(
+            f"--input-len {args.input_len:,} + --output-len {args.output_len:,} exceeds --max-model-len "
+            f"{args.max_model_len:,}: vLLM rejects such a request. Shorten the request or raise --max-model-len")
+    cap_settings = dict(gpu_memory_utilization=args.gpu_memory_utilization, max_model_len=args.max_model_len,
+                        max_num_seqs=settings.max_num_seqs, max_num_batched_tokens=settings.max_num_batched_tokens,
+                        vllm_version=args.vllm_version)
+    answers = capacity(model, hw, **cap_settings)  # type: ignore[arg-type]
+    plan = feasibility.Plan(model, hw, cap_settings)
+    if args.kv_tokens is None:
+        warnings = list(feasibility.judge_capacity(answers, plan, capacity))
+    else:  # the engine's own pool is given: it started, so only the weights can still be checked
+        weights, budget = answers["weight_bytes"], answers["requested_memory_bytes"]
+        if isinstance(weights, Prediction) and isinstance(budget, Prediction) and weights.value > budget.value:
+            raise feasibility.ImpossiblePlan(
+                f"{model.name}: weights {weights.value / 2**30:.1f} GiB > budget {budget.value / 2**30:.1f} GiB on "
+                f"{hw.name}, yet --kv-tokens says the engine started: check --model and --hardware")
+        warnings = []
+    if args.batch > settings.max_num_seqs:
+        warnings.append(f"--batch {args.batch:,} is above max_num_seqs {settings.max_num_seqs:,}: vLLM runs at most "
+                        f"{settings.max_num_seqs:,} sequences per step and queues the rest, so no step decodes "
+                        f"{args.batch:,}; pass --max-num-seqs or a smaller --batch")
+    tokens = args.kv_tokens
+    if tokens is None and isinstance(answers.get("kv_tokens"), Prediction):
+        tokens = int(answers["kv_tokens"].value)
+    if args.rate is not None:
+        _check_simulation_size(args, settings, tokens)
+    if tokens is not None and args.batch * (args.input_len + args.output_len) > tokens:
+        warnings.append(f"--batch {args.batch:,} requests of {args.input_len + args.output_len:,} tokens need "
+                        f"{args.batch * (args.input_len + args.output_len):,} KV tokens, more than the pool's "
+                        f"{tokens:,}: vLLM preempts (recomputes) requests, which this step model does not include")
+    return tuple(warnings)
+
+
+def _answers(args: argparse.Namespace, model: Any, hw: Any, settings: Any) -> dict[str, Prediction]:
+    from pytest_anatomy.theory import latency as lat
+    from pytest_anatomy.theory import serving as sv
+
     ceilings = lat.Ceilings.datasheet(hw)
     if args.bandwidth_gbs is not None or args.peak_tflops is not None:
         ceilings = lat.Ceilings.measured(
@@ -122,7 +237,7 @@ def answers(args: argparse.Namespace) -> dict[str, Prediction]:
         return out
     pool = _pool_blocks(args, model, hw, settings)
     sched = sv.SchedulerConfig(settings.max_num_seqs, budget, pool, settings.block_size)
-    n = args.requests or int(min(5000, max(200, math.ceil(60 * args.rate))))
+    n = _simulated_requests(args)
     steps_model = lat.StepModel.build(model, ceilings, calib)
     res = sv.simulate(steps_model, sched, sv.Workload.poisson(args.rate, n, n_in, n_out, args.seed))
     label = f"Poisson {args.rate:g}/s, {n} requests of {n_in}/{n_out}"
@@ -162,12 +277,15 @@ def run(args: argparse.Namespace) -> int:
     from pytest_anatomy.specs.hardware import MissingHardwareFactError, UnknownHardwareError
     from pytest_anatomy.specs.model import ModelConfigError
 
+    from pytest_anatomy.cli import _error, warn
+
     try:
-        out = answers(args)
+        out, warnings = answers_and_warnings(args)
     except (ModelConfigError, UnknownHardwareError, MissingHardwareFactError, KeyError, ValueError,
             NotImplementedError) as exc:
-        print(f"pytest-anatomy: error: {exc.args[0] if exc.args else exc}", file=sys.stderr)
-        return 2
+        return _error(exc)
+    for message in warnings:
+        warn(message)
     if args.json:
         print(json.dumps(to_json(out), indent=2))
         return 0

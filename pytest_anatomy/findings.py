@@ -9,6 +9,11 @@
               by default the mark covers every reconciliation in the test
 - expected -- optional (lo, hi) band of measured/predicted the explanation covers; a finding
               that drifts outside it is a divergence again
+- hardware -- optional: the card whose measurements the finding explains (a target name). On
+              any other target the mark does not apply, and the reconciliation is judged on its
+              own: a gap measured on one card is no excuse for the same gap on another.
+- strict   -- default True: once the gap closes (verdict resolved) the test fails, like a strict
+              XPASS, so the finding is retired; strict=False lets it pass (an XPASS) for a transition
 """
 
 from __future__ import annotations
@@ -25,13 +30,17 @@ class FindingMark:
     reason: str
     quantity: str | None = None
     expected: tuple[float, float] | None = None
+    hardware: str | None = None
+    strict: bool = True
 
-    def covers(self, name: str) -> bool:
-        return self.quantity is None or self.quantity == name
+    def covers(self, name: str, hardware: str | None = None) -> bool:
+        return (self.quantity is None or self.quantity == name) and (
+            self.hardware is None or self.hardware == hardware)
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "reason": self.reason, "quantity": self.quantity,
-                "expected": list(self.expected) if self.expected else None}
+                "expected": list(self.expected) if self.expected else None, "hardware": self.hardware,
+                "strict": self.strict}
 
 
 def parse_finding_marks(item: pytest.Item) -> list[FindingMark]:
@@ -41,10 +50,10 @@ def parse_finding_marks(item: pytest.Item) -> list[FindingMark]:
         where = f"{item.nodeid}: @pytest.mark.finding"
         if len(mark.args) != 1 or not isinstance(mark.args[0], str) or not mark.args[0].strip():
             raise pytest.UsageError(f"{where} needs exactly one positional id string, got args={mark.args!r}")
-        unknown = set(mark.kwargs) - {"reason", "quantity", "expected"}
+        unknown = set(mark.kwargs) - {"reason", "quantity", "expected", "hardware", "strict"}
         if unknown:
             raise pytest.UsageError(f"{where}({mark.args[0]!r}) got unknown keyword(s) {sorted(unknown)}; "
-                                    "allowed: reason, quantity, expected")
+                                    "allowed: reason, quantity, expected, hardware, strict")
         reason = mark.kwargs.get("reason")
         if not isinstance(reason, str) or not reason.strip():
             raise pytest.UsageError(f"{where}({mark.args[0]!r}) needs reason='...': the explanation is the point")
@@ -60,12 +69,18 @@ def parse_finding_marks(item: pytest.Item) -> list[FindingMark]:
         quantity = mark.kwargs.get("quantity")
         if quantity is not None and not isinstance(quantity, str):
             raise pytest.UsageError(f"{where}({mark.args[0]!r}) quantity must be a reconciliation name string")
-        marks.append(FindingMark(mark.args[0], reason.strip(), quantity, expected))
+        hardware = mark.kwargs.get("hardware")
+        if hardware is not None and not isinstance(hardware, str):
+            raise pytest.UsageError(f"{where}({mark.args[0]!r}) hardware must be a target name string")
+        strict = mark.kwargs.get("strict", True)
+        if not isinstance(strict, bool):
+            raise pytest.UsageError(f"{where}({mark.args[0]!r}) strict={strict!r} must be True or False")
+        marks.append(FindingMark(mark.args[0], reason.strip(), quantity, expected, hardware, strict))
     return marks
 
 
-def mark_for(marks: list[FindingMark], name: str) -> FindingMark | None:
+def mark_for(marks: list[FindingMark], name: str, hardware: str | None = None) -> FindingMark | None:
     for m in marks:
-        if m.covers(name):
+        if m.covers(name, hardware):
             return m
     return None

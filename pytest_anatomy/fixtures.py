@@ -6,6 +6,7 @@ torch, vllm or triton."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -14,6 +15,7 @@ import pytest
 from pytest_anatomy import recordings
 from pytest_anatomy.findings import mark_for, parse_finding_marks
 from pytest_anatomy.measure.measurement import Measurement
+from pytest_anatomy.outcome import RECONCILED
 from pytest_anatomy.reconcile import Reconciliation, Tolerance, Verdict, compare
 from pytest_anatomy.session import USER_PROPERTY, get_session
 from pytest_anatomy.theory.prediction import Prediction
@@ -34,7 +36,9 @@ class Reconciler:
     def __init__(self, item: pytest.Item) -> None:
         self._item = item
         self._marks = parse_finding_marks(item)
-        self.results: list[Reconciliation] = []
+        # Shared with the makereport hook (outcome.py): findings and resolved findings are
+        # settled after the call, so every reconciliation of the test runs first.
+        self.results: list[Reconciliation] = item.stash.setdefault(RECONCILED, [])
 
     def __call__(
         self,
@@ -51,12 +55,14 @@ class Reconciler:
     ) -> Reconciliation:
         __tracebackhide__ = True
         config = self._item.config
-        mark = mark_for(self._marks, name)
+        target = _param(self._item, "target")
+        hardware = hardware or getattr(target, "name", None) or _provenance_hardware(measured)
+        mark = mark_for(self._marks, name, hardware)
         rec = compare(
             name, predicted, measured, Tolerance(rel, abs, ratio, why),
             finding=mark.to_dict() if mark else None,
             suite=suite_of(self._item), test_id=self._item.nodeid,
-            hardware=hardware or _provenance_hardware(measured), model=model,
+            hardware=hardware or UNSPECIFIED_HARDWARE, model=model,
         )
         self.results.append(rec)
         self._item.user_properties.append((USER_PROPERTY, json.dumps(rec.to_dict(), default=str)))
@@ -67,13 +73,12 @@ class Reconciler:
                 extra = (f"\n  finding {mark.id!r} expected measured/predicted in {mark.expected}, "
                          f"got {rec.ratio:.4g}: the recorded explanation no longer covers this gap")
             raise AssertionError(f"reconciliation diverged\n{rec.explain()}{extra}")
-        if rec.verdict is Verdict.RESOLVED and get_session(config).settings.strict_findings:
-            pytest.fail(
-                f"finding {mark.id!r} is resolved: {name} now agrees "  # type: ignore[union-attr]
-                f"(measured/predicted {rec.ratio}); remove the finding mark\n{rec.explain()}",
-                pytrace=False,
-            )
         return rec
+
+
+# The ledger's `hardware` when neither reconcile(hardware=...) nor the measurement's provenance
+# names one (a plain number): stated as unknown rather than left null or guessed.
+UNSPECIFIED_HARDWARE = "unspecified"
 
 
 def _provenance_hardware(measured: Any) -> str | None:
@@ -96,21 +101,53 @@ class Measured:
         hardware: str | None = None,
         suite: str | None = None,
         recorded_at: str | None = None,
+        target: Any = None,
+        beside: recordings.Recording | None = None,
+        not_after: str | None = None,
     ) -> recordings.Recording:
-        """Return recording `name` for this test's suite.
+        """Return measurement `name` of this test's suite on this test's target.
 
         live     -- zero-argument callable that measures on the local GPU and returns
                     {"measurements": {q: {value, unit, samples?}}, "provenance": {...}, "data": {...}};
-                    omitted for data that only exists as a recording (e.g. the seed's 4090 runs)
-        hardware -- pin the hardware (seed data is 'rtx4090'); default: --anatomy-hardware, else the
-                    live GPU, else ini anatomy_replay_hardware
-        recorded_at -- replay the recording of that time instead of the newest: what was measured in
-                    the same session as another recording (`other.recorded_at`); live runs ignore it
+                    omitted for data that only exists as a recording (e.g. the seed's 4090 runs).
+                    Called at most once per session per (target, suite, name): every test reading
+                    the same measurement shares it, and --anatomy-record writes it once.
+        target   -- the Target (default: the test's `target` parameter). A live target measures,
+                    a recorded one replays results/<target>/<suite>/<name>@<newest>.json.
+        hardware -- replay this hardware's recordings instead (tests without a target)
+        recorded_at -- replay the recording of that time instead of the newest; live runs ignore it
+        beside   -- replay what was measured in the same session as this other recording (same
+                    stamp, or same batch start for a live plan run's one-by-one stamps); live runs
+                    ignore it (a live measurement is of this session by construction)
+        not_after -- replay the newest recording stamped at or before this recorded_at (what was known
+                    when another run was measured); live runs ignore it
         """
+        __tracebackhide__ = True
+        suite = suite or suite_of(self._item)
+        target = target if target is not None else _param(self._item, "target")
+        if target is not None:
+            if beside is not None and not target.live:
+                return self._replay_beside(name, suite, target.name, beside)
+            if not_after is not None and not target.live:
+                return self._replay_not_after(name, suite, target.name, not_after)
+            return self._for_target(name, suite, target, live, recorded_at)
+        return self._untargeted(name, suite, live, hardware, recorded_at)
+
+    def _for_target(self, name: str, suite: str, target: Any, live: LiveFn | None,
+                    recorded_at: str | None) -> recordings.Recording:
+        __tracebackhide__ = True
+        if target.live:
+            if live is None:
+                pytest.skip(f"{suite}/{name}: recorded data only, nothing to measure live on {target.name}")
+            return self._run_live(name, suite, target.name, live)
+        return self._replay(name, suite, target.name, recorded_at, live is not None)
+
+    def _untargeted(self, name: str, suite: str, live: LiveFn | None, hardware: str | None,
+                    recorded_at: str | None) -> recordings.Recording:
+        """Tests that take no `target` (the plugin's own tests, explicit `hardware=`)."""
         __tracebackhide__ = True
         s = self._session
         settings = s.settings
-        suite = suite or suite_of(self._item)
         live_hw = s.live_hardware_name() if settings.source != "recorded" else None
         want_hw = hardware or s.target_hardware() or settings.replay_hardware
         can_live = live is not None and live_hw is not None and live_hw == want_hw
@@ -121,29 +158,94 @@ class Measured:
             pytest.skip(f"--anatomy-source=live: {why}")
         if can_live and settings.source in ("live", "auto"):
             return self._run_live(name, suite, want_hw, live)  # type: ignore[arg-type]
+        return self._replay(name, suite, want_hw, recorded_at, live is not None)
+
+    def _replay_beside(self, name: str, suite: str, hardware: str, other: recordings.Recording) -> recordings.Recording:
+        __tracebackhide__ = True
         try:
-            return recordings.load_latest(settings.results_dir, want_hw, suite, name, recorded_at)
+            return recordings.load_beside(self._session.settings.results_dir, hardware, suite, name, other)
         except recordings.MissingRecording as exc:
+            pytest.skip(f"no recording {_rel(exc.args[0])}")
+
+    def _replay_not_after(self, name: str, suite: str, hardware: str, when: str) -> recordings.Recording:
+        __tracebackhide__ = True
+        try:
+            return recordings.load_not_after(self._session.settings.results_dir, hardware, suite, name, when)
+        except recordings.MissingRecording as exc:
+            pytest.skip(f"no recording {_rel(exc.args[0])}")
+
+    def _replay(self, name: str, suite: str, hardware: str, recorded_at: str | None,
+                has_live: bool) -> recordings.Recording:
+        __tracebackhide__ = True
+        try:
+            return recordings.load_latest(self._session.settings.results_dir, hardware, suite, name, recorded_at)
+        except recordings.MissingRecording as exc:
+            live_hw = self._session.live_hardware_name() if self._session.settings.source != "recorded" else None
             gpu = "no live GPU" if live_hw is None else f"live GPU is {live_hw}"
-            hint = (f"run `pytest -m gpu --anatomy-record` on a {want_hw} to record it"
-                    if live is not None else "this data only exists as a recording")
+            hint = (f"run `pytest -m gpu --anatomy-record` on a {hardware} to record it"
+                    if has_live else "this data only exists as a recording")
             pytest.skip(f"no recording {_rel(exc.args[0])} and {gpu}; {hint}")
 
     def _run_live(self, name: str, suite: str, hardware: str, live: LiveFn) -> recordings.Recording:
-        result = live()
+        """Measure once per session (the session cache), record once under --anatomy-record."""
+        key = (hardware, suite, name)
+        cache = self._session.live_cache
+        if key in cache:
+            cached = cache[key]
+            if isinstance(cached, BaseException):  # a measurement that failed fails every reader alike
+                raise cached
+            return cached
+        started = time.monotonic()
+        progress(self._item.config, f"measuring {suite}/{name} on {hardware} ...")
+        try:
+            result = live()
+        except pytest.skip.Exception:
+            raise
+        except Exception as exc:
+            cache[key] = exc
+            raise
         gpu = self._session.live_gpu
         prov = {"source": "live", "hardware": hardware, **dict(result.get("provenance", {}))}
         if gpu is not None and hasattr(gpu, "to_dict"):
             prov.setdefault("gpu", gpu.to_dict())
+        target = self._session.live_target()
+        if target is not None:
+            prov.setdefault("hardware_spec_source", target.spec_source)
+        # A live plan run measures many quantities at once; it stamps them all with its own start so
+        # that its recordings stay one session (`beside`) and in time order with other sessions.
         rec = recordings.Recording(
-            suite=suite, name=name, hardware=hardware, recorded_at=recordings.utc_now(),
+            suite=suite, name=name, hardware=hardware, recorded_at=result.get("recorded_at") or recordings.utc_now(),
             provenance=prov, measurements=result["measurements"], data=result.get("data", {}),
             source="live",
         )
         if self._session.settings.record:
             path = recordings.save(self._session.settings.results_dir, rec)
             rec = recordings.Recording(**{**rec.__dict__, "path": path})
+        cache[key] = rec
+        progress(self._item.config, f"measured {suite}/{name} on {hardware} in {time.monotonic() - started:.1f} s"
+                 + (f" -> {_rel(str(rec.path))}" if rec.path else ""))
         return rec
+
+
+def _param(item: pytest.Item, name: str) -> Any:
+    callspec = getattr(item, "callspec", None)
+    return None if callspec is None else callspec.params.get(name)
+
+
+def progress(config: pytest.Config, message: str) -> None:
+    """One progress line on the terminal, outside pytest's output capture (a long live run must
+    say what it is doing): '[anatomy +12.3s] message'."""
+    session = get_session(config)
+    line = f"[anatomy +{time.monotonic() - session.started:6.1f}s] {message}"
+    capman = config.pluginmanager.getplugin("capturemanager")
+    writer = config.pluginmanager.getplugin("terminalreporter")
+    if writer is None:
+        return
+    if capman is not None:
+        with capman.global_and_fixture_disabled():
+            writer.write_line(line)
+    else:
+        writer.write_line(line)
 
 
 def _rel(path: str) -> str:
@@ -177,6 +279,27 @@ def measured(request: pytest.FixtureRequest) -> Measured:
         rec["num_gpu_blocks"]  # -> Measurement with provenance
     """
     return Measured(request.node)
+
+
+@pytest.fixture
+def target(request: pytest.FixtureRequest) -> Any:
+    """The card this test reconciles (targets.Target: name, live, spec, spec_source). The plugin
+    parametrizes every test that takes it over the session's targets: the live GPU and every
+    hardware folder of recordings under results/ (see --anatomy-source). A module that needs
+    (target, case) pairs parametrizes "target" itself in pytest_generate_tests.
+
+    Example::
+
+        @pytest.mark.gpu
+        def test_bandwidth(target, measured, reconcile):
+            rec = measured("kernels-ceilings", live=measure_ceilings)   # live on a live target
+            reconcile("copy_bandwidth", target.require_spec().memory_bandwidth, rec["copy_bandwidth"], ...)
+    """
+    param = getattr(request, "param", None)
+    if param is None:
+        raise pytest.UsageError(f"{request.node.nodeid}: the target fixture is parametrized by the plugin; "
+                                "do not request it from a fixture of another scope")
+    return param
 
 
 @pytest.fixture(scope="session")

@@ -28,3 +28,18 @@ def pytest_anatomy_update_environment(config: pytest.Config, environment: dict[s
             environment["cluster"] = "lab-a"
             environment.pop("command", None)
     """
+
+
+@pytest.hookspec
+def pytest_anatomy_live_plan(config: pytest.Config, items: list[pytest.Item]) -> list[dict[str, Any]]:
+    """What the selected `items` will measure on the live target, for `--anatomy-plan` and progress.
+
+    Return a list of {"suite", "what", "estimate_s"} (one entry per engine start, plan run or
+    batch of kernels). Each suite's conftest answers for its own items.
+
+    Example::
+
+        def pytest_anatomy_live_plan(config, items):
+            mine = [i for i in items if "tests_mysuite" in i.nodeid]
+            return [{"suite": "mysuite", "what": f"{len(mine)} cases", "estimate_s": 2.0 * len(mine)}]
+    """

@@ -4,12 +4,35 @@ Few flags (the rest are ini keys), each validated with a message that quotes the
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from pytest_anatomy.targets import SPEC_SOURCE_ENV, SPEC_SOURCES, spec_source_setting
+
 SOURCES = ("auto", "live", "recorded")
+
+# Option and ini names, once: messages, docs tests and the unused-option report refer to these.
+SOURCE_OPTION = "--anatomy-source"
+HARDWARE_OPTION = "--anatomy-hardware"
+MODEL_OPTION = "--anatomy-model"
+RECORD_OPTION = "--anatomy-record"
+STRICT_FINDINGS_OPTION = "--anatomy-strict-findings"
+ALLOW_RESOLVED_OPTION = "--anatomy-allow-resolved"
+SUMMARY_OPTION = "--anatomy-summary"
+REPORT_OPTION = "--anatomy-report"
+SPEC_SOURCE_OPTION = "--anatomy-spec-source"
+PLAN_OPTION = "--anatomy-plan"
+SOURCE_INI = "anatomy_source"
+HARDWARE_INI = "anatomy_hardware"
+MODEL_INI = "anatomy_model"
+RESULTS_DIR_INI = "anatomy_results_dir"
+REPLAY_HARDWARE_INI = "anatomy_replay_hardware"
+# --anatomy-report=PATH: the suffix says which file PATH is; the other one is written beside it.
+HTML_SUFFIXES = (".html", ".htm")
+JSON_SUFFIX = ".json"
 
 
 @dataclass(frozen=True)
@@ -18,76 +41,160 @@ class AnatomySettings:
     hardware: str  # auto | catalog name
     model: str  # catalog name, HF id or path to config.json
     record: bool
-    strict_findings: bool
+    allow_resolved: bool
     report: Path | None
+    summary: Path | None  # --anatomy-summary
     results_dir: Path
     replay_hardware: str
+    spec_source: str = "catalog"  # catalog | nvml: where the live target's HardwareSpec comes from
+    show_plan: bool = False  # --anatomy-plan: print the live plan with time estimates, run nothing
 
 
 def add_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("anatomy", "pytest-anatomy: predict, measure, reconcile")
     group.addoption(
-        "--anatomy-source", choices=SOURCES, default=None,
+        SOURCE_OPTION, choices=SOURCES, default=None,
         help="where measurements come from: live (this machine's GPU), recorded (results/ files), "
              "auto (live when a GPU is present, else recorded). Default: ini anatomy_source or auto.",
     )
     group.addoption(
-        "--anatomy-hardware", default=None, metavar="NAME",
+        HARDWARE_OPTION, default=None, metavar="NAME",
         help="hardware spec for predictions: auto (detect the live GPU) or a catalog name "
              "(rtx4090, h100-sxm, h100-pcie, h200, a100-80gb, a100-40gb, l40s, b200, b300, gb200). Default: ini anatomy_hardware or auto.",
     )
     group.addoption(
-        "--anatomy-model", default=None, metavar="NAME_OR_CONFIG",
+        MODEL_OPTION, default=None, metavar="NAME_OR_CONFIG",
         help="model for the model_spec fixture: catalog name (qwen2.5-7b), Hugging Face id or path to a "
              "config.json. Default: ini anatomy_model or qwen2.5-7b.",
     )
     group.addoption(
-        "--anatomy-record", action="store_true", default=False,
+        RECORD_OPTION, action="store_true", default=False,
         help="write live measurements into results/<hardware>/<suite>/ (never overwrites; newer supersedes).",
     )
     group.addoption(
-        "--anatomy-strict-findings", action="store_true", default=False,
-        help="fail tests whose finding mark no longer applies (the divergence is resolved).",
+        ALLOW_RESOLVED_OPTION, action="store_true", default=False,
+        help="let a resolved finding (its gap closed) pass as an XPASS instead of failing like a strict "
+             "XPASS, for a transition; one mark can do the same with @pytest.mark.finding(..., strict=False).",
     )
     group.addoption(
-        "--anatomy-report", default=None, metavar="PATH",
-        help="write the self-contained HTML reconciliation report to PATH and its JSON ledger beside it "
-             "(PATH with .json suffix).",
+        STRICT_FINDINGS_OPTION, action="store_true", default=False,
+        help="deprecated, does nothing: resolved findings fail by default (see --anatomy-allow-resolved).",
     )
-    parser.addini("anatomy_source", "default for --anatomy-source", default="auto")
-    parser.addini("anatomy_hardware", "default for --anatomy-hardware", default="auto")
-    parser.addini("anatomy_model", "default for --anatomy-model", default="qwen2.5-7b")
-    parser.addini("anatomy_results_dir", "folder of recordings, relative to rootdir", default="results")
+    group.addoption(
+        SUMMARY_OPTION, default=None, metavar="PATH",
+        help="write a short markdown summary (verdicts per suite and hardware, drifted or resolved findings, "
+             "diverges with their numbers, failed tests) to PATH. Whether or not it is given, a run that "
+             "reconciled something appends the same summary to $GITHUB_STEP_SUMMARY when that is set.",
+    )
+    group.addoption(
+        REPORT_OPTION, default=None, metavar="PATH",
+        help="write the self-contained HTML reconciliation report and its JSON ledger: PATH.html (or .htm) is the "
+             "report and the ledger goes beside it as .json; PATH.json is the ledger and the report goes beside it "
+             "as .html. Checked writable before any test runs.",
+    )
+    group.addoption(
+        SPEC_SOURCE_OPTION, choices=SPEC_SOURCES, default=None,
+        help="where the live GPU's spec comes from: catalog (datasheet numbers when the card is in the catalog) "
+             "or nvml (derived from the driver alone, as for a card the catalog does not know). "
+             f"Default: ${SPEC_SOURCE_ENV} or catalog.",
+    )
+    group.addoption(
+        PLAN_OPTION, action="store_true", default=False,
+        help="print the live measurement plan of the collected tests (what each target will measure, with "
+             "time estimates) and exit without running anything.",
+    )
+    parser.addini(SOURCE_INI, "default for --anatomy-source", default="auto")
+    parser.addini(HARDWARE_INI, "default for --anatomy-hardware", default="auto")
+    parser.addini(MODEL_INI, "default for --anatomy-model", default="qwen2.5-7b")
+    parser.addini(RESULTS_DIR_INI, "folder of recordings, relative to rootdir", default="results")
     parser.addini(
-        "anatomy_replay_hardware",
+        REPLAY_HARDWARE_INI,
         "hardware whose recordings are replayed when no GPU is present and --anatomy-hardware is auto",
         default="h200",
     )
 
 
 def parse_settings(config: pytest.Config) -> AnatomySettings:
-    source = config.getoption("--anatomy-source") or config.getini("anatomy_source")
+    """Every option and ini key, validated before any test runs (pytest.UsageError: one line each)."""
+    source = config.getoption(SOURCE_OPTION) or config.getini(SOURCE_INI)
     if source not in SOURCES:
-        raise pytest.UsageError(f"anatomy_source={source!r} is not one of {', '.join(SOURCES)}")
-    hardware = (config.getoption("--anatomy-hardware") or config.getini("anatomy_hardware")).strip().lower()
-    if hardware != "auto":
-        from pytest_anatomy.specs.hardware import UnknownHardwareError, get_hardware
-
-        try:
-            hardware = get_hardware(hardware).name
-        except UnknownHardwareError as exc:
-            raise pytest.UsageError(f"--anatomy-hardware: {exc.args[0] if exc.args else exc}") from None
-    report = config.getoption("--anatomy-report")
-    results = Path(config.getini("anatomy_results_dir"))
+        raise pytest.UsageError(f"{SOURCE_INI}={source!r} is not one of {', '.join(SOURCES)}")
+    hardware = validate_hardware(config.getoption(HARDWARE_OPTION) or config.getini(HARDWARE_INI), HARDWARE_OPTION)
+    report = config.getoption(REPORT_OPTION)
+    results = Path(config.getini(RESULTS_DIR_INI))
     if not results.is_absolute():
         results = Path(config.rootpath) / results
+    try:
+        spec_source = config.getoption(SPEC_SOURCE_OPTION) or spec_source_setting()
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
     return AnatomySettings(
+        spec_source=spec_source,
+        show_plan=bool(config.getoption(PLAN_OPTION)),
         source=source,
         hardware=hardware,
-        model=config.getoption("--anatomy-model") or config.getini("anatomy_model"),
-        record=bool(config.getoption("--anatomy-record")),
-        strict_findings=bool(config.getoption("--anatomy-strict-findings")),
-        report=Path(report) if report else None,
+        model=validate_model(config.getoption(MODEL_OPTION) or config.getini(MODEL_INI)),
+        record=bool(config.getoption(RECORD_OPTION)),
+        allow_resolved=bool(config.getoption(ALLOW_RESOLVED_OPTION)),
+        report=validate_report_path(report) if report else None,
         results_dir=results,
-        replay_hardware=config.getini("anatomy_replay_hardware"),
+        replay_hardware=validate_hardware(config.getini(REPLAY_HARDWARE_INI), REPLAY_HARDWARE_INI, auto=False),
+        summary=Path(config.getoption(SUMMARY_OPTION)) if config.getoption(SUMMARY_OPTION) else None,
     )
+
+
+def validate_hardware(value: str, where: str, auto: bool = True) -> str:
+    """'auto' (where allowed) or a catalog name, as the catalog spells it."""
+    name = str(value).strip().lower()
+    if auto and name == "auto":
+        return name
+    from pytest_anatomy.specs.hardware import UnknownHardwareError, get_hardware
+
+    try:
+        return get_hardware(name).name
+    except UnknownHardwareError as exc:
+        raise pytest.UsageError(f"{where}: {exc.args[0] if exc.args else exc}") from None
+
+
+def validate_model(value: str) -> str:
+    """The model must resolve now, not in the first test that asks for model_spec."""
+    from pytest_anatomy.specs.model import ModelConfigError, load_model
+
+    try:
+        load_model(value)
+    except ModelConfigError as exc:
+        raise pytest.UsageError(f"{MODEL_OPTION}={value}: {exc.args[0] if exc.args else exc}") from None
+    return value
+
+
+def validate_report_path(value: str) -> Path:
+    """The HTML path the report is written to (its ledger beside it, same stem, .json), after checking
+    that both files can be written: a bad path fails now, not after the whole run."""
+    path = Path(value).expanduser()
+    suffix = path.suffix.lower()
+    if suffix == JSON_SUFFIX:
+        path = path.with_suffix(HTML_SUFFIXES[0])
+    elif suffix not in HTML_SUFFIXES:
+        raise pytest.UsageError(
+            f"{REPORT_OPTION}={value}: the suffix must say which file it is: .html (the report, ledger beside it "
+            f"as .json) or .json (the ledger, report beside it as .html)")
+    for target in (path, path.with_suffix(JSON_SUFFIX)):
+        problem = _unwritable(target)
+        if problem:
+            raise pytest.UsageError(f"{REPORT_OPTION}={value}: {target} {problem}")
+    return path
+
+
+def _unwritable(target: Path) -> str | None:
+    if target.is_dir():
+        return "is a directory; give a file name such as anatomy-report.html"
+    folder = target.absolute().parent
+    while not folder.exists():  # missing folders are created when the report is written
+        folder = folder.parent
+    if not folder.is_dir():
+        return f"cannot be written: {folder} is a file, not a folder"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"cannot be written: no write permission in {folder}"
+    if target.exists() and not os.access(target, os.W_OK):
+        return "exists and is not writable"
+    return None

@@ -6,23 +6,30 @@ module imports nothing heavy, so `pytest` on a CPU machine stays fast and never 
 
 from __future__ import annotations
 
-import json
+import os
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_anatomy import hookspecs
+from pytest_anatomy.benchmarks import anatomy_benchmark  # noqa: F401 (fixture)
 from pytest_anatomy.findings import parse_finding_marks
-from pytest_anatomy.fixtures import hardware, measured, model_spec, reconcile  # noqa: F401 (fixtures)
+from pytest_anatomy.fixtures import hardware, measured, model_spec, reconcile, suite_of, target  # noqa: F401 (fixtures)
 from pytest_anatomy.options import add_options, parse_settings
+from pytest_anatomy.outcome import RECONCILED, failure_entry, junit_properties, rename_summary_counts, settle, verdicts_of
 from pytest_anatomy.session import SESSION_KEY, USER_PROPERTY, AnatomySession, get_session
 
 SUITES = ("capacity", "latency", "kernels", "quant", "flashattn", "deployment", "validation", "plugin")
 _MARKERS = (
     *(f"{suite}: tests in tests_{suite}/ (added automatically)" for suite in SUITES),
     "gpu: needs a live GPU or a recording of one; skipped with the reason when it has neither",
-    "finding(id, *, reason, quantity=None, expected=None): an expected, explained divergence "
-    "(reported as a finding, not a failure)",
+    "targets(recorded=PREFIX, live=False): parametrize `target` only over replay targets holding a recording "
+    "named PREFIX* (and the live target if live=True; by default data such as the seed study's exists only as "
+    "recordings)",
+    "slow: a long live measurement (engine starts, load runs); `-m 'gpu and not slow'` is the fast live subset",
+    "finding(id, *, reason, quantity=None, expected=None, hardware=None, strict=True): an expected, explained "
+    "divergence on one card (reported as a finding: an xfail; once resolved it fails unless strict=False)",
 )
 
 
@@ -38,6 +45,10 @@ def pytest_configure(config: pytest.Config) -> None:
     for line in _MARKERS:
         config.addinivalue_line("markers", line)
     session = AnatomySession(parse_settings(config), is_worker=hasattr(config, "workerinput"))
+    summary = session.settings.summary
+    if summary is not None and summary.is_dir():
+        raise pytest.UsageError(f"--anatomy-summary={str(summary)!r} is a directory; give a file name such as "
+                                f"{str(summary / 'anatomy-summary.md')!r}")
     config.stash[SESSION_KEY] = session
     if not session.is_worker and config.pluginmanager.get_plugin("anatomy-ledger") is None:
         config.pluginmanager.register(LedgerCollector(config), "anatomy-ledger")
@@ -46,6 +57,37 @@ def pytest_configure(config: pytest.Config) -> None:
         from pytest_anatomy.report.pytest_html import AnatomyHtmlColumns
 
         config.pluginmanager.register(AnatomyHtmlColumns(), "anatomy-html-columns")
+    _register_option_use(config)
+
+
+def _register_option_use(config: pytest.Config) -> None:
+    """Options that changed nothing are reported (option_use.py); workers count, the controller reports."""
+    if config.pluginmanager.get_plugin("anatomy-option-use") is None:
+        from pytest_anatomy.option_use import OptionUse
+
+        config.pluginmanager.register(OptionUse(config), "anatomy-option-use")
+
+
+LIVE_GROUP = "anatomy-live-gpu"
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrize `target` over the session's targets, unless the module paired it with its own
+    cases already (its pytest_generate_tests or a parametrize mark ran before this one)."""
+    if "target" not in metafunc.fixturenames:
+        return
+    if any("target" in call.params for call in getattr(metafunc, "_calls", ())):
+        return
+    session = get_session(metafunc.config)
+    suite = suite_of(metafunc.definition)
+    targets = session.targets(suite)
+    only = metafunc.definition.get_closest_marker("targets")
+    if only is not None:
+        prefix, live = only.kwargs.get("recorded", ""), bool(only.kwargs.get("live", False))
+        folder = session.settings.results_dir
+        targets = [t for t in targets if (live if t.live else any((folder / t.name / suite).glob(f"{prefix}*@*.json")))]
+    metafunc.parametrize("target", targets, ids=[t.name for t in targets])
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -57,19 +99,53 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
             pytest.skip(f"needs a live GPU (none detected, --anatomy-source={source}) and has no recording to replay")
 
 
-def _verdicts(report: pytest.TestReport) -> list[str]:
-    return [json.loads(v)["verdict"] for k, v in report.user_properties if k == USER_PROPERTY]
+def _verdicts(report: Any) -> list[str]:
+    return verdicts_of(report, USER_PROPERTY)
 
 
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    # Outermost wrapper: sees the report after pytest's skipping plugin, and leaves its xfails alone.
+    recs = item.stash.get(RECONCILED, [])
+    if call.when == "call" and recs:
+        item.user_properties.extend(junit_properties(recs))  # before the report copies them
+    report = yield
+    if call.when == "call" and recs and report.passed and not hasattr(report, "wasxfail"):
+        settings = get_session(item.config).settings
+        outcome = settle(recs, allow_resolved=settings.allow_resolved, runxfail=item.config.option.runxfail)
+        if outcome is not None:
+            outcome.apply(report)
+    if call.when == "teardown":
+        # JUnit XML writes the teardown report's properties: the short anatomy.* ones are for it;
+        # the whole JSON entry travels on the call report (to the ledger) and need not bloat the XML.
+        report.user_properties = [p for p in report.user_properties if p[0] != USER_PROPERTY]
+    return report
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
-    if report.when != "call" or not report.passed:
+    # pytest's categories, so -rx / -rX list them; our words. The final counts are renamed below.
+    if getattr(report, "when", None) != "call" or not hasattr(report, "wasxfail"):
         return None
     verdicts = _verdicts(report)
-    if "finding" in verdicts:
-        return "finding", "f", "FINDING"
-    if "resolved" in verdicts:
-        return "resolved", "R", "RESOLVED"
+    if report.skipped and "finding" in verdicts:
+        return "xfailed", "f", "FINDING"
+    if report.passed and "resolved" in verdicts:
+        return "xpassed", "R", "RESOLVED"
     return None
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_terminal_summary(terminalreporter: Any) -> Any:
+    try:
+        return (yield)
+    finally:
+        # After the short test summary (-rx listed the findings with the xfails), before the counts line:
+        # "2 passed, 2 findings" rather than "2 xfailed".
+        if rename_summary_counts(terminalreporter.stats, USER_PROPERTY):
+            recount = getattr(terminalreporter, "_set_main_color", None)  # private: re-reads the stats keys
+            if callable(recount):
+                recount()
 
 
 class LedgerCollector:
@@ -90,17 +166,42 @@ class LedgerCollector:
         outcome = _outcome(report)
         if outcome:
             state.outcomes[outcome] = state.outcomes.get(outcome, 0) + 1
-        if report.skipped and report.when in ("setup", "call"):
+        if report.failed:
+            state.failures.append(failure_entry(report))
+        if report.skipped and report.when in ("setup", "call") and not hasattr(report, "wasxfail"):
             reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
             state.skips.append({"test_id": report.nodeid, "reason": reason.removeprefix("Skipped: ")})
 
-    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        if self.state.settings.report is None:
-            return
-        from pytest_anatomy.report.html import write_report
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            self.state.failures.append(failure_entry(report))
 
-        html_path, json_path = write_report(self.state.ledger(self.config), self.state.settings.report)
-        self._report_paths = (html_path, json_path)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        settings = self.state.settings
+        step_summary = os.environ.get("GITHUB_STEP_SUMMARY", "").strip()
+        if settings.report is None and settings.summary is None and not (step_summary and self.state.entries):
+            return
+        ledger = self.state.ledger(self.config)
+        if settings.report is not None:
+            from pytest_anatomy.report.html import write_report
+
+            try:
+                self._report_paths = write_report(ledger, settings.report)
+            except OSError as exc:  # checked writable at start; a disk that filled up since must not lose the summary
+                self._report_error = f"anatomy report not written: {exc}"
+        self._summary_lines = []
+        from pytest_anatomy.report.ci_summary import write_summary
+
+        # The step summary only when reconciliations ran: other pytest steps of a workflow stay quiet.
+        targets = [(settings.summary, False)] if settings.summary is not None else []
+        targets += [(Path(step_summary), True)] if step_summary and self.state.entries else []
+        for path, append in targets:
+            try:
+                self._summary_lines.append(f"anatomy summary: {write_summary(ledger, path, append=append)}")
+            except OSError as exc:
+                self._summary_lines.append(f"anatomy summary not written to {path}: {exc.strerror or exc}")
+                if not append and session.exitstatus == 0:
+                    session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
         if self.state.entries:
@@ -109,18 +210,24 @@ class LedgerCollector:
             terminalreporter.write_sep("=", "anatomy reconciliations")
             for line in summary_lines(self.state.ledger(config)):
                 terminalreporter.write_line(line)
+        if getattr(self, "_report_error", None):
+            terminalreporter.write_line(self._report_error, red=True)
         paths = getattr(self, "_report_paths", None)
         if paths:
             terminalreporter.write_sep("-", f"Generated anatomy report: file://{paths[0].resolve()}")
             terminalreporter.write_line(f"ledger: {paths[1]}")
+        for line in getattr(self, "_summary_lines", ()):
+            terminalreporter.write_line(line)
 
 
 def _outcome(report: pytest.TestReport) -> str | None:
     if report.when == "call":
-        if report.passed:
+        if hasattr(report, "wasxfail"):  # ours (finding, relaxed resolved) or a plain xfail mark's
             verdicts = _verdicts(report)
-            return "finding" if "finding" in verdicts else "resolved" if "resolved" in verdicts else "passed"
-        return "failed" if report.failed else "skipped"
+            if report.skipped:
+                return "finding" if "finding" in verdicts else "xfailed"
+            return "resolved" if "resolved" in verdicts else "xpassed"
+        return "passed" if report.passed else "failed" if report.failed else "skipped"
     if report.failed:
         return "error"
     if report.skipped:
@@ -129,17 +236,46 @@ def _outcome(report: pytest.TestReport) -> str | None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    for name in ("anatomy-html-columns", "anatomy-ledger"):
+    for name in ("anatomy-html-columns", "anatomy-ledger", "anatomy-option-use"):
         plugin = config.pluginmanager.get_plugin(name)
         if plugin is not None:
             config.pluginmanager.unregister(plugin)
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # Suite markers from the directory name, added before `-m` deselects: `-m capacity`
     # selects tests_capacity/.
     for item in items:
         top = item.nodeid.split("/", 1)[0]
         if top.startswith("tests_") and top[len("tests_"):] in SUITES:
             item.add_marker(top[len("tests_"):])
+        # Under xdist (--dist loadgroup) every test of the live target runs in one worker: one
+        # process measures the GPU, so timings never overlap and each measurement is made once.
+        tgt = getattr(getattr(item, "callspec", None), "params", {}).get("target")
+        if getattr(tgt, "live", False):
+            item.add_marker(pytest.mark.xdist_group(LIVE_GROUP))
+
+
+@pytest.hookimpl(trylast=True)  # after the terminal's own collection report: nothing else prints
+def pytest_collection_finish(session: pytest.Session) -> None:
+    state = get_session(session.config)
+    if state.settings.show_plan and not state.is_worker:
+        from pytest_anatomy.live_plan import print_plan
+
+        print_plan(session.config, session.items)
+        # like --collect-only: the plan is the answer, nothing runs
+        session.config.option.collectonly = True
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    state = get_session(session.config)
+    if state.is_worker or state.settings.source != "live":
+        return
+    if state.live_gpu is None:
+        raise pytest.UsageError("--anatomy-source=live: no GPU detected (NVML found none); run on a GPU machine, "
+                                "or replay the recordings with --anatomy-source=recorded")
+    numprocesses = session.config.getoption("numprocesses", None)
+    if numprocesses and session.config.getoption("dist", "no") != "loadgroup":
+        raise pytest.UsageError("live GPU measurements under xdist need --dist loadgroup (every live test is "
+                                "grouped on one worker so one process measures the GPU at a time)")

@@ -181,7 +181,7 @@ def as_measurement(value: Measurement | float | int, unit: str = "") -> Measurem
         return value
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"measured must be a Measurement or a number, got {type(value).__name__}")
-    return Measurement(float(value), unit, source="live")
+    return Measurement(float(value), unit, source="given")  # not measured here: never labelled live
 
 
 def compare(

@@ -18,11 +18,12 @@ Schema v1 (validated on every load, so a hand-broken file fails loudly with its 
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import tempfile
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -36,6 +37,13 @@ _SUITE_RE = re.compile(r"^[a-z0-9][a-z0-9._+-]*(/[a-z0-9][a-z0-9._+-]*)?$")
 # measurements of one name in one second (a fast session, xdist workers) cannot collide.
 _STAMP_RE = re.compile(r"^\d{8}T\d{6}(\.\d{6})?Z$")
 _TIME_FORMATS = ("%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S.%fZ")
+# A stamp later than now by more than this is refused: it would supersede every recording made
+# after it. The allowance covers the clock of the device machine that stamped a run running
+# ahead of the machine that imports it (unsynchronised VMs drift by seconds to a few minutes).
+CLOCK_SKEW = timedelta(minutes=10)
+# A recording is a few KiB to a few MiB (raw logs embedded verbatim); 256 MiB is far above any
+# real one and keeps a mistaken path (a model checkpoint, a core dump) from being read whole.
+MAX_RECORDING_BYTES = 256 * 1024 * 1024
 _REQUIRED = ("schema", "suite", "name", "hardware", "recorded_at", "provenance", "measurements")
 
 
@@ -67,6 +75,7 @@ class Recording:
         m = self.measurements[quantity]
         prov = dict(self.provenance)
         prov["recorded_at"] = self.recorded_at
+        prov.setdefault("hardware", self.hardware)  # the ledger names the GPU of every reconciliation
         if self.path is not None:
             prov["recording"] = _display_path(self.path)
         return Measurement(
@@ -119,7 +128,7 @@ def validate(doc: Any, where: str = "<recording>") -> None:
         if not isinstance(doc[key], str) or not pattern.match(doc[key]):
             fail(f"{key}={doc[key]!r} must be lower-case letters, digits and . _ + -"
                  + (" (a suite may add one /sub-folder)" if key == "suite" else ""))
-    _parse_time(doc["recorded_at"], fail)
+    _refuse_future(_parse_time(doc["recorded_at"], fail), where)
     if not isinstance(doc["provenance"], dict) or "source" not in doc["provenance"]:
         fail("provenance must be an object with at least 'source'")
     if not isinstance(doc["measurements"], dict):
@@ -130,6 +139,8 @@ def validate(doc: Any, where: str = "<recording>") -> None:
         v = m["value"]
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             fail(f"measurement {q!r} value {v!r} is not a number")
+        if not math.isfinite(v):
+            fail(f"measurement {q!r} value is {v!r}; a measurement is a finite number")
         if not isinstance(m["unit"], str):
             fail(f"measurement {q!r} unit must be a string")
         samples = m.get("samples", [])
@@ -156,16 +167,65 @@ def _stamp_time(stamp: str) -> datetime:
     return datetime.strptime(stamp, fmt).replace(tzinfo=timezone.utc)
 
 
-def load_file(path: Path) -> Recording:
-    path = Path(path)
+def _file_stamp_time(path: Path, stamp: str) -> datetime:
+    """The time of a file's stamp; RecordingError for a malformed, impossible or future one."""
+    fix = ("the stamp is recorded_at without '-' and ':' (20260825T220338Z or 20260825T220338.123456Z); "
+           "recordings are written by pytest-anatomy, never named by hand")
+    if not _STAMP_RE.match(stamp):
+        raise RecordingError(f"{path}: file stamp {stamp!r} is not a UTC stamp; {fix}")
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        when = _stamp_time(stamp)
+    except ValueError:
+        raise RecordingError(f"{path}: file stamp {stamp!r} is not a real time; {fix}") from None
+    _refuse_future(when, str(path))
+    return when
+
+
+def _refuse_future(when: datetime, where: str) -> None:
+    now = datetime.now(timezone.utc)
+    if when > now + CLOCK_SKEW:
+        raise RecordingError(
+            f"{where}: stamped {when:%Y-%m-%dT%H:%M:%SZ}, later than now ({now:%Y-%m-%dT%H:%M:%SZ}) by more than "
+            f"the {int(CLOCK_SKEW.total_seconds() // 60)} min clock-skew allowance; a future stamp would "
+            "supersede every later recording. Check the clock of the machine that recorded it.")
+
+
+def _read_document(path: Path) -> Any:
+    """The JSON of a recording file; RecordingError naming the file for size, encoding or syntax."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_RECORDING_BYTES:
+            raise RecordingError(
+                f"{path}: {size:,} bytes, above the {MAX_RECORDING_BYTES // 2**20} MiB bound for a recording "
+                "(real ones are KiB to a few MiB); is this the right file?")
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RecordingError(
+            f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason}); recordings are UTF-8 JSON written by "
+            "pytest-anatomy. Supersede it with a newer recording.") from None
+    except OSError as exc:
+        raise RecordingError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    try:
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise RecordingError(
             f"{path}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}). "
             "Supersede it with a newer recording (re-run with --anatomy-record on a GPU)."
-        ) from exc
+        ) from None
+    except RecursionError:
+        raise RecordingError(f"{path}: JSON nested too deeply to be a recording") from None
+
+
+def load_file(path: Path) -> Recording:
+    path = Path(path)
+    doc = _read_document(path)
     validate(doc, str(path))
+    name, at, stamp = path.name.removesuffix(".json").rpartition("@")
+    if at and name == doc["name"] and stamp != stamp_of(doc["recorded_at"]):
+        raise RecordingError(
+            f"{path}: file stamp {stamp!r} does not match recorded_at={doc['recorded_at']!r} (expected "
+            f"{doc['name']}@{stamp_of(doc['recorded_at'])}.json); the file was renamed or edited by hand. "
+            "Recordings are never edited: supersede it with a newer one.")
     return Recording(
         suite=doc["suite"],
         name=doc["name"],
@@ -188,12 +248,18 @@ def candidates(root: Path, hardware: str, suite: str, name: str) -> list[Path]:
     folder = Path(root) / hardware / suite
     if not folder.is_dir():
         return []
-    found = []
+    found: dict[datetime, Path] = {}
     for p in folder.glob(f"{name}@*.json"):
         stamp = p.name[len(name) + 1 : -len(".json")]
-        if _STAMP_RE.match(stamp):
-            found.append((_stamp_time(stamp), p))
-    return [p for _, p in sorted(found)]
+        when = _file_stamp_time(p, stamp)
+        if when in found:
+            # e.g. x@20260825T000000Z.json and x@20260825T000000.000000Z.json: neither supersedes
+            first, second = sorted((found[when].name, p.name))
+            raise RecordingError(
+                f"{folder}: {first} and {second} are two recordings of {name!r} at the same time; which one is "
+                "newest is undefined. One of them was copied or renamed by hand: move it out of results/.")
+        found[when] = p
+    return [found[when] for when in sorted(found)]
 
 
 def load_latest(root: Path, hardware: str, suite: str, name: str, stamp: str | None = None) -> Recording:
@@ -215,6 +281,41 @@ def load_latest(root: Path, hardware: str, suite: str, name: str, stamp: str | N
             f"which does not match its path; the file was moved or renamed by hand"
         )
     return rec
+
+
+def session_key(rec: Recording) -> str | None:
+    """What ties recordings of one measuring session together: the batch's start time
+    (provenance "date", shared by every run of a device batch or of a live plan run)."""
+    date = rec.provenance.get("date")
+    return str(date) if date else None
+
+
+def load_not_after(root: Path, hardware: str, suite: str, name: str, when: str) -> Recording:
+    """The newest recording of `name` stamped at or before `when` (a recorded_at): what was known
+    when another measurement was made, e.g. the calibration a held-out run is predicted with."""
+    limit = _stamp_time(stamp_of(when))
+    files = [p for p in candidates(root, hardware, suite, name)
+             if _stamp_time(p.name[len(name) + 1: -len(".json")]) <= limit]
+    if not files:
+        raise MissingRecording(f"{Path(root) / hardware / suite / name}@* not after {when}")
+    return load_file(files[-1])
+
+
+def load_beside(root: Path, hardware: str, suite: str, name: str, other: Recording) -> Recording:
+    """The recording of `name` measured in the same session as `other`: the one with the same
+    stamp (a device batch), else the newest with the same session key (a live plan run, whose
+    recordings are stamped one by one). MissingRecording when that session measured no `name`."""
+    try:
+        return load_latest(root, hardware, suite, name, other.recorded_at)
+    except MissingRecording:
+        pass
+    key = session_key(other)
+    if key is not None:
+        for path in reversed(candidates(root, hardware, suite, name)):
+            rec = load_file(path)
+            if session_key(rec) == key:
+                return rec
+    raise MissingRecording(f"{Path(root) / hardware / suite / name}@* of the session of {other.name}@{other.recorded_at}")
 
 
 def list_recordings(root: Path, hardware: str, suite: str, prefix: str = "") -> list[str]:

@@ -10,6 +10,7 @@ import json
 import platform
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from importlib import metadata
@@ -30,28 +31,59 @@ _UNSET = object()
 class AnatomySession:
     settings: AnatomySettings
     is_worker: bool = False
+    started: float = field(default_factory=time.monotonic)
     entries: list[dict[str, Any]] = field(default_factory=list)
     skips: list[dict[str, str]] = field(default_factory=list)
     outcomes: dict[str, int] = field(default_factory=dict)
+    # Live measurements of this session, each made once: (target, suite, name) -> Recording.
+    live_cache: dict[tuple[str, str, str], Any] = field(default_factory=dict)
+    # Which tool took each live timing (recording name -> text), for the report.
+    timing_tools: dict[str, str] = field(default_factory=dict)
+    failures: list[dict[str, Any]] = field(default_factory=list)  # outcome.failure_entry of each failed report
     _gpu: Any = _UNSET
+    _live_target: Any = _UNSET
+    _targets: dict[str, list[Any]] = field(default_factory=dict)
 
     @property
     def live_gpu(self) -> Any:
-        """The detected GPU (DetectedGPU) or None. Never probes when source=recorded."""
+        """The detected GPU (DetectedGPU) or None. Never probes when source=recorded. The CUDA
+        driver's attributes (SM count, L2, CUDA-visible memory) are read in a subprocess so this
+        process stays CUDA-free for vLLM's engine workers."""
         if self._gpu is _UNSET:
             if self.settings.source == "recorded":
                 self._gpu = None
             else:
+                from pytest_anatomy.measure.cuda_facts import cuda_device_facts
                 from pytest_anatomy.specs.hardware import detect
 
-                self._gpu = detect()
+                gpu = detect()
+                with_facts = getattr(gpu, "with_cuda_facts", None)  # test doubles may lack it
+                self._gpu = with_facts(cuda_device_facts()) if with_facts is not None else gpu
         return self._gpu
 
+    def live_target(self) -> Any:
+        """The Target of this machine's GPU (targets.live_target), or None without one."""
+        if self._live_target is _UNSET:
+            from pytest_anatomy.targets import live_target
+
+            gpu = self.live_gpu
+            self._live_target = (None if gpu is None else
+                                 live_target(gpu, self.settings.hardware, self.settings.spec_source))
+        return self._live_target
+
+    def targets(self, suite: str) -> list[Any]:
+        """The targets a suite's tests are parametrized over (targets.session_targets)."""
+        if suite not in self._targets:
+            from pytest_anatomy.targets import session_targets
+
+            self._targets[suite] = session_targets(
+                live=self.live_target(), source=self.settings.source, hardware_option=self.settings.hardware,
+                results_dir=self.settings.results_dir, suite=suite)
+        return self._targets[suite]
+
     def live_hardware_name(self) -> str | None:
-        gpu = self.live_gpu
-        if gpu is None:
-            return None
-        return getattr(gpu, "catalog_name", None) or _slug(getattr(gpu, "name", "unknown-gpu"))
+        target = self.live_target()
+        return None if target is None else target.name
 
     def target_hardware(self) -> str | None:
         """Explicit --anatomy-hardware, else the live GPU's catalog name, else None."""
@@ -64,6 +96,13 @@ class AnatomySession:
             if key == USER_PROPERTY:
                 self.entries.append(json.loads(value))
 
+    def _live_spec_source(self) -> str | None:
+        """'catalog' or 'nvml' for the live target's spec; None without a live GPU."""
+        target = self.live_target() if self.settings.source != "recorded" else None
+        if target is None:
+            return None
+        return "nvml" if target.spec_source.startswith("nvml") else "catalog"
+
     def _hardware_spec_origin(self) -> dict[str, Any] | None:
         """Which HardwareSpec the `hardware` fixture resolves to, and where its numbers come from.
         Replayed reconciliations use their recording's hardware (the `hardware` column per entry)."""
@@ -73,6 +112,11 @@ class AnatomySession:
             return _spec_origin(get_hardware(self.settings.hardware), "--anatomy-hardware")
         if self.live_gpu is not None:
             try:
+                target = self.live_target()
+                if target is not None and target.spec is not None:
+                    origin = _spec_origin(target.spec, "detected GPU")
+                    origin["from"] = target.spec_source
+                    return origin
                 return _spec_origin(spec_for_detected(self.live_gpu), "detected GPU")
             except Exception as exc:  # noqa: BLE001 - the report must not fail on an odd device object
                 return {"name": getattr(self.live_gpu, "name", "?"), "from": f"unresolved ({exc!r})",
@@ -90,8 +134,10 @@ class AnatomySession:
             "environment": self.environment(config),
             "reconciliations": list(self.entries),
             "verdicts": counts,
+            "session_duration_s": round(time.monotonic() - self.started, 3),
             "tests": dict(self.outcomes),
             "skips": list(self.skips),
+            "failures": list(self.failures),
         }
 
     def environment(self, config: pytest.Config) -> dict[str, Any]:
@@ -107,6 +153,10 @@ class AnatomySession:
             "model_option": self.settings.model,
             "live_gpu": gpu.to_dict() if gpu is not None and hasattr(gpu, "to_dict") else None,
             "hardware_spec": self._hardware_spec_origin(),
+            "hardware_spec_source": self._live_spec_source(),
+            "targets": sorted({t.describe()["name"]: t.describe() for ts in self._targets.values() for t in ts}.values(),
+                              key=lambda d: (d["kind"] != "live", d["name"])),
+            "timing_tools": dict(self.timing_tools),
             "command": " ".join([_basename(sys.argv[0]), *sys.argv[1:]]),
         }
         config.hook.pytest_anatomy_update_environment(config=config, environment=env)
@@ -120,10 +170,6 @@ def _spec_origin(spec: Any, how: str) -> dict[str, Any]:
 
 def _basename(path: str) -> str:
     return path.rsplit("/", 1)[-1]
-
-
-def _slug(text: str) -> str:
-    return "".join(c if c.isalnum() else "-" for c in text.lower()).strip("-")
 
 
 def _version(name: str) -> str | None:

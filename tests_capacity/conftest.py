@@ -1,10 +1,9 @@
-"""Prediction fixtures for the capacity suite: the seed's model and card, and its settings."""
+"""Fixtures of the capacity suite: the seed's model, and live engine starts for the ledger."""
 
 from __future__ import annotations
 
 import pytest
 
-from pytest_anatomy.specs.hardware import HardwareSpec, get_hardware
 from pytest_anatomy.specs.model import ModelSpec, load_model
 
 
@@ -14,13 +13,7 @@ def seed_model() -> ModelSpec:
     return load_model("Qwen/Qwen2.5-7B-Instruct")
 
 
-@pytest.fixture(scope="session")
-def rtx4090() -> HardwareSpec:
-    """The seed study's card."""
-    return get_hardware("rtx4090")
-
-
-# --- the H200 vLLM memory ledger (issue 3): live re-measurement of a recording's settings -----------
+# --- vLLM's memory ledger: one live engine start per run and session -------------------------------
 @pytest.fixture(scope="session")
 def vllm_ledger_live(tmp_path_factory: pytest.TempPathFactory):
     """Factory `make(run_id, model, settings, held_out)` -> zero-argument callable for `measured(live=...)`.
@@ -66,3 +59,16 @@ def vllm_ledger_live(tmp_path_factory: pytest.TempPathFactory):
         return live
 
     return make
+
+
+def pytest_anatomy_live_plan(config: pytest.Config, items: list[pytest.Item]) -> list[dict]:
+    """One vLLM engine start per live run the selected capacity tests read."""
+    import capacity_live_plan as live_plan
+
+    runs: dict[str, float] = {}
+    for item in items:
+        run = getattr(item, "callspec", None) and item.callspec.params.get("run")
+        if "tests_capacity" in item.nodeid and run is not None and getattr(run, "live", False):
+            runs[run.run_id] = live_plan.GRAPHS_START_S if not run.settings.get("enforce_eager") else \
+                live_plan.EAGER_START_S
+    return [{"suite": "capacity", "what": f"vLLM engine start {rid}", "estimate_s": est} for rid, est in runs.items()]

@@ -12,14 +12,17 @@ from pytest_anatomy.measure.analysis import linear_fit
 from pytest_anatomy.theory import capacity as cap
 from pytest_anatomy.theory.prediction import Prediction, Term
 
+# The seed study's data exists only as recordings: replayed on the cards that hold them.
+pytestmark = pytest.mark.targets(recorded="seed-")
+
 LENGTHS = (256, 512, 1024, 2048, 4096)
 CONCURRENCY = 16
 OUTPUT_LEN = 256
 
 
 @pytest.mark.gpu
-def test_kv_tokens_slope_in_input_length(measured, reconcile):
-    rec = measured("seed-r2-kv-linearity", hardware="rtx4090")
+def test_kv_tokens_slope_in_input_length(target, measured, reconcile):
+    rec = measured("seed-r2-kv-linearity")
     c = int(rec["concurrency"].value)
     pred = Prediction(float(c), "tokens/token", "concurrency (each running request holds its prompt in KV)",
                       {"concurrency": c})
@@ -37,8 +40,8 @@ def test_kv_tokens_slope_in_input_length(measured, reconcile):
            "1 Hz sampler misses the exact peak), so they hold on average ~246 of 256 output tokens.",
     expected=(0.90, 1.0),
 )
-def test_kv_tokens_intercept(measured, reconcile):
-    rec = measured("seed-r2-kv-linearity", hardware="rtx4090")
+def test_kv_tokens_intercept(target, measured, reconcile):
+    rec = measured("seed-r2-kv-linearity")
     c = int(rec["concurrency"].value)
     pred = Prediction(float(c * OUTPUT_LEN), "tokens", "concurrency x output_len (every request at full length)",
                       {"concurrency": c, "output_len": OUTPUT_LEN})
@@ -48,20 +51,20 @@ def test_kv_tokens_intercept(measured, reconcile):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("rnd", [1, 2], ids=["round1", "round2"])
-def test_decode_step_slope_in_context(rnd, seed_model, rtx4090, measured, reconcile):
+def test_decode_step_slope_in_context(target, rnd, seed_model, card, measured, reconcile):
     """Each extra context token adds C x 57,344 B of KV reads per decode step.
 
     Measured: least-squares slope of median ITL over input length L (C=16). Predicted:
     C x kv_bytes_per_token / datasheet bandwidth."""
-    recs = [measured(f"seed-r{rnd}-03-len-{L}", hardware="rtx4090", suite="latency") for L in LENGTHS]
+    recs = [measured(f"seed-r{rnd}-03-len-{L}", suite="latency") for L in LENGTHS]
     itl = [r["median_itl"].value for r in recs]
     fit = linear_fit(LENGTHS, itl)
     first = recs[0]["median_itl"]
     slope = Measurement(fit.slope, "s/token", samples=tuple(itl), source=first.source,
                         provenance={**first.provenance, "fit": f"OLS over L={list(LENGTHS)}, R^2={fit.r_squared:.4f}",
-                                    "recording": f"results/rtx4090/latency/seed-r{rnd}-03-len-*.json"})
+                                    "recording": f"results/{target.name}/latency/seed-r{rnd}-03-len-*.json"})
     per_token = cap.kv_bytes_per_token(seed_model)
-    bw = rtx4090.memory_bandwidth
+    bw = card.memory_bandwidth
     pred = Prediction(CONCURRENCY * per_token.value / bw, "s/token",
                       "concurrency x kv_bytes_per_token / datasheet bandwidth",
                       {"concurrency": CONCURRENCY, "kv_bytes_per_token": per_token.value, "bandwidth": bw},
@@ -70,4 +73,4 @@ def test_decode_step_slope_in_context(rnd, seed_model, rtx4090, measured, reconc
     reconcile("decode_step_s_per_context_token", pred, slope, ratio=(1.0, 1.25),
               why="a slope cannot beat the datasheet bandwidth (ratio >= 1); achieved DRAM bandwidth on the "
                   "4090 is >= 80% of datasheet (the seed's decode attainment is 81-89%), so ratio <= 1.25",
-              model=seed_model.name, hardware="rtx4090")
+              model=seed_model.name)

@@ -14,6 +14,9 @@ from pytest_anatomy.theory import capacity as cap
 from pytest_anatomy.theory.prediction import Prediction, Term
 from pytest_anatomy.theory.quant import llamacpp_gpu_weight_bytes
 
+# The seed study's data exists only as recordings: replayed on the cards that hold them.
+pytestmark = pytest.mark.targets(recorded="seed-")
+
 
 def test_kv_buffer_is_14336_mib(seed_model):
     """Hand derivation, independent of the code path: 262144 x 28 x 2 x (4 x 128) x 2 B."""
@@ -21,8 +24,8 @@ def test_kv_buffer_is_14336_mib(seed_model):
 
 
 @pytest.mark.gpu
-def test_gpu_memory_with_server_loaded(seed_model, measured, reconcile):
-    rec = measured("seed-r2-llamacpp-memory", hardware="rtx4090")
+def test_gpu_memory_with_server_loaded(target, seed_model, measured, reconcile):
+    rec = measured("seed-r2-llamacpp-memory")
     kv = cap.llamacpp_kv_buffer_bytes(seed_model, LLAMA_SETTINGS["n_ctx"], LLAMA_SETTINGS["type_k"],
                                       LLAMA_SETTINGS["type_v"])
     weights = llamacpp_gpu_weight_bytes(seed_model, LLAMA_SETTINGS["weights"])

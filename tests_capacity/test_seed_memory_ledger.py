@@ -14,6 +14,9 @@ import pytest
 from pytest_anatomy.theory.prediction import Prediction, Term
 from pytest_anatomy.units import GiB
 
+# The seed study's data exists only as recordings: replayed on the cards that hold them.
+pytestmark = pytest.mark.targets(recorded="seed-")
+
 # Five GiB figures printed with 2 decimals (total, consumed, peak, [graphs], and the KV value
 # itself) can each be off by 0.005 GiB; utilization scales the total's error by 0.9.
 LEDGER_ROUNDING_BYTES = (0.9 + 4) * 0.005 * GiB
@@ -21,9 +24,9 @@ ROUND2_LEDGER = "seed-r2-vllm-memory-ledger"
 
 
 def _budget_terms(measured, recording):
-    rec = measured(recording, hardware="rtx4090")
+    rec = measured(recording)
     # Round 1's summary omits the total; the card and vLLM's accounting are the same as round 2.
-    total_rec = rec if "total_memory_bytes" in rec.measurements else measured(ROUND2_LEDGER, hardware="rtx4090")
+    total_rec = rec if "total_memory_bytes" in rec.measurements else measured(ROUND2_LEDGER)
     total = total_rec["total_memory_bytes"].value
     util = total_rec["gpu_memory_utilization"].value
     return rec, total, util
@@ -50,7 +53,7 @@ def _available(total: float, util: float, rec, *, subtract_graphs: bool) -> Pred
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("recording", ["seed-r1-vllm-memory-ledger", ROUND2_LEDGER])
-def test_available_kv_is_budget_minus_non_kv(recording, measured, reconcile):
+def test_available_kv_is_budget_minus_non_kv(target, recording, measured, reconcile):
     rec, total, util = _budget_terms(measured, recording)
     reconcile("available_kv_bytes", _available(total, util, rec, subtract_graphs=False),
               rec["available_kv_bytes"], abs=LEDGER_ROUNDING_BYTES,
@@ -68,7 +71,7 @@ def test_available_kv_is_budget_minus_non_kv(recording, measured, reconcile):
     expected=(1.03, 1.10),
 )
 @pytest.mark.parametrize("recording", ["seed-r1-vllm-memory-ledger", ROUND2_LEDGER])
-def test_available_kv_per_documented_formula(recording, measured, reconcile):
+def test_available_kv_per_documented_formula(target, recording, measured, reconcile):
     rec, total, util = _budget_terms(measured, recording)
     reconcile("available_kv_bytes_documented", _available(total, util, rec, subtract_graphs=True),
               rec["available_kv_bytes"], abs=LEDGER_ROUNDING_BYTES + 0.005 * GiB,

@@ -1,5 +1,5 @@
 """Stage 01 of the seed, capacity half: vLLM's KV pool on the RTX 4090, replayed from the
-seed's published log lines (results/rtx4090/capacity/seed-r*-vllm-*.json).
+seed's published log lines (results/<card>/capacity/seed-r*-vllm-*.json).
 
 The seed divided vLLM's reported available memory by hand-computed KV bytes per token and
 found 0.03%. Here the same division is done by vLLM's own integer arithmetic (pages of 16
@@ -15,6 +15,9 @@ from pytest_anatomy.theory import capacity as cap
 from pytest_anatomy.theory.prediction import Prediction, Term
 from pytest_anatomy.units import GiB
 
+# The seed study's data exists only as recordings: replayed on the cards that hold them.
+pytestmark = pytest.mark.targets(recorded="seed-")
+
 ROUNDS = ["seed-r1-vllm-kv-pool", "seed-r2-vllm-kv-pool"]
 SEED_MAX_MODEL_LEN = VLLM_SETTINGS["max_model_len"]
 SEED_BLOCK_SIZE = VLLM_SETTINGS["block_size"]
@@ -29,9 +32,9 @@ def _rounding_rel(available_bytes: float) -> float:
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("recording", ROUNDS)
-def test_kv_bytes_per_token(recording, seed_model, measured, reconcile):
+def test_kv_bytes_per_token(target, recording, seed_model, measured, reconcile):
     """Implied bytes/token = logged available memory / logged pool tokens, vs 2 x 28 x 4 x 128 x 2."""
-    rec = measured(recording, hardware="rtx4090")
+    rec = measured(recording)
     available = rec["available_kv_bytes"]
     tokens = rec["kv_tokens"]
     implied = Measurement(available.value / tokens.value, "B", source=available.source,
@@ -46,9 +49,9 @@ def test_kv_bytes_per_token(recording, seed_model, measured, reconcile):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("recording", ROUNDS)
-def test_pool_tokens_from_available_memory(recording, seed_model, measured, reconcile):
+def test_pool_tokens_from_available_memory(target, recording, seed_model, measured, reconcile):
     """vLLM's `GPU KV cache size` from its `Available KV cache memory`, by its own block arithmetic."""
-    rec = measured(recording, hardware="rtx4090")
+    rec = measured(recording)
     available = rec["available_kv_bytes"].value
     blocks = cap.vllm_num_gpu_blocks(seed_model, available, SEED_BLOCK_SIZE)
     tokens = cap.vllm_kv_tokens(seed_model, int(blocks.value), SEED_BLOCK_SIZE)
@@ -61,9 +64,9 @@ def test_pool_tokens_from_available_memory(recording, seed_model, measured, reco
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("recording", ROUNDS)
-def test_max_concurrency_from_available_memory(recording, seed_model, measured, reconcile):
+def test_max_concurrency_from_available_memory(target, recording, seed_model, measured, reconcile):
     """`Maximum concurrency for 8,192 tokens per request` from available memory alone."""
-    rec = measured(recording, hardware="rtx4090")
+    rec = measured(recording)
     available = rec["available_kv_bytes"].value
     blocks = cap.vllm_num_gpu_blocks(seed_model, available, SEED_BLOCK_SIZE)
     pred = cap.vllm_max_concurrency(int(blocks.value), SEED_MAX_MODEL_LEN, SEED_BLOCK_SIZE)
@@ -75,9 +78,9 @@ def test_max_concurrency_from_available_memory(recording, seed_model, measured, 
 
 
 @pytest.mark.gpu
-def test_max_concurrency_from_engine_blocks(seed_model, measured, reconcile):
+def test_max_concurrency_from_engine_blocks(target, seed_model, measured, reconcile):
     """Given the engine's own block count, concurrency is exact up to the log's 2-decimal print."""
-    rec = measured("seed-r2-vllm-kv-pool", hardware="rtx4090")
+    rec = measured("seed-r2-vllm-kv-pool")
     blocks = int(rec["num_gpu_blocks"].value)
     reconcile("max_concurrency_from_blocks", cap.vllm_max_concurrency(blocks, SEED_MAX_MODEL_LEN, SEED_BLOCK_SIZE),
               rec["max_concurrency"], abs=0.005, why="the log prints concurrency with 2 decimals",

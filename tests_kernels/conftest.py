@@ -1,4 +1,4 @@
-"""Fixtures for the kernel ladders: the seed's card, recordings by name, the H200 facts."""
+"""Fixtures for the kernel ladders: the seed's SGEMM recordings by name."""
 
 from __future__ import annotations
 
@@ -6,23 +6,24 @@ from typing import Any
 
 import pytest
 
-from pytest_anatomy.specs.hardware import HardwareSpec, get_hardware
-
-
-@pytest.fixture(scope="session")
-def rtx4090() -> HardwareSpec:
-    """The seed study's card (stage 02 ran on it)."""
-    return get_hardware("rtx4090")
-
-
-@pytest.fixture(scope="session")
-def h200() -> HardwareSpec:
-    return get_hardware("h200")
-
 
 @pytest.fixture
-def seed_row(measured: Any):
+def seed_row(measured: Any, target: Any):
     """seed_row(kernel, size=4096, shape='square') -> the seed's SGEMM recording for that row."""
     def get(kernel: str, size: int = 4096, shape: str = "square") -> Any:
-        return measured(f"seed-sgemm.{shape}.{size}x{size}x{size}.{kernel}", hardware="rtx4090")
+        return measured(f"seed-sgemm.{shape}.{size}x{size}x{size}.{kernel}", target=target)
     return get
+
+
+def pytest_anatomy_live_plan(config: pytest.Config, items: list[pytest.Item]) -> list[dict]:
+    """Every rung the selected kernel tests read, timed once (compile + correctness + 4 timing
+    blocks: ~1-2 s a rung on the H200, 53 s for the whole ladder set), and the session's ceilings."""
+    rungs = set()
+    for item in items:
+        params = getattr(item, "callspec", None) and item.callspec.params
+        if params and "tests_kernels" in item.nodeid and params.get("v") is not None:
+            rungs.add((params["v"].ladder, params["v"].id))
+    if not rungs:
+        return []
+    return [{"suite": "kernels", "what": f"{len(rungs)} rungs timed once each, and the read/copy ceilings",
+             "estimate_s": 5.0 + 1.5 * len(rungs)}]

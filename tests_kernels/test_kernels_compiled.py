@@ -37,8 +37,8 @@ def test_no_spills_no_stack(source):
 
 
 @pytest.mark.parametrize("v", [pytest.param(v, id=v.id) for v in LADDERS["sgemm"] if not v.is_baseline])
-def test_sgemm_occupancy_on_h200(v):
-    """The rung's launch fits an H200 SM: ptxas's registers and shared memory leave room for at
+def test_sgemm_occupancy_fits_an_sm90_sm(v):
+    """The rung's launch fits a Hopper (sm_90) SM: ptxas's registers and shared memory leave room for at
     least one block (zero would mean the launch fails with 'too many resources requested').
     The blocks-per-SM figure itself is not compared with anything here."""
     _need("nvcc")
@@ -53,12 +53,13 @@ SEED_OCC = [("k1", 40, 0, 1024), ("k3", 38, 8192, 1024), ("k4", 54, 8192, 128), 
 
 
 @pytest.mark.gpu
+@pytest.mark.targets(recorded="seed-sgemm.")
 @pytest.mark.parametrize("kernel,regs,smem,threads", SEED_OCC)
-def test_occupancy_matches_seed_report(kernel, regs, smem, threads, measured, reconcile):
-    """The seed's CSV reports blocks per SM for its kernels on sm_89; our calculator, fed its
+def test_occupancy_matches_seed_report(kernel, regs, smem, threads, card, measured, reconcile):
+    """The seed's CSV reports blocks per SM for its kernels on its card; our calculator, fed its
     ptxas registers and shared memory, must give the same integer."""
-    rec = measured(f"seed-sgemm.square.4096x4096x4096.{kernel}", hardware="rtx4090")
-    got = occupancy(regs, smem, threads, "sm_89")
+    rec = measured(f"seed-sgemm.square.4096x4096x4096.{kernel}")
+    got = occupancy(regs, smem, threads, card.sm_arch)
     reported = Measurement(float(rec.data["row"]["blocks_per_sm"]), "blocks", source="recorded",
                            provenance=dict(rec.provenance))
     reconcile("blocks_per_sm", got, reported)
@@ -77,7 +78,7 @@ def test_vectorized_rungs_compile_to_128_bit_shared_loads(source, kernel, kind, 
     counts = kc.sass_counts(source, "sm_90")[kernel]
     reconcile(f"{kind}_per_ffma", Prediction(per_fma, "1/FMA", "access pattern (registry theory)"),
               Measurement(counts.get(kind, 0) / counts["FFMA"], "1/FMA", source="live",
-                          provenance={"tool": "cuobjdump --dump-sass", "counts": counts}))
+                          provenance={"tool": "cuobjdump --dump-sass", "hardware": "sm_90", "counts": counts}))
 
 
 @pytest.mark.finding("compiler-vectorizes-s5", reason="ptxas turns s5's scalar shared loads into LDS.128 (both operands: "
@@ -92,7 +93,7 @@ def test_s5_shared_loads_as_compiled(reconcile):
     c = kc.sass_counts(v.source, "sm_90")["sgemm_2d_regtile"]
     lds = sum(n for k, n in c.items() if k.startswith("LDS."))
     reconcile("lds_per_ffma", Prediction(v.theory.lds_distinct + v.theory.lds_broadcast, "1/FMA", "scalar access pattern"),
-              Measurement(lds / c["FFMA"], "1/FMA", source="live", provenance={"counts": c}))
+              Measurement(lds / c["FFMA"], "1/FMA", source="live", provenance={"hardware": "sm_90", "counts": c}))
 
 
 @pytest.mark.parametrize("source", SOURCES)
@@ -125,19 +126,20 @@ def _main_calls():
 
 
 @pytest.mark.gpu
+@pytest.mark.targets(recorded="ncu.")
 @pytest.mark.parametrize("v,call", _main_calls())
-def test_occupancy_from_ptxas_matches_ncu(v, call, measured, reconcile):
+def test_occupancy_from_ptxas_matches_ncu(v, call, card, measured, reconcile):
     """Blocks per SM from this machine's ptxas report (registers, shared memory) and the launch,
-    against Nsight Compute's theoretical occupancy for the same kernel on the H200
-    (results/h200/kernels/ncu.*): the calculator and the compiler's resource use, exactly."""
+    against Nsight Compute's theoretical occupancy for the same kernel on the profiled card
+    (results/<card>/kernels/ncu.*): the calculator and the compiler's resource use, exactly."""
     _need("nvcc")
     from pytest_anatomy.kernels.registry import shape_label
 
-    rec = measured(f"ncu.{v.ladder}.{v.id}.{shape_label(TIMING_SHAPES[v.ladder])}", hardware="h200")
+    rec = measured(f"ncu.{v.ladder}.{v.id}.{shape_label(TIMING_SHAPES[v.ladder])}")
     row = next((k for k in rec.data["kernels"] if k["name"] == call.kernel), None)
     assert row is not None, f"{call.kernel} not among the profiled kernels {[k['name'] for k in rec.data['kernels']]}"
-    use = kc.resource_report(call.source, "sm_90")[call.kernel]
-    occ = occupancy(use.registers, use.shared_bytes, call.launch.threads_per_block, "sm_90")
+    use = kc.resource_report(call.source, card.sm_arch)[call.kernel]
+    occ = occupancy(use.registers, use.shared_bytes, call.launch.threads_per_block, card.sm_arch)
     warps = -(-call.launch.threads_per_block // 32)
     pred = Prediction(occ.value * warps / 64 * 100, "%", "blocks per SM x warps per block / 64 warps",
                       {**occ.inputs, "ptxas_registers": use.registers, "ptxas_shared_bytes": use.shared_bytes},

@@ -91,9 +91,11 @@ def test_tensor_core_rung_has_its_own_baseline():
 
 @pytest.mark.parametrize("v", RUNGS)
 def test_measured_outcome_matches_the_newest_recording(v):
-    """A header's "Measured outcome" quotes the H200 times; it must agree with the newest recording
-    of each quoted shape (to its printed precision, 0.5%), so the text cannot go stale when a
-    newer run supersedes the one it quotes. Rungs not yet measured say so."""
+    """A header's "Measured outcome" quotes H200 times. Each quoted time must be the time of a recorded
+    run of that rung and shape (to its printed precision, 0.5%): the text quotes a measurement, never a
+    guess. The newest recording must stay within 10% of the quote (the session-to-session drift the
+    kernel findings allow), so the text cannot go stale when a newer run supersedes the one it quotes.
+    Rungs not yet measured say so."""
     from pytest_anatomy import recordings
     from pytest_anatomy.kernels.registry import CUDA_DIR
 
@@ -107,7 +109,10 @@ def test_measured_outcome_matches_the_newest_recording(v):
         return
     assert quoted, f"{v.source}: H200 recordings exist ({names}) but the header quotes no time"
     for lab, ms in quoted.items():
-        rec = recordings.load_latest(results, "h200", "kernels", f"{v.ladder}.{v.id}.{lab}")
-        measured_ms = rec.measurements["time"]["value"] * 1e3
-        assert ms == pytest.approx(measured_ms, rel=0.005), \
-            f"{v.source}: header says {ms} ms at {lab}, the newest recording {measured_ms:.4g} ms"
+        name = f"{v.ladder}.{v.id}.{lab}"
+        runs = [recordings.load_file(p).measurements["time"]["value"] * 1e3
+                for p in recordings.candidates(results, "h200", "kernels", name)]
+        assert any(ms == pytest.approx(t, rel=0.005) for t in runs), \
+            f"{v.source}: header says {ms} ms at {lab}, but no recording has that time ({[round(t, 4) for t in runs]})"
+        assert runs[-1] == pytest.approx(ms, rel=0.10), \
+            f"{v.source}: header says {ms} ms at {lab}, the newest recording {runs[-1]:.4g} ms: update the header"

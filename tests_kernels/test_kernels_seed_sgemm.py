@@ -25,6 +25,9 @@ from pytest_anatomy.theory.kernels import (
 )
 from pytest_anatomy.theory.prediction import Prediction, Term
 
+# The seed study's data exists only as recordings: replayed on the cards that hold them.
+pytestmark = pytest.mark.targets(recorded="seed-")
+
 SIZES = (1024, 2048, 4096, 8192)
 SM = 128
 ISSUE_BAND = 0.15
@@ -96,41 +99,41 @@ EXCEEDS = {"k1": 2.574, "k2": 21.13, "k4": 2.586, "k5": 2.691, "k6": 3.192}  # m
 @pytest.mark.parametrize("kernel", [
     pytest.param(k, marks=finding_for("seed-byte-ledger-exceeded", EXCEEDS_REASON, EXCEEDS[k])) if k in EXCEEDS else k
     for k in sorted(SEED_SGEMM)])
-def test_issued_byte_roofline(kernel, seed_row, rtx4090, reconcile):
+def test_issued_byte_roofline(kernel, seed_row, card, reconcile):
     rec = seed_row(kernel)
     n = 4096
-    floor = gemm_byte_ledger(SEED_SGEMM[kernel], n, n, n, peak_flops=rtx4090.peak("fp32"),
-                             bandwidth=rtx4090.memory_bandwidth, model="issued", sources="datasheet peak and bandwidth")
+    floor = gemm_byte_ledger(SEED_SGEMM[kernel], n, n, n, peak_flops=card.peak("fp32"),
+                             bandwidth=card.memory_bandwidth, model="issued", sources="datasheet peak and bandwidth")
     reconcile("attainable_flop_rate", _rate(floor, n), rec["flop_rate"], ratio=(0.0, 1.0), why=ROOF_WHY)
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("size", SIZES)
-def test_compulsory_byte_roofline(size, seed_row, rtx4090, reconcile):
+def test_compulsory_byte_roofline(size, seed_row, card, reconcile):
     """With DRAM bytes = A, B read once and C written once, SGEMM at these sizes is compute-bound,
     so the floor is the FP32 peak. Checked on cuBLAS (k0) only, the one kernel near it (48-71%):
     the hand rungs reach 0.7-50% of it, and a row that cannot come near its bound checks nothing."""
     rec = seed_row("k0", size)
     access = SEED_SGEMM["k2"]  # the DRAM model ignores the access pattern
-    floor = gemm_byte_ledger(access, size, size, size, peak_flops=rtx4090.peak("fp32"),
-                             bandwidth=rtx4090.memory_bandwidth, model="dram", sources="datasheet")
+    floor = gemm_byte_ledger(access, size, size, size, peak_flops=card.peak("fp32"),
+                             bandwidth=card.memory_bandwidth, model="dram", sources="datasheet")
     reconcile("attainable_flop_rate_dram", _rate(floor, size), rec["flop_rate"], ratio=(0.0, 1.0), why=ROOF_WHY)
 
 
 @pytest.mark.gpu
-def test_byte_ledger_fails_five_of_seven(seed_row, rtx4090, reconcile):
+def test_byte_ledger_fails_five_of_seven(target, seed_row, card, reconcile):
     """A claim check, not a prediction: STUDY.md says 5 of the 7 rungs beat their issued-byte
     roofline at 4096^3; recounted here from the ledger and the seed's recorded times."""
     n = 4096
     failures = 0
     for k, a in SEED_SGEMM.items():
-        floor = gemm_byte_ledger(a, n, n, n, peak_flops=rtx4090.peak("fp32"), bandwidth=rtx4090.memory_bandwidth)
+        floor = gemm_byte_ledger(a, n, n, n, peak_flops=card.peak("fp32"), bandwidth=card.memory_bandwidth)
         failures += seed_row(k)["time"].value < floor.value
     claim = Prediction(5, "rungs", "STUDY.md stage 02: 'fails 5 of 7'", {"rungs": len(SEED_SGEMM), "size": n},
                        notes=(("a claim check: the value is STUDY.md's count, not derived from specs; the measured "
                                "side recounts it from the issued-byte ledger and the seed's times"),))
     reconcile("rungs_beating_their_byte_roofline", claim,
-              Measurement(failures, "rungs", source="recorded", provenance={"hardware": "rtx4090"}))
+              Measurement(failures, "rungs", source="recorded", provenance={"hardware": target.name}))
 
 
 def _rate(floor: Prediction, n: int) -> Prediction:

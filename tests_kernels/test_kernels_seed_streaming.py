@@ -10,6 +10,9 @@ import pytest
 from pytest_anatomy.kernels import fused
 from pytest_anatomy.theory.kernels import reduction_ledger, stream_ledger
 
+# The seed study's data exists only as recordings: replayed on the cards that hold them.
+pytestmark = pytest.mark.targets(recorded="seed-")
+
 BAND = (1.0, 1.15)
 WHY = ("lower edge: DRAM bytes cannot move faster than the pin rate; upper: streaming kernels reach 87-100% of "
        "a GDDR6X card's datasheet bandwidth (refresh, read/write turnarounds), and the seed never measured the 4090's")
@@ -55,26 +58,26 @@ CASES = [c for c in _ALL if c[3] == "issued" or ACCESS[c[0]].dram_reads != ACCES
 @pytest.mark.gpu
 @pytest.mark.parametrize("op,m,n,model", [pytest.param(*c[:4], marks=c[4] or (), id=f"{c[0]}-{c[1]}x{c[2]}-{c[3]}")
                                           for c in CASES])
-def test_fused_byte_ledger(op, m, n, model, measured, rtx4090, reconcile):
-    rec = measured(f"seed-fused.{op}.m{m}.n{n}", hardware="rtx4090")
-    pred = stream_ledger(ACCESS[op], m, n, bandwidth=rtx4090.memory_bandwidth, model=model,
+def test_fused_byte_ledger(op, m, n, model, measured, card, reconcile):
+    rec = measured(f"seed-fused.{op}.m{m}.n{n}")
+    pred = stream_ledger(ACCESS[op], m, n, bandwidth=card.memory_bandwidth, model=model,
                          bandwidth_source="datasheet (the seed's own bound)")
     reconcile(f"time_{model}_bytes", pred, rec["time"], ratio=BAND, why=WHY)
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("rung", ["r4", "r5", "r6"])
-def test_reduction_streams_at_bandwidth(rung, measured, rtx4090, reconcile):
+def test_reduction_streams_at_bandwidth(rung, measured, card, reconcile):
     """R4 adds one atomic per block instead of writing partials, R5/R6 too (the seed's design):
     4N bytes only. STUDY.md: 95.0-95.1% of 1008 GB/s."""
     n = 2**28
-    rec = measured(f"seed-reduction.{rung}.n{n}.b256", hardware="rtx4090")
-    pred = reduction_ledger(n, 0, read_bandwidth=rtx4090.memory_bandwidth, bandwidth_source="datasheet")
+    rec = measured(f"seed-reduction.{rung}.n{n}.b256")
+    pred = reduction_ledger(n, 0, read_bandwidth=card.memory_bandwidth, bandwidth_source="datasheet")
     reconcile("time", pred, rec["time"], ratio=(1.0, 1.10),
               why="lower: the pin rate; upper: GDDR6X read streams reach 90-97% of it (reads only, no turnarounds)")
 
 
 @pytest.mark.gpu
-def test_register_rung_refused_the_vocab_row(measured):
-    rec = measured("seed-fused.s3.m32.n152064", hardware="rtx4090")
+def test_register_rung_refused_the_vocab_row(target, measured):
+    rec = measured("seed-fused.s3.m32.n152064")
     assert rec.data["status"] == "refused" and not rec.measurements

@@ -1,11 +1,19 @@
-"""Fixtures of the latency suite; the setups themselves are built in latency_setups.py."""
+"""Fixtures of the latency suite; the setups themselves are built in latency_setups.py.
+
+On the live target every latency recording comes from one run of the device plan's program per
+session (`latency_lab`, plan in latency_live_plan.py); a replay target reads its recordings."""
 
 from __future__ import annotations
 
+import dataclasses
+import importlib.util
+import json
+from pathlib import Path
 from typing import Any
 
+import latency_live_plan as live_plan
 import pytest
-from latency_setups import (
+from latency_setups import (  # noqa: I001
     SEED_BATCHED_TOKENS,
     SEED_MAX_NUM_SEQS,
     SEED_SHAPE,
@@ -16,7 +24,8 @@ from latency_setups import (
     seed_workload,
 )
 
-from pytest_anatomy.specs.hardware import get_hardware
+from pytest_anatomy.fixtures import progress
+from pytest_anatomy.session import get_session
 from pytest_anatomy.specs.model import ModelSpec, load_model
 from pytest_anatomy.theory import latency as lat
 from pytest_anatomy.theory import serving as sv
@@ -30,18 +39,17 @@ def qwen() -> ModelSpec:
 
 
 @pytest.fixture
-def seed_setup(qwen: ModelSpec, measured: Any) -> Setup:
-    """RTX 4090 + vLLM 0.27.1 (the seed). No ceilings were measured there: datasheet bandwidth
+def seed_setup(qwen: ModelSpec, measured: Any, target: Any, card: Any) -> Setup:
+    """The seed's card (an RTX 4090) + vLLM 0.27.1. No ceilings were measured there: datasheet bandwidth
     (1008 GB/s) and bf16 peak (165.2 TFLOP/s). Calibration, both points from round 1's first sweep:
     t_overhead from seed-r1-01-c001 (C=1, pure decode: median ITL), eta from seed-r1-01-c064's
     p99 ITL, which is a step filled to the 2048-token budget (63 decodes + 1,985 prompt tokens)."""
-    hw = get_hardware("rtx4090")
-    ceilings = lat.Ceilings.datasheet(hw)
-    c1 = measured("seed-r1-01-c001", hardware="rtx4090")
+    ceilings = lat.Ceilings.datasheet(card)
+    c1 = measured("seed-r1-01-c001")
     calib = lat.fit_step_overhead(
         qwen, ceilings, 1, mean_context(*SEED_SHAPE), c1["median_itl"].value,
-        name="vllm-0.27.1@rtx4090 (CUDA graphs, chunked prefill 2048)", fitted_on="seed-r1-01-c001:median_itl")
-    c64 = measured("seed-r1-01-c064", hardware="rtx4090")
+        name=f"vllm-0.27.1@{target.name} (CUDA graphs, chunked prefill 2048)", fitted_on="seed-r1-01-c001:median_itl")
+    c64 = measured("seed-r1-01-c064")
     decodes = 63
     full = StepWork(decode_tokens=decodes, decode_context_sum=decodes * mean_context(*SEED_SHAPE),
                     prefill=((1024, 0), (SEED_BATCHED_TOKENS - decodes - 1024, 0)))
@@ -55,33 +63,142 @@ def seed_setup(qwen: ModelSpec, measured: Any) -> Setup:
                  frozenset({"median_itl", "mean_itl", "p99_itl", "output_throughput"})),
         FitPoint("eta", "seed-r1-01-c064", "p99_itl", seed_workload(c64), frozenset({"p99_itl"})),
     )
-    return Setup("rtx4090", qwen, ceilings, calib, sched, fits)
+    return Setup(target.name, qwen, ceilings, calib, sched, fits)
 
 
-def session_ceilings(measured: Any, run: Any) -> lat.Ceilings:
-    """The ceilings measured in the same device session as `run` (same batch stamp): every
-    session has its own clocks and thermal state, so a prediction uses its own session's."""
-    ceil = measured("ceilings", hardware="h200", suite="ceilings", recorded_at=run.recorded_at)
-    where = ceil["read_bandwidth.value"].provenance.get("recording", "results/h200/ceilings")
-    return lat.Ceilings.measured(get_hardware("h200"), bandwidth=ceil["read_bandwidth.value"].value,
-                                 peak=ceil["matmul_bf16.value"].value,
-                                 source=f"read_bandwidth (4 GiB sum) and matmul_bf16 (8192^3), {where}")
+class LatencyLab:
+    """The live target's latency recordings: the plan runs once, at the first test that reads one."""
+
+    def __init__(self, request: pytest.FixtureRequest, workdir: Path) -> None:
+        self._config = request.config
+        self._items = request.session.items
+        self._workdir = workdir
+        self._results: dict[tuple[str, str], dict[str, Any]] | None = None
+        self._error: BaseException | None = None
+        self.plan: Any = None
+
+    def live(self, name: str, suite: str = "latency") -> Any:
+        return lambda: self._result(suite, name)
+
+    def _wanted_plan(self) -> Any:
+        slow = any(it.get_closest_marker("slow") and "tests_latency" in it.nodeid
+                   and getattr(getattr(it, "callspec", None), "params", {}).get("target") is not None
+                   and it.callspec.params["target"].live for it in self._items)
+        return live_plan.FULL if slow else live_plan.FAST
+
+    def _result(self, suite: str, name: str) -> dict[str, Any]:
+        if self._results is None and self._error is None:
+            self._run()
+        if self._error is not None:
+            raise self._error
+        assert self._results is not None
+        if (suite, name) not in self._results:
+            pytest.skip(f"{suite}/{name} is not in this session's live latency plan ({', '.join(self.plan.kinds)}): "
+                        "scripts/device/latency_plan.py measures it")
+        return self._results[(suite, name)]
+
+    def _pin_fits(self, plan: Any) -> Any:
+        """Drop the overload part's pinned 12 GiB pool on a card whose budget cannot hold it next to
+        the weights (the predicted ledger says); the overload then uses the whole pool."""
+        if plan.kv_cache_gib is None:
+            return plan
+        from pytest_anatomy.theory.vllm_memory import predict_ledger
+
+        target = get_session(self._config).live_target()
+        try:
+            ledger = predict_ledger(load_model(plan.model), target.spec,
+                                    {"gpu_memory_utilization": 0.9, "max_model_len": 33024})
+            room = ledger["available_kv_bytes"].value
+        except Exception:  # noqa: BLE001 - no prediction: do not pin
+            room = 0.0
+        return plan if room >= plan.kv_cache_gib * 2**30 else dataclasses.replace(plan, kv_cache_gib=None)
+
+    def _run(self) -> None:
+        if importlib.util.find_spec("vllm") is None:
+            pytest.skip("a live GPU was detected but vLLM is not importable here: `pip install -e '.[gpu]'`, or replay "
+                        "the recordings with --anatomy-source=recorded")
+        from pytest_anatomy.importers.device import keep_raw, latency_live_results
+        from pytest_anatomy.measure.latency_live import run_plan
+        from pytest_anatomy.specs import catalog
+
+        self.plan = self._pin_fits(self._wanted_plan())
+        config_path = self._workdir / f"{self.plan.model}.json"
+        config = {k: v for k, v in catalog.load_config(self.plan.model).items() if not k.startswith("_")}
+        config_path.write_text(json.dumps(config, indent=1))
+        try:
+            docs = run_plan(self.plan, config_path, self._workdir / "out", log=lambda m: progress(self._config, m))
+        except Exception as exc:  # every reader of a failed plan fails alike, with its message
+            self._error = exc
+            raise
+        self._results = {}
+        started = _stamp_of_date(docs[0].get("provenance", {}).get("date_utc"))
+        for doc in docs:
+            for key, result in latency_live_results(doc).items():
+                self._results[key] = {**result, "recorded_at": started} if started else result
+        state = get_session(self._config)
+        target = state.live_target()
+        if state.settings.record and target is not None:  # the plan's own files, byte for byte, as provenance
+            from pytest_anatomy.recordings import utc_now
+
+            stamp = utc_now()  # one folder for the plan's files
+            for path in sorted((self._workdir / "out").glob("*")):
+                keep_raw(path, state.settings.results_dir, target.name, stamp)
 
 
 @pytest.fixture
-def h200_setup(qwen: ModelSpec, measured: Any) -> Setup:
-    """H200 + vLLM 0.26.0 (CUDA graphs, async scheduling, max_num_batched_tokens 8192).
-    Ceilings measured in the same session (results/h200/ceilings: read_bandwidth, matmul_bf16).
-    Calibration: t_overhead from the b=1 decode step, eta from the lone 8,192-token prefill."""
-    b1 = measured("qwen2.5-7b.decode.b1", hardware="h200")
-    ceilings = session_ceilings(measured, b1)
+def latency_recording(measured: Any, target: Any, latency_lab: "LatencyLab") -> Any:
+    """latency_recording(name, suite="latency") -> this test's target's recording of `name`."""
+    return lambda name, suite="latency": latency_rec(measured, target, latency_lab, name, suite)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A live latency test that needs the slow plan (load runs, the second model) is marked slow,
+    so `-m "gpu and not slow"` keeps the live session to the fast plan."""
+    for item in items:
+        target = getattr(getattr(item, "callspec", None), "params", {}).get("target")
+        module = getattr(item, "module", None)
+        if not getattr(target, "live", False) or module is None:
+            continue
+        if getattr(module, "LIVE_SLOW", False) or item.name.split("[")[0] in getattr(module, "LIVE_SLOW_TESTS", ()):
+            item.add_marker(pytest.mark.slow)
+
+
+def _stamp_of_date(date_utc: str | None) -> str | None:
+    """'2026-12-01T04:42:48+00:00' -> '2026-12-01T04:42:48.000000Z' (a live recording's stamp)."""
+    if not date_utc:
+        return None
+    from datetime import datetime, timezone
+
+    return datetime.fromisoformat(date_utc).astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+@pytest.fixture(scope="session")
+def latency_lab(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> LatencyLab:
+    return LatencyLab(request, tmp_path_factory.mktemp("latency-live"))
+
+
+def latency_rec(measured: Any, target: Any, lab: LatencyLab, name: str, suite: str = "latency",
+                beside: Any = None) -> Any:
+    """A latency recording of this test's target: the live plan's on a live target, else the newest
+    recording (or the one measured in the same session as `beside`)."""
+    return measured(name, suite=suite, live=lab.live(name, suite), beside=beside)
+
+
+def build_engine_setup(qwen: ModelSpec, rec: Any, target: Any, beside: Any = None, not_after: str | None = None
+                       ) -> Setup:
+    """The target's GPU + vLLM 0.26.0 (CUDA graphs, async scheduling, max_num_batched_tokens 8192),
+    from one session's recordings (the newest, or those of the session that measured `beside`):
+    its ceilings (read_bandwidth, matmul_bf16), t_overhead from its b=1 decode step and eta from its
+    lone 8,192-token prefill."""
+    b1 = rec("qwen2.5-7b.decode.b1", beside=beside, not_after=not_after)
+    ceilings = rec_ceilings(rec, target, b1)
     s = b1.data["run"]["settings"]
     calib = lat.fit_step_overhead(
         qwen, ceilings, 1, mean_context(s["input_len"], s["output_len"]), b1["step_time_s"].value,
-        name="vllm-0.26.0@h200 (CUDA graphs, async scheduling)", fitted_on="qwen2.5-7b.decode.b1:step_time_s")
-    engine = measured("qwen2.5-7b.engine", hardware="h200")
+        name=f"vllm-0.26.0@{target.name} (CUDA graphs, async scheduling)", fitted_on="qwen2.5-7b.decode.b1:step_time_s")
+    engine = rec("qwen2.5-7b.engine", beside=b1)
     budget = int(engine["resolved.max_num_batched_tokens"].value)
-    l8192 = measured("qwen2.5-7b.prefill.l8192", hardware="h200")
+    l8192 = rec("qwen2.5-7b.prefill.l8192", beside=b1)
     calib = lat.fit_compute_efficiency(qwen, ceilings, lat.prefill_work(8192, budget),
                                        l8192["engine_prefill_s.median"].value, calib,
                                        fitted_on="qwen2.5-7b.prefill.l8192:engine_prefill_s.median")
@@ -92,23 +209,83 @@ def h200_setup(qwen: ModelSpec, measured: Any) -> Setup:
                      frozenset({"step_time_s"})),
             FitPoint("eta", "qwen2.5-7b.prefill.l8192", "engine_prefill_s.median", h200_workload(l8192),
                      frozenset({"engine_prefill_s.median"})))
-    return Setup("h200", qwen, ceilings, calib, sched, fits)
+    return Setup(target.name, qwen, ceilings, calib, sched, fits, kv_pinned=_pinned(engine))
 
 
-@pytest.fixture
-def h200_transfer_setup(h200_setup: Setup, measured: Any) -> Setup:
-    """Llama-3.1-8B on the same H200 and vLLM 0.26.0 settings, predicted with the calibration
-    fitted on Qwen2.5-7B (h200_setup: t_overhead and eta) and the ceilings measured in Llama's
-    own session: issue 4's "overhead calibrated on a different model than the one tested".
+def build_transfer_setup(calibrated: Setup, rec: Any, target: Any, beside: Any = None) -> Setup:
+    """Llama-3.1-8B on the same GPU and vLLM 0.26.0 settings, predicted with the calibration
+    fitted on Qwen2.5-7B (`calibrated`: t_overhead and eta) and the engine and ceilings of Llama's
+    own session: the overhead calibrated on a different model than the one tested.
     No Llama run is a fit point (fits=()), so every check on it is held out."""
     llama = load_model("llama-3.1-8b")
-    b1 = measured("llama-3.1-8b.decode.b1", hardware="h200")
-    engine = measured("llama-3.1-8b.engine", hardware="h200")
+    b1 = rec("llama-3.1-8b.decode.b1", beside=beside)
+    engine = rec("llama-3.1-8b.engine", beside=b1)
     calib = lat.EngineCalibration(
-        name=f"{h200_setup.calib.name}, transferred from {h200_setup.model.name}",
-        step_overhead_s=h200_setup.calib.step_overhead_s, compute_efficiency=h200_setup.calib.compute_efficiency,
-        fitted_on=h200_setup.calib.fitted_on, notes=h200_setup.calib.notes)
+        name=f"{calibrated.calib.name}, transferred from {calibrated.model.name}",
+        step_overhead_s=calibrated.calib.step_overhead_s, compute_efficiency=calibrated.calib.compute_efficiency,
+        fitted_on=calibrated.calib.fitted_on, notes=calibrated.calib.notes)
     sched = sv.SchedulerConfig(int(engine["resolved.max_num_seqs"].value),
                                int(engine["resolved.max_num_batched_tokens"].value),
                                int(engine["resolved.num_gpu_blocks"].value), int(engine["resolved.block_size"].value))
-    return Setup("h200", llama, session_ceilings(measured, b1), calib, sched, fits=())
+    return Setup(target.name, llama, rec_ceilings(rec, target, b1), calib, sched, fits=(), kv_pinned=_pinned(engine))
+
+
+def _pinned(engine: Any) -> bool:
+    """Whether the engine's KV pool was pinned by kv_cache_memory_bytes (its resolved settings)."""
+    return "resolved.kv_cache_memory_bytes" in engine.measurements
+
+
+def rec_ceilings(rec: Any, target: Any, run: Any) -> lat.Ceilings:
+    """The ceilings measured in the same session as `run`: every session has its own clocks and
+    thermal state, so a prediction uses its own session's."""
+    ceil = rec("ceilings", suite="ceilings", beside=run)
+    where = ceil["read_bandwidth.value"].provenance.get("recording", f"results/{target.name}/ceilings (live)")
+    return lat.Ceilings.measured(target.require_spec(), bandwidth=ceil["read_bandwidth.value"].value,
+                                 peak=ceil["matmul_bf16.value"].value,
+                                 source=f"read_bandwidth (4 GiB sum) and matmul_bf16 (8192^3), {where}")
+
+
+@pytest.fixture
+def session_rec(measured: Any, target: Any, latency_lab: LatencyLab) -> Any:
+    """session_rec(name, suite="latency", beside=None): the target's recording of `name`."""
+    def get(name: str, suite: str = "latency", beside: Any = None, not_after: str | None = None) -> Any:
+        return measured(name, suite=suite, live=latency_lab.live(name, suite), beside=beside, not_after=not_after)
+    return get
+
+
+@pytest.fixture
+def engine_setup(qwen: ModelSpec, session_rec: Any, target: Any) -> Setup:
+    """The setup of the newest Qwen2.5-7B session (build_engine_setup)."""
+    return build_engine_setup(qwen, session_rec, target)
+
+
+@pytest.fixture
+def transfer_setup(qwen: ModelSpec, session_rec: Any, target: Any) -> Setup:
+    """Llama-3.1-8B's newest session, with the Qwen calibration known when it was measured."""
+    b1 = session_rec("llama-3.1-8b.decode.b1")
+    calibrated = build_engine_setup(qwen, session_rec, target, not_after=b1.recorded_at)
+    return build_transfer_setup(calibrated, session_rec, target)
+
+
+@pytest.fixture
+def setup_beside(qwen: ModelSpec, session_rec: Any, target: Any, engine_setup: Setup) -> Any:
+    """setup_beside(model, rec): the setup of the session that measured `rec` (a run is never
+    predicted with another session's engine limits or clocks). Llama's carries the Qwen calibration
+    that existed when the run was measured (the newest at or before it): a held-out run is predicted
+    with what was known then, never with a later refit."""
+    def build(model: str, rec: Any) -> Setup:
+        if model == qwen.name:
+            return build_engine_setup(qwen, session_rec, target, beside=rec)
+        calibrated = build_engine_setup(qwen, session_rec, target, not_after=rec.recorded_at)
+        return build_transfer_setup(calibrated, session_rec, target, beside=rec)
+    return build
+
+def pytest_anatomy_live_plan(config: pytest.Config, items: list[pytest.Item]) -> list[dict]:
+    """The latency plan's one run: FULL when a selected live latency test needs it, else FAST."""
+    mine = [i for i in items if "tests_latency" in i.nodeid]
+    if not mine:
+        return []
+    plan = live_plan.FULL if any(i.get_closest_marker("slow") for i in mine) else live_plan.FAST
+    what = (f"latency plan ({'full' if plan is live_plan.FULL else 'fast'}): {plan.model} "
+            f"{', '.join(plan.kinds)}" + (f", then {plan.second_model} decode, prefill" if plan.second_model else ""))
+    return [{"suite": "latency", "what": what, "estimate_s": plan.estimate_s()}]

@@ -102,6 +102,7 @@ class Setup:
     calib: lat.EngineCalibration
     sched: sv.SchedulerConfig
     fits: tuple[FitPoint, ...]  # the calibration's in-sample points
+    kv_pinned: bool = False  # the engine's KV pool was pinned (kv_cache_memory_bytes), not sized by utilization
 
     @property
     def steps(self) -> lat.StepModel:

@@ -1,6 +1,6 @@
 """Seed stage 01 replayed, decode half: the RTX 4090's ITL against the decode step model.
 
-Measurements are the seed's `vllm bench serve` results (results/rtx4090/latency/seed-r2-*,
+Measurements are the seed's `vllm bench serve` results (results/<card>/latency/seed-r2-*,
 round 2: vLLM 0.27.1, Qwen2.5-7B bf16, closed loop 1024/256 at C = 1..64, then C = 16 at
 L = 256..4096). The calibration (conftest.seed_setup) was fitted on round 1's first sweep
 only, on two of its points: C=1's median ITL (t_overhead) and C=64's p99 ITL (eta). Round 2
@@ -28,6 +28,9 @@ from pytest_anatomy.measure.analysis import linear_fit
 from pytest_anatomy.theory import latency as lat
 from pytest_anatomy.theory import serving as sv
 from pytest_anatomy.theory.prediction import Prediction, Term
+
+# The seed study's data exists only as recordings: replayed on the cards that hold them.
+pytestmark = pytest.mark.targets(recorded="seed-")
 
 CONCURRENCY = (1, 2, 4, 8, 16, 32, 64)
 LENGTHS = (256, 512, 1024, 2048, 4096)
@@ -58,11 +61,11 @@ HIGH_C = pytest.mark.finding(
 @pytest.mark.parametrize("c", CONCURRENCY)
 def test_itl_p50_vs_datasheet_floor(c, seed_setup, measured, reconcile):
     """Median ITL vs (weights + C x KV) / 1008 GB/s: the seed's decode floor (14.09 ms at C=1)."""
-    rec = measured(SWEEP.format(c), hardware="rtx4090")
+    rec = measured(SWEEP.format(c))
     floor = lat.decode_step_time(seed_setup.model, seed_setup.ceilings, lat.UNCALIBRATED, c,
                                  mean_context(*SEED_SHAPE))
     reconcile("itl_p50_floor", floor, rec["median_itl"], rel=0.10, why=TARGET_WHY,
-              model=seed_setup.model.name, hardware="rtx4090")
+              model=seed_setup.model.name)
 
 
 @pytest.mark.gpu
@@ -71,12 +74,12 @@ def test_itl_p50_with_calibrated_overhead(c, seed_setup, measured, reconcile):
     """Median ITL = one decode step of C sequences at the mean context 1,152, plus the step
     overhead fitted on round 1's C=1 run. Round 2's C=1 is that workload again (another day and
     driver): a reproducibility check of the fit point, not a test of the model."""
-    rec = measured(SWEEP.format(c), hardware="rtx4090")
+    rec = measured(SWEEP.format(c))
     note = seed_setup.check_held_out(seed_workload(rec), "median_itl", repeat=c in P50_REPEATS)
     pred = lat.decode_step_time(seed_setup.model, seed_setup.ceilings, seed_setup.calib, c,
                                 mean_context(*SEED_SHAPE))
     reconcile("itl_p50", with_note(pred, note), rec["median_itl"], rel=0.10, why=TARGET_WHY,
-              model=seed_setup.model.name, hardware="rtx4090")
+              model=seed_setup.model.name)
 
 
 @pytest.mark.gpu
@@ -87,53 +90,53 @@ def test_itl_p50_with_calibrated_overhead(c, seed_setup, measured, reconcile):
            "test_latency_h200_steps). Mechanism not isolated (no per-kernel timing was recorded): decode "
            "attention over paged 16-token blocks and the batch's GEMM efficiency are the candidates.",
     expected=(1.4, 1.8))
-def test_marginal_cost_per_request(seed_setup, measured, reconcile):
+def test_marginal_cost_per_request(target, seed_setup, measured, reconcile):
     """Slope of median ITL over C = 1..64 vs the step model's d(t_step)/dC (KV bytes / BW)."""
-    recs = [measured(SWEEP.format(c), hardware="rtx4090") for c in CONCURRENCY]
+    recs = [measured(SWEEP.format(c)) for c in CONCURRENCY]
     fit = linear_fit(CONCURRENCY, [r["median_itl"].value for r in recs])
     first = recs[0]["median_itl"]
     slope = Measurement(fit.slope, "s", samples=tuple(r["median_itl"].value for r in recs), source=first.source,
                         provenance={**first.provenance,
                                     "fit": f"OLS of median ITL over C={list(CONCURRENCY)}, R^2={fit.r_squared:.4f}",
-                                    "recording": "results/rtx4090/latency/seed-r2-01-c*.json"})
+                                    "recording": f"results/{target.name}/latency/seed-r2-01-c*.json"})
     ctx = mean_context(*SEED_SHAPE)
     t = [lat.decode_step_time(seed_setup.model, seed_setup.ceilings, seed_setup.calib, c, ctx).value for c in (1, 64)]
     pred = Prediction((t[1] - t[0]) / 63, "s", "d(t_step)/dC = context x kv_bytes_per_token / BW (memory-bound)",
                       {"context": ctx}, terms=(Term("t_step(C=1)", t[0], "s"), Term("t_step(C=64)", t[1], "s")))
     reconcile("decode_s_per_request", pred, slope, rel=0.10, why=TARGET_WHY,
-              model=seed_setup.model.name, hardware="rtx4090")
+              model=seed_setup.model.name)
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("length", LENGTHS)
 def test_length_sweep_itl_p50(length, seed_setup, measured, reconcile):
     """C=16, input L: the median ITL is a decode step of 16 sequences at context L + 128."""
-    rec = measured(f"seed-r2-03-len-{length}", hardware="rtx4090")
+    rec = measured(f"seed-r2-03-len-{length}")
     note = seed_setup.check_held_out(seed_workload(rec), "median_itl")
     pred = lat.decode_step_time(seed_setup.model, seed_setup.ceilings, seed_setup.calib, 16,
                                 mean_context(length, SEED_SHAPE[1]))
     reconcile("itl_p50", with_note(pred, note), rec["median_itl"], rel=0.10, why=TARGET_WHY,
-              model=seed_setup.model.name, hardware="rtx4090")
+              model=seed_setup.model.name)
 
 
 @pytest.mark.gpu
-def test_length_sweep_slope(seed_setup, measured, reconcile):
+def test_length_sweep_slope(target, seed_setup, measured, reconcile):
     """ms per context token: the step model's KV term (16 x 56 KiB / 1008 GB/s = 0.00091 ms)
     vs the least-squares slope of median ITL over L (the seed: 0.00098). tests_capacity checks
     the same slope against a physical band; here it is the step model's own derivative."""
-    recs = [measured(f"seed-r2-03-len-{n}", hardware="rtx4090") for n in LENGTHS]
+    recs = [measured(f"seed-r2-03-len-{n}") for n in LENGTHS]
     fit = linear_fit(LENGTHS, [r["median_itl"].value for r in recs])
     first = recs[0]["median_itl"]
     slope = Measurement(fit.slope, "s/token", source=first.source,
                         provenance={**first.provenance, "fit": f"OLS over L={list(LENGTHS)}, R^2={fit.r_squared:.4f}",
-                                    "recording": "results/rtx4090/latency/seed-r2-03-len-*.json"})
+                                    "recording": f"results/{target.name}/latency/seed-r2-03-len-*.json"})
     t = [lat.decode_step_time(seed_setup.model, seed_setup.ceilings, seed_setup.calib, 16,
                               mean_context(n, SEED_SHAPE[1])).value for n in (LENGTHS[0], LENGTHS[-1])]
     pred = Prediction((t[1] - t[0]) / (LENGTHS[-1] - LENGTHS[0]), "s/token",
                       "d(t_step)/dL at C=16 = 16 x kv_bytes_per_token / BW", {"concurrency": 16},
                       terms=(Term("t_step(L=256)", t[0], "s"), Term("t_step(L=4096)", t[1], "s")))
     reconcile("decode_s_per_context_token", pred, slope, rel=0.10, why=TARGET_WHY,
-              model=seed_setup.model.name, hardware="rtx4090")
+              model=seed_setup.model.name)
 
 
 def _itl_stats(setup, c):
@@ -158,17 +161,17 @@ PAIRED_PROMPTS = pytest.mark.finding(
 def test_itl_mean_and_median(c, seed_setup, measured, reconcile):
     """Both statistics from the simulated run (same prompts, concurrency and budget): the median
     is a decode step, the mean adds the prefill-carrying steps, weighted by how often they occur."""
-    rec = measured(SWEEP.format(c), hardware="rtx4090")
+    rec = measured(SWEEP.format(c))
     assert int(rec["num_prompts"].value) == SEED_PROMPTS[c]
     res = _itl_stats(seed_setup, c)
     label = f"closed loop C={c}, {SEED_PROMPTS[c]} prompts of {SEED_SHAPE[0]}/{SEED_SHAPE[1]}"
     notes = {q: (seed_setup.check_held_out(seed_workload(rec), q),) for q in ("median_itl", "mean_itl")}
     reconcile("itl_median", sv.as_prediction(res, "itl", "p50", "s", label, notes["median_itl"]), rec["median_itl"],
-              rel=0.10, why=TARGET_WHY, model=seed_setup.model.name, hardware="rtx4090")
+              rel=0.10, why=TARGET_WHY, model=seed_setup.model.name)
     reconcile("itl_mean", sv.as_prediction(res, "itl", "mean", "s", label, notes["mean_itl"]), rec["mean_itl"],
               rel=0.10,
               why="the mean ITL is a step-weighted average of decode and mixed steps, each held to the decode "
-                  "target (10%)", model=seed_setup.model.name, hardware="rtx4090")
+                  "target (10%)", model=seed_setup.model.name)
 
 
 @pytest.mark.gpu
@@ -179,18 +182,18 @@ def test_itl_p99_chunked_prefill(c, seed_setup, measured, reconcile):
     eta was fitted on round 1's C=64 p99, a full-budget step: round 2's C=64 repeats it, and at
     C=16/32 the p99 is the same kind of step (2,048 new tokens, another decode/prefill split),
     so those check the budget's token accounting more than eta; their notes say so."""
-    rec = measured(SWEEP.format(c), hardware="rtx4090")
+    rec = measured(SWEEP.format(c))
     notes = [seed_setup.check_held_out(seed_workload(rec), "p99_itl", repeat=c in P99_REPEATS)]
     res = _itl_stats(seed_setup, c)
     pred = sv.as_prediction(res, "itl", "p99", "s", f"closed loop C={c}, {SEED_PROMPTS[c]} prompts")
-    fit_step = measured("seed-r1-01-c064", hardware="rtx4090")["p99_itl"].value  # modeled exactly by the eta fit
+    fit_step = measured("seed-r1-01-c064")["p99_itl"].value  # modeled exactly by the eta fit
     if c not in P99_REPEATS and abs(pred.value / fit_step - 1) < 0.02:
         notes.append(f"the predicted p99 step ({pred.value * 1e3:.1f} ms) is within 2% of the eta fit step "
                      f"({fit_step * 1e3:.1f} ms, seed-r1-01-c064:p99_itl): a full-budget step like it, so this "
                      "checks the budget's token accounting at another decode/prefill split, not eta independently")
     reconcile("itl_p99", with_note(pred, *notes), rec["p99_itl"], rel=0.10,
               why="a p99 over >= 15,000 ITLs is the time of one kind of step, held to the decode target (10%)",
-              model=seed_setup.model.name, hardware="rtx4090")
+              model=seed_setup.model.name)
 
 
 @pytest.mark.gpu
@@ -198,7 +201,7 @@ def test_held_out_declarations_are_checked(seed_setup, measured):
     """check_held_out compares workload and quantity, not recording names: round 2's C=1 median ITL
     declared held out fails (it repeats round 1's fit point), and so does a repeat declared where
     no fit point matches."""
-    c1, c2 = (seed_workload(measured(SWEEP.format(c), hardware="rtx4090")) for c in (1, 2))
+    c1, c2 = (seed_workload(measured(SWEEP.format(c))) for c in (1, 2))
     with pytest.raises(AssertionError, match="cannot test the model"):
         seed_setup.check_held_out(c1, "median_itl")
     with pytest.raises(AssertionError, match="matches no fit point"):

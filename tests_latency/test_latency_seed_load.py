@@ -18,6 +18,9 @@ from pytest_anatomy.theory import flops as fl
 from pytest_anatomy.theory import serving as sv
 from pytest_anatomy.theory.prediction import Prediction, Term
 
+# The seed study's data exists only as recordings: replayed on the cards that hold them.
+pytestmark = pytest.mark.targets(recorded="seed-")
+
 TPUT_REPEATS = frozenset({1})  # at C=1 throughput is O / (TTFT + (O - 1) x ITL): the t_overhead fit's workload
 LENGTHS = (256, 512, 1024, 2048, 4096)
 STRESS = {"concurrency": 64, "prompts": 128, "input_len": 6144, "output_len": 2048}
@@ -27,7 +30,7 @@ TTFT_WHY = "issue 4's TTFT target (25%): queueing multiplies any step-time error
 
 
 def _kv_pool_blocks(measured, rnd: int) -> int:
-    rec = measured(f"seed-r{rnd}-vllm-kv-pool", hardware="rtx4090", suite="capacity")
+    rec = measured(f"seed-r{rnd}-vllm-kv-pool", suite="capacity")
     return int(rec["kv_tokens"].value) // 16  # the pool is a whole number of 16-token blocks
 
 
@@ -44,24 +47,24 @@ def _stress_label(rnd: int) -> str:
 @pytest.mark.parametrize("c", [fit_param(c, TPUT_REPEATS) for c in SEED_PROMPTS])
 def test_throughput_curve(c, seed_setup, measured, reconcile):
     """Output tokens/s of the whole run (ramp-up and drain included) at each concurrency."""
-    rec = measured(f"seed-r2-01-c{c:03d}", hardware="rtx4090")
+    rec = measured(f"seed-r2-01-c{c:03d}")
     note = seed_setup.check_held_out(seed_workload(rec), "output_throughput", repeat=c in TPUT_REPEATS)
     res = seed_setup.simulate(sv.Workload.closed(c, SEED_PROMPTS[c], *SEED_SHAPE))
     pred = sv.as_prediction(res, "output_throughput", "", "tokens/s", f"closed loop C={c}, {SEED_PROMPTS[c]} prompts",
                             (note,))
     reconcile("output_throughput", pred, rec["output_throughput"], rel=0.10, why=TPUT_WHY,
-              model=seed_setup.model.name, hardware="rtx4090")
+              model=seed_setup.model.name)
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("length", LENGTHS)
 def test_length_sweep_throughput(length, seed_setup, measured, reconcile):
-    rec = measured(f"seed-r2-03-len-{length}", hardware="rtx4090")
+    rec = measured(f"seed-r2-03-len-{length}")
     note = seed_setup.check_held_out(seed_workload(rec), "output_throughput")
     res = seed_setup.simulate(sv.Workload.closed(16, int(rec["num_prompts"].value), length, SEED_SHAPE[1]))
     pred = sv.as_prediction(res, "output_throughput", "", "tokens/s", f"closed loop C=16, L={length}", (note,))
     reconcile("output_throughput", pred, rec["output_throughput"], rel=0.10, why=TPUT_WHY,
-              model=seed_setup.model.name, hardware="rtx4090")
+              model=seed_setup.model.name)
 
 
 @pytest.mark.gpu
@@ -75,20 +78,20 @@ def test_length_sweep_throughput(length, seed_setup, measured, reconcile):
 def test_ttft_decomposition_at_c64(seed_setup, measured, reconcile):
     """Engine TTFT (queue + prefill, from the server's histograms) at C=64 vs the simulated TTFT,
     which has no frontend: the seed's 141 ms frontend residual is outside both."""
-    q = measured("seed-r2-ttft-decomposition-c064", hardware="rtx4090")
+    q = measured("seed-r2-ttft-decomposition-c064")
     engine = Measurement(q["queue_s"].value + q["prefill_s"].value, "s", source=q["queue_s"].source,
                          provenance={**q["queue_s"].provenance, "derived": "queue_s + prefill_s of the quote"})
     res = seed_setup.simulate(sv.Workload.closed(64, SEED_PROMPTS[64], *SEED_SHAPE))
     reconcile("engine_ttft_mean", sv.as_prediction(res, "ttft", "mean", "s", "closed loop C=64, 512 prompts"),
-              engine, rel=0.25, why=TTFT_WHY, model=seed_setup.model.name, hardware="rtx4090")
+              engine, rel=0.25, why=TTFT_WHY, model=seed_setup.model.name)
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("rnd", [1, 2])
-def test_overload_every_request_completes_exactly(rnd, measured, reconcile):
+def test_overload_every_request_completes_exactly(target, rnd, measured, reconcile):
     """The seed's self-check as a prediction: no request fails (each one alone fits the pool:
     8,192 tokens < 86,896) and every one emits exactly output_len tokens (ignore_eos)."""
-    rec = measured(f"seed-r{rnd}-04-stress", hardware="rtx4090")
+    rec = measured(f"seed-r{rnd}-04-stress")
     n, out = int(rec["num_prompts"].value), STRESS["output_len"]
     reconcile("failed_requests", Prediction(0.0, "requests", "0: every request fits the KV pool alone"),
               rec["failed"])
@@ -102,40 +105,40 @@ def test_overload_every_request_completes_exactly(rnd, measured, reconcile):
 def test_overload_preemptions(rnd, seed_setup, measured, reconcile):
     """When and how often vLLM preempts: 64 requests of 8,192 tokens demand 4.4x (round 2) and
     6.0x (round 1) the pool; each preemption frees one young request's blocks."""
-    rec = measured(f"seed-r{rnd}-overload-scheduler", hardware="rtx4090")
+    rec = measured(f"seed-r{rnd}-overload-scheduler")
     res = _stress(seed_setup, measured, rnd)
     reconcile("preemptions", sv.as_prediction(res, "preemptions", "", "events", _stress_label(rnd)),
               rec["preemptions"], rel=0.10,
               why="a count of discrete events set by when blocks run out, which shifts with step-time errors of a "
                   "few %; held to the throughput target (10%, about +-4 of 38)",
-              model=seed_setup.model.name, hardware="rtx4090")
+              model=seed_setup.model.name)
 
 
 @pytest.mark.gpu
 def test_overload_running_requests(seed_setup, measured, reconcile):
     """Concurrency under overload is set by the pool, not by C=64: the peak is the pool over a
     just-admitted request (L + 1 tokens), the mean about the pool over a half-decoded one."""
-    rec = measured("seed-r2-overload-scheduler", hardware="rtx4090")
+    rec = measured("seed-r2-overload-scheduler")
     pool_tokens = (_kv_pool_blocks(measured, 2) - 1) * 16  # usable: vLLM keeps one null block
     closed = sv.kv_concurrency(pool_tokens, STRESS["input_len"], STRESS["output_len"])
     reconcile("running_peak", closed["peak_admitted"], rec["running_peak"],
-              model=seed_setup.model.name, hardware="rtx4090")
+              model=seed_setup.model.name)
     res = _stress(seed_setup, measured, 2)
     reconcile("running_mean", sv.as_prediction(res, "mean_running", "", "requests", _stress_label(2)),
               rec["running_mean"], rel=0.10, why="held to the throughput target (10%): throughput is running / step",
-              model=seed_setup.model.name, hardware="rtx4090")
+              model=seed_setup.model.name)
     reconcile("running_mean_closed_form", closed["mean_occupancy"], rec["running_mean"], rel=0.10,
-              why="held to the throughput target (10%)", model=seed_setup.model.name, hardware="rtx4090")
+              why="held to the throughput target (10%)", model=seed_setup.model.name)
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("rnd", [1, 2])
-def test_overload_throughput_and_ttft(rnd, seed_setup, measured, reconcile):
+def test_overload_throughput_and_ttft(target, rnd, seed_setup, measured, reconcile):
     """Throughput drops to what ~16 (round 1: ~11) running requests deliver; TTFT is queueing."""
-    rec = measured(f"seed-r{rnd}-04-stress", hardware="rtx4090")
+    rec = measured(f"seed-r{rnd}-04-stress")
     res = _stress(seed_setup, measured, rnd)
     label = _stress_label(rnd)
-    kw = {"model": seed_setup.model.name, "hardware": "rtx4090"}
+    kw = {"model": seed_setup.model.name, "hardware": target.name}
     reconcile("output_throughput", sv.as_prediction(res, "output_throughput", "", "tokens/s", label),
               rec["output_throughput"], rel=0.10, why=TPUT_WHY, **kw)
     reconcile("ttft_mean", sv.as_prediction(res, "ttft", "mean", "s", label), rec["mean_ttft"], rel=0.25,
@@ -151,7 +154,7 @@ def test_overload_throughput_and_ttft(rnd, seed_setup, measured, reconcile):
 @pytest.mark.gpu
 def test_overload_queueing_share_of_ttft(seed_setup, measured, reconcile):
     """In overload TTFT is queueing (the seed: 98.9%): more GPU speed would not fix it."""
-    q = measured("seed-r2-ttft-decomposition-overload", hardware="rtx4090")
+    q = measured("seed-r2-ttft-decomposition-overload")
     res = _stress(seed_setup, measured, 2)
     share = res.stat("queue", "mean") / res.stat("ttft", "mean")
     pred = Prediction(share, "", "mean queue time / mean TTFT (simulated)",
@@ -162,15 +165,15 @@ def test_overload_queueing_share_of_ttft(seed_setup, measured, reconcile):
     reconcile("queueing_share_of_ttft", pred, q["queue_share"], abs=frontend + 0.25 * prefill + 0.0005,
               why=f"the share's error budget: the frontend residual ({frontend:.2%} of TTFT in the quote) is outside "
                   f"the simulation, the prefill share ({prefill:.2%}) is held to the TTFT target (25%), and the "
-                  "quote rounds to 0.1 pp", model=seed_setup.model.name, hardware="rtx4090")
+                  "quote rounds to 0.1 pp", model=seed_setup.model.name)
     reconcile("queue_mean", sv.as_prediction(res, "queue", "mean", "s", _stress_label(2)), q["queue_s"],
-              rel=0.25, why=TTFT_WHY, model=seed_setup.model.name, hardware="rtx4090")
+              rel=0.25, why=TTFT_WHY, model=seed_setup.model.name)
 
 
 @pytest.mark.gpu
 def test_overload_recomputed_tokens(seed_setup, measured, reconcile):
     """Tokens recomputed after preemption (KV freed, prompt + output prefilled again)."""
-    q = measured("seed-r2-overload-recompute", hardware="rtx4090")
+    q = measured("seed-r2-overload-recompute")
     lo, hi = q["recomputed_tokens_from_preemptions"].value, q["recomputed_tokens_from_flops"].value
     mid = Measurement((lo + hi) / 2, "tokens", source=q["recomputed_tokens_from_flops"].source,
                       provenance={**q["recomputed_tokens_from_flops"].provenance,
@@ -180,7 +183,7 @@ def test_overload_recomputed_tokens(seed_setup, measured, reconcile):
               mid, abs=(hi - lo) / 2,
               why="the study's two estimates (38 x 6,242 freed tokens = 237k; the FLOP counter's excess = 304k) "
                   "disagree; the truth is taken to lie between them", model=seed_setup.model.name,
-              hardware="rtx4090")
+              hardware="card")
 
 
 @pytest.mark.gpu
@@ -191,21 +194,21 @@ def test_overload_recomputed_tokens(seed_setup, measured, reconcile):
            "38 preempted requests waiting to be recomputed, while the queue-time histogram records only each "
            "request's first wait. 3.7% of 128 x 135 s is ~5 s per preemption, the order of a re-wait here.",
     expected=(0.95, 0.99))
-def test_littles_law_on_the_overload_run(measured, reconcile):
-    q = measured("seed-r2-ttft-decomposition-overload", hardware="rtx4090")
+def test_littles_law_on_the_overload_run(target, measured, reconcile):
+    q = measured("seed-r2-ttft-decomposition-overload")
     pred = sv.littles_law_wait(q["waiting_mean"].value, q["request_rate"].value)
     reconcile("queue_wait_littles_law", pred, q["queue_s"], rel=0.002,
               why="the quote rounds L to 0.1 requests (0.14%) and lambda to 0.001 req/s (0.2%)")
 
 
 @pytest.mark.gpu
-def test_flops_per_output_token_vs_vllm_counter(qwen, measured, reconcile):
+def test_flops_per_output_token_vs_vllm_counter(target, qwen, measured, reconcile):
     """Our FLOP ledger (67.58 GFLOP/token for 1024/256: prefill + 255 decode steps) vs vLLM's
     own analytic counter (--enable-mfu-metrics), of which the study gives the range over C=1..64."""
-    q = measured("seed-r2-estimated-flops", hardware="rtx4090")
+    q = measured("seed-r2-estimated-flops")
     lo, hi = q["counter_min"].value, q["counter_max"].value
     mid = Measurement((lo + hi) / 2, "FLOP", source=q["counter_min"].source,
                       provenance={**q["counter_min"].provenance, "derived": "midpoint of the quoted range"})
     reconcile("flops_per_output_token", fl.flops_per_output_token(qwen, *SEED_SHAPE), mid, abs=(hi - lo) / 2,
               why="the study quotes the counter's range over the 7 concurrency windows (66.3-68.6 GFLOP), not "
-                  "one value", model=qwen.name, hardware="rtx4090")
+                  "one value", model=qwen.name)

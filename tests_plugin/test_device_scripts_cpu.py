@@ -13,7 +13,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.parametrize("script", ["x2_visit.sh", "kernels_profile.sh"])
+@pytest.mark.parametrize("script", ["x2_visit.sh", "kernels_profile.sh", "live_session.sh"])
 def test_shell_scripts_parse(script: str) -> None:
     bash = shutil.which("bash")
     if bash is None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 import subprocess
 import sys
@@ -21,6 +23,7 @@ from pytest_anatomy.specs.hardware import (
     get_hardware,
     match_catalog,
     spec_for_detected,
+    spec_from_nvml,
 )
 from pytest_anatomy.units import GB, GiB, MiB
 
@@ -258,12 +261,15 @@ def test_detect_honours_cuda_visible_devices(no_gpu_stack: pytest.MonkeyPatch, v
     assert (gpu.name if gpu else None) == expected
 
 
-def test_unknown_gpu_gets_detected_spec_with_clear_gaps(no_gpu_stack: pytest.MonkeyPatch) -> None:
+def test_unknown_gpu_without_enough_driver_facts_gets_a_spec_with_clear_gaps(no_gpu_stack: pytest.MonkeyPatch) -> None:
     name = "NVIDIA RTX PRO 6000 Blackwell Server Edition"
     dev = _device(name, bus=512) | {"max_clocks": {1: 2617, 2: 14001}}
-    no_gpu_stack.setitem(sys.modules, "pynvml", _fake_nvml([dev]))
+    # No compute capability: the per-architecture table cannot be chosen, so no peaks.
+    no_gpu_stack.setitem(sys.modules, "pynvml", _fake_nvml([dev], unsupported=("nvmlDeviceGetCudaComputeCapability",)))
     gpu = detect()
     assert gpu is not None and gpu.catalog_name is None
+    with pytest.raises(ValueError, match="compute capability.*cuda-python"):
+        spec_from_nvml(gpu)
     spec = spec_for_detected(gpu)
     assert not spec.from_catalog and spec.name == "detected:nvidia-rtx-pro-6000-blackwell-server-edition"
     assert spec.memory_bandwidth == pytest.approx(14_001e6 * 2 * 512 / 8)  # 1.79 TB/s, derived
@@ -272,6 +278,25 @@ def test_unknown_gpu_gets_detected_spec_with_clear_gaps(no_gpu_stack: pytest.Mon
     assert "peak_flops.bf16" in spec.missing and "memory_bytes" in spec.missing
     with pytest.raises(MissingHardwareFactError, match=r"detected GPU, not in catalog.*--anatomy-hardware="):
         spec.ridge_point("bf16")
+
+
+def test_unknown_gpu_gets_a_complete_spec_from_the_driver(no_gpu_stack: pytest.MonkeyPatch) -> None:
+    # An H200 read as if the catalog did not exist: every number from NVML + the CUDA driver.
+    no_gpu_stack.setitem(sys.modules, "pynvml", _fake_nvml([_device()]))
+    gpu = detect().with_cuda_facts({"sm_count": 132, "l2_bytes": 60 * MiB, "cuda_memory_total_bytes": 150_109_880_320,
+                                    "compute_capability": [9, 0]})
+    spec = spec_from_nvml(gpu)
+    assert not spec.from_catalog and spec.name == "nvidia-h200" and spec.sm_count == 132
+    assert spec.peak("bf16") == pytest.approx(132 * 1.98e9 * 4096)  # 1,070 TFLOP/s: the datasheet's 989 is at 1.83 GHz
+    assert spec.peak("fp32") == pytest.approx(HARDWARE["h200"].peak("fp32"), rel=0.01)  # 67 TFLOP/s either way
+    assert spec.memory_bandwidth == pytest.approx(3201e6 * 2 * 6144 / 8)  # 4.92 TB/s (datasheet: 4.8)
+    assert spec.cuda_visible_memory_bytes == HARDWARE["h200"].cuda_visible_memory_bytes  # capacity stays exact
+    assert all("datasheet" not in spec.sources[k] or "whitepaper" in spec.sources[k] for k in spec.sources)
+    geforce = dataclasses.replace(gpu, name="NVIDIA GeForce RTX 4090", compute_capability=(8, 9), sm_count=128,
+                                  sm_clock_max_mhz=2520, mem_clock_max_mhz=10501, memory_bus_bits=384)
+    g = spec_from_nvml(geforce)
+    assert g.peak("bf16") == pytest.approx(HARDWARE["rtx4090"].peak("bf16"), rel=0.001)  # half rate on GeForce
+    assert g.memory_bandwidth == pytest.approx(HARDWARE["rtx4090"].memory_bandwidth, rel=0.001)
 
 
 def test_mig_mode_is_flagged_on_catalog_spec(no_gpu_stack: pytest.MonkeyPatch) -> None:

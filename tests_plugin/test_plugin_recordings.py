@@ -98,12 +98,14 @@ def test_schema_violation_names_the_key(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["*measurement 'kv_tokens' value '120064' is not a number*"])
 
 
-def test_source_live_without_gpu_skips(pytester: pytest.Pytester) -> None:
+def test_source_live_without_gpu_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    """Not 800 skips and exit 0: one line saying there is no GPU, and a non-zero exit."""
     _write(pytester.path / "results")
     pytester.makepyfile(REPLAY_TEST)
-    result = pytester.runpytest("-p", "no:cacheprovider", "-rs", "--anatomy-source=live")
-    result.assert_outcomes(skipped=1)
-    result.stdout.fnmatch_lines(["*--anatomy-source=live*"])
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--anatomy-source=live")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--anatomy-source=live: no GPU detected*--anatomy-source=recorded*"])
+    assert "Traceback" not in result.stderr.str()
 
 
 def test_live_measurement_is_recorded_when_asked(pytester: pytest.Pytester) -> None:

@@ -39,9 +39,9 @@ def h200_transfer(root: Path = RESULTS) -> tr.Transfer:
     of that session. Raises recordings.MissingRecording when one is absent."""
     qwen, hw = load_model("qwen2.5-7b"), get_hardware("h200")
     b1 = recordings.load_latest(root, "h200", "latency", "qwen2.5-7b.decode.b1")
-    ceil = recordings.load_latest(root, "h200", "ceilings", "ceilings", b1.recorded_at)
-    engine = recordings.load_latest(root, "h200", "latency", "qwen2.5-7b.engine")
-    l8192 = recordings.load_latest(root, "h200", "latency", "qwen2.5-7b.prefill.l8192")
+    ceil = recordings.load_beside(root, "h200", "ceilings", "ceilings", b1)
+    engine = recordings.load_beside(root, "h200", "latency", "qwen2.5-7b.engine", b1)
+    l8192 = recordings.load_beside(root, "h200", "latency", "qwen2.5-7b.prefill.l8192", b1)
     ceilings = lat.Ceilings.measured(hw, bandwidth=ceil["read_bandwidth.value"].value,
                                      peak=ceil["matmul_bf16.value"].value,
                                      source=f"read_bandwidth and matmul_bf16 of {ceil.recorded_at}")

@@ -42,7 +42,7 @@ def _stamp(date_utc: str) -> str:
 def _hardware(provenance: dict[str, Any], fallback: dict[str, Any] | None = None) -> tuple[str, str]:
     name = (provenance.get("nvidia_smi", {}).get("summary", {}).get("name")
             or (fallback or {}).get("name") or provenance.get("gpu"))
-    if not name:
+    if not name or not isinstance(name, str):
         raise DeviceImportError("batch provenance names no GPU (nvidia_smi.summary.name); cannot file it")
     key = match_catalog(name)
     if key is None:
@@ -188,6 +188,21 @@ def _latency_records(batch: dict[str, Any], common: dict[str, Any], hw: str, sta
         )
 
 
+def latency_live_results(batch: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    """(suite, name) -> the result a `measured(live=...)` callable returns, for every run of a
+    latency batch measured in this session: the same mapping as an import, without the files."""
+    prov = batch.get("provenance") or {}
+    versions = prov.get("versions") or {}
+    common = {"engine": "vllm", "engine_version": _version(versions, "vllm"), "torch": _version(versions, "torch"),
+              "command": prov.get("command"), "date": prov.get("date_utc"),
+              "driver": (prov.get("nvidia_smi_start") or {}).get("driver_version")}
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for rec in _latency_records(batch, common, "live", "2000-01-01T00:00:00Z"):
+        out[(rec.suite, rec.name)] = {"measurements": dict(rec.measurements), "provenance": dict(rec.provenance),
+                                      "data": dict(rec.data)}
+    return out
+
+
 # --- kernels (scripts/device/kernels_plan.py; issue 5) -----------------------------------------
 def _kernel_records(batch: dict[str, Any], common: dict[str, Any], hw: str, stamp: str) -> Iterator[recordings.Recording]:
     """One recording per timed rung and shape (results/<hw>/kernels/<ladder>.<rung>.<shape>@stamp),
@@ -219,6 +234,52 @@ def _kernel_records(batch: dict[str, Any], common: dict[str, Any], hw: str, stam
                                        measurements=meas, data={**data, "run": run})
 
 
+def check_batch(path: Path, doc: dict[str, Any]) -> None:
+    """The shape every importer below relies on; DeviceImportError naming the file, the field and
+    the fix (an incomplete file: a device call cut short, or one file of a batch edited by hand)."""
+
+    def fail(field: str, problem: str) -> None:
+        raise DeviceImportError(f"{path}: {field} {problem}; pass the complete files one device call wrote to $OUT "
+                                "(re-run the measurement plan if it was cut short)")
+
+    prov = doc.get("provenance")
+    if not isinstance(prov, dict):
+        fail("provenance", "is missing or not an object")
+    date = prov.get("date_utc")
+    if not isinstance(date, str):
+        fail("provenance.date_utc", f"is {date!r}, not an ISO 8601 time")
+    try:
+        _stamp(date)
+    except (ValueError, OverflowError):
+        fail("provenance.date_utc", f"is {date!r}, not an ISO 8601 time such as 2026-11-30T00:30:31+00:00")
+    for key in ("nvidia_smi", "versions", "model", "gpu"):
+        if prov.get(key) is not None and not isinstance(prov[key], (dict, str) if key == "gpu" else dict):
+            fail(f"provenance.{key}", f"is a {type(prov[key]).__name__}, not an object")
+    smi = prov.get("nvidia_smi") or {}
+    if smi.get("summary") is not None and not isinstance(smi["summary"], dict):
+        fail("provenance.nvidia_smi.summary", "is not an object")
+    runs = doc.get("runs")
+    if not isinstance(runs, list):
+        fail("runs", "is missing or not a list")
+    kernels = prov.get("kind") == "kernels"
+    for i, run in enumerate(runs):
+        if not isinstance(run, dict):
+            fail(f"runs[{i}]", f"is a {type(run).__name__}, not an object")
+        if not isinstance(run.get("id"), str) or not run["id"]:
+            fail(f"runs[{i}].id", f"is {run.get('id')!r}, not a run name")
+        result = run.get("result")
+        if result is not None and not isinstance(result, dict):
+            fail(f"runs[{i}] ({run['id']}).result", f"is a {type(result).__name__}, not an object")
+        for key in ("engine", "resolved", "log", "facts"):
+            if isinstance(result, dict) and result.get(key) is not None and not isinstance(result[key], dict):
+                fail(f"runs[{i}] ({run['id']}).result.{key}", f"is a {type(result[key]).__name__}, not an object")
+        timings = (result or {}).get("timings")
+        if kernels and timings is not None and (not isinstance(timings, list) or not all(
+                isinstance(t, dict) and isinstance(t.get("ms_median"), (int, float))
+                and not isinstance(t.get("ms_median"), bool) for t in timings)):
+            fail(f"runs[{i}] ({run['id']}).result.timings", "must be a list of objects with a numeric ms_median")
+
+
 def _name_ok(name: str) -> str:
     if not re.match(r"^[a-z0-9][a-z0-9._+-]*$", name):
         raise DeviceImportError(f"run id {name!r} cannot be a recording name (lower-case, digits, . _ + - only)")
@@ -234,9 +295,17 @@ def import_files(paths: list[Path], results: Path, *, dry_run: bool = False) -> 
         doc: Any = None
         if path.suffix == ".json":
             try:
-                doc = json.loads(raw)
+                doc = json.loads(raw.decode("utf-8"))
+            except UnicodeDecodeError as exc:
+                raise DeviceImportError(f"{path}: not UTF-8 text (byte {exc.start}); batch files are UTF-8 JSON; "
+                                        "nothing imported") from None
             except json.JSONDecodeError as exc:
-                raise DeviceImportError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}); nothing imported") from exc
+                raise DeviceImportError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}); nothing imported; "
+                                        "a file cut short means the device call did not finish: re-run it") from None
+            except RecursionError:
+                raise DeviceImportError(f"{path}: JSON nested too deeply to be a device batch") from None
+            if isinstance(doc, dict) and doc.get("schema") == BATCH_SCHEMA:
+                check_batch(path, doc)
         batches.append((path, raw, doc))
     stamp_of_batch = None
     hw_of_batch = None
@@ -258,10 +327,15 @@ def import_files(paths: list[Path], results: Path, *, dry_run: bool = False) -> 
             records = _capacity_records if is_capacity else _latency_records
             if (doc.get("provenance") or {}).get("kind") == "kernels":  # scripts/device/kernels_plan.py
                 records = _kernel_records
-            for rec in records(doc, common, hw, stamp):
-                _name_ok(rec.name)
-                recordings.validate(rec.to_json(), f"{path.name}: run {rec.name!r}")
-                planned.append(rec)
+            try:
+                for rec in records(doc, common, hw, stamp):
+                    _name_ok(rec.name)
+                    recordings.validate(rec.to_json(), f"{path.name}: run {rec.name!r}")
+                    planned.append(rec)
+            except (KeyError, TypeError, AttributeError, IndexError) as exc:
+                # check_batch covers the shapes these readers use; this names anything it missed
+                raise DeviceImportError(f"{path}: a run lacks the field {exc} (or has the wrong type); "
+                                        "pass the complete files of one device call") from None
     for path, raw, doc in batches:
         is_batch = isinstance(doc, dict) and doc.get("schema") == BATCH_SCHEMA
         stamp = _stamp(doc["provenance"]["date_utc"]) if is_batch else stamp_of_batch

@@ -53,6 +53,26 @@ class SeedImportError(RuntimeError):
     pass
 
 
+def read_text(path: Path) -> str:
+    """A seed file as text; SeedImportError naming it when it is not UTF-8."""
+    try:
+        return path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SeedImportError(f"{path}: not UTF-8 text (byte {exc.start}); the seed study's files are UTF-8: "
+                              "pass an unmodified copy of seed-results") from None
+
+
+def _read_payload(path: Path) -> dict[str, Any]:
+    try:
+        payload = json.loads(read_text(path))
+    except json.JSONDecodeError as exc:
+        raise SeedImportError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}); pass an unmodified copy "
+                              "of seed-results") from None
+    if not isinstance(payload, dict):
+        raise SeedImportError(f"{path}: a bench result is a JSON object, got {type(payload).__name__}")
+    return payload
+
+
 def _num(text: str) -> float:
     return float(text.replace(",", ""))
 
@@ -304,13 +324,20 @@ def plan(seed_results: Path, study: Path) -> list[recordings.Recording]:
     """Everything the importer would write, without writing it."""
     if not (seed_results / STAGE01).is_dir():
         raise SeedImportError(f"{seed_results} has no {STAGE01}/; pass the seed-results folder (../shared/seed-results)")
-    study_text = study.read_text(encoding="utf-8")
+    study_text = read_text(study)
     out: list[recordings.Recording] = []
     base = seed_results / STAGE01
     for path in sorted(base.rglob("*.json")):
         rel = path.relative_to(base)
-        payload = json.loads(path.read_text(encoding="utf-8"))
-        rnd, name = _bench_name(rel)
+        payload = _read_payload(path)
+        try:
+            rnd, name = _bench_name(rel)
+            measurements = _bench_measurements(payload)
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            raise SeedImportError(f"{path}: not a seed bench result where one is expected ({exc!r}); "
+                                  "pass an unmodified copy of seed-results") from None
+        if rnd not in ROUNDS:
+            raise SeedImportError(f"{path}: round {rnd} is not one of the seed's rounds {sorted(ROUNDS)}")
         engine = "llama.cpp" if "llamacpp" in path.stem else "vllm"
         out.append(recordings.Recording(
             suite="latency", name=name, hardware=HARDWARE, recorded_at=_date_of(payload),
@@ -322,11 +349,11 @@ def plan(seed_results: Path, study: Path) -> list[recordings.Recording]:
                 "settings": LLAMA_SETTINGS if engine == "llama.cpp" else VLLM_SETTINGS,
                 "origin": {"repo": UPSTREAM, "path": f"{STAGE01}/{rel}", "sha256": _sha256(path)},
             },
-            measurements=_bench_measurements(payload),
+            measurements=measurements,
             data={"payload": payload},
         ))
     fp = base / "Round2/05-perf-test/fingerprint.txt"
-    text = fp.read_text(encoding="utf-8")
+    text = read_text(fp)
     m = re.search(r"memory\.used \[MiB\]\s*\n\s*(\d+) MiB", text)
     if m is None:
         raise SeedImportError(f"{fp}: no 'memory.used [MiB]' reading")

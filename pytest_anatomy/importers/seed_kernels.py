@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_anatomy import recordings
+from pytest_anatomy.importers.seed import read_text
 
 UPSTREAM = "github.com/daleiyang/llm-inference-anatomy"
 STAGE = "02-cuda-from-systems-eyes/Results"
@@ -70,7 +71,7 @@ def _stamp(text: str) -> str:
 def _sgemm(base: Path) -> list[recordings.Recording]:
     out = []
     for path in sorted((base / "Round1/csv").glob("bench_*_median.csv")):
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path)
         rows = list(csv.DictReader(io.StringIO(text)))
         if not rows or len(rows[0]) != 42:
             raise SeedKernelImportError(f"{path}: expected the 42-column median CSV (MANIFEST.md)")
@@ -102,7 +103,7 @@ def _sass_and_ptxas(base: Path) -> list[recordings.Recording]:
     fp = base / "Round1/fingerprint.txt"
     if sass is None or not fp.exists():
         raise SeedKernelImportError(f"{base}/Round1 lacks sass_*.txt or fingerprint.txt")
-    text = sass.read_text(encoding="utf-8")
+    text = read_text(sass)
     header = re.search(r"^kernel\s+(.+)$", text, re.MULTILINE)
     if header is None:
         raise SeedKernelImportError(f"{sass}: no 'kernel ...' table header")
@@ -112,7 +113,7 @@ def _sass_and_ptxas(base: Path) -> list[recordings.Recording]:
         cells = m.group(2).split()
         if len(cells) == len(cols):
             counts[m.group(1)] = {c: (0 if v == "-" else int(v)) for c, v in zip(cols, cells)}
-    fptext = fp.read_text(encoding="utf-8")
+    fptext = read_text(fp)
     regs = {f"k{m.group(1)}": int(m.group(2)) for m in re.finditer(r"sgemm_k(\w+)\s+(\d+) registers", fptext)}
     stamp = re.search(r"sass_(\d{8}_\d{6})", sass.name).group(1)  # type: ignore[union-attr]
     return [
@@ -136,7 +137,7 @@ _RED_BLOCK = re.compile(r"(?P<cmd>\./reduce_ch10 [^\n]+)\n+=== (?P<title>[^=\n]+
 def _reduction(base: Path) -> list[recordings.Recording]:
     out: list[recordings.Recording] = []
     for path in sorted((base / "Reduction").glob("reduce_*.txt")):
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path)
         stamp = re.search(r"reduce_(\d{8})", path.name).group(1)  # type: ignore[union-attr]
         seen: dict[str, int] = {}
         for m in _RED_BLOCK.finditer(text):
@@ -174,7 +175,7 @@ _FUSED_RUN = re.compile(r"--- (?P<label>[^\n]+?) ?---\n\$ \./fused_ops (?P<op>\w
 def _fused(base: Path) -> list[recordings.Recording]:
     out: list[recordings.Recording] = []
     for path in sorted((base / "Fused").glob("fused_*.txt")):
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path)
         stamp = re.search(r"fused_(\d{8}_\d{6})", path.name).group(1)  # type: ignore[union-attr]
         driver = re.search(r"NVIDIA GeForce RTX 4090, ([\d.]+),", text)
         groups: dict[tuple[str, int, int], list[re.Match[str]]] = {}

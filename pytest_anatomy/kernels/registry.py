@@ -83,6 +83,11 @@ class KernelCall:
 LaunchFn = Callable[[Mapping[str, int], DeviceFacts], tuple[KernelCall, ...]]
 
 
+# The card whose times the rung headers pre-register (Variant.h200_ms): the tests reconcile those
+# times on this card only; another card gets the ledgers, not a 15% band around someone else's guess.
+PREREGISTERED_ON = "h200"
+
+
 @dataclass(frozen=True)
 class Variant:
     """One rung of a ladder.
@@ -99,7 +104,7 @@ class Variant:
     baseline  -- for rung 0: the library call ("torch.matmul", "torch.sum", ...)
     max_cols  -- rows longer than this are refused (register-resident rungs)
     workspace -- shape, device -> {buffer name: float32 elements} the runner allocates
-    h200_ms   -- ((shape label, ms), ...): the H200 median time pre-registered in the rung's
+    h200_ms   -- ((shape label, ms), ...): the PREREGISTERED_ON card's median time pre-registered in the rung's
                  header ("Predicted effect: H200, <shape>: X ms") before any H200 measurement;
                  a registry test keeps the two in sync, the H200 tests reconcile against it
     """

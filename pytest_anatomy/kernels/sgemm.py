@@ -81,4 +81,6 @@ BF16_BASELINE = Variant("s0-cublas-bf16", "cuBLAS bf16 via torch.matmul (A @ Bt.
 # Instruction-ledger fit: the seed's choice (coalesced, shared tiling, 1D register tile); the
 # other fp32 rungs are held out. s1 belongs to the request ledger, fitted on s2.
 INSTRUCTION_FIT = ("s2-coalesced", "s3-smem-tiling", "s4-1d-regtile")
+# The fp32 rungs the instruction ledger predicts without having been fitted on them.
+INSTRUCTION_HELD_OUT = ("s5-2d-regtile", "s6-vectorized", "s7-warptiling")
 REQUEST_FIT = ("s2-coalesced",)

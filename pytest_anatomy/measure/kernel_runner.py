@@ -247,29 +247,40 @@ class KernelRunner:
 
     def time(self, fn: Callable[[], Any], *, runs: int, warmup: int, max_seconds: float = 3.0) -> dict[str, Any]:
         """Median ms of `runs` CUDA-event timings (fewer if a run is slow: at most ~max_seconds)."""
-        torch = self.torch
         if self._flush is None:
-            self._flush = torch.ones(FLUSH_BYTES // 4, dtype=torch.float32, device="cuda")
-        scratch = torch.empty(1, dtype=torch.float32, device="cuda")
-        t0 = time.perf_counter()
-        for _ in range(warmup):
-            fn()
-        torch.cuda.synchronize()
-        first = (time.perf_counter() - t0) / max(warmup, 1)
-        runs = max(3, min(runs, int(max_seconds / max(first, 1e-6))))
-        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(runs)]
-        for start, end in events:
-            torch.sum(self._flush.view(1, -1), dim=1, out=scratch)  # evict L2: a read, leaves no dirty lines
-            start.record()
-            fn()
-            end.record()
-        torch.cuda.synchronize()
-        ms = [s.elapsed_time(e) for s, e in events]
-        return {"ms_median": statistics.median(ms), "ms_min": min(ms), "ms_max": max(ms), "runs": runs,
-                "warmup": warmup, "samples_ms": ms, "l2_flush_bytes": FLUSH_BYTES}
+            self._flush = self.torch.ones(FLUSH_BYTES // 4, dtype=self.torch.float32, device="cuda")
+        return time_flushed(fn, self._flush, runs=runs, warmup=warmup, max_seconds=max_seconds)
+
+
+def time_flushed(fn: Callable[[], Any], flush: Any, *, runs: int, warmup: int, max_seconds: float = 3.0
+                 ) -> dict[str, Any]:
+    """The timing protocol: warm-up, then per run an L2 eviction (a read of `flush`, a float32
+    tensor many times the L2) and one CUDA-event pair around `fn`; runs capped so the whole
+    takes about max_seconds. Returns ms statistics and the samples."""
+    import torch
+
+    scratch = torch.empty(1, dtype=torch.float32, device="cuda")
+    t0 = time.perf_counter()
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    first = (time.perf_counter() - t0) / max(warmup, 1)
+    runs = max(3, min(runs, int(max_seconds / max(first, 1e-6))))
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(runs)]
+    for start, end in events:
+        torch.sum(flush.view(1, -1), dim=1, out=scratch)  # evict L2: a read, leaves no dirty lines
+        start.record()
+        fn()
+        end.record()
+    torch.cuda.synchronize()
+    ms = [s.elapsed_time(e) for s, e in events]
+    return {"ms_median": statistics.median(ms), "ms_min": min(ms), "ms_max": max(ms), "runs": runs,
+            "warmup": warmup, "samples_ms": ms, "l2_flush_bytes": flush.numel() * flush.element_size()}
 
 
 # --- live measurements for the `measured` fixture ------------------------------------------------
+TIMING_METHOD = ("CUDA events around each launch; L2 evicted before each (a read of FLUSH_BYTES); warm-up runs "
+                 "discarded; median of the runs; blocks baseline / rung / rung / baseline")
 _RUNNER: list[KernelRunner] = []
 
 
@@ -298,10 +309,11 @@ def live_rung(variant: Variant, baseline: Variant, shape: Mapping[str, int], *, 
               "baseline_ms_median": tb0["ms_median"], "baseline_ms_median_repeat": tb1["ms_median"],
               "timings": [t0, t1], "correctness": [check],
               "resources": None if variant.is_baseline else r.resources(variant, shape)}
-    return {"measurements": {"time": {"value": t0["ms_median"] / 1e3, "unit": "s"},
-                             "time_repeat": {"value": t1["ms_median"] / 1e3, "unit": "s"},
-                             "baseline_time": {"value": tb0["ms_median"] / 1e3, "unit": "s"}},
-            "provenance": {"gpu_name": r.gpu_name, "engine": "cuda.core + NVRTC"},
+    def seconds(t: dict[str, Any]) -> dict[str, Any]:
+        return {"value": t["ms_median"] / 1e3, "unit": "s", "samples": [x / 1e3 for x in t["samples_ms"]]}
+
+    return {"measurements": {"time": seconds(t0), "time_repeat": seconds(t1), "baseline_time": seconds(tb0)},
+            "provenance": {"gpu_name": r.gpu_name, "engine": "cuda.core + NVRTC", "timing": TIMING_METHOD},
             "data": {**{k: result[k] for k in ("ladder", "rung", "shape", "dtype", "ms_median", "ms_median_repeat",
                                               "baseline_rung", "baseline_ms_median", "status")},
                      "run": {"id": f"{variant.ladder}.{variant.id}", "result": result}}}
@@ -311,6 +323,6 @@ def live_ceilings() -> dict[str, Any]:
     from pytest_anatomy.measure import ceilings
 
     read, copy = ceilings.read_bandwidth(2 * 1024**3, 20, 3), ceilings.copy_bandwidth(2 * 1024**3, 20, 3)
-    return {"measurements": {"read_bandwidth": {"value": read["value"], "unit": "B/s"},
-                             "copy_bandwidth": {"value": copy["value"], "unit": "B/s"}},
+    return {"measurements": {"read_bandwidth": {"value": read["value"], "unit": "B/s", "samples": read["samples"]},
+                             "copy_bandwidth": {"value": copy["value"], "unit": "B/s", "samples": copy["samples"]}},
             "provenance": {"gpu_name": shared_runner().gpu_name}, "data": {"read": read, "copy": copy}}

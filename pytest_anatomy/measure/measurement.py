@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping
 
-Source = Literal["live", "recorded"]
+# given: a plain number passed to reconcile (a test's constant or a value computed in the test),
+# neither measured in this session nor replayed from results/.
+Source = Literal["live", "recorded", "given"]
 
 
 @dataclass(frozen=True)
@@ -14,7 +16,7 @@ class Measurement:
 
     value      -- in SI base units, like Prediction.value
     samples    -- raw samples the value summarises (may be empty for single readings)
-    source     -- "live" (measured in this session) or "recorded" (replayed from results/)
+    source     -- "live" (measured in this session), "recorded" (replayed from results/) or "given"
     provenance -- GPU, driver, engine + version, settings, command, date, origin file
     """
 

@@ -364,6 +364,7 @@ def build_view(ledger: Mapping[str, Any]) -> dict[str, Any]:
         ],
         "findings": _group_findings(rows),
         "skips": [(str(s.get("test_id", "")), str(s.get("reason", ""))) for s in ledger.get("skips") or []],
+        "failures": _failures_view(ledger.get("failures") or []),
         "scatter": scatter_plots(recs),
         "bars": gap_bars(recs),
         "plural": plural,
@@ -431,6 +432,22 @@ def write_report(ledger: Mapping[str, Any], html_path: str | os.PathLike[str]) -
 
 
 __all__ = ["build_view", "embedded_json", "gap_bars", "ledger_to_json", "render_html", "scatter_plots", "write_report"]
+
+
+def _failures_view(failures: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
+    """Every failed or errored test: where it failed, pytest's message and its traceback text."""
+    views = []
+    for failure in failures:
+        message = str(failure.get("message") or "")
+        views.append({
+            "test_id": str(failure.get("test_id", "")),
+            "when": str(failure.get("when", "")),
+            "outcome": str(failure.get("outcome", "failed")),
+            "headline": (message.strip().splitlines() or [""])[0],
+            "message": message,
+            "longrepr": str(failure.get("longrepr") or ""),
+        })
+    return views
 
 
 def _group_findings(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -7,7 +7,8 @@ stray registration harmless.
 
 Each test's reconciliations travel on the report as `user_properties` entries
 `("anatomy_reconciliation", <JSON of one ledger entry>)`: user_properties are serialised with
-the report, so they survive xdist workers and reach JUnit XML too."""
+the report, so they survive xdist workers. (JUnit XML gets the short `anatomy.<name>.<field>`
+properties instead: see outcome.junit_properties.)"""
 
 from __future__ import annotations
 

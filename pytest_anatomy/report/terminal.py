@@ -59,7 +59,9 @@ def prose_summary(ledger: Mapping[str, Any]) -> str:
         f"{counts['diverge']} diverge",
     ]
     parts += [f"{n} {v}" for v, n in counts.items() if v not in _URGENCY]
-    return f"{plural(len(recs), 'reconciliation')}: {', '.join(parts)}; {recorded} from recordings, {live} live"
+    given = len(recs) - recorded - live
+    tail = f", {given} given numbers" if given else ""
+    return f"{plural(len(recs), 'reconciliation')}: {', '.join(parts)}; {recorded} from recordings, {live} live{tail}"
 
 
 def review_order(recs: Iterable[Rec]) -> list[Rec]:

@@ -71,6 +71,7 @@ class HardwareSpec:
     memory_clock_hz: float | None = None
     from_catalog: bool = True
     notes: tuple[str, ...] = ()
+    compute_capability: tuple[int, int] | None = None  # (major, minor): which sm_XY the card runs
 
     def __post_init__(self) -> None:
         # Read-only copies: a catalog entry must not be edited by a test at runtime.
@@ -101,6 +102,14 @@ class HardwareSpec:
         if value is None:
             raise MissingHardwareFactError(self._missing(field_name))
         return value
+
+    @property
+    def sm_arch(self) -> str:
+        """'sm_90' for compute capability (9, 0): the target ptxas and NVRTC compile for."""
+        cc = self.compute_capability
+        if cc is None:
+            raise MissingHardwareFactError(self._missing("compute_capability"))
+        return f"sm_{cc[0]}{cc[1]}"
 
     def ridge_point(self, dtype: str = "bf16") -> float:
         """Arithmetic intensity (FLOP/B) where the roofline turns from memory- to compute-bound."""
@@ -193,7 +202,7 @@ HARDWARE: Mapping[str, HardwareSpec] = MappingProxyType({spec.name: spec for spe
          "cuda_visible_memory_bytes": ("unknown exactly: the seed's vLLM log implies 23.52 GiB (rounded to "
                                        "0.01 GiB, seed/STUDY.md), while nvbench PR #207 saw 24,563 MiB "
                                        "from cudaMemGetInfo on another 4090; left None")},
-        name="rtx4090", display_name="NVIDIA GeForce RTX 4090", nvml_names=("NVIDIA GeForce RTX 4090",),
+        name="rtx4090", compute_capability=(8, 9), display_name="NVIDIA GeForce RTX 4090", nvml_names=("NVIDIA GeForce RTX 4090",),
         memory_bytes=24 * GB, nvml_memory_bytes=24_564 * MiB, memory_bandwidth=1008 * GB, sm_count=128,
         l2_bytes=72 * MiB, boost_clock_hz=2.52e9, fp32_cores_per_sm=128, memory_bus_bits=384,
         memory_clock_hz=10_501e6),
@@ -204,7 +213,7 @@ HARDWARE: Mapping[str, HardwareSpec] = MappingProxyType({spec.name: spec for spe
          "memory_bus_bits": f"{_H100_WP} (5 HBM3 stacks, ten 512-bit controllers)",
          "boost_clock_hz": "1.98 GHz max boost: the datasheet's 67 TFLOP/s fp32 = 132 x 128 x 2 x 1.98 GHz",
          "peak_flops.fp32": _H100_DS},
-        name="h100-sxm", display_name="NVIDIA H100 SXM5 80GB", nvml_names=("NVIDIA H100 80GB HBM3",),
+        name="h100-sxm", compute_capability=(9, 0), display_name="NVIDIA H100 SXM5 80GB", nvml_names=("NVIDIA H100 80GB HBM3",),
         memory_bytes=80 * GB, nvml_memory_bytes=81_559 * MiB, memory_bandwidth=3.35 * TB, sm_count=132,
         l2_bytes=50 * MiB, boost_clock_hz=1.98e9, fp32_cores_per_sm=128, memory_bus_bits=5120),
     _entry(
@@ -216,7 +225,7 @@ HARDWARE: Mapping[str, HardwareSpec] = MappingProxyType({spec.name: spec for spe
          "boost_clock_hz": "nvidia-smi -q max graphics clock 1980 MHz, https://github.com/awslabs/amazon-eks-ami/pull/1985",
          "memory_clock_hz": "nvidia-smi -q applications memory clock 3201 MHz, https://github.com/awslabs/amazon-eks-ami/pull/1985",
          "memory_bus_bits": "not verified (6 HBM3e stacks suggest 6144 bit, which with 3201 MHz gives 4.92 TB/s, not 4.8); left None"},
-        name="h200", display_name="NVIDIA H200 SXM 141GB", nvml_names=("NVIDIA H200",),
+        name="h200", compute_capability=(9, 0), display_name="NVIDIA H200 SXM 141GB", nvml_names=("NVIDIA H200",),
         memory_bytes=141 * GB, nvml_memory_bytes=143_771 * MiB, cuda_visible_memory_bytes=150_109_880_320,
         memory_bandwidth=4.8 * TB, sm_count=132, l2_bytes=60 * MiB, boost_clock_hz=1.98e9,
         fp32_cores_per_sm=128, memory_clock_hz=3201e6),
@@ -225,7 +234,7 @@ HARDWARE: Mapping[str, HardwareSpec] = MappingProxyType({spec.name: spec for spe
         {"memory_bytes": _A100_DS, "nvml_memory_bytes": _MODAL, "memory_bandwidth": _A100_DS + " (2,039 GB/s)",
          "sm_count": _A100_WP, "l2_bytes": f"{_A100_WP}; {_A100_DQ}", "boost_clock_hz": _A100_DQ,
          "fp32_cores_per_sm": _A100_WP, "memory_bus_bits": _A100_DQ},
-        name="a100-80gb", display_name="NVIDIA A100 SXM4 80GB", nvml_names=("NVIDIA A100-SXM4-80GB",),
+        name="a100-80gb", compute_capability=(8, 0), display_name="NVIDIA A100 SXM4 80GB", nvml_names=("NVIDIA A100-SXM4-80GB",),
         memory_bytes=80 * GB, nvml_memory_bytes=81_920 * MiB, memory_bandwidth=2039 * GB, sm_count=108,
         l2_bytes=40 * MiB, boost_clock_hz=1.41e9, fp32_cores_per_sm=64, memory_bus_bits=5120),
     _entry(
@@ -234,7 +243,7 @@ HARDWARE: Mapping[str, HardwareSpec] = MappingProxyType({spec.name: spec for spe
          "sm_count": _L40S_DS + " (142 RT cores = 1 per SM; 18,176 CUDA cores / 128)",
          "l2_bytes": "96 MB L2 (full AD102, " + _ADA + "); not confirmed on an L40S",
          "boost_clock_hz": _L40S_BOARD, "fp32_cores_per_sm": _ADA, "memory_bus_bits": _L40S_BOARD},
-        name="l40s", display_name="NVIDIA L40S", nvml_names=("NVIDIA L40S",),
+        name="l40s", compute_capability=(8, 9), display_name="NVIDIA L40S", nvml_names=("NVIDIA L40S",),
         memory_bytes=48 * GB, nvml_memory_bytes=46_068 * MiB, memory_bandwidth=864 * GB, sm_count=142,
         l2_bytes=96 * MiB, boost_clock_hz=2.52e9, fp32_cores_per_sm=128, memory_bus_bits=384),
     _entry(
@@ -333,6 +342,21 @@ class DetectedGPU:
     mig_enabled: bool | None = None
     catalog_name: str | None = None
 
+    def with_cuda_facts(self, facts: Mapping[str, Any] | None) -> "DetectedGPU":
+        """This GPU with the CUDA driver's attributes filled in where NVML had none
+        (measure/cuda_facts.py reads them in a subprocess): SM count, L2, CUDA-visible total."""
+        if not facts:
+            return self
+        cc = facts.get("compute_capability")
+        return dataclasses.replace(
+            self, backend=self.backend + "+cuda-driver",
+            sm_count=self.sm_count or facts.get("sm_count"), l2_bytes=self.l2_bytes or facts.get("l2_bytes"),
+            cuda_memory_total_bytes=self.cuda_memory_total_bytes or facts.get("cuda_memory_total_bytes"),
+            memory_bus_bits=self.memory_bus_bits or facts.get("memory_bus_bits"),
+            compute_capability=self.compute_capability or (tuple(cc) if cc else None),
+            sm_clock_max_mhz=self.sm_clock_max_mhz or _khz_to_mhz(facts.get("sm_clock_max_khz")),
+            mem_clock_max_mhz=self.mem_clock_max_mhz or _khz_to_mhz(facts.get("mem_clock_max_khz")))
+
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
         if self.compute_capability is not None:
@@ -368,9 +392,73 @@ def detect(index: int = 0, *, use_torch: bool = False) -> DetectedGPU | None:
     return DetectedGPU(index=index, backend=backend, catalog_name=match_catalog(merged["name"]), **merged)
 
 
+def _khz_to_mhz(value: Any) -> int | None:
+    return int(round(value / 1000)) if value else None
+
+
+def spec_from_nvml(gpu: DetectedGPU) -> HardwareSpec:
+    """A complete spec from what the driver reports, never from the catalog: memory (NVML and
+    the CUDA driver), SM count, max clocks, bus width -> bandwidth, and peak FLOP/s = SMs x max
+    SM clock x the architecture's ops per SM per clock (specs/architectures.py). Raises
+    ValueError naming what the driver did not report."""
+    from pytest_anatomy.specs.architectures import architecture
+
+    arch = architecture(gpu.compute_capability)
+    missing = [what for what, v in (("compute capability", gpu.compute_capability),
+                                    ("max SM clock", gpu.sm_clock_max_mhz), ("max memory clock", gpu.mem_clock_max_mhz),
+                                    ("memory bus width", gpu.memory_bus_bits)) if not v]
+    if arch is None and gpu.compute_capability:
+        missing.append(f"a row for compute capability {gpu.compute_capability} in specs/architectures.py")
+    sm_count = gpu.sm_count or (gpu.cuda_cores // arch.fp32_cores_per_sm if arch and gpu.cuda_cores else None)
+    if not sm_count:
+        missing.append("SM count (NVML core count or the CUDA driver's attribute)")
+    if missing or arch is None:
+        raise ValueError(f"{gpu.name}: cannot build a spec from the driver alone, it did not report "
+                         f"{', '.join(missing)}; install cuda-python (the gpu extra) or pass --anatomy-hardware=NAME")
+    via = f"{gpu.backend} on this machine"
+    clock = gpu.sm_clock_max_mhz * 1e6  # type: ignore[operator]
+    mem_clock = gpu.mem_clock_max_mhz * 1e6  # type: ignore[operator]
+    consumer = "geforce" in gpu.name.casefold()
+    peaks = {d: sm_count * clock * ops for d in PEAK_DTYPES
+             if (ops := arch.ops(d, consumer)) is not None}
+    sources: dict[str, str] = {
+        f"peak_flops.{d}": f"derived: {sm_count} SMs x {clock / 1e9:.3g} GHz max SM clock ({via}) x "
+                           f"{arch.ops(d, consumer)} ops/SM/clock ({arch.name}{', GeForce rate' if consumer else ''}: "
+                           f"{arch.source})" for d in peaks}
+    sources.update({
+        "nvml_memory_bytes": f"NVML total memory, {via}",
+        "sm_count": f"{'CUDA driver attribute' if gpu.sm_count else 'NVML core count / cores per SM'}, {via}",
+        "boost_clock_hz": f"NVML max SM clock, {via}",
+        "memory_clock_hz": f"NVML max memory clock, {via}",
+        "memory_bus_bits": f"memory bus width, {via}",
+        "memory_bandwidth": f"derived: max memory clock x 2 (DDR) x bus width / 8, {via}",
+        "fp32_cores_per_sm": f"{arch.name}: {arch.source}",
+    })
+    values: dict[str, Any] = {"cuda_visible_memory_bytes": gpu.cuda_memory_total_bytes, "l2_bytes": gpu.l2_bytes}
+    for key, value in values.items():
+        if value is not None:
+            sources[key] = f"CUDA driver attribute, {via}"
+    slug = re.sub(r"[^a-z0-9]+", "-", gpu.name.casefold()).strip("-")
+    return HardwareSpec(
+        name=slug, display_name=gpu.name, nvml_names=(gpu.name,), memory_bytes=None,
+        nvml_memory_bytes=gpu.memory_total_bytes, memory_bandwidth=mem_clock * 2 * gpu.memory_bus_bits / 8,  # type: ignore[operator]
+        peak_flops=peaks, sm_count=sm_count, boost_clock_hz=clock, fp32_cores_per_sm=arch.fp32_cores_per_sm,
+        memory_bus_bits=gpu.memory_bus_bits, memory_clock_hz=mem_clock, sources=sources, from_catalog=False,
+        compute_capability=tuple(gpu.compute_capability),  # type: ignore[arg-type]
+        notes=(f"{gpu.name!r}: every number from the driver (NVML + CUDA attributes) and the {arch.name} "
+               "per-clock table, none from a datasheet",),
+        **values)
+
+
 def spec_for_detected(gpu: DetectedGPU) -> HardwareSpec:
-    """The catalog spec for a known GPU; otherwise a spec of detected numbers only, whose
-    datasheet fields are None, so predictions needing them fail with a clear message."""
+    """The catalog spec for a known GPU; otherwise the spec derived from the driver
+    (spec_from_nvml), or, when the driver reports too little for that, a spec of detected numbers
+    only whose datasheet fields are None, so predictions needing them fail with a clear message."""
+    if gpu.catalog_name is None:
+        try:
+            return spec_from_nvml(gpu)
+        except ValueError:
+            pass
     if gpu.catalog_name is not None:
         spec = HARDWARE[gpu.catalog_name]
         if gpu.mig_enabled:
@@ -449,6 +537,23 @@ def _nvml_query(index: int) -> dict[str, Any] | None:
             "memory_bus_bits": _call(getattr(pynvml, "nvmlDeviceGetMemoryBusWidth", None), handle),
             "cuda_cores": _call(getattr(pynvml, "nvmlDeviceGetNumGpuCores", None), handle),
         }
+    finally:
+        _call(pynvml.nvmlShutdown)
+
+
+def visible_gpu_count() -> int:
+    """How many GPUs this process may use: NVML's device count, narrowed by CUDA_VISIBLE_DEVICES
+    (0 without NVML or a driver). Never raises, never initialises CUDA."""
+    try:
+        import pynvml
+    except ImportError:
+        return 0
+    try:
+        pynvml.nvmlInit()
+    except Exception:  # noqa: BLE001 - no driver / no GPU
+        return 0
+    try:
+        return sum(1 for i in range(16) if _nvml_handle(pynvml, i) is not None)
     finally:
         _call(pynvml.nvmlShutdown)
 

@@ -62,6 +62,20 @@ _SLIDING_OFF_BY_DEFAULT = frozenset({"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_
 _ALTERNATING_SLIDING_MODEL_TYPES = frozenset({"gemma2"})
 
 
+# Size bounds. Each keeps a nonsense config from running for minutes or exhausting memory (the
+# weight inventory lists every tensor of every layer and expert) while staying far above any
+# published model.
+MAX_CONFIG_BYTES = 16 * 2**20  # real config.json files are 1-10 KiB
+# Tensor dimensions are int32 in vLLM's and PyTorch's GPU kernels' indexing.
+MAX_DIMENSION = 2**31 - 1
+# The deepest published decoder has 126 layers (Llama-3.1-405B): 8x headroom.
+MAX_LAYERS = 1024
+# The most routed experts published is 384 (Kimi K2): 10x headroom.
+MAX_EXPERTS = 4096
+# Expert tensors are listed one by one: DeepSeek-V3 has 61 x 256 = 15,616 layer-experts, 4x headroom.
+MAX_LAYER_EXPERTS = 65_536
+
+
 class ModelConfigError(ValueError):
     """A config.json this package cannot use; names the field, the problem and the fix."""
 
@@ -355,7 +369,23 @@ def _load_source(source: ConfigSource) -> tuple[Mapping[str, Any], str, str | No
 
 def _read_json(path: Path) -> Mapping[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        size = path.stat().st_size
+        if size > MAX_CONFIG_BYTES:
+            raise ModelConfigError("config.json", f"is {size:,} bytes, above the {MAX_CONFIG_BYTES:,}-byte "
+                                   "bound for a config (real ones are a few KiB)",
+                                   "point at the model's config.json, not its weights or another file", str(path))
+        data = json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as err:
+        raise ModelConfigError(
+            "config.json", f"is not UTF-8 text (byte {err.start}: {err.reason})",
+            "save it as UTF-8 JSON (the model's hub page serves it so); is this the right file?",
+            str(path)) from None
+    except OSError as err:
+        raise ModelConfigError("config.json", f"cannot be read ({err.strerror or err})",
+                               "check the path and its permissions", str(path)) from None
+    except RecursionError:
+        raise ModelConfigError("config.json", "is nested too deeply to be a model config",
+                               "use the model's config.json", str(path)) from None
     except json.JSONDecodeError as err:
         raise ModelConfigError(
             "config.json", f"is not valid JSON at line {err.lineno}, column {err.colno}: {err.msg}",
@@ -376,8 +406,9 @@ class _Reader:
     def error(self, key: str, problem: str, fix: str) -> ModelConfigError:
         return ModelConfigError(key, problem, fix, self.source)
 
-    def integer(self, key: str, default: Any = ..., minimum: int = 1) -> Any:
-        """An int >= minimum. Absent or null -> default; no default -> a missing-field error."""
+    def integer(self, key: str, default: Any = ..., minimum: int = 1, maximum: int = MAX_DIMENSION,
+                why: str = "tensor dimensions are int32 in GPU kernels") -> Any:
+        """An int in [minimum, maximum]. Absent or null -> default; no default -> a missing-field error."""
         value = self.cfg.get(key)
         if value is None:
             if default is ...:
@@ -392,6 +423,9 @@ class _Reader:
                              f"write {key} as a JSON integer")
         if value < minimum:
             raise self.error(key, f"must be >= {minimum}, got {value}", f"set {key} to a size >= {minimum}")
+        if value > maximum:
+            raise self.error(key, f"is {value:,}, above the bound of {maximum:,} ({why})",
+                             f"use the model's real {key}")
         return value
 
     def flag(self, key: str, default: bool) -> bool:
@@ -412,7 +446,9 @@ def _parse_config(raw: Mapping[str, Any], source: str, name: str | None) -> Mode
         # Multimodal wrappers (Gemma 3, Qwen2.5-VL in newer transformers) nest the LM here.
         cfg = {**text, "architectures": raw.get("architectures", text.get("architectures"))}
     r = _Reader(cfg, source)
-    hidden, layers = r.integer("hidden_size"), r.integer("num_hidden_layers")
+    hidden = r.integer("hidden_size")
+    layers = r.integer("num_hidden_layers", maximum=MAX_LAYERS,
+                       why="the deepest published decoder has 126 layers; every layer's tensors are listed")
     heads, vocab, inter = r.integer("num_attention_heads"), r.integer("vocab_size"), r.integer("intermediate_size")
     kv_heads = r.integer("num_key_value_heads", default=heads)  # absent: MHA
     if heads % kv_heads:
@@ -441,6 +477,7 @@ def _parse_config(raw: Mapping[str, Any], source: str, name: str | None) -> Mode
     attention: AttentionKind = ("mla" if mla else "mha" if kv_heads == heads
                                 else "mqa" if kv_heads == 1 else "gqa")
 
+    _check_rope_scaling(r)
     attention_bias = r.flag("attention_bias", False)
     qkv_bias = True if model_type in _QKV_BIAS_MODEL_TYPES else attention_bias
     sliding_window, layer_attention = _parse_attention_layout(r, model_type, layers)
@@ -460,12 +497,36 @@ def _parse_config(raw: Mapping[str, Any], source: str, name: str | None) -> Mode
     )
 
 
+def _check_rope_scaling(r: _Reader) -> None:
+    """rope_scaling / rope_parameters: null or an object whose type is a string and factor a number."""
+    for key in ("rope_scaling", "rope_parameters"):
+        value = r.cfg.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, Mapping):
+            raise r.error(key, f"must be an object or null, got {value!r} ({type(value).__name__})",
+                          "write it as in the model's config.json, e.g. "
+                          f'{{"rope_type": "llama3", "factor": 8.0, ...}}, or null for plain RoPE')
+        kind = value.get("rope_type", value.get("type"))
+        if kind is not None and not isinstance(kind, str):
+            raise r.error(key, f"has rope_type {kind!r}, not a string", 'name the type, e.g. "rope_type": "yarn"')
+        factor = value.get("factor")
+        if factor is not None and (isinstance(factor, bool) or not isinstance(factor, (int, float))
+                                   or not math.isfinite(factor) or factor <= 0):
+            raise r.error(key, f"has factor {factor!r}, not a positive number", "give the scaling factor, e.g. 8.0")
+    factor = r.cfg.get("partial_rotary_factor")
+    if factor is not None and (isinstance(factor, bool) or not isinstance(factor, (int, float))
+                               or not 0 < factor <= 1):
+        raise r.error("partial_rotary_factor", f"must be a number in (0, 1], got {factor!r}",
+                      "give the fraction of head_dim that is rotated (1.0 for full RoPE)")
+
+
 def _parse_dtype(r: _Reader) -> str | None:
     key = "dtype" if r.cfg.get("dtype") is not None else "torch_dtype"  # newer transformers: "dtype"
     value = r.cfg.get(key)
     if value is None:
         return None
-    if value not in DTYPE_BYTES:
+    if not isinstance(value, str) or value not in DTYPE_BYTES:
         near = difflib.get_close_matches(str(value), list(DTYPE_BYTES), n=2)
         hint = f"did you mean {' or '.join(near)}? " if near else ""
         raise r.error(key, f"is {value!r}, not a known torch dtype",
@@ -486,7 +547,7 @@ def _parse_attention_layout(r: _Reader, model_type: str, layers: int
                           "give exactly one layer type per decoder layer")
         kinds: list[LayerKind] = []
         for i, lt in enumerate(layer_types):
-            if lt not in SUPPORTED_LAYER_TYPES:
+            if not isinstance(lt, str) or lt not in SUPPORTED_LAYER_TYPES:
                 raise r.error("layer_types", f"entry {i} is {lt!r}, which is not supported yet "
                               f"(hybrid linear-attention/Mamba layers have no KV model here)",
                               f"only {' and '.join(SUPPORTED_LAYER_TYPES)} layers are modelled")
@@ -513,9 +574,16 @@ def _parse_attention_layout(r: _Reader, model_type: str, layers: int
 def _parse_moe(r: _Reader, layers: int, intermediate: int) -> dict[str, Any]:
     expert_key = next((k for k in ("num_local_experts", "num_experts", "n_routed_experts")
                        if r.cfg.get(k) is not None), None)
-    num_experts = r.integer(expert_key, minimum=0) if expert_key else 0
+    num_experts = r.integer(expert_key, minimum=0, maximum=MAX_EXPERTS,
+                            why="the most routed experts published is 384; every expert's tensors are listed"
+                            ) if expert_key else 0
     if num_experts == 0:
         return {}
+    if num_experts * layers > MAX_LAYER_EXPERTS:
+        raise r.error(expert_key or "num_experts",
+                      f"x num_hidden_layers is {num_experts * layers:,}, above the bound of {MAX_LAYER_EXPERTS:,} "
+                      "(DeepSeek-V3 has 15,616; every expert's tensors are listed)",
+                      "use the model's real expert and layer counts")
     k = r.integer("num_experts_per_tok")
     if k > num_experts:
         raise r.error("num_experts_per_tok", f"({k}) exceeds the number of experts ({expert_key}={num_experts})",

@@ -7,7 +7,7 @@ llama/mistral/qwen2 decoders; MoE, MLA and sliding-window models need --availabl
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pytest_anatomy.specs.hardware import HardwareSpec
@@ -86,6 +86,18 @@ def capacity(
         out[name] = ledger[name]
     if available_kv_bytes is not None:
         _given_pool(out, model, available_kv_bytes, bs, kv_cache_dtype, tp, max_model_len)
+    return out
+
+
+def with_notes(answers: dict[str, Answer], names: tuple[str, ...], notes: tuple[str, ...]) -> dict[str, Answer]:
+    """The answers with `notes` appended to each named Prediction (warnings travel in the JSON)."""
+    if not notes:
+        return answers
+    out = dict(answers)
+    for name in names:
+        a = out.get(name)
+        if isinstance(a, Prediction):
+            out[name] = replace(a, notes=a.notes + notes)
     return out
 
 

@@ -75,7 +75,7 @@ def rope_cache_rows(model: ModelSpec) -> tuple[int, int]:
                          "modelled: default, llama3")
     if model.max_position_embeddings is None:
         raise NotModeled(f"{model.name}: config.json has no max_position_embeddings (the rope cache length)")
-    factor = float(model.raw.get("partial_rotary_factor", 1.0))
+    factor = float(model.raw.get("partial_rotary_factor") or 1.0)  # null: full rotary
     return model.max_position_embeddings, int(model.head_dim * factor)
 
 

@@ -195,20 +195,23 @@ def build_plan(args: argparse.Namespace, cost: CostModel, model: str = MODEL,
     n_in, n_out = DECODE_SHAPE
     parts += [Part(f"{model}.decode.b{b}", "decode",
                    {"batch": b, "input_len": n_in, "output_len": n_out, "seed": 100 + b}, 0.0)
-              for b in DECODE_BATCHES if b <= args.max_num_seqs]
+              for b in _listed(args, "decode_batches", DECODE_BATCHES) if b <= args.max_num_seqs]
+    # Seeds follow the position in the full PREFILL_LENS / POISSON_FACTORS lists, so a subset
+    # (--prefill-lens, --poisson-factors) sends the same prompts as the full plan does.
     parts += [Part(f"{model}.prefill.L{n}", "prefill",
-                   {"input_len": n, "output_len": 1, "repeats": PREFILL_REPEATS, "seed": 200 + k,
+                   {"input_len": n, "output_len": 1, "repeats": PREFILL_REPEATS, "seed": 200 + _seat(PREFILL_LENS, n),
                     "chunks": math.ceil(n / args.max_num_batched_tokens)}, 0.0)
-              for k, n in enumerate(PREFILL_LENS) if n + 1 <= args.max_model_len]
+              for n in _listed(args, "prefill_lens", PREFILL_LENS) if n + 1 <= args.max_model_len]
     n_in, n_out = SERVE_SHAPE
+    requests_for = dict(CLOSED)
     parts += [Part(f"{model}.closed.c{c}", "closed",
-                   {"concurrency": c, "requests": n, "input_len": n_in, "output_len": n_out,
+                   {"concurrency": c, "requests": requests_for.get(c, 3 * c), "input_len": n_in, "output_len": n_out,
                     "seed": 300 + c}, 0.0)
-              for c, n in CLOSED if c <= args.max_num_seqs]
+              for c in _listed(args, "closed", tuple(requests_for)) if c <= args.max_num_seqs]
     parts += [Part(f"{model}.poisson.f{f:g}", "poisson",
                    {"factor": f, "rate": None, "requests": None, "input_len": n_in, "output_len": n_out,
-                    "seed": 400 + k, "normalized_like_bench_serve": True}, 0.0)
-              for k, f in enumerate(POISSON_FACTORS)]
+                    "seed": 400 + _seat(POISSON_FACTORS, f), "normalized_like_bench_serve": True}, 0.0)
+              for f in _listed(args, "poisson_factors", POISSON_FACTORS)]
     parts.append(Part(f"{model}.overload", "overload",
                       {"requests": None, "input_len": None, "output_len": OVERLOAD_OUTPUT,
                        "seed": 500}, 0.0))
@@ -218,6 +221,16 @@ def build_plan(args: argparse.Namespace, cost: CostModel, model: str = MODEL,
     if kinds is not None:
         parts = [p for p in parts if p.kind in kinds or p.kind == "warmup"]
     return [replace(p, estimate_s=estimate(p.kind, p.settings, cost)) for p in parts]
+
+
+def _listed(args: argparse.Namespace, name: str, default: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A list option (--decode-batches 1,8,64) or the module default."""
+    value = getattr(args, name, None)
+    return tuple(value) if value else default
+
+
+def _seat(values: tuple[Any, ...], v: Any) -> int:
+    return values.index(v) if v in values else len(values) + int(v)
 
 
 def resolve_part(part: Part, state: dict[str, Any], cost: CostModel) -> Part:
@@ -626,6 +639,20 @@ def run_second_model(args: argparse.Namespace, budget: Budget, main: Output, nam
     return asyncio.run(execute(margs, out, budget, config, model_dir, cost, model_id, kinds))
 
 
+def _ints(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma list of integers") from None
+
+
+def _floats(text: str) -> tuple[float, ...]:
+    try:
+        return tuple(float(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma list of numbers") from None
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--dry-run", action="store_true", help="print the plan and exit (no GPU)")
@@ -643,6 +670,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--skip-ceilings", action="store_true")
     p.add_argument("--only", default=None,
                    help="comma list of kinds: decode,prefill,closed,poisson,overload")
+    p.add_argument("--decode-batches", type=_ints, default=None, help="comma list (default: all of the plan's)")
+    p.add_argument("--prefill-lens", type=_ints, default=None, help="comma list of prompt lengths")
+    p.add_argument("--closed", type=_ints, default=None, help="comma list of closed-loop concurrencies")
+    p.add_argument("--poisson-factors", type=_floats, default=None,
+                   help="comma list of Poisson rates as fractions of the largest closed loop's throughput")
     p.add_argument("--second-model", default="llama-3.1-8b",
                    help="catalog name or config.json path of a second model run after the first on a fresh "
                         "engine (`none` to skip)")

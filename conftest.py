@@ -1,0 +1,14 @@
+"""Fixtures every suite shares. A new tests_<suite>/ folder needs no conftest of its own to use them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+
+@pytest.fixture
+def card(target: Any) -> Any:
+    """The HardwareSpec of this test's target (skips, saying why, when the target has none).
+    Taking it parametrizes the test over the session's targets, like taking `target`."""
+    return target.require_spec()

@@ -1,0 +1,1 @@
+"""FlashAttention forward rungs and flash-decoding in Triton; registry.py is the ladder."""

@@ -1,0 +1,116 @@
+"""The FlashAttention ladder: every rung, its file, its kernel and its pre-registered prediction.
+
+Pure Python (no torch, no triton, no theory: the GPU runner imports it): tests, the runner and the report read the same objects. Each
+rung's module docstring states what changes, the predicted effect and the measured outcome;
+the efficiency range here is the one its header states (a test keeps the two equal), written
+before any GPU measurement of the rung.
+
+Predictions use the session's measured ceilings (bf16 GEMM rate, read bandwidth) and the
+rung's stated efficiency on the tensor-core work (theory/attention.py): time =
+max(executed FLOPs / (eff * GEMM peak), DRAM bytes / read bandwidth), except the naive rung
+whose S round trip adds (naive_time). Executed FLOPs are counted on PREDICTION_TILING, the
+tiling every rung's first config uses.
+
+Warp specialization is not a rung: in Triton 3.6, `tl.range(..., warp_specialize=True)` is
+documented as "only supported on Blackwell GPUs and only works on simple matmul loops"; its
+Hopper pass (add_hopper_warpspec) exists in the compiler but is undocumented, so a rung built
+on it could not be expected to compile on the H200 on its first visit.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+
+HERE = Path(__file__).resolve().parent
+PREDICTION_TILING = (128, 64)  # (BLOCK_M, BLOCK_N)
+_EFF_RE = re.compile(r"efficiency (\d\.\d+)-(\d\.\d+) \(mid (\d\.\d+)\)")
+
+
+@dataclass(frozen=True)
+class Stated:
+    """An efficiency range as the rung header states it (theory.attention.Efficiency takes it)."""
+
+    lo: float
+    mid: float
+    hi: float
+    why: str
+
+
+@dataclass(frozen=True)
+class Rung:
+    id: str
+    title: str
+    module: str  # file in kernels/flashattn/ (without .py) holding the header
+    kernel: str  # jit function name in `kernel_module` (or module's own launch())
+    efficiency: Stated
+    time_model: str = "forward"  # "forward" | "naive"
+    constexprs: tuple[tuple[str, object], ...] = ()
+    kernel_module: str | None = None  # where the kernel lives when another rung's file has it
+
+    @property
+    def path(self) -> Path:
+        return HERE / f"{self.module}.py"
+
+
+def _eff(lo: float, mid: float, hi: float, why: str) -> Stated:
+    return Stated(lo, mid, hi, why)
+
+
+LADDER: tuple[Rung, ...] = (
+    Rung("r1-naive", "naive tiled: S materialised in HBM", "r1_naive", "launch",
+         _eff(0.25, 0.40, 0.60, "two plain tiled GEMM kernels (no softmax in the MMA loop), unpipelined"),
+         time_model="naive"),
+    Rung("r2-fa1", "online softmax, FA-1 loop order (KV outer, O in HBM)", "r2_fa1", "fa1_fwd",
+         _eff(0.08, 0.15, 0.30, "O/m/l read and written per KV step (L2-resident), 128-row programs")),
+    Rung("r3-fa2", "FA-2 loop order (queries outer, O in registers)", "r3_fa2", "fa2_fwd",
+         _eff(0.25, 0.38, 0.50, "dependent MMAs serialised with softmax and unpipelined loads")),
+    Rung("r4-causal-split", "causal split: unmasked off-diagonal tiles, masked diagonal", "r4_causal_split",
+         "split_fwd", _eff(0.25, 0.40, 0.52, "as r3, minus the masking of off-diagonal and interior tiles"),
+         constexprs=(("EXP2", False),)),
+    Rung("r5-exp2", "exp2 with the softmax scale folded in", "r5_exp2", "split_fwd",
+         _eff(0.28, 0.43, 0.58, "as r4, one FMA per score instead of a multiply plus exp's own scaling"),
+         constexprs=(("EXP2", True),), kernel_module="r4_causal_split"),
+    Rung("r6-tma-pipelined", "TMA tensor descriptors and software pipelining (num_stages 2-3)",
+         "r6_tma_pipelined", "launch",
+         _eff(0.40, 0.55, 0.72, "K/V loads overlap the MMAs; Triton's FA on Hopper without warp specialization")),
+)
+BEST = "r6-tma-pipelined"
+
+# flash-decoding: fraction of measured read bandwidth the split-K kernel streams K/V at
+DECODE_BANDWIDTH = _eff(0.75, 0.85, 0.95, "one pass over K/V in 64-token tiles, 4 programs per SM in flight")
+DECODE_LAUNCH_S = 4e-6  # the gap of one extra back-to-back kernel (the reduction), stated, not fitted
+DECODE_BLOCK_N = 64
+
+
+def rung(rung_id: str) -> Rung:
+    for r in LADDER:
+        if r.id == rung_id:
+            return r
+    raise KeyError(f"no attention rung {rung_id!r}; rungs: {[r.id for r in LADDER]}")
+
+
+def header(r: Rung) -> dict[str, str]:
+    """The rung file's docstring fields: what_changes, predicted_effect, measured_outcome."""
+    import ast
+
+    doc = ast.get_docstring(ast.parse(r.path.read_text(encoding="utf-8"))) or ""
+    out: dict[str, str] = {}
+    names = ("What changes:", "Predicted effect:", "Measured outcome:")
+    for i, name in enumerate(names):
+        start = doc.find(name)
+        if start < 0:
+            raise ValueError(f"{r.path}: docstring has no {name!r} paragraph")
+        end = doc.find(names[i + 1]) if i + 1 < len(names) else len(doc)
+        out[name.rstrip(":").lower().replace(" ", "_")] = " ".join(doc[start + len(name):end].split())
+    return out
+
+
+def header_efficiency(r: Rung) -> tuple[float, float, float]:
+    m = _EFF_RE.search(header(r)["predicted_effect"])
+    if m is None:
+        raise ValueError(f"{r.path}: 'Predicted effect:' states no 'efficiency LO-HI (mid MID)'")
+    lo, hi, mid = (float(x) for x in m.groups())
+    return lo, mid, hi

@@ -1,0 +1,119 @@
+"""The latency suite's live measurements: the device plan's program (scripts/device/latency_plan.py)
+run once per session, in its own process, on this machine's GPU.
+
+Why a subprocess: the plan's program is the one that measured every recorded H200 latency run, so
+a live run and a recording are made by the same code (one engine for every part, ceilings in a
+side process, the budget, the output schema). It keeps this pytest process CUDA-free, which vLLM's
+engine workers and the capacity suite's engine starts need. Its stdout is streamed as progress.
+The batch file it writes is mapped to recordings by the same importer as a device batch.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+
+class LatencyPlanError(RuntimeError):
+    """The plan's program failed or wrote no batch; the message has its exit code and log tail."""
+
+
+@dataclass(frozen=True)
+class LatencyLivePlan:
+    """Which parts the live session measures (one engine; run ids '<model>.<kind>.<value>')."""
+
+    model: str
+    decode_batches: tuple[int, ...]
+    prefill_lens: tuple[int, ...]
+    closed: tuple[int, ...] = ()
+    poisson_factors: tuple[float, ...] = ()
+    overload: bool = False
+    second_model: str | None = None  # decode + prefill of another model on a fresh engine
+    kv_cache_gib: float | None = None
+    budget_s: float = 540.0
+    extra_args: tuple[str, ...] = field(default=())
+
+    @property
+    def kinds(self) -> list[str]:
+        out = ["decode", "prefill"]
+        out += ["closed"] if self.closed else []
+        out += ["poisson"] if self.poisson_factors else []
+        out += ["overload"] if self.overload else []
+        return out
+
+    def argv(self, out_dir: Path, config: Path) -> list[str]:
+        args = ["--out-dir", str(out_dir), "--config", str(config), "--budget-s", f"{self.budget_s:g}",
+                "--only", ",".join(self.kinds), "--second-model", self.second_model or "none",
+                "--decode-batches", ",".join(map(str, self.decode_batches)),
+                "--prefill-lens", ",".join(map(str, self.prefill_lens))]
+        if self.closed:
+            args += ["--closed", ",".join(map(str, self.closed))]
+        if self.poisson_factors:
+            args += ["--poisson-factors", ",".join(f"{f:g}" for f in self.poisson_factors)]
+        if self.kv_cache_gib is not None:
+            args += ["--kv-cache-gib", f"{self.kv_cache_gib:g}"]
+        return [*args, *self.extra_args]
+
+    def run_ids(self) -> set[str]:
+        m = self.model
+        ids = {f"{m}.engine", *(f"{m}.decode.b{b}" for b in self.decode_batches),
+               *(f"{m}.prefill.l{n}" for n in self.prefill_lens), *(f"{m}.closed.c{c}" for c in self.closed),
+               *(f"{m}.poisson.f{f:g}" for f in self.poisson_factors)}
+        if self.overload:
+            ids.add(f"{m}.overload")
+        if self.second_model:
+            s = self.second_model
+            ids |= {f"{s}.engine", *(f"{s}.decode.b{b}" for b in self.decode_batches),
+                    *(f"{s}.prefill.l{n}" for n in self.prefill_lens)}
+        return ids
+
+    def estimate_s(self) -> float:
+        """Rough wall time on an H200 (vLLM import and engine start dominate), for progress lines."""
+        t = 25 + 90 + 5 + 3 * len(self.decode_batches) + 3 * len(self.prefill_lens)
+        t += 12 * len(self.closed) + 15 * len(self.poisson_factors) + (40 if self.overload else 0)
+        if self.second_model:
+            t += 90 + 3 * len(self.decode_batches) + 3 * len(self.prefill_lens)
+        return float(t)
+
+
+def plan_script() -> Path | None:
+    """scripts/device/latency_plan.py of this checkout (the project runs `pytest -m gpu` from it)."""
+    path = Path(__file__).resolve().parents[2] / "scripts" / "device" / "latency_plan.py"
+    return path if path.is_file() else None
+
+
+def run_plan(plan: LatencyLivePlan, config: Path, out_dir: Path,
+             log: Callable[[str], None] = print) -> list[dict[str, Any]]:
+    """Run the plan; return the batch documents it wrote (the main model's, then the second's)."""
+    script = plan_script()
+    if script is None:
+        raise LatencyPlanError("scripts/device/latency_plan.py is not in this checkout: run `pytest -m gpu` from a "
+                               "clone of the project (the live latency measurements are its program)")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, "-u", str(script), *plan.argv(out_dir, config)]
+    log(f"latency plan: {' '.join(cmd[2:])} (~{plan.estimate_s():.0f} s)")
+    started = time.monotonic()
+    tail: list[str] = []
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            line = line.rstrip()
+            tail = (tail + [line])[-60:]
+            if "[plan]" in line:
+                log(f"latency plan {time.monotonic() - started:5.0f}s/{plan.estimate_s():.0f}s "
+                    f"{line.split('[plan]', 1)[1].strip()}")
+        code = proc.wait(timeout=plan.budget_s + 300)
+    docs = [json.loads(p.read_text()) for p in sorted(out_dir.glob("latency*.json"))
+            if not p.name.endswith("-raw.jsonl")]
+    if not docs:
+        raise LatencyPlanError(f"the latency plan exited {code} and wrote no batch\n--- log tail ---\n"
+                               + "\n".join(tail[-40:]))
+    main = [d for d in docs if not (d.get("provenance") or {}).get("second_model_of")]
+    return main + [d for d in docs if d not in main]

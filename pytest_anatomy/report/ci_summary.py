@@ -1,0 +1,124 @@
+"""A short markdown summary of a run for CI pages (`--anatomy-summary=PATH`, $GITHUB_STEP_SUMMARY).
+
+What a reviewer of a CI run needs at a glance, in a few tables: verdict counts per suite and
+hardware, the findings that drifted out of their explained band or closed (resolved), the
+diverges with both numbers, and the tests that failed. Everything else is in the HTML report.
+Pure: `render_summary(ledger)` returns the text; `write_summary` only writes it."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_anatomy.report.terminal import (
+    format_gap,
+    format_tolerance,
+    format_value,
+    plural,
+    prose_summary,
+    review_order,
+    short_name,
+)
+
+MAX_ROWS = 30  # per table: a step summary is read, not searched; the report holds the rest
+_COUNT_ORDER = ("agree", "finding", "resolved", "diverge")
+
+Rec = Mapping[str, Any]
+
+
+def _cell(value: Any) -> str:
+    """One table cell: a single line, pipes escaped (markdown has no other way to hold them)."""
+    return " ".join(str(value).split()).replace("|", "\\|")
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[Any]], right: Sequence[int] = ()) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |",
+             "| " + " | ".join("---:" if i in right else "---" for i in range(len(header))) + " |"]
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows[:MAX_ROWS]]
+    if len(rows) > MAX_ROWS:
+        lines.append(f"\n… and {len(rows) - MAX_ROWS} more; see the HTML report (`--anatomy-report`).")
+    return lines
+
+
+def _counts_table(recs: Sequence[Rec]) -> list[str]:
+    groups: dict[tuple[str, str], dict[str, int]] = {}
+    for rec in recs:
+        key = (str(rec.get("suite") or "other"), str(rec.get("hardware") or "—"))
+        counts = groups.setdefault(key, dict.fromkeys(_COUNT_ORDER, 0))
+        verdict = str(rec.get("verdict", "?"))
+        counts[verdict] = counts.get(verdict, 0) + 1
+    extra = sorted({v for c in groups.values() for v in c if v not in _COUNT_ORDER})
+    columns = [*_COUNT_ORDER, *extra]
+    rows = [[suite, hw, *(counts.get(v, 0) for v in columns)] for (suite, hw), counts in sorted(groups.items())]
+    return _table(["suite", "hardware", *columns], rows, right=range(2, 2 + len(columns)))
+
+
+def _ratio(rec: Rec) -> str:
+    ratio = rec.get("ratio")
+    return f"{ratio:.4g}" if isinstance(ratio, (int, float)) and math.isfinite(ratio) else "n/a"
+
+
+def _band(finding: Mapping[str, Any]) -> str:
+    expected = finding.get("expected")
+    return f"{expected[0]:g}–{expected[1]:g}" if expected else "—"
+
+
+def _moved_findings(recs: Sequence[Rec]) -> list[str]:
+    moved = [r for r in review_order(recs) if r.get("finding") and r.get("verdict") in ("diverge", "resolved")]
+    if not moved:
+        return []
+    rows = [[f"`{r['finding'].get('id', '?')}`", short_name(r), "drifted" if r["verdict"] == "diverge" else "resolved",
+             _ratio(r), _band(r["finding"]), r.get("test_id", "")] for r in moved]
+    return ["", "#### Findings that drifted or resolved", "",
+            *_table(["finding", "reconciliation", "what", "measured/predicted", "explained band", "test"], rows,
+                    right=(3,))]
+
+
+def _diverges(recs: Sequence[Rec]) -> list[str]:
+    diverged = [r for r in review_order(recs) if r.get("verdict") == "diverge"]
+    if not diverged:
+        return []
+    rows = []
+    for r in diverged:
+        unit = str(r.get("unit", ""))
+        rows.append([short_name(r), r.get("suite", ""), r.get("hardware") or "—", format_value(r.get("predicted"), unit),
+                     format_value(r.get("measured"), unit), format_gap(r), format_tolerance(r.get("tolerance"), unit),
+                     r.get("test_id", "")])
+    return ["", "#### Diverges", "",
+            *_table(["reconciliation", "suite", "hardware", "predicted", "measured", "gap", "tolerance", "test"], rows,
+                    right=(3, 4, 5))]
+
+
+def _failures(failures: Sequence[Rec]) -> list[str]:
+    if not failures:
+        return []
+    rows = [[f.get("test_id", ""), f.get("when", ""), (str(f.get("message") or "").strip().splitlines() or [""])[0]]
+            for f in failures]
+    return ["", f"#### {plural(len(failures), 'failed test')}", "", *_table(["test", "when", "message"], rows)]
+
+
+def render_summary(ledger: Mapping[str, Any]) -> str:
+    """The markdown text: a heading with the prose summary, then the tables that have rows."""
+    recs: Sequence[Rec] = ledger.get("reconciliations") or []
+    tests = ledger.get("tests") or {}
+    lines = [f"### pytest-anatomy: {prose_summary(ledger)}", ""]
+    if tests:
+        lines += ["pytest: " + ", ".join(f"{n} {k}" for k, n in tests.items()), ""]
+    if recs:
+        lines += _counts_table(recs)
+    lines += _moved_findings(recs) + _diverges(recs) + _failures(ledger.get("failures") or [])
+    return "\n".join(lines) + "\n"
+
+
+def write_summary(ledger: Mapping[str, Any], path: Path, *, append: bool = False) -> Path:
+    """Write (or, for $GITHUB_STEP_SUMMARY, append) the summary; returns the path written."""
+    path = Path(path).expanduser()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a" if append else "w", encoding="utf-8", newline="\n") as handle:
+        handle.write(render_summary(ledger))
+    return path
+
+
+__all__ = ["MAX_ROWS", "render_summary", "write_summary"]

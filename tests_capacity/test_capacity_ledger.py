@@ -1,0 +1,422 @@
+"""vLLM 0.26.0's whole memory ledger on each target card, predicted from config.json + GPU + settings.
+
+Runs per target: on a replay target every recording results/<card>/capacity/vllm-ledger.<config
+id>@*.json (one engine start each: dummy weights, bytes read inside the engine); on the live
+target the engine starts that capacity_live_plan.py chooses for the card by this same theory (each started
+once per session, in its own subprocess). Held-out configurations (id suffix "-held-out") were
+never used to fit anything. Per run:
+
+(a) given the engine's own available KV bytes: blocks, tokens, max concurrency, exact;
+(b) vLLM's accounting identity available = requested - terms (- CUDA-graph estimate), exact;
+(c) each ledger term from config + GPU + settings alone (theory/vllm_memory.py), in its band;
+(d) num_gpu_blocks from config + GPU alone within 1% (the issue's target).
+
+Fitted constants (one per term at most) and the recordings they were fitted on are named
+in theory/vllm_memory.py and theory/vllm_activation.py; test_fitted_constants_... guards that
+none of them was fitted on a held-out run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import capacity_live_plan as live_plan
+
+from pytest_anatomy import recordings
+from pytest_anatomy import targets as tg
+from pytest_anatomy.measure import Measurement
+from pytest_anatomy.specs.hardware import visible_gpu_count
+from pytest_anatomy.specs.model import load_model
+from pytest_anatomy.theory import capacity as cap
+from pytest_anatomy.theory.prediction import Prediction, Term
+from pytest_anatomy.theory.vllm_activation import COMPILED_FORWARD_EXTRA
+from pytest_anatomy.theory.vllm_memory import (
+    LEDGER_TERMS,
+    NON_TORCH_INCREASE,
+    NON_TORCH_INCREASE_TP,
+    V1_GRAPH_COST,
+    predict_ledger,
+)
+from pytest_anatomy.theory.vllm_settings import LedgerSettings, resolve
+from pytest_anatomy.units import GiB, MiB
+
+PREFIX = "vllm-ledger."
+# vLLM prints GiB with 2 decimals and MiB with 2 decimals: half a step either way.
+HALF_GIB_STEP = 0.005 * GiB
+HALF_MIB_STEP = 0.005 * MiB
+
+
+@dataclass(frozen=True)
+class Run:
+    name: str
+    run_id: str
+    model: str
+    settings: dict[str, Any] = field(hash=False)
+    held_out: bool
+    hardware: str = ""
+    live: bool = False  # measured in this session (a new start, never a fit point)
+    slow: bool = False
+    spec: Any = field(default=None, compare=False, hash=False)
+
+    @property
+    def test_id(self) -> str:
+        return f"{self.hardware}-" + self.run_id + ("-held-out" if self.held_out else "")
+
+    @property
+    def ledger_settings(self) -> LedgerSettings:
+        return LedgerSettings.from_mapping(self.settings)
+
+    @property
+    def pinned(self) -> bool:
+        return self.settings.get("kv_cache_memory_bytes") is not None
+
+    @property
+    def runner(self) -> str:
+        return resolve(self.spec, self.ledger_settings).runner
+
+
+@cache
+def _recorded_runs(results: Path, target: tg.Target) -> tuple[Run, ...]:
+    runs = []
+    for name in recordings.list_recordings(results, target.name, "capacity", PREFIX):
+        rec = recordings.load_latest(results, target.name, "capacity", name)
+        prov = rec.provenance
+        if prov.get("status") != "ok" or not rec.measurements:
+            continue  # a failed start has no ledger to reconcile
+        runs.append(Run(name, name[len(PREFIX):], str(prov["model"]), dict(prov["settings"]), bool(prov["held_out"]),
+                        target.name, spec=target.spec))
+    return tuple(runs)
+
+
+def _live_runs(target: tg.Target) -> tuple[Run, ...]:
+    return tuple(Run(PREFIX + live_plan.run_id(c), live_plan.run_id(c), c.model, dict(c.settings), False, target.name,
+                     live=True, slow=c.slow, spec=target.spec)
+                 for c, _ in live_plan.plan(target.spec, visible_gpu_count()))
+
+
+def runs_for(target: tg.Target, results: Path) -> tuple[Run, ...]:
+    """A replay target's recorded runs, or the live target's planned engine starts."""
+    if target.spec is None:
+        return ()
+    return _live_runs(target) if target.live else _recorded_runs(results, target)
+
+
+@cache
+def _predicted_for(run: Run) -> dict[str, Prediction]:
+    return predict_ledger(load_model(run.model), run.spec, run.ledger_settings)
+
+
+def _predicted(run: Run) -> dict[str, Prediction]:
+    return _predicted_for(run)
+
+
+def _recording(run: Run, measured, vllm_ledger_live):
+    try:
+        return measured(run.name, live=vllm_ledger_live(run.run_id, run.model, run.settings, run.held_out))
+    except RuntimeError as exc:  # an engine that did not start (OOM, ...): say what the theory expected
+        ledger = _predicted(run)
+        lines = [f"  {k} = {ledger[k].value:,.0f} {ledger[k].unit}" for k in
+                 ("requested_memory_bytes", *LEDGER_TERMS, "available_kv_bytes", "num_gpu_blocks") if k in ledger]
+        raise RuntimeError(f"{exc}\n--- predicted ledger on {run.hardware} ---\n" + "\n".join(lines)) from None
+
+
+def _derived(like: Measurement, value: float, unit: str) -> Measurement:
+    return Measurement(value, unit, source=like.source, provenance=like.provenance)
+
+
+def _engine_available(run: Run, rec) -> float:
+    """The engine's own available KV bytes; a pinned run hands vLLM its kv_cache_memory_bytes instead."""
+    if "available_kv_bytes" in rec.measurements:
+        return rec["available_kv_bytes"].value
+    return float(run.settings["kv_cache_memory_bytes"])
+
+
+# --- (a) the pool from the engine's own available memory ------------------------------------
+@pytest.mark.gpu
+def test_pool_from_engine_available_memory(target, run, measured, reconcile, vllm_ledger_live):
+    rec = _recording(run, measured, vllm_ledger_live)
+    model, rs = load_model(run.model), resolve(run.spec, run.ledger_settings)
+    blocks = cap.vllm_num_gpu_blocks(model, _engine_available(run, rec), rs.block_size, rs.kv_cache_dtype,
+                                     rs.tensor_parallel_size)
+    reconcile("num_gpu_blocks", blocks, rec["num_gpu_blocks"], model=run.model)
+    reconcile("kv_tokens", cap.vllm_kv_tokens(model, int(blocks.value), rs.block_size), rec["kv_tokens"],
+              model=run.model)
+    reconcile("max_concurrency", cap.vllm_max_concurrency(int(blocks.value), rs.max_model_len, rs.block_size),
+              rec["max_concurrency"], model=run.model)
+
+
+# --- (b) vLLM's accounting identity -----------------------------------------------------------
+@pytest.mark.gpu
+def test_accounting_identity(target, run, measured, reconcile, vllm_ledger_live):
+    """available = requested - (model + peak + non_torch) - cudagraph_estimate, from the run's own terms.
+    V2 reports an estimate of 0; the V1 run's estimate is subtracted (the REFERENCE.md formula)."""
+    if run.pinned:
+        pytest.skip(f"{run.run_id}: kv_cache_memory_bytes pins the pool, vLLM skips the ledger and reports no "
+                    "terms (test_pool_from_engine_available_memory checks the pinned pool)")
+    rec = _recording(run, measured, vllm_ledger_live)
+    requested = rec["requested_memory_bytes"].value
+    terms = [Term("requested", requested, "B")] + [Term(f"- {t}", -rec[t].value, "B") for t in LEDGER_TERMS]
+    identity = Prediction(sum(t.value for t in terms), "B", "requested - (model + peak + non_torch) - cudagraph",
+                          {t: rec[t].value for t in ("requested_memory_bytes", *LEDGER_TERMS)}, terms=tuple(terms),
+                          notes=("the engine's own terms: checks vLLM's arithmetic, not the theory",))
+    reconcile("available_kv_bytes", identity, rec["available_kv_bytes"], model=run.model)
+
+
+@pytest.mark.gpu
+def test_v1_cudagraph_estimate_structure(target, run, measured, reconcile, vllm_ledger_live):
+    """V1's estimate = max(first capture per mode) + sum over modes of (graphs - 1) x per-graph cost,
+    from the per-mode figures it logs (GPUModelRunner.profile_cudagraph_memory)."""
+    rec = _recording(run, measured, vllm_ledger_live)
+    per_mode = rec.data["run"]["result"]["log"]["cudagraph_estimate_per_mode"]
+    first = max(m["first_capture_mib"] for m in per_mode.values()) * MiB
+    rest = sum((m["num_graphs"] - 1) * m["per_graph_mib"] for m in per_mode.values()) * MiB
+    structure = Prediction(first + rest, "B", "max(first_capture) + sum((n - 1) x per_graph)",
+                           {"per_mode": per_mode},
+                           terms=(Term("max first capture", first, "B"), Term("extra graphs", rest, "B")))
+    figures = 1 + sum(m["num_graphs"] - 1 for m in per_mode.values())
+    reconcile("cudagraph_estimate_bytes", structure, rec["cudagraph_estimate_bytes"], abs=figures * HALF_MIB_STEP,
+              why="the log prints each MiB figure with 2 decimals; the per-graph one is multiplied by n - 1",
+              model=run.model)
+
+
+# --- (c) each term from config + GPU + settings alone -----------------------------------------
+TERMS = ("requested_memory_bytes", "max_num_batched_tokens", "max_num_seqs", "block_size", *LEDGER_TERMS,
+         "available_kv_bytes")
+_V1_NON_TORCH = pytest.mark.finding(
+    "vllm-v1-runner-non-torch", quantity="non_torch_increase_bytes", expected=(1.02, 1.05),
+    reason="The V1 runner's non-torch growth is 249,561,088 B, 8 MiB (8,388,608 B) above the 241,172,480 B "
+           "all 22 V2 runs with a ledger show (constant fitted on qwen2.5-7b eager). Best explanation: the V1 "
+           "runner loads more CUDA code during profiling (its Triton top-k/top-p sampler, the torch-sort path); "
+           "one V1 recording, so not fitted separately.")
+_V1_AVAILABLE = pytest.mark.finding(
+    "vllm-v1-runner-non-torch-in-available", quantity="available_kv_bytes", expected=(0.99990, 0.99999),
+    reason="Carries the V1 non-torch excess (8 MiB) and 14,336 B of the V1 sampler's small tensors into "
+           "available KV memory: predicted 116,556,612,608 B, measured 116,548,209,664 B (-8.4 MB, 9 blocks).")
+
+# One recording so far combines torch.compile + CUDA graphs with tensor parallel (held out).
+_TP_GRAPHS_WHY = (
+    "mistral-7b-v0.3 with CUDA graphs at TP2, the only compiled TP run, held out: the profile peak is 1,136,673,280 B, "
+    "64 MiB under the prediction, i.e. 4 MiB under N (3I + 3h) x 2 B + workspaces: the 60 MiB that torch.compile "
+    "added above that at TP1 (COMPILED_FORWARD_EXTRA, fitted on llama-3.1-8b graphs) is absent under TP, and 4 MiB "
+    "more is missing; the non-torch growth is 2 MiB above the eager TP2 constant (68 vs 66 MiB; likely the custom "
+    "all-reduce registering the graphs' buffers). Mechanism not established from one run; blocks still land +0.05% "
+    "from config alone (120,767 vs 120,705).")
+_TP_GRAPHS = {
+    "peak_activation_bytes": pytest.mark.finding("vllm-compiled-forward-under-tp", quantity="peak_activation_bytes",
+                                                 expected=(0.93, 0.96), reason=_TP_GRAPHS_WHY),
+    "non_torch_increase_bytes": pytest.mark.finding("vllm-compiled-forward-under-tp",
+                                                    quantity="non_torch_increase_bytes", expected=(1.02, 1.04),
+                                                    reason=_TP_GRAPHS_WHY),
+    "available_kv_bytes": pytest.mark.finding("vllm-compiled-forward-under-tp", quantity="available_kv_bytes",
+                                              expected=(1.0003, 1.0008), reason=_TP_GRAPHS_WHY),
+}
+
+
+_TP_GRAPHS_RUN = "vllm-ledger.mistral-7b-v0.3.u0.90.len8192.graphs.tp2"  # the run _TP_GRAPHS_WHY quotes
+
+
+def _is_tp_graphs_run(run: Run) -> bool:
+    """The marks quote one run's numbers, so they cover that run only; another compiled TP run is
+    a new question (it would diverge until explained)."""
+    return run.name == _TP_GRAPHS_RUN
+
+
+def _term_marks(run: Run, term: str) -> list[Any]:
+    marks = []
+    if run.runner == "v1" and term == "non_torch_increase_bytes":
+        marks.append(_V1_NON_TORCH)
+    if run.runner == "v1" and term == "available_kv_bytes":
+        marks.append(_V1_AVAILABLE)
+    if not run.live and _is_tp_graphs_run(run) and term in _TP_GRAPHS:
+        marks.append(_TP_GRAPHS[term])
+    return marks
+
+
+def _band(run: Run, term: str) -> dict[str, Any]:
+    if run.runner == "v1" and term == "peak_activation_bytes":
+        return {"abs": 1 * MiB, "why": "V1's dummy sampler creates per-request tensors (<= 8 B x R each) that "
+                                       "are only partly enumerated, and a cached block handed out whole adds "
+                                       "up to 1 MiB (kSmallSize)"}
+    return {}  # every other term is predicted to the byte
+
+
+@pytest.mark.gpu
+def test_ledger_term_from_config(target, run, term, measured, reconcile, vllm_ledger_live):
+    rec = _recording(run, measured, vllm_ledger_live)
+    if term not in rec.measurements:
+        pytest.skip(f"{run.run_id}: vLLM reports no {term} (kv_cache_memory_bytes pins the pool and skips the ledger)")
+    if not run.live and run.runner == "v1" and term == "cudagraph_estimate_bytes":
+        pytest.skip(f"{V1_GRAPH_COST.fitted_on[0]} is the only V1 recording and the per-graph cost was fitted on "
+                    "it: checking it here could not fail (test_v1_cudagraph_estimate_structure checks the formula)")
+    if (not run.live and term == "non_torch_increase_bytes"
+            and run.name in NON_TORCH_INCREASE.fitted_on + NON_TORCH_INCREASE_TP.fitted_on):
+        pytest.skip(f"{run.name} is the recording the non-torch constant was fitted on: checking it here could not "
+                    "fail (test_fitted_constants_come_from_non_held_out_runs checks it reproduces)")
+    reconcile(term, _predicted(run)[term], rec[term], model=run.model, **_band(run, term))
+
+
+# --- (d) the planning target ---------------------------------------------------------------------
+@pytest.mark.gpu
+def test_num_gpu_blocks_from_config_alone(target, run, measured, reconcile, vllm_ledger_live):
+    rec = _recording(run, measured, vllm_ledger_live)
+    reconcile("num_gpu_blocks", _predicted(run)["num_gpu_blocks"], rec["num_gpu_blocks"], rel=0.01,
+              why="the capacity planning target: blocks from config + GPU alone within 1% on every configuration",
+              model=run.model)
+
+
+FITTED = (NON_TORCH_INCREASE, NON_TORCH_INCREASE_TP, V1_GRAPH_COST, COMPILED_FORWARD_EXTRA)
+
+
+@pytest.mark.gpu
+def test_fitted_constants_come_from_non_held_out_runs(target, runs, measured):
+    """Each fitted constant reproduces from the recording it names, and none of those is held out."""
+    by_name = {r.name: r for r in runs}
+    nt = measured(NON_TORCH_INCREASE.fitted_on[0])
+    assert nt["non_torch_increase_bytes"].value == NON_TORCH_INCREASE.value
+    tp = measured(NON_TORCH_INCREASE_TP.fitted_on[0])
+    assert tp["non_torch_increase_bytes"].value == NON_TORCH_INCREASE_TP.value
+    assert not any(by_name[c.fitted_on[0]].held_out for c in (NON_TORCH_INCREASE, NON_TORCH_INCREASE_TP, V1_GRAPH_COST))
+    v1 = by_name[V1_GRAPH_COST.fitted_on[0]]
+    graphs = _predicted(v1)["cudagraph_estimate_bytes"].terms[0].value
+    # float division by the graph count: equal up to the last bit of a double
+    assert measured(v1.name)["cudagraph_estimate_bytes"].value == pytest.approx(
+        V1_GRAPH_COST.value * graphs, rel=1e-15)
+    comp = by_name[COMPILED_FORWARD_EXTRA.fitted_on[0]]
+    assert measured(comp.name)["peak_activation_bytes"].value == _predicted(comp)[
+        "peak_activation_bytes"].value
+    for name in (*NON_TORCH_INCREASE.fitted_on, *V1_GRAPH_COST.fitted_on, *COMPILED_FORWARD_EXTRA.fitted_on):
+        assert not by_name[name].held_out, f"{name} is held out and must not be fitted on"
+
+
+# --- where vLLM 0.26.0 differs from its documentation ---------------------------------------------
+def _nvml_growth(rec) -> float:
+    mem = rec.data["run"]["result"]["memory"]
+    return mem["after_start"]["used_bytes"] - mem["before_start"]["used_bytes"]
+
+
+GRAPH_POOL_REASON = (
+    "vLLM documents the CUDA-graph memory estimate as subtracted from the KV budget by default since v0.21.0, but "
+    "the V2 model runner (the default in 0.26.0) returns 0 from profile_cudagraph_memory, so the graph pool captured "
+    "afterwards (0.39-1.16 GiB here) lands ON TOP of gpu_memory_utilization: the KV pool is as large as without "
+    "graphs (qwen2.5-7b: 117.17 GB with graphs vs 117.12 GB eager) and the instance's NVML-measured growth exceeds "
+    "its budget by 0.29-1.91 GB (0.934 GB for qwen2.5-7b), while the eager twins stay within -1.02..+0.13 GB of it. "
+    "If the pool is what is missing from the subtraction, measured / documented = 1 + pool / documented KV exactly; "
+    "each run's band is that, +- the log's 0.005 GiB rounding of the pool.")
+
+
+def _graph_pool_marks(results: Path, run: Run) -> tuple[Any, ...]:
+    """The band a recorded V2 graph run's own logged pool implies (a different quantity of the same
+    run than the one reconciled: the explanation's prediction of the gap, not the gap). Recorded runs
+    only: a live run's pool is not known until it has run."""
+    rec = recordings.load_latest(results, run.hardware, "capacity", run.name)
+    pool = rec.data["run"]["result"]["log"]["cudagraph_capture_gib"] * GiB
+    documented = rec["requested_memory_bytes"].value - sum(rec[t].value for t in LEDGER_TERMS) - pool
+    band = (1 + (pool - HALF_GIB_STEP) / documented, 1 + (pool + HALF_GIB_STEP) / documented)
+    return (pytest.mark.finding(
+        "vllm-v2-cudagraph-memory-not-subtracted", expected=band,
+        reason=f"{GRAPH_POOL_REASON} This run: a {pool / GiB:.2f} GiB pool on {documented / GiB:.2f} GiB "
+               f"documented, 1 + pool / documented = {1 + pool / documented:.4f}."),)
+
+
+@pytest.mark.gpu
+def test_v2_graph_pool_lands_on_top_of_the_budget(target, run, measured, reconcile, vllm_ledger_live):
+    """Documented: available = requested - (model + peak + non_torch) - graph memory. With the pool
+    this run then captured ("Graph capturing finished ..., took X GiB"), that is what the docs predict."""
+    rec = _recording(run, measured, vllm_ledger_live)
+    pool = rec.data["run"]["result"]["log"]["cudagraph_capture_gib"] * GiB
+    requested = rec["requested_memory_bytes"].value
+    terms = sum(rec[t].value for t in LEDGER_TERMS)
+    over = _nvml_growth(rec) - requested
+    documented = Prediction(
+        requested - terms - pool, "B", "requested - (model + peak + non_torch) - graph pool (documented)",
+        {"requested": requested, "graph_pool_gib": pool / GiB},
+        terms=(Term("requested - terms (engine's own)", requested - terms, "B"),
+               Term("- CUDA graph pool (log)", -pool, "B")),
+        notes=(f"NVML: the instance grew {over:+,.0f} B beyond its requested budget after start-up",))
+    reconcile("available_kv_bytes_documented", documented, rec["available_kv_bytes"], abs=HALF_GIB_STEP,
+              why="the graph pool is logged in GiB with 2 decimals", model=run.model)
+
+
+@pytest.mark.gpu
+@pytest.mark.finding(
+    "vllm-v1-cudagraph-estimate-undercounts-pool", expected=(1.15, 1.40),
+    reason="The V1 runner subtracts its estimate (476 MiB: max first capture 226 MiB + 50 x 4 MiB PIECEWISE + "
+           "50 x 1 MiB FULL, the FULL per-graph cost clamped at the 1 MiB floor) but then logs 'CUDA graph pool "
+           "memory: 0.59 GiB (actual), 0.46 GiB (estimated), difference 0.12 GiB (20.9%)': the second capture of "
+           "a mode underestimates later captures, so ~0.13 GiB still lands on top of the budget.")
+def test_v1_graph_estimate_vs_actual_pool(target, run, measured, reconcile, vllm_ledger_live):
+    rec = _recording(run, measured, vllm_ledger_live)
+    estimate = rec["cudagraph_estimate_bytes"]
+    actual = rec.data["run"]["result"]["log"]["cudagraph_pool_actual_gib"] * GiB
+    engine_estimate = Prediction(estimate.value, "B", "vLLM's own estimate (profile_cudagraph_memory)",
+                                 notes=("the engine's figure taken as the prediction of its own pool",))
+    reconcile("cudagraph_pool_bytes", engine_estimate, _derived(estimate, actual, "B"), abs=HALF_GIB_STEP,
+              why="the actual pool is logged in GiB with 2 decimals", model=run.model)
+
+
+_ONE_GPU_BUDGET = pytest.mark.finding(
+    "vllm-utilization-is-not-a-cap", expected=(0.975, 1.025),
+    reason="vLLM documents gpu_memory_utilization as a per-instance limit, but the NVML-measured growth of the "
+           "instance after start-up is 0.982-1.020 x the requested budget. Over it: torch allocations made "
+           "outside every ledger term (runner persistent buffers and sampler state allocated after the first "
+           "snapshot but outside the load profiler, 200-830 MiB after start) and allocator fragments "
+           "(reserved but unallocated, 0.3-2.5 GiB), plus the V2 graph pool; under it: the profile run's "
+           "activation peak is budgeted but released before the KV cache is allocated (0.29-4.7 GB).")
+
+
+_TP_OUTSIDE_BUDGET = pytest.mark.finding(
+    "vllm-utilization-is-not-a-cap", expected=(1.005, 1.04),
+    reason="Under tensor parallel the instance grows 0.96-2.31 GiB beyond its budget (ratio 1.008-1.033, the "
+           "largest at utilization 0.5): on top of the single-GPU causes (allocator fragments, reserved but "
+           "unallocated: 0.69-1.50 GiB here), NCCL and the custom all-reduce hold 1,065,418,752 B per rank "
+           "outside torch before vLLM's first memory snapshot (its init snapshot sees 1,640,890,368 B of CUDA memory "
+           "in use at TP2, 23,068,672 B of it torch's, vs 552,402,944 B on one GPU), which no ledger term and no "
+           "budget includes.")
+
+
+def _budget_marks(run: Run) -> tuple[Any, ...]:
+    return (_TP_OUTSIDE_BUDGET if int(run.settings.get("tensor_parallel_size") or 1) > 1 else _ONE_GPU_BUDGET,)
+
+
+@pytest.mark.gpu
+def test_instance_memory_vs_requested_budget(target, run, measured, reconcile, vllm_ledger_live):
+    rec = _recording(run, measured, vllm_ledger_live)
+    budget = _predicted(run)["requested_memory_bytes"]
+    growth = _derived(rec["requested_memory_bytes"], _nvml_growth(rec), "B")
+    reconcile("instance_memory_bytes", budget, growth, model=run.model)
+
+
+# --- (target, run) parameters ----------------------------------------------------------------------
+def _cases(name: str, t: tg.Target, results: Path) -> list[tuple[tuple, str, tuple]]:
+    """(values, id, marks) of test `name` on target `t`; a live run slower than the fast subset is
+    marked slow."""
+    runs = runs_for(t, results)
+    slow = lambda r: (pytest.mark.slow,) if r.slow else ()  # noqa: E731
+    if name == "test_ledger_term_from_config":
+        return [((r, term), f"{r.test_id}-{term}", (*_term_marks(r, term), *slow(r))) for r in runs for term in TERMS]
+    if name == "test_fitted_constants_come_from_non_held_out_runs":
+        names = {r.name for r in runs}
+        ok = not t.live and all(c.fitted_on[0] in names for c in FITTED)
+        return [((runs,), t.name, ())] if ok else []
+    pick = {"test_v1_cudagraph_estimate_structure": lambda r: r.runner == "v1",
+            "test_v1_graph_estimate_vs_actual_pool": lambda r: r.runner == "v1",
+            "test_v2_graph_pool_lands_on_top_of_the_budget":
+                lambda r: not r.live and r.runner == "v2" and not r.settings.get("enforce_eager"),
+            "test_instance_memory_vs_requested_budget": lambda r: not r.pinned}.get(name, lambda r: True)
+    marks = {"test_v2_graph_pool_lands_on_top_of_the_budget": lambda r: _graph_pool_marks(results, r),
+             "test_instance_memory_vs_requested_budget": _budget_marks}.get(name, lambda r: ())
+    return [((r,), r.test_id, (*marks(r), *slow(r))) for r in runs if pick(r)]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "target" not in metafunc.fixturenames:
+        return
+    targets, results = tg.of_config(metafunc.config, "capacity")
+    argnames = [a for a in ("run", "term", "runs") if a in metafunc.fixturenames]
+    params = [pytest.param(t, *values, id=cid, marks=marks)
+              for t in targets for values, cid, marks in _cases(metafunc.function.__name__, t, results)]
+    metafunc.parametrize(["target", *argnames], params)

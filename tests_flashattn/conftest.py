@@ -1,0 +1,77 @@
+"""Fixtures of the FlashAttention suite: the session's ceilings and the cases' recordings.
+
+The GPU tests take the plugin's `target` (the live GPU, or a card with flashattn recordings);
+`measured` makes each live measurement once per session, whichever test reads it first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+import pytest
+
+
+@dataclass(frozen=True)
+class SessionCeilings:
+    """Measured bf16 GEMM rate and read bandwidth, and the recording they came from."""
+
+    gemm_flops: float
+    read_bandwidth: float
+    recorded_at: str
+    source: str
+
+
+def _ceilings_of(rec: Any) -> SessionCeilings:
+    gemm, read = rec["matmul_bf16.value"], rec["read_bandwidth.value"]
+    where = gemm.provenance.get("recording", f"results/{rec.hardware}/ceilings ({rec.source})")
+    return SessionCeilings(gemm.value, read.value, rec.recorded_at,
+                           f"matmul_bf16 8192^3 and read_bandwidth, {where} @ {rec.recorded_at}")
+
+
+@pytest.fixture
+def session_ceilings(measured: Any, target: Any) -> SessionCeilings | None:
+    """Live: the session's ceilings, measured once per session (shared with every suite that reads
+    them, recorded under results/<gpu>/ceilings with --anatomy-record). Replayed recordings use the
+    ceilings of their own session instead (ceilings_for); this is None then."""
+    if not target.live:
+        return None
+    from pytest_anatomy.measure.flashattn_runner import live_ceilings
+
+    return _ceilings_of(measured("ceilings", live=live_ceilings, suite="ceilings"))
+
+
+@pytest.fixture
+def ceilings_for(measured: Any, target: Any,
+                 session_ceilings: SessionCeilings | None) -> Callable[[Any], SessionCeilings]:
+    """ceilings_for(rec) -> the ceilings measured in the session that measured `rec`."""
+    def get(rec: Any) -> SessionCeilings:
+        if rec.source == "live" and session_ceilings is not None:
+            return session_ceilings
+        stamp = rec.provenance.get("ceilings_recorded_at")
+        if stamp is None:
+            pytest.skip(f"recording {rec.name} names no ceilings_recorded_at: its session's ceilings are unknown")
+        return _ceilings_of(measured("ceilings", suite="ceilings", recorded_at=stamp))
+    return get
+
+
+@pytest.fixture
+def live_with_ceilings(session_ceilings: SessionCeilings | None) -> Callable[[Callable[[], Mapping[str, Any]]], Any]:
+    """Wrap a live measurement so its provenance names the ceilings measured beside it."""
+    def wrap(fn: Callable[[], Mapping[str, Any]]) -> Callable[[], Mapping[str, Any]]:
+        def run() -> Mapping[str, Any]:
+            out = dict(fn())
+            if session_ceilings is not None:
+                out["provenance"] = {**out.get("provenance", {}), "ceilings_recorded_at": session_ceilings.recorded_at}
+            return out
+        return run
+    return wrap
+
+
+@pytest.fixture
+def measured_once(measured: Any, live_with_ceilings: Any) -> Callable[..., Any]:
+    """measured_once(name, fn) -> the recording of `name` for this test's target; `measured`'s
+    session cache makes the GPU run once (a rung's own test and the target tests share it)."""
+    def get(name: str, fn: Callable[[], Mapping[str, Any]]) -> Any:
+        return measured(name, live=live_with_ceilings(fn))
+    return get

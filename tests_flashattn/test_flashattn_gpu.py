@@ -1,0 +1,181 @@
+"""The FlashAttention ladder and flash-decoding on the target GPU, each time against its
+pre-registered prediction, and the targets against torch's attention backends.
+
+Live (`pytest -m gpu --anatomy-source=live --anatomy-record` on the GPU) or replayed from
+results/<gpu>/flashattn/. The predictions use the ceilings measured in the same session
+(bf16 GEMM 8192^3, 2 GiB read) and each rung's stated efficiency range (its header and
+kernels/flashattn/registry.py); the tolerance is that range, converted to a time ratio.
+
+The sweep (kept small for one visit):
+- every rung, B=4 H=32 N=4096 D=128 bf16, full and causal: 12 cases;
+- the best rung at N=1024 and N=16384, full and causal: 4 cases;
+- the best rung with GQA (8 KV heads) at the target shape, full and causal: 2 cases;
+- flash-decoding, B=8 H=32 H_kv=8 D=128, contexts 8k and 64k: 2 cases.
+GPU time estimate, about 90 s in all: Triton compiles about 35 kernels (27 for the rungs' configs
+and masks, 8 more for r6 with GQA: a KV group of 1 is a compile-time specialisation), 0.5-1.3 s
+each measured here for sm_90 (aot.py), ~25 s; autotuning benchmarks 44 (config, shape) pairs at
+~0.15-0.3 s each, ~8 s; the ceilings ~3 s; per case the fp32 correctness reference (<0.3 s) and 4
+timing blocks of 20 runs (rung, default sdpa, FLASH_ATTENTION, rung again: 0.1-0.8 s at N=4096;
+the naive rung ~2 s at ~9 ms a run; N=16384 ~5 s at ~40 ms a run), 20 cases, ~25 s; torch/cuDNN first-call set-up ~5-10 s; process and
+CUDA start ~10 s.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from flashattn_findings import target_marks
+
+from pytest_anatomy.kernels.flashattn import registry
+from pytest_anatomy.theory import attention as at
+from pytest_anatomy.theory.prediction import Prediction, Term
+
+pytestmark = pytest.mark.gpu
+
+TARGET = {"batch": 4, "heads": 32, "n": 4096, "head_dim": 128}
+BEST = registry.BEST
+FLASH_SPEEDUP = 1.5  # the best rung at least 1.5x the speed of sdpa's FLASH_ATTENTION backend
+DEFAULT_FRACTION = 0.85  # and at least 0.85x the speed of the default backend (cuDNN on torch 2.11)
+DECODE_FRACTION = 0.85  # flash-decoding at >= 85% of the measured read bandwidth for contexts >= 8k
+
+
+@dataclass(frozen=True)
+class Case:
+    rung: str
+    batch: int
+    heads: int
+    n: int
+    head_dim: int
+    causal: bool
+    kv_heads: int | None = None
+
+    @property
+    def name(self) -> str:
+        from pytest_anatomy.measure.flashattn_runner import case_name
+
+        return case_name(self.rung, self.batch, self.heads, self.n, self.head_dim, self.causal,
+                         kv_heads=self.kv_heads)
+
+    def shape(self) -> at.AttentionShape:
+        return at.AttentionShape.prefill(self.batch, self.heads, self.n, self.head_dim, causal=self.causal,
+                                         kv_heads=self.kv_heads)
+
+    def live(self) -> Any:
+        from pytest_anatomy.measure.flashattn_runner import live_case
+
+        return live_case(self.rung, batch=self.batch, heads=self.heads, n=self.n, head_dim=self.head_dim,
+                         causal=self.causal, kv_heads=self.kv_heads)
+
+
+CASES = (
+    [Case(r.id, causal=c, **TARGET) for r in registry.LADDER for c in (False, True)]
+    + [Case(BEST, causal=c, **{**TARGET, "n": n}) for n in (1024, 16384) for c in (False, True)]
+    + [Case(BEST, causal=c, kv_heads=8, **TARGET) for c in (False, True)]
+)
+DECODES = [at.DecodeShape(8, 32, 8, ctx, 128) for ctx in (8192, 65536)]
+
+
+def _ceilings(c: Any) -> at.Ceilings:
+    return at.Ceilings(c.gemm_flops, c.read_bandwidth, c.source)
+
+
+def predict(case: Case, ceil: at.Ceilings, spec: Any) -> tuple[Prediction, tuple[float, float], str]:
+    """The rung's prediction at its stated mid efficiency, and the time ratio its range allows."""
+    r = registry.rung(case.rung)
+    fn = at.naive_time if r.time_model == "naive" else at.forward_time
+    tiling = at.Tiling(*registry.PREDICTION_TILING)
+    kw = {"l2_bytes": spec.require("l2_bytes"), "sm_count": spec.require("sm_count")}
+
+    def at_eff(x: float) -> Prediction:
+        e = r.efficiency
+        return fn(case.shape(), tiling, ceil, at.Efficiency(min(e.lo, x), x, max(e.hi, x), e.why), **kw)
+    e = r.efficiency
+    mid = at_eff(e.mid)
+    band = (at_eff(e.hi).value / mid.value, at_eff(e.lo).value / mid.value)
+    why = (f"{case.rung}'s stated efficiency range {e.lo}-{e.hi} (mid {e.mid}) on the tensor-core work, "
+           f"carried through the time model: measured/predicted in [{band[0]:.3g}, {band[1]:.3g}]")
+    return mid, band, why
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_rung_time_against_its_prediction(case: Case, target: Any, measured_once: Any, ceilings_for: Any,
+                                          reconcile: Any) -> None:
+    rec = measured_once(case.name, case.live)
+    pred, band, why = predict(case, _ceilings(ceilings_for(rec)), target.require_spec())
+    reconcile("time", pred, rec["time"], ratio=band, why=why, hardware=target.name)
+
+
+def _target_prediction(value: float, formula: str, baseline: Any, name: str) -> Prediction:
+    return Prediction(value, "s", formula, {"baseline": name},
+                      (Term(name, baseline.value, "s", "measured in the same call, same inputs"),))
+
+
+@pytest.mark.parametrize("causal", [pytest.param(c, id=i, marks=target_marks(
+    "test_best_rung_at_least_1_5x_flash_attention_backend", i)) for c, i in ((False, "full"), (True, "causal"))])
+def test_best_rung_at_least_1_5x_flash_attention_backend(causal: bool, target: Any, measured_once: Any,
+                                                          reconcile: Any) -> None:
+    case = Case(BEST, causal=causal, **TARGET)
+    rec = measured_once(case.name, case.live)
+    flash = rec["sdpa_flash_time"]
+    pred = _target_prediction(flash.value / FLASH_SPEEDUP, "t_FLASH_ATTENTION / 1.5", flash, "sdpa_flash_time")
+    reconcile("target_vs_flash", pred, rec["time"], ratio=(0.0, 1.0), hardware=target.name,
+              why="one-sided target: the best rung's time at most 1/1.5 of FLASH_ATTENTION's on the same inputs")
+
+
+@pytest.mark.parametrize("causal", [pytest.param(c, id=i, marks=target_marks(
+    "test_best_rung_at_least_0_85x_default_sdpa", i)) for c, i in ((False, "full"), (True, "causal"))])
+def test_best_rung_at_least_0_85x_default_sdpa(causal: bool, target: Any, measured_once: Any,
+                                               reconcile: Any) -> None:
+    case = Case(BEST, causal=causal, **TARGET)
+    rec = measured_once(case.name, case.live)
+    default = rec["sdpa_default_time"]
+    pred = _target_prediction(default.value / DEFAULT_FRACTION, "t_sdpa_default / 0.85", default,
+                              "sdpa_default_time")
+    reconcile("target_vs_default", pred, rec["time"], ratio=(0.0, 1.0), hardware=target.name,
+              why="one-sided target: the best rung at least 0.85x the default backend's speed on the same inputs")
+
+
+def _decode_live(d: at.DecodeShape) -> Any:
+    from pytest_anatomy.measure.flashattn_runner import live_decode
+
+    return lambda: live_decode(batch=d.batch, heads=d.heads, kv_heads=d.kv_heads, context=d.context,
+                               head_dim=d.head_dim)
+
+
+def _decode_name(d: at.DecodeShape) -> str:
+    from pytest_anatomy.measure.flashattn_runner import decode_name
+
+    return decode_name(d.batch, d.heads, d.kv_heads, d.context, d.head_dim)
+
+
+@pytest.mark.parametrize("d", [pytest.param(d, id=_decode_name(d), marks=target_marks(
+    "test_flash_decoding_time_against_its_prediction", _decode_name(d))) for d in DECODES])
+def test_flash_decoding_time_against_its_prediction(d: at.DecodeShape, target: Any, measured_once: Any,
+                                                    ceilings_for: Any, reconcile: Any) -> None:
+    rec = measured_once(_decode_name(d), _decode_live(d))
+    ceil = _ceilings(ceilings_for(rec))
+    e = registry.DECODE_BANDWIDTH
+    splits = at.decode_splits(d, target.require_spec().require("sm_count"), registry.DECODE_BLOCK_N)
+
+    def at_f(f: float) -> Prediction:
+        return at.decode_time(d, splits, ceil, launch_s=registry.DECODE_LAUNCH_S, bandwidth_fraction=f)
+    mid = at_f(e.mid)
+    band = (at_f(e.hi).value / mid.value, at_f(e.lo).value / mid.value)
+    reconcile("time", mid, rec["time"], ratio=band, hardware=target.name,
+              why=f"the stated fraction of read bandwidth {e.lo}-{e.hi} (mid {e.mid}) carried through the "
+                  f"time model: measured/predicted in [{band[0]:.3g}, {band[1]:.3g}]")
+
+
+@pytest.mark.parametrize("d", DECODES, ids=_decode_name)
+def test_flash_decoding_at_least_85pct_of_read_bandwidth(d: at.DecodeShape, target: Any, measured_once: Any,
+                                                         ceilings_for: Any, reconcile: Any) -> None:
+    rec = measured_once(_decode_name(d), _decode_live(d))
+    ceil = ceilings_for(rec)
+    kv = at.decode_kv_bytes(d)
+    pred = Prediction(kv.value / (DECODE_FRACTION * ceil.read_bandwidth), "s", "KV bytes / (0.85 * BW_read)",
+                      {**kv.inputs, "bw_read": ceil.read_bandwidth, "ceilings": ceil.source},
+                      (Term("kv_bytes", kv.value, "B"),))
+    reconcile("target_bandwidth", pred, rec["time"], ratio=(0.0, 1.0), hardware=target.name,
+              why="one-sided target: K/V streamed at >= 85% of the session's measured read bandwidth")

@@ -1,0 +1,86 @@
+"""The GPU tests' glue on the CPU: a fake H200 and fake measurements drive test_flashattn_gpu.py
+live with --anatomy-record into a scratch results folder, then replay what it wrote.
+
+What this proves before a GPU visit: the temporary target fixture takes the live GPU, the
+session's ceilings are measured once and recorded beside the cases, each case is measured once
+even when three tests use it, every recording passes the schema, and a replay finds each case's
+own session ceilings by their stamp. The fake times are the predictions themselves (rung at its
+mid efficiency, sdpa slower), so every reconciliation agrees: verdicts are not what is tested.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+FAKE_PLUGIN = '''
+from pytest_anatomy.measure import flashattn_runner as fr
+from pytest_anatomy.specs import hardware
+
+FAKE_GPU = hardware.DetectedGPU(index=0, name="NVIDIA H200", backend="fake", memory_total_bytes=143771 * 2**20,
+                                catalog_name="h200")
+
+CEIL = {"read_bandwidth.value": {"value": 4.4e12, "unit": "B/s"},
+        "matmul_bf16.value": {"value": 7.9e14, "unit": "FLOP/s"}}
+
+def _result(t, extra):
+    m = lambda v: {"value": v, "unit": "s", "samples": [v, v]}
+    return {"measurements": {"time": m(t), "time_repeat": m(t), "sdpa_default_time": m(t * 1.1),
+                             "sdpa_flash_time": m(t * 2.0)},
+            "provenance": {"engine": "fake", **extra}, "data": {"fake": True}}
+
+def fake_case(rung_id, *, batch, heads, n, head_dim, causal, kv_heads=None, **kw):
+    import test_flashattn_gpu as g
+    from pytest_anatomy.theory import attention as at
+    case = g.Case(rung_id, batch, heads, n, head_dim, causal, kv_heads)
+    ceil = at.Ceilings(CEIL["matmul_bf16.value"]["value"], CEIL["read_bandwidth.value"]["value"], "fake")
+    pred, _, _ = g.predict(case, ceil, hardware.get_hardware("h200"))
+    return _result(pred.value, {"rung": rung_id, "config": {"BLOCK_M": 128}})
+
+def fake_decode(*, batch, heads, kv_heads, context, head_dim, **kw):
+    from pytest_anatomy.theory import attention as at
+    d = at.DecodeShape(batch, heads, kv_heads, context, head_dim)
+    ceil = at.Ceilings(CEIL["matmul_bf16.value"]["value"], CEIL["read_bandwidth.value"]["value"], "fake")
+    t = at.decode_time(d, at.decode_splits(d, 132, 64), ceil, launch_s=4e-6, bandwidth_fraction=0.93).value
+    return _result(t, {"kernel": "flash-decoding"})
+
+def pytest_configure(config):
+    hardware.detect = lambda *a, **k: FAKE_GPU
+    fr.live_ceilings = lambda: {"measurements": CEIL, "provenance": {"kind": "ceilings", "engine": "fake"},
+                                "data": {}}
+    fr.live_case = fake_case
+    fr.live_decode = fake_decode
+'''
+
+
+def _run(root: Path, plugin_dir: Path, results: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(plugin_dir), os.environ.get("PYTHONPATH", "")])}
+    # The fake times are the predictions, so the H200's findings (marks for hardware h200) would all
+    # resolve: allowed here, since the verdicts are not what this test checks.
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "fake_h200", "-m", "gpu",
+           "--anatomy-allow-resolved", "-o", f"anatomy_results_dir={results}", "tests_flashattn/test_flashattn_gpu.py",
+           *args]
+    return subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_gpu_suite_runs_live_records_then_replays(tmp_path: Path) -> None:
+    root = Path(__file__).resolve().parents[1]
+    (tmp_path / "fake_h200.py").write_text(textwrap.dedent(FAKE_PLUGIN), encoding="utf-8")
+    results = tmp_path / "results"
+    live = _run(root, tmp_path, results, "--anatomy-source=live", "--anatomy-record")
+    assert live.returncode == 0, live.stdout[-3000:] + live.stderr[-2000:]
+    assert "21 passed, 5 resolved" in live.stdout, live.stdout[-2000:]
+    cases = sorted(p.name.split("@")[0] for p in (results / "h200" / "flashattn").glob("*.json"))
+    assert len(cases) == 20 and len(set(cases)) == 20  # 18 forward cases + 2 decodes, each measured once
+    ceilings = list((results / "h200" / "ceilings").glob("ceilings@*.json"))
+    assert len(ceilings) == 1  # measured once for the whole session
+    stamp = json.loads(ceilings[0].read_text())["recorded_at"]
+    for p in (results / "h200" / "flashattn").glob("*.json"):
+        assert json.loads(p.read_text())["provenance"]["ceilings_recorded_at"] == stamp
+    replay = _run(root, tmp_path, results, "--anatomy-source=recorded")
+    assert replay.returncode == 0, replay.stdout[-3000:] + replay.stderr[-2000:]
+    assert "21 passed, 5 resolved" in replay.stdout, replay.stdout[-2000:]

@@ -1,0 +1,172 @@
+"""Every rung and flash-decoding against a float64 reference, in Triton's interpreter on the CPU.
+
+Shapes are small and drawn by hypothesis: any N (ragged edges), GQA groups, both masks, fp16
+and fp32 inputs (the interpreter has no bf16 dot; bf16 is checked on the GPU at full shapes by
+the runner). Outputs are NaN-poisoned before every run, so a row the kernel never writes fails.
+Tolerances come from reference.tolerance (dtype, N, D), each with its reason in the message.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import numpy as np
+import pytest
+from flashattn_interp import use_interpreter_or_skip
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pytest_anatomy.kernels.flashattn import reference, registry
+
+DTYPES = ("fp16", "fp32")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _interpreter() -> None:
+    """torch and triton are imported here, at run time, not at collection: other suites check
+    that their own code paths import no torch."""
+    use_interpreter_or_skip()
+
+
+def _torch() -> Any:
+    import torch
+
+    return torch
+
+
+def _dt(name: str) -> Any:
+    return {"fp16": _torch().float16, "fp32": _torch().float32}[name]
+EXAMPLES = 6  # per rung: the interpreter runs a 16x16 tile in ~1 ms, a case in 0.05-0.3 s
+
+
+@st.composite
+def cases(draw: st.DrawFn) -> dict:
+    kv = draw(st.sampled_from([1, 2]))
+    return {"batch": draw(st.integers(1, 2)), "kv_heads": kv, "heads": kv * draw(st.sampled_from([1, 2, 4])),
+            "n": draw(st.integers(1, 70)), "head_dim": draw(st.sampled_from([16, 32, 64])),
+            "causal": draw(st.booleans()), "dtype": draw(st.sampled_from(DTYPES)),
+            "seed": draw(st.integers(0, 2**16))}
+
+
+def run_case(r: registry.Rung, c: dict) -> None:
+    from pytest_anatomy.kernels.flashattn import launch
+
+    torch = _torch()
+    g = torch.Generator().manual_seed(c["seed"])
+    dt = _dt(c["dtype"])
+    b, h, kv, n, d = c["batch"], c["heads"], c["kv_heads"], c["n"], c["head_dim"]
+    q = torch.randn(b, h, n, d, generator=g).to(dt)
+    k = torch.randn(b, kv, n, d, generator=g).to(dt)
+    v = torch.randn(b, kv, n, d, generator=g).to(dt)
+    o = torch.full_like(q, float("nan"))
+    lse = torch.full((b, h, n), float("nan"))
+    mod = importlib.import_module(f"pytest_anatomy.kernels.flashattn.{r.kernel_module or r.module}")
+    scale = reference.default_scale(d)
+    launch.forward(r, q, k, v, o, lse, causal=c["causal"], sm_scale=scale, config=mod.INTERPRETER_CONFIG)
+    o_ref, lse_ref, smax = reference.attention(q.numpy(), k.numpy(), v.numpy(), c["causal"], scale)
+    tol = reference.tolerance(c["dtype"], n, d, float(np.abs(v.double().numpy()).max()), smax)
+    o_err = np.abs(o.double().numpy() - o_ref).max()
+    lse_err = np.abs(lse.double().numpy() - lse_ref).max()
+    assert o_err <= tol.o_abs, f"{r.id} {c}: max |O err| {o_err:.3g} > {tol.o_abs:.3g} ({tol.why})"
+    assert lse_err <= tol.lse_abs, f"{r.id} {c}: max |LSE err| {lse_err:.3g} > {tol.lse_abs:.3g} ({tol.why})"
+
+
+@pytest.mark.parametrize("r", registry.LADDER, ids=lambda r: r.id)
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(c=cases())
+def test_rung_matches_float64_reference(r: registry.Rung, c: dict) -> None:
+    run_case(r, c)
+
+
+@pytest.mark.parametrize("r", registry.LADDER, ids=lambda r: r.id)
+def test_rung_edges_and_gqa_at_fixed_shapes(r: registry.Rung) -> None:
+    """The cases a random draw may miss: one row, N one past a tile, a group of 4, D=128."""
+    for c in ({"batch": 1, "heads": 1, "kv_heads": 1, "n": 1, "head_dim": 16, "causal": True, "dtype": "fp16"},
+              {"batch": 1, "heads": 4, "kv_heads": 1, "n": 33, "head_dim": 128, "causal": True, "dtype": "fp16"},
+              {"batch": 2, "heads": 2, "kv_heads": 2, "n": 17, "head_dim": 64, "causal": False, "dtype": "fp32"}):
+        run_case(r, {**c, "seed": 1})
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(b=st.integers(1, 3), kv=st.sampled_from([1, 2]), group=st.sampled_from([1, 4, 8]),
+       ctx=st.integers(1, 200), splits=st.integers(1, 7), dtype=st.sampled_from(DTYPES),
+       seed=st.integers(0, 2**16))
+def test_flash_decoding_matches_float64_reference(b: int, kv: int, group: int, ctx: int, splits: int,
+                                                   dtype: str, seed: int) -> None:
+    from pytest_anatomy.kernels.flashattn import decode
+
+    torch = _torch()
+    g = torch.Generator().manual_seed(seed)
+    h, d = kv * group, 32
+    q = torch.randn(b, h, 1, d, generator=g).to(_dt(dtype))
+    k = torch.randn(b, kv, ctx, d, generator=g).to(_dt(dtype))
+    v = torch.randn(b, kv, ctx, d, generator=g).to(_dt(dtype))
+    o = torch.full_like(q, float("nan"))
+    lse = torch.full((b, h, 1), float("nan"))
+    scale = reference.default_scale(d)
+    decode.decode(q, k, v, o, lse, sm_scale=scale, splits=splits, block_n=decode.INTERPRETER_BLOCK_N)
+    o_ref, lse_ref, smax = reference.attention(q.numpy(), k.numpy(), v.numpy(), False, scale)
+    tol = reference.tolerance(dtype, ctx, d, float(np.abs(v.double().numpy()).max()), smax)
+    assert np.abs(o.double().numpy() - o_ref).max() <= tol.o_abs, tol.why
+    assert np.abs(lse.double().numpy() - lse_ref).max() <= tol.lse_abs, tol.why
+
+
+def test_bad_inputs_are_refused_in_one_line() -> None:
+    from pytest_anatomy.kernels.flashattn import decode, launch
+
+    torch = _torch()
+    r = registry.rung("r3-fa2")
+    q = torch.zeros(1, 3, 8, 16)
+    k = torch.zeros(1, 2, 8, 16)
+    with pytest.raises(launch.BadAttentionInput, match="H_kv=2 must divide H=3"):
+        launch.forward(r, q, k, k, torch.empty_like(q), torch.empty(1, 3, 8), causal=False, sm_scale=1.0)
+    q = torch.zeros(1, 2, 8, 48)
+    with pytest.raises(launch.BadAttentionInput, match="head dim 48 not supported"):
+        launch.forward(r, q, q, q, torch.empty_like(q), torch.empty(1, 2, 8), causal=False, sm_scale=1.0)
+    with pytest.raises(launch.BadAttentionInput, match="one query token"):
+        decode.decode(torch.zeros(1, 2, 2, 16), torch.zeros(1, 2, 8, 16), torch.zeros(1, 2, 8, 16),
+                      torch.zeros(1, 2, 2, 16), torch.zeros(1, 2, 2), sm_scale=1.0, splits=1)
+
+
+def _gpu_configs() -> list[tuple[registry.Rung, dict]]:
+    """(rung, config) for every autotune config the GPU sweep may pick, as plain dicts."""
+    import ast
+    from pathlib import Path
+
+    out = []
+    for r in registry.LADDER:
+        src = (Path(registry.HERE) / f"{r.kernel_module or r.module}.py").read_text(encoding="utf-8")
+        # read the configs without importing the module (triton must not load before the fixture)
+        tree = ast.parse(src)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "Config":
+                cfg = ast.literal_eval(node.args[0])
+                for kw in node.keywords:
+                    if kw.arg in ("num_warps", "num_stages"):
+                        cfg[kw.arg] = ast.literal_eval(kw.value)
+                out.append((r, cfg))
+    return out
+
+
+@pytest.mark.parametrize("r, cfg", _gpu_configs(), ids=lambda x: x.id if isinstance(x, registry.Rung) else
+                         "-".join(f"{k}{v}" for k, v in x.items()))
+def test_every_gpu_config_tiles_correctly(r: registry.Rung, cfg: dict) -> None:
+    """The exact tilings the GPU autotuner chooses from (128x128, 64x64 ...), at N = 2 tiles + 2
+    rows so both the interior and the ragged edge run, GQA group 2, both masks."""
+    from pytest_anatomy.kernels.flashattn import launch
+
+    torch = _torch()
+    for causal in (False, True):
+        n = 2 * cfg["BLOCK_M"] + 2
+        g = torch.Generator().manual_seed(3)
+        q = torch.randn(1, 2, n, 16, generator=g).half()
+        k = torch.randn(1, 1, n, 16, generator=g).half()
+        v = torch.randn(1, 1, n, 16, generator=g).half()
+        o = torch.full_like(q, float("nan"))
+        lse = torch.full((1, 2, n), float("nan"))
+        launch.forward(r, q, k, v, o, lse, causal=causal, sm_scale=0.25, config=cfg)
+        o_ref, lse_ref, smax = reference.attention(q.numpy(), k.numpy(), v.numpy(), causal, 0.25)
+        tol = reference.tolerance("fp16", n, 16, float(np.abs(v.double().numpy()).max()), smax)
+        assert np.abs(o.double().numpy() - o_ref).max() <= tol.o_abs, (r.id, cfg, causal, tol.why)
+        assert np.abs(lse.double().numpy() - lse_ref).max() <= tol.lse_abs, (r.id, cfg, causal, tol.why)

@@ -1,0 +1,173 @@
+"""Findings of the kernel ladders, as data: one finding per cause, per card measured.
+
+Why the H200 rungs missed their pre-registered times and ledgers: one finding per cause.
+
+Each explanation cites the rung's Nsight Compute counters (results/h200/kernels/ncu.*, same
+kernels, same shapes, a separate device call: scripts/device/kernels_profile.sh) and the
+compiler's resource report. Bands are the measured/predicted ratio observed on the first H200
+run (results/h200/kernels/*@20261130T020210Z) +-10%: the explanation covers that gap; a later
+run that drifts outside it is a divergence again. Why 10%: within a run a rung's two timing
+blocks agree to < 1%, but another session's clocks, thermal state and L2 contents move a time by
+a few percent; a change of mechanism (another limiter) moves it by tens of percent. The pre-registered predictions themselves
+(the .cu headers, Variant.h200_ms) are never edited.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+
+def band(ratio: float, spread: float = 0.10) -> tuple[float, float]:
+    return (round(ratio * (1 - spread), 3), round(ratio * (1 + spread), 3))
+
+
+def finding(fid: str, reason: str, ratio: float, quantity: str | None = None) -> pytest.MarkDecorator:
+    return pytest.mark.finding(fid, reason=reason, expected=band(ratio), **({"quantity": quantity} if quantity else {}))
+
+
+PRICES_TOO_HIGH = (
+    "The pre-registration carried the RTX 4090's cycle prices per load instruction to the H200. s2 (2 global loads "
+    "per FMA, L1 hit 95%) runs at 2.92 SM-cycles per warp-FMA, not 3.88 (1.46 per load, not 1.94); s3 (1 distinct + "
+    "1 broadcast shared load + 1/16 global load per FMA, MIO-queue stalls) at 1.93, not 3.34: the H200's L1 and "
+    "shared-memory pipes deliver more per SM-cycle than the 4090's. Both rungs run at 99.6-99.8% occupancy, so the "
+    "prices are pipe throughputs, not latencies.")
+LATENCY_BOUND_GEMM = (
+    "s5-s7 are not bound by load instructions but by issue latency at low occupancy. Registers cap residency: s5/s6 "
+    "(128/121 registers x 256 threads) hold 2 blocks = 16 warps per SM, s7 (181 x 128 threads) 2 blocks = 8 warps. "
+    "ncu: issue slots 57% / 52% / 37% busy, a warp issuing every 6.7 / 7.1 / 5.2 cycles, so 4 (s5/s6) or 2 (s7) "
+    "warps per scheduler cannot fill the FMA pipe; s7's 8x4 sub-tiles leave too little independent work per warp "
+    "and its k-loop waits on un-overlapped global loads (long-scoreboard the top stall). cuBLAS's fp32 kernel "
+    "(sm80_xmma 256x128x8, 3 stages, 254 registers) has the same 12.5% occupancy yet issues 86% of slots at 2.2 "
+    "cycles per instruction: software pipelining, which no rung here has. Measured 31.0 / 31.0 / 22.6 TFLOP/s "
+    "against cuBLAS's 51.1.")
+MMA_SYNC = (
+    "mma.sync.m16n8k16 with 32-bit fragment loads reaches 245 TFLOP/s, 31.5% of cuBLAS bf16 (0.177 ms, an nvjet "
+    "wgmma kernel with TMA: 90% SM throughput at 15% occupancy). The rung: 24% occupancy (124 registers), SM "
+    "throughput 52%, a warp issuing every 10.1 cycles: fragments come from shared memory through the load pipe "
+    "each k-step, no asynchronous copy pipeline overlaps them, and mma.sync issues from the warp rather than "
+    "the warpgroup. The pre-registration (0.45 ms, ~45% of cuBLAS) assumed the tensor pipe would be the limit.")
+TREE_BOUND = (
+    "r1-r4 launch one block per 256 (r1/r2) or 512 (r3/r4) elements: 1,048,576 or 524,288 blocks, each a shared-"
+    "memory tree of 8 barrier steps. ncu: SM throughput 59-77%, DRAM throughput 19-50%, ~29 cycles between a "
+    "warp's instructions at 73-86% occupancy: the tree, not DRAM, sets the time. r2 (sequential addressing, no "
+    "modulo, no bank conflicts) is no faster than r1 (1.14 vs 1.18 ms, both 28.7 cycles per instruction): on the "
+    "H200 the barrier steps and their latency dominate, not the divergent modulo the 4090-style prediction priced.")
+BYTES_IN_FLIGHT = (
+    "r5/r6 are latency-bound, not bandwidth-bound: 1,056 blocks x 256 threads = 2,048 threads per SM at 99% "
+    "occupancy, each with one 4-byte load in flight (ncu: 92 cycles of long-scoreboard stall per instruction, DRAM "
+    "throughput 53%). Little's law: 132 x 2,048 x 4 B = 1.08 MB in flight / 2.54 TB/s achieved = 426 ns of loaded "
+    "DRAM latency. r7's float4 loads put 4.3 MB in flight and reach 92.5% of DRAM (0.242 ms). The 4090 reached 95% "
+    "with r5's pattern because its bandwidth x latency product is ~4x smaller (1 TB/s).")
+TWO_PASS_APPLY = (
+    "n1's second kernel (rmsnorm_apply: 14 x 8,192 blocks of 256 threads, one element each) reaches only 48% of "
+    "DRAM throughput at 73% occupancy (93.5 us of the 125.6 us); the 1/rms pass runs at 78%. The bytes are right "
+    "(ncu: 235 MB read, two passes, as the ledger says): the short blocks, not the byte count, miss the bandwidth.")
+SHORT_ROWS = (
+    "At 8,192 x 2,048 the fused softmax rungs are instruction-bound, not DRAM-bound: ncu shows issue slots 64-84% "
+    "busy (x2 76%, x3 84%, x4 64%) with DRAM throughput 53-57%. A 2,048-float row gives each of a block's 256 threads "
+    "8 elements, so the two block-wide reductions per row (max and sum: warp shuffles, a barrier, a shared-memory "
+    "exchange) and the exp per element are amortised over very little data; torch's warp-per-row kernel takes 38.6 "
+    "us under ncu against 41.9-44.2 us (44.7-46.8 us in the timing run). x1 adds a third pass whose normalising kernel (8 x 8,192 blocks) runs at 41% of DRAM "
+    "(58.8 of 95.6 us); its DRAM reads are the ledger's three passes (201 MB): nothing of the 67 MB input stayed in "
+    "L2 between kernels, as its pre-registration had hoped. The bytes match the ledger (test_kernels_h200_counters).")
+VOCAB_FASTER = (
+    "At 128 x 152,064 the pre-registration expected one block per row on 132 SMs to be far below bandwidth; it is "
+    "below, but less than feared: x1's two row kernels (128 blocks, 12% occupancy) still reach 51-55% of DRAM "
+    "throughput and its normalising kernel (594 x 128 blocks) 45%, 0.127 ms in all; x2 reaches 24% (0.186 ms) while "
+    "reading every row twice (the rows in flight exceed L2: h200-online-softmax-vocab-rereads-dram). With long rows a "
+    "block keeps many independent loads in flight, which short-row intuition (from 8 elements per thread) misses.")
+REQUEST_PRICE = (
+    "The request price is fitted on s2 (2 requests per warp-FMA, 1.46 cycles each), but s2 is not request-bound: "
+    "ncu shows it waiting on load latency (33 cycles per instruction, 47% issue). s1 is: LG-queue stalls of 358 "
+    "cycles per instruction, 33 distinct lines per warp load at 99.2% L1 hit, 33.6 SM-cycles per warp-FMA = 1.02 "
+    "cycles per request. The ledger's premise holds for s1 (time proportional to requests, ~1 per cycle per SM); "
+    "its price, taken from a rung another limit binds, is 43% too high.")
+INSTRUCTION_LEDGER = (
+    "The instruction ledger prices load instructions only (fitted on s2-s4: lds_distinct 0.95, lds_broadcast 0.89, "
+    "ldg 1.46 cycles per warp-FMA), so for s5-s7, which issue 1/16-1/8 of a load per FMA, it predicts less time "
+    "than the FMAs themselves take (s6: 0.52 ms, under the 2.05 ms fp32 floor). What binds them is issue latency at "
+    "8-16 warps per SM (h200-sgemm-latency-bound-low-occupancy), which the ledger has no term for. The seed's "
+    "4090 ledger failed the same rungs for a related reason (128-bit shared loads unpriced).")
+
+
+# (finding id, reason, observed measured/predicted) per test and rung; the ratio is the first run's
+PREREGISTERED: dict[str, tuple[str, str, float]] = {
+    "s2-coalesced-4096x4096x4096": ("h200-4090-load-prices-too-high", PRICES_TOO_HIGH, 0.749),
+    "s3-smem-tiling-4096x4096x4096": ("h200-4090-load-prices-too-high", PRICES_TOO_HIGH, 0.587),
+    "s5-2d-regtile-4096x4096x4096": ("h200-sgemm-latency-bound-low-occupancy", LATENCY_BOUND_GEMM, 1.231),
+    "s6-vectorized-4096x4096x4096": ("h200-sgemm-latency-bound-low-occupancy", LATENCY_BOUND_GEMM, 1.343),
+    "s7-warptiling-4096x4096x4096": ("h200-sgemm-latency-bound-low-occupancy", LATENCY_BOUND_GEMM, 2.024),
+    "s8-bf16-mma-4096x4096x4096": ("h200-mma-sync-below-wgmma", MMA_SYNC, 1.244),
+    "r1-interleaved-n268435456": ("h200-reduction-tree-bound", TREE_BOUND, 1.311),
+    "r2-sequential-n268435456": ("h200-reduction-tree-bound", TREE_BOUND, 2.081),
+    "r3-first-add-n268435456": ("h200-reduction-tree-bound", TREE_BOUND, 1.918),
+    "r4-unrolled-warp-n268435456": ("h200-reduction-tree-bound", TREE_BOUND, 1.540),
+    "r5-grid-stride-n268435456": ("h200-reduction-bytes-in-flight", BYTES_IN_FLIGHT, 1.628),
+    "r6-warp-shuffle-n268435456": ("h200-reduction-bytes-in-flight", BYTES_IN_FLIGHT, 1.660),
+    "n1-two-pass-8192x3584": ("h200-rmsnorm-two-pass-apply-kernel", TWO_PASS_APPLY, 1.420),
+    "x1-three-pass-8192x2048": ("h200-softmax-short-rows-instruction-bound", SHORT_ROWS, 1.623),
+    "x2-online-8192x2048": ("h200-softmax-short-rows-instruction-bound", SHORT_ROWS, 1.241),
+    "x3-registers-8192x2048": ("h200-softmax-short-rows-instruction-bound", SHORT_ROWS, 1.377),
+    "x4-vectorized-8192x2048": ("h200-softmax-short-rows-instruction-bound", SHORT_ROWS, 1.342),
+    "x1-three-pass-128x152064": ("h200-softmax-vocab-rows-faster-than-feared", VOCAB_FASTER, 0.530),
+    "x2-online-128x152064": ("h200-softmax-vocab-rows-faster-than-feared", VOCAB_FASTER, 0.622),
+}
+# measured / DRAM-byte floor of test_streaming_floor (the same causes, against the floor)
+STREAMING_FLOOR: dict[str, tuple[str, str, float]] = {
+    "r1-interleaved": ("h200-reduction-tree-bound", TREE_BOUND, 4.846),
+    "r2-sequential": ("h200-reduction-tree-bound", TREE_BOUND, 4.701),
+    "r3-first-add": ("h200-reduction-tree-bound", TREE_BOUND, 2.532),
+    "r4-unrolled-warp": ("h200-reduction-tree-bound", TREE_BOUND, 1.842),
+    "r5-grid-stride": ("h200-reduction-bytes-in-flight", BYTES_IN_FLIGHT, 1.753),
+    "r6-warp-shuffle": ("h200-reduction-bytes-in-flight", BYTES_IN_FLIGHT, 1.753),
+    "n1-two-pass": ("h200-rmsnorm-two-pass-apply-kernel", TWO_PASS_APPLY, 1.536),
+    "x1-three-pass": ("h200-softmax-short-rows-instruction-bound", SHORT_ROWS, 1.536),
+    "x2-online": ("h200-softmax-short-rows-instruction-bound", SHORT_ROWS, 1.410),
+    "x3-registers": ("h200-softmax-short-rows-instruction-bound", SHORT_ROWS, 1.478),
+    "x4-vectorized": ("h200-softmax-short-rows-instruction-bound", SHORT_ROWS, 1.440),
+}
+INSTRUCTION_HELD_OUT: dict[str, float] = {"s5-2d-regtile": 2.138, "s6-vectorized": 8.547, "s7-warptiling": 15.018}
+
+
+FP32_BELOW_TARGET = (
+    "The best fp32 rungs (s5 2D register tiling, s6 vectorized: 4.43 ms) reach 60.7% of cuBLAS fp32 (2.69 ms), "
+    "under the 90% target; s7 (warp tiling), pre-registered at 3.0 ms = 90-93% of cuBLAS, is the slowest of the "
+    "three at 44% (6.07 ms). " + LATENCY_BOUND_GEMM)
+BYTE_LEDGER_EXCEEDED = (
+    "Pre-registered at {prereg:.2f}x its issued-byte roofline ({prereg_ms} ms); measured 5.16x (24.0 ms). The coalesced "
+    "rung issues 2 loads per FMA, 550 GB if every load reached DRAM, but ncu counts 4.26 GB of DRAM reads: L1 serves "
+    "95% of the loads and L2 60% of the rest. The 'arithmetic intensity' of the textbook roofline counts cache hits "
+    "as DRAM traffic, as K2 did on the 4090. Band: the measured ratio +-10%.")
+
+# Tests with one case per target: (finding id, reason, observed measured/predicted).
+SINGLE: dict[str, tuple[str, str, float]] = {
+    "test_sgemm_request_ledger_naive": ("h200-request-price-from-a-latency-bound-rung", REQUEST_PRICE, 0.698),
+    "test_best_fp32_rung_vs_cublas": ("h200-fp32-below-cublas-target", FP32_BELOW_TARGET, 1.483),
+    "test_tensor_core_rung_vs_cublas_bf16": ("h200-mma-sync-below-wgmma", MMA_SYNC + " Target 80%: measured/target "
+                                             "time 2.54.", 2.540),
+}
+STREAMING_TARGET: dict[str, tuple[str, str, float]] = {
+    "x4-vectorized": ("h200-softmax-short-rows-instruction-bound",
+                      SHORT_ROWS + " Target 92% of the copy bandwidth: reached 69%.", 1.440),
+}
+BYTE_LEDGER: dict[str, float] = {"s2-coalesced": 5.159}  # measured / issued-byte roofline
+INSTRUCTION_HELD_OUT_TABLE: dict[str, tuple[str, str, float]] = {
+    rung: ("h200-instruction-ledger-no-latency-term", INSTRUCTION_LEDGER, ratio)
+    for rung, ratio in INSTRUCTION_HELD_OUT.items()}
+
+# A finding is a fact about the measurements of one card: the tables above hold for the recordings
+# (and live runs) of this hardware and of no other. Another card gets its own tables here.
+PREREGISTERED_CARD = "h200"  # the card these tables were measured on
+TABLES: dict[str, dict[str, dict[str, tuple[str, str, float]]]] = {
+    PREREGISTERED_CARD: {"preregistered": PREREGISTERED, "streaming_floor": STREAMING_FLOOR, "single": SINGLE,
+             "streaming_target": STREAMING_TARGET, "instruction_held_out": INSTRUCTION_HELD_OUT_TABLE},
+}
+
+
+def marks_for(hardware: str, table: str, key: str) -> tuple[pytest.MarkDecorator, ...]:
+    """The finding mark of `key` in `table` for the card `hardware`, or none."""
+    entry = TABLES.get(hardware, {}).get(table, {}).get(key)
+    if entry is None:
+        return ()
+    fid, reason, ratio = entry
+    return (finding(fid, reason, ratio),)

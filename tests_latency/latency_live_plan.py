@@ -1,0 +1,26 @@
+"""What the latency suite measures live on the detected card, in one run of the device plan's
+program (pytest_anatomy/measure/latency_live.py): one engine, every part the tests read.
+
+FAST (`-m "gpu and not slow"`): the decode step at every batch and the lone prefill at every
+length, the parts the step model is calibrated and checked on (~2.7 min on an H200, most of it
+vLLM's import and the CUDA-graph engine start). FULL adds the load runs (closed loop, Poisson,
+overload) and Llama-3.1-8B's decode and prefill on a second engine, which the transfer tests
+predict with Qwen's calibration (~7 min). The plan runs FULL when any selected live latency test
+is marked slow. The shapes are the recorded H200 runs' (scripts/device/latency_plan.py), so a
+live run and a recording answer the same tests.
+"""
+
+from __future__ import annotations
+
+from pytest_anatomy.measure.latency_live import LatencyLivePlan
+
+MODEL = "qwen2.5-7b"
+SECOND_MODEL = "llama-3.1-8b"
+DECODE = (1, 2, 4, 8, 16, 32, 64, 128)
+PREFILL = (128, 512, 2048, 8192, 16384, 32000)
+
+FAST = LatencyLivePlan(MODEL, DECODE, PREFILL, budget_s=420)
+# The overload part pins the KV pool (12 GiB, ~225k tokens): oversubscribed 1.6x in ~20 s, where the
+# whole pool of an H200 would take ~100 s (the second model keeps its utilization-derived pool).
+FULL = LatencyLivePlan(MODEL, DECODE, PREFILL, closed=(1, 8, 32, 64), poisson_factors=(0.5, 1.0, 1.3),
+                       overload=True, second_model=SECOND_MODEL, kv_cache_gib=12, budget_s=560)

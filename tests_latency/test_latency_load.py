@@ -1,0 +1,394 @@
+"""vLLM 0.26.0, Qwen2.5-7B and Llama-3.1-8B under load on each target card (recorded: the H200): closed loop C = 1..64, Poisson
+arrivals at five rates, and one overload run each, against the continuous-batching simulation.
+
+Qwen2.5-7B is predicted with its own calibration (conftest.engine_setup); Llama-3.1-8B with that
+same calibration, fitted on Qwen, and its own session's ceilings (conftest.transfer_setup):
+none of Llama's runs is in-sample. The two runs differ in their KV pool: Qwen's used its whole
+pool (2,062,544 tokens), Llama's was pinned to 27.43 GiB (224,704 tokens), so their overload
+shapes differ (Qwen 128 x 16,113 + 1,024 tokens at 1.06x the pool, Llama 128 x 1,755 + 1,024
+at 1.58x); closed-loop and Poisson shapes (1,024 + 256) are the same.
+
+The simulation runs each recorded workload as designed (same prompts, concurrency, Poisson
+seed and normalisation, engine limits and KV pool) with step times from the calibrated step
+model (conftest.engine_setup; in-sample: decode.b1 and prefill.l8192, none of the runs here,
+though closed.c1 runs in the b=1 decode regime decode.b1 was fitted on: its note says so).
+Simulated TTFT has no frontend (HTTP-less here, but the asyncio output loop still delays
+ingress and egress); measured TTFT is the client's.
+"""
+
+from __future__ import annotations
+
+import pytest
+from latency_findings import MEASURED_ON
+from latency_setups import h200_workload
+
+from pytest_anatomy.measure import Measurement
+from pytest_anatomy.theory import latency as lat
+from pytest_anatomy.theory import serving as sv
+from pytest_anatomy.theory.prediction import Prediction, Term
+
+# Recorded load runs (or the live target); every live test here needs the slow plan's load parts.
+pytestmark = pytest.mark.targets(recorded="qwen2.5-7b.closed.", live=True)
+LIVE_SLOW = True
+
+QWEN, LLAMA = "qwen2.5-7b", "llama-3.1-8b"
+SETUP_FIXTURE = {QWEN: "engine_setup", LLAMA: "transfer_setup"}
+
+CLOSED = (1, 8, 32, 64)
+POISSON = ("0.25", "0.5", "0.8", "1", "1.3")
+TPUT_WHY = "the throughput target (10%)"
+ITL_WHY = "the decode target (10%): the median is a decode step, the mean a step-weighted average"
+TTFT_WHY = "the target for p50 TTFT below the knee (25%)"
+
+
+def _workload(rec) -> sv.Workload:
+    s = rec.data["run"]["settings"]
+    if rec.data["run"]["kind"] == "poisson":
+        return sv.Workload.poisson(s["rate"], s["requests"], s["input_len"], s["output_len"], s["seed"],
+                                   normalize=bool(s.get("normalized_like_bench_serve")))
+    return sv.Workload.closed(s.get("concurrency") or s["requests"], s["requests"], s["input_len"], s["output_len"])
+
+
+def _label(rec) -> str:
+    return f"{rec.name}: {rec.data['run']['settings']}"
+
+
+def _sim(setup, rec) -> sv.SimResult:
+    return setup.simulate(_workload(rec))
+
+
+def _kw(setup) -> dict[str, str]:
+    return {"model": setup.model.name, "hardware": setup.label}
+
+
+def _reconcile_itl(reconcile, setup, res: sv.SimResult, rec) -> None:
+    """Median and mean ITL of a run against its simulation: both, since the median hides the
+    prompt-carrying steps the mean includes."""
+    for name, stat, key in (("itl_median", "p50", "median"), ("itl_mean", "mean", "mean")):
+        reconcile(name, sv.as_prediction(res, "itl", stat, "s", _label(rec)), rec[f"aggregate.itl_s.{key}"],
+                  rel=0.10, why=ITL_WHY, **_kw(setup))
+
+
+def _setup(request, model: str, rec):
+    """The model's setup built from the session that measured `rec` (its ceilings, engine and, for
+    the model the calibration is fitted on, its fit points): a run is never predicted with another
+    session's engine limits or clocks."""
+    return request.getfixturevalue("setup_beside")(model, rec)
+
+
+def _cases(values, marks=None):
+    """(model, value) for both models; marks(model, value) -> marks of that case."""
+    return [pytest.param(m, v, id=f"{m}-{v}", marks=(marks(m, v) if marks else ())) for m in SETUP_FIXTURE
+            for v in values]
+
+
+def _models(marks=None):
+    return [pytest.param(m, id=m, marks=(marks(m) if marks else ())) for m in SETUP_FIXTURE]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("model", "c"), _cases(CLOSED[:-1]))
+def test_closed_loop_throughput(model, c, request, latency_recording, reconcile):
+    rec = latency_recording(f"{model}.closed.c{c}")
+    engine_setup = _setup(request, model, rec)
+    res = _sim(engine_setup, rec)
+    notes = [engine_setup.check_held_out(h200_workload(rec), "output_throughput")]
+    t_overhead = next((f for f in engine_setup.fits if f.constant == "t_overhead"), None)
+    if t_overhead is not None and c == dict(t_overhead.workload).get("batch"):  # every decode step has the fitted batch
+        share = 1 - res.stat("ttft", "mean") / res.stat("e2e", "mean")
+        notes.append(f"held out by workload, but C={c} decodes at batch {c}, the regime t_overhead was fitted "
+                     f"on ({t_overhead.recording}); decode steps are {share:.1%} of the simulated request time, so "
+                     "this mostly repeats that fit (reproducibility across run kinds) and tests the prefill and the "
+                     "loop around it")
+    pred = sv.as_prediction(res, "output_throughput", "", "tokens/s", _label(rec), tuple(notes))
+    reconcile("output_throughput", pred, rec["aggregate.output_throughput_tok_per_s"], rel=0.10, why=TPUT_WHY,
+              **_kw(engine_setup))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("model", _models())
+def test_saturation_throughput(model, request, latency_recording, reconcile):
+    """The plan's saturation point (C=64, whose request rate set the Poisson rates): the simulated
+    finite run at the target, and the steady-state closed form as a bound. The closed form has no
+    ramp-up or drain, so the measured run (three waves of 64) can only fall below it; how far
+    the transient alone takes it is simulate's (finite run vs its steady state between the first
+    and last wave). The engine's own knee (max_num_seqs = 128, KV permitting) is higher; it is
+    reported as a term, not measured yet."""
+    rec = latency_recording(f"{model}.closed.c64")
+    engine_setup = _setup(request, model, rec)
+    res = _sim(engine_setup, rec)
+    measured_tput = rec["aggregate.output_throughput_tok_per_s"]
+    reconcile("output_throughput", sv.as_prediction(res, "output_throughput", "", "tokens/s", _label(rec)),
+              measured_tput, rel=0.10, why=TPUT_WHY, **_kw(engine_setup))
+    s = rec.data["run"]["settings"]
+    steady = lat.closed_loop_throughput(engine_setup.model, engine_setup.ceilings, engine_setup.calib, 64, s["input_len"],
+                                        s["output_len"], engine_setup.sched.max_num_batched_tokens)
+    knee = engine_setup.knee_rate(s["input_len"], s["output_len"])
+    steady_sim = engine_setup.steady_rate(64, s["input_len"], s["output_len"]) * s["output_len"]
+    transient = 1 - res.output_throughput / steady_sim  # ramp-up + drain share of this finite run
+    steady = Prediction(steady.value, steady.unit, steady.formula, steady.inputs,
+                        terms=(*steady.terms,
+                               Term("simulated steady state, C=64", steady_sim, "tokens/s",
+                                    "between the first and the last wave"),
+                               Term("simulated finite run", res.output_throughput, "tokens/s", _label(rec)),
+                               Term("engine knee: closed loop at max_num_seqs", knee * s["output_len"],
+                                    "tokens/s", f"{knee:.1f} requests/s")),
+                        notes=(*steady.notes, engine_setup.calib.describe()))
+    lo = (1 - transient) * (1 - 0.10)
+    reconcile("output_throughput_steady_state", steady, measured_tput, ratio=(lo, 1.0),
+              why=f"a bound, not a point: a finite run cannot beat its steady state (measured/predicted <= 1); below, "
+                  f"the ramp-up and drain simulate puts at {transient:.1%} of this run ({res.output_throughput:.0f} "
+                  f"vs {steady_sim:.0f} tok/s steady), then the 10% throughput target: "
+                  f"(1 - {transient:.3f}) x 0.90 = {lo:.3f}", **_kw(engine_setup))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("model", "c"), _cases(CLOSED[1:]))
+def test_closed_loop_itl_mean_and_median(model, c, request, latency_recording, reconcile):
+    rec = latency_recording(f"{model}.closed.c{c}")
+    engine_setup = _setup(request, model, rec)
+    res = _sim(engine_setup, rec)
+    _reconcile_itl(reconcile, engine_setup, res, rec)
+
+
+TTFT_FINDING = pytest.mark.finding("h200-ttft-short-prefill-and-frontend", hardware=MEASURED_ON, quantity="ttft_p50",
+    reason="Below the knee TTFT p50 is one 1,024-token prefill, simulated at 23-26 ms (a step at eta = 0.79) but "
+           "measured at 41-76 ms. Two parts: the engine's own prefill of 1,024 tokens takes 34-62 ms (median "
+           "scheduling-to-first-token), the lone-short-prefill excess seen in test_prefill[128/512] and in closed.c1 "
+           "(31.6 ms); and the frontend's ingress + egress (5-14 ms, growing with load) that the simulation omits.",
+    expected=(1.3, 2.2))
+ENGINE_TTFT_FINDING = pytest.mark.finding("h200-ttft-short-prefill-and-frontend", hardware=MEASURED_ON, quantity="engine_ttft_p50", reason=TTFT_FINDING.kwargs["reason"],
+    expected=(1.2, 1.6))
+
+
+BELOW_KNEE = {QWEN: POISSON, LLAMA: POISSON[:-1]}
+LLAMA_TTFT_REASON = (
+    "Llama-3.1-8B (Qwen's calibration): TTFT p50 agrees at 0.25x and 0.5x of the C=64 rate (+24%) and misses at "
+    "0.8x (39.6 ms vs 29.1 simulated) and 1.0x (51.0 vs 30.2). Two parts, as for Qwen: the frontend's ingress + "
+    "egress, which the simulation omits, grows from 6 to 13 ms with load (client minus engine TTFT); the engine's "
+    "own queue + prefill medians stay within 10% up to 0.8x and reach +26% at 1.0x (38.0 ms), where a new prompt "
+    "shares its step with ~35-70 decodes whose per-sequence cost runs ~1.3x the roofline "
+    "(h200-decode-per-sequence-cost). Llama's lone short prefill exceeds the model less than Qwen's (512 tokens: "
+    "1.74x vs 3.1x), so its TTFT misses start later.")
+TTFT_MARKS = {
+    **{(QWEN, f): (TTFT_FINDING, ENGINE_TTFT_FINDING) for f in POISSON},
+    (LLAMA, "0.8"): (pytest.mark.finding("h200-ttft-short-prefill-and-frontend", hardware=MEASURED_ON, quantity="ttft_p50",
+                                         reason=LLAMA_TTFT_REASON, expected=(1.3, 2.2)),),
+    (LLAMA, "1"): (pytest.mark.finding("h200-ttft-short-prefill-and-frontend", hardware=MEASURED_ON, quantity="ttft_p50",
+                                       reason=LLAMA_TTFT_REASON, expected=(1.3, 2.2)),
+                   pytest.mark.finding("h200-ttft-short-prefill-and-frontend", hardware=MEASURED_ON, quantity="engine_ttft_p50",
+                                       reason=LLAMA_TTFT_REASON, expected=(1.2, 1.6))),
+}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("model", "factor"), [
+    pytest.param(m, f, id=f"{m}-{f}", marks=TTFT_MARKS.get((m, f), ())) for m in SETUP_FIXTURE for f in BELOW_KNEE[m]])
+def test_poisson_ttft_p50_below_the_knee(model, factor, request, latency_recording, reconcile):
+    """Open loop at factor x the C=64 request rate, below the simulated knee (Qwen: ~31 req/s at
+    max_num_seqs = 128). Llama's f1.3 run sits at its knee and is not a below-the-knee case
+    (BELOW_KNEE; test_poisson_rates_against_the_knee checks that split)."""
+    rec = latency_recording(f"{model}.poisson.f{factor}")
+    engine_setup = _setup(request, model, rec)
+    s = rec.data["run"]["settings"]
+    knee = engine_setup.knee_rate(s["input_len"], s["output_len"])
+    assert s["rate"] < knee, f"{s['rate']:.1f} req/s is not below the predicted knee ({knee:.1f} req/s)"
+    res = _sim(engine_setup, rec)
+    pred = sv.as_prediction(res, "ttft", "p50", "s", _label(rec))
+    reconcile("ttft_p50", pred, rec["aggregate.ttft_s.median"], rel=0.25, why=TTFT_WHY, **_kw(engine_setup))
+    # Engine-side TTFT (no frontend): queue + prefill medians; below the knee queue is ~10 us.
+    q, p = rec["aggregate.engine.queue_s.median"], rec["aggregate.engine.prefill_s.median"]
+    engine = Measurement(q.value + p.value, "s", source=p.source,
+                         provenance={**p.provenance, "derived": "median queue_s + median prefill_s (engine clock)"})
+    reconcile("engine_ttft_p50", pred, engine, rel=0.25, why=TTFT_WHY, **_kw(engine_setup))
+
+
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("model", "factor"), _cases(POISSON))
+def test_poisson_rates_against_the_knee(model, factor, request, latency_recording):
+    """The plan sets Poisson rates as multiples of the measured C=64 rate; the engine's knee
+    (closed loop at max_num_seqs, simulated) decides which runs are below it. BELOW_KNEE is a
+    declaration the simulation must confirm: below means rate < knee, the rest at least 0.95 x
+    (at the knee: within 5%, the rate being a multiple of a measured C=64 rate and the knee a
+    simulated one). Llama's f1.3 run, at its knee, is reconciled for ITL and throughput but not
+    against the below-the-knee TTFT target."""
+    rec = latency_recording(f"{model}.poisson.f{factor}")
+    setup = _setup(request, model, rec)
+    s = rec.data["run"]["settings"]
+    knee = setup.knee_rate(s["input_len"], s["output_len"])
+    if factor in BELOW_KNEE[model]:
+        assert s["rate"] < knee, f"{s['rate']:.2f} req/s is declared below the knee but the knee is {knee:.2f}"
+    else:
+        assert s["rate"] >= 0.95 * knee, f"{s['rate']:.2f} req/s is declared at the knee, which is {knee:.2f}"
+
+
+# Two sessions of the same Poisson workload put the mean ITL on both sides of the 10% target: the
+# excess is there at every rate from 0.5x up, its size moves by a few percent between sessions.
+SESSIONS = (" Qwen2.5-7B's mean ITL over two sessions: 0.5x +9.4% and +13.3%, 0.8x +18.3%, 1.0x +9.0% and +9.4%, "
+            "1.3x +13.0% and +8.8% (2026-11-30, 2026-12-01 live): the gap straddles the 10% target from session to "
+            "session, so this finding may resolve in one session and reappear in the next (strict=False).")
+ITL_UNDER_LOAD = ("At the higher rates the simulated ITLs run 10-18% short, the two decode findings combined: the "
+                  "median is a decode step of 50-90 sequences, where each sequence costs ~1.4x its KV bytes "
+                  "(h200-decode-per-sequence-cost: b=64 +6%, b=128 +13%), and the mean adds the steps that carry a "
+                  "1,024-token prompt, which the engine runs in ~35-60 ms instead of the ~25 ms modeled "
+                  "(h200-ttft-short-prefill-and-frontend).")
+
+
+ITL_MARKS = {
+    **{(QWEN, f): (pytest.mark.finding("h200-itl-under-load", hardware=MEASURED_ON, quantity="itl_mean",
+                                       reason=ITL_UNDER_LOAD + SESSIONS, expected=(1.05, 1.25), strict=False),)
+       for f in ("0.5", "0.8", "1")},
+    (QWEN, "1.3"): (pytest.mark.finding("h200-itl-under-load", hardware=MEASURED_ON, reason=ITL_UNDER_LOAD + SESSIONS,
+                                        expected=(1.05, 1.25), strict=False),),
+    (LLAMA, "1.3"): (pytest.mark.finding("h200-itl-under-load", hardware=MEASURED_ON, reason=(
+        "Llama-3.1-8B at 1.3x (at its knee, up to 86 running): median ITL 7.73 ms vs 6.95 simulated (+11%), mean "
+        "11.7 vs 10.4 ms (+12%): decode steps of 50-90 sequences at ~1.3x the roofline's per-sequence cost "
+        "(h200-decode-per-sequence-cost: Llama b=64 +8.5%, b=128 +16%), the same mechanism as Qwen's."),
+        expected=(1.10, 1.25)),),
+}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("model", "factor"), _cases(POISSON, lambda m, f: ITL_MARKS.get((m, f), ())))
+def test_poisson_itl_mean_and_median(model, factor, request, latency_recording, reconcile):
+    rec = latency_recording(f"{model}.poisson.f{factor}")
+    engine_setup = _setup(request, model, rec)
+    res = _sim(engine_setup, rec)
+    _reconcile_itl(reconcile, engine_setup, res, rec)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("model", _models())
+def test_overload_preemption(model, request, latency_recording, reconcile):
+    """Qwen: 128 prompts of 16,113 + 1,024 tokens against a 2.06M-token pool (1.06x); Llama: 128 of
+    1,755 + 1,024 against 224,704 tokens (1.58x). Preemption must start; how many times, and how
+    many run."""
+    rec = latency_recording(f"{model}.overload")
+    engine_setup = _setup(request, model, rec)
+    s = rec.data["run"]["settings"]
+    res = _sim_overload(engine_setup, rec)
+    onset = sv.kv_concurrency(int(engine_setup.sched.usable_blocks) * engine_setup.sched.block_size,
+                              s["input_len"], s["output_len"], engine_setup.sched.block_size)["never_preempted"]
+    assert s["requests"] > onset.value, "the workload does not oversubscribe the pool: no preemption predicted"
+    timeline = rec.data["run"]["result"]["timeline"]  # per-step stat logger: preempted requests, running
+    prom = rec["preemptions_prometheus"]  # vllm:num_preemptions, the engine's own counter
+    assert timeline["preemptions"] == prom.value, "the step log and the Prometheus counter disagree"
+    reconcile("preemptions", sv.as_prediction(res, "preemptions", "", "events", _label(rec)), prom, abs=1.0,
+              why="a handful of discrete events: one more or less is the granularity of the event", **_kw(engine_setup))
+    peak = Measurement(float(timeline["max_running"]), "requests", source=prom.source,
+                       provenance={**prom.provenance, "derived": "max of the per-step running count"})
+    reconcile("max_running", sv.as_prediction(res, "max_running", "", "requests", _label(rec)), peak, abs=1.0,
+              why="one request admitted a step earlier or later changes the peak by one", **_kw(engine_setup))
+
+
+def _sim_overload(setup, rec) -> sv.SimResult:
+    s = rec.data["run"]["settings"]
+    return setup.simulate(sv.Workload.closed(s["requests"], s["requests"], s["input_len"], s["output_len"]))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("model", _models())
+def test_overload_latency_and_throughput(model, request, latency_recording, reconcile):
+    rec = latency_recording(f"{model}.overload")
+    engine_setup = _setup(request, model, rec)
+    res = _sim_overload(engine_setup, rec)
+    label = _label(rec)
+    kw = _kw(engine_setup)
+    reconcile("output_throughput", sv.as_prediction(res, "output_throughput", "", "tokens/s", label),
+              rec["aggregate.output_throughput_tok_per_s"], rel=0.10, why=TPUT_WHY, **kw)
+    reconcile("ttft_p50", sv.as_prediction(res, "ttft", "p50", "s", label), rec["aggregate.ttft_s.median"],
+              rel=0.25, why="the TTFT target (25%)", **kw)
+    _reconcile_itl(reconcile, engine_setup, res, rec)
+
+
+MIXED_PREFILL = "h200-overload-prefill-in-kv-bound-steps"
+MIXED_REASON = ("Under overload a prompt's two chunks (8,192 + 7,921 tokens) share steps with ~125 decodes that each "
+                "read ~16,600 tokens of KV (~120 GB, 27 ms a step at 4.47 TB/s). The step model takes max(memory, "
+                "compute) and hides that traffic under the chunk's 150 ms of compute; the engine's prefill part of "
+                "TTFT is 0.91 s against 0.63 s simulated, so the two overlap only partly (or the steps between "
+                "chunks are longer). Queueing still dominates TTFT either way (96% vs 98% simulated).")
+
+
+LLAMA_OVERLOAD_REASON = (
+    "Heavily oversubscribed pool. Llama-3.1-8B (2026-11-30; 128 x 1,755 + 1,024 tokens on a 224,704-token pool, "
+    "1.58x, 46 preemptions as simulated): TTFT itself "
+    "agrees (mean 3.03 s vs 2.96 s, p50 +1.5%), but the engine splits it 2.58 s queue + 0.42 s prefill where the "
+    "simulation has 2.73 + 0.23: requests are first scheduled ~0.15 s earlier and then spend ~0.19 s longer "
+    "between first scheduling and first token (which itself comes ~0.07 s later on average), a queueing share of "
+    "85% vs 92%. Candidates, not separated: steps mixing a prompt with ~125 KV-heavy decodes (Llama reads 128 KiB "
+    "of KV per token, 2.3x Qwen) take longer than max(memory, compute) (Qwen's prefill part is 1.43x simulated for "
+    "the same reason), and requests preempted after their first scheduling but before their first token count the "
+    "wait as prefill in vLLM's stats. Qwen2.5-7B in the same regime (live, 2026-12-01: 128 x 1,755 + 1,024 on a "
+    "224,688-token pool, 1.58x) lands inside the bands this run set: the regime, not the model, sets the split.")
+OVERLOAD_MARKS = {
+    QWEN: (pytest.mark.finding(MIXED_PREFILL, hardware=MEASURED_ON, quantity="prefill_part_of_ttft", reason=MIXED_REASON,
+                               expected=(1.3, 1.6)),
+           pytest.mark.finding(MIXED_PREFILL, hardware=MEASURED_ON, quantity="queueing_share_of_ttft", expected=(0.97, 1.0), reason=(
+               "Measured queueing share 96.2% vs 97.7% simulated (-1.5 pp, outside the fixed 1 pp budget): the "
+               "engine's prefill part of TTFT is 0.27 s longer than simulated (0.9 pp of the 29 s TTFT; "
+               + MIXED_REASON.split(";")[0] + ") and ingress + egress take 0.2 s (0.7 pp) under overload, 15-40x "
+               "their 5-14 ms below the knee."))),
+}
+# A pool oversubscribed ~1.6x (128 prompts against a pinned ~225k-token pool) queues differently from one
+# oversubscribed 1.06x (the whole 2M-token pool): its quantities carry the regime in their name, and its
+# bands come from the first run of that regime (Llama-3.1-8B, 2026-11-30), so the second model's run
+# (Qwen2.5-7B, live, 2026-12-01) is checked against a band it did not set.
+HEAVY = "_heavily_oversubscribed"
+HEAVY_MARKS = (pytest.mark.finding(MIXED_PREFILL, hardware=MEASURED_ON, quantity="queueing_share_of_ttft" + HEAVY,
+                                   expected=(0.88, 0.96), reason=LLAMA_OVERLOAD_REASON),
+               pytest.mark.finding(MIXED_PREFILL, hardware=MEASURED_ON, quantity="prefill_part_of_ttft" + HEAVY,
+                                   expected=(1.6, 2.1), reason=LLAMA_OVERLOAD_REASON))
+HEAVY_ABOVE = 1.3  # demand / pool above which a run is the heavy regime (the runs: 1.06 and 1.58)
+
+
+def _regime(rec) -> str:
+    return HEAVY if rec.data["run"]["settings"].get("demand_over_pool", 0) > HEAVY_ABOVE else ""
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("model", _models(lambda m: (*OVERLOAD_MARKS.get(m, ()), *HEAVY_MARKS)))
+def test_overload_queueing_share_of_ttft(model, request, latency_recording, reconcile):
+    """Engine queue time over client TTFT, both means: TTFT in overload is queueing."""
+    rec = latency_recording(f"{model}.overload")
+    engine_setup = _setup(request, model, rec)
+    res = _sim_overload(engine_setup, rec)
+    q, t = rec["aggregate.engine.queue_s.mean"], rec["aggregate.ttft_s.mean"]
+    share = Measurement(q.value / t.value, "", source=q.source,
+                        provenance={**q.provenance, "derived": "mean engine queue_s / mean client TTFT"})
+    pred = Prediction(res.stat("queue", "mean") / res.stat("ttft", "mean"), "", "mean queue / mean TTFT (simulated)",
+                      terms=(Term("mean queue", res.stat("queue", "mean"), "s"),
+                             Term("mean TTFT", res.stat("ttft", "mean"), "s")))
+    sim_prefill = 1 - pred.value
+    reconcile("queueing_share_of_ttft" + _regime(rec), pred, share, abs=0.01,
+              why=f"a fixed 1 pp budget set from the prediction, not from this run: the simulated prefill share "
+                  f"({sim_prefill:.1%}) held to the TTFT target (25%: {0.25 * sim_prefill * 100:.1f} pp), the rest for "
+                  "the frontend the simulation omits (ingress + egress: 5-14 ms per request below the knee; 0.4 pp is "
+                  "~0.12 s of a ~30 s TTFT)", **_kw(engine_setup))
+    prefill_part = Prediction(res.stat("ttft", "mean") - res.stat("queue", "mean"), "s",
+                              "mean TTFT - mean queue (simulated): first scheduling to first token",
+                              notes=res.calibration)
+    reconcile("prefill_part_of_ttft" + _regime(rec), prefill_part, rec["aggregate.engine.prefill_s.mean"], rel=0.25,
+              why="the TTFT target (25%)", **_kw(engine_setup))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("model", _models())
+def test_overload_every_request_completes_exactly(model, latency_recording, reconcile):
+    """No request fails, and each one emits exactly output_len tokens (ignore_eos): read from the
+    per-request counts, not from the harness's aggregate (whose sum could hide a +1/-1 pair)."""
+    rec = latency_recording(f"{model}.overload")
+    s = rec.data["run"]["settings"]
+    reconcile("failed_requests", Prediction(0.0, "count", "0: every request fits the KV pool alone"),
+              rec["aggregate.failed"])
+    counts = rec.data["run"]["result"]["per_request"]["output_tokens"]
+    src = rec["aggregate.failed"]
+    per_request = Prediction(float(s["output_len"]), "tokens", "output_len (ignore_eos)", dict(s))
+    reconcile("requests_answered", Prediction(float(s["requests"]), "requests", "requests sent", dict(s)),
+              Measurement(float(len(counts)), "requests", source=src.source,
+                          provenance={**src.provenance, "derived": "rows of data.run.result.per_request"}))
+    for stat, fn in (("min", min), ("max", max)):
+        reconcile(f"output_tokens_per_request_{stat}", per_request,
+                  Measurement(float(fn(counts)), "tokens", source=src.source,
+                              provenance={**src.provenance, "derived": f"{stat} of per_request.output_tokens"}))

@@ -1,0 +1,210 @@
+"""vLLM 0.26.0, Qwen2.5-7B on each target card: the decode step at batch 1-128 and the lone prefill
+at 128-32,000 tokens, against the step model with the ceilings measured in the same session.
+
+Recordings: results/<card>/latency/qwen2.5-7b.decode.b*, .prefill.l* (scripts/device/latency_plan.py,
+live: the same program once per session, tests_latency/latency_live_plan.py;
+decode step = median steady ITL of B requests of 1024/128 sent at once; prefill = median
+engine time from scheduling to first token of a lone request, one warm-up discarded).
+In-sample (conftest.engine_setup): decode.b1 (t_overhead) and prefill.l8192 (eta); the checks
+below verify from the recordings' settings that they test neither (Setup.check_held_out).
+test_prefill[16384]'s first chunk is the 8,192-token step eta was fitted on; its note says so.
+"""
+
+from __future__ import annotations
+
+import pytest
+from latency_findings import MEASURED_ON
+from latency_setups import h200_workload, mean_context, with_note
+
+from pytest_anatomy.measure import Measurement
+from pytest_anatomy.measure.analysis import linear_fit
+from pytest_anatomy.theory import latency as lat
+from pytest_anatomy.theory.prediction import Prediction, Term
+
+# Recorded Qwen2.5-7B decode runs (or the live target): the runs these tests read exist there.
+pytestmark = pytest.mark.targets(recorded="qwen2.5-7b.decode.", live=True)
+# Tests whose live measurements are in the slow plan only (a second engine for Llama-3.1-8B).
+LIVE_SLOW_TESTS = ("test_decode_overhead_transfers_to_a_second_model",
+                   "test_prefill_efficiency_transfers_to_a_second_model", "test_marginal_cost_per_sequence")
+
+BATCHES = (2, 4, 8, 16, 32, 64, 128)
+PREFILL = (128, 512, 2048, 16384, 32000)
+TARGET_WHY = ("the accuracy target for a calibrated step (10%); repeated runs of one shape scatter by "
+              "< 2% (engine-clock p10-p90 of the steady ITL)")
+
+
+def _decode(latency_recording, b: int, model: str = "qwen2.5-7b"):
+    rec = latency_recording(f"{model}.decode.b{b}")
+    s = rec.data["run"]["settings"]
+    return rec, mean_context(s["input_len"], s["output_len"])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("b", [*BATCHES[:-1], pytest.param(128, marks=pytest.mark.finding("h200-decode-per-sequence-cost", hardware=MEASURED_ON,
+    reason="At b=128 the step (7.27 ms) is 13% above the model (6.44 ms): each sequence costs ~19-20 us per step "
+           "where its 1,088 tokens of KV at the measured 4.47 TB/s cost 14.0 us (test_marginal_cost_per_sequence), "
+           "the same kind of excess the seed found on the 4090 (1.6x). Within the issue's b = 1-64 range the gap "
+           "stays below 6%.", expected=(1.10, 1.18)))])
+def test_decode_step(b, engine_setup, latency_recording, reconcile):
+    """Median steady ITL of b sequences at the mean context (1024 + 128/2), held out (b != 1)."""
+    rec, ctx = _decode(latency_recording, b)
+    note = engine_setup.check_held_out(h200_workload(rec), "step_time_s")
+    pred = lat.decode_step_time(engine_setup.model, engine_setup.ceilings, engine_setup.calib, b, ctx)
+    reconcile("decode_step", with_note(pred, note), rec["step_time_s"], rel=0.10, why=TARGET_WHY,
+              model=engine_setup.model.name)
+
+
+@pytest.mark.gpu
+@pytest.mark.finding("h200-decode-step-overhead", hardware=MEASURED_ON,
+    reason="The bare roofline (14.20 GB at the measured 4.47 TB/s read ceiling = 3.18 ms; 2.96 ms at the 4.8 TB/s "
+           "datasheet) misses 1.49 ms of the 4.67 ms b=1 step (32%). A CUDA-graphed chain of cuBLAS GEMVs over "
+           "the same weights took 4.02 ms on this H200 (DESIGN.md): 0.84 ms of the gap is GEMV streaming below "
+           "the read ceiling; the remaining ~0.65 ms is attention, norms, rope, sampling and kernel boundaries.",
+    expected=(1.35, 1.6))
+def test_decode_roofline_without_overhead(engine_setup, latency_recording, reconcile):
+    rec, ctx = _decode(latency_recording, 1)
+    pred = lat.decode_step_time(engine_setup.model, engine_setup.ceilings, lat.UNCALIBRATED, 1, ctx)
+    reconcile("decode_step_roofline", pred, rec["step_time_s"], rel=0.10, why=TARGET_WHY,
+              model=engine_setup.model.name)
+
+
+@pytest.mark.gpu
+@pytest.mark.finding("h200-decode-per-sequence-cost", hardware=MEASURED_ON,
+    reason="Each extra sequence adds 19.2 us to Qwen2.5-7B's decode step and 42.3 us to Llama-3.1-8B's (OLS over "
+           "b = 1..64), 1.37x and 1.32x their KV reads at the session's read ceiling (1,088 tokens x 56 KiB at "
+           "4.47 TB/s = 14.0 us; x 128 KiB at 4.45 TB/s = 32.0 us): the same per-byte excess on two KV shapes "
+           "(GQA 7:1 vs 4:1), so it scales with KV bytes, not with the model's GEMMs. The seed's 4090 shows 1.6x. "
+           "Not yet isolated: paged decode attention over 16-token blocks reading below the streaming ceiling.",
+    expected=(1.3, 1.7))
+@pytest.mark.parametrize("setup_name", ("engine_setup", "transfer_setup"))
+def test_marginal_cost_per_sequence(setup_name, request, latency_recording, reconcile):
+    """Least-squares slope of the decode step over b = 1..64 vs the model's d(t_step)/db."""
+    engine_setup = request.getfixturevalue(setup_name)
+    batches = (1, 2, 4, 8, 16, 32, 64)
+    recs = [_decode(latency_recording, b, engine_setup.model.name) for b in batches]
+    fit = linear_fit(batches, [r["step_time_s"].value for r, _ in recs])
+    first = recs[0][0]["step_time_s"]
+    slope = Measurement(fit.slope, "s", source=first.source,
+                        provenance={**first.provenance, "fit": f"OLS over b={list(batches)}, R^2={fit.r_squared:.4f}",
+                                    "recording": f"results/{engine_setup.label}/latency/{engine_setup.model.name}.decode.b*.json"})
+    ctx = recs[0][1]
+    t = [lat.decode_step_time(engine_setup.model, engine_setup.ceilings, engine_setup.calib, b, ctx).value for b in (1, 64)]
+    pred = Prediction((t[1] - t[0]) / 63, "s", "d(t_step)/db = context x kv_bytes_per_token / BW", {"context": ctx},
+                      terms=(Term("t_step(b=1)", t[0], "s"), Term("t_step(b=64)", t[1], "s")))
+    reconcile("decode_s_per_sequence", pred, slope, rel=0.10, why=TARGET_WHY,
+              model=engine_setup.model.name)
+
+
+SHORT_PREFILL_REASON = (
+    "A lone prompt of 128 or 512 tokens takes far longer from scheduling to first token than one step of that "
+    "work (4.7-4.9 ms at 128 tokens, memory-bound; 12-13 ms at 512, compute-bound); from 2,048 tokens on the model "
+    "holds within 3%. The excess is not a per-step cost (decode steps show 1.5 ms) and it depends on the KV pool: "
+    "with the pool gpu_memory_utilization makes (0.9-2.1M tokens) it is 11-25 ms (Qwen2.5-7B 128/512 tokens: "
+    "3.41x/3.08x on 2026-11-30; Llama-3.1-8B: 3.66x/2.57x on 2026-12-01), with the pool pinned by "
+    "kv_cache_memory_bytes (12-27 GiB, ~225k tokens) 5-10 ms (Qwen 2.08x/1.84x on 2026-12-01; Llama 2.45x/1.74x on "
+    "2026-11-30): two models, two sessions, the same split. Mechanism not established; candidates: per-request "
+    "work in the engine that grows with the number of KV blocks (block pool or block-table set-up), the first "
+    "step after an idle engine. Each band spans both models' runs of that pool regime.")
+# (lo, hi) of measured/predicted per (prompt length, pool regime); the regime is the reconciliation name.
+SHORT_PREFILL_BANDS = {(128, ""): (3.0, 4.0), (512, ""): (2.3, 3.4),
+                       (128, "_pinned_pool"): (1.9, 2.7), (512, "_pinned_pool"): (1.6, 2.0)}
+
+
+def _short_prefill(name: str, length: int) -> tuple:
+    return tuple(pytest.mark.finding("h200-short-prefill-depends-on-kv-pool", hardware=MEASURED_ON,
+                                     quantity=f"{name}{regime}", reason=SHORT_PREFILL_REASON,
+                                     expected=SHORT_PREFILL_BANDS[(length, regime)])
+                 for regime in ("", "_pinned_pool"))
+
+
+def pool_regime(setup) -> str:
+    """'_pinned_pool' when the run's engine had kv_cache_memory_bytes pinned, else ''."""
+    return "_pinned_pool" if setup.kv_pinned else ""
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("length", [pytest.param(n, marks=_short_prefill("prefill", n)) for n in PREFILL[:2]]
+                         + list(PREFILL[2:]))
+def test_prefill(length, engine_setup, latency_recording, reconcile):
+    """Lone prefill in chunks of max_num_batched_tokens (8,192): compute-bound above ~180 tokens,
+    with the quadratic attention term; eta fitted on 8,192 tokens only."""
+    rec = latency_recording(f"qwen2.5-7b.prefill.l{length}")
+    notes = [engine_setup.check_held_out(h200_workload(rec), "engine_prefill_s.median")]
+    budget = engine_setup.sched.max_num_batched_tokens
+    eta_fit = next(f for f in engine_setup.fits if f.constant == "eta")
+    fitted = lat.prefill_chunks(dict(eta_fit.workload)["input_len"], budget)
+    chunks = lat.prefill_chunks(length, budget)
+    if len(chunks) > 1 and chunks[0] == fitted[0]:  # a first chunk that is the fitted lone step
+        notes.append(f"chunk 1 ({chunks[0][0]} tokens after {chunks[0][1]}) is the step eta was fitted on "
+                     f"({eta_fit.recording}): only the {len(chunks) - 1} later chunk(s), attending to the earlier "
+                     "ones, are held out")
+    pred = lat.prefill_time(engine_setup.model, engine_setup.ceilings, engine_setup.calib, length, budget)
+    reconcile("prefill" + pool_regime(engine_setup), with_note(pred, *notes), rec["engine_prefill_s.median"],
+              rel=0.10, why=TARGET_WHY, model=engine_setup.model.name)
+
+
+@pytest.mark.gpu
+@pytest.mark.finding("h200-prefill-below-matmul-ceiling", hardware=MEASURED_ON,
+    reason="At the measured 8192^3 bf16 matmul ceiling (800 TFLOP/s; datasheet 989) long prefills are 27-29% "
+           "slower than their FLOPs: they reach ~78% of it (eta = 0.79 when fitted). Real shapes (K = 3,584, "
+           "N = 512 for k/v) tile worse than 8192^3, FlashAttention's causal kernel runs below GEMM peak, and "
+           "norms/rope/activations add memory-bound passes the FLOP count ignores.",
+    expected=(1.2, 1.45))
+@pytest.mark.parametrize("length", (2048, 8192, 16384, 32000))
+def test_prefill_at_the_matmul_ceiling(length, engine_setup, latency_recording, reconcile):
+    rec = latency_recording(f"qwen2.5-7b.prefill.l{length}")
+    pred = lat.prefill_time(engine_setup.model, engine_setup.ceilings, lat.UNCALIBRATED, length,
+                            engine_setup.sched.max_num_batched_tokens)
+    reconcile("prefill_roofline", pred, rec["engine_prefill_s.median"], rel=0.10, why=TARGET_WHY,
+              model=engine_setup.model.name)
+
+
+@pytest.mark.gpu
+def test_prefill_attention_term_runs_at_matmul_efficiency(engine_setup, latency_recording, reconcile):
+    """Attention is 11% of the FLOPs at 8,192 tokens and 33% at 32,000: if the S^2 term were
+    wrong (or missing) measured/roofline would differ between the two lengths by up to 35%."""
+    ratios = []
+    for n in (8192, 32000):
+        rec = latency_recording(f"qwen2.5-7b.prefill.l{n}")
+        roof = lat.prefill_time(engine_setup.model, engine_setup.ceilings, lat.UNCALIBRATED, n,
+                                engine_setup.sched.max_num_batched_tokens)
+        ratios.append((rec["engine_prefill_s.median"], roof))
+    (m8, r8), (m32, r32) = ratios
+    measured_ratio = Measurement((m32.value / r32.value) / (m8.value / r8.value), "", source=m32.source,
+                                 provenance={**m32.provenance, "derived": "(measured/roofline at 32k) / (at 8k)"})
+    pred = Prediction(1.0, "", "attention FLOPs run at the same fraction of peak as the matmuls",
+                      terms=(Term("roofline at 8,192", r8.value, "s"), Term("roofline at 32,000", r32.value, "s")))
+    reconcile("attention_vs_matmul_efficiency", pred, measured_ratio, rel=0.05,
+              why="+-5% on the ratio is attention (a third of the FLOPs at 32k) within +-15% of the matmuls' "
+                  "efficiency; dropping the S^2 term would move the ratio by 35%",
+              model=engine_setup.model.name)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("b", [1, *BATCHES[:-1], pytest.param(128, marks=pytest.mark.finding("h200-decode-per-sequence-cost", hardware=MEASURED_ON,
+    reason="Llama-3.1-8B at b=128: 10.35 ms against 8.95 ms (+15.7%), Qwen2.5-7B's +13% on a model whose step is "
+           "more KV: 128 sequences x 1,088 tokens x 128 KiB = 18.3 GB, 2.3x Qwen's, read at ~1.3x the roofline's "
+           "cost per byte (test_marginal_cost_per_sequence). Predicted before the run to miss by more than Qwen "
+           "(docs/RECORDING.md).", expected=(1.10, 1.20)))])
+def test_decode_overhead_transfers_to_a_second_model(b, transfer_setup, latency_recording, reconcile):
+    """The calibration's real test: the overhead fitted on Qwen2.5-7B's b=1 step predicting
+    Llama-3.1-8B's decode step on the same engine and GPU (Llama's own session's ceilings)."""
+    setup = transfer_setup
+    rec, ctx = _decode(latency_recording, b, setup.model.name)
+    note = setup.check_held_out(h200_workload(rec), "step_time_s")
+    pred = lat.decode_step_time(setup.model, setup.ceilings, setup.calib, b, ctx)
+    reconcile("decode_step_other_model", with_note(pred, note), rec["step_time_s"], rel=0.10, why=TARGET_WHY,
+              model=setup.model.name)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("length", [pytest.param(n, marks=_short_prefill("prefill_other_model", n))
+                                    for n in PREFILL[:2]] + list(PREFILL[2:]))
+def test_prefill_efficiency_transfers_to_a_second_model(length, transfer_setup, reconcile, latency_recording):
+    """The same for eta: fitted on Qwen2.5-7B's 8,192-token prefill, tested on Llama-3.1-8B."""
+    setup = transfer_setup
+    rec = latency_recording(f"{setup.model.name}.prefill.l{length}")
+    note = setup.check_held_out(h200_workload(rec), "engine_prefill_s.median")
+    pred = lat.prefill_time(setup.model, setup.ceilings, setup.calib, length, setup.sched.max_num_batched_tokens)
+    reconcile("prefill_other_model" + pool_regime(setup), with_note(pred, note), rec["engine_prefill_s.median"],
+              rel=0.10, why=TARGET_WHY, model=setup.model.name)

@@ -1,0 +1,61 @@
+"""A pytest plugin that makes a CPU machine look like the project's H200, for rehearsing the live path.
+
+NVML detection answers with an H200; the capacity suite's engine starts return the recorded
+device batches' results for the same configuration; the latency plan returns the recorded
+Qwen2.5-7B batch (and Llama-3.1-8B's for the slow plan). Everything between those measurements
+and the verdicts (targets, the session cache, recording, the lab's mapping, the tests) runs for
+real, so a live session on the card can be checked on CPU against the replay of the same data.
+Use: `PYTHONPATH=tests_plugin/live_rehearsal pytest -p fake_h200 -m gpu --anatomy-source=live`.
+"""
+import pytest
+from pytest_anatomy.specs import hardware
+from pytest_anatomy.measure import cuda_facts
+
+def pytest_configure(config):
+    gpu = hardware.DetectedGPU(index=0, name="NVIDIA H200", backend="nvml", memory_total_bytes=143771*2**20,
+                               catalog_name="h200", compute_capability=(9, 0), sm_clock_max_mhz=1980, mem_clock_max_mhz=3201,
+                               memory_bus_bits=6144, cuda_cores=16896)
+    hardware.detect = lambda *a, **k: gpu
+    cuda_facts.cuda_device_facts = lambda *a, **k: {"sm_count": 132, "l2_bytes": 60*2**20, "cuda_memory_total_bytes": 150_109_880_320, "compute_capability": [9,0]}
+    hardware.visible_gpu_count = lambda: 1
+
+import glob, json, lzma
+from pathlib import Path
+REPO = Path(__file__).resolve().parents[2]
+
+def _batches(pattern):
+    docs = []
+    for f in sorted(glob.glob(str(REPO / "results/h200/batches" / pattern))):
+        raw = Path(f).read_bytes()
+        if f.endswith(".xz"):
+            raw = lzma.decompress(raw)
+        docs.append(json.loads(raw))
+    return docs
+
+def fake_measure_memory_ledger(config, settings, timeout_s=600, workdir=None, model_dir=None):
+    from pytest_anatomy.specs import catalog
+    name = None
+    for cand in ("qwen2.5-0.5b", "qwen2.5-7b", "qwen2.5-14b", "qwen2.5-32b", "llama-3.1-8b", "mistral-7b-v0.3"):
+        c = catalog.load_config(cand)
+        if all(c.get(k) == config.get(k) for k in ("hidden_size", "num_hidden_layers", "vocab_size", "intermediate_size")):
+            name = cand
+    rid = f"{name}.{settings.tag()}"
+    for doc in _batches("*/capacity-*.json"):
+        for run in doc["runs"]:
+            if run["id"] == rid:
+                return run["result"]
+    raise RuntimeError(f"no recorded run {rid}")
+
+def fake_run_plan(plan, config, out_dir, log=print):
+    log(f"fake latency plan {plan.kinds}")
+    main = _batches("20261130T003745Z/latency.json")[0]
+    second = [d for d in _batches("20261130T020239Z/latency*.json")] if plan.second_model else []
+    return [main] + second
+
+def pytest_sessionstart(session):
+    import sys, types, importlib.machinery
+    from pytest_anatomy.measure import vllm_engine, latency_live
+    vllm_engine.measure_memory_ledger = fake_measure_memory_ledger
+    latency_live.run_plan = fake_run_plan
+    mod = types.ModuleType("vllm"); mod.__spec__ = importlib.machinery.ModuleSpec("vllm", None)
+    sys.modules["vllm"] = mod

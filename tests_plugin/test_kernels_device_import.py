@@ -1,0 +1,46 @@
+"""The kernels plan's output imports into recordings with the fields the H200 tests read."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pytest_anatomy import recordings
+from pytest_anatomy.importers.device import import_files
+
+
+def _batch() -> dict:
+    timing = {"ms_median": 3.1, "samples_ms": [3.1, 3.2, 3.0]}
+    return {"schema": "pytest-anatomy/device-batch/v1",
+            "provenance": {"kind": "kernels", "date_utc": "2026-11-30T10:00:00+00:00", "command": "kernels_plan.py",
+                           "versions": {"torch": {"version": "2.11.0"}, "cuda-core": {"version": "1.2.0"}},
+                           "nvidia_smi": {"summary": {"name": "NVIDIA H200", "driver": "580.159.04"}}},
+            "runs": [
+                {"id": "kernels-ceilings", "settings": {}, "result": {"kind": "ceilings",
+                 "read_bandwidth": {"value": 4.4e12, "samples": [4.4e12]}, "copy_bandwidth": {"value": 4.2e12}}},
+                {"id": "sgemm.s7-warptiling.4096x4096x4096", "settings": {"runs": 30},
+                 "result": {"kind": "kernel-timing", "status": "ok", "ladder": "sgemm", "rung": "s7-warptiling",
+                            "shape": {"M": 4096, "N": 4096, "K": 4096}, "dtype": "fp32", "ms_median": 3.1,
+                            "ms_median_repeat": 3.12, "baseline_rung": "s0-cublas", "baseline_ms_median": 2.7,
+                            "timings": [timing, {**timing, "ms_median": 3.12}], "correctness": [], "gpu": "NVIDIA H200"}},
+                {"id": "softmax.x3-registers.128x152064", "settings": {},
+                 "result": {"kind": "kernel-timing", "status": "refused", "reason": "holds at most 8,192 columns",
+                            "ladder": "softmax", "rung": "x3-registers", "shape": {"M": 128, "N": 152064}, "dtype": "fp32"}},
+                {"id": "check.sgemm", "settings": {}, "result": {"kind": "correctness", "checks": {}}},
+            ]}
+
+
+def test_kernel_batch_imports(tmp_path: Path):
+    src = tmp_path / "kernels.json"
+    src.write_text(json.dumps(_batch()))
+    done = import_files([src], tmp_path / "results")
+    assert any(s == "wrote" for s, _ in done)
+    rec = recordings.load_latest(tmp_path / "results", "h200", "kernels", "sgemm.s7-warptiling.4096x4096x4096")
+    for key in ("ladder", "rung", "shape", "dtype", "ms_median", "baseline_ms_median"):
+        assert rec.data[key] is not None, key
+    assert rec["time"].value == 3.1e-3 and rec["baseline_time"].value == 2.7e-3
+    assert rec.provenance["gpu"] == "NVIDIA H200" and rec.provenance["driver"] == "580.159.04"
+    refused = recordings.load_latest(tmp_path / "results", "h200", "kernels", "softmax.x3-registers.128x152064")
+    assert refused.data["status"] == "refused"
+    ceil = recordings.load_latest(tmp_path / "results", "h200", "kernels", "kernels-ceilings")
+    assert ceil["read_bandwidth"].value == 4.4e12

@@ -1,0 +1,91 @@
+"""The live path rehearsed on CPU: a session that believes it has an H200 (live_rehearsal/
+fake_h200.py answers NVML, the engine starts and the latency plan with recorded device batches)
+must reconcile exactly what the replay of the same recordings reconciles, with the same verdicts,
+each measurement made once, every recording written once and no error."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _session(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], dict]:
+    report = tmp_path / "report.html"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "tests_plugin" / "live_rehearsal"), str(REPO)])}
+    env.pop("GITHUB_STEP_SUMMARY", None)
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "fake_h200", "-p", "no:cacheprovider", "-q",
+                           f"--anatomy-report={report}", *args], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=300)
+    return proc, json.loads(report.with_suffix(".json").read_text())
+
+
+def _key(e: dict) -> tuple:
+    return (e["suite"], e["name"], round(e["predicted"], 9), round(e["measured"], 9))
+
+
+def _import_the_batches(into: Path) -> None:
+    """The device batches fake_h200 answers with, imported as recordings: the replay then reads
+    exactly what the live session measured (newer recordings in results/ would supersede them)."""
+    from pytest_anatomy.importers.device import import_files
+
+    batches = REPO / "results" / "h200" / "batches"
+    for folder, pattern in (("20261130T003745Z", "*.json"), *((p.name, "capacity-*.json") for p in batches.iterdir())):
+        files = []
+        for f in sorted((batches / folder).glob(pattern)):
+            if f.name.endswith(".xz"):
+                continue
+            files.append(f)
+        if files:
+            import_files(files, into)
+
+
+@pytest.fixture(scope="module")
+def live_and_replay(tmp_path_factory: pytest.TempPathFactory) -> tuple:
+    results = tmp_path_factory.mktemp("results")
+    replayed = tmp_path_factory.mktemp("replayed")
+    _import_the_batches(replayed)
+    live, live_ledger = _session(tmp_path_factory.mktemp("live"), "-m", "gpu and not slow", "--anatomy-source=live",
+                                 "--anatomy-record", "-o", f"anatomy_results_dir={results}",
+                                 "tests_capacity/test_capacity_ledger.py", "tests_latency/test_latency_steps.py")
+    replay, replay_ledger = _session(tmp_path_factory.mktemp("replay"), "--anatomy-source=recorded",
+                                     "-o", f"anatomy_results_dir={replayed}",
+                                     "tests_capacity/test_capacity_ledger.py", "tests_latency/test_latency_steps.py")
+    return live, live_ledger, replay, replay_ledger, results
+
+
+def test_live_session_has_no_error_and_measures_live(live_and_replay) -> None:
+    live, ledger, *_ = live_and_replay
+    assert live.returncode == 0, live.stdout[-3000:] + live.stderr[-2000:]
+    assert ledger["environment"]["hardware_spec_source"] == "catalog"
+    assert [t["name"] for t in ledger["environment"]["targets"]] == ["h200"]
+    assert ledger["reconciliations"] and all(e["source"] == "live" for e in ledger["reconciliations"])
+    assert ledger["session_duration_s"] > 0
+    assert "measuring capacity/vllm-ledger.qwen2.5-7b.u0.90.len8192.eager on h200" in live.stdout
+
+
+def test_live_verdicts_equal_the_replay_of_the_same_data(live_and_replay) -> None:
+    _, live_ledger, _, replay_ledger, _ = live_and_replay
+    replay = {_key(e): e["verdict"] for e in replay_ledger["reconciliations"] if e["hardware"] == "h200"}
+    live = {_key(e): e["verdict"] for e in live_ledger["reconciliations"]}
+    assert len(live) >= 30
+    assert {k: v for k, v in live.items() if replay.get(k) != v} == {}
+
+
+def test_each_measurement_is_made_and_recorded_once(live_and_replay) -> None:
+    live, _, _, _, results = live_and_replay
+    made = Counter(line.split("measuring ", 1)[1].split(" on ")[0] for line in live.stdout.splitlines()
+                   if "] measuring " in line)
+    assert made and max(made.values()) == 1, made
+    written = sorted(p.relative_to(results).as_posix() for p in results.rglob("*@*.json"))
+    names = [w.rsplit("@", 1)[0] for w in written]
+    assert len(names) == len(set(names)) == len(made), written
+    assert any(w.startswith("h200/latency/qwen2.5-7b.decode.b64@") for w in written)
+    assert any(w.startswith("h200/ceilings/ceilings@") for w in written)
