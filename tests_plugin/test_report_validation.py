@@ -21,16 +21,18 @@ def _rec(name: str, predicted: float, measured: float, verdict: str, **prov: Any
 
 def test_rows_group_and_summarise_errors() -> None:
     recs = [_rec("ttft_mean", 1.0, m, v, third_party="aiconfigurator", engine="vllm")
-            for m, v in ((1.1, "agree"), (0.8, "finding"), (1.5, "diverge"), (1.0, "resolved"))]
+            for m, v in ((1.1, "agree"), (0.8, "finding"), (1.5, "diverge"), (1.0, "resolved"), (1.3, "finding"))]
     for r in recs:
         r["provenance"]["source"] = "third-party"
+    recs[1]["finding"] = {"id": "kv-pool-smaller-than-concurrency"}
+    recs[4]["finding"] = {"id": "aiconfigurator-h100-sxm-vllm-ttft-mean" + validation.UNESTABLISHED}
     (row,) = validation.rows(recs)
     assert (row.source, row.gpu, row.engine, row.metric, row.count) == ("AIConfigurator", "h100-sxm", "vllm",
-                                                                        "ttft_mean", 4)
-    assert row.median_abs_error == pytest.approx(0.15)  # errors 0, 0.1, 0.2, 0.5
-    assert row.p90_abs_error == pytest.approx(0.41)
-    assert row.measured_above == 0.5
-    assert (row.agree, row.finding, row.unexplained) == (2, 1, 1)
+                                                                        "ttft_mean", 5)
+    assert row.median_abs_error == pytest.approx(0.2)  # errors 0, 0.1, 0.2, 0.3, 0.5
+    assert row.p90_abs_error == pytest.approx(0.42)
+    assert row.measured_above == 0.6
+    assert (row.agree, row.finding, row.unexplained, row.diverge) == (2, 1, 1, 1)
 
 
 def test_own_rows_keep_comparable_metrics_and_drop_fit_repeats_and_live_numbers() -> None:
@@ -71,4 +73,27 @@ def test_html_report_shows_the_table() -> None:
            "prediction": {"value": 100.0, "unit": "blocks", "formula": "f", "inputs": {}, "terms": [], "notes": []},
            "finding": None}
     html = render_html({"reconciliations": [rec], "environment": {}, "tests": {}, "skips": []})
-    assert 'id="validation"' in html and "inference-sim" in html and "0 / 0 / 1" in html
+    assert 'id="validation"' in html and "inference-sim" in html and "0 / 0 / 0 / 1" in html
+
+
+def test_html_report_keeps_validation_reconciliations_compact() -> None:
+    """The page shows the validation suite through its table and findings only: no derivation,
+    no plot row, not in the embedded ledger (the JSON ledger beside the page keeps them)."""
+    import json
+    import re
+
+    def rec(suite: str, name: str, fid: str) -> dict[str, Any]:
+        return {**_rec(name, 100.0, 150.0, "finding", suite=suite, test_id=f"{suite}::{name}"),
+                "provenance": {"source": "third-party", "third_party": "aiconfigurator", "engine": "vllm"},
+                "unit": "s", "gap_abs": 50.0, "gap_rel": 0.5, "ratio": 1.5, "model": "m",
+                "tolerance": {"rel": 0, "abs": 0, "ratio": [0.9, 1.1], "why": "w"},
+                "prediction": {"value": 100.0, "unit": "s", "formula": "FORMULA-" + name, "inputs": {}, "terms": [],
+                               "notes": []},
+                "finding": {"id": fid, "reason": "REASON-" + fid}}
+    recs = [rec("validation", "tpot_mean", "third-party-miss"), rec("latency", "decode_step", "own-miss")]
+    html = render_html({"reconciliations": recs, "environment": {}, "tests": {}, "skips": []})
+    assert "FORMULA-decode_step" in html and "FORMULA-tpot_mean" not in html  # derivation of own rows only
+    assert "REASON-third-party-miss" in html and "1 reconciliation" in html  # the finding stays, with its count
+    embedded = json.loads(re.search(r'id="anatomy-ledger">(.*?)</script>', html, re.S).group(1))
+    assert [r["name"] for r in embedded["reconciliations"]] == ["decode_step"]
+    assert embedded["reconciliations_left_out"]["count"] == 1

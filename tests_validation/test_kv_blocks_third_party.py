@@ -1,25 +1,26 @@
 """KV blocks of inference-sim's H100 runs (vLLM 0.15.1, total_kv_blocks read from each run's log),
-predicted from config.json + the H100 SXM catalog spec + the 0.15.1 accounting rules."""
+predicted from config.json + the card's catalog spec + the 0.15.1 accounting rules."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
-from sweeps import Case, cases, kv_blocks, marks_for, route
+from sweeps import Case, cases, finding_marks, kv_blocks, replay_targets, route
 
 from pytest_anatomy.specs.hardware import get_hardware
 from pytest_anatomy.specs.model import load_model
 from pytest_anatomy.theory import capacity as cap
 from pytest_anatomy.units import GiB
 
+SOURCE = "inference-sim"
 # torch's out-of-memory message prints cudaMemGetInfo's total: 79.10-79.33 GiB on 80 GB cards in public logs,
 # while the catalog's H100 SXM entry has only NVML's 81,559 MiB (79.65 GiB), which the ledger then uses.
 CUDA_TOTAL_GIB = (79.10, 79.33)
 
 
 def _args(case: Case) -> tuple[Any, ...]:
-    return (case.s("catalog_model"), case.s("tp"), case.s("max_num_seqs"), case.s("max_num_batched_tokens"),
+    return (case.hardware, case.s("catalog_model"), case.s("tp"), case.s("max_num_seqs"), case.s("max_num_batched_tokens"),
             case.s("engine_version"))
 
 
@@ -28,16 +29,14 @@ def _tolerance(pred: float, lo: float, hi: float) -> tuple[float, float]:
     return lo / pred - one, hi / pred + one
 
 
-def _why(case: Case, pred: float) -> str:
-    model, tp = load_model(case.s("catalog_model")), case.s("tp")
-    page = cap.kv_bytes_per_token(model, tp=tp).value * 16
-    missing = (pred - dict(case.measured)["num_gpu_blocks"]) * page / GiB
-    nvml = get_hardware("h100-sxm").require("nvml_memory_bytes") / GiB
-    cuda = [0.90 * (nvml - t) for t in reversed(CUDA_TOTAL_GIB)]
-    return (f"the engine had {missing:.2f} GiB less KV memory per rank than predicted at util 0.90. Part of it: the "
-            f"ledger's total is NVML's {nvml:.2f} GiB, CUDA reports {CUDA_TOTAL_GIB[0]}-{CUDA_TOTAL_GIB[1]} GiB on "
-            f"80 GB cards, {cuda[0]:.2f}-{cuda[1]:.2f} GiB less budget at util 0.90; the rest is not explained "
-            "(vLLM 0.15.1's profile run and, at TP 4, NCCL buffers grown past our TP2 constant are candidates).")
+CANDIDATES = ("Candidates: vLLM 0.15.1's profile run and, at TP 4, NCCL buffers grown past our TP2 constant.")
+
+
+def _lacks_cuda_total(hardware: str) -> bool:
+    """An 80 GB card whose catalog entry has only NVML's total (the CUDA_TOTAL_GIB cause applies)."""
+    hw = get_hardware(hardware)
+    nvml = hw.nvml_memory_bytes
+    return hw.cuda_visible_memory_bytes is None and nvml is not None and 79 * GiB < nvml < 80 * GiB
 
 
 CUDA_TOTAL_REASON = (
@@ -46,23 +45,33 @@ CUDA_TOTAL_REASON = (
     "cards. Band: the ledger re-run with those totals (util 0.90-0.95, non-torch 0-2x), plus one block.")
 
 
-def _params() -> list[Any]:
-    out = []
-    for case in cases("inference-sim"):
-        pred, lo, hi = kv_blocks(*_args(case))
+def _routes(case: Case) -> list[Any]:
+    pred, lo, hi = kv_blocks(*_args(case))
+    causes: tuple[Any, ...] = ()
+    if _lacks_cuda_total(case.hardware):
         low_total = kv_blocks(*_args(case), cuda_total=int(CUDA_TOTAL_GIB[0] * GiB))[1]
         causes = (("h100-cuda-visible-total", CUDA_TOTAL_REASON, _tolerance(pred.value, low_total, hi)),)
-        r = route(dict(case.measured)["num_gpu_blocks"], pred.value, _tolerance(pred.value, lo, hi), "num_gpu_blocks",
-                  causes)
-        out.append(pytest.param(case, marks=marks_for([r], _why(case, pred.value)), id=case.id))
-    return out
+    return [route(dict(case.measured)["num_gpu_blocks"], pred.value, _tolerance(pred.value, lo, hi), "num_gpu_blocks",
+                  causes)]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """(target, case) for every run of each card folder holding inference-sim recordings."""
+    if "target" not in metafunc.fixturenames:
+        return
+    targets, results = replay_targets(metafunc.config, SOURCE)
+    params = []
+    for t in targets:
+        mine = cases(SOURCE, t.name, results)
+        marks = finding_marks(t.name, SOURCE, "vllm", [_routes(c) for c in mine], CANDIDATES)
+        params += [pytest.param(t, c, marks=m, id=f"{t.name}-{c.id}") for c, m in zip(mine, marks)]
+    metafunc.parametrize(["target", "case"], params)
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("case", _params())
-def test_kv_blocks(case: Case, measured: Any, reconcile: Any) -> None:
-    rec = measured(case.recording, hardware=case.hardware, suite="third-party/inference-sim")
+def test_kv_blocks(target: Any, case: Case, measured: Any, reconcile: Any) -> None:
+    rec = measured(case.recording, suite=f"third-party/{SOURCE}")
     pred, lo, hi = kv_blocks(*_args(case))
     reconcile("num_gpu_blocks", pred, rec["num_gpu_blocks"], ratio=_tolerance(pred.value, lo, hi),
               why="gpu_memory_utilization 0.90-0.95 (not recorded) and non-torch memory 0-2x our H200 constant, "
-                  "plus one block of rounding", hardware=case.hardware, model=case.s("catalog_model"))
+                  "plus one block of rounding", model=case.s("catalog_model"))
