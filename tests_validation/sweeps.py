@@ -280,8 +280,8 @@ def finding_marks(hardware: str, source: str, engine: str, routes: list[list[Rou
         band = _outward(lo, hi)
         fid = f"{source}-{hardware}-{engine.replace('.', '')}-{quantity.replace('_', '-')}-cause-not-established"
         reason = (f"{len(rs)} {source} {engine} {quantity} measurements on {hardware} miss their declared bands "
-                  f"(unknown settings swept, +-10% calibration spread; widest band {tol_lo:.3g}-{tol_hi:.3g} x "
-                  f"predicted): measured/predicted {lo:.3g} to {hi:.3g}, median {median:.3g}"
+                  f"(unknown settings swept, +-10% calibration spread; across these cases the bands lie within "
+                  f"{tol_lo:.3g}-{tol_hi:.3g} x predicted): measured/predicted {lo:.3g} to {hi:.3g}, median {median:.3g}"
                   f"{'' if len(rs) == total[quantity] else f' ({total[quantity] - len(rs)} other misses have a sourced cause)'}. "
                   f"Cause not established. {candidates} Expected band {band[0]:.3g}-{band[1]:.3g} is this observed "
                   "range (first comparison, nothing fitted): a measurement drifting outside it is a divergence again.")
@@ -305,6 +305,32 @@ def replay_targets(config: Any, source: str) -> tuple[list[Any], Path]:
 
     targets, results = tg.of_config(config, f"third-party/{source}")
     return [t for t in targets if not t.live], results
+
+
+def parametrize(metafunc: Any, argnames: list[str], params: list[Any], source: str, why_none: str = "") -> None:
+    """metafunc.parametrize, with one explicit skip instead of pytest's anonymous empty-set item
+    when there is nothing to reconcile (a live-only session, --anatomy-hardware elsewhere, or
+    `why_none`)."""
+    import pytest
+
+    if not params:
+        reason = why_none or (f"no replay target holds results/<card>/third-party/{source}/ recordings in this "
+                              "session (published measurements have no live path: run with "
+                              "--anatomy-source=recorded or auto)")
+        params = [pytest.param(*([None] * len(argnames)), id="nothing-to-reconcile",
+                               marks=pytest.mark.skip(reason=reason))]
+    metafunc.parametrize(argnames, params)
+
+
+def transfer_for(targets: list[Any], results: Path) -> tuple[tr.Transfer | None, str]:
+    """(the H200 calibration, "") when there are targets to predict for; (None, why) when its
+    recordings are missing, so collection skips with that line instead of tracing back."""
+    if not targets:
+        return None, ""
+    try:
+        return h200_transfer(results), ""
+    except recordings.MissingRecording as exc:
+        return None, f"the H200 calibration's recording {exc.args[0]} is missing"
 
 
 # --- cause: a KV pool smaller than C requests (AIConfigurator TTFT) ---------------------------------

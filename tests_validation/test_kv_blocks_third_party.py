@@ -6,11 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from sweeps import Case, cases, finding_marks, kv_blocks, replay_targets, route
+from sweeps import Case, cases, finding_marks, kv_blocks, parametrize, replay_targets, route
 
 from pytest_anatomy.specs.hardware import get_hardware
-from pytest_anatomy.specs.model import load_model
-from pytest_anatomy.theory import capacity as cap
 from pytest_anatomy.units import GiB
 
 SOURCE = "inference-sim"
@@ -65,7 +63,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         mine = cases(SOURCE, t.name, results)
         marks = finding_marks(t.name, SOURCE, "vllm", [_routes(c) for c in mine], CANDIDATES)
         params += [pytest.param(t, c, marks=m, id=f"{t.name}-{c.id}") for c, m in zip(mine, marks)]
-    metafunc.parametrize(["target", "case"], params)
+    parametrize(metafunc, ["target", "case"], params, SOURCE)
 
 
 @pytest.mark.gpu

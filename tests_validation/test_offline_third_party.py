@@ -7,18 +7,18 @@ from typing import Any
 
 import pytest
 from sweeps import (
+    parametrize,
     OLD_VLLM_CPU,
     OLD_VLLM_REASON,
-    RESULTS,
     SPREAD_WHY,
     Case,
     cases,
     finding_marks,
-    h200_transfer,
     offline,
     ratio_band,
     replay_targets,
     route,
+    transfer_for,
 )
 
 from pytest_anatomy.theory.prediction import Prediction, Term
@@ -63,7 +63,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "target" not in metafunc.fixturenames:
         return
     targets, results = replay_targets(metafunc.config, SOURCE)
-    transfer = h200_transfer(results)
+    transfer, why_none = transfer_for(targets, results)
+    if transfer is None:
+        targets = []
     params = []
     for t in targets:
         for engine, why in (("vllm", VLLM_WHY), ("llama.cpp", LLAMACPP_WHY)):
@@ -71,7 +73,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             answers = [_answer(transfer, c) for c in mine]
             marks = finding_marks(t.name, SOURCE, engine, [_routes(a, c) for a, c in zip(answers, mine)], why)
             params += [pytest.param(t, c, a, marks=m, id=f"{t.name}-{c.id}") for c, a, m in zip(mine, answers, marks)]
-    metafunc.parametrize(["target", "case", "answer"], params)
+    parametrize(metafunc, ["target", "case", "answer"], params, SOURCE, why_none)
 
 
 @pytest.mark.gpu

@@ -7,17 +7,18 @@ from typing import Any
 
 import pytest
 from sweeps import (
+    parametrize,
     KV_QUEUE_REASON,
     SPREAD_WHY,
     Case,
     cases,
     closed_loop,
     finding_marks,
-    h200_transfer,
     kv_queue_band,
     ratio_band,
     replay_targets,
     route,
+    transfer_for,
 )
 
 from pytest_anatomy.theory.prediction import Prediction, Term
@@ -51,13 +52,15 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "target" not in metafunc.fixturenames:
         return
     targets, results = replay_targets(metafunc.config, SOURCE)
-    transfer = h200_transfer(results)
+    transfer, why_none = transfer_for(targets, results)
+    if transfer is None:
+        targets = []
     params = []
     for t in targets:
         mine = cases(SOURCE, t.name, results)
         marks = finding_marks(t.name, SOURCE, "vllm", [_routes(transfer, c) for c in mine], CANDIDATES)
         params += [pytest.param(t, c, marks=m, id=f"{t.name}-{c.id}") for c, m in zip(mine, marks)]
-    metafunc.parametrize(["target", "case"], params)
+    parametrize(metafunc, ["target", "case"], params, SOURCE, why_none)
 
 
 @pytest.mark.gpu
