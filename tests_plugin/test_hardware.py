@@ -355,3 +355,18 @@ def test_importing_specs_pulls_in_no_gpu_stack() -> None:
             "bad = [m for m in ('torch', 'pynvml', 'vllm', 'triton') if m in sys.modules]; "
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_an_nvml_spec_predicts_the_same_ledger_as_the_catalog(no_gpu_stack: pytest.MonkeyPatch) -> None:
+    """Found live: a driver-derived H200 spec lost the compute capability the cuBLAS workspace
+    depends on (32 MiB on sm_90), so its ledger was 23.9 MiB off the catalog's. Every term equal now."""
+    from pytest_anatomy.specs.model import load_model
+    from pytest_anatomy.theory.vllm_memory import predict_ledger
+
+    no_gpu_stack.setitem(sys.modules, "pynvml", _fake_nvml([_device()]))
+    gpu = detect().with_cuda_facts({"sm_count": 132, "l2_bytes": 60 * MiB, "cuda_memory_total_bytes": 150_109_880_320,
+                                    "compute_capability": [9, 0]})
+    settings = {"gpu_memory_utilization": 0.9, "max_model_len": 8192, "enforce_eager": True}
+    nvml = predict_ledger(load_model("qwen2.5-7b"), spec_from_nvml(gpu), settings)
+    catalog = predict_ledger(load_model("qwen2.5-7b"), HARDWARE["h200"], settings)
+    assert {k: p.value for k, p in nvml.items()} == {k: p.value for k, p in catalog.items()}

@@ -72,7 +72,11 @@ def mlp_peak_width(i: int, h: int, held: bool, tp: int) -> tuple[int, str]:
 
 
 def compute_capability(hardware: HardwareSpec) -> tuple[int, int] | None:
-    return COMPUTE_CAPABILITY.get(hardware.name)
+    """The spec's own compute capability (catalog entries and driver-derived specs carry one); the
+    table by name only for a spec built without it. A spec derived from NVML for an H200 once fell
+    through to "unknown" here and mispredicted the cuBLAS workspace by 23.9 MiB (live, 2026-12-01)."""
+    cc = getattr(hardware, "compute_capability", None)
+    return tuple(cc) if cc is not None else COMPUTE_CAPABILITY.get(hardware.name)  # type: ignore[return-value]
 
 
 def cublas_workspace_bytes(hardware: HardwareSpec) -> tuple[int, str]:
