@@ -57,7 +57,12 @@ class AnatomyBenchmark:
             tool += "; pytest-benchmark not installed"
         else:
             fixture = self._request.getfixturevalue("benchmark")
+            if self.reported:
+                raise RuntimeError(f"{self._request.node.nodeid} already reported {self.reported[0]}: pytest-benchmark "
+                                   "keeps one result per test, so one timing per test")
             if fixture.disabled:
+                # Mark the fixture used, or pytest-benchmark warns "not used at all" at teardown.
+                fixture._mode = "anatomy_benchmark (disabled)"
                 tool += "; pytest-benchmark disabled (--benchmark-disable, or xdist)"
             else:
                 stats = fixture._make_stats(1)

@@ -101,8 +101,9 @@ def predict(case: Case, ceil: at.Ceilings, spec: Any) -> tuple[Prediction, tuple
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_rung_time_against_its_prediction(case: Case, target: Any, measured_once: Any, ceilings_for: Any,
-                                          reconcile: Any) -> None:
+                                          reconcile: Any, anatomy_benchmark: Any) -> None:
     rec = measured_once(case.name, case.live)
+    anatomy_benchmark(rec, "time")  # the rung's CUDA-event samples, also as this test's pytest-benchmark
     pred, band, why = predict(case, _ceilings(ceilings_for(rec)), target.require_spec())
     reconcile("time", pred, rec["time"], ratio=band, why=why, hardware=target.name)
 
@@ -153,8 +154,9 @@ def _decode_name(d: at.DecodeShape) -> str:
 @pytest.mark.parametrize("d", [pytest.param(d, id=_decode_name(d), marks=target_marks(
     "test_flash_decoding_time_against_its_prediction", _decode_name(d))) for d in DECODES])
 def test_flash_decoding_time_against_its_prediction(d: at.DecodeShape, target: Any, measured_once: Any,
-                                                    ceilings_for: Any, reconcile: Any) -> None:
+                                                    ceilings_for: Any, reconcile: Any, anatomy_benchmark: Any) -> None:
     rec = measured_once(_decode_name(d), _decode_live(d))
+    anatomy_benchmark(rec, "time")
     ceil = _ceilings(ceilings_for(rec))
     e = registry.DECODE_BANDWIDTH
     splits = at.decode_splits(d, target.require_spec().require("sm_count"), registry.DECODE_BLOCK_N)

@@ -113,6 +113,8 @@ def _all_sgemm_fp32(shape) -> list[str]:
 def _cases(name: str, t: tg.Target, results) -> list[tuple[tuple, str, tuple]]:
     """(values, id, marks) of test `name` on target `t`."""
     s = SHAPES["sgemm"]
+    if name in ("test_session_read_ceiling_is_timed", "test_session_copy_ceiling_is_timed"):
+        return [((), "", ())] if _with(results, t, "kernels-ceilings") else []
     if name == "test_rung_is_correct_and_timed_twice":
         return [((v,), _rung_id(v), ()) for v in ALL_RUNGS if _with(results, t, rung_name(v, SHAPES[v.ladder]))]
     if name == "test_preregistered_time":
@@ -157,6 +159,26 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         for values, cid, marks in _cases(metafunc.function.__name__, t, results):
             params.append(pytest.param(t, *values, id=f"{t.name}-{cid}" if cid else t.name, marks=marks))
     metafunc.parametrize(["target", *argnames], params)
+
+
+# --- the session's ceilings, as timings --------------------------------------------------------
+def _ceiling_timed(ceilings, kind: str, anatomy_benchmark) -> None:
+    """The ceiling every floor here divides by, run by run (work / rate seconds), also as this test's
+    pytest-benchmark result: a driver upgrade that moves the bandwidth shows in `--benchmark-compare`."""
+    run = ceilings.data[kind]
+    seconds = [run["work_per_run"] / rate for rate in run["samples"]]
+    assert seconds and min(seconds) > 0
+    anatomy_benchmark.seconds(f"kernels-ceilings.{kind}", seconds, live=ceilings.source == "live")
+
+
+@pytest.mark.gpu
+def test_session_read_ceiling_is_timed(target, ceilings, anatomy_benchmark):
+    _ceiling_timed(ceilings, "read", anatomy_benchmark)
+
+
+@pytest.mark.gpu
+def test_session_copy_ceiling_is_timed(target, ceilings, anatomy_benchmark):
+    _ceiling_timed(ceilings, "copy", anatomy_benchmark)
 
 
 # --- correctness and noise, every rung ---------------------------------------------------------

@@ -45,9 +45,10 @@ def _decode(latency_recording, b: int, model: str = "qwen2.5-7b"):
            "where its 1,088 tokens of KV at the measured 4.47 TB/s cost 14.0 us (test_marginal_cost_per_sequence), "
            "the same kind of excess the seed found on the 4090 (1.6x). Within the issue's b = 1-64 range the gap "
            "stays below 6%.", expected=(1.10, 1.18)))])
-def test_decode_step(b, engine_setup, latency_recording, reconcile):
+def test_decode_step(b, engine_setup, latency_recording, reconcile, anatomy_benchmark):
     """Median steady ITL of b sequences at the mean context (1024 + 128/2), held out (b != 1)."""
     rec, ctx = _decode(latency_recording, b)
+    anatomy_benchmark(rec, "step_time_s")  # the steady ITLs (the engine's steps), as pytest-benchmark rounds
     note = engine_setup.check_held_out(h200_workload(rec), "step_time_s")
     pred = lat.decode_step_time(engine_setup.model, engine_setup.ceilings, engine_setup.calib, b, ctx)
     reconcile("decode_step", with_note(pred, note), rec["step_time_s"], rel=0.10, why=TARGET_WHY,
@@ -61,8 +62,9 @@ def test_decode_step(b, engine_setup, latency_recording, reconcile):
            "the same weights took 4.02 ms on this H200 (DESIGN.md): 0.84 ms of the gap is GEMV streaming below "
            "the read ceiling; the remaining ~0.65 ms is attention, norms, rope, sampling and kernel boundaries.",
     expected=(1.35, 1.6))
-def test_decode_roofline_without_overhead(engine_setup, latency_recording, reconcile):
+def test_decode_roofline_without_overhead(engine_setup, latency_recording, reconcile, anatomy_benchmark):
     rec, ctx = _decode(latency_recording, 1)
+    anatomy_benchmark(rec, "step_time_s")  # b=1 (the fit point's timing), as pytest-benchmark rounds
     pred = lat.decode_step_time(engine_setup.model, engine_setup.ceilings, lat.UNCALIBRATED, 1, ctx)
     reconcile("decode_step_roofline", pred, rec["step_time_s"], rel=0.10, why=TARGET_WHY,
               model=engine_setup.model.name)
@@ -125,10 +127,11 @@ def pool_regime(setup) -> str:
 @pytest.mark.gpu
 @pytest.mark.parametrize("length", [pytest.param(n, marks=_short_prefill("prefill", n)) for n in PREFILL[:2]]
                          + list(PREFILL[2:]))
-def test_prefill(length, engine_setup, latency_recording, reconcile):
+def test_prefill(length, engine_setup, latency_recording, reconcile, anatomy_benchmark):
     """Lone prefill in chunks of max_num_batched_tokens (8,192): compute-bound above ~180 tokens,
     with the quadratic attention term; eta fitted on 8,192 tokens only."""
     rec = latency_recording(f"qwen2.5-7b.prefill.l{length}")
+    anatomy_benchmark(rec, "engine_prefill_s.median")  # the repeats, as pytest-benchmark rounds
     notes = [engine_setup.check_held_out(h200_workload(rec), "engine_prefill_s.median")]
     budget = engine_setup.sched.max_num_batched_tokens
     eta_fit = next(f for f in engine_setup.fits if f.constant == "eta")

@@ -206,3 +206,20 @@ def test_ncu_rung_without_durations_is_refused(tmp_path: Path) -> None:
 
     with pytest.raises(NcuImportError, match="lack a positive Duration"):
         rung_measurements([{"name": "k", "metrics": {"DRAM Throughput": 50.0}}])
+
+
+def test_latency_samples_travel_with_their_summary() -> None:
+    """A plan run's raw values (result["samples"]) become the samples of the quantity they summarise,
+    so a live decode step or prefill reaches pytest-benchmark as its real rounds."""
+    from pytest_anatomy.importers.device import latency_live_results
+
+    batch = {"schema": "pytest-anatomy/device-batch/v1", "provenance": {"date_utc": "2026-12-01T00:00:00+00:00"},
+             "runs": [{"id": "m.decode.b8", "kind": "decode", "settings": {},
+                       "result": {"step_time_s": 0.005, "samples": {"step_time_s": [0.004, 0.005, 0.006]}}},
+                      {"id": "m.prefill.L128", "kind": "prefill", "settings": {},
+                       "result": {"engine_prefill_s": {"median": 0.01, "n": 2}, "samples": {"engine_prefill_s": [0.01, 0.012]}}}]}
+    out = latency_live_results(batch)
+    assert out[("latency", "m.decode.b8")]["measurements"]["step_time_s"]["samples"] == [0.004, 0.005, 0.006]
+    prefill = out[("latency", "m.prefill.l128")]["measurements"]
+    assert prefill["engine_prefill_s.median"]["samples"] == [0.01, 0.012]
+    assert not any(k.startswith("samples") for k in prefill)  # raw lists are not quantities

@@ -145,7 +145,7 @@ def _capacity_records(batch: dict[str, Any], common: dict[str, Any], hw: str, st
 
 
 # --- latency --------------------------------------------------------------------------------
-_SKIP_KEYS = {"per_request", "timeline", "failures", "samples"}
+_SKIP_KEYS = {"per_request", "timeline", "failures", "samples"}  # lists: raw payload, not quantities
 
 
 def _unit_for(path: tuple[str, ...]) -> str:
@@ -179,6 +179,13 @@ def _latency_records(batch: dict[str, Any], common: dict[str, Any], hw: str, sta
     for run in batch["runs"]:
         result = run.get("result") or {}
         measurements = {name: {"value": v, "unit": unit} for name, v, unit in _flatten(result)}
+        # result["samples"] = {quantity: [seconds, ...]}: the values a summary quantity came from
+        # (a decode step's steady ITLs, a prefill's repeats); the summary is "<quantity>" or its median.
+        for quantity, values in (result.get("samples") or {}).items():
+            target = quantity if quantity in measurements else f"{quantity}.median"
+            if target in measurements and isinstance(values, list):
+                measurements[target]["samples"] = [float(v) for v in values
+                                                   if isinstance(v, (int, float)) and not isinstance(v, bool)]
         suite, name = ("ceilings", "ceilings") if run["id"] == "ceilings" else ("latency", run["id"].lower())
         yield recordings.Recording(
             suite=suite, name=name, hardware=hw, recorded_at=stamp,
