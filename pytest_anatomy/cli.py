@@ -6,6 +6,7 @@
     pytest-anatomy report [-o anatomy-report.html] [pytest args...]
     pytest-anatomy import-seed ../shared/seed-results
     pytest-anatomy import-device $FILES_FROM_ONE_DEVICE_CALL
+    pytest-anatomy import-third-party ../shared/third-party
 
 A plan that cannot start (weights or the whole ledger above the memory budget, a --tp vLLM
 refuses, --max-model-len above the model's maximum) exits 2 with one line: the arithmetic and
@@ -21,9 +22,11 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, NoReturn, Sequence
 
+from pytest_anatomy.specs.hardware import HARDWARE
 from pytest_anatomy.units import GiB, format_quantity
 
-SUITE_DIRS = ("tests_capacity", "tests_latency", "tests_kernels", "tests_quant", "tests_flashattn", "tests_deployment")
+SUITE_DIRS = ("tests_capacity", "tests_latency", "tests_kernels", "tests_quant", "tests_flashattn", "tests_deployment",
+              "tests_validation")
 
 
 def _number(kind: type, check: Callable[[float], bool], rule: str) -> Callable[[str], Any]:
@@ -72,8 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     c = what.add_parser("capacity", help="KV bytes/token, weights, vLLM blocks, tokens and max concurrency")
     c.add_argument("--model", required=True, type=non_empty,
                    help="catalog name (qwen2.5-7b), Hugging Face id or path to config.json")
-    c.add_argument("--hardware", required=True, type=non_empty,
-                   help="catalog name: rtx4090, h100-sxm, h200, a100-80gb, l40s")
+    c.add_argument("--hardware", required=True, type=non_empty, help=f"catalog name: {', '.join(HARDWARE)}")
     c.add_argument("--gpu-memory-utilization", type=_fraction, default=0.9, help="vLLM's fraction of total memory (0.9)")
     c.add_argument("--max-model-len", type=_positive_int, default=8192,
                    help="tokens per request for max concurrency; at most the model's maximum (8192)")
@@ -92,6 +94,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--available-kv-gib", type=_positive_float, default=None,
                    help="override the predicted available KV memory with the engine's 'Available KV cache "
                         "memory' (GiB); blocks, tokens and concurrency then follow from it")
+    c.add_argument("--vllm-version", default=None, metavar="X.Y.Z",
+                   help="apply that vLLM release's memory-accounting rules (e.g. 0.15.1: the CUDA-graph estimate is "
+                        "not taken from the KV budget before 0.21.0; V1 runner before 0.26.0); default: 0.26.0, the "
+                        "modelled ledger. Rules and sources: docs/VALIDATION.md")
     c.add_argument("--json", action="store_true", help="print {quantity: {value, unit, formula, terms}} as JSON")
 
     from pytest_anatomy import cli_latency  # its own module: the latency question's options and answers
@@ -132,6 +138,14 @@ def build_parser() -> argparse.ArgumentParser:
                      help="add a provenance fact the files lack (repeatable), e.g. ncu=2025.3.1.0")
     ncu.add_argument("--results", type=Path, default=Path("results"), help="results folder (results)")
     ncu.add_argument("--dry-run", action="store_true", help="list what would be written")
+    tp = sub.add_parser("import-third-party", help="import other people's published measurements (shared/third-party)",
+                        description="Keeps each source's raw file byte for byte (with its licence and SOURCE.txt) and "
+                                    "writes one recording per usable experiment under "
+                                    "results/<gpu>/third-party/<source>/; rows we cannot predict are counted by "
+                                    "reason. The protocol: docs/VALIDATION.md.")
+    tp.add_argument("third_party", type=Path, help="path to shared/third-party (../shared/third-party)")
+    tp.add_argument("--results", type=Path, default=Path("results"), help="results folder (results)")
+    tp.add_argument("--dry-run", action="store_true", help="list what would be written")
     return parser
 
 
@@ -155,7 +169,8 @@ def _cmd_predict_capacity(args: argparse.Namespace) -> int:
     settings = dict(gpu_memory_utilization=args.gpu_memory_utilization, max_model_len=args.max_model_len,
                     kv_cache_dtype=args.kv_cache_dtype, block_size=args.block_size, tp=args.tp,
                     max_num_seqs=args.max_num_seqs, max_num_batched_tokens=args.max_num_batched_tokens,
-                    enforce_eager=args.enforce_eager, model_runner=args.model_runner)
+                    enforce_eager=args.enforce_eager, model_runner=args.model_runner,
+                    vllm_version=args.vllm_version)
     try:
         model = load_model(args.model)
         hw = get_hardware(args.hardware)
@@ -173,7 +188,8 @@ def _cmd_predict_capacity(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(to_json(answers), indent=2))
         return 0
-    print(f"capacity of {model.name} on {hw.name} (util {args.gpu_memory_utilization}, "
+    print(f"capacity of {model.name} on {hw.name} (vLLM {args.vllm_version or '0.26.0'} rules, "
+          f"util {args.gpu_memory_utilization}, "
           f"max_model_len {args.max_model_len}, kv {args.kv_cache_dtype}, tp {args.tp}, "
           f"{'eager' if args.enforce_eager else 'CUDA graphs'})")
     for name, a in answers.items():
@@ -198,7 +214,17 @@ def _cmd_report(args: argparse.Namespace) -> int:
     paths = [a for a in extra if not a.startswith("-") and Path(a.split("::", 1)[0]).exists()]
     # A fresh interpreter: pytest must import the plugin itself (assertion rewriting, clean state).
     cmd = [sys.executable, "-m", "pytest", *extra, *([] if paths else suites), f"--anatomy-report={args.output}"]
-    return subprocess.call(cmd)
+    # Only a run of every suite regenerates README's validation table: a partial one would drop rows.
+    full = not paths and not any(a in ("-k", "-m") or a.startswith(("-k", "-m", "--deselect", "--lf")) for a in extra)
+    code = subprocess.call(cmd)
+    ledger_path = Path(args.output).with_suffix(".json")
+    if full and ledger_path.is_file() and (root / "README.md").is_file():
+        from pytest_anatomy.report import validation
+
+        recs = json.loads(ledger_path.read_text(encoding="utf-8")).get("reconciliations") or []
+        changed = validation.update_readme(root / "README.md", validation.rows(recs))
+        print(f"README.md validation table {'regenerated' if changed else 'unchanged'} from {ledger_path}")
+    return code
 
 
 def _cmd_import_seed(args: argparse.Namespace) -> int:
@@ -230,6 +256,20 @@ def _cmd_import_device(args: argparse.Namespace) -> int:
     except (DeviceImportError, RecordingError, OSError) as exc:
         print(f"pytest-anatomy: error: {exc}", file=sys.stderr)
         return 2
+    return _print_done(done)
+
+
+def _cmd_import_third_party(args: argparse.Namespace) -> int:
+    from pytest_anatomy.importers import third_party
+
+    try:
+        done, skipped = third_party.run(args.third_party, args.results, dry_run=args.dry_run)
+    except (third_party.ThirdPartyImportError, OSError) as exc:
+        print(f"pytest-anatomy import-third-party: {exc}", file=sys.stderr)
+        return 2
+    for source, reasons in skipped.items():
+        for reason, n in sorted(reasons.items(), key=lambda kv: -kv[1]):
+            print(f"not imported ({source}): {n} row(s): {reason}")
     return _print_done(done)
 
 
@@ -285,6 +325,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _cmd_import_device(args)
     if args.command == "import-ncu":
         return _cmd_import_ncu(args)
+    if args.command == "import-third-party":
+        return _cmd_import_third_party(args)
     raise AssertionError(args.command)
 
 

@@ -27,6 +27,7 @@ from dataclasses import replace
 from typing import Any
 
 from pytest_anatomy.theory.prediction import Prediction, Term
+from pytest_anatomy.specs.hardware import HARDWARE
 from pytest_anatomy.units import format_quantity
 
 
@@ -72,8 +73,7 @@ def add_parser(what: "argparse._SubParsersAction[argparse.ArgumentParser]") -> a
                         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", required=True, type=non_empty,
                    help="catalog name (qwen2.5-7b), Hugging Face id or path to config.json")
-    p.add_argument("--hardware", required=True, type=non_empty,
-                   help="catalog name: rtx4090, h100-sxm, h200, a100-80gb, l40s")
+    p.add_argument("--hardware", required=True, type=non_empty, help=f"catalog name: {', '.join(HARDWARE)}")
     p.add_argument("--batch", type=_number(int, 1), default=1,
                    help="concurrent sequences decoding; above max_num_seqs answers with a warning (1)")
     p.add_argument("--input-len", type=_number(int, 1), default=1024, help="prompt tokens (1024)")
@@ -104,6 +104,8 @@ def add_parser(what: "argparse._SubParsersAction[argparse.ArgumentParser]") -> a
                    help="per-step overhead of this engine on this GPU (fitted on a b=1 decode step)")
     p.add_argument("--compute-efficiency", type=_efficiency, default=1.0,
                    help="fraction of the peak compute-bound steps reach, in [0.01, 1] (fitted on a long prefill)")
+    p.add_argument("--vllm-version", default=None, metavar="X.Y.Z",
+                   help="vLLM release whose memory accounting sizes the KV pool (default 0.26.0; see predict capacity)")
     p.add_argument("--json", action="store_true", help="print {quantity: {value, unit, formula, terms}} as JSON")
     return p
 
@@ -175,7 +177,8 @@ def plan_warnings(args: argparse.Namespace, model: Any, hw: Any, settings: Any) 
             f"--input-len {args.input_len:,} + --output-len {args.output_len:,} exceeds --max-model-len "
             f"{args.max_model_len:,}: vLLM rejects such a request. Shorten the request or raise --max-model-len")
     cap_settings = dict(gpu_memory_utilization=args.gpu_memory_utilization, max_model_len=args.max_model_len,
-                        max_num_seqs=settings.max_num_seqs, max_num_batched_tokens=settings.max_num_batched_tokens)
+                        max_num_seqs=settings.max_num_seqs, max_num_batched_tokens=settings.max_num_batched_tokens,
+                        vllm_version=args.vllm_version)
     answers = capacity(model, hw, **cap_settings)  # type: ignore[arg-type]
     plan = feasibility.Plan(model, hw, cap_settings)
     if args.kv_tokens is None:
@@ -259,7 +262,8 @@ def _pool_blocks(args: argparse.Namespace, model: Any, hw: Any, settings: Any) -
     from pytest_anatomy.theory.planning import capacity
 
     cap = capacity(model, hw, gpu_memory_utilization=args.gpu_memory_utilization, max_model_len=args.max_model_len,
-                   max_num_seqs=settings.max_num_seqs, max_num_batched_tokens=settings.max_num_batched_tokens)
+                   max_num_seqs=settings.max_num_seqs, max_num_batched_tokens=settings.max_num_batched_tokens,
+                   vllm_version=args.vllm_version)
     blocks = cap.get("num_gpu_blocks")
     return int(blocks.value) if isinstance(blocks, Prediction) else None  # NotModeled: no pool limit
 

@@ -319,7 +319,7 @@ def hardware(request: pytest.FixtureRequest) -> Any:
     if s.live_gpu is not None:
         return spec_for_detected(s.live_gpu)
     pytest.skip("no hardware selected and no GPU detected: pass --anatomy-hardware=NAME "
-                "(rtx4090, h100-sxm, h200, a100-80gb, l40s)")
+                "(rtx4090, h100-sxm, h100-pcie, h200, a100-80gb, a100-40gb, l40s, b200, b300, gb200)")
 
 
 @pytest.fixture(scope="session")

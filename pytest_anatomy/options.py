@@ -60,7 +60,7 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption(
         HARDWARE_OPTION, default=None, metavar="NAME",
         help="hardware spec for predictions: auto (detect the live GPU) or a catalog name "
-             "(rtx4090, h100-sxm, h200, a100-80gb, l40s). Default: ini anatomy_hardware or auto.",
+             "(rtx4090, h100-sxm, h100-pcie, h200, a100-80gb, a100-40gb, l40s, b200, b300, gb200). Default: ini anatomy_hardware or auto.",
     )
     group.addoption(
         MODEL_OPTION, default=None, metavar="NAME_OR_CONFIG",

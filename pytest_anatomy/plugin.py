@@ -20,7 +20,7 @@ from pytest_anatomy.options import add_options, parse_settings
 from pytest_anatomy.outcome import RECONCILED, failure_entry, junit_properties, rename_summary_counts, settle, verdicts_of
 from pytest_anatomy.session import SESSION_KEY, USER_PROPERTY, AnatomySession, get_session
 
-SUITES = ("capacity", "latency", "kernels", "quant", "flashattn", "deployment", "plugin")
+SUITES = ("capacity", "latency", "kernels", "quant", "flashattn", "deployment", "validation", "plugin")
 _MARKERS = (
     *(f"{suite}: tests in tests_{suite}/ (added automatically)" for suite in SUITES),
     "gpu: needs a live GPU or a recording of one; skipped with the reason when it has neither",

@@ -31,6 +31,8 @@ from pytest_anatomy.measure.measurement import Measurement, Source
 
 SCHEMA = "pytest-anatomy/recording/v1"
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._+-]*$")
+# A suite may have one sub-folder: third-party recordings live in results/<hw>/third-party/<source>/.
+_SUITE_RE = re.compile(r"^[a-z0-9][a-z0-9._+-]*(/[a-z0-9][a-z0-9._+-]*)?$")
 # A stamp is recorded_at without '-' and ':'. Live recordings carry microseconds so that two
 # measurements of one name in one second (a fast session, xdist workers) cannot collide.
 _STAMP_RE = re.compile(r"^\d{8}T\d{6}(\.\d{6})?Z$")
@@ -122,8 +124,10 @@ def validate(doc: Any, where: str = "<recording>") -> None:
     if doc["schema"] != SCHEMA:
         fail(f"schema is {doc['schema']!r}, expected {SCHEMA!r}")
     for key in ("suite", "name", "hardware"):
-        if not isinstance(doc[key], str) or not _NAME_RE.match(doc[key]):
-            fail(f"{key}={doc[key]!r} must be lower-case letters, digits and . _ + -")
+        pattern = _SUITE_RE if key == "suite" else _NAME_RE
+        if not isinstance(doc[key], str) or not pattern.match(doc[key]):
+            fail(f"{key}={doc[key]!r} must be lower-case letters, digits and . _ + -"
+                 + (" (a suite may add one /sub-folder)" if key == "suite" else ""))
     _refuse_future(_parse_time(doc["recorded_at"], fail), where)
     if not isinstance(doc["provenance"], dict) or "source" not in doc["provenance"]:
         fail("provenance must be an object with at least 'source'")

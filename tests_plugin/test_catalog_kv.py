@@ -45,6 +45,12 @@ EXPECTED_KV_BYTES_PER_TOKEN_BF16: dict[str, int] = {
     "mixtral-8x7b": 131_072,
     # qwen3-30b-a3b: 2 (K,V) x 48 layers x 4 kv heads x 128 dim x 2 B = 98,304
     "qwen3-30b-a3b": 98_304,
+    # qwen3-32b: 2 (K,V) x 64 layers x 8 kv heads x 128 dim x 2 B = 262,144
+    "qwen3-32b": 262_144,
+    # llama-2-7b: 2 (K,V) x 32 layers x 32 kv heads x 128 dim x 2 B = 524,288 (no GQA)
+    "llama-2-7b": 524_288,
+    # mistral-7b-v0.1: 2 (K,V) x 32 layers x 8 kv heads x 128 dim x 2 B = 131,072
+    "mistral-7b-v0.1": 131_072,
     # deepseek-v2-lite (MLA): 27 layers x (512 kv_lora_rank + 64 rope dim) x 2 B = 31,104
     # (one compressed latent per layer, no separate V; 16 "KV heads" in the config do not apply)
     "deepseek-v2-lite": 31_104,

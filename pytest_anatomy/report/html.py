@@ -337,13 +337,36 @@ def gap_bars(recs: Sequence[Mapping[str, Any]]) -> Markup | None:
     return Markup("\n".join(out))
 
 
+# Suites shown in the page only through the validation table and their findings: each has
+# thousands of reconciliations (other people's published runs), whose derivations and plot rows
+# would multiply the page's size. The JSON ledger beside the page keeps every one of them.
+COMPACT_SUITES = frozenset({"validation"})
+
+
+def _compact(rec: Mapping[str, Any]) -> bool:
+    return str(rec.get("suite") or "") in COMPACT_SUITES
+
+
+def _embedded_ledger(ledger: Mapping[str, Any]) -> dict[str, Any]:
+    """The ledger embedded in the page: compact suites' reconciliations left out and counted."""
+    recs = ledger.get("reconciliations") or []
+    left_out = sum(1 for rec in recs if _compact(rec))
+    if not left_out:
+        return dict(ledger)
+    return {**ledger, "reconciliations": [rec for rec in recs if not _compact(rec)],
+            "reconciliations_left_out": {"count": left_out, "suites": sorted(COMPACT_SUITES),
+                                         "where": "the JSON ledger written beside this page"}}
+
+
 def build_view(ledger: Mapping[str, Any]) -> dict[str, Any]:
     """Everything the template needs, pre-formatted; the template only lays it out."""
     recs: Sequence[Mapping[str, Any]] = ledger.get("reconciliations") or []
     rows = [_row_view(i, rec) for i, rec in enumerate(recs)]
     suites: dict[str, list[dict[str, Any]]] = {}
-    for row in rows:
-        suites.setdefault(row["suite"], []).append(row)
+    compact: dict[str, list[dict[str, Any]]] = {}
+    for row, rec in zip(rows, recs):
+        (compact if _compact(rec) else suites).setdefault(row["suite"], []).append(row)
+    detailed = [rec for rec in recs if not _compact(rec)]
     counts = verdict_counts(recs)
     tests = ledger.get("tests") or {}
     return {
@@ -362,15 +385,31 @@ def build_view(ledger: Mapping[str, Any]) -> dict[str, Any]:
                 [{"verdict": r["verdict"]} for r in group]).items() if n)}
             for name, group in suites.items()
         ],
+        "compact_suites": [
+            {"name": name, "count": len(group), "summary": ", ".join(f"{n} {v}" for v, n in verdict_counts(
+                [{"verdict": r["verdict"]} for r in group]).items() if n)}
+            for name, group in compact.items()
+        ],
         "findings": _group_findings(rows),
         "skips": [(str(s.get("test_id", "")), str(s.get("reason", ""))) for s in ledger.get("skips") or []],
         "failures": _failures_view(ledger.get("failures") or []),
-        "scatter": scatter_plots(recs),
-        "bars": gap_bars(recs),
+        "scatter": scatter_plots(detailed),
+        "bars": gap_bars(detailed),
         "plural": plural,
-        "ledger_json": embedded_json(ledger),
+        "ledger_json": embedded_json(_embedded_ledger(ledger)),
         "verdicts": VERDICTS,
+        "validation": _validation_view(recs),
     }
+
+
+def _validation_view(recs: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
+    """The validation table (report/validation.py), one dict of display strings per row."""
+    from pytest_anatomy.report import validation
+
+    return [{"source": r.source, "gpu": r.gpu, "engine": r.engine, "metric": r.metric, "count": str(r.count),
+             "median": validation._pct(r.median_abs_error), "p90": validation._pct(r.p90_abs_error),
+             "above": f"{r.measured_above * 100:.0f}%", "outcomes": f"{r.agree} / {r.finding} / {r.unexplained} / {r.diverge}"}
+            for r in validation.rows(recs)]
 
 
 def render_html(ledger: Mapping[str, Any]) -> str:
@@ -447,8 +486,10 @@ def _group_findings(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             continue
         fid = row["finding"]["id"]
         group = groups.setdefault(fid, {"id": fid, "reason": row["finding"]["reason"], "suite": row["suite"],
-                                        "verdicts": [], "rows": []})
-        group["rows"].append(row)
+                                        "verdicts": [], "rows": [], "count": 0})
+        group["count"] += 1
+        if row["suite"] not in COMPACT_SUITES:  # a compact suite's rows are in the JSON ledger only
+            group["rows"].append(row)
         if row["verdict"] not in group["verdicts"]:
             group["verdicts"].append(row["verdict"])
     # Divergent (drifted) findings first, then resolved, then plain findings.

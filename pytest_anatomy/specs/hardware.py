@@ -169,6 +169,20 @@ _A100_WP = ("NVIDIA A100 Tensor Core GPU Architecture whitepaper (GA100), https:
 _A100_DQ = "CUDA deviceQuery of an A100-SXM4 (1410 MHz, 5120-bit, L2 41,943,040 B), https://github.com/bottlerocket-os/bottlerocket/pull/3873"
 _L40S_DS = "NVIDIA L40S datasheet, https://resources.nvidia.com/en-us-l40s/l40s-datasheet-28413"
 _L40S_BOARD = "L40S board specs (2520 MHz boost, 384-bit GDDR6 at 18 Gb/s), https://www.itcreations.com/nvidia-gpu/nvidia-l40s-gpu-accelerator"
+# Cards of the third-party measurements (docs/VALIDATION.md). Blackwell datasheets print peaks with
+# 2:4 sparsity; the dense value (half) is what the catalog holds, as for the H200.
+_H100_PCIE_DS = ("NVIDIA H100 Tensor Core GPU datasheet, H100 PCIe column (printed with sparsity; dense = half), "
+                 "https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet")
+_A100_40_DS = ("NVIDIA A100 Tensor Core GPU datasheet, A100 40GB SXM column, https://www.nvidia.com/content/"
+               "dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf")
+_GB200_DS = ("NVIDIA GB200 NVL72 datasheet / product page, 'Individual Blackwell GPU Specifications', GB200 column "
+             "(printed with sparsity; dense = half), https://www.nvidia.com/en-us/data-center/gb200-nvl72/")
+_B200_DS = ("NVIDIA GB200 NVL72 datasheet / product page, 'Individual Blackwell GPU Specifications', HGX B200 column "
+            "(printed with sparsity; dense = half), https://www.nvidia.com/en-us/data-center/gb200-nvl72/")
+_B300_DS = ("NVIDIA HGX platform page, HGX B300 column, 8-GPU totals / 8 (printed with sparsity; dense = half), "
+            "https://www.nvidia.com/en-us/data-center/hgx/")
+_CC = "NVIDIA, CUDA GPU Compute Capability table, https://developer.nvidia.com/cuda-gpus"
+_B300_BW = "8 TB/s per B300 GPU (HGX B300: 'up to 8 TB/s per GPU'), https://glennklockwood.com/garden/processors/B300"
 
 
 def _peaks(src: str, **tflops: float) -> tuple[dict[str, float], dict[str, str]]:
@@ -233,6 +247,51 @@ HARDWARE: Mapping[str, HardwareSpec] = MappingProxyType({spec.name: spec for spe
         name="l40s", compute_capability=(8, 9), display_name="NVIDIA L40S", nvml_names=("NVIDIA L40S",),
         memory_bytes=48 * GB, nvml_memory_bytes=46_068 * MiB, memory_bandwidth=864 * GB, sm_count=142,
         l2_bytes=96 * MiB, boost_clock_hz=2.52e9, fp32_cores_per_sm=128, memory_bus_bits=384),
+    _entry(
+        _peaks(_H100_PCIE_DS, fp32=51.0, tf32=378.0, bf16=756.0, fp16=756.0, fp8=1513.0, int8=1513.0),
+        {"memory_bytes": _H100_PCIE_DS, "memory_bandwidth": _H100_PCIE_DS + " (2,000 GB/s)",
+         "sm_count": _H100_WP + " (H100 PCIe: 114 SMs)", "l2_bytes": _H100_WP, "fp32_cores_per_sm": _H100_WP,
+         "memory_bus_bits": _H100_WP + " (H100 PCIe: 5120-bit HBM2e)",
+         "peak_flops.fp32": _H100_PCIE_DS + " (FP32 is printed dense)",
+         "boost_clock_hz": "1.755 GHz: the datasheet's 51 TFLOP/s fp32 = 114 x 128 x 2 x 1.755 GHz",
+         "compute_capability": _CC + " (9.0: H100)"},
+        name="h100-pcie", compute_capability=(9, 0), display_name="NVIDIA H100 PCIe 80GB", nvml_names=("NVIDIA H100 PCIe",),
+        memory_bytes=80 * GB, memory_bandwidth=2000 * GB, sm_count=114, l2_bytes=50 * MiB, boost_clock_hz=1.755e9,
+        fp32_cores_per_sm=128, memory_bus_bits=5120),
+    _entry(
+        _peaks(_A100_40_DS, fp32=19.5, tf32=156.0, bf16=312.0, fp16=312.0, int8=624.0),
+        {"memory_bytes": _A100_40_DS, "memory_bandwidth": _A100_40_DS + " (1,555 GB/s)",
+         "sm_count": _A100_WP, "l2_bytes": f"{_A100_WP}; {_A100_DQ}", "boost_clock_hz": _A100_DQ,
+         "fp32_cores_per_sm": _A100_WP, "memory_bus_bits": _A100_WP + " (five HBM2 stacks, 5120-bit)",
+         "peak_flops.fp32": _A100_40_DS + " (FP32 is printed dense)", "compute_capability": _CC + " (8.0: A100)"},
+        name="a100-40gb", compute_capability=(8, 0), display_name="NVIDIA A100 SXM4 40GB", nvml_names=("NVIDIA A100-SXM4-40GB",),
+        memory_bytes=40 * GB, memory_bandwidth=1555 * GB, sm_count=108, l2_bytes=40 * MiB, boost_clock_hz=1.41e9,
+        fp32_cores_per_sm=64, memory_bus_bits=5120),
+    _entry(
+        _peaks(_B200_DS, fp32=75.0, tf32=1100.0, bf16=2250.0, fp16=2250.0, fp8=4500.0, int8=4500.0),
+        {"memory_bytes": _B200_DS + " (180 GB HBM3e)", "memory_bandwidth": _B200_DS + " (7.7 TB/s)",
+         "peak_flops.fp32": _B200_DS + " (FP32 is printed dense)", "compute_capability": _CC + " (10.0: B200)"},
+        name="b200", compute_capability=(10, 0), display_name="NVIDIA B200 (HGX)", nvml_names=("NVIDIA B200",),
+        memory_bytes=180 * GB, memory_bandwidth=7.7 * TB, sm_count=None, l2_bytes=None, boost_clock_hz=None,
+        fp32_cores_per_sm=None,
+        notes=("fp4 peaks (9 PFLOP/s dense) are outside PEAK_DTYPES: fp4 rows are not predicted",)),
+    _entry(
+        _peaks(_B300_DS, fp32=75.0, tf32=1125.0, bf16=2250.0, fp16=2250.0, fp8=4500.0),
+        {"memory_bytes": _B300_DS + " (2.3 TB / 8 = 288 GB HBM3e)", "memory_bandwidth": _B300_BW,
+         "peak_flops.fp32": _B300_DS + " (600 TFLOP/s / 8, printed dense)",
+         "compute_capability": _CC + " (10.3: B300 and GB300, Blackwell Ultra; not 10.0)"},
+        name="b300", compute_capability=(10, 3), display_name="NVIDIA B300 (HGX, Blackwell Ultra)", nvml_names=(),
+        memory_bytes=288 * GB, memory_bandwidth=8.0 * TB, sm_count=None, l2_bytes=None, boost_clock_hz=None,
+        fp32_cores_per_sm=None,
+        notes=("int8 left out: the HGX B300 page prints 2 POPS for 8 GPUs, not a tensor-core int8 rate",
+               "NVML name not verified: detection will not match a B300 to this entry")),
+    _entry(
+        _peaks(_GB200_DS, fp32=80.0, tf32=1250.0, bf16=2500.0, fp16=2500.0, fp8=5000.0, int8=5000.0),
+        {"memory_bytes": _GB200_DS + " (186 GB HBM3e)", "memory_bandwidth": _GB200_DS + " (8 TB/s)",
+         "peak_flops.fp32": _GB200_DS + " (FP32 is printed dense)", "compute_capability": _CC + " (10.0: GB200)"},
+        name="gb200", compute_capability=(10, 0), display_name="NVIDIA GB200 (one Blackwell GPU of an NVL72)", nvml_names=("NVIDIA GB200",),
+        memory_bytes=186 * GB, memory_bandwidth=8.0 * TB, sm_count=None, l2_bytes=None, boost_clock_hz=None,
+        fp32_cores_per_sm=None),
 )})
 
 _BY_NVML_NAME: Mapping[str, str] = {n.casefold(): s.name for s in HARDWARE.values() for n in s.nvml_names}

@@ -15,6 +15,7 @@ from pytest_anatomy.specs.model import ModelSpec
 from pytest_anatomy.theory import capacity as cap
 from pytest_anatomy.theory.prediction import Prediction, Term
 from pytest_anatomy.theory.vllm_memory import LEDGER_TERMS, predict_ledger, requested_memory
+from pytest_anatomy.theory.vllm_versions import predict_ledger_for_version
 from pytest_anatomy.theory.vllm_settings import LedgerSettings, resolve
 
 
@@ -44,10 +45,12 @@ def capacity(
     enforce_eager: bool = False,
     model_runner: str | None = None,
     available_kv_bytes: float | None = None,
+    vllm_version: str | None = None,
 ) -> dict[str, Answer]:
     """KV sizes, weights, vLLM's whole memory ledger (theory/vllm_memory.py), blocks, tokens and max
     concurrency. `available_kv_bytes` overrides the predicted available KV memory (e.g. the engine's
-    'Available KV cache memory' line); the ledger terms are still predicted and shown."""
+    'Available KV cache memory' line); the ledger terms are still predicted and shown. `vllm_version`
+    selects that release's accounting rules (theory/vllm_versions.py); None is the modelled 0.26.0."""
     out: dict[str, Answer] = {}
     out["kv_bytes_per_token"] = cap.kv_bytes_per_token(model, kv_cache_dtype, tp)
     out["kv_bytes_per_request"] = _per_request(out["kv_bytes_per_token"], max_model_len)  # type: ignore[arg-type]
@@ -59,7 +62,8 @@ def capacity(
         block_size=block_size, tensor_parallel_size=tp, model_runner=model_runner)  # type: ignore[arg-type]
     bs = block_size or cap.DEFAULT_BLOCK_SIZE
     try:
-        ledger: dict[str, Prediction] = predict_ledger(model, hardware, settings)
+        ledger: dict[str, Prediction] = (predict_ledger(model, hardware, settings) if vllm_version is None
+                                         else predict_ledger_for_version(model, hardware, settings, vllm_version))
     except cap.NotModeled as exc:
         reason = f"{exc}"
         rs = resolve(hardware, settings)

@@ -171,9 +171,12 @@ def num_gpu_blocks_min_over_ranks(model: ModelSpec, per_rank_available: list[flo
 
 
 def predict_ledger(model: ModelSpec, hardware: HardwareSpec,
-                   settings: LedgerSettings | Mapping[str, Any]) -> dict[str, Prediction]:
+                   settings: LedgerSettings | Mapping[str, Any], *,
+                   subtract_cudagraph: bool = True) -> dict[str, Prediction]:
     """Every ledger term, the available KV memory, blocks, tokens and max concurrency (rank 0's
-    terms; blocks are the minimum over ranks). Raises NotModeled for unsupported architectures."""
+    terms; blocks are the minimum over ranks). Raises NotModeled for unsupported architectures.
+    subtract_cudagraph=False is the rule of vLLM releases before 0.21.0 (theory/vllm_versions.py):
+    the CUDA-graph estimate is not taken from the KV budget."""
     if not isinstance(settings, LedgerSettings):
         settings = LedgerSettings.from_mapping(settings)
     check_supported(model)
@@ -190,7 +193,9 @@ def predict_ledger(model: ModelSpec, hardware: HardwareSpec,
         terms = {"model_memory_bytes": model_memory(model, hardware, rs, rank),
                  "peak_activation_bytes": peak_activation(model, hardware, rs),
                  "non_torch_increase_bytes": non_torch_increase(hardware, rs),
-                 "cudagraph_estimate_bytes": cudagraph_estimate(rs)}
+                 "cudagraph_estimate_bytes": cudagraph_estimate(rs) if subtract_cudagraph else Prediction(
+                     0, "B", "not subtracted by this vLLM version (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS "
+                     "off by default before 0.21.0)", {"subtract_cudagraph": False})}
         avail = available_kv(out["requested_memory_bytes"], terms, rs.kv_cache_memory_bytes)
         per_rank_available.append(avail.value)
         if rank == 0:

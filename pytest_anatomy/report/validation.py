@@ -1,0 +1,151 @@
+"""The validation table: how far predictions land from measurements, per source, GPU, engine and metric.
+
+Computed from a ledger (the reconciliations of a run, or the JSON beside the HTML report), never
+typed: `pytest-anatomy report` writes it into README between the markers below, the HTML report
+shows it. It is not checked at the end of a run (a partial run or another ledger would make that
+flaky): regenerate it with the report command after changing predictions or recordings.
+
+Per group: the count, the median and p90 of |measured / predicted - 1|, the sign bias (share of
+rows measured above predicted) and the outcomes: agree, finding with a sourced cause, finding whose
+cause is not established (ids ending in UNESTABLISHED), diverge. Rows:
+every third-party reconciliation, and beside them the comparable metrics of our own H200 and the
+seed's RTX 4090 (KV blocks and tokens, decode and prefill steps, TTFT, ITL, throughput), fit-point
+repeats excluded (in-sample, not tests of the model). Only replayed recordings count: a live run's
+numbers are not what README tabulates.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+BEGIN, END = "<!-- validation-table -->", "<!-- /validation-table -->"
+SOURCES = {"aiconfigurator": "AIConfigurator", "argonne-llm-inference-bench": "Argonne LLM-Inference-Bench",
+           "inference-sim-blis": "inference-sim"}
+OWN = {"h200": "ours (H200)", "rtx4090": "seed (RTX 4090)"}
+OWN_METRICS = frozenset({
+    "num_gpu_blocks", "kv_tokens", "available_kv_bytes", "decode_step", "decode_step_other_model", "prefill",
+    "prefill_other_model", "ttft_mean", "ttft_p50", "engine_ttft_p50", "engine_ttft_mean", "itl_mean", "itl_median",
+    "itl_p50", "itl_p99", "output_throughput"})
+_ORDER = [*SOURCES.values(), *OWN.values()]
+_FIT_REPEAT = "fit-repeat"
+# Suffix of finding ids that record a miss without an established cause (tests_validation/sweeps.py).
+UNESTABLISHED = "-cause-not-established"
+
+
+@dataclass(frozen=True)
+class Row:
+    source: str
+    gpu: str
+    engine: str
+    metric: str
+    count: int
+    median_abs_error: float
+    p90_abs_error: float
+    measured_above: float  # share of rows with measured > predicted
+    agree: int
+    finding: int  # a finding with a sourced cause
+    unexplained: int  # a finding whose cause is not established
+    diverge: int
+
+
+def _hardware_of(rec: Mapping[str, Any]) -> str | None:
+    if rec.get("hardware"):
+        return str(rec["hardware"])
+    where = str((rec.get("provenance") or {}).get("recording") or "")
+    m = re.search(r"results/([^/]+)/", where)
+    return m.group(1) if m else None
+
+
+def _group(rec: Mapping[str, Any]) -> tuple[str, str, str, str] | None:
+    if rec.get("source") != "recorded":  # the table is of the committed recordings, not of a live run
+        return None
+    prov = rec.get("provenance") or {}
+    engine = str(prov.get("engine") or "?")
+    hw = _hardware_of(rec)
+    if prov.get("source") == "third-party":
+        return SOURCES.get(str(prov.get("third_party")), str(prov.get("third_party"))), str(hw), engine, rec["name"]
+    if rec.get("suite") in ("capacity", "latency") and hw in OWN and rec["name"] in OWN_METRICS \
+            and _FIT_REPEAT not in str(rec.get("test_id", "")):
+        return OWN[hw], hw, engine, rec["name"]
+    return None
+
+
+def _percentile(sorted_values: list[float], q: float) -> float:
+    """Linear interpolation between closest ranks (numpy's default), without numpy."""
+    if len(sorted_values) == 1:
+        return sorted_values[0]
+    pos = (len(sorted_values) - 1) * q
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+
+
+def rows(reconciliations: Iterable[Mapping[str, Any]]) -> list[Row]:
+    groups: dict[tuple[str, str, str, str], list[Mapping[str, Any]]] = {}
+    for rec in reconciliations:
+        key = _group(rec)
+        if key is None or not rec.get("predicted"):
+            continue
+        groups.setdefault(key, []).append(rec)
+    out = []
+    for (source, gpu, engine, metric), recs in groups.items():
+        errors = sorted(abs(r["measured"] / r["predicted"] - 1) for r in recs)
+        verdicts = [r["verdict"] for r in recs]
+        open_ = sum(1 for r in recs if r["verdict"] == "finding"
+                    and str((r.get("finding") or {}).get("id", "")).endswith(UNESTABLISHED))
+        out.append(Row(source, gpu, engine, metric, len(recs), _percentile(errors, 0.5), _percentile(errors, 0.9),
+                       sum(1 for r in recs if r["measured"] > r["predicted"]) / len(recs),
+                       verdicts.count("agree") + verdicts.count("resolved"), verdicts.count("finding") - open_,
+                       open_, verdicts.count("diverge")))
+    rank = {name: i for i, name in enumerate(_ORDER)}
+    return sorted(out, key=lambda r: (rank.get(r.source, len(rank)), r.source, r.gpu, r.engine, r.metric))
+
+
+def _pct(x: float) -> str:
+    return f"{x * 100:.1f}%" if x < 10 else f"{x:.3g}x"
+
+
+def markdown(table: list[Row]) -> str:
+    lines = ["| source | GPU | engine | metric | n | median abs. error | p90 abs. error | measured > predicted "
+             "| agree / explained / cause not established / diverge |",
+             "|---|---|---|---|---:|---:|---:|---:|---|"]
+    for r in table:
+        lines.append(f"| {r.source} | {r.gpu} | {r.engine} | {r.metric} | {r.count} | {_pct(r.median_abs_error)} | "
+                     f"{_pct(r.p90_abs_error)} | {r.measured_above * 100:.0f}% | {r.agree} / {r.finding} / "
+                     f"{r.unexplained} / {r.diverge} |")
+    return "\n".join(lines)
+
+
+def readme_block(table: list[Row]) -> str:
+    return f"{BEGIN}\n{markdown(table)}\n{END}"
+
+
+def current_readme_table(readme: Path) -> str | None:
+    text = readme.read_text(encoding="utf-8")
+    start, end = text.find(BEGIN), text.find(END)
+    if start < 0 or end < start:
+        return None
+    return text[start:end + len(END)]
+
+
+def update_readme(readme: Path, table: list[Row]) -> bool:
+    """Replace the block between the markers; True when README changed. Raises when they are missing."""
+    text = readme.read_text(encoding="utf-8")
+    old = current_readme_table(readme)
+    if old is None:
+        raise ValueError(f"{readme} has no '{BEGIN}' ... '{END}' block for the validation table")
+    new = readme_block(table)
+    if old == new:
+        return False
+    readme.write_text(text.replace(old, new), encoding="utf-8")
+    return True
+
+
+def complete_run(suites_run: Iterable[str]) -> bool:
+    """The table covers third-party and own data only when all three suites ran."""
+    return {"validation", "latency", "capacity"} <= set(suites_run)

@@ -1,0 +1,115 @@
+"""Offline fixed-batch latency and throughput (Argonne's LLM-Inference-Bench, vLLM and llama.cpp on
+A100 and H100), predicted with the H200 calibration transferred (theory/transfer.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from sweeps import (
+    parametrize,
+    OLD_VLLM_CPU,
+    OLD_VLLM_REASON,
+    SPREAD_WHY,
+    Case,
+    cases,
+    finding_marks,
+    offline,
+    ratio_band,
+    replay_targets,
+    route,
+    transfer_for,
+)
+
+from pytest_anatomy.theory.prediction import Prediction, Term
+
+SOURCE = "argonne"
+LLAMACPP_WHY = ("Candidate: no llama.cpp calibration exists on our cards (the vLLM one stands in, declared); "
+                "docs/VALIDATION.md section 7.")
+VLLM_WHY = ("Beyond the pre-0.6 CPU-overhead finding's band; candidate, not established: a 2024 vLLM KV pool below "
+            "B x 2L tokens (preemption); docs/VALIDATION.md section 7.")
+
+
+CASES = cases(SOURCE)
+
+
+def _tokens(case: Case) -> int:
+    return 2 * case.s("input_len") * (1 if case.engine == "llama.cpp" else case.s("batch"))
+
+
+def _routes(answer: tuple[float, float, float], case: Case) -> list[Any]:
+    central, lo, hi = answer
+    meas = dict(case.measured)
+    tokens = _tokens(case)
+    lat_band, thr_band = ratio_band(central, lo, hi), ratio_band(tokens / central, tokens / hi, tokens / lo)
+    causes_lat: tuple[Any, ...] = ()
+    causes_thr: tuple[Any, ...] = ()
+    if case.engine == "vllm":
+        causes_lat = (("vllm-pre-0.6-cpu-overhead", OLD_VLLM_REASON, ratio_band(central, lo, hi * OLD_VLLM_CPU)),)
+        causes_thr = (("vllm-pre-0.6-cpu-overhead", OLD_VLLM_REASON,
+                       ratio_band(tokens / central, tokens / (hi * OLD_VLLM_CPU), tokens / lo)),)
+    return [route(meas["latency"], central, lat_band, "latency", causes_lat),
+            route(meas["throughput"], tokens / central, thr_band, "throughput", causes_thr)]
+
+
+def _answer(transfer: Any, case: Case) -> tuple[float, float, float]:
+    return offline(transfer, case.hardware, case.s("catalog_model"), case.engine, case.s("gpus"),
+                   case.s("input_len"), case.s("batch"))
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """(target, case, answer) for every experiment of each card folder holding Argonne recordings;
+    misses are grouped per card, engine and metric."""
+    if "target" not in metafunc.fixturenames:
+        return
+    targets, results = replay_targets(metafunc.config, SOURCE)
+    transfer, why_none = transfer_for(targets, results)
+    if transfer is None:
+        targets = []
+    params = []
+    for t in targets:
+        for engine, why in (("vllm", VLLM_WHY), ("llama.cpp", LLAMACPP_WHY)):
+            mine = [c for c in cases(SOURCE, t.name, results) if c.engine == engine]
+            answers = [_answer(transfer, c) for c in mine]
+            marks = finding_marks(t.name, SOURCE, engine, [_routes(a, c) for a, c in zip(answers, mine)], why)
+            params += [pytest.param(t, c, a, marks=m, id=f"{t.name}-{c.id}") for c, a, m in zip(mine, answers, marks)]
+    parametrize(metafunc, ["target", "case", "answer"], params, SOURCE, why_none)
+
+
+@pytest.mark.gpu
+def test_offline_latency_and_throughput(target: Any, case: Case, answer: tuple[float, float, float], measured: Any,
+                                        reconcile: Any, h200_transfer: Any) -> None:
+    rec = measured(case.recording, suite=f"third-party/{SOURCE}")
+    model, length, batch = case.s("catalog_model"), case.s("input_len"), case.s("batch")
+    assert answer == _answer(h200_transfer, case)
+    central, lo, hi = answer
+    engine_formula = ("one sequence: prompt in chunks of n_batch, then L - 1 decode steps (llama.cpp, layer split)"
+                      if case.engine == "llama.cpp" else
+                      "B prompts prefilled first (whole prompts per step), then L - 1 decode steps at batch B")
+    tokens = _tokens(case)
+    inputs = {"input_len": length, "output_len": length, "batch": batch, "gpus": case.s("gpus"),
+              "hardware": target.name, "engine": case.engine}
+    notes = (h200_transfer.describe(),)
+    latency = Prediction(central, "s", engine_formula, inputs,
+                         terms=(Term("band low", lo, "s", "card variant, prefill budget, all-reduce 5 us"),
+                                Term("band high", hi, "s", "card variant, prefill budget, all-reduce 20 us")),
+                         notes=notes)
+    throughput = Prediction(tokens / central, "tokens/s", "(input + output) tokens x sequences / latency", inputs,
+                            terms=(Term("band low", tokens / hi, "tokens/s"), Term("band high", tokens / lo, "tokens/s")),
+                            notes=notes)
+    failures = []
+    for name, pred, band in (("latency", latency, ratio_band(central, lo, hi)),
+                             ("throughput", throughput, ratio_band(tokens / central, tokens / hi, tokens / lo))):
+        try:  # both are reconciled (and recorded) even when the first diverges
+            reconcile(name, pred, rec[f"{case.key}.{name}"], ratio=band, why=SPREAD_WHY, model=model)
+        except AssertionError as exc:
+            failures.append(str(exc))
+    if failures:
+        raise AssertionError("\n".join(failures))
+
+
+def test_the_csv_defines_throughput_as_tokens_over_latency() -> None:
+    """The protocol's reading of the CSV (docs/VALIDATION.md section 3): vLLM rows B x 2L / latency,
+    llama.cpp rows 2L / latency whatever the 'Batch Size' (one sequence; the column is n_batch)."""
+    off = [(c.id, dict(c.measured)["throughput"] * dict(c.measured)["latency"] / _tokens(c)) for c in CASES]
+    assert off and all(abs(r - 1) < 1e-6 for _, r in off), [x for x in off if abs(x[1] - 1) >= 1e-6][:5]
