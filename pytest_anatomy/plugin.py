@@ -204,6 +204,11 @@ class LedgerCollector:
                     session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+        if self.state.no_case_on_targets:
+            targets = sorted({t.name for ts in self.state._targets.values() for t in ts}) or ["none"]
+            terminalreporter.write_line(
+                f"anatomy: {self.state.no_case_on_targets} tests have no case on this session's targets "
+                f"({', '.join(targets)}) and were deselected")
         if self.state.entries:
             from pytest_anatomy.report.terminal import summary_lines
 
@@ -255,6 +260,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         tgt = getattr(getattr(item, "callspec", None), "params", {}).get("target")
         if getattr(tgt, "live", False):
             item.add_marker(pytest.mark.xdist_group(LIVE_GROUP))
+    # A test with no case on this session's targets (the seed's recorded data on a live-only
+    # session, say) is not a skipped check: it has nothing to check here. Deselect it and say how
+    # many in the summary, instead of one "got empty parameter set" skip line per test.
+    empty = [i for i in items if any(str(m.kwargs.get("reason", "")).startswith("got empty parameter set for (target")
+                                     for m in i.iter_markers("skip"))]
+    if empty:
+        config.hook.pytest_deselected(items=empty)
+        items[:] = [i for i in items if i not in empty]
+        get_session(config).no_case_on_targets = len(empty)
 
 
 @pytest.hookimpl(trylast=True)  # after the terminal's own collection report: nothing else prints
