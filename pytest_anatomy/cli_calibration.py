@@ -45,7 +45,7 @@ def recorded_calibration(results: Path, hw: HardwareSpec) -> RecordedCalibration
     return _CACHE[key]
 
 
-_CACHE: dict[tuple[Path, str], "RecordedCalibration | str"] = {}
+_CACHE: dict[tuple[Path, str], RecordedCalibration | str] = {}
 
 
 def _fit(results: Path, hw: HardwareSpec) -> RecordedCalibration | str:
@@ -60,17 +60,22 @@ def _fit(results: Path, hw: HardwareSpec) -> RecordedCalibration | str:
                 f"{PREFILL} under {where}): datasheet roofline, a lower bound on time")
     except (recordings.RecordingError, OSError) as exc:
         return f"the recordings under {where} cannot be read ({exc}): datasheet roofline, a lower bound on time"
-    used = tuple(str(r[q].provenance.get("recording", r.name)) for r, q in (
-        (ceil, "read_bandwidth.value"), (b1, "step_time_s"), (engine, "resolved.max_num_batched_tokens"),
-        (l8192, "engine_prefill_s.median")))
-    ceilings = lat.Ceilings.measured(hw, bandwidth=ceil["read_bandwidth.value"].value,
-                                     peak=ceil["matmul_bf16.value"].value,
-                                     source=f"read_bandwidth (4 GiB sum) and matmul_bf16 (8192^3), {used[0]}")
-    settings = b1.data["run"]["settings"]
-    points = SessionPoints(
-        b1["step_time_s"].value, settings["input_len"] + settings["output_len"] / 2, f"{DECODE}:step_time_s",
-        PREFILL_TOKENS, l8192["engine_prefill_s.median"].value, f"{PREFILL}:engine_prefill_s.median",
-        int(engine["resolved.max_num_batched_tokens"].value))
-    calib = fit_engine(load_model(CALIBRATION_MODEL), ceilings, points,
-                       name=f"vllm-0.26.0@{hw.name} (CUDA graphs, async scheduling), recorded {b1.recorded_at}")
+    try:
+        used = tuple(str(r[q].provenance.get("recording", r.name)) for r, q in (
+            (ceil, "read_bandwidth.value"), (b1, "step_time_s"), (engine, "resolved.max_num_batched_tokens"),
+            (l8192, "engine_prefill_s.median")))
+        ceilings = lat.Ceilings.measured(hw, bandwidth=ceil["read_bandwidth.value"].value,
+                                         peak=ceil["matmul_bf16.value"].value,
+                                         source=f"read_bandwidth (4 GiB sum) and matmul_bf16 (8192^3), {used[0]}")
+        settings = b1.data["run"]["settings"]
+        points = SessionPoints(
+            b1["step_time_s"].value, settings["input_len"] + settings["output_len"] / 2, f"{DECODE}:step_time_s",
+            PREFILL_TOKENS, l8192["engine_prefill_s.median"].value, f"{PREFILL}:engine_prefill_s.median",
+            int(engine["resolved.max_num_batched_tokens"].value))
+        calib = fit_engine(load_model(CALIBRATION_MODEL), ceilings, points,
+                           name=f"vllm-0.26.0@{hw.name} (CUDA graphs, async scheduling), recorded {b1.recorded_at}")
+    # A quantity the session lacks, or a fit that has nothing to fit (a step faster than its roofline).
+    except (KeyError, TypeError, ValueError) as exc:
+        return (f"the newest session under {where} ({b1.recorded_at}) gives no usable calibration ({exc}): "
+                "datasheet roofline, a lower bound on time")
     return RecordedCalibration(ceilings, calib, used)
