@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from pytest_anatomy import cli_latency, recordings
+from pytest_anatomy.specs.hardware import HARDWARE
 
 QUANTITIES = ("itl_ms", "prefill_ms", "ttft_ms", "throughput_tok_s")
 
@@ -138,3 +139,12 @@ def test_a_card_without_recordings_keeps_the_datasheet_roofline_and_says_so(caps
     default, roofline = _run(capsys, *base), _run(capsys, *base, "--uncalibrated")
     assert default["itl_ms"]["value"] == roofline["itl_ms"]["value"]
     assert any(n.startswith(f"no recorded calibration session for {hardware}") for n in default["itl_ms"]["notes"])
+
+
+@pytest.mark.parametrize("hardware", sorted(HARDWARE))
+def test_every_catalog_card_says_where_its_constants_come_from(capsys, hardware: str) -> None:
+    """Calibrated from its recordings or the datasheet roofline by name: never silently either."""
+    out = _run(capsys, "--model", "qwen2.5-0.5b", "--hardware", hardware, "--results", str(RESULTS))
+    for q in QUANTITIES:
+        assert out[q]["notes"][0].startswith(("calibrated from the newest recorded session",
+                                              f"no recorded calibration session for {hardware}")), q
