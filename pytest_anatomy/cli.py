@@ -4,6 +4,7 @@
     pytest-anatomy predict capacity --model qwen2.5-7b --hardware rtx4090 --available-kv-gib 6.41 --json
     pytest-anatomy predict latency --model qwen2.5-7b --hardware h200 --batch 64 --input-len 1024 --output-len 256 --json
     pytest-anatomy report [-o anatomy-report.html] [pytest args...]
+    pytest-anatomy compare OLD.json NEW.json [--json]
     pytest-anatomy import-seed ../shared/seed-results
     pytest-anatomy import-device $FILES_FROM_ONE_DEVICE_CALL
     pytest-anatomy import-third-party ../shared/third-party
@@ -111,6 +112,22 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("-o", "--output", default="anatomy-report.html",
                         help="x.html: the report, its JSON ledger beside it as x.json; x.json: the ledger, the report "
                              "beside it as x.html")
+
+    cmp = sub.add_parser(
+        "compare", help="what changed between two JSON ledgers (exit 1 on a regression)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Compares two ledgers (the .json written beside an HTML report). Reconciliations are matched "
+                    "by test id + name. Reports reconciliations added and removed, verdict changes, gaps that "
+                    "drifted beyond their tolerance (measured/predicted moved by more than the reconciliation's own "
+                    "band between the runs), and findings resolved or newly appearing.",
+        epilog="exit status:\n"
+               "  0  nothing regressed\n"
+               "  1  a regression: a reconciliation went agree, finding or resolved -> diverge, or a finding\n"
+               "     (in both runs) drifted by more than its tolerance band\n"
+               "  2  bad input: a file missing, not JSON, or not a ledger")
+    cmp.add_argument("old", type=Path, metavar="OLD.json", help="the earlier ledger")
+    cmp.add_argument("new", type=Path, metavar="NEW.json", help="the later ledger")
+    cmp.add_argument("--json", action="store_true", help="print the changes as a JSON object")
 
     imp = sub.add_parser("import-seed", help="import the seed study's data into results/rtx4090/")
     imp.add_argument("seed_results", type=Path, help="path to shared/seed-results")
@@ -227,6 +244,18 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return code
 
 
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from pytest_anatomy.compare import LedgerError, compare_ledgers, load_ledger, render_text
+
+    try:
+        old, new = load_ledger(args.old), load_ledger(args.new)
+    except LedgerError as exc:
+        return _error(exc)
+    result = compare_ledgers(old, new, str(args.old), str(args.new))
+    print(json.dumps(result.to_json(), indent=2) if args.json else render_text(result))
+    return 1 if result.regressions else 0
+
+
 def _cmd_import_seed(args: argparse.Namespace) -> int:
     from pytest_anatomy.importers import seed_kernels
     from pytest_anatomy.importers.seed import SeedImportError, run
@@ -319,6 +348,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _cmd_predict_capacity(args)
     if args.command == "report":
         return _cmd_report(args)
+    if args.command == "compare":
+        return _cmd_compare(args)
     if args.command == "import-seed":
         return _cmd_import_seed(args)
     if args.command == "import-device":

@@ -11,9 +11,13 @@ Quantities (the JSON maps each to {value, unit, formula, terms, inputs, notes}):
   throughput_tok_s  without --rate: steady closed loop at --batch; with --rate: simulated
   saturation_request_rate  (with --rate) the knee: a closed loop at max_num_seqs
 A model that does not fit on one GPU, or a request longer than --max-model-len, exits 2 with one
-line. Ceilings default to the datasheet (an upper bound); pass measured ones with --bandwidth-gbs and
---peak-tflops. The per-step overhead and compute efficiency default to none (pure roofline);
-fit them per engine and GPU (theory/latency.py: fit_step_overhead, fit_compute_efficiency).
+line. Calibrated by default: for a --hardware with recordings (results/<hw>/latency and
+results/<hw>/ceilings) the newest recorded session's ceilings (read bandwidth, bf16 matmul) and the
+per-step overhead and compute efficiency fitted on it (Qwen2.5-7B under vLLM 0.26.0, as the latency
+suite fits them); the notes name those recordings. A card without recordings answers with the
+datasheet roofline (a lower bound on time) and says so. --uncalibrated gives that pure roofline for
+any card. --bandwidth-gbs, --peak-tflops, --step-overhead-ms and --compute-efficiency override one
+constant each.
 
 """
 
@@ -24,6 +28,7 @@ import json
 import math
 import sys
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from pytest_anatomy.theory.prediction import Prediction, Term
@@ -97,13 +102,21 @@ def add_parser(what: "argparse._SubParsersAction[argparse.ArgumentParser]") -> a
     # Lower bounds far below any GPU (a DDR4 channel moves ~25 GB/s, a laptop CPU ~1 TFLOP/s): a
     # smaller number is a unit mistake (GB/s and TFLOP/s expected) and would make steps take years.
     p.add_argument("--bandwidth-gbs", type=_number(float, 1), default=None,
-                   help="measured memory bandwidth in GB/s, >= 1 (default: datasheet)")
+                   help="measured memory bandwidth in GB/s, >= 1 (default: the newest recorded session's, else "
+                        "datasheet)")
     p.add_argument("--peak-tflops", type=_number(float, 0.01), default=None,
-                   help="measured bf16 matmul peak in TFLOP/s, >= 0.01 (default: datasheet)")
-    p.add_argument("--step-overhead-ms", type=_number(float, 0), default=0.0,
-                   help="per-step overhead of this engine on this GPU (fitted on a b=1 decode step)")
-    p.add_argument("--compute-efficiency", type=_efficiency, default=1.0,
-                   help="fraction of the peak compute-bound steps reach, in [0.01, 1] (fitted on a long prefill)")
+                   help="measured bf16 matmul peak in TFLOP/s, >= 0.01 (default: the newest recorded session's, "
+                        "else datasheet)")
+    p.add_argument("--step-overhead-ms", type=_number(float, 0), default=None,
+                   help="per-step overhead of this engine on this GPU (default: fitted on the newest recorded b=1 "
+                        "decode step, else 0)")
+    p.add_argument("--compute-efficiency", type=_efficiency, default=None,
+                   help="fraction of the peak compute-bound steps reach, in [0.01, 1] (default: fitted on the "
+                        "newest recorded 8,192-token prefill, else 1)")
+    p.add_argument("--uncalibrated", action="store_true",
+                   help="the pure datasheet roofline (a lower bound on time), ignoring recorded sessions")
+    p.add_argument("--results", type=Path, default=Path("results"),
+                   help="folder of recordings the calibration is read from (results)")
     p.add_argument("--vllm-version", default=None, metavar="X.Y.Z",
                    help="vLLM release whose memory accounting sizes the KV pool (default 0.26.0; see predict capacity)")
     p.add_argument("--json", action="store_true", help="print {quantity: {value, unit, formula, terms}} as JSON")
@@ -207,18 +220,17 @@ def plan_warnings(args: argparse.Namespace, model: Any, hw: Any, settings: Any) 
 
 
 def _answers(args: argparse.Namespace, model: Any, hw: Any, settings: Any) -> dict[str, Prediction]:
+    """Every answer, each noting where its ceilings and calibration come from."""
+    ceilings, calib, source = calibration(args, hw)
+    return {name: p if source in p.notes else replace(p, notes=(source, *p.notes))
+            for name, p in _step_answers(args, model, hw, settings, ceilings, calib).items()}
+
+
+def _step_answers(args: argparse.Namespace, model: Any, hw: Any, settings: Any, ceilings: Any,
+                  calib: Any) -> dict[str, Prediction]:
     from pytest_anatomy.theory import latency as lat
     from pytest_anatomy.theory import serving as sv
 
-    ceilings = lat.Ceilings.datasheet(hw)
-    if args.bandwidth_gbs is not None or args.peak_tflops is not None:
-        ceilings = lat.Ceilings.measured(
-            hw, bandwidth=args.bandwidth_gbs * 1e9 if args.bandwidth_gbs else ceilings.bandwidth,
-            peak=args.peak_tflops * 1e12 if args.peak_tflops else ceilings.peak, source="given on the command line")
-    given = args.step_overhead_ms > 0 or args.compute_efficiency != 1.0
-    calib = lat.EngineCalibration(
-        "given on the command line" if given else "uncalibrated (pure roofline: a lower bound on time)",
-        step_overhead_s=args.step_overhead_ms * 1e-3, compute_efficiency=args.compute_efficiency)
     budget, b, n_in, n_out = settings.max_num_batched_tokens, args.batch, args.input_len, args.output_len
     out: dict[str, Prediction] = {
         "itl_ms": _in_ms(lat.decode_step_time(model, ceilings, calib, b, n_in + n_out / 2)),
@@ -253,6 +265,41 @@ def _answers(args: argparse.Namespace, model: Any, hw: Any, settings: Any) -> di
         {"concurrency": knee["concurrency"]},
         terms=(Term("output throughput at saturation", knee["output_throughput"], "tokens/s"),))
     return out
+
+
+def calibration(args: argparse.Namespace, hw: Any) -> tuple[Any, Any, str]:
+    """Ceilings, engine calibration and a note saying where they come from: the newest recorded
+    session's (cli_calibration), the datasheet roofline with --uncalibrated or without recordings,
+    then each constant given on the command line in place of its default."""
+    from pytest_anatomy.cli_calibration import RecordedCalibration, recorded_calibration
+    from pytest_anatomy.theory import latency as lat
+
+    recorded = None if args.uncalibrated else recorded_calibration(args.results, hw)
+    if isinstance(recorded, RecordedCalibration):
+        ceilings, calib, source = recorded.ceilings, recorded.calib, recorded.note()
+    else:
+        source = recorded or "--uncalibrated: datasheet roofline, a lower bound on time"
+        ceilings, calib = lat.Ceilings.datasheet(hw), lat.EngineCalibration(
+            "uncalibrated (pure roofline: a lower bound on time)")
+    # Each flag replaces its one constant; the others keep their recorded or datasheet value.
+    if args.bandwidth_gbs is not None:
+        ceilings = replace(ceilings, bandwidth=args.bandwidth_gbs * 1e9,
+                           bandwidth_source="given on the command line (--bandwidth-gbs)")
+    if args.peak_tflops is not None:
+        ceilings = replace(ceilings, peak=args.peak_tflops * 1e12,
+                           peak_source="given on the command line (--peak-tflops)")
+    given = [f"{flag} {value:g}" for flag, value in (
+        ("--bandwidth-gbs", args.bandwidth_gbs), ("--peak-tflops", args.peak_tflops),
+        ("--step-overhead-ms", args.step_overhead_ms), ("--compute-efficiency", args.compute_efficiency))
+        if value is not None]
+    if given:
+        source += f"; given on the command line: {', '.join(given)}"
+        calib = replace(calib, name=f"{calib.name}; given on the command line: {', '.join(given)}",
+                        step_overhead_s=calib.step_overhead_s if args.step_overhead_ms is None
+                        else args.step_overhead_ms * 1e-3,
+                        compute_efficiency=calib.compute_efficiency if args.compute_efficiency is None
+                        else args.compute_efficiency)
+    return ceilings, calib, source
 
 
 def _pool_blocks(args: argparse.Namespace, model: Any, hw: Any, settings: Any) -> int | None:

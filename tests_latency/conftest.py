@@ -28,6 +28,7 @@ from pytest_anatomy.fixtures import progress
 from pytest_anatomy.session import get_session
 from pytest_anatomy.specs.model import ModelSpec, load_model
 from pytest_anatomy.theory import latency as lat
+from pytest_anatomy.theory.calibration import SessionPoints, fit_engine
 from pytest_anatomy.theory import serving as sv
 from pytest_anatomy.theory.flops import StepWork
 
@@ -193,15 +194,14 @@ def build_engine_setup(qwen: ModelSpec, rec: Any, target: Any, beside: Any = Non
     b1 = rec("qwen2.5-7b.decode.b1", beside=beside, not_after=not_after)
     ceilings = rec_ceilings(rec, target, b1)
     s = b1.data["run"]["settings"]
-    calib = lat.fit_step_overhead(
-        qwen, ceilings, 1, mean_context(s["input_len"], s["output_len"]), b1["step_time_s"].value,
-        name=f"vllm-0.26.0@{target.name} (CUDA graphs, async scheduling)", fitted_on="qwen2.5-7b.decode.b1:step_time_s")
     engine = rec("qwen2.5-7b.engine", beside=b1)
     budget = int(engine["resolved.max_num_batched_tokens"].value)
     l8192 = rec("qwen2.5-7b.prefill.l8192", beside=b1)
-    calib = lat.fit_compute_efficiency(qwen, ceilings, lat.prefill_work(8192, budget),
-                                       l8192["engine_prefill_s.median"].value, calib,
-                                       fitted_on="qwen2.5-7b.prefill.l8192:engine_prefill_s.median")
+    # The same recipe `predict latency` calibrates with (theory/calibration.py).
+    calib = fit_engine(qwen, ceilings, SessionPoints(
+        b1["step_time_s"].value, mean_context(s["input_len"], s["output_len"]), "qwen2.5-7b.decode.b1:step_time_s",
+        8192, l8192["engine_prefill_s.median"].value, "qwen2.5-7b.prefill.l8192:engine_prefill_s.median", budget),
+        name=f"vllm-0.26.0@{target.name} (CUDA graphs, async scheduling)")
     # The pool is the engine's own (memory profiling); an input here, predicted in tests_capacity.
     sched = sv.SchedulerConfig(int(engine["resolved.max_num_seqs"].value), budget,
                                int(engine["resolved.num_gpu_blocks"].value), int(engine["resolved.block_size"].value))

@@ -1,0 +1,81 @@
+"""`predict latency`'s calibrated default: the newest recorded session of a GPU, fitted.
+
+For a --hardware with recordings under results/<hw>/latency and results/<hw>/ceilings, the
+answer uses the newest session that measured Qwen2.5-7B's b=1 decode step: that session's
+ceilings (read bandwidth, bf16 matmul) and the overhead and efficiency fitted on it by the
+latency suite's own recipe (theory/calibration.py). Without such a session the datasheet
+roofline stays, and the notes say why."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from pytest_anatomy import recordings
+from pytest_anatomy.specs.hardware import HardwareSpec
+from pytest_anatomy.specs.model import load_model
+from pytest_anatomy.theory import latency as lat
+from pytest_anatomy.theory.calibration import SessionPoints, fit_engine
+
+# The model every recorded calibration session ran (tests_latency: engine_setup).
+CALIBRATION_MODEL = "qwen2.5-7b"
+DECODE, ENGINE, PREFILL = (f"{CALIBRATION_MODEL}.decode.b1", f"{CALIBRATION_MODEL}.engine",
+                           f"{CALIBRATION_MODEL}.prefill.l8192")
+PREFILL_TOKENS = 8192
+
+
+@dataclass(frozen=True)
+class RecordedCalibration:
+    ceilings: lat.Ceilings
+    calib: lat.EngineCalibration
+    recordings: tuple[str, ...]  # the files the numbers came from
+
+    def note(self) -> str:
+        return (f"calibrated from the newest recorded session ({', '.join(self.recordings)}): ceilings "
+                f"{self.ceilings.bandwidth / 1e9:.4g} GB/s read, {self.ceilings.peak / 1e12:.4g} TFLOP/s bf16 matmul, "
+                f"t_overhead {self.calib.step_overhead_s * 1e3:.4g} ms, eta {self.calib.compute_efficiency:.3f}, "
+                f"fitted on {CALIBRATION_MODEL} under vLLM 0.26.0; --uncalibrated for the datasheet roofline")
+
+
+def recorded_calibration(results: Path, hw: HardwareSpec) -> RecordedCalibration | str:
+    """The newest session's calibration for `hw`, or the reason there is none (for the notes)."""
+    key = (Path(results).resolve(), hw.name)
+    if key not in _CACHE:  # reading and fitting four recordings per answer would dominate its time
+        _CACHE[key] = _fit(Path(results), hw)
+    return _CACHE[key]
+
+
+_CACHE: dict[tuple[Path, str], RecordedCalibration | str] = {}
+
+
+def _fit(results: Path, hw: HardwareSpec) -> RecordedCalibration | str:
+    where = results / hw.name
+    try:
+        b1 = recordings.load_latest(results, hw.name, "latency", DECODE)
+        engine = recordings.load_beside(results, hw.name, "latency", ENGINE, b1)
+        l8192 = recordings.load_beside(results, hw.name, "latency", PREFILL, b1)
+        ceil = recordings.load_beside(results, hw.name, "ceilings", "ceilings", b1)
+    except recordings.MissingRecording:
+        return (f"no recorded calibration session for {hw.name} (a {DECODE} run with its ceilings, engine and "
+                f"{PREFILL} under {where}): datasheet roofline, a lower bound on time")
+    except (recordings.RecordingError, OSError) as exc:
+        return f"the recordings under {where} cannot be read ({exc}): datasheet roofline, a lower bound on time"
+    try:
+        used = tuple(str(r[q].provenance.get("recording", r.name)) for r, q in (
+            (ceil, "read_bandwidth.value"), (b1, "step_time_s"), (engine, "resolved.max_num_batched_tokens"),
+            (l8192, "engine_prefill_s.median")))
+        ceilings = lat.Ceilings.measured(hw, bandwidth=ceil["read_bandwidth.value"].value,
+                                         peak=ceil["matmul_bf16.value"].value,
+                                         source=f"read_bandwidth (4 GiB sum) and matmul_bf16 (8192^3), {used[0]}")
+        settings = b1.data["run"]["settings"]
+        points = SessionPoints(
+            b1["step_time_s"].value, settings["input_len"] + settings["output_len"] / 2, f"{DECODE}:step_time_s",
+            PREFILL_TOKENS, l8192["engine_prefill_s.median"].value, f"{PREFILL}:engine_prefill_s.median",
+            int(engine["resolved.max_num_batched_tokens"].value))
+        calib = fit_engine(load_model(CALIBRATION_MODEL), ceilings, points,
+                           name=f"vllm-0.26.0@{hw.name} (CUDA graphs, async scheduling), recorded {b1.recorded_at}")
+    # A quantity the session lacks, or a fit that has nothing to fit (a step faster than its roofline).
+    except (KeyError, TypeError, ValueError) as exc:
+        return (f"the newest session under {where} ({b1.recorded_at}) gives no usable calibration ({exc}): "
+                "datasheet roofline, a lower bound on time")
+    return RecordedCalibration(ceilings, calib, used)
