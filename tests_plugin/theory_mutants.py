@@ -87,8 +87,9 @@ CATALOGUE: tuple[Mutation, ...] = (
             "the request a step preempts goes back to the head of the waiting queue, and admission is first come "
             "first served: re-admitting it needs about the blocks it just gave up, more than the step leaves free "
             "once the request it made room for has taken its share, so admission stops at the head anyway. In "
-            "the recorded overload runs the gate never binds: the mutation changes none of the selection's "
-            "predicted values (preemptions, recomputed tokens, throughput, TTFT, ITL). vLLM's scheduler has the "
+            "the recorded overload runs the gate never binds (replaying this selection on 2026-12-01: 167 steps "
+            "preempted, and without the gate none of them admitted a request), so the mutation changes none of "
+            "the selection's predicted values (preemptions, recomputed tokens, throughput, TTFT, ITL). vLLM's scheduler has the "
             "rule (no waiting request is scheduled in a step that preempted); no recording is evidence for it")),
     Mutation(
         "kernels-gemm-byte-ledger-x1.05", "kernels", "the SGEMM byte ledger x1.05",
