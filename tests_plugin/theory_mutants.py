@@ -1,0 +1,193 @@
+"""A catalogue of deliberate errors in the theory, and the pytest plugin that applies one.
+
+Each `Mutation` edits one function of `pytest_anatomy/theory/` (or the format table the GGUF ledger
+reads) by an exact source replacement: a term dropped, a constant x1.05, a rounding changed. The
+replacement must match the current source exactly once, so a refactor that moves the code fails
+loudly instead of silently mutating nothing.
+
+`tests_plugin/test_mutations.py` replays a narrowed selection of the recorded suites in a fresh
+interpreter per mutation, with this module loaded as a plugin (`-p theory_mutants`) and the
+mutation named in ANATOMY_MUTATION; the mutation never touches the test process itself.
+A mutation is caught when at least one reconciliation turns into a `diverge` in the ledger.
+Reconciliations carry no kind yet, so every one counts as a prediction; a finding that drifts
+inside its band, a resolved finding or an exception is not a catch.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import os
+import sys
+import textwrap
+from dataclasses import dataclass
+
+MUTATION_ENV = "ANATOMY_MUTATION"
+
+
+@dataclass(frozen=True)
+class Mutation:
+    name: str
+    area: str
+    what: str
+    module: str  # dotted module holding the function
+    function: str
+    old: str  # exact source text, present exactly once in the function
+    new: str
+    selection: tuple[str, ...]  # pytest paths / node ids replayed for this mutation
+    keyword: str = ""  # -k expression narrowing the selection ("" = none)
+    survivor: str = ""  # non-empty: a known survivor, and why no reconciliation can catch it
+
+
+# Replay selections: only the tests that reconcile what the mutated function predicts.
+_CAPACITY_LEDGER = ("tests_capacity/test_capacity_ledger.py",)
+_SEED_POOL = ("tests_capacity/test_seed_vllm_pool.py", "tests_capacity/test_seed_kv_linearity.py",
+              "tests_capacity/test_seed_memory_ledger.py")
+_LATENCY_STEPS = ("tests_latency/test_latency_steps.py", "tests_latency/test_latency_seed_decode.py")
+_LATENCY_LOAD = ("tests_latency/test_latency_load.py", "tests_latency/test_latency_seed_load.py")
+
+CATALOGUE: tuple[Mutation, ...] = (
+    Mutation(
+        "capacity-drop-cudagraph-estimate", "capacity",
+        "the CUDA-graph estimate is no longer subtracted from the KV budget",
+        "pytest_anatomy.theory.vllm_memory", "cudagraph_estimate",
+        "    if not rs.cudagraphs:\n", "    if True:\n",
+        _CAPACITY_LEDGER),
+    Mutation(
+        "capacity-kv-bytes-per-token-x1.05", "capacity", "KV bytes per token x1.05",
+        "pytest_anatomy.theory.capacity", "kv_bytes_per_token",
+        "value = layers * layer.value\n", "value = layers * layer.value * 1.05\n",
+        _SEED_POOL + _CAPACITY_LEDGER),
+    Mutation(
+        "capacity-block-rounding-round", "capacity",
+        "num_gpu_blocks rounds to nearest instead of flooring",
+        "pytest_anatomy.theory.capacity", "vllm_num_gpu_blocks",
+        "blocks = int(available_kv_bytes) // int(page.value) // groups.group_size",
+        "blocks = round(int(available_kv_bytes) / int(page.value) / groups.group_size)",
+        _CAPACITY_LEDGER + _SEED_POOL),
+    Mutation(
+        "latency-drop-lm-head-bytes", "latency", "lm_head dropped from the bytes a step streams",
+        "pytest_anatomy.theory.latency", "matmul_weight_bytes",
+        "return cap.weight_bytes(model, matmul_only=True).value",
+        "w = cap.weight_bytes(model, matmul_only=True)\n"
+        "    return w.value - sum(t.value for t in w.terms if t.name == 'lm_head')",
+        _LATENCY_STEPS + _LATENCY_LOAD),
+    Mutation(
+        "latency-flops-x0.9", "latency", "every step's FLOPs x0.9",
+        "pytest_anatomy.theory.flops", "step_flops",
+        "        trunk + head + attn_decode + attn_prefill, \"FLOP\",",
+        "        0.9 * (trunk + head + attn_decode + attn_prefill), \"FLOP\",",
+        _LATENCY_STEPS + _LATENCY_LOAD),
+    Mutation(
+        "simulator-admit-after-preemption", "serving simulator",
+        "waiting requests are admitted in a step that preempted",
+        "pytest_anatomy.theory.serving", "simulate",
+        "while (not preempted_now and waiting", "while (waiting",
+        _LATENCY_LOAD, survivor=(
+            "the request a step preempts goes back to the head of the waiting queue, and admission is first come "
+            "first served: re-admitting it needs about the blocks it just gave up, more than the step leaves free "
+            "once the request it made room for has taken its share, so admission stops at the head anyway. In "
+            "the recorded overload runs the gate never binds (replaying this selection on 2026-12-01: 167 steps "
+            "preempted, and without the gate none of them admitted a request), so the mutation changes none of "
+            "the selection's predicted values (preemptions, recomputed tokens, throughput, TTFT, ITL). vLLM's scheduler has the "
+            "rule (no waiting request is scheduled in a step that preempted); no recording is evidence for it")),
+    Mutation(
+        "kernels-gemm-byte-ledger-x1.05", "kernels", "the SGEMM byte ledger x1.05",
+        "pytest_anatomy.theory.kernels", "gemm_byte_ledger",
+        "nbytes = gemm_bytes(access, m, n, k, model, elem_bytes)",
+        "nbytes = 1.05 * gemm_bytes(access, m, n, k, model, elem_bytes)",
+        ("tests_kernels/test_kernels_seed_sgemm.py", "tests_kernels/test_kernels_ladders.py",
+         "tests_kernels/test_kernels_counters.py")),
+    Mutation(
+        "kernels-stream-byte-ledger-x1.05", "kernels", "the streaming kernels' byte ledger x1.05",
+        "pytest_anatomy.theory.kernels", "stream_ledger",
+        "nbytes = stream_bytes(access, m, n, model)",
+        "nbytes = 1.05 * stream_bytes(access, m, n, model)",
+        ("tests_kernels/test_kernels_seed_streaming.py", "tests_kernels/test_kernels_ladders.py",
+         "tests_kernels/test_kernels_counters.py")),
+    Mutation(
+        "occupancy-register-unit-x2", "kernels", "the register allocation unit x2 (512 per warp)",
+        "pytest_anatomy.theory.kernel_occupancy", "occupancy",
+        "regs_per_warp = -(-registers * 32 // lim.register_unit) * lim.register_unit",
+        "regs_per_warp = -(-registers * 32 // (2 * lim.register_unit)) * (2 * lim.register_unit)",
+        ("tests_kernels/test_kernels_compiled.py",), keyword="occupancy"),
+    Mutation(
+        "gguf-q4k-block-152-bytes", "GGUF sizes", "Q4_K super-blocks of 152 bytes instead of 144",
+        "pytest_anatomy.theory.quant", "gguf_weight_bytes",
+        "GGML_TYPES[gtype].bytes_for(t.numel)\n",
+        "GGML_TYPES[gtype].bytes_for(t.numel) * (152 if gtype == 'Q4_K' else 144) // 144\n",
+        ("tests_capacity/test_seed_llamacpp.py",), survivor=(
+            "the only llama.cpp recording is nvidia-smi's memory.used with the server loaded (the seed's 4090), "
+            "reconciled as a lower bound in a (1.0, 1.08) ratio band for the CUDA context and compute buffers "
+            "that are not modelled; 8 more bytes per 256 Q4_K weights (~0.2 GiB on Qwen2.5-7B, ~1% of 19 GiB) "
+            "stays inside it. Catching it needs a recording of llama.cpp's per-buffer sizes (its `model buffer "
+            "size` log line), which no run here kept")),
+    Mutation(
+        "flashattn-causal-flops-x2", "flash attention", "causal attention FLOPs x2 (no mask halving)",
+        "pytest_anatomy.theory.attention", "visible_pairs",
+        "return shape.seq_q * (shape.seq_q + 1) // 2", "return shape.seq_q * (shape.seq_q + 1)",
+        ("tests_flashattn/test_flashattn_gpu.py",), survivor=(
+            "these are the useful FLOPs (visible query-key pairs), reported beside each rung but never a "
+            "prediction of a measured quantity: the time prediction runs on the executed FLOPs (whole tiles, "
+            "the mutation below), so only the exact-arithmetic unit tests in test_flashattn_theory.py see it")),
+    Mutation(
+        "flashattn-causal-executed-tiles-x2", "flash attention",
+        "causal kernels compute every KV tile (executed FLOPs and tiled bytes x~2)",
+        "pytest_anatomy.theory.attention", "kv_tiles_per_head",
+        "return sum(causal_blocks(shape.seq_q, tiling))", "return 2 * sum(causal_blocks(shape.seq_q, tiling))",
+        ("tests_flashattn/test_flashattn_gpu.py",)),
+)
+
+BY_NAME = {m.name: m for m in CATALOGUE}
+
+
+def mutated_source(m: Mutation) -> str:
+    module = importlib.import_module(m.module)
+    source = textwrap.dedent(inspect.getsource(getattr(module, m.function)))
+    found = source.count(m.old)
+    if found != 1:
+        raise RuntimeError(f"mutation {m.name}: {m.old!r} occurs {found} times in {m.module}.{m.function}, "
+                           "not once; update the catalogue to the current source")
+    return source.replace(m.old, m.new)
+
+
+def apply(m: Mutation) -> None:
+    """Redefine the function in its own module's namespace (so its globals stay live)."""
+    module = importlib.import_module(m.module)
+    # The theory modules postpone annotations; so must the redefinition, or it would evaluate
+    # names they import only for type checking.
+    code = compile("from __future__ import annotations\n" + mutated_source(m), f"<mutant {m.name}>", "exec")
+    exec(code, module.__dict__)  # noqa: S102 - the point of a mutant
+
+
+def rebind(m: Mutation, original: object) -> None:
+    """Point every `from ... import f` binding taken before the mutation at the mutant."""
+    mutant = getattr(importlib.import_module(m.module), m.function)
+    for mod in list(sys.modules.values()):
+        namespace = getattr(mod, "__dict__", None)
+        if not isinstance(namespace, dict):
+            continue
+        for key, value in list(namespace.items()):
+            if value is original:
+                namespace[key] = mutant
+
+
+_STATE: dict[str, object] = {}
+
+
+def pytest_configure(config) -> None:
+    name = os.environ.get(MUTATION_ENV, "")
+    if not name:
+        return
+    if name not in BY_NAME:
+        raise RuntimeError(f"{MUTATION_ENV}={name!r} is not in the catalogue: one of {sorted(BY_NAME)}")
+    m = BY_NAME[name]
+    _STATE["original"] = getattr(importlib.import_module(m.module), m.function)
+    apply(m)
+    _STATE["mutation"] = m
+
+
+def pytest_collection_finish(session) -> None:
+    m = _STATE.get("mutation")
+    if isinstance(m, Mutation):
+        rebind(m, _STATE["original"])
