@@ -73,6 +73,17 @@ def _torch_dtype(torch: Any, dtype: str, device: str) -> Any:
     return {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[dtype]
 
 
+def _time_beside_sdpa(run: Any, q: Any, k: Any, v: Any, causal: bool, device: str, runs: int,
+                      warmup: int) -> tuple[Any, Any, Any, Any, str, Any]:
+    """Timing blocks in the order every case uses: ours, torch's default sdpa, its FLASH_ATTENTION
+    backend, ours again (the repeat shows the noise), each with the L2 flushed before every run.
+    Returns (ours, default, flash, repeat, how GQA reached sdpa, the flush buffer)."""
+    default, flash, gqa_how = _sdpa_callables(q, k, v, causal)
+    flush = _flush(device)
+    times = [time_flushed(fn, flush, runs=runs, warmup=warmup) for fn in (run, default, flash, run)]
+    return times[0], times[1], times[2], times[3], gqa_how, flush
+
+
 def _sync(device: str) -> None:
     import torch
 
@@ -215,12 +226,8 @@ def live_case(rung_id: str, *, batch: int, heads: int, n: int, head_dim: int, ca
                           f"{'causal' if causal else 'full'} {dtype}: max |O err| {check['o_max_abs_error']:.3g} "
                           f"(tol {check['o_tolerance']:.3g}), max |LSE err| {check['lse_max_abs_error']:.3g} "
                           f"(tol {check['lse_tolerance']:.3g}); not timed")
-    default, flash, gqa_how = _sdpa_callables(q, k, v, causal)
-    flush = _flush(device)
-    t_rung = time_flushed(run, flush, runs=runs, warmup=warmup)
-    t_default = time_flushed(default, flush, runs=runs, warmup=warmup)
-    t_flash = time_flushed(flash, flush, runs=runs, warmup=warmup)
-    t_repeat = time_flushed(run, flush, runs=runs, warmup=warmup)
+    t_rung, t_default, t_flash, t_repeat, gqa_how, flush = _time_beside_sdpa(run, q, k, v, causal, device, runs,
+                                                                            warmup)
     settings = {"batch": batch, "heads": heads, "kv_heads": kv, "n": n, "head_dim": head_dim, "causal": causal,
                 "dtype": dtype, "sm_scale": sm_scale, "runs": runs, "warmup": warmup, "seed": seed,
                 "l2_flush_bytes": flush.numel() * 4, "device": device}
@@ -296,12 +303,7 @@ def live_decode(*, batch: int, heads: int, kv_heads: int, context: int, head_dim
         raise WrongOutput(f"flash-decoding gave a wrong result at B={batch} H={heads} H_kv={kv_heads} L={context} "
                           f"D={head_dim}: max |O err| {check['o_max_abs_error']:.3g} (tol {check['o_tolerance']:.3g}),"
                           f" max |LSE err| {check['lse_max_abs_error']:.3g} (tol {check['lse_tolerance']:.3g})")
-    default, flash, gqa_how = _sdpa_callables(q, k, v, False)
-    flush = _flush(device)
-    t_fd = time_flushed(run, flush, runs=runs, warmup=warmup)
-    t_default = time_flushed(default, flush, runs=runs, warmup=warmup)
-    t_flash = time_flushed(flash, flush, runs=runs, warmup=warmup)
-    t_repeat = time_flushed(run, flush, runs=runs, warmup=warmup)
+    t_fd, t_default, t_flash, t_repeat, gqa_how, flush = _time_beside_sdpa(run, q, k, v, False, device, runs, warmup)
     settings = {"batch": batch, "heads": heads, "kv_heads": kv_heads, "context": context, "head_dim": head_dim,
                 "dtype": dtype, "sm_scale": sm_scale, "runs": runs, "warmup": warmup, "seed": seed,
                 "splits": config["splits"], "l2_flush_bytes": flush.numel() * 4, "device": device}
