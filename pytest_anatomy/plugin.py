@@ -258,7 +258,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         # Under xdist (--dist loadgroup) every test of the live target runs in one worker: one
         # process measures the GPU, so timings never overlap and each measurement is made once.
         tgt = getattr(getattr(item, "callspec", None), "params", {}).get("target")
-        if getattr(tgt, "live", False):
+        if getattr(tgt, "live", False) and config.pluginmanager.hasplugin("xdist"):
+            # (only with xdist installed: its marker is unknown to --strict-markers otherwise)
             item.add_marker(pytest.mark.xdist_group(LIVE_GROUP))
     # A test with no case on this session's targets (the seed's recorded data on a live-only
     # session, say) is not a skipped check: it has nothing to check here. Deselect it and say how

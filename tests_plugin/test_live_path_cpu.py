@@ -89,3 +89,14 @@ def test_each_measurement_is_made_and_recorded_once(live_and_replay) -> None:
     assert len(names) == len(set(names)) == len(made), written
     assert any(w.startswith("h200/latency/qwen2.5-7b.decode.b64@") for w in written)
     assert any(w.startswith("h200/ceilings/ceilings@") for w in written)
+
+
+def test_live_session_without_xdist_installed(tmp_path: Path) -> None:
+    """A GPU box with only the core and gpu extras has no pytest-xdist: marking live tests for
+    xdist's loadgroup there broke collection under --strict-markers (found by the core-only main job)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "tests_plugin" / "live_rehearsal"), str(REPO)])}
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "fake_h200", "-p", "no:xdist", "-p", "no:cacheprovider",
+                           "-q", "-m", "gpu and not slow", "--anatomy-source=live", "tests_capacity/test_capacity_ledger.py"],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-1000:]
+    assert "INTERNALERROR" not in proc.stdout
