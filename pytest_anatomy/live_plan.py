@@ -45,4 +45,3 @@ def print_plan(config: pytest.Config, items: list[pytest.Item]) -> None:
         total += float(e["estimate_s"])
         write(f"  {e['suite']:10s} {e['estimate_s']:8.0f}s {total:7.0f}s  {e['what']}")
     write(f"  total ~{total / 60:.1f} min (estimates from the H200; other cards differ)")
-    config.option.anatomy_plan_printed = True

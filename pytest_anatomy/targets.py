@@ -28,7 +28,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 # Where the live target's HardwareSpec comes from: "catalog" (datasheet numbers, the default for
 # a catalog card) or "nvml" (numbers derived from what the driver reports, as for a card that is
@@ -132,19 +132,6 @@ def session_targets(*, live: Target | None, source: str, hardware_option: str, r
         names = [n for n in names if n == hardware_option]
     taken = {t.name for t in out}
     out += [replay_target(n) for n in names if n not in taken]
-    return out
-
-
-def params(targets: Sequence[Target], cases: Callable[[Target], Iterable[Any]],
-           case_id: Callable[[Any], str] = str, marks: Callable[[Target, Any], Any] = lambda t, c: ()
-           ) -> list[Any]:
-    """pytest.param((target, case)) for every case of every target, id 'target-case'."""
-    import pytest
-
-    out = []
-    for t in targets:
-        for c in cases(t):
-            out.append(pytest.param(t, c, id=f"{t.name}-{case_id(c)}", marks=marks(t, c)))
     return out
 
 

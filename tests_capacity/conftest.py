@@ -21,11 +21,10 @@ def vllm_ledger_live(tmp_path_factory: pytest.TempPathFactory):
     The callable starts vLLM once (pytest_anatomy.measure.vllm_engine, bounded subprocess, dummy
     weights from the catalog config.json) with the recording's own settings and maps the result
     onto the recording's measurement names with the device importer's mapping, so a live run and
-    a replay are compared by the same tests. One engine start per run id per session (cached):
-    several tests read the same ledger. A failed start raises with the engine's error class, its
-    message and the log tail, instead of a silently empty measurement."""
-    cache: dict[str, dict] = {}
-
+    a replay are compared by the same tests. `measured` calls it once per run and session (its
+    session cache, failures included), however many tests read the ledger. A failed start raises
+    with the engine's error class, its message and the log tail, instead of a silently empty
+    measurement."""
     def make(run_id: str, model: str, settings: dict, held_out: bool):
         def live() -> dict:
             import importlib.util
@@ -33,29 +32,27 @@ def vllm_ledger_live(tmp_path_factory: pytest.TempPathFactory):
             if importlib.util.find_spec("vllm") is None:  # a GPU box without the gpu extra
                 pytest.skip("a live GPU was detected but vLLM is not importable here: `pip install -e '.[gpu]'`, "
                             "or replay the recordings with --anatomy-source=recorded")
-            if run_id not in cache:
-                from pytest_anatomy.importers.device import _capacity_measurements
-                from pytest_anatomy.measure.vllm_engine import EngineSettings, measure_memory_ledger
-                from pytest_anatomy.specs import catalog
+            from pytest_anatomy.importers.device import _capacity_measurements
+            from pytest_anatomy.measure.vllm_engine import EngineSettings, measure_memory_ledger
+            from pytest_anatomy.specs import catalog
 
-                config = {k: v for k, v in catalog.load_config(model).items()
-                          if not k.startswith("_") or k == "_name_or_path"}
-                work = tmp_path_factory.mktemp(f"vllm-{run_id}".replace(".", "-"))
-                result = measure_memory_ledger(config, EngineSettings.from_dict(settings), timeout_s=600,
-                                               workdir=work / "run", model_dir=work / "model")
-                if result.get("status") != "ok":
-                    tail = "\n".join((result.get("log_tail") or [])[-40:])
-                    raise RuntimeError(f"vLLM engine start for {run_id} failed ({result.get('error_class')}): "
-                                       f"{result.get('error_message')}\n--- log tail ---\n{tail}")
-                versions = result.get("versions") or {}
-                cache[run_id] = {
-                    "measurements": _capacity_measurements(result),
-                    "provenance": {"engine": "vllm", "engine_version": versions.get("vllm"), "model": model,
-                                   "settings": settings, "held_out": held_out, "status": result.get("status")},
-                    "data": {"run": {"id": run_id, "model": model, "held_out": held_out, "settings": settings,
-                                     "result": result}},
-                }
-            return cache[run_id]
+            config = {k: v for k, v in catalog.load_config(model).items()
+                      if not k.startswith("_") or k == "_name_or_path"}
+            work = tmp_path_factory.mktemp(f"vllm-{run_id}".replace(".", "-"))
+            result = measure_memory_ledger(config, EngineSettings.from_dict(settings), timeout_s=600,
+                                           workdir=work / "run", model_dir=work / "model")
+            if result.get("status") != "ok":
+                tail = "\n".join((result.get("log_tail") or [])[-40:])
+                raise RuntimeError(f"vLLM engine start for {run_id} failed ({result.get('error_class')}): "
+                                   f"{result.get('error_message')}\n--- log tail ---\n{tail}")
+            versions = result.get("versions") or {}
+            return {
+                "measurements": _capacity_measurements(result),
+                "provenance": {"engine": "vllm", "engine_version": versions.get("vllm"), "model": model,
+                               "settings": settings, "held_out": held_out, "status": result.get("status")},
+                "data": {"run": {"id": run_id, "model": model, "held_out": held_out, "settings": settings,
+                                 "result": result}},
+            }
         return live
 
     return make

@@ -97,13 +97,13 @@ def test_measured_outcome_matches_the_newest_recording(v):
     kernel findings allow), so the text cannot go stale when a newer run supersedes the one it quotes.
     Rungs not yet measured say so."""
     from pytest_anatomy import recordings
-    from pytest_anatomy.kernels.registry import CUDA_DIR
+    from pytest_anatomy.kernels.registry import CUDA_DIR, PREREGISTERED_ON
 
     outcome = header_of(v.path)["measured_outcome"]
     results = CUDA_DIR.parents[2] / "results"
     # "<shape>: <ms> ms, <ratio>x the prediction (...); rung 0 <ms> ms; <shape>: ...": the rung's own times
     quoted = header_times(";".join(part for part in outcome.split(";") if "rung 0" not in part))
-    names = recordings.list_recordings(results, "h200", "kernels", f"{v.ladder}.{v.id}.")
+    names = recordings.list_recordings(results, PREREGISTERED_ON, "kernels", f"{v.ladder}.{v.id}.")
     if not names:
         assert "not yet measured" in outcome, f"{v.source}: quotes a measurement but no recording exists"
         return
@@ -111,7 +111,7 @@ def test_measured_outcome_matches_the_newest_recording(v):
     for lab, ms in quoted.items():
         name = f"{v.ladder}.{v.id}.{lab}"
         runs = [recordings.load_file(p).measurements["time"]["value"] * 1e3
-                for p in recordings.candidates(results, "h200", "kernels", name)]
+                for p in recordings.candidates(results, PREREGISTERED_ON, "kernels", name)]
         assert any(ms == pytest.approx(t, rel=0.005) for t in runs), \
             f"{v.source}: header says {ms} ms at {lab}, but no recording has that time ({[round(t, 4) for t in runs]})"
         assert runs[-1] == pytest.approx(ms, rel=0.10), \

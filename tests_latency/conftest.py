@@ -146,12 +146,6 @@ class LatencyLab:
                 keep_raw(path, state.settings.results_dir, target.name, stamp)
 
 
-@pytest.fixture
-def latency_recording(measured: Any, target: Any, latency_lab: "LatencyLab") -> Any:
-    """latency_recording(name, suite="latency") -> this test's target's recording of `name`."""
-    return lambda name, suite="latency": latency_rec(measured, target, latency_lab, name, suite)
-
-
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A live latency test that needs the slow plan (load runs, the second model) is marked slow,
     so `-m "gpu and not slow"` keeps the live session to the fast plan."""
@@ -176,13 +170,6 @@ def _stamp_of_date(date_utc: str | None) -> str | None:
 @pytest.fixture(scope="session")
 def latency_lab(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> LatencyLab:
     return LatencyLab(request, tmp_path_factory.mktemp("latency-live"))
-
-
-def latency_rec(measured: Any, target: Any, lab: LatencyLab, name: str, suite: str = "latency",
-                beside: Any = None) -> Any:
-    """A latency recording of this test's target: the live plan's on a live target, else the newest
-    recording (or the one measured in the same session as `beside`)."""
-    return measured(name, suite=suite, live=lab.live(name, suite), beside=beside)
 
 
 def build_engine_setup(qwen: ModelSpec, rec: Any, target: Any, beside: Any = None, not_after: str | None = None
@@ -247,7 +234,9 @@ def rec_ceilings(rec: Any, target: Any, run: Any) -> lat.Ceilings:
 
 @pytest.fixture
 def session_rec(measured: Any, target: Any, latency_lab: LatencyLab) -> Any:
-    """session_rec(name, suite="latency", beside=None): the target's recording of `name`."""
+    """session_rec(name, suite="latency", beside=None, not_after=None): the target's recording of
+    `name`: the live plan's on a live target, else the newest recording (or the one of the session
+    that measured `beside`, or the newest not after `not_after`)."""
     def get(name: str, suite: str = "latency", beside: Any = None, not_after: str | None = None) -> Any:
         return measured(name, suite=suite, live=latency_lab.live(name, suite), beside=beside, not_after=not_after)
     return get
@@ -289,3 +278,9 @@ def pytest_anatomy_live_plan(config: pytest.Config, items: list[pytest.Item]) ->
     what = (f"latency plan ({'full' if plan is live_plan.FULL else 'fast'}): {plan.model} "
             f"{', '.join(plan.kinds)}" + (f", then {plan.second_model} decode, prefill" if plan.second_model else ""))
     return [{"suite": "latency", "what": what, "estimate_s": plan.estimate_s()}]
+
+
+@pytest.fixture
+def latency_recording(session_rec: Any) -> Any:
+    """latency_recording(name, suite="latency"): this test's target's recording of `name`."""
+    return session_rec

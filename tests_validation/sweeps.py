@@ -34,26 +34,20 @@ SPREAD_WHY = ("band of the unknown settings (docs/VALIDATION.md) widened by the 
               "held-out spread (+-10%, Llama-3.1-8B on the H200 with Qwen's calibration)")
 
 
+# The card whose recorded calibration transfers to the others (docs/VALIDATION.md's protocol).
+CALIBRATION_CARD = "h200"
+
+
 def h200_transfer(root: Path = RESULTS) -> tr.Transfer:
-    """h200_setup's calibration (tests_latency/conftest.py), refitted from the same recordings with the
-    same functions: t_overhead on qwen2.5-7b.decode.b1, eta on the lone 8,192-token prefill, ceilings
-    of that session. Raises recordings.MissingRecording when one is absent."""
-    qwen, hw = load_model("qwen2.5-7b"), get_hardware("h200")
-    b1 = recordings.load_latest(root, "h200", "latency", "qwen2.5-7b.decode.b1")
-    ceil = recordings.load_beside(root, "h200", "ceilings", "ceilings", b1)
-    engine = recordings.load_beside(root, "h200", "latency", "qwen2.5-7b.engine", b1)
-    l8192 = recordings.load_beside(root, "h200", "latency", "qwen2.5-7b.prefill.l8192", b1)
-    ceilings = lat.Ceilings.measured(hw, bandwidth=ceil["read_bandwidth.value"].value,
-                                     peak=ceil["matmul_bf16.value"].value,
-                                     source=f"read_bandwidth and matmul_bf16 of {ceil.recorded_at}")
-    s = b1.data["run"]["settings"]
-    calib = lat.fit_step_overhead(qwen, ceilings, 1, s["input_len"] + s["output_len"] / 2, b1["step_time_s"].value,
-                                  name="vllm-0.26.0@h200", fitted_on="qwen2.5-7b.decode.b1:step_time_s")
-    budget = int(engine["resolved.max_num_batched_tokens"].value)
-    calib = lat.fit_compute_efficiency(qwen, ceilings, lat.prefill_work(8192, budget),
-                                       l8192["engine_prefill_s.median"].value, calib,
-                                       fitted_on="qwen2.5-7b.prefill.l8192:engine_prefill_s.median")
-    return tr.Transfer.from_calibration(calib, ceilings)
+    """The calibration `predict latency` and the latency suite fit (cli_calibration: the newest
+    session's ceilings, t_overhead on its b=1 decode step, eta on its lone 8,192-token prefill), as a
+    Transfer. Raises recordings.MissingRecording, with the reason, when that session is absent."""
+    from pytest_anatomy.cli_calibration import recorded_calibration
+
+    got = recorded_calibration(root, get_hardware(CALIBRATION_CARD))
+    if isinstance(got, str):
+        raise recordings.MissingRecording(got)
+    return tr.Transfer.from_calibration(got.calib, got.ceilings)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import os
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -37,7 +37,6 @@ class LatencyLivePlan:
     second_model: str | None = None  # decode + prefill of another model on a fresh engine
     kv_cache_gib: float | None = None
     budget_s: float = 540.0
-    extra_args: tuple[str, ...] = field(default=())
 
     @property
     def kinds(self) -> list[str]:
@@ -58,20 +57,7 @@ class LatencyLivePlan:
             args += ["--poisson-factors", ",".join(f"{f:g}" for f in self.poisson_factors)]
         if self.kv_cache_gib is not None:
             args += ["--kv-cache-gib", f"{self.kv_cache_gib:g}"]
-        return [*args, *self.extra_args]
-
-    def run_ids(self) -> set[str]:
-        m = self.model
-        ids = {f"{m}.engine", *(f"{m}.decode.b{b}" for b in self.decode_batches),
-               *(f"{m}.prefill.l{n}" for n in self.prefill_lens), *(f"{m}.closed.c{c}" for c in self.closed),
-               *(f"{m}.poisson.f{f:g}" for f in self.poisson_factors)}
-        if self.overload:
-            ids.add(f"{m}.overload")
-        if self.second_model:
-            s = self.second_model
-            ids |= {f"{s}.engine", *(f"{s}.decode.b{b}" for b in self.decode_batches),
-                    *(f"{s}.prefill.l{n}" for n in self.prefill_lens)}
-        return ids
+        return args
 
     def estimate_s(self) -> float:
         """Rough wall time on an H200 (vLLM import and engine start dominate), for progress lines."""
