@@ -121,7 +121,7 @@ def _cases(name: str, t: tg.Target, results) -> list[tuple[tuple, str, tuple]]:
         if t.name != PREREGISTERED_ON:  # the headers pre-register one card's times
             return []
         return [((v, shape), f"{v.id}-{shape_label(shape)}",
-                 hf.marks_for(t.name, "preregistered", f"{v.id}-{shape_label(shape)}"))
+                 hf.marks_for("preregistered", f"{v.id}-{shape_label(shape)}"))
                 for v, shape in PREREGISTERED if _with(results, t, rung_name(v, shape))]
     if name == "test_sgemm_issued_byte_roofline":
         return [((v,), v.id, _exceeds(t, v)) for v in ROOFLINE_RUNGS
@@ -129,17 +129,17 @@ def _cases(name: str, t: tg.Target, results) -> list[tuple[tuple, str, tuple]]:
     if name == "test_sgemm_instruction_ledger_held_out":
         if not _with(results, t, *_all_sgemm_fp32(s)):
             return []
-        return [((r,), r, hf.marks_for(t.name, "instruction_held_out", r)) for r in sgemm.INSTRUCTION_HELD_OUT]
+        return [((r,), r, hf.marks_for("instruction_held_out", r)) for r in sgemm.INSTRUCTION_HELD_OUT]
     if name in ("test_sgemm_request_ledger_naive", "test_best_fp32_rung_vs_cublas"):
-        return [((), "", hf.marks_for(t.name, "single", name))] if _with(results, t, *_all_sgemm_fp32(s)) else []
+        return [((), "", hf.marks_for("single", name))] if _with(results, t, *_all_sgemm_fp32(s)) else []
     if name == "test_tensor_core_rung_vs_cublas_bf16":
         ok = _with(results, t, rung_name(LADDERS["sgemm"][-1], s))
-        return [((), "", hf.marks_for(t.name, "single", name))] if ok else []
+        return [((), "", hf.marks_for("single", name))] if ok else []
     if name == "test_streaming_floor":
-        return [((v,), v.id, hf.marks_for(t.name, "streaming_floor", v.id)) for v in STREAMING
+        return [((v,), v.id, hf.marks_for("streaming_floor", v.id)) for v in STREAMING
                 if _with(results, t, rung_name(v, SHAPES[v.ladder]), "kernels-ceilings")]
     if name == "test_best_streaming_rung_target":
-        return [((lad, rung, goal), f"{lad}-{rung}-{goal}", hf.marks_for(t.name, "streaming_target", rung))
+        return [((lad, rung, goal), f"{lad}-{rung}-{goal}", hf.marks_for("streaming_target", rung))
                 for lad, rung, goal in STREAMING_TARGETS
                 if _with(results, t, f"{lad}.{rung}.{shape_label(SHAPES[lad])}", "kernels-ceilings")]
     if name == "test_register_rungs_refuse_the_vocab_row":
@@ -223,14 +223,15 @@ def _prereg_roofline_ratio(v: Variant, spec) -> float:
 
 def _exceeds(t: tg.Target, v: Variant) -> tuple:
     """The byte-ledger finding where the pre-registration already put the rung past its roofline."""
-    observed = hf.TABLES.get(t.name) and hf.BYTE_LEDGER.get(v.id)
+    observed = hf.BYTE_LEDGER.get(v.id)
     if t.name != PREREGISTERED_ON or not observed or t.spec is None:
         return ()
     r = _prereg_roofline_ratio(v, t.spec)
     if r <= 1:
         return ()
     reason = hf.BYTE_LEDGER_EXCEEDED.format(prereg=r, prereg_ms=v.preregistered_ms(SHAPES["sgemm"]))
-    return (pytest.mark.finding("h200-byte-ledger-exceeded", reason=reason, expected=hf.band(observed)),)
+    return (pytest.mark.finding("h200-byte-ledger-exceeded", reason=reason, expected=hf.band(observed),
+                                hardware=hf.MEASURED_ON),)
 
 
 @pytest.mark.gpu
