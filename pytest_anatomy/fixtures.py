@@ -52,17 +52,31 @@ class Reconciler:
         why: str = "",
         model: str | None = None,
         hardware: str | None = None,
+        kind: str = "prediction",
+        budget: Mapping[str, float] | None = None,
     ) -> Reconciliation:
+        """kind   -- what the check is evidence of (reconcile.RECONCILIATION_KINDS): "prediction"
+                     unless it checks the engine's own arithmetic ("identity"), the point a constant
+                     was fitted on ("fit"), another tool's computed columns ("replay") or an echoed
+                     setting ("setting").
+        budget -- the tolerance as named relative terms ({"repeat_scatter": 0.01, ...}); rel is
+                  their sum, and the report shows the sum. Give either budget or rel/abs/ratio."""
         __tracebackhide__ = True
+        if budget is not None:
+            if rel or abs or ratio is not None:
+                raise ValueError(f"{name}: give either budget= or rel/abs/ratio, not both")
+            tolerance = Tolerance.from_budget(why, **budget)
+        else:
+            tolerance = Tolerance(rel, abs, ratio, why)
         config = self._item.config
         target = _param(self._item, "target")
         hardware = hardware or getattr(target, "name", None) or _provenance_hardware(measured)
         mark = mark_for(self._marks, name, hardware)
         rec = compare(
-            name, predicted, measured, Tolerance(rel, abs, ratio, why),
+            name, predicted, measured, tolerance,
             finding=mark.to_dict() if mark else None,
             suite=suite_of(self._item), test_id=self._item.nodeid,
-            hardware=hardware or UNSPECIFIED_HARDWARE, model=model,
+            hardware=hardware or UNSPECIFIED_HARDWARE, model=model, kind=kind,
         )
         self.results.append(rec)
         self._item.user_properties.append((USER_PROPERTY, json.dumps(rec.to_dict(), default=str)))

@@ -25,6 +25,17 @@ class Verdict(str, Enum):
     DIVERGE = "diverge"  # outside tolerance, unexpected: fails
 
 
+# What a reconciliation is evidence of. Headline counts, plots and held-out statistics use
+# predictions only; the other kinds are listed apart, because they carry little information
+# about the theory (an identity or an echoed setting cannot fail for a theory error).
+#   prediction -- from config, specs and independently measured calibration
+#   identity   -- the engine's own arithmetic checked (its numbers against each other)
+#   fit        -- the point a fitted constant came from (agrees by construction)
+#   replay     -- another tool's computed columns checked against our model of them
+#   setting    -- an engine setting echoed back
+RECONCILIATION_KINDS = ("prediction", "identity", "fit", "replay", "setting")
+
+
 class ToleranceError(ValueError):
     """A tolerance that cannot be used (negative, inverted band, or missing its reason)."""
 
@@ -44,10 +55,27 @@ class Tolerance:
     abs: float = 0.0
     ratio: tuple[float, float] | None = None
     why: str = ""
+    # The error budget behind `rel`, as named relative terms (measured repeat scatter, the
+    # ceilings' spread, a calibration's spread, ...). When given, rel is their sum: the report
+    # shows the budget as that sum instead of one opaque width.
+    budget: tuple[tuple[str, float], ...] = ()
+
+    @classmethod
+    def from_budget(cls, why: str, **terms: float) -> "Tolerance":
+        """rel = the sum of named non-negative relative terms, e.g.
+        Tolerance.from_budget("...", repeat_scatter=0.012, ceiling_spread=0.02)."""
+        items = tuple((k, float(v)) for k, v in terms.items())
+        return cls(rel=sum(v for _, v in items), why=why, budget=items)
 
     def check(self) -> "Tolerance":
         if self.rel < 0 or self.abs < 0:
             raise ToleranceError(f"tolerance must be non-negative, got rel={self.rel!r} abs={self.abs!r}")
+        if self.budget:
+            if any(not math.isfinite(v) or v < 0 for _, v in self.budget):
+                raise ToleranceError(f"every budget term must be finite and >= 0, got {dict(self.budget)!r}")
+            if self.ratio is not None or not math.isclose(self.rel, sum(v for _, v in self.budget),
+                                                           rel_tol=1e-12, abs_tol=1e-15):
+                raise ToleranceError(f"a budget's terms must sum to rel: {dict(self.budget)!r} vs rel={self.rel!r}")
         if self.ratio is not None:
             lo, hi = self.ratio
             if not (0 <= lo <= hi):
@@ -74,7 +102,10 @@ class Tolerance:
         if self.ratio is not None:
             return f"measured/predicted in [{self.ratio[0]:g}, {self.ratio[1]:g}]"
         parts = []
-        if self.rel:
+        if self.budget:
+            terms = " + ".join(f"{name.replace('_', ' ')} {v * 100:.3g}%" for name, v in self.budget)
+            parts.append(f"±{self.rel * 100:.3g}% ({terms})")
+        elif self.rel:
             parts.append(f"±{self.rel * 100:.3g}%")
         if self.abs:
             parts.append(f"±{format_quantity(self.abs, unit)}")
@@ -86,6 +117,7 @@ class Tolerance:
             "abs": self.abs,
             "ratio": list(self.ratio) if self.ratio is not None else None,
             "why": self.why,
+            **({"budget": dict(self.budget)} if self.budget else {}),
         }
 
 
@@ -104,6 +136,7 @@ class Reconciliation:
     model: str | None = None
     finding: Mapping[str, Any] | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    kind: str = "prediction"
 
     @property
     def predicted(self) -> float:
@@ -138,6 +171,7 @@ class Reconciliation:
             "ratio": self.ratio,
             "tolerance": self.tolerance.to_dict(),
             "verdict": self.verdict.value,
+            "kind": self.kind,
             "source": self.measurement.source,
             "hardware": self.hardware,
             "model": self.model,
@@ -199,6 +233,9 @@ def compare(
     `expected=(lo, hi)`, a finding whose measured/predicted ratio drifts out of that range
     is a divergence: the recorded explanation no longer covers it."""
     tolerance = tolerance.check()
+    kind = context.get("kind", "prediction")
+    if kind not in RECONCILIATION_KINDS:
+        raise ValueError(f"{name}: kind {kind!r} is not one of {', '.join(RECONCILIATION_KINDS)}")
     pred = as_prediction(predicted, getattr(measured, "unit", ""))
     meas = as_measurement(measured, pred.unit)
     if pred.unit and meas.unit and pred.unit != meas.unit:
