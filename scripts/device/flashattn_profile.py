@@ -120,8 +120,16 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--manifest", type=Path, default=Path("flashattn-profile-manifest.json"))
     p.add_argument("--dry-run", action="store_true", help="list the launches; no GPU")
+    p.add_argument("--only", default="", metavar="I,J,...",
+                   help="profile only these launches (their numbers in --dry-run's list): a smoke test")
     args = p.parse_args(argv)
     entries = manifest_entries()
+    if args.only:
+        wanted = {int(x) for x in args.only.split(",") if x.strip()}
+        unknown = wanted - {m["marker_grid"] for m in entries}
+        if unknown:
+            p.error(f"--only {sorted(unknown)}: launches are numbered 1..{len(entries)} (see --dry-run)")
+        entries = [m for m in entries if m["marker_grid"] in wanted]
     if args.dry_run:
         for m in entries:
             print(f"{m['marker_grid']:3d} {m['ladder']}.{m['rung']:18s} {m['shape']}")

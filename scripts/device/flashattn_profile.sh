@@ -5,6 +5,7 @@
 # Only the windows the script opens (cudaProfilerStart/Stop around each rung's one launch) are
 # profiled: the inputs' generation and Triton's compiles and autotuning are not.
 # Writes into $OUT: flashattn-ncu.csv.xz, flashattn-profile-manifest.json, flashattn-profile.log.
+# Arguments go to the script (--only 11,15: a smoke test of two launches).
 # Import: python -m pytest_anatomy import-ncu OUT/flashattn-ncu.csv.xz OUT/flashattn-profile-manifest.json
 set -o pipefail
 OUT=${OUT:-flashattn-profile-out}
@@ -17,7 +18,7 @@ timeout "${PROFILE_TIMEOUT_S:-420}" ncu --profile-from-start off --clock-control
   --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
   --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
   --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum,sm__cycles_elapsed.avg.per_second \
-  python3 scripts/device/flashattn_profile.py --manifest "$OUT/flashattn-profile-manifest.json" \
+  python3 scripts/device/flashattn_profile.py --manifest "$OUT/flashattn-profile-manifest.json" "$@" \
   >"$OUT/flashattn-ncu.csv" 2>"$OUT/flashattn-profile.log"
 rc=$?
 echo "ncu exit $rc"
