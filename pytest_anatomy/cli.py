@@ -142,10 +142,12 @@ def build_parser() -> argparse.ArgumentParser:
     dev.add_argument("files", type=Path, nargs="+", help="batch JSON files and side files from one device call")
     dev.add_argument("--results", type=Path, default=Path("results"), help="results folder (results)")
     dev.add_argument("--dry-run", action="store_true", help="list what would be written")
-    ncu = sub.add_parser("import-ncu", help="import an Nsight Compute report of the kernel rungs",
-                         description="Turns scripts/device/kernels_profile.sh's ncu report (CSV, optionally .xz) "
-                                     "and its manifest into one recording per rung (ncu.<ladder>.<rung>.<shape>), "
-                                     "keeping both files verbatim under results/<gpu>/batches/<stamp>/.")
+    ncu = sub.add_parser("import-ncu", help="import an Nsight Compute report of the kernel or attention rungs",
+                         description="Turns scripts/device/kernels_profile.sh's or flashattn_profile.sh's ncu report "
+                                     "(CSV, optionally .xz) and its manifest into one recording per launch "
+                                     "(ncu.<ladder>.<rung>.<shape>, under results/<gpu>/<suite>/: kernels, or "
+                                     "flashattn for the attention rungs), keeping both files verbatim under "
+                                     "results/<gpu>/batches/<stamp>/.")
     ncu.add_argument("report", type=Path, help="ncu.csv or ncu.csv.xz")
     ncu.add_argument("manifest", type=Path, help="profile-manifest.json")
     ncu.add_argument("--hardware", default="h200", help="catalog name of the profiled GPU (h200)")

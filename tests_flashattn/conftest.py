@@ -79,10 +79,25 @@ def measured_once(measured: Any, live_with_ceilings: Any) -> Callable[..., Any]:
 
 def pytest_anatomy_live_plan(config: pytest.Config, items: list[pytest.Item]) -> list[dict]:
     """The attention cases the selected tests read, each compiled, checked and timed once (76 s for
-    the whole sweep on the H200 on 2026-12-01, Triton compiles included)."""
-    cases = {i.callspec.params.get("case") or i.callspec.params.get("d") for i in items
-             if "tests_flashattn" in i.nodeid and getattr(i, "callspec", None)} - {None}
-    if not cases:
-        return []
-    return [{"suite": "flashattn", "what": f"{len(cases)} attention cases (Triton rungs beside torch's sdpa backends)",
-             "estimate_s": 10.0 + 3.5 * len(cases)}]
+    the timing tests' 20 cases on the H200 on 2026-12-01, Triton compiles included); the N sweep's
+    cases beyond those priced by flashattn_cases.estimate_s (its own entry, marked slow)."""
+    def cases_of(sweep: bool) -> set[Any]:
+        return {i.callspec.params.get("case") or i.callspec.params.get("d") for i in items
+                if "tests_flashattn" in i.nodeid and getattr(i, "callspec", None)
+                and ("test_flashattn_sweep.py" in i.nodeid) == sweep} - {None}
+
+    timing, sweep = cases_of(False), cases_of(True)
+    out = []
+    if timing:
+        out.append({"suite": "flashattn", "what": f"{len(timing)} attention cases (Triton rungs beside torch's sdpa "
+                    "backends)", "estimate_s": 10.0 + 3.5 * len(timing)})
+    extra = sweep - timing
+    if extra:
+        from flashattn_cases import estimate_s
+
+        seconds = estimate_s(extra, [c for c in timing if hasattr(c, "rung")])
+        what = f"N sweep: {len(extra)} more cases of the best rung, N 512-32k (D 64/128, full/causal, GQA)"
+        if not timing:
+            seconds += 10.0  # process and CUDA start, the ceilings: the timing tests' entry counts them otherwise
+        out.append({"suite": "flashattn", "what": what, "estimate_s": round(seconds, 1)})
+    return out

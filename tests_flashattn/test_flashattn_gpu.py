@@ -6,7 +6,8 @@ results/<gpu>/flashattn/. The predictions use the ceilings measured in the same 
 (bf16 GEMM 8192^3, 2 GiB read) and each rung's stated efficiency range (its header and
 kernels/flashattn/registry.py); the tolerance is that range, converted to a time ratio.
 
-The sweep (kept small for one visit):
+The cases here (the first visit's; the best rung across N 512-32k, D 64/128 and GQA is
+test_flashattn_sweep.py, marked slow, and the rungs' DRAM/L2 bytes test_flashattn_counters.py):
 - every rung, B=4 H=32 N=4096 D=128 bf16, full and causal: 12 cases;
 - the best rung at N=1024 and N=16384, full and causal: 4 cases;
 - the best rung with GQA (8 KV heads) at the target shape, full and causal: 2 cases;
@@ -16,16 +17,16 @@ and masks, 8 more for r6 with GQA: a KV group of 1 is a compile-time specialisat
 each measured here for sm_90 (aot.py), ~25 s; autotuning benchmarks 44 (config, shape) pairs at
 ~0.15-0.3 s each, ~8 s; the ceilings ~3 s; per case the fp32 correctness reference (<0.3 s) and 4
 timing blocks of 20 runs (rung, default sdpa, FLASH_ATTENTION, rung again: 0.1-0.8 s at N=4096;
-the naive rung ~2 s at ~9 ms a run; N=16384 ~5 s at ~40 ms a run), 20 cases, ~25 s; torch/cuDNN first-call set-up ~5-10 s; process and
-CUDA start ~10 s.
+the naive rung ~2 s at ~9 ms a run; N=16384 ~5 s at ~40 ms a run), 20 cases, ~25 s; torch/cuDNN
+first-call set-up ~5-10 s; process and CUDA start ~10 s. Measured: 76 s (2026-12-01).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from flashattn_cases import Case, as_ceilings, predict
 from flashattn_findings import target_marks
 
 from pytest_anatomy.kernels.flashattn import registry
@@ -41,34 +42,6 @@ DEFAULT_FRACTION = 0.85  # and at least 0.85x the speed of the default backend (
 DECODE_FRACTION = 0.85  # flash-decoding at >= 85% of the measured read bandwidth for contexts >= 8k
 
 
-@dataclass(frozen=True)
-class Case:
-    rung: str
-    batch: int
-    heads: int
-    n: int
-    head_dim: int
-    causal: bool
-    kv_heads: int | None = None
-
-    @property
-    def name(self) -> str:
-        from pytest_anatomy.measure.flashattn_runner import case_name
-
-        return case_name(self.rung, self.batch, self.heads, self.n, self.head_dim, self.causal,
-                         kv_heads=self.kv_heads)
-
-    def shape(self) -> at.AttentionShape:
-        return at.AttentionShape.prefill(self.batch, self.heads, self.n, self.head_dim, causal=self.causal,
-                                         kv_heads=self.kv_heads)
-
-    def live(self) -> Any:
-        from pytest_anatomy.measure.flashattn_runner import live_case
-
-        return live_case(self.rung, batch=self.batch, heads=self.heads, n=self.n, head_dim=self.head_dim,
-                         causal=self.causal, kv_heads=self.kv_heads)
-
-
 CASES = (
     [Case(r.id, causal=c, **TARGET) for r in registry.LADDER for c in (False, True)]
     + [Case(BEST, causal=c, **{**TARGET, "n": n}) for n in (1024, 16384) for c in (False, True)]
@@ -77,34 +50,12 @@ CASES = (
 DECODES = [at.DecodeShape(8, 32, 8, ctx, 128) for ctx in (8192, 65536)]
 
 
-def _ceilings(c: Any) -> at.Ceilings:
-    return at.Ceilings(c.gemm_flops, c.read_bandwidth, c.source)
-
-
-def predict(case: Case, ceil: at.Ceilings, spec: Any) -> tuple[Prediction, tuple[float, float], str]:
-    """The rung's prediction at its stated mid efficiency, and the time ratio its range allows."""
-    r = registry.rung(case.rung)
-    fn = at.naive_time if r.time_model == "naive" else at.forward_time
-    tiling = at.Tiling(*registry.PREDICTION_TILING)
-    kw = {"l2_bytes": spec.require("l2_bytes"), "sm_count": spec.require("sm_count")}
-
-    def at_eff(x: float) -> Prediction:
-        e = r.efficiency
-        return fn(case.shape(), tiling, ceil, at.Efficiency(min(e.lo, x), x, max(e.hi, x), e.why), **kw)
-    e = r.efficiency
-    mid = at_eff(e.mid)
-    band = (at_eff(e.hi).value / mid.value, at_eff(e.lo).value / mid.value)
-    why = (f"{case.rung}'s stated efficiency range {e.lo}-{e.hi} (mid {e.mid}) on the tensor-core work, "
-           f"carried through the time model: measured/predicted in [{band[0]:.3g}, {band[1]:.3g}]")
-    return mid, band, why
-
-
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_rung_time_against_its_prediction(case: Case, target: Any, measured_once: Any, ceilings_for: Any,
                                           reconcile: Any, anatomy_benchmark: Any) -> None:
     rec = measured_once(case.name, case.live)
     anatomy_benchmark(rec, "time")  # the rung's CUDA-event samples, also as this test's pytest-benchmark
-    pred, band, why = predict(case, _ceilings(ceilings_for(rec)), target.require_spec())
+    pred, band, why = predict(case, as_ceilings(ceilings_for(rec)), target.require_spec())
     reconcile("time", pred, rec["time"], ratio=band, why=why, hardware=target.name)
 
 
@@ -157,7 +108,7 @@ def test_flash_decoding_time_against_its_prediction(d: at.DecodeShape, target: A
                                                     ceilings_for: Any, reconcile: Any, anatomy_benchmark: Any) -> None:
     rec = measured_once(_decode_name(d), _decode_live(d))
     anatomy_benchmark(rec, "time")
-    ceil = _ceilings(ceilings_for(rec))
+    ceil = as_ceilings(ceilings_for(rec))
     e = registry.DECODE_BANDWIDTH
     splits = at.decode_splits(d, target.require_spec().require("sm_count"), registry.DECODE_BLOCK_N)
 

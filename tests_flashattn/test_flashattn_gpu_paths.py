@@ -1,4 +1,4 @@
-"""The GPU tests' glue on the CPU: a fake H200 and fake measurements drive test_flashattn_gpu.py
+"""The GPU tests' glue on the CPU: a fake H200 and fake measurements drive test_flashattn_gpu.py (and the N sweep)
 live with --anatomy-record into a scratch results folder, then replay what it wrote.
 
 What this proves before a GPU visit: the temporary target fixture takes the live GPU, the
@@ -63,7 +63,7 @@ def _run(root: Path, plugin_dir: Path, results: Path, *args: str) -> subprocess.
     # resolve: allowed here, since the verdicts are not what this test checks.
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "fake_h200", "-m", "gpu",
            "--anatomy-allow-resolved", "-o", f"anatomy_results_dir={results}", "tests_flashattn/test_flashattn_gpu.py",
-           *args]
+           "tests_flashattn/test_flashattn_sweep.py", *args]
     return subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=300)
 
 
@@ -73,9 +73,11 @@ def test_gpu_suite_runs_live_records_then_replays(tmp_path: Path) -> None:
     results = tmp_path / "results"
     live = _run(root, tmp_path, results, "--anatomy-source=live", "--anatomy-record")
     assert live.returncode == 0, live.stdout[-3000:] + live.stderr[-2000:]
-    assert "21 passed, 5 resolved" in live.stdout, live.stdout[-2000:]
+    assert "43 passed, 5 resolved" in live.stdout, live.stdout[-2000:]
     cases = sorted(p.name.split("@")[0] for p in (results / "h200" / "flashattn").glob("*.json"))
-    assert len(cases) == 20 and len(set(cases)) == 20  # 18 forward cases + 2 decodes, each measured once
+    # 18 forward cases + 2 decodes + the sweep's 18 beyond them, each measured once (the sweep's
+    # N=4096 D=128 cases are the timing tests' recordings)
+    assert len(cases) == 38 and len(set(cases)) == 38
     ceilings = list((results / "h200" / "ceilings").glob("ceilings@*.json"))
     assert len(ceilings) == 1  # measured once for the whole session
     stamp = json.loads(ceilings[0].read_text())["recorded_at"]
@@ -83,4 +85,4 @@ def test_gpu_suite_runs_live_records_then_replays(tmp_path: Path) -> None:
         assert json.loads(p.read_text())["provenance"]["ceilings_recorded_at"] == stamp
     replay = _run(root, tmp_path, results, "--anatomy-source=recorded")
     assert replay.returncode == 0, replay.stdout[-3000:] + replay.stderr[-2000:]
-    assert "21 passed, 5 resolved" in replay.stdout, replay.stdout[-2000:]
+    assert "43 passed, 5 resolved" in replay.stdout, replay.stdout[-2000:]

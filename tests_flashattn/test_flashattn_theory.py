@@ -177,3 +177,21 @@ def test_gqa_shrinks_the_l2_working_set_by_the_group() -> None:
     assert next(t.value for t in mha.terms if t.name == "kv_heads_in_flight") == 6
     assert next(t.value for t in gqa.terms if t.name == "kv_heads_in_flight") == 3
     assert gqa.value < mha.value
+
+
+def test_streamed_kv_reads_lie_between_compulsory_and_tiled() -> None:
+    """One wave per KV head when every program is resident at once (compulsory reads); a pass per
+    wave otherwise: B=1 H=4 N=128k at BLOCK_M=128 and 132 programs is 4,096 programs in 32 waves,
+    35 (wave, KV head) pairs (three waves straddle two heads): 8.75 passes per head."""
+    shape = at.AttentionShape.prefill(1, 4, 131072, 128)
+    tiling = at.Tiling(128, 64)
+    comp = at.compulsory_bytes(shape)
+    q_kv = sum(t.value for t in comp.terms if t.name in ("Q", "K+V"))
+    assert at.streamed_kv_reads(shape, tiling, 4096).value == q_kv
+    p = at.streamed_kv_reads(shape, tiling, 132)
+    assert {t.name: t.value for t in p.terms}["kv_passes"] == 8.75
+    assert q_kv < p.value < at.tiled_bytes(shape, tiling).value
+    gqa = at.AttentionShape.prefill(1, 8, 131072, 128, kv_heads=2)  # a wave over 4 query heads reads one KV head
+    assert {t.name: t.value for t in at.streamed_kv_reads(gqa, tiling, 4096).terms}["kv_passes"] == 1.0
+    with pytest.raises(at.AttentionShapeError, match="resident programs"):
+        at.streamed_kv_reads(shape, tiling, 0)

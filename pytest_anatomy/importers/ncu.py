@@ -1,7 +1,10 @@
 """Nsight Compute counters per kernel rung -> recordings `ncu.<ladder>.<rung>.<shape>`.
 
 Input: the `--csv --page details --print-units base` report of
-scripts/device/kernels_profile.sh and the manifest kernels_profile.py wrote. Each rung's
+scripts/device/kernels_profile.sh (or flashattn_profile.sh) and the manifest its script wrote.
+A manifest entry's `suite` names the results folder (default `kernels`; the attention rungs'
+`flashattn`); its other fields (settings, the autotuned config, whether every output element
+was written) are kept in the recording's `data.launch`. Each rung's
 launches follow a one-thread `anatomy_marker` kernel whose grid x is the manifest's
 `marker_grid`, so the rows map to rungs without counting torch's own launches; the kernels that
 generate the next rung's random inputs (torch's distribution and copy kernels) are dropped.
@@ -45,6 +48,9 @@ WEIGHTED = {  # measurement -> ncu metric (percent or cycles), averaged weighted
     "l1_hit_pct": "L1/TEX Hit Rate",
     "l2_hit_pct": "L2 Hit Rate",
 }
+
+
+_MANIFEST_KEYS = {"marker_grid", "ladder", "rung", "shape", "dtype", "suite", "kernels"}
 
 
 class NcuImportError(ValueError):
@@ -141,10 +147,13 @@ def import_ncu(report: Path, manifest_path: Path, results: Path, *, hardware: st
         prov = {"source": "live", "gpu": hardware, "tool": "Nsight Compute (ncu --clock-control none "
                 "--cache-control all)", **extra, **(provenance or {}),
                 "origin": {"file": report.name, "sha256": sha, "manifest": manifest_path.name}}
+        extra_fields = {k: v for k, v in m.items() if k not in _MANIFEST_KEYS}
         data = {"ladder": m["ladder"], "rung": m["rung"], "shape": m["shape"], "dtype": m.get("dtype"),
+                **({"launch": extra_fields} if extra_fields else {}),
                 "kernels": [{"name": k["name"][:200], "grid": k["grid"], "block": k["block"],
                              "metrics": k["metrics"], "stalls": k["stalls"]} for k in ks]}
-        rec = recordings.Recording(suite="kernels", name=f"ncu.{m['ladder']}.{m['rung']}.{m['shape']}",
+        name = f"ncu.{m['ladder']}.{m['rung']}.{m['shape']}"
+        rec = recordings.Recording(suite=m.get("suite", "kernels"), name=name,
                                    hardware=hardware, recorded_at=recorded_at, provenance=prov,
                                    measurements=rung_measurements(ks), data=data)
         recordings.validate(rec.to_json(), f"{report.name}: {rec.name}")

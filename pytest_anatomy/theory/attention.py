@@ -238,6 +238,38 @@ def dram_bytes(shape: AttentionShape, tiling: Tiling, l2_bytes: int, sm_count: i
                       (note,))
 
 
+def streamed_kv_reads(shape: AttentionShape, tiling: Tiling, resident_programs: int) -> Prediction:
+    """DRAM reads when one KV head's K/V exceed the L2: Q once, and each KV head's K/V once per
+    *wave* of co-resident programs that runs any of its query heads' blocks.
+
+    The programs of a wave start together and walk the KV tiles in the same order at about the
+    same rate (full mask), so a tile one of them fetched is still in L2 when the others ask for
+    it; the next wave starts the walk again from tile 0, which the walk has long evicted. Programs
+    are launched query-block-fastest (grid axis 0 = query blocks of one head), so wave w covers
+    programs [w*R, (w+1)*R) and the KV heads of the query heads those span. Between compulsory
+    (one wave per KV head) and the tiled count (every program its own pass)."""
+    if resident_programs <= 0:
+        raise AttentionShapeError(f"resident programs must be > 0, got {resident_programs}")
+    blocks = cdiv(shape.seq_q, tiling.block_m)
+    total = shape.batch * shape.heads * blocks
+    pairs = 0
+    for first in range(0, total, resident_programs):
+        last = min(first + resident_programs, total) - 1
+        kv_first, kv_last = (first // blocks) // shape.group, (last // blocks) // shape.group
+        pairs += kv_last - kv_first + 1  # query heads (b, h) in order: their KV heads b*H_kv + h//group rise
+    b = shape.dtype_bytes
+    per_kv_head = 2 * shape.seq_kv * shape.head_dim * b
+    q = shape.batch * shape.heads * shape.seq_q * shape.head_dim * b
+    kv_heads = shape.batch * shape.kv
+    return Prediction(q + pairs * per_kv_head, "B", "Q + (wave, KV head) pairs * 2*N_kv*D*bytes",
+                      {**shape.inputs(), "BLOCK_M": tiling.block_m, "resident_programs": resident_programs},
+                      (Term("Q", q, "B"),
+                       Term("kv_passes", pairs / kv_heads, "passes per KV head",
+                            f"{pairs} (wave, KV head) pairs over {kv_heads} KV heads; {total} programs, "
+                            f"{resident_programs} at a time"),
+                       Term("K+V", pairs * per_kv_head, "B")))
+
+
 # --- time ----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Ceilings:

@@ -85,6 +85,27 @@ DECODE_LAUNCH_S = 4e-6  # the gap of one extra back-to-back kernel (the reductio
 DECODE_BLOCK_N = 64
 
 
+# Nsight Compute launches (scripts/device/flashattn_profile.py; tests_flashattn/test_flashattn_counters.py):
+# every rung at the target shape, the best rung where K/V outgrow the L2's share (the N sweep's 32k
+# shape: 2 heads' K/V in flight, 32 MiB > L2/2) and where one head's K/V alone exceed the L2 (128k:
+# 64 MiB > 60 MiB). Full and causal each.
+PROFILE_TARGET = {"batch": 4, "heads": 32, "n": 4096, "head_dim": 128}
+PROFILE_LONG = ({"batch": 1, "heads": 16, "n": 32768, "head_dim": 128},
+                {"batch": 1, "heads": 4, "n": 131072, "head_dim": 128})
+
+
+def profile_launches() -> list[dict[str, object]]:
+    """{rung, batch, heads, n, head_dim, causal} in launch order."""
+    out: list[dict[str, object]] = [{"rung": r.id, **PROFILE_TARGET, "causal": c} for r in LADDER for c in (False, True)]
+    out += [{"rung": BEST, **s, "causal": c} for s in PROFILE_LONG for c in (False, True)]
+    return out
+
+
+def profile_label(batch: int, heads: int, n: int, head_dim: int, causal: bool) -> str:
+    """The shape part of a counter recording's name: ncu.fa2.<rung>.<label>."""
+    return f"b{batch}h{heads}n{n}d{head_dim}.{'causal' if causal else 'full'}"
+
+
 def rung(rung_id: str) -> Rung:
     for r in LADDER:
         if r.id == rung_id:

@@ -1,0 +1,88 @@
+"""The IO models of the attention counter tests (test_flashattn_counters.py, whose header states
+them and their bands): what each profiled launch should move, from theory/attention.py's terms.
+Shared with the synthetic report's generator (flashattn_synthetic_ncu.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytest_anatomy.kernels.flashattn import registry
+from pytest_anatomy.theory import attention as at
+from pytest_anatomy.theory.prediction import Prediction, Term
+
+LADDER = "fa2"
+
+
+def launches() -> list[dict[str, Any]]:
+    return registry.profile_launches()
+
+
+def name(launch: dict[str, Any]) -> str:
+    label = registry.profile_label(launch["batch"], launch["heads"], launch["n"], launch["head_dim"], launch["causal"])
+    return f"ncu.{LADDER}.{launch['rung']}.{label}"
+
+
+def shape_of(launch: dict[str, Any]) -> at.AttentionShape:
+    return at.AttentionShape.prefill(launch["batch"], launch["heads"], launch["n"], launch["head_dim"],
+                                     causal=launch["causal"])
+
+
+def fits_one_head(launch: dict[str, Any], l2_bytes: int) -> bool:
+    return 2 * launch["n"] * launch["head_dim"] * 2 <= l2_bytes
+
+
+def tiling_of(rec: Any) -> at.Tiling:
+    config = rec.data["launch"]["config"]
+    return at.Tiling(int(config["BLOCK_M"]), int(config["BLOCK_N"]))
+
+
+def s_bytes(shape: at.AttentionShape) -> float:
+    return float(at.materialized_s_bytes(shape, passes=1).value)
+
+
+def workspace_bytes(shape: at.AttentionShape) -> float:
+    """r2's fp32 O32 [B*H*N, D] and its m and l [B*H*N]."""
+    rows = shape.batch * shape.heads * shape.seq_q
+    return float(rows * shape.head_dim * 4 + 2 * rows * 4)
+
+
+def expected_reads(rung: str, shape: at.AttentionShape, absorbed: bool) -> tuple[Prediction, tuple[float, float], str]:
+    """DRAM reads where one head's K/V fit in L2, per rung, with the band and its reason;
+    `absorbed`: theory.l2_absorbs' verdict (the in-flight heads' K/V within half the L2)."""
+    comp = {t.name: t.value for t in at.compulsory_bytes(shape).terms}
+    base = comp["Q"] + comp["K+V"]
+    terms = [Term("Q", comp["Q"], "B"), Term("K+V", comp["K+V"], "B", "once per KV head")]
+    if rung == "r1-naive":
+        s = s_bytes(shape)
+        return (Prediction(base + 2 * s, "B", "Q + K + V + 2 * S (fp32)", shape.inputs(),
+                           (*terms, Term("S twice", 2 * s, "B", "row max pass, then exp/sum/PV pass"))),
+                (0.85, 1.05), ("S's second pass can hit L2 only for the rows L2 holds: <= 60 MiB of the 264 MiB "
+                               "of rows in flight (23%); everything else is read exactly"))
+    if rung == "r2-fa1":
+        w = workspace_bytes(shape)
+        return (Prediction(base + w, "B", "Q + K + V + workspace (O32, m, l; fp32)", shape.inputs(),
+                           (*terms, Term("workspace", w, "B", "first KV step, after the fills"))),
+                (0.98, 1.3), ("every byte crosses once (ncu counts exactly); up to 1.3 if a program's 256 KiB O32 "
+                              "group sometimes leaves L2 between two KV steps (33 MiB for 132 programs)"))
+    return (Prediction(base, "B", "Q + K + V (compulsory reads)", shape.inputs(), tuple(terms)),
+            (0.98, 1.15) if absorbed else (0.98, 1.5),
+            "every input byte crosses once; the in-flight heads' K/V re-reads hit L2" + (
+                "" if absorbed else " (2 heads' K/V, 32 MiB, exceed the half of L2 the time model allows, but one "
+                                 "head's 16 MiB fits and a head's programs walk K/V in step)"))
+
+
+def expected_writes(rung: str, shape: at.AttentionShape) -> tuple[Prediction, int]:
+    """(DRAM writes the outputs need, kernels in the launch) per rung."""
+    comp = {t.name: t.value for t in at.compulsory_bytes(shape).terms}
+    out = comp["O"] + comp["LSE"]
+    terms = [Term("O", comp["O"], "B"), Term("LSE", comp["LSE"], "B", "fp32")]
+    if rung == "r1-naive":
+        s = s_bytes(shape)
+        return Prediction(out + s, "B", "S + O + LSE", shape.inputs(), (*terms, Term("S", s, "B", "fp32"))), 2
+    if rung == "r2-fa1":
+        w = workspace_bytes(shape)
+        return Prediction(out + 2 * w, "B", "2 * workspace + O + LSE", shape.inputs(),
+                          (*terms, Term("workspace twice", 2 * w, "B", "the fills, then its final dirty lines"))), 4
+    return Prediction(out, "B", "O + LSE", shape.inputs(), tuple(terms)), 1
+
+

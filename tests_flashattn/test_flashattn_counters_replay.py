@@ -1,0 +1,69 @@
+"""The counter tests end to end on the CPU, from a synthetic Nsight Compute report.
+
+tests_flashattn/data/ holds a SYNTHETIC report and manifest in the layout of
+scripts/device/flashattn_profile.sh's output (flashattn_synthetic_ncu.py wrote them: the
+pre-registered expectations times factors inside their bands). They are imported with
+`pytest-anatomy import-ncu` into a scratch results folder, never results/, and
+test_flashattn_counters.py replays them there: every launch becomes a recording, every test finds
+its recording, its tiling and its occupancy, and agrees. A report whose r6 read the tiled count
+from DRAM at the target shape must turn exactly that reconciliation into a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import flashattn_synthetic_ncu as synth
+
+from pytest_anatomy import recordings
+from pytest_anatomy.kernels.flashattn import registry
+
+ROOT = Path(__file__).resolve().parents[1]
+RECORDINGS = len(registry.profile_launches())  # 16 launches -> 16 recordings
+# reads against compulsory: the 12 target-shape launches + 2 at 32k; writes: all 16; L2: r3-r6 at the
+# target shape (8) + r6 long (4); streamed reads: r6 at 128k (2)
+TESTS = 14 + 16 + 12 + 2
+
+
+def test_synthetic_data_is_the_generators_output() -> None:
+    text, manifest = synth.build()
+    assert synth.REPORT.read_text(encoding="utf-8") == text
+    assert json.loads(synth.MANIFEST.read_text(encoding="utf-8")) == manifest
+
+
+def _import_and_replay(tmp_path: Path, report: Path, manifest: Path) -> subprocess.CompletedProcess[str]:
+    results = tmp_path / "results"
+    cli = subprocess.run([sys.executable, "-m", "pytest_anatomy", "import-ncu", str(report), str(manifest),
+                          "--results", str(results)], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    assert cli.returncode == 0, cli.stdout + cli.stderr
+    assert f"{RECORDINGS + 2} written" in cli.stdout  # the recordings and both raw files
+    names = recordings.list_recordings(results, "h200", "flashattn", "ncu.fa2.")
+    assert len(names) == RECORDINGS
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+                           "-m", "gpu", "--anatomy-source=recorded", "-o", f"anatomy_results_dir={results}",
+                           "tests_flashattn/test_flashattn_counters.py"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
+
+
+def test_synthetic_report_replays_end_to_end(tmp_path: Path) -> None:
+    run = _import_and_replay(tmp_path, synth.REPORT, synth.MANIFEST)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    assert f"{TESTS} passed" in run.stdout, run.stdout[-2000:]
+
+
+def test_a_tiled_dram_count_at_the_target_shape_diverges(tmp_path: Path) -> None:
+    from pytest_anatomy.theory import attention as at
+
+    shape = at.AttentionShape.prefill(4, 32, 4096, 128)
+    tiled = at.tiled_bytes(shape, at.Tiling(128, 64)).value
+    bad = {"ncu.fa2.r6-tma-pipelined.b4h32n4096d128.full": {"dram_read": tiled}}
+    report, manifest = synth.write(tmp_path / "report", bad)
+    run = _import_and_replay(tmp_path, report, manifest)
+    assert run.returncode == 1, run.stdout[-3000:]
+    assert f"1 failed, {TESTS - 1} passed" in run.stdout, run.stdout[-2000:]
+    assert "test_dram_reads_against_the_compulsory_bytes[h200-r6-tma-pipelined.b4h32n4096d128.full]" in run.stdout

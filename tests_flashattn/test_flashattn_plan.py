@@ -1,0 +1,63 @@
+"""The N sweep's and the Nsight Compute run's plans on the CPU, before the GPU visit.
+
+The sweep's header table is its pre-registration: it must be what the code predicts (the same
+model at the first H200 session's ceilings), its cases must keep B*H*N fixed and the recording
+names the runner writes, and the live plan must price the cases beyond the timing tests'
+within the visit's 45 s. The profile script must launch exactly what the counter tests read.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import flashattn_cases as fc
+import flashattn_io as io
+import test_flashattn_gpu as timing
+import test_flashattn_sweep as sweep
+
+from pytest_anatomy.kernels.flashattn import registry
+from pytest_anatomy.specs import hardware
+
+ROOT = Path(__file__).resolve().parents[1]
+SWEEP_BUDGET_S = 45.0  # the GPU visit's allowance for the cases the sweep adds
+
+
+def test_sweep_cases_keep_tokens_times_heads_fixed_and_are_named_as_recorded() -> None:
+    for c in sweep.SWEEP:
+        assert c.batch * c.heads * c.n == sweep.HEAD_TOKENS, c
+        assert c.rung == registry.BEST
+        assert re.fullmatch(rf"fa2\.{c.rung}\.b\d+h\d+(kv\d+)?n\d+d(64|128)\.(full|causal)", c.name), c.name
+    assert {c.n for c in sweep.SWEEP} == {512, 1024, 2048, 4096, 8192, 16384, 32768}
+    assert {c.head_dim for c in sweep.SWEEP} == {64, 128}
+    assert any(c.kv_heads for c in sweep.SWEEP) and {c.causal for c in sweep.SWEEP} == {False, True}
+
+
+def test_sweep_header_table_is_what_the_code_predicts() -> None:
+    """Every case's predicted ms (3 decimals) stands on its shape's row of the docstring table."""
+    doc = sweep.__doc__ or ""
+    spec = hardware.get_hardware("h200")
+    for c in sweep.SWEEP:
+        label = c.name.split(".")[2]
+        rows = [line for line in doc.splitlines() if line.strip().startswith(label + " ")]
+        assert len(rows) == 1, f"no single table row for {label}"
+        pred, band, _ = fc.predict(c, fc.PLAN_CEILINGS, spec)
+        assert f"{pred.value * 1e3:.3f}" in rows[0], (c.name, pred.value, rows[0])
+        assert f"{band[1]:.3f}" in rows[0] and f"{band[0]:.3f}" in rows[0], (c.name, band, rows[0])
+
+
+def test_sweep_fits_the_visit_and_the_plan_prices_it() -> None:
+    extra = [c for c in sweep.SWEEP if c not in set(timing.CASES)]
+    assert len(extra) == 18
+    seconds = fc.estimate_s(extra, timing.CASES)
+    assert 30.0 < seconds <= SWEEP_BUDGET_S, seconds
+
+
+def test_profile_script_launches_what_the_counter_tests_read() -> None:
+    out = subprocess.run([sys.executable, "scripts/device/flashattn_profile.py", "--dry-run"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=60, check=True).stdout.splitlines()
+    listed = [f"ncu.{line.split()[1]}.{line.split()[2]}" for line in out]
+    assert listed == [io.name(launch) for launch in io.launches()]
+    assert len(listed) == 2 * len(registry.LADDER) + 4
