@@ -94,6 +94,11 @@ class LatencyLab:
             raise self._error
         assert self._results is not None
         if (suite, name) not in self._results:
+            model = name.split(".")[0]
+            if model in self.plan.overhead_models or model == self.plan.second_model:
+                pytest.skip(f"{suite}/{name}: the live latency plan ran {model} but returned no such run (the device "
+                            "skipped it for budget or failed it: see the plan's log; a CPU rehearsal's recorded batches "
+                            "have no overhead models, and none is ever synthesized)")
             pytest.skip(f"{suite}/{name} is not in this session's live latency plan ({', '.join(self.plan.kinds)}): "
                         "scripts/device/latency_plan.py measures it")
         return self._results[(suite, name)]
@@ -276,7 +281,9 @@ def pytest_anatomy_live_plan(config: pytest.Config, items: list[pytest.Item]) ->
         return []
     plan = live_plan.FULL if any(i.get_closest_marker("slow") for i in mine) else live_plan.FAST
     what = (f"latency plan ({'full' if plan is live_plan.FULL else 'fast'}): {plan.model} "
-            f"{', '.join(plan.kinds)}" + (f", then {plan.second_model} decode, prefill" if plan.second_model else ""))
+            f"{', '.join(plan.kinds)}"
+            + (f", then overhead models {', '.join(plan.overhead_models)} decode" if plan.overhead_models else "")
+            + (f", then {plan.second_model} decode, prefill" if plan.second_model else ""))
     return [{"suite": "latency", "what": what, "estimate_s": plan.estimate_s()}]
 
 

@@ -2,10 +2,11 @@
 program (pytest_anatomy/measure/latency_live.py): one engine, every part the tests read.
 
 FAST (`-m "gpu and not slow"`): the decode step at every batch and the lone prefill at every
-length, the parts the step model is calibrated and checked on (~2.7 min on an H200, most of it
-vLLM's import and the CUDA-graph engine start). FULL adds the load runs (closed loop, Poisson,
-overload) and Llama-3.1-8B's decode and prefill on a second engine, which the transfer tests
-predict with Qwen's calibration (~7 min). The plan runs FULL when any selected live latency test
+length, the parts the step model is checked on, then the two tiny-hidden overhead models' decode
+steps at batches 1, 16, 64 and 128, each on its own engine (<= 90 s in all): the step overhead
+measured apart from the model it predicts (~4 min on an H200, most of it vLLM's import and the
+engine starts). FULL adds the load runs (closed loop, Poisson, overload) and Llama-3.1-8B's decode
+and prefill on a second engine, which the transfer tests predict with the same calibration (~8.5 min). The plan runs FULL when any selected live latency test
 is marked slow. The shapes are the recorded H200 runs' (scripts/device/latency_plan.py), so a
 live run and a recording answer the same tests.
 """
@@ -19,8 +20,14 @@ SECOND_MODEL = "llama-3.1-8b"
 DECODE = (1, 2, 4, 8, 16, 32, 64, 128)
 PREFILL = (128, 512, 2048, 8192, 16384, 32000)
 
-FAST = LatencyLivePlan(MODEL, DECODE, PREFILL, budget_s=420)
+# Qwen2.5-7B's tiny-hidden twins (pytest_anatomy/specs/configs/overhead/): 28 layers (Qwen's own), then 2
+OVERHEAD = ("qwen2.5-7b-tiny-l28", "qwen2.5-7b-tiny-l2")
+OVERHEAD_BATCHES = (1, 16, 64, 128)
+
+FAST = LatencyLivePlan(MODEL, DECODE, PREFILL, budget_s=420, overhead_models=OVERHEAD,
+                       overhead_batches=OVERHEAD_BATCHES)
 # The overload part pins the KV pool (12 GiB, ~225k tokens): oversubscribed 1.6x in ~20 s, where the
 # whole pool of an H200 would take ~100 s (the second model keeps its utilization-derived pool).
 FULL = LatencyLivePlan(MODEL, DECODE, PREFILL, closed=(1, 8, 32, 64), poisson_factors=(0.5, 1.0, 1.3),
-                       overload=True, second_model=SECOND_MODEL, kv_cache_gib=12, budget_s=560)
+                       overload=True, second_model=SECOND_MODEL, kv_cache_gib=12, budget_s=560,
+                       overhead_models=OVERHEAD, overhead_batches=OVERHEAD_BATCHES)

@@ -28,7 +28,14 @@ def test_dry_run_plans_the_second_model_after_the_first(capsys: pytest.CaptureFi
     for b in plan.DECODE_BATCHES:
         assert f"llama-3.1-8b.decode.b{b} " in text
     assert "llama-3.1-8b.closed" not in text and "llama-3.1-8b.overload" not in text
-    assert "[SKIP" not in text  # with the small pinned pool everything fits in 540 s
+    # the overhead models run between the two; with them, only the lowest-priority llama prefills may not fit
+    assert text.index("qwen2.5-7b.overload") < text.index("qwen2.5-7b-tiny-l28 engine start") \
+        < text.index("llama-3.1-8b engine start")
+    skipped = [line.split()[0] for line in text.splitlines() if "[SKIP" in line]
+    assert all(s.startswith("llama-3.1-8b.prefill.L") for s in skipped), skipped
+    assert plan.main(["--dry-run", "--kv-cache-gib", "12", "--overhead-models", "none"]) == 0
+    text = capsys.readouterr().out
+    assert "[SKIP" not in text and "tiny" not in text  # with the small pinned pool everything fits in 540 s
     assert plan.main(["--dry-run", "--second-model", "none"]) == 0
     assert "llama" not in capsys.readouterr().out
 
@@ -37,7 +44,7 @@ def test_main_model_runs_are_named_after_its_config(capsys: pytest.CaptureFixtur
     """--config of another model labels every run with that model (the runs become recordings
     named by these ids; a llama run labelled qwen2.5-7b would be checked against Qwen's theory)."""
     config = REPO / "pytest_anatomy" / "specs" / "configs" / "llama-3.1-8b.json"
-    assert plan.main(["--dry-run", "--config", str(config), "--second-model", "none"]) == 0
+    assert plan.main(["--dry-run", "--config", str(config), "--second-model", "none", "--overhead-models", "none"]) == 0
     text = capsys.readouterr().out
     assert "llama-3.1-8b.decode.b1 " in text and "llama-3.1-8b.overload" in text
     assert "qwen2.5-7b" not in text
@@ -54,7 +61,7 @@ def test_second_model_settings_and_parts() -> None:
     parts = plan.build_plan(margs, plan.CostModel.from_config(config), "llama-3.1-8b", plan.second_model_kinds(args))
     assert {p.kind for p in parts} == {"warmup", "decode", "prefill"}
     assert all(p.id.startswith("llama-3.1-8b.") for p in parts) and source.endswith("llama-3.1-8b.json")
-    with pytest.raises(FileNotFoundError, match="catalog names: .*qwen2.5-7b"):
+    with pytest.raises(FileNotFoundError, match="catalog names: .*qwen2.5-7b-tiny-l2.*qwen2.5-7b"):
         plan.second_model_config("llama-9")
     with pytest.raises(SystemExit):
         plan.parse_args(["--second-model-kinds", "decode,prefil"])
@@ -103,3 +110,115 @@ def test_second_model_is_skipped_not_started_when_the_budget_is_spent(tmp_path: 
     assert plan.run_second_model(args, spent, _main_output(tmp_path), "llama-3.1-8b") == 0
     doc = json.loads((tmp_path / "latency-llama-3.1-8b.json").read_text())
     assert "budget" in doc["runs"][-1]["skipped"] and doc["runs"][-1]["id"] == "llama-3.1-8b.engine"
+
+
+# --- the overhead models: tiny-hidden twins of the main model, the step overhead measured apart ---------
+
+def _dry_run_lines(capsys: pytest.CaptureFixture[str], *argv: str) -> list[str]:
+    assert plan.main(["--dry-run", *argv]) == 0
+    return capsys.readouterr().out.splitlines()
+
+
+def _ends_at(line: str) -> float:
+    """The 'ends at' column of a dry-run line: `<part> <estimate>s <ends at>s ...`."""
+    return float(line.split()[2].rstrip("s"))
+
+
+def test_dry_run_shows_the_overhead_models_inside_their_90_s(capsys: pytest.CaptureFixture[str]) -> None:
+    lines = _dry_run_lines(capsys, "--kv-cache-gib", "12")
+    mine = [line for line in lines if line.startswith("qwen2.5-7b-tiny-l")]
+    for layers in (28, 2):
+        assert any(line.startswith(f"qwen2.5-7b-tiny-l{layers} engine start") for line in mine)
+        for b in plan.OVERHEAD_BATCHES:
+            assert any(line.startswith(f"qwen2.5-7b-tiny-l{layers}.decode.b{b} ") for line in mine)
+    assert not any("[SKIP" in line for line in mine)
+    before = next(i for i, line in enumerate(lines) if line.startswith("qwen2.5-7b-tiny-l28 engine")) - 1
+    start, end = _ends_at(lines[before]), _ends_at(mine[-1])
+    assert 0 < end - start <= 90, (start, end)
+    assert "'cudagraph_capture_sizes': [1, 16, 64, 128]" in mine[0] and "'max_model_len': 2048" in mine[0]
+    # a section budget too small for one engine skips both, and says so
+    mine = [line for line in _dry_run_lines(capsys, "--overhead-budget-s", "20") if line.startswith("qwen2.5-7b-tiny")]
+    assert mine and all("[SKIP" in line for line in mine)
+
+
+def test_overhead_model_configs_differ_from_the_main_model_only_in_size() -> None:
+    main, _ = plan.second_model_config("qwen2.5-7b")
+    for name in plan.OVERHEAD_MODELS:
+        config, source = plan.second_model_config(name)
+        assert source.startswith("pytest_anatomy/specs/configs/overhead/") and "_comment" not in config
+        changed = {k for k in set(main) | set(config) if main.get(k) != config.get(k)}
+        assert changed <= {"hidden_size", "intermediate_size", "num_attention_heads", "num_key_value_heads",
+                           "num_hidden_layers", "max_window_layers"}, changed
+        assert config["vocab_size"] == main["vocab_size"]  # token-id prompts and the sampler's vocabulary
+        assert config["hidden_size"] // config["num_attention_heads"] == main["hidden_size"] // main["num_attention_heads"]
+    assert {plan.second_model_config(n)[0]["num_hidden_layers"] for n in plan.OVERHEAD_MODELS} == {2, 28}
+
+
+def test_overhead_model_args_keep_the_engine_settings_and_bound_the_start() -> None:
+    args = plan.parse_args(["--kv-cache-gib", "12", "--only", "decode,prefill"])
+    margs = plan.overhead_model_args(args)
+    for same in ("max_num_seqs", "max_num_batched_tokens", "enforce_eager"):
+        assert getattr(margs, same) == getattr(args, same)
+    assert margs.max_model_len == 2048 and margs.kv_cache_gib is None and margs.only is None
+    assert margs.gpu_memory_utilization == 0.1 and margs.cudagraph_capture_sizes == (1, 16, 64, 128)
+    parts = plan.build_plan(margs, plan.CostModel.from_config(plan.second_model_config(plan.OVERHEAD_MODELS[0])[0]),
+                            plan.OVERHEAD_MODELS[0], frozenset({"decode"}))
+    assert [p.id for p in parts] == ["qwen2.5-7b-tiny-l28.warmup"] + [
+        f"qwen2.5-7b-tiny-l28.decode.b{b}" for b in (1, 16, 64, 128)]
+    assert parts[0].settings["long"] == 2046  # the warm-up's long prompt fits the small max_model_len
+    assert all(p.settings["input_len"] == 1024 and p.settings["output_len"] == 128 for p in parts[1:])
+    assert plan.overhead_models(plan.parse_args(["--overhead-models", "none"])) == []
+
+
+def test_overhead_models_run_in_their_own_budget_and_write_importable_batches(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[dict[str, Any]] = []
+
+    async def fake_execute(args, out, budget, cfg, model_dir, cost, model, kinds):  # type: ignore[no-untyped-def]
+        seen.append(dict(model=model, kinds=kinds, sizes=args.cudagraph_capture_sizes, left=budget.remaining(),
+                         layers=json.loads((Path(model_dir) / "config.json").read_text())["num_hidden_layers"]))
+        out.add({"id": f"{model}.decode.b1", "kind": "decode", "settings": {"batch": 1},
+                 "result": {"step_time_s": 0.0012}})
+        return 0
+
+    monkeypatch.setattr(plan, "execute", fake_execute)
+    args = plan.parse_args(["--out-dir", str(tmp_path)])
+    assert plan.run_overhead_models(args, plan.Budget(540.0), _main_output(tmp_path)) == 0
+    assert [(s["model"], s["layers"]) for s in seen] == [("qwen2.5-7b-tiny-l28", 28), ("qwen2.5-7b-tiny-l2", 2)]
+    assert all(s["kinds"] == {"decode"} and s["sizes"] == (1, 16, 64, 128) and s["left"] <= 90 for s in seen)
+    doc = json.loads((tmp_path / "latency-qwen2.5-7b-tiny-l2.json").read_text())
+    assert doc["provenance"]["role"] == "overhead model" and doc["provenance"]["model"]["config"]["hidden_size"] == 256
+    done = import_files([tmp_path / "latency.json", tmp_path / "latency-qwen2.5-7b-tiny-l28.json",
+                         tmp_path / "latency-qwen2.5-7b-tiny-l2.json"], tmp_path / "results")
+    wrote = {Path(p).name.split("@")[0] for status, p in done if status == "wrote" and p.endswith(".json")}
+    assert {"qwen2.5-7b-tiny-l28.decode.b1", "qwen2.5-7b-tiny-l2.decode.b1"} <= wrote
+    # with less than one engine's worth left in the session, neither starts
+    seen.clear()
+    spent = plan.Budget(540.0, start=0.0, clock=lambda: 500.0)
+    assert plan.run_overhead_models(args, spent, _main_output(tmp_path)) == 0 and seen == []
+
+
+def test_the_ceilings_part_times_the_linear_shapes_the_steps_run() -> None:
+    args = plan.parse_args([])
+    shapes = plan.gemm_shapes(args, plan.plan_configs(args, plan.load_model_config(None)[0]))
+    qwen = {(s["layer"], s["m"], s["k"], s["n"]) for s in shapes if s["model"] == "qwen2.5-7b"}
+    for m in (128, 512, 2048, 8192, 32000 - 3 * 8192) + plan.DECODE_BATCHES:  # prefill chunks and decode batches
+        assert {("qkv", m, 3584, 4608), ("o", m, 3584, 3584), ("gate_up", m, 3584, 37888),
+                ("down", m, 18944, 3584)} <= qwen
+    assert ("lm_head", 1, 3584, 152064) in qwen and ("lm_head", 128, 3584, 152064) in qwen
+    assert not any(s["layer"] == "lm_head" and s["m"] > 128 for s in shapes)  # a prefill's logits are one row
+    assert {s["model"] for s in shapes} == {"qwen2.5-7b", "llama-3.1-8b"}
+    assert ("qkv", 1, 4096, 6144) in {(s["layer"], s["m"], s["k"], s["n"]) for s in shapes if s["model"] == "llama-3.1-8b"}
+
+
+def test_ceilings_reads_gemm_shapes_and_refuses_bad_ones(tmp_path: Path) -> None:
+    from pytest_anatomy.measure import ceilings
+
+    good = tmp_path / "shapes.json"
+    good.write_text(json.dumps([{"m": 1, "k": 3584, "n": 4608, "layer": "qkv"}]))
+    assert ceilings.read_gemm_shapes(str(good)) == [(1, 3584, 4608)]
+    assert ceilings.gemm_key(1, 3584, 4608) == "m1_k3584_n4608"
+    for bad in ([{"m": 1, "k": 3584}], [{"m": 0, "k": 1, "n": 1}], {"m": 1}):
+        good.write_text(json.dumps(bad))
+        with pytest.raises(SystemExit, match="--gemm-shapes"):
+            ceilings.read_gemm_shapes(str(good))

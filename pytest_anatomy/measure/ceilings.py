@@ -4,6 +4,10 @@
 - read bandwidth: one large fp32 sum; reads every byte once, writes 4
 - bf16 matmul peak: 8192^3 through cuBLAS (torch.matmul), 2*n^3 FLOP
 - fp32 matmul peak: the same with TF32 off (IEEE fp32), the seed's "pure FP32" cuBLAS rung
+- linear shapes (optional, --gemm-shapes FILE): bf16 x @ W^T through cuBLAS (F.linear's layout, what
+  vLLM's unquantized linear layers run) at each (m tokens, k in, n out) a model's step runs, so a step's
+  compute and streaming rates come from the shapes it runs rather than from one square matmul;
+  weights rotate over enough copies that no run finds its W in L2
 
 Each ceiling is the median of >= 20 runs timed with CUDA events after warm-up, on random data
 (zeros run a matmul faster: seen on this workplace's H200), with buffers many times the L2 so
@@ -216,9 +220,44 @@ def matmul_peak(dtype: str = "bf16", n: int = MATMUL_N, runs: int = DEFAULT_RUNS
                           n=n, dtype=dtype)
 
 
+GEMM_RUNS = 20  # the large-m shapes are compute-bound and steady; 20 keeps the whole set to ~15 s
+GEMM_WARMUP = 3
+GEMM_ROTATE_BYTES = 512 * 2**20  # > 8x an H200's L2: a W is evicted before its copy comes round again
+
+
+def gemm_key(m: int, k: int, n: int) -> str:
+    """The name of one linear shape's timing: gemm.m<tokens>_k<in>_n<out> in a recording."""
+    return f"m{m}_k{k}_n{n}"
+
+
+def linear_rate(m: int, k: int, n: int, runs: int = GEMM_RUNS, warmup: int = GEMM_WARMUP) -> dict[str, Any]:
+    """bf16 x @ W^T of an (m, k) activation with an (n, k) weight (F.linear's layout): FLOP/s (2*m*k*n per run) and the
+    seconds, with the bytes it must move (W + x + y, bf16) so a memory-bound shape reads as B/s too."""
+    import torch
+
+    w_bytes = 2 * k * n
+    copies = max(1, min(32, -(-GEMM_ROTATE_BYTES // w_bytes)))
+    weights = [torch.randn(n, k, dtype=torch.bfloat16, device="cuda") for _ in range(copies)]
+    x = torch.randn(m, k, dtype=torch.bfloat16, device="cuda")
+    y = torch.empty(m, n, dtype=torch.bfloat16, device="cuda")
+    turn = iter(range(1 << 62))
+
+    def run() -> None:  # x @ W^T on the transposed view: cuBLAS's op(T), as F.linear without a bias
+        torch.mm(x, weights[next(turn) % copies].t(), out=y)
+
+    seconds = _time_cuda(run, runs, warmup)
+    moved = 2.0 * (k * n + m * k + m * n)
+    return summarize_runs(seconds, 2.0 * m * k * n, "FLOP/s",
+                          f"bf16 torch.mm x({m}x{k}) @ W({n}x{k})^T randn, {copies} W copies rotated (L2 cold), "
+                          f"median of {runs} CUDA-event runs after {warmup} warm-up",
+                          m=m, k=k, n=n, bytes_moved=moved, bytes_per_s=moved / statistics.median(seconds),
+                          weight_copies=copies)
+
+
 def measure_all(buffer_bytes: int = DEFAULT_BUFFER_BYTES, runs: int = DEFAULT_RUNS,
-                warmup: int = DEFAULT_WARMUP, log: Callable[[str], None] = print) -> dict[str, Any]:
-    """Facts, clocks before, the four ceilings, clocks after."""
+                warmup: int = DEFAULT_WARMUP, log: Callable[[str], None] = print,
+                gemm_shapes: Sequence[tuple[int, int, int]] = ()) -> dict[str, Any]:
+    """Facts, clocks before, the four ceilings, the linear shapes asked for, clocks after."""
     if runs < 20:
         raise ValueError(f"ceilings need >= 20 timed runs for a stable median, got runs={runs!r}")
     t0 = time.perf_counter()
@@ -241,9 +280,29 @@ def measure_all(buffer_bytes: int = DEFAULT_BUFFER_BYTES, runs: int = DEFAULT_RU
         torch.cuda.empty_cache()  # the previous buffers are garbage now; give their memory back
         shown = "TB/s" if result[key]["unit"] == "B/s" else "TFLOP/s"
         log(f"[ceilings] {key}: {result[key]['value'] / 1e12:.3f} {shown}")
+    if gemm_shapes:
+        t1 = time.perf_counter()
+        result["gemm"] = {}
+        for m, k, n in sorted(set(gemm_shapes)):
+            result["gemm"][gemm_key(m, k, n)] = linear_rate(m, k, n)
+            torch.cuda.empty_cache()
+        log(f"[ceilings] {len(result['gemm'])} linear shapes in {time.perf_counter() - t1:.1f} s")
     result["clocks_after"] = nvidia_smi_snapshot()
     result["wall_s"] = time.perf_counter() - t0
     return result
+
+
+def read_gemm_shapes(path: str) -> list[tuple[int, int, int]]:
+    """A JSON list of {"m": tokens, "k": in, "n": out} (more keys allowed) -> (m, k, n) triples."""
+    with open(path) as fh:
+        doc = json.load(fh)
+    try:
+        shapes = [(int(s["m"]), int(s["k"]), int(s["n"])) for s in doc]
+    except (TypeError, KeyError, ValueError):
+        raise SystemExit(f"--gemm-shapes {path}: expected a JSON list of objects with integer m, k, n") from None
+    if any(min(s) < 1 for s in shapes):
+        raise SystemExit(f"--gemm-shapes {path}: every m, k, n must be >= 1")
+    return shapes
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -252,9 +311,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--buffer-gib", type=float, default=DEFAULT_BUFFER_BYTES / GiB)
     parser.add_argument("--runs", type=int, default=DEFAULT_RUNS)
     parser.add_argument("--warmup", type=int, default=DEFAULT_WARMUP)
+    parser.add_argument("--gemm-shapes", default=None,
+                        help="JSON file: a list of {m, k, n} linear shapes to time as well (bf16 x @ W^T)")
     args = parser.parse_args(argv)
+    shapes = read_gemm_shapes(args.gemm_shapes) if args.gemm_shapes else []
     result = measure_all(int(args.buffer_gib * GiB), args.runs, args.warmup,
-                         log=lambda s: print(s, flush=True))
+                         log=lambda s: print(s, flush=True), gemm_shapes=shapes)
     text = json.dumps(result, indent=1)
     if args.json:
         with open(args.json, "w") as fh:

@@ -37,6 +37,10 @@ class LatencyLivePlan:
     second_model: str | None = None  # decode + prefill of another model on a fresh engine
     kv_cache_gib: float | None = None
     budget_s: float = 540.0
+    # tiny-hidden models whose decode steps are the engine's step overhead, each on a fresh engine
+    # after the main model (scripts/device/latency_plan.py --overhead-models), at these batches
+    overhead_models: tuple[str, ...] = ()
+    overhead_batches: tuple[int, ...] = (1, 16, 64, 128)
 
     @property
     def kinds(self) -> list[str]:
@@ -50,7 +54,9 @@ class LatencyLivePlan:
         args = ["--out-dir", str(out_dir), "--config", str(config), "--budget-s", f"{self.budget_s:g}",
                 "--only", ",".join(self.kinds), "--second-model", self.second_model or "none",
                 "--decode-batches", ",".join(map(str, self.decode_batches)),
-                "--prefill-lens", ",".join(map(str, self.prefill_lens))]
+                "--prefill-lens", ",".join(map(str, self.prefill_lens)),
+                "--overhead-models", ",".join(self.overhead_models) or "none",
+                "--overhead-batches", ",".join(map(str, self.overhead_batches))]
         if self.closed:
             args += ["--closed", ",".join(map(str, self.closed))]
         if self.poisson_factors:
@@ -65,6 +71,9 @@ class LatencyLivePlan:
         t += 12 * len(self.closed) + 15 * len(self.poisson_factors) + (40 if self.overload else 0)
         if self.second_model:
             t += 90 + 3 * len(self.decode_batches) + 3 * len(self.prefill_lens)
+        # a tiny model's engine start (few graphs) and warm-up, then ~1.5 s per decode batch; the plan caps
+        # the overhead models at 90 s in all
+        t += min(90, len(self.overhead_models) * (37 + 1.5 * len(self.overhead_batches)))
         return float(t)
 
 

@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
-"""One device call: H200 ceilings, then Qwen2.5-7B latency anatomy under vLLM 0.26.0, then a
-second model's decode and prefill steps on a fresh engine (default llama-3.1-8b).
+"""One device call: H200 ceilings, then Qwen2.5-7B latency anatomy under vLLM 0.26.0, then the
+step overhead measured on tiny-hidden models, then a second model's decode and prefill steps on a
+fresh engine (default llama-3.1-8b).
 
 Parts, in priority order (each written to $OUT/latency.json as soon as it ends):
-  ceilings      copy/read bandwidth, bf16/fp32 matmul peak (subprocess, overlaps `import vllm`)
+  ceilings      copy/read bandwidth, bf16/fp32 matmul peak, and bf16 x @ W^T at every linear shape
+                the main and second model's steps run (each decode batch, each prefill chunk;
+                gemm-shapes.json lists them): a subprocess that overlaps `import vllm`
   engine        AsyncLLM start (dummy weights, CUDA graphs) and its resolved settings
   warmup        a few requests through every path, not reported as results
   decode.bB     B requests of 1024 in / 128 out sent at once; step time = median steady ITL
@@ -11,9 +14,16 @@ Parts, in priority order (each written to $OUT/latency.json as soon as it ends):
   closed.cC     closed loop at concurrency C, 1024/256 (the seed's sweep)
   poisson.fF    open loop, Poisson at F x the C=64 request throughput, 1024/256
   overload      KV pool oversubscribed by long prompts: preemptions, TTFT under overload
+  overhead models (--overhead-models, default qwen2.5-7b-tiny-l28 then -l2; `none` to skip) each on
+                its own engine with the main model's settings (CUDA graphs, async scheduling,
+                max_num_seqs, the 8,192-token budget, the 1024/128 decode shape), CUDA graphs
+                captured at the measured batches only (--overhead-batches 1,16,64,128),
+                max_model_len 2048, 10% of the memory; <= --overhead-budget-s (90) in all, a
+                section the main model's parts leave free. Their roofline is ~0.02-0.5 ms, so
+                their decode step is the engine's overhead, per step and per layer
   second model  (--second-model, default llama-3.1-8b; `none` to skip) its own engine, then only
-                the kinds in --second-model-kinds (decode,prefill): the step overhead fitted on
-                Qwen2.5-7B is then tested on a model it was not fitted on (issue 4's target)
+                the kinds in --second-model-kinds (decode,prefill): a model the overhead was
+                never measured or fitted on (32 layers where Qwen has 28), predicted from it
 A part starts only if its planning estimate fits the remaining budget (default 540 s, counted
 from this script's start, `import vllm` and engine start included). Estimates are rough and
 conservative; they are not predictions and are never compared with results.
@@ -21,20 +31,42 @@ conservative; they are not predictions and are never compared with results.
 Files under --out-dir ($OUT): latency.json (schema pytest-anatomy/device-batch/v1: provenance
 and one entry per part, rewritten after every part), latency-raw.jsonl (one line per part:
 every request's token arrival times in our and the engine's clock, and the step timeline),
-ceilings.json (the ceilings subprocess's own output), and for the second model
-latency-<model>.json / latency-<model>-raw.jsonl: the same schema with that model in the
-provenance and the session's ceilings run repeated, so each file imports on its own
+ceilings.json (the ceilings subprocess's own output), gemm-shapes.json (the linear shapes it
+timed), and for the second model and each overhead model latency-<model>.json /
+latency-<model>-raw.jsonl: the same schema with that model in the provenance (and "role") and the
+session's ceilings run repeated, so each file imports on its own
 (`pytest-anatomy import-device $OUT/*.json ...`; the shared ceilings recording is written once).
 
 The KV pool at gpu_memory_utilization 0.9 holds ~2M tokens on an H200, so the overload part can
 only oversubscribe it ~1.07x, and costs ~100 s. --kv-cache-gib 12 pins a ~225k-token pool
-(still enough for every other part) and makes it ~1.6x in ~20 s, which leaves the second
-model's engine start (~60 s) and its decode and prefill parts (~40 s) well inside the budget;
-the second model always gets the utilization-derived pool.
+(still enough for every other part) and makes it ~1.6x in ~20 s, which leaves the overhead
+models (~90 s) and the second model's engine start (~60 s) and its decode and prefill parts
+(~40 s) inside the budget; the second model always gets the utilization-derived pool.
+
+Predictions for the overhead models, written before their first run (2026-12-01, from the three
+recorded Qwen2.5-7B sessions; steps in ms at the 1024/128 shape, context 1,088; roofline at the
+recorded read ceilings, 4.39-4.47 TB/s). The theory as it stands fits t_overhead as Qwen's b=1
+residual (1.487, 1.508, 1.535 ms: mean 1.51) and says it is a per-step constant, the same for any
+model, layer count and batch. The roofline subtracted (theory/latency.py's decode bytes): matmul
+weights 80.2 MB (2 layers) and 110.9 MB (28), of which the lm_head is 77.9 MB (256 x 152,064 bf16);
+KV 512 B per token per layer (one KV head of 128), 1.09 GB read per step at b=64 and 28 layers:
+                       b=1    b=16   b=64   b=128
+  roofline  tiny-l28   0.029  0.082  0.25   0.48    (KV read dominates above b=16)
+            tiny-l2    0.019  0.022  0.035  0.051   (lm_head's 77.9 MB dominates)
+  constant  tiny-l28   1.54   1.59   1.76   1.99    (roofline + 1.51; 1.52-1.56 over the sessions)
+            tiny-l2    1.53   1.53   1.54   1.56
+A per-sequence term taken from Qwen's residual at each batch (1.67, 1.81, 2.36 ms at 16, 64, 128)
+would add 0.16, 0.30, 0.85 ms at those batches to both. What would falsify the constant: tiny-l2
+well below tiny-l28 (a per-layer floor: ~10 kernels per layer even at hidden 256, a few us each),
+and tiny-l28 below Qwen's 1.51 ms. Expected by this plan's author, as an alternative stated now:
+tiny-l28 ~0.7-1.0 ms and tiny-l2 ~0.2-0.4 ms at b=1, i.e. c_layer ~25-30 us and c0 ~0.2 ms, with
+the rest of Qwen's 1.51 ms residual being its large GEMVs streaming below the 4.4 TB/s sum-read
+ceiling (a CUDA-graphed GEMV chain over Qwen's weights ran at 3.52 TB/s on this H200): the
+decode-shape timings of the ceilings part measure that rate at m = 1..128.
 
 On the device (after the bundle's install.sh, see shared/device/vllm/README.md):
     source /root/stage/env.sh && set -o pipefail && \\
-      PYTHONUNBUFFERED=1 python3 scripts/device/latency_plan.py 2>&1 | tee $OUT/latency.log
+      PYTHONUNBUFFERED=1 python3 scripts/device/latency_plan.py --kv-cache-gib 12 2>&1 | tee $OUT/latency.log
 Anywhere, without torch or vllm:
     python3 scripts/device/latency_plan.py --dry-run
 """
@@ -90,6 +122,13 @@ CLOSED = ((1, 12), (8, 48), (32, 128), (64, 192))   # (concurrency, requests)
 SERVE_SHAPE = (1024, 256)                      # the seed's concurrency sweep shape
 POISSON_FACTORS = (0.25, 0.5, 0.8, 1.0, 1.3)
 OVERLOAD_OUTPUT = 1024
+# Tiny-hidden twins of Qwen2.5-7B (pytest_anatomy/specs/configs/overhead/): the step overhead measured
+# apart from any model it predicts. 28 layers first: Qwen's own layer count, the direct check.
+OVERHEAD_MODELS = ("qwen2.5-7b-tiny-l28", "qwen2.5-7b-tiny-l2")
+OVERHEAD_BATCHES = (1, 16, 64, 128)
+OVERHEAD_MAX_MODEL_LEN = 2048          # 1024 + 128 tokens per request, and the warm-up's prompts
+OVERHEAD_GPU_MEMORY_UTILIZATION = 0.1  # ~14 GiB: a 0.2 GB model and a pool far above 128 x 1152 tokens
+CONFIG_DIRS = (REPO / "pytest_anatomy" / "specs" / "configs", REPO / "pytest_anatomy" / "specs" / "configs" / "overhead")
 ENV_DEFAULTS = {"VLLM_USE_FLASHINFER_SAMPLER": "0", "VLLM_NO_USAGE_STATS": "1",
                 "DO_NOT_TRACK": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 
@@ -148,8 +187,8 @@ def estimate(kind: str, s: dict[str, Any], cost: CostModel) -> float:
 def _estimate(kind: str, s: dict[str, Any], cost: CostModel) -> Any:
     n_in, n_out = s.get("input_len") or 0, s.get("output_len") or 0  # None until resolved
     ctx = n_in + n_out / 2  # mean context over a request's decode
-    if kind == "warmup":
-        return 5.0
+    if kind == "warmup":  # 8 x 1024/32 and one long prompt (run_part), padded for the first graphs' replays
+        return 2.0 + 8 * cost.prefill_s(1024) + 32 * cost.decode_step_s(8, 1040) + cost.prefill_s(s.get("long", 8192))
     if kind == "decode":
         return s["batch"] * cost.prefill_s(n_in) + n_out * cost.decode_step_s(s["batch"], ctx) + 1.0
     if kind == "prefill":
@@ -191,7 +230,8 @@ def build_plan(args: argparse.Namespace, cost: CostModel, model: str = MODEL,
     """Every part with its settings; poisson rates and overload shapes stay open (None) until
     the run knows the C=64 throughput and the KV pool (resolve_part). `kinds` restricts the
     parts (the second model's runs); --only restricts both models."""
-    parts = [Part("warmup" if model == MODEL else f"{model}.warmup", "warmup", {}, 0.0)]
+    parts = [Part("warmup" if model == MODEL else f"{model}.warmup", "warmup",
+                  {"long": min(8192, args.max_model_len - 2)}, 0.0)]
     n_in, n_out = DECODE_SHAPE
     parts += [Part(f"{model}.decode.b{b}", "decode",
                    {"batch": b, "input_len": n_in, "output_len": n_out, "seed": 100 + b}, 0.0)
@@ -346,7 +386,8 @@ async def run_part(driver: Any, part: Part, deadline: float, cfg: dict[str, Any]
     vocab = cfg["vocab_size"]
     if part.kind == "warmup":
         await driver.run("warmup", ls.token_id_prompts(8, 1024, vocab, 1), 32, deadline=deadline)
-        await driver.run("warmup-long", ls.token_id_prompts(1, 8192, vocab, 2), 2, deadline=deadline)
+        long = s.get("long", 8192)  # a tiny overhead model's engine has a 2,048-token max_model_len
+        await driver.run("warmup-long", ls.token_id_prompts(1, long, vocab, 2), 2, deadline=deadline)
         return {"result": {"note": "not a measurement"}}, None
     n_in, n_out = s["input_len"], s["output_len"]
     if part.kind == "prefill":
@@ -412,7 +453,8 @@ def load_model_config(path: Path | None) -> tuple[dict[str, Any], str]:
         if path is not None:
             raise FileNotFoundError(f"--config {str(path)!r} does not exist")
         return dict(QWEN25_7B_FALLBACK), "built-in fallback (catalog file missing)"
-    config = json.loads(target.read_text())
+    # keys starting with "_" (a stored config's comment, the catalog's provenance) are not the model's
+    config = {k: v for k, v in json.loads(target.read_text()).items() if not k.startswith("_")}
     if path is None:  # the catalog file must agree with the facts this plan was sized for
         bad = {k: (config.get(k), QWEN25_7B_FALLBACK[k]) for k in KEY_FACTS
                if config.get(k) != QWEN25_7B_FALLBACK[k]}
@@ -475,7 +517,10 @@ async def execute(args: argparse.Namespace, out: Output, budget: Budget, cfg: di
         model_dir=model_dir, max_model_len=args.max_model_len,
         gpu_memory_utilization=args.gpu_memory_utilization, max_num_seqs=args.max_num_seqs,
         max_num_batched_tokens=args.max_num_batched_tokens, enforce_eager=args.enforce_eager,
-        kv_cache_memory_bytes=None if args.kv_cache_gib is None else int(args.kv_cache_gib * 2**30))
+        kv_cache_memory_bytes=None if args.kv_cache_gib is None else int(args.kv_cache_gib * 2**30),
+        # only the overhead models limit their CUDA graphs (to the batches they measure): a shorter start
+        extra={} if not getattr(args, "cudagraph_capture_sizes", None)
+        else {"compilation_config": {"cudagraph_capture_sizes": list(args.cudagraph_capture_sizes)}})
     settings = {k: v for k, v in engine_cfg.engine_kwargs().items() if k != "model"}
     log(f"[plan] starting the engine: {settings}")
     try:
@@ -559,20 +604,27 @@ def print_plan(args: argparse.Namespace, cost: CostModel) -> None:
     c, n = CLOSED[-1]  # the saturation point: its estimated requests/s stands in for the measured one
     closed = {"concurrency": c, "requests": n, "input_len": SERVE_SHAPE[0], "output_len": SERVE_SHAPE[1]}
     state["saturation_rps"] = n / estimate("closed", closed, cost)
-    t = max(args.assumed_import_s, args.assumed_ceilings_s) + args.assumed_engine_s
+    shapes = gemm_shapes(args, plan_configs(args, load_model_config(args.config)[0]))
+    ceilings_s = args.assumed_ceilings_s + gemm_estimate_s(shapes, cost)
+    first = max(args.assumed_import_s, ceilings_s)
+    t = first + args.assumed_engine_s
+    reserved = overhead_reserve_s(args)
     print(f"budget {args.budget_s:.0f} s (reserve 15 s for shutdown); planning cost model: "
           f"weights {cost.weight_bytes / 1e9:.2f} GB at {cost.bandwidth / 1e12:.1f} TB/s, "
           f"{cost.flops_per_token / 1e9:.2f} GFLOP/token at {cost.flops / 1e12:.0f} TFLOP/s")
+    if reserved:
+        print(f"the main model's parts leave {reserved:.0f} s for the overhead models (--overhead-budget-s)")
     print(f"{'part':34s} {'estimate':>9s} {'ends at':>8s}  settings")
-    print(f"{'import vllm || ceilings':34s} {max(args.assumed_import_s, args.assumed_ceilings_s):8.0f}s "
-          f"{max(args.assumed_import_s, args.assumed_ceilings_s):7.0f}s")
+    print(f"{'import vllm || ceilings':34s} {first:8.0f}s {first:7.0f}s  ceilings ~{ceilings_s:.0f} s with "
+          f"{len({(x['m'], x['k'], x['n']) for x in shapes})} linear shapes ({', '.join(plan_configs(args, {}))})")
     print(f"{'engine start (graphs)':34s} {args.assumed_engine_s:8.0f}s {t:7.0f}s")
     for part in build_plan(args, cost, main_model_id(args)):
         part = resolve_part(part, state, cost)
-        fits = t + part.estimate_s <= args.budget_s - 15
+        fits = t + part.estimate_s <= args.budget_s - 15 - reserved
         t += part.estimate_s if fits else 0
         shown = {k: (round(v, 2) if isinstance(v, float) else v) for k, v in part.settings.items()}
         print(f"{part.id:34s} {part.estimate_s:8.1f}s {t:7.0f}s  {'' if fits else '[SKIP: budget] '}{shown}")
+    t = print_overhead_plan(args, t)
     for name in second_models(args):
         config, _ = second_model_config(name)
         extra_cost = CostModel.from_config(config)
@@ -589,6 +641,28 @@ def print_plan(args: argparse.Namespace, cost: CostModel) -> None:
           f"{state['saturation_rps']:.1f} req/s, pool assumed {pool:,} tokens)")
 
 
+def print_overhead_plan(args: argparse.Namespace, t: float) -> float:
+    """The overhead models' lines of the dry run, inside their own section budget; returns the end."""
+    section_end = min(t + args.overhead_budget_s, args.budget_s - 15)
+    margs = overhead_model_args(args)
+    for name in overhead_models(args):
+        config, _ = second_model_config(name)
+        cost = CostModel.from_config(config)
+        parts = build_plan(margs, cost, name, frozenset({"decode"}))
+        essential = sum(p.estimate_s for p in parts if p.kind == "decode")
+        started = t + args.assumed_overhead_engine_s + essential <= section_end
+        t += args.assumed_overhead_engine_s if started else 0
+        print(f"{name + ' engine start':34s} {args.assumed_overhead_engine_s:8.0f}s {t:7.0f}s  "
+              f"{'' if started else '[SKIP: budget]'}{{'max_model_len': {margs.max_model_len}, "
+              f"'gpu_memory_utilization': {margs.gpu_memory_utilization:g}, "
+              f"'cudagraph_capture_sizes': {list(margs.cudagraph_capture_sizes)}}}")
+        for part in parts:
+            fits = started and t + part.estimate_s <= section_end
+            t += part.estimate_s if fits else 0
+            print(f"{part.id:34s} {part.estimate_s:8.1f}s {t:7.0f}s  {'' if fits else '[SKIP: budget] '}{part.settings}")
+    return t
+
+
 # --- the second model: another config on the same engine and GPU --------------------------
 
 def second_models(args: argparse.Namespace) -> list[str]:
@@ -600,12 +674,16 @@ def second_model_kinds(args: argparse.Namespace) -> frozenset[str]:
 
 
 def second_model_config(name: str) -> tuple[dict[str, Any], str]:
-    """A catalog name (pytest_anatomy/specs/configs/<name>.json) or a path to a config.json."""
-    path = Path(name) if name.endswith(".json") else REPO / "pytest_anatomy" / "specs" / "configs" / f"{name}.json"
-    if not path.exists():
-        known = sorted(p.stem for p in (REPO / "pytest_anatomy" / "specs" / "configs").glob("*.json"))
-        raise FileNotFoundError(f"--second-model {name!r}: no {path}; catalog names: {', '.join(known)}")
-    return json.loads(path.read_text()), str(path.relative_to(REPO) if path.is_relative_to(REPO) else path)
+    """A catalog name (pytest_anatomy/specs/configs/<name>.json, or configs/overhead/ for the tiny
+    overhead models) or a path to a config.json. Keys starting with "_" (a stored config's comment)
+    are not the model's and are dropped before vLLM reads the file."""
+    candidates = [Path(name)] if name.endswith(".json") else [d / f"{name}.json" for d in CONFIG_DIRS]
+    path = next((c for c in candidates if c.exists()), None)
+    if path is None:
+        known = sorted(p.stem for d in CONFIG_DIRS for p in d.glob("*.json"))
+        raise FileNotFoundError(f"model {name!r}: no {candidates[0]}; catalog names: {', '.join(known)}")
+    config = {k: v for k, v in json.loads(path.read_text()).items() if not k.startswith("_")}
+    return config, str(path.relative_to(REPO) if path.is_relative_to(REPO) else path)
 
 
 def second_model_args(args: argparse.Namespace, config: dict[str, Any]) -> argparse.Namespace:
@@ -619,27 +697,113 @@ def second_model_args(args: argparse.Namespace, config: dict[str, Any]) -> argpa
 
 def run_second_model(args: argparse.Namespace, budget: Budget, main: Output, name: str) -> int:
     """The second model on a fresh engine: its own batch file, the session's ceilings repeated."""
+    config, _ = second_model_config(name)
+    return run_extra_model(args, budget, main, name, second_model_args(args, config), second_model_kinds(args),
+                           args.assumed_engine_s, "second model")
+
+
+def run_extra_model(args: argparse.Namespace, budget: Budget, main: Output, name: str, margs: argparse.Namespace,
+                    kinds: frozenset[str], engine_s: float, role: str) -> int:
+    """Another model on a fresh engine after the main one: its own batch file (latency-<model>.json,
+    the session's ceilings repeated so it imports on its own), started only if the engine and its
+    decode parts fit `budget`."""
     config, source = second_model_config(name)
     cost = CostModel.from_config(config)
-    kinds = second_model_kinds(args)
-    margs = second_model_args(args, config)
     model_id = Path(name).stem if name.endswith(".json") else name
     prov = {**main.doc["provenance"], "planning_cost_model": vars(cost), "second_model_of": f"{main.name}.json",
+            "role": role,
             "model": {"id": model_id, "config_source": source, "config": config,
                       "weights": "random (load_format=dummy): exact for time and memory"}}
     out = Output(main.dir, prov, name=f"latency-{model_id}")
     out.doc["runs"] += [r for r in main.doc["runs"] if r["id"] == "ceilings"]  # imports on its own
     out.write()
     essential = sum(p.estimate_s for p in build_plan(margs, cost, model_id, kinds) if p.kind == "decode")
-    if not budget.fits(args.assumed_engine_s + essential):
+    if not budget.fits(engine_s + essential):
         out.add({"id": f"{model_id}.engine", "skipped": f"budget: {budget.remaining():.0f} s left, the engine and "
-                 f"its decode parts need ~{args.assumed_engine_s + essential:.0f} s"})
-        log(f"[plan] skip second model {model_id}: {budget.remaining():.0f} s left")
+                 f"its decode parts need ~{engine_s + essential:.0f} s"})
+        log(f"[plan] skip {role} {model_id}: {budget.remaining():.0f} s left")
         return 0
     model_dir = tempfile.mkdtemp(prefix=f"{model_id}-dummy-")
     (Path(model_dir) / "config.json").write_text(json.dumps(config, indent=2))
-    log(f"[plan] second model {model_id}: {sorted(kinds)} on a fresh engine")
+    log(f"[plan] {role} {model_id}: {sorted(kinds)} on a fresh engine")
     return asyncio.run(execute(margs, out, budget, config, model_dir, cost, model_id, kinds))
+
+
+# --- the overhead models: the step overhead measured apart from the models it predicts -----
+
+def overhead_models(args: argparse.Namespace) -> list[str]:
+    return [] if args.overhead_models.lower() == "none" else [m for m in args.overhead_models.split(",") if m]
+
+
+def overhead_model_args(args: argparse.Namespace) -> argparse.Namespace:
+    """The main run's engine settings (CUDA graphs, async scheduling, max_num_seqs, the 8,192-token
+    budget), its decode shape, with what only bounds the start: a 2,048-token max_model_len, 10% of
+    the memory, CUDA graphs captured at the measured batches only."""
+    return argparse.Namespace(**{
+        **vars(args), "max_model_len": OVERHEAD_MAX_MODEL_LEN, "kv_cache_gib": None, "only": None,
+        "gpu_memory_utilization": args.overhead_gpu_memory_utilization, "decode_batches": args.overhead_batches,
+        "cudagraph_capture_sizes": tuple(b for b in args.overhead_batches if b <= args.max_num_seqs)})
+
+
+def overhead_section(args: argparse.Namespace, budget: Budget) -> Budget:
+    """The overhead models' own budget: at most --overhead-budget-s of the session, engine starts
+    included, and never past the session's budget."""
+    return Budget(min(args.overhead_budget_s, budget.remaining() - budget.reserve_s), reserve_s=0.0,
+                  clock=budget.clock)
+
+
+def overhead_reserve_s(args: argparse.Namespace) -> float:
+    """What the overhead models' engines and parts are planned to take, at most their section budget:
+    kept free by the main model's parts, which run first on an engine that must stop before theirs."""
+    need = 0.0
+    for name in overhead_models(args):
+        cost = CostModel.from_config(second_model_config(name)[0])
+        need += args.assumed_overhead_engine_s + sum(
+            p.estimate_s for p in build_plan(overhead_model_args(args), cost, name, frozenset({"decode"})))
+    return min(need, args.overhead_budget_s)
+
+
+def run_overhead_models(args: argparse.Namespace, budget: Budget, main: Output) -> int:
+    section = overhead_section(args, budget)
+    code = 0
+    for name in overhead_models(args):
+        code = max(code, run_extra_model(args, section, main, name, overhead_model_args(args),
+                                         frozenset({"decode"}), args.assumed_overhead_engine_s, "overhead model"))
+    return code
+
+
+def gemm_shapes(args: argparse.Namespace, configs: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The linear layers' (m tokens, k in, n out) at every token count the plan's steps run: each
+    decode batch (m = batch, lm_head included) and each prefill chunk (a lone prompt split at
+    max_num_batched_tokens; the lm_head then sees one row). The ceilings part times them (bf16)."""
+    decode = set(_listed(args, "decode_batches", DECODE_BATCHES))
+    chunks = {min(args.max_num_batched_tokens, n - start)
+              for n in _listed(args, "prefill_lens", PREFILL_LENS) if n + 1 <= args.max_model_len
+              for start in range(0, n, args.max_num_batched_tokens)}
+    out: list[dict[str, Any]] = []
+    for model, c in configs.items():
+        h, heads, kv = c["hidden_size"], c["num_attention_heads"], c["num_key_value_heads"]
+        d = c.get("head_dim") or h // heads
+        trunk = (("qkv", h, (heads + 2 * kv) * d), ("o", heads * d, h),
+                 ("gate_up", h, 2 * c["intermediate_size"]), ("down", c["intermediate_size"], h))
+        for m in sorted(decode | chunks):
+            out += [{"model": model, "layer": layer, "m": m, "k": k, "n": n} for layer, k, n in trunk]
+        out += [{"model": model, "layer": "lm_head", "m": m, "k": h, "n": c["vocab_size"]}
+                for m in sorted(decode | {1})]
+    return out
+
+
+def plan_configs(args: argparse.Namespace, config: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The configs whose linear shapes the ceilings part times: the main model and the second."""
+    return {main_model_id(args): config, **{name: second_model_config(name)[0] for name in second_models(args)}}
+
+
+def gemm_estimate_s(shapes: list[dict[str, Any]], cost: CostModel) -> float:
+    """Timed runs + warm-up of every distinct shape at the planning rates, plus allocation."""
+    distinct = {(s["m"], s["k"], s["n"]) for s in shapes}
+    per_run = sum(max(2.0 * m * k * n / cost.flops, 2.0 * (k * n + m * k + m * n) / cost.bandwidth)
+                  for m, k, n in distinct)
+    return 23 * per_run + 0.05 * len(distinct)
 
 
 def _ints(text: str) -> tuple[int, ...]:
@@ -683,9 +847,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         "engine (`none` to skip)")
     p.add_argument("--second-model-kinds", default="decode,prefill",
                    help="the second model's parts (comma list of kinds)")
+    p.add_argument("--overhead-models", default=",".join(OVERHEAD_MODELS),
+                   help="comma list of tiny-hidden models (configs/overhead/ names or config.json paths) whose decode "
+                        "steps measure the engine's step overhead, each on a fresh engine after the main model "
+                        "(`none` to skip)")
+    p.add_argument("--overhead-batches", type=_ints, default=OVERHEAD_BATCHES,
+                   help="the overhead models' decode batches (also their only CUDA-graph capture sizes)")
+    p.add_argument("--overhead-budget-s", type=float, default=90.0,
+                   help="device seconds the overhead models may take in all, engine starts included")
+    p.add_argument("--overhead-gpu-memory-utilization", type=float, default=OVERHEAD_GPU_MEMORY_UTILIZATION)
     p.add_argument("--assumed-import-s", type=float, default=25.0, help=argparse.SUPPRESS)
     p.add_argument("--assumed-ceilings-s", type=float, default=30.0, help=argparse.SUPPRESS)
     p.add_argument("--assumed-engine-s", type=float, default=90.0, help=argparse.SUPPRESS)
+    p.add_argument("--assumed-overhead-engine-s", type=float, default=35.0, help=argparse.SUPPRESS)
     p.add_argument("--assumed-pool-tokens", type=int, default=2_000_000, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     kinds = {"decode", "prefill", "closed", "poisson", "overload"}
@@ -712,8 +886,10 @@ def main(argv: list[str] | None = None) -> int:
     ceilings_json = Path(args.out_dir) / "ceilings.json"
     proc = None
     if not args.skip_ceilings:  # a fresh process: this one must stay CUDA-free for vLLM's fork
+        shapes_json = Path(args.out_dir) / "gemm-shapes.json"
+        shapes_json.write_text(json.dumps(gemm_shapes(args, plan_configs(args, config)), indent=0) + "\n")
         proc = subprocess.Popen([sys.executable, "-m", "pytest_anatomy.measure.ceilings",
-                                 "--json", str(ceilings_json)], cwd=REPO)
+                                 "--json", str(ceilings_json), "--gemm-shapes", str(shapes_json)], cwd=REPO)
     t0 = time.monotonic()
     try:
         import vllm  # timed: ~20 s on the device
@@ -745,7 +921,14 @@ def main(argv: list[str] | None = None) -> int:
             out.doc["provenance"]["gpu"] = body["result"]["facts"]
     model_dir = tempfile.mkdtemp(prefix=f"{model}-dummy-")
     (Path(model_dir) / "config.json").write_text(json.dumps(config, indent=2))
-    code = asyncio.run(execute(args, out, budget, config, model_dir, cost, model))
+    # the main model's parts leave the overhead models their section (its load parts are the ones that wait)
+    main_budget = Budget(args.budget_s, start=T_START, reserve_s=budget.reserve_s + overhead_reserve_s(args))
+    code = asyncio.run(execute(args, out, main_budget, config, model_dir, cost, model))
+    try:
+        code = max(code, run_overhead_models(args, budget, out))
+    except Exception:  # the main model's results are already on disk; never lose them
+        log(f"[plan] overhead models FAILED:\n{traceback.format_exc()}")
+        code = max(code, 4)
     for name in second_models(args):
         try:
             code = max(code, run_second_model(args, budget, out, name))
