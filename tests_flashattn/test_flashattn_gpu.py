@@ -50,7 +50,15 @@ CASES = (
 DECODES = [at.DecodeShape(8, 32, 8, ctx, 128) for ctx in (8192, 65536)]
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def _fast_or_slow(case: Case) -> Any:
+    """The fast subset (`-m "gpu and not slow"`, <= 5 min in all) keeps the best rung at the target
+    shape (and with GQA); the lower rungs and the other lengths, which compile and time most of this
+    module's ~76 s, run in the full session."""
+    at_target = case.rung == BEST and case.n == TARGET["n"]
+    return pytest.param(case, id=case.name, marks=() if at_target else (pytest.mark.slow,))
+
+
+@pytest.mark.parametrize("case", [_fast_or_slow(c) for c in CASES])
 def test_rung_time_against_its_prediction(case: Case, target: Any, measured_once: Any, ceilings_for: Any,
                                           reconcile: Any, anatomy_benchmark: Any) -> None:
     rec = measured_once(case.name, case.live)
