@@ -26,8 +26,8 @@ FACTORS = {"reads": 1.03, "writes": 0.99, "l2": 1.4, "streamed": 0.9}
 HEADER = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size",'
           '"Device","CC","Section Name","Metric Name","Metric Unit","Metric Value","Rule Name","Rule Type",'
           '"Rule Description","Estimated Speedup Type","Estimated Speedup"')
-KERNELS = {"r1-naive": ["scores", "softmax_pv"], "r2-fa1": ["vectorized_elementwise_kernel<FillFunctor>"] * 3 + ["fa1_fwd"],
-           "r3-fa2": ["fa2_fwd"], "r4-causal-split": ["split_fwd"], "r5-exp2": ["split_fwd"],
+KERNELS = {"r1-naive": ["scores", "softmax_pv"],
+           "r2-fa1": ["vectorized_elementwise_kernel<FillFunctor>"] * 3 + ["fa1_fwd"], "r3-fa2": ["fa2_fwd"], "r4-causal-split": ["split_fwd"], "r5-exp2": ["split_fwd"],
            "r6-tma-pipelined": ["tma_fwd"]}
 
 
@@ -37,7 +37,7 @@ def _rows(kid: int, name: str, grid: str, metrics: dict[str, float]) -> list[str
             for metric, value in metrics.items()]
 
 
-def launch_counters(launch: dict[str, Any], overrides: dict[str, float] | None = None) -> dict[str, float]:
+def launch_counters(launch: dict[str, Any], overrides: dict[str, dict[str, float]] | None = None) -> dict[str, float]:
     """The launch's synthetic totals: dram_read, dram_write, l2 (bytes), from the tests' own models."""
     import flashattn_io as tc
 
@@ -53,7 +53,7 @@ def launch_counters(launch: dict[str, Any], overrides: dict[str, float] | None =
     writes = tc.expected_writes(launch["rung"], shape)[0].value * FACTORS["writes"]
     l2 = at.tiled_bytes(shape, tiling).value * FACTORS["l2"]
     out = {"dram_read": reads, "dram_write": writes, "l2": l2}
-    out.update((overrides or {}).get(tc.name(launch), {}))  # type: ignore[arg-type]
+    out.update((overrides or {}).get(tc.name(launch), {}))
     return out
 
 
@@ -68,8 +68,8 @@ def build(overrides: dict[str, dict[str, float]] | None = None) -> tuple[str, di
         grid = i + 1
         lines += _rows(kid, "anatomy_marker", f"({grid}, 1, 1)", {"Duration": 2_000})
         kid += 1
-        total = launch_counters(launch, overrides)  # type: ignore[arg-type]
-        names = KERNELS[str(launch["rung"])]
+        total = launch_counters(launch, overrides)
+        names = KERNELS[launch["rung"]]
         for name in names:
             share = 1 / len(names)
             lines += _rows(kid, name, "(32, 128, 1)", {
@@ -77,8 +77,8 @@ def build(overrides: dict[str, dict[str, float]] | None = None) -> tuple[str, di
                 "dram__bytes_write.sum": total["dram_write"] * share, "lts__t_bytes.sum": total["l2"] * share,
                 "Theoretical Occupancy": OCCUPANCY_PCT, "Achieved Occupancy": OCCUPANCY_PCT})
             kid += 1
-        label = registry.profile_label(launch["batch"], launch["heads"], launch["n"], launch["head_dim"],  # type: ignore[arg-type]
-                                       launch["causal"])  # type: ignore[arg-type]
+        label = registry.profile_label(launch["batch"], launch["heads"], launch["n"], launch["head_dim"],
+                                       launch["causal"])
         entries.append({"marker_grid": grid, "ladder": "fa2", "rung": launch["rung"], "shape": label, "dtype": "bf16",
                         "suite": "flashattn", "settings": {k: v for k, v in launch.items() if k != "rung"},
                         "config": CONFIG, "all_written": True})

@@ -36,7 +36,7 @@ DRAM reads (test_dram_reads_*):
 DRAM writes (test_dram_writes_*): O + LSE = 136.3 MB (r3-r6), + S = 8.73 GB (r1), + the
 workspace twice (the fills, then its eviction) = 681.6 MB (r2). Upper 1.02; lower: a kernel's
 writes exclude lines still dirty in L2 when it ends, at most one L2 (62.9 MB) per kernel of the
-launch: 0.54 (r3-r6), 0.98 (r1, 2 kernels), 0.63 (r2, 4 kernels).
+launch: 0.538 (r3-r6), 0.986 (r1, 2 kernels), 0.631 (r2, 4 kernels).
 
 L2 bytes (test_l2_bytes_*), r3-r6 only (r1/r2's loads follow other patterns): theory.tiled_bytes
 at the tiling the autotuner chose for that launch (recorded in the manifest): what the loads

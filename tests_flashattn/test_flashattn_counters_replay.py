@@ -38,7 +38,8 @@ def test_synthetic_data_is_the_generators_output() -> None:
 def _import_and_replay(tmp_path: Path, report: Path, manifest: Path) -> subprocess.CompletedProcess[str]:
     results = tmp_path / "results"
     cli = subprocess.run([sys.executable, "-m", "pytest_anatomy", "import-ncu", str(report), str(manifest),
-                          "--results", str(results)], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+                          "--results", str(results)],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
     assert cli.returncode == 0, cli.stdout + cli.stderr
     assert f"{RECORDINGS + 2} written" in cli.stdout  # the recordings and both raw files
     names = recordings.list_recordings(results, "h200", "flashattn", "ncu.fa2.")

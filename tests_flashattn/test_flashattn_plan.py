@@ -55,6 +55,14 @@ def test_sweep_fits_the_visit_and_the_plan_prices_it() -> None:
     assert 30.0 < seconds <= SWEEP_BUDGET_S, seconds
 
 
+def test_the_cost_model_counts_the_best_rungs_autotune_configs() -> None:
+    """Parsed, not imported: importing a kernel module here would import triton before the
+    interpreter tests of this process could select the interpreter."""
+    source = registry.rung(registry.BEST).path.read_text(encoding="utf-8")
+    configs = source[source.index("CONFIGS = ["):source.index("]\n", source.index("CONFIGS = ["))]
+    assert configs.count("triton.Config(") == fc.BEST_CONFIGS
+
+
 def test_profile_script_launches_what_the_counter_tests_read() -> None:
     out = subprocess.run([sys.executable, "scripts/device/flashattn_profile.py", "--dry-run"], cwd=ROOT,
                          capture_output=True, text=True, timeout=60, check=True).stdout.splitlines()

@@ -61,37 +61,43 @@ def _marker_kernel() -> Any:
     return anatomy_marker
 
 
-def _profile_one(m: dict[str, Any], marker: Any, tag: Any) -> dict[str, Any]:
+def _profile_one(m: dict[str, Any], marker: Any, tag: Any, *, device: str = "cuda",
+                 config: dict[str, int] | None = None) -> dict[str, Any]:
     """Inputs, compile and autotune outside the profiler; then, inside one window, the marker and
     the rung's one launch with the tuned config. Returns the config and whether O and the LSE
-    were written everywhere (both poisoned with NaN before the profiled launch)."""
+    were written everywhere (both poisoned with NaN before the profiled launch).
+    device="cpu" (a test, in Triton's interpreter): fp32 inputs, the given config, no profiler."""
     import importlib
 
     import torch
 
     from pytest_anatomy.kernels.flashattn import launch as fa_launch
 
+    cuda = device == "cuda"
     s = m["settings"]
     r = registry.rung(m["rung"])
-    g = torch.Generator(device="cuda").manual_seed(7)
+    g = torch.Generator(device=device).manual_seed(7)
     shape = (s["batch"], s["heads"], s["n"], s["head_dim"])
-    q, k, v = (torch.randn(*shape, generator=g, device="cuda").to(torch.bfloat16) for _ in range(3))
+    dtype = torch.bfloat16 if cuda else torch.float32  # the interpreter has no bf16 dot
+    q, k, v = (torch.randn(*shape, generator=g, device=device).to(dtype) for _ in range(3))
     o = torch.empty_like(q)
-    lse = torch.empty(shape[:3], dtype=torch.float32, device="cuda")
+    lse = torch.empty(shape[:3], dtype=torch.float32, device=device)
     mod = importlib.import_module(f"pytest_anatomy.kernels.flashattn.{r.kernel_module or r.module}")
     ws = mod.workspace_for(q) if hasattr(mod, "workspace_for") else None
-    kw = {"causal": s["causal"], "sm_scale": 1.0 / math.sqrt(s["head_dim"]), "workspace": ws}
-    config = fa_launch.forward(r, q, k, v, o, lse, **kw)  # compile + autotune, not profiled
+    kw = {"causal": s["causal"], "sm_scale": 1.0 / math.sqrt(s["head_dim"]), "workspace": ws, "config": config}
+    chosen = fa_launch.forward(r, q, k, v, o, lse, **kw)  # compile + autotune, not profiled
     o.fill_(float("nan"))
     lse.fill_(float("nan"))
-    torch.cuda.synchronize()
-    torch.cuda.profiler.start()
+    if cuda:
+        torch.cuda.synchronize()
+        torch.cuda.profiler.start()
     marker[(m["marker_grid"],)](tag)
     fa_launch.forward(r, q, k, v, o, lse, **kw)  # the autotuner's cache: the tuned config, launched once
-    torch.cuda.synchronize()
-    torch.cuda.profiler.stop()
+    if cuda:
+        torch.cuda.synchronize()
+        torch.cuda.profiler.stop()
     written = bool(torch.isfinite(o).all()) and bool(torch.isfinite(lse).all())
-    return {"config": config, "all_written": written}
+    return {"config": chosen, "all_written": written}
 
 
 def _provenance() -> dict[str, Any]:

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One device call: Nsight Compute over every FlashAttention rung (scripts/device/flashattn_profile.py),
-# 16 launches, ~60-90 s on the H200. Clocks are left alone (--clock-control none, as for the kernel
-# ladders); caches are flushed before each replayed kernel, so DRAM counts start from an empty L2.
+# 16 launches, ~60-120 s on the H200 (limit: PROFILE_TIMEOUT_S, 420 s). Clocks are left alone
+# (--clock-control none, as for the kernel ladders); caches are flushed before each replayed kernel,
+# so DRAM counts start from an empty L2.
 # Only the windows the script opens (cudaProfilerStart/Stop around each rung's one launch) are
 # profiled: the inputs' generation and Triton's compiles and autotuning are not.
 # Writes into $OUT: flashattn-ncu.csv.xz, flashattn-profile-manifest.json, flashattn-profile.log.

@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 
 HERE = Path(__file__).resolve().parent
@@ -94,9 +95,10 @@ PROFILE_LONG = ({"batch": 1, "heads": 16, "n": 32768, "head_dim": 128},
                 {"batch": 1, "heads": 4, "n": 131072, "head_dim": 128})
 
 
-def profile_launches() -> list[dict[str, object]]:
+def profile_launches() -> list[dict[str, Any]]:
     """{rung, batch, heads, n, head_dim, causal} in launch order."""
-    out: list[dict[str, object]] = [{"rung": r.id, **PROFILE_TARGET, "causal": c} for r in LADDER for c in (False, True)]
+    out: list[dict[str, Any]] = [{"rung": r.id, **PROFILE_TARGET, "causal": c}
+                                 for r in LADDER for c in (False, True)]
     out += [{"rung": BEST, **s, "causal": c} for s in PROFILE_LONG for c in (False, True)]
     return out
 
