@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, NoReturn, Sequence
 
+from pytest_anatomy.option_names import REPORT_OPTION, SOURCE_OPTION
 from pytest_anatomy.specs.hardware import HARDWARE
 from pytest_anatomy.units import GiB, format_quantity
 
@@ -107,8 +108,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     report = sub.add_parser("report", help="run the reconciliation suites and write the HTML report",
                             description="Runs pytest over the suites (from recordings when no GPU is present) "
-                                        "with --anatomy-report. Any other arguments go to pytest "
-                                        "(e.g. -m gpu, --anatomy-source=recorded, test paths).")
+                                        f"with {REPORT_OPTION}. Any other arguments go to pytest "
+                                        f"(e.g. -m gpu, {SOURCE_OPTION}=recorded, test paths).")
     report.add_argument("-o", "--output", default="anatomy-report.html",
                         help="x.html: the report, its JSON ledger beside it as x.json; x.json: the ledger, the report "
                              "beside it as x.html")
@@ -230,7 +231,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     # Test paths given explicitly replace the default suites (an option's value is not a path).
     paths = [a for a in extra if not a.startswith("-") and Path(a.split("::", 1)[0]).exists()]
     # A fresh interpreter: pytest must import the plugin itself (assertion rewriting, clean state).
-    cmd = [sys.executable, "-m", "pytest", *extra, *([] if paths else suites), f"--anatomy-report={args.output}"]
+    cmd = [sys.executable, "-m", "pytest", *extra, *([] if paths else suites), f"{REPORT_OPTION}={args.output}"]
     # Only a run of every suite regenerates README's validation table: a partial one would drop rows.
     full = not paths and not any(a in ("-k", "-m") or a.startswith(("-k", "-m", "--deselect", "--lf")) for a in extra)
     code = subprocess.call(cmd)

@@ -15,6 +15,7 @@ import pytest
 from pytest_anatomy import recordings
 from pytest_anatomy.findings import mark_for, parse_finding_marks
 from pytest_anatomy.measure.measurement import Measurement
+from pytest_anatomy.option_names import HARDWARE_OPTION, RECORD_OPTION, SOURCE_OPTION
 from pytest_anatomy.outcome import RECONCILED
 from pytest_anatomy.reconcile import Reconciliation, Tolerance, Verdict, compare
 from pytest_anatomy.session import USER_PROPERTY, get_session
@@ -155,7 +156,7 @@ class Measured:
             why = ("no GPU detected" if live_hw is None else
                    f"the live GPU is {live_hw!r} but this measurement is for {want_hw!r}" if live is not None else
                    "this test has no live measurement (recorded data only)")
-            pytest.skip(f"--anatomy-source=live: {why}")
+            pytest.skip(f"{SOURCE_OPTION}=live: {why}")
         if can_live and settings.source in ("live", "auto"):
             return self._run_live(name, suite, want_hw, live)  # type: ignore[arg-type]
         return self._replay(name, suite, want_hw, recorded_at, live is not None)
@@ -182,7 +183,7 @@ class Measured:
         except recordings.MissingRecording as exc:
             live_hw = self._session.live_hardware_name() if self._session.settings.source != "recorded" else None
             gpu = "no live GPU" if live_hw is None else f"live GPU is {live_hw}"
-            hint = (f"run `pytest -m gpu --anatomy-record` on a {hardware} to record it"
+            hint = (f"run `pytest -m gpu {RECORD_OPTION}` on a {hardware} to record it"
                     if has_live else "this data only exists as a recording")
             pytest.skip(f"no recording {_rel(exc.args[0])} and {gpu}; {hint}")
 
@@ -318,7 +319,7 @@ def hardware(request: pytest.FixtureRequest) -> Any:
         return get_hardware(s.settings.hardware)
     if s.live_gpu is not None:
         return spec_for_detected(s.live_gpu)
-    pytest.skip("no hardware selected and no GPU detected: pass --anatomy-hardware=NAME "
+    pytest.skip(f"no hardware selected and no GPU detected: pass {HARDWARE_OPTION}=NAME "
                 "(rtx4090, h100-sxm, h100-pcie, h200, a100-80gb, a100-40gb, l40s, b200, b300, gb200)")
 
 

@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 import pytest
 
+from pytest_anatomy.option_names import ALLOW_RESOLVED_OPTION
 from pytest_anatomy.reconcile import Reconciliation, Verdict
 from pytest_anatomy.report.terminal import format_percent, format_tolerance, format_value
 
@@ -100,7 +101,7 @@ def _strict_xpass_text(rec: Reconciliation) -> str:
     ratio = "n/a" if rec.ratio is None else f"{rec.ratio:.6g}"
     return (f"[XPASS(strict)] finding {_mark_id(rec)!r} is resolved: {rec.name} now agrees "
             f"(measured/predicted {ratio}); remove the finding mark, or relax it for a transition "
-            f"with strict=False on the mark or --anatomy-allow-resolved\n{rec.explain()}")
+            f"with strict=False on the mark or {ALLOW_RESOLVED_OPTION}\n{rec.explain()}")
 
 
 def _runxfail_text(rec: Reconciliation) -> str:

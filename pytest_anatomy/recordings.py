@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from pytest_anatomy.measure.measurement import Measurement, Source
+from pytest_anatomy.option_names import RECORD_OPTION
 
 SCHEMA = "pytest-anatomy/recording/v1"
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._+-]*$")
@@ -210,7 +211,7 @@ def _read_document(path: Path) -> Any:
     except json.JSONDecodeError as exc:
         raise RecordingError(
             f"{path}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}). "
-            "Supersede it with a newer recording (re-run with --anatomy-record on a GPU)."
+            f"Supersede it with a newer recording (re-run with {RECORD_OPTION} on a GPU)."
         ) from None
     except RecursionError:
         raise RecordingError(f"{path}: JSON nested too deeply to be a recording") from None

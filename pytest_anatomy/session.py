@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from pytest_anatomy.option_names import HARDWARE_OPTION
 from pytest_anatomy.options import AnatomySettings
 
 USER_PROPERTY = "anatomy_reconciliation"
@@ -110,7 +111,7 @@ class AnatomySession:
         from pytest_anatomy.specs.hardware import get_hardware, spec_for_detected
 
         if self.settings.hardware != "auto":
-            return _spec_origin(get_hardware(self.settings.hardware), "--anatomy-hardware")
+            return _spec_origin(get_hardware(self.settings.hardware), HARDWARE_OPTION)
         if self.live_gpu is not None:
             try:
                 target = self.live_target()

@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_anatomy.option_names import HARDWARE_OPTION
+
 # Where the live target's HardwareSpec comes from: "catalog" (datasheet numbers, the default for
 # a catalog card) or "nvml" (numbers derived from what the driver reports, as for a card that is
 # not in the catalog). Environment, so a CI job can set it without editing its command line.
@@ -91,7 +93,7 @@ def live_target(gpu: Any, hardware_option: str, spec_source: str) -> Target:
         except ValueError as exc:
             return Target(name, True, None, "nvml", str(exc))
     if hardware_option != "auto":
-        return Target(hardware_option, True, get_hardware(hardware_option), "catalog (--anatomy-hardware)")
+        return Target(hardware_option, True, get_hardware(hardware_option), f"catalog ({HARDWARE_OPTION})")
     if gpu.catalog_name is not None:
         return Target(gpu.catalog_name, True, get_hardware(gpu.catalog_name), "catalog")
     try:  # a card the catalog does not know: its numbers from the driver

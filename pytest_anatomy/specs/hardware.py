@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from pytest_anatomy.option_names import HARDWARE_OPTION
 from pytest_anatomy.units import GB, TB, MiB
 
 PEAK_DTYPES: tuple[str, ...] = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8")
@@ -35,7 +36,7 @@ _NUMERIC_FIELDS: tuple[str, ...] = (
     "sm_count", "l2_bytes", "boost_clock_hz", "fp32_cores_per_sm", "memory_bus_bits",
     "memory_clock_hz",
 )
-_FIX = "pass --anatomy-hardware=<one of {names}> or add an entry to HARDWARE in pytest_anatomy/specs/hardware.py"
+_FIX = f"pass {HARDWARE_OPTION}=<one of {{names}}> or add an entry to HARDWARE in pytest_anatomy/specs/hardware.py"
 
 
 class UnknownHardwareError(KeyError):
@@ -417,7 +418,7 @@ def spec_from_nvml(gpu: DetectedGPU) -> HardwareSpec:
         missing.append("SM count (NVML core count or the CUDA driver's attribute)")
     if missing or arch is None:
         raise ValueError(f"{gpu.name}: cannot build a spec from the driver alone, it did not report "
-                         f"{', '.join(missing)}; install cuda-python (the gpu extra) or pass --anatomy-hardware=NAME")
+                         f"{', '.join(missing)}; install cuda-python (the gpu extra) or pass {HARDWARE_OPTION}=NAME")
     via = f"{gpu.backend} on this machine"
     clock = gpu.sm_clock_max_mhz * 1e6  # type: ignore[operator]
     mem_clock = gpu.mem_clock_max_mhz * 1e6  # type: ignore[operator]
