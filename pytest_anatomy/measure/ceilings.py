@@ -19,11 +19,12 @@ import argparse
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import time
 from typing import Any, Callable, Sequence
+
+from pytest_anatomy.stats import median
 
 GiB = 1024**3
 DEFAULT_BUFFER_BYTES = 4 * GiB
@@ -47,7 +48,7 @@ def summarize_runs(seconds: Sequence[float], work: float, unit: str, method: str
     samples holds the per-run rates, so the spread is visible next to the median."""
     if len(seconds) == 0 or min(seconds) <= 0:
         raise ValueError(f"need positive run times to summarize {method!r}, got {list(seconds)!r}")
-    median_s = statistics.median(seconds)
+    median_s = median(seconds)
     return {
         "value": work / median_s,
         "unit": unit,

@@ -19,7 +19,6 @@ a CPU-only machine.
 from __future__ import annotations
 
 import io
-import statistics
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -28,6 +27,7 @@ from typing import Any
 
 from pytest_anatomy.kernels.reference import TOLERANCE
 from pytest_anatomy.kernels.registry import CUDA_DIR, DeviceFacts, RungRefused, Variant
+from pytest_anatomy.stats import median
 
 FLUSH_BYTES = 512 * 1024**2  # > 8x the H200's 60 MB L2
 EPS = 1e-6
@@ -274,7 +274,7 @@ def time_flushed(fn: Callable[[], Any], flush: Any, *, runs: int, warmup: int, m
         end.record()
     torch.cuda.synchronize()
     ms = [s.elapsed_time(e) for s, e in events]
-    return {"ms_median": statistics.median(ms), "ms_min": min(ms), "ms_max": max(ms), "runs": runs,
+    return {"ms_median": median(ms), "ms_min": min(ms), "ms_max": max(ms), "runs": runs,
             "warmup": warmup, "samples_ms": ms, "l2_flush_bytes": flush.numel() * flush.element_size()}
 
 

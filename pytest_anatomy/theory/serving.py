@@ -23,9 +23,10 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from pytest_anatomy.specs.workload import poisson_arrivals
+from pytest_anatomy.stats import percentile
 from pytest_anatomy.theory.latency import StepModel
 from pytest_anatomy.theory.prediction import Prediction, Term
 
@@ -95,17 +96,6 @@ class _Request:
 
     def __post_init__(self) -> None:
         self.length = self.prompt + self.generated
-
-
-def percentile(values: Sequence[float], p: float) -> float:
-    """numpy's default (linear) percentile, as `vllm bench serve` and measure/load_stats use."""
-    if not values:
-        raise ValueError("percentile of no values")
-    s = sorted(values)
-    rank = p / 100 * (len(s) - 1)
-    lo = math.floor(rank)
-    hi = min(lo + 1, len(s) - 1)
-    return s[lo] + (s[hi] - s[lo]) * (rank - lo)
 
 
 @dataclass(frozen=True)
