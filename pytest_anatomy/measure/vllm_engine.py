@@ -39,7 +39,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from pytest_anatomy.measure.ceilings import smi_id
+from pytest_anatomy.gpu_query import gpu_identity, read_gpu_memory
 from pytest_anatomy.measure.vllm_log import ledger_lines, parse_vllm_log
 from pytest_anatomy.specs.vllm_args import VLLMArgs
 
@@ -139,81 +139,6 @@ class EngineSettings(VLLMArgs):
 def _did_you_mean(word: str, choices: Sequence[str]) -> str:
     close = difflib.get_close_matches(word, list(choices), n=1)
     return f"; did you mean {close[0]!r}?" if close else ""
-
-
-# ------------------------------------------------------------------ GPU memory, no CUDA context
-def read_gpu_memory(index: int = 0, *, processes: bool = False) -> dict[str, Any] | None:
-    """Device memory of CUDA device `index` as NVML sees it (pynvml, vLLM's vendored copy, or
-    nvidia-smi; mapped through CUDA_VISIBLE_DEVICES, which NVML ignores); None on a CPU box."""
-    nvml = _nvml_module()
-    nvml_id = smi_id(index)
-    if nvml is not None:
-        try:
-            nvml.nvmlInit()
-            try:
-                handle = (nvml.nvmlDeviceGetHandleByIndex(int(nvml_id)) if nvml_id.isdigit()
-                          else nvml.nvmlDeviceGetHandleByUUID(nvml_id))
-                info = nvml.nvmlDeviceGetMemoryInfo(handle)
-                out: dict[str, Any] = {"source": "nvml", "total_bytes": int(info.total), "used_bytes": int(info.used),
-                                       "free_bytes": int(info.free), "time": time.time()}
-                if processes:
-                    out["processes"] = [{"pid": int(p.pid), "used_bytes": None if p.usedGpuMemory is None
-                                         else int(p.usedGpuMemory)}
-                                        for p in nvml.nvmlDeviceGetComputeRunningProcesses(handle)]
-                return out
-            finally:
-                nvml.nvmlShutdown()
-        except Exception:  # noqa: BLE001, S110 - any NVML failure falls back to nvidia-smi
-            pass
-    return _smi_memory(index)
-
-
-def _nvml_module() -> Any:
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the `pynvml` shim warns that it is deprecated
-        try:
-            import pynvml
-
-            return pynvml
-        except ImportError:
-            pass
-        if "vllm" in sys.modules:  # vLLM vendors nvidia-ml-py; only worth it once vllm is imported
-            try:
-                from vllm.third_party import pynvml as vendored
-
-                return vendored
-            except ImportError:
-                pass
-    return None
-
-
-def _smi_query(query: Sequence[str], index: int = 0) -> list[str] | None:
-    try:
-        text = subprocess.run(["nvidia-smi", "-i", smi_id(index), f"--query-gpu={','.join(query)}",
-                               "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=30,
-                              check=True).stdout
-        values = [v.strip() for v in text.strip().splitlines()[0].split(",")]
-    except (OSError, subprocess.SubprocessError, IndexError):
-        return None
-    return values if len(values) == len(query) else None
-
-
-def _smi_memory(index: int) -> dict[str, Any] | None:
-    values = _smi_query(("memory.total", "memory.used", "memory.free"), index)
-    try:
-        total, used, free = (int(float(v)) * 2**20 for v in values or ())
-    except ValueError:
-        return None
-    return {"source": "nvidia-smi (MiB)", "total_bytes": total, "used_bytes": used, "free_bytes": free,
-            "time": time.time()}
-
-
-def gpu_identity(index: int = 0) -> dict[str, str] | None:
-    """Name and driver of the GPU, without creating a CUDA context."""
-    values = _smi_query(("name", "driver_version"), index)
-    return None if values is None else {"name": values[0], "driver": values[1]}
 
 
 # ------------------------------------------------------------------ parent side

@@ -10,7 +10,8 @@ so `memory_bytes` is a label, and `nvml_memory_bytes` / `cuda_visible_memory_byt
 the numbers capacity predictions should use. L2 sizes printed as "MB" are MiB (CUDA
 reports the A100's "40 MB" as 41,943,040 B and the 4090's "72 MB" as 73,728 KiB).
 
-Detection (`detect()`) uses NVML through `pynvml` (package nvidia-ml-py), imported lazily.
+Detection (`detect()`) uses NVML through `pynvml` (package nvidia-ml-py), imported lazily by
+gpu_query.py, which holds every NVML and nvidia-smi query.
 It never raises and never initialises CUDA unless `use_torch=True` (torch is only read
 when its CUDA state is already initialised), so a CPU-only machine collects every suite.
 """
@@ -19,14 +20,18 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import os
 import re
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from pytest_anatomy.gpu_query import (  # noqa: F401 - visible_gpu_count re-exported: suites ask the catalog module
+    nvml_device_info,
+    torch_cuda_initialised,
+    torch_device_info,
+    visible_gpu_count,
+)
 from pytest_anatomy.option_names import HARDWARE_OPTION
 from pytest_anatomy.units import GB, TB, MiB
 
@@ -376,13 +381,13 @@ def detect(index: int = 0, *, use_torch: bool = False) -> DetectedGPU | None:
     process already initialised CUDA through torch. NVML numbers devices by PCI bus while
     CUDA's default order is fastest-first: set CUDA_DEVICE_ORDER=PCI_BUS_ID on mixed boxes."""
     try:
-        nvml = _nvml_query(index)
+        nvml = nvml_device_info(index)
     except Exception:  # noqa: BLE001 - detection is best-effort by contract
         nvml = None
     cuda: dict[str, Any] | None = None
-    if use_torch or _torch_cuda_initialised():
+    if use_torch or torch_cuda_initialised():
         try:
-            cuda = _torch_query(index)
+            cuda = torch_device_info(index)
         except Exception:  # noqa: BLE001
             cuda = None
     if nvml is None and cuda is None:
@@ -490,118 +495,3 @@ def spec_for_detected(gpu: DetectedGPU) -> HardwareSpec:
         notes=((f"{gpu.name!r} is not in the catalog: no datasheet peaks or nominal memory; "
                 "predictions needing them raise MissingHardwareFactError"),),
         **values)
-
-
-def _call(fn: Any, *args: Any) -> Any:
-    """One NVML query; None when unsupported on this GPU/driver (NVMLError_NotSupported etc.)."""
-    try:
-        return fn(*args)
-    except Exception:  # noqa: BLE001
-        return None
-
-
-def _text(value: Any) -> str | None:
-    return value.decode() if isinstance(value, bytes) else value  # old pynvml returned bytes
-
-
-def _nvml_query(index: int) -> dict[str, Any] | None:
-    try:
-        import pynvml  # nvidia-ml-py; lazy so CPU machines never need it
-    except ImportError:
-        return None
-    try:
-        pynvml.nvmlInit()
-    except Exception:  # noqa: BLE001 - no driver / no GPU
-        return None
-    try:
-        handle = _nvml_handle(pynvml, index)
-        if handle is None:
-            return None
-        name = _text(pynvml.nvmlDeviceGetName(handle))
-        mem = pynvml.nvmlDeviceGetMemoryInfo(handle)
-        sm, mem_clk = getattr(pynvml, "NVML_CLOCK_SM", 1), getattr(pynvml, "NVML_CLOCK_MEM", 2)
-        power_mw = _call(pynvml.nvmlDeviceGetEnforcedPowerLimit, handle)
-        if power_mw is None:
-            power_mw = _call(pynvml.nvmlDeviceGetPowerManagementLimit, handle)
-        cuda_v = _call(pynvml.nvmlSystemGetCudaDriverVersion)
-        mig = _call(pynvml.nvmlDeviceGetMigMode, handle)
-        cc = _call(pynvml.nvmlDeviceGetCudaComputeCapability, handle)
-        return {
-            "name": name, "memory_total_bytes": int(mem.total), "memory_free_bytes": int(mem.free),
-            "uuid": _text(_call(pynvml.nvmlDeviceGetUUID, handle)),
-            "sm_clock_mhz": _call(pynvml.nvmlDeviceGetClockInfo, handle, sm),
-            "mem_clock_mhz": _call(pynvml.nvmlDeviceGetClockInfo, handle, mem_clk),
-            "sm_clock_max_mhz": _call(pynvml.nvmlDeviceGetMaxClockInfo, handle, sm),
-            "mem_clock_max_mhz": _call(pynvml.nvmlDeviceGetMaxClockInfo, handle, mem_clk),
-            "power_limit_w": power_mw / 1000 if power_mw is not None else None,
-            "driver_version": _text(_call(pynvml.nvmlSystemGetDriverVersion)),
-            "cuda_driver_version": f"{cuda_v // 1000}.{cuda_v % 1000 // 10}" if cuda_v else None,
-            "mig_enabled": bool(mig[0]) if mig is not None else None,
-            "compute_capability": (int(cc[0]), int(cc[1])) if cc is not None else None,
-            "memory_bus_bits": _call(getattr(pynvml, "nvmlDeviceGetMemoryBusWidth", None), handle),
-            "cuda_cores": _call(getattr(pynvml, "nvmlDeviceGetNumGpuCores", None), handle),
-        }
-    finally:
-        _call(pynvml.nvmlShutdown)
-
-
-def visible_gpu_count() -> int:
-    """How many GPUs this process may use: NVML's device count, narrowed by CUDA_VISIBLE_DEVICES
-    (0 without NVML or a driver). Never raises, never initialises CUDA."""
-    try:
-        import pynvml
-    except ImportError:
-        return 0
-    try:
-        pynvml.nvmlInit()
-    except Exception:  # noqa: BLE001 - no driver / no GPU
-        return 0
-    try:
-        return sum(1 for i in range(16) if _nvml_handle(pynvml, i) is not None)
-    finally:
-        _call(pynvml.nvmlShutdown)
-
-
-def _nvml_handle(pynvml: Any, index: int) -> Any:
-    """NVML handle of CUDA device `index`, honouring CUDA_VISIBLE_DEVICES (indices or UUIDs)."""
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is None:
-        return _call(pynvml.nvmlDeviceGetHandleByIndex, index)
-    entries = [e.strip() for e in visible.split(",") if e.strip()]
-    if index >= len(entries):
-        return None  # "" or "-1" hides every GPU, as CUDA does
-    entry = entries[index]
-    if entry.isdigit():
-        return _call(pynvml.nvmlDeviceGetHandleByIndex, int(entry))
-    if not entry.startswith(("GPU-", "MIG-")):
-        return None  # CUDA stops at the first invalid entry
-    for i in range(_call(pynvml.nvmlDeviceGetCount) or 0):  # CUDA accepts UUID prefixes
-        handle = _call(pynvml.nvmlDeviceGetHandleByIndex, i)
-        uuid = _text(_call(pynvml.nvmlDeviceGetUUID, handle)) if handle is not None else None
-        if uuid and uuid.startswith(entry):
-            return handle
-    return None
-
-
-def _torch_cuda_initialised() -> bool:
-    torch = sys.modules.get("torch")  # never import torch just to ask
-    try:
-        return bool(torch is not None and torch.cuda.is_initialized())
-    except Exception:  # noqa: BLE001
-        return False
-
-
-def _torch_query(index: int) -> dict[str, Any] | None:
-    import torch  # lazy: only when asked or already initialised
-
-    if not torch.cuda.is_available() or index >= torch.cuda.device_count():
-        return None
-    props = torch.cuda.get_device_properties(index)
-    free, total = torch.cuda.mem_get_info(index)
-    l2 = getattr(props, "L2_cache_size", None)
-    return {
-        "name": props.name, "cuda_memory_total_bytes": int(total), "memory_free_bytes": int(free),
-        "sm_count": int(props.multi_processor_count), "l2_bytes": int(l2) if l2 else None,
-        "compute_capability": (int(props.major), int(props.minor)),
-        "torch_cuda_version": getattr(torch.version, "cuda", None),
-    }

@@ -48,11 +48,8 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from pytest_anatomy.measure.vllm_engine import (
-    EngineSettings,
-    measure_memory_ledger,
-    read_gpu_memory,
-)
+from pytest_anatomy.gpu_query import read_gpu_memory
+from pytest_anatomy.measure.vllm_engine import EngineSettings, measure_memory_ledger
 
 SCHEMA = "pytest-anatomy/device-batch/v1"
 CATALOG = REPO / "pytest_anatomy" / "specs" / "configs"
