@@ -25,7 +25,6 @@ What the worker records, and why from where (vLLM 0.26.0, read from its source):
 from __future__ import annotations
 
 import argparse
-import difflib
 import gc
 import json
 import os
@@ -39,6 +38,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from pytest_anatomy import suggest
 from pytest_anatomy.gpu_query import gpu_identity, read_gpu_memory
 from pytest_anatomy.measure.vllm_log import ledger_lines, parse_vllm_log
 from pytest_anatomy.specs.vllm_args import VLLMArgs
@@ -137,8 +137,8 @@ class EngineSettings(VLLMArgs):
 
 
 def _did_you_mean(word: str, choices: Sequence[str]) -> str:
-    close = difflib.get_close_matches(word, list(choices), n=1)
-    return f"; did you mean {close[0]!r}?" if close else ""
+    hint = suggest.did_you_mean(word, choices)
+    return f"; {hint}" if hint else ""
 
 
 # ------------------------------------------------------------------ parent side

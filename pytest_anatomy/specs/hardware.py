@@ -19,13 +19,13 @@ when its CUDA state is already initialised), so a CPU-only machine collects ever
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from pytest_anatomy import suggest
 from pytest_anatomy.gpu_query import (  # noqa: F401 - visible_gpu_count re-exported: suites ask the catalog module
     nvml_device_info,
     torch_cuda_initialised,
@@ -95,8 +95,8 @@ class HardwareSpec:
     def peak(self, dtype: str) -> float:
         """Dense peak FLOP/s for `dtype` (one of PEAK_DTYPES)."""
         if dtype not in PEAK_DTYPES:
-            hint = difflib.get_close_matches(dtype, PEAK_DTYPES, n=1)
-            raise KeyError(f"unknown dtype {dtype!r}{f'; did you mean {hint[0]!r}' if hint else ''}; "
+            hint = suggest.did_you_mean(dtype, PEAK_DTYPES)
+            raise KeyError(f"unknown dtype {dtype!r}{f'; {hint}' if hint else ''}; "
                            f"known: {', '.join(PEAK_DTYPES)}")
         if dtype not in self.peak_flops:
             raise MissingHardwareFactError(self._missing(f"peak_flops[{dtype!r}]"))
@@ -311,9 +311,9 @@ def get_hardware(name: str) -> HardwareSpec:
     if key in _BY_NVML_NAME:
         return HARDWARE[_BY_NVML_NAME[key]]
     names = ", ".join(HARDWARE)
-    spelled = {**{k: k for k in HARDWARE}, **{n.casefold(): n for s in HARDWARE.values() for n in s.nvml_names}}
-    hints = [spelled[h] for h in difflib.get_close_matches(key, list(spelled), n=3, cutoff=0.5)]
-    hint = f" Did you mean {' or '.join(map(repr, hints))}?" if hints else ""
+    spelled = [*HARDWARE, *(n for s in HARDWARE.values() for n in s.nvml_names)]
+    hint = suggest.did_you_mean(key, spelled, n=3, cutoff=0.5, fold=True, sentence=True)
+    hint = f" {hint}" if hint else ""
     raise UnknownHardwareError(f"unknown hardware {name!r}.{hint} Known: {names}. Fix: {_FIX.format(names=names)}.")
 
 

@@ -24,7 +24,6 @@ of these they mean, so tests name the one they compare against):
 from __future__ import annotations
 
 import copy
-import difflib
 import json
 import math
 from collections.abc import Mapping
@@ -33,6 +32,8 @@ from functools import cached_property
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
+
+from pytest_anatomy import suggest
 
 AttentionKind = Literal["mha", "gqa", "mqa", "mla"]
 LayerKind = Literal["full", "sliding"]
@@ -413,7 +414,7 @@ class _Reader:
         if value is None:
             if default is ...:
                 present = sorted(k for k in self.cfg if isinstance(k, str))
-                near = difflib.get_close_matches(key, present, n=3, cutoff=0.75)
+                near = suggest.close_matches(key, present, n=3, cutoff=0.75)
                 hint = f" (the config has {', '.join(near)})" if near else ""
                 raise self.error(key, f"is missing{hint}",
                                  f"add `\"{key}\": <int>` as in the model's Hugging Face config.json")
@@ -527,8 +528,8 @@ def _parse_dtype(r: _Reader) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str) or value not in DTYPE_BYTES:
-        near = difflib.get_close_matches(str(value), list(DTYPE_BYTES), n=2)
-        hint = f"did you mean {' or '.join(near)}? " if near else ""
+        hint = suggest.did_you_mean(str(value), DTYPE_BYTES, n=2)
+        hint = f"{hint} " if hint else ""
         raise r.error(key, f"is {value!r}, not a known torch dtype",
                       f"{hint}use one of {', '.join(DTYPE_BYTES)}")
     return str(value)
