@@ -33,7 +33,7 @@ from typing import Any
 
 from pytest_anatomy.theory.prediction import Prediction, Term
 from pytest_anatomy.specs.hardware import HARDWARE
-from pytest_anatomy.units import format_quantity
+from pytest_anatomy.units import GiB, format_quantity
 
 
 def _number(kind: type, low: float, inclusive: bool = True) -> Any:
@@ -200,7 +200,7 @@ def plan_warnings(args: argparse.Namespace, model: Any, hw: Any, settings: Any) 
         weights, budget = answers["weight_bytes"], answers["requested_memory_bytes"]
         if isinstance(weights, Prediction) and isinstance(budget, Prediction) and weights.value > budget.value:
             raise feasibility.ImpossiblePlan(
-                f"{model.name}: weights {weights.value / 2**30:.1f} GiB > budget {budget.value / 2**30:.1f} GiB on "
+                f"{model.name}: weights {weights.value / GiB:.1f} GiB > budget {budget.value / GiB:.1f} GiB on "
                 f"{hw.name}, yet --kv-tokens says the engine started: check --model and --hardware")
         warnings = []
     if args.batch > settings.max_num_seqs:

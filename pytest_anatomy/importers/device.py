@@ -24,9 +24,10 @@ from typing import Any, Iterator
 
 from pytest_anatomy import recordings
 from pytest_anatomy.specs.hardware import match_catalog
+from pytest_anatomy.units import MiB
 
 BATCH_SCHEMA = "pytest-anatomy/device-batch/v1"
-_COMPRESS_ABOVE = 1024 * 1024
+_COMPRESS_ABOVE = MiB
 
 
 class DeviceImportError(RuntimeError):

@@ -28,8 +28,9 @@ from typing import Any
 from pytest_anatomy.kernels.reference import TOLERANCE
 from pytest_anatomy.kernels.registry import CUDA_DIR, DeviceFacts, RungRefused, Variant
 from pytest_anatomy.stats import median
+from pytest_anatomy.units import GiB, MiB
 
-FLUSH_BYTES = 512 * 1024**2  # > 8x the H200's 60 MB L2
+FLUSH_BYTES = 512 * MiB  # > 8x the H200's 60 MB L2
 EPS = 1e-6
 
 
@@ -322,7 +323,7 @@ def live_rung(variant: Variant, baseline: Variant, shape: Mapping[str, int], *, 
 def live_ceilings() -> dict[str, Any]:
     from pytest_anatomy.measure import ceilings
 
-    read, copy = ceilings.read_bandwidth(2 * 1024**3, 20, 3), ceilings.copy_bandwidth(2 * 1024**3, 20, 3)
+    read, copy = ceilings.read_bandwidth(2 * GiB, 20, 3), ceilings.copy_bandwidth(2 * GiB, 20, 3)
     return {"measurements": {"read_bandwidth": {"value": read["value"], "unit": "B/s", "samples": read["samples"]},
                              "copy_bandwidth": {"value": copy["value"], "unit": "B/s", "samples": copy["samples"]}},
             "provenance": {"gpu_name": shared_runner().gpu_name}, "data": {"read": read, "copy": copy}}

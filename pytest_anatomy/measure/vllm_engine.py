@@ -42,6 +42,7 @@ from pytest_anatomy import suggest
 from pytest_anatomy.gpu_query import gpu_identity, read_gpu_memory
 from pytest_anatomy.measure.vllm_log import ledger_lines, parse_vllm_log
 from pytest_anatomy.specs.vllm_args import VLLMArgs
+from pytest_anatomy.units import GiB
 
 SCHEMA = "pytest-anatomy/vllm-ledger/v1"
 ERROR_CLASSES = ("oom", "max_model_len too long for memory", "timeout", "import error", "other")
@@ -113,7 +114,7 @@ class EngineSettings(VLLMArgs):
         if self.tensor_parallel_size != 1:
             parts.append(f"tp{self.tensor_parallel_size}")
         if self.kv_cache_memory_bytes is not None:
-            parts.append(f"kv{self.kv_cache_memory_bytes / 2**30:g}g")
+            parts.append(f"kv{self.kv_cache_memory_bytes / GiB:g}g")
         if self.enable_prefix_caching:
             parts.append("prefix")
         if self.dtype != "bfloat16":
@@ -231,7 +232,7 @@ def _wait_for_release(before: dict[str, Any] | None, limit_s: float) -> tuple[di
     free memory against its request, so leftovers from this one would corrupt it."""
     t0 = time.perf_counter()
     now = read_gpu_memory()
-    while (before is not None and now is not None and now["used_bytes"] > before["used_bytes"] + 2**30
+    while (before is not None and now is not None and now["used_bytes"] > before["used_bytes"] + GiB
            and time.perf_counter() - t0 < limit_s):
         time.sleep(1.0)
         now = read_gpu_memory()

@@ -34,6 +34,7 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from pytest_anatomy import suggest
+from pytest_anatomy.units import MiB
 
 AttentionKind = Literal["mha", "gqa", "mqa", "mla"]
 LayerKind = Literal["full", "sliding"]
@@ -66,7 +67,7 @@ _ALTERNATING_SLIDING_MODEL_TYPES = frozenset({"gemma2"})
 # Size bounds. Each keeps a nonsense config from running for minutes or exhausting memory (the
 # weight inventory lists every tensor of every layer and expert) while staying far above any
 # published model.
-MAX_CONFIG_BYTES = 16 * 2**20  # real config.json files are 1-10 KiB
+MAX_CONFIG_BYTES = 16 * MiB  # real config.json files are 1-10 KiB
 # Tensor dimensions are int32 in vLLM's and PyTorch's GPU kernels' indexing.
 MAX_DIMENSION = 2**31 - 1
 # The deepest published decoder has 126 layers (Llama-3.1-405B): 8x headroom.

@@ -50,11 +50,11 @@ if str(REPO) not in sys.path:
 from pytest_anatomy import suggest
 from pytest_anatomy.gpu_query import read_gpu_memory
 from pytest_anatomy.measure.vllm_engine import EngineSettings, measure_memory_ledger
+from pytest_anatomy.units import GiB
 
 SCHEMA = "pytest-anatomy/device-batch/v1"
 CATALOG = REPO / "pytest_anatomy" / "specs" / "configs"
 T_START = time.monotonic()
-GiB = 2**30
 
 # Planning estimates (seconds), from the device README: `import vllm` ~20 s, engine start ~26-44 s
 # eager, +~25 s for torch.compile and CUDA graphs; padded for bigger models and capture sizes.
