@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_anatomy import suggest
-from pytest_anatomy.specs.model import ModelConfigError  # model.py imports this module lazily
+from pytest_anatomy.specs.errors import ModelConfigError
 
 CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 

@@ -24,19 +24,9 @@ from fractions import Fraction
 from types import MappingProxyType
 
 from pytest_anatomy import suggest
+from pytest_anatomy.specs.errors import FormatShapeError, UnknownFormatError
 
 _GGML_SRC = "llama.cpp ggml/src/ggml-common.h (struct + static_assert)"
-
-
-class UnknownFormatError(KeyError):
-    """A format/dtype name that is not an exact key of the relevant table."""
-
-    def __str__(self) -> str:  # KeyError would repr() the message
-        return str(self.args[0])
-
-
-class FormatShapeError(ValueError):
-    """A shape the format's packing cannot represent (e.g. in % 128 != 0 for group-128 AWQ)."""
 
 
 def _unknown(kind: str, name: str, known: Mapping[str, object], extra: str = "") -> UnknownFormatError:

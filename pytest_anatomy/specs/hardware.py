@@ -33,6 +33,7 @@ from pytest_anatomy.gpu_query import (  # noqa: F401 - visible_gpu_count re-expo
     visible_gpu_count,
 )
 from pytest_anatomy.option_names import HARDWARE_OPTION
+from pytest_anatomy.specs.errors import MissingHardwareFactError, UnknownHardwareError
 from pytest_anatomy.units import GB, TB, MiB
 
 PEAK_DTYPES: tuple[str, ...] = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8")
@@ -42,17 +43,6 @@ _NUMERIC_FIELDS: tuple[str, ...] = (
     "memory_clock_hz",
 )
 _FIX = f"pass {HARDWARE_OPTION}=<one of {{names}}> or add an entry to HARDWARE in pytest_anatomy/specs/hardware.py"
-
-
-class UnknownHardwareError(KeyError):
-    """A hardware name that is neither a catalog key nor a known NVML device name."""
-
-    def __str__(self) -> str:  # KeyError would repr() the message and hide newlines
-        return str(self.args[0])
-
-
-class MissingHardwareFactError(LookupError):
-    """A prediction needs a number this HardwareSpec does not have (None / no dtype entry)."""
 
 
 @dataclass(frozen=True)

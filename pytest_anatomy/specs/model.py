@@ -34,6 +34,8 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from pytest_anatomy import suggest
+from pytest_anatomy.specs import catalog
+from pytest_anatomy.specs.errors import ModelConfigError
 from pytest_anatomy.units import MiB
 
 AttentionKind = Literal["mha", "gqa", "mqa", "mla"]
@@ -76,15 +78,6 @@ MAX_LAYERS = 1024
 MAX_EXPERTS = 4096
 # Expert tensors are listed one by one: DeepSeek-V3 has 61 x 256 = 15,616 layer-experts, 4x headroom.
 MAX_LAYER_EXPERTS = 65_536
-
-
-class ModelConfigError(ValueError):
-    """A config.json this package cannot use; names the field, the problem and the fix."""
-
-    def __init__(self, field_name: str, problem: str, fix: str, source: str = "config") -> None:
-        self.field = field_name
-        self.source = source
-        super().__init__(f"{source}: `{field_name}` {problem}. Fix: {fix}")
 
 
 @dataclass(frozen=True)
@@ -362,8 +355,6 @@ def _load_source(source: ConfigSource) -> tuple[Mapping[str, Any], str, str | No
         # A directory's config.json is named after the directory (HF snapshot layout).
         default = path.parent.name if path.name == "config.json" else path.stem
         return _read_json(path), str(path), default
-    from pytest_anatomy.specs import catalog  # lazy: catalog imports this module
-
     canonical = catalog.resolve(str(source))  # raises with difflib suggestions
     entry = catalog.MODELS[canonical]
     return _read_json(entry.config_path), f"catalog:{canonical} ({entry.config_path.name})", canonical
