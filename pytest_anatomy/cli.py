@@ -23,6 +23,8 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, NoReturn, Sequence
 
+from pytest_anatomy.cli_common import error as _error
+from pytest_anatomy.cli_common import non_empty, warn
 from pytest_anatomy.option_names import REPORT_OPTION, SOURCE_OPTION
 from pytest_anatomy.specs.hardware import HARDWARE
 from pytest_anatomy.units import GiB, format_quantity
@@ -51,11 +53,6 @@ def _number(kind: type, check: Callable[[float], bool], rule: str) -> Callable[[
 _positive_int = _number(int, lambda v: v >= 1, ">= 1")
 
 
-def non_empty(text: str) -> str:
-    """argparse type for a name: an empty one would resolve to the current folder."""
-    if not text.strip():
-        raise argparse.ArgumentTypeError("must not be empty")
-    return text.strip()
 _fraction = _number(float, lambda v: 0 < v <= 1, "in (0, 1]")
 _positive_float = _number(float, lambda v: v > 0, "> 0")
 
@@ -165,17 +162,6 @@ def build_parser() -> argparse.ArgumentParser:
     tp.add_argument("--results", type=Path, default=Path("results"), help="results folder (results)")
     tp.add_argument("--dry-run", action="store_true", help="list what would be written")
     return parser
-
-
-def _error(exc: BaseException) -> int:
-    """One line on stderr, exit 2: every refused input and impossible plan ends here."""
-    message = str(exc.args[0]) if exc.args else str(exc)
-    print(f"pytest-anatomy: error: {' '.join(message.split())}", file=sys.stderr)
-    return 2
-
-
-def warn(message: str) -> None:
-    print(f"pytest-anatomy: warning: {message}", file=sys.stderr)
 
 
 def _cmd_predict_capacity(args: argparse.Namespace) -> int:

@@ -34,6 +34,8 @@ from typing import Any
 from pytest_anatomy.theory.prediction import Prediction, Term
 from pytest_anatomy.specs.hardware import HARDWARE
 from pytest_anatomy.units import GiB, format_quantity
+from pytest_anatomy.cli_common import error as _error
+from pytest_anatomy.cli_common import non_empty, warn
 
 
 def _number(kind: type, low: float, inclusive: bool = True) -> Any:
@@ -48,12 +50,6 @@ def _number(kind: type, low: float, inclusive: bool = True) -> Any:
             raise argparse.ArgumentTypeError(f"must be {'>=' if inclusive else '>'} {low:g}, got {value}")
         return value
     return parse
-
-
-def non_empty(text: str) -> str:
-    from pytest_anatomy.cli import non_empty as check
-
-    return check(text)
 
 
 def _fraction(text: str) -> float:
@@ -323,8 +319,6 @@ def run(args: argparse.Namespace) -> int:
     """Print the answers; 0 on success, 2 on a usage error (unknown model/GPU, bad settings)."""
     from pytest_anatomy.specs.hardware import MissingHardwareFactError, UnknownHardwareError
     from pytest_anatomy.specs.model import ModelConfigError
-
-    from pytest_anatomy.cli import _error, warn
 
     try:
         out, warnings = answers_and_warnings(args)

@@ -14,12 +14,14 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_anatomy.option_names import HARDWARE_OPTION
 from pytest_anatomy.options import AnatomySettings
+from pytest_anatomy.targets import Target, live_target, session_targets
 
 USER_PROPERTY = "anatomy_reconciliation"
 LEDGER_SCHEMA = "pytest-anatomy/report/v1"
@@ -66,8 +68,6 @@ class AnatomySession:
     def live_target(self) -> Any:
         """The Target of this machine's GPU (targets.live_target), or None without one."""
         if self._live_target is _UNSET:
-            from pytest_anatomy.targets import live_target
-
             gpu = self.live_gpu
             self._live_target = (None if gpu is None else
                                  live_target(gpu, self.settings.hardware, self.settings.spec_source))
@@ -76,8 +76,6 @@ class AnatomySession:
     def targets(self, suite: str) -> list[Any]:
         """The targets a suite's tests are parametrized over (targets.session_targets)."""
         if suite not in self._targets:
-            from pytest_anatomy.targets import session_targets
-
             self._targets[suite] = session_targets(
                 live=self.live_target(), source=self.settings.source, hardware_option=self.settings.hardware,
                 results_dir=self.settings.results_dir, suite=suite)
@@ -195,3 +193,9 @@ SESSION_KEY = pytest.StashKey[AnatomySession]()
 
 def get_session(config: pytest.Config) -> AnatomySession:
     return config.stash[SESSION_KEY]
+
+
+def of_config(config: pytest.Config, suite: str) -> tuple[list[Target], Path]:
+    """(the suite's targets, the results folder) of a pytest config: for pytest_generate_tests."""
+    session = get_session(config)
+    return session.targets(suite), session.settings.results_dir

@@ -141,11 +141,3 @@ def has_recording(results_dir: Path, target: Target, suite: str, name: str) -> b
     """Whether `target` has something to reconcile for `name`: the live target always (it
     measures), a replay target when results/<target>/<suite>/<name>@*.json exists."""
     return target.live or any((Path(results_dir) / target.name / suite).glob(f"{name}@*.json"))
-
-
-def of_config(config: Any, suite: str) -> tuple[list[Target], Path]:
-    """(the suite's targets, the results folder) of a pytest config: for pytest_generate_tests."""
-    from pytest_anatomy.session import get_session
-
-    session = get_session(config)
-    return session.targets(suite), session.settings.results_dir

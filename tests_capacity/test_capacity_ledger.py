@@ -27,6 +27,7 @@ import pytest
 import capacity_live_plan as live_plan
 
 from pytest_anatomy import recordings
+from pytest_anatomy import session as anatomy_session
 from pytest_anatomy import targets as tg
 from pytest_anatomy.measure import Measurement
 from pytest_anatomy.specs.hardware import visible_gpu_count
@@ -415,7 +416,7 @@ def _cases(name: str, t: tg.Target, results: Path) -> list[tuple[tuple, str, tup
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "target" not in metafunc.fixturenames:
         return
-    targets, results = tg.of_config(metafunc.config, "capacity")
+    targets, results = anatomy_session.of_config(metafunc.config, "capacity")
     argnames = [a for a in ("run", "term", "runs") if a in metafunc.fixturenames]
     params = [pytest.param(t, *values, id=cid, marks=marks)
               for t in targets for values, cid, marks in _cases(metafunc.function.__name__, t, results)]

@@ -295,9 +295,9 @@ def finding_marks(hardware: str, source: str, engine: str, routes: list[list[Rou
 def replay_targets(config: Any, source: str) -> tuple[list[Any], Path]:
     """The session's targets holding recordings of `source`, and the results folder. Published data
     has no live path: a live target (--anatomy-source=live or auto on a GPU) gets no case here."""
-    from pytest_anatomy import targets as tg
+    from pytest_anatomy import session as anatomy_session
 
-    targets, results = tg.of_config(config, f"third-party/{source}")
+    targets, results = anatomy_session.of_config(config, f"third-party/{source}")
     return [t for t in targets if not t.live], results
 
 

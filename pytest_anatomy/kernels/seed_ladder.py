@@ -9,7 +9,7 @@ with float4. tests_kernels checks that these patterns reproduce the seed's own p
 
 from __future__ import annotations
 
-from pytest_anatomy.theory.kernels import (
+from pytest_anatomy.kernels.access import (
     GemmAccess,
     coalesced_access,
     naive_access,
