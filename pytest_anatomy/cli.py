@@ -71,6 +71,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     predict = sub.add_parser("predict", help="answer a planning question from config.json + GPU specs")
     what = predict.add_subparsers(dest="what", required=True)
+    _add_capacity_parser(what)
+
+    from pytest_anatomy import cli_latency  # its own module: the latency question's options and answers
+
+    cli_latency.add_parser(what)
+    _add_report_and_compare_parsers(sub)
+    _add_import_parsers(sub)
+    return parser
+
+
+def _add_capacity_parser(what: Any) -> None:
     c = what.add_parser("capacity", help="KV bytes/token, weights, vLLM blocks, tokens and max concurrency")
     c.add_argument("--model", required=True, type=non_empty,
                    help="catalog name (qwen2.5-7b), Hugging Face id or path to config.json")
@@ -99,10 +110,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "modelled ledger. Rules and sources: docs/VALIDATION.md")
     c.add_argument("--json", action="store_true", help="print {quantity: {value, unit, formula, terms}} as JSON")
 
-    from pytest_anatomy import cli_latency  # its own module: the latency question's options and answers
 
-    cli_latency.add_parser(what)
-
+def _add_report_and_compare_parsers(sub: Any) -> None:
     report = sub.add_parser("report", help="run the reconciliation suites and write the HTML report",
                             description="Runs pytest over the suites (from recordings when no GPU is present) "
                                         f"with {REPORT_OPTION}. Any other arguments go to pytest "
@@ -127,6 +136,8 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("new", type=Path, metavar="NEW.json", help="the later ledger")
     cmp.add_argument("--json", action="store_true", help="print the changes as a JSON object")
 
+
+def _add_import_parsers(sub: Any) -> None:
     imp = sub.add_parser("import-seed", help="import the seed study's data into results/rtx4090/")
     imp.add_argument("seed_results", type=Path, help="path to shared/seed-results")
     imp.add_argument("--study", type=Path, default=None, help="path to STUDY.md (default: ../seed/STUDY.md beside it)")
@@ -161,7 +172,6 @@ def build_parser() -> argparse.ArgumentParser:
     tp.add_argument("third_party", type=Path, help="path to shared/third-party (../shared/third-party)")
     tp.add_argument("--results", type=Path, default=Path("results"), help="results folder (results)")
     tp.add_argument("--dry-run", action="store_true", help="list what would be written")
-    return parser
 
 
 def _cmd_predict_capacity(args: argparse.Namespace) -> int:
