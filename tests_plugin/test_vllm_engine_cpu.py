@@ -16,13 +16,9 @@ from typing import Any
 import device_scripts
 import pytest
 
-from pytest_anatomy.measure.vllm_engine import (
-    ERROR_CLASSES,
-    EngineSettings,
-    classify_failure,
-    derive,
-    measure_memory_ledger,
-)
+from pytest_anatomy.measure.engine_result import ERROR_CLASSES, classify_failure, derive
+from pytest_anatomy.measure.engine_settings import EngineSettings
+from pytest_anatomy.measure.vllm_engine import measure_memory_ledger
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "scripts" / "device" / "capacity_plan.py"
