@@ -4,6 +4,8 @@ one place per job. Parsed with `ast`, so nothing here imports what it checks."""
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from functools import cache
 from pathlib import Path
 
@@ -174,3 +176,17 @@ def test_modules_and_functions_stay_small() -> None:
                     over.append(f"{module}:{node.name}: {length} lines")
     assert over == [], over
     assert len(_sources()) > 100  # the walk found the package
+
+
+MAX_TEST_ID = 120
+
+
+def test_test_ids_stay_short() -> None:
+    """Every collected test's id (its name with parameters, as -v, JUnit and the report show it)
+    is under 120 characters: a long one is a parameter's repr, unreadable anywhere; give `ids=`."""
+    collected = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"],
+                               cwd=ROOT, capture_output=True, text=True, timeout=600)
+    ids = [line for line in collected.stdout.splitlines() if "::" in line]
+    assert len(ids) > 1000, collected.stdout[-2000:] + collected.stderr[-2000:]  # every suite was collected
+    long_ids = [i for i in ids if len(i.rsplit("::", 1)[-1]) >= MAX_TEST_ID]
+    assert long_ids == []

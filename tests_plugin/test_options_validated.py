@@ -189,7 +189,7 @@ def test_option_names_are_spelled_only_in_option_names() -> None:
     ("anatomy_hardware = h300", "--anatomy-hardware: unknown hardware 'h300'"),
     ("anatomy_model = nope", "--anatomy-model=nope:"),
     ("anatomy_results_dir = afile", "anatomy_results_dir=afile: "),
-])
+], ids=["source", "hardware", "model", "results-dir"])
 def test_a_bad_ini_value_is_one_line_at_start(pytester: pytest.Pytester, ini: str, problem: str) -> None:
     pytester.path.joinpath("afile").write_text("x")
     pytester.makeini(f"[pytest]\n{ini}\n")
