@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -68,7 +67,7 @@ def _efficiency(text: str) -> float:
     return float(value)
 
 
-def add_parser(what: "argparse._SubParsersAction[argparse.ArgumentParser]") -> argparse.ArgumentParser:
+def add_parser(what: "argparse._SubParsersAction[Any]") -> argparse.ArgumentParser:
     """Register `latency` under `predict`'s subparsers."""
     p: argparse.ArgumentParser = what.add_parser("latency", help="decode step, prefill, TTFT and throughput from the step model",
                         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -204,8 +203,9 @@ def plan_warnings(args: argparse.Namespace, model: Any, hw: Any, settings: Any) 
                         f"{settings.max_num_seqs:,} sequences per step and queues the rest, so no step decodes "
                         f"{args.batch:,}; pass --max-num-seqs or a smaller --batch")
     tokens = args.kv_tokens
-    if tokens is None and isinstance(answers.get("kv_tokens"), Prediction):
-        tokens = int(answers["kv_tokens"].value)
+    kv_tokens = answers.get("kv_tokens")
+    if tokens is None and isinstance(kv_tokens, Prediction):
+        tokens = int(kv_tokens.value)
     if args.rate is not None:
         _check_simulation_size(args, settings, tokens)
     if tokens is not None and args.batch * (args.input_len + args.output_len) > tokens:

@@ -94,7 +94,7 @@ class AnatomySession:
     def add_from_report(self, report: pytest.TestReport) -> None:
         for key, value in report.user_properties:
             if key == USER_PROPERTY:
-                self.entries.append(json.loads(value))
+                self.entries.append(json.loads(str(value)))  # a JSON string: outcome.py writes it
 
     def _live_spec_source(self) -> str | None:
         """'catalog' or 'nvml' for the live target's spec; None without a live GPU."""

@@ -20,7 +20,6 @@ from pytest_anatomy import recordings
 from pytest_anatomy.specs.hardware import get_hardware
 from pytest_anatomy.specs.model import load_model
 from pytest_anatomy.theory import capacity as cap
-from pytest_anatomy.theory import latency as lat
 from pytest_anatomy.theory import transfer as tr
 from pytest_anatomy.theory.prediction import Prediction, Term
 from pytest_anatomy.theory.vllm_versions import predict_ledger_for_version

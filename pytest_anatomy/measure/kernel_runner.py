@@ -192,8 +192,8 @@ class KernelRunner:
                 return torch.softmax(x, dim=-1)
         else:
             raise ValueError(f"unknown baseline {b!r} for {variant.id}")
-        run.poison = (lambda: c.fill_(float("nan"))) if b.startswith(("torch.matmul", "torch.sum")) \
-            else (lambda: None)  # type: ignore[attr-defined]
+        run.poison = ((lambda: c.fill_(float("nan"))) if b.startswith(("torch.matmul", "torch.sum"))  # type: ignore[attr-defined]
+                      else (lambda: None))
         return run
 
     # --- inputs, correctness, timing ---------------------------------------------------------

@@ -418,7 +418,7 @@ def spec_from_nvml(gpu: DetectedGPU) -> HardwareSpec:
     clock = gpu.sm_clock_max_mhz * 1e6  # type: ignore[operator]
     mem_clock = gpu.mem_clock_max_mhz * 1e6  # type: ignore[operator]
     consumer = "geforce" in gpu.name.casefold()
-    peaks = {d: sm_count * clock * ops for d in PEAK_DTYPES
+    peaks = {d: sm_count * clock * ops for d in PEAK_DTYPES  # type: ignore[operator]  # sm_count: checked above
              if (ops := arch.ops(d, consumer)) is not None}
     sources: dict[str, str] = {
         f"peak_flops.{d}": f"derived: {sm_count} SMs x {clock / 1e9:.3g} GHz max SM clock ({via}) x "

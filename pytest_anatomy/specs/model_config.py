@@ -231,7 +231,7 @@ def _check_rope_scaling(r: _Reader) -> None:
         if not isinstance(value, Mapping):
             raise r.error(key, f"must be an object or null, got {value!r} ({type(value).__name__})",
                           "write it as in the model's config.json, e.g. "
-                          f'{{"rope_type": "llama3", "factor": 8.0, ...}}, or null for plain RoPE')
+                          '{"rope_type": "llama3", "factor": 8.0, ...}, or null for plain RoPE')
         kind = value.get("rope_type", value.get("type"))
         if kind is not None and not isinstance(kind, str):
             raise r.error(key, f"has rope_type {kind!r}, not a string", 'name the type, e.g. "rope_type": "yarn"')

@@ -41,7 +41,7 @@ def kv_layer_bytes_per_token(model: ModelSpec, kv_cache_dtype: str = "auto", tp:
     if model.attention == "mla":
         # MLA caches one compressed latent (kv_lora_rank) plus the shared rope key per token,
         # the same on every rank.
-        width = model.kv_lora_rank + model.qk_rope_head_dim
+        width = model.kv_lora_rank + model.qk_rope_head_dim  # type: ignore[operator]  # set for MLA
         if dtype_name == "fp8_ds_mla":
             return Prediction(656, "B", "656 (fp8_ds_mla packed latent + scales + bf16 rope)",
                               {"kv_cache_dtype": dtype_name})
@@ -196,11 +196,11 @@ def weight_bytes(model: ModelSpec, weight_format: str = "auto", *, matmul_only: 
         if matmul_only and not t.linear:
             continue
         quantizable = len(t.shape) == 2 and t.linear and t.role != "lm_head"
-        b = linear.bytes_for((t.shape[0], t.shape[1])) if quantizable else t.numel * elem
+        b = linear.bytes_for((t.shape[0], t.shape[1])) if quantizable else t.numel * elem  # type: ignore[operator]
         by_role[t.role] = by_role.get(t.role, 0) + int(b)
     if matmul_only and model.tie_word_embeddings and "lm_head" not in by_role:
         emb = next(t for t in tensors if t.role == "embedding")
-        by_role["lm_head"] = int(emb.numel * elem)
+        by_role["lm_head"] = int(emb.numel * elem)  # type: ignore[operator]
     total: float = sum(by_role.values())
     notes = []
     if tp > 1:
