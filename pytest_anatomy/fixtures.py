@@ -59,22 +59,22 @@ class Reconciler:
         target = _param(self._item, "target")
         hardware = hardware or getattr(target, "name", None) or _provenance_hardware(measured)
         mark = mark_for(self._marks, name, hardware)
-        rec = compare(
+        recon = compare(
             name, predicted, measured, Tolerance(rel, abs, ratio, why),
             finding=mark.to_dict() if mark else None,
             suite=suite_of(self._item), test_id=self._item.nodeid,
             hardware=hardware or UNSPECIFIED_HARDWARE, model=model,
         )
-        self.results.append(rec)
-        self._item.user_properties.append((USER_PROPERTY, json.dumps(rec.to_dict(), default=str)))
-        config.hook.pytest_anatomy_reconciled(config=config, reconciliation=rec)
-        if rec.verdict is Verdict.DIVERGE:
+        self.results.append(recon)
+        self._item.user_properties.append((USER_PROPERTY, json.dumps(recon.to_dict(), default=str)))
+        config.hook.pytest_anatomy_reconciled(config=config, reconciliation=recon)
+        if recon.verdict is Verdict.DIVERGE:
             extra = ""
             if mark is not None:
                 extra = (f"\n  finding {mark.id!r} expected measured/predicted in {mark.expected}, "
-                         f"got {rec.ratio:.4g}: the recorded explanation no longer covers this gap")
-            raise AssertionError(f"reconciliation diverged\n{rec.explain()}{extra}")
-        return rec
+                         f"got {recon.ratio:.4g}: the recorded explanation no longer covers this gap")
+            raise AssertionError(f"reconciliation diverged\n{recon.explain()}{extra}")
+        return recon
 
 
 # The ledger's `hardware` when neither reconcile(hardware=...) nor the measurement's provenance
@@ -214,18 +214,18 @@ class Measured:
             prov.setdefault("hardware_spec_source", target.spec_source)
         # A live plan run measures many quantities at once; it stamps them all with its own start so
         # that its recordings stay one session (`beside`) and in time order with other sessions.
-        rec = recordings.Recording(
+        recording = recordings.Recording(
             suite=suite, name=name, hardware=hardware, recorded_at=result.get("recorded_at") or recordings.utc_now(),
             provenance=prov, measurements=result["measurements"], data=result.get("data", {}),
             source="live",
         )
         if self._session.settings.record:
-            path = recordings.save(self._session.settings.results_dir, rec)
-            rec = recordings.Recording(**{**rec.__dict__, "path": path})
-        cache[key] = rec
+            path = recordings.save(self._session.settings.results_dir, recording)
+            recording = recordings.Recording(**{**recording.__dict__, "path": path})
+        cache[key] = recording
         progress(self._item.config, f"measured {suite}/{name} on {hardware} in {time.monotonic() - started:.1f} s"
-                 + (f" -> {_rel(str(rec.path))}" if rec.path else ""))
-        return rec
+                 + (f" -> {_rel(str(recording.path))}" if recording.path else ""))
+        return recording
 
 
 def _param(item: pytest.Item, name: str) -> Any:
