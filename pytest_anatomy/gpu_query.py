@@ -24,7 +24,7 @@ from typing import Any
 from pytest_anatomy.units import MiB
 
 # nvidia-smi fields read before and after the measurements: clocks tell whether the card
-# boosted, power.limit whether it is capped (METHOD.md: never change these, only record them).
+# boosted, power.limit whether it is capped (docs/FACTS.md M1: never change these, only record them).
 SMI_FIELDS: tuple[str, ...] = (
     "name", "driver_version", "pstate", "clocks.sm", "clocks.mem", "clocks.max.sm",
     "clocks.max.mem", "power.draw", "power.limit", "temperature.gpu", "memory.total",

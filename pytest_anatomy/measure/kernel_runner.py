@@ -6,7 +6,7 @@ report) and launched with `cuda.core.launch` on torch's *current* stream, with t
 device pointers as arguments -- so kernel launches, torch's baselines, the L2 flush and the
 CUDA events all live on one stream, in order.
 
-Protocol (METHOD.md): correctness first on fresh random inputs (never zeros; odd sizes), the
+Protocol (docs/FACTS.md M2-M4): correctness first on fresh random inputs (never zeros; odd sizes), the
 output poisoned with NaN before the run and checked against a float64 reference; then timing
 with CUDA events after warm-up, the L2 flushed by a read of a buffer several times its size
 before every timed run, the median of many runs, and every variant timed in two separate blocks

@@ -156,7 +156,7 @@ _H100_WP = ("NVIDIA H100 Tensor Core GPU Architecture whitepaper (H100 SXM5), "
             "https://resources.nvidia.com/en-us-tensor-core/gtc22-whitepaper-hopper")
 _H200_DS = ("NVIDIA H200 datasheet / product page, H200 SXM column (printed with sparsity; "
             "dense = half), https://www.nvidia.com/en-us/data-center/h200/")
-_H200_OURS = "measured on the project's H200 (torch device properties), see DESIGN.md and REFERENCE.md section 3"
+_H200_OURS = "measured on the project's H200 (torch device properties), see docs/FACTS.md H1"
 _MODAL = "nvidia-smi totals listed in https://github.com/modal-labs/modal-client/pull/2797"
 _A100_DS = ("NVIDIA A100 Tensor Core GPU datasheet, A100 80GB SXM column, https://www.nvidia.com/content/"
             "dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf")
@@ -197,7 +197,7 @@ HARDWARE: Mapping[str, HardwareSpec] = MappingProxyType({spec.name: spec for spe
          "fp32_cores_per_sm": _ADA, "memory_bus_bits": _NVBENCH,
          "memory_clock_hz": f"{_SEED_SMI} (clocks.max.memory 10501 MHz); {_NVBENCH}",
          "cuda_visible_memory_bytes": ("unknown exactly: the seed's vLLM log implies 23.52 GiB (rounded to "
-                                       "0.01 GiB, seed/STUDY.md), while nvbench PR #207 saw 24,563 MiB "
+                                       "0.01 GiB, docs/FACTS.md S1), while nvbench PR #207 saw 24,563 MiB "
                                        "from cudaMemGetInfo on another 4090; left None")},
         name="rtx4090", compute_capability=(8, 9), display_name="NVIDIA GeForce RTX 4090", nvml_names=("NVIDIA GeForce RTX 4090",),
         memory_bytes=24 * GB, nvml_memory_bytes=24_564 * MiB, memory_bandwidth=1008 * GB, sm_count=128,

@@ -2,7 +2,7 @@
 
 Exact where the engine's arithmetic is exact: vLLM allocates KV memory in pages of
 `block_size` tokens per layer, takes `available // page_bytes // layers_per_group` blocks and
-reports `blocks * block_size` tokens (REFERENCE.md section 1.1, step 4). Given the engine's
+reports `blocks * block_size` tokens (docs/FACTS.md V5, V7). Given the engine's
 own available-memory number, blocks, tokens and max concurrency follow with no slack; the
 only uncertainty left is how that number was rounded when it was logged.
 """
@@ -232,7 +232,7 @@ def _model_dtype(model: ModelSpec) -> str:
 def llamacpp_kv_buffer_bytes(model: ModelSpec, n_ctx: int, type_k: str = "f16", type_v: str = "f16") -> Prediction:
     """llama.cpp's `KV buffer size`: n_ctx cells x layers x (K row + V row), block-quantized rows.
 
-    Hybrid models store KV only for their full-attention layers (REFERENCE.md 1.3)."""
+    Hybrid models store KV only for their full-attention layers (docs/FACTS.md L2)."""
     if model.attention == "mla":
         raise NotModeled("llama.cpp's MLA cache layout is not modeled yet")
     k_elems = model.num_kv_heads * model.head_dim

@@ -1,4 +1,4 @@
-"""Three ledgers for hand-written kernels, as Predictions (STUDY.md stage 02; issue 5).
+"""Three ledgers for hand-written kernels, as Predictions (the seed's stage 02: docs/FACTS.md S8).
 
 1. Byte ledger: bytes over bandwidth, FLOPs over peak; the larger is the floor. Two byte
    counts: *issued* (what the kernel's load instructions ask for if no cache helped: the

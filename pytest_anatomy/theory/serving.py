@@ -44,7 +44,7 @@ class SchedulerConfig:
 
     @property
     def usable_blocks(self) -> float:
-        # vLLM's BlockPool holds block 0 back as the null block (REFERENCE.md 1.1 step 4).
+        # vLLM's BlockPool holds block 0 back as the null block (docs/FACTS.md V6).
         return math.inf if self.num_gpu_blocks is None else self.num_gpu_blocks - 1
 
 
