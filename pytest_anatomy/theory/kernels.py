@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from pytest_anatomy.held_out import FitSet
 from pytest_anatomy.kernels.access import GemmAccess, StreamAccess
 from pytest_anatomy.theory.prediction import Prediction, Term
 
@@ -151,13 +152,13 @@ def priced_time(counts: Mapping[str, float], prices: Prices, m: int, n: int, k: 
     terms = tuple(Term(f"{kind} {counts.get(kind, 0.0):.4g}/FMA x {price:.3g} cyc", counts.get(kind, 0.0) * price,
                        "cycles") for kind, price in prices.cycles.items())
     beat = sum(t.value for t in terms)
-    held_out = rung not in prices.fitted_on
+    fits = FitSet.of(f"the {prices.ledger} prices", prices.fitted_on)
+    held_out = fits.is_held_out(rung)
     return Prediction(
         time_from_beat(beat, m, n, k, sm_count, clock_hz), "s",
         "beat x (MNK / 32 / SMs) / clock, beat = sum(count_kind x price_kind)",
         {"M": m, "N": n, "K": k, "sm_count": sm_count, "clock_hz": clock_hz, "beat_cycles": beat, "rung": rung,
          "held_out": held_out},
-        terms, notes=(prices.note(), "this rung is held out of the fit" if held_out else
-                      "this rung is one of the fit's own rungs: agreement here is by construction"),
+        terms, notes=(prices.note(), fits.note(rung)),
     )
 
