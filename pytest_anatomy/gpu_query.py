@@ -1,8 +1,8 @@
-"""Asking the driver about a GPU: NVML (pynvml) and nvidia-smi, in one place.
+"""Asking the driver about a GPU: NVML (pynvml), nvidia-smi and the CUDA driver's attributes, in one place.
 
 specs/hardware.py builds a DetectedGPU from these answers; measure/ records clocks and device
-memory around a measurement with them. None of it creates a CUDA context (vLLM forks its engine
-workers, and a CUDA-initialised parent breaks them), torch is only read when this process already
+memory around a measurement with them. None of it initialises CUDA in this process (vLLM forks
+its engine workers, and a CUDA-initialised parent breaks them), torch is only read when this process already
 initialised CUDA or the caller asks, and every query degrades to None on a machine without a GPU,
 a driver or the bindings: a CPU-only machine collects every suite.
 
@@ -13,6 +13,7 @@ It imports nothing from the package but units, so specs/ and measure/ can both u
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -201,6 +202,53 @@ def read_gpu_memory(index: int = 0, *, processes: bool = False) -> dict[str, Any
         return None
     return {"source": "nvidia-smi (MiB)", "total_bytes": total, "used_bytes": used, "free_bytes": free,
             "time": time.time()}
+
+
+# ------------------------------------------------------------------ CUDA driver attributes, in a subprocess
+# NVML has no SM count, no L2 size and no CUDA-visible memory total; the CUDA driver has all three
+# as device attributes (cuDeviceGetAttribute, cuDeviceTotalMem: no context is created). They are
+# read in a *subprocess* so that this process never calls cuInit: vLLM forks its engine workers,
+# and a CUDA-initialised parent breaks them. cuda-python (`cuda.bindings`, the `gpu` extra) is the
+# binding; without it the facts are simply absent and the caller says so.
+_PROBE = r"""
+import json, sys
+from cuda.bindings import driver as cu
+def ok(res):
+    err, *vals = res
+    if err != cu.CUresult.CUDA_SUCCESS:
+        raise SystemExit(f"CUDA driver error {err}")
+    return vals[0] if len(vals) == 1 else vals
+ok(cu.cuInit(0))
+dev = ok(cu.cuDeviceGet(int(sys.argv[1])))
+A = cu.CUdevice_attribute
+attr = lambda a: int(ok(cu.cuDeviceGetAttribute(a, dev)))
+print(json.dumps({
+    "sm_count": attr(A.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT),
+    "l2_bytes": attr(A.CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE),
+    "memory_bus_bits": attr(A.CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH),
+    "sm_clock_max_khz": attr(A.CU_DEVICE_ATTRIBUTE_CLOCK_RATE),
+    "mem_clock_max_khz": attr(A.CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE),
+    "compute_capability": [attr(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
+                           attr(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)],
+    "cuda_memory_total_bytes": int(ok(cu.cuDeviceTotalMem(dev))),
+}))
+"""
+
+
+def cuda_device_facts(index: int = 0, timeout_s: float = 60.0) -> dict[str, Any] | None:
+    """Driver attributes of CUDA device `index`, or None (no cuda-python, no driver, no device)."""
+    try:
+        out = subprocess.run([sys.executable, "-c", _PROBE, str(index)], capture_output=True, text=True,
+                             timeout=timeout_s, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode != 0:
+        return None
+    try:
+        facts = json.loads(out.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return None
+    return facts if isinstance(facts, dict) else None
 
 
 # ------------------------------------------------------------------ torch (only if already initialised)

@@ -57,7 +57,7 @@ class AnatomySession:
             if self.settings.source == "recorded":
                 self._gpu = None
             else:
-                from pytest_anatomy.measure.cuda_facts import cuda_device_facts
+                from pytest_anatomy.gpu_query import cuda_device_facts
                 from pytest_anatomy.specs.hardware import detect
 
                 gpu = detect()

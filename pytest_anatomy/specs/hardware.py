@@ -343,7 +343,7 @@ class DetectedGPU:
 
     def with_cuda_facts(self, facts: Mapping[str, Any] | None) -> "DetectedGPU":
         """This GPU with the CUDA driver's attributes filled in where NVML had none
-        (measure/cuda_facts.py reads them in a subprocess): SM count, L2, CUDA-visible total."""
+        (gpu_query.cuda_device_facts reads them in a subprocess): SM count, L2, CUDA-visible total."""
         if not facts:
             return self
         cc = facts.get("compute_capability")

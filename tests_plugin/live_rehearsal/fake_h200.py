@@ -8,14 +8,14 @@ real, so a live session on the card can be checked on CPU against the replay of 
 Use: `PYTHONPATH=tests_plugin/live_rehearsal pytest -p fake_h200 -m gpu --anatomy-source=live`.
 """
 from pytest_anatomy.specs import hardware
-from pytest_anatomy.measure import cuda_facts
+from pytest_anatomy import gpu_query
 
 def pytest_configure(config):
     gpu = hardware.DetectedGPU(index=0, name="NVIDIA H200", backend="nvml", memory_total_bytes=143771*2**20,
                                catalog_name="h200", compute_capability=(9, 0), sm_clock_max_mhz=1980, mem_clock_max_mhz=3201,
                                memory_bus_bits=6144, cuda_cores=16896)
     hardware.detect = lambda *a, **k: gpu
-    cuda_facts.cuda_device_facts = lambda *a, **k: {"sm_count": 132, "l2_bytes": 60*2**20, "cuda_memory_total_bytes": 150_109_880_320, "compute_capability": [9,0]}
+    gpu_query.cuda_device_facts = lambda *a, **k: {"sm_count": 132, "l2_bytes": 60*2**20, "cuda_memory_total_bytes": 150_109_880_320, "compute_capability": [9,0]}
     hardware.visible_gpu_count = lambda: 1
 
 import glob
