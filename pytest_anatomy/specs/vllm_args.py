@@ -1,5 +1,5 @@
 """The vLLM `LLM(...)` arguments that shape memory and scheduling, shared by the measurement side
-(measure/vllm_engine.EngineSettings: what a run passes to vLLM) and the theory side
+(measure/engine_settings.EngineSettings: what a run passes to vLLM) and the theory side
 (theory/vllm_settings.LedgerSettings: what a prediction resolves). One definition, one validation;
 each side adds only what is its own (a seed and prefix caching; the usage context)."""
 

@@ -53,7 +53,7 @@ class LedgerSettings(VLLMArgs):
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> LedgerSettings:
-        """Build from a recording's `settings` block (measure.vllm_engine.EngineSettings fields)."""
+        """Build from a recording's `settings` block (measure.engine_settings.EngineSettings fields)."""
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known - _IGNORED)
         if unknown:
