@@ -149,13 +149,16 @@ def parse_settings(config: pytest.Config) -> AnatomySettings:
 
 
 def validate_summary_path(value: str | None) -> Path | None:
-    """The markdown summary's path; a folder is refused now, not when the run ends."""
+    """The markdown summary's path; a folder or an unwritable place is refused now, not when the run ends."""
     if not value:
         return None
     summary = Path(value)
     if summary.is_dir():
         raise pytest.UsageError(f"{SUMMARY_OPTION}={str(summary)!r} is a directory; give a file name such as "
                                 f"{str(summary / 'anatomy-summary.md')!r}")
+    problem = _unwritable(summary)
+    if problem:
+        raise pytest.UsageError(f"{SUMMARY_OPTION}={value}: {summary} {problem}")
     return summary
 
 

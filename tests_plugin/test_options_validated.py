@@ -62,6 +62,13 @@ def test_a_report_path_that_cannot_be_written_is_refused_at_start(pytester: pyte
     _usage_error(result, f"--anatomy-report={path}:", problem)
 
 
+def test_a_summary_path_that_cannot_be_written_is_refused_at_start(pytester: pytest.Pytester) -> None:
+    pytester.path.joinpath("afile").write_text("x")
+    pytester.makepyfile(PLAIN)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--anatomy-summary=afile/summary.md")
+    _usage_error(result, "--anatomy-summary=afile/summary.md:", "is a file, not a folder")
+
+
 def test_the_report_suffix_decides_what_goes_where(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(PLAIN)
     pytester.runpytest("-p", "no:cacheprovider", "--anatomy-report=out/x.json").assert_outcomes(passed=1)
