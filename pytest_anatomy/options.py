@@ -85,8 +85,9 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption(
         SUMMARY_OPTION, default=None, metavar="PATH",
         help="write a short markdown summary (verdicts per suite and hardware, drifted or resolved findings, "
-             "diverges with their numbers, failed tests) to PATH. Whether or not it is given, a run that "
-             "reconciled something appends the same summary to $GITHUB_STEP_SUMMARY when that is set.",
+             "diverges with their numbers, failed tests) to PATH, checked writable before any test runs. Whether "
+             "or not it is given, a run that reconciled something appends the same summary to "
+             "$GITHUB_STEP_SUMMARY when that is set.",
     )
     group.addoption(
         REPORT_OPTION, default=None, metavar="PATH",
