@@ -23,6 +23,9 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, NoReturn, Sequence
 
+from pytest_anatomy.cli_common import error as _error
+from pytest_anatomy.cli_common import non_empty, warn
+from pytest_anatomy.option_names import REPORT_OPTION, SOURCE_OPTION
 from pytest_anatomy.specs.hardware import HARDWARE
 from pytest_anatomy.units import GiB, format_quantity
 
@@ -50,11 +53,6 @@ def _number(kind: type, check: Callable[[float], bool], rule: str) -> Callable[[
 _positive_int = _number(int, lambda v: v >= 1, ">= 1")
 
 
-def non_empty(text: str) -> str:
-    """argparse type for a name: an empty one would resolve to the current folder."""
-    if not text.strip():
-        raise argparse.ArgumentTypeError("must not be empty")
-    return text.strip()
 _fraction = _number(float, lambda v: 0 < v <= 1, "in (0, 1]")
 _positive_float = _number(float, lambda v: v > 0, "> 0")
 
@@ -73,6 +71,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     predict = sub.add_parser("predict", help="answer a planning question from config.json + GPU specs")
     what = predict.add_subparsers(dest="what", required=True)
+    _add_capacity_parser(what)
+
+    from pytest_anatomy import cli_latency  # its own module: the latency question's options and answers
+
+    cli_latency.add_parser(what)
+    _add_report_and_compare_parsers(sub)
+    _add_import_parsers(sub)
+    return parser
+
+
+def _add_capacity_parser(what: Any) -> None:
     c = what.add_parser("capacity", help="KV bytes/token, weights, vLLM blocks, tokens and max concurrency")
     c.add_argument("--model", required=True, type=non_empty,
                    help="catalog name (qwen2.5-7b), Hugging Face id or path to config.json")
@@ -101,14 +110,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "modelled ledger. Rules and sources: docs/VALIDATION.md")
     c.add_argument("--json", action="store_true", help="print {quantity: {value, unit, formula, terms}} as JSON")
 
-    from pytest_anatomy import cli_latency  # its own module: the latency question's options and answers
 
-    cli_latency.add_parser(what)
-
+def _add_report_and_compare_parsers(sub: Any) -> None:
     report = sub.add_parser("report", help="run the reconciliation suites and write the HTML report",
                             description="Runs pytest over the suites (from recordings when no GPU is present) "
-                                        "with --anatomy-report. Any other arguments go to pytest "
-                                        "(e.g. -m gpu, --anatomy-source=recorded, test paths).")
+                                        f"with {REPORT_OPTION}. Any other arguments go to pytest "
+                                        f"(e.g. -m gpu, {SOURCE_OPTION}=recorded, test paths).")
     report.add_argument("-o", "--output", default="anatomy-report.html",
                         help="x.html: the report, its JSON ledger beside it as x.json; x.json: the ledger, the report "
                              "beside it as x.html")
@@ -129,6 +136,8 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("new", type=Path, metavar="NEW.json", help="the later ledger")
     cmp.add_argument("--json", action="store_true", help="print the changes as a JSON object")
 
+
+def _add_import_parsers(sub: Any) -> None:
     imp = sub.add_parser("import-seed", help="import the seed study's data into results/rtx4090/")
     imp.add_argument("seed_results", type=Path, help="path to shared/seed-results")
     imp.add_argument("--study", type=Path, default=None, help="path to STUDY.md (default: ../seed/STUDY.md beside it)")
@@ -165,18 +174,6 @@ def build_parser() -> argparse.ArgumentParser:
     tp.add_argument("third_party", type=Path, help="path to shared/third-party (../shared/third-party)")
     tp.add_argument("--results", type=Path, default=Path("results"), help="results folder (results)")
     tp.add_argument("--dry-run", action="store_true", help="list what would be written")
-    return parser
-
-
-def _error(exc: BaseException) -> int:
-    """One line on stderr, exit 2: every refused input and impossible plan ends here."""
-    message = str(exc.args[0]) if exc.args else str(exc)
-    print(f"pytest-anatomy: error: {' '.join(message.split())}", file=sys.stderr)
-    return 2
-
-
-def warn(message: str) -> None:
-    print(f"pytest-anatomy: warning: {message}", file=sys.stderr)
 
 
 def _cmd_predict_capacity(args: argparse.Namespace) -> int:
@@ -232,7 +229,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     # Test paths given explicitly replace the default suites (an option's value is not a path).
     paths = [a for a in extra if not a.startswith("-") and Path(a.split("::", 1)[0]).exists()]
     # A fresh interpreter: pytest must import the plugin itself (assertion rewriting, clean state).
-    cmd = [sys.executable, "-m", "pytest", *extra, *([] if paths else suites), f"--anatomy-report={args.output}"]
+    cmd = [sys.executable, "-m", "pytest", *extra, *([] if paths else suites), f"{REPORT_OPTION}={args.output}"]
     # Only a run of every suite regenerates README's validation table: a partial one would drop rows.
     full = not paths and not any(a in ("-k", "-m") or a.startswith(("-k", "-m", "--deselect", "--lf")) for a in extra)
     code = subprocess.call(cmd)

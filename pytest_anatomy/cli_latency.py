@@ -26,14 +26,15 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from pytest_anatomy.theory.prediction import Prediction, Term
 from pytest_anatomy.specs.hardware import HARDWARE
-from pytest_anatomy.units import format_quantity
+from pytest_anatomy.units import GiB, format_quantity
+from pytest_anatomy.cli_common import error as _error
+from pytest_anatomy.cli_common import non_empty, warn
 
 
 def _number(kind: type, low: float, inclusive: bool = True) -> Any:
@@ -48,12 +49,6 @@ def _number(kind: type, low: float, inclusive: bool = True) -> Any:
             raise argparse.ArgumentTypeError(f"must be {'>=' if inclusive else '>'} {low:g}, got {value}")
         return value
     return parse
-
-
-def non_empty(text: str) -> str:
-    from pytest_anatomy.cli import non_empty as check
-
-    return check(text)
 
 
 def _fraction(text: str) -> float:
@@ -72,7 +67,7 @@ def _efficiency(text: str) -> float:
     return float(value)
 
 
-def add_parser(what: "argparse._SubParsersAction[argparse.ArgumentParser]") -> argparse.ArgumentParser:
+def add_parser(what: "argparse._SubParsersAction[Any]") -> argparse.ArgumentParser:
     """Register `latency` under `predict`'s subparsers."""
     p: argparse.ArgumentParser = what.add_parser("latency", help="decode step, prefill, TTFT and throughput from the step model",
                         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -200,7 +195,7 @@ def plan_warnings(args: argparse.Namespace, model: Any, hw: Any, settings: Any) 
         weights, budget = answers["weight_bytes"], answers["requested_memory_bytes"]
         if isinstance(weights, Prediction) and isinstance(budget, Prediction) and weights.value > budget.value:
             raise feasibility.ImpossiblePlan(
-                f"{model.name}: weights {weights.value / 2**30:.1f} GiB > budget {budget.value / 2**30:.1f} GiB on "
+                f"{model.name}: weights {weights.value / GiB:.1f} GiB > budget {budget.value / GiB:.1f} GiB on "
                 f"{hw.name}, yet --kv-tokens says the engine started: check --model and --hardware")
         warnings = []
     if args.batch > settings.max_num_seqs:
@@ -208,8 +203,9 @@ def plan_warnings(args: argparse.Namespace, model: Any, hw: Any, settings: Any) 
                         f"{settings.max_num_seqs:,} sequences per step and queues the rest, so no step decodes "
                         f"{args.batch:,}; pass --max-num-seqs or a smaller --batch")
     tokens = args.kv_tokens
-    if tokens is None and isinstance(answers.get("kv_tokens"), Prediction):
-        tokens = int(answers["kv_tokens"].value)
+    kv_tokens = answers.get("kv_tokens")
+    if tokens is None and isinstance(kv_tokens, Prediction):
+        tokens = int(kv_tokens.value)
     if args.rate is not None:
         _check_simulation_size(args, settings, tokens)
     if tokens is not None and args.batch * (args.input_len + args.output_len) > tokens:
@@ -323,8 +319,6 @@ def run(args: argparse.Namespace) -> int:
     """Print the answers; 0 on success, 2 on a usage error (unknown model/GPU, bad settings)."""
     from pytest_anatomy.specs.hardware import MissingHardwareFactError, UnknownHardwareError
     from pytest_anatomy.specs.model import ModelConfigError
-
-    from pytest_anatomy.cli import _error, warn
 
     try:
         out, warnings = answers_and_warnings(args)

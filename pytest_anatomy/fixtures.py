@@ -15,6 +15,7 @@ import pytest
 from pytest_anatomy import recordings
 from pytest_anatomy.findings import mark_for, parse_finding_marks
 from pytest_anatomy.measure.measurement import Measurement
+from pytest_anatomy.option_names import HARDWARE_OPTION, RECORD_OPTION, SOURCE_OPTION
 from pytest_anatomy.outcome import RECONCILED
 from pytest_anatomy.reconcile import Reconciliation, Tolerance, Verdict, compare
 from pytest_anatomy.session import USER_PROPERTY, get_session
@@ -72,22 +73,22 @@ class Reconciler:
         target = _param(self._item, "target")
         hardware = hardware or getattr(target, "name", None) or _provenance_hardware(measured)
         mark = mark_for(self._marks, name, hardware)
-        rec = compare(
+        recon = compare(
             name, predicted, measured, tolerance,
             finding=mark.to_dict() if mark else None,
             suite=suite_of(self._item), test_id=self._item.nodeid,
             hardware=hardware or UNSPECIFIED_HARDWARE, model=model, kind=kind,
         )
-        self.results.append(rec)
-        self._item.user_properties.append((USER_PROPERTY, json.dumps(rec.to_dict(), default=str)))
-        config.hook.pytest_anatomy_reconciled(config=config, reconciliation=rec)
-        if rec.verdict is Verdict.DIVERGE:
+        self.results.append(recon)
+        self._item.user_properties.append((USER_PROPERTY, json.dumps(recon.to_dict(), default=str)))
+        config.hook.pytest_anatomy_reconciled(config=config, reconciliation=recon)
+        if recon.verdict is Verdict.DIVERGE:
             extra = ""
             if mark is not None:
                 extra = (f"\n  finding {mark.id!r} expected measured/predicted in {mark.expected}, "
-                         f"got {rec.ratio:.4g}: the recorded explanation no longer covers this gap")
-            raise AssertionError(f"reconciliation diverged\n{rec.explain()}{extra}")
-        return rec
+                         f"got {recon.ratio:.4g}: the recorded explanation no longer covers this gap")
+            raise AssertionError(f"reconciliation diverged\n{recon.explain()}{extra}")
+        return recon
 
 
 # The ledger's `hardware` when neither reconcile(hardware=...) nor the measurement's provenance
@@ -169,7 +170,7 @@ class Measured:
             why = ("no GPU detected" if live_hw is None else
                    f"the live GPU is {live_hw!r} but this measurement is for {want_hw!r}" if live is not None else
                    "this test has no live measurement (recorded data only)")
-            pytest.skip(f"--anatomy-source=live: {why}")
+            pytest.skip(f"{SOURCE_OPTION}=live: {why}")
         if can_live and settings.source in ("live", "auto"):
             return self._run_live(name, suite, want_hw, live)  # type: ignore[arg-type]
         return self._replay(name, suite, want_hw, recorded_at, live is not None)
@@ -196,7 +197,7 @@ class Measured:
         except recordings.MissingRecording as exc:
             live_hw = self._session.live_hardware_name() if self._session.settings.source != "recorded" else None
             gpu = "no live GPU" if live_hw is None else f"live GPU is {live_hw}"
-            hint = (f"run `pytest -m gpu --anatomy-record` on a {hardware} to record it"
+            hint = (f"run `pytest -m gpu {RECORD_OPTION}` on a {hardware} to record it"
                     if has_live else "this data only exists as a recording")
             pytest.skip(f"no recording {_rel(exc.args[0])} and {gpu}; {hint}")
 
@@ -227,18 +228,18 @@ class Measured:
             prov.setdefault("hardware_spec_source", target.spec_source)
         # A live plan run measures many quantities at once; it stamps them all with its own start so
         # that its recordings stay one session (`beside`) and in time order with other sessions.
-        rec = recordings.Recording(
+        recording = recordings.Recording(
             suite=suite, name=name, hardware=hardware, recorded_at=result.get("recorded_at") or recordings.utc_now(),
             provenance=prov, measurements=result["measurements"], data=result.get("data", {}),
             source="live",
         )
         if self._session.settings.record:
-            path = recordings.save(self._session.settings.results_dir, rec)
-            rec = recordings.Recording(**{**rec.__dict__, "path": path})
-        cache[key] = rec
+            path = recordings.save(self._session.settings.results_dir, recording)
+            recording = recordings.Recording(**{**recording.__dict__, "path": path})
+        cache[key] = recording
         progress(self._item.config, f"measured {suite}/{name} on {hardware} in {time.monotonic() - started:.1f} s"
-                 + (f" -> {_rel(str(rec.path))}" if rec.path else ""))
-        return rec
+                 + (f" -> {_rel(str(recording.path))}" if recording.path else ""))
+        return recording
 
 
 def _param(item: pytest.Item, name: str) -> Any:
@@ -332,7 +333,7 @@ def hardware(request: pytest.FixtureRequest) -> Any:
         return get_hardware(s.settings.hardware)
     if s.live_gpu is not None:
         return spec_for_detected(s.live_gpu)
-    pytest.skip("no hardware selected and no GPU detected: pass --anatomy-hardware=NAME "
+    pytest.skip(f"no hardware selected and no GPU detected: pass {HARDWARE_OPTION}=NAME "
                 "(rtx4090, h100-sxm, h100-pcie, h200, a100-80gb, a100-40gb, l40s, b200, b300, gb200)")
 
 

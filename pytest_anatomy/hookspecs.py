@@ -31,7 +31,7 @@ def pytest_anatomy_update_environment(config: pytest.Config, environment: dict[s
 
 
 @pytest.hookspec
-def pytest_anatomy_live_plan(config: pytest.Config, items: list[pytest.Item]) -> list[dict[str, Any]]:
+def pytest_anatomy_live_plan(config: pytest.Config, items: list[pytest.Item]) -> list[dict[str, Any]]:  # type: ignore[empty-body]
     """What the selected `items` will measure on the live target, for `--anatomy-plan` and progress.
 
     Return a list of {"suite", "what", "estimate_s"} (one entry per engine start, plan run or

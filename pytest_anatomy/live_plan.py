@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from pytest_anatomy.option_names import SOURCE_OPTION
 from pytest_anatomy.session import get_session
 
 
@@ -33,7 +34,7 @@ def print_plan(config: pytest.Config, items: list[pytest.Item]) -> None:
     live = live_items(items)
     write("")
     if target is None:
-        write(f"anatomy live plan: no live GPU (--anatomy-source={state.settings.source}); nothing would be "
+        write(f"anatomy live plan: no live GPU ({SOURCE_OPTION}={state.settings.source}); nothing would be "
               f"measured, {len(items)} selected tests replay recordings or run on the CPU")
         return
     write(f"anatomy live plan on {target.name} (spec: {target.spec_source}): {len(live)} of {len(items)} selected "

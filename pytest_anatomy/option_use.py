@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pytest_anatomy.options import HARDWARE_OPTION, MODEL_OPTION, RECORD_OPTION, STRICT_FINDINGS_OPTION
+from pytest_anatomy.option_names import HARDWARE_OPTION, MODEL_OPTION, RECORD_OPTION, SOURCE_OPTION, STRICT_FINDINGS_OPTION
 from pytest_anatomy.session import get_session
 
 _WORKER_KEY = "anatomy_option_use"
@@ -46,7 +46,7 @@ def unused_options(config: pytest.Config, uses: dict[str, int], entries: list[di
         out.append(f"{HARDWARE_OPTION}={hardware} was not used: no collected test requests the hardware fixture "
                    f"and no reconciliation is of {name}{tail}")
     if config.getoption(RECORD_OPTION) and get_session(config).settings.source == "recorded":
-        out.append(f"{RECORD_OPTION} was not used: --anatomy-source=recorded measures nothing live to record")
+        out.append(f"{RECORD_OPTION} was not used: {SOURCE_OPTION}=recorded measures nothing live to record")
     if config.getoption(STRICT_FINDINGS_OPTION) and not uses["finding"]:
         out.append(f"{STRICT_FINDINGS_OPTION} was not used: no collected test carries a finding mark")
     return out

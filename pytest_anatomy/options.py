@@ -10,26 +10,27 @@ from pathlib import Path
 
 import pytest
 
+from pytest_anatomy.option_names import (  # noqa: F401 - re-exported: callers import the names from here too
+    ALLOW_RESOLVED_OPTION,
+    HARDWARE_INI,
+    HARDWARE_OPTION,
+    MODEL_INI,
+    MODEL_OPTION,
+    PLAN_OPTION,
+    RECORD_OPTION,
+    REPLAY_HARDWARE_INI,
+    REPORT_OPTION,
+    RESULTS_DIR_INI,
+    SOURCE_INI,
+    SOURCE_OPTION,
+    SPEC_SOURCE_OPTION,
+    STRICT_FINDINGS_OPTION,
+    SUMMARY_OPTION,
+)
 from pytest_anatomy.targets import SPEC_SOURCE_ENV, SPEC_SOURCES, spec_source_setting
 
 SOURCES = ("auto", "live", "recorded")
 
-# Option and ini names, once: messages, docs tests and the unused-option report refer to these.
-SOURCE_OPTION = "--anatomy-source"
-HARDWARE_OPTION = "--anatomy-hardware"
-MODEL_OPTION = "--anatomy-model"
-RECORD_OPTION = "--anatomy-record"
-STRICT_FINDINGS_OPTION = "--anatomy-strict-findings"
-ALLOW_RESOLVED_OPTION = "--anatomy-allow-resolved"
-SUMMARY_OPTION = "--anatomy-summary"
-REPORT_OPTION = "--anatomy-report"
-SPEC_SOURCE_OPTION = "--anatomy-spec-source"
-PLAN_OPTION = "--anatomy-plan"
-SOURCE_INI = "anatomy_source"
-HARDWARE_INI = "anatomy_hardware"
-MODEL_INI = "anatomy_model"
-RESULTS_DIR_INI = "anatomy_results_dir"
-REPLAY_HARDWARE_INI = "anatomy_replay_hardware"
 # --anatomy-report=PATH: the suffix says which file PATH is; the other one is written beside it.
 HTML_SUFFIXES = (".html", ".htm")
 JSON_SUFFIX = ".json"
@@ -55,17 +56,18 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption(
         SOURCE_OPTION, choices=SOURCES, default=None,
         help="where measurements come from: live (this machine's GPU), recorded (results/ files), "
-             "auto (live when a GPU is present, else recorded). Default: ini anatomy_source or auto.",
+             f"auto (live when a GPU is present, else recorded). Default: ini {SOURCE_INI} or auto.",
     )
     group.addoption(
         HARDWARE_OPTION, default=None, metavar="NAME",
         help="hardware spec for predictions: auto (detect the live GPU) or a catalog name "
-             "(rtx4090, h100-sxm, h100-pcie, h200, a100-80gb, a100-40gb, l40s, b200, b300, gb200). Default: ini anatomy_hardware or auto.",
+             "(rtx4090, h100-sxm, h100-pcie, h200, a100-80gb, a100-40gb, l40s, b200, b300, gb200). "
+             f"Default: ini {HARDWARE_INI} or auto.",
     )
     group.addoption(
         MODEL_OPTION, default=None, metavar="NAME_OR_CONFIG",
         help="model for the model_spec fixture: catalog name (qwen2.5-7b), Hugging Face id or path to a "
-             "config.json. Default: ini anatomy_model or qwen2.5-7b.",
+             f"config.json. Default: ini {MODEL_INI} or qwen2.5-7b.",
     )
     group.addoption(
         RECORD_OPTION, action="store_true", default=False,
@@ -78,13 +80,14 @@ def add_options(parser: pytest.Parser) -> None:
     )
     group.addoption(
         STRICT_FINDINGS_OPTION, action="store_true", default=False,
-        help="deprecated, does nothing: resolved findings fail by default (see --anatomy-allow-resolved).",
+        help=f"deprecated, does nothing: resolved findings fail by default (see {ALLOW_RESOLVED_OPTION}).",
     )
     group.addoption(
         SUMMARY_OPTION, default=None, metavar="PATH",
         help="write a short markdown summary (verdicts per suite and hardware, drifted or resolved findings, "
-             "diverges with their numbers, failed tests) to PATH. Whether or not it is given, a run that "
-             "reconciled something appends the same summary to $GITHUB_STEP_SUMMARY when that is set.",
+             "diverges with their numbers, failed tests) to PATH, checked writable before any test runs. Whether "
+             "or not it is given, a run that reconciled something appends the same summary to "
+             "$GITHUB_STEP_SUMMARY when that is set.",
     )
     group.addoption(
         REPORT_OPTION, default=None, metavar="PATH",
@@ -103,13 +106,13 @@ def add_options(parser: pytest.Parser) -> None:
         help="print the live measurement plan of the collected tests (what each target will measure, with "
              "time estimates) and exit without running anything.",
     )
-    parser.addini(SOURCE_INI, "default for --anatomy-source", default="auto")
-    parser.addini(HARDWARE_INI, "default for --anatomy-hardware", default="auto")
-    parser.addini(MODEL_INI, "default for --anatomy-model", default="qwen2.5-7b")
+    parser.addini(SOURCE_INI, f"default for {SOURCE_OPTION}", default="auto")
+    parser.addini(HARDWARE_INI, f"default for {HARDWARE_OPTION}", default="auto")
+    parser.addini(MODEL_INI, f"default for {MODEL_OPTION}", default="qwen2.5-7b")
     parser.addini(RESULTS_DIR_INI, "folder of recordings, relative to rootdir", default="results")
     parser.addini(
         REPLAY_HARDWARE_INI,
-        "hardware whose recordings are replayed when no GPU is present and --anatomy-hardware is auto",
+        f"hardware whose recordings are replayed when no GPU is present and {HARDWARE_OPTION} is auto",
         default="h200",
     )
 
@@ -124,6 +127,9 @@ def parse_settings(config: pytest.Config) -> AnatomySettings:
     results = Path(config.getini(RESULTS_DIR_INI))
     if not results.is_absolute():
         results = Path(config.rootpath) / results
+    if results.exists() and not results.is_dir():
+        raise pytest.UsageError(f"{RESULTS_DIR_INI}={config.getini(RESULTS_DIR_INI)}: {results} is a file; "
+                                "give the folder that holds the recordings (results/<hardware>/<suite>/)")
     try:
         spec_source = config.getoption(SPEC_SOURCE_OPTION) or spec_source_setting()
     except ValueError as exc:
@@ -139,8 +145,22 @@ def parse_settings(config: pytest.Config) -> AnatomySettings:
         report=validate_report_path(report) if report else None,
         results_dir=results,
         replay_hardware=validate_hardware(config.getini(REPLAY_HARDWARE_INI), REPLAY_HARDWARE_INI, auto=False),
-        summary=Path(config.getoption(SUMMARY_OPTION)) if config.getoption(SUMMARY_OPTION) else None,
+        summary=validate_summary_path(config.getoption(SUMMARY_OPTION)),
     )
+
+
+def validate_summary_path(value: str | None) -> Path | None:
+    """The markdown summary's path; a folder or an unwritable place is refused now, not when the run ends."""
+    if not value:
+        return None
+    summary = Path(value)
+    if summary.is_dir():
+        raise pytest.UsageError(f"{SUMMARY_OPTION}={str(summary)!r} is a directory; give a file name such as "
+                                f"{str(summary / 'anatomy-summary.md')!r}")
+    problem = _unwritable(summary)
+    if problem:
+        raise pytest.UsageError(f"{SUMMARY_OPTION}={value}: {summary} {problem}")
+    return summary
 
 
 def validate_hardware(value: str, where: str, auto: bool = True) -> str:

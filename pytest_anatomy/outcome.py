@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 import pytest
 
+from pytest_anatomy.option_names import ALLOW_RESOLVED_OPTION
 from pytest_anatomy.reconcile import Reconciliation, Verdict
 from pytest_anatomy.report.terminal import format_percent, format_tolerance, format_value
 
@@ -48,12 +49,12 @@ class Outcome:
             report.longrepr = self.longrepr
 
 
-def settle(recs: Sequence[Reconciliation], *, allow_resolved: bool, runxfail: bool) -> Outcome | None:
+def settle(recons: Sequence[Reconciliation], *, allow_resolved: bool, runxfail: bool) -> Outcome | None:
     """The outcome of a test whose call passed; None leaves the report as pytest made it.
 
     A diverge never reaches here: the fixture raised, so the call did not pass."""
-    findings = [r for r in recs if r.verdict is Verdict.FINDING]
-    resolved = [r for r in recs if r.verdict is Verdict.RESOLVED]
+    findings = [r for r in recons if r.verdict is Verdict.FINDING]
+    resolved = [r for r in recons if r.verdict is Verdict.RESOLVED]
     if runxfail:
         if not findings:
             return None
@@ -69,13 +70,13 @@ def settle(recs: Sequence[Reconciliation], *, allow_resolved: bool, runxfail: bo
     return None
 
 
-def xfail_reason(recs: Sequence[Reconciliation]) -> str:
+def xfail_reason(recons: Sequence[Reconciliation]) -> str:
     """One line per finding id: 'finding ID: NAME off by +5.5% (measured M vs predicted P,
     tolerance T) — REASON'; several ids are joined with ' | '. JUnit puts it in a message
     attribute and `-rx` prints it after the test id, so it stays on one line."""
     groups: dict[str, list[Reconciliation]] = {}
-    for rec in recs:
-        groups.setdefault(str((rec.finding or {}).get("id", "?")), []).append(rec)
+    for recon in recons:
+        groups.setdefault(str((recon.finding or {}).get("id", "?")), []).append(recon)
     parts = []
     for finding_id, members in groups.items():
         gaps = ", ".join(_gap_phrase(r) for r in members)
@@ -84,51 +85,51 @@ def xfail_reason(recs: Sequence[Reconciliation]) -> str:
     return " | ".join(parts)
 
 
-def _gap_phrase(rec: Reconciliation) -> str:
-    unit = rec.prediction.unit
-    gap = format_percent(rec.gap_rel) if rec.gap_rel is not None else format_value(rec.gap_abs, unit)
-    how = "now agrees at" if rec.verdict is Verdict.RESOLVED else "off by"
-    return (f"{rec.name} {how} {gap} (measured {format_value(rec.measured, unit)} vs predicted "
-            f"{format_value(rec.predicted, unit)}, tolerance {rec.tolerance.describe(unit)})")
+def _gap_phrase(recon: Reconciliation) -> str:
+    unit = recon.prediction.unit
+    gap = format_percent(recon.gap_rel) if recon.gap_rel is not None else format_value(recon.gap_abs, unit)
+    how = "now agrees at" if recon.verdict is Verdict.RESOLVED else "off by"
+    return (f"{recon.name} {how} {gap} (measured {format_value(recon.measured, unit)} vs predicted "
+            f"{format_value(recon.predicted, unit)}, tolerance {recon.tolerance.describe(unit)})")
 
 
-def _mark_id(rec: Reconciliation) -> str:
-    return str((rec.finding or {}).get("id", "?"))
+def _mark_id(recon: Reconciliation) -> str:
+    return str((recon.finding or {}).get("id", "?"))
 
 
-def _strict_xpass_text(rec: Reconciliation) -> str:
-    ratio = "n/a" if rec.ratio is None else f"{rec.ratio:.6g}"
-    return (f"[XPASS(strict)] finding {_mark_id(rec)!r} is resolved: {rec.name} now agrees "
+def _strict_xpass_text(recon: Reconciliation) -> str:
+    ratio = "n/a" if recon.ratio is None else f"{recon.ratio:.6g}"
+    return (f"[XPASS(strict)] finding {_mark_id(recon)!r} is resolved: {recon.name} now agrees "
             f"(measured/predicted {ratio}); remove the finding mark, or relax it for a transition "
-            f"with strict=False on the mark or --anatomy-allow-resolved\n{rec.explain()}")
+            f"with strict=False on the mark or {ALLOW_RESOLVED_OPTION}\n{recon.explain()}")
 
 
-def _runxfail_text(rec: Reconciliation) -> str:
-    reason = " ".join(str((rec.finding or {}).get("reason") or "").split())
-    return (f"finding {_mark_id(rec)!r} fails under --runxfail (finding marks are ignored): "
-            f"reconciliation diverged\n{rec.explain()}\n  finding's explanation: {reason}")
+def _runxfail_text(recon: Reconciliation) -> str:
+    reason = " ".join(str((recon.finding or {}).get("reason") or "").split())
+    return (f"finding {_mark_id(recon)!r} fails under --runxfail (finding marks are ignored): "
+            f"reconciliation diverged\n{recon.explain()}\n  finding's explanation: {reason}")
 
 
-def junit_properties(recs: Iterable[Reconciliation]) -> list[tuple[str, str]]:
+def junit_properties(recons: Iterable[Reconciliation]) -> list[tuple[str, str]]:
     """(name, value) pairs `anatomy.<reconciliation>.<field>` for JUnit's <property> elements.
 
     Numbers are plain (repr of the float, SI units as in the ledger) so a CI system can chart
     them; gap is (measured - predicted) / |predicted| as a fraction, absent when predicted is 0;
     tolerance is the band as the terminal prints it; finding is the mark's id, absent without one."""
     props: list[tuple[str, str]] = []
-    for rec in recs:
+    for recon in recons:
         values: dict[str, Any] = {
-            "predicted": rec.predicted,
-            "measured": rec.measured,
-            "unit": rec.prediction.unit,
-            "gap": rec.gap_rel,
-            "tolerance": format_tolerance(rec.tolerance.to_dict(), rec.prediction.unit),
-            "verdict": rec.verdict.value,
-            "source": rec.measurement.source,
-            "hardware": rec.hardware,
-            "finding": (rec.finding or {}).get("id"),
+            "predicted": recon.predicted,
+            "measured": recon.measured,
+            "unit": recon.prediction.unit,
+            "gap": recon.gap_rel,
+            "tolerance": format_tolerance(recon.tolerance.to_dict(), recon.prediction.unit),
+            "verdict": recon.verdict.value,
+            "source": recon.measurement.source,
+            "hardware": recon.hardware,
+            "finding": (recon.finding or {}).get("id"),
         }
-        props += [(f"{JUNIT_PREFIX}.{rec.name}.{key}", _text(values[key]))
+        props += [(f"{JUNIT_PREFIX}.{recon.name}.{key}", _text(values[key]))
                   for key in JUNIT_FIELDS if values[key] is not None]
     return props
 

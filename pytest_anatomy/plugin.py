@@ -16,6 +16,7 @@ from pytest_anatomy import hookspecs
 from pytest_anatomy.benchmarks import anatomy_benchmark  # noqa: F401 (fixture)
 from pytest_anatomy.findings import parse_finding_marks
 from pytest_anatomy.fixtures import hardware, measured, model_spec, reconcile, suite_of, target  # noqa: F401 (fixtures)
+from pytest_anatomy.option_names import SOURCE_OPTION
 from pytest_anatomy.options import add_options, parse_settings
 from pytest_anatomy.outcome import RECONCILED, failure_entry, junit_properties, rename_summary_counts, settle, verdicts_of
 from pytest_anatomy.session import SESSION_KEY, USER_PROPERTY, AnatomySession, get_session
@@ -44,11 +45,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     for line in _MARKERS:
         config.addinivalue_line("markers", line)
+    # Every --anatomy-* option and anatomy_* ini key is checked here, before collection (one line each).
     session = AnatomySession(parse_settings(config), is_worker=hasattr(config, "workerinput"))
-    summary = session.settings.summary
-    if summary is not None and summary.is_dir():
-        raise pytest.UsageError(f"--anatomy-summary={str(summary)!r} is a directory; give a file name such as "
-                                f"{str(summary / 'anatomy-summary.md')!r}")
     config.stash[SESSION_KEY] = session
     if not session.is_worker and config.pluginmanager.get_plugin("anatomy-ledger") is None:
         config.pluginmanager.register(LedgerCollector(config), "anatomy-ledger")
@@ -96,7 +94,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         session = get_session(item.config)
         if session.live_gpu is None:
             source = session.settings.source
-            pytest.skip(f"needs a live GPU (none detected, --anatomy-source={source}) and has no recording to replay")
+            pytest.skip(f"needs a live GPU (none detected, {SOURCE_OPTION}={source}) and has no recording to replay")
 
 
 def _verdicts(report: Any) -> list[str]:
@@ -288,8 +286,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if state.is_worker or state.settings.source != "live":
         return
     if state.live_gpu is None:
-        raise pytest.UsageError("--anatomy-source=live: no GPU detected (NVML found none); run on a GPU machine, "
-                                "or replay the recordings with --anatomy-source=recorded")
+        raise pytest.UsageError(f"{SOURCE_OPTION}=live: no GPU detected (NVML found none); run on a GPU machine, "
+                                f"or replay the recordings with {SOURCE_OPTION}=recorded")
     numprocesses = session.config.getoption("numprocesses", None)
     if numprocesses and session.config.getoption("dist", "no") != "loadgroup":
         raise pytest.UsageError("live GPU measurements under xdist need --dist loadgroup (every live test is "

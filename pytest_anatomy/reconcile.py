@@ -197,8 +197,8 @@ class Reconciliation:
         for note in self.prediction.notes:
             lines.append(f"  note: {note}")
         src = self.measurement.source
-        rec = self.measurement.provenance.get("recording")
-        lines.append(f"  measured from: {src}" + (f" ({rec})" if rec else ""))
+        recording = self.measurement.provenance.get("recording")
+        lines.append(f"  measured from: {src}" + (f" ({recording})" if recording else ""))
         return "\n".join(lines)
 
 

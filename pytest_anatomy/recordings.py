@@ -28,6 +28,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from pytest_anatomy.measure.measurement import Measurement, Source
+from pytest_anatomy.option_names import RECORD_OPTION
+from pytest_anatomy.units import MiB
 
 SCHEMA = "pytest-anatomy/recording/v1"
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._+-]*$")
@@ -43,7 +45,7 @@ _TIME_FORMATS = ("%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S.%fZ")
 CLOCK_SKEW = timedelta(minutes=10)
 # A recording is a few KiB to a few MiB (raw logs embedded verbatim); 256 MiB is far above any
 # real one and keeps a mistaken path (a model checkpoint, a core dump) from being read whole.
-MAX_RECORDING_BYTES = 256 * 1024 * 1024
+MAX_RECORDING_BYTES = 256 * MiB
 _REQUIRED = ("schema", "suite", "name", "hardware", "recorded_at", "provenance", "measurements")
 
 
@@ -196,7 +198,7 @@ def _read_document(path: Path) -> Any:
         size = path.stat().st_size
         if size > MAX_RECORDING_BYTES:
             raise RecordingError(
-                f"{path}: {size:,} bytes, above the {MAX_RECORDING_BYTES // 2**20} MiB bound for a recording "
+                f"{path}: {size:,} bytes, above the {MAX_RECORDING_BYTES // MiB} MiB bound for a recording "
                 "(real ones are KiB to a few MiB); is this the right file?")
         text = path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -210,7 +212,7 @@ def _read_document(path: Path) -> Any:
     except json.JSONDecodeError as exc:
         raise RecordingError(
             f"{path}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}). "
-            "Supersede it with a newer recording (re-run with --anatomy-record on a GPU)."
+            f"Supersede it with a newer recording (re-run with {RECORD_OPTION} on a GPU)."
         ) from None
     except RecursionError:
         raise RecordingError(f"{path}: JSON nested too deeply to be a recording") from None

@@ -14,11 +14,14 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pytest_anatomy.option_names import HARDWARE_OPTION
 from pytest_anatomy.options import AnatomySettings
+from pytest_anatomy.targets import Target, live_target, session_targets
 
 USER_PROPERTY = "anatomy_reconciliation"
 LEDGER_SCHEMA = "pytest-anatomy/report/v1"
@@ -54,7 +57,7 @@ class AnatomySession:
             if self.settings.source == "recorded":
                 self._gpu = None
             else:
-                from pytest_anatomy.measure.cuda_facts import cuda_device_facts
+                from pytest_anatomy.gpu_query import cuda_device_facts
                 from pytest_anatomy.specs.hardware import detect
 
                 gpu = detect()
@@ -65,8 +68,6 @@ class AnatomySession:
     def live_target(self) -> Any:
         """The Target of this machine's GPU (targets.live_target), or None without one."""
         if self._live_target is _UNSET:
-            from pytest_anatomy.targets import live_target
-
             gpu = self.live_gpu
             self._live_target = (None if gpu is None else
                                  live_target(gpu, self.settings.hardware, self.settings.spec_source))
@@ -75,8 +76,6 @@ class AnatomySession:
     def targets(self, suite: str) -> list[Any]:
         """The targets a suite's tests are parametrized over (targets.session_targets)."""
         if suite not in self._targets:
-            from pytest_anatomy.targets import session_targets
-
             self._targets[suite] = session_targets(
                 live=self.live_target(), source=self.settings.source, hardware_option=self.settings.hardware,
                 results_dir=self.settings.results_dir, suite=suite)
@@ -95,7 +94,7 @@ class AnatomySession:
     def add_from_report(self, report: pytest.TestReport) -> None:
         for key, value in report.user_properties:
             if key == USER_PROPERTY:
-                self.entries.append(json.loads(value))
+                self.entries.append(json.loads(str(value)))  # a JSON string: outcome.py writes it
 
     def _live_spec_source(self) -> str | None:
         """'catalog' or 'nvml' for the live target's spec; None without a live GPU."""
@@ -110,7 +109,7 @@ class AnatomySession:
         from pytest_anatomy.specs.hardware import get_hardware, spec_for_detected
 
         if self.settings.hardware != "auto":
-            return _spec_origin(get_hardware(self.settings.hardware), "--anatomy-hardware")
+            return _spec_origin(get_hardware(self.settings.hardware), HARDWARE_OPTION)
         if self.live_gpu is not None:
             try:
                 target = self.live_target()
@@ -194,3 +193,9 @@ SESSION_KEY = pytest.StashKey[AnatomySession]()
 
 def get_session(config: pytest.Config) -> AnatomySession:
     return config.stash[SESSION_KEY]
+
+
+def of_config(config: pytest.Config, suite: str) -> tuple[list[Target], Path]:
+    """(the suite's targets, the results folder) of a pytest config: for pytest_generate_tests."""
+    session = get_session(config)
+    return session.targets(suite), session.settings.results_dir

@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_anatomy.option_names import HARDWARE_OPTION
+
 # Where the live target's HardwareSpec comes from: "catalog" (datasheet numbers, the default for
 # a catalog card) or "nvml" (numbers derived from what the driver reports, as for a card that is
 # not in the catalog). Environment, so a CI job can set it without editing its command line.
@@ -91,7 +93,7 @@ def live_target(gpu: Any, hardware_option: str, spec_source: str) -> Target:
         except ValueError as exc:
             return Target(name, True, None, "nvml", str(exc))
     if hardware_option != "auto":
-        return Target(hardware_option, True, get_hardware(hardware_option), "catalog (--anatomy-hardware)")
+        return Target(hardware_option, True, get_hardware(hardware_option), f"catalog ({HARDWARE_OPTION})")
     if gpu.catalog_name is not None:
         return Target(gpu.catalog_name, True, get_hardware(gpu.catalog_name), "catalog")
     try:  # a card the catalog does not know: its numbers from the driver
@@ -139,11 +141,3 @@ def has_recording(results_dir: Path, target: Target, suite: str, name: str) -> b
     """Whether `target` has something to reconcile for `name`: the live target always (it
     measures), a replay target when results/<target>/<suite>/<name>@*.json exists."""
     return target.live or any((Path(results_dir) / target.name / suite).glob(f"{name}@*.json"))
-
-
-def of_config(config: Any, suite: str) -> tuple[list[Target], Path]:
-    """(the suite's targets, the results folder) of a pytest config: for pytest_generate_tests."""
-    from pytest_anatomy.session import get_session
-
-    session = get_session(config)
-    return session.targets(suite), session.settings.results_dir

@@ -1,16 +1,9 @@
-"""Fixtures of the capacity suite: the seed's model, and live engine starts for the ledger."""
+"""Fixtures of the capacity suite: live engine starts for the ledger (the seed's model is the
+top-level conftest's `qwen`)."""
 
 from __future__ import annotations
 
 import pytest
-
-from pytest_anatomy.specs.model import ModelSpec, load_model
-
-
-@pytest.fixture(scope="session")
-def seed_model() -> ModelSpec:
-    """Qwen2.5-7B-Instruct, the seed study's model (catalog config)."""
-    return load_model("Qwen/Qwen2.5-7B-Instruct")
 
 
 # --- vLLM's memory ledger: one live engine start per run and session -------------------------------

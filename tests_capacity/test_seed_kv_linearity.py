@@ -51,7 +51,7 @@ def test_kv_tokens_intercept(target, measured, reconcile):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("rnd", [1, 2], ids=["round1", "round2"])
-def test_decode_step_slope_in_context(target, rnd, seed_model, card, measured, reconcile):
+def test_decode_step_slope_in_context(target, rnd, qwen, card, measured, reconcile):
     """Each extra context token adds C x 57,344 B of KV reads per decode step.
 
     Measured: least-squares slope of median ITL over input length L (C=16). Predicted:
@@ -63,7 +63,7 @@ def test_decode_step_slope_in_context(target, rnd, seed_model, card, measured, r
     slope = Measurement(fit.slope, "s/token", samples=tuple(itl), source=first.source,
                         provenance={**first.provenance, "fit": f"OLS over L={list(LENGTHS)}, R^2={fit.r_squared:.4f}",
                                     "recording": f"results/{target.name}/latency/seed-r{rnd}-03-len-*.json"})
-    per_token = cap.kv_bytes_per_token(seed_model)
+    per_token = cap.kv_bytes_per_token(qwen)
     bw = card.memory_bandwidth
     pred = Prediction(CONCURRENCY * per_token.value / bw, "s/token",
                       "concurrency x kv_bytes_per_token / datasheet bandwidth",
@@ -73,4 +73,4 @@ def test_decode_step_slope_in_context(target, rnd, seed_model, card, measured, r
     reconcile("decode_step_s_per_context_token", pred, slope, ratio=(1.0, 1.25),
               why="a slope cannot beat the datasheet bandwidth (ratio >= 1); achieved DRAM bandwidth on the "
                   "4090 is >= 80% of datasheet (the seed's decode attainment is 81-89%), so ratio <= 1.25",
-              model=seed_model.name)
+              model=qwen.name)

@@ -18,17 +18,17 @@ from pytest_anatomy.theory.quant import llamacpp_gpu_weight_bytes
 pytestmark = pytest.mark.targets(recorded="seed-")
 
 
-def test_kv_buffer_is_14336_mib(seed_model):
+def test_kv_buffer_is_14336_mib(qwen):
     """Hand derivation, independent of the code path: 262144 x 28 x 2 x (4 x 128) x 2 B."""
-    assert cap.llamacpp_kv_buffer_bytes(seed_model, 262144).value == 262144 * 28 * 2 * 4 * 128 * 2 == 14336 * 2**20
+    assert cap.llamacpp_kv_buffer_bytes(qwen, 262144).value == 262144 * 28 * 2 * 4 * 128 * 2 == 14336 * 2**20
 
 
 @pytest.mark.gpu
-def test_gpu_memory_with_server_loaded(target, seed_model, measured, reconcile):
+def test_gpu_memory_with_server_loaded(target, qwen, measured, reconcile):
     rec = measured("seed-r2-llamacpp-memory")
-    kv = cap.llamacpp_kv_buffer_bytes(seed_model, LLAMA_SETTINGS["n_ctx"], LLAMA_SETTINGS["type_k"],
+    kv = cap.llamacpp_kv_buffer_bytes(qwen, LLAMA_SETTINGS["n_ctx"], LLAMA_SETTINGS["type_k"],
                                       LLAMA_SETTINGS["type_v"])
-    weights = llamacpp_gpu_weight_bytes(seed_model, LLAMA_SETTINGS["weights"])
+    weights = llamacpp_gpu_weight_bytes(qwen, LLAMA_SETTINGS["weights"])
     pred = Prediction(
         kv.value + weights.value, "B", "GPU weights (Q4_K_M mix, token_embd on host) + KV buffer (f16)",
         {"n_ctx": LLAMA_SETTINGS["n_ctx"], "ftype": LLAMA_SETTINGS["weights"]},
@@ -38,4 +38,4 @@ def test_gpu_memory_with_server_loaded(target, seed_model, measured, reconcile):
     reconcile("llamacpp_gpu_memory_used", pred, rec["gpu_memory_used_bytes"], ratio=(1.0, 1.08),
               why="the prediction omits the CUDA context (~0.3-0.5 GiB) and compute buffers (-ub 512 over a "
                   "152k vocab, ~0.3-0.6 GiB): together at most ~1.5 GiB = 8% of 19 GiB",
-              model=seed_model.name)
+              model=qwen.name)

@@ -32,7 +32,7 @@ def _rounding_rel(available_bytes: float) -> float:
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("recording", ROUNDS)
-def test_kv_bytes_per_token(target, recording, seed_model, measured, reconcile):
+def test_kv_bytes_per_token(target, recording, qwen, measured, reconcile):
     """Implied bytes/token = logged available memory / logged pool tokens, vs 2 x 28 x 4 x 128 x 2."""
     rec = measured(recording)
     available = rec["available_kv_bytes"]
@@ -42,46 +42,46 @@ def test_kv_bytes_per_token(target, recording, seed_model, measured, reconcile):
     # Pool tokens are whole blocks: up to one block (16 tokens x 57,344 B) of available memory
     # is left over, on top of the log's GiB rounding.
     slack = _rounding_rel(available.value) + SEED_BLOCK_SIZE / tokens.value
-    reconcile("kv_bytes_per_token", cap.kv_bytes_per_token(seed_model), implied, rel=slack,
+    reconcile("kv_bytes_per_token", cap.kv_bytes_per_token(qwen), implied, rel=slack,
               why="available GiB is logged with 2 decimals (±0.005 GiB) and the pool is a whole number "
-                  "of 16-token blocks", model=seed_model.name)
+                  "of 16-token blocks", model=qwen.name)
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("recording", ROUNDS)
-def test_pool_tokens_from_available_memory(target, recording, seed_model, measured, reconcile):
+def test_pool_tokens_from_available_memory(target, recording, qwen, measured, reconcile):
     """vLLM's `GPU KV cache size` from its `Available KV cache memory`, by its own block arithmetic."""
     rec = measured(recording)
     available = rec["available_kv_bytes"].value
-    blocks = cap.vllm_num_gpu_blocks(seed_model, available, SEED_BLOCK_SIZE)
-    tokens = cap.vllm_kv_tokens(seed_model, int(blocks.value), SEED_BLOCK_SIZE)
+    blocks = cap.vllm_num_gpu_blocks(qwen, available, SEED_BLOCK_SIZE)
+    tokens = cap.vllm_kv_tokens(qwen, int(blocks.value), SEED_BLOCK_SIZE)
     tokens = Prediction(tokens.value, "tokens", "(available_kv_bytes // page_bytes // layers) x block_size",
                         {**blocks.inputs}, terms=(*blocks.terms, Term("block_size", SEED_BLOCK_SIZE, "tokens")))
     reconcile("kv_tokens", tokens, rec["kv_tokens"], rel=_rounding_rel(available),
               why="the only unknown is the log's rounding of available GiB to 2 decimals (±0.005 GiB)",
-              model=seed_model.name)
+              model=qwen.name)
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("recording", ROUNDS)
-def test_max_concurrency_from_available_memory(target, recording, seed_model, measured, reconcile):
+def test_max_concurrency_from_available_memory(target, recording, qwen, measured, reconcile):
     """`Maximum concurrency for 8,192 tokens per request` from available memory alone."""
     rec = measured(recording)
     available = rec["available_kv_bytes"].value
-    blocks = cap.vllm_num_gpu_blocks(seed_model, available, SEED_BLOCK_SIZE)
+    blocks = cap.vllm_num_gpu_blocks(qwen, available, SEED_BLOCK_SIZE)
     pred = cap.vllm_max_concurrency(int(blocks.value), SEED_MAX_MODEL_LEN, SEED_BLOCK_SIZE)
     measured_x = rec["max_concurrency"]
     rel = _rounding_rel(available) + 0.005 / measured_x.value
     reconcile("max_concurrency", pred, measured_x, rel=rel,
               why="available GiB rounded to 2 decimals, and the concurrency line rounds to 0.01x",
-              model=seed_model.name)
+              model=qwen.name)
 
 
 @pytest.mark.gpu
-def test_max_concurrency_from_engine_blocks(target, seed_model, measured, reconcile):
+def test_max_concurrency_from_engine_blocks(target, qwen, measured, reconcile):
     """Given the engine's own block count, concurrency is exact up to the log's 2-decimal print."""
     rec = measured("seed-r2-vllm-kv-pool")
     blocks = int(rec["num_gpu_blocks"].value)
     reconcile("max_concurrency_from_blocks", cap.vllm_max_concurrency(blocks, SEED_MAX_MODEL_LEN, SEED_BLOCK_SIZE),
               rec["max_concurrency"], abs=0.005, why="the log prints concurrency with 2 decimals",
-              model=seed_model.name)
+              model=qwen.name)

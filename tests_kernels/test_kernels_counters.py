@@ -23,6 +23,7 @@ from pytest_anatomy.kernels import fused, reduction
 from pytest_anatomy.kernels.ladders import LADDERS
 from pytest_anatomy.kernels.registry import DeviceFacts, Variant, shape_label
 from pytest_anatomy.measure.measurement import Measurement
+from pytest_anatomy import session as anatomy_session
 from pytest_anatomy import targets as tg
 from pytest_anatomy.theory.kernels import reduction_dram_traffic, stream_dram_traffic
 from pytest_anatomy.theory.prediction import Prediction, Term
@@ -60,7 +61,7 @@ def _rungs() -> list[tuple[Variant, dict[str, int]]]:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "target" not in metafunc.fixturenames:
         return
-    targets, results = tg.of_config(metafunc.config, "kernels")
+    targets, results = anatomy_session.of_config(metafunc.config, "kernels")
     name = metafunc.function.__name__
     rungs = _rungs() if name != "test_dram_writes_never_exceed_the_output" else \
         [(v, s) for v, s in _rungs() if v.ladder != "reduction"]

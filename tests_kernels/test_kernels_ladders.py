@@ -29,6 +29,7 @@ from pytest_anatomy.kernels import fused, reduction, sgemm
 from pytest_anatomy.kernels.ladders import LADDERS
 from pytest_anatomy.kernels.registry import DeviceFacts, Variant, shape_label
 from pytest_anatomy.measure.measurement import Measurement
+from pytest_anatomy import session as anatomy_session
 from pytest_anatomy import targets as tg
 from pytest_anatomy.kernels.registry import PREREGISTERED_ON
 from pytest_anatomy.theory.kernels import (
@@ -150,7 +151,7 @@ def _cases(name: str, t: tg.Target, results) -> list[tuple[tuple, str, tuple]]:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "target" not in metafunc.fixturenames:
         return
-    targets, results = tg.of_config(metafunc.config, "kernels")
+    targets, results = anatomy_session.of_config(metafunc.config, "kernels")
     argnames = [a for a in ("v", "shape", "rung", "ladder", "goal") if a in metafunc.fixturenames]
     if metafunc.function.__name__ == "test_best_streaming_rung_target":
         argnames = ["ladder", "rung", "goal"]

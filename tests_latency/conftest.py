@@ -33,12 +33,6 @@ from pytest_anatomy.theory import serving as sv
 from pytest_anatomy.theory.flops import StepWork
 
 
-@pytest.fixture(scope="session")
-def qwen() -> ModelSpec:
-    """Qwen2.5-7B-Instruct (catalog config): the model of every latency run so far."""
-    return load_model("qwen2.5-7b")
-
-
 @pytest.fixture
 def seed_setup(qwen: ModelSpec, measured: Any, target: Any, card: Any) -> Setup:
     """The seed's card (an RTX 4090) + vLLM 0.27.1. No ceilings were measured there: datasheet bandwidth

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from pytest_anatomy import held_out
 from pytest_anatomy.specs.model import ModelSpec
 from pytest_anatomy.theory import latency as lat
 from pytest_anatomy.theory import serving as sv
@@ -76,6 +77,10 @@ class FitPoint:
     def describe(self) -> str:
         return f"{self.constant} fitted on {self.recording}:{self.quantity} ({dict(self.workload)})"
 
+    def as_held_out_point(self) -> held_out.FitPoint:
+        """This point for the package's held-out check: its workload, and the quantities it pins."""
+        return held_out.FitPoint(self.workload, self.describe(), self.pins)
+
 
 def fit_param(value: Any, repeats: Iterable[Any], marks: Any = ()) -> Any:
     """pytest.param whose id says when the value is declared a repeat of a fit point."""
@@ -128,15 +133,9 @@ class Setup:
         """The note a prediction of `quantity` on a run of `workload` carries. `repeat` is the
         test's declaration (its id): a check declared held out whose workload and quantity a fit
         point pins down fails, and so does a declared repeat that matches no fit point."""
-        fit = next((f for f in self.fits if f.workload == workload and quantity in f.pins), None)
-        if fit is None:
-            assert not repeat, (f"declared a {FIT_REPEAT} but {quantity} on {dict(workload)} matches no fit point of "
-                                f"{self.calib.name}: {[f.describe() for f in self.fits]}")
-            return f"held out: no fit point of {self.calib.name} has this workload and quantity"
-        assert repeat, (f"{quantity} on {dict(workload)} is pinned by the fit point {fit.describe()}: it cannot "
-                        f"test the model; declare it a {FIT_REPEAT} (reproducibility) in the test id")
-        return (f"repeat of the fit point (reproducibility): {fit.describe()} pins {quantity} on the same "
-                "workload, so the gap is mostly run-to-run variation, not a test of the model")
+        fits = held_out.FitSet(self.calib.name, tuple(f.as_held_out_point() for f in self.fits))
+        return fits.check(workload, quantity, declared_held_out=not repeat, shown=str(dict(workload)),
+                          how_to_declare=f"a {FIT_REPEAT} (reproducibility) in the test id")
 
 
 def with_note(pred: Prediction, *notes: str) -> Prediction:

@@ -139,7 +139,7 @@ def test_a_name_reconciled_twice_in_one_test_is_kept_apart(capsys, tmp_path: Pat
     (json.dumps([1, 2]).encode(), "not a pytest-anatomy ledger"),
     (json.dumps({"schema": LEDGER_SCHEMA, "reconciliations": [{"name": "x"}]}).encode(),
      "not a pytest-anatomy ledger"),
-])
+], ids=["missing", "not-json", "not-utf8", "other-schema", "a-list", "entry-without-fields"])
 def test_bad_input_exits_2_with_one_line_naming_the_file(capsys, tmp_path: Path, which: str,
                                                          content: bytes | None, problem: str) -> None:
     good = tmp_path / "good.json"

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from pytest_anatomy.cli import main
-from pytest_anatomy.specs import model as model_module
+from pytest_anatomy.specs import model_config as model_module
 from pytest_anatomy.specs.catalog import MODELS
 from pytest_anatomy.specs.model import ModelConfigError, load_model
 

@@ -19,7 +19,8 @@ import device_scripts
 import pytest
 
 from pytest_anatomy.measure import load_stats as ls
-from pytest_anatomy.measure.ceilings import measure_all, parse_nvidia_smi_csv, summarize_runs
+from pytest_anatomy.gpu_query import parse_nvidia_smi_csv
+from pytest_anatomy.measure.ceilings import measure_all, summarize_runs
 from pytest_anatomy.measure.load_driver import EngineConfig, LoadDriver, LoadRun, _tap_engine_clock
 
 REPO = Path(__file__).resolve().parents[1]
@@ -440,7 +441,7 @@ def test_execute_runs_every_part_end_to_end_against_a_fake_engine(
 def test_smi_id_follows_cuda_visible_devices() -> None:
     """nvidia-smi/NVML number GPUs physically; CUDA numbers the visible ones. A plan run with
     CUDA_VISIBLE_DEVICES=1 must record GPU 1's clocks, not GPU 0's."""
-    from pytest_anatomy.measure.ceilings import smi_id
+    from pytest_anatomy.gpu_query import smi_id
 
     assert smi_id(0, visible="") == "0" and smi_id(1, visible="") == "1"
     assert smi_id(0, visible="1") == "1"

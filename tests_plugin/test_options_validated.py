@@ -3,12 +3,14 @@ reported; the ledger's hardware and source are always set and say what was used.
 
 from __future__ import annotations
 
+import ast
 import json
+import re
 from pathlib import Path
 
 import pytest
 
-from pytest_anatomy import options, recordings
+from pytest_anatomy import option_names, recordings
 
 ROOT = Path(__file__).resolve().parents[1]
 PLAIN = """
@@ -58,6 +60,13 @@ def test_a_report_path_that_cannot_be_written_is_refused_at_start(pytester: pyte
     pytester.makepyfile(PLAIN)
     result = pytester.runpytest("-p", "no:cacheprovider", f"--anatomy-report={path}")
     _usage_error(result, f"--anatomy-report={path}:", problem)
+
+
+def test_a_summary_path_that_cannot_be_written_is_refused_at_start(pytester: pytest.Pytester) -> None:
+    pytester.path.joinpath("afile").write_text("x")
+    pytester.makepyfile(PLAIN)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--anatomy-summary=afile/summary.md")
+    _usage_error(result, "--anatomy-summary=afile/summary.md:", "is a file, not a folder")
 
 
 def test_the_report_suffix_decides_what_goes_where(pytester: pytest.Pytester) -> None:
@@ -146,9 +155,52 @@ def test_every_committed_recording_replays_with_the_hardware_it_was_measured_on(
 
 
 def test_option_names_are_constants_the_parser_registers(pytestconfig: pytest.Config) -> None:
-    names = [getattr(options, n) for n in dir(options) if n.endswith("_OPTION")]
-    assert len(names) == 10
+    names = [getattr(option_names, n) for n in dir(option_names) if n.endswith("_OPTION")]
+    assert sorted(names) == sorted(option_names.OPTIONS) and len(names) == 10
     for name in names:
         pytestconfig.getoption(name)  # raises ValueError for an option the parser does not know
+    for key in option_names.INI_KEYS:
+        pytestconfig.getini(key)  # raises ValueError for an ini key the parser does not know
     readme = (ROOT / "README.md").read_text()
     assert all(name in readme for name in names)
+
+
+_OPTION_TEXT = re.compile(r"--anatomy-[a-z-]+|\banatomy_(?:source|hardware|model|results_dir|replay_hardware)\b")
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    kinds = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+    return {id(node.body[0].value) for node in ast.walk(tree)
+            if isinstance(node, kinds) and node.body and isinstance(node.body[0], ast.Expr)
+            and isinstance(node.body[0].value, ast.Constant)}
+
+
+def test_option_names_are_spelled_only_in_option_names() -> None:
+    """Messages, help texts and commands name options through option_names' constants, so a renamed
+    option cannot leave a message telling the user to pass a flag that no longer exists (docstrings
+    may mention them: they are prose for readers of the code)."""
+    spelled = []
+    for path in sorted((ROOT / "pytest_anatomy").rglob("*.py")):
+        if path.name == "option_names.py":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docs = _docstrings(tree)
+        spelled += [f"{path.relative_to(ROOT)}:{node.lineno}: {node.value[:60]!r}" for node in ast.walk(tree)
+                    if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs
+                    and _OPTION_TEXT.search(node.value)]
+    assert not spelled, "spell these with pytest_anatomy.option_names' constants:\n" + "\n".join(spelled)
+
+
+@pytest.mark.parametrize("ini, problem", [
+    ("anatomy_source = sometimes", "anatomy_source='sometimes' is not one of auto, live, recorded"),
+    ("anatomy_hardware = h300", "--anatomy-hardware: unknown hardware 'h300'"),
+    ("anatomy_model = nope", "--anatomy-model=nope:"),
+    ("anatomy_results_dir = afile", "anatomy_results_dir=afile: "),
+], ids=["source", "hardware", "model", "results-dir"])
+def test_a_bad_ini_value_is_one_line_at_start(pytester: pytest.Pytester, ini: str, problem: str) -> None:
+    pytester.path.joinpath("afile").write_text("x")
+    pytester.makeini(f"[pytest]\n{ini}\n")
+    pytester.makepyfile(PLAIN)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    _usage_error(result, problem)
+    assert len([line for line in result.stderr.lines if line.strip()]) == 1, result.stderr.str()

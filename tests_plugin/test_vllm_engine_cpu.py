@@ -16,13 +16,9 @@ from typing import Any
 import device_scripts
 import pytest
 
-from pytest_anatomy.measure.vllm_engine import (
-    ERROR_CLASSES,
-    EngineSettings,
-    classify_failure,
-    derive,
-    measure_memory_ledger,
-)
+from pytest_anatomy.measure.engine_result import ERROR_CLASSES, classify_failure, derive
+from pytest_anatomy.measure.engine_settings import EngineSettings
+from pytest_anatomy.measure.vllm_engine import measure_memory_ledger
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "scripts" / "device" / "capacity_plan.py"
@@ -267,7 +263,7 @@ def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
       "failed. See root cause above."), "import error", "flashinfer"),
     ("(EngineCore pid=7) AssertionError: boom\nRuntimeError: Engine core initialization failed. See root cause above.",
      "other", "AssertionError: boom"),
-])
+], ids=["torch-oom", "less-than-desired", "max-seq-len", "missing-module", "other"])
 def test_worker_failures_are_classified(tmp_path: Path, printed: str, error_class: str, needle: str) -> None:
     result = _measure(tmp_path, _fake(f"import sys; print({printed!r}, flush=True); sys.exit(1)"))
     assert (result["status"], result["error_class"]) == ("error", error_class)

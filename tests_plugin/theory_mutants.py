@@ -81,7 +81,7 @@ CATALOGUE: tuple[Mutation, ...] = (
     Mutation(
         "simulator-admit-after-preemption", "serving simulator",
         "waiting requests are admitted in a step that preempted",
-        "pytest_anatomy.theory.serving", "simulate",
+        "pytest_anatomy.theory.serving", "_admit_waiting",
         "while (not preempted_now and waiting", "while (waiting",
         _LATENCY_LOAD, survivor=(
             "the request a step preempts goes back to the head of the waiting queue, and admission is first come "

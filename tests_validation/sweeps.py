@@ -20,7 +20,6 @@ from pytest_anatomy import recordings
 from pytest_anatomy.specs.hardware import get_hardware
 from pytest_anatomy.specs.model import load_model
 from pytest_anatomy.theory import capacity as cap
-from pytest_anatomy.theory import latency as lat
 from pytest_anatomy.theory import transfer as tr
 from pytest_anatomy.theory.prediction import Prediction, Term
 from pytest_anatomy.theory.vllm_versions import predict_ledger_for_version
@@ -295,9 +294,9 @@ def finding_marks(hardware: str, source: str, engine: str, routes: list[list[Rou
 def replay_targets(config: Any, source: str) -> tuple[list[Any], Path]:
     """The session's targets holding recordings of `source`, and the results folder. Published data
     has no live path: a live target (--anatomy-source=live or auto on a GPU) gets no case here."""
-    from pytest_anatomy import targets as tg
+    from pytest_anatomy import session as anatomy_session
 
-    targets, results = tg.of_config(config, f"third-party/{source}")
+    targets, results = anatomy_session.of_config(config, f"third-party/{source}")
     return [t for t in targets if not t.live], results
 
 

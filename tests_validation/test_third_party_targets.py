@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from sweeps import replay_targets
 
+from pytest_anatomy import session as anatomy_session
 from pytest_anatomy import targets as tg
 
 
@@ -18,6 +19,6 @@ def test_a_live_target_gets_no_third_party_case(monkeypatch: pytest.MonkeyPatch)
     def of_config(config: Any, suite: str) -> tuple[list[tg.Target], Path]:
         seen.append(suite)
         return [live, recorded], Path("results")
-    monkeypatch.setattr(tg, "of_config", of_config)
+    monkeypatch.setattr(anatomy_session, "of_config", of_config)
     assert replay_targets(object(), "aiconfigurator") == ([recorded], Path("results"))
     assert seen == ["third-party/aiconfigurator"]  # targets are the card folders holding that source

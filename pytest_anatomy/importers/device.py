@@ -20,13 +20,14 @@ import lzma
 import re
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, NoReturn
 
 from pytest_anatomy import recordings
 from pytest_anatomy.specs.hardware import match_catalog
+from pytest_anatomy.units import MiB
 
 BATCH_SCHEMA = "pytest-anatomy/device-batch/v1"
-_COMPRESS_ABOVE = 1024 * 1024
+_COMPRESS_ABOVE = MiB
 
 
 class DeviceImportError(RuntimeError):
@@ -226,7 +227,7 @@ def _kernel_records(batch: dict[str, Any], common: dict[str, Any], hw: str, stam
                                        provenance={**prov, "settings": run.get("settings")}, measurements=meas,
                                        data={"run": run})
         elif result.get("kind") == "kernel-timing":
-            meas: dict[str, dict[str, Any]] = {}
+            meas = {}
             timings = result.get("timings") or []
             for key, idx in (("time", 0), ("time_repeat", 1)):
                 if len(timings) > idx:
@@ -245,7 +246,7 @@ def check_batch(path: Path, doc: dict[str, Any]) -> None:
     """The shape every importer below relies on; DeviceImportError naming the file, the field and
     the fix (an incomplete file: a device call cut short, or one file of a batch edited by hand)."""
 
-    def fail(field: str, problem: str) -> None:
+    def fail(field: str, problem: str) -> NoReturn:
         raise DeviceImportError(f"{path}: {field} {problem}; pass the complete files one device call wrote to $OUT "
                                 "(re-run the measurement plan if it was cut short)")
 

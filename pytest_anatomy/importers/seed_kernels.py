@@ -21,12 +21,12 @@ import csv
 import hashlib
 import io
 import re
-import statistics
 from pathlib import Path
 from typing import Any
 
 from pytest_anatomy import recordings
 from pytest_anatomy.importers.seed import read_text
+from pytest_anatomy.stats import median
 
 UPSTREAM = "github.com/daleiyang/llm-inference-anatomy"
 STAGE = "02-cuda-from-systems-eyes/Results"
@@ -187,7 +187,7 @@ def _fused(base: Path) -> list[recordings.Recording]:
             refused = [r.group(0) for r in runs if "✗" in r.group("body")]
             meas = {}
             if times:
-                meas["time"] = {"value": statistics.median(times) / 1e3, "unit": "s", "samples": [x / 1e3 for x in times]}
+                meas["time"] = {"value": median(times) / 1e3, "unit": "s", "samples": [x / 1e3 for x in times]}
             out.append(recordings.Recording(
                 suite="kernels", name=f"seed-fused.{op}.m{mm}.n{nn}", hardware=HARDWARE, recorded_at=_stamp(stamp),
                 provenance=_prov(path, base, command=f"./fused_ops {op} {mm} {nn} <iters>",
@@ -196,7 +196,7 @@ def _fused(base: Path) -> list[recordings.Recording]:
                                       "each run is the log's median of `iters` timings"),
                 measurements=meas,
                 data={"ladder": ladder, "rung": rung, "seed_kernel": op, "shape": {"M": mm, "N": nn}, "dtype": "fp32",
-                      "ms_median": statistics.median(times) if times else None, "baseline_ms_median": None,
+                      "ms_median": median(times) if times else None, "baseline_ms_median": None,
                       "status": "refused" if refused and not times else "ok",
                       "labels": [r.group("label") for r in runs], "excerpts": [r.group(0) for r in runs]},
             ))

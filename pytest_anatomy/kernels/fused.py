@@ -16,7 +16,7 @@ from pytest_anatomy.kernels.registry import (
     Variant,
     cdiv,
 )
-from pytest_anatomy.theory.kernels import StreamAccess
+from pytest_anatomy.kernels.access import StreamAccess
 
 BLOCK = 256
 MAX_COLS = 8192  # 256 threads x 32 registers of row data

@@ -1,7 +1,7 @@
 """float64 references, random inputs and the error metric every rung is checked with (numpy;
 the GPU runner computes the same references with torch in float64 on the device).
 
-Inputs are never zeros (METHOD.md: zeros hide unwritten outputs and can run faster): GEMM
+Inputs are never zeros (docs/FACTS.md M2: zeros hide unwritten outputs and can run faster): GEMM
 operands are standard normal, reduction inputs uniform on [0, 1) (a positive sum, so the
 relative error is not inflated by cancellation), RMSNorm/softmax rows standard normal x 3.
 """
@@ -14,8 +14,8 @@ import numpy as np
 
 # ||out - ref|| / ||ref||. fp32: K-term dot products in a fixed order lose ~sqrt(K) x 6e-8
 # relative (4e-6 at K=4097); 1e-4 leaves 25x margin while any indexing error gives O(1).
-# bf16 operands and a bf16 output: one rounding of the output is 2^-9 relative (METHOD.md:
-# bf16 lands between 1e-3 and 1e-2).
+# bf16 operands and a bf16 output: one rounding of the output is 2^-9 relative (docs/FACTS.md
+# M3: bf16 lands between 1e-3 and 1e-2).
 TOLERANCE = {"fp32": 1e-4, "bf16": 1e-2}
 
 
@@ -30,7 +30,7 @@ def rel_error(out: np.ndarray, ref: np.ndarray) -> float:
 
 def bf16_round(x: np.ndarray) -> np.ndarray:
     """float32 -> bf16 bit patterns (uint16), round to nearest even."""
-    u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    u: np.ndarray = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
     u = (u + 0x7FFF + ((u >> 16) & 1)) >> 16
     return u.astype(np.uint16)
 

@@ -1,4 +1,4 @@
-"""The seed study's SGEMM kernels (RTX 4090, STUDY.md stage 02) described as access patterns.
+"""The seed study's SGEMM kernels (RTX 4090, stage 02: docs/FACTS.md S8) described as access patterns.
 
 The seed did not publish its source; the designs below are read off its median CSV (threads
 per block, block and grid dimensions, shared memory) and its ptxas/SASS reports: k3 a 32x32
@@ -9,7 +9,7 @@ with float4. tests_kernels checks that these patterns reproduce the seed's own p
 
 from __future__ import annotations
 
-from pytest_anatomy.theory.kernels import (
+from pytest_anatomy.kernels.access import (
     GemmAccess,
     coalesced_access,
     naive_access,
@@ -25,6 +25,6 @@ SEED_SGEMM: dict[str, GemmAccess] = {
     "k5": tiled_access("k5", 32, 128, tm=8, tn=4),
     "k6": tiled_access("k6", 32, 128, tm=8, tn=4, vector=4),
 }
-SEED_INSTRUCTION_FIT = ("k2", "k3", "k4")  # STUDY.md: "fitted on K2, K3, K4"
+SEED_INSTRUCTION_FIT = ("k2", "k3", "k4")  # docs/FACTS.md S8: "fitted on K2, K3, K4"
 SEED_REQUEST_FIT = ("k2",)
 SEED_CLOCK_HZ = 2.52e9  # the clock the seed's beat column and FP32 peak use (fingerprint.txt)

@@ -12,7 +12,7 @@ from pytest_anatomy.kernels.registry import (
     Variant,
     cdiv,
 )
-from pytest_anatomy.theory.kernels import (
+from pytest_anatomy.kernels.access import (
     coalesced_access,
     naive_access,
     tensor_core_access,

@@ -21,28 +21,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
-import statistics
-import subprocess
 import sys
 import time
 from typing import Any, Callable, Sequence
 
-GiB = 1024**3
+from pytest_anatomy.gpu_query import nvidia_smi_snapshot, nvml_clock_facts
+from pytest_anatomy.stats import median
+from pytest_anatomy.units import GiB
+
 DEFAULT_BUFFER_BYTES = 4 * GiB
 DEFAULT_RUNS = 25
 DEFAULT_WARMUP = 5
 MATMUL_N = 8192
-
-# nvidia-smi fields read before and after the measurements: clocks tell whether the card
-# boosted, power.limit whether it is capped (METHOD.md: never change these, only record them).
-SMI_FIELDS: tuple[str, ...] = (
-    "name", "driver_version", "pstate", "clocks.sm", "clocks.mem", "clocks.max.sm",
-    "clocks.max.mem", "power.draw", "power.limit", "temperature.gpu", "memory.total",
-    "memory.used",
-)
-
 
 def summarize_runs(seconds: Sequence[float], work: float, unit: str, method: str,
                    **extra: Any) -> dict[str, Any]:
@@ -51,7 +41,7 @@ def summarize_runs(seconds: Sequence[float], work: float, unit: str, method: str
     samples holds the per-run rates, so the spread is visible next to the median."""
     if len(seconds) == 0 or min(seconds) <= 0:
         raise ValueError(f"need positive run times to summarize {method!r}, got {list(seconds)!r}")
-    median_s = statistics.median(seconds)
+    median_s = median(seconds)
     return {
         "value": work / median_s,
         "unit": unit,
@@ -62,48 +52,6 @@ def summarize_runs(seconds: Sequence[float], work: float, unit: str, method: str
         "runs": len(seconds),
         **extra,
     }
-
-
-def parse_nvidia_smi_csv(fields: Sequence[str], line: str) -> dict[str, Any]:
-    """One `--format=csv,noheader,nounits` line -> {field: number or string}."""
-    values = [v.strip() for v in line.split(",")]
-    if len(values) != len(fields):
-        raise ValueError(f"nvidia-smi returned {len(values)} values for {len(fields)} fields: {line!r}")
-    out: dict[str, Any] = {}
-    for key, raw in zip(fields, values, strict=True):
-        try:
-            out[key] = float(raw) if key not in ("name", "driver_version", "pstate") else raw
-        except ValueError:  # "[N/A]", "[Not Supported]"
-            out[key] = raw
-    return out
-
-
-def smi_id(cuda_index: int = 0, visible: str | None = None) -> str:
-    """The nvidia-smi/NVML id of CUDA device `cuda_index`. nvidia-smi and NVML ignore
-    CUDA_VISIBLE_DEVICES, so with CUDA_VISIBLE_DEVICES=1 CUDA's device 0 is nvidia-smi's 1: read
-    the variable (never CUDA itself: vLLM's parent process must stay CUDA-free before it forks).
-    Entries may be indices or GPU UUIDs; both are valid `--id` values."""
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES") if visible is None else visible
-    entries = [e.strip() for e in (visible or "").split(",") if e.strip()]
-    if not entries:
-        return str(cuda_index)
-    if cuda_index >= len(entries):
-        raise ValueError(f"CUDA device {cuda_index} is not visible (CUDA_VISIBLE_DEVICES={visible!r})")
-    return entries[cuda_index]
-
-
-def nvidia_smi_snapshot(index: int = 0) -> dict[str, Any] | None:
-    """Clocks, power and memory of CUDA device `index` as nvidia-smi reports them (its own id
-    from smi_id); None without nvidia-smi."""
-    exe = shutil.which("nvidia-smi")
-    if exe is None:
-        return None
-    cmd = [exe, f"--id={smi_id(index)}", f"--query-gpu={','.join(SMI_FIELDS)}", "--format=csv,noheader,nounits"]
-    try:
-        line = subprocess.run(cmd, capture_output=True, text=True, timeout=20, check=True).stdout.strip()
-        return parse_nvidia_smi_csv(SMI_FIELDS, line.splitlines()[0])
-    except (subprocess.SubprocessError, OSError, ValueError, IndexError) as exc:
-        return {"error": f"{type(exc).__name__}: {exc}"}
 
 
 def gpu_facts(index: int = 0) -> dict[str, Any]:
@@ -123,20 +71,7 @@ def gpu_facts(index: int = 0) -> dict[str, Any]:
     smi = nvidia_smi_snapshot(index)
     if smi:
         facts["driver"] = smi.get("driver_version")
-    try:  # pynvml (nvidia-ml-py) adds the CUDA driver API version; optional
-        import pynvml
-
-        pynvml.nvmlInit()
-        facts["cuda_driver_version"] = pynvml.nvmlSystemGetCudaDriverVersion()
-        nvml_id = smi_id(index)
-        handle = (pynvml.nvmlDeviceGetHandleByIndex(int(nvml_id)) if nvml_id.isdigit()
-                  else pynvml.nvmlDeviceGetHandleByUUID(nvml_id))
-        facts["nvml_id"] = nvml_id
-        facts["max_sm_clock_mhz"] = pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_SM)
-        facts["max_mem_clock_mhz"] = pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_MEM)
-        pynvml.nvmlShutdown()
-    except Exception as exc:  # absent or refused in the sandbox: facts stay torch-only
-        facts["pynvml"] = f"unavailable: {type(exc).__name__}"
+    facts.update(nvml_clock_facts(index))  # the CUDA driver API version and max clocks; optional
     return facts
 
 

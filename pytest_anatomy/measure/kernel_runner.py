@@ -6,7 +6,7 @@ report) and launched with `cuda.core.launch` on torch's *current* stream, with t
 device pointers as arguments -- so kernel launches, torch's baselines, the L2 flush and the
 CUDA events all live on one stream, in order.
 
-Protocol (METHOD.md): correctness first on fresh random inputs (never zeros; odd sizes), the
+Protocol (docs/FACTS.md M2-M4): correctness first on fresh random inputs (never zeros; odd sizes), the
 output poisoned with NaN before the run and checked against a float64 reference; then timing
 with CUDA events after warm-up, the L2 flushed by a read of a buffer several times its size
 before every timed run, the median of many runs, and every variant timed in two separate blocks
@@ -19,7 +19,6 @@ a CPU-only machine.
 from __future__ import annotations
 
 import io
-import statistics
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -28,8 +27,10 @@ from typing import Any
 
 from pytest_anatomy.kernels.reference import TOLERANCE
 from pytest_anatomy.kernels.registry import CUDA_DIR, DeviceFacts, RungRefused, Variant
+from pytest_anatomy.stats import median
+from pytest_anatomy.units import GiB, MiB
 
-FLUSH_BYTES = 512 * 1024**2  # > 8x the H200's 60 MB L2
+FLUSH_BYTES = 512 * MiB  # > 8x the H200's 60 MB L2
 EPS = 1e-6
 
 
@@ -191,8 +192,8 @@ class KernelRunner:
                 return torch.softmax(x, dim=-1)
         else:
             raise ValueError(f"unknown baseline {b!r} for {variant.id}")
-        run.poison = (lambda: c.fill_(float("nan"))) if b.startswith(("torch.matmul", "torch.sum")) \
-            else (lambda: None)  # type: ignore[attr-defined]
+        run.poison = ((lambda: c.fill_(float("nan"))) if b.startswith(("torch.matmul", "torch.sum"))  # type: ignore[attr-defined]
+                      else (lambda: None))
         return run
 
     # --- inputs, correctness, timing ---------------------------------------------------------
@@ -274,7 +275,7 @@ def time_flushed(fn: Callable[[], Any], flush: Any, *, runs: int, warmup: int, m
         end.record()
     torch.cuda.synchronize()
     ms = [s.elapsed_time(e) for s, e in events]
-    return {"ms_median": statistics.median(ms), "ms_min": min(ms), "ms_max": max(ms), "runs": runs,
+    return {"ms_median": median(ms), "ms_min": min(ms), "ms_max": max(ms), "runs": runs,
             "warmup": warmup, "samples_ms": ms, "l2_flush_bytes": flush.numel() * flush.element_size()}
 
 
@@ -322,7 +323,7 @@ def live_rung(variant: Variant, baseline: Variant, shape: Mapping[str, int], *, 
 def live_ceilings() -> dict[str, Any]:
     from pytest_anatomy.measure import ceilings
 
-    read, copy = ceilings.read_bandwidth(2 * 1024**3, 20, 3), ceilings.copy_bandwidth(2 * 1024**3, 20, 3)
+    read, copy = ceilings.read_bandwidth(2 * GiB, 20, 3), ceilings.copy_bandwidth(2 * GiB, 20, 3)
     return {"measurements": {"read_bandwidth": {"value": read["value"], "unit": "B/s", "samples": read["samples"]},
                              "copy_bandwidth": {"value": copy["value"], "unit": "B/s", "samples": copy["samples"]}},
             "provenance": {"gpu_name": shared_runner().gpu_name}, "data": {"read": read, "copy": copy}}

@@ -23,25 +23,9 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from pytest_anatomy.specs.workload import poisson_arrivals  # noqa: F401 - re-exported: the driver's API
+from pytest_anatomy.stats import percentile  # noqa: F401 - re-exported: scripts read it from here
 
 PERCENTILES: tuple[int, ...] = (50, 90, 99)
-
-
-def percentile(values: Sequence[float], p: float) -> float:
-    """numpy.percentile(values, p) with its default 'linear' method, in pure Python.
-
-    rank = p/100 * (n - 1); the result interpolates between the two neighbouring order
-    statistics. Raises on an empty sequence instead of returning nan, so a silent 0.0 can
-    never enter a report."""
-    if not values:
-        raise ValueError("percentile() of an empty sequence: no samples were recorded")
-    if not 0.0 <= p <= 100.0:
-        raise ValueError(f"percentile p={p!r} is outside [0, 100]")
-    ordered = sorted(values)
-    rank = p / 100.0 * (len(ordered) - 1)
-    low = math.floor(rank)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
 
 
 def summarize(values: Sequence[float]) -> dict[str, float | int | None]:

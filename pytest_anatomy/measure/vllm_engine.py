@@ -20,35 +20,32 @@ What the worker records, and why from where (vLLM 0.26.0, read from its source):
 - NVML used memory before start, after start, after generate and after shutdown. The front end
   never touches CUDA (so the engine core is forked and no second CUDA context distorts the
   readings); mem_get_info is therefore taken inside the engine-core process by the probe.
+
+The settings a start takes are engine_settings.EngineSettings; the record it returns, with its
+failure class and the ledger identity, is assembled by engine_result.py. The worker side stays in
+this module: run as `-m ...vllm_engine --worker` it is __main__, so cloudpickle sends the probe to
+the engine core by value.
 """
 
 from __future__ import annotations
 
 import argparse
-import difflib
 import gc
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from pytest_anatomy.measure.ceilings import smi_id
-from pytest_anatomy.measure.vllm_log import ledger_lines, parse_vllm_log
-from pytest_anatomy.specs.vllm_args import VLLMArgs
+from pytest_anatomy.gpu_query import gpu_identity, read_gpu_memory
+from pytest_anatomy.measure.engine_result import assemble
+from pytest_anatomy.measure.engine_settings import EngineSettings
+from pytest_anatomy.units import GiB
 
-SCHEMA = "pytest-anatomy/vllm-ledger/v1"
-ERROR_CLASSES = ("oom", "max_model_len too long for memory", "timeout", "import error", "other")
-KV_CACHE_DTYPES = ("auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla",
-                   "int8_per_token_head", "fp8_per_token_head", "nvfp4")  # CacheDType, vllm/config/cache.py
-MODEL_DTYPES = ("auto", "half", "float16", "bfloat16", "float", "float32")
-LOG_TAIL_LINES = 200
 _PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 
 # Forced for every worker. The bundle's env.sh sets the first five too; a worker must not depend on it.
@@ -62,158 +59,6 @@ WORKER_ENV: dict[str, str] = {
     # out of service); the lent machines set these too, but a worker must not depend on that.
     "NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1",
 }
-
-
-@dataclass(frozen=True)
-class EngineSettings(VLLMArgs):
-    """The LLM(...) arguments one measurement varies (the shared ones in specs/vllm_args.py), plus
-    what only a run has: prefix caching, the serving dtype, the seed."""
-
-    enable_prefix_caching: bool = False
-    dtype: str = "bfloat16"
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise ValueError(f"EngineSettings.seed={self.seed!r} must be a non-negative integer")
-        if not isinstance(self.enable_prefix_caching, bool):
-            raise ValueError(f"EngineSettings.enable_prefix_caching={self.enable_prefix_caching!r} "  # noqa: TRY004
-                             "must be True or False")
-        for name, allowed in (("kv_cache_dtype", KV_CACHE_DTYPES), ("dtype", MODEL_DTYPES)):
-            if getattr(self, name) not in allowed:
-                raise ValueError(f"EngineSettings.{name}={getattr(self, name)!r} is not one of {allowed}"
-                                 + _did_you_mean(str(getattr(self, name)), allowed))
-        seqs, tokens = self.max_num_seqs, self.max_num_batched_tokens
-        if tokens is not None and tokens < (seqs if seqs is not None else 1024):
-            # vLLM's SchedulerConfig rejects max_num_batched_tokens < max_num_seqs, and the H100/H200
-            # default for LLM(...) is max_num_seqs=1024 (EngineArgs.get_batch_defaults).
-            raise ValueError(f"EngineSettings.max_num_batched_tokens={tokens} is below max_num_seqs="
-                             f"{seqs if seqs is not None else '1024 (vLLM default on >=70 GiB GPUs)'}; "
-                             "vLLM would refuse to start. Lower max_num_seqs too.")
-
-    def to_llm_kwargs(self) -> dict[str, Any]:
-        kwargs = {name: value for name, value in asdict(self).items() if value is not None}
-        kwargs.pop("model_runner", None)  # an environment variable, not an argument (see worker_env)
-        return kwargs
-
-    def worker_env(self) -> dict[str, str]:
-        if self.model_runner is None:
-            return {}
-        return {"VLLM_USE_V2_MODEL_RUNNER": "1" if self.model_runner == "v2" else "0"}
-
-    def tag(self) -> str:
-        """Stable short name: 'u0.90.len8192.graphs', 'u0.50.len2048.eager.fp8.mbt4096'."""
-        parts = [f"u{self.gpu_memory_utilization:.2f}", f"len{self.max_model_len}",
-                 "eager" if self.enforce_eager else "graphs"]
-        if self.kv_cache_dtype != "auto":
-            parts.append(self.kv_cache_dtype)
-        optional = (("mbt", self.max_num_batched_tokens), ("seqs", self.max_num_seqs), ("bs", self.block_size))
-        parts += [f"{prefix}{value}" for prefix, value in optional if value is not None]
-        if self.tensor_parallel_size != 1:
-            parts.append(f"tp{self.tensor_parallel_size}")
-        if self.kv_cache_memory_bytes is not None:
-            parts.append(f"kv{self.kv_cache_memory_bytes / 2**30:g}g")
-        if self.enable_prefix_caching:
-            parts.append("prefix")
-        if self.dtype != "bfloat16":
-            parts.append(self.dtype)
-        if self.model_runner is not None:
-            parts.append(f"{self.model_runner}runner")
-        if self.seed != 0:
-            parts.append(f"seed{self.seed}")
-        return ".".join(parts)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> EngineSettings:
-        known = [f.name for f in fields(cls)]
-        unknown = [key for key in data if key not in known]
-        if unknown:
-            raise ValueError(f"unknown EngineSettings field {unknown[0]!r}" + _did_you_mean(unknown[0], known))
-        return cls(**dict(data))
-
-
-def _did_you_mean(word: str, choices: Sequence[str]) -> str:
-    close = difflib.get_close_matches(word, list(choices), n=1)
-    return f"; did you mean {close[0]!r}?" if close else ""
-
-
-# ------------------------------------------------------------------ GPU memory, no CUDA context
-def read_gpu_memory(index: int = 0, *, processes: bool = False) -> dict[str, Any] | None:
-    """Device memory of CUDA device `index` as NVML sees it (pynvml, vLLM's vendored copy, or
-    nvidia-smi; mapped through CUDA_VISIBLE_DEVICES, which NVML ignores); None on a CPU box."""
-    nvml = _nvml_module()
-    nvml_id = smi_id(index)
-    if nvml is not None:
-        try:
-            nvml.nvmlInit()
-            try:
-                handle = (nvml.nvmlDeviceGetHandleByIndex(int(nvml_id)) if nvml_id.isdigit()
-                          else nvml.nvmlDeviceGetHandleByUUID(nvml_id))
-                info = nvml.nvmlDeviceGetMemoryInfo(handle)
-                out: dict[str, Any] = {"source": "nvml", "total_bytes": int(info.total), "used_bytes": int(info.used),
-                                       "free_bytes": int(info.free), "time": time.time()}
-                if processes:
-                    out["processes"] = [{"pid": int(p.pid), "used_bytes": None if p.usedGpuMemory is None
-                                         else int(p.usedGpuMemory)}
-                                        for p in nvml.nvmlDeviceGetComputeRunningProcesses(handle)]
-                return out
-            finally:
-                nvml.nvmlShutdown()
-        except Exception:  # noqa: BLE001, S110 - any NVML failure falls back to nvidia-smi
-            pass
-    return _smi_memory(index)
-
-
-def _nvml_module() -> Any:
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the `pynvml` shim warns that it is deprecated
-        try:
-            import pynvml
-
-            return pynvml
-        except ImportError:
-            pass
-        if "vllm" in sys.modules:  # vLLM vendors nvidia-ml-py; only worth it once vllm is imported
-            try:
-                from vllm.third_party import pynvml as vendored
-
-                return vendored
-            except ImportError:
-                pass
-    return None
-
-
-def _smi_query(query: Sequence[str], index: int = 0) -> list[str] | None:
-    try:
-        text = subprocess.run(["nvidia-smi", "-i", smi_id(index), f"--query-gpu={','.join(query)}",
-                               "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=30,
-                              check=True).stdout
-        values = [v.strip() for v in text.strip().splitlines()[0].split(",")]
-    except (OSError, subprocess.SubprocessError, IndexError):
-        return None
-    return values if len(values) == len(query) else None
-
-
-def _smi_memory(index: int) -> dict[str, Any] | None:
-    values = _smi_query(("memory.total", "memory.used", "memory.free"), index)
-    try:
-        total, used, free = (int(float(v)) * 2**20 for v in values or ())
-    except ValueError:
-        return None
-    return {"source": "nvidia-smi (MiB)", "total_bytes": total, "used_bytes": used, "free_bytes": free,
-            "time": time.time()}
-
-
-def gpu_identity(index: int = 0) -> dict[str, str] | None:
-    """Name and driver of the GPU, without creating a CUDA context."""
-    values = _smi_query(("name", "driver_version"), index)
-    return None if values is None else {"name": values[0], "driver": values[1]}
 
 
 # ------------------------------------------------------------------ parent side
@@ -234,7 +79,7 @@ def measure_memory_ledger(config: Mapping[str, Any], settings: EngineSettings, *
                         log_level=log_level, sanity_generate=sanity_generate, worker_command=worker_command,
                         extra_env=extra_env, release_wait_s=release_wait_s)
     except Exception as exc:  # noqa: BLE001 - a harness bug is data too, never a lost batch
-        result = _assemble(settings, None, "", timed_out=False, timeout_s=timeout_s, returncode=None)
+        result = assemble(settings, None, "", timed_out=False, timeout_s=timeout_s, returncode=None)
         result.update(error_class="other", error_message=f"harness error: {type(exc).__name__}: {exc}"[:500])
         result["timings"]["wall_s"] = round(time.perf_counter() - t0, 3)
         return result
@@ -277,7 +122,7 @@ def _measure(config: Mapping[str, Any], settings: EngineSettings, *, timeout_s: 
     released = _wait_for_release(before, release_wait_s)
     text = log_path.read_text(errors="replace")
     worker = _read_json(result_path)
-    result = _assemble(settings, worker, text, timed_out=timed_out, timeout_s=timeout_s, returncode=returncode)
+    result = assemble(settings, worker, text, timed_out=timed_out, timeout_s=timeout_s, returncode=returncode)
     result["env"] = {k: v for k, v in sorted(env.items()) if k.startswith(("VLLM_", "PYTORCH_", "CUDA_", "NCCL_"))}
     result["memory"]["parent_before"] = before
     result["memory"]["parent_after_release"], result["memory"]["release_wait_s"] = released
@@ -306,7 +151,7 @@ def _wait_for_release(before: dict[str, Any] | None, limit_s: float) -> tuple[di
     free memory against its request, so leftovers from this one would corrupt it."""
     t0 = time.perf_counter()
     now = read_gpu_memory()
-    while (before is not None and now is not None and now["used_bytes"] > before["used_bytes"] + 2**30
+    while (before is not None and now is not None and now["used_bytes"] > before["used_bytes"] + GiB
            and time.perf_counter() - t0 < limit_s):
         time.sleep(1.0)
         now = read_gpu_memory()
@@ -319,95 +164,6 @@ def _read_json(path: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
-
-
-def _assemble(settings: EngineSettings, worker: dict[str, Any] | None, text: str, *, timed_out: bool,
-              timeout_s: float, returncode: int | None) -> dict[str, Any]:
-    worker = worker or {}
-    ok = worker.get("status") == "ok"  # the worker saves "ok" before shutdown, so a hung shutdown stays ok
-    error_class, error_message = (None, None) if ok else classify_failure(text, worker, timed_out=timed_out,
-                                                                           timeout_s=timeout_s, returncode=returncode)
-    notes = list(worker.get("notes", []))
-    if ok and timed_out:
-        notes.append(f"shutdown did not finish within the {timeout_s:g} s limit; the process group was killed")
-    tail = [line.rsplit("\r", 1)[-1] for line in text.split("\n")]
-    return {
-        "schema": SCHEMA, "status": "ok" if ok else "error", "error_class": error_class,
-        "error_message": error_message, "stage": worker.get("stage"), "notes": notes,
-        "settings": settings.to_dict(), "tag": settings.tag(), "llm_kwargs": worker.get("llm_kwargs"),
-        "resolved": worker.get("resolved"), "engine": worker.get("engine"), "derived": derive(worker.get("engine")),
-        "log": parse_vllm_log(text), "generate": worker.get("generate"), "memory": dict(worker.get("memory", {})),
-        "timings": dict(worker.get("timings", {})), "versions": worker.get("versions"),
-        "returncode": returncode, "timed_out": timed_out, "timeout_s": timeout_s,
-        "ledger_lines": ledger_lines(text), "log_tail": [line for line in tail if line.strip()][-LOG_TAIL_LINES:],
-    }
-
-
-_FAILURES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("max_model_len too long for memory", (
-        r"To serve at least one request with the model'?s max seq len",
-        r"larger than the maximum number of tokens that can be stored in KV cache",
-        r"Cannot auto-fit max_model_len")),
-    ("oom", (r"CUDA out of memory", r"OutOfMemoryError", r"CUDA error: out of memory",
-             r"No available memory for the cache blocks", r"on startup is less than desired GPU memory utilization",
-             r"not enough GPU memory")),
-)
-_EXCEPTION_LINE = re.compile(r"^\s*(?:\(.*?\)\s*)?([A-Za-z_][\w.]*(?:Error|Exception|Interrupt)): (.*)$")
-
-
-def classify_failure(text: str, worker: Mapping[str, Any] | None = None, *, timed_out: bool = False,
-                     timeout_s: float | None = None, returncode: int | None = None) -> tuple[str, str]:
-    """(error class, one line saying why) for a start that did not reach status "ok"."""
-    worker = worker or {}
-    error = worker.get("error") or {}
-    if timed_out:
-        return "timeout", f"no result within {timeout_s:g} s (worker stage: {worker.get('stage', 'not started')})"
-    lines = text.splitlines() + [f"{error.get('type')}: {error.get('message')}"] * bool(error)
-    for error_class, patterns in _FAILURES:
-        for line in lines:
-            if any(re.search(p, line) for p in patterns):
-                return error_class, line.strip()[:500]
-    exceptions = [m for m in map(_EXCEPTION_LINE.match, lines) if m]
-    if worker.get("stage") == "import" or error.get("type") in ("ImportError", "ModuleNotFoundError"):
-        detail = f"{error.get('type')}: {error.get('message')}" if error else \
-            f"worker died while importing torch/vllm (exit code {returncode})"
-        return "import error", detail[:500]
-    root = [m for m in exceptions if "Engine core initialization failed" not in m.group(2)]
-    if root and root[-1].group(1) in ("ImportError", "ModuleNotFoundError"):
-        return "import error", root[-1].group(0).strip()[:500]
-    if root:
-        return "other", root[-1].group(0).strip()[:500]
-    if error:
-        return "other", f"{error.get('type')}: {error.get('message')}"[:500]
-    return "other", f"worker exited with code {returncode} and wrote no result (see log_tail)"
-
-
-def derive(engine: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """The ledger identity in exact bytes: requested - weights - peak - non_torch - applied graph
-    estimate = available KV memory; blocks * bytes per block <= available."""
-    if not engine:
-        return None
-    get = engine.get
-    terms = [get("model_memory_usage"), get("peak_activation_memory"), get("non_torch_memory")]
-    requested, available = get("requested_memory"), get("available_kv_cache_memory_bytes")
-    out: dict[str, Any] = {}
-    ints = [t for t in terms if isinstance(t, int)]
-    if requested is not None and len(ints) == len(terms):
-        non_kv = sum(ints)
-        out["non_kv_bytes"] = non_kv
-        out["requested_minus_non_kv_bytes"] = requested - non_kv
-        if available is not None:
-            # the remainder is the CUDA graph estimate when VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS applied it
-            out["unexplained_bytes"] = out["requested_minus_non_kv_bytes"] - available
-    kv = get("kv_cache_config") or {}
-    groups = kv.get("groups") or []
-    if kv.get("num_blocks") and groups:
-        per_block = sum(g["page_size_bytes"] * g["layers"] for g in groups if g.get("page_size_bytes"))
-        out["kv_bytes_per_block"] = per_block
-        out["kv_allocated_bytes"] = kv.get("total_tensor_bytes")
-        if available is not None and per_block:
-            out["kv_unused_bytes"] = available - kv["num_blocks"] * per_block
-    return out or None
 
 
 # ------------------------------------------------------------------ worker side (runs on the GPU box)

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_anatomy.option_names import REPORT_OPTION
 from pytest_anatomy.report.terminal import (
     format_gap,
     format_tolerance,
@@ -38,7 +39,7 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[Any]], right: Sequence
              "| " + " | ".join("---:" if i in right else "---" for i in range(len(header))) + " |"]
     lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows[:MAX_ROWS]]
     if len(rows) > MAX_ROWS:
-        lines.append(f"\n… and {len(rows) - MAX_ROWS} more; see the HTML report (`--anatomy-report`).")
+        lines.append(f"\n… and {len(rows) - MAX_ROWS} more; see the HTML report (`{REPORT_OPTION}`).")
     return lines
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
+from pytest_anatomy.option_names import REPORT_OPTION
 from pytest_anatomy.report.terminal import (
     SCALED_UNITS,
     VERDICTS,
@@ -447,7 +448,7 @@ def write_report(ledger: Mapping[str, Any], html_path: str | os.PathLike[str]) -
     html_file = Path(html_path).expanduser().resolve()
     if html_file.is_dir():
         raise IsADirectoryError(
-            f"--anatomy-report={str(html_path)!r} is a directory; give a file name such as "
+            f"{REPORT_OPTION}={str(html_path)!r} is a directory; give a file name such as "
             f"{str(html_file / 'anatomy-report.html')!r}"
         )
     json_file = html_file.with_suffix(".json")

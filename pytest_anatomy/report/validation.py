@@ -16,12 +16,13 @@ numbers are not what README tabulates.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from pytest_anatomy.stats import percentile
 
 BEGIN, END = "<!-- validation-table -->", "<!-- /validation-table -->"
 SOURCES = {"aiconfigurator": "AIConfigurator", "argonne-llm-inference-bench": "Argonne LLM-Inference-Bench",
@@ -75,16 +76,6 @@ def _group(rec: Mapping[str, Any]) -> tuple[str, str, str, str] | None:
     return None
 
 
-def _percentile(sorted_values: list[float], q: float) -> float:
-    """Linear interpolation between closest ranks (numpy's default), without numpy."""
-    if len(sorted_values) == 1:
-        return sorted_values[0]
-    pos = (len(sorted_values) - 1) * q
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(sorted_values) - 1)
-    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
-
-
 def rows(reconciliations: Iterable[Mapping[str, Any]]) -> list[Row]:
     groups: dict[tuple[str, str, str, str], list[Mapping[str, Any]]] = {}
     for rec in reconciliations:
@@ -98,7 +89,7 @@ def rows(reconciliations: Iterable[Mapping[str, Any]]) -> list[Row]:
         verdicts = [r["verdict"] for r in recs]
         open_ = sum(1 for r in recs if r["verdict"] == "finding"
                     and str((r.get("finding") or {}).get("id", "")).endswith(UNESTABLISHED))
-        out.append(Row(source, gpu, engine, metric, len(recs), _percentile(errors, 0.5), _percentile(errors, 0.9),
+        out.append(Row(source, gpu, engine, metric, len(recs), percentile(errors, 50), percentile(errors, 90),
                        sum(1 for r in recs if r["measured"] > r["predicted"]) / len(recs),
                        verdicts.count("agree") + verdicts.count("resolved"), verdicts.count("finding") - open_,
                        open_, verdicts.count("diverge")))

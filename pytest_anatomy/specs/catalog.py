@@ -11,14 +11,14 @@ substrings, no fuzzy matches (a near-miss gets difflib suggestions in the error)
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_anatomy.specs.model import ModelConfigError  # model.py imports this module lazily
+from pytest_anatomy import suggest
+from pytest_anatomy.specs.errors import ModelConfigError
 
 CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 
@@ -83,8 +83,9 @@ def resolve(name_or_hf_id: str) -> str:
     canonical = lookup(name_or_hf_id)
     if canonical is not None:
         return canonical
-    close = difflib.get_close_matches(name_or_hf_id.strip().lower(), list(_KEYS), n=3, cutoff=0.6)
-    hint = f"did you mean {', '.join(repr(_KEYS[c][1]) for c in close)}? " if close else ""
+    close = suggest.close_matches(name_or_hf_id.strip().lower(), _KEYS, n=3, cutoff=0.6)
+    hint = suggest.phrase([_KEYS[c][1] for c in close])
+    hint = f"{hint} " if hint else ""
     raise ModelConfigError(
         "model", f"{name_or_hf_id!r} is not a catalog model, a known Hugging Face id, or an existing path",
         f"{hint}catalog names: {', '.join(MODELS)}; or pass a path to a config.json / model directory",

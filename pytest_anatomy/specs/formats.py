@@ -17,34 +17,22 @@ Sources:
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from types import MappingProxyType
 
+from pytest_anatomy import suggest
+from pytest_anatomy.specs.errors import FormatShapeError, UnknownFormatError
+
 _GGML_SRC = "llama.cpp ggml/src/ggml-common.h (struct + static_assert)"
 
 
-class UnknownFormatError(KeyError):
-    """A format/dtype name that is not an exact key of the relevant table."""
-
-    def __str__(self) -> str:  # KeyError would repr() the message
-        return str(self.args[0])
-
-
-class FormatShapeError(ValueError):
-    """A shape the format's packing cannot represent (e.g. in % 128 != 0 for group-128 AWQ)."""
-
-
 def _unknown(kind: str, name: str, known: Mapping[str, object], extra: str = "") -> UnknownFormatError:
-    folded: dict[str, list[str]] = {}
-    for k in known:  # "bf16" and "BF16" are both real keys: suggest both
-        folded.setdefault(k.casefold(), []).append(k)
-    close = difflib.get_close_matches(name.casefold(), list(folded), n=3, cutoff=0.5)
-    hints = [k for h in close for k in folded[h]]
-    hint = f" Did you mean {' or '.join(map(repr, hints))}?" if hints else ""
+    # "bf16" and "BF16" are both real keys: fold=True suggests both
+    hint = suggest.did_you_mean(name, known, n=3, cutoff=0.5, fold=True, sentence=True)
+    hint = f" {hint}" if hint else ""
     return UnknownFormatError(f"unknown {kind} {name!r}.{hint}{extra} Known: {', '.join(known)}.")
 
 

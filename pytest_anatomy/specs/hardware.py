@@ -10,7 +10,8 @@ so `memory_bytes` is a label, and `nvml_memory_bytes` / `cuda_visible_memory_byt
 the numbers capacity predictions should use. L2 sizes printed as "MB" are MiB (CUDA
 reports the A100's "40 MB" as 41,943,040 B and the 4090's "72 MB" as 73,728 KiB).
 
-Detection (`detect()`) uses NVML through `pynvml` (package nvidia-ml-py), imported lazily.
+Detection (`detect()`) uses NVML through `pynvml` (package nvidia-ml-py), imported lazily by
+gpu_query.py, which holds every NVML and nvidia-smi query.
 It never raises and never initialises CUDA unless `use_torch=True` (torch is only read
 when its CUDA state is already initialised), so a CPU-only machine collects every suite.
 """
@@ -18,15 +19,21 @@ when its CUDA state is already initialised), so a CPU-only machine collects ever
 from __future__ import annotations
 
 import dataclasses
-import difflib
-import os
 import re
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from pytest_anatomy import suggest
+from pytest_anatomy.gpu_query import (  # noqa: F401 - visible_gpu_count re-exported: suites ask the catalog module
+    nvml_device_info,
+    torch_cuda_initialised,
+    torch_device_info,
+    visible_gpu_count,
+)
+from pytest_anatomy.option_names import HARDWARE_OPTION
+from pytest_anatomy.specs.errors import MissingHardwareFactError, UnknownHardwareError
 from pytest_anatomy.units import GB, TB, MiB
 
 PEAK_DTYPES: tuple[str, ...] = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8")
@@ -35,18 +42,7 @@ _NUMERIC_FIELDS: tuple[str, ...] = (
     "sm_count", "l2_bytes", "boost_clock_hz", "fp32_cores_per_sm", "memory_bus_bits",
     "memory_clock_hz",
 )
-_FIX = "pass --anatomy-hardware=<one of {names}> or add an entry to HARDWARE in pytest_anatomy/specs/hardware.py"
-
-
-class UnknownHardwareError(KeyError):
-    """A hardware name that is neither a catalog key nor a known NVML device name."""
-
-    def __str__(self) -> str:  # KeyError would repr() the message and hide newlines
-        return str(self.args[0])
-
-
-class MissingHardwareFactError(LookupError):
-    """A prediction needs a number this HardwareSpec does not have (None / no dtype entry)."""
+_FIX = f"pass {HARDWARE_OPTION}=<one of {{names}}> or add an entry to HARDWARE in pytest_anatomy/specs/hardware.py"
 
 
 @dataclass(frozen=True)
@@ -89,8 +85,8 @@ class HardwareSpec:
     def peak(self, dtype: str) -> float:
         """Dense peak FLOP/s for `dtype` (one of PEAK_DTYPES)."""
         if dtype not in PEAK_DTYPES:
-            hint = difflib.get_close_matches(dtype, PEAK_DTYPES, n=1)
-            raise KeyError(f"unknown dtype {dtype!r}{f'; did you mean {hint[0]!r}' if hint else ''}; "
+            hint = suggest.did_you_mean(dtype, PEAK_DTYPES)
+            raise KeyError(f"unknown dtype {dtype!r}{f'; {hint}' if hint else ''}; "
                            f"known: {', '.join(PEAK_DTYPES)}")
         if dtype not in self.peak_flops:
             raise MissingHardwareFactError(self._missing(f"peak_flops[{dtype!r}]"))
@@ -160,7 +156,7 @@ _H100_WP = ("NVIDIA H100 Tensor Core GPU Architecture whitepaper (H100 SXM5), "
             "https://resources.nvidia.com/en-us-tensor-core/gtc22-whitepaper-hopper")
 _H200_DS = ("NVIDIA H200 datasheet / product page, H200 SXM column (printed with sparsity; "
             "dense = half), https://www.nvidia.com/en-us/data-center/h200/")
-_H200_OURS = "measured on the project's H200 (torch device properties), see DESIGN.md and REFERENCE.md section 3"
+_H200_OURS = "measured on the project's H200 (torch device properties), see docs/FACTS.md H1"
 _MODAL = "nvidia-smi totals listed in https://github.com/modal-labs/modal-client/pull/2797"
 _A100_DS = ("NVIDIA A100 Tensor Core GPU datasheet, A100 80GB SXM column, https://www.nvidia.com/content/"
             "dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf")
@@ -201,7 +197,7 @@ HARDWARE: Mapping[str, HardwareSpec] = MappingProxyType({spec.name: spec for spe
          "fp32_cores_per_sm": _ADA, "memory_bus_bits": _NVBENCH,
          "memory_clock_hz": f"{_SEED_SMI} (clocks.max.memory 10501 MHz); {_NVBENCH}",
          "cuda_visible_memory_bytes": ("unknown exactly: the seed's vLLM log implies 23.52 GiB (rounded to "
-                                       "0.01 GiB, seed/STUDY.md), while nvbench PR #207 saw 24,563 MiB "
+                                       "0.01 GiB, docs/FACTS.md S1), while nvbench PR #207 saw 24,563 MiB "
                                        "from cudaMemGetInfo on another 4090; left None")},
         name="rtx4090", compute_capability=(8, 9), display_name="NVIDIA GeForce RTX 4090", nvml_names=("NVIDIA GeForce RTX 4090",),
         memory_bytes=24 * GB, nvml_memory_bytes=24_564 * MiB, memory_bandwidth=1008 * GB, sm_count=128,
@@ -305,9 +301,9 @@ def get_hardware(name: str) -> HardwareSpec:
     if key in _BY_NVML_NAME:
         return HARDWARE[_BY_NVML_NAME[key]]
     names = ", ".join(HARDWARE)
-    spelled = {**{k: k for k in HARDWARE}, **{n.casefold(): n for s in HARDWARE.values() for n in s.nvml_names}}
-    hints = [spelled[h] for h in difflib.get_close_matches(key, list(spelled), n=3, cutoff=0.5)]
-    hint = f" Did you mean {' or '.join(map(repr, hints))}?" if hints else ""
+    spelled = [*HARDWARE, *(n for s in HARDWARE.values() for n in s.nvml_names)]
+    hint = suggest.did_you_mean(key, spelled, n=3, cutoff=0.5, fold=True, sentence=True)
+    hint = f" {hint}" if hint else ""
     raise UnknownHardwareError(f"unknown hardware {name!r}.{hint} Known: {names}. Fix: {_FIX.format(names=names)}.")
 
 
@@ -347,7 +343,7 @@ class DetectedGPU:
 
     def with_cuda_facts(self, facts: Mapping[str, Any] | None) -> "DetectedGPU":
         """This GPU with the CUDA driver's attributes filled in where NVML had none
-        (measure/cuda_facts.py reads them in a subprocess): SM count, L2, CUDA-visible total."""
+        (gpu_query.cuda_device_facts reads them in a subprocess): SM count, L2, CUDA-visible total."""
         if not facts:
             return self
         cc = facts.get("compute_capability")
@@ -375,13 +371,13 @@ def detect(index: int = 0, *, use_torch: bool = False) -> DetectedGPU | None:
     process already initialised CUDA through torch. NVML numbers devices by PCI bus while
     CUDA's default order is fastest-first: set CUDA_DEVICE_ORDER=PCI_BUS_ID on mixed boxes."""
     try:
-        nvml = _nvml_query(index)
+        nvml = nvml_device_info(index)
     except Exception:  # noqa: BLE001 - detection is best-effort by contract
         nvml = None
     cuda: dict[str, Any] | None = None
-    if use_torch or _torch_cuda_initialised():
+    if use_torch or torch_cuda_initialised():
         try:
-            cuda = _torch_query(index)
+            cuda = torch_device_info(index)
         except Exception:  # noqa: BLE001
             cuda = None
     if nvml is None and cuda is None:
@@ -417,12 +413,12 @@ def spec_from_nvml(gpu: DetectedGPU) -> HardwareSpec:
         missing.append("SM count (NVML core count or the CUDA driver's attribute)")
     if missing or arch is None:
         raise ValueError(f"{gpu.name}: cannot build a spec from the driver alone, it did not report "
-                         f"{', '.join(missing)}; install cuda-python (the gpu extra) or pass --anatomy-hardware=NAME")
+                         f"{', '.join(missing)}; install cuda-python (the gpu extra) or pass {HARDWARE_OPTION}=NAME")
     via = f"{gpu.backend} on this machine"
     clock = gpu.sm_clock_max_mhz * 1e6  # type: ignore[operator]
     mem_clock = gpu.mem_clock_max_mhz * 1e6  # type: ignore[operator]
     consumer = "geforce" in gpu.name.casefold()
-    peaks = {d: sm_count * clock * ops for d in PEAK_DTYPES
+    peaks = {d: sm_count * clock * ops for d in PEAK_DTYPES  # type: ignore[operator]  # sm_count: checked above
              if (ops := arch.ops(d, consumer)) is not None}
     sources: dict[str, str] = {
         f"peak_flops.{d}": f"derived: {sm_count} SMs x {clock / 1e9:.3g} GHz max SM clock ({via}) x "
@@ -489,118 +485,3 @@ def spec_for_detected(gpu: DetectedGPU) -> HardwareSpec:
         notes=((f"{gpu.name!r} is not in the catalog: no datasheet peaks or nominal memory; "
                 "predictions needing them raise MissingHardwareFactError"),),
         **values)
-
-
-def _call(fn: Any, *args: Any) -> Any:
-    """One NVML query; None when unsupported on this GPU/driver (NVMLError_NotSupported etc.)."""
-    try:
-        return fn(*args)
-    except Exception:  # noqa: BLE001
-        return None
-
-
-def _text(value: Any) -> str | None:
-    return value.decode() if isinstance(value, bytes) else value  # old pynvml returned bytes
-
-
-def _nvml_query(index: int) -> dict[str, Any] | None:
-    try:
-        import pynvml  # nvidia-ml-py; lazy so CPU machines never need it
-    except ImportError:
-        return None
-    try:
-        pynvml.nvmlInit()
-    except Exception:  # noqa: BLE001 - no driver / no GPU
-        return None
-    try:
-        handle = _nvml_handle(pynvml, index)
-        if handle is None:
-            return None
-        name = _text(pynvml.nvmlDeviceGetName(handle))
-        mem = pynvml.nvmlDeviceGetMemoryInfo(handle)
-        sm, mem_clk = getattr(pynvml, "NVML_CLOCK_SM", 1), getattr(pynvml, "NVML_CLOCK_MEM", 2)
-        power_mw = _call(pynvml.nvmlDeviceGetEnforcedPowerLimit, handle)
-        if power_mw is None:
-            power_mw = _call(pynvml.nvmlDeviceGetPowerManagementLimit, handle)
-        cuda_v = _call(pynvml.nvmlSystemGetCudaDriverVersion)
-        mig = _call(pynvml.nvmlDeviceGetMigMode, handle)
-        cc = _call(pynvml.nvmlDeviceGetCudaComputeCapability, handle)
-        return {
-            "name": name, "memory_total_bytes": int(mem.total), "memory_free_bytes": int(mem.free),
-            "uuid": _text(_call(pynvml.nvmlDeviceGetUUID, handle)),
-            "sm_clock_mhz": _call(pynvml.nvmlDeviceGetClockInfo, handle, sm),
-            "mem_clock_mhz": _call(pynvml.nvmlDeviceGetClockInfo, handle, mem_clk),
-            "sm_clock_max_mhz": _call(pynvml.nvmlDeviceGetMaxClockInfo, handle, sm),
-            "mem_clock_max_mhz": _call(pynvml.nvmlDeviceGetMaxClockInfo, handle, mem_clk),
-            "power_limit_w": power_mw / 1000 if power_mw is not None else None,
-            "driver_version": _text(_call(pynvml.nvmlSystemGetDriverVersion)),
-            "cuda_driver_version": f"{cuda_v // 1000}.{cuda_v % 1000 // 10}" if cuda_v else None,
-            "mig_enabled": bool(mig[0]) if mig is not None else None,
-            "compute_capability": (int(cc[0]), int(cc[1])) if cc is not None else None,
-            "memory_bus_bits": _call(getattr(pynvml, "nvmlDeviceGetMemoryBusWidth", None), handle),
-            "cuda_cores": _call(getattr(pynvml, "nvmlDeviceGetNumGpuCores", None), handle),
-        }
-    finally:
-        _call(pynvml.nvmlShutdown)
-
-
-def visible_gpu_count() -> int:
-    """How many GPUs this process may use: NVML's device count, narrowed by CUDA_VISIBLE_DEVICES
-    (0 without NVML or a driver). Never raises, never initialises CUDA."""
-    try:
-        import pynvml
-    except ImportError:
-        return 0
-    try:
-        pynvml.nvmlInit()
-    except Exception:  # noqa: BLE001 - no driver / no GPU
-        return 0
-    try:
-        return sum(1 for i in range(16) if _nvml_handle(pynvml, i) is not None)
-    finally:
-        _call(pynvml.nvmlShutdown)
-
-
-def _nvml_handle(pynvml: Any, index: int) -> Any:
-    """NVML handle of CUDA device `index`, honouring CUDA_VISIBLE_DEVICES (indices or UUIDs)."""
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is None:
-        return _call(pynvml.nvmlDeviceGetHandleByIndex, index)
-    entries = [e.strip() for e in visible.split(",") if e.strip()]
-    if index >= len(entries):
-        return None  # "" or "-1" hides every GPU, as CUDA does
-    entry = entries[index]
-    if entry.isdigit():
-        return _call(pynvml.nvmlDeviceGetHandleByIndex, int(entry))
-    if not entry.startswith(("GPU-", "MIG-")):
-        return None  # CUDA stops at the first invalid entry
-    for i in range(_call(pynvml.nvmlDeviceGetCount) or 0):  # CUDA accepts UUID prefixes
-        handle = _call(pynvml.nvmlDeviceGetHandleByIndex, i)
-        uuid = _text(_call(pynvml.nvmlDeviceGetUUID, handle)) if handle is not None else None
-        if uuid and uuid.startswith(entry):
-            return handle
-    return None
-
-
-def _torch_cuda_initialised() -> bool:
-    torch = sys.modules.get("torch")  # never import torch just to ask
-    try:
-        return bool(torch is not None and torch.cuda.is_initialized())
-    except Exception:  # noqa: BLE001
-        return False
-
-
-def _torch_query(index: int) -> dict[str, Any] | None:
-    import torch  # lazy: only when asked or already initialised
-
-    if not torch.cuda.is_available() or index >= torch.cuda.device_count():
-        return None
-    props = torch.cuda.get_device_properties(index)
-    free, total = torch.cuda.mem_get_info(index)
-    l2 = getattr(props, "L2_cache_size", None)
-    return {
-        "name": props.name, "cuda_memory_total_bytes": int(total), "memory_free_bytes": int(free),
-        "sm_count": int(props.multi_processor_count), "l2_bytes": int(l2) if l2 else None,
-        "compute_capability": (int(props.major), int(props.minor)),
-        "torch_cuda_version": getattr(torch.version, "cuda", None),
-    }

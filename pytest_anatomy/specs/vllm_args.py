@@ -1,22 +1,17 @@
 """The vLLM `LLM(...)` arguments that shape memory and scheduling, shared by the measurement side
-(measure/vllm_engine.EngineSettings: what a run passes to vLLM) and the theory side
+(measure/engine_settings.EngineSettings: what a run passes to vLLM) and the theory side
 (theory/vllm_settings.LedgerSettings: what a prediction resolves). One definition, one validation;
 each side adds only what is its own (a seed and prefix caching; the usage context)."""
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
+
 
 MODEL_RUNNERS = ("v1", "v2")
 _POSITIVE_INTS = ("max_model_len", "tensor_parallel_size", "max_num_seqs", "max_num_batched_tokens", "block_size",
                   "kv_cache_memory_bytes")
 _REQUIRED_INTS = ("max_model_len", "tensor_parallel_size")
-
-
-def did_you_mean(value: str, allowed: tuple[str, ...] | list[str]) -> str:
-    close = difflib.get_close_matches(value, list(allowed), n=1)
-    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 Exact where the engine's arithmetic is exact: vLLM allocates KV memory in pages of
 `block_size` tokens per layer, takes `available // page_bytes // layers_per_group` blocks and
-reports `blocks * block_size` tokens (REFERENCE.md section 1.1, step 4). Given the engine's
+reports `blocks * block_size` tokens (docs/FACTS.md V5, V7). Given the engine's
 own available-memory number, blocks, tokens and max concurrency follow with no slack; the
 only uncertainty left is how that number was rounded when it was logged.
 """
@@ -41,7 +41,7 @@ def kv_layer_bytes_per_token(model: ModelSpec, kv_cache_dtype: str = "auto", tp:
     if model.attention == "mla":
         # MLA caches one compressed latent (kv_lora_rank) plus the shared rope key per token,
         # the same on every rank.
-        width = model.kv_lora_rank + model.qk_rope_head_dim
+        width = model.kv_lora_rank + model.qk_rope_head_dim  # type: ignore[operator]  # set for MLA
         if dtype_name == "fp8_ds_mla":
             return Prediction(656, "B", "656 (fp8_ds_mla packed latent + scales + bf16 rope)",
                               {"kv_cache_dtype": dtype_name})
@@ -196,11 +196,11 @@ def weight_bytes(model: ModelSpec, weight_format: str = "auto", *, matmul_only: 
         if matmul_only and not t.linear:
             continue
         quantizable = len(t.shape) == 2 and t.linear and t.role != "lm_head"
-        b = linear.bytes_for((t.shape[0], t.shape[1])) if quantizable else t.numel * elem
+        b = linear.bytes_for((t.shape[0], t.shape[1])) if quantizable else t.numel * elem  # type: ignore[operator]
         by_role[t.role] = by_role.get(t.role, 0) + int(b)
     if matmul_only and model.tie_word_embeddings and "lm_head" not in by_role:
         emb = next(t for t in tensors if t.role == "embedding")
-        by_role["lm_head"] = int(emb.numel * elem)
+        by_role["lm_head"] = int(emb.numel * elem)  # type: ignore[operator]
     total: float = sum(by_role.values())
     notes = []
     if tp > 1:
@@ -232,7 +232,7 @@ def _model_dtype(model: ModelSpec) -> str:
 def llamacpp_kv_buffer_bytes(model: ModelSpec, n_ctx: int, type_k: str = "f16", type_v: str = "f16") -> Prediction:
     """llama.cpp's `KV buffer size`: n_ctx cells x layers x (K row + V row), block-quantized rows.
 
-    Hybrid models store KV only for their full-attention layers (REFERENCE.md 1.3)."""
+    Hybrid models store KV only for their full-attention layers (docs/FACTS.md L2)."""
     if model.attention == "mla":
         raise NotModeled("llama.cpp's MLA cache layout is not modeled yet")
     k_elems = model.num_kv_heads * model.head_dim

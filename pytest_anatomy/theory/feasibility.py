@@ -275,7 +275,7 @@ def judge_capacity(answers: Answers, plan: Plan, capacity: CapacityFn) -> tuple[
         raise ImpossiblePlan(f"{plan.model.name}: {short}; {advice}")
     warnings: list[str] = []
     blocks = _value(answers, "num_gpu_blocks")
-    need = _blocks_per_request(plan)
+    need: float = _blocks_per_request(plan)
     if blocks is not None and blocks < need:
         tokens = int(blocks) * plan.block_size
         warnings.append(

@@ -1,4 +1,4 @@
-"""Three ledgers for hand-written kernels, as Predictions (STUDY.md stage 02; issue 5).
+"""Three ledgers for hand-written kernels, as Predictions (the seed's stage 02: docs/FACTS.md S8).
 
 1. Byte ledger: bytes over bandwidth, FLOPs over peak; the larger is the floor. Two byte
    counts: *issued* (what the kernel's load instructions ask for if no cache helped: the
@@ -10,8 +10,8 @@
    broadcast shared loads, global loads -- priced in SM-cycles per warp-FMA ("beat"); three
    prices fitted on named rungs by least squares, predicting the other rungs.
 
-Every function here is pure: counts come from a rung's access pattern (frozen dataclasses the
-kernel registry fills in), hardware numbers from a HardwareSpec or from ceilings measured in a
+Every function here is pure: counts come from a rung's access pattern (kernels/access.py: facts
+about a kernel, which the registries fill in and this theory reads), hardware numbers from a HardwareSpec or from ceilings measured in a
 separate run, fitted prices from rungs the caller names. Nothing here reads a measurement of the
 rung it predicts. Occupancy from a compiler resource report lives in theory/kernel_occupancy.py.
 """
@@ -21,77 +21,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from pytest_anatomy.held_out import FitSet
+from pytest_anatomy.kernels.access import GemmAccess, StreamAccess
 from pytest_anatomy.theory.prediction import Prediction, Term
 
 KINDS = ("lds_distinct", "lds_broadcast", "ldg")
-
-
-@dataclass(frozen=True)
-class GemmAccess:
-    """Per-thread load instructions per FMA, by kind, for one GEMM rung (all rungs have one
-    FMA per (row, col, k) triple, so these are also per-warp counts per warp-FMA).
-
-    ldg / lds_*   -- instructions per FMA; a float4 load counts once (vector=4)
-    requests      -- distinct 128-byte lines per warp-FMA touched by the global loads
-    vector        -- elements per load instruction (1 or 4): issued bytes = ldg * 4 * vector
-    """
-
-    name: str
-    ldg: float
-    lds_distinct: float
-    lds_broadcast: float
-    requests: float
-    vector: int = 1
-    tensor_core: bool = False
-
-    def counts(self) -> dict[str, float]:
-        return {"lds_distinct": self.lds_distinct, "lds_broadcast": self.lds_broadcast, "ldg": self.ldg}
-
-    @property
-    def issued_bytes_per_fma(self) -> float:
-        return self.ldg * 4.0 * self.vector
-
-
-def naive_access() -> GemmAccess:
-    """threadIdx.x -> row: A read 32 rows apart (32 lines), B one address (1 line)."""
-    return GemmAccess("naive", ldg=2.0, lds_distinct=0.0, lds_broadcast=0.0, requests=33.0)
-
-
-def coalesced_access() -> GemmAccess:
-    """threadIdx.x -> column: A one address (1 line), B 32 consecutive floats (1 line)."""
-    return GemmAccess("coalesced", ldg=2.0, lds_distinct=0.0, lds_broadcast=0.0, requests=2.0)
-
-
-def tiled_access(name: str, bm: int, bn: int, tm: int = 1, tn: int = 1, vector: int = 1,
-                 coarsen: int = 1, a_loads_per_k: int | None = None, b_loads_per_k: int | None = None) -> GemmAccess:
-    """A block tile bm x bn staged through shared memory; each thread computes tm x tn outputs.
-
-    Per k a thread loads tm A values (broadcast: lanes of a warp share rows) and tn B values
-    (distinct addresses), or the given counts, each `vector` wide. Global loads per FMA:
-    (bm + bn) / (bm * bn), divided by vector; `coarsen` = c reuses one A tile for c B tiles
-    (PMPP's thread coarsening): (1 + c) / (c * bm) for square bm x bm tiles. Requests assume
-    each warp load covers whole 128-byte lines (one line per 32 floats)."""
-    a = tm if a_loads_per_k is None else a_loads_per_k
-    b = tn if b_loads_per_k is None else b_loads_per_k
-    fma_per_k = tm * tn
-    if coarsen > 1:
-        if bm != bn or tm != 1 or tn != 1:
-            raise ValueError("coarsening is modelled for square one-output-per-thread tiles only")
-        ldg = (1 + coarsen) / (coarsen * bm)
-        a_lds, b_lds = 1.0, 1.0  # PMPP re-reads both operands from shared memory for every output
-    else:
-        ldg = (bm + bn) / (bm * bn)
-        a_lds, b_lds = a / fma_per_k, b / fma_per_k
-    return GemmAccess(name, ldg=ldg / vector, lds_distinct=b_lds / vector, lds_broadcast=a_lds / vector,
-                      requests=ldg, vector=vector)
-
-
-def tensor_core_access(name: str, bm: int, bn: int) -> GemmAccess:
-    """bf16 mma.sync rung: only global traffic is comparable with the fp32 rungs (16-byte
-    cp.async of 8 bf16: ldg counts 16-byte copies per FMA)."""
-    per_fma = (bm + bn) / (bm * bn) / 8
-    return GemmAccess(name, ldg=per_fma, lds_distinct=0.0, lds_broadcast=0.0, requests=per_fma * 4,
-                      vector=4, tensor_core=True)
 
 
 # --- byte ledger ---------------------------------------------------------------------------
@@ -118,24 +52,6 @@ def gemm_byte_ledger(access: GemmAccess, m: int, n: int, k: int, *, peak_flops: 
         (Term("2MNK / peak", t_flop, "s"), Term(f"{model} bytes / bandwidth", t_byte, "s", f"{nbytes:.4g} B")),
         notes=(f"a floor: a rung faster than this moved fewer DRAM bytes than counted; {sources}".rstrip("; "),),
     )
-
-
-@dataclass(frozen=True)
-class StreamAccess:
-    """A memory-bound rung over an M x N fp32 tensor, in passes over it.
-
-    reads / writes  -- passes the load / store instructions issue over the whole tensor
-    dram_reads      -- passes that reach DRAM if a block's re-read of its own row stays on chip
-    aux_bytes_row   -- per-row side traffic (a 1/rms or a row max written and read back)
-    weight          -- a length-N weight vector read once per row (from cache after the first)
-    """
-
-    name: str
-    reads: float
-    writes: float
-    dram_reads: float
-    aux_bytes_row: float = 0.0
-    weight: bool = False
 
 
 def stream_bytes(access: StreamAccess, m: int, n: int, model: str = "issued") -> float:
@@ -236,13 +152,13 @@ def priced_time(counts: Mapping[str, float], prices: Prices, m: int, n: int, k: 
     terms = tuple(Term(f"{kind} {counts.get(kind, 0.0):.4g}/FMA x {price:.3g} cyc", counts.get(kind, 0.0) * price,
                        "cycles") for kind, price in prices.cycles.items())
     beat = sum(t.value for t in terms)
-    held_out = rung not in prices.fitted_on
+    fits = FitSet.of(f"the {prices.ledger} prices", prices.fitted_on)
+    held_out = fits.is_held_out(rung)
     return Prediction(
         time_from_beat(beat, m, n, k, sm_count, clock_hz), "s",
         "beat x (MNK / 32 / SMs) / clock, beat = sum(count_kind x price_kind)",
         {"M": m, "N": n, "K": k, "sm_count": sm_count, "clock_hz": clock_hz, "beat_cycles": beat, "rung": rung,
          "held_out": held_out},
-        terms, notes=(prices.note(), "this rung is held out of the fit" if held_out else
-                      "this rung is one of the fit's own rungs: agreement here is by construction"),
+        terms, notes=(prices.note(), fits.note(rung)),
     )
 

@@ -23,9 +23,10 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from pytest_anatomy.specs.workload import poisson_arrivals
+from pytest_anatomy.stats import percentile
 from pytest_anatomy.theory.latency import StepModel
 from pytest_anatomy.theory.prediction import Prediction, Term
 
@@ -43,7 +44,7 @@ class SchedulerConfig:
 
     @property
     def usable_blocks(self) -> float:
-        # vLLM's BlockPool holds block 0 back as the null block (REFERENCE.md 1.1 step 4).
+        # vLLM's BlockPool holds block 0 back as the null block (docs/FACTS.md V6).
         return math.inf if self.num_gpu_blocks is None else self.num_gpu_blocks - 1
 
 
@@ -97,17 +98,6 @@ class _Request:
         self.length = self.prompt + self.generated
 
 
-def percentile(values: Sequence[float], p: float) -> float:
-    """numpy's default (linear) percentile, as `vllm bench serve` and measure/load_stats use."""
-    if not values:
-        raise ValueError("percentile of no values")
-    s = sorted(values)
-    rank = p / 100 * (len(s) - 1)
-    lo = math.floor(rank)
-    hi = min(lo + 1, len(s) - 1)
-    return s[lo] + (s[hi] - s[lo]) * (rank - lo)
-
-
 @dataclass(frozen=True)
 class SimResult:
     """Per-request times (seconds from the workload's start) and engine counters."""
@@ -145,107 +135,168 @@ class SimResult:
         return len(self.e2e) / self.duration
 
 
+@dataclass(slots=True)
+class _Engine:
+    """The simulated engine between two steps: its queues, free KV blocks, clock and counters."""
+
+    sched: SchedulerConfig
+    work: Workload
+    free: float  # KV blocks
+    future: deque[tuple[float, int]]  # (arrival time, request id) not yet arrived
+    next_id: int  # the next closed-loop request to send when one finishes
+    waiting: deque[_Request] = field(default_factory=deque)
+    running: list[_Request] = field(default_factory=list)
+    done: list[_Request] = field(default_factory=list)
+    t: float = 0.0
+    steps: int = 0
+    preemptions: int = 0
+    recomputed: int = 0
+    mixed: int = 0
+    max_running: int = 0
+    running_time: float = 0.0
+
+    @classmethod
+    def start(cls, sched: SchedulerConfig, work: Workload) -> "_Engine":
+        if work.concurrency is not None:
+            future = deque((0.0, i) for i in range(min(work.concurrency, work.num_requests)))
+            return cls(sched, work, sched.usable_blocks, future, len(future))
+        return cls(sched, work, sched.usable_blocks, deque((t, i) for i, t in enumerate(work.arrivals or ())),
+                   work.num_requests)
+
+
 def simulate(steps: StepModel, sched: SchedulerConfig, work: Workload, *, max_steps: int = 2_000_000) -> SimResult:
-    """Run the workload through the scheduler; deterministic."""
-    bs = sched.block_size
-    free = sched.usable_blocks
-    waiting: deque[_Request] = deque()
-    running: list[_Request] = []
-    done: list[_Request] = []
-    if work.concurrency is not None:
-        future = deque((0.0, i) for i in range(min(work.concurrency, work.num_requests)))
-        next_id = len(future)
-    else:
-        future = deque((t, i) for i, t in enumerate(work.arrivals or ()))
-        next_id = work.num_requests
-    t, n_steps, preemptions, recomputed, mixed, max_running, running_time = 0.0, 0, 0, 0, 0, 0, 0.0
-    while len(done) < work.num_requests:
-        while future and future[0][0] <= t:
-            at, i = future.popleft()
-            waiting.append(_Request(i, at, work.input_len, work.output_len))
-        if not running and not waiting:
-            t = future[0][0]
+    """Run the workload through the scheduler, step by step; deterministic. In each step arrivals
+    join the waiting queue, running requests are scheduled first (preempting from the back when
+    the KV pool runs out), waiting ones are admitted into the token budget left, the step is priced
+    by the step model, and the tokens it produced land."""
+    eng = _Engine.start(sched, work)
+    while len(eng.done) < work.num_requests:
+        _arrive(eng)
+        if not eng.running and not eng.waiting:
+            eng.t = eng.future[0][0]
             continue
-        budget = sched.max_num_batched_tokens
         scheduled: list[tuple[_Request, int]] = []
-        preempted_now = False
-        idx = 0
-        while idx < len(running) and budget > 0:
-            r = running[idx]
-            n = r.length - r.computed
-            if n > budget:
-                n = budget
-            need = -(-(r.computed + n) // bs) - r.blocks  # r's own blocks: unchanged by preempting others
-            while need > free:
-                victim = running.pop()
-                free += victim.blocks
-                recomputed += victim.computed
-                victim.blocks, victim.computed = 0, 0
-                victim.preempted += 1
-                waiting.appendleft(victim)
-                preemptions += 1
-                preempted_now = True
-                if victim is r:
-                    break
-            else:
-                free -= need
-                r.blocks += need
-                scheduled.append((r, n))
-                budget -= n
-                idx += 1
-                continue
-            break  # r itself was preempted: nothing after it is left in running
-        while (not preempted_now and waiting and budget > 0 and len(running) < sched.max_num_seqs):
-            r = waiting[0]
-            n = r.length - r.computed
-            if n > budget:
-                n = budget
-            need = -(-(r.computed + n) // bs) - r.blocks
-            gate = -(-r.length // bs) - r.blocks if sched.reserve_full_sequence else need
-            if need > free or gate > free:
-                break
-            waiting.popleft()
-            free -= need
-            r.blocks += need
-            if r.first_scheduled is None:
-                r.first_scheduled = t
-            running.append(r)
-            scheduled.append((r, n))
-            budget -= n
+        budget, preempted_now = _schedule_running(eng, scheduled)
+        _admit_waiting(eng, scheduled, budget, preempted_now)
         if not scheduled:  # nothing fits even alone: the pool cannot hold one request
             raise ValueError(f"a request of {work.input_len}+{work.output_len} tokens does not fit in "
-                             f"{sched.usable_blocks} blocks of {bs}; the engine would refuse it")
-        dec_n, dec_ctx, chunks = 0, 0.0, []
-        for r, n in scheduled:
-            if n == 1 and r.generated > 0 and r.computed == r.length - 1:
-                dec_n += 1
-                dec_ctx += r.computed + 1
-            else:
-                chunks.append((n, r.computed))
-        dt = steps.seconds(dec_n, dec_ctx, tuple(chunks))
-        mixed += bool(chunks and dec_n)
-        running_time += len(running) * dt
-        max_running = max(max_running, len(running))
-        t += dt
-        n_steps += 1
-        if n_steps > max_steps:
+                             f"{sched.usable_blocks} blocks of {sched.block_size}; the engine would refuse it")
+        eng.t += _step_seconds(eng, steps, scheduled)
+        eng.steps += 1
+        if eng.steps > max_steps:
             raise RuntimeError(f"simulation exceeded {max_steps} steps; the workload never drains")
-        for r, n in scheduled:
-            r.computed += n
-            if r.computed < r.length:
-                continue  # a chunk of a longer prompt: no token yet
-            r.generated += 1
-            r.length += 1
-            r.token_times.append(t)
-            if r.generated >= r.target:
-                running.remove(r)
-                free += r.blocks
-                r.blocks = 0
-                done.append(r)
-                if work.concurrency is not None and next_id < work.num_requests:
-                    future.append((t, next_id))
-                    next_id += 1
-    return _result(done, t, n_steps, preemptions, recomputed, max_running, running_time, mixed, steps.calibration)
+        _land_tokens(eng, scheduled)
+    return _result(eng.done, eng.t, eng.steps, eng.preemptions, eng.recomputed, eng.max_running, eng.running_time,
+                   eng.mixed, steps.calibration)
+
+
+def _arrive(eng: _Engine) -> None:
+    """Requests whose send time has come join the waiting queue."""
+    future, work = eng.future, eng.work
+    while future and future[0][0] <= eng.t:
+        at, i = future.popleft()
+        eng.waiting.append(_Request(i, at, work.input_len, work.output_len))
+
+
+def _schedule_running(eng: _Engine, scheduled: list[tuple[_Request, int]]) -> tuple[int, bool]:
+    """Running requests first, in order, each its next chunk within the token budget; when the
+    KV pool cannot hold a request's next blocks, the newest running request is preempted (its
+    blocks freed, its tokens to be recomputed) until it fits or is itself the one preempted.
+    Returns the token budget left and whether the step preempted."""
+    bs, running, waiting = eng.sched.block_size, eng.running, eng.waiting
+    free = eng.free  # a local: read for every running request on every step
+    budget = eng.sched.max_num_batched_tokens
+    preempted_now = False
+    idx = 0
+    while idx < len(running) and budget > 0:
+        r = running[idx]
+        n = r.length - r.computed
+        if n > budget:
+            n = budget
+        need = -(-(r.computed + n) // bs) - r.blocks  # r's own blocks: unchanged by preempting others
+        while need > free:
+            victim = running.pop()
+            free += victim.blocks
+            eng.recomputed += victim.computed
+            victim.blocks, victim.computed = 0, 0
+            victim.preempted += 1
+            waiting.appendleft(victim)
+            eng.preemptions += 1
+            preempted_now = True
+            if victim is r:
+                break
+        else:
+            free -= need
+            r.blocks += need
+            scheduled.append((r, n))
+            budget -= n
+            idx += 1
+            continue
+        break  # r itself was preempted: nothing after it is left in running
+    eng.free = free
+    return budget, preempted_now
+
+
+def _admit_waiting(eng: _Engine, scheduled: list[tuple[_Request, int]], budget: int, preempted_now: bool) -> None:
+    """Waiting requests, first come first served, while the budget, max_num_seqs and the KV pool
+    allow (the whole current sequence must fit under reserve_full_sequence); none in a step that
+    preempted, as in vLLM's scheduler."""
+    sched, bs, running, waiting = eng.sched, eng.sched.block_size, eng.running, eng.waiting
+    while (not preempted_now and waiting and budget > 0 and len(running) < sched.max_num_seqs):
+        r = waiting[0]
+        n = r.length - r.computed
+        if n > budget:
+            n = budget
+        need = -(-(r.computed + n) // bs) - r.blocks
+        gate = -(-r.length // bs) - r.blocks if sched.reserve_full_sequence else need
+        if need > eng.free or gate > eng.free:
+            break
+        waiting.popleft()
+        eng.free -= need
+        r.blocks += need
+        if r.first_scheduled is None:
+            r.first_scheduled = eng.t
+        running.append(r)
+        scheduled.append((r, n))
+        budget -= n
+
+
+def _step_seconds(eng: _Engine, steps: StepModel, scheduled: list[tuple[_Request, int]]) -> float:
+    """The step model's time for this step's decodes (with their contexts) and prefill chunks;
+    counts the step's mixing and running requests."""
+    dec_n, dec_ctx, chunks = 0, 0.0, []
+    for r, n in scheduled:
+        if n == 1 and r.generated > 0 and r.computed == r.length - 1:
+            dec_n += 1
+            dec_ctx += r.computed + 1
+        else:
+            chunks.append((n, r.computed))
+    dt = steps.seconds(dec_n, dec_ctx, tuple(chunks))
+    eng.mixed += bool(chunks and dec_n)
+    eng.running_time += len(eng.running) * dt
+    eng.max_running = max(eng.max_running, len(eng.running))
+    return dt
+
+
+def _land_tokens(eng: _Engine, scheduled: list[tuple[_Request, int]]) -> None:
+    """A request whose chunk completes its sequence emits a token at the step's end; one that
+    reached its output length finishes, frees its blocks and, in a closed loop, sends the next."""
+    t, work = eng.t, eng.work
+    for r, n in scheduled:
+        r.computed += n
+        if r.computed < r.length:
+            continue  # a chunk of a longer prompt: no token yet
+        r.generated += 1
+        r.length += 1
+        r.token_times.append(t)
+        if r.generated >= r.target:
+            eng.running.remove(r)
+            eng.free += r.blocks
+            r.blocks = 0
+            eng.done.append(r)
+            if work.concurrency is not None and eng.next_id < work.num_requests:
+                eng.future.append((t, eng.next_id))
+                eng.next_id += 1
 
 
 def _result(done: list[_Request], t: float, n_steps: int, preemptions: int, recomputed: int,

@@ -29,7 +29,8 @@ import bisect
 import itertools
 from dataclasses import dataclass, field
 
-MiB = 1 << 20
+from pytest_anatomy.units import MiB
+
 K_MIN_BLOCK_SIZE = 512
 K_SMALL_SIZE = 1 * MiB
 K_SMALL_BUFFER = 2 * MiB

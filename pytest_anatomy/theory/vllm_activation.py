@@ -37,13 +37,14 @@ from pytest_anatomy.theory.prediction import Prediction, Term
 from pytest_anatomy.theory.torch_allocator import round_size
 from pytest_anatomy.theory.vllm_load import rank_shapes
 from pytest_anatomy.theory.vllm_settings import FittedConstant, ResolvedSettings
+from pytest_anatomy.units import KiB
 
 # Compute capability by catalog name (NVIDIA's CUDA GPU list): it picks PyTorch's cuBLAS workspace size.
 COMPUTE_CAPABILITY: dict[str, tuple[int, int]] = {
     "h100-sxm": (9, 0), "h200": (9, 0), "a100-80gb": (8, 0), "rtx4090": (8, 9), "l40s": (8, 9)}
 CUBLAS_WORKSPACE_LARGE = 4096 * 8 * 1024  # ":4096:8" on majors 9, 10, 11, 12 (CublasHandlePool.cpp)
 CUBLAS_WORKSPACE_DEFAULT = 4096 * 1024 * 2 + 16 * 1024 * 8  # ":4096:2:16:8"
-CUBLASLT_WORKSPACE = 1024 * 1024  # CUBLASLT_WORKSPACE_SIZE default, 1024 KiB
+CUBLASLT_WORKSPACE = 1024 * KiB  # CUBLASLT_WORKSPACE_SIZE default, 1024 KiB
 # Models whose MLP module keeps gate_up alive through down_proj in eager mode (Qwen2MLP.forward).
 _GATE_UP_HELD = frozenset({"qwen2"})
 

@@ -53,7 +53,7 @@ class LedgerSettings(VLLMArgs):
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> LedgerSettings:
-        """Build from a recording's `settings` block (measure.vllm_engine.EngineSettings fields)."""
+        """Build from a recording's `settings` block (measure.engine_settings.EngineSettings fields)."""
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known - _IGNORED)
         if unknown:
@@ -138,7 +138,7 @@ def resolve(hardware: HardwareSpec, settings: LedgerSettings) -> ResolvedSetting
                          "refuses to start; lower max_num_seqs or raise max_num_batched_tokens")
     block = settings.block_size or DEFAULT_BLOCK_SIZE
     sources["block_size"] = "given" if settings.block_size else f"vLLM default {DEFAULT_BLOCK_SIZE}"
-    runner: Runner = settings.model_runner or "v2"
+    runner: Runner = settings.model_runner or "v2"  # type: ignore[assignment]  # VLLMArgs checks v1/v2
     sources["runner"] = "given" if settings.model_runner else "vLLM 0.26.0 default for dense decoders: V2"
     graphs = not settings.enforce_eager
     sizes = default_capture_sizes(seqs, tokens) if graphs else ()

@@ -29,7 +29,6 @@ ids already done, and <part> counts the calls, so files of later calls never ove
 from __future__ import annotations
 
 import argparse
-import difflib
 import json
 import os
 import platform
@@ -48,16 +47,14 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from pytest_anatomy.measure.vllm_engine import (
-    EngineSettings,
-    measure_memory_ledger,
-    read_gpu_memory,
-)
+from pytest_anatomy import suggest
+from pytest_anatomy.gpu_query import read_gpu_memory
+from pytest_anatomy.measure.vllm_engine import EngineSettings, measure_memory_ledger
+from pytest_anatomy.units import GiB
 
 SCHEMA = "pytest-anatomy/device-batch/v1"
 CATALOG = REPO / "pytest_anatomy" / "specs" / "configs"
 T_START = time.monotonic()
-GiB = 2**30
 
 # Planning estimates (seconds), from the device README: `import vllm` ~20 s, engine start ~26-44 s
 # eager, +~25 s for torch.compile and CUDA graphs; padded for bigger models and capture sizes.
@@ -232,8 +229,8 @@ def select(plan: tuple[PlanEntry, ...], only: list[str] | None, models: list[str
     ids = [e.id for e in plan]
     for wanted in only or []:
         if wanted not in ids:
-            close = difflib.get_close_matches(wanted, ids, n=1)
-            raise SystemExit(f"--only: no plan entry {wanted!r}" + (f"; did you mean {close[0]!r}?" if close else "")
+            hint = suggest.did_you_mean(wanted, ids)
+            raise SystemExit(f"--only: no plan entry {wanted!r}" + (f"; {hint}" if hint else "")
                              + " (--dry-run lists the ids)")
     names = sorted({e.model for e in plan})
     for wanted in models or []:

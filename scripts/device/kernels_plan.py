@@ -72,16 +72,13 @@ def baseline_for(v: Variant) -> Variant:
 
 
 def nvidia_smi() -> dict[str, Any]:
-    fields = "name,driver_version,pstate,clocks.sm,clocks.mem,clocks.max.sm,clocks.max.mem,power.limit,temperature.gpu"
-    try:
-        from pytest_anatomy.measure.ceilings import smi_id  # CUDA_VISIBLE_DEVICES-aware
+    from pytest_anatomy.gpu_query import smi_query  # CUDA_VISIBLE_DEVICES-aware
 
-        out = subprocess.run(["nvidia-smi", f"--id={smi_id(0)}", f"--query-gpu={fields}", "--format=csv,noheader,nounits"],
-                             capture_output=True, text=True, timeout=30, check=True).stdout.splitlines()[0]
-    except (OSError, subprocess.SubprocessError, IndexError) as exc:
-        return {"error": f"{type(exc).__name__}: {exc}"}
-    vals = [v.strip() for v in out.split(",")]
-    summary = dict(zip(fields.split(","), vals))
+    fields = "name,driver_version,pstate,clocks.sm,clocks.mem,clocks.max.sm,clocks.max.mem,power.limit,temperature.gpu"
+    vals = smi_query(fields.split(","))
+    if vals is None:
+        return {"error": "nvidia-smi did not answer (absent, failed or timed out)"}
+    summary: dict[str, Any] = dict(zip(fields.split(","), vals))
     summary["driver"] = summary.get("driver_version")
     summary["cuda_visible_devices"] = os.environ.get("CUDA_VISIBLE_DEVICES")
     return {"summary": summary}
@@ -233,6 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     deadline = T0 + args.budget_s
     batch = Batch(out_dir, args)
+    from pytest_anatomy.gpu_query import nvidia_smi_snapshot
     from pytest_anatomy.measure import ceilings
     from pytest_anatomy.measure.kernel_runner import KernelRunner
 
@@ -240,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     facts = runner.facts
     cl = {"facts": {"name": runner.gpu_name, "sm_count": facts.sm_count, "arch": runner.arch},
           "read_bandwidth": ceilings.read_bandwidth(2 * 1024**3, 20, 3),
-          "copy_bandwidth": ceilings.copy_bandwidth(2 * 1024**3, 20, 3), "clocks": ceilings.nvidia_smi_snapshot()}
+          "copy_bandwidth": ceilings.copy_bandwidth(2 * 1024**3, 20, 3), "clocks": nvidia_smi_snapshot()}
     batch.add({"id": "kernels-ceilings", "settings": {"buffer_gib": 2, "runs": 20}, "result": {"kind": "ceilings", **cl}})
     log(f"read {cl['read_bandwidth']['value'] / 1e12:.3f} TB/s, copy {cl['copy_bandwidth']['value'] / 1e12:.3f} TB/s")
     try:

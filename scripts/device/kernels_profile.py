@@ -8,7 +8,7 @@ the report's rows map to rungs without relying on launch counts of torch's own k
 manifest ($OUT/profile-manifest.json) lists index -> rung.
 
 On the device: `bash scripts/device/kernels_profile.sh` runs this script under ncu (its one
-command line is the reference: --clock-control none, as METHOD.md asks, caches flushed before
+command line is the reference: --clock-control none, as docs/FACTS.md M1 asks, caches flushed before
 every replayed kernel, the sections and metrics the importer reads, a timeout).
 
 Here: `python3 scripts/device/kernels_profile.py --dry-run` lists the launches.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: Nsight Compute over every kernel rung (scripts/device/kernels_profile.py).
-# Clocks are left alone (--clock-control none, METHOD.md); caches are flushed before each replay.
+# Clocks are left alone (--clock-control none, docs/FACTS.md M1); caches are flushed before each replay.
 set -o pipefail
 OUT=${OUT:-profile-out}
 mkdir -p "$OUT"

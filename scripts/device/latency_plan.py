@@ -473,7 +473,7 @@ def main_model_id(args: argparse.Namespace) -> str:
 
 def base_provenance(args: argparse.Namespace, config: dict[str, Any], source: str,
                     cost: CostModel, model: str = MODEL) -> dict[str, Any]:
-    from pytest_anatomy.measure.ceilings import nvidia_smi_snapshot
+    from pytest_anatomy.gpu_query import nvidia_smi_snapshot
 
     return {
         "date_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -935,7 +935,7 @@ def main(argv: list[str] | None = None) -> int:
         except Exception:  # the first model's results are already on disk; never lose them
             log(f"[plan] second model {name} FAILED:\n{traceback.format_exc()}")
             code = max(code, 4)
-    from pytest_anatomy.measure.ceilings import nvidia_smi_snapshot
+    from pytest_anatomy.gpu_query import nvidia_smi_snapshot
 
     out.doc["provenance"]["nvidia_smi_end"] = nvidia_smi_snapshot()
     out.doc["provenance"]["wall_s"] = time.monotonic() - T_START

@@ -7,19 +7,20 @@ and the verdicts (targets, the session cache, recording, the lab's mapping, the 
 real, so a live session on the card can be checked on CPU against the replay of the same data.
 Use: `PYTHONPATH=tests_plugin/live_rehearsal pytest -p fake_h200 -m gpu --anatomy-source=live`.
 """
-import pytest
 from pytest_anatomy.specs import hardware
-from pytest_anatomy.measure import cuda_facts
+from pytest_anatomy import gpu_query
 
 def pytest_configure(config):
     gpu = hardware.DetectedGPU(index=0, name="NVIDIA H200", backend="nvml", memory_total_bytes=143771*2**20,
                                catalog_name="h200", compute_capability=(9, 0), sm_clock_max_mhz=1980, mem_clock_max_mhz=3201,
                                memory_bus_bits=6144, cuda_cores=16896)
     hardware.detect = lambda *a, **k: gpu
-    cuda_facts.cuda_device_facts = lambda *a, **k: {"sm_count": 132, "l2_bytes": 60*2**20, "cuda_memory_total_bytes": 150_109_880_320, "compute_capability": [9,0]}
+    gpu_query.cuda_device_facts = lambda *a, **k: {"sm_count": 132, "l2_bytes": 60*2**20, "cuda_memory_total_bytes": 150_109_880_320, "compute_capability": [9,0]}
     hardware.visible_gpu_count = lambda: 1
 
-import glob, json, lzma
+import glob
+import json
+import lzma
 from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 
@@ -53,9 +54,12 @@ def fake_run_plan(plan, config, out_dir, log=print):
     return [main] + second
 
 def pytest_sessionstart(session):
-    import sys, types, importlib.machinery
+    import importlib.machinery
+    import sys
+    import types
     from pytest_anatomy.measure import vllm_engine, latency_live
     vllm_engine.measure_memory_ledger = fake_measure_memory_ledger
     latency_live.run_plan = fake_run_plan
-    mod = types.ModuleType("vllm"); mod.__spec__ = importlib.machinery.ModuleSpec("vllm", None)
+    mod = types.ModuleType("vllm")
+    mod.__spec__ = importlib.machinery.ModuleSpec("vllm", None)
     sys.modules["vllm"] = mod

@@ -1,0 +1,27 @@
+"""What every pytest-anatomy subcommand shares: argument checks and how a refusal is printed.
+
+Its own module so that cli.py and cli_latency.py (which cli.py loads for `predict latency`) both
+use it without importing each other."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def non_empty(text: str) -> str:
+    """argparse type for a name: an empty one would resolve to the current folder."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    return text.strip()
+
+
+def error(exc: BaseException) -> int:
+    """One line on stderr, exit 2: every refused input and impossible plan ends here."""
+    message = str(exc.args[0]) if exc.args else str(exc)
+    print(f"pytest-anatomy: error: {' '.join(message.split())}", file=sys.stderr)
+    return 2
+
+
+def warn(message: str) -> None:
+    print(f"pytest-anatomy: warning: {message}", file=sys.stderr)

@@ -1,0 +1,37 @@
+"""Percentiles and medians, once, for measurements, theory and the report alike.
+
+numpy's default ('linear') percentile in pure Python: `vllm bench serve` reports its p50/p90/p99
+with numpy, so a recorded percentile and a simulated one are comparable only if both are computed
+this way; and the plugin must not import numpy to render a report."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+
+
+def percentile(values: Sequence[float], p: float) -> float:
+    """numpy.percentile(values, p) with its default 'linear' method.
+
+    rank = p/100 * (n - 1); the result interpolates between the two neighbouring order
+    statistics. Raises on an empty sequence instead of returning nan, so a silent 0.0 can
+    never enter a report."""
+    if not values:
+        raise ValueError("percentile() of an empty sequence: no samples were recorded")
+    if not 0.0 <= p <= 100.0:
+        raise ValueError(f"percentile p={p!r} is outside [0, 100]")
+    ordered = sorted(values)
+    rank = p / 100.0 * (len(ordered) - 1)
+    low = math.floor(rank)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+def median(values: Sequence[float]) -> float:
+    """The middle value, the mean of the two middle ones for an even count (statistics.median):
+    the timings in results/ were summarised this way, so a replay must compute it identically.
+    (percentile(values, 50) is the same number up to the last bit of rounding.)"""
+    if not values:
+        raise ValueError("median() of an empty sequence: no samples were recorded")
+    return statistics.median(values)

@@ -1,0 +1,192 @@
+"""The package's shape, checked from its source: layers, import cycles, module and function size,
+one place per job. Parsed with `ast`, so nothing here imports what it checks."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from functools import cache
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "pytest_anatomy"
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+@cache
+def _sources() -> dict[str, tuple[Path, ast.Module]]:
+    return {_module_name(p): (p, ast.parse(p.read_text(encoding="utf-8"))) for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _imports(module: str, tree: ast.Module, *, top_level_only: bool) -> set[str]:
+    """Package modules `module` imports (an `from a import b` counts as a.b when that is a module)."""
+    known = _sources()
+    nodes = tree.body if top_level_only else list(ast.walk(tree))
+    out: set[str] = set()
+    is_package = known[module][0].name == "__init__.py"
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = module.split(".")[: len(module.split(".")) - node.level + (1 if is_package else 0)]
+                base = ".".join([*anchor, *([base] if base else [])])
+            names = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base for alias in node.names]
+        else:
+            continue
+        out |= {name for name in names if name in known and name != module}
+    return out
+
+
+def _graph(*, top_level_only: bool) -> dict[str, set[str]]:
+    return {m: _imports(m, tree, top_level_only=top_level_only) for m, (_, tree) in _sources().items()}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph[node]):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_cycles() -> None:
+    """Counting imports inside functions too: a lazy import that closes a cycle is still a cycle
+    in the design (it only hides from the interpreter)."""
+    assert _cycles(_graph(top_level_only=False)) == []
+
+
+def _importers(graph: dict[str, set[str]], layer: str, forbidden: str) -> list[str]:
+    return sorted(f"{m} imports {t}" for m, targets in graph.items() if m.startswith(layer)
+                  for t in targets if t.startswith(forbidden))
+
+
+def test_layers_import_one_way() -> None:
+    """theory and measure never import each other (a prediction never reads a measurement, a
+    measurement never assumes a theory); kernels/ (facts about the kernels) never imports theory/;
+    neither theory/ nor specs/ asks the GPU anything."""
+    graph = _graph(top_level_only=False)
+    broken = (_importers(graph, "pytest_anatomy.theory", "pytest_anatomy.measure")
+              + _importers(graph, "pytest_anatomy.measure", "pytest_anatomy.theory")
+              + _importers(graph, "pytest_anatomy.kernels", "pytest_anatomy.theory")
+              + _importers(graph, "pytest_anatomy.theory", "pytest_anatomy.gpu_query"))
+    assert broken == []
+
+
+def test_the_checker_sees_imports() -> None:
+    """The graph is not vacuous: known edges are found, lazy ones only when asked for."""
+    eager, lazy = _graph(top_level_only=True), _graph(top_level_only=False)
+    assert "pytest_anatomy.kernels.access" in eager["pytest_anatomy.theory.kernels"]
+    assert "pytest_anatomy.specs.catalog" in eager["pytest_anatomy.specs.model_config"]
+    assert "pytest_anatomy.specs.hardware" in lazy["pytest_anatomy.options"] - eager["pytest_anatomy.options"]
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def _imported_anywhere(tree: ast.Module) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            names |= {node.module or "", *(f"{node.module}.{alias.name}" for alias in node.names)}
+    return names
+
+
+ONE_PLACE = {  # a job -> the one module that does it, and how another module doing it shows
+    "NVML queries": ("pytest_anatomy.gpu_query", lambda imported: any("pynvml" in n for n in imported)),
+    "did-you-mean suggestions": ("pytest_anatomy.suggest", lambda imported: "difflib" in imported),
+}
+
+
+def test_each_job_has_one_module() -> None:
+    doers = {job: sorted(m for m, (_, tree) in _sources().items() if shows(_imported_anywhere(tree)))
+             for job, (_, shows) in ONE_PLACE.items()}
+    assert doers == {job: [owner] for job, (owner, _) in ONE_PLACE.items()}
+
+
+def test_nvidia_smi_is_run_from_one_module() -> None:
+    running = sorted(m for m, (_, tree) in _sources().items() for node in ast.walk(tree)
+                     if isinstance(node, ast.Constant) and node.value == "nvidia-smi")
+    assert set(running) == {"pytest_anatomy.gpu_query"}
+
+
+UNIT_NAMES = {"KiB", "MiB", "GiB", "KB", "MB", "GB", "TB"}
+
+
+def test_unit_constants_are_defined_once() -> None:
+    """units.py defines them; everyone else imports them (a module's own `GiB = 2**30` is how a
+    GB/GiB mix-up starts)."""
+    defined = sorted(f"{m}: {target.id}" for m, (_, tree) in _sources().items() if m != "pytest_anatomy.units"
+                     for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))
+                     for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+                     if isinstance(target, ast.Name) and target.id in UNIT_NAMES)
+    assert defined == []
+
+
+MAX_MODULE_LINES = 500
+MAX_FUNCTION_LINES = 80
+# Modules and functions allowed over the limits, each with why. Keep it short: split instead.
+OVER_THE_LIMIT: dict[str, str] = {}
+
+
+def test_modules_and_functions_stay_small() -> None:
+    """A module over 500 lines does more than one job; a function over 80 lines hides its steps."""
+    over = []
+    for module, (path, tree) in _sources().items():
+        lines = len(path.read_text(encoding="utf-8").splitlines())
+        if lines > MAX_MODULE_LINES and module not in OVER_THE_LIMIT:
+            over.append(f"{module}: {lines} lines")
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                if length > MAX_FUNCTION_LINES and f"{module}:{node.name}" not in OVER_THE_LIMIT:
+                    over.append(f"{module}:{node.name}: {length} lines")
+    assert over == [], over
+    assert len(_sources()) > 100  # the walk found the package
+
+
+MAX_TEST_ID = 120
+
+
+def test_test_ids_stay_short() -> None:
+    """Every collected test's id (its name with parameters, as -v, JUnit and the report show it)
+    is under 120 characters: a long one is a parameter's repr, unreadable anywhere; give `ids=`."""
+    collected = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"],
+                               cwd=ROOT, capture_output=True, text=True, timeout=600)
+    ids = [line for line in collected.stdout.splitlines() if "::" in line]
+    assert len(ids) > 1000, collected.stdout[-2000:] + collected.stderr[-2000:]  # every suite was collected
+    long_ids = [i for i in ids if len(i.rsplit("::", 1)[-1]) >= MAX_TEST_ID]
+    assert long_ids == []
