@@ -185,7 +185,7 @@ def linear_rate(m: int, k: int, n: int, runs: int = GEMM_RUNS, warmup: int = GEM
     return summarize_runs(seconds, 2.0 * m * k * n, "FLOP/s",
                           f"bf16 torch.mm x({m}x{k}) @ W({n}x{k})^T randn, {copies} W copies rotated (L2 cold), "
                           f"median of {runs} CUDA-event runs after {warmup} warm-up",
-                          m=m, k=k, n=n, bytes_moved=moved, bytes_per_s=moved / statistics.median(seconds),
+                          m=m, k=k, n=n, bytes_moved=moved, bytes_per_s=moved / median(seconds),
                           weight_copies=copies)
 
 

@@ -67,7 +67,7 @@ class LatencyLivePlan:
 
     def estimate_s(self) -> float:
         """Rough wall time on an H200 (vLLM import and engine start dominate), for progress lines."""
-        t = 25 + 90 + 5 + 3 * len(self.decode_batches) + 3 * len(self.prefill_lens)
+        t = 25.0 + 90 + 5 + 3 * len(self.decode_batches) + 3 * len(self.prefill_lens)
         t += 12 * len(self.closed) + 15 * len(self.poisson_factors) + (40 if self.overload else 0)
         if self.second_model:
             t += 90 + 3 * len(self.decode_batches) + 3 * len(self.prefill_lens)
