@@ -4,12 +4,17 @@ Runs per target: on a replay target every recording results/<card>/capacity/vllm
 id>@*.json (one engine start each: dummy weights, bytes read inside the engine); on the live
 target the engine starts that capacity_live_plan.py chooses for the card by this same theory (each started
 once per session, in its own subprocess). Held-out configurations (id suffix "-held-out") were
-never used to fit anything. Per run:
+never used to fit anything and were committed after the theory; those flagged held out but
+committed before it are labelled "-in-sample" (held_out_labels.py). Per run:
 
 (a) given the engine's own available KV bytes: blocks, tokens, max concurrency, exact;
-(b) vLLM's accounting identity available = requested - terms (- CUDA-graph estimate), exact;
-(c) each ledger term from config + GPU + settings alone (theory/vllm_memory.py), in its band;
-(d) num_gpu_blocks from config + GPU alone within 1% (the issue's target).
+(b) vLLM's accounting identity available = requested - terms (- CUDA-graph estimate), exact
+    (kind "identity": the engine's own numbers);
+(c) each ledger term from config + GPU + settings alone (theory/vllm_memory.py), in its band
+    (vLLM's resolved settings and requested memory are kind "setting", a constant's fit point "fit");
+(d) num_gpu_blocks from config + GPU alone within 1% (the capacity planning target);
+(e) a run with a pre-registration committed before it ran: every pre-registered quantity against
+    the run, beside the current theory's check, so a pre-registered miss stays visible.
 
 Fitted constants (one per term at most) and the recordings they were fitted on are named
 in theory/vllm_memory.py and theory/vllm_activation.py; test_fitted_constants_... guards that
@@ -18,6 +23,7 @@ none of them was fitted on a held-out run."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -25,8 +31,9 @@ from typing import Any
 import pytest
 
 import capacity_live_plan as live_plan
+import held_out_labels
 
-from pytest_anatomy import recordings
+from pytest_anatomy import preregistration, recordings
 from pytest_anatomy import targets as tg
 from pytest_anatomy.measure import Measurement
 from pytest_anatomy.specs.hardware import visible_gpu_count
@@ -63,8 +70,13 @@ class Run:
     spec: Any = field(default=None, compare=False, hash=False)
 
     @property
+    def label(self) -> str | None:
+        """'held-out', 'in-sample' (flagged held out but committed before the theory) or None."""
+        return None if self.live else held_out_labels.label(self.name, self.held_out)
+
+    @property
     def test_id(self) -> str:
-        return f"{self.hardware}-" + self.run_id + ("-held-out" if self.held_out else "")
+        return f"{self.hardware}-" + self.run_id + (f"-{self.label}" if self.label else "")
 
     @property
     def ledger_settings(self) -> LedgerSettings:
@@ -415,6 +427,56 @@ def test_instance_memory_vs_requested_budget(target, run, measured, reconcile, v
     reconcile("instance_memory_bytes", budget, growth, model=run.model)
 
 
+# --- (e) pre-registered predictions ----------------------------------------------------------------
+@dataclass(frozen=True)
+class Preregistered:
+    """One pre-registration's predictions for one run, committed before the run was measured."""
+
+    file: str
+    theory_commit: str
+    committed_at: str
+    predictions: dict[str, Any] = field(hash=False, compare=False)
+
+
+@cache
+def _preregistrations(results: Path, hardware: str) -> tuple[preregistration.Preregistration, ...]:
+    return tuple(preregistration.load_all(results, hardware))
+
+
+def _preregistered_for(results: Path, run: Run) -> list[Preregistered]:
+    """Recorded runs only: each pre-registration of this run whose file was committed before the run's
+    stamp (a file committed later, or in a checkout without git history, pre-registers nothing)."""
+    if run.live:
+        return []
+    measured_at = datetime.fromisoformat(
+        recordings.load_latest(results, run.hardware, "capacity", run.name).recorded_at.replace("Z", "+00:00"))
+    return [Preregistered(p.path.name, str(p.doc.get("theory_commit")), f"{p.committed_at:%Y-%m-%dT%H:%M:%SZ}",
+                          dict(p.run(run.name)["predictions"]))
+            for p in _preregistrations(results, run.hardware)
+            if p.run(run.name) is not None and p.committed_at is not None and p.committed_at < measured_at]
+
+
+PREREGISTERED_CHECKED = ("num_gpu_blocks", *LEDGER_TERMS, "available_kv_bytes")
+
+
+@pytest.mark.gpu
+def test_preregistered_prediction(target, run, quantity, prereg, measured, reconcile, vllm_ledger_live):
+    """The value written before the run, judged by the band the current theory's check uses: a miss
+    here is reported even when the current theory (fixed since) agrees."""
+    rec = _recording(run, measured, vllm_ledger_live)
+    if quantity not in rec.measurements:
+        pytest.skip(f"{run.run_id}: vLLM reports no {quantity}")
+    entry = prereg.predictions[quantity]
+    pred = Prediction(float(entry["value"]), str(entry["unit"]),
+                      f"pre-registered in {prereg.file} (theory {prereg.theory_commit[:12]}): {entry.get('formula', '')}",
+                      {"file": prereg.file, "theory_commit": prereg.theory_commit,
+                       "committed_at": prereg.committed_at},
+                      notes=("written and committed before the run; the current theory is checked beside it",))
+    band = ({"rel": 0.01, "why": "the capacity planning target: blocks within 1%"} if quantity == "num_gpu_blocks"
+            else _band(run, quantity))
+    reconcile(f"preregistered_{quantity}", pred, rec[quantity], model=run.model, **band)
+
+
 # --- (target, run) parameters ----------------------------------------------------------------------
 def _cases(name: str, t: tg.Target, results: Path) -> list[tuple[tuple, str, tuple]]:
     """(values, id, marks) of test `name` on target `t`; a live run slower than the fast subset is
@@ -424,6 +486,10 @@ def _cases(name: str, t: tg.Target, results: Path) -> list[tuple[tuple, str, tup
     if name == "test_ledger_term_from_config":
         return [((r, term), f"{r.test_id}-{term}", (*_term_marks(r, term), *slow(r))) for r in runs for term in TERMS
                 if _term_checked(r, term)]
+    if name == "test_preregistered_prediction":
+        return [((r, q, p), f"{r.test_id}-{q}-{p.file.removesuffix('.json')}", slow(r))
+                for r in runs for p in _preregistered_for(results, r) for q in PREREGISTERED_CHECKED
+                if q in p.predictions]
     if name == "test_fitted_constants_come_from_non_held_out_runs":
         names = {r.name for r in runs}
         ok = not t.live and all(c.fitted_on[0] in names for c in FITTED)
@@ -442,7 +508,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "target" not in metafunc.fixturenames:
         return
     targets, results = tg.of_config(metafunc.config, "capacity")
-    argnames = [a for a in ("run", "term", "runs") if a in metafunc.fixturenames]
+    argnames = [a for a in ("run", "term", "quantity", "prereg", "runs") if a in metafunc.fixturenames]
     params = [pytest.param(t, *values, id=cid, marks=marks)
               for t in targets for values, cid, marks in _cases(metafunc.function.__name__, t, results)]
     metafunc.parametrize(["target", *argnames], params)
