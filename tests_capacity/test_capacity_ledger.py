@@ -30,6 +30,7 @@ from typing import Any
 
 import pytest
 
+import capacity_findings as findings
 import capacity_live_plan as live_plan
 import held_out_labels
 
@@ -198,53 +199,20 @@ def test_v1_cudagraph_estimate_structure(target, run, measured, reconcile, vllm_
 # --- (c) each term from config + GPU + settings alone -----------------------------------------
 TERMS = ("requested_memory_bytes", "max_num_batched_tokens", "max_num_seqs", "block_size", *LEDGER_TERMS,
          "available_kv_bytes")
-_V1_NON_TORCH = pytest.mark.finding(
-    "vllm-v1-runner-non-torch", quantity="non_torch_increase_bytes", expected=(1.02, 1.05),
-    reason="The V1 runner's non-torch growth is 249,561,088 B, 8 MiB (8,388,608 B) above the 241,172,480 B "
-           "all 22 V2 runs with a ledger show (constant fitted on qwen2.5-7b eager). Best explanation: the V1 "
-           "runner loads more CUDA code during profiling (its Triton top-k/top-p sampler, the torch-sort path); "
-           "one V1 recording, so not fitted separately.")
-_V1_AVAILABLE = pytest.mark.finding(
-    "vllm-v1-runner-non-torch-in-available", quantity="available_kv_bytes", expected=(0.99990, 0.99999),
-    reason="Carries the V1 non-torch excess (8 MiB) and 14,336 B of the V1 sampler's small tensors into "
-           "available KV memory: predicted 116,556,612,608 B, measured 116,548,209,664 B (-8.4 MB, 9 blocks).")
-
-# One recording so far combines torch.compile + CUDA graphs with tensor parallel (held out).
-_TP_GRAPHS_WHY = (
-    "mistral-7b-v0.3 with CUDA graphs at TP2, the only compiled TP run, held out: the profile peak is 1,136,673,280 B, "
-    "64 MiB under the prediction, i.e. 4 MiB under N (3I + 3h) x 2 B + workspaces: the 60 MiB that torch.compile "
-    "added above that at TP1 (COMPILED_FORWARD_EXTRA, fitted on llama-3.1-8b graphs) is absent under TP, and 4 MiB "
-    "more is missing; the non-torch growth is 2 MiB above the eager TP2 constant (68 vs 66 MiB; likely the custom "
-    "all-reduce registering the graphs' buffers). Mechanism not established from one run; blocks still land +0.05% "
-    "from config alone (120,767 vs 120,705).")
-_TP_GRAPHS = {
-    "peak_activation_bytes": pytest.mark.finding("vllm-compiled-forward-under-tp", quantity="peak_activation_bytes",
-                                                 expected=(0.93, 0.96), reason=_TP_GRAPHS_WHY),
-    "non_torch_increase_bytes": pytest.mark.finding("vllm-compiled-forward-under-tp",
-                                                    quantity="non_torch_increase_bytes", expected=(1.02, 1.04),
-                                                    reason=_TP_GRAPHS_WHY),
-    "available_kv_bytes": pytest.mark.finding("vllm-compiled-forward-under-tp", quantity="available_kv_bytes",
-                                              expected=(1.0003, 1.0008), reason=_TP_GRAPHS_WHY),
-}
-
-
-_TP_GRAPHS_RUN = "vllm-ledger.mistral-7b-v0.3.u0.90.len8192.graphs.tp2"  # the run _TP_GRAPHS_WHY quotes
-
-
 def _is_tp_graphs_run(run: Run) -> bool:
     """The marks quote one run's numbers, so they cover that run only; another compiled TP run is
     a new question (it would diverge until explained)."""
-    return run.name == _TP_GRAPHS_RUN
+    return run.name == findings.TP_GRAPHS_RUN
 
 
 def _term_marks(run: Run, term: str) -> list[Any]:
     marks = []
     if run.runner == "v1" and term == "non_torch_increase_bytes":
-        marks.append(_V1_NON_TORCH)
+        marks.append(findings.V1_NON_TORCH)
     if run.runner == "v1" and term == "available_kv_bytes":
-        marks.append(_V1_AVAILABLE)
-    if not run.live and _is_tp_graphs_run(run) and term in _TP_GRAPHS:
-        marks.append(_TP_GRAPHS[term])
+        marks.append(findings.V1_AVAILABLE)
+    if not run.live and _is_tp_graphs_run(run) and term in findings.TP_GRAPHS:
+        marks.append(findings.TP_GRAPHS[term])
     return marks
 
 
@@ -335,16 +303,6 @@ def _nvml_growth(rec) -> float:
     return mem["after_start"]["used_bytes"] - mem["before_start"]["used_bytes"]
 
 
-GRAPH_POOL_REASON = (
-    "vLLM documents the CUDA-graph memory estimate as subtracted from the KV budget by default since v0.21.0, but "
-    "the V2 model runner (the default in 0.26.0) returns 0 from profile_cudagraph_memory, so the graph pool captured "
-    "afterwards (0.39-1.16 GiB here) lands ON TOP of gpu_memory_utilization: the KV pool is as large as without "
-    "graphs (qwen2.5-7b: 117.17 GB with graphs vs 117.12 GB eager) and the instance's NVML-measured growth exceeds "
-    "its budget by 0.29-1.91 GB (0.934 GB for qwen2.5-7b), while the eager twins stay within -1.02..+0.13 GB of it. "
-    "If the pool is what is missing from the subtraction, measured / documented = 1 + pool / documented KV exactly; "
-    "each run's band is that, +- the log's 0.005 GiB rounding of the pool.")
-
-
 def _graph_pool_marks(results: Path, run: Run) -> tuple[Any, ...]:
     """The band a recorded V2 graph run's own logged pool implies (a different quantity of the same
     run than the one reconciled: the explanation's prediction of the gap, not the gap). Recorded runs
@@ -352,11 +310,7 @@ def _graph_pool_marks(results: Path, run: Run) -> tuple[Any, ...]:
     rec = recordings.load_latest(results, run.hardware, "capacity", run.name)
     pool = rec.data["run"]["result"]["log"]["cudagraph_capture_gib"] * GiB
     documented = rec["requested_memory_bytes"].value - sum(rec[t].value for t in LEDGER_TERMS) - pool
-    band = (1 + (pool - HALF_GIB_STEP) / documented, 1 + (pool + HALF_GIB_STEP) / documented)
-    return (pytest.mark.finding(
-        "vllm-v2-cudagraph-memory-not-subtracted", expected=band,
-        reason=f"{GRAPH_POOL_REASON} This run: a {pool / GiB:.2f} GiB pool on {documented / GiB:.2f} GiB "
-               f"documented, 1 + pool / documented = {1 + pool / documented:.4f}."),)
+    return (findings.graph_pool_mark(pool, documented),)
 
 
 @pytest.mark.gpu
@@ -379,12 +333,7 @@ def test_v2_graph_pool_lands_on_top_of_the_budget(target, run, measured, reconci
 
 
 @pytest.mark.gpu
-@pytest.mark.finding(
-    "vllm-v1-cudagraph-estimate-undercounts-pool", expected=(1.15, 1.40),
-    reason="The V1 runner subtracts its estimate (476 MiB: max first capture 226 MiB + 50 x 4 MiB PIECEWISE + "
-           "50 x 1 MiB FULL, the FULL per-graph cost clamped at the 1 MiB floor) but then logs 'CUDA graph pool "
-           "memory: 0.59 GiB (actual), 0.46 GiB (estimated), difference 0.12 GiB (20.9%)': the second capture of "
-           "a mode underestimates later captures, so ~0.13 GiB still lands on top of the budget.")
+@findings.V1_POOL
 def test_v1_graph_estimate_vs_actual_pool(target, run, measured, reconcile, vllm_ledger_live):
     rec = _recording(run, measured, vllm_ledger_live)
     estimate = rec["cudagraph_estimate_bytes"]
@@ -395,28 +344,13 @@ def test_v1_graph_estimate_vs_actual_pool(target, run, measured, reconcile, vllm
               why="the actual pool is logged in GiB with 2 decimals", model=run.model, kind="identity")
 
 
-_ONE_GPU_BUDGET = pytest.mark.finding(
-    "vllm-utilization-is-not-a-cap", expected=(0.975, 1.025),
-    reason="vLLM documents gpu_memory_utilization as a per-instance limit, but the NVML-measured growth of the "
-           "instance after start-up is 0.982-1.020 x the requested budget. Over it: torch allocations made "
-           "outside every ledger term (runner persistent buffers and sampler state allocated after the first "
-           "snapshot but outside the load profiler, 200-830 MiB after start) and allocator fragments "
-           "(reserved but unallocated, 0.3-2.5 GiB), plus the V2 graph pool; under it: the profile run's "
-           "activation peak is budgeted but released before the KV cache is allocated (0.29-4.7 GB).")
-
-
-_TP_OUTSIDE_BUDGET = pytest.mark.finding(
-    "vllm-utilization-is-not-a-cap", expected=(1.005, 1.04),
-    reason="Under tensor parallel the instance grows 0.96-2.31 GiB beyond its budget (ratio 1.008-1.033, the "
-           "largest at utilization 0.5): on top of the single-GPU causes (allocator fragments, reserved but "
-           "unallocated: 0.69-1.50 GiB here), NCCL and the custom all-reduce hold 1,065,418,752 B per rank "
-           "outside torch before vLLM's first memory snapshot (its init snapshot sees 1,640,890,368 B of CUDA memory "
-           "in use at TP2, 23,068,672 B of it torch's, vs 552,402,944 B on one GPU), which no ledger term and no "
-           "budget includes.")
-
-
-def _budget_marks(run: Run) -> tuple[Any, ...]:
-    return (_TP_OUTSIDE_BUDGET if int(run.settings.get("tensor_parallel_size") or 1) > 1 else _ONE_GPU_BUDGET,)
+def _budget_marks(results: Path, run: Run) -> tuple[Any, ...]:
+    """Below the budget: the released profile peak won; above it: what lands on top did (capacity_findings)."""
+    predicted = _predicted(run)
+    rec = None if run.live else recordings.load_latest(results, run.hardware, "capacity", run.name)
+    return (findings.budget_mark(run.name, int(run.settings.get("tensor_parallel_size") or 1) > 1,
+                                 not run.settings.get("enforce_eager"), predicted["peak_activation_bytes"].value,
+                                 predicted["requested_memory_bytes"].value, results, run.hardware, rec),)
 
 
 @pytest.mark.gpu
@@ -500,7 +434,7 @@ def _cases(name: str, t: tg.Target, results: Path) -> list[tuple[tuple, str, tup
                 lambda r: not r.live and r.runner == "v2" and not r.settings.get("enforce_eager"),
             "test_instance_memory_vs_requested_budget": lambda r: not r.pinned}.get(name, lambda r: True)
     marks = {"test_v2_graph_pool_lands_on_top_of_the_budget": lambda r: _graph_pool_marks(results, r),
-             "test_instance_memory_vs_requested_budget": _budget_marks}.get(name, lambda r: ())
+             "test_instance_memory_vs_requested_budget": lambda r: _budget_marks(results, r)}.get(name, lambda r: ())
     return [((r,), r.test_id, (*marks(r), *slow(r))) for r in runs if pick(r)]
 
 
