@@ -70,7 +70,8 @@ def apart_phrase(by_kind: Mapping[str, Mapping[str, int]]) -> str:
             continue
         total = sum(per.values())
         other = {v: n for v, n in per.items() if v != "agree" and n}
-        tail = f" ({', '.join(f'{n} {v}' for v, n in other.items())})" if other else ""
+        tail = f" ({', '.join(f'{n} {v}' + ('s' if v == 'finding' and n != 1 else '') for v, n in other.items())})" \
+            if other else ""
         parts.append(_count(total, kind) + tail)
     return ", ".join(parts)
 

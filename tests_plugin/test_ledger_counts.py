@@ -38,3 +38,14 @@ def test_the_json_block_and_the_ci_table_count_predictions_only() -> None:
     text = render_summary({"reconciliations": _entries()})
     assert "| suite | hardware | agree | finding | resolved | diverge | identities | settings |" in text
     assert "| s | — | 4 | 1 | 0 | 0 | 3 | 4 |" in text
+
+
+def test_a_long_headline_is_wrapped_in_the_terminal_never_cut() -> None:
+    from pytest_anatomy.report.terminal import MAX_WIDTH, summary_lines
+
+    kinds = ["identity", "setting", "fit", "replay"]
+    entries = [{"verdict": "agree", "kind": k, "source": "recorded", "suite": "s"} for k in kinds * 3]
+    entries += [{"verdict": "finding", "kind": "prediction", "source": "recorded", "suite": "s"}] * 1234
+    lines = summary_lines({"reconciliations": entries})
+    assert all(len(line) <= MAX_WIDTH for line in lines)
+    assert "from recordings, 0 live" in " ".join(lines[:2]).replace("    ", " ")

@@ -256,7 +256,8 @@ def finding_lines(recs: Iterable[Rec], max_lines: int = 3) -> list[str]:
 def summary_lines(ledger: Mapping[str, Any]) -> list[str]:
     """Everything the plugin prints in the terminal summary, one string per line, no colour."""
     recs: Sequence[Rec] = ledger.get("reconciliations") or []
-    lines = [prose_summary(ledger)]
+    # The headline may list kinds apart from predictions: wrapped, never cut (it carries the counts).
+    lines = textwrap.wrap(prose_summary(ledger), MAX_WIDTH, subsequent_indent="    ", break_on_hyphens=False)
     if recs:
         lines += table_lines(recs)
         lines += finding_lines(rec for rec in review_order(recs) if rec.get("verdict") in ("finding", "resolved"))
