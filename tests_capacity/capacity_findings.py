@@ -21,6 +21,8 @@ import pytest
 from pytest_anatomy import recordings
 from pytest_anatomy.units import GiB, MiB
 
+REPOSITORY_RESULTS = Path(__file__).resolve().parents[1] / "results"
+
 # --- the V1 model runner (one recording: qwen2.5-7b with CUDA graphs, VLLM_USE_V2_MODEL_RUNNER=0) -----
 V1_RUN = "vllm-ledger.qwen2.5-7b.u0.90.len8192.graphs.v1runner"
 V1_NON_TORCH_BYTES = 249_561_088
@@ -197,7 +199,9 @@ def budget_mark(run_name: str, tensor_parallel: bool, graphs: bool, peak: float,
                 results: Path, hardware: str, measured: recordings.Recording | None) -> Any:
     """The instance-memory finding of one run: which side won is read from its recording; a live run
     (no recording yet) takes the side the other runs predict (their median on-top against its peak)."""
-    others = recorded_on_top(results, hardware) or recorded_on_top(results, "h200")
+    # A card (or a results folder) without ledger recordings borrows the committed H200 ones.
+    others = (recorded_on_top(results, hardware) or recorded_on_top(results, "h200")
+              or recorded_on_top(REPOSITORY_RESULTS, "h200"))
     if measured is not None:
         mem = measured.data["run"]["result"]["memory"]
         growth = mem["after_start"]["used_bytes"] - mem["before_start"]["used_bytes"]
