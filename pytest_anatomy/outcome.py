@@ -29,7 +29,8 @@ RECONCILED = pytest.StashKey[list[Reconciliation]]()
 
 JUNIT_PREFIX = "anatomy"
 # What each reconciliation contributes to its <testcase>'s <properties>, in this order.
-JUNIT_FIELDS = ("predicted", "measured", "unit", "gap", "tolerance", "verdict", "source", "hardware", "finding")
+JUNIT_FIELDS = ("predicted", "measured", "unit", "gap", "tolerance", "verdict", "kind", "source", "hardware",
+                "finding")
 
 
 @dataclass(frozen=True)
@@ -114,7 +115,8 @@ def junit_properties(recs: Iterable[Reconciliation]) -> list[tuple[str, str]]:
 
     Numbers are plain (repr of the float, SI units as in the ledger) so a CI system can chart
     them; gap is (measured - predicted) / |predicted| as a fraction, absent when predicted is 0;
-    tolerance is the band as the terminal prints it; finding is the mark's id, absent without one."""
+    tolerance is the band as the terminal prints it; kind says what the check is evidence of (a
+    dashboard charting predictions filters on it); finding is the mark's id, absent without one."""
     props: list[tuple[str, str]] = []
     for rec in recs:
         values: dict[str, Any] = {
@@ -124,6 +126,7 @@ def junit_properties(recs: Iterable[Reconciliation]) -> list[tuple[str, str]]:
             "gap": rec.gap_rel,
             "tolerance": format_tolerance(rec.tolerance.to_dict(), rec.prediction.unit),
             "verdict": rec.verdict.value,
+            "kind": rec.kind,
             "source": rec.measurement.source,
             "hardware": rec.hardware,
             "finding": (rec.finding or {}).get("id"),
