@@ -72,23 +72,55 @@ TP_GRAPHS = {
 }
 
 # --- the V2 runner's CUDA-graph pool (documented as subtracted, it is not) ------------------------------
-GRAPH_POOL_REASON = (
-    "vLLM documents the CUDA-graph memory estimate as subtracted from the KV budget by default since v0.21.0, but "
-    "the V2 model runner (the default in 0.26.0) returns 0 from profile_cudagraph_memory, so the graph pool captured "
-    "afterwards (0.39-1.16 GiB here) lands ON TOP of gpu_memory_utilization: the KV pool is as large as without "
-    "graphs (qwen2.5-7b: 117.17 GB with graphs vs 117.12 GB eager) and the instance's NVML-measured growth exceeds "
-    "its budget by 0.29-1.91 GB (0.934 GB for qwen2.5-7b), while the eager twins stay within -1.02..+0.13 GB of it. "
-    "If the pool is what is missing from the subtraction, measured / documented = 1 + pool / documented KV exactly; "
-    "each run's band is that, +- the log's 0.005 GiB rounding of the pool.")
 HALF_GIB_STEP = 0.005 * GiB
+GRAPH_POOL_EXAMPLE = "vllm-ledger.qwen2.5-7b.u0.90.len8192.graphs"  # the run the reason quotes beside its eager twin
 
 
-def graph_pool_mark(pool: float, documented: float) -> Any:
+def _growth_over_budget(rec: recordings.Recording) -> float:
+    mem = rec.data["run"]["result"]["memory"]
+    return mem["after_start"]["used_bytes"] - mem["before_start"]["used_bytes"] - rec["requested_memory_bytes"].value
+
+
+@cache
+def graph_pool_reason(results: Path, hardware: str) -> str:
+    """The V2 graph-pool reason, its ranges taken from the card's recorded V2 graph runs and their
+    eager twins (the same configuration with enforce_eager)."""
+    pools, overs, twins = [], [], []
+    example: tuple[float, float, float] | None = None
+    for name in recordings.list_recordings(results, hardware, "capacity", "vllm-ledger."):
+        rec = recordings.load_latest(results, hardware, "capacity", name)
+        log = rec.data["run"]["result"].get("log") or {}
+        if rec.provenance.get("status") != "ok" or log.get("model_runner") != "v2" or not log.get("cudagraph_capture_gib"):
+            continue
+        pools.append(log["cudagraph_capture_gib"])
+        overs.append(_growth_over_budget(rec))
+        twin_name = name.replace(".graphs", ".eager")
+        if twin_name in recordings.list_recordings(results, hardware, "capacity", twin_name):
+            twin = recordings.load_latest(results, hardware, "capacity", twin_name)
+            twins.append(_growth_over_budget(twin))
+            if name == GRAPH_POOL_EXAMPLE:
+                example = (rec["available_kv_bytes"].value, twin["available_kv_bytes"].value, overs[-1])
+    quoted = (f" (qwen2.5-7b: {example[0] / 1e9:.2f} GB with graphs vs {example[1] / 1e9:.2f} GB eager)"
+              if example else "")
+    return (
+        "vLLM documents the CUDA-graph memory estimate as subtracted from the KV budget by default since v0.21.0, but "
+        "the V2 model runner (the default in 0.26.0) returns 0 from profile_cudagraph_memory, so the graph pool captured "
+        f"afterwards ({min(pools):.2f}-{max(pools):.2f} GiB here) lands ON TOP of gpu_memory_utilization: the KV pool is "
+        f"as large as without graphs{quoted} and the instance's NVML-measured growth exceeds its budget by "
+        f"{min(overs) / 1e9:.2f}-{max(overs) / 1e9:.2f} GB"
+        + (f" ({example[2] / 1e9:.3f} GB for qwen2.5-7b)" if example else "")
+        + (f", while the eager twins stay within {min(twins) / 1e9:.2f}..{max(twins) / 1e9:+.2f} GB of it" if twins
+           else "")
+        + ". If the pool is what is missing from the subtraction, measured / documented = 1 + pool / documented KV "
+          "exactly; each run's band is that, +- the log's 0.005 GiB rounding of the pool.")
+
+
+def graph_pool_mark(pool: float, documented: float, reason: str) -> Any:
     """The band a V2 graph run's own logged pool implies (1 + pool / documented +- the log's rounding)."""
     band = (1 + (pool - HALF_GIB_STEP) / documented, 1 + (pool + HALF_GIB_STEP) / documented)
     return pytest.mark.finding(
         "vllm-v2-cudagraph-memory-not-subtracted", expected=band,
-        reason=f"{GRAPH_POOL_REASON} This run: a {pool / GiB:.2f} GiB pool on {documented / GiB:.2f} GiB "
+        reason=f"{reason} This run: a {pool / GiB:.2f} GiB pool on {documented / GiB:.2f} GiB "
                f"documented, 1 + pool / documented = {1 + pool / documented:.4f}.")
 
 
@@ -102,12 +134,15 @@ SEED_KV_PEAK = pytest.mark.finding(
            f"~{SEED_KV_INTERCEPT_TOKENS / 16:.0f} of 256 output tokens.",
     expected=(0.90, 1.0),
 )
+# Round 2's logged terms + its graph pool, and 0.9 x its logged total (GiB, as the log's 2 decimals allow)
+SEED_GRAPHS_USED_GIB, SEED_BUDGET_GIB, SEED_GRAPHS_GIB = 21.50, 21.17, 0.34
 SEED_GRAPHS_NOT_SUBTRACTED = pytest.mark.finding(
     "seed-vllm-cudagraph-not-subtracted",
-    reason="In the seed's vLLM 0.27.1 runs the logged CUDA-graph memory (0.34 GiB) is NOT taken out of the "
-           "KV budget, although vLLM documents the estimate as subtracted by default since v0.21.0: budget - "
+    reason=f"In the seed's vLLM 0.27.1 runs the logged CUDA-graph memory ({SEED_GRAPHS_GIB:.2f} GiB) is NOT taken out "
+           "of the KV budget, although vLLM documents the estimate as subtracted by default since v0.21.0: budget - "
            "consumed - peak already equals the logged KV pool (see the test above), so the engine then "
-           "exceeds its 0.9 budget by the graph pool (21.50 vs 21.16 GiB). Best explanation: the graph "
+           f"exceeds its 0.9 budget by the graph pool ({SEED_GRAPHS_USED_GIB:.2f} vs {SEED_BUDGET_GIB:.2f} GiB). "
+           "Best explanation: the graph "
            "estimate was disabled or only reported in that build; to be checked on a live engine.",
     expected=(1.03, 1.10),
 )
@@ -216,6 +251,6 @@ def budget_mark(run_name: str, tensor_parallel: bool, graphs: bool, peak: float,
     return on_top_mark(run_name, tensor_parallel, graphs, peak, requested, None, None, others)
 
 
-__all__ = ["GRAPH_POOL_REASON", "MiB", "ON_TOP", "PEAK_RELEASED", "NCCL_ON_TOP", "SEED_GRAPHS_NOT_SUBTRACTED",
+__all__ = ["GRAPH_POOL_EXAMPLE", "MiB", "ON_TOP", "PEAK_RELEASED", "NCCL_ON_TOP", "SEED_GRAPHS_NOT_SUBTRACTED",
            "SEED_KV_PEAK", "TP_GRAPHS", "TP_GRAPHS_RUN", "V1_AVAILABLE", "V1_NON_TORCH", "V1_POOL", "budget_mark",
-           "graph_pool_mark", "recorded_on_top"]
+           "graph_pool_mark", "graph_pool_reason", "recorded_on_top"]

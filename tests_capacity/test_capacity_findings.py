@@ -76,7 +76,7 @@ def test_seed_numbers() -> None:
     assert _rec("rtx4090", "seed-r2-kv-linearity")["intercept_tokens"].value == cf.SEED_KV_INTERCEPT_TOKENS
     graphs = {_rec("rtx4090", f"seed-r{r}-vllm-memory-ledger")["cudagraph_bytes"].value for r in (1, 2)}
     assert len(graphs) == 1
-    assert f"logged CUDA-graph memory ({graphs.pop() / GiB:.2f} GiB)" in _reason(cf.SEED_GRAPHS_NOT_SUBTRACTED)
+    assert f"{graphs.pop() / GiB:.2f}" == f"{cf.SEED_GRAPHS_GIB:.2f}"
 
 
 def test_the_memory_on_top_bands_are_the_mechanisms_arithmetic() -> None:
@@ -92,3 +92,30 @@ def test_the_memory_on_top_bands_are_the_mechanisms_arithmetic() -> None:
     slack = max(o.fragments_and_outside for o in others if o.name != one.name)
     assert over.kwargs["expected"] == (1.0, 1 + (one.context + (one.pool if one.graphs else 0) + slack - 2 * GiB)
                                        / (100 * GiB))
+
+
+def test_the_smaller_quoted_differences() -> None:
+    v1, tp = _rec("h200", cf.V1_RUN), _rec("h200", cf.TP_GRAPHS_RUN)
+    assert f"{(cf.V1_NON_TORCH_BYTES - cf.V2_NON_TORCH_BYTES) / MiB:.0f} MiB" == "8 MiB"
+    assert f"{_predicted(v1)['num_gpu_blocks'].value - v1['num_gpu_blocks'].value:.0f} blocks" in _reason(cf.V1_AVAILABLE)
+    predicted = _predicted(tp)
+    assert f"{(predicted['peak_activation_bytes'].value - cf.TP_GRAPHS_PEAK_BYTES) / MiB:.0f} MiB under the prediction" \
+        in cf.TP_GRAPHS_WHY
+    assert (f"({tp['non_torch_increase_bytes'].value / MiB:.0f} vs {predicted['non_torch_increase_bytes'].value / MiB:.0f}"
+            " MiB") in cf.TP_GRAPHS_WHY
+
+
+def test_the_seed_graph_budget_figures() -> None:
+    """The logged terms plus the graph pool, against 0.9 x the card's logged total."""
+    r2 = _rec("rtx4090", "seed-r2-vllm-memory-ledger")
+    used = sum(r2[k].value for k in ("consumed_bytes", "peak_activation_bytes", "available_kv_bytes", "cudagraph_bytes"))
+    budget = r2["total_memory_bytes"].value * r2["gpu_memory_utilization"].value
+    assert (f"{used / GiB:.2f}", f"{budget / GiB:.2f}") == (f"{cf.SEED_GRAPHS_USED_GIB:.2f}", f"{cf.SEED_BUDGET_GIB:.2f}")
+    assert f"({cf.SEED_GRAPHS_USED_GIB:.2f} vs {cf.SEED_BUDGET_GIB:.2f} GiB)" in _reason(cf.SEED_GRAPHS_NOT_SUBTRACTED)
+
+
+def test_the_graph_pool_reason_is_read_from_the_recordings() -> None:
+    reason = cf.graph_pool_reason(RESULTS, "h200")
+    example, twin = _rec("h200", cf.GRAPH_POOL_EXAMPLE), _rec("h200", cf.GRAPH_POOL_EXAMPLE.replace(".graphs", ".eager"))
+    assert (f"(qwen2.5-7b: {example['available_kv_bytes'].value / 1e9:.2f} GB with graphs vs "
+            f"{twin['available_kv_bytes'].value / 1e9:.2f} GB eager)") in reason

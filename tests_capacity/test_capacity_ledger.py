@@ -310,7 +310,7 @@ def _graph_pool_marks(results: Path, run: Run) -> tuple[Any, ...]:
     rec = recordings.load_latest(results, run.hardware, "capacity", run.name)
     pool = rec.data["run"]["result"]["log"]["cudagraph_capture_gib"] * GiB
     documented = rec["requested_memory_bytes"].value - sum(rec[t].value for t in LEDGER_TERMS) - pool
-    return (findings.graph_pool_mark(pool, documented),)
+    return (findings.graph_pool_mark(pool, documented, findings.graph_pool_reason(results, run.hardware)),)
 
 
 @pytest.mark.gpu
