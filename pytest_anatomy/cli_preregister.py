@@ -30,7 +30,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("ids", nargs="+", metavar="ID",
                    help="plan ids of the capacity plan, e.g. qwen2.5-72b.u0.90.len8192.eager.tp4")
     p.add_argument("--hardware", default="h200", help="catalog name of the card the runs are planned on (h200)")
-    p.add_argument("--plan", type=Path, default=DEFAULT_PLAN, help="the capacity plan (scripts/device/capacity_plan.py)")
+    p.add_argument("--plan", type=Path, default=DEFAULT_PLAN,
+                   help="the capacity plan (scripts/device/capacity_plan.py)")
     p.add_argument("--results", type=Path, default=Path("results"), help="results folder (results)")
 
 

@@ -33,10 +33,10 @@ V1_AVAILABLE_PREDICTED, V1_AVAILABLE_MEASURED = 116_556_612_608, 116_548_209_664
 V1_NON_TORCH = pytest.mark.finding(
     "vllm-v1-runner-non-torch", quantity="non_torch_increase_bytes", expected=(1.02, 1.05),
     reason=f"The V1 runner's non-torch growth is {V1_NON_TORCH_BYTES:,} B, 8 MiB "
-           f"({V1_NON_TORCH_BYTES - V2_NON_TORCH_BYTES:,} B) above the {V2_NON_TORCH_BYTES:,} B all {V2_SINGLE_GPU_RUNS} "
-           "single-GPU V2 runs with a ledger show (constant fitted on qwen2.5-7b eager). Best explanation: the V1 runner loads more CUDA code "
-           "during profiling (its Triton top-k/top-p sampler, the torch-sort path); one V1 recording, so not fitted "
-           "separately.")
+           f"({V1_NON_TORCH_BYTES - V2_NON_TORCH_BYTES:,} B) above the {V2_NON_TORCH_BYTES:,} B all "
+           f"{V2_SINGLE_GPU_RUNS} single-GPU V2 runs with a ledger show (constant fitted on qwen2.5-7b eager). Best "
+           "explanation: the V1 runner loads more CUDA code during profiling (its Triton top-k/top-p sampler, the "
+           "torch-sort path); one V1 recording, so not fitted separately.")
 V1_AVAILABLE = pytest.mark.finding(
     "vllm-v1-runner-non-torch-in-available", quantity="available_kv_bytes", expected=(0.99990, 0.99999),
     reason="Carries the V1 non-torch excess (8 MiB) and 14,336 B of the V1 sampler's small tensors into available "
@@ -54,7 +54,8 @@ TP_GRAPHS_RUN = "vllm-ledger.mistral-7b-v0.3.u0.90.len8192.graphs.tp2"
 TP_GRAPHS_PEAK_BYTES = 1_136_673_280
 TP_GRAPHS_BLOCKS_MEASURED, TP_GRAPHS_BLOCKS_PREDICTED = 120_767, 120_705
 TP_GRAPHS_WHY = (
-    f"mistral-7b-v0.3 with CUDA graphs at TP2, the only compiled TP run, held out: the profile peak is {TP_GRAPHS_PEAK_BYTES:,} B, "
+    "mistral-7b-v0.3 with CUDA graphs at TP2, the only compiled TP run, held out: the profile peak is "
+    f"{TP_GRAPHS_PEAK_BYTES:,} B, "
     "64 MiB under the prediction, i.e. 4 MiB under N (3I + 3h) x 2 B + workspaces: the 60 MiB that torch.compile "
     "added above that at TP1 (COMPILED_FORWARD_EXTRA, fitted on llama-3.1-8b graphs) is absent under TP, and 4 MiB "
     "more is missing; the non-torch growth is 2 MiB above the eager TP2 constant (68 vs 66 MiB; likely the custom "
@@ -90,7 +91,8 @@ def graph_pool_reason(results: Path, hardware: str) -> str:
     for name in recordings.list_recordings(results, hardware, "capacity", "vllm-ledger."):
         rec = recordings.load_latest(results, hardware, "capacity", name)
         log = rec.data["run"]["result"].get("log") or {}
-        if rec.provenance.get("status") != "ok" or log.get("model_runner") != "v2" or not log.get("cudagraph_capture_gib"):
+        if (rec.provenance.get("status") != "ok" or log.get("model_runner") != "v2"
+                or not log.get("cudagraph_capture_gib")):
             continue
         pools.append(log["cudagraph_capture_gib"])
         overs.append(_growth_over_budget(rec))
@@ -103,10 +105,10 @@ def graph_pool_reason(results: Path, hardware: str) -> str:
     quoted = (f" (qwen2.5-7b: {example[0] / 1e9:.2f} GB with graphs vs {example[1] / 1e9:.2f} GB eager)"
               if example else "")
     return (
-        "vLLM documents the CUDA-graph memory estimate as subtracted from the KV budget by default since v0.21.0, but "
-        "the V2 model runner (the default in 0.26.0) returns 0 from profile_cudagraph_memory, so the graph pool captured "
-        f"afterwards ({min(pools):.2f}-{max(pools):.2f} GiB here) lands ON TOP of gpu_memory_utilization: the KV pool is "
-        f"as large as without graphs{quoted} and the instance's NVML-measured growth exceeds its budget by "
+        "vLLM documents the CUDA-graph memory estimate as subtracted from the KV budget by default since v0.21.0, "
+        "but the V2 model runner (the default in 0.26.0) returns 0 from profile_cudagraph_memory, so the graph pool "
+        f"captured afterwards ({min(pools):.2f}-{max(pools):.2f} GiB here) lands ON TOP of gpu_memory_utilization: the "
+        f"KV pool is as large as without graphs{quoted} and the instance's NVML-measured growth exceeds its budget by "
         f"{min(overs) / 1e9:.2f}-{max(overs) / 1e9:.2f} GB"
         + (f" ({example[2] / 1e9:.3f} GB for qwen2.5-7b)" if example else "")
         + (f", while the eager twins stay within {min(twins) / 1e9:.2f}..{max(twins) / 1e9:+.2f} GB of it" if twins
@@ -175,7 +177,8 @@ def on_top_of(name: str, rec: recordings.Recording) -> OnTop:
     stats = result["engine"]["memory_stats"]
     settings = rec.provenance["settings"]
     return OnTop(name, int(settings.get("tensor_parallel_size") or 1) > 1, not settings.get("enforce_eager"),
-                 float(rec["init_cuda_context_bytes"].value), float(result["log"].get("cudagraph_capture_gib") or 0) * GiB,
+                 float(rec["init_cuda_context_bytes"].value),
+                 float(result["log"].get("cudagraph_capture_gib") or 0) * GiB,
                  float(stats["reserved_bytes.all.current"] - rec["model_memory_bytes"].value
                        - rec["kv_allocated_bytes"].value))
 
@@ -222,8 +225,8 @@ def on_top_mark(run_name: str, tensor_parallel: bool, graphs: bool, peak: float,
     return pytest.mark.finding(
         NCCL_ON_TOP if tensor_parallel else ON_TOP, expected=(1.0, hi),
         reason="vLLM documents gpu_memory_utilization as a per-instance limit; this instance grows beyond it. On "
-               f"top of the budget land {what}, {graph_pool}allocator fragments (reserved, not allocated) and torch allocations outside every "
-               "ledger term (runner buffers, sampler state), more than the released profile peak "
+               f"top of the budget land {what}, {graph_pool}allocator fragments (reserved, not allocated) and torch "
+               "allocations outside every ledger term (runner buffers, sampler state), more than the released profile peak "
                f"({peak / GiB:.2f} GiB, predicted) gives back. Band from that arithmetic, with the fragments and "
                f"outside allocations bounded by the largest of {len(same)} other recorded runs "
                f"({fragments / GiB:.2f} GiB): growth / requested <= 1 + (context + pool + "

@@ -402,7 +402,8 @@ def test_preregistered_prediction(target, run, quantity, prereg, measured, recon
         pytest.skip(f"{run.run_id}: vLLM reports no {quantity}")
     entry = prereg.predictions[quantity]
     pred = Prediction(float(entry["value"]), str(entry["unit"]),
-                      f"pre-registered in {prereg.file} (theory {prereg.theory_commit[:12]}): {entry.get('formula', '')}",
+                      f"pre-registered in {prereg.file} (theory {prereg.theory_commit[:12]}): "
+                      f"{entry.get('formula', '')}",
                       {"file": prereg.file, "theory_commit": prereg.theory_commit,
                        "committed_at": prereg.committed_at},
                       notes=("written and committed before the run; the current theory is checked beside it",))

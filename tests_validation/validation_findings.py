@@ -37,8 +37,8 @@ OLD_VLLM_REASON = (
     "(LLM-Inference-Bench, version not recorded), which have no API server: up to "
     f"{OLD_VLLM_SCHEDULING_SHARE:.2f} / {OLD_VLLM_WITHOUT_API_SERVER:.2f} = {OLD_VLLM_CPU_SHARE:.0%} of each step "
     f"is CPU time the GPU waits for, so step times up to 1 / (1 - {OLD_VLLM_CPU_SHARE:.2f}) = {OLD_VLLM_CPU:.2f}x "
-    f"our transferred 0.26.0 calibration. Band: the sweep's low end (no such cost) to its high end x {OLD_VLLM_CPU:.2f}, "
-    f"+-{CALIBRATION_SPREAD:.0%} calibration spread.")
+    "our transferred 0.26.0 calibration. Band: the sweep's low end (no such cost) to its high end x "
+    f"{OLD_VLLM_CPU:.2f}, +-{CALIBRATION_SPREAD:.0%} calibration spread.")
 
 
 @dataclass(frozen=True)

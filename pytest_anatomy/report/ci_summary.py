@@ -1,8 +1,9 @@
 """A short markdown summary of a run for CI pages (`--anatomy-summary=PATH`, $GITHUB_STEP_SUMMARY).
 
-What a reviewer of a CI run needs at a glance, in a few tables: the predictions' verdict counts per suite and
-hardware (identities, settings, fit points and replays counted apart), the findings that drifted out of their explained band or closed (resolved), the
-diverges with both numbers, and the tests that failed. Everything else is in the HTML report.
+What a reviewer of a CI run needs at a glance, in a few tables: the predictions' verdict counts per
+suite and hardware (identities, settings, fit points and replays counted apart), the findings that
+drifted out of their explained band or closed (resolved), the diverges with both numbers, and the
+tests that failed. Everything else is in the HTML report.
 Pure: `render_summary(ledger)` returns the text; `write_summary` only writes it."""
 
 from __future__ import annotations
