@@ -10,6 +10,10 @@ scripts/device/latency_plan.py) and the ceilings file. Output:
   `results/<hw>/latency/<run id>@<stamp>.json`, `results/<hw>/ceilings/ceilings@<stamp>.json`.
   Measurements are copied from the run's numbers (SI units as measured); `data` keeps the whole
   run result, so nothing the device measured is lost.
+
+A capacity run the plan marks held out, measured since pre-registration exists, is imported only
+when a pre-registration of it was committed before its stamp (preregistration.py); the recording's
+provenance names that file and commit.
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ OWN_METRICS = frozenset({
     "itl_p50", "itl_p99", "output_throughput"})
 _ORDER = [*SOURCES.values(), *OWN.values()]
 _FIT_REPEAT = "fit-repeat"
-# Suffix of finding ids that record a miss without an established cause (tests_validation/sweeps.py).
+# Suffix of finding ids that record a miss without an established cause (tests_validation/validation_findings.py).
 UNESTABLISHED = "-cause-not-established"
 
 
