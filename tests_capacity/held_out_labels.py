@@ -34,7 +34,11 @@ COMMITTED_BEFORE_THE_THEORY = frozenset({
 
 HELD_OUT = "held-out"
 IN_SAMPLE = "in-sample"
-LABEL_TEXT = {HELD_OUT: "held out", IN_SAMPLE: "in-sample (committed before the theory)"}
+LABEL_TEXT = {
+    HELD_OUT: f"held out: committed after the ledger theory ({THEORY_FIRST_COMMIT}), before pre-registration existed",
+    IN_SAMPLE: f"in-sample (committed before the theory): flagged held out when measured, but committed before the "
+               f"ledger theory ({THEORY_FIRST_COMMIT}, {THEORY_FIRST_COMMITTED_AT})",
+}
 
 
 def label(name: str, flagged_held_out: bool) -> str | None:

@@ -22,6 +22,7 @@ none of them was fitted on a held-out run."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
@@ -120,7 +121,13 @@ def runs_for(target: tg.Target, results: Path) -> tuple[Run, ...]:
 
 @cache
 def _predicted_for(run: Run) -> dict[str, Prediction]:
-    return predict_ledger(load_model(run.model), run.spec, run.ledger_settings)
+    """The theory's ledger; a run flagged held out says in each prediction's notes what that label is
+    worth (held_out_labels.py), so the report never calls an in-sample run held out."""
+    ledger = predict_ledger(load_model(run.model), run.spec, run.ledger_settings)
+    if run.label is None:
+        return ledger
+    note = held_out_labels.LABEL_TEXT[run.label]
+    return {k: dataclasses.replace(p, notes=(*p.notes, note)) for k, p in ledger.items()}
 
 
 def _predicted(run: Run) -> dict[str, Prediction]:
