@@ -226,8 +226,8 @@ def on_top_mark(run_name: str, tensor_parallel: bool, graphs: bool, peak: float,
         NCCL_ON_TOP if tensor_parallel else ON_TOP, expected=(1.0, hi),
         reason="vLLM documents gpu_memory_utilization as a per-instance limit; this instance grows beyond it. On "
                f"top of the budget land {what}, {graph_pool}allocator fragments (reserved, not allocated) and torch "
-               "allocations outside every ledger term (runner buffers, sampler state), more than the released profile peak "
-               f"({peak / GiB:.2f} GiB, predicted) gives back. Band from that arithmetic, with the fragments and "
+               "allocations outside every ledger term (runner buffers, sampler state), more than the released profile "
+               f"peak ({peak / GiB:.2f} GiB, predicted) gives back. Band from that arithmetic, with the fragments and "
                f"outside allocations bounded by the largest of {len(same)} other recorded runs "
                f"({fragments / GiB:.2f} GiB): growth / requested <= 1 + (context + pool + "
                f"{fragments / GiB:.2f} GiB - peak) / requested = {hi:.4f}.")

@@ -97,25 +97,29 @@ def test_the_memory_on_top_bands_are_the_mechanisms_arithmetic() -> None:
 def test_the_smaller_quoted_differences() -> None:
     v1, tp = _rec("h200", cf.V1_RUN), _rec("h200", cf.TP_GRAPHS_RUN)
     assert f"{(cf.V1_NON_TORCH_BYTES - cf.V2_NON_TORCH_BYTES) / MiB:.0f} MiB" == "8 MiB"
-    assert f"{_predicted(v1)['num_gpu_blocks'].value - v1['num_gpu_blocks'].value:.0f} blocks" in _reason(cf.V1_AVAILABLE)
+    blocks_short = _predicted(v1)["num_gpu_blocks"].value - v1["num_gpu_blocks"].value
+    assert f"{blocks_short:.0f} blocks" in _reason(cf.V1_AVAILABLE)
     predicted = _predicted(tp)
-    assert f"{(predicted['peak_activation_bytes'].value - cf.TP_GRAPHS_PEAK_BYTES) / MiB:.0f} MiB under the prediction" \
-        in cf.TP_GRAPHS_WHY
-    assert (f"({tp['non_torch_increase_bytes'].value / MiB:.0f} vs {predicted['non_torch_increase_bytes'].value / MiB:.0f}"
-            " MiB") in cf.TP_GRAPHS_WHY
+    under = (predicted["peak_activation_bytes"].value - cf.TP_GRAPHS_PEAK_BYTES) / MiB
+    assert f"{under:.0f} MiB under the prediction" in cf.TP_GRAPHS_WHY
+    non_torch = (tp["non_torch_increase_bytes"].value / MiB, predicted["non_torch_increase_bytes"].value / MiB)
+    assert f"({non_torch[0]:.0f} vs {non_torch[1]:.0f} MiB" in cf.TP_GRAPHS_WHY
 
 
 def test_the_seed_graph_budget_figures() -> None:
     """The logged terms plus the graph pool, against 0.9 x the card's logged total."""
     r2 = _rec("rtx4090", "seed-r2-vllm-memory-ledger")
-    used = sum(r2[k].value for k in ("consumed_bytes", "peak_activation_bytes", "available_kv_bytes", "cudagraph_bytes"))
+    terms = ("consumed_bytes", "peak_activation_bytes", "available_kv_bytes", "cudagraph_bytes")
+    used = sum(r2[k].value for k in terms)
     budget = r2["total_memory_bytes"].value * r2["gpu_memory_utilization"].value
-    assert (f"{used / GiB:.2f}", f"{budget / GiB:.2f}") == (f"{cf.SEED_GRAPHS_USED_GIB:.2f}", f"{cf.SEED_BUDGET_GIB:.2f}")
-    assert f"({cf.SEED_GRAPHS_USED_GIB:.2f} vs {cf.SEED_BUDGET_GIB:.2f} GiB)" in _reason(cf.SEED_GRAPHS_NOT_SUBTRACTED)
+    quoted = (cf.SEED_GRAPHS_USED_GIB, cf.SEED_BUDGET_GIB)
+    assert (f"{used / GiB:.2f}", f"{budget / GiB:.2f}") == (f"{quoted[0]:.2f}", f"{quoted[1]:.2f}")
+    assert f"({quoted[0]:.2f} vs {quoted[1]:.2f} GiB)" in _reason(cf.SEED_GRAPHS_NOT_SUBTRACTED)
 
 
 def test_the_graph_pool_reason_is_read_from_the_recordings() -> None:
     reason = cf.graph_pool_reason(RESULTS, "h200")
-    example, twin = _rec("h200", cf.GRAPH_POOL_EXAMPLE), _rec("h200", cf.GRAPH_POOL_EXAMPLE.replace(".graphs", ".eager"))
+    example = _rec("h200", cf.GRAPH_POOL_EXAMPLE)
+    twin = _rec("h200", cf.GRAPH_POOL_EXAMPLE.replace(".graphs", ".eager"))
     assert (f"(qwen2.5-7b: {example['available_kv_bytes'].value / 1e9:.2f} GB with graphs vs "
             f"{twin['available_kv_bytes'].value / 1e9:.2f} GB eager)") in reason

@@ -96,14 +96,17 @@ def finding_marks(hardware: str, source: str, engine: str, routes: list[list[Rou
     for quantity, rs in open_.items():
         ratios = sorted(r.ratio for r in rs)
         lo, hi = ratios[0], ratios[-1]
-        median = ratios[len(ratios) // 2] if len(ratios) % 2 else (ratios[len(ratios) // 2 - 1] + ratios[len(ratios) // 2]) / 2
+        mid = len(ratios) // 2
+        median = ratios[mid] if len(ratios) % 2 else (ratios[mid - 1] + ratios[mid]) / 2
         tol_lo, tol_hi = min(r.tolerance[0] for r in rs), max(r.tolerance[1] for r in rs)
         band = _outward(lo, hi)
         fid = f"{source}-{hardware}-{engine.replace('.', '')}-{quantity.replace('_', '-')}-cause-not-established"
+        others = total[quantity] - len(rs)
+        sourced = f" ({others} other misses have a sourced cause)" if others else ""
         reason = (f"{len(rs)} {source} {engine} {quantity} measurements on {hardware} miss their declared bands "
-                  f"(unknown settings swept, +-{CALIBRATION_SPREAD:.0%} calibration spread; across these cases the bands lie within "
-                  f"{tol_lo:.3g}-{tol_hi:.3g} x predicted): measured/predicted {lo:.3g} to {hi:.3g}, median {median:.3g}"
-                  f"{'' if len(rs) == total[quantity] else f' ({total[quantity] - len(rs)} other misses have a sourced cause)'}. "
+                  f"(unknown settings swept, +-{CALIBRATION_SPREAD:.0%} calibration spread; across these cases the "
+                  f"bands lie within {tol_lo:.3g}-{tol_hi:.3g} x predicted): measured/predicted {lo:.3g} to {hi:.3g}, median "
+                  f"{median:.3g}{sourced}. "
                   f"Cause not established. {candidates} Expected band {band[0]:.3g}-{band[1]:.3g} is this observed "
                   "range (first comparison, nothing fitted): a measurement drifting outside it is a divergence again.")
         groups[quantity] = (fid, reason, band)
@@ -137,9 +140,9 @@ CUDA_TOTAL_GIB = (79.10, 79.33)
 def cuda_total_reason(hardware: str = "h100-sxm") -> str:
     nvml = get_hardware(hardware).require("nvml_memory_bytes")
     return (f"The catalog's H100 SXM has no CUDA-visible total, so the ledger divides NVML's {nvml / MiB:,.0f} MiB "
-            f"({nvml / GiB:.2f} GiB); vLLM requests util x cudaMemGetInfo's total, which torch's out-of-memory messages "
-            f"print as {CUDA_TOTAL_GIB[0]:.2f}-{CUDA_TOTAL_GIB[1]:.2f} GiB on 80 GB cards. Band: the ledger re-run with "
-            "those totals (util 0.90-0.95, non-torch 0-2x), plus one block.")
+            f"({nvml / GiB:.2f} GiB); vLLM requests util x cudaMemGetInfo's total, which torch's out-of-memory "
+            f"messages print as {CUDA_TOTAL_GIB[0]:.2f}-{CUDA_TOTAL_GIB[1]:.2f} GiB on 80 GB cards. Band: the ledger "
+            "re-run with those totals (util 0.90-0.95, non-torch 0-2x), plus one block.")
 
 
 # --- candidate texts of the findings whose cause is not established ----------------------------------------
