@@ -105,8 +105,8 @@ def finding_marks(hardware: str, source: str, engine: str, routes: list[list[Rou
         sourced = f" ({others} other misses have a sourced cause)" if others else ""
         reason = (f"{len(rs)} {source} {engine} {quantity} measurements on {hardware} miss their declared bands "
                   f"(unknown settings swept, +-{CALIBRATION_SPREAD:.0%} calibration spread; across these cases the "
-                  f"bands lie within {tol_lo:.3g}-{tol_hi:.3g} x predicted): measured/predicted {lo:.3g} to {hi:.3g}, median "
-                  f"{median:.3g}{sourced}. "
+                  f"bands lie within {tol_lo:.3g}-{tol_hi:.3g} x predicted): measured/predicted {lo:.3g} to "
+                  f"{hi:.3g}, median {median:.3g}{sourced}. "
                   f"Cause not established. {candidates} Expected band {band[0]:.3g}-{band[1]:.3g} is this observed "
                   "range (first comparison, nothing fitted): a measurement drifting outside it is a divergence again.")
         groups[quantity] = (fid, reason, band)
