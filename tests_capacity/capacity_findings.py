@@ -235,8 +235,9 @@ def on_top_mark(run_name: str, tensor_parallel: bool, graphs: bool, peak: float,
 
 def budget_mark(run_name: str, tensor_parallel: bool, graphs: bool, peak: float, requested: float,
                 results: Path, hardware: str, measured: recordings.Recording | None) -> Any:
-    """The instance-memory finding of one run: which side won is read from its recording; a live run
-    (no recording yet) takes the side the other runs predict (their median on-top against its peak)."""
+    """The instance-memory finding of one run: which side won is read from its recording. A live run
+    (not measured yet) takes the side its configuration's recording on this card showed, else the
+    side the other runs predict (their median on-top against its predicted peak)."""
     # A card (or a results folder) without ledger recordings borrows the committed H200 ones.
     others = (recorded_on_top(results, hardware) or recorded_on_top(results, "h200")
               or recorded_on_top(REPOSITORY_RESULTS, "h200"))
@@ -247,8 +248,10 @@ def budget_mark(run_name: str, tensor_parallel: bool, graphs: bool, peak: float,
         if growth < measured["requested_memory_bytes"].value:
             return peak_released_mark(peak, requested)
         return on_top_mark(run_name, tensor_parallel, graphs, peak, requested, own.context, own.pool, others)
+    earlier = next((o for o in others if o.name == run_name), None)
     same = [o for o in others if o.tensor_parallel == tensor_parallel] or list(others)
-    typical = statistics.median(o.context + o.fragments_and_outside for o in same)
+    typical = (earlier.context + earlier.fragments_and_outside if earlier is not None
+               else statistics.median(o.context + o.fragments_and_outside for o in same))
     if typical < peak:
         return peak_released_mark(peak, requested)
     return on_top_mark(run_name, tensor_parallel, graphs, peak, requested, None, None, others)
