@@ -6,7 +6,8 @@
     pytest-anatomy report [-o anatomy-report.html] [pytest args...]
     pytest-anatomy compare OLD.json NEW.json [--json]
     pytest-anatomy import-seed ../shared/seed-results
-    pytest-anatomy import-device $FILES_FROM_ONE_DEVICE_CALL
+    pytest-anatomy preregister capacity PLAN_ID... [--hardware h200]
+    pytest-anatomy import-device $FILES_FROM_ONE_DEVICE_CALL [--in-sample]
     pytest-anatomy import-third-party ../shared/third-party
 
 A plan that cannot start (weights or the whole ledger above the memory budget, a --tp vLLM
@@ -151,6 +152,12 @@ def _add_import_parsers(sub: Any) -> None:
     dev.add_argument("files", type=Path, nargs="+", help="batch JSON files and side files from one device call")
     dev.add_argument("--results", type=Path, default=Path("results"), help="results folder (results)")
     dev.add_argument("--dry-run", action="store_true", help="list what would be written")
+    dev.add_argument("--in-sample", action="store_true",
+                     help="file a held-out capacity run that has no pre-registration committed before it ran as "
+                          "not held out (default: refuse the import)")
+    from pytest_anatomy import cli_preregister
+
+    cli_preregister.add_parser(sub)
     ncu = sub.add_parser("import-ncu", help="import an Nsight Compute report of the kernel or attention rungs",
                          description="Turns scripts/device/kernels_profile.sh's or flashattn_profile.sh's ncu report "
                                      "(CSV, optionally .xz) and its manifest into one recording per launch "
@@ -280,7 +287,7 @@ def _cmd_import_device(args: argparse.Namespace) -> int:
     from pytest_anatomy.recordings import RecordingError
 
     try:
-        done = import_files(list(args.files), args.results, dry_run=args.dry_run)
+        done = import_files(list(args.files), args.results, dry_run=args.dry_run, in_sample=args.in_sample)
     except (DeviceImportError, RecordingError, OSError) as exc:
         print(f"pytest-anatomy: error: {exc}", file=sys.stderr)
         return 2
@@ -355,6 +362,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _cmd_import_device(args)
     if args.command == "import-ncu":
         return _cmd_import_ncu(args)
+    if args.command == "preregister":
+        from pytest_anatomy import cli_preregister
+
+        return cli_preregister.run(args)
     if args.command == "import-third-party":
         return _cmd_import_third_party(args)
     raise AssertionError(args.command)

@@ -30,7 +30,8 @@ RECONCILED = pytest.StashKey[list[Reconciliation]]()
 
 JUNIT_PREFIX = "anatomy"
 # What each reconciliation contributes to its <testcase>'s <properties>, in this order.
-JUNIT_FIELDS = ("predicted", "measured", "unit", "gap", "tolerance", "verdict", "source", "hardware", "finding")
+JUNIT_FIELDS = ("predicted", "measured", "unit", "gap", "tolerance", "verdict", "kind", "source", "hardware",
+                "finding")
 
 
 @dataclass(frozen=True)
@@ -115,7 +116,8 @@ def junit_properties(recons: Iterable[Reconciliation]) -> list[tuple[str, str]]:
 
     Numbers are plain (repr of the float, SI units as in the ledger) so a CI system can chart
     them; gap is (measured - predicted) / |predicted| as a fraction, absent when predicted is 0;
-    tolerance is the band as the terminal prints it; finding is the mark's id, absent without one."""
+    tolerance is the band as the terminal prints it; kind says what the check is evidence of (a
+    dashboard charting predictions filters on it); finding is the mark's id, absent without one."""
     props: list[tuple[str, str]] = []
     for recon in recons:
         values: dict[str, Any] = {
@@ -125,6 +127,7 @@ def junit_properties(recons: Iterable[Reconciliation]) -> list[tuple[str, str]]:
             "gap": recon.gap_rel,
             "tolerance": format_tolerance(recon.tolerance.to_dict(), recon.prediction.unit),
             "verdict": recon.verdict.value,
+            "kind": recon.kind,
             "source": recon.measurement.source,
             "hardware": recon.hardware,
             "finding": (recon.finding or {}).get("id"),

@@ -124,16 +124,15 @@ class AnatomySession:
         return None
 
     def ledger(self, config: pytest.Config) -> dict[str, Any]:
-        counts: dict[str, int] = {}
-        for e in self.entries:
-            counts[e["verdict"]] = counts.get(e["verdict"], 0) + 1
+        from pytest_anatomy.ledger_counts import ledger_block
+
         return {
             "schema": LEDGER_SCHEMA,
             "created": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "version": _version("pytest-anatomy"),
             "environment": self.environment(config),
             "reconciliations": list(self.entries),
-            "verdicts": counts,
+            **ledger_block(self.entries),  # "verdicts": predictions only; "kinds": every kind's verdicts
             "session_duration_s": round(time.monotonic() - self.started, 3),
             "tests": dict(self.outcomes),
             "skips": list(self.skips),

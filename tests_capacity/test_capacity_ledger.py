@@ -4,12 +4,17 @@ Runs per target: on a replay target every recording results/<card>/capacity/vllm
 id>@*.json (one engine start each: dummy weights, bytes read inside the engine); on the live
 target the engine starts that capacity_live_plan.py chooses for the card by this same theory (each started
 once per session, in its own subprocess). Held-out configurations (id suffix "-held-out") were
-never used to fit anything. Per run:
+never used to fit anything and were committed after the theory; those flagged held out but
+committed before it are labelled "-in-sample" (held_out_labels.py). Per run:
 
 (a) given the engine's own available KV bytes: blocks, tokens, max concurrency, exact;
-(b) vLLM's accounting identity available = requested - terms (- CUDA-graph estimate), exact;
-(c) each ledger term from config + GPU + settings alone (theory/vllm_memory.py), in its band;
-(d) num_gpu_blocks from config + GPU alone within 1% (the issue's target).
+(b) vLLM's accounting identity available = requested - terms (- CUDA-graph estimate), exact
+    (kind "identity": the engine's own numbers);
+(c) each ledger term from config + GPU + settings alone (theory/vllm_memory.py), in its band
+    (vLLM's resolved settings and requested memory are kind "setting", a constant's fit point "fit");
+(d) num_gpu_blocks from config + GPU alone within 1% (the capacity planning target);
+(e) a run with a pre-registration committed before it ran: every pre-registered quantity against
+    the run, beside the current theory's check, so a pre-registered miss stays visible.
 
 Fitted constants (one per term at most) and the recordings they were fitted on are named
 in theory/vllm_memory.py and theory/vllm_activation.py; test_fitted_constants_... guards that
@@ -17,16 +22,20 @@ none of them was fitted on a held-out run."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
+from datetime import datetime
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import capacity_findings as findings
 import capacity_live_plan as live_plan
+import held_out_labels
 
-from pytest_anatomy import held_out, recordings
+from pytest_anatomy import held_out, preregistration, recordings
 from pytest_anatomy import session as anatomy_session
 from pytest_anatomy import targets as tg
 from pytest_anatomy.measure import Measurement
@@ -64,8 +73,13 @@ class Run:
     spec: Any = field(default=None, compare=False, hash=False)
 
     @property
+    def label(self) -> str | None:
+        """'held-out', 'in-sample' (flagged held out but committed before the theory) or None."""
+        return None if self.live else held_out_labels.label(self.name, self.held_out)
+
+    @property
     def test_id(self) -> str:
-        return f"{self.hardware}-" + self.run_id + ("-held-out" if self.held_out else "")
+        return f"{self.hardware}-" + self.run_id + (f"-{self.label}" if self.label else "")
 
     @property
     def ledger_settings(self) -> LedgerSettings:
@@ -108,7 +122,13 @@ def runs_for(target: tg.Target, results: Path) -> tuple[Run, ...]:
 
 @cache
 def _predicted_for(run: Run) -> dict[str, Prediction]:
-    return predict_ledger(load_model(run.model), run.spec, run.ledger_settings)
+    """The theory's ledger; a run flagged held out says in each prediction's notes what that label is
+    worth (held_out_labels.py), so the report never calls an in-sample run held out."""
+    ledger = predict_ledger(load_model(run.model), run.spec, run.ledger_settings)
+    if run.label is None:
+        return ledger
+    note = held_out_labels.LABEL_TEXT[run.label]
+    return {k: dataclasses.replace(p, notes=(*p.notes, note)) for k, p in ledger.items()}
 
 
 def _predicted(run: Run) -> dict[str, Prediction]:
@@ -164,7 +184,7 @@ def test_accounting_identity(target, run, measured, reconcile, vllm_ledger_live)
     identity = Prediction(sum(t.value for t in terms), "B", "requested - (model + peak + non_torch) - cudagraph",
                           {t: rec[t].value for t in ("requested_memory_bytes", *LEDGER_TERMS)}, terms=tuple(terms),
                           notes=("the engine's own terms: checks vLLM's arithmetic, not the theory",))
-    reconcile("available_kv_bytes", identity, rec["available_kv_bytes"], model=run.model)
+    reconcile("available_kv_bytes", identity, rec["available_kv_bytes"], model=run.model, kind="identity")
 
 
 @pytest.mark.gpu
@@ -181,59 +201,26 @@ def test_v1_cudagraph_estimate_structure(target, run, measured, reconcile, vllm_
     figures = 1 + sum(m["num_graphs"] - 1 for m in per_mode.values())
     reconcile("cudagraph_estimate_bytes", structure, rec["cudagraph_estimate_bytes"], abs=figures * HALF_MIB_STEP,
               why="the log prints each MiB figure with 2 decimals; the per-graph one is multiplied by n - 1",
-              model=run.model)
+              model=run.model, kind="identity")
 
 
 # --- (c) each term from config + GPU + settings alone -----------------------------------------
 TERMS = ("requested_memory_bytes", "max_num_batched_tokens", "max_num_seqs", "block_size", *LEDGER_TERMS,
          "available_kv_bytes")
-_V1_NON_TORCH = pytest.mark.finding(
-    "vllm-v1-runner-non-torch", quantity="non_torch_increase_bytes", expected=(1.02, 1.05),
-    reason="The V1 runner's non-torch growth is 249,561,088 B, 8 MiB (8,388,608 B) above the 241,172,480 B "
-           "all 22 V2 runs with a ledger show (constant fitted on qwen2.5-7b eager). Best explanation: the V1 "
-           "runner loads more CUDA code during profiling (its Triton top-k/top-p sampler, the torch-sort path); "
-           "one V1 recording, so not fitted separately.")
-_V1_AVAILABLE = pytest.mark.finding(
-    "vllm-v1-runner-non-torch-in-available", quantity="available_kv_bytes", expected=(0.99990, 0.99999),
-    reason="Carries the V1 non-torch excess (8 MiB) and 14,336 B of the V1 sampler's small tensors into "
-           "available KV memory: predicted 116,556,612,608 B, measured 116,548,209,664 B (-8.4 MB, 9 blocks).")
-
-# One recording so far combines torch.compile + CUDA graphs with tensor parallel (held out).
-_TP_GRAPHS_WHY = (
-    "mistral-7b-v0.3 with CUDA graphs at TP2, the only compiled TP run, held out: the profile peak is 1,136,673,280 B, "
-    "64 MiB under the prediction, i.e. 4 MiB under N (3I + 3h) x 2 B + workspaces: the 60 MiB that torch.compile "
-    "added above that at TP1 (COMPILED_FORWARD_EXTRA, fitted on llama-3.1-8b graphs) is absent under TP, and 4 MiB "
-    "more is missing; the non-torch growth is 2 MiB above the eager TP2 constant (68 vs 66 MiB; likely the custom "
-    "all-reduce registering the graphs' buffers). Mechanism not established from one run; blocks still land +0.05% "
-    "from config alone (120,767 vs 120,705).")
-_TP_GRAPHS = {
-    "peak_activation_bytes": pytest.mark.finding("vllm-compiled-forward-under-tp", quantity="peak_activation_bytes",
-                                                 expected=(0.93, 0.96), reason=_TP_GRAPHS_WHY),
-    "non_torch_increase_bytes": pytest.mark.finding("vllm-compiled-forward-under-tp",
-                                                    quantity="non_torch_increase_bytes", expected=(1.02, 1.04),
-                                                    reason=_TP_GRAPHS_WHY),
-    "available_kv_bytes": pytest.mark.finding("vllm-compiled-forward-under-tp", quantity="available_kv_bytes",
-                                              expected=(1.0003, 1.0008), reason=_TP_GRAPHS_WHY),
-}
-
-
-_TP_GRAPHS_RUN = "vllm-ledger.mistral-7b-v0.3.u0.90.len8192.graphs.tp2"  # the run _TP_GRAPHS_WHY quotes
-
-
 def _is_tp_graphs_run(run: Run) -> bool:
     """The marks quote one run's numbers, so they cover that run only; another compiled TP run is
     a new question (it would diverge until explained)."""
-    return run.name == _TP_GRAPHS_RUN
+    return run.name == findings.TP_GRAPHS_RUN
 
 
 def _term_marks(run: Run, term: str) -> list[Any]:
     marks = []
     if run.runner == "v1" and term == "non_torch_increase_bytes":
-        marks.append(_V1_NON_TORCH)
+        marks.append(findings.V1_NON_TORCH)
     if run.runner == "v1" and term == "available_kv_bytes":
-        marks.append(_V1_AVAILABLE)
-    if not run.live and _is_tp_graphs_run(run) and term in _TP_GRAPHS:
-        marks.append(_TP_GRAPHS[term])
+        marks.append(findings.V1_AVAILABLE)
+    if not run.live and _is_tp_graphs_run(run) and term in findings.TP_GRAPHS:
+        marks.append(findings.TP_GRAPHS[term])
     return marks
 
 
@@ -245,19 +232,44 @@ def _band(run: Run, term: str) -> dict[str, Any]:
     return {}  # every other term is predicted to the byte
 
 
+# What each term's check is evidence of. The settings are vLLM's resolved defaults echoed back, and
+# requested memory is utilization x the card's total (the catalog's total equals every recording's):
+# neither can fail for an error in the ledger theory, so they are listed apart from predictions.
+SETTING_TERMS = ("requested_memory_bytes", "max_num_batched_tokens", "max_num_seqs", "block_size")
+
+
+def _fitted_here(run: Run, term: str) -> bool:
+    """The recording a constant of this term was fitted on: its check agrees by construction."""
+    if run.live:
+        return False
+    fitted = {"non_torch_increase_bytes": NON_TORCH_INCREASE.fitted_on + NON_TORCH_INCREASE_TP.fitted_on,
+              "cudagraph_estimate_bytes": V1_GRAPH_COST.fitted_on,
+              "peak_activation_bytes": COMPILED_FORWARD_EXTRA.fitted_on}.get(term, ())
+    return run.name in fitted
+
+
+def _term_kind(run: Run, term: str) -> str:
+    if term in SETTING_TERMS:
+        return "setting"
+    return "fit" if _fitted_here(run, term) else "prediction"
+
+
+def _term_checked(run: Run, term: str) -> bool:
+    """The V2 runner's CUDA-graph estimate is 0 by the release's rule and 0 in every recording; the
+    rule is already carried by available_kv_bytes (a non-zero estimate subtracted would move it), so
+    a separate 0 = 0 check adds nothing."""
+    return not (term == "cudagraph_estimate_bytes" and run.runner == "v2")
+
+
 @pytest.mark.gpu
 def test_ledger_term_from_config(target, run, term, measured, reconcile, vllm_ledger_live):
     rec = _recording(run, measured, vllm_ledger_live)
     if term not in rec.measurements:
         pytest.skip(f"{run.run_id}: vLLM reports no {term} (kv_cache_memory_bytes pins the pool and skips the ledger)")
-    if not run.live and run.runner == "v1" and term == "cudagraph_estimate_bytes":
-        pytest.skip(f"{V1_GRAPH_COST.fitted_on[0]} is the only V1 recording and the per-graph cost was fitted on "
-                    "it: checking it here could not fail (test_v1_cudagraph_estimate_structure checks the formula)")
-    if (not run.live and term == "non_torch_increase_bytes"
-            and run.name in NON_TORCH_INCREASE.fitted_on + NON_TORCH_INCREASE_TP.fitted_on):
-        pytest.skip(f"{run.name} is the recording the non-torch constant was fitted on: checking it here could not "
-                    "fail (test_fitted_constants_come_from_non_held_out_runs checks it reproduces)")
-    reconcile(term, _predicted(run)[term], rec[term], model=run.model, **_band(run, term))
+    # A fit point is reconciled as kind "fit": listed apart, never counted as agreement of a prediction
+    # (test_fitted_constants_come_from_non_held_out_runs checks each constant reproduces from it).
+    reconcile(term, _predicted(run)[term], rec[term], model=run.model, kind=_term_kind(run, term),
+              **_band(run, term))
 
 
 # --- (d) the planning target ---------------------------------------------------------------------
@@ -301,16 +313,6 @@ def _nvml_growth(rec) -> float:
     return mem["after_start"]["used_bytes"] - mem["before_start"]["used_bytes"]
 
 
-GRAPH_POOL_REASON = (
-    "vLLM documents the CUDA-graph memory estimate as subtracted from the KV budget by default since v0.21.0, but "
-    "the V2 model runner (the default in 0.26.0) returns 0 from profile_cudagraph_memory, so the graph pool captured "
-    "afterwards (0.39-1.16 GiB here) lands ON TOP of gpu_memory_utilization: the KV pool is as large as without "
-    "graphs (qwen2.5-7b: 117.17 GB with graphs vs 117.12 GB eager) and the instance's NVML-measured growth exceeds "
-    "its budget by 0.29-1.91 GB (0.934 GB for qwen2.5-7b), while the eager twins stay within -1.02..+0.13 GB of it. "
-    "If the pool is what is missing from the subtraction, measured / documented = 1 + pool / documented KV exactly; "
-    "each run's band is that, +- the log's 0.005 GiB rounding of the pool.")
-
-
 def _graph_pool_marks(results: Path, run: Run) -> tuple[Any, ...]:
     """The band a recorded V2 graph run's own logged pool implies (a different quantity of the same
     run than the one reconciled: the explanation's prediction of the gap, not the gap). Recorded runs
@@ -318,11 +320,7 @@ def _graph_pool_marks(results: Path, run: Run) -> tuple[Any, ...]:
     rec = recordings.load_latest(results, run.hardware, "capacity", run.name)
     pool = rec.data["run"]["result"]["log"]["cudagraph_capture_gib"] * GiB
     documented = rec["requested_memory_bytes"].value - sum(rec[t].value for t in LEDGER_TERMS) - pool
-    band = (1 + (pool - HALF_GIB_STEP) / documented, 1 + (pool + HALF_GIB_STEP) / documented)
-    return (pytest.mark.finding(
-        "vllm-v2-cudagraph-memory-not-subtracted", expected=band,
-        reason=f"{GRAPH_POOL_REASON} This run: a {pool / GiB:.2f} GiB pool on {documented / GiB:.2f} GiB "
-               f"documented, 1 + pool / documented = {1 + pool / documented:.4f}."),)
+    return (findings.graph_pool_mark(pool, documented, findings.graph_pool_reason(results, run.hardware)),)
 
 
 @pytest.mark.gpu
@@ -341,16 +339,11 @@ def test_v2_graph_pool_lands_on_top_of_the_budget(target, run, measured, reconci
                Term("- CUDA graph pool (log)", -pool, "B")),
         notes=(f"NVML: the instance grew {over:+,.0f} B beyond its requested budget after start-up",))
     reconcile("available_kv_bytes_documented", documented, rec["available_kv_bytes"], abs=HALF_GIB_STEP,
-              why="the graph pool is logged in GiB with 2 decimals", model=run.model)
+              why="the graph pool is logged in GiB with 2 decimals", model=run.model, kind="identity")
 
 
 @pytest.mark.gpu
-@pytest.mark.finding(
-    "vllm-v1-cudagraph-estimate-undercounts-pool", expected=(1.15, 1.40),
-    reason="The V1 runner subtracts its estimate (476 MiB: max first capture 226 MiB + 50 x 4 MiB PIECEWISE + "
-           "50 x 1 MiB FULL, the FULL per-graph cost clamped at the 1 MiB floor) but then logs 'CUDA graph pool "
-           "memory: 0.59 GiB (actual), 0.46 GiB (estimated), difference 0.12 GiB (20.9%)': the second capture of "
-           "a mode underestimates later captures, so ~0.13 GiB still lands on top of the budget.")
+@findings.V1_POOL
 def test_v1_graph_estimate_vs_actual_pool(target, run, measured, reconcile, vllm_ledger_live):
     rec = _recording(run, measured, vllm_ledger_live)
     estimate = rec["cudagraph_estimate_bytes"]
@@ -358,31 +351,16 @@ def test_v1_graph_estimate_vs_actual_pool(target, run, measured, reconcile, vllm
     engine_estimate = Prediction(estimate.value, "B", "vLLM's own estimate (profile_cudagraph_memory)",
                                  notes=("the engine's figure taken as the prediction of its own pool",))
     reconcile("cudagraph_pool_bytes", engine_estimate, _derived(estimate, actual, "B"), abs=HALF_GIB_STEP,
-              why="the actual pool is logged in GiB with 2 decimals", model=run.model)
+              why="the actual pool is logged in GiB with 2 decimals", model=run.model, kind="identity")
 
 
-_ONE_GPU_BUDGET = pytest.mark.finding(
-    "vllm-utilization-is-not-a-cap", expected=(0.975, 1.025),
-    reason="vLLM documents gpu_memory_utilization as a per-instance limit, but the NVML-measured growth of the "
-           "instance after start-up is 0.982-1.020 x the requested budget. Over it: torch allocations made "
-           "outside every ledger term (runner persistent buffers and sampler state allocated after the first "
-           "snapshot but outside the load profiler, 200-830 MiB after start) and allocator fragments "
-           "(reserved but unallocated, 0.3-2.5 GiB), plus the V2 graph pool; under it: the profile run's "
-           "activation peak is budgeted but released before the KV cache is allocated (0.29-4.7 GB).")
-
-
-_TP_OUTSIDE_BUDGET = pytest.mark.finding(
-    "vllm-utilization-is-not-a-cap", expected=(1.005, 1.04),
-    reason="Under tensor parallel the instance grows 0.96-2.31 GiB beyond its budget (ratio 1.008-1.033, the "
-           "largest at utilization 0.5): on top of the single-GPU causes (allocator fragments, reserved but "
-           "unallocated: 0.69-1.50 GiB here), NCCL and the custom all-reduce hold 1,065,418,752 B per rank "
-           "outside torch before vLLM's first memory snapshot (its init snapshot sees 1,640,890,368 B of CUDA memory "
-           "in use at TP2, 23,068,672 B of it torch's, vs 552,402,944 B on one GPU), which no ledger term and no "
-           "budget includes.")
-
-
-def _budget_marks(run: Run) -> tuple[Any, ...]:
-    return (_TP_OUTSIDE_BUDGET if int(run.settings.get("tensor_parallel_size") or 1) > 1 else _ONE_GPU_BUDGET,)
+def _budget_marks(results: Path, run: Run) -> tuple[Any, ...]:
+    """Below the budget: the released profile peak won; above it: what lands on top did (capacity_findings)."""
+    predicted = _predicted(run)
+    rec = None if run.live else recordings.load_latest(results, run.hardware, "capacity", run.name)
+    return (findings.budget_mark(run.name, int(run.settings.get("tensor_parallel_size") or 1) > 1,
+                                 not run.settings.get("enforce_eager"), predicted["peak_activation_bytes"].value,
+                                 predicted["requested_memory_bytes"].value, results, run.hardware, rec),)
 
 
 @pytest.mark.gpu
@@ -393,6 +371,57 @@ def test_instance_memory_vs_requested_budget(target, run, measured, reconcile, v
     reconcile("instance_memory_bytes", budget, growth, model=run.model)
 
 
+# --- (e) pre-registered predictions ----------------------------------------------------------------
+@dataclass(frozen=True)
+class Preregistered:
+    """One pre-registration's predictions for one run, committed before the run was measured."""
+
+    file: str
+    theory_commit: str
+    committed_at: str
+    predictions: dict[str, Any] = field(hash=False, compare=False)
+
+
+@cache
+def _preregistrations(results: Path, hardware: str) -> tuple[preregistration.Preregistration, ...]:
+    return tuple(preregistration.load_all(results, hardware))
+
+
+def _preregistered_for(results: Path, run: Run) -> list[Preregistered]:
+    """Recorded runs only: each pre-registration of this run whose file was committed before the run's
+    stamp (a file committed later, or in a checkout without git history, pre-registers nothing)."""
+    if run.live:
+        return []
+    measured_at = datetime.fromisoformat(
+        recordings.load_latest(results, run.hardware, "capacity", run.name).recorded_at.replace("Z", "+00:00"))
+    return [Preregistered(p.path.name, str(p.doc.get("theory_commit")), f"{p.committed_at:%Y-%m-%dT%H:%M:%SZ}",
+                          dict(p.run(run.name)["predictions"]))
+            for p in _preregistrations(results, run.hardware)
+            if p.run(run.name) is not None and p.committed_at is not None and p.committed_at < measured_at]
+
+
+PREREGISTERED_CHECKED = ("num_gpu_blocks", *LEDGER_TERMS, "available_kv_bytes")
+
+
+@pytest.mark.gpu
+def test_preregistered_prediction(target, run, quantity, prereg, measured, reconcile, vllm_ledger_live):
+    """The value written before the run, judged by the band the current theory's check uses: a miss
+    here is reported even when the current theory (fixed since) agrees."""
+    rec = _recording(run, measured, vllm_ledger_live)
+    if quantity not in rec.measurements:
+        pytest.skip(f"{run.run_id}: vLLM reports no {quantity}")
+    entry = prereg.predictions[quantity]
+    pred = Prediction(float(entry["value"]), str(entry["unit"]),
+                      f"pre-registered in {prereg.file} (theory {prereg.theory_commit[:12]}): "
+                      f"{entry.get('formula', '')}",
+                      {"file": prereg.file, "theory_commit": prereg.theory_commit,
+                       "committed_at": prereg.committed_at},
+                      notes=("written and committed before the run; the current theory is checked beside it",))
+    band = ({"rel": 0.01, "why": "the capacity planning target: blocks within 1%"} if quantity == "num_gpu_blocks"
+            else _band(run, quantity))
+    reconcile(f"preregistered_{quantity}", pred, rec[quantity], model=run.model, **band)
+
+
 # --- (target, run) parameters ----------------------------------------------------------------------
 def _cases(name: str, t: tg.Target, results: Path) -> list[tuple[tuple, str, tuple]]:
     """(values, id, marks) of test `name` on target `t`; a live run slower than the fast subset is
@@ -400,7 +429,12 @@ def _cases(name: str, t: tg.Target, results: Path) -> list[tuple[tuple, str, tup
     runs = runs_for(t, results)
     slow = lambda r: (pytest.mark.slow,) if r.slow else ()  # noqa: E731
     if name == "test_ledger_term_from_config":
-        return [((r, term), f"{r.test_id}-{term}", (*_term_marks(r, term), *slow(r))) for r in runs for term in TERMS]
+        return [((r, term), f"{r.test_id}-{term}", (*_term_marks(r, term), *slow(r))) for r in runs for term in TERMS
+                if _term_checked(r, term)]
+    if name == "test_preregistered_prediction":
+        return [((r, q, p), f"{r.test_id}-{q}-{p.file.removesuffix('.json')}", slow(r))
+                for r in runs for p in _preregistered_for(results, r) for q in PREREGISTERED_CHECKED
+                if q in p.predictions]
     if name == "test_fitted_constants_come_from_non_held_out_runs":
         names = {r.name for r in runs}
         ok = not t.live and all(c.fitted_on[0] in names for c in FITTED)
@@ -411,7 +445,7 @@ def _cases(name: str, t: tg.Target, results: Path) -> list[tuple[tuple, str, tup
                 lambda r: not r.live and r.runner == "v2" and not r.settings.get("enforce_eager"),
             "test_instance_memory_vs_requested_budget": lambda r: not r.pinned}.get(name, lambda r: True)
     marks = {"test_v2_graph_pool_lands_on_top_of_the_budget": lambda r: _graph_pool_marks(results, r),
-             "test_instance_memory_vs_requested_budget": _budget_marks}.get(name, lambda r: ())
+             "test_instance_memory_vs_requested_budget": lambda r: _budget_marks(results, r)}.get(name, lambda r: ())
     return [((r,), r.test_id, (*marks(r), *slow(r))) for r in runs if pick(r)]
 
 
@@ -419,7 +453,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "target" not in metafunc.fixturenames:
         return
     targets, results = anatomy_session.of_config(metafunc.config, "capacity")
-    argnames = [a for a in ("run", "term", "runs") if a in metafunc.fixturenames]
+    argnames = [a for a in ("run", "term", "quantity", "prereg", "runs") if a in metafunc.fixturenames]
     params = [pytest.param(t, *values, id=cid, marks=marks)
               for t in targets for values, cid, marks in _cases(metafunc.function.__name__, t, results)]
     metafunc.parametrize(["target", *argnames], params)

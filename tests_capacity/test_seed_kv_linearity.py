@@ -6,6 +6,7 @@ Round 2's length sweep: closed loop at C=16, input L = 256..4096, output 256 tok
 from __future__ import annotations
 
 import pytest
+import capacity_findings as findings
 
 from pytest_anatomy.measure import Measurement
 from pytest_anatomy.measure.analysis import linear_fit
@@ -33,13 +34,7 @@ def test_kv_tokens_slope_in_input_length(target, measured, reconcile):
 
 
 @pytest.mark.gpu
-@pytest.mark.finding(
-    "seed-kv-peak-below-full-length",
-    reason="Peak KV at C=16 is 16L + 3,933 tokens, not 16L + 4,096: at the sampled peak the 16 requests are "
-           "not all at their last output token (closed-loop requests start and finish staggered, and the "
-           "1 Hz sampler misses the exact peak), so they hold on average ~246 of 256 output tokens.",
-    expected=(0.90, 1.0),
-)
+@findings.SEED_KV_PEAK
 def test_kv_tokens_intercept(target, measured, reconcile):
     rec = measured("seed-r2-kv-linearity")
     c = int(rec["concurrency"].value)

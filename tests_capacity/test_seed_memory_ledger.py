@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 import pytest
+import capacity_findings as findings
 
 from pytest_anatomy.theory.prediction import Prediction, Term
 from pytest_anatomy.units import GiB
@@ -57,22 +58,14 @@ def test_available_kv_is_budget_minus_non_kv(target, recording, measured, reconc
     rec, total, util = _budget_terms(measured, recording)
     reconcile("available_kv_bytes", _available(total, util, rec, subtract_graphs=False),
               rec["available_kv_bytes"], abs=LEDGER_ROUNDING_BYTES,
-              why="each of the five GiB figures is logged with 2 decimals (±0.005 GiB each)")
+              why="each of the five GiB figures is logged with 2 decimals (±0.005 GiB each)", kind="identity")
 
 
 @pytest.mark.gpu
-@pytest.mark.finding(
-    "seed-vllm-cudagraph-not-subtracted",
-    reason="In the seed's vLLM 0.27.1 runs the logged CUDA-graph memory (0.34 GiB) is NOT taken out of the "
-           "KV budget, although vLLM documents the estimate as subtracted by default since v0.21.0: budget - "
-           "consumed - peak already equals the logged KV pool (see the test above), so the engine then "
-           "exceeds its 0.9 budget by the graph pool (21.50 vs 21.16 GiB). Best explanation: the graph "
-           "estimate was disabled or only reported in that build; to be checked on a live engine.",
-    expected=(1.03, 1.10),
-)
+@findings.SEED_GRAPHS_NOT_SUBTRACTED
 @pytest.mark.parametrize("recording", ["seed-r1-vllm-memory-ledger", ROUND2_LEDGER])
 def test_available_kv_per_documented_formula(target, recording, measured, reconcile):
     rec, total, util = _budget_terms(measured, recording)
     reconcile("available_kv_bytes_documented", _available(total, util, rec, subtract_graphs=True),
               rec["available_kv_bytes"], abs=LEDGER_ROUNDING_BYTES + 0.005 * GiB,
-              why="six GiB figures logged with 2 decimals (±0.005 GiB each)")
+              why="six GiB figures logged with 2 decimals (±0.005 GiB each)", kind="identity")

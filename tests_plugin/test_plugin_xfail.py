@@ -74,7 +74,7 @@ def test_junit_xml_shows_each_verdict_where_ci_tools_look(pytester: pytest.Pytes
     assert _props(cases["test_agree"]) == {
         "anatomy.kv_bytes.predicted": "57344.0", "anatomy.kv_bytes.measured": "57344.0", "anatomy.kv_bytes.unit": "",
         "anatomy.kv_bytes.gap": "0.0", "anatomy.kv_bytes.tolerance": "exact", "anatomy.kv_bytes.verdict": "agree",
-        "anatomy.kv_bytes.source": "given", "anatomy.kv_bytes.hardware": "h200",
+        "anatomy.kv_bytes.kind": "prediction", "anatomy.kv_bytes.source": "given", "anatomy.kv_bytes.hardware": "h200",
     }
 
     [(tag, kind, message)] = cases["test_finding"]["result"]
@@ -305,5 +305,5 @@ def test_junit_properties_leave_out_what_is_unknown() -> None:
     assert dict(junit_properties([rec])) == {
         "anatomy.idle_bytes.predicted": "0.0", "anatomy.idle_bytes.measured": "0.0", "anatomy.idle_bytes.unit": "",
         "anatomy.idle_bytes.tolerance": "±4,096", "anatomy.idle_bytes.verdict": "agree",
-        "anatomy.idle_bytes.source": "given",
+        "anatomy.idle_bytes.kind": "prediction", "anatomy.idle_bytes.source": "given",
     }  # no gap (predicted is 0), no hardware, no finding

@@ -11,7 +11,6 @@ import dataclasses
 import functools
 import itertools
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -199,98 +198,6 @@ def offline(transfer: tr.Transfer, hardware: str, model: str, engine: str, gpus:
     return run(hardware, lat_mid, default_budget), min(lows), max(highs)
 
 
-# --- misses: findings (a cause with its own arithmetic, or one whose cause is not established) ------
-# Routing needs the measured numbers at collection; predictions and tolerances never use them: a
-# sourced finding's `expected` is the prediction re-run under its cause; a miss whose cause is not
-# established joins its metric's finding, whose `expected` is the observed range (finding_marks).
-OLD_VLLM_CPU = 1 / (1 - 0.29 / 0.67)
-OLD_VLLM_REASON = (
-    "vLLM before v0.6.0 spent 29% of its execution time scheduling and 33% in the HTTP API server (profile of "
-    "v0.5.3, Llama 3 8B on one H100: vLLM blog, 2024-09-05, 'vLLM v0.6.0: 2.7x Throughput Improvement'). Argonne's "
-    "runs are 2024 offline runs (LLM-Inference-Bench, version not recorded), which have no API server: up to "
-    "0.29 / 0.67 = 43% of each step is CPU time the GPU waits for, so step times up to 1 / (1 - 0.43) = 1.76x "
-    "our transferred 0.26.0 calibration. Band: the sweep's low end (no such cost) to its high end x 1.76, "
-    "+-10% calibration spread.")
-
-
-@dataclass(frozen=True)
-class Route:
-    """How one reconciliation of a case is marked: a sourced cause's finding (id, reason, expected
-    ratio band), or, with finding None, a miss whose cause is not established (grouped by
-    finding_marks into one finding per source, card, engine and metric)."""
-
-    quantity: str
-    ratio: float  # measured / predicted
-    tolerance: tuple[float, float]
-    finding: tuple[str, str, tuple[float, float]] | None = None
-
-
-def route(measured: float, central: float, tolerance: tuple[float, float], quantity: str,
-          causes: tuple[tuple[str, str, tuple[float, float]], ...] = ()) -> Route | None:
-    """None when the measurement is within tolerance; else the first cause whose band covers it,
-    else a miss whose cause is not established."""
-    r = measured / central
-    if tolerance[0] <= r <= tolerance[1]:
-        return None
-    for fid, reason, band in causes:
-        if band[0] <= r <= band[1]:
-            return Route(quantity, r, tolerance, finding=(fid, reason, band))
-    return Route(quantity, r, tolerance)
-
-
-def _outward(lo: float, hi: float) -> tuple[float, float]:
-    """The observed range rounded outward to 3 significant digits (the band printed in the reason)."""
-    def sig(x: float, up: bool) -> float:
-        if x <= 0:
-            return 0.0
-        scale = 10 ** (math.floor(math.log10(x)) - 2)
-        return (math.ceil if up else math.floor)(x / scale - (1e-9 if up else -1e-9)) * scale
-    return sig(lo, False), sig(hi, True)
-
-
-def finding_marks(hardware: str, source: str, engine: str, routes: list[list[Route | None]],
-                  candidates: str) -> list[list[Any]]:
-    """The finding marks of each case (same order as `routes`). A sourced cause keeps its own id and
-    band; the misses without an established cause become one finding per metric on this card, whose
-    expected band is the observed range of measured/predicted (a first comparison: it records what
-    was seen, so drifting outside it is a divergence again)."""
-    import pytest
-
-    total: dict[str, int] = {}
-    open_: dict[str, list[Route]] = {}
-    for case_routes in routes:
-        for r in case_routes:
-            if r is not None:
-                total[r.quantity] = total.get(r.quantity, 0) + 1
-                if r.finding is None:
-                    open_.setdefault(r.quantity, []).append(r)
-    groups: dict[str, tuple[str, str, tuple[float, float]]] = {}
-    for quantity, rs in open_.items():
-        ratios = sorted(r.ratio for r in rs)
-        lo, hi = ratios[0], ratios[-1]
-        median = ratios[len(ratios) // 2] if len(ratios) % 2 else (ratios[len(ratios) // 2 - 1] + ratios[len(ratios) // 2]) / 2
-        tol_lo, tol_hi = min(r.tolerance[0] for r in rs), max(r.tolerance[1] for r in rs)
-        band = _outward(lo, hi)
-        fid = f"{source}-{hardware}-{engine.replace('.', '')}-{quantity.replace('_', '-')}-cause-not-established"
-        reason = (f"{len(rs)} {source} {engine} {quantity} measurements on {hardware} miss their declared bands "
-                  f"(unknown settings swept, +-10% calibration spread; across these cases the bands lie within "
-                  f"{tol_lo:.3g}-{tol_hi:.3g} x predicted): measured/predicted {lo:.3g} to {hi:.3g}, median {median:.3g}"
-                  f"{'' if len(rs) == total[quantity] else f' ({total[quantity] - len(rs)} other misses have a sourced cause)'}. "
-                  f"Cause not established. {candidates} Expected band {band[0]:.3g}-{band[1]:.3g} is this observed "
-                  "range (first comparison, nothing fitted): a measurement drifting outside it is a divergence again.")
-        groups[quantity] = (fid, reason, band)
-    out = []
-    for case_routes in routes:
-        marks = []
-        for r in case_routes:
-            if r is None:
-                continue
-            fid, reason, band = r.finding or groups[r.quantity]
-            marks.append(pytest.mark.finding(fid, reason=reason, quantity=r.quantity, expected=band, hardware=hardware))
-        out.append(marks)
-    return out
-
-
 def replay_targets(config: Any, source: str) -> tuple[list[Any], Path]:
     """The session's targets holding recordings of `source`, and the results folder. Published data
     has no live path: a live target (--anatomy-source=live or auto on a GPU) gets no case here."""
@@ -326,15 +233,7 @@ def transfer_for(targets: list[Any], results: Path) -> tuple[tr.Transfer | None,
         return None, f"the H200 calibration's recording {exc.args[0]} is missing"
 
 
-# --- cause: a KV pool smaller than C requests (AIConfigurator TTFT) ---------------------------------
-KV_QUEUE_REASON = (
-    "The KV pool cannot hold all C requests: vLLM admits only as many as fit and the others wait in its queue, so "
-    "TTFT includes waiting for a slot. Pool per rank from our memory ledger (the row's vLLM version rules, util "
-    "0.90-0.95, fp8 rows with fp8 weights, bf16 KV); n = pool tokens / tokens per request, between ISL + OSL "
-    "(admitted for the full length) and ISL + OSL/2 (the mean length while running); TTFT = TTFT at n + "
-    "(C / n - 1) x service time at n (Little's law in a closed loop). Band over those, +-10% calibration spread.")
-
-
+# --- cause: a KV pool smaller than C requests (AIConfigurator TTFT); the finding: validation_findings.py ---
 @functools.lru_cache(maxsize=1024)
 def kv_pool_tokens(hardware: str, model: str, precision: str, tp: int, util: float, max_model_len: int,
                    budget: int, version: str) -> tuple[float, ...]:

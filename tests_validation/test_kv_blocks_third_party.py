@@ -6,15 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from sweeps import Case, cases, finding_marks, kv_blocks, parametrize, replay_targets, route
+from sweeps import Case, cases, kv_blocks, parametrize, replay_targets
+from validation_findings import CUDA_TOTAL_GIB, KV_BLOCKS_CANDIDATES, cuda_total_reason, finding_marks, route
 
 from pytest_anatomy.specs.hardware import get_hardware
 from pytest_anatomy.units import GiB
 
 SOURCE = "inference-sim"
-# torch's out-of-memory message prints cudaMemGetInfo's total: 79.10-79.33 GiB on 80 GB cards in public logs,
-# while the catalog's H100 SXM entry has only NVML's 81,559 MiB (79.65 GiB), which the ledger then uses.
-CUDA_TOTAL_GIB = (79.10, 79.33)
+
 
 
 def _args(case: Case) -> tuple[Any, ...]:
@@ -27,9 +26,6 @@ def _tolerance(pred: float, lo: float, hi: float) -> tuple[float, float]:
     return lo / pred - one, hi / pred + one
 
 
-CANDIDATES = ("Candidates: vLLM 0.15.1's profile run and, at TP 4, NCCL buffers grown past our TP2 constant.")
-
-
 def _lacks_cuda_total(hardware: str) -> bool:
     """An 80 GB card whose catalog entry has only NVML's total (the CUDA_TOTAL_GIB cause applies)."""
     hw = get_hardware(hardware)
@@ -37,18 +33,12 @@ def _lacks_cuda_total(hardware: str) -> bool:
     return hw.cuda_visible_memory_bytes is None and nvml is not None and 79 * GiB < nvml < 80 * GiB
 
 
-CUDA_TOTAL_REASON = (
-    "The catalog's H100 SXM has no CUDA-visible total, so the ledger divides NVML's 81,559 MiB (79.65 GiB); vLLM "
-    "requests util x cudaMemGetInfo's total, which torch's out-of-memory messages print as 79.10-79.33 GiB on 80 GB "
-    "cards. Band: the ledger re-run with those totals (util 0.90-0.95, non-torch 0-2x), plus one block.")
-
-
 def _routes(case: Case) -> list[Any]:
     pred, lo, hi = kv_blocks(*_args(case))
     causes: tuple[Any, ...] = ()
     if _lacks_cuda_total(case.hardware):
         low_total = kv_blocks(*_args(case), cuda_total=int(CUDA_TOTAL_GIB[0] * GiB))[1]
-        causes = (("h100-cuda-visible-total", CUDA_TOTAL_REASON, _tolerance(pred.value, low_total, hi)),)
+        causes = (("h100-cuda-visible-total", cuda_total_reason(case.hardware), _tolerance(pred.value, low_total, hi)),)
     return [route(dict(case.measured)["num_gpu_blocks"], pred.value, _tolerance(pred.value, lo, hi), "num_gpu_blocks",
                   causes)]
 
@@ -61,7 +51,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     params = []
     for t in targets:
         mine = cases(SOURCE, t.name, results)
-        marks = finding_marks(t.name, SOURCE, "vllm", [_routes(c) for c in mine], CANDIDATES)
+        marks = finding_marks(t.name, SOURCE, "vllm", [_routes(c) for c in mine], KV_BLOCKS_CANDIDATES)
         params += [pytest.param(t, c, marks=m, id=f"{t.name}-{c.id}") for c, m in zip(mine, marks)]
     parametrize(metafunc, ["target", "case"], params, SOURCE)
 

@@ -6,25 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from sweeps import (
-    parametrize,
-    KV_QUEUE_REASON,
-    SPREAD_WHY,
-    Case,
-    cases,
-    closed_loop,
-    finding_marks,
-    kv_queue_band,
-    ratio_band,
-    replay_targets,
-    route,
-    transfer_for,
-)
+from sweeps import (SPREAD_WHY, Case, cases, closed_loop, kv_queue_band, parametrize, ratio_band, replay_targets,
+                    transfer_for)
+from validation_findings import KV_QUEUE_REASON, SERVING_CANDIDATES, finding_marks, route
 
 from pytest_anatomy.theory.prediction import Prediction, Term
 
-CANDIDATES = ("Candidates (per-kernel costs growing with layers, fp8 activation quantization, "
-                   "all-reduce above 20 us, client time in TTFT) and why none is claimed: docs/VALIDATION.md section 7.")
 SOURCE = "aiconfigurator"
 
 
@@ -58,7 +45,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     params = []
     for t in targets:
         mine = cases(SOURCE, t.name, results)
-        marks = finding_marks(t.name, SOURCE, "vllm", [_routes(transfer, c) for c in mine], CANDIDATES)
+        marks = finding_marks(t.name, SOURCE, "vllm", [_routes(transfer, c) for c in mine], SERVING_CANDIDATES)
         params += [pytest.param(t, c, marks=m, id=f"{t.name}-{c.id}") for c, m in zip(mine, marks)]
     parametrize(metafunc, ["target", "case"], params, SOURCE, why_none)
 

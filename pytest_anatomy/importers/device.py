@@ -10,10 +10,15 @@ scripts/device/latency_plan.py) and the ceilings file. Output:
   `results/<hw>/latency/<run id>@<stamp>.json`, `results/<hw>/ceilings/ceilings@<stamp>.json`.
   Measurements are copied from the run's numbers (SI units as measured); `data` keeps the whole
   run result, so nothing the device measured is lost.
+
+A capacity run the plan marks held out, measured since pre-registration exists, is imported only
+when a pre-registration of it was committed before its stamp (preregistration.py); the recording's
+provenance names that file and commit.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import lzma
@@ -22,7 +27,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator, NoReturn
 
-from pytest_anatomy import recordings
+from pytest_anatomy import preregistration, recordings
 from pytest_anatomy.specs.hardware import match_catalog
 from pytest_anatomy.units import MiB
 
@@ -294,8 +299,32 @@ def _name_ok(name: str) -> str:
     return name
 
 
-def import_files(paths: list[Path], results: Path, *, dry_run: bool = False) -> list[tuple[str, str]]:
-    """Import device batch files (and keep every given file verbatim). Returns (status, path)."""
+def _check_preregistered(rec: recordings.Recording, results: Path, *, in_sample: bool) -> recordings.Recording:
+    """A held-out capacity run measured since pre-registration exists must have a pre-registration
+    committed before its stamp; the recording's provenance names it. With `in_sample`, a run without
+    one is filed as not held out, saying why, instead of refusing the import."""
+    prov = dict(rec.provenance)
+    if rec.suite != "capacity" or not prov.get("held_out") or not preregistration.required_for(rec.recorded_at):
+        return rec
+    try:
+        found = preregistration.check_held_out(results, rec.hardware, rec.name, rec.recorded_at)
+    except preregistration.PreregistrationError as exc:
+        if not in_sample:
+            raise DeviceImportError(str(exc)) from None
+        prov["held_out"] = False
+        prov["held_out_refused"] = "no pre-registration committed before the run (imported with --in-sample)"
+        return dataclasses.replace(rec, provenance=prov)
+    prov["preregistration"] = {"file": found.path.relative_to(results).as_posix(), "commit": found.commit,
+                               "committed_at": f"{found.committed_at:%Y-%m-%dT%H:%M:%SZ}"}
+    return dataclasses.replace(rec, provenance=prov)
+
+
+def import_files(paths: list[Path], results: Path, *, dry_run: bool = False,
+                 in_sample: bool = False) -> list[tuple[str, str]]:
+    """Import device batch files (and keep every given file verbatim). Returns (status, path).
+
+    A held-out capacity run needs a pre-registration committed before it ran (preregistration.py);
+    `in_sample` files such runs as not held out instead of refusing the batch."""
     done: list[tuple[str, str]] = []
     batches = []
     for path in paths:
@@ -344,6 +373,7 @@ def import_files(paths: list[Path], results: Path, *, dry_run: bool = False) -> 
                 # check_batch covers the shapes these readers use; this names anything it missed
                 raise DeviceImportError(f"{path}: a run lacks the field {exc} (or has the wrong type); "
                                         "pass the complete files of one device call") from None
+    planned = [_check_preregistered(rec, results, in_sample=in_sample) for rec in planned]
     for path, raw, doc in batches:
         is_batch = isinstance(doc, dict) and doc.get("schema") == BATCH_SCHEMA
         stamp = _stamp(doc["provenance"]["date_utc"]) if is_batch else stamp_of_batch

@@ -1,8 +1,9 @@
 """A short markdown summary of a run for CI pages (`--anatomy-summary=PATH`, $GITHUB_STEP_SUMMARY).
 
-What a reviewer of a CI run needs at a glance, in a few tables: verdict counts per suite and
-hardware, the findings that drifted out of their explained band or closed (resolved), the
-diverges with both numbers, and the tests that failed. Everything else is in the HTML report.
+What a reviewer of a CI run needs at a glance, in a few tables: the predictions' verdict counts per
+suite and hardware (identities, settings, fit points and replays counted apart), the findings that
+drifted out of their explained band or closed (resolved), the diverges with both numbers, and the
+tests that failed. Everything else is in the HTML report.
 Pure: `render_summary(ledger)` returns the text; `write_summary` only writes it."""
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from pytest_anatomy.option_names import REPORT_OPTION
+from pytest_anatomy.ledger_counts import KIND_PLURALS, counts_by_kind
+from pytest_anatomy.reconcile import RECONCILIATION_KINDS
 from pytest_anatomy.report.terminal import (
     format_gap,
     format_tolerance,
@@ -44,16 +47,19 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[Any]], right: Sequence
 
 
 def _counts_table(recs: Sequence[Rec]) -> list[str]:
-    groups: dict[tuple[str, str], dict[str, int]] = {}
+    """Per suite and hardware: the predictions' verdicts, then each other kind's total (an
+    identity or a setting is listed, never counted as agreement)."""
+    groups: dict[tuple[str, str], list[Rec]] = {}
     for rec in recs:
-        key = (str(rec.get("suite") or "other"), str(rec.get("hardware") or "—"))
-        counts = groups.setdefault(key, dict.fromkeys(_COUNT_ORDER, 0))
-        verdict = str(rec.get("verdict", "?"))
-        counts[verdict] = counts.get(verdict, 0) + 1
-    extra = sorted({v for c in groups.values() for v in c if v not in _COUNT_ORDER})
+        groups.setdefault((str(rec.get("suite") or "other"), str(rec.get("hardware") or "—")), []).append(rec)
+    by_group = {key: counts_by_kind(members) for key, members in groups.items()}
+    extra = sorted({v for c in by_group.values() for v in c.get("prediction", {}) if v not in _COUNT_ORDER})
+    kinds = [k for k in RECONCILIATION_KINDS if k != "prediction" and any(k in c for c in by_group.values())]
     columns = [*_COUNT_ORDER, *extra]
-    rows = [[suite, hw, *(counts.get(v, 0) for v in columns)] for (suite, hw), counts in sorted(groups.items())]
-    return _table(["suite", "hardware", *columns], rows, right=range(2, 2 + len(columns)))
+    rows = [[suite, hw, *(c.get("prediction", {}).get(v, 0) for v in columns),
+             *(sum(c.get(k, {}).values()) for k in kinds)] for (suite, hw), c in sorted(by_group.items())]
+    header = ["suite", "hardware", *columns, *(KIND_PLURALS[k][1] if k in KIND_PLURALS else k for k in kinds)]
+    return _table(header, rows, right=range(2, len(header)))
 
 
 def _ratio(rec: Rec) -> str:

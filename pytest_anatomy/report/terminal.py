@@ -12,6 +12,7 @@ import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from pytest_anatomy.ledger_counts import headline
 from pytest_anatomy.units import format_quantity
 
 MAX_WIDTH = 120
@@ -43,25 +44,21 @@ def verdict_counts(recs: Iterable[Rec]) -> dict[str, int]:
 
 
 def prose_summary(ledger: Mapping[str, Any]) -> str:
-    """'12 reconciliations: 9 agree, 2 findings, 0 resolved, 1 diverge; 4 from recordings, 8 live'."""
+    """'12 reconciliations: 9 agree, 2 findings, 0 resolved, 1 diverge; 4 from recordings, 8 live'.
+
+    The verdicts counted are the predictions' (ledger_counts.headline); identities, settings, fit
+    points and replays are listed apart: '40 reconciliations: 8 predictions (...); apart: 32
+    identities; 40 from recordings, 0 live'."""
     recs: Sequence[Rec] = ledger.get("reconciliations") or []
     skips: Sequence[Rec] = ledger.get("skips") or []
     if not recs:
         tail = f"; {plural(len(skips), 'test')} skipped" if skips else ""
         return f"no reconciliations ran{tail}"
-    counts = verdict_counts(recs)
     recorded = sum(1 for rec in recs if rec.get("source") == "recorded")
     live = sum(1 for rec in recs if rec.get("source") == "live")
-    parts = [
-        f"{counts['agree']} agree",
-        plural(counts["finding"], "finding"),
-        f"{counts['resolved']} resolved",
-        f"{counts['diverge']} diverge",
-    ]
-    parts += [f"{n} {v}" for v, n in counts.items() if v not in _URGENCY]
     given = len(recs) - recorded - live
     tail = f", {given} given numbers" if given else ""
-    return f"{plural(len(recs), 'reconciliation')}: {', '.join(parts)}; {recorded} from recordings, {live} live{tail}"
+    return f"{headline(recs)}; {recorded} from recordings, {live} live{tail}"
 
 
 def review_order(recs: Iterable[Rec]) -> list[Rec]:
@@ -259,7 +256,8 @@ def finding_lines(recs: Iterable[Rec], max_lines: int = 3) -> list[str]:
 def summary_lines(ledger: Mapping[str, Any]) -> list[str]:
     """Everything the plugin prints in the terminal summary, one string per line, no colour."""
     recs: Sequence[Rec] = ledger.get("reconciliations") or []
-    lines = [prose_summary(ledger)]
+    # The headline may list kinds apart from predictions: wrapped, never cut (it carries the counts).
+    lines = textwrap.wrap(prose_summary(ledger), MAX_WIDTH, subsequent_indent="    ", break_on_hyphens=False)
     if recs:
         lines += table_lines(recs)
         lines += finding_lines(rec for rec in review_order(recs) if rec.get("verdict") in ("finding", "resolved"))

@@ -10,8 +10,9 @@ rows measured above predicted) and the outcomes: agree, finding with a sourced c
 cause is not established (ids ending in UNESTABLISHED), diverge. Rows:
 every third-party reconciliation, and beside them the comparable metrics of our own H200 and the
 seed's RTX 4090 (KV blocks and tokens, decode and prefill steps, TTFT, ITL, throughput), fit-point
-repeats excluded (in-sample, not tests of the model). Only replayed recordings count: a live run's
-numbers are not what README tabulates.
+repeats excluded (in-sample, not tests of the model). Predictions only: an identity, a setting, a
+fit point or a replay (reconcile's `kind`) is no test of the model. Only replayed recordings count:
+a live run's numbers are not what README tabulates.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ OWN_METRICS = frozenset({
     "itl_p50", "itl_p99", "output_throughput"})
 _ORDER = [*SOURCES.values(), *OWN.values()]
 _FIT_REPEAT = "fit-repeat"
-# Suffix of finding ids that record a miss without an established cause (tests_validation/sweeps.py).
+# Suffix of finding ids that record a miss without an established cause (tests_validation/validation_findings.py).
 UNESTABLISHED = "-cause-not-established"
 
 
@@ -64,6 +65,8 @@ def _hardware_of(rec: Mapping[str, Any]) -> str | None:
 
 def _group(rec: Mapping[str, Any]) -> tuple[str, str, str, str] | None:
     if rec.get("source") != "recorded":  # the table is of the committed recordings, not of a live run
+        return None
+    if str(rec.get("kind") or "prediction") != "prediction":  # an identity, setting, fit or replay tests no model
         return None
     prov = rec.get("provenance") or {}
     engine = str(prov.get("engine") or "?")

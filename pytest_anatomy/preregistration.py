@@ -1,0 +1,173 @@
+"""Pre-registration: the predictions for a planned run, written and committed before the run.
+
+"Held out" is a claim about time order: the prediction existed before the measurement. A label
+set by hand cannot show that; a committed file can. `pytest-anatomy preregister capacity ID...`
+writes `results/<hw>/preregistered/capacity-<stamp>.json` with every ledger quantity the theory
+predicts for each planned engine start, and the git commit of the theory it used (refused while
+the theory has uncommitted changes, so the commit is the theory). Once that file is committed:
+
+- importing a held-out recording (importers/device.py) checks that a pre-registration of that run
+  was committed before the recording's stamp (git log of the file), and names it in the
+  recording's provenance;
+- the capacity suite reconciles each pre-registered run against the pre-registered values as well
+  as the current theory, so a pre-registered miss stays visible after the theory is fixed.
+
+Pure file and git logic; the predictions come from theory/vllm_memory.py (never from a run).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Mapping
+
+SCHEMA = "pytest-anatomy/preregistration/v1"
+FOLDER = "preregistered"
+# The code whose state a pre-registration pins: a change here changes predictions.
+THEORY_PATHS = ("pytest_anatomy/theory", "pytest_anatomy/specs")
+CAPACITY_PREFIX = "vllm-ledger."
+# Device batches stamped before this carry no pre-registration (the mechanism did not exist);
+# their held-out label is judged by commit order instead (tests_capacity/held_out.py).
+REQUIRED_FROM = "2026-12-01T06:00:00Z"
+
+
+class PreregistrationError(ValueError):
+    """A pre-registration that cannot be written or does not cover a held-out run; one line."""
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    run_id: str
+    model: str
+    settings: Mapping[str, Any]
+
+    @property
+    def recording_name(self) -> str:
+        return CAPACITY_PREFIX + self.run_id
+
+
+@dataclass(frozen=True)
+class Preregistration:
+    path: Path
+    doc: Mapping[str, Any]
+    committed_at: datetime | None  # None: not committed (or no git history to ask)
+    commit: str | None
+
+    def run(self, recording_name: str) -> Mapping[str, Any] | None:
+        return (self.doc.get("runs") or {}).get(recording_name)
+
+
+def _git(repo: Path, *args: str) -> str | None:
+    try:
+        out = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def repo_root(path: Path) -> Path | None:
+    top = _git(path if path.is_dir() else path.parent, "rev-parse", "--show-toplevel")
+    return Path(top) if top else None
+
+
+def theory_commit(repo: Path) -> str:
+    """HEAD, when the theory has no uncommitted change; else PreregistrationError."""
+    head = _git(repo, "rev-parse", "HEAD")
+    if not head:
+        raise PreregistrationError(f"{repo} is not a git checkout: a pre-registration names the commit of the theory")
+    dirty = _git(repo, "status", "--porcelain", "--", *THEORY_PATHS)
+    if dirty is None or dirty:
+        first = (dirty or "?").splitlines()[0].strip()
+        raise PreregistrationError(f"the theory has uncommitted changes ({first}): commit them first, so the "
+                                   "pre-registration names the theory that made its predictions")
+    return head
+
+
+def predict_capacity(run: PlannedRun, hardware: str) -> dict[str, dict[str, Any]]:
+    """Every ledger quantity the theory predicts for one planned engine start on `hardware`."""
+    from pytest_anatomy.specs.hardware import get_hardware
+    from pytest_anatomy.specs.model import load_model
+    from pytest_anatomy.theory.vllm_memory import predict_ledger
+    from pytest_anatomy.theory.vllm_settings import LedgerSettings
+
+    ledger = predict_ledger(load_model(run.model), get_hardware(hardware), LedgerSettings.from_mapping(run.settings))
+    return {name: {"value": p.value, "unit": p.unit, "formula": p.formula} for name, p in ledger.items()}
+
+
+def build(runs: list[PlannedRun], hardware: str, commit: str, created: str, command: str) -> dict[str, Any]:
+    return {
+        "schema": SCHEMA, "suite": "capacity", "hardware": hardware, "created": created,
+        "theory_commit": commit, "command": command,
+        "runs": {r.recording_name: {"model": r.model, "settings": dict(r.settings),
+                                    "predictions": predict_capacity(r, hardware)} for r in runs},
+    }
+
+
+def write(results: Path, doc: Mapping[str, Any]) -> Path:
+    """results/<hw>/preregistered/capacity-<stamp>.json; never overwrites."""
+    stamp = str(doc["created"]).replace("-", "").replace(":", "")
+    path = Path(results) / str(doc["hardware"]) / FOLDER / f"{doc['suite']}-{stamp}.json"
+    if path.exists():
+        raise PreregistrationError(f"{path} exists: a pre-registration is never overwritten (wait a second)")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return path
+
+
+def _first_commit(path: Path) -> tuple[str | None, datetime | None]:
+    root = repo_root(path)
+    if root is None:
+        return None, None
+    out = _git(root, "log", "--diff-filter=A", "--format=%H %cI", "--", str(path.resolve().relative_to(root)))
+    if not out:
+        return None, None
+    sha, when = out.splitlines()[-1].split(" ", 1)
+    return sha, datetime.fromisoformat(when).astimezone(timezone.utc)
+
+
+def load_all(results: Path, hardware: str) -> list[Preregistration]:
+    """Every pre-registration of a card, oldest first, each with the time its file was first committed."""
+    folder = Path(results) / hardware / FOLDER
+    out = []
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else ():
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise PreregistrationError(f"{path}: not a readable pre-registration ({exc})") from None
+        if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+            raise PreregistrationError(f"{path}: schema is not {SCHEMA}")
+        commit, when = _first_commit(path)
+        out.append(Preregistration(path, doc, when, commit))
+    return out
+
+
+def covering(results: Path, hardware: str, recording_name: str) -> list[Preregistration]:
+    return [p for p in load_all(results, hardware) if p.run(recording_name) is not None]
+
+
+def _parse_utc(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(timezone.utc)
+
+
+def check_held_out(results: Path, hardware: str, recording_name: str, recorded_at: str) -> Preregistration:
+    """The earliest pre-registration of this run committed before `recorded_at`; else one line saying
+    what is missing and what to do."""
+    when = _parse_utc(recorded_at)
+    found = covering(results, hardware, recording_name)
+    before = [p for p in found if p.committed_at is not None and p.committed_at < when]
+    if before:
+        return min(before, key=lambda p: p.committed_at or when)
+    seen = "; ".join(f"{p.path.name} " + (f"committed {p.committed_at:%Y-%m-%dT%H:%M:%SZ}" if p.committed_at
+                                          else "not committed") for p in found) or "none"
+    raise PreregistrationError(
+        f"{recording_name} is marked held out but no pre-registration of it was committed before it was measured "
+        f"({recorded_at}; pre-registrations found: {seen}): run `pytest-anatomy preregister capacity "
+        f"{recording_name.removeprefix(CAPACITY_PREFIX)} --hardware {hardware}` and commit it before measuring, "
+        "or import with --in-sample to file it as not held out")
+
+
+def required_for(recorded_at: str) -> bool:
+    return _parse_utc(recorded_at) >= _parse_utc(REQUIRED_FROM)

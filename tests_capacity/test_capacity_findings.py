@@ -1,0 +1,125 @@
+"""Every number a capacity finding's reason quotes equals what the recordings and the theory say
+(capacity_findings.py): a reason is data checked against its reconciliations, never retyped prose."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import capacity_findings as cf
+import pytest
+
+from pytest_anatomy import recordings
+from pytest_anatomy.specs.hardware import get_hardware
+from pytest_anatomy.specs.model import load_model
+from pytest_anatomy.theory.vllm_memory import NON_TORCH_INCREASE, predict_ledger
+from pytest_anatomy.theory.vllm_settings import LedgerSettings
+from pytest_anatomy.units import GiB, MiB
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+
+
+def _rec(hardware: str, name: str) -> recordings.Recording:
+    try:
+        return recordings.load_latest(RESULTS, hardware, "capacity", name)
+    except recordings.MissingRecording:
+        pytest.skip(f"results/{hardware}/capacity/{name}@*.json is not in this checkout")
+
+
+def _predicted(rec: recordings.Recording) -> dict:
+    settings = rec.provenance["settings"]
+    return predict_ledger(load_model(rec.provenance["model"]), get_hardware(rec.hardware),
+                          LedgerSettings.from_mapping(settings))
+
+
+def _reason(mark) -> str:
+    return mark.kwargs["reason"]
+
+
+def test_v1_runner_numbers() -> None:
+    v1 = _rec("h200", cf.V1_RUN)
+    assert v1["non_torch_increase_bytes"].value == cf.V1_NON_TORCH_BYTES
+    assert NON_TORCH_INCREASE.value == cf.V2_NON_TORCH_BYTES
+    single_gpu_v2 = []
+    for name in recordings.list_recordings(RESULTS, "h200", "capacity", "vllm-ledger."):
+        rec = _rec("h200", name)
+        log = rec.data["run"]["result"].get("log") or {}
+        if ("non_torch_increase_bytes" in rec.measurements and log.get("model_runner") == "v2"
+                and int(rec.provenance["settings"].get("tensor_parallel_size") or 1) == 1):
+            single_gpu_v2.append(rec["non_torch_increase_bytes"].value)
+    assert len(single_gpu_v2) == cf.V2_SINGLE_GPU_RUNS and set(single_gpu_v2) == {cf.V2_NON_TORCH_BYTES}
+    assert _predicted(v1)["available_kv_bytes"].value == cf.V1_AVAILABLE_PREDICTED
+    assert v1["available_kv_bytes"].value == cf.V1_AVAILABLE_MEASURED
+
+
+def test_v1_pool_reason_quotes_the_log() -> None:
+    v1 = _rec("h200", cf.V1_RUN)
+    log = v1.data["run"]["result"]["log"]
+    modes = log["cudagraph_estimate_per_mode"]
+    reason = _reason(cf.V1_POOL)
+    assert f"({v1['cudagraph_estimate_bytes'].value / MiB:.0f} MiB: max first capture " \
+           f"{max(m['first_capture_mib'] for m in modes.values()):.0f} MiB" in reason
+    for mode, m in modes.items():
+        assert f"{m['num_graphs'] - 1} x {m['per_graph_mib']:.0f} MiB {mode}" in reason
+    assert (f"{log['cudagraph_pool_actual_gib']:.2f} GiB (actual), {log['cudagraph_pool_estimated_gib']:.2f} GiB "
+            f"(estimated), difference {log['cudagraph_pool_diff_gib']:.2f} GiB ({log['cudagraph_pool_diff_pct']:.1f}%)"
+            ) in reason
+
+
+def test_compiled_tp_numbers() -> None:
+    run = _rec("h200", cf.TP_GRAPHS_RUN)
+    assert run["peak_activation_bytes"].value == cf.TP_GRAPHS_PEAK_BYTES
+    assert run["num_gpu_blocks"].value == cf.TP_GRAPHS_BLOCKS_MEASURED
+    assert _predicted(run)["num_gpu_blocks"].value == cf.TP_GRAPHS_BLOCKS_PREDICTED
+
+
+def test_seed_numbers() -> None:
+    assert _rec("rtx4090", "seed-r2-kv-linearity")["intercept_tokens"].value == cf.SEED_KV_INTERCEPT_TOKENS
+    graphs = {_rec("rtx4090", f"seed-r{r}-vllm-memory-ledger")["cudagraph_bytes"].value for r in (1, 2)}
+    assert len(graphs) == 1
+    assert f"{graphs.pop() / GiB:.2f}" == f"{cf.SEED_GRAPHS_GIB:.2f}"
+
+
+def test_the_memory_on_top_bands_are_the_mechanisms_arithmetic() -> None:
+    """Below the budget by at most the predicted peak; above it by at most context + pool + the largest
+    slack of the other runs - peak: a run whose slack exceeds every other run's would fall outside."""
+    others = cf.recorded_on_top(RESULTS, "h200")
+    if not others:
+        pytest.skip("no H200 ledger recordings in this checkout")
+    under = cf.peak_released_mark(2 * GiB, 100 * GiB).kwargs["expected"]
+    assert under == (1 - 0.02, 1.0)
+    one = others[0]
+    over = cf.on_top_mark(one.name, one.tensor_parallel, one.graphs, 2 * GiB, 100 * GiB, one.context, one.pool, others)
+    slack = max(o.fragments_and_outside for o in others if o.name != one.name)
+    assert over.kwargs["expected"] == (1.0, 1 + (one.context + (one.pool if one.graphs else 0) + slack - 2 * GiB)
+                                       / (100 * GiB))
+
+
+def test_the_smaller_quoted_differences() -> None:
+    v1, tp = _rec("h200", cf.V1_RUN), _rec("h200", cf.TP_GRAPHS_RUN)
+    assert f"{(cf.V1_NON_TORCH_BYTES - cf.V2_NON_TORCH_BYTES) / MiB:.0f} MiB" == "8 MiB"
+    blocks_short = _predicted(v1)["num_gpu_blocks"].value - v1["num_gpu_blocks"].value
+    assert f"{blocks_short:.0f} blocks" in _reason(cf.V1_AVAILABLE)
+    predicted = _predicted(tp)
+    under = (predicted["peak_activation_bytes"].value - cf.TP_GRAPHS_PEAK_BYTES) / MiB
+    assert f"{under:.0f} MiB under the prediction" in cf.TP_GRAPHS_WHY
+    non_torch = (tp["non_torch_increase_bytes"].value / MiB, predicted["non_torch_increase_bytes"].value / MiB)
+    assert f"({non_torch[0]:.0f} vs {non_torch[1]:.0f} MiB" in cf.TP_GRAPHS_WHY
+
+
+def test_the_seed_graph_budget_figures() -> None:
+    """The logged terms plus the graph pool, against 0.9 x the card's logged total."""
+    r2 = _rec("rtx4090", "seed-r2-vllm-memory-ledger")
+    terms = ("consumed_bytes", "peak_activation_bytes", "available_kv_bytes", "cudagraph_bytes")
+    used = sum(r2[k].value for k in terms)
+    budget = r2["total_memory_bytes"].value * r2["gpu_memory_utilization"].value
+    quoted = (cf.SEED_GRAPHS_USED_GIB, cf.SEED_BUDGET_GIB)
+    assert (f"{used / GiB:.2f}", f"{budget / GiB:.2f}") == (f"{quoted[0]:.2f}", f"{quoted[1]:.2f}")
+    assert f"({quoted[0]:.2f} vs {quoted[1]:.2f} GiB)" in _reason(cf.SEED_GRAPHS_NOT_SUBTRACTED)
+
+
+def test_the_graph_pool_reason_is_read_from_the_recordings() -> None:
+    reason = cf.graph_pool_reason(RESULTS, "h200")
+    example = _rec("h200", cf.GRAPH_POOL_EXAMPLE)
+    twin = _rec("h200", cf.GRAPH_POOL_EXAMPLE.replace(".graphs", ".eager"))
+    assert (f"(qwen2.5-7b: {example['available_kv_bytes'].value / 1e9:.2f} GB with graphs vs "
+            f"{twin['available_kv_bytes'].value / 1e9:.2f} GB eager)") in reason

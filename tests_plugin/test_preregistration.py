@@ -1,0 +1,159 @@
+"""Pre-registration as a mechanism: `pytest-anatomy preregister` writes the theory's predictions for
+planned runs with the theory's commit; the device importer refuses a held-out run unless a
+pre-registration of it was committed before the run; the capacity suite reconciles the run
+against the pre-registered values beside the current theory."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from pytest_anatomy import preregistration as pre
+from pytest_anatomy.importers.device import DeviceImportError, import_files
+
+REPO = Path(__file__).resolve().parents[1]
+BATCH = REPO / "results" / "h200" / "batches" / "20261130T020635Z" / "capacity-2.json"  # holds a held-out TP2 run
+HELD_OUT_ID = "llama-3.1-70b.u0.90.len8192.eager.tp2"
+PLANNED = "qwen2.5-72b.u0.90.len8192.eager.tp4"  # in the capacity plan, never run yet
+
+
+def _iso(when: datetime) -> str:
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _git(repo: Path, *args: str, when: datetime | None = None) -> None:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t"}
+    if when is not None:
+        env["GIT_COMMITTER_DATE"] = env["GIT_AUTHOR_DATE"] = _iso(when)
+    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, env=env)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    _git(tmp_path, "init", "-q")
+    (tmp_path / "README").write_text("x\n")
+    _git(tmp_path, "add", "README")
+    _git(tmp_path, "commit", "-qm", "start")
+    return tmp_path
+
+
+def _cli(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pytest_anatomy", "preregister", *args,
+                           "--results", str(repo / "results")], cwd=repo, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+
+
+def test_preregister_writes_the_theorys_predictions_with_its_commit(repo: Path) -> None:
+    from pytest_anatomy.specs.hardware import get_hardware
+    from pytest_anatomy.specs.model import load_model
+    from pytest_anatomy.theory.vllm_memory import predict_ledger
+    from pytest_anatomy.theory.vllm_settings import LedgerSettings
+
+    proc = _cli(repo, "capacity", PLANNED, "--hardware", "h200")
+    assert proc.returncode == 0, proc.stderr
+    (path,) = (repo / "results" / "h200" / "preregistered").glob("capacity-*.json")
+    doc = json.loads(path.read_text())
+    head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    assert doc["schema"] == pre.SCHEMA and doc["theory_commit"] == head
+    run = doc["runs"]["vllm-ledger." + PLANNED]
+    expected = predict_ledger(load_model("qwen2.5-72b"), get_hardware("h200"),
+                              LedgerSettings.from_mapping(run["settings"]))
+    assert run["settings"]["tensor_parallel_size"] == 4
+    assert {k: v["value"] for k, v in run["predictions"].items()} == {k: p.value for k, p in expected.items()}
+
+
+def test_preregister_refuses_an_uncommitted_theory_and_an_unknown_id_in_one_line(repo: Path) -> None:
+    (repo / "pytest_anatomy" / "theory").mkdir(parents=True)
+    (repo / "pytest_anatomy" / "theory" / "capacity.py").write_text("# edited\n")
+    dirty = _cli(repo, "capacity", PLANNED)
+    assert dirty.returncode == 2 and "uncommitted changes" in dirty.stderr and len(dirty.stderr.splitlines()) == 1
+    unknown = _cli(repo, "capacity", PLANNED.replace("tp4", "tp5"))
+    assert unknown.returncode == 2 and "did you mean 'qwen2.5-72b.u0.90.len8192.eager.tp" in unknown.stderr
+    assert not (repo / "results").exists()
+
+
+def _batch_at(tmp: Path, when: datetime) -> Path:
+    doc = json.loads(BATCH.read_text())
+    doc["provenance"]["date_utc"] = when.strftime("%Y-%m-%dT%H:%M:%S+00:00")
+    path = tmp / "capacity-2.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def _preregister_held_out_run(repo: Path, committed: datetime) -> Path:
+    doc = pre.build([pre.PlannedRun(HELD_OUT_ID, "llama-3.1-70b",
+                                    {"gpu_memory_utilization": 0.9, "max_model_len": 8192, "enforce_eager": True,
+                                     "tensor_parallel_size": 2})],
+                    "h200", "0" * 40, _iso(committed), "test")
+    path = pre.write(repo / "results", doc)
+    _git(repo, "add", str(path.relative_to(repo)))
+    _git(repo, "commit", "-qm", "pre-register", when=committed)
+    return path
+
+
+def test_a_held_out_run_needs_a_preregistration_committed_before_it(repo: Path, tmp_path_factory) -> None:
+    now = datetime.now(timezone.utc).replace(microsecond=0)
+    results = repo / "results"
+    before_any = _batch_at(tmp_path_factory.mktemp("b1"), now - timedelta(minutes=30))
+    with pytest.raises(DeviceImportError, match=rf"vllm-ledger.{HELD_OUT_ID} is marked held out but no "
+                                                r"pre-registration .* found: none\)"):
+        import_files([before_any], results, dry_run=True)
+    _preregister_held_out_run(repo, now - timedelta(minutes=20))
+    earlier_run = _batch_at(tmp_path_factory.mktemp("b2"), now - timedelta(minutes=25))
+    with pytest.raises(DeviceImportError, match=r"committed 20\d\d-"):  # committed, but after the run
+        import_files([earlier_run], results, dry_run=True)
+    later_run = _batch_at(tmp_path_factory.mktemp("b3"), now - timedelta(minutes=10))
+    import_files([later_run], results)
+    (rec_path,) = (results / "h200" / "capacity").glob(f"vllm-ledger.{HELD_OUT_ID}@*.json")
+    prov = json.loads(rec_path.read_text())["provenance"]
+    assert prov["held_out"] is True
+    assert prov["preregistration"]["file"].startswith("h200/preregistered/capacity-")
+
+
+def test_in_sample_files_an_unregistered_held_out_run_as_not_held_out(repo: Path, tmp_path: Path) -> None:
+    batch = _batch_at(tmp_path, datetime.now(timezone.utc).replace(microsecond=0) - timedelta(minutes=5))
+    import_files([batch], repo / "results", in_sample=True)
+    (rec_path,) = (repo / "results" / "h200" / "capacity").glob(f"vllm-ledger.{HELD_OUT_ID}@*.json")
+    prov = json.loads(rec_path.read_text())["provenance"]
+    assert prov["held_out"] is False and "no pre-registration" in prov["held_out_refused"]
+
+
+def test_batches_measured_before_the_mechanism_existed_import_as_before(tmp_path: Path) -> None:
+    assert not pre.required_for("2026-11-30T02:06:35Z")
+    import_files([BATCH], tmp_path / "results", dry_run=True)  # no git, no pre-registration: still imports
+
+
+def test_the_suite_reconciles_a_run_against_its_preregistered_values(repo: Path, tmp_path_factory) -> None:
+    """A pre-registration whose blocks are 2% off: the pre-registered check diverges although the
+    current theory's check of the same run agrees."""
+    now = datetime.now(timezone.utc).replace(microsecond=0)
+    path = _preregister_held_out_run(repo, now - timedelta(minutes=20))
+    doc = json.loads(path.read_text())
+    entry = doc["runs"][f"vllm-ledger.{HELD_OUT_ID}"]["predictions"]
+    entry["num_gpu_blocks"]["value"] *= 1.02
+    path.write_text(json.dumps(doc))
+    _git(repo, "commit", "-qam", "amend", when=now - timedelta(minutes=19))
+    import_files([_batch_at(tmp_path_factory.mktemp("b"), now - timedelta(minutes=10))], repo / "results")
+    report = repo / "r.html"
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+                           "--benchmark-disable", "-o", f"anatomy_results_dir={repo / 'results'}",
+                           "--anatomy-source=recorded", "--anatomy-hardware=h200", f"--anatomy-report={report}",
+                           "tests_capacity/test_capacity_ledger.py", "-k",
+                           "test_preregistered_prediction or test_num_gpu_blocks_from_config_alone"],
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    recs = json.loads(report.with_suffix(".json").read_text())["reconciliations"]
+    verdicts = {r["name"]: r["verdict"] for r in recs}
+    assert verdicts["num_gpu_blocks"] == "agree", proc.stdout[-2000:]
+    assert verdicts["preregistered_num_gpu_blocks"] == "diverge"
+    assert verdicts["preregistered_available_kv_bytes"] == "agree"
+    assert sum(r["name"].startswith("preregistered_") for r in recs) == 6  # blocks + 4 terms + available
