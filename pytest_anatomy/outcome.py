@@ -21,7 +21,11 @@ from typing import Any, Literal
 import pytest
 
 from pytest_anatomy.reconcile import Reconciliation, Verdict
-from pytest_anatomy.report.terminal import format_percent, format_tolerance, format_value
+from pytest_anatomy.report.formatting import (
+    format_percent,
+    format_tolerance,
+    format_value,
+)
 
 # The Reconciliation objects a test recorded; the `reconcile` fixture fills it, the
 # makereport hook reads it (the objects, not their JSON, so a failure can print explain()).

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_anatomy.report.terminal import (
+from pytest_anatomy.report.formatting import (
     format_gap,
     format_tolerance,
     format_value,
