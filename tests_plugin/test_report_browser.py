@@ -58,7 +58,7 @@ def full_report(tmp_path_factory: pytest.TempPathFactory, request: pytest.Fixtur
             # -p no:xdist: one process, as the main command runs
             run = subprocess.run([sys.executable, "-m", "pytest", *suites, f"--anatomy-report={out}", "-q",
                                   "-p", "no:cacheprovider", "-p", "no:xdist"],
-                                 cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+                                 cwd=ROOT, env=env, capture_output=True, text=True, timeout=900, check=False)
             assert out.is_file(), (f"the suites wrote no report (exit {run.returncode}):\n"
                                    f"{run.stdout[-3000:]}\n{run.stderr[-3000:]}")
     return out
@@ -139,7 +139,8 @@ PROBE = r"""
 def _chromium(*args: str, timeout: int = 240) -> subprocess.CompletedProcess[str]:
     assert CHROMIUM is not None
     return subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                           "--no-first-run", "--disable-extensions", *args], capture_output=True, text=True, timeout=timeout)
+                           "--no-first-run", "--disable-extensions", *args], capture_output=True, text=True, timeout=timeout,
+                          check=False)
 
 
 @pytest.fixture(scope="module")
@@ -151,7 +152,7 @@ def browser_view(full_report: Path, tmp_path_factory: pytest.TempPathFactory) ->
     probe = folder / "probe.html"
     probe.write_text(full_report.read_text(encoding="utf-8").replace("</body>", PROBE + "</body>"), encoding="utf-8")
     run = _chromium("--virtual-time-budget=30000", "--dump-dom", probe.as_uri())
-    match = re.search(r'<pre id="browser-check">(.*?)</pre>', run.stdout, re.S)
+    match = re.search(r'<pre id="browser-check">(.*?)</pre>', run.stdout, re.DOTALL)
     assert match, f"the probe script left no result; chromium said:\n{run.stderr[-2000:]}"
     return json.loads(html.unescape(match[1]))
 
@@ -172,7 +173,7 @@ def test_page_script_filters_searches_expands_and_collapses(browser_view: dict[s
 def test_derivations_drawn_in_the_browser_read_as_python_formats_them(browser_view: dict[str, Any], full_report: Path) -> None:
     """The page's script spells numbers as report/formatting.py does (it is a port of it)."""
     page = full_report.read_text(encoding="utf-8")
-    embedded = json.loads(html.unescape(re.search(r'id="anatomy-ledger">(.*?)</script>', page, re.S)[1])
+    embedded = json.loads(html.unescape(re.search(r'id="anatomy-ledger">(.*?)</script>', page, re.DOTALL)[1])
                           .replace("\\u003c", "<").replace("\\u003e", ">").replace("\\u0026", "&"))
     recs = embedded["reconciliations"]
     checked = 0
@@ -237,8 +238,11 @@ def test_no_plot_has_overlapping_tick_labels(browser_view: dict[str, Any]) -> No
 
 
 # ---- screenshots, for a person to look at -----------------------------------------------
-SECTIONS = {"top": None, "domain-1": ("domain", 0), "domain-2": ("domain", 1250), "domain-3": ("domain", 2500),
-            "domain-4": ("domain", 3750), "plots": ("plots", 0)}
+# name: (the one section shown, how far it is scrolled (px), the fragment the page opens at)
+SECTIONS: dict[str, tuple[str | None, int, str]] = {
+    "top": (None, 0, ""), "derivation": ("reconciliations", 0, "#rec-0"),
+    "domain-1": ("domain", 0, ""), "domain-2": ("domain", 1200, ""), "domain-3": ("domain", 2400, ""),
+    "domain-4": ("domain", 3600, ""), "plots": ("plots", 0, "")}
 
 
 @pytest.fixture(scope="module")
@@ -248,15 +252,15 @@ def screenshots(full_report: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     folder = tmp_path_factory.mktemp("shots")
     page = full_report.read_text(encoding="utf-8")
     shots: dict[str, Path] = {}
-    for name, section in SECTIONS.items():
+    for name, (section, scroll, fragment) in SECTIONS.items():
         view = folder / f"{name}.html"
         css = ""
         if section:  # one section, scrolled by a negative margin: --screenshot shows the top of the page
-            css = (f"<style>header.top, main > section:not(#{section[0]}) {{ display: none !important; }} "
-                   f"main {{ margin-top: -{section[1]}px; }}</style>")
+            css = (f"<style>header.top, main > section:not(#{section}) {{ display: none !important; }} "
+                   f"main {{ margin-top: -{scroll}px; }}</style>")
         view.write_text(page.replace("</head>", css + "</head>"), encoding="utf-8")
         shot = folder / f"{name}.png"
-        _chromium("--window-size=1300,1250", "--virtual-time-budget=5000", f"--screenshot={shot}", view.as_uri())
+        _chromium("--window-size=1300,1250", "--virtual-time-budget=5000", f"--screenshot={shot}", view.as_uri() + fragment)
         shots[name] = shot
     keep = os.environ.get("ANATOMY_REPORT_SHOTS")
     if keep:

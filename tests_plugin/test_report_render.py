@@ -13,9 +13,13 @@ from typing import Any
 
 import pytest
 
-from pytest_anatomy.report.html import embedded_json, render_html, write_report
-from pytest_anatomy.report.pytest_html import AnatomyHtmlColumns, reconciliations_from_report, worst_verdict
 from pytest_anatomy.report.formatting import format_tolerance
+from pytest_anatomy.report.html import embedded_json, render_html, write_report
+from pytest_anatomy.report.pytest_html import (
+    AnatomyHtmlColumns,
+    reconciliations_from_report,
+    worst_verdict,
+)
 from pytest_anatomy.report.terminal import MAX_WIDTH, summary_lines
 
 pytest_plugins = ["pytester"]

@@ -201,7 +201,7 @@ def tick_label(value: float, unit: str) -> str:
     if slash and numerator in SCALED_UNITS:
         return f"{tick_label(value, numerator)}/{denominator}"
     for divisor, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= 10 * divisor:
+        if abs(value) >= divisor:
             return f"{value / divisor:g}{suffix}"
     return f"{value:g}"
 

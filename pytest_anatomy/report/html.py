@@ -134,10 +134,10 @@ def _positive(rec: Mapping[str, Any]) -> bool:
 def _scatter(unit: str, points: Sequence[Mapping[str, Any]], left_out: int) -> Chart:
     """Predicted vs measured on log-log axes, y=x, tolerance whiskers per point."""
     values = [v for r in points for v in (r["predicted"], r["measured"], *(allowed_interval(r) or ())) if v > 0]
-    fmt = (lambda v: tick_label(v, unit))  # noqa: E731
-    axis_x = Axis.fit(values, log=True, label="predicted", format_tick=fmt)
-    axis_y = Axis(axis_x.lo, axis_x.hi, log=True, label="measured", format_tick=fmt)
-    tail = f" ({left_out} not positive, not shown)" if left_out else ""
+    fmt = (lambda v: tick_label(v, unit))
+    axis_x = Axis.fit(values, log=True, label="predicted", format_tick=fmt, binary=unit == "B")
+    axis_y = Axis(axis_x.lo, axis_x.hi, log=True, label="measured", format_tick=fmt, binary=unit == "B")
+    tail = f" (+{left_out} ≤ 0)" if left_out else ""
     chart = Chart(axis_x, axis_y, title=f"{unit or '(no unit)'} · {plural(len(points), 'point')}{tail}",
                   aria=f"{unit or 'unitless'}: predicted versus measured, log-log", width=270, height=270, left=70)
     chart.line([(axis_x.lo, axis_x.lo), (axis_x.hi, axis_x.hi)], "#57606a", dash="5 4", width=1.2, tip="predicted = measured")
@@ -279,7 +279,8 @@ def build_view(ledger: Mapping[str, Any]) -> dict[str, Any]:
         + [(v, n) for v, n in counts.items() if v not in VERDICTS],
         "recorded": sum(1 for rec in recs if rec.get("source") == "recorded"),
         "live": sum(1 for rec in recs if rec.get("source") == "live"),
-        "tests": [(str(k), v) for k, v in tests.items()],
+        # pytest's outcomes as it counts them, the finding outcome spelled as a count ('3 findings')
+        "tests": [plural(v, str(k)) if k == "finding" and isinstance(v, int) else f"{v} {k}" for k, v in tests.items()],
         "environment": _environment_view(ledger.get("environment") or {}),
         "suites": [
             {"name": name, "rows": group, "summary": ", ".join(f"{n} {v}" for v, n in verdict_counts(

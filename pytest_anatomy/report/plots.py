@@ -19,7 +19,12 @@ from typing import Any
 
 from markupsafe import Markup
 
-from pytest_anatomy.report.formatting import format_gap, format_value, short_name, tick_label
+from pytest_anatomy.report.formatting import (
+    format_gap,
+    format_value,
+    short_name,
+    tick_label,
+)
 from pytest_anatomy.report.svg import PALETTE, VERDICT_COLOURS, Axis, Chart
 
 Rec = Mapping[str, Any]
@@ -59,7 +64,7 @@ def _tip(rec: Rec, what: str = "") -> str:
             f"measured {format_value(rec.get('measured'), unit)}, gap {format_gap(rec)}")
 
 
-def _fmt(unit: str):  # noqa: ANN202 - a tick formatter for one unit
+def _fmt(unit: str):
     return lambda v: tick_label(v, unit)
 
 
@@ -107,6 +112,11 @@ def _ladder_key(rec: Rec) -> tuple[str, str, str, Path] | None:
     return match["ladder"], match["rung"], match["shape"], Path(str(path)).parent
 
 
+def _rung_order(rung: str) -> tuple[int, str]:
+    code = _RUNG_CODE.match(rung)
+    return (int(code[2]) if code else 99, rung)
+
+
 def kernel_ladders(recs: Sequence[Rec]) -> list[Markup]:
     """Per GPU, ladder and shape: each rung's measured time, its predictions, and rung 0 (the
     library baseline: cuBLAS, torch) as a line, on a log time axis."""
@@ -122,12 +132,13 @@ def kernel_ladders(recs: Sequence[Rec]) -> list[Markup]:
         entry["rungs"].setdefault(rung, []).append(rec)
     out = []
     for n, ((hardware, ladder, shape), entry) in enumerate(sorted(ladders.items())):
-        rungs = sorted(entry["rungs"], key=lambda r: (int(_RUNG_CODE.match(r)[2]) if _RUNG_CODE.match(r) else 99, r))
+        rungs = sorted(entry["rungs"], key=_rung_order)
         if len(rungs) < 2:
             continue
-        prefix = _RUNG_CODE.match(rungs[0])[1] if _RUNG_CODE.match(rungs[0]) else ""
+        code = _RUNG_CODE.match(rungs[0])
+        prefix = code[1] if code else ""
         baselines = []
-        folder: Path = entry["folder"]
+        folder = entry["folder"]
         if folder.is_dir() and prefix:
             for stem in sorted({p.name.split("@")[0] for p in folder.glob(f"{ladder}.{prefix}0-*.{shape}@*.json")}):
                 time = _measurement(_newest(folder, stem), "time")
@@ -163,7 +174,11 @@ def kernel_ladders(recs: Sequence[Rec]) -> list[Markup]:
 # ---- rooflines -------------------------------------------------------------------------
 def _roof_points(recs: Sequence[Rec]) -> dict[str, dict[str, Any]]:
     """Per GPU: roofs (peak, bandwidth, label) and points (intensity, FLOP/s, colour, tip, kind)."""
-    from pytest_anatomy.theory.attention import AttentionShape, attention_flops, compulsory_bytes
+    from pytest_anatomy.theory.attention import (
+        AttentionShape,
+        attention_flops,
+        compulsory_bytes,
+    )
 
     gpus: dict[str, dict[str, Any]] = {}
     for rec in recs:
@@ -353,11 +368,11 @@ def memory_ledgers(recs: Sequence[Rec]) -> list[Markup]:
                 y = len(labels) - 1 - (2 * i + j)
                 x = 0.0
                 for k, part in enumerate(LEDGER_PARTS):
-                    rec = parts.get(part)
-                    value = max(_num(rec[side]) or 0.0, 0.0) if rec else 0.0
-                    if value:
+                    entry = parts.get(part)
+                    value = max(_num(entry[side]) or 0.0, 0.0) if entry else 0.0
+                    if entry and value:
                         chart.bar(x, x + value, y - 0.4, y + 0.4, PALETTE[k], f"{_config} {part} {side}: {format_value(value, 'B')}"
-                                  + (f" (verdict {rec.get('verdict')}, gap {format_gap(rec)})" if rec else ""),
+                                  f" (verdict {entry.get('verdict')}, gap {format_gap(entry)})",
                                   opacity=1.0 if side == "measured" else 0.5)
                         x += value
         for k, part in enumerate(LEDGER_PARTS):
@@ -399,7 +414,7 @@ def flash_attention(recs: Sequence[Rec]) -> list[Markup]:
         series.setdefault(match["rung"], []).append((N, flops / measured, _outline(rec), _tip(rec, match["rung"])))
         flash_recs.setdefault(key, []).append(rec)
         recording = _recording(rec)
-        data = _load(recording) if recording else None
+        data: Mapping[str, Any] | None = _load(recording) if recording else None
         for baseline in ("sdpa_default_time", "sdpa_flash_time"):
             t = _measurement(data, baseline)
             if t:
@@ -437,8 +452,8 @@ def flash_attention(recs: Sequence[Rec]) -> list[Markup]:
         if len(brecs) < 2:
             continue
         labels = [short_name(r) for r in brecs]
-        values = [v for r in brecs for v in (r.get("predicted"), r.get("measured")) if _num(v) and v > 0]
-        chart = Chart(Axis.categorical(labels), Axis.fit(values, log=True, label="bytes", format_tick=_fmt("B")),
+        values = [v for r in brecs for v in (_num(r.get("predicted")), _num(r.get("measured"))) if v and v > 0]
+        chart = Chart(Axis.categorical(labels), Axis.fit(values, log=True, label="bytes", format_tick=_fmt("B"), binary=True),
                       title=f"flash attention DRAM and L2 bytes on {hardware}",
                       aria=f"flash attention DRAM and L2 bytes on {hardware}: predicted against measured per rung",
                       width=max(300, 40 * len(labels)), x_label_rotate=True)

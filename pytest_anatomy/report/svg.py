@@ -45,10 +45,11 @@ class Axis:
     format_tick: Callable[[float], str] = field(default=lambda v: f"{v:g}")
     categories: Sequence[str] = ()  # categorical: value i sits at the centre of slot i
     unit_step: float = 0.0  # linear axis: ticks at powers of two of this (e.g. GiB) instead of 1-2-5
+    binary: bool = False  # log axis: ticks at powers of two (bytes) instead of 1-2-5 per decade
 
     @classmethod
     def fit(cls, values: Sequence[float], *, log: bool = False, label: str = "", pad: float = 0.06,
-            include_zero: bool = False, format_tick: Callable[[float], str] | None = None) -> Axis:
+            include_zero: bool = False, format_tick: Callable[[float], str] | None = None, binary: bool = False) -> Axis:
         """An axis spanning `values` with `pad` of the span either side (positive values only when log)."""
         vals = [v for v in values if math.isfinite(v) and (v > 0 or not log)]
         if not vals:
@@ -67,7 +68,7 @@ class Axis:
             span = (hi - lo) or abs(hi) or 1.0
             lo = lo if include_zero and lo == 0 else lo - pad * span
             hi = hi + pad * span
-        return cls(lo, hi, log=log, label=label, format_tick=format_tick or (lambda v: f"{v:g}"))
+        return cls(lo, hi, log=log, label=label, format_tick=format_tick or (lambda v: f"{v:g}"), binary=binary)
 
     @classmethod
     def categorical(cls, categories: Sequence[str], label: str = "") -> Axis:
@@ -83,10 +84,15 @@ class Axis:
         """Round values inside the axis: 1-2-5 per decade on a log axis, a nice step on a linear one."""
         if self.categories:
             return [float(i) for i in range(len(self.categories))]
-        if self.log:
+        ticks: list[float]
+        if self.log and self.binary:  # sizes in bytes: powers of two read as round KiB/MiB/GiB
+            k0, k1 = math.floor(math.log2(self.lo)), math.ceil(math.log2(self.hi))
+            every = max(1, math.ceil((k1 - k0) / 8))
+            ticks = [2.0**k for k in range(k0 - k0 % every, k1 + 1, every)]
+        elif self.log:
             k0, k1 = math.floor(math.log10(self.lo)), math.ceil(math.log10(self.hi))
             decades = math.log10(self.hi / self.lo)
-            mults = (1,) if decades > 4 else (1, 2, 5) if decades > 1.2 else (1, 1.5, 2, 3, 5, 7)
+            mults: tuple[float, ...] = (1,) if decades > 4 else (1, 2, 5) if decades > 1.2 else (1, 1.5, 2, 3, 5, 7)
             ticks = [m * 10.0**k for k in range(k0, k1 + 1) for m in mults]
         elif self.unit_step:  # steps that are round in the display unit (GiB for bytes)
             raw = (self.hi - self.lo) / 6 / self.unit_step
@@ -94,8 +100,8 @@ class Axis:
             ticks = [i * step for i in range(math.ceil(self.lo / step), int(self.hi / step) + 1)]
         else:
             raw = (self.hi - self.lo) / 6
-            mag = 10 ** math.floor(math.log10(raw)) if raw > 0 else 1.0
-            step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+            mag = 10.0 ** math.floor(math.log10(raw)) if raw > 0 else 1.0
+            step = next(m * mag for m in (1.0, 2.0, 2.5, 5.0, 10.0) if m * mag >= raw)
             start = math.ceil(self.lo / step) * step
             ticks = [start + i * step for i in range(int((self.hi - start) / step) + 1)]
             ticks = [0.0 if abs(t) < step * 1e-9 else t for t in ticks]
@@ -103,7 +109,7 @@ class Axis:
 
     def tick_text(self, value: float) -> str:
         if self.categories:
-            return self.categories[int(round(value))]
+            return self.categories[round(value)]
         return self.format_tick(value)
 
 
@@ -219,15 +225,16 @@ class Chart:
         y_ticks = [(self.py(t), self.y.tick_text(t)) for t in self.y.candidate_ticks()]
         rotated = self.x_label_rotate or bool(self.x.categories and any(
             label_width(text) > self.width / max(len(self.x.categories), 1) - MIN_LABEL_GAP for _, text in x_ticks))
-        x_room = max((label_width(t) for _, t in x_ticks), default=0) * 0.72 + 10 if rotated else 0
+        # a label turned 40 degrees reaches sin(40) of its length below the axis
+        x_room = max((label_width(t) for _, t in x_ticks), default=0) * 0.65 if rotated else 0
         total_w = self.left + self.width + self.right
         legend_h = 16 * len(legend_rows)
         total_h = self.top + self.height + self.bottom + x_room + legend_h
-        out = [f'<svg class="plot" viewBox="0 0 {_n(total_w)} {_n(total_h)}" width="{_n(total_w)}" height="{_n(total_h)}" '
-               f'role="img" aria-label="{escape(self.aria)}">',
+        out = [(f'<svg class="plot" viewBox="0 0 {_n(total_w)} {_n(total_h)}" width="{_n(total_w)}" '
+                f'height="{_n(total_h)}" role="img" aria-label="{escape(self.aria)}">'),
                f'<text class="plot-title" x="{_n(self.left)}" y="16">{escape(self.title)}</text>',
-               f'<clipPath id="{clip_id}"><rect x="{_n(self.left)}" y="{_n(self.top)}" width="{_n(self.width)}" '
-               f'height="{_n(self.height)}"/></clipPath>',
+               (f'<clipPath id="{clip_id}"><rect x="{_n(self.left)}" y="{_n(self.top)}" width="{_n(self.width)}" '
+                f'height="{_n(self.height)}"/></clipPath>'),
                f'<rect class="frame" x="{_n(self.left)}" y="{_n(self.top)}" width="{_n(self.width)}" height="{_n(self.height)}"/>']
         base = self.top + self.height
         for pos, _ in x_ticks:
@@ -246,7 +253,7 @@ class Chart:
             out.append(f'<text class="tick" x="{_n(self.left - 5)}" y="{_n(pos + 3.5)}" text-anchor="end">{escape(text)}</text>')
         out += [m.replace("url(#CLIP)", f"url(#{clip_id})") for m in self.marks]
         if self.x.label:
-            out.append(f'<text class="axis" x="{_n(self.left + self.width / 2)}" y="{_n(base + 32 + x_room)}" '
+            out.append(f'<text class="axis" x="{_n(self.left + self.width / 2)}" y="{_n(base + 30 + x_room)}" '
                        f'text-anchor="middle">{escape(self.x.label)}</text>')
         if self.y.label:
             out.append(f'<text class="axis" transform="translate(13 {_n(self.top + self.height / 2)}) rotate(-90)" '
