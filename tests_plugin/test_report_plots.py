@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 from typing import Any
 
 from pytest_anatomy.report import plots
@@ -83,3 +85,39 @@ def test_memory_ledger_stacks_predicted_beside_measured() -> None:
 def test_no_reconciliations_no_plots() -> None:
     assert plots.domain_plots([]) == []
     assert plots.domain_plots([_rec("itl_mean", 0.01, 0.011)]) == []  # no workload: nothing to draw against
+
+
+def _recording(folder: Path, stem: str, stamp: str, **times: float) -> str:
+    path = folder / f"{stem}@{stamp}.json"
+    path.write_text(json.dumps({"measurements": {k: {"value": v, "unit": "s"} for k, v in times.items()}}))
+    return str(path)
+
+
+def test_kernel_ladder_reads_its_baseline_from_the_newest_rung_0_recording(tmp_path: Path) -> None:
+    _recording(tmp_path, "sgemm.s0-cublas.64x64x64", "20261130T000000Z", time=9e-3)
+    _recording(tmp_path, "sgemm.s0-cublas.64x64x64", "20261201T000000Z", time=1e-3)  # the newest counts
+    recs = [_rec("time_vs_preregistered", predicted, measured, suite="kernels",
+                 provenance={"recording": _recording(tmp_path, f"sgemm.{rung}.64x64x64", "20261201T000000Z", time=measured)})
+            for rung, predicted, measured in (("s1-naive", 0.2, 0.25), ("s2-coalesced", 0.02, 0.03))]
+    svg = str(plots.kernel_ladders(recs)[0])
+    assert _labels(svg)[0].startswith("sgemm ladder on h200 (64x64x64)") and "the s0-cublas baseline" in _labels(svg)[0]
+    assert "s0-cublas: 1 ms" in svg and "9 ms" not in svg
+    assert svg.count("<path class=\"mark\"") == 2  # one prediction per rung
+
+
+def test_flash_attention_tflops_against_n_with_both_sdpa_baselines(tmp_path: Path) -> None:
+    recs = []
+    for n, t in ((1024, 1e-4), (4096, 1.2e-3)):
+        stem = f"fa2.r3-fa2.b1h8n{n}d64.full"
+        path = _recording(tmp_path, stem, "20261201T000000Z", time=t, sdpa_default_time=t * 0.8, sdpa_flash_time=t * 1.5)
+        recs.append(_rec("time", t * 0.9, t, suite="flashattn", provenance={"recording": path},
+                         prediction={"inputs": {"H_kv": 8, "peak_gemm": 7e14}, "terms": []}))
+    recs += [_rec(f"{kind}_bytes", 1e8, 1.2e8, suite="flashattn", unit="B") for kind in ("dram", "l2")]
+    svgs = [str(s) for s in plots.flash_attention(recs)]
+    labels = [label for svg in svgs for label in _labels(svg)]
+    assert labels[0].startswith("flash attention TF/s against N on h200 (full, b1h8d64)")
+    assert labels[1].startswith("flash attention DRAM and L2 bytes on h200")
+    # 4*B*H*N^2*D useful FLOPs over the recorded times: 28.6 TF/s for r3-fa2 at N=4096 (1.2 ms), so 36 for
+    # sdpa default (0.8x its time) and 19 for sdpa FLASH_ATTENTION (1.5x)
+    assert "r3-fa2 (agree): predicted 1.08 ms, measured 1.2 ms" in svgs[0]
+    assert "sdpa_default_time at N=4096: 36 TF/s" in svgs[0] and "sdpa_flash_time at N=4096: 19 TF/s" in svgs[0]

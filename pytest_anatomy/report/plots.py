@@ -96,20 +96,33 @@ def _newest(folder: Path, stem: str) -> dict[str, Any] | None:
 
 
 # ---- kernel ladders --------------------------------------------------------------------
-_LADDER_NAME = re.compile(r"^(?P<ladder>[a-z]+)\.(?P<rung>[a-z]+\d+[a-z0-9-]*)\.(?P<shape>[^@]+)$")
+# Recording names of kernel rungs: this project's own (ladder.rung.shape, rung 0 the library
+# baseline) and the seed's imported ones (seed-sgemm.<set>.<shape>.<rung>, seed-fused.<rung>.m<M>.n<N>,
+# seed-reduction.<rung>.n<N>.b<block>). Each pattern names the baseline's recording as a glob.
+_LADDER_NAMES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"^(?P<ladder>[a-z]+)\.(?P<rung>(?P<p>[a-z]+)\d+[a-z0-9-]*)\.(?P<shape>[^@]+)$"), "{ladder}.{p}0-*.{shape}"),
+    (re.compile(r"^seed-(?P<ladder>sgemm)\.(?P<set>[a-z0-9-]+)\.(?P<shape>\d+x\d+x\d+)\.(?P<rung>(?P<p>k)\d+[a-z]*)$"),
+     "seed-sgemm.{set}.{shape}.{p}0"),
+    (re.compile(r"^seed-(?P<ladder>fused)\.(?P<rung>(?P<p>[a-z])\d+)\.(?P<shape>m\d+\.n\d+)$"), ""),
+    (re.compile(r"^seed-(?P<ladder>reduction)\.(?P<rung>(?P<p>r)\d+)\.(?P<shape>n\d+\.b\d+)$"), ""),
+)
 _RUNG_CODE = re.compile(r"^([a-z]+)(\d+)")
 
 
-def _ladder_key(rec: Rec) -> tuple[str, str, str, Path] | None:
-    """(ladder, rung, shape, folder) from the recording a kernel reconciliation replays."""
+def _ladder_key(rec: Rec) -> tuple[str, str, str, Path, str] | None:
+    """(ladder, rung, shape, folder, baseline glob) from the recording a kernel reconciliation replays."""
     path = (rec.get("provenance") or {}).get("recording")
     if not path:
         return None
     stem = Path(str(path)).name.split("@")[0]
-    match = _LADDER_NAME.match(stem)
-    if not match:
-        return None
-    return match["ladder"], match["rung"], match["shape"], Path(str(path)).parent
+    for pattern, baseline in _LADDER_NAMES:
+        match = pattern.match(stem)
+        if match:
+            ladder = match["ladder"]
+            if ladder == "fused":  # the seed's fused kernels: n* is RMSNorm, s* the softmax
+                ladder = "rmsnorm" if match["p"] == "n" else "softmax"
+            return ladder, match["rung"], match["shape"], Path(str(path)).parent, baseline.format(**match.groupdict())
+    return None
 
 
 def _rung_order(rung: str) -> tuple[int, str]:
@@ -127,23 +140,23 @@ def kernel_ladders(recs: Sequence[Rec]) -> list[Markup]:
         key = _ladder_key(rec)
         if key is None:
             continue
-        ladder, rung, shape, folder = key
-        entry = ladders.setdefault((str(rec.get("hardware")), ladder, shape), {"folder": folder, "rungs": {}})
+        ladder, rung, shape, folder, baseline = key
+        entry = ladders.setdefault((str(rec.get("hardware")), ladder, shape), {"folder": folder, "baseline": baseline,
+                                                                             "rungs": {}})
         entry["rungs"].setdefault(rung, []).append(rec)
     out = []
     for n, ((hardware, ladder, shape), entry) in enumerate(sorted(ladders.items())):
         rungs = sorted(entry["rungs"], key=_rung_order)
         if len(rungs) < 2:
             continue
-        code = _RUNG_CODE.match(rungs[0])
-        prefix = code[1] if code else ""
         baselines = []
-        folder = entry["folder"]
-        if folder.is_dir() and prefix:
-            for stem in sorted({p.name.split("@")[0] for p in folder.glob(f"{ladder}.{prefix}0-*.{shape}@*.json")}):
+        folder, pattern = entry["folder"], entry["baseline"]
+        if pattern and folder.is_dir():
+            for stem in sorted({p.name.split("@")[0] for p in folder.glob(f"{pattern}@*.json")}):
                 time = _measurement(_newest(folder, stem), "time")
                 if time:
-                    baselines.append((stem.split(".")[1], time))
+                    named = _ladder_key({"provenance": {"recording": stem}})
+                    baselines.append((named[1] if named else stem, time))
         values = [v for r in rungs for rec in entry["rungs"][r] for v in (rec["measured"], rec.get("predicted")) if _num(v)]
         values += [t for _, t in baselines]
         chart = Chart(Axis.categorical(rungs, label="rung"), Axis.fit(values, log=True, label="time", format_tick=_fmt("s")),
