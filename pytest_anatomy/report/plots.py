@@ -68,11 +68,23 @@ def _fmt(unit: str):
     return lambda v: tick_label(v, unit)
 
 
+# Recording paths in a ledger are relative to the folder the run started in (the checkout);
+# a report rendered elsewhere finds them beside this package's checkout.
+_CHECKOUT = Path(__file__).resolve().parents[2]
+
+
+def _resolve(path: str) -> Path:
+    candidate = Path(path)
+    if candidate.is_absolute() or candidate.exists() or not (_CHECKOUT / candidate).exists():
+        return candidate
+    return _CHECKOUT / candidate
+
+
 def _recording(rec: Rec) -> Path | None:
     path = (rec.get("provenance") or {}).get("recording")
     if not path:
         return None
-    candidate = Path(str(path))
+    candidate = _resolve(str(path))
     return candidate if candidate.is_file() else None
 
 
@@ -121,7 +133,7 @@ def _ladder_key(rec: Rec) -> tuple[str, str, str, Path, str] | None:
             ladder = match["ladder"]
             if ladder == "fused":  # the seed's fused kernels: n* is RMSNorm, s* the softmax
                 ladder = "rmsnorm" if match["p"] == "n" else "softmax"
-            return ladder, match["rung"], match["shape"], Path(str(path)).parent, baseline.format(**match.groupdict())
+            return ladder, match["rung"], match["shape"], _resolve(str(path)).parent, baseline.format(**match.groupdict())
     return None
 
 
