@@ -29,7 +29,8 @@ from pytest_anatomy.report.svg import PALETTE, VERDICT_COLOURS, Axis, Chart
 
 Rec = Mapping[str, Any]
 MEASURED = "#24292f"
-GIB = 1024**3  # measured points without a verdict of their own (a recording, a baseline)
+GIB = 1024**3
+PREDICTION_SHAPES = ("diamond", "triangle", "square", "wedge", "ring")  # measured points without a verdict of their own (a recording, a baseline)
 
 
 def _num(value: Any) -> float | None:
@@ -188,10 +189,14 @@ def kernel_ladders(recs: Sequence[Rec]) -> list[Markup]:
             for rec in members:
                 predicted = _num(rec.get("predicted"))
                 if predicted and predicted > 0:
-                    offset = (names.index(str(rec.get("name"))) - (len(names) - 1) / 2) * 0.12
-                    chart.point(x + offset, predicted, _colour(rec), _tip(rec, f"{rung} {rec.get('name')}"), shape="diamond")
+                    index = names.index(str(rec.get("name")))
+                    offset = (index - (len(names) - 1) / 2) * 0.12
+                    chart.point(x + offset, predicted, _colour(rec), _tip(rec, f"{rung} {rec.get('name')}"),
+                                shape=PREDICTION_SHAPES[index % len(PREDICTION_SHAPES)])
         chart.key("dot", MEASURED, "measured")
-        chart.key("diamond", "#8c959f", "predicted (colour: verdict)")
+        for index, name in enumerate(names):  # one shape per prediction; its colour is its verdict
+            chart.key(PREDICTION_SHAPES[index % len(PREDICTION_SHAPES)], "#8c959f", name)
+        _verdict_colour_keys(chart, [rec for r in rungs for rec in entry["rungs"][r]])
         out.append(chart.svg(f"clip-ladder-{n}"))
     return out
 
@@ -291,6 +296,13 @@ def _curve_chart(series: dict[str, list[tuple[float, Rec]]], *, title: str, aria
             chart.key("dash", colour, f"{label} knee ({knees[label]:.1f} req/s)")
     _verdict_keys(chart, [r for pts in series.values() for _, r in pts])
     return chart.svg(clip)
+
+
+def _verdict_colour_keys(chart: Chart, recs: Sequence[Rec]) -> None:
+    """Legend entries for the verdict colours the predictions in `recs` are drawn in."""
+    for verdict in ("agree", "finding", "resolved", "diverge"):
+        if any(r.get("verdict") == verdict for r in recs):
+            chart.key("box", VERDICT_COLOURS[verdict], verdict)
 
 
 def _verdict_keys(chart: Chart, recs: Sequence[Rec]) -> None:

@@ -172,6 +172,18 @@ class Chart:
             d = r * 1.25
             self.marks.append(f'<path class="mark" d="M{_n(cx)},{_n(cy - d)}l{_n(d)},{_n(d)}l{_n(-d)},{_n(d)}l{_n(-d)},{_n(-d)}z" '
                               f'fill="{colour}"><title>{escape(tip)}</title></path>')
+        elif shape == "triangle":
+            d = r * 1.3
+            self.marks.append(f'<path class="mark" d="M{_n(cx)},{_n(cy - d)}l{_n(d)},{_n(1.7 * d)}h{_n(-2 * d)}z" '
+                              f'fill="{colour}"><title>{escape(tip)}</title></path>')
+        elif shape == "wedge":  # a triangle pointing down
+            d = r * 1.3
+            self.marks.append(f'<path class="mark" d="M{_n(cx)},{_n(cy + d)}l{_n(d)},{_n(-1.7 * d)}h{_n(-2 * d)}z" '
+                              f'fill="{colour}"><title>{escape(tip)}</title></path>')
+        elif shape == "square":
+            d = r * 0.95
+            self.marks.append(f'<rect class="mark" x="{_n(cx - d)}" y="{_n(cy - d)}" width="{_n(2 * d)}" height="{_n(2 * d)}" '
+                              f'fill="{colour}"><title>{escape(tip)}</title></rect>')
         elif shape == "ring":
             self.marks.append(f'<circle class="ring" cx="{_n(cx)}" cy="{_n(cy)}" r="{r}" style="stroke:{colour}">'
                               f'<title>{escape(tip)}</title></circle>')
@@ -202,7 +214,7 @@ class Chart:
                           f'height="{_n(max(bottom - top, 0.8))}" fill="{colour}"{alpha}><title>{escape(tip)}</title></rect>')
 
     def key(self, kind: str, colour: str, text: str) -> None:
-        """A legend entry: kind is 'dot', 'line', 'dash', 'ring', 'diamond' or 'box'."""
+        """A legend entry: kind is 'dot', 'line', 'dash', 'ring', 'diamond', 'triangle', 'wedge', 'square' or 'box'."""
         if (kind, colour, text) not in self.legend:
             self.legend.append((kind, colour, text))
 
@@ -227,7 +239,9 @@ class Chart:
             label_width(text) > self.width / max(len(self.x.categories), 1) - MIN_LABEL_GAP for _, text in x_ticks))
         # a label turned 40 degrees reaches sin(40) of its length below the axis
         x_room = max((label_width(t) for _, t in x_ticks), default=0) * 0.65 if rotated else 0
-        total_w = self.left + self.width + self.right
+        # wide enough for the title (bold 12 px sans, up to ~7.8 px a character) and the legend
+        total_w = max(self.left + self.width + self.right, self.left + len(self.title) * 7.8 + 4,
+                      max((off + 22 + label_width(t, 11) for row in legend_rows for _, _, t, off in row), default=0))
         legend_h = 16 * len(legend_rows)
         total_h = self.top + self.height + self.bottom + x_room + legend_h
         out = [(f'<svg class="plot" viewBox="0 0 {_n(total_w)} {_n(total_h)}" width="{_n(total_w)}" '
@@ -277,6 +291,12 @@ def _legend_glyph(kind: str, colour: str, x: float, y: float) -> str:
         return f'<rect x="{_n(x + 2)}" y="{_n(y - 5)}" width="12" height="10" fill="{colour}"/>'
     if kind == "ring":
         return f'<circle class="ring" cx="{_n(x + 8)}" cy="{_n(y)}" r="4" style="stroke:{colour}"/>'
+    if kind == "triangle":
+        return f'<path d="M{_n(x + 8)},{_n(y - 5)}l5,8.5h-10z" fill="{colour}"/>'
+    if kind == "wedge":
+        return f'<path d="M{_n(x + 8)},{_n(y + 5)}l5,-8.5h-10z" fill="{colour}"/>'
+    if kind == "square":
+        return f'<rect x="{_n(x + 4)}" y="{_n(y - 4)}" width="8" height="8" fill="{colour}"/>'
     if kind == "diamond":
         return f'<path d="M{_n(x + 8)},{_n(y - 5)}l5,5l-5,5l-5,-5z" fill="{colour}"/>'
     return f'<circle cx="{_n(x + 8)}" cy="{_n(y)}" r="4" fill="{colour}"/>'
