@@ -238,11 +238,14 @@ def test_no_plot_has_overlapping_tick_labels(browser_view: dict[str, Any]) -> No
 
 
 # ---- screenshots, for a person to look at -----------------------------------------------
-# name: (the one section shown, how far it is scrolled (px), the fragment the page opens at)
+# name: (the one part shown: a section or a group of domain plots, how far it is scrolled (px), the
+# fragment the page opens at)
 SECTIONS: dict[str, tuple[str | None, int, str]] = {
     "top": (None, 0, ""), "derivation": ("reconciliations", 0, "#rec-0"),
-    "domain-1": ("domain", 0, ""), "domain-2": ("domain", 1200, ""), "domain-3": ("domain", 2400, ""),
-    "domain-4": ("domain", 3600, ""), "plots": ("plots", 0, "")}
+    "ladders-1": ("plots-kernel-ladders", 0, ""), "ladders-2": ("plots-kernel-ladders", 1150, ""),
+    "rooflines": ("plots-rooflines", 0, ""), "decode-prefill": ("plots-decode-and-prefill", 0, ""),
+    "load": ("plots-latency-under-load", 0, ""), "memory": ("plots-memory-ledger", 0, ""),
+    "flash": ("plots-flash-attention", 0, ""), "predicted-vs-measured": ("plots", 0, "")}
 
 
 @pytest.fixture(scope="module")
@@ -255,9 +258,10 @@ def screenshots(full_report: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     for name, (section, scroll, fragment) in SECTIONS.items():
         view = folder / f"{name}.html"
         css = ""
-        if section:  # one section, scrolled by a negative margin: --screenshot shows the top of the page
-            css = (f"<style>header.top, main > section:not(#{section}) {{ display: none !important; }} "
-                   f"main {{ margin-top: -{scroll}px; }}</style>")
+        if section:  # one part, scrolled by a negative margin: --screenshot shows the top of the page
+            part = "domain" if section.startswith("plots-") else section
+            css = (f"<style>header.top, main > section:not(#{part}), .domain-group:not(#{section}) "
+                   f"{{ display: none !important; }} main {{ margin-top: -{scroll}px; }}</style>")
         view.write_text(page.replace("</head>", css + "</head>"), encoding="utf-8")
         shot = folder / f"{name}.png"
         _chromium("--window-size=1300,1250", "--virtual-time-budget=5000", f"--screenshot={shot}", view.as_uri() + fragment)

@@ -515,4 +515,5 @@ def domain_plots(recs: Sequence[Rec]) -> list[dict[str, Any]]:
         ("Memory ledger", "vLLM's requested memory split into its parts; lighter bar predicted, darker measured", memory_ledgers(recs)),
         ("Flash attention", "useful TF/s (4·B·H·D per visible query-key pair) against N", flash_attention(recs)),
     ]
-    return [{"title": title, "note": note, "plots": plots} for title, note, plots in groups if plots]
+    return [{"title": title, "note": note, "plots": plots, "anchor": "plots-" + title.lower().replace(" ", "-")}
+            for title, note, plots in groups if plots]
