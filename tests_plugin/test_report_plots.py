@@ -112,11 +112,15 @@ def test_flash_attention_tflops_against_n_with_both_sdpa_baselines(tmp_path: Pat
         path = _recording(tmp_path, stem, "20261201T000000Z", time=t, sdpa_default_time=t * 0.8, sdpa_flash_time=t * 1.5)
         recs.append(_rec("time", t * 0.9, t, suite="flashattn", provenance={"recording": path},
                          prediction={"inputs": {"H_kv": 8, "peak_gemm": 7e14}, "terms": []}))
-    recs += [_rec(f"{kind}_bytes", 1e8, 1.2e8, suite="flashattn", unit="B") for kind in ("dram", "l2")]
+    recs += [_rec(name, 1e8, 1.2e8, suite="flashattn", unit="B",
+                  provenance={"recording": f"results/h200/flashattn/ncu.fa2.{rung}.b4h32n4096d128.full@20261201T000000Z.json"})
+             for name in ("dram_read_bytes", "l2_bytes") for rung in ("r3-fa2", "r6-tma-pipelined")]
     svgs = [str(s) for s in plots.flash_attention(recs)]
     labels = [label for svg in svgs for label in _labels(svg)]
     assert labels[0].startswith("flash attention TF/s against N on h200 (full, b1h8d64)")
-    assert labels[1].startswith("flash attention DRAM and L2 bytes on h200")
+    assert labels[1].startswith("flash attention DRAM and L2 bytes on h200 (dram_read_bytes)")
+    assert labels[2].startswith("flash attention DRAM and L2 bytes on h200 (l2_bytes)")
+    assert ">r6-tma-pipelined · n4096 · full</text>" in svgs[1]
     # 4*B*H*N^2*D useful FLOPs over the recorded times: 28.6 TF/s for r3-fa2 at N=4096 (1.2 ms), so 36 for
     # sdpa default (0.8x its time) and 19 for sdpa FLASH_ATTENTION (1.5x)
     assert "r3-fa2 (agree): predicted 1.08 ms, measured 1.2 ms" in svgs[0]

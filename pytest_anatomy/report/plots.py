@@ -485,23 +485,45 @@ def flash_attention(recs: Sequence[Rec]) -> list[Markup]:
             chart.key("ring" if label.startswith("sdpa") else "line", colour, label)
         _verdict_keys(chart, flash_recs[key])
         out.append(chart.svg(f"clip-fa-{n}"))
+    out += _flash_bytes(byte_recs)
+    return out
+
+
+def _case_label(rec: Rec) -> str:
+    """'r3-fa2 · n4096 · full' from the counter recording's name, else the test's parameter id."""
+    path = (rec.get("provenance") or {}).get("recording")
+    stem = Path(str(path)).name.split("@")[0].removeprefix("ncu.") if path else ""
+    match = _FA_NAME.match(stem)
+    return f"{match['rung']} · n{match['N']} · {match['mask']}" if match else short_name(rec)
+
+
+def _flash_bytes(byte_recs: Mapping[str, list[Rec]]) -> list[Markup]:
+    """DRAM and L2 bytes per rung and case: the IO prediction against Nsight Compute's count,
+    one plot per GPU and counter (dram_read_bytes, dram_write_bytes, l2_bytes)."""
+    out = []
     for hardware, brecs in sorted(byte_recs.items()):
-        if len(brecs) < 2:
-            continue
-        labels = [short_name(r) for r in brecs]
-        values = [v for r in brecs for v in (_num(r.get("predicted")), _num(r.get("measured"))) if v and v > 0]
-        chart = Chart(Axis.categorical(labels), Axis.fit(values, log=True, label="bytes", format_tick=_fmt("B"), binary=True),
-                      title=f"flash attention DRAM and L2 bytes on {hardware}",
-                      aria=f"flash attention DRAM and L2 bytes on {hardware}: predicted against measured per rung",
-                      width=max(300, 40 * len(labels)), x_label_rotate=True)
-        for i, rec in enumerate(brecs):
-            if _num(rec.get("predicted")):
-                chart.point(i, rec["predicted"], "#8c959f", _tip(rec), shape="diamond")
-            if _num(rec.get("measured")):
-                chart.point(i, rec["measured"], _colour(rec), _tip(rec))
-        chart.key("diamond", "#8c959f", "predicted")
-        chart.key("dot", VERDICT_COLOURS["agree"], "measured (colour: verdict)")
-        out.append(chart.svg(f"clip-fa-bytes-{hardware}"))
+        by_name: dict[str, list[Rec]] = {}
+        for rec in brecs:
+            by_name.setdefault(str(rec.get("name")), []).append(rec)
+        for name, group in sorted(by_name.items()):
+            group = sorted(group, key=lambda r: (_rung_order(_case_label(r)), _case_label(r)))
+            labels = [_case_label(r) for r in group]
+            values = [v for r in group for v in (_num(r.get("predicted")), _num(r.get("measured"))) if v and v > 0]
+            if not values:
+                continue
+            chart = Chart(Axis.categorical(labels), Axis.fit(values, log=True, label="bytes", format_tick=_fmt("B"), binary=True),
+                          title=f"flash attention {name} on {hardware}",
+                          aria=f"flash attention DRAM and L2 bytes on {hardware} ({name}): predicted against measured per rung",
+                          width=max(260, 34 * len(labels)), x_label_rotate=True)
+            for i, rec in enumerate(group):
+                if _num(rec.get("predicted")):
+                    chart.point(i, rec["predicted"], "#8c959f", _tip(rec, labels[i]), shape="diamond")
+                if _num(rec.get("measured")):
+                    chart.point(i, rec["measured"], _colour(rec), _tip(rec, labels[i]))
+            chart.key("diamond", "#8c959f", "predicted (IO theory)")
+            chart.key("dot", MEASURED, "measured (Nsight Compute)")
+            _verdict_colour_keys(chart, group)
+            out.append(chart.svg(f"clip-fa-{name}-{hardware}"))
     return out
 
 

@@ -149,11 +149,22 @@ class Chart:
     marks: list[str] = field(default_factory=list)
     legend: list[tuple[str, str, str]] = field(default_factory=list)  # (kind, colour, text)
     x_label_rotate: bool = False
+    _y_title_x: float = field(default=13.0, init=False, repr=False)
 
     def __post_init__(self) -> None:
         # room for the widest y tick label and the rotated axis title beside it
         widest = max((label_width(self.y.tick_text(t)) for t in self.y.candidate_ticks()), default=0.0)
         self.left = max(self.left, widest + 30)
+        categories = self.x.categories
+        if categories and any(label_width(c) > self.width / len(categories) - MIN_LABEL_GAP for c in categories):
+            self.x_label_rotate = True
+        if self.x_label_rotate and categories:
+            # a label turned 40 degrees reaches cos(40) of its length left of its tick: the first
+            # categories' labels must not leave the picture
+            slot = self.width / len(categories)
+            reach = max(label_width(c) * 0.77 - (i + 0.5) * slot for i, c in enumerate(categories))
+            self.left = max(self.left, reach + 4)
+        self._y_title_x = max(13.0, self.left - widest - 17)  # beside its tick labels, however wide the margin
 
     def px(self, value: float) -> float:
         return self.left + self.x.fraction(value) * self.width
@@ -235,8 +246,7 @@ class Chart:
         legend_rows = self._legend_rows()
         x_ticks = [(self.px(t), self.x.tick_text(t)) for t in self.x.candidate_ticks()]
         y_ticks = [(self.py(t), self.y.tick_text(t)) for t in self.y.candidate_ticks()]
-        rotated = self.x_label_rotate or bool(self.x.categories and any(
-            label_width(text) > self.width / max(len(self.x.categories), 1) - MIN_LABEL_GAP for _, text in x_ticks))
+        rotated = self.x_label_rotate
         # a label turned 40 degrees reaches sin(40) of its length below the axis
         x_room = max((label_width(t) for _, t in x_ticks), default=0) * 0.65 if rotated else 0
         # wide enough for the title (bold 12 px sans, up to ~7.8 px a character) and the legend
@@ -270,7 +280,7 @@ class Chart:
             out.append(f'<text class="axis" x="{_n(self.left + self.width / 2)}" y="{_n(base + 30 + x_room)}" '
                        f'text-anchor="middle">{escape(self.x.label)}</text>')
         if self.y.label:
-            out.append(f'<text class="axis" transform="translate(13 {_n(self.top + self.height / 2)}) rotate(-90)" '
+            out.append(f'<text class="axis" transform="translate({_n(self._y_title_x)} {_n(self.top + self.height / 2)}) rotate(-90)" '
                        f'text-anchor="middle">{escape(self.y.label)}</text>')
         y0 = base + self.bottom + x_room + 4
         for i, row in enumerate(legend_rows):
