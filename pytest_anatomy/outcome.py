@@ -22,7 +22,11 @@ import pytest
 
 from pytest_anatomy.option_names import ALLOW_RESOLVED_OPTION
 from pytest_anatomy.reconcile import Reconciliation, Verdict
-from pytest_anatomy.report.terminal import format_percent, format_tolerance, format_value
+from pytest_anatomy.report.formatting import (
+    format_percent,
+    format_tolerance,
+    format_value,
+)
 
 # The Reconciliation objects a test recorded; the `reconcile` fixture fills it, the
 # makereport hook reads it (the objects, not their JSON, so a failure can print explain()).

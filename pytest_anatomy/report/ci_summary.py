@@ -16,7 +16,7 @@ from typing import Any
 from pytest_anatomy.option_names import REPORT_OPTION
 from pytest_anatomy.ledger_counts import KIND_PLURALS, counts_by_kind
 from pytest_anatomy.reconcile import RECONCILIATION_KINDS
-from pytest_anatomy.report.terminal import (
+from pytest_anatomy.report.formatting import (
     format_gap,
     format_tolerance,
     format_value,

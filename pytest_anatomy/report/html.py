@@ -18,10 +18,11 @@ from typing import Any
 from markupsafe import Markup, escape
 
 from pytest_anatomy.option_names import REPORT_OPTION
-from pytest_anatomy.report.terminal import (
-    SCALED_UNITS,
+from pytest_anatomy.report import plots
+from pytest_anatomy.report.formatting import (
     VERDICTS,
     allowed_interval,
+    exact_value,
     format_gap,
     format_tolerance,
     format_value,
@@ -29,9 +30,11 @@ from pytest_anatomy.report.terminal import (
     prose_summary,
     review_order,
     short_name,
+    tick_label,
     verdict_counts,
 )
-from pytest_anatomy.units import format_quantity
+from pytest_anatomy.report.svg import VERDICT_COLOURS, Axis, Chart
+from pytest_anatomy.units import _DISPLAY
 
 _TEMPLATES = Path(__file__).parent / "templates"
 _PROVENANCE_ORDER = ("recording", "gpu", "driver", "engine", "engine_version", "date", "source", "command")
@@ -63,41 +66,6 @@ def embedded_json(ledger: Mapping[str, Any]) -> Markup:
     return Markup(text)
 
 
-def _exact(value: Any) -> str:
-    """An input as typed, with thousands separators, so the arithmetic can be redone by hand."""
-    if isinstance(value, bool) or value is None:
-        return json.dumps(value)
-    if isinstance(value, int):
-        return f"{value:,}"
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            return str(value)
-        text = repr(value)
-        if "e" in text or "n" in text:
-            return text
-        whole, _, frac = text.partition(".")
-        whole = f"{int(whole):,}" if whole not in ("-0", "") else whole
-        return f"{whole}.{frac}" if frac and frac != "0" else whole
-    if isinstance(value, (list, tuple, Mapping)):
-        return json.dumps(_finite(value), default=str)
-    return str(value)
-
-
-def _pairs(mapping: Mapping[str, Any] | None, order: Sequence[str] = ()) -> list[tuple[str, str]]:
-    """(key, text) rows with the well-known keys first; nested mappings are flattened a.b."""
-    if not mapping:
-        return []
-    keys = [k for k in order if k in mapping] + [k for k in mapping if k not in order]
-    rows: list[tuple[str, str]] = []
-    for key in keys:
-        value = mapping[key]
-        if isinstance(value, Mapping):
-            rows += [(f"{key}.{sub}", text) for sub, text in _pairs(value)]
-        elif value is not None and value != "":
-            rows.append((str(key), _exact(value)))
-    return rows
-
-
 def _finding(finding: Any) -> dict[str, str] | None:
     if not finding:
         return None
@@ -107,16 +75,13 @@ def _finding(finding: Any) -> dict[str, str] | None:
 
 
 def _row_view(index: int, rec: Mapping[str, Any]) -> dict[str, Any]:
+    """One row's summary line; its derivation is drawn in the browser from the embedded ledger
+    (entry `index`), so the page does not carry every derivation twice (as JSON and as HTML)."""
     unit = str(rec.get("unit", ""))
-    prediction = rec.get("prediction") or {}
-    tolerance = rec.get("tolerance") or {}
-    ratio = rec.get("ratio")
-    provenance = dict(rec.get("provenance") or {})
-    if provenance.get("engine") and provenance.get("engine_version"):
-        provenance["engine"] = f"{provenance['engine']} {provenance.pop('engine_version')}"
     verdict = str(rec.get("verdict", "?"))
     return {
         "anchor": f"rec-{index}",
+        "index": index,
         "suite": str(rec.get("suite") or "other"),
         "name": str(rec.get("name", "?")),
         "label": short_name(rec),
@@ -125,29 +90,12 @@ def _row_view(index: int, rec: Mapping[str, Any]) -> dict[str, Any]:
         "verdict": verdict,
         "source": str(rec.get("source", "")),
         "where": " · ".join(str(x) for x in (rec.get("hardware"), rec.get("model")) if x),
-        "unit": unit,
         "predicted": format_value(rec.get("predicted"), unit),
         "measured": format_value(rec.get("measured"), unit),
-        "predicted_exact": _exact(rec.get("predicted")),
-        "measured_exact": _exact(rec.get("measured")),
         "gap": format_gap(rec),
         "gap_abs": format_value(rec.get("gap_abs"), unit),
-        "ratio": f"×{ratio:.4f}" if isinstance(ratio, (int, float)) and math.isfinite(ratio) else "n/a",
-        "tolerance": format_tolerance(tolerance, unit),
-        "why": str(tolerance.get("why") or ""),
-        "formula": str(prediction.get("formula") or ""),
-        "inputs": _pairs(prediction.get("inputs")),
-        "terms": [
-            {
-                "name": str(term.get("name", "")),
-                "value": format_value(term.get("value"), str(term.get("unit", ""))),
-                "exact": _exact(term.get("value")),
-                "note": str(term.get("note") or ""),
-            }
-            for term in prediction.get("terms") or []
-        ],
-        "notes": [str(note) for note in prediction.get("notes") or []],
-        "provenance": _pairs(provenance, _PROVENANCE_ORDER),
+        "ratio": f"×{rec['ratio']:.4f}" if isinstance(rec.get("ratio"), (int, float)) and math.isfinite(rec["ratio"]) else "n/a",
+        "tolerance": format_tolerance(rec.get("tolerance") or {}, unit),
         "finding": _finding(rec.get("finding")),
         "search": " ".join(str(rec.get(k, "")) for k in ("suite", "name", "test_id", "verdict", "hardware", "model")).lower(),
     }
@@ -164,114 +112,66 @@ def _environment_view(environment: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-# ---- inline SVG plots ------------------------------------------------------------------
-# Colours match style.css (--agree etc.); SVG attributes cannot read CSS variables portably
-# when the page is saved as a standalone .svg, so they are repeated here.
-VERDICT_COLOURS = {"agree": "#2e7d32", "finding": "#b26a00", "resolved": "#1565c0", "diverge": "#c62828"}
+def _pairs(mapping: Mapping[str, Any] | None, order: Sequence[str] = ()) -> list[tuple[str, str]]:
+    """(key, text) rows with the well-known keys first; nested mappings are flattened a.b."""
+    if not mapping:
+        return []
+    keys = [k for k in order if k in mapping] + [k for k in mapping if k not in order]
+    rows: list[tuple[str, str]] = []
+    for key in keys:
+        value = mapping[key]
+        if isinstance(value, Mapping):
+            rows += [(f"{key}.{sub}", text) for sub, text in _pairs(value)]
+        elif value is not None and value != "":
+            rows.append((str(key), exact_value(_finite(value))))
+    return rows
+
+
+# ---- predicted-vs-measured plots -------------------------------------------------------
+def _positive(rec: Mapping[str, Any]) -> bool:
+    return all(isinstance(rec.get(k), (int, float)) and math.isfinite(rec[k]) and rec[k] > 0 for k in ("predicted", "measured"))
+
+
+def _scatter(unit: str, points: Sequence[Mapping[str, Any]], left_out: int) -> Chart:
+    """Predicted vs measured on log-log axes, y=x, tolerance whiskers per point."""
+    values = [v for r in points for v in (r["predicted"], r["measured"], *(allowed_interval(r) or ())) if v > 0]
+
+    def fmt(v: float) -> str:
+        return tick_label(v, unit)
+
+    axis_x = Axis.fit(values, log=True, label="predicted", format_tick=fmt, binary=unit == "B")
+    axis_y = Axis(axis_x.lo, axis_x.hi, log=True, label="measured", format_tick=fmt, binary=unit == "B")
+    tail = f" (+{left_out} ≤ 0)" if left_out else ""
+    chart = Chart(axis_x, axis_y, title=f"{unit or '(no unit)'} · {plural(len(points), 'point')}{tail}",
+                  aria=f"{unit or 'unitless'}: predicted versus measured, log-log", width=270, height=270, left=70)
+    chart.line([(axis_x.lo, axis_x.lo), (axis_x.hi, axis_x.hi)], "#57606a", dash="5 4", width=1.2, tip="predicted = measured")
+    for rec in reversed(review_order(points)):  # most urgent drawn last, on top
+        interval = allowed_interval(rec)
+        if interval and interval[0] > 0:
+            chart.line([(rec["predicted"], interval[0]), (rec["predicted"], interval[1])], "#8c959f", width=1.2,
+                       tip=f"allowed: {format_tolerance(rec.get('tolerance'), unit)}")
+        tip = (f"{short_name(rec)} ({rec.get('verdict')}): predicted {format_value(rec['predicted'], unit)}, "
+               f"measured {format_value(rec['measured'], unit)}, gap {format_gap(rec)}")
+        chart.point(rec["predicted"], rec["measured"], VERDICT_COLOURS.get(str(rec.get("verdict")), "#616161"), tip)
+    return chart
+
+
+def scatter_plots(recs: Sequence[Mapping[str, Any]]) -> list[Markup]:
+    """One predicted-vs-measured plot per unit with at least two points: a lone point on a
+    diagonal says nothing its table row does not say better."""
+    groups: dict[str, list[Mapping[str, Any]]] = {}
+    for rec in recs:
+        groups.setdefault(str(rec.get("unit", "")), []).append(rec)
+    out = []
+    for i, (unit, group) in enumerate(groups.items()):
+        points = [r for r in group if _positive(r)]
+        if len(points) >= 2:
+            out.append(_scatter(unit, points, len(group) - len(points)).svg(f"clip-scatter-{i}"))
+    return out
 
 
 def _num(value: float) -> str:
     return f"{value:.1f}"
-
-
-def _tick_label(value: float, unit: str) -> str:
-    if unit in SCALED_UNITS:
-        return format_quantity(value, unit, digits=3)
-    numerator, slash, denominator = unit.partition("/")
-    if slash and numerator in SCALED_UNITS:
-        return f"{format_quantity(value, numerator, digits=3)}/{denominator}"
-    for divisor, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= 10 * divisor:
-            return f"{value / divisor:g}{suffix}"
-    return f"{value:g}"
-
-
-def _log_ticks(lo: float, hi: float, unit: str) -> list[float]:
-    """Round ticks inside [lo, hi]: powers of two for bytes (GiB reads better), 1-2-5 otherwise."""
-    if unit == "B":
-        k0, k1 = math.floor(math.log2(lo)), math.ceil(math.log2(hi))
-        step = max(1, math.ceil((k1 - k0) / 6))
-        ticks = [2.0**k for k in range(k0, k1 + 1, step)]
-    else:
-        k0, k1 = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
-        decades = math.log10(hi / lo)
-        mults = (1,) if decades > 3 else (1, 2, 5) if decades > 1 else (1, 1.5, 2, 3, 5, 7)
-        ticks = [m * 10.0**k for k in range(k0, k1 + 1) for m in mults]
-    return [t for t in ticks if lo <= t <= hi]
-
-
-def _scatter(unit: str, recs: Sequence[Mapping[str, Any]], index: int) -> Markup:
-    """Predicted vs measured on log-log axes, y=x, tolerance whiskers (and band when shared)."""
-    points = [r for r in recs if all(isinstance(r.get(k), (int, float)) and r[k] > 0 for k in ("predicted", "measured"))]
-    left_out = len(recs) - len(points)
-    size, ml, mt, mb = 270, 96, 30, 44
-    width, height = ml + size + 14, mt + size + mb
-    values = [v for r in points for v in (r["predicted"], r["measured"], *(allowed_interval(r) or ())) if v > 0]
-    llo, lhi = math.log10(min(values)), math.log10(max(values))
-    pad = max(0.08 * (lhi - llo), 0.04)
-    llo, lhi = llo - pad, lhi + pad
-    if lhi - llo < 0.3:  # a single point, or a cluster: keep the diagonal visibly a line
-        mid = (llo + lhi) / 2
-        llo, lhi = mid - 0.15, mid + 0.15
-
-    def sx(v: float) -> float:
-        return ml + (math.log10(max(v, 10 ** (llo - 3))) - llo) / (lhi - llo) * size
-
-    def sy(v: float) -> float:
-        return mt + size - (math.log10(max(v, 10 ** (llo - 3))) - llo) / (lhi - llo) * size
-
-    x0, x1 = 10**llo, 10**lhi
-    out = [
-        (f'<svg class="plot" viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
-         f'aria-label="{escape(unit)}: predicted versus measured, log-log">'),
-        f'<text class="plot-title" x="{ml}" y="16">{escape(unit or "(no unit)")} · {escape(plural(len(points), "point"))}'
-        + (f" ({left_out} not positive, not shown)" if left_out else "") + "</text>",
-        f'<clipPath id="clip-{index}"><rect x="{ml}" y="{mt}" width="{size}" height="{size}"/></clipPath>',
-        f'<rect class="frame" x="{ml}" y="{mt}" width="{size}" height="{size}"/>',
-    ]
-    for tick in _log_ticks(x0, x1, unit):
-        label = escape(_tick_label(tick, unit))
-        out.append(f'<line class="grid" x1="{_num(sx(tick))}" y1="{mt}" x2="{_num(sx(tick))}" y2="{mt + size}"/>')
-        out.append(f'<line class="grid" x1="{ml}" y1="{_num(sy(tick))}" x2="{ml + size}" y2="{_num(sy(tick))}"/>')
-        out.append(f'<text class="tick" x="{_num(sx(tick))}" y="{mt + size + 14}" text-anchor="middle">{label}</text>')
-        out.append(f'<text class="tick" x="{ml - 5}" y="{_num(sy(tick) + 3.5)}" text-anchor="end">{label}</text>')
-    bands = {(r["tolerance"].get("rel") or 0.0, tuple(r["tolerance"].get("ratio") or ()))
-             for r in points if r.get("tolerance") and not r["tolerance"].get("abs")}
-    shared = len(bands) == 1 and len(points) == sum(1 for r in points if r.get("tolerance") and not r["tolerance"].get("abs"))
-    if shared:
-        rel, ratio = next(iter(bands))
-        f_lo, f_hi = min(1 - rel, *(ratio[:1] or (1,))), max(1 + rel, *(ratio[1:] or (1,)))
-        corners = [(x0, f_hi * x0), (x1, f_hi * x1), (x1, f_lo * x1), (x0, f_lo * x0)]
-        path = " ".join(f"{_num(sx(x))},{_num(sy(y))}" for x, y in corners)
-        out.append(f'<polygon class="band" clip-path="url(#clip-{index})" points="{path}"/>')
-    out.append(f'<line class="diagonal" clip-path="url(#clip-{index})" x1="{_num(sx(x0))}" y1="{_num(sy(x0))}" '
-               f'x2="{_num(sx(x1))}" y2="{_num(sy(x1))}"/>')
-    for rec in reversed(review_order(points)):  # most urgent drawn last, on top
-        x, y = sx(rec["predicted"]), sy(rec["measured"])
-        interval = allowed_interval(rec)
-        if interval:
-            top, bottom = sy(interval[1]), sy(interval[0])
-            out.append(f'<path class="whisker" clip-path="url(#clip-{index})" d="M{_num(x)},{_num(top)}V{_num(bottom)}'
-                       f'M{_num(x - 3)},{_num(top)}h6M{_num(x - 3)},{_num(bottom)}h6"/>')
-        colour = VERDICT_COLOURS.get(str(rec.get("verdict")), "#616161")
-        tip = (f"{short_name(rec)} ({rec.get('verdict')}): predicted {format_value(rec['predicted'], unit)}, "
-               f"measured {format_value(rec['measured'], unit)}, gap {format_gap(rec)}")
-        out.append(f'<circle cx="{_num(x)}" cy="{_num(y)}" r="4.5" fill="{colour}"><title>{escape(tip)}</title></circle>')
-    out.append(f'<text class="axis" x="{ml + size / 2}" y="{height - 8}" text-anchor="middle">predicted</text>')
-    out.append(f'<text class="axis" transform="translate(14 {mt + size / 2}) rotate(-90)" text-anchor="middle">measured</text>')
-    out.append("</svg>")
-    return Markup("\n".join(out))
-
-
-def scatter_plots(recs: Sequence[Mapping[str, Any]]) -> list[Markup]:
-    """One predicted-vs-measured plot per unit (quantities in different units share no axis)."""
-    groups: dict[str, list[Mapping[str, Any]]] = {}
-    for rec in recs:
-        groups.setdefault(str(rec.get("unit", "")), []).append(rec)
-    plottable = [(u, g) for u, g in groups.items() if any(
-        isinstance(r.get("predicted"), (int, float)) and isinstance(r.get("measured"), (int, float))
-        and r["predicted"] > 0 and r["measured"] > 0 for r in g)]
-    return [_scatter(unit, group, i) for i, (unit, group) in enumerate(plottable)]
 
 
 def _symlog(fraction: float) -> float:
@@ -363,6 +263,10 @@ def build_view(ledger: Mapping[str, Any]) -> dict[str, Any]:
     """Everything the template needs, pre-formatted; the template only lays it out."""
     recs: Sequence[Mapping[str, Any]] = ledger.get("reconciliations") or []
     rows = [_row_view(i, rec) for i, rec in enumerate(recs)]
+    embedded_index = 0  # a row's entry in the embedded ledger, which leaves the compact suites out
+    for row, rec in zip(rows, recs):
+        if not _compact(rec):
+            row["index"], embedded_index = embedded_index, embedded_index + 1
     suites: dict[str, list[dict[str, Any]]] = {}
     compact: dict[str, list[dict[str, Any]]] = {}
     for row, rec in zip(rows, recs):
@@ -379,7 +283,8 @@ def build_view(ledger: Mapping[str, Any]) -> dict[str, Any]:
         + [(v, n) for v, n in counts.items() if v not in VERDICTS],
         "recorded": sum(1 for rec in recs if rec.get("source") == "recorded"),
         "live": sum(1 for rec in recs if rec.get("source") == "live"),
-        "tests": [(str(k), v) for k, v in tests.items()],
+        # pytest's outcomes as it counts them, the finding outcome spelled as a count ('3 findings')
+        "tests": [plural(v, str(k)) if k == "finding" and isinstance(v, int) else f"{v} {k}" for k, v in tests.items()],
         "environment": _environment_view(ledger.get("environment") or {}),
         "suites": [
             {"name": name, "rows": group, "summary": ", ".join(f"{n} {v}" for v, n in verdict_counts(
@@ -394,13 +299,30 @@ def build_view(ledger: Mapping[str, Any]) -> dict[str, Any]:
         "findings": _group_findings(rows),
         "skips": [(str(s.get("test_id", "")), str(s.get("reason", ""))) for s in ledger.get("skips") or []],
         "failures": _failures_view(ledger.get("failures") or []),
+        "overview": overview(recs),
+        "domain": plots.domain_plots(detailed),
         "scatter": scatter_plots(detailed),
         "bars": gap_bars(detailed),
         "plural": plural,
         "ledger_json": embedded_json(_embedded_ledger(ledger)),
+        "units_json": Markup(json.dumps({unit: [[d, shown] for d, shown in scales] for unit, scales in _DISPLAY.items()})),
         "verdicts": VERDICTS,
         "validation": _validation_view(recs),
     }
+
+
+def overview(recs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Verdict counts per suite and hardware, the page's first table: where the theory holds and where not."""
+    cells: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for rec in recs:
+        cells.setdefault((str(rec.get("suite") or "other"), str(rec.get("hardware") or "unspecified")), []).append(rec)
+    rows = []
+    for (suite, hardware), group in sorted(cells.items()):
+        counts = verdict_counts(group)
+        rows.append({"suite": suite, "hardware": hardware, "total": len(group),
+                     "counts": [(v, counts[v]) for v in ("agree", "finding", "resolved", "diverge")],
+                     "compact": suite in COMPACT_SUITES})
+    return rows
 
 
 def _validation_view(recs: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:

@@ -19,8 +19,10 @@ from typing import Any
 
 import pytest
 
-from pytest_anatomy.report.html import VERDICT_COLOURS as _COLOURS  # pytest-html's CSS knows nothing of ours
-from pytest_anatomy.report.terminal import VERDICTS, format_gap, short_name
+from pytest_anatomy.report.formatting import VERDICTS, format_gap, short_name
+from pytest_anatomy.report.html import (
+    VERDICT_COLOURS as _COLOURS,  # pytest-html's CSS knows nothing of ours
+)
 
 USER_PROPERTY = "anatomy_reconciliation"
 _URGENCY = {verdict: rank for rank, verdict in enumerate(VERDICTS)}

@@ -1,0 +1,541 @@
+"""The pictures an inference engineer looks for, drawn from a ledger's reconciliations.
+
+Each figure takes its numbers from the reconciliations themselves (predicted and measured values,
+the prediction's inputs and terms) and, where a picture needs a number no reconciliation carries
+(a ladder's rung-0 baseline, sdpa's time beside a flash rung), from the recording the
+reconciliation names in its provenance. Nothing is typed in here: with no matching
+reconciliations a figure is simply absent. Every figure is a `svg.Chart` with an aria-label
+saying what it shows."""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from markupsafe import Markup
+
+from pytest_anatomy.report.formatting import (
+    format_gap,
+    format_value,
+    short_name,
+    tick_label,
+)
+from pytest_anatomy.report.svg import PALETTE, VERDICT_COLOURS, Axis, Chart
+
+Rec = Mapping[str, Any]
+MEASURED = "#24292f"
+GIB = 1024**3
+PREDICTION_SHAPES = ("diamond", "triangle", "square", "wedge", "ring")  # measured points without a verdict of their own (a recording, a baseline)
+
+
+def _num(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) else None
+
+
+def _inputs(rec: Rec) -> Mapping[str, Any]:
+    return (rec.get("prediction") or {}).get("inputs") or {}
+
+
+def _terms(rec: Rec) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for term in (rec.get("prediction") or {}).get("terms") or []:
+        value = _num(term.get("value"))
+        if value is not None:
+            out[str(term.get("name", ""))] = value
+    return out
+
+
+def _colour(rec: Rec) -> str:
+    return VERDICT_COLOURS.get(str(rec.get("verdict")), "#616161")
+
+
+def _outline(rec: Rec) -> str:
+    """A verdict ring around a series-coloured point: none for agree, the verdict's colour otherwise."""
+    return "" if rec.get("verdict") == "agree" else _colour(rec)
+
+
+def _tip(rec: Rec, what: str = "") -> str:
+    unit = str(rec.get("unit", ""))
+    return (f"{what or short_name(rec)} ({rec.get('verdict')}): predicted {format_value(rec.get('predicted'), unit)}, "
+            f"measured {format_value(rec.get('measured'), unit)}, gap {format_gap(rec)}")
+
+
+def _fmt(unit: str):
+    return lambda v: tick_label(v, unit)
+
+
+# Recording paths in a ledger are relative to the folder the run started in (the checkout);
+# a report rendered elsewhere finds them beside this package's checkout.
+_CHECKOUT = Path(__file__).resolve().parents[2]
+
+
+def _resolve(path: str) -> Path:
+    candidate = Path(path)
+    if candidate.is_absolute() or candidate.exists() or not (_CHECKOUT / candidate).exists():
+        return candidate
+    return _CHECKOUT / candidate
+
+
+def _recording(rec: Rec) -> Path | None:
+    path = (rec.get("provenance") or {}).get("recording")
+    if not path:
+        return None
+    candidate = _resolve(str(path))
+    return candidate if candidate.is_file() else None
+
+
+def _load(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _measurement(recording: Mapping[str, Any] | None, key: str) -> float | None:
+    value = ((recording or {}).get("measurements") or {}).get(key)
+    return _num(value.get("value")) if isinstance(value, Mapping) else None
+
+
+def _newest(folder: Path, stem: str) -> dict[str, Any] | None:
+    """The newest recording named `stem` in `folder` (names sort by their UTC timestamp)."""
+    files = sorted(folder.glob(f"{stem}@*.json"))
+    return _load(files[-1]) if files else None
+
+
+# ---- kernel ladders --------------------------------------------------------------------
+# Recording names of kernel rungs: this project's own (ladder.rung.shape, rung 0 the library
+# baseline) and the seed's imported ones (seed-sgemm.<set>.<shape>.<rung>, seed-fused.<rung>.m<M>.n<N>,
+# seed-reduction.<rung>.n<N>.b<block>). Each pattern names the baseline's recording as a glob.
+_LADDER_NAMES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"^(?P<ladder>[a-z]+)\.(?P<rung>(?P<p>[a-z]+)\d+[a-z0-9-]*)\.(?P<shape>[^@]+)$"), "{ladder}.{p}0-*.{shape}"),
+    (re.compile(r"^seed-(?P<ladder>sgemm)\.(?P<set>[a-z0-9-]+)\.(?P<shape>\d+x\d+x\d+)\.(?P<rung>(?P<p>k)\d+[a-z]*)$"),
+     "seed-sgemm.{set}.{shape}.{p}0"),
+    (re.compile(r"^seed-(?P<ladder>fused)\.(?P<rung>(?P<p>[a-z])\d+)\.(?P<shape>m\d+\.n\d+)$"), ""),
+    (re.compile(r"^seed-(?P<ladder>reduction)\.(?P<rung>(?P<p>r)\d+)\.(?P<shape>n\d+\.b\d+)$"), ""),
+)
+_RUNG_CODE = re.compile(r"^([a-z]+)(\d+)")
+
+
+def _ladder_key(rec: Rec) -> tuple[str, str, str, Path, str] | None:
+    """(ladder, rung, shape, folder, baseline glob) from the recording a kernel reconciliation replays."""
+    path = (rec.get("provenance") or {}).get("recording")
+    if not path:
+        return None
+    stem = Path(str(path)).name.split("@")[0]
+    for pattern, baseline in _LADDER_NAMES:
+        match = pattern.match(stem)
+        if match:
+            ladder = match["ladder"]
+            if ladder == "fused":  # the seed's fused kernels: n* is RMSNorm, s* the softmax
+                ladder = "rmsnorm" if match["p"] == "n" else "softmax"
+            return ladder, match["rung"], match["shape"], _resolve(str(path)).parent, baseline.format(**match.groupdict())
+    return None
+
+
+def _rung_order(rung: str) -> tuple[int, str]:
+    code = _RUNG_CODE.match(rung)
+    return (int(code[2]) if code else 99, rung)
+
+
+def kernel_ladders(recs: Sequence[Rec]) -> list[Markup]:
+    """Per GPU, ladder and shape: each rung's measured time, its predictions, and rung 0 (the
+    library baseline: cuBLAS, torch) as a line, on a log time axis."""
+    ladders: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for rec in recs:
+        if rec.get("suite") != "kernels" or rec.get("unit") != "s" or _num(rec.get("measured")) is None:
+            continue
+        key = _ladder_key(rec)
+        if key is None:
+            continue
+        ladder, rung, shape, folder, baseline = key
+        entry = ladders.setdefault((str(rec.get("hardware")), ladder, shape), {"folder": folder, "baseline": baseline,
+                                                                             "rungs": {}})
+        entry["rungs"].setdefault(rung, []).append(rec)
+    out = []
+    for n, ((hardware, ladder, shape), entry) in enumerate(sorted(ladders.items())):
+        rungs = sorted(entry["rungs"], key=_rung_order)
+        if len(rungs) < 2:
+            continue
+        baselines = []
+        folder, pattern = entry["folder"], entry["baseline"]
+        if pattern and folder.is_dir():
+            for stem in sorted({p.name.split("@")[0] for p in folder.glob(f"{pattern}@*.json")}):
+                time = _measurement(_newest(folder, stem), "time")
+                if time:
+                    named = _ladder_key({"provenance": {"recording": stem}})
+                    baselines.append((named[1] if named else stem, time))
+        values = [v for r in rungs for rec in entry["rungs"][r] for v in (rec["measured"], rec.get("predicted")) if _num(v)]
+        values += [t for _, t in baselines]
+        chart = Chart(Axis.categorical(rungs, label="rung"), Axis.fit(values, log=True, label="time", format_tick=_fmt("s")),
+                      title=f"{ladder} ladder on {hardware} · {shape}",
+                      aria=f"{ladder} ladder on {hardware} ({shape}): each rung's measured time with its predictions"
+                           + (f", against the {', '.join(b for b, _ in baselines)} baseline" if baselines else ""),
+                      width=max(260, 46 * len(rungs)))
+        for i, (name, time) in enumerate(baselines):
+            colour = PALETTE[i % len(PALETTE)]
+            chart.hline(time, colour, f"{name}: {format_value(time, 's')}")
+            chart.key("dash", colour, f"{name} (baseline)")
+        names = sorted({str(rec.get("name")) for r in rungs for rec in entry["rungs"][r]})
+        for x, rung in enumerate(rungs):
+            members = entry["rungs"][rung]
+            measured = members[0]["measured"]
+            chart.point(x, measured, MEASURED, f"{rung}: measured {format_value(measured, 's')}", r=4.6)
+            for rec in members:
+                predicted = _num(rec.get("predicted"))
+                if predicted and predicted > 0:
+                    index = names.index(str(rec.get("name")))
+                    offset = (index - (len(names) - 1) / 2) * 0.12
+                    chart.point(x + offset, predicted, _colour(rec), _tip(rec, f"{rung} {rec.get('name')}"),
+                                shape=PREDICTION_SHAPES[index % len(PREDICTION_SHAPES)])
+        chart.key("dot", MEASURED, "measured")
+        for index, name in enumerate(names):  # one shape per prediction; its colour is its verdict
+            chart.key(PREDICTION_SHAPES[index % len(PREDICTION_SHAPES)], "#8c959f", name)
+        _verdict_colour_keys(chart, [rec for r in rungs for rec in entry["rungs"][r]])
+        out.append(chart.svg(f"clip-ladder-{n}"))
+    return out
+
+
+# ---- rooflines -------------------------------------------------------------------------
+def _roof_points(recs: Sequence[Rec]) -> dict[str, dict[str, Any]]:
+    """Per GPU: roofs (peak, bandwidth, label) and points (intensity, FLOP/s, colour, tip, kind)."""
+    from pytest_anatomy.theory.attention import (
+        AttentionShape,
+        attention_flops,
+        compulsory_bytes,
+    )
+
+    gpus: dict[str, dict[str, Any]] = {}
+    for rec in recs:
+        hardware, measured = str(rec.get("hardware")), _num(rec.get("measured"))
+        if measured is None or measured <= 0:
+            continue
+        inputs, terms = _inputs(rec), _terms(rec)
+        gpu = gpus.setdefault(hardware, {"roofs": {}, "points": []})
+        if rec.get("name") == "attainable_flop_rate" and _num(inputs.get("arithmetic_intensity")):
+            peak, bw = _num(inputs.get("peak_flops")), _num(inputs.get("bandwidth"))
+            if peak and bw:
+                gpu["roofs"].setdefault("fp32 CUDA cores", (peak, bw))
+            gpu["points"].append((inputs["arithmetic_intensity"], measured, _colour(rec),
+                                  _tip(rec, f"kernel {inputs.get('rung', short_name(rec))}"), "kernel"))
+        elif rec.get("suite") == "latency" and rec.get("name") in ("decode_step", "decode_step_other_model"):
+            flops = sum(v for k, v in terms.items() if k in ("trunk matmuls", "lm_head", "attention, decode", "attention, prefill"))
+            nbytes = sum(v for k, v in terms.items() if k.startswith(("matmul weights", "KV read", "KV written")))
+            if flops and nbytes:
+                if terms.get("peak") and terms.get("bandwidth"):
+                    gpu["roofs"].setdefault("bf16 tensor cores", (terms["peak"], terms["bandwidth"]))
+                gpu["points"].append((flops / nbytes, flops / measured, _colour(rec),
+                                      _tip(rec, f"decode step b={inputs.get('decode_tokens')} {rec.get('model')}"), "decode"))
+        elif rec.get("suite") == "flashattn" and rec.get("name") == "time" and _num(inputs.get("N_q")):
+            try:
+                shape = AttentionShape(int(inputs["B"]), int(inputs["H"]), int(inputs["N_q"]), int(inputs["N_kv"]),
+                                       int(inputs["D"]), bool(inputs.get("causal")), int(inputs.get("H_kv") or inputs["H"]),
+                                       int(inputs.get("bytes_per_element") or 2))
+            except (KeyError, TypeError, ValueError):
+                continue
+            flops, nbytes = attention_flops(shape).value, compulsory_bytes(shape).value
+            peak, bw = _num(inputs.get("peak_gemm")), _num(inputs.get("bw_read"))
+            if peak and bw:
+                gpu["roofs"].setdefault("bf16 tensor cores", (peak, bw))
+            gpu["points"].append((flops / nbytes, flops / measured, _colour(rec),
+                                  _tip(rec, f"attention {(rec.get('provenance') or {}).get('rung', '')} "
+                                            f"{'causal' if shape.causal else 'full'}"), "attention"))
+    return {hw: g for hw, g in gpus.items() if g["points"] and g["roofs"]}
+
+
+def rooflines(recs: Sequence[Rec]) -> list[Markup]:
+    """One roofline per GPU (measured ceilings the predictions used), kernels, attention and
+    decode steps as points at their arithmetic intensity and achieved FLOP/s."""
+    out = []
+    shapes = {"kernel": "circle", "decode": "diamond", "attention": "ring"}
+    for n, (hardware, gpu) in enumerate(sorted(_roof_points(recs).items())):
+        xs = [p[0] for p in gpu["points"]] + [peak / bw for peak, bw in gpu["roofs"].values()]
+        ys = [p[1] for p in gpu["points"]] + [peak for peak, _ in gpu["roofs"].values()]
+        x_axis = Axis.fit(xs + [min(xs) / 3, max(xs) * 3], log=True, label="arithmetic intensity (FLOP/B)")
+        y_axis = Axis.fit(ys + [min(ys) / 2], log=True, label="achieved FLOP/s", format_tick=_fmt("FLOP/s"))
+        kinds = sorted({p[4] for p in gpu["points"]})
+        chart = Chart(x_axis, y_axis, title=f"roofline on {hardware}",
+                      aria=f"roofline on {hardware}: {', '.join(kinds)} at their arithmetic intensity and achieved FLOP/s",
+                      width=420, height=280)
+        for i, (label, (peak, bw)) in enumerate(gpu["roofs"].items()):
+            colour = PALETTE[i % len(PALETTE)]
+            ridge = peak / bw
+            curve = [(x_axis.lo, x_axis.lo * bw), (ridge, peak), (x_axis.hi, peak)]
+            chart.line(curve, colour, tip=f"{label}: {format_value(peak, 'FLOP/s')} peak, {format_value(bw, 'B/s')}")
+            chart.key("line", colour, f"{label} roof")
+        for x, y, colour, tip, kind in gpu["points"]:
+            chart.point(x, y, colour, tip, shape=shapes[kind])
+        for kind in kinds:
+            chart.key(shapes[kind] if shapes[kind] != "circle" else "dot", "#8c959f", kind)
+        out.append(chart.svg(f"clip-roof-{n}"))
+    return out
+
+
+# ---- latency curves --------------------------------------------------------------------
+def _curve_chart(series: dict[str, list[tuple[float, Rec]]], *, title: str, aria: str, x_label: str,
+                 x_unit: str, clip: str, knees: Mapping[str, float] | None = None) -> Markup:
+    knees = knees or {}
+    xs = [x for pts in series.values() for x, _ in pts] + list(knees.values())
+    ys = [v for pts in series.values() for _, r in pts for v in (r["predicted"], r["measured"]) if _num(v) and v > 0]
+    chart = Chart(Axis.fit(xs, log=True, label=x_label, format_tick=_fmt(x_unit)),
+                  Axis.fit(ys, log=True, label="time", format_tick=_fmt("s")), title=title, aria=aria, width=400, height=250)
+    for i, (label, pts) in enumerate(sorted(series.items())):
+        colour = PALETTE[i % len(PALETTE)]
+        pts = sorted(pts, key=lambda p: p[0])
+        chart.line([(x, r["predicted"]) for x, r in pts], colour, tip=f"{label}: predicted")
+        for x, rec in pts:
+            chart.point(x, rec["measured"], colour, _tip(rec), outline=_outline(rec))
+        chart.key("line", colour, f"{label}: predicted, dots measured")
+        if label in knees:
+            chart.vline(knees[label], colour, f"{label} saturates at {knees[label]:.1f} req/s")
+            chart.key("dash", colour, f"{label} knee ({knees[label]:.1f} req/s)")
+    _verdict_keys(chart, [r for pts in series.values() for _, r in pts])
+    return chart.svg(clip)
+
+
+def _verdict_colour_keys(chart: Chart, recs: Sequence[Rec]) -> None:
+    """Legend entries for the verdict colours the predictions in `recs` are drawn in."""
+    for verdict in ("agree", "finding", "resolved", "diverge"):
+        if any(r.get("verdict") == verdict for r in recs):
+            chart.key("box", VERDICT_COLOURS[verdict], verdict)
+
+
+def _verdict_keys(chart: Chart, recs: Sequence[Rec]) -> None:
+    for verdict in ("finding", "resolved", "diverge"):
+        if any(r.get("verdict") == verdict for r in recs):
+            chart.key("ring", VERDICT_COLOURS[verdict], f"ringed: {verdict}")
+
+
+def step_curves(recs: Sequence[Rec]) -> list[Markup]:
+    """Decode step time against batch, prefill time against prompt length, per GPU."""
+    out = []
+    specs = (("decode step vs batch", ("decode_step", "decode_step_other_model"), "decode_tokens", "batch (sequences)"),
+             ("prefill vs length", ("prefill", "prefill_other_model", "prefill_roofline"), "tokens", "prompt length (tokens)"))
+    for title, names, key, x_label in specs:
+        by_gpu: dict[str, dict[str, list[tuple[float, Rec]]]] = {}
+        for rec in recs:
+            x = _num(_inputs(rec).get(key))
+            if rec.get("suite") == "latency" and rec.get("name") in names and x and _num(rec.get("measured")):
+                label = f"{rec.get('model')}" + (" (roofline)" if str(rec.get("name")).endswith("roofline") else "")
+                by_gpu.setdefault(str(rec.get("hardware")), {}).setdefault(label, []).append((x, rec))
+        for hardware, series in sorted(by_gpu.items()):
+            series = {k: v for k, v in series.items() if len(v) >= 2}
+            if series:
+                out.append(_curve_chart(series, title=f"{title} on {hardware}", x_label=x_label, x_unit="",
+                                        aria=f"{title} on {hardware}: measured points on the predicted curve",
+                                        clip=f"clip-{key}-{hardware}"))
+    return out
+
+
+def _workload(rec: Rec) -> dict[str, Any]:
+    """The simulated workload's settings, written by the latency suite as 'name: {python dict}'."""
+    text = str(_inputs(rec).get("workload") or "")
+    _, _, literal = text.partition(": ")
+    try:
+        value = ast.literal_eval(literal)
+    except (ValueError, SyntaxError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def load_curves(recs: Sequence[Rec]) -> list[Markup]:
+    """TTFT and ITL against Poisson arrival rate: the simulator's predictions as a curve, the
+    measured points on it, and the saturation rate (the knee) the workload was scaled from."""
+    out = []
+    for metric in ("ttft_p50", "itl_mean", "itl_median"):
+        by_gpu: dict[str, dict[str, list[tuple[float, Rec]]]] = {}
+        knees: dict[str, dict[str, tuple[float, str]]] = {}
+        for rec in recs:
+            work = _workload(rec)
+            rate = _num(work.get("rate"))
+            if rec.get("suite") != "latency" or rec.get("name") != metric or not rate or not _num(rec.get("measured")):
+                continue
+            hardware = str(rec.get("hardware"))
+            by_gpu.setdefault(hardware, {}).setdefault(str(rec.get("model")), []).append((rate, rec))
+            knee = _num(work.get("saturation_rps"))
+            if knee:  # sessions measure the saturation rate apart: the newest session's knee is drawn
+                model, date = str(rec.get("model")), str((rec.get("provenance") or {}).get("date") or "")
+                if date >= knees.setdefault(hardware, {}).get(model, (0.0, ""))[1]:
+                    knees[hardware][model] = (knee, date)
+        for hardware, series in sorted(by_gpu.items()):
+            series = {k: v for k, v in series.items() if len(v) >= 2}
+            if series:
+                label = metric.replace("_", " ").replace("ttft p50", "TTFT p50").replace("itl", "ITL")
+                out.append(_curve_chart(series, title=f"{label} vs arrival rate on {hardware}", x_label="arrival rate (req/s)",
+                                        x_unit="", knees={m: k for m, (k, _) in knees.get(hardware, {}).items()},
+                                        aria=f"{label} vs arrival rate on {hardware}: the simulator's curve, measured points and the knee",
+                                        clip=f"clip-load-{metric}-{hardware}"))
+    return out
+
+
+# ---- memory ledger ---------------------------------------------------------------------
+LEDGER_PARTS = ("model_memory_bytes", "peak_activation_bytes", "non_torch_increase_bytes", "cudagraph_estimate_bytes",
+                "available_kv_bytes")
+
+
+def memory_ledgers(recs: Sequence[Rec]) -> list[Markup]:
+    """vLLM's memory ledger per configuration: the parts of the requested memory stacked,
+    predicted beside measured (one configuration = one recording)."""
+    configs: dict[tuple[str, str], dict[str, Rec]] = {}
+    for rec in recs:
+        if rec.get("suite") == "capacity" and rec.get("name") in LEDGER_PARTS and rec.get("unit") == "B":
+            path = (rec.get("provenance") or {}).get("recording")
+            if path and _num(rec.get("measured")) is not None and _num(rec.get("predicted")) is not None:
+                config = Path(str(path)).name.split("@")[0].removeprefix("vllm-ledger.")
+                configs.setdefault((str(rec.get("hardware")), config), {}).setdefault(str(rec["name"]), rec)
+    out = []
+    for hardware in sorted({hw for hw, _ in configs}):
+        rows = [(config, parts) for (hw, config), parts in sorted(configs.items()) if hw == hardware and len(parts) >= 3]
+        if not rows:
+            continue
+        # two bars per configuration, predicted above measured, first configuration on top; the
+        # configuration's name labels its pair once
+        labels = [text for config, _ in reversed(rows) for text in ("", config)]
+        totals = [sum(max(_num(r[side]) or 0.0, 0.0) for r in parts.values()) for _, parts in rows for side in ("predicted", "measured")]
+        chart = Chart(Axis(0, max(totals) * 1.04, label="bytes", format_tick=_fmt("B"), unit_step=GIB), Axis.categorical(labels),
+                      title=f"memory ledger on {hardware}", width=440, height=14 * len(labels), left=300,
+                      aria=f"memory ledger on {hardware}: the parts of vLLM's requested memory, predicted beside measured, per configuration")
+        for i, (_config, parts) in enumerate(rows):
+            for j, side in enumerate(("predicted", "measured")):
+                y = len(labels) - 1 - (2 * i + j)
+                x = 0.0
+                for k, part in enumerate(LEDGER_PARTS):
+                    entry = parts.get(part)
+                    value = max(_num(entry[side]) or 0.0, 0.0) if entry else 0.0
+                    if entry and value:
+                        chart.bar(x, x + value, y - 0.4, y + 0.4, PALETTE[k], f"{_config} {part} {side}: {format_value(value, 'B')}"
+                                  f" (verdict {entry.get('verdict')}, gap {format_gap(entry)})",
+                                  opacity=1.0 if side == "measured" else 0.5)
+                        x += value
+        for k, part in enumerate(LEDGER_PARTS):
+            chart.key("box", PALETTE[k], part.removesuffix("_bytes"))
+        out.append(chart.svg(f"clip-mem-{hardware}"))
+    return out
+
+
+# ---- flash attention -------------------------------------------------------------------
+_FA_NAME = re.compile(r"^fa2\.(?P<rung>[^.]+)\.b(?P<B>\d+)h(?P<H>\d+)n(?P<N>\d+)d(?P<D>\d+)\.(?P<mask>full|causal)$")
+
+
+def flash_attention(recs: Sequence[Rec]) -> list[Markup]:
+    """TF/s against N per rung with the roofline and both sdpa baselines (from the same
+    recordings), and DRAM / L2 bytes predicted against measured where the ledger has them."""
+    from pytest_anatomy.theory.attention import AttentionShape, attention_flops
+
+    runs: dict[tuple[str, str, str], dict[str, list[tuple[float, float, str, str]]]] = {}
+    peaks: dict[tuple[str, str, str], float] = {}
+    flash_recs: dict[tuple[str, str, str], list[Rec]] = {}
+    byte_recs: dict[str, list[Rec]] = {}
+    for rec in recs:
+        if rec.get("suite") != "flashattn":
+            continue
+        if rec.get("unit") == "B":
+            byte_recs.setdefault(str(rec.get("hardware")), []).append(rec)
+            continue
+        path = (rec.get("provenance") or {}).get("recording")
+        match = _FA_NAME.match(Path(str(path)).name.split("@")[0]) if path else None
+        measured = _num(rec.get("measured"))
+        if rec.get("name") != "time" or not match or not measured:
+            continue
+        B, H, N, D = (int(match[k]) for k in ("B", "H", "N", "D"))
+        inputs = _inputs(rec)
+        shape = AttentionShape(B, H, N, N, D, match["mask"] == "causal", int(inputs.get("H_kv") or H))
+        flops = attention_flops(shape).value
+        key = (str(rec.get("hardware")), match["mask"], f"b{B}h{H}d{D}")
+        series = runs.setdefault(key, {})
+        series.setdefault(match["rung"], []).append((N, flops / measured, _outline(rec), _tip(rec, match["rung"])))
+        flash_recs.setdefault(key, []).append(rec)
+        recording = _recording(rec)
+        data: Mapping[str, Any] | None = _load(recording) if recording else None
+        for baseline in ("sdpa_default_time", "sdpa_flash_time"):
+            t = _measurement(data, baseline)
+            if t:
+                series.setdefault(baseline.removesuffix("_time"), [])
+                if all(n != N for n, *_ in series[baseline.removesuffix("_time")]):
+                    series[baseline.removesuffix("_time")].append((N, flops / t, MEASURED, f"{baseline} at N={N}: {flops / t / 1e12:.0f} TF/s"))
+        if _num(inputs.get("peak_gemm")):
+            peaks[key] = float(inputs["peak_gemm"])
+    out = []
+    for n, (key, series) in enumerate(sorted(runs.items())):
+        hardware, mask, dims = key
+        xs = [p[0] for pts in series.values() for p in pts]
+        ys = [p[1] for pts in series.values() for p in pts] + ([peaks[key]] if key in peaks else [])
+        chart = Chart(Axis.fit(xs + [min(xs) / 1.5, max(xs) * 1.5], log=True, label="sequence length N"),
+                      Axis.fit(ys, log=True, label="useful FLOP/s", format_tick=_fmt("FLOP/s")),
+                      title=f"flash attention on {hardware} · {mask} · {dims}",
+                      aria=f"flash attention TF/s against N on {hardware} ({mask}, {dims}): each rung, the roofline and both sdpa baselines",
+                      width=420, height=260)
+        if key in peaks:
+            chart.hline(peaks[key], "#57606a", f"roofline: measured bf16 matmul ceiling {format_value(peaks[key], 'FLOP/s')}")
+            chart.key("dash", "#57606a", "roofline (matmul ceiling)")
+        for i, (label, pts) in enumerate(sorted(series.items())):
+            colour = PALETTE[i % len(PALETTE)]
+            pts = sorted(pts)
+            chart.line([(x, y) for x, y, *_ in pts], colour, tip=label)
+            for x, y, outline, tip in pts:
+                if label.startswith("sdpa"):
+                    chart.point(x, y, colour, tip, shape="ring")
+                else:
+                    chart.point(x, y, colour, tip, outline=outline)
+            chart.key("ring" if label.startswith("sdpa") else "line", colour, label)
+        _verdict_keys(chart, flash_recs[key])
+        out.append(chart.svg(f"clip-fa-{n}"))
+    out += _flash_bytes(byte_recs)
+    return out
+
+
+def _case_label(rec: Rec) -> str:
+    """'r3-fa2 · n4096 · full' from the counter recording's name, else the test's parameter id."""
+    path = (rec.get("provenance") or {}).get("recording")
+    stem = Path(str(path)).name.split("@")[0].removeprefix("ncu.") if path else ""
+    match = _FA_NAME.match(stem)
+    return f"{match['rung']} · n{match['N']} · {match['mask']}" if match else short_name(rec)
+
+
+def _flash_bytes(byte_recs: Mapping[str, list[Rec]]) -> list[Markup]:
+    """DRAM and L2 bytes per rung and case: the IO prediction against Nsight Compute's count,
+    one plot per GPU and counter (dram_read_bytes, dram_write_bytes, l2_bytes)."""
+    out = []
+    for hardware, brecs in sorted(byte_recs.items()):
+        by_name: dict[str, list[Rec]] = {}
+        for rec in brecs:
+            by_name.setdefault(str(rec.get("name")), []).append(rec)
+        for name, group in sorted(by_name.items()):
+            group = sorted(group, key=lambda r: (_rung_order(_case_label(r)), _case_label(r)))
+            labels = [_case_label(r) for r in group]
+            values = [v for r in group for v in (_num(r.get("predicted")), _num(r.get("measured"))) if v and v > 0]
+            if not values:
+                continue
+            chart = Chart(Axis.categorical(labels), Axis.fit(values, log=True, label="bytes", format_tick=_fmt("B"), binary=True),
+                          title=f"flash attention {name} on {hardware}",
+                          aria=f"flash attention DRAM and L2 bytes on {hardware} ({name}): predicted against measured per rung",
+                          width=max(260, 34 * len(labels)), x_label_rotate=True)
+            for i, rec in enumerate(group):
+                if _num(rec.get("predicted")):
+                    chart.point(i, rec["predicted"], "#8c959f", _tip(rec, labels[i]), shape="diamond")
+                if _num(rec.get("measured")):
+                    chart.point(i, rec["measured"], _colour(rec), _tip(rec, labels[i]))
+            chart.key("diamond", "#8c959f", "predicted (IO theory)")
+            chart.key("dot", MEASURED, "measured (Nsight Compute)")
+            _verdict_colour_keys(chart, group)
+            out.append(chart.svg(f"clip-fa-{name}-{hardware}"))
+    return out
+
+
+def domain_plots(recs: Sequence[Rec]) -> list[dict[str, Any]]:
+    """The figure groups of the report's 'Domain plots' section; empty groups are left out."""
+    groups = [
+        ("Kernel ladders", "rung time against the library baseline (rung 0), with each prediction", kernel_ladders(recs)),
+        ("Rooflines", "measured ceilings; kernels, attention and decode steps at their achieved FLOP/s", rooflines(recs)),
+        ("Decode and prefill", "measured points on the predicted curve", step_curves(recs)),
+        ("Latency under load", "the simulator's curve against Poisson arrival rate, measured points, the knee", load_curves(recs)),
+        ("Memory ledger", "vLLM's requested memory split into its parts; lighter bar predicted, darker measured", memory_ledgers(recs)),
+        ("Flash attention", "useful TF/s (4·B·H·D per visible query-key pair) against N", flash_attention(recs)),
+    ]
+    return [{"title": title, "note": note, "plots": plots, "anchor": "plots-" + title.lower().replace(" ", "-")}
+            for title, note, plots in groups if plots]

@@ -1,0 +1,282 @@
+"""The report of every suite, as README's main command writes it, checked for size and in a real browser.
+
+One module-scoped run of the suites (from the committed recordings, ~35 s) feeds every test here.
+The browser tests drive Debian's `chromium --headless`: a copy of the page with a probe script
+appended filters, searches, expands and collapses, then writes what it saw (row counts, each
+plot's tick label boxes from getBoundingClientRect, a few drawn derivations) into the DOM, which
+`--dump-dom` hands back. They skip, saying how to install it, when chromium is absent.
+
+Screenshots land in the test's tmp folder; set ANATOMY_REPORT_SHOTS=DIR to keep them there too."""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_anatomy.cli import SUITE_DIRS
+from pytest_anatomy.report.formatting import exact_value, format_value
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None, reason="chromium is not installed; `apt-get install -y chromium` (Debian) to check the report in a browser")
+
+# 5 MB: the page is read whole before it is usable (the browser parses every row, the script
+# JSON.parse()s the embedded ledger), and it is passed around as a CI artifact and an attachment.
+# With every derivation written out as HTML it weighed 7.5 MB and opened and filtered sluggishly;
+# drawn on demand from the embedded ledger it is ~4.2 MB. The bound leaves room for the suites to
+# grow by a fifth before the page needs another diet.
+MAX_REPORT_BYTES = 5_000_000
+
+
+@pytest.fixture(scope="module")
+def full_report(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Path:
+    """README's main command, minus its README update: every suite, from recordings, --anatomy-report.
+
+    Under `pytest -n N` the workers share one run: the first to take the lock writes the report
+    in the folder above their own tmp folders, the others wait for it and read it."""
+    worker = getattr(request.config, "workerinput", None)  # set on an xdist worker only
+    shared = tmp_path_factory.getbasetemp() if worker is None else tmp_path_factory.getbasetemp().parent
+    out = shared / "full-report" / "anatomy-report.html"
+    out.parent.mkdir(exist_ok=True)
+    with _lock(out.parent / ".lock"):
+        if not out.is_file():
+            suites = [d for d in SUITE_DIRS if (ROOT / d).is_dir()]
+            env = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
+            # -p no:xdist: one process, as the main command runs
+            run = subprocess.run([sys.executable, "-m", "pytest", *suites, f"--anatomy-report={out}", "-q",
+                                  "-p", "no:cacheprovider", "-p", "no:xdist"],
+                                 cwd=ROOT, env=env, capture_output=True, text=True, timeout=900, check=False)
+            assert out.is_file(), (f"the suites wrote no report (exit {run.returncode}):\n"
+                                   f"{run.stdout[-3000:]}\n{run.stderr[-3000:]}")
+    return out
+
+
+@contextmanager
+def _lock(path: Path) -> Iterator[None]:
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: each worker renders its own copy
+        yield
+        return
+    with open(path, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def test_report_of_every_suite_stays_under_5_mb(full_report: Path) -> None:
+    size = full_report.stat().st_size
+    assert size <= MAX_REPORT_BYTES, f"the report of every suite is {size:,} bytes, over {MAX_REPORT_BYTES:,}"
+    page = full_report.read_text(encoding="utf-8")
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", page), "the page must work offline"
+    ledger = json.loads(full_report.with_suffix(".json").read_text(encoding="utf-8"))
+    assert len(ledger["reconciliations"]) > 1000  # the whole replay, not an empty run
+
+
+# ---- the browser ------------------------------------------------------------------------
+PROBE = r"""
+<script>
+(function () {
+  "use strict";
+  var out = {ran: !document.getElementById("controls").hidden};
+  function visible(sel) { return Array.prototype.filter.call(document.querySelectorAll(sel), function (d) { return !d.hidden; }); }
+  var all = document.querySelectorAll("details.rec").length;
+  var agree = document.querySelector('input[data-verdict-filter][value="agree"]');
+  agree.checked = false; agree.dispatchEvent(new Event("change"));
+  out.without_agree = {rows: visible("details.rec").length, agree_rows: visible('details.rec[data-verdict="agree"]').length};
+  agree.checked = true; agree.dispatchEvent(new Event("change"));
+  var search = document.getElementById("rec-search");
+  search.value = "decode_step"; search.dispatchEvent(new Event("input"));
+  out.search = {rows: visible("details.rec").length,
+                matching: visible("details.rec").every(function (d) { return d.getAttribute("data-search").indexOf("decode_step") >= 0; })};
+  search.value = ""; search.dispatchEvent(new Event("input"));
+  out.rows = {all: all, visible_after_reset: visible("details.rec").length};
+  document.getElementById("expand-all").click();
+  setTimeout(function () {
+    var open = document.querySelectorAll("details.rec[open]").length;
+    var drawn = document.querySelectorAll("details.rec[open] .derivation:not([hidden]) h4").length / 3;
+    out.expanded = {open: open, drawn: drawn};
+    out.derivations = Array.prototype.slice.call(document.querySelectorAll("details.rec"), 0, 400).map(function (d) {
+      return {i: +d.getAttribute("data-i"),
+              terms: Array.prototype.map.call(d.querySelectorAll("table.terms tr"), function (tr) {
+                return Array.prototype.map.call(tr.children, function (c) { return c.textContent; }); }).slice(1),
+              inputs: Array.prototype.map.call(d.querySelectorAll(".derivation .col:first-child table.kv tr"), function (tr) {
+                return [tr.children[0].textContent, tr.children[1].textContent]; })};
+    });
+    document.getElementById("collapse-all").click();
+    out.collapsed_open = document.querySelectorAll("details.rec[open]").length;
+    out.plots = Array.prototype.map.call(document.querySelectorAll("svg.plot"), function (svg) {
+      return {label: svg.getAttribute("aria-label"),
+              ticks: Array.prototype.map.call(svg.querySelectorAll("text.tick"), function (t) {
+                var b = t.getBBox(), m = t.getCTM();  // the label's own box, and how it is turned and placed
+                return [t.textContent, b.x, b.y, b.width, b.height, m.a, m.b, m.c, m.d, m.e, m.f]; })};
+    });
+    var pre = document.createElement("pre");
+    pre.id = "browser-check";
+    pre.textContent = JSON.stringify(out);
+    document.body.appendChild(pre);
+  }, 200);
+})();
+</script>
+"""
+
+
+def _chromium(*args: str, timeout: int = 240) -> subprocess.CompletedProcess[str]:
+    assert CHROMIUM is not None
+    return subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                           "--no-first-run", "--disable-extensions", *args], capture_output=True, text=True, timeout=timeout,
+                          check=False)
+
+
+@pytest.fixture(scope="module")
+def browser_view(full_report: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """What the probe script saw in chromium, after the page's own script ran."""
+    if CHROMIUM is None:
+        pytest.skip("chromium is not installed; `apt-get install -y chromium` (Debian) to check the report in a browser")
+    folder = tmp_path_factory.mktemp("browser")
+    probe = folder / "probe.html"
+    probe.write_text(full_report.read_text(encoding="utf-8").replace("</body>", PROBE + "</body>"), encoding="utf-8")
+    run = _chromium("--virtual-time-budget=30000", "--dump-dom", probe.as_uri())
+    match = re.search(r'<pre id="browser-check">(.*?)</pre>', run.stdout, re.DOTALL)
+    assert match, f"the probe script left no result; chromium said:\n{run.stderr[-2000:]}"
+    return json.loads(html.unescape(match[1]))
+
+
+@needs_chromium
+def test_page_script_filters_searches_expands_and_collapses(browser_view: dict[str, Any]) -> None:
+    view = browser_view
+    assert view["ran"], "the page's script did not run: the filter controls stayed hidden"
+    rows = view["rows"]["all"]
+    assert rows > 500 and view["rows"]["visible_after_reset"] == rows
+    assert view["without_agree"]["agree_rows"] == 0 and 0 < view["without_agree"]["rows"] < rows
+    assert 0 < view["search"]["rows"] < rows and view["search"]["matching"]
+    assert view["expanded"]["open"] == rows and view["expanded"]["drawn"] == rows
+    assert view["collapsed_open"] == 0
+
+
+@needs_chromium
+def test_derivations_drawn_in_the_browser_read_as_python_formats_them(browser_view: dict[str, Any], full_report: Path) -> None:
+    """The page's script spells numbers as report/formatting.py does (it is a port of it)."""
+    page = full_report.read_text(encoding="utf-8")
+    embedded = json.loads(html.unescape(re.search(r'id="anatomy-ledger">(.*?)</script>', page, re.DOTALL)[1])
+                          .replace("\\u003c", "<").replace("\\u003e", ">").replace("\\u0026", "&"))
+    recs = embedded["reconciliations"]
+    checked = 0
+    for drawn in browser_view["derivations"]:
+        terms = (recs[drawn["i"]].get("prediction") or {}).get("terms") or []
+        assert len(drawn["terms"]) == len(terms)
+        for (name, value, exact, _note), term in zip(drawn["terms"], terms):
+            assert name == term["name"]
+            assert value == format_value(term["value"], term.get("unit", "")), term
+            assert exact == exact_value(term["value"]), term
+            checked += 1
+    assert checked > 200
+
+
+def _corners(tick: list[Any]) -> list[tuple[float, float]]:
+    """The four corners of a label's box, through its transform (rotated labels stay rotated boxes)."""
+    _, x, y, w, h, a, b, c, d, e, f = tick
+    return [(a * px + c * py + e, b * px + d * py + f) for px, py in ((x, y), (x + w, y), (x + w, y + h), (x, y + h))]
+
+
+def _boxes_overlap(p: list[tuple[float, float]], q: list[tuple[float, float]]) -> bool:
+    """Separating-axis test for two convex quadrilaterals: overlap unless some edge normal separates them."""
+    for poly in (p, q):
+        for (x1, y1), (x2, y2) in zip(poly, poly[1:] + poly[:1]):
+            nx, ny = y2 - y1, x1 - x2
+            pa = [nx * x + ny * y for x, y in p]
+            qa = [nx * x + ny * y for x, y in q]
+            if max(pa) <= min(qa) or max(qa) <= min(pa):
+                return False
+    return True
+
+
+def _overlaps(ticks: list[list[Any]]) -> list[tuple[str, str]]:
+    boxes = [(t[0], _corners(t)) for t in ticks if t[3] > 0 and t[4] > 0]
+    return [(a, b) for (a, pa), (b, pb) in combinations(boxes, 2) if _boxes_overlap(pa, pb)]
+
+
+def test_overlap_check_tells_turned_labels_apart() -> None:
+    """The geometry the browser test relies on: side-by-side boxes clear, crossing boxes overlap,
+    and two labels turned -40 degrees, 46 px apart, clear although their upright boxes would not."""
+    import math
+
+    def label(x: float, angle: float = 0.0) -> list[Any]:
+        ca, sa = math.cos(math.radians(angle)), math.sin(math.radians(angle))
+        return ["t", -70.0, -10.0, 70.0, 12.0, ca, sa, -sa, ca, x, 100.0]
+
+    assert _overlaps([label(0), label(71)]) == [] and _overlaps([label(0), label(60)]) == [("t", "t")]
+    assert _overlaps([label(0, -40), label(46, -40)]) == []
+    assert _overlaps([label(0, -40), label(10, -40)]) == [("t", "t")]
+
+
+@needs_chromium
+def test_no_plot_has_overlapping_tick_labels(browser_view: dict[str, Any]) -> None:
+    plots = browser_view["plots"]
+    labels = [p["label"] for p in plots]
+    for expected in ("sgemm ladder on h200", "roofline on h200", "decode step vs batch on h200",
+                     "TTFT p50 vs arrival rate on h200", "memory ledger on h200", "flash attention TF/s against N on h200"):
+        assert any(label.startswith(expected) for label in labels), (expected, labels)
+    assert all(p["ticks"] for p in plots if "gap per reconciliation" not in p["label"])
+    overlapping = {p["label"]: _overlaps(p["ticks"]) for p in plots}
+    assert {label: pairs for label, pairs in overlapping.items() if pairs} == {}
+
+
+# ---- screenshots, for a person to look at -----------------------------------------------
+# name: (the one part shown: a section or a group of domain plots, how far it is scrolled (px), the
+# fragment the page opens at)
+SECTIONS: dict[str, tuple[str | None, int, str]] = {
+    "top": (None, 0, ""), "derivation": ("reconciliations", 0, "#rec-0"),
+    "ladders-1": ("plots-kernel-ladders", 0, ""), "ladders-2": ("plots-kernel-ladders", 1150, ""),
+    "rooflines": ("plots-rooflines", 0, ""), "decode-prefill": ("plots-decode-and-prefill", 0, ""),
+    "load": ("plots-latency-under-load", 0, ""), "memory": ("plots-memory-ledger", 0, ""),
+    "flash": ("plots-flash-attention", 0, ""), "predicted-vs-measured": ("plots", 0, "")}
+
+
+@pytest.fixture(scope="module")
+def screenshots(full_report: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
+    if CHROMIUM is None:
+        pytest.skip("chromium is not installed; `apt-get install -y chromium` (Debian) to check the report in a browser")
+    folder = tmp_path_factory.mktemp("shots")
+    page = full_report.read_text(encoding="utf-8")
+    shots: dict[str, Path] = {}
+    for name, (section, scroll, fragment) in SECTIONS.items():
+        view = folder / f"{name}.html"
+        css = ""
+        if section:  # one part, scrolled by a negative margin: --screenshot shows the top of the page
+            part = "domain" if section.startswith("plots-") else section
+            css = (f"<style>header.top, main > section:not(#{part}), .domain-group:not(#{section}) "
+                   f"{{ display: none !important; }} main {{ margin-top: -{scroll}px; }}</style>")
+        view.write_text(page.replace("</head>", css + "</head>"), encoding="utf-8")
+        shot = folder / f"{name}.png"
+        _chromium("--window-size=1300,1250", "--virtual-time-budget=5000", f"--screenshot={shot}", view.as_uri() + fragment)
+        shots[name] = shot
+    keep = os.environ.get("ANATOMY_REPORT_SHOTS")
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        for shot in shots.values():
+            if shot.is_file():
+                shutil.copy(shot, Path(keep) / shot.name)
+    yield shots
+
+
+@needs_chromium
+def test_screenshots_are_taken(screenshots: dict[str, Path]) -> None:
+    for name, shot in screenshots.items():
+        assert shot.is_file() and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
+        assert shot.stat().st_size > 20_000, f"{name}: a blank page?"
