@@ -17,9 +17,14 @@ import pytest
 
 from pytest_anatomy.measure.llama_log import MIB_HALF_STEP, parse_load_log
 from pytest_anatomy.specs.formats import GGML_TYPES
-from pytest_anatomy.specs.gguf_file import header_from_config, read_gguf_header, tensors_from_config
+from pytest_anatomy.specs.gguf_file import (
+    header_from_config,
+    read_gguf_header,
+    tensors_from_config,
+)
 from pytest_anatomy.specs.model import load_model
-from pytest_anatomy.theory import gguf_mix, llamacpp_memory as lm
+from pytest_anatomy.theory import gguf_mix
+from pytest_anatomy.theory import llamacpp_memory as lm
 from pytest_anatomy.units import MiB
 
 DATA = Path(__file__).parent / "data"

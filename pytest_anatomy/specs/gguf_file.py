@@ -96,10 +96,31 @@ class GgufHeader:
         raise GgufError(f"{self.source}: no tensor {name!r}")
 
 
+_SCALARS = ("architecture", "file_type", "block_count", "embedding_length", "head_count", "head_count_kv",
+            "key_length", "value_length", "vocab_size")
+
+
+def header_to_dict(h: GgufHeader) -> dict[str, object]:
+    """A header as JSON-able data (a device batch records the header of every file it measured)."""
+    return {"source": h.source, **{k: getattr(h, k) for k in _SCALARS},
+            "tensors": [[t.name, t.ggml_type, *t.ne] for t in h.tensors]}
+
+
+def header_from_dict(d: dict[str, object], source: str | None = None) -> GgufHeader:
+    try:
+        tensors = tuple(GgufTensor(str(row[0]), str(row[1]), tuple(int(x) for x in row[2:]))  # type: ignore[index]
+                        for row in d["tensors"])  # type: ignore[union-attr]
+        return GgufHeader(source=source or str(d.get("source", "recorded header")), tensors=tensors,
+                          **{k: d[k] for k in _SCALARS})  # type: ignore[arg-type]
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        raise GgufError(f"a recorded GGUF header lacks {exc} or has the wrong shape; it must hold "
+                        f"{', '.join(_SCALARS)} and tensors as [name, type, ne...] rows") from None
+
+
 def read_gguf_header(path: str | Path) -> GgufHeader:
     """Parse a GGUF file's header with gguf-py (tensor data is memory-mapped, never read)."""
     try:
-        import gguf  # noqa: PLC0415 - optional dependency, imported only when a file is read
+        import gguf
     except ImportError:
         raise GgufError("reading a GGUF file needs gguf-py: pip install -e '.[llama]' (PyPI gguf)") from None
     p = Path(path)

@@ -53,6 +53,32 @@ class ContextSettings:
     flash_attn: bool = True  # -fa (auto picks on for CUDA)
     gpu_device: str = "CUDA0"
 
+    @classmethod
+    def from_flags(cls, flags: list[str] | tuple[str, ...]) -> ContextSettings:
+        """The settings llama-server / llama-cli flags give (-c, -np, -ctk, -ctv, -b, -ub, -fa, --kv-unified);
+        other flags are ignored, llama.cpp's defaults fill the rest."""
+        names = {"-c": "n_ctx", "--ctx-size": "n_ctx", "-np": "n_seq_max", "--parallel": "n_seq_max",
+                 "-b": "n_batch", "--batch-size": "n_batch", "-ub": "n_ubatch", "--ubatch-size": "n_ubatch",
+                 "-ctk": "type_k", "--cache-type-k": "type_k", "-ctv": "type_v", "--cache-type-v": "type_v",
+                 "-fa": "flash_attn", "--flash-attn": "flash_attn"}
+        values: dict[str, object] = {}
+        it = iter(flags)
+        for flag in it:
+            if flag == "--kv-unified":
+                values["kv_unified"] = True
+            elif flag in names:
+                raw = next(it, None)
+                if raw is None:
+                    raise ValueError(f"llama.cpp flag {flag} needs a value")
+                key = names[flag]
+                if key == "flash_attn":
+                    values[key] = raw not in ("off", "0", "false")
+                elif key in ("type_k", "type_v"):
+                    values[key] = raw
+                else:
+                    values[key] = int(raw)
+        return cls(**values)  # type: ignore[arg-type]
+
     def __post_init__(self) -> None:
         for name in ("n_ctx", "n_seq_max", "n_batch", "n_ubatch"):
             if getattr(self, name) < 1:
@@ -138,7 +164,16 @@ def output_buffer(header: GgufHeader, settings: ContextSettings = ContextSetting
                       {"n_vocab": header.vocab_size, "n_seq_max": settings.n_seq_max})
 
 
+class ComputeBufferNotModeled(NotImplementedError):
+    """The GPU compute buffer without flash attention: its peak is the attention score matrix, whose
+    place in ggml-alloc's reuse is not derived here."""
+
+
 def compute_buffer_gpu(header: GgufHeader, settings: ContextSettings = ContextSettings()) -> Prediction:
+    if not settings.flash_attn:
+        raise ComputeBufferNotModeled(
+            "the compute buffer is predicted with flash attention only (-fa on): without it the "
+            "n_head x n_kv x n_ubatch score matrix can be the largest step, and ggml-alloc's reuse of it is not modelled")
     tokens = min(settings.n_ctx, settings.n_ubatch, settings.n_batch)
     outputs = min(tokens, settings.n_batch)
     logits = header.vocab_size * outputs * 4

@@ -1,0 +1,194 @@
+"""llama.cpp's decode and prefill time per weight type, from a GGUF header and a session's ceilings.
+
+**Decode** (llama-bench tgN, batch 1, all layers on the GPU). Each token reads every GPU tensor
+once (token_embd stays on the host: one row is gathered there) plus the KV cache written so far:
+
+    t_token = sum over ggml types T of bytes_T / (read_ceiling x attainment[kernel(T)]) + overhead(layers)
+
+- `read_ceiling`: the session's measured read bandwidth (measure/ceilings.py), never the datasheet.
+- `attainment[kernel]`: the fraction of the read ceiling llama.cpp's matrix-vector kernel for that
+  type reaches. Two named constants: `F16` (the F16 path) and `MMVQ` (ggml-cuda's mul_mat_vec_q,
+  which serves every block-quantized type: Q8_0, Q4_0..Q5_1, the k-quants). Each is fitted on one
+  model of its own type (F16, Q8_0; the 7B shape, where weights dominate) and the hypothesis that
+  one MMVQ constant serves every quantized type is *checked* on Q4_K_M (Q4_K + Q6_K rows), never
+  fitted there. F32 tensors (norms, biases: < 0.1% of the bytes) take the F16 constant.
+- `overhead(layers)`: the per-token time that does not scale with bytes (graph launch, kernel
+  boundaries, the host's embedding gather and the logits copy), measured apart: llama-bench on a
+  tiny-hidden model with the same architecture and layer count, whose roofline term is negligible
+  (a few MB). It is a measurement, not the residual of the model under test.
+
+**Prefill** (llama-bench ppN, one sequence of N tokens in ubatches of n_ubatch):
+
+    t_prompt = max(matmul FLOPs / (matmul_ceiling x efficiency[kernel]), bytes / read_ceiling) + attention + overhead
+
+with efficiency `F16` (cuBLAS on dequantized/F16 weights) and `MMQ` (ggml's int8 tensor-core
+matmul for quantized weights, measured against the bf16 ceiling, so it may exceed 1), fitted on
+F16 and Q8_0 and checked on Q4_K_M, as for decode.
+
+Both are predictions only once their constants come from other runs; `PRIOR` holds the values
+written before any llama.cpp run on the H200 (tests_llama/PREREGISTERED.md), from other engines'
+measurements on the same card.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from pytest_anatomy.specs.formats import GGML_TYPES
+from pytest_anatomy.specs.gguf_file import GgufHeader
+from pytest_anatomy.theory.llamacpp_memory import gpu_tensors
+from pytest_anatomy.theory.prediction import Prediction, Term
+
+UNQUANTIZED_KERNEL = "F16"
+QUANTIZED_DECODE_KERNEL = "MMVQ"
+QUANTIZED_PREFILL_KERNEL = "MMQ"
+
+# Priors, written before the first llama.cpp run on the H200 (see the module docstring):
+# - decode attainment 0.86: a CUDA-graphed chain of cuBLAS GEMVs over Qwen2.5-7B's weights reached
+#   3.52 TB/s against the session's 4.08 TB/s read ceiling (docs/DESIGN.md "Hardware");
+# - prefill efficiency 0.79: vLLM's prefill efficiency on the same card (docs/RECORDING.md, 0.792).
+PRIOR_ATTAINMENT: Mapping[str, float] = {UNQUANTIZED_KERNEL: 0.86, QUANTIZED_DECODE_KERNEL: 0.86}
+PRIOR_EFFICIENCY: Mapping[str, float] = {UNQUANTIZED_KERNEL: 0.79, QUANTIZED_PREFILL_KERNEL: 0.79}
+
+
+def decode_kernel(ggml_type: str) -> str:
+    return UNQUANTIZED_KERNEL if ggml_type in ("F32", "F16", "BF16") else QUANTIZED_DECODE_KERNEL
+
+
+def prefill_kernel(ggml_type: str) -> str:
+    return UNQUANTIZED_KERNEL if ggml_type in ("F32", "F16", "BF16") else QUANTIZED_PREFILL_KERNEL
+
+
+@dataclass(frozen=True)
+class LlamaCalibration:
+    """A session's constants: ceilings measured in it, overhead from a tiny model, kernel constants."""
+
+    read_bandwidth: float  # B/s
+    matmul_flops: float  # FLOP/s, the session's bf16 matmul ceiling
+    overhead_s: float  # per decode token at this layer count
+    attainment: Mapping[str, float] = field(default_factory=lambda: dict(PRIOR_ATTAINMENT))
+    efficiency: Mapping[str, float] = field(default_factory=lambda: dict(PRIOR_EFFICIENCY))
+    source: str = "priors"
+
+
+def weight_bytes_by_kernel(header: GgufHeader) -> dict[str, dict[str, int]]:
+    """{kernel: {ggml type: bytes}} of the tensors a decode step reads on the GPU."""
+    out: dict[str, dict[str, int]] = {}
+    for t in gpu_tensors(header):
+        k = decode_kernel(t.ggml_type)
+        out.setdefault(k, {})
+        out[k][t.ggml_type] = out[k].get(t.ggml_type, 0) + t.nbytes
+    return out
+
+
+def kv_read_bytes(header: GgufHeader, context: float, type_k: str = "f16", type_v: str = "f16") -> float:
+    """KV bytes one decode token reads at `context` cached tokens (K and V rows of every layer)."""
+    k_row = GGML_TYPES[type_k.upper()].bytes_for(header.head_count_kv * header.key_length)
+    v_row = GGML_TYPES[type_v.upper()].bytes_for(header.head_count_kv * header.value_length)
+    return context * header.block_count * (k_row + v_row)
+
+
+def decode_time(header: GgufHeader, calib: LlamaCalibration, *, context: float = 0.0) -> Prediction:
+    """Seconds per decode token at batch 1 with `context` tokens already cached (llama-bench tgN from
+    depth 0 averages context = (N - 1) / 2)."""
+    terms = []
+    total = 0.0
+    for kernel, by_type in sorted(weight_bytes_by_kernel(header).items()):
+        att = calib.attainment[kernel]
+        for t, b in sorted(by_type.items()):
+            s = b / (calib.read_bandwidth * att)
+            total += s
+            terms.append(Term(f"{t} weights ({b / 1e6:,.1f} MB)", s, "s", f"at {att:.3f} x read ceiling ({kernel})"))
+    kv = kv_read_bytes(header, context)
+    kv_s = kv / (calib.read_bandwidth * calib.attainment[UNQUANTIZED_KERNEL])
+    total += kv_s + calib.overhead_s
+    terms += [Term("KV read", kv_s, "s", f"{kv / 1e6:,.2f} MB at context {context:g}"),
+              Term("overhead (tiny model, same layers)", calib.overhead_s, "s")]
+    return Prediction(
+        total, "s", "sum_T bytes_T / (read_ceiling x attainment[kernel(T)]) + KV / (read_ceiling x att_F16) + overhead",
+        {"read_bandwidth": calib.read_bandwidth, "attainment": dict(calib.attainment), "context": context,
+         "calibration": calib.source},
+        terms=tuple(terms))
+
+
+def decode_tokens_per_s(header: GgufHeader, calib: LlamaCalibration, *, n_gen: int = 128) -> Prediction:
+    t = decode_time(header, calib, context=(n_gen - 1) / 2)
+    return Prediction(1.0 / t.value, "tokens/s", f"1 / t_token at the mean context of tg{n_gen}", t.inputs,
+                      terms=t.terms, notes=t.notes)
+
+
+def matmul_flops_by_kernel(header: GgufHeader, n_tokens: int) -> dict[str, float]:
+    """2 x rows x cols x tokens for every 2-D GPU tensor, by prefill kernel. A tied model's output
+    is the duplicated token_embd (it is in gpu_tensors); logits are computed for every token here
+    (llama-bench's pp test asks for all outputs)."""
+    out: dict[str, float] = {}
+    for t in gpu_tensors(header):
+        if t.n_dims >= 2:
+            k = prefill_kernel(t.ggml_type)
+            out[k] = out.get(k, 0.0) + 2.0 * t.numel * n_tokens
+    return out
+
+
+def attention_flops(header: GgufHeader, n_tokens: int) -> float:
+    """Causal attention of one sequence from empty: QK^T and PV over n(n+1)/2 visible pairs."""
+    pairs = n_tokens * (n_tokens + 1) / 2
+    return 2.0 * 2.0 * header.block_count * header.head_count * header.key_length * pairs
+
+
+def prefill_time(header: GgufHeader, calib: LlamaCalibration, n_tokens: int) -> Prediction:
+    compute = 0.0
+    terms = []
+    for kernel, flops in sorted(matmul_flops_by_kernel(header, n_tokens).items()):
+        eff = calib.efficiency[kernel]
+        s = flops / (calib.matmul_flops * eff)
+        compute += s
+        terms.append(Term(f"{kernel} matmuls ({flops / 1e12:,.2f} TFLOP)", s, "s", f"at {eff:.3f} x matmul ceiling"))
+    attn = attention_flops(header, n_tokens) / (calib.matmul_flops * calib.efficiency[UNQUANTIZED_KERNEL])
+    weights = sum(t.nbytes for t in gpu_tensors(header)) / calib.read_bandwidth
+    body = max(compute + attn, weights)
+    total = body + calib.overhead_s
+    terms += [Term("attention", attn, "s"), Term("weights read once (bound if larger)", weights, "s"),
+              Term("overhead (tiny model, same layers)", calib.overhead_s, "s")]
+    return Prediction(total, "s", "max(matmuls / (ceiling x eff[kernel]) + attention, weights / read) + overhead",
+                      {"n_tokens": n_tokens, "matmul_flops": calib.matmul_flops, "efficiency": dict(calib.efficiency),
+                       "calibration": calib.source}, terms=tuple(terms))
+
+
+def prefill_tokens_per_s(header: GgufHeader, calib: LlamaCalibration, n_tokens: int = 512) -> Prediction:
+    t = prefill_time(header, calib, n_tokens)
+    return Prediction(n_tokens / t.value, "tokens/s", f"{n_tokens} / t_prompt", t.inputs, terms=t.terms)
+
+
+# --- fits: each constant from the one run it is named after -----------------------------------
+def fit_attainment(header: GgufHeader, measured_tok_per_s: float, calib: LlamaCalibration, kernel: str,
+                   *, n_gen: int = 128) -> float:
+    """The attainment of `kernel` that makes decode_tokens_per_s equal the measurement on `header`,
+    the other kernels' bytes taken at their current constants."""
+    t = 1.0 / measured_tok_per_s
+    other = calib.overhead_s + kv_read_bytes(header, (n_gen - 1) / 2) / (
+        calib.read_bandwidth * calib.attainment[UNQUANTIZED_KERNEL])
+    mine = 0
+    for k, by_type in weight_bytes_by_kernel(header).items():
+        b = sum(by_type.values())
+        if k == kernel:
+            mine += b
+        else:
+            other += b / (calib.read_bandwidth * calib.attainment[k])
+    if mine == 0:
+        raise ValueError(f"{header.source}: no {kernel} tensors to fit that kernel's attainment on")
+    if t <= other:
+        raise ValueError(f"{header.source}: the measured {measured_tok_per_s:.1f} tok/s leaves no time for the "
+                         f"{kernel} weights after overhead and the other kernels; the overhead is too large")
+    return mine / (calib.read_bandwidth * (t - other))
+
+
+def fit_efficiency(header: GgufHeader, measured_tok_per_s: float, calib: LlamaCalibration, kernel: str,
+                   n_tokens: int = 512) -> float:
+    t = n_tokens / measured_tok_per_s - calib.overhead_s
+    flops = matmul_flops_by_kernel(header, n_tokens)
+    other = attention_flops(header, n_tokens) / (calib.matmul_flops * calib.efficiency[UNQUANTIZED_KERNEL])
+    other += sum(f / (calib.matmul_flops * calib.efficiency[k]) for k, f in flops.items() if k != kernel)
+    if kernel not in flops or t <= other:
+        raise ValueError(f"{header.source}: cannot fit the {kernel} efficiency on this prefill")
+    return flops[kernel] / (calib.matmul_flops * (t - other))
