@@ -118,15 +118,16 @@ def decode_tokens_per_s(header: GgufHeader, calib: LlamaCalibration, *, n_gen: i
                       terms=t.terms, notes=t.notes)
 
 
-def matmul_flops_by_kernel(header: GgufHeader, n_tokens: int) -> dict[str, float]:
-    """2 x rows x cols x tokens for every 2-D GPU tensor, by prefill kernel. A tied model's output
-    is the duplicated token_embd (it is in gpu_tensors); logits are computed for every token here
-    (llama-bench's pp test asks for all outputs)."""
+def matmul_flops_by_kernel(header: GgufHeader, n_tokens: int, n_outputs: int = 1) -> dict[str, float]:
+    """2 x rows x cols x tokens for every 2-D GPU tensor, by prefill kernel; the output matrix (a tied
+    model's duplicated token_embd) only for the `n_outputs` tokens whose logits are asked for: llama.cpp
+    drops the other rows before the lm_head, and llama-bench's pp test asks for the last token's."""
     out: dict[str, float] = {}
+    output = "token_embd.weight" if header.tied_embeddings else "output.weight"
     for t in gpu_tensors(header):
         if t.n_dims >= 2:
             k = prefill_kernel(t.ggml_type)
-            out[k] = out.get(k, 0.0) + 2.0 * t.numel * n_tokens
+            out[k] = out.get(k, 0.0) + 2.0 * t.numel * (n_outputs if t.name == output else n_tokens)
     return out
 
 
