@@ -101,9 +101,14 @@ def build_parser() -> argparse.ArgumentParser:
                         "modelled ledger. Rules and sources: docs/VALIDATION.md")
     c.add_argument("--json", action="store_true", help="print {quantity: {value, unit, formula, terms}} as JSON")
 
-    from pytest_anatomy import cli_latency  # its own module: the latency question's options and answers
+    from pytest_anatomy import cli_latency, cli_llama  # their own modules: each question's options and answers
 
-    cli_latency.add_parser(what)
+    lat = cli_latency.add_parser(what)
+    for sub_parser, is_latency in ((c, False), (lat, True)):
+        sub_parser.add_argument("--engine", choices=("vllm", cli_llama.LLAMA_ENGINE), default="vllm",
+                                help="whose memory and step model answers: vllm (default) or llama.cpp "
+                                     "(then the llama.cpp options below apply and the vLLM ones do not)")
+        cli_llama.add_arguments(sub_parser, latency=is_latency)
 
     report = sub.add_parser("report", help="run the reconciliation suites and write the HTML report",
                             description="Runs pytest over the suites (from recordings when no GPU is present) "
@@ -340,6 +345,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown and args.command != "report":
         parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     args.pytest_args = unknown
+    if args.command == "predict" and args.engine == "llama.cpp":
+        from pytest_anatomy import cli_llama
+
+        return cli_llama.run(args)
     if args.command == "predict" and args.what == "latency":
         from pytest_anatomy import cli_latency
 

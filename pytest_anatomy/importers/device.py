@@ -19,10 +19,9 @@ import hashlib
 import json
 import lzma
 import re
-from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from pytest_anatomy import recordings
 from pytest_anatomy.specs.hardware import match_catalog

@@ -119,13 +119,13 @@ def header_from_dict(d: dict[str, object], source: str | None = None) -> GgufHea
 
 def read_gguf_header(path: str | Path) -> GgufHeader:
     """Parse a GGUF file's header with gguf-py (tensor data is memory-mapped, never read)."""
-    try:
-        import gguf
-    except ImportError:
-        raise GgufError("reading a GGUF file needs gguf-py: pip install -e '.[llama]' (PyPI gguf)") from None
     p = Path(path)
     if not p.is_file():
         raise GgufError(f"{p}: no such GGUF file; pass the path of a .gguf model")
+    try:
+        import gguf  # optional (the llama extra): imported only when a file is read
+    except ImportError:
+        raise GgufError("reading a GGUF file needs gguf-py: pip install -e '.[llama]' (PyPI gguf)") from None
     try:
         reader = gguf.GGUFReader(str(p), "r")
     except (ValueError, OSError) as exc:

@@ -50,6 +50,10 @@ QUANTIZED_PREFILL_KERNEL = "MMQ"
 # - prefill efficiency 0.79: vLLM's prefill efficiency on the same card (docs/RECORDING.md, 0.792).
 PRIOR_ATTAINMENT: Mapping[str, float] = {UNQUANTIZED_KERNEL: 0.86, QUANTIZED_DECODE_KERNEL: 0.86}
 PRIOR_EFFICIENCY: Mapping[str, float] = {UNQUANTIZED_KERNEL: 0.79, QUANTIZED_PREFILL_KERNEL: 0.79}
+# - decode overhead per layer: the device README's one llama.cpp run on the H200 (Qwen2.5-0.5B, -fa 1,
+#   tg128: F16 775.2, Q4_K_M 822.3 tok/s) less its roofline at the priors above, over its 24 layers
+#   (scripts/device/llama_plan.py --preregister derives them; H200 only).
+PRIOR_OVERHEAD_PER_LAYER_S: Mapping[str, float] = {"F16": 42.8e-6, "quantized": 46.3e-6}
 
 
 def decode_kernel(ggml_type: str) -> str:
