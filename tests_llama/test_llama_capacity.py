@@ -2,7 +2,7 @@
 
 - the header llama-quantize wrote: every tensor's type as gguf_mix predicts it, and the file's
   tensor bytes to the byte;
-- every buffer line a load logged (llama-server -v and llama-bench -v): model buffer per device,
+- every buffer line a server load logged (llama-server -lv 4): model buffer per device,
   KV, output and compute buffers, from the predicted header and the run's own flags, exact at the
   log's two decimals;
 - the server's GPU memory (nvidia-smi, loaded minus before) against those buffers: the CUDA context
@@ -61,7 +61,7 @@ def _predict(kind: str, device: str, header, settings):
 
 
 @pytest.mark.gpu
-@pytest.mark.llama_runs("bench", "server-load", "server-sweep")
+@pytest.mark.llama_runs("server-load", "server-sweep")
 def test_logged_buffers_from_config(target, run, measured, header_for, reconcile):
     rec = measured(run.name)
     settings = _settings(run, rec)

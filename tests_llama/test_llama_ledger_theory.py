@@ -183,5 +183,5 @@ def test_h200_q4_k_m_file_size(reconcile):
 
 
 def test_log_without_buffer_lines_says_how_to_get_them():
-    with pytest.raises(KeyError, match="verbose log level"):
+    with pytest.raises(KeyError, match="log verbosity 4"):
         parse_load_log("srv  load_model: loading model\n").buffer("model", "CUDA0")

@@ -6,11 +6,11 @@ anything heavy, and the standard library is enough (HTTP through urllib, threads
 requests). What each function returns is plain data (dicts of numbers, lists of samples) that a
 device plan writes into a batch and the importer turns into recordings.
 
-- `run_bench`: llama-bench -o json (-v for the load log on stderr): per test the tokens/s of every
-  repetition (`samples_ts`) and the run's build commit.
-- `LlamaServer`: start on a GGUF with the given flags, wait for /health, stop; `completion` (token-id
-  prompt, the server's own `timings`), `stream_completion` (client-side TTFT and inter-token gaps
-  from the SSE stream), `metrics` (/metrics, Prometheus text), `slots` (/slots).
+- `run_bench`: llama-bench -o json: per test the tokens/s of every repetition (`samples_ts`) and the
+  run's build commit (-v, off by default, adds the load log but logs while timing).
+- `LlamaServer`: start on a GGUF with the given flags (-lv 4 for the buffer lines), wait for /health,
+  stop; `completion` (token-id prompt, the server's own `timings`), `stream_completion` (client-side
+  TTFT and inter-token gaps from the SSE stream), `metrics` (/metrics, Prometheus text), `slots`.
 - `concurrency_sweep`: C identical token-id requests at once for each C, with TTFT, ITL and
   throughput per level.
 - `run_perplexity`: llama-perplexity's final estimate and per-chunk values.
@@ -92,10 +92,14 @@ def bench_summary(entry: dict[str, Any]) -> dict[str, Any]:
 
 def run_bench(model: str | Path, *, n_prompt: int = 512, n_gen: int = 128, repetitions: int = 5,
               flash_attn: bool = True, n_gpu_layers: int = 99, extra: tuple[str, ...] = (),
-              timeout_s: float = 300) -> dict[str, Any]:
-    """llama-bench on one GGUF; returns {"tests": [...], "load_log": LoadLog as dict, "command": [...]}."""
+              verbose: bool = False, timeout_s: float = 300) -> dict[str, Any]:
+    """llama-bench on one GGUF; returns {"tests": [...], "load_log": LoadLog as dict, "command": [...]}.
+
+    verbose (-v) routes every library log line, debug included, to stderr while the repetitions are
+    timed: off by default, so the timings carry no logging; the load log is then empty."""
     cmd = [str(binary("llama-bench")), "-m", str(model), "-ngl", str(n_gpu_layers), "-p", str(n_prompt),
-           "-n", str(n_gen), "-r", str(repetitions), "-fa", "1" if flash_attn else "0", "-o", "json", "-v", *extra]
+           "-n", str(n_gen), "-r", str(repetitions), "-fa", "1" if flash_attn else "0", "-o", "json",
+           *(["-v"] if verbose else []), *extra]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False)
     if proc.returncode != 0:
         raise LlamaRunError(f"llama-bench exited {proc.returncode}:\n{_tail(proc.stderr)}")
@@ -138,15 +142,16 @@ def completion_timings(response: dict[str, Any]) -> dict[str, float]:
 class LlamaServer:
     """llama-server as a context manager: `with LlamaServer(model, ["-c", "8192", "-np", "4"]) as s: ...`.
 
-    Started with -v so the load log carries llama.cpp's buffer lines (`load_log()` parses them),
-    --metrics for /metrics and --slots for /slots. Token-id prompts need no real tokenizer."""
+    Started with -lv 4 so the load log carries llama.cpp's buffer lines (the library's INFO lines are the
+    server's verbosity 4, "trace"; -v would add per-batch debug lines during the timed requests; `load_log()`
+    parses them), --metrics for /metrics and --slots for /slots. Token-id prompts need no real tokenizer."""
 
     def __init__(self, model: str | Path, args: list[str], *, port: int = 8091, log_path: str | Path = "server.log",
                  n_gpu_layers: int = 99, start_timeout_s: float = 180) -> None:
         self.base = f"http://127.0.0.1:{port}"
         self.log_path = Path(log_path)
         self.cmd = [str(binary("llama-server")), "-m", str(model), "-ngl", str(n_gpu_layers), *args,
-                    "--host", "127.0.0.1", "--port", str(port), "--metrics", "--slots", "-v"]
+                    "--host", "127.0.0.1", "--port", str(port), "--metrics", "--slots", "-lv", "4"]
         self.start_timeout_s = start_timeout_s
         self.ready_s: float | None = None
         self._proc: subprocess.Popen[bytes] | None = None

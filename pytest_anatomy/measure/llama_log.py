@@ -13,8 +13,9 @@ vendored in llama-cpp-python 0.3.36, ggml 0.25.3):
     print_info: file size   = 373.71 MiB (6.35 BPW)
     llama_context: n_ctx                 = 4096
 
-llama-server prints them only at a verbose log level (`-v`, or `--log-verbosity`); llama-bench
-with `-v`; the Python binding with verbose=True.
+llama-server prints them from log verbosity 4 (`-lv 4`: the library's INFO lines are its "trace"
+level; `-v` prints them too, with every debug line); llama-bench with `-v`; the Python binding with
+verbose=True.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ class LoadLog:
         if key not in self.buffers:
             seen = ", ".join(f"{d} {k}" for k, d in sorted(self.buffers)) or "none"
             raise KeyError(f"the log has no {device} {kind} buffer line (it has: {seen}); llama.cpp prints "
-                           "them at load with a verbose log level (llama-server -v, llama-bench -v)")
+                           "them at load from log verbosity 4 (llama-server -lv 4, llama-bench -v)")
         return self.buffers[key]
 
 

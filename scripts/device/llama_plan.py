@@ -12,11 +12,12 @@ Phases (`--phase`):
            not depend on the values, and 15 GB of fresh normal samples would take minutes.
   measure  (after the build) in priority order, each run appended to $OUT/llama.json as it ends:
            quantize every F16 model to Q8_0 and Q4_K_M (the 7B in the background) and record the
-           header llama-quantize wrote (gguf-py); llama-bench pp512/tg128 (-fa 1, -r 5, -v) on the
-           tiny models, the 0.5B and the 7B in F16, Q8_0 and Q4_K_M; llama-server -v load ledgers
-           with settings that exercise each ledger rule (per-slot cell padding, a quantized KV cache,
+           header llama-quantize wrote (gguf-py); llama-bench pp512/tg128 (-fa 1, -r 5, not verbose) on the
+           tiny models, the 0.5B and the 7B in F16, Q8_0 and Q4_K_M; llama-server load ledgers
+           (-lv 4) with settings that exercise each ledger rule (per-slot cell padding, a quantized KV cache,
            a unified cache, a small ubatch) with nvidia-smi's memory.used while loaded; a concurrency
-           sweep (1, 2, 4 ... 64 requests of 512 token ids + 128 tokens) on the 7B Q4_K_M and F16.
+           sweep (C = 1, 2, 4 ... 64 requests of 1024 token ids + 256 tokens sent at once, vLLM's recorded
+           shape) on the 7B Q4_K_M, then C = 1, 8, 32, 64 on the 7B F16 (last: skipped if the budget is spent).
 A run starts only if its estimate fits what is left of --budget-s (counted from the measure
 phase's start); the rest are written as skipped. llama-perplexity is not run: the device build
 does not make it, and on random weights a perplexity measures nothing.
@@ -51,7 +52,9 @@ QUANT_TYPES = ("Q8_0", "Q4_K_M")
 TINY = {"hidden_size": 256, "intermediate_size": 512, "num_attention_heads": 4, "num_key_value_heads": 2,
         "vocab_size": 1024}  # head_dim 64 (a flash-attention kernel size), rows of 256 (k-quants apply)
 LEVELS = (1, 2, 4, 8, 16, 32, 64)
-SWEEP_PROMPT, SWEEP_GEN = 512, 128
+# vLLM's recorded H200 closed-loop runs (results/h200/latency/qwen2.5-7b.closed.cC) are 1024 in / 256 out
+# at C = 1, 8, 32, 64: the same shape here, so the two engines' curves are compared point for point.
+SWEEP_PROMPT, SWEEP_GEN = 1024, 256
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,7 @@ class ServerCase:
     weights: str
     args: tuple[str, ...]
     sweep: bool = False
+    levels: tuple[int, ...] = LEVELS
 
     @property
     def id(self) -> str:
@@ -90,14 +94,19 @@ SERVERS = (
     ServerCase("qwen2.5-0.5b", "F16", ("-c", "8000", "-np", "3", "-fa", "on")),
     ServerCase("qwen2.5-0.5b", "Q8_0", ("-c", "4096", "-np", "1", "-fa", "on", "-ctk", "q8_0", "-ctv", "q8_0")),
     ServerCase("qwen2.5-0.5b", "Q4_K_M", ("-c", "16384", "-np", "4", "-fa", "on", "--kv-unified", "-ub", "256")),
-    ServerCase("qwen2.5-7b", "Q4_K_M", ("-c", "65536", "-np", "64", "-fa", "on"), sweep=True),
-    ServerCase("qwen2.5-7b", "F16", ("-c", "65536", "-np", "64", "-fa", "on"), sweep=True),
     ServerCase("qwen2.5-7b", "Q8_0", ("-c", "8192", "-np", "1", "-fa", "off")),
+    # -c 81920 -np 64: 1280 cells per slot, room for 1024 + 256
+    ServerCase("qwen2.5-7b", "Q4_K_M", ("-c", "81920", "-np", "64", "-fa", "on"), sweep=True),
+    ServerCase("qwen2.5-7b", "F16", ("-c", "81920", "-np", "64", "-fa", "on"), sweep=True, levels=(1, 8, 32, 64)),
 )
 
 # Planning estimates in seconds (rough, conservative; never compared with results).
 EST = {"quantize-small": 4, "quantize-7b": 60, "bench-tiny": 4, "bench-small": 6, "bench-7b": 16,
-       "server-load": 10, "sweep": 25, "header": 1}
+       "server-load": 10, "sweep-level": 6, "header": 1}
+
+
+def est_sweep(case: ServerCase) -> float:
+    return EST["sweep-level"] * len(case.levels) if case.sweep else 0.0
 
 
 def est_bench(m: Model) -> float:
@@ -322,7 +331,8 @@ def server_body(case: ServerCase, path: Path, out: Path, deadline: float) -> Cal
             loaded = nvidia_smi().get("memory_used_bytes")
             log = load_log_dict(srv.load_log())
             slots = srv.slots()
-            levels = concurrency_sweep(srv, list(LEVELS), SWEEP_PROMPT, SWEEP_GEN, deadline=deadline) if case.sweep else []
+            levels = (concurrency_sweep(srv, list(case.levels), SWEEP_PROMPT, SWEEP_GEN, deadline=deadline)
+                      if case.sweep else [])
             metrics_after = srv.metrics()
         if log_path.stat().st_size > 4 << 20:  # keep $OUT small: the buffer lines are parsed above
             log_path.write_text("\n".join(srv.log_text().splitlines()[:400]))
@@ -396,10 +406,10 @@ def phase_measure(args: argparse.Namespace) -> int:
     for case in SERVERS:
         m = models[case.model]
         if have(m, case.weights):
-            est = EST["server-load"] + (EST["sweep"] if case.sweep else 0)
+            est = EST["server-load"] + est_sweep(case)
             deadline = time.monotonic() + max(0.0, r.left() - 10)
             r.run(case.id, "server", {"model": case.model, "weights": case.weights, "args": list(case.args),
-                                      "sweep": {"levels": list(LEVELS), "n_prompt": SWEEP_PROMPT, "n_gen": SWEEP_GEN}
+                                      "sweep": {"levels": list(case.levels), "n_prompt": SWEEP_PROMPT, "n_gen": SWEEP_GEN}
                                       if case.sweep else None},
                   est, server_body(case, m.path(r.models, case.weights), out, deadline))
     build = next((run["result"].get("build") for run in batch.doc["runs"] if run["result"].get("build")), None)
@@ -421,7 +431,7 @@ def dry_run(args: argparse.Namespace) -> int:
         for w in ("F16", "Q8_0", "Q4_K_M"):
             rows.append((f"{m.id}.{w.lower()}.bench", est_bench(m), ""))
     for c in SERVERS:
-        rows.append((c.id, EST["server-load"] + (EST["sweep"] if c.sweep else 0), ""))
+        rows.append((c.id, EST["server-load"] + est_sweep(c), ""))
     t = 0.0
     print(f"{'run':70s} {'est s':>6s} {'cum s':>6s}")
     for rid, est, note in rows:
