@@ -197,3 +197,48 @@ def fit_efficiency(header: GgufHeader, measured_tok_per_s: float, calib: LlamaCa
     if kernel not in flops or t <= other:
         raise ValueError(f"{header.source}: cannot fit the {kernel} efficiency on this prefill")
     return flops[kernel] / (calib.matmul_flops * (t - other))
+
+
+# --- llama-server under concurrency: slots and continuous batching -------------------------------
+# Every server step decodes one token for each busy slot (continuous batching over -np slots) and
+# takes prompt tokens of slots still in prefill, up to n_batch per step. A burst of C equal requests
+# (the plan's sweep) therefore runs as: all prompts first (C x n_prompt tokens at the prefill rate), then
+# n_gen steps at batch C. The step at batch B costs the batch-1 step plus a marginal cost per extra
+# sequence: its KV read (the floor) and the rest (per-sequence kernel work and the server's per-slot
+# host work: logits copy, sampling), which is the unknown the sweep measures.
+#
+# Prior for the rest, two bounds (docs/LLAMA.md): the seed's llama.cpp on the 4090 paid 0.468 ms per
+# extra request, of which its KV floor was 0.066 ms (STUDY.md item 10): 0.402 ms. If that is host work
+# it stays 0.402 ms on the H200; if it is GPU compute it shrinks with the matmul peak (4090 bf16 dense
+# 165 TFLOP/s to the H200's measured ~793: x0.21, 0.084 ms).
+SEED_MARGINAL_ABOVE_FLOOR_S = 0.402e-3
+SEED_RTX4090_BF16_DENSE_FLOPS = 165.2e12
+
+
+def server_step_time(header: GgufHeader, calib: LlamaCalibration, batch: int, context: float,
+                     marginal_s: float) -> Prediction:
+    """One llama-server decode step at `batch` busy slots, each with `context` cached tokens."""
+    one = decode_time(header, calib, context=context)
+    kv = kv_read_bytes(header, context) / (calib.read_bandwidth * calib.attainment[UNQUANTIZED_KERNEL])
+    extra = (batch - 1) * (kv + marginal_s)
+    return Prediction(one.value + extra, "s", "t_step(1) + (B - 1) x (KV read per sequence + marginal)",
+                      {"batch": batch, "context": context, "marginal_s": marginal_s},
+                      terms=(Term("batch-1 step", one.value, "s"), Term("extra sequences", extra, "s")))
+
+
+def server_burst(header: GgufHeader, calib: LlamaCalibration, concurrency: int, n_prompt: int, n_gen: int,
+                 marginal_s: float) -> dict[str, Prediction]:
+    """C requests of n_prompt + n_gen sent at once: throughput, median TTFT and ITL."""
+    prefill = concurrency * prefill_time(header, calib, n_prompt).value
+    step = server_step_time(header, calib, concurrency, n_prompt + n_gen / 2, marginal_s)
+    total = prefill + n_gen * step.value
+    inputs = {"concurrency": concurrency, "n_prompt": n_prompt, "n_gen": n_gen, "marginal_s": marginal_s}
+    return {
+        "throughput_tok_s": Prediction(concurrency * n_gen / total, "tokens/s",
+                                       "C x n_gen / (C x t_prompt + n_gen x t_step(C))", inputs,
+                                       terms=(Term("prompts", prefill, "s"), Term("decode", n_gen * step.value, "s"))),
+        # prompts are served one after another at the prefill rate: the median request waits for half of them
+        "ttft_median_s": Prediction((concurrency + 1) / 2 * prefill / concurrency, "s",
+                                    "(C + 1) / 2 x t_prompt", inputs),
+        "itl_s": Prediction(step.value, "s", step.formula, inputs, step.terms),
+    }
