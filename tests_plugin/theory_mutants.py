@@ -45,6 +45,8 @@ _SEED_POOL = ("tests_capacity/test_seed_vllm_pool.py", "tests_capacity/test_seed
               "tests_capacity/test_seed_memory_ledger.py")
 _LATENCY_STEPS = ("tests_latency/test_latency_steps.py", "tests_latency/test_latency_seed_decode.py")
 _LLAMA_LEDGER = ("tests_llama/test_llama_ledger_theory.py", "tests_capacity/test_seed_llamacpp.py")
+_LLAMA_RECORDED = ("tests_llama/test_llama_capacity.py", "tests_llama/test_llama_speed.py",
+                   "tests_llama/test_llama_preregistered.py")
 _LATENCY_LOAD = ("tests_latency/test_latency_load.py", "tests_latency/test_latency_seed_load.py")
 
 CATALOGUE: tuple[Mutation, ...] = (
@@ -134,6 +136,26 @@ CATALOGUE: tuple[Mutation, ...] = (
         "pytest_anatomy.theory.llamacpp_memory", "compute_buffer_gpu",
         "        logits + hidden, ", "        logits, ",
         _LLAMA_LEDGER),
+    Mutation(
+        "llamacpp-kv-cells-unpadded", "llama.cpp", "the KV cache without n_ctx's padding to 256 cells",
+        "pytest_anatomy.theory.llamacpp_memory", "kv_cells",
+        "    n_ctx = _pad(settings.n_ctx, KV_CELL_PADDING)\n", "    n_ctx = settings.n_ctx\n",
+        _LLAMA_LEDGER + _LLAMA_RECORDED, survivor=(
+            "every recorded context is already a multiple of 256 (the H200 README's 4096, the seed's 262,144); "
+            "the H200 visit's `-c 8000 -np 3` load (8,448 cells, 99.00 MiB) catches it once imported")),
+    Mutation(
+        "llamacpp-decode-weight-bytes-x1.05", "llama.cpp", "decode reads the weights x1.05",
+        "pytest_anatomy.theory.llamacpp_latency", "decode_time",
+        "            s = b / (calib.read_bandwidth * att)\n", "            s = 1.05 * b / (calib.read_bandwidth * att)\n",
+        _LLAMA_LEDGER + _LLAMA_RECORDED, survivor=(
+            "no llama.cpp timing is recorded yet: the H200 visit's tg128 runs (the 7B Q4_K_M and the 0.5B files, "
+            "checked against constants fitted on the 7B F16 and Q8_0) are its first catch")),
+    Mutation(
+        "llamacpp-decode-overhead-dropped", "llama.cpp", "decode without the per-token overhead",
+        "pytest_anatomy.theory.llamacpp_latency", "decode_time",
+        "    total += kv_s + calib.overhead_s\n", "    total += kv_s\n",
+        _LLAMA_LEDGER + _LLAMA_RECORDED, survivor=(
+            "no llama.cpp timing is recorded yet; the H200 visit's 0.5B decodes, mostly overhead, will catch it")),
     Mutation(
         "flashattn-causal-flops-x2", "flash attention", "causal attention FLOPs x2 (no mask halving)",
         "pytest_anatomy.theory.attention", "visible_pairs",
