@@ -60,7 +60,7 @@ def test_measure_phase_runs_and_its_batch_imports(plan, tmp_path, monkeypatch):
     runs = json.loads(batch.read_text())["runs"]
     assert [(r["id"], r["result"].get("status")) for r in runs
             if r["kind"] != "ceilings" and r["result"].get("status") != "ok"] == [], runs
-    assert {r["kind"] for r in runs} == {"ceilings", "quantize", "header", "bench", "server", "note"}
+    assert {r["kind"] for r in runs} == {"ceilings", "quantize", "header", "bench", "server"}
     done = import_files([batch], tmp_path / "results")
     assert any(status == "wrote" for status, _ in done)
     res = tmp_path / "results"
@@ -74,4 +74,5 @@ def test_measure_phase_runs_and_its_batch_imports(plan, tmp_path, monkeypatch):
     sweep = recordings.load_latest(res, "h200", "llama", "tiny-24l.q8_0.server-sweep.c_4096_np_2_fa_on")
     assert sweep["c2.completed"].value == 2 and sweep["c2.throughput_tok_per_s"].value > 0
     assert sweep["c1.ttft_s.median"].value > 0 and sweep.provenance["build_commit"] == "fake000"
+    assert sweep.provenance["source_commit"] == plan.ENGINE["source_commit"]
     assert recordings.load_latest(res, "h200", "ceilings", "ceilings")["read_bandwidth.value"].value == 4.4e12

@@ -224,7 +224,8 @@ def _llama_records(batch: dict[str, Any], common: dict[str, Any], hw: str, stamp
     own output stay in data.run), and the session's ceilings as results/<hw>/ceilings/ceilings@stamp."""
     llama = ((batch.get("provenance") or {}).get("versions") or {}).get("llama.cpp") or {}
     prov = {**common, "engine": "llama.cpp", "engine_version": llama.get("version"),
-            "build_commit": llama.get("build_commit"), "ggml": llama.get("ggml"), "torch": None}
+            "build_commit": llama.get("build_commit"), "source_commit": llama.get("source_commit"),
+            "ggml": llama.get("ggml"), "torch": None}
     for run in batch["runs"]:
         result = run.get("result") or {}
         if run["id"] == "ceilings":

@@ -47,7 +47,11 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 SCHEMA = "pytest-anatomy/device-batch/v1"
-ENGINE = {"engine": "llama.cpp", "version": "llama-cpp-python 0.3.36 (vendored llama.cpp)", "ggml": "0.25.3"}
+# The llama.cpp the device builds: the copy vendored in the llama-cpp-python 0.3.36 sdist (pinned by sha256 in
+# shared/device/llama/make_carry.sh). Its commit is the sdist's .git/modules/vendor/llama.cpp/HEAD; the carry
+# drops .git, so the binaries' own build_commit (llama-bench's JSON) may read "unknown".
+ENGINE = {"engine": "llama.cpp", "version": "llama-cpp-python 0.3.36 (vendored llama.cpp)", "ggml": "0.25.3",
+          "source_commit": "0c1e57098bba43ac29e6e3b677cdceebdd22334f"}
 QUANT_TYPES = ("Q8_0", "Q4_K_M")
 TINY = {"hidden_size": 256, "intermediate_size": 512, "num_attention_heads": 4, "num_key_value_heads": 2,
         "vocab_size": 1024}  # head_dim 64 (a flash-attention kernel size), rows of 256 (k-quants apply)
@@ -125,6 +129,10 @@ class Batch:
     def add(self, run: dict[str, Any]) -> None:
         with self._lock:
             self.doc["runs"].append(run)
+            build = (run.get("result") or {}).get("build")
+            llama = self.doc["provenance"]["versions"]["llama.cpp"]
+            if build and llama.get("build_commit") is None:  # the first tool run that reports its build
+                llama["build_commit"], llama["build_number"] = build.get("commit"), build.get("number")
             tmp = self.path.with_suffix(".json.tmp")
             tmp.write_text(json.dumps(self.doc, indent=1, allow_nan=False) + "\n")
             tmp.replace(self.path)
@@ -412,11 +420,6 @@ def phase_measure(args: argparse.Namespace) -> int:
                                       "sweep": {"levels": list(case.levels), "n_prompt": SWEEP_PROMPT, "n_gen": SWEEP_GEN}
                                       if case.sweep else None},
                   est, server_body(case, m.path(r.models, case.weights), out, deadline))
-    build = next((run["result"].get("build") for run in batch.doc["runs"] if run["result"].get("build")), None)
-    if build:
-        batch.doc["provenance"]["versions"]["llama.cpp"]["build_commit"] = build.get("commit")
-        batch.doc["provenance"]["versions"]["llama.cpp"]["build_number"] = build.get("number")
-        batch.add({"id": "provenance-build", "kind": "note", "settings": {}, "result": {"status": "ok", "build": build}})
     print(f"[done] {len(batch.doc['runs'])} runs, {r.left():.0f} s of the budget left", flush=True)
     return 0
 
