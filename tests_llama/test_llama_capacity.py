@@ -77,6 +77,11 @@ def test_logged_buffers_from_config(target, run, measured, header_for, reconcile
                   abs=MIB_HALF_STEP, why=LOG_ROUNDING, model=run.model)
         checked += 1
     assert checked >= 3, f"{run.name}: only {checked} buffer lines recorded; the load log lost its buffer lines"
+    if rec.measurements.get("load.file_size_bytes") is not None:  # print_info: "file size = X MiB|GiB"
+        size = gguf_mix.tensor_bytes(header.tensors, run.weights)
+        half_step = 0.005 * (2**30 if size.value >= 2**30 else 2**20)
+        reconcile("gguf_tensor_bytes_logged", size, rec["load.file_size_bytes"], abs=half_step,
+                  why="print_info logs the tensor bytes with 2 decimals, in GiB from 1 GiB up", model=run.model)
 
 
 @pytest.mark.gpu

@@ -42,7 +42,8 @@ def test_synthetic_batch_imports_and_replays(tmp_path):
     recs = json.loads(ledger.read_text())["reconciliations"]
     names = {r["name"] for r in recs}
     assert {"gguf_tensor_bytes", "llamacpp_model_buffer_CUDA0", "llamacpp_kv_buffer_CUDA0",
-            "llamacpp_compute_buffer_CUDA0", "llamacpp_tg128_tok_per_s", "llamacpp_pp512_tok_per_s"} <= names
+            "llamacpp_compute_buffer_CUDA0", "llamacpp_tg128_tok_per_s", "llamacpp_pp512_tok_per_s",
+            "gguf_tensor_bytes_logged"} <= names
     assert all(r["verdict"] == "agree" and r["source"] == "recorded" for r in recs), [
         (r["test_id"], r["name"], r["verdict"], r["source"]) for r in recs
         if r["verdict"] != "agree" or r["source"] != "recorded"]

@@ -43,6 +43,9 @@ def log_text(header, settings: lm.ContextSettings) -> str:
              line("llama_context", "CUDA_Host", " output", lm.output_buffer(header, settings)),
              line("llama_kv_cache", "CUDA0", "KV", lm.kv_buffer(header, settings)),
              line("sched_reserve", "CUDA0", "compute", lm.compute_buffer_gpu(header, settings))]
+    size = sum(t.nbytes for t in header.tensors)
+    lines.append(f"print_info: file size   = {size / 2**20:.2f} MiB (8.00 BPW) " if size < 2**30 else
+                 f"print_info: file size   = {size / 2**30:.2f} GiB (8.00 BPW) ")
     return "\n".join(lines) + "\n"
 
 
@@ -77,7 +80,8 @@ def server_run(model: str, weights: str, args: list[str]) -> dict:
     return {"id": f"{model}.{weights.lower()}.server-load.{'_'.join(a.lstrip('-') for a in args)}", "kind": "server",
             "settings": {"model": model, "weights": weights, "args": args, "sweep": None},
             "result": {"status": "ok", "metrics": {"load": {
-                "buffers_bytes": log["buffers_bytes"], "gpu_memory_before_bytes": 4 * 2**20,
+                "buffers_bytes": log["buffers_bytes"], "file_size_bytes": log["file_size_bytes"],
+                "gpu_memory_before_bytes": 4 * 2**20,
                 "gpu_memory_used_bytes": 4 * 2**20 + buffers + 400 * 2**20, "ready_s": 1.5}},
                 "load_log": log}}
 
