@@ -11,7 +11,7 @@ from pytest_anatomy.specs.model import load_model
 from pytest_anatomy.theory import gguf_mix
 
 SUITE = "llama"
-# The plan's tiny-hidden models: hidden 256, vocab 1024, the layers of the model they stand beside.
+# The plan's tiny-hidden models: hidden 256, the vocabulary and layers of the model they stand beside.
 TINY_FOR = {"qwen2.5-0.5b": "tiny-24l", "qwen2.5-7b": "tiny-28l"}
 
 
@@ -56,8 +56,7 @@ def predicted_header(model: str, weights: str, layers: int | None = None) -> Ggu
 
 
 # The plan's tiny shape (scripts/device/llama_plan.py TINY); duplicated because scripts/ is not a package.
-TINY_SHAPE = {"hidden_size": 256, "intermediate_size": 512, "num_attention_heads": 4, "num_key_value_heads": 2,
-              "vocab_size": 1024}
+TINY_SHAPE = {"hidden_size": 256, "intermediate_size": 512, "num_attention_heads": 4, "num_key_value_heads": 2}
 
 
 def header_for(run: LlamaRun) -> GgufHeader:

@@ -2,8 +2,8 @@
 
 The calibration is measured apart from what it predicts (theory/llamacpp_latency.py):
 - the read and matmul ceilings of the same session (the plan's own ceilings run);
-- the per-token overhead: llama-bench on the tiny-hidden model with the same layers and weight type,
-  whose weights are a few MB (its time is overhead, not bytes); its pp512 is the prefill overhead;
+- the per-token overhead: llama-bench on the tiny-hidden model with the same layers, vocabulary and
+  weight type (its time is overhead, less its small lm_head roofline); its pp512 is the prefill overhead;
 - the F16 kernel constant fitted on qwen2.5-7b F16, the quantized-kernel constant on qwen2.5-7b Q8_0.
 Checked: qwen2.5-7b Q4_K_M (Q4_K and Q6_K rows: does one mul_mat_vec_q constant serve every block
 type?) and every qwen2.5-0.5b file (a different proportion: 28% of its bytes are the lm_head, its

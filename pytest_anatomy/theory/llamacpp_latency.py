@@ -14,8 +14,9 @@ once (token_embd stays on the host: one row is gathered there) plus the KV cache
   fitted there. F32 tensors (norms, biases: < 0.1% of the bytes) take the F16 constant.
 - `overhead(layers)`: the per-token time that does not scale with bytes (graph launch, kernel
   boundaries, the host's embedding gather and the logits copy), measured apart: llama-bench on a
-  tiny-hidden model with the same architecture and layer count, whose roofline term is negligible
-  (a few MB). It is a measurement, not the residual of the model under test.
+  tiny-hidden model with the same architecture, layer count and vocabulary width, whose roofline term
+  is small (its lm_head, ~20 us on an H200) and subtracted at the prior attainment. It is a
+  measurement, not the residual of the model under test.
 
 **Prefill** (llama-bench ppN, one sequence of N tokens in ubatches of n_ubatch):
 

@@ -5,8 +5,9 @@ llama.cpp first); `--dry-run` prints the plan and its time estimates anywhere.
 
 Phases (`--phase`):
   models   (during the build; CPU and disk only) random-weight F16 GGUFs: qwen2.5-0.5b and
-           qwen2.5-7b shapes with the synthetic BPE vocabulary of make_random_gguf.py, and four
-           tiny-hidden models (hidden 256, the same architecture, 24 and 28 layers, no vocabulary)
+           qwen2.5-7b shapes with the synthetic BPE vocabulary of make_random_gguf.py, and two
+           tiny-hidden models (hidden 256, the same architecture, vocabulary width and 24 / 28 layers,
+           no tokenizer)
            whose decode time is the per-token overhead at that layer count (their weights are a few MB).
            The tensors are a repeated random block, not fresh noise: llama.cpp's speed and memory do
            not depend on the values, and 15 GB of fresh normal samples would take minutes.
@@ -53,8 +54,10 @@ SCHEMA = "pytest-anatomy/device-batch/v1"
 ENGINE = {"engine": "llama.cpp", "version": "llama-cpp-python 0.3.36 (vendored llama.cpp)", "ggml": "0.25.3",
           "source_commit": "0c1e57098bba43ac29e6e3b677cdceebdd22334f"}
 QUANT_TYPES = ("Q8_0", "Q4_K_M")
-TINY = {"hidden_size": 256, "intermediate_size": 512, "num_attention_heads": 4, "num_key_value_heads": 2,
-        "vocab_size": 1024}  # head_dim 64 (a flash-attention kernel size), rows of 256 (k-quants apply)
+# The tiny models keep the vocabulary width of the model they stand beside (its lm_head, its logits copied to
+# the host every token: per-token costs that do not shrink with the hidden size) and shrink everything else:
+# head_dim 64 (a flash-attention kernel size), rows of 256 (the k-quants apply), a few MB per layer.
+TINY = {"hidden_size": 256, "intermediate_size": 512, "num_attention_heads": 4, "num_key_value_heads": 2}
 LEVELS = (1, 2, 4, 8, 16, 32, 64)
 # vLLM's recorded H200 closed-loop runs (results/h200/latency/qwen2.5-7b.closed.cC) are 1024 in / 256 out
 # at C = 1, 8, 32, 64: the same shape here, so the two engines' curves are compared point for point.
