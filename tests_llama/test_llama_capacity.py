@@ -14,6 +14,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_anatomy.measure.llama_log import MIB_HALF_STEP
+from pytest_anatomy.measure.measurement import Measurement
 from pytest_anatomy.specs.gguf_file import header_from_dict
 from pytest_anatomy.theory import gguf_mix
 from pytest_anatomy.theory import llamacpp_memory as lm
@@ -79,7 +80,7 @@ def test_logged_buffers_from_config(target, run, measured, header_for, reconcile
     assert checked >= 3, f"{run.name}: only {checked} buffer lines recorded; the load log lost its buffer lines"
     if rec.measurements.get("load.file_size_bytes") is not None:  # print_info: "file size = X MiB|GiB"
         size = gguf_mix.tensor_bytes(header.tensors, run.weights)
-        half_step = 0.005 * (2**30 if size.value >= 2**30 else 2**20)
+        half_step = 0.005 * (2**30 if size.value >= 2**30 else 2**20) + 1  # ties print rounded to even
         reconcile("gguf_tensor_bytes_logged", size, rec["load.file_size_bytes"], abs=half_step,
                   why="print_info logs the tensor bytes with 2 decimals, in GiB from 1 GiB up", model=run.model)
 
@@ -100,7 +101,8 @@ def test_server_gpu_memory_is_buffers_plus_a_cuda_context(target, run, measured,
     buffers = lm.gpu_buffers_total(header_for(run), settings)
     vllm = _vllm_context_bytes(target, measured)
     hi = 1 + (vllm + 1 * MiB) / buffers.value
-    reconcile("llamacpp_gpu_memory_growth", buffers, used.value - before.value, ratio=(1.0, hi),
+    growth = Measurement(used.value - before.value, "B", source=used.source, provenance=used.provenance)
+    reconcile("llamacpp_gpu_memory_growth", buffers, growth, ratio=(1.0, hi),
               why=f"the CUDA context no buffer line reports: at least 0, at most vLLM's non-torch memory at start "
                   f"on the same card ({vllm / MiB:.0f} MiB), plus nvidia-smi's whole MiB twice",
               model=run.model)

@@ -73,6 +73,7 @@ def test_measure_phase_runs_and_its_batch_imports(plan, tmp_path, monkeypatch):
     assert load["load.gpu_memory_used_bytes"].value == 1024 * 2**20
     sweep = recordings.load_latest(res, "h200", "llama", "tiny-24l.q8_0.server-sweep.c_4096_np_2_fa_on")
     assert sweep["c2.completed"].value == 2 and sweep["c2.throughput_tok_per_s"].value > 0
+    assert len(sweep["c2.itl_s.median"].samples) == 2 and len(sweep["c2.ttft_s.median"].samples) == 2
     assert sweep["c1.ttft_s.median"].value > 0 and sweep.provenance["build_commit"] == "fake000"
     assert sweep.provenance["source_commit"] == plan.ENGINE["source_commit"]
     assert recordings.load_latest(res, "h200", "ceilings", "ceilings")["read_bandwidth.value"].value == 4.4e12

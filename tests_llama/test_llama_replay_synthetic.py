@@ -10,6 +10,7 @@ The numbers are the theory's own (plus fixed scatter), so agreement proves the p
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -32,9 +33,17 @@ def test_synthetic_batch_imports_and_replays(tmp_path):
     assert len(bench["tg128.tok_per_s.median"].samples) == 5
     assert recordings.load_latest(results, "h200", "ceilings", "ceilings")["read_bandwidth.value"].value == 4.4e12
 
+    # vLLM's side of the crossover: the real recorded closed-loop runs, copied beside the synthetic batch
+    latency = results / "h200" / "latency"
+    latency.mkdir(parents=True)
+    for c in (1, 8, 32, 64):
+        src_rec = max((ROOT / "results" / "h200" / "latency").glob(f"qwen2.5-7b.closed.c{c}@*.json"))
+        shutil.copyfile(src_rec, latency / src_rec.name)
+
     ledger = tmp_path / "ledger.json"
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "tests_llama/test_llama_capacity.py", "tests_llama/test_llama_speed.py",
+         "tests_llama/test_llama_crossover.py",
          "-p", "no:cacheprovider", "-p", "no:xdist", "-q", "--anatomy-source=recorded",
          "-o", f"anatomy_results_dir={results}", f"--anatomy-report={ledger}"],
         cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
@@ -43,7 +52,7 @@ def test_synthetic_batch_imports_and_replays(tmp_path):
     names = {r["name"] for r in recs}
     assert {"gguf_tensor_bytes", "llamacpp_model_buffer_CUDA0", "llamacpp_kv_buffer_CUDA0",
             "llamacpp_compute_buffer_CUDA0", "llamacpp_tg128_tok_per_s", "llamacpp_pp512_tok_per_s",
-            "gguf_tensor_bytes_logged"} <= names
+            "gguf_tensor_bytes_logged", "llamacpp_server_itl_c64", "crossover_concurrency_vs_vllm"} <= names
     assert all(r["verdict"] == "agree" and r["source"] == "recorded" for r in recs), [
         (r["test_id"], r["name"], r["verdict"], r["source"]) for r in recs
         if r["verdict"] != "agree" or r["source"] != "recorded"]

@@ -24,7 +24,9 @@ import re
 from dataclasses import dataclass, field
 
 MIB = 1 << 20
-MIB_HALF_STEP = 0.005 * MIB  # a %.2f MiB figure is within half its last digit of the byte count
+# A %.2f MiB figure is within half its last digit of the byte count, that half included: an exact tie
+# (152,064 x 64 x 4 B = 37.125 MiB) prints rounded to even ("37.12"); 1 B more absorbs float arithmetic.
+MIB_HALF_STEP = 0.005 * MIB + 1
 
 _BUFFER = re.compile(r"(?P<dev>[A-Za-z0-9_]+)\s+(?P<kind>model|output|KV|compute) buffer size\s*=\s*"
                      r"(?P<mib>[0-9.]+) MiB")

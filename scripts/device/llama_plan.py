@@ -352,7 +352,10 @@ def server_body(case: ServerCase, path: Path, out: Path, deadline: float) -> Cal
         for lv in levels:
             metrics[f"c{lv['concurrency']}"] = {k: lv[k] for k in ("throughput_tok_per_s", "ttft_s", "itl_s", "wall_s",
                                                                   "completed", "failed", "output_tokens")}
-        return {"metrics": metrics, "load_log": log, "slots": len(slots), "sweep": levels,
+        # per-request values behind each level's medians: the scatter the sweep's tolerances are built from
+        samples = {f"c{lv['concurrency']}.{q}": lv["samples"][key] for lv in levels
+                   for q, key in (("itl_s", "itl_median_per_request_s"), ("ttft_s", "ttft_s"))}
+        return {"metrics": metrics, "samples": samples, "load_log": log, "slots": len(slots), "sweep": levels,
                 "server_metrics": metrics_after, "command": srv.cmd}
     return body
 

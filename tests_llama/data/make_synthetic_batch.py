@@ -86,6 +86,28 @@ def server_run(model: str, weights: str, args: list[str]) -> dict:
                 "load_log": log}}
 
 
+def sweep_run() -> dict:
+    """A burst sweep of the 7B Q4_K_M: itl(C) = itl(1) + (C - 1) x 0.1 ms, prompts at 25 ms each."""
+    itl1, marginal, ttft1 = 2.5e-3, 1e-4, 25e-3
+    metrics: dict = {}
+    samples: dict = {}
+    for c in (1, 2, 4, 8, 16, 32, 64):
+        itl = itl1 + (c - 1) * marginal
+        wall = c * ttft1 + 256 * itl
+        per_request = [itl * f for f in SCATTER][: max(2, min(c, 5))]
+        metrics[f"c{c}"] = {"throughput_tok_per_s": c * 256 / wall, "ttft_s": {"median": (c + 1) / 2 * ttft1},
+                            "itl_s": {"median": itl}, "wall_s": wall, "completed": c, "failed": 0,
+                            "output_tokens": c * 256}
+        samples[f"c{c}.itl_s"] = per_request
+        samples[f"c{c}.ttft_s"] = [(i + 1) * ttft1 for i in range(c)]
+    args = ["-c", "81920", "-np", "64", "-fa", "on"]
+    metrics["load"] = server_run("qwen2.5-7b", "Q4_K_M", args)["result"]["metrics"]["load"]
+    return {"id": "qwen2.5-7b.q4_k_m.server-sweep." + "_".join(a.lstrip("-") for a in args), "kind": "server",
+            "settings": {"model": "qwen2.5-7b", "weights": "Q4_K_M", "args": args,
+                         "sweep": {"levels": [1, 2, 4, 8, 16, 32, 64], "n_prompt": 1024, "n_gen": 256}},
+            "result": {"status": "ok", "metrics": metrics, "samples": samples}}
+
+
 def quantize_run(model: str, weights: str) -> dict:
     run = LlamaRun("h200", f"{model}.{weights.lower()}.quantize", model, weights, "quantize")
     return {"id": run.name, "kind": "quantize", "settings": {"model": model, "weights": weights},
@@ -108,7 +130,8 @@ def batch() -> dict:
                      *(bench_run(r) for r in benches),
                      server_run("qwen2.5-0.5b", "F16", ["-c", "8000", "-np", "3", "-fa", "on"]),
                      server_run("qwen2.5-0.5b", "Q4_K_M", ["-c", "16384", "-np", "4", "-fa", "on", "--kv-unified",
-                                                           "-ub", "256"])]}
+                                                           "-ub", "256"]),
+                     sweep_run()]}
 
 
 if __name__ == "__main__":
