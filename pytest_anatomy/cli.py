@@ -72,17 +72,22 @@ def build_parser() -> argparse.ArgumentParser:
 
     predict = sub.add_parser("predict", help="answer a planning question from config.json + GPU specs")
     what = predict.add_subparsers(dest="what", required=True)
-    _add_capacity_parser(what)
+    c = _add_capacity_parser(what)
 
-    from pytest_anatomy import cli_latency  # its own module: the latency question's options and answers
+    from pytest_anatomy import cli_latency, cli_llama  # their own modules: each question's options and answers
 
-    cli_latency.add_parser(what)
+    lat = cli_latency.add_parser(what)
+    for sub_parser, is_latency in ((c, False), (lat, True)):
+        sub_parser.add_argument("--engine", choices=("vllm", cli_llama.LLAMA_ENGINE), default="vllm",
+                                help="whose memory and step model answers: vllm (default) or llama.cpp "
+                                     "(then the llama.cpp options below apply and the vLLM ones do not)")
+        cli_llama.add_arguments(sub_parser, latency=is_latency)
     _add_report_and_compare_parsers(sub)
     _add_import_parsers(sub)
     return parser
 
 
-def _add_capacity_parser(what: Any) -> None:
+def _add_capacity_parser(what: Any) -> argparse.ArgumentParser:
     c = what.add_parser("capacity", help="KV bytes/token, weights, vLLM blocks, tokens and max concurrency")
     c.add_argument("--model", required=True, type=non_empty,
                    help="catalog name (qwen2.5-7b), Hugging Face id or path to config.json")
@@ -110,6 +115,7 @@ def _add_capacity_parser(what: Any) -> None:
                         "not taken from the KV budget before 0.21.0; V1 runner before 0.26.0); default: 0.26.0, the "
                         "modelled ledger. Rules and sources: docs/VALIDATION.md")
     c.add_argument("--json", action="store_true", help="print {quantity: {value, unit, formula, terms}} as JSON")
+    return c
 
 
 def _add_report_and_compare_parsers(sub: Any) -> None:
@@ -346,6 +352,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown and args.command != "report":
         parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     args.pytest_args = unknown
+    if args.command == "predict" and args.engine == "llama.cpp":
+        from pytest_anatomy import cli_llama
+
+        return cli_llama.run(args)
     if args.command == "predict" and args.what == "latency":
         from pytest_anatomy import cli_latency
 

@@ -44,6 +44,9 @@ _CAPACITY_LEDGER = ("tests_capacity/test_capacity_ledger.py",)
 _SEED_POOL = ("tests_capacity/test_seed_vllm_pool.py", "tests_capacity/test_seed_kv_linearity.py",
               "tests_capacity/test_seed_memory_ledger.py")
 _LATENCY_STEPS = ("tests_latency/test_latency_steps.py", "tests_latency/test_latency_seed_decode.py")
+_LLAMA_LEDGER = ("tests_llama/test_llama_ledger_theory.py", "tests_capacity/test_seed_llamacpp.py")
+_LLAMA_RECORDED = ("tests_llama/test_llama_capacity.py", "tests_llama/test_llama_speed.py",
+                   "tests_llama/test_llama_preregistered.py")
 _LATENCY_LOAD = ("tests_latency/test_latency_load.py", "tests_latency/test_latency_seed_load.py")
 
 CATALOGUE: tuple[Mutation, ...] = (
@@ -113,15 +116,46 @@ CATALOGUE: tuple[Mutation, ...] = (
         ("tests_kernels/test_kernels_compiled.py",), keyword="occupancy"),
     Mutation(
         "gguf-q4k-block-152-bytes", "GGUF sizes", "Q4_K super-blocks of 152 bytes instead of 144",
-        "pytest_anatomy.theory.quant", "gguf_weight_bytes",
-        "GGML_TYPES[gtype].bytes_for(t.numel)\n",
-        "GGML_TYPES[gtype].bytes_for(t.numel) * (152 if gtype == 'Q4_K' else 144) // 144\n",
-        ("tests_capacity/test_seed_llamacpp.py",), survivor=(
-            "the only llama.cpp recording is nvidia-smi's memory.used with the server loaded (the seed's 4090), "
-            "reconciled as a lower bound in a (1.0, 1.08) ratio band for the CUDA context and compute buffers "
-            "that are not modelled; 8 more bytes per 256 Q4_K weights (~0.2 GiB on Qwen2.5-7B, ~1% of 19 GiB) "
-            "stays inside it. Catching it needs a recording of llama.cpp's per-buffer sizes (its `model buffer "
-            "size` log line), which no run here kept")),
+        "pytest_anatomy.theory.llamacpp_memory", "cuda_alloc_bytes",
+        "    size = t.nbytes\n", "    size = t.nbytes * (152 if t.ggml_type == 'Q4_K' else 144) // 144\n",
+        _LLAMA_LEDGER),
+    Mutation(
+        "gguf-no-q6k-promotions", "GGUF sizes", "Q4_K_M without its Q6_K ffn_down layers",
+        "pytest_anatomy.theory.gguf_mix", "_impl",
+        'new = "Q6_K" if use_more_bits(i, n) else new', "new = new",
+        _LLAMA_LEDGER),
+    Mutation(
+        "llamacpp-token-embd-on-gpu", "GGUF sizes", "token_embd counted in the GPU model buffer",
+        "pytest_anatomy.theory.llamacpp_memory", "gpu_tensors",
+        'tensors = tuple(t for t in header.tensors if t.name != "token_embd.weight")',
+        "tensors = tuple(header.tensors)",
+        _LLAMA_LEDGER),
+    Mutation(
+        "llamacpp-compute-without-lm-head-input", "GGUF sizes",
+        "the compute buffer holds the logits alone, not the lm_head's input beside them",
+        "pytest_anatomy.theory.llamacpp_memory", "compute_buffer_gpu",
+        "        logits + hidden, ", "        logits, ",
+        _LLAMA_LEDGER),
+    Mutation(
+        "llamacpp-kv-cells-unpadded", "llama.cpp", "the KV cache without n_ctx's padding to 256 cells",
+        "pytest_anatomy.theory.llamacpp_memory", "kv_cells",
+        "    n_ctx = _pad(settings.n_ctx, KV_CELL_PADDING)\n", "    n_ctx = settings.n_ctx\n",
+        _LLAMA_LEDGER + _LLAMA_RECORDED, survivor=(
+            "every recorded context is already a multiple of 256 (the H200 README's 4096, the seed's 262,144); "
+            "the H200 visit's `-c 8000 -np 3` load (8,448 cells, 99.00 MiB) catches it once imported")),
+    Mutation(
+        "llamacpp-decode-weight-bytes-x1.05", "llama.cpp", "decode reads the weights x1.05",
+        "pytest_anatomy.theory.llamacpp_latency", "decode_time",
+        "            s = b / (calib.read_bandwidth * att)\n", "            s = 1.05 * b / (calib.read_bandwidth * att)\n",
+        _LLAMA_LEDGER + _LLAMA_RECORDED, survivor=(
+            "no llama.cpp timing is recorded yet: the H200 visit's tg128 runs (the 7B Q4_K_M and the 0.5B files, "
+            "checked against constants fitted on the 7B F16 and Q8_0) are its first catch")),
+    Mutation(
+        "llamacpp-decode-overhead-dropped", "llama.cpp", "decode without the per-token overhead",
+        "pytest_anatomy.theory.llamacpp_latency", "decode_time",
+        "    total += kv_s + calib.overhead_s\n", "    total += kv_s\n",
+        _LLAMA_LEDGER + _LLAMA_RECORDED, survivor=(
+            "no llama.cpp timing is recorded yet; the H200 visit's 0.5B decodes, mostly overhead, will catch it")),
     Mutation(
         "flashattn-causal-flops-x2", "flash attention", "causal attention FLOPs x2 (no mask halving)",
         "pytest_anatomy.theory.attention", "visible_pairs",

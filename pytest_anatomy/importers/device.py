@@ -1,13 +1,14 @@
 """Import what a device measurement plan wrote to $OUT into recordings.
 
 Input: batch files of schema `pytest-anatomy/device-batch/v1` (scripts/device/capacity_plan.py,
-scripts/device/latency_plan.py) and the ceilings file. Output:
+scripts/device/latency_plan.py, kernels_plan.py, llama_plan.py) and the ceilings file. Output:
 
 - the batch files themselves, byte for byte, under `results/<hw>/batches/<stamp>/` (xz-compressed
   when larger than 1 MiB, so the working tree that travels to the GPU stays small; `xz -d`
   restores the exact bytes), never overwritten;
 - one recording per run: `results/<hw>/capacity/vllm-ledger.<run id>@<stamp>.json`,
-  `results/<hw>/latency/<run id>@<stamp>.json`, `results/<hw>/ceilings/ceilings@<stamp>.json`.
+  `results/<hw>/latency/<run id>@<stamp>.json`, `results/<hw>/llama/<run id>@<stamp>.json`,
+  `results/<hw>/ceilings/ceilings@<stamp>.json`.
   Measurements are copied from the run's numbers (SI units as measured); `data` keeps the whole
   run result, so nothing the device measured is lost.
 
@@ -180,18 +181,24 @@ def _flatten(value: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[str, floa
         yield ".".join(path), value, _unit_for(path)
 
 
+def _measurements(numbers: dict[str, Any], samples: Any) -> dict[str, dict[str, Any]]:
+    """Every number of `numbers` by its dotted path, with `samples` = {quantity: [values]} attached:
+    the values a summary quantity came from (a decode step's steady ITLs, a prefill's repeats, a
+    benchmark's repetitions); the summary is "<quantity>" or its median."""
+    measurements = {name: {"value": v, "unit": unit} for name, v, unit in _flatten(numbers)}
+    for quantity, values in (samples or {}).items():
+        target = quantity if quantity in measurements else f"{quantity}.median"
+        if target in measurements and isinstance(values, list):
+            measurements[target]["samples"] = [float(v) for v in values
+                                               if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    return measurements
+
+
 def _latency_records(batch: dict[str, Any], common: dict[str, Any], hw: str, stamp: str) -> Iterator[recordings.Recording]:
     model = (batch.get("provenance", {}).get("model") or {}).get("id")
     for run in batch["runs"]:
         result = run.get("result") or {}
-        measurements = {name: {"value": v, "unit": unit} for name, v, unit in _flatten(result)}
-        # result["samples"] = {quantity: [seconds, ...]}: the values a summary quantity came from
-        # (a decode step's steady ITLs, a prefill's repeats); the summary is "<quantity>" or its median.
-        for quantity, values in (result.get("samples") or {}).items():
-            target = quantity if quantity in measurements else f"{quantity}.median"
-            if target in measurements and isinstance(values, list):
-                measurements[target]["samples"] = [float(v) for v in values
-                                                   if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        measurements = _measurements(result, result.get("samples"))
         suite, name = ("ceilings", "ceilings") if run["id"] == "ceilings" else ("latency", run["id"].lower())
         yield recordings.Recording(
             suite=suite, name=name, hardware=hw, recorded_at=stamp,
@@ -214,6 +221,29 @@ def latency_live_results(batch: dict[str, Any]) -> dict[tuple[str, str], dict[st
         out[(rec.suite, rec.name)] = {"measurements": dict(rec.measurements), "provenance": dict(rec.provenance),
                                       "data": dict(rec.data)}
     return out
+
+
+# --- llama.cpp (scripts/device/llama_plan.py) -----------------------------------------------------
+def _llama_records(batch: dict[str, Any], common: dict[str, Any], hw: str, stamp: str) -> Iterator[recordings.Recording]:
+    """One recording per run: results/<hw>/llama/<run id>@stamp (measurements from the run's `metrics`,
+    repetitions attached from its `samples`; the GGUF header, the load log, the sweep and the tool's
+    own output stay in data.run), and the session's ceilings as results/<hw>/ceilings/ceilings@stamp."""
+    llama = ((batch.get("provenance") or {}).get("versions") or {}).get("llama.cpp") or {}
+    prov = {**common, "engine": "llama.cpp", "engine_version": llama.get("version"),
+            "build_commit": llama.get("build_commit"), "source_commit": llama.get("source_commit"),
+            "ggml": llama.get("ggml"), "torch": None}
+    for run in batch["runs"]:
+        result = run.get("result") or {}
+        if run["id"] == "ceilings":
+            yield recordings.Recording(suite="ceilings", name="ceilings", hardware=hw, recorded_at=stamp,
+                                       provenance={**prov, "settings": run.get("settings"), "kind": "ceilings"},
+                                       measurements=_measurements(result, result.get("samples")), data={"run": run})
+            continue
+        metrics: dict[str, Any] = result["metrics"] if isinstance(result.get("metrics"), dict) else {}
+        yield recordings.Recording(
+            suite="llama", name=run["id"].lower(), hardware=hw, recorded_at=stamp,
+            provenance={**prov, "settings": run.get("settings"), "kind": run.get("kind"), "status": result.get("status")},
+            measurements=_measurements(metrics, result.get("samples")), data={"run": run})
 
 
 # --- kernels (scripts/device/kernels_plan.py; issue 5) -----------------------------------------
@@ -364,6 +394,8 @@ def import_files(paths: list[Path], results: Path, *, dry_run: bool = False,
             records = _capacity_records if is_capacity else _latency_records
             if (doc.get("provenance") or {}).get("kind") == "kernels":  # scripts/device/kernels_plan.py
                 records = _kernel_records
+            if (doc.get("provenance") or {}).get("kind") == "llama":  # scripts/device/llama_plan.py
+                records = _llama_records
             try:
                 for rec in records(doc, common, hw, stamp):
                     _name_ok(rec.name)

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# One device call for llama.cpp on the H200 (the `run` tool), from the repo root:
+#
+#   run carry=[".devcarry-llama"] timeout_s=600 command: bash scripts/device/llama_visit.sh
+#
+# .devcarry-llama is the carry folder shared/device/llama/make_carry.sh writes (llama-src.tar.gz,
+# the scripts; with prebuilt/ the build is skipped). What happens, with the overlaps that keep the
+# GPU part inside its budget:
+#   1. gguf-py out of the carried sdist; in the background (CPU and disk, during the build): the
+#      F16 GGUFs (llama_plan.py --phase models) and the session's ceilings (GPU, torch, idle otherwise);
+#   2. llama.cpp built or unpacked by the carry's device_run.sh (STEPS= MAKE_MODELS=0), then
+#      llama-server (phase 2 of the build) if it is missing;
+#   3. llama_plan.py --phase measure --budget-s $BUDGET_S -> $OUT/llama.json (incrementally);
+#   4. a build made here is packed into $OUT (llama-bin.tar.xz.part-*, SHA256SUMS) for the next carry.
+# Times (device README: build phase 1 ~250 s at -j16, llama-server ~30 s): build ~280 + plan <= 240
+# + pack ~15 s = ~535 s of command time, inside the call's 600 s; the plan's budget shrinks to fit
+# what the build left (its skipped runs say so in the batch).
+# env: BUDGET_S=240, DEADLINE_S=585 (whole command), WORK=/root/llama, CARRY=.devcarry-llama,
+#      MODELS= (comma-separated model ids to write; default all: qwen2.5-0.5b, qwen2.5-7b, tiny-24l, tiny-28l)
+set -uo pipefail
+REPO=$(cd "$(dirname "$0")/../.." && pwd); cd "$REPO"
+T0=$(date +%s); BUDGET_S=${BUDGET_S:-240}; DEADLINE_S=${DEADLINE_S:-585}
+WORK=${WORK:-/root/llama}; CARRY=${CARRY:-.devcarry-llama}; OUT=${OUT:-$WORK/out}
+mkdir -p "$OUT" "$WORK/models" "$WORK/gguf-py"
+exec > >(tee -a "$OUT/visit.log") 2>&1
+el() { echo "[visit +$(( $(date +%s) - T0 ))s] $*"; }
+[ -f "$CARRY/llama-src.tar.gz" ] || { el "no $CARRY/llama-src.tar.gz: make the carry first (shared/device/llama/make_carry.sh)"; exit 2; }
+[ -d /opt/torch/.venv/bin ] && export PATH=/opt/torch/.venv/bin:$PATH
+for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
+  [ -d "$d" ] && export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$d; done
+
+# 1. gguf-py, then the background work
+tar -xzf "$CARRY/llama-src.tar.gz" -C "$WORK/gguf-py" --wildcards '*/gguf-py/*' || { el "no gguf-py in the sdist"; exit 2; }
+export PYTHONPATH=$(dirname "$(find "$WORK/gguf-py" -type d -name gguf -path '*gguf-py/gguf' | head -1)"):$REPO
+python3 scripts/device/llama_plan.py --phase models --models-dir "$WORK/models" --writer-dir "$CARRY" --models "${MODELS:-}" \
+  > "$OUT/models.log" 2>&1 &
+MODELS_PID=$!
+python3 -m pytest_anatomy.measure.ceilings --json "$OUT/ceilings.json" > "$OUT/ceilings.log" 2>&1 &
+CEIL_PID=$!
+el "background: models (pid $MODELS_PID), ceilings (pid $CEIL_PID)"
+
+# 2. llama.cpp
+# device_run.sh gives its build (DEADLINE_S - 110) s: 420 -> ~308 s for phase 1 (measured 251 s alone; the
+# background writer and ceilings share the CPUs with it)
+STEPS= MAKE_MODELS=0 WORK=$WORK OUT=$OUT DEADLINE_S=420 bash "$CARRY/device_run.sh"
+B=$WORK/build/bin; BUILT_HERE=0; ls "$CARRY"/prebuilt/llama-bin.tar.xz.part-* >/dev/null 2>&1 || BUILT_HERE=1
+if [ ! -x "$B/llama-server" ]; then
+  el "building llama-server"
+  SRC=$(find "$WORK/src" -maxdepth 3 -type d -name llama.cpp | head -1)
+  BUILD_TIMEOUT_S=90 bash "$CARRY/build.sh" "$SRC" "$WORK/build" llama-server >> "$OUT/build.log" 2>&1
+  el "llama-server build rc=$?"
+fi
+ls "$B"/llama-bench "$B"/llama-quantize "$B"/llama-server 2>&1 | sed 's/^/  /'
+wait "$MODELS_PID"; el "models rc=$?: $(tail -4 "$OUT/models.log" | tr '\n' ' ')"
+wait "$CEIL_PID"; el "ceilings rc=$?"
+
+# 3. the measurements: the budget, or what the build left of the deadline (keeping 30 s to pack)
+LEFT=$(( DEADLINE_S - ($(date +%s) - T0) - 30 )); PLAN_S=$(( LEFT < BUDGET_S ? LEFT : BUDGET_S ))
+el "plan budget $PLAN_S s"
+ANATOMY_LLAMA_BIN=$B PYTHONUNBUFFERED=1 timeout $(( PLAN_S + 20 )) \
+  python3 scripts/device/llama_plan.py --phase measure --out "$OUT" --models-dir "$WORK/models" --budget-s "$PLAN_S"
+el "plan rc=$?"
+
+# 4. pack a build made here (the device_run.sh recipe), so the next call skips the build
+if [ "$BUILT_HERE" = 1 ] && [ -f "$B/libllama.so" ]; then
+  FILES=$(cd "$B" && ls lib*.so* llama-bench llama-quantize llama-server 2>/dev/null | tr '\n' ' ')
+  (cd "$B" && tar -cf - $FILES) | xz -T0 -6 > "$WORK/llama-bin.tar.xz"
+  (cd "$B" && sha256sum $(for f in $FILES; do [ -L "$f" ] || echo "$f"; done)) > "$OUT/SHA256SUMS"
+  split -b 15M -d -a 1 "$WORK/llama-bin.tar.xz" "$OUT/llama-bin.tar.xz.part-"
+  el "packed $(stat -c %s "$WORK/llama-bin.tar.xz") bytes"
+fi
+ls -la "$OUT"; el "done"

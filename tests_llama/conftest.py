@@ -1,0 +1,42 @@
+"""The llama.cpp suite: what its tests replay (see llama_runs.py for the run names).
+
+Recordings: results/<hw>/llama/<model>.<weights>.<kind>[.<settings>]@<stamp>.json, written by
+`pytest-anatomy import-device` from scripts/device/llama_plan.py's batch (kinds: quantize, header,
+bench, server-load, server-sweep; the session's ceilings go to results/<hw>/ceilings/). A test is
+parametrized over (target, run) for the runs its target holds, so a card without llama.cpp
+recordings contributes no test (there is none in a fresh clone until the first H200 visit, and the
+suite then collects only its CPU tests). The live path is the device plan itself: llama.cpp is
+built on the device machine, not by pytest.
+"""
+
+from __future__ import annotations
+
+import pytest
+from llama_runs import SUITE, runs_of
+
+from pytest_anatomy import targets as tg
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    marker = metafunc.definition.get_closest_marker("llama_runs")
+    if marker is None or "target" not in metafunc.fixturenames:
+        return
+    kinds = tuple(marker.args)
+    select = marker.kwargs.get("select", lambda run: True)
+    targets, results = tg.of_config(metafunc.config, SUITE)
+    params = [pytest.param(t, r, id=f"{t.name}-{r.test_id}")
+              for t in targets if not t.live for r in runs_of(results, t, kinds) if select(r)]
+    metafunc.parametrize(["target", "run"], params)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "llama_runs(*kinds, select=None): parametrize (target, run) over the "
+                                       "recorded llama.cpp runs of these kinds")
+
+
+@pytest.fixture(scope="session")
+def header_for():
+    """header_for(run) -> the predicted GgufHeader of the run's file (llama_runs.header_for)."""
+    from llama_runs import header_for as make
+
+    return make

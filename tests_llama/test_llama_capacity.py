@@ -1,0 +1,118 @@
+"""llama.cpp's memory on a recorded card, predicted from config.json alone.
+
+- the header llama-quantize wrote: every tensor's type as gguf_mix predicts it, and the file's
+  tensor bytes to the byte;
+- every buffer line a server load logged (llama-server -lv 4): model buffer per device,
+  KV, output and compute buffers, from the predicted header and the run's own flags, exact at the
+  log's two decimals;
+- the server's GPU memory (nvidia-smi, loaded minus before) against those buffers: the CUDA context
+  is the one term no line reports, bounded by vLLM's on the same card.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_anatomy.measure.llama_log import MIB_HALF_STEP
+from pytest_anatomy.measure.measurement import Measurement
+from pytest_anatomy.specs.gguf_file import header_from_dict
+from pytest_anatomy.theory import gguf_mix
+from pytest_anatomy.theory import llamacpp_memory as lm
+from pytest_anatomy.units import MiB
+
+LOG_ROUNDING = "llama.cpp logs MiB with 2 decimals: the byte count is within half a hundredth of a MiB"
+
+
+def _settings(run, rec) -> lm.ContextSettings:
+    s = rec.provenance.get("settings") or {}
+    if run.kind == "bench":  # llama-bench: one sequence, n_ctx = n_prompt + n_gen, default batches
+        return lm.ContextSettings(n_ctx=int(s["n_prompt"]) + int(s["n_gen"]), n_seq_max=1,
+                                  flash_attn=bool(s.get("flash_attn", True)))
+    return lm.ContextSettings.from_flags(s.get("args") or [])
+
+
+@pytest.mark.gpu
+@pytest.mark.llama_runs("quantize")
+def test_llama_quantize_types_every_tensor_as_predicted(target, run, measured, header_for, reconcile):
+    rec = measured(run.name)
+    written = header_from_dict(rec.data["run"]["result"]["header"], f"{run.name} (recorded)")
+    predicted = header_for(run)
+    wrong = [(p.name, p.ggml_type, w.ggml_type) for p, w in zip(predicted.tensors, written.tensors)
+             if (p.name, p.ggml_type, p.ne) != (w.name, w.ggml_type, w.ne)]
+    assert len(predicted.tensors) == len(written.tensors) and not wrong, (
+        f"{len(wrong)} tensors typed otherwise than llama_tensor_get_type's rules predict "
+        f"(name, predicted, written): {wrong[:8]}")
+    reconcile("gguf_tensor_bytes", gguf_mix.tensor_bytes(predicted.tensors, run.weights), rec["tensor_bytes"],
+              model=run.model)
+
+
+_BUFFERS = (("model", "CUDA0"), ("model", "CPU_Mapped"), ("KV", "CUDA0"), ("output", "CUDA_Host"), ("compute", "CUDA0"))
+
+
+def _predict(kind: str, device: str, header, settings):
+    if (kind, device) == ("model", "CUDA0"):
+        return lm.model_buffer_gpu(header, settings)
+    if (kind, device) == ("model", "CPU_Mapped"):
+        return lm.model_buffer_host(header)
+    if kind == "KV":
+        return lm.kv_buffer(header, settings)
+    if kind == "output":
+        return lm.output_buffer(header, settings)
+    return lm.compute_buffer_gpu(header, settings)
+
+
+@pytest.mark.gpu
+@pytest.mark.llama_runs("server-load", "server-sweep")
+def test_logged_buffers_from_config(target, run, measured, header_for, reconcile):
+    rec = measured(run.name)
+    settings = _settings(run, rec)
+    header = header_for(run)
+    checked = 0
+    for kind, device in _BUFFERS:
+        name = f"load.buffers_bytes.{kind}.{device}"
+        if name not in rec.measurements:
+            continue
+        if kind == "compute" and not settings.flash_attn:
+            continue  # lm.ComputeBufferNotModeled: without flash attention the score matrix may be the peak
+        reconcile(f"llamacpp_{kind.lower()}_buffer_{device}", _predict(kind, device, header, settings), rec[name],
+                  abs=MIB_HALF_STEP, why=LOG_ROUNDING, model=run.model)
+        checked += 1
+    assert checked >= 3, f"{run.name}: only {checked} buffer lines recorded; the load log lost its buffer lines"
+    if rec.measurements.get("load.file_size_bytes") is not None:  # print_info: "file size = X MiB|GiB"
+        size = gguf_mix.tensor_bytes(header.tensors, run.weights)
+        half_step = 0.005 * (2**30 if size.value >= 2**30 else 2**20) + 1  # ties print rounded to even
+        reconcile("gguf_tensor_bytes_logged", size, rec["load.file_size_bytes"], abs=half_step,
+                  why="print_info logs the tensor bytes with 2 decimals, in GiB from 1 GiB up", model=run.model)
+
+
+@pytest.mark.gpu
+@pytest.mark.llama_runs("server-load", "server-sweep")
+def test_server_gpu_memory_is_buffers_plus_a_cuda_context(target, run, measured, header_for, reconcile):
+    """nvidia-smi's growth from before the start to loaded: the GPU buffers plus the process's CUDA
+    context, which is at least 0 and at most what a vLLM process holds outside torch on the same card
+    (its init snapshot's non-torch memory, recorded by the capacity suite)."""
+    rec = measured(run.name)
+    used, before = rec.measurements.get("load.gpu_memory_used_bytes"), rec.measurements.get("load.gpu_memory_before_bytes")
+    if used is None or before is None:
+        pytest.skip(f"{run.name}: no nvidia-smi readings around the server start")
+    settings = _settings(run, rec)
+    if not settings.flash_attn:
+        pytest.skip(f"{run.name}: the compute buffer is not modelled without flash attention")
+    buffers = lm.gpu_buffers_total(header_for(run), settings)
+    vllm = _vllm_context_bytes(target, measured)
+    hi = 1 + (vllm + 1 * MiB) / buffers.value
+    growth = Measurement(used.value - before.value, "B", source=used.source, provenance=used.provenance)
+    reconcile("llamacpp_gpu_memory_growth", buffers, growth, ratio=(1.0, hi),
+              why=f"the CUDA context no buffer line reports: at least 0, at most vLLM's non-torch memory at start "
+                  f"on the same card ({vllm / MiB:.0f} MiB), plus nvidia-smi's whole MiB twice",
+              model=run.model)
+
+
+def _vllm_context_bytes(target, measured) -> float:
+    try:
+        rec = measured("vllm-ledger.qwen2.5-7b.u0.90.len8192.eager", suite="capacity")
+    except pytest.skip.Exception:
+        pytest.skip("no vLLM capacity recording on this card to bound the CUDA context with")
+    if "init_cuda_context_bytes" not in rec.measurements:
+        pytest.skip("the vLLM recording has no init_cuda_context_bytes")
+    return rec["init_cuda_context_bytes"].value

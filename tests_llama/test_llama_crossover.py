@@ -1,0 +1,124 @@
+"""llama-server under concurrency, and the concurrency where vLLM overtakes it (docs/LLAMA.md).
+
+The sweep (scripts/device/llama_plan.py) sends C requests of 1024 + 256 tokens at once, C = 1 .. 64.
+The server's step at C busy slots is the C = 1 step plus a constant marginal cost per extra sequence
+(theory/llamacpp_latency.py server_step_time: its KV read + the rest). The C = 1 level gives the step
+and the prompt time, the C = 8 level the marginal (fit points, not reconciled); C = 16, 32 and 64 test
+the constant-marginal hypothesis on ITL. The crossover: the burst throughput this model predicts
+against vLLM's recorded closed-loop curve on the same card and shape, and the same with llama.cpp's
+measured curve; both crossing concurrencies are located on a grid between the sampled levels.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+import pytest
+from llama_runs import LlamaRun
+
+FIT_LEVEL = 8
+CHECK_LEVELS = (16, 32, 64)
+VLLM_LEVELS = (1, 8, 32, 64)  # results/<hw>/latency/qwen2.5-7b.closed.cC: bf16, 1024 / 256
+N_GEN = 256
+
+
+def _se(m) -> float:
+    s = [x for x in (m.samples or []) if x > 0]
+    return 0.0 if len(s) < 2 else 2 * statistics.stdev(s) / math.sqrt(len(s)) / statistics.median(s)
+
+
+def _levels(rec) -> list[int]:
+    return sorted(int(k[1:].split(".")[0]) for k in rec.measurements if k.endswith(".throughput_tok_per_s"))
+
+
+def _marginal(rec) -> float:
+    """Per extra busy slot, from the C = 1 and C = FIT_LEVEL steps."""
+    itl1, itl8 = rec["c1.itl_s.median"].value, rec[f"c{FIT_LEVEL}.itl_s.median"].value
+    return (itl8 - itl1) / (FIT_LEVEL - 1)
+
+
+def _sweeps(run: LlamaRun) -> bool:
+    return run.model == "qwen2.5-7b"
+
+
+@pytest.mark.gpu
+@pytest.mark.llama_runs("server-sweep", select=_sweeps)
+def test_itl_grows_by_a_constant_marginal_per_sequence(target, run, measured, reconcile):
+    from pytest_anatomy.theory.prediction import Prediction, Term
+
+    rec = measured(run.name)
+    levels = _levels(rec)
+    if not {1, FIT_LEVEL} <= set(levels):
+        pytest.skip(f"{run.name}: the sweep lacks C = 1 or C = {FIT_LEVEL} (levels {levels})")
+    itl1, marginal = rec["c1.itl_s.median"].value, _marginal(rec)
+    checked = [c for c in CHECK_LEVELS if c in levels]
+    assert checked, f"{run.name}: none of C = {CHECK_LEVELS} was measured (the budget ran out?)"
+    for c in checked:
+        m = rec[f"c{c}.itl_s.median"]
+        pred = Prediction(itl1 + (c - 1) * marginal, "s", "itl(1) + (C - 1) x marginal, marginal from C = 1 and 8",
+                          {"concurrency": c, "marginal_s": marginal},
+                          terms=(Term("C = 1 step", itl1, "s"), Term("extra sequences", (c - 1) * marginal, "s")))
+        terms = [("this level", _se(m)), ("C = 1", _se(rec["c1.itl_s.median"])),
+                 (f"C = {FIT_LEVEL} (x{(c - 1) / (FIT_LEVEL - 1):.1f} through the marginal)",
+                  _se(rec[f"c{FIT_LEVEL}.itl_s.median"]) * (c - 1) / (FIT_LEVEL - 1))]
+        reconcile(f"llamacpp_server_itl_c{c}", pred, m, rel=sum(v for _, v in terms),
+                  why="per-request ITL medians' scatter, 2 standard errors each: "
+                      + " + ".join(f"{n} {v:.2%}" for n, v in terms),
+                  model=run.model)
+
+
+def _burst_throughput(rec, c: float, marginal: float) -> float:
+    """C prompts at the C = 1 prompt time, then N_GEN steps at itl(C)."""
+    ttft1, itl1 = rec["c1.ttft_s.median"].value, rec["c1.itl_s.median"].value
+    return c * N_GEN / (c * ttft1 + N_GEN * (itl1 + (c - 1) * marginal))
+
+
+def _interp(points: dict[int, float], c: float) -> float:
+    """Log-linear in C between sampled levels."""
+    xs = sorted(points)
+    lo = max(x for x in xs if x <= c)
+    hi = min(x for x in xs if x >= c)
+    if lo == hi:
+        return points[lo]
+    t = (math.log(c) - math.log(lo)) / (math.log(hi) - math.log(lo))
+    return points[lo] + t * (points[hi] - points[lo])
+
+
+def _crossing(llama, vllm, grid) -> float | None:
+    """The first C of the grid where vLLM's throughput reaches llama.cpp's."""
+    return next((c for c in grid if vllm(c) >= llama(c)), None)
+
+
+@pytest.mark.gpu
+@pytest.mark.llama_runs("server-sweep", select=lambda run: run.model == "qwen2.5-7b" and run.weights == "Q4_K_M")
+def test_where_vllm_overtakes(target, run, measured, reconcile):
+    rec = measured(run.name)
+    levels = _levels(rec)
+    if not {1, FIT_LEVEL} <= set(levels) or max(levels) < 64:
+        pytest.skip(f"{run.name}: the crossover needs C = 1, {FIT_LEVEL} and 64 (levels {levels})")
+    vllm = {}
+    for c in VLLM_LEVELS:
+        try:
+            v = measured(f"qwen2.5-7b.closed.c{c}", suite="latency")
+        except pytest.skip.Exception:
+            pytest.skip(f"no vLLM closed-loop recording qwen2.5-7b.closed.c{c} on {target.name}")
+        vllm[c] = v["aggregate.output_throughput_tok_per_s"].value
+    grid = [2 ** (k / 8) for k in range(0, 49)]  # 1 .. 64, eight points per doubling
+    marginal = _marginal(rec)
+    measured_llama = {c: rec[f"c{c}.throughput_tok_per_s"].value for c in levels}
+    predicted = _crossing(lambda c: _burst_throughput(rec, c, marginal), lambda c: _interp(vllm, c), grid)
+    observed = _crossing(lambda c: _interp(measured_llama, c), lambda c: _interp(vllm, c), grid)
+    if predicted is None or observed is None:
+        pytest.fail(f"no crossing within C = 1..64: predicted {predicted}, measured {observed}; "
+                    "the curves' ends: " + f"llama.cpp {measured_llama}, vLLM {vllm}")
+    from pytest_anatomy.measure.measurement import Measurement
+    from pytest_anatomy.theory.prediction import Prediction
+
+    like = rec[f"c{FIT_LEVEL}.throughput_tok_per_s"]
+    observed_m = Measurement(observed, "requests", source=like.source, provenance=like.provenance)
+    pred = Prediction(predicted, "requests", "first C where vLLM's recorded throughput reaches the burst model's "
+                      "(C = 1 step and prompt, marginal from C = 8)", {"marginal_s": marginal})
+    reconcile("crossover_concurrency_vs_vllm", pred, observed_m, ratio=(0.5, 2.0),
+              why="both curves are sampled at powers of two and interpolated between them: a crossing is "
+                  "located within a factor 2", model=run.model)
