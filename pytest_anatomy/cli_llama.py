@@ -114,7 +114,7 @@ def _ceilings(hw, results: Path) -> tuple[float, float, str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pytest_anatomy.cli import _error
+    from pytest_anatomy.cli_common import error as _error
     from pytest_anatomy.specs.gguf_file import GgufError
     from pytest_anatomy.specs.hardware import MissingHardwareFactError, UnknownHardwareError
     from pytest_anatomy.specs.model import ModelConfigError

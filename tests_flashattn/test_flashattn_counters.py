@@ -56,6 +56,7 @@ from typing import Any
 import flashattn_io as io
 import pytest
 
+from pytest_anatomy import session as anatomy_session
 from pytest_anatomy import targets as tg
 from pytest_anatomy.theory import attention as at
 
@@ -74,7 +75,7 @@ SELECT = {
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "launch" not in metafunc.fixturenames:
         return
-    targets, results = tg.of_config(metafunc.config, "flashattn")
+    targets, results = anatomy_session.of_config(metafunc.config, "flashattn")
     keep = SELECT[metafunc.function.__name__]
     params = []
     for t in targets:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 from llama_runs import SUITE, runs_of
 
-from pytest_anatomy import targets as tg
+from pytest_anatomy import session as anatomy_session
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -23,7 +23,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         return
     kinds = tuple(marker.args)
     select = marker.kwargs.get("select", lambda run: True)
-    targets, results = tg.of_config(metafunc.config, SUITE)
+    targets, results = anatomy_session.of_config(metafunc.config, SUITE)
     params = [pytest.param(t, r, id=f"{t.name}-{r.test_id}")
               for t in targets if not t.live for r in runs_of(results, t, kinds) if select(r)]
     metafunc.parametrize(["target", "run"], params)

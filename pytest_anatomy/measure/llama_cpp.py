@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import statistics
 import subprocess
 import threading
 import time
@@ -30,6 +29,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from pytest_anatomy.stats import median, percentile
 from pytest_anatomy.measure.llama_log import LoadLog, parse_load_log
 
 BIN_ENV = "ANATOMY_LLAMA_BIN"
@@ -81,7 +81,7 @@ def bench_summary(entry: dict[str, Any]) -> dict[str, Any]:
     samples = [float(x) for x in entry.get("samples_ts") or []]
     return {
         "test": test, "n_prompt": n_prompt, "n_gen": n_gen, "n_depth": int(entry.get("n_depth", 0)),
-        "tok_per_s": {"median": statistics.median(samples) if samples else float(entry["avg_ts"]),
+        "tok_per_s": {"median": median(samples) if samples else float(entry["avg_ts"]),
                       "mean": float(entry["avg_ts"]), "stddev": float(entry.get("stddev_ts", 0.0))},
         "samples": {"tok_per_s": samples},
         "settings": {k: entry.get(k) for k in ("n_batch", "n_ubatch", "flash_attn", "type_k", "type_v", "n_gpu_layers",
@@ -267,7 +267,7 @@ def concurrency_level(server: LlamaServer, concurrency: int, n_prompt: int, n_pr
         "output_tokens": tokens, "throughput_tok_per_s": tokens / wall if wall > 0 else 0.0,
         "ttft_s": _stats(ttfts), "itl_s": _stats(itls),
         "server_predicted_per_token_s": _stats([r["timings"]["predicted_per_token_s"] for r in ok if r["timings"]]),
-        "samples": {"ttft_s": ttfts, "itl_median_per_request_s": [statistics.median(r["itl_s"]) for r in ok
+        "samples": {"ttft_s": ttfts, "itl_median_per_request_s": [median(r["itl_s"]) for r in ok
                                                                   if r["itl_s"]]},
         "failures": failures,
     }
@@ -287,9 +287,8 @@ def concurrency_sweep(server: LlamaServer, levels: list[int], n_prompt: int, n_p
 def _stats(values: list[float]) -> dict[str, float]:
     if not values:
         return {"n": 0}
-    s = sorted(values)
-    return {"n": len(s), "median": statistics.median(s), "mean": statistics.fmean(s),
-            "p90": s[min(len(s) - 1, int(0.9 * len(s)))], "p99": s[min(len(s) - 1, int(0.99 * len(s)))]}
+    return {"n": len(values), "median": median(values), "mean": sum(values) / len(values),
+            "p90": percentile(values, 90), "p99": percentile(values, 99)}
 
 
 # --- llama-perplexity -------------------------------------------------------------------------

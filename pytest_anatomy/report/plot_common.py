@@ -1,0 +1,127 @@
+"""Helpers every report figure shares: reading a reconciliation's numbers and the recording it
+names, colours and outlines by verdict, tooltips and tick formats."""
+
+from __future__ import annotations
+
+import re
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+
+from pytest_anatomy.report.formatting import (
+    format_gap,
+    format_value,
+    short_name,
+    tick_label,
+)
+from pytest_anatomy.report.svg import VERDICT_COLOURS, Chart
+
+Rec = Mapping[str, Any]
+MEASURED = "#24292f"
+GIB = 1024**3
+PREDICTION_SHAPES = ("diamond", "triangle", "square", "wedge", "ring")  # measured points without a verdict of their own (a recording, a baseline)
+
+
+def _num(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) else None
+
+
+def _inputs(rec: Rec) -> Mapping[str, Any]:
+    return (rec.get("prediction") or {}).get("inputs") or {}
+
+
+def _terms(rec: Rec) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for term in (rec.get("prediction") or {}).get("terms") or []:
+        value = _num(term.get("value"))
+        if value is not None:
+            out[str(term.get("name", ""))] = value
+    return out
+
+
+def _colour(rec: Rec) -> str:
+    return VERDICT_COLOURS.get(str(rec.get("verdict")), "#616161")
+
+
+def _outline(rec: Rec) -> str:
+    """A verdict ring around a series-coloured point: none for agree, the verdict's colour otherwise."""
+    return "" if rec.get("verdict") == "agree" else _colour(rec)
+
+
+def _tip(rec: Rec, what: str = "") -> str:
+    unit = str(rec.get("unit", ""))
+    return (f"{what or short_name(rec)} ({rec.get('verdict')}): predicted {format_value(rec.get('predicted'), unit)}, "
+            f"measured {format_value(rec.get('measured'), unit)}, gap {format_gap(rec)}")
+
+
+def _fmt(unit: str):
+    return lambda v: tick_label(v, unit)
+
+
+# Recording paths in a ledger are relative to the folder the run started in (the checkout);
+# a report rendered elsewhere finds them beside this package's checkout.
+_CHECKOUT = Path(__file__).resolve().parents[2]
+
+
+def _resolve(path: str) -> Path:
+    candidate = Path(path)
+    if candidate.is_absolute() or candidate.exists() or not (_CHECKOUT / candidate).exists():
+        return candidate
+    return _CHECKOUT / candidate
+
+
+def _recording(rec: Rec) -> Path | None:
+    path = (rec.get("provenance") or {}).get("recording")
+    if not path:
+        return None
+    candidate = _resolve(str(path))
+    return candidate if candidate.is_file() else None
+
+
+def _load(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _measurement(recording: Mapping[str, Any] | None, key: str) -> float | None:
+    value = ((recording or {}).get("measurements") or {}).get(key)
+    return _num(value.get("value")) if isinstance(value, Mapping) else None
+
+
+def _newest(folder: Path, stem: str) -> dict[str, Any] | None:
+    """The newest recording named `stem` in `folder` (names sort by their UTC timestamp)."""
+    files = sorted(folder.glob(f"{stem}@*.json"))
+    return _load(files[-1]) if files else None
+
+
+
+def _verdict_colour_keys(chart: Chart, recs: Sequence[Rec]) -> None:
+    """Legend entries for the verdict colours the predictions in `recs` are drawn in."""
+    for verdict in ("agree", "finding", "resolved", "diverge"):
+        if any(r.get("verdict") == verdict for r in recs):
+            chart.key("box", VERDICT_COLOURS[verdict], verdict)
+
+
+def _verdict_keys(chart: Chart, recs: Sequence[Rec]) -> None:
+    for verdict in ("finding", "resolved", "diverge"):
+        if any(r.get("verdict") == verdict for r in recs):
+            chart.key("ring", VERDICT_COLOURS[verdict], f"ringed: {verdict}")
+
+
+
+
+_RUNG_CODE = re.compile(r"^([a-z]+)(\d+)")
+
+
+def _rung_order(rung: str) -> tuple[int, str]:
+    code = _RUNG_CODE.match(rung)
+    return (int(code[2]) if code else 99, rung)
+
+
