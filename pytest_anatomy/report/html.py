@@ -17,6 +17,7 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
+from pytest_anatomy.ledger_counts import PREDICTION, kind_of, prediction_counts
 from pytest_anatomy.option_names import REPORT_OPTION
 from pytest_anatomy.report import plots
 from pytest_anatomy.report.formatting import (
@@ -272,7 +273,10 @@ def build_view(ledger: Mapping[str, Any]) -> dict[str, Any]:
     for row, rec in zip(rows, recs):
         (compact if _compact(rec) else suites).setdefault(row["suite"], []).append(row)
     detailed = [rec for rec in recs if not _compact(rec)]
-    counts = verdict_counts(recs)
+    # The headline cards count predictions only; identities, settings, fit points and replays carry
+    # little information about the theory and are one card apart (ledger_counts).
+    counts = prediction_counts(recs)
+    apart = sum(1 for rec in recs if kind_of(rec) != PREDICTION)
     tests = ledger.get("tests") or {}
     return {
         "created": str(ledger.get("created") or ""),
@@ -281,6 +285,7 @@ def build_view(ledger: Mapping[str, Any]) -> dict[str, Any]:
         "summary": prose_summary(ledger),
         "counts": [(verdict, counts[verdict]) for verdict in ("agree", "finding", "resolved", "diverge")]
         + [(v, n) for v, n in counts.items() if v not in VERDICTS],
+        "apart": apart,
         "recorded": sum(1 for rec in recs if rec.get("source") == "recorded"),
         "live": sum(1 for rec in recs if rec.get("source") == "live"),
         # pytest's outcomes as it counts them, the finding outcome spelled as a count ('3 findings')
@@ -312,16 +317,18 @@ def build_view(ledger: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def overview(recs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Verdict counts per suite and hardware, the page's first table: where the theory holds and where not."""
+    """Verdict counts of the predictions per suite and hardware, the page's first table: where the
+    theory holds and where not; the other kinds' count beside them."""
     cells: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for rec in recs:
         cells.setdefault((str(rec.get("suite") or "other"), str(rec.get("hardware") or "unspecified")), []).append(rec)
     rows = []
     for (suite, hardware), group in sorted(cells.items()):
-        counts = verdict_counts(group)
-        rows.append({"suite": suite, "hardware": hardware, "total": len(group),
+        counts = prediction_counts(group)
+        apart = sum(1 for rec in group if kind_of(rec) != PREDICTION)
+        rows.append({"suite": suite, "hardware": hardware, "total": len(group) - apart,
                      "counts": [(v, counts[v]) for v in ("agree", "finding", "resolved", "diverge")],
-                     "compact": suite in COMPACT_SUITES})
+                     "apart": apart, "compact": suite in COMPACT_SUITES})
     return rows
 
 
