@@ -3,7 +3,7 @@ program (pytest_anatomy/measure/latency_live.py): one engine, every part the tes
 
 FAST (`-m "gpu and not slow"`): the decode step at every batch and the lone prefill at every
 length, the parts the step model is checked on, then the two tiny-hidden overhead models' decode
-steps at batches 1, 16, 64 and 128, each on its own engine (<= 90 s in all): the step overhead
+steps at batches 1, 16, 64 and 128, each on its own engine (<= 100 s in all): the step overhead
 measured apart from the model it predicts (~4 min on an H200, most of it vLLM's import and the
 engine starts). FULL adds the load runs (closed loop, Poisson, overload) and Llama-3.1-8B's decode
 and prefill on a second engine, which the transfer tests predict with the same calibration (~8.5 min). The plan runs FULL when any selected live latency test

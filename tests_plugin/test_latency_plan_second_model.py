@@ -124,7 +124,7 @@ def _ends_at(line: str) -> float:
     return float(line.split()[2].rstrip("s"))
 
 
-def test_dry_run_shows_the_overhead_models_inside_their_90_s(capsys: pytest.CaptureFixture[str]) -> None:
+def test_dry_run_shows_the_overhead_models_inside_their_100_s(capsys: pytest.CaptureFixture[str]) -> None:
     lines = _dry_run_lines(capsys, "--kv-cache-gib", "12")
     mine = [line for line in lines if line.startswith("qwen2.5-7b-tiny-l")]
     for layers in (28, 2):
@@ -134,10 +134,10 @@ def test_dry_run_shows_the_overhead_models_inside_their_90_s(capsys: pytest.Capt
     assert not any("[SKIP" in line for line in mine)
     before = next(i for i, line in enumerate(lines) if line.startswith("qwen2.5-7b-tiny-l28 engine")) - 1
     start, end = _ends_at(lines[before]), _ends_at(mine[-1])
-    assert 0 < end - start <= 90, (start, end)
+    assert 0 < end - start <= 100, (start, end)
     assert "'cudagraph_capture_sizes': [1, 16, 64, 128]" in mine[0] and "'max_model_len': 2048" in mine[0]
     # a section budget too small for one engine skips both, and says so
-    mine = [line for line in _dry_run_lines(capsys, "--overhead-budget-s", "20") if line.startswith("qwen2.5-7b-tiny")]
+    mine = [line for line in _dry_run_lines(capsys, "--overhead-budget-s", "25") if line.startswith("qwen2.5-7b-tiny")]
     assert mine and all("[SKIP" in line for line in mine)
 
 
@@ -185,7 +185,7 @@ def test_overhead_models_run_in_their_own_budget_and_write_importable_batches(
     args = plan.parse_args(["--out-dir", str(tmp_path)])
     assert plan.run_overhead_models(args, plan.Budget(540.0), _main_output(tmp_path)) == 0
     assert [(s["model"], s["layers"]) for s in seen] == [("qwen2.5-7b-tiny-l28", 28), ("qwen2.5-7b-tiny-l2", 2)]
-    assert all(s["kinds"] == {"decode"} and s["sizes"] == (1, 16, 64, 128) and s["left"] <= 90 for s in seen)
+    assert all(s["kinds"] == {"decode"} and s["sizes"] == (1, 16, 64, 128) and s["left"] <= 100 for s in seen)
     doc = json.loads((tmp_path / "latency-qwen2.5-7b-tiny-l2.json").read_text())
     assert doc["provenance"]["role"] == "overhead model" and doc["provenance"]["model"]["config"]["hidden_size"] == 256
     done = import_files([tmp_path / "latency.json", tmp_path / "latency-qwen2.5-7b-tiny-l28.json",
