@@ -69,14 +69,14 @@ def test_access_counts_match_seed_columns(kernel, seed_row, reconcile):
     for name, pred, col in (("ldg_per_fma", a.ldg, "ldg"), ("lds_distinct_per_fma", a.lds_distinct, "dist"),
                             ("lds_broadcast_per_fma", a.lds_broadcast, "bcast")):
         reconcile(f"{kernel}.{name}", Prediction(pred, "1/FMA", f"access pattern of {kernel}"),
-                  _number(rec, col, "1/FMA"), abs=5e-4 + 1e-9, why=why)
+                  _number(rec, col, "1/FMA"), abs=5e-4 + 1e-9, why=why, kind="replay")
     if row["req_per_fma"]:
         reconcile(f"{kernel}.requests_per_fma", Prediction(a.requests, "1/FMA", "distinct 128 B lines per warp-FMA"),
-                  _number(rec, "req_per_fma", "1/FMA"), abs=5e-4, why=why)
+                  _number(rec, "req_per_fma", "1/FMA"), abs=5e-4, why=why, kind="replay")
     n = 4096
     ai = 2.0 * n**3 / (a.issued_bytes_per_fma * n**3 + 4.0 * n * n)
     reconcile(f"{kernel}.arithmetic_intensity", Prediction(ai, "FLOP/B", "2MNK / (issued bytes + 4MN)"),
-              _number(rec, "ai", "FLOP/B"), abs=5e-3, why=why)
+              _number(rec, "ai", "FLOP/B"), abs=5e-3, why=why, kind="replay")
 
 
 def _number(rec, column: str, unit: str):

@@ -19,7 +19,9 @@ from latency_setups import (  # noqa: I001
     SEED_SHAPE,
     FitPoint,
     Setup,
+    ceiling_scatter,
     h200_workload,
+    median_scatter,
     mean_context,
     seed_workload,
 )
@@ -28,6 +30,7 @@ from pytest_anatomy.fixtures import progress
 from pytest_anatomy.session import get_session
 from pytest_anatomy.specs.model import ModelSpec, load_model
 from pytest_anatomy.theory import latency as lat
+from pytest_anatomy.theory import calibration as cal
 from pytest_anatomy.theory.calibration import SessionPoints, fit_engine
 from pytest_anatomy.theory import serving as sv
 from pytest_anatomy.theory.flops import StepWork
@@ -181,27 +184,92 @@ def build_engine_setup(qwen: ModelSpec, rec: Any, target: Any, beside: Any = Non
                        ) -> Setup:
     """The target's GPU + vLLM 0.26.0 (CUDA graphs, async scheduling, max_num_batched_tokens 8192),
     from one session's recordings (the newest, or those of the session that measured `beside`):
-    its ceilings (read_bandwidth, matmul_bf16), t_overhead from its b=1 decode step and eta from its
-    lone 8,192-token prefill."""
+    its ceilings (read_bandwidth, matmul_bf16) and, by what the session measured:
+    - t_overhead from its tiny-hidden overhead models (c0 + c_layer x layers, never Qwen's own
+      steps) where it ran them; else Qwen's b=1 decode residual, a fit point (kind "fit");
+    - eta from its GEMM timings at the 8,192-token chunk's linear shapes where it has them; else
+      from the lone 8,192-token prefill, a fit point."""
     b1 = rec("qwen2.5-7b.decode.b1", beside=beside, not_after=not_after)
     ceilings = rec_ceilings(rec, target, b1)
     s = b1.data["run"]["settings"]
     engine = rec("qwen2.5-7b.engine", beside=b1)
     budget = int(engine["resolved.max_num_batched_tokens"].value)
-    l8192 = rec("qwen2.5-7b.prefill.l8192", beside=b1)
-    # The same recipe `predict latency` calibrates with (theory/calibration.py).
-    calib = fit_engine(qwen, ceilings, SessionPoints(
-        b1["step_time_s"].value, mean_context(s["input_len"], s["output_len"]), "qwen2.5-7b.decode.b1:step_time_s",
-        8192, l8192["engine_prefill_s.median"].value, "qwen2.5-7b.prefill.l8192:engine_prefill_s.median", budget),
-        name=f"vllm-0.26.0@{target.name} (CUDA graphs, async scheduling)")
+    name = f"vllm-0.26.0@{target.name} (CUDA graphs, async scheduling)"
+    overhead = session_overhead(rec, target, b1)
+    ceil = rec("ceilings", suite="ceilings", beside=b1)
+    gemm = gemm_seconds(ceil)
+    noise = {"bandwidth": ceiling_scatter(ceil, "read_bandwidth"), "peak": ceiling_scatter(ceil, "matmul_bf16")}
+    fits: list[FitPoint] = []
+    if overhead is not None and all((budget, k, n) in gemm for _, k, n in cal.linear_shapes(qwen)):
+        eta = cal.gemm_compute_efficiency(qwen, budget, gemm, ceilings.peak)
+        calib = cal.engine_from_overhead(qwen, overhead, name=name, compute_efficiency=eta, eta_source=(
+            f"eta = {eta:.4f}: the session's bf16 GEMMs at the {budget}-token chunk's linear shapes"))
+        noise.update(t_overhead_s=overhead.spread_s, eta=max(ceiling_scatter(ceil, f"gemm.m{budget}_k{k}_n{n}")
+                                                            for _, k, n in cal.linear_shapes(qwen)))
+    else:
+        l8192 = rec("qwen2.5-7b.prefill.l8192", beside=b1)
+        if overhead is not None:
+            calib = lat.fit_compute_efficiency(qwen, ceilings, lat.prefill_work(8192, budget),
+                                               l8192["engine_prefill_s.median"].value,
+                                               cal.engine_from_overhead(qwen, overhead, name=name),
+                                               fitted_on="qwen2.5-7b.prefill.l8192:engine_prefill_s.median")
+            noise.update(t_overhead_s=overhead.spread_s)
+        else:  # every session recorded before the overhead models: the same recipe as `predict latency`
+            calib = fit_engine(qwen, ceilings, SessionPoints(
+                b1["step_time_s"].value, mean_context(s["input_len"], s["output_len"]),
+                "qwen2.5-7b.decode.b1:step_time_s", 8192, l8192["engine_prefill_s.median"].value,
+                "qwen2.5-7b.prefill.l8192:engine_prefill_s.median", budget), name=name)
+            fits.append(FitPoint("t_overhead", "qwen2.5-7b.decode.b1", "step_time_s", h200_workload(b1),
+                                 frozenset({"step_time_s"})))
+            noise.update(t_overhead_s=median_scatter(b1, "itl_steady_engine_clock_s") * b1["step_time_s"].value)
+        fits.append(FitPoint("eta", "qwen2.5-7b.prefill.l8192", "engine_prefill_s.median", h200_workload(l8192),
+                             frozenset({"engine_prefill_s.median"})))
+        noise.update(eta=median_scatter(l8192, "engine_prefill_s"))
     # The pool is the engine's own (memory profiling); an input here, predicted in tests_capacity.
     sched = sv.SchedulerConfig(int(engine["resolved.max_num_seqs"].value), budget,
                                int(engine["resolved.num_gpu_blocks"].value), int(engine["resolved.block_size"].value))
-    fits = (FitPoint("t_overhead", "qwen2.5-7b.decode.b1", "step_time_s", h200_workload(b1),
-                     frozenset({"step_time_s"})),
-            FitPoint("eta", "qwen2.5-7b.prefill.l8192", "engine_prefill_s.median", h200_workload(l8192),
-                     frozenset({"engine_prefill_s.median"})))
-    return Setup(target.name, qwen, ceilings, calib, sched, fits, kv_pinned=_pinned(engine))
+    return Setup(target.name, qwen, ceilings, calib, sched, tuple(fits), kv_pinned=_pinned(engine), noise=noise)
+
+
+OVERHEAD_MODELS = live_plan.OVERHEAD  # tiny-hidden twins of Qwen2.5-7B (pytest_anatomy/specs/configs/overhead/)
+
+
+def session_overhead(rec: Any, target: Any, beside: Any) -> cal.LayerOverhead | None:
+    """The layer overhead fitted on the tiny models' decode steps of `beside`'s session, or None when
+    the session did not run them (every session recorded before 2026-12-01 07:35)."""
+    from pytest_anatomy.specs import catalog
+
+    steps: list[cal.OverheadStep] = []
+    ceilings = None
+    for model_name in OVERHEAD_MODELS:
+        tiny = load_model(catalog.CONFIG_DIR / "overhead" / f"{model_name}.json")
+        for b in live_plan.OVERHEAD_BATCHES:
+            try:
+                r = rec(f"{model_name}.decode.b{b}", beside=beside)
+            except pytest.skip.Exception:  # not measured in this session: the b=1 residual stays
+                continue
+            if ceilings is None:
+                ceilings = rec_ceilings(rec, target, r)
+            s = r.data["run"]["settings"]
+            roof = lat.decode_step_time(tiny, ceilings, lat.UNCALIBRATED, b, mean_context(s["input_len"], s["output_len"]))
+            steps.append(cal.OverheadStep(tiny.num_layers, b, r["step_time_s"].value, roof.value,
+                                          f"{model_name}.decode.b{b}:step_time_s",
+                                          median_scatter(r, "itl_steady_engine_clock_s") * r["step_time_s"].value))
+    try:
+        return cal.fit_layer_overhead(steps) if steps else None
+    except ValueError:  # one layer count only: no layer term
+        return None
+
+
+def gemm_seconds(ceil: Any) -> dict[tuple[int, int, int], float]:
+    """(m, k, n) -> median seconds of the session's bf16 GEMM timings (ceilings' gemm.m*_k*_n*)."""
+    out: dict[tuple[int, int, int], float] = {}
+    for name, m in ceil.measurements.items():
+        parts = name.split(".")
+        if len(parts) == 3 and parts[0] == "gemm" and parts[2] == "seconds_median":
+            dims = dict((p[0], int(p[1:])) for p in parts[1].split("_"))
+            out[(dims["m"], dims["k"], dims["n"])] = float(m["value"])
+    return out
 
 
 def build_transfer_setup(calibrated: Setup, rec: Any, target: Any, beside: Any = None) -> Setup:
@@ -219,7 +287,11 @@ def build_transfer_setup(calibrated: Setup, rec: Any, target: Any, beside: Any =
     sched = sv.SchedulerConfig(int(engine["resolved.max_num_seqs"].value),
                                int(engine["resolved.max_num_batched_tokens"].value),
                                int(engine["resolved.num_gpu_blocks"].value), int(engine["resolved.block_size"].value))
-    return Setup(target.name, llama, rec_ceilings(rec, target, b1), calib, sched, fits=(), kv_pinned=_pinned(engine))
+    ceil = rec("ceilings", suite="ceilings", beside=b1)
+    noise = {**calibrated.noise, "bandwidth": ceiling_scatter(ceil, "read_bandwidth"),
+             "peak": ceiling_scatter(ceil, "matmul_bf16")}  # its own session's ceilings, Qwen's calibration
+    return Setup(target.name, llama, rec_ceilings(rec, target, b1), calib, sched, fits=(), kv_pinned=_pinned(engine),
+                 noise=noise)
 
 
 def _pinned(engine: Any) -> bool:

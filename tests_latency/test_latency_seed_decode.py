@@ -79,7 +79,7 @@ def test_itl_p50_with_calibrated_overhead(c, seed_setup, measured, reconcile):
     pred = lat.decode_step_time(seed_setup.model, seed_setup.ceilings, seed_setup.calib, c,
                                 mean_context(*SEED_SHAPE))
     reconcile("itl_p50", with_note(pred, note), rec["median_itl"], rel=0.10, why=TARGET_WHY,
-              model=seed_setup.model.name)
+              model=seed_setup.model.name, kind=seed_setup.kind_of(seed_workload(rec), "median_itl"))
 
 
 @pytest.mark.gpu
@@ -192,6 +192,7 @@ def test_itl_p99_chunked_prefill(c, seed_setup, measured, reconcile):
                      f"({fit_step * 1e3:.1f} ms, seed-r1-01-c064:p99_itl): a full-budget step like it, so this "
                      "checks the budget's token accounting at another decode/prefill split, not eta independently")
     reconcile("itl_p99", with_note(pred, *notes), rec["p99_itl"], rel=0.10,
+              kind=seed_setup.kind_of(seed_workload(rec), "p99_itl"),
               why="a p99 over >= 15,000 ITLs is the time of one kind of step, held to the decode target (10%)",
               model=seed_setup.model.name)
 

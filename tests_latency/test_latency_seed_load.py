@@ -53,7 +53,7 @@ def test_throughput_curve(c, seed_setup, measured, reconcile):
     pred = sv.as_prediction(res, "output_throughput", "", "tokens/s", f"closed loop C={c}, {SEED_PROMPTS[c]} prompts",
                             (note,))
     reconcile("output_throughput", pred, rec["output_throughput"], rel=0.10, why=TPUT_WHY,
-              model=seed_setup.model.name)
+              model=seed_setup.model.name, kind=seed_setup.kind_of(seed_workload(rec), "output_throughput"))
 
 
 @pytest.mark.gpu
@@ -97,7 +97,7 @@ def test_overload_every_request_completes_exactly(target, rnd, measured, reconci
               rec["failed"])
     reconcile("total_output_tokens", Prediction(float(n * out), "tokens", "num_prompts x output_len (ignore_eos)",
                                                 {"num_prompts": n, "output_len": out}),
-              rec["total_output_tokens"])
+              rec["total_output_tokens"], kind="identity")
 
 
 @pytest.mark.gpu
@@ -197,7 +197,7 @@ def test_overload_recomputed_tokens(seed_setup, measured, reconcile):
 def test_littles_law_on_the_overload_run(target, measured, reconcile):
     q = measured("seed-r2-ttft-decomposition-overload")
     pred = sv.littles_law_wait(q["waiting_mean"].value, q["request_rate"].value)
-    reconcile("queue_wait_littles_law", pred, q["queue_s"], rel=0.002,
+    reconcile("queue_wait_littles_law", pred, q["queue_s"], rel=0.002, kind="identity",
               why="the quote rounds L to 0.1 requests (0.14%) and lambda to 0.001 req/s (0.2%)")
 
 
