@@ -64,3 +64,20 @@ def decode_step_marks(model: str, b: int) -> tuple[pytest.MarkDecorator, ...]:
                    else ("h200-decode-per-sequence-cost", PER_SEQUENCE_COST))
     return (pytest.mark.finding(fid, reason=reason, expected=other_session_band(ratio), hardware=MEASURED_ON,
                                 strict=(model, b) not in BORDERLINE),)
+
+
+# measured / steady-state closed form at C=64 (test_saturation_throughput), keyed by the model whose band it
+# sets: each model's band is the OTHER model's ratio (newest recordings), +- OTHER_SESSION_NOISE.
+STEADY_STATE_RATIO_OTHER_MODEL: dict[str, float] = {"qwen2.5-7b": 0.8928, "llama-3.1-8b": 0.9125}
+PROMPT_STEPS_SLOWER = (
+    "A closed loop at C=64 delivers less than its steady state minus the named terms (ramp-up and drain, the "
+    "decode step's per-sequence miss at b=64, noise): the steps that carry a new 1,024-token prompt beside ~63 "
+    "decodes run in ~35-60 ms where the step model says ~25 ms (h200-ttft-short-prefill-and-frontend), and a "
+    "request spends ~4 such steps per 256 tokens. Measured on both models alike: the band of each is the other's "
+    "ratio.")
+
+
+def steady_state_marks(model: str) -> tuple[pytest.MarkDecorator, ...]:
+    return (pytest.mark.finding("h200-prompt-steps-slower-than-modeled", reason=PROMPT_STEPS_SLOWER,
+                                quantity="output_throughput_steady_state", hardware=MEASURED_ON,
+                                expected=other_session_band(STEADY_STATE_RATIO_OTHER_MODEL[model])),)
