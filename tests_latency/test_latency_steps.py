@@ -68,12 +68,7 @@ def test_decode_step(b, engine_setup, latency_recording, reconcile, anatomy_benc
 
 
 @pytest.mark.gpu
-@pytest.mark.finding("h200-decode-step-overhead", hardware=MEASURED_ON,
-    reason="The bare roofline (14.20 GB at the measured 4.47 TB/s read ceiling = 3.18 ms; 2.96 ms at the 4.8 TB/s "
-           "datasheet) misses 1.49 ms of the 4.67 ms b=1 step (32%). A CUDA-graphed chain of cuBLAS GEMVs over "
-           "the same weights took 4.02 ms on this H200 (DESIGN.md): 0.84 ms of the gap is GEMV streaming below "
-           "the read ceiling; the remaining ~0.65 ms is attention, norms, rope, sampling and kernel boundaries.",
-    expected=(1.35, 1.6))
+@lf.DECODE_ROOFLINE
 def test_decode_roofline_without_overhead(engine_setup, latency_recording, reconcile, anatomy_benchmark):
     rec, ctx = _decode(latency_recording, 1)
     anatomy_benchmark(rec, "step_time_s")  # b=1 (the fit point's timing), as pytest-benchmark rounds
@@ -83,13 +78,7 @@ def test_decode_roofline_without_overhead(engine_setup, latency_recording, recon
 
 
 @pytest.mark.gpu
-@pytest.mark.finding("h200-decode-per-sequence-cost", hardware=MEASURED_ON,
-    reason="Each extra sequence adds 19.2 us to Qwen2.5-7B's decode step and 42.3 us to Llama-3.1-8B's (OLS over "
-           "b = 1..64), 1.37x and 1.32x their KV reads at the session's read ceiling (1,088 tokens x 56 KiB at "
-           "4.47 TB/s = 14.0 us; x 128 KiB at 4.45 TB/s = 32.0 us): the same per-byte excess on two KV shapes "
-           "(GQA 7:1 vs 4:1), so it scales with KV bytes, not with the model's GEMMs. The seed's 4090 shows 1.6x. "
-           "Not yet isolated: paged decode attention over 16-token blocks reading below the streaming ceiling.",
-    expected=(1.3, 1.7))
+@lf.MARGINAL_COST
 @pytest.mark.parametrize("setup_name", ("engine_setup", "transfer_setup"))
 def test_marginal_cost_per_sequence(setup_name, request, latency_recording, reconcile):
     """Least-squares slope of the decode step over b = 1..64 vs the model's d(t_step)/db."""
@@ -109,35 +98,13 @@ def test_marginal_cost_per_sequence(setup_name, request, latency_recording, reco
               model=engine_setup.model.name)
 
 
-SHORT_PREFILL_REASON = (
-    "A lone prompt of 128 or 512 tokens takes far longer from scheduling to first token than one step of that "
-    "work (4.7-4.9 ms at 128 tokens, memory-bound; 12-13 ms at 512, compute-bound); from 2,048 tokens on the model "
-    "holds within 3%. The excess is not a per-step cost (decode steps show 1.5 ms), it moves from session to "
-    "session, and it is larger with the pool gpu_memory_utilization makes (0.9-2.1M tokens) than with a pool "
-    "pinned by kv_cache_memory_bytes (~225k tokens). Utilization-sized, 128/512 tokens: Qwen2.5-7B 3.41x/3.08x "
-    "(2026-11-30) and 2.74x/2.36x (2026-12-01, fast session), Llama-3.1-8B 3.66x/2.57x (2026-12-01); pinned: "
-    "Qwen 2.08x/1.84x (2026-12-01), Llama 2.45x/1.74x (2026-11-30). Mechanism not established; candidates: "
-    "per-request engine work that grows with the number of KV blocks (block pool, block tables), the first step "
-    "after an idle engine. Each band spans every run of its regime (three sessions, two models) with ~10% margin.")
-# (lo, hi) of measured/predicted per (prompt length, pool regime); the regime is the reconciliation name.
-SHORT_PREFILL_BANDS = {(128, ""): (2.5, 4.0), (512, ""): (2.1, 3.4),
-                       (128, "_pinned_pool"): (1.9, 2.7), (512, "_pinned_pool"): (1.6, 2.0)}
-
-
-def _short_prefill(name: str, length: int) -> tuple:
-    return tuple(pytest.mark.finding("h200-short-prefill-depends-on-kv-pool", hardware=MEASURED_ON,
-                                     quantity=f"{name}{regime}", reason=SHORT_PREFILL_REASON,
-                                     expected=SHORT_PREFILL_BANDS[(length, regime)])
-                 for regime in ("", "_pinned_pool"))
-
-
 def pool_regime(setup) -> str:
     """'_pinned_pool' when the run's engine had kv_cache_memory_bytes pinned, else ''."""
     return "_pinned_pool" if setup.kv_pinned else ""
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("length", [pytest.param(n, marks=_short_prefill("prefill", n)) for n in PREFILL[:2]]
+@pytest.mark.parametrize("length", [pytest.param(n, marks=lf.short_prefill_marks("prefill", n)) for n in PREFILL[:2]]
                          + sorted((*PREFILL[2:], 8192)))
 def test_prefill(length, engine_setup, latency_recording, reconcile, anatomy_benchmark):
     """Lone prefill in chunks of max_num_batched_tokens (8,192): compute-bound above ~180 tokens,
@@ -161,12 +128,7 @@ def test_prefill(length, engine_setup, latency_recording, reconcile, anatomy_ben
 
 
 @pytest.mark.gpu
-@pytest.mark.finding("h200-prefill-below-matmul-ceiling", hardware=MEASURED_ON,
-    reason="At the measured 8192^3 bf16 matmul ceiling (800 TFLOP/s; datasheet 989) long prefills are 27-29% "
-           "slower than their FLOPs: they reach ~78% of it (eta = 0.79 when fitted). Real shapes (K = 3,584, "
-           "N = 512 for k/v) tile worse than 8192^3, FlashAttention's causal kernel runs below GEMM peak, and "
-           "norms/rope/activations add memory-bound passes the FLOP count ignores.",
-    expected=(1.2, 1.45))
+@lf.PREFILL_BELOW_CEILING
 @pytest.mark.parametrize("length", (2048, 8192, 16384, 32000))
 def test_prefill_at_the_matmul_ceiling(length, engine_setup, latency_recording, reconcile):
     rec = latency_recording(f"qwen2.5-7b.prefill.l{length}")
@@ -211,7 +173,7 @@ def test_decode_overhead_transfers_to_a_second_model(b, transfer_setup, latency_
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("length", [pytest.param(n, marks=_short_prefill("prefill_other_model", n))
+@pytest.mark.parametrize("length", [pytest.param(n, marks=lf.short_prefill_marks("prefill_other_model", n))
                                     for n in PREFILL[:2]] + list(PREFILL[2:]))
 def test_prefill_efficiency_transfers_to_a_second_model(length, transfer_setup, reconcile, latency_recording):
     """The same for eta: fitted on Qwen2.5-7B's 8,192-token prefill, tested on Llama-3.1-8B."""
