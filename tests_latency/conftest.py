@@ -363,3 +363,10 @@ def pytest_anatomy_live_plan(config: pytest.Config, items: list[pytest.Item]) ->
 def latency_recording(session_rec: Any) -> Any:
     """latency_recording(name, suite="latency"): this test's target's recording of `name`."""
     return session_rec
+
+
+@pytest.fixture
+def setup_builders() -> tuple[Any, Any]:
+    """(build_engine_setup, build_transfer_setup), for tests that rebuild another session's setup
+    (a test module cannot import this conftest by name: every suite has one)."""
+    return build_engine_setup, build_transfer_setup

@@ -37,7 +37,7 @@ LENGTHS = (256, 512, 1024, 2048, 4096)
 SWEEP = "seed-r2-01-c{:03d}"
 P50_REPEATS = frozenset({1})  # round 2's C=1 is the workload t_overhead was fitted on (round 1's C=1)
 P99_REPEATS = frozenset({64})  # round 2's C=64 p99 is the step eta was fitted on (round 1's C=64 p99)
-TARGET_WHY = ("issue 4's accuracy target for a calibrated decode step (10%); the seed's ITL medians repeat "
+TARGET_WHY = ("the accuracy goal for a calibrated decode step (10%); the seed's ITL medians repeat "
               "within 1% across runs (r1-01 vs r1-02), so a larger gap is the model's, not noise")
 
 ATTAINMENT = pytest.mark.finding(

@@ -24,9 +24,9 @@ pytestmark = pytest.mark.targets(recorded="seed-")
 TPUT_REPEATS = frozenset({1})  # at C=1 throughput is O / (TTFT + (O - 1) x ITL): the t_overhead fit's workload
 LENGTHS = (256, 512, 1024, 2048, 4096)
 STRESS = {"concurrency": 64, "prompts": 128, "input_len": 6144, "output_len": 2048}
-TPUT_WHY = ("issue 4's target for throughput (10%); bench serve's throughput repeats within 0.5% across the "
+TPUT_WHY = ("the throughput goal (10%); bench serve's throughput repeats within 0.5% across the "
             "seed's reruns (r1-01 vs r1-02)")
-TTFT_WHY = "issue 4's TTFT target (25%): queueing multiplies any step-time error by the queue length"
+TTFT_WHY = "the TTFT goal (25%): queueing multiplies any step-time error by the queue length"
 
 
 def _kv_pool_blocks(measured, rnd: int) -> int:
@@ -146,9 +146,9 @@ def test_overload_throughput_and_ttft(target, rnd, seed_setup, measured, reconci
     reconcile("ttft_p50", sv.as_prediction(res, "ttft", "p50", "s", label), rec["median_ttft"], rel=0.25,
               why=TTFT_WHY, **kw)
     reconcile("itl_median", sv.as_prediction(res, "itl", "p50", "s", label), rec["median_itl"], rel=0.10,
-              why="issue 4's decode target (10%)", **kw)
+              why="the decode goal (10%)", **kw)
     reconcile("itl_mean", sv.as_prediction(res, "itl", "mean", "s", label), rec["mean_itl"], rel=0.10,
-              why="issue 4's decode target (10%)", **kw)
+              why="the decode goal (10%)", **kw)
 
 
 @pytest.mark.gpu

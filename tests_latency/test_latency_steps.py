@@ -5,8 +5,10 @@ Recordings: results/<card>/latency/qwen2.5-7b.decode.b*, .prefill.l* (scripts/de
 live: the same program once per session, tests_latency/latency_live_plan.py;
 decode step = median steady ITL of B requests of 1024/128 sent at once; prefill = median
 engine time from scheduling to first token of a lone request, one warm-up discarded).
-In-sample (conftest.engine_setup): decode.b1 (t_overhead) and prefill.l8192 (eta); the checks
-below verify from the recordings' settings that they test neither (Setup.check_held_out).
+In-sample (conftest.engine_setup), on sessions without tiny-hidden overhead models: decode.b1
+(t_overhead) and prefill.l8192 (eta), reconciled as kind "fit"; the other checks verify from the
+recordings' settings that they test neither (Setup.check_held_out). Tolerances are each run's
+measured noise (step_budget); decode gaps beyond it carry findings banded by the other session.
 test_prefill[16384]'s first chunk is the 8,192-token step eta was fitted on; its note says so.
 """
 
@@ -187,11 +189,10 @@ def test_prefill_efficiency_transfers_to_a_second_model(length, transfer_setup, 
 
 @pytest.mark.gpu
 @pytest.mark.targets(recorded="qwen2.5-7b.decode.", live=False)
-def test_decode_bands_are_the_other_sessions_ratios(qwen, session_rec, target):
+def test_decode_bands_are_the_other_sessions_ratios(qwen, session_rec, target, setup_builders):
     """Every decode-step finding band is the other session's measured/predicted ratio, recomputed here
     from its recordings by the same setup code: the table in latency_findings.py is never retyped."""
-    from conftest import build_engine_setup, build_transfer_setup
-
+    build_engine_setup, build_transfer_setup = setup_builders
     q1 = session_rec("qwen2.5-7b.decode.b1", not_after=lf.OTHER_SESSION["qwen2.5-7b"])
     l1 = session_rec("llama-3.1-8b.decode.b1", not_after=lf.OTHER_SESSION["llama-3.1-8b"])
     setups = {"qwen2.5-7b": (build_engine_setup(qwen, session_rec, target, beside=q1), q1),
