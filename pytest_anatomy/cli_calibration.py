@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_anatomy import recordings
+from pytest_anatomy.specs.catalog import CONFIG_DIR
 from pytest_anatomy.specs.hardware import HardwareSpec
 from pytest_anatomy.specs.model import load_model
-from pytest_anatomy.theory import latency as lat
-from pytest_anatomy.specs.catalog import CONFIG_DIR
 from pytest_anatomy.theory import calibration as cal
+from pytest_anatomy.theory import latency as lat
 from pytest_anatomy.theory.calibration import SessionPoints, fit_engine
 
 # The model every recorded calibration session ran (tests_latency: engine_setup).

@@ -21,18 +21,18 @@ from latency_setups import (  # noqa: I001
     Setup,
     ceiling_scatter,
     h200_workload,
-    median_scatter,
     mean_context,
+    median_scatter,
     seed_workload,
 )
 
 from pytest_anatomy.fixtures import progress
 from pytest_anatomy.session import get_session
 from pytest_anatomy.specs.model import ModelSpec, load_model
-from pytest_anatomy.theory import latency as lat
 from pytest_anatomy.theory import calibration as cal
-from pytest_anatomy.theory.calibration import SessionPoints, fit_engine
+from pytest_anatomy.theory import latency as lat
 from pytest_anatomy.theory import serving as sv
+from pytest_anatomy.theory.calibration import SessionPoints, fit_engine
 from pytest_anatomy.theory.flops import StepWork
 
 
@@ -267,7 +267,7 @@ def gemm_seconds(ceil: Any) -> dict[tuple[int, int, int], float]:
     for name, m in ceil.measurements.items():
         parts = name.split(".")
         if len(parts) == 3 and parts[0] == "gemm" and parts[2] == "seconds_median":
-            dims = dict((p[0], int(p[1:])) for p in parts[1].split("_"))
+            dims = {p[0]: int(p[1:]) for p in parts[1].split("_")}
             out[(dims["m"], dims["k"], dims["n"])] = float(m["value"])
     return out
 

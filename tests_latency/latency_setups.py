@@ -191,7 +191,7 @@ def ceiling_scatter(ceil: Any, key: str) -> float:
     return samples_scatter((((ceil.data.get("run") or {}).get("result") or {}).get(key) or {}).get("samples"))
 
 
-def step_budget(setup: "Setup", pred: Prediction, measured_scatter: float, *, compute_share: float | None = None
+def step_budget(setup: Setup, pred: Prediction, measured_scatter: float, *, compute_share: float | None = None
                 ) -> dict[str, float]:
     """The error budget of a step-time prediction: the measurement's own repeat scatter, the session
     ceiling it divides by (weighted by the share of the step that ceiling sets) and the calibration's

@@ -14,10 +14,15 @@ test_prefill[16384]'s first chunk is the 8,192-token step eta was fitted on; its
 
 from __future__ import annotations
 
-import pytest
 import latency_findings as lf
-from latency_findings import MEASURED_ON
-from latency_setups import h200_workload, mean_context, median_scatter, step_budget, with_note
+import pytest
+from latency_setups import (
+    h200_workload,
+    mean_context,
+    median_scatter,
+    step_budget,
+    with_note,
+)
 
 from pytest_anatomy.measure import Measurement
 from pytest_anatomy.measure.analysis import linear_fit

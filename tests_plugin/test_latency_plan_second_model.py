@@ -175,8 +175,8 @@ def test_overhead_models_run_in_their_own_budget_and_write_importable_batches(
     seen: list[dict[str, Any]] = []
 
     async def fake_execute(args, out, budget, cfg, model_dir, cost, model, kinds):  # type: ignore[no-untyped-def]
-        seen.append(dict(model=model, kinds=kinds, sizes=args.cudagraph_capture_sizes, left=budget.remaining(),
-                         layers=json.loads((Path(model_dir) / "config.json").read_text())["num_hidden_layers"]))
+        seen.append({"model": model, "kinds": kinds, "sizes": args.cudagraph_capture_sizes, "left": budget.remaining(),
+                         "layers": json.loads((Path(model_dir) / "config.json").read_text())["num_hidden_layers"]})
         out.add({"id": f"{model}.decode.b1", "kind": "decode", "settings": {"batch": 1},
                  "result": {"step_time_s": 0.0012}})
         return 0
