@@ -10,6 +10,7 @@ quotes from its unpublished 1 Hz metrics CSVs (SeedQuote recordings).
 
 from __future__ import annotations
 
+import latency_findings as lf
 import pytest
 from latency_setups import SEED_PROMPTS, SEED_SHAPE, fit_param, seed_workload
 
@@ -68,13 +69,7 @@ def test_length_sweep_throughput(length, seed_setup, measured, reconcile):
 
 
 @pytest.mark.gpu
-@pytest.mark.finding(
-    "seed-closed-loop-ttft-grouping",
-    reason="The engine part of the mean TTFT at C=64 (queue 380 + prefill 479 ms) is 20-25% above the "
-           "simulation: the simulated closed loop admits each replacement prompt alone as soon as a slot frees, "
-           "while in the seed's run replacements arrived through HTTP and tokenization (141 ms frontend residual) "
-           "and were prefilled in groups behind each other (the same grouping as the C=4 p99 finding).",
-    expected=(1.1, 1.45))
+@lf.SEED_TTFT_GROUPING
 def test_ttft_decomposition_at_c64(seed_setup, measured, reconcile):
     """Engine TTFT (queue + prefill, from the server's histograms) at C=64 vs the simulated TTFT,
     which has no frontend: the seed's 141 ms frontend residual is outside both."""
@@ -187,13 +182,7 @@ def test_overload_recomputed_tokens(seed_setup, measured, reconcile):
 
 
 @pytest.mark.gpu
-@pytest.mark.finding(
-    "seed-littles-law-waiting-includes-preempted",
-    reason="Little's law is an identity for a run that starts and ends empty, yet L / lambda = 140 s exceeds the "
-           "histogram's mean queue time (135.0 s) by 3.7%: the 1 Hz `num_requests_waiting` gauge also counts the "
-           "38 preempted requests waiting to be recomputed, while the queue-time histogram records only each "
-           "request's first wait. 3.7% of 128 x 135 s is ~5 s per preemption, the order of a re-wait here.",
-    expected=(0.95, 0.99))
+@lf.SEED_LITTLES_LAW
 def test_littles_law_on_the_overload_run(target, measured, reconcile):
     q = measured("seed-r2-ttft-decomposition-overload")
     pred = sv.littles_law_wait(q["waiting_mean"].value, q["request_rate"].value)
