@@ -231,9 +231,7 @@ def _exceeds(t: tg.Target, v: Variant) -> tuple:
     r = _prereg_roofline_ratio(v, t.spec)
     if r <= 1:
         return ()
-    reason = hf.BYTE_LEDGER_EXCEEDED.format(prereg=r, prereg_ms=v.preregistered_ms(SHAPES["sgemm"]))
-    return (pytest.mark.finding("h200-byte-ledger-exceeded", reason=reason, expected=hf.band(observed),
-                                hardware=hf.MEASURED_ON),)
+    return hf.byte_ledger_exceeded(r, v.preregistered_ms(SHAPES["sgemm"]), observed)
 
 
 @pytest.mark.gpu
