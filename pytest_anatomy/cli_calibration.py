@@ -5,7 +5,8 @@ answer uses the newest session that measured Qwen2.5-7B's b=1 decode step: that 
 ceilings (read bandwidth, bf16 matmul) and the overhead and efficiency fitted on it by the
 latency suite's own recipe (theory/calibration.py): t_overhead from the session's tiny-hidden
 overhead models (c0 + c_layer x layers) where it ran them, else Qwen's b=1 residual; eta from the
-8,192-token prefill. Without such a session the datasheet roofline stays, and the notes say why."""
+8,192-token prefill, or from the session's GEMM timings at each step's token count where it has them.
+Without such a session the datasheet roofline stays, and the notes say why."""
 
 from __future__ import annotations
 
@@ -85,6 +86,8 @@ def _fit(results: Path, hw: HardwareSpec) -> RecordedCalibration | str:
                                                points.prefill_s, cal.engine_from_overhead(qwen, overhead, name=name),
                                                fitted_on=points.prefill_name)
             used += tuple(overhead.fitted_on)
+        # eta at the step's own token count from the session's GEMM timings, where it has them
+        calib = cal.with_gemm_efficiency(calib, qwen, _gemm_seconds(ceil), ceilings.peak)
     # A quantity the session lacks, or a fit that has nothing to fit (a step faster than its roofline).
     except (KeyError, TypeError, ValueError) as exc:
         return (f"the newest session under {where} ({b1.recorded_at}) gives no usable calibration ({exc}): "
@@ -116,3 +119,14 @@ def _tiny_overhead(results: Path, hw: HardwareSpec, b1: recordings.Recording,
         return cal.fit_layer_overhead(steps) if steps else None
     except ValueError:  # one layer count only
         return None
+
+
+def _gemm_seconds(ceil: recordings.Recording) -> dict[tuple[int, int, int], float]:
+    """(m, k, n) -> median seconds of the session's bf16 GEMM timings (measurements gemm.m*_k*_n*.seconds_median)."""
+    out: dict[tuple[int, int, int], float] = {}
+    for name, m in ceil.measurements.items():
+        parts = name.split(".")
+        if len(parts) == 3 and parts[0] == "gemm" and parts[2] == "seconds_median":
+            dims = {p[0]: int(p[1:]) for p in parts[1].split("_")}
+            out[(dims["m"], dims["k"], dims["n"])] = float(m["value"])
+    return out

@@ -32,7 +32,6 @@ from pytest_anatomy.specs.model import ModelSpec, load_model
 from pytest_anatomy.theory import calibration as cal
 from pytest_anatomy.theory import latency as lat
 from pytest_anatomy.theory import serving as sv
-from pytest_anatomy.theory.calibration import SessionPoints, fit_engine
 from pytest_anatomy.theory.flops import StepWork
 
 
@@ -200,31 +199,28 @@ def build_engine_setup(qwen: ModelSpec, rec: Any, target: Any, beside: Any = Non
     gemm = gemm_seconds(ceil)
     noise = {"bandwidth": ceiling_scatter(ceil, "read_bandwidth"), "peak": ceiling_scatter(ceil, "matmul_bf16")}
     fits: list[FitPoint] = []
-    if overhead is not None and all((budget, k, n) in gemm for _, k, n in cal.linear_shapes(qwen)):
-        eta = cal.gemm_compute_efficiency(qwen, budget, gemm, ceilings.peak)
-        calib = cal.engine_from_overhead(qwen, overhead, name=name, compute_efficiency=eta, eta_source=(
-            f"eta = {eta:.4f}: the session's bf16 GEMMs at the {budget}-token chunk's linear shapes"))
-        noise.update(t_overhead_s=overhead.spread_s, eta=max(ceiling_scatter(ceil, f"gemm.m{budget}_k{k}_n{n}")
-                                                            for _, k, n in cal.linear_shapes(qwen)))
-    else:
+    if overhead is not None:
+        calib = cal.engine_from_overhead(qwen, overhead, name=name)
+        noise["t_overhead_s"] = overhead.spread_s
+    else:  # every session recorded before the overhead models: Qwen's own b=1 residual, a fit point
+        calib = lat.fit_step_overhead(qwen, ceilings, 1, mean_context(s["input_len"], s["output_len"]),
+                                      b1["step_time_s"].value, name=name, fitted_on="qwen2.5-7b.decode.b1:step_time_s")
+        fits.append(FitPoint("t_overhead", "qwen2.5-7b.decode.b1", "step_time_s", h200_workload(b1),
+                             frozenset({"step_time_s"})))
+        noise["t_overhead_s"] = median_scatter(b1, "itl_steady_engine_clock_s") * b1["step_time_s"].value
+    gemm_calib = cal.with_gemm_efficiency(calib, qwen, gemm, ceilings.peak)
+    if gemm_calib.efficiency_by_tokens:  # eta measured at the step's own shapes: nothing fitted
+        calib = gemm_calib
+        noise["eta"] = max(ceiling_scatter(ceil, f"gemm.{cal.gemm_key(m, k, n)}")
+                           for m, _ in calib.efficiency_by_tokens for _, k, n in cal.linear_shapes(qwen))
+    else:  # the same recipe `predict latency` calibrates with (theory/calibration.py): the 8,192 prefill
         l8192 = rec("qwen2.5-7b.prefill.l8192", beside=b1)
-        if overhead is not None:
-            calib = lat.fit_compute_efficiency(qwen, ceilings, lat.prefill_work(8192, budget),
-                                               l8192["engine_prefill_s.median"].value,
-                                               cal.engine_from_overhead(qwen, overhead, name=name),
-                                               fitted_on="qwen2.5-7b.prefill.l8192:engine_prefill_s.median")
-            noise.update(t_overhead_s=overhead.spread_s)
-        else:  # every session recorded before the overhead models: the same recipe as `predict latency`
-            calib = fit_engine(qwen, ceilings, SessionPoints(
-                b1["step_time_s"].value, mean_context(s["input_len"], s["output_len"]),
-                "qwen2.5-7b.decode.b1:step_time_s", 8192, l8192["engine_prefill_s.median"].value,
-                "qwen2.5-7b.prefill.l8192:engine_prefill_s.median", budget), name=name)
-            fits.append(FitPoint("t_overhead", "qwen2.5-7b.decode.b1", "step_time_s", h200_workload(b1),
-                                 frozenset({"step_time_s"})))
-            noise.update(t_overhead_s=median_scatter(b1, "itl_steady_engine_clock_s") * b1["step_time_s"].value)
+        calib = lat.fit_compute_efficiency(qwen, ceilings, lat.prefill_work(8192, budget),
+                                           l8192["engine_prefill_s.median"].value, calib,
+                                           fitted_on="qwen2.5-7b.prefill.l8192:engine_prefill_s.median")
         fits.append(FitPoint("eta", "qwen2.5-7b.prefill.l8192", "engine_prefill_s.median", h200_workload(l8192),
                              frozenset({"engine_prefill_s.median"})))
-        noise.update(eta=median_scatter(l8192, "engine_prefill_s"))
+        noise["eta"] = median_scatter(l8192, "engine_prefill_s")
     # The pool is the engine's own (memory profiling); an input here, predicted in tests_capacity.
     sched = sv.SchedulerConfig(int(engine["resolved.max_num_seqs"].value), budget,
                                int(engine["resolved.num_gpu_blocks"].value), int(engine["resolved.block_size"].value))

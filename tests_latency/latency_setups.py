@@ -187,8 +187,12 @@ def samples_scatter(samples: Any) -> float:
 
 
 def ceiling_scatter(ceil: Any, key: str) -> float:
-    """The session's ceiling `key` ("read_bandwidth", "matmul_bf16"): the scatter of its own runs."""
-    return samples_scatter((((ceil.data.get("run") or {}).get("result") or {}).get(key) or {}).get("samples"))
+    """The session's ceiling `key` ("read_bandwidth", "matmul_bf16", "gemm.m8192_k3584_n4608"): the scatter
+    of its own runs (the ceilings part's samples, kept in the recording's data)."""
+    node: Any = (ceil.data.get("run") or {}).get("result") or {}
+    for part in key.split("."):
+        node = (node or {}).get(part) or {}
+    return samples_scatter(node.get("samples"))
 
 
 def step_budget(setup: Setup, pred: Prediction, measured_scatter: float, *, compute_share: float | None = None

@@ -76,3 +76,28 @@ def test_the_independent_overhead_catches_a_5_percent_weights_error_the_residual
                                     name="tiny")
     gap = lat.decode_step_time(qwen, wrong, tiny, 1, 1088).value / measured_b1 - 1
     assert 0.03 < gap < 0.04  # far outside a ~1.2% noise budget
+
+
+def test_eta_by_tokens_interpolates_in_log_tokens_and_steps_use_it():
+    qwen = load_model("qwen2.5-7b")
+    seconds = {}
+    for m, eta in ((512, 0.6), (2048, 0.7), (8192, 0.8)):
+        for _, k, n in cal.linear_shapes(qwen):
+            seconds[(m, k, n)] = 2.0 * m * k * n / (eta * 7.9e14)
+    seconds[(128, 3584, 4608)] = 1e-3  # a memory-bound count (and incomplete): ignored
+    base = lat.EngineCalibration("x", 1.5e-3, 0.79, fitted_on=("qwen.decode.b1", "qwen.prefill.l8192"),
+                                 notes=("eta = 0.79: fitted",))
+    calib = cal.with_gemm_efficiency(base, qwen, seconds, 7.9e14)
+    assert [m for m, _ in calib.efficiency_by_tokens] == [512, 2048, 8192]
+    assert [e for _, e in calib.efficiency_by_tokens] == pytest.approx([0.6, 0.7, 0.8])
+    assert calib.fitted_on == ("qwen.decode.b1",) and not any(n.startswith("eta = ") for n in calib.notes)
+    assert calib.eta_at(100) == pytest.approx(0.6) and calib.eta_at(20000) == pytest.approx(0.8)
+    assert calib.eta_at(1024) == pytest.approx(0.65)  # halfway between 512 and 2048 in log tokens
+    ceilings = lat.Ceilings.measured(get_hardware("h200"), bandwidth=4.39e12, peak=7.9e14, source="test")
+    for work in (lat.prefill_work(8192, 8192)[0], lat.prefill_work(1024, 8192)[0], lat.decode_work(64, 1088)):
+        assert lat.StepModel.build(qwen, ceilings, calib).seconds(
+            work.decode_tokens, work.decode_context_sum, work.prefill, work.logits
+        ) == pytest.approx(lat.step_time(qwen, ceilings, calib, work).value)
+    assert cal.with_gemm_efficiency(base, qwen, {}, 7.9e14) is base
+    with pytest.raises(ValueError, match="sorted"):
+        lat.EngineCalibration("bad", efficiency_by_tokens=((2048, 0.7), (512, 0.6)))

@@ -7,7 +7,7 @@ The numbers come in as plain floats: reading recordings is the caller's business
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pytest_anatomy.specs.model import ModelSpec
 from pytest_anatomy.theory import latency as lat
@@ -132,3 +132,39 @@ def gemm_compute_efficiency(model: ModelSpec, tokens: int, seconds: dict[tuple[i
         flops += 2.0 * tokens * k * n
         time_s += seconds[key]
     return flops / time_s / peak
+
+
+# Below this many rows a linear layer's GEMM is bound by streaming its weights (the bytes / BW term
+# carries that); from here on its timing measures the compute efficiency the FLOPs term divides by.
+COMPUTE_BOUND_ROWS = 512
+
+
+def gemm_efficiency_by_tokens(model: ModelSpec, seconds: dict[tuple[int, int, int], float],
+                              peak: float) -> tuple[tuple[int, float], ...]:
+    """(tokens, eta) at every compute-bound token count the session timed all four trunk shapes at."""
+    out = []
+    for m in sorted({m for m, _, _ in seconds if m >= COMPUTE_BOUND_ROWS}):
+        try:
+            out.append((m, gemm_compute_efficiency(model, m, seconds, peak)))
+        except KeyError:  # a shape of this model missing at this m: that token count says nothing
+            continue
+    return tuple(out)
+
+
+def with_gemm_efficiency(calib: lat.EngineCalibration, model: ModelSpec, seconds: dict[tuple[int, int, int], float],
+                         peak: float) -> lat.EngineCalibration:
+    """`calib` with eta taken from the session's GEMM timings at the step's own token count (none fitted),
+    or unchanged when the session timed no compute-bound shape of `model`."""
+    points = gemm_efficiency_by_tokens(model, seconds, peak)
+    if not points:
+        return calib
+    shown = ", ".join(f"{m}: {e:.3f}" for m, e in points)
+    return replace(calib, compute_efficiency=points[-1][1], efficiency_by_tokens=points,
+                   fitted_on=tuple(f for f in calib.fitted_on if "prefill" not in f),
+                   notes=tuple(n for n in calib.notes if not n.startswith("eta = "))
+                   + (f"eta by new tokens from the session's bf16 GEMMs at {model.name}'s linear shapes: {shown}",))
+
+
+def gemm_key(m: int, k: int, n: int) -> str:
+    """A GEMM timing's name in the session's ceilings recording (measure/ceilings.py gemm_key)."""
+    return f"m{m}_k{k}_n{n}"
