@@ -101,8 +101,14 @@ def test_marginal_cost_per_sequence(setup_name, request, latency_recording, reco
     t = [lat.decode_step_time(engine_setup.model, engine_setup.ceilings, engine_setup.calib, b, ctx).value for b in (1, 64)]
     pred = Prediction((t[1] - t[0]) / 63, "s", "d(t_step)/db = context x kv_bytes_per_token / BW", {"context": ctx},
                       terms=(Term("t_step(b=1)", t[0], "s"), Term("t_step(b=64)", t[1], "s")))
-    reconcile("decode_s_per_sequence", pred, slope, rel=0.10, why=TARGET_WHY,
-              model=engine_setup.model.name)
+    ys = [r["step_time_s"].value for r, _ in recs]
+    mean_b = sum(batches) / len(batches)
+    residual = sum((y - fit.slope * b - fit.intercept) ** 2 for b, y in zip(batches, ys, strict=True))
+    slope_se = (residual / (len(batches) - 2) / sum((b - mean_b) ** 2 for b in batches)) ** 0.5
+    budget = {"slope_scatter": 2 * slope_se / fit.slope, "ceiling_spread": engine_setup.noise.get("bandwidth", 0.0)}
+    reconcile("decode_s_per_sequence", pred, slope, budget=budget,
+              why="the OLS slope's own scatter (2 standard errors of the slope over b = 1..64) and the read "
+                  "ceiling's (the predicted slope is KV bytes / BW)", model=engine_setup.model.name)
 
 
 def pool_regime(setup) -> str:
@@ -169,8 +175,12 @@ def test_prefill_attention_term_runs_at_matmul_efficiency(engine_setup, latency_
 @pytest.mark.gpu
 @pytest.mark.parametrize("b", [pytest.param(b, marks=lf.decode_step_marks("llama-3.1-8b", b)) for b in (1, *BATCHES)])
 def test_decode_overhead_transfers_to_a_second_model(b, transfer_setup, latency_recording, reconcile):
-    """The calibration's real test: the overhead fitted on Qwen2.5-7B's b=1 step predicting
-    Llama-3.1-8B's decode step on the same engine and GPU (Llama's own session's ceilings)."""
+    """The calibration's real test: the overhead fitted on Qwen2.5-7B's b=1 step (or measured on the tiny
+    overhead models) predicting Llama-3.1-8B's decode step on the same engine and GPU (Llama's own
+    session's ceilings). Llama differs from Qwen in KV bytes per token (128 vs 56 KiB, so the KV term
+    weighs 2.3x more at every batch) and layers (32 vs 28); not in weight scale (14.0 vs 14.2 GB), lm_head
+    share (7.5% vs 7.7%) or FFN share (~80%): an error in those cancels here too (theory_mutants:
+    latency-matmul-weights-x1.05, a known survivor of the b=1-residual calibration)."""
     setup = transfer_setup
     rec, ctx = _decode(latency_recording, b, setup.model.name)
     note = setup.check_held_out(h200_workload(rec), "step_time_s")
