@@ -222,3 +222,32 @@ def test_ceilings_reads_gemm_shapes_and_refuses_bad_ones(tmp_path: Path) -> None
         good.write_text(json.dumps(bad))
         with pytest.raises(SystemExit, match="--gemm-shapes"):
             ceilings.read_gemm_shapes(str(good))
+
+
+def test_ceilings_checkpoint_before_the_linear_shapes_and_skip_what_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The four ceilings reach the checkpoint before any linear shape is timed (a process killed during
+    those still leaves them); a shape that fails, or one past the time budget, is named, not fatal."""
+    from pytest_anatomy.measure import ceilings
+
+    monkeypatch.setattr(ceilings, "gpu_facts", lambda: {"l2_cache_bytes": 0})
+    monkeypatch.setattr(ceilings, "nvidia_smi_snapshot", lambda *a, **k: None)
+    for name in ("copy_bandwidth", "read_bandwidth"):
+        monkeypatch.setattr(ceilings, name, lambda *a: {"value": 4e12, "unit": "B/s"})
+    monkeypatch.setattr(ceilings, "matmul_peak", lambda *a: {"value": 8e14, "unit": "FLOP/s"})
+
+    def rate(m: int, k: int, n: int) -> dict[str, Any]:
+        if m == 3:
+            raise RuntimeError("CUDA out of memory")
+        return {"value": 1e14, "unit": "FLOP/s", "seconds_median": 2.0 * m * k * n / 1e14}
+
+    monkeypatch.setattr(ceilings, "linear_rate", rate)
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
+    seen: list[list[str]] = []
+    result = ceilings.measure_all(runs=20, gemm_shapes=[(2, 8, 16), (3, 8, 16), (2, 8, 16)], log=lambda s: None,
+                                  checkpoint=lambda r: seen.append(sorted(r)))
+    assert seen and "read_bandwidth" in seen[0] and "gemm" not in seen[0]
+    assert sorted(result["gemm"]) == ["m2_k8_n16"] and "out of memory" in result["gemm_not_timed"]["m3_k8_n16"]
+    monkeypatch.setattr(ceilings, "GEMM_BUDGET_S", -1.0)
+    result = ceilings.measure_all(runs=20, gemm_shapes=[(2, 8, 16)], log=lambda s: None)
+    assert result["gemm"] == {} and "spent" in result["gemm_not_timed"]["m2_k8_n16"]
