@@ -313,11 +313,13 @@ def test_overload_every_request_completes_exactly(model, latency_recording, reco
     per_request = Prediction(float(s["output_len"]), "tokens", "output_len (ignore_eos)", dict(s))
     reconcile("requests_answered", Prediction(float(s["requests"]), "requests", "requests sent", dict(s)),
               Measurement(float(len(counts)), "requests", source=src.source,
-                          provenance={**src.provenance, "derived": "rows of data.run.result.per_request"}))
+                          provenance={**src.provenance, "derived": "rows of data.run.result.per_request"}),
+              kind="setting")  # the requests sent and the max_tokens each asked for, echoed back
     for stat, fn in (("min", min), ("max", max)):
         reconcile(f"output_tokens_per_request_{stat}", per_request,
                   Measurement(float(fn(counts)), "tokens", source=src.source,
-                              provenance={**src.provenance, "derived": f"{stat} of per_request.output_tokens"}))
+                              provenance={**src.provenance, "derived": f"{stat} of per_request.output_tokens"}),
+                  kind="setting")
 
 
 def _steady_closed_form(setup, rec) -> Prediction:

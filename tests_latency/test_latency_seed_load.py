@@ -92,7 +92,7 @@ def test_overload_every_request_completes_exactly(target, rnd, measured, reconci
               rec["failed"])
     reconcile("total_output_tokens", Prediction(float(n * out), "tokens", "num_prompts x output_len (ignore_eos)",
                                                 {"num_prompts": n, "output_len": out}),
-              rec["total_output_tokens"], kind="identity")
+              rec["total_output_tokens"], kind="setting")  # max_tokens x prompts, echoed back (ignore_eos)
 
 
 @pytest.mark.gpu
