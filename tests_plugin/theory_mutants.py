@@ -97,6 +97,23 @@ CATALOGUE: tuple[Mutation, ...] = (
             "off Qwen: a session that records them moves Qwen's b=1 prediction by 3.4% under this mutation, "
             "against a ~1.2% noise budget")),
     Mutation(
+        "calibration-drop-layer-term", "latency", "the tiny models' per-layer overhead dropped (c0 only)",
+        "pytest_anatomy.theory.calibration", "fit_layer_overhead",
+        "return LayerOverhead(my - slope * mx, slope,", "return LayerOverhead(my, 0.0,",
+        _LATENCY_STEPS, survivor=(
+            "no recorded session has the tiny-hidden overhead models yet (the latency plan runs them from "
+            "2026-12-01 on): every setup still takes Qwen2.5-7B's b=1 residual as t_overhead, so "
+            "fit_layer_overhead is never called on a recording. Once one is recorded, every H200 decode and "
+            "transfer prediction depends on c_layer and this mutation must be caught")),
+    Mutation(
+        "calibration-gemm-eta-x1.05", "latency", "compute efficiency from the session's GEMM timings x1.05",
+        "pytest_anatomy.theory.calibration", "gemm_compute_efficiency",
+        "return flops / time_s / peak", "return 1.05 * flops / time_s / peak",
+        _LATENCY_STEPS, survivor=(
+            "no recorded session has the ceilings part's linear-shape GEMM timings yet (recorded from 2026-12-01 "
+            "on): eta is still fitted on the 8,192-token prefill. Once one is recorded, every H200 prefill "
+            "prediction runs at these efficiencies and this mutation must be caught")),
+    Mutation(
         "simulator-admit-after-preemption", "serving simulator",
         "waiting requests are admitted in a step that preempted",
         "pytest_anatomy.theory.serving", "simulate",
