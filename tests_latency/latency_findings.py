@@ -41,12 +41,16 @@ PER_SEQUENCE_COST = (
     f"{DECODE_RATIO_OTHER_SESSION[('llama-3.1-8b', 128)] - 1:+.1%} (Llama) at b=128 in the 2026-11-30 session. "
     "Not yet isolated: paged decode attention over 16-token blocks "
     "reading below the streaming ceiling, and per-sequence sampling and bookkeeping. The seed's 4090 shows 1.6x.")
+# The b=1 decode residual (measured step - roofline at the session's read ceiling), ms, lowest and highest over
+# every recorded H200 session of each model (test_b1_residuals_are_the_recorded_ones recomputes them).
+B1_RESIDUAL_MS: dict[str, tuple[float, float]] = {"qwen2.5-7b": (1.487, 1.535), "llama-3.1-8b": (1.417, 1.470)}
 LLAMA_OVERHEAD_BELOW_QWEN = (
-    "Llama-3.1-8B's b=1 step leaves 1.42-1.47 ms above its roofline where Qwen2.5-7B's leaves 1.49-1.54 ms in "
-    "the same session and engine: the overhead transferred from Qwen over-predicts Llama's small-batch steps "
+    "Llama-3.1-8B's b=1 step leaves {0:.2f}-{1:.2f} ms above its roofline where Qwen2.5-7B's leaves {2:.2f}-{3:.2f} ms in "
+    "the same sessions and engine: the overhead transferred from Qwen over-predicts Llama's small-batch steps "
     "by ~1%, although Llama has 32 layers to Qwen's 28. Not a per-layer cost (that would go the other way); "
     "candidates: GEMV streaming efficiency at Llama's shapes (hidden 4,096, no qkv bias) vs Qwen's (3,584, "
-    "with bias). The tiny-hidden overhead models separate the engine's share from the model's.")
+    "with bias). The tiny-hidden overhead models separate the engine's share from the model's.").format(
+    *B1_RESIDUAL_MS["llama-3.1-8b"], *B1_RESIDUAL_MS["qwen2.5-7b"])
 # b at which a session's ratio may straddle its own noise budget: the finding may resolve in one session
 BORDERLINE = {("qwen2.5-7b", 4), ("qwen2.5-7b", 8), ("llama-3.1-8b", 1), ("llama-3.1-8b", 2), ("llama-3.1-8b", 8)}
 

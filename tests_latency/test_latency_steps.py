@@ -221,3 +221,28 @@ def test_decode_bands_are_the_other_sessions_ratios(qwen, session_rec, target, s
         s = rec.data["run"]["settings"]
         pred = lat.decode_step_time(setup.model, setup.ceilings, setup.calib, b, mean_context(s["input_len"], s["output_len"]))
         assert rec["step_time_s"].value / pred.value == pytest.approx(ratio, abs=5e-5), (model, b)
+
+
+@pytest.mark.gpu
+@pytest.mark.targets(recorded="qwen2.5-7b.decode.", live=False)
+def test_b1_residuals_are_the_recorded_ones(request, session_rec, target):
+    """latency_findings.B1_RESIDUAL_MS (the numbers LLAMA_OVERHEAD_BELOW_QWEN's reason states) are the b=1
+    residuals of every recorded H200 session of each model, at that session's read ceiling."""
+    from pytest_anatomy import recordings
+    from pytest_anatomy.session import get_session
+    from pytest_anatomy.specs.model import load_model
+
+    results = get_session(request.config).settings.results_dir
+    for model, (lo, hi) in lf.B1_RESIDUAL_MS.items():
+        spec = load_model(model)
+        residuals = []
+        for path in recordings.candidates(results, target.name, "latency", f"{model}.decode.b1"):
+            b1 = session_rec(f"{model}.decode.b1", not_after=recordings.load_file(path).recorded_at)
+            ceil = session_rec("ceilings", suite="ceilings", beside=b1)
+            ceilings = lat.Ceilings.measured(target.require_spec(), bandwidth=ceil["read_bandwidth.value"].value,
+                                             peak=ceil["matmul_bf16.value"].value, source="recorded")
+            s = b1.data["run"]["settings"]
+            roof = lat.decode_step_time(spec, ceilings, lat.UNCALIBRATED, 1, mean_context(s["input_len"], s["output_len"]))
+            residuals.append((b1["step_time_s"].value - roof.value) * 1e3)
+        assert len(residuals) >= 2, model
+        assert (round(min(residuals), 3), round(max(residuals), 3)) == (lo, hi), (model, residuals)
