@@ -221,6 +221,14 @@ def test_decode_bands_are_the_other_sessions_ratios(qwen, session_rec, target, s
         s = rec.data["run"]["settings"]
         pred = lat.decode_step_time(setup.model, setup.ceilings, setup.calib, b, mean_context(s["input_len"], s["output_len"]))
         assert rec["step_time_s"].value / pred.value == pytest.approx(ratio, abs=5e-5), (model, b)
+    setup, first = setups["qwen2.5-7b"]
+    s = first.data["run"]["settings"]
+    roof = lat.decode_step_time(setup.model, setup.ceilings, lat.UNCALIBRATED, 1, mean_context(s["input_len"], s["output_len"]))
+    terms = {t.name: t.value for t in roof.terms}
+    assert lf.ROOFLINE_OTHER_SESSION == pytest.approx(
+        {"bytes_gb": (terms["matmul weights"] + terms["KV read, decode"] + terms["KV written"]) / 1e9,
+         "read_tb_s": setup.ceilings.bandwidth / 1e12, "roofline_ms": roof.value * 1e3,
+         "step_ms": first["step_time_s"].value * 1e3}, abs=6e-4)
 
 
 @pytest.mark.gpu
