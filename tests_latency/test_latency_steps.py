@@ -180,7 +180,7 @@ def test_decode_overhead_transfers_to_a_second_model(b, transfer_setup, latency_
     session's ceilings). Llama differs from Qwen in KV bytes per token (128 vs 56 KiB, so the KV term
     weighs 2.3x more at every batch) and layers (32 vs 28); not in weight scale (14.0 vs 14.2 GB), lm_head
     share (7.5% vs 7.7%) or FFN share (~80%): an error in those cancels here too (theory_mutants:
-    latency-matmul-weights-x1.05, a known survivor of the b=1-residual calibration)."""
+    latency-matmul-weights-x1.05 survives every calibrated check; only the bare roofline band catches it)."""
     setup = transfer_setup
     rec, ctx = _decode(latency_recording, b, setup.model.name)
     note = setup.check_held_out(h200_workload(rec), "step_time_s")
