@@ -17,6 +17,7 @@ from __future__ import annotations
 import latency_findings as lf
 import pytest
 from latency_setups import (
+    ceiling_scatter,
     h200_workload,
     mean_context,
     median_scatter,
@@ -141,8 +142,7 @@ def test_prefill(length, engine_setup, latency_recording, reconcile, anatomy_ben
 
 
 @pytest.mark.gpu
-@lf.PREFILL_BELOW_CEILING
-@pytest.mark.parametrize("length", (2048, 8192, 16384, 32000))
+@pytest.mark.parametrize("length", [pytest.param(n, marks=lf.prefill_ceiling_marks(n)) for n in (2048, 8192, 16384, 32000)])
 def test_prefill_at_the_matmul_ceiling(length, engine_setup, latency_recording, reconcile):
     rec = latency_recording(f"qwen2.5-7b.prefill.l{length}")
     pred = lat.prefill_time(engine_setup.model, engine_setup.ceilings, lat.UNCALIBRATED, length,
@@ -254,3 +254,26 @@ def test_b1_residuals_are_the_recorded_ones(request, session_rec, target):
             residuals.append((b1["step_time_s"].value - roof.value) * 1e3)
         assert len(residuals) >= 2, model
         assert (round(min(residuals), 3), round(max(residuals), 3)) == (lo, hi), (model, residuals)
+
+
+@pytest.mark.gpu
+@pytest.mark.targets(recorded="qwen2.5-7b.decode.", live=False)
+def test_prefill_bands_are_the_other_sessions_ratios(qwen, session_rec, target, setup_builders):
+    """latency_findings.PREFILL_ROOFLINE_OTHER_SESSION (each prefill-ceiling band's centre) is the 2026-11-30
+    session's measured / roofline ratio, and PREFILL_ROOFLINE_NOISE the two runs' repeat and matmul-ceiling
+    scatter (that session's and the newest's), recomputed from the recordings."""
+    build_engine_setup, _ = setup_builders
+    first = session_rec("qwen2.5-7b.decode.b1", not_after=lf.OTHER_SESSION["qwen2.5-7b"])
+    other = build_engine_setup(qwen, session_rec, target, beside=first)
+    newest = session_rec("qwen2.5-7b.prefill.l8192")
+
+    def noise(rec) -> float:
+        return median_scatter(rec, "engine_prefill_s") + ceiling_scatter(
+            session_rec("ceilings", suite="ceilings", beside=rec), "matmul_bf16")
+
+    for n, ratio in lf.PREFILL_ROOFLINE_OTHER_SESSION.items():
+        rec = session_rec(f"qwen2.5-7b.prefill.l{n}", beside=first)
+        roof = lat.prefill_time(qwen, other.ceilings, lat.UNCALIBRATED, n, other.sched.max_num_batched_tokens)
+        assert rec["engine_prefill_s.median"].value / roof.value == pytest.approx(ratio, abs=5e-5), n
+        checked = session_rec(f"qwen2.5-7b.prefill.l{n}", beside=newest)
+        assert noise(rec) + noise(checked) == pytest.approx(lf.PREFILL_ROOFLINE_NOISE[n], abs=5e-5), n
