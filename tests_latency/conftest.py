@@ -192,8 +192,8 @@ def build_engine_setup(qwen: ModelSpec, rec: Any, target: Any, beside: Any = Non
     its ceilings (read_bandwidth, matmul_bf16) and, by what the session measured:
     - t_overhead from its tiny-hidden overhead models (c0 + c_layer x layers, never Qwen's own
       steps) where it ran them; else Qwen's b=1 decode residual, a fit point (kind "fit");
-    - eta from its GEMM timings at the 8,192-token chunk's linear shapes where it has them; else
-      from the lone 8,192-token prefill, a fit point."""
+    - eta from its GEMM timings at each step's token count (the linear shapes it runs) where it has
+      them; else from the lone 8,192-token prefill, a fit point."""
     b1 = rec("qwen2.5-7b.decode.b1", beside=beside, not_after=not_after)
     ceilings = rec_ceilings(rec, target, b1)
     s = b1.data["run"]["settings"]
@@ -230,7 +230,8 @@ def build_engine_setup(qwen: ModelSpec, rec: Any, target: Any, beside: Any = Non
     # The pool is the engine's own (memory profiling); an input here, predicted in tests_capacity.
     sched = sv.SchedulerConfig(int(engine["resolved.max_num_seqs"].value), budget,
                                int(engine["resolved.num_gpu_blocks"].value), int(engine["resolved.block_size"].value))
-    return Setup(target.name, qwen, ceilings, calib, sched, tuple(fits), kv_pinned=_pinned(engine), noise=noise)
+    return Setup(target.name, qwen, ceilings, calib, sched, tuple(fits), kv_pinned=_pinned(engine), noise=noise,
+                 overhead=overhead)
 
 
 OVERHEAD_MODELS = live_plan.OVERHEAD  # tiny-hidden twins of Qwen2.5-7B (pytest_anatomy/specs/configs/overhead/)
@@ -285,14 +286,21 @@ def build_transfer_setup(calibrated: Setup, rec: Any, target: Any, beside: Any =
     llama = load_model("llama-3.1-8b")
     b1 = rec("llama-3.1-8b.decode.b1", beside=beside)
     engine = rec("llama-3.1-8b.engine", beside=b1)
-    calib = lat.EngineCalibration(
-        name=f"{calibrated.calib.name}, transferred from {calibrated.model.name}",
-        step_overhead_s=calibrated.calib.step_overhead_s, compute_efficiency=calibrated.calib.compute_efficiency,
-        fitted_on=calibrated.calib.fitted_on, notes=calibrated.calib.notes)
+    name = f"{calibrated.calib.name}, transferred from {calibrated.model.name}"
+    if calibrated.overhead is not None:  # measured on the tiny models: the layer term at Llama's own 32 layers
+        calib = cal.engine_from_overhead(llama, calibrated.overhead, name=name,
+                                         compute_efficiency=calibrated.calib.compute_efficiency)
+        calib = lat.EngineCalibration(name, calib.step_overhead_s, calib.compute_efficiency,
+                                      fitted_on=calibrated.calib.fitted_on, notes=calib.notes)
+    else:
+        calib = lat.EngineCalibration(name, step_overhead_s=calibrated.calib.step_overhead_s,
+                                      compute_efficiency=calibrated.calib.compute_efficiency,
+                                      fitted_on=calibrated.calib.fitted_on, notes=calibrated.calib.notes)
+    ceil = rec("ceilings", suite="ceilings", beside=b1)
+    calib = cal.with_gemm_efficiency(calib, llama, gemm_seconds(ceil), rec_ceilings(rec, target, b1).peak)
     sched = sv.SchedulerConfig(int(engine["resolved.max_num_seqs"].value),
                                int(engine["resolved.max_num_batched_tokens"].value),
                                int(engine["resolved.num_gpu_blocks"].value), int(engine["resolved.block_size"].value))
-    ceil = rec("ceilings", suite="ceilings", beside=b1)
     noise = {**calibrated.noise, "bandwidth": ceiling_scatter(ceil, "read_bandwidth"),
              "peak": ceiling_scatter(ceil, "matmul_bf16")}  # its own session's ceilings, Qwen's calibration
     return Setup(target.name, llama, rec_ceilings(rec, target, b1), calib, sched, fits=(), kv_pinned=_pinned(engine),

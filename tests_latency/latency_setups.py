@@ -29,6 +29,7 @@ from typing import Any
 import pytest
 
 from pytest_anatomy.specs.model import ModelSpec
+from pytest_anatomy.theory import calibration as cal
 from pytest_anatomy.theory import latency as lat
 from pytest_anatomy.theory import serving as sv
 from pytest_anatomy.theory.prediction import Prediction
@@ -111,6 +112,8 @@ class Setup:
     # the inputs' own scatter (step_budget): "bandwidth", "peak" (relative, the session's ceiling runs),
     # "t_overhead_s" (absolute) and "eta" (relative): the calibration's fit points' repeat scatter
     noise: Mapping[str, float] = field(default_factory=dict)
+    # t_overhead = c0 + c_layer x layers when measured on tiny-hidden models (None: fitted on this model)
+    overhead: cal.LayerOverhead | None = None
 
     @property
     def steps(self) -> lat.StepModel:
