@@ -3,8 +3,10 @@
 For a --hardware with recordings under results/<hw>/latency and results/<hw>/ceilings, the
 answer uses the newest session that measured Qwen2.5-7B's b=1 decode step: that session's
 ceilings (read bandwidth, bf16 matmul) and the overhead and efficiency fitted on it by the
-latency suite's own recipe (theory/calibration.py). Without such a session the datasheet
-roofline stays, and the notes say why."""
+latency suite's own recipe (theory/calibration.py): t_overhead from the session's tiny-hidden
+overhead models (c0 + c_layer x layers) where it ran them, else Qwen's b=1 residual; eta from the
+8,192-token prefill, or from the session's GEMM timings at each step's token count where it has them.
+Without such a session the datasheet roofline stays, and the notes say why."""
 
 from __future__ import annotations
 
@@ -12,8 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_anatomy import recordings
+from pytest_anatomy.specs.catalog import CONFIG_DIR
 from pytest_anatomy.specs.hardware import HardwareSpec
 from pytest_anatomy.specs.model import load_model
+from pytest_anatomy.theory import calibration as cal
 from pytest_anatomy.theory import latency as lat
 from pytest_anatomy.theory.calibration import SessionPoints, fit_engine
 
@@ -72,10 +76,57 @@ def _fit(results: Path, hw: HardwareSpec) -> RecordedCalibration | str:
             b1["step_time_s"].value, settings["input_len"] + settings["output_len"] / 2, f"{DECODE}:step_time_s",
             PREFILL_TOKENS, l8192["engine_prefill_s.median"].value, f"{PREFILL}:engine_prefill_s.median",
             int(engine["resolved.max_num_batched_tokens"].value))
-        calib = fit_engine(load_model(CALIBRATION_MODEL), ceilings, points,
-                           name=f"vllm-0.26.0@{hw.name} (CUDA graphs, async scheduling), recorded {b1.recorded_at}")
+        name = f"vllm-0.26.0@{hw.name} (CUDA graphs, async scheduling), recorded {b1.recorded_at}"
+        qwen = load_model(CALIBRATION_MODEL)
+        overhead = _tiny_overhead(results, hw, b1, ceilings)
+        if overhead is None:
+            calib = fit_engine(qwen, ceilings, points, name=name)
+        else:  # the overhead measured apart; eta still from the prefill, overhead kept
+            calib = lat.fit_compute_efficiency(qwen, ceilings, lat.prefill_work(PREFILL_TOKENS, points.max_num_batched_tokens),
+                                               points.prefill_s, cal.engine_from_overhead(qwen, overhead, name=name),
+                                               fitted_on=points.prefill_name)
+            used += tuple(overhead.fitted_on)
+        # eta at the step's own token count from the session's GEMM timings, where it has them
+        calib = cal.with_gemm_efficiency(calib, qwen, _gemm_seconds(ceil), ceilings.peak)
     # A quantity the session lacks, or a fit that has nothing to fit (a step faster than its roofline).
     except (KeyError, TypeError, ValueError) as exc:
         return (f"the newest session under {where} ({b1.recorded_at}) gives no usable calibration ({exc}): "
                 "datasheet roofline, a lower bound on time")
     return RecordedCalibration(ceilings, calib, used)
+
+
+# Tiny-hidden twins of the calibration model (scripts/device/latency_plan.py --overhead-models).
+OVERHEAD_MODELS = ("qwen2.5-7b-tiny-l28", "qwen2.5-7b-tiny-l2")
+OVERHEAD_BATCHES = (1, 16, 64, 128)
+
+
+def _tiny_overhead(results: Path, hw: HardwareSpec, b1: recordings.Recording,
+                   ceilings: lat.Ceilings) -> cal.LayerOverhead | None:
+    """The layer overhead of b1's session from its tiny models' decode steps, or None without them."""
+    steps = []
+    for model_name in OVERHEAD_MODELS:
+        tiny = load_model(CONFIG_DIR / "overhead" / f"{model_name}.json")
+        for b in OVERHEAD_BATCHES:
+            try:
+                r = recordings.load_beside(results, hw.name, "latency", f"{model_name}.decode.b{b}", b1)
+            except recordings.MissingRecording:
+                continue
+            s = r.data["run"]["settings"]
+            roof = lat.decode_step_time(tiny, ceilings, lat.UNCALIBRATED, b, s["input_len"] + s["output_len"] / 2)
+            steps.append(cal.OverheadStep(tiny.num_layers, b, r["step_time_s"].value, roof.value,
+                                          f"{model_name}.decode.b{b}:step_time_s"))
+    try:
+        return cal.fit_layer_overhead(steps) if steps else None
+    except ValueError:  # one layer count only
+        return None
+
+
+def _gemm_seconds(ceil: recordings.Recording) -> dict[tuple[int, int, int], float]:
+    """(m, k, n) -> median seconds of the session's bf16 GEMM timings (measurements gemm.m*_k*_n*.seconds_median)."""
+    out: dict[tuple[int, int, int], float] = {}
+    for name, m in ceil.measurements.items():
+        parts = name.split(".")
+        if len(parts) == 3 and parts[0] == "gemm" and parts[2] == "seconds_median":
+            dims = {p[0]: int(p[1:]) for p in parts[1].split("_")}
+            out[(dims["m"], dims["k"], dims["n"])] = float(m["value"])
+    return out

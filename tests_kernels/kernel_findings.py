@@ -4,21 +4,72 @@ Why the H200 rungs missed their pre-registered times and ledgers: one finding pe
 
 Each explanation cites the rung's Nsight Compute counters (results/h200/kernels/ncu.*, same
 kernels, same shapes, a separate device call: scripts/device/kernels_profile.sh) and the
-compiler's resource report. Bands are the measured/predicted ratio observed on the first H200
-run (results/h200/kernels/*@20261130T020210Z) +-10%: the explanation covers that gap; a later
-run that drifts outside it is a divergence again. Why 10%: within a run a rung's two timing
-blocks agree to < 1%, but another session's clocks, thermal state and L2 contents move a time by
-a few percent; a change of mechanism (another limiter) moves it by tens of percent. The pre-registered predictions themselves
-(the .cu headers, Variant.h200_ms) are never edited.
+compiler's resource report. Bands are centred on the measured/predicted ratio observed on the
+first H200 run (results/h200/kernels/*@20261130T020210Z; test_kernels_ladders.py recomputes them),
+while the suite judges the newest run: each band comes from a different run than the one it
+checks. Their half-width is measured noise, term by term (spread_terms, read from the recordings):
+the two runs' timing-block scatter (2 x the largest |time / time_repeat - 1| of the first run), the
+session-to-session drift of the code that did not change (the largest drift of a ladder's rung 0,
+cuBLAS or torch, between the two runs), and for a ratio that divides by the session's read
+ceiling, that ceiling's drift between the two runs. A change of mechanism (another limiter) moves
+a ratio by tens of percent. The pre-registered predictions themselves (the .cu headers,
+Variant.h200_ms) are never edited.
 """
 
 from __future__ import annotations
 
+import functools
+import json
+from pathlib import Path
+
 import pytest
 
 
-def band(ratio: float, spread: float = 0.10) -> tuple[float, float]:
-    return (round(ratio * (1 - spread), 3), round(ratio * (1 + spread), 3))
+# The first H200 run, whose measured/predicted ratios centre the bands (the suite replays the newest run).
+FIRST_RUN = "2026-11-30T02:02:10Z"
+
+
+RESULTS = Path(__file__).resolve().parents[1] / "results" / "h200" / "kernels"
+RUNG_ZERO = ("sgemm.s0-", "reduction.r0-", "rmsnorm.n0-", "softmax.x0-")
+
+
+def _stamp(recorded_at: str) -> str:
+    return recorded_at.replace("-", "").replace(":", "")
+
+
+@functools.cache
+def spread_terms() -> dict[str, float]:
+    """The named noise terms of a band, read from the first run's and the newest run's recordings."""
+    first = {p.name.split("@")[0]: json.loads(p.read_text())["measurements"]
+             for p in RESULTS.glob(f"*@{_stamp(FIRST_RUN)}.json")}
+    blocks = max((abs(m["time"]["value"] / m["time_repeat"]["value"] - 1) for m in first.values()
+                  if "time" in m and "time_repeat" in m), default=0.0)
+
+    def newest(name: str) -> dict:
+        return json.loads(sorted(RESULTS.glob(f"{name}@*.json"))[-1].read_text())["measurements"]
+
+    drift = max((abs(newest(n)["time"]["value"] / m["time"]["value"] - 1) for n, m in first.items()
+                 if n.startswith(RUNG_ZERO) and "time" in m), default=0.0)
+    ceiling = abs(newest("kernels-ceilings")["read_bandwidth"]["value"]
+                  / first["kernels-ceilings"]["read_bandwidth"]["value"] - 1) if "kernels-ceilings" in first else 0.0
+    return {"timing_blocks_both_runs": 2 * blocks, "session_drift_of_rung_0": drift, "read_ceiling_drift": ceiling}
+
+
+def spread(divides_by_ceiling: bool = False) -> float:
+    terms = spread_terms()
+    return sum(v for k, v in terms.items() if divides_by_ceiling or k != "read_ceiling_drift")
+
+
+def band(ratio: float, divides_by_ceiling: bool = False) -> tuple[float, float]:
+    """The first run's ratio +- the measured noise terms (spread_terms)."""
+    s = spread(divides_by_ceiling)
+    return (round(ratio * (1 - s), 4), round(ratio * (1 + s), 4))
+
+
+def band_note(divides_by_ceiling: bool = False) -> str:
+    terms = {k: v for k, v in spread_terms().items() if divides_by_ceiling or k != "read_ceiling_drift"}
+    return (f" Band: the first H200 run's ratio +-{spread(divides_by_ceiling):.1%} ("
+            + " + ".join(f"{k.replace('_', ' ')} {v:.1%}" for k, v in terms.items()) + ").")
 
 
 # A finding is a fact about one card's measurements: every mark here carries hardware=MEASURED_ON,
@@ -26,8 +77,10 @@ def band(ratio: float, spread: float = 0.10) -> tuple[float, float]:
 MEASURED_ON = "h200"
 
 
-def finding(fid: str, reason: str, ratio: float, quantity: str | None = None) -> pytest.MarkDecorator:
-    return pytest.mark.finding(fid, reason=reason, expected=band(ratio), hardware=MEASURED_ON,
+def finding(fid: str, reason: str, ratio: float, quantity: str | None = None,
+            divides_by_ceiling: bool = False) -> pytest.MarkDecorator:
+    return pytest.mark.finding(fid, reason=reason + band_note(divides_by_ceiling),
+                               expected=band(ratio, divides_by_ceiling), hardware=MEASURED_ON,
                                **({"quantity": quantity} if quantity else {}))
 
 
@@ -143,7 +196,7 @@ BYTE_LEDGER_EXCEEDED = (
     "Pre-registered at {prereg:.2f}x its issued-byte roofline ({prereg_ms} ms); measured 5.16x (24.0 ms). The coalesced "
     "rung issues 2 loads per FMA, 550 GB if every load reached DRAM, but ncu counts 4.26 GB of DRAM reads: L1 serves "
     "95% of the loads and L2 60% of the rest. The 'arithmetic intensity' of the textbook roofline counts cache hits "
-    "as DRAM traffic, as K2 did on the 4090. Band: the measured ratio +-10%.")
+    "as DRAM traffic, as K2 did on the 4090.")
 
 # Tests with one case per target: (finding id, reason, observed measured/predicted).
 SINGLE: dict[str, tuple[str, str, float]] = {
@@ -161,6 +214,8 @@ INSTRUCTION_HELD_OUT_TABLE: dict[str, tuple[str, str, float]] = {
     rung: ("h200-instruction-ledger-no-latency-term", INSTRUCTION_LEDGER, ratio)
     for rung, ratio in INSTRUCTION_HELD_OUT.items()}
 
+# Tables whose ratio divides by the session's read ceiling (a floor at the measured bandwidth).
+CEILING_TABLES = frozenset({"streaming_floor", "streaming_target"})
 TABLES: dict[str, dict[str, tuple[str, str, float]]] = {
     "preregistered": PREREGISTERED, "streaming_floor": STREAMING_FLOOR, "single": SINGLE,
     "streaming_target": STREAMING_TARGET, "instruction_held_out": INSTRUCTION_HELD_OUT_TABLE}
@@ -172,4 +227,112 @@ def marks_for(table: str, key: str) -> tuple[pytest.MarkDecorator, ...]:
     if entry is None:
         return ()
     fid, reason, ratio = entry
-    return (finding(fid, reason, ratio),)
+    return (finding(fid, reason, ratio, divides_by_ceiling=table in CEILING_TABLES),)
+
+
+# --- the seed's RTX 4090 SGEMM rungs (test_kernels_seed_sgemm.py) ---------------------------
+# The seed's drift bands: its observed ratio +-15% (its medians vary <= 1.4% between rounds).
+SEED_DRIFT_SPREAD = 0.15
+
+
+def drift_band(observed: float) -> tuple[float, float]:
+    """A finding's expected measured/predicted band: the seed's observed ratio +-15%. The seed's medians
+    vary <= 1.4% between rounds, so anything further is not noise; 15% is issue 5's held-out band. A ratio
+    leaving it means the explanation no longer covers the number: a divergence again, not the same finding."""
+    return (round(observed * (1 - SEED_DRIFT_SPREAD), 3), round(observed * (1 + SEED_DRIFT_SPREAD), 3))
+
+def finding_for(fid: str, reason: str, observed: float) -> pytest.MarkDecorator:
+    return pytest.mark.finding(fid, reason=f"{reason} (observed x{observed:.3g}, band +-15%)",
+                               expected=drift_band(observed))
+
+EXCEEDS_REASON = ("The textbook byte ledger (every load instruction's bytes from DRAM, the tiling's arithmetic "
+                  "intensity) is beaten by 5 of 7 rungs at 4096^3 (K1 258%, K2 2113%, K4 259%, K5 269%, K6 319% of "
+                  "their rooflines; K3 77% and K3c 52% stay under): the re-reads of A and B come from L1/L2, not "
+                  "DRAM, so issued bytes are not DRAM bytes. The request and instruction ledgers below explain the "
+                  "steps instead")
+
+EXCEEDS = {"k1": 2.574, "k2": 21.13, "k4": 2.586, "k5": 2.691, "k6": 3.192}  # measured/predicted FLOP rate
+
+SMALL_GRID = ("seed-instruction-ledger-small-grid",
+              ("At 1024^3 the grid is under one wave: K4 launches 1,024 blocks for 128 SMs x 9 slots, K5 256 blocks "
+              "for 128 x 4 slots, so SMs idle and per-SM cycles per FMA rise (K4 +22%, K5 +61%) -- the ledger "
+              "prices a full SM"))
+
+LARGE_DRAM = ("seed-instruction-ledger-dram-at-8192",
+              ("At 8192^3 each matrix is 256 MiB, 3.5x the 72 MiB L2: the tiles' re-reads stop hitting L2 and "
+              "the load prices fitted at 4096 (L2-resident inputs) are too low (K2 +17%, K4 +44%, K5 +84%); K5's "
+              "8192 median also has a 28.5% spread between rounds"))
+
+K5_2048 = pytest.mark.finding(
+    "seed-instruction-ledger-k5-2048",
+    reason="K5 at 2048^3 runs 17% slower than priced (the band is 15%); its 1,024 blocks are exactly two waves "
+           "of 512 slots. Cause not established.", expected=(1.1, 1.25))
+
+HELD_OUT_MARKS = {(1024, "k4"): finding_for(*SMALL_GRID, 1.219), (1024, "k5"): finding_for(*SMALL_GRID, 1.605),
+          (8192, "k2"): finding_for(*LARGE_DRAM, 1.165), (8192, "k4"): finding_for(*LARGE_DRAM, 1.441),
+          (8192, "k5"): finding_for(*LARGE_DRAM, 1.844), (2048, "k5"): K5_2048}
+
+LDS128 = ("seed-instruction-ledger-lds128",
+          ("K6's 128-bit shared loads are priced like 32-bit ones (one instruction = one price): the ledger predicts "
+          "3.7x too fast at 4096^3. A float4 shared load moves 4x the bytes through the 128 B/cycle shared-memory "
+          "port; the seed never calibrated its price"))
+
+LDS128_OBSERVED = {1024: 5.361, 2048: 3.862, 4096: 3.701, 8192: 4.273}
+
+NAIVE_IS_REQUEST_BOUND = pytest.mark.finding("seed-naive-is-request-bound",
+                     reason="K1 issues the same two loads per FMA as K2, so the instruction ledger prices it like K2 "
+                            "and is 8.2x too fast: K1's loads each touch 33 cache lines (request ledger).",
+                     expected=(7.0, 10.0))
+
+REQUEST_LEDGER_L1_HITS = pytest.mark.finding("seed-request-ledger-l1-hits",
+                     reason="One price per transaction, fitted on K2 (1.94 cycles per line), predicts K1's 33 lines "
+                            "per warp-FMA at 2x its measured time: K1's strided A lines are re-used by the next 31 "
+                            "k-steps from L1, and a line that hits L1 costs ~1 cycle of tag bandwidth, not a K2 "
+                            "request's 1.94. The request ledger orders the rungs (K1 is 8.2x slower than K2) but "
+                            "needs a second price for L1 hits.", expected=(0.4, 0.55))
+
+
+# --- the seed's RTX 4090 fused streaming kernels (test_kernels_seed_streaming.py) ------------
+def l2_reread(observed: float) -> pytest.MarkDecorator:
+    """Band: the seed's observed measured/predicted ratio +-15% (its medians vary <= 1.4% between rounds,
+    so anything further is not noise; 15% is issue 5's held-out band)."""
+    return pytest.mark.finding(
+        "seed-fused-reread-hit-l2", reason="Faster than its issued bytes allow: the re-reads were served by the "
+        "72 MiB L2 (n2 re-reads a 14 KB row it just read: 134.9% 'MBU'; s1's 64 MiB input mostly fits the L2; the "
+        f"32-row vocab input is 18.6 MB); observed x{observed:.3g}, band +-15%.",
+        expected=(round(observed * 0.85, 3), round(observed * 1.15, 3)))
+
+S2_DRAM = pytest.mark.finding(
+    "seed-online-softmax-reread-from-dram", reason="The seed's online two-pass softmax ran at 90.7% of bandwidth on "
+    "12MN bytes, i.e. its second read of each 8 KB row went to DRAM although the same block had just read it; "
+    "cause unknown (the seed's source is not published).", expected=(1.4, 1.8))
+
+FEW_ROWS = pytest.mark.finding(
+    "seed-vocab-rows-underfill", reason="32 rows of 152,064: one block per row on 128 SMs, so 96 SMs idle and the "
+    "DRAM-byte floor is not reached (the 37 MB footprint is L2-resident, which helps the issued-byte view).",
+    expected=(1.3, 1.8))
+
+
+# --- SASS of the compiled rungs (test_kernels_compiled.py) -----------------------------------
+COMPILER_VECTORIZES_S5 = pytest.mark.finding("compiler-vectorizes-s5", reason="ptxas turns s5's scalar shared loads into LDS.128 (both operands: "
+                     "B is contiguous per k, A per unrolled k-loop), as the seed saw for its K5: the scalar access "
+                     "pattern counts 0.25 LDS per FMA, the SASS has 1/16 -- s5 and s6 differ only in global loads.",
+                     expected=(0.2, 0.3))
+
+
+# --- Nsight Compute counters (test_kernels_counters.py) -------------------------------------
+VOCAB_ROWS_EXCEED_L2 = pytest.mark.finding(
+    "h200-online-softmax-vocab-rereads-dram", quantity="dram_read_bytes", expected=(1.9, 2.1), hardware=MEASURED_ON,
+    reason="The online softmax reads each row twice (the running max/sum pass, then the normalising pass) and the "
+           "ledger assumes the block's second read of its own row hits L2. At 128 x 152,064 the 128 rows run at "
+           "once, one block each, so the rows in flight are 128 x 594 KiB = 74 MiB, more than the H200's 60 MiB "
+           "L2 (50 MB on H100): ncu counts 155.7 MB of DRAM reads, both passes. At 8192 x 2048 the rows in flight "
+           "(~1,056 x 8 KiB) fit and the second pass never reaches DRAM (67.1 MB read, one pass).")
+
+
+def byte_ledger_exceeded(prereg_ratio: float, prereg_ms: float, observed: float) -> tuple[pytest.MarkDecorator, ...]:
+    """test_sgemm_issued_byte_roofline's finding, where the pre-registration already put the rung past its
+    roofline (prereg_ratio > 1); band: the first run's observed ratio."""
+    reason = BYTE_LEDGER_EXCEEDED.format(prereg=prereg_ratio, prereg_ms=prereg_ms)
+    return (pytest.mark.finding("h200-byte-ledger-exceeded", reason=reason + band_note(True),
+                                expected=band(observed, True), hardware=MEASURED_ON),)

@@ -4,6 +4,7 @@ the seed's own reported occupancy first. Skips with the reason where a tool is m
 
 from __future__ import annotations
 
+import kernel_findings as hf
 import pytest
 
 from pytest_anatomy.kernels import compile as kc
@@ -81,10 +82,7 @@ def test_vectorized_rungs_compile_to_128_bit_shared_loads(source, kernel, kind, 
                           provenance={"tool": "cuobjdump --dump-sass", "hardware": "sm_90", "counts": counts}))
 
 
-@pytest.mark.finding("compiler-vectorizes-s5", reason="ptxas turns s5's scalar shared loads into LDS.128 (both operands: "
-                     "B is contiguous per k, A per unrolled k-loop), as the seed saw for its K5: the scalar access "
-                     "pattern counts 0.25 LDS per FMA, the SASS has 1/16 -- s5 and s6 differ only in global loads.",
-                     expected=(0.2, 0.3))
+@hf.COMPILER_VECTORIZES_S5
 def test_s5_shared_loads_as_compiled(reconcile):
     _need("nvcc")
     _need("cuobjdump")

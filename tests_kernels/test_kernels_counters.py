@@ -35,16 +35,9 @@ READ_WHY = ("the reductions read within 0.006% of 4N; the fused rungs' re-reads 
             "ledger from a missing or extra pass (>= 50%)")
 
 # Findings of the counters of one card's run: {(test, case id): mark}, each mark for that card only.
-VOCAB_ROWS_EXCEED_L2 = pytest.mark.finding(
-    "h200-online-softmax-vocab-rereads-dram", quantity="dram_read_bytes", expected=(1.9, 2.1), hardware=hf.MEASURED_ON,
-    reason="The online softmax reads each row twice (the running max/sum pass, then the normalising pass) and the "
-           "ledger assumes the block's second read of its own row hits L2. At 128 x 152,064 the 128 rows run at "
-           "once, one block each, so the rows in flight are 128 x 594 KiB = 74 MiB, more than the H200's 60 MiB "
-           "L2 (50 MB on H100): ncu counts 155.7 MB of DRAM reads, both passes. At 8192 x 2048 the rows in flight "
-           "(~1,056 x 8 KiB) fit and the second pass never reaches DRAM (67.1 MB read, one pass).")
 
 
-FINDINGS = {("test_dram_reads_are_the_ledgers_passes", "x2-online-128x152064"): VOCAB_ROWS_EXCEED_L2}
+FINDINGS = {("test_dram_reads_are_the_ledgers_passes", "x2-online-128x152064"): hf.VOCAB_ROWS_EXCEED_L2}
 
 
 def _rungs() -> list[tuple[Variant, dict[str, int]]]:

@@ -9,6 +9,7 @@ every other (rung, size) is held out."""
 
 from __future__ import annotations
 
+import kernel_findings as hf
 import pytest
 
 from pytest_anatomy.kernels.seed_ladder import (
@@ -35,16 +36,8 @@ ISSUE_WHY = ("issue 5's acceptance band for held-out rungs; the seed's own media
              "between rounds at 4096 (ms_spread_pct), so the band is the model's, not the noise's")
 
 
-def drift_band(observed: float) -> tuple[float, float]:
-    """A finding's expected measured/predicted band: the seed's observed ratio +-15%. The seed's medians
-    vary <= 1.4% between rounds, so anything further is not noise; 15% is issue 5's held-out band. A ratio
-    leaving it means the explanation no longer covers the number: a divergence again, not the same finding."""
-    return (round(observed * (1 - ISSUE_BAND), 3), round(observed * (1 + ISSUE_BAND), 3))
 
 
-def finding_for(fid: str, reason: str, observed: float) -> pytest.MarkDecorator:
-    return pytest.mark.finding(fid, reason=f"{reason} (observed x{observed:.3g}, band +-15%)",
-                               expected=drift_band(observed))
 
 
 def _beats(seed_row, size: int) -> dict[str, tuple[dict[str, float], float]]:
@@ -69,14 +62,14 @@ def test_access_counts_match_seed_columns(kernel, seed_row, reconcile):
     for name, pred, col in (("ldg_per_fma", a.ldg, "ldg"), ("lds_distinct_per_fma", a.lds_distinct, "dist"),
                             ("lds_broadcast_per_fma", a.lds_broadcast, "bcast")):
         reconcile(f"{kernel}.{name}", Prediction(pred, "1/FMA", f"access pattern of {kernel}"),
-                  _number(rec, col, "1/FMA"), abs=5e-4 + 1e-9, why=why)
+                  _number(rec, col, "1/FMA"), abs=5e-4 + 1e-9, why=why, kind="replay")
     if row["req_per_fma"]:
         reconcile(f"{kernel}.requests_per_fma", Prediction(a.requests, "1/FMA", "distinct 128 B lines per warp-FMA"),
-                  _number(rec, "req_per_fma", "1/FMA"), abs=5e-4, why=why)
+                  _number(rec, "req_per_fma", "1/FMA"), abs=5e-4, why=why, kind="replay")
     n = 4096
     ai = 2.0 * n**3 / (a.issued_bytes_per_fma * n**3 + 4.0 * n * n)
     reconcile(f"{kernel}.arithmetic_intensity", Prediction(ai, "FLOP/B", "2MNK / (issued bytes + 4MN)"),
-              _number(rec, "ai", "FLOP/B"), abs=5e-3, why=why)
+              _number(rec, "ai", "FLOP/B"), abs=5e-3, why=why, kind="replay")
 
 
 def _number(rec, column: str, unit: str):
@@ -87,17 +80,11 @@ def _number(rec, column: str, unit: str):
 # --- byte ledger: the roofline is an upper bound on FLOP/s ---------------------------------
 ROOF_WHY = ("a roofline is an upper bound: any attainment up to 100% is consistent with it; only "
             "running faster than the bound falsifies the byte count")
-EXCEEDS_REASON = ("The textbook byte ledger (every load instruction's bytes from DRAM, the tiling's arithmetic "
-                  "intensity) is beaten by 5 of 7 rungs at 4096^3 (K1 258%, K2 2113%, K4 259%, K5 269%, K6 319% of "
-                  "their rooflines; K3 77% and K3c 52% stay under): the re-reads of A and B come from L1/L2, not "
-                  "DRAM, so issued bytes are not DRAM bytes. The request and instruction ledgers below explain the "
-                  "steps instead")
-EXCEEDS = {"k1": 2.574, "k2": 21.13, "k4": 2.586, "k5": 2.691, "k6": 3.192}  # measured/predicted FLOP rate
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("kernel", [
-    pytest.param(k, marks=finding_for("seed-byte-ledger-exceeded", EXCEEDS_REASON, EXCEEDS[k])) if k in EXCEEDS else k
+    pytest.param(k, marks=hf.finding_for("seed-byte-ledger-exceeded", hf.EXCEEDS_REASON, hf.EXCEEDS[k])) if k in hf.EXCEEDS else k
     for k in sorted(SEED_SGEMM)])
 def test_issued_byte_roofline(kernel, seed_row, card, reconcile):
     rec = seed_row(kernel)
@@ -143,26 +130,11 @@ def _rate(floor: Prediction, n: int) -> Prediction:
 
 
 # --- instruction ledger: prices fitted on K2, K3, K4 at 4096^3 ------------------------------
-SMALL_GRID = ("seed-instruction-ledger-small-grid",
-              ("At 1024^3 the grid is under one wave: K4 launches 1,024 blocks for 128 SMs x 9 slots, K5 256 blocks "
-              "for 128 x 4 slots, so SMs idle and per-SM cycles per FMA rise (K4 +22%, K5 +61%) -- the ledger "
-              "prices a full SM"))
-LARGE_DRAM = ("seed-instruction-ledger-dram-at-8192",
-              ("At 8192^3 each matrix is 256 MiB, 3.5x the 72 MiB L2: the tiles' re-reads stop hitting L2 and "
-              "the load prices fitted at 4096 (L2-resident inputs) are too low (K2 +17%, K4 +44%, K5 +84%); K5's "
-              "8192 median also has a 28.5% spread between rounds"))
-K5_2048 = pytest.mark.finding(
-    "seed-instruction-ledger-k5-2048",
-    reason="K5 at 2048^3 runs 17% slower than priced (the band is 15%); its 1,024 blocks are exactly two waves "
-           "of 512 slots. Cause not established.", expected=(1.1, 1.25))
 HELD_OUT = [(s, k) for s in SIZES for k in ("k2", "k3", "k3c", "k4", "k5") if not (s == 4096 and k in SEED_INSTRUCTION_FIT)]
-_MARKS = {(1024, "k4"): finding_for(*SMALL_GRID, 1.219), (1024, "k5"): finding_for(*SMALL_GRID, 1.605),
-          (8192, "k2"): finding_for(*LARGE_DRAM, 1.165), (8192, "k4"): finding_for(*LARGE_DRAM, 1.441),
-          (8192, "k5"): finding_for(*LARGE_DRAM, 1.844), (2048, "k5"): K5_2048}
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("size,kernel", [pytest.param(s, k, marks=_MARKS[(s, k)]) if (s, k) in _MARKS else (s, k)
+@pytest.mark.parametrize("size,kernel", [pytest.param(s, k, marks=hf.HELD_OUT_MARKS[(s, k)]) if (s, k) in hf.HELD_OUT_MARKS else (s, k)
                                          for s, k in HELD_OUT])
 def test_instruction_ledger_held_out(size, kernel, seed_row, prices, reconcile):
     pred = priced_time(SEED_SGEMM[kernel].counts(), prices, size, size, size, sm_count=SM, clock_hz=SEED_CLOCK_HZ,
@@ -170,15 +142,10 @@ def test_instruction_ledger_held_out(size, kernel, seed_row, prices, reconcile):
     reconcile("time_instruction_ledger", pred, seed_row(kernel, size)["time"], rel=ISSUE_BAND, why=ISSUE_WHY)
 
 
-LDS128 = ("seed-instruction-ledger-lds128",
-          ("K6's 128-bit shared loads are priced like 32-bit ones (one instruction = one price): the ledger predicts "
-          "3.7x too fast at 4096^3. A float4 shared load moves 4x the bytes through the 128 B/cycle shared-memory "
-          "port; the seed never calibrated its price"))
-LDS128_OBSERVED = {1024: 5.361, 2048: 3.862, 4096: 3.701, 8192: 4.273}
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("size", [pytest.param(s, marks=finding_for(*LDS128, LDS128_OBSERVED[s])) for s in SIZES])
+@pytest.mark.parametrize("size", [pytest.param(s, marks=hf.finding_for(*hf.LDS128, hf.LDS128_OBSERVED[s])) for s in SIZES])
 def test_instruction_ledger_vectorized_rung(size, seed_row, prices, reconcile):
     pred = priced_time(SEED_SGEMM["k6"].counts(), prices, size, size, size, sm_count=SM, clock_hz=SEED_CLOCK_HZ,
                        rung="k6")
@@ -186,10 +153,7 @@ def test_instruction_ledger_vectorized_rung(size, seed_row, prices, reconcile):
 
 
 @pytest.mark.gpu
-@pytest.mark.finding("seed-naive-is-request-bound",
-                     reason="K1 issues the same two loads per FMA as K2, so the instruction ledger prices it like K2 "
-                            "and is 8.2x too fast: K1's loads each touch 33 cache lines (request ledger).",
-                     expected=(7.0, 10.0))
+@hf.NAIVE_IS_REQUEST_BOUND
 @pytest.mark.parametrize("size", SIZES)
 def test_instruction_ledger_naive_rung(size, seed_row, prices, reconcile):
     pred = priced_time(SEED_SGEMM["k1"].counts(), prices, size, size, size, sm_count=SM, clock_hz=SEED_CLOCK_HZ,
@@ -199,12 +163,7 @@ def test_instruction_ledger_naive_rung(size, seed_row, prices, reconcile):
 
 # --- request ledger: cycles per transaction fitted on K2 at 4096^3 --------------------------
 @pytest.mark.gpu
-@pytest.mark.finding("seed-request-ledger-l1-hits",
-                     reason="One price per transaction, fitted on K2 (1.94 cycles per line), predicts K1's 33 lines "
-                            "per warp-FMA at 2x its measured time: K1's strided A lines are re-used by the next 31 "
-                            "k-steps from L1, and a line that hits L1 costs ~1 cycle of tag bandwidth, not a K2 "
-                            "request's 1.94. The request ledger orders the rungs (K1 is 8.2x slower than K2) but "
-                            "needs a second price for L1 hits.", expected=(0.4, 0.55))
+@hf.REQUEST_LEDGER_L1_HITS
 @pytest.mark.parametrize("size", SIZES)
 def test_request_ledger_naive(size, seed_row, reconcile):
     k2 = seed_row("k2", 4096)

@@ -5,6 +5,7 @@ ledger uses the datasheet's 1008 GB/s and the band says what streaming reaches o
 
 from __future__ import annotations
 
+import kernel_findings as hf
 import pytest
 
 from pytest_anatomy.kernels import fused
@@ -21,34 +22,18 @@ ACCESS = {"n1": fused.RMSNORM[1].theory, "n2": fused.RMSNORM[2].theory, "n3": fu
           "s3": fused.SOFTMAX[3].theory, "s4": fused.SOFTMAX[4].theory}
 
 
-def l2_reread(observed: float) -> pytest.MarkDecorator:
-    """Band: the seed's observed measured/predicted ratio +-15% (its medians vary <= 1.4% between rounds,
-    so anything further is not noise; 15% is issue 5's held-out band)."""
-    return pytest.mark.finding(
-        "seed-fused-reread-hit-l2", reason="Faster than its issued bytes allow: the re-reads were served by the "
-        "72 MiB L2 (n2 re-reads a 14 KB row it just read: 134.9% 'MBU'; s1's 64 MiB input mostly fits the L2; the "
-        f"32-row vocab input is 18.6 MB); observed x{observed:.3g}, band +-15%.",
-        expected=(round(observed * 0.85, 3), round(observed * 1.15, 3)))
 
 
-S2_DRAM = pytest.mark.finding(
-    "seed-online-softmax-reread-from-dram", reason="The seed's online two-pass softmax ran at 90.7% of bandwidth on "
-    "12MN bytes, i.e. its second read of each 8 KB row went to DRAM although the same block had just read it; "
-    "cause unknown (the seed's source is not published).", expected=(1.4, 1.8))
-FEW_ROWS = pytest.mark.finding(
-    "seed-vocab-rows-underfill", reason="32 rows of 152,064: one block per row on 128 SMs, so 96 SMs idle and the "
-    "DRAM-byte floor is not reached (the 37 MB footprint is L2-resident, which helps the issued-byte view).",
-    expected=(1.3, 1.8))
 _ALL = [  # (op, M, N, bytes model, mark)
     *[(op, 8192, 3584, model, None) for op in ("n1", "n3", "n4") for model in ("issued", "dram")],
-    ("n2", 8192, 3584, "issued", l2_reread(0.741)), ("n2", 8192, 3584, "dram", None),
+    ("n2", 8192, 3584, "issued", hf.l2_reread(0.741)), ("n2", 8192, 3584, "dram", None),
     *[(op, 16384, 3584, model, None) for op in ("n1", "n3", "n4") for model in ("issued", "dram")],
-    ("s1", 8192, 2048, "issued", l2_reread(0.942)), ("s1", 8192, 2048, "dram", None),
-    ("s2", 8192, 2048, "issued", None), ("s2", 8192, 2048, "dram", S2_DRAM),
+    ("s1", 8192, 2048, "issued", hf.l2_reread(0.942)), ("s1", 8192, 2048, "dram", None),
+    ("s2", 8192, 2048, "issued", None), ("s2", 8192, 2048, "dram", hf.S2_DRAM),
     *[(op, 8192, 2048, model, None) for op in ("s3", "s4") for model in ("issued", "dram")],
     *[(op, 16384, 2048, model, None) for op in ("s1", "s3", "s4") for model in ("issued", "dram")],
-    ("s1", 32, 152064, "issued", l2_reread(0.676)), ("s1", 32, 152064, "dram", None),
-    ("s2", 32, 152064, "issued", None), ("s2", 32, 152064, "dram", FEW_ROWS),
+    ("s1", 32, 152064, "issued", hf.l2_reread(0.676)), ("s1", 32, 152064, "dram", None),
+    ("s2", 32, 152064, "issued", None), ("s2", 32, 152064, "dram", hf.FEW_ROWS),
 ]
 # The "dram" model differs from "issued" only where a rung re-reads on chip (dram_reads < reads):
 # elsewhere both count the same bytes and a second row would reconcile the same pair twice.

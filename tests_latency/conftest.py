@@ -19,16 +19,18 @@ from latency_setups import (  # noqa: I001
     SEED_SHAPE,
     FitPoint,
     Setup,
+    ceiling_scatter,
     h200_workload,
     mean_context,
+    median_scatter,
     seed_workload,
 )
 
 from pytest_anatomy.fixtures import progress
 from pytest_anatomy.session import get_session
 from pytest_anatomy.specs.model import ModelSpec, load_model
+from pytest_anatomy.theory import calibration as cal
 from pytest_anatomy.theory import latency as lat
-from pytest_anatomy.theory.calibration import SessionPoints, fit_engine
 from pytest_anatomy.theory import serving as sv
 from pytest_anatomy.theory.flops import StepWork
 
@@ -74,6 +76,12 @@ class LatencyLab:
 
     def live(self, name: str, suite: str = "latency") -> Any:
         return lambda: self._result(suite, name)
+
+    def has(self, suite: str, name: str) -> bool:
+        """Whether this session's plan returned `name` (runs the plan if it has not run yet)."""
+        if self._results is None and self._error is None:
+            self._run()
+        return self._results is not None and (suite, name) in self._results
 
     def _wanted_plan(self) -> Any:
         slow = any(it.get_closest_marker("slow") and "tests_latency" in it.nodeid
@@ -175,27 +183,93 @@ def build_engine_setup(qwen: ModelSpec, rec: Any, target: Any, beside: Any = Non
                        ) -> Setup:
     """The target's GPU + vLLM 0.26.0 (CUDA graphs, async scheduling, max_num_batched_tokens 8192),
     from one session's recordings (the newest, or those of the session that measured `beside`):
-    its ceilings (read_bandwidth, matmul_bf16), t_overhead from its b=1 decode step and eta from its
-    lone 8,192-token prefill."""
+    its ceilings (read_bandwidth, matmul_bf16) and, by what the session measured:
+    - t_overhead from its tiny-hidden overhead models (c0 + c_layer x layers, never Qwen's own
+      steps) where it ran them; else Qwen's b=1 decode residual, a fit point (kind "fit");
+    - eta from its GEMM timings at each step's token count (the linear shapes it runs) where it has
+      them; else from the lone 8,192-token prefill, a fit point."""
     b1 = rec("qwen2.5-7b.decode.b1", beside=beside, not_after=not_after)
     ceilings = rec_ceilings(rec, target, b1)
     s = b1.data["run"]["settings"]
     engine = rec("qwen2.5-7b.engine", beside=b1)
     budget = int(engine["resolved.max_num_batched_tokens"].value)
-    l8192 = rec("qwen2.5-7b.prefill.l8192", beside=b1)
-    # The same recipe `predict latency` calibrates with (theory/calibration.py).
-    calib = fit_engine(qwen, ceilings, SessionPoints(
-        b1["step_time_s"].value, mean_context(s["input_len"], s["output_len"]), "qwen2.5-7b.decode.b1:step_time_s",
-        8192, l8192["engine_prefill_s.median"].value, "qwen2.5-7b.prefill.l8192:engine_prefill_s.median", budget),
-        name=f"vllm-0.26.0@{target.name} (CUDA graphs, async scheduling)")
+    name = f"vllm-0.26.0@{target.name} (CUDA graphs, async scheduling)"
+    overhead = session_overhead(rec, target, b1)
+    ceil = rec("ceilings", suite="ceilings", beside=b1)
+    gemm = gemm_seconds(ceil)
+    noise = {"bandwidth": ceiling_scatter(ceil, "read_bandwidth"), "peak": ceiling_scatter(ceil, "matmul_bf16")}
+    fits: list[FitPoint] = []
+    if overhead is not None:
+        calib = cal.engine_from_overhead(qwen, overhead, name=name)
+        noise["t_overhead_s"] = overhead.spread_s
+    else:  # every session recorded before the overhead models: Qwen's own b=1 residual, a fit point
+        calib = lat.fit_step_overhead(qwen, ceilings, 1, mean_context(s["input_len"], s["output_len"]),
+                                      b1["step_time_s"].value, name=name, fitted_on="qwen2.5-7b.decode.b1:step_time_s")
+        fits.append(FitPoint("t_overhead", "qwen2.5-7b.decode.b1", "step_time_s", h200_workload(b1),
+                             frozenset({"step_time_s"})))
+        noise["t_overhead_s"] = median_scatter(b1, "itl_steady_engine_clock_s") * b1["step_time_s"].value
+    gemm_calib = cal.with_gemm_efficiency(calib, qwen, gemm, ceilings.peak)
+    if gemm_calib.efficiency_by_tokens:  # eta measured at the step's own shapes: nothing fitted
+        calib = gemm_calib
+        noise["eta"] = max(ceiling_scatter(ceil, f"gemm.{cal.gemm_key(m, k, n)}")
+                           for m, _ in calib.efficiency_by_tokens for _, k, n in cal.linear_shapes(qwen))
+    else:  # the same recipe `predict latency` calibrates with (theory/calibration.py): the 8,192 prefill
+        l8192 = rec("qwen2.5-7b.prefill.l8192", beside=b1)
+        calib = lat.fit_compute_efficiency(qwen, ceilings, lat.prefill_work(8192, budget),
+                                           l8192["engine_prefill_s.median"].value, calib,
+                                           fitted_on="qwen2.5-7b.prefill.l8192:engine_prefill_s.median")
+        fits.append(FitPoint("eta", "qwen2.5-7b.prefill.l8192", "engine_prefill_s.median", h200_workload(l8192),
+                             frozenset({"engine_prefill_s.median"})))
+        noise["eta"] = median_scatter(l8192, "engine_prefill_s")
     # The pool is the engine's own (memory profiling); an input here, predicted in tests_capacity.
     sched = sv.SchedulerConfig(int(engine["resolved.max_num_seqs"].value), budget,
                                int(engine["resolved.num_gpu_blocks"].value), int(engine["resolved.block_size"].value))
-    fits = (FitPoint("t_overhead", "qwen2.5-7b.decode.b1", "step_time_s", h200_workload(b1),
-                     frozenset({"step_time_s"})),
-            FitPoint("eta", "qwen2.5-7b.prefill.l8192", "engine_prefill_s.median", h200_workload(l8192),
-                     frozenset({"engine_prefill_s.median"})))
-    return Setup(target.name, qwen, ceilings, calib, sched, fits, kv_pinned=_pinned(engine))
+    return Setup(target.name, qwen, ceilings, calib, sched, tuple(fits), kv_pinned=_pinned(engine), noise=noise,
+                 overhead=overhead)
+
+
+OVERHEAD_MODELS = live_plan.OVERHEAD  # tiny-hidden twins of Qwen2.5-7B (pytest_anatomy/specs/configs/overhead/)
+
+
+def session_overhead(rec: Any, target: Any, beside: Any) -> cal.LayerOverhead | None:
+    """The layer overhead fitted on the tiny models' decode steps of `beside`'s session, or None when
+    the session did not run them (every session recorded before 2026-12-01 07:35)."""
+    from pytest_anatomy.specs import catalog
+
+    steps: list[cal.OverheadStep] = []
+    ceilings = None
+    for model_name in OVERHEAD_MODELS:
+        tiny = load_model(catalog.CONFIG_DIR / "overhead" / f"{model_name}.json")
+        for b in live_plan.OVERHEAD_BATCHES:
+            name = f"{model_name}.decode.b{b}"
+            if not getattr(rec, "has", lambda _: True)(name):  # no such run at all: nothing to read
+                continue
+            try:
+                r = rec(name, beside=beside)
+            except pytest.skip.Exception:  # not measured in this session: the b=1 residual stays
+                continue
+            if ceilings is None:
+                ceilings = rec_ceilings(rec, target, r)
+            s = r.data["run"]["settings"]
+            roof = lat.decode_step_time(tiny, ceilings, lat.UNCALIBRATED, b, mean_context(s["input_len"], s["output_len"]))
+            steps.append(cal.OverheadStep(tiny.num_layers, b, r["step_time_s"].value, roof.value,
+                                          f"{model_name}.decode.b{b}:step_time_s",
+                                          median_scatter(r, "itl_steady_engine_clock_s") * r["step_time_s"].value))
+    try:
+        return cal.fit_layer_overhead(steps) if steps else None
+    except ValueError:  # one layer count only: no layer term
+        return None
+
+
+def gemm_seconds(ceil: Any) -> dict[tuple[int, int, int], float]:
+    """(m, k, n) -> median seconds of the session's bf16 GEMM timings (ceilings' gemm.m*_k*_n*)."""
+    out: dict[tuple[int, int, int], float] = {}
+    for name, m in ceil.measurements.items():
+        parts = name.split(".")
+        if len(parts) == 3 and parts[0] == "gemm" and parts[2] == "seconds_median":
+            dims = {p[0]: int(p[1:]) for p in parts[1].split("_")}
+            out[(dims["m"], dims["k"], dims["n"])] = float(m["value"])
+    return out
 
 
 def build_transfer_setup(calibrated: Setup, rec: Any, target: Any, beside: Any = None) -> Setup:
@@ -206,14 +280,25 @@ def build_transfer_setup(calibrated: Setup, rec: Any, target: Any, beside: Any =
     llama = load_model("llama-3.1-8b")
     b1 = rec("llama-3.1-8b.decode.b1", beside=beside)
     engine = rec("llama-3.1-8b.engine", beside=b1)
-    calib = lat.EngineCalibration(
-        name=f"{calibrated.calib.name}, transferred from {calibrated.model.name}",
-        step_overhead_s=calibrated.calib.step_overhead_s, compute_efficiency=calibrated.calib.compute_efficiency,
-        fitted_on=calibrated.calib.fitted_on, notes=calibrated.calib.notes)
+    name = f"{calibrated.calib.name}, transferred from {calibrated.model.name}"
+    if calibrated.overhead is not None:  # measured on the tiny models: the layer term at Llama's own 32 layers
+        calib = cal.engine_from_overhead(llama, calibrated.overhead, name=name,
+                                         compute_efficiency=calibrated.calib.compute_efficiency)
+        calib = lat.EngineCalibration(name, calib.step_overhead_s, calib.compute_efficiency,
+                                      fitted_on=calibrated.calib.fitted_on, notes=calib.notes)
+    else:
+        calib = lat.EngineCalibration(name, step_overhead_s=calibrated.calib.step_overhead_s,
+                                      compute_efficiency=calibrated.calib.compute_efficiency,
+                                      fitted_on=calibrated.calib.fitted_on, notes=calibrated.calib.notes)
+    ceil = rec("ceilings", suite="ceilings", beside=b1)
+    calib = cal.with_gemm_efficiency(calib, llama, gemm_seconds(ceil), rec_ceilings(rec, target, b1).peak)
     sched = sv.SchedulerConfig(int(engine["resolved.max_num_seqs"].value),
                                int(engine["resolved.max_num_batched_tokens"].value),
                                int(engine["resolved.num_gpu_blocks"].value), int(engine["resolved.block_size"].value))
-    return Setup(target.name, llama, rec_ceilings(rec, target, b1), calib, sched, fits=(), kv_pinned=_pinned(engine))
+    noise = {**calibrated.noise, "bandwidth": ceiling_scatter(ceil, "read_bandwidth"),
+             "peak": ceiling_scatter(ceil, "matmul_bf16")}  # its own session's ceilings, Qwen's calibration
+    return Setup(target.name, llama, rec_ceilings(rec, target, b1), calib, sched, fits=(), kv_pinned=_pinned(engine),
+                 noise=noise)
 
 
 def _pinned(engine: Any) -> bool:
@@ -232,12 +317,21 @@ def rec_ceilings(rec: Any, target: Any, run: Any) -> lat.Ceilings:
 
 
 @pytest.fixture
-def session_rec(measured: Any, target: Any, latency_lab: LatencyLab) -> Any:
+def session_rec(request: pytest.FixtureRequest, measured: Any, target: Any, latency_lab: LatencyLab) -> Any:
     """session_rec(name, suite="latency", beside=None, not_after=None): the target's recording of
     `name`: the live plan's on a live target, else the newest recording (or the one of the session
-    that measured `beside`, or the newest not after `not_after`)."""
+    that measured `beside`, or the newest not after `not_after`). session_rec.has(name): whether the
+    target has any (a live target: whether its plan returned it), asked before an optional read."""
     def get(name: str, suite: str = "latency", beside: Any = None, not_after: str | None = None) -> Any:
         return measured(name, suite=suite, live=latency_lab.live(name, suite), beside=beside, not_after=not_after)
+
+    def has(name: str, suite: str = "latency") -> bool:
+        if target.live:
+            return latency_lab.has(suite, name)
+        from pytest_anatomy.targets import has_recording
+
+        return has_recording(get_session(request.config).settings.results_dir, target, suite, name)
+    get.has = has  # type: ignore[attr-defined]
     return get
 
 
@@ -285,3 +379,10 @@ def pytest_anatomy_live_plan(config: pytest.Config, items: list[pytest.Item]) ->
 def latency_recording(session_rec: Any) -> Any:
     """latency_recording(name, suite="latency"): this test's target's recording of `name`."""
     return session_rec
+
+
+@pytest.fixture
+def setup_builders() -> tuple[Any, Any]:
+    """(build_engine_setup, build_transfer_setup), for tests that rebuild another session's setup
+    (a test module cannot import this conftest by name: every suite has one)."""
+    return build_engine_setup, build_transfer_setup

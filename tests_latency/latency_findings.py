@@ -1,10 +1,310 @@
-"""Which card the latency suite's findings were measured on.
+"""The latency suite's findings, as data: which card they were measured on, their explanations, and
+the bands that are derived from a different run than the one checked.
 
 A finding explains a gap in one card's measurements (the numbers in its reason are that card's);
 its mark carries `hardware=MEASURED_ON`, so on any other target the same reconciliation is judged
 on its own. Another card's findings get their own constant here.
+
+Decode-step bands come from the other H200 session (OTHER_SESSION: the 2026-11-30 runs) while the
+suite replays the newest one (2026-12-01): each band is that session's measured/predicted ratio,
+computed by the same setup code, +- OTHER_SESSION_NOISE. test_latency_steps.py::
+test_decode_bands_are_the_other_sessions_ratios recomputes every ratio from the recordings, so none
+is retyped by hand.
 """
 
 from __future__ import annotations
 
+import pytest
+
 MEASURED_ON = "h200"
+
+# The session the decode bands were measured in, per model (its b=1 recording's stamp).
+OTHER_SESSION = {"qwen2.5-7b": "2026-11-30T00:37:45Z", "llama-3.1-8b": "2026-11-30T02:02:39Z"}
+# Two runs' noise budgets (each <= 1.25% for a decode step: repeat scatter, ceiling and calibration spread).
+OTHER_SESSION_NOISE = 0.025
+
+# measured / predicted decode step in OTHER_SESSION, by (model, batch): Qwen with its own calibration,
+# Llama with the Qwen calibration known when it ran (tests_latency/conftest.py).
+DECODE_RATIO_OTHER_SESSION: dict[tuple[str, int], float] = {
+    ("qwen2.5-7b", 4): 1.0100, ("qwen2.5-7b", 8): 1.0166, ("qwen2.5-7b", 16): 1.0347, ("qwen2.5-7b", 32): 1.0444,
+    ("qwen2.5-7b", 64): 1.0588, ("qwen2.5-7b", 128): 1.1282,
+    ("llama-3.1-8b", 1): 0.9856, ("llama-3.1-8b", 2): 0.9928, ("llama-3.1-8b", 8): 1.0143,
+    ("llama-3.1-8b", 16): 1.0224, ("llama-3.1-8b", 32): 1.0538, ("llama-3.1-8b", 64): 1.0854,
+    ("llama-3.1-8b", 128): 1.1565,
+}
+
+PER_SEQUENCE_COST = (
+    "Each extra sequence costs more than its KV bytes at the read ceiling: the decode step's OLS slope over "
+    "b = 1..64 is ~1.3-1.4x the KV read per sequence for both models (test_marginal_cost_per_sequence: "
+    "1,088 tokens x 56 KiB for Qwen2.5-7B, x 128 KiB for Llama-3.1-8B), so the gap grows with the batch, to "
+    f"{DECODE_RATIO_OTHER_SESSION[('qwen2.5-7b', 128)] - 1:+.1%} (Qwen) and "
+    f"{DECODE_RATIO_OTHER_SESSION[('llama-3.1-8b', 128)] - 1:+.1%} (Llama) at b=128 in the 2026-11-30 session. "
+    "Not yet isolated: paged decode attention over 16-token blocks "
+    "reading below the streaming ceiling, and per-sequence sampling and bookkeeping. The seed's 4090 shows 1.6x.")
+# The b=1 decode residual (measured step - roofline at the session's read ceiling), ms, lowest and highest over
+# every recorded H200 session of each model (test_b1_residuals_are_the_recorded_ones recomputes them).
+B1_RESIDUAL_MS: dict[str, tuple[float, float]] = {"qwen2.5-7b": (1.487, 1.535), "llama-3.1-8b": (1.417, 1.470)}
+LLAMA_OVERHEAD_BELOW_QWEN = (
+    "Llama-3.1-8B's b=1 step leaves {0:.2f}-{1:.2f} ms above its roofline where Qwen2.5-7B's leaves {2:.2f}-{3:.2f} ms in "
+    "the same sessions and engine: the overhead transferred from Qwen over-predicts Llama's small-batch steps "
+    "by ~1%, although Llama has 32 layers to Qwen's 28. Not a per-layer cost (that would go the other way); "
+    "candidates: GEMV streaming efficiency at Llama's shapes (hidden 4,096, no qkv bias) vs Qwen's (3,584, "
+    "with bias). The tiny-hidden overhead models separate the engine's share from the model's.").format(
+    *B1_RESIDUAL_MS["llama-3.1-8b"], *B1_RESIDUAL_MS["qwen2.5-7b"])
+# b at which a session's ratio may straddle its own noise budget: the finding may resolve in one session
+BORDERLINE = {("qwen2.5-7b", 4), ("qwen2.5-7b", 8), ("llama-3.1-8b", 1), ("llama-3.1-8b", 2), ("llama-3.1-8b", 8)}
+
+
+def other_session_band(ratio: float) -> tuple[float, float]:
+    return (round(ratio * (1 - OTHER_SESSION_NOISE), 4), round(ratio * (1 + OTHER_SESSION_NOISE), 4))
+
+
+def decode_step_marks(model: str, b: int) -> tuple[pytest.MarkDecorator, ...]:
+    """The finding of a decode step at batch b, its band from the other session, or none."""
+    ratio = DECODE_RATIO_OTHER_SESSION.get((model, b))
+    if ratio is None:
+        return ()
+    fid, reason = (("h200-transferred-overhead-above-llamas", LLAMA_OVERHEAD_BELOW_QWEN) if ratio < 1
+                   else ("h200-decode-per-sequence-cost", PER_SEQUENCE_COST))
+    return (pytest.mark.finding(fid, reason=reason, expected=other_session_band(ratio), hardware=MEASURED_ON,
+                                strict=(model, b) not in BORDERLINE),)
+
+
+# measured / steady-state closed form at C=64 (test_saturation_throughput), keyed by the model whose band it
+# sets: each model's band is the OTHER model's ratio (newest recordings), +- OTHER_SESSION_NOISE.
+STEADY_STATE_RATIO_OTHER_MODEL: dict[str, float] = {"qwen2.5-7b": 0.8928, "llama-3.1-8b": 0.9125}
+PROMPT_STEPS_SLOWER = (
+    "A closed loop at C=64 delivers less than its steady state minus the named terms (ramp-up and drain, the "
+    "decode step's per-sequence miss at b=64, noise): the steps that carry a new 1,024-token prompt beside ~63 "
+    "decodes run in ~35-60 ms where the step model says ~25 ms (h200-ttft-short-prefill-and-frontend), and a "
+    "request spends ~4 such steps per 256 tokens. Measured on both models alike: the band of each is the other's "
+    "ratio.")
+
+
+def steady_state_marks(model: str) -> tuple[pytest.MarkDecorator, ...]:
+    return (pytest.mark.finding("h200-prompt-steps-slower-than-modeled", reason=PROMPT_STEPS_SLOWER,
+                                quantity="output_throughput_steady_state", hardware=MEASURED_ON,
+                                expected=other_session_band(STEADY_STATE_RATIO_OTHER_MODEL[model])),)
+
+
+# --- test_latency_steps.py -------------------------------------------------------------------
+# Qwen2.5-7B's b=1 step in OTHER_SESSION against its bare roofline (test_decode_bands_are_the_other_sessions_ratios
+# recomputes these): matmul + KV bytes (GB), the session's read ceiling (TB/s), the roofline and the step (ms).
+ROOFLINE_OTHER_SESSION = {"bytes_gb": 14.203, "read_tb_s": 4.469, "roofline_ms": 3.178, "step_ms": 4.666}
+_R = ROOFLINE_OTHER_SESSION
+DECODE_ROOFLINE = pytest.mark.finding("h200-decode-step-overhead", hardware=MEASURED_ON,
+    reason=(f"The bare roofline ({_R['bytes_gb']:.2f} GB at the measured {_R['read_tb_s']:.2f} TB/s read ceiling = "
+            f"{_R['roofline_ms']:.2f} ms; {_R['bytes_gb'] / 4.8:.2f} ms at the 4.8 TB/s datasheet) misses "
+            f"{_R['step_ms'] - _R['roofline_ms']:.2f} ms of the {_R['step_ms']:.2f} ms b=1 step "
+            f"({1 - _R['roofline_ms'] / _R['step_ms']:.0%}; the 2026-11-30 session). A CUDA-graphed chain of cuBLAS "
+            "GEMVs over the same weights took 4.02 ms on this H200 (DESIGN.md): "
+            f"{4.02 - _R['roofline_ms']:.2f} ms of the gap is GEMV streaming below the read ceiling; the remaining "
+            f"~{_R['step_ms'] - 4.02:.2f} ms is attention, norms, rope, sampling and kernel boundaries. Band: that "
+            f"session's ratio +-{OTHER_SESSION_NOISE:.1%}."),
+    expected=other_session_band(_R["step_ms"] / _R["roofline_ms"]))
+
+MARGINAL_COST = pytest.mark.finding("h200-decode-per-sequence-cost", hardware=MEASURED_ON,
+    reason="Each extra sequence adds 19.2 us to Qwen2.5-7B's decode step and 42.3 us to Llama-3.1-8B's (OLS over "
+           "b = 1..64), 1.37x and 1.32x their KV reads at the session's read ceiling (1,088 tokens x 56 KiB at "
+           "4.47 TB/s = 14.0 us; x 128 KiB at 4.45 TB/s = 32.0 us): the same per-byte excess on two KV shapes "
+           "(GQA 7:1 vs 4:1), so it scales with KV bytes, not with the model's GEMMs. The seed's 4090 shows 1.6x. "
+           "Not yet isolated: paged decode attention over 16-token blocks reading below the streaming ceiling.",
+    expected=(1.3, 1.7))
+
+# Qwen2.5-7B's lone prefill / its bare roofline at the matmul ceiling in OTHER_SESSION, by prompt length, and the
+# two runs' noise at that length (each run's repeat scatter + its matmul ceiling's scatter, the newest run's
+# included): both recomputed by test_prefill_bands_are_the_other_sessions_ratios.
+PREFILL_ROOFLINE_OTHER_SESSION: dict[int, float] = {2048: 1.3866, 8192: 1.2726, 16384: 1.2698, 32000: 1.2853}
+PREFILL_ROOFLINE_NOISE: dict[int, float] = {2048: 0.0897, 8192: 0.0658, 16384: 0.0482, 32000: 0.0346}
+PREFILL_BELOW_CEILING_REASON = (
+    f"At the session's measured 8192^3 bf16 matmul ceiling long prefills are "
+    f"{min(PREFILL_ROOFLINE_OTHER_SESSION.values()) - 1:.0%}-{max(PREFILL_ROOFLINE_OTHER_SESSION.values()) - 1:.0%} "
+    f"slower than their FLOPs (2026-11-30: they reach {1 / max(PREFILL_ROOFLINE_OTHER_SESSION.values()):.0%}-"
+    f"{1 / min(PREFILL_ROOFLINE_OTHER_SESSION.values()):.0%} of it; eta = 0.79 when fitted on 8,192 tokens). Real shapes (K = 3,584, N = 512 for k/v) "
+    "tile worse than 8192^3, FlashAttention's causal kernel runs below GEMM peak, and norms/rope/activations add "
+    "memory-bound passes the FLOP count ignores. Band: the 2026-11-30 session's ratio at that length +- both "
+    "runs' repeat and matmul-ceiling scatter.")
+
+
+def prefill_ceiling_marks(length: int) -> tuple[pytest.MarkDecorator, ...]:
+    ratio, noise = PREFILL_ROOFLINE_OTHER_SESSION[length], PREFILL_ROOFLINE_NOISE[length]
+    return (pytest.mark.finding("h200-prefill-below-matmul-ceiling", hardware=MEASURED_ON,
+                                reason=PREFILL_BELOW_CEILING_REASON,
+                                expected=(round(ratio * (1 - noise), 4), round(ratio * (1 + noise), 4))),)
+
+SHORT_PREFILL_REASON = (
+    "A lone prompt of 128 or 512 tokens takes far longer from scheduling to first token than one step of that "
+    "work (4.7-4.9 ms at 128 tokens, memory-bound; 12-13 ms at 512, compute-bound); from 2,048 tokens on the model "
+    "holds within 3%. The excess is not a per-step cost (decode steps show 1.5 ms), it moves from session to "
+    "session, and it is larger with the pool gpu_memory_utilization makes (0.9-2.1M tokens) than with a pool "
+    "pinned by kv_cache_memory_bytes (~225k tokens). Utilization-sized, 128/512 tokens: Qwen2.5-7B 3.41x/3.08x "
+    "(2026-11-30) and 2.74x/2.36x (2026-12-01, fast session), Llama-3.1-8B 3.66x/2.57x (2026-12-01); pinned: "
+    "Qwen 2.08x/1.84x (2026-12-01), Llama 2.45x/1.74x (2026-11-30). Mechanism not established; candidates: "
+    "per-request engine work that grows with the number of KV blocks (block pool, block tables), the first step "
+    "after an idle engine. Each band spans every run of its regime (three sessions, two models) with ~10% margin.")
+# (lo, hi) of measured/predicted per (prompt length, pool regime); the regime is the reconciliation name.
+SHORT_PREFILL_BANDS = {(128, ""): (2.5, 4.0), (512, ""): (2.1, 3.4),
+                       (128, "_pinned_pool"): (1.9, 2.7), (512, "_pinned_pool"): (1.6, 2.0)}
+
+
+def short_prefill_marks(name: str, length: int) -> tuple[pytest.MarkDecorator, ...]:
+    return tuple(pytest.mark.finding("h200-short-prefill-depends-on-kv-pool", hardware=MEASURED_ON,
+                                     quantity=f"{name}{regime}", reason=SHORT_PREFILL_REASON,
+                                     expected=SHORT_PREFILL_BANDS[(length, regime)])
+                 for regime in ("", "_pinned_pool"))
+
+
+# --- test_latency_load.py ---------------------------------------------------------------------
+QWEN, LLAMA = "qwen2.5-7b", "llama-3.1-8b"
+POISSON = ("0.25", "0.5", "0.8", "1", "1.3")  # Poisson rates as fractions of the C=64 request rate
+# A pool oversubscribed ~1.6x (128 prompts against a pinned ~225k-token pool) queues differently from one
+# oversubscribed 1.06x: its quantities carry the regime in their name (test_latency_load._regime).
+HEAVY = "_heavily_oversubscribed"
+
+TTFT_FINDING = pytest.mark.finding("h200-ttft-short-prefill-and-frontend", hardware=MEASURED_ON, quantity="ttft_p50",
+    reason="Below the knee TTFT p50 is one 1,024-token prefill, simulated at 23-26 ms (a step at eta = 0.79) but "
+           "measured at 41-76 ms. Two parts: the engine's own prefill of 1,024 tokens takes 34-62 ms (median "
+           "scheduling-to-first-token), the lone-short-prefill excess seen in test_prefill[128/512] and in closed.c1 "
+           "(31.6 ms); and the frontend's ingress + egress (5-14 ms, growing with load) that the simulation omits.",
+    expected=(1.3, 2.2))
+ENGINE_TTFT_FINDING = pytest.mark.finding("h200-ttft-short-prefill-and-frontend", hardware=MEASURED_ON, quantity="engine_ttft_p50", reason=TTFT_FINDING.kwargs["reason"],
+    expected=(1.2, 1.6))
+
+
+LLAMA_TTFT_REASON = (
+    "Llama-3.1-8B (Qwen's calibration): TTFT p50 agrees at 0.25x and 0.5x of the C=64 rate (+24%) and misses at "
+    "0.8x (39.6 ms vs 29.1 simulated) and 1.0x (51.0 vs 30.2). Two parts, as for Qwen: the frontend's ingress + "
+    "egress, which the simulation omits, grows from 6 to 13 ms with load (client minus engine TTFT); the engine's "
+    "own queue + prefill medians stay within 10% up to 0.8x and reach +26% at 1.0x (38.0 ms), where a new prompt "
+    "shares its step with ~35-70 decodes whose per-sequence cost runs ~1.3x the roofline "
+    "(h200-decode-per-sequence-cost). Llama's lone short prefill exceeds the model less than Qwen's (512 tokens: "
+    "1.74x vs 3.1x), so its TTFT misses start later.")
+TTFT_MARKS = {
+    **{(QWEN, f): (TTFT_FINDING, ENGINE_TTFT_FINDING) for f in POISSON},
+    (LLAMA, "0.8"): (pytest.mark.finding("h200-ttft-short-prefill-and-frontend", hardware=MEASURED_ON, quantity="ttft_p50",
+                                         reason=LLAMA_TTFT_REASON, expected=(1.3, 2.2)),),
+    (LLAMA, "1"): (pytest.mark.finding("h200-ttft-short-prefill-and-frontend", hardware=MEASURED_ON, quantity="ttft_p50",
+                                       reason=LLAMA_TTFT_REASON, expected=(1.3, 2.2)),
+                   pytest.mark.finding("h200-ttft-short-prefill-and-frontend", hardware=MEASURED_ON, quantity="engine_ttft_p50",
+                                       reason=LLAMA_TTFT_REASON, expected=(1.2, 1.6))),
+}
+
+
+# Two sessions of the same Poisson workload put the mean ITL on both sides of the 10% target: the
+# excess is there at every rate from 0.5x up, its size moves by a few percent between sessions.
+SESSIONS = (" Qwen2.5-7B's mean ITL over two sessions: 0.5x +9.4% and +13.3%, 0.8x +18.3%, 1.0x +9.0% and +9.4%, "
+            "1.3x +13.0% and +8.8% (2026-11-30, 2026-12-01 live): the gap straddles the 10% target from session to "
+            "session, so this finding may resolve in one session and reappear in the next (strict=False).")
+ITL_UNDER_LOAD = ("At the higher rates the simulated ITLs run 10-18% short, the two decode findings combined: the "
+                  "median is a decode step of 50-90 sequences, where each sequence costs ~1.4x its KV bytes "
+                  "(h200-decode-per-sequence-cost: b=64 +6%, b=128 +13%), and the mean adds the steps that carry a "
+                  "1,024-token prompt, which the engine runs in ~35-60 ms instead of the ~25 ms modeled "
+                  "(h200-ttft-short-prefill-and-frontend).")
+
+
+ITL_MARKS = {
+    **{(QWEN, f): (pytest.mark.finding("h200-itl-under-load", hardware=MEASURED_ON, quantity="itl_mean",
+                                       reason=ITL_UNDER_LOAD + SESSIONS, expected=(1.05, 1.25), strict=False),)
+       for f in ("0.5", "0.8", "1")},
+    (QWEN, "1.3"): (pytest.mark.finding("h200-itl-under-load", hardware=MEASURED_ON, reason=ITL_UNDER_LOAD + SESSIONS,
+                                        expected=(1.05, 1.25), strict=False),),
+    (LLAMA, "1.3"): (pytest.mark.finding("h200-itl-under-load", hardware=MEASURED_ON, reason=(
+        "Llama-3.1-8B at 1.3x (at its knee, up to 86 running): median ITL 7.73 ms vs 6.95 simulated (+11%), mean "
+        "11.7 vs 10.4 ms (+12%): decode steps of 50-90 sequences at ~1.3x the roofline's per-sequence cost "
+        "(h200-decode-per-sequence-cost: Llama b=64 +8.5%, b=128 +16%), the same mechanism as Qwen's."),
+        expected=(1.10, 1.25)),),
+}
+
+
+MIXED_PREFILL = "h200-overload-prefill-in-kv-bound-steps"
+MIXED_REASON = ("Under overload a prompt's two chunks (8,192 + 7,921 tokens) share steps with ~125 decodes that each "
+                "read ~16,600 tokens of KV (~120 GB, 27 ms a step at 4.47 TB/s). The step model takes max(memory, "
+                "compute) and hides that traffic under the chunk's 150 ms of compute; the engine's prefill part of "
+                "TTFT is 0.91 s against 0.63 s simulated, so the two overlap only partly (or the steps between "
+                "chunks are longer). Queueing still dominates TTFT either way (96% vs 98% simulated).")
+
+
+LLAMA_OVERLOAD_REASON = (
+    "Heavily oversubscribed pool. Llama-3.1-8B (2026-11-30; 128 x 1,755 + 1,024 tokens on a 224,704-token pool, "
+    "1.58x, 46 preemptions as simulated): TTFT itself "
+    "agrees (mean 3.03 s vs 2.96 s, p50 +1.5%), but the engine splits it 2.58 s queue + 0.42 s prefill where the "
+    "simulation has 2.73 + 0.23: requests are first scheduled ~0.15 s earlier and then spend ~0.19 s longer "
+    "between first scheduling and first token (which itself comes ~0.07 s later on average), a queueing share of "
+    "85% vs 92%. Candidates, not separated: steps mixing a prompt with ~125 KV-heavy decodes (Llama reads 128 KiB "
+    "of KV per token, 2.3x Qwen) take longer than max(memory, compute) (Qwen's prefill part is 1.43x simulated for "
+    "the same reason), and requests preempted after their first scheduling but before their first token count the "
+    "wait as prefill in vLLM's stats. Qwen2.5-7B in the same regime (live, 2026-12-01: 128 x 1,755 + 1,024 on a "
+    "224,688-token pool, 1.58x) lands inside the bands this run set: the regime, not the model, sets the split.")
+OVERLOAD_MARKS = {
+    QWEN: (pytest.mark.finding(MIXED_PREFILL, hardware=MEASURED_ON, quantity="prefill_part_of_ttft", reason=MIXED_REASON,
+                               expected=(1.3, 1.6)),
+           pytest.mark.finding(MIXED_PREFILL, hardware=MEASURED_ON, quantity="queueing_share_of_ttft", expected=(0.97, 1.0), reason=(
+               "Measured queueing share 96.2% vs 97.7% simulated (-1.5 pp, outside the fixed 1 pp budget): the "
+               "engine's prefill part of TTFT is 0.27 s longer than simulated (0.9 pp of the 29 s TTFT; "
+               + MIXED_REASON.split(";")[0] + ") and ingress + egress take 0.2 s (0.7 pp) under overload, 15-40x "
+               "their 5-14 ms below the knee."))),
+}
+# A pool oversubscribed ~1.6x (128 prompts against a pinned ~225k-token pool) queues differently from one
+# oversubscribed 1.06x (the whole 2M-token pool): its quantities carry the regime in their name, and its
+# bands come from the first run of that regime (Llama-3.1-8B, 2026-11-30), so the second model's run
+# (Qwen2.5-7B, live, 2026-12-01) is checked against a band it did not set.
+HEAVY = "_heavily_oversubscribed"
+HEAVY_MARKS = (pytest.mark.finding(MIXED_PREFILL, hardware=MEASURED_ON, quantity="queueing_share_of_ttft" + HEAVY,
+                                   expected=(0.88, 0.96), reason=LLAMA_OVERLOAD_REASON),
+               pytest.mark.finding(MIXED_PREFILL, hardware=MEASURED_ON, quantity="prefill_part_of_ttft" + HEAVY,
+                                   expected=(1.6, 2.1), reason=LLAMA_OVERLOAD_REASON))
+
+
+# --- the seed's RTX 4090 (test_latency_seed_decode.py, test_latency_seed_load.py) ----------------
+ATTAINMENT = pytest.mark.finding(
+    "seed-decode-floor-attainment",
+    reason="At the datasheet 1,008 GB/s with no overhead term the decode floor is a lower bound: vLLM reaches "
+           "81-89% of it (the seed's 'roofline attainment', claim 4). The gap is a fixed ~1.8 ms per step "
+           "(kernel gaps, sampling, norms: what the calibrated overhead term carries) plus a per-sequence cost "
+           "above the KV bytes (see test_marginal_cost_per_request).",
+    expected=(1.10, 1.26))
+
+HIGH_C = pytest.mark.finding(
+    "seed-decode-per-sequence-cost",
+    reason="At C >= 32 the calibrated step model is 10-11% fast: each extra sequence costs 0.106 ms per step "
+           "where its KV bytes at 1,008 GB/s cost 0.066 ms (1.6x, test_marginal_cost_per_request). Candidates: "
+           "paged-attention decode reading 16-token KV blocks below streaming bandwidth, and GEMMs with M = C "
+           "rows losing efficiency as C grows (the roofline max() assumes a perfect GEMV-to-GEMM transition).",
+    expected=(1.09, 1.16))
+
+HIGH_C_MEDIAN = pytest.mark.finding("seed-decode-per-sequence-cost", reason=HIGH_C.kwargs["reason"],
+                                    quantity="itl_median", expected=HIGH_C.kwargs["expected"])
+
+PAIRED_PROMPTS = pytest.mark.finding(
+    "seed-c4-p99-below-prefill-step",
+    reason="At C=4 the simulated closed loop spreads the 3 other prompts of each request's lifetime over 3 "
+           "separate steps: 3 of 255 ITLs (1.2%) carry a prefill, just above the 1% a p99 needs, so it predicts a "
+           "prefill step (~100 ms). Measured p99 is a decode step (17.6 ms; 17.4 and 21.4 ms in round 1): fewer "
+           "than 1% of ITLs straddled a prompt, i.e. prompts ran in pairs, as the measured TTFT median of 288 ms "
+           "(a 2,048-token step, not a lone 1,024-token one) also says. The simulation does not model the "
+           "client/HTTP delay that groups the replacements.",
+    expected=(0.1, 0.3))
+
+SEED_MARGINAL_COST = pytest.mark.finding(
+    "seed-decode-per-sequence-cost",
+    reason="Each extra concurrent request adds 0.106 ms to the decode step, 1.6x its KV reads at the datasheet "
+           "bandwidth (0.066 ms), as the seed found (claim 10). The H200 shows the same excess (1.4-1.5x, "
+           "test_latency_h200_steps). Mechanism not isolated (no per-kernel timing was recorded): decode "
+           "attention over paged 16-token blocks and the batch's GEMM efficiency are the candidates.",
+    expected=(1.4, 1.8))
+
+SEED_TTFT_GROUPING = pytest.mark.finding(
+    "seed-closed-loop-ttft-grouping",
+    reason="The engine part of the mean TTFT at C=64 (queue 380 + prefill 479 ms) is 20-25% above the "
+           "simulation: the simulated closed loop admits each replacement prompt alone as soon as a slot frees, "
+           "while in the seed's run replacements arrived through HTTP and tokenization (141 ms frontend residual) "
+           "and were prefilled in groups behind each other (the same grouping as the C=4 p99 finding).",
+    expected=(1.1, 1.45))
+
+SEED_LITTLES_LAW = pytest.mark.finding(
+    "seed-littles-law-waiting-includes-preempted",
+    reason="Little's law is an identity for a run that starts and ends empty, yet L / lambda = 140 s exceeds the "
+           "histogram's mean queue time (135.0 s) by 3.7%: the 1 Hz `num_requests_waiting` gauge also counts the "
+           "38 preempted requests waiting to be recomputed, while the queue-time histogram records only each "
+           "request's first wait. 3.7% of 128 x 135 s is ~5 s per preemption, the order of a re-wait here.",
+    expected=(0.95, 0.99))

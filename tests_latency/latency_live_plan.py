@@ -5,8 +5,9 @@ FAST (`-m "gpu and not slow"`): the decode step at every batch and the lone pref
 length, the parts the step model is checked on, then the 28-layer tiny-hidden overhead model's decode
 steps at batches 1, 16, 64 and 128 on its own engine: the step overhead measured apart from the
 model it predicts (~3.5 min on an H200, most of it vLLM's import and the engine starts). FULL adds
-the 2-layer twin (the per-layer slope; both twins <= 90 s), the load runs (closed loop, Poisson, overload) and Llama-3.1-8B's decode
-and prefill on a second engine, which the transfer tests predict with the same calibration (~8.5 min). The plan runs FULL when any selected live latency test
+the 2-layer twin (both twins <= 100 s), the load runs (closed loop, Poisson, overload) and
+Llama-3.1-8B's decode and prefill on a second engine, which the transfer tests predict with the same
+calibration (~8.5 min). The plan runs FULL when any selected live latency test
 is marked slow. The shapes are the recorded H200 runs' (scripts/device/latency_plan.py), so a
 live run and a recording answer the same tests.
 """

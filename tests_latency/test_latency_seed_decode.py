@@ -13,6 +13,7 @@ prefill chunk.
 
 from __future__ import annotations
 
+import latency_findings as lf
 import pytest
 from latency_setups import (
     SEED_PROMPTS,
@@ -37,27 +38,11 @@ LENGTHS = (256, 512, 1024, 2048, 4096)
 SWEEP = "seed-r2-01-c{:03d}"
 P50_REPEATS = frozenset({1})  # round 2's C=1 is the workload t_overhead was fitted on (round 1's C=1)
 P99_REPEATS = frozenset({64})  # round 2's C=64 p99 is the step eta was fitted on (round 1's C=64 p99)
-TARGET_WHY = ("issue 4's accuracy target for a calibrated decode step (10%); the seed's ITL medians repeat "
+TARGET_WHY = ("the accuracy goal for a calibrated decode step (10%); the seed's ITL medians repeat "
               "within 1% across runs (r1-01 vs r1-02), so a larger gap is the model's, not noise")
 
-ATTAINMENT = pytest.mark.finding(
-    "seed-decode-floor-attainment",
-    reason="At the datasheet 1,008 GB/s with no overhead term the decode floor is a lower bound: vLLM reaches "
-           "81-89% of it (the seed's 'roofline attainment', claim 4). The gap is a fixed ~1.8 ms per step "
-           "(kernel gaps, sampling, norms: what the calibrated overhead term carries) plus a per-sequence cost "
-           "above the KV bytes (see test_marginal_cost_per_request).",
-    expected=(1.10, 1.26))
-HIGH_C = pytest.mark.finding(
-    "seed-decode-per-sequence-cost",
-    reason="At C >= 32 the calibrated step model is 10-11% fast: each extra sequence costs 0.106 ms per step "
-           "where its KV bytes at 1,008 GB/s cost 0.066 ms (1.6x, test_marginal_cost_per_request). Candidates: "
-           "paged-attention decode reading 16-token KV blocks below streaming bandwidth, and GEMMs with M = C "
-           "rows losing efficiency as C grows (the roofline max() assumes a perfect GEMV-to-GEMM transition).",
-    expected=(1.09, 1.16))
-
-
 @pytest.mark.gpu
-@ATTAINMENT
+@lf.ATTAINMENT
 @pytest.mark.parametrize("c", CONCURRENCY)
 def test_itl_p50_vs_datasheet_floor(c, seed_setup, measured, reconcile):
     """Median ITL vs (weights + C x KV) / 1008 GB/s: the seed's decode floor (14.09 ms at C=1)."""
@@ -69,7 +54,7 @@ def test_itl_p50_vs_datasheet_floor(c, seed_setup, measured, reconcile):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("c", [fit_param(c, P50_REPEATS, HIGH_C if c >= 32 else ()) for c in CONCURRENCY])
+@pytest.mark.parametrize("c", [fit_param(c, P50_REPEATS, lf.HIGH_C if c >= 32 else ()) for c in CONCURRENCY])
 def test_itl_p50_with_calibrated_overhead(c, seed_setup, measured, reconcile):
     """Median ITL = one decode step of C sequences at the mean context 1,152, plus the step
     overhead fitted on round 1's C=1 run. Round 2's C=1 is that workload again (another day and
@@ -79,17 +64,11 @@ def test_itl_p50_with_calibrated_overhead(c, seed_setup, measured, reconcile):
     pred = lat.decode_step_time(seed_setup.model, seed_setup.ceilings, seed_setup.calib, c,
                                 mean_context(*SEED_SHAPE))
     reconcile("itl_p50", with_note(pred, note), rec["median_itl"], rel=0.10, why=TARGET_WHY,
-              model=seed_setup.model.name)
+              model=seed_setup.model.name, kind=seed_setup.kind_of(seed_workload(rec), "median_itl"))
 
 
 @pytest.mark.gpu
-@pytest.mark.finding(
-    "seed-decode-per-sequence-cost",
-    reason="Each extra concurrent request adds 0.106 ms to the decode step, 1.6x its KV reads at the datasheet "
-           "bandwidth (0.066 ms), as the seed found (claim 10). The H200 shows the same excess (1.4-1.5x, "
-           "test_latency_h200_steps). Mechanism not isolated (no per-kernel timing was recorded): decode "
-           "attention over paged 16-token blocks and the batch's GEMM efficiency are the candidates.",
-    expected=(1.4, 1.8))
+@lf.SEED_MARGINAL_COST
 def test_marginal_cost_per_request(target, seed_setup, measured, reconcile):
     """Slope of median ITL over C = 1..64 vs the step model's d(t_step)/dC (KV bytes / BW)."""
     recs = [measured(SWEEP.format(c)) for c in CONCURRENCY]
@@ -143,21 +122,8 @@ def _itl_stats(setup, c):
     return setup.simulate(sv.Workload.closed(c, SEED_PROMPTS[c], *SEED_SHAPE))
 
 
-HIGH_C_MEDIAN = pytest.mark.finding("seed-decode-per-sequence-cost", reason=HIGH_C.kwargs["reason"],
-                                    quantity="itl_median", expected=HIGH_C.kwargs["expected"])
-PAIRED_PROMPTS = pytest.mark.finding(
-    "seed-c4-p99-below-prefill-step",
-    reason="At C=4 the simulated closed loop spreads the 3 other prompts of each request's lifetime over 3 "
-           "separate steps: 3 of 255 ITLs (1.2%) carry a prefill, just above the 1% a p99 needs, so it predicts a "
-           "prefill step (~100 ms). Measured p99 is a decode step (17.6 ms; 17.4 and 21.4 ms in round 1): fewer "
-           "than 1% of ITLs straddled a prompt, i.e. prompts ran in pairs, as the measured TTFT median of 288 ms "
-           "(a 2,048-token step, not a lone 1,024-token one) also says. The simulation does not model the "
-           "client/HTTP delay that groups the replacements.",
-    expected=(0.1, 0.3))
-
-
 @pytest.mark.gpu
-@pytest.mark.parametrize("c", [*CONCURRENCY[1:5], *(pytest.param(c, marks=HIGH_C_MEDIAN) for c in CONCURRENCY[5:])])
+@pytest.mark.parametrize("c", [*CONCURRENCY[1:5], *(pytest.param(c, marks=lf.HIGH_C_MEDIAN) for c in CONCURRENCY[5:])])
 def test_itl_mean_and_median(c, seed_setup, measured, reconcile):
     """Both statistics from the simulated run (same prompts, concurrency and budget): the median
     is a decode step, the mean adds the prefill-carrying steps, weighted by how often they occur."""
@@ -175,7 +141,7 @@ def test_itl_mean_and_median(c, seed_setup, measured, reconcile):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("c", [fit_param(c, P99_REPEATS, PAIRED_PROMPTS if c == 4 else ()) for c in CONCURRENCY[1:]])
+@pytest.mark.parametrize("c", [fit_param(c, P99_REPEATS, lf.PAIRED_PROMPTS if c == 4 else ()) for c in CONCURRENCY[1:]])
 def test_itl_p99_chunked_prefill(c, seed_setup, measured, reconcile):
     """p99 ITL: a pure decode step while fewer than 1% of ITLs straddle a prefill chunk, then a
     step carrying a prompt (C=8: one 1024-token prompt) or a full 2048-token budget (C >= 16).
@@ -192,6 +158,7 @@ def test_itl_p99_chunked_prefill(c, seed_setup, measured, reconcile):
                      f"({fit_step * 1e3:.1f} ms, seed-r1-01-c064:p99_itl): a full-budget step like it, so this "
                      "checks the budget's token accounting at another decode/prefill split, not eta independently")
     reconcile("itl_p99", with_note(pred, *notes), rec["p99_itl"], rel=0.10,
+              kind=seed_setup.kind_of(seed_workload(rec), "p99_itl"),
               why="a p99 over >= 15,000 ITLs is the time of one kind of step, held to the decode target (10%)",
               model=seed_setup.model.name)
 

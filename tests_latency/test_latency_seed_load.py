@@ -10,6 +10,7 @@ quotes from its unpublished 1 Hz metrics CSVs (SeedQuote recordings).
 
 from __future__ import annotations
 
+import latency_findings as lf
 import pytest
 from latency_setups import SEED_PROMPTS, SEED_SHAPE, fit_param, seed_workload
 
@@ -24,9 +25,9 @@ pytestmark = pytest.mark.targets(recorded="seed-")
 TPUT_REPEATS = frozenset({1})  # at C=1 throughput is O / (TTFT + (O - 1) x ITL): the t_overhead fit's workload
 LENGTHS = (256, 512, 1024, 2048, 4096)
 STRESS = {"concurrency": 64, "prompts": 128, "input_len": 6144, "output_len": 2048}
-TPUT_WHY = ("issue 4's target for throughput (10%); bench serve's throughput repeats within 0.5% across the "
+TPUT_WHY = ("the throughput goal (10%); bench serve's throughput repeats within 0.5% across the "
             "seed's reruns (r1-01 vs r1-02)")
-TTFT_WHY = "issue 4's TTFT target (25%): queueing multiplies any step-time error by the queue length"
+TTFT_WHY = "the TTFT goal (25%): queueing multiplies any step-time error by the queue length"
 
 
 def _kv_pool_blocks(measured, rnd: int) -> int:
@@ -53,7 +54,7 @@ def test_throughput_curve(c, seed_setup, measured, reconcile):
     pred = sv.as_prediction(res, "output_throughput", "", "tokens/s", f"closed loop C={c}, {SEED_PROMPTS[c]} prompts",
                             (note,))
     reconcile("output_throughput", pred, rec["output_throughput"], rel=0.10, why=TPUT_WHY,
-              model=seed_setup.model.name)
+              model=seed_setup.model.name, kind=seed_setup.kind_of(seed_workload(rec), "output_throughput"))
 
 
 @pytest.mark.gpu
@@ -68,13 +69,7 @@ def test_length_sweep_throughput(length, seed_setup, measured, reconcile):
 
 
 @pytest.mark.gpu
-@pytest.mark.finding(
-    "seed-closed-loop-ttft-grouping",
-    reason="The engine part of the mean TTFT at C=64 (queue 380 + prefill 479 ms) is 20-25% above the "
-           "simulation: the simulated closed loop admits each replacement prompt alone as soon as a slot frees, "
-           "while in the seed's run replacements arrived through HTTP and tokenization (141 ms frontend residual) "
-           "and were prefilled in groups behind each other (the same grouping as the C=4 p99 finding).",
-    expected=(1.1, 1.45))
+@lf.SEED_TTFT_GROUPING
 def test_ttft_decomposition_at_c64(seed_setup, measured, reconcile):
     """Engine TTFT (queue + prefill, from the server's histograms) at C=64 vs the simulated TTFT,
     which has no frontend: the seed's 141 ms frontend residual is outside both."""
@@ -97,7 +92,7 @@ def test_overload_every_request_completes_exactly(target, rnd, measured, reconci
               rec["failed"])
     reconcile("total_output_tokens", Prediction(float(n * out), "tokens", "num_prompts x output_len (ignore_eos)",
                                                 {"num_prompts": n, "output_len": out}),
-              rec["total_output_tokens"])
+              rec["total_output_tokens"], kind="setting")  # max_tokens x prompts, echoed back (ignore_eos)
 
 
 @pytest.mark.gpu
@@ -146,9 +141,9 @@ def test_overload_throughput_and_ttft(target, rnd, seed_setup, measured, reconci
     reconcile("ttft_p50", sv.as_prediction(res, "ttft", "p50", "s", label), rec["median_ttft"], rel=0.25,
               why=TTFT_WHY, **kw)
     reconcile("itl_median", sv.as_prediction(res, "itl", "p50", "s", label), rec["median_itl"], rel=0.10,
-              why="issue 4's decode target (10%)", **kw)
+              why="the decode goal (10%)", **kw)
     reconcile("itl_mean", sv.as_prediction(res, "itl", "mean", "s", label), rec["mean_itl"], rel=0.10,
-              why="issue 4's decode target (10%)", **kw)
+              why="the decode goal (10%)", **kw)
 
 
 @pytest.mark.gpu
@@ -187,17 +182,11 @@ def test_overload_recomputed_tokens(seed_setup, measured, reconcile):
 
 
 @pytest.mark.gpu
-@pytest.mark.finding(
-    "seed-littles-law-waiting-includes-preempted",
-    reason="Little's law is an identity for a run that starts and ends empty, yet L / lambda = 140 s exceeds the "
-           "histogram's mean queue time (135.0 s) by 3.7%: the 1 Hz `num_requests_waiting` gauge also counts the "
-           "38 preempted requests waiting to be recomputed, while the queue-time histogram records only each "
-           "request's first wait. 3.7% of 128 x 135 s is ~5 s per preemption, the order of a re-wait here.",
-    expected=(0.95, 0.99))
+@lf.SEED_LITTLES_LAW
 def test_littles_law_on_the_overload_run(target, measured, reconcile):
     q = measured("seed-r2-ttft-decomposition-overload")
     pred = sv.littles_law_wait(q["waiting_mean"].value, q["request_rate"].value)
-    reconcile("queue_wait_littles_law", pred, q["queue_s"], rel=0.002,
+    reconcile("queue_wait_littles_law", pred, q["queue_s"], rel=0.002, kind="identity",
               why="the quote rounds L to 0.1 requests (0.14%) and lambda to 0.001 req/s (0.2%)")
 
 

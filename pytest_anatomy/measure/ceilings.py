@@ -158,6 +158,7 @@ def matmul_peak(dtype: str = "bf16", n: int = MATMUL_N, runs: int = DEFAULT_RUNS
 GEMM_RUNS = 20  # the large-m shapes are compute-bound and steady; 20 keeps the whole set to ~15 s
 GEMM_WARMUP = 3
 GEMM_ROTATE_BYTES = 512 * 2**20  # > 8x an H200's L2: a W is evicted before its copy comes round again
+GEMM_BUDGET_S = 60.0  # the linear shapes never hold the session's other parts back longer (~15 s planned)
 
 
 def gemm_key(m: int, k: int, n: int) -> str:
@@ -191,8 +192,11 @@ def linear_rate(m: int, k: int, n: int, runs: int = GEMM_RUNS, warmup: int = GEM
 
 def measure_all(buffer_bytes: int = DEFAULT_BUFFER_BYTES, runs: int = DEFAULT_RUNS,
                 warmup: int = DEFAULT_WARMUP, log: Callable[[str], None] = print,
-                gemm_shapes: Sequence[tuple[int, int, int]] = ()) -> dict[str, Any]:
-    """Facts, clocks before, the four ceilings, the linear shapes asked for, clocks after."""
+                gemm_shapes: Sequence[tuple[int, int, int]] = (),
+                checkpoint: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Facts, clocks before, the four ceilings, the linear shapes asked for, clocks after.
+    `checkpoint` receives the result once the four ceilings are in, before the linear shapes: a
+    process killed during those still leaves the ceilings every prediction divides by."""
     if runs < 20:
         raise ValueError(f"ceilings need >= 20 timed runs for a stable median, got runs={runs!r}")
     t0 = time.perf_counter()
@@ -215,13 +219,25 @@ def measure_all(buffer_bytes: int = DEFAULT_BUFFER_BYTES, runs: int = DEFAULT_RU
         torch.cuda.empty_cache()  # the previous buffers are garbage now; give their memory back
         shown = "TB/s" if result[key]["unit"] == "B/s" else "TFLOP/s"
         log(f"[ceilings] {key}: {result[key]['value'] / 1e12:.3f} {shown}")
+    if checkpoint is not None:
+        checkpoint(result)
     if gemm_shapes:
         t1 = time.perf_counter()
-        result["gemm"] = {}
+        result["gemm"], problems = {}, {}
         for m, k, n in sorted(set(gemm_shapes)):
-            result["gemm"][gemm_key(m, k, n)] = linear_rate(m, k, n)
+            key = gemm_key(m, k, n)
+            if time.perf_counter() - t1 > GEMM_BUDGET_S:
+                problems[key] = f"not timed: the linear shapes' {GEMM_BUDGET_S:g} s were spent"
+                continue
+            try:
+                result["gemm"][key] = linear_rate(m, k, n)
+            except RuntimeError as exc:  # out of memory, a cuBLAS error: this shape only
+                problems[key] = f"{type(exc).__name__}: {exc}"
             torch.cuda.empty_cache()
-        log(f"[ceilings] {len(result['gemm'])} linear shapes in {time.perf_counter() - t1:.1f} s")
+        if problems:
+            result["gemm_not_timed"] = problems
+        log(f"[ceilings] {len(result['gemm'])} linear shapes in {time.perf_counter() - t1:.1f} s"
+            + (f", {len(problems)} not timed" if problems else ""))
     result["clocks_after"] = nvidia_smi_snapshot()
     result["wall_s"] = time.perf_counter() - t0
     return result
@@ -250,14 +266,19 @@ def main(argv: list[str] | None = None) -> int:
                         help="JSON file: a list of {m, k, n} linear shapes to time as well (bf16 x @ W^T)")
     args = parser.parse_args(argv)
     shapes = read_gemm_shapes(args.gemm_shapes) if args.gemm_shapes else []
-    result = measure_all(int(args.buffer_gib * GiB), args.runs, args.warmup,
-                         log=lambda s: print(s, flush=True), gemm_shapes=shapes)
-    text = json.dumps(result, indent=1)
-    if args.json:
-        with open(args.json, "w") as fh:
-            fh.write(text + "\n")
-    else:
-        print(text)
+    def write(result: dict[str, Any]) -> None:
+        text = json.dumps(result, indent=1)
+        if args.json:
+            tmp = args.json + ".tmp"
+            with open(tmp, "w") as fh:
+                fh.write(text + "\n")
+            os.replace(tmp, args.json)
+        else:
+            print(text)
+
+    result = measure_all(int(args.buffer_gib * GiB), args.runs, args.warmup, log=lambda s: print(s, flush=True),
+                         gemm_shapes=shapes, checkpoint=write if args.json and shapes else None)
+    write(result)
     return 0
 
 

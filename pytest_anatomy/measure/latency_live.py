@@ -71,9 +71,11 @@ class LatencyLivePlan:
         t += 12 * len(self.closed) + 15 * len(self.poisson_factors) + (40 if self.overload else 0)
         if self.second_model:
             t += 90 + 3 * len(self.decode_batches) + 3 * len(self.prefill_lens)
-        # a tiny model's engine start (few graphs) and warm-up, then ~1.5 s per decode batch; the plan caps
-        # the overhead models at 90 s in all
-        t += min(90, len(self.overhead_models) * (37 + 1.5 * len(self.overhead_batches)))
+        # tiny engines: 56 s for the first (torch.compile cold), 31 s for the next, ~0.5 s per decode batch;
+        # the plan caps the overhead models at 100 s in all
+        if self.overhead_models:
+            t += min(100, 56 + 31 * (len(self.overhead_models) - 1)
+                     + 0.5 * len(self.overhead_models) * len(self.overhead_batches))
         return float(t)
 
 

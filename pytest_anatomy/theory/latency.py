@@ -78,6 +78,9 @@ class EngineCalibration:
 
     step_overhead_s    -- added to every step (kernel gaps, sampling, scheduling not hidden)
     compute_efficiency -- eta: the fraction of the peak a compute-bound step reaches
+    efficiency_by_tokens -- (tokens, eta) measured at the step's own GEMM shapes (the session's
+                          cuBLAS timings); when given, a step of n new tokens runs at eta_at(n)
+                          instead of the one compute_efficiency
     fitted_on          -- the in-sample points (recording names); predictions of these are
                           not tests of the model
     """
@@ -87,10 +90,29 @@ class EngineCalibration:
     compute_efficiency: float = 1.0
     fitted_on: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    efficiency_by_tokens: tuple[tuple[int, float], ...] = ()
+
+    def eta_at(self, tokens: int) -> float:
+        """eta for a step of `tokens` new tokens: linear in log(tokens) between the measured token
+        counts, the nearest one's outside them; compute_efficiency when none was measured."""
+        points = self.efficiency_by_tokens
+        if not points:
+            return self.compute_efficiency
+        if tokens <= points[0][0]:
+            return points[0][1]
+        for (m0, e0), (m1, e1) in zip(points, points[1:]):
+            if tokens <= m1:
+                w = math.log(tokens / m0) / math.log(m1 / m0)
+                return e0 + w * (e1 - e0)
+        return points[-1][1]
 
     def __post_init__(self) -> None:
         if not 0 < self.compute_efficiency <= 1.5:
             raise ValueError(f"{self.name}: compute_efficiency must be in (0, 1.5], got {self.compute_efficiency!r}")
+        if any(not 0 < e <= 1.5 for _, e in self.efficiency_by_tokens) or \
+                list(self.efficiency_by_tokens) != sorted(self.efficiency_by_tokens):
+            raise ValueError(f"{self.name}: efficiency_by_tokens must be (tokens, eta) sorted by tokens with eta in "
+                             f"(0, 1.5], got {self.efficiency_by_tokens!r}")
         if self.step_overhead_s < 0:
             raise ValueError(f"{self.name}: step_overhead_s must be >= 0, got {self.step_overhead_s!r}; "
                              "a negative overhead means the ceilings are too low for this point")
@@ -142,7 +164,8 @@ def step_time(model: ModelSpec, ceilings: Ceilings, calib: EngineCalibration, wo
     b = step_bytes(model, work)
     f = step_flops(model, work)
     memory_s = b.value / ceilings.bandwidth
-    compute_s = f.value / (calib.compute_efficiency * ceilings.peak)
+    eta = calib.eta_at(work.new_tokens)
+    compute_s = f.value / (eta * ceilings.peak)
     bound = "memory" if memory_s >= compute_s else "compute"
     return Prediction(
         max(memory_s, compute_s) + calib.step_overhead_s, "s",
@@ -150,7 +173,7 @@ def step_time(model: ModelSpec, ceilings: Ceilings, calib: EngineCalibration, wo
         {"new_tokens": work.new_tokens, "decode_tokens": work.decode_tokens,
          "prefill_chunks": len(work.prefill), "calibration": calib.name},
         terms=(*b.terms, Term("bytes / BW", memory_s, "s"), *f.terms,
-               Term("FLOPs / (eta x peak)", compute_s, "s", f"eta = {calib.compute_efficiency:.3f}"),
+               Term("FLOPs / (eta x peak)", compute_s, "s", f"eta = {eta:.3f}"),
                Term("t_overhead", calib.step_overhead_s, "s", calib.name), *ceilings.terms()),
         notes=(f"{bound}-bound", calib.describe(), *calib.notes))
 
@@ -322,6 +345,8 @@ class StepModel:
     effective_peak: float
     overhead_s: float
     calibration: tuple[str, ...] = ()
+    peak: float = 0.0  # the ceiling itself, for eta_at
+    efficiency: "EngineCalibration | None" = None  # set when eta depends on the step's token count
 
     @classmethod
     def build(cls, model: ModelSpec, ceilings: Ceilings, calib: EngineCalibration) -> "StepModel":
@@ -337,7 +362,8 @@ class StepModel:
             trunk_flops=trunk_matmul_flops_per_token(model).value, head_flops=lm_head_flops_per_token(model).value,
             attn_layer_coef=attention_flops_per_layer(model),
             bandwidth=ceilings.bandwidth, effective_peak=calib.compute_efficiency * ceilings.peak,
-            overhead_s=calib.step_overhead_s, calibration=(calib.describe(), *calib.notes))
+            overhead_s=calib.step_overhead_s, calibration=(calib.describe(), *calib.notes), peak=ceilings.peak,
+            efficiency=calib if calib.efficiency_by_tokens else None)
 
     def seconds(self, decode_tokens: int, decode_context_sum: float,
                 prefill: tuple[tuple[int, int], ...] = (), logits_rows: int | None = None) -> float:
@@ -354,4 +380,5 @@ class StepModel:
                 pairs += count * (seen + sum(visible_keys(past, n, w) for n, past in prefill))
         nbytes = self.weight_bytes + self.kv_layer_bytes * kv_keys + new * self.kv_token_bytes
         nflops = self.trunk_flops * new + self.head_flops * rows + self.attn_layer_coef * pairs
-        return max(nbytes / self.bandwidth, nflops / self.effective_peak) + self.overhead_s
+        peak = self.effective_peak if self.efficiency is None else self.efficiency.eta_at(new) * self.peak
+        return max(nbytes / self.bandwidth, nflops / peak) + self.overhead_s

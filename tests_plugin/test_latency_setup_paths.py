@@ -1,0 +1,110 @@
+"""tests_latency/conftest.py's engine setup takes the step overhead from a session's tiny-hidden overhead
+models and eta from its GEMM timings when the session recorded them, and then fits nothing on Qwen2.5-7B.
+No recorded session has them yet, so this runs the builder on one real session's recordings plus
+stand-in tiny-model and GEMM entries made here (in memory, never written under results/), built from
+the theory itself so the expected constants are known exactly."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_anatomy import recordings
+from pytest_anatomy.specs.hardware import get_hardware
+from pytest_anatomy.specs.model import load_model
+from pytest_anatomy.theory import calibration as cal
+from pytest_anatomy.theory import latency as lat
+
+REPO = Path(__file__).resolve().parents[1]
+C0, PER_LAYER = 1.40e-3, 2.0e-6  # the overhead the stand-in tiny steps carry
+ETA = {512: 0.62, 2048: 0.71, 7424: 0.78, 8192: 0.79}
+
+
+@pytest.fixture(scope="module")
+def latency_conftest() -> Any:
+    sys.path.insert(0, str(REPO / "tests_latency"))
+    try:
+        spec = importlib.util.spec_from_file_location("latency_conftest_under_test", REPO / "tests_latency" / "conftest.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+        return module
+    finally:
+        sys.path.remove(str(REPO / "tests_latency"))
+
+
+class _Target:
+    name, live = "h200", False
+
+    @staticmethod
+    def require_spec() -> Any:
+        return get_hardware("h200")
+
+
+def _session(extra: dict[str, recordings.Recording], model: str = "qwen2.5-7b") -> Any:
+    """rec(name, suite=..., beside=..., not_after=...) over `model`'s newest recorded session plus `extra`."""
+    results = REPO / "results"
+    b1 = recordings.load_latest(results, "h200", "latency", f"{model}.decode.b1")
+
+    def rec(name: str, suite: str = "latency", beside: Any = None, not_after: str | None = None) -> Any:
+        if name in extra:
+            return extra[name]
+        return recordings.load_beside(results, "h200", suite, name, b1)
+
+    rec.has = lambda name, suite="latency": name in extra or bool(recordings.candidates(results, "h200", suite, name))
+    return rec, b1
+
+
+def _tiny_steps(ceilings: lat.Ceilings) -> dict[str, recordings.Recording]:
+    out = {}
+    for layers in (28, 2):
+        name = f"qwen2.5-7b-tiny-l{layers}"
+        tiny = load_model(REPO / "pytest_anatomy" / "specs" / "configs" / "overhead" / f"{name}.json")
+        for b in (1, 16, 64, 128):
+            step = lat.decode_step_time(tiny, ceilings, lat.UNCALIBRATED, b, 1088).value + C0 + PER_LAYER * layers
+            out[f"{name}.decode.b{b}"] = recordings.Recording(
+                "latency", f"{name}.decode.b{b}", "h200", "2026-12-01T07:40:00Z", {}, {
+                    "step_time_s": {"value": step, "unit": "s"},
+                    **{f"itl_steady_engine_clock_s.{k}": {"value": v, "unit": "s"} for k, v in
+                       (("n", 127 * b), ("median", step), ("p90", step * 1.02), ("std", step * 0.02))}},
+                {"run": {"settings": {"batch": b, "input_len": 1024, "output_len": 128}}})
+    return out
+
+
+def _with_gemms(ceil: recordings.Recording, qwen: Any) -> recordings.Recording:
+    meas, timed = dict(ceil.measurements), {}
+    for m, eta in ETA.items():
+        for _, k, n in cal.linear_shapes(qwen):
+            seconds = 2.0 * m * k * n / (eta * ceil["matmul_bf16.value"].value)
+            meas[f"gemm.{cal.gemm_key(m, k, n)}.seconds_median"] = {"value": seconds, "unit": ""}
+            timed[cal.gemm_key(m, k, n)] = {"samples": [1.0, 1.001, 0.999]}
+    result = {**ceil.data["run"]["result"], "gemm": timed}
+    return replace(ceil, measurements=meas, data={**ceil.data, "run": {**ceil.data["run"], "result": result}})
+
+
+def test_a_session_with_tiny_models_and_gemm_timings_fits_nothing_on_qwen(latency_conftest):
+    qwen = load_model("qwen2.5-7b")
+    rec, b1 = _session({})
+    plain = latency_conftest.build_engine_setup(qwen, rec, _Target())
+    assert {f.constant for f in plain.fits} == {"t_overhead", "eta"}  # every recorded session today
+    assert plain.kind_of(latency_conftest.h200_workload(b1), "step_time_s") == "fit"
+
+    ceil = _with_gemms(rec("ceilings", suite="ceilings"), qwen)
+    rec, b1 = _session({**_tiny_steps(plain.ceilings), "ceilings": ceil})
+    setup = latency_conftest.build_engine_setup(qwen, rec, _Target())
+    assert setup.fits == () and setup.calib.fitted_on == ()
+    assert setup.calib.step_overhead_s == pytest.approx(C0 + PER_LAYER * 28, rel=1e-9)
+    assert dict(setup.calib.efficiency_by_tokens) == pytest.approx(ETA)
+    assert setup.kind_of(latency_conftest.h200_workload(b1), "step_time_s") == "prediction"
+    assert setup.noise["eta"] > 0 and setup.noise["t_overhead_s"] > 0
+    assert "tiny-hidden" in " ".join(setup.calib.notes)
+    # Llama-3.1-8B takes the layer term at its own 32 layers, and eta from its own session's GEMMs when timed
+    # (none here: its session's ceilings have no Llama shapes, so Qwen's measured eta stays)
+    rec_l, _ = _session({}, "llama-3.1-8b")
+    llama = latency_conftest.build_transfer_setup(setup, rec_l, _Target())
+    assert llama.calib.step_overhead_s == pytest.approx(C0 + PER_LAYER * 32, rel=1e-9)
+    assert llama.calib.compute_efficiency == pytest.approx(ETA[8192]) and llama.fits == ()
