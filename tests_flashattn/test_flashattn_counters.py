@@ -55,6 +55,7 @@ from typing import Any
 
 import flashattn_io as io
 import pytest
+from flashattn_findings import counter_marks
 
 from pytest_anatomy import session as anatomy_session
 from pytest_anatomy import targets as tg
@@ -84,7 +85,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         l2 = t.spec.l2_bytes or 0
         for launch in io.launches():
             if keep(launch, l2) and tg.has_recording(results, t, "flashattn", io.name(launch)):
-                params.append(pytest.param(t, launch, id=f"{t.name}-{io.name(launch).removeprefix('ncu.fa2.')}"))
+                case = io.name(launch).removeprefix("ncu.fa2.")
+                params.append(pytest.param(t, launch, id=f"{t.name}-{case}",
+                                           marks=counter_marks(metafunc.function.__name__, case)))
     metafunc.parametrize("target,launch", params)
 
 

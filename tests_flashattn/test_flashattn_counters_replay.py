@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import flashattn_synthetic_ncu as synth
+from flashattn_findings import COUNTERS
 
 from pytest_anatomy import recordings
 from pytest_anatomy.kernels.flashattn import registry
@@ -27,6 +28,9 @@ RECORDINGS = len(registry.profile_launches())  # 16 launches -> 16 recordings
 # reads against compulsory: the 12 target-shape launches + 2 at 32k; writes: all 16; L2: r3-r6 at the
 # target shape (8) + r6 long (4); streamed reads: r6 at 128k (2)
 TESTS = 14 + 16 + 12 + 2
+# The H200's counter findings (marks for hardware h200) cover real gaps; the synthetic counts sit inside the
+# pre-registered bands, so those findings resolve here: allowed, since the IO models are what this checks.
+RESOLVED = len(COUNTERS)
 
 
 def test_synthetic_data_is_the_generators_output() -> None:
@@ -46,7 +50,8 @@ def _import_and_replay(tmp_path: Path, report: Path, manifest: Path) -> subproce
     assert len(names) == RECORDINGS
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
-                           "-m", "gpu", "--anatomy-source=recorded", "-o", f"anatomy_results_dir={results}",
+                           "-m", "gpu", "--anatomy-source=recorded", "--anatomy-allow-resolved",
+                           "-o", f"anatomy_results_dir={results}",
                            "tests_flashattn/test_flashattn_counters.py"],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
 
@@ -54,7 +59,7 @@ def _import_and_replay(tmp_path: Path, report: Path, manifest: Path) -> subproce
 def test_synthetic_report_replays_end_to_end(tmp_path: Path) -> None:
     run = _import_and_replay(tmp_path, synth.REPORT, synth.MANIFEST)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
-    assert f"{TESTS} passed" in run.stdout, run.stdout[-2000:]
+    assert f"{TESTS - RESOLVED} passed, {RESOLVED} resolved" in run.stdout, run.stdout[-2000:]
 
 
 def test_a_tiled_dram_count_at_the_target_shape_diverges(tmp_path: Path) -> None:
@@ -66,5 +71,5 @@ def test_a_tiled_dram_count_at_the_target_shape_diverges(tmp_path: Path) -> None
     report, manifest = synth.write(tmp_path / "report", bad)
     run = _import_and_replay(tmp_path, report, manifest)
     assert run.returncode == 1, run.stdout[-3000:]
-    assert f"1 failed, {TESTS - 1} passed" in run.stdout, run.stdout[-2000:]
+    assert f"1 failed, {TESTS - 1 - RESOLVED} passed, {RESOLVED} resolved" in run.stdout, run.stdout[-2000:]
     assert "test_dram_reads_against_the_compulsory_bytes[h200-r6-tma-pipelined.b4h32n4096d128.full]" in run.stdout

@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 from flashattn_cases import Case, as_ceilings, predict
-from flashattn_findings import target_marks
+from flashattn_findings import decode_target_marks, target_marks
 
 from pytest_anatomy.kernels.flashattn import registry
 from pytest_anatomy.theory import attention as at
@@ -129,7 +129,8 @@ def test_flash_decoding_time_against_its_prediction(d: at.DecodeShape, target: A
                   f"time model: measured/predicted in [{band[0]:.3g}, {band[1]:.3g}]")
 
 
-@pytest.mark.parametrize("d", DECODES, ids=_decode_name)
+@pytest.mark.parametrize("d", [pytest.param(d, id=_decode_name(d), marks=decode_target_marks(_decode_name(d)))
+                               for d in DECODES])
 def test_flash_decoding_at_least_85pct_of_read_bandwidth(d: at.DecodeShape, target: Any, measured_once: Any,
                                                          ceilings_for: Any, reconcile: Any) -> None:
     rec = measured_once(_decode_name(d), _decode_live(d))

@@ -13,7 +13,12 @@ partials' round trip + one kernel boundary (4 us, stated). f = 0.75-0.95 (mid 0.
 over K/V in 64-token tiles with 4 programs per SM in flight. Contexts >= 8k keep the
 partials under 1% of the K/V bytes.
 
-Measured outcome: not measured yet.
+Measured outcome: (H200, 2026-12-01; B=8 H=32 H_kv=8 D=128 bf16, BLOCK_N=64,
+9 splits): 8k context 72.0 us (live session) and 71.6 us (NVML-spec session), 0.94 / 0.93 of the
+prediction, i.e. 84.96% and 85.5% of the session's read ceiling against the >= 85% target: on the
+line within noise (finding h200-flash-decoding-8k-at-the-85pct-line, strict=False). 64k context
+499 / 502 us, 4.3 TB/s, 0.86 of the prediction (the first run's finding: above the 75-95% band).
+torch's sdpa on the same inputs: 70.7-74.0 us at 8k, 482-491 us at 64k.
 """
 
 from __future__ import annotations

@@ -10,7 +10,11 @@ Predicted effect: memory-bound on S: 3 x 4 x B*H*N^2 bytes = 25.8 GB at the targ
 of the measured GEMM peak, added (the kernels run one after the other). A causal mask saves
 nothing: S is computed and stored whole.
 
-Measured outcome: not measured yet.
+Measured outcome: (H200, 2026-12-01 06:50, B=4 H=32 N=4096 D=128 bf16,
+BLOCK_M=128 BLOCK_N=64): 9.25 ms full, 9.46 ms causal, 0.98 and 1.00 of the prediction (9.47 ms
+both). Nsight Compute (06:51): DRAM reads 17.67 GB against 17.58 GB predicted (S read twice plus
+Q, K, V: 1.00), writes 8.70 GB against 8.73 GB (S, O, LSE: 1.00); the softmax/PV kernel alone read
+17.39 GB at 60% of DRAM peak. The S round trip is the time, as predicted; causal saves nothing.
 """
 
 from __future__ import annotations

@@ -11,7 +11,11 @@ session's measured GEMM peak on executed FLOPs: the two dependent MMAs per tile 
 softmax and with the unpipelined loads, which FA-2 on Hopper without TMA/pipelining typically
 shows as 35-50% of wgmma peak. H200, B=4 H=32 N=4096 D=128 bf16 full: ~3.7 ms at 790 TF/s.
 
-Measured outcome: not measured yet.
+Measured outcome: (H200, 2026-12-01 06:50, B=4 H=32 N=4096 D=128 bf16; the
+autotuner chose BLOCK_M=64 BLOCK_N=64, 4 warps): 3.49 ms full (315 TF/s), 1.99 ms causal, 0.95
+and 1.05 of the prediction. Nsight Compute: DRAM reads 0.403 GB = Q + K + V exactly (the L2
+absorbs every re-read), writes 0.128 GB (O + LSE less lines still in L2 at the end); L2 bytes
+14.17 GB against 17.45 GB tiled for 64x64 tiles (0.81).
 """
 
 from __future__ import annotations

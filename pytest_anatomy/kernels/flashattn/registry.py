@@ -11,10 +11,15 @@ max(executed FLOPs / (eff * GEMM peak), DRAM bytes / read bandwidth), except the
 whose S round trip adds (naive_time). Executed FLOPs are counted on PREDICTION_TILING, the
 tiling every rung's first config uses.
 
-Warp specialization is not a rung: in Triton 3.6, `tl.range(..., warp_specialize=True)` is
-documented as "only supported on Blackwell GPUs and only works on simple matmul loops"; its
-Hopper pass (add_hopper_warpspec) exists in the compiler but is undocumented, so a rung built
-on it could not be expected to compile on the H200 on its first visit.
+Warp specialization is not a rung yet. In Triton 3.6 the `triton.language` path,
+`tl.range(..., warp_specialize=True)`, is documented as "only supported on Blackwell GPUs and
+only works on simple matmul loops" (language/core.py); the compiler's sm_90 branch runs an
+undocumented Hopper pass (backends/nvidia/compiler.py: add_hopper_warpspec). Triton 3.6 does
+offer it on Hopper through its experimental Gluon dialect: `triton.experimental.gluon.language.
+warp_specialize` (partitions of warps; its lowering, add_warp_specialize_to_llvm, is not gated
+on the architecture) with `gluon.language.nvidia.hopper`'s warpgroup_mma, tma and mbarrier. A
+Gluon rung (producer warps issuing TMA, consumer warpgroups issuing wgmma) is the next rung the
+H200's targets need; it is a rewrite with explicit layouts and barriers, not yet written.
 """
 
 from __future__ import annotations
