@@ -104,7 +104,7 @@ def engine_from_overhead(model: ModelSpec, overhead: LayerOverhead, *, name: str
     if value < 0:
         raise ValueError(f"{name}: the tiny models give a negative overhead at {model.num_layers} layers "
                          f"({overhead.describe()})")
-    notes = (f"t_overhead = {value * 1e3:.4g} ms at {model.num_layers} layers: {overhead.describe()}",)
+    notes: tuple[str, ...] = (f"t_overhead = {value * 1e3:.4g} ms at {model.num_layers} layers: {overhead.describe()}",)
     if eta_source:
         notes += (eta_source,)
     return lat.EngineCalibration(name, value, compute_efficiency, fitted_on=(), notes=notes)
