@@ -237,7 +237,7 @@ SEED_DRIFT_SPREAD = 0.15
 
 def drift_band(observed: float) -> tuple[float, float]:
     """A finding's expected measured/predicted band: the seed's observed ratio +-15%. The seed's medians
-    vary <= 1.4% between rounds, so anything further is not noise; 15% is issue 5's held-out band. A ratio
+    vary <= 1.4% between rounds, so anything further is not noise; 15% is the held-out rungs' acceptance band. A ratio
     leaving it means the explanation no longer covers the number: a divergence again, not the same finding."""
     return (round(observed * (1 - SEED_DRIFT_SPREAD), 3), round(observed * (1 + SEED_DRIFT_SPREAD), 3))
 
@@ -295,7 +295,7 @@ REQUEST_LEDGER_L1_HITS = pytest.mark.finding("seed-request-ledger-l1-hits",
 # --- the seed's RTX 4090 fused streaming kernels (test_kernels_seed_streaming.py) ------------
 def l2_reread(observed: float) -> pytest.MarkDecorator:
     """Band: the seed's observed measured/predicted ratio +-15% (its medians vary <= 1.4% between rounds,
-    so anything further is not noise; 15% is issue 5's held-out band)."""
+    so anything further is not noise; 15% is the held-out rungs' acceptance band)."""
     return pytest.mark.finding(
         "seed-fused-reread-hit-l2", reason="Faster than its issued bytes allow: the re-reads were served by the "
         "72 MiB L2 (n2 re-reads a 14 KB row it just read: 134.9% 'MBU'; s1's 64 MiB input mostly fits the L2; the "

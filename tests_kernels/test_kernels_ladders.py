@@ -100,7 +100,9 @@ VOCAB_REFUSERS = [v for v in fused.SOFTMAX if v.max_cols is not None]
 
 
 def _rung_id(v: Variant) -> str:
-    return "s0-cublas-bf16" if v is sgemm.BF16_BASELINE else v.id
+    """A rung in a test id always carries its ladder: bare rung ids collide across ladders (r1 is a
+    reduction rung and an attention rung) and with the seed's round numbers (r1, r2)."""
+    return f"{v.ladder}.{'s0-cublas-bf16' if v is sgemm.BF16_BASELINE else v.id}"
 
 
 def _with(results, t, *names: str) -> bool:

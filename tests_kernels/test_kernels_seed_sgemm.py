@@ -31,8 +31,8 @@ pytestmark = pytest.mark.targets(recorded="seed-")
 
 SIZES = (1024, 2048, 4096, 8192)
 SM = 128
-ISSUE_BAND = 0.15
-ISSUE_WHY = ("issue 5's acceptance band for held-out rungs; the seed's own medians vary <= 1.4% "
+HELD_OUT_BAND = 0.15
+HELD_OUT_WHY = ("the acceptance band for held-out rungs; the seed's own medians vary <= 1.4% "
              "between rounds at 4096 (ms_spread_pct), so the band is the model's, not the noise's")
 
 
@@ -139,7 +139,7 @@ HELD_OUT = [(s, k) for s in SIZES for k in ("k2", "k3", "k3c", "k4", "k5") if no
 def test_instruction_ledger_held_out(size, kernel, seed_row, prices, reconcile):
     pred = priced_time(SEED_SGEMM[kernel].counts(), prices, size, size, size, sm_count=SM, clock_hz=SEED_CLOCK_HZ,
                        rung=kernel)
-    reconcile("time_instruction_ledger", pred, seed_row(kernel, size)["time"], rel=ISSUE_BAND, why=ISSUE_WHY)
+    reconcile("time_instruction_ledger", pred, seed_row(kernel, size)["time"], rel=HELD_OUT_BAND, why=HELD_OUT_WHY)
 
 
 
@@ -149,7 +149,7 @@ def test_instruction_ledger_held_out(size, kernel, seed_row, prices, reconcile):
 def test_instruction_ledger_vectorized_rung(size, seed_row, prices, reconcile):
     pred = priced_time(SEED_SGEMM["k6"].counts(), prices, size, size, size, sm_count=SM, clock_hz=SEED_CLOCK_HZ,
                        rung="k6")
-    reconcile("time_instruction_ledger", pred, seed_row("k6", size)["time"], rel=ISSUE_BAND, why=ISSUE_WHY)
+    reconcile("time_instruction_ledger", pred, seed_row("k6", size)["time"], rel=HELD_OUT_BAND, why=HELD_OUT_WHY)
 
 
 @pytest.mark.gpu
@@ -158,7 +158,7 @@ def test_instruction_ledger_vectorized_rung(size, seed_row, prices, reconcile):
 def test_instruction_ledger_naive_rung(size, seed_row, prices, reconcile):
     pred = priced_time(SEED_SGEMM["k1"].counts(), prices, size, size, size, sm_count=SM, clock_hz=SEED_CLOCK_HZ,
                        rung="k1")
-    reconcile("time_instruction_ledger", pred, seed_row("k1", size)["time"], rel=ISSUE_BAND, why=ISSUE_WHY)
+    reconcile("time_instruction_ledger", pred, seed_row("k1", size)["time"], rel=HELD_OUT_BAND, why=HELD_OUT_WHY)
 
 
 # --- request ledger: cycles per transaction fitted on K2 at 4096^3 --------------------------
@@ -172,4 +172,4 @@ def test_request_ledger_naive(size, seed_row, reconcile):
     prices = fit_prices(rows, ("k2",), kinds=("requests",), ledger="request")
     pred = priced_time({"requests": SEED_SGEMM["k1"].requests}, prices, size, size, size, sm_count=SM,
                        clock_hz=SEED_CLOCK_HZ, rung="k1")
-    reconcile("time_request_ledger", pred, seed_row("k1", size)["time"], rel=ISSUE_BAND, why=ISSUE_WHY)
+    reconcile("time_request_ledger", pred, seed_row("k1", size)["time"], rel=HELD_OUT_BAND, why=HELD_OUT_WHY)

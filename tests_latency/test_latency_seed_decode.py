@@ -44,18 +44,18 @@ TARGET_WHY = ("the accuracy goal for a calibrated decode step (10%); the seed's 
 @pytest.mark.gpu
 @lf.ATTAINMENT
 @pytest.mark.parametrize("c", CONCURRENCY)
-def test_itl_p50_vs_datasheet_floor(c, seed_setup, measured, reconcile):
+def test_itl_median_vs_datasheet_floor(c, seed_setup, measured, reconcile):
     """Median ITL vs (weights + C x KV) / 1008 GB/s: the seed's decode floor (14.09 ms at C=1)."""
     rec = measured(SWEEP.format(c))
     floor = lat.decode_step_time(seed_setup.model, seed_setup.ceilings, lat.UNCALIBRATED, c,
                                  mean_context(*SEED_SHAPE))
-    reconcile("itl_p50_floor", floor, rec["median_itl"], rel=0.10, why=TARGET_WHY,
+    reconcile("itl_median_floor", floor, rec["median_itl"], rel=0.10, why=TARGET_WHY,
               model=seed_setup.model.name)
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("c", [fit_param(c, P50_REPEATS, lf.HIGH_C if c >= 32 else ()) for c in CONCURRENCY])
-def test_itl_p50_with_calibrated_overhead(c, seed_setup, measured, reconcile):
+def test_itl_median_with_calibrated_overhead(c, seed_setup, measured, reconcile):
     """Median ITL = one decode step of C sequences at the mean context 1,152, plus the step
     overhead fitted on round 1's C=1 run. Round 2's C=1 is that workload again (another day and
     driver): a reproducibility check of the fit point, not a test of the model."""
@@ -63,7 +63,7 @@ def test_itl_p50_with_calibrated_overhead(c, seed_setup, measured, reconcile):
     note = seed_setup.check_held_out(seed_workload(rec), "median_itl", repeat=c in P50_REPEATS)
     pred = lat.decode_step_time(seed_setup.model, seed_setup.ceilings, seed_setup.calib, c,
                                 mean_context(*SEED_SHAPE))
-    reconcile("itl_p50", with_note(pred, note), rec["median_itl"], rel=0.10, why=TARGET_WHY,
+    reconcile("itl_median", with_note(pred, note), rec["median_itl"], rel=0.10, why=TARGET_WHY,
               model=seed_setup.model.name, kind=seed_setup.kind_of(seed_workload(rec), "median_itl"))
 
 
@@ -88,13 +88,13 @@ def test_marginal_cost_per_request(target, seed_setup, measured, reconcile):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("length", LENGTHS)
-def test_length_sweep_itl_p50(length, seed_setup, measured, reconcile):
+def test_length_sweep_itl_median(length, seed_setup, measured, reconcile):
     """C=16, input L: the median ITL is a decode step of 16 sequences at context L + 128."""
     rec = measured(f"seed-r2-03-len-{length}")
     note = seed_setup.check_held_out(seed_workload(rec), "median_itl")
     pred = lat.decode_step_time(seed_setup.model, seed_setup.ceilings, seed_setup.calib, 16,
                                 mean_context(length, SEED_SHAPE[1]))
-    reconcile("itl_p50", with_note(pred, note), rec["median_itl"], rel=0.10, why=TARGET_WHY,
+    reconcile("itl_median", with_note(pred, note), rec["median_itl"], rel=0.10, why=TARGET_WHY,
               model=seed_setup.model.name)
 
 

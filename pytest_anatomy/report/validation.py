@@ -32,7 +32,7 @@ OWN = {"h200": "ours (H200)", "rtx4090": "seed (RTX 4090)"}
 OWN_METRICS = frozenset({
     "num_gpu_blocks", "kv_tokens", "available_kv_bytes", "decode_step", "decode_step_other_model", "prefill",
     "prefill_other_model", "ttft_mean", "ttft_p50", "engine_ttft_p50", "engine_ttft_mean", "itl_mean", "itl_median",
-    "itl_p50", "itl_p99", "output_throughput"})
+    "itl_p99", "output_throughput"})
 _ORDER = [*SOURCES.values(), *OWN.values()]
 _FIT_REPEAT = "fit-repeat"
 # Suffix of finding ids that record a miss without an established cause (tests_validation/validation_findings.py).
