@@ -117,7 +117,7 @@ def test_flash_attention_tflops_against_n_with_both_sdpa_baselines(tmp_path: Pat
              for name in ("dram_read_bytes", "l2_bytes") for rung in ("r3-fa2", "r6-tma-pipelined")]
     svgs = [str(s) for s in plots.flash_attention(recs)]
     labels = [label for svg in svgs for label in _labels(svg)]
-    assert labels[0].startswith("flash attention TF/s against N on h200 (full, b1h8d64)")
+    assert labels[0].startswith("flash attention TF/s against N on h200 (full, D=64)")
     assert labels[1].startswith("flash attention DRAM and L2 bytes on h200 (dram_read_bytes)")
     assert labels[2].startswith("flash attention DRAM and L2 bytes on h200 (l2_bytes)")
     assert ">r6-tma-pipelined · n4096 · full</text>" in svgs[1]
@@ -125,3 +125,18 @@ def test_flash_attention_tflops_against_n_with_both_sdpa_baselines(tmp_path: Pat
     # sdpa default (0.8x its time) and 19 for sdpa FLASH_ATTENTION (1.5x)
     assert "r3-fa2 (agree): predicted 1.08 ms, measured 1.2 ms" in svgs[0]
     assert "sdpa_default_time at N=4096: 36 TF/s" in svgs[0] and "sdpa_flash_time at N=4096: 19 TF/s" in svgs[0]
+
+
+def test_flash_sweep_is_one_chart_per_head_dim_and_grouping_with_n_along_x(tmp_path: Path) -> None:
+    """The N sweep keeps B*H*N fixed: its cases must line up in one chart per (mask, D, KV grouping),
+    not one chart per (B, H)."""
+    recs = []
+    for b, h, kv, n in ((32, 32, None, 512), (8, 32, None, 2048), (1, 16, None, 32768), (1, 16, 4, 32768)):
+        stem = f"fa2.r6-tma-pipelined.b{b}h{h}{f'kv{kv}' if kv else ''}n{n}d128.causal"
+        path = _recording(tmp_path, stem, "20261201T000000Z", time=1e-3, sdpa_default_time=8e-4, sdpa_flash_time=1.4e-3)
+        recs.append(_rec("time", 1e-3, 1e-3, suite="flashattn", provenance={"recording": path},
+                         prediction={"inputs": {"peak_gemm": 7e14}, "terms": []}))
+    labels = [label for svg in plots.flash_attention(recs) for label in _labels(svg)]
+    assert [label.split(":")[0] for label in labels] == [
+        "flash attention TF/s against N on h200 (causal, D=128)",
+        "flash attention TF/s against N on h200 (causal, D=128, 4 query heads per KV head)"]

@@ -34,7 +34,8 @@ from pytest_anatomy.report.plot_common import (
 
 
 # ---- flash attention -------------------------------------------------------------------
-_FA_NAME = re.compile(r"^fa2\.(?P<rung>[^.]+)\.b(?P<B>\d+)h(?P<H>\d+)n(?P<N>\d+)d(?P<D>\d+)\.(?P<mask>full|causal)$")
+_FA_NAME = re.compile(r"^fa2\.(?P<rung>[^.]+)\.b(?P<B>\d+)h(?P<H>\d+)(?:kv(?P<KV>\d+))?n(?P<N>\d+)d(?P<D>\d+)"
+                      r"\.(?P<mask>full|causal)$")
 
 
 def flash_attention(recs: Sequence[Rec]) -> list[Markup]:
@@ -59,9 +60,12 @@ def flash_attention(recs: Sequence[Rec]) -> list[Markup]:
             continue
         B, H, N, D = (int(match[k]) for k in ("B", "H", "N", "D"))
         inputs = _inputs(rec)
-        shape = AttentionShape(B, H, N, N, D, match["mask"] == "causal", int(inputs.get("H_kv") or H))
+        kv = int(match["KV"] or inputs.get("H_kv") or H)
+        shape = AttentionShape(B, H, N, N, D, match["mask"] == "causal", kv)
         flops = attention_flops(shape).value
-        key = (str(rec.get("hardware")), match["mask"], f"b{B}h{H}d{D}")
+        # One chart per (card, mask, head dim, KV grouping), the lengths along x: the N sweep keeps
+        # B*H*N fixed, so grouping by B and H would give one point per chart.
+        key = (str(rec.get("hardware")), match["mask"], f"D={D}" + (f", {H // kv} query heads per KV head" if kv != H else ""))
         series = runs.setdefault(key, {})
         series.setdefault(match["rung"], []).append((N, flops / measured, _outline(rec), _tip(rec, match["rung"])))
         flash_recs.setdefault(key, []).append(rec)
