@@ -80,6 +80,7 @@ def flash_attention(recs: Sequence[Rec]) -> list[Markup]:
         if _num(inputs.get("peak_gemm")):
             peaks[key] = float(inputs["peak_gemm"])
     out = []
+    all_labels = sorted({label for series in runs.values() for label in series})
     for n, (key, series) in enumerate(sorted(runs.items())):
         hardware, mask, dims = key
         xs = [p[0] for pts in series.values() for p in pts]
@@ -92,8 +93,8 @@ def flash_attention(recs: Sequence[Rec]) -> list[Markup]:
         if key in peaks:
             chart.hline(peaks[key], "#57606a", f"roofline: measured bf16 matmul ceiling {format_value(peaks[key], 'FLOP/s')}")
             chart.key("dash", "#57606a", "roofline (matmul ceiling)")
-        for i, (label, pts) in enumerate(sorted(series.items())):
-            colour = PALETTE[i % len(PALETTE)]
+        for label, pts in sorted(series.items()):
+            colour = PALETTE[all_labels.index(label) % len(PALETTE)]  # one colour per series on every chart
             pts = sorted(pts)
             chart.line([(x, y) for x, y, *_ in pts], colour, tip=label)
             for x, y, outline, tip in pts:
