@@ -17,7 +17,8 @@ def seed_row(measured: Any, target: Any):
 
 def pytest_anatomy_live_plan(config: pytest.Config, items: list[pytest.Item]) -> list[dict]:
     """Every rung the selected kernel tests read, timed once (compile + correctness + 4 timing
-    blocks: ~1-2 s a rung on the H200, 53 s for the whole ladder set), and the session's ceilings."""
+    blocks: ~0.5-8 s a rung on the H200, 22 s for the 28 rungs of the 2026-12-01 live session), and the
+    session's ceilings."""
     rungs = set()
     for item in items:
         params = getattr(item, "callspec", None) and item.callspec.params
@@ -26,4 +27,6 @@ def pytest_anatomy_live_plan(config: pytest.Config, items: list[pytest.Item]) ->
     if not rungs:
         return []
     return [{"suite": "kernels", "what": f"{len(rungs)} rungs timed once each, and the read/copy ceilings",
-             "estimate_s": 5.0 + 1.5 * len(rungs)}]
+             # 22 s for 28 rungs in the 2026-12-01 06:38 live session (the ceilings, then each rung's
+             # correctness check and two timing blocks)
+             "estimate_s": 2.0 + 0.75 * len(rungs)}]

@@ -66,15 +66,19 @@ class LatencyLivePlan:
         return args
 
     def estimate_s(self) -> float:
-        """Rough wall time on an H200 (vLLM import and engine start dominate), for progress lines."""
-        t = 25.0 + 90 + 5 + 3 * len(self.decode_batches) + 3 * len(self.prefill_lens)
-        t += 12 * len(self.closed) + 15 * len(self.poisson_factors) + (40 if self.overload else 0)
+        """Rough wall time on an H200 (vLLM import and engine start dominate), for progress lines and
+        the live plan. Fitted on the part times of the 2026-12-01 06:38 full live session (import 16 s,
+        Qwen's engine 49 s, decode and prefill parts ~1 s each, closed-loop runs ~12.5 s, Poisson runs
+        ~8 s, the pinned-pool overload 23 s, the second engine 44 s, the tiny engine 45 s cold): the
+        earlier constants planned 513 s for that session's 303 s."""
+        t = 16.0 + 50 + 1 + 1.0 * (len(self.decode_batches) + len(self.prefill_lens))
+        t += 12.5 * len(self.closed) + 9 * len(self.poisson_factors) + (25 if self.overload else 0)
         if self.second_model:
-            t += 90 + 3 * len(self.decode_batches) + 3 * len(self.prefill_lens)
-        # tiny engines: 56 s for the first (torch.compile cold), 31 s for the next, ~0.5 s per decode batch;
-        # the plan caps the overhead models at 100 s in all
+            t += 45 + 1.5 * (len(self.decode_batches) + len(self.prefill_lens))
+        # tiny engines: ~45-56 s for the first (torch.compile cold), 31 s for the next, ~0.5 s per decode
+        # batch; the plan caps the overhead models at 100 s in all
         if self.overhead_models:
-            t += min(100, 56 + 31 * (len(self.overhead_models) - 1)
+            t += min(100, 50 + 31 * (len(self.overhead_models) - 1)
                      + 0.5 * len(self.overhead_models) * len(self.overhead_batches))
         return float(t)
 
