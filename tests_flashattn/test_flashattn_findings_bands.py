@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import flashattn_findings as ff
 import pytest
+from flashattn_interp import use_interpreter_or_skip
 
 from pytest_anatomy.theory import attention as at
 
@@ -24,7 +25,9 @@ def r2_steps(n: int, causal: bool, bm: int, bn: int, q_group: int) -> int:
 @pytest.mark.parametrize("n", [64, 200, 512, 4096])
 @pytest.mark.parametrize("causal", [False, True])
 def test_r2_step_count_is_the_kernels_loop(n: int, causal: bool) -> None:
-    pytest.importorskip("triton", reason="r2's config lives in its Triton module: pip install -e '.[dev]'")
+    # r2's config lives in its Triton module: import triton the way the interpreter tests need it
+    # (TRITON_INTERPRET first), or this process's later interpreter tests would have to skip
+    use_interpreter_or_skip()
     from pytest_anatomy.kernels.flashattn import r2_fa1
 
     cfg = r2_fa1.CONFIGS[0].kwargs
