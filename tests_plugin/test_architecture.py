@@ -190,3 +190,28 @@ def test_test_ids_stay_short() -> None:
     assert len(ids) > 1000, collected.stdout[-2000:] + collected.stderr[-2000:]  # every suite was collected
     long_ids = [i for i in ids if len(i.rsplit("::", 1)[-1]) >= MAX_TEST_ID]
     assert long_ids == []
+
+
+def _finding_calls(tree: ast.Module) -> list[int]:
+    """Line numbers of `pytest.mark.finding(...)` / `mark.finding(...)` calls in a module."""
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "finding":
+            owner = node.func.value
+            if isinstance(owner, ast.Attribute) and owner.attr == "mark":
+                lines.append(node.lineno)
+    return lines
+
+
+def test_findings_live_in_their_suites_findings_module() -> None:
+    """A finding is data: its definition (id, band, reason) sits in the suite's *_findings.py, never inline
+    in a test module, so one review reads every explanation and tests can check the numbers it quotes."""
+    inline = []
+    for suite in sorted(ROOT.glob("tests_*")):
+        if suite.name == "tests_plugin":  # pytester tests write finding marks into the files they run
+            continue
+        for path in sorted(suite.glob("test_*.py")):
+            inline += [f"{path.relative_to(ROOT)}:{line}" for line in _finding_calls(ast.parse(path.read_text()))]
+    assert not inline, f"finding marks defined in test modules (move them to the suite's findings module): {inline}"
+    # the checker sees a definition when there is one
+    assert _finding_calls(ast.parse("import pytest\nM = pytest.mark.finding('x', reason='r')\n")) == [2]
