@@ -251,8 +251,11 @@ def _cmd_report(args: argparse.Namespace) -> int:
         from pytest_anatomy.report import validation
 
         recs = json.loads(ledger_path.read_text(encoding="utf-8")).get("reconciliations") or []
-        changed = validation.update_readme(root / "README.md", validation.rows(recs))
-        print(f"README.md validation table {'regenerated' if changed else 'unchanged'} from {ledger_path}")
+        table = validation.rows(recs)
+        changed = validation.update_readme(root / "README.md", table)
+        changed = validation.write_json(table) or changed
+        print(f"README.md validation table (and {validation.TABLE_JSON.name}) "
+              f"{'regenerated' if changed else 'unchanged'} from {ledger_path}")
     return code
 
 

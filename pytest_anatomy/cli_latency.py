@@ -271,8 +271,11 @@ def calibration(args: argparse.Namespace, hw: Any) -> tuple[Any, Any, str]:
     from pytest_anatomy.theory import latency as lat
 
     recorded = None if args.uncalibrated else recorded_calibration(args.results, hw)
+    transferred = None if args.uncalibrated or isinstance(recorded, RecordedCalibration) else _transferred(args, hw)
     if isinstance(recorded, RecordedCalibration):
         ceilings, calib, source = recorded.ceilings, recorded.calib, recorded.note()
+    elif transferred is not None:
+        ceilings, calib, source = transferred
     else:
         source = recorded or "--uncalibrated: datasheet roofline, a lower bound on time"
         ceilings, calib = lat.Ceilings.datasheet(hw), lat.EngineCalibration(
@@ -296,6 +299,36 @@ def calibration(args: argparse.Namespace, hw: Any) -> tuple[Any, Any, str]:
                         compute_efficiency=calib.compute_efficiency if args.compute_efficiency is None
                         else args.compute_efficiency)
     return ceilings, calib, source
+
+
+# The card whose recorded calibration carries to cards without recordings (theory/transfer.py).
+TRANSFER_FROM = "h200"
+
+
+def _transferred(args: argparse.Namespace, hw: Any) -> tuple[Any, Any, str] | None:
+    """A card without a recorded session: the H200's recorded calibration carried over by the
+    transfer rule (its bandwidth and effective-peak fractions of the datasheet, its step overhead as
+    is); None when the H200 has no recorded session either."""
+    from pytest_anatomy.cli_calibration import RecordedCalibration, recorded_calibration
+    from pytest_anatomy.specs.hardware import get_hardware
+    from pytest_anatomy.theory import latency as lat
+    from pytest_anatomy.theory.transfer import Transfer
+
+    source = recorded_calibration(args.results, get_hardware(TRANSFER_FROM))
+    if not isinstance(source, RecordedCalibration) or hw.name == TRANSFER_FROM:
+        return None
+    try:
+        t = Transfer.from_calibration(source.calib, source.ceilings)
+        bandwidth, peak = float(hw.require("memory_bandwidth")), hw.peak("bf16")
+    except (ValueError, KeyError):
+        return None  # a card without datasheet bandwidth or bf16 peak: the roofline answers, and says so
+    ceilings = lat.Ceilings(hw.name, t.bandwidth_fraction * bandwidth, t.compute_fraction * peak,
+                            f"H200 attainment {t.bandwidth_fraction:.3f} x datasheet", "H200 attainment x datasheet",
+                            bandwidth, peak)
+    calib = lat.EngineCalibration(f"transferred from the {TRANSFER_FROM.upper()}", t.step_overhead_s, 1.0)
+    note = (f"no recorded session for {hw.name}: {t.describe()}; {source.note()}. Its error on other cards is the "
+            "third-party rows' of the validation table (the uncertainty printed beside each answer)")
+    return ceilings, calib, note
 
 
 def _pool_blocks(args: argparse.Namespace, model: Any, hw: Any, settings: Any) -> int | None:
@@ -327,12 +360,28 @@ def run(args: argparse.Namespace) -> int:
         return _error(exc)
     for message in warnings:
         warn(message)
+    from pytest_anatomy.cli_uncertainty import reconciled_error
+
+    from pytest_anatomy.specs.hardware import get_hardware
+
+    card = get_hardware(args.hardware).name
+    errors = {name: reconciled_error(name, card) for name in out}
     if args.json:
-        print(json.dumps(to_json(out), indent=2))
+        doc = to_json(out)
+        for name, err in errors.items():
+            doc[name]["uncertainty"] = err.to_json() if err else None
+        print(json.dumps(doc, indent=2))
         return 0
     print(f"latency of {args.model} on {args.hardware}: batch {args.batch}, {args.input_len} in / "
           f"{args.output_len} out" + (f", Poisson {args.rate:g}/s" if args.rate else ""))
     for name, p in out.items():
         value = format_quantity(p.value, p.unit) if p.unit != "ms" else f"{p.value:.4g} ms"
-        print(f"  {name:24s} {value:>16s}   = {p.formula}")
+        err = errors[name]
+        print(f"  {name:24s} {value:>16s} {err.short() if err else '':>18s}   = {p.formula}")
+    notes = [p.notes[0] for p in out.values() if p.notes][:1]
+    for note in notes:
+        print(f"  calibration: {note}")
+    for name, err in errors.items():
+        if err:
+            print(f"  {name}: {err.describe()}")
     return 0

@@ -17,15 +17,19 @@ a live run's numbers are not what README tabulates.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from pytest_anatomy.stats import percentile
 
 BEGIN, END = "<!-- validation-table -->", "<!-- /validation-table -->"
+# The same table as data, written beside README's block by the same command, for `predict latency`
+# to print each answer's reconciled error (installed with the package; README is not).
+TABLE_JSON = Path(__file__).with_name("validation_table.json")
 SOURCES = {"aiconfigurator": "AIConfigurator", "argonne-llm-inference-bench": "Argonne LLM-Inference-Bench",
            "inference-sim-blis": "inference-sim"}
 OWN = {"h200": "ours (H200)", "rtx4090": "seed (RTX 4090)"}
@@ -143,3 +147,21 @@ def update_readme(readme: Path, table: list[Row]) -> bool:
 def complete_run(suites_run: Iterable[str]) -> bool:
     """The table covers third-party and own data only when all three suites ran."""
     return {"validation", "latency", "capacity"} <= set(suites_run)
+
+
+def write_json(table: list[Row], path: Path | None = None) -> bool:
+    """Write the table as data; True when the file changed."""
+    path = path or TABLE_JSON
+    text = json.dumps([asdict(r) for r in table], indent=1) + "\n"
+    if path.is_file() and path.read_text(encoding="utf-8") == text:
+        return False
+    path.write_text(text, encoding="utf-8")
+    return True
+
+
+def load_json(path: Path | None = None) -> list[Row]:
+    """The table the report command last wrote; [] when there is none (a checkout that never ran it)."""
+    path = path or TABLE_JSON
+    if not path.is_file():
+        return []
+    return [Row(**r) for r in json.loads(path.read_text(encoding="utf-8"))]
