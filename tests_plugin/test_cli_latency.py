@@ -143,8 +143,10 @@ def test_a_card_without_recordings_keeps_the_datasheet_roofline_and_says_so(caps
 
 @pytest.mark.parametrize("hardware", sorted(HARDWARE))
 def test_every_catalog_card_says_where_its_constants_come_from(capsys, hardware: str) -> None:
-    """Calibrated from its recordings or the datasheet roofline by name: never silently either."""
+    """Calibrated from its recordings, the H200's transferred, or the datasheet roofline, by name: never
+    silently any of them."""
     out = _run(capsys, "--model", "qwen2.5-0.5b", "--hardware", hardware, "--results", str(RESULTS))
     for q in QUANTITIES:
         assert out[q]["notes"][0].startswith(("calibrated from the newest recorded session",
+                                              f"no recorded session for {hardware}: transferred from the H200",
                                               f"no recorded calibration session for {hardware}")), q
