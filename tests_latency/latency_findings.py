@@ -104,13 +104,24 @@ DECODE_ROOFLINE = pytest.mark.finding("h200-decode-step-overhead", hardware=MEAS
             f"session's ratio +-{OTHER_SESSION_NOISE:.1%}."),
     expected=other_session_band(_R["step_ms"] / _R["roofline_ms"]))
 
-MARGINAL_COST = pytest.mark.finding("h200-decode-per-sequence-cost", hardware=MEASURED_ON,
-    reason="Each extra sequence adds 19.2 us to Qwen2.5-7B's decode step and 42.3 us to Llama-3.1-8B's (OLS over "
-           "b = 1..64), 1.37x and 1.32x their KV reads at the session's read ceiling (1,088 tokens x 56 KiB at "
-           "4.47 TB/s = 14.0 us; x 128 KiB at 4.45 TB/s = 32.0 us): the same per-byte excess on two KV shapes "
-           "(GQA 7:1 vs 4:1), so it scales with KV bytes, not with the model's GEMMs. The seed's 4090 shows 1.6x. "
-           "Not yet isolated: paged decode attention over 16-token blocks reading below the streaming ceiling.",
-    expected=(1.3, 1.7))
+# measured / predicted per-sequence slope (b = 1..64) and that run's noise budget (slope scatter + read ceiling's), each
+# model's newest session (test_marginal_cost_bands_are_the_other_models recomputes them).
+MARGINAL_COST_NEWEST: dict[str, tuple[float, float]] = {"qwen2.5-7b": (1.2996, 0.0900), "llama-3.1-8b": (1.3264, 0.0335)}
+MARGINAL_COST_REASON = (
+    "Each extra sequence adds more to the decode step than its KV read at the session's read ceiling (1,088 tokens x "
+    "56 KiB for Qwen2.5-7B, x 128 KiB for Llama-3.1-8B): {0:.2f}x for Qwen2.5-7B (2026-12-01 06:53) and {1:.2f}x for "
+    "Llama-3.1-8B (06:44), 1.37x and 1.32x on 2026-11-30: the same per-byte excess on two KV shapes (GQA 7:1 vs 4:1), "
+    "so it scales with KV bytes, not with the model's GEMMs. The seed's 4090 shows 1.6x. Not yet isolated: paged "
+    "decode attention over 16-token blocks reading below the streaming ceiling. Band: the other model's ratio +- "
+    "both runs' noise budgets.").format(MARGINAL_COST_NEWEST["qwen2.5-7b"][0], MARGINAL_COST_NEWEST["llama-3.1-8b"][0])
+
+
+def marginal_cost_marks(model: str) -> tuple[pytest.MarkDecorator, ...]:
+    (other_ratio, other_budget), = [v for m, v in MARGINAL_COST_NEWEST.items() if m != model]
+    half = other_budget + MARGINAL_COST_NEWEST[model][1]
+    return (pytest.mark.finding("h200-decode-per-sequence-cost", hardware=MEASURED_ON, reason=MARGINAL_COST_REASON,
+                                expected=(round(other_ratio * (1 - half), 4), round(other_ratio * (1 + half), 4))),)
+
 
 # Qwen2.5-7B's lone prefill / its bare roofline at the matmul ceiling in OTHER_SESSION, by prompt length, and the
 # two runs' noise at that length (each run's repeat scatter + its matmul ceiling's scatter, the newest run's
@@ -133,25 +144,79 @@ def prefill_ceiling_marks(length: int) -> tuple[pytest.MarkDecorator, ...]:
                                 reason=PREFILL_BELOW_CEILING_REASON,
                                 expected=(round(ratio * (1 - noise), 4), round(ratio * (1 + noise), 4))),)
 
+# measured / predicted lone prefill (engine time from scheduling to first token, median) and that run's noise budget
+# (step_budget's sum: repeat scatter + ceiling spread + calibration spread), per session (its b=1 decode stamp) and
+# prompt length, each predicted with the calibration of its own session (Llama with Qwen's known then);
+# test_prefill_runs_are_the_recorded_ones recomputes every entry, and fails when a session is missing from it.
+PREFILL_RUNS: dict[tuple[str, str], dict[int, tuple[float, float]]] = {
+    ("qwen2.5-7b", "2026-11-30T00:37:45Z"): {128: (3.4086, 0.1332), 512: (3.0844, 0.1668)},
+    ("qwen2.5-7b", "2026-12-01T04:47:39.125311Z"): {128: (2.0804, 0.3401), 512: (1.8401, 0.2726)},
+    ("qwen2.5-7b", "2026-12-01T05:15:55.000000Z"): {128: (2.7349, 0.0330), 512: (2.3596, 0.0693)},
+    ("qwen2.5-7b", "2026-12-01T06:44:22.000000Z"): {128: (2.3458, 0.1753), 512: (2.3861, 0.3310),
+                                                   2048: (1.2269, 0.1101), 16384: (1.1196, 0.1176),
+                                                   32000: (1.1592, 0.0975)},
+    ("qwen2.5-7b", "2026-12-01T06:53:39.000000Z"): {128: (2.4103, 0.0562), 512: (1.4323, 0.3119),
+                                                   2048: (1.2518, 0.0891), 16384: (1.1253, 0.1002),
+                                                   32000: (1.1404, 0.0831)},
+    ("llama-3.1-8b", "2026-11-30T02:02:39Z"): {128: (2.4483, 0.0265), 512: (1.7422, 0.0400)},
+    ("llama-3.1-8b", "2026-12-01T04:47:39.340850Z"): {128: (3.6545, 0.0730), 512: (2.5690, 0.0295)},
+    ("llama-3.1-8b", "2026-12-01T06:44:22.000000Z"): {128: (3.0343, 0.0953), 512: (2.9364, 0.0913),
+                                                     2048: (1.2484, 0.1047), 16384: (1.1256, 0.1032),
+                                                     32000: (1.1211, 0.0960)},
+}
+# Sessions whose eta comes from their bf16 GEMM timings at the step's shapes (from 2026-12-01 06:44 on). On the
+# earlier ones eta was fitted on the 8,192-token prefill, which absorbed the non-GEMM share: their compute-bound
+# prefills say nothing about this calibration's gap. Their 128-token prefill is memory-bound (eta plays no part).
+GEMM_ETA_SESSIONS = {"2026-12-01T06:44:22.000000Z", "2026-12-01T06:53:39.000000Z"}
+# The run each prefill test replays (the newest session of its model): its band comes from every other run.
+CHECKED_PREFILL = {"qwen2.5-7b": "2026-12-01T06:53:39.000000Z", "llama-3.1-8b": "2026-12-01T06:44:22.000000Z"}
+MEMORY_BOUND_PREFILL = 128
+
+
+def prefill_band(model: str, length: int) -> tuple[float, float]:
+    """The envelope of every other recorded run's ratio at `length` (either model), each widened by its own noise
+    budget plus the checked run's: a band from different runs than the one it judges, never from its own ratio."""
+    checked = CHECKED_PREFILL[model]
+    _, own = PREFILL_RUNS[(model, checked)][length]
+    others = [runs[length] for (m, stamp), runs in PREFILL_RUNS.items()
+              if (m, stamp) != (model, checked) and length in runs
+              and (length == MEMORY_BOUND_PREFILL or stamp in GEMM_ETA_SESSIONS)]
+    return (round(min(r * (1 - b - own) for r, b in others), 4), round(max(r * (1 + b + own) for r, b in others), 4))
+
+
 SHORT_PREFILL_REASON = (
-    "A lone prompt of 128 or 512 tokens takes far longer from scheduling to first token than one step of that "
-    "work (4.7-4.9 ms at 128 tokens, memory-bound; 12-13 ms at 512, compute-bound); from 2,048 tokens on the model "
-    "holds within 3%. The excess is not a per-step cost (decode steps show 1.5 ms), it moves from session to "
-    "session, and it is larger with the pool gpu_memory_utilization makes (0.9-2.1M tokens) than with a pool "
-    "pinned by kv_cache_memory_bytes (~225k tokens). Utilization-sized, 128/512 tokens: Qwen2.5-7B 3.41x/3.08x "
-    "(2026-11-30) and 2.74x/2.36x (2026-12-01, fast session), Llama-3.1-8B 3.66x/2.57x (2026-12-01); pinned: "
-    "Qwen 2.08x/1.84x (2026-12-01), Llama 2.45x/1.74x (2026-11-30). Mechanism not established; candidates: "
-    "per-request engine work that grows with the number of KV blocks (block pool, block tables), the first step "
-    "after an idle engine. Each band spans every run of its regime (three sessions, two models) with ~10% margin.")
-# (lo, hi) of measured/predicted per (prompt length, pool regime); the regime is the reconciliation name.
-SHORT_PREFILL_BANDS = {(128, ""): (2.5, 4.0), (512, ""): (2.1, 3.4),
-                       (128, "_pinned_pool"): (1.9, 2.7), (512, "_pinned_pool"): (1.6, 2.0)}
+    "A lone prompt of 128 or 512 tokens takes far longer from scheduling to first token than one step of that work "
+    "(4.7-4.9 ms at 128 tokens, memory-bound; 11-13 ms at 512, compute-bound): 5-13 ms more at 128 tokens, 5-25 ms "
+    "at 512, over eight runs of two models (measured/predicted 2.08-3.65 at 128, 1.43-3.08 at 512). Not a per-step "
+    "cost (a decode step's overhead is 1.5 ms). It is NOT the KV pool's size, as first supposed: on 2026-12-01 the "
+    "pinned pool (~225k tokens) gave Qwen2.5-7B 2.35x/2.39x at 128/512 and the utilization pool (~2M tokens) "
+    "2.41x/1.43x eight minutes later, where the earlier sessions had put the pinned pool lower (2.08x/1.84x against "
+    "2.73-3.41x/2.36-3.08x). Mechanism not established; candidates: the first step after an idle engine (the "
+    "request arrives alone), per-request engine work (input processing, block-table set-up). Band: the envelope of "
+    "every other run at this length, each +- its own and the checked run's noise budget (512 tokens: the runs whose "
+    "eta comes from GEMM timings only, since a prefill-fitted eta absorbs part of the gap).")
+PREFILL_ABOVE_GEMMS_REASON = (
+    "With eta taken from the session's bf16 GEMMs at the four trunk shapes (0.86-0.98 of the 8192^3 ceiling), a "
+    "lone prefill of 2,048-32,000 tokens runs 12-25% longer than predicted (2026-12-01: Qwen2.5-7B 1.23/1.12/1.16 at "
+    "2,048/16,384/32,000 with the pinned pool, 1.25/1.13/1.14 eight minutes later with the utilization pool; "
+    "Llama-3.1-8B 1.25/1.13/1.12). Two parts, from the numbers: the lone-prompt excess seen at 128-512 tokens "
+    "(5-10 ms, which is why 2,048 is the largest ratio: +8.6 to +9.8 ms there), and ~10-13% of the rest from work "
+    "the GEMM timings do not contain: FlashAttention's causal kernel (its FLOPs are divided by the GEMMs' eta; "
+    "3-33% of the FLOPs from 2,048 to 32,000 tokens), RMSNorm, rope, SiLU-mul and residual passes over the "
+    "activations (~1.3 ms of memory traffic per 2,048 tokens). The 8,192-token prefill that eta used to be fitted "
+    "on absorbed both (its ratio is 1.11 now, inside its noise budget). Band: as for the short prefills, over the "
+    "runs whose eta comes from GEMM timings.")
 
 
-def short_prefill_marks(name: str, length: int) -> tuple[pytest.MarkDecorator, ...]:
-    return tuple(pytest.mark.finding("h200-short-prefill-depends-on-kv-pool", hardware=MEASURED_ON,
-                                     quantity=f"{name}{regime}", reason=SHORT_PREFILL_REASON,
-                                     expected=SHORT_PREFILL_BANDS[(length, regime)])
+def prefill_marks(model: str, name: str, length: int) -> tuple[pytest.MarkDecorator, ...]:
+    """The lone-prefill finding of `model` at `length` (none at 8,192), on the reconciliation `name` in either pool
+    regime (the regime no longer sets a band: see SHORT_PREFILL_REASON)."""
+    if length == 8192:
+        return ()
+    fid, reason = (("h200-short-prefill-excess", SHORT_PREFILL_REASON) if length <= 512
+                   else ("h200-prefill-above-its-gemms", PREFILL_ABOVE_GEMMS_REASON))
+    return tuple(pytest.mark.finding(fid, hardware=MEASURED_ON, quantity=f"{name}{regime}", reason=reason,
+                                     expected=prefill_band(model, length))
                  for regime in ("", "_pinned_pool"))
 
 
