@@ -294,7 +294,9 @@ def calibration(args: argparse.Namespace, hw: Any) -> tuple[Any, Any, str]:
                         step_overhead_s=calib.step_overhead_s if args.step_overhead_ms is None
                         else args.step_overhead_ms * 1e-3,
                         compute_efficiency=calib.compute_efficiency if args.compute_efficiency is None
-                        else args.compute_efficiency)
+                        else args.compute_efficiency,
+                        # a given eta replaces the session's per-token-count GEMM etas too, or they would win
+                        efficiency_by_tokens=calib.efficiency_by_tokens if args.compute_efficiency is None else ())
     return ceilings, calib, source
 
 
