@@ -106,8 +106,9 @@ def add_parser(what: "argparse._SubParsersAction[Any]") -> argparse.ArgumentPars
                    help="per-step overhead of this engine on this GPU (default: fitted on the newest recorded b=1 "
                         "decode step, else 0)")
     p.add_argument("--compute-efficiency", type=_efficiency, default=None,
-                   help="fraction of the peak compute-bound steps reach, in [0.01, 1] (default: fitted on the "
-                        "newest recorded 8,192-token prefill, else 1)")
+                   help="fraction of the peak compute-bound steps reach, in [0.01, 1], at every token count (default: "
+                        "the newest recorded session's bf16 GEMM timings at the step's shapes, else fitted on its "
+                        "8,192-token prefill, else 1)")
     p.add_argument("--uncalibrated", action="store_true",
                    help="the pure datasheet roofline (a lower bound on time), ignoring recorded sessions")
     p.add_argument("--results", type=Path, default=Path("results"),
