@@ -179,15 +179,16 @@ def latency_lab(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPat
     return LatencyLab(request, tmp_path_factory.mktemp("latency-live"))
 
 
-def build_engine_setup(qwen: ModelSpec, rec: Any, target: Any, beside: Any = None, not_after: str | None = None
-                       ) -> Setup:
+def build_engine_setup(qwen: ModelSpec, rec: Any, target: Any, beside: Any = None, not_after: str | None = None,
+                       *, eta_from_gemms: bool = True) -> Setup:
     """The target's GPU + vLLM 0.26.0 (CUDA graphs, async scheduling, max_num_batched_tokens 8192),
     from one session's recordings (the newest, or those of the session that measured `beside`):
     its ceilings (read_bandwidth, matmul_bf16) and, by what the session measured:
     - t_overhead from its tiny-hidden overhead models (c0 + c_layer x layers, never Qwen's own
       steps) where it ran them; else Qwen's b=1 decode residual, a fit point (kind "fit");
     - eta from its GEMM timings at each step's token count (the linear shapes it runs) where it has
-      them; else from the lone 8,192-token prefill, a fit point."""
+      them (and eta_from_gemms); else from the lone 8,192-token prefill, a fit point. eta_from_gemms=False
+      gives the calibration the earlier sessions had, to carry their finding bands over to this one."""
     b1 = rec("qwen2.5-7b.decode.b1", beside=beside, not_after=not_after)
     ceilings = rec_ceilings(rec, target, b1)
     s = b1.data["run"]["settings"]
@@ -212,7 +213,7 @@ def build_engine_setup(qwen: ModelSpec, rec: Any, target: Any, beside: Any = Non
         if why_not_tiny:
             calib = dataclasses.replace(calib, notes=(*calib.notes, why_not_tiny))
     gemm_calib = cal.with_gemm_efficiency(calib, qwen, gemm, ceilings.peak)
-    if gemm_calib.efficiency_by_tokens:  # eta measured at the step's own shapes: nothing fitted
+    if gemm_calib.efficiency_by_tokens and eta_from_gemms:  # eta measured at the step's own shapes: nothing fitted
         calib = gemm_calib
         noise["eta"] = max(ceiling_scatter(ceil, f"gemm.{cal.gemm_key(m, k, n)}")
                            for m, _ in calib.efficiency_by_tokens for _, k, n in cal.linear_shapes(qwen))
