@@ -185,7 +185,7 @@ def build_engine_setup(qwen: ModelSpec, rec: Any, target: Any, beside: Any = Non
     from one session's recordings (the newest, or those of the session that measured `beside`):
     its ceilings (read_bandwidth, matmul_bf16) and, by what the session measured:
     - t_overhead from its tiny-hidden overhead models (c0 + c_layer x layers, never Qwen's own
-      steps) where it ran them; else Qwen's b=1 decode residual, a fit point (kind "fit");
+      steps) where it ran them at two layer counts or more (one_layer_count_note says why one is not enough); else Qwen's b=1 decode residual, a fit point (kind "fit");
     - eta from its GEMM timings at each step's token count (the linear shapes it runs) where it has
       them (and eta_from_gemms); else from the lone 8,192-token prefill, a fit point. eta_from_gemms=False
       gives the calibration the earlier sessions had, to carry their finding bands over to this one."""
