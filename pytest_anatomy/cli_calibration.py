@@ -10,7 +10,7 @@ Without such a session the datasheet roofline stays, and the notes say why."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pytest_anatomy import recordings
@@ -81,6 +81,12 @@ def _fit(results: Path, hw: HardwareSpec) -> RecordedCalibration | str:
         overhead = _tiny_overhead(results, hw, b1, ceilings)
         if overhead is None:
             calib = fit_engine(qwen, ceilings, points, name=name)
+            counts = _tiny_layer_counts(results, hw, b1)
+            if len(counts) == 1:  # no slope from one point, and none is assumed
+                calib = replace(calib, notes=(*calib.notes, (
+                    f"t_overhead is not from the tiny-hidden models: this session ran them at {counts[0]} layers "
+                    "only, and c0 + c_layer x layers needs two layer counts; Qwen2.5-7B's b=1 residual stays the "
+                    "calibration")))
         else:  # the overhead measured apart; eta still from the prefill, overhead kept
             calib = lat.fit_compute_efficiency(qwen, ceilings, lat.prefill_work(PREFILL_TOKENS, points.max_num_batched_tokens),
                                                points.prefill_s, cal.engine_from_overhead(qwen, overhead, name=name),
@@ -98,6 +104,18 @@ def _fit(results: Path, hw: HardwareSpec) -> RecordedCalibration | str:
 # Tiny-hidden twins of the calibration model (scripts/device/latency_plan.py --overhead-models).
 OVERHEAD_MODELS = ("qwen2.5-7b-tiny-l28", "qwen2.5-7b-tiny-l2")
 OVERHEAD_BATCHES = (1, 16, 64, 128)
+
+
+def _tiny_layer_counts(results: Path, hw: HardwareSpec, b1: recordings.Recording) -> list[int]:
+    """The layer counts of the tiny models b1's session ran at b=1."""
+    counts = []
+    for model_name in OVERHEAD_MODELS:
+        try:
+            recordings.load_beside(results, hw.name, "latency", f"{model_name}.decode.b1", b1)
+        except recordings.MissingRecording:
+            continue
+        counts.append(load_model(CONFIG_DIR / "overhead" / f"{model_name}.json").num_layers)
+    return counts
 
 
 def _tiny_overhead(results: Path, hw: HardwareSpec, b1: recordings.Recording,

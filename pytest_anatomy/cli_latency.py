@@ -106,8 +106,9 @@ def add_parser(what: "argparse._SubParsersAction[Any]") -> argparse.ArgumentPars
                    help="per-step overhead of this engine on this GPU (default: fitted on the newest recorded b=1 "
                         "decode step, else 0)")
     p.add_argument("--compute-efficiency", type=_efficiency, default=None,
-                   help="fraction of the peak compute-bound steps reach, in [0.01, 1] (default: fitted on the "
-                        "newest recorded 8,192-token prefill, else 1)")
+                   help="fraction of the peak compute-bound steps reach, in [0.01, 1], at every token count (default: "
+                        "the newest recorded session's bf16 GEMM timings at the step's shapes, else fitted on its "
+                        "8,192-token prefill, else 1)")
     p.add_argument("--uncalibrated", action="store_true",
                    help="the pure datasheet roofline (a lower bound on time), ignoring recorded sessions")
     p.add_argument("--results", type=Path, default=Path("results"),
@@ -297,7 +298,9 @@ def calibration(args: argparse.Namespace, hw: Any) -> tuple[Any, Any, str]:
                         step_overhead_s=calib.step_overhead_s if args.step_overhead_ms is None
                         else args.step_overhead_ms * 1e-3,
                         compute_efficiency=calib.compute_efficiency if args.compute_efficiency is None
-                        else args.compute_efficiency)
+                        else args.compute_efficiency,
+                        # a given eta replaces the session's per-token-count GEMM etas too, or they would win
+                        efficiency_by_tokens=calib.efficiency_by_tokens if args.compute_efficiency is None else ())
     return ceilings, calib, source
 
 

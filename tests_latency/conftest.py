@@ -179,15 +179,16 @@ def latency_lab(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPat
     return LatencyLab(request, tmp_path_factory.mktemp("latency-live"))
 
 
-def build_engine_setup(qwen: ModelSpec, rec: Any, target: Any, beside: Any = None, not_after: str | None = None
-                       ) -> Setup:
+def build_engine_setup(qwen: ModelSpec, rec: Any, target: Any, beside: Any = None, not_after: str | None = None,
+                       *, eta_from_gemms: bool = True) -> Setup:
     """The target's GPU + vLLM 0.26.0 (CUDA graphs, async scheduling, max_num_batched_tokens 8192),
     from one session's recordings (the newest, or those of the session that measured `beside`):
     its ceilings (read_bandwidth, matmul_bf16) and, by what the session measured:
     - t_overhead from its tiny-hidden overhead models (c0 + c_layer x layers, never Qwen's own
-      steps) where it ran them; else Qwen's b=1 decode residual, a fit point (kind "fit");
+      steps) where it ran them at two layer counts or more (one_layer_count_note says why one is not enough); else Qwen's b=1 decode residual, a fit point (kind "fit");
     - eta from its GEMM timings at each step's token count (the linear shapes it runs) where it has
-      them; else from the lone 8,192-token prefill, a fit point."""
+      them (and eta_from_gemms); else from the lone 8,192-token prefill, a fit point. eta_from_gemms=False
+      gives the calibration the earlier sessions had, to carry their finding bands over to this one."""
     b1 = rec("qwen2.5-7b.decode.b1", beside=beside, not_after=not_after)
     ceilings = rec_ceilings(rec, target, b1)
     s = b1.data["run"]["settings"]
@@ -208,8 +209,11 @@ def build_engine_setup(qwen: ModelSpec, rec: Any, target: Any, beside: Any = Non
         fits.append(FitPoint("t_overhead", "qwen2.5-7b.decode.b1", "step_time_s", h200_workload(b1),
                              frozenset({"step_time_s"})))
         noise["t_overhead_s"] = median_scatter(b1, "itl_steady_engine_clock_s") * b1["step_time_s"].value
+        why_not_tiny = one_layer_count_note(rec, target, b1)
+        if why_not_tiny:
+            calib = dataclasses.replace(calib, notes=(*calib.notes, why_not_tiny))
     gemm_calib = cal.with_gemm_efficiency(calib, qwen, gemm, ceilings.peak)
-    if gemm_calib.efficiency_by_tokens:  # eta measured at the step's own shapes: nothing fitted
+    if gemm_calib.efficiency_by_tokens and eta_from_gemms:  # eta measured at the step's own shapes: nothing fitted
         calib = gemm_calib
         noise["eta"] = max(ceiling_scatter(ceil, f"gemm.{cal.gemm_key(m, k, n)}")
                            for m, _ in calib.efficiency_by_tokens for _, k, n in cal.linear_shapes(qwen))
@@ -257,7 +261,28 @@ def session_overhead(rec: Any, target: Any, beside: Any) -> cal.LayerOverhead | 
                                           median_scatter(r, "itl_steady_engine_clock_s") * r["step_time_s"].value))
     try:
         return cal.fit_layer_overhead(steps) if steps else None
-    except ValueError:  # one layer count only: no layer term
+    except ValueError:  # one layer count only: no layer term (one_layer_count_note says what happens instead)
+        return None
+
+
+def one_layer_count_note(rec: Any, target: Any, beside: Any) -> str | None:
+    """Why the tiny models of `beside`'s session calibrate nothing when they ran at one layer count only
+    (the 2026-12-01 sessions: the 28-layer twin; the 2-layer one was cut by the plan's budget): None
+    when they ran at two or more, or not at all."""
+    counts = sorted({int(name.rsplit("-l", 1)[1]) for name in OVERHEAD_MODELS
+                     if getattr(rec, "has", lambda _: True)(f"{name}.decode.b1") and _beside_or_none(rec, f"{name}.decode.b1", beside)})
+    if len(counts) != 1:
+        return None
+    return (f"t_overhead is NOT from the tiny-hidden models: this session ran them at {counts[0]} layers only, and "
+            "c0 + c_layer x layers needs two layer counts (no slope is assumed); besides, the tiny model's b=1 step is "
+            "the async engine's CPU loop, which a GPU step longer than it hides (finding "
+            "h200-tiny-model-step-is-the-cpu-loop): Qwen's own b=1 residual stays the calibration, a fit point")
+
+
+def _beside_or_none(rec: Any, name: str, beside: Any) -> Any:
+    try:
+        return rec(name, beside=beside)
+    except pytest.skip.Exception:
         return None
 
 

@@ -10,8 +10,9 @@ quantity -- another round of the same run -- is a repeat of the fit point: it te
 reproducibility, not the model, and says so in its test id (`-fit-repeat`) and its
 Prediction's notes (`Setup.check_held_out`, which fails when a declaration is wrong either
 way). Both setups are for Qwen2.5-7B. The H200's t_overhead is measured apart on tiny-hidden
-models where a session ran them (conftest.build_engine_setup); on every earlier session it is
-Qwen's b=1 residual, checked on Llama-3.1-8B (test_latency_steps.py::
+models where a session ran them at two layer counts or more (conftest.build_engine_setup; none has
+yet: the 2026-12-01 sessions ran the 28-layer twin only); on every recorded session it is Qwen's
+b=1 residual, checked on Llama-3.1-8B (test_latency_steps.py::
 test_decode_overhead_transfers_to_a_second_model), which differs from Qwen in KV per token (2.3x)
 and layers (32 vs 28) but not in weight scale, lm_head or FFN share.
 Tolerances (step_budget) are the recordings' own noise; the 10% and 25% accuracy goals are in the docs.

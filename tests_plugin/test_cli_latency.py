@@ -154,3 +154,9 @@ def test_every_catalog_card_says_where_its_constants_come_from(capsys, hardware:
         assert out[q]["notes"][0].startswith(("calibrated from the newest recorded session",
                                               f"no recorded session for {hardware}: transferred from the H200",
                                               f"no recorded calibration session for {hardware}")), q
+
+
+def test_one_tiny_layer_count_is_said_not_fitted(capsys) -> None:
+    """The newest H200 session ran the tiny overhead model at 28 layers only: no layer slope, and the notes say so."""
+    out = _run(capsys, "--model", "qwen2.5-7b", "--hardware", "h200", "--batch", "1")
+    assert any("at 28 layers only" in n and "two layer counts" in n for n in out["itl_ms"]["notes"])
