@@ -69,6 +69,7 @@ def test_occupancy_matches_seed_report(kernel, regs, smem, threads, card, measur
 @pytest.mark.parametrize("source,kernel,kind,per_fma", [
     ("sgemm/s6_vectorized.cu", "sgemm_vectorized", "LDS.128", 4 / 64),
     ("sgemm/s7_warptiling.cu", "sgemm_warptiling", "LDS.128", 6 / 128),
+    ("sgemm/s9_cp_async_pipeline.cu", "sgemm_cp_async_pipeline", "LDS.128", 4 / 64),
 ])
 def test_vectorized_rungs_compile_to_128_bit_shared_loads(source, kernel, kind, per_fma, reconcile):
     """Static SASS: the float4 rungs' inner loops issue LDS.128 at the rate their access pattern
@@ -80,6 +81,33 @@ def test_vectorized_rungs_compile_to_128_bit_shared_loads(source, kernel, kind, 
     reconcile(f"{kind}_per_ffma", Prediction(per_fma, "1/FMA", "access pattern (registry theory)"),
               Measurement(counts.get(kind, 0) / counts["FFMA"], "1/FMA", source="live",
                           provenance={"tool": "cuobjdump --dump-sass", "hardware": "sm_90", "counts": counts}))
+
+
+PIPELINED = [("sgemm/s9_cp_async_pipeline.cu", "sgemm_cp_async_pipeline", 256, 2)]  # source, kernel, threads, blocks/SM
+
+
+@pytest.mark.parametrize("source,kernel,threads,blocks", PIPELINED)
+def test_pipelined_rung_keeps_its_occupancy(source, kernel, threads, blocks):
+    """The pipelined rungs exist to put more warps on an SM than s7's 8: ptxas must leave room for the
+    blocks the header's prediction counts on (a register creep past the cap would halve them), with
+    no spill (the 128-register cap could otherwise be met by spilling accumulators)."""
+    _need("nvcc")
+    use = kc.resource_report(source, "sm_90")[kernel]
+    occ = occupancy(use.registers, use.shared_bytes, threads, "sm_90")
+    assert (use.spill_store_bytes, use.spill_load_bytes) == (0, 0), use
+    assert occ.value >= blocks, f"{kernel}: {occ.value:g} blocks/SM, limited by {occ.inputs['limiter']} ({use})"
+
+
+@pytest.mark.parametrize("source,kernel", [(s, k) for s, k, _, _ in PIPELINED])
+def test_pipelined_rung_loads_global_memory_only_through_cp_async(source, kernel):
+    """SASS: every global load of a pipelined rung is an LDGSTS (cp.async, global -> shared without a
+    register), none an LDG: a plain load would stall on its register before the store to shared."""
+    _need("nvcc")
+    _need("cuobjdump")
+    _need("nvdisasm")
+    counts = kc.sass_counts(source, "sm_90")[kernel]
+    ldg = {k: n for k, n in counts.items() if k.startswith("LDG.")}
+    assert counts.get("LDGSTS", 0) > 0 and not ldg, f"{kernel}: LDGSTS {counts.get('LDGSTS', 0)}, LDG {ldg}"
 
 
 @hf.COMPILER_VECTORIZES_S5

@@ -70,6 +70,15 @@ LADDER: tuple[Variant, ...] = (
             "a warp-level tile: mostly-broadcast shared reads, BK=16 halves barriers per FMA",
             tiled_access("s7", 128, 128, 8, 16, vector=4, a_loads_per_k=8, b_loads_per_k=16), "sgemm",
             h200_ms=(("4096x4096x4096", 3.0),)),
+    Variant("s9-cp-async-pipeline", "s7's block tile, 8 warps at 2 blocks/SM, cp.async two-stage pipeline, "
+            "register double-buffered fragments", "sgemm/s9_cp_async_pipeline.cu",
+            _grid_tiles("sgemm/s9_cp_async_pipeline.cu", "sgemm_cp_async_pipeline", 128, 128, (256, 1, 1)),
+            "tile t+1 copied global->shared by cp.async while tile t multiplies; 64 accumulators per thread under "
+            "128 registers so 16 warps share an SM (s7: 8)",
+            tiled_access("s9", 128, 128, 8, 8, vector=4), "sgemm",
+            notes=("A is copied 4 bytes at a time into its transposed place: 8 LDGSTS.32 + 2 LDGSTS.128 per thread "
+                   "per 1,024 FMAs, where the access pattern counts 4 float4 loads (same bytes, more instructions)",),
+            h200_ms=(("4096x4096x4096", 3.0), ("2048x18944x3584", 5.9), ("32x18944x3584", 0.66))),
     Variant("s8-bf16-mma", "bf16 tensor cores, mma.sync m16n8k16, cp.async double buffer", "sgemm/s8_bf16_mma.cu",
             _grid_tiles("sgemm/s8_bf16_mma.cu", "sgemm_bf16_mma", 128, 128, (256, 1, 1)),
             "move the FMAs to the tensor cores (bf16 in, fp32 accumulate, bf16 out); baseline cuBLAS bf16",
