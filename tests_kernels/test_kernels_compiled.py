@@ -174,3 +174,16 @@ def test_occupancy_from_ptxas_matches_ncu(v, call, card, measured, reconcile):
                       provenance={**rec["gpu_time_s"].provenance, "kernel": call.kernel,
                                   "ncu_registers": row["metrics"].get("Registers Per Thread")})
     reconcile("theoretical_occupancy", pred, got)
+
+
+def test_warp_row_softmax_has_no_barrier_and_one_exp_per_element():
+    """x5's header prices a row at two 5-shuffle warp reductions with no barrier and no shared memory, and one
+    MUFU.EX2 per element (64 per lane: 16 float4): the SASS must say the same, or its prediction prices
+    another kernel."""
+    _need("nvcc")
+    _need("cuobjdump")
+    _need("nvdisasm")
+    c = kc.sass_counts("softmax/x5_warp_row.cu", "sm_90")["softmax_warp_row"]
+    assert c.get("BAR", 0) == 0 and not any(k.startswith(("LDS", "STS")) for k in c), c
+    assert c.get("SHFL", 0) == 10, c
+    assert 64 <= c.get("MUFU", 0) <= 64 + 8, f"MUFU {c.get('MUFU', 0)}: one EX2 per element plus the reciprocal's"
