@@ -70,7 +70,7 @@ def test_occupancy_matches_seed_report(kernel, regs, smem, threads, card, measur
     ("sgemm/s6_vectorized.cu", "sgemm_vectorized", "LDS.128", 4 / 64),
     ("sgemm/s7_warptiling.cu", "sgemm_warptiling", "LDS.128", 6 / 128),
     ("sgemm/s9_cp_async_pipeline.cu", "sgemm_cp_async_pipeline", "LDS.128", 4 / 64),
-])
+], ids=("s6", "s7", "s9"))
 def test_vectorized_rungs_compile_to_128_bit_shared_loads(source, kernel, kind, per_fma, reconcile):
     """Static SASS: the float4 rungs' inner loops issue LDS.128 at the rate their access pattern
     says (instructions per FFMA, both counted once per unrolled loop body)."""
@@ -83,22 +83,27 @@ def test_vectorized_rungs_compile_to_128_bit_shared_loads(source, kernel, kind, 
                           provenance={"tool": "cuobjdump --dump-sass", "hardware": "sm_90", "counts": counts}))
 
 
-PIPELINED = [("sgemm/s9_cp_async_pipeline.cu", "sgemm_cp_async_pipeline", 256, 2)]  # source, kernel, threads, blocks/SM
+PIPELINED = [("sgemm/s9_cp_async_pipeline.cu", "sgemm_cp_async_pipeline")]  # global loads only through cp.async
 
 
-@pytest.mark.parametrize("source,kernel,threads,blocks", PIPELINED)
-def test_pipelined_rung_keeps_its_occupancy(source, kernel, threads, blocks):
-    """The pipelined rungs exist to put more warps on an SM than s7's 8: ptxas must leave room for the
-    blocks the header's prediction counts on (a register creep past the cap would halve them), with
-    no spill (the 128-register cap could otherwise be met by spilling accumulators)."""
+@pytest.mark.parametrize("v", [pytest.param(v, id=v.id) for v in LADDERS["sgemm"]
+                               if v.theory is not None and v.theory.warps_per_sm])
+def test_rung_gets_the_warps_its_ledger_counts_on(v):
+    """A rung that states its resident warps (the issue ledger's W) gets exactly them from ptxas's registers
+    and shared memory: a register creep past the cap would halve them and void its pre-registered time.
+    No spill either (a register cap can be met by spilling accumulators)."""
     _need("nvcc")
-    use = kc.resource_report(source, "sm_90")[kernel]
-    occ = occupancy(use.registers, use.shared_bytes, threads, "sm_90")
+    (call,) = v.calls(TIMING_SHAPES["sgemm"], DeviceFacts(132))
+    use = kc.resource_report(call.source, "sm_90")[call.kernel]
+    occ = occupancy(use.registers, use.shared_bytes, call.launch.threads_per_block, "sm_90")
     assert (use.spill_store_bytes, use.spill_load_bytes) == (0, 0), use
-    assert occ.value >= blocks, f"{kernel}: {occ.value:g} blocks/SM, limited by {occ.inputs['limiter']} ({use})"
+    warps = occ.value * call.launch.threads_per_block // 32
+    assert warps == v.theory.warps_per_sm, \
+        f"{v.id}: {warps:g} warps/SM from ptxas (limited by {occ.inputs['limiter']}, {use}), the ledger counts on " \
+        f"{v.theory.warps_per_sm}"
 
 
-@pytest.mark.parametrize("source,kernel", [(s, k) for s, k, _, _ in PIPELINED])
+@pytest.mark.parametrize("source,kernel", PIPELINED)
 def test_pipelined_rung_loads_global_memory_only_through_cp_async(source, kernel):
     """SASS: every global load of a pipelined rung is an LDGSTS (cp.async, global -> shared without a
     register), none an LDG: a plain load would stall on its register before the store to shared."""

@@ -14,18 +14,24 @@ into its transposed place (As[k][m], rows padded by 4 floats so the scattered st
 banks, not 2), so a thread's 8 A values stay one pair of LDS.128 as in s6/s7; B moves in 16-byte
 copies (4-byte copies when N % 4 != 0). Per FMA: 4/64 LDS.128 (2 A, 2 B per k for 64 FMAs),
 (8 + 2)/ (128*128*16/256) = 10/1024 LDGSTS.
-Predicted effect: H200, 4096^3: 3.0 ms. Arithmetic: per 128x128x16 block tile the SM issues
-8,192 warp-FFMA + 512 LDS.128 + 80 LDGSTS + ~120 address/barrier/loop instructions ~ 8,900 issue
-slots over 4 schedulers = 2,225 cycles; 1,024 blocks over 132 SMs x 2 resident = 8 blocks per
-busiest SM x 256 k-tiles = 2,048 tiles x 2,225 cycles / 1.98 GHz (boost) = 2.30 ms, with 16 warps
-each holding 64 independent FMAs per k (enough to cover the 4-cycle FMA and ~30-cycle LDS latency,
-unlike s7's 8 warps). The H200 does not hold boost under a dense FFMA stream: cuBLAS fp32 ran
-2.69 ms against its own 2.05 ms FFMA floor at boost (x1.31), so 2.30 x 1.31 = 3.0 ms, ~90% of
-cuBLAS fp32. Qwen2.5-7B FFN up, 2048 x 18944 x 3584: 5.9 ms (16 x 148 = 2,368 blocks, 18 on the
-busiest SM x 224 k-tiles x 2,225 cycles / 1.98 GHz x 1.31). 32 x 18944 x 3584: 0.66 ms (one
-128-row tile for 32 rows: 75% of the FFMAs wasted; 148 blocks, 2 on the busiest SM x 224 x 2,225
-cycles / 1.98 GHz x 1.31; B's 271 MB alone take 0.06 ms at 4.47 TB/s). Written before any
-measurement of this rung.
+Predicted effect: H200, 4096^3: 2.9 ms (~93% of cuBLAS fp32's 2.69 ms). Arithmetic: the
+compiled loop body (SASS, vector path) issues ~1,223 instructions per thread per 16-deep k-tile, 1,024
+of them FFMA (share 0.84); 8 warps x 1,223 = 9,784 issue slots per block tile over 4 schedulers =
+2,446 cycles. 1,024 blocks over 132 SMs x 2 resident: the busiest SM runs 8 blocks x 256 k-tiles =
+2,048 tiles x 2,446 cycles / 1.98 GHz = 2.53 ms if every slot issues; the pipeline is meant to leave
+only the issue rate cuBLAS fp32 itself reaches (ncu: 3.57 instructions per cycle of 4 at 1.98 GHz,
+8 warps per SM), 2.53 / 0.89 = 2.84 ms. Qwen2.5-7B FFN up, 2048 x 18944 x 3584: 5.6 ms (16 x 148 =
+2,368 blocks, 18 on the busiest SM x 224 k-tiles x 2,446 cycles / 1.98 GHz / 0.89).
+32 x 18944 x 3584: 0.62 ms (one 128-row tile for 32 rows: 75% of the FFMAs wasted; 148 blocks, 2 on
+the busiest SM x 224 x 2,446 cycles / 1.98 GHz / 0.89; B's 271 MB alone take 0.06 ms at 4.47 TB/s).
+The issue ledger's latency term (theory/kernel_issue.py, fitted on s5-s7's counted warp cycles per
+issued instruction: c = 3.41 + 225 / ilp cycles) gives more, from the same 16 warps and 64
+accumulators as s5: 4.37, 8.60 and 0.96 ms at the three shapes (sgemm.ISSUE_PREREGISTERED). The two
+cannot both hold: the fit saw only rungs that stage tiles through registers between barriers, and
+s7's own stalls were mostly on those global loads (ncu: L1TEX scoreboard, 2.4 of 5.2 cycles per
+issue); if the pipeline removes them, s9 lands near the hand number and the latency term needs a
+pipelined-rung split; if s9 lands near the ledger, the latency is in the shared-load -> FFMA chain
+and a deeper pipeline will not help. Written before any measurement of this rung.
 Measured outcome: not yet measured on H200.
 Seed: no such rung.
 */
