@@ -192,3 +192,20 @@ def test_warp_row_softmax_has_no_barrier_and_one_exp_per_element():
     assert c.get("BAR", 0) == 0 and not any(k.startswith(("LDS", "STS")) for k in c), c
     assert c.get("SHFL", 0) == 10, c
     assert 64 <= c.get("MUFU", 0) <= 64 + 8, f"MUFU {c.get('MUFU', 0)}: one EX2 per element plus the reciprocal's"
+
+
+@pytest.mark.parametrize("source,kernel,kind,per_hmma", [
+    ("sgemm/s8_bf16_mma.cu", "sgemm_bf16_mma", "LDS.", 24 / 16),
+    ("sgemm/s10_bf16_ldmatrix.cu", "sgemm_bf16_ldmatrix", "LDSM.", 6 / 16),
+], ids=("s8", "s10"))
+def test_tensor_core_fragment_loads_per_mma(source, kernel, kind, per_hmma):
+    """The tensor-core rungs' headers price a warp's 16-deep k-step by its fragment loads: s8 24 LDS.32
+    per 16 mma, s10 6 ldmatrix.x4 (and no plain shared load left). Static SASS, loop body counted once."""
+    _need("nvcc")
+    _need("cuobjdump")
+    _need("nvdisasm")
+    c = kc.sass_counts(source, "sm_90")[kernel]
+    loads = sum(n for k, n in c.items() if k.startswith(kind))
+    assert loads / c["HMMA"] == pytest.approx(per_hmma), c
+    if kind == "LDSM.":
+        assert not any(k.startswith("LDS.") for k in c), f"{kernel} still reads fragments with plain LDS: {c}"

@@ -84,6 +84,12 @@ LADDER: tuple[Variant, ...] = (
             "move the FMAs to the tensor cores (bf16 in, fp32 accumulate, bf16 out); baseline cuBLAS bf16",
             tensor_core_access("s8", 128, 128), "sgemm", dtype="bf16",
             h200_ms=(("4096x4096x4096", 0.45),)),
+    Variant("s10-bf16-ldmatrix", "bf16 mma.sync fed by ldmatrix, XOR-swizzled shared memory, 3-stage cp.async",
+            "sgemm/s10_bf16_ldmatrix.cu",
+            _grid_tiles("sgemm/s10_bf16_ldmatrix.cu", "sgemm_bf16_ldmatrix", 128, 128, (256, 1, 1)),
+            "fragments by ldmatrix.x4 (6 per warp k-step instead of 24 LDS.32), swizzled unpadded tiles, a third "
+            "pipeline stage and one barrier per k-tile", tensor_core_access("s10", 128, 128), "sgemm", dtype="bf16",
+            h200_ms=(("4096x4096x4096", 0.34),)),
 )
 BF16_BASELINE = Variant("s0-cublas-bf16", "cuBLAS bf16 via torch.matmul (A @ Bt.T)", None, None,
                         "the tensor-core rung's baseline", None, "sgemm", dtype="bf16", baseline="torch.matmul.bf16")
