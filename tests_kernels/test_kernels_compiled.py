@@ -69,7 +69,8 @@ def test_occupancy_matches_seed_report(kernel, regs, smem, threads, card, measur
 @pytest.mark.parametrize("source,kernel,kind,per_fma", [
     ("sgemm/s6_vectorized.cu", "sgemm_vectorized", "LDS.128", 4 / 64),
     ("sgemm/s7_warptiling.cu", "sgemm_warptiling", "LDS.128", 6 / 128),
-])
+    ("sgemm/s9_cp_async_pipeline.cu", "sgemm_cp_async_pipeline", "LDS.128", 4 / 64),
+], ids=("s6", "s7", "s9"))
 def test_vectorized_rungs_compile_to_128_bit_shared_loads(source, kernel, kind, per_fma, reconcile):
     """Static SASS: the float4 rungs' inner loops issue LDS.128 at the rate their access pattern
     says (instructions per FFMA, both counted once per unrolled loop body)."""
@@ -80,6 +81,38 @@ def test_vectorized_rungs_compile_to_128_bit_shared_loads(source, kernel, kind, 
     reconcile(f"{kind}_per_ffma", Prediction(per_fma, "1/FMA", "access pattern (registry theory)"),
               Measurement(counts.get(kind, 0) / counts["FFMA"], "1/FMA", source="live",
                           provenance={"tool": "cuobjdump --dump-sass", "hardware": "sm_90", "counts": counts}))
+
+
+PIPELINED = [("sgemm/s9_cp_async_pipeline.cu", "sgemm_cp_async_pipeline")]  # global loads only through cp.async
+
+
+@pytest.mark.parametrize("v", [pytest.param(v, id=v.id) for v in LADDERS["sgemm"]
+                               if v.theory is not None and v.theory.warps_per_sm])
+def test_rung_gets_the_warps_its_ledger_counts_on(v):
+    """A rung that states its resident warps (the issue ledger's W) gets exactly them from ptxas's registers
+    and shared memory: a register creep past the cap would halve them and void its pre-registered time.
+    No spill either (a register cap can be met by spilling accumulators)."""
+    _need("nvcc")
+    (call,) = v.calls(TIMING_SHAPES["sgemm"], DeviceFacts(132))
+    use = kc.resource_report(call.source, "sm_90")[call.kernel]
+    occ = occupancy(use.registers, use.shared_bytes, call.launch.threads_per_block, "sm_90")
+    assert (use.spill_store_bytes, use.spill_load_bytes) == (0, 0), use
+    warps = occ.value * call.launch.threads_per_block // 32
+    assert warps == v.theory.warps_per_sm, \
+        f"{v.id}: {warps:g} warps/SM from ptxas (limited by {occ.inputs['limiter']}, {use}), the ledger counts on " \
+        f"{v.theory.warps_per_sm}"
+
+
+@pytest.mark.parametrize("source,kernel", PIPELINED)
+def test_pipelined_rung_loads_global_memory_only_through_cp_async(source, kernel):
+    """SASS: every global load of a pipelined rung is an LDGSTS (cp.async, global -> shared without a
+    register), none an LDG: a plain load would stall on its register before the store to shared."""
+    _need("nvcc")
+    _need("cuobjdump")
+    _need("nvdisasm")
+    counts = kc.sass_counts(source, "sm_90")[kernel]
+    ldg = {k: n for k, n in counts.items() if k.startswith("LDG.")}
+    assert counts.get("LDGSTS", 0) > 0 and not ldg, f"{kernel}: LDGSTS {counts.get('LDGSTS', 0)}, LDG {ldg}"
 
 
 @hf.COMPILER_VECTORIZES_S5
@@ -146,3 +179,33 @@ def test_occupancy_from_ptxas_matches_ncu(v, call, card, measured, reconcile):
                       provenance={**rec["gpu_time_s"].provenance, "kernel": call.kernel,
                                   "ncu_registers": row["metrics"].get("Registers Per Thread")})
     reconcile("theoretical_occupancy", pred, got)
+
+
+def test_warp_row_softmax_has_no_barrier_and_one_exp_per_element():
+    """x5's header prices a row at two 5-shuffle warp reductions with no barrier and no shared memory, and one
+    MUFU.EX2 per element (64 per lane: 16 float4): the SASS must say the same, or its prediction prices
+    another kernel."""
+    _need("nvcc")
+    _need("cuobjdump")
+    _need("nvdisasm")
+    c = kc.sass_counts("softmax/x5_warp_row.cu", "sm_90")["softmax_warp_row"]
+    assert c.get("BAR", 0) == 0 and not any(k.startswith(("LDS", "STS")) for k in c), c
+    assert c.get("SHFL", 0) == 10, c
+    assert 64 <= c.get("MUFU", 0) <= 64 + 8, f"MUFU {c.get('MUFU', 0)}: one EX2 per element plus the reciprocal's"
+
+
+@pytest.mark.parametrize("source,kernel,kind,per_hmma", [
+    ("sgemm/s8_bf16_mma.cu", "sgemm_bf16_mma", "LDS.", 24 / 16),
+    ("sgemm/s10_bf16_ldmatrix.cu", "sgemm_bf16_ldmatrix", "LDSM.", 6 / 16),
+], ids=("s8", "s10"))
+def test_tensor_core_fragment_loads_per_mma(source, kernel, kind, per_hmma):
+    """The tensor-core rungs' headers price a warp's 16-deep k-step by its fragment loads: s8 24 LDS.32
+    per 16 mma, s10 6 ldmatrix.x4 (and no plain shared load left). Static SASS, loop body counted once."""
+    _need("nvcc")
+    _need("cuobjdump")
+    _need("nvdisasm")
+    c = kc.sass_counts(source, "sm_90")[kernel]
+    loads = sum(n for k, n in c.items() if k.startswith(kind))
+    assert loads / c["HMMA"] == pytest.approx(per_hmma), c
+    if kind == "LDSM.":
+        assert not any(k.startswith("LDS.") for k in c), f"{kernel} still reads fragments with plain LDS: {c}"

@@ -31,8 +31,9 @@ def test_rung_header_states_change_prediction_outcome(v):
     assert h["measured_outcome"], f"{v.source}: no measured outcome (write 'not yet measured on H200.')"
 
 
-# "H200, 4096^3: 3.0 ms", "H200, 2^28 floats: 0.90 ms", "128 x 152,064: 0.24 ms": a shape, a colon, a time.
-_TIMED = re.compile(r"(2\^28 floats|(\d+)\^3|([\d,]+) x ([\d,]+)): ([0-9.]+) ms")
+# "H200, 4096^3: 3.0 ms", "H200, 2^28 floats: 0.90 ms", "128 x 152,064: 0.24 ms", "2048 x 18944 x 3584: 5.9 ms":
+# a shape, a colon, a time.
+_TIMED = re.compile(r"(2\^28 floats|(\d+)\^3|([\d,]+) x ([\d,]+)(?: x ([\d,]+))?): ([0-9.]+) ms")
 
 
 def header_times(text: str) -> dict[str, float]:
@@ -44,8 +45,8 @@ def header_times(text: str) -> dict[str, float]:
         elif m.group(2):
             lab = "x".join([m.group(2)] * 3)
         else:
-            lab = f"{m.group(3).replace(',', '')}x{m.group(4).replace(',', '')}"
-        out[lab] = float(m.group(5))
+            lab = "x".join(g.replace(",", "") for g in m.group(3, 4, 5) if g)
+        out[lab] = float(m.group(6))
     return out
 
 

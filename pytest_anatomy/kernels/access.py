@@ -19,6 +19,12 @@ class GemmAccess:
     ldg / lds_*   -- instructions per FMA; a float4 load counts once (vector=4)
     requests      -- distinct 128-byte lines per warp-FMA touched by the global loads
     vector        -- elements per load instruction (1 or 4): issued bytes = ldg * 4 * vector
+    accumulators  -- independent FMA chains per thread (its output tile): the instruction-level
+                     parallelism the issue ledger's latency term divides by (0: not stated)
+    warps_per_sm  -- resident warps per SM the rung is built for (blocks/SM x warps/block; a
+                     compiled-rung test checks ptxas agrees), 0: not stated
+    ffma_share    -- FFMA share of the instructions the main loop issues, counted from the loop
+                     body (0: not stated)
     """
 
     name: str
@@ -28,6 +34,9 @@ class GemmAccess:
     requests: float
     vector: int = 1
     tensor_core: bool = False
+    accumulators: int = 0
+    warps_per_sm: int = 0
+    ffma_share: float = 0.0
 
     def counts(self) -> dict[str, float]:
         return {"lds_distinct": self.lds_distinct, "lds_broadcast": self.lds_broadcast, "ldg": self.ldg}
@@ -48,7 +57,8 @@ def coalesced_access() -> GemmAccess:
 
 
 def tiled_access(name: str, bm: int, bn: int, tm: int = 1, tn: int = 1, vector: int = 1,
-                 coarsen: int = 1, a_loads_per_k: int | None = None, b_loads_per_k: int | None = None) -> GemmAccess:
+                 coarsen: int = 1, a_loads_per_k: int | None = None, b_loads_per_k: int | None = None,
+                 warps_per_sm: int = 0, ffma_share: float = 0.0) -> GemmAccess:
     """A block tile bm x bn staged through shared memory; each thread computes tm x tn outputs.
 
     Per k a thread loads tm A values (broadcast: lanes of a warp share rows) and tn B values
@@ -68,7 +78,8 @@ def tiled_access(name: str, bm: int, bn: int, tm: int = 1, tn: int = 1, vector: 
         ldg = (bm + bn) / (bm * bn)
         a_lds, b_lds = a / fma_per_k, b / fma_per_k
     return GemmAccess(name, ldg=ldg / vector, lds_distinct=b_lds / vector, lds_broadcast=a_lds / vector,
-                      requests=ldg, vector=vector)
+                      requests=ldg, vector=vector, accumulators=fma_per_k if coarsen == 1 else 1,
+                      warps_per_sm=warps_per_sm, ffma_share=ffma_share)
 
 
 def tensor_core_access(name: str, bm: int, bn: int) -> GemmAccess:

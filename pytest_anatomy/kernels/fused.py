@@ -3,7 +3,7 @@
 Shapes: the seed's Qwen2.5-7B shapes (M=8192 rows; RMSNorm N=3584 = hidden size, softmax
 N=2048) and a vocabulary-wide softmax row (N=152,064, Qwen2.5's vocab) with 128 rows, so x
 (78 MB) is larger than the H200's 60 MB L2. Register-resident rungs hold at most 8,192 columns
-and refuse the vocabulary row (RungRefused)."""
+(a block per row) or 2,048 (a warp per row) and refuse the vocabulary row (RungRefused)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ EPS = 1e-6
 RMSNORM_TIMING_SHAPE = {"M": 8192, "N": 3584}
 SOFTMAX_TIMING_SHAPE = {"M": 8192, "N": 2048}
 VOCAB_SHAPE = {"M": 128, "N": 152_064}
-CORRECTNESS_SHAPES = ({"M": 64, "N": 1000}, {"M": 33, "N": 4097}, {"M": 8, "N": 8192})
+# 2,047: the longest odd row a warp-per-row rung holds (its scalar path), 37 rows over 8-row blocks
+CORRECTNESS_SHAPES = ({"M": 64, "N": 1000}, {"M": 33, "N": 4097}, {"M": 8, "N": 8192}, {"M": 37, "N": 2047})
 
 
 def _rows(src: str, kernel: str, args: tuple[str, ...]):
@@ -47,6 +48,16 @@ def _softmax_three_pass(s: Mapping[str, int], d: DeviceFacts) -> tuple[KernelCal
             KernelCall(src, "softmax_row_sum", rows, ("ptr:x", "ptr:row_max", "ptr:row_sum", "i32:N")),
             KernelCall(src, "softmax_normalize", Launch((cdiv(s["N"], BLOCK), s["M"], 1), (BLOCK, 1, 1)),
                        ("ptr:x", "ptr:row_max", "ptr:row_sum", "ptr:y", "i32:N")))
+
+
+WARP_ROWS = 8  # rows (warps) per 256-thread block of the warp-per-row rung
+WARP_ROW_MAX_COLS = 2048  # 32 lanes x 64 registers of row data
+
+
+def _warp_rows(s: Mapping[str, int], d: DeviceFacts) -> tuple[KernelCall, ...]:
+    return (KernelCall("softmax/x5_warp_row.cu", "softmax_warp_row", Launch((cdiv(s["M"], WARP_ROWS), 1, 1),
+                                                                           (32 * WARP_ROWS, 1, 1)),
+                       ("ptr:x", "ptr:y", "i32:M", "i32:N")),)
 
 
 def _per_row(*names: str):
@@ -95,4 +106,8 @@ SOFTMAX: tuple[Variant, ...] = (
             _rows("softmax/x4_vectorized.cu", "softmax_vectorized", ("ptr:x", "ptr:y", "i32:N")),
             "128-bit loads and stores", StreamAccess("x4", reads=1, writes=1, dram_reads=1), "softmax",
             max_cols=MAX_COLS, h200_ms=(("8192x2048", 0.034),)),
+    Variant("x5-warp-row", "a warp per row, exp2 with the scale folded in", "softmax/x5_warp_row.cu",
+            _warp_rows, "no block barrier: two 5-shuffle warp reductions per row, one FFMA + EX2 per element",
+            StreamAccess("x5", reads=1, writes=1, dram_reads=1), "softmax", max_cols=WARP_ROW_MAX_COLS, row_threads=32,
+            h200_ms=(("8192x2048", 0.034),)),
 )

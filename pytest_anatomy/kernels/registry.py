@@ -103,6 +103,7 @@ class Variant:
     dtype     -- operand dtype ("fp32", "bf16")
     baseline  -- for rung 0: the library call ("torch.matmul", "torch.sum", ...)
     max_cols  -- rows longer than this are refused (register-resident rungs)
+    row_threads -- threads that share one row's registers (a block of 256, or a warp of 32)
     workspace -- shape, device -> {buffer name: float32 elements} the runner allocates
     h200_ms   -- ((shape label, ms), ...): the PREREGISTERED_ON card's median time pre-registered in the rung's
                  header ("Predicted effect: H200, <shape>: X ms") before any H200 measurement;
@@ -119,6 +120,7 @@ class Variant:
     dtype: str = "fp32"
     baseline: str | None = None
     max_cols: int | None = None
+    row_threads: int = 256
     workspace: Callable[[Mapping[str, int], DeviceFacts], Mapping[str, int]] | None = None
     notes: tuple[str, ...] = field(default=())
     h200_ms: tuple[tuple[str, float], ...] = ()
@@ -146,9 +148,9 @@ class Variant:
         if self.max_cols is not None and shape.get("N", 0) > self.max_cols:
             raise RungRefused(
                 f"{self.ladder} rung {self.id} keeps a whole row in registers and holds at most "
-                f"{self.max_cols:,} columns (256 threads x {self.max_cols // 256} values); N={shape['N']:,} "
-                f"would need {-(-shape['N'] // 256)} registers per thread for the row alone (the hardware "
-                f"limit is 255). Use a streaming rung (two-pass or online) for rows this long.")
+                f"{self.max_cols:,} columns ({self.row_threads} threads x {self.max_cols // self.row_threads} values); "
+                f"N={shape['N']:,} would need {-(-shape['N'] // self.row_threads)} registers per thread for the row alone "
+                f"(the hardware limit is 255). Use a streaming rung (two-pass or online) for rows this long.")
 
     def sources(self, shape: Mapping[str, int], device: DeviceFacts) -> tuple[str, ...]:
         """Every .cu file the rung's launches need, rung file first."""

@@ -70,11 +70,26 @@ LADDER: tuple[Variant, ...] = (
             "a warp-level tile: mostly-broadcast shared reads, BK=16 halves barriers per FMA",
             tiled_access("s7", 128, 128, 8, 16, vector=4, a_loads_per_k=8, b_loads_per_k=16), "sgemm",
             h200_ms=(("4096x4096x4096", 3.0),)),
+    Variant("s9-cp-async-pipeline", "s7's block tile, 8 warps at 2 blocks/SM, cp.async two-stage pipeline, "
+            "register double-buffered fragments", "sgemm/s9_cp_async_pipeline.cu",
+            _grid_tiles("sgemm/s9_cp_async_pipeline.cu", "sgemm_cp_async_pipeline", 128, 128, (256, 1, 1)),
+            "tile t+1 copied global->shared by cp.async while tile t multiplies; 64 accumulators per thread under "
+            "128 registers so 16 warps share an SM (s7: 8)",
+            tiled_access("s9", 128, 128, 8, 8, vector=4, warps_per_sm=16, ffma_share=0.84), "sgemm",
+            notes=("A is copied 4 bytes at a time into its transposed place: 8 LDGSTS.32 + 2 LDGSTS.128 per thread "
+                   "per 1,024 FMAs, where the access pattern counts 4 float4 loads (same bytes, more instructions)",),
+            h200_ms=(("4096x4096x4096", 2.9), ("2048x18944x3584", 5.6), ("32x18944x3584", 0.62))),
     Variant("s8-bf16-mma", "bf16 tensor cores, mma.sync m16n8k16, cp.async double buffer", "sgemm/s8_bf16_mma.cu",
             _grid_tiles("sgemm/s8_bf16_mma.cu", "sgemm_bf16_mma", 128, 128, (256, 1, 1)),
             "move the FMAs to the tensor cores (bf16 in, fp32 accumulate, bf16 out); baseline cuBLAS bf16",
             tensor_core_access("s8", 128, 128), "sgemm", dtype="bf16",
             h200_ms=(("4096x4096x4096", 0.45),)),
+    Variant("s10-bf16-ldmatrix", "bf16 mma.sync fed by ldmatrix, XOR-swizzled shared memory, 3-stage cp.async",
+            "sgemm/s10_bf16_ldmatrix.cu",
+            _grid_tiles("sgemm/s10_bf16_ldmatrix.cu", "sgemm_bf16_ldmatrix", 128, 128, (256, 1, 1)),
+            "fragments by ldmatrix.x4 (6 per warp k-step instead of 24 LDS.32), swizzled unpadded tiles, a third "
+            "pipeline stage and one barrier per k-tile", tensor_core_access("s10", 128, 128), "sgemm", dtype="bf16",
+            h200_ms=(("4096x4096x4096", 0.34),)),
 )
 BF16_BASELINE = Variant("s0-cublas-bf16", "cuBLAS bf16 via torch.matmul (A @ Bt.T)", None, None,
                         "the tensor-core rung's baseline", None, "sgemm", dtype="bf16", baseline="torch.matmul.bf16")
@@ -84,3 +99,19 @@ INSTRUCTION_FIT = ("s2-coalesced", "s3-smem-tiling", "s4-1d-regtile")
 # The fp32 rungs the instruction ledger predicts without having been fitted on them.
 INSTRUCTION_HELD_OUT = ("s5-2d-regtile", "s6-vectorized", "s7-warptiling")
 REQUEST_FIT = ("s2-coalesced",)
+
+# The issue ledger's latency term (theory/kernel_issue.py) is fitted on these rungs' Nsight Compute
+# counters (warp cycles per issued instruction against their accumulators): the three register-tiled
+# rungs the load-price ledger missed, two ilp values (64, 128).
+ISSUE_FIT = ("s5-2d-regtile", "s6-vectorized", "s7-warptiling")
+# Block tiles (bm, bn, bk) the issue ledger counts whole on the busiest SM.
+BLOCK_TILES = {"s5-2d-regtile": (128, 128, 8), "s6-vectorized": (128, 128, 8), "s7-warptiling": (128, 128, 16),
+               "s9-cp-async-pipeline": (128, 128, 16)}
+# What the issue ledger, fitted on ISSUE_FIT's 2026-11-30 counters, predicted for the rungs written
+# after it (ms on the H200 at its 1.98 GHz boost clock), before any of them ran: a CPU test recomputes
+# these from the recorded counters, the ladder tests reconcile them with the measured times within 15%.
+ISSUE_PREREGISTERED: dict[tuple[str, str], float] = {
+    ("s9-cp-async-pipeline", "4096x4096x4096"): 4.37,
+    ("s9-cp-async-pipeline", "2048x18944x3584"): 8.60,
+    ("s9-cp-async-pipeline", "32x18944x3584"): 0.96,
+}

@@ -1,0 +1,98 @@
+"""The instruction ledger's latency / occupancy term: how fast an SM issues a GEMM rung's instructions.
+
+The load-price ledger (theory/kernels.py) charges cycles per load instruction and nothing for the
+FMAs, so it predicts s5-s7 under their own FFMA floor. What binds them is issue: an SM's four
+schedulers issue at most one instruction per cycle each, and only when a resident warp has an
+instruction whose operands are ready. Per SM
+
+    IPC  = min(4, W / c)            W: resident warps, c: cycles a warp takes per issued instruction
+    c    = c0 + L / ilp             ilp: independent FMA chains per thread (its accumulators)
+    time = (busiest SM's blocks x bm bn K / 32) / ffma_share / IPC / clock
+
+c0 is a warp's own pace with unlimited independent work (dual-issue limits, register-bank and
+pipe conflicts), L the dependent latency per instruction that the thread's ilp chains share out.
+c0 and L are a *fit*: least squares over the rungs the caller names, on the warp cycles per
+issued instruction Nsight Compute counted for them -- never on the time being predicted.
+A rung outside that fit is predicted from its own facts (kernels/access.py: accumulators, warps
+per SM, FFMA share) and the fitted c0, L. What the term does not see: a pipeline that overlaps a
+tile's global loads with the previous tile's FMAs changes the latency a warp waits on, not its
+ilp; the fit rungs all stage tiles through registers between barriers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from pytest_anatomy.held_out import FitSet
+from pytest_anatomy.theory.prediction import Prediction, Term
+
+ISSUE_WIDTH = 4  # schedulers per SM, one instruction per cycle each (Hopper, like Volta onward)
+
+
+@dataclass(frozen=True)
+class IssueFit:
+    """c = c0 + latency / ilp, fitted on named rungs' counted warp cycles per issued instruction."""
+
+    c0: float
+    latency: float
+    fitted_on: tuple[str, ...]
+    residuals: Mapping[str, float]
+
+    def cycles_per_issue(self, ilp: float) -> float:
+        return self.c0 + self.latency / ilp
+
+    def note(self) -> str:
+        res = ", ".join(f"{k} {v:+.1%}" for k, v in self.residuals.items())
+        return (f"latency term fitted on {', '.join(self.fitted_on)} only (least squares on Nsight Compute's warp "
+                f"cycles per issued instruction; residuals {res}): c0 {self.c0:.3g} cycles, L {self.latency:.4g} "
+                "cycles shared over the thread's independent FMA chains")
+
+
+def fit_issue(rows: Mapping[str, tuple[float, float]], fit_on: Sequence[str]) -> IssueFit:
+    """rows: rung -> (ilp, counted warp cycles per issued instruction); only `fit_on` rungs are read.
+
+    Two parameters need two distinct ilp values among the fitted rungs."""
+    missing = [r for r in fit_on if r not in rows]
+    if missing:
+        raise KeyError(f"cannot fit the latency term on {missing}: no counters for them (have {sorted(rows)})")
+    if len({rows[r][0] for r in fit_on}) < 2:
+        raise ValueError(f"c0 and L need rungs with at least two different ilp values, got {list(fit_on)}")
+    import numpy as np  # here, not at module import: the rest of the theory is plain arithmetic
+
+    a = np.array([[1.0, 1.0 / rows[r][0]] for r in fit_on])
+    y = np.array([rows[r][1] for r in fit_on])
+    (c0, lat), *_ = np.linalg.lstsq(a, y, rcond=None)
+    resid = {r: float((c0 + lat / rows[r][0]) / rows[r][1] - 1.0) for r in fit_on}
+    return IssueFit(float(c0), float(lat), tuple(fit_on), resid)
+
+
+def issue_time(fit: IssueFit, *, ilp: float, warps_per_sm: float, ffma_share: float, m: int, n: int, k: int,
+               sm_count: int, clock_hz: float, rung: str, block_tile: tuple[int, int, int]) -> Prediction:
+    """A GEMM rung's time from the issue rate its warps and ilp allow, on the busiest SM.
+
+    block_tile (bm, bn, bk): partial tiles compute whole (a 32-row GEMM in 128-row tiles issues 4x
+    its FMAs), and the busiest SM runs ceil(blocks / SMs) of them."""
+    if ilp <= 0 or warps_per_sm <= 0 or not 0 < ffma_share <= 1:
+        raise ValueError(f"{rung}: the issue ledger needs its accumulators, warps per SM and FFMA share "
+                         f"(got {ilp}, {warps_per_sm}, {ffma_share}); state them in the rung's access pattern")
+    c = fit.cycles_per_issue(ilp)
+    ipc = min(float(ISSUE_WIDTH), warps_per_sm / c)
+    bm, bn, bk = block_tile
+    blocks = -(-m // bm) * -(-n // bn)
+    busiest = -(-blocks // sm_count)
+    ffma_per_sm = busiest * bm * bn * (-(-k // bk) * bk) / 32.0
+    instructions = ffma_per_sm / ffma_share
+    fits = FitSet.of("the latency term", fit.fitted_on)
+    return Prediction(
+        instructions / ipc / clock_hz, "s",
+        "(ceil(blocks / SMs) x bm bn K / 32) / ffma_share / min(4, W / (c0 + L / ilp)) / clock",
+        {"M": m, "N": n, "K": k, "block_tile": block_tile, "blocks": blocks, "sm_count": sm_count, "clock_hz": clock_hz, "ilp": ilp, "warps_per_sm": warps_per_sm,
+         "ffma_share": ffma_share, "cycles_per_issue": c, "ipc": ipc, "rung": rung, "held_out": fits.is_held_out(rung)},
+        (Term("warp-FFMA on the busiest SM", ffma_per_sm, "instructions",
+              f"{busiest} of {blocks} blocks x {bm}x{bn}x{-(-k // bk) * bk} / 32"),
+         Term("instructions per SM", instructions, "instructions", f"/ FFMA share {ffma_share:.3g}"),
+         Term("warp cycles per issue", c, "cycles", f"{fit.c0:.3g} + {fit.latency:.4g} / {ilp:g}"),
+         Term("SM issue rate", ipc, "instructions/cycle", f"min(4, {warps_per_sm:g} warps / {c:.3g})")),
+        notes=(fit.note(), fits.note(rung)),
+    )

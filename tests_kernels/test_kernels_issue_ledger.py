@@ -1,0 +1,85 @@
+"""The instruction ledger's latency / occupancy term (theory/kernel_issue.py), on the CPU.
+
+Fitted on s5-s7's Nsight Compute counters from the first H200 run (warp cycles per issued
+instruction against each rung's accumulators), never on a time. These tests show (1) the fit is
+what it says: two parameters over three rungs, each rung's counted pace reproduced within 5%;
+(2) fed the same rungs' counted FFMA share and warps, the ledger's time formula lands within 15%
+of their recorded times -- in-sample, so a check of the formula (busiest SM, clock, share), not of
+its predictive power; (3) the numbers pre-registered for the rungs written after the fit
+(sgemm.ISSUE_PREREGISTERED) are what the ledger gives from the recorded counters, so they cannot
+drift after those rungs are measured. The out-of-sample check is test_kernels_ladders's
+test_sgemm_issue_ledger_preregistered, once the new rungs are recorded.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_anatomy import recordings
+from pytest_anatomy.kernels import sgemm
+from pytest_anatomy.kernels.ladders import LADDERS
+from pytest_anatomy.specs.hardware import get_hardware
+from pytest_anatomy.theory.kernel_issue import fit_issue, issue_time
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+CARD = "h200"
+SHAPE = "4096x4096x4096"
+# The ncu run the fit and the pre-registered numbers come from: later profiles of the same rungs must
+# not move a pre-registration, so the fit reads this run, not the newest.
+FIT_NCU_STAMP = "20261130T021700Z"
+
+
+def _rung(rid: str):
+    return next(v for v in LADDERS["sgemm"] if v.id == rid)
+
+
+def _ncu(rid: str) -> dict:
+    name = f"ncu.sgemm.{rid}.{SHAPE}"
+    paths = [p for p in recordings.candidates(RESULTS, CARD, "kernels", name) if f"@{FIT_NCU_STAMP}." in p.name]
+    assert paths, f"results/{CARD}/kernels/{name}@{FIT_NCU_STAMP}.json is gone: recordings are never deleted"
+    return recordings.load_file(paths[0]).data["kernels"][0]["metrics"]
+
+
+def _fit():
+    rows = {r: (_rung(r).theory.accumulators, _ncu(r)["Warp Cycles Per Issued Instruction"]) for r in sgemm.ISSUE_FIT}
+    return fit_issue(rows, sgemm.ISSUE_FIT)
+
+
+def test_fit_reproduces_its_own_rungs_counted_pace():
+    fit = _fit()
+    assert fit.c0 > 0 and fit.latency > 0, fit
+    assert all(abs(r) <= 0.05 for r in fit.residuals.values()), \
+        f"c = c0 + L/ilp misses its own rungs' counted pace by more than 5%: {fit.residuals}"
+
+
+@pytest.mark.parametrize("rid", sgemm.ISSUE_FIT)
+def test_time_formula_in_sample(rid):
+    fit, m, spec = _fit(), _ncu(rid), get_hardware(CARD)
+    ffma_per_sm = 4096**3 / 32 / spec.sm_count
+    share = ffma_per_sm / (m["Executed Ipc Elapsed"] * m["Elapsed Cycles"])  # counted FFMA share of instructions
+    pred = issue_time(fit, ilp=_rung(rid).theory.accumulators, warps_per_sm=m["Theoretical Active Warps per SM"],
+                      ffma_share=share, m=4096, n=4096, k=4096, sm_count=spec.sm_count,
+                      clock_hz=spec.boost_clock_hz, rung=rid, block_tile=sgemm.BLOCK_TILES[rid])
+    rec = recordings.load_latest(RESULTS, CARD, "kernels", f"sgemm.{rid}.{SHAPE}")
+    measured = rec.measurements["time"]["value"]
+    assert pred.value == pytest.approx(measured, rel=0.15), f"{rid}: {pred.value * 1e3:.3f} ms vs {measured * 1e3:.3f} ms"
+
+
+@pytest.mark.parametrize("rid,label", list(sgemm.ISSUE_PREREGISTERED))
+def test_preregistered_numbers_are_the_ledgers(rid, label):
+    v, spec = _rung(rid), get_hardware(CARD)
+    m, n, k = (int(x) for x in label.split("x"))
+    pred = issue_time(_fit(), ilp=v.theory.accumulators, warps_per_sm=v.theory.warps_per_sm,
+                      ffma_share=v.theory.ffma_share, m=m, n=n, k=k, sm_count=spec.sm_count,
+                      clock_hz=spec.boost_clock_hz, rung=rid, block_tile=sgemm.BLOCK_TILES[rid])
+    assert pred.inputs["held_out"], f"{rid} must be outside the fit it is predicted from"
+    assert pred.value * 1e3 == pytest.approx(sgemm.ISSUE_PREREGISTERED[(rid, label)], abs=0.005), \
+        f"{rid} at {label}: the ledger now gives {pred.value * 1e3:.3f} ms, pre-registered " \
+        f"{sgemm.ISSUE_PREREGISTERED[(rid, label)]} ms: the fit's inputs changed after the pre-registration"
+
+
+def test_fit_needs_two_ilp_values():
+    with pytest.raises(ValueError, match="two different ilp"):
+        fit_issue({"a": (64, 6.7), "b": (64, 7.1)}, ("a", "b"))
