@@ -72,6 +72,41 @@ def band_note(divides_by_ceiling: bool = False) -> str:
             + " + ".join(f"{k.replace('_', ' ')} {v:.1%}" for k, v in terms.items()) + ").")
 
 
+def first_run_time(name: str) -> float:
+    """The first H200 run's time (s) of one recording, which the reasons quote (the run their bands are centred
+    on); NaN where this checkout lacks the recording, so a reason then prints nan rather than a retyped number."""
+    path = RESULTS / f"{name}@{_stamp(FIRST_RUN)}.json"
+    if not path.exists():
+        return float("nan")
+    return float(json.loads(path.read_text())["measurements"]["time"]["value"])
+
+
+SGEMM_SHAPE = "4096x4096x4096"
+SGEMM_FLOP = 2 * 4096**3
+
+
+def sgemm_ms(rung: str) -> float:
+    return first_run_time(f"sgemm.{rung}.{SGEMM_SHAPE}") * 1e3
+
+
+def sgemm_tflops(rung: str) -> float:
+    return SGEMM_FLOP / first_run_time(f"sgemm.{rung}.{SGEMM_SHAPE}") / 1e12
+
+
+def reduction_ms(rung: str) -> float:
+    return first_run_time(f"reduction.{rung}.n268435456") * 1e3
+
+
+def softmax_s(rung: str, shape: str) -> float:
+    return first_run_time(f"softmax.{rung}.{shape}")
+
+
+SHORT_ROW_FUSED = ("x2-online", "x3-registers", "x4-vectorized")
+_SHORT_ROW_US = [softmax_s(r, "8192x2048") * 1e6 for r in SHORT_ROW_FUSED]
+FP32_RUNGS = ("s5-2d-regtile", "s6-vectorized", "s7-warptiling")
+_BEST_FP32 = min(sgemm_ms(r) for r in FP32_RUNGS)
+
+
 # A finding is a fact about one card's measurements: every mark here carries hardware=MEASURED_ON,
 # so the plugin applies it to that card's reconciliations (recorded or live) and to no other card's.
 MEASURED_ON = "h200"
@@ -97,10 +132,13 @@ LATENCY_BOUND_GEMM = (
     "warps per scheduler cannot fill the FMA pipe; s7's 8x4 sub-tiles leave too little independent work per warp "
     "and its k-loop waits on un-overlapped global loads (long-scoreboard the top stall). cuBLAS's fp32 kernel "
     "(sm80_xmma 256x128x8, 3 stages, 254 registers) has the same 12.5% occupancy yet issues 86% of slots at 2.2 "
-    "cycles per instruction: software pipelining, which no rung here has. Measured 31.0 / 31.0 / 22.6 TFLOP/s "
-    "against cuBLAS's 51.1.")
+    "cycles per instruction: software pipelining, which no rung here has. Measured "
+    + " / ".join(f"{sgemm_tflops(r):.1f}" for r in FP32_RUNGS)
+    + f" TFLOP/s against cuBLAS's {sgemm_tflops('s0-cublas'):.1f} (first H200 run).")
 MMA_SYNC = (
-    "mma.sync.m16n8k16 with 32-bit fragment loads reaches 245 TFLOP/s, 31.5% of cuBLAS bf16 (0.177 ms, an nvjet "
+    f"mma.sync.m16n8k16 with 32-bit fragment loads reaches {sgemm_tflops('s8-bf16-mma'):.0f} TFLOP/s, "
+    f"{sgemm_ms('s0-cublas-bf16') / sgemm_ms('s8-bf16-mma'):.1%} of cuBLAS bf16 ({sgemm_ms('s0-cublas-bf16'):.3f} ms "
+    "in the first H200 run, an nvjet "
     "wgmma kernel with TMA: 90% SM throughput at 15% occupancy). The rung: 24% occupancy (124 registers), SM "
     "throughput 52%, a warp issuing every 10.1 cycles: fragments come from shared memory through the load pipe "
     "each k-step, no asynchronous copy pipeline overlaps them, and mma.sync issues from the warp rather than "
@@ -109,13 +147,15 @@ TREE_BOUND = (
     "r1-r4 launch one block per 256 (r1/r2) or 512 (r3/r4) elements: 1,048,576 or 524,288 blocks, each a shared-"
     "memory tree of 8 barrier steps. ncu: SM throughput 59-77%, DRAM throughput 19-50%, ~29 cycles between a "
     "warp's instructions at 73-86% occupancy: the tree, not DRAM, sets the time. r2 (sequential addressing, no "
-    "modulo, no bank conflicts) is no faster than r1 (1.14 vs 1.18 ms, both 28.7 cycles per instruction): on the "
+    f"modulo, no bank conflicts) is no faster than r1 ({reduction_ms('r2-sequential'):.2f} vs "
+    f"{reduction_ms('r1-interleaved'):.2f} ms in the first H200 run, both 28.7 cycles per instruction): on the "
     "H200 the barrier steps and their latency dominate, not the divergent modulo the 4090-style prediction priced.")
 BYTES_IN_FLIGHT = (
     "r5/r6 are latency-bound, not bandwidth-bound: 1,056 blocks x 256 threads = 2,048 threads per SM at 99% "
     "occupancy, each with one 4-byte load in flight (ncu: 92 cycles of long-scoreboard stall per instruction, DRAM "
     "throughput 53%). Little's law: 132 x 2,048 x 4 B = 1.08 MB in flight / 2.54 TB/s achieved = 426 ns of loaded "
-    "DRAM latency. r7's float4 loads put 4.3 MB in flight and reach 92.5% of DRAM (0.242 ms). The 4090 reached 95% "
+    f"DRAM latency. r7's float4 loads put 4.3 MB in flight and reach 92.5% of DRAM (ncu; "
+    f"{reduction_ms('r7-vectorized'):.3f} ms in the first H200 run). The 4090 reached 95% "
     "with r5's pattern because its bandwidth x latency product is ~4x smaller (1 TB/s).")
 TWO_PASS_APPLY = (
     "n1's second kernel (rmsnorm_apply: 14 x 8,192 blocks of 256 threads, one element each) reaches only 48% of "
@@ -126,13 +166,15 @@ SHORT_ROWS = (
     "busy (x2 76%, x3 84%, x4 64%) with DRAM throughput 53-57%. A 2,048-float row gives each of a block's 256 threads "
     "8 elements, so the two block-wide reductions per row (max and sum: warp shuffles, a barrier, a shared-memory "
     "exchange) and the exp per element are amortised over very little data; torch's warp-per-row kernel takes 38.6 "
-    "us under ncu against 41.9-44.2 us (44.7-46.8 us in the timing run). x1 adds a third pass whose normalising kernel (8 x 8,192 blocks) runs at 41% of DRAM "
+    f"us under ncu against 41.9-44.2 us ({min(_SHORT_ROW_US):.1f}-{max(_SHORT_ROW_US):.1f} us in the first H200 "
+    "timing run). x1 adds a third pass whose normalising kernel (8 x 8,192 blocks) runs at 41% of DRAM "
     "(58.8 of 95.6 us); its DRAM reads are the ledger's three passes (201 MB): nothing of the 67 MB input stayed in "
     "L2 between kernels, as its pre-registration had hoped. The bytes match the ledger (test_kernels_h200_counters).")
 VOCAB_FASTER = (
     "At 128 x 152,064 the pre-registration expected one block per row on 132 SMs to be far below bandwidth; it is "
     "below, but less than feared: x1's two row kernels (128 blocks, 12% occupancy) still reach 51-55% of DRAM "
-    "throughput and its normalising kernel (594 x 128 blocks) 45%, 0.127 ms in all; x2 reaches 24% (0.186 ms) while "
+    f"throughput and its normalising kernel (594 x 128 blocks) 45%, {softmax_s('x1-three-pass', '128x152064') * 1e3:.3f}"
+    f" ms in all; x2 reaches 24% ({softmax_s('x2-online', '128x152064') * 1e3:.3f} ms, first H200 run) while "
     "reading every row twice (the rows in flight exceed L2: h200-online-softmax-vocab-rereads-dram). With long rows a "
     "block keeps many independent loads in flight, which short-row intuition (from 8 elements per thread) misses.")
 REQUEST_PRICE = (
@@ -171,6 +213,7 @@ PREREGISTERED: dict[str, tuple[str, str, float]] = {
     "x1-three-pass-128x152064": ("h200-softmax-vocab-rows-faster-than-feared", VOCAB_FASTER, 0.530),
     "x2-online-128x152064": ("h200-softmax-vocab-rows-faster-than-feared", VOCAB_FASTER, 0.622),
 }
+X4_FLOOR_RATIO = 1.440  # x4's measured / DRAM-byte floor at 8192 x 2048, first run
 # measured / DRAM-byte floor of test_streaming_floor (the same causes, against the floor)
 STREAMING_FLOOR: dict[str, tuple[str, str, float]] = {
     "r1-interleaved": ("h200-reduction-tree-bound", TREE_BOUND, 4.846),
@@ -183,31 +226,35 @@ STREAMING_FLOOR: dict[str, tuple[str, str, float]] = {
     "x1-three-pass": ("h200-softmax-short-rows-instruction-bound", SHORT_ROWS, 1.536),
     "x2-online": ("h200-softmax-short-rows-instruction-bound", SHORT_ROWS, 1.410),
     "x3-registers": ("h200-softmax-short-rows-instruction-bound", SHORT_ROWS, 1.478),
-    "x4-vectorized": ("h200-softmax-short-rows-instruction-bound", SHORT_ROWS, 1.440),
+    "x4-vectorized": ("h200-softmax-short-rows-instruction-bound", SHORT_ROWS, X4_FLOOR_RATIO),
 }
 INSTRUCTION_HELD_OUT: dict[str, float] = {"s5-2d-regtile": 2.138, "s6-vectorized": 8.547, "s7-warptiling": 15.018}
 
 
 FP32_BELOW_TARGET = (
-    "The best fp32 rungs (s5 2D register tiling, s6 vectorized: 4.43 ms) reach 60.7% of cuBLAS fp32 (2.69 ms), "
-    "under the 90% target; s7 (warp tiling), pre-registered at 3.0 ms = 90-93% of cuBLAS, is the slowest of the "
-    "three at 44% (6.07 ms). " + LATENCY_BOUND_GEMM)
+    f"The best fp32 rungs (s5 2D register tiling, s6 vectorized: {_BEST_FP32:.2f} ms in the first H200 run) reach "
+    f"{sgemm_ms('s0-cublas') / _BEST_FP32:.1%} of cuBLAS fp32 ({sgemm_ms('s0-cublas'):.2f} ms), under the 90% target; "
+    "s7 (warp tiling), pre-registered at 3.0 ms = 90-93% of cuBLAS, is the slowest of the three at "
+    f"{sgemm_ms('s0-cublas') / sgemm_ms('s7-warptiling'):.0%} ({sgemm_ms('s7-warptiling'):.2f} ms). " + LATENCY_BOUND_GEMM)
 BYTE_LEDGER_EXCEEDED = (
-    "Pre-registered at {prereg:.2f}x its issued-byte roofline ({prereg_ms} ms); measured 5.16x (24.0 ms). The coalesced "
+    "Pre-registered at {prereg:.2f}x its issued-byte roofline ({prereg_ms} ms); measured {observed:.2f}x "
+    "({measured_ms:.1f} ms, first H200 run). The coalesced "
     "rung issues 2 loads per FMA, 550 GB if every load reached DRAM, but ncu counts 4.26 GB of DRAM reads: L1 serves "
     "95% of the loads and L2 60% of the rest. The 'arithmetic intensity' of the textbook roofline counts cache hits "
     "as DRAM traffic, as K2 did on the 4090.")
 
 # Tests with one case per target: (finding id, reason, observed measured/predicted).
+TENSOR_CORE_TARGET_RATIO = 2.540  # s8 / (cuBLAS bf16 / 0.80), first run; test_kernel_findings_reasons recomputes it
 SINGLE: dict[str, tuple[str, str, float]] = {
     "test_sgemm_request_ledger_naive": ("h200-request-price-from-a-latency-bound-rung", REQUEST_PRICE, 0.698),
     "test_best_fp32_rung_vs_cublas": ("h200-fp32-below-cublas-target", FP32_BELOW_TARGET, 1.483),
     "test_tensor_core_rung_vs_cublas_bf16": ("h200-mma-sync-below-wgmma", MMA_SYNC + " Target 80%: measured/target "
-                                             "time 2.54.", 2.540),
+                                             f"time {TENSOR_CORE_TARGET_RATIO:.2f}.", TENSOR_CORE_TARGET_RATIO),
 }
 STREAMING_TARGET: dict[str, tuple[str, str, float]] = {
-    "x4-vectorized": ("h200-softmax-short-rows-instruction-bound",
-                      SHORT_ROWS + " Target 92% of the copy bandwidth: reached 69%.", 1.440),
+    "x4-vectorized": ("h200-softmax-short-rows-instruction-bound",  # reached: floor / measured = 1 / ratio
+                      SHORT_ROWS + f" Target 92% of the copy bandwidth: reached {1 / X4_FLOOR_RATIO:.0%}.",
+                      X4_FLOOR_RATIO),
 }
 BYTE_LEDGER: dict[str, float] = {"s2-coalesced": 5.159}  # measured / issued-byte roofline
 INSTRUCTION_HELD_OUT_TABLE: dict[str, tuple[str, str, float]] = {
@@ -333,6 +380,7 @@ VOCAB_ROWS_EXCEED_L2 = pytest.mark.finding(
 def byte_ledger_exceeded(prereg_ratio: float, prereg_ms: float, observed: float) -> tuple[pytest.MarkDecorator, ...]:
     """test_sgemm_issued_byte_roofline's finding, where the pre-registration already put the rung past its
     roofline (prereg_ratio > 1); band: the first run's observed ratio."""
-    reason = BYTE_LEDGER_EXCEEDED.format(prereg=prereg_ratio, prereg_ms=prereg_ms)
+    reason = BYTE_LEDGER_EXCEEDED.format(prereg=prereg_ratio, prereg_ms=prereg_ms, observed=observed,
+                                         measured_ms=sgemm_ms("s2-coalesced"))
     return (pytest.mark.finding("h200-byte-ledger-exceeded", reason=reason + band_note(True),
                                 expected=band(observed, True), hardware=MEASURED_ON),)

@@ -1,0 +1,75 @@
+"""Every timing a kernel finding's reason quotes is the first H200 run's, read from its recordings
+(kernel_findings.py formats them in at import): recomputed here through pytest_anatomy.recordings, so a
+reason cannot drift from the run its band is centred on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import kernel_findings as kf
+import pytest
+
+from pytest_anatomy import recordings
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+
+
+def first_s(name: str) -> float:
+    try:
+        rec = recordings.load_not_after(RESULTS, kf.MEASURED_ON, "kernels", name, kf.FIRST_RUN)
+    except recordings.MissingRecording:
+        pytest.skip(f"results/{kf.MEASURED_ON}/kernels/{name}@* of the first run is not in this checkout")
+    assert rec.recorded_at == kf.FIRST_RUN, name
+    return rec["time"].value
+
+
+def sgemm_s(rung: str) -> float:
+    return first_s(f"sgemm.{rung}.4096x4096x4096")
+
+
+def tflops(rung: str) -> str:
+    return f"{2 * 4096**3 / sgemm_s(rung) / 1e12:.1f}"
+
+
+def test_gemm_reasons_quote_the_first_runs_rates_and_times() -> None:
+    assert " / ".join(tflops(r) for r in ("s5-2d-regtile", "s6-vectorized", "s7-warptiling")) \
+        in kf.LATENCY_BOUND_GEMM
+    assert f"against cuBLAS's {tflops('s0-cublas')}" in kf.LATENCY_BOUND_GEMM
+    cublas, best = sgemm_s("s0-cublas"), min(sgemm_s("s5-2d-regtile"), sgemm_s("s6-vectorized"))
+    assert f"{best * 1e3:.2f} ms" in kf.FP32_BELOW_TARGET and f"{cublas / best:.1%} of cuBLAS fp32" \
+        in kf.FP32_BELOW_TARGET
+    bf16, mma = sgemm_s("s0-cublas-bf16"), sgemm_s("s8-bf16-mma")
+    assert f"{bf16 / mma:.1%} of cuBLAS bf16 ({bf16 * 1e3:.3f} ms" in kf.MMA_SYNC
+    # the tensor-core target: s8's time over the time at 80% of cuBLAS bf16's rate
+    assert kf.TENSOR_CORE_TARGET_RATIO == pytest.approx(mma / (bf16 / 0.80), abs=5e-4)
+    (_, reason, ratio), = [kf.SINGLE["test_tensor_core_rung_vs_cublas_bf16"]]
+    assert ratio == kf.TENSOR_CORE_TARGET_RATIO and f"measured/target time {ratio:.2f}" in reason
+    reason = kf.byte_ledger_exceeded(1.5, 10.0, kf.BYTE_LEDGER["s2-coalesced"])[0].kwargs["reason"]
+    assert f"({sgemm_s('s2-coalesced') * 1e3:.1f} ms, first H200 run)" in reason
+
+
+def test_streaming_reasons_quote_the_first_runs_times() -> None:
+    r1, r2, r7 = (first_s(f"reduction.{r}.n268435456") * 1e3 for r in ("r1-interleaved", "r2-sequential",
+                                                                        "r7-vectorized"))
+    assert f"({r2:.2f} vs {r1:.2f} ms in the first H200 run" in kf.TREE_BOUND
+    assert f"{r7:.3f} ms in the first H200 run" in kf.BYTES_IN_FLIGHT
+    fused = [first_s(f"softmax.{r}.8192x2048") * 1e6 for r in ("x2-online", "x3-registers", "x4-vectorized")]
+    assert f"({min(fused):.1f}-{max(fused):.1f} us in the first H200 timing run)" in kf.SHORT_ROWS
+    assert f"{first_s('softmax.x1-three-pass.128x152064') * 1e3:.3f} ms in all" in kf.VOCAB_FASTER
+    assert f"({first_s('softmax.x2-online.128x152064') * 1e3:.3f} ms, first H200 run)" in kf.VOCAB_FASTER
+
+
+def test_no_reason_lost_its_recording() -> None:
+    """A first-run recording missing from the checkout prints nan: with the results present, none does."""
+    import re
+
+    first_s("sgemm.s0-cublas.4096x4096x4096")
+    for table in kf.TABLES.values():
+        for _, reason, _ in table.values():
+            assert not re.search(r"\bnan\b", reason), reason
+
+
+def test_the_streaming_target_quotes_its_own_ratio() -> None:
+    """'reached N%' of the target is floor / measured, the reciprocal of the band's centre, not a second number."""
+    _, reason, ratio = kf.STREAMING_TARGET["x4-vectorized"]
+    assert ratio == kf.STREAMING_FLOOR["x4-vectorized"][2] and f"reached {1 / ratio:.0%}." in reason
