@@ -1,0 +1,54 @@
+"""The numbers flashattn_findings' reasons quote are the recordings of the visits they describe, and the
+constants its bands are centred on are recomputed here from those recordings (nothing retyped)."""
+
+from __future__ import annotations
+
+import flashattn_findings as ff
+import pytest
+
+from pytest_anatomy import recordings
+
+TARGET_RATIO = {"test_best_rung_at_least_1_5x_flash_attention_backend": ("sdpa_flash_time", 1 / 1.5),
+                "test_best_rung_at_least_0_85x_default_sdpa": ("sdpa_default_time", 1 / 0.85)}
+
+
+def first_visit(name: str) -> recordings.Recording:
+    first, _ = ff.visits(name)
+    if not first:
+        pytest.skip(f"results/{ff.MEASURED_ON}/flashattn/{name}@* of the first visit is not in this checkout")
+    return first[0]
+
+
+def test_target_band_centres_are_the_first_visits_ratios() -> None:
+    """Measured / predicted of a target row, where predicted = the backend's time in the same call / target."""
+    for (test, mode), centre in ff.TARGETS.items():
+        rec = first_visit(ff.R6_TARGET[mode].name)
+        backend, per_target = TARGET_RATIO[test]
+        assert centre == pytest.approx(rec["time"].value / (rec[backend].value * per_target), abs=5e-4), (test, mode)
+
+
+def test_the_8k_decode_band_is_the_widest_within_session_spread() -> None:
+    _, second = ff.visits("fd.b8h32kv8l8192d128")
+    if not second:
+        pytest.skip("the second visit's flash-decoding recordings are not in this checkout")
+    widest = max(abs(r["time"].value / r["time_repeat"].value - 1) for r in second)
+    assert ff.DECODE_8K_SPREAD == round(widest, 3)
+    assert ff.DECODE_TARGET["fd.b8h32kv8l8192d128"] == (1.0, 1.0 + ff.DECODE_8K_SPREAD)
+    assert f"by {widest:.1%}, so the target" in ff.DECODE_8K_AT_THE_TARGET
+
+
+def test_reasons_quote_the_recorded_times() -> None:
+    pairs = [(first_visit(ff.R6_TARGET["full"].name), first_visit(ff.R6_TARGET["causal"].name))]
+    full, causal = pairs[0]
+    assert f"{full['time'].value * 1e3:.2f} / {causal['time'].value * 1e3:.2f} ms full / causal" \
+        in ff.NO_WARP_SPECIALIZATION
+    long = first_visit("fd.b8h32kv8l65536d128")
+    kv = 8 * 8 * 65536 * 128 * 2 * 2  # K and V, bf16, B=8 H_kv=8 L=64k D=128
+    assert f"{kv / 1e9:.2f} GB of K/V in {long['time'].value * 1e3:.3f} ms" in ff.DECODE_AT_THE_CEILING
+    assert f"{kv / long['time'].value / ff.read_ceiling(long):.0%} of the session's" in ff.DECODE_AT_THE_CEILING
+
+
+def test_every_reason_found_its_recordings() -> None:
+    for reason in (ff.NO_WARP_SPECIALIZATION, ff.DECODE_AT_THE_CEILING, ff.SHORT_SEQUENCES_AT_D64,
+                   ff.DECODE_8K_AT_THE_TARGET):
+        assert "not in this checkout" not in reason
