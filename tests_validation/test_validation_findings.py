@@ -4,7 +4,10 @@ observed range stated as such."""
 
 from __future__ import annotations
 
+from sweeps import CALIBRATION_SPREAD
 from validation_findings import (
+    CUDA_TOTAL_GIB,
+    KV_QUEUE_REASON,
     OLD_VLLM_CPU,
     OLD_VLLM_REASON,
     Route,
@@ -24,7 +27,17 @@ def test_the_pre_0_6_band_factor_is_the_reasons_arithmetic() -> None:
 
 def test_the_cuda_total_reason_quotes_the_catalog() -> None:
     nvml = get_hardware("h100-sxm").require("nvml_memory_bytes")
-    assert f"NVML's {nvml / MiB:,.0f} MiB" in cuda_total_reason("h100-sxm")
+    reason = cuda_total_reason("h100-sxm")
+    assert f"NVML's {nvml / MiB:,.0f} MiB" in reason
+    assert f"{CUDA_TOTAL_GIB[0]:.2f}-{CUDA_TOTAL_GIB[1]:.2f} GiB" in reason
+
+
+def test_the_calibration_spread_quoted_is_the_one_the_bands_use() -> None:
+    """Every reason that names the calibration spread prints sweeps.CALIBRATION_SPREAD, the constant the bands add."""
+    quoted = f"+-{CALIBRATION_SPREAD:.0%} calibration spread"
+    assert quoted in OLD_VLLM_REASON and quoted in KV_QUEUE_REASON
+    marks = finding_marks("h100-sxm", "src", "vllm", [[route(2.0, 1.0, (0.9, 1.1), "latency")]], "Candidates: none.")
+    assert quoted in marks[0][0].kwargs["reason"]
 
 
 def test_a_sourced_cause_keeps_its_band_and_unexplained_misses_share_their_observed_range() -> None:

@@ -26,7 +26,7 @@ from pytest_anatomy.units import GiB, MiB
 # Improvement"): shares of execution time in scheduling and in the HTTP API server.
 OLD_VLLM_SCHEDULING_SHARE = 0.29
 OLD_VLLM_API_SERVER_SHARE = 0.33
-OLD_VLLM_WITHOUT_API_SERVER = 0.67  # 1 - 0.33, as the profile's shares are given (2 digits)
+OLD_VLLM_WITHOUT_API_SERVER = round(1 - OLD_VLLM_API_SERVER_SHARE, 2)  # to the profile's 2 digits
 # An offline run has no API server: the CPU share of what remains, and the step-time factor it allows.
 OLD_VLLM_CPU_SHARE = OLD_VLLM_SCHEDULING_SHARE / OLD_VLLM_WITHOUT_API_SERVER
 OLD_VLLM_CPU = 1 / (1 - OLD_VLLM_CPU_SHARE)
