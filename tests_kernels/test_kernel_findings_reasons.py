@@ -10,6 +10,7 @@ import kernel_findings as kf
 import pytest
 
 from pytest_anatomy import recordings
+from pytest_anatomy.kernels.ladders import LADDERS
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 
@@ -40,12 +41,28 @@ def test_gemm_reasons_quote_the_first_runs_rates_and_times() -> None:
         in kf.FP32_BELOW_TARGET
     bf16, mma = sgemm_s("s0-cublas-bf16"), sgemm_s("s8-bf16-mma")
     assert f"{bf16 / mma:.1%} of cuBLAS bf16 ({bf16 * 1e3:.3f} ms" in kf.MMA_SYNC
-    # the tensor-core target: s8's time over the time at 80% of cuBLAS bf16's rate
-    assert kf.TENSOR_CORE_TARGET_RATIO == pytest.approx(mma / (bf16 / 0.80), abs=5e-4)
     (_, reason, ratio), = [kf.SINGLE["test_tensor_core_rung_vs_cublas_bf16"]]
     assert ratio == kf.TENSOR_CORE_TARGET_RATIO and f"measured/target time {ratio:.2f}" in reason
     reason = kf.byte_ledger_exceeded(1.5, 10.0, kf.BYTE_LEDGER["s2-coalesced"])[0].kwargs["reason"]
     assert f"({sgemm_s('s2-coalesced') * 1e3:.1f} ms, first H200 run)" in reason
+
+
+def test_target_band_centres_are_the_first_runs_ratios() -> None:
+    """The target tests predict cuBLAS's time recorded beside the rung / the target (test_kernels_ladders); their
+    findings' band centres are the first run's best rung over that prediction."""
+    def first(rung: str) -> recordings.Recording:
+        first_s(f"sgemm.{rung}.4096x4096x4096")  # skips where the first run is missing
+        return recordings.load_not_after(RESULTS, kf.MEASURED_ON, "kernels", f"sgemm.{rung}.4096x4096x4096",
+                                         kf.FIRST_RUN)
+
+    s8 = first("s8-bf16-mma")
+    assert kf.TENSOR_CORE_TARGET_RATIO == pytest.approx(
+        s8["time"].value / (s8["baseline_time"].value / 0.80), abs=5e-4)
+    fp32 = [v.id for v in LADDERS["sgemm"][1:] if not v.theory.tensor_core
+            and (RESULTS / kf.MEASURED_ON / "kernels" / f"sgemm.{v.id}.4096x4096x4096@{recordings.stamp_of(kf.FIRST_RUN)}.json").exists()]
+    best = min((first(r) for r in fp32), key=lambda r: r["time"].value)
+    assert kf.SINGLE["test_best_fp32_rung_vs_cublas"][2] == pytest.approx(
+        best["time"].value / (best["baseline_time"].value / 0.90), abs=5e-4)
 
 
 def test_streaming_reasons_quote_the_first_runs_times() -> None:
