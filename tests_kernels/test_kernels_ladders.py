@@ -128,7 +128,8 @@ def _recorded_sgemm_fp32(results, t: tg.Target, shape) -> tuple[str, ...]:
 def _cases(name: str, t: tg.Target, results) -> list[tuple[tuple, str, tuple]]:
     """(values, id, marks) of test `name` on target `t`."""
     s = SHAPES["sgemm"]
-    if name == "test_preregistered_finding_ratios_are_the_first_runs":  # replays the first run beside the newest
+    if name in ("test_preregistered_finding_ratios_are_the_first_runs",  # replay the first run beside the newest
+                "test_streaming_floor_finding_ratios_are_the_first_runs"):
         return [((), "", ())] if t.name == PREREGISTERED_ON and not t.live and _with(results, t, "kernels-ceilings") else []
     if name in ("test_session_read_ceiling_is_timed", "test_session_copy_ceiling_is_timed"):
         return [((), "", ())] if _with(results, t, "kernels-ceilings") else []
@@ -413,3 +414,22 @@ def test_preregistered_finding_ratios_are_the_first_runs(target, measured):
         assert hf.PREREGISTERED[key][2] == pytest.approx(ratio, abs=5e-4), key
         checked += 1
     assert checked == len(hf.PREREGISTERED)
+
+
+@pytest.mark.gpu
+def test_streaming_floor_finding_ratios_are_the_first_runs(target, measured):
+    """kernel_findings.STREAMING_FLOOR's ratios (band centres, and the x4 target's 'reached N%') are the first
+    H200 run's time over the DRAM-byte floor at that run's own ceilings, recomputed here from its recordings."""
+    ceilings = measured("kernels-ceilings", not_after=hf.FIRST_RUN)
+    assert ceilings.recorded_at == hf.FIRST_RUN
+    checked = 0
+    for v in STREAMING:
+        if v.id not in hf.STREAMING_FLOOR:
+            continue
+        s = SHAPES[v.ladder]
+        first = measured(rung_name(v, s), not_after=hf.FIRST_RUN)
+        assert first.recorded_at == hf.FIRST_RUN, v.id
+        floor = streaming_floor(v, s, ceilings, target.require_spec().sm_count)
+        assert hf.STREAMING_FLOOR[v.id][2] == pytest.approx(first["time"].value / floor.value, abs=5e-4), v.id
+        checked += 1
+    assert checked == len(hf.STREAMING_FLOOR)
