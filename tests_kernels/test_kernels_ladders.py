@@ -129,7 +129,8 @@ def _cases(name: str, t: tg.Target, results) -> list[tuple[tuple, str, tuple]]:
     """(values, id, marks) of test `name` on target `t`."""
     s = SHAPES["sgemm"]
     if name in ("test_preregistered_finding_ratios_are_the_first_runs",  # replay the first run beside the newest
-                "test_streaming_floor_finding_ratios_are_the_first_runs"):
+                "test_streaming_floor_finding_ratios_are_the_first_runs",
+                "test_byte_ledger_finding_ratio_is_the_first_runs"):
         return [((), "", ())] if t.name == PREREGISTERED_ON and not t.live and _with(results, t, "kernels-ceilings") else []
     if name in ("test_session_read_ceiling_is_timed", "test_session_copy_ceiling_is_timed"):
         return [((), "", ())] if _with(results, t, "kernels-ceilings") else []
@@ -433,3 +434,19 @@ def test_streaming_floor_finding_ratios_are_the_first_runs(target, measured):
         assert hf.STREAMING_FLOOR[v.id][2] == pytest.approx(first["time"].value / floor.value, abs=5e-4), v.id
         checked += 1
     assert checked == len(hf.STREAMING_FLOOR)
+
+
+@pytest.mark.gpu
+def test_byte_ledger_finding_ratio_is_the_first_runs(target, measured):
+    """kernel_findings.BYTE_LEDGER's ratio (the band centre its reason quotes as 'measured N x') is the first run's
+    FLOP rate over the issued-byte roofline at that run's read ceiling, recomputed as test_sgemm_issued_byte_roofline
+    computes it."""
+    ceilings = measured("kernels-ceilings", not_after=hf.FIRST_RUN)
+    s = SHAPES["sgemm"]
+    for rung, observed in hf.BYTE_LEDGER.items():
+        v = next(x for x in LADDERS["sgemm"] if x.id == rung)
+        first = measured(rung_name(v, s), not_after=hf.FIRST_RUN)
+        assert (first.recorded_at, ceilings.recorded_at) == (hf.FIRST_RUN, hf.FIRST_RUN), rung
+        floor = gemm_byte_ledger(v.theory, s["M"], s["N"], s["K"], peak_flops=target.require_spec().peak("fp32"),
+                                 bandwidth=ceilings["read_bandwidth"].value, sources="first run")
+        assert observed == pytest.approx(floor.value / first["time"].value, abs=5e-4), rung
