@@ -130,7 +130,8 @@ def _cases(name: str, t: tg.Target, results) -> list[tuple[tuple, str, tuple]]:
     s = SHAPES["sgemm"]
     if name in ("test_preregistered_finding_ratios_are_the_first_runs",  # replay the first run beside the newest
                 "test_streaming_floor_finding_ratios_are_the_first_runs",
-                "test_byte_ledger_finding_ratio_is_the_first_runs"):
+                "test_byte_ledger_finding_ratio_is_the_first_runs",
+                "test_ledger_finding_ratios_are_the_first_runs"):
         return [((), "", ())] if t.name == PREREGISTERED_ON and not t.live and _with(results, t, "kernels-ceilings") else []
     if name in ("test_session_read_ceiling_is_timed", "test_session_copy_ceiling_is_timed"):
         return [((), "", ())] if _with(results, t, "kernels-ceilings") else []
@@ -280,13 +281,15 @@ def test_sgemm_issued_byte_roofline(target, v, measured, ceilings, reconcile):
               rate, ratio=(0.0, 1.0), why="a roofline is an upper bound; only exceeding it falsifies the byte count")
 
 
-def _sgemm_beats(measured, spec) -> dict[str, tuple[dict[str, float], float]]:
+def _sgemm_beats(measured, spec, not_after: str | None = None) -> dict[str, tuple[dict[str, float], float]]:
+    """Each ledger rung's counts and measured beat: the newest run's, or the run at or before `not_after`."""
     s = SHAPES["sgemm"]
     out = {}
     for v in LADDERS["sgemm"][1:]:
         if v.id not in LEDGER_RUNGS:
             continue
-        t = rung_rec(measured, v, s)["time"].value
+        rec = rung_rec(measured, v, s) if not_after is None else measured(rung_name(v, s), not_after=not_after)
+        t = rec["time"].value
         out[v.id] = (v.theory.counts(), beat_from_time(t, s["M"], s["N"], s["K"], spec.sm_count, spec.boost_clock_hz))
     return out
 
@@ -450,3 +453,32 @@ def test_byte_ledger_finding_ratio_is_the_first_runs(target, measured):
         floor = gemm_byte_ledger(v.theory, s["M"], s["N"], s["K"], peak_flops=target.require_spec().peak("fp32"),
                                  bandwidth=ceilings["read_bandwidth"].value, sources="first run")
         assert observed == pytest.approx(floor.value / first["time"].value, abs=5e-4), rung
+
+
+@pytest.mark.gpu
+def test_ledger_finding_ratios_are_the_first_runs(target, measured):
+    """The instruction ledger's held-out ratios and the request ledger's (kernel_findings.INSTRUCTION_HELD_OUT,
+    SINGLE's request entry: band centres) are the first run's, fitted and priced on that run's recordings as
+    test_sgemm_instruction_ledger_held_out and test_sgemm_request_ledger_naive do on the newest."""
+    spec = target.require_spec()
+    s = SHAPES["sgemm"]
+    beats = _sgemm_beats(measured, spec, not_after=hf.FIRST_RUN)
+    by_id = {v.id: v for v in LADDERS["sgemm"]}
+
+    def first_time(rung: str) -> float:
+        rec = measured(rung_name(by_id[rung], s), not_after=hf.FIRST_RUN)
+        assert rec.recorded_at == hf.FIRST_RUN, rung
+        return rec["time"].value
+
+    prices = fit_prices(beats, sgemm.INSTRUCTION_FIT)
+    for rung, observed in hf.INSTRUCTION_HELD_OUT.items():
+        pred = priced_time(by_id[rung].theory.counts(), prices, s["M"], s["N"], s["K"], sm_count=spec.sm_count,
+                           clock_hz=spec.boost_clock_hz, rung=rung)
+        assert observed == pytest.approx(first_time(rung) / pred.value, abs=5e-4), rung
+    rows = {k: ({"requests": by_id[k].theory.requests}, b) for k, (_, b) in beats.items()}
+    prices = fit_prices(rows, sgemm.REQUEST_FIT, kinds=("requests",), ledger="request")
+    naive = LADDERS["sgemm"][1]
+    pred = priced_time({"requests": naive.theory.requests}, prices, s["M"], s["N"], s["K"], sm_count=spec.sm_count,
+                       clock_hz=spec.boost_clock_hz, rung=naive.id)
+    assert hf.SINGLE["test_sgemm_request_ledger_naive"][2] == pytest.approx(first_time(naive.id) / pred.value,
+                                                                             abs=5e-4)
