@@ -292,13 +292,21 @@ def finding_for(fid: str, reason: str, observed: float) -> pytest.MarkDecorator:
     return pytest.mark.finding(fid, reason=f"{reason} (observed x{observed:.3g}, band +-15%)",
                                expected=drift_band(observed))
 
-EXCEEDS_REASON = ("The textbook byte ledger (every load instruction's bytes from DRAM, the tiling's arithmetic "
-                  "intensity) is beaten by 5 of 7 rungs at 4096^3 (K1 258%, K2 2113%, K4 259%, K5 269%, K6 319% of "
-                  "their rooflines; K3 77% and K3c 52% stay under): the re-reads of A and B come from L1/L2, not "
-                  "DRAM, so issued bytes are not DRAM bytes. The request and instruction ledgers below explain the "
-                  "steps instead")
+# measured / issued-byte roofline FLOP rate of the seed's rungs at 4096^3: above 1 (a finding each) and under it;
+# test_kernels_seed_sgemm recomputes every one from the seed's rows
+EXCEEDS = {"k1": 2.574, "k2": 21.13, "k4": 2.586, "k5": 2.691, "k6": 3.192}
+UNDER_ROOFLINE = {"k3": 0.770, "k3c": 0.522}
 
-EXCEEDS = {"k1": 2.574, "k2": 21.13, "k4": 2.586, "k5": 2.691, "k6": 3.192}  # measured/predicted FLOP rate
+
+def _percent_of_roofline(ratios: dict[str, float]) -> str:
+    return ", ".join(f"K{k[1:]} {r:.0%}" for k, r in ratios.items())
+
+
+EXCEEDS_REASON = ("The textbook byte ledger (every load instruction's bytes from DRAM, the tiling's arithmetic "
+                  f"intensity) is beaten by {len(EXCEEDS)} of {len(EXCEEDS) + len(UNDER_ROOFLINE)} rungs at 4096^3 "
+                  f"({_percent_of_roofline(EXCEEDS)} of their rooflines; {_percent_of_roofline(UNDER_ROOFLINE)} stay "
+                  "under): the re-reads of A and B come from L1/L2, not DRAM, so issued bytes are not DRAM bytes. The "
+                  "request and instruction ledgers below explain the steps instead")
 
 SMALL_GRID = ("seed-instruction-ledger-small-grid",
               ("At 1024^3 the grid is under one wave: K4 launches 1,024 blocks for 128 SMs x 9 slots, K5 256 blocks "

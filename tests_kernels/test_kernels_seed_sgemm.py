@@ -173,3 +173,20 @@ def test_request_ledger_naive(size, seed_row, reconcile):
     pred = priced_time({"requests": SEED_SGEMM["k1"].requests}, prices, size, size, size, sm_count=SM,
                        clock_hz=SEED_CLOCK_HZ, rung="k1")
     reconcile("time_request_ledger", pred, seed_row("k1", size)["time"], rel=HELD_OUT_BAND, why=HELD_OUT_WHY)
+
+
+@pytest.mark.gpu
+def test_byte_ledger_finding_ratios_are_the_seeds(seed_row, card):
+    """kernel_findings.EXCEEDS and UNDER_ROOFLINE (the band centres and the percentages EXCEEDS_REASON prints)
+    are each rung's recorded FLOP rate over its issued-byte roofline, as test_issued_byte_roofline computes it."""
+    n = 4096
+    observed = {}
+    for k in sorted(SEED_SGEMM):
+        floor = gemm_byte_ledger(SEED_SGEMM[k], n, n, n, peak_flops=card.peak("fp32"),
+                                 bandwidth=card.memory_bandwidth, model="issued", sources="datasheet peak and bandwidth")
+        observed[k] = seed_row(k)["flop_rate"].value / _rate(floor, n).value
+    quoted = {**hf.EXCEEDS, **hf.UNDER_ROOFLINE}
+    assert set(quoted) == set(observed)
+    for k, ratio in observed.items():
+        assert quoted[k] == pytest.approx(ratio, rel=5e-4), (k, ratio)
+        assert (k in hf.EXCEEDS) == (ratio > 1), k
