@@ -190,3 +190,18 @@ def test_byte_ledger_finding_ratios_are_the_seeds(seed_row, card):
     for k, ratio in observed.items():
         assert quoted[k] == pytest.approx(ratio, rel=5e-4), (k, ratio)
         assert (k in hf.EXCEEDS) == (ratio > 1), k
+
+
+@pytest.mark.gpu
+def test_instruction_ledger_finding_ratios_are_the_seeds(seed_row, prices):
+    """kernel_findings.HELD_OUT_OBSERVED and LDS128_OBSERVED (band centres, printed in their reasons) are the
+    seed's time over the instruction ledger's, as test_instruction_ledger_held_out and _vectorized_rung price it."""
+    def observed(size: int, kernel: str) -> float:
+        pred = priced_time(SEED_SGEMM[kernel].counts(), prices, size, size, size, sm_count=SM,
+                           clock_hz=SEED_CLOCK_HZ, rung=kernel)
+        return seed_row(kernel, size)["time"].value / pred.value
+
+    for (size, kernel), ratio in hf.HELD_OUT_OBSERVED.items():
+        assert ratio == pytest.approx(observed(size, kernel), rel=5e-4), (size, kernel)
+    for size, ratio in hf.LDS128_OBSERVED.items():
+        assert ratio == pytest.approx(observed(size, "k6"), rel=5e-4), size
