@@ -301,20 +301,63 @@ def dirty_at_start_band() -> tuple[float, float]:
     return (1.02, round(1 + L2_BYTES / pred.value, 3))
 
 
-R2_ROUND_TRIPS = (
-    "r2 (FA-1 order, BLOCK_M=128 BLOCK_N=64 Q_GROUP=4, one 8-warp program per SM: ncu's theoretical occupancy "
-    "12.9%) moved 20.70 / 9.81 GB from DRAM (full / causal) and wrote 16.15 / 7.47 GB, against the 0.68 GB of "
-    "reads and writes pre-registered: the O32/m/l round trip of every (KV tile, query block) step reached DRAM "
+NCU_PASS = "2026-12-01T06:51:50Z"  # the second visit's Nsight Compute pass, which the counter reasons describe
+
+
+def ncu(case: str) -> recordings.Recording:
+    """The counters of one case (its name without 'ncu.fa2.') from NCU_PASS."""
+    return recordings.load_latest(RESULTS, MEASURED_ON, "flashattn", f"ncu.fa2.{case}", stamp=NCU_PASS)
+
+
+def _full_causal(case: str, quantity: str, scale: float, fmt: str) -> str:
+    return " / ".join(format(ncu(f"{case}.{m}")[quantity].value / scale, fmt) for m in ("full", "causal"))
+
+
+def _r2_counters() -> str:
+    r2 = "r2-fa1.b4h32n4096d128"
+    return (
+        "r2 (FA-1 order, BLOCK_M=128 BLOCK_N=64 Q_GROUP=4, one 8-warp program per SM: ncu's theoretical occupancy "
+        f"{ncu(r2 + '.full')['theoretical_occupancy_pct'].value:.1f}%) moved "
+        f"{_full_causal(r2, 'dram_read_bytes', 1e9, '.2f')} GB from DRAM (full / causal) and wrote "
+        f"{_full_causal(r2, 'dram_write_bytes', 1e9, '.2f')} GB; its L2 hit rate was "
+        f"{_full_causal(r2, 'l2_hit_pct', 1, '.0f')}%.")
+
+
+def _l2_coalesced_counters() -> str:
+    shape = t_shape(False)
+    tiled = at.tiled_bytes(shape, at.Tiling(128, 128)).value
+    r5, r6 = (ncu(f"{r}.b4h32n4096d128.full") for r in ("r5-exp2", "r6-tma-pipelined"))
+    return (
+        "lts__t_bytes of the 128x128-tile rungs at N=4096 full counted fewer bytes than their loads ask for: r5 "
+        f"{r5['l2_bytes'].value / 1e9:.2f} GB and r6 {r6['l2_bytes'].value / 1e9:.2f} GB against {tiled / 1e9:.2f} GB "
+        f"tiled ({r5['l2_bytes'].value / tiled:.2f}, {r6['l2_bytes'].value / tiled:.2f}), with "
+        f"{max(r5['l1_hit_pct'].value, r6['l1_hit_pct'].value):.0f}% L1 hits")
+
+
+def _dirty_counters() -> str:
+    shape = at.AttentionShape.prefill(1, 4, 131072, 128)
+    out = io.expected_writes("r6-tma-pipelined", shape)[0].value  # O + LSE: causal writes the same outputs
+    full, causal = (ncu(f"r6-tma-pipelined.b1h4n131072d128.{m}") for m in ("full", "causal"))
+    wf, wc = full["dram_write_bytes"].value, causal["dram_write_bytes"].value
+    return (
+        f"r6 at B=1 H=4 N=128k full wrote {wf / 1e6:.1f} MB against {out / 1e6:.1f} MB of O + LSE ({wf / out:.3f}; "
+        f"causal {wc / 1e6:.1f} MB, {wc / out:.3f}): {(wf - out) / 1e6:.1f} MB that no store of the kernel explains "
+        "(O rows are whole 256-byte lines, each written once). The excess grows with the kernel's duration "
+        f"({(wf - out) / 1e6:.1f} MB in {full['gpu_time_s'].value * 1e3:.0f} ms, {(wc - out) / 1e6:.1f} MB in "
+        f"{causal['gpu_time_s'].value * 1e3:.0f} ms")
+
+
+R2_ROUND_TRIPS = quoted(_r2_counters) + (
+    " Against the 0.68 GB of "
+    "reads and writes pre-registered, the O32/m/l round trip of every (KV tile, query block) step reached DRAM "
     "(full: 262,144 steps x 65 KiB = 17.45 GB each way; causal: 135,168 steps = 9.00 GB), plus part of the Q block "
     "each step reloads (32 KiB; 2.85 GB of 8.59 GB full). The pre-registration counted the 33 MiB of O32 groups "
     "in flight against the whole 60 MiB L2; a step's working set is 132 programs x 4 blocks x (64 KiB O32 + 1 KiB "
     "m/l + 32 KiB Q) = 50 MiB, above the half of L2 theory.l2_absorbs allows for what must survive between two "
-    "touches (the 'above 1.3' case its header named). The L2 hit rate was 51%. Band: the pre-registered limit "
+    "touches (the 'above 1.3' case its header named). Band: the pre-registered limit "
     "to every step's workspace and Q from DRAM.")
-L2_COALESCED = (
-    "lts__t_bytes of the 128x128-tile rungs at N=4096 full counted fewer bytes than their loads ask for: r5 5.93 GB "
-    "and r6 5.18 GB against 8.86 GB tiled (0.67, 0.58), with 0% L1 hits, so the pre-registered L1 reason for going "
-    "below 1.0 does not apply. Hopper's L2 Request Coalescer (ncu's lrc unit: 'tries to coalesce read requests "
+L2_COALESCED = quoted(_l2_coalesced_counters) + (
+    ", so the pre-registered L1 reason for going below 1.0 does not apply. Hopper's L2 Request Coalescer (ncu's lrc unit: 'tries to coalesce read requests "
     "before forwarding them to the L2 cache') merges requests for one line that are in flight together; the 32 "
     "programs of a head walk its K/V in step, most in step for the pipelined TMA rung. r3/r4 (0.81) and r6 at 32k "
     "(0.82) sit at the pre-registered 0.8. Band: from every co-running request merged (the compulsory bytes) to "
@@ -328,11 +371,8 @@ CAUSAL_STREAM = (
     "tile at 56 MiB of usable L2 (1 pass) and loses 9.6 / 23.6 passes at 54 / 52 MiB. Band: the pre-registered "
     "1.25 to one pass per head plus a pass of its own for each program whose prefix exceeds the L2 (the last 64 "
     "of each head's 1,024).")
-DIRTY_AT_START = (
-    "r6 at B=1 H=4 N=128k full wrote 140.6 MB against 136.3 MB of O + LSE (1.032; causal 138.8 MB, 1.019): 4.3 MB "
-    "that no store of the kernel explains (O rows are whole 256-byte lines, each written once). The excess grows "
-    "with the kernel's duration (4.3 MB in 71 ms, 2.5 MB in 38 ms; at N=4096, 1-4 ms, writes stay below the "
-    "outputs). Not identified; the bound assumed is the mirror of the pre-registered lower one: at most one L2 of "
+DIRTY_AT_START = quoted(_dirty_counters) + (
+    "; at N=4096, 1-4 ms, writes stay below the outputs). Not identified; the bound assumed is the mirror of the pre-registered lower one: at most one L2 of "
     "lines dirty when the kernel starts (e.g. the profiler's restore of the output buffers between replay passes) "
     "written back during it.")
 COUNTERS = {

@@ -50,5 +50,23 @@ def test_reasons_quote_the_recorded_times() -> None:
 
 def test_every_reason_found_its_recordings() -> None:
     for reason in (ff.NO_WARP_SPECIALIZATION, ff.DECODE_AT_THE_CEILING, ff.SHORT_SEQUENCES_AT_D64,
-                   ff.DECODE_8K_AT_THE_TARGET):
+                   ff.DECODE_8K_AT_THE_TARGET, ff.R2_ROUND_TRIPS, ff.L2_COALESCED, ff.DIRTY_AT_START):
         assert "not in this checkout" not in reason
+
+
+def test_counter_reasons_quote_the_profile_pass() -> None:
+    """The bytes the counter findings quote are the Nsight Compute pass's, read back through the recordings."""
+    def counter(case: str, quantity: str) -> float:
+        try:
+            return recordings.load_latest(ff.RESULTS, ff.MEASURED_ON, "flashattn", f"ncu.fa2.{case}",
+                                          stamp=ff.NCU_PASS)[quantity].value
+        except recordings.MissingRecording:
+            pytest.skip(f"ncu.fa2.{case} of the profile pass is not in this checkout")
+
+    reads = [counter(f"r2-fa1.b4h32n4096d128.{m}", "dram_read_bytes") / 1e9 for m in ("full", "causal")]
+    assert f"moved {reads[0]:.2f} / {reads[1]:.2f} GB from DRAM" in ff.R2_ROUND_TRIPS
+    assert f"r6 {counter('r6-tma-pipelined.b4h32n4096d128.full', 'l2_bytes') / 1e9:.2f} GB" in ff.L2_COALESCED
+    wrote = counter("r6-tma-pipelined.b1h4n131072d128.full", "dram_write_bytes")
+    outputs = 4 * 131072 * 128 * 2 + 4 * 131072 * 4  # O (bf16) + LSE (fp32), B=1 H=4 N=128k D=128
+    assert f"wrote {wrote / 1e6:.1f} MB against {outputs / 1e6:.1f} MB of O + LSE ({wrote / outputs:.3f}" \
+        in ff.DIRTY_AT_START
