@@ -50,7 +50,8 @@ def test_reasons_quote_the_recorded_times() -> None:
 
 def test_every_reason_found_its_recordings() -> None:
     for reason in (ff.NO_WARP_SPECIALIZATION, ff.DECODE_AT_THE_CEILING, ff.SHORT_SEQUENCES_AT_D64,
-                   ff.DECODE_8K_AT_THE_TARGET, ff.R2_ROUND_TRIPS, ff.L2_COALESCED, ff.DIRTY_AT_START):
+                   ff.DECODE_8K_AT_THE_TARGET, ff.R2_ROUND_TRIPS, ff.L2_COALESCED, ff.DIRTY_AT_START,
+                   ff.CAUSAL_STREAM):
         assert "not in this checkout" not in reason
 
 
@@ -66,6 +67,9 @@ def test_counter_reasons_quote_the_profile_pass() -> None:
     reads = [counter(f"r2-fa1.b4h32n4096d128.{m}", "dram_read_bytes") / 1e9 for m in ("full", "causal")]
     assert f"moved {reads[0]:.2f} / {reads[1]:.2f} GB from DRAM" in ff.R2_ROUND_TRIPS
     assert f"r6 {counter('r6-tma-pipelined.b4h32n4096d128.full', 'l2_bytes') / 1e9:.2f} GB" in ff.L2_COALESCED
+    causal_reads = counter("r6-tma-pipelined.b1h4n131072d128.causal", "dram_read_bytes")
+    q, head_kv = 4 * 131072 * 128 * 2, 2 * 131072 * 128 * 2  # Q once; K and V of one head (bf16)
+    assert f"read {causal_reads / 1e9:.2f} GB: {(causal_reads - q) / (4 * head_kv):.1f} passes" in ff.CAUSAL_STREAM
     wrote = counter("r6-tma-pipelined.b1h4n131072d128.full", "dram_write_bytes")
     outputs = 4 * 131072 * 128 * 2 + 4 * 131072 * 4  # O (bf16) + LSE (fp32), B=1 H=4 N=128k D=128
     assert f"wrote {wrote / 1e6:.1f} MB against {outputs / 1e6:.1f} MB of O + LSE ({wrote / outputs:.3f}" \
