@@ -15,6 +15,7 @@ is retyped by hand.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -388,6 +389,36 @@ HEAVY_MARKS = (pytest.mark.finding(MIXED_PREFILL, hardware=MEASURED_ON, quantity
                                    expected=(0.88, 0.96), reason=LLAMA_OVERLOAD_REASON),
                pytest.mark.finding(MIXED_PREFILL, hardware=MEASURED_ON, quantity="prefill_part_of_ttft" + HEAVY,
                                    expected=(1.6, 2.1), reason=LLAMA_OVERLOAD_REASON))
+
+
+# Closed loop at C sequences: the median ITL is a decode step of batch C. Where the isolated decode step at batch C,
+# recorded in the same session as a run of its own, misses beyond its noise budget, the closed run's median carries
+# that miss: band = that step's measured/predicted +- its budget and the closed run's own (never the closed run's
+# ratio). (ratio, budget) of the decode step, the closed run's budget; test_closed_itl_bands_are_the_decode_steps
+# recomputes them, and checks that a case is listed exactly when its decode step misses beyond its budget.
+CLOSED_ITL_FROM_DECODE: dict[tuple[str, int], Carried] = {
+    (QWEN, 8): Carried(((1.0180, 0.0088),), 0.0087, 1.0),
+    (QWEN, 32): Carried(((1.0330, 0.0082),), 0.0083, 1.0),
+    (QWEN, 64): Carried(((1.0429, 0.0084),), 0.0085, 1.0),
+}
+# Llama-3.1-8B's closed-loop medians (its 2026-11-30 session) are still held to the decode target: under their noise
+# budget they run below both their prediction and the band of that session's decode step at batch C, a gap with no
+# mechanism yet (test_closed_itl_left_on_the_goal_still_diverge fails once that stops, to move them onto the budget).
+CLOSED_ITL_ON_GOAL = (LLAMA,)
+
+
+def closed_itl_marks(model: str, c: int) -> tuple[Any, ...]:
+    carried = CLOSED_ITL_FROM_DECODE.get((model, c))
+    if carried is None:
+        return ()
+    ratio, budget = carried.earlier[0]
+    return (pytest.mark.finding(
+        "h200-decode-per-sequence-cost", hardware=MEASURED_ON, quantity="itl_median",
+        reason=(f"Closed loop at C = {c}: the median ITL is a decode step of batch {c}, and the same session's isolated "
+                f"decode step at batch {c} runs {ratio:.4f}x its prediction (budget +-{budget:.4f}): each sequence "
+                "costs more than its KV bytes at the read ceiling. Band: that step's ratio +- its budget and this "
+                "run's."),
+        expected=carried.band()),)
 
 
 # --- the seed's RTX 4090 (test_latency_seed_decode.py, test_latency_seed_load.py) ----------------
