@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import latency_findings as lf
 import pytest
-from latency_setups import h200_workload, mean_context, median_scatter
+from latency_setups import h200_workload, mean_context, median_scatter, step_budget
 
 from pytest_anatomy.measure import Measurement
 from pytest_anatomy.theory import latency as lat
@@ -38,6 +38,10 @@ CLOSED = (1, 8, 32, 64)
 POISSON = lf.POISSON
 TPUT_WHY = "the throughput target (10%)"
 ITL_WHY = "the decode target (10%): the median is a decode step, the mean a step-weighted average"
+ITL_BUDGET_WHY = ("measured noise only (the 10% decode target is a goal, not this tolerance): the run's own scatter "
+                  "(2 standard errors of its per-token ITL median, or mean), the session's read-bandwidth and bf16 "
+                  "ceilings' scatter on the roofline part of the simulated ITL, and the calibration's spread "
+                  "(t_overhead over the step, eta on the share of the mean that prompt-carrying steps add)")
 TTFT_WHY = "the target for p50 TTFT below the knee (25%)"
 
 
@@ -61,12 +65,33 @@ def _kw(setup) -> dict[str, str]:
     return {"model": setup.model.name, "hardware": setup.label}
 
 
-def _reconcile_itl(reconcile, setup, res: sv.SimResult, rec) -> None:
+def mean_scatter(rec, stat: str) -> float:
+    """2 standard errors of a recording's mean `stat`, relative to it (std / sqrt(n) of its samples)."""
+    m = rec.measurements
+    return 2 * m[f"{stat}.std"]["value"] / m[f"{stat}.n"]["value"] ** 0.5 / m[f"{stat}.mean"]["value"]
+
+
+def itl_budget(setup, res: sv.SimResult, rec, stat: str) -> dict[str, float]:
+    """The noise budget of a simulated ITL statistic ("p50" or "mean"): the median is a decode step
+    (memory-bound: the bandwidth ceiling's scatter); the mean adds prompt-carrying steps, compute-bound, whose
+    share of it is the simulation's own (1 - simulated median / simulated mean), never the measurement's."""
+    pred = sv.as_prediction(res, "itl", stat, "s", _label(rec))
+    if stat == "p50":
+        return step_budget(setup, pred, median_scatter(rec, "aggregate.itl_s"), compute_share=0.0)
+    share = max(0.0, 1 - res.stat("itl", "p50") / res.stat("itl", "mean"))
+    return step_budget(setup, pred, mean_scatter(rec, "aggregate.itl_s"), compute_share=share)
+
+
+def _reconcile_itl(reconcile, setup, res: sv.SimResult, rec, budgeted: tuple[str, ...] = ()) -> None:
     """Median and mean ITL of a run against its simulation: both, since the median hides the
-    prompt-carrying steps the mean includes."""
+    prompt-carrying steps the mean includes. The stats in `budgeted` ("p50", "mean") are held to their noise
+    budget (itl_budget); the others still to the decode target."""
     for name, stat, key in (("itl_median", "p50", "median"), ("itl_mean", "mean", "mean")):
-        reconcile(name, sv.as_prediction(res, "itl", stat, "s", _label(rec)), rec[f"aggregate.itl_s.{key}"],
-                  rel=0.10, why=ITL_WHY, **_kw(setup))
+        pred, measured = sv.as_prediction(res, "itl", stat, "s", _label(rec)), rec[f"aggregate.itl_s.{key}"]
+        if stat in budgeted:
+            reconcile(name, pred, measured, budget=itl_budget(setup, res, rec, stat), why=ITL_BUDGET_WHY, **_kw(setup))
+        else:
+            reconcile(name, pred, measured, rel=0.10, why=ITL_WHY, **_kw(setup))
 
 
 def _setup(request, model: str, rec):
@@ -86,8 +111,13 @@ def _models(marks=None):
     return [pytest.param(m, id=m, marks=(marks(m) if marks else ())) for m in SETUP_FIXTURE]
 
 
+TPUT_BUDGET_WHY = ("measured noise only (the 10% throughput target is a goal, not this tolerance): at C = 1 a request is "
+                   "one prefill and output_len - 1 decode steps of batch 1, so the throughput's budget is the mean "
+                   "ITL's (itl_budget: its repeat scatter, the bandwidth ceiling's spread, the calibration's spread)")
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize(("model", "c"), _cases(CLOSED[:-1]))
+@pytest.mark.parametrize(("model", "c"), _cases(CLOSED[:-1], lf.closed_throughput_marks))
 def test_closed_loop_throughput(model, c, request, latency_recording, reconcile):
     rec = latency_recording(f"{model}.closed.c{c}")
     engine_setup = _setup(request, model, rec)
@@ -101,8 +131,12 @@ def test_closed_loop_throughput(model, c, request, latency_recording, reconcile)
                      "this mostly repeats that fit (reproducibility across run kinds) and tests the prefill and the "
                      "loop around it")
     pred = sv.as_prediction(res, "output_throughput", "", "tokens/s", _label(rec), tuple(notes))
-    reconcile("output_throughput", pred, rec["aggregate.output_throughput_tok_per_s"], rel=0.10, why=TPUT_WHY,
-              **_kw(engine_setup))
+    if c == 1:
+        reconcile("output_throughput", pred, rec["aggregate.output_throughput_tok_per_s"],
+                  budget=itl_budget(engine_setup, res, rec, "mean"), why=TPUT_BUDGET_WHY, **_kw(engine_setup))
+    else:
+        reconcile("output_throughput", pred, rec["aggregate.output_throughput_tok_per_s"], rel=0.10, why=TPUT_WHY,
+                  **_kw(engine_setup))
 
 
 @pytest.mark.gpu
@@ -158,12 +192,70 @@ def steady_state_terms(setup, rec, latency_recording) -> dict[str, float]:
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize(("model", "c"), _cases(CLOSED[1:]))
+@pytest.mark.parametrize(("model", "c"), _cases(CLOSED[1:], lf.closed_itl_marks))
 def test_closed_loop_itl_mean_and_median(model, c, request, latency_recording, reconcile):
+    """At C sequences the median ITL is a decode step of batch C: it is held to its noise budget; where the
+    same session's isolated decode step at batch C misses beyond its own budget (h200-decode-per-sequence-cost),
+    the finding's band is that step's measured/predicted (lf.CLOSED_ITL_FROM_DECODE, recomputed by
+    test_closed_itl_bands_are_the_decode_steps)."""
     rec = latency_recording(f"{model}.closed.c{c}")
     engine_setup = _setup(request, model, rec)
     res = _sim(engine_setup, rec)
-    _reconcile_itl(reconcile, engine_setup, res, rec)
+    _reconcile_itl(reconcile, engine_setup, res, rec, budgeted=() if model in lf.CLOSED_ITL_ON_GOAL else ("p50",))
+
+
+@pytest.mark.gpu
+@pytest.mark.targets(recorded="qwen2.5-7b.closed.", live=False)
+def test_closed_itl_left_on_the_goal_still_diverge(request, latency_recording):
+    """A model whose closed-loop medians are still held to the decode target (lf.CLOSED_ITL_ON_GOAL) is there
+    because, under the noise budget, they miss both their prediction and the band of the same session's decode
+    step at batch C: this fails once they stop doing so, to move them onto the budget."""
+    for model in lf.CLOSED_ITL_ON_GOAL:
+        for c in CLOSED[1:]:
+            rec = latency_recording(f"{model}.closed.c{c}")
+            setup = _setup(request, model, rec)
+            res = _sim(setup, rec)
+            ratio = rec["aggregate.itl_s.median"].value / res.stat("itl", "p50")
+            own = sum(itl_budget(setup, res, rec, "p50").values())
+            step, budget = decode_step_at(setup, rec, latency_recording, c)
+            assert abs(ratio - 1) > own, (model, c, ratio, own)
+            assert abs(ratio - step) > step * (budget + own), (model, c, ratio, step, budget, own)
+
+
+def decode_step_at(setup, rec, latency_recording, b: int) -> tuple[float, float]:
+    """(measured / predicted, noise budget) of the isolated decode step at batch `b` recorded in `rec`'s session
+    (its decode.b{b} run: a run apart from the load run checked), under the same setup."""
+    step = latency_recording(f"{setup.model.name}.decode.b{b}", beside=rec)
+    s = step.data["run"]["settings"]
+    pred = lat.decode_step_time(setup.model, setup.ceilings, setup.calib, b, mean_context(s["input_len"], s["output_len"]))
+    budget = step_budget(setup, pred, median_scatter(step, "itl_steady_engine_clock_s"), compute_share=0.0)
+    return step["step_time_s"].value / pred.value, sum(budget.values())
+
+
+@pytest.mark.gpu
+@pytest.mark.targets(recorded="qwen2.5-7b.closed.", live=False)
+def test_closed_itl_bands_are_the_decode_steps(request, latency_recording):
+    """lf.CLOSED_ITL_FROM_DECODE (the decode step's ratio and budget at batch C in the closed run's session, and
+    the closed run's own median-ITL budget) recomputed from the recordings; every case the decode step itself
+    misses beyond its budget is listed, and only those."""
+    for model, c in ((m, c) for m in SETUP_FIXTURE if m not in lf.CLOSED_ITL_ON_GOAL for c in CLOSED[1:]):
+        rec = latency_recording(f"{model}.closed.c{c}")
+        setup = _setup(request, model, rec)
+        ratio, budget = decode_step_at(setup, rec, latency_recording, c)
+        own = sum(itl_budget(setup, _sim(setup, rec), rec, "p50").values())
+        carried = lf.CLOSED_ITL_FROM_DECODE.get((model, c))
+        assert (carried is not None) == (abs(ratio - 1) > budget), (model, c, ratio, budget)
+        if carried is not None:
+            assert (*carried.earlier[0], carried.newest_scatter) == pytest.approx((ratio, budget, own), abs=5e-5), (model, c)
+    for model in SETUP_FIXTURE:  # C = 1 throughput: the inverse of the b=1 decode step's ratio
+        rec = latency_recording(f"{model}.closed.c1")
+        setup = _setup(request, model, rec)
+        ratio, budget = decode_step_at(setup, rec, latency_recording, 1)
+        own = sum(itl_budget(setup, _sim(setup, rec), rec, "mean").values())
+        carried = lf.CLOSED_THROUGHPUT_FROM_DECODE.get((model, 1))
+        assert (carried is not None) == (abs(ratio - 1) > budget), (model, 1, ratio, budget)
+        if carried is not None:
+            assert (*carried.earlier[0], carried.newest_scatter) == pytest.approx((1 / ratio, budget, own), abs=5e-5), model
 
 
 BELOW_KNEE = {QWEN: POISSON, LLAMA: POISSON[:-1]}
