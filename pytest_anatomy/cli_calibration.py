@@ -93,7 +93,7 @@ def _fit(results: Path, hw: HardwareSpec) -> RecordedCalibration | str:
                                                fitted_on=points.prefill_name)
             used += tuple(overhead.fitted_on)
         # eta at the step's own token count from the session's GEMM timings, where it has them
-        calib = cal.with_gemm_efficiency(calib, qwen, _gemm_seconds(ceil), ceilings.peak)
+        calib = cal.with_gemm_efficiency(calib, qwen, cal.gemm_seconds(ceil.measurements), ceilings.peak)
     # A quantity the session lacks, or a fit that has nothing to fit (a step faster than its roofline).
     except (KeyError, TypeError, ValueError) as exc:
         return (f"the newest session under {where} ({b1.recorded_at}) gives no usable calibration ({exc}): "
@@ -130,21 +130,9 @@ def _tiny_overhead(results: Path, hw: HardwareSpec, b1: recordings.Recording,
             except recordings.MissingRecording:
                 continue
             s = r.data["run"]["settings"]
-            roof = lat.decode_step_time(tiny, ceilings, lat.UNCALIBRATED, b, s["input_len"] + s["output_len"] / 2)
-            steps.append(cal.OverheadStep(tiny.num_layers, b, r["step_time_s"].value, roof.value,
-                                          f"{model_name}.decode.b{b}:step_time_s"))
+            steps.append(cal.overhead_step(tiny, b, r["step_time_s"].value, s["input_len"], s["output_len"], ceilings,
+                                           f"{model_name}.decode.b{b}:step_time_s"))
     try:
         return cal.fit_layer_overhead(steps) if steps else None
     except ValueError:  # one layer count only
         return None
-
-
-def _gemm_seconds(ceil: recordings.Recording) -> dict[tuple[int, int, int], float]:
-    """(m, k, n) -> median seconds of the session's bf16 GEMM timings (measurements gemm.m*_k*_n*.seconds_median)."""
-    out: dict[tuple[int, int, int], float] = {}
-    for name, m in ceil.measurements.items():
-        parts = name.split(".")
-        if len(parts) == 3 and parts[0] == "gemm" and parts[2] == "seconds_median":
-            dims = {p[0]: int(p[1:]) for p in parts[1].split("_")}
-            out[(dims["m"], dims["k"], dims["n"])] = float(m["value"])
-    return out

@@ -197,7 +197,7 @@ def build_engine_setup(qwen: ModelSpec, rec: Any, target: Any, beside: Any = Non
     name = f"vllm-0.26.0@{target.name} (CUDA graphs, async scheduling)"
     overhead = session_overhead(rec, target, b1)
     ceil = rec("ceilings", suite="ceilings", beside=b1)
-    gemm = gemm_seconds(ceil)
+    gemm = cal.gemm_seconds(ceil.measurements)
     noise = {"bandwidth": ceiling_scatter(ceil, "read_bandwidth"), "peak": ceiling_scatter(ceil, "matmul_bf16")}
     fits: list[FitPoint] = []
     if overhead is not None:
@@ -255,10 +255,9 @@ def session_overhead(rec: Any, target: Any, beside: Any) -> cal.LayerOverhead | 
             if ceilings is None:
                 ceilings = rec_ceilings(rec, target, r)
             s = r.data["run"]["settings"]
-            roof = lat.decode_step_time(tiny, ceilings, lat.UNCALIBRATED, b, mean_context(s["input_len"], s["output_len"]))
-            steps.append(cal.OverheadStep(tiny.num_layers, b, r["step_time_s"].value, roof.value,
-                                          f"{model_name}.decode.b{b}:step_time_s",
-                                          median_scatter(r, "itl_steady_engine_clock_s") * r["step_time_s"].value))
+            steps.append(cal.overhead_step(tiny, b, r["step_time_s"].value, s["input_len"], s["output_len"], ceilings,
+                                           f"{model_name}.decode.b{b}:step_time_s",
+                                           median_scatter(r, "itl_steady_engine_clock_s") * r["step_time_s"].value))
     try:
         return cal.fit_layer_overhead(steps) if steps else None
     except ValueError:  # one layer count only: no layer term (one_layer_count_note says what happens instead)
@@ -286,17 +285,6 @@ def _beside_or_none(rec: Any, name: str, beside: Any) -> Any:
         return None
 
 
-def gemm_seconds(ceil: Any) -> dict[tuple[int, int, int], float]:
-    """(m, k, n) -> median seconds of the session's bf16 GEMM timings (ceilings' gemm.m*_k*_n*)."""
-    out: dict[tuple[int, int, int], float] = {}
-    for name, m in ceil.measurements.items():
-        parts = name.split(".")
-        if len(parts) == 3 and parts[0] == "gemm" and parts[2] == "seconds_median":
-            dims = {p[0]: int(p[1:]) for p in parts[1].split("_")}
-            out[(dims["m"], dims["k"], dims["n"])] = float(m["value"])
-    return out
-
-
 def build_transfer_setup(calibrated: Setup, rec: Any, target: Any, beside: Any = None) -> Setup:
     """Llama-3.1-8B on the same GPU and vLLM 0.26.0 settings, predicted with the calibration
     fitted on Qwen2.5-7B (`calibrated`: t_overhead and eta) and the engine and ceilings of Llama's
@@ -316,7 +304,7 @@ def build_transfer_setup(calibrated: Setup, rec: Any, target: Any, beside: Any =
                                       compute_efficiency=calibrated.calib.compute_efficiency,
                                       fitted_on=calibrated.calib.fitted_on, notes=calibrated.calib.notes)
     ceil = rec("ceilings", suite="ceilings", beside=b1)
-    calib = cal.with_gemm_efficiency(calib, llama, gemm_seconds(ceil), rec_ceilings(rec, target, b1).peak)
+    calib = cal.with_gemm_efficiency(calib, llama, cal.gemm_seconds(ceil.measurements), rec_ceilings(rec, target, b1).peak)
     sched = sv.SchedulerConfig(int(engine["resolved.max_num_seqs"].value),
                                int(engine["resolved.max_num_batched_tokens"].value),
                                int(engine["resolved.num_gpu_blocks"].value), int(engine["resolved.block_size"].value))

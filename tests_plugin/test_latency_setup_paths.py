@@ -111,6 +111,6 @@ def test_a_session_with_tiny_models_and_gemm_timings_fits_nothing_on_qwen(latenc
     rec_l, _ = _session({}, "llama-3.1-8b")
     llama = latency_conftest.build_transfer_setup(setup, rec_l, _Target())
     assert llama.calib.step_overhead_s == pytest.approx(C0 + PER_LAYER * 32, rel=1e-9)
-    own = cal.gemm_efficiency_by_tokens(llama.model, latency_conftest.gemm_seconds(rec_l("ceilings", suite="ceilings")),
+    own = cal.gemm_efficiency_by_tokens(llama.model, cal.gemm_seconds(rec_l("ceilings", suite="ceilings").measurements),
                                         llama.ceilings.peak)
     assert own and llama.calib.efficiency_by_tokens == own and llama.fits == ()

@@ -7,7 +7,9 @@ The numbers come in as plain floats: reading recordings is the caller's business
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from typing import Any
 
 from pytest_anatomy.specs.model import ModelSpec
 from pytest_anatomy.theory import latency as lat
@@ -52,6 +54,26 @@ class OverheadStep:
     @property
     def overhead_s(self) -> float:
         return self.step_s - self.roofline_s
+
+
+def overhead_step(tiny: ModelSpec, batch: int, step_s: float, input_len: int, output_len: int,
+                  ceilings: lat.Ceilings, name: str, scatter_s: float = 0.0) -> OverheadStep:
+    """A tiny model's measured decode step with its roofline subtracted at the request's mean KV
+    context over its decode (input + output / 2): the one recipe of the suite and the CLI."""
+    roof = lat.decode_step_time(tiny, ceilings, lat.UNCALIBRATED, batch, input_len + output_len / 2)
+    return OverheadStep(tiny.num_layers, batch, step_s, roof.value, name, scatter_s)
+
+
+def gemm_seconds(measurements: Mapping[str, Mapping[str, Any]]) -> dict[tuple[int, int, int], float]:
+    """(m, k, n) -> median seconds of a session's bf16 GEMM timings, from a ceilings recording's
+    measurements named gemm.m<M>_k<K>_n<N>.seconds_median (measure/ceilings.py --gemm-shapes)."""
+    out: dict[tuple[int, int, int], float] = {}
+    for name, m in measurements.items():
+        parts = name.split(".")
+        if len(parts) == 3 and parts[0] == "gemm" and parts[2] == "seconds_median":
+            dims = {p[0]: int(p[1:]) for p in parts[1].split("_")}
+            out[(dims["m"], dims["k"], dims["n"])] = float(m["value"])
+    return out
 
 
 @dataclass(frozen=True)
