@@ -27,6 +27,9 @@ REPOSITORY_RESULTS = Path(__file__).resolve().parents[1] / "results"
 V1_RUN = "vllm-ledger.qwen2.5-7b.u0.90.len8192.graphs.v1runner"
 V1_NON_TORCH_BYTES = 249_561_088
 V2_NON_TORCH_BYTES = 241_172_480  # theory/vllm_memory.NON_TORCH_INCREASE
+# The card whose committed ledger recordings these findings describe (results/h200/capacity/): the
+# numbers below are its, and a card or results folder without ledgers borrows its runs' figures.
+MEASURED_ON = "h200"
 V2_SINGLE_GPU_RUNS = 25  # recorded V2 single-GPU runs with a ledger, every one at V2_NON_TORCH_BYTES
 V1_AVAILABLE_PREDICTED, V1_AVAILABLE_MEASURED = 116_556_612_608, 116_548_209_664
 
@@ -239,8 +242,8 @@ def budget_mark(run_name: str, tensor_parallel: bool, graphs: bool, peak: float,
     (not measured yet) takes the side its configuration's recording on this card showed, else the
     side the other runs predict (their median on-top against its predicted peak)."""
     # A card (or a results folder) without ledger recordings borrows the committed H200 ones.
-    others = (recorded_on_top(results, hardware) or recorded_on_top(results, "h200")
-              or recorded_on_top(REPOSITORY_RESULTS, "h200"))
+    others = (recorded_on_top(results, hardware) or recorded_on_top(results, MEASURED_ON)
+              or recorded_on_top(REPOSITORY_RESULTS, MEASURED_ON))
     if measured is not None:
         mem = measured.data["run"]["result"]["memory"]
         growth = mem["after_start"]["used_bytes"] - mem["before_start"]["used_bytes"]
@@ -257,6 +260,6 @@ def budget_mark(run_name: str, tensor_parallel: bool, graphs: bool, peak: float,
     return on_top_mark(run_name, tensor_parallel, graphs, peak, requested, None, None, others)
 
 
-__all__ = ["GRAPH_POOL_EXAMPLE", "MiB", "ON_TOP", "PEAK_RELEASED", "NCCL_ON_TOP", "SEED_GRAPHS_NOT_SUBTRACTED",
+__all__ = ["GRAPH_POOL_EXAMPLE", "MEASURED_ON", "MiB", "ON_TOP", "PEAK_RELEASED", "NCCL_ON_TOP", "SEED_GRAPHS_NOT_SUBTRACTED",
            "SEED_KV_PEAK", "TP_GRAPHS", "TP_GRAPHS_RUN", "V1_AVAILABLE", "V1_NON_TORCH", "V1_POOL", "budget_mark",
            "graph_pool_mark", "graph_pool_reason", "recorded_on_top"]

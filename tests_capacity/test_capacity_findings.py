@@ -36,12 +36,12 @@ def _reason(mark) -> str:
 
 
 def test_v1_runner_numbers() -> None:
-    v1 = _rec("h200", cf.V1_RUN)
+    v1 = _rec(cf.MEASURED_ON, cf.V1_RUN)
     assert v1["non_torch_increase_bytes"].value == cf.V1_NON_TORCH_BYTES
     assert NON_TORCH_INCREASE.value == cf.V2_NON_TORCH_BYTES
     single_gpu_v2 = []
-    for name in recordings.list_recordings(RESULTS, "h200", "capacity", "vllm-ledger."):
-        rec = _rec("h200", name)
+    for name in recordings.list_recordings(RESULTS, cf.MEASURED_ON, "capacity", "vllm-ledger."):
+        rec = _rec(cf.MEASURED_ON, name)
         log = rec.data["run"]["result"].get("log") or {}
         if ("non_torch_increase_bytes" in rec.measurements and log.get("model_runner") == "v2"
                 and int(rec.provenance["settings"].get("tensor_parallel_size") or 1) == 1):
@@ -52,7 +52,7 @@ def test_v1_runner_numbers() -> None:
 
 
 def test_v1_pool_reason_quotes_the_log() -> None:
-    v1 = _rec("h200", cf.V1_RUN)
+    v1 = _rec(cf.MEASURED_ON, cf.V1_RUN)
     log = v1.data["run"]["result"]["log"]
     modes = log["cudagraph_estimate_per_mode"]
     reason = _reason(cf.V1_POOL)
@@ -66,7 +66,7 @@ def test_v1_pool_reason_quotes_the_log() -> None:
 
 
 def test_compiled_tp_numbers() -> None:
-    run = _rec("h200", cf.TP_GRAPHS_RUN)
+    run = _rec(cf.MEASURED_ON, cf.TP_GRAPHS_RUN)
     assert run["peak_activation_bytes"].value == cf.TP_GRAPHS_PEAK_BYTES
     assert run["num_gpu_blocks"].value == cf.TP_GRAPHS_BLOCKS_MEASURED
     assert _predicted(run)["num_gpu_blocks"].value == cf.TP_GRAPHS_BLOCKS_PREDICTED
@@ -82,7 +82,7 @@ def test_seed_numbers() -> None:
 def test_the_memory_on_top_bands_are_the_mechanisms_arithmetic() -> None:
     """Below the budget by at most the predicted peak; above it by at most context + pool + the largest
     slack of the other runs - peak: a run whose slack exceeds every other run's would fall outside."""
-    others = cf.recorded_on_top(RESULTS, "h200")
+    others = cf.recorded_on_top(RESULTS, cf.MEASURED_ON)
     if not others:
         pytest.skip("no H200 ledger recordings in this checkout")
     under = cf.peak_released_mark(2 * GiB, 100 * GiB).kwargs["expected"]
@@ -95,7 +95,7 @@ def test_the_memory_on_top_bands_are_the_mechanisms_arithmetic() -> None:
 
 
 def test_the_smaller_quoted_differences() -> None:
-    v1, tp = _rec("h200", cf.V1_RUN), _rec("h200", cf.TP_GRAPHS_RUN)
+    v1, tp = _rec(cf.MEASURED_ON, cf.V1_RUN), _rec(cf.MEASURED_ON, cf.TP_GRAPHS_RUN)
     assert f"{(cf.V1_NON_TORCH_BYTES - cf.V2_NON_TORCH_BYTES) / MiB:.0f} MiB" == "8 MiB"
     blocks_short = _predicted(v1)["num_gpu_blocks"].value - v1["num_gpu_blocks"].value
     assert f"{blocks_short:.0f} blocks" in _reason(cf.V1_AVAILABLE)
@@ -118,8 +118,8 @@ def test_the_seed_graph_budget_figures() -> None:
 
 
 def test_the_graph_pool_reason_is_read_from_the_recordings() -> None:
-    reason = cf.graph_pool_reason(RESULTS, "h200")
-    example = _rec("h200", cf.GRAPH_POOL_EXAMPLE)
-    twin = _rec("h200", cf.GRAPH_POOL_EXAMPLE.replace(".graphs", ".eager"))
+    reason = cf.graph_pool_reason(RESULTS, cf.MEASURED_ON)
+    example = _rec(cf.MEASURED_ON, cf.GRAPH_POOL_EXAMPLE)
+    twin = _rec(cf.MEASURED_ON, cf.GRAPH_POOL_EXAMPLE.replace(".graphs", ".eager"))
     assert (f"(qwen2.5-7b: {example['available_kv_bytes'].value / 1e9:.2f} GB with graphs vs "
             f"{twin['available_kv_bytes'].value / 1e9:.2f} GB eager)") in reason

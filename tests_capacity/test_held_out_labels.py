@@ -8,11 +8,12 @@ import subprocess
 from datetime import datetime
 from pathlib import Path
 
+import capacity_findings as cf
 import pytest
 from held_out_labels import COMMITTED_BEFORE_THE_THEORY, THEORY_FILE, THEORY_FIRST_COMMIT, THEORY_FIRST_COMMITTED_AT
 
 REPO = Path(__file__).resolve().parents[1]
-CAPACITY = REPO / "results" / "h200" / "capacity"
+CAPACITY = REPO / "results" / cf.MEASURED_ON / "capacity"  # the card the relabelled ledgers were recorded on
 
 
 def _first_commit(path: str) -> tuple[str, datetime] | None:

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 import flashattn_synthetic_ncu as synth
-from flashattn_findings import COUNTERS
+from flashattn_findings import COUNTERS, MEASURED_ON
 
 from pytest_anatomy import recordings
 from pytest_anatomy.kernels.flashattn import registry
@@ -46,7 +46,7 @@ def _import_and_replay(tmp_path: Path, report: Path, manifest: Path) -> subproce
                          cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
     assert cli.returncode == 0, cli.stdout + cli.stderr
     assert f"{RECORDINGS + 2} written" in cli.stdout  # the recordings and both raw files
-    names = recordings.list_recordings(results, "h200", "flashattn", "ncu.fa2.")
+    names = recordings.list_recordings(results, MEASURED_ON, "flashattn", "ncu.fa2.")
     assert len(names) == RECORDINGS
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",

@@ -33,6 +33,9 @@ DEVICE_README = Path(__file__).resolve().parents[2] / "shared" / "device" / "lla
 LOG_ROUNDING = "llama.cpp logs MiB with 2 decimals: the byte count is within half a hundredth of a MiB"
 
 
+# The card the shared README's quoted load log was measured on (../shared/device/llama/README.md).
+LOG_CARD = "h200"
+
 def test_block_sizes_match_gguf_py():
     gguf = pytest.importorskip("gguf", reason="pip install -e '.[llama]' (gguf-py)")
     for name, t in GGML_TYPES.items():
@@ -163,7 +166,7 @@ def test_h200_f16_load_log(f16_log, reconcile, kind, device, predict):
     """Every buffer line of the F16 load the device README quotes, from the header alone."""
     pred = predict(_q("qwen2.5-0.5b", "F16"))
     reconcile(f"llamacpp_{kind.lower()}_buffer_{device}", pred, f16_log.buffer(kind, device), abs=MIB_HALF_STEP,
-              why=LOG_ROUNDING, model="qwen2.5-0.5b", hardware="h200")
+              why=LOG_ROUNDING, model="qwen2.5-0.5b", hardware=LOG_CARD)
 
 
 @pytest.mark.parametrize("device,logged_mib", [("CUDA0", 373.73), ("CPU_Mapped", 137.94)])
@@ -172,14 +175,14 @@ def test_h200_q4_k_m_model_buffers(reconcile, device, logged_mib):
     h = _q("qwen2.5-0.5b", "Q4_K_M")
     pred = lm.model_buffer_gpu(h) if device == "CUDA0" else lm.model_buffer_host(h)
     reconcile(f"llamacpp_model_buffer_{device}", pred, logged_mib * MiB, abs=MIB_HALF_STEP, why=LOG_ROUNDING,
-              model="qwen2.5-0.5b", hardware="h200")
+              model="qwen2.5-0.5b", hardware=LOG_CARD)
 
 
 def test_h200_q4_k_m_file_size(reconcile):
     """llama-quantize's output, 373.71 MiB (the README's figure, as print_info's `file size` line prints it)."""
     h = _q("qwen2.5-0.5b", "Q4_K_M")
     reconcile("gguf_tensor_bytes", gguf_mix.tensor_bytes(h.tensors, "Q4_K_M"), 373.71 * MiB, abs=MIB_HALF_STEP,
-              why=LOG_ROUNDING, model="qwen2.5-0.5b", hardware="h200")
+              why=LOG_ROUNDING, model="qwen2.5-0.5b", hardware=LOG_CARD)
 
 
 def test_log_without_buffer_lines_says_how_to_get_them():
