@@ -5,6 +5,7 @@ torch, vllm or triton."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -55,13 +56,17 @@ class Reconciler:
         hardware: str | None = None,
         kind: str = "prediction",
         budget: Mapping[str, float] | None = None,
+        finding_band: tuple[float, float] | None = None,
     ) -> Reconciliation:
         """kind   -- what the check is evidence of (reconcile.RECONCILIATION_KINDS): "prediction"
                      unless it checks the engine's own arithmetic ("identity"), the point a constant
                      was fitted on ("fit"), another tool's computed columns ("replay") or an echoed
                      setting ("setting").
         budget -- the tolerance as named relative terms ({"repeat_scatter": 0.01, ...}); rel is
-                  their sum, and the report shows the sum. Give either budget or rel/abs/ratio."""
+                  their sum, and the report shows the sum. Give either budget or rel/abs/ratio.
+        finding_band -- the covering finding's band (measured/predicted), computed at run time from runs other
+                  than the one checked (e.g. earlier sessions' ratios carried into this run's calibration); it
+                  replaces the mark's static `expected`, and is refused where no finding covers `name`."""
         __tracebackhide__ = True
         if budget is not None:
             if rel or abs or ratio is not None:
@@ -73,6 +78,14 @@ class Reconciler:
         target = _param(self._item, "target")
         hardware = hardware or getattr(target, "name", None) or _provenance_hardware(measured)
         mark = mark_for(self._marks, name, hardware)
+        if finding_band is not None:
+            if mark is None:
+                raise ValueError(f"{name}: finding_band={finding_band} but no finding mark covers it on "
+                                 f"{hardware or 'this target'}: remove finding_band or mark the finding")
+            lo, hi = (float(x) for x in finding_band)
+            if not 0 <= lo <= hi:
+                raise ValueError(f"{name}: finding_band={finding_band} needs 0 <= lo <= hi")
+            mark = dataclasses.replace(mark, expected=(round(lo, 4), round(hi, 4)))
         recon = compare(
             name, predicted, measured, tolerance,
             finding=mark.to_dict() if mark else None,

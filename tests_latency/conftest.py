@@ -285,11 +285,13 @@ def _beside_or_none(rec: Any, name: str, beside: Any) -> Any:
         return None
 
 
-def build_transfer_setup(calibrated: Setup, rec: Any, target: Any, beside: Any = None) -> Setup:
+def build_transfer_setup(calibrated: Setup, rec: Any, target: Any, beside: Any = None, *,
+                         eta_from_gemms: bool = True) -> Setup:
     """Llama-3.1-8B on the same GPU and vLLM 0.26.0 settings, predicted with the calibration
     fitted on Qwen2.5-7B (`calibrated`: t_overhead and eta) and the engine and ceilings of Llama's
     own session: the overhead calibrated on a different model than the one tested.
-    No Llama run is a fit point (fits=()), so every check on it is held out."""
+    No Llama run is a fit point (fits=()), so every check on it is held out. eta_from_gemms=False keeps
+    `calibrated`'s eta even where Llama's session timed GEMMs at its shapes (the earlier sessions' recipe)."""
     llama = load_model("llama-3.1-8b")
     b1 = rec("llama-3.1-8b.decode.b1", beside=beside)
     engine = rec("llama-3.1-8b.engine", beside=b1)
@@ -304,7 +306,9 @@ def build_transfer_setup(calibrated: Setup, rec: Any, target: Any, beside: Any =
                                       compute_efficiency=calibrated.calib.compute_efficiency,
                                       fitted_on=calibrated.calib.fitted_on, notes=calibrated.calib.notes)
     ceil = rec("ceilings", suite="ceilings", beside=b1)
-    calib = cal.with_gemm_efficiency(calib, llama, cal.gemm_seconds(ceil.measurements), rec_ceilings(rec, target, b1).peak)
+    if eta_from_gemms:
+        calib = cal.with_gemm_efficiency(calib, llama, cal.gemm_seconds(ceil.measurements),
+                                         rec_ceilings(rec, target, b1).peak)
     sched = sv.SchedulerConfig(int(engine["resolved.max_num_seqs"].value),
                                int(engine["resolved.max_num_batched_tokens"].value),
                                int(engine["resolved.num_gpu_blocks"].value), int(engine["resolved.block_size"].value))
@@ -367,12 +371,14 @@ def setup_beside(qwen: ModelSpec, session_rec: Any, target: Any, engine_setup: S
     """setup_beside(model, rec): the setup of the session that measured `rec` (a run is never
     predicted with another session's engine limits or clocks). Llama's carries the Qwen calibration
     that existed when the run was measured (the newest at or before it): a held-out run is predicted
-    with what was known then, never with a later refit."""
-    def build(model: str, rec: Any) -> Setup:
+    with what was known then, never with a later refit. eta_from_gemms=False: the same session calibrated as
+    the sessions before GEMM timings were (eta fitted on the 8,192 prefill), to carry their bands over."""
+    def build(model: str, rec: Any, eta_from_gemms: bool = True) -> Setup:
         if model == qwen.name:
-            return build_engine_setup(qwen, session_rec, target, beside=rec)
-        calibrated = build_engine_setup(qwen, session_rec, target, not_after=rec.recorded_at)
-        return build_transfer_setup(calibrated, session_rec, target, beside=rec)
+            return build_engine_setup(qwen, session_rec, target, beside=rec, eta_from_gemms=eta_from_gemms)
+        calibrated = build_engine_setup(qwen, session_rec, target, not_after=rec.recorded_at,
+                                        eta_from_gemms=eta_from_gemms)
+        return build_transfer_setup(calibrated, session_rec, target, beside=rec, eta_from_gemms=eta_from_gemms)
     return build
 
 def pytest_anatomy_live_plan(config: pytest.Config, items: list[pytest.Item]) -> list[dict]:

@@ -75,27 +75,33 @@ def decode_step_marks(model: str, b: int) -> tuple[pytest.MarkDecorator, ...]:
 
 
 # measured / steady-state closed form at C=64 (test_saturation_throughput), keyed by the model whose band it
-# sets: each model's band is the OTHER model's ratio (newest recordings), +- OTHER_SESSION_NOISE.
-# Both ratios with eta fitted on the 8,192 prefill (Llama's session timed no GEMMs); STEADY_STATE_SHIFT carries a band
-# to the model's own prediction: its closed form with the prefill-fitted eta / with the GEMM-timed eta (1: the same).
+# sets: each model's band is the OTHER model's ratio (newest recordings), +- OTHER_SESSION_NOISE. Both ratios with
+# eta fitted on the 8,192 prefill (the recipe every session has); the band is carried to the run checked by the shift
+# the theory computes for THAT run at test time (its closed form with the prefill-fitted eta / with the eta its
+# session's GEMM timings give; 1 where it timed none), so a new session is judged in its own calibration.
 STEADY_STATE_RATIO_OTHER_MODEL: dict[str, float] = {"qwen2.5-7b": 0.8928, "llama-3.1-8b": 0.9092}
-STEADY_STATE_SHIFT: dict[str, float] = {"qwen2.5-7b": 0.9284, "llama-3.1-8b": 1.0}
+
+
+def steady_state_band(model: str, shift: float) -> tuple[float, float]:
+    return other_session_band(STEADY_STATE_RATIO_OTHER_MODEL[model] * shift)
+
+
 PROMPT_STEPS_SLOWER = (
     "A closed loop at C=64 delivers less than its steady state minus the named terms (ramp-up and drain, the "
     "decode step's per-sequence miss at b=64, noise): the steps that carry a new 1,024-token prompt beside ~63 "
     "decodes run in ~35-60 ms where the step model says ~25 ms (h200-ttft-short-prefill-and-frontend), and a "
     "request spends ~4 such steps per 256 tokens. Measured on both models alike: the band of each is the other's "
     "ratio (0.893 for Llama-3.1-8B on 2026-11-30, 0.909 for Qwen2.5-7B on 2026-12-01, both with eta fitted on the "
-    "8,192 prefill), +-2.5%. Qwen's run of 2026-12-01 is predicted with eta from the session's GEMM timings, whose "
-    "faster prompt steps (h200-prefill-above-its-gemms) lower its ratio to 0.844: its band is carried over by the "
-    "shift the theory computes for that run (its closed form with the fitted eta / with the GEMMs', 0.928).")
+    "8,192 prefill), +-2.5%. A run predicted with eta from its session's GEMM timings (Qwen's since 2026-12-01 "
+    "06:44) has faster prompt steps (h200-prefill-above-its-gemms) and a lower ratio (0.844 that session): its "
+    "band is carried over by the shift the theory computes for that run at test time (its closed form with the "
+    "fitted eta / with the GEMMs'; 0.928 on 06:44).")
 
 
 def steady_state_marks(model: str) -> tuple[pytest.MarkDecorator, ...]:
+    """The band is set at test time (steady_state_band with the run's own shift: reconcile(finding_band=))."""
     return (pytest.mark.finding("h200-prompt-steps-slower-than-modeled", reason=PROMPT_STEPS_SLOWER,
-                                quantity="output_throughput_steady_state", hardware=MEASURED_ON,
-                                expected=other_session_band(STEADY_STATE_RATIO_OTHER_MODEL[model]
-                                                            * STEADY_STATE_SHIFT[model])),)
+                                quantity="output_throughput_steady_state", hardware=MEASURED_ON),)
 
 
 # --- test_latency_steps.py -------------------------------------------------------------------
@@ -246,38 +252,56 @@ POISSON = ("0.25", "0.5", "0.8", "1", "1.3")  # Poisson rates as fractions of th
 # oversubscribed 1.06x: its quantities carry the regime in their name (test_latency_load._regime).
 HEAVY = "_heavily_oversubscribed"
 
-# Bands carried over to the newest Qwen2.5-7B load runs (2026-12-01 06:44), the first predicted with eta from the
-# session's GEMM timings. The earlier sessions' eta was fitted on the 8,192-token prefill, which absorbs the prefill's
-# non-GEMM work (h200-prefill-above-its-gemms), so their ratios are not this run's. Carried: each earlier run's
-# measured/predicted, +- its own and the newest run's repeat scatter (2 standard errors), times the calibration shift:
-# the newest run's prediction with the earlier recipe / with the GEMMs' (the theory's own arithmetic on the same
-# workload, never its measurement). test_carried_bands_are_the_recorded_ones recomputes every number.
-CARRIED_FROM_NEWEST = "2026-12-01T06:44:22.000000Z"
+# Bands carried from the Qwen2.5-7B load runs recorded before the first predicted with eta from its session's GEMM
+# timings (2026-12-01 06:44, FIRST_WITH_GEMM_TIMINGS) to every run checked. Those runs' eta was fitted on the
+# 8,192-token prefill, which absorbs the prefill's non-GEMM work (h200-prefill-above-its-gemms), so their ratios are
+# not a GEMM-timed run's. Carried: each earlier run's measured/predicted, +- its own and the checked run's repeat
+# scatter (2 standard errors), times the checked run's calibration shift: its prediction with the earlier recipe /
+# with its own (the theory's arithmetic on the same workload, never its measurement), computed at test time.
+# test_carried_bands_are_the_recorded_ones recomputes the earlier runs' numbers.
+FIRST_WITH_GEMM_TIMINGS = "2026-12-01T06:44:22.000000Z"
 
 
 @dataclass(frozen=True)
 class Carried:
+    """The earlier sessions' (ratio, repeat scatter) of one quantity, eta fitted on the 8,192 prefill. The run
+    checked brings its own repeat scatter and calibration shift (its prediction with that recipe / with its own),
+    both computed at test time: band() puts the earlier runs in the checked run's frame."""
     earlier: tuple[tuple[float, float], ...]  # (ratio, scatter) of each earlier run, oldest first
-    newest_scatter: float
-    shift: float
 
-    def band(self) -> tuple[float, float]:
-        lo = min(r * (1 - e - self.newest_scatter) for r, e in self.earlier) * self.shift
-        hi = max(r * (1 + e + self.newest_scatter) for r, e in self.earlier) * self.shift
+    def band(self, scatter: float, shift: float) -> tuple[float, float]:
+        lo = min(r * (1 - e - scatter) for r, e in self.earlier) * shift
+        hi = max(r * (1 + e + scatter) for r, e in self.earlier) * shift
         return (round(lo, 4), round(hi, 4))
 
     def describe(self) -> str:
         return (f" Band carried from the earlier sessions ({', '.join(f'{r:.3f}' for r, _ in self.earlier)}, eta fitted "
-                f"on the 8,192 prefill) x {self.shift:.4f}, the shift the theory computes for this run when eta comes "
-                "from the GEMM timings, +- both runs' repeat scatter.")
+                "on the 8,192 prefill) x the shift the theory computes for the run checked when its eta comes from "
+                "GEMM timings (1 without them), +- both runs' repeat scatter: set at test time.")
 
 
 CARRIED: dict[str, Carried] = {
-    "poisson.f1:ttft_p50": Carried(((1.8715, 0.1781), (1.9288, 0.1577)), 0.1721, 1.1491),
-    "poisson.f1:engine_ttft_p50": Carried(((1.5437, 0.1247), (1.4358, 0.1514)), 0.1762, 1.1491),
-    "poisson.f1:itl_median": Carried(((1.0943, 0.0338), (1.0913, 0.0303)), 0.0314, 1.0162),
-    "overload:itl_mean": Carried(((1.0576, 0.0114), (1.0766, 0.0539)), 0.0539, 1.0324),
+    "poisson.f1:ttft_p50": Carried(((1.8715, 0.1781), (1.9288, 0.1577))),
+    "poisson.f1:engine_ttft_p50": Carried(((1.5437, 0.1247), (1.4358, 0.1514))),
+    "poisson.f1:itl_median": Carried(((1.0943, 0.0338), (1.0913, 0.0303))),
+    "overload:itl_mean": Carried(((1.0576, 0.0114), (1.0766, 0.0539))),
 }
+@dataclass(frozen=True)
+class StepCarried:
+    """A band from one run of the same session as the run checked (its isolated decode step): that step's (ratio,
+    budget) and the checked run's own budget, all recorded; test_closed_itl_bands_are_the_decode_steps recomputes
+    them."""
+    earlier: tuple[tuple[float, float], ...]
+    newest_scatter: float
+
+    def band(self) -> tuple[float, float]:
+        return Carried(self.earlier).band(self.newest_scatter, 1.0)
+
+
+# Carried quantities whose ratio straddles their goal (10% for ITL) from one calibration to the other: within it
+# with the prefill-fitted eta (1.058-1.094), beyond it with the GEMMs' (x 1.016-1.032): such a finding may resolve in
+# one session and not the next, so it passes as an XPASS when it does (strict=False) instead of failing.
+STRADDLING_THE_GOAL = frozenset({"poisson.f1:itl_median", "overload:itl_mean"})
 
 
 TTFT_FINDING = pytest.mark.finding("h200-ttft-short-prefill-and-frontend", hardware=MEASURED_ON, quantity="ttft_p50",
@@ -303,8 +327,7 @@ LLAMA_TTFT_REASON = (
 TTFT_MARKS = {
     **{(QWEN, f): (TTFT_FINDING, ENGINE_TTFT_FINDING) for f in POISSON},
     (QWEN, "1"): tuple(pytest.mark.finding("h200-ttft-short-prefill-and-frontend", hardware=MEASURED_ON, quantity=q,
-                                           reason=TTFT_FINDING.kwargs["reason"] + CARRIED[f"poisson.f1:{q}"].describe(),
-                                           expected=CARRIED[f"poisson.f1:{q}"].band())
+                                           reason=TTFT_FINDING.kwargs["reason"] + CARRIED[f"poisson.f1:{q}"].describe())
                        for q in ("ttft_p50", "engine_ttft_p50")),
     (LLAMA, "0.8"): (pytest.mark.finding("h200-ttft-short-prefill-and-frontend", hardware=MEASURED_ON, quantity="ttft_p50",
                                          reason=LLAMA_TTFT_REASON, expected=(1.3, 2.2)),),
@@ -338,7 +361,7 @@ ITL_MARKS = {
                                       reason=ITL_UNDER_LOAD + SESSIONS, expected=(1.05, 1.25), strict=False),
                   pytest.mark.finding("h200-itl-under-load", hardware=MEASURED_ON, quantity="itl_median",
                                       reason=ITL_UNDER_LOAD + CARRIED["poisson.f1:itl_median"].describe(),
-                                      expected=CARRIED["poisson.f1:itl_median"].band())),
+                                      strict="poisson.f1:itl_median" not in STRADDLING_THE_GOAL)),
     (QWEN, "1.3"): (pytest.mark.finding("h200-itl-under-load", hardware=MEASURED_ON, reason=ITL_UNDER_LOAD + SESSIONS,
                                         expected=(1.05, 1.25), strict=False),),
     (LLAMA, "1.3"): (pytest.mark.finding("h200-itl-under-load", hardware=MEASURED_ON, reason=(
@@ -383,7 +406,7 @@ OVERLOAD_MARKS = {
 OVERLOAD_ITL_MARKS = {
     QWEN: (pytest.mark.finding("h200-itl-under-load", hardware=MEASURED_ON, quantity="itl_mean",
                                reason=ITL_UNDER_LOAD + CARRIED["overload:itl_mean"].describe(),
-                               expected=CARRIED["overload:itl_mean"].band()),),
+                               strict="overload:itl_mean" not in STRADDLING_THE_GOAL),),
 }
 # A pool oversubscribed ~1.6x (128 prompts against a pinned ~225k-token pool) queues differently from one
 # oversubscribed 1.06x (the whole 2M-token pool): its quantities carry the regime in their name, and its
@@ -401,16 +424,16 @@ HEAVY_MARKS = (pytest.mark.finding(MIXED_PREFILL, hardware=MEASURED_ON, quantity
 # that miss: band = that step's measured/predicted +- its budget and the closed run's own (never the closed run's
 # ratio). (ratio, budget) of the decode step, the closed run's budget; test_closed_itl_bands_are_the_decode_steps
 # recomputes them, and checks that a case is listed exactly when its decode step misses beyond its budget.
-CLOSED_ITL_FROM_DECODE: dict[tuple[str, int], Carried] = {
-    (QWEN, 8): Carried(((1.0180, 0.0088),), 0.0087, 1.0),
-    (QWEN, 32): Carried(((1.0330, 0.0082),), 0.0083, 1.0),
-    (QWEN, 64): Carried(((1.0429, 0.0084),), 0.0085, 1.0),
+CLOSED_ITL_FROM_DECODE: dict[tuple[str, int], StepCarried] = {
+    (QWEN, 8): StepCarried(((1.0180, 0.0088),), 0.0087),
+    (QWEN, 32): StepCarried(((1.0330, 0.0082),), 0.0083),
+    (QWEN, 64): StepCarried(((1.0429, 0.0084),), 0.0085),
 }
 # Closed loop at C = 1: the throughput is the inverse of a b=1 decode step (plus one prefill in ~60 steps), so where
 # the same session's isolated b=1 step misses beyond its budget, the band is the inverse of its ratio +- its budget and
 # the closed run's own ((1 / ratio, budget) of the step, the run's mean-ITL budget; recomputed by the same test).
-CLOSED_THROUGHPUT_FROM_DECODE: dict[tuple[str, int], Carried] = {
-    (LLAMA, 1): Carried(((1.0146, 0.0063),), 0.0073, 1.0),
+CLOSED_THROUGHPUT_FROM_DECODE: dict[tuple[str, int], StepCarried] = {
+    (LLAMA, 1): StepCarried(((1.0146, 0.0063),), 0.0073),
 }
 
 

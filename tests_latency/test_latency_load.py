@@ -82,16 +82,31 @@ def itl_budget(setup, res: sv.SimResult, rec, stat: str) -> dict[str, float]:
     return step_budget(setup, pred, mean_scatter(rec, "aggregate.itl_s"), compute_share=share)
 
 
-def _reconcile_itl(reconcile, setup, res: sv.SimResult, rec, budgeted: tuple[str, ...] = ()) -> None:
+def _reconcile_itl(reconcile, setup, res: sv.SimResult, rec, budgeted: tuple[str, ...] = (),
+                   bands: dict[str, tuple[float, float] | None] | None = None) -> None:
     """Median and mean ITL of a run against its simulation: both, since the median hides the
     prompt-carrying steps the mean includes. The stats in `budgeted` ("p50", "mean") are held to their noise
-    budget (itl_budget); the others still to the decode target."""
+    budget (itl_budget); the others still to the decode target. `bands`: finding bands set at test time."""
     for name, stat, key in (("itl_median", "p50", "median"), ("itl_mean", "mean", "mean")):
         pred, measured = sv.as_prediction(res, "itl", stat, "s", _label(rec)), rec[f"aggregate.itl_s.{key}"]
+        band = (bands or {}).get(name)
         if stat in budgeted:
-            reconcile(name, pred, measured, budget=itl_budget(setup, res, rec, stat), why=ITL_BUDGET_WHY, **_kw(setup))
+            reconcile(name, pred, measured, budget=itl_budget(setup, res, rec, stat), why=ITL_BUDGET_WHY,
+                      finding_band=band, **_kw(setup))
         else:
-            reconcile(name, pred, measured, rel=0.10, why=ITL_WHY, **_kw(setup))
+            reconcile(name, pred, measured, rel=0.10, why=ITL_WHY, finding_band=band, **_kw(setup))
+
+
+def carried_band(request, model: str, rec, quantity: str, setup) -> tuple[float, float] | None:
+    """lf.CARRIED's band for this run's `quantity`, put in this run's frame at test time: its own repeat scatter,
+    and its calibration shift (its prediction with the earlier sessions' recipe, eta fitted on the 8,192 prefill,
+    over its prediction with its own; 1 where its session timed no GEMMs). None where no carried finding applies."""
+    carried = lf.CARRIED.get(f"{rec.name.split('.', 1)[1]}:{quantity}")
+    if carried is None or model != QWEN or setup.label != lf.MEASURED_ON:
+        return None
+    fitted = request.getfixturevalue("setup_beside")(model, rec, eta_from_gemms=False)
+    ratio, scatter = load_ratio(setup, rec, quantity)
+    return carried.band(scatter, ratio / load_ratio(fitted, rec, quantity)[0])
 
 
 def _setup(request, model: str, rec):
@@ -170,12 +185,16 @@ def test_saturation_throughput(model, request, latency_recording, reconcile):
                         notes=(*steady.notes, engine_setup.calib.describe()))
     terms = steady_state_terms(engine_setup, rec, latency_recording)
     lo = (1 - transient) * (1 - sum(terms.values()))
+    band = None
+    if engine_setup.label == lf.MEASURED_ON:  # the finding's band, in this run's calibration (lf.steady_state_band)
+        fitted = request.getfixturevalue("setup_beside")(model, rec, eta_from_gemms=False)
+        band = lf.steady_state_band(model, _steady_closed_form(fitted, rec).value / steady.value)
     reconcile("output_throughput_steady_state", steady, measured_tput, ratio=(round(lo, 4), 1.0),
               why=f"a bound, not a point: a finite run cannot beat its steady state (measured/predicted <= 1); below, "
                   f"the ramp-up and drain simulate puts at {transient:.1%} of this run ({res.output_throughput:.0f} "
                   f"vs {steady_sim:.0f} tok/s steady), then the step model's known miss and the noise: "
                   f"(1 - {transient:.3f}) x (1 - " + " - ".join(f"{k.replace('_', ' ')} {v:.4f}" for k, v in terms.items())
-                  + f") = {lo:.4f}", **_kw(engine_setup))
+                  + f") = {lo:.4f}", finding_band=band, **_kw(engine_setup))
 
 
 def steady_state_terms(setup, rec, latency_recording) -> dict[str, float]:
@@ -273,12 +292,14 @@ def test_poisson_ttft_p50_below_the_knee(model, factor, request, latency_recordi
     assert s["rate"] < knee, f"{s['rate']:.1f} req/s is not below the predicted knee ({knee:.1f} req/s)"
     res = _sim(engine_setup, rec)
     pred = sv.as_prediction(res, "ttft", "p50", "s", _label(rec))
-    reconcile("ttft_p50", pred, rec["aggregate.ttft_s.median"], rel=0.25, why=TTFT_WHY, **_kw(engine_setup))
+    reconcile("ttft_p50", pred, rec["aggregate.ttft_s.median"], rel=0.25, why=TTFT_WHY,
+              finding_band=carried_band(request, model, rec, "ttft_p50", engine_setup), **_kw(engine_setup))
     # Engine-side TTFT (no frontend): queue + prefill medians; below the knee queue is ~10 us.
     q, p = rec["aggregate.engine.queue_s.median"], rec["aggregate.engine.prefill_s.median"]
     engine = Measurement(q.value + p.value, "s", source=p.source,
                          provenance={**p.provenance, "derived": "median queue_s + median prefill_s (engine clock)"})
-    reconcile("engine_ttft_p50", pred, engine, rel=0.25, why=TTFT_WHY, **_kw(engine_setup))
+    reconcile("engine_ttft_p50", pred, engine, rel=0.25, why=TTFT_WHY,
+              finding_band=carried_band(request, model, rec, "engine_ttft_p50", engine_setup), **_kw(engine_setup))
 
 
 
@@ -308,7 +329,8 @@ def test_poisson_itl_mean_and_median(model, factor, request, latency_recording, 
     rec = latency_recording(f"{model}.poisson.f{factor}")
     engine_setup = _setup(request, model, rec)
     res = _sim(engine_setup, rec)
-    _reconcile_itl(reconcile, engine_setup, res, rec)
+    _reconcile_itl(reconcile, engine_setup, res, rec,
+                   bands={"itl_median": carried_band(request, model, rec, "itl_median", engine_setup)})
 
 
 @pytest.mark.gpu
@@ -352,7 +374,8 @@ def test_overload_latency_and_throughput(model, request, latency_recording, reco
               rec["aggregate.output_throughput_tok_per_s"], rel=0.10, why=TPUT_WHY, **kw)
     reconcile("ttft_p50", sv.as_prediction(res, "ttft", "p50", "s", label), rec["aggregate.ttft_s.median"],
               rel=0.25, why="the TTFT target (25%)", **kw)
-    _reconcile_itl(reconcile, engine_setup, res, rec)
+    _reconcile_itl(reconcile, engine_setup, res, rec,
+                   bands={"itl_mean": carried_band(request, model, rec, "itl_mean", engine_setup)})
 
 
 HEAVY_ABOVE = 1.3  # demand / pool above which a run is the heavy regime (the runs: 1.06 and 1.58)
@@ -426,20 +449,16 @@ def test_steady_state_bands_are_the_other_models_ratios(request, qwen, session_r
                                                        latency_recording):
     """Each model's steady-state finding band is the other model's measured / closed-form ratio at C=64
     (same engine, same card), recomputed here from the newest recordings: never retyped. Both ratios are taken
-    with eta fitted on the 8,192 prefill (Llama's session timed no GEMMs); Qwen's own band is then carried to its
-    GEMM-eta prediction by STEADY_STATE_SHIFT, that prediction's ratio to the prefill-fitted one on Qwen's run."""
+    with eta fitted on the 8,192 prefill, the recipe every session has (lf.steady_state_band carries them to the
+    run checked at test time)."""
     build_engine_setup, _ = setup_builders
-    ratios, shift = {}, {}
+    ratios = {}
     for model in SETUP_FIXTURE:
         rec = latency_recording(f"{model}.closed.c64")
-        setup = _setup(request, model, rec)
-        fitted = (build_engine_setup(qwen, session_rec, target, beside=rec, eta_from_gemms=False) if model == QWEN
-                  else setup)
+        fitted = request.getfixturevalue("setup_beside")(model, rec, eta_from_gemms=False)
         ratios[model] = rec["aggregate.output_throughput_tok_per_s"].value / _steady_closed_form(fitted, rec).value
-        shift[model] = _steady_closed_form(fitted, rec).value / _steady_closed_form(setup, rec).value
     for model, other in ((QWEN, LLAMA), (LLAMA, QWEN)):
         assert lf.STEADY_STATE_RATIO_OTHER_MODEL[model] == pytest.approx(ratios[other], abs=5e-5), model
-        assert lf.STEADY_STATE_SHIFT[model] == pytest.approx(shift[model], abs=5e-5), model
 
 
 # --- bands carried over from the sessions calibrated before GEMM timings existed -----------------------
@@ -463,8 +482,8 @@ def load_ratio(setup, rec, quantity: str) -> tuple[float, float]:
 @pytest.mark.gpu
 @pytest.mark.targets(recorded="qwen2.5-7b.closed.", live=False)
 def test_carried_bands_are_the_recorded_ones(request, qwen, session_rec, target, setup_builders):
-    """latency_findings.CARRIED (the earlier sessions' ratios and scatters, the newest run's scatter, and the
-    calibration shift the theory computes on the newest run) recomputed from the recordings."""
+    """latency_findings.CARRIED (the earlier sessions' ratios and scatters, eta fitted on the 8,192 prefill)
+    recomputed from the recordings: every recorded run before the first with GEMM timings (FIRST_WITH_GEMM_TIMINGS)."""
     from pytest_anatomy import recordings
     from pytest_anatomy.session import get_session
 
@@ -472,17 +491,12 @@ def test_carried_bands_are_the_recorded_ones(request, qwen, session_rec, target,
     results = get_session(request.config).settings.results_dir
     for key, carried in lf.CARRIED.items():
         run, quantity = key.split(":")
-        newest = session_rec(f"qwen2.5-7b.{run}")
-        assert newest.recorded_at == lf.CARRIED_FROM_NEWEST
-        gemm = build_engine_setup(qwen, session_rec, target, beside=newest)
-        fitted = build_engine_setup(qwen, session_rec, target, beside=newest, eta_from_gemms=False)
-        assert gemm.calib.efficiency_by_tokens and not fitted.calib.efficiency_by_tokens
-        shift = load_ratio(gemm, newest, quantity)[0] / load_ratio(fitted, newest, quantity)[0]
         earlier = []
         for path in recordings.candidates(results, target.name, "latency", f"qwen2.5-7b.{run}"):
             rec = recordings.load_file(path)
-            if rec.recorded_at != newest.recorded_at:
-                earlier.append(load_ratio(build_engine_setup(qwen, session_rec, target, beside=rec), rec, quantity))
-        got = (*(x for pair in earlier for x in pair), load_ratio(gemm, newest, quantity)[1], shift)
-        want = (*(x for pair in carried.earlier for x in pair), carried.newest_scatter, carried.shift)
+            if rec.recorded_at < lf.FIRST_WITH_GEMM_TIMINGS:
+                fitted = build_engine_setup(qwen, session_rec, target, beside=rec, eta_from_gemms=False)
+                earlier.append(load_ratio(fitted, rec, quantity))
+        got = tuple(x for pair in earlier for x in pair)
+        want = tuple(x for pair in carried.earlier for x in pair)
         assert got == pytest.approx(want, abs=5e-5), key

@@ -113,6 +113,26 @@ def test_finding_outside_its_expected_band_diverges(pytester: pytest.Pytester) -
     result.stdout.fnmatch_lines(["*expected measured/predicted in (0.6, 0.8), got 0.3*"])
 
 
+def test_finding_band_set_at_test_time_replaces_the_marks(pytester: pytest.Pytester) -> None:
+    """reconcile(finding_band=...) judges the finding against a band the test computes (from other runs), and is
+    refused where no finding covers the reconciliation."""
+    pytester.makepyfile("""
+        import pytest
+        @pytest.mark.finding("f1", reason="r", expected=(0.6, 0.8))
+        def test_inside_the_runtime_band(reconcile):
+            reconcile("x", 100.0, 150.0, rel=0.01, why="w", finding_band=(1.4, 1.6))
+        @pytest.mark.finding("f1", reason="r", expected=(1.4, 1.6))
+        def test_outside_the_runtime_band(reconcile):
+            reconcile("x", 100.0, 150.0, rel=0.01, why="w", finding_band=(0.6, 0.8))
+        def test_no_mark(reconcile):
+            reconcile("x", 100.0, 150.0, rel=0.01, why="w", finding_band=(1.4, 1.6))
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider", "-rxf")
+    assert result.parseoutcomes() == {"failed": 2, "finding": 1}
+    result.stdout.fnmatch_lines(["*finding 'f1' expected measured/predicted in (0.6, 0.8), got 1.5*",
+                                 "*finding_band=(1.4, 1.6) but no finding mark covers it*"])
+
+
 def test_finding_quantity_scopes_the_mark(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("""
         import pytest

@@ -47,11 +47,24 @@ def fake_measure_memory_ledger(config, settings, timeout_s=600, workdir=None, mo
                 return run["result"]
     raise RuntimeError(f"no recorded run {rid}")
 
+# Which recorded session the latency plan "measures": ANATOMY_REHEARSE_LATENCY names a batch folder under
+# results/h200/batches/ holding the plan's latency*.json (every live session since 2026-12-01 wrote one folder);
+# the default is the first session, whose two models ran as two batches.
+_FIRST_SESSION = ("20261130T003745Z/latency.json", "20261130T020239Z/latency*.json")
+
+
 def fake_run_plan(plan, config, out_dir, log=print):
-    log(f"fake latency plan {plan.kinds}")
-    main = _batches("20261130T003745Z/latency.json")[0]
-    second = [d for d in _batches("20261130T020239Z/latency*.json")] if plan.second_model else []
-    return [main] + second
+    import os
+    folder = os.environ.get("ANATOMY_REHEARSE_LATENCY")
+    log(f"fake latency plan {plan.kinds} from {folder or _FIRST_SESSION[0]}")
+    if not folder:
+        main = _batches(_FIRST_SESSION[0])[0]
+        return [main] + ([d for d in _batches(_FIRST_SESSION[1])] if plan.second_model else [])
+    docs = _batches(f"{folder}/latency*.json") + _batches(f"{folder}/latency*.json.xz")
+    if not docs:
+        raise RuntimeError(f"no latency*.json under results/h200/batches/{folder}")
+    main = [d for d in docs if not (d.get("provenance") or {}).get("second_model_of")]
+    return main + [d for d in docs if d not in main]
 
 def pytest_sessionstart(session):
     import importlib.machinery
