@@ -261,6 +261,80 @@ INSTRUCTION_HELD_OUT_TABLE: dict[str, tuple[str, str, float]] = {
     rung: ("h200-instruction-ledger-no-latency-term", INSTRUCTION_LEDGER, ratio)
     for rung, ratio in INSTRUCTION_HELD_OUT.items()}
 
+# --- rungs written after the first two runs (s9, s10): bands from the mechanism or the pre-registration ---------
+# Their first run (2026-12-01 11:09, with Nsight Compute counters at 11:11) came after the ratios above were taken,
+# so their bands are not an observed ratio: each is what the mechanism the reason names allows, computed from the
+# pre-registration, the issue ledger's fit and the earlier rungs' first-run times (test_kernel_findings_reasons and
+# test_kernels_issue_ledger recompute them), never from the time being checked.
+NEW_RUNGS_PROFILE = "2026-12-01T11:11:38Z"
+PREREG_ACCEPT = 0.15  # the ladders' acceptance band of a pre-registered time (test_kernels_ladders.ACCEPT_BAND)
+S9_PREREG_MS, S10_PREREG_MS = 2.9, 0.34  # the headers' pre-registered 4096^3 times (never edited)
+# The issue ledger's time with its latency term removed (c = c0: a pipeline that hides every staged load), over its
+# time with the fitted term, for s9 (ilp 64, 16 warps per SM): min(4, 16 / c0) over min(4, 16 / (c0 + L / 64)).
+ISSUE_LEDGER_NO_LATENCY_RATIO = {"s9-cp-async-pipeline": 0.5772}
+
+
+def ncu_metric(rung: str, metric: str, profiled_at: str = NEW_RUNGS_PROFILE) -> float:
+    """One Nsight Compute counter of a 4096^3 SGEMM rung from the profile a reason quotes; NaN where absent."""
+    path = RESULTS / f"ncu.sgemm.{rung}.{SGEMM_SHAPE}@{_stamp(profiled_at)}.json"
+    if not path.exists():
+        return float("nan")
+    return float(json.loads(path.read_text())["data"]["kernels"][0]["metrics"][metric])
+
+
+_CPI = "Warp Cycles Per Issued Instruction"
+ISSUE_LEDGER_WITHOUT_PIPELINE = (
+    "The issue ledger's latency term was fitted on s5-s7, whose k-loops wait on staged global loads between "
+    "barriers; s9 overlaps the next tile's cp.async copies with this tile's FMAs, so its warps wait less per "
+    f"instruction: ncu counts {ncu_metric('s9-cp-async-pipeline', _CPI):.2f} warp cycles per issued instruction where "
+    f"the fitted c0 + L / ilp says 6.93, and {ncu_metric('s9-cp-async-pipeline', 'Executed Ipc Active'):.2f} "
+    "instructions per cycle where the ledger says 2.31. The pre-registration's note named this miss before the "
+    "run. Band: between the ledger with no latency term at all (every load hidden: "
+    f"{ISSUE_LEDGER_NO_LATENCY_RATIO['s9-cp-async-pipeline']:.3f}x) and the ledger as fitted (1.0x).")
+LDMATRIX_KEPT_THE_COUNT = (
+    f"s10 (ldmatrix.x4 fragments, three cp.async stages) was pre-registered at {S10_PREREG_MS} ms = s8's time x 0.63, "
+    "the share of s8's instructions per mma the header counted it would still issue, at s8's pace. The pace did "
+    f"improve ({ncu_metric('s10-bf16-ldmatrix', _CPI):.1f} warp cycles per issued instruction against s8's "
+    f"{ncu_metric('s8-bf16-mma', _CPI):.1f} in the same profile; "
+    f"{ncu_metric('s10-bf16-ldmatrix', 'Executed Ipc Active'):.2f} against "
+    f"{ncu_metric('s8-bf16-mma', 'Executed Ipc Active'):.2f} instructions per cycle), but time = instructions / rate "
+    "puts s10's executed instructions at about s8's: the per-tile count the header made from the static loop body "
+    "is not what runs (address arithmetic and the stage bookkeeping of a three-stage ring). Band: between the "
+    f"pre-registration (1.0x) and no gain over s8 at all (s8's first-run {sgemm_ms('s8-bf16-mma'):.4f} ms / "
+    f"{S10_PREREG_MS} ms).")
+_FP32_TARGET_MS = sgemm_ms("s0-cublas") / 0.9
+_BF16_TARGET_MS = sgemm_ms("s0-cublas-bf16") / 0.8
+FP32_S9_BELOW_TARGET = (
+    "The best fp32 rung is now s9 (cp.async two-stage pipeline), pre-registered at "
+    f"{S9_PREREG_MS} ms = {S9_PREREG_MS / _FP32_TARGET_MS:.3f}x the 90%-of-cuBLAS target time "
+    f"({_FP32_TARGET_MS:.3f} ms from the first run's cuBLAS fp32): within its 15% it could land either side of the "
+    "target, and it lands above it. " + LATENCY_BOUND_GEMM.split(" Measured")[0].split("software pipelining")[0]
+    + "software pipelining, which s9 now has, with fewer stages (2) and more registers per thread "
+    f"(ncu: {ncu_metric('s9-cp-async-pipeline', 'Issue Slots Busy'):.0f}% of issue slots busy against cuBLAS's 86%). "
+    "Band: s9's pre-registration +-15%, in target units.")
+TC_S10_BELOW_TARGET = (
+    MMA_SYNC + f" s10 (ldmatrix, three stages) closes part of the gap: pre-registered at {S10_PREREG_MS} ms = "
+    f"{S10_PREREG_MS / _BF16_TARGET_MS:.2f}x the 80%-of-cuBLAS target time ({_BF16_TARGET_MS:.4f} ms), short of it "
+    "by design (80% needs wgmma). Band: from s10's pre-registration -15% to s8's first-run ratio to the target "
+    f"({TENSOR_CORE_TARGET_RATIO:.2f}x: the best rung is never slower than s8).")
+BANDED: dict[str, dict[str, tuple[str, str, tuple[float, float]]]] = {
+    "issue_preregistered": {
+        f"s9-cp-async-pipeline-{shape}": ("h200-issue-ledger-without-the-pipeline", ISSUE_LEDGER_WITHOUT_PIPELINE,
+                                          (ISSUE_LEDGER_NO_LATENCY_RATIO["s9-cp-async-pipeline"], 1.0))
+        for shape in ("4096x4096x4096", "2048x18944x3584", "32x18944x3584")},
+    "preregistered": {
+        "s10-bf16-ldmatrix-4096x4096x4096": ("h200-ldmatrix-kept-the-instruction-count", LDMATRIX_KEPT_THE_COUNT,
+                                             (1.0, round(sgemm_ms("s8-bf16-mma") / S10_PREREG_MS, 4)))},
+    "single": {
+        "test_best_fp32_rung_vs_cublas": ("h200-fp32-below-cublas-target", FP32_S9_BELOW_TARGET,
+                                          (round(S9_PREREG_MS * (1 - PREREG_ACCEPT) / _FP32_TARGET_MS, 4),
+                                           round(S9_PREREG_MS * (1 + PREREG_ACCEPT) / _FP32_TARGET_MS, 4))),
+        "test_tensor_core_rung_vs_cublas_bf16": ("h200-mma-sync-below-wgmma", TC_S10_BELOW_TARGET,
+                                                 (round(S10_PREREG_MS * (1 - PREREG_ACCEPT) / _BF16_TARGET_MS, 4),
+                                                  TENSOR_CORE_TARGET_RATIO))},
+}
+
+
 # Tables whose ratio divides by the session's read ceiling (a floor at the measured bandwidth).
 CEILING_TABLES = frozenset({"streaming_floor", "streaming_target"})
 TABLES: dict[str, dict[str, tuple[str, str, float]]] = {
@@ -269,8 +343,13 @@ TABLES: dict[str, dict[str, tuple[str, str, float]]] = {
 
 
 def marks_for(table: str, key: str) -> tuple[pytest.MarkDecorator, ...]:
-    """The finding mark of `key` in `table` (for MEASURED_ON's reconciliations only), or none."""
-    entry = TABLES[table].get(key)
+    """The finding mark of `key` in `table` (for MEASURED_ON's reconciliations only), or none. A mechanism band
+    (BANDED) takes the place of an observed ratio's."""
+    banded = BANDED.get(table, {}).get(key)
+    if banded is not None:
+        fid, reason, expected = banded
+        return (pytest.mark.finding(fid, reason=reason, expected=expected, hardware=MEASURED_ON),)
+    entry = TABLES.get(table, {}).get(key)
     if entry is None:
         return ()
     fid, reason, ratio = entry

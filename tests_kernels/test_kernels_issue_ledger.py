@@ -83,3 +83,14 @@ def test_preregistered_numbers_are_the_ledgers(rid, label):
 def test_fit_needs_two_ilp_values():
     with pytest.raises(ValueError, match="two different ilp"):
         fit_issue({"a": (64, 6.7), "b": (64, 7.1)}, ("a", "b"))
+
+
+def test_no_latency_band_is_the_ledger_without_its_latency_term():
+    """kernel_findings.ISSUE_LEDGER_NO_LATENCY_RATIO: the s9 finding's lower band edge is the ledger's time with
+    c = c0 (every staged load hidden) over its time with the fitted c0 + L / ilp, from the same fit."""
+    import kernel_findings as hf
+
+    fit, t = _fit(), _rung("s9-cp-async-pipeline").theory
+    full = min(4.0, t.warps_per_sm / fit.cycles_per_issue(t.accumulators))
+    no_latency = min(4.0, t.warps_per_sm / fit.c0)
+    assert hf.ISSUE_LEDGER_NO_LATENCY_RATIO["s9-cp-async-pipeline"] == pytest.approx(full / no_latency, abs=5e-5)

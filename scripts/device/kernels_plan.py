@@ -5,7 +5,7 @@ Parts, in priority order; $OUT/kernels.json (schema pytest-anatomy/device-batch/
 after every part, so a killed run keeps what it measured:
   ceilings            read bandwidth (torch.sum), copy bandwidth (read + write), clocks
   compile             NVRTC for sm_XY of every .cu file: ptxas -v log, registers, occupancy;
-                      cubins under $OUT/cubins/ and, where cuobjdump exists, SASS counts
+                      cubins packed as $OUT/cubins.tar.xz and, where cuobjdump exists, SASS counts
   check.<ladder>      every rung on fresh random inputs at the odd correctness shapes and at the
                       timing shape, output poisoned with NaN, vs float64 (refusals recorded)
   <ladder>.<rung>.<shape>   timing: rung 0 first, every rung (block A), every rung again
@@ -118,8 +118,11 @@ class Batch:
 
 
 def compile_all(runner: Any, out_dir: Path, facts: DeviceFacts) -> dict[str, Any]:
-    cubins = out_dir / "cubins"
-    cubins.mkdir(parents=True, exist_ok=True)
+    # One archive, not a file per cubin: a device call returns at most 8 files from $OUT (26 cubins once
+    # crowded out the profile's files on 2026-12-01).
+    import tempfile
+
+    cubins = Path(tempfile.mkdtemp(prefix="kernels-cubins-"))
     sources = sorted({s for vs in LADDERS.values() for v in vs if not v.is_baseline
                       for s in v.sources({**TIMING_SHAPES[v.ladder], "N": min(TIMING_SHAPES[v.ladder].get("N", 1), 8192)},
                                          facts)})
@@ -138,6 +141,8 @@ def compile_all(runner: Any, out_dir: Path, facts: DeviceFacts) -> dict[str, Any
             entry["sass_counts"] = {k: dict(v) for k, v in parse_sass(sass.stdout).items()}
         result["sources"][src] = entry
     result["cuobjdump"] = cuobjdump
+    shutil.make_archive(str(out_dir / "cubins"), "xztar", root_dir=cubins)
+    result["cubins_archive"] = "cubins.tar.xz"
     return result
 
 

@@ -23,7 +23,10 @@ the third stage removes the wait on a tile that s8's second buffer had not hidde
 DRAM 11%, L2-resident operands), 0.34 ms. mma.sync's own ceiling on Hopper is not the limit at this
 rate (it stays under ~60% of the 989 TFLOP/s dense bf16 peak in published microbenchmarks).
 Written before any measurement of this rung.
-Measured outcome: not yet measured on H200.
+Measured outcome: H200, run of 2026-12-01T11:09:05Z (results/h200/kernels): 4096^3: 0.4422 ms, 1.30x
+the prediction (finding h200-ldmatrix-kept-the-instruction-count); rung 0 0.1788 ms; 2048x18944x3584:
+0.9739 ms; 32x18944x3584: 0.0957 ms. 0.79x s8's time where 0.63x was predicted: ncu counts a faster
+pace per issue (8.1 warp cycles per issued instruction against s8's 10.1) but about as many instructions.
 Seed: no tensor-core rung.
 */
 typedef unsigned short bf16_t;

@@ -32,7 +32,11 @@ s7's own stalls were mostly on those global loads (ncu: L1TEX scoreboard, 2.4 of
 issue); if the pipeline removes them, s9 lands near the hand number and the latency term needs a
 pipelined-rung split; if s9 lands near the ledger, the latency is in the shared-load -> FFMA chain
 and a deeper pipeline will not help. Written before any measurement of this rung.
-Measured outcome: not yet measured on H200.
+Measured outcome: H200, run of 2026-12-01T11:09:05Z (results/h200/kernels): 4096^3: 3.1442 ms, 1.08x
+the prediction (inside the 15% band; 85% of cuBLAS fp32, under the 90% target: finding
+h200-fp32-below-cublas-target); rung 0 2.6786 ms; 2048x18944x3584: 6.1624 ms; 32x18944x3584: 0.6824 ms.
+The issue ledger's 4.37 ms missed by -28% at all three shapes: ncu counts 4.72 warp cycles per issued
+instruction where the ledger's latency term says 6.93 (finding h200-issue-ledger-without-the-pipeline).
 Seed: no such rung.
 */
 #define S9_BM 128
