@@ -78,11 +78,14 @@ def _fit(results: Path, hw: HardwareSpec) -> RecordedCalibration | str:
             int(engine["resolved.max_num_batched_tokens"].value))
         name = f"vllm-0.26.0@{hw.name} (CUDA graphs, async scheduling), recorded {b1.recorded_at}"
         qwen = load_model(CALIBRATION_MODEL)
-        overhead = _tiny_overhead(results, hw, b1, ceilings)
+        measured_apart = _tiny_overhead(results, hw, b1, ceilings)
+        overhead = measured_apart if cal.TINY_OVERHEAD_IS_ADDITIVE else None
         if overhead is None:
             calib = fit_engine(qwen, ceilings, points, name=name)
             counts = _tiny_layer_counts(results, hw, b1)
-            if len(counts) == 1:  # no slope from one point, and none is assumed
+            if measured_apart is not None:
+                calib = replace(calib, notes=(*calib.notes, cal.TINY_OVERHEAD_NOT_USED))
+            elif len(counts) == 1:  # no slope from one point, and none is assumed
                 calib = replace(calib, notes=(*calib.notes, (
                     f"t_overhead is not from the tiny-hidden models: this session ran them at {counts[0]} layers "
                     "only, and c0 + c_layer x layers needs two layer counts; Qwen2.5-7B's b=1 residual stays the "

@@ -150,11 +150,19 @@ DECODE_AT_THE_CEILING = quoted(_decode_at_the_ceiling)
 DECODE = {("test_flash_decoding_time_against_its_prediction", "fd.b8h32kv8l65536d128"): 0.835}
 
 
+# Cases that land either side of their target or tolerance from one session to the next, so that their finding may
+# resolve in one and reappear in the next (strict=False): the causal 1.5x-FLASH_ATTENTION target met at 0.991 of its
+# time budget on 2026-12-01 11:32 after 1.05-1.1 in the sessions before; N=512 D=64 full at 1.34x its mid prediction
+# (inside the pre-registration's 1.375) after 1.42x, its pre-registered 1.1-1.5 straddling that limit.
+TARGET_STRADDLERS = frozenset({("test_best_rung_at_least_1_5x_flash_attention_backend", "causal")})
+SWEEP_STRADDLERS = frozenset({"fa2.r6-tma-pipelined.b32h32n512d64.full"})
+
+
 def target_marks(test: str, case: str) -> tuple[pytest.MarkDecorator, ...]:
     if (test, case) in TARGETS:
         ratio = TARGETS[(test, case)]
         return (pytest.mark.finding("h200-fa2-without-warp-specialization", hardware=MEASURED_ON, expected=band(ratio),
-                                    reason=NO_WARP_SPECIALIZATION),)
+                                    reason=NO_WARP_SPECIALIZATION, strict=(test, case) not in TARGET_STRADDLERS),)
     if (test, case) in DECODE:
         return (pytest.mark.finding("h200-flash-decoding-beats-the-read-ceiling", hardware=MEASURED_ON,
                                     expected=band(DECODE[(test, case)]), reason=DECODE_AT_THE_CEILING),)
@@ -196,7 +204,7 @@ SWEEP = {
 def sweep_marks(case: str) -> tuple[pytest.MarkDecorator, ...]:
     if case in SWEEP:
         return (pytest.mark.finding("h200-fa2-short-sequences-at-d64", hardware=MEASURED_ON, expected=SWEEP[case],
-                                    reason=SHORT_SEQUENCES_AT_D64),)
+                                    reason=SHORT_SEQUENCES_AT_D64, strict=case not in SWEEP_STRADDLERS),)
     return ()
 
 

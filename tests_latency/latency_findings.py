@@ -74,25 +74,29 @@ def decode_step_marks(model: str, b: int) -> tuple[pytest.MarkDecorator, ...]:
                                 strict=(model, b) not in BORDERLINE),)
 
 
-# measured / steady-state closed form at C=64 (test_saturation_throughput), keyed by the model whose band it
-# sets: each model's band is the OTHER model's ratio (newest recordings), +- OTHER_SESSION_NOISE. Both ratios with
-# eta fitted on the 8,192 prefill (the recipe every session has); the band is carried to the run checked by the shift
-# the theory computes for THAT run at test time (its closed form with the prefill-fitted eta / with the eta its
-# session's GEMM timings give; 1 where it timed none), so a new session is judged in its own calibration.
-STEADY_STATE_RATIO_OTHER_MODEL: dict[str, float] = {"qwen2.5-7b": 0.8928, "llama-3.1-8b": 0.9092}
+# measured / steady-state closed form at C=64 (test_saturation_throughput), eta fitted on the 8,192 prefill (the
+# recipe every session has), of the runs that set each model's band: Qwen2.5-7B's, its own earlier runs (every
+# recorded run before the newest); Llama-3.1-8B's (one run), every recorded Qwen2.5-7B run. The band is their range
+# +- OTHER_SESSION_NOISE, carried to the run checked by the shift the theory computes for THAT run at test time (its
+# closed form with the prefill-fitted eta / with the eta its session's GEMM timings give; 1 where it timed none).
+# test_steady_state_bands_are_the_recorded_ratios recomputes them.
+STEADY_STATE_RATIOS: dict[str, tuple[float, ...]] = {"qwen2.5-7b": (0.9014, 0.9125, 0.9092),
+                                                     "llama-3.1-8b": (0.9014, 0.9125, 0.9092, 0.9221)}
 
 
 def steady_state_band(model: str, shift: float) -> tuple[float, float]:
-    return other_session_band(STEADY_STATE_RATIO_OTHER_MODEL[model] * shift)
+    ratios = STEADY_STATE_RATIOS[model]
+    return (round(min(ratios) * (1 - OTHER_SESSION_NOISE) * shift, 4),
+            round(max(ratios) * (1 + OTHER_SESSION_NOISE) * shift, 4))
 
 
 PROMPT_STEPS_SLOWER = (
     "A closed loop at C=64 delivers less than its steady state minus the named terms (ramp-up and drain, the "
     "decode step's per-sequence miss at b=64, noise): the steps that carry a new 1,024-token prompt beside ~63 "
     "decodes run in ~35-60 ms where the step model says ~25 ms (h200-ttft-short-prefill-and-frontend), and a "
-    "request spends ~4 such steps per 256 tokens. Measured on both models alike: the band of each is the other's "
-    "ratio (0.893 for Llama-3.1-8B on 2026-11-30, 0.909 for Qwen2.5-7B on 2026-12-01, both with eta fitted on the "
-    "8,192 prefill), +-2.5%. A run predicted with eta from its session's GEMM timings (Qwen's since 2026-12-01 "
+    "request spends ~4 such steps per 256 tokens. Measured on both models alike (eta fitted on the 8,192 prefill): "
+    "Qwen2.5-7B 0.901-0.922 over four sessions, Llama-3.1-8B 0.893 on 2026-11-30. Band: Qwen's earlier runs' range "
+    "(for Llama, every Qwen run) +-2.5%. A run predicted with eta from its session's GEMM timings (Qwen's since 2026-12-01 "
     "06:44) has faster prompt steps (h200-prefill-above-its-gemms) and a lower ratio (0.844 that session): its "
     "band is carried over by the shift the theory computes for that run at test time (its closed form with the "
     "fitted eta / with the GEMMs'; 0.928 on 06:44).")
@@ -122,11 +126,11 @@ DECODE_ROOFLINE = pytest.mark.finding("h200-decode-step-overhead", hardware=MEAS
 
 # measured / predicted per-sequence slope (b = 1..64) and that run's noise budget (slope scatter + read ceiling's), each
 # model's newest session (test_marginal_cost_bands_are_the_other_models recomputes them).
-MARGINAL_COST_NEWEST: dict[str, tuple[float, float]] = {"qwen2.5-7b": (1.2996, 0.0900), "llama-3.1-8b": (1.3264, 0.0335)}
+MARGINAL_COST_NEWEST: dict[str, tuple[float, float]] = {"qwen2.5-7b": (1.2857, 0.0905), "llama-3.1-8b": (1.3181, 0.0247)}
 MARGINAL_COST_REASON = (
     "Each extra sequence adds more to the decode step than its KV read at the session's read ceiling (1,088 tokens x "
-    "56 KiB for Qwen2.5-7B, x 128 KiB for Llama-3.1-8B): {0:.2f}x for Qwen2.5-7B (2026-12-01 06:53) and {1:.2f}x for "
-    "Llama-3.1-8B (06:44), 1.37x and 1.32x on 2026-11-30: the same per-byte excess on two KV shapes (GQA 7:1 vs 4:1), "
+    "56 KiB for Qwen2.5-7B, x 128 KiB for Llama-3.1-8B): {0:.2f}x for Qwen2.5-7B (2026-12-01 11:34) and {1:.2f}x for "
+    "Llama-3.1-8B (11:24), 1.37x and 1.32x on 2026-11-30: the same per-byte excess on two KV shapes (GQA 7:1 vs 4:1), "
     "so it scales with KV bytes, not with the model's GEMMs. The seed's 4090 shows 1.6x. Not yet isolated: paged "
     "decode attention over 16-token blocks reading below the streaming ceiling. Band: the other model's ratio +- "
     "both runs' noise budgets.").format(MARGINAL_COST_NEWEST["qwen2.5-7b"][0], MARGINAL_COST_NEWEST["llama-3.1-8b"][0])
@@ -143,7 +147,7 @@ def marginal_cost_marks(model: str) -> tuple[pytest.MarkDecorator, ...]:
 # two runs' noise at that length (each run's repeat scatter + its matmul ceiling's scatter, the newest run's
 # included): both recomputed by test_prefill_bands_are_the_other_sessions_ratios.
 PREFILL_ROOFLINE_OTHER_SESSION: dict[int, float] = {2048: 1.3866, 8192: 1.2726, 16384: 1.2698, 32000: 1.2853}
-PREFILL_ROOFLINE_NOISE: dict[int, float] = {2048: 0.0648, 8192: 0.0704, 16384: 0.0408, 32000: 0.0148}
+PREFILL_ROOFLINE_NOISE: dict[int, float] = {2048: 0.0929, 8192: 0.0806, 16384: 0.0623, 32000: 0.0326}
 PREFILL_BELOW_CEILING_REASON = (
     f"At the session's measured 8192^3 bf16 matmul ceiling long prefills are "
     f"{min(PREFILL_ROOFLINE_OTHER_SESSION.values()) - 1:.0%}-{max(PREFILL_ROOFLINE_OTHER_SESSION.values()) - 1:.0%} "
@@ -169,23 +173,37 @@ PREFILL_RUNS: dict[tuple[str, str], dict[int, tuple[float, float]]] = {
     ("qwen2.5-7b", "2026-12-01T04:47:39.125311Z"): {128: (2.0804, 0.3401), 512: (1.8401, 0.2726)},
     ("qwen2.5-7b", "2026-12-01T05:15:55.000000Z"): {128: (2.7349, 0.0330), 512: (2.3596, 0.0693)},
     ("qwen2.5-7b", "2026-12-01T06:44:22.000000Z"): {128: (2.3458, 0.1753), 512: (2.3861, 0.3310),
-                                                   2048: (1.2269, 0.1101), 16384: (1.1196, 0.1176),
+                                                   2048: (1.2269, 0.1101), 8192: (1.1121, 0.1341),
+                                                   16384: (1.1196, 0.1176),
                                                    32000: (1.1592, 0.0975)},
     ("qwen2.5-7b", "2026-12-01T06:53:39.000000Z"): {128: (2.4103, 0.0562), 512: (1.4323, 0.3119),
-                                                   2048: (1.2518, 0.0891), 16384: (1.1253, 0.1002),
+                                                   2048: (1.2518, 0.0891), 8192: (1.1119, 0.1194),
+                                                   16384: (1.1253, 0.1002),
                                                    32000: (1.1404, 0.0831)},
+    ("qwen2.5-7b", "2026-12-01T11:24:59.000000Z"): {128: (2.1356, 0.1768), 512: (2.4137, 0.3082),
+                                                   2048: (1.2088, 0.0813), 8192: (1.1493, 0.0998),
+                                                   16384: (1.1296, 0.0955),
+                                                   32000: (1.1697, 0.0787)},
+    ("qwen2.5-7b", "2026-12-01T11:34:04.000000Z"): {128: (2.2915, 0.0342), 512: (1.5893, 0.2107),
+                                                   2048: (1.2931, 0.2331), 8192: (1.1944, 0.2498),
+                                                   16384: (1.2021, 0.2425),
+                                                   32000: (1.2122, 0.2221)},
     ("llama-3.1-8b", "2026-11-30T02:02:39Z"): {128: (2.4483, 0.0265), 512: (1.7422, 0.0400)},
     ("llama-3.1-8b", "2026-12-01T04:47:39.340850Z"): {128: (3.6545, 0.0730), 512: (2.5690, 0.0295)},
     ("llama-3.1-8b", "2026-12-01T06:44:22.000000Z"): {128: (3.0343, 0.0953), 512: (2.9364, 0.0913),
                                                      2048: (1.2484, 0.1047), 16384: (1.1256, 0.1032),
                                                      32000: (1.1211, 0.0960)},
+    ("llama-3.1-8b", "2026-12-01T11:24:59.000000Z"): {128: (1.8583, 0.1017), 512: (2.2138, 0.2644),
+                                                     2048: (1.2368, 0.0913), 16384: (1.1244, 0.0822),
+                                                     32000: (1.1319, 0.0804)},
 }
 # Sessions whose eta comes from their bf16 GEMM timings at the step's shapes (from 2026-12-01 06:44 on). On the
 # earlier ones eta was fitted on the 8,192-token prefill, which absorbed the non-GEMM share: their compute-bound
 # prefills say nothing about this calibration's gap. Their 128-token prefill is memory-bound (eta plays no part).
-GEMM_ETA_SESSIONS = {"2026-12-01T06:44:22.000000Z", "2026-12-01T06:53:39.000000Z"}
+GEMM_ETA_SESSIONS = {"2026-12-01T06:44:22.000000Z", "2026-12-01T06:53:39.000000Z", "2026-12-01T11:24:59.000000Z",
+                     "2026-12-01T11:34:04.000000Z"}
 # The run each prefill test replays (the newest session of its model): its band comes from every other run.
-CHECKED_PREFILL = {"qwen2.5-7b": "2026-12-01T06:53:39.000000Z", "llama-3.1-8b": "2026-12-01T06:44:22.000000Z"}
+CHECKED_PREFILL = {"qwen2.5-7b": "2026-12-01T11:34:04.000000Z", "llama-3.1-8b": "2026-12-01T11:24:59.000000Z"}
 MEMORY_BOUND_PREFILL = 128
 
 
@@ -220,8 +238,9 @@ PREFILL_ABOVE_GEMMS_REASON = (
     "the GEMM timings do not contain: FlashAttention's causal kernel (its FLOPs are divided by the GEMMs' eta; "
     "3-33% of the FLOPs from 2,048 to 32,000 tokens), RMSNorm, rope, SiLU-mul and residual passes over the "
     "activations (~1.3 ms of memory traffic per 2,048 tokens). The 8,192-token prefill that eta used to be fitted "
-    "on absorbed both (its ratio is 1.11 now, inside its noise budget). Band: as for the short prefills, over the "
-    "runs whose eta comes from GEMM timings.")
+    "on absorbed both; with GEMM-timed eta it sits at {ratios_8192} (Qwen2.5-7B, one session each), inside its noise "
+    "budget in all but {outside_8192} of them, so at 8,192 tokens the finding is strict=False. Band: as for the "
+    "short prefills, over the runs whose eta comes from GEMM timings.")
 
 
 def short_prefill_marks(model: str, name: str, length: int) -> tuple[pytest.MarkDecorator, ...]:
@@ -234,14 +253,27 @@ def short_prefill_marks(model: str, name: str, length: int) -> tuple[pytest.Mark
                  for regime in ("", "_pinned_pool"))
 
 
+def _prefill_above_gemms_reason() -> str:
+    """The reason with the 8,192-token ratios read from PREFILL_RUNS (which test_prefill_runs_are_the_recorded_ones
+    recomputes), not retyped."""
+    runs = [PREFILL_RUNS[key][8192] for key in sorted(PREFILL_RUNS) if key[1] in GEMM_ETA_SESSIONS
+            and 8192 in PREFILL_RUNS[key]]
+    return PREFILL_ABOVE_GEMMS_REASON.format(ratios_8192=", ".join(f"{r:.2f}" for r, _ in runs),
+                                             outside_8192=sum(r - 1 > b for r, b in runs))
+
+
 def above_gemms_marks(model: str, name: str, length: int) -> tuple[pytest.MarkDecorator, ...]:
-    """h200-prefill-above-its-gemms at 2,048 tokens and up except 8,192 (inside its budget). It applies only where the
-    prediction's eta comes from the session's GEMM timings (test_latency_steps.py applies it then): an eta fitted on
-    the 8,192 prefill absorbs the gap, and those sessions' long prefills agree."""
-    if length <= 512 or length == 8192:
+    """h200-prefill-above-its-gemms at 2,048 tokens and up. It applies only where the prediction's eta comes from the
+    session's GEMM timings (test_latency_steps.py applies it then): an eta fitted on the 8,192 prefill absorbs the
+    gap, and those sessions' long prefills agree."""
+    if length <= 512:
         return ()
+    # strict=False from 8,192 tokens up: 8,192 sat inside its noise budget in three GEMM-timed sessions and 0.05
+    # above it in the 2026-12-01 11:24 one; 16,384 and 32,000 sit at 1.12-1.21, either side of the prefill goal from
+    # one session to the next
     return tuple(pytest.mark.finding("h200-prefill-above-its-gemms", hardware=MEASURED_ON, quantity=f"{name}{regime}",
-                                     reason=PREFILL_ABOVE_GEMMS_REASON, expected=prefill_band(model, length))
+                                     reason=_prefill_above_gemms_reason(), expected=prefill_band(model, length),
+                                     strict=length < 8192)
                  for regime in ("", "_pinned_pool"))
 
 
@@ -284,7 +316,11 @@ CARRIED: dict[str, Carried] = {
     "poisson.f1:ttft_p50": Carried(((1.8715, 0.1781), (1.9288, 0.1577))),
     "poisson.f1:engine_ttft_p50": Carried(((1.5437, 0.1247), (1.4358, 0.1514))),
     "poisson.f1:itl_median": Carried(((1.0943, 0.0338), (1.0913, 0.0303))),
+    "poisson.f1.3:ttft_p50": Carried(((1.6968, 0.1242), (1.6017, 0.1665))),
+    "poisson.f1.3:engine_ttft_p50": Carried(((1.388, 0.1013), (1.2638, 0.1801))),
     "overload:itl_mean": Carried(((1.0576, 0.0114), (1.0766, 0.0539))),
+    "overload:output_throughput": Carried(((0.9456, 0.0114), (0.9334, 0.0539))),
+    "overload:ttft_p50": Carried(((1.0460, 0.1435), (1.0153, 0.1399))),
 }
 @dataclass(frozen=True)
 class StepCarried:
@@ -301,7 +337,8 @@ class StepCarried:
 # Carried quantities whose ratio straddles their goal (10% for ITL) from one calibration to the other: within it
 # with the prefill-fitted eta (1.058-1.094), beyond it with the GEMMs' (x 1.016-1.032): such a finding may resolve in
 # one session and not the next, so it passes as an XPASS when it does (strict=False) instead of failing.
-STRADDLING_THE_GOAL = frozenset({"poisson.f1:itl_median", "overload:itl_mean"})
+STRADDLING_THE_GOAL = frozenset({"poisson.f1:itl_median", "overload:itl_mean", "overload:output_throughput",
+                                 "overload:ttft_p50"})
 
 
 TTFT_FINDING = pytest.mark.finding("h200-ttft-short-prefill-and-frontend", hardware=MEASURED_ON, quantity="ttft_p50",
@@ -311,8 +348,10 @@ TTFT_FINDING = pytest.mark.finding("h200-ttft-short-prefill-and-frontend", hardw
            "and in closed.c1; and the frontend's ingress + egress (client minus engine TTFT: the difference of the "
            "two rows, growing with load), which the simulation omits.",
     expected=(1.3, 2.2))
+# strict=False: at the lowest rates the engine's own TTFT lands either side of the 25% goal from one session (and
+# calibration) to the next (1.13-1.14 on 2026-12-01 11:24 at 0.25x and 0.5x, above 1.25 in the sessions before).
 ENGINE_TTFT_FINDING = pytest.mark.finding("h200-ttft-short-prefill-and-frontend", hardware=MEASURED_ON, quantity="engine_ttft_p50", reason=TTFT_FINDING.kwargs["reason"],
-    expected=(1.2, 1.6))
+    expected=(1.2, 1.6), strict=False)
 
 
 LLAMA_TTFT_REASON = (
@@ -326,9 +365,9 @@ LLAMA_TTFT_REASON = (
     "start later.")
 TTFT_MARKS = {
     **{(QWEN, f): (TTFT_FINDING, ENGINE_TTFT_FINDING) for f in POISSON},
-    (QWEN, "1"): tuple(pytest.mark.finding("h200-ttft-short-prefill-and-frontend", hardware=MEASURED_ON, quantity=q,
-                                           reason=TTFT_FINDING.kwargs["reason"] + CARRIED[f"poisson.f1:{q}"].describe())
-                       for q in ("ttft_p50", "engine_ttft_p50")),
+    **{(QWEN, f): tuple(pytest.mark.finding("h200-ttft-short-prefill-and-frontend", hardware=MEASURED_ON, quantity=q,
+                                            reason=TTFT_FINDING.kwargs["reason"] + CARRIED[f"poisson.f{f}:{q}"].describe())
+                        for q in ("ttft_p50", "engine_ttft_p50")) for f in ("1", "1.3")},
     (LLAMA, "0.8"): (pytest.mark.finding("h200-ttft-short-prefill-and-frontend", hardware=MEASURED_ON, quantity="ttft_p50",
                                          reason=LLAMA_TTFT_REASON, expected=(1.3, 2.2)),),
     (LLAMA, "1"): (pytest.mark.finding("h200-ttft-short-prefill-and-frontend", hardware=MEASURED_ON, quantity="ttft_p50",
@@ -406,7 +445,15 @@ OVERLOAD_MARKS = {
 OVERLOAD_ITL_MARKS = {
     QWEN: (pytest.mark.finding("h200-itl-under-load", hardware=MEASURED_ON, quantity="itl_mean",
                                reason=ITL_UNDER_LOAD + CARRIED["overload:itl_mean"].describe(),
-                               strict="overload:itl_mean" not in STRADDLING_THE_GOAL),),
+                               strict="overload:itl_mean" not in STRADDLING_THE_GOAL),
+           pytest.mark.finding("h200-prompt-steps-slower-than-modeled", hardware=MEASURED_ON, quantity="output_throughput",
+                               reason=("Under overload (128 prompts of 16,113 + 1,024 tokens) the run delivers less than "
+                                       "simulated, for the reason its closed loop at C=64 does: " + PROMPT_STEPS_SLOWER
+                                       + CARRIED["overload:output_throughput"].describe()),
+                               strict="overload:output_throughput" not in STRADDLING_THE_GOAL),
+           pytest.mark.finding(MIXED_PREFILL, hardware=MEASURED_ON, quantity="ttft_p50",
+                               reason=MIXED_REASON + CARRIED["overload:ttft_p50"].describe(),
+                               strict="overload:ttft_p50" not in STRADDLING_THE_GOAL),),
 }
 # A pool oversubscribed ~1.6x (128 prompts against a pinned ~225k-token pool) queues differently from one
 # oversubscribed 1.06x (the whole 2M-token pool): its quantities carry the regime in their name, and its
@@ -425,9 +472,9 @@ HEAVY_MARKS = (pytest.mark.finding(MIXED_PREFILL, hardware=MEASURED_ON, quantity
 # ratio). (ratio, budget) of the decode step, the closed run's budget; test_closed_itl_bands_are_the_decode_steps
 # recomputes them, and checks that a case is listed exactly when its decode step misses beyond its budget.
 CLOSED_ITL_FROM_DECODE: dict[tuple[str, int], StepCarried] = {
-    (QWEN, 8): StepCarried(((1.0180, 0.0088),), 0.0087),
-    (QWEN, 32): StepCarried(((1.0330, 0.0082),), 0.0083),
-    (QWEN, 64): StepCarried(((1.0429, 0.0084),), 0.0085),
+    (QWEN, 8): StepCarried(((1.0218, 0.0110),), 0.0097),
+    (QWEN, 32): StepCarried(((1.0377, 0.0095),), 0.0091),
+    (QWEN, 64): StepCarried(((1.0438, 0.0093),), 0.0093),
 }
 # Closed loop at C = 1: the throughput is the inverse of a b=1 decode step (plus one prefill in ~60 steps), so where
 # the same session's isolated b=1 step misses beyond its budget, the band is the inverse of its ratio +- its budget and
