@@ -408,3 +408,10 @@ def setup_builders() -> tuple[Any, Any]:
     """(build_engine_setup, build_transfer_setup), for tests that rebuild another session's setup
     (a test module cannot import this conftest by name: every suite has one)."""
     return build_engine_setup, build_transfer_setup
+
+
+@pytest.fixture
+def tiny_overhead_fit() -> Any:
+    """session_overhead: the tiny-hidden twins' c0 + c_layer x layers of a session (None without two layer counts),
+    for the test that checks it as an additive term."""
+    return session_overhead

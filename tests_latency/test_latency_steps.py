@@ -98,6 +98,54 @@ def test_decode_roofline_without_overhead(engine_setup, latency_recording, recon
               model=engine_setup.model.name)
 
 
+@pytest.mark.gpu
+@lf.TINY_OVERHEAD_FINDING
+def test_tiny_models_overhead_as_an_additive_term(qwen, session_rec, target, setup_builders, tiny_overhead_fit, request,
+                                                  reconcile):
+    """The step overhead measured apart, as the calibration was designed to use it: c0 + c_layer x layers fitted on
+    the tiny-hidden twins' b=1 steps of one session, added to Qwen2.5-7B's b=1 roofline in that session, against
+    Qwen2.5-7B's measured b=1 step. Needs a session that ran the twins at two layer counts (the newest such)."""
+    import dataclasses
+
+    from pytest_anatomy import recordings
+    from pytest_anatomy.session import get_session
+
+    build_engine_setup, _ = setup_builders
+    twin = session_rec("qwen2.5-7b-tiny-l2.decode.b1")  # skips where no session ran the 2-layer twin
+    b1 = session_rec("qwen2.5-7b.decode.b1", beside=twin)
+    overhead = tiny_overhead_fit(session_rec, target, b1)
+    if overhead is None:
+        pytest.skip("the session with the 2-layer twin did not run the 28-layer one: no layer term to test")
+    setup = build_engine_setup(qwen, session_rec, target, beside=b1)
+    s = b1.data["run"]["settings"]
+    ctx = mean_context(s["input_len"], s["output_len"])
+    roof = lat.decode_step_time(qwen, setup.ceilings, lat.UNCALIBRATED, 1, ctx)
+    t_over = overhead.at(qwen.num_layers)
+    calib = dataclasses.replace(setup.calib, step_overhead_s=t_over, fitted_on=(),
+                                notes=(overhead.describe(),))
+    pred = lat.decode_step_time(qwen, setup.ceilings, calib, 1, ctx)
+    budget = {"repeat_scatter": median_scatter(b1, "itl_steady_engine_clock_s"),
+              "ceiling_spread": setup.noise.get("bandwidth", 0.0) * roof.value / pred.value,
+              "overhead_spread": overhead.spread_s / pred.value}
+    # The band: what the mechanism expects Qwen's step to be, from every other recorded session's b=1 residual
+    results = get_session(request.config).settings.results_dir
+    expected = []
+    for path in recordings.candidates(results, target.name, "latency", "qwen2.5-7b.decode.b1"):
+        stamp = recordings.load_file(path).recorded_at
+        if stamp == b1.recorded_at:
+            continue
+        other = build_engine_setup(qwen, session_rec, target,
+                                   beside=session_rec("qwen2.5-7b.decode.b1", not_after=stamp))
+        noise = other.noise.get("t_overhead_s", 0.0) / pred.value + sum(budget.values())
+        ratio = (roof.value + other.calib.step_overhead_s) / pred.value
+        expected.append((ratio * (1 - noise), ratio * (1 + noise)))
+    band = (round(min(lo for lo, _ in expected), 4), round(max(hi for _, hi in expected), 4)) if expected else None
+    reconcile("decode_step_tiny_overhead", pred, b1["step_time_s"], budget=budget,
+              why="measured noise only: Qwen2.5-7B's b=1 repeat scatter, the read ceiling's scatter over the "
+                  "roofline's share, and the twins' b=1 repeat scatter (the fit's own spread)",
+              finding_band=band, model=qwen.name)
+
+
 def _marginal_cost(engine_setup, latency_recording):
     """(prediction, OLS slope, noise budget) of the decode step's cost per extra sequence over b = 1..64."""
     batches = (1, 2, 4, 8, 16, 32, 64)

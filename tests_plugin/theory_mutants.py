@@ -112,7 +112,10 @@ CATALOGUE: tuple[Mutation, ...] = (
             "them (1.761 ms + 25.5 us x layers), but that fit predicted every Qwen2.5-7B decode step 10-17% slow: "
             "the tiny twins' step is the async engine's CPU loop, which a full model's GPU work hides, not an "
             "additive overhead (calibration.TINY_OVERHEAD_IS_ADDITIVE = False, docs/RECORDING.md 'Third visit'). "
-            "No setup takes the fit as t_overhead, so c_layer reaches no prediction and has no evidence")),
+            "No setup takes the fit as t_overhead. Its one reconciliation, test_tiny_models_overhead_as_an_additive_"
+            "term, is the finding h200-tiny-model-step-is-the-cpu-loop, whose band is what that mechanism expects "
+            "the measured step to be (roofline + other sessions' residuals) over the same prediction: a changed "
+            "c_layer moves prediction and band together, so c_layer has no evidence")),
     Mutation(
         "calibration-gemm-eta-x1.05", "latency", "compute efficiency from the session's GEMM timings x1.05",
         "pytest_anatomy.theory.calibration", "gemm_compute_efficiency",
