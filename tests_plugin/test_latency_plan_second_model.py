@@ -1,4 +1,4 @@
-"""scripts/device/latency_plan.py's second model (issue 4: the step overhead calibrated on one
+"""scripts/device/latency_plan.py's second model (the step overhead calibrated on one
 model must be tested on another): planning, settings, its own importable batch file, budget."""
 
 from __future__ import annotations

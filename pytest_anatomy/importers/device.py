@@ -246,7 +246,7 @@ def _llama_records(batch: dict[str, Any], common: dict[str, Any], hw: str, stamp
             measurements=_measurements(metrics, result.get("samples")), data={"run": run})
 
 
-# --- kernels (scripts/device/kernels_plan.py; issue 5) -----------------------------------------
+# --- kernels (scripts/device/kernels_plan.py: the kernel ladders) ---------------------------------
 def _kernel_records(batch: dict[str, Any], common: dict[str, Any], hw: str, stamp: str) -> Iterator[recordings.Recording]:
     """One recording per timed rung and shape (results/<hw>/kernels/<ladder>.<rung>.<shape>@stamp),
     plus the run's ceilings; correctness and compile parts travel inside data.run / the raw batch."""
