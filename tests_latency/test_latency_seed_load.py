@@ -177,8 +177,7 @@ def test_overload_recomputed_tokens(seed_setup, measured, reconcile):
     reconcile("recomputed_tokens", sv.as_prediction(res, "recomputed_tokens", "", "tokens", _stress_label(2)),
               mid, abs=(hi - lo) / 2,
               why="the study's two estimates (38 x 6,242 freed tokens = 237k; the FLOP counter's excess = 304k) "
-                  "disagree; the truth is taken to lie between them", model=seed_setup.model.name,
-              hardware="card")
+                  "disagree; the truth is taken to lie between them", model=seed_setup.model.name)
 
 
 @pytest.mark.gpu
