@@ -42,7 +42,9 @@ _NUMERIC_FIELDS: tuple[str, ...] = (
     "sm_count", "l2_bytes", "boost_clock_hz", "fp32_cores_per_sm", "memory_bus_bits",
     "memory_clock_hz",
 )
-_FIX = f"pass {HARDWARE_OPTION}=<one of {{names}}> or add an entry to HARDWARE in pytest_anatomy/specs/hardware.py"
+# Said by both the CLI (--hardware) and the plugin ({HARDWARE_OPTION}), so it names both spellings.
+_FIX = (f"name one of {{names}} (--hardware in the CLI, {HARDWARE_OPTION} in pytest) or add an entry to HARDWARE "
+        "in pytest_anatomy/specs/hardware.py")
 
 
 @dataclass(frozen=True)
