@@ -50,13 +50,18 @@ class SchedulerConfig:
 
 @dataclass(frozen=True)
 class Workload:
-    """num_requests prompts of input_len tokens, each generating exactly output_len tokens."""
+    """num_requests prompts of input_len tokens, each generating exactly output_len tokens; or, with
+    prompt_lens / output_lens, request i's own lengths (input_len, output_len are then the longest),
+    and cached_lens: request i's prefix-cache hit tokens (whole blocks, theory/prefix_cache.py)."""
 
     input_len: int
     output_len: int
     num_requests: int
     concurrency: int | None = None  # closed loop
     arrivals: tuple[float, ...] | None = None  # open loop: send offsets in seconds
+    prompt_lens: tuple[int, ...] | None = None
+    output_lens: tuple[int, ...] | None = None
+    cached_lens: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         if (self.concurrency is None) == (self.arrivals is None):
@@ -65,6 +70,27 @@ class Workload:
             raise ValueError(f"{len(self.arrivals)} arrival times for {self.num_requests} requests")
         if self.input_len < 1 or self.output_len < 1 or self.num_requests < 1:
             raise ValueError(f"need input_len, output_len, num_requests >= 1, got {self}")
+        for name in ("prompt_lens", "output_lens", "cached_lens"):
+            lens = getattr(self, name)
+            if lens is not None and len(lens) != self.num_requests:
+                raise ValueError(f"{len(lens)} {name} for {self.num_requests} requests")
+        if any(not 0 <= c < p for c, p in zip(self.cached_lens or (), self.prompt_lens or
+                                               (self.input_len,) * self.num_requests)):
+            raise ValueError("a request's cached tokens must be in [0, its prompt length): the last one is recomputed")
+
+    def request(self, i: int) -> tuple[int, int, int]:
+        """(prompt tokens, output tokens, prefix-cache hit tokens) of request i."""
+        return (self.input_len if self.prompt_lens is None else self.prompt_lens[i],
+                self.output_len if self.output_lens is None else self.output_lens[i],
+                0 if self.cached_lens is None else self.cached_lens[i])
+
+    @classmethod
+    def of_requests(cls, prompt_lens: tuple[int, ...], output_lens: tuple[int, ...],
+                    cached_lens: tuple[int, ...] | None = None, *, concurrency: int | None = None,
+                    arrivals: tuple[float, ...] | None = None) -> "Workload":
+        """Requests of their own lengths (and prefix hits), closed or open loop."""
+        return cls(max(prompt_lens), max(output_lens), len(prompt_lens), concurrency=concurrency, arrivals=arrivals,
+                   prompt_lens=prompt_lens, output_lens=output_lens, cached_lens=cached_lens)
 
     @classmethod
     def closed(cls, concurrency: int, num_requests: int, input_len: int, output_len: int) -> "Workload":
@@ -89,6 +115,10 @@ class _Request:
     first_scheduled: float | None = None
     token_times: list[float] = field(default_factory=list)
     preempted: int = 0
+    # Prefix-cache hit tokens and the blocks they occupy: shared with the cache, so never taken from
+    # (or returned to) the free pool; a preempted request finds them cached again.
+    cached: int = 0
+    shared: int = 0
     # Tokens whose KV must exist before the next token is sampled: prompt + generated. Kept as a
     # field, advanced with `generated`, because the scheduler reads it for every running request on
     # every step (a property cost a quarter of a 10,000-request simulation). Slots: the same reason.
@@ -115,6 +145,8 @@ class SimResult:
     max_running: int
     mean_running: float  # time-weighted
     mixed_steps: int
+    prompt_tokens: int = 0  # the prompts' tokens, cache hits included
+    hit_tokens: int = 0  # of which served from the prefix cache (first admissions)
     # The step model's calibration (describe() and its fit notes): what every simulated step
     # time rests on, carried into each Prediction built from this result.
     calibration: tuple[str, ...] = ()
@@ -195,7 +227,10 @@ def _arrive(eng: _Engine) -> None:
     future, work = eng.future, eng.work
     while future and future[0][0] <= eng.t:
         at, i = future.popleft()
-        eng.waiting.append(_Request(i, at, work.input_len, work.output_len))
+        prompt, output, cached = work.request(i)
+        shared = cached // eng.sched.block_size
+        eng.waiting.append(_Request(i, at, prompt, output, computed=cached, blocks=shared, cached=cached,
+                                    shared=shared))
 
 
 def _schedule_running(eng: _Engine, scheduled: list[tuple[_Request, int]]) -> tuple[int, bool]:
@@ -216,9 +251,9 @@ def _schedule_running(eng: _Engine, scheduled: list[tuple[_Request, int]]) -> tu
         need = -(-(r.computed + n) // bs) - r.blocks  # r's own blocks: unchanged by preempting others
         while need > free:
             victim = running.pop()
-            free += victim.blocks
-            eng.recomputed += victim.computed
-            victim.blocks, victim.computed = 0, 0
+            free += victim.blocks - victim.shared
+            eng.recomputed += victim.computed - victim.cached
+            victim.blocks, victim.computed = victim.shared, victim.cached
             victim.preempted += 1
             waiting.appendleft(victim)
             eng.preemptions += 1
@@ -291,7 +326,7 @@ def _land_tokens(eng: _Engine, scheduled: list[tuple[_Request, int]]) -> None:
         r.token_times.append(t)
         if r.generated >= r.target:
             eng.running.remove(r)
-            eng.free += r.blocks
+            eng.free += r.blocks - r.shared
             r.blocks = 0
             eng.done.append(r)
             if work.concurrency is not None and eng.next_id < work.num_requests:
@@ -312,7 +347,8 @@ def _result(done: list[_Request], t: float, n_steps: int, preemptions: int, reco
         finished=tuple(sorted(r.token_times[-1] for r in done)),
         output_tokens=sum(r.generated for r in done), duration=t, steps=n_steps, preemptions=preemptions,
         recomputed_tokens=recomputed, max_running=max_running, mean_running=running_time / t if t else 0.0,
-        mixed_steps=mixed, calibration=calibration)
+        mixed_steps=mixed, calibration=calibration, prompt_tokens=sum(r.prompt for r in done),
+        hit_tokens=sum(r.cached for r in done))
 
 
 def as_prediction(result: SimResult, metric: str, stat: str, unit: str, label: str,
