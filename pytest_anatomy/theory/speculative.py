@@ -112,7 +112,8 @@ def verify_step(model: ModelSpec, ceilings: Ceilings, calib: EngineCalibration, 
         raise ValueError(f"need batch >= 1, gamma >= 1, 1 <= tokens_per_step <= gamma + 1; got {batch!r}, "
                          f"{gamma!r}, {tokens_per_step!r}")
     q = gamma + 1
-    work = StepWork(prefill=tuple((q, max(0, math.floor(context) - q)) for _ in range(batch)), logits=batch * q)
+    # context counts the step's new token, as decode_step_time's does: context - 1 tokens are cached
+    work = StepWork(prefill=tuple((q, max(0, math.ceil(context) - 1)) for _ in range(batch)), logits=batch * q)
     real = step_time(model, ceilings, calib, work)
     runs, captured = padded_tokens(batch * q, capture_sizes)
     memory_s = next(t.value for t in real.terms if t.name == "bytes / BW")
