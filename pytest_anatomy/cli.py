@@ -84,6 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
         cli_llama.add_arguments(sub_parser, latency=is_latency)
     _add_report_and_compare_parsers(sub)
     _add_import_parsers(sub)
+    from pytest_anatomy import cli_plan
+
+    cli_plan.add_parser(sub)
     return parser
 
 
@@ -381,6 +384,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cli_preregister.run(args)
     if args.command == "import-third-party":
         return _cmd_import_third_party(args)
+    if args.command == "plan":
+        from pytest_anatomy import cli_plan
+
+        return cli_plan.run(args)
     raise AssertionError(args.command)
 
 

@@ -1,0 +1,132 @@
+"""`plan`: every configuration worth trying for a workload and an SLO, each simulated, ranked.
+
+Candidates: tensor parallel sizes up to the GPUs given (those that split the model), vLLM's default
+limits or limits chosen for the workload (theory/deployment.tuned_limits), the prefix cache (when
+the workload shares prefixes), fp8 weights, an fp8 KV cache, and n-gram speculation when an
+acceptance is given (the theory does not predict acceptance). Each is simulated over the workload's
+own seeded requests; a configuration meets the SLO when its simulated TTFT p99 and ITL p99 are within
+it. Ranked by goodput per GPU, then output throughput per GPU. The knob that buys each gain: for
+every knob a configuration turns on, the same configuration with that knob off, and the ratio.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, replace
+from typing import Any
+
+from pytest_anatomy.specs.hardware import HardwareSpec
+from pytest_anatomy.specs.model import ModelSpec
+from pytest_anatomy.specs.workload_file import GeneratedWorkload, Slo
+from pytest_anatomy.theory import capacity as cap
+from pytest_anatomy.theory import deployment as dp
+from pytest_anatomy.theory.latency import Ceilings, EngineCalibration, StepModel
+from pytest_anatomy.theory.vllm_settings import LedgerSettings, resolve
+
+TP_SIZES = (1, 2, 4, 8)
+KNOBS = ("limits", "prefix_caching", "fp8_weights", "fp8_kv", "speculation")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    tp: int
+    knobs: dp.EngineKnobs
+    tuned_limits: bool
+    outcome: dp.StepOutcome
+    max_concurrency: float | None  # requests of the workload's mean length the KV pool holds
+
+    def on(self) -> dict[str, bool]:
+        k = self.knobs
+        return {"limits": self.tuned_limits, "prefix_caching": k.prefix_caching, "fp8_weights": k.fp8_weights,
+                "fp8_kv": k.fp8_kv, "speculation": bool(k.spec_tokens)}
+
+    def meets(self, slo: Slo) -> bool:
+        m = self.outcome.metrics
+        ttft, itl = m.get("ttft_p99_s"), m.get("itl_p99_s") or m.get("itl_p50_s")
+        return ttft is not None and itl is not None and ttft * 1e3 <= slo.ttft_ms and itl * 1e3 <= slo.itl_ms
+
+    def score(self) -> tuple[float, float]:
+        m = self.outcome.metrics
+        return ((m.get("goodput") or 0.0) / self.tp, (m.get("output_throughput") or 0.0) / self.tp)
+
+
+def tp_sizes(model: ModelSpec, gpus: int) -> list[int]:
+    """The tensor-parallel sizes up to `gpus` that split the model's heads and widths evenly."""
+    sizes = []
+    for tp in (t for t in TP_SIZES if t <= gpus):
+        try:
+            cap.kv_bytes_per_token(model, tp=tp)
+            cap.weight_bytes(model, tp=tp)
+        except (ValueError, cap.NotModeled):
+            continue
+        if model.num_attention_heads % tp == 0:
+            sizes.append(tp)
+    return sizes
+
+
+def step_model(model: ModelSpec, model_name: str, hw: HardwareSpec, ceilings: Ceilings, calib: EngineCalibration,
+               knobs: dp.EngineKnobs, tp: int) -> StepModel:
+    """One rank's step model: the ladder's at tp = 1; above, theory/transfer.py's tensor-parallel rank
+    (weights and KV split, all-reduces added), with the KV at fp8 when asked."""
+    if tp == 1:
+        return dp.step_model(model, ceilings, calib, knobs)
+    from pytest_anatomy.theory import transfer as tr
+
+    sm = tr.step_model(tr.Transfer.from_calibration(calib, ceilings),
+                       tr.Deployment(hw.name, model_name, "fp8" if knobs.fp8_weights else "auto", "bf16", tp))
+    if knobs.fp8_kv:
+        sm = replace(sm, kv_layer_bytes=cap.kv_layer_bytes_per_token(model, "fp8", tp).value,
+                     kv_token_bytes=sm.kv_token_bytes - cap.kv_bytes_per_token(model, tp=tp).value
+                     + cap.kv_bytes_per_token(model, "fp8", tp).value)
+    return sm
+
+
+def evaluate(model: ModelSpec, model_name: str, hw: HardwareSpec, ceilings: Ceilings, calib: EngineCalibration,
+             work: GeneratedWorkload, gpus: int, acceptance: float | None = None) -> list[Candidate]:
+    """Every candidate, simulated (speculation from its parent by the closed form)."""
+    defaults = resolve(hw, LedgerSettings(max_model_len=dp.MAX_MODEL_LEN, usage_context="openai_api_server"))
+    tuned = dp.tuned_limits(work, dp.budget_steps(model, ceilings, calib, work), work.spec.slo.itl_ms * 1e-3)
+    shares = work.spec.prefix_tokens > 0 and work.spec.prefix_fraction > 0
+    mean_tokens = sum(len(r.prompt) + r.output_len for r in work.requests) / len(work.requests)
+    out = []
+    for tp, tuned_on, prefix, fp8w, fp8kv in itertools.product(tp_sizes(model, gpus), (False, True),
+                                                                (False, True) if shares else (False,),
+                                                                (False, True), (False, True)):
+        seqs, budget = tuned if tuned_on else (defaults.max_num_seqs, defaults.max_num_batched_tokens)
+        knobs = dp.EngineKnobs(seqs, budget, prefix_caching=prefix, fp8_weights=fp8w, fp8_kv=fp8kv)
+        blocks = dp.pool_blocks(model, hw, knobs, tp)
+        sm = step_model(model, model_name, hw, ceilings, calib, knobs, tp)
+        outcome = dp.simulate(sm, work, knobs, blocks)
+        conc = None if blocks is None else (blocks - 1) * knobs.block_size / mean_tokens
+        out.append(Candidate(tp, knobs, tuned_on, outcome, conc))
+        if acceptance is not None and tp == 1:
+            from pytest_anatomy.theory.speculative import expected_tokens
+
+            sk = replace(knobs, spec_tokens=4)
+            spec = dp.speculate(model, ceilings, calib, work, outcome, sk, expected_tokens(acceptance, 4))
+            out.append(Candidate(tp, sk, tuned_on, spec, conc))
+    return out
+
+
+def ranked(cands: list[Candidate], slo: Slo) -> list[Candidate]:
+    """The candidates meeting the SLO, best first."""
+    return sorted((c for c in cands if c.meets(slo)), key=lambda c: c.score(), reverse=True)
+
+
+def attribution(best: Candidate, cands: list[Candidate]) -> dict[str, dict[str, float | None]]:
+    """For each knob `best` turns on: metric ratios of best against the same configuration without it."""
+    out: dict[str, dict[str, float | None]] = {}
+    for knob, on in best.on().items():
+        if not on:
+            continue
+        want = {**best.on(), knob: False}
+        other = next((c for c in cands if c.tp == best.tp and c.on() == want), None)
+        if other is not None:
+            out[knob] = dp.gains(best.outcome, other.outcome)
+    return out
+
+
+def describe(c: Candidate) -> dict[str, Any]:
+    return {"tp": c.tp, "engine_kwargs": {**c.knobs.engine_kwargs(), "tensor_parallel_size": c.tp},
+            "knobs_on": [k for k, v in c.on().items() if v], "predicted": c.outcome.metrics,
+            "max_concurrency": c.max_concurrency, "notes": list(c.outcome.why)}

@@ -1,0 +1,100 @@
+"""The CLI's deployment questions: `predict latency --prefix-cached-tokens / --speculative` and `plan`.
+Numbers are checked against the theory functions they must come from (never against constants), and
+every refusal is one line on stderr with exit 2."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pytest_anatomy.cli import main
+from pytest_anatomy.theory import speculative as sp
+from pytest_anatomy.theory.prefix_cache import hit_tokens
+
+BASE = ("predict", "latency", "--model", "qwen2.5-7b", "--hardware", "h200", "--batch", "32", "--input-len", "1024",
+        "--output-len", "256", "--json")
+
+
+def _json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict:
+    assert main(list(argv)) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_prefix_cached_tokens_shorten_prefill_and_ttft_by_the_hit(capsys) -> None:
+    cold, warm = _json(capsys, *BASE), _json(capsys, *BASE, "--prefix-cached-tokens", "1000")
+    assert warm["prefix_hit_tokens"]["value"] == hit_tokens(1024, 1000) == 992
+    assert warm["prefill_ms"]["value"] < cold["prefill_ms"]["value"] / 3  # 32 of 1,024 tokens left to compute
+    assert warm["ttft_ms"]["value"] < cold["ttft_ms"]["value"]
+    assert warm["itl_ms"] == cold["itl_ms"]  # decoding does not see the cache
+    assert warm["ttft_ms"]["uncertainty"] is None  # no reconciled prefix-cached prefill to quote
+
+
+def test_prefix_hits_enter_the_simulation_with_rate(capsys) -> None:
+    args = (*BASE, "--rate", "4", "--requests", "60")
+    cold, warm = _json(capsys, *args), _json(capsys, *args, "--prefix-cached-tokens", "1000")
+    assert warm["ttft_ms"]["value"] < cold["ttft_ms"]["value"]
+
+
+def test_speculative_answers_follow_the_closed_form(capsys) -> None:
+    blind = _json(capsys, *BASE, "--speculative", "ngram:k=4")
+    assert "spec_verify_step_ms" in blind and "spec_itl_ms" not in blind  # no acceptance: no per-token ITL
+    seen = _json(capsys, *BASE, "--speculative", "ngram:k=4,acceptance=0.7")
+    e = sp.expected_tokens(0.7, 4)
+    assert seen["spec_tokens_per_step"]["value"] == pytest.approx(e, rel=1e-12)
+    assert seen["spec_itl_ms"]["value"] == pytest.approx(seen["spec_verify_step_ms"]["value"] / e, rel=1e-12)
+    assert seen["spec_verify_step_ms"]["value"] > seen["itl_ms"]["value"]  # 160 query tokens cost more than 32
+
+
+@pytest.mark.parametrize(("flag", "message"), [
+    (("--speculative", "eagle:k=3"), "not modelled"), (("--speculative", "ngram:k=0"), "k >= 1"),
+    (("--speculative", "ngram:acceptance=0.5"), "needs k=K"), (("--speculative", "ngram:k=4,acceptance=1.5"), "[0, 1]"),
+    (("--prefix-cached-tokens", "-5"), ">= 0")], ids=["method", "k0", "no-k", "acceptance", "negative"])
+def test_bad_knob_flags_are_one_line(capsys, flag: tuple[str, str], message: str) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main([*BASE, *flag])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+PLAN = ("plan", "--model", "qwen2.5-7b", "--hardware", "h200", "--workload", "rag")
+
+
+def test_plan_ranks_configurations_that_meet_the_slo(capsys) -> None:
+    doc = _json(capsys, *PLAN, "--json", "--top", "3")
+    assert doc["workload"] == "rag" and 1 <= len(doc["plans"]) <= 3
+    slo = doc["slo"]
+    for p in doc["plans"]:
+        m = p["predicted"]
+        assert m["ttft_p99_s"] * 1e3 <= slo["ttft_p99_ms"] and m["itl_p99_s"] * 1e3 <= slo["itl_p99_ms"]
+    goodputs = [p["predicted"]["goodput"] / p["tp"] for p in doc["plans"]]
+    assert goodputs == sorted(goodputs, reverse=True)
+    top = doc["plans"][0]
+    assert "prefix_caching" in top["knobs_on"]  # 3,000 shared tokens of ~3,200: the cache is the first gain
+    assert top["gains_by_knob"]["prefix_caching"]["ttft_p50_s"] < 0.5
+    assert "no reconciliation of a knob's gain" in doc["uncertainty"]["knob_gains"]
+
+
+def test_plan_prints_a_readable_table(capsys) -> None:
+    assert main([*PLAN, "--top", "1"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("plan for qwen2.5-7b on 1 x h200, workload rag") and "engine: {" in out
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (("--model", "nope", "--hardware", "h200", "--workload", "chat"), "not a catalog model"),
+    (("--model", "qwen2.5-7b", "--hardware", "h9000", "--workload", "chat"), "unknown hardware"),
+    (("--model", "qwen2.5-7b", "--hardware", "h200", "--workload", "no-such-workload"), "not found"),
+    (("--model", "qwen2.5-7b", "--hardware", "h200", "--workload", "chat", "--slo-ttft-ms", "1"), "loosen the SLO"),
+], ids=["model", "hardware", "workload", "slo"])
+def test_plan_refusals_are_one_line(capsys, argv: tuple[str, ...], message: str) -> None:
+    assert main(["plan", *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_plan_refuses_a_malformed_workload(capsys, tmp_path) -> None:
+    bad = tmp_path / "w.json"
+    bad.write_text(json.dumps({"name": "x", "seed": 1, "num_requests": 5}))
+    assert main([*PLAN[:-1], str(bad)]) == 2
+    assert "missing field 'arrival'" in capsys.readouterr().err
