@@ -69,6 +69,22 @@ def ladders(calibration: dict[str, Any]) -> dict[str, dict[str, list[dict[str, A
                 for w in WORKLOADS} for m in MODELS}
 
 
+def plan_tops(calibration: dict[str, Any]) -> dict[str, dict[str, dict[str, Any]]]:
+    """model -> workload -> `plan`'s top configuration on one GPU for the workload's own SLO: the
+    recommendation the device run checks (its measured TTFT p99 and ITL p99 within the SLO)."""
+    from pytest_anatomy.theory import deployment_plan as pl
+
+    ceilings, calib = calibration_from_record(calibration)
+    hw = get_hardware(HARDWARE)
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for m in MODELS:
+        for w in WORKLOADS:
+            work = wf.generate(wf.load(workload_path(w)))
+            best = pl.ranked(pl.evaluate(load_model(m), m, hw, ceilings, calib, work, 1), work.spec.slo)
+            out.setdefault(m, {})[w] = pl.describe(best[0]) if best else {"none": "no configuration meets the SLO"}
+    return out
+
+
 def preregistration(results: Path = REPO / "results") -> dict[str, Any]:
     calibration = newest_calibration(results)
     return {
@@ -80,6 +96,7 @@ def preregistration(results: Path = REPO / "results") -> dict[str, Any]:
         "workload_sha256": {w: hashlib.sha256(workload_path(w).read_bytes()).hexdigest() for w in WORKLOADS},
         "ngram": "gains need the measured E: speedup = E x terms.t_decode_s / terms.t_verify_s",
         "ladders": ladders(calibration),
+        "plan_top": plan_tops(calibration),
     }
 
 

@@ -43,6 +43,16 @@ def test_the_file_is_what_the_theory_computes_today() -> None:
                               "eager_launch_s": dp.EAGER_LAUNCH_S}
 
 
+def test_the_recommended_plans_are_todays() -> None:
+    today = json.loads(json.dumps(dl.plan_tops(PRE["calibration"])))
+    assert _same(PRE["plan_top"], today) == []
+    for model, by_workload in PRE["plan_top"].items():
+        for workload, top in by_workload.items():
+            slo = json.loads(dl.workload_path(workload).read_text())["slo"]
+            assert top["predicted"]["ttft_p99_s"] * 1e3 <= slo["ttft_ms"], (model, workload)
+            assert top["predicted"]["itl_p99_s"] * 1e3 <= slo["itl_ms"], (model, workload)
+
+
 def test_the_workload_files_are_the_ones_predicted() -> None:
     assert PRE["workload_sha256"] == {w: hashlib.sha256(dl.workload_path(w).read_bytes()).hexdigest()
                                       for w in dl.WORKLOADS}

@@ -54,7 +54,7 @@ sys.path.insert(0, str(REPO))
 
 from pytest_anatomy.specs import workload_file as wf
 
-SCHEMA = "pytest-anatomy/deployment-batch/v1"
+SCHEMA = "pytest-anatomy/device-batch/v1"  # provenance.kind "deployment": importers/device.py files it
 PREREGISTERED = REPO / "tests_deployment" / "preregistered.json"
 WORKLOAD_DIR = REPO / "tests_deployment" / "workloads"
 CONFIG_DIR = REPO / "pytest_anatomy" / "specs" / "configs"
@@ -72,16 +72,21 @@ def log(msg: str) -> None:
 
 
 def engines(pre: dict[str, Any], models: list[str], workloads: list[str], steps: list[str]) -> list[dict[str, Any]]:
-    """One entry per (model, engine arguments): the (workload, rung) runs it serves, in ladder order."""
+    """One entry per (model, engine arguments): the (workload, rung) runs it serves, in ladder order;
+    step "plan_top" is `plan`'s recommendation for the workload (preregistered.json's plan_top)."""
     out: dict[tuple[str, str], dict[str, Any]] = {}
     for model in models:
         for workload in workloads:
-            for row in pre["ladders"][model][workload]:
-                if row["step"] not in steps:
+            rows = [(r["step"], r["engine_kwargs"]) for r in pre["ladders"][model][workload]]
+            top = pre["plan_top"][model][workload].get("engine_kwargs")
+            if top is not None:
+                rows.append(("plan_top", top))
+            for step, kwargs in rows:
+                if step not in steps:
                     continue
-                key = (model, json.dumps(row["engine_kwargs"], sort_keys=True))
-                entry = out.setdefault(key, {"model": model, "engine_kwargs": row["engine_kwargs"], "runs": []})
-                entry["runs"].append({"workload": workload, "step": row["step"]})
+                key = (model, json.dumps(kwargs, sort_keys=True))
+                entry = out.setdefault(key, {"model": model, "engine_kwargs": kwargs, "runs": []})
+                entry["runs"].append({"workload": workload, "step": step})
     return list(out.values())
 
 
@@ -163,7 +168,7 @@ async def run_engine(entry: dict[str, Any], out: Output, deadline: float) -> Non
     except Exception:
         out.add({"id": engine_id, "engine_kwargs": entry["engine_kwargs"], "error": traceback.format_exc()})
         return
-    out.add({"id": engine_id, "engine_kwargs": entry["engine_kwargs"],
+    out.add({"id": engine_id, "model": model, "engine_kwargs": entry["engine_kwargs"],
              "result": {"startup_s": driver.startup_s, "resolved": driver.resolved_settings()}})
     try:
         for r in entry["runs"]:
@@ -178,14 +183,37 @@ async def run_engine(entry: dict[str, Any], out: Output, deadline: float) -> Non
             run = await driver.run(run_id, [list(q.prompt) for q in work.requests], list(work.output_lens),
                                    concurrency=work.spec.concurrency, arrivals=work.arrivals, deadline=deadline)
             out.add({"id": run_id, "model": model, "workload": r["workload"], "step": r["step"],
-                     "engine_kwargs": entry["engine_kwargs"],
-                     "metrics": ladder_metrics(run.records, run.start_time, work.spec.slo),
-                     "aggregate": ls.aggregate(run.records, run.expected_requests, start_time=run.start_time),
-                     "counters": delta(before, counters()), "truncated": run.truncated},
+                     "engine_kwargs": entry["engine_kwargs"], "engine_run": engine_id, "result": {
+                         "metrics": ladder_metrics(run.records, run.start_time, work.spec.slo),
+                         "aggregate": ls.aggregate(run.records, run.expected_requests, start_time=run.start_time),
+                         "counters": delta(before, counters()), "truncated": run.truncated}},
                     {"start": run.start_time, "requests": [q.to_raw() for q in run.records]})
-            log(f"{run_id}: {out.doc['runs'][-1]['metrics']}")
+            log(f"{run_id}: {out.doc['runs'][-1]['result']['metrics']}")
     finally:
         driver.shutdown()
+
+
+def provenance(args: argparse.Namespace) -> dict[str, Any]:
+    """What the importer needs (date_utc, the GPU's name, versions) and what the run was planned from."""
+    import hashlib
+    from datetime import datetime, timezone
+    from importlib import metadata
+
+    from pytest_anatomy.gpu_query import gpu_identity
+
+    def version(name: str) -> str | None:
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            return None
+
+    return {"kind": "deployment", "date_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "command": " ".join([sys.executable, *sys.argv]), "nvidia_smi": {"summary": gpu_identity() or {}},
+            "versions": {name: version(name) for name in ("vllm", "torch")},
+            "preregistered": {"file": str(PREREGISTERED.relative_to(REPO)),
+                              "sha256": hashlib.sha256(PREREGISTERED.read_bytes()).hexdigest()},
+            "weights": "random (load_format=dummy): exact for time and memory, degenerate text for acceptance",
+            "selection": {"models": args.models, "workloads": args.workloads, "steps": args.steps}}
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -193,7 +221,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--models", default=",".join(pre["ladders"]))
     p.add_argument("--workloads", default="chat,rag")
-    p.add_argument("--steps", default="baseline,limits,prefix_cache,fp8_weights,fp8_kv,eager,ngram")
+    p.add_argument("--steps", default="baseline,limits,prefix_cache,fp8_weights,fp8_kv,eager,ngram,plan_top")
     p.add_argument("--budget-s", type=float, default=540.0)
     p.add_argument("--out-dir", type=Path, default=Path(os.environ.get("OUT", "out")))
     p.add_argument("--dry-run", action="store_true", help="print the engines and runs, start nothing")
@@ -219,8 +247,7 @@ def main(argv: list[str] | None = None) -> int:
     for k, v in ENV_DEFAULTS.items():
         os.environ.setdefault(k, v)
     deadline = time.monotonic() + args.budget_s
-    out = Output(args.out_dir, {"preregistered": str(PREREGISTERED.relative_to(REPO)), "hardware": args.pre["hardware"],
-                                "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+    out = Output(args.out_dir, provenance(args))
     for e in plan:
         if time.monotonic() + ENGINE_START_S + RUN_S > deadline:
             out.add({"id": f"{e['model']}.engine", "engine_kwargs": e["engine_kwargs"], "skipped": "budget"})
