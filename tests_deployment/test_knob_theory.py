@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from pytest_anatomy.specs.hardware import get_hardware
 from pytest_anatomy.specs.model import load_model
 from pytest_anatomy.theory import capacity as cap
+from pytest_anatomy.theory import flops as fl
 from pytest_anatomy.theory import latency as lat
 from pytest_anatomy.theory import prefix_cache as pc
 from pytest_anatomy.theory import speculative as sp
@@ -127,6 +128,17 @@ def test_verify_steps_above_the_largest_graph_say_so() -> None:
     outside = sp.verify_step(QWEN, H200, CAL, 128, 2000, 4, 2.0, sizes)
     assert "captured graph of 320" in inside.verify.notes[0]
     assert "exceed every captured size" in outside.verify.notes[0]
+
+
+def test_graph_padding_costs_the_padded_tokens_matmuls() -> None:
+    """65 x 5 = 325 query tokens run as the 340-token graph (336, a 16-step size above 256, rounded up to a
+    multiple of 5; 320 is below): compute-bound there, so the step is longer by exactly 15 tokens' trunk
+    FLOPs at eta x peak."""
+    sizes = sp.spec_default_capture_sizes(128, 8192, 4)
+    padded, bare = (sp.verify_step(QWEN, H200, CAL, 65, 2000, 4, 2.0, s).verify for s in (sizes, ()))
+    assert next(t.value for t in padded.terms if t.name == "padded to") == 340
+    pad = 15 * fl.trunk_matmul_flops_per_token(QWEN).value / (CAL.eta_at(340) * H200.peak)
+    assert padded.value - bare.value == pytest.approx(pad, rel=1e-9)
 
 
 @SMALL

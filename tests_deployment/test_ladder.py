@@ -79,6 +79,18 @@ def test_fp8_rungs_shorten_the_decode_by_at_most_their_bytes() -> None:
     assert r["fp8_kv"]["gain"]["itl_p50_s"] < 1
 
 
+def test_an_fp8_kv_cache_doubles_the_pool() -> None:
+    """Half the bytes per block: twice the blocks per byte left for KV (which the ledger lowers a little
+    for fp8: its model-memory term grows), to one block of flooring."""
+    from pytest_anatomy.theory.planning import capacity
+
+    bf16, fp8 = (dp.pool_blocks(QWEN, H200, dp.EngineKnobs(32, 1024, fp8_kv=kv)) for kv in (False, True))
+    avail = [capacity(QWEN, H200, max_model_len=dp.MAX_MODEL_LEN, kv_cache_dtype=d, max_num_seqs=32,
+                      max_num_batched_tokens=1024)["available_kv_bytes"].value for d in ("auto", "fp8")]
+    assert bf16 is not None and fp8 is not None
+    assert abs(fp8 - 2 * bf16 * avail[1] / avail[0]) <= 2
+
+
 def test_the_eager_rung_adds_the_assumed_launches_to_every_step() -> None:
     knobs = dp.EngineKnobs(32, 1024, cudagraphs=False)
     graphs = dp.step_model(QWEN, CEIL, CAL, dp.EngineKnobs(32, 1024))

@@ -108,6 +108,8 @@ def test_every_request_gets_its_own_tokens_and_hits_count(reqs, c: int, blocks: 
                                                                                        concurrency=c))
     assert res.output_tokens == sum(outputs) and len(res.ttft) == len(reqs)
     assert res.hit_tokens == sum(cached) and res.prompt_tokens == sum(prompts)
+    # every block taken came back and the cache's shared blocks were never taken: the pool ends as it began
+    assert res.free_blocks_end == (math.inf if blocks is None else blocks - 1)
 
 
 def test_a_hit_shortens_a_lone_requests_ttft_by_the_skipped_prefill() -> None:

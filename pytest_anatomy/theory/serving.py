@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pytest_anatomy.specs.workload import poisson_arrivals
@@ -147,6 +147,7 @@ class SimResult:
     mixed_steps: int
     prompt_tokens: int = 0  # the prompts' tokens, cache hits included
     hit_tokens: int = 0  # of which served from the prefix cache (first admissions)
+    free_blocks_end: float = math.inf  # the pool after the last request: every block back, none double-counted
     # The step model's calibration (describe() and its fit notes): what every simulated step
     # time rests on, carried into each Prediction built from this result.
     calibration: tuple[str, ...] = ()
@@ -218,8 +219,8 @@ def simulate(steps: StepModel, sched: SchedulerConfig, work: Workload, *, max_st
         if eng.steps > max_steps:
             raise RuntimeError(f"simulation exceeded {max_steps} steps; the workload never drains")
         _land_tokens(eng, scheduled)
-    return _result(eng.done, eng.t, eng.steps, eng.preemptions, eng.recomputed, eng.max_running, eng.running_time,
-                   eng.mixed, steps.calibration)
+    return replace(_result(eng.done, eng.t, eng.steps, eng.preemptions, eng.recomputed, eng.max_running,
+                           eng.running_time, eng.mixed, steps.calibration), free_blocks_end=eng.free)
 
 
 def _arrive(eng: _Engine) -> None:
