@@ -101,13 +101,14 @@ def test_the_eager_rung_adds_the_assumed_launches_to_every_step() -> None:
 
 
 def test_the_ngram_rung_takes_a_measured_e_and_predicts_nothing_without_it() -> None:
-    blind, seen = rows("chat")["ngram"], rows("chat", 2.5)["ngram"]
+    blind, seen, none = rows("chat")["ngram"], rows("chat", 2.5)["ngram"], rows("chat", 1.0)["ngram"]
     assert all(v is None for v in blind["predicted"].values())
-    t = seen["terms"]
-    speedup = 2.5 * t["t_decode_s"] / t["t_verify_s"]
-    assert seen["gain"]["itl_p50_s"] == pytest.approx(1 / speedup, rel=1e-12)
-    assert seen["gain"]["output_throughput"] == pytest.approx(speedup, rel=1e-12)
-    assert seen["gain"]["ttft_p50_s"] == 1.0 and seen["predicted"]["goodput"] is None
+    assert blind["terms"]["t_verify_s"] > blind["terms"]["t_decode_s"]
+    assert all(v is not None for v in seen["predicted"].values())  # simulated: every metric, goodput included
+    # E = 2.5 at ~32 running sequences (weight-bound steps): the per-token ITL falls, by less than E
+    assert 1 / 2.5 < seen["gain"]["itl_p50_s"] < 1 and seen["gain"]["output_throughput"] > 1
+    # nothing accepted: every verify costs more than the decode it replaces
+    assert none["gain"]["itl_p50_s"] > 1 and none["gain"]["output_throughput"] < 1
 
 
 @pytest.mark.parametrize(("predicted", "measured", "ok"), [(0.5, 0.55, True), (0.5, 0.7, False), (2.0, 1.7, True),

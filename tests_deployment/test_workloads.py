@@ -124,3 +124,49 @@ def test_a_hit_shortens_a_lone_requests_ttft_by_the_skipped_prefill() -> None:
 def test_cached_tokens_must_leave_the_last_one() -> None:
     with pytest.raises(ValueError, match="last one is recomputed"):
         sv.Workload.of_requests((100,), (5,), (100,), concurrency=1)
+
+
+# --- speculation in the simulator ----------------------------------------------------------------
+
+def _spec(e: float, k: int = 4, sizes: tuple[int, ...] = ()) -> sv.SchedulerConfig:
+    return sv.SchedulerConfig(8, 4096, spec_tokens=k, spec_tokens_per_step=e, capture_sizes=sizes)
+
+
+@pytest.mark.parametrize(("e", "decode_steps"), [(5.0, 20), (2.5, 40), (1.0, 100)])
+def test_a_lone_request_takes_output_over_e_verify_steps(e: float, decode_steps: int) -> None:
+    """101 tokens: the first from the prefill, the other 100 at E per verify step (credits carry the
+    fraction: 2.5 = 2, 3, 2, 3, ...)."""
+    res = sv.simulate(STEPS, _spec(e), sv.Workload.of_requests((500,), (101,), concurrency=1))
+    assert res.output_tokens == 101 and res.steps == 1 + decode_steps
+    assert len(res.itl) == 100  # one gap per token after the first, whatever the chunk sizes
+
+
+def test_full_acceptance_spreads_each_step_over_its_tokens() -> None:
+    res = sv.simulate(STEPS, _spec(5.0), sv.Workload.of_requests((500,), (11,), concurrency=1))
+    # two verify steps of 5 tokens each: ten per-token gaps, five equal ones per step
+    assert len(set(res.itl[:5])) == 1 and len(set(res.itl[5:])) == 1
+    assert res.itl[0] == pytest.approx(STEPS.seconds(0, 0.0, ((5, 500),), 5) / 5, rel=1e-12)
+
+
+def test_verify_steps_pay_their_graph_padding() -> None:
+    """64 sequences x 5 tokens = 320 query tokens run as a 330-token graph: compute-bound there, so the one
+    verify step (6 outputs: 1 from the prefill, 5 verified at once) is longer by 10 tokens' matmuls."""
+    work = sv.Workload.of_requests((300,) * 64, (6,) * 64, concurrency=64)
+    sched = sv.SchedulerConfig(64, 32768, spec_tokens=4, spec_tokens_per_step=5.0)
+    bare, padded = (sv.simulate(STEPS, replace(sched, capture_sizes=s), work) for s in ((), (64, 330)))
+    assert padded.steps == bare.steps == 2
+    assert padded.duration - bare.duration == pytest.approx(10 * STEPS.trunk_flops / STEPS.effective_peak, rel=1e-9)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.integers(20, 800), st.integers(1, 40)), min_size=1, max_size=16),
+       st.integers(1, 6), st.floats(1.0, 7.0), st.sampled_from([None, 200]))
+def test_speculating_every_request_still_gets_exactly_its_tokens(reqs, k: int, e: float, blocks: int | None) -> None:
+    prompts, outputs = tuple(p for p, _ in reqs), tuple(o for _, o in reqs)
+    e = min(e, k + 1)
+    if blocks is not None and max(-(-(p + o + k) // 16) for p, o in reqs) > blocks - 1:
+        blocks = None
+    res = sv.simulate(STEPS, sv.SchedulerConfig(4, 256, blocks, spec_tokens=k, spec_tokens_per_step=e),
+                      sv.Workload.of_requests(prompts, outputs, concurrency=3))
+    assert res.output_tokens == sum(outputs) and len(res.itl) == sum(o - 1 for o in outputs)
+    assert res.free_blocks_end == (math.inf if blocks is None else blocks - 1)

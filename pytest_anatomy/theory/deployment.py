@@ -8,9 +8,10 @@ Every configuration is simulated (theory/serving.py) over the workload's own see
   the shared prefixes are warmed first (the device plan sends each once before the timed run);
 - fp8 weights / fp8 KV cache: theory/fp8.apply_fp8 (bytes only);
 - no CUDA graphs (enforce_eager): every step pays its kernels' host launches (EAGER_* below);
-- n-gram speculation: the closed form of theory/speculative.py at the parent's mean running batch,
-  with E measured (dummy weights: acceptance is never predicted); without E its gains are left
-  as coefficients (t_decode, t_verify) and are not predicted numbers.
+- n-gram speculation: simulated with E measured (dummy weights: acceptance is never predicted): each
+  decode verifies 1 + k tokens and gains E on average, pure decode/verify steps padded to the
+  spec-adjusted CUDA-graph sizes; without E its gains are left as the closed form's coefficients
+  (t_decode, t_verify at the parent's mean running batch: speedup = E x t_decode / t_verify).
 
 ITL here is per output token: a streamed chunk of k tokens after a gap d counts k gaps of d / k
 (what speculation is for); without speculation every chunk is one token and the two agree.
@@ -135,9 +136,15 @@ def simulated_workload(work: GeneratedWorkload, knobs: EngineKnobs) -> sv.Worklo
                                    arrivals=work.arrivals)
 
 
-def simulate(sm: StepModel, work: GeneratedWorkload, knobs: EngineKnobs, pool_blocks: int | None) -> StepOutcome:
-    """Simulate one configuration (no speculation) and read the ladder's metrics off it."""
-    sched = sv.SchedulerConfig(knobs.max_num_seqs, knobs.max_num_batched_tokens, pool_blocks, knobs.block_size)
+def simulate(sm: StepModel, work: GeneratedWorkload, knobs: EngineKnobs, pool_blocks: int | None,
+             tokens_per_step: float = 1.0) -> StepOutcome:
+    """Simulate one configuration and read the ladder's metrics off it; speculating, each verify gains
+    `tokens_per_step` (E) and pure decode/verify steps are padded to the spec-adjusted graph sizes."""
+    sizes = spec_default_capture_sizes(knobs.max_num_seqs, knobs.max_num_batched_tokens, knobs.spec_tokens) \
+        if knobs.spec_tokens and knobs.cudagraphs else ()
+    sched = sv.SchedulerConfig(knobs.max_num_seqs, knobs.max_num_batched_tokens, pool_blocks, knobs.block_size,
+                               spec_tokens=knobs.spec_tokens, spec_tokens_per_step=tokens_per_step,
+                               capture_sizes=sizes)
     res = sv.simulate(sm, sched, simulated_workload(work, knobs))
     out = {"ttft_p50_s": res.stat("ttft", "p50"), "ttft_p99_s": res.stat("ttft", "p99"),
            "itl_p50_s": res.stat("itl", "p50"), "itl_p99_s": res.stat("itl", "p99"), "output_throughput": res.output_throughput,
@@ -149,10 +156,11 @@ def simulate(sm: StepModel, work: GeneratedWorkload, knobs: EngineKnobs, pool_bl
 
 
 def speculate(model: ModelSpec, ceilings: Ceilings, calib: EngineCalibration, work: GeneratedWorkload,
-              parent: StepOutcome, knobs: EngineKnobs, tokens_per_step: float | None) -> StepOutcome:
-    """The n-gram rung from its parent: TTFT unchanged (prefill is not speculated), per-token ITL x
-    t_verify / (E x t_decode), throughput x the speedup; goodput needs a speculating simulator (None).
-    Without a measured E only the coefficients are given."""
+              parent: StepOutcome, knobs: EngineKnobs, tokens_per_step: float | None,
+              pool: int | None = None) -> StepOutcome:
+    """The n-gram rung: simulated with the measured E (every decode verifies its drafts and gains E
+    tokens on average). Its terms always carry the closed form at the parent's mean running batch
+    (t_decode, t_verify: speedup = E x t_decode / t_verify), the only prediction without a measured E."""
     batch = max(1, round(parent.terms["mean_running"]))
     reqs = work.requests
     context = sum(len(r.prompt) for r in reqs) / len(reqs) + sum(r.output_len for r in reqs) / len(reqs) / 2
@@ -166,17 +174,9 @@ def speculate(model: ModelSpec, ceilings: Ceilings, calib: EngineCalibration, wo
     if tokens_per_step is None:
         return StepOutcome({m: None for m in METRICS}, terms, (
             "acceptance not measured: speedup = E x t_decode / t_verify, E from the engine's counters",))
-    speedup = spec.speedup.value
-    pm = parent.metrics
-    out: dict[str, float | None] = {
-        "ttft_p50_s": pm["ttft_p50_s"], "ttft_p99_s": pm["ttft_p99_s"],
-        "itl_p50_s": None if pm["itl_p50_s"] is None else pm["itl_p50_s"] / speedup,
-        "itl_p99_s": None,  # the tail mixes verify steps with chunked prefills: not in the closed form
-        "output_throughput": None if pm["output_throughput"] is None else pm["output_throughput"] * speedup,
-        "goodput": None}
-    return StepOutcome(out, {**terms, "E": e, "speedup": speedup}, (
-        "E measured (dummy weights: acceptance is an input, not a prediction)",
-        "goodput not predicted: the simulator does not speculate"))
+    sim = simulate(step_model(model, ceilings, calib, knobs), work, knobs, pool, tokens_per_step)
+    return StepOutcome(sim.metrics, {**sim.terms, **terms, "E": e, "speedup": spec.speedup.value}, (
+        "E measured (dummy weights: acceptance is an input, not a prediction); every decode step drafts",))
 
 
 def gains(step: StepOutcome, parent: StepOutcome) -> dict[str, float | None]:
@@ -226,7 +226,8 @@ def run_ladder(model: ModelSpec, hw: HardwareSpec, ceilings: Ceilings, calib: En
     for step in ladder(defaults.max_num_seqs, defaults.max_num_batched_tokens, tuned):
         if step.knobs.spec_tokens:
             assert step.parent is not None
-            outcome = speculate(model, ceilings, calib, work, done[step.parent], step.knobs, tokens_per_step)
+            outcome = speculate(model, ceilings, calib, work, done[step.parent], step.knobs, tokens_per_step,
+                                pool_blocks(model, hw, step.knobs))
         else:
             sm = step_model(model, ceilings, calib, step.knobs)
             outcome = simulate(sm, work, step.knobs, pool_blocks(model, hw, step.knobs))

@@ -103,7 +103,7 @@ def evaluate(model: ModelSpec, model_name: str, hw: HardwareSpec, ceilings: Ceil
             from pytest_anatomy.theory.speculative import expected_tokens
 
             sk = replace(knobs, spec_tokens=4)
-            spec = dp.speculate(model, ceilings, calib, work, outcome, sk, expected_tokens(acceptance, 4))
+            spec = dp.speculate(model, ceilings, calib, work, outcome, sk, expected_tokens(acceptance, 4), blocks)
             out.append(Candidate(tp, sk, tuned_on, spec, conc))
     return out
 

@@ -20,6 +20,7 @@ not modeled: simulated TTFT is the engine's queue + prefill.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import deque
 from dataclasses import dataclass, field, replace
@@ -41,6 +42,14 @@ class SchedulerConfig:
     # chunk (vLLM's `scheduler_reserve_full_isl`, default True where it exists); without it a
     # preempted request is re-admitted chunk by chunk and preempted again (thrashing).
     reserve_full_sequence: bool = True
+    # n-gram speculation: each decoding request schedules 1 + spec_tokens tokens (its last token and
+    # the drafts) and gains spec_tokens_per_step of them on average (E, measured: see speculative.py),
+    # spread deterministically by a per-request credit. Graph padding is not priced here.
+    spec_tokens: int = 0
+    spec_tokens_per_step: float = 1.0
+    # CUDA-graph sizes a step of decodes/verifies only (no prompt chunk) is padded up to (its extra
+    # rows' matmuls priced); () prices the tokens as they are. The ladder gives them when speculating.
+    capture_sizes: tuple[int, ...] = ()
 
     @property
     def usable_blocks(self) -> float:
@@ -119,6 +128,7 @@ class _Request:
     # (or returned to) the free pool; a preempted request finds them cached again.
     cached: int = 0
     shared: int = 0
+    credit: float = 0.0  # speculation: accepted tokens owed (fractional E spread over steps)
     # Tokens whose KV must exist before the next token is sampled: prompt + generated. Kept as a
     # field, advanced with `generated`, because the scheduler reads it for every running request on
     # every step (a property cost a quarter of a 10,000-request simulation). Slots: the same reason.
@@ -242,11 +252,14 @@ def _schedule_running(eng: _Engine, scheduled: list[tuple[_Request, int]]) -> tu
     bs, running, waiting = eng.sched.block_size, eng.running, eng.waiting
     free = eng.free  # a local: read for every running request on every step
     budget = eng.sched.max_num_batched_tokens
+    spec = eng.sched.spec_tokens
     preempted_now = False
     idx = 0
     while idx < len(running) and budget > 0:
         r = running[idx]
         n = r.length - r.computed
+        if spec and n == 1 and r.generated:  # a decode verifies its drafts, none past its output length
+            n += min(spec, r.target - r.generated - 1)
         if n > budget:
             n = budget
         need = -(-(r.computed + n) // bs) - r.blocks  # r's own blocks: unchanged by preempting others
@@ -300,15 +313,25 @@ def _admit_waiting(eng: _Engine, scheduled: list[tuple[_Request, int]], budget: 
 def _step_seconds(eng: _Engine, steps: StepModel, scheduled: list[tuple[_Request, int]]) -> float:
     """The step model's time for this step's decodes (with their contexts) and prefill chunks;
     counts the step's mixing and running requests."""
-    dec_n, dec_ctx, chunks = 0, 0.0, []
+    dec_n, dec_ctx, chunks, rows, prefills = 0, 0.0, [], 0, 0
     for r, n in scheduled:
-        if n == 1 and r.generated > 0 and r.computed == r.length - 1:
+        decoding = r.generated > 0 and r.computed == r.length - 1
+        if n == 1 and decoding:
             dec_n += 1
             dec_ctx += r.computed + 1
-        else:
+            rows += 1
+        else:  # a prompt chunk (one logits row), or a verify step (a row per query token)
             chunks.append((n, r.computed))
-    dt = steps.seconds(dec_n, dec_ctx, tuple(chunks))
-    eng.mixed += bool(chunks and dec_n)
+            rows += n if decoding else 1
+            prefills += not decoding
+    pad = 0
+    sizes = eng.sched.capture_sizes
+    if sizes and not prefills:
+        total = dec_n + sum(n for n, _ in chunks)
+        at = bisect.bisect_left(sizes, total)
+        pad = sizes[at] - total if at < len(sizes) else 0
+    dt = steps.seconds(dec_n, dec_ctx, tuple(chunks), rows, pad)
+    eng.mixed += bool(prefills and len(chunks) + dec_n > prefills)
     eng.running_time += len(eng.running) * dt
     eng.max_running = max(eng.max_running, len(eng.running))
     return dt
@@ -317,14 +340,21 @@ def _step_seconds(eng: _Engine, steps: StepModel, scheduled: list[tuple[_Request
 def _land_tokens(eng: _Engine, scheduled: list[tuple[_Request, int]]) -> None:
     """A request whose chunk completes its sequence emits a token at the step's end; one that
     reached its output length finishes, frees its blocks and, in a closed loop, sends the next."""
-    t, work = eng.t, eng.work
+    t, work, e = eng.t, eng.work, eng.sched.spec_tokens_per_step
     for r, n in scheduled:
-        r.computed += n
-        if r.computed < r.length:
-            continue  # a chunk of a longer prompt: no token yet
-        r.generated += 1
-        r.length += 1
-        r.token_times.append(t)
+        if n > 1 and r.generated and r.computed == r.length - 1:  # verified: the accepted run + one token
+            r.credit += e
+            g = min(n, max(1, int(r.credit)), r.target - r.generated)
+            r.credit -= g
+            r.computed += g  # the rejected drafts' KV is discarded
+        else:
+            r.computed += n
+            if r.computed < r.length:
+                continue  # a chunk of a longer prompt: no token yet
+            g = 1
+        r.generated += g
+        r.length += g
+        r.token_times.extend([t] * g)
         if r.generated >= r.target:
             eng.running.remove(r)
             eng.free += r.blocks - r.shared
@@ -339,8 +369,15 @@ def _result(done: list[_Request], t: float, n_steps: int, preemptions: int, reco
             max_running: int, running_time: float, mixed: int, calibration: tuple[str, ...]) -> SimResult:
     done.sort(key=lambda r: r.id)
     itl: list[float] = []
-    for r in done:
-        itl.extend(b - a for a, b in zip(r.token_times, r.token_times[1:], strict=False))
+    for r in done:  # per output token: g tokens landing together after a gap d count g gaps of d / g
+        times = r.token_times
+        i = 1
+        while i < len(times):
+            j = i
+            while j + 1 < len(times) and times[j + 1] == times[i]:
+                j += 1
+            itl.extend([(times[i] - times[i - 1]) / (j - i + 1)] * (j - i + 1))
+            i = j + 1
     return SimResult(
         ttft=tuple(r.token_times[0] - r.arrival for r in done), itl=tuple(itl),
         e2e=tuple(r.token_times[-1] - r.arrival for r in done),

@@ -117,8 +117,10 @@ def verify_step(model: ModelSpec, ceilings: Ceilings, calib: EngineCalibration, 
     real = step_time(model, ceilings, calib, work)
     runs, captured = padded_tokens(batch * q, capture_sizes)
     memory_s = next(t.value for t in real.terms if t.name == "bytes / BW")
-    compute_s = next(t.value for t in real.terms if t.name == "FLOPs / (eta x peak)")
-    pad_s = (runs - batch * q) * trunk_matmul_flops_per_token(model).value / (calib.eta_at(runs) * ceilings.peak)
+    # the step's FLOPs at the padded size's efficiency (StepModel.seconds(..., pad_tokens) alike)
+    eta = calib.eta_at(runs)
+    compute_s = next(t.value for t in real.terms if t.name == "FLOPs / (eta x peak)") * calib.eta_at(batch * q) / eta
+    pad_s = (runs - batch * q) * trunk_matmul_flops_per_token(model).value / (eta * ceilings.peak)
     t = max(memory_s, compute_s + pad_s) + calib.step_overhead_s
     graph_note = (f"{batch * q} query tokens run as a captured graph of {runs}" if captured else
                   f"{batch * q} query tokens exceed every captured size (largest {max(capture_sizes, default=0)}): no full "
