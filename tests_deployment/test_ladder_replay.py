@@ -63,7 +63,7 @@ def test_rung_gain_is_within_20_percent(target, measured, reconcile, model: str,
         now, before = _value(rec, f"metrics.{metric}"), _value(parent, f"metrics.{metric}")
         if gain is None or not now or not before:
             continue
-        reconcile(f"{step}.{metric}.gain", gain, now / before, rel=GAIN_TOLERANCE, model=model,
+        reconcile(f"{workload}.{step}.{metric}.gain", gain, now / before, rel=GAIN_TOLERANCE, model=model,
                   why="issue 14's target: a rung's predicted gain within 20% of its measured gain")
 
 
