@@ -122,6 +122,9 @@ def _spec_answers(args: argparse.Namespace, model: Any, settings: Any, ceilings:
     e = 1.0 if s.acceptance is None else sp.expected_tokens(s.acceptance, s.k)
     step = sp.verify_step(model, ceilings, calib, args.batch, args.input_len + args.output_len / 2, s.k, e, sizes)
     new = {"spec_verify_step_ms": replace(step.verify, value=step.verify.value * 1e3, unit="ms")}
+    if args.rate is not None:
+        new["spec_verify_step_ms"] = replace(new["spec_verify_step_ms"], notes=new["spec_verify_step_ms"].notes + (
+            "at --batch; the --rate simulation above does not speculate (plan does, with --spec-acceptance)",))
     if s.acceptance is None:
         return new
     given = f"acceptance {s.acceptance:g} given (not predicted: it is a property of the text)"

@@ -97,6 +97,10 @@ def evaluate(model: ModelSpec, model_name: str, hw: HardwareSpec, ceilings: Ceil
         blocks = dp.pool_blocks(model, hw, knobs, tp)
         sm = step_model(model, model_name, hw, ceilings, calib, knobs, tp)
         outcome = dp.simulate(sm, work, knobs, blocks)
+        if tp > 1:  # another step model: say so beside the numbers compared with tp = 1's
+            outcome = replace(outcome, why=outcome.why + (
+                f"tensor parallel {tp}: one rank from theory/transfer.py (the calibration as one efficiency, "
+                "all-reduces over NVLink at a 10 us latency each), not the tp = 1 step model",))
         conc = None if blocks is None else (blocks - 1) * knobs.block_size / mean_tokens
         out.append(Candidate(tp, knobs, tuned_on, outcome, conc))
         if acceptance is not None and tp == 1:
