@@ -133,7 +133,8 @@ def run(args: argparse.Namespace) -> int:
               + (f", holds {p['max_concurrency']:.0f} requests" if p["max_concurrency"] else ""))
         print(f"   engine: {json.dumps(p['engine_kwargs'])}")
         for knob, g in p["gains_by_knob"].items():
-            print(f"   {knob}: " + ", ".join(f"{k} x{v:.3g}" for k, v in g.items() if v is not None and abs(v - 1) > 0.01))
+            moved = ", ".join(f"{k} x{v:.3g}" for k, v in g.items() if v is not None and abs(v - 1) > 0.01)
+            print(f"   {knob}: {moved or 'no metric moves by more than 1%'}")
     print("uncertainty:")
     for metric, text in doc["uncertainty"].items():
         print(f"  {metric}: {text}")
