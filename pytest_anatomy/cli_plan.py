@@ -129,7 +129,8 @@ def run(args: argparse.Namespace) -> int:
           f"({doc['meeting_slo']} of {doc['candidates']} configurations meet it)")
     for i, p in enumerate(doc["plans"], 1):
         m = p["predicted"]
-        print(f"{i}. tp {p['tp']}, {', '.join(p['knobs_on']) or 'vLLM defaults'}: {_fmt(m)}"
+        engines = f"{p['replicas']} x tp {p['tp']}" if p["replicas"] > 1 else f"tp {p['tp']}"
+        print(f"{i}. {engines}, {', '.join(p['knobs_on']) or 'vLLM defaults'}: {_fmt(m)}"
               + (f", holds {p['max_concurrency']:.0f} requests" if p["max_concurrency"] else ""))
         print(f"   engine: {json.dumps(p['engine_kwargs'])}")
         for knob, g in p["gains_by_knob"].items():

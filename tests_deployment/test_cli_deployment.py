@@ -98,3 +98,9 @@ def test_plan_refuses_a_malformed_workload(capsys, tmp_path) -> None:
     bad.write_text(json.dumps({"name": "x", "seed": 1, "num_requests": 5}))
     assert main([*PLAN[:-1], str(bad)]) == 2
     assert "missing field 'arrival'" in capsys.readouterr().err
+
+
+def test_plan_uses_every_gpu_given(capsys) -> None:
+    doc = _json(capsys, *PLAN, "--json", "--gpus", "2", "--top", "40")
+    assert {p["tp"] * p["replicas"] for p in doc["plans"]} == {2}
+    assert {p["tp"] for p in doc["plans"]} == {1, 2}  # two tp-1 replicas and one tp-2 engine both compete

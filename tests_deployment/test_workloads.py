@@ -170,3 +170,11 @@ def test_speculating_every_request_still_gets_exactly_its_tokens(reqs, k: int, e
                       sv.Workload.of_requests(prompts, outputs, concurrency=3))
     assert res.output_tokens == sum(outputs) and len(res.itl) == sum(o - 1 for o in outputs)
     assert res.free_blocks_end == (math.inf if blocks is None else blocks - 1)
+
+
+def test_replicas_share_the_requests_round_robin() -> None:
+    work = wf.generate(wf.load(HERE / "workloads" / "chat.json"))
+    parts = [wf.share(work, 3, i) for i in range(3)]
+    assert sorted(r.prompt for p in parts for r in p.requests) == sorted(r.prompt for r in work.requests)
+    assert [p.spec.concurrency for p in parts] == [11, 11, 11]  # 32 users over 3 engines, rounded up
+    assert parts[1].requests[0] == work.requests[1] and parts[0].spec.num_requests == 54

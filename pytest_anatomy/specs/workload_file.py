@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import math
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -185,6 +185,18 @@ def generate(spec: WorkloadSpec) -> GeneratedWorkload:
     arrivals = (tuple(poisson_arrivals(spec.rate, spec.num_requests, spec.seed)) if spec.process == "poisson"
                 and spec.rate is not None else None)
     return GeneratedWorkload(spec, tuple(requests), arrivals, prefixes)
+
+
+def share(work: GeneratedWorkload, replicas: int, index: int) -> GeneratedWorkload:
+    """What replica `index` of `replicas` identical engines serves when a router deals the requests
+    round-robin: every replicas-th request (and arrival), a closed loop's users split as evenly."""
+    if not 0 <= index < replicas:
+        raise ValueError(f"replica {index} of {replicas}")
+    spec = work.spec
+    users = None if spec.concurrency is None else max(1, -(-spec.concurrency // replicas))
+    reqs = work.requests[index::replicas]
+    return GeneratedWorkload(replace(spec, num_requests=len(reqs), concurrency=users), reqs,
+                             None if work.arrivals is None else work.arrivals[index::replicas], work.prefixes)
 
 
 def goodput(slo: Slo, ttft_s: tuple[float, ...], e2e_s: tuple[float, ...], output_lens: tuple[int, ...],

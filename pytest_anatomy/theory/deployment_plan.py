@@ -1,11 +1,12 @@
 """`plan`: every configuration worth trying for a workload and an SLO, each simulated, ranked.
 
-Candidates: tensor parallel sizes up to the GPUs given (those that split the model), vLLM's default
+Candidates: tensor parallel sizes up to the GPUs given (those that split the model; the GPUs left over
+run as gpus // tp replicas, the requests dealt round-robin), vLLM's default
 limits or limits chosen for the workload (theory/deployment.tuned_limits), the prefix cache (when
 the workload shares prefixes), fp8 weights, an fp8 KV cache, and n-gram speculation when an
 acceptance is given (the theory does not predict acceptance). Each is simulated over the workload's
 own seeded requests; a configuration meets the SLO when its simulated TTFT p99 and ITL p99 are within
-it. Ranked by goodput per GPU, then output throughput per GPU. The knob that buys each gain: for
+it. Ranked by goodput per GPU, then output throughput per GPU (every candidate uses all the GPUs). The knob that buys each gain: for
 every knob a configuration turns on, the same configuration with that knob off, and the ratio.
 """
 
@@ -17,6 +18,7 @@ from typing import Any
 
 from pytest_anatomy.specs.hardware import HardwareSpec
 from pytest_anatomy.specs.model import ModelSpec
+from pytest_anatomy.specs import workload_file as wf
 from pytest_anatomy.specs.workload_file import GeneratedWorkload, Slo
 from pytest_anatomy.theory import capacity as cap
 from pytest_anatomy.theory import deployment as dp
@@ -32,8 +34,9 @@ class Candidate:
     tp: int
     knobs: dp.EngineKnobs
     tuned_limits: bool
-    outcome: dp.StepOutcome
-    max_concurrency: float | None  # requests of the workload's mean length the KV pool holds
+    outcome: dp.StepOutcome  # throughput and goodput of all replicas together; latencies of one
+    max_concurrency: float | None  # requests of the workload's mean length one replica's KV pool holds
+    replicas: int = 1  # engines of tp GPUs each, the requests dealt round-robin
 
     def on(self) -> dict[str, bool]:
         k = self.knobs
@@ -46,8 +49,8 @@ class Candidate:
         return ttft is not None and itl is not None and ttft * 1e3 <= slo.ttft_ms and itl * 1e3 <= slo.itl_ms
 
     def score(self) -> tuple[float, float]:
-        m = self.outcome.metrics
-        return ((m.get("goodput") or 0.0) / self.tp, (m.get("output_throughput") or 0.0) / self.tp)
+        m, gpus = self.outcome.metrics, self.tp * self.replicas
+        return ((m.get("goodput") or 0.0) / gpus, (m.get("output_throughput") or 0.0) / gpus)
 
 
 def tp_sizes(model: ModelSpec, gpus: int) -> list[int]:
@@ -83,33 +86,52 @@ def step_model(model: ModelSpec, model_name: str, hw: HardwareSpec, ceilings: Ce
 
 def evaluate(model: ModelSpec, model_name: str, hw: HardwareSpec, ceilings: Ceilings, calib: EngineCalibration,
              work: GeneratedWorkload, gpus: int, acceptance: float | None = None) -> list[Candidate]:
-    """Every candidate, simulated (speculation from its parent by the closed form)."""
+    """Every candidate on all `gpus`: gpus // tp replicas of a tp-GPU engine, each simulated on its
+    round-robin share of the requests (one replica simulated: they are alike), throughput and
+    goodput summed; n-gram speculation (tp = 1) simulated with E from the given acceptance."""
+    out: list[Candidate] = []
+    for tp in tp_sizes(model, gpus):
+        replicas = gpus // tp
+        share = work if replicas == 1 else wf.share(work, replicas, 0)
+        out += _candidates(model, model_name, hw, ceilings, calib, share, tp, replicas, acceptance)
+    return out
+
+
+def _candidates(model: ModelSpec, model_name: str, hw: HardwareSpec, ceilings: Ceilings, calib: EngineCalibration,
+                work: GeneratedWorkload, tp: int, replicas: int, acceptance: float | None) -> list[Candidate]:
+    """One replica's configurations (its share of the workload), scaled to the replicas."""
     defaults = resolve(hw, LedgerSettings(max_model_len=dp.MAX_MODEL_LEN, usage_context="openai_api_server"))
     tuned = dp.tuned_limits(work, dp.budget_steps(model, ceilings, calib, work), work.spec.slo.itl_ms * 1e-3)
     shares = work.spec.prefix_tokens > 0 and work.spec.prefix_fraction > 0
     mean_tokens = sum(len(r.prompt) + r.output_len for r in work.requests) / len(work.requests)
+    notes = ((f"tensor parallel {tp}: one rank from theory/transfer.py (the calibration as one efficiency, "
+              "all-reduces over NVLink at a 10 us latency each), not the tp = 1 step model",) if tp > 1 else ()) + \
+        ((f"{replicas} replicas, requests dealt round-robin: one simulated on its share, throughput and goodput "
+          f"x {replicas}",) if replicas > 1 else ())
     out = []
-    for tp, tuned_on, prefix, fp8w, fp8kv in itertools.product(tp_sizes(model, gpus), (False, True),
-                                                                (False, True) if shares else (False,),
-                                                                (False, True), (False, True)):
+    for tuned_on, prefix, fp8w, fp8kv in itertools.product((False, True), (False, True) if shares else (False,),
+                                                          (False, True), (False, True)):
         seqs, budget = tuned if tuned_on else (defaults.max_num_seqs, defaults.max_num_batched_tokens)
         knobs = dp.EngineKnobs(seqs, budget, prefix_caching=prefix, fp8_weights=fp8w, fp8_kv=fp8kv)
         blocks = dp.pool_blocks(model, hw, knobs, tp)
-        sm = step_model(model, model_name, hw, ceilings, calib, knobs, tp)
-        outcome = dp.simulate(sm, work, knobs, blocks)
-        if tp > 1:  # another step model: say so beside the numbers compared with tp = 1's
-            outcome = replace(outcome, why=outcome.why + (
-                f"tensor parallel {tp}: one rank from theory/transfer.py (the calibration as one efficiency, "
-                "all-reduces over NVLink at a 10 us latency each), not the tp = 1 step model",))
+        outcome = dp.simulate(step_model(model, model_name, hw, ceilings, calib, knobs, tp), work, knobs, blocks)
         conc = None if blocks is None else (blocks - 1) * knobs.block_size / mean_tokens
-        out.append(Candidate(tp, knobs, tuned_on, outcome, conc))
+        out.append(Candidate(tp, knobs, tuned_on, _scaled(outcome, replicas, notes), conc, replicas))
         if acceptance is not None and tp == 1:
             from pytest_anatomy.theory.speculative import expected_tokens
 
             sk = replace(knobs, spec_tokens=4)
             spec = dp.speculate(model, ceilings, calib, work, outcome, sk, expected_tokens(acceptance, 4), blocks)
-            out.append(Candidate(tp, sk, tuned_on, spec, conc))
+            out.append(Candidate(tp, sk, tuned_on, _scaled(spec, replicas, notes), conc, replicas))
     return out
+
+
+def _scaled(outcome: dp.StepOutcome, replicas: int, notes: tuple[str, ...]) -> dp.StepOutcome:
+    m = dict(outcome.metrics)
+    for key in ("output_throughput", "goodput"):
+        value = m.get(key)
+        m[key] = None if value is None else value * replicas
+    return replace(outcome, metrics=m, why=outcome.why + notes)
 
 
 def ranked(cands: list[Candidate], slo: Slo) -> list[Candidate]:
@@ -131,6 +153,6 @@ def attribution(best: Candidate, cands: list[Candidate]) -> dict[str, dict[str, 
 
 
 def describe(c: Candidate) -> dict[str, Any]:
-    return {"tp": c.tp, "engine_kwargs": {**c.knobs.engine_kwargs(), "tensor_parallel_size": c.tp},
+    return {"tp": c.tp, "replicas": c.replicas, "engine_kwargs": {**c.knobs.engine_kwargs(), "tensor_parallel_size": c.tp},
             "knobs_on": [k for k, v in c.on().items() if v], "predicted": c.outcome.metrics,
             "max_concurrency": c.max_concurrency, "notes": list(c.outcome.why)}
