@@ -78,3 +78,30 @@ def test_the_recommended_plan_meets_its_slo(target, measured, model: str, worklo
     assert ttft * 1e3 <= slo["ttft_ms"] and itl * 1e3 <= slo["itl_ms"], (
         f"plan's top configuration for {model}/{workload} measured TTFT p99 {ttft * 1e3:.4g} ms, ITL p99 "
         f"{itl * 1e3:.4g} ms against the SLO {slo}; predicted {PRE['plan_top'][model][workload]['predicted']}")
+
+
+CACHED_RUNGS = [r["step"] for r in PRE["ladders"][MODELS[0]][WORKLOADS[0]] if r["engine_kwargs"]["enable_prefix_caching"]]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("workload", WORKLOADS)
+@pytest.mark.parametrize("step", CACHED_RUNGS)
+def test_prefix_cache_hits_are_the_block_granular_ones(target, measured, reconcile, model: str, workload: str,
+                                                       step: str) -> None:
+    """Every timed request's hit is whole 16-token blocks of its shared prefix, never its last token
+    (theory/prefix_cache.hit_tokens), the cache warmed with each prefix before the run."""
+    from pytest_anatomy.deployment_ladder import workload_path
+    from pytest_anatomy.specs import workload_file as wf
+    from pytest_anatomy.theory.prefix_cache import hit_tokens
+
+    rec = measured(f"{model}.{workload}.{step}", target=target)
+    hits = _value(rec, "counters.vllm:prefix_cache_hits")
+    if hits is None:
+        pytest.skip(f"{rec.name}: the engine reported no prefix-cache counter")
+    if _value(rec, "counters.vllm:num_preemptions"):
+        pytest.skip(f"{rec.name}: preempted requests re-query the cache, so hits are no longer one per request")
+    work = wf.generate(wf.load(workload_path(workload)))
+    predicted = sum(hit_tokens(len(r.prompt), r.prefix_len) for r in work.requests)
+    reconcile(f"{workload}.{step}.prefix_hit_tokens", predicted, hits, rel=0.0, model=model,
+              why="hits are whole blocks of a warm cache, counted once per request: exact")
