@@ -24,9 +24,13 @@ Files under --out-dir ($OUT): deployment.json (schema pytest-anatomy/deployment-
 after every run) and deployment-raw.jsonl (every request's chunk times and tokens, one line per run).
 Import into results/<hw>/deployment/ is not written yet (see docs/DEPLOYMENT.md).
 
-Budget: an engine start ~45-60 s (torch.compile cold; fp8 and eager differ), a workload run ~10-30 s;
-28 (model, workload, rung) runs need ~20 engine starts: select with --models / --workloads / --steps
-and run it over several calls. A run starts only if its estimate fits --budget-s (540).
+Budget: an engine start ~45-60 s (torch.compile cold; later starts of the same model reuse vLLM's
+compile cache), a workload run ~10-30 s; the 32 (model, workload, rung) runs need 28 engine starts
+(--dry-run lists them), ~45 minutes: more than one session's device time, so select with --models /
+--workloads / --steps and spread it over calls and visits, e.g. per call one model and one workload:
+    --models qwen2.5-7b --workloads rag --steps baseline,limits,prefix_cache,fp8_weights,fp8_kv
+    --models qwen2.5-7b --workloads rag --steps eager,ngram,plan_top
+An engine or run starts only if its estimate fits --budget-s (540) from the script's start.
 
 On the device (after the bundle's install.sh, see shared/device/vllm/README.md):
     source /root/stage/env.sh && PYTHONUNBUFFERED=1 python3 scripts/device/deployment_plan.py \\
@@ -168,8 +172,12 @@ async def run_engine(entry: dict[str, Any], out: Output, deadline: float) -> Non
     except Exception:
         out.add({"id": engine_id, "engine_kwargs": entry["engine_kwargs"], "error": traceback.format_exc()})
         return
+    try:
+        resolved = driver.resolved_settings()
+    except Exception:  # a renamed config field must not cost the engine's runs
+        resolved = {"error": traceback.format_exc()}
     out.add({"id": engine_id, "model": model, "engine_kwargs": entry["engine_kwargs"],
-             "result": {"startup_s": driver.startup_s, "resolved": driver.resolved_settings()}})
+             "result": {"startup_s": driver.startup_s, "resolved": resolved}})
     try:
         for r in entry["runs"]:
             run_id = f"{model}.{r['workload']}.{r['step']}"
