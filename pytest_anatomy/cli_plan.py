@@ -79,6 +79,10 @@ def plans(args: argparse.Namespace) -> dict[str, Any]:
                             step_overhead_ms=None, compute_efficiency=None)
     ceilings, calib, source = calibration(ns, hw)
     cands = pl.evaluate(model, args.model, hw, ceilings, calib, work, args.gpus, args.spec_acceptance)
+    if not cands:
+        raise ValueError(f"{args.model} does not fit on {args.gpus} x {hw.name} at any tensor-parallel size up to "
+                         f"{args.gpus}: the KV pool left beside the weights cannot hold the workload's longest request; "
+                         "pass --gpus with more GPUs (or a smaller model)")
     best = pl.ranked(cands, slo)
     if not best:
         near = min(cands, key=lambda c: max((c.outcome.metrics["ttft_p99_s"] or math.inf) * 1e3 / slo.ttft_ms,

@@ -86,7 +86,8 @@ def test_plan_prints_a_readable_table(capsys) -> None:
     (("--model", "qwen2.5-7b", "--hardware", "h9000", "--workload", "chat"), "unknown hardware"),
     (("--model", "qwen2.5-7b", "--hardware", "h200", "--workload", "no-such-workload"), "not found"),
     (("--model", "qwen2.5-7b", "--hardware", "h200", "--workload", "chat", "--slo-ttft-ms", "1"), "loosen the SLO"),
-], ids=["model", "hardware", "workload", "slo"])
+    (("--model", "qwen2.5-72b", "--hardware", "h200", "--workload", "chat"), "pass --gpus with more GPUs"),
+], ids=["model", "hardware", "workload", "slo", "too-big"])
 def test_plan_refusals_are_one_line(capsys, argv: tuple[str, ...], message: str) -> None:
     assert main(["plan", *argv]) == 2
     err = capsys.readouterr().err

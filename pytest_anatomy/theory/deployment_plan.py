@@ -104,6 +104,7 @@ def _candidates(model: ModelSpec, model_name: str, hw: HardwareSpec, ceilings: C
     tuned = dp.tuned_limits(work, dp.budget_steps(model, ceilings, calib, work), work.spec.slo.itl_ms * 1e-3)
     shares = work.spec.prefix_tokens > 0 and work.spec.prefix_fraction > 0
     mean_tokens = sum(len(r.prompt) + r.output_len for r in work.requests) / len(work.requests)
+    longest = max(-(-(len(r.prompt) + r.output_len) // 16) for r in work.requests)  # blocks
     notes = ((f"tensor parallel {tp}: one rank from theory/transfer.py (the calibration as one efficiency, "
               "all-reduces over NVLink at a 10 us latency each), not the tp = 1 step model",) if tp > 1 else ()) + \
         ((f"{replicas} replicas, requests dealt round-robin: one simulated on its share, throughput and goodput "
@@ -114,6 +115,8 @@ def _candidates(model: ModelSpec, model_name: str, hw: HardwareSpec, ceilings: C
         seqs, budget = tuned if tuned_on else (defaults.max_num_seqs, defaults.max_num_batched_tokens)
         knobs = dp.EngineKnobs(seqs, budget, prefix_caching=prefix, fp8_weights=fp8w, fp8_kv=fp8kv)
         blocks = dp.pool_blocks(model, hw, knobs, tp)
+        if blocks is not None and blocks - 1 < longest:
+            continue  # the pool cannot hold the workload's longest request (or the weights do not fit)
         outcome = dp.simulate(step_model(model, model_name, hw, ceilings, calib, knobs, tp), work, knobs, blocks)
         conc = None if blocks is None else (blocks - 1) * knobs.block_size / mean_tokens
         out.append(Candidate(tp, knobs, tuned_on, _scaled(outcome, replicas, notes), conc, replicas))
