@@ -3,6 +3,8 @@
     pytest-anatomy predict capacity --model qwen2.5-7b --hardware h200 --max-model-len 8192 --max-num-seqs 128 --json
     pytest-anatomy predict capacity --model qwen2.5-7b --hardware rtx4090 --available-kv-gib 6.41 --json
     pytest-anatomy predict latency --model qwen2.5-7b --hardware h200 --batch 64 --input-len 1024 --output-len 256 --json
+    pytest-anatomy predict latency ... [--prefix-cached-tokens N] [--speculative ngram:k=4[,acceptance=A]]
+    pytest-anatomy plan --model qwen2.5-7b --hardware h200 --workload rag [--slo-ttft-ms 400 --slo-itl-ms 25] [--gpus N]
     pytest-anatomy report [-o anatomy-report.html] [pytest args...]
     pytest-anatomy compare OLD.json NEW.json [--json]
     pytest-anatomy import-seed ../shared/seed-results
