@@ -55,7 +55,8 @@ def test_replay_agrees_within_the_target_and_fails_outside(tmp_path: Path) -> No
     batch.write_text(json.dumps(_batch()))
     import_files([batch], tmp_path / "results")
     run = subprocess.run([sys.executable, "-m", "pytest", str(HERE / "test_ladder_replay.py"), "-q", "-p",
-                          "no:cacheprovider", "-o", f"anatomy_results_dir={tmp_path / 'results'}", "-k", "rung_gain"],
+                          "no:cacheprovider", "-o", f"anatomy_results_dir={tmp_path / 'results'}", "-o",
+                          "anatomy_source=recorded", "-k", "rung_gain"],  # replayed even on a GPU machine
                          cwd=HERE.parent, capture_output=True, text=True, timeout=300)
     out = run.stdout
     assert "1 failed, 1 passed" in out, out[-3000:]  # every other rung: no recording, skipped
