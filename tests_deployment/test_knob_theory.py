@@ -203,3 +203,18 @@ def test_a_larger_budget_means_fewer_longer_interfering_steps(batch: int, prompt
     small, large = (interference(QWEN, H200, CAL, batch, 1000, prompt, b) for b in budgets)
     steps = [next(t.value for t in p.terms if t.name == "interfering steps per prompt") for p in (small, large)]
     assert steps[1] <= steps[0] and large.value >= small.value * (1 - 1e-12)
+
+
+def test_fp8_on_a_tensor_parallel_rank_keeps_its_all_reduce_bytes() -> None:
+    """transfer.py folds a rank's all-reduce traffic into its KV-written bytes per token; fp8 KV takes off
+    only the KV's half, and fp8 weights are the rank's share."""
+    from pytest_anatomy.theory import transfer as tr
+
+    t = tr.Transfer.from_calibration(CAL, lat.Ceilings.measured(get_hardware("h200"), bandwidth=4.4e12, peak=7.9e14,
+                                                                source="test"))
+    rank = tr.step_model(t, tr.Deployment("h200", "qwen2.5-7b", "auto", "bf16", 2))
+    fp8 = apply_fp8(QWEN, rank, weights=True, kv_cache=True, tp=2)
+    kv_half = cap.kv_bytes_per_token(QWEN, tp=2).value / 2
+    assert rank.kv_token_bytes - fp8.kv_token_bytes == pytest.approx(kv_half, rel=1e-12)
+    assert fp8.kv_token_bytes > kv_half  # the all-reduce share is still there
+    assert fp8.weight_bytes == pytest.approx(cap.weight_bytes(QWEN, "fp8", matmul_only=True, tp=2).value, rel=1e-12)

@@ -22,6 +22,7 @@ from pytest_anatomy.specs import workload_file as wf
 from pytest_anatomy.specs.workload_file import GeneratedWorkload, Slo
 from pytest_anatomy.theory import capacity as cap
 from pytest_anatomy.theory import deployment as dp
+from pytest_anatomy.theory.fp8 import apply_fp8
 from pytest_anatomy.theory.latency import Ceilings, EngineCalibration, StepModel
 from pytest_anatomy.theory.vllm_settings import LedgerSettings, resolve
 
@@ -70,18 +71,13 @@ def tp_sizes(model: ModelSpec, gpus: int) -> list[int]:
 def step_model(model: ModelSpec, model_name: str, hw: HardwareSpec, ceilings: Ceilings, calib: EngineCalibration,
                knobs: dp.EngineKnobs, tp: int) -> StepModel:
     """One rank's step model: the ladder's at tp = 1; above, theory/transfer.py's tensor-parallel rank
-    (weights and KV split, all-reduces added), with the KV at fp8 when asked."""
+    (weights and KV split, all-reduces added); fp8 by theory/fp8.apply_fp8 either way."""
     if tp == 1:
         return dp.step_model(model, ceilings, calib, knobs)
     from pytest_anatomy.theory import transfer as tr
 
-    sm = tr.step_model(tr.Transfer.from_calibration(calib, ceilings),
-                       tr.Deployment(hw.name, model_name, "fp8" if knobs.fp8_weights else "auto", "bf16", tp))
-    if knobs.fp8_kv:
-        sm = replace(sm, kv_layer_bytes=cap.kv_layer_bytes_per_token(model, "fp8", tp).value,
-                     kv_token_bytes=sm.kv_token_bytes - cap.kv_bytes_per_token(model, tp=tp).value
-                     + cap.kv_bytes_per_token(model, "fp8", tp).value)
-    return sm
+    sm = tr.step_model(tr.Transfer.from_calibration(calib, ceilings), tr.Deployment(hw.name, model_name, "auto", "bf16", tp))
+    return apply_fp8(model, sm, weights=knobs.fp8_weights, kv_cache=knobs.fp8_kv, tp=tp)
 
 
 def evaluate(model: ModelSpec, model_name: str, hw: HardwareSpec, ceilings: Ceilings, calib: EngineCalibration,

@@ -17,14 +17,17 @@ from pytest_anatomy.theory import capacity as cap
 from pytest_anatomy.theory.latency import StepModel
 
 
-def apply_fp8(model: ModelSpec, steps: StepModel, *, weights: bool, kv_cache: bool) -> StepModel:
-    """`steps` with its weight bytes and/or KV bytes at fp8 (the only place the ladder's fp8 lives)."""
+def apply_fp8(model: ModelSpec, steps: StepModel, *, weights: bool, kv_cache: bool, tp: int = 1) -> StepModel:
+    """`steps` (one rank's of `tp`) with its weight bytes and/or KV bytes at fp8: the only place the
+    ladder's and `plan`'s fp8 lives. The KV written per token is shifted by the bytes saved rather than
+    replaced, so a tensor-parallel rank's all-reduce bytes folded into it (theory/transfer.py) stay."""
     out = steps
     if weights:
-        out = replace(out, weight_bytes=cap.weight_bytes(model, "fp8", matmul_only=True).value,
+        out = replace(out, weight_bytes=cap.weight_bytes(model, "fp8", matmul_only=True, tp=tp).value,
                       calibration=out.calibration + ("fp8 weights: linear weight bytes at 1 B + scales; bf16 peak kept",))
     if kv_cache:
-        out = replace(out, kv_layer_bytes=cap.kv_layer_bytes_per_token(model, "fp8").value,
-                      kv_token_bytes=cap.kv_bytes_per_token(model, "fp8").value,
+        saved = cap.kv_bytes_per_token(model, tp=tp).value - cap.kv_bytes_per_token(model, "fp8", tp).value
+        out = replace(out, kv_layer_bytes=cap.kv_layer_bytes_per_token(model, "fp8", tp).value,
+                      kv_token_bytes=out.kv_token_bytes - saved,
                       calibration=out.calibration + ("fp8 KV cache: 1 B per element",))
     return out
