@@ -5,8 +5,11 @@ every refusal is one line on stderr with exit 2."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from pytest_anatomy.cli import main
 from pytest_anatomy.theory import speculative as sp
@@ -105,3 +108,53 @@ def test_plan_uses_every_gpu_given(capsys) -> None:
     doc = _json(capsys, *PLAN, "--json", "--gpus", "2", "--top", "40")
     assert {p["tp"] * p["replicas"] for p in doc["plans"]} == {2}
     assert {p["tp"] for p in doc["plans"]} == {1, 2}  # two tp-1 replicas and one tp-2 engine both compete
+
+
+@given(st.text(max_size=40))
+def test_any_speculative_text_parses_or_is_refused_with_a_reason(text: str) -> None:
+    import argparse
+
+    from pytest_anatomy.cli_knobs import parse_speculative
+
+    try:
+        spec = parse_speculative(text)
+    except argparse.ArgumentTypeError as exc:
+        assert str(exc)  # argparse prints it as the one line
+    else:
+        assert spec.method == "ngram" and spec.k >= 1
+
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers(-5, 5000) | st.floats(allow_nan=True) | st.text(max_size=8),
+                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+                     max_leaves=12)
+
+
+_LEAVES = [("name",), ("seed",), ("num_requests",), ("arrival",), ("arrival", "process"), ("arrival", "concurrency"),
+           ("arrival", "rate"), ("suffix_len",), ("suffix_len", "median"), ("suffix_len", "sigma"), ("suffix_len", "min"),
+           ("output_len", "max"), ("output_len", "distribution"), ("shared_prefix",), ("shared_prefix", "tokens"),
+           ("shared_prefix", "fraction"), ("shared_prefix", "count"), ("slo",), ("slo", "ttft_ms"), ("slo", "itl_ms")]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(_LEAVES), _JSON), min_size=1, max_size=3))
+@example([(("seed",), float("inf"))])  # int(inf): OverflowError, not a ValueError
+@example([(("num_requests",), 1e300)])  # parses, but would never finish generating
+@example([(("suffix_len", "median"), float("nan"))])
+def test_any_workload_document_parses_or_is_refused_with_a_reason(edits: list) -> None:
+    """The chat workload with up to three fields replaced by any JSON value: a WorkloadError (plan prints
+    it as one line) or a usable workload, never another exception."""
+    from pytest_anatomy.specs import workload_file as wf
+
+    doc = json.loads((Path(__file__).parent / "workloads" / "chat.json").read_text())
+    for path, value in edits:
+        parent = doc
+        for key in path[:-1]:
+            parent = parent.get(key) if isinstance(parent, dict) else None
+        if isinstance(parent, dict):
+            parent[path[-1]] = value
+    try:
+        spec = wf.parse(doc)
+    except wf.WorkloadError as exc:
+        assert str(exc)
+    else:
+        assert 1 <= spec.num_requests <= wf.MAX_REQUESTS

@@ -131,9 +131,11 @@ def parse(data: Any) -> WorkloadSpec:
             output_len=_dist(data["output_len"], "output_len"), prefix_tokens=int(prefix.get("tokens", 0)),
             prefix_fraction=float(prefix.get("fraction", 0.0)), prefix_count=int(prefix.get("count", 1)),
             slo=Slo(float(slo["ttft_ms"]), float(slo["itl_ms"])), description=str(data.get("description", "")))
+    except WorkloadError:
+        raise
     except KeyError as exc:
         raise WorkloadError(f"missing field {exc.args[0]!r}; see pytest_anatomy/specs/workload_file.py") from None
-    except (TypeError, ValueError, AttributeError) as exc:
+    except (TypeError, ValueError, AttributeError, OverflowError) as exc:
         raise WorkloadError(f"a field has the wrong type ({exc}); numbers and objects as in the examples") from None
     _check(spec)
     return spec
@@ -153,9 +155,17 @@ def _dist(d: dict[str, Any], name: str) -> LengthDist:
     return dist
 
 
+# Bounds far above any workload here, below what would make generation or simulation run for hours
+# (the simulator prices every token of every request: about a microsecond each).
+MAX_REQUESTS = 100_000
+MAX_TOKENS = 1_000_000
+
+
 def _check(s: WorkloadSpec) -> None:
-    if s.num_requests < 1:
-        raise WorkloadError(f"num_requests must be >= 1, got {s.num_requests}")
+    if not 1 <= s.num_requests <= MAX_REQUESTS:
+        raise WorkloadError(f"num_requests must be in [1, {MAX_REQUESTS:,}], got {s.num_requests}")
+    if max(s.suffix_len.high, s.output_len.high, s.prefix_tokens) > MAX_TOKENS or s.prefix_count > 1000:
+        raise WorkloadError(f"lengths must be <= {MAX_TOKENS:,} tokens and shared_prefix.count <= 1,000")
     if s.process == "closed" and (s.concurrency is None or s.concurrency < 1):
         raise WorkloadError("a closed-loop arrival needs concurrency >= 1")
     if s.process == "poisson" and (s.rate is None or not s.rate > 0 or math.isinf(s.rate)):
