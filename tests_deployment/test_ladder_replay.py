@@ -105,3 +105,20 @@ def test_prefix_cache_hits_are_the_block_granular_ones(target, measured, reconci
     predicted = sum(hit_tokens(len(r.prompt), r.prefix_len) for r in work.requests)
     reconcile(f"{workload}.{step}.prefix_hit_tokens", predicted, hits, rel=0.0, model=model,
               why="hits are whole blocks of a warm cache, counted once per request: exact")
+
+
+ALL_RUNGS = [r["step"] for r in PRE["ladders"][MODELS[0]][WORKLOADS[0]] if r["step"] != "ngram"]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("workload", WORKLOADS)
+@pytest.mark.parametrize("step", ALL_RUNGS)
+def test_preemptions_are_the_simulated_ones(target, measured, reconcile, model: str, workload: str, step: str) -> None:
+    """The simulated run's preemptions (its KV pool from the capacity ledger) against the engine's counter."""
+    rec = measured(f"{model}.{workload}.{step}", target=target)
+    count = _value(rec, "counters.vllm:num_preemptions")
+    if count is None:
+        pytest.skip(f"{rec.name}: the engine reported no preemption counter")
+    reconcile(f"{workload}.{step}.preemptions", _row(model, workload, step)["terms"]["preemptions"], count, abs=0.0,
+              model=model, why="a count of events, exact: the same requests against the ledger's pool")
