@@ -85,13 +85,14 @@ def plan_tops(calibration: dict[str, Any]) -> dict[str, dict[str, dict[str, Any]
     return out
 
 
-def ladder_with_acceptance(calibration: dict[str, Any], model: str, workload: str,
-                           tokens_per_step: float) -> list[dict[str, Any]]:
-    """One ladder with the n-gram rung simulated at a measured E (tokens per verify step): the
-    prediction a recorded n-gram run is reconciled with (its acceptance measured, never predicted)."""
+def ladder_with_acceptance(calibration: dict[str, Any], model: str, workload: str, tokens_per_step: float,
+                           draft_fraction: float = 1.0) -> list[dict[str, Any]]:
+    """One ladder with the n-gram rung simulated at a measured E (tokens per verify step) and share of
+    decode steps that drafted: the prediction a recorded n-gram run is reconciled with (its acceptance
+    measured, never predicted)."""
     ceilings, calib = calibration_from_record(calibration)
     return dp.run_ladder(load_model(model), get_hardware(HARDWARE), ceilings, calib,
-                         wf.generate(wf.load(workload_path(workload))), tokens_per_step)
+                         wf.generate(wf.load(workload_path(workload))), tokens_per_step, draft_fraction)
 
 
 def preregistration(results: Path = REPO / "results") -> dict[str, Any]:

@@ -32,14 +32,19 @@ def _value(rec: Any, name: str) -> float | None:
     return None if m is None else float(m["value"] if isinstance(m, dict) else m.value)
 
 
-def measured_tokens_per_step(rec: Any) -> float:
-    """E of the n-gram run from its counters (drafts, accepted tokens per position)."""
+def measured_speculation(rec: Any) -> tuple[float, float]:
+    """(E, draft share) of the n-gram run: E = 1 + accepted / drafts from its counters; the share of
+    decode steps that drafted = drafts / decode steps, a request's decode steps being its output tokens
+    after the first less the accepted drafts (each step yields its accepted drafts plus one token)."""
     drafts = _value(rec, "counters.vllm:spec_decode_num_drafts")
     positions = sorted((int(k.rsplit(".", 1)[1]), k) for k in rec.measurements if k.startswith(PER_POSITION + "."))
     accepted = tuple(int(_value(rec, k) or 0) for _, k in positions)
     if not drafts:
         pytest.skip(f"{rec.name}: the engine counted no drafts; acceptance not measured")
-    return tokens_from_counters(int(drafts), accepted)
+    steps = (_value(rec, "aggregate.output_tokens") or 0) - (_value(rec, "aggregate.completed") or 0) - sum(accepted)
+    if steps < drafts:
+        pytest.skip(f"{rec.name}: {steps:g} decode steps for {drafts:g} drafts; the counters and tokens disagree")
+    return tokens_from_counters(int(drafts), accepted), drafts / steps
 
 
 def predicted_gains(model: str, workload: str, step: str, rec: Any) -> dict[str, float | None]:
@@ -47,7 +52,7 @@ def predicted_gains(model: str, workload: str, step: str, rec: Any) -> dict[str,
     preregistered calibration (the theory as committed before the run: test_preregistered checks it)."""
     if step != "ngram":
         return _row(model, workload, step)["gain"]
-    rows = ladder_with_acceptance(PRE["calibration"], model, workload, measured_tokens_per_step(rec))
+    rows = ladder_with_acceptance(PRE["calibration"], model, workload, *measured_speculation(rec))
     return next(r for r in rows if r["step"] == "ngram")["gain"]
 
 
@@ -122,3 +127,19 @@ def test_preemptions_are_the_simulated_ones(target, measured, reconcile, model: 
         pytest.skip(f"{rec.name}: the engine reported no preemption counter")
     reconcile(f"{workload}.{step}.preemptions", _row(model, workload, step)["terms"]["preemptions"], count, abs=0.0,
               model=model, why="a count of events, exact: the same requests against the ledger's pool")
+
+
+class _Rec:  # the two attributes measured_speculation reads, for a CPU test of its arithmetic
+    name = "synthetic"
+
+    def __init__(self, measurements: dict[str, float]) -> None:
+        self.measurements = {k: {"value": v} for k, v in measurements.items()}
+
+
+def test_speculation_counters_give_e_and_the_draft_share() -> None:
+    """100 requests, 10,100 output tokens: 10,000 after the first tokens; 3,000 accepted drafts mean 7,000
+    decode steps, of which the 2,000 drafts are 2/7; E = 1 + 3,000 / 2,000."""
+    rec = _Rec({"counters.vllm:spec_decode_num_drafts": 2000, f"{PER_POSITION}.0": 1500, f"{PER_POSITION}.1": 1000,
+                f"{PER_POSITION}.2": 500, "aggregate.output_tokens": 10100, "aggregate.completed": 100})
+    e, share = measured_speculation(rec)
+    assert e == pytest.approx(2.5) and share == pytest.approx(2 / 7)

@@ -193,3 +193,11 @@ def test_the_simulators_verify_steps_agree_with_the_closed_form() -> None:
                               lat.EngineCalibration("test", step_overhead_s=1.5e-3, compute_efficiency=0.8),
                               8, 64 + 200, 4, 5.0).per_token.value
     assert res.stat("itl", "p50") == pytest.approx(closed, rel=1e-3)
+
+
+def test_only_the_drafting_share_of_decode_steps_verifies() -> None:
+    """Half the decode steps draft (every draft accepted, E = 5): steps alternate 1 and 5 tokens, 96 tokens in
+    32 steps, then 1 and the last 4 (drafts capped at the output length): 34 decode steps after the prefill."""
+    res = sv.simulate(STEPS, replace(_spec(5.0), spec_draft_fraction=0.5),
+                      sv.Workload.of_requests((500,), (101,), concurrency=1))
+    assert res.output_tokens == 101 and res.steps == 1 + 34

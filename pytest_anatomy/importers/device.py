@@ -295,6 +295,10 @@ def _deployment_records(batch: dict[str, Any], common: dict[str, Any], hw: str,
                         for k, v in (result.get("metrics") or {}).items() if isinstance(v, (int, float))}
         measurements.update({f"counters.{name}": {"value": value, "unit": "count"}
                              for name, value, _ in _flatten(result.get("counters") or {})})
+        aggregate = result.get("aggregate") or {}
+        for key in ("output_tokens", "completed"):  # with the counters: decode steps, hence the draft share
+            if isinstance(aggregate.get(key), (int, float)):
+                measurements[f"aggregate.{key}"] = {"value": aggregate[key], "unit": "count"}
         if isinstance(result.get("startup_s"), (int, float)):
             measurements["startup_s"] = {"value": result["startup_s"], "unit": "s"}
         yield recordings.Recording(

@@ -137,14 +137,14 @@ def simulated_workload(work: GeneratedWorkload, knobs: EngineKnobs) -> sv.Worklo
 
 
 def simulate(sm: StepModel, work: GeneratedWorkload, knobs: EngineKnobs, pool_blocks: int | None,
-             tokens_per_step: float = 1.0) -> StepOutcome:
+             tokens_per_step: float = 1.0, draft_fraction: float = 1.0) -> StepOutcome:
     """Simulate one configuration and read the ladder's metrics off it; speculating, each verify gains
     `tokens_per_step` (E) and pure decode/verify steps are padded to the spec-adjusted graph sizes."""
     sizes = spec_default_capture_sizes(knobs.max_num_seqs, knobs.max_num_batched_tokens, knobs.spec_tokens) \
         if knobs.spec_tokens and knobs.cudagraphs else ()
     sched = sv.SchedulerConfig(knobs.max_num_seqs, knobs.max_num_batched_tokens, pool_blocks, knobs.block_size,
                                spec_tokens=knobs.spec_tokens, spec_tokens_per_step=tokens_per_step,
-                               capture_sizes=sizes)
+                               spec_draft_fraction=draft_fraction, capture_sizes=sizes)
     res = sv.simulate(sm, sched, simulated_workload(work, knobs))
     out = {"ttft_p50_s": res.stat("ttft", "p50"), "ttft_p99_s": res.stat("ttft", "p99"),
            "itl_p50_s": res.stat("itl", "p50"), "itl_p99_s": res.stat("itl", "p99"), "output_throughput": res.output_throughput,
@@ -157,7 +157,7 @@ def simulate(sm: StepModel, work: GeneratedWorkload, knobs: EngineKnobs, pool_bl
 
 def speculate(model: ModelSpec, ceilings: Ceilings, calib: EngineCalibration, work: GeneratedWorkload,
               parent: StepOutcome, knobs: EngineKnobs, tokens_per_step: float | None,
-              pool: int | None = None) -> StepOutcome:
+              pool: int | None = None, draft_fraction: float = 1.0) -> StepOutcome:
     """The n-gram rung: simulated with the measured E (every decode verifies its drafts and gains E
     tokens on average). Its terms always carry the closed form at the parent's mean running batch
     (t_decode, t_verify: speedup = E x t_decode / t_verify), the only prediction without a measured E."""
@@ -174,9 +174,10 @@ def speculate(model: ModelSpec, ceilings: Ceilings, calib: EngineCalibration, wo
     if tokens_per_step is None:
         return StepOutcome({m: None for m in METRICS}, terms, (
             "acceptance not measured: speedup = E x t_decode / t_verify, E from the engine's counters",))
-    sim = simulate(step_model(model, ceilings, calib, knobs), work, knobs, pool, tokens_per_step)
-    return StepOutcome(sim.metrics, {**sim.terms, **terms, "E": e, "speedup": spec.speedup.value}, (
-        "E measured (dummy weights: acceptance is an input, not a prediction); every decode step drafts",))
+    sim = simulate(step_model(model, ceilings, calib, knobs), work, knobs, pool, tokens_per_step, draft_fraction)
+    return StepOutcome(sim.metrics, {**sim.terms, **terms, "E": e, "draft_fraction": draft_fraction,
+                                     "speedup": spec.speedup.value}, (
+        "E and the share of decode steps that draft measured (dummy weights: inputs, not predictions)",))
 
 
 def gains(step: StepOutcome, parent: StepOutcome) -> dict[str, float | None]:
@@ -217,7 +218,8 @@ def budget_steps(model: ModelSpec, ceilings: Ceilings, calib: EngineCalibration,
 
 
 def run_ladder(model: ModelSpec, hw: HardwareSpec, ceilings: Ceilings, calib: EngineCalibration,
-               work: GeneratedWorkload, tokens_per_step: float | None = None) -> list[dict[str, Any]]:
+               work: GeneratedWorkload, tokens_per_step: float | None = None,
+               draft_fraction: float = 1.0) -> list[dict[str, Any]]:
     """Every rung's configuration, predicted metrics, gains against its parent and terms."""
     defaults = resolve(hw, LedgerSettings(max_model_len=MAX_MODEL_LEN, usage_context="openai_api_server"))
     tuned = tuned_limits(work, budget_steps(model, ceilings, calib, work), work.spec.slo.itl_ms * 1e-3)
@@ -227,7 +229,7 @@ def run_ladder(model: ModelSpec, hw: HardwareSpec, ceilings: Ceilings, calib: En
         if step.knobs.spec_tokens:
             assert step.parent is not None
             outcome = speculate(model, ceilings, calib, work, done[step.parent], step.knobs, tokens_per_step,
-                                pool_blocks(model, hw, step.knobs))
+                                pool_blocks(model, hw, step.knobs), draft_fraction)
         else:
             sm = step_model(model, ceilings, calib, step.knobs)
             outcome = simulate(sm, work, step.knobs, pool_blocks(model, hw, step.knobs))

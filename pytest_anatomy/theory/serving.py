@@ -47,6 +47,9 @@ class SchedulerConfig:
     # spread deterministically by a per-request credit. Graph padding is not priced here.
     spec_tokens: int = 0
     spec_tokens_per_step: float = 1.0
+    # the share of decode steps that carry drafts (an n-gram proposer drafts only where the text
+    # repeats); the others are plain decodes. Spread deterministically by a per-request credit.
+    spec_draft_fraction: float = 1.0
     # CUDA-graph sizes a step of decodes/verifies only (no prompt chunk) is padded up to (its extra
     # rows' matmuls priced); () prices the tokens as they are. The ladder gives them when speculating.
     capture_sizes: tuple[int, ...] = ()
@@ -129,6 +132,7 @@ class _Request:
     cached: int = 0
     shared: int = 0
     credit: float = 0.0  # speculation: accepted tokens owed (fractional E spread over steps)
+    draft_credit: float = 0.0  # speculation: drafted steps owed (the draft fraction spread over steps)
     # Tokens whose KV must exist before the next token is sampled: prompt + generated. Kept as a
     # field, advanced with `generated`, because the scheduler reads it for every running request on
     # every step (a property cost a quarter of a 10,000-request simulation). Slots: the same reason.
@@ -252,14 +256,17 @@ def _schedule_running(eng: _Engine, scheduled: list[tuple[_Request, int]]) -> tu
     bs, running, waiting = eng.sched.block_size, eng.running, eng.waiting
     free = eng.free  # a local: read for every running request on every step
     budget = eng.sched.max_num_batched_tokens
-    spec = eng.sched.spec_tokens
+    spec, frac = eng.sched.spec_tokens, eng.sched.spec_draft_fraction
     preempted_now = False
     idx = 0
     while idx < len(running) and budget > 0:
         r = running[idx]
         n = r.length - r.computed
         if spec and n == 1 and r.generated:  # a decode verifies its drafts, none past its output length
-            n += min(spec, r.target - r.generated - 1)
+            r.draft_credit += frac
+            if r.draft_credit >= 1 - 1e-9:
+                r.draft_credit -= 1
+                n += min(spec, r.target - r.generated - 1)
         if n > budget:
             n = budget
         need = -(-(r.computed + n) // bs) - r.blocks  # r's own blocks: unchanged by preempting others
