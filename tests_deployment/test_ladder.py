@@ -115,3 +115,5 @@ def test_the_ngram_rung_takes_a_measured_e_and_predicts_nothing_without_it() -> 
                                                           (2.0, 1.6, False)])
 def test_the_20_percent_target(predicted: float, measured: float, ok: bool) -> None:
     assert dp.gain_within(predicted, measured) is ok
+    lo, hi = dp.gain_band()  # the same target as the replay's band on measured / predicted
+    assert (lo <= measured / predicted <= hi) is ok

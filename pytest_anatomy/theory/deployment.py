@@ -8,8 +8,9 @@ Every configuration is simulated (theory/serving.py) over the workload's own see
   the shared prefixes are warmed first (the device plan sends each once before the timed run);
 - fp8 weights / fp8 KV cache: theory/fp8.apply_fp8 (bytes only);
 - no CUDA graphs (enforce_eager): every step pays its kernels' host launches (EAGER_* below);
-- n-gram speculation: simulated with E measured (dummy weights: acceptance is never predicted): each
-  decode verifies 1 + k tokens and gains E on average, pure decode/verify steps padded to the
+- n-gram speculation: simulated with E and the share of decode steps that draft measured (dummy
+  weights: acceptance is never predicted): a drafting decode verifies 1 + k tokens and gains E on
+  average, pure decode/verify steps padded to the
   spec-adjusted CUDA-graph sizes; without E its gains are left as the closed form's coefficients
   (t_decode, t_verify at the parent's mean running batch: speedup = E x t_decode / t_verify).
 
@@ -189,9 +190,17 @@ def gains(step: StepOutcome, parent: StepOutcome) -> dict[str, float | None]:
     return out
 
 
-def gain_within(predicted: float, measured: float, tolerance: float = 0.2) -> bool:
-    """The ladder's target: the predicted gain within 20% of the measured gain."""
+GAIN_TARGET = 0.2  # issue 14: a rung's predicted gain within 20% of its measured gain
+
+
+def gain_within(predicted: float, measured: float, tolerance: float = GAIN_TARGET) -> bool:
+    """The ladder's target: the predicted gain within 20% of the measured gain, |p - m| <= 0.2 m."""
     return abs(predicted / measured - 1) <= tolerance
+
+
+def gain_band(tolerance: float = GAIN_TARGET) -> tuple[float, float]:
+    """The same target as a band on measured / predicted (reconcile's ratio=): p in [0.8 m, 1.2 m]."""
+    return 1 / (1 + tolerance), 1 / (1 - tolerance)
 
 
 MAX_MODEL_LEN = 8192
