@@ -158,3 +158,12 @@ def test_any_workload_document_parses_or_is_refused_with_a_reason(edits: list) -
         assert str(exc)
     else:
         assert 1 <= spec.num_requests <= wf.MAX_REQUESTS
+
+
+def test_plan_on_an_open_loop_workload(capsys) -> None:
+    """Poisson arrivals at 8/s, far below what one H200 serves: every configuration keeps up, so the
+    throughput is the arrival rate's (8 x the mean output length over the run), whatever the knobs."""
+    doc = _json(capsys, "plan", "--model", "qwen2.5-7b", "--hardware", "h200", "--workload", "chat-poisson",
+                "--json", "--top", "16")
+    throughputs = [p["predicted"]["output_throughput"] for p in doc["plans"]]
+    assert len(doc["plans"]) > 1 and max(throughputs) / min(throughputs) < 1.05

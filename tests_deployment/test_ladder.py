@@ -62,6 +62,8 @@ def test_limits_take_the_largest_budget_whose_chunk_step_meets_the_itl_slo() -> 
     assert dp.tuned_limits(w, {512: 0.010, 1024: 0.020, 2048: 0.040}, 0.025) == (32, 1024)
     assert dp.tuned_limits(w, {512: 0.030, 1024: 0.040}, 0.025) == (32, 512)  # none meets it: the smallest
     assert dp.tuned_limits(w, {16: 0.001, 512: 0.030}, 0.025) == (32, 512)  # a budget below the decodes is no budget
+    open_loop = wf.generate(wf.load(workload_path("chat-poisson")))
+    assert dp.tuned_limits(open_loop, {512: 0.010, 1024: 0.020}, 0.025, 1024) == (1024, 1024)  # keeps vLLM's seqs
 
 
 def test_the_prefix_rung_skips_exactly_the_block_granular_hits() -> None:

@@ -86,14 +86,21 @@ class StepOutcome:
     why: tuple[str, ...] = ()
 
 
-def tuned_limits(work: GeneratedWorkload, decode_mixed_s: dict[int, float], slo_itl_s: float) -> tuple[int, int]:
-    """max_num_seqs and max_num_batched_tokens chosen for the workload: as many sequences as can be in
-    flight (its concurrency), and the largest budget whose step carrying a chunk beside them still
-    meets the ITL SLO (`decode_mixed_s`: budget -> that step's time); the smallest budget if none does."""
-    in_flight = work.spec.concurrency or work.spec.num_requests
-    fitting = [b for b, t in sorted(decode_mixed_s.items()) if t <= slo_itl_s and b > in_flight]
-    budget = fitting[-1] if fitting else min(b for b in decode_mixed_s if b > in_flight)
-    return in_flight, budget
+def in_flight(work: GeneratedWorkload) -> int:
+    """The decodes a chunk shares a step with: a closed loop's users; an open loop's are not known
+    before simulating, and the chunk dominates such a step, so one."""
+    return work.spec.concurrency or 1
+
+
+def tuned_limits(work: GeneratedWorkload, decode_mixed_s: dict[int, float], slo_itl_s: float,
+                 default_seqs: int = 1024) -> tuple[int, int]:
+    """max_num_seqs and max_num_batched_tokens chosen for the workload: a closed loop's users (an open
+    loop keeps `default_seqs`), and the largest budget whose step carrying a chunk beside the in-flight
+    decodes still meets the ITL SLO (`decode_mixed_s`: budget -> that step's time); the smallest if none does."""
+    c = in_flight(work)
+    fitting = [b for b, t in sorted(decode_mixed_s.items()) if t <= slo_itl_s and b > c]
+    budget = fitting[-1] if fitting else min(b for b in decode_mixed_s if b > c)
+    return work.spec.concurrency or default_seqs, budget
 
 
 BUDGETS = (512, 1024, 2048, 4096, 8192, 16384)
@@ -220,7 +227,7 @@ def pool_blocks(model: ModelSpec, hw: HardwareSpec, knobs: EngineKnobs, tp: int 
 
 def budget_steps(model: ModelSpec, ceilings: Ceilings, calib: EngineCalibration, work: GeneratedWorkload) -> dict[int, float]:
     """For each candidate budget, the step carrying a full chunk beside the workload's in-flight decodes."""
-    c = work.spec.concurrency or work.spec.num_requests
+    c = in_flight(work)
     reqs = work.requests
     context = sum(len(r.prompt) + r.output_len / 2 for r in reqs) / len(reqs)
     return {b: mixed_step_time(model, ceilings, calib, c, context, b - c).value for b in BUDGETS if b > c}
@@ -231,7 +238,8 @@ def run_ladder(model: ModelSpec, hw: HardwareSpec, ceilings: Ceilings, calib: En
                draft_fraction: float = 1.0) -> list[dict[str, Any]]:
     """Every rung's configuration, predicted metrics, gains against its parent and terms."""
     defaults = resolve(hw, LedgerSettings(max_model_len=MAX_MODEL_LEN, usage_context="openai_api_server"))
-    tuned = tuned_limits(work, budget_steps(model, ceilings, calib, work), work.spec.slo.itl_ms * 1e-3)
+    tuned = tuned_limits(work, budget_steps(model, ceilings, calib, work), work.spec.slo.itl_ms * 1e-3,
+                         defaults.max_num_seqs)
     done: dict[str, StepOutcome] = {}
     rows = []
     for step in ladder(defaults.max_num_seqs, defaults.max_num_batched_tokens, tuned):

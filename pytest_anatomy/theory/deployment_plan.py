@@ -97,7 +97,8 @@ def _candidates(model: ModelSpec, model_name: str, hw: HardwareSpec, ceilings: C
                 work: GeneratedWorkload, tp: int, replicas: int, acceptance: float | None) -> list[Candidate]:
     """One replica's configurations (its share of the workload), scaled to the replicas."""
     defaults = resolve(hw, LedgerSettings(max_model_len=dp.MAX_MODEL_LEN, usage_context="openai_api_server"))
-    tuned = dp.tuned_limits(work, dp.budget_steps(model, ceilings, calib, work), work.spec.slo.itl_ms * 1e-3)
+    tuned = dp.tuned_limits(work, dp.budget_steps(model, ceilings, calib, work), work.spec.slo.itl_ms * 1e-3,
+                            defaults.max_num_seqs)
     shares = work.spec.prefix_tokens > 0 and work.spec.prefix_fraction > 0
     mean_tokens = sum(len(r.prompt) + r.output_len for r in work.requests) / len(work.requests)
     longest = max(-(-(len(r.prompt) + r.output_len) // 16) for r in work.requests)  # blocks
