@@ -9,7 +9,7 @@ tokens: when every prompt token is cached the last one is still recomputed, beca
     hit = block_size x floor(min(cached_prefix, prompt_len - 1) / block_size)
 
 and the prefill the engine runs is the prompt's remaining prompt_len - hit tokens, attending to
-the hit tokens as its past. TTFT saved is the prefill time of the full prompt minus that of the
+the hit tokens as its past (docs/FACTS.md D1). TTFT saved is the prefill time of the full prompt minus that of the
 remainder (both from the step model in theory/latency.py).
 """
 

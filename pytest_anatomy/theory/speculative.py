@@ -15,7 +15,7 @@ n-gram matcher predicts far better than real text): a prediction here takes the 
 as an input and says so; it predicts the step cost, never the acceptance.
 
 CUDA graphs: with speculation, vLLM rounds the capture sizes to multiples of gamma + 1
-(CompilationConfig.adjust_cudagraph_sizes_for_spec_decode, vllm PR #28315) so that a uniform
+(CompilationConfig.adjust_cudagraph_sizes_for_spec_decode, vllm PR #28315, docs/FACTS.md D3) so that a uniform
 verify batch of B x (gamma + 1) tokens pads to the next captured size; above the largest one the
 step runs without a full graph, and its overhead is no longer the graph-replay overhead the
 calibration was fitted on (said in the notes, not modelled).
