@@ -3,6 +3,8 @@
     pytest-anatomy predict capacity --model qwen2.5-7b --hardware h200 --max-model-len 8192 --max-num-seqs 128 --json
     pytest-anatomy predict capacity --model qwen2.5-7b --hardware rtx4090 --available-kv-gib 6.41 --json
     pytest-anatomy predict latency --model qwen2.5-7b --hardware h200 --batch 64 --input-len 1024 --output-len 256 --json
+    pytest-anatomy predict latency ... [--prefix-cached-tokens N] [--speculative ngram:k=4[,acceptance=A]]
+    pytest-anatomy plan --model qwen2.5-7b --hardware h200 --workload rag [--slo-ttft-ms 400 --slo-itl-ms 25] [--gpus N]
     pytest-anatomy report [-o anatomy-report.html] [pytest args...]
     pytest-anatomy compare OLD.json NEW.json [--json]
     pytest-anatomy import-seed ../shared/seed-results
@@ -84,6 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
         cli_llama.add_arguments(sub_parser, latency=is_latency)
     _add_report_and_compare_parsers(sub)
     _add_import_parsers(sub)
+    from pytest_anatomy import cli_plan
+
+    cli_plan.add_parser(sub)
     return parser
 
 
@@ -381,6 +386,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cli_preregister.run(args)
     if args.command == "import-third-party":
         return _cmd_import_third_party(args)
+    if args.command == "plan":
+        from pytest_anatomy import cli_plan
+
+        return cli_plan.run(args)
     raise AssertionError(args.command)
 
 

@@ -116,6 +116,9 @@ def add_parser(what: "argparse._SubParsersAction[Any]") -> argparse.ArgumentPars
     p.add_argument("--vllm-version", default=None, metavar="X.Y.Z",
                    help="vLLM release whose memory accounting sizes the KV pool (default 0.26.0; see predict capacity)")
     p.add_argument("--json", action="store_true", help="print {quantity: {value, unit, formula, terms}} as JSON")
+    from pytest_anatomy import cli_knobs
+
+    cli_knobs.add_arguments(p)  # --prefix-cached-tokens, --speculative
     return p
 
 
@@ -218,9 +221,12 @@ def plan_warnings(args: argparse.Namespace, model: Any, hw: Any, settings: Any) 
 
 def _answers(args: argparse.Namespace, model: Any, hw: Any, settings: Any) -> dict[str, Prediction]:
     """Every answer, each noting where its ceilings and calibration come from."""
+    from pytest_anatomy import cli_knobs
+
     ceilings, calib, source = calibration(args, hw)
-    return {name: p if source in p.notes else replace(p, notes=(source, *p.notes))
-            for name, p in _step_answers(args, model, hw, settings, ceilings, calib).items()}
+    answers = cli_knobs.apply(args, model, settings, ceilings, calib,
+                              _step_answers(args, model, hw, settings, ceilings, calib))
+    return {name: p if source in p.notes else replace(p, notes=(source, *p.notes)) for name, p in answers.items()}
 
 
 def _step_answers(args: argparse.Namespace, model: Any, hw: Any, settings: Any, ceilings: Any,
@@ -248,7 +254,12 @@ def _step_answers(args: argparse.Namespace, model: Any, hw: Any, settings: Any, 
     sched = sv.SchedulerConfig(settings.max_num_seqs, budget, pool, settings.block_size)
     n = _simulated_requests(args)
     steps_model = lat.StepModel.build(model, ceilings, calib)
-    res = sv.simulate(steps_model, sched, sv.Workload.poisson(args.rate, n, n_in, n_out, args.seed))
+    from pytest_anatomy.cli_knobs import hit
+
+    work = sv.Workload.poisson(args.rate, n, n_in, n_out, args.seed)
+    if hit(args, settings.block_size):  # a warm prefix cache: every request's hit is skipped
+        work = replace(work, cached_lens=(hit(args, settings.block_size),) * n)
+    res = sv.simulate(steps_model, sched, work)
     label = f"Poisson {args.rate:g}/s, {n} requests of {n_in}/{n_out}"
     knee = sv.saturation(steps_model, sched, n_in, n_out)
     pool_note = ("KV pool unlimited: not predicted for this model/GPU; pass --kv-tokens",) if pool is None else ()
@@ -369,6 +380,10 @@ def run(args: argparse.Namespace) -> int:
 
     card = get_hardware(args.hardware).name
     errors = {name: reconciled_error(name, card) for name in out}
+    if args.prefix_cached_tokens:  # no recording has reconciled a prefix-cached prefill yet: no error to quote
+        errors.update(prefill_ms=None, ttft_ms=None)
+        warn("--prefix-cached-tokens: no reconciliation of a prefix-cached prefill exists yet (tests_deployment "
+             "has no recordings), so prefill_ms and ttft_ms carry no uncertainty")
     if args.json:
         doc = to_json(out)
         for name, err in errors.items():

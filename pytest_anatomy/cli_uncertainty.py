@@ -19,6 +19,12 @@ METRICS: dict[str, tuple[str, ...]] = {
     "prefill_ms": ("prefill",),
     "ttft_ms": ("ttft_p50", "ttft_mean"),
     "throughput_tok_s": ("output_throughput",),
+    # `plan`'s simulated metrics (cli_plan.py); a tail (p99) has no reconciliation of its own yet
+    "ttft_p50_s": ("ttft_p50", "ttft_mean"),
+    "ttft_p99_s": (),
+    "itl_p50_s": ("itl_median", "decode_step"),
+    "itl_p99_s": (),
+    "output_throughput": ("output_throughput",),
 }
 
 

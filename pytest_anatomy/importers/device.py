@@ -277,6 +277,37 @@ def _kernel_records(batch: dict[str, Any], common: dict[str, Any], hw: str, stam
                                        measurements=meas, data={**data, "run": run})
 
 
+_LADDER_UNITS = {"ttft_p50_s": "s", "ttft_p99_s": "s", "itl_p50_s": "s", "itl_p99_s": "s",
+                 "output_throughput": "tokens/s", "goodput": "requests/s"}
+
+
+def _deployment_records(batch: dict[str, Any], common: dict[str, Any], hw: str,
+                        stamp: str) -> Iterator[recordings.Recording]:
+    """scripts/device/deployment_plan.py: one recording per (model, workload, rung) run and per engine
+    start, under results/<hw>/deployment/; the ladder metrics and the engine's counter deltas as
+    measurements (counters per position as counters.<name>.<position>), the whole run in data."""
+    prov = batch.get("provenance") or {}
+    for run in batch["runs"]:
+        result = run.get("result")
+        if not isinstance(result, dict):
+            continue  # skipped or failed: the kept batch file says why
+        measurements = {f"metrics.{k}": {"value": v, "unit": _LADDER_UNITS.get(k, "")}
+                        for k, v in (result.get("metrics") or {}).items() if isinstance(v, (int, float))}
+        measurements.update({f"counters.{name}": {"value": value, "unit": "count"}
+                             for name, value, _ in _flatten(result.get("counters") or {})})
+        aggregate = result.get("aggregate") or {}
+        for key in ("output_tokens", "completed"):  # with the counters: decode steps, hence the draft share
+            if isinstance(aggregate.get(key), (int, float)):
+                measurements[f"aggregate.{key}"] = {"value": aggregate[key], "unit": "count"}
+        if isinstance(result.get("startup_s"), (int, float)):
+            measurements["startup_s"] = {"value": result["startup_s"], "unit": "s"}
+        yield recordings.Recording(
+            suite="deployment", name=run["id"].lower(), hardware=hw, recorded_at=stamp,
+            provenance={**common, "model": run.get("model"), "workload": run.get("workload"), "step": run.get("step"),
+                        "engine_kwargs": run.get("engine_kwargs"), "preregistered": prov.get("preregistered")},
+            measurements=measurements, data={"run": run})
+
+
 def check_batch(path: Path, doc: dict[str, Any]) -> None:
     """The shape every importer below relies on; DeviceImportError naming the file, the field and
     the fix (an incomplete file: a device call cut short, or one file of a batch edited by hand)."""
@@ -396,6 +427,8 @@ def import_files(paths: list[Path], results: Path, *, dry_run: bool = False,
                 records = _kernel_records
             if (doc.get("provenance") or {}).get("kind") == "llama":  # scripts/device/llama_plan.py
                 records = _llama_records
+            if (doc.get("provenance") or {}).get("kind") == "deployment":  # scripts/device/deployment_plan.py
+                records = _deployment_records
             try:
                 for rec in records(doc, common, hw, stamp):
                     _name_ok(rec.name)

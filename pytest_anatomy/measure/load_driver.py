@@ -226,15 +226,19 @@ class LoadDriver:
             settings["attention_backend_requested"] = str(getattr(attention, "backend", None))  # None: auto
         return settings
 
-    async def run(self, label: str, prompts: Sequence[list[int]], output_len: int, *,
+    async def run(self, label: str, prompts: Sequence[list[int]], output_len: int | Sequence[int], *,
                   concurrency: int | None = None, arrivals: Sequence[float] | None = None,
                   deadline: float | None = None, progress_every_s: float = 10.0) -> LoadRun:
         """Send every prompt once. concurrency=C: closed loop; arrivals: open loop (offsets
         in seconds from the start); neither: all at once. At `deadline` (monotonic) unsent
-        requests are dropped and in-flight ones aborted; the run is then marked truncated."""
+        requests are dropped and in-flight ones aborted; the run is then marked truncated.
+        output_len: one length for every request, or request i's own (a deployment workload's)."""
         if arrivals is not None and len(arrivals) != len(prompts):
             raise ValueError(f"{label}: {len(arrivals)} arrival offsets for {len(prompts)} prompts")
-        params = self.sampling_params(output_len)
+        lens = [output_len] * len(prompts) if isinstance(output_len, int) else list(output_len)
+        if len(lens) != len(prompts):
+            raise ValueError(f"{label}: {len(lens)} output lengths for {len(prompts)} prompts")
+        params = {n: self.sampling_params(n) for n in set(lens)}
         semaphore = asyncio.Semaphore(concurrency) if concurrency else None
         records: list[RequestRecord] = []
         step0 = len(self.timeline)
@@ -248,7 +252,7 @@ class LoadDriver:
                 await asyncio.sleep(max(0.0, planned - time.monotonic()))
             async with semaphore or contextlib.nullcontext():
                 if deadline is None or time.monotonic() < deadline:
-                    records.append(await self._request(ids, params, output_len, planned))
+                    records.append(await self._request(ids, params[lens[i]], lens[i], planned))
 
         tasks = [asyncio.create_task(one(i, ids)) for i, ids in enumerate(prompts)]
         progress = asyncio.create_task(self._progress(label, records, len(prompts), start,

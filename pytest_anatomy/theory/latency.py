@@ -366,7 +366,9 @@ class StepModel:
             efficiency=calib if calib.efficiency_by_tokens else None)
 
     def seconds(self, decode_tokens: int, decode_context_sum: float,
-                prefill: tuple[tuple[int, int], ...] = (), logits_rows: int | None = None) -> float:
+                prefill: tuple[tuple[int, int], ...] = (), logits_rows: int | None = None,
+                pad_tokens: int = 0) -> float:
+        """pad_tokens: rows a captured CUDA graph adds to reach its size (their matmuls, nothing else)."""
         new = decode_tokens + sum(n for n, _ in prefill)
         rows = decode_tokens + len(prefill) if logits_rows is None else logits_rows
         # keys read and (query, key) pairs, summed over layers; full layers see everything
@@ -379,6 +381,6 @@ class StepModel:
                 kv_keys += count * (seen + sum(min(past, w) for _, past in prefill))
                 pairs += count * (seen + sum(visible_keys(past, n, w) for n, past in prefill))
         nbytes = self.weight_bytes + self.kv_layer_bytes * kv_keys + new * self.kv_token_bytes
-        nflops = self.trunk_flops * new + self.head_flops * rows + self.attn_layer_coef * pairs
-        peak = self.effective_peak if self.efficiency is None else self.efficiency.eta_at(new) * self.peak
+        nflops = self.trunk_flops * (new + pad_tokens) + self.head_flops * rows + self.attn_layer_coef * pairs
+        peak = self.effective_peak if self.efficiency is None else self.efficiency.eta_at(new + pad_tokens) * self.peak
         return max(nbytes / self.bandwidth, nflops / peak) + self.overhead_s

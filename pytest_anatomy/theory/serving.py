@@ -20,9 +20,10 @@ not modeled: simulated TTFT is the engine's queue + prefill.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pytest_anatomy.specs.workload import poisson_arrivals
@@ -41,6 +42,17 @@ class SchedulerConfig:
     # chunk (vLLM's `scheduler_reserve_full_isl`, default True where it exists); without it a
     # preempted request is re-admitted chunk by chunk and preempted again (thrashing).
     reserve_full_sequence: bool = True
+    # n-gram speculation: each decoding request schedules 1 + spec_tokens tokens (its last token and
+    # the drafts) and gains spec_tokens_per_step of them on average (E, measured: see speculative.py),
+    # spread deterministically by a per-request credit. Graph padding is not priced here.
+    spec_tokens: int = 0
+    spec_tokens_per_step: float = 1.0
+    # the share of decode steps that carry drafts (an n-gram proposer drafts only where the text
+    # repeats); the others are plain decodes. Spread deterministically by a per-request credit.
+    spec_draft_fraction: float = 1.0
+    # CUDA-graph sizes a step of decodes/verifies only (no prompt chunk) is padded up to (its extra
+    # rows' matmuls priced); () prices the tokens as they are. The ladder gives them when speculating.
+    capture_sizes: tuple[int, ...] = ()
 
     @property
     def usable_blocks(self) -> float:
@@ -50,13 +62,18 @@ class SchedulerConfig:
 
 @dataclass(frozen=True)
 class Workload:
-    """num_requests prompts of input_len tokens, each generating exactly output_len tokens."""
+    """num_requests prompts of input_len tokens, each generating exactly output_len tokens; or, with
+    prompt_lens / output_lens, request i's own lengths (input_len, output_len are then the longest),
+    and cached_lens: request i's prefix-cache hit tokens (whole blocks, theory/prefix_cache.py)."""
 
     input_len: int
     output_len: int
     num_requests: int
     concurrency: int | None = None  # closed loop
     arrivals: tuple[float, ...] | None = None  # open loop: send offsets in seconds
+    prompt_lens: tuple[int, ...] | None = None
+    output_lens: tuple[int, ...] | None = None
+    cached_lens: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         if (self.concurrency is None) == (self.arrivals is None):
@@ -65,6 +82,27 @@ class Workload:
             raise ValueError(f"{len(self.arrivals)} arrival times for {self.num_requests} requests")
         if self.input_len < 1 or self.output_len < 1 or self.num_requests < 1:
             raise ValueError(f"need input_len, output_len, num_requests >= 1, got {self}")
+        for name in ("prompt_lens", "output_lens", "cached_lens"):
+            lens = getattr(self, name)
+            if lens is not None and len(lens) != self.num_requests:
+                raise ValueError(f"{len(lens)} {name} for {self.num_requests} requests")
+        if any(not 0 <= c < p for c, p in zip(self.cached_lens or (), self.prompt_lens or
+                                               (self.input_len,) * self.num_requests)):
+            raise ValueError("a request's cached tokens must be in [0, its prompt length): the last one is recomputed")
+
+    def request(self, i: int) -> tuple[int, int, int]:
+        """(prompt tokens, output tokens, prefix-cache hit tokens) of request i."""
+        return (self.input_len if self.prompt_lens is None else self.prompt_lens[i],
+                self.output_len if self.output_lens is None else self.output_lens[i],
+                0 if self.cached_lens is None else self.cached_lens[i])
+
+    @classmethod
+    def of_requests(cls, prompt_lens: tuple[int, ...], output_lens: tuple[int, ...],
+                    cached_lens: tuple[int, ...] | None = None, *, concurrency: int | None = None,
+                    arrivals: tuple[float, ...] | None = None) -> "Workload":
+        """Requests of their own lengths (and prefix hits), closed or open loop."""
+        return cls(max(prompt_lens), max(output_lens), len(prompt_lens), concurrency=concurrency, arrivals=arrivals,
+                   prompt_lens=prompt_lens, output_lens=output_lens, cached_lens=cached_lens)
 
     @classmethod
     def closed(cls, concurrency: int, num_requests: int, input_len: int, output_len: int) -> "Workload":
@@ -89,6 +127,12 @@ class _Request:
     first_scheduled: float | None = None
     token_times: list[float] = field(default_factory=list)
     preempted: int = 0
+    # Prefix-cache hit tokens and the blocks they occupy: shared with the cache, so never taken from
+    # (or returned to) the free pool; a preempted request finds them cached again.
+    cached: int = 0
+    shared: int = 0
+    credit: float = 0.0  # speculation: accepted tokens owed (fractional E spread over steps)
+    draft_credit: float = 0.0  # speculation: drafted steps owed (the draft fraction spread over steps)
     # Tokens whose KV must exist before the next token is sampled: prompt + generated. Kept as a
     # field, advanced with `generated`, because the scheduler reads it for every running request on
     # every step (a property cost a quarter of a 10,000-request simulation). Slots: the same reason.
@@ -115,6 +159,9 @@ class SimResult:
     max_running: int
     mean_running: float  # time-weighted
     mixed_steps: int
+    prompt_tokens: int = 0  # the prompts' tokens, cache hits included
+    hit_tokens: int = 0  # of which served from the prefix cache (first admissions)
+    free_blocks_end: float = math.inf  # the pool after the last request: every block back, none double-counted
     # The step model's calibration (describe() and its fit notes): what every simulated step
     # time rests on, carried into each Prediction built from this result.
     calibration: tuple[str, ...] = ()
@@ -186,8 +233,8 @@ def simulate(steps: StepModel, sched: SchedulerConfig, work: Workload, *, max_st
         if eng.steps > max_steps:
             raise RuntimeError(f"simulation exceeded {max_steps} steps; the workload never drains")
         _land_tokens(eng, scheduled)
-    return _result(eng.done, eng.t, eng.steps, eng.preemptions, eng.recomputed, eng.max_running, eng.running_time,
-                   eng.mixed, steps.calibration)
+    return replace(_result(eng.done, eng.t, eng.steps, eng.preemptions, eng.recomputed, eng.max_running,
+                           eng.running_time, eng.mixed, steps.calibration), free_blocks_end=eng.free)
 
 
 def _arrive(eng: _Engine) -> None:
@@ -195,7 +242,10 @@ def _arrive(eng: _Engine) -> None:
     future, work = eng.future, eng.work
     while future and future[0][0] <= eng.t:
         at, i = future.popleft()
-        eng.waiting.append(_Request(i, at, work.input_len, work.output_len))
+        prompt, output, cached = work.request(i)
+        shared = cached // eng.sched.block_size
+        eng.waiting.append(_Request(i, at, prompt, output, computed=cached, blocks=shared, cached=cached,
+                                    shared=shared))
 
 
 def _schedule_running(eng: _Engine, scheduled: list[tuple[_Request, int]]) -> tuple[int, bool]:
@@ -206,19 +256,25 @@ def _schedule_running(eng: _Engine, scheduled: list[tuple[_Request, int]]) -> tu
     bs, running, waiting = eng.sched.block_size, eng.running, eng.waiting
     free = eng.free  # a local: read for every running request on every step
     budget = eng.sched.max_num_batched_tokens
+    spec, frac = eng.sched.spec_tokens, eng.sched.spec_draft_fraction
     preempted_now = False
     idx = 0
     while idx < len(running) and budget > 0:
         r = running[idx]
         n = r.length - r.computed
+        if spec and n == 1 and r.generated:  # a decode verifies its drafts, none past its output length
+            r.draft_credit += frac
+            if r.draft_credit >= 1 - 1e-9:
+                r.draft_credit -= 1
+                n += min(spec, r.target - r.generated - 1)
         if n > budget:
             n = budget
         need = -(-(r.computed + n) // bs) - r.blocks  # r's own blocks: unchanged by preempting others
         while need > free:
             victim = running.pop()
-            free += victim.blocks
-            eng.recomputed += victim.computed
-            victim.blocks, victim.computed = 0, 0
+            free += victim.blocks - victim.shared
+            eng.recomputed += victim.computed - victim.cached
+            victim.blocks, victim.computed = victim.shared, victim.cached
             victim.preempted += 1
             waiting.appendleft(victim)
             eng.preemptions += 1
@@ -264,15 +320,25 @@ def _admit_waiting(eng: _Engine, scheduled: list[tuple[_Request, int]], budget: 
 def _step_seconds(eng: _Engine, steps: StepModel, scheduled: list[tuple[_Request, int]]) -> float:
     """The step model's time for this step's decodes (with their contexts) and prefill chunks;
     counts the step's mixing and running requests."""
-    dec_n, dec_ctx, chunks = 0, 0.0, []
+    dec_n, dec_ctx, chunks, rows, prefills = 0, 0.0, [], 0, 0
     for r, n in scheduled:
-        if n == 1 and r.generated > 0 and r.computed == r.length - 1:
+        decoding = r.generated > 0 and r.computed == r.length - 1
+        if n == 1 and decoding:
             dec_n += 1
             dec_ctx += r.computed + 1
-        else:
+            rows += 1
+        else:  # a prompt chunk (one logits row), or a verify step (a row per query token)
             chunks.append((n, r.computed))
-    dt = steps.seconds(dec_n, dec_ctx, tuple(chunks))
-    eng.mixed += bool(chunks and dec_n)
+            rows += n if decoding else 1
+            prefills += not decoding
+    pad = 0
+    sizes = eng.sched.capture_sizes
+    if sizes and not prefills:
+        total = dec_n + sum(n for n, _ in chunks)
+        at = bisect.bisect_left(sizes, total)
+        pad = sizes[at] - total if at < len(sizes) else 0
+    dt = steps.seconds(dec_n, dec_ctx, tuple(chunks), rows, pad)
+    eng.mixed += bool(prefills and len(chunks) + dec_n > prefills)
     eng.running_time += len(eng.running) * dt
     eng.max_running = max(eng.max_running, len(eng.running))
     return dt
@@ -281,17 +347,24 @@ def _step_seconds(eng: _Engine, steps: StepModel, scheduled: list[tuple[_Request
 def _land_tokens(eng: _Engine, scheduled: list[tuple[_Request, int]]) -> None:
     """A request whose chunk completes its sequence emits a token at the step's end; one that
     reached its output length finishes, frees its blocks and, in a closed loop, sends the next."""
-    t, work = eng.t, eng.work
+    t, work, e = eng.t, eng.work, eng.sched.spec_tokens_per_step
     for r, n in scheduled:
-        r.computed += n
-        if r.computed < r.length:
-            continue  # a chunk of a longer prompt: no token yet
-        r.generated += 1
-        r.length += 1
-        r.token_times.append(t)
+        if n > 1 and r.generated and r.computed == r.length - 1:  # verified: the accepted run + one token
+            r.credit += e
+            g = min(n, max(1, int(r.credit)), r.target - r.generated)
+            r.credit -= g
+            r.computed += g  # the rejected drafts' KV is discarded
+        else:
+            r.computed += n
+            if r.computed < r.length:
+                continue  # a chunk of a longer prompt: no token yet
+            g = 1
+        r.generated += g
+        r.length += g
+        r.token_times.extend([t] * g)
         if r.generated >= r.target:
             eng.running.remove(r)
-            eng.free += r.blocks
+            eng.free += r.blocks - r.shared
             r.blocks = 0
             eng.done.append(r)
             if work.concurrency is not None and eng.next_id < work.num_requests:
@@ -303,8 +376,15 @@ def _result(done: list[_Request], t: float, n_steps: int, preemptions: int, reco
             max_running: int, running_time: float, mixed: int, calibration: tuple[str, ...]) -> SimResult:
     done.sort(key=lambda r: r.id)
     itl: list[float] = []
-    for r in done:
-        itl.extend(b - a for a, b in zip(r.token_times, r.token_times[1:], strict=False))
+    for r in done:  # per output token: g tokens landing together after a gap d count g gaps of d / g
+        times = r.token_times
+        i = 1
+        while i < len(times):
+            j = i
+            while j + 1 < len(times) and times[j + 1] == times[i]:
+                j += 1
+            itl.extend([(times[i] - times[i - 1]) / (j - i + 1)] * (j - i + 1))
+            i = j + 1
     return SimResult(
         ttft=tuple(r.token_times[0] - r.arrival for r in done), itl=tuple(itl),
         e2e=tuple(r.token_times[-1] - r.arrival for r in done),
@@ -312,7 +392,8 @@ def _result(done: list[_Request], t: float, n_steps: int, preemptions: int, reco
         finished=tuple(sorted(r.token_times[-1] for r in done)),
         output_tokens=sum(r.generated for r in done), duration=t, steps=n_steps, preemptions=preemptions,
         recomputed_tokens=recomputed, max_running=max_running, mean_running=running_time / t if t else 0.0,
-        mixed_steps=mixed, calibration=calibration)
+        mixed_steps=mixed, calibration=calibration, prompt_tokens=sum(r.prompt for r in done),
+        hit_tokens=sum(r.cached for r in done))
 
 
 def as_prediction(result: SimResult, metric: str, stat: str, unit: str, label: str,

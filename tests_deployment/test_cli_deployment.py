@@ -1,0 +1,169 @@
+"""The CLI's deployment questions: `predict latency --prefix-cached-tokens / --speculative` and `plan`.
+Numbers are checked against the theory functions they must come from (never against constants), and
+every refusal is one line on stderr with exit 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from pytest_anatomy.cli import main
+from pytest_anatomy.theory import speculative as sp
+from pytest_anatomy.theory.prefix_cache import hit_tokens
+
+BASE = ("predict", "latency", "--model", "qwen2.5-7b", "--hardware", "h200", "--batch", "32", "--input-len", "1024",
+        "--output-len", "256", "--json")
+
+
+def _json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict:
+    assert main(list(argv)) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_prefix_cached_tokens_shorten_prefill_and_ttft_by_the_hit(capsys) -> None:
+    cold, warm = _json(capsys, *BASE), _json(capsys, *BASE, "--prefix-cached-tokens", "1000")
+    assert warm["prefix_hit_tokens"]["value"] == hit_tokens(1024, 1000) == 992
+    assert warm["prefill_ms"]["value"] < cold["prefill_ms"]["value"] / 3  # 32 of 1,024 tokens left to compute
+    assert warm["ttft_ms"]["value"] < cold["ttft_ms"]["value"]
+    assert warm["itl_ms"] == cold["itl_ms"]  # decoding does not see the cache
+    assert warm["ttft_ms"]["uncertainty"] is None  # no reconciled prefix-cached prefill to quote
+
+
+def test_prefix_hits_enter_the_simulation_with_rate(capsys) -> None:
+    args = (*BASE, "--rate", "4", "--requests", "60", "--max-num-seqs", "64")  # a small knee run: CPU time
+    cold, warm = _json(capsys, *args), _json(capsys, *args, "--prefix-cached-tokens", "1000")
+    assert warm["ttft_ms"]["value"] < cold["ttft_ms"]["value"]
+
+
+def test_speculative_answers_follow_the_closed_form(capsys) -> None:
+    blind = _json(capsys, *BASE, "--speculative", "ngram:k=4")
+    assert "spec_verify_step_ms" in blind and "spec_itl_ms" not in blind  # no acceptance: no per-token ITL
+    seen = _json(capsys, *BASE, "--speculative", "ngram:k=4,acceptance=0.7")
+    e = sp.expected_tokens(0.7, 4)
+    assert seen["spec_tokens_per_step"]["value"] == pytest.approx(e, rel=1e-12)
+    assert seen["spec_itl_ms"]["value"] == pytest.approx(seen["spec_verify_step_ms"]["value"] / e, rel=1e-12)
+    assert seen["spec_verify_step_ms"]["value"] > seen["itl_ms"]["value"]  # 160 query tokens cost more than 32
+
+
+@pytest.mark.parametrize(("flag", "message"), [
+    (("--speculative", "eagle:k=3"), "not modelled"), (("--speculative", "ngram:k=0"), "k >= 1"),
+    (("--speculative", "ngram:acceptance=0.5"), "needs k=K"), (("--speculative", "ngram:k=4,acceptance=1.5"), "[0, 1]"),
+    (("--prefix-cached-tokens", "-5"), ">= 0")], ids=["method", "k0", "no-k", "acceptance", "negative"])
+def test_bad_knob_flags_are_one_line(capsys, flag: tuple[str, str], message: str) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main([*BASE, *flag])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+PLAN = ("plan", "--model", "qwen2.5-7b", "--hardware", "h200", "--workload", "rag")
+
+
+def test_plan_ranks_configurations_that_meet_the_slo(capsys) -> None:
+    doc = _json(capsys, *PLAN, "--json", "--top", "3")
+    assert doc["workload"] == "rag" and 1 <= len(doc["plans"]) <= 3
+    slo = doc["slo"]
+    for p in doc["plans"]:
+        m = p["predicted"]
+        assert m["ttft_p99_s"] * 1e3 <= slo["ttft_p99_ms"] and m["itl_p99_s"] * 1e3 <= slo["itl_p99_ms"]
+    goodputs = [p["predicted"]["goodput"] / p["tp"] for p in doc["plans"]]
+    assert goodputs == sorted(goodputs, reverse=True)
+    top = doc["plans"][0]
+    assert "prefix_caching" in top["knobs_on"]  # 3,000 shared tokens of ~3,200: the cache is the first gain
+    assert top["gains_by_knob"]["prefix_caching"]["ttft_p50_s"] < 0.5
+    assert "no reconciliation of a knob's gain" in doc["uncertainty"]["knob_gains"]
+
+
+def test_plan_prints_a_readable_table(capsys) -> None:
+    assert main([*PLAN, "--top", "1"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("plan for qwen2.5-7b on 1 x h200, workload rag") and "engine: {" in out
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (("--model", "nope", "--hardware", "h200", "--workload", "chat"), "not a catalog model"),
+    (("--model", "qwen2.5-7b", "--hardware", "h9000", "--workload", "chat"), "unknown hardware"),
+    (("--model", "qwen2.5-7b", "--hardware", "h200", "--workload", "no-such-workload"), "not found"),
+    (("--model", "qwen2.5-7b", "--hardware", "h200", "--workload", "chat", "--slo-ttft-ms", "1"), "loosen the SLO"),
+    (("--model", "qwen2.5-72b", "--hardware", "h200", "--workload", "chat"), "pass --gpus with more GPUs"),
+], ids=["model", "hardware", "workload", "slo", "too-big"])
+def test_plan_refusals_are_one_line(capsys, argv: tuple[str, ...], message: str) -> None:
+    assert main(["plan", *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_plan_refuses_a_malformed_workload(capsys, tmp_path) -> None:
+    bad = tmp_path / "w.json"
+    bad.write_text(json.dumps({"name": "x", "seed": 1, "num_requests": 5}))
+    assert main([*PLAN[:-1], str(bad)]) == 2
+    assert "missing field 'arrival'" in capsys.readouterr().err
+
+
+def test_plan_uses_every_gpu_given(capsys) -> None:
+    doc = _json(capsys, *PLAN, "--json", "--gpus", "2", "--top", "40")
+    assert {p["tp"] * p["replicas"] for p in doc["plans"]} == {2}
+    assert {p["tp"] for p in doc["plans"]} == {1, 2}  # two tp-1 replicas and one tp-2 engine both compete
+
+
+@given(st.text(max_size=40))
+def test_any_speculative_text_parses_or_is_refused_with_a_reason(text: str) -> None:
+    import argparse
+
+    from pytest_anatomy.cli_knobs import parse_speculative
+
+    try:
+        spec = parse_speculative(text)
+    except argparse.ArgumentTypeError as exc:
+        assert str(exc)  # argparse prints it as the one line
+    else:
+        assert spec.method == "ngram" and spec.k >= 1
+
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers(-5, 5000) | st.floats(allow_nan=True) | st.text(max_size=8),
+                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+                     max_leaves=12)
+
+
+_LEAVES = [("name",), ("seed",), ("num_requests",), ("arrival",), ("arrival", "process"), ("arrival", "concurrency"),
+           ("arrival", "rate"), ("suffix_len",), ("suffix_len", "median"), ("suffix_len", "sigma"), ("suffix_len", "min"),
+           ("output_len", "max"), ("output_len", "distribution"), ("shared_prefix",), ("shared_prefix", "tokens"),
+           ("shared_prefix", "fraction"), ("shared_prefix", "count"), ("slo",), ("slo", "ttft_ms"), ("slo", "itl_ms")]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(_LEAVES), _JSON), min_size=1, max_size=3))
+@example([(("seed",), float("inf"))])  # int(inf): OverflowError, not a ValueError
+@example([(("num_requests",), 1e300)])  # parses, but would never finish generating
+@example([(("suffix_len", "median"), float("nan"))])
+def test_any_workload_document_parses_or_is_refused_with_a_reason(edits: list) -> None:
+    """The chat workload with up to three fields replaced by any JSON value: a WorkloadError (plan prints
+    it as one line) or a usable workload, never another exception."""
+    from pytest_anatomy.specs import workload_file as wf
+
+    doc = json.loads((Path(__file__).parent / "workloads" / "chat.json").read_text())
+    for path, value in edits:
+        parent = doc
+        for key in path[:-1]:
+            parent = parent.get(key) if isinstance(parent, dict) else None
+        if isinstance(parent, dict):
+            parent[path[-1]] = value
+    try:
+        spec = wf.parse(doc)
+    except wf.WorkloadError as exc:
+        assert str(exc)
+    else:
+        assert 1 <= spec.num_requests <= wf.MAX_REQUESTS
+
+
+def test_plan_on_an_open_loop_workload(capsys) -> None:
+    """Poisson arrivals at 8/s, far below what one H200 serves: every configuration keeps up, so the
+    throughput is the arrival rate's (8 x the mean output length over the run), whatever the knobs."""
+    doc = _json(capsys, "plan", "--model", "qwen2.5-7b", "--hardware", "h200", "--workload", "chat-poisson",
+                "--json", "--top", "16")
+    throughputs = [p["predicted"]["output_throughput"] for p in doc["plans"]]
+    assert len(doc["plans"]) > 1 and max(throughputs) / min(throughputs) < 1.05

@@ -1,0 +1,52 @@
+"""scripts/device/deployment_plan.py on a CPU: it runs exactly the preregistered rungs, each once,
+and the counter arithmetic it records is right. (The engine itself runs only on the device.)"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _plan() -> ModuleType:
+    name = "device_script_deployment_plan"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / "device" / "deployment_plan.py")
+        assert spec and spec.loader
+        sys.modules[name] = module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+def test_every_preregistered_run_is_planned_once_on_an_engine_with_its_arguments() -> None:
+    plan = _plan()
+    pre = json.loads(plan.PREREGISTERED.read_text())
+    steps = ["baseline", "limits", "prefix_cache", "fp8_weights", "fp8_kv", "eager", "ngram", "plan_top"]
+    engines = plan.engines(pre, list(pre["ladders"]), ["chat", "rag"], steps)
+    runs = [(e["model"], r["workload"], r["step"]) for e in engines for r in e["runs"]]
+    assert sorted(runs) == sorted([(m, w, row["step"]) for m, ws in pre["ladders"].items() for w, rows in ws.items()
+                                   for row in rows] + [(m, w, "plan_top") for m in pre["ladders"] for w in ("chat", "rag")])
+    kwargs = {(e["model"], json.dumps(e["engine_kwargs"], sort_keys=True)) for e in engines}
+    assert len(kwargs) == len(engines)  # one start per distinct configuration
+    for e in engines:
+        for r in e["runs"]:
+            row = pre["plan_top"][e["model"]][r["workload"]] if r["step"] == "plan_top" else \
+                next(x for x in pre["ladders"][e["model"]][r["workload"]] if x["step"] == r["step"])
+            assert row["engine_kwargs"] == e["engine_kwargs"]
+
+
+def test_counter_deltas_per_label() -> None:
+    plan = _plan()
+    before = {"vllm:prefix_cache_hits": 10.0, "vllm:num_preemptions": None, plan.PER_POSITION: {"0": 5.0}}
+    after = {"vllm:prefix_cache_hits": 250.0, "vllm:num_preemptions": 3.0, plan.PER_POSITION: {"0": 9.0, "1": 2.0}}
+    assert plan.delta(before, after) == {"vllm:prefix_cache_hits": 240.0, "vllm:num_preemptions": None,
+                                         plan.PER_POSITION: {"0": 4.0, "1": 2.0}}
+
+
+def test_dry_run_starts_nothing(capsys) -> None:
+    assert _plan().main(["--dry-run", "--models", "qwen2.5-7b", "--steps", "baseline"]) == 0
+    assert "1 engine starts, 2 runs" in capsys.readouterr().out  # the defaults serve both workloads

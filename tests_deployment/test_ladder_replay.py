@@ -1,0 +1,146 @@
+"""The ladder measured (results/<hw>/deployment/, written by scripts/device/deployment_plan.py and
+`pytest-anatomy import-device`) against tests_deployment/preregistered.json: each rung's measured gain
+over its parent reconciled with the gain predicted before the run, and `plan`'s recommendation held
+to its workload's SLO. Skipped, saying so, until the device visit has recorded the runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_anatomy.deployment_ladder import ladder_with_acceptance
+from pytest_anatomy.theory.deployment import GAIN_TARGET, gain_band
+from pytest_anatomy.theory.speculative import tokens_from_counters
+
+PRE = json.loads((Path(__file__).parent / "preregistered.json").read_text())
+MODELS, WORKLOADS = list(PRE["ladders"]), ["chat", "rag"]
+RUNGS = [r["step"] for r in PRE["ladders"][MODELS[0]][WORKLOADS[0]] if r["parent"]]
+# Issue 14's target for every rung: the predicted gain within 20% of the measured gain (GAIN_TARGET),
+# as a band on measured / predicted. Not a fitted band: the accuracy the ladder must reach to be used
+# for planning; a miss is a finding.
+PER_POSITION = "counters.vllm:spec_decode_num_accepted_tokens_per_pos"
+
+
+def _row(model: str, workload: str, step: str) -> dict[str, Any]:
+    return next(r for r in PRE["ladders"][model][workload] if r["step"] == step)
+
+
+def _value(rec: Any, name: str) -> float | None:
+    m = rec.measurements.get(name)
+    return None if m is None else float(m["value"] if isinstance(m, dict) else m.value)
+
+
+def measured_speculation(rec: Any) -> tuple[float, float]:
+    """(E, draft share) of the n-gram run: E = 1 + accepted / drafts from its counters; the share of
+    decode steps that drafted = drafts / decode steps, a request's decode steps being its output tokens
+    after the first less the accepted drafts (each step yields its accepted drafts plus one token)."""
+    drafts = _value(rec, "counters.vllm:spec_decode_num_drafts")
+    positions = sorted((int(k.rsplit(".", 1)[1]), k) for k in rec.measurements if k.startswith(PER_POSITION + "."))
+    accepted = tuple(int(_value(rec, k) or 0) for _, k in positions)
+    if not drafts:
+        pytest.skip(f"{rec.name}: the engine counted no drafts; acceptance not measured")
+    steps = (_value(rec, "aggregate.output_tokens") or 0) - (_value(rec, "aggregate.completed") or 0) - sum(accepted)
+    if steps < drafts:
+        pytest.skip(f"{rec.name}: {steps:g} decode steps for {drafts:g} drafts; the counters and tokens disagree")
+    return tokens_from_counters(int(drafts), accepted), drafts / steps
+
+
+def predicted_gains(model: str, workload: str, step: str, rec: Any) -> dict[str, float | None]:
+    """The preregistered gains; the n-gram rung's simulated with the run's measured E, from the
+    preregistered calibration (the theory as committed before the run: test_preregistered checks it)."""
+    if step != "ngram":
+        return _row(model, workload, step)["gain"]
+    rows = ladder_with_acceptance(PRE["calibration"], model, workload, *measured_speculation(rec))
+    return next(r for r in rows if r["step"] == "ngram")["gain"]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("workload", WORKLOADS)
+@pytest.mark.parametrize("step", RUNGS)
+def test_rung_gain_is_within_20_percent(target, measured, reconcile, model: str, workload: str, step: str) -> None:
+    row = _row(model, workload, step)
+    rec = measured(f"{model}.{workload}.{step}", target=target)
+    parent = measured(f"{model}.{workload}.{row['parent']}", target=target)
+    for metric, gain in predicted_gains(model, workload, step, rec).items():
+        now, before = _value(rec, f"metrics.{metric}"), _value(parent, f"metrics.{metric}")
+        if gain is None or not now or not before:
+            continue
+        reconcile(f"{workload}.{step}.{metric}.gain", gain, now / before, ratio=gain_band(), model=model,
+                  why=f"issue 14's target: a rung's predicted gain within {GAIN_TARGET:.0%} of its measured gain")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("workload", WORKLOADS)
+def test_the_recommended_plan_meets_its_slo(target, measured, model: str, workload: str) -> None:
+    rec = measured(f"{model}.{workload}.plan_top", target=target)
+    slo = json.loads((Path(__file__).parent / "workloads" / f"{workload}.json").read_text())["slo"]
+    ttft, itl = _value(rec, "metrics.ttft_p99_s"), _value(rec, "metrics.itl_p99_s")
+    assert ttft is not None and itl is not None, f"{rec.name}: no TTFT/ITL measured"
+    assert ttft * 1e3 <= slo["ttft_ms"] and itl * 1e3 <= slo["itl_ms"], (
+        f"plan's top configuration for {model}/{workload} measured TTFT p99 {ttft * 1e3:.4g} ms, ITL p99 "
+        f"{itl * 1e3:.4g} ms against the SLO {slo}; predicted {PRE['plan_top'][model][workload]['predicted']}")
+
+
+CACHED_RUNGS = [r["step"] for r in PRE["ladders"][MODELS[0]][WORKLOADS[0]] if r["engine_kwargs"]["enable_prefix_caching"]]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("workload", WORKLOADS)
+@pytest.mark.parametrize("step", CACHED_RUNGS)
+def test_prefix_cache_hits_are_the_block_granular_ones(target, measured, reconcile, model: str, workload: str,
+                                                       step: str) -> None:
+    """Every timed request's hit is whole 16-token blocks of its shared prefix, never its last token
+    (theory/prefix_cache.hit_tokens), the cache warmed with each prefix before the run."""
+    from pytest_anatomy.deployment_ladder import workload_path
+    from pytest_anatomy.specs import workload_file as wf
+    from pytest_anatomy.theory.prefix_cache import hit_tokens
+
+    rec = measured(f"{model}.{workload}.{step}", target=target)
+    hits = _value(rec, "counters.vllm:prefix_cache_hits")
+    if hits is None:
+        pytest.skip(f"{rec.name}: the engine reported no prefix-cache counter")
+    if _value(rec, "counters.vllm:num_preemptions"):
+        pytest.skip(f"{rec.name}: preempted requests re-query the cache, so hits are no longer one per request")
+    work = wf.generate(wf.load(workload_path(workload)))
+    predicted = sum(hit_tokens(len(r.prompt), r.prefix_len) for r in work.requests)
+    reconcile(f"{workload}.{step}.prefix_hit_tokens", predicted, hits, rel=0.0, model=model,
+              why="hits are whole blocks of a warm cache, counted once per request: exact")
+
+
+ALL_RUNGS = [r["step"] for r in PRE["ladders"][MODELS[0]][WORKLOADS[0]] if r["step"] != "ngram"]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("workload", WORKLOADS)
+@pytest.mark.parametrize("step", ALL_RUNGS)
+def test_preemptions_are_the_simulated_ones(target, measured, reconcile, model: str, workload: str, step: str) -> None:
+    """The simulated run's preemptions (its KV pool from the capacity ledger) against the engine's counter."""
+    rec = measured(f"{model}.{workload}.{step}", target=target)
+    count = _value(rec, "counters.vllm:num_preemptions")
+    if count is None:
+        pytest.skip(f"{rec.name}: the engine reported no preemption counter")
+    reconcile(f"{workload}.{step}.preemptions", _row(model, workload, step)["terms"]["preemptions"], count, abs=0.0,
+              model=model, why="a count of events, exact: the same requests against the ledger's pool")
+
+
+class _Rec:  # the two attributes measured_speculation reads, for a CPU test of its arithmetic
+    name = "synthetic"
+
+    def __init__(self, measurements: dict[str, float]) -> None:
+        self.measurements = {k: {"value": v} for k, v in measurements.items()}
+
+
+def test_speculation_counters_give_e_and_the_draft_share() -> None:
+    """100 requests, 10,100 output tokens: 10,000 after the first tokens; 3,000 accepted drafts mean 7,000
+    decode steps, of which the 2,000 drafts are 2/7; E = 1 + 3,000 / 2,000."""
+    rec = _Rec({"counters.vllm:spec_decode_num_drafts": 2000, f"{PER_POSITION}.0": 1500, f"{PER_POSITION}.1": 1000,
+                f"{PER_POSITION}.2": 500, "aggregate.output_tokens": 10100, "aggregate.completed": 100})
+    e, share = measured_speculation(rec)
+    assert e == pytest.approx(2.5) and share == pytest.approx(2 / 7)

@@ -1,0 +1,80 @@
+"""tests_deployment/preregistered.json: the ladder's predictions for the planned H200 run, committed
+before it. It must equal what the theory computes today from the calibration it names; a change to
+the theory that moves a number fails here, and is then either a mistake or a new preregistration
+(regenerate: python -m pytest_anatomy.deployment_ladder > tests_deployment/preregistered.json,
+before any run it is checked against)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_anatomy import deployment_ladder as dl
+from pytest_anatomy.theory import deployment as dp
+
+FILE = Path(__file__).parent / "preregistered.json"
+PRE = json.loads(FILE.read_text())
+
+
+def _same(a: Any, b: Any, where: str = "") -> list[str]:
+    """Differences between two JSON trees; floats to 1e-9 relative (a libm's last bit, not a model change)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        if a.keys() != b.keys():
+            return [f"{where}: keys {sorted(a)} != {sorted(b)}"]
+        return [d for k in a for d in _same(a[k], b[k], f"{where}.{k}")]
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            return [f"{where}: {len(a)} items != {len(b)}"]
+        return [d for i, (x, y) in enumerate(zip(a, b)) for d in _same(x, y, f"{where}[{i}]")]
+    if isinstance(a, float) and isinstance(b, (int, float)) and not isinstance(b, bool):
+        return [] if math.isclose(a, b, rel_tol=1e-9) else [f"{where}: {a!r} != {b!r}"]
+    return [] if a == b else [f"{where}: {a!r} != {b!r}"]
+
+
+def test_the_file_is_what_the_theory_computes_today() -> None:
+    today = json.loads(json.dumps(dl.ladders(PRE["calibration"])))
+    assert _same(PRE["ladders"], today) == []
+    assert PRE["assumed"] == {"eager_launches_per_layer": dp.EAGER_LAUNCHES_PER_LAYER,
+                              "eager_launch_s": dp.EAGER_LAUNCH_S}
+
+
+def test_the_recommended_plans_are_todays() -> None:
+    today = json.loads(json.dumps(dl.plan_tops(PRE["calibration"])))
+    assert _same(PRE["plan_top"], today) == []
+    for model, by_workload in PRE["plan_top"].items():
+        for workload, top in by_workload.items():
+            slo = json.loads(dl.workload_path(workload).read_text())["slo"]
+            assert top["predicted"]["ttft_p99_s"] * 1e3 <= slo["ttft_ms"], (model, workload)
+            assert top["predicted"]["itl_p99_s"] * 1e3 <= slo["itl_ms"], (model, workload)
+
+
+def test_the_workload_files_are_the_ones_predicted() -> None:
+    assert PRE["workload_sha256"] == {w: hashlib.sha256(dl.workload_path(w).read_bytes()).hexdigest()
+                                      for w in dl.WORKLOADS}
+
+
+def test_the_calibration_is_the_newest_recorded_sessions() -> None:
+    newest = dl.newest_calibration(dl.REPO / "results")
+    if newest["recordings"] != PRE["calibration"]["recordings"]:
+        pytest.skip("a newer H200 session is recorded; the preregistration stays pinned to the calibration it names")
+    assert _same(PRE["calibration"], newest) == []
+
+
+@pytest.mark.parametrize("model", dl.MODELS)
+@pytest.mark.parametrize("workload", dl.WORKLOADS)
+def test_every_rung_has_a_parent_and_a_predicted_gain(model: str, workload: str) -> None:
+    rows = PRE["ladders"][model][workload]
+    names = [r["step"] for r in rows]
+    assert names == ["baseline", "limits", "prefix_cache", "fp8_weights", "fp8_kv", "eager", "ngram"]
+    for r in rows[1:]:
+        assert r["parent"] in names[:names.index(r["step"])]
+        if r["step"] == "ngram":  # needs the measured acceptance: coefficients, no numbers
+            assert all(v is None for v in r["gain"].values())
+            assert r["terms"]["t_verify_s"] > r["terms"]["t_decode_s"] > 0
+        else:
+            assert all(r["gain"][m] is not None for m in dp.METRICS)
