@@ -237,27 +237,51 @@ def prefill_band(model: str, length: int) -> tuple[float, float]:
 
 SHORT_PREFILL_REASON = (
     "A lone prompt of 128 or 512 tokens takes far longer from scheduling to first token than one step of that work "
-    "(4.7-4.9 ms at 128 tokens, memory-bound; 11-13 ms at 512, compute-bound): 5-13 ms more at 128 tokens, 5-25 ms "
-    "at 512, over eight runs of two models (measured/predicted 2.08-3.65 at 128, 1.43-3.08 at 512). Not a per-step "
-    "cost (a decode step's overhead is 1.5 ms). It is NOT the KV pool's size, as first supposed: on 2026-12-01 the "
-    "pinned pool (~225k tokens) gave Qwen2.5-7B 2.35x/2.39x at 128/512 and the utilization pool (~2M tokens) "
-    "2.41x/1.43x eight minutes later, where the earlier sessions had put the pinned pool lower (2.08x/1.84x against "
-    "2.73-3.41x/2.36-3.08x). Mechanism not established; candidates: the first step after an idle engine (the "
-    "request arrives alone), per-request engine work (input processing, block-table set-up). Band: the envelope of "
-    "every other run at this length, each +- its own and the checked run's noise budget (512 tokens: the runs whose "
-    "eta comes from GEMM timings only, since a prefill-fitted eta absorbs part of the gap).")
+    "(memory-bound at 128 tokens, compute-bound at 512), over {n_runs} runs of two models: measured/predicted "
+    "{lo128:.2f}-{hi128:.2f} at 128 tokens, {lo512:.2f}-{hi512:.2f} at 512. Not a per-step cost (a decode step's "
+    "overhead is ~1.5 ms). It is NOT the KV pool's size, as first supposed: on 2026-12-01 the pinned pool (~225k "
+    "tokens) gave Qwen2.5-7B {pin128:.2f}x/{pin512:.2f}x at 128/512 and the utilization pool (~2M tokens) "
+    "{util128:.2f}x/{util512:.2f}x eight minutes later, where the earlier sessions had put the pinned pool lower "
+    "({early_pin128:.2f}x/{early_pin512:.2f}x against {early_util128}x/{early_util512}x). Mechanism not established; "
+    "candidates: the first step after an idle engine (the request arrives alone), per-request engine work (input "
+    "processing, block-table set-up). Band: the envelope of every other run at this length, each +- its own and the "
+    "checked run's noise budget (512 tokens: the runs whose eta comes from GEMM timings only, since a "
+    "prefill-fitted eta absorbs part of the gap).")
 PREFILL_ABOVE_GEMMS_REASON = (
     "With eta taken from the session's bf16 GEMMs at the four trunk shapes (0.86-0.98 of the 8192^3 ceiling), a "
-    "lone prefill of 2,048-32,000 tokens runs 12-25% longer than predicted (2026-12-01: Qwen2.5-7B 1.23/1.12/1.16 at "
-    "2,048/16,384/32,000 with the pinned pool, 1.25/1.13/1.14 eight minutes later with the utilization pool; "
-    "Llama-3.1-8B 1.25/1.13/1.12). Two parts, from the numbers: the lone-prompt excess seen at 128-512 tokens "
-    "(5-10 ms, which is why 2,048 is the largest ratio: +8.6 to +9.8 ms there), and ~10-13% of the rest from work "
-    "the GEMM timings do not contain: FlashAttention's causal kernel (its FLOPs are divided by the GEMMs' eta; "
+    "lone prefill of 2,048-32,000 tokens runs {lo_long:.0%}-{hi_long:.0%} longer than predicted over {n_gemm} "
+    "GEMM-timed runs (2026-12-01: Qwen2.5-7B {pinned} at 2,048/16,384/32,000 with the pinned pool, {util} eight "
+    "minutes later with the utilization pool; Llama-3.1-8B {llama}). Two parts, from the numbers: the lone-prompt "
+    "excess seen at 128-512 tokens (5-10 ms, which is why 2,048 is the largest ratio), and ~10-13% of the rest from "
+    "work the GEMM timings do not contain: FlashAttention's causal kernel (its FLOPs are divided by the GEMMs' eta; "
     "3-33% of the FLOPs from 2,048 to 32,000 tokens), RMSNorm, rope, SiLU-mul and residual passes over the "
     "activations (~1.3 ms of memory traffic per 2,048 tokens). The 8,192-token prefill that eta used to be fitted "
     "on absorbed both; with GEMM-timed eta it sits at {ratios_8192} (Qwen2.5-7B, one session each), inside its noise "
     "budget in all but {outside_8192} of them, so at 8,192 tokens the finding is strict=False. Band: as for the "
     "short prefills, over the runs whose eta comes from GEMM timings.")
+# The sessions those reasons compare by name (their ratios are read from PREFILL_RUNS, never retyped): the pinned
+# and the utilization pool eight minutes apart, and the earlier sessions' pinned and utilization pools.
+_PINNED, _UTILIZATION = ("qwen2.5-7b", "2026-12-01T06:44:22.000000Z"), ("qwen2.5-7b", "2026-12-01T06:53:39.000000Z")
+_EARLY_PINNED = ("qwen2.5-7b", "2026-12-01T04:47:39.125311Z")
+_EARLY_UTILIZATION = (("qwen2.5-7b", "2026-11-30T00:37:45Z"), ("qwen2.5-7b", "2026-12-01T05:15:55.000000Z"))
+_LLAMA_GEMM = ("llama-3.1-8b", "2026-12-01T06:44:22.000000Z")
+
+
+def _span(values: list[float]) -> str:
+    return f"{min(values):.2f}-{max(values):.2f}"
+
+
+def short_prefill_reason() -> str:
+    """SHORT_PREFILL_REASON with its ratios read from PREFILL_RUNS (test_prefill_runs_are_the_recorded_ones
+    recomputes them from the recordings)."""
+    at = {n: [runs[n][0] for runs in PREFILL_RUNS.values() if n in runs] for n in (128, 512)}
+    return SHORT_PREFILL_REASON.format(
+        n_runs=len(PREFILL_RUNS), lo128=min(at[128]), hi128=max(at[128]), lo512=min(at[512]), hi512=max(at[512]),
+        pin128=PREFILL_RUNS[_PINNED][128][0], pin512=PREFILL_RUNS[_PINNED][512][0],
+        util128=PREFILL_RUNS[_UTILIZATION][128][0], util512=PREFILL_RUNS[_UTILIZATION][512][0],
+        early_pin128=PREFILL_RUNS[_EARLY_PINNED][128][0], early_pin512=PREFILL_RUNS[_EARLY_PINNED][512][0],
+        early_util128=_span([PREFILL_RUNS[k][128][0] for k in _EARLY_UTILIZATION]),
+        early_util512=_span([PREFILL_RUNS[k][512][0] for k in _EARLY_UTILIZATION]))
 
 
 def short_prefill_marks(model: str, name: str, length: int) -> tuple[pytest.MarkDecorator, ...]:
@@ -266,7 +290,7 @@ def short_prefill_marks(model: str, name: str, length: int) -> tuple[pytest.Mark
     if length > 512:
         return ()
     return tuple(pytest.mark.finding("h200-short-prefill-excess", hardware=MEASURED_ON, quantity=f"{name}{regime}",
-                                     reason=SHORT_PREFILL_REASON, expected=prefill_band(model, length))
+                                     reason=short_prefill_reason(), expected=prefill_band(model, length))
                  for regime in ("", "_pinned_pool"))
 
 
@@ -275,8 +299,15 @@ def _prefill_above_gemms_reason() -> str:
     recomputes), not retyped."""
     runs = [PREFILL_RUNS[key][8192] for key in sorted(PREFILL_RUNS) if key[1] in GEMM_ETA_SESSIONS
             and 8192 in PREFILL_RUNS[key]]
+    gemm = [runs_ for key, runs_ in PREFILL_RUNS.items() if key[1] in GEMM_ETA_SESSIONS]
+    long = [r[n][0] for r in gemm for n in (2048, 16384, 32000) if n in r]
+
+    def three(key: tuple[str, str]) -> str:
+        return "/".join(f"{PREFILL_RUNS[key][n][0]:.2f}" for n in (2048, 16384, 32000))
     return PREFILL_ABOVE_GEMMS_REASON.format(ratios_8192=", ".join(f"{r:.2f}" for r, _ in runs),
-                                             outside_8192=sum(r - 1 > b for r, b in runs))
+                                             outside_8192=sum(r - 1 > b for r, b in runs),
+                                             lo_long=min(long) - 1, hi_long=max(long) - 1, n_gemm=len(gemm),
+                                             pinned=three(_PINNED), util=three(_UTILIZATION), llama=three(_LLAMA_GEMM))
 
 
 def above_gemms_marks(model: str, name: str, length: int) -> tuple[pytest.MarkDecorator, ...]:
