@@ -40,6 +40,9 @@ class Launch:
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
     shmem: int = 0
+    # Blocks per thread-block cluster along x: a fact of the kernel (its __cluster_dims__, fixed at compile
+    # time, so the GPU launch passes none); the CPU emulator runs that many blocks together.
+    cluster: int = 1
 
     @property
     def threads_per_block(self) -> int:

@@ -29,7 +29,8 @@ from pytest_anatomy.kernels.registry import CUDA_DIR, DeviceFacts, Variant
 
 HEADER = Path(__file__).resolve().parent / "cuda_emu.h"
 FLAGS = ("-std=c++17", "-O1", "-shared", "-fPIC", "-w", "-x", "c++")
-_KERNEL_RE = re.compile(r'extern\s+"C"\s+__global__\s+(?:void\s+)?(?:__launch_bounds__\([^)]*\)\s*)?(?:void\s+)?(\w+)\s*\(')
+_KERNEL_RE = re.compile(r'extern\s+"C"\s+__global__\s+(?:void\s+)?(?:__cluster_dims__\([^)]*\)\s*)?'
+                        r'(?:__launch_bounds__\([^)]*\)\s*)?(?:void\s+)?(\w+)\s*\(')
 _LIBS: dict[str, ctypes.CDLL] = {}
 
 
@@ -106,6 +107,6 @@ def run(variant: Variant, shape: Mapping[str, int], inputs: Mapping[str, np.ndar
         argv = (ctypes.c_void_p * len(holders))(*[ctypes.cast(ctypes.pointer(h), ctypes.c_void_p) for h in holders])
         grid = (ctypes.c_int * 3)(*call.launch.grid)
         block = (ctypes.c_int * 3)(*call.launch.block)
-        if fn(argv, grid, block) != 0:
+        if fn(argv, grid, block, ctypes.c_int(call.launch.cluster)) != 0:
             raise RuntimeError(f"{variant.id}: {call.kernel} deadlocked in the emulator (see stderr)")
     return out
