@@ -225,7 +225,9 @@ def main(argv: list[str] | None = None) -> int:
                 for shape in CORRECTNESS[lad] + tuple(s for l2, s in MAIN_SHAPES if l2 == lad):
                     try:
                         calls = v.calls(shape, facts)
-                        what = ", ".join(f"{c.kernel}<<<{c.launch.grid},{c.launch.block}>>>" for c in calls) or v.baseline
+                        what = ", ".join(f"{c.kernel}<<<{c.launch.grid},{c.launch.block}>>>"
+                                         + (f" cluster {c.launch.cluster}" if c.launch.cluster > 1 else "")
+                                         for c in calls) or v.baseline
                     except RungRefused as exc:
                         what = f"REFUSED ({str(exc)[:60]}...)"
                     print(f"{lad:9s} {v.id:18s} {shape_label(shape):16s} {what}")
