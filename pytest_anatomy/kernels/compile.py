@@ -163,3 +163,62 @@ def sass_counts(source: str, arch: str = "sm_90") -> dict[str, dict[str, int]]:
     counts = {k: dict(v) for k, v in parse_sass(proc.stdout).items()}
     path.write_text(json.dumps(counts))
     return counts
+
+
+def parse_loops(text: str) -> dict[str, list[dict[str, int]]]:
+    """SASS text -> {kernel: [counts by class of each loop body]}: a loop is a backward branch, its body the
+    instructions from the branch target to the branch, each counted once (what one iteration issues when the
+    loop has no branch inside that is taken)."""
+    out: dict[str, list[dict[str, int]]] = {}
+    kernel: str | None = None
+    ins: list[tuple[int, str, str]] = []
+    for line in [*text.splitlines(), "Function : <end>"]:
+        m = re.search(r"Function : (\S+)", line)
+        if m:
+            if kernel is not None:
+                loops = []
+                for addr, op, rest in ins:
+                    t = re.search(r"0x([0-9a-f]+)", rest) if op.startswith("BRA") else None
+                    if t and int(t.group(1), 16) < addr:
+                        lo = int(t.group(1), 16)
+                        loops.append(dict(Counter(classify(o) for a, o, _ in ins if lo <= a <= addr)))
+                out[kernel] = loops
+            kernel, ins = m.group(1), []
+            continue
+        i = re.match(r"\s*/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)(.*)", line)
+        if i and kernel is not None:
+            ins.append((int(i.group(1), 16), i.group(2), i.group(3)))
+    return out
+
+
+def loop_bodies(source: str, arch: str = "sm_90", replace: tuple[tuple[str, str], ...] = ()) -> dict[str, list[dict[str, int]]]:
+    """Per kernel, the instruction counts of each loop body of `source` as compiled for `arch`.
+
+    `replace`: exact (old, new) text substitutions made first, each of which must occur once -- e.g. a uniform
+    branch fixed to the side a timing shape takes, so a loop that holds both sides counts one."""
+    nvcc, cuobjdump = find_tool("nvcc"), find_tool("cuobjdump")
+    nvdisasm = find_tool("nvdisasm")
+    text = (CUDA_DIR / source).read_text(encoding="utf-8")
+    for old, new in replace:
+        if text.count(old) != 1:
+            raise ValueError(f"{source}: {old!r} occurs {text.count(old)} times, not once")
+        text = text.replace(old, new)
+    path = _cached("loops", (text, arch, *NVCC_FLAGS, _version(nvcc), _version(cuobjdump)))
+    if path.exists():
+        return json.loads(path.read_text())
+    with tempfile.TemporaryDirectory() as tmp:
+        unit = Path(tmp) / Path(source).name
+        unit.write_text(text)
+        cubin = Path(tmp) / (unit.stem + ".cubin")
+        proc = subprocess.run([nvcc, f"-arch={arch}", *NVCC_FLAGS, "-o", str(cubin), str(unit)],
+                              capture_output=True, text=True, timeout=300, check=False)
+        if proc.returncode != 0:
+            raise RuntimeError(f"nvcc failed on {source} for {arch}:\n{proc.stderr[-4000:]}")
+        env = {**os.environ, "PATH": f"{Path(nvdisasm).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+        dump = subprocess.run([cuobjdump, "--dump-sass", str(cubin)], capture_output=True, text=True, timeout=120,
+                              check=False, env=env)
+        if dump.returncode != 0:
+            raise RuntimeError(f"cuobjdump failed on {source}: {dump.stderr[-2000:]}")
+    loops = parse_loops(dump.stdout)
+    path.write_text(json.dumps(loops))
+    return loops
