@@ -198,10 +198,11 @@ def test_warp_row_softmax_has_no_barrier_and_one_exp_per_element():
 @pytest.mark.parametrize("source,kernel,kind,per_hmma", [
     ("sgemm/s8_bf16_mma.cu", "sgemm_bf16_mma", "LDS.", 24 / 16),
     ("sgemm/s10_bf16_ldmatrix.cu", "sgemm_bf16_ldmatrix", "LDSM.", 6 / 16),
-], ids=("s8", "s10"))
+    ("sgemm/s11_bf16_warp64.cu", "sgemm_bf16_warp64", "LDSM.", 8 / 32),
+], ids=("s8", "s10", "s11"))
 def test_tensor_core_fragment_loads_per_mma(source, kernel, kind, per_hmma):
     """The tensor-core rungs' headers price a warp's 16-deep k-step by its fragment loads: s8 24 LDS.32
-    per 16 mma, s10 6 ldmatrix.x4 (and no plain shared load left). Static SASS, loop body counted once."""
+    per 16 mma, s10 6 ldmatrix.x4, s11 8 per 32 mma (and no plain shared load left). Static SASS, loop body counted once."""
     _need("nvcc")
     _need("cuobjdump")
     _need("nvdisasm")

@@ -155,6 +155,16 @@ def _cases(name: str, t: tg.Target, results) -> list[tuple[tuple, str, tuple]]:
             if _with(results, t, rung_name(v, shape)):
                 out.append(((v, shape), f"{rid}-{lab}", hf.marks_for("issue_preregistered", f"{rid}-{lab}")))
         return out
+    if name == "test_sgemm_mma_issue_ledger_preregistered":
+        if t.name != PREREGISTERED_ON:  # the ledger's numbers are for the card its counters came from
+            return []
+        out = []
+        for (rid, lab), _ms in sgemm.MMA_ISSUE_PREREGISTERED.items():
+            v = next(x for x in LADDERS["sgemm"] if x.id == rid)
+            shape = next(sh for sh in (s, *sgemm.EXTRA_SHAPES) if shape_label(sh) == lab)
+            if _with(results, t, rung_name(v, shape)):
+                out.append(((v, shape), f"{rid}-{lab}", hf.marks_for("mma_issue_preregistered", f"{rid}-{lab}")))
+        return out
     if name == "test_sgemm_issued_byte_roofline":
         return [((v,), v.id, _exceeds(t, v)) for v in ROOFLINE_RUNGS
                 if _with(results, t, rung_name(v, s), "kernels-ceilings")]
@@ -329,6 +339,18 @@ def test_sgemm_issue_ledger_preregistered(target, v, shape, measured, reconcile)
                       notes=("pre-registered before the rung ran; the fit saw no pipelined rung, so a cp.async "
                              "pipeline that removes the staged loads' latency shows as a miss here",))
     reconcile("time_issue_ledger", pred, rung_rec(measured, v, shape)["time"], rel=ACCEPT_BAND, why=ACCEPT_WHY)
+
+
+@pytest.mark.gpu
+def test_sgemm_mma_issue_ledger_preregistered(target, v, shape, measured, reconcile):
+    """The mma issue ledger's numbers for the tensor-core rungs written after its fit (sgemm.MMA_ISSUE_PREREGISTERED;
+    test_kernels_issue_ledger recomputes them from s10's counters and the compiled loops), against the measured time."""
+    lab = shape_label(shape)
+    pred = Prediction(sgemm.MMA_ISSUE_PREREGISTERED[(v.id, lab)] * 1e-3, "s",
+                      "ceil(blocks / SMs) x warps/block x ceil(K / bk) x issue per k-tile / min(4, W / (c0 + L / ilp)) "
+                      "/ clock", {"rung": v.id, "shape": lab, "fit": sgemm.MMA_ISSUE_FIT},
+                      notes=("pre-registered before the rung ran; c0 from s5-s7, L from s10's counted pace",))
+    reconcile("time_vs_mma_issue_ledger", pred, rung_rec(measured, v, shape)["time"], rel=ACCEPT_BAND, why=PREREG_WHY)
 
 
 @pytest.mark.gpu

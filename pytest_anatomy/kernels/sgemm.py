@@ -1,4 +1,4 @@
-"""The SGEMM ladder: rung 0 is cuBLAS fp32 (TF32 off), rungs s1-s7 hand-written fp32, s8 bf16
+"""The SGEMM ladder: rung 0 is cuBLAS fp32 (TF32 off), rungs s1-s7 and s9 hand-written fp32, s8, s10 and s11 bf16
 tensor cores against cuBLAS bf16. C = A @ B, row-major, M x K times K x N (s8: A @ Bt^T)."""
 
 from __future__ import annotations
@@ -88,8 +88,16 @@ LADDER: tuple[Variant, ...] = (
             "sgemm/s10_bf16_ldmatrix.cu",
             _grid_tiles("sgemm/s10_bf16_ldmatrix.cu", "sgemm_bf16_ldmatrix", 128, 128, (256, 1, 1)),
             "fragments by ldmatrix.x4 (6 per warp k-step instead of 24 LDS.32), swizzled unpadded tiles, a third "
-            "pipeline stage and one barrier per k-tile", tensor_core_access("s10", 128, 128), "sgemm", dtype="bf16",
+            "pipeline stage and one barrier per k-tile", tensor_core_access("s10", 128, 128, mma_tiles=16, warps_per_sm=16),
+            "sgemm", dtype="bf16",
             h200_ms=(("4096x4096x4096", 0.34),)),
+    Variant("s11-bf16-warp64", "s10 with 64x64 warp tiles (4 warps), both k-steps' fragments loaded first, "
+            "index arithmetic hoisted", "sgemm/s11_bf16_warp64.cu",
+            _grid_tiles("sgemm/s11_bf16_warp64.cu", "sgemm_bf16_warp64", 128, 128, (128, 1, 1)),
+            "2.6 instructions per mma instead of 4.9: 32 accumulator tiles per warp, 8 ldmatrix.x4 per 32 mma, "
+            "copy and fragment addresses as immediate offsets; 8 warps per SM instead of 16",
+            tensor_core_access("s11", 128, 128, mma_tiles=32, warps_per_sm=8), "sgemm", dtype="bf16",
+            h200_ms=(("4096x4096x4096", 0.294), ("2048x18944x3584", 0.579), ("32x18944x3584", 0.064))),
 )
 BF16_BASELINE = Variant("s0-cublas-bf16", "cuBLAS bf16 via torch.matmul (A @ Bt.T)", None, None,
                         "the tensor-core rung's baseline", None, "sgemm", dtype="bf16", baseline="torch.matmul.bf16")
@@ -114,4 +122,23 @@ ISSUE_PREREGISTERED: dict[tuple[str, str], float] = {
     ("s9-cp-async-pipeline", "4096x4096x4096"): 4.37,
     ("s9-cp-async-pipeline", "2048x18944x3584"): 8.60,
     ("s9-cp-async-pipeline", "32x18944x3584"): 0.96,
+}
+
+# The mma issue ledger (theory/kernel_issue.mma_issue_time): c0 from ISSUE_FIT, L re-fitted on this rung's
+# Nsight Compute counters (the run below, never a newer one: a pre-registration must not move), and the
+# counted / compiled instruction ratio of its K loop.
+MMA_ISSUE_FIT = "s10-bf16-ldmatrix"
+MMA_FIT_NCU_STAMP = "20261201T111138Z"
+# The K loop as compiled for sm_90 on the timing shapes' side of the uniform K % 8 branch (the loop holds
+# both sides; the scalar side never runs at K = 4096 or 3584), per warp and k-tile: (instructions, HMMA).
+MMA_LOOP_SIDE = (("const bool aligned = (K % 8) == 0;", "const bool aligned = true;"),)
+MMA_LOOP_BODY = {"s10-bf16-ldmatrix": (157, 32), "s11-bf16-warp64": (168, 64)}
+MMA_WARPS_PER_BLOCK = {"s10-bf16-ldmatrix": 8, "s11-bf16-warp64": 4}
+MMA_BLOCK_TILES = {"s10-bf16-ldmatrix": (128, 128, 32), "s11-bf16-warp64": (128, 128, 32)}
+# What that ledger predicted for the mma rungs written after it (ms on the H200 at its 1.98 GHz boost
+# clock), before any of them ran; reconciled within 15% by test_kernels_ladders once measured.
+MMA_ISSUE_PREREGISTERED: dict[tuple[str, str], float] = {
+    ("s11-bf16-warp64", "4096x4096x4096"): 0.294,
+    ("s11-bf16-warp64", "2048x18944x3584"): 0.579,
+    ("s11-bf16-warp64", "32x18944x3584"): 0.064,
 }
