@@ -82,10 +82,17 @@ def _cached(kind: str, key_parts: tuple[str, ...]) -> Path:
     return folder / f"{key}.json"
 
 
-def _compile(source: str, arch: str, workdir: Path) -> tuple[Path, str]:
+Defines = tuple[tuple[str, int], ...]
+
+
+def _dflags(defines: Defines) -> list[str]:
+    return [f"-D{k}={v}" for k, v in defines]
+
+
+def _compile(source: str, arch: str, workdir: Path, defines: Defines = ()) -> tuple[Path, str]:
     nvcc = find_tool("nvcc")
     cubin = workdir / (Path(source).stem + ".cubin")
-    proc = subprocess.run([nvcc, f"-arch={arch}", *NVCC_FLAGS, "-o", str(cubin), str(CUDA_DIR / source)],
+    proc = subprocess.run([nvcc, f"-arch={arch}", *NVCC_FLAGS, *_dflags(defines), "-o", str(cubin), str(CUDA_DIR / source)],
                           capture_output=True, text=True, timeout=300, check=False)
     if proc.returncode != 0:
         raise RuntimeError(f"nvcc failed on {source} for {arch}:\n{proc.stderr[-4000:]}")
@@ -108,14 +115,14 @@ def parse_ptxas(log: str) -> dict[str, ResourceUse]:
     return out
 
 
-def resource_report(source: str, arch: str = "sm_90") -> dict[str, ResourceUse]:
+def resource_report(source: str, arch: str = "sm_90", defines: Defines = ()) -> dict[str, ResourceUse]:
     nvcc = find_tool("nvcc")
     text = (CUDA_DIR / source).read_text(encoding="utf-8")
-    path = _cached("ptxas", (text, arch, *NVCC_FLAGS, _version(nvcc)))
+    path = _cached("ptxas", (text, arch, *NVCC_FLAGS, *_dflags(defines), _version(nvcc)))
     if path.exists():
         return {k: ResourceUse(**v) for k, v in json.loads(path.read_text()).items()}
     with tempfile.TemporaryDirectory() as tmp:
-        _, log = _compile(source, arch, Path(tmp))
+        _, log = _compile(source, arch, Path(tmp), defines)
     report = parse_ptxas(log)
     path.write_text(json.dumps({k: asdict(v) for k, v in report.items()}))
     return report
@@ -191,7 +198,8 @@ def parse_loops(text: str) -> dict[str, list[dict[str, int]]]:
     return out
 
 
-def loop_bodies(source: str, arch: str = "sm_90", replace: tuple[tuple[str, str], ...] = ()) -> dict[str, list[dict[str, int]]]:
+def loop_bodies(source: str, arch: str = "sm_90", replace: tuple[tuple[str, str], ...] = (),
+                defines: Defines = ()) -> dict[str, list[dict[str, int]]]:
     """Per kernel, the instruction counts of each loop body of `source` as compiled for `arch`.
 
     `replace`: exact (old, new) text substitutions made first, each of which must occur once -- e.g. a uniform
@@ -203,14 +211,14 @@ def loop_bodies(source: str, arch: str = "sm_90", replace: tuple[tuple[str, str]
         if text.count(old) != 1:
             raise ValueError(f"{source}: {old!r} occurs {text.count(old)} times, not once")
         text = text.replace(old, new)
-    path = _cached("loops", (text, arch, *NVCC_FLAGS, _version(nvcc), _version(cuobjdump)))
+    path = _cached("loops", (text, arch, *NVCC_FLAGS, *_dflags(defines), _version(nvcc), _version(cuobjdump)))
     if path.exists():
         return json.loads(path.read_text())
     with tempfile.TemporaryDirectory() as tmp:
         unit = Path(tmp) / Path(source).name
         unit.write_text(text)
         cubin = Path(tmp) / (unit.stem + ".cubin")
-        proc = subprocess.run([nvcc, f"-arch={arch}", *NVCC_FLAGS, "-o", str(cubin), str(unit)],
+        proc = subprocess.run([nvcc, f"-arch={arch}", *NVCC_FLAGS, *_dflags(defines), "-o", str(cubin), str(unit)],
                               capture_output=True, text=True, timeout=300, check=False)
         if proc.returncode != 0:
             raise RuntimeError(f"nvcc failed on {source} for {arch}:\n{proc.stderr[-4000:]}")

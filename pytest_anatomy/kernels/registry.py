@@ -61,6 +61,9 @@ class KernelCall:
     kernel: str
     launch: Launch
     args: tuple[str, ...]
+    # Preprocessor macros the source is compiled with (an autotuning candidate's tile shape): every
+    # compiler of the project -- NVRTC on the device, nvcc here, the emulator's g++ -- passes them as -D.
+    defines: tuple[tuple[str, int], ...] = ()
 
     def __post_init__(self) -> None:
         for a in self.args:
