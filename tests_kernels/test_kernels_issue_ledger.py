@@ -99,11 +99,11 @@ def test_no_latency_band_is_the_ledger_without_its_latency_term():
 
 # --- the mma issue ledger: tensor-core rungs priced by their compiled K loop ------------------------
 def _mma_fit():
-    from pytest_anatomy.theory.kernel_issue import tensor_core_fit
+    from pytest_anatomy.theory.kernel_issue import refit_latency
 
     rid = sgemm.MMA_ISSUE_FIT
     m = _ncu_at(rid, sgemm.MMA_FIT_NCU_STAMP)
-    return tensor_core_fit(_fit(), rid, m["Warp Cycles Per Issued Instruction"], _rung(rid).theory.accumulators)
+    return refit_latency(_fit(), rid, m["Warp Cycles Per Issued Instruction"], _rung(rid).theory.accumulators)
 
 
 def _ncu_at(rid: str, stamp: str) -> dict:

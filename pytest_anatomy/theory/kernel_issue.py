@@ -101,10 +101,11 @@ def issue_time(fit: IssueFit, *, ilp: float, warps_per_sm: float, ffma_share: fl
 # --- tensor-core (mma.sync) rungs ----------------------------------------------------------------
 # One mma.sync.m16n8k16 is 16 x 8 x 16 multiply-adds: the FFMA-based formula above does not count them,
 # so an mma rung is priced by the instructions its compiled K loop issues per warp and k-tile.
-def tensor_core_fit(fp32: IssueFit, rung: str, counted_cycles_per_issue: float, ilp: float) -> IssueFit:
-    """The latency term for mma.sync rungs: c0 (a warp's own pace with unlimited independent work) kept
-    from the fp32 fit, L re-fitted on one tensor-core rung's counted warp cycles per issued instruction
-    at its ilp (independent mma accumulator tiles per warp). One rung, one parameter: no residual to show."""
+def refit_latency(fp32: IssueFit, rung: str, counted_cycles_per_issue: float, ilp: float) -> IssueFit:
+    """The latency term for a family of rungs the fp32 fit did not see (mma.sync rungs; the cp.async-pipelined
+    rung's tile candidates): c0 (a warp's own pace with unlimited independent work) kept from the fp32 fit, L
+    re-fitted on one rung of the family's counted warp cycles per issued instruction at its ilp (independent
+    accumulators: FFMA chains, or m16n8 mma tiles per warp). One rung, one parameter: no residual to show."""
     if counted_cycles_per_issue <= fp32.c0 or ilp <= 0:
         raise ValueError(f"{rung}: counted pace {counted_cycles_per_issue} at ilp {ilp} leaves no latency above "
                          f"c0 = {fp32.c0:.3g}")
