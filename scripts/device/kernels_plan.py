@@ -150,12 +150,24 @@ def compile_all(runner: Any, out_dir: Path, facts: DeviceFacts) -> dict[str, Any
     return result
 
 
+def _guarded_check(runner: Any, v: Variant, shape: dict[str, int], seed: int) -> dict[str, Any]:
+    """One correctness check; a rung whose compile or launch fails (a new kind of kernel: a cluster launch, a
+    candidate's macros) is recorded as an error instead of ending the plan for every other rung."""
+    try:
+        return runner.check(v, shape, seed)
+    except RungRefused:
+        raise
+    except Exception as exc:  # noqa: BLE001 - recorded with its traceback; the plan goes on
+        log(f"check {v.ladder}.{v.id} at {shape_label(shape)} raised {type(exc).__name__}: {str(exc)[:200]}")
+        return {"shape": dict(shape), "seed": seed, "status": "error", "error": traceback.format_exc()}
+
+
 def check_ladder(runner: Any, ladder: str, seed0: int) -> dict[str, Any]:
     shapes = list(CORRECTNESS[ladder]) + [s for lad, s in MAIN_SHAPES if lad == ladder]
     out: dict[str, Any] = {}
     variants = list(LADDERS[ladder]) + ([sgemm.BF16_BASELINE] if ladder == "sgemm" else [])
     for i, v in enumerate(variants):
-        out[v.id] = [runner.check(v, s, seed0 + 100 * i + j) for j, s in enumerate(shapes)]
+        out[v.id] = [_guarded_check(runner, v, s, seed0 + 100 * i + j) for j, s in enumerate(shapes)]
         bad = [c for c in out[v.id] if c["status"] == "wrong"]
         log(f"check {ladder}.{v.id}: " + ("ok" if not bad else f"WRONG at {[c['shape'] for c in bad]}"))
     return out
@@ -170,6 +182,7 @@ def time_shape(runner: Any, batch: Batch, ladder: str, shape: dict[str, int], ch
     inputs: dict[str, Any] = {}
     fns: dict[str, Any] = {}
     refused: dict[str, str] = {}
+    errored: dict[str, str] = {}
     for v in order:
         try:
             v.check(shape)
@@ -179,6 +192,9 @@ def time_shape(runner: Any, batch: Batch, ladder: str, shape: dict[str, int], ch
         key = v.dtype
         if key not in inputs:
             inputs[key] = runner.inputs(ladder, shape, v.dtype, seed=7)
+        if any(c.get("status") == "error" for c in checks.get(v.id) or []):
+            errored[v.id] = f"not timed: its correctness check raised (check.{ladder} has the traceback)"
+            continue
         fns[v.id] = runner.prepare(v, shape, inputs[key])
     timings: dict[str, list[dict[str, Any]]] = {k: [] for k in fns}
     for block in ("A", "B"):
@@ -190,6 +206,11 @@ def time_shape(runner: Any, batch: Batch, ladder: str, shape: dict[str, int], ch
     label = shape_label(shape)
     for v in order:
         rid = f"{ladder}.{v.id}.{label}"
+        if v.id in errored:
+            batch.add({"id": rid, "settings": {"ladder": ladder, "rung": v.id, "shape": shape},
+                       "result": {"kind": "kernel-timing", "status": "error", "reason": errored[v.id],
+                                  "ladder": ladder, "rung": v.id, "shape": shape, "dtype": v.dtype}})
+            continue
         if v.id in refused:
             batch.add({"id": rid, "settings": {"ladder": ladder, "rung": v.id, "shape": shape},
                        "result": {"kind": "kernel-timing", "status": "refused", "reason": refused[v.id],
@@ -218,9 +239,9 @@ def autotune_sgemm(runner: Any, batch: Batch, runs: int, deadline: float) -> Non
     blocks (A: each in turn, B: again) per shape; the choice is the smallest mean of a candidate's two
     block medians. One kernel-timing run per candidate and shape (the ladder's format) and one choice run."""
     base = sgemm.LADDER[0]
-    checks = {v.id: [runner.check(v, s, 5000 + 100 * i + j) for j, s in enumerate(CORRECTNESS["sgemm"])]
+    checks = {v.id: [_guarded_check(runner, v, s, 5000 + 100 * i + j) for j, s in enumerate(CORRECTNESS["sgemm"])]
               for i, v in enumerate(sgemm.S9_CANDIDATES)}
-    correct = [v for v in sgemm.S9_CANDIDATES if not any(c["status"] == "wrong" for c in checks[v.id])]
+    correct = [v for v in sgemm.S9_CANDIDATES if not any(c["status"] in ("wrong", "error") for c in checks[v.id])]
     log(f"autotune: {len(correct)} of {len(sgemm.S9_CANDIDATES)} candidates correct")
     for shape in sgemm.AUTOTUNE_SHAPES:
         if time.monotonic() > deadline:
@@ -260,7 +281,8 @@ def autotune_sgemm(runner: Any, batch: Batch, runs: int, deadline: float) -> Non
                               "baseline_ms": sum(x["ms_median"] for x in bt) / len(bt) if bt else None,
                               "predicted_ms": {v.id: sgemm.S9_TILE_PREREGISTERED.get((v.id, label))
                                                for v in sgemm.S9_CANDIDATES},
-                              "rejected": {k: c for k, c in checks.items() if any(x["status"] == "wrong" for x in c)},
+                              "rejected": {k: c for k, c in checks.items()
+                                           if any(x["status"] in ("wrong", "error") for x in c)},
                               "gpu": runner.gpu_name}})
         log(f"autotune {label}: {choice} {mean_ms[choice]:.4f} ms (cuBLAS {bt[0]['ms_median'] if bt else None})")
 
