@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from pytest_anatomy.kernels.emulator import cache_dir
-from pytest_anatomy.kernels.registry import CUDA_DIR
+from pytest_anatomy.kernels.registry import CUDA_DIR, arch_for
 
 NVCC_FLAGS = ("-cubin", "-std=c++17", "-Xptxas", "-v")
 
@@ -91,6 +91,7 @@ def _dflags(defines: Defines) -> list[str]:
 
 def _compile(source: str, arch: str, workdir: Path, defines: Defines = ()) -> tuple[Path, str]:
     nvcc = find_tool("nvcc")
+    arch = arch_for(source, arch)
     cubin = workdir / (Path(source).stem + ".cubin")
     proc = subprocess.run([nvcc, f"-arch={arch}", *NVCC_FLAGS, *_dflags(defines), "-o", str(cubin), str(CUDA_DIR / source)],
                           capture_output=True, text=True, timeout=300, check=False)
@@ -117,6 +118,7 @@ def parse_ptxas(log: str) -> dict[str, ResourceUse]:
 
 def resource_report(source: str, arch: str = "sm_90", defines: Defines = ()) -> dict[str, ResourceUse]:
     nvcc = find_tool("nvcc")
+    arch = arch_for(source, arch)
     text = (CUDA_DIR / source).read_text(encoding="utf-8")
     path = _cached("ptxas", (text, arch, *NVCC_FLAGS, *_dflags(defines), _version(nvcc)))
     if path.exists():
@@ -155,6 +157,7 @@ def parse_sass(text: str) -> dict[str, Counter[str]]:
 def sass_counts(source: str, arch: str = "sm_90") -> dict[str, dict[str, int]]:
     """Static instruction counts per kernel by class (a loop body counts once)."""
     nvcc, cuobjdump = find_tool("nvcc"), find_tool("cuobjdump")
+    arch = arch_for(source, arch)
     nvdisasm = find_tool("nvdisasm")
     text = (CUDA_DIR / source).read_text(encoding="utf-8")
     path = _cached("sass", (text, arch, *NVCC_FLAGS, _version(nvcc), _version(cuobjdump)))
@@ -206,6 +209,7 @@ def loop_bodies(source: str, arch: str = "sm_90", replace: tuple[tuple[str, str]
     branch fixed to the side a timing shape takes, so a loop that holds both sides counts one."""
     nvcc, cuobjdump = find_tool("nvcc"), find_tool("cuobjdump")
     nvdisasm = find_tool("nvdisasm")
+    arch = arch_for(source, arch)
     text = (CUDA_DIR / source).read_text(encoding="utf-8")
     for old, new in replace:
         if text.count(old) != 1:

@@ -178,6 +178,16 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
+_REQUIRES_RE = re.compile(r"^// requires: (sm_\d+a)\b", re.MULTILINE)
+
+
+def arch_for(source: str, arch: str) -> str:
+    """The target to compile `source` for on an `arch` machine: a rung that uses arch-specific instructions
+    (wgmma exists on sm_90a only) says so in a line `// requires: sm_90a`, taken when it extends `arch`."""
+    m = _REQUIRES_RE.search((CUDA_DIR / source).read_text(encoding="utf-8"))
+    return m.group(1) if m and m.group(1)[:-1] == arch else arch
+
+
 def header_of(path: Path) -> dict[str, str]:
     """The llm.c-style header comment of a rung file as {field: text}.
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_anatomy.kernels.reference import TOLERANCE
-from pytest_anatomy.kernels.registry import CUDA_DIR, DeviceFacts, RungRefused, Variant
+from pytest_anatomy.kernels.registry import CUDA_DIR, DeviceFacts, RungRefused, Variant, arch_for
 from pytest_anatomy.stats import median
 from pytest_anatomy.units import GiB, MiB
 
@@ -90,7 +90,7 @@ class KernelRunner:
 
             code = (CUDA_DIR / source).read_text(encoding="utf-8")
             macros = [(k, str(v)) for k, v in defines]  # an autotuning candidate's tile shape
-            opts = ProgramOptions(arch=self.arch, name=source, std="c++17", ptxas_options="-v",
+            opts = ProgramOptions(arch=arch_for(source, self.arch), name=source, std="c++17", ptxas_options="-v",
                                   define_macro=macros or None)
             log = io.StringIO()
             obj = Program(code, "c++", opts).compile("cubin", logs=log)
