@@ -137,8 +137,10 @@ def test_compiles_with_nvrtc(source):
 
         from pytest_anatomy.kernels.registry import CUDA_DIR
 
+        from pytest_anatomy.kernels.registry import arch_for
+
         prog = Program((CUDA_DIR / source).read_text(encoding="utf-8"), "c++",
-                       ProgramOptions(arch="sm_90", name=source, std="c++17"))
+                       ProgramOptions(arch=arch_for(source, "sm_90"), name=source, std="c++17"))
     except Exception as exc:  # noqa: BLE001 - ImportError or NVRTC's library missing: both mean "cannot check here"
         pytest.skip(f"NVRTC unavailable ({type(exc).__name__}: {str(exc)[:120]}); pip install cuda-core nvidia-cuda-nvrtc")
     assert len(bytes(prog.compile("cubin").code)) > 0
@@ -240,3 +242,14 @@ def test_cluster_softmax_sass_is_one_read_one_write_and_two_cluster_barriers():
     assert c.get("UCGABAR_ARV", 0) == 2 and c.get("UCGABAR_WAIT", 0) == 2, c
     assert 2 * 40 <= c.get("MUFU", 0) <= 2 * 40 + 10, f"MUFU {c.get('MUFU', 0)}"
     assert not any(k.startswith(("LDL", "STL")) for k in c), c
+
+
+def test_wgmma_rung_reads_operands_from_shared_memory_only():
+    """s12 (sm_90a): its products are HGMMA.64x128x16 with both operands from descriptors -- no mma.sync and no
+    ldmatrix left -- 2 per k-tile in the one K loop; the copies are cp.async and the async-proxy fence is there."""
+    _need("nvcc")
+    _need("cuobjdump")
+    _need("nvdisasm")
+    c = kc.sass_counts("sgemm/s12_bf16_wgmma.cu", "sm_90")["sgemm_bf16_wgmma"]
+    assert c.get("HGMMA", 0) >= 2 and not c.get("HMMA") and not any(k.startswith("LDSM") for k in c), c
+    assert c.get("LDGSTS", 0) > 0 and c.get("FENCE", 0) >= 1, c

@@ -137,9 +137,10 @@ def test_mma_loop_body_is_the_registrys(rid):
         pytest.skip(str(exc))
     (call,) = _rung(rid).calls({"M": 4096, "N": 4096, "K": 4096}, DeviceFacts(132))
     loops = kc.loop_bodies(call.source, "sm_90", sgemm.MMA_LOOP_SIDE)[call.kernel]
-    main = [lp for lp in loops if lp.get("HMMA")]
-    assert len(main) == 1, f"{rid}: expected one K loop with HMMA, found {main}"
-    assert (sum(main[0].values()), main[0]["HMMA"]) == sgemm.MMA_LOOP_BODY[rid], main[0]
+    main = [lp for lp in loops if lp.get("HMMA") or lp.get("HGMMA")]  # mma.sync, or wgmma (s12)
+    assert len(main) == 1, f"{rid}: expected one K loop with HMMA or HGMMA, found {main}"
+    mma = main[0].get("HMMA", 0) + main[0].get("HGMMA", 0)
+    assert (sum(main[0].values()), mma) == sgemm.MMA_LOOP_BODY[rid], main[0]
 
 
 def test_mma_counted_over_compiled_ratio_is_overhead_not_a_second_loop():

@@ -1,5 +1,5 @@
-"""The SGEMM ladder: rung 0 is cuBLAS fp32 (TF32 off), rungs s1-s7 and s9 hand-written fp32, s8, s10 and s11 bf16
-tensor cores against cuBLAS bf16. C = A @ B, row-major, M x K times K x N (s8: A @ Bt^T)."""
+"""The SGEMM ladder: rung 0 is cuBLAS fp32 (TF32 off), rungs s1-s7 and s9 hand-written fp32, s8, s10-s12 bf16
+tensor cores against cuBLAS bf16 (s12: wgmma, sm_90a). C = A @ B, row-major, M x K times K x N (s8: A @ Bt^T)."""
 
 from __future__ import annotations
 
@@ -99,6 +99,13 @@ LADDER: tuple[Variant, ...] = (
             "copy and fragment addresses as immediate offsets; 8 warps per SM instead of 16",
             tensor_core_access("s11", 128, 128, mma_tiles=32, warps_per_sm=8), "sgemm", dtype="bf16",
             h200_ms=(("4096x4096x4096", 0.294), ("2048x18944x3584", 0.579), ("32x18944x3584", 0.064))),
+    Variant("s12-bf16-wgmma", "wgmma.mma_async m64n128k16 from 64-byte-swizzled shared memory (sm_90a), 2 warpgroups, "
+            "s10's cp.async three-stage copies", "sgemm/s12_bf16_wgmma.cu",
+            _grid_tiles("sgemm/s12_bf16_wgmma.cu", "sgemm_bf16_wgmma", 128, 128, (256, 1, 1)),
+            "the warpgroup MMA reads both operands from shared memory by descriptor: no ldmatrix, no fragment "
+            "registers, 2 HMMA.64x128x16 per warp and k-tile where s10 issues 32 mma.sync and 12 ldmatrix",
+            tensor_core_access("s12", 128, 128, mma_tiles=16, warps_per_sm=16), "sgemm", dtype="bf16",
+            h200_ms=(("4096x4096x4096", 0.328), ("2048x18944x3584", 0.646), ("32x18944x3584", 0.072))),
 )
 BF16_BASELINE = Variant("s0-cublas-bf16", "cuBLAS bf16 via torch.matmul (A @ Bt.T)", None, None,
                         "the tensor-core rung's baseline", None, "sgemm", dtype="bf16", baseline="torch.matmul.bf16")
@@ -133,15 +140,20 @@ MMA_FIT_NCU_STAMP = "20261201T111138Z"
 # The K loop as compiled for sm_90 on the timing shapes' side of the uniform K % 8 branch (the loop holds
 # both sides; the scalar side never runs at K = 4096 or 3584), per warp and k-tile: (instructions, HMMA).
 MMA_LOOP_SIDE = (("const bool aligned = (K % 8) == 0;", "const bool aligned = true;"),)
-MMA_LOOP_BODY = {"s10-bf16-ldmatrix": (157, 32), "s11-bf16-warp64": (168, 64)}
-MMA_WARPS_PER_BLOCK = {"s10-bf16-ldmatrix": 8, "s11-bf16-warp64": 4}
-MMA_BLOCK_TILES = {"s10-bf16-ldmatrix": (128, 128, 32), "s11-bf16-warp64": (128, 128, 32)}
+# (s12: its 2 HGMMA.64x128x16, each a warpgroup instruction every warp of the warpgroup issues.)
+MMA_LOOP_BODY = {"s10-bf16-ldmatrix": (157, 32), "s11-bf16-warp64": (168, 64), "s12-bf16-wgmma": (133, 2)}
+MMA_WARPS_PER_BLOCK = {"s10-bf16-ldmatrix": 8, "s11-bf16-warp64": 4, "s12-bf16-wgmma": 8}
+MMA_BLOCK_TILES = {"s10-bf16-ldmatrix": (128, 128, 32), "s11-bf16-warp64": (128, 128, 32),
+                   "s12-bf16-wgmma": (128, 128, 32)}
 # What that ledger predicted for the mma rungs written after it (ms on the H200 at its 1.98 GHz boost
 # clock), before any of them ran; reconciled within 15% by test_kernels_ladders once measured.
 MMA_ISSUE_PREREGISTERED: dict[tuple[str, str], float] = {
     ("s11-bf16-warp64", "4096x4096x4096"): 0.294,
     ("s11-bf16-warp64", "2048x18944x3584"): 0.579,
     ("s11-bf16-warp64", "32x18944x3584"): 0.064,
+    ("s12-bf16-wgmma", "4096x4096x4096"): 0.328,
+    ("s12-bf16-wgmma", "2048x18944x3584"): 0.646,
+    ("s12-bf16-wgmma", "32x18944x3584"): 0.072,
 }
 
 # --- the fp32 autotuner (issue 17): s9's kernel at other block tiles -----------------------------------
