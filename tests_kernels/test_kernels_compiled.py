@@ -8,6 +8,7 @@ import kernel_findings as hf
 import pytest
 
 from pytest_anatomy.kernels import compile as kc
+from pytest_anatomy.kernels import fused
 from pytest_anatomy.kernels.ladders import LADDERS, TIMING_SHAPES
 from pytest_anatomy.kernels.registry import DeviceFacts
 from pytest_anatomy.measure.measurement import Measurement
@@ -136,8 +137,10 @@ def test_compiles_with_nvrtc(source):
 
         from pytest_anatomy.kernels.registry import CUDA_DIR
 
+        from pytest_anatomy.kernels.registry import arch_for
+
         prog = Program((CUDA_DIR / source).read_text(encoding="utf-8"), "c++",
-                       ProgramOptions(arch="sm_90", name=source, std="c++17"))
+                       ProgramOptions(arch=arch_for(source, "sm_90"), name=source, std="c++17"))
     except Exception as exc:  # noqa: BLE001 - ImportError or NVRTC's library missing: both mean "cannot check here"
         pytest.skip(f"NVRTC unavailable ({type(exc).__name__}: {str(exc)[:120]}); pip install cuda-core nvidia-cuda-nvrtc")
     assert len(bytes(prog.compile("cubin").code)) > 0
@@ -197,10 +200,11 @@ def test_warp_row_softmax_has_no_barrier_and_one_exp_per_element():
 @pytest.mark.parametrize("source,kernel,kind,per_hmma", [
     ("sgemm/s8_bf16_mma.cu", "sgemm_bf16_mma", "LDS.", 24 / 16),
     ("sgemm/s10_bf16_ldmatrix.cu", "sgemm_bf16_ldmatrix", "LDSM.", 6 / 16),
-], ids=("s8", "s10"))
+    ("sgemm/s11_bf16_warp64.cu", "sgemm_bf16_warp64", "LDSM.", 8 / 32),
+], ids=("s8", "s10", "s11"))
 def test_tensor_core_fragment_loads_per_mma(source, kernel, kind, per_hmma):
     """The tensor-core rungs' headers price a warp's 16-deep k-step by its fragment loads: s8 24 LDS.32
-    per 16 mma, s10 6 ldmatrix.x4 (and no plain shared load left). Static SASS, loop body counted once."""
+    per 16 mma, s10 6 ldmatrix.x4, s11 8 per 32 mma (and no plain shared load left). Static SASS, loop body counted once."""
     _need("nvcc")
     _need("cuobjdump")
     _need("nvdisasm")
@@ -209,3 +213,43 @@ def test_tensor_core_fragment_loads_per_mma(source, kernel, kind, per_hmma):
     assert loads / c["HMMA"] == pytest.approx(per_hmma), c
     if kind == "LDSM.":
         assert not any(k.startswith("LDS.") for k in c), f"{kernel} still reads fragments with plain LDS: {c}"
+
+
+def test_cluster_softmax_keeps_two_blocks_per_sm_at_the_vocab_row():
+    """x6's header prices the vocabulary row at 2 resident blocks of 480 threads per SM (264 on the H200, 3.9
+    waves of its 1,024 blocks): ptxas's registers and shared memory must allow exactly that, with no spill
+    (the row lives in registers; a spill would move it to local memory, a second DRAM pass)."""
+    _need("nvcc")
+    v = next(x for x in LADDERS["softmax"] if x.id == "x6-cluster-row")
+    (call,) = v.calls(fused.VOCAB_SHAPE, DeviceFacts(132))
+    use = kc.resource_report(call.source, "sm_90")[call.kernel]
+    occ = occupancy(use.registers, use.shared_bytes, call.launch.threads_per_block, "sm_90")
+    assert call.launch.threads_per_block == 480 and call.launch.cluster == 8, call.launch
+    assert (use.stack_bytes, use.spill_store_bytes, use.spill_load_bytes) == (0, 0, 0), use
+    assert occ.value == 2, f"{occ.value:g} blocks/SM (limited by {occ.inputs['limiter']}, {use}); the header counts on 2"
+
+
+def test_cluster_softmax_sass_is_one_read_one_write_and_two_cluster_barriers():
+    """Static SASS of x6: the float4 path loads and stores 10 x 128 bits per thread (its 40 register values),
+    the row is exchanged through exactly two cluster barriers, and the exponentials are one MUFU.EX2 per
+    value held. The compiler keeps two copies of the exponential loop (float4 and scalar paths, one of
+    which runs), so 2 x 40 EX2, plus at most 10 for the 3-step (max, sum) merge and the scale."""
+    _need("nvcc")
+    _need("cuobjdump")
+    _need("nvdisasm")
+    c = kc.sass_counts("softmax/x6_cluster_row.cu", "sm_90")["softmax_cluster_row"]
+    assert c.get("LDG.128", 0) == 10 and c.get("STG.128", 0) == 10, c
+    assert c.get("UCGABAR_ARV", 0) == 2 and c.get("UCGABAR_WAIT", 0) == 2, c
+    assert 2 * 40 <= c.get("MUFU", 0) <= 2 * 40 + 10, f"MUFU {c.get('MUFU', 0)}"
+    assert not any(k.startswith(("LDL", "STL")) for k in c), c
+
+
+def test_wgmma_rung_reads_operands_from_shared_memory_only():
+    """s12 (sm_90a): its products are HGMMA.64x128x16 with both operands from descriptors -- no mma.sync and no
+    ldmatrix left -- 2 per k-tile in the one K loop; the copies are cp.async and the async-proxy fence is there."""
+    _need("nvcc")
+    _need("cuobjdump")
+    _need("nvdisasm")
+    c = kc.sass_counts("sgemm/s12_bf16_wgmma.cu", "sm_90")["sgemm_bf16_wgmma"]
+    assert c.get("HGMMA", 0) >= 2 and not c.get("HMMA") and not any(k.startswith("LDSM") for k in c), c
+    assert c.get("LDGSTS", 0) > 0 and c.get("FENCE", 0) >= 1, c

@@ -25,8 +25,12 @@ SHAPES = {
     "sgemm": ({"M": 67, "N": 45, "K": 41}, {"M": 130, "N": 129, "K": 33}, {"M": 200, "N": 136, "K": 72}),
     "reduction": ({"n": 1000}, {"n": 4097}, {"n": 70_001}),
     "rmsnorm": ({"M": 5, "N": 1000}, {"M": 3, "N": 4097}, {"M": 2, "N": 8192}),
-    # 2,047 and 2,048: the warp-per-row rung's longest rows (scalar and float4), 9 rows over its 8-row blocks
-    "softmax": ({"M": 5, "N": 1000}, {"M": 3, "N": 4097}, {"M": 2, "N": 8192}, {"M": 9, "N": 2047}, {"M": 9, "N": 2048}),
+    # 2,047 and 2,048: the warp-per-row rung's longest rows (scalar and float4), 9 rows over its 8-row blocks;
+    # 20,003 and 40,000: rows whose slices need more than one warp per cluster block in x6 (64 and 128 threads,
+    # scalar and float4 paths), so its cross-warp and cross-block (DSMEM) merges both run; the vocabulary row
+    # itself: x6's timing launch (8 blocks of 480 threads, 15 warps), register rungs refuse it
+    "softmax": ({"M": 5, "N": 1000}, {"M": 3, "N": 4097}, {"M": 2, "N": 8192}, {"M": 9, "N": 2047}, {"M": 9, "N": 2048},
+                {"M": 2, "N": 20_003}, {"M": 3, "N": 40_000}, {"M": 1, "N": 152_064}),
 }
 RUNGS = [pytest.param(v, id=f"{lad}.{v.id}") for lad, vs in LADDERS.items() for v in vs if not v.is_baseline]
 

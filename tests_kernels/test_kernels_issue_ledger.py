@@ -20,6 +20,7 @@ import pytest
 from pytest_anatomy import recordings
 from pytest_anatomy.kernels import sgemm
 from pytest_anatomy.kernels.ladders import LADDERS
+from pytest_anatomy.kernels.registry import DeviceFacts
 from pytest_anatomy.specs.hardware import get_hardware
 from pytest_anatomy.theory.kernel_issue import fit_issue, issue_time
 
@@ -94,3 +95,72 @@ def test_no_latency_band_is_the_ledger_without_its_latency_term():
     full = min(4.0, t.warps_per_sm / fit.cycles_per_issue(t.accumulators))
     no_latency = min(4.0, t.warps_per_sm / fit.c0)
     assert hf.ISSUE_LEDGER_NO_LATENCY_RATIO["s9-cp-async-pipeline"] == pytest.approx(full / no_latency, abs=5e-5)
+
+
+# --- the mma issue ledger: tensor-core rungs priced by their compiled K loop ------------------------
+def _mma_fit():
+    from pytest_anatomy.theory.kernel_issue import refit_latency
+
+    rid = sgemm.MMA_ISSUE_FIT
+    m = _ncu_at(rid, sgemm.MMA_FIT_NCU_STAMP)
+    return refit_latency(_fit(), rid, m["Warp Cycles Per Issued Instruction"], _rung(rid).theory.accumulators)
+
+
+def _ncu_at(rid: str, stamp: str) -> dict:
+    name = f"ncu.sgemm.{rid}.{SHAPE}"
+    paths = [p for p in recordings.candidates(RESULTS, CARD, "kernels", name) if f"@{stamp}." in p.name]
+    assert paths, f"results/{CARD}/kernels/{name}@{stamp}.json is gone: recordings are never deleted"
+    return recordings.load_file(paths[0]).data["kernels"][0]["metrics"]
+
+
+def _counted_over_compiled() -> float:
+    """The fit rung's instructions per warp per k-tile as ncu counted them (whole kernel: prologue, epilogue,
+    the pipeline's tail) over its compiled loop body's."""
+    rid, spec = sgemm.MMA_ISSUE_FIT, get_hardware(CARD)
+    m = _ncu_at(rid, sgemm.MMA_FIT_NCU_STAMP)
+    bm, bn, bk = sgemm.MMA_BLOCK_TILES[rid]
+    warp_ktiles = (4096 // bm) * (4096 // bn) * sgemm.MMA_WARPS_PER_BLOCK[rid] * (4096 // bk)
+    counted = m["Executed Ipc Elapsed"] * m["Elapsed Cycles"] * spec.sm_count / warp_ktiles
+    return counted / sgemm.MMA_LOOP_BODY[rid][0]
+
+
+@pytest.mark.parametrize("rid", list(sgemm.MMA_LOOP_BODY))
+def test_mma_loop_body_is_the_registrys(rid):
+    """The instructions per k-tile the mma ledger prices are the compiled K loop's (sm_90, the K % 8 == 0
+    side): a kernel edit or a compiler that changes the loop changes the count, and this test says so."""
+    from pytest_anatomy.kernels import compile as kc
+
+    try:
+        for tool in ("nvcc", "cuobjdump", "nvdisasm"):
+            kc.find_tool(tool)
+    except kc.ToolMissing as exc:
+        pytest.skip(str(exc))
+    (call,) = _rung(rid).calls({"M": 4096, "N": 4096, "K": 4096}, DeviceFacts(132))
+    loops = kc.loop_bodies(call.source, "sm_90", sgemm.MMA_LOOP_SIDE)[call.kernel]
+    main = [lp for lp in loops if lp.get("HMMA") or lp.get("HGMMA")]  # mma.sync, or wgmma (s12)
+    assert len(main) == 1, f"{rid}: expected one K loop with HMMA or HGMMA, found {main}"
+    mma = main[0].get("HMMA", 0) + main[0].get("HGMMA", 0)
+    assert (sum(main[0].values()), mma) == sgemm.MMA_LOOP_BODY[rid], main[0]
+
+
+def test_mma_counted_over_compiled_ratio_is_overhead_not_a_second_loop():
+    """The ratio carries prologue and epilogue only: above 1 (they exist), under 1.5 (a loop twice as long
+    as the compiled one would mean the other branch side runs)."""
+    assert 1.0 < _counted_over_compiled() < 1.5
+
+
+@pytest.mark.parametrize("rid,label", list(sgemm.MMA_ISSUE_PREREGISTERED))
+def test_mma_preregistered_numbers_are_the_ledgers(rid, label):
+    from pytest_anatomy.theory.kernel_issue import mma_issue_time
+
+    v, spec = _rung(rid), get_hardware(CARD)
+    m, n, k = (int(x) for x in label.split("x"))
+    pred = mma_issue_time(_mma_fit(), ilp=v.theory.accumulators, warps_per_sm=v.theory.warps_per_sm,
+                          warps_per_block=sgemm.MMA_WARPS_PER_BLOCK[rid],
+                          issue_per_ktile=sgemm.MMA_LOOP_BODY[rid][0] * _counted_over_compiled(), m=m, n=n, k=k,
+                          sm_count=spec.sm_count, clock_hz=spec.boost_clock_hz, rung=rid,
+                          block_tile=sgemm.MMA_BLOCK_TILES[rid])
+    assert pred.inputs["held_out"], f"{rid} must be outside the fit it is predicted from"
+    assert pred.value * 1e3 == pytest.approx(sgemm.MMA_ISSUE_PREREGISTERED[(rid, label)], abs=0.0005), \
+        f"{rid} at {label}: the ledger now gives {pred.value * 1e3:.4f} ms, pre-registered " \
+        f"{sgemm.MMA_ISSUE_PREREGISTERED[(rid, label)]} ms: the fit's inputs changed after the pre-registration"

@@ -44,3 +44,22 @@ def test_kernel_batch_imports(tmp_path: Path):
     assert refused.data["status"] == "refused"
     ceil = recordings.load_latest(tmp_path / "results", "h200", "kernels", "kernels-ceilings")
     assert ceil["read_bandwidth"].value == 4.4e12
+
+
+def test_autotune_choice_imports(tmp_path: Path):
+    """The fp32 autotuner's choice run becomes autotune.sgemm.s9-tile.<shape> with the chosen candidate's time,
+    cuBLAS fp32's, and every candidate's time and prediction (what test_kernels_autotune replays)."""
+    doc = _batch()
+    doc["runs"].append({"id": "autotune.sgemm.s9-tile.4096x4096x4096", "settings": {"runs": 30},
+                        "result": {"kind": "autotune", "ladder": "sgemm", "shape": {"M": 4096, "N": 4096, "K": 4096},
+                                   "choice": "s9-tile-128x256x8-b1",
+                                   "candidates_ms": {"s9-tile-128x256x8-b1": 2.9, "s9-tile-128x128x16-b2": 3.1,
+                                                     "s9-tile-64x64x32-b4": None},
+                                   "predicted_ms": {"s9-tile-128x256x8-b1": 2.934}, "baseline_rung": "s0-cublas",
+                                   "baseline_ms": 2.68, "rejected": {}, "gpu": "NVIDIA H200"}})
+    src = tmp_path / "kernels.json"
+    src.write_text(json.dumps(doc))
+    import_files([src], tmp_path / "results")
+    rec = recordings.load_latest(tmp_path / "results", "h200", "kernels", "autotune.sgemm.s9-tile.4096x4096x4096")
+    assert rec.data["choice"] == "s9-tile-128x256x8-b1" and rec.data["candidates_ms"]["s9-tile-64x64x32-b4"] is None
+    assert rec["time"].value == 2.9e-3 and rec["baseline_time"].value == 2.68e-3

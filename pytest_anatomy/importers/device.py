@@ -275,6 +275,18 @@ def _kernel_records(batch: dict[str, Any], common: dict[str, Any], hw: str, stam
             yield recordings.Recording(suite="kernels", name=run["id"].lower(), hardware=hw, recorded_at=stamp,
                                        provenance={**prov, "settings": run.get("settings"), "gpu_name": result.get("gpu")},
                                        measurements=meas, data={**data, "run": run})
+        elif result.get("kind") == "autotune" and result.get("choice"):
+            # the fp32 autotuner's choice at one shape: the chosen candidate's time (mean of its two timing
+            # blocks), cuBLAS fp32's, and every candidate's time and pre-registered prediction
+            chosen = (result.get("candidates_ms") or {}).get(result["choice"])
+            meas = {"time": {"value": chosen / 1e3, "unit": "s"}} if chosen is not None else {}
+            if result.get("baseline_ms") is not None:
+                meas["baseline_time"] = {"value": result["baseline_ms"] / 1e3, "unit": "s"}
+            data = {k: result.get(k) for k in ("ladder", "shape", "choice", "candidates_ms", "predicted_ms",
+                                               "baseline_rung", "baseline_ms", "rejected")}
+            yield recordings.Recording(suite="kernels", name=run["id"].lower(), hardware=hw, recorded_at=stamp,
+                                       provenance={**prov, "settings": run.get("settings"), "gpu_name": result.get("gpu")},
+                                       measurements=meas, data={**data, "run": run})
 
 
 _LADDER_UNITS = {"ttft_p50_s": "s", "ttft_p99_s": "s", "itl_p50_s": "s", "itl_p99_s": "s",

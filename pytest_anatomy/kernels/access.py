@@ -82,12 +82,13 @@ def tiled_access(name: str, bm: int, bn: int, tm: int = 1, tn: int = 1, vector: 
                       warps_per_sm=warps_per_sm, ffma_share=ffma_share)
 
 
-def tensor_core_access(name: str, bm: int, bn: int) -> GemmAccess:
+def tensor_core_access(name: str, bm: int, bn: int, mma_tiles: int = 0, warps_per_sm: int = 0) -> GemmAccess:
     """bf16 mma.sync rung: only global traffic is comparable with the fp32 rungs (16-byte
-    cp.async of 8 bf16: ldg counts 16-byte copies per FMA)."""
+    cp.async of 8 bf16: ldg counts 16-byte copies per FMA). mma_tiles: independent m16n8 accumulator
+    tiles per warp (the mma issue ledger's ilp), warps_per_sm as for the fp32 rungs; 0 = not stated."""
     per_fma = (bm + bn) / (bm * bn) / 8
     return GemmAccess(name, ldg=per_fma, lds_distinct=0.0, lds_broadcast=0.0, requests=per_fma * 4,
-                      vector=4, tensor_core=True)
+                      vector=4, tensor_core=True, accumulators=mma_tiles, warps_per_sm=warps_per_sm)
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from pytest_anatomy.kernels.emulator import cache_dir
-from pytest_anatomy.kernels.registry import CUDA_DIR
+from pytest_anatomy.kernels.registry import CUDA_DIR, arch_for
 
 NVCC_FLAGS = ("-cubin", "-std=c++17", "-Xptxas", "-v")
 
@@ -82,10 +82,18 @@ def _cached(kind: str, key_parts: tuple[str, ...]) -> Path:
     return folder / f"{key}.json"
 
 
-def _compile(source: str, arch: str, workdir: Path) -> tuple[Path, str]:
+Defines = tuple[tuple[str, int], ...]
+
+
+def _dflags(defines: Defines) -> list[str]:
+    return [f"-D{k}={v}" for k, v in defines]
+
+
+def _compile(source: str, arch: str, workdir: Path, defines: Defines = ()) -> tuple[Path, str]:
     nvcc = find_tool("nvcc")
+    arch = arch_for(source, arch)
     cubin = workdir / (Path(source).stem + ".cubin")
-    proc = subprocess.run([nvcc, f"-arch={arch}", *NVCC_FLAGS, "-o", str(cubin), str(CUDA_DIR / source)],
+    proc = subprocess.run([nvcc, f"-arch={arch}", *NVCC_FLAGS, *_dflags(defines), "-o", str(cubin), str(CUDA_DIR / source)],
                           capture_output=True, text=True, timeout=300, check=False)
     if proc.returncode != 0:
         raise RuntimeError(f"nvcc failed on {source} for {arch}:\n{proc.stderr[-4000:]}")
@@ -108,14 +116,15 @@ def parse_ptxas(log: str) -> dict[str, ResourceUse]:
     return out
 
 
-def resource_report(source: str, arch: str = "sm_90") -> dict[str, ResourceUse]:
+def resource_report(source: str, arch: str = "sm_90", defines: Defines = ()) -> dict[str, ResourceUse]:
     nvcc = find_tool("nvcc")
+    arch = arch_for(source, arch)
     text = (CUDA_DIR / source).read_text(encoding="utf-8")
-    path = _cached("ptxas", (text, arch, *NVCC_FLAGS, _version(nvcc)))
+    path = _cached("ptxas", (text, arch, *NVCC_FLAGS, *_dflags(defines), _version(nvcc)))
     if path.exists():
         return {k: ResourceUse(**v) for k, v in json.loads(path.read_text()).items()}
     with tempfile.TemporaryDirectory() as tmp:
-        _, log = _compile(source, arch, Path(tmp))
+        _, log = _compile(source, arch, Path(tmp), defines)
     report = parse_ptxas(log)
     path.write_text(json.dumps({k: asdict(v) for k, v in report.items()}))
     return report
@@ -148,6 +157,7 @@ def parse_sass(text: str) -> dict[str, Counter[str]]:
 def sass_counts(source: str, arch: str = "sm_90") -> dict[str, dict[str, int]]:
     """Static instruction counts per kernel by class (a loop body counts once)."""
     nvcc, cuobjdump = find_tool("nvcc"), find_tool("cuobjdump")
+    arch = arch_for(source, arch)
     nvdisasm = find_tool("nvdisasm")
     text = (CUDA_DIR / source).read_text(encoding="utf-8")
     path = _cached("sass", (text, arch, *NVCC_FLAGS, _version(nvcc), _version(cuobjdump)))
@@ -163,3 +173,64 @@ def sass_counts(source: str, arch: str = "sm_90") -> dict[str, dict[str, int]]:
     counts = {k: dict(v) for k, v in parse_sass(proc.stdout).items()}
     path.write_text(json.dumps(counts))
     return counts
+
+
+def parse_loops(text: str) -> dict[str, list[dict[str, int]]]:
+    """SASS text -> {kernel: [counts by class of each loop body]}: a loop is a backward branch, its body the
+    instructions from the branch target to the branch, each counted once (what one iteration issues when the
+    loop has no branch inside that is taken)."""
+    out: dict[str, list[dict[str, int]]] = {}
+    kernel: str | None = None
+    ins: list[tuple[int, str, str]] = []
+    for line in [*text.splitlines(), "Function : <end>"]:
+        m = re.search(r"Function : (\S+)", line)
+        if m:
+            if kernel is not None:
+                loops = []
+                for addr, op, rest in ins:
+                    t = re.search(r"0x([0-9a-f]+)", rest) if op.startswith("BRA") else None
+                    if t and int(t.group(1), 16) < addr:
+                        lo = int(t.group(1), 16)
+                        loops.append(dict(Counter(classify(o) for a, o, _ in ins if lo <= a <= addr)))
+                out[kernel] = loops
+            kernel, ins = m.group(1), []
+            continue
+        i = re.match(r"\s*/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)(.*)", line)
+        if i and kernel is not None:
+            ins.append((int(i.group(1), 16), i.group(2), i.group(3)))
+    return out
+
+
+def loop_bodies(source: str, arch: str = "sm_90", replace: tuple[tuple[str, str], ...] = (),
+                defines: Defines = ()) -> dict[str, list[dict[str, int]]]:
+    """Per kernel, the instruction counts of each loop body of `source` as compiled for `arch`.
+
+    `replace`: exact (old, new) text substitutions made first, each of which must occur once -- e.g. a uniform
+    branch fixed to the side a timing shape takes, so a loop that holds both sides counts one."""
+    nvcc, cuobjdump = find_tool("nvcc"), find_tool("cuobjdump")
+    nvdisasm = find_tool("nvdisasm")
+    arch = arch_for(source, arch)
+    text = (CUDA_DIR / source).read_text(encoding="utf-8")
+    for old, new in replace:
+        if text.count(old) != 1:
+            raise ValueError(f"{source}: {old!r} occurs {text.count(old)} times, not once")
+        text = text.replace(old, new)
+    path = _cached("loops", (text, arch, *NVCC_FLAGS, *_dflags(defines), _version(nvcc), _version(cuobjdump)))
+    if path.exists():
+        return json.loads(path.read_text())
+    with tempfile.TemporaryDirectory() as tmp:
+        unit = Path(tmp) / Path(source).name
+        unit.write_text(text)
+        cubin = Path(tmp) / (unit.stem + ".cubin")
+        proc = subprocess.run([nvcc, f"-arch={arch}", *NVCC_FLAGS, *_dflags(defines), "-o", str(cubin), str(unit)],
+                              capture_output=True, text=True, timeout=300, check=False)
+        if proc.returncode != 0:
+            raise RuntimeError(f"nvcc failed on {source} for {arch}:\n{proc.stderr[-4000:]}")
+        env = {**os.environ, "PATH": f"{Path(nvdisasm).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+        dump = subprocess.run([cuobjdump, "--dump-sass", str(cubin)], capture_output=True, text=True, timeout=120,
+                              check=False, env=env)
+        if dump.returncode != 0:
+            raise RuntimeError(f"cuobjdump failed on {source}: {dump.stderr[-2000:]}")
+    loops = parse_loops(dump.stdout)
+    path.write_text(json.dumps(loops))
+    return loops

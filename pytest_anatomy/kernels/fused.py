@@ -3,7 +3,8 @@
 Shapes: the seed's Qwen2.5-7B shapes (M=8192 rows; RMSNorm N=3584 = hidden size, softmax
 N=2048) and a vocabulary-wide softmax row (N=152,064, Qwen2.5's vocab) with 128 rows, so x
 (78 MB) is larger than the H200's 60 MB L2. Register-resident rungs hold at most 8,192 columns
-(a block per row) or 2,048 (a warp per row) and refuse the vocabulary row (RungRefused)."""
+(a block per row) or 2,048 (a warp per row) and refuse the vocabulary row (RungRefused); x6 holds a
+row in the registers of an 8-block cluster (163,840 columns), the vocabulary row included."""
 
 from __future__ import annotations
 
@@ -60,6 +61,25 @@ def _warp_rows(s: Mapping[str, int], d: DeviceFacts) -> tuple[KernelCall, ...]:
                        ("ptr:x", "ptr:y", "i32:M", "i32:N")),)
 
 
+CLUSTER_BLOCKS = 8  # x6: blocks per row, its __cluster_dims__
+CLUSTER_MAX_THREADS = 512
+CLUSTER_PER_THREAD = 40  # values a thread holds in registers (10 float4)
+CLUSTER_MAX_COLS = CLUSTER_BLOCKS * CLUSTER_MAX_THREADS * CLUSTER_PER_THREAD  # 163,840
+
+
+def cluster_threads(n: int) -> int:
+    """x6's block size for rows of n columns: the smallest multiple of 32 whose threads hold the block's
+    slice (4 ceil(n / 32) columns) at 40 values each, at least one warp, at most 512 threads."""
+    slice_cols = 4 * cdiv(n, 32)
+    return min(CLUSTER_MAX_THREADS, max(32, 32 * cdiv(cdiv(slice_cols, CLUSTER_PER_THREAD), 32)))
+
+
+def _cluster_rows(s: Mapping[str, int], d: DeviceFacts) -> tuple[KernelCall, ...]:
+    return (KernelCall("softmax/x6_cluster_row.cu", "softmax_cluster_row",
+                       Launch((s["M"] * CLUSTER_BLOCKS, 1, 1), (cluster_threads(s["N"]), 1, 1),
+                              cluster=CLUSTER_BLOCKS), ("ptr:x", "ptr:y", "i32:M", "i32:N")),)
+
+
 def _per_row(*names: str):
     def ws(s: Mapping[str, int], d: DeviceFacts) -> dict[str, int]:
         return {n: s["M"] for n in names}
@@ -110,4 +130,11 @@ SOFTMAX: tuple[Variant, ...] = (
             _warp_rows, "no block barrier: two 5-shuffle warp reductions per row, one FFMA + EX2 per element",
             StreamAccess("x5", reads=1, writes=1, dram_reads=1), "softmax", max_cols=WARP_ROW_MAX_COLS, row_threads=32,
             h200_ms=(("8192x2048", 0.034),)),
+    Variant("x6-cluster-row", "a row per 8-block cluster, in registers, (max, sum) merged through DSMEM",
+            "softmax/x6_cluster_row.cu", _cluster_rows,
+            "one DRAM read and one write of any row up to 163,840 columns: 8 blocks hold it in registers and "
+            "exchange their (max, sum) pairs over distributed shared memory, one EX2 per element",
+            StreamAccess("x6", reads=1, writes=1, dram_reads=1), "softmax", max_cols=CLUSTER_MAX_COLS,
+            row_threads=CLUSTER_BLOCKS * CLUSTER_MAX_THREADS,
+            h200_ms=(("8192x2048", 0.045), ("128x152064", 0.040))),
 )

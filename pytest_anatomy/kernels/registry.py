@@ -40,6 +40,9 @@ class Launch:
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
     shmem: int = 0
+    # Blocks per thread-block cluster along x: a fact of the kernel (its __cluster_dims__, fixed at compile
+    # time, so the GPU launch passes none); the CPU emulator runs that many blocks together.
+    cluster: int = 1
 
     @property
     def threads_per_block(self) -> int:
@@ -58,6 +61,9 @@ class KernelCall:
     kernel: str
     launch: Launch
     args: tuple[str, ...]
+    # Preprocessor macros the source is compiled with (an autotuning candidate's tile shape): every
+    # compiler of the project -- NVRTC on the device, nvcc here, the emulator's g++ -- passes them as -D.
+    defines: tuple[tuple[str, int], ...] = ()
 
     def __post_init__(self) -> None:
         for a in self.args:
@@ -170,6 +176,16 @@ def shape_label(shape: Mapping[str, int]) -> str:
 
 def cdiv(a: int, b: int) -> int:
     return -(-a // b)
+
+
+_REQUIRES_RE = re.compile(r"^// requires: (sm_\d+a)\b", re.MULTILINE)
+
+
+def arch_for(source: str, arch: str) -> str:
+    """The target to compile `source` for on an `arch` machine: a rung that uses arch-specific instructions
+    (wgmma exists on sm_90a only) says so in a line `// requires: sm_90a`, taken when it extends `arch`."""
+    m = _REQUIRES_RE.search((CUDA_DIR / source).read_text(encoding="utf-8"))
+    return m.group(1) if m and m.group(1)[:-1] == arch else arch
 
 
 def header_of(path: Path) -> dict[str, str]:

@@ -1,10 +1,11 @@
-"""The SGEMM ladder: rung 0 is cuBLAS fp32 (TF32 off), rungs s1-s7 hand-written fp32, s8 bf16
-tensor cores against cuBLAS bf16. C = A @ B, row-major, M x K times K x N (s8: A @ Bt^T)."""
+"""The SGEMM ladder: rung 0 is cuBLAS fp32 (TF32 off), rungs s1-s7 and s9 hand-written fp32, s8, s10-s12 bf16
+tensor cores against cuBLAS bf16 (s12: wgmma, sm_90a). C = A @ B, row-major, M x K times K x N (s8: A @ Bt^T)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+from pytest_anatomy.kernels import autotune as at
 from pytest_anatomy.kernels.registry import (
     DeviceFacts,
     KernelCall,
@@ -88,8 +89,23 @@ LADDER: tuple[Variant, ...] = (
             "sgemm/s10_bf16_ldmatrix.cu",
             _grid_tiles("sgemm/s10_bf16_ldmatrix.cu", "sgemm_bf16_ldmatrix", 128, 128, (256, 1, 1)),
             "fragments by ldmatrix.x4 (6 per warp k-step instead of 24 LDS.32), swizzled unpadded tiles, a third "
-            "pipeline stage and one barrier per k-tile", tensor_core_access("s10", 128, 128), "sgemm", dtype="bf16",
+            "pipeline stage and one barrier per k-tile", tensor_core_access("s10", 128, 128, mma_tiles=16, warps_per_sm=16),
+            "sgemm", dtype="bf16",
             h200_ms=(("4096x4096x4096", 0.34),)),
+    Variant("s11-bf16-warp64", "s10 with 64x64 warp tiles (4 warps), both k-steps' fragments loaded first, "
+            "index arithmetic hoisted", "sgemm/s11_bf16_warp64.cu",
+            _grid_tiles("sgemm/s11_bf16_warp64.cu", "sgemm_bf16_warp64", 128, 128, (128, 1, 1)),
+            "2.6 instructions per mma instead of 4.9: 32 accumulator tiles per warp, 8 ldmatrix.x4 per 32 mma, "
+            "copy and fragment addresses as immediate offsets; 8 warps per SM instead of 16",
+            tensor_core_access("s11", 128, 128, mma_tiles=32, warps_per_sm=8), "sgemm", dtype="bf16",
+            h200_ms=(("4096x4096x4096", 0.294), ("2048x18944x3584", 0.579), ("32x18944x3584", 0.064))),
+    Variant("s12-bf16-wgmma", "wgmma.mma_async m64n128k16 from 64-byte-swizzled shared memory (sm_90a), 2 warpgroups, "
+            "s10's cp.async three-stage copies", "sgemm/s12_bf16_wgmma.cu",
+            _grid_tiles("sgemm/s12_bf16_wgmma.cu", "sgemm_bf16_wgmma", 128, 128, (256, 1, 1)),
+            "the warpgroup MMA reads both operands from shared memory by descriptor: no ldmatrix, no fragment "
+            "registers, 2 HMMA.64x128x16 per warp and k-tile where s10 issues 32 mma.sync and 12 ldmatrix",
+            tensor_core_access("s12", 128, 128, mma_tiles=16, warps_per_sm=16), "sgemm", dtype="bf16",
+            h200_ms=(("4096x4096x4096", 0.328), ("2048x18944x3584", 0.646), ("32x18944x3584", 0.072))),
 )
 BF16_BASELINE = Variant("s0-cublas-bf16", "cuBLAS bf16 via torch.matmul (A @ Bt.T)", None, None,
                         "the tensor-core rung's baseline", None, "sgemm", dtype="bf16", baseline="torch.matmul.bf16")
@@ -115,3 +131,72 @@ ISSUE_PREREGISTERED: dict[tuple[str, str], float] = {
     ("s9-cp-async-pipeline", "2048x18944x3584"): 8.60,
     ("s9-cp-async-pipeline", "32x18944x3584"): 0.96,
 }
+
+# The mma issue ledger (theory/kernel_issue.mma_issue_time): c0 from ISSUE_FIT, L re-fitted on this rung's
+# Nsight Compute counters (the run below, never a newer one: a pre-registration must not move), and the
+# counted / compiled instruction ratio of its K loop.
+MMA_ISSUE_FIT = "s10-bf16-ldmatrix"
+MMA_FIT_NCU_STAMP = "20261201T111138Z"
+# The K loop as compiled for sm_90 on the timing shapes' side of the uniform K % 8 branch (the loop holds
+# both sides; the scalar side never runs at K = 4096 or 3584), per warp and k-tile: (instructions, HMMA).
+MMA_LOOP_SIDE = (("const bool aligned = (K % 8) == 0;", "const bool aligned = true;"),)
+# (s12: its 2 HGMMA.64x128x16, each a warpgroup instruction every warp of the warpgroup issues.)
+MMA_LOOP_BODY = {"s10-bf16-ldmatrix": (157, 32), "s11-bf16-warp64": (168, 64), "s12-bf16-wgmma": (133, 2)}
+MMA_WARPS_PER_BLOCK = {"s10-bf16-ldmatrix": 8, "s11-bf16-warp64": 4, "s12-bf16-wgmma": 8}
+MMA_BLOCK_TILES = {"s10-bf16-ldmatrix": (128, 128, 32), "s11-bf16-warp64": (128, 128, 32),
+                   "s12-bf16-wgmma": (128, 128, 32)}
+# What that ledger predicted for the mma rungs written after it (ms on the H200 at its 1.98 GHz boost
+# clock), before any of them ran; reconciled within 15% by test_kernels_ladders once measured.
+MMA_ISSUE_PREREGISTERED: dict[tuple[str, str], float] = {
+    ("s11-bf16-warp64", "4096x4096x4096"): 0.294,
+    ("s11-bf16-warp64", "2048x18944x3584"): 0.579,
+    ("s11-bf16-warp64", "32x18944x3584"): 0.064,
+    ("s12-bf16-wgmma", "4096x4096x4096"): 0.328,
+    ("s12-bf16-wgmma", "2048x18944x3584"): 0.646,
+    ("s12-bf16-wgmma", "32x18944x3584"): 0.072,
+}
+
+# --- the fp32 autotuner (issue 17): s9's kernel at other block tiles -----------------------------------
+# The search space, each shape with the compiled facts its prediction reads: warps per SM (ptxas's registers
+# and shared memory, sm_90) and the FFMA share of its compiled K loop on the N % 4 == 0 side
+# (test_kernels_autotune checks both against the compiler). The first is s9 itself.
+S9_TILE_SPACE: tuple[tuple[at.TileShape, int, float], ...] = (
+    (at.TileShape(128, 128, 16, 2), 16, 0.8505),
+    (at.TileShape(128, 128, 8, 2), 16, 0.8298),   # half the shared memory, twice the barriers per FMA
+    (at.TileShape(128, 64, 16, 4), 16, 0.8172),   # 4 warps per block: finer waves on wide shapes
+    (at.TileShape(64, 128, 16, 4), 16, 0.8050),   # 64-row tiles: half the idle rows at M = 32
+    (at.TileShape(128, 256, 8, 1), 16, 0.8519),   # one 16-warp block per SM: B reused over 256 columns
+    (at.TileShape(256, 64, 16, 2), 16, 0.8318),
+    (at.TileShape(64, 64, 32, 4), 12, 0.7275),    # 2 warps per block, 167 registers: 6 blocks
+    (at.TileShape(128, 128, 16, 1), 8, 0.8505),   # no register cap: 161 registers, one block per SM
+)
+S9_CANDIDATES: tuple[Variant, ...] = tuple(at.candidate(t, w, f) for t, w, f in S9_TILE_SPACE)
+S9_TILE_LOOP_SIDE = (("const bool vec = (N % 4) == 0;", "const bool vec = true;"),)
+AUTOTUNE_SHAPES = (TIMING_SHAPE, *EXTRA_SHAPES)
+# The candidates' prediction: the issue ledger with c0 from ISSUE_FIT and L re-fitted on s9's counted pace
+# (all candidates share its pipeline and its 64 accumulators), at each candidate's warps, FFMA share and
+# block tile (wave quantisation on the busiest SM), ms at the 1.98 GHz boost clock. Written before any
+# candidate but s9 itself ran; the same ledger on s9's own counters reads 2.939 ms against its measured
+# 3.144 ms (ncu ran at 1.78 GHz): a 7% bias every candidate shares, which the choice does not depend on.
+S9_TILE_FIT = "s9-cp-async-pipeline"
+S9_TILE_FIT_NCU_STAMP = "20261201T111138Z"
+S9_TILE_PREREGISTERED: dict[tuple[str, str], float] = {
+    ("s9-tile-128x128x16-b2", "4096x4096x4096"): 2.939, ("s9-tile-128x128x16-b2", "2048x18944x3584"): 5.786,
+    ("s9-tile-128x128x16-b2", "32x18944x3584"): 0.643,
+    ("s9-tile-128x128x8-b2", "4096x4096x4096"): 3.012, ("s9-tile-128x128x8-b2", "2048x18944x3584"): 5.931,
+    ("s9-tile-128x128x8-b2", "32x18944x3584"): 0.659,
+    ("s9-tile-128x64x16-b4", "4096x4096x4096"): 3.059, ("s9-tile-128x64x16-b4", "2048x18944x3584"): 6.022,
+    ("s9-tile-128x64x16-b4", "32x18944x3584"): 0.502,
+    ("s9-tile-64x128x16-b4", "4096x4096x4096"): 3.105, ("s9-tile-64x128x16-b4", "2048x18944x3584"): 6.113,
+    ("s9-tile-64x128x16-b4", "32x18944x3584"): 0.340,
+    ("s9-tile-128x256x8-b1", "4096x4096x4096"): 2.934, ("s9-tile-128x256x8-b1", "2048x18944x3584"): 5.777,
+    ("s9-tile-128x256x8-b1", "32x18944x3584"): 0.642,
+    ("s9-tile-256x64x16-b2", "4096x4096x4096"): 3.005, ("s9-tile-256x64x16-b2", "2048x18944x3584"): 5.916,
+    ("s9-tile-256x64x16-b2", "32x18944x3584"): 0.986,
+    ("s9-tile-64x64x32-b4", "4096x4096x4096"): 4.581, ("s9-tile-64x64x32-b4", "2048x18944x3584"): 9.019,
+    ("s9-tile-64x64x32-b4", "32x18944x3584"): 0.376,
+    ("s9-tile-128x128x16-b1", "4096x4096x4096"): 5.878, ("s9-tile-128x128x16-b1", "2048x18944x3584"): 11.572,
+    ("s9-tile-128x128x16-b1", "32x18944x3584"): 1.286,
+}
+# Issue 17's fp32 targets for the tuned choice: of cuBLAS fp32's time at the square shape, at the FFN shapes.
+AUTOTUNE_TARGETS = {"4096x4096x4096": 0.90, "2048x18944x3584": 0.80, "32x18944x3584": 0.80}

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_anatomy.kernels.reference import TOLERANCE
-from pytest_anatomy.kernels.registry import CUDA_DIR, DeviceFacts, RungRefused, Variant
+from pytest_anatomy.kernels.registry import CUDA_DIR, DeviceFacts, RungRefused, Variant, arch_for
 from pytest_anatomy.stats import median
 from pytest_anatomy.units import GiB, MiB
 
@@ -83,19 +83,22 @@ class KernelRunner:
         self._flush: Any = None
 
     # --- compile and launch ----------------------------------------------------------------
-    def compile(self, source: str) -> Compiled:
-        if source not in self._compiled:
+    def compile(self, source: str, defines: tuple[tuple[str, int], ...] = ()) -> Compiled:
+        key = source + "".join(f" -D{k}={v}" for k, v in defines)
+        if key not in self._compiled:
             from cuda.core import Program, ProgramOptions
 
             code = (CUDA_DIR / source).read_text(encoding="utf-8")
-            opts = ProgramOptions(arch=self.arch, name=source, std="c++17", ptxas_options="-v")
+            macros = [(k, str(v)) for k, v in defines]  # an autotuning candidate's tile shape
+            opts = ProgramOptions(arch=arch_for(source, self.arch), name=source, std="c++17", ptxas_options="-v",
+                                  define_macro=macros or None)
             log = io.StringIO()
             obj = Program(code, "c++", opts).compile("cubin", logs=log)
-            self._compiled[source] = Compiled(source, obj, bytes(obj.code), log.getvalue().replace("\x00", ""))
-        return self._compiled[source]
+            self._compiled[key] = Compiled(source, obj, bytes(obj.code), log.getvalue().replace("\x00", ""))
+        return self._compiled[key]
 
-    def kernel(self, source: str, name: str) -> Any:
-        c = self.compile(source)
+    def kernel(self, source: str, name: str, defines: tuple[tuple[str, int], ...] = ()) -> Any:
+        c = self.compile(source, defines)
         if name not in c.kernels:
             c.kernels[name] = c.code.get_kernel(name)
         return c.kernels[name]
@@ -105,7 +108,7 @@ class KernelRunner:
         occupancy for the launch's block size, read from the loaded kernels."""
         out = []
         for call in variant.calls(shape, self.facts):
-            k = self.kernel(call.source, call.kernel)
+            k = self.kernel(call.source, call.kernel, call.defines)
             a = k.attributes
             out.append({"kernel": call.kernel, "registers": a.num_regs, "shared_bytes": a.shared_size_bytes,
                         "local_bytes": a.local_size_bytes, "threads_per_block": call.launch.threads_per_block,
@@ -148,7 +151,7 @@ class KernelRunner:
             for kind, value in call.bind(bindings):
                 args.append(value.data_ptr() if kind == "ptr" else np.int32(value) if kind == "i32" else np.float32(value))
             cfg = LaunchConfig(grid=call.launch.grid, block=call.launch.block, shmem_size=call.launch.shmem)
-            prepared.append((cfg, self.kernel(call.source, call.kernel), tuple(args)))
+            prepared.append((cfg, self.kernel(call.source, call.kernel, call.defines), tuple(args)))
         stream = self._stream()
 
         def run() -> Any:

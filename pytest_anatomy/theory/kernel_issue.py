@@ -96,3 +96,50 @@ def issue_time(fit: IssueFit, *, ilp: float, warps_per_sm: float, ffma_share: fl
          Term("SM issue rate", ipc, "instructions/cycle", f"min(4, {warps_per_sm:g} warps / {c:.3g})")),
         notes=(fit.note(), fits.note(rung)),
     )
+
+
+# --- tensor-core (mma.sync) rungs ----------------------------------------------------------------
+# One mma.sync.m16n8k16 is 16 x 8 x 16 multiply-adds: the FFMA-based formula above does not count them,
+# so an mma rung is priced by the instructions its compiled K loop issues per warp and k-tile.
+def refit_latency(fp32: IssueFit, rung: str, counted_cycles_per_issue: float, ilp: float) -> IssueFit:
+    """The latency term for a family of rungs the fp32 fit did not see (mma.sync rungs; the cp.async-pipelined
+    rung's tile candidates): c0 (a warp's own pace with unlimited independent work) kept from the fp32 fit, L
+    re-fitted on one rung of the family's counted warp cycles per issued instruction at its ilp (independent
+    accumulators: FFMA chains, or m16n8 mma tiles per warp). One rung, one parameter: no residual to show."""
+    if counted_cycles_per_issue <= fp32.c0 or ilp <= 0:
+        raise ValueError(f"{rung}: counted pace {counted_cycles_per_issue} at ilp {ilp} leaves no latency above "
+                         f"c0 = {fp32.c0:.3g}")
+    return IssueFit(fp32.c0, (counted_cycles_per_issue - fp32.c0) * ilp, (*fp32.fitted_on, rung), {rung: 0.0})
+
+
+def mma_issue_time(fit: IssueFit, *, ilp: float, warps_per_sm: float, warps_per_block: int, issue_per_ktile: float,
+                   m: int, n: int, k: int, sm_count: int, clock_hz: float, rung: str,
+                   block_tile: tuple[int, int, int]) -> Prediction:
+    """An mma.sync rung's time from the instructions its warps issue and the rate W / c allows, on the
+    busiest SM: ceil(blocks / SMs) x warps per block x ceil(K / bk) x issue_per_ktile / min(4, W / c) / clock.
+
+    issue_per_ktile -- instructions one warp issues per k-tile, prologue and epilogue included (the caller
+    derives it from the compiled loop body and an earlier rung's counters; the inputs say how)."""
+    if ilp <= 0 or warps_per_sm <= 0 or issue_per_ktile <= 0:
+        raise ValueError(f"{rung}: the mma issue ledger needs ilp, warps per SM and instructions per k-tile "
+                         f"(got {ilp}, {warps_per_sm}, {issue_per_ktile})")
+    c = fit.cycles_per_issue(ilp)
+    ipc = min(float(ISSUE_WIDTH), warps_per_sm / c)
+    bm, bn, bk = block_tile
+    blocks = -(-m // bm) * -(-n // bn)
+    busiest = -(-blocks // sm_count)
+    ktiles = -(-k // bk)
+    instructions = busiest * warps_per_block * ktiles * issue_per_ktile
+    fits = FitSet.of("the latency term", fit.fitted_on)
+    return Prediction(
+        instructions / ipc / clock_hz, "s",
+        "ceil(blocks / SMs) x warps/block x ceil(K / bk) x issue per k-tile / min(4, W / (c0 + L / ilp)) / clock",
+        {"M": m, "N": n, "K": k, "block_tile": block_tile, "blocks": blocks, "sm_count": sm_count,
+         "clock_hz": clock_hz, "ilp": ilp, "warps_per_sm": warps_per_sm, "issue_per_ktile": issue_per_ktile,
+         "cycles_per_issue": c, "ipc": ipc, "rung": rung, "held_out": fits.is_held_out(rung)},
+        (Term("instructions on the busiest SM", instructions, "instructions",
+              f"{busiest} of {blocks} blocks x {warps_per_block} warps x {ktiles} k-tiles x {issue_per_ktile:.4g}"),
+         Term("warp cycles per issue", c, "cycles", f"{fit.c0:.3g} + {fit.latency:.4g} / {ilp:g}"),
+         Term("SM issue rate", ipc, "instructions/cycle", f"min(4, {warps_per_sm:g} warps / {c:.3g})")),
+        notes=(fit.note(), fits.note(rung)),
+    )

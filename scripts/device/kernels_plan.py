@@ -11,6 +11,10 @@ after every part, so a killed run keeps what it measured:
   <ladder>.<rung>.<shape>   timing: rung 0 first, every rung (block A), every rung again
                       (block B), rung 0 again; medians of CUDA-event runs after warm-up, L2
                       flushed (512 MB read) before each run
+  autotune            issue 17's fp32 autotuner: every candidate of sgemm.S9_TILE_SPACE (s9's kernel at
+                      other block tiles) checked at the odd shapes, then timed beside cuBLAS fp32 in two
+                      blocks at 4096^3 and the FFN shapes; sgemm.<candidate>.<shape> per candidate and
+                      autotune.sgemm.s9-tile.<shape> with the choice (the fastest correct candidate)
 Shapes: SGEMM 4096^3 (then the Qwen2.5-7B FFN shapes if time is left), reduction 2^28 floats,
 RMSNorm 8192 x 3584, softmax 8192 x 2048 and 128 x 152,064 (register rungs refuse it).
 
@@ -39,7 +43,7 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from pytest_anatomy.kernels import fused, reduction, sgemm
+from pytest_anatomy.kernels import autotune, fused, reduction, sgemm
 from pytest_anatomy.kernels.ladders import LADDERS, TIMING_SHAPES
 from pytest_anatomy.kernels.registry import DeviceFacts, RungRefused, Variant
 
@@ -146,12 +150,24 @@ def compile_all(runner: Any, out_dir: Path, facts: DeviceFacts) -> dict[str, Any
     return result
 
 
+def _guarded_check(runner: Any, v: Variant, shape: dict[str, int], seed: int) -> dict[str, Any]:
+    """One correctness check; a rung whose compile or launch fails (a new kind of kernel: a cluster launch, a
+    candidate's macros) is recorded as an error instead of ending the plan for every other rung."""
+    try:
+        return runner.check(v, shape, seed)
+    except RungRefused:
+        raise
+    except Exception as exc:  # noqa: BLE001 - recorded with its traceback; the plan goes on
+        log(f"check {v.ladder}.{v.id} at {shape_label(shape)} raised {type(exc).__name__}: {str(exc)[:200]}")
+        return {"shape": dict(shape), "seed": seed, "status": "error", "error": traceback.format_exc()}
+
+
 def check_ladder(runner: Any, ladder: str, seed0: int) -> dict[str, Any]:
     shapes = list(CORRECTNESS[ladder]) + [s for lad, s in MAIN_SHAPES if lad == ladder]
     out: dict[str, Any] = {}
     variants = list(LADDERS[ladder]) + ([sgemm.BF16_BASELINE] if ladder == "sgemm" else [])
     for i, v in enumerate(variants):
-        out[v.id] = [runner.check(v, s, seed0 + 100 * i + j) for j, s in enumerate(shapes)]
+        out[v.id] = [_guarded_check(runner, v, s, seed0 + 100 * i + j) for j, s in enumerate(shapes)]
         bad = [c for c in out[v.id] if c["status"] == "wrong"]
         log(f"check {ladder}.{v.id}: " + ("ok" if not bad else f"WRONG at {[c['shape'] for c in bad]}"))
     return out
@@ -166,6 +182,7 @@ def time_shape(runner: Any, batch: Batch, ladder: str, shape: dict[str, int], ch
     inputs: dict[str, Any] = {}
     fns: dict[str, Any] = {}
     refused: dict[str, str] = {}
+    errored: dict[str, str] = {}
     for v in order:
         try:
             v.check(shape)
@@ -175,6 +192,9 @@ def time_shape(runner: Any, batch: Batch, ladder: str, shape: dict[str, int], ch
         key = v.dtype
         if key not in inputs:
             inputs[key] = runner.inputs(ladder, shape, v.dtype, seed=7)
+        if any(c.get("status") == "error" for c in checks.get(v.id) or []):
+            errored[v.id] = f"not timed: its correctness check raised (check.{ladder} has the traceback)"
+            continue
         fns[v.id] = runner.prepare(v, shape, inputs[key])
     timings: dict[str, list[dict[str, Any]]] = {k: [] for k in fns}
     for block in ("A", "B"):
@@ -186,6 +206,11 @@ def time_shape(runner: Any, batch: Batch, ladder: str, shape: dict[str, int], ch
     label = shape_label(shape)
     for v in order:
         rid = f"{ladder}.{v.id}.{label}"
+        if v.id in errored:
+            batch.add({"id": rid, "settings": {"ladder": ladder, "rung": v.id, "shape": shape},
+                       "result": {"kind": "kernel-timing", "status": "error", "reason": errored[v.id],
+                                  "ladder": ladder, "rung": v.id, "shape": shape, "dtype": v.dtype}})
+            continue
         if v.id in refused:
             batch.add({"id": rid, "settings": {"ladder": ladder, "rung": v.id, "shape": shape},
                        "result": {"kind": "kernel-timing", "status": "refused", "reason": refused[v.id],
@@ -209,6 +234,59 @@ def time_shape(runner: Any, batch: Batch, ladder: str, shape: dict[str, int], ch
         log(f"{rid}: {result['ms_median']:.4f}{rep} ms (baseline {result['baseline_ms_median']})")
 
 
+def autotune_sgemm(runner: Any, batch: Batch, runs: int, deadline: float) -> None:
+    """Check every candidate at the odd correctness shapes, then time the correct ones and cuBLAS fp32 in two
+    blocks (A: each in turn, B: again) per shape; the choice is the smallest mean of a candidate's two
+    block medians. One kernel-timing run per candidate and shape (the ladder's format) and one choice run."""
+    base = sgemm.LADDER[0]
+    checks = {v.id: [_guarded_check(runner, v, s, 5000 + 100 * i + j) for j, s in enumerate(CORRECTNESS["sgemm"])]
+              for i, v in enumerate(sgemm.S9_CANDIDATES)}
+    correct = [v for v in sgemm.S9_CANDIDATES if not any(c["status"] in ("wrong", "error") for c in checks[v.id])]
+    log(f"autotune: {len(correct)} of {len(sgemm.S9_CANDIDATES)} candidates correct")
+    for shape in sgemm.AUTOTUNE_SHAPES:
+        if time.monotonic() > deadline:
+            log(f"autotune: budget reached before {shape_label(shape)}")
+            return
+        label = shape_label(shape)
+        inputs = runner.inputs("sgemm", shape, "fp32", seed=7)
+        fns = {v.id: runner.prepare(v, shape, inputs) for v in [base, *correct]}
+        timings: dict[str, list[dict[str, Any]]] = {k: [] for k in fns}
+        for _block in ("A", "B"):
+            for vid, fn in fns.items():
+                if time.monotonic() < deadline:
+                    timings[vid].append(runner.time(fn, runs=runs, warmup=3))
+        bt = timings[base.id]
+        mean_ms: dict[str, float | None] = {}
+        for v in sgemm.S9_CANDIDATES:
+            t = timings.get(v.id) or []
+            mean_ms[v.id] = sum(x["ms_median"] for x in t) / len(t) if len(t) == 2 else None
+            if not t:
+                continue
+            batch.add({"id": f"sgemm.{v.id}.{label}", "settings": {"ladder": "sgemm", "rung": v.id, "shape": shape,
+                                                                   "runs": runs, "defines": v.calls(shape, runner.facts)[0].defines},
+                       "result": {"kind": "kernel-timing", "status": "ok", "ladder": "sgemm", "rung": v.id,
+                                  "shape": shape, "dtype": "fp32", "ms_median": t[0]["ms_median"],
+                                  "ms_median_repeat": t[1]["ms_median"] if len(t) > 1 else None,
+                                  "baseline_rung": base.id, "baseline_ms_median": bt[0]["ms_median"] if bt else None,
+                                  "baseline_ms_median_repeat": bt[1]["ms_median"] if len(bt) > 1 else None,
+                                  "timings": t, "correctness": checks[v.id], "resources": runner.resources(v, shape),
+                                  "gpu": runner.gpu_name, "sm_count": runner.facts.sm_count}})
+        if not any(mean_ms.values()):
+            continue
+        choice = autotune.fastest(mean_ms)
+        batch.add({"id": f"autotune.sgemm.s9-tile.{label}", "settings": {"shape": shape, "runs": runs,
+                                                                          "space": [v.id for v in sgemm.S9_CANDIDATES]},
+                   "result": {"kind": "autotune", "ladder": "sgemm", "shape": shape, "choice": choice,
+                              "candidates_ms": mean_ms, "baseline_rung": base.id,
+                              "baseline_ms": sum(x["ms_median"] for x in bt) / len(bt) if bt else None,
+                              "predicted_ms": {v.id: sgemm.S9_TILE_PREREGISTERED.get((v.id, label))
+                                               for v in sgemm.S9_CANDIDATES},
+                              "rejected": {k: c for k, c in checks.items()
+                                           if any(x["status"] in ("wrong", "error") for x in c)},
+                              "gpu": runner.gpu_name}})
+        log(f"autotune {label}: {choice} {mean_ms[choice]:.4f} ms (cuBLAS {bt[0]['ms_median'] if bt else None})")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out-dir", default=os.environ.get("OUT", "out"))
@@ -216,6 +294,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--runs", type=int, default=30)
     p.add_argument("--ladders", default="sgemm,reduction,rmsnorm,softmax")
     p.add_argument("--dry-run", action="store_true", help="print the plan; import no torch, touch no GPU")
+    p.add_argument("--no-autotune", action="store_true", help="skip the fp32 tile autotuner (its own ~30 s)")
     args = p.parse_args(argv)
     ladders = [x for x in args.ladders.split(",") if x]
     facts = DeviceFacts(sm_count=132)
@@ -225,10 +304,19 @@ def main(argv: list[str] | None = None) -> int:
                 for shape in CORRECTNESS[lad] + tuple(s for l2, s in MAIN_SHAPES if l2 == lad):
                     try:
                         calls = v.calls(shape, facts)
-                        what = ", ".join(f"{c.kernel}<<<{c.launch.grid},{c.launch.block}>>>" for c in calls) or v.baseline
+                        what = ", ".join(f"{c.kernel}<<<{c.launch.grid},{c.launch.block}>>>"
+                                         + (f" cluster {c.launch.cluster}" if c.launch.cluster > 1 else "")
+                                         for c in calls) or v.baseline
                     except RungRefused as exc:
                         what = f"REFUSED ({str(exc)[:60]}...)"
                     print(f"{lad:9s} {v.id:18s} {shape_label(shape):16s} {what}")
+        if "sgemm" in ladders and not args.no_autotune:
+            for v in sgemm.S9_CANDIDATES:
+                for shape in sgemm.AUTOTUNE_SHAPES:
+                    (c,) = v.calls(shape, facts)
+                    pred = sgemm.S9_TILE_PREREGISTERED.get((v.id, shape_label(shape)))
+                    print(f"autotune  {v.id:22s} {shape_label(shape):16s} {c.kernel}<<<{c.launch.grid},{c.launch.block}>>> "
+                          f"-D {' '.join(f'{k}={x}' for k, x in c.defines)}  predicted {pred} ms")
         print(f"dry run: {sum(len(LADDERS[x]) for x in ladders)} rungs; nothing measured")
         return 0
     out_dir = Path(args.out_dir)
@@ -268,6 +356,12 @@ def main(argv: list[str] | None = None) -> int:
         except Exception:  # noqa: BLE001 - one shape's failure must not lose the others
             batch.add({"id": f"error.{lad}.{shape_label(shape)}", "settings": {"shape": shape},
                        "result": {"kind": "error", "error": traceback.format_exc()}})
+            log(traceback.format_exc())
+    if "sgemm" in ladders and not args.no_autotune:
+        try:
+            autotune_sgemm(runner, batch, args.runs, deadline)
+        except Exception:  # noqa: BLE001 - the autotuner's failure must not lose the ladders' runs
+            batch.add({"id": "error.autotune", "settings": {}, "result": {"kind": "error", "error": traceback.format_exc()}})
             log(traceback.format_exc())
     batch.doc["provenance"]["nvidia_smi_end"] = nvidia_smi()
     batch.doc["provenance"]["wall_s"] = time.monotonic() - T0

@@ -29,7 +29,8 @@ from pytest_anatomy.kernels.registry import CUDA_DIR, DeviceFacts, Variant
 
 HEADER = Path(__file__).resolve().parent / "cuda_emu.h"
 FLAGS = ("-std=c++17", "-O1", "-shared", "-fPIC", "-w", "-x", "c++")
-_KERNEL_RE = re.compile(r'extern\s+"C"\s+__global__\s+(?:void\s+)?(?:__launch_bounds__\([^)]*\)\s*)?(?:void\s+)?(\w+)\s*\(')
+_KERNEL_RE = re.compile(r'extern\s+"C"\s+__global__\s+(?:void\s+)?(?:__cluster_dims__\([^)]*\)\s*)?'
+                        r'(?:__launch_bounds__\([^)]*\)\s*)?(?:void\s+)?(\w+)\s*\(')
 _LIBS: dict[str, ctypes.CDLL] = {}
 
 
@@ -56,13 +57,15 @@ def cache_dir() -> Path:
     return path
 
 
-def build(source: str) -> ctypes.CDLL:
-    if source in _LIBS:
-        return _LIBS[source]
+def build(source: str, defines: tuple[tuple[str, int], ...] = ()) -> ctypes.CDLL:
+    memo = source + "".join(f" -D{k}={v}" for k, v in defines)
+    if memo in _LIBS:
+        return _LIBS[memo]
     cxx = compiler()
     text = (CUDA_DIR / source).read_text(encoding="utf-8")
     exports = "".join(f"EMU_EXPORT({k})\n" for k in kernels_in(source))
-    unit = f'#include "{CUDA_DIR / source}"\n{exports}'
+    macros = "".join(f"#define {k} {v}\n" for k, v in defines)  # before the source: its #ifndef defaults yield
+    unit = f'{macros}#include "{CUDA_DIR / source}"\n{exports}'
     key = hashlib.sha256("\0".join((text, HEADER.read_text(), unit, cxx, *FLAGS)).encode()).hexdigest()[:20]
     lib = cache_dir() / f"{Path(source).stem}-{key}.so"
     if not lib.exists():
@@ -75,8 +78,8 @@ def build(source: str) -> ctypes.CDLL:
             if proc.returncode != 0:
                 raise RuntimeError(f"emulator build of {source} failed:\n{proc.stderr[-4000:]}")
             os.replace(out, lib)
-    _LIBS[source] = ctypes.CDLL(str(lib))
-    return _LIBS[source]
+    _LIBS[memo] = ctypes.CDLL(str(lib))
+    return _LIBS[memo]
 
 
 def _arg(kind: str, value: Any) -> Any:
@@ -100,12 +103,12 @@ def run(variant: Variant, shape: Mapping[str, int], inputs: Mapping[str, np.ndar
         for name, count in variant.workspace(shape, device or DeviceFacts(sm_count=4)).items():
             bindings[name] = np.full(count, np.nan, dtype=np.float32)
     for call in calls:
-        fn = getattr(build(call.source), f"emu_launch_{call.kernel}")
+        fn = getattr(build(call.source, call.defines), f"emu_launch_{call.kernel}")
         fn.restype = ctypes.c_int
         holders = [_arg(kind, value) for kind, value in call.bind(bindings)]
         argv = (ctypes.c_void_p * len(holders))(*[ctypes.cast(ctypes.pointer(h), ctypes.c_void_p) for h in holders])
         grid = (ctypes.c_int * 3)(*call.launch.grid)
         block = (ctypes.c_int * 3)(*call.launch.block)
-        if fn(argv, grid, block) != 0:
+        if fn(argv, grid, block, ctypes.c_int(call.launch.cluster)) != 0:
             raise RuntimeError(f"{variant.id}: {call.kernel} deadlocked in the emulator (see stderr)")
     return out

@@ -5,6 +5,13 @@
 // shared memory. __syncthreads() parks a fiber until every live fiber of the block has arrived;
 // __syncwarp() and the shuffles park it until every live fiber of its warp has. A barrier that
 // cannot complete (threads of one warp waiting at different barriers) aborts with a message:
+// that is a real bug on a GPU too. A launch with a thread-block cluster (cluster > 1 blocks) runs the
+// cluster's blocks together, one fiber pool: barrier.cluster parks a fiber until every live fiber of
+// the cluster has arrived, and shared arrays the kernel registers with EMU_BLOCK_SHARED are swapped
+// in and out on every switch between blocks, so each block keeps its own copy and another block's
+// copy is what distributed shared memory (mapa + ld.shared::cluster) reads. Otherwise, as before,
+// the blocks run one after another and a `static` shared array is one block's own. A barrier that
+// cannot complete aborts with a message:
 // that is a real bug on a GPU too. What this cannot show: races whose outcome depends on timing
 // (fibers run in a fixed order), memory-model bugs, and speed. Inline PTX has C++ stand-ins
 // (cp.async, mma.sync m16n8k16 bf16, cvt to bf16) that follow the PTX ISA's fragment layouts,
@@ -40,15 +47,21 @@ struct alignas(8) uint2 { unsigned x, y; };
 inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
 
 namespace emu {
-enum State { RUNNABLE, AT_BLOCK_BARRIER, AT_WARP_BARRIER, DONE };
-struct Fiber { ucontext_t ctx; State state; dim3 tid; int linear; std::vector<char> stack; };
+enum State { RUNNABLE, AT_BLOCK_BARRIER, AT_WARP_BARRIER, AT_CLUSTER_BARRIER, DONE };
+// linear: the thread's index in its block; block: its block's rank in the cluster (0 without one)
+struct Fiber { ucontext_t ctx; State state; dim3 tid; dim3 bid; int linear; int block; std::vector<char> stack; };
 
-struct Block {
+struct Block {  // the fibers of one block, or of one cluster's blocks
   std::vector<Fiber> fibers;
   ucontext_t sched;
   Fiber* cur = nullptr;
+  int warps_per_block = 0, nblocks = 1;
   // per-warp exchange slots for shuffles and mma stand-ins (32 lanes x 16 words)
   std::vector<uint32_t> slots;
+  // registered shared arrays (address, bytes), each block's saved copy, and whose copy is live
+  std::vector<std::pair<char*, size_t>> shared;
+  std::vector<std::vector<std::vector<char>>> saved;
+  int loaded = 0;
 };
 inline Block& blk() { static Block b; return b; }
 inline dim3& block_idx() { static dim3 d; return d; }
@@ -67,18 +80,58 @@ inline void park(State s) {
   swapcontext(&f->ctx, &blk().sched);
 }
 inline int lane() { return blk().cur->linear & 31; }
-inline int warp() { return blk().cur->linear >> 5; }
+inline int warp() { return blk().cur->block * blk().warps_per_block + (blk().cur->linear >> 5); }
 
-// Runs one block to completion; returns 0, or -1 after printing why a barrier deadlocked.
-inline int run_block(int nthreads) {
+// Make block `b`'s shared arrays the live ones (a no-op without a cluster: one block at a time).
+inline void load_shared(int b) {
+  Block& k = blk();
+  if (k.loaded == b) return;
+  for (size_t i = 0; i < k.shared.size(); ++i) {
+    std::memcpy(k.saved[k.loaded][i].data(), k.shared[i].first, k.shared[i].second);
+    std::memcpy(k.shared[i].first, k.saved[b][i].data(), k.shared[i].second);
+  }
+  k.loaded = b;
+}
+// EMU_BLOCK_SHARED(arr): from here on every block of the cluster has its own copy of `arr`.
+inline void register_shared(void* p, size_t bytes) {
+  Block& k = blk();
+  for (auto& r : k.shared) if (r.first == p) return;
+  k.shared.emplace_back(static_cast<char*>(p), bytes);
+  k.saved.resize(k.nblocks);
+  for (auto& per_block : k.saved) per_block.emplace_back(static_cast<char*>(p), static_cast<char*>(p) + bytes);
+}
+// Block `rank`'s copy of the registered shared object at `p` (p: the calling block's address of it).
+template <typename T> T* dsmem(T* p, int rank) {
+  Block& k = blk();
+  char* c = reinterpret_cast<char*>(p);
+  for (size_t i = 0; i < k.shared.size(); ++i) {
+    char* base = k.shared[i].first;
+    if (c >= base && c < base + k.shared[i].second)
+      return rank == k.loaded ? p : reinterpret_cast<T*>(k.saved[rank][i].data() + (c - base));
+  }
+  std::fprintf(stderr, "cuda_emu: distributed shared memory access to an unregistered address\n");
+  std::abort();
+}
+
+// Runs the `nblocks` blocks starting at `first` (a cluster, or one block) to completion; returns 0,
+// or -1 after printing why a barrier deadlocked.
+inline int run_block(int nthreads, dim3 first = block_idx(), int nblocks = 1) {
   Block& b = blk();
   const dim3 bd = block_dim();
-  b.fibers.resize(nthreads);
-  b.slots.assign(((nthreads + 31) / 32) * 32 * 16, 0u);
-  for (int i = 0; i < nthreads; ++i) {
+  const int wpb = (nthreads + 31) / 32;
+  b.fibers.resize(size_t(nthreads) * nblocks);
+  b.warps_per_block = wpb;
+  b.nblocks = nblocks;
+  b.slots.assign(size_t(wpb) * nblocks * 32 * 16, 0u);
+  b.shared.clear();
+  b.saved.clear();
+  b.loaded = 0;
+  for (int i = 0; i < nthreads * nblocks; ++i) {
     Fiber& f = b.fibers[i];
-    f.linear = i;
-    f.tid = {unsigned(i % bd.x), unsigned((i / bd.x) % bd.y), unsigned(i / (bd.x * bd.y))};
+    f.linear = i % nthreads;
+    f.block = i / nthreads;
+    f.bid = {first.x + unsigned(f.block), first.y, first.z};
+    f.tid = {unsigned(f.linear % bd.x), unsigned((f.linear / bd.x) % bd.y), unsigned(f.linear / (bd.x * bd.y))};
     f.state = RUNNABLE;
     if (f.stack.empty()) f.stack.resize(64 * 1024);
     getcontext(&f.ctx);
@@ -87,56 +140,74 @@ inline int run_block(int nthreads) {
     f.ctx.uc_link = nullptr;
     makecontext(&f.ctx, (void (*)())fiber_main, 0);
   }
-  const int nwarps = (nthreads + 31) / 32;
   for (;;) {
     bool ran = false;
     for (auto& f : b.fibers) {
       if (f.state != RUNNABLE) continue;
+      load_shared(f.block);
       b.cur = &f;
       ran = true;
       swapcontext(&b.sched, &f.ctx);
     }
-    int live = 0, at_block = 0;
+    int live = 0, at_block = 0, at_cluster = 0;
+    bool released = false;
     for (auto& f : b.fibers) {
       if (f.state != DONE) ++live;
-      if (f.state == AT_BLOCK_BARRIER) ++at_block;
+      if (f.state == AT_CLUSTER_BARRIER) ++at_cluster;
     }
     if (live == 0) return 0;
-    bool released = false;
-    if (at_block == live) {
-      for (auto& f : b.fibers) if (f.state == AT_BLOCK_BARRIER) f.state = RUNNABLE;
+    if (at_cluster == live) {
+      for (auto& f : b.fibers) f.state = f.state == AT_CLUSTER_BARRIER ? RUNNABLE : f.state;
       released = true;
     }
-    for (int w = 0; w < nwarps; ++w) {
-      int wl = 0, ww = 0;
-      for (int i = w * 32; i < std::min(nthreads, w * 32 + 32); ++i) {
-        if (b.fibers[i].state != DONE) ++wl;
-        if (b.fibers[i].state == AT_WARP_BARRIER) ++ww;
+    for (int blk_i = 0; blk_i < nblocks; ++blk_i) {
+      Fiber* bf = &b.fibers[size_t(blk_i) * nthreads];
+      int bl = 0, bb = 0;
+      for (int i = 0; i < nthreads; ++i) {
+        if (bf[i].state != DONE) ++bl;
+        if (bf[i].state == AT_BLOCK_BARRIER) ++bb;
       }
-      if (wl > 0 && ww == wl) {
-        for (int i = w * 32; i < std::min(nthreads, w * 32 + 32); ++i) b.fibers[i].state = RUNNABLE;
+      at_block += bb;
+      if (bl > 0 && bb == bl) {
+        for (int i = 0; i < nthreads; ++i) bf[i].state = RUNNABLE;
         released = true;
+      }
+      for (int w = 0; w < wpb; ++w) {
+        int wl = 0, ww = 0;
+        for (int i = w * 32; i < std::min(nthreads, w * 32 + 32); ++i) {
+          if (bf[i].state != DONE) ++wl;
+          if (bf[i].state == AT_WARP_BARRIER) ++ww;
+        }
+        if (wl > 0 && ww == wl) {
+          for (int i = w * 32; i < std::min(nthreads, w * 32 + 32); ++i) bf[i].state = RUNNABLE;
+          released = true;
+        }
       }
     }
     if (!ran && !released) {
-      std::fprintf(stderr, "cuda_emu: deadlock in block (%u,%u,%u): %d live threads, %d at __syncthreads, "
-                   "the rest at a warp barrier that not all of their warp reached\n",
-                   block_idx().x, block_idx().y, block_idx().z, live, at_block);
+      std::fprintf(stderr, "cuda_emu: deadlock in block (%u,%u,%u) (+%d in its cluster): %d live threads, %d at "
+                   "__syncthreads, %d at barrier.cluster, the rest at a warp barrier that not all of their warp "
+                   "reached\n", first.x, first.y, first.z, nblocks - 1, live, at_block, at_cluster);
       return -1;
     }
   }
 }
 
-inline int launch(const int* g, const int* bdim, const std::function<void()>& fn) {
+// cluster: blocks per thread-block cluster along x (the kernel's __cluster_dims__; 1 = none).
+inline int launch(const int* g, const int* bdim, const std::function<void()>& fn, int cluster = 1) {
   grid_dim() = {unsigned(g[0]), unsigned(g[1]), unsigned(g[2])};
   block_dim() = {unsigned(bdim[0]), unsigned(bdim[1]), unsigned(bdim[2])};
   body() = fn;
   const int nthreads = bdim[0] * bdim[1] * bdim[2];
   for (int z = 0; z < g[2]; ++z)
     for (int y = 0; y < g[1]; ++y)
-      for (int x = 0; x < g[0]; ++x) {
+      for (int x = 0; x < g[0]; x += cluster) {
+        if (g[0] % cluster != 0) {
+          std::fprintf(stderr, "cuda_emu: grid x %d is not a multiple of the cluster size %d\n", g[0], cluster);
+          return -1;
+        }
         block_idx() = {unsigned(x), unsigned(y), unsigned(z)};
-        if (run_block(nthreads) != 0) return -1;
+        if (run_block(nthreads, block_idx(), cluster) != 0) return -1;
       }
   return 0;
 }
@@ -202,7 +273,7 @@ inline void mma_16816(float d[4], const uint32_t a[4], const uint32_t b[2], cons
 }  // namespace emu
 
 #define threadIdx (emu::blk().cur->tid)
-#define blockIdx (emu::block_idx())
+#define blockIdx (emu::blk().cur->bid)
 #define blockDim (emu::block_dim())
 #define gridDim (emu::grid_dim())
 #define warpSize 32
@@ -222,6 +293,12 @@ inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
 inline float __expf(float x) { return std::exp(x); }
 inline float __fdividef(float a, float b) { return a / b; }
 
+#define __cluster_dims__(...)
+// The cluster's own rank of the calling block and barrier.cluster (arrive.release + wait.acquire).
+inline unsigned emu_cluster_ctarank() { return unsigned(emu::blk().cur->block); }
+inline void emu_cluster_sync() { emu::park(emu::AT_CLUSTER_BARRIER); }
+#define EMU_BLOCK_SHARED(arr) emu::register_shared(&(arr), sizeof(arr))
+
 #define EMU_EXPORT(k) \
-  extern "C" int emu_launch_##k(void** a, const int* g, const int* b) { \
-    return emu::launch(g, b, [a] { emu::call_with(k, a); }); }
+  extern "C" int emu_launch_##k(void** a, const int* g, const int* b, int cluster) { \
+    return emu::launch(g, b, [a] { emu::call_with(k, a); }, cluster); }

@@ -39,13 +39,24 @@ The issue ledger's 4.37 ms missed by -28% at all three shapes: ncu counts 4.72 w
 instruction where the ledger's latency term says 6.93 (finding h200-issue-ledger-without-the-pipeline).
 Seed: no such rung.
 */
+// The block tile and the blocks-per-SM hint are the autotuner's search space (sgemm.S9_TILE_SPACE passes
+// them as -D); the values here are the rung's own. The warp and thread tiles are fixed by the fragment code.
+#ifndef S9_BM
 #define S9_BM 128
+#endif
+#ifndef S9_BN
 #define S9_BN 128
+#endif
+#ifndef S9_BK
 #define S9_BK 16
+#endif
+#ifndef S9_MINB
+#define S9_MINB 2  // __launch_bounds__ min blocks per SM: 2 caps registers at 128
+#endif
 #define S9_APAD 4  // As row = BM + 4 floats: float4-aligned, and the 4-byte scatter spreads over 16 banks
-#define S9_THREADS 256
 #define S9_WM 64  // warp tile 64 x 32: 2 x 4 warps cover the 128 x 128 block tile
 #define S9_WN 32
+#define S9_THREADS ((S9_BM / S9_WM) * (S9_BN / S9_WN) * 32)  // 256 at 128 x 128
 #define S9_TM 8   // thread tile 8 x 8: lanes form 8 rows x 4 columns of the warp tile
 #define S9_TN 8
 
@@ -103,7 +114,7 @@ __device__ __forceinline__ void s9_load_tile(float (*As)[S9_BM + S9_APAD], float
   }
 }
 
-extern "C" __global__ void __launch_bounds__(S9_THREADS, 2)
+extern "C" __global__ void __launch_bounds__(S9_THREADS, S9_MINB)
 sgemm_cp_async_pipeline(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,
                         float* __restrict__ C) {
   __shared__ __align__(16) float As[2][S9_BK][S9_BM + S9_APAD];  // transposed: [stage][k][m]
