@@ -19,3 +19,35 @@ def quant_data() -> qd.QuantData:
         return qd.locate()
     except qd.QuantDataMissing as exc:
         pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="session")
+def reference(quant_data):
+    """The reference forward over the slice, once per session (tests_quant/quality_slice.py)."""
+    from quality_slice import build_reference
+
+    return build_reference(quant_data)
+
+
+@pytest.fixture(scope="session")
+def format_result(reference):
+    """format_result(file_type) -> its FormatResult, each file type quantized and run once per session."""
+    from quality_slice import run_format
+
+    cache: dict = {}
+
+    def get(file_type: str):
+        if file_type not in cache:
+            cache[file_type] = run_format(reference, file_type)
+        return cache[file_type]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def noise_model(format_result):
+    from quality_slice import FIT
+
+    from pytest_anatomy.theory import quant_noise
+
+    return quant_noise.fit({ft: (format_result(ft).budget.total, format_result(ft).kld_mean) for ft in FIT})
