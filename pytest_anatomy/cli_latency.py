@@ -189,6 +189,15 @@ def plan_warnings(args: argparse.Namespace, model: Any, hw: Any, settings: Any) 
                         max_num_seqs=settings.max_num_seqs, max_num_batched_tokens=settings.max_num_batched_tokens,
                         vllm_version=args.vllm_version)
     answers = capacity(model, hw, **cap_settings)  # type: ignore[arg-type]
+    method = getattr(args, "quantization", None)
+    if method:
+        from pytest_anatomy.theory.quant_planning import requantize_capacity
+
+        if args.rate is not None:
+            raise feasibility.ImpossiblePlan("--rate with --quantization is not modelled yet (the simulator steps at "
+                                             "the unquantized step time); drop one of them")
+        answers = requantize_capacity(answers, model, method, tp=1, block_size=settings.block_size,
+                                      kv_cache_dtype="auto", max_model_len=args.max_model_len)
     plan = feasibility.Plan(model, hw, cap_settings)
     if args.kv_tokens is None:
         warnings = list(feasibility.judge_capacity(answers, plan, capacity))
@@ -229,6 +238,16 @@ def _step_answers(args: argparse.Namespace, model: Any, hw: Any, settings: Any, 
     from pytest_anatomy.theory import serving as sv
 
     budget, b, n_in, n_out = settings.max_num_batched_tokens, args.batch, args.input_len, args.output_len
+    method = getattr(args, "quantization", None)
+    if method:
+        from pytest_anatomy.theory import quant_planning as qp
+
+        note = (f"--quantization {method}: itl_ms and prefill_ms only; TTFT and throughput under load are not "
+                "re-derived for a quantized model yet",)
+        itl = qp.decode_step_time(model, hw, ceilings, calib, b, n_in + n_out / 2, method)
+        pre = qp.prefill_time(model, hw, ceilings, calib, n_in, budget, method)
+        return {"itl_ms": replace(_in_ms(itl), notes=itl.notes + note),
+                "prefill_ms": replace(_in_ms(pre), notes=pre.notes + note)}
     out: dict[str, Prediction] = {
         "itl_ms": _in_ms(lat.decode_step_time(model, ceilings, calib, b, n_in + n_out / 2)),
         "prefill_ms": _in_ms(lat.prefill_time(model, ceilings, calib, n_in, budget)),
