@@ -104,9 +104,13 @@ def _retyped(header: Any, file_type: str) -> Any:
 
 
 def quality_section(c: float, fit_on: Mapping[str, tuple[float, float]], noise: Mapping[str, float],
-                    held_out: tuple[str, ...]) -> dict[str, Any]:
-    """c and its fit points, and per file type with a computed S: S, KLD = c x S, delta ln ppl = KLD."""
-    return {"c": _round(c), "fit_on": {k: [_round(s), _round(k_)] for k, (s, k_) in sorted(fit_on.items())},
+                    held_out: tuple[str, ...], cpu_slice: Mapping[str, Any]) -> dict[str, Any]:
+    """c and its fit points, and per file type with a computed S: S, KLD = c x S, delta ln ppl = KLD. And the
+    CPU slice's own measurements (reference perplexity, delta ln ppl per type), which the visit's llama.cpp
+    replays on the same tokens: a second implementation of the same forward."""
+    return {"cpu_slice": {k: (_round(v) if isinstance(v, float) else {f: _round(x) for f, x in v.items()})
+                          for k, v in cpu_slice.items()},
+            "c": _round(c), "fit_on": {k: [_round(s), _round(k_)] for k, (s, k_) in sorted(fit_on.items())},
             "held_out_on_cpu": list(held_out),
             "types": {ft: {"S": _round(s), "kld": _round(c * s), "delta_ln_ppl": _round(c * s)}
                       for ft, s in sorted(noise.items())},

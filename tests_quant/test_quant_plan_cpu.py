@@ -37,6 +37,7 @@ def test_the_plan_covers_every_file_type_inside_its_budget():
     steps = plan.plan()
     for ft in plan.FILE_TYPES:
         assert {f"{ft}.quantize", f"{ft}.noise", f"{ft}.kld", f"{ft}.bench"} <= {s.id for s in steps}
+    assert {f"{ft}.slice" for ft in ("F16", "Q8_0", "Q4_0", "Q5_0", "Q5_1")} <= {s.id for s in steps}
     assert sum(s.est_s for s in steps) < 480 and "Q4_1" in plan.FILE_TYPES  # the trap is measured, to show it
     assert "past the budget" not in plan.dry_run(480)
 
@@ -70,8 +71,18 @@ def test_device_noise_equals_the_theorys(tmp_path):
     assert device["types"] == {"blk.0.ffn_up.weight": "Q8_0"}
 
 
+def test_the_slice_text_tokenizes_back_to_the_cpu_slice(reference, quant_data, tmp_path):
+    """llama.cpp gets text, not tokens: the text written must re-tokenize to the CPU slice's 768 tokens."""
+    out = plan.write_slice(reference.tokenizer, quant_data.wiki_bz2(), tmp_path)
+    assert out["slice_tokens"] == reference.tokens.ravel().tolist()
+    again = reference.tokenizer.encode((tmp_path / "slice.txt").read_text(encoding="utf-8"))
+    assert again[:reference.tokens.size] == out["slice_tokens"]
+
+
 def test_carry_parts_fit_a_call_and_stage_back(quant_data, tmp_path, monkeypatch):
     monkeypatch.setattr(plan, "TEXT_CHARS", 2000)  # the staging of the text, not its length, is under test
+    monkeypatch.setattr(plan, "gguf_tokenizer", lambda path: None)  # parsing the vocabulary again: 7 s
+    monkeypatch.setattr(plan, "write_slice", lambda tok, bz2, folder: {})  # tested above
     c1, c2 = plan.make_carry(tmp_path / "carry")
     for d in (c1, c2):
         assert sum(f.stat().st_size for f in d.iterdir()) < 60 * 2**20

@@ -42,6 +42,18 @@ def test_the_quality_constant_and_noise_are_reproduced(format_result, noise_mode
         assert row["kld"] == pytest.approx(q["c"] * row["S"], rel=1e-9)
 
 
+def test_the_cpu_slice_measurements_are_reproduced(reference, format_result):
+    """The numbers the visit's llama.cpp replays on the same tokens; float32 forward: 1e-4 across CPUs' BLAS."""
+    import numpy as np
+
+    cpu = PREREG["quality"]["cpu_slice"]
+    assert float(np.exp(reference.nll.mean())) == pytest.approx(cpu["ppl_ref"], rel=1e-4)
+    for ft, value in cpu["delta_ln_ppl"].items():
+        # absolute: Q8_0's change (~0.007 nat) is a difference of two float32 forwards, rounding ~1e-6
+        assert format_result(ft).delta_ln_ppl == pytest.approx(value, rel=1e-4, abs=1e-5), ft
+        assert format_result(ft).kld_mean == pytest.approx(cpu["kld"][ft], rel=1e-4), ft
+
+
 def test_written_before_any_quant_recording():
     written = datetime.fromisoformat(PREREG["written_utc"])
     for rec in ROOT.glob("results/*/quant/*.json"):

@@ -19,7 +19,9 @@ from pytest_anatomy.cli_calibration import RecordedCalibration, recorded_calibra
 from pytest_anatomy.cli_llama import _ceilings
 from pytest_anatomy.preregistration import repo_root, theory_commit
 from pytest_anatomy.specs.hardware import get_hardware
-from pytest_anatomy.theory import gguf_mix, quant_noise
+import numpy as np
+
+from pytest_anatomy.theory import quant_noise
 
 REPO = Path(__file__).resolve().parents[1]
 LEGACY = ("Q8_0", "Q4_0", "Q5_0", "Q5_1")  # the file types whose every tensor gguf-py quantizes for SmolLM2
@@ -37,11 +39,14 @@ def frozen_constants() -> dict[str, float]:
 
 def quality() -> dict:
     ref = build_reference(quant_data.locate())
-    fit_on = {ft: (r.budget.total, r.kld_mean) for ft in FIT for r in [run_format(ref, ft)]}
+    results = {ft: run_format(ref, ft) for ft in LEGACY}
+    fit_on = {ft: (results[ft].budget.total, results[ft].kld_mean) for ft in FIT}
     model = quant_noise.fit(fit_on)
-    noise = {ft: quant_noise.quantize_model(ref.weights, gguf_mix.quantized_types(ref.header_f16, ft), ft)[1].total
-             for ft in LEGACY}
-    return quant_prereg.quality_section(model.c, fit_on, noise, HELD_OUT)
+    cpu_slice = {"ppl_ref": float(np.exp(ref.nll.mean())),
+                 "delta_ln_ppl": {ft: r.delta_ln_ppl for ft, r in results.items()},
+                 "kld": {ft: r.kld_mean for ft, r in results.items()}}
+    return quant_prereg.quality_section(model.c, fit_on, {ft: r.budget.total for ft, r in results.items()}, HELD_OUT,
+                                        cpu_slice)
 
 
 def write(path: Path) -> Path:

@@ -12,6 +12,7 @@ stages it over two calls to the same warm machine (the capacity plan's /root/sta
   call 2  carry [".devcarry-quant/c2", ".devcarry-llama"] (the llama carry with its prebuilt archive):
           cp .devcarry-quant/c2/* /root/stage/ && STEPS= MAKE_MODELS=0 bash .devcarry-llama/device_run.sh &&
           BUILD_TIMEOUT_S=120 bash .devcarry-llama/build.sh "$(find /root/llama/src -maxdepth 3 -type d -name llama.cpp | head -1)" /root/llama/build llama-perplexity &&
+          export PYTHONPATH=$(find /root/llama/src -type d -name gguf-py | head -1):$PWD &&
           ANATOMY_LLAMA_BIN=/root/llama/build/bin python3 scripts/device/quant_plan.py --phase stage --stage /root/stage &&
           ANATOMY_LLAMA_BIN=/root/llama/build/bin python3 scripts/device/quant_plan.py --phase measure --stage /root/stage --out $OUT
 (the device build makes llama-bench/quantize/server only: llama-perplexity is one more target.)
@@ -24,7 +25,10 @@ Phase measure, in order, each run appended to $OUT/quant.json as it ends (a cut 
      the relative noise of every tensor against the F16 (gguf-py dequantizes every type, k-quants too);
   3. llama-perplexity of the F16 over the text (-c 512), its logits saved; each file type against them
      (--kl-divergence): KLD, ln(PPL_Q/PPL_base), PPL;
-  4. llama-bench tg128/pp512 of each SmolLM2 file (speed at 135M: overhead-bound, a floor for the model).
+  4. llama-bench tg128/pp512 of each SmolLM2 file (speed at 135M: overhead-bound, a floor for the model);
+  5. the CPU slice replayed by llama.cpp: llama-perplexity -c 256 --chunks 3 over the slice's text (the same 768
+     tokens if our tokenizer is llama.cpp's, the same scored positions) for the F16 and the CPU's four legacy
+     types: the numpy forward's perplexity and delta ln ppl, pre-registered, checked by another implementation.
 The vLLM half (fp8 online, AWQ, GPTQ, an fp8 KV cache, on Qwen2.5-7B with dummy weights) is pre-registered
 in tests_quant/preregistered.json but not run by this script: measure/engine_settings.py has no
 `quantization` field yet (docs/QUANT.md, "not yet").
@@ -60,7 +64,8 @@ TEXT_CHARS = 400_000  # ~90k SmolLM2 tokens: ~175 chunks of 512; base logits ~4.
 FILE_TYPES = (*GGUF_SHOOTOUT, "Q5_0", "Q5_1", "Q4_1")
 PART_BYTES = 50 * 2**20
 # Planning estimates in seconds (conservative; never compared with results).
-EST = {"stage": 20, "reference": 15, "quantize": 6, "noise": 8, "base": 40, "kld": 15, "bench": 8}
+EST = {"stage": 20, "reference": 15, "quantize": 6, "noise": 8, "base": 40, "kld": 15, "bench": 8, "slice": 4}
+SLICE_TYPES = ("F16", "Q8_0", "Q4_0", "Q5_0", "Q5_1")  # the CPU slice's reference, fit points and held-out types
 
 
 @dataclass(frozen=True)
@@ -78,6 +83,7 @@ def plan() -> list[Step]:
         steps += [Step(f"{ft}.quantize", "quantize", ft, EST["quantize"]), Step(f"{ft}.noise", "noise", ft, EST["noise"]),
                   Step(f"{ft}.kld", "kld", ft, EST["kld"])]
     steps += [Step(f"{ft}.bench", "bench", ft, EST["bench"]) for ft in ("F16", *FILE_TYPES)]
+    steps += [Step(f"{ft}.slice", "slice", ft, EST["slice"]) for ft in SLICE_TYPES]
     return steps
 
 
@@ -117,9 +123,33 @@ def stage(folder: Path) -> dict[str, Any]:
     if digest != quant_data.MODEL.sha256:
         raise SystemExit(f"stage: {gguf} sha256 {digest[:12]}... is not the pinned SmolLM2 Q4_1 "
                          f"({len(parts)} parts found): carry both parts again")
-    text = wiki_text.plain_text((folder / "wiki.xml.bz2").read_bytes(), max_chars=TEXT_CHARS)
+    bz2 = (folder / "wiki.xml.bz2").read_bytes()
+    text = wiki_text.plain_text(bz2, max_chars=TEXT_CHARS)
     (folder / "wiki.txt").write_text(text, encoding="utf-8")
-    return {"gguf": str(gguf), "sha256": digest, "text_chars": len(text)}
+    return {"gguf": str(gguf), "sha256": digest, "text_chars": len(text), **write_slice(gguf_tokenizer(gguf), bz2, folder)}
+
+
+def gguf_tokenizer(gguf_path: Path) -> Any:
+    import gguf
+
+    from pytest_anatomy.measure import bpe
+
+    reader = gguf.GGUFReader(str(gguf_path))
+    return bpe.ByteBpe(reader.get_field("tokenizer.ggml.tokens").contents(),
+                       reader.get_field("tokenizer.ggml.merges").contents())
+
+
+def write_slice(tok: Any, bz2: bytes, folder: Path) -> dict[str, Any]:
+    """slice.txt: the CPU slice's tokens as text (a few tokens more: llama.cpp takes the first 768 it makes)."""
+    from pytest_anatomy.measure import wiki_text
+
+    sys.path.insert(0, str(REPO / "tests_quant"))
+    from quality_slice import CTX, WINDOWS
+    from quality_slice import TEXT_CHARS as SLICE_CHARS
+
+    ids = tok.encode(wiki_text.plain_text(bz2, max_chars=SLICE_CHARS))[:WINDOWS * CTX + 32]
+    (folder / "slice.txt").write_text(tok.decode(ids), encoding="utf-8")
+    return {"slice_tokens": ids[:WINDOWS * CTX]}
 
 
 # --- device: measure -------------------------------------------------------------------------------
@@ -178,6 +208,10 @@ def run_step(step: Step, folder: Path) -> dict[str, Any]:
         return llama_kld.compare(path, base, n_ctx=N_CTX)
     if step.kind == "bench":
         return run_bench(path)
+    if step.kind == "slice":
+        from pytest_anatomy.measure.llama_cpp import run_perplexity
+
+        return run_perplexity(path, folder / "slice.txt", n_ctx=256, n_chunks=3)
     raise AssertionError(step.kind)
 
 
