@@ -96,3 +96,20 @@ def test_carry_parts_fit_a_call_and_stage_back(quant_data, tmp_path, monkeypatch
     (stage / "model.gguf.part-1").write_bytes(b"broken")
     with pytest.raises(SystemExit, match="not the pinned SmolLM2 Q4_1"):
         plan.stage(stage)
+
+
+def test_vllm_phase_starts_each_preregistered_case_with_its_checkpoint_config(tmp_path):
+    from pytest_anatomy.quant_prereg import VLLM_CASES
+
+    calls = []
+
+    def fake_measure(config, settings, **kw):
+        calls.append((config.get("quantization_config"), settings.kv_cache_dtype, settings.max_num_seqs))
+        return {"fake": True}
+
+    doc = plan.vllm_phase(tmp_path, budget_s=10 * plan.VLLM_TIMEOUT_S, measure=fake_measure)
+    assert [r["id"] for r in doc["runs"]] == [f"qwen2.5-7b.{label}" for label, _m, _kv in VLLM_CASES]
+    methods = [(q or {}).get("quant_method") for q, _kv, _seqs in calls]
+    assert methods == [m for _label, m, _kv in VLLM_CASES]
+    assert [kv for _q, kv, _s in calls] == [kv for _l, _m, kv in VLLM_CASES] and {s for *_x, s in calls} == {256}
+    assert (tmp_path / "quant-vllm.json").is_file()

@@ -29,9 +29,14 @@ Phase measure, in order, each run appended to $OUT/quant.json as it ends (a cut 
   5. the CPU slice replayed by llama.cpp: llama-perplexity -c 256 --chunks 3 over the slice's text (the same 768
      tokens if our tokenizer is llama.cpp's, the same scored positions) for the F16 and the CPU's four legacy
      types: the numpy forward's perplexity and delta ln ppl, pre-registered, checked by another implementation.
-The vLLM half (fp8 online, AWQ, GPTQ, an fp8 KV cache, on Qwen2.5-7B with dummy weights) is pre-registered
-in tests_quant/preregistered.json but not run by this script: measure/engine_settings.py has no
-`quantization` field yet (docs/QUANT.md, "not yet").
+Phase vllm (a call on the vLLM image, staged as scripts/device/capacity_plan.py's docstring says, then
+`python3 scripts/device/quant_plan.py --phase vllm --out $OUT`): Qwen2.5-7B's memory ledger per method, one
+engine start each with dummy weights (measure/vllm_engine.measure_memory_ledger), the method chosen by a
+`quantization_config` in config.json as a quantized checkpoint carries it (AWQ and GPTQ int4 g128: vLLM
+picks its Marlin kernels on Hopper, with AWQ's bytes; fp8: a dynamic-activation fp8 checkpoint, whose
+per-shard weight scales vLLM reduces to one per fused module after loading, as online fp8 ends), and with
+an fp8 KV cache -> $OUT/quant-vllm.json. Not measured here: decode speed per method and the quality of vLLM's
+fp8 (prompt logprobs of SmolLM2); both are pre-registered or planned (docs/QUANT.md).
 """
 
 from __future__ import annotations
@@ -243,6 +248,50 @@ def measure(folder: Path, out: Path, budget_s: float) -> dict[str, Any]:
     return doc
 
 
+# --- device: vLLM ---------------------------------------------------------------------------------
+QUANT_CONFIGS: dict[str, dict[str, Any]] = {
+    "awq": {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True, "version": "gemm"},
+    "gptq": {"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": False, "sym": True},
+    "fp8": {"quant_method": "fp8", "activation_scheme": "dynamic"},
+}
+VLLM_TIMEOUT_S = 240
+
+
+def vllm_cases() -> list[tuple[str, dict[str, Any], Any]]:
+    """(label, config.json, EngineSettings) of each planned start, the pre-registration's cases."""
+    from pytest_anatomy.measure.engine_settings import EngineSettings
+    from pytest_anatomy.quant_prereg import LEDGER, SPEED_MODEL, VLLM_CASES
+
+    base = json.loads((REPO / "pytest_anatomy" / "specs" / "configs" / f"{SPEED_MODEL}.json").read_text())
+    base = {k: v for k, v in base.items() if not k.startswith("_")}
+    out = []
+    for label, method, kv in VLLM_CASES:
+        config = dict(base, **({"quantization_config": QUANT_CONFIGS[method]} if method else {}))
+        out.append((label, config, EngineSettings(kv_cache_dtype=kv, **LEDGER)))  # type: ignore[arg-type]
+    return out
+
+
+def vllm_phase(out: Path, budget_s: float, measure: Any = None) -> dict[str, Any]:
+    if measure is None:
+        from pytest_anatomy.measure.vllm_engine import measure_memory_ledger as measure
+    t0 = time.monotonic()
+    doc: dict[str, Any] = {"schema": SCHEMA, "provenance": {
+        "kind": "quant-vllm", "date_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "command": " ".join([sys.executable, *sys.argv]), "model": {"id": "qwen2.5-7b", "weights": "dummy"}}, "runs": []}
+    for label, config, settings in vllm_cases():
+        if budget_s - (time.monotonic() - t0) < VLLM_TIMEOUT_S:
+            doc["runs"].append({"id": f"qwen2.5-7b.{label}", "skipped": "budget"})
+            continue
+        result = measure(config, settings, timeout_s=VLLM_TIMEOUT_S, workdir=out / "work" / label,
+                         model_dir=out / "models" / label)
+        doc["runs"].append({"id": f"qwen2.5-7b.{label}", "config": {"quantization_config": config.get(
+            "quantization_config")}, "result": result})
+        tmp = out / "quant-vllm.json.tmp"
+        tmp.write_text(json.dumps(doc, indent=1, allow_nan=False) + "\n")
+        tmp.replace(out / "quant-vllm.json")
+    return doc
+
+
 def dry_run(budget_s: float) -> str:
     lines, total = [], 0.0
     for s in plan():
@@ -254,7 +303,7 @@ def dry_run(budget_s: float) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--phase", choices=("stage", "measure"))
+    p.add_argument("--phase", choices=("stage", "measure", "vllm"))
     p.add_argument("--dry-run", action="store_true", help="print the plan and its estimates")
     p.add_argument("--make-carry", type=Path, default=None, metavar="DIR", help="write the two carry folders here")
     p.add_argument("--preregister", action="store_true", help="write tests_quant/preregistered.json (CPU)")
@@ -276,6 +325,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.phase == "stage":
         print(json.dumps(stage(args.stage)))
+        return 0
+    if args.phase == "vllm":
+        args.out.mkdir(parents=True, exist_ok=True)
+        doc = vllm_phase(args.out, args.budget_s)
+        print(f"{sum('result' in r for r in doc['runs'])} engine starts, see {args.out / 'quant-vllm.json'}")
         return 0
     if args.phase == "measure":
         args.out.mkdir(parents=True, exist_ok=True)
