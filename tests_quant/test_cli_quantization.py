@@ -31,6 +31,15 @@ def test_fp8_frees_a_byte_per_linear_weight_into_the_kv_pool(capsys):
     assert fp8["num_gpu_blocks"]["value"] > base["num_gpu_blocks"]["value"]
 
 
+def test_a_given_pool_is_not_grown_again(capsys):
+    """--available-kv-gib is the quantized engine's own logged pool: the freed bytes are already in it."""
+    given = _json(capsys, "capacity", *QWEN, "--quantization", "fp8", "--available-kv-gib", "100")
+    plain = _json(capsys, "capacity", *QWEN, "--available-kv-gib", "100")
+    assert given["available_kv_bytes"]["value"] == 100 * 2**30
+    assert given["num_gpu_blocks"]["value"] == plain["num_gpu_blocks"]["value"]
+    assert given["model_memory_bytes"]["value"] < plain["model_memory_bytes"]["value"]
+
+
 def test_int4_frees_more_than_fp8_and_gptq_pays_for_g_idx(capsys):
     blocks = {q: _json(capsys, "capacity", *QWEN, "--quantization", q)["num_gpu_blocks"]["value"]
               for q in ("fp8", "awq", "gptq")}

@@ -55,6 +55,8 @@ def requantize_capacity(answers: dict, model: ModelSpec, method: str, *, tp: int
         terms=(Term("unquantized load", mm.value, "B", mm.formula), Term("- freed by the method", -saved.value, "B")),
         notes=(note,))
     avail = answers["available_kv_bytes"]
+    if avail.formula.startswith("given"):
+        return out  # the engine's own pool (--available-kv-gib) was measured with the method: nothing to add
     out["available_kv_bytes"] = Prediction(
         avail.value + saved.value, "B", "unquantized available KV + bytes the method frees", {"quantization": method},
         terms=(Term("unquantized available", avail.value, "B"), Term("+ freed by the method", saved.value, "B")),
