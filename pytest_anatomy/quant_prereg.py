@@ -39,7 +39,8 @@ VLLM_CASES = (("bf16", None, "auto"), ("fp8", "fp8", "auto"), ("awq", "awq", "au
               ("bf16-kv-fp8", None, "fp8"), ("fp8-kv-fp8", "fp8", "fp8"))
 LEDGER = dict(gpu_memory_utilization=0.9, max_model_len=8192, max_num_seqs=256)
 DECODE_CONTEXT = 1024 + 128  # batch-1 decode of 256 tokens after a 1024-token prompt: mean context
-FILE_TYPES = ("F16", *qb.GGUF_SHOOTOUT)
+# The shootout, the CPU slice's held-out legacy types and the Q4_1 trap: every file the visit writes.
+FILE_TYPES = ("F16", *qb.GGUF_SHOOTOUT, "Q5_0", "Q5_1", "Q4_1")
 
 
 def _round(x: float) -> float:

@@ -51,3 +51,34 @@ def noise_model(format_result):
     from pytest_anatomy.theory import quant_noise
 
     return quant_noise.fit({ft: (format_result(ft).budget.total, format_result(ft).kld_mean) for ft in FIT})
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "quant_runs(kind): parametrize (target, file_type) over the recorded "
+                                       "results/<hw>/quant/smollm2-135m.<file type>.<kind> runs")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test marked quant_runs(kind) gets one case per recorded run of that kind on each replayed target;
+    a fresh clone (no quant visit imported yet) collects none of them."""
+    marker = metafunc.definition.get_closest_marker("quant_runs")
+    if marker is None or "target" not in metafunc.fixturenames:
+        return
+    from pathlib import Path
+
+    from pytest_anatomy import session as anatomy_session
+    from pytest_anatomy.theory.gguf_mix import FILE_TYPES
+
+    kind = marker.args[0]
+    targets, results = anatomy_session.of_config(metafunc.config, "quant")
+    params = []
+    for t in targets:
+        folder = Path(results) / t.name / "quant"
+        names = sorted({p.name.split("@", 1)[0] for p in folder.glob("smollm2-135m.*@*.json")}) if folder.is_dir() else []
+        for name in names:
+            parts = name.split(".")
+            ft = parts[-2].upper()
+            if not t.live and parts[-1] == kind and (ft in FILE_TYPES):
+                marks = marker.kwargs.get("marks", {}).get(ft, ())
+                params.append(pytest.param(t, ft, id=f"{t.name}-{ft}", marks=marks))
+    metafunc.parametrize(["target", "file_type"], params)

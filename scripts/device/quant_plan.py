@@ -82,8 +82,8 @@ class Step:
 
 
 def plan() -> list[Step]:
-    steps = [Step("reference.f16", "reference", "F16", EST["reference"]),
-             Step("reference.perplexity", "base", "F16", EST["base"])]
+    steps = [Step("F16.quantize", "reference", "F16", EST["reference"]),  # named as a file's bytes record
+             Step("F16.perplexity", "base", "F16", EST["base"])]
     for ft in FILE_TYPES:
         steps += [Step(f"{ft}.quantize", "quantize", ft, EST["quantize"]), Step(f"{ft}.noise", "noise", ft, EST["noise"]),
                   Step(f"{ft}.kld", "kld", ft, EST["kld"])]
