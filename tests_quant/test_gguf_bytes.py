@@ -10,6 +10,7 @@ MLP width of 512 (ffn_down keeps its k-quant), 8 layers (use_more_bits' first an
 
 from __future__ import annotations
 
+from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
 
@@ -27,10 +28,10 @@ EXACT = "exact: integer blocks x block bytes; gguf-py sizes the written tensors 
 HIDDEN, FFN, LAYERS, VOCAB, HEADS, KV_HEADS = 288, 512, 8, 320, 8, 2
 
 
-def tiny_header() -> GgufHeader:
+def tiny_header(layers: int = LAYERS) -> GgufHeader:
     kv = HIDDEN // HEADS * KV_HEADS
     tensors = [GgufTensor("token_embd.weight", "F16", (HIDDEN, VOCAB))]
-    for i in range(LAYERS):
+    for i in range(layers):
         p = f"blk.{i}."
         tensors += [GgufTensor(p + "attn_norm.weight", "F32", (HIDDEN,)),
                     GgufTensor(p + "attn_q.weight", "F16", (HIDDEN, HIDDEN)),
@@ -42,7 +43,7 @@ def tiny_header() -> GgufHeader:
                     GgufTensor(p + "ffn_up.weight", "F16", (HIDDEN, FFN)),
                     GgufTensor(p + "ffn_down.weight", "F16", (FFN, HIDDEN))]
     tensors += [GgufTensor("output_norm.weight", "F32", (HIDDEN,)), GgufTensor("output.weight", "F16", (HIDDEN, VOCAB))]
-    return GgufHeader("tiny llama (test)", "llama", 1, LAYERS, HIDDEN, HEADS, KV_HEADS, HIDDEN // HEADS,
+    return GgufHeader("tiny llama (test)", "llama", 1, layers, HIDDEN, HEADS, KV_HEADS, HIDDEN // HEADS,
                       HIDDEN // HEADS, VOCAB, tuple(tensors))
 
 
@@ -105,3 +106,15 @@ def test_bits_per_weight_of_a_pure_type_is_its_block_rate():
     t = (GgufTensor("blk.0.ffn_down.weight", "Q4_K", (512, 64)),)
     assert qb.gguf_bits_per_weight(t) == Fraction(9, 2)
     assert qb.gguf_bits_per_weight((t[0].retyped("Q6_K"),)) == Fraction(105, 16)
+
+
+def test_the_mix_follows_llama_cpps_layer_order_not_the_files():
+    """llama-quantize counts attn_v / ffn_down in (layer, name) order whatever order the file lists them in:
+    a file written blk.0, blk.1, blk.10, ... (SmolLM2's) gets the same promotions as one in layer order."""
+    header = tiny_header(layers=12)  # blk.10 and blk.11 sort before blk.2 by name
+    shuffled = replace(header, tensors=tuple(sorted(header.tensors, key=lambda t: t.name)))
+    assert [t.name for t in shuffled.tensors] != [t.name for t in header.tensors]
+    assert {t.name: t.ggml_type for t in quantized_types(header, "Q4_K_M")}["blk.10.ffn_down.weight"] == "Q6_K"
+    for ft in ("Q4_K_M", "Q5_K_M", "Q3_K_M"):
+        assert ({t.name: t.ggml_type for t in quantized_types(shuffled, ft)}
+                == {t.name: t.ggml_type for t in quantized_types(header, ft)}), ft

@@ -10,10 +10,24 @@ import pytest
 from quality_slice import CTX, FIT, HELD_OUT, SCORED_FROM, TRAP, WINDOWS
 from quant_findings import Q5_1_ON_THE_Q4_1_GRID
 
+from dataclasses import replace
+
+from pytest_anatomy.specs.gguf_file import header_from_config
+from pytest_anatomy.specs.model import load_model
+from pytest_anatomy.theory import gguf_mix
+from pytest_anatomy.theory import quant_bytes as qb
 from pytest_anatomy.theory import quant_noise
 from pytest_anatomy.theory.prediction import Prediction
 
+SMOLLM2_F16 = header_from_config(load_model("smollm2-135m"))
+
 SE_WHY = "3 standard errors of the per-token mean over the slice's {n} scored tokens"
+
+
+def _with_bpw(pred: Prediction, file_type: str) -> Prediction:
+    """The file's bits per weight beside its KLD prediction: the report plots quality against it."""
+    bpw = qb.gguf_file(SMOLLM2_F16, file_type)["bits_per_weight"].value
+    return replace(pred, inputs={**pred.inputs, "bits_per_weight": bpw})
 
 
 def _fit_scatter_why(model) -> str:
@@ -39,7 +53,7 @@ def test_the_slice_is_the_text_tokenized_by_the_gguf_vocabulary(reference):
 @pytest.mark.parametrize("file_type", FIT)
 def test_fit_points(file_type, format_result, noise_model, reconcile):
     r = format_result(file_type)
-    pred = quant_noise.predict_kld(noise_model, r.budget)
+    pred = _with_bpw(quant_noise.predict_kld(noise_model, r.budget), file_type)
     rel, why = _kld_band(noise_model, r)
     reconcile(f"kld[{file_type}]", pred, r.kld_mean, rel=rel, why=why, kind="fit", model="smollm2-135m")
 
@@ -52,7 +66,8 @@ def test_held_out_kld(file_type, format_result, noise_model, reconcile):
     assert file_type in HELD_OUT and file_type not in noise_model.fit_on
     r = format_result(file_type)
     rel, why = _kld_band(noise_model, r)
-    reconcile(f"kld[{file_type}]", quant_noise.predict_kld(noise_model, r.budget), r.kld_mean, rel=rel, why=why,
+    reconcile(f"kld[{file_type}]", _with_bpw(quant_noise.predict_kld(noise_model, r.budget), file_type), r.kld_mean,
+              rel=rel, why=why,
               model="smollm2-135m")
 
 
@@ -93,3 +108,13 @@ def test_the_fit_needs_two_positive_points():
     assert model.c == pytest.approx(0.1) and model.fit_scatter == pytest.approx(4.0)
     assert isinstance(quant_noise.predict_kld(model, quant_noise.NoiseBudget("x", {"blk.0.attn_q.weight": 2.0}, {})),
                       Prediction)
+
+
+def test_the_real_file_has_the_layout_the_predictions_use(reference):
+    """The pre-registered bytes come from config.json's layout; the real GGUF's tensors (names, shapes) and
+    llama-quantize's mix of every planned file type are the same on both."""
+    real = {t.name: t.ne for t in reference.header_f16.tensors}
+    assert real == {t.name: t.ne for t in SMOLLM2_F16.tensors}
+    for ft in (*qb.GGUF_SHOOTOUT, "Q5_0", "Q5_1", "Q4_1"):
+        mix_real = {t.name: t.ggml_type for t in gguf_mix.quantized_types(reference.header_f16, ft)}
+        assert mix_real == {t.name: t.ggml_type for t in gguf_mix.quantized_types(SMOLLM2_F16, ft)}, ft
