@@ -50,7 +50,8 @@ def test_kld_and_perplexity_change_against_the_noise_model(target, file_type, me
     else:  # a k-quant mix: S from llama-quantize's own file, measured on the device (the pre-registered rule)
         s, source = measured(f"{MODEL}.{file_type.lower()}.noise")["noise_S"].value, "S measured on the device"
     pred = Prediction(Q["c"] * s, "nat", "KLD = c x S (c frozen, fitted on the CPU slice's Q8_0 + Q4_0)",
-                      {"c": Q["c"], "S": s, "S_source": source}, terms=(Term("c", Q["c"], "nat"), Term("S", s, "x")))
+                      {"c": Q["c"], "S": s, "S_source": source,
+                       "bits_per_weight": PREREG["gguf"][MODEL][file_type]["bits_per_weight"]}, terms=(Term("c", Q["c"], "nat"), Term("S", s, "x")))
     kld, err = rec["kld"].value, rec["kld_stderr"].value
     reconcile(f"kld[{file_type}]", pred, rec["kld"], rel=_fit_scatter() + 3 * err / kld,
               why="the fit points' disagreement about c + 3 standard errors of llama-perplexity's mean KLD", model=MODEL)
