@@ -33,6 +33,9 @@ from pytest_anatomy.theory.planning import capacity
 from pytest_anatomy.theory.prediction import Prediction
 
 SCHEMA = "pytest-anatomy/quant-preregistration/v1"
+# The llama.cpp priors' uncertainty (tests_llama/preregistered.json's band): kernel attainment +-15% of the
+# bytes term, the overhead per layer +-30% of its term.
+LLAMA_BAND = {"attainment": 0.15, "overhead": 0.3}
 QUALITY_MODEL, SPEED_MODEL, CARD = "smollm2-135m", "qwen2.5-7b", "h200"
 # The vLLM engine starts of the visit: (label, --quantization, kv_cache_dtype).
 VLLM_CASES = (("bf16", None, "auto"), ("fp8", "fp8", "auto"), ("awq", "awq", "auto"), ("gptq", "gptq", "auto"),
@@ -94,7 +97,10 @@ def speed_section(frozen: Mapping[str, float]) -> dict[str, Any]:
             header = f16 if ft == "F16" else _retyped(f16, ft)
             per_layer = ll.PRIOR_OVERHEAD_PER_LAYER_S["F16" if ft == "F16" else "quantized"]
             cal = ll.LlamaCalibration(frozen["llama_read_bandwidth"], frozen["peak"], per_layer * header.block_count)
-            llama[name][ft] = {"tg128_tok_per_s": _round(ll.decode_tokens_per_s(header, cal).value)}
+            tg = ll.decode_tokens_per_s(header, cal)
+            overhead = next(t.value for t in tg.terms if t.name.startswith("overhead"))
+            llama[name][ft] = {"tg128_tok_per_s": _round(tg.value), "overhead_s": _round(overhead),
+                               "bytes_s": _round(1 / tg.value - overhead)}
     return {"vllm": vllm, "llama.cpp": llama}
 
 

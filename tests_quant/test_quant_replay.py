@@ -79,3 +79,21 @@ def test_the_cpu_slice_replayed_by_llama_cpp(target, file_type, measured, reconc
                                                             "the numpy forward's delta ln ppl"),
               math.log(rec["perplexity"].value / base), abs=0.01, kind="replay", model=MODEL,
               why="two implementations' rounding on the same tokens: 0.01 nat per token, as the reference's 1%")
+
+
+@pytest.mark.quant_runs("bench")
+def test_decode_speed_against_the_preregistered_priors(target, file_type, measured, reconcile):
+    """llama-bench tg128 of each SmolLM2 file: at 135M the step is mostly the per-layer overhead, so the
+    band is mostly the overhead prior's."""
+    from pytest_anatomy.quant_prereg import LLAMA_BAND
+
+    row = PREREG["speed"]["llama.cpp"][MODEL][file_type]
+    step = 1 / row["tg128_tok_per_s"]
+    spread = LLAMA_BAND["attainment"] * row["bytes_s"] + LLAMA_BAND["overhead"] * row["overhead_s"]
+    pred = Prediction(row["tg128_tok_per_s"], "tokens/s", "frozen before the visit: 1 / (bytes at prior attainment "
+                      "+ prior overhead per layer x layers)", terms=(Term("bytes", row["bytes_s"], "s"),
+                                                                    Term("overhead", row["overhead_s"], "s")))
+    reconcile(f"tg128_tok_per_s[{file_type}]", pred, measured(f"{MODEL}.{file_type.lower()}.bench")["tg128.tok_per_s"],
+              ratio=(step / (step + spread), step / (step - spread)), model=MODEL,
+              why=f"the priors' uncertainty summed per term: attainment +-{LLAMA_BAND['attainment']:.0%} of the bytes "
+                  f"term, overhead +-{LLAMA_BAND['overhead']:.0%} of its term")
