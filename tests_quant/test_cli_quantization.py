@@ -63,6 +63,18 @@ def test_decode_step_shrinks_by_the_freed_bytes_at_the_recorded_bandwidth(capsys
     assert set(awq) == {"itl_ms", "prefill_ms"}
 
 
+def test_a_card_without_fp8_tensor_cores_runs_fp8_weight_only(capsys):
+    a100 = ["--model", "qwen2.5-7b", "--hardware", "a100-80gb", "--uncalibrated"]
+    base, fp8 = _json(capsys, "latency", *a100), _json(capsys, "latency", *a100, "--quantization", "fp8")
+    assert any("no fp8 tensor cores" in n for n in fp8["prefill_ms"]["notes"])
+    assert fp8["itl_ms"]["value"] < base["itl_ms"]["value"]
+
+
+def test_no_reconciled_error_is_claimed_for_a_quantized_answer(capsys):
+    fp8 = _json(capsys, "latency", *QWEN, "--quantization", "fp8")
+    assert fp8["itl_ms"]["uncertainty"] is None and fp8["prefill_ms"]["uncertainty"] is None
+
+
 @pytest.mark.parametrize("argv, fragment", [
     (["capacity", *QWEN, "--quantization", "int3"], "unknown method 'int3'; known: fp8, awq, gptq"),
     (["latency", *QWEN, "--quantization", "nf4"], "unknown method 'nf4'; known: fp8, awq, gptq"),

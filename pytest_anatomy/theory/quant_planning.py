@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from pytest_anatomy.specs.hardware import HardwareSpec
+from pytest_anatomy.specs.hardware import HardwareSpec, MissingHardwareFactError
 from pytest_anatomy.specs.model import ModelSpec
 from pytest_anatomy.theory import capacity as cap
 from pytest_anatomy.theory import latency as lat
@@ -79,7 +79,7 @@ def peak_ratio(hardware: HardwareSpec, method: str) -> tuple[float, str]:
         return 1.0, f"{method}: int4 weights dequantized to fp16 in the kernel, GEMMs on the bf16/fp16 tensor cores"
     try:
         return hardware.peak("fp8") / hardware.peak("bf16"), "fp8 W8A8: activations quantized per token, GEMMs on fp8 tensor cores (datasheet fp8/bf16 ratio applied to the calibrated peak)"
-    except (KeyError, ValueError):
+    except (KeyError, ValueError, MissingHardwareFactError):
         return 1.0, f"{hardware.name} has no fp8 tensor cores: vLLM runs fp8 weight-only (Marlin W8A16) on the bf16 peak"
 
 
