@@ -71,8 +71,17 @@ def vllm_section() -> dict[str, Any]:
             a = answers[k]
             assert isinstance(a, Prediction), (k, a)  # dense qwen2: every ledger term is modelled
             values[k] = _round(a.value)
-        out[label] = {"quantization": method, "kv_cache_dtype": kv, **values}
+        rounding = next(t.value for t in _unquantized_memory(model, hw, kv).terms if "allocator" in t.name)
+        out[label] = {"quantization": method, "kv_cache_dtype": kv, **values, "allocator_rounding_bytes": rounding}
     return out
+
+
+def _unquantized_memory(model: Any, hw: Any, kv: str) -> Prediction:
+    """The bf16 load's replayed model memory: its allocator-rounding term is the size of what the quantized
+    prediction does not re-derive (the rounding of the new tensor sizes), hence the band it is checked in."""
+    answer = capacity(model, hw, kv_cache_dtype=kv, **LEDGER)["model_memory_bytes"]  # type: ignore[arg-type]
+    assert isinstance(answer, Prediction)
+    return answer
 
 
 def speed_section(frozen: Mapping[str, float]) -> dict[str, Any]:

@@ -54,6 +54,8 @@ def noise_model(format_result):
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "quant_vllm_runs: parametrize (target, case) over the recorded "
+                                       "results/<hw>/quant/vllm-ledger.qwen2.5-7b.<case> engine starts")
     config.addinivalue_line("markers", "quant_runs(kind): parametrize (target, file_type) over the recorded "
                                        "results/<hw>/quant/smollm2-135m.<file type>.<kind> runs")
 
@@ -61,6 +63,9 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """A test marked quant_runs(kind) gets one case per recorded run of that kind on each replayed target;
     a fresh clone (no quant visit imported yet) collects none of them."""
+    if metafunc.definition.get_closest_marker("quant_vllm_runs") and "target" in metafunc.fixturenames:
+        _vllm_params(metafunc)
+        return
     marker = metafunc.definition.get_closest_marker("quant_runs")
     if marker is None or "target" not in metafunc.fixturenames:
         return
@@ -82,3 +87,18 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                 marks = marker.kwargs.get("marks", {}).get(ft, ())
                 params.append(pytest.param(t, ft, id=f"{t.name}-{ft}", marks=marks))
     metafunc.parametrize(["target", "file_type"], params)
+
+
+def _vllm_params(metafunc: pytest.Metafunc) -> None:
+    from pathlib import Path
+
+    from pytest_anatomy import session as anatomy_session
+
+    targets, results = anatomy_session.of_config(metafunc.config, "quant")
+    params = []
+    for t in targets:
+        folder = Path(results) / t.name / "quant"
+        stems = sorted({p.name.split("@", 1)[0] for p in folder.glob("vllm-ledger.qwen2.5-7b.*@*.json")}
+                       ) if folder.is_dir() and not t.live else []
+        params += [pytest.param(t, stem.rsplit(".", 1)[1], id=f"{t.name}-{stem.rsplit('.', 1)[1]}") for stem in stems]
+    metafunc.parametrize(["target", "case"], params)
