@@ -74,16 +74,16 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     from pytest_anatomy import session as anatomy_session
     from pytest_anatomy.theory.gguf_mix import FILE_TYPES
 
-    kind = marker.args[0]
+    kind, model = marker.args[0], marker.kwargs.get("model", "smollm2-135m")
     targets, results = anatomy_session.of_config(metafunc.config, "quant")
     params = []
     for t in targets:
         folder = Path(results) / t.name / "quant"
-        names = sorted({p.name.split("@", 1)[0] for p in folder.glob("smollm2-135m.*@*.json")}) if folder.is_dir() else []
+        names = sorted({p.name.split("@", 1)[0] for p in folder.glob(f"{model}.*@*.json")}) if folder.is_dir() else []
         for name in names:
             parts = name.split(".")
             ft = parts[-2].upper()
-            if not t.live and parts[-1] == kind and (ft in FILE_TYPES):
+            if not t.live and parts[-1] == kind and (ft in FILE_TYPES) and name.startswith(model + "."):
                 marks = marker.kwargs.get("marks", {}).get(ft, ())
                 params.append(pytest.param(t, ft, id=f"{t.name}-{ft}", marks=marks))
     metafunc.parametrize(["target", "file_type"], params)

@@ -42,6 +42,12 @@ def test_the_plan_covers_every_file_type_inside_its_budget():
     assert "past the budget" not in plan.dry_run(480)
 
 
+def test_the_7b_speed_phase_benches_every_shootout_type():
+    steps = plan.plan_7b()
+    assert {s.model for s in steps} == {"qwen2.5-7b"}
+    assert [s.file_type for s in steps if s.kind == "bench"] == list(plan.GGUF_SHOOTOUT)
+
+
 def test_kld_statistics_are_parsed_with_their_errors():
     stats = parse_kld(KLD_LOG)
     assert stats["kld"] == {"value": 0.04321, "stderr": 0.000456}

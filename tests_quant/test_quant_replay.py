@@ -29,15 +29,24 @@ def _fit_scatter() -> float:
     return max(cs) / min(cs) - 1
 
 
-@pytest.mark.quant_runs("quantize")
-def test_file_bytes_and_bpw(target, file_type, measured, reconcile):
-    rec = measured(f"{MODEL}.{file_type.lower()}.quantize")
-    row = PREREG["gguf"][MODEL][file_type]
+def _file_bytes(model: str, file_type: str, measured, reconcile) -> None:
+    rec = measured(f"{model}.{file_type.lower()}.quantize")
+    row = PREREG["gguf"][model][file_type]
     reconcile("gguf_tensor_bytes", Prediction(row["tensor_bytes"], "B", "pre-registered: gguf_mix types x block bytes"),
-              rec["tensor_bytes"], why="exact: integer blocks x block bytes", model=MODEL)
+              rec["tensor_bytes"], why="exact: integer blocks x block bytes", model=model)
     reconcile("gguf_bits_per_weight", Prediction(row["bits_per_weight"], "bit", "pre-registered: 8 x bytes / elements"),
               rec["bits_per_weight"], rel=1e-9, why="exact as a fraction; the pre-registration kept 12 digits",
-              model=MODEL)
+              model=model)
+
+
+@pytest.mark.quant_runs("quantize")
+def test_file_bytes_and_bpw(target, file_type, measured, reconcile):
+    _file_bytes(MODEL, file_type, measured, reconcile)
+
+
+@pytest.mark.quant_runs("quantize", model="qwen2.5-7b")
+def test_file_bytes_and_bpw_at_7b(target, file_type, measured, reconcile):
+    _file_bytes("qwen2.5-7b", file_type, measured, reconcile)
 
 
 @pytest.mark.quant_runs("kld", marks={"Q5_1": (Q5_1_ON_THE_Q4_1_GRID,)})
@@ -81,22 +90,31 @@ def test_the_cpu_slice_replayed_by_llama_cpp(target, file_type, measured, reconc
               why="two implementations' rounding on the same tokens: 0.01 nat per token, as the reference's 1%")
 
 
-@pytest.mark.quant_runs("bench")
-def test_decode_speed_against_the_preregistered_priors(target, file_type, measured, reconcile):
-    """llama-bench tg128 of each SmolLM2 file: at 135M the step is mostly the per-layer overhead, so the
-    band is mostly the overhead prior's."""
+def _decode_speed(model: str, file_type: str, measured, reconcile) -> None:
     from pytest_anatomy.quant_prereg import LLAMA_BAND
 
-    row = PREREG["speed"]["llama.cpp"][MODEL][file_type]
+    row = PREREG["speed"]["llama.cpp"][model][file_type]
     step = 1 / row["tg128_tok_per_s"]
     spread = LLAMA_BAND["attainment"] * row["bytes_s"] + LLAMA_BAND["overhead"] * row["overhead_s"]
     pred = Prediction(row["tg128_tok_per_s"], "tokens/s", "frozen before the visit: 1 / (bytes at prior attainment "
                       "+ prior overhead per layer x layers)", terms=(Term("bytes", row["bytes_s"], "s"),
                                                                     Term("overhead", row["overhead_s"], "s")))
-    reconcile(f"tg128_tok_per_s[{file_type}]", pred, measured(f"{MODEL}.{file_type.lower()}.bench")["tg128.tok_per_s"],
-              ratio=(step / (step + spread), step / (step - spread)), model=MODEL,
+    reconcile(f"tg128_tok_per_s[{file_type}]", pred, measured(f"{model}.{file_type.lower()}.bench")["tg128.tok_per_s"],
+              ratio=(step / (step + spread), step / (step - spread)), model=model,
               why=f"the priors' uncertainty summed per term: attainment +-{LLAMA_BAND['attainment']:.0%} of the bytes "
                   f"term, overhead +-{LLAMA_BAND['overhead']:.0%} of its term")
+
+
+@pytest.mark.quant_runs("bench")
+def test_decode_speed_against_the_preregistered_priors(target, file_type, measured, reconcile):
+    """llama-bench tg128 of each SmolLM2 file: at 135M the step is mostly the per-layer overhead."""
+    _decode_speed(MODEL, file_type, measured, reconcile)
+
+
+@pytest.mark.quant_runs("bench", model="qwen2.5-7b")
+def test_decode_speed_at_7b_against_the_preregistered_priors(target, file_type, measured, reconcile):
+    """llama-bench tg128 of each shootout type at 7B (random weights): decode vs bytes moved per token."""
+    _decode_speed("qwen2.5-7b", file_type, measured, reconcile)
 
 
 @pytest.mark.quant_vllm_runs

