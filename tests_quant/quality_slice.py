@@ -5,7 +5,8 @@ from `--outtype f16`); every quality number is relative to it, never to the orig
 Text: the Wikipedia extract of the gensim wheel, markup stripped, tokenized with the GGUF's own
 byte-level BPE. Slice: the first 768 tokens as 3 windows of 256, each scoring its second half exactly as
 llama-perplexity -c 256 does (the logits at positions 128..254 score tokens 129..255): 381 scored tokens,
-the most three quantized forwards plus the reference fit in the suite's CPU budget on 2 shared cores.
+as many as four quantized forwards (Q8_0, Q4_0, Q5_0, Q5_1) and the reference fit in the suite's CPU budget on
+2 shared cores.
 A file type is the reference requantized tensor by tensor with gguf-py to llama-quantize's mix.
 """
 

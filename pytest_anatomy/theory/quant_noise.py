@@ -18,7 +18,7 @@ drawn from its own distribution), E[ln p_ref - ln p_quant] over the text is KL(r
     delta ln ppl = ln(ppl_quant / ppl_ref) ~= KLD.
 
 gguf-py quantizes the legacy 32-block types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) in numpy; it has no
-k-quant quantizer, so a mix that needs one is refused here (NotImplementedError naming the tensor).
+k-quant quantizer, so a mix that needs one is refused here (NotImplementedError naming the type).
 """
 
 from __future__ import annotations
