@@ -108,8 +108,9 @@ def speed_section(frozen: Mapping[str, float]) -> dict[str, Any]:
             cal = ll.LlamaCalibration(frozen["llama_read_bandwidth"], frozen["peak"], per_layer * header.block_count)
             tg = ll.decode_tokens_per_s(header, cal)
             overhead = next(t.value for t in tg.terms if t.name.startswith("overhead"))
+            weights = sum(b for by_type in ll.weight_bytes_by_kernel(header).values() for b in by_type.values())
             llama[name][ft] = {"tg128_tok_per_s": _round(tg.value), "overhead_s": _round(overhead),
-                               "bytes_s": _round(1 / tg.value - overhead)}
+                               "bytes_s": _round(1 / tg.value - overhead), "weight_bytes_per_token": weights}
     return {"vllm": vllm, "llama.cpp": llama}
 
 

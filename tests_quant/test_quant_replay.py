@@ -97,7 +97,8 @@ def _decode_speed(model: str, file_type: str, measured, reconcile) -> None:
     step = 1 / row["tg128_tok_per_s"]
     spread = LLAMA_BAND["attainment"] * row["bytes_s"] + LLAMA_BAND["overhead"] * row["overhead_s"]
     pred = Prediction(row["tg128_tok_per_s"], "tokens/s", "frozen before the visit: 1 / (bytes at prior attainment "
-                      "+ prior overhead per layer x layers)", terms=(Term("bytes", row["bytes_s"], "s"),
+                      "+ prior overhead per layer x layers)", {"weight_bytes_per_token": row["weight_bytes_per_token"]},
+                      terms=(Term("bytes", row["bytes_s"], "s"),
                                                                     Term("overhead", row["overhead_s"], "s")))
     reconcile(f"tg128_tok_per_s[{file_type}]", pred, measured(f"{model}.{file_type.lower()}.bench")["tg128.tok_per_s"],
               ratio=(step / (step + spread), step / (step - spread)), model=model,

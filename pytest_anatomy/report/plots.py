@@ -43,7 +43,7 @@ from pytest_anatomy.report.plot_common import (
     _rung_order,
 )
 from pytest_anatomy.report.plots_attention import flash_attention
-from pytest_anatomy.report.plots_quant import quality_vs_bpw
+from pytest_anatomy.report.plots_quant import quality_vs_bpw, speed_vs_bytes
 
 
 # ---- kernel ladders --------------------------------------------------------------------
@@ -347,8 +347,8 @@ def domain_plots(recs: Sequence[Rec]) -> list[dict[str, Any]]:
         ("Latency under load", "the simulator's curve against Poisson arrival rate, measured points, the knee", load_curves(recs)),
         ("Memory ledger", "vLLM's requested memory split into its parts; lighter bar predicted, darker measured", memory_ledgers(recs)),
         ("Flash attention", "useful TF/s (4·B·H·D per visible query-key pair) against N", flash_attention(recs)),
-        ("Quantization", "KL divergence against bits per weight: the noise model's curve, measured points",
-         quality_vs_bpw(recs)),
+        ("Quantization", "KL divergence against bits per weight, decode speed against weight bytes per token: "
+         "predicted curves through the file types, measured points", quality_vs_bpw(recs) + speed_vs_bytes(recs)),
     ]
     return [{"title": title, "note": note, "plots": plots, "anchor": "plots-" + title.lower().replace(" ", "-")}
             for title, note, plots in groups if plots]
