@@ -69,7 +69,7 @@ def test_block_table_matches_gguf_py():
         assert gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType[name]] == (t.block_elements, t.block_bytes), name
 
 
-@pytest.mark.parametrize("file_type", ("F16", *qb.GGUF_SHOOTOUT, "Q4_1"))
+@pytest.mark.parametrize("file_type", ("F16", *qb.GGUF_SHOOTOUT, "Q5_0", "Q5_1", "Q4_1"))
 def test_tensor_bytes_and_bpw_of_each_file_type(file_type, tmp_path, reconcile):
     header = tiny_header()
     predicted = qb.gguf_file(header, file_type)
@@ -85,6 +85,16 @@ def test_tensor_bytes_and_bpw_of_each_file_type(file_type, tmp_path, reconcile):
     align = reader.alignment
     padded = sum(-(-int(t.n_bytes) // align) * align for t in reader.tensors)
     assert path.stat().st_size == reader.data_offset + padded
+
+
+@pytest.mark.parametrize("ggml_type", [t for t in GGML_TYPES if t not in ("F32", "F16")])
+def test_every_ggml_type_alone(ggml_type, tmp_path, reconcile):
+    """Each block type in our table, one 256 x 512 tensor written by gguf-py: its bytes as gguf-py sizes them."""
+    t = GgufTensor("blk.0.ffn_down.weight", ggml_type, (512, 256))
+    path = tmp_path / f"{ggml_type}.gguf"
+    write_gguf(path, (t,))
+    (written,) = gguf.GGUFReader(str(path)).tensors
+    reconcile("ggml_tensor_bytes", float(t.nbytes), float(written.n_bytes), why=EXACT)
 
 
 def test_the_tiny_model_exercises_the_mix_rules():
