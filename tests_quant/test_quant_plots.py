@@ -1,0 +1,27 @@
+"""The report's quantization figures render from reconciliations shaped as the suite writes them."""
+
+from __future__ import annotations
+
+from pytest_anatomy.report.plots import domain_plots
+from pytest_anatomy.report.plots_quant import quality_vs_bpw, speed_vs_bytes
+
+
+def _rec(name: str, x_key: str, x: float, predicted: float, measured: float, model: str = "smollm2-135m") -> dict:
+    return {"suite": "quant", "name": name, "hardware": "h200", "model": model, "predicted": predicted,
+            "measured": measured, "verdict": "agree", "unit": "nat", "gap": measured / predicted - 1,
+            "prediction": {"inputs": {x_key: x}}}  # the ledger keeps inputs under prediction
+
+
+def test_both_figures_draw_one_point_per_file_type():
+    recs = [_rec("kld[Q8_0]", "bits_per_weight", 8.5, 0.0014, 0.0013), _rec("kld[Q4_0]", "bits_per_weight", 4.6, 0.35, 0.37),
+            _rec("tg128_tok_per_s[Q8_0]", "weight_bytes_per_token", 8.1e9, 304.0, 290.0, "qwen2.5-7b"),
+            _rec("tg128_tok_per_s[Q4_0]", "weight_bytes_per_token", 4.4e9, 418.0, 400.0, "qwen2.5-7b")]
+    quality, speed = quality_vs_bpw(recs), speed_vs_bytes(recs)
+    assert len(quality) == 1 and len(speed) == 1
+    assert "quality vs bits per weight" in str(quality[0]) and "decode speed vs weight bytes" in str(speed[0])
+    assert any(g["title"] == "Quantization" and len(g["plots"]) == 2 for g in domain_plots(recs))
+
+
+def test_no_figure_without_two_points():
+    assert quality_vs_bpw([_rec("kld[Q8_0]", "bits_per_weight", 8.5, 0.0014, 0.0013)]) == []
+    assert speed_vs_bytes([]) == []
