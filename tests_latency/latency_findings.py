@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 MEASURED_ON = "h200"
+QWEN, LLAMA = "qwen2.5-7b", "llama-3.1-8b"
 
 # The session the decode bands were measured in, per model (its b=1 recording's stamp).
 OTHER_SESSION = {"qwen2.5-7b": "2026-11-30T00:37:45Z", "llama-3.1-8b": "2026-11-30T02:02:39Z"}
@@ -36,9 +37,30 @@ DECODE_RATIO_OTHER_SESSION: dict[tuple[str, int], float] = {
     ("llama-3.1-8b", 128): 1.1565,
 }
 
+# measured / predicted per-sequence slope (the decode step's OLS slope over b = 1..64 against d(t_step)/db), every
+# recorded H200 session of each model, each with its own session's setup (Llama with the Qwen calibration known when it
+# ran): test_latency_findings_reasons.py::test_marginal_cost_runs_are_the_recorded_ones recomputes them.
+MARGINAL_COST_RUNS: dict[tuple[str, str], float] = {
+    ("qwen2.5-7b", "2026-11-30T00:37:45Z"): 1.3719, ("qwen2.5-7b", "2026-12-01T04:47:39.125311Z"): 1.3100,
+    ("qwen2.5-7b", "2026-12-01T05:15:55.000000Z"): 1.3034, ("qwen2.5-7b", "2026-12-01T06:44:22.000000Z"): 1.2733,
+    ("qwen2.5-7b", "2026-12-01T06:53:39.000000Z"): 1.2996, ("qwen2.5-7b", "2026-12-01T11:24:59.000000Z"): 1.2657,
+    ("qwen2.5-7b", "2026-12-01T11:34:04.000000Z"): 1.2857,
+    ("llama-3.1-8b", "2026-11-30T02:02:39Z"): 1.3201, ("llama-3.1-8b", "2026-12-01T04:47:39.340850Z"): 1.3398,
+    ("llama-3.1-8b", "2026-12-01T06:44:22.000000Z"): 1.3264, ("llama-3.1-8b", "2026-12-01T11:24:59.000000Z"): 1.3181,
+}
+
+
+def marginal_cost_span(*models: str) -> str:
+    """The per-sequence slope ratios of `models` (every recorded session) as the reasons quote them: "1.3-1.4", or
+    one number where both ends print alike."""
+    lo, hi = (f(r for (m, _), r in MARGINAL_COST_RUNS.items() if m in models) for f in (min, max))
+    return f"{lo:.1f}" if f"{lo:.1f}" == f"{hi:.1f}" else f"{lo:.1f}-{hi:.1f}"
+
+
 PER_SEQUENCE_COST = (
     "Each extra sequence costs more than its KV bytes at the read ceiling: the decode step's OLS slope over "
-    "b = 1..64 is ~1.3-1.4x the KV read per sequence for both models (test_marginal_cost_per_sequence: "
+    f"b = 1..64 is ~{marginal_cost_span(QWEN, LLAMA)}x the KV read per sequence for both models "
+    "(test_marginal_cost_per_sequence: "
     "1,088 tokens x 56 KiB for Qwen2.5-7B, x 128 KiB for Llama-3.1-8B), so the gap grows with the batch, to "
     f"{DECODE_RATIO_OTHER_SESSION[('qwen2.5-7b', 128)] - 1:+.1%} (Qwen) and "
     f"{DECODE_RATIO_OTHER_SESSION[('llama-3.1-8b', 128)] - 1:+.1%} (Llama) at b=128 in the 2026-11-30 session. "
@@ -147,10 +169,11 @@ MARGINAL_COST_NEWEST: dict[str, tuple[float, float]] = {"qwen2.5-7b": (1.2857, 0
 MARGINAL_COST_REASON = (
     "Each extra sequence adds more to the decode step than its KV read at the session's read ceiling (1,088 tokens x "
     "56 KiB for Qwen2.5-7B, x 128 KiB for Llama-3.1-8B): {0:.2f}x for Qwen2.5-7B (2026-12-01 11:34) and {1:.2f}x for "
-    "Llama-3.1-8B (11:24), 1.37x and 1.32x on 2026-11-30: the same per-byte excess on two KV shapes (GQA 7:1 vs 4:1), "
+    "Llama-3.1-8B (11:24), {2:.2f}x and {3:.2f}x on 2026-11-30: the same per-byte excess on two KV shapes (GQA 7:1 vs 4:1), "
     "so it scales with KV bytes, not with the model's GEMMs. The seed's 4090 shows 1.6x. Not yet isolated: paged "
     "decode attention over 16-token blocks reading below the streaming ceiling. Band: the other model's ratio +- "
-    "both runs' noise budgets.").format(MARGINAL_COST_NEWEST["qwen2.5-7b"][0], MARGINAL_COST_NEWEST["llama-3.1-8b"][0])
+    "both runs' noise budgets.").format(MARGINAL_COST_NEWEST[QWEN][0], MARGINAL_COST_NEWEST[LLAMA][0],
+                                        *(MARGINAL_COST_RUNS[(m, OTHER_SESSION[m])] for m in (QWEN, LLAMA)))
 
 
 def marginal_cost_marks(model: str) -> tuple[pytest.MarkDecorator, ...]:
@@ -248,7 +271,8 @@ SHORT_PREFILL_REASON = (
     "checked run's noise budget (512 tokens: the runs whose eta comes from GEMM timings only, since a "
     "prefill-fitted eta absorbs part of the gap).")
 PREFILL_ABOVE_GEMMS_REASON = (
-    "With eta taken from the session's bf16 GEMMs at the four trunk shapes (0.86-0.98 of the 8192^3 ceiling), a "
+    "With eta taken from the session's bf16 GEMMs at the four trunk shapes ({eta_lo:.2f}-{eta_hi:.2f} of the 8192^3 "
+    "ceiling), a "
     "lone prefill of 2,048-32,000 tokens runs {lo_long:.0%}-{hi_long:.0%} longer than predicted over {n_gemm} "
     "GEMM-timed runs (2026-12-01: Qwen2.5-7B {pinned} at 2,048/16,384/32,000 with the pinned pool, {util} eight "
     "minutes later with the utilization pool; Llama-3.1-8B {llama}). Two parts, from the numbers: the lone-prompt "
@@ -259,6 +283,10 @@ PREFILL_ABOVE_GEMMS_REASON = (
     "on absorbed both; with GEMM-timed eta it sits at {ratios_8192} (Qwen2.5-7B, one session each), inside its noise "
     "budget in all but {outside_8192} of them, so at 8,192 tokens the finding is strict=False. Band: as for the "
     "short prefills, over the runs whose eta comes from GEMM timings.")
+# eta from the bf16 GEMM timings at a model's four trunk shapes (calibration.gemm_efficiency_by_tokens), lowest and
+# highest over every token count of every GEMM-timed run in PREFILL_RUNS (either model): recomputed by
+# test_latency_findings_reasons.py::test_gemm_eta_span_is_the_recorded_one.
+GEMM_ETA_SPAN = (0.7511, 0.9923)
 # The sessions those reasons compare by name (their ratios are read from PREFILL_RUNS, never retyped): the pinned
 # and the utilization pool eight minutes apart, and the earlier sessions' pinned and utilization pools.
 _PINNED, _UTILIZATION = ("qwen2.5-7b", "2026-12-01T06:44:22.000000Z"), ("qwen2.5-7b", "2026-12-01T06:53:39.000000Z")
@@ -304,7 +332,7 @@ def _prefill_above_gemms_reason() -> str:
 
     def three(key: tuple[str, str]) -> str:
         return "/".join(f"{PREFILL_RUNS[key][n][0]:.2f}" for n in (2048, 16384, 32000))
-    return PREFILL_ABOVE_GEMMS_REASON.format(ratios_8192=", ".join(f"{r:.2f}" for r, _ in runs),
+    return PREFILL_ABOVE_GEMMS_REASON.format(eta_lo=GEMM_ETA_SPAN[0], eta_hi=GEMM_ETA_SPAN[1], ratios_8192=", ".join(f"{r:.2f}" for r, _ in runs),
                                              outside_8192=sum(r - 1 > b for r, b in runs),
                                              lo_long=min(long) - 1, hi_long=max(long) - 1, n_gemm=len(gemm),
                                              pinned=three(_PINNED), util=three(_UTILIZATION), llama=three(_LLAMA_GEMM))
@@ -326,7 +354,6 @@ def above_gemms_marks(model: str, name: str, length: int) -> tuple[pytest.MarkDe
 
 
 # --- test_latency_load.py ---------------------------------------------------------------------
-QWEN, LLAMA = "qwen2.5-7b", "llama-3.1-8b"
 POISSON = ("0.25", "0.5", "0.8", "1", "1.3")  # Poisson rates as fractions of the C=64 request rate
 # A pool oversubscribed ~1.6x (128 prompts against a pinned ~225k-token pool) queues differently from one
 # oversubscribed 1.06x: its quantities carry the regime in their name (test_latency_load._regime).
@@ -408,7 +435,7 @@ LLAMA_TTFT_REASON = (
     "egress, which the simulation omits, grows with load (client minus engine TTFT: the ttft_p50 and "
     "engine_ttft_p50 rows); the engine's own queue + prefill medians stay near the simulation at the lower rates "
     "and run above it at 1.0x, where a new prompt shares its step with ~35-70 decodes whose per-sequence cost runs "
-    "~1.3x the roofline (h200-decode-per-sequence-cost). Llama's lone short prefill exceeds the model less than "
+    f"~{marginal_cost_span(LLAMA)}x the roofline (h200-decode-per-sequence-cost). Llama's lone short prefill exceeds the model less than "
     "Qwen's (test_prefill[512] and test_prefill_efficiency_transfers_to_a_second_model[512]), so its TTFT misses "
     "start later.")
 TTFT_MARKS = {
@@ -434,8 +461,8 @@ SESSIONS = (" Qwen2.5-7B's mean ITL gap moves with the session and with the cali
 _Q64, _Q128 = DECODE_RATIO_OTHER_SESSION[(QWEN, 64)], DECODE_RATIO_OTHER_SESSION[(QWEN, 128)]
 _L64, _L128 = DECODE_RATIO_OTHER_SESSION[(LLAMA, 64)], DECODE_RATIO_OTHER_SESSION[(LLAMA, 128)]
 ITL_UNDER_LOAD = ("At the higher rates the simulated ITLs run short (the rows beside this text), the two decode findings "
-                  "combined: the median is a decode step of 50-90 sequences, where each sequence costs ~1.3-1.4x its "
-                  f"KV bytes (h200-decode-per-sequence-cost: b=64 {_Q64 - 1:+.1%}, b=128 {_Q128 - 1:+.1%} in the "
+                  "combined: the median is a decode step of 50-90 sequences, where each sequence costs "
+                  f"~{marginal_cost_span(QWEN, LLAMA)}x its KV bytes (h200-decode-per-sequence-cost: b=64 {_Q64 - 1:+.1%}, b=128 {_Q128 - 1:+.1%} in the "
                   "2026-11-30 session), and the mean adds the steps that carry a 1,024-token prompt, which the engine "
                   "runs slower than modeled (h200-ttft-short-prefill-and-frontend).")
 
@@ -453,7 +480,7 @@ ITL_MARKS = {
                                         expected=(1.05, 1.25), strict=False),),
     (LLAMA, "1.3"): (pytest.mark.finding("h200-itl-under-load", hardware=MEASURED_ON, reason=(
         "Llama-3.1-8B at 1.3x (at its knee; median and mean ITL measured and simulated in the rows beside this "
-        "text): decode steps of 50-90 sequences at ~1.3x the roofline's per-sequence cost "
+        f"text): decode steps of 50-90 sequences at ~{marginal_cost_span(LLAMA)}x the roofline's per-sequence cost "
         f"(h200-decode-per-sequence-cost: Llama b=64 {_L64 - 1:+.1%}, b=128 {_L128 - 1:+.1%} in the 2026-11-30 "
         "session), the same mechanism as Qwen's."),
         expected=(1.10, 1.25)),),
@@ -600,8 +627,8 @@ PAIRED_PROMPTS = pytest.mark.finding(
 SEED_MARGINAL_COST = pytest.mark.finding(
     "seed-decode-per-sequence-cost",
     reason="Each extra concurrent request adds 0.106 ms to the decode step, 1.6x its KV reads at the datasheet "
-           "bandwidth (0.066 ms), as the seed found (claim 10). The H200 shows the same excess (1.4-1.5x, "
-           "test_latency_h200_steps). Mechanism not isolated (no per-kernel timing was recorded): decode "
+           "bandwidth (0.066 ms), as the seed found (claim 10). The H200 shows the same excess "
+           f"({marginal_cost_span(QWEN, LLAMA)}x, test_latency_steps.py::test_marginal_cost_per_sequence). Mechanism not isolated (no per-kernel timing was recorded): decode "
            "attention over paged 16-token blocks and the batch's GEMM efficiency are the candidates.",
     expected=(1.4, 1.8))
 

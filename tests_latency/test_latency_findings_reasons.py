@@ -1,0 +1,103 @@
+"""Every measured number a latency finding's reason quotes is read from the recordings it describes: either formatted
+from a table in latency_findings.py that a test here (or in test_latency_steps.py / test_latency_load.py) recomputes,
+or recomputed here and looked for in the reason's text at its printed precision. The recomputation goes through the
+same setups the checks use (conftest: session_rec, setup_builders, setup_beside), so a reason cannot drift from the
+runs it explains when new sessions are recorded."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import latency_findings as lf
+import pytest
+from latency_setups import mean_context
+
+from pytest_anatomy import recordings
+from pytest_anatomy.measure.analysis import linear_fit
+from pytest_anatomy.session import get_session
+from pytest_anatomy.theory import calibration as cal
+from pytest_anatomy.theory import latency as lat
+
+
+
+def recorded(test):
+    """A test that reads the target's recordings (replayed: the recorded H200 sessions)."""
+    return pytest.mark.gpu(pytest.mark.targets(recorded="qwen2.5-7b.decode.", live=False)(test))
+
+
+MARGINAL_BATCHES = (1, 2, 4, 8, 16, 32, 64)  # test_latency_steps._marginal_cost's
+
+
+def _stamps(request, target, name: str) -> list[str]:
+    """The stamps of every recording of `name` on the target, oldest first."""
+    results = get_session(request.config).settings.results_dir
+    return [recordings.load_file(p).recorded_at for p in recordings.candidates(results, target.name, "latency", name)]
+
+
+# (results folder, target, model, stamp) -> (b=1 decode recording, setup): built once per pytest session, shared by
+# the tests here (each setup reads several recordings and its session's ceilings).
+_SETUPS: dict[tuple[str, str, str, str], tuple[Any, Any]] = {}
+
+
+def _session_setups(request, target, session_rec, setup_beside) -> list[tuple[str, Any, Any]]:
+    """(model, b=1 decode recording, setup) of every recorded session of both models, each with its own session's
+    setup (Llama's: the Qwen calibration known when it ran), as test_prefill_runs_are_the_recorded_ones builds them."""
+    out = []
+    results = str(get_session(request.config).settings.results_dir)
+    for model in (lf.QWEN, lf.LLAMA):
+        for stamp in _stamps(request, target, f"{model}.decode.b1"):
+            key = (results, target.name, model, stamp)
+            if key not in _SETUPS:
+                b1 = session_rec(f"{model}.decode.b1", not_after=stamp)
+                _SETUPS[key] = (b1, setup_beside(model, b1))
+            out.append((model, *_SETUPS[key]))
+    return out
+
+
+@recorded
+def test_marginal_cost_runs_are_the_recorded_ones(request, target, session_rec, setup_beside):
+    """lf.MARGINAL_COST_RUNS (the per-sequence slope ratios the decode findings' reasons quote) is every recorded
+    session of both models: the OLS slope over b = 1..64 over the predicted d(t_step)/db, as
+    test_marginal_cost_per_sequence computes it for the newest."""
+    got = {}
+    for model, b1, setup in _session_setups(request, target, session_rec, setup_beside):
+        recs = [session_rec(f"{model}.decode.b{b}", beside=b1) for b in MARGINAL_BATCHES]
+        slope = linear_fit(MARGINAL_BATCHES, [r["step_time_s"].value for r in recs]).slope
+        s = b1.data["run"]["settings"]
+        ctx = mean_context(s["input_len"], s["output_len"])
+        t1, t64 = (lat.decode_step_time(setup.model, setup.ceilings, setup.calib, b, ctx).value for b in (1, 64))
+        got[(model, b1.recorded_at)] = slope / ((t64 - t1) / 63)
+    assert set(got) == set(lf.MARGINAL_COST_RUNS)
+    for key, ratio in lf.MARGINAL_COST_RUNS.items():
+        assert got[key] == pytest.approx(ratio, abs=5e-5), key
+    for model in (lf.QWEN, lf.LLAMA):  # the newest run is MARGINAL_COST_NEWEST's, whose stamp the reason names
+        newest = max((stamp for m, stamp in got if m == model), key=recordings.stamp_of)
+        assert lf.MARGINAL_COST_NEWEST[model][0] == pytest.approx(got[(model, newest)], abs=5e-5), model
+        assert f"({newest[11:16]})" in lf.MARGINAL_COST_REASON or f"{newest[:10]} {newest[11:16]})" \
+            in lf.MARGINAL_COST_REASON, (model, newest)
+
+
+def test_reasons_quote_the_per_sequence_cost_of_every_session() -> None:
+    """The spans formatted from lf.MARGINAL_COST_RUNS are where the reasons say they are."""
+    both, llama = lf.marginal_cost_span(lf.QWEN, lf.LLAMA), lf.marginal_cost_span(lf.LLAMA)
+    assert f"is ~{both}x the KV read per sequence" in lf.PER_SEQUENCE_COST
+    assert f"costs ~{both}x its KV bytes" in lf.ITL_UNDER_LOAD
+    assert f"runs ~{llama}x the roofline" in lf.LLAMA_TTFT_REASON
+    assert f"The H200 shows the same excess ({both}x" in lf.SEED_MARGINAL_COST.kwargs["reason"]
+    (llama_itl,) = lf.ITL_MARKS[(lf.LLAMA, "1.3")]
+    assert f"at ~{llama}x the roofline's per-sequence cost" in llama_itl.kwargs["reason"]
+    first = [lf.MARGINAL_COST_RUNS[(m, lf.OTHER_SESSION[m])] for m in (lf.QWEN, lf.LLAMA)]
+    assert f"{first[0]:.2f}x and {first[1]:.2f}x on 2026-11-30" in lf.MARGINAL_COST_REASON
+
+
+@recorded
+def test_gemm_eta_span_is_the_recorded_one(request, target, session_rec, setup_beside):
+    """lf.GEMM_ETA_SPAN (h200-prefill-above-its-gemms' "of the 8192^3 ceiling") is the lowest and highest eta the GEMM
+    timings give at any token count, over every GEMM-timed run of either model."""
+    sessions = _session_setups(request, target, session_rec, setup_beside)
+    etas = [eta for _, b1, setup in sessions if b1.recorded_at in lf.GEMM_ETA_SESSIONS
+            for _, eta in setup.calib.efficiency_by_tokens]
+    timed = {(model, b1.recorded_at) for model, b1, setup in sessions if setup.calib.efficiency_by_tokens}
+    assert timed == {key for key in lf.PREFILL_RUNS if key[1] in lf.GEMM_ETA_SESSIONS}
+    assert (min(etas), max(etas)) == pytest.approx(lf.GEMM_ETA_SPAN, abs=5e-5)
+    assert cal.COMPUTE_BOUND_ROWS == 512  # the token counts the span is taken over start there
