@@ -22,6 +22,14 @@ import pytest
 MEASURED_ON = "h200"
 QWEN, LLAMA = "qwen2.5-7b", "llama-3.1-8b"
 
+# A count as the reasons spell it ("four sessions").
+_COUNT = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+
+
+def _count(n: int) -> str:
+    return _COUNT[n] if n < len(_COUNT) else f"{n:,}"
+
+
 # The session the decode bands were measured in, per model (its b=1 recording's stamp).
 OTHER_SESSION = {"qwen2.5-7b": "2026-11-30T00:37:45Z", "llama-3.1-8b": "2026-11-30T02:02:39Z"}
 # Two runs' noise budgets (each <= 1.25% for a decode step: repeat scatter, ceiling and calibration spread).
@@ -69,13 +77,19 @@ PER_SEQUENCE_COST = (
 # The b=1 decode residual (measured step - roofline at the session's read ceiling), ms, lowest and highest over
 # every recorded H200 session of each model (test_b1_residuals_are_the_recorded_ones recomputes them).
 B1_RESIDUAL_MS: dict[str, tuple[float, float]] = {"qwen2.5-7b": (1.487, 1.551), "llama-3.1-8b": (1.414, 1.470)}
+# Llama-3.1-8B's b=1 decode step, measured / predicted with the Qwen calibration known when it ran, every recorded
+# session (test_latency_findings_reasons.py::test_llama_b1_ratios_are_the_recorded_ones recomputes them).
+LLAMA_B1_RATIOS: dict[str, float] = {"2026-11-30T02:02:39Z": 0.9856, "2026-12-01T04:47:39.340850Z": 0.9924,
+                                     "2026-12-01T06:44:22.000000Z": 0.9727, "2026-12-01T11:24:59.000000Z": 0.9814}
 LLAMA_OVERHEAD_BELOW_QWEN = (
     "Llama-3.1-8B's b=1 step leaves {0:.2f}-{1:.2f} ms above its roofline where Qwen2.5-7B's leaves {2:.2f}-{3:.2f} ms in "
     "the same sessions and engine: the overhead transferred from Qwen over-predicts Llama's small-batch steps "
-    "by ~1%, although Llama has 32 layers to Qwen's 28. Not a per-layer cost (that would go the other way); "
+    "(by {4:.0%}-{5:.0%} at b=1 over its {6} sessions), although Llama has 32 layers to Qwen's 28. Not a per-layer "
+    "cost (that would go the other way); "
     "candidates: GEMV streaming efficiency at Llama's shapes (hidden 4,096, no qkv bias) vs Qwen's (3,584, "
     "with bias). The tiny-hidden overhead models separate the engine's share from the model's.").format(
-    *B1_RESIDUAL_MS["llama-3.1-8b"], *B1_RESIDUAL_MS["qwen2.5-7b"])
+    *B1_RESIDUAL_MS["llama-3.1-8b"], *B1_RESIDUAL_MS["qwen2.5-7b"], 1 - max(LLAMA_B1_RATIOS.values()),
+    1 - min(LLAMA_B1_RATIOS.values()), _count(len(LLAMA_B1_RATIOS)))
 # b at which a session's ratio may straddle its own noise budget: the finding may resolve in one session
 BORDERLINE = {("qwen2.5-7b", 4), ("qwen2.5-7b", 8), ("llama-3.1-8b", 1), ("llama-3.1-8b", 2), ("llama-3.1-8b", 4),
               ("llama-3.1-8b", 8)}
@@ -112,16 +126,30 @@ def steady_state_band(model: str, shift: float) -> tuple[float, float]:
             round(max(ratios) * (1 + OTHER_SESSION_NOISE) * shift, 4))
 
 
+# The same ratio of Llama-3.1-8B's own C=64 runs (eta fitted on the 8,192 prefill), by stamp; and of each Qwen2.5-7B run
+# whose session timed GEMMs: (its ratio with eta from those timings, its shift = closed form with the prefill-fitted eta
+# / with the GEMMs'). PROMPT_STEPS_SLOWER quotes them; test_latency_findings_reasons.py::
+# test_steady_state_ratios_quoted_are_the_recorded_ones recomputes them.
+STEADY_STATE_LLAMA: dict[str, float] = {"2026-11-30T02:02:39Z": 0.8928}
+STEADY_STATE_WITH_GEMM_ETA: dict[str, tuple[float, float]] = {"2026-12-01T06:44:22.000000Z": (0.8441, 0.9284),
+                                                              "2026-12-01T11:24:59.000000Z": (0.8542, 0.9263)}
+_QWEN_STEADY = STEADY_STATE_RATIOS[LLAMA]  # every recorded Qwen2.5-7B run: Llama's band
+(_LLAMA_STEADY_AT, _LLAMA_STEADY), = STEADY_STATE_LLAMA.items()
+_FIRST_GEMM_STEADY = min(STEADY_STATE_WITH_GEMM_ETA)
 PROMPT_STEPS_SLOWER = (
     "A closed loop at C=64 delivers less than its steady state minus the named terms (ramp-up and drain, the "
     "decode step's per-sequence miss at b=64, noise): the steps that carry a new 1,024-token prompt beside ~63 "
     "decodes run in ~35-60 ms where the step model says ~25 ms (h200-ttft-short-prefill-and-frontend), and a "
     "request spends ~4 such steps per 256 tokens. Measured on both models alike (eta fitted on the 8,192 prefill): "
-    "Qwen2.5-7B 0.901-0.922 over four sessions, Llama-3.1-8B 0.893 on 2026-11-30. Band: Qwen's earlier runs' range "
-    "(for Llama, every Qwen run) +-2.5%. A run predicted with eta from its session's GEMM timings (Qwen's since 2026-12-01 "
-    "06:44) has faster prompt steps (h200-prefill-above-its-gemms) and a lower ratio (0.844 that session): its "
+    f"Qwen2.5-7B {min(_QWEN_STEADY):.3f}-{max(_QWEN_STEADY):.3f} over {_count(len(_QWEN_STEADY))} sessions, "
+    f"Llama-3.1-8B {_LLAMA_STEADY:.3f} on {_LLAMA_STEADY_AT[:10]}. Band: Qwen's earlier runs' range "
+    f"(for Llama, every Qwen run) +-{OTHER_SESSION_NOISE:.1%}. A run predicted with eta from its session's GEMM timings "
+    f"(Qwen's since {_FIRST_GEMM_STEADY[:10]} {_FIRST_GEMM_STEADY[11:16]}) has faster prompt steps "
+    "(h200-prefill-above-its-gemms) and a lower ratio "
+    f"({STEADY_STATE_WITH_GEMM_ETA[_FIRST_GEMM_STEADY][0]:.3f} that session): its "
     "band is carried over by the shift the theory computes for that run at test time (its closed form with the "
-    "fitted eta / with the GEMMs'; 0.928 on 06:44).")
+    f"fitted eta / with the GEMMs'; {STEADY_STATE_WITH_GEMM_ETA[_FIRST_GEMM_STEADY][1]:.3f} on "
+    f"{_FIRST_GEMM_STEADY[11:16]}).")
 
 
 def steady_state_marks(model: str) -> tuple[pytest.MarkDecorator, ...]:
@@ -131,6 +159,9 @@ def steady_state_marks(model: str) -> tuple[pytest.MarkDecorator, ...]:
 
 
 # --- test_latency_steps.py -------------------------------------------------------------------
+# Qwen2.5-7B's b=1 step in OTHER_SESSION against its bare roofline (test_decode_bands_are_the_other_sessions_ratios
+# recomputes these): matmul + KV bytes (GB), the session's read ceiling (TB/s), the roofline and the step (ms).
+ROOFLINE_OTHER_SESSION = {"bytes_gb": 14.203, "read_tb_s": 4.469, "roofline_ms": 3.178, "step_ms": 4.666}
 # The overhead measured apart: the tiny-hidden twins' fitted c0 + c_layer x layers, added to Qwen2.5-7B's b=1
 # roofline, against Qwen2.5-7B's measured b=1 step (test_tiny_models_overhead_as_an_additive_term). The band is set
 # at test time from the mechanism and other sessions (reconcile(finding_band=)): if the twins' step is a CPU-side
@@ -140,7 +171,8 @@ TINY_OVERHEAD_REASON = (
     "The tiny-hidden twins' decode step (hidden 256, 2 and 28 layers, same engine and settings) is not an overhead "
     "that adds to a full model's GPU work: c0 + c_layer x 28 layers from them, added to Qwen2.5-7B's b=1 roofline, "
     "over-predicts Qwen2.5-7B's measured b=1 step. A twin's step is the async engine's CPU-side loop (scheduling, "
-    "input preparation, sampling bookkeeping, the graph launch), which the 7B model's ~3.2 ms of GPU work per step "
+    "input preparation, sampling bookkeeping, the graph launch), which the 7B model's "
+    f"~{ROOFLINE_OTHER_SESSION['roofline_ms']:.1f} ms of GPU work per step "
     "overlaps, so it is a floor, not a term to add. The calibration therefore keeps Qwen2.5-7B's own b=1 residual "
     "(calibration.TINY_OVERHEAD_IS_ADDITIVE = False). Band: the measured step this mechanism expects, the checked "
     "session's roofline plus the b=1 residual of each other recorded session, +- that session's and this run's noise.")
@@ -148,9 +180,6 @@ TINY_OVERHEAD_FINDING = pytest.mark.finding("h200-tiny-model-step-is-the-cpu-loo
                                             reason=TINY_OVERHEAD_REASON, quantity="decode_step_tiny_overhead")
 
 
-# Qwen2.5-7B's b=1 step in OTHER_SESSION against its bare roofline (test_decode_bands_are_the_other_sessions_ratios
-# recomputes these): matmul + KV bytes (GB), the session's read ceiling (TB/s), the roofline and the step (ms).
-ROOFLINE_OTHER_SESSION = {"bytes_gb": 14.203, "read_tb_s": 4.469, "roofline_ms": 3.178, "step_ms": 4.666}
 _R = ROOFLINE_OTHER_SESSION
 DECODE_ROOFLINE = pytest.mark.finding("h200-decode-step-overhead", hardware=MEASURED_ON,
     reason=(f"The bare roofline ({_R['bytes_gb']:.2f} GB at the measured {_R['read_tb_s']:.2f} TB/s read ceiling = "
@@ -188,11 +217,15 @@ def marginal_cost_marks(model: str) -> tuple[pytest.MarkDecorator, ...]:
 # included): both recomputed by test_prefill_bands_are_the_other_sessions_ratios.
 PREFILL_ROOFLINE_OTHER_SESSION: dict[int, float] = {2048: 1.3866, 8192: 1.2726, 16384: 1.2698, 32000: 1.2853}
 PREFILL_ROOFLINE_NOISE: dict[int, float] = {2048: 0.0929, 8192: 0.0806, 16384: 0.0623, 32000: 0.0326}
+# eta fitted on that session's 8,192-token prefill (the recipe before GEMM timings; recomputed by
+# test_latency_findings_reasons.py::test_prefill_eta_fitted_in_the_other_session)
+PREFILL_ETA_OTHER_SESSION = 0.7919
 PREFILL_BELOW_CEILING_REASON = (
     f"At the session's measured 8192^3 bf16 matmul ceiling long prefills are "
     f"{min(PREFILL_ROOFLINE_OTHER_SESSION.values()) - 1:.0%}-{max(PREFILL_ROOFLINE_OTHER_SESSION.values()) - 1:.0%} "
     f"slower than their FLOPs (2026-11-30: they reach {1 / max(PREFILL_ROOFLINE_OTHER_SESSION.values()):.0%}-"
-    f"{1 / min(PREFILL_ROOFLINE_OTHER_SESSION.values()):.0%} of it; eta = 0.79 when fitted on 8,192 tokens). Real shapes (K = 3,584, N = 512 for k/v) "
+    f"{1 / min(PREFILL_ROOFLINE_OTHER_SESSION.values()):.0%} of it; eta = {PREFILL_ETA_OTHER_SESSION:.2f} when fitted on "
+    "8,192 tokens). Real shapes (K = 3,584, N = 512 for k/v) "
     "tile worse than 8192^3, FlashAttention's causal kernel runs below GEMM peak, and norms/rope/activations add "
     "memory-bound passes the FLOP count ignores. Band: the 2026-11-30 session's ratio at that length +- both "
     "runs' repeat and matmul-ceiling scatter.")

@@ -10,6 +10,7 @@ from typing import Any
 
 import latency_findings as lf
 import pytest
+import test_latency_load as load
 from latency_setups import mean_context
 
 from pytest_anatomy import recordings
@@ -101,3 +102,59 @@ def test_gemm_eta_span_is_the_recorded_one(request, target, session_rec, setup_b
     assert timed == {key for key in lf.PREFILL_RUNS if key[1] in lf.GEMM_ETA_SESSIONS}
     assert (min(etas), max(etas)) == pytest.approx(lf.GEMM_ETA_SPAN, abs=5e-5)
     assert cal.COMPUTE_BOUND_ROWS == 512  # the token counts the span is taken over start there
+
+
+@recorded
+def test_steady_state_ratios_quoted_are_the_recorded_ones(request, target, session_rec, setup_beside):
+    """lf.STEADY_STATE_LLAMA (Llama-3.1-8B's own C=64 runs) and lf.STEADY_STATE_WITH_GEMM_ETA (each Qwen2.5-7B run whose
+    session timed GEMMs: its ratio with that eta, and the shift its band is carried by) recomputed as
+    test_saturation_throughput computes them; STEADY_STATE_RATIOS itself is test_steady_state_bands_are_the_recorded_ratios'."""
+    llama, gemm = {}, {}
+    for model in (lf.QWEN, lf.LLAMA):
+        for stamp in _stamps(request, target, f"{model}.closed.c64"):
+            rec = session_rec(f"{model}.closed.c64", not_after=stamp)
+            measured = rec["aggregate.output_throughput_tok_per_s"].value
+            fitted = load._steady_closed_form(setup_beside(model, rec, eta_from_gemms=False), rec).value
+            own_setup = setup_beside(model, rec)
+            if model == lf.LLAMA:
+                llama[stamp] = measured / fitted
+            elif own_setup.calib.efficiency_by_tokens:
+                own = load._steady_closed_form(own_setup, rec).value
+                gemm[stamp] = (measured / own, fitted / own)
+    assert llama == pytest.approx(lf.STEADY_STATE_LLAMA, abs=5e-5)
+    assert set(gemm) == set(lf.STEADY_STATE_WITH_GEMM_ETA)
+    for stamp, pair in lf.STEADY_STATE_WITH_GEMM_ETA.items():
+        assert gemm[stamp] == pytest.approx(pair, abs=5e-5), stamp
+    assert f"over {lf._count(len(lf.STEADY_STATE_RATIOS[lf.LLAMA]))} sessions" in lf.PROMPT_STEPS_SLOWER
+
+
+@recorded
+def test_prefill_eta_fitted_in_the_other_session(qwen, session_rec, target, setup_builders):
+    """lf.PREFILL_ETA_OTHER_SESSION (h200-prefill-below-matmul-ceiling's "eta = ...") is the eta the 2026-11-30 session
+    fits on its 8,192-token prefill, the recipe conftest.build_engine_setup uses where a session timed no GEMMs."""
+    build_engine_setup, _ = setup_builders
+    b1 = session_rec("qwen2.5-7b.decode.b1", not_after=lf.OTHER_SESSION[lf.QWEN])
+    setup = build_engine_setup(qwen, session_rec, target, beside=b1, eta_from_gemms=False)
+    assert any("prefill.l8192" in f for f in setup.calib.fitted_on)
+    assert setup.calib.compute_efficiency == pytest.approx(lf.PREFILL_ETA_OTHER_SESSION, abs=5e-5)
+
+
+def test_tiny_overhead_reason_quotes_the_roofline() -> None:
+    """The step h200-tiny-model-step-is-the-cpu-loop quotes is the 2026-11-30 session's roofline
+    (lf.ROOFLINE_OTHER_SESSION, recomputed by test_decode_bands_are_the_other_sessions_ratios)."""
+    assert f"the 7B model's ~{lf.ROOFLINE_OTHER_SESSION['roofline_ms']:.1f} ms of GPU work" in lf.TINY_OVERHEAD_REASON
+
+
+@recorded
+def test_llama_b1_ratios_are_the_recorded_ones(request, target, session_rec, setup_beside):
+    """lf.LLAMA_B1_RATIOS (h200-transferred-overhead-above-llamas' "over-predicts ... by") is Llama-3.1-8B's b=1 step
+    over its prediction in every recorded session, with the Qwen calibration known when it ran."""
+    got = {}
+    for model, b1, setup in _session_setups(request, target, session_rec, setup_beside):
+        if model == lf.LLAMA:
+            s = b1.data["run"]["settings"]
+            pred = lat.decode_step_time(setup.model, setup.ceilings, setup.calib, 1,
+                                        mean_context(s["input_len"], s["output_len"]))
+            got[b1.recorded_at] = b1["step_time_s"].value / pred.value
+    assert got == pytest.approx(lf.LLAMA_B1_RATIOS, abs=5e-5)
+    assert lf.DECODE_RATIO_OTHER_SESSION[(lf.LLAMA, 1)] == lf.LLAMA_B1_RATIOS[lf.OTHER_SESSION[lf.LLAMA]]
