@@ -158,3 +158,21 @@ def test_llama_b1_ratios_are_the_recorded_ones(request, target, session_rec, set
             got[b1.recorded_at] = b1["step_time_s"].value / pred.value
     assert got == pytest.approx(lf.LLAMA_B1_RATIOS, abs=5e-5)
     assert lf.DECODE_RATIO_OTHER_SESSION[(lf.LLAMA, 1)] == lf.LLAMA_B1_RATIOS[lf.OTHER_SESSION[lf.LLAMA]]
+
+
+@recorded
+def test_poisson_itl_means_are_the_recorded_ones(request, target, session_rec, setup_beside):
+    """lf.POISSON_ITL_MEAN (the sessions and ratios SESSIONS quotes) is every recorded Qwen2.5-7B Poisson run at the
+    rates that finding marks: mean ITL measured / simulated, each run with its own session's setup."""
+    got: dict[str, dict[str, float]] = {}
+    for factor in lf.POISSON:
+        for stamp in _stamps(request, target, f"{lf.QWEN}.poisson.f{factor}"):
+            rec = session_rec(f"{lf.QWEN}.poisson.f{factor}", not_after=stamp)
+            res = load._sim(setup_beside(lf.QWEN, rec), rec)
+            got.setdefault(factor, {})[stamp] = rec["aggregate.itl_s.mean"].value / res.stat("itl", "mean")
+    marked = {f for (m, f), marks in lf.ITL_MARKS.items() if m == lf.QWEN
+              for mark in marks if mark.kwargs["reason"].endswith(lf.SESSIONS)}
+    assert set(lf.POISSON_ITL_MEAN) == marked
+    for factor, runs in lf.POISSON_ITL_MEAN.items():
+        assert list(runs) == list(got[factor]), factor
+        assert got[factor] == pytest.approx(runs, abs=5e-5), factor
