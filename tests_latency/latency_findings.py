@@ -566,6 +566,10 @@ MIXED_REASON = ("Under overload a prompt's two chunks (8,192 + 7,921 tokens) sha
                 "either way (the queueing_share_of_ttft row).")
 
 
+# Qwen2.5-7B's overload runs in the heavily oversubscribed regime, oldest first (each from a live session):
+# LLAMA_OVERLOAD_REASON says they land inside the bands Llama's run set, and every number it quotes is recomputed by
+# test_latency_findings_reasons.py::test_overload_reasons_quote_the_recorded_runs.
+QWEN_HEAVY_OVERLOAD = ("2026-12-01T04:47:40.726144Z", "2026-12-01T06:44:22.000000Z", "2026-12-01T11:24:59.000000Z")
 LLAMA_OVERLOAD_REASON = (
     "Heavily oversubscribed pool. Llama-3.1-8B (2026-11-30; 128 x 1,755 + 1,024 tokens on a 224,704-token pool, "
     "1.58x, 46 preemptions as simulated): TTFT itself "
@@ -575,7 +579,8 @@ LLAMA_OVERLOAD_REASON = (
     "85% vs 92%. Candidates, not separated: steps mixing a prompt with ~125 KV-heavy decodes (Llama reads 128 KiB "
     "of KV per token, 2.3x Qwen) take longer than max(memory, compute) (Qwen's prefill part is 1.43x simulated for "
     "the same reason), and requests preempted after their first scheduling but before their first token count the "
-    "wait as prefill in vLLM's stats. Qwen2.5-7B in the same regime (live, 2026-12-01: 128 x 1,755 + 1,024 on a "
+    "wait as prefill in vLLM's stats. Qwen2.5-7B in the same regime "
+    f"({QWEN_HEAVY_OVERLOAD[0][:10]}, {_count(len(QWEN_HEAVY_OVERLOAD))} live runs: 128 x 1,755 + 1,024 on a "
     "224,688-token pool, 1.58x) lands inside the bands this run set: the regime, not the model, sets the split.")
 OVERLOAD_MARKS = {
     QWEN: (pytest.mark.finding(MIXED_PREFILL, hardware=MEASURED_ON, quantity="prefill_part_of_ttft", reason=MIXED_REASON,

@@ -18,6 +18,7 @@ from pytest_anatomy.measure.analysis import linear_fit
 from pytest_anatomy.session import get_session
 from pytest_anatomy.theory import calibration as cal
 from pytest_anatomy.theory import latency as lat
+from pytest_anatomy.theory.capacity import kv_bytes_per_token
 
 
 
@@ -176,3 +177,66 @@ def test_poisson_itl_means_are_the_recorded_ones(request, target, session_rec, s
     for factor, runs in lf.POISSON_ITL_MEAN.items():
         assert list(runs) == list(got[factor]), factor
         assert got[factor] == pytest.approx(runs, abs=5e-5), factor
+
+
+@recorded
+def test_overload_reasons_quote_the_recorded_runs(request, target, session_rec, setup_beside):
+    """LLAMA_OVERLOAD_REASON's numbers are Llama-3.1-8B's overload run against its simulation (each at its printed
+    precision); the Qwen2.5-7B prefill part it compares with is Qwen's run in the lighter regime; the Qwen runs of the
+    heavy regime are lf.QWEN_HEAVY_OVERLOAD, each inside the bands Llama's run set (lf.HEAVY_MARKS)."""
+    text = lf.LLAMA_OVERLOAD_REASON
+    rec = session_rec(f"{lf.LLAMA}.overload")
+    res = load._sim_overload(setup_beside(lf.LLAMA, rec), rec)
+    s = rec.data["run"]["settings"]
+    m = {k: rec[f"aggregate.{k}.mean"].value for k in ("ttft_s", "engine.queue_s", "engine.prefill_s")}
+    sim_ttft, sim_queue = res.stat("ttft", "mean"), res.stat("queue", "mean")
+    assert (f"({rec.recorded_at[:10]}; {s['requests']} x {s['input_len']:,} + {s['output_len']:,} tokens on a "
+            f"{s['pool_tokens']:,}-token pool, {s['demand_over_pool']:.2f}x, {rec['preemptions_prometheus'].value:.0f} "
+            "preemptions as simulated)") in text
+    assert res.preemptions == rec["preemptions_prometheus"].value
+    p50 = rec["aggregate.ttft_s.median"].value / res.stat("ttft", "p50") - 1
+    assert f"(mean {m['ttft_s']:.2f} s vs {sim_ttft:.2f} s, p50 {p50:+.1%})" in text
+    assert (f"{m['engine.queue_s']:.2f} s queue + {m['engine.prefill_s']:.2f} s prefill where the simulation has "
+            f"{sim_queue:.2f} + {sim_ttft - sim_queue:.2f}") in text
+    assert f"~{sim_queue - m['engine.queue_s']:.2f} s earlier" in text
+    assert f"~{m['engine.prefill_s'] - (sim_ttft - sim_queue):.2f} s longer" in text
+    assert f"~{m['ttft_s'] - sim_ttft:.2f} s later" in text
+    assert f"a queueing share of {m['engine.queue_s'] / m['ttft_s']:.0%} vs {sim_queue / sim_ttft:.0%}" in text
+    heavy, light = [], []
+    bands = {mark.kwargs["quantity"]: mark.kwargs["expected"] for mark in lf.HEAVY_MARKS}
+    for stamp in _stamps(request, target, f"{lf.QWEN}.overload"):
+        qrec = session_rec(f"{lf.QWEN}.overload", not_after=stamp)
+        qres = load._sim_overload(setup_beside(lf.QWEN, qrec), qrec)
+        qs = qrec.data["run"]["settings"]
+        queue, ttft = qrec["aggregate.engine.queue_s.mean"].value, qrec["aggregate.ttft_s.mean"].value
+        prefill = qrec["aggregate.engine.prefill_s.mean"].value / (qres.stat("ttft", "mean") - qres.stat("queue", "mean"))
+        if qs["demand_over_pool"] > load.HEAVY_ABOVE:
+            heavy.append(stamp)
+            assert qrec.provenance.get("source") == "live", stamp
+            assert (f"{qs['requests']} x {qs['input_len']:,} + {qs['output_len']:,} on a {qs['pool_tokens']:,}-token "
+                    f"pool, {qs['demand_over_pool']:.2f}x") in text, stamp
+            share = queue / ttft / (qres.stat("queue", "mean") / qres.stat("ttft", "mean"))
+            lo, hi = bands["queueing_share_of_ttft" + lf.HEAVY]
+            assert lo <= share <= hi, (stamp, share)
+            lo, hi = bands["prefill_part_of_ttft" + lf.HEAVY]
+            assert lo <= prefill <= hi, (stamp, prefill)
+        else:
+            light.append(prefill)
+            _check_mixed_reason(setup_beside(lf.QWEN, qrec), qrec, qres)
+    assert tuple(heavy) == lf.QWEN_HEAVY_OVERLOAD
+    assert f"({heavy[0][:10]}, {lf._count(len(heavy))} live runs:" in text
+    assert len(light) == 1 and f"(Qwen's prefill part is {light[0]:.2f}x simulated" in text
+
+
+def _check_mixed_reason(setup, rec, res) -> None:
+    """MIXED_REASON's arithmetic is Qwen2.5-7B's lighter overload run's: its prompt's chunks at the engine's budget,
+    the decodes beside a chunk (the simulated peak of running requests, less the prompt's own), their mean KV
+    context, the KV bytes they read and the time that takes at the session's read ceiling."""
+    s = rec.data["run"]["settings"]
+    text = lf.MIXED_REASON
+    chunks = lat.prefill_chunks(s["input_len"], setup.sched.max_num_batched_tokens)
+    assert f"({' + '.join(f'{n:,}' for n, _ in chunks)} tokens)" in text
+    decodes, ctx = res.max_running - 1, mean_context(s["input_len"], s["output_len"])
+    kv = decodes * ctx * kv_bytes_per_token(setup.model).value
+    assert (f"~{decodes} decodes that each read ~{round(ctx, -2):,.0f} tokens of KV (~{round(kv / 1e9, -1):.0f} GB, "
+            f"{kv / setup.ceilings.bandwidth * 1e3:.0f} ms a step at {setup.ceilings.bandwidth / 1e12:.2f} TB/s)") in text
