@@ -11,13 +11,14 @@ from typing import Any
 import latency_findings as lf
 import pytest
 import test_latency_load as load
-from latency_setups import mean_context
+from latency_setups import SEED_PROMPTS, SEED_SHAPE, mean_context
 
 from pytest_anatomy import recordings
 from pytest_anatomy.measure.analysis import linear_fit
 from pytest_anatomy.session import get_session
 from pytest_anatomy.theory import calibration as cal
 from pytest_anatomy.theory import latency as lat
+from pytest_anatomy.theory import serving as sv
 from pytest_anatomy.theory.capacity import kv_bytes_per_token
 
 
@@ -240,3 +241,68 @@ def _check_mixed_reason(setup, rec, res) -> None:
     kv = decodes * ctx * kv_bytes_per_token(setup.model).value
     assert (f"~{decodes} decodes that each read ~{round(ctx, -2):,.0f} tokens of KV (~{round(kv / 1e9, -1):.0f} GB, "
             f"{kv / setup.ceilings.bandwidth * 1e3:.0f} ms a step at {setup.ceilings.bandwidth / 1e12:.2f} TB/s)") in text
+
+
+# --- the seed's RTX 4090: its recordings, replayed with conftest.seed_setup ------------------------------------------
+SEED_C = (1, 2, 4, 8, 16, 32, 64)
+
+
+@pytest.mark.gpu
+@pytest.mark.targets(recorded="seed-")
+def test_seed_decode_reasons_quote_the_seeds_runs(seed_setup, measured):
+    """ATTAINMENT, HIGH_C, SEED_MARGINAL_COST and the H200 reasons' "the seed's 4090 shows" are the seed's round-2 sweep
+    (seed-r2-01-c*) against the step model: the datasheet floor's attainment, the calibrated model's miss at C >= 32,
+    the fitted overhead, and the cost of an extra request (the seed's claim 10: median ITL from C=1 to C=64 over 63)
+    against its KV bytes at 1,008 GB/s."""
+    ctx = mean_context(*SEED_SHAPE)
+    median = {c: measured(f"seed-r2-01-c{c:03d}")["median_itl"].value for c in SEED_C}
+
+    def step(c: int, calib) -> float:
+        return lat.decode_step_time(seed_setup.model, seed_setup.ceilings, calib, c, ctx).value
+
+    attainment = [step(c, lat.UNCALIBRATED) / median[c] for c in SEED_C]
+    assert f"reaches {min(attainment) * 100:.0f}-{max(attainment) * 100:.0f}% of it" in lf.ATTAINMENT.kwargs["reason"]
+    assert f"a fixed ~{seed_setup.calib.step_overhead_s * 1e3:.1f} ms per step" in lf.ATTAINMENT.kwargs["reason"]
+    miss = [median[c] / step(c, seed_setup.calib) - 1 for c in SEED_C if c >= 32]
+    assert f"is {min(miss) * 100:.0f}-{max(miss) * 100:.0f}% fast" in lf.HIGH_C.kwargs["reason"]
+    per_request = (median[64] - median[1]) / 63
+    kv = (step(64, seed_setup.calib) - step(1, seed_setup.calib)) / 63
+    assert f"costs {per_request * 1e3:.3f} ms per step where its KV bytes at 1,008 GB/s cost {kv * 1e3:.3f} ms " \
+           f"({per_request / kv:.1f}x" in lf.HIGH_C.kwargs["reason"]
+    assert f"adds {per_request * 1e3:.3f} ms to the decode step, {per_request / kv:.1f}x its KV reads at the datasheet " \
+           f"bandwidth ({kv * 1e3:.3f} ms)" in lf.SEED_MARGINAL_COST.kwargs["reason"]
+    for reason in (lf.PER_SEQUENCE_COST, lf.MARGINAL_COST_REASON):
+        assert f"The seed's 4090 shows {per_request / kv:.1f}x" in reason
+    ols = linear_fit(SEED_C, [median[c] for c in SEED_C]).slope  # what test_marginal_cost_per_request reconciles
+    assert f"{ols / kv:.1f}" == f"{per_request / kv:.1f}"
+
+
+@pytest.mark.gpu
+@pytest.mark.targets(recorded="seed-")
+def test_seed_load_reasons_quote_the_seeds_runs(seed_setup, measured):
+    """PAIRED_PROMPTS, SEED_TTFT_GROUPING and SEED_LITTLES_LAW against the seed's recordings and their simulations."""
+    c4 = measured("seed-r2-01-c004")
+    reason = lf.PAIRED_PROMPTS.kwargs["reason"]
+    res = seed_setup.simulate(sv.Workload.closed(4, SEED_PROMPTS[4], *SEED_SHAPE))
+    assert f"{4 - 1} of {SEED_SHAPE[1] - 1} ITLs ({(4 - 1) / (SEED_SHAPE[1] - 1):.1%})" in reason
+    assert f"predicts a prefill step (~{round(res.stat('itl', 'p99') * 1e3, -1):.0f} ms)" in reason
+    round1 = [measured(f"seed-r1-0{i}-c004")["p99_itl"].value * 1e3 for i in (1, 2)]
+    assert (f"Measured p99 is a decode step ({c4['p99_itl'].value * 1e3:.1f} ms; {round1[0]:.1f} and {round1[1]:.1f} ms "
+            "in round 1)") in reason
+    assert f"measured TTFT median of {c4['median_ttft'].value * 1e3:.0f} ms" in reason
+    q = measured("seed-r2-ttft-decomposition-c064")
+    sim = seed_setup.simulate(sv.Workload.closed(64, SEED_PROMPTS[64], *SEED_SHAPE)).stat("ttft", "mean")
+    queue, prefill = q["queue_s"].value, q["prefill_s"].value
+    reason = lf.SEED_TTFT_GROUPING.kwargs["reason"]
+    assert f"(queue {queue * 1e3:.0f} + prefill {prefill * 1e3:.0f} ms) is {(queue + prefill) / sim - 1:.0%} above" in reason
+    assert f"({q['residual_s'].value * 1e3:.0f} ms frontend residual)" in reason
+    q = measured("seed-r2-ttft-decomposition-overload")
+    littles = sv.littles_law_wait(q["waiting_mean"].value, q["request_rate"].value).value
+    wait, excess = q["queue_s"].value, littles / q["queue_s"].value - 1
+    preemptions = measured("seed-r2-overload-scheduler")["preemptions"].value
+    requests = int(measured("seed-r2-04-stress")["num_prompts"].value)
+    reason = lf.SEED_LITTLES_LAW.kwargs["reason"]
+    assert f"L / lambda = {littles:.0f} s exceeds the histogram's mean queue time ({wait:.1f} s) by {excess:.1%}" in reason
+    assert f"also counts the {preemptions:.0f} preempted requests" in reason
+    assert (f"{excess:.1%} of {requests} x {wait:.0f} s is ~{excess * requests * wait / preemptions:.0f} s per "
+            "preemption") in reason
