@@ -300,9 +300,9 @@ SHORT_PREFILL_REASON = (
     "A lone prompt of 128 or 512 tokens takes far longer from scheduling to first token than one step of that work "
     "(memory-bound at 128 tokens, compute-bound at 512), over {n_runs} runs of two models: measured/predicted "
     "{lo128:.2f}-{hi128:.2f} at 128 tokens, {lo512:.2f}-{hi512:.2f} at 512. Not a per-step cost (a decode step's "
-    "overhead is ~1.5 ms). It is NOT the KV pool's size, as first supposed: on 2026-12-01 the pinned pool (~225k "
+    "overhead is ~{decode_overhead:.1f} ms). It is NOT the KV pool's size, as first supposed: on 2026-12-01 the pinned pool (~225k "
     "tokens) gave Qwen2.5-7B {pin128:.2f}x/{pin512:.2f}x at 128/512 and the utilization pool (~2M tokens) "
-    "{util128:.2f}x/{util512:.2f}x eight minutes later, where the earlier sessions had put the pinned pool lower "
+    "{util128:.2f}x/{util512:.2f}x {apart} minutes later, where the earlier sessions had put the pinned pool lower "
     "({early_pin128:.2f}x/{early_pin512:.2f}x against {early_util128}x/{early_util512}x). Mechanism not established; "
     "candidates: the first step after an idle engine (the request arrives alone), per-request engine work (input "
     "processing, block-table set-up). Band: the envelope of every other run at this length, each +- its own and the "
@@ -312,7 +312,7 @@ PREFILL_ABOVE_GEMMS_REASON = (
     "With eta taken from the session's bf16 GEMMs at the four trunk shapes ({eta_lo:.2f}-{eta_hi:.2f} of the 8192^3 "
     "ceiling), a "
     "lone prefill of 2,048-32,000 tokens runs {lo_long:.0%}-{hi_long:.0%} longer than predicted over {n_gemm} "
-    "GEMM-timed runs (2026-12-01: Qwen2.5-7B {pinned} at 2,048/16,384/32,000 with the pinned pool, {util} eight "
+    "GEMM-timed runs (2026-12-01: Qwen2.5-7B {pinned} at 2,048/16,384/32,000 with the pinned pool, {util} {apart} "
     "minutes later with the utilization pool; Llama-3.1-8B {llama}). Two parts, from the numbers: the lone-prompt "
     "excess seen at 128-512 tokens (5-10 ms, which is why 2,048 is the largest ratio), and ~10-13% of the rest from "
     "work the GEMM timings do not contain: FlashAttention's causal kernel (its FLOPs are divided by the GEMMs' eta; "
@@ -326,11 +326,26 @@ PREFILL_ABOVE_GEMMS_REASON = (
 # test_latency_findings_reasons.py::test_gemm_eta_span_is_the_recorded_one.
 GEMM_ETA_SPAN = (0.7511, 0.9923)
 # The sessions those reasons compare by name (their ratios are read from PREFILL_RUNS, never retyped): the pinned
-# and the utilization pool eight minutes apart, and the earlier sessions' pinned and utilization pools.
+# and the utilization pool nine minutes apart, and the earlier sessions' pinned and utilization pools.
 _PINNED, _UTILIZATION = ("qwen2.5-7b", "2026-12-01T06:44:22.000000Z"), ("qwen2.5-7b", "2026-12-01T06:53:39.000000Z")
 _EARLY_PINNED = ("qwen2.5-7b", "2026-12-01T04:47:39.125311Z")
 _EARLY_UTILIZATION = (("qwen2.5-7b", "2026-11-30T00:37:45Z"), ("qwen2.5-7b", "2026-12-01T05:15:55.000000Z"))
 _LLAMA_GEMM = ("llama-3.1-8b", "2026-12-01T06:44:22.000000Z")
+
+
+def _decode_overhead_ms() -> float:
+    """A decode step's overhead as the short-prefill reason quotes it: the middle of every recorded b=1 residual
+    (B1_RESIDUAL_MS, both models)."""
+    ends = [ms for span in B1_RESIDUAL_MS.values() for ms in span]
+    return (min(ends) + max(ends)) / 2
+
+
+def _minutes_apart(first: tuple[str, str], second: tuple[str, str]) -> int:
+    """Whole minutes between two sessions' starts (their stamps)."""
+    from datetime import datetime
+
+    start, end = (datetime.fromisoformat(key[1].replace("Z", "+00:00")) for key in (first, second))
+    return round((end - start).total_seconds() / 60)
 
 
 def _span(values: list[float]) -> str:
@@ -342,6 +357,7 @@ def short_prefill_reason() -> str:
     recomputes them from the recordings)."""
     at = {n: [runs[n][0] for runs in PREFILL_RUNS.values() if n in runs] for n in (128, 512)}
     return SHORT_PREFILL_REASON.format(
+        decode_overhead=_decode_overhead_ms(), apart=_count(_minutes_apart(_PINNED, _UTILIZATION)),
         n_runs=len(PREFILL_RUNS), lo128=min(at[128]), hi128=max(at[128]), lo512=min(at[512]), hi512=max(at[512]),
         pin128=PREFILL_RUNS[_PINNED][128][0], pin512=PREFILL_RUNS[_PINNED][512][0],
         util128=PREFILL_RUNS[_UTILIZATION][128][0], util512=PREFILL_RUNS[_UTILIZATION][512][0],
@@ -370,7 +386,7 @@ def _prefill_above_gemms_reason() -> str:
 
     def three(key: tuple[str, str]) -> str:
         return "/".join(f"{PREFILL_RUNS[key][n][0]:.2f}" for n in (2048, 16384, 32000))
-    return PREFILL_ABOVE_GEMMS_REASON.format(eta_lo=GEMM_ETA_SPAN[0], eta_hi=GEMM_ETA_SPAN[1], ratios_8192=", ".join(f"{r:.2f}" for r, _ in runs),
+    return PREFILL_ABOVE_GEMMS_REASON.format(apart=_count(_minutes_apart(_PINNED, _UTILIZATION)), eta_lo=GEMM_ETA_SPAN[0], eta_hi=GEMM_ETA_SPAN[1], ratios_8192=", ".join(f"{r:.2f}" for r, _ in runs),
                                              outside_8192=sum(r - 1 > b for r, b in runs),
                                              lo_long=min(long) - 1, hi_long=max(long) - 1, n_gemm=len(gemm),
                                              pinned=three(_PINNED), util=three(_UTILIZATION), llama=three(_LLAMA_GEMM))

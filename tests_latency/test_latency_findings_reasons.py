@@ -306,3 +306,19 @@ def test_seed_load_reasons_quote_the_seeds_runs(seed_setup, measured):
     assert f"also counts the {preemptions:.0f} preempted requests" in reason
     assert (f"{excess:.1%} of {requests} x {wait:.0f} s is ~{excess * requests * wait / preemptions:.0f} s per "
             "preemption") in reason
+
+
+@recorded
+def test_prefill_reasons_name_the_sessions_they_compare(session_rec):
+    """The pinned and the utilization pool the prefill reasons compare are the sessions they name, and "N minutes
+    later" is the time between those sessions' starts as their recordings' provenance dates it."""
+    from datetime import datetime
+
+    starts = [datetime.fromisoformat(session_rec("qwen2.5-7b.prefill.l128", not_after=key[1]).provenance["date"])
+              for key in (lf._PINNED, lf._UTILIZATION)]
+    recs = [session_rec("qwen2.5-7b.engine", not_after=key[1]) for key in (lf._PINNED, lf._UTILIZATION)]
+    assert ["resolved.kv_cache_memory_bytes" in r.measurements for r in recs] == [True, False]
+    minutes = lf._count(round((starts[1] - starts[0]).total_seconds() / 60))
+    assert f"{minutes} minutes later" in lf.short_prefill_reason()
+    assert f"{minutes} minutes later" in lf._prefill_above_gemms_reason()
+    assert f"overhead is ~{lf._decode_overhead_ms():.1f} ms" in lf.short_prefill_reason()
