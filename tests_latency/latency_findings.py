@@ -574,6 +574,10 @@ ITL_MARKS = {
 
 
 MIXED_PREFILL = "h200-overload-prefill-in-kv-bound-steps"
+# The frontend's ingress + egress per request below the knee (mean client TTFT - mean engine queue - mean engine
+# prefill), ms, lowest and highest over every recorded Poisson run below the knee of both models
+# (test_latency_findings_reasons.py::test_frontend_below_the_knee_is_the_recorded_one recomputes them).
+FRONTEND_MS_BELOW_KNEE = (5.7, 17.3)
 MIXED_REASON = ("Under overload a prompt's two chunks (8,192 + 7,921 tokens) share steps with ~125 decodes that each "
                 "read ~16,600 tokens of KV (~120 GB, 27 ms a step at 4.47 TB/s). The step model takes max(memory, "
                 "compute) and hides that traffic under the chunk's 150 ms of compute; the engine's prefill part of "
@@ -605,7 +609,8 @@ OVERLOAD_MARKS = {
                "The measured queueing share falls below the simulated one by more than the fixed 1 pp budget (both "
                "in the row beside this text): the engine's prefill part of TTFT is longer than simulated ("
                + MIXED_REASON.split(";")[0] + ") and the frontend's ingress + egress, which the simulation omits, "
-               "grows under overload from its 5-14 ms below the knee."))),
+               f"grows under overload from its {FRONTEND_MS_BELOW_KNEE[0]:.0f}-{FRONTEND_MS_BELOW_KNEE[1]:.0f} ms below "
+               "the knee."))),
 }
 # Overload ITL: the same decode steps of ~70-125 sequences as under Poisson load, in either pool regime.
 OVERLOAD_ITL_MARKS = {

@@ -322,3 +322,18 @@ def test_prefill_reasons_name_the_sessions_they_compare(session_rec):
     assert f"{minutes} minutes later" in lf.short_prefill_reason()
     assert f"{minutes} minutes later" in lf._prefill_above_gemms_reason()
     assert f"overhead is ~{lf._decode_overhead_ms():.1f} ms" in lf.short_prefill_reason()
+
+
+@recorded
+def test_frontend_below_the_knee_is_the_recorded_one(request, target, session_rec):
+    """lf.FRONTEND_MS_BELOW_KNEE (the frontend's ingress + egress the queueing-share reason and tolerance quote) is the
+    lowest and highest mean client TTFT - mean engine queue - mean engine prefill over every recorded Poisson run below
+    the knee (test_latency_load.BELOW_KNEE), both models."""
+    frontend = []
+    for model, factors in load.BELOW_KNEE.items():
+        for factor in factors:
+            for stamp in _stamps(request, target, f"{model}.poisson.f{factor}"):
+                rec = session_rec(f"{model}.poisson.f{factor}", not_after=stamp)
+                frontend.append((rec["aggregate.ttft_s.mean"].value - rec["aggregate.engine.queue_s.mean"].value
+                                 - rec["aggregate.engine.prefill_s.mean"].value) * 1e3)
+    assert (round(min(frontend), 1), round(max(frontend), 1)) == lf.FRONTEND_MS_BELOW_KNEE
