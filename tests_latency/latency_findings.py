@@ -580,7 +580,7 @@ MIXED_PREFILL = "h200-overload-prefill-in-kv-bound-steps"
 FRONTEND_MS_BELOW_KNEE = (5.7, 17.3)
 MIXED_REASON = ("Under overload a prompt's two chunks (8,192 + 7,921 tokens) share steps with ~125 decodes that each "
                 "read ~16,600 tokens of KV (~120 GB, 27 ms a step at 4.47 TB/s). The step model takes max(memory, "
-                "compute) and hides that traffic under the chunk's 150 ms of compute; the engine's prefill part of "
+                "compute) and hides that traffic under the chunks' 194-228 ms of compute; the engine's prefill part of "
                 "TTFT runs longer than simulated (measured and simulated in the prefill_part_of_ttft row), so the "
                 "two overlap only partly (or the steps between chunks are longer). Queueing still dominates TTFT "
                 "either way (the queueing_share_of_ttft row).")

@@ -20,6 +20,7 @@ from pytest_anatomy.theory import calibration as cal
 from pytest_anatomy.theory import latency as lat
 from pytest_anatomy.theory import serving as sv
 from pytest_anatomy.theory.capacity import kv_bytes_per_token
+from pytest_anatomy.theory.flops import StepWork
 
 
 
@@ -232,7 +233,8 @@ def test_overload_reasons_quote_the_recorded_runs(request, target, session_rec, 
 def _check_mixed_reason(setup, rec, res) -> None:
     """MIXED_REASON's arithmetic is Qwen2.5-7B's lighter overload run's: its prompt's chunks at the engine's budget,
     the decodes beside a chunk (the simulated peak of running requests, less the prompt's own), their mean KV
-    context, the KV bytes they read and the time that takes at the session's read ceiling."""
+    context, the KV bytes they read and the time that takes at the session's read ceiling, and the compute term the
+    step model sets against it in the steps mixing each chunk with those decodes (the session's eta)."""
     s = rec.data["run"]["settings"]
     text = lf.MIXED_REASON
     chunks = lat.prefill_chunks(s["input_len"], setup.sched.max_num_batched_tokens)
@@ -241,6 +243,11 @@ def _check_mixed_reason(setup, rec, res) -> None:
     kv = decodes * ctx * kv_bytes_per_token(setup.model).value
     assert (f"~{decodes} decodes that each read ~{round(ctx, -2):,.0f} tokens of KV (~{round(kv / 1e9, -1):.0f} GB, "
             f"{kv / setup.ceilings.bandwidth * 1e3:.0f} ms a step at {setup.ceilings.bandwidth / 1e12:.2f} TB/s)") in text
+    compute = [next(term.value for term in lat.step_time(setup.model, setup.ceilings, setup.calib, StepWork(
+        decode_tokens=decodes, decode_context_sum=decodes * ctx, prefill=(chunk,))).terms
+        if term.name == "FLOPs / (eta x peak)") for chunk in chunks]
+    print("COMPUTE", compute)
+    assert f"under the chunks' {min(compute) * 1e3:.0f}-{max(compute) * 1e3:.0f} ms of compute" in text
 
 
 # --- the seed's RTX 4090: its recordings, replayed with conftest.seed_setup ------------------------------------------
