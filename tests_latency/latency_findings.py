@@ -10,6 +10,11 @@ suite replays the newest one (2026-12-01): each band is that session's measured/
 computed by the same setup code, +- OTHER_SESSION_NOISE. test_latency_steps.py::
 test_decode_bands_are_the_other_sessions_ratios recomputes every ratio from the recordings, so none
 is retyped by hand.
+
+The same holds for the numbers a reason quotes from the recordings: each is formatted from a table here that a test
+recomputes (test_latency_steps.py, test_latency_load.py, test_latency_findings_reasons.py), or recomputed by
+test_latency_findings_reasons.py and looked for in the reason's text at its printed precision. Model facts (56 KiB of
+KV per token), a band's definition and the accuracy targets are not measurements and stay as written.
 """
 
 from __future__ import annotations
