@@ -15,6 +15,10 @@ The same holds for the numbers a reason quotes from the recordings: each is form
 recomputes (test_latency_steps.py, test_latency_load.py, test_latency_findings_reasons.py), or recomputed by
 test_latency_findings_reasons.py and looked for in the reason's text at its printed precision. Model facts (56 KiB of
 KV per token), a band's definition and the accuracy targets are not measurements and stay as written.
+Not tied yet (estimates whose definition the text does not pin down to one recorded quantity): PROMPT_STEPS_SLOWER's
+"~35-60 ms" and "~4 such steps" (the C=64 runs' step logs count 8.5-9.2 prompt-carrying steps per 256), ITL_UNDER_LOAD's
+"50-90 sequences", LLAMA_TTFT_REASON's "~35-70 decodes", the above-GEMMs reason's "5-10 ms" and "~10-13%", and
+DECODE_ROOFLINE's 4.02 ms GEMV chain (docs/DESIGN.md; no recording holds it).
 """
 
 from __future__ import annotations
