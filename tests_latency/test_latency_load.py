@@ -407,7 +407,8 @@ def test_overload_queueing_share_of_ttft(model, request, latency_recording, reco
     reconcile("queueing_share_of_ttft" + _regime(rec), pred, share, abs=0.01,
               why=f"a fixed 1 pp budget set from the prediction, not from this run: the simulated prefill share "
                   f"({sim_prefill:.1%}) held to the TTFT target (25%: {0.25 * sim_prefill * 100:.1f} pp), the rest for "
-                  "the frontend the simulation omits (ingress + egress: 5-14 ms per request below the knee; 0.4 pp is "
+                  "the frontend the simulation omits (ingress + egress: "
+                  f"{lf.FRONTEND_MS_BELOW_KNEE[0]:.0f}-{lf.FRONTEND_MS_BELOW_KNEE[1]:.0f} ms per request below the knee; 0.4 pp is "
                   "~0.12 s of a ~30 s TTFT)", **_kw(engine_setup))
     prefill_part = Prediction(res.stat("ttft", "mean") - res.stat("queue", "mean"), "s",
                               "mean TTFT - mean queue (simulated): first scheduling to first token",
