@@ -116,6 +116,8 @@ PROBE = r"""
               terms: Array.prototype.map.call(d.querySelectorAll("table.terms tr"), function (tr) {
                 return Array.prototype.map.call(tr.children, function (c) { return c.textContent; }); }).slice(1),
               inputs: Array.prototype.map.call(d.querySelectorAll(".derivation .col:first-child table.kv tr"), function (tr) {
+                return [tr.children[0].textContent, tr.children[1].textContent]; }),
+              prov: Array.prototype.map.call(d.querySelectorAll("table.prov tr"), function (tr) {
                 return [tr.children[0].textContent, tr.children[1].textContent]; })};
     });
     document.getElementById("collapse-all").click();
@@ -280,3 +282,25 @@ def test_screenshots_are_taken(screenshots: dict[str, Path]) -> None:
     for name, shot in screenshots.items():
         assert shot.is_file() and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
         assert shot.stat().st_size > 20_000, f"{name}: a blank page?"
+
+
+@needs_chromium
+def test_each_derivation_shows_its_provenance_from_the_shared_table(browser_view: dict[str, Any],
+                                                                    full_report: Path) -> None:
+    """The page writes each distinct provenance once (provenance_table) and a reconciliation's is an index into it;
+    the drawn derivation shows the entry the index names, as the JSON ledger beside the page holds it."""
+    from pytest_anatomy.report.html import expand_provenance
+
+    page = full_report.read_text(encoding="utf-8")
+    embedded = json.loads(html.unescape(re.search(r'id="anatomy-ledger">(.*?)</script>', page, re.DOTALL)[1])
+                          .replace("\\u003c", "<").replace("\\u003e", ">").replace("\\u0026", "&"))
+    recs = expand_provenance(embedded)["reconciliations"]
+    checked = 0
+    for drawn in browser_view["derivations"]:
+        prov = recs[drawn["i"]].get("provenance") or {}
+        shown = dict(drawn["prov"])
+        if "recording" in prov:
+            assert shown.get("recording") == str(prov["recording"]), (drawn["i"], shown, prov)
+            checked += 1
+        assert bool(shown) == bool(prov), (drawn["i"], shown, prov)
+    assert checked > 50

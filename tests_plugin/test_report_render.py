@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from pytest_anatomy.report.formatting import format_tolerance
-from pytest_anatomy.report.html import embedded_json, render_html, write_report
+from pytest_anatomy.report.html import embedded_json, expand_provenance, render_html, write_report
 from pytest_anatomy.report.pytest_html import (
     AnatomyHtmlColumns,
     reconciliations_from_report,
@@ -159,7 +159,17 @@ def test_embedded_json_parses_back_equal() -> None:
     ledger = sample_ledger()
     parsed = _parse(render_html(ledger))
     assert parsed.ledger_text is not None
-    assert json.loads(parsed.ledger_text) == ledger
+    assert expand_provenance(json.loads(parsed.ledger_text)) == ledger
+
+
+def test_embedded_provenance_is_written_once_per_distinct_entry() -> None:
+    ledger = sample_ledger()
+    for rec in ledger["reconciliations"]:
+        rec["provenance"] = {"recording": "results/x.json"}
+    embedded = json.loads(_parse(render_html(ledger)).ledger_text or "")
+    assert embedded["provenance_table"] == [{"recording": "results/x.json"}]
+    assert {rec["provenance"] for rec in embedded["reconciliations"]} == {0}
+    assert expand_provenance(embedded) == ledger
 
 
 def test_page_is_self_contained() -> None:
@@ -177,7 +187,7 @@ def test_malicious_test_id_is_escaped() -> None:
     page = render_html(ledger)
     assert "<script>alert(1)" not in page and "<img src=x" not in page
     assert page.count("</script>") == 3  # the ledger blob, the display units and the inline script, nothing injected
-    assert json.loads(_parse(page).ledger_text or "") == ledger
+    assert expand_provenance(json.loads(_parse(page).ledger_text or "")) == ledger
     assert "</" not in str(embedded_json(ledger))
 
 
