@@ -15,8 +15,7 @@ The same holds for the numbers a reason quotes from the recordings: each is form
 recomputes (test_latency_steps.py, test_latency_load.py, test_latency_findings_reasons.py), or recomputed by
 test_latency_findings_reasons.py and looked for in the reason's text at its printed precision. Model facts (56 KiB of
 KV per token), a band's definition and the accuracy targets are not measurements and stay as written.
-Not tied yet (estimates whose definition the text does not pin down to one recorded quantity): PROMPT_STEPS_SLOWER's
-"~35-60 ms" and "~4 such steps" (the C=64 runs' step logs count 8.5-9.2 prompt-carrying steps per 256), ITL_UNDER_LOAD's
+Not tied yet (estimates whose definition the text does not pin down to one recorded quantity): ITL_UNDER_LOAD's
 "50-90 sequences", LLAMA_TTFT_REASON's "~35-70 decodes", the above-GEMMs reason's "5-10 ms" and "~10-13%", and
 DECODE_ROOFLINE's 4.02 ms GEMV chain (docs/DESIGN.md; no recording holds it).
 """
@@ -152,9 +151,11 @@ _QWEN_STEADY = STEADY_STATE_RATIOS[LLAMA]  # every recorded Qwen2.5-7B run: Llam
 _FIRST_GEMM_STEADY = min(STEADY_STATE_WITH_GEMM_ETA)
 PROMPT_STEPS_SLOWER = (
     "A closed loop at C=64 delivers less than its steady state minus the named terms (ramp-up and drain, the "
-    "decode step's per-sequence miss at b=64, noise): the steps that carry a new 1,024-token prompt beside ~63 "
-    "decodes run in ~35-60 ms where the step model says ~25 ms (h200-ttft-short-prefill-and-frontend), and a "
-    "request spends ~4 such steps per 256 tokens. Measured on both models alike (eta fitted on the 8,192 prefill): "
+    "decode step's per-sequence miss at b=64, noise): the steps that carry new 1,024-token prompts beside the "
+    "running decodes (several prompts per step, up to the 8,192-token budget) run longer than the step model prices "
+    "them (h200-ttft-short-prefill-and-frontend); how many such steps a request meets per 256 tokens, and their "
+    "length, are in the runs' step logs, not yet tabled here. Measured on both models alike (eta fitted on the "
+    "8,192 prefill): "
     f"Qwen2.5-7B {min(_QWEN_STEADY):.3f}-{max(_QWEN_STEADY):.3f} over {_count(len(_QWEN_STEADY))} sessions, "
     f"Llama-3.1-8B {_LLAMA_STEADY:.3f} on {_LLAMA_STEADY_AT[:10]}. Band: Qwen's earlier runs' range "
     f"(for Llama, every Qwen run) +-{OTHER_SESSION_NOISE:.1%}. A run predicted with eta from its session's GEMM timings "

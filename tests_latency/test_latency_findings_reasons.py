@@ -344,21 +344,3 @@ def test_frontend_below_the_knee_is_the_recorded_one(request, target, session_re
                 frontend.append((rec["aggregate.ttft_s.mean"].value - rec["aggregate.engine.queue_s.mean"].value
                                  - rec["aggregate.engine.prefill_s.mean"].value) * 1e3)
     assert (round(min(frontend), 1), round(max(frontend), 1)) == lf.FRONTEND_MS_BELOW_KNEE
-
-
-@recorded
-def test_prompt_step_the_step_model_predicts(request, target, session_rec, setup_beside):
-    """PROMPT_STEPS_SLOWER's "the step model says ~25 ms": a step carrying one 1,024-token prompt beside 63 decodes at
-    the closed loop's mean context, under each recorded C=64 run's calibration with eta fitted on the 8,192 prefill (the
-    recipe the reason's ratios use), rounds to it at the nearest 5 ms in every run."""
-    steps = []
-    for model in (lf.QWEN, lf.LLAMA):
-        for stamp in _stamps(request, target, f"{model}.closed.c64"):
-            rec = session_rec(f"{model}.closed.c64", not_after=stamp)
-            setup = setup_beside(model, rec, eta_from_gemms=False)
-            s = rec.data["run"]["settings"]
-            ctx = mean_context(s["input_len"], s["output_len"])
-            work = StepWork(decode_tokens=63, decode_context_sum=63 * ctx, prefill=((s["input_len"], 0),))
-            steps.append(lat.step_time(setup.model, setup.ceilings, setup.calib, work).value * 1e3)
-    assert {round(ms / 5) * 5 for ms in steps} == {25}, steps
-    assert "where the step model says ~25 ms" in lf.PROMPT_STEPS_SLOWER
