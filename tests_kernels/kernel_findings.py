@@ -24,6 +24,9 @@ from pathlib import Path
 
 import pytest
 
+from pytest_anatomy.kernels import autotune as at
+from pytest_anatomy.kernels import fused, sgemm
+
 
 # The first H200 run, whose measured/predicted ratios centre the bands (the suite replays the newest run).
 FIRST_RUN = "2026-11-30T02:02:10Z"
@@ -335,6 +338,295 @@ BANDED: dict[str, dict[str, tuple[str, str, tuple[float, float]]]] = {
 }
 
 
+# --- the first run of x6, s11, s12 and the fp32 autotuner (2026-12-01 21:51) -------------------------------------
+# None of these rungs or candidates had run before, so no band is a ratio of theirs: each comes from the mechanism's
+# own arithmetic, from the pre-registration's acceptance edge, or from other rungs' times recorded in the 11:09 run
+# (a different session from the one judged), widened by the measured noise (spread_terms) where it compares runs.
+NEW_RUNGS_RUN = "2026-12-01T11:09:05Z"  # s9/s10's first run: the other rungs' times the bands read
+KERNEL_RUN_2151 = "2026-12-01T21:51:10Z"  # the run the reasons below describe (results/h200/batches/20261201T215110Z)
+VOCAB = "128x152064"
+SHORT_ROW = "8192x2048"
+FFN_SHAPES = ("2048x18944x3584", "32x18944x3584")
+
+
+def run_s(name: str, recorded_at: str) -> float:
+    """One recording's time (s) from the run stamped `recorded_at`; NaN where this checkout lacks it."""
+    path = RESULTS / f"{name}@{_stamp(recorded_at)}.json"
+    if not path.exists():
+        return float("nan")
+    return float(json.loads(path.read_text())["measurements"]["time"]["value"])
+
+
+def run_ms(name: str, recorded_at: str = KERNEL_RUN_2151) -> float:
+    return run_s(name, recorded_at) * 1e3
+
+
+def ceiling_at(kind: str, recorded_at: str) -> float:
+    path = RESULTS / f"kernels-ceilings@{_stamp(recorded_at)}.json"
+    if not path.exists():
+        return float("nan")
+    return float(json.loads(path.read_text())["measurements"][f"{kind}_bandwidth"]["value"])
+
+
+def _prereg(rung: str, label: str) -> float:
+    return sgemm.MMA_ISSUE_PREREGISTERED[(rung, label)]
+
+
+def _x6_prereg_ms(label: str) -> float:
+    x6 = next(v for v in fused.SOFTMAX if v.id == "x6-cluster-row")
+    m, n = (int(x) for x in label.split("x"))
+    ms = x6.preregistered_ms({"M": m, "N": n})
+    assert ms is not None
+    return ms
+
+
+SGEMM_SHAPES = (SGEMM_SHAPE, *FFN_SHAPES)
+_S10_MS = {lab: run_ms(f"sgemm.s10-bf16-ldmatrix.{lab}", NEW_RUNGS_RUN) for lab in SGEMM_SHAPES}
+_S11_MS = {lab: run_ms(f"sgemm.s11-bf16-warp64.{lab}") for lab in SGEMM_SHAPES}
+_S12_MS = {lab: run_ms(f"sgemm.s12-bf16-wgmma.{lab}") for lab in SGEMM_SHAPES}
+
+
+def _ms_list(times: dict[str, float], labels: tuple[str, ...] = SGEMM_SHAPES) -> str:
+    return ", ".join(f"{lab} {times[lab]:.4f} ms" for lab in labels)
+
+
+WARP64_KEPT_S10S_TIME = (
+    "s11 (64 x 64 warp tiles, both k-steps' fragments loaded first, addresses as immediate offsets) was "
+    "pre-registered by the mma issue ledger at "
+    + ", ".join(f"{lab} {_prereg('s11-bf16-warp64', lab)} ms" for lab in SGEMM_SHAPES)
+    + ": its compiled loop issues 2.6 instructions per mma against s10's 4.9, so at the ledger's pace it should "
+    f"take ~0.66x s10's time. It ran {_ms_list(_S11_MS)} (21:51 run): s10's time (11:09 run: {_ms_list(_S10_MS)}) "
+    "to within the two runs' noise, with about half s10's instructions per mma. The hypothesis behind the "
+    "prediction, that s10 is bound by how many instructions it issues, is falsified: halving them changed nothing, "
+    "so something the two rungs share sets their time. They share the 128 x 128 x 32 block tile, the three-stage "
+    "cp.async ring with one barrier per k-tile, the XOR swizzle and the mma.sync path; which of these binds is not "
+    "established (no Nsight Compute profile of s11 was taken: the 21:51 call had no time for it). Band: the same "
+    f"bound as s10, s10's 11:09 times over s11's pre-registration, +-{spread():.1%} (the measured noise terms, "
+    "spread_terms: timing blocks and the session drift of rung 0).")
+WGMMA_FFN = (
+    "s12 (wgmma from swizzled shared memory, cp.async three stages, no TMA) was pre-registered at "
+    + ", ".join(f"{lab} {_prereg('s12-bf16-wgmma', lab)} ms" for lab in SGEMM_SHAPES)
+    + f" and ran {_ms_list(_S12_MS)} (21:51 run): inside the 15% at 4096^3 "
+    f"({_S12_MS[SGEMM_SHAPE] / _prereg('s12-bf16-wgmma', SGEMM_SHAPE):.2f}x), above it at the two FFN shapes ("
+    + ", ".join(f"{_S12_MS[lab] / _prereg('s12-bf16-wgmma', lab):.2f}x" for lab in FFN_SHAPES)
+    + "). The ledger scales the time from 4096^3 to 2048 x 18944 x 3584 by waves x k-tiles "
+    f"({_prereg('s12-bf16-wgmma', FFN_SHAPES[0]) / _prereg('s12-bf16-wgmma', SGEMM_SHAPE):.2f}x); s10 scaled by "
+    f"{_S10_MS[FFN_SHAPES[0]] / _S10_MS[SGEMM_SHAPE]:.2f}x between the same shapes (11:09 run), so the extra cost "
+    "of the FFN shapes is not s12's own: something the issue ledger does not count grows with the shape. A "
+    "candidate, not established: B is 3584 x 18944 bf16 = 136 MB, over the 60 MB L2, so the 16 row tiles of the "
+    "2,048-row GEMM re-read it from DRAM in a way 4096^3's 64 MB of operands do not. At 32 rows a 128-row tile also "
+    "computes 4x the rows. No Nsight Compute profile of s12 exists yet. Band: from the pre-registration (1.0x: "
+    "wgmma's issue savings fully realised) to no slower than the mma.sync rung it replaces (s10's 11:09 time at the "
+    f"shape over s12's pre-registration, +{spread():.1%} measured noise); it straddles the 15% acceptance edge, so "
+    "the finding is strict=False.")
+
+_X6_SHORT_MS, _X6_VOCAB_MS = run_ms(f"softmax.x6-cluster-row.{SHORT_ROW}"), run_ms(f"softmax.x6-cluster-row.{VOCAB}")
+_X5_SHORT_MS = run_ms(f"softmax.x5-warp-row.{SHORT_ROW}")
+_TORCH_VOCAB_1109_MS = run_ms(f"softmax.x0-torch.{VOCAB}", NEW_RUNGS_RUN)
+_TORCH_VOCAB_MS = run_ms(f"softmax.x0-torch.{VOCAB}")
+_SHORT_BYTES = 2 * 4 * fused.SOFTMAX_TIMING_SHAPE["M"] * fused.SOFTMAX_TIMING_SHAPE["N"]  # one read, one write
+_VOCAB_BYTES = 2 * 4 * fused.VOCAB_SHAPE["M"] * fused.VOCAB_SHAPE["N"]
+_COPY_1109, _READ_1109 = ceiling_at("copy", NEW_RUNGS_RUN), ceiling_at("read", NEW_RUNGS_RUN)
+STREAM_ORDER_OF_MAGNITUDE = 10.0  # test_streaming_floor's bound on a rung without a pre-registration: 10x its floor
+_X6_CLUSTERS = fused.SOFTMAX_TIMING_SHAPE["M"]
+CLUSTER_ROW_SHORT_ROWS = (
+    f"x6 at 8,192 x 2,048 was pre-registered at {_x6_prereg_ms(SHORT_ROW):.3f} ms and ran {_X6_SHORT_MS:.4f} ms "
+    f"(21:51 run), {_X6_SHORT_MS / _x6_prereg_ms(SHORT_ROW):.1f}x, against x5's {_X5_SHORT_MS:.4f} ms in the same "
+    f"run. A 2,048-column row is split over a cluster of 8 one-warp blocks: {_X6_CLUSTERS:,} clusters, "
+    f"{8 * _X6_CLUSTERS:,} blocks of 32 threads, each block holding 256 floats (1 KB). The header charged ~0.9 us "
+    "per wave of blocks for the round trip and the cluster exchange; what came back is far more, so a per-cluster "
+    "fixed cost (co-scheduling 8 blocks on one GPC, two barrier.cluster round trips, the distributed-shared-memory "
+    "reads) dominates a row this short. Which part is not established: no recording measures a cluster's launch or "
+    "barrier cost apart from x6 itself, and deriving it from x6's own vocabulary-row time would make the band "
+    "circular. Band, wide for that reason: from the pre-registration's acceptance edge (1.15x: the miss is a miss) "
+    f"to {STREAM_ORDER_OF_MAGNITUDE:g}x the rung's DRAM-byte floor (134 MB at the 11:09 run's copy bandwidth), the "
+    "suite's own bound on a streaming rung an order of magnitude off its bytes (test_streaming_floor), in "
+    "pre-registration units.")
+CLUSTER_ROW_VOCAB = (
+    f"x6 at 128 x 152,064 was pre-registered at {_x6_prereg_ms(VOCAB):.3f} ms (89% of the read ceiling on read + "
+    f"write bytes, target 85%) and ran {_X6_VOCAB_MS:.4f} ms (21:51 run), "
+    f"{_X6_VOCAB_MS / _x6_prereg_ms(VOCAB):.2f}x: {_VOCAB_BYTES / (_X6_VOCAB_MS * 1e-3) / ceiling_at('read', KERNEL_RUN_2151):.0%} of "
+    f"that run's read ceiling, short of the 85% target, yet {_TORCH_VOCAB_MS / _X6_VOCAB_MS:.1f}x faster than torch's "
+    f"softmax ({_TORCH_VOCAB_MS:.4f} ms in the same run): one DRAM read and one write per element hold, the time "
+    "above the bytes does not. The header priced 3.9 waves x ~0.8 us exposed per wave; the excess over it is "
+    "several times that, the same direction as the short rows' per-cluster cost (h200-cluster-row-short-rows-pay-"
+    "per-cluster), but how much of it is the cluster exchange is not established (no Nsight Compute profile of x6 "
+    "yet). Band: from the pre-registration's acceptance edge (1.15x) to torch's time at this shape in the 11:09 "
+    f"run ({_TORCH_VOCAB_1109_MS:.4f} ms: a hand rung that reads each row once is not slower than the library's), in "
+    "the test's units.")
+
+
+def _tile(cid: str) -> at.TileShape:
+    return next(t for t, _, _ in sgemm.S9_TILE_SPACE if t.id == cid)
+
+
+_S9_RUNG = "s9-cp-async-pipeline"
+_S9_1109_MS = {lab: run_ms(f"sgemm.{_S9_RUNG}.{lab}", NEW_RUNGS_RUN) for lab in SGEMM_SHAPES}
+_S9_OWN_TILE = "s9-tile-128x128x16-b2"
+
+
+def s9_ledger_bias(label: str) -> float:
+    """s9's 11:09 time over its own tile's ledger prediction (the b2 candidate is s9): the clock bias every
+    candidate shares (the ledger prices the 1.98 GHz boost clock; ncu ran at 1.78 GHz)."""
+    return _S9_1109_MS[label] / sgemm.S9_TILE_PREREGISTERED[(_S9_OWN_TILE, label)]
+
+
+def _tile_ms(cid: str, label: str) -> float:
+    return run_ms(f"sgemm.{cid}.{label}")
+
+
+_S9_CPI = ncu_metric(_S9_RUNG, _CPI)
+
+
+def resident_warps(cid: str, label: str) -> int:
+    """Warps on the busiest SM when the grid is smaller than the SMs' block slots: ceil(blocks / SMs) blocks."""
+    t = _tile(cid)
+    m, n, _ = (int(x) for x in label.split("x"))
+    blocks = -(-m // t.bm) * -(-n // t.bn)
+    w = next(w for tt, w, _ in sgemm.S9_TILE_SPACE if tt.id == cid)
+    return min(w, -(-blocks // H200_SMS) * t.threads // 32)
+
+
+H200_SMS = 132
+
+
+def _ipc(warps: float) -> float:
+    return min(4.0, warps / _S9_CPI)
+
+
+def partial_grid_upper(cid: str, label: str) -> float:
+    """The ledger at the warps the busiest SM actually holds, over the ledger at full residency, x s9's bias."""
+    w = next(w for tt, w, _ in sgemm.S9_TILE_SPACE if tt.id == cid)
+    return round(s9_ledger_bias(label) * _ipc(w) / _ipc(resident_warps(cid, label)), 4)
+
+
+TILE_CLOCK_BIAS_AND_MORE = (
+    "These candidates ran 15-19% slower than the tile ledger's pre-registration (21:51 run; each case's numbers are "
+    "in its reconciliation). Part is the bias every candidate shares: s9 itself (the 128x128x16-b2 candidate) ran "
+    + ", ".join(f"{s9_ledger_bias(lab):.3f}x" for lab in SGEMM_SHAPES)
+    + " its ledger time at the three shapes in the 11:09 run, the ledger pricing the 1.98 GHz boost clock where ncu "
+    "saw 1.78 GHz. The remaining 8-12% is not established: no candidate was profiled, and the ledger counts only the "
+    "compiled loop's FFMA share and the warps per SM, not each tile's copy loop, barrier count per FMA or wave tail. "
+    f"Band: from s9's 11:09 bias at the shape -{spread():.1%} measured noise (the shared part alone) to that bias "
+    "+15% (the acceptance band again, for the candidate's own share); it straddles the acceptance edge, so "
+    "strict=False.")
+_PG = (("s9-tile-64x128x16-b4", "32x18944x3584"), ("s9-tile-64x64x32-b4", "32x18944x3584"))
+TILE_PARTIAL_GRID = (
+    "At 32 x 18,944 x 3,584 the 64-row tiles leave the SMs part-empty: "
+    + "; ".join(f"{cid.removeprefix('s9-tile-')} launches "
+                f"{-(-32 // _tile(cid).bm) * -(-18944 // _tile(cid).bn)} blocks for {H200_SMS} SMs, so the busiest SM "
+                f"holds {resident_warps(cid, lab)} warps where the ledger counts "
+                f"{next(w for tt, w, _ in sgemm.S9_TILE_SPACE if tt.id == cid)}" for cid, lab in _PG)
+    + f". At s9's counted {_S9_CPI:.2f} warp cycles per issue the ledger would halve the issue rate for half the "
+    "warps; measured (21:51 run) "
+    + ", ".join(f"{cid.removeprefix('s9-tile-')} {_tile_ms(cid, lab):.4f} ms against "
+                f"{sgemm.S9_TILE_PREREGISTERED[(cid, lab)]} ms" for cid, lab in _PG)
+    + ": slower than priced, by much less than half the warps would cost under the ledger; the one-block-per-SM "
+    "candidate says the same (h200-tile-ledger-occupancy-term-overcharges). Band, wide: from s9's 11:09 bias at the "
+    f"shape -{spread():.1%} (full residency, the shared clock bias only) to the ledger at the warps resident on the "
+    "busiest SM times that bias; it straddles the acceptance edge, so strict=False.")
+_B1 = "s9-tile-128x128x16-b1"
+TILE_OCCUPANCY_OVERCHARGES = (
+    "The candidate without a register cap (128x128x16, __launch_bounds__ min-blocks 1: 161 registers, one block = "
+    "8 warps per SM) was pre-registered at "
+    + ", ".join(f"{sgemm.S9_TILE_PREREGISTERED[(_B1, lab)]} ms" for lab in SGEMM_SHAPES)
+    + " at the three shapes, twice the same tile at 16 warps (128x128x16-b2, s9 itself), because the ledger's issue "
+    f"rate is min(4, W / c) with c = s9's counted {_S9_CPI:.2f} warp cycles per issue: 8 / {_S9_CPI:.2f} = "
+    f"{_ipc(8):.2f} per cycle against 16 / {_S9_CPI:.2f} = {_ipc(16):.2f}. It ran "
+    + ", ".join(f"{_tile_ms(_B1, lab):.4f} ms" for lab in SGEMM_SHAPES)
+    + " (21:51 run), about 40% under its prediction and "
+    + ", ".join(f"{_tile_ms(_B1, lab) / _tile_ms(_S9_OWN_TILE, lab):.2f}x" for lab in SGEMM_SHAPES)
+    + " the b2 tile's time in the same run: halving the warps cost ~12%, not 2x. The likely mechanism, not "
+    "established (no profile of the candidate): s9's counted pace is not a latency. ncu saw s9's issue slots "
+    f"{ncu_metric(_S9_RUNG, 'Issue Slots Busy'):.0f}% busy with 4 warps per scheduler, so most of a warp's "
+    f"{_S9_CPI:.2f} cycles between issues is waiting behind the other three warps for the slot, a wait that shrinks "
+    "with fewer warps; the ledger's refit (L from s9's counted pace) books it as latency, which then charges every "
+    "missing warp in full. Band: from 'one block per SM costs nothing' (s9's 11:09 time at the shape over this "
+    f"candidate's prediction, -{spread():.1%} measured noise) to the acceptance edge (0.85x).")
+_TARGET_1109 = {lab: run_ms(f"sgemm.s0-cublas.{lab}", NEW_RUNGS_RUN) / sgemm.AUTOTUNE_TARGETS[lab]
+                for lab in SGEMM_SHAPES}
+_BEST_PREREG = {lab: min((ms, cid) for (cid, lb), ms in sgemm.S9_TILE_PREREGISTERED.items() if lb == lab)
+                for lab in SGEMM_SHAPES}
+
+
+def _choice(label: str) -> tuple[str, float, float]:
+    """The 21:51 run's choice at `label`: candidate id, its time and the target time (ms) the test checks, cuBLAS
+    fp32 timed beside it / the goal."""
+    path = RESULTS / f"autotune.sgemm.s9-tile.{label}@{_stamp(KERNEL_RUN_2151)}.json"
+    if not path.exists():
+        return ("?", float("nan"), float("nan"))
+    rec = json.loads(path.read_text())
+    m = rec["measurements"]
+    return (rec["data"]["choice"], m["time"]["value"] * 1e3,
+            m["baseline_time"]["value"] * 1e3 / sgemm.AUTOTUNE_TARGETS[label])
+
+
+AUTOTUNED_FP32_TARGET = (
+    "Issue 17's fp32 targets for the tuned tile: 90% of cuBLAS fp32 at 4096^3, 80% at the FFN shapes. The tuner "
+    "(21:51 run) chose "
+    + "; ".join(f"{lab}: {_choice(lab)[0].removeprefix('s9-tile-')} at {_choice(lab)[1]:.4f} ms, target "
+                f"{_choice(lab)[2]:.4f} ms" for lab in SGEMM_SHAPES)
+    + ". The 2,048-row FFN shape meets its target. At 4096^3 no candidate beat s9's own tile: the ledger ranked "
+    f"128x256x8 first ({sgemm.S9_TILE_PREREGISTERED[('s9-tile-128x256x8-b1', SGEMM_SHAPE)]} ms) and it ran "
+    f"{_tile_ms('s9-tile-128x256x8-b1', SGEMM_SHAPE):.4f} ms, so the choice is s9 and the cause is "
+    "h200-fp32-below-cublas-target's (software pipelining with fewer stages and less issue than cuBLAS's kernel). "
+    f"At 32 rows the best pre-registered candidate ({_BEST_PREREG['32x18944x3584'][1].removeprefix('s9-tile-')}, "
+    f"{_BEST_PREREG['32x18944x3584'][0]} ms) was already "
+    f"{_BEST_PREREG['32x18944x3584'][0] / _TARGET_1109['32x18944x3584']:.2f}x the target before the run: cuBLAS "
+    "at M = 32 does not spend a 64- or 128-row tile on 32 rows and a grid of 148-296 blocks on 132 SMs (split-K or "
+    "a small-M kernel, which the space does not contain); the miss was built into the search space. Band: from the "
+    "best pre-registered candidate -15% (the acceptance band) to s9's own 11:09 time (the tuner never picks worse "
+    f"than candidate 0, s9) +{spread():.1%} measured noise, over the 11:09 run's cuBLAS / goal; at 4096^3 it "
+    "straddles the target, so strict=False.")
+
+BANDED.update({
+    "mma_issue_preregistered": {
+        **{f"s11-bf16-warp64-{lab}": ("h200-warp64-kept-s10s-time", WARP64_KEPT_S10S_TIME,
+                                      band(_S10_MS[lab] / _prereg("s11-bf16-warp64", lab))) for lab in SGEMM_SHAPES},
+        **{f"s12-bf16-wgmma-{lab}": ("h200-wgmma-ffn-shapes-slower-than-the-ledger", WGMMA_FFN,
+                                     (1.0, round(_S10_MS[lab] / _prereg("s12-bf16-wgmma", lab) * (1 + spread()), 4)))
+           for lab in FFN_SHAPES}},
+    "streaming_floor": {
+        "x6-cluster-row": ("h200-cluster-row-short-rows-pay-per-cluster", CLUSTER_ROW_SHORT_ROWS,
+                           (round(_x6_prereg_ms(SHORT_ROW) * 1e-3 * (1 + PREREG_ACCEPT) * _COPY_1109 / _SHORT_BYTES, 4),
+                            STREAM_ORDER_OF_MAGNITUDE))},
+    "vocab_target": {
+        "x6-cluster-row": ("h200-cluster-row-vocab-short-of-its-ledger", CLUSTER_ROW_VOCAB,
+                           (round(_x6_prereg_ms(VOCAB) * 1e-3 * (1 + PREREG_ACCEPT) * _READ_1109 / _VOCAB_BYTES, 4),
+                            round(_TORCH_VOCAB_1109_MS * 1e-3 * _READ_1109 / _VOCAB_BYTES, 4)))},
+    "tile_preregistered": {
+        **{f"{cid}-{lab}": ("h200-tile-ledger-clock-bias-and-more", TILE_CLOCK_BIAS_AND_MORE,
+                            (round(s9_ledger_bias(lab) * (1 - spread()), 4),
+                             round(s9_ledger_bias(lab) * (1 + PREREG_ACCEPT), 4)))
+           for cid, lab in (("s9-tile-128x256x8-b1", SGEMM_SHAPE), ("s9-tile-128x256x8-b1", FFN_SHAPES[0]),
+                            ("s9-tile-256x64x16-b2", FFN_SHAPES[0]), ("s9-tile-64x128x16-b4", FFN_SHAPES[0]))},
+        **{f"{cid}-{lab}": ("h200-tile-ledger-partial-grid-residency", TILE_PARTIAL_GRID,
+                            (round(s9_ledger_bias(lab) * (1 - spread()), 4), partial_grid_upper(cid, lab)))
+           for cid, lab in _PG},
+        **{f"{_B1}-{lab}": ("h200-tile-ledger-occupancy-term-overcharges", TILE_OCCUPANCY_OVERCHARGES,
+                            (round(_S9_1109_MS[lab] / sgemm.S9_TILE_PREREGISTERED[(_B1, lab)] * (1 - spread()), 4),
+                             1 - PREREG_ACCEPT)) for lab in SGEMM_SHAPES}},
+    "autotune_target": {
+        lab: ("h200-autotuned-fp32-below-cublas-target", AUTOTUNED_FP32_TARGET,
+              (round(_BEST_PREREG[lab][0] * (1 - PREREG_ACCEPT) / _TARGET_1109[lab], 4),
+               round(_S9_1109_MS[lab] * (1 + spread()) / _TARGET_1109[lab], 4)))
+        for lab in (SGEMM_SHAPE, FFN_SHAPES[1])},
+})
+# s11 and s12's header times are the mma issue ledger's (test_kernels_registry keeps them equal): the same finding
+# marks test_preregistered_time.
+BANDED["preregistered"].update(BANDED["mma_issue_preregistered"])
+BANDED["preregistered"].update({
+    f"x6-cluster-row-{SHORT_ROW}": ("h200-cluster-row-short-rows-pay-per-cluster", CLUSTER_ROW_SHORT_ROWS,
+                                    (1 + PREREG_ACCEPT, round(STREAM_ORDER_OF_MAGNITUDE * _SHORT_BYTES / _COPY_1109
+                                                              / (_x6_prereg_ms(SHORT_ROW) * 1e-3), 4))),
+    f"x6-cluster-row-{VOCAB}": ("h200-cluster-row-vocab-short-of-its-ledger", CLUSTER_ROW_VOCAB,
+                                (1 + PREREG_ACCEPT, round(_TORCH_VOCAB_1109_MS / _x6_prereg_ms(VOCAB), 4)))})
+# Findings whose band straddles the goal they judge: a session may land either side (pytest_anatomy.findings).
+NOT_STRICT = frozenset({"h200-wgmma-ffn-shapes-slower-than-the-ledger", "h200-tile-ledger-clock-bias-and-more",
+                        "h200-tile-ledger-partial-grid-residency"})
+NOT_STRICT_KEYS = frozenset({("autotune_target", SGEMM_SHAPE)})
+
+
 # Tables whose ratio divides by the session's read ceiling (a floor at the measured bandwidth).
 CEILING_TABLES = frozenset({"streaming_floor", "streaming_target"})
 TABLES: dict[str, dict[str, tuple[str, str, float]]] = {
@@ -348,7 +640,9 @@ def marks_for(table: str, key: str) -> tuple[pytest.MarkDecorator, ...]:
     banded = BANDED.get(table, {}).get(key)
     if banded is not None:
         fid, reason, expected = banded
-        return (pytest.mark.finding(fid, reason=reason, expected=expected, hardware=MEASURED_ON),)
+        strict = fid not in NOT_STRICT and (table, key) not in NOT_STRICT_KEYS
+        return (pytest.mark.finding(fid, reason=reason, expected=expected, hardware=MEASURED_ON,
+                                    **({} if strict else {"strict": False})),)
     entry = TABLES.get(table, {}).get(key)
     if entry is None:
         return ()

@@ -10,6 +10,7 @@ import kernel_findings as kf
 import pytest
 
 from pytest_anatomy import recordings
+from pytest_anatomy.kernels import sgemm
 from pytest_anatomy.kernels.ladders import LADDERS
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
@@ -90,3 +91,50 @@ def test_the_streaming_target_quotes_its_own_ratio() -> None:
     """'reached N%' of the target is floor / measured, the reciprocal of the band's centre, not a second number."""
     _, reason, ratio = kf.STREAMING_TARGET["x4-vectorized"]
     assert ratio == kf.STREAMING_FLOOR["x4-vectorized"][2] and f"reached {1 / ratio:.0%}." in reason
+
+
+def _at(name: str, when: str) -> float:
+    """One recording's time (s) of the run stamped `when`, through pytest_anatomy.recordings; skips where absent."""
+    try:
+        rec = recordings.load_not_after(RESULTS, kf.MEASURED_ON, "kernels", name, when)
+    except recordings.MissingRecording:
+        pytest.skip(f"results/{kf.MEASURED_ON}/kernels/{name}@* of {when} is not in this checkout")
+    if rec.recorded_at != when:
+        pytest.skip(f"{name} of {when} is not in this checkout")
+    return rec["time"].value
+
+
+def test_new_rung_reasons_quote_the_2151_run() -> None:
+    """x6, s11, s12 and the tile candidates' reasons quote the 21:51 run, the run they describe."""
+    for lab in kf.SGEMM_SHAPES:
+        assert f"{lab} {_at(f'sgemm.s11-bf16-warp64.{lab}', kf.KERNEL_RUN_2151) * 1e3:.4f} ms" \
+            in kf.WARP64_KEPT_S10S_TIME
+        assert f"{lab} {_at(f'sgemm.s10-bf16-ldmatrix.{lab}', kf.NEW_RUNGS_RUN) * 1e3:.4f} ms" \
+            in kf.WARP64_KEPT_S10S_TIME
+        assert f"{lab} {_at(f'sgemm.s12-bf16-wgmma.{lab}', kf.KERNEL_RUN_2151) * 1e3:.4f} ms" in kf.WGMMA_FFN
+        assert f"{_at(f'sgemm.{kf._B1}.{lab}', kf.KERNEL_RUN_2151) * 1e3:.4f} ms" in kf.TILE_OCCUPANCY_OVERCHARGES
+    short = _at("softmax.x6-cluster-row.8192x2048", kf.KERNEL_RUN_2151)
+    assert f"ran {short * 1e3:.4f} ms (21:51 run)" in kf.CLUSTER_ROW_SHORT_ROWS
+    vocab = _at("softmax.x6-cluster-row.128x152064", kf.KERNEL_RUN_2151)
+    assert f"ran {vocab * 1e3:.4f} ms (21:51 run)" in kf.CLUSTER_ROW_VOCAB
+
+
+def test_new_rung_bands_come_from_other_runs() -> None:
+    """Every band of the 21:51 findings is computed from the 11:09 run's times (other rungs, or s9 as candidate 0),
+    a pre-registration or an acceptance edge: recomputed here, none reads a time of the run it judges."""
+    spread = kf.spread()
+    banded = kf.BANDED
+    for lab in kf.SGEMM_SHAPES:
+        s10 = _at(f"sgemm.s10-bf16-ldmatrix.{lab}", kf.NEW_RUNGS_RUN) * 1e3
+        s9 = _at(f"sgemm.s9-cp-async-pipeline.{lab}", kf.NEW_RUNGS_RUN) * 1e3
+        assert banded["mma_issue_preregistered"][f"s11-bf16-warp64-{lab}"][2] == \
+            kf.band(s10 / sgemm.MMA_ISSUE_PREREGISTERED[("s11-bf16-warp64", lab)])
+        lo, hi = banded["tile_preregistered"][f"{kf._B1}-{lab}"][2]
+        assert (lo, hi) == (round(s9 / sgemm.S9_TILE_PREREGISTERED[(kf._B1, lab)] * (1 - spread), 4), 0.85)
+        if lab != kf.SGEMM_SHAPE:
+            assert banded["mma_issue_preregistered"][f"s12-bf16-wgmma-{lab}"][2] == \
+                (1.0, round(s10 / sgemm.MMA_ISSUE_PREREGISTERED[("s12-bf16-wgmma", lab)] * (1 + spread), 4))
+    torch = _at("softmax.x0-torch.128x152064", kf.NEW_RUNGS_RUN)
+    assert banded["preregistered"]["x6-cluster-row-128x152064"][2] == (1.15, round(torch * 1e3 / kf._x6_prereg_ms("128x152064"), 4))
+    for key, (fid, _, (lo, hi)) in banded["tile_preregistered"].items():
+        assert lo < hi, (key, fid)

@@ -15,6 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import kernel_findings as hf
+
 from pytest_anatomy import recordings
 from pytest_anatomy.kernels import autotune, emulator, sgemm
 from pytest_anatomy.kernels import compile as kc
@@ -158,7 +160,8 @@ TILE_WHY = ("the ladders' 15% acceptance band for a prediction made without the 
 
 @pytest.mark.gpu
 @pytest.mark.targets(recorded="sgemm.s9-tile-")
-@pytest.mark.parametrize("cid,label", list(sgemm.S9_TILE_PREREGISTERED))
+@pytest.mark.parametrize("cid,label", [pytest.param(cid, label, marks=hf.marks_for("tile_preregistered", f"{cid}-{label}"))
+                                       for cid, label in sgemm.S9_TILE_PREREGISTERED])
 def test_candidate_time_vs_preregistered(cid, label, target, measured, reconcile):
     if target.name != "h200":
         pytest.skip(f"the candidates' predictions are for the H200 whose counters they read, not {target.name}")
@@ -190,7 +193,7 @@ def test_recorded_choice_is_the_fastest_candidate(label, measured):
 
 @pytest.mark.gpu
 @pytest.mark.targets(recorded="autotune.")
-@pytest.mark.parametrize("label", _choices())
+@pytest.mark.parametrize("label", [pytest.param(lab, marks=hf.marks_for("autotune_target", lab)) for lab in _choices()])
 def test_autotuned_fp32_vs_cublas_target(label, measured, reconcile):
     rec = measured(f"autotune.sgemm.s9-tile.{label}")
     goal = sgemm.AUTOTUNE_TARGETS[label]

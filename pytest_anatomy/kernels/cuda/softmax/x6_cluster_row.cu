@@ -24,7 +24,10 @@ other resident block cannot cover when both started together (~0.8 us, the laten
 blocks of 32 threads, 32 blocks per SM by block slots = 15.5 waves of blocks whose 1 KB each does
 not cover a round trip plus the cluster exchange (~0.9 us per wave: 14 us), about 1.3x x5's 34 us:
 the cluster pays off only when a row is too long for one SM. Written before any measurement of this rung.
-Measured outcome: not yet measured on H200.
+Measured outcome: H200, run of 2026-12-01T21:51:10Z (results/h200/kernels): 128 x 152,064: 0.0490 ms,
+1.22x the prediction, 72% of the read ceiling (target 85%; finding h200-cluster-row-vocab-short-of-its-ledger);
+rung 0 0.0898 ms; 8,192 x 2,048: 0.1577 ms, 3.5x the prediction (finding
+h200-cluster-row-short-rows-pay-per-cluster): 8,192 clusters of 8 one-warp blocks pay a per-cluster cost.
 Seed: no such rung.
 */
 #ifndef INFINITY  // NVRTC has no math.h; nvcc and the CPU emulator do
