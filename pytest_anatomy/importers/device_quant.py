@@ -1,0 +1,50 @@
+"""The quantization shootout's device batches (scripts/device/quant_plan.py) as recordings under
+results/<hw>/quant/: split from importers/device.py, which dispatches to quant_records by the batch's kind
+(the plan's vLLM batch, kind quant-vllm, is read there, with the capacity suite's engine-start reader)."""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from pytest_anatomy import recordings
+
+# Each run kind's numbers under the names the quant suite reads, with their units.
+_QUANT_FIELDS = {
+    "kld": (("kld", "kld", "nat"), ("delta_ln_ppl", "delta_ln_ppl", "nat"), ("ppl_quant", "perplexity", "x"),
+            ("ppl_base", "perplexity_base", "x")),
+    "quantize": (("tensor_bytes", "tensor_bytes", "B"), ("bits_per_weight", "bits_per_weight", "bit"),
+                 ("file_bytes", "file_bytes", "B")),
+    "noise": (("S", "noise_S", "x"),),
+}
+
+
+def _quant_measurements(kind: str, result: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    if kind in ("base", "slice"):
+        return {"perplexity": {"value": result["ppl"], "unit": "x"},
+                "perplexity_stderr": {"value": result["ppl_stderr"], "unit": "x"}}
+    if kind == "bench":
+        return {f"{t['test']}.tok_per_s": {"value": t["tok_per_s"]["median"], "unit": "tokens/s",
+                                           "samples": t["samples"]["tok_per_s"]} for t in result["tests"]}
+    for key, name, unit in _QUANT_FIELDS["quantize" if kind == "reference" else kind]:
+        value = result.get(key)
+        if isinstance(value, dict):  # llama-perplexity's statistics: value and standard error
+            out[name] = {"value": value["value"], "unit": unit}
+            out[f"{name}_stderr"] = {"value": value["stderr"], "unit": unit}
+        elif isinstance(value, (int, float)):
+            out[name] = {"value": value, "unit": unit}
+    return out
+
+
+def quant_records(batch: dict[str, Any], common: dict[str, Any], hw: str, stamp: str) -> Iterator[recordings.Recording]:
+    """results/<hw>/quant/<model>.<file type>.<kind>@stamp, one per measured run; the vLLM batch's engine
+    starts as results/<hw>/quant/vllm-ledger.<model>.<case>@stamp (not the capacity suite's: other weights)."""
+    prov = batch.get("provenance") or {}
+    for run in batch["runs"]:
+        if "result" not in run:  # skipped or failed: the raw batch keeps why
+            continue
+        yield recordings.Recording(
+            suite="quant", name=run["id"].lower(), hardware=hw, recorded_at=stamp,
+            provenance={**common, "engine": "llama.cpp", "kind": run.get("kind"), "file_type": run.get("file_type"),
+                        "model": (prov.get("model") or {}).get("id"), "n_ctx": prov.get("n_ctx")},
+            measurements=_quant_measurements(str(run.get("kind")), run["result"]), data={"run": run})
