@@ -21,3 +21,22 @@ def qwen() -> ModelSpec:
     """Qwen2.5-7B-Instruct (catalog config): the seed study's model and the model of every latency
     run so far."""
     return load_model("qwen2.5-7b")
+
+
+# The CPU suite's long chains start first, so that `pytest -n auto` overlaps them with everything else instead of
+# running them as a tail on one worker (measured 2026-12-01 on 2 cores: 310-330 s in collection order, the last
+# ~90 s on these alone). The report-browser tests go last: they read the report of every suite, which starts building
+# in the background when collection ends (tests_plugin/conftest.py) and is done by then.
+LONG_FIRST = ("tests_plugin/test_mutations.py", "tests_quant/test_quality_slice.py")
+LAST = ("tests_plugin/test_report_browser.py",)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        path = item.nodeid.split("::", 1)[0]
+        if path in LAST:
+            return len(LONG_FIRST) + 1
+        return LONG_FIRST.index(path) if path in LONG_FIRST else len(LONG_FIRST)
+
+    items.sort(key=rank)  # stable: the order within each rank is collection's

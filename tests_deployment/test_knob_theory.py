@@ -63,9 +63,21 @@ def test_no_hit_is_the_plain_prefill() -> None:
 @SMALL
 @given(st.integers(2, 6000), st.integers(0, 6000), st.integers(0, 6000))
 def test_more_cached_tokens_never_cost_more_prefill(prompt: int, a: int, b: int) -> None:
+    """Within one chunk (the budget above the prompt). Across a chunk boundary it is not true; see below."""
     lo, hi = sorted((a, b))
-    t = [pc.cached_prefill_time(QWEN, H200, CAL, prompt, c, 2048).value for c in (lo, hi)]
+    t = [pc.cached_prefill_time(QWEN, H200, CAL, prompt, c, 8192).value for c in (lo, hi)]
     assert t[1] <= t[0] * (1 + 1e-12)
+
+
+def test_a_hit_that_moves_a_chunk_boundary_can_cost_a_little_more() -> None:
+    """Found by the property above when it ran with a 2,048-token budget (hypothesis: prompt 2,065, 16 cached):
+    cold, the chunks are 2,048 tokens then 17; warm, 2,048 tokens after 16 cached ones, then 1. The first chunk's
+    attention now spans 16 more keys, while the second step, memory-bound, costs about the same for 1 token as for
+    17: the warm prefill is slower, by less than 0.1%. vLLM schedules the same chunks, so this is the model's
+    answer, not an artifact of it."""
+    cold = pc.cached_prefill_time(QWEN, H200, CAL, 2065, 0, 2048).value
+    warm = pc.cached_prefill_time(QWEN, H200, CAL, 2065, 16, 2048).value
+    assert cold < warm < cold * 1.001
 
 
 def test_ttft_saved_is_the_two_prefills_apart() -> None:

@@ -1,4 +1,5 @@
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,3 +15,19 @@ def _isolated_subprocess_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     subprocess run must import this checkout's plugin (not another one the venv installed)."""
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(_ROOT), os.environ.get("PYTHONPATH")])))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start the report of every suite in the background as soon as this run is known to check it
+    (test_report_browser.start_full_report): it then overlaps the rest of the suite."""
+    if any(item.nodeid.startswith("tests_plugin/test_report_browser.py::") for item in session.items):
+        from test_report_browser import start_full_report
+
+        start_full_report(session.config)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if "test_report_browser" in sys.modules:  # this process collected (and maybe started) the background build
+        from test_report_browser import wait_for_background
+
+        wait_for_background()

@@ -17,8 +17,8 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from itertools import combinations
 from pathlib import Path
 from typing import Any
@@ -41,42 +41,61 @@ needs_chromium = pytest.mark.skipif(
 MAX_REPORT_BYTES = 5_000_000
 
 
-@pytest.fixture(scope="module")
-def full_report(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Path:
-    """README's main command, minus its README update: every suite, from recordings, --anatomy-report.
-
-    Under `pytest -n N` the workers share one run: the first to take the lock writes the report
-    in the folder above their own tmp folders, the others wait for it and read it."""
-    worker = getattr(request.config, "workerinput", None)  # set on an xdist worker only
-    shared = tmp_path_factory.getbasetemp() if worker is None else tmp_path_factory.getbasetemp().parent
-    out = shared / "full-report" / "anatomy-report.html"
-    out.parent.mkdir(exist_ok=True)
-    with _lock(out.parent / ".lock"):
-        if not out.is_file():
-            suites = [d for d in SUITE_DIRS if (ROOT / d).is_dir()]
-            env = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
-            # -p no:xdist: one process, as the main command runs
-            run = subprocess.run([sys.executable, "-m", "pytest", *suites, f"--anatomy-report={out}", "-q",
-                                  "-p", "no:cacheprovider", "-p", "no:xdist"],
-                                 cwd=ROOT, env=env, capture_output=True, text=True, timeout=900, check=False)
-            assert out.is_file(), (f"the suites wrote no report (exit {run.returncode}):\n"
-                                   f"{run.stdout[-3000:]}\n{run.stderr[-3000:]}")
-    return out
+# The background build this process started, kept so it is reaped (wait_for_background) rather than garbage-collected
+# while running (a ResourceWarning, an error under this suite's filterwarnings).
+BACKGROUND: list[subprocess.Popen[bytes]] = []
 
 
-@contextmanager
-def _lock(path: Path) -> Iterator[None]:
+def _shared_folder(config: pytest.Config) -> Path:
+    """Where the report of every suite is written: above the xdist workers' own tmp folders (shared by them)."""
+    base = config._tmp_path_factory.getbasetemp()  # type: ignore[attr-defined]
+    return (base if getattr(config, "workerinput", None) is None else base.parent) / "full-report"
+
+
+def start_full_report(config: pytest.Config) -> None:
+    """Start building README's main command's report (every suite, from recordings; minus its README update) in the
+    background, once per run: the first process to create the shared folder starts it, the others only read it.
+    Started when collection ends (tests_plugin/conftest.py), so its ~2 minutes of one core overlap the rest of the
+    suite instead of holding a worker, and a second worker never waits idle on it; the tests below wait for it."""
+    folder = _shared_folder(config)
     try:
-        import fcntl
-    except ImportError:  # not POSIX: each worker renders its own copy
-        yield
-        return
-    with open(path, "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+        folder.mkdir()
+    except FileExistsError:
+        return  # another worker started it
+    out = folder / "anatomy-report.html"
+    suites = [d for d in SUITE_DIRS if (ROOT / d).is_dir()]
+    env = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
+    # -p no:xdist: one process, as the main command runs; the wrapper writes the exit status and output when done
+    cmd = [sys.executable, "-m", "pytest", *suites, f"--anatomy-report={out}", "-q", "-p", "no:cacheprovider",
+           "-p", "no:xdist"]
+    wrapper = ("import subprocess, sys, pathlib; f = pathlib.Path(sys.argv[1]); "
+               "r = subprocess.run(sys.argv[2:], capture_output=True, text=True, timeout=900); "
+               "(f / 'output.txt').write_text(r.stdout[-3000:] + r.stderr[-3000:]); "
+               "(f / 'done').write_text(str(r.returncode))")
+    BACKGROUND.append(subprocess.Popen([sys.executable, "-c", wrapper, str(folder), *cmd], cwd=ROOT, env=env,
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
+
+
+def wait_for_background() -> None:
+    """Reap the build this process started (at its session's end: another worker may have read the report)."""
+    while BACKGROUND:
+        BACKGROUND.pop().wait(timeout=900)
+
+
+@pytest.fixture(scope="module")
+def full_report(request: pytest.FixtureRequest) -> Path:
+    """The report of every suite (start_full_report), waited for: started at collection's end where these tests were
+    collected, else here."""
+    start_full_report(request.config)
+    folder = _shared_folder(request.config)
+    deadline = time.monotonic() + 900
+    while not (folder / "done").is_file():
+        assert time.monotonic() < deadline, "the report of every suite did not finish within 15 minutes"
+        time.sleep(0.5)
+    out = folder / "anatomy-report.html"
+    assert out.is_file(), (f"the suites wrote no report (exit {(folder / 'done').read_text()}):\n"
+                           f"{(folder / 'output.txt').read_text()}")
+    return out
 
 
 def test_report_of_every_suite_stays_under_5_mb(full_report: Path) -> None:
