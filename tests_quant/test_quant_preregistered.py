@@ -10,6 +10,8 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+# regex (the quant extra, in dev) tokenizes the text: README's main command installs the core only, so these skip there
+pytest.importorskip("regex", reason="the quant suite's tokenizer needs regex: pip install -e '.[quant]' (or '.[dev]')")
 from quality_slice import FIT, HELD_OUT
 
 from pytest_anatomy import quant_prereg

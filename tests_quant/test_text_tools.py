@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import bz2
 
+import pytest
+
+# regex (the quant extra, in dev) tokenizes the text: README's main command installs the core only, so these skip there
+pytest.importorskip("regex", reason="the quant suite's tokenizer needs regex: pip install -e '.[quant]' (or '.[dev]')")
 from pytest_anatomy.measure import bpe, wiki_text
 
 PAGE = """<mediawiki><page><title>R</title><revision><text>#REDIRECT [[X]]</text></revision></page>
