@@ -266,7 +266,12 @@ def _cmd_report(args: argparse.Namespace) -> int:
     full = not paths and not any(a in ("-k", "-m") or a.startswith(("-k", "-m", "--deselect", "--lf")) for a in extra)
     code = subprocess.call(cmd)
     ledger_path = Path(args.output).with_suffix(".json")
-    if full and ledger_path.is_file() and (root / "README.md").is_file():
+    # pytest's 0 and 1 are complete runs (1: some tests failed); 2-5 (interrupted, internal or usage error, nothing
+    # collected) leave a partial ledger, which would rewrite the table with rows missing
+    if full and code not in (0, 1) and (root / "README.md").is_file():
+        print(f"README.md validation table left as it was: pytest exited {code}, so {ledger_path} is not a whole run",
+              file=sys.stderr)
+    elif full and ledger_path.is_file() and (root / "README.md").is_file():
         from pytest_anatomy.report import validation
 
         recs = json.loads(ledger_path.read_text(encoding="utf-8")).get("reconciliations") or []

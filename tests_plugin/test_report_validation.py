@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -97,3 +98,23 @@ def test_html_report_keeps_validation_reconciliations_compact() -> None:
     embedded = json.loads(re.search(r'id="anatomy-ledger">(.*?)</script>', html, re.S).group(1))
     assert [r["name"] for r in embedded["reconciliations"]] == ["decode_step"]
     assert embedded["reconciliations_left_out"]["count"] == 1
+
+
+def test_an_interrupted_report_run_leaves_the_readme_table_alone(tmp_path, monkeypatch, capsys) -> None:
+    """pytest exiting 2 (collection errors, as a core-only install once gave) leaves a partial ledger: the report
+    command must not rewrite README's validation table from it, and says so."""
+    import subprocess
+
+    from pytest_anatomy import cli
+
+    (tmp_path / "tests_capacity").mkdir()
+    readme = tmp_path / "README.md"
+    readme.write_text("before\n<!-- validation-table -->\n| old |\n<!-- /validation-table -->\n")
+    (tmp_path / "r.json").write_text(json.dumps({"reconciliations": []}))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(subprocess, "call", lambda cmd: 2)
+    written = []
+    monkeypatch.setattr(validation, "update_readme", lambda *a: written.append(a) or True)
+    assert cli.main(["report", "-o", str(tmp_path / "r.html")]) == 2
+    assert written == [] and "| old |" in readme.read_text()
+    assert "left as it was: pytest exited 2" in capsys.readouterr().err
