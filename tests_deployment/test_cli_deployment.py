@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 from pytest_anatomy.cli import main
 from pytest_anatomy.theory import speculative as sp
 from pytest_anatomy.theory.prefix_cache import hit_tokens
+from pytest_anatomy.deployment_ladder import HARDWARE
 
-BASE = ("predict", "latency", "--model", "qwen2.5-7b", "--hardware", "h200", "--batch", "32", "--input-len", "1024",
+BASE = ("predict", "latency", "--model", "qwen2.5-7b", "--hardware", HARDWARE, "--batch", "32", "--input-len", "1024",
         "--output-len", "256", "--json")
 
 
@@ -62,7 +63,7 @@ def test_bad_knob_flags_are_one_line(capsys, flag: tuple[str, str], message: str
     assert exc.value.code == 2 and message in err and len(err.strip().splitlines()) == 1
 
 
-PLAN = ("plan", "--model", "qwen2.5-7b", "--hardware", "h200", "--workload", "rag")
+PLAN = ("plan", "--model", "qwen2.5-7b", "--hardware", HARDWARE, "--workload", "rag")
 
 
 def test_plan_ranks_configurations_that_meet_the_slo(capsys) -> None:
@@ -87,11 +88,11 @@ def test_plan_prints_a_readable_table(capsys) -> None:
 
 
 @pytest.mark.parametrize(("argv", "message"), [
-    (("--model", "nope", "--hardware", "h200", "--workload", "chat"), "not a catalog model"),
+    (("--model", "nope", "--hardware", HARDWARE, "--workload", "chat"), "not a catalog model"),
     (("--model", "qwen2.5-7b", "--hardware", "h9000", "--workload", "chat"), "unknown hardware"),
-    (("--model", "qwen2.5-7b", "--hardware", "h200", "--workload", "no-such-workload"), "not found"),
-    (("--model", "qwen2.5-7b", "--hardware", "h200", "--workload", "chat", "--slo-ttft-ms", "1"), "loosen the SLO"),
-    (("--model", "qwen2.5-72b", "--hardware", "h200", "--workload", "chat"), "pass --gpus with more GPUs"),
+    (("--model", "qwen2.5-7b", "--hardware", HARDWARE, "--workload", "no-such-workload"), "not found"),
+    (("--model", "qwen2.5-7b", "--hardware", HARDWARE, "--workload", "chat", "--slo-ttft-ms", "1"), "loosen the SLO"),
+    (("--model", "qwen2.5-72b", "--hardware", HARDWARE, "--workload", "chat"), "pass --gpus with more GPUs"),
 ], ids=["model", "hardware", "workload", "slo", "too-big"])
 def test_plan_refusals_are_one_line(capsys, argv: tuple[str, ...], message: str) -> None:
     assert main(["plan", *argv]) == 2
@@ -165,7 +166,7 @@ def test_any_workload_document_parses_or_is_refused_with_a_reason(edits: list) -
 def test_plan_on_an_open_loop_workload(capsys) -> None:
     """Poisson arrivals at 8/s, far below what one H200 serves: every configuration keeps up, so the
     throughput is the arrival rate's (8 x the mean output length over the run), whatever the knobs."""
-    doc = _json(capsys, "plan", "--model", "qwen2.5-7b", "--hardware", "h200", "--workload", "chat-poisson",
+    doc = _json(capsys, "plan", "--model", "qwen2.5-7b", "--hardware", HARDWARE, "--workload", "chat-poisson",
                 "--json", "--top", "16")
     throughputs = [p["predicted"]["output_throughput"] for p in doc["plans"]]
     assert len(doc["plans"]) > 1 and max(throughputs) / min(throughputs) < 1.05

@@ -22,9 +22,10 @@ from pytest_anatomy.theory import speculative as sp
 from pytest_anatomy.theory.chunked_prefill import interference
 from pytest_anatomy.theory.fp8 import apply_fp8
 from pytest_anatomy.theory.vllm_settings import default_capture_sizes
+from pytest_anatomy.deployment_ladder import HARDWARE
 
 QWEN = load_model("qwen2.5-7b")
-H200 = lat.Ceilings.datasheet(get_hardware("h200"))
+H200 = lat.Ceilings.datasheet(get_hardware(HARDWARE))
 # A calibration with an overhead and eta < 1, so that the tests see both terms move.
 CAL = lat.EngineCalibration("test", step_overhead_s=1.5e-3, compute_efficiency=0.8)
 SMALL = settings(max_examples=40, deadline=None)
@@ -224,9 +225,9 @@ def test_fp8_on_a_tensor_parallel_rank_keeps_its_all_reduce_bytes() -> None:
     only the KV's half, and fp8 weights are the rank's share."""
     from pytest_anatomy.theory import transfer as tr
 
-    t = tr.Transfer.from_calibration(CAL, lat.Ceilings.measured(get_hardware("h200"), bandwidth=4.4e12, peak=7.9e14,
+    t = tr.Transfer.from_calibration(CAL, lat.Ceilings.measured(get_hardware(HARDWARE), bandwidth=4.4e12, peak=7.9e14,
                                                                 source="test"))
-    rank = tr.step_model(t, tr.Deployment("h200", "qwen2.5-7b", "auto", "bf16", 2))
+    rank = tr.step_model(t, tr.Deployment(HARDWARE, "qwen2.5-7b", "auto", "bf16", 2))
     fp8 = apply_fp8(QWEN, rank, weights=True, kv_cache=True, tp=2)
     kv_half = cap.kv_bytes_per_token(QWEN, tp=2).value / 2
     assert rank.kv_token_bytes - fp8.kv_token_bytes == pytest.approx(kv_half, rel=1e-12)

@@ -16,9 +16,10 @@ from pytest_anatomy.specs.model import load_model
 from pytest_anatomy.theory import deployment as dp
 from pytest_anatomy.theory import latency as lat
 from pytest_anatomy.theory.prefix_cache import hit_tokens
+from pytest_anatomy.deployment_ladder import HARDWARE
 
 QWEN = load_model("qwen2.5-7b")
-H200 = get_hardware("h200")
+H200 = get_hardware(HARDWARE)
 CEIL = lat.Ceilings.datasheet(H200)
 CAL = lat.EngineCalibration("test", step_overhead_s=1.5e-3, compute_efficiency=0.8)
 

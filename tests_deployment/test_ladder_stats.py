@@ -7,6 +7,7 @@ import pytest
 from pytest_anatomy.measure.ladder_stats import ladder_metrics, per_token_itls
 from pytest_anatomy.measure.load_stats import RequestRecord
 from pytest_anatomy.specs.workload_file import Slo
+from pytest_anatomy.deployment_ladder import HARDWARE
 
 
 def _rec(send: float, times: tuple[float, ...], tokens: tuple[int, ...]) -> RequestRecord:
@@ -39,7 +40,7 @@ def test_the_ladder_chart_draws_each_rung_and_metric_of_the_gain_reconciliations
 
     def rec(name: str, predicted: float, measured: float, verdict: str) -> dict:
         return {"suite": "deployment", "name": name, "predicted": predicted, "measured": measured, "verdict": verdict,
-                "hardware": "h200", "model": "qwen2.5-7b", "unit": "", "gap_rel": measured / predicted - 1,
+                "hardware": HARDWARE, "model": "qwen2.5-7b", "unit": "", "gap_rel": measured / predicted - 1,
                 "provenance": {}, "prediction": {"inputs": {}, "terms": []}, "test_id": "t"}
 
     recs = [rec("rag.prefix_cache.ttft_p50_s.gain", 0.09, 0.1, "agree"),

@@ -13,6 +13,7 @@ from typing import Any
 
 from pytest_anatomy import recordings
 from pytest_anatomy.importers.device import import_files
+from pytest_anatomy.deployment_ladder import HARDWARE
 
 HERE = Path(__file__).parent
 PRE = json.loads((HERE / "preregistered.json").read_text())
@@ -42,11 +43,11 @@ def test_import_files_one_recording_per_run(tmp_path: Path) -> None:
     batch = tmp_path / "deployment.json"
     batch.write_text(json.dumps(_batch()))
     import_files([batch], tmp_path / "results")
-    rec = recordings.load_latest(tmp_path / "results", "h200", "deployment", f"{MODEL}.{WORKLOAD}.limits")
+    rec = recordings.load_latest(tmp_path / "results", HARDWARE, "deployment", f"{MODEL}.{WORKLOAD}.limits")
     assert rec["metrics.goodput"].unit == "requests/s"
     assert rec["counters.vllm:spec_decode_num_accepted_tokens_per_pos.0"].value == 3.0
     assert rec.provenance["step"] == "limits"
-    names = {p.name.split("@")[0] for p in (tmp_path / "results" / "h200" / "deployment").glob("*.json")}
+    names = {p.name.split("@")[0] for p in (tmp_path / "results" / HARDWARE / "deployment").glob("*.json")}
     assert names == {f"{MODEL}.engine.0", *(f"{MODEL}.{WORKLOAD}.{s}" for s in ("baseline", "limits", "prefix_cache"))}
 
 

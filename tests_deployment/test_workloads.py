@@ -20,10 +20,11 @@ from pytest_anatomy.specs.model import load_model
 from pytest_anatomy.specs.workload import poisson_arrivals
 from pytest_anatomy.theory import latency as lat
 from pytest_anatomy.theory import serving as sv
+from pytest_anatomy.deployment_ladder import HARDWARE
 
 HERE = Path(__file__).parent
 WORKLOADS = sorted((HERE / "workloads").glob("*.json"))
-STEPS = lat.StepModel.build(load_model("qwen2.5-7b"), lat.Ceilings.datasheet(get_hardware("h200")),
+STEPS = lat.StepModel.build(load_model("qwen2.5-7b"), lat.Ceilings.datasheet(get_hardware(HARDWARE)),
                             lat.EngineCalibration("test", step_overhead_s=1.5e-3, compute_efficiency=0.8))
 
 
@@ -191,7 +192,7 @@ def test_the_simulators_verify_steps_agree_with_the_closed_form() -> None:
 
     work = sv.Workload.of_requests((64,) * 8, (401,) * 8, concurrency=8)
     res = sv.simulate(STEPS, _spec(5.0), work)
-    closed = spec.verify_step(load_model("qwen2.5-7b"), lat.Ceilings.datasheet(get_hardware("h200")),
+    closed = spec.verify_step(load_model("qwen2.5-7b"), lat.Ceilings.datasheet(get_hardware(HARDWARE)),
                               lat.EngineCalibration("test", step_overhead_s=1.5e-3, compute_efficiency=0.8),
                               8, 64 + 200, 4, 5.0).per_token.value
     assert res.stat("itl", "p50") == pytest.approx(closed, rel=1e-3)

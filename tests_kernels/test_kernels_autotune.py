@@ -24,6 +24,7 @@ from pytest_anatomy.kernels.reference import TOLERANCE, make_inputs, reference, 
 from pytest_anatomy.kernels.registry import DeviceFacts, shape_label
 from pytest_anatomy.theory.kernel_occupancy import occupancy
 from pytest_anatomy.theory.prediction import Prediction
+from pytest_anatomy.kernels.registry import PREREGISTERED_ON
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 CANDIDATES = [pytest.param(v, f, id=v.id) for v, (_, _, f) in zip(sgemm.S9_CANDIDATES, sgemm.S9_TILE_SPACE)]
@@ -138,7 +139,7 @@ def test_preregistered_predictions_are_the_ledgers(cid, label):
 
     v = next(x for x in sgemm.S9_CANDIDATES if x.id == cid)
     t = next(s for s, _, _ in sgemm.S9_TILE_SPACE if s.id == cid)
-    spec = get_hardware("h200")
+    spec = get_hardware(PREREGISTERED_ON)
     m, n, k = (int(x) for x in label.split("x"))
     pred = issue_time(_tile_fit(), ilp=v.theory.accumulators, warps_per_sm=v.theory.warps_per_sm,
                       ffma_share=v.theory.ffma_share, m=m, n=n, k=k, sm_count=spec.sm_count,
@@ -163,7 +164,7 @@ TILE_WHY = ("the ladders' 15% acceptance band for a prediction made without the 
 @pytest.mark.parametrize("cid,label", [pytest.param(cid, label, marks=hf.marks_for("tile_preregistered", f"{cid}-{label}"))
                                        for cid, label in sgemm.S9_TILE_PREREGISTERED])
 def test_candidate_time_vs_preregistered(cid, label, target, measured, reconcile):
-    if target.name != "h200":
+    if target.name != PREREGISTERED_ON:
         pytest.skip(f"the candidates' predictions are for the H200 whose counters they read, not {target.name}")
     # Recorded by the device plan's autotuner part only: timed live, the 24 candidate-shape pairs would add
     # ~1-2 minutes to a live session whose budget is already spent (docs/RECORDING.md).

@@ -14,6 +14,11 @@ from pytest_anatomy import recordings
 from pytest_anatomy.importers.device import import_files
 from pytest_anatomy.kernels import sgemm
 from pytest_anatomy.kernels.registry import DeviceFacts, shape_label
+from pytest_anatomy.specs.hardware import match_catalog
+
+# The device name a batch's nvidia-smi reports, and the results folder the importer files it under
+GPU = "NVIDIA H200"
+CARD = match_catalog(GPU)
 
 PLAN = Path(__file__).resolve().parents[1] / "scripts" / "device" / "kernels_plan.py"
 
@@ -29,7 +34,7 @@ def _plan() -> Any:
 class StandInRunner:
     """Times every candidate at its pre-registered prediction x a per-candidate factor; `broken` raises at launch."""
 
-    gpu_name = "NVIDIA H200"
+    gpu_name = GPU
     facts = DeviceFacts(sm_count=132)
 
     def __init__(self, factor: dict[str, float], broken: str) -> None:
@@ -65,17 +70,17 @@ def test_autotune_part_records_the_fastest_correct_candidate(tmp_path: Path):
     runner = StandInRunner(factor, broken=ids[1])
     args = argparse.Namespace(budget_s=60.0)
     batch = plan.Batch(tmp_path, args)
-    batch.doc["provenance"]["nvidia_smi"] = {"summary": {"name": "NVIDIA H200", "driver": "580.159.04"}}
+    batch.doc["provenance"]["nvidia_smi"] = {"summary": {"name": GPU, "driver": "580.159.04"}}
     plan.autotune_sgemm(runner, batch, runs=3, deadline=float("inf"))
     assert ids[1] not in runner.timed, "a candidate whose check raised was timed"
     import_files([batch.path], tmp_path / "results")
     for shape in sgemm.AUTOTUNE_SHAPES:
         lab = shape_label(shape)
-        rec = recordings.load_latest(tmp_path / "results", "h200", "kernels", f"autotune.sgemm.s9-tile.{lab}")
+        rec = recordings.load_latest(tmp_path / "results", CARD, "kernels", f"autotune.sgemm.s9-tile.{lab}")
         assert rec.data["choice"] == ids[-1], rec.data["candidates_ms"]
         assert rec.data["candidates_ms"][ids[1]] is None and ids[1] in rec.data["rejected"]
         assert rec.data["predicted_ms"][ids[0]] == sgemm.S9_TILE_PREREGISTERED[(ids[0], lab)]
-        cand = recordings.load_latest(tmp_path / "results", "h200", "kernels", f"sgemm.{ids[0]}.{lab}")
+        cand = recordings.load_latest(tmp_path / "results", CARD, "kernels", f"sgemm.{ids[0]}.{lab}")
         assert cand["time"].value > 0 and cand.data["baseline_rung"] == "s0-cublas"
     assert json.loads(batch.path.read_text())["runs"], "nothing written"
 

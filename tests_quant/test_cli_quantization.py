@@ -10,8 +10,9 @@ import pytest
 from pytest_anatomy.cli import main
 from pytest_anatomy.specs.hardware import get_hardware
 from pytest_anatomy.specs.model import load_model
+from pytest_anatomy.quant_prereg import CARD
 
-QWEN = ["--model", "qwen2.5-7b", "--hardware", "h200"]
+QWEN = ["--model", "qwen2.5-7b", "--hardware", CARD]
 
 
 def _json(capsys, *argv) -> dict:
@@ -54,7 +55,7 @@ def test_decode_step_shrinks_by_the_freed_bytes_at_the_recorded_bandwidth(capsys
     m = load_model("qwen2.5-7b")
     linear = sum(t.numel for t in m.parameter_tensors() if t.linear and len(t.shape) == 2 and t.role != "lm_head")
     assert freed == linear - 4 * 4 * m.num_layers and bw > 0
-    datasheet = float(get_hardware("h200").require("memory_bandwidth"))  # --uncalibrated: the datasheet's
+    datasheet = float(get_hardware(CARD).require("memory_bandwidth"))  # --uncalibrated: the datasheet's
     # memory-bound at b=1: the step falls by exactly the freed bytes over the bandwidth (float rounding only)
     assert base["itl_ms"]["value"] - fp8["itl_ms"]["value"] == pytest.approx(freed / datasheet * 1e3, rel=1e-9)
     assert fp8["prefill_ms"]["value"] < base["prefill_ms"]["value"]  # fp8 tensor cores: twice the bf16 peak
@@ -80,7 +81,7 @@ def test_no_reconciled_error_is_claimed_for_a_quantized_answer(capsys):
     (["latency", *QWEN, "--quantization", "nf4"], "unknown method 'nf4'; known: fp8, awq, gptq"),
     (["capacity", *QWEN, "--engine", "llama.cpp", "--quantization", "fp8"], "llama.cpp's file types are --weights"),
     (["latency", *QWEN, "--quantization", "fp8", "--rate", "2"], "--rate with --quantization is not modelled"),
-    (["capacity", "--model", "smollm2-135m", "--hardware", "h200", "--quantization", "awq"], "in % 128 == 0"),
+    (["capacity", "--model", "smollm2-135m", "--hardware", CARD, "--quantization", "awq"], "in % 128 == 0"),
 ])
 def test_bad_input_is_one_line(argv, fragment, capsys):
     with pytest.raises(SystemExit) if "unknown" in fragment or "--weights" in fragment else _nothing() as info:

@@ -13,6 +13,7 @@ from pytest_anatomy.measure.llama_cpp import LlamaRunError
 from pytest_anatomy.measure.llama_kld import parse_kld
 from pytest_anatomy.specs.gguf_file import GgufTensor
 from pytest_anatomy.theory import quant_noise
+from pytest_anatomy.quant_prereg import CARD
 
 ROOT = Path(__file__).resolve().parents[1]
 spec = importlib.util.spec_from_file_location("quant_plan", ROOT / "scripts" / "device" / "quant_plan.py")
@@ -145,9 +146,9 @@ def test_a_measured_batch_imports_into_the_quant_suite(tmp_path, monkeypatch):
     doc = plan.measure(tmp_path, out, budget_s=1e6)
     assert all("result" in r for r in doc["runs"]) and len(doc["runs"]) == len(plan.plan())
     import_files([out / "quant.json"], tmp_path / "results")
-    rec = recordings.load_latest(tmp_path / "results", "h200", "quant", "smollm2-135m.q4_k_m.kld")
+    rec = recordings.load_latest(tmp_path / "results", CARD, "quant", "smollm2-135m.q4_k_m.kld")
     assert rec["kld"].value == 0.04321 and rec["kld_stderr"].value == 0.000456 and rec["perplexity"].value == 25.401234
-    assert recordings.load_latest(tmp_path / "results", "h200", "quant", "smollm2-135m.q2_k.quantize")[
+    assert recordings.load_latest(tmp_path / "results", CARD, "quant", "smollm2-135m.q2_k.quantize")[
         "tensor_bytes"].value == 1000
-    bench = recordings.load_latest(tmp_path / "results", "h200", "quant", "smollm2-135m.q8_0.bench")
+    bench = recordings.load_latest(tmp_path / "results", CARD, "quant", "smollm2-135m.q8_0.bench")
     assert bench["tg128.tok_per_s"].value == 700.0

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from pytest_anatomy.report.plots import domain_plots
 from pytest_anatomy.report.plots_quant import quality_vs_bpw, speed_vs_bytes
+from pytest_anatomy.quant_prereg import CARD
 
 
 def _rec(name: str, x_key: str, x: float, predicted: float, measured: float, model: str = "smollm2-135m") -> dict:
-    return {"suite": "quant", "name": name, "hardware": "h200", "model": model, "predicted": predicted,
+    return {"suite": "quant", "name": name, "hardware": CARD, "model": model, "predicted": predicted,
             "measured": measured, "verdict": "agree", "unit": "nat", "gap": measured / predicted - 1,
             "prediction": {"inputs": {x_key: x}}}  # the ledger keeps inputs under prediction
 
