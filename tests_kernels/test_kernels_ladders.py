@@ -145,25 +145,18 @@ def _cases(name: str, t: tg.Target, results) -> list[tuple[tuple, str, tuple]]:
         return [((v, shape), f"{v.id}-{shape_label(shape)}",
                  hf.marks_for("preregistered", f"{v.id}-{shape_label(shape)}"))
                 for v, shape in PREREGISTERED if _with(results, t, rung_name(v, shape))]
-    if name == "test_sgemm_issue_ledger_preregistered":
+    ledgers = {"test_sgemm_issue_ledger_preregistered": (sgemm.ISSUE_PREREGISTERED, "issue_preregistered"),
+               "test_sgemm_mma_issue_ledger_preregistered": (sgemm.MMA_ISSUE_PREREGISTERED, "mma_issue_preregistered")}
+    if name in ledgers:
         if t.name != PREREGISTERED_ON:  # the ledger's numbers are for the card its counters came from
             return []
+        table, marks = ledgers[name]
         out = []
-        for (rid, lab), _ms in sgemm.ISSUE_PREREGISTERED.items():
+        for rid, lab in table:
             v = next(x for x in LADDERS["sgemm"] if x.id == rid)
             shape = next(sh for sh in (s, *sgemm.EXTRA_SHAPES) if shape_label(sh) == lab)
             if _with(results, t, rung_name(v, shape)):
-                out.append(((v, shape), f"{rid}-{lab}", hf.marks_for("issue_preregistered", f"{rid}-{lab}")))
-        return out
-    if name == "test_sgemm_mma_issue_ledger_preregistered":
-        if t.name != PREREGISTERED_ON:  # the ledger's numbers are for the card its counters came from
-            return []
-        out = []
-        for (rid, lab), _ms in sgemm.MMA_ISSUE_PREREGISTERED.items():
-            v = next(x for x in LADDERS["sgemm"] if x.id == rid)
-            shape = next(sh for sh in (s, *sgemm.EXTRA_SHAPES) if shape_label(sh) == lab)
-            if _with(results, t, rung_name(v, shape)):
-                out.append(((v, shape), f"{rid}-{lab}", hf.marks_for("mma_issue_preregistered", f"{rid}-{lab}")))
+                out.append(((v, shape), f"{rid}-{lab}", hf.marks_for(marks, f"{rid}-{lab}")))
         return out
     if name == "test_sgemm_issued_byte_roofline":
         return [((v,), v.id, _exceeds(t, v)) for v in ROOFLINE_RUNGS

@@ -67,6 +67,18 @@ def fit_issue(rows: Mapping[str, tuple[float, float]], fit_on: Sequence[str]) ->
     return IssueFit(float(c0), float(lat), tuple(fit_on), resid)
 
 
+def _issue_rate(fit: IssueFit, ilp: float, warps_per_sm: float) -> tuple[float, float]:
+    """(warp cycles per issue, the SM's instructions per cycle): min(4, W / c)."""
+    c = fit.cycles_per_issue(ilp)
+    return c, min(float(ISSUE_WIDTH), warps_per_sm / c)
+
+
+def _busiest_sm(m: int, n: int, bm: int, bn: int, sm_count: int) -> tuple[int, int]:
+    """(blocks of the grid, blocks the busiest SM runs): partial tiles count whole."""
+    blocks = -(-m // bm) * -(-n // bn)
+    return blocks, -(-blocks // sm_count)
+
+
 def issue_time(fit: IssueFit, *, ilp: float, warps_per_sm: float, ffma_share: float, m: int, n: int, k: int,
                sm_count: int, clock_hz: float, rung: str, block_tile: tuple[int, int, int]) -> Prediction:
     """A GEMM rung's time from the issue rate its warps and ilp allow, on the busiest SM.
@@ -76,11 +88,9 @@ def issue_time(fit: IssueFit, *, ilp: float, warps_per_sm: float, ffma_share: fl
     if ilp <= 0 or warps_per_sm <= 0 or not 0 < ffma_share <= 1:
         raise ValueError(f"{rung}: the issue ledger needs its accumulators, warps per SM and FFMA share "
                          f"(got {ilp}, {warps_per_sm}, {ffma_share}); state them in the rung's access pattern")
-    c = fit.cycles_per_issue(ilp)
-    ipc = min(float(ISSUE_WIDTH), warps_per_sm / c)
+    c, ipc = _issue_rate(fit, ilp, warps_per_sm)
     bm, bn, bk = block_tile
-    blocks = -(-m // bm) * -(-n // bn)
-    busiest = -(-blocks // sm_count)
+    blocks, busiest = _busiest_sm(m, n, bm, bn, sm_count)
     ffma_per_sm = busiest * bm * bn * (-(-k // bk) * bk) / 32.0
     instructions = ffma_per_sm / ffma_share
     fits = FitSet.of("the latency term", fit.fitted_on)
@@ -123,11 +133,9 @@ def mma_issue_time(fit: IssueFit, *, ilp: float, warps_per_sm: float, warps_per_
     if ilp <= 0 or warps_per_sm <= 0 or issue_per_ktile <= 0:
         raise ValueError(f"{rung}: the mma issue ledger needs ilp, warps per SM and instructions per k-tile "
                          f"(got {ilp}, {warps_per_sm}, {issue_per_ktile})")
-    c = fit.cycles_per_issue(ilp)
-    ipc = min(float(ISSUE_WIDTH), warps_per_sm / c)
+    c, ipc = _issue_rate(fit, ilp, warps_per_sm)
     bm, bn, bk = block_tile
-    blocks = -(-m // bm) * -(-n // bn)
-    busiest = -(-blocks // sm_count)
+    blocks, busiest = _busiest_sm(m, n, bm, bn, sm_count)
     ktiles = -(-k // bk)
     instructions = busiest * warps_per_block * ktiles * issue_per_ktile
     fits = FitSet.of("the latency term", fit.fitted_on)
