@@ -124,7 +124,8 @@ NO_WARP_SPECIALIZATION = quoted(_r6_numbers) + (
     "is what cuDNN's kernel has: warp-group specialisation (producer warps issuing TMA, consumer warpgroups issuing "
     "wgmma back to back, the softmax of one tile overlapped with the MMAs of the next). Triton 3.6's "
     "tl.range(warp_specialize=True) is Blackwell-only; on Hopper it is offered only through the experimental Gluon "
-    "dialect, for which no rung is written yet.")
+    "dialect, for which no rung is written yet. Band: from the target (1.0, where the finding resolves) to the first "
+    "visit's ratio + 10%; a session nearer the target still confirms the finding.")
 # Band centres: the first visit's r6 time / (backend time / target); test_flashattn_findings_reasons recomputes them.
 TARGETS = {
     ("test_best_rung_at_least_1_5x_flash_attention_backend", "full"): 1.107,
@@ -154,14 +155,28 @@ DECODE = {("test_flash_decoding_time_against_its_prediction", "fd.b8h32kv8l65536
 # resolve in one and reappear in the next (strict=False): the causal 1.5x-FLASH_ATTENTION target met at 0.991 of its
 # time budget on 2026-12-01 11:32 after 1.05-1.1 in the sessions before; N=512 D=64 full at 1.34x its mid prediction
 # (inside the pre-registration's 1.375) after 1.42x, its pre-registered 1.1-1.5 straddling that limit.
-TARGET_STRADDLERS = frozenset({("test_best_rung_at_least_1_5x_flash_attention_backend", "causal")})
+# The full 1.5x-FLASH target joined them on 2026-12-02: 1.055 of its budget in the catalog-spec session, 0.990 in
+# the NVML-spec session fifteen minutes later, whose first timing block ran 6% under its second (2.17 / 2.30 ms, an
+# SM clock step; the other sessions' blocks agree within 1-3%).
+TARGET_STRADDLERS = frozenset({("test_best_rung_at_least_1_5x_flash_attention_backend", "causal"),
+                               ("test_best_rung_at_least_1_5x_flash_attention_backend", "full")})
+
+
+def target_band(ratio: float) -> tuple[float, float]:
+    """A missed one-sided target's band: from the target itself (1.0: met, the finding resolves) to the first
+    visit's ratio + 10%. The finding says the rung misses the target for want of warp specialisation; a session
+    nearer the target is the same claim, so only the upper edge (a regression beyond noise) and the target can
+    end it. Until 2026-12-02 the lower edge was the first visit's ratio - 10%, which judged a faster session (the
+    NVML-spec one, 1.14 of the 0.85x-cuDNN budget against 1.28 on the first visit) as diverging from a finding it
+    still confirmed."""
+    return (1.0, band(ratio)[1])
 SWEEP_STRADDLERS = frozenset({"fa2.r6-tma-pipelined.b32h32n512d64.full"})
 
 
 def target_marks(test: str, case: str) -> tuple[pytest.MarkDecorator, ...]:
     if (test, case) in TARGETS:
         ratio = TARGETS[(test, case)]
-        return (pytest.mark.finding("h200-fa2-without-warp-specialization", hardware=MEASURED_ON, expected=band(ratio),
+        return (pytest.mark.finding("h200-fa2-without-warp-specialization", hardware=MEASURED_ON, expected=target_band(ratio),
                                     reason=NO_WARP_SPECIALIZATION, strict=(test, case) not in TARGET_STRADDLERS),)
     if (test, case) in DECODE:
         return (pytest.mark.finding("h200-flash-decoding-beats-the-read-ceiling", hardware=MEASURED_ON,

@@ -403,6 +403,77 @@ WARP64_KEPT_S10S_TIME = (
     "established (no Nsight Compute profile of s11 was taken: the 21:51 call had no time for it). Band: the same "
     f"bound as s10, s10's 11:09 times over s11's pre-registration, +-{spread():.1%} (the measured noise terms, "
     "spread_terms: timing blocks and the session drift of rung 0).")
+
+# --- the fourth visit (2026-12-02 00:00-00:20): live pytest runs and an Nsight Compute profile of every rung -------
+LIVE_RUNS_0202 = ("2026-12-02T00:12", "2026-12-02T00:17")  # the catalog- and NVML-spec live sessions' kernel runs
+PROFILE_0018 = "20261202T001813Z"  # results/h200/batches/<this>/ncu.csv.xz: the raw Nsight Compute export
+HAND_TENSOR_CORE_KERNELS = ("sgemm_bf16_mma", "sgemm_bf16_ldmatrix", "sgemm_bf16_warp64", "sgemm_bf16_wgmma")
+BOOST_CLOCK_HZ = 1.98e9  # the catalog's H200 boost clock, the clock the issue ledger prices (specs/hardware.py)
+
+
+def live_ms(name: str, prefix: str) -> float:
+    """A rung's time (ms) in the live run whose recordings are stamped `prefix...`; NaN where absent."""
+    paths = sorted(RESULTS.glob(f"{name}@{_stamp(prefix)}*.json"))
+    return float(json.loads(paths[-1].read_text())["measurements"]["time"]["value"]) * 1e3 if paths else float("nan")
+
+
+@functools.cache
+def ncu_sm_frequency_hz(batch: str = PROFILE_0018) -> dict[str, float]:
+    """Each kernel's 'SM Frequency' in a raw Nsight Compute export kept under results/h200/batches (clocks
+    uncontrolled, --clock-control none): the clock a kernel actually ran at, independent of any timing run."""
+    import csv
+    import lzma
+
+    path = RESULTS.parent / "batches" / batch / "ncu.csv.xz"
+    if not path.exists():
+        return {}
+    raw = path.read_bytes()
+    while raw.startswith(b"\xfd7zXZ\x00"):  # the batch keeps the export xz'd once more by import-ncu
+        raw = lzma.decompress(raw)
+    lines = [ln for ln in raw.decode().splitlines() if ln.startswith('"')]
+    rows = list(csv.reader(lines))
+    head = rows[0]
+    name, metric, value = (head.index(k) for k in ("Kernel Name", "Metric Name", "Metric Value"))
+    return {r[name]: float(r[value].replace(",", "")) for r in rows[1:] if r[metric] == "SM Frequency"}
+
+
+def tensor_core_clock_drop() -> float:
+    """The boost clock over the lowest clock a hand tensor-core rung ran at in the 00:18 profile: how much
+    slower a clock-bound rung can be than at the clock its pre-registration priced, measured apart."""
+    freqs = ncu_sm_frequency_hz()
+    low = min((freqs[k] for k in HAND_TENSOR_CORE_KERNELS if k in freqs), default=float("nan"))
+    return BOOST_CLOCK_HZ / low
+
+
+def _block_step(name: str, prefix: str) -> float:
+    """|time / time_repeat - 1| of a live run's two timing blocks of one rung."""
+    paths = sorted(RESULTS.glob(f"{name}@{_stamp(prefix)}*.json"))
+    if not paths:
+        return float("nan")
+    m = json.loads(paths[-1].read_text())["measurements"]
+    return abs(m["time"]["value"] / m["time_repeat"]["value"] - 1)
+
+
+def _warp64_live() -> str:
+    lab = FFN_SHAPES[1]
+    name = f"sgemm.s11-bf16-warp64.{lab}"
+    live = [live_ms(name, run) for run in LIVE_RUNS_0202]
+    freqs = ncu_sm_frequency_hz()
+    tc = [freqs.get(k, float("nan")) / 1e6 for k in HAND_TENSOR_CORE_KERNELS]
+    return (
+        f" In the two live sessions of 2026-12-02 s11 ran {' / '.join(f'{x:.4f}' for x in live)} ms at {lab} "
+        f"({live[0] / _S11_MS[lab]:.2f}x its 21:51 time), while its 4096^3 time held within 1%; the live runs' 30 "
+        f"samples sit on levels {_block_step(name, LIVE_RUNS_0202[0]):.1%} apart (the first run's two timing blocks) "
+        "and step between them inside one block of the second, the signature of an "
+        "SM clock change, not of the kernel. Nsight Compute (00:18, clocks uncontrolled) shows the hand tensor-core "
+        f"rungs s8/s10/s11/s12 running at {' / '.join(f'{x:.0f}' for x in tc)} MHz where fp32 rungs run at ~1,980 MHz: "
+        "bf16 MMA load lowers the clock, and the ledger prices the 1.98 GHz boost. At 32 rows (148 blocks on 132 SMs, "
+        "latency-bound) the time follows the clock the previous, power-hungry shape left behind. Band at 32 rows: "
+        f"s10's 11:09 time over the pre-registration -{spread():.1%} (noise) up to +{spread():.1%} times the "
+        f"measured clock drop, {BOOST_CLOCK_HZ / 1e6:.0f} MHz / the lowest tensor-core rung clock in that profile "
+        f"(x{tensor_core_clock_drop():.3f}).")
+
+
 WGMMA_FFN = (
     "s12 (wgmma from swizzled shared memory, cp.async three stages, no TMA) was pre-registered at "
     + ", ".join(f"{lab} {_prereg('s12-bf16-wgmma', lab)} ms" for lab in SGEMM_SHAPES)
@@ -579,10 +650,17 @@ AUTOTUNED_FP32_TARGET = (
     f"than candidate 0, s9) +{spread():.1%} measured noise, over the 11:09 run's cuBLAS / goal; at 4096^3 it "
     "straddles the target, so strict=False.")
 
+def warp64_band(lab: str) -> tuple[float, float]:
+    """s11's band: s10's time at the shape (the same bound) +- noise; at 32 rows the upper edge also carries the
+    tensor-core clock drop measured by Nsight Compute, because that latency-bound launch follows the clock."""
+    lo, hi = band(_S10_MS[lab] / _prereg("s11-bf16-warp64", lab))
+    return (lo, round(hi * tensor_core_clock_drop(), 4)) if lab == FFN_SHAPES[1] else (lo, hi)
+
+
 BANDED.update({
     "mma_issue_preregistered": {
-        **{f"s11-bf16-warp64-{lab}": ("h200-warp64-kept-s10s-time", WARP64_KEPT_S10S_TIME,
-                                      band(_S10_MS[lab] / _prereg("s11-bf16-warp64", lab))) for lab in SGEMM_SHAPES},
+        **{f"s11-bf16-warp64-{lab}": ("h200-warp64-kept-s10s-time", WARP64_KEPT_S10S_TIME + _warp64_live(),
+                                      warp64_band(lab)) for lab in SGEMM_SHAPES},
         **{f"s12-bf16-wgmma-{lab}": ("h200-wgmma-ffn-shapes-slower-than-the-ledger", WGMMA_FFN,
                                      (1.0, round(_S10_MS[lab] / _prereg("s12-bf16-wgmma", lab) * (1 + spread()), 4)))
            for lab in FFN_SHAPES}},

@@ -29,10 +29,14 @@ HMMA on the busiest SM in 583 k cycles is 0.45 per cycle, under the ~0.6 mma.syn
 Known bias: the same ledger on s10's own counters gives 0.387 ms against its measured 0.442 ms (ncu
 ran at 1.78 GHz, the ledger prices the 1.98 GHz boost clock); if that holds here too, s11 lands near
 0.33 ms, still inside the 15% band. Written before any measurement of this rung.
-Measured outcome: H200, run of 2026-12-01T21:51:10Z (results/h200/kernels): 4096^3: 0.4330 ms, 1.47x
-the prediction; rung 0 0.1800 ms; 2048 x 18944 x 3584: 0.9828 ms, 1.70x; 32 x 18944 x 3584: 0.0968 ms,
-1.51x (finding h200-warp64-kept-s10s-time). s10's time at every shape (0.4422 / 0.9739 / 0.0957 ms in the
-11:09 run) with about half its instructions per mma: instruction issue is not what binds s10 and s11.
+Measured outcome: H200, live pytest run of 2026-12-02T00:17:46Z (NVML-spec session, results/h200/kernels):
+4096^3: 0.4294 ms, 1.46x the prediction; rung 0 0.1754 ms; 2048 x 18944 x 3584: 0.8919 ms, 1.54x;
+32 x 18944 x 3584: 0.1087 ms, 1.70x (finding h200-warp64-kept-s10s-time). The first run (kernels plan,
+2026-12-01 21:51) gave 0.4330 / 0.9828 / 0.0968 ms at the three shapes: s10's time at every shape (0.4422 /
+0.9739 / 0.0957 ms in the 11:09 run) with about half its instructions per mma, so instruction issue is not
+what binds s10 and s11. Nsight Compute at 4096^3 (00:18): 8 resident warps at 6.25 cycles per issued
+instruction (s10: 16 at 8.1), 30% of issue slots busy (s10: 47%). The FFN shapes moved -9% and +12% between
+the plan run and the live runs, with steps inside single timing blocks (SM clock levels; the clock is not locked).
 Seed: no tensor-core rung.
 */
 typedef unsigned short bf16_t;

@@ -25,10 +25,13 @@ the busiest SM's 8 tiles at 989.5 TFLOP/s / 132 SMs). This pre-registration test
 latency term transfers to an asynchronous MMA: if wgmma's asynchrony hides the latency the ledger charges
 per instruction, s12 lands well under 0.328 ms (toward ~0.16-0.2 ms) and the miss is a finding against
 the ledger, not the rung. Written before any measurement of this rung.
-Measured outcome: H200, run of 2026-12-01T21:51:10Z (results/h200/kernels): 4096^3: 0.3734 ms, 1.14x
-the prediction (inside the 15%); rung 0 0.1800 ms; 2048 x 18944 x 3584: 0.8684 ms, 1.34x;
-32 x 18944 x 3584: 0.0835 ms, 1.16x (finding h200-wgmma-ffn-shapes-slower-than-the-ledger). 48% of
-cuBLAS bf16 at 4096^3: wgmma's asynchrony did not take it toward 0.16-0.2 ms; the ledger's number held there.
+Measured outcome: H200, live pytest run of 2026-12-02T00:17:46Z (NVML-spec session, results/h200/kernels):
+4096^3: 0.3698 ms, 1.13x the prediction (inside the 15%); rung 0 0.1754 ms; 2048 x 18944 x 3584: 0.7745 ms,
+1.20x; 32 x 18944 x 3584: 0.0928 ms, 1.29x (finding h200-wgmma-ffn-shapes-slower-than-the-ledger). The first
+run (kernels plan, 2026-12-01 21:51) gave 0.3734 / 0.8684 / 0.0835 ms. 47% of cuBLAS bf16 at 4096^3: wgmma's
+asynchrony did not take it toward 0.16-0.2 ms; the ledger's number held there. At 2048 rows the live runs'
+first timing block ran 11% under their second (0.774 vs 0.858-0.868 ms, the plan run's level), stepping up
+inside the block: SM clock levels (power limit), not the kernel.
 Seed: no tensor-core rung.
 */
 // requires: sm_90a (wgmma.mma_async exists only on the arch-specific target; compile.arch_for reads this line)
