@@ -223,3 +223,20 @@ def test_latency_samples_travel_with_their_summary() -> None:
     prefill = out[("latency", "m.prefill.l128")]["measurements"]
     assert prefill["engine_prefill_s.median"]["samples"] == [0.01, 0.012]
     assert not any(k.startswith("samples") for k in prefill)  # raw lists are not quantities
+
+
+def test_keep_raw_stores_an_xz_upload_byte_for_byte(tmp_path) -> None:
+    """An uploaded file that is xz already (ncu.csv.xz) is kept as it came, not compressed a second time; a large
+    plain file is kept xz'd, and decompresses to its bytes."""
+    import lzma
+
+    from pytest_anatomy.importers.device import keep_raw
+
+    upload = tmp_path / "ncu.csv.xz"
+    upload.write_bytes(lzma.compress(b"a,b\n" * 1000))
+    _, kept = keep_raw(upload, tmp_path / "results", "h200", "2026-12-02T00:18:13Z")
+    assert kept.name == "ncu.csv.xz" and kept.read_bytes() == upload.read_bytes()
+    big = tmp_path / "log.txt"
+    big.write_bytes(b"0123456789abcdef" * (1 << 17))  # 2 MiB, over the compression threshold
+    _, kept = keep_raw(big, tmp_path / "results", "h200", "2026-12-02T00:18:13Z")
+    assert kept.name == "log.txt.xz" and lzma.decompress(kept.read_bytes()) == big.read_bytes()

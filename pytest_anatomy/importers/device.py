@@ -61,15 +61,21 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+_XZ_MAGIC = b"\xfd7zXZ\x00"
+
+
 def keep_raw(path: Path, results: Path, hardware: str, stamp: str) -> tuple[str, Path]:
     """Copy a device output file verbatim into results/<hw>/batches/<stamp>/ (xz if large)."""
     raw = path.read_bytes()
     folder = results / hardware / "batches" / recordings.stamp_of(stamp)
     folder.mkdir(parents=True, exist_ok=True)
-    target = folder / (path.name + (".xz" if len(raw) > _COMPRESS_ABOVE else ""))
+    # Compress only what is large and not xz already: deciding by the target's suffix xz'd an uploaded
+    # ncu.csv.xz a second time (every ncu.csv.xz and flashattn-ncu.csv.xz kept under results/h200/batches before 2026-12-02 is xz twice).
+    compress = len(raw) > _COMPRESS_ABOVE and not raw.startswith(_XZ_MAGIC)
+    target = folder / (path.name + (".xz" if compress else ""))
     if target.exists():
         return "exists", target
-    payload = lzma.compress(raw, preset=9) if target.suffix == ".xz" else raw
+    payload = lzma.compress(raw, preset=9) if compress else raw
     tmp = target.with_name(".tmp-" + target.name)
     tmp.write_bytes(payload)
     tmp.rename(target)
