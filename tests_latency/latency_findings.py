@@ -84,17 +84,24 @@ MARGINAL_COST_RUNS: dict[tuple[str, str], float] = {
 }
 
 
+# The one session whose b = 1..64 slope runs through a run that h200-decode-b64-noisy-run covers (its b=64 step's
+# spread is 2-3x every other session's): its slope (MARGINAL_COST_RUNS keeps it) is neither quoted in the spans nor a
+# band's source.
+NOISY_B64_SESSION = (QWEN, "2026-12-02T00:15:06.000000Z")
+
+
 def marginal_cost_span(*models: str) -> str:
-    """The per-sequence slope ratios of `models` (every recorded session) as the reasons quote them: "1.3-1.4", or
-    one number where both ends print alike."""
-    lo, hi = (f(r for (m, _), r in MARGINAL_COST_RUNS.items() if m in models) for f in (min, max))
+    """The per-sequence slope ratios of `models` (every recorded session but NOISY_B64_SESSION) as the reasons quote
+    them: "1.3-1.4", or one number where both ends print alike."""
+    lo, hi = (f(r for (m, stamp), r in MARGINAL_COST_RUNS.items() if m in models and (m, stamp) != NOISY_B64_SESSION)
+              for f in (min, max))
     return f"{lo:.1f}" if f"{lo:.1f}" == f"{hi:.1f}" else f"{lo:.1f}-{hi:.1f}"
 
 
 PER_SEQUENCE_COST = (
     "Each extra sequence costs more than its KV bytes at the read ceiling: the decode step's OLS slope over "
     f"b = 1..64 is ~{marginal_cost_span(QWEN, LLAMA)}x the KV read per sequence for both models "
-    "(test_marginal_cost_per_sequence: "
+    "(every session but one whose b=64 run is h200-decode-b64-noisy-run's; test_marginal_cost_per_sequence: "
     "1,088 tokens x 56 KiB for Qwen2.5-7B, x 128 KiB for Llama-3.1-8B), so the gap grows with the batch, to "
     f"{DECODE_RATIO_OTHER_SESSION[('qwen2.5-7b', 128)] - 1:+.1%} (Qwen) and "
     f"{DECODE_RATIO_OTHER_SESSION[('llama-3.1-8b', 128)] - 1:+.1%} (Llama) at b=128 in the 2026-11-30 session. "
@@ -223,23 +230,42 @@ DECODE_ROOFLINE = pytest.mark.finding("h200-decode-step-overhead", hardware=MEAS
     expected=other_session_band(_R["step_ms"] / _R["roofline_ms"]))
 
 # measured / predicted per-sequence slope (b = 1..64) and that run's noise budget (slope scatter + read ceiling's), each
-# model's newest session (test_marginal_cost_bands_are_the_other_models recomputes them).
-MARGINAL_COST_NEWEST: dict[str, tuple[float, float]] = {"qwen2.5-7b": (1.2857, 0.0905), "llama-3.1-8b": (1.3181, 0.0247)}
+# model's newest session (the run each check replays), and each model's newest session outside NOISY_B64_SESSION (the
+# run that sets the other model's band: a run a noisy-run finding covers is no band's source), by its stamp;
+# test_marginal_cost_bands_are_the_other_models recomputes both.
+MARGINAL_COST_NEWEST: dict[str, tuple[float, float]] = {"qwen2.5-7b": (1.5103, 0.0658), "llama-3.1-8b": (1.3199, 0.0301)}
+MARGINAL_COST_SOURCE: dict[str, tuple[str, float, float]] = {
+    "qwen2.5-7b": ("2026-12-02T00:05:58.000000Z", 1.2614, 0.1048),
+    "llama-3.1-8b": ("2026-12-02T00:05:58.000000Z", 1.3199, 0.0301)}
+
+
+def _hhmm(model: str, stamp: str) -> str:
+    return f"{stamp[:10]} {stamp[11:16]}" if model == QWEN else stamp[11:16]
+
+
 MARGINAL_COST_REASON = (
     "Each extra sequence adds more to the decode step than its KV read at the session's read ceiling (1,088 tokens x "
-    "56 KiB for Qwen2.5-7B, x 128 KiB for Llama-3.1-8B): {0:.2f}x for Qwen2.5-7B (2026-12-01 11:34) and {1:.2f}x for "
-    "Llama-3.1-8B (11:24), {2:.2f}x and {3:.2f}x on 2026-11-30: the same per-byte excess on two KV shapes (GQA 7:1 vs 4:1), "
+    "56 KiB for Qwen2.5-7B, x 128 KiB for Llama-3.1-8B): {0:.2f}x for Qwen2.5-7B ({1}) and {2:.2f}x for "
+    "Llama-3.1-8B ({3}), {4:.2f}x and {5:.2f}x on 2026-11-30: the same per-byte excess on two KV shapes (GQA 7:1 vs 4:1), "
     "so it scales with KV bytes, not with the model's GEMMs. The seed's 4090 shows 1.6x. Not yet isolated: paged "
-    "decode attention over 16-token blocks reading below the streaming ceiling. Band: the other model's ratio +- "
-    "both runs' noise budgets.").format(MARGINAL_COST_NEWEST[QWEN][0], MARGINAL_COST_NEWEST[LLAMA][0],
-                                        *(MARGINAL_COST_RUNS[(m, OTHER_SESSION[m])] for m in (QWEN, LLAMA)))
+    "decode attention over 16-token blocks reading below the streaming ceiling. Band: the other model's newest ratio "
+    "+- both runs' noise budgets, from a run no noisy-run finding covers: Qwen2.5-7B's newest session ({6}) "
+    "measured {7:.2f}x through its b=64 run (h200-decode-b64-noisy-run), so Llama's band is Qwen's {1} run's.").format(
+    MARGINAL_COST_SOURCE[QWEN][1], _hhmm(QWEN, MARGINAL_COST_SOURCE[QWEN][0]), MARGINAL_COST_SOURCE[LLAMA][1],
+    _hhmm(LLAMA, MARGINAL_COST_SOURCE[LLAMA][0]), *(MARGINAL_COST_RUNS[(m, OTHER_SESSION[m])] for m in (QWEN, LLAMA)),
+    _hhmm(QWEN, NOISY_B64_SESSION[1]), MARGINAL_COST_RUNS[NOISY_B64_SESSION])
+
+
+def marginal_cost_band(model: str) -> tuple[float, float]:
+    """The other model's source run's ratio +- its budget and the checked (newest) run's."""
+    (_, other_ratio, other_budget), = [v for m, v in MARGINAL_COST_SOURCE.items() if m != model]
+    half = other_budget + MARGINAL_COST_NEWEST[model][1]
+    return (round(other_ratio * (1 - half), 4), round(other_ratio * (1 + half), 4))
 
 
 def marginal_cost_marks(model: str) -> tuple[pytest.MarkDecorator, ...]:
-    (other_ratio, other_budget), = [v for m, v in MARGINAL_COST_NEWEST.items() if m != model]
-    half = other_budget + MARGINAL_COST_NEWEST[model][1]
     return (pytest.mark.finding("h200-decode-per-sequence-cost", hardware=MEASURED_ON, reason=MARGINAL_COST_REASON,
-                                expected=(round(other_ratio * (1 - half), 4), round(other_ratio * (1 + half), 4))),)
+                                expected=marginal_cost_band(model)),)
 
 
 # Qwen2.5-7B's lone prefill / its bare roofline at the matmul ceiling in OTHER_SESSION, by prompt length, and the
