@@ -268,6 +268,51 @@ def marginal_cost_marks(model: str) -> tuple[pytest.MarkDecorator, ...]:
                                 expected=marginal_cost_band(model)),)
 
 
+# Qwen2.5-7B's b=64 decode run in NOISY_B64_SESSION (the 2026-12-02 00:15 NVML-spec session), from its recordings;
+# test_latency_steps.py::test_noisy_b64_run_is_the_recorded_one recomputes every entry. Steps: the run's steady ITLs
+# (client clock; step_time_s is their median), ms. other_std_ms: the lowest and highest std of every other session's
+# b=64 run. same_visit: the 00:05 catalog-spec session nine minutes earlier (its b=64 measured/predicted, each with its
+# own session's setup). apart: |this session's median / same_visit's - 1| at b=32 and b=128. slope_term: one std of
+# this run's steps moved through the OLS slope over b = 1..64 (its leverage at b=64), over the predicted slope.
+NOISY_B64_SAME_VISIT = "2026-12-02T00:05:58.000000Z"
+NOISY_B64: dict[str, float] = {"ratio": 1.0871, "median_ms": 6.152, "std_ms": 0.785, "max_ms": 8.131,
+                               "other_std_lo_ms": 0.216, "other_std_hi_ms": 0.382, "same_visit_ratio": 1.0412,
+                               "apart_b32": 0.0013, "apart_b128": 0.0189, "slope_term": 0.8008}
+_N = NOISY_B64
+NOISY_B64_REASON = (
+    f"Qwen2.5-7B's b=64 decode run in the 2026-12-02 {NOISY_B64_SESSION[1][11:16]} session (NVML spec) measured "
+    f"{_N['median_ms']:.3f} ms, {_N['ratio']:.3f}x its prediction, where the catalog-spec session on the same machine "
+    f"nine minutes earlier ({NOISY_B64_SAME_VISIT[11:16]}) measured {_N['same_visit_ratio']:.3f}x, inside "
+    "h200-decode-per-sequence-cost's band, and b=32 and b=128 in the two sessions agree within "
+    f"{_N['apart_b32']:.1%} and {_N['apart_b128']:.1%}. The run itself is noisy: its steps' std is "
+    f"{_N['std_ms']:.2f} ms (max {_N['max_ms']:.2f} ms) against {_N['other_std_lo_ms']:.2f}-"
+    f"{_N['other_std_hi_ms']:.2f} ms in every other session's b=64 run, so its median shifted with a wider "
+    "spread; its OLS slope over b = 1..64 (test_marginal_cost_per_sequence) carries the shift. Cause not "
+    "established; candidates: CPU-side contention in the engine's scheduling loop during that run, and the H200's "
+    "SM clock, which is not locked (kernel timings in the same visit sat on discrete clock levels 2-14% apart). "
+    "Band, from no median of this run: lower edge the band h200-decode-per-sequence-cost sets for the other sessions "
+    "(the 2026-11-30 ratio -2.5%; for the slope, Llama-3.1-8B's ratio - both runs' budgets), upper edge that band's "
+    "upper edge plus one standard deviation of this run's steps, a stated noise term: its std over its median "
+    f"(+{_N['std_ms'] / _N['median_ms']:.3f}) for the step, that std moved through the slope's leverage at b=64 over "
+    f"the predicted slope (+{_N['slope_term']:.3f}) for the slope. Only this session's runs carry it (strict=False): "
+    "a rerun at b=64 decides between a noisy run and a real shift.")
+
+
+def noisy_b64_marks(model: str, stamp: str, quantity: str) -> tuple[pytest.MarkDecorator, ...]:
+    """h200-decode-b64-noisy-run on `quantity` ("decode_step" at b=64 or "decode_s_per_sequence") when the run replayed
+    is NOISY_B64_SESSION's (its stamp), else none: the finding is that session's, no other's."""
+    if (model, stamp) != NOISY_B64_SESSION:
+        return ()
+    if quantity == "decode_step":
+        lo, hi = other_session_band(DECODE_RATIO_OTHER_SESSION[(model, 64)])
+        band = (lo, round(hi + NOISY_B64["std_ms"] / NOISY_B64["median_ms"], 4))
+    else:
+        lo, hi = marginal_cost_band(model)
+        band = (lo, round(hi + NOISY_B64["slope_term"], 4))
+    return (pytest.mark.finding("h200-decode-b64-noisy-run", hardware=MEASURED_ON, quantity=quantity,
+                                reason=NOISY_B64_REASON, expected=band, strict=False),)
+
+
 # Qwen2.5-7B's lone prefill / its bare roofline at the matmul ceiling in OTHER_SESSION, by prompt length, and the
 # two runs' noise at that length (each run's repeat scatter + its matmul ceiling's scatter, the newest run's
 # included): both recomputed by test_prefill_bands_are_the_other_sessions_ratios.
