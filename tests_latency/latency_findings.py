@@ -6,7 +6,8 @@ its mark carries `hardware=MEASURED_ON`, so on any other target the same reconci
 on its own. Another card's findings get their own constant here.
 
 Decode-step bands come from the other H200 session (OTHER_SESSION: the 2026-11-30 runs) while the
-suite replays the newest one (2026-12-01): each band is that session's measured/predicted ratio,
+suite replays the newest one (2026-12-02: Qwen2.5-7B's 00:15 NVML-spec session, Llama-3.1-8B's 00:05 catalog-spec
+one): each band is that session's measured/predicted ratio,
 computed by the same setup code, +- OTHER_SESSION_NOISE. test_latency_steps.py::
 test_decode_bands_are_the_other_sessions_ratios recomputes every ratio from the recordings, so none
 is retyped by hand.
@@ -38,6 +39,16 @@ def _count(n: int) -> str:
     return _COUNT[n] if n < len(_COUNT) else f"{n:,}"
 
 
+def _plural(n: int) -> str:
+    return "" if n == 1 else "s"
+
+
+def _days(stamps: tuple[str, ...]) -> str:
+    """The days of `stamps` (oldest first) as a reason names them: "2026-12-01" or "2026-12-01 to 2026-12-02"."""
+    first, last = stamps[0][:10], stamps[-1][:10]
+    return first if first == last else f"{first} to {last}"
+
+
 def _and(items: list[str]) -> str:
     """["a", "b", "c"] -> "a, b and c"."""
     return " and ".join(filter(None, (", ".join(items[:-1]), items[-1]))) if items else ""
@@ -65,23 +76,32 @@ MARGINAL_COST_RUNS: dict[tuple[str, str], float] = {
     ("qwen2.5-7b", "2026-11-30T00:37:45Z"): 1.3719, ("qwen2.5-7b", "2026-12-01T04:47:39.125311Z"): 1.3100,
     ("qwen2.5-7b", "2026-12-01T05:15:55.000000Z"): 1.3034, ("qwen2.5-7b", "2026-12-01T06:44:22.000000Z"): 1.2733,
     ("qwen2.5-7b", "2026-12-01T06:53:39.000000Z"): 1.2996, ("qwen2.5-7b", "2026-12-01T11:24:59.000000Z"): 1.2657,
-    ("qwen2.5-7b", "2026-12-01T11:34:04.000000Z"): 1.2857,
+    ("qwen2.5-7b", "2026-12-01T11:34:04.000000Z"): 1.2857, ("qwen2.5-7b", "2026-12-02T00:05:58.000000Z"): 1.2614,
+    ("qwen2.5-7b", "2026-12-02T00:15:06.000000Z"): 1.5103,
     ("llama-3.1-8b", "2026-11-30T02:02:39Z"): 1.3201, ("llama-3.1-8b", "2026-12-01T04:47:39.340850Z"): 1.3398,
     ("llama-3.1-8b", "2026-12-01T06:44:22.000000Z"): 1.3264, ("llama-3.1-8b", "2026-12-01T11:24:59.000000Z"): 1.3181,
+    ("llama-3.1-8b", "2026-12-02T00:05:58.000000Z"): 1.3199,
 }
 
 
+# The one session whose b = 1..64 slope runs through a run that h200-decode-b64-noisy-run covers (its b=64 step's
+# spread is 2-3x every other session's): its slope (MARGINAL_COST_RUNS keeps it) is neither quoted in the spans nor a
+# band's source.
+NOISY_B64_SESSION = (QWEN, "2026-12-02T00:15:06.000000Z")
+
+
 def marginal_cost_span(*models: str) -> str:
-    """The per-sequence slope ratios of `models` (every recorded session) as the reasons quote them: "1.3-1.4", or
-    one number where both ends print alike."""
-    lo, hi = (f(r for (m, _), r in MARGINAL_COST_RUNS.items() if m in models) for f in (min, max))
+    """The per-sequence slope ratios of `models` (every recorded session but NOISY_B64_SESSION) as the reasons quote
+    them: "1.3-1.4", or one number where both ends print alike."""
+    lo, hi = (f(r for (m, stamp), r in MARGINAL_COST_RUNS.items() if m in models and (m, stamp) != NOISY_B64_SESSION)
+              for f in (min, max))
     return f"{lo:.1f}" if f"{lo:.1f}" == f"{hi:.1f}" else f"{lo:.1f}-{hi:.1f}"
 
 
 PER_SEQUENCE_COST = (
     "Each extra sequence costs more than its KV bytes at the read ceiling: the decode step's OLS slope over "
     f"b = 1..64 is ~{marginal_cost_span(QWEN, LLAMA)}x the KV read per sequence for both models "
-    "(test_marginal_cost_per_sequence: "
+    "(every session but one whose b=64 run is h200-decode-b64-noisy-run's; test_marginal_cost_per_sequence: "
     "1,088 tokens x 56 KiB for Qwen2.5-7B, x 128 KiB for Llama-3.1-8B), so the gap grows with the batch, to "
     f"{DECODE_RATIO_OTHER_SESSION[('qwen2.5-7b', 128)] - 1:+.1%} (Qwen) and "
     f"{DECODE_RATIO_OTHER_SESSION[('llama-3.1-8b', 128)] - 1:+.1%} (Llama) at b=128 in the 2026-11-30 session. "
@@ -93,7 +113,8 @@ B1_RESIDUAL_MS: dict[str, tuple[float, float]] = {"qwen2.5-7b": (1.487, 1.551), 
 # Llama-3.1-8B's b=1 decode step, measured / predicted with the Qwen calibration known when it ran, every recorded
 # session (test_latency_findings_reasons.py::test_llama_b1_ratios_are_the_recorded_ones recomputes them).
 LLAMA_B1_RATIOS: dict[str, float] = {"2026-11-30T02:02:39Z": 0.9856, "2026-12-01T04:47:39.340850Z": 0.9924,
-                                     "2026-12-01T06:44:22.000000Z": 0.9727, "2026-12-01T11:24:59.000000Z": 0.9814}
+                                     "2026-12-01T06:44:22.000000Z": 0.9727, "2026-12-01T11:24:59.000000Z": 0.9814,
+                                     "2026-12-02T00:05:58.000000Z": 0.9868}
 LLAMA_OVERHEAD_BELOW_QWEN = (
     "Llama-3.1-8B's b=1 step leaves {0:.2f}-{1:.2f} ms above its roofline where Qwen2.5-7B's leaves {2:.2f}-{3:.2f} ms in "
     "the same sessions and engine: the overhead transferred from Qwen over-predicts Llama's small-batch steps "
@@ -129,8 +150,8 @@ def decode_step_marks(model: str, b: int) -> tuple[pytest.MarkDecorator, ...]:
 # +- OTHER_SESSION_NOISE, carried to the run checked by the shift the theory computes for THAT run at test time (its
 # closed form with the prefill-fitted eta / with the eta its session's GEMM timings give; 1 where it timed none).
 # test_steady_state_bands_are_the_recorded_ratios recomputes them.
-STEADY_STATE_RATIOS: dict[str, tuple[float, ...]] = {"qwen2.5-7b": (0.9014, 0.9125, 0.9092),
-                                                     "llama-3.1-8b": (0.9014, 0.9125, 0.9092, 0.9221)}
+STEADY_STATE_RATIOS: dict[str, tuple[float, ...]] = {"qwen2.5-7b": (0.9014, 0.9125, 0.9092, 0.9221),
+                                                     "llama-3.1-8b": (0.9014, 0.9125, 0.9092, 0.9221, 0.9150)}
 
 
 def steady_state_band(model: str, shift: float) -> tuple[float, float]:
@@ -145,7 +166,8 @@ def steady_state_band(model: str, shift: float) -> tuple[float, float]:
 # test_steady_state_ratios_quoted_are_the_recorded_ones recomputes them.
 STEADY_STATE_LLAMA: dict[str, float] = {"2026-11-30T02:02:39Z": 0.8928}
 STEADY_STATE_WITH_GEMM_ETA: dict[str, tuple[float, float]] = {"2026-12-01T06:44:22.000000Z": (0.8441, 0.9284),
-                                                              "2026-12-01T11:24:59.000000Z": (0.8542, 0.9263)}
+                                                              "2026-12-01T11:24:59.000000Z": (0.8542, 0.9263),
+                                                              "2026-12-02T00:05:58.000000Z": (0.8513, 0.9304)}
 _QWEN_STEADY = STEADY_STATE_RATIOS[LLAMA]  # every recorded Qwen2.5-7B run: Llama's band
 (_LLAMA_STEADY_AT, _LLAMA_STEADY), = STEADY_STATE_LLAMA.items()
 _FIRST_GEMM_STEADY = min(STEADY_STATE_WITH_GEMM_ETA)
@@ -208,30 +230,94 @@ DECODE_ROOFLINE = pytest.mark.finding("h200-decode-step-overhead", hardware=MEAS
     expected=other_session_band(_R["step_ms"] / _R["roofline_ms"]))
 
 # measured / predicted per-sequence slope (b = 1..64) and that run's noise budget (slope scatter + read ceiling's), each
-# model's newest session (test_marginal_cost_bands_are_the_other_models recomputes them).
-MARGINAL_COST_NEWEST: dict[str, tuple[float, float]] = {"qwen2.5-7b": (1.2857, 0.0905), "llama-3.1-8b": (1.3181, 0.0247)}
+# model's newest session (the run each check replays), and each model's newest session outside NOISY_B64_SESSION (the
+# run that sets the other model's band: a run a noisy-run finding covers is no band's source), by its stamp;
+# test_marginal_cost_bands_are_the_other_models recomputes both.
+MARGINAL_COST_NEWEST: dict[str, tuple[float, float]] = {"qwen2.5-7b": (1.5103, 0.0658), "llama-3.1-8b": (1.3199, 0.0301)}
+MARGINAL_COST_SOURCE: dict[str, tuple[str, float, float]] = {
+    "qwen2.5-7b": ("2026-12-02T00:05:58.000000Z", 1.2614, 0.1048),
+    "llama-3.1-8b": ("2026-12-02T00:05:58.000000Z", 1.3199, 0.0301)}
+
+
+def _hhmm(model: str, stamp: str) -> str:
+    return f"{stamp[:10]} {stamp[11:16]}" if model == QWEN else stamp[11:16]
+
+
 MARGINAL_COST_REASON = (
     "Each extra sequence adds more to the decode step than its KV read at the session's read ceiling (1,088 tokens x "
-    "56 KiB for Qwen2.5-7B, x 128 KiB for Llama-3.1-8B): {0:.2f}x for Qwen2.5-7B (2026-12-01 11:34) and {1:.2f}x for "
-    "Llama-3.1-8B (11:24), {2:.2f}x and {3:.2f}x on 2026-11-30: the same per-byte excess on two KV shapes (GQA 7:1 vs 4:1), "
+    "56 KiB for Qwen2.5-7B, x 128 KiB for Llama-3.1-8B): {0:.2f}x for Qwen2.5-7B ({1}) and {2:.2f}x for "
+    "Llama-3.1-8B ({3}), {4:.2f}x and {5:.2f}x on 2026-11-30: the same per-byte excess on two KV shapes (GQA 7:1 vs 4:1), "
     "so it scales with KV bytes, not with the model's GEMMs. The seed's 4090 shows 1.6x. Not yet isolated: paged "
-    "decode attention over 16-token blocks reading below the streaming ceiling. Band: the other model's ratio +- "
-    "both runs' noise budgets.").format(MARGINAL_COST_NEWEST[QWEN][0], MARGINAL_COST_NEWEST[LLAMA][0],
-                                        *(MARGINAL_COST_RUNS[(m, OTHER_SESSION[m])] for m in (QWEN, LLAMA)))
+    "decode attention over 16-token blocks reading below the streaming ceiling. Band: the other model's newest ratio "
+    "+- both runs' noise budgets, from a run no noisy-run finding covers: Qwen2.5-7B's newest session ({6}) "
+    "measured {7:.2f}x through its b=64 run (h200-decode-b64-noisy-run), so Llama's band is Qwen's {1} run's.").format(
+    MARGINAL_COST_SOURCE[QWEN][1], _hhmm(QWEN, MARGINAL_COST_SOURCE[QWEN][0]), MARGINAL_COST_SOURCE[LLAMA][1],
+    _hhmm(LLAMA, MARGINAL_COST_SOURCE[LLAMA][0]), *(MARGINAL_COST_RUNS[(m, OTHER_SESSION[m])] for m in (QWEN, LLAMA)),
+    _hhmm(QWEN, NOISY_B64_SESSION[1]), MARGINAL_COST_RUNS[NOISY_B64_SESSION])
+
+
+def marginal_cost_band(model: str) -> tuple[float, float]:
+    """The other model's source run's ratio +- its budget and the checked (newest) run's."""
+    (_, other_ratio, other_budget), = [v for m, v in MARGINAL_COST_SOURCE.items() if m != model]
+    half = other_budget + MARGINAL_COST_NEWEST[model][1]
+    return (round(other_ratio * (1 - half), 4), round(other_ratio * (1 + half), 4))
 
 
 def marginal_cost_marks(model: str) -> tuple[pytest.MarkDecorator, ...]:
-    (other_ratio, other_budget), = [v for m, v in MARGINAL_COST_NEWEST.items() if m != model]
-    half = other_budget + MARGINAL_COST_NEWEST[model][1]
     return (pytest.mark.finding("h200-decode-per-sequence-cost", hardware=MEASURED_ON, reason=MARGINAL_COST_REASON,
-                                expected=(round(other_ratio * (1 - half), 4), round(other_ratio * (1 + half), 4))),)
+                                expected=marginal_cost_band(model)),)
+
+
+# Qwen2.5-7B's b=64 decode run in NOISY_B64_SESSION (the 2026-12-02 00:15 NVML-spec session), from its recordings;
+# test_latency_steps.py::test_noisy_b64_run_is_the_recorded_one recomputes every entry. Steps: the run's steady ITLs
+# (client clock; step_time_s is their median), ms. other_std_ms: the lowest and highest std of every other session's
+# b=64 run. same_visit: the 00:05 catalog-spec session nine minutes earlier (its b=64 measured/predicted, each with its
+# own session's setup). apart: |this session's median / same_visit's - 1| at b=32 and b=128. slope_term: one std of
+# this run's steps moved through the OLS slope over b = 1..64 (its leverage at b=64), over the predicted slope.
+NOISY_B64_SAME_VISIT = "2026-12-02T00:05:58.000000Z"
+NOISY_B64: dict[str, float] = {"ratio": 1.0871, "median_ms": 6.152, "std_ms": 0.785, "max_ms": 8.131,
+                               "other_std_lo_ms": 0.216, "other_std_hi_ms": 0.382, "same_visit_ratio": 1.0412,
+                               "apart_b32": 0.0013, "apart_b128": 0.0189, "slope_term": 0.8008}
+_N = NOISY_B64
+NOISY_B64_REASON = (
+    f"Qwen2.5-7B's b=64 decode run in the 2026-12-02 {NOISY_B64_SESSION[1][11:16]} session (NVML spec) measured "
+    f"{_N['median_ms']:.3f} ms, {_N['ratio']:.3f}x its prediction, where the catalog-spec session on the same machine "
+    f"nine minutes earlier ({NOISY_B64_SAME_VISIT[11:16]}) measured {_N['same_visit_ratio']:.3f}x, inside "
+    "h200-decode-per-sequence-cost's band, and b=32 and b=128 in the two sessions agree within "
+    f"{_N['apart_b32']:.1%} and {_N['apart_b128']:.1%}. The run itself is noisy: its steps' std is "
+    f"{_N['std_ms']:.2f} ms (max {_N['max_ms']:.2f} ms) against {_N['other_std_lo_ms']:.2f}-"
+    f"{_N['other_std_hi_ms']:.2f} ms in every other session's b=64 run, so its median shifted with a wider "
+    "spread; its OLS slope over b = 1..64 (test_marginal_cost_per_sequence) carries the shift. Cause not "
+    "established; candidates: CPU-side contention in the engine's scheduling loop during that run, and the H200's "
+    "SM clock, which is not locked (kernel timings in the same visit sat on discrete clock levels 2-14% apart). "
+    "Band, from no median of this run: lower edge the band h200-decode-per-sequence-cost sets for the other sessions "
+    "(the 2026-11-30 ratio -2.5%; for the slope, Llama-3.1-8B's ratio - both runs' budgets), upper edge that band's "
+    "upper edge plus one standard deviation of this run's steps, a stated noise term: its std over its median "
+    f"(+{_N['std_ms'] / _N['median_ms']:.3f}) for the step, that std moved through the slope's leverage at b=64 over "
+    f"the predicted slope (+{_N['slope_term']:.3f}) for the slope. Only this session's runs carry it (strict=False): "
+    "a rerun at b=64 decides between a noisy run and a real shift.")
+
+
+def noisy_b64_marks(model: str, stamp: str, quantity: str) -> tuple[pytest.MarkDecorator, ...]:
+    """h200-decode-b64-noisy-run on `quantity` ("decode_step" at b=64 or "decode_s_per_sequence") when the run replayed
+    is NOISY_B64_SESSION's (its stamp), else none: the finding is that session's, no other's."""
+    if (model, stamp) != NOISY_B64_SESSION:
+        return ()
+    if quantity == "decode_step":
+        lo, hi = other_session_band(DECODE_RATIO_OTHER_SESSION[(model, 64)])
+        band = (lo, round(hi + NOISY_B64["std_ms"] / NOISY_B64["median_ms"], 4))
+    else:
+        lo, hi = marginal_cost_band(model)
+        band = (lo, round(hi + NOISY_B64["slope_term"], 4))
+    return (pytest.mark.finding("h200-decode-b64-noisy-run", hardware=MEASURED_ON, quantity=quantity,
+                                reason=NOISY_B64_REASON, expected=band, strict=False),)
 
 
 # Qwen2.5-7B's lone prefill / its bare roofline at the matmul ceiling in OTHER_SESSION, by prompt length, and the
 # two runs' noise at that length (each run's repeat scatter + its matmul ceiling's scatter, the newest run's
 # included): both recomputed by test_prefill_bands_are_the_other_sessions_ratios.
 PREFILL_ROOFLINE_OTHER_SESSION: dict[int, float] = {2048: 1.3866, 8192: 1.2726, 16384: 1.2698, 32000: 1.2853}
-PREFILL_ROOFLINE_NOISE: dict[int, float] = {2048: 0.0929, 8192: 0.0806, 16384: 0.0623, 32000: 0.0326}
+PREFILL_ROOFLINE_NOISE: dict[int, float] = {2048: 0.0930, 8192: 0.0852, 16384: 0.0602, 32000: 0.0328}
 # eta fitted on that session's 8,192-token prefill (the recipe before GEMM timings; recomputed by
 # test_latency_findings_reasons.py::test_prefill_eta_fitted_in_the_other_session)
 PREFILL_ETA_OTHER_SESSION = 0.7919
@@ -276,6 +362,14 @@ PREFILL_RUNS: dict[tuple[str, str], dict[int, tuple[float, float]]] = {
                                                    2048: (1.2931, 0.2331), 8192: (1.1944, 0.2498),
                                                    16384: (1.2021, 0.2425),
                                                    32000: (1.2122, 0.2221)},
+    ("qwen2.5-7b", "2026-12-02T00:05:58.000000Z"): {128: (2.1426, 0.0255), 512: (1.6415, 0.0906),
+                                                   2048: (1.2400, 0.1067), 8192: (1.1493, 0.1121),
+                                                   16384: (1.1437, 0.1105),
+                                                   32000: (1.1780, 0.0931)},
+    ("qwen2.5-7b", "2026-12-02T00:15:06.000000Z"): {128: (1.8849, 0.2003), 512: (2.1638, 0.2109),
+                                                   2048: (1.2618, 0.0889), 8192: (1.1376, 0.1056),
+                                                   16384: (1.1406, 0.0909),
+                                                   32000: (1.1733, 0.0725)},
     ("llama-3.1-8b", "2026-11-30T02:02:39Z"): {128: (2.4483, 0.0265), 512: (1.7422, 0.0400)},
     ("llama-3.1-8b", "2026-12-01T04:47:39.340850Z"): {128: (3.6545, 0.0730), 512: (2.5690, 0.0295)},
     ("llama-3.1-8b", "2026-12-01T06:44:22.000000Z"): {128: (3.0343, 0.0953), 512: (2.9364, 0.0913),
@@ -284,14 +378,18 @@ PREFILL_RUNS: dict[tuple[str, str], dict[int, tuple[float, float]]] = {
     ("llama-3.1-8b", "2026-12-01T11:24:59.000000Z"): {128: (1.8583, 0.1017), 512: (2.2138, 0.2644),
                                                      2048: (1.2368, 0.0913), 16384: (1.1244, 0.0822),
                                                      32000: (1.1319, 0.0804)},
+    ("llama-3.1-8b", "2026-12-02T00:05:58.000000Z"): {128: (2.6988, 0.1206), 512: (1.7684, 0.1998),
+                                                     2048: (1.2742, 0.1160), 16384: (1.1216, 0.1017),
+                                                     32000: (1.1234, 0.0930)},
 }
-# Sessions whose eta comes from their bf16 GEMM timings at the step's shapes (from 2026-12-01 06:44 on). On the
+# Sessions whose eta comes from their bf16 GEMM timings at the step's shapes (from 2026-12-01 06:44 on: every session
+# since, the two of 2026-12-02 included). On the
 # earlier ones eta was fitted on the 8,192-token prefill, which absorbed the non-GEMM share: their compute-bound
 # prefills say nothing about this calibration's gap. Their 128-token prefill is memory-bound (eta plays no part).
 GEMM_ETA_SESSIONS = {"2026-12-01T06:44:22.000000Z", "2026-12-01T06:53:39.000000Z", "2026-12-01T11:24:59.000000Z",
-                     "2026-12-01T11:34:04.000000Z"}
+                     "2026-12-01T11:34:04.000000Z", "2026-12-02T00:05:58.000000Z", "2026-12-02T00:15:06.000000Z"}
 # The run each prefill test replays (the newest session of its model): its band comes from every other run.
-CHECKED_PREFILL = {"qwen2.5-7b": "2026-12-01T11:34:04.000000Z", "llama-3.1-8b": "2026-12-01T11:24:59.000000Z"}
+CHECKED_PREFILL = {"qwen2.5-7b": "2026-12-02T00:15:06.000000Z", "llama-3.1-8b": "2026-12-02T00:05:58.000000Z"}
 MEMORY_BOUND_PREFILL = 128
 
 
@@ -408,9 +506,9 @@ def above_gemms_marks(model: str, name: str, length: int) -> tuple[pytest.MarkDe
     gap, and those sessions' long prefills agree."""
     if length <= 512:
         return ()
-    # strict=False from 8,192 tokens up: 8,192 sat inside its noise budget in three GEMM-timed sessions and 0.05
-    # above it in the 2026-12-01 11:24 one; 16,384 and 32,000 sit at 1.12-1.21, either side of the prefill goal from
-    # one session to the next
+    # strict=False from 8,192 tokens up: 8,192 sat inside its noise budget in three GEMM-timed sessions and 0.03-0.05
+    # above it in three (2026-12-01 11:24, both of 2026-12-02); 16,384 and 32,000 sit at 1.12-1.21, either side of the
+    # prefill goal from one session to the next
     return tuple(pytest.mark.finding("h200-prefill-above-its-gemms", hardware=MEASURED_ON, quantity=f"{name}{regime}",
                                      reason=_prefill_above_gemms_reason(), expected=prefill_band(model, length),
                                      strict=length < 8192)
@@ -522,12 +620,16 @@ TTFT_MARKS = {
 # rate) and run stamp, oldest first (test_latency_findings_reasons.py::test_poisson_itl_means_are_the_recorded_ones).
 POISSON_ITL_MEAN: dict[str, dict[str, float]] = {
     "0.5": {"2026-11-30T00:37:45Z": 1.0940, "2026-12-01T04:47:40.227049Z": 1.1330,
-            "2026-12-01T06:44:22.000000Z": 1.0880, "2026-12-01T11:24:59.000000Z": 1.0852},
-    "0.8": {"2026-11-30T00:37:45Z": 1.1825, "2026-12-01T11:24:59.000000Z": 1.1806},
+            "2026-12-01T06:44:22.000000Z": 1.0880, "2026-12-01T11:24:59.000000Z": 1.0852,
+            "2026-12-02T00:05:58.000000Z": 1.0730},
+    "0.8": {"2026-11-30T00:37:45Z": 1.1825, "2026-12-01T11:24:59.000000Z": 1.1806,
+            "2026-12-02T00:05:58.000000Z": 1.1308},
     "1": {"2026-11-30T00:37:45Z": 1.0897, "2026-12-01T04:47:40.320649Z": 1.0941,
-          "2026-12-01T06:44:22.000000Z": 1.2160, "2026-12-01T11:24:59.000000Z": 1.1656},
+          "2026-12-01T06:44:22.000000Z": 1.2160, "2026-12-01T11:24:59.000000Z": 1.1656,
+          "2026-12-02T00:05:58.000000Z": 1.2049},
     "1.3": {"2026-11-30T00:37:45Z": 1.1303, "2026-12-01T04:47:40.416640Z": 1.0882,
-            "2026-12-01T06:44:22.000000Z": 1.2116, "2026-12-01T11:24:59.000000Z": 1.2376},
+            "2026-12-01T06:44:22.000000Z": 1.2116, "2026-12-01T11:24:59.000000Z": 1.2376,
+            "2026-12-02T00:05:58.000000Z": 1.2056},
 }
 ITL_TARGET = 0.10  # the decode target (docs), not a measurement
 
@@ -541,10 +643,12 @@ def _sessions_reason() -> str:
     ratios = [r for f in both for r in POISSON_ITL_MEAN[f].values()]
     stamps = {s for runs in POISSON_ITL_MEAN.values() for s in runs}
     days = sorted({s[:10] for s in stamps})
-    later = max((len([s for s in runs if s[:10] == days[-1]]) for runs in POISSON_ITL_MEAN.values()))
+    # sessions per day: the most runs of one rate on that day (the early sessions stamp each rate's run apart)
+    per_day = {d: max(len([s for s in runs if s[:10] == d]) for runs in POISSON_ITL_MEAN.values()) for d in days}
     return (" Qwen2.5-7B's mean ITL gap moves with the session and with the calibration the check uses (the report "
             "lists this run's ratio beside this text; the ledgers of results/h200/live-runs/ hold each live session's): "
-            f"over the {days[0]} session and {_count(later)} on {days[-1]} it has landed on both sides of the "
+            f"over {_and([f'{_count(n)} session{_plural(n)} on {d}' for d, n in per_day.items()])} it has "
+            "landed on both sides of the "
             f"{ITL_TARGET:.0%} target at {_and([f + 'x' for f in both])} (measured/simulated "
             f"{min(ratios):.2f}-{max(ratios):.2f})"
             + "".join(f"; at {f}x, in {_count(len(POISSON_ITL_MEAN[f]))} runs, "
@@ -587,7 +691,7 @@ MIXED_PREFILL = "h200-overload-prefill-in-kv-bound-steps"
 # The frontend's ingress + egress per request below the knee (mean client TTFT - mean engine queue - mean engine
 # prefill), ms, lowest and highest over every recorded Poisson run below the knee of both models
 # (test_latency_findings_reasons.py::test_frontend_below_the_knee_is_the_recorded_one recomputes them).
-FRONTEND_MS_BELOW_KNEE = (5.7, 17.3)
+FRONTEND_MS_BELOW_KNEE = (5.1, 17.3)
 MIXED_REASON = ("Under overload a prompt's two chunks (8,192 + 7,921 tokens) share steps with ~125 decodes that each "
                 "read ~16,600 tokens of KV (~120 GB, 27 ms a step at 4.47 TB/s). The step model takes max(memory, "
                 "compute) and hides that traffic under the chunks' 194-228 ms of compute; the engine's prefill part of "
@@ -599,7 +703,8 @@ MIXED_REASON = ("Under overload a prompt's two chunks (8,192 + 7,921 tokens) sha
 # Qwen2.5-7B's overload runs in the heavily oversubscribed regime, oldest first (each from a live session):
 # LLAMA_OVERLOAD_REASON says they land inside the bands Llama's run set, and every number it quotes is recomputed by
 # test_latency_findings_reasons.py::test_overload_reasons_quote_the_recorded_runs.
-QWEN_HEAVY_OVERLOAD = ("2026-12-01T04:47:40.726144Z", "2026-12-01T06:44:22.000000Z", "2026-12-01T11:24:59.000000Z")
+QWEN_HEAVY_OVERLOAD = ("2026-12-01T04:47:40.726144Z", "2026-12-01T06:44:22.000000Z", "2026-12-01T11:24:59.000000Z",
+                       "2026-12-02T00:05:58.000000Z")
 LLAMA_OVERLOAD_REASON = (
     "Heavily oversubscribed pool. Llama-3.1-8B (2026-11-30; 128 x 1,755 + 1,024 tokens on a 224,704-token pool, "
     "1.58x, 46 preemptions as simulated): TTFT itself "
@@ -610,7 +715,7 @@ LLAMA_OVERLOAD_REASON = (
     "of KV per token, 2.3x Qwen) take longer than max(memory, compute) (Qwen's prefill part is 1.43x simulated for "
     "the same reason), and requests preempted after their first scheduling but before their first token count the "
     "wait as prefill in vLLM's stats. Qwen2.5-7B in the same regime "
-    f"({QWEN_HEAVY_OVERLOAD[0][:10]}, {_count(len(QWEN_HEAVY_OVERLOAD))} live runs: 128 x 1,755 + 1,024 on a "
+    f"({_days(QWEN_HEAVY_OVERLOAD)}, {_count(len(QWEN_HEAVY_OVERLOAD))} live runs: 128 x 1,755 + 1,024 on a "
     "224,688-token pool, 1.58x) lands inside the bands this run set: the regime, not the model, sets the split.")
 OVERLOAD_MARKS = {
     QWEN: (pytest.mark.finding(MIXED_PREFILL, hardware=MEASURED_ON, quantity="prefill_part_of_ttft", reason=MIXED_REASON,
@@ -653,9 +758,9 @@ HEAVY_MARKS = (pytest.mark.finding(MIXED_PREFILL, hardware=MEASURED_ON, quantity
 # ratio). (ratio, budget) of the decode step, the closed run's budget; test_closed_itl_bands_are_the_decode_steps
 # recomputes them, and checks that a case is listed exactly when its decode step misses beyond its budget.
 CLOSED_ITL_FROM_DECODE: dict[tuple[str, int], StepCarried] = {
-    (QWEN, 8): StepCarried(((1.0218, 0.0110),), 0.0097),
-    (QWEN, 32): StepCarried(((1.0377, 0.0095),), 0.0091),
-    (QWEN, 64): StepCarried(((1.0438, 0.0093),), 0.0093),
+    (QWEN, 8): StepCarried(((1.0182, 0.0100),), 0.0096),
+    (QWEN, 32): StepCarried(((1.0403, 0.0094),), 0.0098),
+    (QWEN, 64): StepCarried(((1.0412, 0.0094),), 0.0096),
 }
 # Closed loop at C = 1: the throughput is the inverse of a b=1 decode step (plus one prefill in ~60 steps), so where
 # the same session's isolated b=1 step misses beyond its budget, the band is the inverse of its ratio +- its budget and

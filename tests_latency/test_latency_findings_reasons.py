@@ -226,7 +226,8 @@ def test_overload_reasons_quote_the_recorded_runs(request, target, session_rec, 
             light.append(prefill)
             _check_mixed_reason(setup_beside(lf.QWEN, qrec), qrec, qres)
     assert tuple(heavy) == lf.QWEN_HEAVY_OVERLOAD
-    assert f"({heavy[0][:10]}, {lf._count(len(heavy))} live runs:" in text
+    days = heavy[0][:10] if heavy[0][:10] == heavy[-1][:10] else f"{heavy[0][:10]} to {heavy[-1][:10]}"
+    assert f"({days}, {lf._count(len(heavy))} live runs:" in text
     assert len(light) == 1 and f"(Qwen's prefill part is {light[0]:.2f}x simulated" in text
 
 
