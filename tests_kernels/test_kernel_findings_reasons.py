@@ -130,8 +130,8 @@ def _lowest_tensor_core_clock_hz() -> float:
         raw = lzma.decompress(raw)
     rows = [r for r in csv.reader(ln for ln in raw.decode().splitlines() if ln.startswith('"'))]
     kernels = {"sgemm_bf16_mma", "sgemm_bf16_ldmatrix", "sgemm_bf16_warp64", "sgemm_bf16_wgmma"}
-    return min(float(r[-1].replace(",", "")) for r in rows[1:]
-               if r[rows[0].index("Kernel Name")] in kernels and r[rows[0].index("Metric Name")] == "SM Frequency")
+    name, metric, value = (rows[0].index(k) for k in ("Kernel Name", "Metric Name", "Metric Value"))
+    return min(float(r[value].replace(",", "")) for r in rows[1:] if r[name] in kernels and r[metric] == "SM Frequency")
 
 
 def test_new_rung_bands_come_from_other_runs() -> None:
