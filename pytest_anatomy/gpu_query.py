@@ -172,6 +172,94 @@ def nvml_clock_facts(index: int = 0) -> dict[str, Any]:
     return facts
 
 
+# Clocks-event ("throttle") reasons: our name, pynvml's constant names (nvidia-ml-py 12.535+ spells
+# most of them ClocksEventReason*, older releases ClocksThrottleReason*; the hardware ones kept the old
+# name for a while) and nvml.h's bit, used when this pynvml has neither name.
+CLOCK_REASONS: tuple[tuple[str, tuple[str, ...], int], ...] = (
+    ("gpu_idle", ("nvmlClocksEventReasonGpuIdle", "nvmlClocksThrottleReasonGpuIdle"), 0x1),
+    ("applications_clocks_setting", ("nvmlClocksEventReasonApplicationsClocksSetting",
+                                     "nvmlClocksThrottleReasonApplicationsClocksSetting"), 0x2),
+    ("sw_power_cap", ("nvmlClocksEventReasonSwPowerCap", "nvmlClocksThrottleReasonSwPowerCap"), 0x4),
+    ("hw_slowdown", ("nvmlClocksEventReasonHwSlowdown", "nvmlClocksThrottleReasonHwSlowdown"), 0x8),
+    ("sync_boost", ("nvmlClocksEventReasonSyncBoost", "nvmlClocksThrottleReasonSyncBoost"), 0x10),
+    ("sw_thermal_slowdown", ("nvmlClocksEventReasonSwThermalSlowdown",
+                             "nvmlClocksThrottleReasonSwThermalSlowdown"), 0x20),
+    ("hw_thermal_slowdown", ("nvmlClocksEventReasonHwThermalSlowdown",
+                             "nvmlClocksThrottleReasonHwThermalSlowdown"), 0x40),
+    ("hw_power_brake_slowdown", ("nvmlClocksEventReasonHwPowerBrakeSlowdown",
+                                 "nvmlClocksThrottleReasonHwPowerBrakeSlowdown"), 0x80),
+    ("display_clock_setting", ("nvmlClocksEventReasonDisplayClockSetting",
+                               "nvmlClocksThrottleReasonDisplayClockSetting"), 0x100),
+    ("board_limit", ("nvmlClocksEventReasonBoardLimit", "nvmlClocksThrottleReasonBoardLimit"), 0x200),
+    ("reliability", ("nvmlClocksEventReasonReliability", "nvmlClocksThrottleReasonReliability"), 0x400),
+)
+
+# clock_state is read several times per timing block, so NVML is initialised once per (module,
+# device, CUDA_VISIBLE_DEVICES) and never shut down: nvmlInit is reference-counted, so the other
+# functions' init/shutdown pairs leave this one standing. A failed init is cached too (None), so a
+# CPU box with the bindings but no driver does not retry it every block.
+_CLOCK_HANDLES: dict[tuple[Any, int, str | None], Any] = {}
+
+
+def _clock_handle(pynvml: Any, index: int) -> Any:
+    key = (pynvml, index, os.environ.get("CUDA_VISIBLE_DEVICES"))
+    if key not in _CLOCK_HANDLES:
+        try:
+            pynvml.nvmlInit()
+            _CLOCK_HANDLES[key] = nvml_handle(pynvml, index)
+        except Exception:  # noqa: BLE001 - no driver / no GPU
+            _CLOCK_HANDLES[key] = None
+    return _CLOCK_HANDLES[key]
+
+
+def decode_clock_reasons(pynvml: Any, mask: int) -> list[str]:
+    """The names of the bits set in a clocks-event reasons mask (unknown bits as 'bit_0x...')."""
+    names, known = [], 0
+    for name, attrs, default in CLOCK_REASONS:
+        bit = next((int(getattr(pynvml, a)) for a in attrs if isinstance(getattr(pynvml, a, None), int)), default)
+        known |= bit
+        if mask & bit:
+            names.append(name)
+    rest = mask & ~known
+    names += [f"bit_{1 << i:#x}" for i in range(64) if rest >> i & 1]
+    return names
+
+
+def clock_state(index: int = 0) -> dict[str, Any] | None:
+    """CUDA device `index`'s clocks now: SM and memory clock (MHz), the max SM clock, the
+    clocks-event reasons (mask and names), power draw (W) and GPU temperature (C). None without
+    NVML, the device, or an answer for the SM clock; a field the GPU does not report is None.
+    Never raises and never changes a clock (docs/FACTS.md M1)."""
+    try:
+        pynvml = nvml_module()
+        if pynvml is None:
+            return None
+        handle = _clock_handle(pynvml, index)
+        if handle is None:
+            return None
+        sm, mem = getattr(pynvml, "NVML_CLOCK_SM", 1), getattr(pynvml, "NVML_CLOCK_MEM", 2)
+        sm_mhz = nvml_call(pynvml.nvmlDeviceGetClockInfo, handle, sm)
+        if sm_mhz is None:
+            return None
+        reasons_fn = (getattr(pynvml, "nvmlDeviceGetCurrentClocksEventReasons", None)
+                      or getattr(pynvml, "nvmlDeviceGetCurrentClocksThrottleReasons", None))
+        mask = nvml_call(reasons_fn, handle) if reasons_fn is not None else None
+        power_mw = nvml_call(getattr(pynvml, "nvmlDeviceGetPowerUsage", None), handle)
+        temp = nvml_call(getattr(pynvml, "nvmlDeviceGetTemperature", None), handle,
+                         getattr(pynvml, "NVML_TEMPERATURE_GPU", 0))
+        return {
+            "time": time.time(), "sm_clock_mhz": int(sm_mhz),
+            "mem_clock_mhz": nvml_call(pynvml.nvmlDeviceGetClockInfo, handle, mem),
+            "sm_clock_max_mhz": nvml_call(pynvml.nvmlDeviceGetMaxClockInfo, handle, sm),
+            "reasons_mask": None if mask is None else int(mask),
+            "reasons": None if mask is None else decode_clock_reasons(pynvml, int(mask)),
+            "power_w": None if power_mw is None else power_mw / 1000,
+            "temperature_c": temp,
+        }
+    except Exception:  # noqa: BLE001 - a timing block must never fail for want of a clock reading
+        return None
+
+
 def read_gpu_memory(index: int = 0, *, processes: bool = False) -> dict[str, Any] | None:
     """Device memory of CUDA device `index` as NVML sees it (pynvml, vLLM's vendored copy, or
     nvidia-smi), with the processes holding it if asked; None on a CPU box."""

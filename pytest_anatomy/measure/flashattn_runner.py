@@ -8,7 +8,8 @@ Protocol per case (the kernel ladders' protocol, kernel_runner.time_flushed):
    GPU under a tolerance derived from the dtype and N (kernels/flashattn/reference.py); a wrong
    or unwritten output raises instead of being timed;
 4. timing, each with warm-up and an L2 flush before every run: the rung, torch's default sdpa
-   backend, sdpa restricted to FLASH_ATTENTION, then the rung again (its repeat shows the noise).
+   backend, sdpa restricted to FLASH_ATTENTION, then the rung again (its repeat shows the noise);
+   each block's SM clock, read with NVML before, during and after it, goes into data["clocks"].
 
 Recording names: `fa2.<rung>.b{B}h{H}n{N}d{D}.{full|causal}`, with `kv{H_kv}` after h{H} when
 the KV heads are fewer (GQA), `-fp16` appended to the mask for fp16; flash-decoding
@@ -27,7 +28,7 @@ from typing import Any
 
 from pytest_anatomy.kernels.flashattn import reference
 from pytest_anatomy.kernels.flashattn.registry import rung as rung_by_id
-from pytest_anatomy.measure.kernel_runner import FLUSH_BYTES, time_flushed
+from pytest_anatomy.measure.kernel_runner import FLUSH_BYTES, clock_brief, time_flushed
 
 DTYPES = ("bf16", "fp16")
 LSE_SAMPLE_ROWS = 64
@@ -120,6 +121,14 @@ def _sm_count(device: str) -> int:
 
 def _measurement(t: dict[str, Any]) -> dict[str, Any]:
     return {"value": t["ms_median"] / 1e3, "unit": "s", "samples": [x / 1e3 for x in t["samples_ms"]]}
+
+
+def _clocks(rung: dict[str, Any], repeat: dict[str, Any], default: dict[str, Any], flash: dict[str, Any]
+            ) -> dict[str, Any]:
+    """Each block's SM clock in brief, by measurement name (the readings stay in data's timings):
+    the clocks are not locked, and a step between blocks reads like a kernel effect otherwise."""
+    return {"time": clock_brief(rung), "time_repeat": clock_brief(repeat), "sdpa_default_time": clock_brief(default),
+            "sdpa_flash_time": clock_brief(flash)}
 
 
 def _sdpa_callables(q: Any, k: Any, v: Any, causal: bool) -> tuple[Any, Any, str]:
@@ -237,7 +246,8 @@ def live_case(rung_id: str, *, batch: int, heads: int, n: int, head_dim: int, ca
                            "compile_and_autotune_s": compile_s, "sdpa_gqa": gqa_how},
             "data": {"rung": rung_id, "config": config, "settings": settings, "correctness": check,
                      "timings": {"rung": t_rung, "rung_repeat": t_repeat, "sdpa_default": t_default,
-                                 "sdpa_flash": t_flash}}}
+                                 "sdpa_flash": t_flash},
+                     "clocks": _clocks(t_rung, t_repeat, t_default, t_flash)}}
 
 
 def check_decode(q: Any, k: Any, v: Any, o: Any, lse: Any, *, sm_scale: float, dtype: str) -> dict[str, Any]:
@@ -313,7 +323,8 @@ def live_decode(*, batch: int, heads: int, kv_heads: int, context: int, head_dim
                            "compile_s": compile_s, "sdpa_gqa": gqa_how},
             "data": {"config": config, "settings": settings, "correctness": check,
                      "timings": {"rung": t_fd, "rung_repeat": t_repeat, "sdpa_default": t_default,
-                                 "sdpa_flash": t_flash}}}
+                                 "sdpa_flash": t_flash},
+                     "clocks": _clocks(t_fd, t_repeat, t_default, t_flash)}}
 
 
 @_warnings_recorded

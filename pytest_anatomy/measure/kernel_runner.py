@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_anatomy.gpu_query import clock_state
 from pytest_anatomy.kernels.reference import TOLERANCE
 from pytest_anatomy.kernels.registry import CUDA_DIR, DeviceFacts, RungRefused, Variant, arch_for
 from pytest_anatomy.stats import median
@@ -32,6 +33,12 @@ from pytest_anatomy.units import GiB, MiB
 
 FLUSH_BYTES = 512 * MiB  # > 8x the H200's 60 MB L2
 EPS = 1e-6
+# Clocks are not locked (docs/FACTS.md M1), and an H200's timings sit on discrete levels 2-14% apart
+# (boost, then the power limit): every block records NVML's SM clock before, a few times during and
+# after it, so a clock step can be told from a kernel effect.
+CLOCK_SAMPLES_DURING = 3
+CLOCK_STEADY_TOLERANCE = 0.01  # 20 MHz at 1980: well under the 2-14% levels the timings show
+BENIGN_CLOCK_REASONS = frozenset({"gpu_idle"})  # read in the instant between warm-up and the block
 
 
 @dataclass
@@ -260,7 +267,8 @@ def time_flushed(fn: Callable[[], Any], flush: Any, *, runs: int, warmup: int, m
                  ) -> dict[str, Any]:
     """The timing protocol: warm-up, then per run an L2 eviction (a read of `flush`, a float32
     tensor many times the L2) and one CUDA-event pair around `fn`; runs capped so the whole
-    takes about max_seconds. Returns ms statistics and the samples."""
+    takes about max_seconds. Returns ms statistics, the samples, and the SM clock read with NVML
+    just before the first run, while the runs execute and after the last (clock_summary)."""
     import torch
 
     scratch = torch.empty(1, dtype=torch.float32, device="cuda")
@@ -271,20 +279,74 @@ def time_flushed(fn: Callable[[], Any], flush: Any, *, runs: int, warmup: int, m
     first = (time.perf_counter() - t0) / max(warmup, 1)
     runs = max(3, min(runs, int(max_seconds / max(first, 1e-6))))
     events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(runs)]
+    device = torch.cuda.current_device()
+    before = clock_state(device)  # outside every event pair: the GPU is idle here, between blocks
     for start, end in events:
         torch.sum(flush.view(1, -1), dim=1, out=scratch)  # evict L2: a read, leaves no dirty lines
         start.record()
         fn()
         end.record()
+    during = [] if before is None else _clocks_while_running([e for _, e in events], lambda: clock_state(device))
     torch.cuda.synchronize()
+    after = clock_state(device)
     ms = [s.elapsed_time(e) for s, e in events]
     return {"ms_median": median(ms), "ms_min": min(ms), "ms_max": max(ms), "runs": runs,
-            "warmup": warmup, "samples_ms": ms, "l2_flush_bytes": flush.numel() * flush.element_size()}
+            "warmup": warmup, "samples_ms": ms, "l2_flush_bytes": flush.numel() * flush.element_size(),
+            **clock_summary(before, during, after)}
+
+
+def _clocks_while_running(ends: list[Any], sample: Callable[[], dict[str, Any] | None]) -> list[dict[str, Any]]:
+    """Clock readings at even fractions of the block: wait (on the CPU, polling an event, never
+    between a timed pair's events) for run k's end event, then read. Each reading says after how
+    many runs it was taken and whether the block was still running: when the launches are slower
+    than the GPU, the block is over before the first wait and the readings are as good as `after`."""
+    count = min(CLOCK_SAMPLES_DURING, len(ends) - 1)
+    out = []
+    for i in range(count):
+        k = len(ends) * (i + 1) // (count + 1) - 1
+        while not ends[k].query():
+            time.sleep(2e-4)
+        reading = sample()
+        if reading is not None:
+            out.append({**reading, "after_run": k + 1, "block_running": not ends[-1].query()})
+    return out
+
+
+def clock_summary(before: dict[str, Any] | None, during: list[dict[str, Any]], after: dict[str, Any] | None
+                  ) -> dict[str, Any]:
+    """A timing block's clock record from its clock_state readings: the readings, the SM clock's
+    range over them, every clocks-event reason seen, and `clock_steady`: True when the SM clock
+    stayed within CLOCK_STEADY_TOLERANCE of its highest reading and no reason but idle was seen,
+    False otherwise, None without both a before and an after reading (no NVML: unknown, not steady)."""
+    readings = [r for r in (before, *during, after) if r is not None]
+    sm = [int(r["sm_clock_mhz"]) for r in readings]
+    reasons = sorted({name for r in readings for name in (r.get("reasons") or ())})
+    steady = None
+    if before is not None and after is not None:
+        steady = max(sm) - min(sm) <= CLOCK_STEADY_TOLERANCE * max(sm) and set(reasons) <= BENIGN_CLOCK_REASONS
+    return {"clocks": {"before": before, "during": during, "after": after},
+            "sm_clock_mhz_min": min(sm) if sm else None, "sm_clock_mhz_max": max(sm) if sm else None,
+            "clock_reasons": reasons, "clock_steady": steady}
+
+
+def clock_brief(block: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A timing block's clocks in a line a reader can scan: SM MHz before / after / range, reasons,
+    steady. None when the block has no readings (no NVML, or a block timed without them)."""
+    clocks = block.get("clocks") or {}
+    before, after = clocks.get("before"), clocks.get("after")
+    if before is None and after is None:
+        return None
+    return {"sm_mhz_before": None if before is None else before["sm_clock_mhz"],
+            "sm_mhz_after": None if after is None else after["sm_clock_mhz"],
+            "sm_mhz_min": block.get("sm_clock_mhz_min"), "sm_mhz_max": block.get("sm_clock_mhz_max"),
+            "reasons": block.get("clock_reasons"), "steady": block.get("clock_steady")}
 
 
 # --- live measurements for the `measured` fixture ------------------------------------------------
 TIMING_METHOD = ("CUDA events around each launch; L2 evicted before each (a read of FLUSH_BYTES); warm-up runs "
-                 "discarded; median of the runs; blocks baseline / rung / rung / baseline")
+                 "discarded; median of the runs; blocks baseline / rung / rung / baseline; SM clock, clocks-event "
+                 "reasons, power and temperature read with NVML before and after each block (and at a few points "
+                 "during it), clocks never changed")
 _RUNNER: list[KernelRunner] = []
 
 
@@ -316,11 +378,14 @@ def live_rung(variant: Variant, baseline: Variant, shape: Mapping[str, int], *, 
     def seconds(t: dict[str, Any]) -> dict[str, Any]:
         return {"value": t["ms_median"] / 1e3, "unit": "s", "samples": [x / 1e3 for x in t["samples_ms"]]}
 
+    # every block's readings are in result["timings"] (rung blocks) and here in brief, baselines too
+    clocks = {"time": clock_brief(t0), "time_repeat": clock_brief(t1), "baseline_time": clock_brief(tb0),
+              "baseline_time_repeat": clock_brief(tb1)}
     return {"measurements": {"time": seconds(t0), "time_repeat": seconds(t1), "baseline_time": seconds(tb0)},
             "provenance": {"gpu_name": r.gpu_name, "engine": "cuda.core + NVRTC", "timing": TIMING_METHOD},
             "data": {**{k: result[k] for k in ("ladder", "rung", "shape", "dtype", "ms_median", "ms_median_repeat",
                                               "baseline_rung", "baseline_ms_median", "status")},
-                     "run": {"id": f"{variant.ladder}.{variant.id}", "result": result}}}
+                     "clocks": clocks, "run": {"id": f"{variant.ladder}.{variant.id}", "result": result}}}
 
 
 def live_ceilings() -> dict[str, Any]:
