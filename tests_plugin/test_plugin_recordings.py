@@ -160,3 +160,23 @@ def test_validate_names_the_problem(mutate, message) -> None:
     mutate(doc)
     with pytest.raises(recordings.RecordingError, match=message.replace("(", r"\(")):
         recordings.validate(doc, "x.json")
+
+
+def test_a_recording_file_is_parsed_once_and_again_when_it_changes(tmp_path: Path) -> None:
+    """load_file caches by (path, size, mtime, inode): the same Recording for an unchanged file (the suites read
+    each thousands of times), a fresh read when the file is replaced, and a malformed file still fails every time."""
+    import os
+
+    path = _write(tmp_path)
+    first = recordings.load_file(path)
+    assert recordings.load_file(path) is first
+    doc = json.loads(path.read_text())
+    doc["measurements"]["kv_tokens"]["value"] = 99
+    path.write_text(json.dumps(doc))
+    os.utime(path, ns=(1, 1))  # even with an old mtime, size and inode move the key, or mtime does
+    again = recordings.load_file(path)
+    assert again is not first and again.measurements["kv_tokens"]["value"] == 99
+    path.write_text("{not json")
+    for _ in range(2):
+        with pytest.raises(recordings.RecordingError, match="not valid JSON"):
+            recordings.load_file(path)
