@@ -49,6 +49,28 @@ def test_kernel_batch_imports(tmp_path: Path):
     assert refused.data["status"] == "refused"
     ceil = recordings.load_latest(tmp_path / "results", CARD, "kernels", "kernels-ceilings")
     assert ceil["read_bandwidth"].value == 4.4e12
+    assert "clocks" not in rec.data  # a plan run from before the clock readings carries none
+
+
+def test_kernel_blocks_clock_readings_reach_the_recording(tmp_path: Path):
+    """A plan block timed with NVML clock readings (time_flushed since 2026-12-02) gives the recording a brief of
+    each block's clocks under data['clocks'], as a live recording has."""
+    from pytest_anatomy.measure.kernel_runner import clock_summary
+
+    def reading(mhz: int, reasons: tuple[str, ...] = ()) -> dict:
+        return {"sm_clock_mhz": mhz, "mem_clock_mhz": 3201, "sm_clock_max_mhz": 1980, "reasons": list(reasons)}
+
+    doc = _batch()
+    run = doc["runs"][1]["result"]
+    run["timings"] = [{**run["timings"][0], **clock_summary(reading(1980), [], reading(1755, ("sw_power_cap",)))},
+                      {**run["timings"][1], **clock_summary(reading(1755), [], reading(1755))}]
+    src = tmp_path / "kernels.json"
+    src.write_text(json.dumps(doc))
+    import_files([src], tmp_path / "results")
+    rec = recordings.load_latest(tmp_path / "results", CARD, "kernels", "sgemm.s7-warptiling.4096x4096x4096")
+    first, second = rec.data["clocks"]["time"], rec.data["clocks"]["time_repeat"]
+    assert (first["sm_mhz_before"], first["sm_mhz_after"], first["steady"]) == (1980, 1755, False)
+    assert first["reasons"] == ["sw_power_cap"] and second["steady"] is True
 
 
 def test_autotune_choice_imports(tmp_path: Path):

@@ -82,6 +82,14 @@ def keep_raw(path: Path, results: Path, hardware: str, stamp: str) -> tuple[str,
     return "wrote", target
 
 
+def _clock_briefs(timings: list[dict[str, Any]]) -> dict[str, Any]:
+    """{time, time_repeat: the block's clock brief} for the blocks that carry NVML clock readings."""
+    from pytest_anatomy.measure.kernel_runner import clock_brief
+
+    briefs = {key: clock_brief(timings[idx]) for key, idx in (("time", 0), ("time_repeat", 1)) if len(timings) > idx}
+    return {k: v for k, v in briefs.items() if v is not None}
+
+
 def _version(versions: dict[str, Any], name: str) -> Any:
     v = versions.get(name)
     return v.get("version") if isinstance(v, dict) else v
@@ -286,6 +294,9 @@ def _kernel_records(batch: dict[str, Any], common: dict[str, Any], hw: str, stam
                 meas["baseline_time"] = {"value": result["baseline_ms_median"] / 1e3, "unit": "s"}
             data = {k: result.get(k) for k in ("ladder", "rung", "shape", "dtype", "ms_median", "ms_median_repeat",
                                                "baseline_rung", "baseline_ms_median", "status", "reason")}
+            clocks = _clock_briefs(timings)
+            if clocks:  # plans run since 2026-12-02 read the SM clock around each block, as live recordings do
+                data["clocks"] = clocks
             yield recordings.Recording(suite="kernels", name=run["id"].lower(), hardware=hw, recorded_at=stamp,
                                        provenance={**prov, "settings": run.get("settings"), "gpu_name": result.get("gpu")},
                                        measurements=meas, data={**data, "run": run})
