@@ -25,10 +25,14 @@ PREFILL = (128, 512, 2048, 8192, 16384, 32000)
 OVERHEAD = ("qwen2.5-7b-tiny-l28", "qwen2.5-7b-tiny-l2")
 OVERHEAD_BATCHES = (1, 16, 64, 128)
 
-# The fast subset measures Qwen's own layer count only (its overhead; ~35 s less), which is all the
-# fast tests predict; the 2-layer twin, for the per-layer slope that carries the overhead to Llama's
-# 32 layers, runs in the full plan.
-FAST = LatencyLivePlan(MODEL, DECODE, PREFILL, budget_s=420, overhead_models=OVERHEAD[:1],
+# Both plans run Qwen's own layer count only. The 2-layer twin gave the per-layer slope that was to carry the
+# overhead to Llama's 32 layers, but the twins' step is the engine's CPU loop, not an additive term
+# (h200-tiny-model-step-is-the-cpu-loop, in four sessions; calibration.TINY_OVERHEAD_IS_ADDITIVE = False), so
+# it calibrates nothing, and its engine start (~40 s) left the full session 27 s under its 15 minutes on
+# 2026-12-02 (873 s). The recorded sessions keep the two-count test; scripts/device/latency_plan.py still runs
+# both twins by default.
+LIVE_OVERHEAD = OVERHEAD[:1]
+FAST = LatencyLivePlan(MODEL, DECODE, PREFILL, budget_s=420, overhead_models=LIVE_OVERHEAD,
                        overhead_batches=OVERHEAD_BATCHES)
 # The overload part pins the KV pool (12 GiB, ~225k tokens): oversubscribed 1.6x in ~20 s, where the
 # whole pool of an H200 would take ~100 s (the second model keeps its utilization-derived pool).
@@ -36,4 +40,4 @@ FAST = LatencyLivePlan(MODEL, DECODE, PREFILL, budget_s=420, overhead_models=OVE
 # session, whose 0.25x/0.8x tests had no live run to read: ~25 s for six more tests).
 FULL = LatencyLivePlan(MODEL, DECODE, PREFILL, closed=(1, 8, 32, 64), poisson_factors=(0.25, 0.5, 0.8, 1.0, 1.3),
                        overload=True, second_model=SECOND_MODEL, kv_cache_gib=12, budget_s=560,
-                       overhead_models=OVERHEAD, overhead_batches=OVERHEAD_BATCHES)
+                       overhead_models=LIVE_OVERHEAD, overhead_batches=OVERHEAD_BATCHES)
