@@ -70,7 +70,8 @@ def test_rung_gain_is_within_20_percent(target, measured, reconcile, model: str,
         if gain is None or not now or not before:
             continue
         reconcile(f"{workload}.{step}.{metric}.gain", gain, now / before, ratio=gain_band(), model=model,
-                  why=f"issue 14's target: a rung's predicted gain within {GAIN_TARGET:.0%} of its measured gain")
+                  why=f"the tuning ladder's pre-registered target: a rung's predicted gain within {GAIN_TARGET:.0%} "
+                      "of its measured gain")
 
 
 @pytest.mark.gpu

@@ -633,7 +633,8 @@ def _choice(label: str) -> tuple[str, float, float]:
 
 
 AUTOTUNED_FP32_TARGET = (
-    "Issue 17's fp32 targets for the tuned tile: 90% of cuBLAS fp32 at 4096^3, 80% at the FFN shapes. The tuner "
+    "The autotuner's fp32 targets for the tuned tile (sgemm.AUTOTUNE_TARGETS): 90% of cuBLAS fp32 at 4096^3, "
+    "80% at the FFN shapes. The tuner "
     "(21:51 run) chose "
     + "; ".join(f"{lab}: {_choice(lab)[0].removeprefix('s9-tile-')} at {_choice(lab)[1]:.4f} ms, target "
                 f"{_choice(lab)[2]:.4f} ms" for lab in SGEMM_SHAPES)

@@ -424,7 +424,8 @@ def test_vocab_softmax_read_bandwidth_target(target, rung, goal, measured, ceili
     v = next(x for x in LADDERS["softmax"] if x.id == rung)
     s = fused.VOCAB_SHAPE
     floor = stream_ledger(v.theory, s["M"], s["N"], bandwidth=ceilings["read_bandwidth"].value, model="dram",
-                          bandwidth_source="kernels-ceilings read_bandwidth (the ceiling issue 17 states the goal against)")
+                          bandwidth_source="kernels-ceilings read_bandwidth (the ceiling the vocabulary-row target is "
+                                           "stated against)")
     reconcile("time_vs_read_bandwidth_target", floor, rung_rec(measured, v, s)["time"], ratio=(0.95, 1.0 / goal),
               why=f"target: >= {goal:.0%} of the measured read bandwidth on read + write bytes; 0.95 as in the "
                   "floor tests (a hand kernel may beat the torch kernel that measured the ceiling by a few %)")

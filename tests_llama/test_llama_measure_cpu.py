@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from pytest_anatomy.measure import llama_cpp
-from pytest_anatomy.measure.llama_log import MIB, parse_load_log
+from pytest_anatomy.measure.llama_log import parse_load_log
+from pytest_anatomy.units import MiB
 
 ROOT = Path(__file__).resolve().parents[1]
 F16_LOG = Path(__file__).parent / "data" / "h200-binding-qwen2.5-0.5b-f16-load.log"
@@ -54,9 +55,9 @@ def test_bench_output_that_is_not_json_is_one_line():
 def test_load_log_lines_of_the_device_readme():
     log = parse_load_log(F16_LOG.read_text())
     assert log.offloaded_layers == (25, 25)
-    assert log.buffer("model", "CPU_Mapped") == 259.66 * MIB and log.buffer("model", "CUDA0") == 942.43 * MIB
-    assert log.buffer("output", "CUDA_Host") == 0.58 * MIB and log.buffer("KV", "CUDA0") == 48.00 * MIB
-    assert log.buffer("compute", "CUDA0") == 298.50 * MIB and log.buffer("compute", "CUDA_Host") == 12.01 * MIB
+    assert log.buffer("model", "CPU_Mapped") == 259.66 * MiB and log.buffer("model", "CUDA0") == 942.43 * MiB
+    assert log.buffer("output", "CUDA_Host") == 0.58 * MiB and log.buffer("KV", "CUDA0") == 48.00 * MiB
+    assert log.buffer("compute", "CUDA0") == 298.50 * MiB and log.buffer("compute", "CUDA_Host") == 12.01 * MiB
 
 
 def test_kv_summary_and_context_lines():
@@ -69,7 +70,7 @@ def test_kv_summary_and_context_lines():
     log = parse_load_log(text)
     assert log.context == {"n_ctx": "8448", "n_ctx_seq": "2816", "kv_unified": "false"}
     assert log.kv["cells"] == 2816 and log.kv["seq_max"] == 3 and log.kv["type_k"] == "f16"
-    assert log.file_size_bytes == 373.71 * MIB and log.file_bpw == 6.35
+    assert log.file_size_bytes == 373.71 * MiB and log.file_bpw == 6.35
 
 
 def test_metrics_and_perplexity_text():

@@ -144,7 +144,7 @@ def test_nvidia_smi_is_run_from_one_module() -> None:
     assert set(running) == {"pytest_anatomy.gpu_query"}
 
 
-UNIT_NAMES = {"KiB", "MiB", "GiB", "KB", "MB", "GB", "TB"}
+UNIT_NAMES = {"KiB", "MiB", "GiB", "KB", "MB", "GB", "TB", "KIB", "MIB", "GIB"}  # and the all-caps spellings
 
 
 def test_unit_constants_are_defined_once() -> None:

@@ -23,10 +23,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-MIB = 1 << 20
+from pytest_anatomy.units import GiB, MiB
+
 # A %.2f MiB figure is within half its last digit of the byte count, that half included: an exact tie
 # (152,064 x 64 x 4 B = 37.125 MiB) prints rounded to even ("37.12"); 1 B more absorbs float arithmetic.
-MIB_HALF_STEP = 0.005 * MIB + 1
+MIB_HALF_STEP = 0.005 * MiB + 1
 
 _BUFFER = re.compile(r"(?P<dev>[A-Za-z0-9_]+)\s+(?P<kind>model|output|KV|compute) buffer size\s*=\s*"
                      r"(?P<mib>[0-9.]+) MiB")
@@ -64,15 +65,15 @@ def parse_load_log(text: str) -> LoadLog:
     log = LoadLog()
     for line in text.splitlines():
         if m := _BUFFER.search(line):
-            log.buffers[(m["kind"], m["dev"])] = float(m["mib"]) * MIB
+            log.buffers[(m["kind"], m["dev"])] = float(m["mib"]) * MiB
         elif m := _KV_SUMMARY.search(line):
-            log.kv = {"bytes": float(m["mib"]) * MIB, "cells": int(m["cells"]), "layers": int(m["layers"]),
+            log.kv = {"bytes": float(m["mib"]) * MiB, "cells": int(m["cells"]), "layers": int(m["layers"]),
                       "seqs": int(m["seqs"]), "seq_max": int(m["seq_max"]), "type_k": m["tk"], "type_v": m["tv"],
-                      "k_bytes": float(m["k"]) * MIB, "v_bytes": float(m["v"]) * MIB}
+                      "k_bytes": float(m["k"]) * MiB, "v_bytes": float(m["v"]) * MiB}
         elif m := _OFFLOAD.search(line):
             log.offloaded_layers = (int(m["n"]), int(m["of"]))
         elif m := _FILE_SIZE.search(line):
-            scale = MIB if m["unit"] == "MiB" else 1 << 30
+            scale = MiB if m["unit"] == "MiB" else GiB
             log.file_size_bytes = float(m["size"]) * scale
             log.file_bpw = float(m["bpw"])
         elif m := _CPARAM.search(line):

@@ -22,7 +22,6 @@ from pytest_anatomy.report.svg import VERDICT_COLOURS, Chart
 
 Rec = Mapping[str, Any]
 MEASURED = "#24292f"
-GIB = 1024**3
 PREDICTION_SHAPES = ("diamond", "triangle", "square", "wedge", "ring")  # measured points without a verdict of their own (a recording, a baseline)
 
 

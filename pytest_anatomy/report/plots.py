@@ -23,8 +23,8 @@ from pytest_anatomy.report.formatting import (
     short_name,
 )
 from pytest_anatomy.report.svg import PALETTE, Axis, Chart
+from pytest_anatomy.units import GiB
 from pytest_anatomy.report.plot_common import (
-    GIB,
     MEASURED,
     PREDICTION_SHAPES,
     Rec,
@@ -317,7 +317,7 @@ def memory_ledgers(recs: Sequence[Rec]) -> list[Markup]:
         # configuration's name labels its pair once
         labels = [text for config, _ in reversed(rows) for text in ("", config)]
         totals = [sum(max(_num(r[side]) or 0.0, 0.0) for r in parts.values()) for _, parts in rows for side in ("predicted", "measured")]
-        chart = Chart(Axis(0, max(totals) * 1.04, label="bytes", format_tick=_fmt("B"), unit_step=GIB), Axis.categorical(labels),
+        chart = Chart(Axis(0, max(totals) * 1.04, label="bytes", format_tick=_fmt("B"), unit_step=GiB), Axis.categorical(labels),
                       title=f"memory ledger on {hardware}", width=440, height=14 * len(labels), left=300,
                       aria=f"memory ledger on {hardware}: the parts of vLLM's requested memory, predicted beside measured, per configuration")
         for i, (_config, parts) in enumerate(rows):
