@@ -62,7 +62,7 @@ def test_itl_grows_by_a_constant_marginal_per_sequence(target, run, measured, re
         terms = [("this level", _se(m)), ("C = 1", _se(rec["c1.itl_s.median"])),
                  (f"C = {FIT_LEVEL} (x{(c - 1) / (FIT_LEVEL - 1):.1f} through the marginal)",
                   _se(rec[f"c{FIT_LEVEL}.itl_s.median"]) * (c - 1) / (FIT_LEVEL - 1))]
-        reconcile(f"llamacpp_server_itl_c{c}", pred, m, rel=sum(v for _, v in terms),
+        reconcile(f"itl_median_c{c}", pred, m, rel=sum(v for _, v in terms),
                   why="per-request ITL medians' scatter, 2 standard errors each: "
                       + " + ".join(f"{n} {v:.2%}" for n, v in terms),
                   model=run.model)

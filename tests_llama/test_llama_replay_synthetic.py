@@ -52,7 +52,7 @@ def test_synthetic_batch_imports_and_replays(tmp_path):
     names = {r["name"] for r in recs}
     assert {"gguf_tensor_bytes", "llamacpp_model_buffer_CUDA0", "llamacpp_kv_buffer_CUDA0",
             "llamacpp_compute_buffer_CUDA0", "llamacpp_tg128_tok_per_s", "llamacpp_pp512_tok_per_s",
-            "gguf_tensor_bytes_logged", "llamacpp_server_itl_c64", "crossover_concurrency_vs_vllm"} <= names
+            "gguf_tensor_bytes_logged", "itl_median_c64", "crossover_concurrency_vs_vllm"} <= names
     assert all(r["verdict"] == "agree" and r["source"] == "recorded" for r in recs), [
         (r["test_id"], r["name"], r["verdict"], r["source"]) for r in recs
         if r["verdict"] != "agree" or r["source"] != "recorded"]

@@ -120,3 +120,19 @@ def test_the_real_file_has_the_layout_the_predictions_use(reference):
     for ft in (*qb.GGUF_SHOOTOUT, "Q5_0", "Q5_1", "Q4_1"):
         mix_real = {t.name: t.ggml_type for t in gguf_mix.quantized_types(reference.header_f16, ft)}
         assert mix_real == {t.name: t.ggml_type for t in gguf_mix.quantized_types(SMOLLM2_F16, ft)}, ft
+
+
+def test_the_q5_1_finding_quotes_the_slice(format_result, noise_model):
+    """quant-q5_1-on-the-q4_1-grid's reason states four ratios of this slice; each is recomputed here from the
+    same runs, to the two decimals it is printed with, so the text cannot drift from the measurement."""
+    reason = Q5_1_ON_THE_Q4_1_GRID.kwargs["reason"]
+    r51, r50 = format_result("Q5_1"), format_result("Q5_0")
+
+    def to_prediction(r) -> float:
+        return r.kld_mean / quant_noise.predict_kld(noise_model, r.budget).value
+
+    quoted = {"Q5_1 measured {:.2f}x the KLD": to_prediction(r51), "Q5_0 {:.2f}x": to_prediction(r50),
+              "Q5_1's KLD is {:.2f}x Q5_0's": r51.kld_mean / r50.kld_mean,
+              "for {:.2f}x the noise": r51.budget.total / r50.budget.total}
+    for text, value in quoted.items():
+        assert text.format(value) in reason, (text, round(value, 4))
