@@ -7,7 +7,7 @@ kernel is a pure stream (Little's law: bytes in flight = bandwidth x latency). E
 the last whole float4 (n % 4) are summed by the first threads of block 0.
 Predicted effect: H200, 2^28 floats: 0.250 ms, 96% of the measured read bandwidth (issue 5 target: 95%). Written before any H200 measurement.
 Measured outcome: H200, run of 2026-11-30T02:02:10Z (results/h200/kernels): 2^28 floats: 0.2458 ms,
-0.98x the prediction (within issue 5's 15%); rung 0 0.2484 ms.
+0.98x the prediction (within the ladders' 15% acceptance band); rung 0 0.2484 ms.
 */
 #define R7_BLOCK 256
 __device__ __forceinline__ float r7_warp_sum(float v) {

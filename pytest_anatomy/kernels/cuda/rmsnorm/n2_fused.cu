@@ -7,7 +7,7 @@ DRAM bytes should be ~8MN. The byte ledger counted on issued bytes predicts no g
 on DRAM bytes it predicts n1 x 8/12.
 Predicted effect: H200, 8192 x 3584: 0.062 ms (8MN of DRAM bytes = 235 MB, 0.055 ms at full copy bandwidth). Written before any H200 measurement.
 Measured outcome: H200, run of 2026-11-30T02:02:10Z (results/h200/kernels): 8,192 x 3,584: 0.06552
-ms, 1.06x the prediction (within issue 5's 15%); rung 0 0.07366 ms.
+ms, 1.06x the prediction (within the ladders' 15% acceptance band); rung 0 0.07366 ms.
 Seed (RTX 4090): 0.259 ms -- "134.9%" of bandwidth on issued bytes, i.e. the second read hit L2.
 */
 #define N2_BLOCK 256

@@ -7,7 +7,7 @@ does not fit and the rung refuses it (see the registry's max_cols). The array is
 by unrolled constants, so it stays in registers (ptxas: 0 bytes stack frame).
 Predicted effect: H200, 8192 x 3584: 0.060 ms, 92% of the copy bandwidth on 8MN bytes. Written before any H200 measurement.
 Measured outcome: H200, run of 2026-11-30T02:02:10Z (results/h200/kernels): 8,192 x 3,584: 0.06328
-ms, 1.05x the prediction (within issue 5's 15%); rung 0 0.07366 ms.
+ms, 1.05x the prediction (within the ladders' 15% acceptance band); rung 0 0.07366 ms.
 Seed (RTX 4090): 0.256 ms, 91.0% of 1008 GB/s on 8MN bytes.
 */
 #define N3_BLOCK 256

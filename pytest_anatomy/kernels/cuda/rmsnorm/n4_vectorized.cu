@@ -6,7 +6,7 @@ Same 8MN bytes as n3, a quarter of the memory instructions. When N is not a mult
 rows are not 16-byte aligned; the kernel then takes n3's scalar path (a uniform branch).
 Predicted effect: H200, 8192 x 3584: 0.059 ms, 93% (issue 5 target: 92%). Written before any H200 measurement.
 Measured outcome: H200, run of 2026-11-30T02:02:10Z (results/h200/kernels): 8,192 x 3,584: 0.0581
-ms, 0.98x the prediction (within issue 5's 15%); rung 0 0.07366 ms.
+ms, 0.98x the prediction (within the ladders' 15% acceptance band); rung 0 0.07366 ms.
 Seed (RTX 4090): 0.256 ms, the same as n3: the stream, not the instruction count, sets the time.
 */
 #define N4_BLOCK 256

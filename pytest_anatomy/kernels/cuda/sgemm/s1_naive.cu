@@ -8,7 +8,7 @@ Request ledger: 32 + 1 = 33 transactions per warp-FMA. Byte ledger: 2 loads x 4 
 arithmetic intensity 0.25 FLOP/B if no cache helped.
 Predicted effect: H200, 4096^3: 260 ms (the 4090's 31.8 cycles per warp-FMA carried over -- this rung is bound by L1 line lookups, which the request ledger prices -- on 132 SMs at 1.98 GHz, 0.81x the 4090's SM-cycles per second). Written before any H200 measurement.
 Measured outcome: H200, run of 2026-11-30T02:02:10Z (results/h200/kernels): 4096^3: 276.3 ms, 1.06x
-the prediction (within issue 5's 15%); rung 0 2.69 ms.
+the prediction (within the ladders' 15% acceptance band); rung 0 2.69 ms.
 Seed (RTX 4090, same kernel shape): 211.9 ms at 4096^3 -- faster than its own byte ledger
 allows (258% "roofline attainment"): the strided rows come back from L1/L2, not DRAM.
 */

@@ -6,7 +6,7 @@ it for 8 FMAs against 8 broadcast A values. Per FMA: 1/8 distinct LDS + 1 broadc
 (64+64)/(64*64) = 1/32 LDG. The distinct shared loads, the expensive kind, drop 8x.
 Predicted effect: H200, 4096^3: 7.7 ms (1/8 x 2.68 + 1 x 0.54 + 1/32 x 1.94 = 0.93 cycles per warp-FMA). Written before any H200 measurement.
 Measured outcome: H200, run of 2026-11-30T02:02:10Z (results/h200/kernels): 4096^3: 8.65 ms, 1.12x
-the prediction (within issue 5's 15%); rung 0 2.69 ms.
+the prediction (within the ladders' 15% acceptance band); rung 0 2.69 ms.
 Seed (RTX 4090, 32x32 tile variant): 6.6 ms, 3.4x over s3.
 */
 #define S4_BM 64
