@@ -274,8 +274,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
     elif full and ledger_path.is_file() and (root / "README.md").is_file():
         from pytest_anatomy.report import validation
 
-        recs = json.loads(ledger_path.read_text(encoding="utf-8")).get("reconciliations") or []
-        table = validation.rows(recs)
+        recons = json.loads(ledger_path.read_text(encoding="utf-8")).get("reconciliations") or []
+        table = validation.rows(recons)
         changed = validation.update_readme(root / "README.md", table)
         changed = validation.write_json(table) or changed
         print(f"README.md validation table (and {validation.TABLE_JSON.name}) "

@@ -42,10 +42,10 @@ def load_ledger(path: Path) -> dict[str, Any]:
     if not isinstance(doc, dict) or doc.get("schema") != LEDGER_SCHEMA:
         found = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
         raise LedgerError(f"{path}: not a pytest-anatomy ledger (schema {found!r}, expected {LEDGER_SCHEMA!r})")
-    recs = doc.get("reconciliations")
-    if not isinstance(recs, list) or not all(
+    recons = doc.get("reconciliations")
+    if not isinstance(recons, list) or not all(
             isinstance(r, dict) and isinstance(r.get("test_id"), str) and isinstance(r.get("name"), str)
-            and isinstance(r.get("verdict"), str) for r in recs):
+            and isinstance(r.get("verdict"), str) for r in recons):
         raise LedgerError(f"{path}: not a pytest-anatomy ledger (its reconciliations are not a list of "
                           "entries with test_id, name and verdict)")
     return doc

@@ -104,13 +104,13 @@ def _verdicts(report: Any) -> list[str]:
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     # Outermost wrapper: sees the report after pytest's skipping plugin, and leaves its xfails alone.
-    recs = item.stash.get(RECONCILED, [])
-    if call.when == "call" and recs:
-        item.user_properties.extend(junit_properties(recs))  # before the report copies them
+    recons = item.stash.get(RECONCILED, [])
+    if call.when == "call" and recons:
+        item.user_properties.extend(junit_properties(recons))  # before the report copies them
     report = yield
-    if call.when == "call" and recs and report.passed and not hasattr(report, "wasxfail"):
+    if call.when == "call" and recons and report.passed and not hasattr(report, "wasxfail"):
         settings = get_session(item.config).settings
-        outcome = settle(recs, allow_resolved=settings.allow_resolved, runxfail=item.config.option.runxfail)
+        outcome = settle(recons, allow_resolved=settings.allow_resolved, runxfail=item.config.option.runxfail)
         if outcome is not None:
             outcome.apply(report)
     if call.when == "teardown":

@@ -29,7 +29,7 @@ from pytest_anatomy.report.formatting import (
 MAX_ROWS = 30  # per table: a step summary is read, not searched; the report holds the rest
 _COUNT_ORDER = ("agree", "finding", "resolved", "diverge")
 
-Rec = Mapping[str, Any]
+Recon = Mapping[str, Any]  # one entry of the ledger's "reconciliations" (glossary: reconciliation, `recon`)
 
 
 def _cell(value: Any) -> str:
@@ -46,12 +46,12 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[Any]], right: Sequence
     return lines
 
 
-def _counts_table(recs: Sequence[Rec]) -> list[str]:
+def _counts_table(recons: Sequence[Recon]) -> list[str]:
     """Per suite and hardware: the predictions' verdicts, then each other kind's total (an
     identity or a setting is listed, never counted as agreement)."""
-    groups: dict[tuple[str, str], list[Rec]] = {}
-    for rec in recs:
-        groups.setdefault((str(rec.get("suite") or "other"), str(rec.get("hardware") or "—")), []).append(rec)
+    groups: dict[tuple[str, str], list[Recon]] = {}
+    for recon in recons:
+        groups.setdefault((str(recon.get("suite") or "other"), str(recon.get("hardware") or "—")), []).append(recon)
     by_group = {key: counts_by_kind(members) for key, members in groups.items()}
     extra = sorted({v for c in by_group.values() for v in c.get("prediction", {}) if v not in _COUNT_ORDER})
     kinds = [k for k in RECONCILIATION_KINDS if k != "prediction" and any(k in c for c in by_group.values())]
@@ -62,8 +62,8 @@ def _counts_table(recs: Sequence[Rec]) -> list[str]:
     return _table(header, rows, right=range(2, len(header)))
 
 
-def _ratio(rec: Rec) -> str:
-    ratio = rec.get("ratio")
+def _ratio(recon: Recon) -> str:
+    ratio = recon.get("ratio")
     return f"{ratio:.4g}" if isinstance(ratio, (int, float)) and math.isfinite(ratio) else "n/a"
 
 
@@ -72,8 +72,8 @@ def _band(finding: Mapping[str, Any]) -> str:
     return f"{expected[0]:g}–{expected[1]:g}" if expected else "—"
 
 
-def _moved_findings(recs: Sequence[Rec]) -> list[str]:
-    moved = [r for r in review_order(recs) if r.get("finding") and r.get("verdict") in ("diverge", "resolved")]
+def _moved_findings(recons: Sequence[Recon]) -> list[str]:
+    moved = [r for r in review_order(recons) if r.get("finding") and r.get("verdict") in ("diverge", "resolved")]
     if not moved:
         return []
     rows = [[f"`{r['finding'].get('id', '?')}`", short_name(r), "drifted" if r["verdict"] == "diverge" else "resolved",
@@ -83,8 +83,8 @@ def _moved_findings(recs: Sequence[Rec]) -> list[str]:
                     right=(3,))]
 
 
-def _diverges(recs: Sequence[Rec]) -> list[str]:
-    diverged = [r for r in review_order(recs) if r.get("verdict") == "diverge"]
+def _diverges(recons: Sequence[Recon]) -> list[str]:
+    diverged = [r for r in review_order(recons) if r.get("verdict") == "diverge"]
     if not diverged:
         return []
     rows = []
@@ -98,7 +98,7 @@ def _diverges(recs: Sequence[Rec]) -> list[str]:
                     right=(3, 4, 5))]
 
 
-def _failures(failures: Sequence[Rec]) -> list[str]:
+def _failures(failures: Sequence[Mapping[str, Any]]) -> list[str]:
     if not failures:
         return []
     rows = [[f.get("test_id", ""), f.get("when", ""), (str(f.get("message") or "").strip().splitlines() or [""])[0]]
@@ -108,14 +108,14 @@ def _failures(failures: Sequence[Rec]) -> list[str]:
 
 def render_summary(ledger: Mapping[str, Any]) -> str:
     """The markdown text: a heading with the prose summary, then the tables that have rows."""
-    recs: Sequence[Rec] = ledger.get("reconciliations") or []
+    recons: Sequence[Recon] = ledger.get("reconciliations") or []
     tests = ledger.get("tests") or {}
     lines = [f"### pytest-anatomy: {prose_summary(ledger)}", ""]
     if tests:
         lines += ["pytest: " + ", ".join(f"{n} {k}" for k, n in tests.items()), ""]
-    if recs:
-        lines += _counts_table(recs)
-    lines += _moved_findings(recs) + _diverges(recs) + _failures(ledger.get("failures") or [])
+    if recons:
+        lines += _counts_table(recons)
+    lines += _moved_findings(recons) + _diverges(recons) + _failures(ledger.get("failures") or [])
     return "\n".join(lines) + "\n"
 
 

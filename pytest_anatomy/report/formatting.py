@@ -18,7 +18,7 @@ from pytest_anatomy.units import format_quantity
 VERDICTS: tuple[str, ...] = ("diverge", "finding", "resolved", "agree")
 _URGENCY = {verdict: rank for rank, verdict in enumerate(VERDICTS)}
 
-Rec = Mapping[str, Any]
+Recon = Mapping[str, Any]  # one entry of the ledger's "reconciliations" (glossary: reconciliation, `recon`)
 
 # Units format_quantity rescales with a prefix (GiB, ms, TFLOP/s); kept in step with units.py.
 SCALED_UNITS: tuple[str, ...] = ("B", "s", "B/s", "FLOP", "FLOP/s")
@@ -29,11 +29,11 @@ def plural(count: int, word: str, many: str | None = None) -> str:
     return f"{count} {word if count == 1 else (many or word + 's')}"
 
 
-def verdict_counts(recs: Iterable[Rec]) -> dict[str, int]:
+def verdict_counts(recons: Iterable[Recon]) -> dict[str, int]:
     """Counts per verdict, always with the four known verdicts present (zero when absent)."""
     counts = {verdict: 0 for verdict in VERDICTS}
-    for rec in recs:
-        verdict = str(rec.get("verdict", "?"))
+    for recon in recons:
+        verdict = str(recon.get("verdict", "?"))
         counts[verdict] = counts.get(verdict, 0) + 1
     return counts
 
@@ -46,28 +46,28 @@ def prose_summary(ledger: Mapping[str, Any]) -> str:
     identities; 40 from recordings, 0 live'."""
     from pytest_anatomy.ledger_counts import headline
 
-    recs: Sequence[Rec] = ledger.get("reconciliations") or []
-    skips: Sequence[Rec] = ledger.get("skips") or []
-    if not recs:
+    recons: Sequence[Recon] = ledger.get("reconciliations") or []
+    skips: Sequence[Mapping[str, Any]] = ledger.get("skips") or []
+    if not recons:
         tail = f"; {plural(len(skips), 'test')} skipped" if skips else ""
         return f"no reconciliations ran{tail}"
-    recorded = sum(1 for rec in recs if rec.get("source") == "recorded")
-    live = sum(1 for rec in recs if rec.get("source") == "live")
-    given = len(recs) - recorded - live
+    recorded = sum(1 for recon in recons if recon.get("source") == "recorded")
+    live = sum(1 for recon in recons if recon.get("source") == "live")
+    given = len(recons) - recorded - live
     tail = f", {given} given numbers" if given else ""
-    return f"{headline(recs)}; {recorded} from recordings, {live} live{tail}"
+    return f"{headline(recons)}; {recorded} from recordings, {live} live{tail}"
 
 
-def review_order(recs: Iterable[Rec]) -> list[Rec]:
+def review_order(recons: Iterable[Recon]) -> list[Recon]:
     """Diverge first, then findings, then resolved, then the rest; worst |gap| first within each."""
 
-    def key(rec: Rec) -> tuple[int, float]:
-        gap = rec.get("gap_rel")
+    def key(recon: Recon) -> tuple[int, float]:
+        gap = recon.get("gap_rel")
         # no relative gap (predicted 0, or NaN): after every measurable gap of the same verdict
         size = abs(gap) if isinstance(gap, (int, float)) and math.isfinite(gap) else -1.0
-        return (_URGENCY.get(str(rec.get("verdict")), len(VERDICTS)), -size)
+        return (_URGENCY.get(str(recon.get("verdict")), len(VERDICTS)), -size)
 
-    return sorted(recs, key=key)
+    return sorted(recons, key=key)
 
 
 def format_value(value: Any, unit: str) -> str:
@@ -108,14 +108,14 @@ def format_percent(fraction: float) -> str:
     return f"{pct:+,.0f}%"
 
 
-def format_gap(rec: Rec) -> str:
+def format_gap(recon: Recon) -> str:
     """The gap as a percent of the prediction, or absolute when the prediction is zero."""
-    gap_rel = rec.get("gap_rel")
+    gap_rel = recon.get("gap_rel")
     if isinstance(gap_rel, (int, float)) and math.isfinite(gap_rel):
         return format_percent(gap_rel)
-    gap_abs = rec.get("gap_abs")
+    gap_abs = recon.get("gap_abs")
     if isinstance(gap_abs, (int, float)) and math.isfinite(gap_abs):
-        return format_signed(gap_abs, str(rec.get("unit", "")))
+        return format_signed(gap_abs, str(recon.get("unit", "")))
     return "n/a"
 
 
@@ -141,13 +141,13 @@ def format_tolerance(tolerance: Mapping[str, Any] | None, unit: str) -> str:
     return " or ".join(parts) if parts else "exact"
 
 
-def allowed_interval(rec: Rec) -> tuple[float, float] | None:
+def allowed_interval(recon: Recon) -> tuple[float, float] | None:
     """The measured values that would have agreed with the prediction, for plots.
 
     Mirrors reconcile.Tolerance.accepts: |gap| <= rel*|predicted| + abs, or a ratio band on
     measured/predicted (the two are exclusive there)."""
-    predicted = rec.get("predicted")
-    tolerance = rec.get("tolerance") or {}
+    predicted = recon.get("predicted")
+    tolerance = recon.get("tolerance") or {}
     if not isinstance(predicted, (int, float)) or not math.isfinite(predicted):
         return None
     half = (tolerance.get("rel") or 0.0) * abs(predicted) + (tolerance.get("abs") or 0.0)
@@ -159,10 +159,10 @@ def allowed_interval(rec: Rec) -> tuple[float, float] | None:
     return lo, hi
 
 
-def short_name(rec: Rec) -> str:
+def short_name(recon: Recon) -> str:
     """Reconciliation name plus the test's parameter id: 'kv_tokens[round2]'."""
-    name = str(rec.get("name", "?"))
-    test_id = str(rec.get("test_id", ""))
+    name = str(recon.get("name", "?"))
+    test_id = str(recon.get("test_id", ""))
     if test_id.endswith("]") and "[" in test_id:
         name += test_id[test_id.index("[") :]
     return name

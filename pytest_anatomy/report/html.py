@@ -75,30 +75,30 @@ def _finding(finding: Any) -> dict[str, str] | None:
     return {"id": str(finding.get("id", "?")), "reason": str(finding.get("reason") or "")}
 
 
-def _row_view(index: int, rec: Mapping[str, Any]) -> dict[str, Any]:
+def _row_view(index: int, recon: Mapping[str, Any]) -> dict[str, Any]:
     """One row's summary line; its derivation is drawn in the browser from the embedded ledger
     (entry `index`), so the page does not carry every derivation twice (as JSON and as HTML)."""
-    unit = str(rec.get("unit", ""))
-    verdict = str(rec.get("verdict", "?"))
+    unit = str(recon.get("unit", ""))
+    verdict = str(recon.get("verdict", "?"))
     return {
         "anchor": f"rec-{index}",
         "index": index,
-        "suite": str(rec.get("suite") or "other"),
-        "name": str(rec.get("name", "?")),
-        "label": short_name(rec),
-        "params": short_name(rec)[len(str(rec.get("name", "?"))) :],
-        "test_id": str(rec.get("test_id", "")),
+        "suite": str(recon.get("suite") or "other"),
+        "name": str(recon.get("name", "?")),
+        "label": short_name(recon),
+        "params": short_name(recon)[len(str(recon.get("name", "?"))) :],
+        "test_id": str(recon.get("test_id", "")),
         "verdict": verdict,
-        "source": str(rec.get("source", "")),
-        "where": " · ".join(str(x) for x in (rec.get("hardware"), rec.get("model")) if x),
-        "predicted": format_value(rec.get("predicted"), unit),
-        "measured": format_value(rec.get("measured"), unit),
-        "gap": format_gap(rec),
-        "gap_abs": format_value(rec.get("gap_abs"), unit),
-        "ratio": f"×{rec['ratio']:.4f}" if isinstance(rec.get("ratio"), (int, float)) and math.isfinite(rec["ratio"]) else "n/a",
-        "tolerance": format_tolerance(rec.get("tolerance") or {}, unit),
-        "finding": _finding(rec.get("finding")),
-        "search": " ".join(str(rec.get(k, "")) for k in ("suite", "name", "test_id", "verdict", "hardware", "model")).lower(),
+        "source": str(recon.get("source", "")),
+        "where": " · ".join(str(x) for x in (recon.get("hardware"), recon.get("model")) if x),
+        "predicted": format_value(recon.get("predicted"), unit),
+        "measured": format_value(recon.get("measured"), unit),
+        "gap": format_gap(recon),
+        "gap_abs": format_value(recon.get("gap_abs"), unit),
+        "ratio": f"×{recon['ratio']:.4f}" if isinstance(recon.get("ratio"), (int, float)) and math.isfinite(recon["ratio"]) else "n/a",
+        "tolerance": format_tolerance(recon.get("tolerance") or {}, unit),
+        "finding": _finding(recon.get("finding")),
+        "search": " ".join(str(recon.get(k, "")) for k in ("suite", "name", "test_id", "verdict", "hardware", "model")).lower(),
     }
 
 
@@ -129,8 +129,8 @@ def _pairs(mapping: Mapping[str, Any] | None, order: Sequence[str] = ()) -> list
 
 
 # ---- predicted-vs-measured plots -------------------------------------------------------
-def _positive(rec: Mapping[str, Any]) -> bool:
-    return all(isinstance(rec.get(k), (int, float)) and math.isfinite(rec[k]) and rec[k] > 0 for k in ("predicted", "measured"))
+def _positive(recon: Mapping[str, Any]) -> bool:
+    return all(isinstance(recon.get(k), (int, float)) and math.isfinite(recon[k]) and recon[k] > 0 for k in ("predicted", "measured"))
 
 
 def _scatter(unit: str, points: Sequence[Mapping[str, Any]], left_out: int) -> Chart:
@@ -146,23 +146,23 @@ def _scatter(unit: str, points: Sequence[Mapping[str, Any]], left_out: int) -> C
     chart = Chart(axis_x, axis_y, title=f"{unit or '(no unit)'} · {plural(len(points), 'point')}{tail}",
                   aria=f"{unit or 'unitless'}: predicted versus measured, log-log", width=270, height=270, left=70)
     chart.line([(axis_x.lo, axis_x.lo), (axis_x.hi, axis_x.hi)], "#57606a", dash="5 4", width=1.2, tip="predicted = measured")
-    for rec in reversed(review_order(points)):  # most urgent drawn last, on top
-        interval = allowed_interval(rec)
+    for recon in reversed(review_order(points)):  # most urgent drawn last, on top
+        interval = allowed_interval(recon)
         if interval and interval[0] > 0:
-            chart.line([(rec["predicted"], interval[0]), (rec["predicted"], interval[1])], "#8c959f", width=1.2,
-                       tip=f"allowed: {format_tolerance(rec.get('tolerance'), unit)}")
-        tip = (f"{short_name(rec)} ({rec.get('verdict')}): predicted {format_value(rec['predicted'], unit)}, "
-               f"measured {format_value(rec['measured'], unit)}, gap {format_gap(rec)}")
-        chart.point(rec["predicted"], rec["measured"], VERDICT_COLOURS.get(str(rec.get("verdict")), "#616161"), tip)
+            chart.line([(recon["predicted"], interval[0]), (recon["predicted"], interval[1])], "#8c959f", width=1.2,
+                       tip=f"allowed: {format_tolerance(recon.get('tolerance'), unit)}")
+        tip = (f"{short_name(recon)} ({recon.get('verdict')}): predicted {format_value(recon['predicted'], unit)}, "
+               f"measured {format_value(recon['measured'], unit)}, gap {format_gap(recon)}")
+        chart.point(recon["predicted"], recon["measured"], VERDICT_COLOURS.get(str(recon.get("verdict")), "#616161"), tip)
     return chart
 
 
-def scatter_plots(recs: Sequence[Mapping[str, Any]]) -> list[Markup]:
+def scatter_plots(recons: Sequence[Mapping[str, Any]]) -> list[Markup]:
     """One predicted-vs-measured plot per unit with at least two points: a lone point on a
     diagonal says nothing its table row does not say better."""
     groups: dict[str, list[Mapping[str, Any]]] = {}
-    for rec in recs:
-        groups.setdefault(str(rec.get("unit", "")), []).append(rec)
+    for recon in recons:
+        groups.setdefault(str(recon.get("unit", "")), []).append(recon)
     out = []
     for i, (unit, group) in enumerate(groups.items()):
         points = [r for r in group if _positive(r)]
@@ -180,19 +180,19 @@ def _symlog(fraction: float) -> float:
     return math.copysign(math.log10(1 + abs(fraction) / 1e-3), fraction)
 
 
-def gap_bars(recs: Sequence[Mapping[str, Any]]) -> Markup | None:
+def gap_bars(recons: Sequence[Mapping[str, Any]]) -> Markup | None:
     """Horizontal bars of gap % per reconciliation, on its tolerance (grey), coloured by verdict."""
-    if not recs:
+    if not recons:
         return None
     suites: dict[str, list[Mapping[str, Any]]] = {}  # the table's order: suites as first seen
-    for rec in recs:
-        suites.setdefault(str(rec.get("suite") or "other"), []).append(rec)
-    rows = [rec for group in suites.values() for rec in group]
+    for recon in recons:
+        suites.setdefault(str(recon.get("suite") or "other"), []).append(recon)
+    rows = [recon for group in suites.values() for recon in group]
     label_w, plot_w, value_w, row_h, top = 430, 400, 80, 18, 30
     width, height = label_w + plot_w + value_w, top + row_h * len(rows) + 8
     spans: list[float] = [0.01]
-    for rec in rows:
-        gap, interval, pred = rec.get("gap_rel"), allowed_interval(rec), rec.get("predicted")
+    for recon in rows:
+        gap, interval, pred = recon.get("gap_rel"), allowed_interval(recon), recon.get("predicted")
         if isinstance(gap, (int, float)) and math.isfinite(gap):
             spans.append(abs(gap))
         if interval and pred:
@@ -218,23 +218,23 @@ def gap_bars(recs: Sequence[Mapping[str, Any]]) -> Markup | None:
                 out.append(f'<text class="tick" x="{_num(sx(signed))}" y="{top - 8}" text-anchor="middle">'
                            f'{escape(format(signed * 100, "+g"))}%</text>')
     out.append(f'<line class="zero" x1="{centre}" y1="{top - 4}" x2="{centre}" y2="{height - 6}"/>')
-    for i, rec in enumerate(rows):
+    for i, recon in enumerate(rows):
         y = top + i * row_h
-        label = f"{rec.get('suite') or 'other'} · {short_name(rec)}" if len(suites) > 1 else short_name(rec)
+        label = f"{recon.get('suite') or 'other'} · {short_name(recon)}" if len(suites) > 1 else short_name(recon)
         label = label if len(label) <= 60 else label[:29] + "…" + label[-30:]  # keep the parameter id
         out.append(f'<text class="label" x="{label_w - 8}" y="{y + 12.5}" text-anchor="end">{escape(label)}'
-                   f'<title>{escape(str(rec.get("test_id", "")))}</title></text>')
-        interval, pred, gap = allowed_interval(rec), rec.get("predicted"), rec.get("gap_rel")
+                   f'<title>{escape(str(recon.get("test_id", "")))}</title></text>')
+        interval, pred, gap = allowed_interval(recon), recon.get("predicted"), recon.get("gap_rel")
         if interval and pred:
             lo, hi = sorted((interval[0] / pred - 1, interval[1] / pred - 1))
             out.append(f'<rect class="band" x="{_num(sx(lo))}" y="{y + 2}" width="{_num(max(sx(hi) - sx(lo), 1))}" height="{row_h - 4}"/>')
         if isinstance(gap, (int, float)) and math.isfinite(gap):
             x = sx(gap)
-            colour = VERDICT_COLOURS.get(str(rec.get("verdict")), "#616161")
+            colour = VERDICT_COLOURS.get(str(recon.get("verdict")), "#616161")
             out.append(f'<rect x="{_num(min(x, centre))}" y="{y + 5}" width="{_num(max(abs(x - centre), 1.5))}" '
-                       f'height="{row_h - 10}" fill="{colour}"><title>{escape(rec.get("verdict", ""))}: '
-                       f'{escape(format_gap(rec))}</title></rect>')
-        out.append(f'<text class="value" x="{width - 4}" y="{y + 12.5}" text-anchor="end">{escape(format_gap(rec))}</text>')
+                       f'height="{row_h - 10}" fill="{colour}"><title>{escape(recon.get("verdict", ""))}: '
+                       f'{escape(format_gap(recon))}</title></rect>')
+        out.append(f'<text class="value" x="{width - 4}" y="{y + 12.5}" text-anchor="end">{escape(format_gap(recon))}</text>')
     out.append("</svg>")
     return Markup("\n".join(out))
 
@@ -245,30 +245,30 @@ def gap_bars(recs: Sequence[Mapping[str, Any]]) -> Markup | None:
 COMPACT_SUITES = frozenset({"validation"})
 
 
-def _compact(rec: Mapping[str, Any]) -> bool:
-    return str(rec.get("suite") or "") in COMPACT_SUITES
+def _compact(recon: Mapping[str, Any]) -> bool:
+    return str(recon.get("suite") or "") in COMPACT_SUITES
 
 
 def _embedded_ledger(ledger: Mapping[str, Any]) -> dict[str, Any]:
     """The ledger embedded in the page: compact suites' reconciliations left out and counted, and each distinct
     provenance written once (provenance_table; a reconciliation's provenance is its index there): the ~1,100
     embedded reconciliations share ~370 provenances, ~0.8 MB of repeats (expand_provenance undoes it)."""
-    recs = ledger.get("reconciliations") or []
-    left_out = sum(1 for rec in recs if _compact(rec))
+    recons = ledger.get("reconciliations") or []
+    left_out = sum(1 for recon in recons if _compact(recon))
     table: list[Any] = []
     index: dict[str, int] = {}
     kept = []
-    for rec in recs:
-        if _compact(rec):
+    for recon in recons:
+        if _compact(recon):
             continue
-        prov = rec.get("provenance")
+        prov = recon.get("provenance")
         if isinstance(prov, Mapping) and prov:
             key = json.dumps(prov, sort_keys=True, default=str)
             if key not in index:
                 index[key] = len(table)
                 table.append(prov)
-            rec = {**rec, "provenance": index[key]}
-        kept.append(rec)
+            recon = {**recon, "provenance": index[key]}
+        kept.append(recon)
     out = {**ledger, "reconciliations": kept, "provenance_table": table}
     if left_out:
         out["reconciliations_left_out"] = {"count": left_out, "suites": sorted(COMPACT_SUITES),
@@ -280,28 +280,28 @@ def expand_provenance(embedded: Mapping[str, Any]) -> dict[str, Any]:
     """The embedded ledger with each reconciliation's provenance index replaced by its entry (the page's script
     does the same when it draws a derivation)."""
     table = embedded.get("provenance_table") or []
-    recs = [{**rec, "provenance": table[rec["provenance"]]} if isinstance(rec.get("provenance"), int) else rec
-            for rec in embedded.get("reconciliations") or []]
-    return {k: v for k, v in {**embedded, "reconciliations": recs}.items() if k != "provenance_table"}
+    recons = [{**recon, "provenance": table[recon["provenance"]]} if isinstance(recon.get("provenance"), int) else recon
+            for recon in embedded.get("reconciliations") or []]
+    return {k: v for k, v in {**embedded, "reconciliations": recons}.items() if k != "provenance_table"}
 
 
 def build_view(ledger: Mapping[str, Any]) -> dict[str, Any]:
     """Everything the template needs, pre-formatted; the template only lays it out."""
-    recs: Sequence[Mapping[str, Any]] = ledger.get("reconciliations") or []
-    rows = [_row_view(i, rec) for i, rec in enumerate(recs)]
+    recons: Sequence[Mapping[str, Any]] = ledger.get("reconciliations") or []
+    rows = [_row_view(i, recon) for i, recon in enumerate(recons)]
     embedded_index = 0  # a row's entry in the embedded ledger, which leaves the compact suites out
-    for row, rec in zip(rows, recs):
-        if not _compact(rec):
+    for row, recon in zip(rows, recons):
+        if not _compact(recon):
             row["index"], embedded_index = embedded_index, embedded_index + 1
     suites: dict[str, list[dict[str, Any]]] = {}
     compact: dict[str, list[dict[str, Any]]] = {}
-    for row, rec in zip(rows, recs):
-        (compact if _compact(rec) else suites).setdefault(row["suite"], []).append(row)
-    detailed = [rec for rec in recs if not _compact(rec)]
+    for row, recon in zip(rows, recons):
+        (compact if _compact(recon) else suites).setdefault(row["suite"], []).append(row)
+    detailed = [recon for recon in recons if not _compact(recon)]
     # The headline cards count predictions only; identities, settings, fit points and replays carry
     # little information about the theory and are one card apart (ledger_counts).
-    counts = prediction_counts(recs)
-    apart = sum(1 for rec in recs if kind_of(rec) != PREDICTION)
+    counts = prediction_counts(recons)
+    apart = sum(1 for recon in recons if kind_of(recon) != PREDICTION)
     tests = ledger.get("tests") or {}
     return {
         "created": str(ledger.get("created") or ""),
@@ -311,8 +311,8 @@ def build_view(ledger: Mapping[str, Any]) -> dict[str, Any]:
         "counts": [(verdict, counts[verdict]) for verdict in ("agree", "finding", "resolved", "diverge")]
         + [(v, n) for v, n in counts.items() if v not in VERDICTS],
         "apart": apart,
-        "recorded": sum(1 for rec in recs if rec.get("source") == "recorded"),
-        "live": sum(1 for rec in recs if rec.get("source") == "live"),
+        "recorded": sum(1 for recon in recons if recon.get("source") == "recorded"),
+        "live": sum(1 for recon in recons if recon.get("source") == "live"),
         # pytest's outcomes as it counts them, the finding outcome spelled as a count ('3 findings')
         "tests": [plural(v, str(k)) if k == "finding" and isinstance(v, int) else f"{v} {k}" for k, v in tests.items()],
         "environment": _environment_view(ledger.get("environment") or {}),
@@ -329,7 +329,7 @@ def build_view(ledger: Mapping[str, Any]) -> dict[str, Any]:
         "findings": _group_findings(rows),
         "skips": [(str(s.get("test_id", "")), str(s.get("reason", ""))) for s in ledger.get("skips") or []],
         "failures": _failures_view(ledger.get("failures") or []),
-        "overview": overview(recs),
+        "overview": overview(recons),
         "domain": plots.domain_plots(detailed),
         "scatter": scatter_plots(detailed),
         "bars": gap_bars(detailed),
@@ -337,34 +337,34 @@ def build_view(ledger: Mapping[str, Any]) -> dict[str, Any]:
         "ledger_json": embedded_json(_embedded_ledger(ledger)),
         "units_json": Markup(json.dumps({unit: [[d, shown] for d, shown in scales] for unit, scales in _DISPLAY.items()})),
         "verdicts": VERDICTS,
-        "validation": _validation_view(recs),
+        "validation": _validation_view(recons),
     }
 
 
-def overview(recs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def overview(recons: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Verdict counts of the predictions per suite and hardware, the page's first table: where the
     theory holds and where not; the other kinds' count beside them."""
     cells: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
-    for rec in recs:
-        cells.setdefault((str(rec.get("suite") or "other"), str(rec.get("hardware") or "unspecified")), []).append(rec)
+    for recon in recons:
+        cells.setdefault((str(recon.get("suite") or "other"), str(recon.get("hardware") or "unspecified")), []).append(recon)
     rows = []
     for (suite, hardware), group in sorted(cells.items()):
         counts = prediction_counts(group)
-        apart = sum(1 for rec in group if kind_of(rec) != PREDICTION)
+        apart = sum(1 for recon in group if kind_of(recon) != PREDICTION)
         rows.append({"suite": suite, "hardware": hardware, "total": len(group) - apart,
                      "counts": [(v, counts[v]) for v in ("agree", "finding", "resolved", "diverge")],
                      "apart": apart, "compact": suite in COMPACT_SUITES})
     return rows
 
 
-def _validation_view(recs: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
+def _validation_view(recons: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
     """The validation table (report/validation.py), one dict of display strings per row."""
     from pytest_anatomy.report import validation
 
     return [{"source": r.source, "gpu": r.gpu, "engine": r.engine, "metric": r.metric, "count": str(r.count),
              "median": validation._pct(r.median_abs_error), "p90": validation._pct(r.p90_abs_error),
              "above": f"{r.measured_above * 100:.0f}%", "outcomes": f"{r.agree} / {r.finding} / {r.unexplained} / {r.diverge}"}
-            for r in validation.rows(recs)]
+            for r in validation.rows(recons)]
 
 
 def render_html(ledger: Mapping[str, Any]) -> str:

@@ -20,7 +20,7 @@ from pytest_anatomy.report.formatting import (
 )
 from pytest_anatomy.report.svg import VERDICT_COLOURS, Chart
 
-Rec = Mapping[str, Any]
+Recon = Mapping[str, Any]  # one entry of the ledger's "reconciliations" (glossary: reconciliation, `recon`)
 MEASURED = "#24292f"
 PREDICTION_SHAPES = ("diamond", "triangle", "square", "wedge", "ring")  # measured points without a verdict of their own (a recording, a baseline)
 
@@ -29,32 +29,32 @@ def _num(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) else None
 
 
-def _inputs(rec: Rec) -> Mapping[str, Any]:
-    return (rec.get("prediction") or {}).get("inputs") or {}
+def _inputs(recon: Recon) -> Mapping[str, Any]:
+    return (recon.get("prediction") or {}).get("inputs") or {}
 
 
-def _terms(rec: Rec) -> dict[str, float]:
+def _terms(recon: Recon) -> dict[str, float]:
     out: dict[str, float] = {}
-    for term in (rec.get("prediction") or {}).get("terms") or []:
+    for term in (recon.get("prediction") or {}).get("terms") or []:
         value = _num(term.get("value"))
         if value is not None:
             out[str(term.get("name", ""))] = value
     return out
 
 
-def _colour(rec: Rec) -> str:
-    return VERDICT_COLOURS.get(str(rec.get("verdict")), "#616161")
+def _colour(recon: Recon) -> str:
+    return VERDICT_COLOURS.get(str(recon.get("verdict")), "#616161")
 
 
-def _outline(rec: Rec) -> str:
+def _outline(recon: Recon) -> str:
     """A verdict ring around a series-coloured point: none for agree, the verdict's colour otherwise."""
-    return "" if rec.get("verdict") == "agree" else _colour(rec)
+    return "" if recon.get("verdict") == "agree" else _colour(recon)
 
 
-def _tip(rec: Rec, what: str = "") -> str:
-    unit = str(rec.get("unit", ""))
-    return (f"{what or short_name(rec)} ({rec.get('verdict')}): predicted {format_value(rec.get('predicted'), unit)}, "
-            f"measured {format_value(rec.get('measured'), unit)}, gap {format_gap(rec)}")
+def _tip(recon: Recon, what: str = "") -> str:
+    unit = str(recon.get("unit", ""))
+    return (f"{what or short_name(recon)} ({recon.get('verdict')}): predicted {format_value(recon.get('predicted'), unit)}, "
+            f"measured {format_value(recon.get('measured'), unit)}, gap {format_gap(recon)}")
 
 
 def _fmt(unit: str):
@@ -73,8 +73,8 @@ def _resolve(path: str) -> Path:
     return _CHECKOUT / candidate
 
 
-def _recording(rec: Rec) -> Path | None:
-    path = (rec.get("provenance") or {}).get("recording")
+def _recording(recon: Recon) -> Path | None:
+    path = (recon.get("provenance") or {}).get("recording")
     if not path:
         return None
     candidate = _resolve(str(path))
@@ -101,16 +101,16 @@ def _newest(folder: Path, stem: str) -> dict[str, Any] | None:
 
 
 
-def _verdict_colour_keys(chart: Chart, recs: Sequence[Rec]) -> None:
-    """Legend entries for the verdict colours the predictions in `recs` are drawn in."""
+def _verdict_colour_keys(chart: Chart, recons: Sequence[Recon]) -> None:
+    """Legend entries for the verdict colours the predictions in `recons` are drawn in."""
     for verdict in ("agree", "finding", "resolved", "diverge"):
-        if any(r.get("verdict") == verdict for r in recs):
+        if any(r.get("verdict") == verdict for r in recons):
             chart.key("box", VERDICT_COLOURS[verdict], verdict)
 
 
-def _verdict_keys(chart: Chart, recs: Sequence[Rec]) -> None:
+def _verdict_keys(chart: Chart, recons: Sequence[Recon]) -> None:
     for verdict in ("finding", "resolved", "diverge"):
-        if any(r.get("verdict") == verdict for r in recs):
+        if any(r.get("verdict") == verdict for r in recons):
             chart.key("ring", VERDICT_COLOURS[verdict], f"ringed: {verdict}")
 
 

@@ -27,7 +27,7 @@ from pytest_anatomy.units import GiB
 from pytest_anatomy.report.plot_common import (
     MEASURED,
     PREDICTION_SHAPES,
-    Rec,
+    Recon,
     _colour,
     _fmt,
     _inputs,
@@ -60,9 +60,9 @@ _LADDER_NAMES: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
-def _ladder_key(rec: Rec) -> tuple[str, str, str, Path, str] | None:
+def _ladder_key(recon: Recon) -> tuple[str, str, str, Path, str] | None:
     """(ladder, rung, shape, folder, baseline glob) from the recording a kernel reconciliation replays."""
-    path = (rec.get("provenance") or {}).get("recording")
+    path = (recon.get("provenance") or {}).get("recording")
     if not path:
         return None
     stem = Path(str(path)).name.split("@")[0]
@@ -76,20 +76,20 @@ def _ladder_key(rec: Rec) -> tuple[str, str, str, Path, str] | None:
     return None
 
 
-def kernel_ladders(recs: Sequence[Rec]) -> list[Markup]:
+def kernel_ladders(recons: Sequence[Recon]) -> list[Markup]:
     """Per GPU, ladder and shape: each rung's measured time, its predictions, and rung 0 (the
     library baseline: cuBLAS, torch) as a line, on a log time axis."""
     ladders: dict[tuple[str, str, str], dict[str, Any]] = {}
-    for rec in recs:
-        if rec.get("suite") != "kernels" or rec.get("unit") != "s" or _num(rec.get("measured")) is None:
+    for recon in recons:
+        if recon.get("suite") != "kernels" or recon.get("unit") != "s" or _num(recon.get("measured")) is None:
             continue
-        key = _ladder_key(rec)
+        key = _ladder_key(recon)
         if key is None:
             continue
         ladder, rung, shape, folder, baseline = key
-        entry = ladders.setdefault((str(rec.get("hardware")), ladder, shape), {"folder": folder, "baseline": baseline,
+        entry = ladders.setdefault((str(recon.get("hardware")), ladder, shape), {"folder": folder, "baseline": baseline,
                                                                              "rungs": {}})
-        entry["rungs"].setdefault(rung, []).append(rec)
+        entry["rungs"].setdefault(rung, []).append(recon)
     out = []
     for n, ((hardware, ladder, shape), entry) in enumerate(sorted(ladders.items())):
         rungs = sorted(entry["rungs"], key=_rung_order)
@@ -103,7 +103,7 @@ def kernel_ladders(recs: Sequence[Rec]) -> list[Markup]:
                 if time:
                     named = _ladder_key({"provenance": {"recording": stem}})
                     baselines.append((named[1] if named else stem, time))
-        values = [v for r in rungs for rec in entry["rungs"][r] for v in (rec["measured"], rec.get("predicted")) if _num(v)]
+        values = [v for r in rungs for recon in entry["rungs"][r] for v in (recon["measured"], recon.get("predicted")) if _num(v)]
         values += [t for _, t in baselines]
         chart = Chart(Axis.categorical(rungs, label="rung"), Axis.fit(values, log=True, label="time", format_tick=_fmt("s")),
                       title=f"{ladder} ladder on {hardware} · {shape}",
@@ -114,28 +114,28 @@ def kernel_ladders(recs: Sequence[Rec]) -> list[Markup]:
             colour = PALETTE[i % len(PALETTE)]
             chart.hline(time, colour, f"{name}: {format_value(time, 's')}")
             chart.key("dash", colour, f"{name} (baseline)")
-        names = sorted({str(rec.get("name")) for r in rungs for rec in entry["rungs"][r]})
+        names = sorted({str(recon.get("name")) for r in rungs for recon in entry["rungs"][r]})
         for x, rung in enumerate(rungs):
             members = entry["rungs"][rung]
             measured = members[0]["measured"]
             chart.point(x, measured, MEASURED, f"{rung}: measured {format_value(measured, 's')}", r=4.6)
-            for rec in members:
-                predicted = _num(rec.get("predicted"))
+            for recon in members:
+                predicted = _num(recon.get("predicted"))
                 if predicted and predicted > 0:
-                    index = names.index(str(rec.get("name")))
+                    index = names.index(str(recon.get("name")))
                     offset = (index - (len(names) - 1) / 2) * 0.12
-                    chart.point(x + offset, predicted, _colour(rec), _tip(rec, f"{rung} {rec.get('name')}"),
+                    chart.point(x + offset, predicted, _colour(recon), _tip(recon, f"{rung} {recon.get('name')}"),
                                 shape=PREDICTION_SHAPES[index % len(PREDICTION_SHAPES)])
         chart.key("dot", MEASURED, "measured")
         for index, name in enumerate(names):  # one shape per prediction; its colour is its verdict
             chart.key(PREDICTION_SHAPES[index % len(PREDICTION_SHAPES)], "#8c959f", name)
-        _verdict_colour_keys(chart, [rec for r in rungs for rec in entry["rungs"][r]])
+        _verdict_colour_keys(chart, [recon for r in rungs for recon in entry["rungs"][r]])
         out.append(chart.svg(f"clip-ladder-{n}"))
     return out
 
 
 # ---- rooflines -------------------------------------------------------------------------
-def _roof_points(recs: Sequence[Rec]) -> dict[str, dict[str, Any]]:
+def _roof_points(recons: Sequence[Recon]) -> dict[str, dict[str, Any]]:
     """Per GPU: roofs (peak, bandwidth, label) and points (intensity, FLOP/s, colour, tip, kind)."""
     from pytest_anatomy.theory.attention import (
         AttentionShape,
@@ -144,27 +144,27 @@ def _roof_points(recs: Sequence[Rec]) -> dict[str, dict[str, Any]]:
     )
 
     gpus: dict[str, dict[str, Any]] = {}
-    for rec in recs:
-        hardware, measured = str(rec.get("hardware")), _num(rec.get("measured"))
+    for recon in recons:
+        hardware, measured = str(recon.get("hardware")), _num(recon.get("measured"))
         if measured is None or measured <= 0:
             continue
-        inputs, terms = _inputs(rec), _terms(rec)
+        inputs, terms = _inputs(recon), _terms(recon)
         gpu = gpus.setdefault(hardware, {"roofs": {}, "points": []})
-        if rec.get("name") == "attainable_flop_rate" and _num(inputs.get("arithmetic_intensity")):
+        if recon.get("name") == "attainable_flop_rate" and _num(inputs.get("arithmetic_intensity")):
             peak, bw = _num(inputs.get("peak_flops")), _num(inputs.get("bandwidth"))
             if peak and bw:
                 gpu["roofs"].setdefault("fp32 CUDA cores", (peak, bw))
-            gpu["points"].append((inputs["arithmetic_intensity"], measured, _colour(rec),
-                                  _tip(rec, f"kernel {inputs.get('rung', short_name(rec))}"), "kernel"))
-        elif rec.get("suite") == "latency" and rec.get("name") in ("decode_step", "decode_step_other_model"):
+            gpu["points"].append((inputs["arithmetic_intensity"], measured, _colour(recon),
+                                  _tip(recon, f"kernel {inputs.get('rung', short_name(recon))}"), "kernel"))
+        elif recon.get("suite") == "latency" and recon.get("name") in ("decode_step", "decode_step_other_model"):
             flops = sum(v for k, v in terms.items() if k in ("trunk matmuls", "lm_head", "attention, decode", "attention, prefill"))
             nbytes = sum(v for k, v in terms.items() if k.startswith(("matmul weights", "KV read", "KV written")))
             if flops and nbytes:
                 if terms.get("peak") and terms.get("bandwidth"):
                     gpu["roofs"].setdefault("bf16 tensor cores", (terms["peak"], terms["bandwidth"]))
-                gpu["points"].append((flops / nbytes, flops / measured, _colour(rec),
-                                      _tip(rec, f"decode step b={inputs.get('decode_tokens')} {rec.get('model')}"), "decode"))
-        elif rec.get("suite") == "flashattn" and rec.get("name") == "time" and _num(inputs.get("N_q")):
+                gpu["points"].append((flops / nbytes, flops / measured, _colour(recon),
+                                      _tip(recon, f"decode step b={inputs.get('decode_tokens')} {recon.get('model')}"), "decode"))
+        elif recon.get("suite") == "flashattn" and recon.get("name") == "time" and _num(inputs.get("N_q")):
             try:
                 shape = AttentionShape(int(inputs["B"]), int(inputs["H"]), int(inputs["N_q"]), int(inputs["N_kv"]),
                                        int(inputs["D"]), bool(inputs.get("causal")), int(inputs.get("H_kv") or inputs["H"]),
@@ -175,18 +175,18 @@ def _roof_points(recs: Sequence[Rec]) -> dict[str, dict[str, Any]]:
             peak, bw = _num(inputs.get("peak_gemm")), _num(inputs.get("bw_read"))
             if peak and bw:
                 gpu["roofs"].setdefault("bf16 tensor cores", (peak, bw))
-            gpu["points"].append((flops / nbytes, flops / measured, _colour(rec),
-                                  _tip(rec, f"attention {(rec.get('provenance') or {}).get('rung', '')} "
+            gpu["points"].append((flops / nbytes, flops / measured, _colour(recon),
+                                  _tip(recon, f"attention {(recon.get('provenance') or {}).get('rung', '')} "
                                             f"{'causal' if shape.causal else 'full'}"), "attention"))
     return {hw: g for hw, g in gpus.items() if g["points"] and g["roofs"]}
 
 
-def rooflines(recs: Sequence[Rec]) -> list[Markup]:
+def rooflines(recons: Sequence[Recon]) -> list[Markup]:
     """One roofline per GPU (measured ceilings the predictions used), kernels, attention and
     decode steps as points at their arithmetic intensity and achieved FLOP/s."""
     out = []
     shapes = {"kernel": "circle", "decode": "diamond", "attention": "ring"}
-    for n, (hardware, gpu) in enumerate(sorted(_roof_points(recs).items())):
+    for n, (hardware, gpu) in enumerate(sorted(_roof_points(recons).items())):
         xs = [p[0] for p in gpu["points"]] + [peak / bw for peak, bw in gpu["roofs"].values()]
         ys = [p[1] for p in gpu["points"]] + [peak for peak, _ in gpu["roofs"].values()]
         x_axis = Axis.fit(xs + [min(xs) / 3, max(xs) * 3], log=True, label="arithmetic intensity (FLOP/B)")
@@ -210,7 +210,7 @@ def rooflines(recs: Sequence[Rec]) -> list[Markup]:
 
 
 # ---- latency curves --------------------------------------------------------------------
-def _curve_chart(series: dict[str, list[tuple[float, Rec]]], *, title: str, aria: str, x_label: str,
+def _curve_chart(series: dict[str, list[tuple[float, Recon]]], *, title: str, aria: str, x_label: str,
                  x_unit: str, clip: str, knees: Mapping[str, float] | None = None) -> Markup:
     knees = knees or {}
     xs = [x for pts in series.values() for x, _ in pts] + list(knees.values())
@@ -221,8 +221,8 @@ def _curve_chart(series: dict[str, list[tuple[float, Rec]]], *, title: str, aria
         colour = PALETTE[i % len(PALETTE)]
         pts = sorted(pts, key=lambda p: p[0])
         chart.line([(x, r["predicted"]) for x, r in pts], colour, tip=f"{label}: predicted")
-        for x, rec in pts:
-            chart.point(x, rec["measured"], colour, _tip(rec), outline=_outline(rec))
+        for x, recon in pts:
+            chart.point(x, recon["measured"], colour, _tip(recon), outline=_outline(recon))
         chart.key("line", colour, f"{label}: predicted, dots measured")
         if label in knees:
             chart.vline(knees[label], colour, f"{label} saturates at {knees[label]:.1f} req/s")
@@ -231,18 +231,18 @@ def _curve_chart(series: dict[str, list[tuple[float, Rec]]], *, title: str, aria
     return chart.svg(clip)
 
 
-def step_curves(recs: Sequence[Rec]) -> list[Markup]:
+def step_curves(recons: Sequence[Recon]) -> list[Markup]:
     """Decode step time against batch, prefill time against prompt length, per GPU."""
     out = []
     specs = (("decode step vs batch", ("decode_step", "decode_step_other_model"), "decode_tokens", "batch (sequences)"),
              ("prefill vs length", ("prefill", "prefill_other_model", "prefill_roofline"), "tokens", "prompt length (tokens)"))
     for title, names, key, x_label in specs:
-        by_gpu: dict[str, dict[str, list[tuple[float, Rec]]]] = {}
-        for rec in recs:
-            x = _num(_inputs(rec).get(key))
-            if rec.get("suite") == "latency" and rec.get("name") in names and x and _num(rec.get("measured")):
-                label = f"{rec.get('model')}" + (" (roofline)" if str(rec.get("name")).endswith("roofline") else "")
-                by_gpu.setdefault(str(rec.get("hardware")), {}).setdefault(label, []).append((x, rec))
+        by_gpu: dict[str, dict[str, list[tuple[float, Recon]]]] = {}
+        for recon in recons:
+            x = _num(_inputs(recon).get(key))
+            if recon.get("suite") == "latency" and recon.get("name") in names and x and _num(recon.get("measured")):
+                label = f"{recon.get('model')}" + (" (roofline)" if str(recon.get("name")).endswith("roofline") else "")
+                by_gpu.setdefault(str(recon.get("hardware")), {}).setdefault(label, []).append((x, recon))
         for hardware, series in sorted(by_gpu.items()):
             series = {k: v for k, v in series.items() if len(v) >= 2}
             if series:
@@ -252,9 +252,9 @@ def step_curves(recs: Sequence[Rec]) -> list[Markup]:
     return out
 
 
-def _workload(rec: Rec) -> dict[str, Any]:
+def _workload(recon: Recon) -> dict[str, Any]:
     """The simulated workload's settings, written by the latency suite as 'name: {python dict}'."""
-    text = str(_inputs(rec).get("workload") or "")
+    text = str(_inputs(recon).get("workload") or "")
     _, _, literal = text.partition(": ")
     try:
         value = ast.literal_eval(literal)
@@ -263,23 +263,23 @@ def _workload(rec: Rec) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def load_curves(recs: Sequence[Rec]) -> list[Markup]:
+def load_curves(recons: Sequence[Recon]) -> list[Markup]:
     """TTFT and ITL against Poisson arrival rate: the simulator's predictions as a curve, the
     measured points on it, and the saturation rate (the knee) the workload was scaled from."""
     out = []
     for metric in ("ttft_p50", "itl_mean", "itl_median"):
-        by_gpu: dict[str, dict[str, list[tuple[float, Rec]]]] = {}
+        by_gpu: dict[str, dict[str, list[tuple[float, Recon]]]] = {}
         knees: dict[str, dict[str, tuple[float, str]]] = {}
-        for rec in recs:
-            work = _workload(rec)
+        for recon in recons:
+            work = _workload(recon)
             rate = _num(work.get("rate"))
-            if rec.get("suite") != "latency" or rec.get("name") != metric or not rate or not _num(rec.get("measured")):
+            if recon.get("suite") != "latency" or recon.get("name") != metric or not rate or not _num(recon.get("measured")):
                 continue
-            hardware = str(rec.get("hardware"))
-            by_gpu.setdefault(hardware, {}).setdefault(str(rec.get("model")), []).append((rate, rec))
+            hardware = str(recon.get("hardware"))
+            by_gpu.setdefault(hardware, {}).setdefault(str(recon.get("model")), []).append((rate, recon))
             knee = _num(work.get("saturation_rps"))
             if knee:  # sessions measure the saturation rate apart: the newest session's knee is drawn
-                model, date = str(rec.get("model")), str((rec.get("provenance") or {}).get("date") or "")
+                model, date = str(recon.get("model")), str((recon.get("provenance") or {}).get("date") or "")
                 if date >= knees.setdefault(hardware, {}).get(model, (0.0, ""))[1]:
                     knees[hardware][model] = (knee, date)
         for hardware, series in sorted(by_gpu.items()):
@@ -298,16 +298,16 @@ LEDGER_PARTS = ("model_memory_bytes", "peak_activation_bytes", "non_torch_increa
                 "available_kv_bytes")
 
 
-def memory_ledgers(recs: Sequence[Rec]) -> list[Markup]:
+def memory_ledgers(recons: Sequence[Recon]) -> list[Markup]:
     """vLLM's memory ledger per configuration: the parts of the requested memory stacked,
     predicted beside measured (one configuration = one recording)."""
-    configs: dict[tuple[str, str], dict[str, Rec]] = {}
-    for rec in recs:
-        if rec.get("suite") == "capacity" and rec.get("name") in LEDGER_PARTS and rec.get("unit") == "B":
-            path = (rec.get("provenance") or {}).get("recording")
-            if path and _num(rec.get("measured")) is not None and _num(rec.get("predicted")) is not None:
+    configs: dict[tuple[str, str], dict[str, Recon]] = {}
+    for recon in recons:
+        if recon.get("suite") == "capacity" and recon.get("name") in LEDGER_PARTS and recon.get("unit") == "B":
+            path = (recon.get("provenance") or {}).get("recording")
+            if path and _num(recon.get("measured")) is not None and _num(recon.get("predicted")) is not None:
                 config = Path(str(path)).name.split("@")[0].removeprefix("vllm-ledger.")
-                configs.setdefault((str(rec.get("hardware")), config), {}).setdefault(str(rec["name"]), rec)
+                configs.setdefault((str(recon.get("hardware")), config), {}).setdefault(str(recon["name"]), recon)
     out = []
     for hardware in sorted({hw for hw, _ in configs}):
         rows = [(config, parts) for (hw, config), parts in sorted(configs.items()) if hw == hardware and len(parts) >= 3]
@@ -339,19 +339,19 @@ def memory_ledgers(recs: Sequence[Rec]) -> list[Markup]:
 
 
 
-def domain_plots(recs: Sequence[Rec]) -> list[dict[str, Any]]:
+def domain_plots(recons: Sequence[Recon]) -> list[dict[str, Any]]:
     """The figure groups of the report's 'Domain plots' section; empty groups are left out."""
     groups = [
-        ("Kernel ladders", "rung time against the library baseline (rung 0), with each prediction", kernel_ladders(recs)),
-        ("Rooflines", "measured ceilings; kernels, attention and decode steps at their achieved FLOP/s", rooflines(recs)),
-        ("Decode and prefill", "measured points on the predicted curve", step_curves(recs)),
-        ("Latency under load", "the simulator's curve against Poisson arrival rate, measured points, the knee", load_curves(recs)),
-        ("Memory ledger", "vLLM's requested memory split into its parts; lighter bar predicted, darker measured", memory_ledgers(recs)),
-        ("Flash attention", "useful TF/s (4·B·H·D per visible query-key pair) against N", flash_attention(recs)),
+        ("Kernel ladders", "rung time against the library baseline (rung 0), with each prediction", kernel_ladders(recons)),
+        ("Rooflines", "measured ceilings; kernels, attention and decode steps at their achieved FLOP/s", rooflines(recons)),
+        ("Decode and prefill", "measured points on the predicted curve", step_curves(recons)),
+        ("Latency under load", "the simulator's curve against Poisson arrival rate, measured points, the knee", load_curves(recons)),
+        ("Memory ledger", "vLLM's requested memory split into its parts; lighter bar predicted, darker measured", memory_ledgers(recons)),
+        ("Flash attention", "useful TF/s (4·B·H·D per visible query-key pair) against N", flash_attention(recons)),
         ("Tuning ladder", "each rung's gain over its parent: measured (dark) beside predicted before the run (verdict colour)",
-         tuning_ladders(recs)),
+         tuning_ladders(recons)),
         ("Quantization", "KL divergence against bits per weight, decode speed against weight bytes per token: "
-         "predicted curves through the file types, measured points", quality_vs_bpw(recs) + speed_vs_bytes(recs)),
+         "predicted curves through the file types, measured points", quality_vs_bpw(recons) + speed_vs_bytes(recons)),
     ]
     return [{"title": title, "note": note, "plots": plots, "anchor": "plots-" + title.lower().replace(" ", "-")}
             for title, note, plots in groups if plots]

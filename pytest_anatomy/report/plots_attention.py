@@ -17,7 +17,7 @@ from pytest_anatomy.report.formatting import (
 from pytest_anatomy.report.svg import PALETTE, Axis, Chart
 from pytest_anatomy.report.plot_common import (
     MEASURED,
-    Rec,
+    Recon,
     _colour,
     _fmt,
     _inputs,
@@ -38,38 +38,38 @@ _FA_NAME = re.compile(r"^fa2\.(?P<rung>[^.]+)\.b(?P<B>\d+)h(?P<H>\d+)(?:kv(?P<KV
                       r"\.(?P<mask>full|causal)$")
 
 
-def flash_attention(recs: Sequence[Rec]) -> list[Markup]:
+def flash_attention(recons: Sequence[Recon]) -> list[Markup]:
     """TF/s against N per rung with the roofline and both sdpa baselines (from the same
     recordings), and DRAM / L2 bytes predicted against measured where the ledger has them."""
     from pytest_anatomy.theory.attention import AttentionShape, attention_flops
 
     runs: dict[tuple[str, str, str], dict[str, list[tuple[float, float, str, str]]]] = {}
     peaks: dict[tuple[str, str, str], float] = {}
-    flash_recs: dict[tuple[str, str, str], list[Rec]] = {}
-    byte_recs: dict[str, list[Rec]] = {}
-    for rec in recs:
-        if rec.get("suite") != "flashattn":
+    flash_recons: dict[tuple[str, str, str], list[Recon]] = {}
+    byte_recons: dict[str, list[Recon]] = {}
+    for recon in recons:
+        if recon.get("suite") != "flashattn":
             continue
-        if rec.get("unit") == "B":
-            byte_recs.setdefault(str(rec.get("hardware")), []).append(rec)
+        if recon.get("unit") == "B":
+            byte_recons.setdefault(str(recon.get("hardware")), []).append(recon)
             continue
-        path = (rec.get("provenance") or {}).get("recording")
+        path = (recon.get("provenance") or {}).get("recording")
         match = _FA_NAME.match(Path(str(path)).name.split("@")[0]) if path else None
-        measured = _num(rec.get("measured"))
-        if rec.get("name") != "time" or not match or not measured:
+        measured = _num(recon.get("measured"))
+        if recon.get("name") != "time" or not match or not measured:
             continue
         B, H, N, D = (int(match[k]) for k in ("B", "H", "N", "D"))
-        inputs = _inputs(rec)
+        inputs = _inputs(recon)
         kv = int(match["KV"] or inputs.get("H_kv") or H)
         shape = AttentionShape(B, H, N, N, D, match["mask"] == "causal", kv)
         flops = attention_flops(shape).value
         # One chart per (card, mask, head dim, KV grouping), the lengths along x: the N sweep keeps
         # B*H*N fixed, so grouping by B and H would give one point per chart.
-        key = (str(rec.get("hardware")), match["mask"], f"D={D}" + (f", {H // kv} query heads per KV head" if kv != H else ""))
+        key = (str(recon.get("hardware")), match["mask"], f"D={D}" + (f", {H // kv} query heads per KV head" if kv != H else ""))
         series = runs.setdefault(key, {})
-        series.setdefault(match["rung"], []).append((N, flops / measured, _outline(rec), _tip(rec, match["rung"])))
-        flash_recs.setdefault(key, []).append(rec)
-        recording = _recording(rec)
+        series.setdefault(match["rung"], []).append((N, flops / measured, _outline(recon), _tip(recon, match["rung"])))
+        flash_recons.setdefault(key, []).append(recon)
+        recording = _recording(recon)
         data: Mapping[str, Any] | None = _load(recording) if recording else None
         for baseline in ("sdpa_default_time", "sdpa_flash_time"):
             t = _measurement(data, baseline)
@@ -103,28 +103,28 @@ def flash_attention(recs: Sequence[Rec]) -> list[Markup]:
                 else:
                     chart.point(x, y, colour, tip, outline=outline)
             chart.key("ring" if label.startswith("sdpa") else "line", colour, label)
-        _verdict_keys(chart, flash_recs[key])
+        _verdict_keys(chart, flash_recons[key])
         out.append(chart.svg(f"clip-fa-{n}"))
-    out += _flash_bytes(byte_recs)
+    out += _flash_bytes(byte_recons)
     return out
 
 
-def _case_label(rec: Rec) -> str:
+def _case_label(recon: Recon) -> str:
     """'r3-fa2 · n4096 · full' from the counter recording's name, else the test's parameter id."""
-    path = (rec.get("provenance") or {}).get("recording")
+    path = (recon.get("provenance") or {}).get("recording")
     stem = Path(str(path)).name.split("@")[0].removeprefix("ncu.") if path else ""
     match = _FA_NAME.match(stem)
-    return f"{match['rung']} · n{match['N']} · {match['mask']}" if match else short_name(rec)
+    return f"{match['rung']} · n{match['N']} · {match['mask']}" if match else short_name(recon)
 
 
-def _flash_bytes(byte_recs: Mapping[str, list[Rec]]) -> list[Markup]:
+def _flash_bytes(byte_recons: Mapping[str, list[Recon]]) -> list[Markup]:
     """DRAM and L2 bytes per rung and case: the IO prediction against Nsight Compute's count,
     one plot per GPU and counter (dram_read_bytes, dram_write_bytes, l2_bytes)."""
     out = []
-    for hardware, brecs in sorted(byte_recs.items()):
-        by_name: dict[str, list[Rec]] = {}
-        for rec in brecs:
-            by_name.setdefault(str(rec.get("name")), []).append(rec)
+    for hardware, brecons in sorted(byte_recons.items()):
+        by_name: dict[str, list[Recon]] = {}
+        for recon in brecons:
+            by_name.setdefault(str(recon.get("name")), []).append(recon)
         for name, group in sorted(by_name.items()):
             group = sorted(group, key=lambda r: (_rung_order(_case_label(r)), _case_label(r)))
             labels = [_case_label(r) for r in group]
@@ -135,11 +135,11 @@ def _flash_bytes(byte_recs: Mapping[str, list[Rec]]) -> list[Markup]:
                           title=f"flash attention {name} on {hardware}",
                           aria=f"flash attention DRAM and L2 bytes on {hardware} ({name}): predicted against measured per rung",
                           width=max(260, 34 * len(labels)), x_label_rotate=True)
-            for i, rec in enumerate(group):
-                if _num(rec.get("predicted")):
-                    chart.point(i, rec["predicted"], "#8c959f", _tip(rec, labels[i]), shape="diamond")
-                if _num(rec.get("measured")):
-                    chart.point(i, rec["measured"], _colour(rec), _tip(rec, labels[i]))
+            for i, recon in enumerate(group):
+                if _num(recon.get("predicted")):
+                    chart.point(i, recon["predicted"], "#8c959f", _tip(recon, labels[i]), shape="diamond")
+                if _num(recon.get("measured")):
+                    chart.point(i, recon["measured"], _colour(recon), _tip(recon, labels[i]))
             chart.key("diamond", "#8c959f", "predicted (IO theory)")
             chart.key("dot", MEASURED, "measured (Nsight Compute)")
             _verdict_colour_keys(chart, group)

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from markupsafe import Markup
 
 from pytest_anatomy.report.formatting import format_value
-from pytest_anatomy.report.plot_common import MEASURED, PREDICTION_SHAPES, Rec, _colour, _num, _tip, _verdict_colour_keys
+from pytest_anatomy.report.plot_common import MEASURED, PREDICTION_SHAPES, Recon, _colour, _num, _tip, _verdict_colour_keys
 from pytest_anatomy.report.svg import Axis, Chart
 
 GAIN_NAME = re.compile(r"^(?P<workload>[a-z0-9_-]+)\.(?P<rung>[a-z0-9_]+)\.(?P<metric>[a-z0-9_]+)\.gain$")
@@ -19,23 +19,23 @@ GAIN_NAME = re.compile(r"^(?P<workload>[a-z0-9_-]+)\.(?P<rung>[a-z0-9_]+)\.(?P<m
 RUNGS = ("limits", "prefix_cache", "fp8_weights", "fp8_kv", "eager", "ngram")
 
 
-def tuning_ladders(recs: Sequence[Rec]) -> list[Markup]:
+def tuning_ladders(recons: Sequence[Recon]) -> list[Markup]:
     """One chart per (card, model, workload): rungs across, gain (metric / parent's metric) up on a log
     axis, 1 dashed; per metric a measured dot and a predicted mark (one shape per metric) in its verdict's colour."""
-    groups: dict[tuple[str, str, str], dict[tuple[str, str], Rec]] = {}
-    for rec in recs:
-        match = GAIN_NAME.match(str(rec.get("name", "")))
-        if rec.get("suite") != "deployment" or not match:
+    groups: dict[tuple[str, str, str], dict[tuple[str, str], Recon]] = {}
+    for recon in recons:
+        match = GAIN_NAME.match(str(recon.get("name", "")))
+        if recon.get("suite") != "deployment" or not match:
             continue
-        if not (_num(rec.get("predicted")) or 0) > 0 or not (_num(rec.get("measured")) or 0) > 0:
+        if not (_num(recon.get("predicted")) or 0) > 0 or not (_num(recon.get("measured")) or 0) > 0:
             continue
-        key = (str(rec.get("hardware")), str(rec.get("model") or "?"), match["workload"])
-        groups.setdefault(key, {})[(match["rung"], match["metric"])] = rec
+        key = (str(recon.get("hardware")), str(recon.get("model") or "?"), match["workload"])
+        groups.setdefault(key, {})[(match["rung"], match["metric"])] = recon
     out = []
     for n, ((hardware, model, workload), cells) in enumerate(sorted(groups.items())):
         rungs = sorted({r for r, _ in cells}, key=lambda r: (RUNGS.index(r) if r in RUNGS else len(RUNGS), r))
         metrics = sorted({m for _, m in cells})
-        values = [float(v) for rec in cells.values() for v in (rec["predicted"], rec["measured"])] + [1.0]
+        values = [float(v) for recon in cells.values() for v in (recon["predicted"], recon["measured"])] + [1.0]
         chart = Chart(Axis.categorical(rungs, label="rung"), Axis.fit(values, log=True, label="gain over the parent rung"),
                       title=f"tuning ladder on {hardware} · {model} · {workload}",
                       aria=f"tuning ladder of {model} on {hardware}, workload {workload}: each rung's measured gain "

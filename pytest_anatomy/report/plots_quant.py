@@ -10,23 +10,23 @@ from collections.abc import Sequence
 
 from markupsafe import Markup
 
-from pytest_anatomy.report.plot_common import Rec, _fmt, _inputs, _num, _outline, _tip, _verdict_keys
+from pytest_anatomy.report.plot_common import Recon, _fmt, _inputs, _num, _outline, _tip, _verdict_keys
 from pytest_anatomy.report.svg import PALETTE, Axis, Chart
 
 
-def _points(recs: Sequence[Rec], prefix: str, x_input: str) -> dict[str, list[tuple[float, Rec]]]:
+def _points(recons: Sequence[Recon], prefix: str, x_input: str) -> dict[str, list[tuple[float, Recon]]]:
     """{group: [(x, reconciliation)]} of the quant suite's reconciliations named prefix[...] whose prediction
     carries `x_input`; a group is the hardware and the model."""
-    out: dict[str, list[tuple[float, Rec]]] = {}
-    for rec in recs:
-        x = _num(_inputs(rec).get(x_input))
-        if (rec.get("suite") == "quant" and str(rec.get("name", "")).startswith(prefix) and x
-                and _num(rec.get("measured")) and _num(rec.get("predicted"))):
-            out.setdefault(f"{rec.get('model')} on {rec.get('hardware')}", []).append((x, rec))
+    out: dict[str, list[tuple[float, Recon]]] = {}
+    for recon in recons:
+        x = _num(_inputs(recon).get(x_input))
+        if (recon.get("suite") == "quant" and str(recon.get("name", "")).startswith(prefix) and x
+                and _num(recon.get("measured")) and _num(recon.get("predicted"))):
+            out.setdefault(f"{recon.get('model')} on {recon.get('hardware')}", []).append((x, recon))
     return out
 
 
-def _chart(group: str, pts: list[tuple[float, Rec]], *, what: str, x_label: str, y_label: str, log_x: bool,
+def _chart(group: str, pts: list[tuple[float, Recon]], *, what: str, x_label: str, y_label: str, log_x: bool,
            tip: str, clip: str) -> Markup:
     pts = sorted(pts, key=lambda p: p[0])
     ys = [v for _, r in pts for v in (r["predicted"], r["measured"]) if v > 0]
@@ -35,23 +35,23 @@ def _chart(group: str, pts: list[tuple[float, Rec]], *, what: str, x_label: str,
                   height=250, aria=f"{what}, {group}: the predicted curve through the file types, measured points")
     colour = PALETTE[0]
     chart.line([(x, r["predicted"]) for x, r in pts], colour, tip=tip)
-    for x, rec in pts:
-        chart.point(x, rec["measured"], colour, _tip(rec), outline=_outline(rec))
+    for x, recon in pts:
+        chart.point(x, recon["measured"], colour, _tip(recon), outline=_outline(recon))
     chart.key("line", colour, f"{tip}, dots measured")
     _verdict_keys(chart, [r for _, r in pts])
     return chart.svg(clip)
 
 
-def quality_vs_bpw(recs: Sequence[Rec]) -> list[Markup]:
+def quality_vs_bpw(recons: Sequence[Recon]) -> list[Markup]:
     return [_chart(group, pts, what="quality vs bits per weight", x_label="bits per weight",
                    y_label="KLD vs reference (nat)", log_x=False, tip="predicted (c x exact noise S)",
                    clip=f"clip-quant-bpw-{n}")
-            for n, (group, pts) in enumerate(sorted(_points(recs, "kld[", "bits_per_weight").items())) if len(pts) >= 2]
+            for n, (group, pts) in enumerate(sorted(_points(recons, "kld[", "bits_per_weight").items())) if len(pts) >= 2]
 
 
-def speed_vs_bytes(recs: Sequence[Rec]) -> list[Markup]:
+def speed_vs_bytes(recons: Sequence[Recon]) -> list[Markup]:
     return [_chart(group, pts, what="decode speed vs weight bytes per token", x_label="weight bytes per token",
                    y_label="tokens/s (tg128)", log_x=True, tip="predicted (bytes / ceiling + overhead)",
                    clip=f"clip-quant-speed-{n}")
-            for n, (group, pts) in enumerate(sorted(_points(recs, "tg128_tok_per_s[", "weight_bytes_per_token").items()))
+            for n, (group, pts) in enumerate(sorted(_points(recons, "tg128_tok_per_s[", "weight_bytes_per_token").items()))
             if len(pts) >= 2]

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pytest_anatomy.report.formatting import (
-    Rec,
+    Recon,
     fit,
     format_gap,
     format_tolerance,
@@ -52,23 +52,23 @@ def _row(cells: Sequence[str], widths: Sequence[int]) -> str:
     return "  ".join(out).rstrip()
 
 
-def table_lines(recs: Sequence[Rec], max_rows: int = MAX_ROWS) -> list[str]:
+def table_lines(recons: Sequence[Recon], max_rows: int = MAX_ROWS) -> list[str]:
     """Fixed-width table of the most urgent reconciliations, with a note on what was left out."""
-    ordered = review_order(recs)
-    widths = _widths(min(10, max(5, *(len(str(rec.get("suite", ""))) for rec in ordered[:max_rows]))))
+    ordered = review_order(recons)
+    widths = _widths(min(10, max(5, *(len(str(recon.get("suite", ""))) for recon in ordered[:max_rows]))))
     lines = [_row([h for h, _, _ in _COLUMNS], widths), _row(["-" * w for w in widths], widths)]
-    for rec in ordered[:max_rows]:
-        unit = str(rec.get("unit", ""))
+    for recon in ordered[:max_rows]:
+        unit = str(recon.get("unit", ""))
         lines.append(
             _row(
                 [
-                    str(rec.get("suite", "")),
-                    short_name(rec),
-                    format_value(rec.get("predicted"), unit),
-                    format_value(rec.get("measured"), unit),
-                    format_gap(rec),
-                    format_tolerance(rec.get("tolerance"), unit),
-                    str(rec.get("verdict", "?")),
+                    str(recon.get("suite", "")),
+                    short_name(recon),
+                    format_value(recon.get("predicted"), unit),
+                    format_value(recon.get("measured"), unit),
+                    format_gap(recon),
+                    format_tolerance(recon.get("tolerance"), unit),
+                    str(recon.get("verdict", "?")),
                 ],
                 widths,
             )
@@ -79,20 +79,20 @@ def table_lines(recs: Sequence[Rec], max_rows: int = MAX_ROWS) -> list[str]:
     return lines
 
 
-def finding_lines(recs: Iterable[Rec], max_lines: int = 3) -> list[str]:
+def finding_lines(recons: Iterable[Recon], max_lines: int = 3) -> list[str]:
     """'FINDING <id>: <name> off by +x.x% — <reason>' once per finding id (and RESOLVED lines).
 
     Reconciliations that share a finding id share its reason, so they share one entry; each
     entry is wrapped to MAX_WIDTH and cut after `max_lines` (the report has the full text)."""
-    groups: dict[tuple[str, str], list[Rec]] = {}
-    for rec in recs:
-        finding = rec.get("finding")
+    groups: dict[tuple[str, str], list[Recon]] = {}
+    for recon in recons:
+        finding = recon.get("finding")
         if finding:
-            kind = "RESOLVED" if rec.get("verdict") == "resolved" else "FINDING"
-            groups.setdefault((kind, str(finding.get("id", "?"))), []).append(rec)
+            kind = "RESOLVED" if recon.get("verdict") == "resolved" else "FINDING"
+            groups.setdefault((kind, str(finding.get("id", "?"))), []).append(recon)
     lines: list[str] = []
     for (kind, finding_id), members in groups.items():
-        gaps = ", ".join(f"{short_name(rec)} {'now' if kind == 'RESOLVED' else 'off by'} {format_gap(rec)}" for rec in members)
+        gaps = ", ".join(f"{short_name(recon)} {'now' if kind == 'RESOLVED' else 'off by'} {format_gap(recon)}" for recon in members)
         reason = " ".join(str(members[0]["finding"].get("reason") or "").split())
         tail = "; retire the finding" if kind == "RESOLVED" else ""
         text = f"{kind} {finding_id}: {gaps}{tail}" + (f" — {reason}" if reason else "")
@@ -106,13 +106,13 @@ def finding_lines(recs: Iterable[Rec], max_lines: int = 3) -> list[str]:
 
 def summary_lines(ledger: Mapping[str, Any]) -> list[str]:
     """Everything the plugin prints in the terminal summary, one string per line, no colour."""
-    recs: Sequence[Rec] = ledger.get("reconciliations") or []
+    recons: Sequence[Recon] = ledger.get("reconciliations") or []
     # The headline may list kinds apart from predictions: wrapped, never cut (it carries the counts).
     lines = textwrap.wrap(prose_summary(ledger), MAX_WIDTH, subsequent_indent="    ", break_on_hyphens=False)
-    if recs:
-        lines += table_lines(recs)
-        lines += finding_lines(rec for rec in review_order(recs) if rec.get("verdict") in ("finding", "resolved"))
-    skips: Sequence[Rec] = ledger.get("skips") or []
-    if skips and recs:
+    if recons:
+        lines += table_lines(recons)
+        lines += finding_lines(recon for recon in review_order(recons) if recon.get("verdict") in ("finding", "resolved"))
+    skips: Sequence[Mapping[str, Any]] = ledger.get("skips") or []
+    if skips and recons:
         lines.append(f"{plural(len(skips), 'reconciliation test')} skipped; reasons are in the report and in -rs output")
     return [fit(line, MAX_WIDTH) for line in lines]

@@ -59,45 +59,45 @@ class Row:
     diverge: int
 
 
-def _hardware_of(rec: Mapping[str, Any]) -> str | None:
-    if rec.get("hardware"):
-        return str(rec["hardware"])
-    where = str((rec.get("provenance") or {}).get("recording") or "")
+def _hardware_of(recon: Mapping[str, Any]) -> str | None:
+    if recon.get("hardware"):
+        return str(recon["hardware"])
+    where = str((recon.get("provenance") or {}).get("recording") or "")
     m = re.search(r"results/([^/]+)/", where)
     return m.group(1) if m else None
 
 
-def _group(rec: Mapping[str, Any]) -> tuple[str, str, str, str] | None:
-    if rec.get("source") != "recorded":  # the table is of the committed recordings, not of a live run
+def _group(recon: Mapping[str, Any]) -> tuple[str, str, str, str] | None:
+    if recon.get("source") != "recorded":  # the table is of the committed recordings, not of a live run
         return None
-    if str(rec.get("kind") or "prediction") != "prediction":  # an identity, setting, fit or replay tests no model
+    if str(recon.get("kind") or "prediction") != "prediction":  # an identity, setting, fit or replay tests no model
         return None
-    prov = rec.get("provenance") or {}
+    prov = recon.get("provenance") or {}
     engine = str(prov.get("engine") or "?")
-    hw = _hardware_of(rec)
+    hw = _hardware_of(recon)
     if prov.get("source") == "third-party":
-        return SOURCES.get(str(prov.get("third_party")), str(prov.get("third_party"))), str(hw), engine, rec["name"]
-    if rec.get("suite") in ("capacity", "latency") and hw in OWN and rec["name"] in OWN_METRICS \
-            and _FIT_REPEAT not in str(rec.get("test_id", "")):
-        return OWN[hw], hw, engine, rec["name"]
+        return SOURCES.get(str(prov.get("third_party")), str(prov.get("third_party"))), str(hw), engine, recon["name"]
+    if recon.get("suite") in ("capacity", "latency") and hw in OWN and recon["name"] in OWN_METRICS \
+            and _FIT_REPEAT not in str(recon.get("test_id", "")):
+        return OWN[hw], hw, engine, recon["name"]
     return None
 
 
 def rows(reconciliations: Iterable[Mapping[str, Any]]) -> list[Row]:
     groups: dict[tuple[str, str, str, str], list[Mapping[str, Any]]] = {}
-    for rec in reconciliations:
-        key = _group(rec)
-        if key is None or not rec.get("predicted"):
+    for recon in reconciliations:
+        key = _group(recon)
+        if key is None or not recon.get("predicted"):
             continue
-        groups.setdefault(key, []).append(rec)
+        groups.setdefault(key, []).append(recon)
     out = []
-    for (source, gpu, engine, metric), recs in groups.items():
-        errors = sorted(abs(r["measured"] / r["predicted"] - 1) for r in recs)
-        verdicts = [r["verdict"] for r in recs]
-        open_ = sum(1 for r in recs if r["verdict"] == "finding"
+    for (source, gpu, engine, metric), recons in groups.items():
+        errors = sorted(abs(r["measured"] / r["predicted"] - 1) for r in recons)
+        verdicts = [r["verdict"] for r in recons]
+        open_ = sum(1 for r in recons if r["verdict"] == "finding"
                     and str((r.get("finding") or {}).get("id", "")).endswith(UNESTABLISHED))
-        out.append(Row(source, gpu, engine, metric, len(recs), percentile(errors, 50), percentile(errors, 90),
-                       sum(1 for r in recs if r["measured"] > r["predicted"]) / len(recs),
+        out.append(Row(source, gpu, engine, metric, len(recons), percentile(errors, 50), percentile(errors, 90),
+                       sum(1 for r in recons if r["measured"] > r["predicted"]) / len(recons),
                        verdicts.count("agree") + verdicts.count("resolved"), verdicts.count("finding") - open_,
                        open_, verdicts.count("diverge")))
     rank = {name: i for i, name in enumerate(_ORDER)}
