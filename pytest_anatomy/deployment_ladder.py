@@ -42,12 +42,12 @@ def calibration_record(ceilings: Ceilings, calib: EngineCalibration, recordings:
             "efficiency_by_tokens": [list(p) for p in calib.efficiency_by_tokens], "name": calib.name}
 
 
-def calibration_from_record(rec: dict[str, Any]) -> tuple[Ceilings, EngineCalibration]:
+def calibration_from_record(calibration: dict[str, Any]) -> tuple[Ceilings, EngineCalibration]:
     hw = get_hardware(HARDWARE)
-    ceilings = Ceilings.measured(hw, bandwidth=rec["bandwidth"], peak=rec["peak"],
-                                 source=", ".join(rec["recordings"]))
-    calib = EngineCalibration(rec["name"], rec["step_overhead_s"], rec["compute_efficiency"],
-                              efficiency_by_tokens=tuple((int(t), float(e)) for t, e in rec["efficiency_by_tokens"]))
+    ceilings = Ceilings.measured(hw, bandwidth=calibration["bandwidth"], peak=calibration["peak"],
+                                 source=", ".join(calibration["recordings"]))
+    calib = EngineCalibration(calibration["name"], calibration["step_overhead_s"], calibration["compute_efficiency"],
+                              efficiency_by_tokens=tuple((int(t), float(e)) for t, e in calibration["efficiency_by_tokens"]))
     return ceilings, calib
 
 
