@@ -408,33 +408,50 @@ WARP64_KEPT_S10S_TIME = (
 LIVE_RUNS_0202 = ("2026-12-02T00:12", "2026-12-02T00:17")  # the catalog- and NVML-spec live sessions' kernel runs
 PROFILE_0018 = "20261202T001813Z"  # results/h200/batches/<this>/ncu.csv.xz: the raw Nsight Compute export
 HAND_TENSOR_CORE_KERNELS = ("sgemm_bf16_mma", "sgemm_bf16_ldmatrix", "sgemm_bf16_warp64", "sgemm_bf16_wgmma")
-BOOST_CLOCK_HZ = 1.98e9  # the catalog's H200 boost clock, the clock the issue ledger prices (specs/hardware.py)
+
+
+def boost_clock_hz() -> float:
+    """The catalog's boost clock of the card these findings are of: the clock the issue ledger prices."""
+    from pytest_anatomy.specs.hardware import get_hardware
+
+    hz = get_hardware(MEASURED_ON).boost_clock_hz
+    assert hz is not None, f"the catalog has no boost clock for {MEASURED_ON}"
+    return hz
+
+
+
+def _live_measurements(name: str, prefix: str) -> dict | None:
+    """The measurements of a rung in the live run whose recordings are stamped `prefix...`; None where absent."""
+    paths = sorted(RESULTS.glob(f"{name}@{_stamp(prefix)}*.json"))
+    return json.loads(paths[-1].read_text())["measurements"] if paths else None
 
 
 def live_ms(name: str, prefix: str) -> float:
-    """A rung's time (ms) in the live run whose recordings are stamped `prefix...`; NaN where absent."""
-    paths = sorted(RESULTS.glob(f"{name}@{_stamp(prefix)}*.json"))
-    return float(json.loads(paths[-1].read_text())["measurements"]["time"]["value"]) * 1e3 if paths else float("nan")
+    """A rung's time (ms) in the live run stamped `prefix...`; NaN where absent."""
+    m = _live_measurements(name, prefix)
+    return m["time"]["value"] * 1e3 if m else float("nan")
+
+
+def ncu_profile_path(batch: str = PROFILE_0018) -> Path:
+    """The raw Nsight Compute export a profile batch kept (clocks uncontrolled, --clock-control none)."""
+    return RESULTS.parent / "batches" / batch / "ncu.csv.xz"
 
 
 @functools.cache
 def ncu_sm_frequency_hz(batch: str = PROFILE_0018) -> dict[str, float]:
-    """Each kernel's 'SM Frequency' in a raw Nsight Compute export kept under results/h200/batches (clocks
-    uncontrolled, --clock-control none): the clock a kernel actually ran at, independent of any timing run."""
-    import csv
-    import lzma
+    """The lowest 'SM Frequency' each kernel ran at in a kept export, read by the ncu importer's parser: the clock
+    a kernel actually ran at, independent of any timing run."""
+    from pytest_anatomy.importers.ncu import parse_report, read_report_text
 
-    path = RESULTS.parent / "batches" / batch / "ncu.csv.xz"
+    path = ncu_profile_path(batch)
     if not path.exists():
         return {}
-    raw = path.read_bytes()
-    while raw.startswith(b"\xfd7zXZ\x00"):  # the batch keeps the export xz'd once more by import-ncu
-        raw = lzma.decompress(raw)
-    lines = [ln for ln in raw.decode().splitlines() if ln.startswith('"')]
-    rows = list(csv.reader(lines))
-    head = rows[0]
-    name, metric, value = (head.index(k) for k in ("Kernel Name", "Metric Name", "Metric Value"))
-    return {r[name]: float(r[value].replace(",", "")) for r in rows[1:] if r[metric] == "SM Frequency"}
+    out: dict[str, float] = {}
+    for k in parse_report(read_report_text(path)):
+        hz = k["metrics"].get("SM Frequency")
+        if isinstance(hz, float):
+            out[k["name"]] = min(hz, out.get(k["name"], hz))
+    return out
 
 
 def tensor_core_clock_drop() -> float:
@@ -442,16 +459,13 @@ def tensor_core_clock_drop() -> float:
     slower a clock-bound rung can be than at the clock its pre-registration priced, measured apart."""
     freqs = ncu_sm_frequency_hz()
     low = min((freqs[k] for k in HAND_TENSOR_CORE_KERNELS if k in freqs), default=float("nan"))
-    return BOOST_CLOCK_HZ / low
+    return boost_clock_hz() / low
 
 
 def _block_step(name: str, prefix: str) -> float:
     """|time / time_repeat - 1| of a live run's two timing blocks of one rung."""
-    paths = sorted(RESULTS.glob(f"{name}@{_stamp(prefix)}*.json"))
-    if not paths:
-        return float("nan")
-    m = json.loads(paths[-1].read_text())["measurements"]
-    return abs(m["time"]["value"] / m["time_repeat"]["value"] - 1)
+    m = _live_measurements(name, prefix)
+    return abs(m["time"]["value"] / m["time_repeat"]["value"] - 1) if m else float("nan")
 
 
 def _warp64_live() -> str:
@@ -470,7 +484,7 @@ def _warp64_live() -> str:
         "bf16 MMA load lowers the clock, and the ledger prices the 1.98 GHz boost. At 32 rows (148 blocks on 132 SMs, "
         "latency-bound) the time follows the clock the previous, power-hungry shape left behind. Band at 32 rows: "
         f"s10's 11:09 time over the pre-registration -{spread():.1%} (noise) up to +{spread():.1%} times the "
-        f"measured clock drop, {BOOST_CLOCK_HZ / 1e6:.0f} MHz / the lowest tensor-core rung clock in that profile "
+        f"measured clock drop, {boost_clock_hz() / 1e6:.0f} MHz / the lowest tensor-core rung clock in that profile "
         f"(x{tensor_core_clock_drop():.3f}).")
 
 

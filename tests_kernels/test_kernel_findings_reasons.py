@@ -12,6 +12,7 @@ import pytest
 from pytest_anatomy import recordings
 from pytest_anatomy.kernels import sgemm
 from pytest_anatomy.kernels.ladders import LADDERS
+from pytest_anatomy.specs.hardware import get_hardware
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 
@@ -120,18 +121,12 @@ def test_new_rung_reasons_quote_the_2151_run() -> None:
 
 
 def _lowest_tensor_core_clock_hz() -> float:
-    """The lowest 'SM Frequency' of the hand bf16 rungs in the 2026-12-02 00:18 Nsight Compute export, read here
-    with the standard csv module (the findings module has its own reader)."""
-    import csv
-    import lzma
+    """The lowest 'SM Frequency' of the hand bf16 rungs in the 00:18 Nsight Compute export the findings cite,
+    through the ncu importer's parser."""
+    from pytest_anatomy.importers.ncu import parse_report, read_report_text
 
-    raw = (RESULTS / "h200" / "batches" / "20261202T001813Z" / "ncu.csv.xz").read_bytes()
-    while raw[:6] == b"\xfd7zXZ\x00":
-        raw = lzma.decompress(raw)
-    rows = [r for r in csv.reader(ln for ln in raw.decode().splitlines() if ln.startswith('"'))]
-    kernels = {"sgemm_bf16_mma", "sgemm_bf16_ldmatrix", "sgemm_bf16_warp64", "sgemm_bf16_wgmma"}
-    name, metric, value = (rows[0].index(k) for k in ("Kernel Name", "Metric Name", "Metric Value"))
-    return min(float(r[value].replace(",", "")) for r in rows[1:] if r[name] in kernels and r[metric] == "SM Frequency")
+    kernels = parse_report(read_report_text(kf.ncu_profile_path()))
+    return min(k["metrics"]["SM Frequency"] for k in kernels if k["name"] in kf.HAND_TENSOR_CORE_KERNELS)
 
 
 def test_new_rung_bands_come_from_other_runs() -> None:
@@ -144,7 +139,7 @@ def test_new_rung_bands_come_from_other_runs() -> None:
         s9 = _at(f"sgemm.s9-cp-async-pipeline.{lab}", kf.NEW_RUNGS_RUN) * 1e3
         lo, hi = kf.band(s10 / sgemm.MMA_ISSUE_PREREGISTERED[("s11-bf16-warp64", lab)])
         if lab == "32x18944x3584":  # the 2026-12-02 runs: the upper edge carries the measured tensor-core clock drop
-            hi = round(hi * 1.98e9 / _lowest_tensor_core_clock_hz(), 4)
+            hi = round(hi * get_hardware(kf.MEASURED_ON).boost_clock_hz / _lowest_tensor_core_clock_hz(), 4)
         assert banded["mma_issue_preregistered"][f"s11-bf16-warp64-{lab}"][2] == (lo, hi)
         lo, hi = banded["tile_preregistered"][f"{kf._B1}-{lab}"][2]
         assert (lo, hi) == (round(s9 / sgemm.S9_TILE_PREREGISTERED[(kf._B1, lab)] * (1 - spread), 4), 0.85)

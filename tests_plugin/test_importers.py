@@ -232,11 +232,12 @@ def test_keep_raw_stores_an_xz_upload_byte_for_byte(tmp_path) -> None:
 
     from pytest_anatomy.importers.device import keep_raw
 
+    # the hardware key is only the batch folder's name to keep_raw: no card is involved
     upload = tmp_path / "ncu.csv.xz"
     upload.write_bytes(lzma.compress(b"a,b\n" * 1000))
-    _, kept = keep_raw(upload, tmp_path / "results", "h200", "2026-12-02T00:18:13Z")
+    _, kept = keep_raw(upload, tmp_path / "results", "any-card", "2026-12-02T00:18:13Z")
     assert kept.name == "ncu.csv.xz" and kept.read_bytes() == upload.read_bytes()
     big = tmp_path / "log.txt"
     big.write_bytes(b"0123456789abcdef" * (1 << 17))  # 2 MiB, over the compression threshold
-    _, kept = keep_raw(big, tmp_path / "results", "h200", "2026-12-02T00:18:13Z")
+    _, kept = keep_raw(big, tmp_path / "results", "any-card", "2026-12-02T00:18:13Z")
     assert kept.name == "log.txt.xz" and lzma.decompress(kept.read_bytes()) == big.read_bytes()

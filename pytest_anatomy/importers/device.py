@@ -61,7 +61,7 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-_XZ_MAGIC = b"\xfd7zXZ\x00"
+XZ_MAGIC = b"\xfd7zXZ\x00"
 
 
 def keep_raw(path: Path, results: Path, hardware: str, stamp: str) -> tuple[str, Path]:
@@ -71,7 +71,7 @@ def keep_raw(path: Path, results: Path, hardware: str, stamp: str) -> tuple[str,
     folder.mkdir(parents=True, exist_ok=True)
     # Compress only what is large and not xz already: deciding by the target's suffix xz'd an uploaded
     # ncu.csv.xz a second time (every ncu.csv.xz and flashattn-ncu.csv.xz kept under results/h200/batches before 2026-12-02 is xz twice).
-    compress = len(raw) > _COMPRESS_ABOVE and not raw.startswith(_XZ_MAGIC)
+    compress = len(raw) > _COMPRESS_ABOVE and not raw.startswith(XZ_MAGIC)
     target = folder / (path.name + (".xz" if compress else ""))
     if target.exists():
         return "exists", target

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_anatomy import recordings
-from pytest_anatomy.importers.device import keep_raw
+from pytest_anatomy.importers.device import XZ_MAGIC, keep_raw
 
 MARKER = "anatomy_marker"
 # torch kernels that build a rung's random inputs; launched before that rung's marker
@@ -64,9 +64,14 @@ def _number(text: str) -> float | None:
         return None
 
 
-def _read_text(path: Path) -> str:
+def read_report_text(path: Path) -> str:
+    """An ncu CSV export as text, through every xz layer: the copies kept under results/<gpu>/batches before
+    2026-12-02 were xz'd a second time by keep_raw."""
     raw = path.read_bytes()
-    return (lzma.decompress(raw) if path.suffix == ".xz" else raw).decode("utf-8", errors="replace")
+    while raw.startswith(XZ_MAGIC):
+        raw = lzma.decompress(raw)
+    return raw.decode("utf-8", errors="replace")
+
 
 
 def parse_report(text: str) -> list[dict[str, Any]]:
@@ -135,7 +140,7 @@ def rung_measurements(kernels: list[dict[str, Any]]) -> dict[str, dict[str, Any]
 def import_ncu(report: Path, manifest_path: Path, results: Path, *, hardware: str, recorded_at: str,
                provenance: dict[str, Any] | None = None, dry_run: bool = False) -> list[tuple[str, str]]:
     """Write one recording per rung (and keep both input files verbatim); all or nothing."""
-    text = _read_text(report)
+    text = read_report_text(report)
     doc = json.loads(manifest_path.read_text())
     manifest = doc["launches"] if isinstance(doc, dict) else doc
     extra = (doc.get("provenance") or {}) if isinstance(doc, dict) else {}
