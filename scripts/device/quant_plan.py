@@ -3,20 +3,22 @@
 and llama.cpp's speed per type, on the H200. `--dry-run` prints the plan anywhere; `--preregister`
 writes tests_quant/preregistered.json on a CPU machine, before the visit.
 
-The model does not fit one carry (the Q4_1 GGUF is 94 MiB, a call carries 64 MiB), so the visit
-stages it over two calls to the same warm machine (the capacity plan's /root/stage pattern):
-  here, once:  python3 scripts/device/quant_plan.py --make-carry .devcarry-quant
-               (after `python -m pytest_anatomy fetch-quant-data`: two parts of the GGUF, the text's bz2,
-               a SHA256SUMS)
-  call 1  carry [".devcarry-quant/c1"]: mkdir -p /root/stage && cp .devcarry-quant/c1/* /root/stage/
-  call 2  carry [".devcarry-quant/c2", ".devcarry-llama"] (the llama carry with its prebuilt archive):
-          cp .devcarry-quant/c2/* /root/stage/ && STEPS= MAKE_MODELS=0 bash .devcarry-llama/device_run.sh &&
-          BUILD_TIMEOUT_S=120 bash .devcarry-llama/build.sh "$(find /root/llama/src -maxdepth 3 -type d -name llama.cpp | head -1)" /root/llama/build llama-perplexity &&
+The model does not fit one carry (the Q4_1 GGUF is 94 MiB, a call carries 64 MiB with the working tree), nor
+does llama.cpp's prebuilt carry (55 MiB) fit beside a part of it, so the visit stages over three calls to the same
+warm machine, with the recorded data kept out of the tree (scripts/device/slim_tree.sh, ~6 MiB left):
+  here, once:  python -m pytest_anatomy fetch-quant-data && python3 scripts/device/quant_plan.py --make-carry .devcarry-quant
+               (c1: the GGUF's first 50 MiB; c2: the rest, the text's bz2; a SHA256SUMS in each)
+               bash scripts/device/slim_tree.sh hide engine      (and `unhide` before any commit)
+  call 1  carry [".devcarry-llama"] (with prebuilt/: llama-bench, -quantize, -server, -perplexity, built 2026-12-02):
+          STEPS= MAKE_MODELS=0 bash .devcarry-llama/device_run.sh      (unpacks to /root/llama/build/bin, ~5 s)
+  call 2  carry [".devcarry-quant/c1"]: mkdir -p /root/stage && cp .devcarry-quant/c1/* /root/stage/
+  call 3  carry [".devcarry-quant/c2"]:
+          cp .devcarry-quant/c2/* /root/stage/ &&
           export PYTHONPATH=$(find /root/llama/src -type d -name gguf-py | head -1):$PWD &&
           ANATOMY_LLAMA_BIN=/root/llama/build/bin python3 scripts/device/quant_plan.py --phase stage --stage /root/stage &&
           ANATOMY_LLAMA_BIN=/root/llama/build/bin python3 scripts/device/quant_plan.py --phase measure --stage /root/stage --out $OUT
-(the device build makes llama-bench/quantize/server only: llama-perplexity is one more target.)
-
+(before 2026-12-02 the device build made llama-bench/quantize/server only; the prebuilt carry now holds
+llama-perplexity too, so no call builds anything.)
 Phase stage: the GGUF reassembled and checked against pytest_anatomy/quant_data.py's sha256; the text
 written as plain prose (the CPU slice's markup stripping, measure/wiki_text.py), TEXT_CHARS of it.
 Phase measure, in order, each run appended to $OUT/quant.json as it ends (a cut call keeps its runs):

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Keep recorded data out of a device call's copy of the working tree.
+#
+# A `run` call carries the tracked and the untracked-not-ignored files plus its carry folders, 64 MiB
+# in all. The checkout's results/ is ~41 MB (2026-12-02) and grows with every visit, so a call that
+# also carries vLLM's bundles or llama.cpp's prebuilt archive (55 MiB) does not fit. What a call
+# does not read can stay here: this script takes folders out of git's index and ignores them
+# (.git/info/exclude) until `unhide` puts them back. Nothing on disk is touched.
+#
+#   bash scripts/device/slim_tree.sh hide live     # live pytest sessions: they read recordings (calibrations,
+#                                                  # replays, priors) but not the kept batches, the live-run
+#                                                  # ledgers or pytest-benchmark's store
+#   bash scripts/device/slim_tree.sh hide engine   # llama.cpp and quant visits (llama_visit.sh, quant_plan.py):
+#                                                  # they read no recording on the device
+#   bash scripts/device/slim_tree.sh unhide        # before any commit: everything back in the index
+#   bash scripts/device/slim_tree.sh size          # what a call would carry of the tree, in MiB
+#
+# Always `unhide` before committing: a commit made while hidden records the folders as deleted.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+LIST=.git/anatomy-hidden
+EXCLUDE=.git/info/exclude
+
+LIVE=(results/h200/batches results/h200/live-runs results/h200/benchmarks)
+ENGINE=("${LIVE[@]}" results/h200/latency results/h200/kernels results/h200/flashattn results/h200/capacity)
+
+carried_mib() {
+  git ls-files -co --exclude-standard -z | du -cb --files0-from=- 2>/dev/null | tail -1 |
+    awk '{printf "%.1f\n", $1 / 1048576}'
+}
+
+case "${1:-}" in
+hide)
+  [ -s "$LIST" ] && { echo "already hidden: $(tr '\n' ' ' < "$LIST")(run unhide first)" >&2; exit 1; }
+  case "${2:-}" in
+    live) dirs=("${LIVE[@]}") ;;
+    engine) dirs=("${ENGINE[@]}") ;;
+    *) echo "usage: slim_tree.sh hide live|engine" >&2; exit 2 ;;
+  esac
+  [ -s "$EXCLUDE" ] && [ -n "$(tail -c1 "$EXCLUDE")" ] && echo >> "$EXCLUDE"  # our lines start on a line of their own
+  for d in "${dirs[@]}"; do
+    [ -d "$d" ] || continue
+    git rm -r -q --cached "$d"
+    echo "$d/" >> "$EXCLUDE"
+    echo "$d" >> "$LIST"
+  done
+  echo "hidden: ${dirs[*]}; the tree a call carries is now $(carried_mib) MiB"
+  ;;
+unhide)
+  [ -s "$LIST" ] || { echo "nothing hidden"; exit 0; }
+  while read -r d; do
+    grep -vxF "$d/" "$EXCLUDE" > "$EXCLUDE.tmp" || true
+    mv "$EXCLUDE.tmp" "$EXCLUDE"
+    git add "$d"
+  done < "$LIST"
+  rm -f "$LIST"
+  echo "restored; the tree a call carries is $(carried_mib) MiB"
+  ;;
+size)
+  echo "$(carried_mib) MiB"
+  ;;
+*)
+  echo "usage: slim_tree.sh hide live|engine | unhide | size" >&2; exit 2 ;;
+esac
