@@ -30,7 +30,6 @@ split)
   last=$out/p$(printf %02d $((n - 1)))
   mv "$out/tmp/$name.sha256" "$last/"
   rm -rf "$out/tmp"
-  grep -qxF '/.devstage/' .git/info/exclude 2>/dev/null || echo '/.devstage/' >> .git/info/exclude
   echo "$n parts of <= $mib MiB under $out; the calls:"
   for d in "$out"/p*; do
     echo "  run carry=[\"$d\"] command: bash scripts/device/stage_split.sh put $name $d"
