@@ -118,7 +118,7 @@ def nvml_device_info(index: int) -> dict[str, Any] | None:
             "uuid": _text(nvml_call(pynvml.nvmlDeviceGetUUID, handle)),
             "sm_clock_mhz": nvml_call(pynvml.nvmlDeviceGetClockInfo, handle, sm),
             "mem_clock_mhz": nvml_call(pynvml.nvmlDeviceGetClockInfo, handle, mem_clk),
-            "sm_clock_max_mhz": nvml_call(pynvml.nvmlDeviceGetMaxClockInfo, handle, sm),
+            "sm_clock_max_mhz": _max_sm_clock(pynvml, handle, index, sm),
             "mem_clock_max_mhz": nvml_call(pynvml.nvmlDeviceGetMaxClockInfo, handle, mem_clk),
             "power_limit_w": power_mw / 1000 if power_mw is not None else None,
             "driver_version": _text(nvml_call(pynvml.nvmlSystemGetDriverVersion)),
@@ -199,6 +199,8 @@ CLOCK_REASONS: tuple[tuple[str, tuple[str, ...], int], ...] = (
 # functions' init/shutdown pairs leave this one standing. A failed init is cached too (None), so a
 # CPU box with the bindings but no driver does not retry it every block.
 _CLOCK_HANDLES: dict[tuple[Any, int, str | None], Any] = {}
+# The max SM clock is the card's, fixed: read once per key above, not in each of a session's ~900 readings
+_MAX_SM_CLOCK: dict[tuple[Any, int, str | None], int] = {}
 
 
 def _clock_handle(pynvml: Any, index: int) -> Any:
@@ -223,6 +225,16 @@ def decode_clock_reasons(pynvml: Any, mask: int) -> list[str]:
     rest = mask & ~known
     names += [f"bit_{1 << i:#x}" for i in range(64) if rest >> i & 1]
     return names
+
+
+def _max_sm_clock(pynvml: Any, handle: Any, index: int, sm: int) -> int | None:
+    key = (pynvml, index, os.environ.get("CUDA_VISIBLE_DEVICES"))
+    if key not in _MAX_SM_CLOCK:
+        value = nvml_call(pynvml.nvmlDeviceGetMaxClockInfo, handle, sm)
+        if value is None:  # no answer: asked again next time
+            return None
+        _MAX_SM_CLOCK[key] = value
+    return _MAX_SM_CLOCK[key]
 
 
 def clock_state(index: int = 0) -> dict[str, Any] | None:
@@ -250,7 +262,7 @@ def clock_state(index: int = 0) -> dict[str, Any] | None:
         return {
             "time": time.time(), "sm_clock_mhz": int(sm_mhz),
             "mem_clock_mhz": nvml_call(pynvml.nvmlDeviceGetClockInfo, handle, mem),
-            "sm_clock_max_mhz": nvml_call(pynvml.nvmlDeviceGetMaxClockInfo, handle, sm),
+            "sm_clock_max_mhz": _max_sm_clock(pynvml, handle, index, sm),
             "reasons_mask": None if mask is None else int(mask),
             "reasons": None if mask is None else decode_clock_reasons(pynvml, int(mask)),
             "power_w": None if power_mw is None else power_mw / 1000,

@@ -35,7 +35,9 @@ def pytest_anatomy_live_plan(config: pytest.Config, items: list[pytest.Item]) ->
     """What the selected `items` will measure on the live target, for `--anatomy-plan` and progress.
 
     Return a list of {"suite", "what", "estimate_s"} (one entry per engine start, plan run or
-    batch of kernels). Each suite's conftest answers for its own items.
+    batch of kernels), with "estimate_high_s" where the time depends on the machine's CPU (vLLM
+    imports and engine starts): estimate_s is then the faster machine's, estimate_high_s the
+    slower one's. Each suite's conftest answers for its own items.
 
     Example::
 

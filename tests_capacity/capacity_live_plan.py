@@ -5,8 +5,9 @@ A candidate is kept when the predicted ledger (theory/vllm_memory.py: weights as
 profile run's activation peak, non-torch growth) leaves a KV pool of at least one max-length
 request on the card's budget: the same arithmetic the planner answers with. Candidates are
 ordered by value per second of engine start: the fast subset (`-m "gpu and not slow"`) is the
-first, a mid-size model eager; the rest are marked slow. Each start is ~45 s eager and ~90 s with
-CUDA graphs on an H200 (vLLM import included: the engine runs in its own subprocess).
+first, a mid-size model eager; the rest are marked slow. Each start is ~30-40 s eager and ~70-80 s
+with CUDA graphs on an H200 (vLLM import included: the engine runs in its own subprocess), more for
+the first start on a fresh machine and a new architecture's first (start_estimates).
 """
 
 from __future__ import annotations
@@ -18,8 +19,30 @@ from pytest_anatomy.specs.model import load_model
 from pytest_anatomy.theory.capacity import NotModeled
 from pytest_anatomy.theory.vllm_memory import predict_ledger
 
-EAGER_START_S = 45.0  # measured on the H200: 30-68 s per eager start, import included (mean of 2026-12-01 06:38: 45 s)
-GRAPHS_START_S = 90.0  # 76-111 s with torch.compile and CUDA graph capture
+# Engine start times, import included, FITTED (least squares on the start kinds below) on the eight starts of
+# each of the two full live sessions results/h200/live-runs/20261201T235925Z.full.log.xz (873 s in all) and
+# 20261202T022605Z.full.log.xz (957 s, a CPU ~20% slower at imports and engine starts): (faster, slower) machine.
+EAGER_START_S = (32.1, 39.3)  # a Qwen2 eager start after the first (0.5B, 14B, 32B, 7B at 32k: 26-48 s)
+FIRST_START_EXTRA_S = (42.5, 53.0)  # the session's first start on a fresh machine: cold caches (75 s and 92 s;
+#                                     the fast subsets run right after on the warm machine started in 30-38 s)
+NEW_ARCHITECTURE_EXTRA_S = (24.0, 23.8)  # the first start of another architecture (Llama 57/62 s, Mistral 55/64 s)
+GRAPHS_START_S = (72.1, 81.7)  # torch.compile and CUDA graph capture (Qwen2.5-7B)
+
+
+def start_estimates(models_and_eager: list[tuple[str, bool]]) -> list[tuple[float, float]]:
+    """(faster, slower machine) seconds of each engine start, in the order the session makes them."""
+    from pytest_anatomy.specs import catalog
+
+    seen: set[str] = set()
+    out = []
+    for i, (model, eager) in enumerate(models_and_eager):
+        arch = str((catalog.load_config(model).get("architectures") or [model])[0])
+        parts = [EAGER_START_S if eager else GRAPHS_START_S]
+        parts += [FIRST_START_EXTRA_S] if i == 0 else []
+        parts += [NEW_ARCHITECTURE_EXTRA_S] if seen and arch not in seen else []
+        seen.add(arch)
+        out.append((sum(p[0] for p in parts), sum(p[1] for p in parts)))
+    return out
 
 
 @dataclass(frozen=True)
@@ -31,7 +54,8 @@ class Candidate:
 
     @property
     def estimate_s(self) -> float:
-        return EAGER_START_S if self.settings.get("enforce_eager") else GRAPHS_START_S
+        """A warm start's time on the faster machine (start_estimates prices a session's starts in order)."""
+        return (EAGER_START_S if self.settings.get("enforce_eager") else GRAPHS_START_S)[0]
 
 
 def _s(util: float, length: int, eager: bool = True, tp: int = 1) -> dict[str, Any]:

@@ -55,10 +55,11 @@ def pytest_anatomy_live_plan(config: pytest.Config, items: list[pytest.Item]) ->
     """One vLLM engine start per live run the selected capacity tests read."""
     import capacity_live_plan as live_plan
 
-    runs: dict[str, float] = {}
+    runs: dict[str, tuple[str, bool]] = {}
     for item in items:
         run = getattr(item, "callspec", None) and item.callspec.params.get("run")
         if "tests_capacity" in item.nodeid and run is not None and getattr(run, "live", False):
-            runs[run.run_id] = live_plan.GRAPHS_START_S if not run.settings.get("enforce_eager") else \
-                live_plan.EAGER_START_S
-    return [{"suite": "capacity", "what": f"vLLM engine start {rid}", "estimate_s": est} for rid, est in runs.items()]
+            runs.setdefault(run.run_id, (run.model, bool(run.settings.get("enforce_eager"))))
+    estimates = live_plan.start_estimates(list(runs.values()))
+    return [{"suite": "capacity", "what": f"vLLM engine start {rid}", "estimate_s": lo, "estimate_high_s": hi}
+            for rid, (lo, hi) in zip(runs, estimates)]

@@ -1,6 +1,6 @@
 """Attention cases of the GPU tests: what one case is, its pre-registered prediction, and what
-measuring it costs on the H200 (the live plan's estimate, so `--anatomy-plan` can say it before
-the visit).
+measuring it costs on the H200 (priced before a visit; `--anatomy-plan` now uses constants fitted on
+the recorded sessions, tests_flashattn/conftest.py).
 
 The prediction and the cost model read theory/attention.py only; the cost model's constants are
 planning numbers (what the first H200 session spent), never a tolerance of any test.

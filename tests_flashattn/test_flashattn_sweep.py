@@ -44,9 +44,9 @@ What the author expects, stated before the visit so a miss is not explained afte
   compute-bound kernel does not wait for.
 - sdpa's default (cuDNN) stays 0.65-0.8x r6's time at every N >= 2048, as at N=4096.
 
-GPU time (the live plan prints it, flashattn_cases.estimate_s): 18 cases beyond the timing
-tests', ~45 s with the 8 new Triton compiles (D=64, 4 configs x 2 masks) and r6's autotuning of
-4 configs per shape. Marked slow: `-m "gpu and not slow"` leaves it out.
+GPU time: 18 cases beyond the timing tests', priced ~45 s before the visit by flashattn_cases.estimate_s
+(with the 8 new Triton compiles, D=64, 4 configs x 2 masks, and r6's autotuning of 4 configs per shape);
+25-27 s in the 2026-12-02 full sessions, which the live plan's estimate is now fitted on. Marked slow: `-m "gpu and not slow"` leaves it out.
 """
 
 from __future__ import annotations

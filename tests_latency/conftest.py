@@ -394,7 +394,7 @@ def pytest_anatomy_live_plan(config: pytest.Config, items: list[pytest.Item]) ->
             f"{', '.join(plan.kinds)}"
             + (f", then overhead models {', '.join(plan.overhead_models)} decode" if plan.overhead_models else "")
             + (f", then {plan.second_model} decode, prefill" if plan.second_model else ""))
-    return [{"suite": "latency", "what": what, "estimate_s": plan.estimate_s()}]
+    return [{"suite": "latency", "what": what, "estimate_s": plan.estimate_s(), "estimate_high_s": plan.estimate_high_s()}]
 
 
 @pytest.fixture

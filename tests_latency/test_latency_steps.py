@@ -128,7 +128,7 @@ def test_tiny_models_overhead_as_an_additive_term(qwen, session_rec, target, set
     build_engine_setup, _ = setup_builders
     if not session_rec.has("qwen2.5-7b-tiny-l2.decode.b1"):  # asked first: a live plan without it measures nothing
         pytest.skip("no session of this target ran the 2-layer tiny twin: the overhead's layer term has no data "
-                    "(the live plans run the 28-layer twin only since 2026-12-02: latency_live_plan.LIVE_OVERHEAD; "
+                    "(the live plans run no twin since 2026-12-02: latency_live_plan.LIVE_OVERHEAD; "
                     "scripts/device/latency_plan.py runs both)")
     twin = session_rec("qwen2.5-7b-tiny-l2.decode.b1")
     b1 = session_rec("qwen2.5-7b.decode.b1", beside=twin)

@@ -65,6 +65,7 @@ def _fake_nvml(*, sm: int = 1980, mask: int = 0, new_api: bool = True, fails: tu
 def nvml(monkeypatch: pytest.MonkeyPatch) -> Any:
     """Install a fake pynvml (a fresh handle cache around it); returns the installer."""
     monkeypatch.setattr(gpu_query, "_CLOCK_HANDLES", {})
+    monkeypatch.setattr(gpu_query, "_MAX_SM_CLOCK", {})
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
 
     def install(mod: types.ModuleType | None) -> types.ModuleType | None:
@@ -130,6 +131,15 @@ def test_nvml_is_initialised_once_and_never_shut_down(nvml: Any) -> None:
     for _ in range(5):
         assert gpu_query.clock_state() is not None
     assert mod is not None and mod.init_calls == 1
+
+
+def test_the_max_sm_clock_is_read_once(nvml: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    mod = nvml(_fake_nvml())
+    asked: list[int] = []
+    assert mod is not None
+    monkeypatch.setattr(mod, "nvmlDeviceGetMaxClockInfo", lambda h, c: asked.append(c) or 1980)
+    assert [gpu_query.clock_state()["sm_clock_max_mhz"] for _ in range(4)] == [1980] * 4  # type: ignore[index]
+    assert asked == [1]
 
 
 def test_clock_state_honours_cuda_visible_devices(nvml: Any, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -205,9 +215,20 @@ def test_readings_during_the_block_wait_for_even_fractions_of_it() -> None:
 
 
 def test_few_runs_take_fewer_readings_and_a_missing_reading_is_skipped() -> None:
-    three = kernel_runner._clocks_while_running([_Event(0) for _ in range(3)], lambda: _reading(1980))
-    assert [r["after_run"] for r in three] == [1, 2] and not any(r["block_running"] for r in three)
-    assert kernel_runner._clocks_while_running([_Event(0) for _ in range(30)], lambda: None) == []
+    three = kernel_runner._clocks_while_running([_Event(9) for _ in range(3)], lambda: _reading(1980))
+    assert [r["after_run"] for r in three] == [1, 2] and all(r["block_running"] for r in three)
+    assert kernel_runner._clocks_while_running([_Event(i) for i in range(30)], lambda: None) == []
+
+
+def test_no_reading_once_the_block_is_over() -> None:
+    """A block the GPU finished before the CPU's first wait (launches slower than the GPU) gets no reading
+    during it: each would repeat `after`. One that ends between two readings keeps those taken before."""
+    taken: list[int] = []
+    assert kernel_runner._clocks_while_running([_Event(0) for _ in range(30)],
+                                               lambda: taken.append(1) or _reading(1980)) == [] and taken == []
+    ends = [_Event(0) for _ in range(29)] + [_Event(1)]  # the last run ends after the first reading
+    readings = kernel_runner._clocks_while_running(ends, lambda: _reading(1980))  # type: ignore[arg-type]
+    assert [r["after_run"] for r in readings] == [7] and readings[0]["block_running"] is False
 
 
 # --- flash attention carries the same record -----------------------------------------------------

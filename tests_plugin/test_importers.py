@@ -241,3 +241,27 @@ def test_keep_raw_stores_an_xz_upload_byte_for_byte(tmp_path) -> None:
     big.write_bytes(b"0123456789abcdef" * (1 << 17))  # 2 MiB, over the compression threshold
     _, kept = keep_raw(big, tmp_path / "results", "any-card", "2026-12-02T00:18:13Z")
     assert kept.name == "log.txt.xz" and lzma.decompress(kept.read_bytes()) == big.read_bytes()
+
+
+def test_keep_raw_xz_is_one_stream_that_round_trips_byte_for_byte(tmp_path) -> None:
+    """keep_raw's fast filters still write one plain .xz layer (readers and `xz -d` unchanged): a large file
+    decompresses, in one pass, to exactly its bytes, and is no second xz inside."""
+    import json
+    import lzma
+    import random
+
+    from pytest_anatomy.importers.device import XZ_MAGIC, keep_raw
+
+    rng = random.Random(0)  # raw-jsonl-like lines: repetitive keys, noisy numbers
+    lines = [json.dumps({"part": f"qwen2.5-7b.decode.b{rng.choice((1, 16, 64))}", "i": i,
+                         "t_s": rng.random(), "chunk_ms": [round(rng.gauss(4.7, 0.1), 4) for _ in range(8)]})
+             for i in range(20000)]
+    big = tmp_path / "latency-raw.jsonl"
+    big.write_text("\n".join(lines) + "\n")
+    assert big.stat().st_size > 2 * 2**20
+    status, kept = keep_raw(big, tmp_path / "results", "any-card", "2026-12-02T02:33:51Z")
+    payload = kept.read_bytes()
+    assert status == "wrote" and kept.name == "latency-raw.jsonl.xz" and payload.startswith(XZ_MAGIC)
+    once = lzma.decompress(payload, format=lzma.FORMAT_XZ)
+    assert once == big.read_bytes() and not once.startswith(XZ_MAGIC)
+    assert len(payload) < big.stat().st_size / 2

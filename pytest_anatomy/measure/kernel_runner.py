@@ -298,14 +298,18 @@ def time_flushed(fn: Callable[[], Any], flush: Any, *, runs: int, warmup: int, m
 def _clocks_while_running(ends: list[Any], sample: Callable[[], dict[str, Any] | None]) -> list[dict[str, Any]]:
     """Clock readings at even fractions of the block: wait (on the CPU, polling an event, never
     between a timed pair's events) for run k's end event, then read. Each reading says after how
-    many runs it was taken and whether the block was still running: when the launches are slower
-    than the GPU, the block is over before the first wait and the readings are as good as `after`."""
+    many runs it was taken and whether the block was still running. Once the block is over (when the
+    launches are slower than the GPU, before the first wait) no more are taken: they would repeat
+    `after` (the GPU idle since the same last run) at ~1.5-6 ms of NVML each; a reading can still say
+    block_running False when the block ended while it was being read."""
     count = min(CLOCK_SAMPLES_DURING, len(ends) - 1)
     out = []
     for i in range(count):
         k = len(ends) * (i + 1) // (count + 1) - 1
         while not ends[k].query():
             time.sleep(2e-4)
+        if ends[-1].query():  # the block is over: `after` is this reading
+            break
         reading = sample()
         if reading is not None:
             out.append({**reading, "after_run": k + 1, "block_running": not ends[-1].query()})

@@ -66,17 +66,28 @@ class LatencyLivePlan:
         return args
 
     def estimate_s(self) -> float:
-        """Rough wall time on an H200 (vLLM import and engine start dominate), for progress lines and
-        the live plan. Fitted on the part times of the 2026-12-01 06:38 full live session (import 16 s,
-        Qwen's engine 49 s, decode and prefill parts ~1 s each, closed-loop runs ~12.5 s, Poisson runs
-        ~8 s, the pinned-pool overload 23 s, the second engine 44 s, the tiny engine 45 s cold): the
-        earlier constants planned 513 s for that session's 303 s."""
-        t = 16.0 + 50 + 1 + 1.0 * (len(self.decode_batches) + len(self.prefill_lens))
-        t += 12.5 * len(self.closed) + 9 * len(self.poisson_factors) + (25 if self.overload else 0)
+        """Wall time on an H200 (vLLM import and engine starts dominate) on the faster of the two machines
+        the constants were fitted on, for progress lines and the live plan (estimate_high_s: the slower)."""
+        return self._estimate(0)
+
+    def estimate_high_s(self) -> float:
+        """estimate_s on the slower machine (a CPU ~20% slower at imports and engine starts)."""
+        return self._estimate(1)
+
+    def _estimate(self, m: int) -> float:
+        # FITTED on the plan's parts in the two full live sessions results/h200/live-runs/20261201T235925Z.full.log.xz
+        # and 20261202T022605Z.full.log.xz, (faster, slower) machine where they differ: vLLM import 15/16 s, the
+        # main engine's start with the side-process ceilings 57/69 s, decode parts ~1.5 s and prefill parts ~1.85 s
+        # each (warm-up included), closed-loop runs 10.4 s, Poisson runs 8.2 s, the pinned-pool overload 23.9 s, the
+        # second engine 46/62 s and its parts ~1.85 s each, the batch written ~1.9 s; then this process reads the
+        # batch and keeps its files (keep_raw): 11.9/12.8 s at xz -9, ~3-4 s with keep_raw's fast filters.
+        t = (15.0, 16.0)[m] + (57.0, 69.0)[m] + 1.9 + (3.0, 4.0)[m]
+        t += 1.5 * len(self.decode_batches) + 1.85 * len(self.prefill_lens)
+        t += 10.4 * len(self.closed) + 8.2 * len(self.poisson_factors) + (23.9 if self.overload else 0)
         if self.second_model:
-            t += 45 + 1.5 * (len(self.decode_batches) + len(self.prefill_lens))
-        # tiny engines: ~45-56 s for the first (torch.compile cold), 31 s for the next, ~0.5 s per decode
-        # batch; the plan caps the overhead models at 100 s in all
+            t += (46.0, 62.0)[m] + 1.85 * (len(self.decode_batches) + len(self.prefill_lens))
+        # tiny engines (no live plan runs them since 2026-12-02): ~47-52 s for the first (torch.compile cold),
+        # 31 s for the next, ~0.5 s per decode batch; the plan caps the overhead models at 100 s in all
         if self.overhead_models:
             t += min(100, 50 + 31 * (len(self.overhead_models) - 1)
                      + 0.5 * len(self.overhead_models) * len(self.overhead_batches))

@@ -63,8 +63,20 @@ def fake_run_plan(plan, config, out_dir, log=print):
     docs = _batches(f"{folder}/latency*.json") + _batches(f"{folder}/latency*.json.xz")
     if not docs:
         raise RuntimeError(f"no latency*.json under results/h200/batches/{folder}")
-    main = [d for d in docs if not (d.get("provenance") or {}).get("second_model_of")]
-    return main + [d for d in docs if d not in main]
+    # Only the models this plan runs: a recorded session's folder may hold a twin or a second model the plan
+    # does not (the live plans have run no tiny-hidden twin since 2026-12-02; the fast plan has no second model)
+    ran = {plan.model, *(plan.overhead_models or ()), *([plan.second_model] if plan.second_model else [])}
+    kept = [d for d in docs if _model_id(d) in ran or _model_id(d) is None]
+    dropped = sorted({str(_model_id(d)) for d in docs if d not in kept})
+    if dropped:
+        log(f"fake latency plan: not replaying {', '.join(dropped)} (recorded in {folder}, not in this plan)")
+    main = [d for d in kept if not (d.get("provenance") or {}).get("second_model_of")]
+    return main + [d for d in kept if d not in main]
+
+
+def _model_id(doc):
+    model = (doc.get("provenance") or {}).get("model")
+    return model.get("id") if isinstance(model, dict) else model
 
 def pytest_sessionstart(session):
     import importlib.machinery
