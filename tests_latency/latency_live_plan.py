@@ -5,9 +5,9 @@ FAST (`-m "gpu and not slow"`): the decode step at every batch and the lone pref
 length, the parts the step model is checked on, then the 28-layer tiny-hidden overhead model's decode
 steps at batches 1, 16, 64 and 128 on its own engine: the step overhead measured apart from the
 model it predicts (~3.5 min on an H200, most of it vLLM's import and the engine starts). FULL adds
-the 2-layer twin (both twins <= 100 s), the load runs (closed loop, Poisson, overload) and
-Llama-3.1-8B's decode and prefill on a second engine, which the transfer tests predict with the same
-calibration (~8.5 min). The plan runs FULL when any selected live latency test
+the load runs (closed loop, Poisson, overload) and Llama-3.1-8B's decode and prefill on a second
+engine, which the transfer tests predict with the same calibration (~8.5 min). Both run Qwen on an
+engine with a pinned 12 GiB KV pool (below). The plan runs FULL when any selected live latency test
 is marked slow. The shapes are the recorded H200 runs' (scripts/device/latency_plan.py), so a
 live run and a recording answer the same tests.
 """
@@ -32,9 +32,15 @@ OVERHEAD_BATCHES = (1, 16, 64, 128)
 # 2026-12-02 (873 s). The recorded sessions keep the two-count test; scripts/device/latency_plan.py still runs
 # both twins by default.
 LIVE_OVERHEAD = OVERHEAD[:1]
-FAST = LatencyLivePlan(MODEL, DECODE, PREFILL, budget_s=420, overhead_models=LIVE_OVERHEAD,
+# Both plans pin Qwen's KV pool at 12 GiB (~225k tokens; the largest decode part, 128 x 1,152 tokens, and the
+# 32,000-token prefill fit), so a fast and a full session measure the same engine: no prediction depends on the
+# pool's size, but the decode runs disturbed by an engine-core stall (h200-decode-b64-noisy-run) all came from
+# engines with the utilization-sized ~2M-token pool (3 of 6 such sessions against 0 of 5 with the 12 GiB pool
+# up to 2026-12-02; weak evidence, Fisher p ~0.12). The prefill reconciliations of a pinned engine are named
+# "_pinned_pool" (test_latency_steps.pool_regime), in a fast session now as in a full one.
+FAST = LatencyLivePlan(MODEL, DECODE, PREFILL, kv_cache_gib=12, budget_s=420, overhead_models=LIVE_OVERHEAD,
                        overhead_batches=OVERHEAD_BATCHES)
-# The overload part pins the KV pool (12 GiB, ~225k tokens): oversubscribed 1.6x in ~20 s, where the
+# The overload part needs the pinned pool: oversubscribed 1.6x in ~20 s, where the
 # whole pool of an H200 would take ~100 s (the second model keeps its utilization-derived pool).
 # Poisson at every factor the recorded sessions ran (0.25x and 0.8x added after the 2026-12-01 06:38
 # session, whose 0.25x/0.8x tests had no live run to read: ~25 s for six more tests).
