@@ -268,6 +268,15 @@ def marginal_cost_marks(model: str) -> tuple[pytest.MarkDecorator, ...]:
                                 expected=marginal_cost_band(model)),)
 
 
+# Every recorded decode run of Qwen2.5-7B and Llama-3.1-8B the run-validity check flags (load_stats.decode_validity,
+# on the engine-clock step intervals of its raw timeline): (model, session stamp, batch). Recomputed, with the
+# check's margins on the clean runs, by test_latency_findings_reasons.py::test_decode_validity_flags_the_recorded_runs.
+# Every one came from an engine with the utilization-sized KV pool (latency_live_plan.py pins both plans' pools now).
+STALLED_DECODE_RUNS: tuple[tuple[str, str, int], ...] = (
+    (QWEN, "2026-11-30T00:37:45Z", 128), (QWEN, "2026-12-02T00:15:06.000000Z", 64),
+    (QWEN, "2026-12-02T00:15:06.000000Z", 128), (QWEN, "2026-12-02T02:43:17.000000Z", 64))
+
+
 # Qwen2.5-7B's b=64 decode run in NOISY_B64_SESSION (the 2026-12-02 00:15 NVML-spec session), from its recordings;
 # test_latency_steps.py::test_noisy_b64_run_is_the_recorded_one recomputes every entry. Steps: the run's steady ITLs
 # (client clock; step_time_s is their median), ms. other_std_ms: the lowest and highest std of every other session's

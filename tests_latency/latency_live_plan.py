@@ -9,7 +9,9 @@ the load runs (closed loop, Poisson, overload) and Llama-3.1-8B's decode and pre
 engine, which the transfer tests predict with the same calibration (~8.5 min). Both run Qwen on an
 engine with a pinned 12 GiB KV pool (below). The plan runs FULL when any selected live latency test
 is marked slow. The shapes are the recorded H200 runs' (scripts/device/latency_plan.py), so a
-live run and a recording answer the same tests.
+live run and a recording answer the same tests. A decode part the run-validity check flags (an
+engine-core stall: load_stats.decode_validity) is measured once more by the plan, which keeps both runs;
+the tests reconcile the first the check passes, else the last (with the check's values in the note).
 """
 
 from __future__ import annotations

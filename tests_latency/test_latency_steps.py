@@ -22,6 +22,7 @@ from latency_setups import (
     mean_context,
     median_scatter,
     step_budget,
+    validity_note,
     with_note,
 )
 
@@ -93,12 +94,14 @@ def _decode(latency_recording, b: int, model: str = "qwen2.5-7b"):
 def test_decode_step(b, engine_setup, latency_recording, noisy_b64, reconcile, anatomy_benchmark):
     """Median steady ITL of b sequences at the mean context (1024 + 128/2). b=1 is a fit point (kind
     "fit") where the session's t_overhead is Qwen's own b=1 residual, a prediction where it comes from
-    the tiny overhead models."""
+    the tiny overhead models. The run is the first the validity check passes (the live plan measures a flagged
+    part once more); a flagged run's check values are in the reconciliation's note."""
     rec, ctx = _decode(latency_recording, b)
     anatomy_benchmark(rec, "step_time_s")  # the steady ITLs (the engine's steps), as pytest-benchmark rounds
     note = engine_setup.check_held_out(h200_workload(rec), "step_time_s", repeat=None if b == 1 else False)
     pred = lat.decode_step_time(engine_setup.model, engine_setup.ceilings, engine_setup.calib, b, ctx)
-    reconcile("decode_step", with_note(pred, note), rec["step_time_s"], budget=_decode_budget(engine_setup, pred, rec),
+    reconcile("decode_step", with_note(pred, note, *validity_note(rec)), rec["step_time_s"],
+              budget=_decode_budget(engine_setup, pred, rec),
               why=BUDGET_WHY, model=engine_setup.model.name,
               kind=engine_setup.kind_of(h200_workload(rec), "step_time_s"))
 
@@ -295,7 +298,7 @@ def test_decode_overhead_transfers_to_a_second_model(b, transfer_setup, latency_
     rec, ctx = _decode(latency_recording, b, setup.model.name)
     note = setup.check_held_out(h200_workload(rec), "step_time_s")
     pred = lat.decode_step_time(setup.model, setup.ceilings, setup.calib, b, ctx)
-    reconcile("decode_step_other_model", with_note(pred, note), rec["step_time_s"],
+    reconcile("decode_step_other_model", with_note(pred, note, *validity_note(rec)), rec["step_time_s"],
               budget=_decode_budget(setup, pred, rec), why=BUDGET_WHY, model=setup.model.name)
 
 
