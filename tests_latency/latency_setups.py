@@ -171,15 +171,33 @@ def with_note(pred: Prediction, *notes: str) -> Prediction:
 # Each term is a relative 2-sigma half-width (about 95%). The median of n repeats has a standard error
 # of ~1.2533 sigma / sqrt(n); sigma is read robustly from the upper tail (p90 - p50) / 1.2816 where the
 # recording has percentiles (decode steps: single slow steps would inflate a plain std), else its std.
+# n counts independent values (independent_n): a decode run's engine steps (~110-126), not its b x steps ITLs,
+# which are b copies of each step (counting them understated a b=64 run's scatter by sqrt(64), e.g. 0.03% for
+# 0.23% on Qwen2.5-7B's clean 2026-12-02 02:33 run).
 MEDIAN_SE = 1.2533
 P90_Z = 1.2816
 
 
+def independent_n(rec: Any, stat: str) -> float:
+    """How many independent values the median of `stat` rests on. A decode run's steady ITLs (itl_steady_s,
+    itl_steady_engine_clock_s) are b per engine step, one per sequence, and within a step they are the same gap: their
+    count overstates the samples by the batch, so they count as the run's engine steps (its step_interval_engine_s.n,
+    else ITLs / batch). Any other stat (a prefill's repeats: one lone request each) counts as recorded."""
+    m = rec.measurements
+    n = float(m[f"{stat}.n"]["value"])
+    run = rec.data.get("run") or {}
+    if stat.startswith("itl_steady") and run.get("kind") == "decode":
+        steps = (m.get("step_interval_engine_s.n") or {}).get("value")
+        return float(steps) if steps else n / run["settings"]["batch"]
+    return n
+
+
 def median_scatter(rec: Any, stat: str) -> float:
     """2 x the standard error of a recording's median `stat` (e.g. "itl_steady_engine_clock_s",
-    "engine_prefill_s"), relative to it: the run's own repeat scatter."""
+    "engine_prefill_s"), relative to it: the run's own repeat scatter, over its independent values (independent_n:
+    a decode run's engine steps, not its b x steps ITLs)."""
     m = rec.measurements
-    n, median = m[f"{stat}.n"]["value"], m[f"{stat}.median"]["value"]
+    n, median = independent_n(rec, stat), m[f"{stat}.median"]["value"]
     if f"{stat}.p90" in m and n >= 20:
         sigma = (m[f"{stat}.p90"]["value"] - median) / P90_Z
     else:

@@ -11,7 +11,15 @@ from typing import Any
 import latency_findings as lf
 import pytest
 import test_latency_load as load
-from latency_setups import SEED_PROMPTS, SEED_SHAPE, mean_context, run_validity, step_intervals
+from latency_setups import (
+    SEED_PROMPTS,
+    SEED_SHAPE,
+    independent_n,
+    mean_context,
+    median_scatter,
+    run_validity,
+    step_intervals,
+)
 
 from pytest_anatomy import recordings
 from pytest_anatomy.measure.analysis import linear_fit
@@ -387,3 +395,29 @@ def test_decode_validity_flags_the_recorded_runs(request, target, session_rec):
     assert (round(min(c.median_s for c, _ in clean) * 1e3, 1), round(max(c.median_s for c, _ in clean) * 1e3, 1)) == (
         4.7, 10.7)
     assert len(clean) + len(flagged) == 132 + 4 and 0.3 < sum(tiny) / len(tiny) < 0.7, (len(clean), sum(tiny), len(tiny))
+
+
+@recorded
+def test_decode_repeat_scatter_counts_engine_steps(session_rec):
+    """median_scatter's n for a decode run's steady ITLs is its engine steps (b ITLs per step are one gap), for a
+    prefill its repeats: at b=64 the scatter is sqrt(ITLs / steps) ~ 8x what the ITL count gave."""
+    import math
+
+    b64 = session_rec("qwen2.5-7b.decode.b64")
+    m = b64.measurements
+    assert independent_n(b64, "itl_steady_engine_clock_s") == m["step_interval_engine_s.n"]["value"] < 130
+    assert m["itl_steady_engine_clock_s.n"]["value"] > 60 * 110
+    wide = median_scatter(b64, "itl_steady_engine_clock_s")
+    itl_n = m["itl_steady_engine_clock_s.n"]["value"]
+    assert wide == pytest.approx(median_scatter_over(b64, itl_n) * math.sqrt(itl_n / independent_n(
+        b64, "itl_steady_engine_clock_s")))
+    prefill = session_rec("qwen2.5-7b.prefill.l8192")
+    assert independent_n(prefill, "engine_prefill_s") == prefill["engine_prefill_s.n"].value == 5
+
+
+def median_scatter_over(rec, n: float) -> float:
+    """median_scatter with an explicit n (the p90 route, as every decode run has percentiles)."""
+    m = rec.measurements
+    stat = "itl_steady_engine_clock_s"
+    sigma = (m[f"{stat}.p90"]["value"] - m[f"{stat}.median"]["value"]) / 1.2816
+    return 2 * 1.2533 * sigma / n ** 0.5 / m[f"{stat}.median"]["value"]

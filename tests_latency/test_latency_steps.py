@@ -41,7 +41,8 @@ BATCHES = (2, 4, 8, 16, 32, 64, 128)
 PREFILL = (128, 512, 2048, 16384, 32000)
 TARGET_WHY = ("the accuracy target for a calibrated step (10%); repeated runs of one shape scatter by "
               "< 2% (engine-clock p10-p90 of the steady ITL)")
-BUDGET_WHY = ("measured noise only: the run's own repeat scatter (2 standard errors of its median), the session "
+BUDGET_WHY = ("measured noise only: the run's own repeat scatter (2 standard errors of its median, over its engine "
+              "steps for a decode step), the session "
               "ceiling's scatter over the share of the step it sets, and the calibration's (its fit points' "
               "scatter); 10% is the accuracy goal (docs), not a tolerance")
 
