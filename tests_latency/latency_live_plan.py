@@ -36,7 +36,7 @@ OVERHEAD_BATCHES = (1, 16, 64, 128)
 LIVE_OVERHEAD = OVERHEAD[:1]
 # Both plans pin Qwen's KV pool at 12 GiB (~225k tokens; the largest decode part, 128 x 1,152 tokens, and the
 # 32,000-token prefill fit), so a fast and a full session measure the same engine: no prediction depends on the
-# pool's size, but the decode runs disturbed by an engine-core stall (h200-decode-b64-noisy-run) all came from
+# pool's size, but the decode runs disturbed by an engine-core stall (h200-decode-stalled-run) all came from
 # engines with the utilization-sized ~2M-token pool (3 of 6 such sessions against 0 of 5 with the 12 GiB pool
 # up to 2026-12-02; weak evidence, Fisher p ~0.12). The prefill reconciliations of a pinned engine are named
 # "_pinned_pool" (test_latency_steps.pool_regime), in a fast session now as in a full one.

@@ -361,7 +361,8 @@ def test_decode_validity_flags_the_recorded_runs(request, target, session_rec):
     step intervals of its session's raw timeline (results/<hw>/batches/): the intervals are the recording's own (their
     count, mean and median are its step_interval_engine_s), the check flags exactly lf.STALLED_DECODE_RUNS among the
     GPU-bound models' runs, and the clean runs sit where decode_validity's docstring says (mean/median 0.996-1.005, at
-    most 4% of steps under 0.9 x the median, std 0.04-0.53 ms, medians 4.7-10.7 ms). The tiny-hidden overhead models'
+    most 4% of steps under 0.9 x the median, std 0.04-0.53 ms, medians 4.7-10.7 ms), and every flagged run's engine had
+    the utilization-sized KV pool (none pinned by kv_cache_memory_bytes), as HOST_STALL_REASON says. The tiny-hidden overhead models'
     steps are the engine's CPU loop: the check flags about half of their runs, which is why the plan does not apply it
     to them."""
     import statistics
@@ -389,6 +390,9 @@ def test_decode_validity_flags_the_recorded_runs(request, target, session_rec):
         else:
             clean.append((check, statistics.pstdev(intervals)))
     assert flagged == set(lf.STALLED_DECODE_RUNS)
+    for model, stamp, _ in lf.STALLED_DECODE_RUNS:  # HOST_STALL_REASON: each from an engine with the utilization pool
+        engine = session_rec(f"{model}.engine", not_after=stamp)
+        assert engine.recorded_at == stamp and "resolved.kv_cache_memory_bytes" not in engine.measurements, stamp
     assert (round(min(c.mean_over_median for c, _ in clean), 3), round(max(c.mean_over_median for c, _ in clean), 3),
             f"{max(c.short_share or 0 for c, _ in clean):.0%}") == (0.996, 1.005, "4%")
     assert (round(min(sd for _, sd in clean) * 1e3, 2), round(max(sd for _, sd in clean) * 1e3, 2)) == (0.04, 0.53)
