@@ -108,8 +108,8 @@ class LatencyLab:
         return self._results[(suite, name)]
 
     def _pin_fits(self, plan: Any) -> Any:
-        """Drop the overload part's pinned 12 GiB pool on a card whose budget cannot hold it next to
-        the weights (the predicted ledger says); the overload then uses the whole pool."""
+        """Drop the plan's pinned 12 GiB pool on a card whose budget cannot hold it next to
+        the weights (the predicted ledger says); the engine then uses the whole pool."""
         if plan.kv_cache_gib is None:
             return plan
         from pytest_anatomy.theory.vllm_memory import predict_ledger

@@ -85,9 +85,12 @@ MARGINAL_COST_RUNS: dict[tuple[str, str], float] = {
 }
 
 
-# The one session whose b = 1..64 slope runs through a run that h200-decode-b64-noisy-run covers (its b=64 step's
-# spread is 2-3x every other session's): its slope (MARGINAL_COST_RUNS keeps it) is neither quoted in the spans nor a
-# band's source.
+# A decode run the run-validity check flags (an engine-core stall) carries this finding (HOST_STALL_REASON below).
+HOST_STALL_FINDING_ID = "h200-decode-stalled-run"
+# The one session of MARGINAL_COST_RUNS whose b = 1..64 slope runs through a run the validity check flags
+# (STALLED_DECODE_RUNS: its b=64 step's spread is 2-3x every other session's): its slope (MARGINAL_COST_RUNS keeps it)
+# is neither quoted in the spans nor a band's source. The 2026-12-02 02:43 session's b=64 run is flagged too; it is
+# not in MARGINAL_COST_RUNS yet.
 NOISY_B64_SESSION = (QWEN, "2026-12-02T00:15:06.000000Z")
 
 
@@ -102,7 +105,7 @@ def marginal_cost_span(*models: str) -> str:
 PER_SEQUENCE_COST = (
     "Each extra sequence costs more than its KV bytes at the read ceiling: the decode step's OLS slope over "
     f"b = 1..64 is ~{marginal_cost_span(QWEN, LLAMA)}x the KV read per sequence for both models "
-    "(every session but one whose b=64 run is h200-decode-b64-noisy-run's; test_marginal_cost_per_sequence: "
+    f"(every session but one whose b=64 run is {HOST_STALL_FINDING_ID}'s; test_marginal_cost_per_sequence: "
     "1,088 tokens x 56 KiB for Qwen2.5-7B, x 128 KiB for Llama-3.1-8B), so the gap grows with the batch, to "
     f"{DECODE_RATIO_OTHER_SESSION[('qwen2.5-7b', 128)] - 1:+.1%} (Qwen) and "
     f"{DECODE_RATIO_OTHER_SESSION[('llama-3.1-8b', 128)] - 1:+.1%} (Llama) at b=128 in the 2026-11-30 session. "
@@ -251,8 +254,8 @@ MARGINAL_COST_REASON = (
     "Llama-3.1-8B ({3}), {4:.2f}x and {5:.2f}x on 2026-11-30: the same per-byte excess on two KV shapes (GQA 7:1 vs 4:1), "
     "so it scales with KV bytes, not with the model's GEMMs. The seed's 4090 shows 1.6x. Not yet isolated: paged "
     "decode attention over 16-token blocks reading below the streaming ceiling. Band: the other model's newest ratio "
-    "+- both runs' noise budgets, from a run no noisy-run finding covers: Qwen2.5-7B's newest session ({6}) "
-    "measured {7:.2f}x through its b=64 run (h200-decode-b64-noisy-run), so Llama's band is Qwen's {1} run's.").format(
+    "+- both runs' noise budgets, from a run no stalled-run finding covers: Qwen2.5-7B's newest session ({6}) "
+    f"measured {{7:.2f}}x through its b=64 run ({HOST_STALL_FINDING_ID}), so Llama's band is Qwen's {{1}} run's.").format(
     MARGINAL_COST_SOURCE[QWEN][1], _hhmm(QWEN, MARGINAL_COST_SOURCE[QWEN][0]), MARGINAL_COST_SOURCE[LLAMA][1],
     _hhmm(LLAMA, MARGINAL_COST_SOURCE[LLAMA][0]), *(MARGINAL_COST_RUNS[(m, OTHER_SESSION[m])] for m in (QWEN, LLAMA)),
     _hhmm(QWEN, NOISY_B64_SESSION[1]), MARGINAL_COST_RUNS[NOISY_B64_SESSION])
@@ -270,50 +273,77 @@ def marginal_cost_marks(model: str) -> tuple[pytest.MarkDecorator, ...]:
                                 expected=marginal_cost_band(model)),)
 
 
-# Qwen2.5-7B's b=64 decode run in NOISY_B64_SESSION (the 2026-12-02 00:15 NVML-spec session), from its recordings;
-# test_latency_steps.py::test_noisy_b64_run_is_the_recorded_one recomputes every entry. Steps: the run's steady ITLs
-# (client clock; step_time_s is their median), ms. other_std_ms: the lowest and highest std of every other session's
-# b=64 run. same_visit: the 00:05 catalog-spec session nine minutes earlier (its b=64 measured/predicted, each with its
-# own session's setup). apart: |this session's median / same_visit's - 1| at b=32 and b=128. slope_term: one std of
-# this run's steps moved through the OLS slope over b = 1..64 (its leverage at b=64), over the predicted slope.
-NOISY_B64_SAME_VISIT = "2026-12-02T00:05:58.000000Z"
-NOISY_B64: dict[str, float] = {"ratio": 1.0871, "median_ms": 6.152, "std_ms": 0.785, "max_ms": 8.131,
-                               "other_std_lo_ms": 0.216, "other_std_hi_ms": 0.382, "same_visit_ratio": 1.0412,
-                               "apart_b32": 0.0013, "apart_b128": 0.0189, "slope_term": 0.8008}
-_N = NOISY_B64
-NOISY_B64_REASON = (
-    f"Qwen2.5-7B's b=64 decode run in the 2026-12-02 {NOISY_B64_SESSION[1][11:16]} session (NVML spec) measured "
-    f"{_N['median_ms']:.3f} ms, {_N['ratio']:.3f}x its prediction, where the catalog-spec session on the same machine "
-    f"nine minutes earlier ({NOISY_B64_SAME_VISIT[11:16]}) measured {_N['same_visit_ratio']:.3f}x, inside "
-    "h200-decode-per-sequence-cost's band, and b=32 and b=128 in the two sessions agree within "
-    f"{_N['apart_b32']:.1%} and {_N['apart_b128']:.1%}. The run itself is noisy: its steps' std is "
-    f"{_N['std_ms']:.2f} ms (max {_N['max_ms']:.2f} ms) against {_N['other_std_lo_ms']:.2f}-"
-    f"{_N['other_std_hi_ms']:.2f} ms in every other session's b=64 run, so its median shifted with a wider "
-    "spread; its OLS slope over b = 1..64 (test_marginal_cost_per_sequence) carries the shift. Cause not "
-    "established; candidates: CPU-side contention in the engine's scheduling loop during that run, and the H200's "
-    "SM clock, which is not locked (kernel rungs timed in the same visit stepped between clock levels inside one "
-    "timing block: h200-warp64-kept-s10s-time). The same session's b=128 run was noisy too, with a median that agreed. "
-    "Band, from no median of this run: lower edge the band h200-decode-per-sequence-cost sets for the other sessions "
-    "(the 2026-11-30 ratio -2.5%; for the slope, Llama-3.1-8B's ratio - both runs' budgets), upper edge that band's "
-    "upper edge plus one standard deviation of this run's steps, a stated noise term: its std over its median "
-    f"(+{_N['std_ms'] / _N['median_ms']:.3f}) for the step, that std moved through the slope's leverage at b=64 over "
-    f"the predicted slope (+{_N['slope_term']:.3f}) for the slope. Only this session's runs carry it (strict=False): "
-    "a rerun at b=64 decides between a noisy run and a real shift.")
+# Every recorded decode run of Qwen2.5-7B and Llama-3.1-8B the run-validity check flags (load_stats.decode_validity,
+# on the engine-clock step intervals of its raw timeline): (model, session stamp, batch). Recomputed, with the
+# check's margins on the clean runs, by test_latency_findings_reasons.py::test_decode_validity_flags_the_recorded_runs.
+# Every one came from an engine with the utilization-sized KV pool (latency_live_plan.py pins both plans' pools now).
+STALLED_DECODE_RUNS: tuple[tuple[str, str, int], ...] = (
+    (QWEN, "2026-11-30T00:37:45Z", 128), (QWEN, "2026-12-02T00:15:06.000000Z", 64),
+    (QWEN, "2026-12-02T00:15:06.000000Z", 128), (QWEN, "2026-12-02T02:43:17.000000Z", 64))
 
 
-def noisy_b64_marks(model: str, stamp: str, quantity: str) -> tuple[pytest.MarkDecorator, ...]:
-    """h200-decode-b64-noisy-run on `quantity` ("decode_step" at b=64 or "decode_s_per_sequence") when the run replayed
-    is NOISY_B64_SESSION's (its stamp), else none: the finding is that session's, no other's."""
-    if (model, stamp) != NOISY_B64_SESSION:
-        return ()
-    if quantity == "decode_step":
-        lo, hi = other_session_band(DECODE_RATIO_OTHER_SESSION[(model, 64)])
-        band = (lo, round(hi + NOISY_B64["std_ms"] / NOISY_B64["median_ms"], 4))
+# The host-stall finding's numbers (HOST_STALL_REASON), from the two disturbed b=64 runs of Qwen2.5-7B on 2026-12-02,
+# each beside the clean run of the same visit's other session (HOST_STALL_SAME_VISIT); test_latency_steps.py::
+# test_host_stall_numbers_are_the_recorded_ones recomputes every entry. Step intervals: engine clock, the pure b=64 steps
+# of the run's raw timeline (latency_setups.step_intervals), ms; short_share: the share under 0.9 x their median;
+# below_b1: how many are shorter than the same session's b=1 step (b1_ms, its median interval); lag: the frontend's
+# t - engine_t on those steps, ms; prefill_8192_apart: |the 8,192-token prefill of the two sessions' ratio - 1|.
+HOST_STALL_SAME_VISIT = {"2026-12-02T02:43:17.000000Z": "2026-12-02T02:33:51.000000Z",
+                         "2026-12-02T00:15:06.000000Z": "2026-12-02T00:05:58.000000Z"}
+HOST_STALL: dict[str, dict[str, float]] = {
+    "2026-12-02T02:43:17.000000Z": {
+        "steps": 118, "median_ms": 6.371, "mean_ms": 7.3039, "std_ms": 2.5133, "min_ms": 3.86, "max_ms": 15.021,
+        "mean_over_median": 1.1464, "short_share": 0.2797, "below_b1": 12, "b1_ms": 4.6785, "lag_median_ms": 2.523,
+        "lag_p90_ms": 5.632, "lag_max_ms": 6.709, "clean_median_ms": 5.8235, "clean_std_ms": 0.0722,
+        "clean_lag_p90_ms": 2.6088, "prefill_8192_apart": 0.004},
+    "2026-12-02T00:15:06.000000Z": {
+        "steps": 118, "median_ms": 6.029, "mean_ms": 6.3605, "std_ms": 0.6652, "min_ms": 4.634, "max_ms": 8.017,
+        "mean_over_median": 1.055, "short_share": 0.0254, "below_b1": 1, "b1_ms": 4.7715, "lag_median_ms": 3.03,
+        "lag_p90_ms": 3.7596, "lag_max_ms": 4.166, "clean_median_ms": 5.9325, "clean_std_ms": 0.1135,
+        "clean_lag_p90_ms": 2.486, "prefill_8192_apart": 0.0145},
+}
+_S, _P = (HOST_STALL[k] for k in sorted(HOST_STALL, reverse=True))  # 02:43, then 00:15
+_S_AT, _P_AT = (k[11:16] for k in sorted(HOST_STALL, reverse=True))
+_S_CLEAN, _P_CLEAN = (HOST_STALL_SAME_VISIT[k][11:16] for k in sorted(HOST_STALL, reverse=True))
+HOST_STALL_REASON = (
+    "A decode run the run-validity check flags (load_stats.decode_validity: mean/median of its engine-clock step "
+    "intervals > 1.02, or > 5% of them under 0.9 x their median) was disturbed by a host-CPU stall of vLLM's "
+    f"engine-core process, not by the GPU. Qwen2.5-7B's b=64 run of the 2026-12-02 {_S_AT} session (NVML spec): "
+    f"{_S['steps']:.0f} steps, median {_S['median_ms']:.2f} ms, mean {_S['mean_ms']:.2f}, std {_S['std_ms']:.2f}, "
+    f"{_S['min_ms']:.2f}-{_S['max_ms']:.1f} ms; {_S['short_share']:.0%} of them under 0.9 x the median and "
+    f"{_S['below_b1']:.0f} under the same session's b=1 step ({_S['b1_ms']:.2f} ms): long steps followed by steps "
+    "shorter than the GPU can run that batch, the engine catching up on work the GPU had already finished, which no "
+    "GPU slowdown (an SM-clock drop included) can produce. The frontend, which does not wait on the GPU, lagged the "
+    f"engine clock by up to {_S['lag_max_ms']:.1f} ms on those steps (p90 {_S['lag_p90_ms']:.1f}, median "
+    f"{_S['lag_median_ms']:.1f}). The full session on the same machine at {_S_CLEAN} ran b=64 at median "
+    f"{_S['clean_median_ms']:.2f} ms, std {_S['clean_std_ms']:.2f} ms (lag p90 {_S['clean_lag_p90_ms']:.1f}), and "
+    f"the two sessions' 8,192-token prefills differ by {_S['prefill_8192_apart']:.1%}: the GPU was not slower. "
+    f"The {_P_AT} session's b=64 run (mean/median {_P['mean_over_median']:.3f}, std {_P['std_ms']:.2f} ms against "
+    f"{_P['clean_std_ms']:.2f} at {_P_CLEAN}) ran a slow stretch without catch-up steps, its frontend lag up alike "
+    f"(p90 {_P['lag_p90_ms']:.1f} ms against {_P['clean_lag_p90_ms']:.1f}); its prefill was "
+    f"{_P['prefill_8192_apart']:.1%} from {_P_CLEAN}'s. Every run the check flags (STALLED_DECODE_RUNS) came from an "
+    "engine with the utilization-sized KV pool; the live plans pin 12 GiB now and measure a flagged decode part "
+    "once more. Band, from no median of the judged run: lower edge the band h200-decode-per-sequence-cost sets at "
+    "that batch (the 2026-11-30 ratio -2.5%; for the slope, Llama-3.1-8B's ratio - both runs' budgets), upper edge "
+    "that band's upper edge plus one standard deviation of the run's steps over its median, a stated noise term (for "
+    "the slope: each flagged run's std moved through the slope's leverage at its batch, over the predicted slope). "
+    "strict=False: a clean rerun decides.")
+
+
+def stalled_run_marks(model: str, quantity: str, spread: float, b: int | None = None) -> tuple[pytest.MarkDecorator, ...]:
+    """HOST_STALL_FINDING_ID on `quantity` ("decode_step"/"decode_step_other_model" at batch b, or
+    "decode_s_per_sequence") for a replayed run the validity check flags (the caller decides, latency_setups.run_validity):
+    the band of the run's batch (DECODE_RATIO_OTHER_SESSION; none tabulated there, no mark) or of the slope
+    (marginal_cost_band), its upper edge widened by `spread` (the flagged runs' step std, relative)."""
+    if b is not None:
+        ratio = DECODE_RATIO_OTHER_SESSION.get((model, b))
+        if ratio is None:
+            return ()
+        lo, hi = other_session_band(ratio)
     else:
         lo, hi = marginal_cost_band(model)
-        band = (lo, round(hi + NOISY_B64["slope_term"], 4))
-    return (pytest.mark.finding("h200-decode-b64-noisy-run", hardware=MEASURED_ON, quantity=quantity,
-                                reason=NOISY_B64_REASON, expected=band, strict=False),)
+    return (pytest.mark.finding(HOST_STALL_FINDING_ID, hardware=MEASURED_ON, quantity=quantity, reason=HOST_STALL_REASON,
+                                expected=(lo, round(hi + spread, 4)), strict=False),)
 
 
 # Qwen2.5-7B's lone prefill / its bare roofline at the matmul ceiling in OTHER_SESSION, by prompt length, and the

@@ -21,15 +21,19 @@ Tolerances (step_budget) are the recordings' own noise; the 10% and 25% accuracy
 from __future__ import annotations
 
 import functools
+import json
+import lzma
 import math
 import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_anatomy import held_out
+from pytest_anatomy.measure import load_stats as ls
 from pytest_anatomy.specs.model import ModelSpec
 from pytest_anatomy.theory import calibration as cal
 from pytest_anatomy.theory import latency as lat
@@ -167,15 +171,33 @@ def with_note(pred: Prediction, *notes: str) -> Prediction:
 # Each term is a relative 2-sigma half-width (about 95%). The median of n repeats has a standard error
 # of ~1.2533 sigma / sqrt(n); sigma is read robustly from the upper tail (p90 - p50) / 1.2816 where the
 # recording has percentiles (decode steps: single slow steps would inflate a plain std), else its std.
+# n counts independent values (independent_n): a decode run's engine steps (~110-126), not its b x steps ITLs,
+# which are b copies of each step (counting them understated a b=64 run's scatter by sqrt(64), e.g. 0.03% for
+# 0.23% on Qwen2.5-7B's clean 2026-12-02 02:33 run).
 MEDIAN_SE = 1.2533
 P90_Z = 1.2816
 
 
+def independent_n(rec: Any, stat: str) -> float:
+    """How many independent values the median of `stat` rests on. A decode run's steady ITLs (itl_steady_s,
+    itl_steady_engine_clock_s) are b per engine step, one per sequence, and within a step they are the same gap: their
+    count overstates the samples by the batch, so they count as the run's engine steps (its step_interval_engine_s.n,
+    else ITLs / batch). Any other stat (a prefill's repeats: one lone request each) counts as recorded."""
+    m = rec.measurements
+    n = float(m[f"{stat}.n"]["value"])
+    run = rec.data.get("run") or {}
+    if stat.startswith("itl_steady") and run.get("kind") == "decode":
+        steps = (m.get("step_interval_engine_s.n") or {}).get("value")
+        return float(steps) if steps else n / run["settings"]["batch"]
+    return n
+
+
 def median_scatter(rec: Any, stat: str) -> float:
     """2 x the standard error of a recording's median `stat` (e.g. "itl_steady_engine_clock_s",
-    "engine_prefill_s"), relative to it: the run's own repeat scatter."""
+    "engine_prefill_s"), relative to it: the run's own repeat scatter, over its independent values (independent_n:
+    a decode run's engine steps, not its b x steps ITLs)."""
     m = rec.measurements
-    n, median = m[f"{stat}.n"]["value"], m[f"{stat}.median"]["value"]
+    n, median = independent_n(rec, stat), m[f"{stat}.median"]["value"]
     if f"{stat}.p90" in m and n >= 20:
         sigma = (m[f"{stat}.p90"]["value"] - median) / P90_Z
     else:
@@ -213,3 +235,93 @@ def step_budget(setup: Setup, pred: Prediction, measured_scatter: float, *, comp
     calib = (setup.noise.get("t_overhead_s", 0.0) / pred.value
              + share * setup.noise.get("eta", 0.0) * roof / pred.value)
     return {"repeat_scatter": measured_scatter, "ceiling_spread": ceiling, "calibration_spread": calib}
+
+
+# --- a decode run's validity (load_stats.decode_validity: was the engine core stalled?) -----------
+def _unxz(data: bytes) -> bytes:
+    """Through every xz layer (one batch's raw file was kept xz'd twice)."""
+    while data.startswith(b"\xfd7zXZ\x00"):
+        data = lzma.decompress(data)
+    return data
+
+
+def _batch_date(raw_path: Path) -> str | None:
+    """provenance.date_utc of the batch file a raw file belongs to (latency-raw.jsonl -> latency.json[.xz])."""
+    stem = raw_path.name.split("-raw.jsonl")[0]
+    for doc in (raw_path.with_name(f"{stem}.json"), raw_path.with_name(f"{stem}.json.xz")):
+        if doc.is_file():
+            return (json.loads(_unxz(doc.read_bytes())).get("provenance") or {}).get("date_utc")
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def raw_files(batches: str) -> dict[str, tuple[Path, ...]]:
+    """Batch date_utc -> the latency raw files (latency*-raw.jsonl[.xz]) kept under `batches` (results/<hw>/batches)
+    for that plan run: the main model's and the extra models' (each names its own batch file's date)."""
+    out: dict[str, tuple[Path, ...]] = {}
+    for path in sorted(Path(batches).glob("*/latency*-raw.jsonl*")):
+        date = _batch_date(path)
+        if date is not None:
+            out[date] = (*out.get(date, ()), path)
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def raw_decode_intervals(path: Path) -> dict[tuple[str, int], list[float]]:
+    """(run id, attempt) -> the engine-clock intervals between the pure full-batch steps of every decode run of one raw
+    file, as the plan computes step_interval_engine_s (ls.decode_step_intervals). A part measured once is attempt 1."""
+    out: dict[tuple[str, int], list[float]] = {}
+    for line in _unxz(path.read_bytes()).decode("utf-8").splitlines():
+        if ".decode.b" not in line[:80]:
+            continue
+        raw = json.loads(line)
+        tl = raw["timeline"]
+        steps = [ls.TimelineStep(t=t, ctx_tokens=c, gen_requests=g, engine_t=e)
+                 for t, c, g, e in zip(tl["t"], tl["ctx_tokens"], tl["gen_requests"], tl["engine_t"], strict=True)]
+        batch = int(raw["id"].rsplit(".b", 1)[1])
+        out[(raw["id"], int(raw.get("attempt", 1)))] = ls.decode_step_intervals(steps, batch, engine_clock=True)
+    return out
+
+
+def step_intervals(rec: Any) -> list[float] | None:
+    """A decode recording's engine-clock step intervals: its step_interval_engine_s samples (plans since 2026-12-02
+    keep them), else its session's raw timeline under results/<hw>/batches/, else None (a summary only)."""
+    samples = (rec.measurements.get("step_interval_engine_s.median") or {}).get("samples")
+    if samples:
+        return [float(v) for v in samples]
+    if rec.path is None:
+        return None
+    run = rec.data.get("run") or {}
+    key = (run.get("id", rec.name), int(run.get("attempt", 1)))
+    for path in raw_files(str(Path(rec.path).parent.parent / "batches")).get(rec.provenance.get("date"), ()):
+        found = raw_decode_intervals(path).get(key)
+        if found is not None:
+            return found
+    return None
+
+
+def run_validity(rec: Any) -> ls.DecodeValidity | None:
+    """The run-validity check of a decode recording (ls.decode_validity), on its step intervals where they are kept,
+    else on their summary alone (criterion (a)); None for a recording without decode steps."""
+    intervals = step_intervals(rec)
+    if intervals:
+        return ls.decode_validity(intervals)
+    m = rec.measurements
+    return ls.decode_validity_of_summary({k: (m.get(f"step_interval_engine_s.{k}") or {}).get("value")
+                                          for k in ("n", "mean", "median")})
+
+
+def validity_note(rec: Any) -> tuple[str, ...]:
+    """The note a decode reconciliation carries when its run is flagged, or when the plan measured it twice."""
+    check = run_validity(rec)
+    run = rec.data.get("run") or {}
+    notes = []
+    if run.get("attempts"):
+        others = "; ".join(f"attempt {o.get('attempt')}: " + ("failed" if "error" in o else
+                                                             "flagged" if o.get("flagged") else "clean")
+                           for o in run.get("other_attempts") or ())
+        notes.append(f"the plan measured this part {run['attempts']} times (the check flagged attempt 1); this is "
+                     f"attempt {run.get('attempt')} ({others})")
+    if check is not None and check.flagged:
+        notes.append(f"this run's {check.describe()}: its median is not a clean step time")
+    return tuple(notes)

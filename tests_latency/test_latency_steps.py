@@ -21,7 +21,10 @@ from latency_setups import (
     h200_workload,
     mean_context,
     median_scatter,
+    run_validity,
     step_budget,
+    step_intervals,
+    validity_note,
     with_note,
 )
 
@@ -40,7 +43,8 @@ BATCHES = (2, 4, 8, 16, 32, 64, 128)
 PREFILL = (128, 512, 2048, 16384, 32000)
 TARGET_WHY = ("the accuracy target for a calibrated step (10%); repeated runs of one shape scatter by "
               "< 2% (engine-clock p10-p90 of the steady ITL)")
-BUDGET_WHY = ("measured noise only: the run's own repeat scatter (2 standard errors of its median), the session "
+BUDGET_WHY = ("measured noise only: the run's own repeat scatter (2 standard errors of its median, over its engine "
+              "steps for a decode step), the session "
               "ceiling's scatter over the share of the step it sets, and the calibration's (its fit points' "
               "scatter); 10% is the accuracy goal (docs), not a tolerance")
 
@@ -67,18 +71,40 @@ def above_gemms(request) -> None:
             request.applymarker(mark)
 
 
+MARGINAL_BATCHES = (1, 2, 4, 8, 16, 32, 64)  # the per-sequence slope's runs
+
+
 @pytest.fixture
-def noisy_b64(request, session_rec) -> None:
-    """Puts h200-decode-b64-noisy-run ahead of the case's other finding marks when the b=64 run replayed is
-    lf.NOISY_B64_SESSION's (requested before `reconcile`, which reads the marks; the first mark covering a quantity
-    is the one judged): the finding is that one session's run, never another session's."""
+def stalled_run(request, session_rec) -> None:
+    """Puts h200-decode-stalled-run ahead of the case's other finding marks when a replayed decode run the case reads is
+    one the run-validity check flags (latency_setups.run_validity; requested before `reconcile`, which reads the marks;
+    the first mark covering a quantity is the one judged): the decode step's own run at batch b, or for the
+    per-sequence slope any of its runs at b = 1..64. Any session, batch and model; never a run the check passes."""
     params = request.node.callspec.params
-    if params.get("b", 64) != 64:
-        return
-    setup = request.getfixturevalue(params.get("setup_name", "engine_setup"))
-    stamp = session_rec(f"{setup.model.name}.decode.b64").recorded_at
-    quantity = "decode_step" if "b" in params else "decode_s_per_sequence"
-    for mark in lf.noisy_b64_marks(setup.model.name, stamp, quantity):
+    other = request.node.originalname == "test_decode_overhead_transfers_to_a_second_model"
+    setup = request.getfixturevalue(params.get("setup_name", "transfer_setup" if other else "engine_setup"))
+    model = setup.model.name
+    if "b" in params:
+        rec = session_rec(f"{model}.decode.b{params['b']}")
+        check = run_validity(rec)
+        if check is None or not check.flagged:
+            return
+        spread = rec["itl_steady_s.std"].value / rec["step_time_s"].value  # one std of its steps over its median
+        marks = lf.stalled_run_marks(model, "decode_step_other_model" if other else "decode_step", spread, params["b"])
+    else:
+        recs = {b: session_rec(f"{model}.decode.b{b}") for b in MARGINAL_BATCHES}
+        flagged = [b for b, r in recs.items() if (c := run_validity(r)) is not None and c.flagged]
+        if not flagged:
+            return
+        s = recs[1].data["run"]["settings"]
+        ctx = mean_context(s["input_len"], s["output_len"])
+        t1, t64 = (lat.decode_step_time(setup.model, setup.ceilings, setup.calib, b, ctx).value for b in (1, 64))
+        mean_b = sum(MARGINAL_BATCHES) / len(MARGINAL_BATCHES)
+        sxx = sum((b - mean_b) ** 2 for b in MARGINAL_BATCHES)
+        # each flagged run's step std moved through the OLS slope's leverage at its batch, over the predicted slope
+        spread = sum(abs(b - mean_b) / sxx * recs[b]["itl_steady_s.std"].value for b in flagged) / ((t64 - t1) / 63)
+        marks = lf.stalled_run_marks(model, "decode_s_per_sequence", spread)
+    for mark in marks:
         request.node.add_marker(mark, append=False)
 
 
@@ -90,15 +116,17 @@ def _decode(latency_recording, b: int, model: str = "qwen2.5-7b"):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("b", [pytest.param(b, marks=lf.decode_step_marks("qwen2.5-7b", b)) for b in (1, *BATCHES)])
-def test_decode_step(b, engine_setup, latency_recording, noisy_b64, reconcile, anatomy_benchmark):
+def test_decode_step(b, engine_setup, latency_recording, stalled_run, reconcile, anatomy_benchmark):
     """Median steady ITL of b sequences at the mean context (1024 + 128/2). b=1 is a fit point (kind
     "fit") where the session's t_overhead is Qwen's own b=1 residual, a prediction where it comes from
-    the tiny overhead models."""
+    the tiny overhead models. The run is the first the validity check passes (the live plan measures a flagged
+    part once more); a flagged run's check values are in the reconciliation's note."""
     rec, ctx = _decode(latency_recording, b)
     anatomy_benchmark(rec, "step_time_s")  # the steady ITLs (the engine's steps), as pytest-benchmark rounds
     note = engine_setup.check_held_out(h200_workload(rec), "step_time_s", repeat=None if b == 1 else False)
     pred = lat.decode_step_time(engine_setup.model, engine_setup.ceilings, engine_setup.calib, b, ctx)
-    reconcile("decode_step", with_note(pred, note), rec["step_time_s"], budget=_decode_budget(engine_setup, pred, rec),
+    reconcile("decode_step", with_note(pred, note, *validity_note(rec)), rec["step_time_s"],
+              budget=_decode_budget(engine_setup, pred, rec),
               why=BUDGET_WHY, model=engine_setup.model.name,
               kind=engine_setup.kind_of(h200_workload(rec), "step_time_s"))
 
@@ -189,7 +217,7 @@ def _marginal_cost(engine_setup, latency_recording):
 @pytest.mark.gpu
 @pytest.mark.parametrize("setup_name", (pytest.param("engine_setup", marks=lf.marginal_cost_marks("qwen2.5-7b")),
                                         pytest.param("transfer_setup", marks=lf.marginal_cost_marks("llama-3.1-8b"))))
-def test_marginal_cost_per_sequence(setup_name, request, latency_recording, noisy_b64, reconcile):
+def test_marginal_cost_per_sequence(setup_name, request, latency_recording, stalled_run, reconcile):
     """Least-squares slope of the decode step over b = 1..64 vs the model's d(t_step)/db."""
     engine_setup = request.getfixturevalue(setup_name)
     pred, slope, budget = _marginal_cost(engine_setup, latency_recording)
@@ -284,7 +312,7 @@ def test_prefill_attention_term_runs_at_matmul_efficiency(engine_setup, latency_
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("b", [pytest.param(b, marks=lf.decode_step_marks("llama-3.1-8b", b)) for b in (1, *BATCHES)])
-def test_decode_overhead_transfers_to_a_second_model(b, transfer_setup, latency_recording, reconcile):
+def test_decode_overhead_transfers_to_a_second_model(b, transfer_setup, latency_recording, stalled_run, reconcile):
     """The calibration's real test: the overhead fitted on Qwen2.5-7B's b=1 step (or measured on the tiny
     overhead models) predicting Llama-3.1-8B's decode step on the same engine and GPU (Llama's own
     session's ceilings). Llama differs from Qwen in KV bytes per token (128 vs 56 KiB, so the KV term
@@ -295,7 +323,7 @@ def test_decode_overhead_transfers_to_a_second_model(b, transfer_setup, latency_
     rec, ctx = _decode(latency_recording, b, setup.model.name)
     note = setup.check_held_out(h200_workload(rec), "step_time_s")
     pred = lat.decode_step_time(setup.model, setup.ceilings, setup.calib, b, ctx)
-    reconcile("decode_step_other_model", with_note(pred, note), rec["step_time_s"],
+    reconcile("decode_step_other_model", with_note(pred, note, *validity_note(rec)), rec["step_time_s"],
               budget=_decode_budget(setup, pred, rec), why=BUDGET_WHY, model=setup.model.name)
 
 
@@ -420,38 +448,52 @@ def test_prefill_runs_are_the_recorded_ones(request, qwen, session_rec, target, 
         assert stamp == max((s for m, s in seen if m == model), key=recordings.stamp_of)
 
 
+def _frontend_lags(rec) -> list[float]:
+    """t - engine_t on a decode run's pure full-batch steps, from its session's raw timeline (results/<hw>/batches)."""
+    import json
+    from pathlib import Path
+
+    from latency_setups import _unxz, raw_files
+
+    run = rec.data["run"]
+    batches = str(Path(rec.path).parent.parent / "batches")
+    for path in raw_files(batches)[rec.provenance["date"]]:
+        for line in _unxz(path.read_bytes()).decode("utf-8").splitlines():
+            if f'"id":"{run["id"]}"' in line[:80]:
+                tl = json.loads(line)["timeline"]
+                return [t - e for t, c, g, e in zip(tl["t"], tl["ctx_tokens"], tl["gen_requests"], tl["engine_t"],
+                                                    strict=True)
+                        if c == 0 and g == run["settings"]["batch"] and e is not None]
+    raise AssertionError(f"{rec.name}@{rec.recorded_at}: no raw timeline")
+
+
 @pytest.mark.gpu
 @pytest.mark.targets(recorded="qwen2.5-7b.decode.", live=False)
-def test_noisy_b64_run_is_the_recorded_one(request, target, session_rec, setup_beside):
-    """lf.NOISY_B64 (h200-decode-b64-noisy-run's numbers and band terms) recomputed from the recordings: the run's
-    ratio (its own session's setup), its steps' median, std and max, every other session's b=64 std, the same
-    visit's catalog-spec session's b=64 ratio and its b=32/b=128 agreement, and one std moved through the slope."""
-    from pytest_anatomy import recordings
-    from pytest_anatomy.session import get_session
+def test_host_stall_numbers_are_the_recorded_ones(session_rec):
+    """lf.HOST_STALL (every number h200-decode-stalled-run's reason quotes) recomputed from the recordings and their
+    raw timelines: each disturbed b=64 run's engine-clock steps, how many fall under its session's b=1 step, the
+    frontend's lag on them, and the same visit's clean run and 8,192-token prefill beside it."""
+    import statistics
 
-    model, stamp = lf.NOISY_B64_SESSION
+    from pytest_anatomy.stats import percentile
 
-    def ratio(rec) -> float:
-        setup = setup_beside(model, rec)
-        s = rec.data["run"]["settings"]
-        pred = lat.decode_step_time(setup.model, setup.ceilings, setup.calib, 64, mean_context(s["input_len"], s["output_len"]))
-        return rec["step_time_s"].value / pred.value
-
-    run = session_rec(f"{model}.decode.b64", not_after=stamp)
-    same = session_rec(f"{model}.decode.b64", not_after=lf.NOISY_B64_SAME_VISIT)
-    assert (run.recorded_at, same.recorded_at) == (stamp, lf.NOISY_B64_SAME_VISIT)
-    results = get_session(request.config).settings.results_dir
-    others = [recordings.load_file(p) for p in recordings.candidates(results, target.name, "latency", f"{model}.decode.b64")]
-    other_std = [r["itl_steady_s.std"].value * 1e3 for r in others if r.recorded_at != stamp]
-    apart = {b: abs(session_rec(f"{model}.decode.b{b}", beside=run)["step_time_s"].value
-                    / session_rec(f"{model}.decode.b{b}", beside=same)["step_time_s"].value - 1) for b in (32, 128)}
-    batches = (1, 2, 4, 8, 16, 32, 64)
-    mean_b = sum(batches) / len(batches)
-    leverage = (64 - mean_b) / sum((b - mean_b) ** 2 for b in batches)  # d(OLS slope) / d(step at b=64)
-    pred, _, _ = _marginal_cost(setup_beside(model, run), lambda name: session_rec(name, beside=run))
-    got = {"ratio": ratio(run), "median_ms": run["step_time_s"].value * 1e3, "std_ms": run["itl_steady_s.std"].value * 1e3,
-           "max_ms": run["itl_steady_s.max"].value * 1e3, "other_std_lo_ms": min(other_std),
-           "other_std_hi_ms": max(other_std), "same_visit_ratio": ratio(same), "apart_b32": apart[32],
-           "apart_b128": apart[128], "slope_term": leverage * run["itl_steady_s.std"].value / pred.value}
-    assert got == pytest.approx(lf.NOISY_B64, abs=5e-4)
-    assert run["step_time_s"].value == run["itl_steady_s.median"].value  # the std is the same samples' spread
+    model = lf.QWEN
+    for stamp, numbers in lf.HOST_STALL.items():
+        same = lf.HOST_STALL_SAME_VISIT[stamp]
+        run = session_rec(f"{model}.decode.b64", not_after=stamp)
+        clean = session_rec(f"{model}.decode.b64", not_after=same)
+        assert (run.recorded_at, clean.recorded_at) == (stamp, same)
+        assert (model, stamp, 64) in lf.STALLED_DECODE_RUNS and not run_validity(clean).flagged
+        steps, clean_steps = step_intervals(run), step_intervals(clean)
+        b1 = statistics.median(step_intervals(session_rec(f"{model}.decode.b1", beside=run)))
+        check = run_validity(run)
+        lags, clean_lags = _frontend_lags(run), _frontend_lags(clean)
+        prefill = [session_rec(f"{model}.prefill.l8192", beside=r)["engine_prefill_s.median"].value for r in (run, clean)]
+        got = {"steps": len(steps), "median_ms": check.median_s * 1e3, "mean_ms": statistics.fmean(steps) * 1e3,
+               "std_ms": statistics.pstdev(steps) * 1e3, "min_ms": min(steps) * 1e3, "max_ms": max(steps) * 1e3,
+               "mean_over_median": check.mean_over_median, "short_share": check.short_share,
+               "below_b1": sum(x < b1 for x in steps), "b1_ms": b1 * 1e3, "lag_median_ms": percentile(lags, 50) * 1e3,
+               "lag_p90_ms": percentile(lags, 90) * 1e3, "lag_max_ms": max(lags) * 1e3,
+               "clean_median_ms": statistics.median(clean_steps) * 1e3, "clean_std_ms": statistics.pstdev(clean_steps) * 1e3,
+               "clean_lag_p90_ms": percentile(clean_lags, 90) * 1e3, "prefill_8192_apart": abs(prefill[0] / prefill[1] - 1)}
+        assert got == pytest.approx(numbers, abs=5e-4), stamp

@@ -449,3 +449,80 @@ def test_smi_id_follows_cuda_visible_devices() -> None:
     assert smi_id(0, visible="GPU-8f2c") == "GPU-8f2c"
     with pytest.raises(ValueError, match="not visible"):
         smi_id(1, visible="1")
+
+
+# --- the decode run-validity check and the plan's second attempt ---------------------------
+
+def test_decode_validity_flags_a_stall_by_either_criterion() -> None:
+    """(a) long stalled steps pull the mean over 1.02 x the median; (b) > 5% of the steps under 0.9 x the median are
+    the host catching up on work the GPU had finished. A clean run's steps are tight about their median."""
+    clean = ls.decode_validity([0.006, 0.00601, 0.00599] * 40)
+    assert clean is not None and not clean.flagged and clean.reasons == () and clean.steps == 120
+    stalled = ls.decode_validity([0.006] * 100 + [0.012] * 10)  # mean/median 1.091, no short step
+    assert stalled is not None and stalled.flagged and len(stalled.reasons) == 1 and "1.091" in stalled.reasons[0]
+    catch_up = ls.decode_validity([0.006] * 90 + [0.0045] * 10)  # 10% short, mean under the median
+    assert catch_up is not None and catch_up.flagged and catch_up.short_share == pytest.approx(0.10)
+    assert catch_up.mean_over_median < 1 and "10% of its steps < 0.9" in catch_up.reasons[0]
+    assert ls.decode_validity([]) is None
+    summary = ls.decode_validity_of_summary(ls.summarize([0.006] * 100 + [0.012] * 10))
+    assert summary is not None and summary.flagged and summary.short_share is None
+    assert summary.as_dict()["thresholds"] == {"mean_over_median": 1.02, "catch_up_fraction": 0.9,
+                                               "catch_up_share": 0.05}
+    assert "flagged (an engine-core stall" in stalled.describe() and "clean" in clean.describe()
+
+
+@pytest.mark.parametrize("second_flagged", (False, True))
+def test_plan_measures_a_flagged_decode_part_again_and_keeps_both(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, second_flagged: bool) -> None:
+    """A decode part the validity check flags runs once more: the run kept (its fields where an importer reads them)
+    is the first the check passes, else the last; the other is inside it, labelled, and both raw lines are written."""
+    calls: list[int] = []
+
+    async def fake_run_part(driver: Any, part: Any, deadline: float, cfg: Any, state: Any) -> Any:
+        calls.append(1)
+        flagged = len(calls) == 1 or second_flagged
+        steps = [0.006] * 100 + ([0.012] * 10 if flagged else [])
+        validity = ls.decode_validity(steps)
+        assert validity is not None
+        return ({"result": {"step_time_s": 0.007 if flagged else 0.006, "attempt_no": len(calls)},
+                 "validity": validity.as_dict(), "checks": {}}, {"requests": [], "n": len(calls)})
+
+    monkeypatch.setattr(plan, "run_part", fake_run_part)
+    part = plan.Part("qwen2.5-7b.decode.b64", "decode", {"batch": 64}, 1.0)
+    out = plan.Output(tmp_path, {"test": True})
+    first, raw = asyncio.run(fake_run_part(None, part, 0.0, {}, {}))
+    first = {"id": part.id, "kind": "decode", "settings": part.settings, "estimate_s": 1.0, "wall_s": 0.1, **first}
+    run, kept_raw = asyncio.run(plan.recheck_decode(None, part, first, raw, out, plan.Budget(540.0), {}, {}))
+    out.add(run, kept_raw)
+    assert len(calls) == 2
+    kept = 2  # the clean second attempt, or the last of two flagged ones
+    assert (run["attempt"], run["attempts"], run["flagged"], run["result"]["attempt_no"]) == (
+        kept, 2, second_flagged, kept)
+    (other,) = run["other_attempts"]
+    assert (other["attempt"], other["reconciled"], other["flagged"]) == (1, False, True)
+    assert other["validity"]["flagged"] and other["validity"]["mean_over_median"] > 1.02
+    lines = [json.loads(line) for line in (tmp_path / "latency-raw.jsonl").read_text().splitlines()]
+    assert [(x["id"], x["attempt"], x["reconciled"], x["n"]) for x in lines] == [
+        (part.id, 1, False, 1), (part.id, 2, True, 2)]
+    doc = json.loads((tmp_path / "latency.json").read_text())
+    assert [r["id"] for r in doc["runs"]] == [part.id]  # one run per part: the importer's recording names stay unique
+
+
+def test_plan_keeps_the_first_clean_attempt_and_skips_a_recheck_without_budget(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    part = plan.Part("qwen2.5-7b.decode.b64", "decode", {"batch": 64}, 1.0)
+    flagged = {"flagged": True, "reasons": ["mean/median of its steps 1.100 > 1.02"]}
+    first = {"id": part.id, "kind": "decode", "result": {"step_time_s": 0.007}, "validity": flagged}
+
+    async def failing_run_part(*a: Any) -> Any:
+        raise RuntimeError("engine died")
+
+    monkeypatch.setattr(plan, "run_part", failing_run_part)
+    run, raw = asyncio.run(plan.recheck_decode(None, part, dict(first), {"requests": []}, plan.Output(tmp_path, {}),
+                                               plan.Budget(540.0), {}, {}))
+    assert (run["attempt"], run["flagged"], run["result"]) == (1, True, first["result"])  # the failed one is kept aside
+    assert "error" in run["other_attempts"][0] and raw is not None and raw["attempt"] == 1
+    run, raw = asyncio.run(plan.recheck_decode(None, part, dict(first), None, plan.Output(tmp_path, {}),
+                                               plan.Budget(1.0), {}, {}))
+    assert run["recheck"].startswith("skipped: budget") and "other_attempts" not in run
+    assert plan.overhead_model_args(_args()).decode_recheck is False and _args().decode_recheck is True
