@@ -230,7 +230,7 @@ def test_marginal_cost_per_sequence(setup_name, request, latency_recording, stal
 @pytest.mark.targets(recorded="qwen2.5-7b.decode.", live=False)
 def test_marginal_cost_bands_are_the_other_models(engine_setup, transfer_setup, latency_recording, setup_beside):
     """latency_findings.MARGINAL_COST_NEWEST is each model's newest run, MARGINAL_COST_SOURCE (each model's band is
-    the other model's) its newest run outside lf.NOISY_B64_SESSION: measured/predicted slope and its noise budget,
+    the other model's) its newest run outside lf.SLOPE_STALLED_SESSIONS: measured/predicted slope and its noise budget,
     recomputed, each with its own session's setup."""
     from pytest_anatomy import recordings
 
@@ -239,7 +239,7 @@ def test_marginal_cost_bands_are_the_other_models(engine_setup, transfer_setup, 
         pred, slope, budget = _marginal_cost(setup, latency_recording)
         assert (slope.value / pred.value, sum(budget.values())) == pytest.approx(
             lf.MARGINAL_COST_NEWEST[model], abs=5e-5), model
-        stamp = max((s for m, s in lf.MARGINAL_COST_RUNS if m == model and (m, s) != lf.NOISY_B64_SESSION),
+        stamp = max((s for m, s in lf.MARGINAL_COST_RUNS if m == model and (m, s) not in lf.SLOPE_STALLED_SESSIONS),
                     key=recordings.stamp_of)
         b1 = latency_recording(f"{model}.decode.b1", not_after=stamp)
         assert b1.recorded_at == stamp, model
