@@ -191,7 +191,13 @@ def test_without_readings_steadiness_is_unknown() -> None:
 def test_the_brief_says_before_after_range_reasons_and_steadiness() -> None:
     block = clock_summary(_reading(1980), [_reading(1830, "sw_power_cap")], _reading(1755, "sw_power_cap"))
     assert clock_brief(block) == {"sm_mhz_before": 1980, "sm_mhz_after": 1755, "sm_mhz_min": 1755,
-                                  "sm_mhz_max": 1980, "reasons": ["sw_power_cap"], "steady": False}
+                                  "sm_mhz_max": 1980, "reasons": ["sw_power_cap"], "steady": False,
+                                  "probe_sm_mhz": None}
+    probed = {**block, "sm_clock_probe": {"sm_mhz": 1758.2}}
+    assert clock_brief(probed)["probe_sm_mhz"] == 1758.2  # type: ignore[index]
+    assert clock_brief({"ms_median": 1.0, "sm_clock_probe": {"sm_mhz": 1758.2}}) == {  # NVML absent, probe present
+        "sm_mhz_before": None, "sm_mhz_after": None, "sm_mhz_min": None, "sm_mhz_max": None, "reasons": None,
+        "steady": None, "probe_sm_mhz": 1758.2}
 
 
 # --- reading during the block ---------------------------------------------------------------------

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_anatomy.gpu_query import clock_state
+from pytest_anatomy.measure.clock_probe import enqueue_probe, read_probe
 from pytest_anatomy.kernels.reference import TOLERANCE
 from pytest_anatomy.kernels.registry import CUDA_DIR, DeviceFacts, RungRefused, Variant, arch_for
 from pytest_anatomy.stats import median
@@ -267,8 +268,9 @@ def time_flushed(fn: Callable[[], Any], flush: Any, *, runs: int, warmup: int, m
                  ) -> dict[str, Any]:
     """The timing protocol: warm-up, then per run an L2 eviction (a read of `flush`, a float32
     tensor many times the L2) and one CUDA-event pair around `fn`; runs capped so the whole
-    takes about max_seconds. Returns ms statistics, the samples, and the SM clock read with NVML
-    just before the first run, while the runs execute and after the last (clock_summary)."""
+    takes about max_seconds. Returns ms statistics, the samples, the SM clock read with NVML
+    just before the first run, while the runs execute and after the last (clock_summary), and the SM clock
+    read on the GPU by a probe enqueued right behind the last run (clock_probe: `sm_clock_probe`)."""
     import torch
 
     scratch = torch.empty(1, dtype=torch.float32, device="cuda")
@@ -286,13 +288,14 @@ def time_flushed(fn: Callable[[], Any], flush: Any, *, runs: int, warmup: int, m
         start.record()
         fn()
         end.record()
+    probe = enqueue_probe()  # behind the last run, no idle gap: the clock the block ended at, read on the GPU
     during = [] if before is None else _clocks_while_running([e for _, e in events], lambda: clock_state(device))
     torch.cuda.synchronize()
     after = clock_state(device)
     ms = [s.elapsed_time(e) for s, e in events]
     return {"ms_median": median(ms), "ms_min": min(ms), "ms_max": max(ms), "runs": runs,
             "warmup": warmup, "samples_ms": ms, "l2_flush_bytes": flush.numel() * flush.element_size(),
-            **clock_summary(before, during, after)}
+            **clock_summary(before, during, after), "sm_clock_probe": read_probe(probe)}
 
 
 def _clocks_while_running(ends: list[Any], sample: Callable[[], dict[str, Any] | None]) -> list[dict[str, Any]]:
@@ -334,16 +337,19 @@ def clock_summary(before: dict[str, Any] | None, during: list[dict[str, Any]], a
 
 
 def clock_brief(block: Mapping[str, Any]) -> dict[str, Any] | None:
-    """A timing block's clocks in a line a reader can scan: SM MHz before / after / range, reasons,
-    steady. None when the block has no readings (no NVML, or a block timed without them)."""
+    """A timing block's clocks in a line a reader can scan: NVML's SM MHz before / after / range, reasons,
+    steady, and the on-GPU probe's SM MHz at the block's end (clock_probe: the clock the kernels ran at, which
+    NVML's reading is not under tensor-core load). None when the block has neither (a block timed before)."""
     clocks = block.get("clocks") or {}
     before, after = clocks.get("before"), clocks.get("after")
-    if before is None and after is None:
+    probe_mhz = (block.get("sm_clock_probe") or {}).get("sm_mhz")
+    if before is None and after is None and probe_mhz is None:
         return None
     return {"sm_mhz_before": None if before is None else before["sm_clock_mhz"],
             "sm_mhz_after": None if after is None else after["sm_clock_mhz"],
             "sm_mhz_min": block.get("sm_clock_mhz_min"), "sm_mhz_max": block.get("sm_clock_mhz_max"),
-            "reasons": block.get("clock_reasons"), "steady": block.get("clock_steady")}
+            "reasons": block.get("clock_reasons"), "steady": block.get("clock_steady"),
+            "probe_sm_mhz": probe_mhz}
 
 
 # --- live measurements for the `measured` fixture ------------------------------------------------
