@@ -15,10 +15,8 @@ measurement:
 A request's first token comes at the end of the step that completes its prompt; each later
 step adds one token. Arrivals are open loop (Poisson offsets) or closed loop (C in flight,
 the next sent when one finishes). Frontend time (HTTP, detokenization, the asyncio loop) is
-not modeled by default: simulated TTFT is the engine's queue + prefill. A caller that has measured
-per-request times outside the step model passes them as `RequestTimes` (ingress before the engine
-sees a request, engine time a prompt's completing step takes beyond the step model, egress after
-each token): each is a fixed term, calibrated elsewhere, never derived here.
+not modeled unless the caller gives it (`RequestTimes`, fixed terms calibrated elsewhere): by
+default simulated TTFT is the engine's queue + prefill.
 """
 
 from __future__ import annotations
@@ -120,12 +118,10 @@ class Workload:
 
 @dataclass(frozen=True)
 class RequestTimes:
-    """Fixed per-request times outside the step model (seconds; 0: not modeled), each an input the caller
-    calibrated on other measurements. ingress_s: from the client's send to the engine's arrival; egress_s: from
-    a token's step end to the client (it delays every token alike: ITL is unchanged, TTFT and e2e grow by it,
-    and a closed loop sends its next request only when the last token reaches the client); first_token_s:
-    engine time the step that completes a prompt (its first token) takes beyond the step model's price,
-    added to that step (every request in the step waits for it)."""
+    """Fixed per-request times outside the step model (s; 0: not modeled), calibrated by the caller on other runs.
+    ingress_s: client send -> engine arrival; egress_s: a token's step end -> client (every token alike: ITL unchanged;
+    a closed loop sends its next request when the last token arrives); first_token_s: engine time the step that
+    completes a prompt takes beyond the step model, added to that step (every request in it waits)."""
 
     ingress_s: float = 0.0
     first_token_s: float = 0.0
@@ -241,8 +237,7 @@ def simulate(steps: StepModel, sched: SchedulerConfig, work: Workload, *, max_st
     """Run the workload through the scheduler, step by step; deterministic. In each step arrivals
     join the waiting queue, running requests are scheduled first (preempting from the back when
     the KV pool runs out), waiting ones are admitted into the token budget left, the step is priced
-    by the step model, and the tokens it produced land. `fixed`: per-request times outside the step
-    model (RequestTimes; none by default)."""
+    by the step model, and the tokens it produced land. `fixed`: per-request times (RequestTimes)."""
     eng = _Engine.start(sched, work, fixed)
     while len(eng.done) < work.num_requests:
         _arrive(eng)
@@ -374,9 +369,8 @@ def _step_seconds(eng: _Engine, steps: StepModel, scheduled: list[tuple[_Request
 
 
 def _land_tokens(eng: _Engine, scheduled: list[tuple[_Request, int]]) -> None:
-    """A request whose chunk completes its sequence emits a token at the step's end; one that
-    reached its output length finishes, frees its blocks and, in a closed loop, sends the next
-    when that last token reaches the client (after egress)."""
+    """A request whose chunk completes its sequence emits a token at the step's end; one that reached its output
+    length finishes, frees its blocks and, in a closed loop, sends the next once that token reaches the client."""
     t, work, e = eng.t, eng.work, eng.sched.spec_tokens_per_step
     for r, n in scheduled:
         if n > 1 and r.generated and r.computed == r.length - 1:  # verified: the accepted run + one token
@@ -405,8 +399,7 @@ def _land_tokens(eng: _Engine, scheduled: list[tuple[_Request, int]]) -> None:
 def _result(done: list[_Request], t: float, n_steps: int, preemptions: int, recomputed: int,
             max_running: int, running_time: float, mixed: int, calibration: tuple[str, ...],
             fixed: RequestTimes = NO_REQUEST_TIMES) -> SimResult:
-    """Client-side times: each token reaches the client egress_s after its step (the last one ends the run);
-    the engine queue starts ingress_s after the send."""
+    """Client-side times: a token reaches the client egress_s after its step; the engine queue starts ingress_s late."""
     done.sort(key=lambda r: r.id)
     ingress, egress = fixed.ingress_s, fixed.egress_s
     itl: list[float] = []
