@@ -99,8 +99,9 @@ def fit_param(value: Any, repeats: Iterable[Any], marks: Any = ()) -> Any:
 
 
 @functools.lru_cache(maxsize=None)
-def _simulate(steps: lat.StepModel, sched: sv.SchedulerConfig, work: sv.Workload) -> sv.SimResult:
-    return sv.simulate(steps, sched, work)
+def _simulate(steps: lat.StepModel, sched: sv.SchedulerConfig, work: sv.Workload,
+              fixed: sv.RequestTimes = sv.NO_REQUEST_TIMES) -> sv.SimResult:
+    return sv.simulate(steps, sched, work, fixed=fixed)
 
 
 @functools.lru_cache(maxsize=None)
@@ -129,10 +130,12 @@ class Setup:
     def steps(self) -> lat.StepModel:
         return lat.StepModel.build(self.model, self.ceilings, self.calib)
 
-    def simulate(self, work: sv.Workload, num_gpu_blocks: int | None = None) -> sv.SimResult:
+    def simulate(self, work: sv.Workload, num_gpu_blocks: int | None = None,
+                 fixed: sv.RequestTimes = sv.NO_REQUEST_TIMES) -> sv.SimResult:
+        """`fixed`: per-request times outside the step model (sv.RequestTimes), calibrated by the caller."""
         sched = self.sched if num_gpu_blocks is None else sv.SchedulerConfig(
             self.sched.max_num_seqs, self.sched.max_num_batched_tokens, num_gpu_blocks, self.sched.block_size)
-        return _simulate(self.steps, sched, work)
+        return _simulate(self.steps, sched, work, fixed)
 
     def knee_rate(self, input_len: int, output_len: int) -> float:
         """Requests/s a closed loop at max_num_seqs completes between ramp-up and drain."""

@@ -18,6 +18,9 @@ ingress and egress); measured TTFT is the client's.
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+
 import latency_findings as lf
 import pytest
 from latency_setups import h200_workload, mean_context, median_scatter, step_budget
@@ -131,8 +134,12 @@ TPUT_BUDGET_WHY = ("measured noise only (the 10% throughput target is a goal, no
                    "ITL's (itl_budget: its repeat scatter, the bandwidth ceiling's spread, the calibration's spread)")
 
 
+def _closed_throughput_marks(model: str, c: int) -> tuple:
+    return (*lf.closed_throughput_marks(model, c), *lf.c1_first_token_marks(model, c))
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize(("model", "c"), _cases(CLOSED[:-1], lf.closed_throughput_marks))
+@pytest.mark.parametrize(("model", "c"), _cases(CLOSED[:-1], _closed_throughput_marks))
 def test_closed_loop_throughput(model, c, request, latency_recording, reconcile):
     rec = latency_recording(f"{model}.closed.c{c}")
     engine_setup = _setup(request, model, rec)
@@ -145,13 +152,104 @@ def test_closed_loop_throughput(model, c, request, latency_recording, reconcile)
                      f"on ({t_overhead.recording}); decode steps are {share:.1%} of the simulated request time, so "
                      "this mostly repeats that fit (reproducibility across run kinds) and tests the prefill and the "
                      "loop around it")
+    band = None
+    if (model, c) in lf.C1_FIRST_TOKEN_CASES:
+        first = c1_first_token(engine_setup, rec, latency_recording, res)
+        band = first.band
+        notes.append(first.note)
     pred = sv.as_prediction(res, "output_throughput", "", "tokens/s", _label(rec), tuple(notes))
     if c == 1:
         reconcile("output_throughput", pred, rec["aggregate.output_throughput_tok_per_s"],
-                  budget=itl_budget(engine_setup, res, rec, "mean"), why=TPUT_BUDGET_WHY, **_kw(engine_setup))
+                  budget=itl_budget(engine_setup, res, rec, "mean"), why=TPUT_BUDGET_WHY, finding_band=band,
+                  **_kw(engine_setup))
     else:
         reconcile("output_throughput", pred, rec["aggregate.output_throughput_tok_per_s"], rel=0.10, why=TPUT_WHY,
                   **_kw(engine_setup))
+
+
+# --- closed loop at C = 1: the per-request times outside the step model, from the same session's other runs ---------
+FIRST_TOKEN_LENS = (512, 2048)  # the session's lone-prefill runs that bracket the closed loop's 1,024-token prompts
+
+
+@dataclass(frozen=True)
+class FirstToken:
+    """What a C = 1 closed run's simulation lacks, priced by its session's other runs (never by the run itself)."""
+
+    times: sv.RequestTimes  # ingress, the prefill's excess over the step model, egress: per request
+    spread_s: float  # the first-token excess's own scatter (the prefill runs' repeat scatter, interpolated), seconds
+    with_times: sv.SimResult  # the closed run simulated with `times`
+    ratio: float  # with_times' throughput / the plain simulation's: the band's centre
+    half_width: float  # the check's budget + spread_s over the simulated request time
+    note: str
+
+    @property
+    def band(self) -> tuple[float, float]:
+        return (self.ratio * (1 - self.half_width), self.ratio * (1 + self.half_width))
+
+
+def first_token_times(setup, rec, latency_recording) -> tuple[sv.RequestTimes, float, str]:
+    """The per-request times of `rec`'s requests outside the step model, from its session's other runs: the prefill
+    of its input length at the step model's price x the measured/modeled ratio of the session's lone prefills at
+    FIRST_TOKEN_LENS (engine_prefill_s medians), interpolated linearly in log length (the excess over the step model
+    is the first-token term); ingress and egress: the means of the session's decode.b1 run (its engine clock against
+    the client's). Returns (the times, the excess's scatter in seconds, a note naming the recordings)."""
+    s = rec.data["run"]["settings"]
+    budget = setup.sched.max_num_batched_tokens
+    lo, hi = FIRST_TOKEN_LENS
+    ratios, scatters, names = [], [], []
+    for n in FIRST_TOKEN_LENS:
+        run = latency_recording(f"{setup.model.name}.prefill.l{n}", beside=rec)
+        ratios.append(run["engine_prefill_s.median"].value
+                      / lat.prefill_time(setup.model, setup.ceilings, setup.calib, n, budget).value)
+        scatters.append(median_scatter(run, "engine_prefill_s"))
+        names.append(f"{run.name}@{run.recorded_at}")
+    w = math.log(s["input_len"] / lo) / math.log(hi / lo)
+    ratio = math.exp((1 - w) * math.log(ratios[0]) + w * math.log(ratios[1]))
+    modeled = lat.prefill_time(setup.model, setup.ceilings, setup.calib, s["input_len"], budget).value
+    b1 = latency_recording(f"{setup.model.name}.decode.b1", beside=rec)
+    ingress, egress = b1["aggregate.engine.ingress_s.mean"].value, b1["aggregate.engine.egress_s.mean"].value
+    times = sv.RequestTimes(ingress_s=ingress, first_token_s=modeled * (ratio - 1), egress_s=egress)
+    spread = ((1 - w) * scatters[0] + w * scatters[1]) * modeled * ratio
+    note = (f"finding band from per-request times calibrated on this session's other runs: first-token excess "
+            f"{times.first_token_s * 1e3:.2f} ms (the {s['input_len']}-token prefill modeled {modeled * 1e3:.2f} ms x "
+            f"{ratio:.3f}, measured/modeled {ratios[0]:.3f} at {lo} and {ratios[1]:.3f} at {hi} tokens interpolated in "
+            f"log length: {', '.join(names)}), ingress {ingress * 1e3:.2f} + egress {egress * 1e3:.2f} ms "
+            f"({b1.name}@{b1.recorded_at} means); none of them is this run")
+    return times, spread, note
+
+
+def c1_first_token(setup, rec, latency_recording, res: sv.SimResult) -> FirstToken:
+    """The band of a C = 1 closed run's throughput (measured / plain simulation): the simulation given
+    first_token_times over the plain one, +- the check's budget and the first-token excess's own scatter."""
+    times, spread, note = first_token_times(setup, rec, latency_recording)
+    with_times = setup.simulate(_workload(rec), fixed=times)
+    half = sum(itl_budget(setup, res, rec, "mean").values()) + spread * len(with_times.e2e) / with_times.duration
+    return FirstToken(times, spread, with_times, with_times.output_throughput / res.output_throughput, half, note)
+
+
+@pytest.mark.gpu
+@pytest.mark.targets(recorded="qwen2.5-7b.closed.", live=False)
+def test_c1_first_token_table_is_the_recorded_one(request, target, latency_recording):
+    """lf.C1_FIRST_TOKEN recomputed from every recorded Qwen2.5-7B closed.c1 run with its own session's setup and
+    other runs: (measured / simulated, measured / simulated with first_token_times, the check's budget, the
+    first-token excess's scatter over the request)."""
+    from pytest_anatomy import recordings
+    from pytest_anatomy.session import get_session
+
+    results = get_session(request.config).settings.results_dir
+    got = {}
+    for path in recordings.candidates(results, target.name, "latency", f"{QWEN}.closed.c1"):
+        rec = recordings.load_file(path)
+        setup = _setup(request, QWEN, rec)
+        res = _sim(setup, rec)
+        first = c1_first_token(setup, rec, latency_recording, res)
+        measured = rec["aggregate.output_throughput_tok_per_s"].value
+        budget = sum(itl_budget(setup, res, rec, "mean").values())
+        got[rec.recorded_at] = (measured / res.output_throughput, measured / first.with_times.output_throughput,
+                                budget, first.half_width - budget)
+    assert list(lf.C1_FIRST_TOKEN) == list(got)
+    for stamp, row in got.items():
+        assert lf.C1_FIRST_TOKEN[stamp] == pytest.approx(row, abs=5e-5), (stamp, row)
 
 
 @pytest.mark.gpu

@@ -174,6 +174,27 @@ def test_closed_loop_timing_is_exact_with_constant_steps() -> None:
     assert chunked.ttft[0] == pytest.approx(4 * 0.01)  # ceil(200 / 64) steps before the first token
 
 
+def test_request_times_add_exactly_their_fixed_terms() -> None:
+    """RequestTimes: in a closed loop of one, each request costs ingress + first-token excess + egress more; ITL is
+    unchanged, TTFT and e2e grow by all three, the engine queue by none (ingress is before the engine sees it)."""
+    fixed = sv.RequestTimes(ingress_s=0.002, first_token_s=0.005, egress_s=0.001)
+    work = sv.Workload.closed(1, 5, 100, 20)
+    bare = sv.simulate(_constant(0.01), sv.SchedulerConfig(8, 4096), work)
+    res = sv.simulate(_constant(0.01), sv.SchedulerConfig(8, 4096), work, fixed=fixed)
+    assert res.itl == pytest.approx(bare.itl)
+    assert all(x == pytest.approx(0.01 + 0.008) for x in res.ttft)
+    assert all(x == pytest.approx(20 * 0.01 + 0.008) for x in res.e2e)
+    assert all(x == pytest.approx(0.0, abs=1e-12) for x in res.queue)
+    assert res.duration == pytest.approx(5 * (20 * 0.01 + 0.008))
+    assert sv.simulate(_constant(0.01), sv.SchedulerConfig(8, 4096), work, fixed=sv.RequestTimes()) == bare
+    # with two in flight, each prompt's excess lengthens the step that completes it: both prompts share one step
+    two = sv.simulate(_constant(0.01), sv.SchedulerConfig(8, 4096), sv.Workload.closed(2, 2, 10, 3),
+                      fixed=sv.RequestTimes(first_token_s=0.005))
+    assert two.ttft == pytest.approx((0.02, 0.02)) and two.duration == pytest.approx(0.04)
+    with pytest.raises(ValueError, match=">= 0"):
+        sv.RequestTimes(egress_s=-0.001)
+
+
 def test_max_num_seqs_queues_the_rest() -> None:
     res = sv.simulate(_constant(0.01), sv.SchedulerConfig(2, 4096), sv.Workload.closed(4, 4, 10, 5))
     assert res.max_running == 2 and sorted(res.ttft) == pytest.approx([0.01, 0.01, 0.06, 0.06])

@@ -15,7 +15,8 @@ measurement:
 A request's first token comes at the end of the step that completes its prompt; each later
 step adds one token. Arrivals are open loop (Poisson offsets) or closed loop (C in flight,
 the next sent when one finishes). Frontend time (HTTP, detokenization, the asyncio loop) is
-not modeled: simulated TTFT is the engine's queue + prefill.
+not modeled unless the caller gives it (`RequestTimes`, fixed terms calibrated elsewhere): by
+default simulated TTFT is the engine's queue + prefill.
 """
 
 from __future__ import annotations
@@ -115,6 +116,25 @@ class Workload:
                    arrivals=tuple(poisson_arrivals(rate, num_requests, seed, normalize=normalize)))
 
 
+@dataclass(frozen=True)
+class RequestTimes:
+    """Fixed per-request times outside the step model (s; 0: not modeled), calibrated by the caller on other runs.
+    ingress_s: client send -> engine arrival; egress_s: a token's step end -> client (every token alike: ITL unchanged;
+    a closed loop sends its next request when the last token arrives); first_token_s: engine time the step that
+    completes a prompt takes beyond the step model, added to that step (every request in it waits)."""
+
+    ingress_s: float = 0.0
+    first_token_s: float = 0.0
+    egress_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        if min(self.ingress_s, self.first_token_s, self.egress_s) < 0:
+            raise ValueError(f"per-request times must be >= 0, got {self}")
+
+
+NO_REQUEST_TIMES = RequestTimes()
+
+
 @dataclass(slots=True)
 class _Request:
     id: int
@@ -188,6 +208,7 @@ class _Engine:
 
     sched: SchedulerConfig
     work: Workload
+    fixed: RequestTimes
     free: float  # KV blocks
     future: deque[tuple[float, int]]  # (arrival time, request id) not yet arrived
     next_id: int  # the next closed-loop request to send when one finishes
@@ -203,24 +224,25 @@ class _Engine:
     running_time: float = 0.0
 
     @classmethod
-    def start(cls, sched: SchedulerConfig, work: Workload) -> "_Engine":
+    def start(cls, sched: SchedulerConfig, work: Workload, fixed: RequestTimes) -> "_Engine":
         if work.concurrency is not None:
             future = deque((0.0, i) for i in range(min(work.concurrency, work.num_requests)))
-            return cls(sched, work, sched.usable_blocks, future, len(future))
-        return cls(sched, work, sched.usable_blocks, deque((t, i) for i, t in enumerate(work.arrivals or ())),
-                   work.num_requests)
+            return cls(sched, work, fixed, sched.usable_blocks, future, len(future))
+        return cls(sched, work, fixed, sched.usable_blocks,
+                   deque((t, i) for i, t in enumerate(work.arrivals or ())), work.num_requests)
 
 
-def simulate(steps: StepModel, sched: SchedulerConfig, work: Workload, *, max_steps: int = 2_000_000) -> SimResult:
+def simulate(steps: StepModel, sched: SchedulerConfig, work: Workload, *, max_steps: int = 2_000_000,
+             fixed: RequestTimes = NO_REQUEST_TIMES) -> SimResult:
     """Run the workload through the scheduler, step by step; deterministic. In each step arrivals
     join the waiting queue, running requests are scheduled first (preempting from the back when
     the KV pool runs out), waiting ones are admitted into the token budget left, the step is priced
-    by the step model, and the tokens it produced land."""
-    eng = _Engine.start(sched, work)
+    by the step model, and the tokens it produced land. `fixed`: per-request times (RequestTimes)."""
+    eng = _Engine.start(sched, work, fixed)
     while len(eng.done) < work.num_requests:
         _arrive(eng)
         if not eng.running and not eng.waiting:
-            eng.t = eng.future[0][0]
+            eng.t = eng.future[0][0] + fixed.ingress_s
             continue
         scheduled: list[tuple[_Request, int]] = []
         budget, preempted_now = _schedule_running(eng, scheduled)
@@ -234,13 +256,13 @@ def simulate(steps: StepModel, sched: SchedulerConfig, work: Workload, *, max_st
             raise RuntimeError(f"simulation exceeded {max_steps} steps; the workload never drains")
         _land_tokens(eng, scheduled)
     return replace(_result(eng.done, eng.t, eng.steps, eng.preemptions, eng.recomputed, eng.max_running,
-                           eng.running_time, eng.mixed, steps.calibration), free_blocks_end=eng.free)
+                           eng.running_time, eng.mixed, steps.calibration, fixed), free_blocks_end=eng.free)
 
 
 def _arrive(eng: _Engine) -> None:
-    """Requests whose send time has come join the waiting queue."""
-    future, work = eng.future, eng.work
-    while future and future[0][0] <= eng.t:
+    """Requests whose send time (+ ingress) has come join the waiting queue; `arrival` is the send time."""
+    future, work, ingress = eng.future, eng.work, eng.fixed.ingress_s
+    while future and future[0][0] + ingress <= eng.t:
         at, i = future.popleft()
         prompt, output, cached = work.request(i)
         shared = cached // eng.sched.block_size
@@ -338,6 +360,8 @@ def _step_seconds(eng: _Engine, steps: StepModel, scheduled: list[tuple[_Request
         at = bisect.bisect_left(sizes, total)
         pad = sizes[at] - total if at < len(sizes) else 0
     dt = steps.seconds(dec_n, dec_ctx, tuple(chunks), rows, pad)
+    if eng.fixed.first_token_s:  # prompts this step completes (first tokens, not recomputes after preemption)
+        dt += eng.fixed.first_token_s * sum(1 for r, n in scheduled if not r.generated and r.computed + n >= r.length)
     eng.mixed += bool(prefills and len(chunks) + dec_n > prefills)
     eng.running_time += len(eng.running) * dt
     eng.max_running = max(eng.max_running, len(eng.running))
@@ -345,8 +369,8 @@ def _step_seconds(eng: _Engine, steps: StepModel, scheduled: list[tuple[_Request
 
 
 def _land_tokens(eng: _Engine, scheduled: list[tuple[_Request, int]]) -> None:
-    """A request whose chunk completes its sequence emits a token at the step's end; one that
-    reached its output length finishes, frees its blocks and, in a closed loop, sends the next."""
+    """A request whose chunk completes its sequence emits a token at the step's end; one that reached its output
+    length finishes, frees its blocks and, in a closed loop, sends the next once that token reaches the client."""
     t, work, e = eng.t, eng.work, eng.sched.spec_tokens_per_step
     for r, n in scheduled:
         if n > 1 and r.generated and r.computed == r.length - 1:  # verified: the accepted run + one token
@@ -368,13 +392,16 @@ def _land_tokens(eng: _Engine, scheduled: list[tuple[_Request, int]]) -> None:
             r.blocks = 0
             eng.done.append(r)
             if work.concurrency is not None and eng.next_id < work.num_requests:
-                eng.future.append((t, eng.next_id))
+                eng.future.append((t + eng.fixed.egress_s, eng.next_id))
                 eng.next_id += 1
 
 
 def _result(done: list[_Request], t: float, n_steps: int, preemptions: int, recomputed: int,
-            max_running: int, running_time: float, mixed: int, calibration: tuple[str, ...]) -> SimResult:
+            max_running: int, running_time: float, mixed: int, calibration: tuple[str, ...],
+            fixed: RequestTimes = NO_REQUEST_TIMES) -> SimResult:
+    """Client-side times: a token reaches the client egress_s after its step; the engine queue starts ingress_s late."""
     done.sort(key=lambda r: r.id)
+    ingress, egress = fixed.ingress_s, fixed.egress_s
     itl: list[float] = []
     for r in done:  # per output token: g tokens landing together after a gap d count g gaps of d / g
         times = r.token_times
@@ -386,11 +413,11 @@ def _result(done: list[_Request], t: float, n_steps: int, preemptions: int, reco
             itl.extend([(times[i] - times[i - 1]) / (j - i + 1)] * (j - i + 1))
             i = j + 1
     return SimResult(
-        ttft=tuple(r.token_times[0] - r.arrival for r in done), itl=tuple(itl),
-        e2e=tuple(r.token_times[-1] - r.arrival for r in done),
-        queue=tuple((r.first_scheduled or r.arrival) - r.arrival for r in done),
-        finished=tuple(sorted(r.token_times[-1] for r in done)),
-        output_tokens=sum(r.generated for r in done), duration=t, steps=n_steps, preemptions=preemptions,
+        ttft=tuple(r.token_times[0] + egress - r.arrival for r in done), itl=tuple(itl),
+        e2e=tuple(r.token_times[-1] + egress - r.arrival for r in done),
+        queue=tuple((r.first_scheduled or r.arrival + ingress) - r.arrival - ingress for r in done),
+        finished=tuple(sorted(r.token_times[-1] + egress for r in done)),
+        output_tokens=sum(r.generated for r in done), duration=t + egress, steps=n_steps, preemptions=preemptions,
         recomputed_tokens=recomputed, max_running=max_running, mean_running=running_time / t if t else 0.0,
         mixed_steps=mixed, calibration=calibration, prompt_tokens=sum(r.prompt for r in done),
         hit_tokens=sum(r.cached for r in done))
