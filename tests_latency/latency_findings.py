@@ -111,7 +111,8 @@ def marginal_cost_span(*models: str) -> str:
 PER_SEQUENCE_COST = (
     "Each extra sequence costs more than its KV bytes at the read ceiling: the decode step's OLS slope over "
     f"b = 1..64 is ~{marginal_cost_span(QWEN, LLAMA)}x the KV read per sequence for both models "
-    f"(every session but one whose b=64 run is {HOST_STALL_FINDING_ID}'s; test_marginal_cost_per_sequence: "
+    f"(every session but the {len(SLOPE_STALLED_SESSIONS)} whose b=64 run is {HOST_STALL_FINDING_ID}'s; "
+    "test_marginal_cost_per_sequence: "
     "1,088 tokens x 56 KiB for Qwen2.5-7B, x 128 KiB for Llama-3.1-8B), so the gap grows with the batch, to "
     f"{DECODE_RATIO_OTHER_SESSION[('qwen2.5-7b', 128)] - 1:+.1%} (Qwen) and "
     f"{DECODE_RATIO_OTHER_SESSION[('llama-3.1-8b', 128)] - 1:+.1%} (Llama) at b=128 in the 2026-11-30 session. "
