@@ -20,9 +20,10 @@ the probe for the process and is reported as `error` in its reading.
 from __future__ import annotations
 
 import functools
-import statistics
 from dataclasses import dataclass
 from typing import Any
+
+from pytest_anatomy.stats import median
 
 # ~0.1 ms at 2 GHz, ~0.2 ms at 1 GHz: long enough that %globaltimer's granularity (documented only as
 # nanoseconds; 32 ns to 1 us in practice) costs <= 1% of the interval, short enough not to change the clock.
@@ -64,7 +65,7 @@ def reading_from_counts(counts: list[int]) -> ProbeReading:
     mhz = [c / ns * 1e3 for c, ns in zip(counts[0::2], counts[1::2], strict=True) if ns > 0]
     if not mhz:
         return ProbeReading(None, blocks=0, error="no block's %globaltimer advanced")
-    return ProbeReading(round(statistics.median(mhz), 1), round(min(mhz), 1), round(max(mhz), 1), len(mhz))
+    return ProbeReading(round(median(mhz), 1), round(min(mhz), 1), round(max(mhz), 1), len(mhz))
 
 
 class SmClockProbe:
