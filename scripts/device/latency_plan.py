@@ -574,13 +574,7 @@ async def execute(args: argparse.Namespace, out: Output, budget: Budget, cfg: di
                 log(f"[plan] skip {part.id}: needs ~{part.estimate_s:.0f} s, {budget.remaining():.0f} s left")
                 continue
             log(f"[plan] {part.id}: start (estimate {part.estimate_s:.0f} s) {part.settings}")
-            t0 = time.monotonic()
-            try:
-                body, raw = await run_part(driver, part, budget.deadline_for(part.estimate_s), cfg, state)
-            except Exception:
-                body, raw = {"error": traceback.format_exc()}, None
-            run = {"id": part.id, "kind": part.kind, "settings": part.settings,
-                   "estimate_s": part.estimate_s, "wall_s": time.monotonic() - t0, **body}
+            run, raw = await measure_part(driver, part, budget, cfg, state)
             if part.kind == "decode" and _stalled(run) and getattr(args, "decode_recheck", True):
                 run, raw = await recheck_decode(driver, part, run, raw, out, budget, cfg, state)
             out.add(run, raw)
@@ -590,6 +584,18 @@ async def execute(args: argparse.Namespace, out: Output, budget: Budget, cfg: di
         driver.shutdown()
         out.write()
     return 0
+
+
+async def measure_part(driver: Any, part: Part, budget: Budget, cfg: dict[str, Any], state: dict[str, Any]
+                       ) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """One attempt at a part: its run record (an "error" with the traceback if it raised) and its raw line."""
+    t0 = time.monotonic()
+    try:
+        body, raw = await run_part(driver, part, budget.deadline_for(part.estimate_s), cfg, state)
+    except Exception:
+        body, raw = {"error": traceback.format_exc()}, None
+    return ({"id": part.id, "kind": part.kind, "settings": part.settings, "estimate_s": part.estimate_s,
+             "wall_s": time.monotonic() - t0, **body}, raw)
 
 
 def _stalled(run: dict[str, Any]) -> bool:
@@ -610,13 +616,7 @@ async def recheck_decode(driver: Any, part: Part, first: dict[str, Any], first_r
         log(f"[plan] {part.id}: flagged by the validity check, no budget to measure it again")
         return first, first_raw
     log(f"[plan] {part.id}: flagged by the validity check ({'; '.join(first['validity']['reasons'])}): again")
-    t0 = time.monotonic()
-    try:
-        body, raw = await run_part(driver, part, budget.deadline_for(part.estimate_s), cfg, state)
-    except Exception:
-        body, raw = {"error": traceback.format_exc()}, None
-    second = {"id": part.id, "kind": part.kind, "settings": part.settings, "estimate_s": part.estimate_s,
-              "wall_s": time.monotonic() - t0, **body}
+    second, raw = await measure_part(driver, part, budget, cfg, state)
     attempts = [(first, first_raw), (second, raw)]
     ok = [i for i, (r, _) in enumerate(attempts) if "error" not in r]
     keep = next((i for i in ok if not _stalled(attempts[i][0])), ok[-1] if ok else 0)
