@@ -90,7 +90,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
     parse_finding_marks(item)  # validate marker kwargs before the test body runs
-    if item.get_closest_marker("gpu") is not None and "measured" not in getattr(item, "fixturenames", ()):
+    # A gpu test that reads no measurement (no `measured`) needs a live GPU, unless it is replay-only by its
+    # `targets` marker (live=False, the default): those read the recordings of their target directly.
+    only = item.get_closest_marker("targets")
+    replay_only = only is not None and not only.kwargs.get("live", False)
+    if (item.get_closest_marker("gpu") is not None and not replay_only
+            and "measured" not in getattr(item, "fixturenames", ())):
         session = get_session(item.config)
         if session.live_gpu is None:
             source = session.settings.source

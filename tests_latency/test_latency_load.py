@@ -548,11 +548,9 @@ def _steady_closed_form(setup, rec) -> Prediction:
 
 @pytest.mark.gpu
 @pytest.mark.targets(recorded="qwen2.5-7b.closed.", live=False)
-def test_steady_state_bands_are_the_recorded_ratios(request, target, session_rec):
+def test_steady_state_bands_are_the_recorded_ratios(request, target):
     """lf.STEADY_STATE_RATIOS recomputed from every recorded C=64 run (eta fitted on the 8,192 prefill, the recipe
-    every session has): Qwen2.5-7B's band from its runs before the newest, Llama-3.1-8B's from every Qwen run.
-    session_rec is requested (unused) because a gpu test without the `measured` fixture is skipped on replay, as this
-    one silently was until the 2026-12-02 sessions."""
+    every session has): Qwen2.5-7B's band from its runs before the newest, Llama-3.1-8B's from every Qwen run."""
     from pytest_anatomy import recordings
     from pytest_anatomy.session import get_session
 

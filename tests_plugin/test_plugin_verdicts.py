@@ -181,6 +181,22 @@ def test_gpu_test_without_recording_support_skips_on_cpu(pytester: pytest.Pytest
     result.stdout.fnmatch_lines(["*needs a live GPU*"])
 
 
+def test_replay_only_gpu_test_runs_on_recordings(pytester: pytest.Pytester) -> None:
+    """A gpu test marked replay-only (`targets`, live=False) reads its target's recordings itself, without the
+    `measured` fixture: it runs on replay instead of skipping as needing a live GPU."""
+    (pytester.path / "results" / "h200" / "default").mkdir(parents=True)
+    (pytester.path / "results" / "h200" / "default" / "x.a@20261202T000000Z.json").write_text("{}")
+    pytester.makepyfile("""
+        import pytest
+        @pytest.mark.gpu
+        @pytest.mark.targets(recorded="x.", live=False)
+        def test_table(target):
+            assert target.name == "h200"
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider", "-rs", "--anatomy-source=recorded")
+    result.assert_outcomes(passed=1)
+
+
 def test_suite_marker_is_added_from_the_folder(pytester: pytest.Pytester) -> None:
     pytester.mkdir("tests_capacity")
     pytester.path.joinpath("tests_capacity", "test_a.py").write_text("def test_a():\n    pass\n")
