@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import functools
 import json
-import lzma
 import math
 import statistics
 from collections.abc import Iterable, Mapping
@@ -33,6 +32,7 @@ from typing import Any
 import pytest
 
 from pytest_anatomy import held_out
+from pytest_anatomy.importers.device import read_kept
 from pytest_anatomy.measure import load_stats as ls
 from pytest_anatomy.specs.model import ModelSpec
 from pytest_anatomy.theory import calibration as cal
@@ -241,19 +241,12 @@ def step_budget(setup: Setup, pred: Prediction, measured_scatter: float, *, comp
 
 
 # --- a decode run's validity (load_stats.decode_validity: was the engine core stalled?) -----------
-def _unxz(data: bytes) -> bytes:
-    """Through every xz layer (one batch's raw file was kept xz'd twice)."""
-    while data.startswith(b"\xfd7zXZ\x00"):
-        data = lzma.decompress(data)
-    return data
-
-
 def _batch_date(raw_path: Path) -> str | None:
     """provenance.date_utc of the batch file a raw file belongs to (latency-raw.jsonl -> latency.json[.xz])."""
     stem = raw_path.name.split("-raw.jsonl")[0]
     for doc in (raw_path.with_name(f"{stem}.json"), raw_path.with_name(f"{stem}.json.xz")):
         if doc.is_file():
-            return (json.loads(_unxz(doc.read_bytes())).get("provenance") or {}).get("date_utc")
+            return (json.loads(read_kept(doc)).get("provenance") or {}).get("date_utc")
     return None
 
 
@@ -274,7 +267,7 @@ def raw_decode_intervals(path: Path) -> dict[tuple[str, int], list[float]]:
     """(run id, attempt) -> the engine-clock intervals between the pure full-batch steps of every decode run of one raw
     file, as the plan computes step_interval_engine_s (ls.decode_step_intervals). A part measured once is attempt 1."""
     out: dict[tuple[str, int], list[float]] = {}
-    for line in _unxz(path.read_bytes()).decode("utf-8").splitlines():
+    for line in read_kept(path).decode("utf-8").splitlines():
         if ".decode.b" not in line[:80]:
             continue
         raw = json.loads(line)

@@ -453,12 +453,14 @@ def _frontend_lags(rec) -> list[float]:
     import json
     from pathlib import Path
 
-    from latency_setups import _unxz, raw_files
+    from latency_setups import raw_files
+
+    from pytest_anatomy.importers.device import read_kept
 
     run = rec.data["run"]
     batches = str(Path(rec.path).parent.parent / "batches")
     for path in raw_files(batches)[rec.provenance["date"]]:
-        for line in _unxz(path.read_bytes()).decode("utf-8").splitlines():
+        for line in read_kept(path).decode("utf-8").splitlines():
             if f'"id":"{run["id"]}"' in line[:80]:
                 tl = json.loads(line)["timeline"]
                 return [t - e for t, c, g, e in zip(tl["t"], tl["ctx_tokens"], tl["gen_requests"], tl["engine_t"],

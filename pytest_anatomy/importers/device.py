@@ -62,6 +62,16 @@ def _sha256(data: bytes) -> str:
 
 
 XZ_MAGIC = b"\xfd7zXZ\x00"
+
+
+def read_kept(path: Path) -> bytes:
+    """A kept device file's bytes through every xz layer: keep_raw xz's large files, and before 2026-12-02 it xz'd
+    an already-xz'd upload a second time (every ncu.csv.xz kept under results/h200/batches before then)."""
+    raw = path.read_bytes()
+    while raw.startswith(XZ_MAGIC):
+        raw = lzma.decompress(raw)
+    return raw
+
 # keep_raw's xz: one LZMA2 stream, as `xz -9` wrote before 2026-12-02, but its fast preset's hash-chain match
 # finder at the normal mode and an 8 MiB dictionary. On the 8.8 MB latency-raw.jsonl of the 2026-12-02 02:26
 # session: ~6x faster than preset 9 (which took 14.5 s there, synchronously, in the live session) for 2.05 MB

@@ -21,13 +21,12 @@ import csv
 import hashlib
 import io
 import json
-import lzma
 import re
 from pathlib import Path
 from typing import Any
 
 from pytest_anatomy import recordings
-from pytest_anatomy.importers.device import XZ_MAGIC, keep_raw
+from pytest_anatomy.importers.device import keep_raw, read_kept
 
 MARKER = "anatomy_marker"
 # torch kernels that build a rung's random inputs; launched before that rung's marker
@@ -67,10 +66,7 @@ def _number(text: str) -> float | None:
 def read_report_text(path: Path) -> str:
     """An ncu CSV export as text, through every xz layer: the copies kept under results/<gpu>/batches before
     2026-12-02 were xz'd a second time by keep_raw."""
-    raw = path.read_bytes()
-    while raw.startswith(XZ_MAGIC):
-        raw = lzma.decompress(raw)
-    return raw.decode("utf-8", errors="replace")
+    return read_kept(path).decode("utf-8", errors="replace")
 
 
 

@@ -68,6 +68,20 @@ def reading_from_counts(counts: list[int]) -> ProbeReading:
     return ProbeReading(round(median(mhz), 1), round(min(mhz), 1), round(max(mhz), 1), len(mhz))
 
 
+def torch_current_stream() -> Any:
+    """torch's current CUDA stream as a cuda.core stream, so a launch queues behind torch's work."""
+    import torch
+    from cuda.core import LEGACY_DEFAULT_STREAM, Stream
+
+    handle = int(torch.cuda.current_stream().cuda_stream)
+    return LEGACY_DEFAULT_STREAM if handle == 0 else Stream.from_handle(handle)
+
+
+def _why(exc: Exception) -> str:
+    """An error's one-line, bounded form, as a reading's `error` carries it."""
+    return f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
+
+
 class SmClockProbe:
     """Compiled once per process; `enqueue` behind the work to read, `read` after synchronizing."""
 
@@ -87,18 +101,11 @@ class SmClockProbe:
         self._out = torch.zeros(2 * sms, dtype=torch.int64, device="cuda")
         self._spin = np.uint64(SPIN_CYCLES)
 
-    def _stream(self) -> Any:
-        import torch
-        from cuda.core import LEGACY_DEFAULT_STREAM, Stream
-
-        handle = int(torch.cuda.current_stream().cuda_stream)
-        return LEGACY_DEFAULT_STREAM if handle == 0 else Stream.from_handle(handle)
-
     def enqueue(self) -> None:
         from cuda.core import launch
 
         self._out.zero_()
-        launch(self._stream(), self._config, self._kernel, self._spin, self._out.data_ptr())
+        launch(torch_current_stream(), self._config, self._kernel, self._spin, self._out.data_ptr())
 
     def read(self) -> ProbeReading:
         """After the stream synchronized: the reading of the last enqueue."""
@@ -111,7 +118,7 @@ def shared_probe() -> SmClockProbe | str:
     try:
         return SmClockProbe()
     except Exception as exc:  # noqa: BLE001 - a probe that cannot be built must not stop a measurement
-        return f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
+        return _why(exc)
 
 
 def enqueue_probe() -> SmClockProbe | str:
@@ -122,7 +129,7 @@ def enqueue_probe() -> SmClockProbe | str:
     try:
         probe.enqueue()
     except Exception as exc:  # noqa: BLE001 - as above
-        return f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
+        return _why(exc)
     return probe
 
 
@@ -133,4 +140,4 @@ def read_probe(enqueued: SmClockProbe | str) -> dict[str, Any]:
     try:
         return enqueued.read().as_dict()
     except Exception as exc:  # noqa: BLE001 - as above
-        return ProbeReading(None, error=f"{type(exc).__name__}: {exc}".splitlines()[0][:200]).as_dict()
+        return ProbeReading(None, error=_why(exc)).as_dict()

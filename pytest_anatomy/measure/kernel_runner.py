@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_anatomy.gpu_query import clock_state
-from pytest_anatomy.measure.clock_probe import enqueue_probe, read_probe
 from pytest_anatomy.kernels.reference import TOLERANCE
 from pytest_anatomy.kernels.registry import CUDA_DIR, DeviceFacts, RungRefused, Variant, arch_for
+from pytest_anatomy.measure.clock_probe import enqueue_probe, read_probe, torch_current_stream
 from pytest_anatomy.stats import median
 from pytest_anatomy.units import GiB, MiB
 
@@ -125,12 +125,6 @@ class KernelRunner:
                             call.launch.threads_per_block, call.launch.shmem)})
         return out
 
-    def _stream(self) -> Any:
-        from cuda.core import LEGACY_DEFAULT_STREAM, Stream
-
-        handle = int(self.torch.cuda.current_stream().cuda_stream)
-        return LEGACY_DEFAULT_STREAM if handle == 0 else Stream.from_handle(handle)
-
     def prepare(self, variant: Variant, shape: Mapping[str, int], inputs: Mapping[str, Any]) -> Callable[[], Any]:
         """A zero-argument callable that runs the rung once on `inputs` and returns its output
         tensor. Allocations happen here, never inside the callable."""
@@ -160,7 +154,7 @@ class KernelRunner:
                 args.append(value.data_ptr() if kind == "ptr" else np.int32(value) if kind == "i32" else np.float32(value))
             cfg = LaunchConfig(grid=call.launch.grid, block=call.launch.block, shmem_size=call.launch.shmem)
             prepared.append((cfg, self.kernel(call.source, call.kernel, call.defines), tuple(args)))
-        stream = self._stream()
+        stream = torch_current_stream()
 
         def run() -> Any:
             for cfg, k, args in prepared:

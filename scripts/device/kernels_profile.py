@@ -85,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     import numpy as np
     from cuda.core import LaunchConfig, Program, ProgramOptions, launch
 
+    from pytest_anatomy.measure.clock_probe import torch_current_stream
     from pytest_anatomy.measure.kernel_runner import KernelRunner
 
     runner = KernelRunner()
@@ -96,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         if key not in inputs:
             inputs[key] = runner.inputs(lad, shape, v.dtype, seed=7)
         fn = runner.prepare(v, shape, inputs[key])
-        launch(runner._stream(), LaunchConfig(grid=(i + 1, 1, 1), block=(1, 1, 1)), marker, np.int32(i))
+        launch(torch_current_stream(), LaunchConfig(grid=(i + 1, 1, 1), block=(1, 1, 1)), marker, np.int32(i))
         fn()
         runner.torch.cuda.synchronize()
         print(f"[profile] {i + 1:3d} {lad}.{v.id} {shape_label(shape)}", file=sys.stderr, flush=True)
