@@ -263,37 +263,45 @@ def raw_files(batches: str) -> dict[str, tuple[Path, ...]]:
 
 
 @functools.lru_cache(maxsize=None)
-def raw_decode_intervals(path: Path) -> dict[tuple[str, int], list[float]]:
-    """(run id, attempt) -> the engine-clock intervals between the pure full-batch steps of every decode run of one raw
-    file, as the plan computes step_interval_engine_s (ls.decode_step_intervals). A part measured once is attempt 1."""
-    out: dict[tuple[str, int], list[float]] = {}
+def raw_decode_timelines(path: Path) -> dict[tuple[str, int], list[ls.TimelineStep]]:
+    """(run id, attempt) -> the step timeline of every decode run of one raw file (read and parsed once per file).
+    A part measured once is attempt 1."""
+    out: dict[tuple[str, int], list[ls.TimelineStep]] = {}
     for line in read_kept(path).decode("utf-8").splitlines():
         if ".decode.b" not in line[:80]:
             continue
         raw = json.loads(line)
         tl = raw["timeline"]
-        steps = [ls.TimelineStep(t=t, ctx_tokens=c, gen_requests=g, engine_t=e)
-                 for t, c, g, e in zip(tl["t"], tl["ctx_tokens"], tl["gen_requests"], tl["engine_t"], strict=True)]
-        batch = int(raw["id"].rsplit(".b", 1)[1])
-        out[(raw["id"], int(raw.get("attempt", 1)))] = ls.decode_step_intervals(steps, batch, engine_clock=True)
+        out[(raw["id"], int(raw.get("attempt", 1)))] = [
+            ls.TimelineStep(t=t, ctx_tokens=c, gen_requests=g, engine_t=e)
+            for t, c, g, e in zip(tl["t"], tl["ctx_tokens"], tl["gen_requests"], tl["engine_t"], strict=True)]
     return out
 
 
-def step_intervals(rec: Any) -> list[float] | None:
-    """A decode recording's engine-clock step intervals: its step_interval_engine_s samples (plans since 2026-12-02
-    keep them), else its session's raw timeline under results/<hw>/batches/, else None (a summary only)."""
-    samples = (rec.measurements.get("step_interval_engine_s.median") or {}).get("samples")
-    if samples:
-        return [float(v) for v in samples]
+def raw_timeline(rec: Any) -> list[ls.TimelineStep] | None:
+    """A decode recording's step timeline from its session's raw file under results/<hw>/batches/, else None."""
     if rec.path is None:
         return None
     run = rec.data.get("run") or {}
     key = (run.get("id", rec.name), int(run.get("attempt", 1)))
     for path in raw_files(str(Path(rec.path).parent.parent / "batches")).get(rec.provenance.get("date"), ()):
-        found = raw_decode_intervals(path).get(key)
+        found = raw_decode_timelines(path).get(key)
         if found is not None:
             return found
     return None
+
+
+def step_intervals(rec: Any) -> list[float] | None:
+    """A decode recording's engine-clock step intervals, as the plan computes step_interval_engine_s
+    (ls.decode_step_intervals): its samples (plans since 2026-12-02 keep them), else from its session's raw
+    timeline, else None (a summary only)."""
+    samples = (rec.measurements.get("step_interval_engine_s.median") or {}).get("samples")
+    if samples:
+        return [float(v) for v in samples]
+    steps = raw_timeline(rec)
+    if steps is None:
+        return None
+    return ls.decode_step_intervals(steps, int(rec.data["run"]["settings"]["batch"]), engine_clock=True)
 
 
 def run_validity(rec: Any) -> ls.DecodeValidity | None:

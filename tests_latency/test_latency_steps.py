@@ -21,6 +21,7 @@ from latency_setups import (
     h200_workload,
     mean_context,
     median_scatter,
+    raw_timeline,
     run_validity,
     step_budget,
     step_intervals,
@@ -450,23 +451,11 @@ def test_prefill_runs_are_the_recorded_ones(request, qwen, session_rec, target, 
 
 def _frontend_lags(rec) -> list[float]:
     """t - engine_t on a decode run's pure full-batch steps, from its session's raw timeline (results/<hw>/batches)."""
-    import json
-    from pathlib import Path
-
-    from latency_setups import raw_files
-
-    from pytest_anatomy.importers.device import read_kept
-
-    run = rec.data["run"]
-    batches = str(Path(rec.path).parent.parent / "batches")
-    for path in raw_files(batches)[rec.provenance["date"]]:
-        for line in read_kept(path).decode("utf-8").splitlines():
-            if f'"id":"{run["id"]}"' in line[:80]:
-                tl = json.loads(line)["timeline"]
-                return [t - e for t, c, g, e in zip(tl["t"], tl["ctx_tokens"], tl["gen_requests"], tl["engine_t"],
-                                                    strict=True)
-                        if c == 0 and g == run["settings"]["batch"] and e is not None]
-    raise AssertionError(f"{rec.name}@{rec.recorded_at}: no raw timeline")
+    steps = raw_timeline(rec)
+    if steps is None:
+        raise AssertionError(f"{rec.name}@{rec.recorded_at}: no raw timeline")
+    batch = rec.data["run"]["settings"]["batch"]
+    return [s.t - s.engine_t for s in steps if s.ctx_tokens == 0 and s.gen_requests == batch and s.engine_t is not None]
 
 
 @pytest.mark.gpu
