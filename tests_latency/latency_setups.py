@@ -32,7 +32,7 @@ from typing import Any
 import pytest
 
 from pytest_anatomy import held_out
-from pytest_anatomy.importers.device import read_kept
+from pytest_anatomy.importers.xz import read_kept
 from pytest_anatomy.measure import load_stats as ls
 from pytest_anatomy.specs.model import ModelSpec
 from pytest_anatomy.theory import calibration as cal

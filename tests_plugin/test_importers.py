@@ -250,7 +250,8 @@ def test_keep_raw_xz_is_one_stream_that_round_trips_byte_for_byte(tmp_path) -> N
     import lzma
     import random
 
-    from pytest_anatomy.importers.device import XZ_MAGIC, keep_raw
+    from pytest_anatomy.importers.device import keep_raw
+    from pytest_anatomy.importers.xz import XZ_MAGIC
 
     rng = random.Random(0)  # raw-jsonl-like lines: repetitive keys, noisy numbers
     lines = [json.dumps({"part": f"qwen2.5-7b.decode.b{rng.choice((1, 16, 64))}", "i": i,

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Iterator, NoReturn
 
 from pytest_anatomy import preregistration, recordings
+from pytest_anatomy.importers.xz import XZ_MAGIC
 from pytest_anatomy.specs.hardware import match_catalog
 from pytest_anatomy.units import MiB
 
@@ -60,17 +61,6 @@ def _hardware(provenance: dict[str, Any], fallback: dict[str, Any] | None = None
 def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
-
-XZ_MAGIC = b"\xfd7zXZ\x00"
-
-
-def read_kept(path: Path) -> bytes:
-    """A kept device file's bytes through every xz layer: keep_raw xz's large files, and before 2026-12-02 it xz'd
-    an already-xz'd upload a second time (every ncu.csv.xz kept under results/h200/batches before then)."""
-    raw = path.read_bytes()
-    while raw.startswith(XZ_MAGIC):
-        raw = lzma.decompress(raw)
-    return raw
 
 # keep_raw's xz: one LZMA2 stream, as `xz -9` wrote before 2026-12-02, but its fast preset's hash-chain match
 # finder at the normal mode and an 8 MiB dictionary. On the 8.8 MB latency-raw.jsonl of the 2026-12-02 02:26

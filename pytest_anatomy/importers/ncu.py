@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from pytest_anatomy import recordings
-from pytest_anatomy.importers.device import keep_raw, read_kept
+from pytest_anatomy.importers.device import keep_raw
+from pytest_anatomy.importers.xz import read_kept
 
 MARKER = "anatomy_marker"
 # torch kernels that build a rung's random inputs; launched before that rung's marker
