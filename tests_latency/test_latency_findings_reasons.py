@@ -190,6 +190,33 @@ def test_poisson_itl_means_are_the_recorded_ones(request, target, session_rec, s
 
 
 @recorded
+def test_poisson_itl_medians_between_are_the_recorded_ones(request, target, session_rec, setup_beside):
+    """lf.POISSON_ITL_MEDIAN_BETWEEN is every recorded Qwen2.5-7B session with a 0.8x Poisson run: the median ITL's
+    measured/simulated and repeat scatter at 0.5x, 0.8x and 1x (each with its own session's setup) and the 0.8x run's
+    engine steps, measured and simulated; and the premise its band rests on held in each: the 0.8x ratio lies between
+    the neighbours' (lf.neighbour_band)."""
+    model, factor = lf.QWEN, "0.8"
+    (low, high), = [rates for key, rates in lf.ITL_MEDIAN_NEIGHBOURS.items() if key == (model, factor)]
+    got = {}
+    for stamp in _stamps(request, target, f"{model}.poisson.f{factor}"):
+        rec = session_rec(f"{model}.poisson.f{factor}", not_after=stamp)
+        ratios = []
+        for f in (low, factor, high):
+            run = session_rec(f"{model}.poisson.f{f}", beside=rec)
+            assert run.recorded_at == stamp, (f, stamp)
+            ratios.append(load.load_ratio(setup_beside(model, run), run, "itl_median"))
+        simulated = load._sim(setup_beside(model, rec), rec)
+        got[stamp] = (*ratios, rec.data["run"]["result"]["timeline"]["steps"], simulated.steps)
+    assert list(got) == list(lf.POISSON_ITL_MEDIAN_BETWEEN)
+    for stamp, (lo, mid, hi, steps, sim) in lf.POISSON_ITL_MEDIAN_BETWEEN.items():
+        g_lo, g_mid, g_hi, g_steps, g_sim = got[stamp]
+        assert (*g_lo, *g_mid, *g_hi) == pytest.approx((*lo, *mid, *hi), abs=5e-5), stamp
+        assert (g_steps, g_sim) == (steps, sim), stamp
+        band = lf.neighbour_band([lo, hi], mid[1])
+        assert band[0] <= mid[0] <= band[1], (stamp, band)
+
+
+@recorded
 def test_overload_reasons_quote_the_recorded_runs(request, target, session_rec, setup_beside):
     """LLAMA_OVERLOAD_REASON's numbers are Llama-3.1-8B's overload run against its simulation (each at its printed
     precision); the Qwen2.5-7B prefill part it compares with is Qwen's run in the lighter regime; the Qwen runs of the
@@ -398,7 +425,7 @@ def test_decode_validity_flags_the_recorded_runs(request, target, session_rec):
     assert (round(min(sd for _, sd in clean) * 1e3, 2), round(max(sd for _, sd in clean) * 1e3, 2)) == (0.04, 0.53)
     assert (round(min(c.median_s for c, _ in clean) * 1e3, 1), round(max(c.median_s for c, _ in clean) * 1e3, 1)) == (
         4.7, 10.7)
-    assert len(clean) + len(flagged) == 132 + 4 and 0.3 < sum(tiny) / len(tiny) < 0.7, (len(clean), sum(tiny), len(tiny))
+    assert len(clean) + len(flagged) == 156 + 4 and 0.3 < sum(tiny) / len(tiny) < 0.7, (len(clean), sum(tiny), len(tiny))
 
 
 @recorded

@@ -430,7 +430,20 @@ def test_poisson_itl_mean_and_median(model, factor, request, latency_recording, 
     engine_setup = _setup(request, model, rec)
     res = _sim(engine_setup, rec)
     _reconcile_itl(reconcile, engine_setup, res, rec,
-                   bands={"itl_median": carried_band(request, model, rec, "itl_median", engine_setup)})
+                   bands={"itl_median": carried_band(request, model, rec, "itl_median", engine_setup)
+                          or between_band(request, model, factor, rec, engine_setup)})
+
+
+def between_band(request, model: str, factor: str, rec, setup) -> tuple[float, float] | None:
+    """lf.ITL_MEDIAN_NEIGHBOURS' band for this run's median ITL: between the same session's runs at the rates either
+    side (measured/simulated, each with its own session's setup), +- their repeat scatter and this run's."""
+    rates = lf.ITL_MEDIAN_NEIGHBOURS.get((model, factor))
+    if rates is None:
+        return None
+    latency_recording = request.getfixturevalue("latency_recording")
+    neighbours = [latency_recording(f"{model}.poisson.f{f}", beside=rec) for f in rates]
+    ends = [load_ratio(request.getfixturevalue("setup_beside")(model, n), n, "itl_median") for n in neighbours]
+    return lf.neighbour_band(ends, load_ratio(setup, rec, "itl_median")[1])
 
 
 @pytest.mark.gpu
