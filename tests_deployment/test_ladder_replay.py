@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+import ladder_findings as lf
 from pytest_anatomy.deployment_ladder import ladder_with_acceptance
 from pytest_anatomy.theory.deployment import GAIN_TARGET, gain_band
 from pytest_anatomy.theory.speculative import tokens_from_counters
@@ -57,10 +58,14 @@ def predicted_gains(model: str, workload: str, step: str, rec: Any) -> dict[str,
     return next(r for r in rows if r["step"] == "ngram")["gain"]
 
 
+# Each (model, workload, rung) with the findings of its gains (ladder_findings.py); ids as the stacked parametrize
+# gave them (step-workload-model).
+RUNG_CASES = [pytest.param(m, w, s, marks=lf.rung_marks(m, w, s, _row(m, w, s)["gain"] or {}), id=f"{s}-{w}-{m}")
+              for s in RUNGS for w in WORKLOADS for m in MODELS]
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize("model", MODELS)
-@pytest.mark.parametrize("workload", WORKLOADS)
-@pytest.mark.parametrize("step", RUNGS)
+@pytest.mark.parametrize(("model", "workload", "step"), RUNG_CASES)
 def test_rung_gain_is_within_20_percent(target, measured, reconcile, model: str, workload: str, step: str) -> None:
     row = _row(model, workload, step)
     rec = measured(f"{model}.{workload}.{step}", target=target)
@@ -145,3 +150,15 @@ def test_speculation_counters_give_e_and_the_draft_share() -> None:
                 f"{PER_POSITION}.2": 500, "aggregate.output_tokens": 10100, "aggregate.completed": 100})
     e, share = measured_speculation(rec)
     assert e == pytest.approx(2.5) and share == pytest.approx(2 / 7)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("rung_metric", list(lf.MEASURED_GAINS), ids=lambda rm: ".".join(rm))
+def test_finding_gains_are_the_recorded_ones(target, measured, rung_metric: tuple[str, str]) -> None:
+    """Every measured gain ladder_findings.py quotes, recomputed from the recordings (newest of each rung)."""
+    step, metric = rung_metric
+    rec = measured(f"{lf.MODEL}.{lf.WORKLOAD}.{step}", target=target)
+    parent = measured(f"{lf.MODEL}.{lf.WORKLOAD}.{_row(lf.MODEL, lf.WORKLOAD, step)['parent']}", target=target)
+    now, before = _value(rec, f"metrics.{metric}"), _value(parent, f"metrics.{metric}")
+    assert now is not None and before
+    assert lf.MEASURED_GAINS[rung_metric] == pytest.approx(now / before, abs=5e-5)

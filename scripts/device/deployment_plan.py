@@ -24,9 +24,9 @@ Files under --out-dir ($OUT): deployment.json (schema pytest-anatomy/deployment-
 after every run) and deployment-raw.jsonl (every request's chunk times and tokens, one line per run).
 Import into results/<hw>/deployment/ is not written yet (see docs/DEPLOYMENT.md).
 
-Budget: an engine start ~45-60 s (torch.compile cold; later starts of the same model reuse vLLM's
-compile cache), a workload run ~10-30 s; the 32 (model, workload, rung) runs need 28 engine starts
-(--dry-run lists them), ~45 minutes: more than one session's device time, so select with --models /
+Budget (measured 2026-12-02, see ENGINE_START_S): an engine start 38-60 s (torch.compile cold: each
+configuration compiles its own graph), a rag run 4-12 s; the first five rungs took 311 s of wall time; the 32 (model, workload, rung) runs need 28 engine starts
+(--dry-run lists them), ~36 minutes: more than one session's device time, so select with --models /
 --workloads / --steps and spread it over calls and visits, e.g. per call one model and one workload:
     --models qwen2.5-7b --workloads rag --steps baseline,limits,prefix_cache,fp8_weights,fp8_kv
     --models qwen2.5-7b --workloads rag --steps eager,ngram,plan_top
@@ -63,8 +63,12 @@ PREREGISTERED = REPO / "tests_deployment" / "preregistered.json"
 WORKLOAD_DIR = REPO / "tests_deployment" / "workloads"
 CONFIG_DIR = REPO / "pytest_anatomy" / "specs" / "configs"
 MAX_MODEL_LEN = 8192
-ENGINE_START_S = 60.0  # planning estimates, never compared with results
-RUN_S = 30.0
+# Planning estimates, never compared with results. Measured on the H200 2026-12-02 05:02 (deployment.log and
+# the engine recordings' startup_s): an engine start 38-60 s (bf16 38-50 s, fp8 57-60 s: torch.compile cold each
+# time) plus 1-2 s shutdown; a rag run (96 requests) 4.2-11.9 s plus 0.2 s warmup; the first engine of a call
+# also waits ~22 s for the imports. chat, eager and ngram runs are not measured yet: RUN_S keeps a margin.
+ENGINE_START_S = 60.0
+RUN_S = 15.0
 COUNTERS = ("vllm:prefix_cache_queries", "vllm:prefix_cache_hits", "vllm:spec_decode_num_drafts",
             "vllm:spec_decode_num_draft_tokens", "vllm:spec_decode_num_accepted_tokens", "vllm:num_preemptions")
 PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos"
