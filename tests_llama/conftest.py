@@ -34,6 +34,18 @@ def pytest_configure(config: pytest.Config) -> None:
                                        "recorded llama.cpp runs of these kinds")
 
 
+@pytest.fixture
+def measured(measured):
+    """The plugin's `measured`, then llama_runs.completed: every llama.cpp test (and every recording one reads
+    beside its own, e.g. a fit run) skips with the plan's own reason when the device plan skipped that run."""
+    from llama_runs import completed
+
+    def get(name: str, **kwargs):
+        return completed(measured(name, **kwargs))
+
+    return get
+
+
 @pytest.fixture(scope="session")
 def header_for():
     """header_for(run) -> the predicted GgufHeader of the run's file (llama_runs.header_for)."""

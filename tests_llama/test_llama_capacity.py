@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import pytest
+from llama_runs import mistyped
 
 from pytest_anatomy.measure.llama_log import MIB_HALF_STEP
 from pytest_anatomy.measure.measurement import Measurement
@@ -37,11 +38,9 @@ def test_llama_quantize_types_every_tensor_as_predicted(target, run, measured, h
     rec = measured(run.name)
     written = header_from_dict(rec.data["run"]["result"]["header"], f"{run.name} (recorded)")
     predicted = header_for(run)
-    wrong = [(p.name, p.ggml_type, w.ggml_type) for p, w in zip(predicted.tensors, written.tensors)
-             if (p.name, p.ggml_type, p.ne) != (w.name, w.ggml_type, w.ne)]
-    assert len(predicted.tensors) == len(written.tensors) and not wrong, (
-        f"{len(wrong)} tensors typed otherwise than llama_tensor_get_type's rules predict "
-        f"(name, predicted, written): {wrong[:8]}")
+    wrong = mistyped(predicted, written)
+    assert not wrong, (f"{len(wrong)} tensors typed otherwise than llama_tensor_get_type's rules predict "
+                       f"(name, predicted, written): {wrong[:8]}")
     reconcile("gguf_tensor_bytes", gguf_mix.tensor_bytes(predicted.tensors, run.weights), rec["tensor_bytes"],
               model=run.model)
 
