@@ -91,9 +91,10 @@ def test_server_gpu_memory_is_buffers_plus_a_cuda_context(target, run, measured,
     context, which is at least 0 and at most what a vLLM process holds outside torch on the same card
     (its init snapshot's non-torch memory, recorded by the capacity suite)."""
     rec = measured(run.name)
-    used, before = rec.measurements.get("load.gpu_memory_used_bytes"), rec.measurements.get("load.gpu_memory_before_bytes")
-    if used is None or before is None:
+    # rec[...] (a Measurement), not rec.measurements[...] (the recording's raw dict, which has no .value)
+    if not {"load.gpu_memory_used_bytes", "load.gpu_memory_before_bytes"} <= set(rec.measurements):
         pytest.skip(f"{run.name}: no nvidia-smi readings around the server start")
+    used, before = rec["load.gpu_memory_used_bytes"], rec["load.gpu_memory_before_bytes"]
     settings = _settings(run, rec)
     if not settings.flash_attn:
         pytest.skip(f"{run.name}: the compute buffer is not modelled without flash attention")
