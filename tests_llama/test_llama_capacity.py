@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import pytest
+from llama_findings import server_compute_band, server_marks
 from llama_runs import mistyped
 
 from pytest_anatomy.measure.llama_log import MIB_HALF_STEP
@@ -61,8 +62,8 @@ def _predict(kind: str, device: str, header, settings):
 
 
 @pytest.mark.gpu
-@pytest.mark.llama_runs("server-load", "server-sweep")
-def test_logged_buffers_from_config(target, run, measured, header_for, reconcile):
+@pytest.mark.llama_runs("server-load", "server-sweep", findings=server_marks)
+def test_logged_buffers_from_config(target, run, measured, header_for, reconcile, request):
     rec = measured(run.name)
     settings = _settings(run, rec)
     header = header_for(run)
@@ -73,8 +74,12 @@ def test_logged_buffers_from_config(target, run, measured, header_for, reconcile
             continue
         if kind == "compute" and not settings.flash_attn:
             continue  # lm.ComputeBufferNotModeled: without flash attention the score matrix may be the peak
+        # the server's compute buffer on the build of llama_findings.SERVER_COMPUTE_FINDING: its band is that
+        # finding's mechanism (server_compute_band), set only where the mark is (another build is judged alone)
+        band = (server_compute_band(header, settings) if kind == "compute" and request.node.get_closest_marker("finding")
+                else None)
         reconcile(f"llamacpp_{kind.lower()}_buffer_{device}", _predict(kind, device, header, settings), rec[name],
-                  abs=MIB_HALF_STEP, why=LOG_ROUNDING, model=run.model)
+                  abs=MIB_HALF_STEP, why=LOG_ROUNDING, model=run.model, finding_band=band)
         checked += 1
     assert checked >= 3, f"{run.name}: only {checked} buffer lines recorded; the load log lost its buffer lines"
     if rec.measurements.get("load.file_size_bytes") is not None:  # print_info: "file size = X MiB|GiB"
