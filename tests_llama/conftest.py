@@ -14,6 +14,7 @@ from __future__ import annotations
 import pytest
 from llama_runs import SUITE, runs_of
 
+from pytest_anatomy import recordings
 from pytest_anatomy import session as anatomy_session
 
 
@@ -23,15 +24,36 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         return
     kinds = tuple(marker.args)
     select = marker.kwargs.get("select", lambda run: True)
+    findings = marker.kwargs.get("findings")
     targets, results = anatomy_session.of_config(metafunc.config, SUITE)
-    params = [pytest.param(t, r, id=f"{t.name}-{r.test_id}")
+
+    def marks(t, r) -> tuple:
+        # a finding belongs to the build that measured the run (llama_findings.py): read at collection
+        if findings is None:
+            return ()
+        return tuple(findings(r, recordings.load_latest(results, t.name, SUITE, r.name).provenance))
+
+    params = [pytest.param(t, r, id=f"{t.name}-{r.test_id}", marks=marks(t, r))
               for t in targets if not t.live for r in runs_of(results, t, kinds) if select(r)]
     metafunc.parametrize(["target", "run"], params)
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "llama_runs(*kinds, select=None): parametrize (target, run) over the "
-                                       "recorded llama.cpp runs of these kinds")
+    config.addinivalue_line("markers", "llama_runs(*kinds, select=None, findings=None): parametrize (target, run) "
+                                       "over the recorded llama.cpp runs of these kinds; findings(run, provenance) "
+                                       "gives each run's finding marks")
+
+
+@pytest.fixture
+def measured(measured):
+    """The plugin's `measured`, then llama_runs.completed: every llama.cpp test (and every recording one reads
+    beside its own, e.g. a fit run) skips with the plan's own reason when the device plan skipped that run."""
+    from llama_runs import completed
+
+    def get(name: str, **kwargs):
+        return completed(measured(name, **kwargs))
+
+    return get
 
 
 @pytest.fixture(scope="session")

@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import pytest
+
+from pytest_anatomy import recordings
 from pytest_anatomy import targets as tg
 from pytest_anatomy.specs.gguf_file import GgufHeader, header_from_config
 from pytest_anatomy.specs.model import load_model
@@ -47,6 +50,22 @@ def runs_of(results: Path, target: tg.Target, kinds: tuple[str, ...]) -> list[Ll
     return [r for r in runs if r is not None and r.kind in kinds]
 
 
+def completed(rec: recordings.Recording) -> recordings.Recording:
+    """The recording of a run the device plan completed; a run it skipped (the plan's budget) is a pytest skip
+    naming the plan's reason, one that errored a failure quoting its error. The importer writes both as
+    recordings with provenance status "skipped" / "error" and no measurements, so without this a test would
+    fail on a missing quantity, or skip for a reason that is not the real one (no nvidia-smi readings)."""
+    status = rec.provenance.get("status")
+    if status in (None, "ok"):  # None: recordings without a plan status (ceilings, other suites)
+        return rec
+    result = (rec.data.get("run") or {}).get("result") or {}
+    why = result.get("reason") or result.get("error") or "the batch gives no reason"
+    message = f"{rec.name} was {status} on the device ({rec.recorded_at}): {why}"
+    if status == "skipped":
+        pytest.skip(message)
+    pytest.fail(message, pytrace=False)
+
+
 def predicted_header(model: str, weights: str, layers: int | None = None) -> GgufHeader:
     """The header llama-quantize writes, predicted: the converter's F16 layout of config.json, then the
     file type's mix. The tiny models are the plan's own shapes (see scripts/device/llama_plan.py)."""
@@ -57,6 +76,20 @@ def predicted_header(model: str, weights: str, layers: int | None = None) -> Ggu
 
 # The plan's tiny shape (scripts/device/llama_plan.py TINY); duplicated because scripts/ is not a package.
 TINY_SHAPE = {"hidden_size": 256, "intermediate_size": 512, "num_attention_heads": 4, "num_key_value_heads": 2}
+
+
+def mistyped(predicted: GgufHeader, written: GgufHeader) -> list[tuple[str, str, str]]:
+    """(name, predicted, written) for every tensor whose type or shape differs, matched by NAME, plus every
+    tensor only one header has ("absent" on the side without it). The order of a file's tensors is its
+    writer's (the plan's random-GGUF writer puts output_norm or output first; the converter sorts otherwise)
+    and llama-quantize keeps it: not part of what gguf_mix predicts, so a positional comparison would
+    report every tensor of a correctly typed file."""
+    by_name = {t.name: t for t in written.tensors}
+    wrong = [(p.name, p.ggml_type, by_name[p.name].ggml_type if p.name in by_name else "absent")
+             for p in predicted.tensors
+             if p.name not in by_name or (p.ggml_type, p.ne) != (by_name[p.name].ggml_type, by_name[p.name].ne)]
+    named = {t.name for t in predicted.tensors}
+    return wrong + [(t.name, "absent", t.ggml_type) for t in written.tensors if t.name not in named]
 
 
 def header_for(run: LlamaRun) -> GgufHeader:

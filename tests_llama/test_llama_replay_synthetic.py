@@ -39,12 +39,17 @@ def test_synthetic_batch_imports_and_replays(tmp_path):
     for c in (1, 8, 32, 64):
         src_rec = max((ROOT / "results" / "h200" / "latency").glob(f"qwen2.5-7b.closed.c{c}@*.json"))
         shutil.copyfile(src_rec, latency / src_rec.name)
+    # and the vLLM engine start whose CUDA context bounds llama-server's (test_server_gpu_memory_...)
+    capacity = results / "h200" / "capacity"
+    capacity.mkdir(parents=True)
+    src_rec = max((ROOT / "results" / "h200" / "capacity").glob("vllm-ledger.qwen2.5-7b.u0.90.len8192.eager@*.json"))
+    shutil.copyfile(src_rec, capacity / src_rec.name)
 
     ledger = tmp_path / "ledger.json"
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "tests_llama/test_llama_capacity.py", "tests_llama/test_llama_speed.py",
          "tests_llama/test_llama_crossover.py",
-         "-p", "no:cacheprovider", "-p", "no:xdist", "-q", "--anatomy-source=recorded",
+         "-p", "no:cacheprovider", "-p", "no:xdist", "-q", "-rs", "--anatomy-source=recorded",
          "-o", f"anatomy_results_dir={results}", f"--anatomy-report={ledger}"],
         cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
@@ -52,7 +57,11 @@ def test_synthetic_batch_imports_and_replays(tmp_path):
     names = {r["name"] for r in recs}
     assert {"gguf_tensor_bytes", "llamacpp_model_buffer_CUDA0", "llamacpp_kv_buffer_CUDA0",
             "llamacpp_compute_buffer_CUDA0", "llamacpp_tg128_tok_per_s", "llamacpp_pp512_tok_per_s",
-            "gguf_tensor_bytes_logged", "itl_median_c64", "crossover_concurrency_vs_vllm"} <= names
+            "gguf_tensor_bytes_logged", "itl_median_c64", "crossover_concurrency_vs_vllm",
+            "llamacpp_gpu_memory_growth"} <= names
+    # the run the plan skipped: its tests skip with the plan's reason (2 of them: buffers and GPU memory)
+    assert proc.stdout.count("qwen2.5-7b.q8_0.server-load.c_8192_np_1_fa_off was skipped on the device "
+                             "(2026-12-01T00:00:00Z): estimate 10 s > 9 s left") == 1, proc.stdout[-3000:]
     assert all(r["verdict"] == "agree" and r["source"] == "recorded" for r in recs), [
         (r["test_id"], r["name"], r["verdict"], r["source"]) for r in recs
         if r["verdict"] != "agree" or r["source"] != "recorded"]

@@ -193,21 +193,24 @@ CATALOGUE: tuple[Mutation, ...] = (
         "pytest_anatomy.theory.llamacpp_memory", "kv_cells",
         "    n_ctx = _pad(settings.n_ctx, KV_CELL_PADDING)\n", "    n_ctx = settings.n_ctx\n",
         _LLAMA_LEDGER + _LLAMA_RECORDED, survivor=(
-            "every recorded context is already a multiple of 256 (the H200 README's 4096, the seed's 262,144); "
-            "the H200 visit's `-c 8000 -np 3` load (8,448 cells, 99.00 MiB) catches it once imported")),
+            "no recorded load shows the first padding: the 2026-12-02 H200 visit's `-c 8000 -np 3` pads per slot "
+            "either way (8000 // 3 and 8192 // 3 both pad to 2,816 cells) and its other contexts are multiples of "
+            "256; the plan's `-c 16000 --kv-unified` load (16,128 cells) catches it on the next visit")),
     Mutation(
         "llamacpp-decode-weight-bytes-x1.05", "llama.cpp", "decode reads the weights x1.05",
         "pytest_anatomy.theory.llamacpp_latency", "decode_time",
         "            s = b / (calib.read_bandwidth * att)\n", "            s = 1.05 * b / (calib.read_bandwidth * att)\n",
         _LLAMA_LEDGER + _LLAMA_RECORDED, survivor=(
-            "no llama.cpp timing is recorded yet: the H200 visit's tg128 runs (the 7B Q4_K_M and the 0.5B files, "
-            "checked against constants fitted on the 7B F16 and Q8_0) are its first catch")),
+            "the 2026-12-02 H200 visit recorded the tiny and 0.5B tg128 runs but skipped the 7B F16 and Q8_0 fit "
+            "runs on budget, so test_llama_speed skips; the next visit benches the 7B F16 first (llama_plan.py "
+            "MEASURE_ORDER) and its checked decodes catch it")),
     Mutation(
         "llamacpp-decode-overhead-dropped", "llama.cpp", "decode without the per-token overhead",
         "pytest_anatomy.theory.llamacpp_latency", "decode_time",
         "    total += kv_s + calib.overhead_s\n", "    total += kv_s\n",
         _LLAMA_LEDGER + _LLAMA_RECORDED, survivor=(
-            "no llama.cpp timing is recorded yet; the H200 visit's 0.5B decodes, mostly overhead, will catch it")),
+            "the 0.5B decodes (mostly overhead) are recorded, but their prediction needs the 7B F16 and Q8_0 fit "
+            "runs the 2026-12-02 visit skipped on budget; the next visit's 0.5B decodes catch it")),
     Mutation(
         "flashattn-causal-flops-x2", "flash attention", "causal attention FLOPs x2 (no mask halving)",
         "pytest_anatomy.theory.attention", "visible_pairs",

@@ -11,14 +11,14 @@ Phases (`--phase`):
            whose decode time is the per-token overhead at that layer count (their weights are a few MB).
            The tensors are a repeated random block, not fresh noise: llama.cpp's speed and memory do
            not depend on the values, and 15 GB of fresh normal samples would take minutes.
-  measure  (after the build) in priority order, each run appended to $OUT/llama.json as it ends:
-           quantize every F16 model to Q8_0 and Q4_K_M (the 7B in the background) and record the
-           header llama-quantize wrote (gguf-py); llama-bench pp512/tg128 (-fa 1, -r 5, not verbose) on the
-           tiny models, the 0.5B and the 7B in F16, Q8_0 and Q4_K_M; llama-server load ledgers
-           (-lv 4) with settings that exercise each ledger rule (per-slot cell padding, a quantized KV cache,
-           a unified cache, a small ubatch) with nvidia-smi's memory.used while loaded; a concurrency
-           sweep (C = 1, 2, 4 ... 64 requests of 1024 token ids + 256 tokens sent at once, vLLM's recorded
-           shape) on the 7B Q4_K_M, then C = 1, 8, 32, 64 on the 7B F16 (last: skipped if the budget is spent).
+  measure  (after the build) each run appended to $OUT/llama.json as it ends: a background thread runs
+           llama-quantize (Q8_0, Q4_K_M) on the 0.5B and 7B files, then gguf-py's header reads (class
+           Background); the GPU runs go in MEASURE_ORDER, each waiting only for its own file: llama-bench
+           pp512/tg128 (-fa 1, -r 5) on the tiny models and the 7B F16 (the fits every speed test needs), the
+           0.5B files and their llama-server load ledgers (-lv 4, nvidia-smi's memory.used while loaded), the 7B
+           Q8_0 and Q4_K_M as their files appear, a concurrency sweep (C = 1, 2, 4 ... 64 requests of 1024
+           token ids + 256 tokens at once, vLLM's recorded shape) on the 7B Q4_K_M, then C = 1, 8, 32, 64 on the
+           7B F16. The tiny files are quantized in the foreground first (a second each).
 A run starts only if its estimate fits what is left of --budget-s (counted from the measure
 phase's start); the rest are written as skipped. llama-perplexity is not run: the device build
 does not make it, and on random weights a perplexity measures nothing.
@@ -96,28 +96,73 @@ class ServerCase:
 
 
 # Each load exercises a ledger rule: per-slot cells padded to 256 (8000 / 3 -> 2816 x 3), a q8_0 cache
-# (rows padded to 512 elements), a unified cache with a small ubatch, the 7B's Q6_K rows.
+# (rows padded to 512 elements), a unified cache with a small ubatch and a padded n_ctx, the 7B's Q6_K rows.
 SERVERS = (
     ServerCase("qwen2.5-0.5b", "F16", ("-c", "8000", "-np", "3", "-fa", "on")),
     ServerCase("qwen2.5-0.5b", "Q8_0", ("-c", "4096", "-np", "1", "-fa", "on", "-ctk", "q8_0", "-ctv", "q8_0")),
-    ServerCase("qwen2.5-0.5b", "Q4_K_M", ("-c", "16384", "-np", "4", "-fa", "on", "--kv-unified", "-ub", "256")),
+    # -c 16000: not a multiple of 256, so the unified cache shows n_ctx's own padding (16,128 cells), which no
+    # per-slot load can (2026-12-02: 8000 // 3 and 8192 // 3 both pad to 2,816)
+    ServerCase("qwen2.5-0.5b", "Q4_K_M", ("-c", "16000", "-np", "4", "-fa", "on", "--kv-unified", "-ub", "256")),
     ServerCase("qwen2.5-7b", "Q8_0", ("-c", "8192", "-np", "1", "-fa", "off")),
     # -c 81920 -np 64: 1280 cells per slot, room for 1024 + 256
     ServerCase("qwen2.5-7b", "Q4_K_M", ("-c", "81920", "-np", "64", "-fa", "on"), sweep=True),
     ServerCase("qwen2.5-7b", "F16", ("-c", "81920", "-np", "64", "-fa", "on"), sweep=True, levels=(1, 8, 32, 64)),
 )
 
-# Planning estimates in seconds (rough, conservative; never compared with results).
-EST = {"quantize-small": 4, "quantize-7b": 60, "bench-tiny": 4, "bench-small": 6, "bench-7b": 16,
-       "server-load": 10, "sweep-level": 6, "header": 1}
+# Planning estimates in seconds. "measured": the longest elapsed_s of that kind on the 2026-12-02 05:07 visit
+# (results/h200/batches/20261202T050740Z/llama.json), rounded up; the rest are not measured yet (the 7B benches,
+# the 7B loads and the sweeps were skipped on budget) and stay conservative guesses.
+EST = {"quantize-small": 4,  # measured 0.9-3.3 s of llama-quantize (tiny, 0.5B)
+       "header": 1,  # measured 0.03 s: gguf-py on a file without a tokenizer (the tiny models)
+       "header-vocab": 21,  # measured 14.6-20.8 s: gguf-py reading the 151k-token vocabulary and merges
+       "quantize-7b-Q8_0": 24, "quantize-7b-Q4_K_M": 84,  # measured 23.8 s and 83.1 s (12 threads, nice 10)
+       "bench-tiny": 2, "bench-small": 2,  # measured 1.0-1.2 s and 1.7-2.0 s
+       "bench-7b": 16,  # guess: 15 GB from the page cache, 5 x (pp512 + tg128) at ~100 tok/s for F16
+       "server-load-small": 2,  # measured 1.3-1.5 s (0.5B)
+       "server-load": 10, "sweep-level": 6}  # guesses (7B)
 
 
 def est_sweep(case: ServerCase) -> float:
     return EST["sweep-level"] * len(case.levels) if case.sweep else 0.0
 
 
+def est_server(case: ServerCase) -> float:
+    return EST["server-load" if case.model == "qwen2.5-7b" else "server-load-small"] + est_sweep(case)
+
+
 def est_bench(m: Model) -> float:
     return EST["bench-7b"] if m.id == "qwen2.5-7b" else EST["bench-tiny"] if m.tiny else EST["bench-small"]
+
+
+def est_header(m: Model) -> float:
+    return EST["header"] if m.tiny else EST["header-vocab"]
+
+
+def est_quantize(m: Model, weights: str) -> float:
+    """llama-quantize and the header read after it (a quantize run records both)."""
+    if m.tiny:
+        return EST["quantize-small"] + EST["header"]
+    quant = EST[f"quantize-7b-{weights}"] if m.id == "qwen2.5-7b" else EST["quantize-small"]
+    return quant + EST["header-vocab"]
+
+
+# The GPU runs in order of value, each as (kind, model or server id, weights): the 2026-12-02 visit quantized the
+# 7B (144 s) before any 7B bench and then had no budget left for them, so every speed test (all calibrated on the
+# 7B F16 and Q8_0 benches) skipped. Now: the tiny overheads and the 7B F16 fit (no quantization needed), the 0.5B
+# files (ready seconds in), the 0.5B loads, then each 7B quantized file's bench and server as soon as it exists
+# (Q8_0 ~24 s in, the second fit; Q4_K_M ~110 s in, checked, with its sweep for the crossover), the F16 sweep last.
+_LOADS = {c.id: c for c in SERVERS}
+MEASURE_ORDER: tuple[tuple[str, str, str], ...] = (
+    *(("bench", m, w) for m in ("tiny-24l", "tiny-28l") for w in ("F16", "Q8_0", "Q4_K_M")),
+    ("bench", "qwen2.5-7b", "F16"),
+    *(("bench", "qwen2.5-0.5b", w) for w in ("F16", "Q8_0", "Q4_K_M")),
+    *(("server", c.id, c.weights) for c in SERVERS if c.model == "qwen2.5-0.5b"),
+    ("bench", "qwen2.5-7b", "Q8_0"),
+    *(("server", c.id, c.weights) for c in SERVERS if c.model == "qwen2.5-7b" and c.weights == "Q8_0"),
+    ("bench", "qwen2.5-7b", "Q4_K_M"),
+    *(("server", c.id, c.weights) for c in SERVERS if c.model == "qwen2.5-7b" and c.weights == "Q4_K_M"),
+    *(("server", c.id, c.weights) for c in SERVERS if c.model == "qwen2.5-7b" and c.weights == "F16"),
+)
 
 
 # --- output ---------------------------------------------------------------------------------
@@ -174,81 +219,11 @@ def provenance(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-# --- phase: models ------------------------------------------------------------------------------
-def write_f16(model: Model, path: Path, writer_dir: Path) -> dict[str, Any]:
-    """An F16 GGUF of the model's shape; make_random_gguf.py's header and tokenizer, fast tensor fill."""
-    sys.path.insert(0, str(writer_dir))
-    import gguf
-    import make_random_gguf as mrg
-    import numpy as np
-
-    t0 = time.monotonic()
-    cfg = dict(mrg.PRESETS[model.preset])
-    if model.tiny:
-        cfg.update(TINY)
-    s = mrg.shape_from_config(cfg, model.layers)
-    w = gguf.GGUFWriter(str(path), s["arch"])
-    w.add_name(f"random-{model.id}-f16")
-    w.add_context_length(s["ctx"])
-    w.add_embedding_length(s["H"])
-    w.add_block_count(s["L"])
-    w.add_feed_forward_length(s["FF"])
-    w.add_head_count(s["NH"])
-    w.add_head_count_kv(s["NKV"])
-    w.add_rope_freq_base(s["theta"])
-    w.add_layer_norm_rms_eps(s["eps"])
-    w.add_vocab_size(s["V"])
-    w.add_file_type(mrg.FTYPE["f16"])
-    if model.tiny:
-        w.add_tokenizer_model("none")
-    else:
-        tokens, types, merges = mrg.synthetic_bpe(s["V"])
-        w.add_tokenizer_model("gpt2")
-        w.add_tokenizer_pre(mrg.PRE.get(s["arch"], "default"))
-        w.add_token_list(tokens)
-        w.add_token_types(types)
-        w.add_token_merges(merges)
-        w.add_bos_token_id(s["V"] - 3)
-        w.add_eos_token_id(s["V"] - 1)
-        w.add_pad_token_id(s["V"] - 3)
-        w.add_add_bos_token(False)
-        w.add_chat_template(mrg.CHATML)
-    plan = mrg.tensor_list(s)
-    for name, shape, _ in plan:
-        kind, npdt, nbytes, sshape = mrg.storage(shape, "f16")
-        w.add_tensor_info(name, sshape, np.dtype(npdt), nbytes, raw_dtype=None)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_ti_data_to_file()
-    block = (np.random.default_rng(0).standard_normal(1 << 20, dtype=np.float32) * 0.02)
-    for name, shape, is_norm in plan:
-        n = int(np.prod(shape))
-        if is_norm or len(shape) == 1:
-            d = np.ones(shape, np.float32) if is_norm else np.resize(block, n).reshape(shape)
-        else:
-            d = np.resize(block.astype(np.float16), n).reshape(shape)
-        w.write_tensor_data(d)
-    w.close()
-    return {"path": str(path), "seconds": time.monotonic() - t0, "bytes": path.stat().st_size}
-
-
 def phase_models(args: argparse.Namespace) -> int:
-    models = Path(args.models_dir)
-    models.mkdir(parents=True, exist_ok=True)
-    wanted = set(args.models.split(",")) if args.models else {m.id for m in MODELS}
-    order = sorted((m for m in MODELS if m.id in wanted), key=lambda m: m.id == "qwen2.5-7b")  # the 7B last: the small ones are needed first
-    report = []
-    for m in order:
-        p = m.path(models, "F16")
-        try:
-            r = write_f16(m, p.with_suffix(".part"), Path(args.writer_dir))
-            p.with_suffix(".part").replace(p)
-            report.append({"model": m.id, **r, "path": str(p)})
-        except Exception as exc:  # noqa: BLE001 - reported; the measure phase skips what is missing
-            report.append({"model": m.id, "error": f"{type(exc).__name__}: {exc}"})
-        print(f"[models] {report[-1]}", flush=True)
-    (models / "models.json").write_text(json.dumps(report, indent=1))
-    return 0
+    """The models phase (scripts/device/llama_models.py, beside this file: kept apart for size)."""
+    from llama_models import phase_models as write_all
+
+    return write_all(args, MODELS, TINY)
 
 
 # --- phase: measure -------------------------------------------------------------------------------
@@ -291,23 +266,31 @@ class Runner:
     def left(self) -> float:
         return self.args.budget_s - (time.monotonic() - self.t0)
 
+    def skip(self, run_id: str, kind: str, settings: dict[str, Any], est: float) -> None:
+        self.batch.add({"id": run_id, "kind": kind, "settings": settings,
+                        "result": {"status": "skipped", "reason": f"estimate {est:.0f} s > {self.left():.0f} s left"}})
+        print(f"[skip] {run_id}", flush=True)
+
+    def record(self, run_id: str, kind: str, settings: dict[str, Any], result: dict[str, Any],
+               elapsed: float) -> dict[str, Any]:
+        run = {"id": run_id, "kind": kind, "settings": settings, "result": {**result, "elapsed_s": elapsed}}
+        self.batch.add(run)
+        print(f"[{result['status']}] {run_id} {elapsed:.1f} s ({self.left():.0f} s left)", flush=True)
+        return run
+
     def run(self, run_id: str, kind: str, settings: dict[str, Any], est: float,
-            body: Callable[[], dict[str, Any]]) -> dict[str, Any] | None:
+            body: Callable[[], dict[str, Any]], spent: float = 0.0) -> dict[str, Any] | None:
+        """body() recorded with its status and elapsed_s (plus `spent`: work done for it earlier), or skipped
+        when its estimate does not fit what is left of the budget."""
         if est > self.left():
-            self.batch.add({"id": run_id, "kind": kind, "settings": settings,
-                            "result": {"status": "skipped", "reason": f"estimate {est:.0f} s > {self.left():.0f} s left"}})
-            print(f"[skip] {run_id}", flush=True)
+            self.skip(run_id, kind, settings, est)
             return None
         t0 = time.monotonic()
         try:
             result = {"status": "ok", **body()}
         except Exception as exc:  # noqa: BLE001 - the run is recorded as failed, the plan goes on
             result = {"status": "error", "error": f"{type(exc).__name__}: {exc}"[:4000]}
-        result["elapsed_s"] = time.monotonic() - t0
-        run = {"id": run_id, "kind": kind, "settings": settings, "result": result}
-        self.batch.add(run)
-        print(f"[{result['status']}] {run_id} {result['elapsed_s']:.1f} s ({self.left():.0f} s left)", flush=True)
-        return run
+        return self.record(run_id, kind, settings, result, spent + time.monotonic() - t0)
 
 
 def bench_body(path: Path) -> Callable[[], dict[str, Any]]:
@@ -360,144 +343,120 @@ def server_body(case: ServerCase, path: Path, out: Path, deadline: float) -> Cal
     return body
 
 
+class Background:
+    """CPU work beside the GPU runs, in one thread, so that no GPU run waits on what it does not need.
+
+    First llama-quantize for the 0.5B and 7B files (each uses QUANT_THREADS cores; `ready(m, w)` is set the moment
+    a file is written, so its bench starts then), then gguf-py's header reads of those files and of the F16 files
+    with a vocabulary. On the 2026-12-02 visit those reads took 14.6-20.8 s each (108 s of its 240 s budget) in
+    the foreground, before the 7B quantizations even started. A quantize run's elapsed_s is its own work
+    (llama-quantize + header read), not the wall time it waited in between."""
+
+    def __init__(self, r: Runner, quant: list[tuple[Model, str]], headers: list[Model]) -> None:
+        self.r, self.quant, self.headers = r, quant, headers
+        self._ready = {(m.id, w): threading.Event() for m, w in quant}
+        self.thread = threading.Thread(target=self._work, daemon=True)
+
+    def ready(self, m: Model, w: str) -> bool:
+        """Wait for the file (or its quantize to be skipped or fail); True if it exists."""
+        event = self._ready.get((m.id, w))
+        if event is not None:
+            event.wait()
+        return m.path(self.r.models, w).is_file()
+
+    def _work(self) -> None:
+        done = []
+        for m, w in self.quant:
+            rid, settings = f"{m.id}.{w.lower()}.quantize", {"model": m.id, "weights": w}
+            try:
+                est = est_quantize(m, w)
+                if est > self.r.left():
+                    self.r.skip(rid, "quantize", settings, est)
+                    continue
+                t0 = time.monotonic()
+                try:
+                    res = quantize(m.path(self.r.models, "F16"), m.path(self.r.models, w), w)
+                except Exception as exc:  # noqa: BLE001 - recorded; the plan goes on without the file
+                    self.r.record(rid, "quantize", settings, {"status": "error", "error": f"{type(exc).__name__}: {exc}"},
+                                  time.monotonic() - t0)
+                    continue
+                done.append((m, w, rid, settings, res))
+            finally:
+                self._ready[(m.id, w)].set()
+        for m, w, rid, settings, res in done:
+            self.r.run(rid, "quantize", settings, 0.0,
+                       lambda m=m, w=w, res=res: {**res, **header_body(m.path(self.r.models, w))}, spent=res["seconds"])
+        for m in self.headers:
+            self.r.run(f"{m.id}.f16.header", "header", {"model": m.id, "weights": "F16"}, est_header(m),
+                       lambda m=m: header_body(m.path(self.r.models, "F16")))
+
+
+def header_body(path: Path) -> dict[str, Any]:
+    h = header_summary(path)
+    return {"header": h, "metrics": {"tensor_bytes": h["tensor_bytes"], "file_bytes": h["file_bytes"]}}
+
+
 def phase_measure(args: argparse.Namespace) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     batch = Batch(out, provenance(args))
     r = Runner(args, batch)
+    add_ceilings(batch, out / "ceilings.json")
     models = {m.id: m for m in MODELS}
-    ceilings = out / "ceilings.json"  # measured during the build (llama_visit.sh), the rooflines' denominators
-    if ceilings.is_file():
-        try:
-            batch.add({"id": "ceilings", "kind": "ceilings", "settings": {}, "result": json.loads(ceilings.read_text())})
-        except json.JSONDecodeError as exc:
-            batch.add({"id": "ceilings", "kind": "ceilings", "settings": {},
-                       "result": {"status": "error", "error": f"ceilings.json: {exc}"}})
-
-    def have(m: Model, w: str) -> bool:
-        return m.path(r.models, w).is_file()
-
-    # 1. quantize: small models now, the 7B in a background thread (CPU) while the GPU benches the rest
-    seven = models["qwen2.5-7b"]
-    quant_7b: list[tuple[str, dict[str, Any], Callable[[], dict[str, Any]]]] = []
-    for m in MODELS:
+    have = [m for m in MODELS if m.path(r.models, "F16").is_file()]
+    # 1. the tiny files in the foreground (a second each, and their benches come first); the rest in the background
+    bg = Background(r, [(m, q) for m in have if not m.tiny for q in QUANT_TYPES], [m for m in have if not m.tiny])
+    bg.thread.start()
+    for m in (m for m in have if m.tiny):
         for q in QUANT_TYPES:
-            if not have(m, "F16"):
-                continue
-            rid = f"{m.id}.{q.lower()}.quantize"
+            r.run(f"{m.id}.{q.lower()}.quantize", "quantize", {"model": m.id, "weights": q}, EST["quantize-small"],
+                  lambda m=m, q=q: {**quantize(m.path(r.models, "F16"), m.path(r.models, q), q),
+                                    **header_body(m.path(r.models, q))})
+        r.run(f"{m.id}.f16.header", "header", {"model": m.id, "weights": "F16"}, est_header(m),
+              lambda m=m: header_body(m.path(r.models, "F16")))
 
-            def qbody(m: Model = m, q: str = q) -> dict[str, Any]:
-                res = quantize(m.path(r.models, "F16"), m.path(r.models, q), q)
-                header = header_summary(m.path(r.models, q))
-                return {**res, "header": header, "metrics": {"tensor_bytes": header["tensor_bytes"],
-                                                             "file_bytes": header["file_bytes"]}}
-            if m is seven:
-                quant_7b.append((rid, {"model": m.id, "weights": q}, qbody))
-            else:
-                r.run(rid, "quantize", {"model": m.id, "weights": q}, EST["quantize-small"], qbody)
-    for m in MODELS:  # the F16 headers, as written
-        if have(m, "F16"):
-            r.run(f"{m.id}.f16.header", "header", {"model": m.id, "weights": "F16"}, EST["header"],
-                  lambda m=m: (lambda h: {"header": h, "metrics": {"tensor_bytes": h["tensor_bytes"],
-                                                                     "file_bytes": h["file_bytes"]}})(
-                      header_summary(m.path(r.models, "F16"))))
-    # one after the other in one background thread (each quantize uses every core); both overlap the benches
-    background = threading.Thread(target=lambda: [r.run(rid, "quantize", st, EST["quantize-7b"], body)
-                                                  for rid, st, body in quant_7b])
-    background.start()
-    # 2. llama-bench: tiny (overhead), 0.5B, then the 7B (its quantized files may still be in the making)
-    for m in (models["tiny-24l"], models["tiny-28l"], models["qwen2.5-0.5b"], seven):
-        if m is seven:
-            background.join()
-        for w in ("F16", "Q8_0", "Q4_K_M"):
-            if have(m, w):
-                beside = f"llama-quantize (nice 10, {QUANT_THREADS} threads)" if background.is_alive() else None
-                r.run(f"{m.id}.{w.lower()}.bench", "bench",
-                      {"model": m.id, "weights": w, "n_prompt": 512, "n_gen": 128, "repetitions": 5,
-                       "flash_attn": True, "n_gpu_layers": 99, "running_beside": beside},
-                      est_bench(m), bench_body(m.path(r.models, w)))
-    # 3. llama-server: load ledgers, and the concurrency sweeps
-    for case in SERVERS:
+    def bench(m: Model, w: str) -> None:
+        if not bg.ready(m, w):
+            return
+        beside = f"{bg.thread.name}: llama-quantize (nice 10, {QUANT_THREADS} threads) or a header read" \
+            if bg.thread.is_alive() else None
+        r.run(f"{m.id}.{w.lower()}.bench", "bench",
+              {"model": m.id, "weights": w, "n_prompt": 512, "n_gen": 128, "repetitions": 5, "flash_attn": True,
+               "n_gpu_layers": 99, "running_beside": beside}, est_bench(m), bench_body(m.path(r.models, w)))
+
+    def server(case: ServerCase) -> None:
         m = models[case.model]
-        if have(m, case.weights):
-            est = EST["server-load"] + est_sweep(case)
-            deadline = time.monotonic() + max(0.0, r.left() - 10)
-            r.run(case.id, "server", {"model": case.model, "weights": case.weights, "args": list(case.args),
-                                      "sweep": {"levels": list(case.levels), "n_prompt": SWEEP_PROMPT, "n_gen": SWEEP_GEN}
-                                      if case.sweep else None},
-                  est, server_body(case, m.path(r.models, case.weights), out, deadline))
+        if not bg.ready(m, case.weights):
+            return
+        deadline = time.monotonic() + max(0.0, r.left() - 10)
+        r.run(case.id, "server", {"model": case.model, "weights": case.weights, "args": list(case.args),
+                                  "sweep": {"levels": list(case.levels), "n_prompt": SWEEP_PROMPT, "n_gen": SWEEP_GEN}
+                                  if case.sweep else None},
+              est_server(case), server_body(case, m.path(r.models, case.weights), out, deadline))
+
+    # 2. GPU runs by value (docs/LLAMA.md): every speed prediction needs the tiny overheads and the 7B F16 fit,
+    # the 7B Q8_0 fit next; each waits only for its own file
+    servers = {c.id: c for c in SERVERS}  # a case MEASURE_ORDER does not name runs last (the fake-tools test's)
+    for kind, name, weights in (*MEASURE_ORDER, *(("server", c.id, c.weights) for c in SERVERS
+                                                 if ("server", c.id, c.weights) not in MEASURE_ORDER)):
+        if kind == "bench":
+            bench(models[name], weights)
+        elif name in servers:
+            server(servers[name])
+    bg.thread.join()
     print(f"[done] {len(batch.doc['runs'])} runs, {r.left():.0f} s of the budget left", flush=True)
     return 0
 
 
-def dry_run(args: argparse.Namespace) -> int:
-    rows = []
-    for m in MODELS:
-        for q in QUANT_TYPES:
-            rows.append((f"{m.id}.{q.lower()}.quantize", EST["quantize-7b"] if m.id == "qwen2.5-7b" else EST["quantize-small"],
-                         "background" if m.id == "qwen2.5-7b" else ""))
-    for m in MODELS:
-        for w in ("F16", "Q8_0", "Q4_K_M"):
-            rows.append((f"{m.id}.{w.lower()}.bench", est_bench(m), ""))
-    for c in SERVERS:
-        rows.append((c.id, EST["server-load"] + est_sweep(c), ""))
-    t = 0.0
-    print(f"{'run':70s} {'est s':>6s} {'cum s':>6s}")
-    for rid, est, note in rows:
-        if note != "background":
-            t += est
-        print(f"{rid:70s} {est:6.0f} {t:6.0f} {note}")
-    print(f"serial estimate {t:.0f} s against --budget-s {args.budget_s:.0f} s "
-          f"(the 7B quantizations overlap the benches); runs that do not fit are written as skipped")
-    return 0 if t <= args.budget_s else 1
-
-
-# --- pre-registration: the numbers this visit should measure, written before it -----------------------
-# Priors: the newest H200 ceilings recording before the visit, theory/llamacpp_latency.py's PRIOR constants,
-# and a per-layer overhead from the device README's one llama.cpp measurement (Qwen2.5-0.5B, -fa 1, tg128:
-# F16 775.2, Q4_K_M 822.3 tok/s, minus their roofline at the priors), scaled by layers. The 0.5B F16 and
-# Q4_K_M decodes are where that overhead came from, so they are not pre-registered.
-PRIOR_CEILINGS = "results/h200/ceilings/ceilings@20261201T051555.000000Z.json"
-README_TG128 = {"F16": 775.2, "Q4_K_M": 822.3}
-PREREG_BAND = {"attainment": 0.15, "overhead": 0.30}  # the priors' relative uncertainty, summed per term
-
-
-def preregister() -> dict[str, Any]:
-    from dataclasses import replace
-
-    from pytest_anatomy.specs.gguf_file import header_from_config
-    from pytest_anatomy.specs.model import load_model
-    from pytest_anatomy.theory import gguf_mix
-    from pytest_anatomy.theory import llamacpp_latency as ll
-
-    ceil = json.loads((REPO / PRIOR_CEILINGS).read_text())["measurements"]
-    read, mm = ceil["read_bandwidth.value"]["value"], ceil["matmul_bf16.value"]["value"]
-
-    def header(model: str, weights: str):
-        f16 = header_from_config(load_model(model))
-        return f16 if weights == "F16" else replace(f16, tensors=gguf_mix.quantized_types(f16, weights))
-
-    zero = ll.LlamaCalibration(read, mm, 0.0, source="priors")
-    per_layer = {w: (1 / v - ll.decode_time(header("qwen2.5-0.5b", w), zero, context=63.5).value) / 24
-                 for w, v in README_TG128.items()}
-    rows = []
-    for model in ("qwen2.5-0.5b", "qwen2.5-7b"):
-        for weights in ("F16", "Q8_0", "Q4_K_M"):
-            if model == "qwen2.5-0.5b" and weights in README_TG128:
-                continue
-            h = header(model, weights)
-            overhead = per_layer["F16" if weights == "F16" else "Q4_K_M"] * h.block_count
-            t = ll.decode_time(h, replace(zero, overhead_s=overhead), context=63.5)
-            bytes_s = t.value - overhead
-            band = (PREREG_BAND["attainment"] * bytes_s + PREREG_BAND["overhead"] * overhead) / t.value
-            rows.append({"run": f"{model}.{weights.lower()}.bench", "quantity": "tg128.tok_per_s.median",
-                         "predicted": 1 / t.value, "ratio": [1 / (1 + band), 1 / (1 - band)],
-                         "terms_s": {"bytes": bytes_s, "overhead": overhead}})
-    return {"written_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "priors": {"ceilings": PRIOR_CEILINGS, "read_bandwidth": read, "attainment": dict(ll.PRIOR_ATTAINMENT),
-                       "overhead_per_layer_s": per_layer, "overhead_source": "shared/device/llama/README.md tg128",
-                       "band": PREREG_BAND},
-            "predictions": rows}
+def add_ceilings(batch: Batch, ceilings: Path) -> None:
+    """The session's ceilings (measured during the build by llama_visit.sh): the rooflines' denominators."""
+    if not ceilings.is_file():
+        return
+    try:
+        batch.add({"id": "ceilings", "kind": "ceilings", "settings": {}, "result": json.loads(ceilings.read_text())})
+    except json.JSONDecodeError as exc:
+        batch.add({"id": "ceilings", "kind": "ceilings", "settings": {},
+                   "result": {"status": "error", "error": f"ceilings.json: {exc}"}})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -506,18 +465,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=os.environ.get("OUT", "out"))
     p.add_argument("--models-dir", default="/root/llama/models")
     p.add_argument("--writer-dir", default=".devcarry-llama", help="folder holding make_random_gguf.py")
-    p.add_argument("--budget-s", type=float, default=240.0)
+    # 300: the estimate of the whole plan (--dry-run) with its background header reads; llama_visit.sh passes what
+    # its deadline leaves (~540 s with a prebuilt carry: the 2026-12-02 visit ended 340 s before its deadline)
+    p.add_argument("--budget-s", type=float, default=300.0)
     p.add_argument("--models", default="", help="models phase: comma-separated model ids (default: all)")
     p.add_argument("--dry-run", action="store_true")
     p.add_argument("--preregister", action="store_true", help="print the visit's pre-registered predictions (JSON)")
     args = p.parse_args(argv)
     if args.preregister:
+        from llama_prereg import preregister
+
         print(json.dumps(preregister(), indent=1))
         return 0
     if args.budget_s <= 0:
         p.error("--budget-s must be positive")
-    if args.dry_run:
-        return dry_run(args)
+    if args.dry_run:  # scripts/device/llama_dry_run.py, beside this file (kept apart for size)
+        from llama_dry_run import dry_run
+
+        return dry_run(sys.modules[__name__], args)
     if args.phase == "models":
         return phase_models(args)
     if shutil.which("nvidia-smi") is None:
