@@ -30,7 +30,9 @@ class LlamaRun:
 
     @property
     def test_id(self) -> str:
-        return self.name
+        """The run's name, shortened for test ids (test_architecture keeps them under 120 characters): the server's
+        load/sweep runs drop their "server-" prefix and flash attention's "_on"; the recording keeps the full name."""
+        return self.name.replace(".server-", ".").replace("_fa_on", "_fa")
 
 
 def parse_run(target: str, name: str) -> LlamaRun | None:
