@@ -26,8 +26,10 @@ def qwen() -> ModelSpec:
 # The CPU suite's long chains start first, so that `pytest -n auto` overlaps them with everything else instead of
 # running them as a tail on one worker (measured 2026-12-01 on 2 cores: 310-330 s in collection order, the last
 # ~90 s on these alone). The report-browser tests go last: they read the report of every suite, which starts building
-# in the background when collection ends (tests_plugin/conftest.py) and is done by then.
-LONG_FIRST = ("tests_plugin/test_mutations.py", "tests_quant/test_quality_slice.py")
+# in the background when collection ends (tests_plugin/conftest.py) and is done by then. The quality slice goes first
+# of all: its forwards are computed once per run by whichever process needs them first (tests_quant/quality_slice.once),
+# and that should be a worker at the start, not the background build, whose ~2 minutes the report tests wait for.
+LONG_FIRST = ("tests_quant/test_quality_slice.py", "tests_plugin/test_mutations.py")
 LAST = ("tests_plugin/test_report_browser.py",)
 
 

@@ -23,6 +23,7 @@ import math
 import os
 import re
 import tempfile
+import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -80,11 +81,13 @@ class Recording:
         prov["recorded_at"] = self.recorded_at
         prov.setdefault("hardware", self.hardware)  # the ledger names the GPU of every reconciliation
         if self.path is not None:
-            prov["recording"] = _display_path(self.path)
+            prov["recording"] = _display_path(self.path, os.getcwd())
         return Measurement(
             value=float(m["value"]),
             unit=str(m["unit"]),
-            samples=tuple(float(s) for s in m.get("samples", ())),
+            # map, not a generator: a latency replay converts ~8M samples here, and the generator's frame per item
+            # was a tenth of its run time
+            samples=tuple(map(float, m.get("samples", ()))),
             source=self.source,
             provenance=prov,
         )
@@ -105,9 +108,12 @@ class Recording:
         }
 
 
-def _display_path(path: Path) -> str:
+@functools.lru_cache(maxsize=8192)
+def _display_path(path: Path, cwd: str) -> str:
+    """`path` relative to the working directory `cwd` where it lies below it. Cached per (path, cwd): every
+    measurement read from a recording names it, and resolving costs a stat per path component."""
     try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
+        return str(path.resolve().relative_to(Path(cwd).resolve()))
     except ValueError:
         return str(path)
 
@@ -165,7 +171,10 @@ def _parse_time(text: Any, fail: Any) -> datetime:
     raise AssertionError("unreachable")  # fail() raises; keeps type checkers calm
 
 
+@functools.lru_cache(maxsize=65536)
 def _stamp_time(stamp: str) -> datetime:
+    """The UTC time of a stamp; cached (a pure function of the string), since every lookup of a name parses the stamps of
+    all its files."""
     fmt = "%Y%m%dT%H%M%S.%fZ" if "." in stamp else "%Y%m%dT%H%M%SZ"
     return datetime.strptime(stamp, fmt).replace(tzinfo=timezone.utc)
 
@@ -269,7 +278,7 @@ def candidates(root: Path, hardware: str, suite: str, name: str) -> list[Path]:
     if not folder.is_dir():
         return []
     found: dict[datetime, Path] = {}
-    for p in folder.glob(f"{name}@*.json"):
+    for p in _named_files(folder, name):
         stamp = p.name[len(name) + 1 : -len(".json")]
         when = _file_stamp_time(p, stamp)
         if when in found:
@@ -280,6 +289,44 @@ def candidates(root: Path, hardware: str, suite: str, name: str) -> list[Path]:
                 "newest is undefined. One of them was copied or renamed by hand: move it out of results/.")
         found[when] = p
     return [found[when] for when in sorted(found)]
+
+
+def _named_files(folder: Path, name: str) -> list[Path]:
+    """The files `<name>@*.json` in `folder`. One listing filtered by prefix and suffix, not Path.glob: the suites look
+    names up thousands of times per session in folders of hundreds of files, and glob's per-entry pattern match was a
+    tenth of a latency replay. A name with glob metacharacters (none is valid, _NAME_RE) keeps glob's meaning."""
+    pattern = f"{name}@*.json"
+    if any(c in name for c in "*?["):
+        return list(folder.glob(pattern))
+    head = f"{name}@"
+    return [folder / n for n in _listing(folder)
+            if n.startswith(head) and n.endswith(".json") and len(n) >= len(head) + len(".json")]
+
+
+def has_named_files(folder: Path, name: str) -> bool:
+    """Whether `folder` holds a file `<name>@*.json` (False where there is no such folder)."""
+    return folder.is_dir() and bool(_named_files(folder, name))
+
+
+_LISTINGS: dict[str, tuple[tuple[int, int, int], tuple[str, ...]]] = {}
+# A listing is reused while the folder's (device, inode, mtime) is unchanged, and only once that mtime is this old:
+# a file added within the same timestamp tick as the listing would leave the mtime as it was (git's "racy clean" rule).
+_SETTLED_NS = 2_000_000_000
+
+
+def _listing(folder: Path) -> tuple[str, ...]:
+    """The names in `folder`; re-read whenever the folder changed. A lookup of a name reads its folder (results/h200/
+    latency holds hundreds of files), and a replay looks up thousands of names."""
+    where = os.path.abspath(folder)
+    st = os.stat(where)
+    key = (st.st_dev, st.st_ino, st.st_mtime_ns)
+    hit = _LISTINGS.get(where)
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    names = tuple(os.listdir(where))
+    if time.time_ns() - st.st_mtime_ns > _SETTLED_NS:
+        _LISTINGS[where] = (key, names)
+    return names
 
 
 def load_latest(root: Path, hardware: str, suite: str, name: str, stamp: str | None = None) -> Recording:

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_anatomy import recordings
 from pytest_anatomy.option_names import HARDWARE_OPTION
 
 # Where the live target's HardwareSpec comes from: "catalog" (datasheet numbers, the default for
@@ -140,4 +141,4 @@ def session_targets(*, live: Target | None, source: str, hardware_option: str, r
 def has_recording(results_dir: Path, target: Target, suite: str, name: str) -> bool:
     """Whether `target` has something to reconcile for `name`: the live target always (it
     measures), a replay target when results/<target>/<suite>/<name>@*.json exists."""
-    return target.live or any((Path(results_dir) / target.name / suite).glob(f"{name}@*.json"))
+    return target.live or recordings.has_named_files(Path(results_dir) / target.name / suite, name)

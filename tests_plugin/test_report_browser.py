@@ -65,6 +65,9 @@ def start_full_report(config: pytest.Config) -> None:
     out = folder / "anatomy-report.html"
     suites = [d for d in SUITE_DIRS if (ROOT / d).is_dir()]
     env = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
+    # The quant suite's slice forwards are computed once per run, by whichever process needs them first: this build
+    # shares them with the workers through the run's folder (tests_quant/quality_slice.once)
+    env["ANATOMY_QUANT_SLICE_SHARED"] = str(folder.parent / "quant-slice")
     # -p no:xdist: one process, as the main command runs; the wrapper writes the exit status and output when done
     cmd = [sys.executable, "-m", "pytest", *suites, f"--anatomy-report={out}", "-q", "-p", "no:cacheprovider",
            "-p", "no:xdist"]

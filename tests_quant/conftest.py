@@ -22,23 +22,31 @@ def quant_data() -> qd.QuantData:
 
 
 @pytest.fixture(scope="session")
-def reference(quant_data):
-    """The reference forward over the slice, once per session (tests_quant/quality_slice.py)."""
-    from quality_slice import build_reference
+def slice_folder(request: pytest.FixtureRequest):
+    """Where this run's processes share the slice's forwards (quality_slice.once), or None: alone in a process."""
+    from quality_slice import shared_folder
 
-    return build_reference(quant_data)
+    return shared_folder(request.config)
 
 
 @pytest.fixture(scope="session")
-def format_result(reference):
-    """format_result(file_type) -> its FormatResult, each file type quantized and run once per session."""
-    from quality_slice import run_format
+def reference(quant_data, slice_folder):
+    """The reference forward over the slice, once per session, and once per run under xdist (tests_quant/quality_slice.py)."""
+    from quality_slice import build_reference, once
+
+    return once(slice_folder, "reference", lambda: build_reference(quant_data))
+
+
+@pytest.fixture(scope="session")
+def format_result(reference, slice_folder):
+    """format_result(file_type) -> its FormatResult, each file type quantized and run once per session (and run)."""
+    from quality_slice import once, run_format
 
     cache: dict = {}
 
     def get(file_type: str):
         if file_type not in cache:
-            cache[file_type] = run_format(reference, file_type)
+            cache[file_type] = once(slice_folder, f"format-{file_type}", lambda: run_format(reference, file_type))
         return cache[file_type]
 
     return get

@@ -13,8 +13,11 @@ A file type is the reference requantized tensor by tensor with gguf-py to llama-
 from __future__ import annotations
 
 import contextlib
+import os
+import pickle
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, Callable, TypeVar
 
 import numpy as np
 
@@ -140,3 +143,47 @@ def run_format(ref: Reference, file_type: str) -> FormatResult:
             kld[i:i + CHUNK] = (np.exp(lr) * (lr - lq)).sum(axis=-1)
             dnll[i:i + CHUNK] = -lq[np.arange(len(lq)), targets[i:i + CHUNK]] - ref.nll[i:i + CHUNK]
     return FormatResult(file_type, budget, kld, dnll)
+
+
+# ---- one computation per run -------------------------------------------------------------------------------------------
+# The reference forward (~12 s) and each file type's (~6 s) are deterministic functions of the data and this checkout's
+# code, and every process of a run used to compute them again: both xdist workers (round-robin hands each some of the
+# slice's tests) and the background build of the report of every suite (tests_plugin/test_report_browser.py), 3 x ~35 s
+# of CPU. Now the first process to need one computes it under a lock and pickles it into the run's shared temp folder;
+# the others wait for it and read it back (~1 s). Never across runs: the folder is the run's own basetemp.
+SHARED_ENV = "ANATOMY_QUANT_SLICE_SHARED"  # set by the run that starts a background build, to the run's folder
+T = TypeVar("T")
+
+
+def shared_folder(config: Any) -> Path | None:
+    """The run's folder for the slice's results: SHARED_ENV where a parent run set it, else above an xdist worker's
+    own basetemp (shared by the workers); None for a lone process, which keeps them in memory only."""
+    if os.environ.get(SHARED_ENV):
+        return Path(os.environ[SHARED_ENV])
+    if getattr(config, "workerinput", None) is None:
+        return None
+    return Path(config._tmp_path_factory.getbasetemp()).parent / "quant-slice"
+
+
+def once(folder: Path | None, key: str, compute: Callable[[], T]) -> T:
+    """compute(), or what another process of this run computed for `key` in `folder`: an exclusive lock per key, so
+    a second process waits for the first instead of computing it too."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no lock to share with, compute here
+        folder = None
+    if folder is None:
+        return compute()
+    folder.mkdir(parents=True, exist_ok=True)
+    done = folder / f"{key}.pickle"
+    with open(folder / f"{key}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if done.exists():
+            with open(done, "rb") as fh:
+                return pickle.load(fh)  # written by a process of this run, below
+        value = compute()
+        tmp = done.with_suffix(f".{os.getpid()}.tmp")
+        with open(tmp, "wb") as fh:
+            pickle.dump(value, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, done)
+        return value

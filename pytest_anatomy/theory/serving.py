@@ -404,13 +404,14 @@ def _result(done: list[_Request], t: float, n_steps: int, preemptions: int, reco
     ingress, egress = fixed.ingress_s, fixed.egress_s
     itl: list[float] = []
     for r in done:  # per output token: g tokens landing together after a gap d count g gaps of d / g
-        times = r.token_times
-        i = 1
-        while i < len(times):
-            j = i
-            while j + 1 < len(times) and times[j + 1] == times[i]:
+        times, i = r.token_times, 1
+        n = len(times)
+        while i < n:
+            at, j = times[i], i
+            while j + 1 < n and times[j + 1] == at:
                 j += 1
-            itl.extend([(times[i] - times[i - 1]) / (j - i + 1)] * (j - i + 1))
+            # g = 1 (every step without speculation) appends, building no list; d / 1 is d
+            itl.extend([(at - times[i - 1]) / (j - i + 1)] * (j - i + 1)) if j > i else itl.append(at - times[i - 1])
             i = j + 1
     return SimResult(
         ttft=tuple(r.token_times[0] + egress - r.arrival for r in done), itl=tuple(itl),
