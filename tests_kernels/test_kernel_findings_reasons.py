@@ -165,5 +165,7 @@ def test_wgmma_boost_clock_band_from_the_profiled_clock() -> None:
     fid, reason, expected = kf.BANDED["mma_issue_preregistered"][f"s12-bf16-wgmma-{kf.SGEMM_SHAPE}"]
     assert expected == kf.band(ratio) and expected[0] < 1 + kf.PREREG_ACCEPT < expected[1]
     assert fid in kf.NOT_STRICT  # it straddles the acceptance edge
-    for run in kf.LIVE_RUNS_0202 + kf.LIVE_RUNS_0240:
+    for run in kf.LIVE_RUNS_0202 + kf.LIVE_RUNS_0240 + kf.LIVE_RUNS_0457:
         assert f"{kf.live_ms(f'sgemm.s12-bf16-wgmma.{kf.SGEMM_SHAPE}', run):.4f}" in reason
+    probe = [x for run in kf.LIVE_RUNS_0457 for x in kf.live_probe_mhz(f"sgemm.s12-bf16-wgmma.{kf.SGEMM_SHAPE}", run)]
+    assert len(probe) == 4 and f"read {min(probe):.0f}-{max(probe):.0f} MHz instead" in reason
