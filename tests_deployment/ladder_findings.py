@@ -3,9 +3,9 @@ that miss the preregistered ones by more than issue 14's 20%, why, and the band 
 
 Every measured gain a reason quotes is in MEASURED_GAINS, which test_ladder_replay.py::
 test_finding_gains_are_the_recorded_ones recomputes from the recordings. The engine-clock step times quoted
-(the step that carries a prompt's last chunk) come from the raw timeline (results/h200/batches/20261202T050156Z/
-deployment-raw.jsonl.xz: per request, the longest gap between the engine's output timestamps from its scheduling
-to its first token, median over the 80 requests after the first 16); docs/DEPLOYMENT.md tables them. Not tied yet.
+(the step that carries a prompt's last chunk) are COMPLETING_STEP_MS, computed by completing_step_ms from the raw
+timeline (results/h200/batches/20261202T050156Z/deployment-raw.jsonl.xz) and recomputed by test_ladder_replay.py::
+test_completing_step_times_are_the_recorded_ones.
 
 Bands are the mechanism's, never the measurement's: an unmodelled time added to every request's TTFT, or to the
 step that completes a prompt, in both a rung and its parent pulls the measured gain from the predicted g toward 1,
@@ -20,6 +20,37 @@ import pytest
 MEASURED_ON = "h200"
 MODEL, WORKLOAD = "qwen2.5-7b", "rag"
 
+# The step that completes a prompt, by the engine's clock: per request, the longest gap between consecutive engine
+# outputs of any request (arrival_time + each engine_chunks timestamp) from its scheduling to its first token, the
+# window's ends included; median per tercile of the requests' tail length (input - cached tokens), over the requests
+# after the first 16 (which arrive together). (lowest, highest) tercile median in ms, per rung.
+COMPLETING_STEP_MS: dict[str, tuple[float, float]] = {"limits": (26.6, 31.7), "prefix_cache": (21.4, 23.2),
+                                                      "fp8_weights": (12.8, 15.2)}
+FIRST_TOGETHER = 16  # the workload's first requests, sent at once (closed loop at its concurrency)
+
+
+def completing_step_ms(requests: list[dict]) -> list[float]:
+    """The three tercile medians (ms, tails ascending) of COMPLETING_STEP_MS's quantity over one run's raw requests."""
+    import statistics
+
+    outputs = sorted(r["engine"]["arrival_time"] + t for r in requests if r.get("engine") for t in r["engine_chunks"])
+    rows = []
+    for r in requests[FIRST_TOGETHER:]:
+        e = r["engine"]
+        start, end = e["arrival_time"] + e["scheduled_ts"], e["arrival_time"] + e["first_token_ts"]
+        points = [start, *(t for t in outputs if start < t < end), end]
+        rows.append((r["input_len"] - r["num_cached_tokens"], max(b - a for a, b in zip(points, points[1:]))))
+    rows.sort(key=lambda row: row[0])
+    n = len(rows)
+    thirds = (rows[: n // 3], rows[n // 3 : 2 * n // 3], rows[2 * n // 3 :])
+    return [statistics.median(gap for _, gap in third) * 1e3 for third in thirds]
+
+
+def _ms(step: str) -> str:
+    lo, hi = COMPLETING_STEP_MS[step]
+    return f"{lo:.1f}-{hi:.1f} ms"
+
+
 # measured gain (rung / parent) of each diverging (rung, metric), 2026-12-02 05:02 (recomputed by a test)
 MEASURED_GAINS: dict[tuple[str, str], float] = {
     ("limits", "itl_p99_s"): 0.6259, ("prefix_cache", "ttft_p50_s"): 0.2752,
@@ -28,9 +59,9 @@ MEASURED_GAINS: dict[tuple[str, str], float] = {
 
 PROMPT_STEP = (
     "The step that carries a prompt's last chunk runs far above the step model: in the prefix-cache run (84-862 "
-    "new tokens beside 15 decodes, ~3,000 cached) it takes 21.5-24.5 ms by the engine's clock (median per tercile "
+    f"new tokens beside 15 decodes, ~3,000 cached) it takes {_ms('prefix_cache')} by the engine's clock (median per tercile "
     "of tail length: not growing with the tail) where the step model prices 6.7 ms and a pure decode step takes "
-    "4.7 ms; with 1,008-token chunks (limits) the completing step's gap is 27.6-31.9 ms against 21.4-22.6 ms "
+    f"4.7 ms; with 1,008-token chunks (limits) the completing step's gap is {_ms('limits')} against 21.4-22.6 ms "
     "priced. Re-simulating every rung with its run's median excess (limits 8.1 ms, prefix_cache 15.9 ms, "
     "fp8_weights 7.4 ms, fp8_kv 8.2 ms per completing step) and its frontend ingress + egress (3.5-6 ms) gives "
     "gains of 0.277 (prefix_cache TTFT p50) and 0.661 (fp8_weights TTFT p50) against 0.275 and 0.643 measured, "
@@ -54,7 +85,7 @@ PROMPT_STEP_REASON = {
 FP8_STEP = (
     "fp8_weights: the theory keeps bf16's GEMM peak for compute-bound steps (theory/fp8.py, docs: prefill gains "
     "under-predicted), so it predicts no TTFT or ITL-tail gain; measured, the step carrying a prompt's tail falls "
-    "from 21.5-24.5 ms to 12.9-15.2 ms (engine clock, medians per tercile of tail length) and with it TTFT p50 "
+    f"from {_ms('prefix_cache')} to {_ms('fp8_weights')} (engine clock, medians per tercile of tail length) and with it TTFT p50 "
     "(37.3 to 24.0 ms), TTFT p99 and ITL p99 (33.1 to 19.3 ms). Pure decode steps fall 4.74 to 3.40 ms, the "
     "0.726 predicted (measured ITL p50 gain 0.729: the bytes model holds). Which part of the completing step's "
     "excess fp8 removes (GEMMs at fp8's peak, or the graph-less step's own cost) is unknown. ")

@@ -152,6 +152,21 @@ def test_speculation_counters_give_e_and_the_draft_share() -> None:
     assert e == pytest.approx(2.5) and share == pytest.approx(2 / 7)
 
 
+def test_completing_step_times_are_the_recorded_ones() -> None:
+    """lf.COMPLETING_STEP_MS (the engine-clock times the findings quote) recomputed from the kept raw timeline of the
+    batch that measured the ladder (lf.completing_step_ms): the lowest and highest tercile median of each rung."""
+    import lzma
+
+    raw = Path(__file__).resolve().parents[1] / "results" / "h200" / "batches" / "20261202T050156Z" / "deployment-raw.jsonl.xz"
+    runs = {run["id"].rsplit(".", 1)[-1]: run for run in map(json.loads, lzma.open(raw, "rt"))}
+    for step, (lo, hi) in lf.COMPLETING_STEP_MS.items():
+        medians = lf.completing_step_ms(runs[step]["requests"])
+        assert (round(min(medians), 1), round(max(medians), 1)) == (lo, hi), (step, medians)
+    # the prefix-cache step does not grow with the tail: its three tercile medians lie within 10% of each other
+    tails = lf.completing_step_ms(runs["prefix_cache"]["requests"])
+    assert max(tails) / min(tails) < 1.1
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("rung_metric", list(lf.MEASURED_GAINS), ids=lambda rm: ".".join(rm))
 def test_finding_gains_are_the_recorded_ones(target, measured, rung_metric: tuple[str, str]) -> None:
