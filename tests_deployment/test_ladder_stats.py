@@ -52,3 +52,21 @@ def test_the_ladder_chart_draws_each_rung_and_metric_of_the_gain_reconciliations
     assert rag.count("<title>prefix_cache ttft_p50_s: measured") == 1 and "fp8_weights itl_p50_s predicted" in rag
     assert rag.index(">prefix_cache<") < rag.index(">fp8_weights<")  # the ladder's order
     assert any(g["title"] == "Tuning ladder" for g in plots.domain_plots(recs))
+
+
+def test_the_ladder_chart_gives_each_of_the_six_metrics_its_own_shape() -> None:
+    """Six metrics per rung (TTFT p50/p99, ITL p50/p99, throughput, goodput): six predicted-mark shapes in the legend,
+    none shared (with five shapes, goodput and ttft_p99_s both drew diamonds on the first recorded ladder)."""
+    import re
+
+    from pytest_anatomy.report.plots_deployment import tuning_ladders
+
+    metrics = ("goodput", "itl_p50_s", "itl_p99_s", "output_throughput", "ttft_p50_s", "ttft_p99_s")
+    recs = [{"suite": "deployment", "name": f"rag.limits.{m}.gain", "predicted": 1.0, "measured": 1.0,
+             "verdict": "agree", "hardware": HARDWARE, "model": "qwen2.5-7b", "unit": "", "gap_rel": 0.0,
+             "provenance": {}, "prediction": {"inputs": {}, "terms": []}, "test_id": "t"} for m in metrics]
+    svg = str(tuning_ladders(recs)[0])
+    marks = {m: re.search(rf'<(path|rect|circle)[^>]*>\s*<title>limits {m} predicted', svg) for m in metrics}
+    assert all(marks.values()), marks
+    kinds = [re.sub(r"\d+(\.\d+)?", "#", svg[mk.start():svg.index(">", mk.start())]) for mk in marks.values() if mk]
+    assert len(set(kinds)) == len(metrics), kinds

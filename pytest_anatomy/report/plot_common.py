@@ -22,7 +22,7 @@ from pytest_anatomy.report.svg import VERDICT_COLOURS, Chart
 
 Recon = Mapping[str, Any]  # one entry of the ledger's "reconciliations" (glossary: reconciliation, `recon`)
 MEASURED = "#24292f"
-PREDICTION_SHAPES = ("diamond", "triangle", "square", "wedge", "ring")  # measured points without a verdict of their own (a recording, a baseline)
+PREDICTION_SHAPES = ("diamond", "triangle", "square", "wedge", "ring", "cross")  # measured points without a verdict of their own (a recording, a baseline)
 
 
 def _num(value: Any) -> float | None:

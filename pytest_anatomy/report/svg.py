@@ -198,6 +198,9 @@ class Chart:
         elif shape == "ring":
             self.marks.append(f'<circle class="ring" cx="{_n(cx)}" cy="{_n(cy)}" r="{r}" style="stroke:{colour}">'
                               f'<title>{escape(tip)}</title></circle>')
+        elif shape == "cross":  # a filled plus sign
+            self.marks.append(f'<path class="mark" d="{_cross_path(cx, cy, r * 1.25)}" fill="{colour}">'
+                              f'<title>{escape(tip)}</title></path>')
         else:
             self.marks.append(f'<circle cx="{_n(cx)}" cy="{_n(cy)}" r="{r}" fill="{colour}"><title>{escape(tip)}</title></circle>')
 
@@ -225,7 +228,8 @@ class Chart:
                           f'height="{_n(max(bottom - top, 0.8))}" fill="{colour}"{alpha}><title>{escape(tip)}</title></rect>')
 
     def key(self, kind: str, colour: str, text: str) -> None:
-        """A legend entry: kind is 'dot', 'line', 'dash', 'ring', 'diamond', 'triangle', 'wedge', 'square' or 'box'."""
+        """A legend entry: kind is 'dot', 'line', 'dash', 'ring', 'diamond', 'triangle', 'wedge', 'square', 'cross' or
+        'box'."""
         if (kind, colour, text) not in self.legend:
             self.legend.append((kind, colour, text))
 
@@ -309,4 +313,13 @@ def _legend_glyph(kind: str, colour: str, x: float, y: float) -> str:
         return f'<rect x="{_n(x + 4)}" y="{_n(y - 4)}" width="8" height="8" fill="{colour}"/>'
     if kind == "diamond":
         return f'<path d="M{_n(x + 8)},{_n(y - 5)}l5,5l-5,5l-5,-5z" fill="{colour}"/>'
+    if kind == "cross":
+        return f'<path d="{_cross_path(x + 8, y, 5)}" fill="{colour}"/>'
     return f'<circle cx="{_n(x + 8)}" cy="{_n(y)}" r="4" fill="{colour}"/>'
+
+
+def _cross_path(cx: float, cy: float, d: float) -> str:
+    """A plus sign of half-size d and arm width 2d/3, as one closed path."""
+    t = d / 3
+    return (f"M{_n(cx - t)},{_n(cy - d)}h{_n(2 * t)}v{_n(d - t)}h{_n(d - t)}v{_n(2 * t)}h{_n(t - d)}v{_n(d - t)}"
+            f"h{_n(-2 * t)}v{_n(t - d)}h{_n(t - d)}v{_n(-2 * t)}h{_n(d - t)}z")
