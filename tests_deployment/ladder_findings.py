@@ -15,10 +15,15 @@ twice the GEMM peak) and never lengthen one: a gain in [0.5, 1] where 1 was pred
 
 from __future__ import annotations
 
+import statistics
+from pathlib import Path
+
 import pytest
 
 MEASURED_ON = "h200"
 MODEL, WORKLOAD = "qwen2.5-7b", "rag"
+# the batch that measured the ladder, its raw timeline kept verbatim (COMPLETING_STEP_MS is computed from it)
+RAW_TIMELINE = Path(__file__).resolve().parents[1] / "results" / MEASURED_ON / "batches" / "20261202T050156Z" / "deployment-raw.jsonl.xz"
 
 # The step that completes a prompt, by the engine's clock: per request, the longest gap between consecutive engine
 # outputs of any request (arrival_time + each engine_chunks timestamp) from its scheduling to its first token, the
@@ -31,8 +36,6 @@ FIRST_TOGETHER = 16  # the workload's first requests, sent at once (closed loop 
 
 def completing_step_ms(requests: list[dict]) -> list[float]:
     """The three tercile medians (ms, tails ascending) of COMPLETING_STEP_MS's quantity over one run's raw requests."""
-    import statistics
-
     outputs = sorted(r["engine"]["arrival_time"] + t for r in requests if r.get("engine") for t in r["engine_chunks"])
     rows = []
     for r in requests[FIRST_TOGETHER:]:

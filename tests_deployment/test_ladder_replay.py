@@ -155,10 +155,10 @@ def test_speculation_counters_give_e_and_the_draft_share() -> None:
 def test_completing_step_times_are_the_recorded_ones() -> None:
     """lf.COMPLETING_STEP_MS (the engine-clock times the findings quote) recomputed from the kept raw timeline of the
     batch that measured the ladder (lf.completing_step_ms): the lowest and highest tercile median of each rung."""
-    import lzma
+    from pytest_anatomy.importers.xz import read_kept
 
-    raw = Path(__file__).resolve().parents[1] / "results" / "h200" / "batches" / "20261202T050156Z" / "deployment-raw.jsonl.xz"
-    runs = {run["id"].rsplit(".", 1)[-1]: run for run in map(json.loads, lzma.open(raw, "rt"))}
+    lines = read_kept(lf.RAW_TIMELINE).decode("utf-8").splitlines()
+    runs = {run["id"].rsplit(".", 1)[-1]: run for run in map(json.loads, lines)}
     for step, (lo, hi) in lf.COMPLETING_STEP_MS.items():
         medians = lf.completing_step_ms(runs[step]["requests"])
         assert (round(min(medians), 1), round(max(medians), 1)) == (lo, hi), (step, medians)

@@ -421,17 +421,23 @@ def boost_clock_hz() -> float:
     return hz
 
 
+def _live_recording(name: str, prefix: str) -> dict | None:
+    """A rung's recording (the JSON document) in the live run whose recordings are stamped `prefix...`; None where absent."""
+    paths = sorted(RESULTS.glob(f"{name}@{_stamp(prefix)}*.json"))
+    return json.loads(paths[-1].read_text()) if paths else None
+
+
 def _live_measurements(name: str, prefix: str) -> dict | None:
     """The measurements of a rung in the live run whose recordings are stamped `prefix...`; None where absent."""
-    paths = sorted(RESULTS.glob(f"{name}@{_stamp(prefix)}*.json"))
-    return json.loads(paths[-1].read_text())["measurements"] if paths else None
+    doc = _live_recording(name, prefix)
+    return doc["measurements"] if doc else None
 
 
 def live_probe_mhz(name: str, prefix: str) -> list[float]:
     """The SM clock probe's readings (MHz, measure/clock_probe.py) right behind a rung's two timing blocks in the live
     run stamped `prefix...`; empty where the run or the probe is absent."""
-    paths = sorted(RESULTS.glob(f"{name}@{_stamp(prefix)}*.json"))
-    clocks = json.loads(paths[-1].read_text())["data"].get("clocks", {}) if paths else {}
+    doc = _live_recording(name, prefix)
+    clocks = doc["data"].get("clocks", {}) if doc else {}
     return [c["probe_sm_mhz"] for c in (clocks.get(k) or {} for k in ("time", "time_repeat"))
             if c.get("probe_sm_mhz") is not None]
 

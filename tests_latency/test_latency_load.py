@@ -431,10 +431,10 @@ def test_poisson_itl_mean_and_median(model, factor, request, latency_recording, 
     res = _sim(engine_setup, rec)
     _reconcile_itl(reconcile, engine_setup, res, rec,
                    bands={"itl_median": carried_band(request, model, rec, "itl_median", engine_setup)
-                          or between_band(request, model, factor, rec, engine_setup)})
+                          or between_band(request, model, factor, rec)})
 
 
-def between_band(request, model: str, factor: str, rec, setup) -> tuple[float, float] | None:
+def between_band(request, model: str, factor: str, rec) -> tuple[float, float] | None:
     """lf.ITL_MEDIAN_NEIGHBOURS' band for this run's median ITL: between the same session's runs at the rates either
     side (measured/simulated, each with its own session's setup), +- their repeat scatter and this run's."""
     rates = lf.ITL_MEDIAN_NEIGHBOURS.get((model, factor))
@@ -443,7 +443,7 @@ def between_band(request, model: str, factor: str, rec, setup) -> tuple[float, f
     latency_recording = request.getfixturevalue("latency_recording")
     neighbours = [latency_recording(f"{model}.poisson.f{f}", beside=rec) for f in rates]
     ends = [load_ratio(request.getfixturevalue("setup_beside")(model, n), n, "itl_median") for n in neighbours]
-    return lf.neighbour_band(ends, load_ratio(setup, rec, "itl_median")[1])
+    return lf.neighbour_band(ends, load_scatter(rec, "itl_median"))
 
 
 @pytest.mark.gpu
@@ -591,14 +591,21 @@ def load_ratio(setup, rec, quantity: str) -> tuple[float, float]:
     if quantity == "engine_ttft_p50":
         engine = rec["aggregate.engine.queue_s.median"].value + rec["aggregate.engine.prefill_s.median"].value
         return engine / res.stat("ttft", "p50"), median_scatter(rec, "aggregate.engine.prefill_s")
-    stat, key, spread = {"ttft_p50": ("ttft", "p50", "aggregate.ttft_s"), "itl_median": ("itl", "p50", "aggregate.itl_s"),
-                         "itl_mean": ("itl", "mean", "aggregate.itl_s")}[quantity]
-    m = rec.measurements
+    stat, key, spread = _LOAD_STATS[quantity]
+    return (rec[f"{spread}.{'median' if stat != 'itl' or key == 'p50' else 'mean'}"].value / res.stat(stat, key),
+            load_scatter(rec, quantity))
+
+
+_LOAD_STATS = {"ttft_p50": ("ttft", "p50", "aggregate.ttft_s"), "itl_median": ("itl", "p50", "aggregate.itl_s"),
+               "itl_mean": ("itl", "mean", "aggregate.itl_s")}
+
+
+def load_scatter(rec, quantity: str) -> float:
+    """load_ratio's repeat scatter of `quantity` ("ttft_p50", "itl_median", "itl_mean"): the measurement's alone,
+    no simulation needed."""
     if quantity == "itl_mean":  # the mean's own standard error
-        scatter = 2 * m["aggregate.itl_s.std"]["value"] / m["aggregate.itl_s.n"]["value"] ** 0.5 / m["aggregate.itl_s.mean"]["value"]
-    else:
-        scatter = median_scatter(rec, spread)
-    return rec[f"{spread}.{'median' if stat != 'itl' or key == 'p50' else 'mean'}"].value / res.stat(stat, key), scatter
+        return mean_scatter(rec, "aggregate.itl_s")
+    return median_scatter(rec, _LOAD_STATS[quantity][2])
 
 
 @pytest.mark.gpu

@@ -10,6 +10,7 @@ import pytest
 from llama_findings import (
     BINDING_COMPUTE_MIB,
     BUILD_0C1E570,
+    MEASURED_ON,
     PREDICTED_COMPUTE_MIB,
     SERVER_COMPUTE_MIB,
     ffn_floor_bytes,
@@ -24,12 +25,12 @@ from pytest_anatomy.theory import llamacpp_memory as lm
 from pytest_anatomy.units import MiB
 
 ROOT = Path(__file__).resolve().parents[1]
-BATCH = ROOT / "results" / "h200" / "batches" / "20261202T050740Z"  # the visit's raw files, kept verbatim
+BATCH = ROOT / "results" / MEASURED_ON / "batches" / "20261202T050740Z"  # the visit's raw files, kept verbatim
 STAMP = "2026-12-02T05:07:40Z"
 
 
 def _recording(name: str) -> recordings.Recording:
-    return recordings.load_latest(ROOT / "results", "h200", "llama", name, STAMP)
+    return recordings.load_latest(ROOT / "results", MEASURED_ON, "llama", name, STAMP)
 
 
 @pytest.mark.parametrize("name", sorted(SERVER_COMPUTE_MIB))
@@ -41,7 +42,7 @@ def test_server_compute_numbers_are_the_recorded_ones(name):
     log = (BATCH / f"{name}.log").read_text()
     assert re.search(rf"llama_context: n_outputs_max\s+= {n_outputs}\n", log), "the logged n_outputs_max"
     assert re.search(rf"llama_context: n_seq_max\s+= {n_outputs}\n", log), "no draft: n_outputs_max = -np"
-    run = parse_run("h200", name)
+    run = parse_run(MEASURED_ON, name)
     settings = lm.ContextSettings.from_flags(rec.provenance["settings"]["args"])
     assert round(lm.compute_buffer_gpu(header_for(run), settings).value / MiB, 2) == PREDICTED_COMPUTE_MIB
 
@@ -54,7 +55,7 @@ def test_the_binding_on_the_same_build_reserved_the_predicted_buffer():
 
 
 def test_band_is_the_ffn_floor_up_to_the_prediction():
-    run = LlamaRun("h200", "x", "qwen2.5-0.5b", "F16", "server-load")
+    run = LlamaRun(MEASURED_ON, "x", "qwen2.5-0.5b", "F16", "server-load")
     settings = lm.ContextSettings(n_ctx=8000, n_seq_max=3)
     lo, hi = server_compute_band(header_for(run), settings)
     # (2 x 4,864 + 896) x 512 x 4 B = 20.75 MiB against 298.50 MiB; the measurement plays no part
@@ -63,7 +64,7 @@ def test_band_is_the_ffn_floor_up_to_the_prediction():
 
 
 def test_the_finding_applies_to_its_build_only():
-    run = LlamaRun("h200", "x", "qwen2.5-0.5b", "F16", "server-load")
+    run = LlamaRun(MEASURED_ON, "x", "qwen2.5-0.5b", "F16", "server-load")
     assert len(server_marks(run, {"source_commit": BUILD_0C1E570})) == 1
     assert server_marks(run, {"source_commit": "synthetic"}) == ()
-    assert server_marks(LlamaRun("h200", "x", "qwen2.5-0.5b", "F16", "bench"), {"source_commit": BUILD_0C1E570}) == ()
+    assert server_marks(LlamaRun(MEASURED_ON, "x", "qwen2.5-0.5b", "F16", "bench"), {"source_commit": BUILD_0C1E570}) == ()

@@ -159,10 +159,10 @@ def test_every_catalog_card_says_where_its_constants_come_from(capsys, hardware:
 def test_one_tiny_layer_count_is_said_not_fitted(capsys, tmp_path: Path) -> None:
     """A newest session that ran the tiny overhead model at 28 layers only (2026-12-02 02:33, here alone in a results
     folder): no layer slope, and the notes say so."""
-    stamp = "20261202T023351.000000Z"
+    card, stamp = "h200", "20261202T023351.000000Z"  # the recorded session this case exists in
     for suite in ("latency", "ceilings"):
-        (tmp_path / "h200" / suite).mkdir(parents=True)
-        for f in (RESULTS / "h200" / suite).glob(f"*@{stamp}.json"):
-            (tmp_path / "h200" / suite / f.name).symlink_to(f)
-    out = _run(capsys, "--model", "qwen2.5-7b", "--hardware", "h200", "--batch", "1", "--results", str(tmp_path))
+        (tmp_path / card / suite).mkdir(parents=True)
+        for f in (RESULTS / card / suite).glob(f"*@{stamp}.json"):
+            (tmp_path / card / suite / f.name).symlink_to(f)
+    out = _run(capsys, "--model", "qwen2.5-7b", "--hardware", card, "--batch", "1", "--results", str(tmp_path))
     assert any("at 28 layers only" in n and "two layer counts" in n for n in out["itl_ms"]["notes"])

@@ -55,14 +55,14 @@ def _session(extra: dict[str, recordings.Recording], model: str = "qwen2.5-7b", 
     """rec(name, suite=..., beside=..., not_after=...) over `model`'s newest recorded session (or the one of `stamp`)
     plus `extra`."""
     results = REPO / "results"
-    b1 = recordings.load_latest(results, "h200", "latency", f"{model}.decode.b1", stamp)
+    b1 = recordings.load_latest(results, _Target.name, "latency", f"{model}.decode.b1", stamp)
 
     def rec(name: str, suite: str = "latency", beside: Any = None, not_after: str | None = None) -> Any:
         if name in extra:
             return extra[name]
-        return recordings.load_beside(results, "h200", suite, name, b1)
+        return recordings.load_beside(results, _Target.name, suite, name, b1)
 
-    rec.has = lambda name, suite="latency": name in extra or bool(recordings.candidates(results, "h200", suite, name))
+    rec.has = lambda name, suite="latency": name in extra or bool(recordings.candidates(results, _Target.name, suite, name))
     return rec, b1
 
 
