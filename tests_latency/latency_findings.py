@@ -1017,3 +1017,36 @@ def c1_first_token_marks(model: str, c: int) -> tuple[Any, ...]:
         return ()
     return (pytest.mark.finding("h200-ttft-short-prefill-and-frontend", hardware=MEASURED_ON,
                                 quantity="output_throughput", reason=_c1_first_token_reason(), strict=False),)
+
+
+# --- an open-loop run whose prompt steps ran slower than its session's other runs (measure/prompt_pace) ---------
+SLOW_PROMPT_FINDING_ID = "h200-load-run-slow-prompt-steps"
+SLOW_PROMPT_REASON = (
+    "This Poisson run's engine ran its prompt-carrying steps slower than the same session's runs at the other rates "
+    "(the prompt-step pace check, measure/prompt_pace.py: the median of the two engine-step intervals around each step "
+    "that carries one prompt between decode-only steps, against the median of the session's other runs; flagged above "
+    "{threshold}x), while its decode-only steps kept their usual pace. First seen on 2026-12-02 07:14 (Qwen2.5-7B, "
+    "0.8x): from 0.8 s into the run to its end every lone 1,024-token prompt step took ~9 ms longer, so more requests "
+    "overlapped and TTFT (2.59x simulated) and mean ITL (1.32x) left their findings' bands, the median ITL did not. "
+    "Only compute-bound work slowed, which fits an SM-clock dip or a host-side slowdown of the engine core's "
+    "piecewise-graph steps (decode steps replay one full CUDA graph); neither was recorded during load runs, so the "
+    "cause is unknown. The simulation re-run with eta divided by the run's measured compute slowdown (its pace less two "
+    "decode-only steps, over the session's) reproduces the TTFT inside the clean runs' band. Band: the clean runs' band "
+    "for this quantity, stretched to cover it in the frame of that slowed simulation too (the run's true slowdown lies "
+    "between none, its first 0.8 s, and its median pace); strict=False: a clean rerun decides. The threshold was set "
+    "after this miss, on the six sessions with a 0.8x Poisson run (clean runs 0.82-1.18x, this run 1.32x); later sessions "
+    "are its held-out test.")
+
+
+def slow_prompt_mark(quantity: str, base: tuple[float, float], shift: float, this_run: str) -> pytest.MarkDecorator:
+    """SLOW_PROMPT_FINDING_ID on `quantity` of a run the prompt-pace check flags: `base` (the clean runs' finding band
+    of that quantity) in the frames of both simulations, `shift` = simulated at the run's pace / simulated at the
+    session's (a band in the slowed simulation's frame is that band x shift in the checked prediction's)."""
+    from pytest_anatomy.measure.prompt_pace import SLOW_PROMPT_STEPS
+
+    lo, hi = base
+    expected = (round(min(lo, lo * shift), 4), round(max(hi, hi * shift), 4))
+    reason = (SLOW_PROMPT_REASON.format(threshold=SLOW_PROMPT_STEPS) + f" This run: {this_run}; simulated "
+              f"{quantity} at its pace is {shift:.3f}x the one at the session's.")
+    return pytest.mark.finding(SLOW_PROMPT_FINDING_ID, hardware=MEASURED_ON, quantity=quantity, reason=reason,
+                               expected=expected, strict=False)

@@ -34,6 +34,7 @@ import pytest
 from pytest_anatomy import held_out
 from pytest_anatomy.importers.xz import read_kept
 from pytest_anatomy.measure import load_stats as ls
+from pytest_anatomy.measure import prompt_pace as pp
 from pytest_anatomy.specs.model import ModelSpec
 from pytest_anatomy.theory import calibration as cal
 from pytest_anatomy.theory import latency as lat
@@ -329,3 +330,40 @@ def validity_note(rec: Any) -> tuple[str, ...]:
     if check is not None and check.flagged:
         notes.append(f"this run's {check.describe()}: its median is not a clean step time")
     return tuple(notes)
+
+
+# --- an open-loop run's prompt-step pace (measure/prompt_pace: did its prompt steps run at the session's pace?) ---
+@functools.lru_cache(maxsize=None)
+def raw_load_timelines(path: Path) -> dict[tuple[str, int], dict[str, Any]]:
+    """(run id, attempt) -> the raw step timeline (columns "t", "ctx_tokens", "engine_t", ...) of every Poisson run
+    of one raw file, read once per file."""
+    out: dict[tuple[str, int], dict[str, Any]] = {}
+    for line in read_kept(path).decode("utf-8").splitlines():
+        if ".poisson.f" not in line[:80]:
+            continue
+        raw = json.loads(line)
+        out[(raw["id"], int(raw.get("attempt", 1)))] = raw["timeline"]
+    return out
+
+
+def prompt_pace_of(rec: Any) -> pp.PromptPace | None:
+    """A Poisson recording's lone-prompt pace (pp.prompt_pace) from its session's kept raw timeline; None where the
+    raw file is not kept (a recording alone holds only the timeline's summary)."""
+    if rec.path is None:
+        return None
+    run = rec.data.get("run") or {}
+    key = (run.get("id", rec.name), int(run.get("attempt", 1)))
+    for path in raw_files(str(Path(rec.path).parent.parent / "batches")).get(rec.provenance.get("date"), ()):
+        found = raw_load_timelines(path).get(key)
+        if found is not None:
+            return pp.prompt_pace(found, int(run["settings"]["input_len"]))
+    return None
+
+
+def slowed_prompts(setup: Setup, slowdown: float) -> Setup:
+    """`setup` with every compute-bound step `slowdown` x longer (eta / slowdown, at every measured token count):
+    the simulation of a run whose prompt steps ran at a measured slower pace (pp.PromptPaceCheck.compute_slowdown).
+    Memory-bound decode steps are untouched, as they were in the runs it is for."""
+    calib = replace(setup.calib, compute_efficiency=setup.calib.compute_efficiency / slowdown,
+                    efficiency_by_tokens=tuple((n, e / slowdown) for n, e in setup.calib.efficiency_by_tokens))
+    return replace(setup, calib=calib)

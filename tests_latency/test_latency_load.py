@@ -23,9 +23,10 @@ from dataclasses import dataclass
 
 import latency_findings as lf
 import pytest
-from latency_setups import h200_workload, mean_context, median_scatter, step_budget
+from latency_setups import h200_workload, mean_context, median_scatter, prompt_pace_of, slowed_prompts, step_budget
 
 from pytest_anatomy.measure import Measurement
+from pytest_anatomy.measure import prompt_pace as pp
 from pytest_anatomy.theory import latency as lat
 from pytest_anatomy.theory import serving as sv
 from pytest_anatomy.theory.prediction import Prediction, Term
@@ -377,11 +378,34 @@ def test_closed_itl_bands_are_the_decode_steps(request, latency_recording):
             assert (*carried.earlier[0], carried.newest_scatter) == pytest.approx((1 / ratio, budget, own), abs=5e-5), model
 
 
+
+@pytest.fixture
+def slow_prompt_run(request, latency_recording) -> None:
+    """Puts h200-load-run-slow-prompt-steps ahead of the case's finding marks when the Poisson run it reads ran its
+    prompt steps slower than its session's runs at the other rates (pp.check_against_session, on the kept raw
+    timelines; requested before `reconcile`, which reads the marks). Only quantities whose clean finding carries a
+    fixed band (client and engine TTFT p50, mean ITL) get one; a run without kept raw timelines is not judged."""
+    model, factor = (request.node.callspec.params[k] for k in ("model", "factor"))
+    rec = latency_recording(f"{model}.poisson.f{factor}")
+    others = [latency_recording(f"{model}.poisson.f{f}", beside=rec) for f in POISSON if f != factor]
+    check = pp.check_against_session(prompt_pace_of(rec), [prompt_pace_of(o) for o in others])
+    if check is None or not check.flagged:
+        return
+    setup = _setup(request, model, rec)
+    res, slowed = _sim(setup, rec), _sim(slowed_prompts(setup, check.compute_slowdown()), rec)
+    for quantity, stat in (("ttft_p50", ("ttft", "p50")), ("engine_ttft_p50", ("ttft", "p50")), ("itl_mean", ("itl", "mean"))):
+        base = next((m.kwargs["expected"] for m in request.node.iter_markers("finding")
+                     if m.kwargs.get("quantity") == quantity and "expected" in m.kwargs), None)
+        if base is not None:
+            shift = slowed.stat(*stat) / res.stat(*stat)
+            request.node.add_marker(lf.slow_prompt_mark(quantity, base, shift, check.describe()), append=False)
+
 BELOW_KNEE = {QWEN: POISSON, LLAMA: POISSON[:-1]}
+
 @pytest.mark.gpu
 @pytest.mark.parametrize(("model", "factor"), [
     pytest.param(m, f, id=f"{m}-{f}", marks=lf.TTFT_MARKS.get((m, f), ())) for m in SETUP_FIXTURE for f in BELOW_KNEE[m]])
-def test_poisson_ttft_p50_below_the_knee(model, factor, request, latency_recording, reconcile):
+def test_poisson_ttft_p50_below_the_knee(model, factor, request, latency_recording, slow_prompt_run, reconcile):
     """Open loop at factor x the C=64 request rate, below the simulated knee (Qwen: ~31 req/s at
     max_num_seqs = 128). Llama's f1.3 run sits at its knee and is not a below-the-knee case
     (BELOW_KNEE; test_poisson_rates_against_the_knee checks that split)."""
@@ -425,7 +449,7 @@ def test_poisson_rates_against_the_knee(model, factor, request, latency_recordin
 
 @pytest.mark.gpu
 @pytest.mark.parametrize(("model", "factor"), _cases(POISSON, lambda m, f: lf.ITL_MARKS.get((m, f), ())))
-def test_poisson_itl_mean_and_median(model, factor, request, latency_recording, reconcile):
+def test_poisson_itl_mean_and_median(model, factor, request, latency_recording, slow_prompt_run, reconcile):
     rec = latency_recording(f"{model}.poisson.f{factor}")
     engine_setup = _setup(request, model, rec)
     res = _sim(engine_setup, rec)
