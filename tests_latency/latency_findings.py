@@ -1031,7 +1031,7 @@ SLOW_PROMPT_REASON = (
     "Only compute-bound work slowed, which fits an SM-clock dip or a host-side slowdown of the engine core's "
     "piecewise-graph steps (decode steps replay one full CUDA graph); neither was recorded during load runs, so the "
     "cause is unknown. The simulation re-run with eta divided by the run's measured compute slowdown (its pace less two "
-    "decode-only steps, over the session's) reproduces the TTFT inside the clean runs' band. Band: the clean runs' band "
+    "decode-only steps, over the session's) puts the TTFT inside the clean runs' band (1.75x) and over-explains the mean ITL (1.02x, under the clean band's 1.05): the run's first 0.8 s and its multi-prompt steps were not slowed as much as its lone-prompt median. Band: the clean runs' band "
     "for this quantity, stretched to cover it in the frame of that slowed simulation too (the run's true slowdown lies "
     "between none, its first 0.8 s, and its median pace); strict=False: a clean rerun decides. The threshold was set "
     "after this miss, on the six sessions with a 0.8x Poisson run (clean runs 0.82-1.18x, this run 1.32x); later sessions "
