@@ -425,7 +425,7 @@ def test_decode_validity_flags_the_recorded_runs(request, target, session_rec):
     assert (round(min(sd for _, sd in clean) * 1e3, 2), round(max(sd for _, sd in clean) * 1e3, 2)) == (0.04, 0.53)
     assert (round(min(c.median_s for c, _ in clean) * 1e3, 1), round(max(c.median_s for c, _ in clean) * 1e3, 1)) == (
         4.7, 10.7)
-    assert len(clean) + len(flagged) == 156 + 4 and 0.3 < sum(tiny) / len(tiny) < 0.7, (len(clean), sum(tiny), len(tiny))
+    assert len(clean) + len(flagged) == 180 + 4 and 0.3 < sum(tiny) / len(tiny) < 0.7, (len(clean), sum(tiny), len(tiny))
 
 
 @recorded
