@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 import ladder_findings as lf
+import ladder_raw as lr
 from pytest_anatomy.deployment_ladder import ladder_with_acceptance
 from pytest_anatomy.theory.deployment import GAIN_TARGET, gain_band
 from pytest_anatomy.theory.speculative import tokens_from_counters
@@ -177,3 +178,77 @@ def test_finding_gains_are_the_recorded_ones(target, measured, rung_metric: tupl
     now, before = _value(rec, f"metrics.{metric}"), _value(parent, f"metrics.{metric}")
     assert now is not None and before
     assert lf.MEASURED_GAINS[rung_metric] == pytest.approx(now / before, abs=5e-5)
+
+
+SECOND = lr.raw_runs(lf.SECOND_BATCH)
+PARENT = lr.raw_runs(lf.FIRST_BATCH)["fp8_kv"]  # eager's and ngram's parent, measured in the first slice
+RAG_SLO = json.loads((Path(__file__).parent / "workloads" / "rag.json").read_text())["slo"]
+
+
+def _run(step: str) -> dict[str, Any]:
+    return lr.raw_runs(lf.batch_of(step))[step]
+
+
+def test_second_slice_numbers_are_the_recorded_ones() -> None:
+    """The engine-clock numbers the eager and ngram findings quote, recomputed from the kept raw timelines
+    (ladder_raw's methods): pure steps per batch, TTFT's ingress and prefill medians, completing steps, ngram's stream."""
+    for (step, batch), ms in lf.STEP_MS.items():
+        assert round(lr.pure_step_ms(_run(step)["requests"], batch), 2) == ms, (step, batch)
+    for (step, part), ms in lf.ENGINE_MEDIAN_MS.items():
+        assert round(lr.engine_median_ms(_run(step)["requests"], part), 2) == ms, (step, part)
+    for step, (lo, hi) in lf.SECOND_COMPLETING_STEP_MS.items():
+        medians = lf.completing_step_ms(_run(step)["requests"])
+        assert (round(min(medians), 1), round(max(medians), 1)) == (lo, hi), (step, medians)
+    reqs = SECOND["ngram"]["requests"]
+    assert sum(len(r["chunk_tokens"]) - 1 for r in reqs) == lf.NGRAM_STREAM["chunks"]
+    assert sum(sum(r["chunk_tokens"][1:]) for r in reqs) == lf.NGRAM_STREAM["tokens"]
+    # the eager step is host-bound: flat in the batch (one sequence and sixteen within 10%), the graph step is not
+    assert abs(lf.STEP_MS[("eager", 1)] / lf.STEP_MS[("eager", 16)] - 1) < 0.1
+
+
+@pytest.mark.gpu
+def test_ngram_counters_are_the_quoted_ones(target, measured) -> None:
+    rec = measured(f"{lf.MODEL}.{lf.WORKLOAD}.ngram", target=target)
+    assert _value(rec, "counters.vllm:spec_decode_num_drafts") == lf.NGRAM_STREAM["drafts"]
+    assert _value(rec, "counters.vllm:spec_decode_num_accepted_tokens") == lf.NGRAM_STREAM["accepted"]
+    assert sum(_value(rec, f"{PER_POSITION}.{i}") or 0 for i in range(4)) == lf.NGRAM_STREAM["accepted"]
+
+
+@pytest.mark.gpu
+def test_ngram_predicted_gains_are_the_replays(target, measured) -> None:
+    """lf.NGRAM_PREDICTED (the gains the n-gram finding quotes and bands) are predicted_gains' for the recording."""
+    rec = measured(f"{lf.MODEL}.{lf.WORKLOAD}.ngram", target=target)
+    gains = predicted_gains(lf.MODEL, lf.WORKLOAD, "ngram", rec)
+    assert {m: round(gains[m] or 0, 4) for m in lf.NGRAM_PREDICTED} == lf.NGRAM_PREDICTED
+
+
+def test_priced_step_times_are_the_preregistered_models() -> None:
+    """lf.PRICED_STEP_MS from the preregistered calibration and each rung's preregistered engine arguments."""
+    context = _row(lf.MODEL, lf.WORKLOAD, "ngram")["terms"]["context"]
+    for (step, batch), ms in lf.PRICED_STEP_MS.items():
+        got = lf.priced_step_ms(PRE["calibration"], _row(lf.MODEL, lf.WORKLOAD, step), context, batch)
+        assert round(got, 2) == ms, (step, batch, got)
+
+
+def test_resampling_metrics_are_ladder_metrics() -> None:
+    """ladder_raw.sample_metric over all of a run's requests is the device plan's ladder_metrics, on every run the
+    second slice's intervals resample."""
+    from pytest_anatomy.measure.ladder_stats import ladder_metrics
+    from pytest_anatomy.specs.workload_file import Slo
+
+    slo = Slo(RAG_SLO["ttft_ms"], RAG_SLO["itl_ms"])
+    for run in (PARENT, SECOND["eager"], SECOND["ngram"]):
+        recs = lr.records(run)
+        for metric, value in ladder_metrics(recs, run["start"], slo).items():
+            assert lr.sample_metric([r for r in recs if r.ok], run["start"], metric, slo) == pytest.approx(value, 1e-12)
+
+
+@pytest.mark.parametrize("rung_metric", list(lf.GAIN_INTERVALS), ids=lambda rm: ".".join(rm))
+def test_gain_intervals_are_the_recorded_ones(rung_metric: tuple[str, str]) -> None:
+    """The findings' bands (the measured gain's request-resampled 95% interval, ladder_raw) recomputed from raw data."""
+    from pytest_anatomy.specs.workload_file import Slo
+
+    step, metric = rung_metric
+    lo, hi = lr.resampled_gain_interval(_run(step), PARENT, metric, Slo(RAG_SLO["ttft_ms"], RAG_SLO["itl_ms"]))
+    assert (round(lo, 4), round(hi, 4)) == lf.GAIN_INTERVALS[rung_metric]
+    assert lo <= lf.MEASURED_GAINS[rung_metric] <= hi

@@ -1,0 +1,122 @@
+"""Measurements read off a ladder batch's kept raw timeline (results/<hw>/batches/<stamp>/deployment-raw.jsonl.xz:
+every request's client chunk times, the engine's timestamp of each output and its RequestStateStats), for the
+findings' quoted numbers (ladder_findings.py) and the tests that recompute them (test_ladder_replay.py).
+
+Methods, stated once:
+- engine steps: every output of every request on the engine's clock (arrival_time + each engine_chunks offset, as
+  ladder_findings.completing_step_ms reads them); outputs less than STEP_GAP_S apart are one step (one step's outputs
+  lie within 0.13 ms of each other in these batches; a step takes 3 ms or more). A step's time is the gap from the
+  previous step's first output to its own; a step is a pure decode (or, speculating, a pure verify) step when no
+  request is between its scheduling and its first token during it; its batch is the number of outputs it emitted.
+- resampled gain interval: the requests of a rung and of its parent resampled with replacement (RESAMPLES times,
+  seeded), each resample's metric computed by measure/ladder_stats.ladder_metrics (the device plan's own function)
+  from the run's start; the 2.5th and 97.5th percentile of rung / parent.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import statistics
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pytest_anatomy.measure.load_stats import RequestRecord
+from pytest_anatomy.specs.workload_file import Slo, goodput
+from pytest_anatomy.stats import percentile
+
+BATCHES = Path(__file__).resolve().parents[1] / "results" / "h200" / "batches"
+STEP_GAP_S = 1e-3
+RESAMPLES, SEED = 400, 14
+
+
+@lru_cache(maxsize=None)
+def raw_runs(stamp: str) -> dict[str, dict[str, Any]]:
+    """step -> the run's raw line (id, start, requests) of one kept batch, read through importers.xz.read_kept."""
+    from pytest_anatomy.importers.xz import read_kept
+
+    lines = read_kept(BATCHES / stamp / "deployment-raw.jsonl.xz").decode("utf-8").splitlines()
+    return {run["id"].rsplit(".", 1)[-1]: run for run in map(json.loads, lines)}
+
+
+def records(run: dict[str, Any]) -> list[RequestRecord]:
+    """The run's requests as the device plan held them (client clock), for ladder_metrics."""
+    return [RequestRecord(r["id"], r["input_len"], r["expected_output_len"], r["send"],
+                          tuple(r["send"] + t for t in r["chunks"]), tuple(r["chunk_tokens"]), error=r["error"])
+            for r in run["requests"]]
+
+
+def engine_steps(requests: list[dict[str, Any]]) -> list[tuple[int, float, bool]]:
+    """(outputs, seconds since the previous step, pure) of every engine step after the first (module docstring)."""
+    outs = sorted(r["engine"]["arrival_time"] + t for r in requests if r.get("engine") for t in r["engine_chunks"])
+    firsts: list[float] = []
+    sizes: list[int] = []
+    last = -1.0
+    for t in outs:
+        if firsts and t - last < STEP_GAP_S:
+            sizes[-1] += 1
+        else:
+            firsts.append(t)
+            sizes.append(1)
+        last = t
+    windows = [(r["engine"]["arrival_time"] + r["engine"]["scheduled_ts"],
+                r["engine"]["arrival_time"] + r["engine"]["first_token_ts"]) for r in requests if r.get("engine")]
+    return [(n, b - a, not any(s < b and f > a for s, f in windows))
+            for a, b, n in zip(firsts, firsts[1:], sizes[1:])]
+
+
+def pure_step_ms(requests: list[dict[str, Any]], batch: int) -> float:
+    """Median time (ms) of the pure decode / verify steps that emitted `batch` outputs."""
+    return statistics.median(dt for n, dt, pure in engine_steps(requests) if pure and n == batch) * 1e3
+
+
+def engine_median_ms(requests: list[dict[str, Any]], part: str) -> float:
+    """Median over the requests of one part of TTFT on the engine's timestamps (measure/load_stats' split):
+    ingress (send to queued) or prefill (scheduled to first token), ms."""
+    def value(e: dict[str, float]) -> float:
+        return e["queued_ts"] if part == "ingress" else e["first_token_ts"] - e["scheduled_ts"]
+    return statistics.median(value(r["engine"]) for r in requests) * 1e3
+
+
+def sample_metric(chosen: list[RequestRecord], start: float, metric: str, slo: Slo) -> float | None:
+    """ladder_metrics' `metric` over completed requests (a resample: repeats allowed) of a run that began at `start`,
+    computed as ladder_metrics computes it (test_ladder_replay checks the two agree on every run) with each
+    request's ITLs computed once, so that resampling is fast."""
+    if not chosen:
+        return None
+    if metric.startswith("ttft_"):
+        return float(np.percentile([r.ttft or 0.0 for r in chosen], 50 if metric == "ttft_p50_s" else 99))
+    if metric.startswith("itl_"):
+        itls = np.concatenate([_itls(r) for r in chosen])
+        return float(np.percentile(itls, 50 if metric == "itl_p50_s" else 99)) if itls.size else None
+    duration = max(r.chunk_times[-1] for r in chosen) - start
+    if metric == "output_throughput":
+        return sum(r.output_tokens for r in chosen) / duration
+    return goodput(slo, tuple(r.ttft or 0.0 for r in chosen), tuple(r.e2e or 0.0 for r in chosen),
+                   tuple(r.output_tokens for r in chosen), duration)
+
+
+@lru_cache(maxsize=None)
+def _itls_of(times: tuple[float, ...], tokens: tuple[int, ...]) -> np.ndarray:
+    return np.repeat(np.diff(np.asarray(times)) / np.asarray(tokens[1:]), tokens[1:])
+
+
+def _itls(r: RequestRecord) -> np.ndarray:
+    return _itls_of(r.chunk_times, r.chunk_tokens)
+
+
+def resampled_gain_interval(run: dict[str, Any], parent: dict[str, Any], metric: str, slo: Slo,
+                            resamples: int = RESAMPLES, seed: int = SEED) -> tuple[float, float]:
+    """The 95% interval of the gain (rung / parent) of `metric` over request resamples (module docstring)."""
+    rng = random.Random(seed)
+    mine, theirs = ([r for r in records(x) if r.ok] for x in (run, parent))
+    gains = []
+    for _ in range(resamples):
+        a = sample_metric(rng.choices(mine, k=len(mine)), run["start"], metric, slo)
+        b = sample_metric(rng.choices(theirs, k=len(theirs)), parent["start"], metric, slo)
+        if a is not None and b:
+            gains.append(a / b)
+    return percentile(gains, 2.5), percentile(gains, 97.5)
