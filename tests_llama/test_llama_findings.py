@@ -11,6 +11,7 @@ from llama_findings import (
     BINDING_COMPUTE_MIB,
     BUILD_0C1E570,
     KQUANT_REASON,
+    MARGINAL_REASON,
     MEASURED_ON,
     PREDICTED_COMPUTE_MIB,
     SERVER_COMPUTE_MIB,
@@ -22,6 +23,7 @@ from llama_findings import (
     kquant_band,
     server_compute_band,
     server_marks,
+    sweep_marks,
 )
 from llama_runs import LlamaRun, header_for, parse_run
 from llama_speed import SessionCalibration
@@ -167,9 +169,29 @@ def test_kquant_numbers_are_the_recorded_ones():
         assert quoted in KQUANT_REASON
 
 
-def test_the_decode_findings_apply_to_their_build_only():
+def test_marginal_numbers_are_the_recorded_ones():
+    f16, q4 = (recordings.load_latest(ROOT / "results", MEASURED_ON, "llama",
+                                      f"qwen2.5-7b.{w}.server-sweep.c_81920_np_64_fa_on", STAMP_0728)
+               for w in ("f16", "q4_k_m"))
+    itl = {w: {c: rec[f"c{c}.itl_s.median"].value * 1e3 for c in (1, 8, 32, 64)} for w, rec in (("f16", f16), ("q4", q4))}
+    per_seq = {w: [(v[8] - v[1]) / 7, (v[32] - v[8]) / 24, (v[64] - v[32]) / 32] for w, v in itl.items()}
+    assert [round(x, 3) for x in per_seq["f16"]] == [0.852, 0.627, 0.798]
+    assert [round(x, 3) for x in per_seq["q4"]] == [0.973, 0.621, 0.936]
+    marginal = per_seq["f16"][0]
+    assert [round(itl["f16"][1] + (c - 1) * marginal, 2) for c in (32, 64)] == [31.98, 59.24]
+    assert [round(itl["f16"][c], 3) for c in (1, 8, 32, 64)] == [5.569, 11.532, 26.582, 52.134]
+    for quoted in ("0.852", "0.627", "0.798", "0.973", "0.621", "0.936", "31.98", "59.24", "0.831", "0.880"):
+        assert quoted in MARGINAL_REASON
+
+
+def test_the_decode_and_sweep_findings_apply_to_their_build_only():
     small, q4 = _bench("qwen2.5-0.5b", "Q8_0"), _bench("qwen2.5-7b", "Q4_K_M")
     assert bench_marks(small, {"source_commit": BUILD_0C1E570}) == (SMALL_DECODE_FINDING,)
     assert len(bench_marks(q4, {"source_commit": BUILD_0C1E570})) == 2
     assert bench_marks(_bench("qwen2.5-7b", "F16"), {"source_commit": BUILD_0C1E570}) == ()
     assert bench_marks(q4, {"source_commit": "synthetic"}) == ()
+    sweep = LlamaRun(MEASURED_ON, "x", "qwen2.5-7b", "F16", "server-sweep")
+    assert len(sweep_marks(sweep, {"source_commit": BUILD_0C1E570})) == 1
+    assert sweep_marks(sweep, {"source_commit": "synthetic"}) == ()
+    assert sweep_marks(LlamaRun(MEASURED_ON, "x", "qwen2.5-7b", "Q4_K_M", "server-sweep"),
+                       {"source_commit": BUILD_0C1E570}) == ()
