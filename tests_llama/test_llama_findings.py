@@ -10,17 +10,27 @@ import pytest
 from llama_findings import (
     BINDING_COMPUTE_MIB,
     BUILD_0C1E570,
+    KQUANT_REASON,
+    MARGINAL_REASON,
     MEASURED_ON,
     PREDICTED_COMPUTE_MIB,
     SERVER_COMPUTE_MIB,
+    SMALL_DECODE_FINDING,
+    SMALL_DECODE_REASON,
+    bench_marks,
+    element_bound_time,
     ffn_floor_bytes,
+    kquant_band,
     server_compute_band,
     server_marks,
+    sweep_marks,
 )
 from llama_runs import LlamaRun, header_for, parse_run
+from llama_speed import SessionCalibration
 
 from pytest_anatomy import recordings
 from pytest_anatomy.measure.llama_log import parse_load_log
+from pytest_anatomy.theory import llamacpp_latency as ll
 from pytest_anatomy.theory import llamacpp_memory as lm
 from pytest_anatomy.units import MiB
 
@@ -68,3 +78,120 @@ def test_the_finding_applies_to_its_build_only():
     assert len(server_marks(run, {"source_commit": BUILD_0C1E570})) == 1
     assert server_marks(run, {"source_commit": "synthetic"}) == ()
     assert server_marks(LlamaRun(MEASURED_ON, "x", "qwen2.5-0.5b", "F16", "bench"), {"source_commit": BUILD_0C1E570}) == ()
+
+
+# --- the 2026-12-02 07:28 visit's decode and sweep findings: the numbers their reasons quote --------------------------
+STAMP_0728 = "2026-12-02T07:28:00Z"
+
+
+def _measured_0728(name: str, suite: str = "llama", beside=None) -> recordings.Recording:
+    if beside is not None:
+        return recordings.load_beside(ROOT / "results", MEASURED_ON, suite, name, beside)
+    return recordings.load_latest(ROOT / "results", MEASURED_ON, suite, name, STAMP_0728)
+
+
+def _bench(model: str, weights: str) -> LlamaRun:
+    return LlamaRun(MEASURED_ON, f"{model}.{weights.lower()}.bench", model, weights, "bench")
+
+
+def _decode(model: str, weights: str, stamp: str = STAMP_0728):
+    """(measured tok/s, predicted tok/s, calibration) of a bench, the kernel constants from the 07:28 fit benches."""
+    fit = SessionCalibration(_bench(model, weights), _measured_0728, header_for, "decode",
+                             bench=_measured_0728(f"{model}.{weights.lower()}.bench")).calibration()
+    bench = recordings.load_latest(ROOT / "results", MEASURED_ON, "llama", f"{model}.{weights.lower()}.bench", stamp)
+    calib = SessionCalibration(_bench(model, weights), _measured_0728, header_for, "decode", bench=bench).calibration(
+        attainment=fit.attainment)
+    pred = ll.decode_tokens_per_s(header_for(_bench(model, weights)), calib, n_gen=128).value
+    return bench["tg128.tok_per_s.median"].value, pred, calib
+
+
+def _weights_fraction(model: str, weights: str) -> float:
+    """The fraction of the read ceiling at which the measured time less overhead, KV and F32 streams the weights."""
+    meas, _, calib = _decode(model, weights)
+    header = header_for(_bench(model, weights))
+    t = ll.decode_time(header, calib, context=63.5)
+    quantized_or_f16 = [tm for tm in t.terms if "weights" in tm.name and not tm.name.startswith("F32")]
+    rest = t.value - sum(tm.value for tm in quantized_or_f16)
+    nbytes = sum(b for k in ll.weight_bytes_by_kernel(header).values() for ty, b in k.items() if ty != "F32")
+    return nbytes / (calib.read_bandwidth * (1 / meas - rest))
+
+
+def test_decode_constants_are_the_recorded_fits():
+    _, _, calib = _decode("qwen2.5-0.5b", "F16")
+    assert round(calib.attainment["F16"], 3) == 0.757 and round(calib.attainment["MMVQ"], 3) == 0.568
+    assert round(calib.read_bandwidth / 1e12, 3) == 4.459
+
+
+@pytest.mark.parametrize(("weights", "meas", "pred", "ratio_0728", "ratio_0507"), [
+    ("F16", 768.1, 941.7, 0.816, 0.813), ("Q8_0", 919.5, 997.2, 0.922, 0.942), ("Q4_K_M", 893.3, 1038.3, 0.860, 0.852)])
+def test_small_decode_numbers_are_the_recorded_ones(weights, meas, pred, ratio_0728, ratio_0507):
+    m, p, _ = _decode("qwen2.5-0.5b", weights)
+    assert (round(m, 1), round(p, 1), round(m / p, 3)) == (meas, pred, ratio_0728)
+    assert SMALL_DECODE_REASON.count(f"{ratio_0728:.3f}") and SMALL_DECODE_REASON.count(f"{ratio_0507:.3f}")
+    m5, p5, _ = _decode("qwen2.5-0.5b", weights, "2026-12-02T05:07:40Z")
+    assert round(m5 / p5, 3) == ratio_0507
+
+
+def test_small_decode_streams_below_the_7b_fractions():
+    assert round(_weights_fraction("qwen2.5-0.5b", "F16"), 3) == 0.416
+    assert round(_weights_fraction("qwen2.5-0.5b", "Q8_0"), 3) == 0.403
+    assert round(_weights_fraction("qwen2.5-7b", "F16"), 3) == 0.757  # the fit point: its own constant
+    assert round(_weights_fraction("qwen2.5-7b", "Q4_K_M"), 3) == 0.376
+
+
+def test_a_per_kernel_cost_does_not_carry_from_f16_to_q8_0():
+    """The reason's 1.55 us and 0.55 us: t_weights = kernels x delta + bytes / (read x a), solved on the 0.5B and 7B
+    of one type (24 x 7 + 1 and 28 x 7 + 1 matrix-vector kernels per token)."""
+    def solve(weights):
+        rows = []
+        for model, kernels in (("qwen2.5-0.5b", 169), ("qwen2.5-7b", 197)):
+            meas, _, calib = _decode(model, weights)
+            header = header_for(_bench(model, weights))
+            t = ll.decode_time(header, calib, context=63.5)
+            w_terms = [tm for tm in t.terms if "weights" in tm.name and not tm.name.startswith("F32")]
+            t_w = 1 / meas - (t.value - sum(tm.value for tm in w_terms))
+            nbytes = sum(b for k in ll.weight_bytes_by_kernel(header).values() for ty, b in k.items() if ty != "F32")
+            rows.append((kernels, nbytes / calib.read_bandwidth, t_w))
+        (n1, b1, t1), (n2, b2, t2) = rows
+        x = (t2 - n2 / n1 * t1) / (b2 - n2 / n1 * b1)  # 1 / attainment
+        return (t1 - b1 * x) / n1
+    assert (round(solve("F16") * 1e6, 2), round(solve("Q8_0") * 1e6, 2)) == (1.55, 0.55)
+
+
+def test_kquant_numbers_are_the_recorded_ones():
+    m, p, calib = _decode("qwen2.5-7b", "Q4_K_M")
+    header = header_for(_bench("qwen2.5-7b", "Q4_K_M"))
+    assert (round(m, 1), round(p, 1), round(m / p, 3)) == (281.0, 373.3, 0.753)
+    assert round(1 / element_bound_time(header, calib, 63.5), 1) == 255.1
+    lo, hi = kquant_band(header, calib, 128)
+    assert (round(lo, 3), hi) == (0.683, 1.0)
+    for quoted in ("281.0", "373.3", "0.753", "407.2", "0.690", "0.376", "0.568", "255.1", "0.683"):
+        assert quoted in KQUANT_REASON
+
+
+def test_marginal_numbers_are_the_recorded_ones():
+    f16, q4 = (recordings.load_latest(ROOT / "results", MEASURED_ON, "llama",
+                                      f"qwen2.5-7b.{w}.server-sweep.c_81920_np_64_fa_on", STAMP_0728)
+               for w in ("f16", "q4_k_m"))
+    itl = {w: {c: rec[f"c{c}.itl_s.median"].value * 1e3 for c in (1, 8, 32, 64)} for w, rec in (("f16", f16), ("q4", q4))}
+    per_seq = {w: [(v[8] - v[1]) / 7, (v[32] - v[8]) / 24, (v[64] - v[32]) / 32] for w, v in itl.items()}
+    assert [round(x, 3) for x in per_seq["f16"]] == [0.852, 0.627, 0.798]
+    assert [round(x, 3) for x in per_seq["q4"]] == [0.973, 0.621, 0.936]
+    marginal = per_seq["f16"][0]
+    assert [round(itl["f16"][1] + (c - 1) * marginal, 2) for c in (32, 64)] == [31.98, 59.24]
+    assert [round(itl["f16"][c], 3) for c in (1, 8, 32, 64)] == [5.569, 11.532, 26.582, 52.134]
+    for quoted in ("0.852", "0.627", "0.798", "0.973", "0.621", "0.936", "31.98", "59.24", "0.831", "0.880"):
+        assert quoted in MARGINAL_REASON
+
+
+def test_the_decode_and_sweep_findings_apply_to_their_build_only():
+    small, q4 = _bench("qwen2.5-0.5b", "Q8_0"), _bench("qwen2.5-7b", "Q4_K_M")
+    assert bench_marks(small, {"source_commit": BUILD_0C1E570}) == (SMALL_DECODE_FINDING,)
+    assert len(bench_marks(q4, {"source_commit": BUILD_0C1E570})) == 2
+    assert bench_marks(_bench("qwen2.5-7b", "F16"), {"source_commit": BUILD_0C1E570}) == ()
+    assert bench_marks(q4, {"source_commit": "synthetic"}) == ()
+    sweep = LlamaRun(MEASURED_ON, "x", "qwen2.5-7b", "F16", "server-sweep")
+    assert len(sweep_marks(sweep, {"source_commit": BUILD_0C1E570})) == 1
+    assert sweep_marks(sweep, {"source_commit": "synthetic"}) == ()
+    assert sweep_marks(LlamaRun(MEASURED_ON, "x", "qwen2.5-7b", "Q4_K_M", "server-sweep"),
+                       {"source_commit": BUILD_0C1E570}) == ()

@@ -11,7 +11,11 @@
 #   2. llama.cpp built or unpacked by the carry's device_run.sh (STEPS= MAKE_MODELS=0), then
 #      llama-server (phase 2 of the build) if it is missing;
 #   3. llama_plan.py --phase measure --budget-s $BUDGET_S -> $OUT/llama.json (incrementally);
-#   4. a build made here is packed into $OUT (llama-bin.tar.xz.part-*, SHA256SUMS) for the next carry.
+#   4. a build made here is packed into $OUT (llama-bin.tar.xz.part-*, SHA256SUMS) for the next carry;
+#   5. everything else but llama.json and ceilings.json (server logs, run.log, build.log, models.log, ceilings.log,
+#      visit.log) goes into one $OUT/logs.tar.xz (scripts/device/pack_logs.sh): a call returns at most 8 files and
+#      $OUT is gone after it (the 2026-12-02 07:28 visit lost four logs that way).
+# Back: llama.json, ceilings.json, logs.tar.xz (+ the build's parts and SHA256SUMS after a build here).
 # Times (device README: build phase 1 ~250 s at -j16, llama-server ~30 s): build ~280 + plan (what is left)
 # + pack ~15 s = ~535 s of command time, inside the call's 600 s; the plan's budget shrinks to fit
 # what the build left (its skipped runs say so in the batch).
@@ -71,4 +75,8 @@ if [ "$BUILT_HERE" = 1 ] && [ -f "$B/libllama.so" ]; then
   split -b 15M -d -a 1 "$WORK/llama-bin.tar.xz" "$OUT/llama-bin.tar.xz.part-"
   el "packed $(stat -c %s "$WORK/llama-bin.tar.xz") bytes"
 fi
-ls -la "$OUT"; el "done"
+ls -la "$OUT"; el "done; packing the logs (visit.log ends here)"
+
+# 5. one logs.tar.xz beside llama.json and ceilings.json
+bash "$REPO/scripts/device/pack_logs.sh" "$OUT"
+ls -la "$OUT"
