@@ -29,7 +29,8 @@ import pytest
 MEASURED_ON = "h200"
 MODEL, WORKLOAD = "qwen2.5-7b", "rag"
 # the batch that measured the ladder, its raw timeline kept verbatim (COMPLETING_STEP_MS is computed from it)
-RAW_TIMELINE = Path(__file__).resolve().parents[1] / "results" / MEASURED_ON / "batches" / "20261202T050156Z" / "deployment-raw.jsonl.xz"
+BATCHES = Path(__file__).resolve().parents[1] / "results" / MEASURED_ON / "batches"  # the ladder's kept batches
+RAW_TIMELINE = BATCHES / "20261202T050156Z" / "deployment-raw.jsonl.xz"
 
 # The step that completes a prompt, by the engine's clock: per request, the longest gap between consecutive engine
 # outputs of any request (arrival_time + each engine_chunks timestamp) from its scheduling to its first token, the

@@ -19,16 +19,15 @@ import json
 import random
 import statistics
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 import numpy as np
+from ladder_findings import BATCHES
 
 from pytest_anatomy.measure.load_stats import RequestRecord
 from pytest_anatomy.specs.workload_file import Slo, goodput
 from pytest_anatomy.stats import percentile
 
-BATCHES = Path(__file__).resolve().parents[1] / "results" / "h200" / "batches"
 STEP_GAP_S = 1e-3
 RESAMPLES, SEED = 400, 14
 

@@ -156,10 +156,7 @@ def test_speculation_counters_give_e_and_the_draft_share() -> None:
 def test_completing_step_times_are_the_recorded_ones() -> None:
     """lf.COMPLETING_STEP_MS (the engine-clock times the findings quote) recomputed from the kept raw timeline of the
     batch that measured the ladder (lf.completing_step_ms): the lowest and highest tercile median of each rung."""
-    from pytest_anatomy.importers.xz import read_kept
-
-    lines = read_kept(lf.RAW_TIMELINE).decode("utf-8").splitlines()
-    runs = {run["id"].rsplit(".", 1)[-1]: run for run in map(json.loads, lines)}
+    runs = lr.raw_runs(lf.RAW_TIMELINE.parent.name)
     for step, (lo, hi) in lf.COMPLETING_STEP_MS.items():
         medians = lf.completing_step_ms(runs[step]["requests"])
         assert (round(min(medians), 1), round(max(medians), 1)) == (lo, hi), (step, medians)

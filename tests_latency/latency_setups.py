@@ -264,32 +264,40 @@ def raw_files(batches: str) -> dict[str, tuple[Path, ...]]:
 
 
 @functools.lru_cache(maxsize=None)
-def raw_decode_timelines(path: Path) -> dict[tuple[str, int], list[ls.TimelineStep]]:
-    """(run id, attempt) -> the step timeline of every decode run of one raw file (read and parsed once per file).
-    A part measured once is attempt 1."""
-    out: dict[tuple[str, int], list[ls.TimelineStep]] = {}
+def raw_run_timelines(path: Path, kind: str) -> dict[tuple[str, int], dict[str, Any]]:
+    """(run id, attempt) -> the raw step timeline (columns "t", "ctx_tokens", "gen_requests", "engine_t", ...) of
+    every run of one raw file whose id holds `kind` (".decode.b", ".poisson.f"), read and parsed once per file and
+    kind. A part measured once is attempt 1."""
+    out: dict[tuple[str, int], dict[str, Any]] = {}
     for line in read_kept(path).decode("utf-8").splitlines():
-        if ".decode.b" not in line[:80]:
+        if kind not in line[:80]:
             continue
         raw = json.loads(line)
-        tl = raw["timeline"]
-        out[(raw["id"], int(raw.get("attempt", 1)))] = [
-            ls.TimelineStep(t=t, ctx_tokens=c, gen_requests=g, engine_t=e)
-            for t, c, g, e in zip(tl["t"], tl["ctx_tokens"], tl["gen_requests"], tl["engine_t"], strict=True)]
+        out[(raw["id"], int(raw.get("attempt", 1)))] = raw["timeline"]
     return out
 
 
-def raw_timeline(rec: Any) -> list[ls.TimelineStep] | None:
-    """A decode recording's step timeline from its session's raw file under results/<hw>/batches/, else None."""
+def kept_timeline(rec: Any, kind: str) -> dict[str, Any] | None:
+    """A recording's raw step timeline from its session's raw file under results/<hw>/batches/, else None (a
+    recording alone holds only the timeline's summary)."""
     if rec.path is None:
         return None
     run = rec.data.get("run") or {}
     key = (run.get("id", rec.name), int(run.get("attempt", 1)))
     for path in raw_files(str(Path(rec.path).parent.parent / "batches")).get(rec.provenance.get("date"), ()):
-        found = raw_decode_timelines(path).get(key)
+        found = raw_run_timelines(path, kind).get(key)
         if found is not None:
             return found
     return None
+
+
+def raw_timeline(rec: Any) -> list[ls.TimelineStep] | None:
+    """A decode recording's step timeline from its session's raw file, else None."""
+    tl = kept_timeline(rec, ".decode.b")
+    if tl is None:
+        return None
+    return [ls.TimelineStep(t=t, ctx_tokens=c, gen_requests=g, engine_t=e)
+            for t, c, g, e in zip(tl["t"], tl["ctx_tokens"], tl["gen_requests"], tl["engine_t"], strict=True)]
 
 
 def step_intervals(rec: Any) -> list[float] | None:
@@ -333,31 +341,11 @@ def validity_note(rec: Any) -> tuple[str, ...]:
 
 
 # --- an open-loop run's prompt-step pace (measure/prompt_pace: did its prompt steps run at the session's pace?) ---
-@functools.lru_cache(maxsize=None)
-def raw_load_timelines(path: Path) -> dict[tuple[str, int], dict[str, Any]]:
-    """(run id, attempt) -> the raw step timeline (columns "t", "ctx_tokens", "engine_t", ...) of every Poisson run
-    of one raw file, read once per file."""
-    out: dict[tuple[str, int], dict[str, Any]] = {}
-    for line in read_kept(path).decode("utf-8").splitlines():
-        if ".poisson.f" not in line[:80]:
-            continue
-        raw = json.loads(line)
-        out[(raw["id"], int(raw.get("attempt", 1)))] = raw["timeline"]
-    return out
-
-
 def prompt_pace_of(rec: Any) -> pp.PromptPace | None:
     """A Poisson recording's lone-prompt pace (pp.prompt_pace) from its session's kept raw timeline; None where the
-    raw file is not kept (a recording alone holds only the timeline's summary)."""
-    if rec.path is None:
-        return None
-    run = rec.data.get("run") or {}
-    key = (run.get("id", rec.name), int(run.get("attempt", 1)))
-    for path in raw_files(str(Path(rec.path).parent.parent / "batches")).get(rec.provenance.get("date"), ()):
-        found = raw_load_timelines(path).get(key)
-        if found is not None:
-            return pp.prompt_pace(found, int(run["settings"]["input_len"]))
-    return None
+    raw file is not kept."""
+    tl = kept_timeline(rec, ".poisson.f")
+    return None if tl is None else pp.prompt_pace(tl, int(rec.data["run"]["settings"]["input_len"]))
 
 
 def slowed_prompts(setup: Setup, slowdown: float) -> Setup:

@@ -20,6 +20,9 @@ from pytest_anatomy.importers.device import import_files
 
 ROOT = Path(__file__).resolve().parents[1]
 BATCH = Path(__file__).parent / "data" / "synthetic-llama-batch.json"
+# the synthetic batch's device (its nvidia_smi line: NVIDIA H200), so also the card whose real vLLM recordings it
+# is compared with
+CARD = "h200"
 
 
 def test_synthetic_batch_imports_and_replays(tmp_path):
@@ -28,21 +31,21 @@ def test_synthetic_batch_imports_and_replays(tmp_path):
     src.write_bytes(BATCH.read_bytes())
     done = import_files([src], results)
     assert sum(status == "wrote" for status, _ in done) >= 17
-    bench = recordings.load_latest(results, "h200", "llama", "qwen2.5-7b.q4_k_m.bench")
+    bench = recordings.load_latest(results, CARD, "llama", "qwen2.5-7b.q4_k_m.bench")
     assert bench.provenance["engine"] == "llama.cpp" and bench.provenance["build_commit"] == "synthetic"
     assert len(bench["tg128.tok_per_s.median"].samples) == 5
-    assert recordings.load_latest(results, "h200", "ceilings", "ceilings")["read_bandwidth.value"].value == 4.4e12
+    assert recordings.load_latest(results, CARD, "ceilings", "ceilings")["read_bandwidth.value"].value == 4.4e12
 
     # vLLM's side of the crossover: the real recorded closed-loop runs, copied beside the synthetic batch
-    latency = results / "h200" / "latency"
+    latency = results / CARD / "latency"
     latency.mkdir(parents=True)
     for c in (1, 8, 32, 64):
-        src_rec = max((ROOT / "results" / "h200" / "latency").glob(f"qwen2.5-7b.closed.c{c}@*.json"))
+        src_rec = max((ROOT / "results" / CARD / "latency").glob(f"qwen2.5-7b.closed.c{c}@*.json"))
         shutil.copyfile(src_rec, latency / src_rec.name)
     # and the vLLM engine start whose CUDA context bounds llama-server's (test_server_gpu_memory_...)
-    capacity = results / "h200" / "capacity"
+    capacity = results / CARD / "capacity"
     capacity.mkdir(parents=True)
-    src_rec = max((ROOT / "results" / "h200" / "capacity").glob("vllm-ledger.qwen2.5-7b.u0.90.len8192.eager@*.json"))
+    src_rec = max((ROOT / "results" / CARD / "capacity").glob("vllm-ledger.qwen2.5-7b.u0.90.len8192.eager@*.json"))
     shutil.copyfile(src_rec, capacity / src_rec.name)
 
     ledger = tmp_path / "ledger.json"
