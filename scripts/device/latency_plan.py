@@ -79,6 +79,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import math
 import os
@@ -99,6 +100,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from pytest_anatomy.measure import load_stats as ls  # noqa: E402  (needs REPO on sys.path)
+from pytest_anatomy.measure.gpu_sampler import GpuSampler  # noqa: E402
 
 SCHEMA = "pytest-anatomy/device-batch/v1"
 MODEL = "qwen2.5-7b"
@@ -590,10 +592,16 @@ async def measure_part(driver: Any, part: Part, budget: Budget, cfg: dict[str, A
                        ) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """One attempt at a part: its run record (an "error" with the traceback if it raised) and its raw line."""
     t0 = time.monotonic()
-    try:
-        body, raw = await run_part(driver, part, budget.deadline_for(part.estimate_s), cfg, state)
-    except Exception:
-        body, raw = {"error": traceback.format_exc()}, None
+    # the GPU's clocks/power/throttle reasons and the host's CPU, sampled through the part (gpu_sampler.py says why)
+    with GpuSampler() if part.kind != "warmup" else contextlib.nullcontext() as sampler:
+        try:
+            body, raw = await run_part(driver, part, budget.deadline_for(part.estimate_s), cfg, state)
+        except Exception:
+            body, raw = {"error": traceback.format_exc()}, None
+    if sampler is not None:
+        body["conditions"] = sampler.summary()  # beside "result": not a measurement, no importer reads it as one
+        if raw is not None:
+            raw["gpu_samples"] = sampler.columns(raw.get("start", t0))
     return ({"id": part.id, "kind": part.kind, "settings": part.settings, "estimate_s": part.estimate_s,
              "wall_s": time.monotonic() - t0, **body}, raw)
 
