@@ -247,7 +247,10 @@ class Measured:
             source="live",
         )
         if self._session.settings.record:
-            path = recordings.save(self._session.settings.results_dir, recording)
+            # "_" data keys are this session's own (a live plan's temporary file paths): never recorded
+            kept = {k: v for k, v in recording.data.items() if not str(k).startswith("_")}
+            path = recordings.save(self._session.settings.results_dir,
+                                   recordings.Recording(**{**recording.__dict__, "data": kept}))
             recording = recordings.Recording(**{**recording.__dict__, "path": path})
         cache[key] = recording
         progress(self._item.config, f"measured {suite}/{name} on {hardware} in {time.monotonic() - started:.1f} s"

@@ -142,8 +142,12 @@ class LatencyLab:
             raise
         self._results = {}
         started = _stamp_of_date(docs[0].get("provenance", {}).get("date_utc"))
+        # the plan's raw files (step timelines), so a live run's validity checks read them as a replay reads the
+        # session's kept batch (latency_setups.kept_timeline), recorded or not; "_" keys stay out of recordings
+        raw = [str(p) for p in sorted((self._workdir / "out").glob("latency*-raw.jsonl*"))]
         for doc in docs:
             for key, result in latency_live_results(doc).items():
+                result["data"]["_raw_files"] = raw
                 self._results[key] = {**result, "recorded_at": started} if started else result
         state = get_session(self._config)
         target = state.live_target()

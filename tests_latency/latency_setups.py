@@ -278,13 +278,19 @@ def raw_run_timelines(path: Path, kind: str) -> dict[tuple[str, int], dict[str, 
 
 
 def kept_timeline(rec: Any, kind: str) -> dict[str, Any] | None:
-    """A recording's raw step timeline from its session's raw file under results/<hw>/batches/, else None (a
-    recording alone holds only the timeline's summary)."""
-    if rec.path is None:
-        return None
+    """A recording's raw step timeline from its session's raw file under results/<hw>/batches/ (a live session's:
+    the plan's own raw files, which the live lab names in data["_raw_files"], kept out of its recordings), else None (a recording alone holds
+    only the timeline's summary)."""
     run = rec.data.get("run") or {}
     key = (run.get("id", rec.name), int(run.get("attempt", 1)))
-    for path in raw_files(str(Path(rec.path).parent.parent / "batches")).get(rec.provenance.get("date"), ()):
+    live = tuple(Path(p) for p in rec.data.get("_raw_files", ()) if Path(p).is_file())
+    if live:
+        paths = live
+    elif rec.path is None:
+        return None
+    else:
+        paths = raw_files(str(Path(rec.path).parent.parent / "batches")).get(rec.provenance.get("date"), ())
+    for path in paths:
         found = raw_run_timelines(path, kind).get(key)
         if found is not None:
             return found

@@ -63,6 +63,11 @@ def fake_run_plan(plan, config, out_dir, log=print):
     docs = _batches(f"{folder}/latency*.json") + _batches(f"{folder}/latency*.json.xz")
     if not docs:
         raise RuntimeError(f"no latency*.json under results/h200/batches/{folder}")
+    # the raw step timelines too, where the plan writes them (its out_dir), as a live plan leaves them
+    import shutil
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for raw in glob.glob(str(REPO / "results/h200/batches" / folder / "latency*-raw.jsonl*")):
+        shutil.copy(raw, out_dir / Path(raw).name)
     # Only the models this plan runs: a recorded session's folder may hold a twin or a second model the plan
     # does not (the live plans have run no tiny-hidden twin since 2026-12-02; the fast plan has no second model)
     ran = {plan.model, *(plan.overhead_models or ()), *([plan.second_model] if plan.second_model else [])}
