@@ -7,9 +7,12 @@
 # does not read can stay here: this script takes folders out of git's index and ignores them
 # (.git/info/exclude) until `unhide` puts them back. Nothing on disk is touched.
 #
-#   bash scripts/device/slim_tree.sh hide live     # live pytest sessions: they read recordings (calibrations,
-#                                                  # replays, priors) but not the kept batches, the live-run
-#                                                  # ledgers or pytest-benchmark's store
+#   bash scripts/device/slim_tree.sh hide live     # live pytest sessions: they read recordings (the kernel,
+#                                                  # flashattn and capacity findings' priors, the ceilings) but
+#                                                  # not the kept batches, the live-run ledgers, pytest-benchmark's
+#                                                  # store or results/h200/latency (47 MiB on 2026-12-02: a live
+#                                                  # latency test reads its session's own results dir; an audit
+#                                                  # hook on a CPU rehearsal of `-m gpu` saw no open under it)
 #   bash scripts/device/slim_tree.sh hide engine   # llama.cpp and quant visits (llama_visit.sh, quant_plan.py):
 #                                                  # they read no recording on the device
 #   bash scripts/device/slim_tree.sh unhide        # before any commit: everything back in the index
@@ -21,8 +24,8 @@ cd "$(dirname "$0")/../.."
 LIST=.git/anatomy-hidden
 EXCLUDE=.git/info/exclude
 
-LIVE=(results/h200/batches results/h200/live-runs results/h200/benchmarks)
-ENGINE=("${LIVE[@]}" results/h200/latency results/h200/kernels results/h200/flashattn results/h200/capacity)
+LIVE=(results/h200/batches results/h200/live-runs results/h200/benchmarks results/h200/latency)
+ENGINE=("${LIVE[@]}" results/h200/kernels results/h200/flashattn results/h200/capacity)
 
 carried_mib() {
   git ls-files -co --exclude-standard -z | du -cb --files0-from=- 2>/dev/null | tail -1 |
