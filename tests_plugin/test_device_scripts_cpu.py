@@ -3,6 +3,7 @@ since the lent GPU's minutes are too scarce to find a syntax error there."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -67,3 +68,33 @@ def test_stage_split_round_trip(tmp_path: Path) -> None:
         assert run("put", "t", str(p), stage=tmp_path / "stage2").returncode == 0
     done = run("join", "t", str(tmp_path / "dest2"), stage=tmp_path / "stage2")
     assert done.returncode == 4 and "missing or damaged" in done.stderr
+
+
+def test_slim_tree_refuses_a_commit_while_recordings_are_hidden(tmp_path: Path) -> None:
+    """`hide` stages the hidden folders' deletion; a commit then would delete every hidden recording (2026-12-02 08:31,
+    amended before it left the checkout). The hook slim_tree.sh installs refuses it; after `unhide` commits go on."""
+    bash, git = shutil.which("bash"), shutil.which("git")
+    if bash is None or git is None:
+        pytest.skip("no bash/git here")
+    repo = tmp_path / "repo"
+    (repo / "scripts" / "device").mkdir(parents=True)
+    (repo / "results" / "h200" / "batches").mkdir(parents=True)
+    shutil.copy(REPO / "scripts" / "device" / "slim_tree.sh", repo / "scripts" / "device" / "slim_tree.sh")
+    (repo / "results" / "h200" / "batches" / "run.json").write_text("{}\n")
+
+    def sh(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(list(args), cwd=repo, capture_output=True, text=True,
+                              env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+                                   "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"})
+
+    assert sh(git, "init", "-q").returncode == 0
+    sh(git, "add", "-A")
+    assert sh(git, "commit", "-qm", "data").returncode == 0
+    assert sh(bash, "scripts/device/slim_tree.sh", "hide", "live").returncode == 0
+    (repo / "notes.txt").write_text("x\n")
+    sh(git, "add", "notes.txt")
+    refused = sh(git, "commit", "-qm", "while hidden")
+    assert refused.returncode != 0 and "slim_tree.sh unhide" in refused.stderr
+    assert sh(bash, "scripts/device/slim_tree.sh", "unhide").returncode == 0
+    assert sh(git, "commit", "-qm", "after unhide").returncode == 0
+    assert sh(git, "ls-files", "results/h200/batches/run.json").stdout.strip() == "results/h200/batches/run.json"

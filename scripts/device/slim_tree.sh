@@ -21,8 +21,8 @@
 # Always `unhide` before committing: a commit made while hidden records the folders as deleted.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-LIST=.git/anatomy-hidden
-EXCLUDE=.git/info/exclude
+LIST=$(git rev-parse --git-path anatomy-hidden)
+EXCLUDE=$(git rev-parse --git-path info/exclude)
 
 LIVE=(results/h200/batches results/h200/live-runs results/h200/benchmarks results/h200/latency)
 ENGINE=("${LIVE[@]}" results/h200/kernels results/h200/flashattn results/h200/capacity)
@@ -40,6 +40,20 @@ hide)
     engine) dirs=("${ENGINE[@]}") ;;
     *) echo "usage: slim_tree.sh hide live|engine" >&2; exit 2 ;;
   esac
+  # Hidden folders are staged deletions: a commit made now would delete every hidden recording from the
+  # history's tip (it happened once, 2026-12-02 08:31, amended before it left this checkout). A pre-commit hook
+  # refuses any commit while something is hidden; it is installed once and names the way out.
+  hooks=$(git rev-parse --git-path hooks)
+  if [ ! -e "$hooks/pre-commit" ]; then
+    mkdir -p "$hooks"
+    printf '%s\n' '#!/bin/sh' \
+      '# installed by scripts/device/slim_tree.sh: no commit while recorded data is hidden from the index' \
+      'if [ -s "$(git rev-parse --git-path anatomy-hidden)" ]; then' \
+      '  echo "refused: results folders are hidden (slim_tree.sh hide); run bash scripts/device/slim_tree.sh unhide, then commit" >&2' \
+      '  exit 1' \
+      'fi' > "$hooks/pre-commit"
+    chmod +x "$hooks/pre-commit"
+  fi
   [ -s "$EXCLUDE" ] && [ -n "$(tail -c1 "$EXCLUDE")" ] && echo >> "$EXCLUDE"  # our lines start on a line of their own
   for d in "${dirs[@]}"; do
     [ -d "$d" ] || continue
