@@ -121,3 +121,16 @@ def test_a_sessions_own_data_keys_stay_out_of_its_recordings(live_and_replay) ->
     *_, results = live_and_replay
     latency = sorted(results.rglob("h200/latency/*@*.json"))
     assert latency and not any("_raw_files" in json.loads(p.read_text()).get("data", {}) for p in latency)
+
+
+def test_a_live_sessions_collection_reads_nothing_the_device_tree_leaves_behind(tmp_path: Path) -> None:
+    """`pytest -m gpu --anatomy-source=live` collects on the device (scripts/device/live_session.sh: a fresh results
+    dir) with slim_tree.sh's LIVE folders absent: no module may read them at import (the 2026-12-02 08:30 full
+    session stopped at collection on one such read). Rehearsed on the fake H200."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "tests_plugin" / "live_rehearsal"), str(REPO)])}
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "fake_h200", "-p", "hidden_guard", "-p",
+                           "no:cacheprovider", "-q", "--co", "-m", "gpu", "-s", "--anatomy-source=live",
+                           "-o", f"anatomy_results_dir={tmp_path}"],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-1000:]
+    assert "hidden-guard: 0 opens under the hidden folders during collection" in proc.stdout, proc.stdout[-2000:]
