@@ -63,3 +63,11 @@ UNCALIBRATED_REFERENCE = pytest.mark.finding(
            "1.11 for Q5_K_M's legacy tensors; times the GPU's KLD they predict 0.215, 0.297 and 0.0965. Unknown: the "
            "sign of the term is not derived, only measured; the band is 3 standard errors of the slice's paired "
            "per-token mean of delta nll - KL, over its KLD (wide: 381 tokens).")
+
+# test_quant_mechanisms.py's held-out check of the mechanism model itself on every GPU type.
+Q5_K_M_ON_Q5_1 = pytest.mark.finding(
+    "quant-q5_k_m-is-q5_1", quantity="kld_mechanism[Q5_K_M]", expected=(1.3, 1.7),
+    reason="the per-role model + floor under-predicts Q5_K_M 1.50x: 6 of its 7 roles are Q5_1, the type of "
+           "quant-q5_1-on-the-q4_1-grid. On the CPU slice the mix's legacy tensors alone measure 1.46x their per-role "
+           "prediction, the same excess, so it is the Q5_1 grid effect, whose cause is not established. The band "
+           "is the CPU slice's 1.46x +- its 3 standard errors (16%).")
