@@ -9,7 +9,7 @@ measured from these logits are ~1e-3 and must not drown in summation error).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +32,13 @@ class LlamaConfig:
 
 
 Weights = Mapping[str, np.ndarray]
+# What happens to the activations entering a weight matmul: None = nothing (float32). llama.cpp's CUDA MMQ kernels
+# round them to q8_1 for every quantized weight (measure/q8_1.py); passing that rounding here prices it on the CPU.
+Act = Callable[[np.ndarray], np.ndarray] | None
+
+
+def _in(act: Act, x: np.ndarray) -> np.ndarray:
+    return x if act is None else act(x)
 
 
 def read_gguf(path: Path) -> tuple[LlamaConfig, dict[str, np.ndarray], object]:
@@ -78,9 +85,11 @@ def _rope(x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
     return out
 
 
-def _attention(cfg: LlamaConfig, w: Weights, i: int, x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
+def _attention(cfg: LlamaConfig, w: Weights, i: int, x: np.ndarray, cos: np.ndarray, sin: np.ndarray,
+               act: Act = None) -> np.ndarray:
     b, n, _ = x.shape
     hd, p = cfg.head_dim, f"blk.{i}."
+    x = _in(act, x)
     q = (x @ w[p + "attn_q.weight"].T).reshape(b, n, cfg.n_head, hd).transpose(0, 2, 1, 3)
     k = (x @ w[p + "attn_k.weight"].T).reshape(b, n, cfg.n_head_kv, hd).transpose(0, 2, 1, 3)
     v = (x @ w[p + "attn_v.weight"].T).reshape(b, n, cfg.n_head_kv, hd).transpose(0, 2, 1, 3)
@@ -92,30 +101,32 @@ def _attention(cfg: LlamaConfig, w: Weights, i: int, x: np.ndarray, cos: np.ndar
     scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
     scores /= scores.sum(axis=-1, keepdims=True)
     out = (scores @ v).transpose(0, 2, 1, 3).reshape(b, n, cfg.n_embd)
-    return out @ w[p + "attn_output.weight"].T
+    return _in(act, out) @ w[p + "attn_output.weight"].T
 
 
-def _mlp(w: Weights, i: int, x: np.ndarray) -> np.ndarray:
+def _mlp(w: Weights, i: int, x: np.ndarray, act: Act = None) -> np.ndarray:
     p = f"blk.{i}."
+    x = _in(act, x)
     gate = x @ w[p + "ffn_gate.weight"].T
     up = x @ w[p + "ffn_up.weight"].T
-    return ((gate / (1 + np.exp(-gate))) * up) @ w[p + "ffn_down.weight"].T
+    return _in(act, (gate / (1 + np.exp(-gate))) * up) @ w[p + "ffn_down.weight"].T
 
 
-def hidden_states(cfg: LlamaConfig, w: Weights, tokens: np.ndarray) -> np.ndarray:
-    """tokens [batch, n] -> the final-normed hidden states [batch, n, n_embd] (causal, one window each)."""
+def hidden_states(cfg: LlamaConfig, w: Weights, tokens: np.ndarray, act: Act = None) -> np.ndarray:
+    """tokens [batch, n] -> the final-normed hidden states [batch, n, n_embd] (causal, one window each);
+    `act` rounds the input of every weight matmul (not attention's own q.k and p.v, which use no weights)."""
     x = w["token_embd.weight"][tokens]
     cos, sin = _rope_tables(cfg, tokens.shape[1])
     for i in range(cfg.n_layers):
         p = f"blk.{i}."
-        x = x + _attention(cfg, w, i, _rms_norm(x, w[p + "attn_norm.weight"], cfg.rms_eps), cos, sin)
-        x = x + _mlp(w, i, _rms_norm(x, w[p + "ffn_norm.weight"], cfg.rms_eps))
+        x = x + _attention(cfg, w, i, _rms_norm(x, w[p + "attn_norm.weight"], cfg.rms_eps), cos, sin, act)
+        x = x + _mlp(w, i, _rms_norm(x, w[p + "ffn_norm.weight"], cfg.rms_eps), act)
     return _rms_norm(x, w["output_norm.weight"], cfg.rms_eps)
 
 
-def log_probs(w: Weights, hidden: np.ndarray) -> np.ndarray:
+def log_probs(w: Weights, hidden: np.ndarray, act: Act = None) -> np.ndarray:
     """Log-softmax over the vocabulary (the output matrix, or token_embd when tied), float64 sums."""
     out = w.get("output.weight", w["token_embd.weight"])
-    logits = (hidden @ out.T).astype(np.float64)
+    logits = (_in(act, hidden) @ out.T).astype(np.float64)
     logits -= logits.max(axis=-1, keepdims=True)
     return logits - np.log(np.exp(logits).sum(axis=-1, keepdims=True))
