@@ -211,7 +211,13 @@ def median_scatter(rec: Any, stat: str) -> float:
 
 def samples_scatter(samples: Any) -> float:
     """2 x the standard error of the median of a list of repeats, relative to it (0 with < 2)."""
-    values = [float(v) for v in samples or ()]
+    return _samples_scatter(tuple(float(v) for v in samples or ()))
+
+
+@functools.lru_cache(maxsize=None)
+def _samples_scatter(values: tuple[float, ...]) -> float:
+    """Cached: statistics.stdev sums exact fractions, and every engine setup of a session asks for the same
+    ceilings' scatter again (a tenth of a latency replay's setup time)."""
     if len(values) < 2:
         return 0.0
     return 2 * MEDIAN_SE * statistics.stdev(values) / math.sqrt(len(values)) / statistics.median(values)
