@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pytest_anatomy import hookspecs
+from pytest_anatomy import hookspecs, run_share
 from pytest_anatomy.benchmarks import anatomy_benchmark  # noqa: F401 (fixture)
 from pytest_anatomy.findings import parse_finding_marks
 from pytest_anatomy.fixtures import hardware, measured, model_spec, reconcile, suite_of, target  # noqa: F401 (fixtures)
@@ -56,6 +56,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
         config.pluginmanager.register(AnatomyHtmlColumns(), "anatomy-html-columns")
     _register_option_use(config)
+    run_share.bind(config)
 
 
 def _register_option_use(config: pytest.Config) -> None:
@@ -244,6 +245,7 @@ def _outcome(report: pytest.TestReport) -> str | None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    run_share.unbind(config)
     for name in ("anatomy-html-columns", "anatomy-ledger", "anatomy-option-use"):
         plugin = config.pluginmanager.get_plugin(name)
         if plugin is not None:

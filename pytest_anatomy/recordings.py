@@ -273,10 +273,25 @@ def stamp_of(recorded_at: str) -> str:
 
 def candidates(root: Path, hardware: str, suite: str, name: str) -> list[Path]:
     """All files of one recording, oldest first (by the time in the stamp: with and without
-    microseconds do not sort lexically)."""
+    microseconds do not sort lexically). Found once per listing of the folder: a replay asks for the
+    same names thousands of times, and the answer changes only when the folder does (_listing)."""
     folder = Path(root) / hardware / suite
     if not folder.is_dir():
         return []
+    listing, key = _listing(folder), (str(folder), name)  # as spelled: the paths come back spelled so
+    hit = _CANDIDATES.get(key)
+    if hit is not None and hit[0] is listing:
+        return list(hit[1])
+    found = _stamped_files(folder, name)
+    _CANDIDATES[key] = (listing, found)
+    return list(found)
+
+
+# (folder, name) -> (the listing it was found in, its files oldest first); reused while _listing returns that listing
+_CANDIDATES: dict[tuple[str, str], tuple[tuple[str, ...], list[Path]]] = {}
+
+
+def _stamped_files(folder: Path, name: str) -> list[Path]:
     found: dict[datetime, Path] = {}
     for p in _named_files(folder, name):
         stamp = p.name[len(name) + 1 : -len(".json")]
@@ -299,8 +314,30 @@ def _named_files(folder: Path, name: str) -> list[Path]:
     if any(c in name for c in "*?["):
         return list(folder.glob(pattern))
     head = f"{name}@"
-    return [folder / n for n in _listing(folder)
-            if n.startswith(head) and n.endswith(".json") and len(n) >= len(head) + len(".json")]
+    if "@" in name:  # never valid (_NAME_RE), but keep startswith's meaning for it
+        return [folder / n for n in _listing(folder)
+                if n.startswith(head) and n.endswith(".json") and len(n) >= len(head) + len(".json")]
+    # the names whose part before their first "@" is `name`: exactly those starting with `name@`
+    return [folder / n for n in _by_head(folder).get(name, ())
+            if n.endswith(".json") and len(n) >= len(head) + len(".json")]
+
+
+_HEADS: dict[str, tuple[tuple[str, ...], dict[str, list[str]]]] = {}
+
+
+def _by_head(folder: Path) -> dict[str, list[str]]:
+    """The folder's names grouped by their part before the first "@" (in listing order), built once per listing:
+    a lookup then reads the few files of one name instead of filtering hundreds."""
+    names = _listing(folder)
+    where = os.path.abspath(folder)
+    hit = _HEADS.get(where)
+    if hit is not None and hit[0] is names:
+        return hit[1]
+    index: dict[str, list[str]] = {}
+    for n in names:
+        index.setdefault(n.split("@", 1)[0], []).append(n)
+    _HEADS[where] = (names, index)
+    return index
 
 
 def has_named_files(folder: Path, name: str) -> bool:

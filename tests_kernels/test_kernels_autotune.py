@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import kernel_findings as hf
+import nvrtc_once
 
 from pytest_anatomy import recordings
 from pytest_anatomy.kernels import autotune, emulator, sgemm
@@ -100,12 +101,13 @@ def test_candidate_compiles_with_nvrtc(v, share):
 
         from pytest_anatomy.kernels.registry import CUDA_DIR
 
-        opts = ProgramOptions(arch="sm_90", name=call.source, std="c++17",
-                              define_macro=[(k, str(x)) for k, x in call.defines])
-        prog = Program((CUDA_DIR / call.source).read_text(encoding="utf-8"), "c++", opts)
+        defines = tuple((k, str(x)) for k, x in call.defines)
+        opts = ProgramOptions(arch="sm_90", name=call.source, std="c++17", define_macro=list(defines))
+        text = (CUDA_DIR / call.source).read_text(encoding="utf-8")
+        prog = Program(text, "c++", opts)
     except Exception as exc:  # noqa: BLE001 - ImportError or NVRTC's library missing: both mean "cannot check here"
         pytest.skip(f"NVRTC unavailable ({type(exc).__name__}: {str(exc)[:120]})")
-    assert len(bytes(prog.compile("cubin").code)) > 0
+    assert len(nvrtc_once.cubin(prog, call.source, text, "sm_90", defines)) > 0
 
 
 @pytest.mark.parametrize("v,share", CANDIDATES)

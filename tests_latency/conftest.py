@@ -6,6 +6,7 @@ session (`latency_lab`, plan in latency_live_plan.py); a replay target reads its
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib.util
 import json
 from pathlib import Path
@@ -245,12 +246,9 @@ OVERHEAD_MODELS = live_plan.OVERHEAD  # tiny-hidden twins of Qwen2.5-7B (pytest_
 def session_overhead(rec: Any, target: Any, beside: Any) -> cal.LayerOverhead | None:
     """The layer overhead fitted on the tiny models' decode steps of `beside`'s session, or None when
     the session did not run them (every session recorded before 2026-12-01 07:35)."""
-    from pytest_anatomy.specs import catalog
-
     steps: list[cal.OverheadStep] = []
     ceilings = None
     for model_name in OVERHEAD_MODELS:
-        tiny = load_model(catalog.CONFIG_DIR / "overhead" / f"{model_name}.json")
         for b in live_plan.OVERHEAD_BATCHES:
             name = f"{model_name}.decode.b{b}"
             if not getattr(rec, "has", lambda _: True)(name):  # no such run at all: nothing to read
@@ -262,13 +260,22 @@ def session_overhead(rec: Any, target: Any, beside: Any) -> cal.LayerOverhead | 
             if ceilings is None:
                 ceilings = rec_ceilings(rec, target, r)
             s = r.data["run"]["settings"]
-            steps.append(cal.overhead_step(tiny, b, r["step_time_s"].value, s["input_len"], s["output_len"], ceilings,
+            steps.append(cal.overhead_step(_tiny_model(model_name), b, r["step_time_s"].value, s["input_len"], s["output_len"], ceilings,
                                            f"{model_name}.decode.b{b}:step_time_s",
                                            median_scatter(r, "itl_steady_engine_clock_s") * r["step_time_s"].value))
     try:
         return cal.fit_layer_overhead(steps) if steps else None
     except ValueError:  # one layer count only: no layer term (one_layer_count_note says what happens instead)
         return None
+
+
+@functools.lru_cache(maxsize=None)
+def _tiny_model(model_name: str) -> ModelSpec:
+    """A tiny-hidden overhead model's config, read once per process (every engine setup asked for both again, with or
+    without recordings of them)."""
+    from pytest_anatomy.specs import catalog
+
+    return load_model(catalog.CONFIG_DIR / "overhead" / f"{model_name}.json")
 
 
 def one_layer_count_note(rec: Any, target: Any, beside: Any) -> str | None:

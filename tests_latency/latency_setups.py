@@ -31,7 +31,7 @@ from typing import Any
 
 import pytest
 
-from pytest_anatomy import held_out
+from pytest_anatomy import held_out, run_share
 from pytest_anatomy.importers.xz import read_kept
 from pytest_anatomy.measure import load_stats as ls
 from pytest_anatomy.measure import prompt_pace as pp
@@ -211,7 +211,13 @@ def median_scatter(rec: Any, stat: str) -> float:
 
 def samples_scatter(samples: Any) -> float:
     """2 x the standard error of the median of a list of repeats, relative to it (0 with < 2)."""
-    values = [float(v) for v in samples or ()]
+    return _samples_scatter(tuple(float(v) for v in samples or ()))
+
+
+@functools.lru_cache(maxsize=None)
+def _samples_scatter(values: tuple[float, ...]) -> float:
+    """Cached: statistics.stdev sums exact fractions, and every engine setup of a session asks for the same
+    ceilings' scatter again (a tenth of a latency replay's setup time)."""
     if len(values) < 2:
         return 0.0
     return 2 * MEDIAN_SE * statistics.stdev(values) / math.sqrt(len(values)) / statistics.median(values)
@@ -254,7 +260,14 @@ def _batch_date(raw_path: Path) -> str | None:
 @functools.lru_cache(maxsize=None)
 def raw_files(batches: str) -> dict[str, tuple[Path, ...]]:
     """Batch date_utc -> the latency raw files (latency*-raw.jsonl[.xz]) kept under `batches` (results/<hw>/batches)
-    for that plan run: the main model's and the extra models' (each names its own batch file's date)."""
+    for that plan run: the main model's and the extra models' (each names its own batch file's date). Once per run:
+    each date is read from an xz'd batch file (run_share)."""
+    # keyed by the folder as given too: the paths come back spelled as the process that listed them spelled it
+    key = run_share.key_of("latency-raw-files", batches, Path(batches).resolve())
+    return run_share.once(key, lambda: _raw_files(batches))
+
+
+def _raw_files(batches: str) -> dict[str, tuple[Path, ...]]:
     out: dict[str, tuple[Path, ...]] = {}
     for path in sorted(Path(batches).glob("*/latency*-raw.jsonl*")):
         date = _batch_date(path)
@@ -267,7 +280,14 @@ def raw_files(batches: str) -> dict[str, tuple[Path, ...]]:
 def raw_run_timelines(path: Path, kind: str) -> dict[tuple[str, int], dict[str, Any]]:
     """(run id, attempt) -> the raw step timeline (columns "t", "ctx_tokens", "gen_requests", "engine_t", ...) of
     every run of one raw file whose id holds `kind` (".decode.b", ".poisson.f"), read and parsed once per file and
-    kind. A part measured once is attempt 1."""
+    kind in a run (run_share: the workers, the background report build and the mutation replays all read these files,
+    ~0.2 s of decompression each time). A part measured once is attempt 1."""
+    st = Path(path).stat()
+    return run_share.once(run_share.key_of("latency-raw-timelines", Path(path).resolve(), st.st_size, st.st_mtime_ns,
+                                           kind), lambda: _raw_run_timelines(path, kind))
+
+
+def _raw_run_timelines(path: Path, kind: str) -> dict[tuple[str, int], dict[str, Any]]:
     out: dict[tuple[str, int], dict[str, Any]] = {}
     for line in read_kept(path).decode("utf-8").splitlines():
         if kind not in line[:80]:

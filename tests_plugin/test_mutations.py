@@ -20,6 +20,8 @@ from pathlib import Path
 import pytest
 from theory_mutants import BY_NAME, CATALOGUE, MUTATION_ENV, Mutation, mutated_source
 
+from pytest_anatomy import run_share
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -28,6 +30,10 @@ def _replay(selection: tuple[str, ...], keyword: str, ledger: Path, mutation: st
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "tests_plugin"), env.get("PYTHONPATH", "")]))
     if mutation:
         env[MUTATION_ENV] = mutation
+    # Parsed raw files and compiler outputs, computed once per run (none of them theory: run_share's rule)
+    shared = run_share.folder()
+    if shared is not None:
+        env[run_share.ENV] = str(shared)
     cmd = [sys.executable, "-m", "pytest", *selection, "-p", "theory_mutants", "-p", "no:cacheprovider",
            "-p", "no:xdist", "-q", "--anatomy-source=recorded", f"--anatomy-report={ledger}"]
     if keyword:

@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from pytest_anatomy import run_share
 from pytest_anatomy.cli import SUITE_DIRS
 from pytest_anatomy.report.formatting import exact_value, format_value
 
@@ -68,6 +69,10 @@ def start_full_report(config: pytest.Config) -> None:
     # The quant suite's slice forwards are computed once per run, by whichever process needs them first: this build
     # shares them with the workers through the run's folder (tests_quant/quality_slice.once)
     env["ANATOMY_QUANT_SLICE_SHARED"] = str(folder.parent / "quant-slice")
+    # and so are the parsed raw files and compiler outputs this run's processes share (pytest_anatomy/run_share.py)
+    shared = run_share.folder_of(config)
+    if shared is not None:
+        env[run_share.ENV] = str(shared)
     # -p no:xdist: one process, as the main command runs; the wrapper writes the exit status and output when done
     cmd = [sys.executable, "-m", "pytest", *suites, f"--anatomy-report={out}", "-q", "-p", "no:cacheprovider",
            "-p", "no:xdist"]

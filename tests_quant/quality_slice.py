@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import pickle
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 import numpy as np
 
+from pytest_anatomy import run_share
 from pytest_anatomy.measure import bpe, numpy_llama, wiki_text
 from pytest_anatomy.quant_data import QuantData
 from pytest_anatomy.specs.gguf_file import GgufHeader, GgufTensor
@@ -167,23 +167,5 @@ def shared_folder(config: Any) -> Path | None:
 
 def once(folder: Path | None, key: str, compute: Callable[[], T]) -> T:
     """compute(), or what another process of this run computed for `key` in `folder`: an exclusive lock per key, so
-    a second process waits for the first instead of computing it too."""
-    try:
-        import fcntl
-    except ImportError:  # not POSIX: no lock to share with, compute here
-        folder = None
-    if folder is None:
-        return compute()
-    folder.mkdir(parents=True, exist_ok=True)
-    done = folder / f"{key}.pickle"
-    with open(folder / f"{key}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        if done.exists():
-            with open(done, "rb") as fh:
-                return pickle.load(fh)  # written by a process of this run, below
-        value = compute()
-        tmp = done.with_suffix(f".{os.getpid()}.tmp")
-        with open(tmp, "wb") as fh:
-            pickle.dump(value, fh, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, done)
-        return value
+    a second process waits for the first instead of computing it too (run_share.once_in)."""
+    return run_share.once_in(folder, key, compute)

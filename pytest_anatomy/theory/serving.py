@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import operator
 from collections import deque
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -31,6 +32,7 @@ from pytest_anatomy.specs.workload import poisson_arrivals
 from pytest_anatomy.stats import percentile
 from pytest_anatomy.theory.latency import StepModel
 from pytest_anatomy.theory.prediction import Prediction, Term
+from pytest_anatomy.theory.serving_tokens import decode_streak, land_tokens
 
 
 @dataclass(frozen=True)
@@ -246,6 +248,9 @@ def simulate(steps: StepModel, sched: SchedulerConfig, work: Workload, *, max_st
             continue
         scheduled: list[tuple[_Request, int]] = []
         budget, preempted_now = _schedule_running(eng, scheduled)
+        # A step of decodes only (a token each) that preempts nothing: if it also admits and finishes no one, the steps
+        # after it stay alike until an arrival, a finish or a full pool, and decode_streak runs them at once
+        alone = len(scheduled) if not preempted_now and budget + len(scheduled) == eng.sched.max_num_batched_tokens else -1
         _admit_waiting(eng, scheduled, budget, preempted_now)
         if not scheduled:  # nothing fits even alone: the pool cannot hold one request
             raise ValueError(f"a request of {work.input_len}+{work.output_len} tokens does not fit in "
@@ -254,7 +259,10 @@ def simulate(steps: StepModel, sched: SchedulerConfig, work: Workload, *, max_st
         eng.steps += 1
         if eng.steps > max_steps:
             raise RuntimeError(f"simulation exceeded {max_steps} steps; the workload never drains")
-        _land_tokens(eng, scheduled)
+        finished = len(eng.done)
+        land_tokens(eng, scheduled)
+        if alone == len(scheduled) == len(eng.running) and finished == len(eng.done):
+            decode_streak(eng, steps, max_steps)
     return replace(_result(eng.done, eng.t, eng.steps, eng.preemptions, eng.recomputed, eng.max_running,
                            eng.running_time, eng.mixed, steps.calibration, fixed), free_blocks_end=eng.free)
 
@@ -368,34 +376,6 @@ def _step_seconds(eng: _Engine, steps: StepModel, scheduled: list[tuple[_Request
     return dt
 
 
-def _land_tokens(eng: _Engine, scheduled: list[tuple[_Request, int]]) -> None:
-    """A request whose chunk completes its sequence emits a token at the step's end; one that reached its output
-    length finishes, frees its blocks and, in a closed loop, sends the next once that token reaches the client."""
-    t, work, e = eng.t, eng.work, eng.sched.spec_tokens_per_step
-    for r, n in scheduled:
-        if n > 1 and r.generated and r.computed == r.length - 1:  # verified: the accepted run + one token
-            r.credit += e
-            g = min(n, max(1, int(r.credit)), r.target - r.generated)
-            r.credit -= g
-            r.computed += g  # the rejected drafts' KV is discarded
-        else:
-            r.computed += n
-            if r.computed < r.length:
-                continue  # a chunk of a longer prompt: no token yet
-            g = 1
-        r.generated += g
-        r.length += g
-        r.token_times.extend([t] * g)
-        if r.generated >= r.target:
-            eng.running.remove(r)
-            eng.free += r.blocks - r.shared
-            r.blocks = 0
-            eng.done.append(r)
-            if work.concurrency is not None and eng.next_id < work.num_requests:
-                eng.future.append((t + eng.fixed.egress_s, eng.next_id))
-                eng.next_id += 1
-
-
 def _result(done: list[_Request], t: float, n_steps: int, preemptions: int, recomputed: int,
             max_running: int, running_time: float, mixed: int, calibration: tuple[str, ...],
             fixed: RequestTimes = NO_REQUEST_TIMES) -> SimResult:
@@ -406,6 +386,12 @@ def _result(done: list[_Request], t: float, n_steps: int, preemptions: int, reco
     for r in done:  # per output token: g tokens landing together after a gap d count g gaps of d / g
         times, i = r.token_times, 1
         n = len(times)
+        gaps = list(map(operator.sub, times[1:], times[:-1]))
+        # No two tokens landed together (no speculation): every gap is one token's. Finite gaps, none zero: no two
+        # neighbouring times are equal (with an infinite time some gap is inf or nan, and the sum with it).
+        if 0.0 not in gaps and math.isfinite(sum(gaps)):
+            itl.extend(gaps)
+            continue
         while i < n:
             at, j = times[i], i
             while j + 1 < n and times[j + 1] == at:

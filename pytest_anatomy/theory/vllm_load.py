@@ -30,6 +30,7 @@ parameter bytes beyond the rope cache.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from pytest_anatomy.specs.model import ModelSpec
@@ -124,7 +125,15 @@ def replay_load(model: ModelSpec, *, tp: int = 1, rank: int = 0, dtype_bytes: in
     check_supported(model)
     if not 0 <= rank < tp:
         raise ValueError(f"rank {rank} is outside tensor parallel size {tp}")
-    s = rank_shapes(model, tp)
+    return _replay(model, rank_shapes(model, tp), rope_cache_rows(model), rank, dtype_bytes, deepgemm_workspace)
+
+
+# Cached: a pure function of its arguments, and a sweep of engine settings replays the same few loads hundreds of
+# times (tests_validation's KV-pool cause: 398 replays of 17 loads while collecting). The config's rope settings, read
+# from model.raw (which ModelSpec's equality leaves out), are part of the key through `rope_rows`.
+@functools.lru_cache(maxsize=256)
+def _replay(model: ModelSpec, s: RankShapes, rope_rows: tuple[int, int], rank: int, dtype_bytes: int,
+            deepgemm_workspace: bool) -> LoadReplay:
     h, b = model.hidden_size, dtype_bytes
     alloc = CachingAllocatorModel(max_split_size=LOAD_MAX_SPLIT)
     params = 0
@@ -135,7 +144,7 @@ def replay_load(model: ModelSpec, *, tp: int = 1, rank: int = 0, dtype_bytes: in
         params += numel * b
         alloc.malloc(numel * b)
 
-    max_pos, rot = rope_cache_rows(model)
+    max_pos, rot = rope_rows
     param(s.vocab_rows * h)
     rope = 0
     dg = 0

@@ -11,6 +11,7 @@ Small shapes only: every CUDA thread is a fiber, so a 1000^3 GEMM would take min
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
 import os
@@ -18,7 +19,7 @@ import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -65,21 +66,43 @@ def build(source: str, defines: tuple[tuple[str, int], ...] = ()) -> ctypes.CDLL
     text = (CUDA_DIR / source).read_text(encoding="utf-8")
     exports = "".join(f"EMU_EXPORT({k})\n" for k in kernels_in(source))
     macros = "".join(f"#define {k} {v}\n" for k, v in defines)  # before the source: its #ifndef defaults yield
-    unit = f'{macros}#include "{CUDA_DIR / source}"\n{exports}'
+    # The source is included by its path under CUDA_DIR (passed with -I), not by its absolute path: the key then hashes
+    # what is compiled, not where the checkout lies, and a fresh clone finds the builds its machine already made.
+    unit = f'{macros}#include "{source}"\n{exports}'
     key = hashlib.sha256("\0".join((text, HEADER.read_text(), unit, cxx, *FLAGS)).encode()).hexdigest()[:20]
     lib = cache_dir() / f"{Path(source).stem}-{key}.so"
     if not lib.exists():
-        with tempfile.TemporaryDirectory() as tmp:
-            src = Path(tmp) / "unit.cpp"
-            src.write_text(unit)
-            out = Path(tmp) / lib.name
-            proc = subprocess.run([cxx, *FLAGS, "-include", str(HEADER), str(src), "-o", str(out)],
-                                  capture_output=True, text=True, timeout=120, check=False)
-            if proc.returncode != 0:
-                raise RuntimeError(f"emulator build of {source} failed:\n{proc.stderr[-4000:]}")
-            os.replace(out, lib)
+        with _exclusive(lib):  # another process (an xdist worker, the background report build) may be building it
+            if not lib.exists():
+                _compile(cxx, unit, lib, source)
     _LIBS[memo] = ctypes.CDLL(str(lib))
     return _LIBS[memo]
+
+
+def _compile(cxx: str, unit: str, lib: Path, source: str) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "unit.cpp"
+        src.write_text(unit)
+        out = Path(tmp) / lib.name
+        proc = subprocess.run([cxx, *FLAGS, "-I", str(CUDA_DIR), "-include", str(HEADER), str(src), "-o", str(out)],
+                              capture_output=True, text=True, timeout=120, check=False)
+        if proc.returncode != 0:
+            raise RuntimeError(f"emulator build of {source} failed:\n{proc.stderr[-4000:]}")
+        os.replace(out, lib)
+
+
+@contextlib.contextmanager
+def _exclusive(lib: Path) -> Iterator[None]:
+    """Hold an exclusive lock beside `lib` (none where fcntl is missing): two processes that need the same build
+    compile it once, the second waiting for the first instead of running g++ on the same unit beside it."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    with open(lib.with_suffix(".lock"), "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)  # released when the file closes
+        yield
 
 
 def _arg(kind: str, value: Any) -> Any:
