@@ -152,3 +152,11 @@ def test_a_measured_batch_imports_into_the_quant_suite(tmp_path, monkeypatch):
         "tensor_bytes"].value == 1000
     bench = recordings.load_latest(tmp_path / "results", CARD, "quant", "smollm2-135m.q8_0.bench")
     assert bench["tg128.tok_per_s"].value == 700.0
+
+
+def test_only_selects_steps_in_the_plans_order_and_refuses_a_pattern_that_matches_nothing():
+    chosen = plan.select(plan.plan(), "*.bench,F16.perplexity")
+    assert [s.id for s in chosen][0] == "F16.perplexity" and {s.kind for s in chosen} == {"base", "bench"}
+    assert len(chosen) == 1 + len(plan.FILE_TYPES) + 1  # the base, then F16's and every type's bench
+    with pytest.raises(SystemExit, match="matches no step"):
+        plan.select(plan.plan(), "Q9_9.*")

@@ -47,6 +47,7 @@ fp8 (prompt logprobs of SmolLM2); both are pre-registered or planned (docs/QUANT
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import hashlib
 import json
 import math
@@ -322,9 +323,20 @@ def vllm_phase(out: Path, budget_s: float, measure: Any = None) -> dict[str, Any
     return doc
 
 
-def dry_run(budget_s: float) -> str:
+def select(steps: list[Step], only: str | None) -> list[Step]:
+    """The steps whose id matches one of `only`'s comma-separated patterns (all of them when None)."""
+    if only is None:
+        return steps
+    patterns = [p.strip() for p in only.split(",") if p.strip()]
+    chosen = [s for s in steps if any(fnmatch.fnmatchcase(s.id, p) for p in patterns)]
+    if not chosen:
+        raise SystemExit(f"quant_plan: --only {only!r} matches no step; `--dry-run` lists the step ids")
+    return chosen
+
+
+def dry_run(budget_s: float, only: str | None = None) -> str:
     lines, total = [], 0.0
-    for s in plan():
+    for s in select(plan(), only):
         total += s.est_s
         lines.append(f"  {s.id:24s} {s.kind:9s} ~{s.est_s:>4.0f} s  (cumulative {total:>5.0f} s)"
                      + ("   <- past the budget: skipped" if total > budget_s else ""))
@@ -340,9 +352,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--stage", type=Path, default=Path("/root/stage"), help="the staged data's folder (/root/stage)")
     p.add_argument("--out", type=Path, default=Path("out"))
     p.add_argument("--budget-s", type=float, default=480)
+    p.add_argument("--only", default=None, metavar="PATTERNS",
+                   help="comma-separated fnmatch patterns over step ids (e.g. '*.quantize,F16.perplexity,*.bench'): "
+                        "a later visit measures what an earlier one cut; the order stays the plan's")
     args = p.parse_args(argv)
     if args.dry_run:
-        print(dry_run(args.budget_s))
+        print(dry_run(args.budget_s, args.only))
         return 0
     if args.make_carry:
         print("\n".join(str(d) for d in make_carry(args.make_carry)))
@@ -368,7 +383,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.phase == "measure":
         args.out.mkdir(parents=True, exist_ok=True)
-        doc = measure(args.stage, args.out, args.budget_s)
+        doc = measure(args.stage, args.out, args.budget_s, steps=select(plan(), args.only))
         print(f"{sum('result' in r for r in doc['runs'])} runs measured, see {args.out / 'quant.json'}")
         return 0
     p.error("give --dry-run, --make-carry DIR, --preregister or --phase stage|measure")
