@@ -395,7 +395,7 @@ def slow_prompt_run(request, latency_recording) -> None:
     res, slowed = _sim(setup, rec), _sim(slowed_prompts(setup, check.compute_slowdown()), rec)
     for quantity, stat in (("ttft_p50", ("ttft", "p50")), ("engine_ttft_p50", ("ttft", "p50")), ("itl_mean", ("itl", "mean"))):
         base = next((m.kwargs["expected"] for m in request.node.iter_markers("finding")
-                     if m.kwargs.get("quantity") == quantity and "expected" in m.kwargs), None)
+                     if m.kwargs.get("quantity") in (quantity, None) and "expected" in m.kwargs), None)
         if base is not None:
             shift = slowed.stat(*stat) / res.stat(*stat)
             request.node.add_marker(lf.slow_prompt_mark(quantity, base, shift, check.describe()), append=False)
