@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pytest_anatomy.measure.gpu_sampler import COLUMNS, GpuSampler
+from pytest_anatomy.measure.gpu_sampler import COLUMNS, GpuSampler, summarize
 
 POWER_CAP = 0x4  # NVML's clocksEventReasonSwPowerCap bit
 
@@ -48,6 +48,9 @@ class FakeNvml:
     def nvmlDeviceGetCurrentClocksEventReasons(self, h: str) -> int:
         return next(self._reasons)
 
+    def nvmlDeviceGetEnforcedPowerLimit(self, h: str) -> int:
+        return 700_000
+
 
 def proc_stat(tmp_path: Path, busy: int, idle: int) -> Path:
     p = tmp_path / "stat"
@@ -75,8 +78,10 @@ def test_rows_columns_and_summary_name_a_power_cap(tmp_path: Path, monkeypatch: 
     assert cols["power_w"] == [612.345] * 3 and cols["gpu_util_pct"] == [97] * 3
     assert cols["host_cpu_busy"] == [None, 0.3, None]
     summary = sampler.summary()
-    assert (summary["sm_mhz_min"], summary["sm_mhz_max"]) == (1500, 1980)
+    assert (summary["sm_mhz_min"], summary["sm_mhz_max"], summary["sm_mhz_mean"]) == (1500, 1980, 1820.0)
     assert summary["event_reasons_any"] == POWER_CAP and summary["host_cpu_busy_max"] == 0.3
+    assert summary["power_capped_share"] == 0.3333 and summary["power_limit_w"] == 700.0
+    assert summarize(cols) == summary, "a kept raw file's columns recompute the summary recorded beside the run"
 
 
 def test_the_thread_samples_until_exit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -106,5 +111,6 @@ def test_an_unsupported_query_reads_none_and_no_nvml_is_an_error_not_a_raise(tmp
     with GpuSampler(nvml=Broken()) as b:
         pass
     assert b.rows == [] and "NVML Shared Library Not Found" in (b.error or "")
-    assert b.summary() == {"rows": 0, "error": b.error, "sm_mhz_min": None, "sm_mhz_max": None,
-                           "power_w_max": None, "event_reasons_any": None, "host_cpu_busy_max": None}
+    assert b.summary() == {"rows": 0, "error": b.error, "sm_mhz_min": None, "sm_mhz_max": None, "sm_mhz_mean": None,
+                           "power_w_max": None, "power_limit_w": None, "event_reasons_any": None,
+                           "power_capped_share": None, "host_cpu_busy_max": None}

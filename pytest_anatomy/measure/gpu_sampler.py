@@ -5,7 +5,8 @@ Why: on 2026-12-02 07:14 one Poisson run's prompt steps ran 1.4x slower than in 
 sampled that could tell an SM-clock dip (power or thermal capping) from a host-side slowdown. A
 load run now carries, beside its step timeline, one row per `interval_s` of:
 - the SM and memory clocks NVML reports (MHz), power (W), temperature (C), GPU utilization (%);
-- NVML's clock-event (throttle) reason bitmask, so a cap names itself (power, thermal, ...);
+- NVML's clock-event (throttle) reason bitmask, so a cap names itself (power, thermal, ...), and once per
+  part the enforced power limit (what a software power cap holds the board to);
 - the host's busy CPU share over the interval (/proc/stat, all cores), for contention.
 
 NVML's SM clock is a sampled reading, not the clock every kernel runs at (the kernels suite's
@@ -51,6 +52,7 @@ class GpuSampler:
         self._nvml = nvml
         self._handle: Any = None
         self.error: str | None = None
+        self.power_limit_w: float | None = None  # the enforced board power limit, read once: what a power cap caps at
         self.rows: list[tuple[Any, ...]] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -66,6 +68,8 @@ class GpuSampler:
             if self._handle is None:
                 raise RuntimeError(f"no NVML handle for CUDA device {self.index}")
             self._nvml = nvml
+            limit_mw = nvml_call(getattr(nvml, "nvmlDeviceGetEnforcedPowerLimit", lambda h: None), self._handle)
+            self.power_limit_w = None if limit_mw is None else round(limit_mw / 1000.0, 3)
         except Exception as exc:  # noqa: BLE001 - an instrument never stops a measurement
             self.error = f"{type(exc).__name__}: {exc}"
             return self
@@ -116,23 +120,40 @@ class GpuSampler:
 
     def columns(self, start: float) -> dict[str, Any]:
         """The rows as columns, times relative to `start` (the run's own t0, the driver's clock)."""
-        out: dict[str, Any] = {"interval_s": self.interval_s, "error": self.error}
+        out: dict[str, Any] = {"interval_s": self.interval_s, "error": self.error, "power_limit_w": self.power_limit_w}
         for i, name in enumerate(COLUMNS):
             values = [row[i] for row in self.rows]
             out[name] = [round(v - start, 4) for v in values] if name == "t" else values
         return out
 
     def summary(self) -> dict[str, Any]:
-        """Small enough to sit beside a run's result: the SM clock's range, the reasons seen, peak CPU."""
-        def present(i: int) -> list[Any]:
-            return [row[i] for row in self.rows if row[i] is not None]
+        """Small enough to sit beside a run's result (summarize over this sampler's own columns)."""
+        return summarize(self.columns(start=0.0))
 
-        sm, cpu, power = present(1), present(7), present(3)
-        reasons = 0
-        for r in present(6):
-            reasons |= int(r)
-        return {"rows": len(self.rows), "error": self.error,
-                "sm_mhz_min": min(sm) if sm else None, "sm_mhz_max": max(sm) if sm else None,
-                "power_w_max": max(power) if power else None,
-                "event_reasons_any": reasons if self.rows else None,
-                "host_cpu_busy_max": max(cpu) if cpu else None}
+
+# NVML's clock-event reason bits (nvml.h, clocksEventReason*): the cap that names itself when the SM clock drops.
+SW_POWER_CAP, HW_SLOWDOWN, SW_THERMAL, HW_THERMAL, HW_POWER_BRAKE = 0x4, 0x8, 0x20, 0x40, 0x80
+THERMAL_OR_HARDWARE = HW_SLOWDOWN | SW_THERMAL | HW_THERMAL | HW_POWER_BRAKE
+
+
+def summarize(columns: dict[str, Any]) -> dict[str, Any]:
+    """A part's conditions from its sampled columns (a recording's raw `gpu_samples` or a live sampler's): the SM
+    clock's range and mean over the rows, peak power, the reasons seen (OR of the bitmasks), the share of rows under
+    the software power cap, peak host CPU. The same function summarises live and recomputes a kept raw file's
+    summary on CPU (tests_latency/test_latency_conditions.py), so the two cannot drift."""
+    def present(name: str) -> list[Any]:
+        return [v for v in columns.get(name) or [] if v is not None]
+
+    sm, cpu, power, reasons_seen = present("sm_mhz"), present("host_cpu_busy"), present("power_w"), present("event_reasons")
+    rows = len(columns.get("t") or [])
+    reasons = 0
+    for r in reasons_seen:
+        reasons |= int(r)
+    return {"rows": rows, "error": columns.get("error"),
+            "sm_mhz_min": min(sm) if sm else None, "sm_mhz_max": max(sm) if sm else None,
+            "sm_mhz_mean": round(sum(sm) / len(sm), 1) if sm else None,
+            "power_w_max": max(power) if power else None, "power_limit_w": columns.get("power_limit_w"),
+            "event_reasons_any": reasons if rows else None,
+            "power_capped_share": round(sum(1 for r in reasons_seen if int(r) & SW_POWER_CAP) / len(reasons_seen), 4)
+            if reasons_seen else None,
+            "host_cpu_busy_max": max(cpu) if cpu else None}
