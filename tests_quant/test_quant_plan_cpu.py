@@ -120,6 +120,11 @@ def test_vllm_phase_starts_each_preregistered_case_with_its_checkpoint_config(tm
     assert methods == [m for _label, m, _kv in VLLM_CASES]
     assert [kv for _q, kv, _s in calls] == [kv for _l, _m, kv in VLLM_CASES] and {s for *_x, s in calls} == {256}
     assert (tmp_path / "quant-vllm.json").is_file()
+    calls.clear()
+    later = plan.vllm_phase(tmp_path, budget_s=10 * plan.VLLM_TIMEOUT_S, measure=fake_measure, only="awq,*kv-fp8")
+    assert [r["id"] for r in later["runs"]] == ["qwen2.5-7b.awq", "qwen2.5-7b.bf16-kv-fp8", "qwen2.5-7b.fp8-kv-fp8"]
+    with pytest.raises(SystemExit, match="matches no vLLM case"):
+        plan.vllm_phase(tmp_path, budget_s=1e4, measure=fake_measure, only="int3")
 
 
 def _fake_results(step, folder):

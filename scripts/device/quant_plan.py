@@ -301,7 +301,7 @@ def vllm_cases() -> list[tuple[str, dict[str, Any], Any]]:
     return out
 
 
-def vllm_phase(out: Path, budget_s: float, measure: Any = None) -> dict[str, Any]:
+def vllm_phase(out: Path, budget_s: float, measure: Any = None, only: str | None = None) -> dict[str, Any]:
     if measure is None:
         from pytest_anatomy.measure.vllm_engine import measure_memory_ledger as measure
     t0 = time.monotonic()
@@ -309,7 +309,14 @@ def vllm_phase(out: Path, budget_s: float, measure: Any = None) -> dict[str, Any
         "kind": "quant-vllm", "date_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "nvidia_smi": gpu_summary(),
         "command": " ".join([sys.executable, *sys.argv]), "model": {"id": "qwen2.5-7b", "weights": "dummy"}}, "runs": []}
-    for label, config, settings in vllm_cases():
+    cases = vllm_cases()
+    if only is not None:  # the same comma-separated fnmatch patterns as the measure phase's, over the case labels
+        patterns = [p.strip() for p in only.split(",") if p.strip()]
+        cases = [c for c in cases if any(fnmatch.fnmatchcase(c[0], p) for p in patterns)]
+        if not cases:
+            raise SystemExit(f"quant_plan: --only {only!r} matches no vLLM case; cases: "
+                             + ", ".join(label for label, _, _ in vllm_cases()))
+    for label, config, settings in cases:
         if budget_s - (time.monotonic() - t0) < VLLM_TIMEOUT_S:
             doc["runs"].append({"id": f"qwen2.5-7b.{label}", "skipped": "budget"})
             continue
@@ -353,8 +360,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=Path("out"))
     p.add_argument("--budget-s", type=float, default=480)
     p.add_argument("--only", default=None, metavar="PATTERNS",
-                   help="comma-separated fnmatch patterns over step ids (e.g. '*.quantize,F16.perplexity,*.bench'): "
-                        "a later visit measures what an earlier one cut; the order stays the plan's")
+                   help="comma-separated fnmatch patterns over step ids (e.g. '*.quantize,F16.perplexity,*.bench'), or "
+                        "over the vLLM case labels with --phase vllm (e.g. 'awq,gptq,*kv-fp8'): a later visit "
+                        "measures what an earlier one cut; the order stays the plan's")
     args = p.parse_args(argv)
     if args.dry_run:
         print(dry_run(args.budget_s, args.only))
@@ -378,7 +386,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.phase == "vllm":
         args.out.mkdir(parents=True, exist_ok=True)
-        doc = vllm_phase(args.out, args.budget_s)
+        doc = vllm_phase(args.out, args.budget_s, only=args.only)
         print(f"{sum('result' in r for r in doc['runs'])} engine starts, see {args.out / 'quant-vllm.json'}")
         return 0
     if args.phase == "measure":
