@@ -102,16 +102,20 @@ def test_live_session_without_xdist_installed(tmp_path: Path) -> None:
     assert "INTERNALERROR" not in proc.stdout
 
 
-def test_a_live_load_run_is_judged_from_the_plans_own_raw_timelines(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("batch", "case"), [
+    ("20261202T071850.637487Z", "poisson_ttft_p50_below_the_knee and qwen2.5-7b-0.8"),
+    ("20261202T142348.532586Z", "poisson_itl_mean_and_median and qwen2.5-7b-1.3")], ids=["0708-ttft-0.8x", "1418-itl-1.3x"])
+def test_a_live_load_run_is_judged_from_the_plans_own_raw_timelines(tmp_path: Path, batch: str, case: str) -> None:
     """The Poisson runs' prompt-pace check (measure/prompt_pace.py) read only kept batches, so a live session that
-    did not record never applied it. Rehearsed with the 2026-12-02 07:08 session (its 0.8x run's prompt steps 1.32x
-    slower than its other runs), unrecorded: the run must carry h200-load-run-slow-prompt-steps, as its replay does."""
+    did not record never applied it. Rehearsed, unrecorded, with the 2026-12-02 07:08 session (its 0.8x run's prompt
+    steps 1.32x slower than its other runs) and the 14:13 session (its 1.3x run at 1.23x, whose mean ITL failed live
+    because the check looked only for finding marks naming the quantity): each run must carry
+    h200-load-run-slow-prompt-steps and pass, as its replay does."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "tests_plugin" / "live_rehearsal"), str(REPO)]),
-           "ANATOMY_REHEARSE_LATENCY": "20261202T071850.637487Z"}
+           "ANATOMY_REHEARSE_LATENCY": batch}
     env.pop("GITHUB_STEP_SUMMARY", None)
     proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "fake_h200", "-p", "no:cacheprovider", "-q", "-rx",
-                           "-m", "gpu", "--anatomy-source=live", "tests_latency/test_latency_load.py",
-                           "-k", "poisson_ttft_p50_below_the_knee and qwen2.5-7b-0.8"],
+                           "-m", "gpu", "--anatomy-source=live", "tests_latency/test_latency_load.py", "-k", case],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-1000:]
     assert "h200-load-run-slow-prompt-steps" in proc.stdout, proc.stdout[-3000:]
