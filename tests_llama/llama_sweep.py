@@ -64,3 +64,31 @@ def sweep_tokens(rec: Any) -> SweepTokens:
             basis = f"the client's count of streamed token ids, which may undercount ({why})"
     return SweepTokens(tokens, {c: tokens[c] / wall[c] for c in cs}, client, derived, basis)
 
+
+SECONDS = "llamacpp:tokens_predicted_seconds_total"
+
+
+def c1_first_token_s(rec: Any, counted: SweepTokens) -> tuple[float, str]:
+    """The C = 1 request's time to its first generated token, and where it comes from.
+
+    The client's TTFT is the arrival of the first chunk that carries a token id, late by every token held before
+    it (the 07:28 Q4_K_M request's 0.767 s). The server's generation time is not: this build's
+    timings.predicted_per_token_ms is predicted_ms / (predicted_n - 1) (server_slot_stats::t_gen_per_token_ms), so
+    the level's wall time less n_gen - 1 steps at that time is the prompt and first token (and the HTTP round
+    trip). Used when the counts are the server's and the per-request times add up to the server's own counter
+    (sum over levels of C x mean per-step time x (n_gen - 1) = tokens_predicted_seconds_total, to the counter's
+    printed digits), which holds only if every request generated n_gen tokens; otherwise the client's TTFT."""
+    n_gen = int(((rec.provenance.get("settings") or {}).get("sweep") or {}).get("n_gen") or 0)
+    result = ((rec.data.get("run") or {}).get("result") or {})
+    spt = {lv["concurrency"]: lv.get("server_predicted_per_token_s") or {} for lv in result.get("sweep") or []}
+    total = (result.get("server_metrics") or {}).get(SECONDS)
+    client = rec["c1.ttft_s.median"].value
+    if not (counted.server_derived and total and "median" in spt.get(1, {})
+            and all("mean" in spt.get(c, {}) for c in counted.tokens)):
+        return client, "the client's TTFT (no server generation time to check it against)"
+    summed = sum(c * spt[c]["mean"] * (n_gen - 1) for c in counted.tokens)
+    if abs(summed - total) > 1e-3 * total:
+        return client, f"the client's TTFT (per-request generation times sum to {summed:.1f} s, {SECONDS} {total} s)"
+    value = rec["c1.wall_s"].value - (n_gen - 1) * spt[1]["median"]
+    return value, (f"C = 1 wall time less {n_gen - 1} steps at the server's per-step time: {value * 1e3:.0f} ms "
+                   f"(the client's first counted chunk: {client * 1e3:.0f} ms)")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from llama_findings import MEASURED_ON
-from llama_sweep import COUNTER, sweep_tokens
+from llama_sweep import COUNTER, SECONDS, c1_first_token_s, sweep_tokens
 
 from pytest_anatomy import recordings
 from pytest_anatomy.importers.xz import read_kept
@@ -58,17 +58,21 @@ def test_the_f16_server_log_prints_256_tokens_for_every_request():
     assert len(generated) == 1 + 8 + 32 + 64 and set(generated) == {"256"}
 
 
-def _synthetic(counter: float | None, failed: int = 0, new_client: bool = False) -> recordings.Recording:
+def _synthetic(counter: float | None, failed: int = 0, new_client: bool = False,
+               seconds: float | None = None) -> recordings.Recording:
     levels = {1: 100, 4: 700}
     meas = {}
     for c, n in levels.items():
         meas.update({f"c{c}.throughput_tok_per_s": {"value": n / 2.0, "unit": "tokens/s"},
                      f"c{c}.output_tokens": {"value": float(c * 256 if new_client else n), "unit": "tokens"},
-                     f"c{c}.wall_s": {"value": 2.0, "unit": "s"}, f"c{c}.failed": {"value": failed, "unit": "count"}})
+                     f"c{c}.wall_s": {"value": 2.0, "unit": "s"}, f"c{c}.failed": {"value": failed, "unit": "count"},
+                     f"c{c}.ttft_s.median": {"value": 0.5, "unit": "s"}})
         if new_client:
             meas[f"c{c}.output_tokens_client"] = {"value": float(n), "unit": "tokens"}
-    result = {"server_metrics": {} if counter is None else {COUNTER: counter},
-              "sweep": [{"concurrency": c, "output_tokens_source": "server"} for c in levels]}
+    result = {"server_metrics": {**({} if counter is None else {COUNTER: counter}),
+                                 **({} if seconds is None else {SECONDS: seconds})},
+              "sweep": [{"concurrency": c, "output_tokens_source": "server",  # 255 steps of 6 ms per request
+                         "server_predicted_per_token_s": {"median": 0.006, "mean": 0.006}} for c in levels]}
     return recordings.Recording(suite="llama", name="synthetic.q4_k_m.server-sweep", hardware="any",
                                 recorded_at="2000-01-01T00:00:00Z",
                                 provenance={"settings": {"sweep": {"levels": [1, 4], "n_gen": 256}}},
@@ -89,3 +93,28 @@ def test_a_sweep_recorded_with_the_server_count_is_read_as_it_is():
     assert counted.server_derived and counted.tokens == {1: 256, 4: 1024} and counted.client == {1: 100, 4: 700}
     assert "timings.predicted_n" in counted.basis and "differs" not in counted.basis
     assert "differs from their sum 1,280" in sweep_tokens(_synthetic(1000.0, new_client=True)).basis
+
+
+@pytest.mark.parametrize("name,first_token_ms,client_ms", [
+    ("qwen2.5-7b.f16.server-sweep.c_81920_np_64_fa_on", 155, 153),  # its log: prompt eval 151.12 ms
+    ("qwen2.5-7b.q4_k_m.server-sweep.c_81920_np_64_fa_on", 122, 767)], ids=["f16", "q4_k_m"])
+def test_the_c1_first_token_from_the_servers_generation_time(name, first_token_ms, client_ms):
+    """Per-request generation times (predicted_ms / (predicted_n - 1) each) times 255, summed, are the server's own
+    seconds counter: every request generated 256 tokens. C = 1's wall time less those 255 steps is its first token;
+    the client's first counted chunk came 158 steps later in the Q4_K_M sweep."""
+    rec = _recording(name)
+    result = rec.data["run"]["result"]
+    summed = sum(lv["concurrency"] * lv["server_predicted_per_token_s"]["mean"] * 255 for lv in result["sweep"])
+    assert summed == pytest.approx(result["server_metrics"][SECONDS], abs=0.05)  # 1,190.6 s and 1,464.6 s as printed
+    value, basis = c1_first_token_s(rec, sweep_tokens(rec))
+    assert round(value * 1e3) == first_token_ms and f"{client_ms} ms" in basis
+    assert round(rec["c1.ttft_s.median"].value * 1e3) == client_ms
+
+
+def test_without_the_servers_times_adding_up_the_client_ttft_stands():
+    assert c1_first_token_s(rec := _synthetic(1280.0), sweep_tokens(rec))[0] == 0.5  # no seconds counter
+    assert c1_first_token_s(rec := _synthetic(1300.0, seconds=5 * 255 * 0.006), sweep_tokens(rec))[0] == 0.5
+    off = c1_first_token_s(rec := _synthetic(1280.0, seconds=5 * 255 * 0.006 * 1.01), sweep_tokens(rec))
+    assert off[0] == 0.5 and "sum to 7.7 s" in off[1]
+    value, _ = c1_first_token_s(rec := _synthetic(1280.0, seconds=5 * 255 * 0.006), sweep_tokens(rec))
+    assert value == pytest.approx(2.0 - 255 * 0.006)
