@@ -9,6 +9,8 @@ against vLLM's recorded closed-loop curve on the same card and shape, and the sa
 measured curve; both crossing concurrencies are located on a grid between the sampled levels.
 The first sweeps (2026-12-02 07:28) say the marginal is not constant: it shrinks above C = 8 (the finding
 h200-llama-server-marginal-shrinks-above-batch-8, llama_findings.py, on the F16 sweep that misses beyond its scatter).
+A level's measured throughput is its generated tokens over its wall time, the tokens from llama_sweep.sweep_tokens:
+the server's count, not the client's count of streamed ids, which missed 27-80% of a level's tokens in those sweeps.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import statistics
 import pytest
 from llama_findings import sweep_marks
 from llama_runs import LlamaRun
+from llama_sweep import levels as _levels
+from llama_sweep import c1_first_token_s, sweep_tokens
 
 FIT_LEVEL = 8
 CHECK_LEVELS = (16, 32, 64)
@@ -29,10 +33,6 @@ N_GEN = 256
 def _se(m) -> float:
     s = [x for x in (m.samples or []) if x > 0]
     return 0.0 if len(s) < 2 else 2 * statistics.stdev(s) / math.sqrt(len(s)) / statistics.median(s)
-
-
-def _levels(rec) -> list[int]:
-    return sorted(int(k[1:].split(".")[0]) for k in rec.measurements if k.endswith(".throughput_tok_per_s"))
 
 
 def _marginal(rec) -> float:
@@ -74,9 +74,9 @@ def test_itl_grows_by_a_constant_marginal_per_sequence(target, run, measured, re
                   finding_band=(itl1 / pred.value, 1.0) if marked else None)
 
 
-def _burst_throughput(rec, c: float, marginal: float) -> float:
+def _burst_throughput(rec, c: float, marginal: float, ttft1: float) -> float:
     """C prompts at the C = 1 prompt time, then N_GEN steps at itl(C)."""
-    ttft1, itl1 = rec["c1.ttft_s.median"].value, rec["c1.itl_s.median"].value
+    itl1 = rec["c1.itl_s.median"].value
     return c * N_GEN / (c * ttft1 + N_GEN * (itl1 + (c - 1) * marginal))
 
 
@@ -112,8 +112,10 @@ def test_where_vllm_overtakes(target, run, measured, reconcile):
         vllm[c] = v["aggregate.output_throughput_tok_per_s"].value
     grid = [2 ** (k / 8) for k in range(0, 49)]  # 1 .. 64, eight points per doubling
     marginal = _marginal(rec)
-    measured_llama = {c: rec[f"c{c}.throughput_tok_per_s"].value for c in levels}
-    predicted = _crossing(lambda c: _burst_throughput(rec, c, marginal), lambda c: _interp(vllm, c), grid)
+    counted = sweep_tokens(rec)
+    measured_llama = counted.throughput
+    ttft1, ttft_basis = c1_first_token_s(rec, counted)
+    predicted = _crossing(lambda c: _burst_throughput(rec, c, marginal, ttft1), lambda c: _interp(vllm, c), grid)
     observed = _crossing(lambda c: _interp(measured_llama, c), lambda c: _interp(vllm, c), grid)
     if predicted is None or observed is None:
         pytest.fail(f"no crossing within C = 1..64: predicted {predicted}, measured {observed}; "
@@ -124,7 +126,8 @@ def test_where_vllm_overtakes(target, run, measured, reconcile):
     like = rec[f"c{FIT_LEVEL}.throughput_tok_per_s"]
     observed_m = Measurement(observed, "requests", source=like.source, provenance=like.provenance)
     pred = Prediction(predicted, "requests", "first C where vLLM's recorded throughput reaches the burst model's "
-                      "(C = 1 step and prompt, marginal from C = 8)", {"marginal_s": marginal})
+                      "(C = 1 step and prompt, marginal from C = 8)", {"marginal_s": marginal, "prompt_s": ttft1})
     reconcile("crossover_concurrency_vs_vllm", pred, observed_m, ratio=(0.5, 2.0),
               why="both curves are sampled at powers of two and interpolated between them: a crossing is "
-                  "located within a factor 2", model=run.model)
+                  f"located within a factor 2. llama.cpp's tokens: {counted.basis}; its C = 1 prompt time: {ttft_basis}",
+              model=run.model)

@@ -3,7 +3,9 @@ kept server logs of the visit's batch, the binding log, the theory), and its ban
 
 from __future__ import annotations
 
+import math
 import re
+import statistics
 from pathlib import Path
 
 import pytest
@@ -180,7 +182,14 @@ def test_marginal_numbers_are_the_recorded_ones():
     marginal = per_seq["f16"][0]
     assert [round(itl["f16"][1] + (c - 1) * marginal, 2) for c in (32, 64)] == [31.98, 59.24]
     assert [round(itl["f16"][c], 3) for c in (1, 8, 32, 64)] == [5.569, 11.532, 26.582, 52.134]
-    for quoted in ("0.852", "0.627", "0.798", "0.973", "0.621", "0.936", "31.98", "59.24", "0.831", "0.880"):
+    # the Q4_K_M C = 8 scatter: one request's median (index 3, its prompt's held tokens), then the rest's
+    per_request = q4["c8.itl_s.median"].samples
+    rest = [x for i, x in enumerate(per_request) if i != 3]
+    assert round(per_request[3] / statistics.median(rest), 2) == 1.76
+    se = [2 * statistics.stdev(v) / math.sqrt(len(v)) / statistics.median(v) for v in (per_request, rest)]
+    assert [round(se[0], 2), round(se[1], 4)] == [0.19, 0.0039]
+    for quoted in ("0.852", "0.627", "0.798", "0.973", "0.621", "0.936", "31.98", "59.24", "0.831", "0.880", "1.76x",
+                   "0.39%"):
         assert quoted in MARGINAL_REASON
 
 

@@ -10,9 +10,10 @@ device plan writes into a batch and the importer turns into recordings.
   run's build commit (-v, off by default, adds the load log but logs while timing).
 - `LlamaServer`: start on a GGUF with the given flags (-lv 4 for the buffer lines), wait for /health,
   stop; `completion` (token-id prompt, the server's own `timings`), `stream_completion` (client-side
-  TTFT and inter-token gaps from the SSE stream), `metrics` (/metrics, Prometheus text), `slots`.
+  TTFT and inter-token gaps from the SSE stream, the token count from the server's final timings and
+  the client's beside it: `stream_result`), `metrics` (/metrics, Prometheus text), `slots`.
 - `concurrency_sweep`: C identical token-id requests at once for each C, with TTFT, ITL and
-  throughput per level.
+  throughput per level (from the server's token count; the client's count and throughput kept beside it).
 - `run_perplexity`: llama-perplexity's final estimate and per-chunk values.
 """
 
@@ -211,28 +212,49 @@ class LlamaServer:
             return json.loads(r.read())
 
     def stream_completion(self, prompt_ids: list[int], n_predict: int, timeout_s: float = 300) -> dict[str, Any]:
-        """One streamed completion: client-side TTFT and the gaps between streamed tokens."""
+        """One streamed completion: client-side TTFT and the gaps between streamed tokens (`stream_result`)."""
         body = {"prompt": prompt_ids, "n_predict": n_predict, "temperature": 0, "ignore_eos": True,
                 "cache_prompt": False, "stream": True,
                 "return_tokens": True}  # token ids per chunk: a byte token can stream an empty string
         req = urllib.request.Request(self.base + "/completion", json.dumps(body).encode(),
                                      {"Content-Type": "application/json"})
         t0 = time.perf_counter()
-        arrivals: list[float] = []
-        last: dict[str, Any] = {}
+        events: list[tuple[float, dict[str, Any]]] = []
         with urllib.request.urlopen(req, timeout=timeout_s) as r:
             for raw in r:
                 line = raw.decode().strip()
-                if not line.startswith("data:"):
-                    continue
-                chunk = json.loads(line[5:])
-                now = time.perf_counter() - t0
-                arrivals += [now] * len(chunk.get("tokens") or [])
-                last = chunk
-        end = time.perf_counter() - t0
-        gaps = [b - a for a, b in zip(arrivals, arrivals[1:])]
-        return {"ttft_s": arrivals[0] if arrivals else end, "e2e_s": end, "tokens": len(arrivals),
-                "itl_s": gaps, "timings": completion_timings(last) if "timings" in last else None}
+                if line.startswith("data:"):
+                    events.append((time.perf_counter() - t0, json.loads(line[5:])))
+        return stream_result(events, time.perf_counter() - t0)
+
+
+def stream_result(events: list[tuple[float, dict[str, Any]]], end_s: float) -> dict[str, Any]:
+    """One streamed completion from its chunks as they arrived ((seconds since the request, chunk)).
+
+    The generated-token count is the server's own (`timings.predicted_n` of the final chunk) when it is there,
+    else the client's (token ids in the chunks), and both are kept (`tokens_server`, `tokens_client`): the client
+    count misses tokens. llama-server (tools/server/server-context.cpp process_token) sends no chunk for a token
+    after which the generated text ends inside a UTF-8 sequence, and the chunk that completes it carries the
+    held text but only its own token id; the final chunk's `tokens` is empty when streaming. On the random
+    vocabulary of the device's GGUFs (arbitrary byte strings) that held 27-80% of a sweep level's tokens
+    (docs/LLAMA.md). TTFT and the gaps are between chunks that carry ids, so a held token also delays the first
+    arrival and lengthens a gap: `first_chunk_tokens` (the server's `tokens_predicted` in the first such chunk)
+    says how many tokens the first arrival stands for."""
+    arrivals: list[float] = []
+    first_chunk_tokens: float | None = None
+    last: dict[str, Any] = {}
+    for now, chunk in events:
+        ids = chunk.get("tokens") or []
+        if ids and not arrivals and isinstance(chunk.get("tokens_predicted"), (int, float)):
+            first_chunk_tokens = float(chunk["tokens_predicted"])
+        arrivals += [now] * len(ids)
+        last = chunk
+    gaps = [b - a for a, b in zip(arrivals, arrivals[1:])]
+    timings = completion_timings(last) if "timings" in last else None
+    server = timings["predicted_n"] if timings else None
+    return {"ttft_s": arrivals[0] if arrivals else end_s, "e2e_s": end_s,
+            "tokens": len(arrivals) if server is None else server, "tokens_client": len(arrivals),
+            "tokens_server": server, "first_chunk_tokens": first_chunk_tokens, "itl_s": gaps, "timings": timings}
 
 
 def token_ids(n: int, offset: int = 1000) -> list[int]:
@@ -259,18 +281,34 @@ def concurrency_level(server: LlamaServer, concurrency: int, n_prompt: int, n_pr
     wall = time.perf_counter() - t0
     ok = [r for r in results if isinstance(r, dict)]
     failures = [repr(r) for r in results if not isinstance(r, dict)]
-    tokens = sum(r["tokens"] for r in ok)
+    tokens, client = sum(r["tokens"] for r in ok), sum(r["tokens_client"] for r in ok)
+    n_server = sum(r["tokens_server"] is not None for r in ok)
     itls = [g for r in ok for g in r["itl_s"]]
     ttfts = [r["ttft_s"] for r in ok]
+    firsts = [r["first_chunk_tokens"] for r in ok if r["first_chunk_tokens"] is not None]
     return {
         "concurrency": concurrency, "completed": len(ok), "failed": len(failures), "wall_s": wall,
-        "output_tokens": tokens, "throughput_tok_per_s": tokens / wall if wall > 0 else 0.0,
-        "ttft_s": _stats(ttfts), "itl_s": _stats(itls),
+        # the server's count (each request's timings.predicted_n) where every request has it; the client's beside it
+        "output_tokens": tokens, "output_tokens_client": client,
+        "output_tokens_source": "server" if ok and n_server == len(ok) else "client" if n_server == 0 else "mixed",
+        "throughput_tok_per_s": tokens / wall if wall > 0 else 0.0,
+        "throughput_tok_per_s_client": client / wall if wall > 0 else 0.0,
+        "ttft_s": _stats(ttfts), "itl_s": _stats(itls), "first_chunk_tokens": _stats(firsts),
         "server_predicted_per_token_s": _stats([r["timings"]["predicted_per_token_s"] for r in ok if r["timings"]]),
-        "samples": {"ttft_s": ttfts, "itl_median_per_request_s": [median(r["itl_s"]) for r in ok
-                                                                  if r["itl_s"]]},
+        "samples": {"ttft_s": ttfts, "itl_median_per_request_s": [median(r["itl_s"]) for r in ok if r["itl_s"]],
+                    "output_tokens": [r["tokens"] for r in ok], "output_tokens_client": [r["tokens_client"] for r in ok],
+                    "first_chunk_tokens": firsts},
         "failures": failures,
     }
+
+
+# What a device plan keeps of each level as measurements (c<C>.<key>), and the per-request samples behind them
+# ("<quantity>": key in the level's samples): the medians' scatter the sweep's tolerances are built from, and
+# both token counts per request.
+LEVEL_METRICS = ("throughput_tok_per_s", "throughput_tok_per_s_client", "ttft_s", "itl_s", "wall_s", "completed",
+                 "failed", "output_tokens", "output_tokens_client", "first_chunk_tokens")
+LEVEL_SAMPLES = (("itl_s", "itl_median_per_request_s"), ("ttft_s", "ttft_s"), ("output_tokens", "output_tokens"),
+                 ("output_tokens_client", "output_tokens_client"), ("first_chunk_tokens", "first_chunk_tokens"))
 
 
 def concurrency_sweep(server: LlamaServer, levels: list[int], n_prompt: int, n_predict: int,

@@ -314,6 +314,8 @@ def bench_body(path: Path) -> Callable[[], dict[str, Any]]:
 def server_body(case: ServerCase, path: Path, out: Path, deadline: float) -> Callable[[], dict[str, Any]]:
     def body() -> dict[str, Any]:
         from pytest_anatomy.measure.llama_cpp import (
+            LEVEL_METRICS,
+            LEVEL_SAMPLES,
             LlamaServer,
             concurrency_sweep,
             load_log_dict,
@@ -332,12 +334,10 @@ def server_body(case: ServerCase, path: Path, out: Path, deadline: float) -> Cal
             log_path.write_text("\n".join(srv.log_text().splitlines()[:400]))
         metrics = {"load": {"buffers_bytes": log["buffers_bytes"], "file_size_bytes": log["file_size_bytes"],
                             "gpu_memory_used_bytes": loaded, "gpu_memory_before_bytes": before, "ready_s": srv.ready_s}}
-        for lv in levels:
-            metrics[f"c{lv['concurrency']}"] = {k: lv[k] for k in ("throughput_tok_per_s", "ttft_s", "itl_s", "wall_s",
-                                                                  "completed", "failed", "output_tokens")}
-        # per-request values behind each level's medians: the scatter the sweep's tolerances are built from
-        samples = {f"c{lv['concurrency']}.{q}": lv["samples"][key] for lv in levels
-                   for q, key in (("itl_s", "itl_median_per_request_s"), ("ttft_s", "ttft_s"))}
+        for lv in levels:  # output_tokens / throughput: the server's count, the client's beside it (llama_cpp.py)
+            metrics[f"c{lv['concurrency']}"] = {k: lv[k] for k in LEVEL_METRICS}
+        # per-request values behind each level's medians (the scatter the sweep's tolerances are built from) and counts
+        samples = {f"c{lv['concurrency']}.{q}": lv["samples"][key] for lv in levels for q, key in LEVEL_SAMPLES}
         return {"metrics": metrics, "samples": samples, "load_log": log, "slots": len(slots), "sweep": levels,
                 "server_metrics": metrics_after, "command": srv.cmd}
     return body
