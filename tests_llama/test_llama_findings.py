@@ -202,5 +202,6 @@ def test_the_decode_and_sweep_findings_apply_to_their_build_only():
     sweep = LlamaRun(MEASURED_ON, "x", "qwen2.5-7b", "F16", "server-sweep")
     assert len(sweep_marks(sweep, {"source_commit": BUILD_0C1E570})) == 1
     assert sweep_marks(sweep, {"source_commit": "synthetic"}) == ()
-    assert sweep_marks(LlamaRun(MEASURED_ON, "x", "qwen2.5-7b", "Q4_K_M", "server-sweep"),
-                       {"source_commit": BUILD_0C1E570}) == ()
+    assert len(sweep_marks(LlamaRun(MEASURED_ON, "x", "qwen2.5-7b", "Q4_K_M", "server-sweep"),
+                           {"source_commit": BUILD_0C1E570})) == 1
+    assert sweep_marks(LlamaRun(MEASURED_ON, "x", "qwen2.5-7b", "Q8_0", "server-sweep"), {"source_commit": BUILD_0C1E570}) == ()
