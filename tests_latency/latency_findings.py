@@ -95,14 +95,18 @@ HOST_STALL_FINDING_ID = "h200-decode-stalled-run"
 # Every recorded decode run of Qwen2.5-7B and Llama-3.1-8B the run-validity check flags (load_stats.decode_validity,
 # on the engine-clock step intervals of its raw timeline): (model, session stamp, batch). Recomputed, with the
 # check's margins on the clean runs, by test_latency_findings_reasons.py::test_decode_validity_flags_the_recorded_runs.
-# Every one came from an engine with the utilization-sized KV pool (latency_live_plan.py pins both plans' pools now).
+# The first four came from engines with the utilization-sized KV pool; latency_live_plan.py pins both plans' pools
+# since, and STALLED_PINNED_POOL are the flagged runs from a pinned pool (the same test recomputes which).
 STALLED_DECODE_RUNS: tuple[tuple[str, str, int], ...] = (
     (QWEN, "2026-11-30T00:37:45Z", 128), (QWEN, "2026-12-02T00:15:06.000000Z", 64),
-    (QWEN, "2026-12-02T00:15:06.000000Z", 128), (QWEN, "2026-12-02T02:43:17.000000Z", 64))
+    (QWEN, "2026-12-02T00:15:06.000000Z", 128), (QWEN, "2026-12-02T02:43:17.000000Z", 64),
+    (QWEN, "2026-12-02T14:18:58.000000Z", 16))
+STALLED_PINNED_POOL = frozenset({(QWEN, "2026-12-02T14:18:58.000000Z", 16)})
 # The sessions of MARGINAL_COST_RUNS whose b = 1..64 slope runs through a run the validity check flags: their slopes
 # (MARGINAL_COST_RUNS keeps them) are neither quoted in the spans nor a band's source; the newest is quoted by name.
 SLOPE_STALLED_SESSIONS = frozenset((m, s) for m, s, b in STALLED_DECODE_RUNS if b <= 64)
 NEWEST_SLOPE_STALLED = max(SLOPE_STALLED_SESSIONS, key=lambda ms: ms[1])
+NEWEST_SLOPE_STALLED_AT = min(b for m, s, b in STALLED_DECODE_RUNS if (m, s) == NEWEST_SLOPE_STALLED)  # its batch
 
 
 def marginal_cost_span(*models: str) -> str:
@@ -116,7 +120,7 @@ def marginal_cost_span(*models: str) -> str:
 PER_SEQUENCE_COST = (
     "Each extra sequence costs more than its KV bytes at the read ceiling: the decode step's OLS slope over "
     f"b = 1..64 is ~{marginal_cost_span(QWEN, LLAMA)}x the KV read per sequence for both models "
-    f"(every session but the {len(SLOPE_STALLED_SESSIONS)} whose b=64 run is {HOST_STALL_FINDING_ID}'s; "
+    f"(every session but the {len(SLOPE_STALLED_SESSIONS)} with a b = 1..64 run of {HOST_STALL_FINDING_ID}'s; "
     "test_marginal_cost_per_sequence: "
     "1,088 tokens x 56 KiB for Qwen2.5-7B, x 128 KiB for Llama-3.1-8B), so the gap grows with the batch, to "
     f"{DECODE_RATIO_OTHER_SESSION[('qwen2.5-7b', 128)] - 1:+.1%} (Qwen) and "
@@ -274,10 +278,10 @@ MARGINAL_COST_REASON = (
     "so it scales with KV bytes, not with the model's GEMMs. The seed's 4090 shows 1.6x. Not yet isolated: paged "
     "decode attention over 16-token blocks reading below the streaming ceiling. Band: the other model's newest ratio "
     "+- both runs' noise budgets, from a run no stalled-run finding covers (Qwen2.5-7B's {6} session measured "
-    f"{{7:.2f}}x through its stalled b=64 run, {HOST_STALL_FINDING_ID}'s, and is no band's source).").format(
+    f"{{7:.2f}}x through its stalled b={{8}} run, {HOST_STALL_FINDING_ID}'s, and is no band's source).").format(
     MARGINAL_COST_SOURCE[QWEN][1], _hhmm(QWEN, MARGINAL_COST_SOURCE[QWEN][0]), MARGINAL_COST_SOURCE[LLAMA][1],
     _hhmm(LLAMA, MARGINAL_COST_SOURCE[LLAMA][0]), *(MARGINAL_COST_RUNS[(m, OTHER_SESSION[m])] for m in (QWEN, LLAMA)),
-    _hhmm(QWEN, NEWEST_SLOPE_STALLED[1]), MARGINAL_COST_RUNS[NEWEST_SLOPE_STALLED])
+    _hhmm(QWEN, NEWEST_SLOPE_STALLED[1]), MARGINAL_COST_RUNS[NEWEST_SLOPE_STALLED], NEWEST_SLOPE_STALLED_AT)
 
 
 def marginal_cost_band(model: str) -> tuple[float, float]:
@@ -294,29 +298,40 @@ def marginal_cost_marks(model: str) -> tuple[pytest.MarkDecorator, ...]:
 
 
 
-# The host-stall finding's numbers (HOST_STALL_REASON), from the two disturbed b=64 runs of Qwen2.5-7B on 2026-12-02,
-# each beside the clean run of the same visit's other session (HOST_STALL_SAME_VISIT); test_latency_steps.py::
-# test_host_stall_numbers_are_the_recorded_ones recomputes every entry. Step intervals: engine clock, the pure b=64 steps
-# of the run's raw timeline (latency_setups.step_intervals), ms; short_share: the share under 0.9 x their median;
+# The host-stall finding's numbers (HOST_STALL_REASON), from three flagged runs of Qwen2.5-7B on 2026-12-02 (the two
+# disturbed b=64 runs, and the 14:18 b=16 run, the first from a pinned pool), each beside the clean run at that batch of
+# the same visit's other session (HOST_STALL_SAME_VISIT); test_latency_steps.py::
+# test_host_stall_numbers_are_the_recorded_ones recomputes every entry. Step intervals: engine clock, the pure steps
+# of the run's batch in its raw timeline (latency_setups.step_intervals), ms; short_share: the share under 0.9 x their median;
 # below_b1: how many are shorter than the same session's b=1 step (b1_ms, its median interval); lag: the frontend's
-# t - engine_t on those steps, ms; prefill_8192_apart: |the 8,192-token prefill of the two sessions' ratio - 1|.
+# t - engine_t on those steps, ms; prefill_8192_apart: |the 8,192-token prefill of the two sessions' ratio - 1|;
+# attempts: how often the plan measured the part (it measures a flagged one once more), flagged_attempts how many
+# the check flagged; sm_mhz_min (runs with NVML samples, from 2026-12-02 14:18): the lowest SM clock sampled during
+# the run and the clean one.
 HOST_STALL_SAME_VISIT = {"2026-12-02T02:43:17.000000Z": "2026-12-02T02:33:51.000000Z",
-                         "2026-12-02T00:15:06.000000Z": "2026-12-02T00:05:58.000000Z"}
+                         "2026-12-02T00:15:06.000000Z": "2026-12-02T00:05:58.000000Z",
+                         "2026-12-02T14:18:58.000000Z": "2026-12-02T14:26:26.000000Z"}
 HOST_STALL: dict[str, dict[str, float]] = {
+    "2026-12-02T14:18:58.000000Z": {
+        "batch": 16, "steps": 124, "median_ms": 5.1707, "mean_ms": 5.2654, "std_ms": 1.0589, "min_ms": 2.605,
+        "max_ms": 11.7266, "mean_over_median": 1.0183, "short_share": 0.1129, "below_b1": 15, "b1_ms": 4.77,
+        "lag_median_ms": 1.317, "lag_p90_ms": 2.126, "lag_max_ms": 4.384, "clean_median_ms": 5.1625,
+        "clean_std_ms": 0.0835, "clean_lag_p90_ms": 1.3388, "prefill_8192_apart": 0.0121, "sm_mhz_min": 1515,
+        "clean_sm_mhz_min": 1515, "attempts": 2, "flagged_attempts": 2},
     "2026-12-02T02:43:17.000000Z": {
-        "steps": 118, "median_ms": 6.371, "mean_ms": 7.3039, "std_ms": 2.5133, "min_ms": 3.86, "max_ms": 15.021,
+        "batch": 64, "steps": 118, "median_ms": 6.371, "mean_ms": 7.3039, "std_ms": 2.5133, "min_ms": 3.86, "max_ms": 15.021,
         "mean_over_median": 1.1464, "short_share": 0.2797, "below_b1": 12, "b1_ms": 4.6785, "lag_median_ms": 2.523,
         "lag_p90_ms": 5.632, "lag_max_ms": 6.709, "clean_median_ms": 5.8235, "clean_std_ms": 0.0722,
-        "clean_lag_p90_ms": 2.6088, "prefill_8192_apart": 0.004},
+        "clean_lag_p90_ms": 2.6088, "prefill_8192_apart": 0.004, "attempts": 1, "flagged_attempts": 1},
     "2026-12-02T00:15:06.000000Z": {
-        "steps": 118, "median_ms": 6.029, "mean_ms": 6.3605, "std_ms": 0.6652, "min_ms": 4.634, "max_ms": 8.017,
+        "batch": 64, "steps": 118, "median_ms": 6.029, "mean_ms": 6.3605, "std_ms": 0.6652, "min_ms": 4.634, "max_ms": 8.017,
         "mean_over_median": 1.055, "short_share": 0.0254, "below_b1": 1, "b1_ms": 4.7715, "lag_median_ms": 3.03,
         "lag_p90_ms": 3.7596, "lag_max_ms": 4.166, "clean_median_ms": 5.9325, "clean_std_ms": 0.1135,
-        "clean_lag_p90_ms": 2.486, "prefill_8192_apart": 0.0145},
+        "clean_lag_p90_ms": 2.486, "prefill_8192_apart": 0.0145, "attempts": 1, "flagged_attempts": 1},
 }
-_S, _P = (HOST_STALL[k] for k in sorted(HOST_STALL, reverse=True))  # 02:43, then 00:15
-_S_AT, _P_AT = (k[11:16] for k in sorted(HOST_STALL, reverse=True))
-_S_CLEAN, _P_CLEAN = (HOST_STALL_SAME_VISIT[k][11:16] for k in sorted(HOST_STALL, reverse=True))
+_N, _S, _P = (HOST_STALL[k] for k in sorted(HOST_STALL, reverse=True))  # 14:18, 02:43, then 00:15
+_N_AT, _S_AT, _P_AT = (k[11:16] for k in sorted(HOST_STALL, reverse=True))
+_N_CLEAN, _S_CLEAN, _P_CLEAN = (HOST_STALL_SAME_VISIT[k][11:16] for k in sorted(HOST_STALL, reverse=True))
 HOST_STALL_REASON = (
     "A decode run the run-validity check flags (load_stats.decode_validity: mean/median of its engine-clock step "
     "intervals > 1.02, or > 5% of them under 0.9 x their median) was disturbed by a host-CPU stall of vLLM's "
@@ -333,9 +348,18 @@ HOST_STALL_REASON = (
     f"The {_P_AT} session's b=64 run (mean/median {_P['mean_over_median']:.3f}, std {_P['std_ms']:.2f} ms against "
     f"{_P['clean_std_ms']:.2f} at {_P_CLEAN}) ran a slow stretch without catch-up steps, its frontend lag up alike "
     f"(p90 {_P['lag_p90_ms']:.1f} ms against {_P['clean_lag_p90_ms']:.1f}); its prefill was "
-    f"{_P['prefill_8192_apart']:.1%} from {_P_CLEAN}'s. Every run the check flags (STALLED_DECODE_RUNS) came from an "
-    "engine with the utilization-sized KV pool; the live plans pin 12 GiB now and measure a flagged decode part "
-    "once more. Band, from no median of the judged run: lower edge the band h200-decode-per-sequence-cost sets at "
+    f"{_P['prefill_8192_apart']:.1%} from {_P_CLEAN}'s. The four runs flagged before 14:18 came from engines with the "
+    "utilization-sized KV pool; the live plans pin 12 GiB since and measure a flagged decode part once more, and the "
+    f"pinned pool did not prevent it: the b={_N['batch']:.0f} run of the {_N_AT} full session was flagged on "
+    f"{_count(int(_N['flagged_attempts']))} of its {_count(int(_N['attempts']))} attempts, the recorded one {_N['steps']:.0f} steps, median {_N['median_ms']:.2f} ms, std {_N['std_ms']:.2f}, "
+    f"{_N['min_ms']:.2f}-{_N['max_ms']:.1f} ms, {_N['short_share']:.0%} under 0.9 x the median (mean/median "
+    f"{_N['mean_over_median']:.3f}) and {_N['below_b1']:.0f} under the b=1 step ({_N['b1_ms']:.2f} ms): long steps "
+    f"followed by catch-up steps again, frontend lag p90 {_N['lag_p90_ms']:.1f} ms against "
+    f"{_N['clean_lag_p90_ms']:.1f}. The fast session at {_N_CLEAN} ran b={_N['batch']:.0f} at median "
+    f"{_N['clean_median_ms']:.2f} ms, std {_N['clean_std_ms']:.2f} (8,192-token prefills {_N['prefill_8192_apart']:.1%} "
+    "apart): the catch-up steps pay back the long ones, so the flagged run's median is still the GPU's step. Both runs "
+    f"sampled SM clocks down to {_N['sm_mhz_min']:.0f} and {_N['clean_sm_mhz_min']:.0f} MHz (NVML, every 0.1 s): "
+    "the clock does not separate them. Band, from no median of the judged run: lower edge the band h200-decode-per-sequence-cost sets at "
     "that batch (the 2026-11-30 ratio -2.5%; for the slope, Llama-3.1-8B's ratio - both runs' budgets), upper edge "
     "that band's upper edge plus one standard deviation of the run's steps over its median, a stated noise term (for "
     "the slope: each flagged run's std moved through the slope's leverage at its batch, over the predicted slope). "
