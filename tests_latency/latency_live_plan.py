@@ -37,10 +37,12 @@ OVERHEAD_BATCHES = (1, 16, 64, 128)
 LIVE_OVERHEAD: tuple[str, ...] = ()
 # Both plans pin Qwen's KV pool at 12 GiB (~225k tokens; the largest decode part, 128 x 1,152 tokens, and the
 # 32,000-token prefill fit), so a fast and a full session measure the same engine: no prediction depends on the
-# pool's size, but the decode runs disturbed by an engine-core stall (h200-decode-stalled-run) all came from
-# engines with the utilization-sized ~2M-token pool (3 of 6 such sessions against 0 of 5 with the 12 GiB pool
-# up to 2026-12-02; weak evidence, Fisher p ~0.12). The prefill reconciliations of a pinned engine are named
-# "_pinned_pool" (test_latency_steps.pool_regime), in a fast session now as in a full one.
+# pool's size, but the decode runs disturbed by an engine-core stall (h200-decode-stalled-run) came mostly from
+# engines with the utilization-sized ~2M-token pool: 3 of 6 such sessions against 1 of 11 with the 12 GiB pool to
+# 2026-12-02 14:26 (the 14:18 full session's b=16 run, flagged on both attempts; 0 of 5 when the pin was chosen);
+# weak evidence (one-sided Fisher p ~0.10, ~0.12 then), and the pin did not end them. The prefill reconciliations
+# of a pinned engine are named "_pinned_pool" (test_latency_steps.pool_regime), in a fast session now as in a full
+# one.
 FAST = LatencyLivePlan(MODEL, DECODE, PREFILL, kv_cache_gib=12, budget_s=420, overhead_models=LIVE_OVERHEAD,
                        overhead_batches=OVERHEAD_BATCHES)
 # The overload part needs the pinned pool: oversubscribed 1.6x in ~20 s, where the

@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import latency_findings as lf
 import pytest
-from latency_setups import prompt_pace_of
+import test_latency_load as load
+from latency_setups import prompt_pace_of, slowed_prompts
 
 from pytest_anatomy import recordings
 from pytest_anatomy.measure import prompt_pace as pp
 from pytest_anatomy.session import get_session
 
-# What the finding's reason quotes: (session stamp, rate) of every flagged Qwen2.5-7B run, and the clean runs' span.
-FLAGGED = {("2026-12-02T07:14:23.000000Z", "0.8"): 1.32}
+# What the finding's reason quotes: (session stamp, rate) of every flagged Qwen2.5-7B run and its pace, and the clean
+# runs' span over the sessions the threshold was set on (up to SET_ON; every later session is held out).
+FLAGGED = {("2026-12-02T07:14:23.000000Z", "0.8"): 1.32, ("2026-12-02T14:18:58.000000Z", "1.3"): 1.23}
 CLEAN_SPAN = (0.82, 1.18)
+SET_ON = "2026-12-02T07:14:23.000000Z"
 
 
 def _paces(request, target, session_rec) -> dict[str, dict[str, pp.PromptPace | None]]:
@@ -27,26 +30,64 @@ def _paces(request, target, session_rec) -> dict[str, dict[str, pp.PromptPace | 
     return out
 
 
+def _span(values: list[float]) -> str:
+    return f"{min(values):.2f}-{max(values):.2f}"
+
+
 @pytest.mark.gpu
 @pytest.mark.targets(recorded="qwen2.5-7b.poisson.", live=False)
 def test_prompt_pace_flags_the_recorded_runs(request, target, session_rec):
-    """Every recorded run gets a pace (raw timelines are kept), the check flags exactly FLAGGED, and the clean runs
-    span CLEAN_SPAN of their sessions' other runs, below the threshold (the margin the reason quotes)."""
-    flagged, clean = {}, []
+    """Every recorded run gets a pace (raw timelines are kept), the check flags exactly FLAGGED, and the clean runs of
+    the sessions it was set on span CLEAN_SPAN of their sessions' other runs, below the threshold (the margin the reason
+    quotes); for each held-out flagged run the reason quotes its lone-prompt steps and its session's other runs, and
+    the 1.3x runs' few lone prompts (every session) and high clean paces (the sessions the threshold was set on)."""
+    runs = []  # (stamp, rate, lone-prompt steps, ratio, flagged)
     for stamp, paces in _paces(request, target, session_rec).items():
         assert all(p is not None for p in paces.values()), stamp
         for f, p in paces.items():
             check = pp.check_against_session(p, [o for g, o in paces.items() if g != f])
             assert check is not None
-            if check.flagged:
-                flagged[(stamp, f)] = round(check.ratio, 2)
-            else:
-                clean.append(check.ratio)
-    assert flagged == FLAGGED
-    assert (round(min(clean), 2), round(max(clean), 2)) == CLEAN_SPAN
-    assert max(clean) < pp.SLOW_PROMPT_STEPS < min(FLAGGED.values())
+            runs.append((stamp, f, check.run.pairs, check.ratio, check.flagged))
+    set_on = {s for s, *_ in runs if recordings.stamp_of(s) <= recordings.stamp_of(SET_ON)}
+    assert {(s, f): round(r, 2) for s, f, _, r, flagged in runs if flagged} == FLAGGED
+    clean = [(s, f, r) for s, f, _, r, flagged in runs if not flagged and s in set_on]
+    assert (round(min(r for *_, r in clean), 2), round(max(r for *_, r in clean), 2)) == CLEAN_SPAN
+    assert max(r for *_, r in clean) < pp.SLOW_PROMPT_STEPS < min(FLAGGED.values())
     reason = lf.SLOW_PROMPT_REASON
+    assert f"on the {lf._count(len(set_on))} sessions with a 0.8x Poisson run" in reason
     assert f"clean runs {CLEAN_SPAN[0]:.2f}-{CLEAN_SPAN[1]:.2f}x, this run {FLAGGED[min(FLAGGED)]:.2f}x" in reason
+    for stamp, f, pairs, ratio, flagged in runs:
+        if flagged and stamp not in set_on:
+            others = [r for s, g, _, r, _ in runs if s == stamp and g != f]
+            assert (f"{stamp[11:16]} full session's {f}x run was flagged ({ratio:.2f}x, on {pairs} lone-prompt steps; "
+                    f"the same session's other runs {_span(others)}x)") in reason
+    at_13 = [(s, n, r, flagged) for s, f, n, r, flagged in runs if f == "1.3"]
+    clean_13 = [r for s, _, r, flagged in at_13 if s in set_on and not flagged]
+    assert max(clean_13) == max(r for *_, r in clean)  # the highest clean run is a 1.3x one
+    assert (f"1.3x runs have few lone prompts ({min(n for _, n, _, _ in at_13)}-{max(n for _, n, _, _ in at_13)}) "
+            f"and sit highest among the clean runs ({_span(clean_13)} over the {lf._count(len(set_on))} earlier "
+            "sessions with a 0.8x run") in reason
+
+
+@pytest.mark.gpu
+@pytest.mark.targets(recorded="qwen2.5-7b.poisson.", live=False)
+def test_slow_prompt_runs_are_the_recorded_ones(session_rec, setup_beside):
+    """lf.SLOW_PROMPT_RUNS (the TTFT and mean-ITL numbers h200-load-run-slow-prompt-steps quotes) recomputed for every
+    flagged run as the slow_prompt_run fixture of test_latency_load.py simulates it: with its own session's setup and
+    with eta divided by its measured compute slowdown (latency_setups.slowed_prompts)."""
+    assert set(lf.SLOW_PROMPT_RUNS) == set(FLAGGED)
+    for (stamp, factor), row in lf.SLOW_PROMPT_RUNS.items():
+        rec = session_rec(f"{lf.QWEN}.poisson.f{factor}", not_after=stamp)
+        assert rec.recorded_at == stamp
+        others = [session_rec(f"{lf.QWEN}.poisson.f{f}", beside=rec) for f in lf.POISSON if f != factor]
+        check = pp.check_against_session(prompt_pace_of(rec), [prompt_pace_of(o) for o in others])
+        assert check is not None and check.flagged
+        setup = setup_beside(lf.QWEN, rec)
+        res, slowed = load._sim(setup, rec), load._sim(slowed_prompts(setup, check.compute_slowdown()), rec)
+        ttft, itl = rec["aggregate.ttft_s.median"].value, rec["aggregate.itl_s.mean"].value
+        got = (ttft / res.stat("ttft", "p50"), ttft / slowed.stat("ttft", "p50"), itl * 1e3,
+               res.stat("itl", "mean") * 1e3, slowed.stat("itl", "mean") * 1e3)
+        assert got == pytest.approx(row, abs=5e-5), (stamp, factor)
 
 
 def _timeline(pair_ms: float, n_prompts: int = 8, decode_ms: float = 5.0) -> dict[str, list]:

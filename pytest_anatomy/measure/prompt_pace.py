@@ -21,7 +21,9 @@ from pytest_anatomy.stats import percentile
 # explains, on the six H200 sessions with a 0.8x Poisson run (2026-11-30 to 2026-12-02 07:14, five rates each): the
 # 29 runs it passes sit at 0.82-1.18x their session's other runs (the highest, 1.18, a 1.3x run with only 10 lone
 # prompts), the flagged 07:14 0.8x run at 1.32x (test_latency_prompt_pace.py recomputes both). The sessions after
-# 07:14 are its held-out test.
+# 07:14 are its held-out test: the first, the 14:18 full session, flagged its 1.3x run (1.23x on 7 lone prompts; its
+# other runs 0.94-1.02x), where 1.3x runs sit highest (1.03-1.18 in the six sessions above), so the margin at 1.3x
+# is thin.
 SLOW_PROMPT_STEPS = 1.2
 
 
