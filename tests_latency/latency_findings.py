@@ -1115,7 +1115,9 @@ SLOW_PROMPT_REASON = (
     f"({_HELD_RUN[2] / _HELD_RUN[4]:.2f}x, under the band's {_ITL_LO:.2f} again). But 1.3x runs have few lone prompts "
     "(7-11) and sit highest among the clean runs (1.03-1.18 over the six earlier sessions with a 0.8x run, the highest "
     "clean run among them a 1.3x one), so the threshold's margin at 1.3x is thin: this flag may be the top of the 1.3x runs' scatter "
-    "as much as a slow run.")
+    "as much as a slow run. The clock does not explain it: NVML sampled that run's lone-prompt steps at 1,560-1,860 MHz "
+    "(median 1,770; the session's other runs' medians 1,830-1,950 MHz, all under the software power cap, "
+    "tests_latency/test_latency_conditions.py), 3-9% lower, where its prompts' compute ran 1.41x slower.")
 
 
 def slow_prompt_mark(quantity: str, base: tuple[float, float], shift: float, this_run: str) -> pytest.MarkDecorator:
