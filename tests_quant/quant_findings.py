@@ -95,3 +95,41 @@ ASYMMETRIC_MMQ_FLOOR = pytest.mark.finding(
            "on the slice, the GPU measured 0.01362 over ~90k tokens (0.94x), where the symmetric rounding alone "
            "gives 0.00299 (the GPU 4.55x it). Band: the numpy forward with the kernel's arithmetic +- 3 paired "
            "standard errors.")
+
+QUANT_135M_MMVQ_TYPE_LATENCY = pytest.mark.finding(
+    "quant-135m-mmvq-type-latency",
+    reason="At 135M a decode step is neither bandwidth- nor issue-bound: each file's weights at the read ceiling "
+           "are 1.8-6.1% of its step, and issuing would fill the step only at over 8,000 warp instructions per "
+           "32-weight block (mul_mat_vec_q spends tens). The llama suite's tiny models (hidden 256, 24 and 28 layers, "
+           "the same llama.cpp build and card) measure the kernel chain: 27.0 us per layer for F16, 33.3 for Q8_0 "
+           "(fitted there). At 30 layers + bytes at the priors they predict F16 at 0.986x the measured tok/s, Q4_0 "
+           "at 0.978x and Q4_1 at 0.975x, but the files dominated by Q8_0, Q5_0 or Q5_1 tensors decode slower: Q8_0 "
+           "0.936x, Q6_K (Q8_0 but ffn_down) 0.916x, Q5_0 0.918x, Q5_K_M (mostly Q5_1) 0.902x, outside 2 standard "
+           "errors of the line and the bench; Q5_1 (0.932x) and Q4_K_M (mostly Q5_0, 0.899x) the same within their "
+           "noisier benches. Each k-quant mix decodes 1.8-5.8% slower than the legacy file of its dominant type (its "
+           "k-quant ffn_down). Bytes do not order "
+           "them (Q8_0 reads 1.59x Q4_0's bytes and is 5.9% slower; Q5_0 reads 1.15x and is 6.8% slower). Unknown: "
+           "a per-type latency of mul_mat_vec_q at rows of 576 and 1536 (Q5_0/Q5_1 load a separate high-bit word "
+           "per block, Q8_0 twice the 32-bit words of a 4-bit block) that the tiny Q8_0, 256 wide, does not show; "
+           "testing it needs per-kernel timings on the device. No band: the mechanism is not established.")
+
+QUANT_135M_PREFILL_PER_LAYER = pytest.mark.finding(
+    "quant-135m-prefill-per-layer-latency",
+    reason="pp512 of F16 measured 109,586 tok/s against the theory's 347,666 (0.315x). The theory prices a prompt "
+           "as its FLOPs at the prior efficiency (0.17 ms here) + the decode overhead per layer (1.28 ms), but a "
+           "prompt's per-layer cost is its own: the llama suite's tiny models (hidden 256, a sixth of the FLOPs per "
+           "layer) take 100.7 us per layer in pp512 against 27.0 in tg128 (llama.cpp replays a CUDA graph for "
+           "batch-1 decode and launches a prompt's kernels one by one). Their pp512 line at 30 layers + this "
+           "model's FLOP term predicts 121,245 tok/s; measured 0.904x of it. Band: that line's prediction over the "
+           "theory's, +- 2 standard errors of the line and of the bench.")
+
+QUANT_135M_MMQ_PREFILL = pytest.mark.finding(
+    "quant-135m-mmq-prefill-beyond-the-tiny-models",
+    reason="pp512 of the quantized files measured 52,970-64,052 tok/s against the theory's 324,527 (0.16-0.20x), "
+           "and 0.61-0.73x what the tiny models' Q8_0 pp512 line (189.8 us per layer) + this model's FLOP term "
+           "predicts, where F16 reaches 0.904x of its tiny line: a quantized prompt costs 1.7-2.1x the F16 one here "
+           "(the theory: 1.07x), so quantization slows prefill at 135M. Part is the per-layer launch cost "
+           "(quant-135m-prefill-per-layer-latency) with MMQ's extra kernels (activations quantized to q8_1 before "
+           "each matmul); the rest is unknown: MMQ at rows of 576 and 1536 costs more per layer than at the tiny "
+           "models' 256 and 512 (hypothesis, untested: its tiles walk K in steps of 256, 3 and 6 steps here against "
+           "1 and 2). Band: at most the tiny line (a wider matrix is no faster per layer), +2 standard errors.")
