@@ -94,6 +94,8 @@ def vllm(results: Path, hardware: str) -> str:
 TABLES = {"quality": quality, "slices": slices, "speed": speed, "vllm": vllm}
 
 if __name__ == "__main__":
+    from pytest_anatomy.quant_prereg import CARD
+
     root = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parents[1] / "results"
     for name, render in TABLES.items():
-        print(f"<!-- {name} -->\n{render(root, sys.argv[2] if len(sys.argv) > 2 else 'h200')}\n")
+        print(f"<!-- {name} -->\n{render(root, sys.argv[2] if len(sys.argv) > 2 else CARD)}\n")
