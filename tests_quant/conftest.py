@@ -64,8 +64,9 @@ def noise_model(format_result):
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "quant_vllm_runs: parametrize (target, case) over the recorded "
                                        "results/<hw>/quant/vllm-ledger.qwen2.5-7b.<case> engine starts")
-    config.addinivalue_line("markers", "quant_runs(kind): parametrize (target, file_type) over the recorded "
-                                       "results/<hw>/quant/smollm2-135m.<file type>.<kind> runs")
+    config.addinivalue_line("markers", "quant_runs(kind, model=, marks=, only=): parametrize (target, file_type) "
+                                       "over the recorded results/<hw>/quant/<model>.<file type>.<kind> runs "
+                                       "(only: those file types)")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -83,6 +84,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     from pytest_anatomy.theory.gguf_mix import FILE_TYPES
 
     kind, model = marker.args[0], marker.kwargs.get("model", "smollm2-135m")
+    only = marker.kwargs.get("only")
     targets, results = anatomy_session.of_config(metafunc.config, "quant")
     params = []
     for t in targets:
@@ -91,7 +93,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         for name in names:
             parts = name.split(".")
             ft = parts[-2].upper()
-            if not t.live and parts[-1] == kind and (ft in FILE_TYPES) and name.startswith(model + "."):
+            if not t.live and parts[-1] == kind and (ft in FILE_TYPES) and name.startswith(model + ".") and (
+                    only is None or ft in only):
                 marks = marker.kwargs.get("marks", {}).get(ft, ())
                 params.append(pytest.param(t, ft, id=f"{t.name}-{ft}", marks=marks))
     metafunc.parametrize(["target", "file_type"], params)

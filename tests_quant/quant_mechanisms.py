@@ -10,6 +10,17 @@ forward, shared by the run's processes) and checks it against the file, so the f
 - role:<r>: only the tensors of one role (attn_q, ..., ffn_down) requantized to Q4_0: each role's KLD per unit S;
 - ffn_down x1.774: ffn_down's Q4_0 error scaled to the Q2_K file's ffn_down S (0.71539): is KLD linear in S there;
 - <mix>-no-ffn-down: the Q5_K_M and Q4_K_M mixes' legacy tensors (gguf-py has no numpy k-quant quantizer) on the CPU.
+
+Added after the second visit (2026-12-02 14:33; `python tests_quant/quant_mechanisms.py --missing` computes only the
+rows the file lacks, so the rows above keep the values the first visit's findings quote):
+- floor realizations: the floor again with the attention norms' weights moved by +-1 ulp (seeds 1..5): the q8_1 rounding
+  makes the forward chaotic (a flipped code changes the next layer's inputs, which flips others), so the floor is one
+  draw from a spread about its own standard error, and another CPU's BLAS draws another;
+- Q5_1 (no kernel rounding), Q5_1+asym and Q4_1+asym / Q4_1+q8_1: the file types with a block minimum through MMQ's
+  asymmetric arithmetic (measure/q8_1.AsymmetricMmq), paired per token with the run without it; Q4_1 is the trap
+  (its weights are the reference's own grid), here only a probe of the kernel, never a quality result;
+- output noise: each tensor's error measured where it acts, ||E x||^2 / ||W x||^2 over the slice's own activations x
+  entering that matmul, summed (S_out), beside the weight-space S: noise correlated with the weights is not white.
 """
 
 from __future__ import annotations
@@ -88,6 +99,102 @@ def compute(ref: Any) -> dict[str, Any]:
     return out
 
 
+def paired(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> dict[str, float]:
+    """Per-token differences of two runs on the same tokens: their means and standard errors."""
+    dk, dn = a[0] - b[0], a[1] - b[1]
+    n = math.sqrt(dk.size)
+    return {"kld": float(dk.mean()), "kld_se": float(dk.std(ddof=1) / n), "delta_ln_ppl": float(dn.mean()),
+            "delta_ln_ppl_se": float(dn.std(ddof=1) / n)}
+
+
+def floor_realizations(ref: Any, seeds: range = range(1, 6)) -> dict[str, list[float]]:
+    """The floor with every attn_norm weight moved by +-1 ulp (a change whose own KLD is ~4e-9)."""
+    from pytest_anatomy.measure.q8_1 import q8_1_round
+
+    out: dict[str, list[float]] = {"kld": [], "kld_se": []}
+    for seed in seeds:
+        rng = np.random.default_rng(seed)
+        moved = dict(ref.weights)
+        for name in (n for n in ref.weights if n.endswith(".attn_norm.weight")):
+            w0 = ref.weights[name]
+            moved[name] = (w0 * (1 + np.float32(2 ** -23) * rng.choice([-1, 1], w0.shape))).astype(np.float32)
+        row = stats(*run(ref, moved, q8_1_round), None)
+        out["kld"].append(row["kld"])
+        out["kld_se"].append(row["kld_se"])
+    return out
+
+
+def asymmetric(ref: Any) -> dict[str, Any]:
+    """Q5_1 and Q4_1 through the asymmetric MMQ arithmetic (and Q4_1 through the symmetric one, for contrast)."""
+    from pytest_anatomy.measure.q8_1 import AsymmetricMmq, block_minimum, q8_1_round
+    from pytest_anatomy.theory import gguf_mix, quant_noise
+
+    out: dict[str, Any] = {}
+    for ft in ("Q5_1", "Q4_1"):
+        ts = gguf_mix.quantized_types(ref.header_f16, ft)
+        w, b = quant_noise.quantize_model(ref.weights, ts, ft)
+        kernel = AsymmetricMmq({t.name: block_minimum(w[t.name]) for t in ts if t.ggml_type == ft})
+        plain, asym = run(ref, w), run(ref, w, kernel)
+        if ft == "Q5_1":
+            out[ft] = {**stats(*plain, b.total), "S_by_role": b.by_role()}
+        else:
+            out[ft + "+q8_1"] = stats(*run(ref, w, q8_1_round), b.total)
+        out[ft + "+asym"] = {**stats(*asym, b.total), "minus_plain": paired(asym, plain)}
+    return out
+
+
+def output_noise(ref: Any, file_types: tuple[str, ...] = ("Q8_0", "Q4_0", "Q5_0", "Q5_1")) -> dict[str, Any]:
+    """S_out = sum over tensors of ||E x||^2 / ||W x||^2, x the reference's activations entering that matmul on the
+    slice (every position of the three windows), beside S = sum ||E||^2 / ||W||^2, both by role."""
+    from quality_slice import single_thread
+
+    from pytest_anatomy.measure import numpy_llama
+    from pytest_anatomy.theory import gguf_mix, quant_noise
+
+    seen: list[np.ndarray] = []
+
+    def capture(x: np.ndarray) -> np.ndarray:
+        seen.append(x.reshape(-1, x.shape[-1]))
+        return x
+
+    with single_thread():
+        numpy_llama.hidden_states(ref.cfg, ref.weights, ref.tokens, capture)
+    inputs: dict[str, np.ndarray] = {}
+    per_layer = ("attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down")
+    for i in range(ref.cfg.n_layers):  # the order numpy_llama calls its matmuls in
+        for role, x in zip(per_layer, seen[7 * i:7 * i + 7]):
+            inputs[f"blk.{i}.{role}.weight"] = x
+    out: dict[str, Any] = {}
+    with single_thread():
+        for ft in file_types:
+            w, b = quant_noise.quantize_model(ref.weights, gguf_mix.quantized_types(ref.header_f16, ft), ft)
+            by: dict[str, float] = {}
+            for name, x in inputs.items():
+                y = (x @ ref.weights[name].T).astype(np.float64)
+                e = (x @ (w[name] - ref.weights[name]).T).astype(np.float64)
+                role = name.split(".")[-2]
+                by[role] = by.get(role, 0.0) + float(np.sum(e * e) / np.sum(y * y))
+            s_w = {r: v for r, v in b.by_role().items() if r in by}
+            out[ft] = {"S": math.fsum(s_w.values()), "S_out": math.fsum(by.values()), "S_by_role": s_w,
+                       "S_out_by_role": dict(sorted(by.items()))}
+    return out
+
+
+ADDED = {"floor realizations": floor_realizations, "asymmetric": asymmetric, "output noise": output_noise}
+
+
+def compute_missing(ref: Any, have: dict[str, Any]) -> dict[str, Any]:
+    """The rows of ADDED that `have` lacks ("asymmetric" writes several rows, named by file type)."""
+    out = dict(have)
+    for key, fn in ADDED.items():
+        if key == "asymmetric":
+            if "Q5_1+asym" not in out:
+                out.update(fn(ref))
+        elif key not in out:
+            out[key] = fn(ref)
+    return out
+
+
 def load() -> dict[str, Any]:
     return json.loads(PATH.read_text())
 
@@ -98,7 +205,9 @@ if __name__ == "__main__":
 
     from pytest_anatomy import quant_data
 
-    PATH.write_text(json.dumps(compute(build_reference(quant_data.locate())), indent=1, sort_keys=True) + "\n")
+    reference = build_reference(quant_data.locate())
+    rows = compute_missing(reference, load()) if "--missing" in sys.argv else compute_missing(reference, compute(reference))
+    PATH.write_text(json.dumps(rows, indent=1, sort_keys=True) + "\n")
     print(f"wrote {PATH}")
 
 

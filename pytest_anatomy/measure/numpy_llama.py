@@ -34,11 +34,21 @@ class LlamaConfig:
 Weights = Mapping[str, np.ndarray]
 # What happens to the activations entering a weight matmul: None = nothing (float32). llama.cpp's CUDA MMQ kernels
 # round them to q8_1 for every quantized weight (measure/q8_1.py); passing that rounding here prices it on the CPU.
+# An `act` with a `matmul(x, name, w)` method computes the whole product itself: a kernel whose error depends on the
+# weight as well (measure/q8_1.AsymmetricMmq: the types with a block minimum).
 Act = Callable[[np.ndarray], np.ndarray] | None
 
 
 def _in(act: Act, x: np.ndarray) -> np.ndarray:
     return x if act is None else act(x)
+
+
+def _mm(act: Act, x: np.ndarray, w: Weights, name: str) -> np.ndarray:
+    """x @ w[name].T as the kernel computes it."""
+    matmul = getattr(act, "matmul", None)
+    if matmul is not None:
+        return matmul(x, name, w[name])  # type: ignore[no-any-return]
+    return _in(act, x) @ w[name].T
 
 
 def read_gguf(path: Path) -> tuple[LlamaConfig, dict[str, np.ndarray], object]:
@@ -89,10 +99,9 @@ def _attention(cfg: LlamaConfig, w: Weights, i: int, x: np.ndarray, cos: np.ndar
                act: Act = None) -> np.ndarray:
     b, n, _ = x.shape
     hd, p = cfg.head_dim, f"blk.{i}."
-    x = _in(act, x)
-    q = (x @ w[p + "attn_q.weight"].T).reshape(b, n, cfg.n_head, hd).transpose(0, 2, 1, 3)
-    k = (x @ w[p + "attn_k.weight"].T).reshape(b, n, cfg.n_head_kv, hd).transpose(0, 2, 1, 3)
-    v = (x @ w[p + "attn_v.weight"].T).reshape(b, n, cfg.n_head_kv, hd).transpose(0, 2, 1, 3)
+    q = _mm(act, x, w, p + "attn_q.weight").reshape(b, n, cfg.n_head, hd).transpose(0, 2, 1, 3)
+    k = _mm(act, x, w, p + "attn_k.weight").reshape(b, n, cfg.n_head_kv, hd).transpose(0, 2, 1, 3)
+    v = _mm(act, x, w, p + "attn_v.weight").reshape(b, n, cfg.n_head_kv, hd).transpose(0, 2, 1, 3)
     q, k = _rope(q, cos, sin), _rope(k, cos, sin)
     group = cfg.n_head // cfg.n_head_kv
     k, v = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
@@ -101,15 +110,14 @@ def _attention(cfg: LlamaConfig, w: Weights, i: int, x: np.ndarray, cos: np.ndar
     scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
     scores /= scores.sum(axis=-1, keepdims=True)
     out = (scores @ v).transpose(0, 2, 1, 3).reshape(b, n, cfg.n_embd)
-    return _in(act, out) @ w[p + "attn_output.weight"].T
+    return _mm(act, out, w, p + "attn_output.weight")
 
 
 def _mlp(w: Weights, i: int, x: np.ndarray, act: Act = None) -> np.ndarray:
     p = f"blk.{i}."
-    x = _in(act, x)
-    gate = x @ w[p + "ffn_gate.weight"].T
-    up = x @ w[p + "ffn_up.weight"].T
-    return _in(act, (gate / (1 + np.exp(-gate))) * up) @ w[p + "ffn_down.weight"].T
+    gate = _mm(act, x, w, p + "ffn_gate.weight")
+    up = _mm(act, x, w, p + "ffn_up.weight")
+    return _mm(act, (gate / (1 + np.exp(-gate))) * up, w, p + "ffn_down.weight")
 
 
 def hidden_states(cfg: LlamaConfig, w: Weights, tokens: np.ndarray, act: Act = None) -> np.ndarray:
@@ -126,7 +134,6 @@ def hidden_states(cfg: LlamaConfig, w: Weights, tokens: np.ndarray, act: Act = N
 
 def log_probs(w: Weights, hidden: np.ndarray, act: Act = None) -> np.ndarray:
     """Log-softmax over the vocabulary (the output matrix, or token_embd when tied), float64 sums."""
-    out = w.get("output.weight", w["token_embd.weight"])
-    logits = (_in(act, hidden) @ out.T).astype(np.float64)
+    logits = _mm(act, hidden, w, "output.weight" if "output.weight" in w else "token_embd.weight").astype(np.float64)
     logits -= logits.max(axis=-1, keepdims=True)
     return logits - np.log(np.exp(logits).sum(axis=-1, keepdims=True))
