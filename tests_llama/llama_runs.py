@@ -12,6 +12,7 @@ from pytest_anatomy import targets as tg
 from pytest_anatomy.specs.gguf_file import GgufHeader, header_from_config
 from pytest_anatomy.specs.model import load_model
 from pytest_anatomy.theory import gguf_mix
+from pytest_anatomy.theory.llamacpp_latency import TINY_OVERHEAD_SHAPE
 
 SUITE = "llama"
 # The plan's tiny-hidden models: hidden 256, the vocabulary and layers of the model they stand beside.
@@ -76,8 +77,7 @@ def predicted_header(model: str, weights: str, layers: int | None = None) -> Ggu
     return f16 if weights == "F16" else replace(f16, tensors=gguf_mix.quantized_types(f16, weights))
 
 
-# The plan's tiny shape (scripts/device/llama_plan.py TINY); duplicated because scripts/ is not a package.
-TINY_SHAPE = {"hidden_size": 256, "intermediate_size": 512, "num_attention_heads": 4, "num_key_value_heads": 2}
+TINY_SHAPE = TINY_OVERHEAD_SHAPE  # the plan's tiny shape (scripts/device/llama_plan.py TINY is the same object)
 
 
 def mistyped(predicted: GgufHeader, written: GgufHeader) -> list[tuple[str, str, str]]:

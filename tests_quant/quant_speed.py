@@ -24,6 +24,7 @@ from pytest_anatomy import recordings
 from pytest_anatomy.specs.gguf_file import GgufHeader, header_from_config
 from pytest_anatomy.specs.model import load_model
 from pytest_anatomy.theory import gguf_mix
+from pytest_anatomy.theory.llamacpp_latency import TINY_OVERHEAD_SHAPE
 from pytest_anatomy.theory import llamacpp_latency as ll
 
 PREREG = json.loads((Path(__file__).parent / "preregistered.json").read_text())
@@ -33,7 +34,7 @@ N_GEN, N_PROMPT = 128, 512
 # The llama suite's tiny-hidden overhead models (tests_llama/llama_runs.py: TINY_FOR, TINY_SHAPE, header_for): the
 # Qwen2.5-0.5B config with this shape and the layer count in the name.
 TINY_BASE = "qwen2.5-0.5b"
-TINY_SHAPE = {"hidden_size": 256, "intermediate_size": 512, "num_attention_heads": 4, "num_key_value_heads": 2}
+TINY_SHAPE = TINY_OVERHEAD_SHAPE
 TINY_LAYERS = (24, 28)
 # Hopper issues one warp instruction per clock from each of an SM's 4 schedulers.
 SCHEDULERS_PER_SM = 4

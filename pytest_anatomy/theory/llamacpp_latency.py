@@ -44,6 +44,12 @@ from pytest_anatomy.theory.prediction import Prediction, Term
 UNQUANTIZED_KERNEL = "F16"
 QUANTIZED_DECODE_KERNEL = "MMVQ"
 QUANTIZED_PREFILL_KERNEL = "MMQ"
+# The overhead models' shape (the llama visit writes them, scripts/device/llama_plan.py; the llama and quant suites
+# fit their per-layer overhead lines on them): they keep the vocabulary width of the model they stand beside (its
+# lm_head, its logits copied to the host every token: per-token costs that do not shrink with the hidden size) and
+# shrink everything else: head_dim 64 (a flash-attention kernel size), rows of 256 (the k-quants apply), a few MB
+# per layer.
+TINY_OVERHEAD_SHAPE = {"hidden_size": 256, "intermediate_size": 512, "num_attention_heads": 4, "num_key_value_heads": 2}
 
 # Priors, written before the first llama.cpp run on the H200 (see the module docstring):
 # - decode attainment 0.86: a CUDA-graphed chain of cuBLAS GEMVs over Qwen2.5-7B's weights reached

@@ -47,6 +47,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
+from pytest_anatomy.theory.llamacpp_latency import TINY_OVERHEAD_SHAPE  # noqa: E402
+
 SCHEMA = "pytest-anatomy/device-batch/v1"
 # The llama.cpp the device builds: the copy vendored in the llama-cpp-python 0.3.36 sdist (pinned by sha256 in
 # shared/device/llama/make_carry.sh). Its commit is the sdist's .git/modules/vendor/llama.cpp/HEAD; the carry
@@ -54,10 +56,7 @@ SCHEMA = "pytest-anatomy/device-batch/v1"
 ENGINE = {"engine": "llama.cpp", "version": "llama-cpp-python 0.3.36 (vendored llama.cpp)", "ggml": "0.25.3",
           "source_commit": "0c1e57098bba43ac29e6e3b677cdceebdd22334f"}
 QUANT_TYPES = ("Q8_0", "Q4_K_M")
-# The tiny models keep the vocabulary width of the model they stand beside (its lm_head, its logits copied to
-# the host every token: per-token costs that do not shrink with the hidden size) and shrink everything else:
-# head_dim 64 (a flash-attention kernel size), rows of 256 (the k-quants apply), a few MB per layer.
-TINY = {"hidden_size": 256, "intermediate_size": 512, "num_attention_heads": 4, "num_key_value_heads": 2}
+TINY = TINY_OVERHEAD_SHAPE  # the tiny models' shape: theory/llamacpp_latency.py says why
 LEVELS = (1, 2, 4, 8, 16, 32, 64)
 # vLLM's recorded H200 closed-loop runs (results/h200/latency/qwen2.5-7b.closed.cC) are 1024 in / 256 out
 # at C = 1, 8, 32, 64: the same shape here, so the two engines' curves are compared point for point.
