@@ -1,4 +1,4 @@
-"""The closed loop's findings (test_latency_load.py): the C=64 steady state the prompt-carrying steps
+"""The closed loop's findings (test_latency_closed_loop.py): the C=64 steady state the prompt-carrying steps
 fall short of, the closed runs' median ITL and C = 1 throughput carried from the same session's decode step, and the
 first-token time the simulation lacks at C = 1.
 """
@@ -124,11 +124,11 @@ def closed_itl_marks(model: str, c: int) -> tuple[Any, ...]:
 # --- closed loop at C = 1: the first-token time the simulation lacks (test_closed_loop_throughput) -----------------
 # At C = 1 a request is one 1,024-token prefill, 255 decode steps of batch 1 and the frontend's ingress + egress; the
 # simulation prices the prefill with the step model and has no frontend. The band is set at test time from the same
-# session's other runs (test_latency_load.first_token_times): the lone prefills at 512 and 2,048 tokens, their
+# session's other runs (test_latency_closed_loop.first_token_times): the lone prefills at 512 and 2,048 tokens, their
 # measured/modeled ratio interpolated log-linearly in length to the request's, and decode.b1's ingress + egress means.
 # Qwen2.5-7B's closed.c1 runs by stamp, oldest first: (measured / simulated, measured / simulated with those
 # per-request times, the check's budget, the first-token time's own spread over the request: the prefill runs' repeat
-# scatter); test_latency_load.py::test_c1_first_token_table_is_the_recorded_one recomputes them.
+# scatter); test_latency_closed_loop.py::test_c1_first_token_table_is_the_recorded_one recomputes them.
 C1_FIRST_TOKEN_CASES = frozenset({(QWEN, 1)})
 C1_FIRST_TOKEN: dict[str, tuple[float, float, float, float]] = {
     "2026-11-30T00:37:45Z": (0.9963, 1.0138, 0.0056, 0.0031),

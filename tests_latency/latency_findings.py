@@ -13,7 +13,8 @@ test_decode_bands_are_the_other_sessions_ratios recomputes every ratio from the 
 is retyped by hand.
 
 The same holds for the numbers a reason quotes from the recordings: each is formatted from a table here that a test
-recomputes (test_latency_steps.py, test_latency_load.py, test_latency_findings_reasons.py), or recomputed by
+recomputes (test_latency_steps.py, test_latency_load.py, test_latency_closed_loop.py,
+test_latency_findings_reasons.py), or recomputed by
 test_latency_findings_reasons.py and looked for in the reason's text at its printed precision. Model facts (56 KiB of
 KV per token), a band's definition and the accuracy targets are not measurements and stay as written.
 Not tied yet (estimates whose definition the text does not pin down to one recorded quantity): ITL_UNDER_LOAD's
