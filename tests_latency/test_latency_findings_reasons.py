@@ -1,6 +1,7 @@
 """Every measured number a latency finding's reason quotes is read from the recordings it describes: either formatted
-from a table in latency_findings.py that a test here (or in test_latency_steps.py / test_latency_load.py) recomputes,
-or recomputed here and looked for in the reason's text at its printed precision. The recomputation goes through the
+from a table in latency_findings (the facade of the latency_*_findings modules) that a test here (or in
+test_latency_steps.py, test_latency_load.py or test_latency_closed_loop.py) recomputes, or recomputed here and looked
+for in the reason's text at its printed precision. The recomputation goes through the
 same setups the checks use (conftest: session_rec, setup_builders, setup_beside), so a reason cannot drift from the
 runs it explains when new sessions are recorded."""
 
@@ -10,6 +11,7 @@ from typing import Any
 
 import latency_findings as lf
 import pytest
+import test_latency_closed_loop as closed_loop
 import test_latency_load as load
 from latency_setups import (
     SEED_PROMPTS,
@@ -125,12 +127,12 @@ def test_steady_state_ratios_quoted_are_the_recorded_ones(request, target, sessi
         for stamp in _stamps(request, target, f"{model}.closed.c64"):
             rec = session_rec(f"{model}.closed.c64", not_after=stamp)
             measured = rec["aggregate.output_throughput_tok_per_s"].value
-            fitted = load._steady_closed_form(setup_beside(model, rec, eta_from_gemms=False), rec).value
+            fitted = closed_loop._steady_closed_form(setup_beside(model, rec, eta_from_gemms=False), rec).value
             own_setup = setup_beside(model, rec)
             if model == lf.LLAMA:
                 llama[stamp] = measured / fitted
             elif own_setup.calib.efficiency_by_tokens:
-                own = load._steady_closed_form(own_setup, rec).value
+                own = closed_loop._steady_closed_form(own_setup, rec).value
                 gemm[stamp] = (measured / own, fitted / own)
     assert llama == pytest.approx(lf.STEADY_STATE_LLAMA, abs=5e-5)
     assert set(gemm) == set(lf.STEADY_STATE_WITH_GEMM_ETA)

@@ -47,7 +47,8 @@ _LATENCY_STEPS = ("tests_latency/test_latency_steps.py", "tests_latency/test_lat
 _LLAMA_LEDGER = ("tests_llama/test_llama_ledger_theory.py", "tests_capacity/test_seed_llamacpp.py")
 _LLAMA_RECORDED = ("tests_llama/test_llama_capacity.py", "tests_llama/test_llama_speed.py",
                    "tests_llama/test_llama_preregistered.py")
-_LATENCY_LOAD = ("tests_latency/test_latency_load.py", "tests_latency/test_latency_seed_load.py")
+_LATENCY_LOAD = ("tests_latency/test_latency_load.py", "tests_latency/test_latency_closed_loop.py",
+                 "tests_latency/test_latency_seed_load.py")
 
 CATALOGUE: tuple[Mutation, ...] = (
     Mutation(

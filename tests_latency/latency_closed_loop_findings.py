@@ -1,0 +1,173 @@
+"""The closed loop's findings (test_latency_closed_loop.py): the C=64 steady state the prompt-carrying steps
+fall short of, the closed runs' median ITL and C = 1 throughput carried from the same session's decode step, and the
+first-token time the simulation lacks at C = 1.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from latency_decode_findings import LLAMA_OVERHEAD_BELOW_QWEN, PER_SEQUENCE_COST
+from latency_findings_common import LLAMA, MEASURED_ON, OTHER_SESSION_NOISE, QWEN, StepCarried, _count
+
+# measured / steady-state closed form at C=64 (test_saturation_throughput), eta fitted on the 8,192 prefill (the
+# recipe every session has), of the runs that set each model's band: Qwen2.5-7B's, its own earlier runs (every
+# recorded run before the newest); Llama-3.1-8B's (one run), every recorded Qwen2.5-7B run. The band is their range
+# +- OTHER_SESSION_NOISE, carried to the run checked by the shift the theory computes for THAT run at test time (its
+# closed form with the prefill-fitted eta / with the eta its session's GEMM timings give; 1 where it timed none).
+# test_steady_state_bands_are_the_recorded_ratios recomputes them.
+STEADY_STATE_RATIOS: dict[str, tuple[float, ...]] = {"qwen2.5-7b": (0.9014, 0.9125, 0.9092, 0.9221, 0.9150, 0.9168,
+                                                                    0.9114, 0.9106),
+                                                     "llama-3.1-8b": (0.9014, 0.9125, 0.9092, 0.9221, 0.9150, 0.9168,
+                                                                      0.9114, 0.9106, 0.9157)}
+
+
+def steady_state_band(model: str, shift: float) -> tuple[float, float]:
+    ratios = STEADY_STATE_RATIOS[model]
+    return (round(min(ratios) * (1 - OTHER_SESSION_NOISE) * shift, 4),
+            round(max(ratios) * (1 + OTHER_SESSION_NOISE) * shift, 4))
+
+
+# The same ratio of Llama-3.1-8B's own C=64 runs (eta fitted on the 8,192 prefill), by stamp; and of each Qwen2.5-7B run
+# whose session timed GEMMs: (its ratio with eta from those timings, its shift = closed form with the prefill-fitted eta
+# / with the GEMMs'). PROMPT_STEPS_SLOWER quotes them; test_latency_findings_reasons.py::
+# test_steady_state_ratios_quoted_are_the_recorded_ones recomputes them.
+STEADY_STATE_LLAMA: dict[str, float] = {"2026-11-30T02:02:39Z": 0.8928}
+STEADY_STATE_WITH_GEMM_ETA: dict[str, tuple[float, float]] = {"2026-12-01T06:44:22.000000Z": (0.8441, 0.9284),
+                                                              "2026-12-01T11:24:59.000000Z": (0.8542, 0.9263),
+                                                              "2026-12-02T00:05:58.000000Z": (0.8513, 0.9304),
+                                                              "2026-12-02T02:33:51.000000Z": (0.8442, 0.9208),
+                                                              "2026-12-02T04:52:35.000000Z": (0.8564, 0.9396),
+                                                              "2026-12-02T07:14:23.000000Z": (0.8469, 0.9301),
+                                                              "2026-12-02T14:18:58.000000Z": (0.8366, 0.9137)}
+_QWEN_STEADY = STEADY_STATE_RATIOS[LLAMA]  # every recorded Qwen2.5-7B run: Llama's band
+(_LLAMA_STEADY_AT, _LLAMA_STEADY), = STEADY_STATE_LLAMA.items()
+_FIRST_GEMM_STEADY = min(STEADY_STATE_WITH_GEMM_ETA)
+PROMPT_STEPS_SLOWER = (
+    "A closed loop at C=64 delivers less than its steady state minus the named terms (ramp-up and drain, the "
+    "decode step's per-sequence miss at b=64, noise): the steps that carry new 1,024-token prompts beside the "
+    "running decodes (several prompts per step, up to the 8,192-token budget) run longer than the step model prices "
+    "them (h200-ttft-short-prefill-and-frontend); how many such steps a request meets per 256 tokens, and their "
+    "length, are in the runs' step logs, not yet tabled here. Measured on both models alike (eta fitted on the "
+    "8,192 prefill): "
+    f"Qwen2.5-7B {min(_QWEN_STEADY):.3f}-{max(_QWEN_STEADY):.3f} over {_count(len(_QWEN_STEADY))} sessions, "
+    f"Llama-3.1-8B {_LLAMA_STEADY:.3f} on {_LLAMA_STEADY_AT[:10]}. Band: Qwen's earlier runs' range "
+    f"(for Llama, every Qwen run) +-{OTHER_SESSION_NOISE:.1%}. A run predicted with eta from its session's GEMM timings "
+    f"(Qwen's since {_FIRST_GEMM_STEADY[:10]} {_FIRST_GEMM_STEADY[11:16]}) has faster prompt steps "
+    "(h200-prefill-above-its-gemms) and a lower ratio "
+    f"({STEADY_STATE_WITH_GEMM_ETA[_FIRST_GEMM_STEADY][0]:.3f} that session): its "
+    "band is carried over by the shift the theory computes for that run at test time (its closed form with the "
+    f"fitted eta / with the GEMMs'; {STEADY_STATE_WITH_GEMM_ETA[_FIRST_GEMM_STEADY][1]:.3f} on "
+    f"{_FIRST_GEMM_STEADY[11:16]}).")
+
+
+def steady_state_marks(model: str) -> tuple[pytest.MarkDecorator, ...]:
+    """The band is set at test time (steady_state_band with the run's own shift: reconcile(finding_band=))."""
+    return (pytest.mark.finding("h200-prompt-steps-slower-than-modeled", reason=PROMPT_STEPS_SLOWER,
+                                quantity="output_throughput_steady_state", hardware=MEASURED_ON),)
+
+
+# Closed loop at C sequences: the median ITL is a decode step of batch C. Where the isolated decode step at batch C,
+# recorded in the same session as a run of its own, misses beyond its noise budget, the closed run's median carries
+# that miss: band = that step's measured/predicted +- its budget and the closed run's own (never the closed run's
+# ratio). (ratio, budget) of the decode step, the closed run's budget; test_closed_itl_bands_are_the_decode_steps
+# recomputes them, and checks that a case is listed exactly when its decode step misses beyond its budget.
+CLOSED_ITL_FROM_DECODE: dict[tuple[str, int], StepCarried] = {
+    (QWEN, 8): StepCarried(((1.0190, 0.0127),), 0.0096),
+    (QWEN, 32): StepCarried(((1.0407, 0.0143),), 0.0065),
+    (QWEN, 64): StepCarried(((1.0473, 0.0090),), 0.0066),
+}
+# Closed loop at C = 1: the throughput is the inverse of a b=1 decode step (plus one prefill in ~60 steps), so where
+# the same session's isolated b=1 step misses beyond its budget, the band is the inverse of its ratio +- its budget and
+# the closed run's own ((1 / ratio, budget) of the step, the run's mean-ITL budget; recomputed by the same test).
+CLOSED_THROUGHPUT_FROM_DECODE: dict[tuple[str, int], StepCarried] = {
+    (LLAMA, 1): StepCarried(((1.0146, 0.0063),), 0.0073),
+}
+
+
+def closed_throughput_marks(model: str, c: int) -> tuple[Any, ...]:
+    carried = CLOSED_THROUGHPUT_FROM_DECODE.get((model, c))
+    if carried is None:
+        return ()
+    inverse, budget = carried.earlier[0]
+    return (pytest.mark.finding(
+        "h200-transferred-overhead-above-llamas" if inverse > 1 else "h200-decode-per-sequence-cost",
+        hardware=MEASURED_ON, quantity="output_throughput",
+        reason=(f"Closed loop at C = {c}: a request is decode steps of batch {c}, and the same session's isolated "
+                f"decode step at batch {c} runs {1 / inverse:.4f}x its prediction (budget +-{budget:.4f}), so the "
+                f"throughput runs at its inverse. " + (LLAMA_OVERHEAD_BELOW_QWEN if inverse > 1 else PER_SEQUENCE_COST)
+                + " Band: the inverse of that step's ratio +- its budget and this run's."),
+        expected=carried.band()),)
+
+
+# Llama-3.1-8B's closed-loop medians (its 2026-11-30 session) are still held to the decode target: under their noise
+# budget they run below both their prediction and the band of that session's decode step at batch C, a gap with no
+# mechanism yet (test_closed_itl_left_on_the_goal_still_diverge fails once that stops, to move them onto the budget).
+CLOSED_ITL_ON_GOAL = (LLAMA,)
+
+
+def closed_itl_marks(model: str, c: int) -> tuple[Any, ...]:
+    carried = CLOSED_ITL_FROM_DECODE.get((model, c))
+    if carried is None:
+        return ()
+    ratio, budget = carried.earlier[0]
+    return (pytest.mark.finding(
+        "h200-decode-per-sequence-cost", hardware=MEASURED_ON, quantity="itl_median",
+        reason=(f"Closed loop at C = {c}: the median ITL is a decode step of batch {c}, and the same session's isolated "
+                f"decode step at batch {c} runs {ratio:.4f}x its prediction (budget +-{budget:.4f}): each sequence "
+                "costs more than its KV bytes at the read ceiling. Band: that step's ratio +- its budget and this "
+                "run's."),
+        expected=carried.band()),)
+
+
+# --- closed loop at C = 1: the first-token time the simulation lacks (test_closed_loop_throughput) -----------------
+# At C = 1 a request is one 1,024-token prefill, 255 decode steps of batch 1 and the frontend's ingress + egress; the
+# simulation prices the prefill with the step model and has no frontend. The band is set at test time from the same
+# session's other runs (test_latency_closed_loop.first_token_times): the lone prefills at 512 and 2,048 tokens, their
+# measured/modeled ratio interpolated log-linearly in length to the request's, and decode.b1's ingress + egress means.
+# Qwen2.5-7B's closed.c1 runs by stamp, oldest first: (measured / simulated, measured / simulated with those
+# per-request times, the check's budget, the first-token time's own spread over the request: the prefill runs' repeat
+# scatter); test_latency_closed_loop.py::test_c1_first_token_table_is_the_recorded_one recomputes them.
+C1_FIRST_TOKEN_CASES = frozenset({(QWEN, 1)})
+C1_FIRST_TOKEN: dict[str, tuple[float, float, float, float]] = {
+    "2026-11-30T00:37:45Z": (0.9963, 1.0138, 0.0056, 0.0031),
+    "2026-12-01T04:47:39.137982Z": (0.9914, 1.0006, 0.0099, 0.0034),
+    "2026-12-01T06:44:22.000000Z": (0.9955, 1.0091, 0.0095, 0.0037),
+    "2026-12-01T11:24:59.000000Z": (0.9958, 1.0104, 0.0102, 0.0035),
+    "2026-12-02T00:05:58.000000Z": (0.9970, 1.0061, 0.0103, 0.0003),
+    "2026-12-02T02:33:51.000000Z": (0.9908, 0.9997, 0.0064, 0.0034),
+    "2026-12-02T04:52:35.000000Z": (0.9917, 0.9978, 0.0129, 0.0009),
+    "2026-12-02T07:14:23.000000Z": (0.9770, 0.9835, 0.0640, 0.0003),
+    "2026-12-02T14:18:58.000000Z": (0.9852, 0.9993, 0.0129, 0.0003),
+}
+
+
+def _c1_first_token_reason() -> str:
+    rows = list(C1_FIRST_TOKEN.values())
+    plain = [r for r, _, _, _ in rows]
+    timed = [t for _, t, _, _ in rows]
+    agree = sum(1 for r, _, b, _ in rows if abs(r - 1) <= b)
+    inside = sum(1 for _, t, b, s in rows if abs(t - 1) <= b + s)
+    above = sum(1 for t in timed if t > 1)
+    return (
+        "Closed loop at C = 1: each request is one 1,024-token prefill and 255 decode steps of batch 1; the simulation "
+        "prices the prefill with the step model and has no frontend (its note: 'frontend time not modeled'), while "
+        "the engine's lone short prefill runs above the model (this finding's ttft rows) and the client waits for "
+        "ingress and egress once per request. Band, set at test time from the same session's other runs: the "
+        "simulation given those per-request times (sv.RequestTimes: the prefill's excess priced by the lone prefills "
+        "at 512 and 2,048 tokens, measured/modeled interpolated linearly in log length; decode.b1's ingress + egress "
+        "means; the prediction's notes name the recordings) over the simulation without them, +- this check's budget "
+        f"and the prefill runs' repeat scatter. Over the {_count(len(rows))} sessions with a c1 run, measured/"
+        f"simulated is {min(plain):.4f}-{max(plain):.4f}, {agree} of {len(rows)} within the check's budget (those "
+        f"resolve: strict=False); over the simulation with the per-request times it is {min(timed):.4f}-"
+        f"{max(timed):.4f}, {inside} of {len(rows)} within the band's half-width and {above} above 1: the lone "
+        "prefill runs, noisy at 512 tokens, tend to price the loop's prefill high, so the prediction itself is not "
+        "given these times.")
+
+
+def c1_first_token_marks(model: str, c: int) -> tuple[Any, ...]:
+    if (model, c) not in C1_FIRST_TOKEN_CASES:
+        return ()
+    return (pytest.mark.finding("h200-ttft-short-prefill-and-frontend", hardware=MEASURED_ON,
+                                quantity="output_throughput", reason=_c1_first_token_reason(), strict=False),)

@@ -1,0 +1,273 @@
+"""The findings of the runs under load (test_latency_load.py): Poisson arrivals at five rates (TTFT below the knee,
+ITL under load) and the overload runs (the prefill in KV-bound steps, the heavily oversubscribed pool), with the bands
+carried from the sessions calibrated before GEMM timings existed (CARRIED).
+"""
+
+from __future__ import annotations
+
+import pytest
+from latency_closed_loop_findings import PROMPT_STEPS_SLOWER
+from latency_decode_findings import DECODE_RATIO_OTHER_SESSION, marginal_cost_span
+from latency_findings_common import LLAMA, MEASURED_ON, QWEN, Carried, _and, _count, _days, _plural
+
+POISSON = ("0.25", "0.5", "0.8", "1", "1.3")  # Poisson rates as fractions of the C=64 request rate
+# A pool oversubscribed ~1.6x (128 prompts against a pinned ~225k-token pool) queues differently from one
+# oversubscribed 1.06x: its quantities carry the regime in their name (test_latency_load._regime).
+HEAVY = "_heavily_oversubscribed"
+
+# Bands carried from the Qwen2.5-7B load runs recorded before the first predicted with eta from its session's GEMM
+# timings (2026-12-01 06:44, FIRST_WITH_GEMM_TIMINGS) to every run checked. Those runs' eta was fitted on the
+# 8,192-token prefill, which absorbs the prefill's non-GEMM work (h200-prefill-above-its-gemms), so their ratios are
+# not a GEMM-timed run's. Carried: each earlier run's measured/predicted, +- its own and the checked run's repeat
+# scatter (2 standard errors), times the checked run's calibration shift: its prediction with the earlier recipe /
+# with its own (the theory's arithmetic on the same workload, never its measurement), computed at test time.
+# test_carried_bands_are_the_recorded_ones recomputes the earlier runs' numbers.
+FIRST_WITH_GEMM_TIMINGS = "2026-12-01T06:44:22.000000Z"
+
+
+CARRIED: dict[str, Carried] = {
+    "poisson.f1:ttft_p50": Carried(((1.8715, 0.1781), (1.9288, 0.1577))),
+    "poisson.f1:engine_ttft_p50": Carried(((1.5437, 0.1247), (1.4358, 0.1514))),
+    "poisson.f1:itl_median": Carried(((1.0943, 0.0338), (1.0913, 0.0303))),
+    "poisson.f1.3:ttft_p50": Carried(((1.6968, 0.1242), (1.6017, 0.1665))),
+    "poisson.f1.3:engine_ttft_p50": Carried(((1.388, 0.1013), (1.2638, 0.1801))),
+    "overload:itl_mean": Carried(((1.0576, 0.0114), (1.0766, 0.0539))),
+    "overload:output_throughput": Carried(((0.9456, 0.0114), (0.9334, 0.0539))),
+    "overload:ttft_p50": Carried(((1.0460, 0.1435), (1.0153, 0.1399))),
+}
+
+
+# Carried quantities whose ratio straddles their goal (10% for ITL) from one calibration to the other: within it
+# with the prefill-fitted eta (1.058-1.094), beyond it with the GEMMs' (x 1.016-1.032): such a finding may resolve in
+# one session and not the next, so it passes as an XPASS when it does (strict=False) instead of failing.
+STRADDLING_THE_GOAL = frozenset({"poisson.f1:itl_median", "overload:itl_mean", "overload:output_throughput",
+                                 "overload:ttft_p50"})
+
+
+TTFT_FINDING = pytest.mark.finding("h200-ttft-short-prefill-and-frontend", hardware=MEASURED_ON, quantity="ttft_p50",
+    reason="Below the knee TTFT p50 is one 1,024-token prefill, measured well above its simulation (ttft_p50 row). "
+           "Two parts: the engine's own prefill of 1,024 tokens (median scheduling-to-first-token: the "
+           "engine_ttft_p50 row) runs above the model, the lone-short-prefill excess seen in test_prefill[128/512] "
+           "and in closed.c1; and the frontend's ingress + egress (client minus engine TTFT: the difference of the "
+           "two rows, growing with load), which the simulation omits.",
+    expected=(1.3, 2.2))
+# strict=False: at the lowest rates the engine's own TTFT lands either side of the 25% goal from one session (and
+# calibration) to the next (1.13-1.14 on 2026-12-01 11:24 at 0.25x and 0.5x, above 1.25 in the sessions before).
+ENGINE_TTFT_FINDING = pytest.mark.finding("h200-ttft-short-prefill-and-frontend", hardware=MEASURED_ON, quantity="engine_ttft_p50", reason=TTFT_FINDING.kwargs["reason"],
+    expected=(1.2, 1.6), strict=False)
+
+
+LLAMA_TTFT_REASON = (
+    "Llama-3.1-8B (Qwen's calibration): TTFT p50 agrees at 0.25x and 0.5x of the C=64 rate and misses from 0.8x "
+    "up (measured and simulated in the rows beside this text). Two parts, as for Qwen: the frontend's ingress + "
+    "egress, which the simulation omits, grows with load (client minus engine TTFT: the ttft_p50 and "
+    "engine_ttft_p50 rows); the engine's own queue + prefill medians stay near the simulation at the lower rates "
+    "and run above it at 1.0x, where a new prompt shares its step with ~35-70 decodes whose per-sequence cost runs "
+    f"~{marginal_cost_span(LLAMA)}x the roofline (h200-decode-per-sequence-cost). Llama's lone short prefill exceeds the model less than "
+    "Qwen's (test_prefill[512] and test_prefill_efficiency_transfers_to_a_second_model[512]), so its TTFT misses "
+    "start later.")
+TTFT_MARKS = {
+    **{(QWEN, f): (TTFT_FINDING, ENGINE_TTFT_FINDING) for f in POISSON},
+    **{(QWEN, f): tuple(pytest.mark.finding("h200-ttft-short-prefill-and-frontend", hardware=MEASURED_ON, quantity=q,
+                                            reason=TTFT_FINDING.kwargs["reason"] + CARRIED[f"poisson.f{f}:{q}"].describe())
+                        for q in ("ttft_p50", "engine_ttft_p50")) for f in ("1", "1.3")},
+    (LLAMA, "0.8"): (pytest.mark.finding("h200-ttft-short-prefill-and-frontend", hardware=MEASURED_ON, quantity="ttft_p50",
+                                         reason=LLAMA_TTFT_REASON, expected=(1.3, 2.2)),),
+    (LLAMA, "1"): (pytest.mark.finding("h200-ttft-short-prefill-and-frontend", hardware=MEASURED_ON, quantity="ttft_p50",
+                                       reason=LLAMA_TTFT_REASON, expected=(1.3, 2.2)),
+                   pytest.mark.finding("h200-ttft-short-prefill-and-frontend", hardware=MEASURED_ON, quantity="engine_ttft_p50",
+                                       reason=LLAMA_TTFT_REASON, expected=(1.2, 1.6))),
+}
+
+
+# Two sessions of the same Poisson workload put the mean ITL on both sides of the 10% target: the
+# excess is there at every rate from 0.5x up, its size moves by a few percent between sessions.
+# Qwen2.5-7B's Poisson mean ITL, measured / simulated with its own session's setup, by rate (a fraction of the C=64
+# rate) and run stamp, oldest first (test_latency_findings_reasons.py::test_poisson_itl_means_are_the_recorded_ones).
+POISSON_ITL_MEAN: dict[str, dict[str, float]] = {
+    "0.5": {"2026-11-30T00:37:45Z": 1.0940, "2026-12-01T04:47:40.227049Z": 1.1330,
+            "2026-12-01T06:44:22.000000Z": 1.0880, "2026-12-01T11:24:59.000000Z": 1.0852,
+            "2026-12-02T00:05:58.000000Z": 1.0730, "2026-12-02T02:33:51.000000Z": 1.1080,
+            "2026-12-02T04:52:35.000000Z": 1.0975, "2026-12-02T07:14:23.000000Z": 1.1205,
+            "2026-12-02T14:18:58.000000Z": 1.0964},
+    "0.8": {"2026-11-30T00:37:45Z": 1.1825, "2026-12-01T11:24:59.000000Z": 1.1806,
+            "2026-12-02T00:05:58.000000Z": 1.1308, "2026-12-02T02:33:51.000000Z": 1.1211,
+            "2026-12-02T04:52:35.000000Z": 1.1233, "2026-12-02T07:14:23.000000Z": 1.3165,
+            "2026-12-02T14:18:58.000000Z": 1.1368},
+    "1": {"2026-11-30T00:37:45Z": 1.0897, "2026-12-01T04:47:40.320649Z": 1.0941,
+          "2026-12-01T06:44:22.000000Z": 1.2160, "2026-12-01T11:24:59.000000Z": 1.1656,
+          "2026-12-02T00:05:58.000000Z": 1.2049, "2026-12-02T02:33:51.000000Z": 1.1566,
+          "2026-12-02T04:52:35.000000Z": 1.1504, "2026-12-02T07:14:23.000000Z": 1.1594,
+          "2026-12-02T14:18:58.000000Z": 1.2084},
+    "1.3": {"2026-11-30T00:37:45Z": 1.1303, "2026-12-01T04:47:40.416640Z": 1.0882,
+            "2026-12-01T06:44:22.000000Z": 1.2116, "2026-12-01T11:24:59.000000Z": 1.2376,
+            "2026-12-02T00:05:58.000000Z": 1.2056, "2026-12-02T02:33:51.000000Z": 1.2335,
+            "2026-12-02T04:52:35.000000Z": 1.1928, "2026-12-02T07:14:23.000000Z": 1.2267,
+            "2026-12-02T14:18:58.000000Z": 1.2956},
+}
+ITL_TARGET = 0.10  # the decode target (docs), not a measurement
+
+
+def _sessions_reason() -> str:
+    """SESSIONS with its sessions and ratios read from POISSON_ITL_MEAN."""
+    def straddles(runs: dict[str, float]) -> bool:
+        return min(runs.values()) < 1 + ITL_TARGET < max(runs.values())
+    both = [f for f, runs in POISSON_ITL_MEAN.items() if straddles(runs)]
+    one_side = [f for f, runs in POISSON_ITL_MEAN.items() if not straddles(runs)]
+    ratios = [r for f in both for r in POISSON_ITL_MEAN[f].values()]
+    stamps = {s for runs in POISSON_ITL_MEAN.values() for s in runs}
+    days = sorted({s[:10] for s in stamps})
+    # sessions per day: the most runs of one rate on that day (the early sessions stamp each rate's run apart)
+    per_day = {d: max(len([s for s in runs if s[:10] == d]) for runs in POISSON_ITL_MEAN.values()) for d in days}
+    return (" Qwen2.5-7B's mean ITL gap moves with the session and with the calibration the check uses (the report "
+            "lists this run's ratio beside this text; the ledgers of results/h200/live-runs/ hold each live session's): "
+            f"over {_and([f'{_count(n)} session{_plural(n)} on {d}' for d, n in per_day.items()])} it has "
+            "landed on both sides of the "
+            f"{ITL_TARGET:.0%} target at {_and([f + 'x' for f in both])} (measured/simulated "
+            f"{min(ratios):.2f}-{max(ratios):.2f})"
+            + "".join(f"; at {f}x, in {_count(len(POISSON_ITL_MEAN[f]))} runs, "
+                      f"{'above' if min(POISSON_ITL_MEAN[f].values()) > 1 + ITL_TARGET else 'within'} it each time"
+                      for f in one_side)
+            + ", so this finding may resolve in one session and reappear in the next (strict=False).")
+
+
+SESSIONS = _sessions_reason()
+_Q64, _Q128 = DECODE_RATIO_OTHER_SESSION[(QWEN, 64)], DECODE_RATIO_OTHER_SESSION[(QWEN, 128)]
+_L64, _L128 = DECODE_RATIO_OTHER_SESSION[(LLAMA, 64)], DECODE_RATIO_OTHER_SESSION[(LLAMA, 128)]
+ITL_UNDER_LOAD = ("At the higher rates the simulated ITLs run short (the rows beside this text), the two decode findings "
+                  "combined: the median is a decode step of 50-90 sequences, where each sequence costs "
+                  f"~{marginal_cost_span(QWEN, LLAMA)}x its KV bytes (h200-decode-per-sequence-cost: b=64 {_Q64 - 1:+.1%}, b=128 {_Q128 - 1:+.1%} in the "
+                  "2026-11-30 session), and the mean adds the steps that carry a 1,024-token prompt, which the engine "
+                  "runs slower than modeled (h200-ttft-short-prefill-and-frontend).")
+
+
+# Qwen2.5-7B's Poisson median ITL at 0.8x the C=64 rate, judged against the same session's runs at the rates either
+# side (ITL_MEDIAN_NEIGHBOURS): per session with a 0.8x run, oldest first, the median ITL's (measured / simulated,
+# repeat scatter) at 0.5x, 0.8x and 1x, then the 0.8x run's engine steps, measured and simulated (25,500 tokens each).
+# test_latency_findings_reasons.py::test_poisson_itl_medians_between_are_the_recorded_ones recomputes every entry.
+ITL_MEDIAN_NEIGHBOURS: dict[tuple[str, str], tuple[str, str]] = {(QWEN, "0.8"): ("0.5", "1")}
+POISSON_ITL_MEDIAN_BETWEEN: dict[str, tuple[tuple[float, float], tuple[float, float], tuple[float, float], int, int]] = {
+    "2026-11-30T00:37:45Z": ((1.0746, 0.0014), (1.0966, 0.0519), (1.0943, 0.0338), 860, 993),
+    "2026-12-01T11:24:59.000000Z": ((1.0700, 0.0014), (1.0912, 0.0261), (1.1074, 0.0318), 910, 1032),
+    "2026-12-02T00:05:58.000000Z": ((1.0679, 0.0013), (1.0860, 0.0364), (1.0955, 0.0428), 943, 1035),
+    "2026-12-02T02:33:51.000000Z": ((1.0781, 0.0021), (1.0969, 0.0274), (1.1102, 0.0303), 956, 1041),
+    "2026-12-02T04:52:35.000000Z": ((1.0848, 0.0019), (1.1077, 0.0214), (1.1074, 0.0222), 944, 1031),
+    "2026-12-02T07:14:23.000000Z": ((1.0716, 0.0014), (1.1035, 0.0526), (1.0976, 0.0271), 830, 1036),
+    "2026-12-02T14:18:58.000000Z": ((1.0803, 0.0019), (1.1039, 0.0331), (1.1039, 0.0378), 953, 1049),
+}
+
+
+def neighbour_band(ends: list[tuple[float, float]], own_scatter: float) -> tuple[float, float]:
+    """Between the neighbouring loads' ratios, each +- its repeat scatter and the checked run's."""
+    return (round(min(r * (1 - e - own_scatter) for r, e in ends), 4),
+            round(max(r * (1 + e + own_scatter) for r, e in ends), 4))
+
+
+def _itl_median_between_reason() -> str:
+    rows = list(POISSON_ITL_MEDIAN_BETWEEN.values())
+    mid = [r for _, (r, _), _, _, _ in rows]
+    spread = [e for _, (_, e), _, _, _ in rows]
+    steps, sim = [m for *_, m, _ in rows], [s for *_, s in rows]
+    return (
+        "At 0.8x the C=64 rate the median ITL is a decode step of the ~25 sequences running, yet it misses by more than "
+        "the same session's closed loop at C=32 (the rows beside this text): under a fixed arrival rate slower steps "
+        f"compound. The engine ran the run's 25,500 tokens in {min(steps)}-{max(steps)} steps where the simulation takes "
+        f"{min(sim)}-{max(sim)}, so more requests overlap and each step carries more sequences, each costing more than "
+        "its KV bytes (h200-decode-per-sequence-cost), while the steps that carry a 1,024-token prompt run slower than "
+        f"modeled (h200-ttft-short-prefill-and-frontend). Over the {_count(len(rows))} sessions with a 0.8x run, "
+        f"measured/simulated is {min(mid):.3f}-{max(mid):.3f}, {_count(sum(r > 1 + ITL_TARGET for r in mid))} above the "
+        f"{ITL_TARGET:.0%} target, each within its repeat scatter ({min(spread):.1%}-{max(spread):.1%}) of it, so this "
+        "may resolve in the next session (strict=False). Band, set at test time: between the same session's 0.5x and "
+        "1x median-ITL ratios, each +- its repeat scatter and this run's (the miss grows with load, so a run between "
+        "two loads sits between their misses; it did in every session above).")
+
+
+ITL_MEDIAN_BETWEEN_REASON = _itl_median_between_reason()
+
+
+ITL_MARKS = {
+    (QWEN, "0.5"): (pytest.mark.finding("h200-itl-under-load", hardware=MEASURED_ON, quantity="itl_mean",
+                                        reason=ITL_UNDER_LOAD + SESSIONS, expected=(1.05, 1.25), strict=False),),
+    (QWEN, "0.8"): (pytest.mark.finding("h200-itl-under-load", hardware=MEASURED_ON, quantity="itl_mean",
+                                        reason=ITL_UNDER_LOAD + SESSIONS, expected=(1.05, 1.25), strict=False),
+                    pytest.mark.finding("h200-itl-under-load", hardware=MEASURED_ON, quantity="itl_median",
+                                        reason=ITL_MEDIAN_BETWEEN_REASON, strict=False)),
+    (QWEN, "1"): (pytest.mark.finding("h200-itl-under-load", hardware=MEASURED_ON, quantity="itl_mean",
+                                      reason=ITL_UNDER_LOAD + SESSIONS, expected=(1.05, 1.25), strict=False),
+                  pytest.mark.finding("h200-itl-under-load", hardware=MEASURED_ON, quantity="itl_median",
+                                      reason=ITL_UNDER_LOAD + CARRIED["poisson.f1:itl_median"].describe(),
+                                      strict="poisson.f1:itl_median" not in STRADDLING_THE_GOAL)),
+    (QWEN, "1.3"): (pytest.mark.finding("h200-itl-under-load", hardware=MEASURED_ON, reason=ITL_UNDER_LOAD + SESSIONS,
+                                        expected=(1.05, 1.25), strict=False),),
+    (LLAMA, "1.3"): (pytest.mark.finding("h200-itl-under-load", hardware=MEASURED_ON, reason=(
+        "Llama-3.1-8B at 1.3x (at its knee; median and mean ITL measured and simulated in the rows beside this "
+        f"text): decode steps of 50-90 sequences at ~{marginal_cost_span(LLAMA)}x the roofline's per-sequence cost "
+        f"(h200-decode-per-sequence-cost: Llama b=64 {_L64 - 1:+.1%}, b=128 {_L128 - 1:+.1%} in the 2026-11-30 "
+        "session), the same mechanism as Qwen's."),
+        expected=(1.10, 1.25)),),
+}
+
+
+MIXED_PREFILL = "h200-overload-prefill-in-kv-bound-steps"
+# The frontend's ingress + egress per request below the knee (mean client TTFT - mean engine queue - mean engine
+# prefill), ms, lowest and highest over every recorded Poisson run below the knee of both models
+# (test_latency_findings_reasons.py::test_frontend_below_the_knee_is_the_recorded_one recomputes them).
+FRONTEND_MS_BELOW_KNEE = (5.1, 18.4)
+MIXED_REASON = ("Under overload a prompt's two chunks (8,192 + 7,921 tokens) share steps with ~125 decodes that each "
+                "read ~16,600 tokens of KV (~120 GB, 27 ms a step at 4.47 TB/s). The step model takes max(memory, "
+                "compute) and hides that traffic under the chunks' 194-228 ms of compute; the engine's prefill part of "
+                "TTFT runs longer than simulated (measured and simulated in the prefill_part_of_ttft row), so the "
+                "two overlap only partly (or the steps between chunks are longer). Queueing still dominates TTFT "
+                "either way (the queueing_share_of_ttft row).")
+
+
+# Qwen2.5-7B's overload runs in the heavily oversubscribed regime, oldest first (each from a live session):
+# LLAMA_OVERLOAD_REASON says they land inside the bands Llama's run set, and every number it quotes is recomputed by
+# test_latency_findings_reasons.py::test_overload_reasons_quote_the_recorded_runs.
+QWEN_HEAVY_OVERLOAD = ("2026-12-01T04:47:40.726144Z", "2026-12-01T06:44:22.000000Z", "2026-12-01T11:24:59.000000Z",
+                       "2026-12-02T00:05:58.000000Z", "2026-12-02T02:33:51.000000Z", "2026-12-02T04:52:35.000000Z",
+                       "2026-12-02T07:14:23.000000Z", "2026-12-02T14:18:58.000000Z")
+LLAMA_OVERLOAD_REASON = (
+    "Heavily oversubscribed pool. Llama-3.1-8B (2026-11-30; 128 x 1,755 + 1,024 tokens on a 224,704-token pool, "
+    "1.58x, 46 preemptions as simulated): TTFT itself "
+    "agrees (mean 3.03 s vs 2.96 s, p50 +1.5%), but the engine splits it 2.58 s queue + 0.42 s prefill where the "
+    "simulation has 2.73 + 0.23: requests are first scheduled ~0.15 s earlier and then spend ~0.19 s longer "
+    "between first scheduling and first token (which itself comes ~0.07 s later on average), a queueing share of "
+    "85% vs 92%. Candidates, not separated: steps mixing a prompt with ~125 KV-heavy decodes (Llama reads 128 KiB "
+    "of KV per token, 2.3x Qwen) take longer than max(memory, compute) (Qwen's prefill part is 1.43x simulated for "
+    "the same reason), and requests preempted after their first scheduling but before their first token count the "
+    "wait as prefill in vLLM's stats. Qwen2.5-7B in the same regime "
+    f"({_days(QWEN_HEAVY_OVERLOAD)}, {_count(len(QWEN_HEAVY_OVERLOAD))} live runs: 128 x 1,755 + 1,024 on a "
+    "224,688-token pool, 1.58x) lands inside the bands this run set: the regime, not the model, sets the split.")
+OVERLOAD_MARKS = {
+    QWEN: (pytest.mark.finding(MIXED_PREFILL, hardware=MEASURED_ON, quantity="prefill_part_of_ttft", reason=MIXED_REASON,
+                               expected=(1.3, 1.6)),
+           pytest.mark.finding(MIXED_PREFILL, hardware=MEASURED_ON, quantity="queueing_share_of_ttft", expected=(0.97, 1.0), reason=(
+               "The measured queueing share falls below the simulated one by more than the fixed 1 pp budget (both "
+               "in the row beside this text): the engine's prefill part of TTFT is longer than simulated ("
+               + MIXED_REASON.split(";")[0] + ") and the frontend's ingress + egress, which the simulation omits, "
+               f"grows under overload from its {FRONTEND_MS_BELOW_KNEE[0]:.0f}-{FRONTEND_MS_BELOW_KNEE[1]:.0f} ms below "
+               "the knee."))),
+}
+# Overload ITL: the same decode steps of ~70-125 sequences as under Poisson load, in either pool regime.
+OVERLOAD_ITL_MARKS = {
+    QWEN: (pytest.mark.finding("h200-itl-under-load", hardware=MEASURED_ON, quantity="itl_mean",
+                               reason=ITL_UNDER_LOAD + CARRIED["overload:itl_mean"].describe(),
+                               strict="overload:itl_mean" not in STRADDLING_THE_GOAL),
+           pytest.mark.finding("h200-prompt-steps-slower-than-modeled", hardware=MEASURED_ON, quantity="output_throughput",
+                               reason=("Under overload (128 prompts of 16,113 + 1,024 tokens) the run delivers less than "
+                                       "simulated, for the reason its closed loop at C=64 does: " + PROMPT_STEPS_SLOWER
+                                       + CARRIED["overload:output_throughput"].describe()),
+                               strict="overload:output_throughput" not in STRADDLING_THE_GOAL),
+           pytest.mark.finding(MIXED_PREFILL, hardware=MEASURED_ON, quantity="ttft_p50",
+                               reason=MIXED_REASON + CARRIED["overload:ttft_p50"].describe(),
+                               strict="overload:ttft_p50" not in STRADDLING_THE_GOAL),),
+}
+# A pool oversubscribed ~1.6x (128 prompts against a pinned ~225k-token pool) queues differently from one
+# oversubscribed 1.06x (the whole 2M-token pool): its quantities carry the regime in their name, and its
+# bands come from the first run of that regime (Llama-3.1-8B, 2026-11-30), so the second model's run
+# (Qwen2.5-7B, live, 2026-12-01) is checked against a band it did not set.
+HEAVY_MARKS = (pytest.mark.finding(MIXED_PREFILL, hardware=MEASURED_ON, quantity="queueing_share_of_ttft" + HEAVY,
+                                   expected=(0.88, 0.96), reason=LLAMA_OVERLOAD_REASON),
+               pytest.mark.finding(MIXED_PREFILL, hardware=MEASURED_ON, quantity="prefill_part_of_ttft" + HEAVY,
+                                   expected=(1.6, 2.1), reason=LLAMA_OVERLOAD_REASON))

@@ -1,0 +1,252 @@
+"""The lone prefill's findings (test_latency_steps.py): long prefills below the session's matmul ceiling, every
+recorded run's measured/predicted lone prefill (PREFILL_RUNS) and the bands built from the other runs, the short
+prompts' excess (128 and 512 tokens), and the long prompts above their GEMM timings.
+"""
+
+from __future__ import annotations
+
+import pytest
+from latency_decode_findings import B1_RESIDUAL_MS
+from latency_findings_common import MEASURED_ON, _count
+
+# Qwen2.5-7B's lone prefill / its bare roofline at the matmul ceiling in OTHER_SESSION, by prompt length, and the
+# two runs' noise at that length (each run's repeat scatter + its matmul ceiling's scatter, the newest run's
+# included): both recomputed by test_prefill_bands_are_the_other_sessions_ratios.
+PREFILL_ROOFLINE_OTHER_SESSION: dict[int, float] = {2048: 1.3866, 8192: 1.2726, 16384: 1.2698, 32000: 1.2853}
+PREFILL_ROOFLINE_NOISE: dict[int, float] = {2048: 0.1038, 8192: 0.0772, 16384: 0.0591, 32000: 0.0335}
+# eta fitted on that session's 8,192-token prefill (the recipe before GEMM timings; recomputed by
+# test_latency_findings_reasons.py::test_prefill_eta_fitted_in_the_other_session)
+PREFILL_ETA_OTHER_SESSION = 0.7919
+PREFILL_BELOW_CEILING_REASON = (
+    f"At the session's measured 8192^3 bf16 matmul ceiling long prefills are "
+    f"{min(PREFILL_ROOFLINE_OTHER_SESSION.values()) - 1:.0%}-{max(PREFILL_ROOFLINE_OTHER_SESSION.values()) - 1:.0%} "
+    f"slower than their FLOPs (2026-11-30: they reach {1 / max(PREFILL_ROOFLINE_OTHER_SESSION.values()):.0%}-"
+    f"{1 / min(PREFILL_ROOFLINE_OTHER_SESSION.values()):.0%} of it; eta = {PREFILL_ETA_OTHER_SESSION:.2f} when fitted on "
+    "8,192 tokens). Real shapes (K = 3,584, N = 512 for k/v) "
+    "tile worse than 8192^3, FlashAttention's causal kernel runs below GEMM peak, and norms/rope/activations add "
+    "memory-bound passes the FLOP count ignores. Band: the 2026-11-30 session's ratio at that length +- both "
+    "runs' repeat and matmul-ceiling scatter.")
+
+
+def prefill_ceiling_marks(length: int) -> tuple[pytest.MarkDecorator, ...]:
+    ratio, noise = PREFILL_ROOFLINE_OTHER_SESSION[length], PREFILL_ROOFLINE_NOISE[length]
+    return (pytest.mark.finding("h200-prefill-below-matmul-ceiling", hardware=MEASURED_ON,
+                                reason=PREFILL_BELOW_CEILING_REASON,
+                                expected=(round(ratio * (1 - noise), 4), round(ratio * (1 + noise), 4))),)
+
+# measured / predicted lone prefill (engine time from scheduling to first token, median) and that run's noise budget
+# (step_budget's sum: repeat scatter + ceiling spread + calibration spread), per session (its b=1 decode stamp) and
+# prompt length, each predicted with the calibration of its own session (Llama with Qwen's known then);
+# test_prefill_runs_are_the_recorded_ones recomputes every entry, and fails when a session is missing from it.
+PREFILL_RUNS: dict[tuple[str, str], dict[int, tuple[float, float]]] = {
+    ("qwen2.5-7b", "2026-11-30T00:37:45Z"): {128: (3.4086, 0.1332), 512: (3.0844, 0.1668)},
+    ("qwen2.5-7b", "2026-12-01T04:47:39.125311Z"): {128: (2.0804, 0.3401), 512: (1.8401, 0.2726)},
+    ("qwen2.5-7b", "2026-12-01T05:15:55.000000Z"): {128: (2.7349, 0.0330), 512: (2.3596, 0.0693)},
+    ("qwen2.5-7b", "2026-12-01T06:44:22.000000Z"): {128: (2.3458, 0.1753), 512: (2.3861, 0.3310),
+                                                   2048: (1.2269, 0.1101), 8192: (1.1121, 0.1341),
+                                                   16384: (1.1196, 0.1176),
+                                                   32000: (1.1592, 0.0975)},
+    ("qwen2.5-7b", "2026-12-01T06:53:39.000000Z"): {128: (2.4103, 0.0563), 512: (1.4323, 0.3119),
+                                                   2048: (1.2518, 0.0891), 8192: (1.1119, 0.1194),
+                                                   16384: (1.1253, 0.1002),
+                                                   32000: (1.1404, 0.0831)},
+    ("qwen2.5-7b", "2026-12-01T11:24:59.000000Z"): {128: (2.1356, 0.1768), 512: (2.4137, 0.3082),
+                                                   2048: (1.2088, 0.0813), 8192: (1.1493, 0.0998),
+                                                   16384: (1.1296, 0.0955),
+                                                   32000: (1.1697, 0.0787)},
+    ("qwen2.5-7b", "2026-12-01T11:34:04.000000Z"): {128: (2.2915, 0.0342), 512: (1.5893, 0.2107),
+                                                   2048: (1.2931, 0.2331), 8192: (1.1944, 0.2498),
+                                                   16384: (1.2021, 0.2425),
+                                                   32000: (1.2122, 0.2221)},
+    ("qwen2.5-7b", "2026-12-02T00:05:58.000000Z"): {128: (2.1426, 0.0255), 512: (1.6415, 0.0906),
+                                                   2048: (1.2400, 0.1067), 8192: (1.1493, 0.1121),
+                                                   16384: (1.1437, 0.1105),
+                                                   32000: (1.1780, 0.0931)},
+    ("qwen2.5-7b", "2026-12-02T00:15:06.000000Z"): {128: (1.8849, 0.2003), 512: (2.1638, 0.2109),
+                                                   2048: (1.2618, 0.0889), 8192: (1.1376, 0.1056),
+                                                   16384: (1.1406, 0.0909),
+                                                   32000: (1.1733, 0.0725)},
+    ("qwen2.5-7b", "2026-12-02T02:33:51.000000Z"): {128: (2.6193, 0.1516), 512: (1.6074, 0.3422),
+                                                   2048: (1.2215, 0.0909), 8192: (1.1519, 0.1140),
+                                                   16384: (1.1509, 0.0948),
+                                                   32000: (1.1551, 0.0764)},
+    ("qwen2.5-7b", "2026-12-02T02:43:17.000000Z"): {128: (1.9649, 0.0472), 512: (1.4983, 0.0877),
+                                                   2048: (1.2567, 0.1126), 8192: (1.1384, 0.1167),
+                                                   16384: (1.1464, 0.1021),
+                                                   32000: (1.1669, 0.0869)},
+    ("llama-3.1-8b", "2026-11-30T02:02:39Z"): {128: (2.4483, 0.0265), 512: (1.7422, 0.0400)},
+    ("llama-3.1-8b", "2026-12-01T04:47:39.340850Z"): {128: (3.6545, 0.0730), 512: (2.5690, 0.0295)},
+    ("llama-3.1-8b", "2026-12-01T06:44:22.000000Z"): {128: (3.0343, 0.0953), 512: (2.9364, 0.0913),
+                                                     2048: (1.2484, 0.1047), 16384: (1.1256, 0.1032),
+                                                     32000: (1.1211, 0.0960)},
+    ("llama-3.1-8b", "2026-12-01T11:24:59.000000Z"): {128: (1.8583, 0.1017), 512: (2.2138, 0.2644),
+                                                     2048: (1.2368, 0.0913), 16384: (1.1244, 0.0822),
+                                                     32000: (1.1319, 0.0804)},
+    ("llama-3.1-8b", "2026-12-02T00:05:58.000000Z"): {128: (2.6988, 0.1207), 512: (1.7684, 0.1998),
+                                                     2048: (1.2742, 0.1160), 16384: (1.1216, 0.1017),
+                                                     32000: (1.1234, 0.0930)},
+    ("llama-3.1-8b", "2026-12-02T02:33:51.000000Z"): {128: (3.3325, 0.0160), 512: (3.2157, 0.1436),
+                                                     2048: (1.2904, 0.0850), 16384: (1.1579, 0.0821),
+                                                     32000: (1.1426, 0.0761)},
+    ("qwen2.5-7b", "2026-12-02T04:52:35.000000Z"): {128: (1.6677, 0.0402), 512: (1.3266, 0.1154),
+                                                   2048: (1.1950, 0.0815), 8192: (1.1084, 0.0881),
+                                                   16384: (1.1212, 0.0764), 32000: (1.1617, 0.0624)},
+    ("qwen2.5-7b", "2026-12-02T04:59:44.000000Z"): {128: (1.5934, 0.0738), 512: (1.3986, 0.0878),
+                                                   2048: (1.2290, 0.0864), 8192: (1.0864, 0.1060),
+                                                   16384: (1.1008, 0.0918), 32000: (1.1196, 0.0784)},
+    ("llama-3.1-8b", "2026-12-02T04:52:35.000000Z"): {128: (1.8087, 0.0273), 512: (1.4470, 0.1430),
+                                                     2048: (1.2495, 0.0770), 16384: (1.1376, 0.0649),
+                                                     32000: (1.1372, 0.0623)},
+    ("qwen2.5-7b", "2026-12-02T07:14:23.000000Z"): {128: (2.3714, 0.0411), 512: (1.3821, 0.1130),
+                                                   2048: (1.2051, 0.1019), 8192: (1.0953, 0.1372),
+                                                   16384: (1.0985, 0.1180), 32000: (1.1264, 0.1029)},
+    ("qwen2.5-7b", "2026-12-02T07:21:58.000000Z"): {128: (2.4976, 0.0475), 512: (2.3606, 0.1158),
+                                                   2048: (1.2129, 0.0894), 8192: (1.1397, 0.1039),
+                                                   16384: (1.1343, 0.0962), 32000: (1.1493, 0.0807)},
+    ("llama-3.1-8b", "2026-12-02T07:14:23.000000Z"): {128: (2.3023, 0.0589), 512: (2.0062, 0.1840),
+                                                     2048: (1.2629, 0.1160), 16384: (1.1505, 0.1096),
+                                                     32000: (1.1354, 0.1028)},
+    ("qwen2.5-7b", "2026-12-02T14:18:58.000000Z"): {128: (2.4841, 0.0254), 512: (2.4725, 0.0721),
+                                                   2048: (1.2489, 0.0811), 8192: (1.1302, 0.0963),
+                                                   16384: (1.1234, 0.0885), 32000: (1.1376, 0.0754)},
+    ("qwen2.5-7b", "2026-12-02T14:26:26.000000Z"): {128: (2.5107, 0.0139), 512: (2.1477, 0.1485),
+                                                   2048: (1.2562, 0.1473), 8192: (1.1410, 0.1468),
+                                                   16384: (1.1433, 0.1392), 32000: (1.1795, 0.1227)},
+    ("llama-3.1-8b", "2026-12-02T14:18:58.000000Z"): {128: (2.4094, 0.1161), 512: (2.0416, 0.1942),
+                                                     2048: (1.2360, 0.0935), 16384: (1.1233, 0.0812),
+                                                     32000: (1.1193, 0.0747)},
+}
+# Sessions whose eta comes from their bf16 GEMM timings at the step's shapes (from 2026-12-01 06:44 on: every session
+# since, the ten of 2026-12-02 included). On the
+# earlier ones eta was fitted on the 8,192-token prefill, which absorbed the non-GEMM share: their compute-bound
+# prefills say nothing about this calibration's gap. Their 128-token prefill is memory-bound (eta plays no part).
+GEMM_ETA_SESSIONS = {"2026-12-01T06:44:22.000000Z", "2026-12-01T06:53:39.000000Z", "2026-12-01T11:24:59.000000Z",
+                     "2026-12-01T11:34:04.000000Z", "2026-12-02T00:05:58.000000Z", "2026-12-02T00:15:06.000000Z",
+                     "2026-12-02T02:33:51.000000Z", "2026-12-02T02:43:17.000000Z", "2026-12-02T04:52:35.000000Z",
+                     "2026-12-02T04:59:44.000000Z", "2026-12-02T07:14:23.000000Z", "2026-12-02T07:21:58.000000Z",
+                     "2026-12-02T14:18:58.000000Z", "2026-12-02T14:26:26.000000Z"}
+# The run each prefill test replays (the newest session of its model): its band comes from every other run.
+CHECKED_PREFILL = {"qwen2.5-7b": "2026-12-02T14:26:26.000000Z", "llama-3.1-8b": "2026-12-02T14:18:58.000000Z"}
+MEMORY_BOUND_PREFILL = 128
+
+
+def prefill_band(model: str, length: int) -> tuple[float, float]:
+    """The envelope of every other recorded run's ratio at `length` (either model), each widened by its own noise
+    budget plus the checked run's: a band from different runs than the one it judges, never from its own ratio."""
+    checked = CHECKED_PREFILL[model]
+    _, own = PREFILL_RUNS[(model, checked)][length]
+    others = [runs[length] for (m, stamp), runs in PREFILL_RUNS.items()
+              if (m, stamp) != (model, checked) and length in runs
+              and (length == MEMORY_BOUND_PREFILL or stamp in GEMM_ETA_SESSIONS)]
+    return (round(min(r * (1 - b - own) for r, b in others), 4), round(max(r * (1 + b + own) for r, b in others), 4))
+
+
+SHORT_PREFILL_REASON = (
+    "A lone prompt of 128 or 512 tokens takes far longer from scheduling to first token than one step of that work "
+    "(memory-bound at 128 tokens, compute-bound at 512), over {n_runs} runs of two models: measured/predicted "
+    "{lo128:.2f}-{hi128:.2f} at 128 tokens, {lo512:.2f}-{hi512:.2f} at 512. Not a per-step cost (a decode step's "
+    "overhead is ~{decode_overhead:.1f} ms). It is NOT the KV pool's size, as first supposed: on 2026-12-01 the pinned pool (~225k "
+    "tokens) gave Qwen2.5-7B {pin128:.2f}x/{pin512:.2f}x at 128/512 and the utilization pool (~2M tokens) "
+    "{util128:.2f}x/{util512:.2f}x {apart} minutes later, where the earlier sessions had put the pinned pool lower "
+    "({early_pin128:.2f}x/{early_pin512:.2f}x against {early_util128}x/{early_util512}x). Mechanism not established; "
+    "candidates: the first step after an idle engine (the request arrives alone), per-request engine work (input "
+    "processing, block-table set-up). Band: the envelope of every other run at this length, each +- its own and the "
+    "checked run's noise budget (512 tokens: the runs whose eta comes from GEMM timings only, since a "
+    "prefill-fitted eta absorbs part of the gap).")
+PREFILL_ABOVE_GEMMS_REASON = (
+    "With eta taken from the session's bf16 GEMMs at the four trunk shapes ({eta_lo:.2f}-{eta_hi:.2f} of the 8192^3 "
+    "ceiling), a "
+    "lone prefill of 2,048-32,000 tokens runs {lo_long:.0%}-{hi_long:.0%} longer than predicted over {n_gemm} "
+    "GEMM-timed runs (2026-12-01: Qwen2.5-7B {pinned} at 2,048/16,384/32,000 with the pinned pool, {util} {apart} "
+    "minutes later with the utilization pool; Llama-3.1-8B {llama}). Two parts, from the numbers: the lone-prompt "
+    "excess seen at 128-512 tokens (5-10 ms, which is why 2,048 is the largest ratio), and ~10-13% of the rest from "
+    "work the GEMM timings do not contain: FlashAttention's causal kernel (its FLOPs are divided by the GEMMs' eta; "
+    "3-33% of the FLOPs from 2,048 to 32,000 tokens), RMSNorm, rope, SiLU-mul and residual passes over the "
+    "activations (~1.3 ms of memory traffic per 2,048 tokens). The 8,192-token prefill that eta used to be fitted "
+    "on absorbed both; with GEMM-timed eta it sits at {ratios_8192} (Qwen2.5-7B, one session each), inside its noise "
+    "budget in all but {outside_8192} of them, so at 8,192 tokens the finding is strict=False. Band: as for the "
+    "short prefills, over the runs whose eta comes from GEMM timings.")
+# eta from the bf16 GEMM timings at a model's four trunk shapes (calibration.gemm_efficiency_by_tokens), lowest and
+# highest over every token count of every GEMM-timed run in PREFILL_RUNS (either model): recomputed by
+# test_latency_findings_reasons.py::test_gemm_eta_span_is_the_recorded_one.
+GEMM_ETA_SPAN = (0.7511, 0.9997)
+# The sessions those reasons compare by name (their ratios are read from PREFILL_RUNS, never retyped): the pinned
+# and the utilization pool nine minutes apart, and the earlier sessions' pinned and utilization pools.
+_PINNED, _UTILIZATION = ("qwen2.5-7b", "2026-12-01T06:44:22.000000Z"), ("qwen2.5-7b", "2026-12-01T06:53:39.000000Z")
+_EARLY_PINNED = ("qwen2.5-7b", "2026-12-01T04:47:39.125311Z")
+_EARLY_UTILIZATION = (("qwen2.5-7b", "2026-11-30T00:37:45Z"), ("qwen2.5-7b", "2026-12-01T05:15:55.000000Z"))
+_LLAMA_GEMM = ("llama-3.1-8b", "2026-12-01T06:44:22.000000Z")
+
+
+def _decode_overhead_ms() -> float:
+    """A decode step's overhead as the short-prefill reason quotes it: the middle of every recorded b=1 residual
+    (B1_RESIDUAL_MS, both models)."""
+    ends = [ms for span in B1_RESIDUAL_MS.values() for ms in span]
+    return (min(ends) + max(ends)) / 2
+
+
+def _minutes_apart(first: tuple[str, str], second: tuple[str, str]) -> int:
+    """Whole minutes between two sessions' starts (their stamps)."""
+    from datetime import datetime
+
+    start, end = (datetime.fromisoformat(key[1].replace("Z", "+00:00")) for key in (first, second))
+    return round((end - start).total_seconds() / 60)
+
+
+def _span(values: list[float]) -> str:
+    return f"{min(values):.2f}-{max(values):.2f}"
+
+
+def short_prefill_reason() -> str:
+    """SHORT_PREFILL_REASON with its ratios read from PREFILL_RUNS (test_prefill_runs_are_the_recorded_ones
+    recomputes them from the recordings)."""
+    at = {n: [runs[n][0] for runs in PREFILL_RUNS.values() if n in runs] for n in (128, 512)}
+    return SHORT_PREFILL_REASON.format(
+        decode_overhead=_decode_overhead_ms(), apart=_count(_minutes_apart(_PINNED, _UTILIZATION)),
+        n_runs=len(PREFILL_RUNS), lo128=min(at[128]), hi128=max(at[128]), lo512=min(at[512]), hi512=max(at[512]),
+        pin128=PREFILL_RUNS[_PINNED][128][0], pin512=PREFILL_RUNS[_PINNED][512][0],
+        util128=PREFILL_RUNS[_UTILIZATION][128][0], util512=PREFILL_RUNS[_UTILIZATION][512][0],
+        early_pin128=PREFILL_RUNS[_EARLY_PINNED][128][0], early_pin512=PREFILL_RUNS[_EARLY_PINNED][512][0],
+        early_util128=_span([PREFILL_RUNS[k][128][0] for k in _EARLY_UTILIZATION]),
+        early_util512=_span([PREFILL_RUNS[k][512][0] for k in _EARLY_UTILIZATION]))
+
+
+def short_prefill_marks(model: str, name: str, length: int) -> tuple[pytest.MarkDecorator, ...]:
+    """The lone short prompt's finding (128 and 512 tokens), on the reconciliation `name` in either pool regime (the
+    regime no longer sets a band: see SHORT_PREFILL_REASON); none at other lengths."""
+    if length > 512:
+        return ()
+    return tuple(pytest.mark.finding("h200-short-prefill-excess", hardware=MEASURED_ON, quantity=f"{name}{regime}",
+                                     reason=short_prefill_reason(), expected=prefill_band(model, length))
+                 for regime in ("", "_pinned_pool"))
+
+
+def _prefill_above_gemms_reason() -> str:
+    """The reason with the 8,192-token ratios read from PREFILL_RUNS (which test_prefill_runs_are_the_recorded_ones
+    recomputes), not retyped."""
+    runs = [PREFILL_RUNS[key][8192] for key in sorted(PREFILL_RUNS) if key[1] in GEMM_ETA_SESSIONS
+            and 8192 in PREFILL_RUNS[key]]
+    gemm = [runs_ for key, runs_ in PREFILL_RUNS.items() if key[1] in GEMM_ETA_SESSIONS]
+    long = [r[n][0] for r in gemm for n in (2048, 16384, 32000) if n in r]
+
+    def three(key: tuple[str, str]) -> str:
+        return "/".join(f"{PREFILL_RUNS[key][n][0]:.2f}" for n in (2048, 16384, 32000))
+    return PREFILL_ABOVE_GEMMS_REASON.format(apart=_count(_minutes_apart(_PINNED, _UTILIZATION)), eta_lo=GEMM_ETA_SPAN[0], eta_hi=GEMM_ETA_SPAN[1], ratios_8192=", ".join(f"{r:.2f}" for r, _ in runs),
+                                             outside_8192=sum(r - 1 > b for r, b in runs),
+                                             lo_long=min(long) - 1, hi_long=max(long) - 1, n_gemm=len(gemm),
+                                             pinned=three(_PINNED), util=three(_UTILIZATION), llama=three(_LLAMA_GEMM))
+
+
+def above_gemms_marks(model: str, name: str, length: int) -> tuple[pytest.MarkDecorator, ...]:
+    """h200-prefill-above-its-gemms at 2,048 tokens and up. It applies only where the prediction's eta comes from the
+    session's GEMM timings (test_latency_steps.py applies it then): an eta fitted on the 8,192 prefill absorbs the
+    gap, and those sessions' long prefills agree."""
+    if length <= 512:
+        return ()
+    # strict=False from 8,192 tokens up: 8,192 sat inside its noise budget in six GEMM-timed sessions and 0.02-0.05
+    # above it in eight (2026-12-01 11:24, seven of 2026-12-02's ten); 16,384 and 32,000 sit at 1.10-1.21, either side
+    # of the prefill goal from one session to the next
+    return tuple(pytest.mark.finding("h200-prefill-above-its-gemms", hardware=MEASURED_ON, quantity=f"{name}{regime}",
+                                     reason=_prefill_above_gemms_reason(), expected=prefill_band(model, length),
+                                     strict=length < 8192)
+                 for regime in ("", "_pinned_pool"))
