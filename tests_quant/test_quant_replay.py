@@ -14,6 +14,7 @@ quality; test_quant_mechanisms uses its KLD only as a probe of llama.cpp's kerne
 from __future__ import annotations
 
 import json
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -21,8 +22,12 @@ import quant_mechanisms as qm
 from quant_findings import (ASYMMETRIC_MMQ_FLOOR, Q5_1_ON_THE_Q4_1_GRID, Q6_K_FLOOR_AND_FFN_DOWN, Q8_1_ACTIVATION_FLOOR,
                             ROLE_SENSITIVITY, UNCALIBRATED_REFERENCE)
 
-from pytest_anatomy import recordings
+from pytest_anatomy import quant_prereg, recordings
 from pytest_anatomy.quant_prereg import FILE_TYPES
+from pytest_anatomy.specs.gguf_file import header_from_config
+from pytest_anatomy.specs.model import load_model
+from pytest_anatomy.theory import quant_bytes as qb
+from pytest_anatomy.theory import quant_noise
 from pytest_anatomy.session import get_session
 from pytest_anatomy.theory.prediction import Prediction, Term
 
@@ -55,6 +60,28 @@ def test_file_bytes_and_bpw(target, file_type, measured, reconcile):
 @pytest.mark.quant_runs("quantize", model="qwen2.5-7b")
 def test_file_bytes_and_bpw_at_7b(target, file_type, measured, reconcile):
     _file_bytes("qwen2.5-7b", file_type, measured, reconcile)
+
+
+# The theory as it is now, beside the pre-registration: equal to it today (test_quant_preregistered), these are the
+# reconciliations a change of the theory moves (tests_plugin/theory_mutants.py replays them under each mutation).
+@cache
+def _gguf_now(model: str) -> dict:
+    f16 = header_from_config(load_model(model))
+    return {ft: qb.gguf_file(f16, ft) for ft in FILE_TYPES}
+
+
+@cache
+def _vllm_now() -> dict:
+    return quant_prereg.vllm_section()
+
+
+@pytest.mark.quant_runs("quantize")
+def test_file_bytes_and_bpw_by_the_current_theory(target, file_type, measured, reconcile):
+    rec, now = measured(f"{MODEL}.{file_type.lower()}.quantize"), _gguf_now(MODEL)[file_type]
+    reconcile("gguf_tensor_bytes", now["tensor_bytes"], rec["tensor_bytes"], why="exact: integer blocks x block bytes",
+              model=MODEL)
+    reconcile("gguf_bits_per_weight", now["bits_per_weight"], rec["bits_per_weight"], rel=1e-12,
+              why="exact as a fraction; 1e-12 covers the float division of both sides", model=MODEL)
 
 
 # The first visit's misses, each explained by a mechanism whose band is computed here (quant_findings.py)
@@ -101,7 +128,9 @@ def test_kld_and_perplexity_change_against_the_noise_model(target, file_type, me
         s, source = Q["types"][file_type]["S"], "pre-registered S"
     else:  # a k-quant mix: S from llama-quantize's own file, measured on the device (the pre-registered rule)
         s, source = measured(f"{MODEL}.{file_type.lower()}.noise")["noise_S"].value, "S measured on the device"
-    pred = Prediction(Q["c"] * s, "nat", "KLD = c x S (c frozen, fitted on the CPU slice's Q8_0 + Q4_0)",
+    # c x S through the theory's own function (the mutation catalogue's quant-kld-x1.05 replays this test)
+    kld_now = quant_noise.predict_kld(quant_noise.NoiseModel(Q["c"]), quant_noise.NoiseBudget(file_type, {"S": s}, {}))
+    pred = Prediction(kld_now.value, "nat", "KLD = c x S (c frozen, fitted on the CPU slice's Q8_0 + Q4_0)",
                       {"c": Q["c"], "S": s, "S_source": source,
                        "bits_per_weight": PREREG["gguf"][MODEL][file_type]["bits_per_weight"]}, terms=(Term("c", Q["c"], "nat"), Term("S", s, "x")))
     kld, err = rec["kld"].value, rec["kld_stderr"].value
@@ -239,3 +268,14 @@ def test_vllm_memory_per_method(target, case, measured, reconcile):
     reconcile("activation_and_non_torch_bytes", Prediction(requested - row["model_memory_bytes"] - row[
         "available_kv_bytes"], "B", "pre-registered by difference: requested - model memory - available KV"),
               rest, abs=band, why=why, model="qwen2.5-7b")
+
+
+@pytest.mark.quant_vllm_runs
+def test_vllm_memory_per_method_by_the_current_theory(target, case, measured, reconcile):
+    """test_vllm_memory_per_method's weights and pool from the theory as it is now (quant_prereg.vllm_section)."""
+    row, rec = _vllm_now()[case], measured(f"vllm-ledger.qwen2.5-7b.{case}")
+    band = row["allocator_rounding_bytes"]
+    why = "the bf16 load's caching-allocator rounding (not re-derived for the quantized tensor sizes)"
+    for name in ("model_memory_bytes", "available_kv_bytes"):
+        reconcile(name, Prediction(row[name], "B", f"quant_prereg.vllm_section() now ({row['quantization'] or 'bf16'})"),
+                  rec[name], abs=band, why=why, model="qwen2.5-7b")
