@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -45,8 +44,7 @@ def _header(args: argparse.Namespace):
     if args.gguf is not None:
         return read_gguf_header(args.gguf)
     f16 = header_from_config(load_model(args.model))
-    weights = gguf_mix.normalize_file_type(args.weights)
-    return f16 if weights == "F16" else replace(f16, tensors=gguf_mix.quantized_types(f16, weights))
+    return gguf_mix.quantized_header(f16, gguf_mix.normalize_file_type(args.weights))
 
 
 def capacity_answers(args: argparse.Namespace) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -12,7 +12,7 @@ from pytest_anatomy import targets as tg
 from pytest_anatomy.specs.gguf_file import GgufHeader, header_from_config
 from pytest_anatomy.specs.model import load_model
 from pytest_anatomy.theory import gguf_mix
-from pytest_anatomy.theory.llamacpp_latency import TINY_OVERHEAD_SHAPE
+from pytest_anatomy.theory.llamacpp_latency import tiny_overhead_header
 
 SUITE = "llama"
 # The plan's tiny-hidden models: hidden 256, the vocabulary and layers of the model they stand beside.
@@ -72,12 +72,7 @@ def completed(rec: recordings.Recording) -> recordings.Recording:
 def predicted_header(model: str, weights: str, layers: int | None = None) -> GgufHeader:
     """The header llama-quantize writes, predicted: the converter's F16 layout of config.json, then the
     file type's mix. The tiny models are the plan's own shapes (see scripts/device/llama_plan.py)."""
-    spec = load_model(model)
-    f16 = header_from_config(spec, "F16", layers)
-    return f16 if weights == "F16" else replace(f16, tensors=gguf_mix.quantized_types(f16, weights))
-
-
-TINY_SHAPE = TINY_OVERHEAD_SHAPE  # the plan's tiny shape (scripts/device/llama_plan.py TINY is the same object)
+    return gguf_mix.quantized_header(header_from_config(load_model(model), "F16", layers), weights)
 
 
 def mistyped(predicted: GgufHeader, written: GgufHeader) -> list[tuple[str, str, str]]:
@@ -95,10 +90,8 @@ def mistyped(predicted: GgufHeader, written: GgufHeader) -> list[tuple[str, str,
 
 
 def header_for(run: LlamaRun) -> GgufHeader:
-    """The predicted header of the run's file; a tiny model is its base shape with TINY_SHAPE."""
+    """The predicted header of the run's file; a tiny model is its base shape with the overhead models' shape."""
     if run.model.startswith("tiny-"):
         base = {v: k for k, v in TINY_FOR.items()}[run.model]
-        raw = {**load_model(base).raw, **TINY_SHAPE, "num_hidden_layers": int(run.model[5:-1])}
-        f16 = header_from_config(load_model(raw, run.model), "F16")
-        return f16 if run.weights == "F16" else replace(f16, tensors=gguf_mix.quantized_types(f16, run.weights))
+        return tiny_overhead_header(base, int(run.model[5:-1]), run.weights)
     return predicted_header(run.model, run.weights)

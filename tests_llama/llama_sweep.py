@@ -28,14 +28,19 @@ class SweepTokens:
     basis: str  # one line: where the counts come from, for a reconciliation's `why`
 
 
+def _n_gen_and_result(rec: Any) -> tuple[int, dict[str, Any]]:
+    """The sweep's n_gen (its plan settings) and the recording's raw result."""
+    n_gen = int(((rec.provenance.get("settings") or {}).get("sweep") or {}).get("n_gen") or 0)
+    return n_gen, (rec.data.get("run") or {}).get("result") or {}
+
+
 def levels(rec: Any) -> list[int]:
     return sorted(int(k[1:].split(".")[0]) for k in rec.measurements if k.endswith(".throughput_tok_per_s"))
 
 
 def sweep_tokens(rec: Any) -> SweepTokens:
     cs = levels(rec)
-    n_gen = int(((rec.provenance.get("settings") or {}).get("sweep") or {}).get("n_gen") or 0)
-    result = ((rec.data.get("run") or {}).get("result") or {})
+    n_gen, result = _n_gen_and_result(rec)
     counter = (result.get("server_metrics") or {}).get(COUNTER)
     recorded = {c: rec[f"c{c}.output_tokens"].value for c in cs}
     wall = {c: rec[f"c{c}.wall_s"].value for c in cs}
@@ -78,8 +83,7 @@ def c1_first_token_s(rec: Any, counted: SweepTokens) -> tuple[float, str]:
     trip). Used when the counts are the server's and the per-request times add up to the server's own counter
     (sum over levels of C x mean per-step time x (n_gen - 1) = tokens_predicted_seconds_total, to the counter's
     printed digits), which holds only if every request generated n_gen tokens; otherwise the client's TTFT."""
-    n_gen = int(((rec.provenance.get("settings") or {}).get("sweep") or {}).get("n_gen") or 0)
-    result = ((rec.data.get("run") or {}).get("result") or {})
+    n_gen, result = _n_gen_and_result(rec)
     spt = {lv["concurrency"]: lv.get("server_predicted_per_token_s") or {} for lv in result.get("sweep") or []}
     total = (result.get("server_metrics") or {}).get(SECONDS)
     client = rec["c1.ttft_s.median"].value

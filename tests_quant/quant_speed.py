@@ -11,10 +11,11 @@ files are held out. Prefill (pp512) the same way, with the tiny models' pp512.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import statistics
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,31 +25,26 @@ from pytest_anatomy import recordings
 from pytest_anatomy.specs.gguf_file import GgufHeader, header_from_config
 from pytest_anatomy.specs.model import load_model
 from pytest_anatomy.theory import gguf_mix
-from pytest_anatomy.theory.llamacpp_latency import TINY_OVERHEAD_SHAPE
 from pytest_anatomy.theory import llamacpp_latency as ll
 
 PREREG = json.loads((Path(__file__).parent / "preregistered.json").read_text())
 FROZEN = PREREG["frozen"]
 MODEL = "smollm2-135m"
 N_GEN, N_PROMPT = 128, 512
-# The llama suite's tiny-hidden overhead models (tests_llama/llama_runs.py: TINY_FOR, TINY_SHAPE, header_for): the
-# Qwen2.5-0.5B config with this shape and the layer count in the name.
+# The llama suite's tiny-hidden overhead models (theory/llamacpp_latency.tiny_overhead_header, as tests_llama's
+# header_for builds them): the Qwen2.5-0.5B config with the layer count in the name.
 TINY_BASE = "qwen2.5-0.5b"
-TINY_SHAPE = TINY_OVERHEAD_SHAPE
 TINY_LAYERS = (24, 28)
 # Hopper issues one warp instruction per clock from each of an SM's 4 schedulers.
 SCHEDULERS_PER_SM = 4
 
 
 def header(file_type: str) -> GgufHeader:
-    f16 = header_from_config(load_model(MODEL))
-    return f16 if file_type == "F16" else replace(f16, tensors=gguf_mix.quantized_types(f16, file_type))
+    return gguf_mix.quantized_header(header_from_config(load_model(MODEL)), file_type)
 
 
 def tiny_header(layers: int, weights: str) -> GgufHeader:
-    raw = {**load_model(TINY_BASE).raw, **TINY_SHAPE, "num_hidden_layers": layers}
-    f16 = header_from_config(load_model(raw, f"tiny-{layers}l"), "F16")
-    return f16 if weights == "F16" else replace(f16, tensors=gguf_mix.quantized_types(f16, weights))
+    return ll.tiny_overhead_header(TINY_BASE, layers, weights)
 
 
 def tiny_weights_for(file_type: str) -> str:
@@ -117,7 +113,9 @@ class OverheadLine:
         return float(math.sqrt(self.sigma ** 2 * x @ self.cov @ x))
 
 
+@functools.lru_cache(maxsize=None)
 def overhead_line(results: Path, hardware: str, weights: str, phase: str) -> OverheadLine:
+    """Fitted once per (card, family, phase) in a process: every SmolLM2 file of a family shares its line."""
     points = []
     for layers in TINY_LAYERS:
         body = body_s(tiny_header(layers, weights), phase)
@@ -167,7 +165,7 @@ def rows(results: Path, hardware: str, hw: Any, file_types: tuple[str, ...]) -> 
             line = overhead_line(results, hardware, tiny_weights_for(ft), phase)
             row[f"{phase}_s"] = seconds(m.value, phase)
             row[f"{phase}_tok_s"] = m.value
-            row[f"{phase}_vs_tiny"] = row[f"{phase}_s"] and (line.at(h.block_count) + body_s(h, phase)) / row[f"{phase}_s"]
+            row[f"{phase}_vs_tiny"] = (line.at(h.block_count) + body_s(h, phase)) / row[f"{phase}_s"]
         row["attainment"] = row["roofline_s"] / row["decode_s"]
         row["issue_break_even"] = issue_break_even(row["decode_s"], h, hw)
         out[ft] = row

@@ -30,15 +30,10 @@ DECODE_MARKS = {ft: (QUANT_135M_MMVQ_TYPE_LATENCY,) for ft in SLOWER_THAN_THE_TI
 PREFILL_MARKS = {"F16": (QUANT_135M_PREFILL_PER_LAYER,), **{ft: (QUANT_135M_MMQ_PREFILL,) for ft in QUANTIZED}}
 
 
-@functools.lru_cache(maxsize=None)
-def _line(results: Path, hardware: str, weights: str, phase: str) -> qs.OverheadLine:
-    return qs.overhead_line(results, hardware, weights, phase)
-
-
 def line_for(request: pytest.FixtureRequest, target, file_type: str, phase: str) -> qs.OverheadLine:
     results = Path(get_session(request.config).settings.results_dir)
     try:
-        return _line(results, target.name, qs.tiny_weights_for(file_type), phase)
+        return qs.overhead_line(results, target.name, qs.tiny_weights_for(file_type), phase)
     except LookupError as exc:
         pytest.skip(f"the overhead is measured apart by the llama suite's tiny models: {exc}")
 
@@ -102,8 +97,8 @@ def test_the_speed_findings_quote_the_benches(target, file_type, request):
     results = Path(get_session(request.config).settings.results_dir)
     r = _rows(results, target.name)
     att = [x["attainment"] for x in r.values()]
-    dec = {w: _line(results, target.name, w, "decode") for w in ("F16", "Q8_0")}
-    pre = {w: _line(results, target.name, w, "prefill") for w in ("F16", "Q8_0")}
+    dec = {w: qs.overhead_line(results, target.name, w, "decode") for w in ("F16", "Q8_0")}
+    pre = {w: qs.overhead_line(results, target.name, w, "prefill") for w in ("F16", "Q8_0")}
     theory = {ft: ll.prefill_tokens_per_s(qs.header(ft), ll.LlamaCalibration(
         qs.FROZEN["llama_read_bandwidth"], qs.FROZEN["peak"], ll.PRIOR_OVERHEAD_PER_LAYER_S[
             "F16" if ft == "F16" else "quantized"] * 30), qs.N_PROMPT).value for ft in ("F16", "Q8_0")}
@@ -140,6 +135,7 @@ def test_the_speed_findings_quote_the_benches(target, file_type, request):
     assert min(x["issue_break_even"] for x in r.values()) > 8000
     missing = [(mark.args[0], text) for mark, texts in quotes for text in texts if text not in mark.kwargs["reason"]]
     assert not missing, missing
-    # the marks sit on the files whose reconciliation diverges, and only there (the finding's own list)
+    # the marked files (the finding's own list) all sit below 0.94 of the tiny line; Q4_K_M, Q3_K_M and Q5_1 sit
+    # below it too (0.90-0.93) but inside their reconciliations' tolerance (their benches scatter more), so unmarked
     assert {ft for ft in QUANTIZED if r[ft]["decode_vs_tiny"] < 0.94 and ft in SLOWER_THAN_THE_TINY_LINE} == set(
         SLOWER_THAN_THE_TINY_LINE)

@@ -13,7 +13,7 @@ take other branches of that function and are refused rather than guessed.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pytest_anatomy.specs.formats import GGML_TYPES
 from pytest_anatomy.specs.gguf_file import GgufHeader, GgufTensor
@@ -161,6 +161,11 @@ def quantized_types(header: GgufHeader, file_type: str) -> tuple[GgufTensor, ...
             new = _fallback(t, _impl(t, new, ftype, ctx, counters))
         out[i] = t.retyped(new)
     return tuple(out)
+
+
+def quantized_header(f16: GgufHeader, file_type: str) -> GgufHeader:
+    """The whole header llama-quantize writes from an F16 one: the same layout, `file_type`'s mix (F16 itself as is)."""
+    return f16 if file_type == "F16" else replace(f16, tensors=quantized_types(f16, file_type))
 
 
 def bytes_by_type(tensors: Iterable[GgufTensor]) -> dict[str, int]:

@@ -51,6 +51,17 @@ QUANTIZED_PREFILL_KERNEL = "MMQ"
 # per layer.
 TINY_OVERHEAD_SHAPE = {"hidden_size": 256, "intermediate_size": 512, "num_attention_heads": 4, "num_key_value_heads": 2}
 
+
+def tiny_overhead_header(base: str, layers: int, weights: str) -> GgufHeader:
+    """The predicted header of an overhead model: `base`'s config.json with TINY_OVERHEAD_SHAPE and `layers` layers,
+    converted to F16, then `weights`' mix (what the llama visit writes and llama-quantize makes of it)."""
+    from pytest_anatomy.specs.gguf_file import header_from_config
+    from pytest_anatomy.specs.model import load_model
+    from pytest_anatomy.theory.gguf_mix import quantized_header
+
+    raw = {**load_model(base).raw, **TINY_OVERHEAD_SHAPE, "num_hidden_layers": layers}
+    return quantized_header(header_from_config(load_model(raw, f"tiny-{layers}l"), "F16"), weights)
+
 # Priors, written before the first llama.cpp run on the H200 (see the module docstring):
 # - decode attainment 0.86: a CUDA-graphed chain of cuBLAS GEMVs over Qwen2.5-7B's weights reached
 #   3.52 TB/s against the session's 4.08 TB/s read ceiling (docs/DESIGN.md "Hardware");

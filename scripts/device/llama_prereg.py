@@ -33,8 +33,7 @@ def preregister() -> dict[str, Any]:
     read, mm = ceil["read_bandwidth.value"]["value"], ceil["matmul_bf16.value"]["value"]
 
     def header(model: str, weights: str):
-        f16 = header_from_config(load_model(model))
-        return f16 if weights == "F16" else replace(f16, tensors=gguf_mix.quantized_types(f16, weights))
+        return gguf_mix.quantized_header(header_from_config(load_model(model)), weights)
 
     zero = ll.LlamaCalibration(read, mm, 0.0, source="priors")
     per_layer = {w: (1 / v - ll.decode_time(header("qwen2.5-0.5b", w), zero, context=63.5).value) / 24

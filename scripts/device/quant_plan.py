@@ -311,8 +311,7 @@ def vllm_phase(out: Path, budget_s: float, measure: Any = None, only: str | None
         "command": " ".join([sys.executable, *sys.argv]), "model": {"id": "qwen2.5-7b", "weights": "dummy"}}, "runs": []}
     cases = vllm_cases()
     if only is not None:  # the same comma-separated fnmatch patterns as the measure phase's, over the case labels
-        patterns = [p.strip() for p in only.split(",") if p.strip()]
-        cases = [c for c in cases if any(fnmatch.fnmatchcase(c[0], p) for p in patterns)]
+        cases = [c for c in cases if matches(c[0], only)]
         if not cases:
             raise SystemExit(f"quant_plan: --only {only!r} matches no vLLM case; cases: "
                              + ", ".join(label for label, _, _ in vllm_cases()))
@@ -330,12 +329,16 @@ def vllm_phase(out: Path, budget_s: float, measure: Any = None, only: str | None
     return doc
 
 
+def matches(name: str, only: str) -> bool:
+    """Whether `name` matches one of `only`'s comma-separated fnmatch patterns (--only)."""
+    return any(fnmatch.fnmatchcase(name, p.strip()) for p in only.split(",") if p.strip())
+
+
 def select(steps: list[Step], only: str | None) -> list[Step]:
     """The steps whose id matches one of `only`'s comma-separated patterns (all of them when None)."""
     if only is None:
         return steps
-    patterns = [p.strip() for p in only.split(",") if p.strip()]
-    chosen = [s for s in steps if any(fnmatch.fnmatchcase(s.id, p) for p in patterns)]
+    chosen = [s for s in steps if matches(s.id, only)]
     if not chosen:
         raise SystemExit(f"quant_plan: --only {only!r} matches no step; `--dry-run` lists the step ids")
     return chosen
