@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import latency_findings as lf
 import pytest
+import latency_session_pace_findings as sf
+from latency_card_findings import card_mark
 from latency_setups import median_scatter, prompt_pace_of, slowed_prompts, step_budget
 
 from pytest_anatomy.measure import Measurement
@@ -127,26 +129,46 @@ def _models(marks=None):
     return [pytest.param(m, id=m, marks=(marks(m) if marks else ())) for m in SETUP_FIXTURE]
 
 
+# The tolerance of each quantity the slow-prompt findings cover, as a measured/predicted band: a session-wide
+# slowdown may reach a quantity no clean finding covers (its band is then the check's own tolerance).
+SLOW_PROMPT_QUANTITIES = {"ttft_p50": (("ttft", "p50"), 0.25), "engine_ttft_p50": (("ttft", "p50"), 0.25),
+                          "itl_mean": (("itl", "mean"), 0.10)}
+CHECKED_BY = {"test_poisson_ttft_p50_below_the_knee": ("ttft_p50", "engine_ttft_p50"),
+              "test_poisson_itl_mean_and_median": ("itl_mean",)}  # the quantities each test using the fixture reconciles
+
+
 @pytest.fixture
 def slow_prompt_run(request, latency_recording) -> None:
-    """Puts h200-load-run-slow-prompt-steps ahead of the case's finding marks when the Poisson run it reads ran its
-    prompt steps slower than its session's runs at the other rates (pp.check_against_session, on the kept raw
-    timelines; requested before `reconcile`, which reads the marks). Only quantities whose clean finding carries a
-    fixed band (client and engine TTFT p50, mean ITL) get one; a run without kept raw timelines is not judged."""
+    """Puts a slow-prompt finding ahead of the case's finding marks (requested before `reconcile`, which reads the
+    marks) when the Poisson run it reads ran its prompt steps slower than its session's runs at the other rates
+    (h200-load-run-slow-prompt-steps, pp.check_against_session) or when the whole session's runs did, against the
+    recorded sessions (h200-load-session-slow-prompt-steps, pp.check_session), both on the kept raw timelines. A run
+    flagged by its session gets marks only where its quantity's clean finding carries a fixed band; a session-wide
+    slowdown also reaches quantities held to their tolerance. A run without kept raw timelines is not judged."""
     model, factor = (request.node.callspec.params[k] for k in ("model", "factor"))
     rec = latency_recording(f"{model}.poisson.f{factor}")
     others = [latency_recording(f"{model}.poisson.f{f}", beside=rec) for f in POISSON if f != factor]
-    check = pp.check_against_session(prompt_pace_of(rec), [prompt_pace_of(o) for o in others])
-    if check is None or not check.flagged:
-        return
+    pace, other_paces = prompt_pace_of(rec), [prompt_pace_of(o) for o in others]
+    check = pp.check_against_session(pace, other_paces)
+    session = (pp.check_session([pace, *other_paces], sf.SESSION_PROMPT_PART_REFERENCE_S)
+               if model == QWEN and pace is not None else None)
     setup = _setup(request, model, rec)
-    res, slowed = _sim(setup, rec), _sim(slowed_prompts(setup, check.compute_slowdown()), rec)
-    for quantity, stat in (("ttft_p50", ("ttft", "p50")), ("engine_ttft_p50", ("ttft", "p50")), ("itl_mean", ("itl", "mean"))):
-        base = next((m.kwargs["expected"] for m in request.node.iter_markers("finding")
-                     if m.kwargs.get("quantity") in (quantity, None) and "expected" in m.kwargs), None)
+    if check is not None and check.flagged:
+        slowdown, describe, mark, fallback = check.compute_slowdown(), check.describe(), lf.slow_prompt_mark, False
+    elif session is not None and session.flagged and pace is not None and session.slowdown_of(pace) > 1:
+        slowdown, describe, mark, fallback = session.slowdown_of(pace), session.describe(pace), sf.slow_session_mark, True
+    else:
+        return
+    res, slowed = _sim(setup, rec), _sim(slowed_prompts(setup, slowdown), rec)
+    for quantity, (stat, rel) in SLOW_PROMPT_QUANTITIES.items():
+        covering = [m for m in request.node.iter_markers("finding") if m.kwargs.get("quantity") in (quantity, None)]
+        base = next((m.kwargs["expected"] for m in covering if "expected" in m.kwargs), None)
+        if not covering and fallback and quantity in CHECKED_BY.get(request.node.originalname, ()):
+            base = (1 - rel, 1 + rel)
         if base is not None:
             shift = slowed.stat(*stat) / res.stat(*stat)
-            request.node.add_marker(lf.slow_prompt_mark(quantity, base, shift, check.describe()), append=False)
+            request.node.add_marker(mark(quantity, base, shift, describe), append=False)
+
 
 BELOW_KNEE = {QWEN: POISSON, LLAMA: POISSON[:-1]}
 
@@ -275,9 +297,20 @@ def _regime(rec) -> str:
     return HEAVY if rec.data["run"]["settings"].get("demand_over_pool", 0) > HEAVY_ABOVE else ""
 
 
+@pytest.fixture
+def overload_card(request, latency_recording) -> None:
+    """Requested before `reconcile` (which reads the marks): latency_card_findings' mark on the overload prefill part
+    of the card that measured the run."""
+    model = request.node.callspec.params["model"]
+    rec = latency_recording(f"{model}.overload")
+    mark = card_mark(rec, request.node.originalname, model, "prefill_part_of_ttft" + _regime(rec))
+    if mark is not None:
+        request.node.add_marker(mark, append=False)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("model", _models(lambda m: (*lf.OVERLOAD_MARKS.get(m, ()), *lf.HEAVY_MARKS)))
-def test_overload_queueing_share_of_ttft(model, request, latency_recording, reconcile):
+def test_overload_queueing_share_of_ttft(model, request, latency_recording, overload_card, reconcile):
     """Engine queue time over client TTFT, both means: TTFT in overload is queueing."""
     rec = latency_recording(f"{model}.overload")
     engine_setup = _setup(request, model, rec)

@@ -3,7 +3,10 @@ h200-load-run-slow-prompt-steps says of them (the runs it flags, the clean runs'
 
 from __future__ import annotations
 
+import statistics
+
 import latency_findings as lf
+import latency_session_pace_findings as sf
 import pytest
 import test_latency_load as load
 from latency_setups import prompt_pace_of, slowed_prompts
@@ -88,6 +91,44 @@ def test_slow_prompt_runs_are_the_recorded_ones(session_rec, setup_beside):
         got = (ttft / res.stat("ttft", "p50"), ttft / slowed.stat("ttft", "p50"), itl * 1e3,
                res.stat("itl", "mean") * 1e3, slowed.stat("itl", "mean") * 1e3)
         assert got == pytest.approx(row, abs=5e-5), (stamp, factor)
+
+
+@pytest.mark.gpu
+@pytest.mark.targets(recorded="qwen2.5-7b.poisson.", live=False)
+def test_session_pace_reference_is_the_recorded_one(request, target, session_rec):
+    """sf.SESSION_PROMPT_PART_REFERENCE_S is the median, over the sessions up to REFERENCE_SET_ON, of each session's
+    median lone-prompt compute part; every later session is held out from it."""
+    medians = [pp.check_session(list(paces.values()), 1.0).median_s
+               for stamp, paces in _paces(request, target, session_rec).items()
+               if recordings.stamp_of(stamp) <= recordings.stamp_of(sf.REFERENCE_SET_ON)]
+    assert len(medians) == 6
+    assert round(statistics.median(medians), 5) == sf.SESSION_PROMPT_PART_REFERENCE_S
+
+
+@pytest.mark.gpu
+@pytest.mark.targets(recorded="qwen2.5-7b.poisson.", live=False)
+def test_slow_sessions_are_the_recorded_ones(request, target, session_rec):
+    """The session-wide check flags exactly sf.SLOW_SESSIONS (their ratios to the reference as quoted), and the other
+    sessions span sf.CLEAN_SESSION_SPAN, below the threshold; the reason quotes both."""
+    ratios = {stamp: pp.check_session(list(paces.values()), sf.SESSION_PROMPT_PART_REFERENCE_S)
+              for stamp, paces in _paces(request, target, session_rec).items()}
+    assert {s: round(c.ratio, 3) for s, c in ratios.items() if c.flagged} == sf.SLOW_SESSIONS
+    clean = [round(c.ratio, 3) for c in ratios.values() if not c.flagged]
+    assert (min(clean), max(clean)) == sf.CLEAN_SESSION_SPAN
+    assert max(clean) < pp.SLOW_PROMPT_STEPS < min(sf.SLOW_SESSIONS.values())
+
+
+def test_session_pace_check_flags_a_session_wide_slowdown():
+    """Five runs all slow by the same amount pass the per-run check and fail the session-wide one; the run's slowdown
+    is its compute part over the reference, never below 1."""
+    slow = [pp.prompt_pace(_timeline(36.0), 1024) for _ in range(5)]
+    assert not pp.check_against_session(slow[0], slow[1:]).flagged
+    check = pp.check_session(slow, 0.017)
+    assert check.flagged and check.slowdown_of(slow[0]) == pytest.approx((36 - 10) / 1e3 / 0.017)
+    fast = pp.prompt_pace(_timeline(25.0), 1024)
+    assert check.slowdown_of(fast) == 1.0
+    assert pp.check_session(slow[:2], 0.017) is None  # too few runs to judge a session
+    assert not pp.check_session([fast] * 5, 0.017).flagged
 
 
 def _timeline(pair_ms: float, n_prompts: int = 8, decode_ms: float = 5.0) -> dict[str, list]:

@@ -15,6 +15,7 @@ test_prefill[16384]'s first chunk is the 8,192-token step eta was fitted on; its
 from __future__ import annotations
 
 import latency_findings as lf
+from latency_card_findings import card_finding  # noqa: F401 - the fixture, used by name
 import pytest
 from latency_setups import (
     ceiling_scatter,
@@ -133,6 +134,7 @@ def test_decode_step(b, engine_setup, latency_recording, stalled_run, reconcile,
 
 
 @pytest.mark.gpu
+@pytest.mark.usefixtures("card_finding")  # before reconcile, which reads the marks
 @lf.DECODE_ROOFLINE
 def test_decode_roofline_without_overhead(engine_setup, latency_recording, reconcile, anatomy_benchmark):
     rec, ctx = _decode(latency_recording, 1)
@@ -312,6 +314,7 @@ def test_prefill_attention_term_runs_at_matmul_efficiency(engine_setup, latency_
 
 
 @pytest.mark.gpu
+@pytest.mark.usefixtures("card_finding")  # before reconcile, which reads the marks
 @pytest.mark.parametrize("b", [pytest.param(b, marks=lf.decode_step_marks("llama-3.1-8b", b)) for b in (1, *BATCHES)])
 def test_decode_overhead_transfers_to_a_second_model(b, transfer_setup, latency_recording, stalled_run, reconcile):
     """The calibration's real test: the overhead fitted on Qwen2.5-7B's b=1 step (or measured on the tiny

@@ -92,3 +92,43 @@ def check_against_session(run: PromptPace | None, others: Sequence[PromptPace | 
     if run is None or not paces:
         return None
     return PromptPaceCheck(run, percentile(paces, 50))
+
+
+@dataclass(frozen=True)
+class SessionPaceCheck:
+    """A session's open-loop runs together against a reference compute part (a prompt's pace less two decode-only
+    steps) recorded on other sessions of the same model, card type and prompt length: a session-wide slowdown, which
+    check_against_session cannot see because every run of the session is slow alike."""
+
+    parts_s: tuple[float, ...]
+    reference_s: float
+    threshold: float = SLOW_PROMPT_STEPS
+
+    @property
+    def median_s(self) -> float:
+        return percentile(list(self.parts_s), 50)
+
+    @property
+    def ratio(self) -> float:
+        return self.median_s / self.reference_s
+
+    @property
+    def flagged(self) -> bool:
+        return self.ratio > self.threshold
+
+    def slowdown_of(self, run: PromptPace) -> float:
+        """The factor a simulation divides eta by to run this run's prompts at its own measured pace (never < 1)."""
+        return max(1.0, run.prompt_part_s() / self.reference_s)
+
+    def describe(self, run: PromptPace) -> str:
+        verdict = f"flagged (> {self.threshold} x)" if self.flagged else "clean"
+        return (f"session prompt pace {verdict}: the median compute part of its {len(self.parts_s)} runs' lone "
+                f"prompts {self.median_s * 1e3:.1f} ms vs {self.reference_s * 1e3:.1f} ms recorded ({self.ratio:.2f}x); "
+                f"this run's {run.prompt_part_s() * 1e3:.1f} ms on {run.pairs} lone-prompt steps "
+                f"({self.slowdown_of(run):.2f}x)")
+
+
+def check_session(paces: Sequence[PromptPace | None], reference_part_s: float) -> SessionPaceCheck | None:
+    """The session's runs' compute parts against `reference_part_s`; None with fewer than 3 runs holding a pace."""
+    parts = tuple(p.prompt_part_s() for p in paces if p is not None)
+    return SessionPaceCheck(parts, reference_part_s) if len(parts) >= 3 else None
