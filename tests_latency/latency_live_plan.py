@@ -38,9 +38,10 @@ LIVE_OVERHEAD: tuple[str, ...] = ()
 # Both plans pin Qwen's KV pool at 12 GiB (~225k tokens; the largest decode part, 128 x 1,152 tokens, and the
 # 32,000-token prefill fit), so a fast and a full session measure the same engine: no prediction depends on the
 # pool's size, but the decode runs disturbed by an engine-core stall (h200-decode-stalled-run) came mostly from
-# engines with the utilization-sized ~2M-token pool: 3 of 6 such sessions against 1 of 11 with the 12 GiB pool to
-# 2026-12-02 14:26 (the 14:18 full session's b=16 run, flagged on both attempts; 0 of 5 when the pin was chosen);
-# weak evidence (one-sided Fisher p ~0.10, ~0.12 then), and the pin did not end them. The prefill reconciliations
+# engines with the utilization-sized ~2M-token pool: 3 of 6 such sessions against 3 of 13 with the 12 GiB pool to
+# 2026-12-02 16:37 (the 14:18 full session's b=16 run, flagged on both attempts, and both sessions of the tenth
+# visit's card: 16:29's b=64, 16:37's b=1, 8, 32 and 64; 0 of 5 when the pin was chosen, 1 of 11 to 14:26);
+# weak evidence (one-sided Fisher p ~0.26; ~0.12 when chosen, ~0.10 at 14:26), and the pin did not end them. The prefill reconciliations
 # of a pinned engine are named "_pinned_pool" (test_latency_steps.pool_regime), in a fast session now as in a full
 # one.
 FAST = LatencyLivePlan(MODEL, DECODE, PREFILL, kv_cache_gib=12, budget_s=420, overhead_models=LIVE_OVERHEAD,

@@ -39,6 +39,10 @@ LOAD_KINDS = (".closed.c", ".poisson.f", ".overload")
 OUTCOME: dict[str, tuple[tuple[float, float], float, tuple[int, int], float, float]] = {
     "2026-12-02T14:18:58+00:00": ((1735.3, 1974.0), 0.4812, (40, 41), 711.743, 0.05),  # full: Qwen2.5-7B, Llama-3.1-8B
     "2026-12-02T14:26:26+00:00": ((0.0, 0.0), 0.7385, (15, 15), 706.719, 0.0),  # NVML-spec fast: steps only
+    "2026-12-02T16:29:14+00:00": ((1762.4, 1975.0), 0.4159, (39, 39), 706.745, 0.058),  # full, card GPU-4606b8e1
+    # NVML fast, same card: the three parts without the cap bit are short ones sampled at 1,980 MHz throughout
+    # (decode b=1 second attempt and b=2 first, 8 rows each; prefill 512, 4 rows)
+    "2026-12-02T16:37:12+00:00": ((0.0, 0.0), 0.5981, (18, 21), 710.001, 0.0),
 }
 
 
