@@ -259,13 +259,12 @@ CATALOGUE: tuple[Mutation, ...] = (
         "pytest_anatomy.theory.quant_bytes", "vllm_weight_bytes",
         'parts["linear metadata"] += sum(v for k, v in b.items() if k != "data")',
         'parts["linear metadata"] += 0',
-        _VLLM_QUANT, survivor=(
-            "fp8's metadata is one fp32 weight_scale per fused module: 112 modules x 4 B = 448 B on Qwen2.5-7B, "
-            "against model_memory_bytes measured 8,833,008,640 B and a band of +-110,157,376 B (the bf16 load's "
-            "caching-allocator rounding, which the quantized prediction does not re-derive). The only recorded "
-            "quantized engine start is fp8 (2026-12-02 14:35); AWQ's and GPTQ's scales, zeros (and g_idx) are "
-            "127 and 131 MB on this model, just over that band: a recorded AWQ or GPTQ start would likely catch "
-            "it, and this reason then goes")),
+        # caught since the 2026-12-02 16:39 visit (batch 20261202T163955Z) by the recorded AWQ engine start's
+        # model_memory_bytes: without AWQ's qzeros and scales (127,447,040 B) the prediction is 5,587,012,608 B
+        # against 5,798,493,184 measured, +211 MB against +-110 MB (the bf16 load's allocator rounding); unmutated
+        # it is +84 MB. Not by fp8 (its metadata is 112 fp32 scales, 448 B) nor by the gptq start, which loaded
+        # unquantized (finding quant-vllm-gptq-loaded-unquantized: its band moves with the prediction)
+        _VLLM_QUANT),
     Mutation(
         "flashattn-causal-flops-x2", "flash attention", "causal attention FLOPs x2 (no mask halving)",
         "pytest_anatomy.theory.attention", "visible_pairs",

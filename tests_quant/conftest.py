@@ -62,8 +62,9 @@ def noise_model(format_result):
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "quant_vllm_runs: parametrize (target, case) over the recorded "
-                                       "results/<hw>/quant/vllm-ledger.qwen2.5-7b.<case> engine starts")
+    config.addinivalue_line("markers", "quant_vllm_runs(marks=, only=): parametrize (target, case) over the "
+                                       "recorded results/<hw>/quant/vllm-ledger.qwen2.5-7b.<case> engine starts "
+                                       "(marks: per case; only: those cases)")
     config.addinivalue_line("markers", "quant_runs(kind, model=, marks=, only=): parametrize (target, file_type) "
                                        "over the recorded results/<hw>/quant/<model>.<file type>.<kind> runs "
                                        "(only: those file types)")
@@ -105,11 +106,14 @@ def _vllm_params(metafunc: pytest.Metafunc) -> None:
 
     from pytest_anatomy import session as anatomy_session
 
+    kwargs = metafunc.definition.get_closest_marker("quant_vllm_runs").kwargs
+    marks, only = kwargs.get("marks", {}), kwargs.get("only")
     targets, results = anatomy_session.of_config(metafunc.config, "quant")
     params = []
     for t in targets:
         folder = Path(results) / t.name / "quant"
         stems = sorted({p.name.split("@", 1)[0] for p in folder.glob("vllm-ledger.qwen2.5-7b.*@*.json")}
                        ) if folder.is_dir() and not t.live else []
-        params += [pytest.param(t, stem.rsplit(".", 1)[1], id=f"{t.name}-{stem.rsplit('.', 1)[1]}") for stem in stems]
+        cases = [c for c in (stem.rsplit(".", 1)[1] for stem in stems) if only is None or c in only]
+        params += [pytest.param(t, case, id=f"{t.name}-{case}", marks=marks.get(case, ())) for case in cases]
     metafunc.parametrize(["target", "case"], params)

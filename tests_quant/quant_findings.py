@@ -133,3 +133,24 @@ QUANT_135M_MMQ_PREFILL = pytest.mark.finding(
            "each matmul); the rest is unknown: MMQ at rows of 576 and 1536 costs more per layer than at the tiny "
            "models' 256 and 512 (hypothesis, untested: its tiles walk K in steps of 256, 3 and 6 steps here against "
            "1 and 2). Band: at most the tiny line (a wider matrix is no faster per layer), +2 standard errors.")
+
+# ---- the tenth visit's vLLM starts (batch 20261202T163955Z): awq, gptq, bf16-kv-fp8, fp8-kv-fp8 -------------------
+# One finding per quantity the unquantized load moves (test_quant_replay applies it with quantity=); its band is the
+# pre-registration's bf16 row over its gptq row, +- the bf16 load's allocator rounding, computed at run time
+# (test_quant_replay._unquantized_band); test_quant_replay.test_the_gptq_start_is_the_bf16_ledger checks the quotes.
+VLLM_GPTQ_LOADED_UNQUANTIZED = pytest.mark.finding(
+    "quant-vllm-gptq-loaded-unquantized", hardware="h200",
+    reason="The gptq engine start resolved quantization=auto_gptq (its config line) but loaded every linear module "
+           "unquantized: model memory 15,374,945,280 B (14.32 GiB) against 5,717,785,600 pre-registered (2.69x, "
+           "+9,657,159,680 B), the KV pool as much smaller (117,170,659,840 B, 127,705 blocks against 138,231): "
+           "each equal, to the byte, to the pre-registration's bf16 row, the bf16 engine with the same settings. Its "
+           "torch.compile traced no quantization module, where the AWQ start's traced auto_awq.py and the Machete "
+           "kernel (and loaded 5.40 GiB, 1.5% over its prediction). Cause, a plan bug, not the theory: vLLM's "
+           "AutoGPTQConfig quantizes only the modules named by quantization_config's modules_in_block_to_quantize; "
+           "absent, maybe_update_config fills it from the checkpoint's *.safetensors headers (every tensor not in "
+           "fp16/bf16/fp32), and a dummy-weight model folder holds config.json alone, so the list is empty, "
+           "is_layer_gptq_quantized matches no module and each falls back to UnquantizedLinearMethod in bf16. "
+           "bits, group_size, desc_act and sym were all there (from_config requires them; checkpoint_format is not "
+           "read). scripts/device/quant_plan.py now writes the list (QUANT_CONFIGS['gptq']): the next visit's gptq "
+           "start is a GPTQ load and resolves this finding. Band: the bf16 row's prediction over the gptq row's, +- "
+           "the bf16 load's allocator rounding (110 MB; 121 blocks).")

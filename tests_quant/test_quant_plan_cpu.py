@@ -127,6 +127,27 @@ def test_vllm_phase_starts_each_preregistered_case_with_its_checkpoint_config(tm
         plan.vllm_phase(tmp_path, budget_s=1e4, measure=fake_measure, only="int3")
 
 
+def test_the_gptq_config_names_every_linear_module_of_the_block():
+    """vLLM quantizes a GPTQ module only if modules_in_block_to_quantize names it (docs/FACTS.md V9): with dummy
+    weights the list must be in config.json. vLLM's rule, replayed on the modules the theory lays out (quant_bytes):
+    a fused module is quantized when each of its shards' names contains a listed entry, and all shards agree."""
+    from pytest_anatomy.specs.model import load_model
+    from pytest_anatomy.theory.quant_bytes import fused_linear_shapes
+
+    cfg = plan.QUANT_CONFIGS["gptq"]
+    assert {"bits", "group_size", "desc_act", "sym"} <= set(cfg)  # AutoGPTQConfig.from_config's required keys
+    listed = [m for group in cfg["modules_in_block_to_quantize"] for m in group]
+    shards = {"qkv_proj": ("q_proj", "k_proj", "v_proj"), "gate_up_proj": ("gate_proj", "up_proj")}
+    modules = fused_linear_shapes(load_model("qwen2.5-7b"))
+    assert len(modules) == 4 * 28
+    for module in modules:
+        head, fused = module.rsplit(".", 1)
+        quantized = {any(entry in f"{head}.{shard}" for entry in listed) for shard in shards.get(fused, (fused,))}
+        assert quantized == {True}, module
+    config = next(c for label, c, _settings in plan.vllm_cases() if label == "gptq")
+    assert config["quantization_config"]["modules_in_block_to_quantize"] == cfg["modules_in_block_to_quantize"]
+
+
 def _fake_results(step, folder):
     """What each tool would return, in the shapes the plan's real helpers build (numbers invented)."""
     if step.kind in ("reference", "quantize"):

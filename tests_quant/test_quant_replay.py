@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import quant_mechanisms as qm
 from quant_findings import (ASYMMETRIC_MMQ_FLOOR, Q5_1_ON_THE_Q4_1_GRID, Q6_K_FLOOR_AND_FFN_DOWN, Q8_1_ACTIVATION_FLOOR,
-                            ROLE_SENSITIVITY, UNCALIBRATED_REFERENCE)
+                            ROLE_SENSITIVITY, UNCALIBRATED_REFERENCE, VLLM_GPTQ_LOADED_UNQUANTIZED)
 
 from pytest_anatomy import quant_prereg, recordings
 from pytest_anatomy.quant_prereg import FILE_TYPES
@@ -244,7 +244,24 @@ def test_decode_speed_at_7b_against_the_preregistered_priors(target, file_type, 
     _decode_speed("qwen2.5-7b", file_type, measured, reconcile)
 
 
-@pytest.mark.quant_vllm_runs
+# The engine starts that loaded their weights unquantized (quant_findings.VLLM_GPTQ_LOADED_UNQUANTIZED: the plan's
+# config.json let vLLM's AutoGPTQConfig quantize no module), and the quantities that load moves.
+UNQUANTIZED_LOADS = ("gptq",)
+_MOVED = ("model_memory_bytes", "available_kv_bytes", "num_gpu_blocks")
+VLLM_MARKS = {case: tuple(VLLM_GPTQ_LOADED_UNQUANTIZED.with_args(quantity=q) for q in _MOVED)
+              for case in UNQUANTIZED_LOADS}
+
+
+def _unquantized_band(rows: dict, case: str, name: str, spread: float) -> tuple[float, float] | None:
+    """measured/predicted band of an unquantized load: the same table's bf16 row (its prediction for the bf16 load
+    with these settings) over the case's own, +- `spread` (the test's tolerance: the bf16 allocator rounding)."""
+    if case not in UNQUANTIZED_LOADS:
+        return None
+    bf16, predicted = rows["bf16"][name], rows[case][name]
+    return (bf16 - spread) / predicted, (bf16 + spread) / predicted
+
+
+@pytest.mark.quant_vllm_runs(marks=VLLM_MARKS)
 def test_vllm_memory_per_method(target, case, measured, reconcile):
     """Qwen2.5-7B's weights as loaded and KV blocks per --quantization, dummy weights (the plan's vLLM phase).
     The band is the bf16 replay's caching-allocator rounding: the one part the quantized prediction does not
@@ -256,10 +273,12 @@ def test_vllm_memory_per_method(target, case, measured, reconcile):
     why = "the bf16 load's caching-allocator rounding (not re-derived for the quantized tensor sizes)"
     for name in ("model_memory_bytes", "available_kv_bytes"):
         reconcile(name, Prediction(row[name], "B", f"pre-registered ({row['quantization'] or 'bf16'}, kv "
-                                   f"{row['kv_cache_dtype']})"), rec[name], abs=band, why=why, model="qwen2.5-7b")
+                                   f"{row['kv_cache_dtype']})"), rec[name], abs=band, why=why, model="qwen2.5-7b",
+                  finding_band=_unquantized_band(PREREG["vllm"], case, name, band))
     per_block = row["available_kv_bytes"] / row["num_gpu_blocks"]
     reconcile("num_gpu_blocks", Prediction(row["num_gpu_blocks"], "blocks", "pre-registered"), rec["num_gpu_blocks"],
-              abs=band / per_block + 1, why=why + ", in blocks, + 1 for the floor", model="qwen2.5-7b")
+              abs=band / per_block + 1, why=why + ", in blocks, + 1 for the floor", model="qwen2.5-7b",
+              finding_band=_unquantized_band(PREREG["vllm"], case, "num_gpu_blocks", band / per_block + 1))
     # What the request leaves after the weights and the KV pool: the profile run's peak activations + non-torch
     # memory, pre-registered by difference (the bf16 load's, unchanged by the method); fp8's quantized activation
     # copies were left out on purpose and show here first.
@@ -270,7 +289,7 @@ def test_vllm_memory_per_method(target, case, measured, reconcile):
               rest, abs=band, why=why, model="qwen2.5-7b")
 
 
-@pytest.mark.quant_vllm_runs
+@pytest.mark.quant_vllm_runs(marks=VLLM_MARKS)
 def test_vllm_memory_per_method_by_the_current_theory(target, case, measured, reconcile):
     """test_vllm_memory_per_method's weights and pool from the theory as it is now (quant_prereg.vllm_section)."""
     row, rec = _vllm_now()[case], measured(f"vllm-ledger.qwen2.5-7b.{case}")
@@ -278,4 +297,23 @@ def test_vllm_memory_per_method_by_the_current_theory(target, case, measured, re
     why = "the bf16 load's caching-allocator rounding (not re-derived for the quantized tensor sizes)"
     for name in ("model_memory_bytes", "available_kv_bytes"):
         reconcile(name, Prediction(row[name], "B", f"quant_prereg.vllm_section() now ({row['quantization'] or 'bf16'})"),
-                  rec[name], abs=band, why=why, model="qwen2.5-7b")
+                  rec[name], abs=band, why=why, model="qwen2.5-7b",
+                  finding_band=_unquantized_band(_vllm_now(), case, name, band))
+
+
+@pytest.mark.quant_vllm_runs(only=UNQUANTIZED_LOADS)
+def test_the_gptq_start_is_the_bf16_ledger(target, case, measured):
+    """The numbers quant_findings.VLLM_GPTQ_LOADED_UNQUANTIZED quotes: the gptq start's ledger is the bf16 row's to
+    the byte (an unquantized load), where the AWQ start's weights are its own prediction's within 1.5%."""
+    rec, rows = measured(f"vllm-ledger.qwen2.5-7b.{case}"), PREREG["vllm"]
+    assert all(rec[q].value == rows["bf16"][q] for q in _MOVED), {q: rec[q].value for q in _MOVED}
+    assert (rows[case]["model_memory_bytes"], rows[case]["available_kv_bytes"], rows[case]["num_gpu_blocks"]) == (
+        5_717_785_600, 126_827_819_520, 138_231)
+    assert rec["model_memory_bytes"].value - rows[case]["model_memory_bytes"] == 9_657_159_680
+    assert round(rec["model_memory_bytes"].value / rows[case]["model_memory_bytes"], 2) == 2.69
+    awq = measured("vllm-ledger.qwen2.5-7b.awq")["model_memory_bytes"].value
+    assert round(awq / 2**30, 2) == 5.40 and round(awq / rows["awq"]["model_memory_bytes"] - 1, 3) == 0.015
+    assert round(rows[case]["allocator_rounding_bytes"] / 1e6) == 110
+    reason = VLLM_GPTQ_LOADED_UNQUANTIZED.kwargs["reason"]
+    for quoted in ("15,374,945,280", "5,717,785,600", "9,657,159,680", "117,170,659,840", "127,705", "138,231"):
+        assert quoted in reason, quoted

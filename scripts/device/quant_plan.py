@@ -279,9 +279,17 @@ def measure(folder: Path, out: Path, budget_s: float, steps: list[Step] | None =
 
 
 # --- device: vLLM ---------------------------------------------------------------------------------
+# The projections of a dense decoder block GPTQ quantizes, as GPTQModel writes them (one list per sequential group).
+# vLLM's AutoGPTQConfig quantizes only the modules this names; absent, it reads them from the folder's *.safetensors
+# headers, which a dummy-weight folder has none of, and loads every module unquantized (docs/FACTS.md V9; the tenth
+# visit's gptq start, finding quant-vllm-gptq-loaded-unquantized). With it, the start is checked against the
+# pre-registered gptq row (tests_quant/preregistered.json: 5,717,785,600 B of model memory, 138,231 blocks).
+GPTQ_MODULES_IN_BLOCK = [["self_attn.k_proj", "self_attn.v_proj", "self_attn.q_proj"], ["self_attn.o_proj"],
+                         ["mlp.up_proj", "mlp.gate_proj"], ["mlp.down_proj"]]
 QUANT_CONFIGS: dict[str, dict[str, Any]] = {
     "awq": {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True, "version": "gemm"},
-    "gptq": {"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": False, "sym": True},
+    "gptq": {"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": False, "sym": True,
+             "modules_in_block_to_quantize": GPTQ_MODULES_IN_BLOCK},
     "fp8": {"quant_method": "fp8", "activation_scheme": "dynamic"},
 }
 VLLM_TIMEOUT_S = 240
