@@ -151,6 +151,7 @@ VLLM_GPTQ_LOADED_UNQUANTIZED = pytest.mark.finding(
            "fp16/bf16/fp32), and a dummy-weight model folder holds config.json alone, so the list is empty, "
            "is_layer_gptq_quantized matches no module and each falls back to UnquantizedLinearMethod in bf16. "
            "bits, group_size, desc_act and sym were all there (from_config requires them; checkpoint_format is not "
-           "read). scripts/device/quant_plan.py now writes the list (QUANT_CONFIGS['gptq']): the next visit's gptq "
-           "start is a GPTQ load and resolves this finding. Band: the bf16 row's prediction over the gptq row's, +- "
+           "read). scripts/device/quant_plan.py now writes the list (QUANT_CONFIGS['gptq']); the re-start with it "
+           "(batch 20261202T171407Z) loaded GPTQ and agrees with the pre-registered row, so the replay, which reads "
+           "the newest start, no longer carries this finding. Band: the bf16 row's prediction over the gptq row's, +- "
            "the bf16 load's allocator rounding (110 MB; 121 blocks).")
