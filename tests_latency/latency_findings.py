@@ -32,12 +32,14 @@ lf`, then `lf.X`), so a test never needs to know which module holds a finding:
   the decode step, C = 1 first-token time);
 - latency_poisson_overload_findings.py: Poisson arrivals (TTFT below the knee, ITL under load) and the overload runs;
 - latency_run_validity_findings.py: runs the validity checks flag (stalled decode runs, slow prompt steps);
+- latency_session_pace_findings.py: sessions whose every Poisson run ran its prompts slowly (imported directly);
+- latency_card_findings.py: divergences recorded on one physical card, keyed by its NVML UUID (imported directly);
 - latency_seed_findings.py: the seed's RTX 4090.
 """
 
 from __future__ import annotations
 
-from latency_closed_loop_findings import (C1_FIRST_TOKEN, C1_FIRST_TOKEN_CASES, CLOSED_ITL_FROM_DECODE,
+from latency_closed_loop_findings import (C1_FIRST_TOKEN, b64_step_miss_mark, C1_FIRST_TOKEN_CASES, CLOSED_ITL_FROM_DECODE,
                                           CLOSED_ITL_ON_GOAL, CLOSED_THROUGHPUT_FROM_DECODE, PROMPT_STEPS_SLOWER,
                                           STEADY_STATE_LLAMA, STEADY_STATE_RATIOS, STEADY_STATE_WITH_GEMM_ETA,
                                           c1_first_token_marks, closed_itl_marks, closed_throughput_marks,
@@ -74,6 +76,7 @@ from latency_seed_findings import (ATTAINMENT, HIGH_C, HIGH_C_MEDIAN, PAIRED_PRO
 # Every name above, the private ones included that tests read (the wording helper _count, the prefill
 # reasons' compared sessions and parts).
 __all__ = [
+    "b64_step_miss_mark",
     "MEASURED_ON", "QWEN", "LLAMA", "_count", "OTHER_SESSION", "OTHER_SESSION_NOISE", "other_session_band", "Carried",
     "StepCarried", "DECODE_RATIO_OTHER_SESSION", "MARGINAL_COST_RUNS", "HOST_STALL_FINDING_ID", "STALLED_DECODE_RUNS",
     "STALLED_PINNED_POOL", "SLOPE_STALLED_SESSIONS", "NEWEST_SLOPE_STALLED", "NEWEST_SLOPE_STALLED_AT",
