@@ -37,8 +37,9 @@ needs_chromium = pytest.mark.skipif(
 # 5 MB: the page is read whole before it is usable (the browser parses every row, the script
 # JSON.parse()s the embedded ledger), and it is passed around as a CI artifact and an attachment.
 # With every derivation written out as HTML it weighed 7.5 MB and opened and filtered sluggishly;
-# drawn on demand from the embedded ledger it is ~4.2 MB. The bound leaves room for the suites to
-# grow by a fifth before the page needs another diet.
+# drawn on demand from the embedded ledger it was ~4.2 MB. The tenth visit's sessions took it to
+# 5.27 MB (28 failed tests' tracebacks, ~0.24 MB of them, and more rows); each repeated reason,
+# formula, note and why written once (text_table) and the rows unindented, the same run is 4.67 MB.
 MAX_REPORT_BYTES = 5_000_000
 
 
@@ -145,7 +146,13 @@ PROBE = r"""
               inputs: Array.prototype.map.call(d.querySelectorAll(".derivation .col:first-child table.kv tr"), function (tr) {
                 return [tr.children[0].textContent, tr.children[1].textContent]; }),
               prov: Array.prototype.map.call(d.querySelectorAll("table.prov tr"), function (tr) {
-                return [tr.children[0].textContent, tr.children[1].textContent]; })};
+                return [tr.children[0].textContent, tr.children[1].textContent]; }),
+              texts: {formula: (d.querySelector("pre.formula") || {}).textContent || null,
+                      notes: Array.prototype.map.call(d.querySelectorAll("ul.notes li"), function (li) { return li.textContent; }),
+                      term_notes: Array.prototype.map.call(d.querySelectorAll("table.terms tr"), function (tr) {
+                        return tr.children[3].textContent; }).slice(1),
+                      why: (d.querySelector("p.why") || {}).textContent || null,
+                      finding: (d.querySelector("p.finding-note") || {}).textContent || null}};
     });
     document.getElementById("collapse-all").click();
     out.collapsed_open = document.querySelectorAll("details.rec[open]").length;
@@ -312,16 +319,41 @@ def test_screenshots_are_taken(screenshots: dict[str, Path]) -> None:
 
 
 @needs_chromium
-def test_each_derivation_shows_its_provenance_from_the_shared_table(browser_view: dict[str, Any],
-                                                                    full_report: Path) -> None:
-    """The page writes each distinct provenance once (provenance_table) and a reconciliation's is an index into it;
-    the drawn derivation shows the entry the index names, as the JSON ledger beside the page holds it."""
-    from pytest_anatomy.report.html import expand_provenance
+def test_each_derivation_shows_its_texts_from_the_shared_table(browser_view: dict[str, Any], full_report: Path) -> None:
+    """A finding's reason, the formula, the notes, the terms' notes and the tolerance's why are indexes into the page's
+    text_table; the drawn derivation shows the texts, as the JSON ledger beside the page holds them."""
+    from pytest_anatomy.report.html import expand_embedded
 
     page = full_report.read_text(encoding="utf-8")
     embedded = json.loads(html.unescape(re.search(r'id="anatomy-ledger">(.*?)</script>', page, re.DOTALL)[1])
                           .replace("\\u003c", "<").replace("\\u003e", ">").replace("\\u0026", "&"))
-    recs = expand_provenance(embedded)["reconciliations"]
+    assert embedded["text_table"]
+    recs = expand_embedded(embedded)["reconciliations"]
+    findings = 0
+    for drawn in browser_view["derivations"]:
+        rec, shown = recs[drawn["i"]], drawn["texts"]
+        pred, tol = rec.get("prediction") or {}, rec.get("tolerance") or {}
+        assert shown["formula"] == (f"{rec['name']} = {pred['formula']}" if pred.get("formula") else None), drawn["i"]
+        assert shown["notes"] == list(pred.get("notes") or []), drawn["i"]
+        assert shown["term_notes"] == [t.get("note") or "" for t in pred.get("terms") or []], drawn["i"]
+        assert shown["why"] == (f"why this tolerance: {tol['why']}" if tol.get("why") else None), drawn["i"]
+        finding = rec.get("finding")
+        assert shown["finding"] == (f"finding {finding['id']}: {finding['reason']}" if finding else None), drawn["i"]
+        findings += bool(finding)
+    assert findings > 10
+
+
+@needs_chromium
+def test_each_derivation_shows_its_provenance_from_the_shared_table(browser_view: dict[str, Any],
+                                                                    full_report: Path) -> None:
+    """The page writes each distinct provenance once (provenance_table) and a reconciliation's is an index into it;
+    the drawn derivation shows the entry the index names, as the JSON ledger beside the page holds it."""
+    from pytest_anatomy.report.html import expand_embedded
+
+    page = full_report.read_text(encoding="utf-8")
+    embedded = json.loads(html.unescape(re.search(r'id="anatomy-ledger">(.*?)</script>', page, re.DOTALL)[1])
+                          .replace("\\u003c", "<").replace("\\u003e", ">").replace("\\u0026", "&"))
+    recs = expand_embedded(embedded)["reconciliations"]
     checked = 0
     for drawn in browser_view["derivations"]:
         prov = recs[drawn["i"]].get("provenance") or {}

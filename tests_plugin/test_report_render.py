@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from pytest_anatomy.report.formatting import format_tolerance
-from pytest_anatomy.report.html import embedded_json, expand_provenance, render_html, write_report
+from pytest_anatomy.report.html import embedded_json, expand_embedded, render_html, write_report
 from pytest_anatomy.report.pytest_html import (
     AnatomyHtmlColumns,
     reconciliations_from_report,
@@ -130,7 +130,7 @@ def test_html_shows_numbers_derivation_and_findings() -> None:
         assert text in page, text
     # Derivations are drawn in the browser from the embedded ledger (tests_plugin/test_report_browser.py
     # checks the drawing): the page carries each one once, as data, and an empty box per row.
-    ledger = json.loads(_parse(page).ledger_text or "")
+    ledger = expand_embedded(json.loads(_parse(page).ledger_text or ""))
     assert ledger["reconciliations"][0]["prediction"]["formula"] == "available_kv_bytes / kv_bytes_per_token"
     assert page.count('<div class="derivation" hidden></div>') == 5
     assert 'data-i="0"' in page and 'data-i="4"' in page
@@ -159,7 +159,7 @@ def test_embedded_json_parses_back_equal() -> None:
     ledger = sample_ledger()
     parsed = _parse(render_html(ledger))
     assert parsed.ledger_text is not None
-    assert expand_provenance(json.loads(parsed.ledger_text)) == ledger
+    assert expand_embedded(json.loads(parsed.ledger_text)) == ledger
 
 
 def test_embedded_provenance_is_written_once_per_distinct_entry() -> None:
@@ -169,7 +169,22 @@ def test_embedded_provenance_is_written_once_per_distinct_entry() -> None:
     embedded = json.loads(_parse(render_html(ledger)).ledger_text or "")
     assert embedded["provenance_table"] == [{"recording": "results/x.json"}]
     assert {rec["provenance"] for rec in embedded["reconciliations"]} == {0}
-    assert expand_provenance(embedded) == ledger
+    assert expand_embedded(embedded) == ledger
+
+
+def test_embedded_texts_are_written_once_per_distinct_text() -> None:
+    """A finding's reason, a formula, a note or a tolerance's why that many rows repeat is written once in the page
+    (text_table) and each row holds its index there; expanded, the rows are the JSON ledger's."""
+    ledger = sample_ledger()
+    reason = "one long explanation " * 20
+    for rec in ledger["reconciliations"]:
+        rec["finding"] = {"id": "f", "reason": reason}
+        rec["tolerance"] = {**(rec.get("tolerance") or {}), "why": "the same why"}
+    page = render_html(ledger)
+    embedded = json.loads(_parse(page).ledger_text or "")
+    assert embedded["text_table"].count(reason) == 1 and embedded["text_table"].count("the same why") == 1
+    assert {rec["finding"]["reason"] for rec in embedded["reconciliations"]} == {embedded["text_table"].index(reason)}
+    assert expand_embedded(embedded) == ledger
 
 
 def test_page_is_self_contained() -> None:
@@ -187,7 +202,7 @@ def test_malicious_test_id_is_escaped() -> None:
     page = render_html(ledger)
     assert "<script>alert(1)" not in page and "<img src=x" not in page
     assert page.count("</script>") == 3  # the ledger blob, the display units and the inline script, nothing injected
-    assert expand_provenance(json.loads(_parse(page).ledger_text or "")) == ledger
+    assert expand_embedded(json.loads(_parse(page).ledger_text or "")) == ledger
     assert "</" not in str(embedded_json(ledger))
 
 

@@ -20,6 +20,7 @@ from markupsafe import Markup, escape
 from pytest_anatomy.ledger_counts import PREDICTION, kind_of, prediction_counts
 from pytest_anatomy.option_names import REPORT_OPTION
 from pytest_anatomy.report import plots
+from pytest_anatomy.report.embedded import COMPACT_SUITES, is_compact, embedded_ledger, expand_embedded
 from pytest_anatomy.report.formatting import (
     VERDICTS,
     allowed_interval,
@@ -239,65 +240,19 @@ def gap_bars(recons: Sequence[Mapping[str, Any]]) -> Markup | None:
     return Markup("\n".join(out))
 
 
-# Suites shown in the page only through the validation table and their findings: each has
-# thousands of reconciliations (other people's published runs), whose derivations and plot rows
-# would multiply the page's size. The JSON ledger beside the page keeps every one of them.
-COMPACT_SUITES = frozenset({"validation"})
-
-
-def _compact(recon: Mapping[str, Any]) -> bool:
-    return str(recon.get("suite") or "") in COMPACT_SUITES
-
-
-def _embedded_ledger(ledger: Mapping[str, Any]) -> dict[str, Any]:
-    """The ledger embedded in the page: compact suites' reconciliations left out and counted, and each distinct
-    provenance written once (provenance_table; a reconciliation's provenance is its index there): the ~1,100
-    embedded reconciliations share ~370 provenances, ~0.8 MB of repeats (expand_provenance undoes it)."""
-    recons = ledger.get("reconciliations") or []
-    left_out = sum(1 for recon in recons if _compact(recon))
-    table: list[Any] = []
-    index: dict[str, int] = {}
-    kept = []
-    for recon in recons:
-        if _compact(recon):
-            continue
-        prov = recon.get("provenance")
-        if isinstance(prov, Mapping) and prov:
-            key = json.dumps(prov, sort_keys=True, default=str)
-            if key not in index:
-                index[key] = len(table)
-                table.append(prov)
-            recon = {**recon, "provenance": index[key]}
-        kept.append(recon)
-    out = {**ledger, "reconciliations": kept, "provenance_table": table}
-    if left_out:
-        out["reconciliations_left_out"] = {"count": left_out, "suites": sorted(COMPACT_SUITES),
-                                           "where": "the JSON ledger written beside this page"}
-    return out
-
-
-def expand_provenance(embedded: Mapping[str, Any]) -> dict[str, Any]:
-    """The embedded ledger with each reconciliation's provenance index replaced by its entry (the page's script
-    does the same when it draws a derivation)."""
-    table = embedded.get("provenance_table") or []
-    recons = [{**recon, "provenance": table[recon["provenance"]]} if isinstance(recon.get("provenance"), int) else recon
-            for recon in embedded.get("reconciliations") or []]
-    return {k: v for k, v in {**embedded, "reconciliations": recons}.items() if k != "provenance_table"}
-
-
 def build_view(ledger: Mapping[str, Any]) -> dict[str, Any]:
     """Everything the template needs, pre-formatted; the template only lays it out."""
     recons: Sequence[Mapping[str, Any]] = ledger.get("reconciliations") or []
     rows = [_row_view(i, recon) for i, recon in enumerate(recons)]
     embedded_index = 0  # a row's entry in the embedded ledger, which leaves the compact suites out
     for row, recon in zip(rows, recons):
-        if not _compact(recon):
+        if not is_compact(recon):
             row["index"], embedded_index = embedded_index, embedded_index + 1
     suites: dict[str, list[dict[str, Any]]] = {}
     compact: dict[str, list[dict[str, Any]]] = {}
     for row, recon in zip(rows, recons):
-        (compact if _compact(recon) else suites).setdefault(row["suite"], []).append(row)
-    detailed = [recon for recon in recons if not _compact(recon)]
+        (compact if is_compact(recon) else suites).setdefault(row["suite"], []).append(row)
+    detailed = [recon for recon in recons if not is_compact(recon)]
     # The headline cards count predictions only; identities, settings, fit points and replays carry
     # little information about the theory and are one card apart (ledger_counts).
     counts = prediction_counts(recons)
@@ -334,7 +289,7 @@ def build_view(ledger: Mapping[str, Any]) -> dict[str, Any]:
         "scatter": scatter_plots(detailed),
         "bars": gap_bars(detailed),
         "plural": plural,
-        "ledger_json": embedded_json(_embedded_ledger(ledger)),
+        "ledger_json": embedded_json(embedded_ledger(ledger)),
         "units_json": Markup(json.dumps({unit: [[d, shown] for d, shown in scales] for unit, scales in _DISPLAY.items()})),
         "verdicts": VERDICTS,
         "validation": _validation_view(recons),
@@ -414,7 +369,7 @@ def write_report(ledger: Mapping[str, Any], html_path: str | os.PathLike[str]) -
     return html_file, json_file
 
 
-__all__ = ["build_view", "embedded_json", "expand_provenance", "gap_bars", "ledger_to_json", "render_html", "scatter_plots", "write_report"]
+__all__ = ["build_view", "embedded_json", "expand_embedded", "gap_bars", "ledger_to_json", "render_html", "scatter_plots", "write_report"]
 
 
 def _failures_view(failures: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:

@@ -1,0 +1,127 @@
+"""The ledger as the report page embeds it: the compact suites' reconciliations left out and counted, each distinct
+provenance and each distinct shared text written once and referred to by index (report/html.py embeds it, the page's
+script reads it; expand_embedded gives back the JSON ledger's reconciliations)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+# Suites shown in the page only through the validation table and their findings: each has
+# thousands of reconciliations (other people's published runs), whose derivations and plot rows
+# would multiply the page's size. The JSON ledger beside the page keeps every one of them.
+COMPACT_SUITES = frozenset({"validation"})
+
+
+def is_compact(recon: Mapping[str, Any]) -> bool:
+    return str(recon.get("suite") or "") in COMPACT_SUITES
+
+
+# The texts a derivation shows that many reconciliations repeat word for word: a finding's reason on every row it
+# covers, a prediction's formula and notes, a tolerance's why, a term's note. The page writes each distinct one once
+# (text_table) and the field holds its index there; (container key, field) -> whether the field is a list of texts.
+_SHARED_TEXTS = ((("finding",), "reason", False), (("prediction",), "formula", False),
+                 (("prediction",), "notes", True), (("tolerance",), "why", False), (("prediction", "terms"), "note", False))
+
+
+class _Texts:
+    """The page's text table: each distinct string once, a field's text replaced by its index."""
+
+    def __init__(self) -> None:
+        self.table: list[str] = []
+        self._index: dict[str, int] = {}
+
+    def ref(self, text: Any) -> Any:
+        if not isinstance(text, str):
+            return text
+        if text not in self._index:
+            self._index[text] = len(self.table)
+            self.table.append(text)
+        return self._index[text]
+
+
+def _share_texts(recon: Mapping[str, Any], texts: _Texts) -> dict[str, Any]:
+    """recon with every _SHARED_TEXTS field replaced by its index in the text table (expand_embedded undoes it)."""
+    out = dict(recon)
+    for path, field, is_list in _SHARED_TEXTS:
+        parent = out.get(path[0])
+        if not isinstance(parent, Mapping):
+            continue
+        if len(path) == 1:
+            containers: list[Any] = [parent]
+        else:
+            items = parent.get(path[1])
+            if not isinstance(items, list):
+                continue
+            containers = items
+        copies = []
+        for item in containers:
+            if isinstance(item, Mapping) and field in item:
+                value = item[field]
+                item = {**item, field: [texts.ref(v) for v in value] if is_list and isinstance(value, list)
+                        else texts.ref(value) if not is_list else value}
+            copies.append(item)
+        out[path[0]] = copies[0] if len(path) == 1 else {**parent, path[1]: copies}
+    return out
+
+
+def embedded_ledger(ledger: Mapping[str, Any]) -> dict[str, Any]:
+    """The ledger embedded in the page: compact suites' reconciliations left out and counted, each distinct
+    provenance written once (provenance_table; a reconciliation's provenance is its index there: the ~1,300
+    embedded reconciliations share ~370 provenances, ~0.8 MB of repeats), and each distinct shared text once
+    (text_table, _SHARED_TEXTS: ~300 finding rows carry ~160 reasons, ~0.24 MB of them; formulas, notes and
+    tolerance reasons repeat as much again). expand_embedded undoes both."""
+    recons = ledger.get("reconciliations") or []
+    left_out = sum(1 for recon in recons if is_compact(recon))
+    table: list[Any] = []
+    index: dict[str, int] = {}
+    texts = _Texts()
+    kept = []
+    for recon in recons:
+        if is_compact(recon):
+            continue
+        prov = recon.get("provenance")
+        if isinstance(prov, Mapping) and prov:
+            key = json.dumps(prov, sort_keys=True, default=str)
+            if key not in index:
+                index[key] = len(table)
+                table.append(prov)
+            recon = {**recon, "provenance": index[key]}
+        kept.append(_share_texts(recon, texts))
+    out = {**ledger, "reconciliations": kept, "provenance_table": table, "text_table": texts.table}
+    if left_out:
+        out["reconciliations_left_out"] = {"count": left_out, "suites": sorted(COMPACT_SUITES),
+                                           "where": "the JSON ledger written beside this page"}
+    return out
+
+
+def _expand_texts(recon: Mapping[str, Any], table: Sequence[str]) -> dict[str, Any]:
+    def text(v: Any) -> Any:
+        return table[v] if isinstance(v, int) and not isinstance(v, bool) else v
+
+    out = dict(recon)
+    for path, field, is_list in _SHARED_TEXTS:
+        parent = out.get(path[0])
+        if not isinstance(parent, Mapping):
+            continue
+        containers = [parent] if len(path) == 1 else parent.get(path[1])
+        if not isinstance(containers, list):
+            continue
+        copies = [{**item, field: [text(v) for v in item[field]] if is_list and isinstance(item[field], list)
+                   else text(item[field]) if not is_list else item[field]}
+                  if isinstance(item, Mapping) and field in item else item for item in containers]
+        out[path[0]] = copies[0] if len(path) == 1 else {**parent, path[1]: copies}
+    return out
+
+
+def expand_embedded(embedded: Mapping[str, Any]) -> dict[str, Any]:
+    """The embedded ledger with each reconciliation's provenance index and shared-text indexes replaced by their
+    entries (the page's script does the same when it draws a derivation): the JSON ledger's reconciliations."""
+    table = embedded.get("provenance_table") or []
+    texts = embedded.get("text_table") or []
+    recons = [_expand_texts({**recon, "provenance": table[recon["provenance"]]}
+                            if isinstance(recon.get("provenance"), int) else recon, texts)
+              for recon in embedded.get("reconciliations") or []]
+    return {k: v for k, v in {**embedded, "reconciliations": recons}.items()
+            if k not in ("provenance_table", "text_table")}
