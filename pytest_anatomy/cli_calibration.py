@@ -1,7 +1,8 @@
-"""`predict latency`'s calibrated default: the newest recorded session of a GPU, fitted.
+"""`predict latency`'s calibrated default: the median recorded session of a GPU, fitted.
 
 For a --hardware with recordings under results/<hw>/latency and results/<hw>/ceilings, the
-answer uses the newest session that measured Qwen2.5-7B's b=1 decode step: that session's
+answer uses the session, among those that measured Qwen2.5-7B's b=1 decode step, whose b=1 residual is the
+median (typical_session_b1: each visit draws another card, and one card should not move every answer): that session's
 ceilings (read bandwidth, bf16 matmul) and the overhead and efficiency fitted on it by the
 latency suite's own recipe (theory/calibration.py): t_overhead from the session's tiny-hidden
 overhead models (c0 + c_layer x layers) where it ran them, else Qwen's b=1 residual; eta from the
@@ -35,14 +36,14 @@ class RecordedCalibration:
     recordings: tuple[str, ...]  # the files the numbers came from
 
     def note(self) -> str:
-        return (f"calibrated from the newest recorded session ({', '.join(self.recordings)}): ceilings "
+        return (f"calibrated from the median recorded session ({', '.join(self.recordings)}): ceilings "
                 f"{self.ceilings.bandwidth / 1e9:.4g} GB/s read, {self.ceilings.peak / 1e12:.4g} TFLOP/s bf16 matmul, "
                 f"t_overhead {self.calib.step_overhead_s * 1e3:.4g} ms, eta {self.calib.compute_efficiency:.3f}, "
                 f"fitted on {CALIBRATION_MODEL} under vLLM 0.26.0; --uncalibrated for the datasheet roofline")
 
 
 def recorded_calibration(results: Path, hw: HardwareSpec) -> RecordedCalibration | str:
-    """The newest session's calibration for `hw`, or the reason there is none (for the notes)."""
+    """The median session's calibration for `hw` (typical_session_b1), or the reason there is none (for the notes)."""
     key = (Path(results).resolve(), hw.name)
     if key not in _CACHE:  # reading and fitting four recordings per answer would dominate its time
         _CACHE[key] = _fit(Path(results), hw)
@@ -55,7 +56,7 @@ _CACHE: dict[tuple[Path, str], RecordedCalibration | str] = {}
 def _fit(results: Path, hw: HardwareSpec) -> RecordedCalibration | str:
     where = results / hw.name
     try:
-        b1 = recordings.load_latest(results, hw.name, "latency", DECODE)
+        b1 = typical_session_b1(results, hw)
         engine = recordings.load_beside(results, hw.name, "latency", ENGINE, b1)
         l8192 = recordings.load_beside(results, hw.name, "latency", PREFILL, b1)
         ceil = recordings.load_beside(results, hw.name, "ceilings", "ceilings", b1)
@@ -99,9 +100,36 @@ def _fit(results: Path, hw: HardwareSpec) -> RecordedCalibration | str:
         calib = cal.with_gemm_efficiency(calib, qwen, cal.gemm_seconds(ceil.measurements), ceilings.peak)
     # A quantity the session lacks, or a fit that has nothing to fit (a step faster than its roofline).
     except (KeyError, TypeError, ValueError) as exc:
-        return (f"the newest session under {where} ({b1.recorded_at}) gives no usable calibration ({exc}): "
+        return (f"the median session under {where} ({b1.recorded_at}) gives no usable calibration ({exc}): "
                 "datasheet roofline, a lower bound on time")
     return RecordedCalibration(ceilings, calib, used)
+
+
+def typical_session_b1(results: Path, hw: HardwareSpec) -> recordings.Recording:
+    """The b=1 decode recording of the recorded session whose b=1 residual (the step less its bare roofline at that
+    session's read ceiling) is the median over every complete session of `hw` (b=1 step, ceilings, engine and 8,192
+    prefill; the newer of two at the middle). Why not the newest: each visit draws a different card, and the tenth
+    H200 card's residual (1.358-1.384 ms) lay below the nine before it (1.485-1.551), so a default taken from
+    whichever card came last moves every answer with that card. MissingRecording when there is no session."""
+    qwen = load_model(CALIBRATION_MODEL)
+    ranked = []
+    for path in recordings.candidates(results, hw.name, "latency", DECODE):
+        b1 = recordings.load_file(path)
+        try:
+            ceil = recordings.load_beside(results, hw.name, "ceilings", "ceilings", b1)
+            for name in (ENGINE, PREFILL):
+                recordings.load_beside(results, hw.name, "latency", name, b1)
+            s = b1.data["run"]["settings"]
+            ceilings = lat.Ceilings.measured(hw, bandwidth=ceil["read_bandwidth.value"].value,
+                                             peak=ceil["matmul_bf16.value"].value, source="typical_session_b1")
+            roofline = lat.decode_step_time(qwen, ceilings, lat.UNCALIBRATED, 1, s["input_len"] + s["output_len"] / 2)
+            ranked.append((b1["step_time_s"].value - roofline.value, recordings.stamp_of(b1.recorded_at), b1))
+        except (recordings.MissingRecording, KeyError, TypeError, ValueError):
+            continue  # an incomplete session calibrates nothing
+    if not ranked:
+        return recordings.load_latest(results, hw.name, "latency", DECODE)  # raises, or the one there is
+    ranked.sort(key=lambda r: (r[0], r[1]))
+    return ranked[len(ranked) // 2][2]
 
 
 # Tiny-hidden twins of the calibration model (scripts/device/latency_plan.py --overhead-models).

@@ -8,7 +8,7 @@ quantization, prefix cache, speculation; predicted TTFT p50/p99, ITL p50/p99, ou
 goodput and how many of the workload's requests the KV pool holds; the knob that buys each gain
 (the same configuration without it); and each number's uncertainty: the reconciled error of that
 kind of prediction on this card (the validation table), or a plain statement that none exists.
-Calibrated like `predict latency` (the newest recorded session of the card, else the H200's carried
+Calibrated like `predict latency` (the median recorded session of the card, else the H200's carried
 over, else the datasheet roofline). Any bad input: one line naming the problem and the fix, exit 2.
 """
 
