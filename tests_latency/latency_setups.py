@@ -383,16 +383,22 @@ def slowed_prompts(setup: Setup, slowdown: float) -> Setup:
     return replace(setup, calib=calib)
 
 
-def moved_by_step_miss(setup: Setup, rec: Any, latency_recording: Any, b: int) -> tuple[Setup, float, float] | None:
-    """`setup` with its step overhead moved by the miss of the same session's isolated decode step at batch `b` (its
-    decode.b{b} run, apart from the run `rec` checked; every step longer by measured - predicted), with that step's
-    measured / predicted and its noise budget; None where the step meets its prediction within that budget."""
+def decode_step_miss(setup: Setup, rec: Any, latency_recording: Any, b: int) -> tuple[float, float, float]:
+    """(measured / predicted, noise budget, measured - predicted in s) of the isolated decode step at batch `b`
+    recorded in `rec`'s session (its decode.b{b} run: a run apart from the one checked), under `setup`."""
     step = latency_recording(f"{setup.model.name}.decode.b{b}", beside=rec)
     s = step.data["run"]["settings"]
     pred = lat.decode_step_time(setup.model, setup.ceilings, setup.calib, b, mean_context(s["input_len"], s["output_len"]))
     budget = sum(step_budget(setup, pred, median_scatter(step, "itl_steady_engine_clock_s"), compute_share=0.0).values())
-    ratio = step["step_time_s"].value / pred.value
+    measured = step["step_time_s"].value
+    return measured / pred.value, budget, measured - pred.value
+
+
+def moved_by_step_miss(setup: Setup, rec: Any, latency_recording: Any, b: int) -> tuple[Setup, float, float] | None:
+    """`setup` with its step overhead moved by decode_step_miss at batch `b` (every step longer by measured -
+    predicted), with that step's measured / predicted and its noise budget; None where the step meets its prediction
+    within that budget."""
+    ratio, budget, miss_s = decode_step_miss(setup, rec, latency_recording, b)
     if ratio - 1 <= budget:
         return None
-    miss_s = step["step_time_s"].value - pred.value
     return replace(setup, calib=replace(setup.calib, step_overhead_s=setup.calib.step_overhead_s + miss_s)), ratio, budget

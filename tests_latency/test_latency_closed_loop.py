@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import latency_findings as lf
 import pytest
-from latency_setups import moved_by_step_miss, h200_workload, mean_context, median_scatter, step_budget
+from latency_setups import decode_step_miss, moved_by_step_miss, h200_workload, mean_context, median_scatter
 from test_latency_load import (LLAMA, QWEN, SETUP_FIXTURE, TPUT_WHY, _cases, _kw, _label, _models,
                                _reconcile_itl, _setup, _sim, _workload, itl_budget)
 
@@ -270,11 +270,7 @@ def test_closed_itl_left_on_the_goal_still_diverge(request, latency_recording):
 def decode_step_at(setup, rec, latency_recording, b: int) -> tuple[float, float]:
     """(measured / predicted, noise budget) of the isolated decode step at batch `b` recorded in `rec`'s session
     (its decode.b{b} run: a run apart from the load run checked), under the same setup."""
-    step = latency_recording(f"{setup.model.name}.decode.b{b}", beside=rec)
-    s = step.data["run"]["settings"]
-    pred = lat.decode_step_time(setup.model, setup.ceilings, setup.calib, b, mean_context(s["input_len"], s["output_len"]))
-    budget = step_budget(setup, pred, median_scatter(step, "itl_steady_engine_clock_s"), compute_share=0.0)
-    return step["step_time_s"].value / pred.value, sum(budget.values())
+    return decode_step_miss(setup, rec, latency_recording, b)[:2]
 
 
 @pytest.mark.gpu

@@ -149,16 +149,18 @@ def slow_prompt_run(request, latency_recording) -> None:
     rec = latency_recording(f"{model}.poisson.f{factor}")
     others = [latency_recording(f"{model}.poisson.f{f}", beside=rec) for f in POISSON if f != factor]
     pace, other_paces = prompt_pace_of(rec), [prompt_pace_of(o) for o in others]
+    if pace is None:
+        return
     check = pp.check_against_session(pace, other_paces)
-    session = (pp.check_session([pace, *other_paces], sf.SESSION_PROMPT_PART_REFERENCE_S)
-               if model == QWEN and pace is not None else None)
-    setup = _setup(request, model, rec)
+    # the session reference is Qwen2.5-7B's (latency_session_pace_findings)
+    session = pp.check_session([pace, *other_paces], sf.SESSION_PROMPT_PART_REFERENCE_S) if model == QWEN else None
     if check is not None and check.flagged:
         slowdown, describe, mark, fallback = check.compute_slowdown(), check.describe(), lf.slow_prompt_mark, False
-    elif session is not None and session.flagged and pace is not None and session.slowdown_of(pace) > 1:
+    elif session is not None and session.flagged and session.slowdown_of(pace) > 1:
         slowdown, describe, mark, fallback = session.slowdown_of(pace), session.describe(pace), sf.slow_session_mark, True
     else:
         return
+    setup = _setup(request, model, rec)
     res, slowed = _sim(setup, rec), _sim(slowed_prompts(setup, slowdown), rec)
     for quantity, (stat, rel) in SLOW_PROMPT_QUANTITIES.items():
         covering = [m for m in request.node.iter_markers("finding") if m.kwargs.get("quantity") in (quantity, None)]

@@ -94,25 +94,34 @@ def test_text_output_and_errors(capsys) -> None:
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 
 
-def _calibration_h200_decode_b1() -> recordings.Recording:
+def _calibration_decode_b1(card: str) -> recordings.Recording:
     from pytest_anatomy.cli_calibration import typical_session_b1
     from pytest_anatomy.specs.hardware import get_hardware
 
-    return typical_session_b1(RESULTS, get_hardware("h200"))
+    return typical_session_b1(RESULTS, get_hardware(card))
 
 
 def test_the_calibration_session_is_the_median_card() -> None:
     """The default calibration's session has as many recorded sessions with a smaller b=1 residual (step less bare
-    roofline at that session's read ceiling) as with a larger one, up to one: each visit draws another card, and the
-    newest card's residual is not the typical one (the tenth H200 card's sat below the nine before it)."""
+    roofline at that session's read ceiling) as with a larger one, up to one: each visit may draw another card of the
+    type, and the newest card's residual need not be the typical one (the tenth H200 card's sat below the nine before
+    it). Every recorded card with a calibration session (a Qwen2.5-7B b=1 decode run), found when the test runs:
+    a live session's collection reads no recordings."""
+    cards = sorted({p.parent.parent.name for p in RESULTS.glob("*/latency/qwen2.5-7b.decode.b1@*.json")})
+    assert cards
+    for card in cards:
+        _check_median_card(card)
+
+
+def _check_median_card(card: str) -> None:
     from pytest_anatomy.specs.hardware import get_hardware
     from pytest_anatomy.specs.model import load_model
     from pytest_anatomy.theory import latency as lat
 
-    hw, qwen = get_hardware("h200"), load_model("qwen2.5-7b")
+    hw, qwen = get_hardware(card), load_model("qwen2.5-7b")
 
     def residual(b1: recordings.Recording) -> float:
-        ceil = recordings.load_beside(RESULTS, "h200", "ceilings", "ceilings", b1)
+        ceil = recordings.load_beside(RESULTS, card, "ceilings", "ceilings", b1)
         s = b1.data["run"]["settings"]
         bare = lat.decode_step_time(qwen, lat.Ceilings.measured(hw, bandwidth=ceil["read_bandwidth.value"].value,
                                                                  peak=ceil["matmul_bf16.value"].value, source="test"),
@@ -120,17 +129,17 @@ def test_the_calibration_session_is_the_median_card() -> None:
         return b1["step_time_s"].value - bare.value
 
     complete = []
-    for path in recordings.candidates(RESULTS, "h200", "latency", "qwen2.5-7b.decode.b1"):
+    for path in recordings.candidates(RESULTS, card, "latency", "qwen2.5-7b.decode.b1"):
         b1 = recordings.load_file(path)
         try:
             for name in ("qwen2.5-7b.engine", "qwen2.5-7b.prefill.l8192"):
-                recordings.load_beside(RESULTS, "h200", "latency", name, b1)
+                recordings.load_beside(RESULTS, card, "latency", name, b1)
             complete.append(residual(b1))
         except recordings.MissingRecording:
             continue
-    chosen = residual(_calibration_h200_decode_b1())
+    chosen = residual(_calibration_decode_b1(card))
     below, above = sum(r < chosen for r in complete), sum(r > chosen for r in complete)
-    assert len(complete) >= 10 and abs(below - above) <= 1, (below, above, len(complete))
+    assert complete and abs(below - above) <= 1, (card, below, above, len(complete))
 
 
 def test_calibrated_by_default_answers_the_recorded_b1_step(capsys) -> None:
@@ -138,7 +147,7 @@ def test_calibrated_by_default_answers_the_recorded_b1_step(capsys) -> None:
     calibration session's recorded step; the CLI's context (1024 + 256/2) differs from the run's by a few MB of KV
     read against 14.2 GB of weights: 1% covers it. The datasheet roofline stays far below it."""
     base = ("--model", "qwen2.5-7b", "--hardware", "h200", "--batch", "1", "--results", str(RESULTS))
-    recorded_ms = _calibration_h200_decode_b1()["step_time_s"].value * 1e3
+    recorded_ms = _calibration_decode_b1("h200")["step_time_s"].value * 1e3
     calibrated, roofline = _run(capsys, *base), _run(capsys, *base, "--uncalibrated")
     assert calibrated["itl_ms"]["value"] == pytest.approx(recorded_ms, rel=0.01)
     assert roofline["itl_ms"]["value"] < 0.8 * recorded_ms
@@ -146,7 +155,7 @@ def test_calibrated_by_default_answers_the_recorded_b1_step(capsys) -> None:
 
 
 def test_notes_name_the_recordings_of_the_calibration(capsys) -> None:
-    b1 = _calibration_h200_decode_b1()
+    b1 = _calibration_decode_b1("h200")
     out = _run(capsys, "--model", "qwen2.5-7b", "--hardware", "h200", "--results", str(RESULTS))
     for q in QUANTITIES:
         note = next(n for n in out[q]["notes"] if n.startswith("calibrated from the median recorded session"))

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+# The card the quant visits ran on: a finding states where it was measured, once (test_quant_mechanisms imports it).
+MEASURED_ON = "h200"
+
 # The CPU slice (381 scored tokens): Q5_1 requantized from the Q4_1-derived reference measured KLD 0.130 nat against
 # 0.098 predicted (+32.4%, band +-29.2%: the fit points' 11.9% scatter + 3 standard errors). The band below was set
 # from the slice before any GPU number; the cause was established after the second visit (test_quant_mechanisms).
@@ -139,7 +142,7 @@ QUANT_135M_MMQ_PREFILL = pytest.mark.finding(
 # pre-registration's bf16 row over its gptq row, +- the bf16 load's allocator rounding, computed at run time
 # (test_quant_replay._unquantized_band); test_quant_replay.test_the_gptq_start_is_the_bf16_ledger checks the quotes.
 VLLM_GPTQ_LOADED_UNQUANTIZED = pytest.mark.finding(
-    "quant-vllm-gptq-loaded-unquantized", hardware="h200",
+    "quant-vllm-gptq-loaded-unquantized", hardware=MEASURED_ON,
     reason="The gptq engine start resolved quantization=auto_gptq (its config line) but loaded every linear module "
            "unquantized: model memory 15,374,945,280 B (14.32 GiB) against 5,717,785,600 pre-registered (2.69x, "
            "+9,657,159,680 B), the KV pool as much smaller (117,170,659,840 B, 127,705 blocks against 138,231): "

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import quant_mechanisms as qm
-from quant_findings import (ASYMMETRIC_MMQ_FLOOR, Q5_1_ON_THE_Q4_1_GRID, Q5_K_M_ON_Q5_1, Q6_K_FLOOR_AND_FFN_DOWN,
+from quant_findings import (MEASURED_ON, ASYMMETRIC_MMQ_FLOOR, Q5_1_ON_THE_Q4_1_GRID, Q5_K_M_ON_Q5_1, Q6_K_FLOOR_AND_FFN_DOWN,
                             Q8_1_ACTIVATION_FLOOR, ROLE_SENSITIVITY, UNCALIBRATED_REFERENCE)
 
 from pytest_anatomy import recordings
@@ -24,7 +24,6 @@ STAMP, STAMP2 = "20261202T092902Z", "20261202T143307Z"  # the first and second q
 PREREG = json.loads((Path(__file__).parent / "preregistered.json").read_text())["quality"]
 
 
-MEASURED_ON = "h200"  # the card the first quant visit ran on: a finding states where it was measured, once
 QUANT = ROOT / "results" / MEASURED_ON / "quant"
 
 
