@@ -9,7 +9,8 @@
               by default the mark covers every reconciliation in the test
 - expected -- optional (lo, hi) band of measured/predicted the explanation covers; a finding
               that drifts outside it is a divergence again
-- hardware -- optional: the card whose measurements the finding explains (a target name). On
+- hardware -- optional: the card whose measurements the finding explains (a target name), or a
+              tuple of cards where the same band was checked on each card's own measurements. On
               any other target the mark does not apply, and the reconciliation is judged on its
               own: a gap measured on one card is no excuse for the same gap on another.
 - strict   -- default True: once the gap closes (verdict resolved) the test fails, like a strict
@@ -30,16 +31,26 @@ class FindingMark:
     reason: str
     quantity: str | None = None
     expected: tuple[float, float] | None = None
-    hardware: str | None = None
+    hardware: str | tuple[str, ...] | None = None
     strict: bool = True
 
+    @property
+    def cards(self) -> tuple[str, ...]:
+        """The targets the mark applies on; () for every target."""
+        return () if self.hardware is None else (
+            (self.hardware,) if isinstance(self.hardware, str) else tuple(self.hardware))
+
     def covers(self, name: str, hardware: str | None = None) -> bool:
-        return (self.quantity is None or self.quantity == name) and (
-            self.hardware is None or self.hardware == hardware)
+        return (self.quantity is None or self.quantity == name) and (not self.cards or hardware in self.cards)
+
+    def names_another_card(self, name: str, hardware: str | None) -> bool:
+        """True when the mark would cover `name` on some other card but not on `hardware`."""
+        return self.quantity in (None, name) and bool(self.cards) and hardware not in self.cards
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "reason": self.reason, "quantity": self.quantity,
-                "expected": list(self.expected) if self.expected else None, "hardware": self.hardware,
+                "expected": list(self.expected) if self.expected else None,
+                "hardware": self.hardware if self.hardware is None or isinstance(self.hardware, str) else list(self.hardware),
                 "strict": self.strict}
 
 
@@ -70,8 +81,10 @@ def parse_finding_marks(item: pytest.Item) -> list[FindingMark]:
         if quantity is not None and not isinstance(quantity, str):
             raise pytest.UsageError(f"{where}({mark.args[0]!r}) quantity must be a reconciliation name string")
         hardware = mark.kwargs.get("hardware")
-        if hardware is not None and not isinstance(hardware, str):
-            raise pytest.UsageError(f"{where}({mark.args[0]!r}) hardware must be a target name string")
+        if isinstance(hardware, (tuple, list)) and hardware and all(isinstance(h, str) for h in hardware):
+            hardware = tuple(hardware)
+        elif hardware is not None and not isinstance(hardware, str):
+            raise pytest.UsageError(f"{where}({mark.args[0]!r}) hardware must be a target name or a tuple of them")
         strict = mark.kwargs.get("strict", True)
         if not isinstance(strict, bool):
             raise pytest.UsageError(f"{where}({mark.args[0]!r}) strict={strict!r} must be True or False")

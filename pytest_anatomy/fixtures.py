@@ -78,6 +78,10 @@ class Reconciler:
         target = _param(self._item, "target")
         hardware = hardware or getattr(target, "name", None) or _provenance_hardware(measured)
         mark = mark_for(self._marks, name, hardware)
+        if finding_band is not None and mark is None and any(m.names_another_card(name, hardware) for m in self._marks):
+            # The band belongs to a finding recorded on another card (a mark's hardware): on this one the
+            # quantity is held to its own tolerance, as every quantity no finding covers.
+            finding_band = None
         if finding_band is not None:
             if mark is None:
                 raise ValueError(f"{name}: finding_band={finding_band} but no finding mark covers it on "

@@ -39,7 +39,7 @@ from pytest_anatomy import held_out, preregistration, recordings
 from pytest_anatomy import session as anatomy_session
 from pytest_anatomy import targets as tg
 from pytest_anatomy.measure import Measurement
-from pytest_anatomy.specs.hardware import visible_gpu_count
+from pytest_anatomy.specs.hardware import visible_gpu_count, with_card_memory
 from pytest_anatomy.specs.model import load_model
 from pytest_anatomy.theory import capacity as cap
 from pytest_anatomy.theory.prediction import Prediction, Term
@@ -103,8 +103,16 @@ def _recorded_runs(results: Path, target: tg.Target) -> tuple[Run, ...]:
         if prov.get("status") != "ok" or not rec.measurements:
             continue  # a failed start has no ledger to reconcile
         runs.append(Run(name, name[len(PREFIX):], str(prov["model"]), dict(prov["settings"]), bool(prov["held_out"]),
-                        target.name, spec=target.spec))
+                        target.name, spec=_recorded_card_spec(target.spec, prov, rec.path)))
     return tuple(runs)
+
+
+def _recorded_card_spec(spec: Any, provenance: dict[str, Any], path: Path | None) -> Any:
+    """The target's spec with the CUDA total of the card the run was recorded on, where the
+    recording carries it (its provenance's gpu): vLLM budgets from that card's total, not the catalog's."""
+    gpu = provenance.get("gpu")
+    total = gpu.get("cuda_memory_total_bytes") if isinstance(gpu, dict) else None
+    return with_card_memory(spec, total, f"the recorded card's cudaMemGetInfo total ({path.name if path else 'its recording'})")
 
 
 def _live_runs(target: tg.Target) -> tuple[Run, ...]:
@@ -400,6 +408,20 @@ def _preregistered_for(results: Path, run: Run) -> list[Preregistered]:
             if p.run(run.name) is not None and p.committed_at is not None and p.committed_at < measured_at]
 
 
+def _preregistration_marks(run: Run, prereg: Preregistered, quantity: str) -> tuple[Any, ...]:
+    """The pre-registration's finding where the current theory's value (which agrees with the measurement)
+    moved the check out of its band: the pre-registered miss the finding explains, and nowhere else."""
+    mark = findings.preregistration_mark(prereg.file, run.hardware, quantity)
+    if mark is None:
+        return ()
+    current, written = _predicted(run)[quantity].value, float(prereg.predictions[quantity]["value"])
+    if current == written:
+        return ()
+    implied = current / written if written else float("inf")
+    outside = abs(implied - 1) > 0.01 if quantity == "num_gpu_blocks" else True
+    return (mark,) if outside else ()
+
+
 PREREGISTERED_CHECKED = ("num_gpu_blocks", *LEDGER_TERMS, "available_kv_bytes")
 
 
@@ -419,7 +441,12 @@ def test_preregistered_prediction(target, run, quantity, prereg, measured, recon
                       notes=("written and committed before the run; the current theory is checked beside it",))
     band = ({"rel": 0.01, "why": "the capacity planning target: blocks within 1%"} if quantity == "num_gpu_blocks"
             else _band(run, quantity))
-    reconcile(f"preregistered_{quantity}", pred, rec[quantity], model=run.model, **band)
+    finding_band = None
+    if _preregistration_marks(run, prereg, quantity):
+        # what the mechanism implies: the current theory's value over the pre-registered one (+-1e-4: rounding)
+        implied = _predicted(run)[quantity].value / pred.value
+        finding_band = (implied * (1 - 1e-4), implied * (1 + 1e-4))
+    reconcile(f"preregistered_{quantity}", pred, rec[quantity], model=run.model, finding_band=finding_band, **band)
 
 
 # --- (target, run) parameters ----------------------------------------------------------------------
@@ -432,7 +459,8 @@ def _cases(name: str, t: tg.Target, results: Path) -> list[tuple[tuple, str, tup
         return [((r, term), f"{r.test_id}-{term}", (*_term_marks(r, term), *slow(r))) for r in runs for term in TERMS
                 if _term_checked(r, term)]
     if name == "test_preregistered_prediction":
-        return [((r, q, p), f"{r.test_id}-{q}-{p.file.removesuffix('.json')}", slow(r))
+        return [((r, q, p), f"{r.test_id}-{q}-{p.file.removesuffix('.json')}",
+                 (*slow(r), *_preregistration_marks(r, p, q)))
                 for r in runs for p in _preregistered_for(results, r) for q in PREREGISTERED_CHECKED
                 if q in p.predictions]
     if name == "test_fitted_constants_come_from_non_held_out_runs":

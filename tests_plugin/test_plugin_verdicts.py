@@ -133,6 +133,26 @@ def test_finding_band_set_at_test_time_replaces_the_marks(pytester: pytest.Pytes
                                  "*finding_band=(1.4, 1.6) but no finding mark covers it*"])
 
 
+def test_finding_band_of_another_cards_finding_is_dropped(pytester: pytest.Pytester) -> None:
+    """A band computed for a finding recorded on another card does not apply on this one: the quantity is held
+    to its own tolerance (first seen on the first H100 session, where two H200 bands raised ValueError)."""
+    pytester.makepyfile("""
+        import pytest
+        @pytest.mark.finding("f1", reason="r", hardware="card-a")
+        def test_other_card_agrees(reconcile):
+            reconcile("x", 100.0, 100.5, rel=0.01, why="w", hardware="card-b", finding_band=(1.4, 1.6))
+        @pytest.mark.finding("f1", reason="r", hardware="card-a")
+        def test_other_card_diverges(reconcile):
+            reconcile("x", 100.0, 150.0, rel=0.01, why="w", hardware="card-b", finding_band=(1.4, 1.6))
+        @pytest.mark.finding("f1", reason="r", hardware="card-a")
+        def test_own_card(reconcile):
+            reconcile("x", 100.0, 150.0, rel=0.01, why="w", hardware="card-a", finding_band=(1.4, 1.6))
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider", "-rxf")
+    assert result.parseoutcomes() == {"passed": 1, "failed": 1, "finding": 1}
+    result.stdout.fnmatch_lines(["FAILED *::test_other_card_diverges"])
+
+
 def test_finding_quantity_scopes_the_mark(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("""
         import pytest

@@ -451,6 +451,16 @@ def spec_from_nvml(gpu: DetectedGPU) -> HardwareSpec:
         **values)
 
 
+def with_card_memory(spec: HardwareSpec, cuda_total_bytes: int | None, source: str) -> HardwareSpec:
+    """`spec` with one card's CUDA-visible total (cudaMemGetInfo), what vLLM budgets from. A catalog
+    total is the modal card's or absent (h100-sxm: 480 MiB below NVML's on our first H100, 2026-12-02);
+    the card's own reading is exact, so it wins: the live card, and a recording that names its GPU."""
+    if not cuda_total_bytes or cuda_total_bytes == spec.cuda_visible_memory_bytes:
+        return spec
+    return dataclasses.replace(spec, cuda_visible_memory_bytes=int(cuda_total_bytes),
+                               sources={**spec.sources, "cuda_visible_memory_bytes": source})
+
+
 def spec_for_detected(gpu: DetectedGPU) -> HardwareSpec:
     """The catalog spec for a known GPU; otherwise the spec derived from the driver
     (spec_from_nvml), or, when the driver reports too little for that, a spec of detected numbers
@@ -461,7 +471,8 @@ def spec_for_detected(gpu: DetectedGPU) -> HardwareSpec:
         except ValueError:
             pass
     if gpu.catalog_name is not None:
-        spec = HARDWARE[gpu.catalog_name]
+        spec = with_card_memory(HARDWARE[gpu.catalog_name], gpu.cuda_memory_total_bytes,
+                                f"this card's cudaMemGetInfo total, detected via {gpu.backend}")
         if gpu.mig_enabled:
             spec = dataclasses.replace(spec, notes=spec.notes + (
                 "MIG is enabled: a MIG slice has fewer SMs and less bandwidth than these whole-GPU numbers",))

@@ -13,7 +13,7 @@ forward, layer >= 1, at the MLP (the widest point; I = intermediate / tp, h = hi
   - Qwen2 eager: `gate_up, _ = ...; x = act(gate_up)` keeps gate_up through down_proj,
     whose output adds one more h -> peak N (3I + 4h)
   - torch.compile (CUDA-graph mode): Inductor frees gate_up after its last use -> N (3I + 3h),
-    plus a constant fitted on one compiled run (see COMPILED_FORWARD_EXTRA)
+    plus one L2 of bytes, Inductor's cache-flush buffer (compiled_forward_extra)
   - tensor parallel: the all-reduce after down_proj is out of place, one more h while the
     partial sum is alive -> Qwen2 N (3I + 5h); Llama's gate_up moment stays wider while
     I (per rank) > h (mlp_peak_width)
@@ -52,6 +52,19 @@ COMPILED_FORWARD_EXTRA = FittedConstant(
     62_914_560, "B", ("vllm-ledger.llama-3.1-8b.u0.90.len8192.graphs",),
     "torch.compile'd forward: allocated peak above N (3I + 3h) x 2 B and the workspaces; every compiled "
     "run recorded so far has N = 16384, so a constant cannot be told apart from 3,840 B per token")
+
+
+def compiled_forward_extra(hardware: HardwareSpec) -> tuple[int, str]:
+    """The compiled forward's allocation above the eager MLP moment: Inductor's benchmarker, autotuning
+    during the profile run, zeroes an int32 buffer of L2_cache_size // 4 elements (one L2 of bytes)
+    between timed launches to flush the cache. COMPILED_FORWARD_EXTRA was fitted on the H200 at 62,914,560 B,
+    its L2 exactly; the first H100 run (50 MiB L2) measured 10,485,760 B less, its L2 exactly
+    (results/h100-sxm/capacity/vllm-ledger.qwen2.5-7b.u0.90.len8192.graphs@20261202T183049.487749Z.json). The
+    mechanism was named after that H100 miss: two cards agree, a third (another L2 size) would test it."""
+    if hardware.l2_bytes:
+        return int(hardware.l2_bytes), (f"compiled forward: + L2 = {hardware.l2_bytes:,} B (Inductor's benchmarker "
+                                        "zeroes one L2 of int32 between timed launches; H200 and H100 agree)")
+    return int(COMPILED_FORWARD_EXTRA.value), COMPILED_FORWARD_EXTRA.note() + f" ({hardware.name}: L2 size unknown)"
 
 
 def mlp_peak_width(i: int, h: int, held: bool, tp: int) -> tuple[int, str]:
@@ -112,8 +125,9 @@ def peak_activation(model: ModelSpec, hardware: HardwareSpec, rs: ResolvedSettin
     mlp_width, width = mlp_peak_width(i, h, held, tp)
     phases: dict[str, float] = {"forward MLP": n * mlp_width * b}
     phases["forward attention"] = n * (3 * h + s.qkv_out + s.attn_out) * b
+    extra, extra_note = compiled_forward_extra(hardware)
     if compiled:
-        phases["forward MLP"] += COMPILED_FORWARD_EXTRA.value
+        phases["forward MLP"] += extra
     gather = r * s.vocab_rows * b if tp > 1 else 0  # the local logits shard before the all-gather
     sampler = n * h * b + r * h * b + r * vocab_padded * b + gather
     notes = []
@@ -146,7 +160,7 @@ def peak_activation(model: ModelSpec, hardware: HardwareSpec, rs: ResolvedSettin
         if name != where:
             notes.append(f"{name} phase: {v:,.0f} B (not the peak)")
     if compiled:
-        notes.append(COMPILED_FORWARD_EXTRA.note())
+        notes.append(extra_note)
     if tp > 1:
         notes.append("tensor parallel: per-rank widths (I / tp, fused QKV of this rank's heads, vocab shard + "
                      "all-gathered logits) and the all-reduce's out-of-place output at down_proj; that output "
