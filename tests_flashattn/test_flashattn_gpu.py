@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import flashattn_h100_findings as h100
 import pytest
 from flashattn_cases import Case, as_ceilings, predict
 from flashattn_findings import decode_target_marks, target_marks
@@ -55,7 +56,7 @@ def _fast_or_slow(case: Case) -> Any:
     shape (and with GQA); the lower rungs and the other lengths, which compile and time most of this
     module's ~76 s, run in the full session."""
     at_target = case.rung == BEST and case.n == TARGET["n"]
-    return pytest.param(case, id=case.name, marks=() if at_target else (pytest.mark.slow,))
+    return pytest.param(case, id=case.name, marks=(*h100.marks(case), *(() if at_target else (pytest.mark.slow,))))
 
 
 @pytest.mark.parametrize("case", [_fast_or_slow(c) for c in CASES])

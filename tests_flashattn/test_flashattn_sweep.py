@@ -53,6 +53,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import flashattn_h100_findings as h100
 import pytest
 from flashattn_cases import Case, as_ceilings, predict
 from flashattn_findings import sweep_marks
@@ -85,7 +86,7 @@ def _cases(ns: tuple[int, ...], head_dim: int, gqa: bool = False) -> list[Case]:
 SWEEP = _cases(N_D128, 128) + _cases(N_D64, 64) + _cases(N_GQA, 128, gqa=True)
 
 
-@pytest.mark.parametrize("case", [pytest.param(c, id=c.name, marks=sweep_marks(c.name)) for c in SWEEP])
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.name, marks=(*sweep_marks(c.name), *h100.marks(c))) for c in SWEEP])
 def test_sweep_time_against_its_prediction(case: Case, target: Any, measured_once: Any, ceilings_for: Any,
                                            reconcile: Any, anatomy_benchmark: Any) -> None:
     rec = measured_once(case.name, case.live)

@@ -22,6 +22,7 @@ import functools
 import json
 from pathlib import Path
 
+import kernel_h100_findings as h100
 import pytest
 
 from pytest_anatomy.kernels import autotune as at
@@ -110,15 +111,20 @@ FP32_RUNGS = ("s5-2d-regtile", "s6-vectorized", "s7-warptiling")
 _BEST_FP32 = min(sgemm_ms(r) for r in FP32_RUNGS)
 
 
-# A finding is a fact about one card's measurements: every mark here carries hardware=MEASURED_ON,
+# A finding is a fact about one card's measurements: every mark here carries hardware=CHECKED_ON,
 # so the plugin applies it to that card's reconciliations (recorded or live) and to no other card's.
 MEASURED_ON = "h200"
+# The cards each band is applied on: written on the H200, held unchanged against the first H100 session
+# (results/h100-sxm/live-runs/20261202T182700Z.full.json), as pre-registered in docs/RECORDING.md ("The first
+# H100 visit": the compute-bound findings are GH100 properties). A finding whose H100 ratio fell outside its
+# band keeps MEASURED_ON alone (and the H100's miss has its own finding).
+CHECKED_ON = (MEASURED_ON, "h100-sxm")
 
 
 def finding(fid: str, reason: str, ratio: float, quantity: str | None = None,
-            divides_by_ceiling: bool = False) -> pytest.MarkDecorator:
+            divides_by_ceiling: bool = False, cards: str | tuple[str, ...] = CHECKED_ON) -> pytest.MarkDecorator:
     return pytest.mark.finding(fid, reason=reason + band_note(divides_by_ceiling),
-                               expected=band(ratio, divides_by_ceiling), hardware=MEASURED_ON,
+                               expected=band(ratio, divides_by_ceiling), hardware=cards,
                                **({"quantity": quantity} if quantity else {}))
 
 
@@ -798,13 +804,25 @@ def marks_for(table: str, key: str) -> tuple[pytest.MarkDecorator, ...]:
     if banded is not None:
         fid, reason, expected = banded
         strict = fid not in NOT_STRICT and (table, key) not in NOT_STRICT_KEYS
-        return (pytest.mark.finding(fid, reason=reason, expected=expected, hardware=MEASURED_ON,
+        return (pytest.mark.finding(fid, reason=reason, expected=expected, hardware=cards_for(table),
                                     **({} if strict else {"strict": False})),)
     entry = TABLES.get(table, {}).get(key)
     if entry is None:
         return ()
     fid, reason, ratio = entry
-    return (finding(fid, reason, ratio, divides_by_ceiling=table in CEILING_TABLES),)
+    return (finding(fid, reason, ratio, divides_by_ceiling=table in CEILING_TABLES, cards=cards_for(table)),
+            *h100.scaled_marks(table, key, band(ratio, table in CEILING_TABLES)))
+
+
+# Tables whose ratio is the H200's alone: a pre-registration written for the H200 (its checks run on the H200
+# only, or judge another card by a looser bound: the streaming floor's x10 without one), or a floor priced at
+# the session's read ceiling, which moves with the card's bandwidth while an instruction- or LSU-bound rung's
+# time does not (kernel_h100_findings scales those bands by the two cards' ceilings instead).
+H200_ONLY_TABLES = CEILING_TABLES | {"preregistered", "issue_preregistered", "mma_issue_preregistered", "vocab_target"}
+
+
+def cards_for(table: str) -> str | tuple[str, ...]:
+    return MEASURED_ON if table in H200_ONLY_TABLES else CHECKED_ON
 
 
 # --- the seed's RTX 4090 SGEMM rungs (test_kernels_seed_sgemm.py) ---------------------------
@@ -916,7 +934,7 @@ COMPILER_VECTORIZES_S5 = pytest.mark.finding("compiler-vectorizes-s5", reason="p
 
 # --- Nsight Compute counters (test_kernels_counters.py) -------------------------------------
 VOCAB_ROWS_EXCEED_L2 = pytest.mark.finding(
-    "h200-online-softmax-vocab-rereads-dram", quantity="dram_read_bytes", expected=(1.9, 2.1), hardware=MEASURED_ON,
+    "h200-online-softmax-vocab-rereads-dram", quantity="dram_read_bytes", expected=(1.9, 2.1), hardware=CHECKED_ON,
     reason="The online softmax reads each row twice (the running max/sum pass, then the normalising pass) and the "
            "ledger assumes the block's second read of its own row hits L2. At 128 x 152,064 the 128 rows run at "
            "once, one block each, so the rows in flight are 128 x 594 KiB = 74 MiB, more than the H200's 60 MiB "
@@ -930,4 +948,5 @@ def byte_ledger_exceeded(prereg_ratio: float, prereg_ms: float, observed: float)
     reason = BYTE_LEDGER_EXCEEDED.format(prereg=prereg_ratio, prereg_ms=prereg_ms, observed=observed,
                                          measured_ms=sgemm_ms("s2-coalesced"))
     return (pytest.mark.finding("h200-byte-ledger-exceeded", reason=reason + band_note(True),
-                                expected=band(observed, True), hardware=MEASURED_ON),)
+                                expected=band(observed, True), hardware=MEASURED_ON),
+            *h100.byte_ledger_marks(band(observed, True)))

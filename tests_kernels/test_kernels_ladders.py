@@ -30,6 +30,7 @@ from pytest_anatomy.kernels.ladders import LADDERS
 from pytest_anatomy.kernels.registry import DeviceFacts, Variant, shape_label
 from pytest_anatomy.measure.measurement import Measurement
 from pytest_anatomy import session as anatomy_session
+from pytest_anatomy.specs.hardware import get_hardware
 from pytest_anatomy import targets as tg
 from pytest_anatomy.kernels.registry import PREREGISTERED_ON
 from pytest_anatomy.theory.kernels import (
@@ -270,9 +271,10 @@ def _prereg_roofline_ratio(v: Variant, spec) -> float:
 def _exceeds(t: tg.Target, v: Variant) -> tuple:
     """The byte-ledger finding where the pre-registration already put the rung past its roofline."""
     observed = hf.BYTE_LEDGER.get(v.id)
-    if t.name != PREREGISTERED_ON or not observed or t.spec is None:
+    if t.name not in hf.CHECKED_ON or not observed or t.spec is None:
         return ()
-    r = _prereg_roofline_ratio(v, t.spec)
+    # the pre-registration's own roofline ratio is the H200's (it was written for that card), on every card
+    r = _prereg_roofline_ratio(v, get_hardware(PREREGISTERED_ON))
     if r <= 1:
         return ()
     return hf.byte_ledger_exceeded(r, v.preregistered_ms(SHAPES["sgemm"]), observed)

@@ -1,0 +1,90 @@
+"""FlashAttention findings on the first H100 (NVML UUID GPU-fabd6938, 2026-12-02), as data.
+
+The H200's findings were held unchanged against the H100's live session (flashattn_findings.CHECKED_ON), as
+pre-registered in docs/RECORDING.md ("The first H100 visit"), and held. Six rung checks that agree on the H200
+missed on the H100. Both cards have the same GH100 SMs at the same clock and differ in DRAM (4.39 against 3.11
+TB/s read) and L2 (60 against 50 MiB). So a kernel bound by its tensor-core work should take the H200's time on
+the H100, and one bound by DRAM up to the ratio of the two read ceilings longer. That is the band for each case
+below: the H200's recorded times for the case (every visit, min to max) times that factor, over the H100's
+prediction for the recording checked. It comes from the H200's measurements and the two ceilings, never from the
+H100's time.
+- r6-tma-pipelined at N = 32k (full and causal, MHA and GQA): 18.1 ms on the H100, 18.4 ms on the H200. The
+  prediction grew 11% with the H100's lower bandwidth and smaller L2 (its IO term), but the kernel's time did not:
+  the TMA pipeline hides that IO under the tensor-core work. Factor 0.98-1.02: compute-bound, within 2%.
+- r1-naive and r2-fa1 at N = 4096: 13-14% slower on the H100 (10.4 against 9.2 ms, 18.1 against 15.8 ms). Both
+  write and re-read a full tensor per KV step (S for r1, O rescaled for r2), so both are partly bound by DRAM. The
+  model gives r1 too much DRAM time (its prediction grew 26%) and r2 too little (1%). Factor 1.0 to the ceiling
+  ratio: somewhere between compute-bound and DRAM-bound, which is all that the two cards establish.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+import pytest
+from flashattn_cases import Case, predict
+
+from pytest_anatomy import recordings
+from pytest_anatomy.specs.hardware import get_hardware
+from pytest_anatomy.theory import attention as at
+
+H100, H200 = "h100-sxm", "h200"
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+
+# case name -> (low, high) factor on the H200's time range, and why
+COMPUTE_BOUND = (0.98, 1.02)
+PARTLY_DRAM = "ceiling ratio"
+CASES: dict[str, tuple[tuple[float, float] | str, str]] = {
+    **{f"fa2.r6-tma-pipelined.{shape}.{mask}": (COMPUTE_BOUND, "h100-fa2-long-sequences-hide-their-io")
+       for shape in ("b1h16n32768d128", "b1h16kv4n32768d128") for mask in ("full", "causal")},
+    **{f"fa2.{rung}.b4h32n4096d128.{mask}": (PARTLY_DRAM, "h100-fa2-early-rungs-partly-dram-bound")
+       for rung in ("r1-naive", "r2-fa1") for mask in ("full", "causal")},
+}
+WHY = {
+    "h100-fa2-long-sequences-hide-their-io": (
+        "At N = 32k the TMA-pipelined rung takes the H200's time on the H100 (same SMs, same clock): the prediction "
+        "grew with the H100's lower read ceiling and smaller L2 (its IO term), the kernel did not, because its loads "
+        "overlap the tensor-core work. Band: the H200's recorded times of this case x (0.98, 1.02), over the H100's "
+        "prediction."),
+    "h100-fa2-early-rungs-partly-dram-bound": (
+        "r1 (S written and read back) and r2 (O rescaled through memory each KV step) run 13-14% slower on the H100 "
+        "than on the H200, about a third of the two cards' read-ceiling ratio: partly DRAM-bound. The time model "
+        "gives r1 too much DRAM time and r2 too little. Band: the H200's recorded times x (1, H200 / H100 read "
+        "ceiling), over the H100's prediction: between compute-bound and DRAM-bound."),
+}
+
+
+def _ceilings(hardware: str, rec: recordings.Recording) -> at.Ceilings:
+    ceil = recordings.load_latest(RESULTS, hardware, "ceilings", "ceilings", stamp=rec.provenance["ceilings_recorded_at"])
+    return at.Ceilings(ceil["matmul_bf16.value"].value, ceil["read_bandwidth.value"].value, "recorded")
+
+
+@cache
+def band(case: Case) -> tuple[float, float] | None:
+    """The H100 band of `case` (see the module docstring), or None where this checkout lacks the recordings."""
+    entry = CASES.get(case.name)
+    try:
+        h200 = [recordings.load_file(p) for p in recordings.candidates(RESULTS, H200, "flashattn", case.name)]
+        h100 = recordings.load_latest(RESULTS, H100, "flashattn", case.name)
+    except (FileNotFoundError, LookupError):
+        return None
+    if entry is None or not h200:
+        return None
+    factor, _ = entry
+    mine = _ceilings(H100, h100)
+    if factor == PARTLY_DRAM:
+        factor = (1.0, _ceilings(H200, h200[-1]).read_bandwidth / mine.read_bandwidth)
+    assert isinstance(factor, tuple)
+    pred, _, _ = predict(case, mine, get_hardware(H100))
+    times = [r["time"].value for r in h200]
+    return (round(min(times) * factor[0] / pred.value, 4), round(max(times) * factor[1] / pred.value, 4))
+
+
+def marks(case: Case) -> tuple[pytest.MarkDecorator, ...]:
+    """The H100 finding of `case`, if it has one and the recordings are in this checkout."""
+    expected = band(case)
+    if expected is None:
+        return ()
+    fid = CASES[case.name][1]
+    return (pytest.mark.finding(fid, hardware=H100, quantity="time", expected=expected, reason=WHY[fid]),)
