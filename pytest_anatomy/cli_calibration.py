@@ -111,6 +111,15 @@ def typical_session_b1(results: Path, hw: HardwareSpec) -> recordings.Recording:
     prefill; the newer of two at the middle). Why not the newest: each visit draws a different card, and the tenth
     H200 card's residual (1.358-1.384 ms) lay below the nine before it (1.485-1.551), so a default taken from
     whichever card came last moves every answer with that card. MissingRecording when there is no session."""
+    ranked = b1_residuals(results, hw)
+    if not ranked:
+        return recordings.load_latest(results, hw.name, "latency", DECODE)  # raises, or the one there is
+    return ranked[len(ranked) // 2][2]
+
+
+def b1_residuals(results: Path, hw: HardwareSpec) -> list[tuple[float, str, recordings.Recording]]:
+    """(b=1 step less its bare roofline at that session's read ceiling, stamp, b=1 recording) of every complete
+    recorded session of `hw`, smallest residual first: the step overhead each session measured."""
     qwen = load_model(CALIBRATION_MODEL)
     ranked = []
     for path in recordings.candidates(results, hw.name, "latency", DECODE):
@@ -126,10 +135,8 @@ def typical_session_b1(results: Path, hw: HardwareSpec) -> recordings.Recording:
             ranked.append((b1["step_time_s"].value - roofline.value, recordings.stamp_of(b1.recorded_at), b1))
         except (recordings.MissingRecording, KeyError, TypeError, ValueError):
             continue  # an incomplete session calibrates nothing
-    if not ranked:
-        return recordings.load_latest(results, hw.name, "latency", DECODE)  # raises, or the one there is
     ranked.sort(key=lambda r: (r[0], r[1]))
-    return ranked[len(ranked) // 2][2]
+    return ranked
 
 
 # Tiny-hidden twins of the calibration model (scripts/device/latency_plan.py --overhead-models).

@@ -19,7 +19,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
@@ -97,3 +97,16 @@ def mark_for(marks: list[FindingMark], name: str, hardware: str | None = None) -
         if m.covers(name, hardware):
             return m
     return None
+
+
+def carried_to_another_card(mark: FindingMark, hardware: str | None, tolerance: Any) -> FindingMark:
+    """A band written on one card (the first of the mark's cards) and carried to another: widened by the check's
+    own measured-noise budget (Tolerance.budget), which the band's source session never saw. A target tolerance
+    (no budget) widens nothing: a goal is not noise. On the card it was written on, the band is unchanged."""
+    cards = mark.cards
+    rel = float(getattr(tolerance, "rel", 0.0) or 0.0)
+    if (mark.expected is None or len(cards) < 2 or hardware == cards[0] or hardware not in cards
+            or not getattr(tolerance, "budget", ()) or rel <= 0):
+        return mark
+    lo, hi = mark.expected
+    return replace(mark, expected=(round(lo * (1 - rel), 4), round(hi * (1 + rel), 4)))

@@ -14,7 +14,7 @@ from typing import Any, Callable, Mapping
 import pytest
 
 from pytest_anatomy import recordings
-from pytest_anatomy.findings import mark_for, parse_finding_marks
+from pytest_anatomy.findings import carried_to_another_card, mark_for, parse_finding_marks
 from pytest_anatomy.measure.measurement import Measurement
 from pytest_anatomy.option_names import HARDWARE_OPTION, RECORD_OPTION, SOURCE_OPTION
 from pytest_anatomy.outcome import RECONCILED
@@ -90,6 +90,8 @@ class Reconciler:
             if not 0 <= lo <= hi:
                 raise ValueError(f"{name}: finding_band={finding_band} needs 0 <= lo <= hi")
             mark = dataclasses.replace(mark, expected=(round(lo, 4), round(hi, 4)))
+        if mark is not None:
+            mark = carried_to_another_card(mark, hardware, tolerance)
         recon = compare(
             name, predicted, measured, tolerance,
             finding=mark.to_dict() if mark else None,

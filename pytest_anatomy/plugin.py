@@ -25,9 +25,10 @@ SUITES = ("capacity", "latency", "kernels", "quant", "flashattn", "deployment", 
 _MARKERS = (
     *(f"{suite}: tests in tests_{suite}/ (added automatically)" for suite in SUITES),
     "gpu: needs a live GPU or a recording of one; skipped with the reason when it has neither",
-    "targets(recorded=PREFIX, live=False): parametrize `target` only over replay targets holding a recording "
-    "named PREFIX* (and the live target if live=True; by default data such as the seed study's exists only as "
-    "recordings)",
+    "targets(recorded=PREFIX, live=False, hardware=None): parametrize `target` only over replay targets holding a "
+    "recording named PREFIX* (and the live target if live=True; by default data such as the seed study's exists "
+    "only as recordings); hardware= (a name or a tuple) keeps only those targets: a table of one card's findings "
+    "is recomputed from that card's recordings, not from every card's",
     "slow: a long live measurement (engine starts, load runs); `-m 'gpu and not slow'` is the fast live subset",
     "finding(id, *, reason, quantity=None, expected=None, hardware=None, strict=True): an expected, explained "
     "divergence on one card (reported as a finding: an xfail; once resolved it fails unless strict=False)",
@@ -86,6 +87,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         prefix, live = only.kwargs.get("recorded", ""), bool(only.kwargs.get("live", False))
         folder = session.settings.results_dir
         targets = [t for t in targets if (live if t.live else any((folder / t.name / suite).glob(f"{prefix}*@*.json")))]
+        only_on = only.kwargs.get("hardware")
+        if only_on is not None:
+            names = (only_on,) if isinstance(only_on, str) else tuple(only_on)
+            targets = [t for t in targets if t.name in names]
     metafunc.parametrize("target", targets, ids=[t.name for t in targets])
 
 

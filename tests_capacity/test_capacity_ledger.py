@@ -459,7 +459,7 @@ def _cases(name: str, t: tg.Target, results: Path) -> list[tuple[tuple, str, tup
         return [((r, term), f"{r.test_id}-{term}", (*_term_marks(r, term), *slow(r))) for r in runs for term in TERMS
                 if _term_checked(r, term)]
     if name == "test_preregistered_prediction":
-        return [((r, q, p), f"{r.test_id}-{q}-{p.file.removesuffix('.json')}",
+        return [((r, q, p), f"{r.test_id}-{q}-{p.file.removesuffix('.json').removeprefix('capacity-')}",
                  (*slow(r), *_preregistration_marks(r, p, q)))
                 for r in runs for p in _preregistered_for(results, r) for q in PREREGISTERED_CHECKED
                 if q in p.predictions]

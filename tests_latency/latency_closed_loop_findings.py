@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from latency_decode_findings import LLAMA_OVERHEAD_BELOW_QWEN, PER_SEQUENCE_COST
-from latency_findings_common import LLAMA, MEASURED_ON, OTHER_SESSION_NOISE, QWEN, StepCarried, _count
+from latency_findings_common import CHECKED_ON, LLAMA, OTHER_SESSION_NOISE, QWEN, StepCarried, _count
 
 # measured / steady-state closed form at C=64 (test_saturation_throughput), eta fitted on the 8,192 prefill (the
 # recipe every session has), of the runs that set each model's band: Qwen2.5-7B's, its own earlier runs (every
@@ -66,7 +66,7 @@ PROMPT_STEPS_SLOWER = (
 def steady_state_marks(model: str) -> tuple[pytest.MarkDecorator, ...]:
     """The band is set at test time (steady_state_band with the run's own shift: reconcile(finding_band=))."""
     return (pytest.mark.finding("h200-prompt-steps-slower-than-modeled", reason=PROMPT_STEPS_SLOWER,
-                                quantity="output_throughput_steady_state", hardware=MEASURED_ON),)
+                                quantity="output_throughput_steady_state", hardware=CHECKED_ON),)
 
 
 # Closed loop at C sequences: the median ITL is a decode step of batch C. Where the isolated decode step at batch C,
@@ -95,7 +95,7 @@ def closed_throughput_marks(model: str, c: int) -> tuple[Any, ...]:
     inverse, budget = carried.earlier[0]
     return (pytest.mark.finding(
         "h200-transferred-overhead-above-llamas" if inverse > 1 else "h200-decode-per-sequence-cost",
-        hardware=MEASURED_ON, quantity="output_throughput",
+        hardware=CHECKED_ON, quantity="output_throughput",
         reason=(f"Closed loop at C = {c}: a request is decode steps of batch {c}, and the same session's isolated "
                 f"decode step at batch {c} runs {1 / inverse:.4f}x its prediction (budget +-{budget:.4f}), so the "
                 f"throughput runs at its inverse. " + (LLAMA_OVERHEAD_BELOW_QWEN if inverse > 1 else PER_SEQUENCE_COST)
@@ -115,7 +115,7 @@ def closed_itl_marks(model: str, c: int) -> tuple[Any, ...]:
         return ()
     ratio, budget = carried.earlier[0]
     return (pytest.mark.finding(
-        "h200-decode-per-sequence-cost", hardware=MEASURED_ON, quantity="itl_median",
+        "h200-decode-per-sequence-cost", hardware=CHECKED_ON, quantity="itl_median",
         reason=(f"Closed loop at C = {c}: the median ITL is a decode step of batch {c}, and the same session's isolated "
                 f"decode step at batch {c} runs {ratio:.4f}x its prediction (budget +-{budget:.4f}): each sequence "
                 "costs more than its KV bytes at the read ceiling. Band: that step's ratio +- its budget and this "
@@ -172,7 +172,7 @@ def _c1_first_token_reason() -> str:
 def c1_first_token_marks(model: str, c: int) -> tuple[Any, ...]:
     if (model, c) not in C1_FIRST_TOKEN_CASES:
         return ()
-    return (pytest.mark.finding("h200-ttft-short-prefill-and-frontend", hardware=MEASURED_ON,
+    return (pytest.mark.finding("h200-ttft-short-prefill-and-frontend", hardware=CHECKED_ON,
                                 quantity="output_throughput", reason=_c1_first_token_reason(), strict=False),)
 
 
@@ -186,7 +186,7 @@ def b64_step_miss_mark(ratio: float, budget: float, miss_ms: float, shift: float
     the same session's b=64 step over the step model by `ratio` (beyond its noise `budget`), every step re-simulated
     `miss_ms` longer, which takes the throughput to `shift` x the calibrated simulation's."""
     return pytest.mark.finding(
-        B64_STEP_MISS_ID, hardware=MEASURED_ON, quantity="output_throughput", strict=False,
+        B64_STEP_MISS_ID, hardware=CHECKED_ON, quantity="output_throughput", strict=False,
         expected=(round(0.9 * shift, 4), 1.1),
         reason=(f"The same session's decode step at b=64 ran {ratio - 1:+.1%} over the step model (noise budget "
                 f"{budget:.1%}; h200-decode-per-sequence-cost: each extra sequence costs more than its KV bytes), so "

@@ -8,7 +8,7 @@ stalled-run finding itself).
 from __future__ import annotations
 
 import pytest
-from latency_findings_common import (LLAMA, MEASURED_ON, OTHER_SESSION, OTHER_SESSION_NOISE, QWEN, _and, _count,
+from latency_findings_common import (CHECKED_ON, LLAMA, MEASURED_ON, OTHER_SESSION, OTHER_SESSION_NOISE, QWEN, _and, _count,
                                      _plural, other_session_band)
 
 # measured / predicted decode step in OTHER_SESSION, by (model, batch): Qwen with its own calibration,
@@ -124,7 +124,7 @@ def decode_step_marks(model: str, b: int) -> tuple[pytest.MarkDecorator, ...]:
         return ()
     fid, reason = (("h200-transferred-overhead-above-llamas", LLAMA_OVERHEAD_BELOW_QWEN) if ratio < 1
                    else ("h200-decode-per-sequence-cost", PER_SEQUENCE_COST))
-    return (pytest.mark.finding(fid, reason=reason, expected=other_session_band(ratio), hardware=MEASURED_ON,
+    return (pytest.mark.finding(fid, reason=reason, expected=other_session_band(ratio), hardware=CHECKED_ON,
                                 strict=(model, b) not in BORDERLINE),)
 
 
@@ -145,12 +145,12 @@ TINY_OVERHEAD_REASON = (
     "overlaps, so it is a floor, not a term to add. The calibration therefore keeps Qwen2.5-7B's own b=1 residual "
     "(calibration.TINY_OVERHEAD_IS_ADDITIVE = False). Band: the measured step this mechanism expects, the checked "
     "session's roofline plus the b=1 residual of each other recorded session, +- that session's and this run's noise.")
-TINY_OVERHEAD_FINDING = pytest.mark.finding("h200-tiny-model-step-is-the-cpu-loop", hardware=MEASURED_ON,
+TINY_OVERHEAD_FINDING = pytest.mark.finding("h200-tiny-model-step-is-the-cpu-loop", hardware=CHECKED_ON,
                                             reason=TINY_OVERHEAD_REASON, quantity="decode_step_tiny_overhead")
 
 
 _R = ROOFLINE_OTHER_SESSION
-DECODE_ROOFLINE = pytest.mark.finding("h200-decode-step-overhead", hardware=MEASURED_ON,
+DECODE_ROOFLINE = pytest.mark.finding("h200-decode-step-overhead", hardware=MEASURED_ON,  # its band is the H200's ms
     reason=(f"The bare roofline ({_R['bytes_gb']:.2f} GB at the measured {_R['read_tb_s']:.2f} TB/s read ceiling = "
             f"{_R['roofline_ms']:.2f} ms; {_R['bytes_gb'] / 4.8:.2f} ms at the 4.8 TB/s datasheet) misses "
             f"{_R['step_ms'] - _R['roofline_ms']:.2f} ms of the {_R['step_ms']:.2f} ms b=1 step "
@@ -197,5 +197,5 @@ def marginal_cost_band(model: str) -> tuple[float, float]:
 
 
 def marginal_cost_marks(model: str) -> tuple[pytest.MarkDecorator, ...]:
-    return (pytest.mark.finding("h200-decode-per-sequence-cost", hardware=MEASURED_ON, reason=MARGINAL_COST_REASON,
+    return (pytest.mark.finding("h200-decode-per-sequence-cost", hardware=CHECKED_ON, reason=MARGINAL_COST_REASON,
                                 expected=marginal_cost_band(model)),)

@@ -2,7 +2,7 @@
 the bands that are derived from a different run than the one checked.
 
 A finding explains a gap in one card's measurements (the numbers in its reason are that card's);
-its mark carries `hardware=MEASURED_ON`, so on any other target the same reconciliation is judged
+its mark carries `hardware=CHECKED_ON`, so on any other target the same reconciliation is judged
 on its own. Another card's findings get their own constant here.
 
 Decode-step bands come from the other H200 session (OTHER_SESSION: the 2026-11-30 runs) while the
@@ -52,7 +52,7 @@ from latency_decode_findings import (B1_RESIDUAL_MS, BORDERLINE, DECODE_RATIO_OT
                                      STALLED_DECODE_RUNS, STALLED_PINNED_POOL, TINY_OVERHEAD_FINDING,
                                      TINY_OVERHEAD_REASON, decode_step_marks, marginal_cost_band, marginal_cost_marks,
                                      marginal_cost_span)
-from latency_findings_common import (LLAMA, MEASURED_ON, OTHER_SESSION, OTHER_SESSION_NOISE, QWEN, Carried, StepCarried,
+from latency_findings_common import (CHECKED_ON, LLAMA, MEASURED_ON, OTHER_SESSION, OTHER_SESSION_NOISE, QWEN, Carried, StepCarried,
                                      _count, other_session_band)
 from latency_poisson_overload_findings import (CARRIED, ENGINE_TTFT_FINDING, FIRST_WITH_GEMM_TIMINGS,
                                                FRONTEND_MS_BELOW_KNEE, HEAVY, HEAVY_MARKS, ITL_MARKS,
@@ -77,7 +77,7 @@ from latency_seed_findings import (ATTAINMENT, HIGH_C, HIGH_C_MEDIAN, PAIRED_PRO
 # reasons' compared sessions and parts).
 __all__ = [
     "b64_step_miss_mark",
-    "MEASURED_ON", "QWEN", "LLAMA", "_count", "OTHER_SESSION", "OTHER_SESSION_NOISE", "other_session_band", "Carried",
+    "CHECKED_ON", "MEASURED_ON", "QWEN", "LLAMA", "_count", "OTHER_SESSION", "OTHER_SESSION_NOISE", "other_session_band", "Carried",
     "StepCarried", "DECODE_RATIO_OTHER_SESSION", "MARGINAL_COST_RUNS", "HOST_STALL_FINDING_ID", "STALLED_DECODE_RUNS",
     "STALLED_PINNED_POOL", "SLOPE_STALLED_SESSIONS", "NEWEST_SLOPE_STALLED", "NEWEST_SLOPE_STALLED_AT",
     "marginal_cost_span", "PER_SEQUENCE_COST", "B1_RESIDUAL_MS", "LLAMA_B1_RATIOS", "LLAMA_OVERHEAD_BELOW_QWEN",

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from latency_closed_loop_findings import PROMPT_STEPS_SLOWER
 from latency_decode_findings import DECODE_RATIO_OTHER_SESSION, marginal_cost_span
-from latency_findings_common import LLAMA, MEASURED_ON, QWEN, Carried, _and, _count, _days, _plural
+from latency_findings_common import CHECKED_ON, LLAMA, QWEN, Carried, _and, _count, _days, _plural
 
 POISSON = ("0.25", "0.5", "0.8", "1", "1.3")  # Poisson rates as fractions of the C=64 request rate
 # A pool oversubscribed ~1.6x (128 prompts against a pinned ~225k-token pool) queues differently from one
@@ -44,7 +44,7 @@ STRADDLING_THE_GOAL = frozenset({"poisson.f1:itl_median", "overload:itl_mean", "
                                  "overload:ttft_p50"})
 
 
-TTFT_FINDING = pytest.mark.finding("h200-ttft-short-prefill-and-frontend", hardware=MEASURED_ON, quantity="ttft_p50",
+TTFT_FINDING = pytest.mark.finding("h200-ttft-short-prefill-and-frontend", hardware=CHECKED_ON, quantity="ttft_p50",
     reason="Below the knee TTFT p50 is one 1,024-token prefill, measured well above its simulation (ttft_p50 row). "
            "Two parts: the engine's own prefill of 1,024 tokens (median scheduling-to-first-token: the "
            "engine_ttft_p50 row) runs above the model, the lone-short-prefill excess seen in test_prefill[128/512] "
@@ -53,7 +53,7 @@ TTFT_FINDING = pytest.mark.finding("h200-ttft-short-prefill-and-frontend", hardw
     expected=(1.3, 2.2))
 # strict=False: at the lowest rates the engine's own TTFT lands either side of the 25% goal from one session (and
 # calibration) to the next (1.13-1.14 on 2026-12-01 11:24 at 0.25x and 0.5x, above 1.25 in the sessions before).
-ENGINE_TTFT_FINDING = pytest.mark.finding("h200-ttft-short-prefill-and-frontend", hardware=MEASURED_ON, quantity="engine_ttft_p50", reason=TTFT_FINDING.kwargs["reason"],
+ENGINE_TTFT_FINDING = pytest.mark.finding("h200-ttft-short-prefill-and-frontend", hardware=CHECKED_ON, quantity="engine_ttft_p50", reason=TTFT_FINDING.kwargs["reason"],
     expected=(1.2, 1.6), strict=False)
 
 
@@ -68,14 +68,14 @@ LLAMA_TTFT_REASON = (
     "start later.")
 TTFT_MARKS = {
     **{(QWEN, f): (TTFT_FINDING, ENGINE_TTFT_FINDING) for f in POISSON},
-    **{(QWEN, f): tuple(pytest.mark.finding("h200-ttft-short-prefill-and-frontend", hardware=MEASURED_ON, quantity=q,
+    **{(QWEN, f): tuple(pytest.mark.finding("h200-ttft-short-prefill-and-frontend", hardware=CHECKED_ON, quantity=q,
                                             reason=TTFT_FINDING.kwargs["reason"] + CARRIED[f"poisson.f{f}:{q}"].describe())
                         for q in ("ttft_p50", "engine_ttft_p50")) for f in ("1", "1.3")},
-    (LLAMA, "0.8"): (pytest.mark.finding("h200-ttft-short-prefill-and-frontend", hardware=MEASURED_ON, quantity="ttft_p50",
+    (LLAMA, "0.8"): (pytest.mark.finding("h200-ttft-short-prefill-and-frontend", hardware=CHECKED_ON, quantity="ttft_p50",
                                          reason=LLAMA_TTFT_REASON, expected=(1.3, 2.2)),),
-    (LLAMA, "1"): (pytest.mark.finding("h200-ttft-short-prefill-and-frontend", hardware=MEASURED_ON, quantity="ttft_p50",
+    (LLAMA, "1"): (pytest.mark.finding("h200-ttft-short-prefill-and-frontend", hardware=CHECKED_ON, quantity="ttft_p50",
                                        reason=LLAMA_TTFT_REASON, expected=(1.3, 2.2)),
-                   pytest.mark.finding("h200-ttft-short-prefill-and-frontend", hardware=MEASURED_ON, quantity="engine_ttft_p50",
+                   pytest.mark.finding("h200-ttft-short-prefill-and-frontend", hardware=CHECKED_ON, quantity="engine_ttft_p50",
                                        reason=LLAMA_TTFT_REASON, expected=(1.2, 1.6))),
 }
 
@@ -187,20 +187,20 @@ ITL_MEDIAN_BETWEEN_REASON = _itl_median_between_reason()
 
 
 ITL_MARKS = {
-    (QWEN, "0.5"): (pytest.mark.finding("h200-itl-under-load", hardware=MEASURED_ON, quantity="itl_mean",
+    (QWEN, "0.5"): (pytest.mark.finding("h200-itl-under-load", hardware=CHECKED_ON, quantity="itl_mean",
                                         reason=ITL_UNDER_LOAD + SESSIONS, expected=(1.05, 1.25), strict=False),),
-    (QWEN, "0.8"): (pytest.mark.finding("h200-itl-under-load", hardware=MEASURED_ON, quantity="itl_mean",
+    (QWEN, "0.8"): (pytest.mark.finding("h200-itl-under-load", hardware=CHECKED_ON, quantity="itl_mean",
                                         reason=ITL_UNDER_LOAD + SESSIONS, expected=(1.05, 1.25), strict=False),
-                    pytest.mark.finding("h200-itl-under-load", hardware=MEASURED_ON, quantity="itl_median",
+                    pytest.mark.finding("h200-itl-under-load", hardware=CHECKED_ON, quantity="itl_median",
                                         reason=ITL_MEDIAN_BETWEEN_REASON, strict=False)),
-    (QWEN, "1"): (pytest.mark.finding("h200-itl-under-load", hardware=MEASURED_ON, quantity="itl_mean",
+    (QWEN, "1"): (pytest.mark.finding("h200-itl-under-load", hardware=CHECKED_ON, quantity="itl_mean",
                                       reason=ITL_UNDER_LOAD + SESSIONS, expected=(1.05, 1.25), strict=False),
-                  pytest.mark.finding("h200-itl-under-load", hardware=MEASURED_ON, quantity="itl_median",
+                  pytest.mark.finding("h200-itl-under-load", hardware=CHECKED_ON, quantity="itl_median",
                                       reason=ITL_UNDER_LOAD + CARRIED["poisson.f1:itl_median"].describe(),
                                       strict="poisson.f1:itl_median" not in STRADDLING_THE_GOAL)),
-    (QWEN, "1.3"): (pytest.mark.finding("h200-itl-under-load", hardware=MEASURED_ON, reason=ITL_UNDER_LOAD + SESSIONS,
+    (QWEN, "1.3"): (pytest.mark.finding("h200-itl-under-load", hardware=CHECKED_ON, reason=ITL_UNDER_LOAD + SESSIONS,
                                         expected=(1.05, 1.25), strict=False),),
-    (LLAMA, "1.3"): (pytest.mark.finding("h200-itl-under-load", hardware=MEASURED_ON, reason=(
+    (LLAMA, "1.3"): (pytest.mark.finding("h200-itl-under-load", hardware=CHECKED_ON, reason=(
         "Llama-3.1-8B at 1.3x (at its knee; median and mean ITL measured and simulated in the rows beside this "
         f"text): decode steps of 50-90 sequences at ~{marginal_cost_span(LLAMA)}x the roofline's per-sequence cost "
         f"(h200-decode-per-sequence-cost: Llama b=64 {_L64 - 1:+.1%}, b=128 {_L128 - 1:+.1%} in the 2026-11-30 "
@@ -260,9 +260,9 @@ LLAMA_OVERLOAD_REASON = (
     f"224,688-token pool, 1.58x) lands inside the bands this run set{_heavy_outside()}: the regime, not the model, "
     "sets the split.")
 OVERLOAD_MARKS = {
-    QWEN: (pytest.mark.finding(MIXED_PREFILL, hardware=MEASURED_ON, quantity="prefill_part_of_ttft", reason=MIXED_REASON,
+    QWEN: (pytest.mark.finding(MIXED_PREFILL, hardware=CHECKED_ON, quantity="prefill_part_of_ttft", reason=MIXED_REASON,
                                expected=(1.3, 1.6)),
-           pytest.mark.finding(MIXED_PREFILL, hardware=MEASURED_ON, quantity="queueing_share_of_ttft", expected=(0.97, 1.0), reason=(
+           pytest.mark.finding(MIXED_PREFILL, hardware=CHECKED_ON, quantity="queueing_share_of_ttft", expected=(0.97, 1.0), reason=(
                "The measured queueing share falls below the simulated one by more than the fixed 1 pp budget (both "
                "in the row beside this text): the engine's prefill part of TTFT is longer than simulated ("
                + MIXED_REASON.split(";")[0] + ") and the frontend's ingress + egress, which the simulation omits, "
@@ -271,15 +271,15 @@ OVERLOAD_MARKS = {
 }
 # Overload ITL: the same decode steps of ~70-125 sequences as under Poisson load, in either pool regime.
 OVERLOAD_ITL_MARKS = {
-    QWEN: (pytest.mark.finding("h200-itl-under-load", hardware=MEASURED_ON, quantity="itl_mean",
+    QWEN: (pytest.mark.finding("h200-itl-under-load", hardware=CHECKED_ON, quantity="itl_mean",
                                reason=ITL_UNDER_LOAD + CARRIED["overload:itl_mean"].describe(),
                                strict="overload:itl_mean" not in STRADDLING_THE_GOAL),
-           pytest.mark.finding("h200-prompt-steps-slower-than-modeled", hardware=MEASURED_ON, quantity="output_throughput",
+           pytest.mark.finding("h200-prompt-steps-slower-than-modeled", hardware=CHECKED_ON, quantity="output_throughput",
                                reason=("Under overload (128 prompts of 16,113 + 1,024 tokens) the run delivers less than "
                                        "simulated, for the reason its closed loop at C=64 does: " + PROMPT_STEPS_SLOWER
                                        + CARRIED["overload:output_throughput"].describe()),
                                strict="overload:output_throughput" not in STRADDLING_THE_GOAL),
-           pytest.mark.finding(MIXED_PREFILL, hardware=MEASURED_ON, quantity="ttft_p50",
+           pytest.mark.finding(MIXED_PREFILL, hardware=CHECKED_ON, quantity="ttft_p50",
                                reason=MIXED_REASON + CARRIED["overload:ttft_p50"].describe(),
                                strict="overload:ttft_p50" not in STRADDLING_THE_GOAL),),
 }
@@ -287,7 +287,7 @@ OVERLOAD_ITL_MARKS = {
 # oversubscribed 1.06x (the whole 2M-token pool): its quantities carry the regime in their name, and its
 # bands come from the first run of that regime (Llama-3.1-8B, 2026-11-30), so the second model's run
 # (Qwen2.5-7B, live, 2026-12-01) is checked against a band it did not set.
-HEAVY_MARKS = (pytest.mark.finding(MIXED_PREFILL, hardware=MEASURED_ON, quantity="queueing_share_of_ttft" + HEAVY,
+HEAVY_MARKS = (pytest.mark.finding(MIXED_PREFILL, hardware=CHECKED_ON, quantity="queueing_share_of_ttft" + HEAVY,
                                    expected=_HEAVY_BAND["queueing_share_of_ttft"], reason=LLAMA_OVERLOAD_REASON),
-               pytest.mark.finding(MIXED_PREFILL, hardware=MEASURED_ON, quantity="prefill_part_of_ttft" + HEAVY,
+               pytest.mark.finding(MIXED_PREFILL, hardware=CHECKED_ON, quantity="prefill_part_of_ttft" + HEAVY,
                                    expected=_HEAVY_BAND["prefill_part_of_ttft"], reason=LLAMA_OVERLOAD_REASON))

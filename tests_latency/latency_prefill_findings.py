@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 from latency_decode_findings import B1_RESIDUAL_MS
-from latency_findings_common import MEASURED_ON, _count
+from latency_findings_common import CHECKED_ON, MEASURED_ON, _count
 
 # Qwen2.5-7B's lone prefill / its bare roofline at the matmul ceiling in OTHER_SESSION, by prompt length, and the
 # two runs' noise at that length (each run's repeat scatter + its matmul ceiling's scatter, the newest run's
@@ -30,7 +30,7 @@ PREFILL_BELOW_CEILING_REASON = (
 
 def prefill_ceiling_marks(length: int) -> tuple[pytest.MarkDecorator, ...]:
     ratio, noise = PREFILL_ROOFLINE_OTHER_SESSION[length], PREFILL_ROOFLINE_NOISE[length]
-    return (pytest.mark.finding("h200-prefill-below-matmul-ceiling", hardware=MEASURED_ON,
+    return (pytest.mark.finding("h200-prefill-below-matmul-ceiling", hardware=CHECKED_ON,
                                 reason=PREFILL_BELOW_CEILING_REASON,
                                 expected=(round(ratio * (1 - noise), 4), round(ratio * (1 + noise), 4))),)
 
@@ -226,9 +226,12 @@ def short_prefill_marks(model: str, name: str, length: int) -> tuple[pytest.Mark
     regime no longer sets a band: see SHORT_PREFILL_REASON); none at other lengths."""
     if length > 512:
         return ()
-    return tuple(pytest.mark.finding("h200-short-prefill-excess", hardware=MEASURED_ON, quantity=f"{name}{regime}",
-                                     reason=short_prefill_reason(), expected=prefill_band(model, length))
-                 for regime in ("", "_pinned_pool"))
+    # On the H100 the mark is not strict: its first session's short prompts scatter widely between repeats (Llama's
+    # 128-token prefill by 81%), so a check's own noise budget may swallow the gap the band describes there.
+    return tuple(pytest.mark.finding("h200-short-prefill-excess", hardware=cards, quantity=f"{name}{regime}",
+                                     reason=short_prefill_reason(), expected=prefill_band(model, length),
+                                     **({} if cards == MEASURED_ON else {"strict": False}))
+                 for regime in ("", "_pinned_pool") for cards in (MEASURED_ON, "h100-sxm"))
 
 
 def _prefill_above_gemms_reason() -> str:
@@ -256,7 +259,7 @@ def above_gemms_marks(model: str, name: str, length: int) -> tuple[pytest.MarkDe
     # strict=False from 8,192 tokens up: 8,192 sat inside its noise budget in six GEMM-timed sessions and 0.01-0.06
     # above it in ten (2026-12-01 11:24, nine of 2026-12-02's twelve); 16,384 and 32,000 sit at 1.10-1.21, either side
     # of the prefill goal from one session to the next
-    return tuple(pytest.mark.finding("h200-prefill-above-its-gemms", hardware=MEASURED_ON, quantity=f"{name}{regime}",
+    return tuple(pytest.mark.finding("h200-prefill-above-its-gemms", hardware=CHECKED_ON, quantity=f"{name}{regime}",
                                      reason=_prefill_above_gemms_reason(), expected=prefill_band(model, length),
                                      strict=length < 8192)
                  for regime in ("", "_pinned_pool"))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from latency_decode_findings import (DECODE_RATIO_OTHER_SESSION, HOST_STALL_FINDING_ID, STALLED_PINNED_POOL,
                                      marginal_cost_band)
-from latency_findings_common import MEASURED_ON, QWEN, _and, _count, _plural, other_session_band
+from latency_findings_common import CHECKED_ON, QWEN, _and, _count, _plural, other_session_band
 from latency_poisson_overload_findings import ITL_MARKS
 
 # The host-stall finding's numbers (HOST_STALL_REASON), from three flagged runs of Qwen2.5-7B on 2026-12-02 (the two
@@ -98,7 +98,7 @@ def stalled_run_marks(model: str, quantity: str, spread: float, b: int | None = 
         lo, hi = other_session_band(ratio)
     else:
         lo, hi = marginal_cost_band(model)
-    return (pytest.mark.finding(HOST_STALL_FINDING_ID, hardware=MEASURED_ON, quantity=quantity, reason=HOST_STALL_REASON,
+    return (pytest.mark.finding(HOST_STALL_FINDING_ID, hardware=CHECKED_ON, quantity=quantity, reason=HOST_STALL_REASON,
                                 expected=(lo, round(hi + spread, 4)), strict=False),)
 
 
@@ -154,5 +154,5 @@ def slow_prompt_mark(quantity: str, base: tuple[float, float], shift: float, thi
     expected = (round(min(lo, lo * shift), 4), round(max(hi, hi * shift), 4))
     reason = (SLOW_PROMPT_REASON.format(threshold=SLOW_PROMPT_STEPS) + f" This run: {this_run}; simulated "
               f"{quantity} at its pace is {shift:.3f}x the one at the session's.")
-    return pytest.mark.finding(SLOW_PROMPT_FINDING_ID, hardware=MEASURED_ON, quantity=quantity, reason=reason,
+    return pytest.mark.finding(SLOW_PROMPT_FINDING_ID, hardware=CHECKED_ON, quantity=quantity, reason=reason,
                                expected=expected, strict=False)

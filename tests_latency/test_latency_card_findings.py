@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import latency_card_findings as cf
 import pytest
+from latency_findings_common import MEASURED_ON
 import test_latency_load as load
 from latency_setups import mean_context
 
@@ -51,7 +52,7 @@ def _ratio(request, target, setup_beside, uuid: str, test: str, model: str) -> t
 
 
 @pytest.mark.gpu
-@pytest.mark.targets(recorded="qwen2.5-7b.decode.", live=False)
+@pytest.mark.targets(recorded="qwen2.5-7b.decode.", live=False, hardware=MEASURED_ON)
 def test_card_ratios_are_the_recorded_ones(request, target, setup_beside):
     """Every ratio the card findings quote is its check's measured / predicted on that card's recordings, one per
     session of that card that ran it."""

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import latency_findings as lf
 import pytest
+from latency_findings_common import MEASURED_ON
 from latency_setups import decode_step_miss, moved_by_step_miss, h200_workload, mean_context, median_scatter
 from test_latency_load import (LLAMA, QWEN, SETUP_FIXTURE, TPUT_WHY, _cases, _kw, _label, _models,
                                _reconcile_itl, _setup, _sim, _workload, itl_budget)
@@ -130,7 +131,7 @@ def c1_first_token(setup, rec, latency_recording, res: sv.SimResult) -> FirstTok
 
 
 @pytest.mark.gpu
-@pytest.mark.targets(recorded="qwen2.5-7b.closed.", live=False)
+@pytest.mark.targets(recorded="qwen2.5-7b.closed.", live=False, hardware=MEASURED_ON)
 def test_c1_first_token_table_is_the_recorded_one(request, target, latency_recording):
     """lf.C1_FIRST_TOKEN recomputed from every recorded Qwen2.5-7B closed.c1 run with its own session's setup and
     other runs: (measured / simulated, measured / simulated with first_token_times, the check's budget, the
@@ -186,7 +187,7 @@ def test_saturation_throughput(model, request, latency_recording, b64_step_miss,
     terms = steady_state_terms(engine_setup, rec, latency_recording)
     lo = (1 - transient) * (1 - sum(terms.values()))
     band = None
-    if engine_setup.label == lf.MEASURED_ON:  # the finding's band, in this run's calibration (lf.steady_state_band)
+    if engine_setup.label in lf.CHECKED_ON:  # the finding's band, in this run's calibration (lf.steady_state_band)
         fitted = request.getfixturevalue("setup_beside")(model, rec, eta_from_gemms=False)
         band = lf.steady_state_band(model, _steady_closed_form(fitted, rec).value / steady.value)
     reconcile("output_throughput_steady_state", steady, measured_tput, ratio=(round(lo, 4), 1.0),
@@ -212,7 +213,7 @@ def step_miss_mark(request, setup, rec, latency_recording, res) -> None:
     that miss (every step longer by the b=64 step's measured - predicted): the calibration at b=1 carried to b=64."""
     # The calibration's own model only: its b=1 point is in-sample, so its b=64 miss is the calibration carried to
     # b=64; Llama-3.1-8B's steps are the transfer's test (test_decode_overhead_transfers_to_a_second_model).
-    if setup.label != lf.MEASURED_ON or setup.model.name != lf.QWEN:
+    if setup.label not in lf.CHECKED_ON or setup.model.name != lf.QWEN:
         return
     moved = moved_by_step_miss(setup, rec, latency_recording, 64)
     if moved is None:
@@ -274,7 +275,7 @@ def decode_step_at(setup, rec, latency_recording, b: int) -> tuple[float, float]
 
 
 @pytest.mark.gpu
-@pytest.mark.targets(recorded="qwen2.5-7b.closed.", live=False)
+@pytest.mark.targets(recorded="qwen2.5-7b.closed.", live=False, hardware=MEASURED_ON)
 def test_closed_itl_bands_are_the_decode_steps(request, latency_recording):
     """lf.CLOSED_ITL_FROM_DECODE (the decode step's ratio and budget at batch C in the closed run's session, and
     the closed run's own median-ITL budget) recomputed from the recordings; every case the decode step itself
@@ -306,7 +307,7 @@ def _steady_closed_form(setup, rec) -> Prediction:
 
 
 @pytest.mark.gpu
-@pytest.mark.targets(recorded="qwen2.5-7b.closed.", live=False)
+@pytest.mark.targets(recorded="qwen2.5-7b.closed.", live=False, hardware=MEASURED_ON)
 def test_steady_state_bands_are_the_recorded_ratios(request, target):
     """lf.STEADY_STATE_RATIOS recomputed from every recorded C=64 run (eta fitted on the 8,192 prefill, the recipe
     every session has): Qwen2.5-7B's band from its runs before the newest, Llama-3.1-8B's from every Qwen run."""

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from latency_findings_common import MEASURED_ON
 from latency_setups import raw_files
 
 from pytest_anatomy.importers.xz import read_kept
@@ -138,7 +139,7 @@ def _outcome(parts: list[dict[str, Any]]) -> tuple[tuple[float, float], float, t
 
 
 @pytest.mark.gpu
-@pytest.mark.targets(recorded="qwen2.5-7b.decode.", live=False)
+@pytest.mark.targets(recorded="qwen2.5-7b.decode.", live=False, hardware=MEASURED_ON)
 def test_the_preregistered_sample_expectations_missed_as_recorded(sampled):
     """OUTCOME is what the kept rows say, session by session; and against the pre-registration: the load runs' mean
     SM clock fell below the news line, power reached the 700 W limit (not 350-600 W), the power-cap bit was set in

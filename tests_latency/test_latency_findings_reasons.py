@@ -11,6 +11,7 @@ from typing import Any
 
 import latency_findings as lf
 import pytest
+from latency_findings_common import MEASURED_ON
 import test_latency_closed_loop as closed_loop
 import test_latency_load as load
 from latency_setups import (
@@ -35,8 +36,9 @@ from pytest_anatomy.theory.flops import StepWork
 
 
 def recorded(test):
-    """A test that reads the target's recordings (replayed: the recorded H200 sessions)."""
-    return pytest.mark.gpu(pytest.mark.targets(recorded="qwen2.5-7b.decode.", live=False)(test))
+    """A test that recomputes a table of the H200's findings from the H200's recordings (MEASURED_ON's only: another
+    card's sessions are judged by the bands, not written into the H200's tables)."""
+    return pytest.mark.gpu(pytest.mark.targets(recorded="qwen2.5-7b.decode.", live=False, hardware=MEASURED_ON)(test))
 
 
 MARGINAL_BATCHES = (1, 2, 4, 8, 16, 32, 64)  # test_latency_steps._marginal_cost's

@@ -21,7 +21,9 @@ ingress and egress); measured TTFT is the client's.
 from __future__ import annotations
 
 import latency_findings as lf
+import latency_h100_findings as h100f
 import pytest
+from latency_findings_common import MEASURED_ON
 import latency_session_pace_findings as sf
 from latency_card_findings import card_mark
 from latency_setups import median_scatter, prompt_pace_of, slowed_prompts, step_budget
@@ -105,7 +107,7 @@ def carried_band(request, model: str, rec, quantity: str, setup) -> tuple[float,
     and its calibration shift (its prediction with the earlier sessions' recipe, eta fitted on the 8,192 prefill,
     over its prediction with its own; 1 where its session timed no GEMMs). None where no carried finding applies."""
     carried = lf.CARRIED.get(f"{rec.name.split('.', 1)[1]}:{quantity}")
-    if carried is None or model != QWEN or setup.label != lf.MEASURED_ON:
+    if carried is None or model != QWEN or setup.label not in lf.CHECKED_ON:
         return None
     fitted = request.getfixturevalue("setup_beside")(model, rec, eta_from_gemms=False)
     ratio, scatter = load_ratio(setup, rec, quantity)
@@ -311,7 +313,7 @@ def overload_card(request, latency_recording) -> None:
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("model", _models(lambda m: (*lf.OVERLOAD_MARKS.get(m, ()), *lf.HEAVY_MARKS)))
+@pytest.mark.parametrize("model", _models(lambda m: (h100f.OVERLOAD_PREFILL, *lf.OVERLOAD_MARKS.get(m, ()), *lf.HEAVY_MARKS)))
 def test_overload_queueing_share_of_ttft(model, request, latency_recording, overload_card, reconcile):
     """Engine queue time over client TTFT, both means: TTFT in overload is queueing."""
     rec = latency_recording(f"{model}.overload")
@@ -389,7 +391,7 @@ def load_scatter(rec, quantity: str) -> float:
 
 
 @pytest.mark.gpu
-@pytest.mark.targets(recorded="qwen2.5-7b.closed.", live=False)
+@pytest.mark.targets(recorded="qwen2.5-7b.closed.", live=False, hardware=MEASURED_ON)
 def test_carried_bands_are_the_recorded_ones(request, qwen, session_rec, target, setup_builders):
     """latency_findings.CARRIED (the earlier sessions' ratios and scatters, eta fitted on the 8,192 prefill)
     recomputed from the recordings: every recorded run before the first with GEMM timings (FIRST_WITH_GEMM_TIMINGS)."""

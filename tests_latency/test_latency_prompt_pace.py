@@ -8,6 +8,7 @@ import statistics
 import latency_findings as lf
 import latency_session_pace_findings as sf
 import pytest
+from latency_findings_common import MEASURED_ON
 import test_latency_load as load
 from latency_setups import prompt_pace_of, slowed_prompts
 
@@ -38,7 +39,7 @@ def _span(values: list[float]) -> str:
 
 
 @pytest.mark.gpu
-@pytest.mark.targets(recorded="qwen2.5-7b.poisson.", live=False)
+@pytest.mark.targets(recorded="qwen2.5-7b.poisson.", live=False, hardware=MEASURED_ON)
 def test_prompt_pace_flags_the_recorded_runs(request, target, session_rec):
     """Every recorded run gets a pace (raw timelines are kept), the check flags exactly FLAGGED, and the clean runs of
     the sessions it was set on span CLEAN_SPAN of their sessions' other runs, below the threshold (the margin the reason
@@ -94,7 +95,7 @@ def test_slow_prompt_runs_are_the_recorded_ones(session_rec, setup_beside):
 
 
 @pytest.mark.gpu
-@pytest.mark.targets(recorded="qwen2.5-7b.poisson.", live=False)
+@pytest.mark.targets(recorded="qwen2.5-7b.poisson.", live=False, hardware=MEASURED_ON)
 def test_session_pace_reference_is_the_recorded_one(request, target, session_rec):
     """sf.SESSION_PROMPT_PART_REFERENCE_S is the median, over the sessions up to REFERENCE_SET_ON, of each session's
     median lone-prompt compute part; every later session is held out from it."""
@@ -106,7 +107,7 @@ def test_session_pace_reference_is_the_recorded_one(request, target, session_rec
 
 
 @pytest.mark.gpu
-@pytest.mark.targets(recorded="qwen2.5-7b.poisson.", live=False)
+@pytest.mark.targets(recorded="qwen2.5-7b.poisson.", live=False, hardware=MEASURED_ON)
 def test_slow_sessions_are_the_recorded_ones(request, target, session_rec):
     """The session-wide check flags exactly sf.SLOW_SESSIONS (their ratios to the reference as quoted), and the other
     sessions span sf.CLEAN_SESSION_SPAN, below the threshold; the reason quotes both."""

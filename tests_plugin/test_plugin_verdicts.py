@@ -153,6 +153,28 @@ def test_finding_band_of_another_cards_finding_is_dropped(pytester: pytest.Pytes
     result.stdout.fnmatch_lines(["FAILED *::test_other_card_diverges"])
 
 
+def test_a_band_carried_to_another_card_is_widened_by_its_noise_budget(pytester: pytest.Pytester) -> None:
+    """A mark naming two cards keeps its band on the first (where it was written) and, on the second, widens it by
+    the check's measured-noise budget (Tolerance.budget); a target tolerance (no budget) widens nothing."""
+    pytester.makepyfile("""
+        import pytest
+        CARDS = ("card-a", "card-b")
+        @pytest.mark.finding("f1", reason="r", expected=(1.40, 1.45), hardware=CARDS)
+        def test_written_on_card_a(reconcile):
+            reconcile("x", 100.0, 146.0, budget={"repeat_scatter": 0.02}, why="noise", hardware="card-a")
+        @pytest.mark.finding("f1", reason="r", expected=(1.40, 1.45), hardware=CARDS)
+        def test_carried_to_card_b(reconcile):
+            reconcile("x", 100.0, 146.0, budget={"repeat_scatter": 0.02}, why="noise", hardware="card-b")
+        @pytest.mark.finding("f1", reason="r", expected=(1.40, 1.45), hardware=CARDS)
+        def test_carried_with_a_target_tolerance(reconcile):
+            reconcile("x", 100.0, 146.0, rel=0.02, why="a goal", hardware="card-b")
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider", "-rxf")
+    assert result.parseoutcomes() == {"failed": 2, "finding": 1}
+    result.stdout.fnmatch_lines(["FAILED *::test_written_on_card_a*", "FAILED *::test_carried_with_a_target_tolerance*"],
+                                consecutive=False)
+
+
 def test_finding_quantity_scopes_the_mark(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("""
         import pytest

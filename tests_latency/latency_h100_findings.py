@@ -1,0 +1,62 @@
+"""Latency findings on the first H100 (NVML UUID GPU-fabd6938, 2026-12-02), as data.
+
+The H200's latency findings were held against the H100's sessions (latency_findings_common.CHECKED_ON), as
+pre-registered in docs/RECORDING.md ("The first H100 visit"). A band carried to another card is widened by the
+check's own measured-noise budget (pytest_anatomy.findings.carried_to_another_card). Three H200 bands are priced
+in the H200's own milliseconds or bandwidth, so they cannot carry over unchanged. For each, the mechanism that the
+H200 finding names is re-priced on the H100's predictions and ceilings. Nothing below is fitted on the H100's
+measured ratios.
+- The bare decode roofline misses the step overhead. That overhead is host- and launch-side, and the H200's
+  sessions measured it at b=1 (cli_calibration.b1_residuals). Added to this session's roofline, it gives the band.
+- Llama-3.1-8B at b=128 carries the per-sequence excess: 1.13-1.45x its KV read per sequence, the H200's band for
+  this check (h200-decode-per-sequence-cost). On the H100, 128 sequences' KV read is a predicted 5.885 ms of a
+  predicted 12.26 ms step (45.98 us per sequence at the H100's read ceiling), so the excess is
+  (0.127 to 0.449) x 5.885 / 12.26 of the step.
+- Under overload, the prefill part of TTFT is longer than simulated by the decodes' KV traffic that the step
+  model hides under the prompt's compute (h200-overload-prefill-in-kv-bound-steps). That traffic takes 4.47 /
+  3.105 = 1.44x longer at the H100's read ceiling. If the part that is not hidden grows with it, the H200's excess
+  (0.6-1.1 of the prediction) becomes 0.86-1.58.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+H100 = "h100-sxm"
+OVERHEAD_FINDING = "h100-decode-step-overhead-is-the-h200s"
+OVERHEAD_NOISE = 0.025  # latency_findings_common.OTHER_SESSION_NOISE: one session's ratio against another's
+
+OVERHEAD_WHY = (
+    "The bare roofline omits the step overhead (h200-decode-step-overhead), which is the host's and the launches', "
+    "not the card's: the H200 sessions measured it at b=1 as their step less their roofline (cli_calibration."
+    "b1_residuals). Band: this session's roofline plus the H200 sessions' smallest and largest overhead, "
+    "+-2.5% (one session against another). The H100 measured 1.54-1.56 ms, beside the H200's upper end.")
+OVERHEAD = pytest.mark.finding(OVERHEAD_FINDING, hardware=H100, quantity="decode_step_roofline", reason=OVERHEAD_WHY)
+
+
+def overhead_band(roofline_s: float, residuals_s: list[float]) -> tuple[float, float]:
+    """measured / roofline when the step is the roofline plus an overhead in the recorded range, +-OVERHEAD_NOISE."""
+    return ((1 + min(residuals_s) / roofline_s) * (1 - OVERHEAD_NOISE),
+            (1 + max(residuals_s) / roofline_s) * (1 + OVERHEAD_NOISE))
+
+
+# Llama-3.1-8B at b=128 on the H100: the per-sequence excess of the H200's band, re-priced at the H100's predictions
+PER_SEQUENCE_EXCESS = (0.1269, 0.4491)  # the H200's transfer-setup band, h200-decode-per-sequence-cost, less 1
+KV_READ_128_MS, STEP_128_MS = 128 * 45.98e-3, 12.26  # the H100's predictions (test_marginal_cost_per_sequence, b=128)
+LLAMA_B128 = pytest.mark.finding(
+    "h100-per-sequence-excess-in-a-longer-step", hardware=H100, quantity="decode_step_other_model",
+    expected=tuple(round(1 + e * KV_READ_128_MS / STEP_128_MS, 4) for e in PER_SEQUENCE_EXCESS),
+    reason=("Each extra sequence costs 1.13-1.45x its KV read (h200-decode-per-sequence-cost, the H200's band for the "
+            "transfer setup; the H100's own marginal cost, 1.15x, sits inside it). At b=128 the H100's predicted step "
+            f"is {STEP_128_MS} ms, of which the 128 sequences' KV read is {KV_READ_128_MS:.3f} ms: the excess is that "
+            "share of the step, smaller than on the H200, where the weights take less of a step."))
+
+# Under overload: the H200's band on the prefill part, its excess moved by the two read ceilings
+H200_PREFILL_PART, READ_RATIO = (1.6, 2.1), 4.47 / 3.105
+OVERLOAD_PREFILL = pytest.mark.finding(
+    "h100-overload-kv-traffic-at-a-lower-ceiling", hardware=H100, quantity="prefill_part_of_ttft_heavily_oversubscribed",
+    expected=tuple(round(1 + (b - 1) * READ_RATIO, 4) for b in H200_PREFILL_PART),
+    reason=("The decodes sharing a prompt's steps read their KV at the read ceiling, 1.44x slower on the H100 "
+            "(3.105 against 4.47 TB/s); the step model hides that traffic under the prompt's compute "
+            "(h200-overload-prefill-in-kv-bound-steps). Band: the H200's excess over the simulated prefill part "
+            "(0.6-1.1) x 1.44, if the unhidden part grows with the traffic's time."))
