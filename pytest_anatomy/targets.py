@@ -85,7 +85,12 @@ def spec_source_setting() -> str:
 def live_target(gpu: Any, hardware_option: str, spec_source: str) -> Target:
     """The target of the detected GPU. `hardware_option` ('auto' or a catalog name) names the
     catalog spec explicitly; spec_source 'nvml' ignores the catalog entirely."""
-    from pytest_anatomy.specs.hardware import get_hardware, spec_from_nvml
+    from pytest_anatomy.specs.hardware import get_hardware, spec_from_nvml, with_card_memory
+
+    def catalog(name: str) -> Any:
+        # the catalog's numbers, with this card's own CUDA-visible total: what vLLM budgets from on this machine
+        return with_card_memory(get_hardware(name), getattr(gpu, "cuda_memory_total_bytes", None),
+                                f"this card's cudaMemGetInfo total, detected via {getattr(gpu, 'backend', '?')}")
 
     if spec_source == "nvml":
         name = gpu.catalog_name or slug(gpu.name)
@@ -94,9 +99,9 @@ def live_target(gpu: Any, hardware_option: str, spec_source: str) -> Target:
         except ValueError as exc:
             return Target(name, True, None, "nvml", str(exc))
     if hardware_option != "auto":
-        return Target(hardware_option, True, get_hardware(hardware_option), f"catalog ({HARDWARE_OPTION})")
+        return Target(hardware_option, True, catalog(hardware_option), f"catalog ({HARDWARE_OPTION})")
     if gpu.catalog_name is not None:
-        return Target(gpu.catalog_name, True, get_hardware(gpu.catalog_name), "catalog")
+        return Target(gpu.catalog_name, True, catalog(gpu.catalog_name), "catalog")
     try:  # a card the catalog does not know: its numbers from the driver
         return Target(slug(gpu.name), True, spec_from_nvml(gpu), "nvml (not in the catalog)")
     except ValueError as exc:

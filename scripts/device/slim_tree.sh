@@ -10,7 +10,7 @@
 #   bash scripts/device/slim_tree.sh hide live     # live pytest sessions: they read recordings (the kernel,
 #                                                  # flashattn and capacity findings' priors, the ceilings) but
 #                                                  # not the kept batches, the live-run ledgers, pytest-benchmark's
-#                                                  # store or results/h200/latency (47 MiB on 2026-12-02: a live
+#                                                  # store or results/*/latency (47 MiB on 2026-12-02: a live
 #                                                  # latency test reads its session's own results dir; an audit
 #                                                  # hook on a CPU rehearsal of `-m gpu` saw no open under it)
 #   bash scripts/device/slim_tree.sh hide engine   # llama.cpp and quant visits (llama_visit.sh, quant_plan.py):
@@ -24,8 +24,9 @@ cd "$(dirname "$0")/../.."
 LIST=$(git rev-parse --git-path anatomy-hidden)
 EXCLUDE=$(git rev-parse --git-path info/exclude)
 
-LIVE=(results/h200/batches results/h200/live-runs results/h200/benchmarks results/h200/latency)
-ENGINE=("${LIVE[@]}" results/h200/kernels results/h200/flashattn results/h200/capacity)
+# Every recorded card's folders (results/h200, results/h100-sxm, ...): globs, so a new card's data is hidden too.
+LIVE=(results/*/batches results/*/live-runs results/*/benchmarks results/*/latency)
+ENGINE=("${LIVE[@]}" results/*/kernels results/*/flashattn results/*/capacity)
 
 carried_mib() {
   git ls-files -co --exclude-standard -z | du -cb --files0-from=- 2>/dev/null | tail -1 |
