@@ -19,8 +19,11 @@ H100's time.
 
 from __future__ import annotations
 
+import json
+import statistics
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import pytest
 from flashattn_cases import Case, predict
@@ -88,3 +91,50 @@ def marks(case: Case) -> tuple[pytest.MarkDecorator, ...]:
         return ()
     fid = CASES[case.name][1]
     return (pytest.mark.finding(fid, hardware=H100, quantity="time", expected=expected, reason=WHY[fid]),)
+
+
+# --- a finding of any card: the autotuner chose another tile in this session --------------------------------------
+# The third H100 call (2026-12-02 19:32, NVML UUID GPU-0bf49efb) ran the causal target case at 1.362 ms against
+# 1.19-1.27 ms in the three sessions before it. Its autotuner had picked BLOCK_M=128 with 8 warps, where every earlier
+# session of that case on that card type picked BLOCK_M=64 with 4 warps. The GQA sibling of the case switched the
+# same way in the same session: 1.304 ms against 1.14-1.16 ms. A short autotuning benchmark can rank two close
+# configurations either way; the time then follows the tile it chose.
+AUTOTUNE_FINDING = "fa2-autotune-chose-another-tile"
+AUTOTUNE_WHY = (
+    "The autotuner picked another tile in this session ({now}) than in every earlier session of this case on this "
+    "card ({usual}), and that tile is slower here. The GQA sibling of the case switched the same way in the same "
+    "session and ran {slowdown:.3f}x its earlier median. Band: the H200 finding's band x that slowdown, +-1% (the "
+    "sibling's own timing). A short autotuning benchmark ranks close configurations either way from run to run.")
+
+
+def _tile(rec: recordings.Recording) -> dict | None:
+    cfg = rec.provenance.get("autotune") or rec.provenance.get("config")
+    return cfg if isinstance(cfg, dict) else None
+
+
+def _earlier(folders: tuple[Path, ...], hardware: str, name: str, before: str) -> list[recordings.Recording]:
+    seen: dict[str, recordings.Recording] = {}
+    for folder in folders:
+        for p in recordings.candidates(folder, hardware, "flashattn", name):
+            rec = recordings.load_file(p)
+            if rec.recorded_at < before:
+                seen.setdefault(rec.recorded_at, rec)
+    return list(seen.values())
+
+
+def autotune_switch_mark(rec: recordings.Recording, sibling: recordings.Recording, hardware: str,
+                         base_band: tuple[float, float], results: Path, quantity: str) -> Any:
+    """The finding mark when `rec` ran a tile no earlier session of its case on this card chose, and its sibling
+    switched to the same tile in the same session (its band: base_band x the sibling's slowdown); else None."""
+    now, sib_now = _tile(rec), _tile(sibling)
+    folders = (results, RESULTS)
+    earlier = _earlier(folders, hardware, rec.name, rec.recorded_at)
+    sib_earlier = [r for r in _earlier(folders, hardware, sibling.name, sibling.recorded_at) if _tile(r) != sib_now]
+    tiles = {json.dumps(_tile(r), sort_keys=True) for r in earlier}
+    if now is None or not earlier or json.dumps(now, sort_keys=True) in tiles or sib_now != now or not sib_earlier:
+        return None
+    slowdown = sibling["time"].value / statistics.median(r["time"].value for r in sib_earlier)
+    usual = ", ".join(sorted(tiles))
+    return pytest.mark.finding(AUTOTUNE_FINDING, quantity=quantity, hardware=hardware,
+                               expected=(round(base_band[0] * slowdown * 0.99, 4), round(base_band[1] * slowdown * 1.01, 4)),
+                               reason=AUTOTUNE_WHY.format(now=now, usual=usual, slowdown=slowdown))
