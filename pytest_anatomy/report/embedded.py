@@ -66,6 +66,32 @@ def _share_texts(recon: Mapping[str, Any], texts: _Texts) -> dict[str, Any]:
     return out
 
 
+# A provenance's structured or long fields repeat across recordings of one session (the GPU's facts, the
+# command, the settings): each distinct value is written once in provenance_values and the field holds
+# {"$v": index} (the page's script resolves it; expand_embedded undoes it).
+_VALUE_REF = "$v"
+
+
+def _share_values(prov: Mapping[str, Any], values: list[Any], index: dict[str, int]) -> dict[str, Any]:
+    out = {}
+    for k, v in prov.items():
+        if isinstance(v, (dict, list)) or (isinstance(v, str) and len(v) > 60):
+            key = json.dumps(v, sort_keys=True, default=str)
+            if key not in index:
+                index[key] = len(values)
+                values.append(v)
+            v = {_VALUE_REF: index[key]}
+        out[k] = v
+    return out
+
+
+def _expand_values(prov: Any, values: Sequence[Any]) -> Any:
+    if not isinstance(prov, Mapping):
+        return prov
+    return {k: values[v[_VALUE_REF]] if isinstance(v, Mapping) and set(v) == {_VALUE_REF} else v
+            for k, v in prov.items()}
+
+
 def embedded_ledger(ledger: Mapping[str, Any]) -> dict[str, Any]:
     """The ledger embedded in the page: compact suites' reconciliations left out and counted, each distinct
     provenance written once (provenance_table; a reconciliation's provenance is its index there: the ~1,300
@@ -89,7 +115,11 @@ def embedded_ledger(ledger: Mapping[str, Any]) -> dict[str, Any]:
                 table.append(prov)
             recon = {**recon, "provenance": index[key]}
         kept.append(_share_texts(recon, texts))
-    out = {**ledger, "reconciliations": kept, "provenance_table": table, "text_table": texts.table}
+    values: list[Any] = []
+    value_index: dict[str, int] = {}
+    table = [_share_values(p, values, value_index) for p in table]
+    out = {**ledger, "reconciliations": kept, "provenance_table": table, "provenance_values": values,
+           "text_table": texts.table}
     if left_out:
         out["reconciliations_left_out"] = {"count": left_out, "suites": sorted(COMPACT_SUITES),
                                            "where": "the JSON ledger written beside this page"}
@@ -118,10 +148,11 @@ def _expand_texts(recon: Mapping[str, Any], table: Sequence[str]) -> dict[str, A
 def expand_embedded(embedded: Mapping[str, Any]) -> dict[str, Any]:
     """The embedded ledger with each reconciliation's provenance index and shared-text indexes replaced by their
     entries (the page's script does the same when it draws a derivation): the JSON ledger's reconciliations."""
-    table = embedded.get("provenance_table") or []
+    values = embedded.get("provenance_values") or []
+    table = [_expand_values(p, values) for p in embedded.get("provenance_table") or []]
     texts = embedded.get("text_table") or []
     recons = [_expand_texts({**recon, "provenance": table[recon["provenance"]]}
                             if isinstance(recon.get("provenance"), int) else recon, texts)
               for recon in embedded.get("reconciliations") or []]
     return {k: v for k, v in {**embedded, "reconciliations": recons}.items()
-            if k not in ("provenance_table", "text_table")}
+            if k not in ("provenance_table", "provenance_values", "text_table")}
