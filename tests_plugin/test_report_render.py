@@ -339,3 +339,18 @@ def test_findings_are_grouped_by_id_with_the_reason_once() -> None:
     section = html[html.index('id="findings"'):html.index('id="reconciliations"')]
     assert section.count(reason) == 1
     assert section.count('class="v-finding"') == 3 and "3 reconciliations" in section
+
+
+def test_a_resolved_carried_finding_is_not_retired_for_its_second_card() -> None:
+    """A finding written on one card and carried to another that does not need it there is reported as not needed
+    on that card; resolved on the card it was written on, it is to be retired."""
+    from pytest_anatomy.report.terminal import finding_lines
+
+    def recon(hardware: str, verdict: str) -> dict:
+        return {"name": "x", "test_id": f"t::test_x[{hardware}]", "predicted": 1.0, "measured": 1.01, "gap_rel": 0.01,
+                "unit": "s", "verdict": verdict, "hardware": hardware,
+                "finding": {"id": "f1", "reason": "r", "hardware": ["card-a", "card-b"]}}
+
+    carried = finding_lines([recon("card-b", "resolved")])
+    assert "not needed on card-b (written on card-a)" in " ".join(carried) and "retire" not in " ".join(carried)
+    assert "retire the finding" in " ".join(finding_lines([recon("card-a", "resolved")]))

@@ -79,6 +79,12 @@ def table_lines(recons: Sequence[Recon], max_rows: int = MAX_ROWS) -> list[str]:
     return lines
 
 
+def _written_on(finding: Mapping[str, Any]) -> str | None:
+    """The card a finding mark naming several cards was written on (the first), or None for one card or any."""
+    cards = finding.get("hardware")
+    return str(cards[0]) if isinstance(cards, list) and len(cards) > 1 else None
+
+
 def finding_lines(recons: Iterable[Recon], max_lines: int = 3) -> list[str]:
     """'FINDING <id>: <name> off by +x.x% — <reason>' once per finding id (and RESOLVED lines).
 
@@ -95,6 +101,10 @@ def finding_lines(recons: Iterable[Recon], max_lines: int = 3) -> list[str]:
         gaps = ", ".join(f"{short_name(recon)} {'now' if kind == 'RESOLVED' else 'off by'} {format_gap(recon)}" for recon in members)
         reason = " ".join(str(members[0]["finding"].get("reason") or "").split())
         tail = "; retire the finding" if kind == "RESOLVED" else ""
+        written_on = _written_on(members[0]["finding"])
+        if kind == "RESOLVED" and written_on and all(r.get("hardware") != written_on for r in members):
+            # a band carried to another card that this card does not need: the finding stays its first card's
+            tail = f"; not needed on {', '.join(sorted({str(r.get('hardware')) for r in members}))} (written on {written_on})"
         text = f"{kind} {finding_id}: {gaps}{tail}" + (f" — {reason}" if reason else "")
         wrapped = textwrap.wrap(text, MAX_WIDTH, subsequent_indent="    ", break_on_hyphens=False)
         if len(wrapped) > max_lines:
