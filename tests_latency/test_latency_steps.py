@@ -513,3 +513,15 @@ def test_host_stall_numbers_are_the_recorded_ones(session_rec):
         if "sm_mhz_min" in numbers:
             got["sm_mhz_min"], got["clean_sm_mhz_min"] = (r.data["run"]["conditions"]["sm_mhz_min"] for r in (run, clean))
         assert got == pytest.approx(numbers, abs=5e-4), stamp
+
+
+@pytest.mark.gpu
+@pytest.mark.targets(recorded="qwen2.5-7b.decode.", live=False, hardware=h100f.H100)
+def test_h100_b128_band_inputs_are_the_predictions(transfer_setup, latency_recording):
+    """latency_h100_findings.LLAMA_B128's inputs are the H100 replay's own predictions: Llama-3.1-8B's predicted cost
+    per extra sequence (x 128) and its predicted b=128 step, each from the transfer setup this check uses."""
+    pred, _, _ = _marginal_cost(transfer_setup, latency_recording)
+    _, ctx = _decode(latency_recording, 128, transfer_setup.model.name)
+    step = lat.decode_step_time(transfer_setup.model, transfer_setup.ceilings, transfer_setup.calib, 128, ctx)
+    assert round(pred.value * 1e6, 2) * 128 * 1e-3 == pytest.approx(h100f.KV_READ_128_MS)
+    assert round(step.value * 1e3, 2) == h100f.STEP_128_MS
