@@ -24,6 +24,8 @@ from typing import Any
 
 import pytest
 
+from pytest_anatomy.reconcile import Tolerance
+
 
 @dataclass(frozen=True)
 class FindingMark:
@@ -99,16 +101,15 @@ def mark_for(marks: list[FindingMark], name: str, hardware: str | None = None) -
     return None
 
 
-def carried_to_another_card(mark: FindingMark, hardware: str | None, tolerance: Any) -> FindingMark:
+def carried_to_another_card(mark: FindingMark, hardware: str | None, tolerance: Tolerance) -> FindingMark:
     """A band written on one card (the first of the mark's cards) and carried to another: widened by the check's
     own measured-noise budget (Tolerance.budget), which the band's source session never saw. A band the test sets
     from this session's other runs (finding_band) is widened too: the mechanism that turns those runs into a band
     was established on the first card, and on another its fit is uncertain by at least this noise. A target
     tolerance (no budget) widens nothing: a goal is not noise. On the card it was written on, nothing changes."""
-    cards = mark.cards
-    rel = float(getattr(tolerance, "rel", 0.0) or 0.0)
+    cards, rel = mark.cards, tolerance.rel
     if (mark.expected is None or len(cards) < 2 or hardware == cards[0] or hardware not in cards
-            or not getattr(tolerance, "budget", ()) or rel <= 0):
+            or not tolerance.budget or rel <= 0):
         return mark
     lo, hi = mark.expected
     return replace(mark, expected=(round(lo * (1 - rel), 4), round(hi * (1 + rel), 4)))

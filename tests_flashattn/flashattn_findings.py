@@ -32,7 +32,8 @@ from pytest_anatomy.theory import attention as at
 MEASURED_ON = "h200"
 # The cards each band is applied on: written on the H200, held unchanged against the first H100 session
 # (results/h100-sxm/live-runs/20261202T182700Z.full.json), as pre-registered in docs/RECORDING.md.
-CHECKED_ON = (MEASURED_ON, "h100-sxm")
+H100 = "h100-sxm"  # the second card recorded (2026-12-02)
+CHECKED_ON = (MEASURED_ON, H100)
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 # The two visits these reasons describe: the first (04:58-04:59), the second (06:38-06:56). A later visit's
 # recordings are not what they describe, so they are left out here (they are judged by the bands).

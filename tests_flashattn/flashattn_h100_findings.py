@@ -27,13 +27,13 @@ from typing import Any
 
 import pytest
 from flashattn_cases import Case, predict
+from flashattn_findings import H100, MEASURED_ON, RESULTS
 
 from pytest_anatomy import recordings
 from pytest_anatomy.specs.hardware import get_hardware
 from pytest_anatomy.theory import attention as at
 
-H100, H200 = "h100-sxm", "h200"
-RESULTS = Path(__file__).resolve().parents[1] / "results"
+H200 = MEASURED_ON
 
 # case name -> (low, high) factor on the H200's time range, and why
 COMPUTE_BOUND = (0.98, 1.02)

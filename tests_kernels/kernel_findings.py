@@ -118,7 +118,7 @@ MEASURED_ON = "h200"
 # (results/h100-sxm/live-runs/20261202T182700Z.full.json), as pre-registered in docs/RECORDING.md ("The first
 # H100 visit": the compute-bound findings are GH100 properties). A finding whose H100 ratio fell outside its
 # band keeps MEASURED_ON alone (and the H100's miss has its own finding).
-CHECKED_ON = (MEASURED_ON, "h100-sxm")
+CHECKED_ON = (MEASURED_ON, h100.H100)
 
 
 def finding(fid: str, reason: str, ratio: float, quantity: str | None = None,

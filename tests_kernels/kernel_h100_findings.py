@@ -11,21 +11,22 @@ prediction: stated here before it was checked by the replay, and not refitted on
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-H100 = "h100-sxm"
+from pytest_anatomy import recordings
+
+H100, H200 = "h100-sxm", "h200"  # the second card recorded, and the card the bands were written on
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 # The read ceilings the two bands are priced at: the H200's first run (the run kernel_findings' bands are centred
 # on) and the H100's first live session (its kernels-ceilings; the NVML session's is within 0.03%).
-H200_FIRST_READ = RESULTS / "h200" / "kernels" / "kernels-ceilings@20261130T020210Z.json"
+H200_FIRST_READ = RESULTS / H200 / "kernels" / "kernels-ceilings@20261130T020210Z.json"
 H100_READ = RESULTS / H100 / "kernels" / "kernels-ceilings@20261202T183711.168807Z.json"
 
 
 def _read_bandwidth(path: Path) -> float:
-    return float(json.loads(path.read_text())["measurements"]["read_bandwidth"]["value"])
+    return recordings.load_file(path)["read_bandwidth"].value
 
 
 def ceiling_scale() -> float:
@@ -33,7 +34,7 @@ def ceiling_scale() -> float:
     floor priced at the H100's ceiling. NaN where this checkout lacks either recording."""
     try:
         return _read_bandwidth(H200_FIRST_READ) / _read_bandwidth(H100_READ)
-    except (OSError, KeyError, ValueError):
+    except (OSError, KeyError, ValueError, LookupError):
         return float("nan")
 
 

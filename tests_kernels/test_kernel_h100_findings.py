@@ -24,11 +24,11 @@ def _time(hardware: str, name: str, prefix: str) -> float:
 
 def test_the_quoted_times_are_the_recorded_ones() -> None:
     s2 = "sgemm.s2-coalesced.4096x4096x4096"
-    assert "23.5 ms on the H100" in h100.BYTE_LEDGER_WHY and round(_time("h100-sxm", s2, H100_SESSION) * 1e3, 1) == 23.5
-    assert "23.9 ms on the H200" in h100.BYTE_LEDGER_WHY and round(_time("h200", s2, H200_TENTH) * 1e3, 1) == 23.9
+    assert "23.5 ms on the H100" in h100.BYTE_LEDGER_WHY and round(_time(h100.H100, s2, H100_SESSION) * 1e3, 1) == 23.5
+    assert "23.9 ms on the H200" in h100.BYTE_LEDGER_WHY and round(_time(h100.H200, s2, H200_TENTH) * 1e3, 1) == 23.9
     x4 = "softmax.x4-vectorized.8192x2048"
-    assert round(_time("h100-sxm", x4, H100_SESSION) * 1e6, 1) == 50.1
-    assert round(_time("h200", x4, H200_TENTH) * 1e6, 1) == 45.3
+    assert round(_time(h100.H100, x4, H100_SESSION) * 1e6, 1) == 50.1
+    assert round(_time(h100.H200, x4, H200_TENTH) * 1e6, 1) == 45.3
     assert "(50.1 us against 45.3 us" in h100.SHORT_ROWS_WHY
 
 

@@ -15,7 +15,8 @@ MEASURED_ON = "h200"
 # docs/RECORDING.md ("The first H100 visit"): the same GH100 die, clocks and vLLM, so a mechanism of the die or
 # the software should give the same ratio. Where the H100's ratio fell outside a band, that finding keeps
 # MEASURED_ON alone and the H100's miss has its own finding (latency_h100_findings).
-CHECKED_ON = (MEASURED_ON, "h100-sxm")
+H100 = "h100-sxm"  # the second card recorded (2026-12-02)
+CHECKED_ON = (MEASURED_ON, H100)
 QWEN, LLAMA = "qwen2.5-7b", "llama-3.1-8b"
 
 # A count as the reasons spell it ("four sessions").

@@ -21,10 +21,11 @@ measured ratios.
 from __future__ import annotations
 
 import pytest
+from latency_findings_common import H100, OTHER_SESSION_NOISE
+from latency_poisson_overload_findings import HEAVY_BAND
 
-H100 = "h100-sxm"
 OVERHEAD_FINDING = "h100-decode-step-overhead-is-the-h200s"
-OVERHEAD_NOISE = 0.025  # latency_findings_common.OTHER_SESSION_NOISE: one session's ratio against another's
+OVERHEAD_NOISE = OTHER_SESSION_NOISE  # one session's ratio against another's
 
 OVERHEAD_WHY = (
     "The bare roofline omits the step overhead (h200-decode-step-overhead), which is the host's and the launches', "
@@ -52,7 +53,7 @@ LLAMA_B128 = pytest.mark.finding(
             "share of the step, smaller than on the H200, where the weights take less of a step."))
 
 # Under overload: the H200's band on the prefill part, its excess moved by the two read ceilings
-H200_PREFILL_PART, READ_RATIO = (1.6, 2.1), 4.47 / 3.105
+H200_PREFILL_PART, READ_RATIO = HEAVY_BAND["prefill_part_of_ttft"], 4.47 / 3.105
 OVERLOAD_PREFILL = pytest.mark.finding(
     "h100-overload-kv-traffic-at-a-lower-ceiling", hardware=H100, quantity="prefill_part_of_ttft_heavily_oversubscribed",
     expected=tuple(round(1 + (b - 1) * READ_RATIO, 4) for b in H200_PREFILL_PART),

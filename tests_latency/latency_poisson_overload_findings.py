@@ -230,7 +230,7 @@ QWEN_HEAVY_OVERLOAD = ("2026-12-01T04:47:40.726144Z", "2026-12-01T06:44:22.00000
                        "2026-12-02T00:05:58.000000Z", "2026-12-02T02:33:51.000000Z", "2026-12-02T04:52:35.000000Z",
                        "2026-12-02T07:14:23.000000Z", "2026-12-02T14:18:58.000000Z", "2026-12-02T16:29:14.000000Z")
 QWEN_HEAVY_OUTSIDE: dict[str, dict[str, float]] = {"2026-12-02T16:29:14.000000Z": {"prefill_part_of_ttft": 2.1295}}
-_HEAVY_BAND = {"queueing_share_of_ttft": (0.88, 0.96), "prefill_part_of_ttft": (1.6, 2.1)}  # HEAVY_MARKS' bands
+HEAVY_BAND = {"queueing_share_of_ttft": (0.88, 0.96), "prefill_part_of_ttft": (1.6, 2.1)}  # HEAVY_MARKS' bands
 
 
 def _heavy_outside() -> str:
@@ -240,7 +240,7 @@ def _heavy_outside() -> str:
         return ""
     return f" in {_count(inside)} of them (" + "; ".join(
         f"{stamp[:10]} {stamp[11:16]}: " + ", ".join(f"{q.replace('_', ' ')} {r:.2f}x, outside "
-                                                    f"{_HEAVY_BAND[q][0]:.2f}-{_HEAVY_BAND[q][1]:.2f}"
+                                                    f"{HEAVY_BAND[q][0]:.2f}-{HEAVY_BAND[q][1]:.2f}"
                                                     for q, r in runs.items())
         for stamp, runs in QWEN_HEAVY_OUTSIDE.items()) + ")"
 
@@ -288,6 +288,6 @@ OVERLOAD_ITL_MARKS = {
 # bands come from the first run of that regime (Llama-3.1-8B, 2026-11-30), so the second model's run
 # (Qwen2.5-7B, live, 2026-12-01) is checked against a band it did not set.
 HEAVY_MARKS = (pytest.mark.finding(MIXED_PREFILL, hardware=CHECKED_ON, quantity="queueing_share_of_ttft" + HEAVY,
-                                   expected=_HEAVY_BAND["queueing_share_of_ttft"], reason=LLAMA_OVERLOAD_REASON),
+                                   expected=HEAVY_BAND["queueing_share_of_ttft"], reason=LLAMA_OVERLOAD_REASON),
                pytest.mark.finding(MIXED_PREFILL, hardware=CHECKED_ON, quantity="prefill_part_of_ttft" + HEAVY,
-                                   expected=_HEAVY_BAND["prefill_part_of_ttft"], reason=LLAMA_OVERLOAD_REASON))
+                                   expected=HEAVY_BAND["prefill_part_of_ttft"], reason=LLAMA_OVERLOAD_REASON))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 from latency_decode_findings import B1_RESIDUAL_MS
-from latency_findings_common import CHECKED_ON, MEASURED_ON, _count
+from latency_findings_common import CHECKED_ON, H100, MEASURED_ON, _count
 
 # Qwen2.5-7B's lone prefill / its bare roofline at the matmul ceiling in OTHER_SESSION, by prompt length, and the
 # two runs' noise at that length (each run's repeat scatter + its matmul ceiling's scatter, the newest run's
@@ -231,7 +231,7 @@ def short_prefill_marks(model: str, name: str, length: int) -> tuple[pytest.Mark
     return tuple(pytest.mark.finding("h200-short-prefill-excess", hardware=cards, quantity=f"{name}{regime}",
                                      reason=short_prefill_reason(), expected=prefill_band(model, length),
                                      **({} if cards == MEASURED_ON else {"strict": False}))
-                 for regime in ("", "_pinned_pool") for cards in (MEASURED_ON, "h100-sxm"))
+                 for regime in ("", "_pinned_pool") for cards in (MEASURED_ON, H100))
 
 
 def _prefill_above_gemms_reason() -> str:
