@@ -8,10 +8,10 @@ H200 finding names is re-priced on the H100's predictions and ceilings. Nothing 
 measured ratios.
 - The bare decode roofline misses the step overhead. That overhead is host- and launch-side, and the H200's
   sessions measured it at b=1 (cli_calibration.b1_residuals). Added to this session's roofline, it gives the band.
-- Llama-3.1-8B at b=128 carries the per-sequence excess: 1.13-1.45x its KV read per sequence, the H200's band for
-  this check (h200-decode-per-sequence-cost). On the H100, 128 sequences' KV read is a predicted 5.885 ms of a
+- Llama-3.1-8B at b=128 carries the per-sequence excess: the H200's band for its cost per sequence over its KV
+  read (latency_decode_findings.marginal_cost_band, h200-decode-per-sequence-cost). On the H100, 128 sequences' KV read is a predicted 5.885 ms of a
   predicted 12.26 ms step (45.98 us per sequence at the H100's read ceiling), so the excess is
-  (0.127 to 0.449) x 5.885 / 12.26 of the step.
+  that excess x 5.885 / 12.26 of the step.
 - Under overload, the prefill part of TTFT is longer than simulated by the decodes' KV traffic that the step
   model hides under the prompt's compute (h200-overload-prefill-in-kv-bound-steps). That traffic takes 4.47 /
   3.105 = 1.44x longer at the H100's read ceiling. If the part that is not hidden grows with it, the H200's excess
@@ -21,7 +21,8 @@ measured ratios.
 from __future__ import annotations
 
 import pytest
-from latency_findings_common import H100, OTHER_SESSION_NOISE
+from latency_decode_findings import marginal_cost_band
+from latency_findings_common import H100, LLAMA, OTHER_SESSION_NOISE
 from latency_poisson_overload_findings import HEAVY_BAND
 
 OVERHEAD_FINDING = "h100-decode-step-overhead-is-the-h200s"
@@ -42,13 +43,15 @@ def overhead_band(roofline_s: float, residuals_s: list[float]) -> tuple[float, f
 
 
 # Llama-3.1-8B at b=128 on the H100: the per-sequence excess of the H200's band, re-priced at the H100's predictions
-PER_SEQUENCE_EXCESS = (0.1269, 0.4491)  # the H200's transfer-setup band, h200-decode-per-sequence-cost, less 1
+# the H200's band for the transfer setup's per-sequence cost (h200-decode-per-sequence-cost), less 1
+PER_SEQUENCE_EXCESS = tuple(round(b - 1, 4) for b in marginal_cost_band(LLAMA))
 KV_READ_128_MS, STEP_128_MS = 128 * 45.98e-3, 12.26  # the H100's predictions (test_marginal_cost_per_sequence, b=128)
 LLAMA_B128 = pytest.mark.finding(
     "h100-per-sequence-excess-in-a-longer-step", hardware=H100, quantity="decode_step_other_model",
     expected=tuple(round(1 + e * KV_READ_128_MS / STEP_128_MS, 4) for e in PER_SEQUENCE_EXCESS),
-    reason=("Each extra sequence costs 1.13-1.45x its KV read (h200-decode-per-sequence-cost, the H200's band for the "
-            "transfer setup; the H100's own marginal cost, 1.15x, sits inside it). At b=128 the H100's predicted step "
+    reason=(f"Each extra sequence costs {1 + PER_SEQUENCE_EXCESS[0]:.2f}-{1 + PER_SEQUENCE_EXCESS[1]:.2f}x its KV "
+            "read (h200-decode-per-sequence-cost, the H200's band for the transfer setup; the H100's own marginal "
+            "cost, 1.15x, sits inside it). At b=128 the H100's predicted step "
             f"is {STEP_128_MS} ms, of which the 128 sequences' KV read is {KV_READ_128_MS:.3f} ms: the excess is that "
             "share of the step, smaller than on the H200, where the weights take less of a step."))
 
