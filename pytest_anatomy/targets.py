@@ -89,8 +89,7 @@ def live_target(gpu: Any, hardware_option: str, spec_source: str) -> Target:
 
     def catalog(name: str) -> Any:
         # the catalog's numbers, with this card's own CUDA-visible total: what vLLM budgets from on this machine
-        return with_card_memory(get_hardware(name), getattr(gpu, "cuda_memory_total_bytes", None),
-                                f"this card's cudaMemGetInfo total, detected via {getattr(gpu, 'backend', '?')}")
+        return with_card_memory(get_hardware(name), getattr(gpu, "cuda_memory_total_bytes", None))
 
     if spec_source == "nvml":
         name = gpu.catalog_name or slug(gpu.name)

@@ -451,7 +451,8 @@ def spec_from_nvml(gpu: DetectedGPU) -> HardwareSpec:
         **values)
 
 
-def with_card_memory(spec: HardwareSpec, cuda_total_bytes: int | None, source: str) -> HardwareSpec:
+def with_card_memory(spec: HardwareSpec, cuda_total_bytes: int | None,
+                     source: str = "this card's cudaMemGetInfo total, detected") -> HardwareSpec:
     """`spec` with one card's CUDA-visible total (cudaMemGetInfo), what vLLM budgets from. A catalog
     total is the modal card's or absent (h100-sxm: 480 MiB below NVML's on our first H100, 2026-12-02);
     the card's own reading is exact, so it wins: the live card, and a recording that names its GPU."""
@@ -471,8 +472,7 @@ def spec_for_detected(gpu: DetectedGPU) -> HardwareSpec:
         except ValueError:
             pass
     if gpu.catalog_name is not None:
-        spec = with_card_memory(HARDWARE[gpu.catalog_name], gpu.cuda_memory_total_bytes,
-                                f"this card's cudaMemGetInfo total, detected via {gpu.backend}")
+        spec = with_card_memory(HARDWARE[gpu.catalog_name], gpu.cuda_memory_total_bytes)
         if gpu.mig_enabled:
             spec = dataclasses.replace(spec, notes=spec.notes + (
                 "MIG is enabled: a MIG slice has fewer SMs and less bandwidth than these whole-GPU numbers",))
