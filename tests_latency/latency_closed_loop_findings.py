@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from latency_decode_findings import LLAMA_OVERHEAD_BELOW_QWEN, PER_SEQUENCE_COST
+from latency_decode_findings import LLAMA_B1_RATIOS, LLAMA_OVERHEAD_BELOW_QWEN, PER_SEQUENCE_COST
 from latency_findings_common import CHECKED_ON, LLAMA, OTHER_SESSION_NOISE, QWEN, StepCarried, _count
 
 # measured / steady-state closed form at C=64 (test_saturation_throughput), eta fitted on the 8,192 prefill (the
@@ -106,6 +106,8 @@ def closed_throughput_marks(model: str, c: int) -> tuple[Any, ...]:
 # Llama-3.1-8B's closed-loop medians (its 2026-11-30 session) are still held to the decode target: under their noise
 # budget they run below both their prediction and the band of that session's decode step at batch C, a gap with no
 # mechanism yet (test_closed_itl_left_on_the_goal_still_diverge fails once that stops, to move them onto the budget).
+# With the session's per-sequence excess measured apart they are reconciled on their budget in
+# test_latency_sequence_cost.py, where the shortfall is LLAMA_CLOSED_BELOW_ID.
 CLOSED_ITL_ON_GOAL = (LLAMA,)
 
 
@@ -198,3 +200,26 @@ def b64_step_miss_mark(ratio: float, budget: float, miss_ms: float, shift: float
                 "that session's b=64 miss was +6.8%, the other sessions' +4.1% to +5.4%. That b=64 run carries the "
                 "decode-validity flag (8% of its steps under 0.9x the median, catch-up steps after stalls); its median "
                 "step, which this band uses, matches the ninth visit's unflagged run (5.88 vs 5.94 ms)."))
+
+
+# --- Llama-3.1-8B's closed loops below the prediction with the per-sequence excess (test_latency_sequence_cost.py) ---
+LLAMA_CLOSED_BELOW_ID = "h200-llama-closed-loop-below-its-decode-steps"
+_LLAMA_B1_FIRST = min(LLAMA_B1_RATIOS, key=lambda s: s[:19])
+
+
+def llama_closed_below_marks() -> tuple[pytest.MarkDecorator, ...]:
+    """The band is set at test time (test_latency_sequence_cost.llama_closed_band)."""
+    return (pytest.mark.finding(LLAMA_CLOSED_BELOW_ID, hardware=CHECKED_ON, quantity="itl_median_with_sequence_cost",
+                                reason=LLAMA_CLOSED_BELOW),)
+
+
+LLAMA_CLOSED_BELOW = (
+    "Llama-3.1-8B's closed loops at C = 8, 32 and 64 (one session, "
+    f"{_LLAMA_B1_FIRST[:10]}) run their median ITL below the prediction that carries the same session's per-sequence "
+    "excess (its decode.b1..b64 slope), by about the same fraction at every C (the rows beside give each), where "
+    "Qwen2.5-7B's closed loops meet theirs within noise on both cards. Part of it is the overhead transferred from "
+    f"Qwen over-predicting Llama's small steps (its b=1 step ran {LLAMA_B1_RATIOS[_LLAMA_B1_FIRST]:.4f}x that session's "
+    "prediction: h200-transferred-overhead-above-llamas); the rest, larger, has no mechanism yet: the loop's steps "
+    "run faster than the same session's isolated decode steps of the same batch. Band: the other two C's "
+    "measured/predicted +- their budgets and this run's, i.e. the claim that the shortfall is one fraction of the "
+    "step across C.")

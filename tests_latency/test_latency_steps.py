@@ -24,6 +24,7 @@ from latency_findings_common import MEASURED_ON
 
 from pytest_anatomy.cli_calibration import b1_residuals
 from pytest_anatomy.specs.hardware import get_hardware
+from sequence_cost import decode_sweep_fit
 from latency_setups import (
     ceiling_scatter,
     h200_workload,
@@ -38,7 +39,6 @@ from latency_setups import (
 )
 
 from pytest_anatomy.measure import Measurement
-from pytest_anatomy.measure.analysis import linear_fit
 from pytest_anatomy.theory import latency as lat
 from pytest_anatomy.theory.prediction import Prediction, Term
 
@@ -213,23 +213,8 @@ def test_tiny_models_overhead_as_an_additive_term(qwen, session_rec, target, set
 
 def _marginal_cost(engine_setup, latency_recording):
     """(prediction, OLS slope, noise budget) of the decode step's cost per extra sequence over b = 1..64."""
-    batches = (1, 2, 4, 8, 16, 32, 64)
-    recs = [_decode(latency_recording, b, engine_setup.model.name) for b in batches]
-    fit = linear_fit(batches, [r["step_time_s"].value for r, _ in recs])
-    first = recs[0][0]["step_time_s"]
-    slope = Measurement(fit.slope, "s", source=first.source,
-                        provenance={**first.provenance, "fit": f"OLS over b={list(batches)}, R^2={fit.r_squared:.4f}",
-                                    "recording": f"results/{engine_setup.label}/latency/{engine_setup.model.name}.decode.b*.json"})
-    ctx = recs[0][1]
-    t = [lat.decode_step_time(engine_setup.model, engine_setup.ceilings, engine_setup.calib, b, ctx).value for b in (1, 64)]
-    pred = Prediction((t[1] - t[0]) / 63, "s", "d(t_step)/db = context x kv_bytes_per_token / BW", {"context": ctx},
-                      terms=(Term("t_step(b=1)", t[0], "s"), Term("t_step(b=64)", t[1], "s")))
-    ys = [r["step_time_s"].value for r, _ in recs]
-    mean_b = sum(batches) / len(batches)
-    residual = sum((y - fit.slope * b - fit.intercept) ** 2 for b, y in zip(batches, ys, strict=True))
-    slope_se = (residual / (len(batches) - 2) / sum((b - mean_b) ** 2 for b in batches)) ** 0.5
-    budget = {"slope_scatter": 2 * slope_se / fit.slope, "ceiling_spread": engine_setup.noise.get("bandwidth", 0.0)}
-    return pred, slope, budget
+    fit = decode_sweep_fit(engine_setup, latency_recording)
+    return fit.predicted, fit.slope, fit.budget
 
 
 @pytest.mark.gpu
