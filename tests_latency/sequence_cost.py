@@ -111,11 +111,13 @@ class StepsWithSlowerKvRead(lat.StepModel):
         return cls(**{**values, "kv_layer_bytes": steps.kv_layer_bytes * factor})
 
 
-def simulate_with(setup: Setup, extra_s: float, work: sv.Workload) -> sv.SimResult:
-    """`work` simulated with every step carrying `extra_s` per sequence beyond the first."""
+def simulate_with(setup: Setup, extra_s: float, work: sv.Workload,
+                  fixed: sv.RequestTimes = sv.NO_REQUEST_TIMES) -> sv.SimResult:
+    """`work` simulated with every step carrying `extra_s` per sequence beyond the first (and `fixed`'s per-request
+    times, sv.RequestTimes, where given)."""
     steps = setup.steps
     with_cost = StepsWithSequenceCost(**{f.name: getattr(steps, f.name) for f in fields(steps)}, extra_s=extra_s)
-    return _simulate(with_cost, setup.sched, work)
+    return _simulate(with_cost, setup.sched, work, fixed)
 
 
 def simulate_with_slower_kv_read(setup: Setup, factor: float, work: sv.Workload) -> sv.SimResult:
