@@ -21,18 +21,69 @@ CARD_RATIOS: dict[str, dict[tuple[str, str, str], tuple[float, ...]]] = {TENTH_V
 # The card's repeat: the b=1 Qwen step in its two sessions differs by 0.6% (4.632 / 4.605 ms), its read ceiling by
 # 0.03%; 2% covers that twice over plus a run's own repeat scatter (0.4-0.6% for these decode steps).
 NOISE = 0.02
+
+# Every number CARD_REASON quotes, each recomputed from the recordings by test_latency_card_findings.py.
+# The card's sessions: full, then NVML fast (test_card_b1_numbers_are_the_recorded_ones).
+CARD_SESSIONS = ("2026-12-02T16:29:14.000000Z", "2026-12-02T16:37:12.000000Z")
+# Qwen2.5-7B b=1, every recorded H200 session (test_card_b1_numbers_are_the_recorded_ones): quantity -> (the card's,
+# one per session of CARD_SESSIONS; the lowest and highest of the sessions without its UUID). The step (ms), the
+# session's read-bandwidth probe (TB/s), the fitted step overhead (the step less its bare roofline at that read
+# ceiling, ms: the calibration's t_overhead in every session) and the bare roofline ratio (step / that roofline).
+CARD_B1: dict[str, tuple[tuple[float, ...], tuple[float, float]]] = {
+    "step_ms": ((4.632, 4.605), (4.666, 4.787)),
+    "read_tb_s": ((4.373, 4.375), (4.384, 4.469)),
+    "overhead_ms": ((1.384, 1.358), (1.485, 1.551)),
+    "roofline_ratio": ((1.426, 1.418), (1.465, 1.479)),
+}
+CARD_OTHER_B1_SESSIONS = 17  # the recorded Qwen2.5-7B b=1 sessions without the card's UUID
+PROBE_BUFFER_GIB = 4  # the read-bandwidth probe's buffer in the card's sessions (read_bandwidth.buffer_bytes)
+# Llama-3.1-8B (test_card_llama_numbers_are_the_recorded_ones): the b=1 step on the card and the lowest and highest of
+# the sessions without its UUID (ms); at LLAMA_BATCHES the card's measured - predicted (ms, lowest and highest) and
+# the other sessions' measured / predicted - 1 (lowest and highest), the prediction carrying Qwen's calibration.
+LLAMA_BATCHES = (1, 2, 4, 8)
+CARD_LLAMA_B1_MS: tuple[float, tuple[float, float]] = (5.113, (4.815, 4.926))
+CARD_LLAMA_OVER_MS = (0.232, 0.306)
+OTHER_LLAMA_GAP = (-0.027, 0.014)
+# NVML's samples of the runs above on the card (Qwen b=1 in both sessions, every attempt; Llama at LLAMA_BATCHES):
+# the lowest and highest run's mean SM clock (MHz) and the highest run's mean host CPU busy share
+# (test_card_conditions_are_the_recorded_ones).
+CARD_SM_MHZ = (1876.9, 1980.0)
+CARD_CPU_BUSY = 0.067
+
 CARD_REASON = (
-    "Recorded on one card (NVML UUID {uuid}, the tenth H200 visit, 2026-12-02 16:29 and 16:37), not explained. On it "
-    "Qwen2.5-7B's b=1 decode step ran fastest of the ten cards recorded (4.632 / 4.605 ms; the others 4.666-4.787) "
-    "while the read-bandwidth probe read 4.374 TB/s, low among them (4.386-4.469), so the fitted step overhead is 1.384 ms "
-    "against 1.485-1.551 ms on the other cards and the bare roofline ratio 1.42-1.43 against 1.466-1.479; "
-    "Llama-3.1-8B's steps on the same card ran slow instead (b=1 5.113 ms against 4.815-4.926 ms), 0.23-0.31 ms "
-    "over the transferred prediction at b = 1-8 (an offset nearly constant in batch, so not the KV term), where "
-    "the other cards' Llama steps sit 0-3% under it. Not the clock (NVML mean SM 1,877-1,980 MHz in these runs, no "
-    "thermal bit), not the host (CPU busy < 0.07). Candidates, untested: bandwidth that differs by address on this "
-    "card's HBM (the probe's 4 GiB buffer, Qwen's and Llama's weights land in different places), or a model-specific "
-    "GEMV kernel choice. The other cards keep the clean band; this card's band is its own ratio span +- {noise:.0%} "
-    "(its two sessions' repeat), so a live run on the same card tests whether it repeats.")
+    "Recorded on one card (NVML UUID {uuid}, sessions {full} full and {fast} NVML fast), not explained. On it "
+    "Qwen2.5-7B's b=1 decode step ran faster than in any other H200 session recorded ({step} ms; the other {n_other} "
+    "sessions, none on this UUID, {step_lo:.3f}-{step_hi:.3f} ms) while the read-bandwidth probe read {bw} TB/s, lower "
+    "than in any of them ({bw_lo:.3f}-{bw_hi:.3f}), so the fitted step overhead is {ovh} ms against "
+    "{ovh_lo:.3f}-{ovh_hi:.3f} ms in the other sessions and the bare roofline ratio {roof_lo:.2f}-{roof_hi:.2f} against "
+    "{roof_other_lo:.3f}-{roof_other_hi:.3f}; Llama-3.1-8B's steps on the same card ran slow instead (b=1 {llama:.3f} ms "
+    "against {llama_lo:.3f}-{llama_hi:.3f} ms), {over_lo:.2f}-{over_hi:.2f} ms over the transferred prediction at "
+    "b = {batches} (an offset nearly constant in batch, so not the KV term), where the other sessions' Llama steps sit "
+    "{gap_lo:+.1%} to {gap_hi:+.1%} from it. Not the clock (NVML mean SM {mhz_lo:,.0f}-{mhz_hi:,.0f} MHz in these runs, no "
+    "thermal bit), not the host (mean CPU busy at most {busy:.3f}). Candidates, untested: bandwidth that differs by "
+    "address on this card's HBM (the probe's {buffer} GiB buffer, Qwen's and Llama's weights land in different "
+    "places), or a model-specific GEMV kernel choice. The other cards keep the clean band; this card's band is its own "
+    "ratio span +- {noise:.0%} (its two sessions' repeat), so a live run on the same card tests whether it repeats.")
+
+
+def _hhmm(stamp: str) -> str:
+    return f"{stamp[:10]} {stamp[11:16]}"
+
+
+def card_reason(uuid: str) -> str:
+    """CARD_REASON with every number it quotes, from the tables above."""
+    b1 = CARD_B1
+    (roof, roof_other), (llama, (llama_lo, llama_hi)) = b1["roofline_ratio"], CARD_LLAMA_B1_MS
+    return CARD_REASON.format(
+        uuid=uuid, full=_hhmm(CARD_SESSIONS[0]), fast=_hhmm(CARD_SESSIONS[1])[11:], n_other=CARD_OTHER_B1_SESSIONS,
+        step=" / ".join(f"{v:.3f}" for v in b1["step_ms"][0]), step_lo=b1["step_ms"][1][0], step_hi=b1["step_ms"][1][1],
+        bw=" / ".join(f"{v:.3f}" for v in b1["read_tb_s"][0]), bw_lo=b1["read_tb_s"][1][0], bw_hi=b1["read_tb_s"][1][1],
+        ovh=" / ".join(f"{v:.3f}" for v in b1["overhead_ms"][0]), ovh_lo=b1["overhead_ms"][1][0],
+        ovh_hi=b1["overhead_ms"][1][1], roof_lo=min(roof), roof_hi=max(roof), roof_other_lo=roof_other[0],
+        roof_other_hi=roof_other[1], llama=llama, llama_lo=llama_lo, llama_hi=llama_hi, over_lo=CARD_LLAMA_OVER_MS[0],
+        over_hi=CARD_LLAMA_OVER_MS[1], batches=f"{LLAMA_BATCHES[0]}-{LLAMA_BATCHES[-1]}", gap_lo=OTHER_LLAMA_GAP[0],
+        gap_hi=OTHER_LLAMA_GAP[1], mhz_lo=CARD_SM_MHZ[0], mhz_hi=CARD_SM_MHZ[1], busy=CARD_CPU_BUSY,
+        buffer=PROBE_BUFFER_GIB, noise=NOISE)
 
 
 def card_mark(rec: Any, test: str, model: str, quantity: str) -> pytest.MarkDecorator | None:
@@ -44,7 +95,7 @@ def card_mark(rec: Any, test: str, model: str, quantity: str) -> pytest.MarkDeco
         return None
     return pytest.mark.finding(CARD_FINDING_ID, hardware=MEASURED_ON, quantity=quantity, strict=False,
                                expected=(round(min(ratios) * (1 - NOISE), 4), round(max(ratios) * (1 + NOISE), 4)),
-                               reason=CARD_REASON.format(uuid=uuid, noise=NOISE))
+                               reason=card_reason(uuid or ""))
 
 
 @pytest.fixture

@@ -5,30 +5,40 @@ against its own session's other runs and so cannot see a slowdown they all share
 from __future__ import annotations
 
 import pytest
-from latency_findings_common import MEASURED_ON
+from latency_findings_common import MEASURED_ON, _count
 
 SLOW_SESSION_FINDING_ID = "h200-load-session-slow-prompt-steps"
+PROMPT_TOKENS = 1024  # every recorded Qwen2.5-7B Poisson run's prompt (test_slow_session_numbers_are_the_recorded_ones)
 # Qwen2.5-7B, 1,024-token prompts: the median, over the six sessions the per-run threshold was set on (2026-11-30 to
 # 2026-12-02 07:14, five Poisson rates each), of each session's median lone-prompt compute part (the two engine-step
 # intervals around a step carrying one prompt, less two decode-only steps; prompt_pace.PromptPace.prompt_part_s).
-# test_latency_prompt_pace.py::test_session_pace_reference_is_the_recorded_one recomputes it.
+# test_latency_prompt_pace.py::test_session_pace_reference_is_the_recorded_one recomputes it and REFERENCE_SESSIONS.
 SESSION_PROMPT_PART_REFERENCE_S = 0.01711
 REFERENCE_SET_ON = "2026-12-02T07:14:23.000000Z"  # the last of those six; later sessions are held out
+REFERENCE_SESSIONS = 6
 # Every recorded session the session-wide check flags, by its Poisson runs' stamp: its median compute part over the
 # reference (recomputed by test_slow_sessions_are_the_recorded_ones).
 SLOW_SESSIONS: dict[str, float] = {"2026-11-30T00:37:45Z": 1.352, "2026-12-02T16:29:14.000000Z": 1.271}
 CLEAN_SESSION_SPAN = (0.937, 1.015)  # the other sessions' ratios (every session with a 0.8x run)
+# The held-out slow session (the newer of SLOW_SESSIONS), recomputed by test_slow_session_numbers_are_the_recorded_ones:
+# Poisson rate -> (its run's lone-prompt compute part in ms; the lowest and highest of the same rate's runs in the
+# sessions the check does not flag), at the lowest and the highest rate; and NVML's mean SM clock of its Poisson runs
+# (MHz, the lowest and highest run).
+HELD_OUT_PARTS_MS: dict[str, tuple[float, tuple[float, float]]] = {"0.25": (23.9, (15.9, 18.0)),
+                                                                   "1.3": (18.2, (17.0, 21.7))}
+HELD_OUT_SM_MHZ = (1823.7, 1962.2)
 
 SLOW_SESSION_REASON = (
-    "Every Poisson run of this session ran its lone 1,024-token prompt steps slower than the recorded sessions did "
-    "(their median compute part, the step pair less two decode-only steps, over the reference recorded on the six "
+    "Every Poisson run of this session ran its lone {tokens:,}-token prompt steps slower than the recorded sessions did "
+    "(their median compute part, the step pair less two decode-only steps, over the reference recorded on the {n_ref} "
     "sessions the per-run check was set on; flagged above {threshold}x), so the per-run check, which compares a run "
-    "with its own session's other runs, saw nothing. Recorded twice: the first session (2026-11-30 00:37, {first:.2f}x, "
-    "one of the six the reference is set on) and the tenth visit's full session (2026-12-02 16:29, a new card, "
-    "{tenth:.2f}x; held out); the other sessions sit at {clean_lo:.2f}-{clean_hi:.2f}x. In the tenth visit the lone "
+    "with its own session's other runs, saw nothing. Recorded twice: the first session ({first_at}, {first:.2f}x, "
+    "one of the {n_ref} the reference is set on) and the {tenth_at} full session (a new card, {tenth:.2f}x; held out); "
+    "the other sessions sit at {clean_lo:.2f}-{clean_hi:.2f}x. In that session the lone "
     "prefills (prefill.l2048 to l32000, no decodes beside them) ran at the other cards' times, the slowdown was "
-    "largest at the lowest rate (0.25x: 23.9 ms against 15.9-18.0 ms) and absent at 1.3x (18.2 ms, inside the other "
-    "sessions' 1.3x runs), and NVML sampled those runs at a mean SM clock of 1,824-1,962 MHz with no thermal bit: "
+    "largest at the lowest rate ({low}x: {low_ms:.1f} ms against {low_lo:.1f}-{low_hi:.1f} ms) and absent at {high}x "
+    "({high_ms:.1f} ms, inside the other sessions' {high}x runs, {high_lo:.1f}-{high_hi:.1f} ms), and NVML sampled "
+    "those runs at a mean SM clock of {mhz_lo:,.0f}-{mhz_hi:,.0f} MHz with no thermal bit: "
     "not the clock and not the GEMMs. Unknown; the pattern (slowest when the engine idles between prompts) fits a "
     "host-side cost of the piecewise-graph prompt steps on a cold CPU, which nothing here measures. Band: the "
     "quantity's clean band (its finding's, or the check's own tolerance where none) in the frames of the simulation "
@@ -36,15 +46,25 @@ SLOW_SESSION_REASON = (
     "reference); strict=False: a clean session on the same card decides.")
 
 
+def slow_session_reason() -> str:
+    """SLOW_SESSION_REASON with every number it quotes, from the tables above."""
+    from pytest_anatomy.measure.prompt_pace import SLOW_PROMPT_STEPS
+
+    (first_at, first), (tenth_at, tenth) = sorted(SLOW_SESSIONS.items())
+    (low, (low_ms, (low_lo, low_hi))), (high, (high_ms, (high_lo, high_hi))) = HELD_OUT_PARTS_MS.items()
+    return SLOW_SESSION_REASON.format(
+        tokens=PROMPT_TOKENS, n_ref=_count(REFERENCE_SESSIONS), threshold=SLOW_PROMPT_STEPS,
+        first_at=f"{first_at[:10]} {first_at[11:16]}", first=first, tenth_at=f"{tenth_at[:10]} {tenth_at[11:16]}",
+        tenth=tenth, clean_lo=CLEAN_SESSION_SPAN[0], clean_hi=CLEAN_SESSION_SPAN[1], low=low, low_ms=low_ms,
+        low_lo=low_lo, low_hi=low_hi, high=high, high_ms=high_ms, high_lo=high_lo, high_hi=high_hi,
+        mhz_lo=HELD_OUT_SM_MHZ[0], mhz_hi=HELD_OUT_SM_MHZ[1])
+
+
 def slow_session_mark(quantity: str, base: tuple[float, float], shift: float, this_run: str) -> pytest.MarkDecorator:
     """SLOW_SESSION_FINDING_ID on `quantity`: `base` in the frames of both simulations, `shift` = simulated at the run's
     measured pace / simulated at the calibration's."""
-    from pytest_anatomy.measure.prompt_pace import SLOW_PROMPT_STEPS
-
     lo, hi = base
-    first, tenth = (SLOW_SESSIONS[s] for s in sorted(SLOW_SESSIONS))
-    reason = (SLOW_SESSION_REASON.format(threshold=SLOW_PROMPT_STEPS, first=first, tenth=tenth,
-                                         clean_lo=CLEAN_SESSION_SPAN[0], clean_hi=CLEAN_SESSION_SPAN[1])
+    reason = (slow_session_reason()
               + f" This run: {this_run}; simulated {quantity} at its pace is {shift:.3f}x the one at the calibration's.")
     return pytest.mark.finding(SLOW_SESSION_FINDING_ID, hardware=MEASURED_ON, quantity=quantity, reason=reason,
                                expected=(round(min(lo, lo * shift), 4), round(max(hi, hi * shift), 4)), strict=False)

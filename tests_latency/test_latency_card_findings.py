@@ -1,15 +1,18 @@
 """latency_card_findings' recorded ratios recomputed from every recording of the card they name: each is the measured /
-predicted of its check, with that session's own setup (the prediction the live check made)."""
+predicted of its check, with that session's own setup (the prediction the live check made); and every other number its
+reason quotes, recomputed from the card's recordings and from every other recorded H200 session's."""
 
 from __future__ import annotations
 
 import latency_card_findings as cf
 import pytest
-from latency_findings_common import MEASURED_ON
+from latency_findings_common import LLAMA, MEASURED_ON, QWEN
+import test_latency_conditions as conditions
 import test_latency_load as load
 from latency_setups import mean_context
 
 from pytest_anatomy import recordings
+from pytest_anatomy.measure.gpu_sampler import THERMAL_OR_HARDWARE, summarize
 from pytest_anatomy.session import get_session
 from pytest_anatomy.theory import latency as lat
 
@@ -74,3 +77,107 @@ def test_card_mark_applies_only_to_its_card():
     assert lo < min(cf.CARD_RATIOS[cf.TENTH_VISIT_CARD][key]) <= max(cf.CARD_RATIOS[cf.TENTH_VISIT_CARD][key]) < hi
     assert cf.card_mark(Rec("GPU-00000000-0000-0000-0000-000000000000"), *key) is None
     assert cf.card_mark(Rec(None), *key) is None
+
+
+def _uuid(rec) -> str | None:
+    gpu = rec.provenance.get("gpu")
+    return gpu.get("uuid") if isinstance(gpu, dict) else None
+
+
+def _every(request, target, name: str) -> list:
+    """Every recording of `name` on the target (one per session that ran it), oldest first."""
+    results = get_session(request.config).settings.results_dir
+    recs = [recordings.load_file(p) for p in recordings.candidates(results, target.name, "latency", name)]
+    return sorted(recs, key=lambda r: recordings.stamp_of(r.recorded_at))
+
+
+def _split(rows: list[tuple[str | None, float]], digits: int) -> tuple[tuple[float, ...], tuple[float, float]]:
+    """(the card's values, oldest first; the lowest and highest of the others), rounded as the table holds them."""
+    card = tuple(round(v, digits) for u, v in rows if u == cf.TENTH_VISIT_CARD)
+    others = [v for u, v in rows if u != cf.TENTH_VISIT_CARD]
+    return card, (round(min(others), digits), round(max(others), digits))
+
+
+@pytest.mark.gpu
+@pytest.mark.targets(recorded="qwen2.5-7b.decode.", live=False, hardware=MEASURED_ON)
+def test_card_b1_numbers_are_the_recorded_ones(request, target, session_rec, setup_beside):
+    """cf.CARD_SESSIONS, CARD_B1, CARD_OTHER_B1_SESSIONS and PROBE_BUFFER_GIB: Qwen2.5-7B's b=1 step, its session's read
+    probe, the step less its bare roofline at that probe (the calibration's t_overhead, as the setup fits it) and the
+    step over that roofline, on every recorded H200 session; the card's sit beyond every other session's, as quoted."""
+    rows: dict[str, list[tuple[str | None, float]]] = {q: [] for q in cf.CARD_B1}
+    card = []
+    for b1 in _every(request, target, f"{QWEN}.decode.b1"):
+        ceil = session_rec("ceilings", suite="ceilings", beside=b1)
+        setup, s = setup_beside(QWEN, b1), b1.data["run"]["settings"]
+        assert setup.ceilings.bandwidth == ceil["read_bandwidth.value"].value
+        roof = lat.decode_step_time(setup.model, setup.ceilings, lat.UNCALIBRATED, 1,
+                                    mean_context(s["input_len"], s["output_len"])).value
+        step, uuid = b1["step_time_s"].value, _uuid(b1)
+        assert setup.calib.step_overhead_s == pytest.approx(step - roof, abs=1e-9), b1.recorded_at
+        for q, v in (("step_ms", step * 1e3), ("read_tb_s", setup.ceilings.bandwidth / 1e12),
+                     ("overhead_ms", (step - roof) * 1e3), ("roofline_ratio", step / roof)):
+            rows[q].append((uuid, v))
+        if uuid == cf.TENTH_VISIT_CARD:
+            card.append(b1.recorded_at)
+            assert ceil["read_bandwidth.buffer_bytes"].value == cf.PROBE_BUFFER_GIB * 2**30
+    assert tuple(card) == cf.CARD_SESSIONS
+    assert {q: _split(r, 3) for q, r in rows.items()} == cf.CARD_B1
+    assert len(rows["step_ms"]) - len(card) == cf.CARD_OTHER_B1_SESSIONS
+    (step, (step_lo, _)), (bw, (bw_lo, _)) = cf.CARD_B1["step_ms"], cf.CARD_B1["read_tb_s"]
+    assert max(step) < step_lo and max(bw) < bw_lo  # "faster than in any other", "lower than in any of them"
+
+
+@pytest.mark.gpu
+@pytest.mark.targets(recorded="qwen2.5-7b.decode.", live=False, hardware=MEASURED_ON)
+def test_card_llama_numbers_are_the_recorded_ones(request, target, setup_beside):
+    """cf.CARD_LLAMA_B1_MS, CARD_LLAMA_OVER_MS and OTHER_LLAMA_GAP: Llama-3.1-8B's decode steps on every recorded H200
+    session against the prediction its check makes (the Qwen calibration known when it ran, transferred)."""
+    steps, over, gap = [], [], []
+    for b in cf.LLAMA_BATCHES:
+        for rec in _every(request, target, f"{LLAMA}.decode.b{b}"):
+            setup, s = setup_beside(LLAMA, rec), rec.data["run"]["settings"]
+            pred = lat.decode_step_time(setup.model, setup.ceilings, setup.calib, b,
+                                        mean_context(s["input_len"], s["output_len"])).value
+            measured, uuid = rec["step_time_s"].value, _uuid(rec)
+            if b == 1:
+                steps.append((uuid, measured * 1e3))
+            if uuid == cf.TENTH_VISIT_CARD:
+                over.append((measured - pred) * 1e3)
+            else:
+                gap.append(measured / pred - 1)
+    card, others = _split(steps, 3)
+    assert (card, others) == ((cf.CARD_LLAMA_B1_MS[0],), cf.CARD_LLAMA_B1_MS[1]) and card[0] > others[1]
+    assert len(over) == len(cf.LLAMA_BATCHES)  # the card's one session with Llama
+    assert (round(min(over), 3), round(max(over), 3)) == cf.CARD_LLAMA_OVER_MS
+    assert (round(min(gap), 3), round(max(gap), 3)) == cf.OTHER_LLAMA_GAP
+
+
+@pytest.mark.gpu
+@pytest.mark.targets(recorded="qwen2.5-7b.decode.", live=False, hardware=MEASURED_ON)
+def test_card_conditions_are_the_recorded_ones(request, target, session_rec):
+    """cf.CARD_SM_MHZ and CARD_CPU_BUSY: NVML's and /proc/stat's rows kept for the runs the reason quotes on the card
+    (Qwen2.5-7B b=1 in both its sessions, every attempt; Llama-3.1-8B at LLAMA_BATCHES), none with a thermal bit."""
+    results = get_session(request.config).settings.results_dir
+    sampled = conditions._sampled_parts(str(results / target.name / "batches"))
+    ids = {f"{QWEN}.decode.b1", *(f"{LLAMA}.decode.b{b}" for b in cf.LLAMA_BATCHES)}
+    means, busy = [], []
+    for stamp in cf.CARD_SESSIONS:
+        date = session_rec(f"{QWEN}.decode.b1", not_after=stamp).provenance["date"]
+        for raw in (p for p in sampled[date] if p["id"] in ids):
+            summary, cpu = summarize(raw["gpu_samples"]), [v for v in raw["gpu_samples"]["host_cpu_busy"] if v is not None]
+            assert not (summary["event_reasons_any"] or 0) & THERMAL_OR_HARDWARE, (date, raw["id"])
+            means.append(summary["sm_mhz_mean"])
+            busy.append(sum(cpu) / len(cpu))
+    assert len(means) >= len(cf.CARD_SESSIONS) + len(cf.LLAMA_BATCHES)
+    assert (min(means), max(means)) == cf.CARD_SM_MHZ
+    assert round(max(busy), 3) == cf.CARD_CPU_BUSY
+
+
+def test_card_reason_quotes_the_tables():
+    """The reason is formatted from the tables the tests above recompute (spot checks of its printed precision)."""
+    reason = cf.card_reason(cf.TENTH_VISIT_CARD)
+    assert "{" not in reason and cf.TENTH_VISIT_CARD in reason
+    step, (lo, hi) = cf.CARD_B1["step_ms"]
+    assert f"({step[0]:.3f} / {step[1]:.3f} ms; the other {cf.CARD_OTHER_B1_SESSIONS} sessions" in reason
+    assert f"{lo:.3f}-{hi:.3f} ms)" in reason
+    assert f"{cf.CARD_LLAMA_OVER_MS[0]:.2f}-{cf.CARD_LLAMA_OVER_MS[1]:.2f} ms over" in reason

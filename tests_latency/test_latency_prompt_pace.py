@@ -9,11 +9,13 @@ import latency_findings as lf
 import latency_session_pace_findings as sf
 import pytest
 from latency_findings_common import MEASURED_ON
+import test_latency_conditions as conditions
 import test_latency_load as load
 from latency_setups import prompt_pace_of, slowed_prompts
 
 from pytest_anatomy import recordings
 from pytest_anatomy.measure import prompt_pace as pp
+from pytest_anatomy.measure.gpu_sampler import THERMAL_OR_HARDWARE, summarize
 from pytest_anatomy.session import get_session
 
 # What the finding's reason quotes: (session stamp, rate) of every flagged Qwen2.5-7B run and its pace, and the clean
@@ -97,12 +99,12 @@ def test_slow_prompt_runs_are_the_recorded_ones(session_rec, setup_beside):
 @pytest.mark.gpu
 @pytest.mark.targets(recorded="qwen2.5-7b.poisson.", live=False, hardware=MEASURED_ON)
 def test_session_pace_reference_is_the_recorded_one(request, target, session_rec):
-    """sf.SESSION_PROMPT_PART_REFERENCE_S is the median, over the sessions up to REFERENCE_SET_ON, of each session's
-    median lone-prompt compute part; every later session is held out from it."""
+    """sf.SESSION_PROMPT_PART_REFERENCE_S is the median, over the sf.REFERENCE_SESSIONS sessions up to REFERENCE_SET_ON,
+    of each session's median lone-prompt compute part; every later session is held out from it."""
     medians = [pp.check_session(list(paces.values()), 1.0).median_s
                for stamp, paces in _paces(request, target, session_rec).items()
                if recordings.stamp_of(stamp) <= recordings.stamp_of(sf.REFERENCE_SET_ON)]
-    assert len(medians) == 6
+    assert len(medians) == sf.REFERENCE_SESSIONS
     assert round(statistics.median(medians), 5) == sf.SESSION_PROMPT_PART_REFERENCE_S
 
 
@@ -117,6 +119,43 @@ def test_slow_sessions_are_the_recorded_ones(request, target, session_rec):
     clean = [round(c.ratio, 3) for c in ratios.values() if not c.flagged]
     assert (min(clean), max(clean)) == sf.CLEAN_SESSION_SPAN
     assert max(clean) < pp.SLOW_PROMPT_STEPS < min(sf.SLOW_SESSIONS.values())
+
+
+
+@pytest.mark.gpu
+@pytest.mark.targets(recorded="qwen2.5-7b.poisson.", live=False, hardware=MEASURED_ON)
+def test_slow_session_numbers_are_the_recorded_ones(request, target, session_rec):
+    """What sf.SLOW_SESSION_REASON quotes beyond SLOW_SESSIONS: the prompt length (sf.PROMPT_TOKENS), the older slow
+    session as the first recorded and the newer on a card no earlier session ran on, the held-out session's compute
+    part at the lowest and highest rate against the same rate in the unflagged sessions (sf.HELD_OUT_PARTS_MS: largest
+    at the lowest rate, inside the others at the highest) and NVML's mean SM clock of its Poisson runs
+    (sf.HELD_OUT_SM_MHZ), none with a thermal bit."""
+    paces = _paces(request, target, session_rec)
+    first, held_out = sorted(sf.SLOW_SESSIONS)
+    assert min(paces, key=recordings.stamp_of) == first
+    parts = {s: {f: p.prompt_part_s() * 1e3 for f, p in runs.items() if p is not None} for s, runs in paces.items()}
+    rates = sorted(lf.POISSON, key=float)
+    assert list(sf.HELD_OUT_PARTS_MS) == [rates[0], rates[-1]]
+    assert max(parts[held_out].values()) == parts[held_out][rates[0]]  # "largest at the lowest rate"
+    got = {}
+    for f in sf.HELD_OUT_PARTS_MS:
+        others = [p[f] for s, p in parts.items() if s not in sf.SLOW_SESSIONS]
+        got[f] = (round(parts[held_out][f], 1), (round(min(others), 1), round(max(others), 1)))
+    assert got == sf.HELD_OUT_PARTS_MS
+    low, high = (sf.HELD_OUT_PARTS_MS[f] for f in (rates[0], rates[-1]))
+    assert low[0] > low[1][1] and high[1][0] <= high[0] <= high[1][1]  # absent at the highest rate
+    runs = [session_rec(f"{lf.QWEN}.poisson.f{f}", beside=session_rec(f"{lf.QWEN}.poisson.f0.8", not_after=s))
+            for s in paces for f in lf.POISSON]
+    assert {r.data["run"]["settings"]["input_len"] for r in runs} == {sf.PROMPT_TOKENS}
+    cards = {r.recorded_at: r.provenance["gpu"].get("uuid") for r in runs if isinstance(r.provenance.get("gpu"), dict)}
+    earlier = {u for s, u in cards.items() if recordings.stamp_of(s) < recordings.stamp_of(held_out)}
+    assert cards[held_out] and cards[held_out] not in earlier  # "a new card"
+    date = next(r.provenance["date"] for r in runs if r.recorded_at == held_out)
+    sampled = conditions._sampled_parts(str(get_session(request.config).settings.results_dir / target.name / "batches"))
+    summaries = [summarize(p["gpu_samples"]) for p in sampled[date] if p["id"].startswith(f"{lf.QWEN}.poisson.f")]
+    assert len(summaries) == len(lf.POISSON)
+    assert not any((s["event_reasons_any"] or 0) & THERMAL_OR_HARDWARE for s in summaries)
+    assert (min(s["sm_mhz_mean"] for s in summaries), max(s["sm_mhz_mean"] for s in summaries)) == sf.HELD_OUT_SM_MHZ
 
 
 def test_session_pace_check_flags_a_session_wide_slowdown():
