@@ -128,7 +128,7 @@ def closed_itl_marks(model: str, c: int) -> tuple[Any, ...]:
 # --- closed loop at C = 1: the first-token time the simulation lacks (test_closed_loop_throughput) -----------------
 # At C = 1 a request is one 1,024-token prefill, 255 decode steps of batch 1 and the frontend's ingress + egress; the
 # simulation prices the prefill with the step model and has no frontend. The band is set at test time from the same
-# session's other runs (test_latency_closed_loop.first_token_times): the lone prefills at 512 and 2,048 tokens, their
+# session's other runs (first_token.first_token_times): the lone prefills at 512 and 2,048 tokens, their
 # measured/modeled ratio interpolated log-linearly in length to the request's, and decode.b1's ingress + egress means.
 # Qwen2.5-7B's closed.c1 runs by stamp, oldest first: (measured / simulated, measured / simulated with those
 # per-request times, the check's budget, the first-token time's own spread over the request: the prefill runs' repeat

@@ -58,15 +58,25 @@ ENGINE_TTFT_FINDING = pytest.mark.finding("h200-ttft-short-prefill-and-frontend"
 
 
 LLAMA_TTFT_REASON = (
-    "Llama-3.1-8B (Qwen's calibration): TTFT p50 agrees at 0.25x and 0.5x of the C=64 rate and misses from 0.8x "
-    "up (measured and simulated in the rows beside this text). Two parts, as for Qwen: the frontend's ingress + "
+    "Llama-3.1-8B (Qwen's calibration): TTFT p50 runs above the simulation at every rate (measured and simulated in "
+    "the rows beside this text): at 0.25x and 0.5x of the C=64 rate inside the 25% goal but beyond the check's noise "
+    "budget, from 0.8x up beyond both. Two parts, as for Qwen: the frontend's ingress + "
     "egress, which the simulation omits, grows with load (client minus engine TTFT: the ttft_p50 and "
     "engine_ttft_p50 rows); the engine's own queue + prefill medians stay near the simulation at the lower rates "
     "and run above it at 1.0x, where a new prompt shares its step with ~35-70 decodes whose per-sequence cost runs "
     f"~{marginal_cost_span(LLAMA)}x the roofline (h200-decode-per-sequence-cost). Llama's lone short prefill exceeds the model less than "
     "Qwen's (test_prefill[512] and test_prefill_efficiency_transfers_to_a_second_model[512]), so its TTFT misses "
     "start later.")
+# Llama-3.1-8B's client TTFT at the rates where no fixed band covers it: the band is set at test time from per-request
+# times measured on the session's other runs (test_latency_load.first_token_band: first_token.first_token_times).
+FIRST_TOKEN_BANDED = frozenset({(LLAMA, "0.25"), (LLAMA, "0.5")})
+FIRST_TOKEN_BAND = (" Band, set at test time from the same session's other runs: the simulation given the per-request "
+                    "times they measure (the 1,024-token prompt's excess, priced by the lone prefills at 512 and 2,048 "
+                    "tokens interpolated in log length, and decode.b1's ingress + egress means; sv.RequestTimes) over the "
+                    "plain simulation, +- this check's budget and the excess's own scatter.")
 TTFT_MARKS = {
+    **{k: (pytest.mark.finding("h200-ttft-short-prefill-and-frontend", hardware=CHECKED_ON, quantity="ttft_p50",
+                               reason=LLAMA_TTFT_REASON + FIRST_TOKEN_BAND),) for k in sorted(FIRST_TOKEN_BANDED)},
     **{(QWEN, f): (TTFT_FINDING, ENGINE_TTFT_FINDING) for f in POISSON},
     **{(QWEN, f): tuple(pytest.mark.finding("h200-ttft-short-prefill-and-frontend", hardware=CHECKED_ON, quantity=q,
                                             reason=TTFT_FINDING.kwargs["reason"] + CARRIED[f"poisson.f{f}:{q}"].describe())
