@@ -308,13 +308,19 @@ def test_overload_latency_and_throughput(model, request, latency_recording, reco
     reconcile("output_throughput", sv.as_prediction(res, "output_throughput", "", "tokens/s", label),
               rec["aggregate.output_throughput_tok_per_s"], rel=0.10, why=TPUT_WHY,
               finding_band=carried_band(request, model, rec, "output_throughput", engine_setup), **kw)
-    reconcile("ttft_p50", sv.as_prediction(res, "ttft", "p50", "s", label), rec["aggregate.ttft_s.median"],
-              rel=0.25, why="the TTFT target (25%)",
-              finding_band=carried_band(request, model, rec, "ttft_p50", engine_setup), **kw)
+    ttft = sv.as_prediction(res, "ttft", "p50", "s", label)
+    reconcile("ttft_p50", ttft, rec["aggregate.ttft_s.median"], budget=ttft_budget(engine_setup, ttft, rec, "ttft_p50"),
+              why=OVERLOAD_TTFT_WHY, finding_band=carried_band(request, model, rec, "ttft_p50", engine_setup), **kw)
     _reconcile_itl(reconcile, engine_setup, res, rec,
                    bands={"itl_mean": carried_band(request, model, rec, "itl_mean", engine_setup)})
 
 
+OVERLOAD_TTFT_WHY = ("measured noise only (the 25% TTFT goal is not this tolerance): the run's repeat scatter (2 "
+                     "standard errors of its median TTFT) and the session's ceilings and calibration spread, priced as "
+                     "compute-bound: queueing behind prompt-carrying steps")
+PREFILL_PART_WHY = ("measured noise only (the 25% TTFT goal is not this tolerance): the run's repeat scatter (2 standard "
+                    "errors of its mean engine prefill part) and the session's ceilings and calibration spread, priced "
+                    "as compute-bound (the prompt's 8,192-token chunks)")
 HEAVY_ABOVE = 1.3  # demand / pool above which a run is the heavy regime (the runs: 1.06 and 1.58)
 
 
@@ -359,8 +365,10 @@ def test_overload_queueing_share_of_ttft(model, request, latency_recording, over
     prefill_part = Prediction(res.stat("ttft", "mean") - res.stat("queue", "mean"), "s",
                               "mean TTFT - mean queue (simulated): first scheduling to first token",
                               notes=res.calibration)
-    reconcile("prefill_part_of_ttft" + _regime(rec), prefill_part, rec["aggregate.engine.prefill_s.mean"], rel=0.25,
-              why="the TTFT target (25%)", **_kw(engine_setup))
+    reconcile("prefill_part_of_ttft" + _regime(rec), prefill_part, rec["aggregate.engine.prefill_s.mean"],
+              budget=step_budget(engine_setup, prefill_part, mean_scatter(rec, "aggregate.engine.prefill_s"),
+                                 compute_share=1.0),
+              why=PREFILL_PART_WHY, **_kw(engine_setup))
 
 
 @pytest.mark.gpu
