@@ -301,3 +301,30 @@ HEAVY_MARKS = (pytest.mark.finding(MIXED_PREFILL, hardware=CHECKED_ON, quantity=
                                    expected=HEAVY_BAND["queueing_share_of_ttft"], reason=LLAMA_OVERLOAD_REASON),
                pytest.mark.finding(MIXED_PREFILL, hardware=CHECKED_ON, quantity="prefill_part_of_ttft" + HEAVY,
                                    expected=HEAVY_BAND["prefill_part_of_ttft"], reason=LLAMA_OVERLOAD_REASON))
+
+
+# --- the mean ITL on its noise budget (test_latency_load._reconcile_itl) ------------------------------------------
+# Runs whose mean ITL stays on the 10% decode goal: under its noise budget each misses on at least one recorded card
+# with no mechanism measured apart yet (test_latency_load.py::test_itl_means_left_on_the_goal_still_miss fails once
+# none does, to move it onto the budget). Qwen2.5-7B's closed loop at C = 8 runs 3-5% above on both cards, 3-4% even
+# with the per-sequence excess; Llama-3.1-8B's at C = 32 runs 6% under (as its medians do:
+# h200-llama-closed-loop-below-its-decode-steps); Qwen2.5-7B's Poisson run at 0.25x, 5% above on the H100, where no
+# prompt-pace check flags its session.
+ITL_MEAN_ON_GOAL = frozenset({(QWEN, "closed.c8"), (LLAMA, "closed.c32"), (QWEN, "poisson.f0.25")})
+# Runs whose mean ITL misses its budget by the decode step's per-sequence excess: the band is set at test time from the
+# session's decode.b1..b64 slope (sequence_cost.py), measured apart from the run (test_latency_load.sequence_cost_band).
+SEQUENCE_COST_ITL_MEAN = frozenset({(LLAMA, "poisson.f0.5"), (LLAMA, "poisson.f0.8"), (LLAMA, "poisson.f1"),
+                                    (LLAMA, "overload")})
+SEQUENCE_COST_ITL_REASON = (
+    "Under load Llama-3.1-8B's steps carry 20-90 decoding sequences, each costing more than its KV bytes at the read "
+    "ceiling (h200-decode-per-sequence-cost); the mean ITL runs above the plain simulation by what that excess adds. "
+    "Band, set at test time: the simulation whose steps carry the session's own excess per sequence (its decode.b1..b64 "
+    "OLS slope less the model's, measured apart from this run; sequence_cost.py) over the plain one, +- this check's "
+    "budget and the excess's own scatter over its share of the mean.")
+
+
+def sequence_cost_itl_marks(model: str, run: str) -> tuple[pytest.MarkDecorator, ...]:
+    if (model, run) not in SEQUENCE_COST_ITL_MEAN:
+        return ()
+    return (pytest.mark.finding("h200-decode-per-sequence-cost", hardware=CHECKED_ON, quantity="itl_mean",
+                                reason=SEQUENCE_COST_ITL_REASON, strict=False),)

@@ -27,6 +27,7 @@ from latency_findings_common import MEASURED_ON
 import latency_session_pace_findings as sf
 from latency_card_findings import card_mark
 from first_token import first_token_times
+from sequence_cost import sequence_cost, simulate_with
 from latency_setups import median_scatter, prompt_pace_of, slowed_prompts, step_budget
 
 from pytest_anatomy.measure import Measurement
@@ -90,11 +91,19 @@ def itl_budget(setup, res: sv.SimResult, rec, stat: str) -> dict[str, float]:
     return step_budget(setup, pred, mean_scatter(rec, "aggregate.itl_s"), compute_share=share)
 
 
+def _run_of(setup, rec) -> str:
+    """The run's name without its model ("closed.c8", "poisson.f0.5", "overload"): model names hold dots."""
+    return rec.name.removeprefix(f"{setup.model.name}.")
+
+
 def _reconcile_itl(reconcile, setup, res: sv.SimResult, rec, budgeted: tuple[str, ...] = (),
                    bands: dict[str, tuple[float, float] | None] | None = None) -> None:
     """Median and mean ITL of a run against its simulation: both, since the median hides the
     prompt-carrying steps the mean includes. The stats in `budgeted` ("p50", "mean") are held to their noise
-    budget (itl_budget); the others still to the decode target. `bands`: finding bands set at test time."""
+    budget (itl_budget); the others still to the decode target. The mean is on its budget unless lf.ITL_MEAN_ON_GOAL
+    lists the run. `bands`: finding bands set at test time."""
+    if (setup.model.name, _run_of(setup, rec)) not in lf.ITL_MEAN_ON_GOAL:
+        budgeted = (*budgeted, "mean")
     for name, stat, key in (("itl_median", "p50", "median"), ("itl_mean", "mean", "mean")):
         pred, measured = sv.as_prediction(res, "itl", stat, "s", _label(rec)), rec[f"aggregate.itl_s.{key}"]
         band = (bands or {}).get(name)
@@ -103,6 +112,22 @@ def _reconcile_itl(reconcile, setup, res: sv.SimResult, rec, budgeted: tuple[str
                       finding_band=band, **_kw(setup))
         else:
             reconcile(name, pred, measured, rel=0.10, why=ITL_WHY, finding_band=band, **_kw(setup))
+
+
+def sequence_cost_band(setup, rec, latency_recording, res: sv.SimResult) -> tuple[float, float] | None:
+    """lf.SEQUENCE_COST_ITL_MEAN's band for the run's mean ITL (None for other runs): the simulation whose steps carry
+    the session's per-sequence excess (sequence_cost.py, measured on its decode.b1..b64) over the plain one, +- this
+    check's budget and the excess's own scatter over its share of the mean."""
+    if (setup.model.name, _run_of(setup, rec)) not in lf.SEQUENCE_COST_ITL_MEAN:
+        return None
+    cost = sequence_cost(setup, lambda name: latency_recording(name, beside=rec))
+    kind = rec.data["run"]["kind"]
+    work = _workload(rec) if kind != "overload" else _overload_workload(rec)
+    with_cost = simulate_with(setup, cost.extra_s, work).stat("itl", "mean")
+    plain = res.stat("itl", "mean")
+    half = sum(itl_budget(setup, res, rec, "mean").values()) + abs(with_cost - plain) * cost.spread_s / cost.extra_s / plain
+    shift = with_cost / plain
+    return (round(shift * (1 - half), 4), round(shift * (1 + half), 4))
 
 
 def carried_band(request, model: str, rec, quantity: str, setup) -> tuple[float, float] | None:
@@ -229,14 +254,16 @@ def test_poisson_rates_against_the_knee(model, factor, request, latency_recordin
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize(("model", "factor"), _cases(POISSON, lambda m, f: lf.ITL_MARKS.get((m, f), ())))
+@pytest.mark.parametrize(("model", "factor"), _cases(POISSON, lambda m, f: (
+    *lf.ITL_MARKS.get((m, f), ()), *lf.sequence_cost_itl_marks(m, f"poisson.f{f}"))))
 def test_poisson_itl_mean_and_median(model, factor, request, latency_recording, slow_prompt_run, reconcile):
     rec = latency_recording(f"{model}.poisson.f{factor}")
     engine_setup = _setup(request, model, rec)
     res = _sim(engine_setup, rec)
     _reconcile_itl(reconcile, engine_setup, res, rec,
                    bands={"itl_median": carried_band(request, model, rec, "itl_median", engine_setup)
-                          or between_band(request, model, factor, rec)})
+                          or between_band(request, model, factor, rec),
+                          "itl_mean": sequence_cost_band(engine_setup, rec, latency_recording, res)})
 
 
 def ttft_budget(setup, pred, rec, quantity: str) -> dict[str, float]:
@@ -292,13 +319,19 @@ def test_overload_preemption(model, request, latency_recording, reconcile):
               why="one request admitted a step earlier or later changes the peak by one", **_kw(engine_setup))
 
 
-def _sim_overload(setup, rec) -> sv.SimResult:
+def _overload_workload(rec) -> sv.Workload:
+    """The overload run as one closed wave of every request."""
     s = rec.data["run"]["settings"]
-    return setup.simulate(sv.Workload.closed(s["requests"], s["requests"], s["input_len"], s["output_len"]))
+    return sv.Workload.closed(s["requests"], s["requests"], s["input_len"], s["output_len"])
+
+
+def _sim_overload(setup, rec) -> sv.SimResult:
+    return setup.simulate(_overload_workload(rec))
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("model", _models(lambda m: lf.OVERLOAD_ITL_MARKS.get(m, ())))
+@pytest.mark.parametrize("model", _models(lambda m: (*lf.OVERLOAD_ITL_MARKS.get(m, ()),
+                                                     *lf.sequence_cost_itl_marks(m, "overload"))))
 def test_overload_latency_and_throughput(model, request, latency_recording, reconcile):
     rec = latency_recording(f"{model}.overload")
     engine_setup = _setup(request, model, rec)
@@ -312,7 +345,8 @@ def test_overload_latency_and_throughput(model, request, latency_recording, reco
     reconcile("ttft_p50", ttft, rec["aggregate.ttft_s.median"], budget=ttft_budget(engine_setup, ttft, rec, "ttft_p50"),
               why=OVERLOAD_TTFT_WHY, finding_band=carried_band(request, model, rec, "ttft_p50", engine_setup), **kw)
     _reconcile_itl(reconcile, engine_setup, res, rec,
-                   bands={"itl_mean": carried_band(request, model, rec, "itl_mean", engine_setup)})
+                   bands={"itl_mean": carried_band(request, model, rec, "itl_mean", engine_setup)
+                          or sequence_cost_band(engine_setup, rec, latency_recording, res)})
 
 
 OVERLOAD_TTFT_WHY = ("measured noise only (the 25% TTFT goal is not this tolerance): the run's repeat scatter (2 "
@@ -443,3 +477,17 @@ def test_carried_bands_are_the_recorded_ones(request, qwen, session_rec, target,
         got = tuple(x for pair in earlier for x in pair)
         want = tuple(x for pair in carried.earlier for x in pair)
         assert got == pytest.approx(want, abs=5e-5), key
+
+
+@pytest.mark.gpu
+@pytest.mark.targets(recorded="qwen2.5-7b.closed.", live=False)
+@pytest.mark.parametrize(("model", "run"), sorted(lf.ITL_MEAN_ON_GOAL))
+def test_itl_means_left_on_the_goal_still_miss(model, run, request, latency_recording):
+    """lf.ITL_MEAN_ON_GOAL's runs keep their mean ITL on the 10% goal because, under their noise budget, each misses
+    with no mechanism measured apart: this fails once one no longer does, to move it onto the budget."""
+    rec = latency_recording(f"{model}.{run}")
+    setup = _setup(request, model, rec)
+    res = _sim_overload(setup, rec) if run == "overload" else _sim(setup, rec)
+    ratio = rec["aggregate.itl_s.mean"].value / res.stat("itl", "mean")
+    budget = sum(itl_budget(setup, res, rec, "mean").values())
+    assert abs(ratio - 1) > budget, f"{model}.{run}: {ratio:.4f} is inside +-{budget:.4f}; budget it"
