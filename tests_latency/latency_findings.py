@@ -56,7 +56,7 @@ from latency_findings_common import (CHECKED_ON, LLAMA, MEASURED_ON, OTHER_SESSI
                                      _count, other_session_band)
 from latency_poisson_overload_findings import (CARRIED, ENGINE_TTFT_FINDING, FIRST_WITH_GEMM_TIMINGS,
                                                FIRST_TOKEN_BANDED, FRONTEND_MS_BELOW_KNEE, HEAVY, HEAVY_MARKS,
-                                               ITL_MARKS, ITL_MEAN_ON_GOAL, SEQUENCE_COST_ITL_MEAN,
+                                               ITL_MARKS, ITL_MEAN_ON_GOAL, ITL_MEDIAN_ON_GOAL, SEQUENCE_COST_ITL,
                                                sequence_cost_itl_marks,
                                                ITL_MEDIAN_BETWEEN_REASON, ITL_MEDIAN_NEIGHBOURS, ITL_TARGET,
                                                ITL_UNDER_LOAD, LLAMA_OVERLOAD_REASON, LLAMA_TTFT_REASON, MIXED_PREFILL,
@@ -95,7 +95,7 @@ __all__ = [
     "closed_itl_marks", "C1_FIRST_TOKEN_CASES", "C1_FIRST_TOKEN", "c1_first_token_marks", "POISSON", "HEAVY",
     "FIRST_WITH_GEMM_TIMINGS", "CARRIED", "STRADDLING_THE_GOAL", "TTFT_FINDING", "ENGINE_TTFT_FINDING",
     "LLAMA_TTFT_REASON", "TTFT_MARKS", "POISSON_ITL_MEAN", "ITL_TARGET", "SESSIONS", "ITL_UNDER_LOAD",
-    "FIRST_TOKEN_BANDED", "ITL_MEAN_ON_GOAL", "SEQUENCE_COST_ITL_MEAN", "sequence_cost_itl_marks",
+    "FIRST_TOKEN_BANDED", "ITL_MEAN_ON_GOAL", "ITL_MEDIAN_ON_GOAL", "SEQUENCE_COST_ITL", "sequence_cost_itl_marks",
     "ITL_MEDIAN_NEIGHBOURS", "POISSON_ITL_MEDIAN_BETWEEN", "neighbour_band", "ITL_MEDIAN_BETWEEN_REASON", "ITL_MARKS",
     "MIXED_PREFILL", "FRONTEND_MS_BELOW_KNEE", "MIXED_REASON", "QWEN_HEAVY_OVERLOAD", "QWEN_HEAVY_OUTSIDE", "LLAMA_OVERLOAD_REASON",
     "OVERLOAD_MARKS", "OVERLOAD_ITL_MARKS", "HEAVY_MARKS", "HOST_STALL_SAME_VISIT", "HOST_STALL", "HOST_STALL_REASON",

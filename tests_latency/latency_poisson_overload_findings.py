@@ -311,20 +311,25 @@ HEAVY_MARKS = (pytest.mark.finding(MIXED_PREFILL, hardware=CHECKED_ON, quantity=
 # h200-llama-closed-loop-below-its-decode-steps); Qwen2.5-7B's Poisson run at 0.25x, 5% above on the H100, where no
 # prompt-pace check flags its session.
 ITL_MEAN_ON_GOAL = frozenset({(QWEN, "closed.c8"), (LLAMA, "closed.c32"), (QWEN, "poisson.f0.25")})
-# Runs whose mean ITL misses its budget by the decode step's per-sequence excess: the band is set at test time from the
-# session's decode.b1..b64 slope (sequence_cost.py), measured apart from the run (test_latency_load.sequence_cost_band).
-SEQUENCE_COST_ITL_MEAN = frozenset({(LLAMA, "poisson.f0.5"), (LLAMA, "poisson.f0.8"), (LLAMA, "poisson.f1"),
-                                    (LLAMA, "overload")})
+# Qwen2.5-7B's Poisson medians stay on the decode goal: 2-8% above even the prediction that carries the per-sequence
+# excess (test_latency_sequence_cost.py::test_poisson_medians_keep_a_residual_beyond_the_sequence_cost guards it).
+ITL_MEDIAN_ON_GOAL = frozenset((QWEN, f"poisson.f{f}") for f in POISSON)
+# Runs whose ITL statistic misses its budget by the decode step's per-sequence excess: the band is set at test time from
+# the session's decode.b1..b64 slope (sequence_cost.py), measured apart from the run (test_latency_load.sequence_cost_band).
+SEQUENCE_COST_ITL: dict[str, frozenset[tuple[str, str]]] = {
+    "itl_mean": frozenset({(LLAMA, "poisson.f0.5"), (LLAMA, "poisson.f0.8"), (LLAMA, "poisson.f1"), (LLAMA, "overload")}),
+    "itl_median": frozenset({(LLAMA, "poisson.f0.5"), (LLAMA, "poisson.f0.8"), (LLAMA, "poisson.f1"), (QWEN, "overload"),
+                             (LLAMA, "overload")}),
+}
 SEQUENCE_COST_ITL_REASON = (
-    "Under load Llama-3.1-8B's steps carry 20-90 decoding sequences, each costing more than its KV bytes at the read "
-    "ceiling (h200-decode-per-sequence-cost); the mean ITL runs above the plain simulation by what that excess adds. "
+    "Under load the decode steps carry 20-125 sequences, each costing more than its KV bytes at the read ceiling "
+    "(h200-decode-per-sequence-cost); the ITL runs above the plain simulation by what that excess adds. "
     "Band, set at test time: the simulation whose steps carry the session's own excess per sequence (its decode.b1..b64 "
     "OLS slope less the model's, measured apart from this run; sequence_cost.py) over the plain one, +- this check's "
-    "budget and the excess's own scatter over its share of the mean.")
+    "budget and the excess's own scatter over its share of the statistic.")
 
 
 def sequence_cost_itl_marks(model: str, run: str) -> tuple[pytest.MarkDecorator, ...]:
-    if (model, run) not in SEQUENCE_COST_ITL_MEAN:
-        return ()
-    return (pytest.mark.finding("h200-decode-per-sequence-cost", hardware=CHECKED_ON, quantity="itl_mean",
-                                reason=SEQUENCE_COST_ITL_REASON, strict=False),)
+    return tuple(pytest.mark.finding("h200-decode-per-sequence-cost", hardware=CHECKED_ON, quantity=quantity,
+                                     reason=SEQUENCE_COST_ITL_REASON, strict=False)
+                 for quantity, runs in SEQUENCE_COST_ITL.items() if (model, run) in runs)

@@ -101,9 +101,13 @@ def _reconcile_itl(reconcile, setup, res: sv.SimResult, rec, budgeted: tuple[str
     """Median and mean ITL of a run against its simulation: both, since the median hides the
     prompt-carrying steps the mean includes. The stats in `budgeted` ("p50", "mean") are held to their noise
     budget (itl_budget); the others still to the decode target. The mean is on its budget unless lf.ITL_MEAN_ON_GOAL
-    lists the run. `bands`: finding bands set at test time."""
-    if (setup.model.name, _run_of(setup, rec)) not in lf.ITL_MEAN_ON_GOAL:
+    lists the run, and so is the median of a Poisson or overload run unless lf.ITL_MEDIAN_ON_GOAL does. `bands`:
+    finding bands set at test time."""
+    run = (setup.model.name, _run_of(setup, rec))
+    if run not in lf.ITL_MEAN_ON_GOAL:
         budgeted = (*budgeted, "mean")
+    if rec.data["run"]["kind"] != "closed" and run not in lf.ITL_MEDIAN_ON_GOAL:  # closed loops: the caller's choice
+        budgeted = (*budgeted, "p50")
     for name, stat, key in (("itl_median", "p50", "median"), ("itl_mean", "mean", "mean")):
         pred, measured = sv.as_prediction(res, "itl", stat, "s", _label(rec)), rec[f"aggregate.itl_s.{key}"]
         band = (bands or {}).get(name)
@@ -114,18 +118,17 @@ def _reconcile_itl(reconcile, setup, res: sv.SimResult, rec, budgeted: tuple[str
             reconcile(name, pred, measured, rel=0.10, why=ITL_WHY, finding_band=band, **_kw(setup))
 
 
-def sequence_cost_band(setup, rec, latency_recording, res: sv.SimResult) -> tuple[float, float] | None:
-    """lf.SEQUENCE_COST_ITL_MEAN's band for the run's mean ITL (None for other runs): the simulation whose steps carry
-    the session's per-sequence excess (sequence_cost.py, measured on its decode.b1..b64) over the plain one, +- this
-    check's budget and the excess's own scatter over its share of the mean."""
-    if (setup.model.name, _run_of(setup, rec)) not in lf.SEQUENCE_COST_ITL_MEAN:
+def sequence_cost_band(setup, rec, latency_recording, res: sv.SimResult, quantity: str) -> tuple[float, float] | None:
+    """lf.SEQUENCE_COST_ITL's band for the run's `quantity` ("itl_mean" or "itl_median"; None for runs it does not
+    list): the simulation whose steps carry the session's per-sequence excess (sequence_cost.py, measured on its
+    decode.b1..b64) over the plain one, +- this check's budget and the excess's own scatter over its share."""
+    if (setup.model.name, _run_of(setup, rec)) not in lf.SEQUENCE_COST_ITL[quantity]:
         return None
+    stat = "mean" if quantity == "itl_mean" else "p50"
     cost = sequence_cost(setup, lambda name: latency_recording(name, beside=rec))
-    kind = rec.data["run"]["kind"]
-    work = _workload(rec) if kind != "overload" else _overload_workload(rec)
-    with_cost = simulate_with(setup, cost.extra_s, work).stat("itl", "mean")
-    plain = res.stat("itl", "mean")
-    half = sum(itl_budget(setup, res, rec, "mean").values()) + abs(with_cost - plain) * cost.spread_s / cost.extra_s / plain
+    work = _overload_workload(rec) if rec.data["run"]["kind"] == "overload" else _workload(rec)
+    with_cost, plain = simulate_with(setup, cost.extra_s, work).stat("itl", stat), res.stat("itl", stat)
+    half = sum(itl_budget(setup, res, rec, stat).values()) + abs(with_cost - plain) * cost.spread_s / cost.extra_s / plain
     shift = with_cost / plain
     return (round(shift * (1 - half), 4), round(shift * (1 + half), 4))
 
@@ -262,8 +265,9 @@ def test_poisson_itl_mean_and_median(model, factor, request, latency_recording, 
     res = _sim(engine_setup, rec)
     _reconcile_itl(reconcile, engine_setup, res, rec,
                    bands={"itl_median": carried_band(request, model, rec, "itl_median", engine_setup)
-                          or between_band(request, model, factor, rec),
-                          "itl_mean": sequence_cost_band(engine_setup, rec, latency_recording, res)})
+                          or between_band(request, model, factor, rec)
+                          or sequence_cost_band(engine_setup, rec, latency_recording, res, "itl_median"),
+                          "itl_mean": sequence_cost_band(engine_setup, rec, latency_recording, res, "itl_mean")})
 
 
 def ttft_budget(setup, pred, rec, quantity: str) -> dict[str, float]:
@@ -346,7 +350,8 @@ def test_overload_latency_and_throughput(model, request, latency_recording, reco
               why=OVERLOAD_TTFT_WHY, finding_band=carried_band(request, model, rec, "ttft_p50", engine_setup), **kw)
     _reconcile_itl(reconcile, engine_setup, res, rec,
                    bands={"itl_mean": carried_band(request, model, rec, "itl_mean", engine_setup)
-                          or sequence_cost_band(engine_setup, rec, latency_recording, res)})
+                          or sequence_cost_band(engine_setup, rec, latency_recording, res, "itl_mean"),
+                          "itl_median": sequence_cost_band(engine_setup, rec, latency_recording, res, "itl_median")})
 
 
 OVERLOAD_TTFT_WHY = ("measured noise only (the 25% TTFT goal is not this tolerance): the run's repeat scatter (2 "
