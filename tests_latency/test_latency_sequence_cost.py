@@ -14,19 +14,13 @@ median step mixes batches and prompt chunks, and Qwen2.5-7B's keep a residual ab
 
 from __future__ import annotations
 
-from dataclasses import fields
-
 import latency_findings as lf
 import pytest
-from hypothesis import assume, given, settings
-from hypothesis import strategies as st
 from latency_closed_loop_findings import llama_closed_below_marks
 from latency_findings_common import LLAMA, QWEN
-from sequence_cost import (StepsWithSequenceCost, decode_sweep_fit, sequence_cost, simulate_with,
-                           simulate_with_slower_kv_read)
+from sequence_cost import decode_sweep_fit, sequence_cost, simulate_with, simulate_with_slower_kv_read
 from test_latency_load import _kw, _label, _setup, _workload, itl_budget
 
-from pytest_anatomy.theory import latency as lat
 from pytest_anatomy.theory import serving as sv
 
 pytestmark = pytest.mark.targets(recorded="qwen2.5-7b.closed.", live=True)
@@ -138,17 +132,3 @@ def test_poisson_medians_keep_a_residual_beyond_the_sequence_cost(factor, reques
     if factor == lf.POISSON[0]:
         assert ratio - 1 > sum(budget.values()), f"{ratio:.4f} is inside +-{sum(budget.values()):.4f}"
 
-
-@settings(max_examples=60, deadline=None)
-@given(decodes=st.integers(0, 256), context=st.floats(1, 40_000), chunks=st.lists(st.tuples(st.integers(1, 8192),
-       st.integers(0, 32_000)), max_size=3), extra_s=st.floats(0, 1e-4))
-def test_the_cost_is_added_once_per_sequence_beyond_the_first(qwen, decodes, context, chunks, extra_s):
-    """StepsWithSequenceCost is the step model plus extra_s x (sequences - 1): the first is in t_overhead (fitted at
-    b = 1), a step of one sequence is unchanged, and nothing else moves."""
-    assume(decodes + len(chunks) > 0)
-    base = lat.StepModel.build(qwen, lat.Ceilings("h", 4.4e12, 9.0e14, "test", "test"), lat.EngineCalibration("t", step_overhead_s=1e-3))
-    with_cost = StepsWithSequenceCost(**{f.name: getattr(base, f.name) for f in fields(base)}, extra_s=extra_s)
-    prefill = tuple(chunks)
-    plain = base.seconds(decodes, decodes * context, prefill)
-    assert with_cost.seconds(decodes, decodes * context, prefill) == pytest.approx(
-        plain + extra_s * (decodes + len(prefill) - 1), rel=1e-12, abs=1e-15)
