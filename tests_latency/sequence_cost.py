@@ -120,5 +120,12 @@ def simulate_with(setup: Setup, extra_s: float, work: sv.Workload,
     return _simulate(with_cost, setup.sched, work, fixed)
 
 
+def spread_share(setup: Setup, cost: SequenceCost, work: sv.Workload, stat: str, at: float) -> float:
+    """How far the ITL `stat` ("p50", "mean") moves, relative to `at` (its value with the excess), when the excess moves
+    by its own spread: re-simulated, so it holds where the excess is near zero too (no division by it)."""
+    moved = simulate_with(setup, cost.extra_s + cost.spread_s, work).stat("itl", stat)
+    return abs(moved - at) / at
+
+
 def simulate_with_slower_kv_read(setup: Setup, factor: float, work: sv.Workload) -> sv.SimResult:
     return _simulate(StepsWithSlowerKvRead.of(setup.steps, factor), setup.sched, work)

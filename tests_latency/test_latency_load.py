@@ -27,7 +27,7 @@ from latency_findings_common import MEASURED_ON
 import latency_session_pace_findings as sf
 from latency_card_findings import card_mark
 from first_token import first_token_times
-from sequence_cost import sequence_cost, simulate_with
+from sequence_cost import sequence_cost, simulate_with, spread_share
 from latency_setups import median_scatter, prompt_pace_of, slowed_prompts, step_budget
 
 from pytest_anatomy.measure import Measurement
@@ -128,7 +128,7 @@ def sequence_cost_band(setup, rec, latency_recording, res: sv.SimResult, quantit
     cost = sequence_cost(setup, lambda name: latency_recording(name, beside=rec))
     work = _overload_workload(rec) if rec.data["run"]["kind"] == "overload" else _workload(rec)
     with_cost, plain = simulate_with(setup, cost.extra_s, work).stat("itl", stat), res.stat("itl", stat)
-    half = sum(itl_budget(setup, res, rec, stat).values()) + abs(with_cost - plain) * cost.spread_s / cost.extra_s / plain
+    half = sum(itl_budget(setup, res, rec, stat).values()) + spread_share(setup, cost, work, stat, with_cost)
     shift = with_cost / plain
     return (round(shift * (1 - half), 4), round(shift * (1 + half), 4))
 

@@ -18,7 +18,7 @@ import latency_findings as lf
 import pytest
 from latency_closed_loop_findings import llama_closed_below_marks
 from latency_findings_common import LLAMA, QWEN
-from sequence_cost import decode_sweep_fit, sequence_cost, simulate_with, simulate_with_slower_kv_read
+from sequence_cost import decode_sweep_fit, sequence_cost, simulate_with, simulate_with_slower_kv_read, spread_share
 from test_latency_load import _kw, _label, _setup, _workload, itl_budget
 
 from pytest_anatomy.theory import serving as sv
@@ -55,12 +55,11 @@ def predict(request, model: str, rec):
     cost = sequence_cost(setup, lambda name: latency_recording(name, beside=rec))
     work = _work(rec)
     base, res = setup.simulate(work), simulate_with(setup, cost.extra_s, work)
-    carried = res.stat("itl", "p50") - base.stat("itl", "p50")
     pred = sv.as_prediction(res, "itl", "p50", "s", _label(rec), notes=(
         f"every step carries {cost.extra_s * 1e6:.2f} us per sequence beyond the first: the session's decode-step "
         f"slope over b = 1..64 minus the step model's (+-{cost.spread_s * 1e6:.2f} us), measured on its decode.b* runs",))
     budget = {**itl_budget(setup, res, rec, "p50"),
-              "sequence_cost_spread": abs(carried) * cost.spread_s / abs(cost.extra_s) / res.stat("itl", "p50"),
+              "sequence_cost_spread": spread_share(setup, cost, work, "p50", res.stat("itl", "p50")),
               "line_misfit": cost.misfit_at(_batch(rec, res))}
     return setup, pred, budget, base.stat("itl", "p50")
 
