@@ -137,7 +137,7 @@ def carried_band(request, model: str, rec, quantity: str, setup) -> tuple[float,
     """lf.CARRIED's band for this run's `quantity`, put in this run's frame at test time: its own repeat scatter,
     and its calibration shift (its prediction with the earlier sessions' recipe, eta fitted on the 8,192 prefill,
     over its prediction with its own; 1 where its session timed no GEMMs). None where no carried finding applies."""
-    carried = lf.CARRIED.get(f"{rec.name.split('.', 1)[1]}:{quantity}")
+    carried = lf.CARRIED.get(f"{_run_of(setup, rec)}:{quantity}")
     if carried is None or model != QWEN or setup.label not in lf.CHECKED_ON:
         return None
     fitted = request.getfixturevalue("setup_beside")(model, rec, eta_from_gemms=False)
