@@ -72,6 +72,7 @@ class SequenceCost:
     """Seconds per sequence the session's decode steps cost beyond the step model's slope, and its uncertainty."""
 
     extra_s: float  # measured slope - modeled slope
+    slope_ratio: float  # measured slope / modeled slope: the KV-read alternative's factor
     spread_s: float  # the measured slope's budget (its 2 standard errors and the ceiling's scatter), absolute
     misfit: dict[int, float]  # batch -> |measured step - the line| / measured step, at each recorded batch
 
@@ -84,7 +85,7 @@ class SequenceCost:
 def sequence_cost(setup: Setup, recording: Recording) -> SequenceCost:
     fit = decode_sweep_fit(setup, recording)
     line = {b: fit.intercept_s + fit.slope.value * b for b in fit.steps_s}
-    return SequenceCost(extra_s=fit.slope.value - fit.predicted.value,
+    return SequenceCost(extra_s=fit.slope.value - fit.predicted.value, slope_ratio=fit.slope.value / fit.predicted.value,
                         spread_s=fit.slope.value * sum(fit.budget.values()),
                         misfit={b: abs(t - line[b]) / t for b, t in fit.steps_s.items()})
 
@@ -107,17 +108,19 @@ class StepsWithSlowerKvRead(lat.StepModel):
 
     @classmethod
     def of(cls, steps: lat.StepModel, factor: float) -> "StepsWithSlowerKvRead":
-        values = {f.name: getattr(steps, f.name) for f in fields(steps)}
-        return cls(**{**values, "kv_layer_bytes": steps.kv_layer_bytes * factor})
+        return cls(**{**_fields_of(steps), "kv_layer_bytes": steps.kv_layer_bytes * factor})
+
+
+def _fields_of(steps: lat.StepModel) -> dict[str, Any]:
+    """A step model's fields, to build one of the what-if subclasses from it."""
+    return {f.name: getattr(steps, f.name) for f in fields(steps)}
 
 
 def simulate_with(setup: Setup, extra_s: float, work: sv.Workload,
                   fixed: sv.RequestTimes = sv.NO_REQUEST_TIMES) -> sv.SimResult:
     """`work` simulated with every step carrying `extra_s` per sequence beyond the first (and `fixed`'s per-request
     times, sv.RequestTimes, where given)."""
-    steps = setup.steps
-    with_cost = StepsWithSequenceCost(**{f.name: getattr(steps, f.name) for f in fields(steps)}, extra_s=extra_s)
-    return _simulate(with_cost, setup.sched, work, fixed)
+    return _simulate(StepsWithSequenceCost(**_fields_of(setup.steps), extra_s=extra_s), setup.sched, work, fixed)
 
 
 def spread_share(setup: Setup, cost: SequenceCost, work: sv.Workload, stat: str, at: float) -> float:
@@ -125,6 +128,17 @@ def spread_share(setup: Setup, cost: SequenceCost, work: sv.Workload, stat: str,
     by its own spread: re-simulated, so it holds where the excess is near zero too (no division by it)."""
     moved = simulate_with(setup, cost.extra_s + cost.spread_s, work).stat("itl", stat)
     return abs(moved - at) / at
+
+
+def shift_band(setup: Setup, recording: Recording, work: sv.Workload, res: sv.SimResult, stat: str,
+               budget: float) -> tuple[float, float]:
+    """A finding band for an ITL `stat` of `work` whose plain simulation is `res`: the simulation carrying the
+    session's excess over the plain one, +- `budget` (the check's) and the excess's own spread over its share."""
+    cost = sequence_cost(setup, recording)
+    with_cost, plain = simulate_with(setup, cost.extra_s, work).stat("itl", stat), res.stat("itl", stat)
+    half = budget + spread_share(setup, cost, work, stat, with_cost)
+    shift = with_cost / plain
+    return (round(shift * (1 - half), 4), round(shift * (1 + half), 4))
 
 
 def simulate_with_slower_kv_read(setup: Setup, factor: float, work: sv.Workload) -> sv.SimResult:

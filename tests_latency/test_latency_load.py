@@ -27,7 +27,7 @@ from latency_findings_common import MEASURED_ON
 import latency_session_pace_findings as sf
 from latency_card_findings import card_mark
 from first_token import first_token_times
-from sequence_cost import sequence_cost, simulate_with, spread_share
+from sequence_cost import shift_band as sequence_cost_shift_band
 from latency_setups import median_scatter, prompt_pace_of, slowed_prompts, step_budget
 
 from pytest_anatomy.measure import Measurement
@@ -49,9 +49,16 @@ ITL_BUDGET_WHY = ("measured noise only (the 10% decode target is a goal, not thi
                   "(2 standard errors of its per-token ITL median, or mean), the session's read-bandwidth and bf16 "
                   "ceilings' scatter on the roofline part of the simulated ITL, and the calibration's spread "
                   "(t_overhead over the step, eta on the share of the mean that prompt-carrying steps add)")
-TTFT_WHY = ("measured noise only (the 25% TTFT goal below the knee is not this tolerance): the run's repeat scatter "
-            "(2 standard errors of its median), the session's ceilings and calibration spread, priced as a compute-bound "
-            "1,024-token prefill")
+
+
+def _ttft_why(of: str, priced: str) -> str:
+    return ("measured noise only (the 25% TTFT goal is not this tolerance): the run's repeat scatter (2 standard errors "
+            f"of its {of}) and the session's ceilings and calibration spread, priced as compute-bound ({priced})")
+
+
+TTFT_WHY = _ttft_why("median TTFT", "below the knee, a 1,024-token prefill")
+OVERLOAD_TTFT_WHY = _ttft_why("median TTFT", "queueing behind prompt-carrying steps")
+PREFILL_PART_WHY = _ttft_why("mean engine prefill part", "the prompt's 8,192-token chunks")
 
 
 def _workload(rec) -> sv.Workload:
@@ -125,12 +132,8 @@ def sequence_cost_band(setup, rec, latency_recording, res: sv.SimResult, quantit
     if (setup.model.name, _run_of(setup, rec)) not in lf.SEQUENCE_COST_ITL[quantity]:
         return None
     stat = "mean" if quantity == "itl_mean" else "p50"
-    cost = sequence_cost(setup, lambda name: latency_recording(name, beside=rec))
-    work = _overload_workload(rec) if rec.data["run"]["kind"] == "overload" else _workload(rec)
-    with_cost, plain = simulate_with(setup, cost.extra_s, work).stat("itl", stat), res.stat("itl", stat)
-    half = sum(itl_budget(setup, res, rec, stat).values()) + spread_share(setup, cost, work, stat, with_cost)
-    shift = with_cost / plain
-    return (round(shift * (1 - half), 4), round(shift * (1 + half), 4))
+    return sequence_cost_shift_band(setup, lambda name: latency_recording(name, beside=rec), run_workload(rec), res,
+                                    stat, sum(itl_budget(setup, res, rec, stat).values()))
 
 
 def carried_band(request, model: str, rec, quantity: str, setup) -> tuple[float, float] | None:
@@ -274,7 +277,7 @@ def ttft_budget(setup, pred, rec, quantity: str) -> dict[str, float]:
     """The noise budget of a TTFT median below the knee (`quantity`: "ttft_p50", the client's, or "engine_ttft_p50"):
     the run's repeat scatter (load_ratio's: 2 standard errors of the median) and the session's ceilings and
     calibration spread, the TTFT priced as compute-bound (a 1,024-token prefill; step_budget)."""
-    return step_budget(setup, pred, load_ratio(setup, rec, quantity)[1], compute_share=1.0)
+    return step_budget(setup, pred, load_scatter(rec, quantity), compute_share=1.0)
 
 
 def first_token_band(setup, rec, latency_recording, res: sv.SimResult, budget: dict[str, float]) -> tuple[float, float]:
@@ -329,6 +332,11 @@ def _overload_workload(rec) -> sv.Workload:
     return sv.Workload.closed(s["requests"], s["requests"], s["input_len"], s["output_len"])
 
 
+def run_workload(rec) -> sv.Workload:
+    """Any load run's workload as designed: closed, Poisson, or the overload wave."""
+    return _overload_workload(rec) if rec.data["run"]["kind"] == "overload" else _workload(rec)
+
+
 def _sim_overload(setup, rec) -> sv.SimResult:
     return setup.simulate(_overload_workload(rec))
 
@@ -354,12 +362,6 @@ def test_overload_latency_and_throughput(model, request, latency_recording, reco
                           "itl_median": sequence_cost_band(engine_setup, rec, latency_recording, res, "itl_median")})
 
 
-OVERLOAD_TTFT_WHY = ("measured noise only (the 25% TTFT goal is not this tolerance): the run's repeat scatter (2 "
-                     "standard errors of its median TTFT) and the session's ceilings and calibration spread, priced as "
-                     "compute-bound: queueing behind prompt-carrying steps")
-PREFILL_PART_WHY = ("measured noise only (the 25% TTFT goal is not this tolerance): the run's repeat scatter (2 standard "
-                    "errors of its mean engine prefill part) and the session's ceilings and calibration spread, priced "
-                    "as compute-bound (the prompt's 8,192-token chunks)")
 HEAVY_ABOVE = 1.3  # demand / pool above which a run is the heavy regime (the runs: 1.06 and 1.58)
 
 
@@ -437,13 +439,12 @@ def test_overload_every_request_completes_exactly(model, latency_recording, reco
 def load_ratio(setup, rec, quantity: str) -> tuple[float, float]:
     """(measured / predicted, the measurement's repeat scatter: 2 standard errors, relative) of one load run's
     `quantity` ("ttft_p50", "engine_ttft_p50", "itl_median", "itl_mean", "output_throughput") under `setup`."""
-    res = _sim_overload(setup, rec) if rec.data["run"]["kind"] == "overload" else _sim(setup, rec)
-    if quantity == "output_throughput":  # its noise: the mean ITL's (the run's time is mostly its decode steps)
-        return (rec["aggregate.output_throughput_tok_per_s"].value / res.output_throughput,
-                mean_scatter(rec, "aggregate.itl_s"))
+    res = setup.simulate(run_workload(rec))
+    if quantity == "output_throughput":
+        return rec["aggregate.output_throughput_tok_per_s"].value / res.output_throughput, load_scatter(rec, quantity)
     if quantity == "engine_ttft_p50":
         engine = rec["aggregate.engine.queue_s.median"].value + rec["aggregate.engine.prefill_s.median"].value
-        return engine / res.stat("ttft", "p50"), median_scatter(rec, "aggregate.engine.prefill_s")
+        return engine / res.stat("ttft", "p50"), load_scatter(rec, quantity)
     stat, key, spread = _LOAD_STATS[quantity]
     return (rec[f"{spread}.{'median' if stat != 'itl' or key == 'p50' else 'mean'}"].value / res.stat(stat, key),
             load_scatter(rec, quantity))
@@ -454,10 +455,11 @@ _LOAD_STATS = {"ttft_p50": ("ttft", "p50", "aggregate.ttft_s"), "itl_median": ("
 
 
 def load_scatter(rec, quantity: str) -> float:
-    """load_ratio's repeat scatter of `quantity` ("ttft_p50", "itl_median", "itl_mean"): the measurement's alone,
-    no simulation needed."""
-    if quantity == "itl_mean":  # the mean's own standard error
-        return mean_scatter(rec, "aggregate.itl_s")
+    """load_ratio's repeat scatter of `quantity` (any it takes): the measurement's alone, no simulation needed."""
+    if quantity in ("itl_mean", "output_throughput"):  # the mean's own standard error (the throughput's: the run's
+        return mean_scatter(rec, "aggregate.itl_s")    # time is mostly its decode steps)
+    if quantity == "engine_ttft_p50":  # below the knee the engine's TTFT is its prefill (queue ~10 us)
+        return median_scatter(rec, "aggregate.engine.prefill_s")
     return median_scatter(rec, _LOAD_STATS[quantity][2])
 
 
@@ -492,7 +494,7 @@ def test_itl_means_left_on_the_goal_still_miss(model, run, request, latency_reco
     with no mechanism measured apart: this fails once one no longer does, to move it onto the budget."""
     rec = latency_recording(f"{model}.{run}")
     setup = _setup(request, model, rec)
-    res = _sim_overload(setup, rec) if run == "overload" else _sim(setup, rec)
+    res = setup.simulate(run_workload(rec))
     ratio = rec["aggregate.itl_s.mean"].value / res.stat("itl", "mean")
     budget = sum(itl_budget(setup, res, rec, "mean").values())
     assert abs(ratio - 1) > budget, f"{model}.{run}: {ratio:.4f} is inside +-{budget:.4f}; budget it"

@@ -18,8 +18,8 @@ import latency_findings as lf
 import pytest
 from latency_closed_loop_findings import llama_closed_below_marks
 from latency_findings_common import LLAMA, QWEN
-from sequence_cost import decode_sweep_fit, sequence_cost, simulate_with, simulate_with_slower_kv_read, spread_share
-from test_latency_load import _kw, _label, _setup, _workload, itl_budget
+from sequence_cost import sequence_cost, simulate_with, simulate_with_slower_kv_read, spread_share
+from test_latency_load import _kw, _label, _setup, itl_budget, run_workload
 
 from pytest_anatomy.theory import serving as sv
 
@@ -33,14 +33,6 @@ WHY = ("measured noise only (the 10% decode goal is not this tolerance): the run
        "batch (the isolated step at the nearest recorded batch against the b = 1..64 line)")
 
 
-def _work(rec) -> sv.Workload:
-    """The run as designed; the overload run is one closed wave of every request (test_latency_load._sim_overload)."""
-    s = rec.data["run"]["settings"]
-    if rec.data["run"]["kind"] == "overload":
-        return sv.Workload.closed(s["requests"], s["requests"], s["input_len"], s["output_len"])
-    return _workload(rec)
-
-
 def _batch(rec, res: sv.SimResult) -> float:
     """The batch of the run's median step: C for a closed loop, the simulated mean running count under overload."""
     s = rec.data["run"]["settings"]
@@ -48,20 +40,20 @@ def _batch(rec, res: sv.SimResult) -> float:
 
 
 def predict(request, model: str, rec):
-    """(setup, the prediction, its noise budget, the base simulation's median) of `rec`'s median ITL with its session's
+    """(setup, the prediction, its noise budget, the session's SequenceCost) of `rec`'s median ITL with its session's
     per-sequence excess."""
     setup = _setup(request, model, rec)
     latency_recording = request.getfixturevalue("latency_recording")
     cost = sequence_cost(setup, lambda name: latency_recording(name, beside=rec))
-    work = _work(rec)
-    base, res = setup.simulate(work), simulate_with(setup, cost.extra_s, work)
+    work = run_workload(rec)
+    res = simulate_with(setup, cost.extra_s, work)
     pred = sv.as_prediction(res, "itl", "p50", "s", _label(rec), notes=(
         f"every step carries {cost.extra_s * 1e6:.2f} us per sequence beyond the first: the session's decode-step "
         f"slope over b = 1..64 minus the step model's (+-{cost.spread_s * 1e6:.2f} us), measured on its decode.b* runs",))
     budget = {**itl_budget(setup, res, rec, "p50"),
               "sequence_cost_spread": spread_share(setup, cost, work, "p50", res.stat("itl", "p50")),
               "line_misfit": cost.misfit_at(_batch(rec, res))}
-    return setup, pred, budget, base.stat("itl", "p50")
+    return setup, pred, budget, cost
 
 
 def _cases():
@@ -106,10 +98,9 @@ def test_the_excess_does_not_scale_with_the_kv_read(model, request, latency_reco
     slope over the modeled one, on every KV byte), the excess over-predicts its median ITL beyond the noise budget that
     the per-sequence form meets: the excess is a cost per sequence, not per KV byte (sequence_cost.py)."""
     rec = latency_recording(f"{model}.overload")
-    setup, pred, budget, _ = predict(request, model, rec)
+    setup, pred, budget, cost = predict(request, model, rec)
     measured = rec["aggregate.itl_s.median"].value
-    fit = decode_sweep_fit(setup, lambda name: latency_recording(name, beside=rec))
-    slower = simulate_with_slower_kv_read(setup, fit.slope.value / fit.predicted.value, _work(rec))
+    slower = simulate_with_slower_kv_read(setup, cost.slope_ratio, run_workload(rec))
     total = sum(budget.values())
     assert abs(measured / pred.value - 1) <= total, f"per sequence: {measured / pred.value:.4f} outside +-{total:.4f}"
     ratio = measured / slower.stat("itl", "p50")
