@@ -375,20 +375,24 @@ def test_an_nvml_spec_predicts_the_same_ledger_as_the_catalog(no_gpu_stack: pyte
 
 
 def test_the_live_cards_cuda_total_wins_over_the_catalogs() -> None:
-    """A catalog card's live target budgets from the card's own cudaMemGetInfo total: h100-sxm's catalog entry has
-    none, and NVML's total is 480 MiB above what vLLM sees (the first H100 session's capacity misses, 2026-12-02);
-    the H200's entry holds its total, which an identical reading leaves as it is."""
+    """A catalog card's live target budgets from the card's own cudaMemGetInfo total, whether its catalog entry has
+    none (the first H100 session's capacity misses, 2026-12-02: NVML's total is 480 MiB above what vLLM sees) or holds
+    one; an identical reading leaves the entry as it is. The entries are picked by what they hold, not by name."""
     from pytest_anatomy.specs.hardware import DetectedGPU, get_hardware
     from pytest_anatomy.targets import live_target
 
-    h100 = DetectedGPU(index=0, name="NVIDIA H100 80GB HBM3", backend="nvml+cuda-driver",
-                       memory_total_bytes=85_520_809_984, cuda_memory_total_bytes=85_017_493_504, catalog_name="h100-sxm")
-    for option in ("auto", "h100-sxm"):
-        spec = live_target(h100, option, "catalog").spec
-        assert spec.cuda_visible_memory_bytes == 85_017_493_504
+    without = next(hw for hw in HARDWARE.values() if hw.cuda_visible_memory_bytes is None and hw.memory_bytes)
+    reading = int(without.memory_bytes * 0.99)
+    gpu = DetectedGPU(index=0, name=f"a card of {without.name}", backend="nvml+cuda-driver",
+                      memory_total_bytes=without.memory_bytes, cuda_memory_total_bytes=reading,
+                      catalog_name=without.name)
+    for option in ("auto", without.name):
+        spec = live_target(gpu, option, "catalog").spec
+        assert spec.cuda_visible_memory_bytes == reading
         assert "cudaMemGetInfo" in spec.sources["cuda_visible_memory_bytes"]
-    assert get_hardware("h100-sxm").cuda_visible_memory_bytes is None  # the catalog itself is left alone
-    h200_total = get_hardware("h200").cuda_visible_memory_bytes
-    h200 = DetectedGPU(index=0, name="NVIDIA H200", backend="nvml", memory_total_bytes=150_754_820_096,
-                       cuda_memory_total_bytes=h200_total, catalog_name="h200")
-    assert live_target(h200, "auto", "catalog").spec is get_hardware("h200")
+    assert get_hardware(without.name).cuda_visible_memory_bytes is None  # the catalog itself is left alone
+    holding = next(hw for hw in HARDWARE.values() if hw.cuda_visible_memory_bytes)
+    same = DetectedGPU(index=0, name=f"a card of {holding.name}", backend="nvml",
+                       memory_total_bytes=holding.memory_bytes or holding.cuda_visible_memory_bytes,
+                       cuda_memory_total_bytes=holding.cuda_visible_memory_bytes, catalog_name=holding.name)
+    assert live_target(same, "auto", "catalog").spec is get_hardware(holding.name)
