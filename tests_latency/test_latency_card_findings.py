@@ -94,7 +94,7 @@ def _every(request, target, name: str) -> list:
 def _split(rows: list[tuple[str | None, float]], digits: int) -> tuple[tuple[float, ...], tuple[float, float]]:
     """(the card's values, oldest first; the lowest and highest of the others), rounded as the table holds them."""
     card = tuple(round(v, digits) for u, v in rows if u == cf.TENTH_VISIT_CARD)
-    others = [v for u, v in rows if u != cf.TENTH_VISIT_CARD]
+    others = [v for u, v in rows if u not in cf.CARD_RATIOS]  # the sessions on cards no card finding names
     return card, (round(min(others), digits), round(max(others), digits))
 
 
@@ -122,7 +122,7 @@ def test_card_b1_numbers_are_the_recorded_ones(request, target, session_rec, set
             assert ceil["read_bandwidth.buffer_bytes"].value == cf.PROBE_BUFFER_GIB * 2**30
     assert tuple(card) == cf.CARD_SESSIONS
     assert {q: _split(r, 3) for q, r in rows.items()} == cf.CARD_B1
-    assert len(rows["step_ms"]) - len(card) == cf.CARD_OTHER_B1_SESSIONS
+    assert sum(u not in cf.CARD_RATIOS for u, _ in rows["step_ms"]) == cf.CARD_OTHER_B1_SESSIONS
     (step, (step_lo, _)), (bw, (bw_lo, _)) = cf.CARD_B1["step_ms"], cf.CARD_B1["read_tb_s"]
     assert max(step) < step_lo and max(bw) < bw_lo  # "faster than in any other", "lower than in any of them"
 
@@ -143,7 +143,7 @@ def test_card_llama_numbers_are_the_recorded_ones(request, target, setup_beside)
                 steps.append((uuid, measured * 1e3))
             if uuid == cf.TENTH_VISIT_CARD:
                 over.append((measured - pred) * 1e3)
-            else:
+            elif uuid not in cf.CARD_RATIOS:
                 gap.append(measured / pred - 1)
     card, others = _split(steps, 3)
     assert (card, others) == ((cf.CARD_LLAMA_B1_MS[0],), cf.CARD_LLAMA_B1_MS[1]) and card[0] > others[1]
@@ -181,3 +181,47 @@ def test_card_reason_quotes_the_tables():
     assert f"({step[0]:.3f} / {step[1]:.3f} ms; the other {cf.CARD_OTHER_B1_SESSIONS} sessions" in reason
     assert f"{lo:.3f}-{hi:.3f} ms)" in reason
     assert f"{cf.CARD_LLAMA_OVER_MS[0]:.2f}-{cf.CARD_LLAMA_OVER_MS[1]:.2f} ms over" in reason
+
+
+@pytest.mark.gpu
+@pytest.mark.targets(recorded="qwen2.5-7b.decode.", live=False, hardware=MEASURED_ON)
+def test_second_card_numbers_are_the_recorded_ones(request, target, session_rec, setup_beside):
+    """cf.SECOND_CARD_*: the eleventh visit's card's Qwen2.5-7B b=1 numbers in both its sessions, its Llama-3.1-8B
+    steps against the transferred prediction, their NVML rows, and the count of Llama sessions on the other cards."""
+    uuid, qwen = cf.ELEVENTH_VISIT_CARD, {q: [] for q in cf.SECOND_CARD_QWEN_B1}
+    stamps = []
+    for b1 in _every(request, target, f"{QWEN}.decode.b1"):
+        if _uuid(b1) == uuid:
+            setup = setup_beside(QWEN, b1)
+            stamps.append(b1.recorded_at)
+            for q, v in (("step_ms", b1["step_time_s"].value * 1e3), ("read_tb_s", setup.ceilings.bandwidth / 1e12),
+                         ("overhead_ms", setup.calib.step_overhead_s * 1e3)):
+                qwen[q].append(round(v, 3))
+    assert tuple(stamps) == cf.SECOND_CARD_SESSIONS
+    assert {q: tuple(v) for q, v in qwen.items()} == cf.SECOND_CARD_QWEN_B1
+    llama, sessions = {}, set()
+    for b in cf.SECOND_CARD_BATCHES:
+        for rec in _every(request, target, f"{LLAMA}.decode.b{b}"):
+            if _uuid(rec) not in cf.CARD_RATIOS and b == 1:
+                sessions.add(rec.recorded_at)
+            if _uuid(rec) == uuid:
+                setup, s = setup_beside(LLAMA, rec), rec.data["run"]["settings"]
+                pred = lat.decode_step_time(setup.model, setup.ceilings, setup.calib, b,
+                                            mean_context(s["input_len"], s["output_len"])).value
+                llama[b] = (round(rec["step_time_s"].value * 1e3, 3), round(pred * 1e3, 3))
+    assert llama == cf.SECOND_CARD_LLAMA_MS and len(sessions) == cf.OTHER_LLAMA_SESSIONS
+    assert llama[1][0] > cf.CARD_LLAMA_B1_MS[1][1]  # "against ... in the sessions on other cards": above them all
+    results = get_session(request.config).settings.results_dir
+    sampled = conditions._sampled_parts(str(results / target.name / "batches"))
+    date = session_rec(f"{LLAMA}.decode.b1", not_after=cf.SECOND_CARD_SESSIONS[0]).provenance["date"]
+    ids = {f"{LLAMA}.decode.b{b}" for b in (1, 2, 4)}
+    means, busy = [], []
+    for raw in (p for p in sampled[date] if p["id"] in ids):
+        summary, cpu = summarize(raw["gpu_samples"]), [v for v in raw["gpu_samples"]["host_cpu_busy"] if v is not None]
+        assert not (summary["event_reasons_any"] or 0) & THERMAL_OR_HARDWARE, raw["id"]
+        means.append(summary["sm_mhz_mean"])
+        busy.append(sum(cpu) / len(cpu))
+    assert len(means) == len(ids) and (min(means), max(means)) == cf.SECOND_CARD_SM_MHZ
+    assert round(max(busy), 3) == cf.SECOND_CARD_CPU_BUSY
+    reason = cf.card_reason(uuid)
+    assert "{" not in reason and uuid in reason and f"b=1 {llama[1][0]:.3f} ms" in reason
