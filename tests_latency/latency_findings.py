@@ -6,7 +6,7 @@ its mark carries `hardware=CHECKED_ON`, so on any other target the same reconcil
 on its own. Another card's findings get their own constant here.
 
 Decode-step bands come from the other H200 session (OTHER_SESSION: the 2026-11-30 runs) while the
-suite replays the newest one (2026-12-02: Qwen2.5-7B's 14:26 NVML-spec session, Llama-3.1-8B's 14:18 catalog-spec
+suite replays the newest one (2026-12-02: Qwen2.5-7B's 23:58 NVML-spec session, Llama-3.1-8B's 23:51 catalog-spec
 one): each band is that session's measured/predicted ratio,
 computed by the same setup code, +- OTHER_SESSION_NOISE. test_latency_steps.py::
 test_decode_bands_are_the_other_sessions_ratios recomputes every ratio from the recordings, so none
@@ -47,7 +47,7 @@ from latency_closed_loop_findings import (C1_FIRST_TOKEN, b64_step_miss_mark, C1
 from latency_decode_findings import (B1_RESIDUAL_MS, BORDERLINE, DECODE_RATIO_OTHER_SESSION, DECODE_ROOFLINE,
                                      HOST_STALL_FINDING_ID, LLAMA_B1_RATIOS, LLAMA_OVERHEAD_BELOW_QWEN,
                                      MARGINAL_COST_NEWEST, MARGINAL_COST_REASON, MARGINAL_COST_RUNS,
-                                     MARGINAL_COST_SOURCE, NEWEST_SLOPE_STALLED, NEWEST_SLOPE_STALLED_AT,
+                                     MARGINAL_COST_SOURCE, CARD_FINDING_SESSIONS, NEWEST_SLOPE_STALLED, NEWEST_SLOPE_STALLED_AT,
                                      PER_SEQUENCE_COST, ROOFLINE_OTHER_SESSION, SLOPE_STALLED_SESSIONS,
                                      STALLED_DECODE_RUNS, STALLED_PINNED_POOL, TINY_OVERHEAD_FINDING,
                                      TINY_OVERHEAD_REASON, decode_step_marks, marginal_cost_band, marginal_cost_marks,
@@ -71,7 +71,8 @@ from latency_prefill_findings import (_PINNED, _UTILIZATION, CHECKED_PREFILL, GE
                                       _prefill_above_gemms_reason, above_gemms_marks, prefill_band,
                                       prefill_ceiling_marks, short_prefill_marks, short_prefill_reason)
 from latency_run_validity_findings import (HOST_STALL, HOST_STALL_REASON, HOST_STALL_SAME_VISIT, SLOW_PROMPT_FINDING_ID,
-                                           SLOW_PROMPT_REASON, SLOW_PROMPT_RUNS, slow_prompt_mark, stalled_run_marks)
+                                           SLOW_PROMPT_CLEAN_TTFT_BAND, SLOW_PROMPT_REASON, SLOW_PROMPT_RUNS,
+                                           slow_prompt_mark, stalled_run_marks)
 from latency_seed_findings import (ATTAINMENT, HIGH_C, HIGH_C_MEDIAN, PAIRED_PROMPTS, SEED_LITTLES_LAW,
                                    SEED_MARGINAL_COST, SEED_TTFT_GROUPING)
 
@@ -84,7 +85,7 @@ __all__ = [
     "STALLED_PINNED_POOL", "SLOPE_STALLED_SESSIONS", "NEWEST_SLOPE_STALLED", "NEWEST_SLOPE_STALLED_AT",
     "marginal_cost_span", "PER_SEQUENCE_COST", "B1_RESIDUAL_MS", "LLAMA_B1_RATIOS", "LLAMA_OVERHEAD_BELOW_QWEN",
     "BORDERLINE", "decode_step_marks", "ROOFLINE_OTHER_SESSION", "TINY_OVERHEAD_REASON", "TINY_OVERHEAD_FINDING",
-    "DECODE_ROOFLINE", "MARGINAL_COST_NEWEST", "MARGINAL_COST_SOURCE", "MARGINAL_COST_REASON", "marginal_cost_band",
+    "DECODE_ROOFLINE", "MARGINAL_COST_NEWEST", "MARGINAL_COST_SOURCE", "CARD_FINDING_SESSIONS", "MARGINAL_COST_REASON", "marginal_cost_band",
     "marginal_cost_marks", "PREFILL_ROOFLINE_OTHER_SESSION", "PREFILL_ROOFLINE_NOISE", "PREFILL_ETA_OTHER_SESSION",
     "PREFILL_BELOW_CEILING_REASON", "prefill_ceiling_marks", "PREFILL_RUNS", "GEMM_ETA_SESSIONS", "CHECKED_PREFILL",
     "MEMORY_BOUND_PREFILL", "prefill_band", "SHORT_PREFILL_REASON", "PREFILL_ABOVE_GEMMS_REASON", "GEMM_ETA_SPAN",
@@ -99,7 +100,8 @@ __all__ = [
     "ITL_MEDIAN_NEIGHBOURS", "POISSON_ITL_MEDIAN_BETWEEN", "neighbour_band", "ITL_MEDIAN_BETWEEN_REASON", "ITL_MARKS",
     "MIXED_PREFILL", "FRONTEND_MS_BELOW_KNEE", "MIXED_REASON", "QWEN_HEAVY_OVERLOAD", "QWEN_HEAVY_OUTSIDE", "LLAMA_OVERLOAD_REASON",
     "OVERLOAD_MARKS", "OVERLOAD_ITL_MARKS", "HEAVY_MARKS", "HOST_STALL_SAME_VISIT", "HOST_STALL", "HOST_STALL_REASON",
-    "stalled_run_marks", "SLOW_PROMPT_FINDING_ID", "SLOW_PROMPT_RUNS", "SLOW_PROMPT_REASON", "slow_prompt_mark",
+    "stalled_run_marks", "SLOW_PROMPT_FINDING_ID", "SLOW_PROMPT_RUNS", "SLOW_PROMPT_CLEAN_TTFT_BAND",
+    "SLOW_PROMPT_REASON", "slow_prompt_mark",
     "ATTAINMENT", "HIGH_C", "HIGH_C_MEDIAN", "PAIRED_PROMPTS", "SEED_MARGINAL_COST", "SEED_TTFT_GROUPING",
     "SEED_LITTLES_LAW"
 ]

@@ -44,6 +44,8 @@ OUTCOME: dict[str, tuple[tuple[float, float], float, tuple[int, int], float, flo
     # NVML fast, same card: the three parts without the cap bit are short ones sampled at 1,980 MHz throughout
     # (decode b=1 second attempt and b=2 first, 8 rows each; prefill 512, 4 rows)
     "2026-12-02T16:37:12+00:00": ((0.0, 0.0), 0.5981, (18, 21), 710.001, 0.0),
+    "2026-12-02T23:51:19+00:00": ((1734.4, 1970.9), 0.4858, (38, 38), 711.2, 0.0493),  # full, card GPU-73fa8706
+    "2026-12-02T23:58:45+00:00": ((0.0, 0.0), 0.7137, (14, 14), 710.455, 0.0),  # NVML fast, same card
 }
 
 

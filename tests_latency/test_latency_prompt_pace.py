@@ -20,7 +20,8 @@ from pytest_anatomy.session import get_session
 
 # What the finding's reason quotes: (session stamp, rate) of every flagged Qwen2.5-7B run and its pace, and the clean
 # runs' span over the sessions the threshold was set on (up to SET_ON; every later session is held out).
-FLAGGED = {("2026-12-02T07:14:23.000000Z", "0.8"): 1.32, ("2026-12-02T14:18:58.000000Z", "1.3"): 1.23}
+FLAGGED = {("2026-12-02T07:14:23.000000Z", "0.8"): 1.32, ("2026-12-02T14:18:58.000000Z", "1.3"): 1.23,
+           ("2026-12-02T23:51:19.000000Z", "1"): 1.44}
 CLEAN_SPAN = (0.82, 1.18)
 SET_ON = "2026-12-02T07:14:23.000000Z"
 
@@ -77,10 +78,12 @@ def test_prompt_pace_flags_the_recorded_runs(request, target, session_rec):
 
 @pytest.mark.gpu
 @pytest.mark.targets(recorded="qwen2.5-7b.poisson.", live=False)
-def test_slow_prompt_runs_are_the_recorded_ones(session_rec, setup_beside):
+def test_slow_prompt_runs_are_the_recorded_ones(request, session_rec, setup_beside):
     """lf.SLOW_PROMPT_RUNS (the TTFT and mean-ITL numbers h200-load-run-slow-prompt-steps quotes) recomputed for every
     flagged run as the slow_prompt_run fixture of test_latency_load.py simulates it: with its own session's setup and
-    with eta divided by its measured compute slowdown (latency_setups.slowed_prompts)."""
+    with eta divided by its measured compute slowdown (latency_setups.slowed_prompts); and lf.SLOW_PROMPT_CLEAN_TTFT_BAND,
+    the clean TTFT p50 band each flagged run gets at test time (test_latency_load.band_at_test_time; none listed where
+    its clean finding's band is fixed)."""
     assert set(lf.SLOW_PROMPT_RUNS) == set(FLAGGED)
     for (stamp, factor), row in lf.SLOW_PROMPT_RUNS.items():
         rec = session_rec(f"{lf.QWEN}.poisson.f{factor}", not_after=stamp)
@@ -94,6 +97,8 @@ def test_slow_prompt_runs_are_the_recorded_ones(session_rec, setup_beside):
         got = (ttft / res.stat("ttft", "p50"), ttft / slowed.stat("ttft", "p50"), itl * 1e3,
                res.stat("itl", "mean") * 1e3, slowed.stat("itl", "mean") * 1e3)
         assert got == pytest.approx(row, abs=5e-5), (stamp, factor)
+        band = load.band_at_test_time(request, lf.QWEN, rec, setup, res, "ttft_p50")
+        assert band == lf.SLOW_PROMPT_CLEAN_TTFT_BAND.get((stamp, factor)), (stamp, factor, band)
 
 
 @pytest.mark.gpu

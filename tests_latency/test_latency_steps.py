@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import latency_findings as lf
-from latency_card_findings import card_finding  # noqa: F401 - the fixture, used by name
+from latency_card_findings import CARD_RATIOS, card_finding  # noqa: F401 - the fixture, used by name
 import latency_h100_findings as h100f
 import pytest
 from latency_findings_common import MEASURED_ON
@@ -243,8 +243,13 @@ def test_marginal_cost_bands_are_the_other_models(engine_setup, transfer_setup, 
         pred, slope, budget = _marginal_cost(setup, latency_recording)
         assert (slope.value / pred.value, sum(budget.values())) == pytest.approx(
             lf.MARGINAL_COST_NEWEST[model], abs=5e-5), model
-        stamp = max((s for m, s in lf.MARGINAL_COST_RUNS if m == model and (m, s) not in lf.SLOPE_STALLED_SESSIONS),
-                    key=recordings.stamp_of)
+        for m, s in lf.MARGINAL_COST_RUNS:  # CARD_FINDING_SESSIONS: the sessions on a card a card finding names
+            if m == model:
+                gpu = latency_recording(f"{m}.decode.b1", not_after=s).provenance.get("gpu")
+                uuid = gpu.get("uuid") if isinstance(gpu, dict) else None
+                assert ((m, s) in lf.CARD_FINDING_SESSIONS) == (uuid in CARD_RATIOS), (m, s)
+        stamp = max((s for m, s in lf.MARGINAL_COST_RUNS if m == model and (m, s) not in lf.SLOPE_STALLED_SESSIONS
+                     and (m, s) not in lf.CARD_FINDING_SESSIONS), key=recordings.stamp_of)
         b1 = latency_recording(f"{model}.decode.b1", not_after=stamp)
         assert b1.recorded_at == stamp, model
         pred, slope, budget = _marginal_cost(setup_beside(model, b1),
