@@ -40,6 +40,9 @@ needs_chromium = pytest.mark.skipif(
 # drawn on demand from the embedded ledger it was ~4.2 MB. The tenth visit's sessions took it to
 # 5.27 MB (28 failed tests' tracebacks, ~0.24 MB of them, and more rows); each repeated reason,
 # formula, note and why written once (text_table) and the rows unindented, the same run is 4.67 MB.
+# The H200 live session and the chat ladder took it to 5.01 MB; the embedded ledger without the
+# JSON's spaces, each test id's module and function once, the rows' search text set by the script,
+# a scatter plot's whiskers and a plot's grid one path each: the same run is 4.10 MB.
 MAX_REPORT_BYTES = 5_000_000
 
 
@@ -132,6 +135,8 @@ PROBE = r"""
   search.value = "decode_step"; search.dispatchEvent(new Event("input"));
   out.search = {rows: visible("details.rec").length,
                 matching: visible("details.rec").every(function (d) { return d.getAttribute("data-search").indexOf("decode_step") >= 0; })};
+  search.value = "tests_capacity/test_capacity_ledger.py::"; search.dispatchEvent(new Event("input"));
+  out.search_test_id = visible("details.rec").map(function (d) { return +d.getAttribute("data-i"); });
   search.value = ""; search.dispatchEvent(new Event("input"));
   out.rows = {all: all, visible_after_reset: visible("details.rec").length};
   document.getElementById("expand-all").click();
@@ -152,7 +157,8 @@ PROBE = r"""
                       term_notes: Array.prototype.map.call(d.querySelectorAll("table.terms tr"), function (tr) {
                         return tr.children[3].textContent; }).slice(1),
                       why: (d.querySelector("p.why") || {}).textContent || null,
-                      finding: (d.querySelector("p.finding-note") || {}).textContent || null}};
+                      finding: (d.querySelector("p.finding-note") || {}).textContent || null,
+                      test_id: (d.querySelector("p.testid") || {}).textContent || null}};
     });
     document.getElementById("collapse-all").click();
     out.collapsed_open = document.querySelectorAll("details.rec[open]").length;
@@ -203,6 +209,20 @@ def test_page_script_filters_searches_expands_and_collapses(browser_view: dict[s
     assert 0 < view["search"]["rows"] < rows and view["search"]["matching"]
     assert view["expanded"]["open"] == rows and view["expanded"]["drawn"] == rows
     assert view["collapsed_open"] == 0
+
+
+@needs_chromium
+def test_page_script_searches_test_ids_as_written(browser_view: dict[str, Any], full_report: Path) -> None:
+    """The search finds a row by its test id although the page writes each test's module and function once
+    (embedded.py _share_test_id) and each row's search text is set by the script."""
+    from pytest_anatomy.report.html import expand_embedded
+
+    page = full_report.read_text(encoding="utf-8")
+    embedded = json.loads(html.unescape(re.search(r'id="anatomy-ledger">(.*?)</script>', page, re.DOTALL)[1])
+                          .replace("\\u003c", "<").replace("\\u003e", ">").replace("\\u0026", "&"))
+    recs = expand_embedded(embedded)["reconciliations"]
+    wanted = [i for i, rec in enumerate(recs) if "tests_capacity/test_capacity_ledger.py::" in rec["test_id"].lower()]
+    assert 0 < len(wanted) < len(recs) and sorted(browser_view["search_test_id"]) == wanted
 
 
 @needs_chromium
@@ -339,6 +359,7 @@ def test_each_derivation_shows_its_texts_from_the_shared_table(browser_view: dic
         assert shown["why"] == (f"why this tolerance: {tol['why']}" if tol.get("why") else None), drawn["i"]
         finding = rec.get("finding")
         assert shown["finding"] == (f"finding {finding['id']}: {finding['reason']}" if finding else None), drawn["i"]
+        assert shown["test_id"] == rec["test_id"], drawn["i"]
         findings += bool(finding)
     assert findings > 10
 

@@ -140,3 +140,23 @@ def test_flash_sweep_is_one_chart_per_head_dim_and_grouping_with_n_along_x(tmp_p
     assert [label.split(":")[0] for label in labels] == [
         "flash attention TF/s against N on h200 (causal, D=128)",
         "flash attention TF/s against N on h200 (causal, D=128, 4 query heads per KV head)"]
+
+
+def test_scatter_whiskers_are_one_path_and_each_point_says_its_tolerance() -> None:
+    """A predicted-vs-measured panel draws its tolerance whiskers as one path under the points (not one titled line
+    each: ~0.2 MB in a full report); each point's tooltip says what its whisker allows."""
+    from pytest_anatomy.report.html import scatter_plots
+
+    recs = [_rec(f"step{i}", 0.01 * (i + 1), 0.0105 * (i + 1), tolerance={"rel": 0.1, "abs": 0.0, "ratio": None})
+            for i in range(4)]
+    svg = str(scatter_plots(recs)[0])
+    whisker = re.findall(r'<path class="whisker" clip-path="url\(#clip-scatter-0\)" d="([^"]+)"/>', svg)
+    assert len(whisker) == 1 and whisker[0].count("M") == whisker[0].count("V") == 4
+    assert svg.index('class="whisker"') < svg.index("<circle") and svg.count("<polyline") == 1  # y = x
+    assert "step0 (agree): predicted 10 ms, measured 10.5 ms, gap +5.00%, allowed ±10%</title>" in svg
+
+
+def test_svg_coordinates_drop_a_whole_number_s_point_zero() -> None:
+    from pytest_anatomy.report.svg import _n
+
+    assert [_n(v) for v in (336.0, 12.34, -0.04, 0.0, 7.96)] == ["336", "12.3", "0", "0", "8"]

@@ -129,10 +129,10 @@ def test_html_shows_numbers_derivation_and_findings() -> None:
     for text in ("120,025.4 tokens", "120,064 tokens", "+0.03%", "15.83 ms", "22.1 ms", "+39.6%", "-52.7%"):
         assert text in page, text
     # Derivations are drawn in the browser from the embedded ledger (tests_plugin/test_report_browser.py
-    # checks the drawing): the page carries each one once, as data, and an empty box per row.
+    # checks the drawing): the page carries each one once, as data; the script makes a row's box when it opens.
     ledger = expand_embedded(json.loads(_parse(page).ledger_text or ""))
     assert ledger["reconciliations"][0]["prediction"]["formula"] == "available_kv_bytes / kv_bytes_per_token"
-    assert page.count('<div class="derivation" hidden></div>') == 5
+    assert page.count('<details class="rec ') == 5 and '<div class="derivation"' not in page
     assert 'data-i="0"' in page and 'data-i="4"' in page
     assert "vLLM logs GiB to 2 decimals: +-0.08%" in page
     assert 'id="findings"' in page and "decode-launch-overhead" in page and "~6 ms of CPU launch overhead" in page
@@ -185,6 +185,33 @@ def test_embedded_texts_are_written_once_per_distinct_text() -> None:
     assert embedded["text_table"].count(reason) == 1 and embedded["text_table"].count("the same why") == 1
     assert {rec["finding"]["reason"] for rec in embedded["reconciliations"]} == {embedded["text_table"].index(reason)}
     assert expand_embedded(embedded) == ledger
+
+
+def test_embedded_test_ids_share_their_module_and_function() -> None:
+    """A test id's part before its parameters is written once in the page (text_table), each row holding its index and
+    its own parameters; a test id without parameters is the index alone. Expanded, the rows are the JSON ledger's."""
+    ledger = sample_ledger()
+    for i, rec in enumerate(ledger["reconciliations"]):
+        rec["test_id"] = f"tests_capacity/test_seed_capacity.py::test_shared[case{i}]"
+    ledger["reconciliations"][0]["test_id"] = "tests_capacity/test_seed_capacity.py::test_plain"
+    page = render_html(ledger)
+    embedded = json.loads(_parse(page).ledger_text or "")
+    texts = embedded["text_table"]
+    assert texts.count("tests_capacity/test_seed_capacity.py::test_shared") == 1
+    head = texts.index("tests_capacity/test_seed_capacity.py::test_shared")
+    assert [rec["test_id"] for rec in embedded["reconciliations"][1:]] == [[head, f"[case{i}]"] for i in range(1, 5)]
+    assert embedded["reconciliations"][0]["test_id"] == texts.index("tests_capacity/test_seed_capacity.py::test_plain")
+    rows = page[page.index('<section id="reconciliations">'):page.index("</section>", page.index('id="reconciliations"'))]
+    assert "test_seed_capacity.py" not in rows and page.count("test_seed_capacity.py::test_shared") == 1 + 3  # + 3 bars
+    assert expand_embedded(embedded) == ledger
+
+
+def test_rows_carry_no_search_text_the_script_builds_it() -> None:
+    """The verdict filter and the search read data-verdict and data-search, which the page's script sets from each
+    row's ledger entry: the rows' HTML does not repeat the test id and the rest (~0.3 MB in a full report)."""
+    page = render_html(sample_ledger())
+    rows = re.findall(r"<details class=\"rec [^>]*>", page)
+    assert len(rows) == 5 and not any("data-search" in row or "data-verdict=" in row for row in rows)
 
 
 def test_page_is_self_contained() -> None:

@@ -1,6 +1,7 @@
 """The ledger as the report page embeds it: the compact suites' reconciliations left out and counted, each distinct
-provenance and each distinct shared text written once and referred to by index (report/html.py embeds it, the page's
-script reads it; expand_embedded gives back the JSON ledger's reconciliations)."""
+provenance and each distinct shared text (test ids' module and function among them) written once and referred to by
+index (report/html.py embeds it, the page's script reads it; expand_embedded gives back the JSON ledger's
+reconciliations)."""
 
 from __future__ import annotations
 
@@ -66,6 +67,24 @@ def _share_texts(recon: Mapping[str, Any], texts: _Texts) -> dict[str, Any]:
     return out
 
 
+def _share_test_id(recon: dict[str, Any], texts: _Texts) -> dict[str, Any]:
+    """A test id's module path and function, which every parameter set of a test repeats (~100 characters each, 0.1 MB
+    in all), is a text_table index; its parameters follow as written: [index, "[params]"], or the index alone."""
+    test_id = recon.get("test_id")
+    if isinstance(test_id, str):
+        head, bracket, params = test_id.partition("[")
+        recon["test_id"] = [texts.ref(head), bracket + params] if bracket else texts.ref(head)
+    return recon
+
+
+def _expand_test_id(test_id: Any, table: Sequence[str]) -> Any:
+    if isinstance(test_id, int) and not isinstance(test_id, bool):
+        return table[test_id]
+    if isinstance(test_id, list) and len(test_id) == 2 and isinstance(test_id[0], int):
+        return table[test_id[0]] + str(test_id[1])
+    return test_id
+
+
 # A provenance's structured or long fields repeat across recordings of one session (the GPU's facts, the
 # command, the settings): each distinct value is written once in provenance_values and the field holds
 # {"$v": index} (the page's script resolves it; expand_embedded undoes it).
@@ -97,7 +116,8 @@ def embedded_ledger(ledger: Mapping[str, Any]) -> dict[str, Any]:
     provenance written once (provenance_table; a reconciliation's provenance is its index there: the ~1,300
     embedded reconciliations share ~370 provenances, ~0.8 MB of repeats), and each distinct shared text once
     (text_table, _SHARED_TEXTS: ~300 finding rows carry ~160 reasons, ~0.24 MB of them; formulas, notes and
-    tolerance reasons repeat as much again). expand_embedded undoes both."""
+    tolerance reasons repeat as much again; and each test id's part before its parameters, _share_test_id).
+    expand_embedded undoes them."""
     recons = ledger.get("reconciliations") or []
     left_out = sum(1 for recon in recons if is_compact(recon))
     table: list[Any] = []
@@ -114,7 +134,7 @@ def embedded_ledger(ledger: Mapping[str, Any]) -> dict[str, Any]:
                 index[key] = len(table)
                 table.append(prov)
             recon = {**recon, "provenance": index[key]}
-        kept.append(_share_texts(recon, texts))
+        kept.append(_share_test_id(_share_texts(recon, texts), texts))
     values: list[Any] = []
     value_index: dict[str, int] = {}
     table = [_share_values(p, values, value_index) for p in table]
@@ -131,6 +151,8 @@ def _expand_texts(recon: Mapping[str, Any], table: Sequence[str]) -> dict[str, A
         return table[v] if isinstance(v, int) and not isinstance(v, bool) else v
 
     out = dict(recon)
+    if "test_id" in out:
+        out["test_id"] = _expand_test_id(out["test_id"], table)
     for path, field, is_list in _SHARED_TEXTS:
         parent = out.get(path[0])
         if not isinstance(parent, Mapping):
