@@ -1,5 +1,6 @@
 """The tuning ladder's findings, as data: the rung gains measured on the H200 (2026-12-02 05:02, Qwen2.5-7B, rag)
-that miss the preregistered ones by more than issue 14's 20%, why, and the band each explanation allows.
+that miss the preregistered ones by more than issue 14's 20%, why, and the band each explanation allows. The chat
+ladder's (2026-12-03) are in ladder_chat.py, which extends four of these findings to chat and adds two.
 
 Every measured gain a reason quotes is in MEASURED_GAINS, which test_ladder_replay.py::
 test_finding_gains_are_the_recorded_ones recomputes from the recordings. The engine-clock step times quoted

@@ -119,3 +119,83 @@ def resampled_gain_interval(run: dict[str, Any], parent: dict[str, Any], metric:
         if a is not None and b:
             gains.append(a / b)
     return percentile(gains, 2.5), percentile(gains, 97.5)
+
+
+# --- the chat ladder's methods (2026-12-03; ladder_chat.py quotes them) ---------------------------------------------
+def prompt_windows(requests: list[dict[str, Any]]) -> list[tuple[float, int, int]]:
+    """(seconds, new tokens, outputs) of every step window into which a request was scheduled: the gap between two
+    consecutive steps' first outputs (engine_steps' grouping) holding at least one request's scheduled_ts. With async
+    scheduling the engine core launches the step carrying that prompt inside this gap, before it can emit the running
+    step's outputs; without it (speculation) the step ends the gap. New tokens: the scheduled requests' input less
+    their cached tokens (a chunked prompt's later chunks are not counted); outputs: those the gap's closing step
+    emitted (its running sequences), so new tokens + outputs is the step's size when no prompt was chunked."""
+    outs = sorted(r["engine"]["arrival_time"] + t for r in requests if r.get("engine") for t in r["engine_chunks"])
+    firsts: list[float] = []
+    sizes: list[int] = []
+    for i, t in enumerate(outs):
+        if firsts and t - outs[i - 1] < STEP_GAP_S:
+            sizes[-1] += 1
+        else:
+            firsts.append(t)
+            sizes.append(1)
+    sched = sorted((r["engine"]["arrival_time"] + r["engine"]["scheduled_ts"],
+                    r["input_len"] - (r["num_cached_tokens"] or 0)) for r in requests if r.get("engine"))
+    windows = []
+    for a, b, n in zip(firsts, firsts[1:], sizes[1:]):
+        new = [tokens for t, tokens in sched if a < t <= b]
+        if new:
+            windows.append((b - a, sum(new), n))
+    return windows
+
+
+def prompt_window_ms(requests: list[dict[str, Any]], graph_max: int | None = None,
+                     inside: bool = True) -> float:
+    """Median prompt window (ms); with graph_max, of the windows whose step (new tokens + outputs) fits that largest
+    captured CUDA-graph size (inside) or exceeds it (not inside)."""
+    gaps = [dt for dt, new, n in prompt_windows(requests)
+            if graph_max is None or (new + n <= graph_max) == inside]
+    return statistics.median(gaps) * 1e3
+
+
+def prompt_window_terciles_ms(requests: list[dict[str, Any]]) -> tuple[float, float]:
+    """(lowest, highest) tercile median of the prompt windows (ms), the windows ordered by their new tokens."""
+    rows = sorted(prompt_windows(requests), key=lambda w: w[1])
+    n = len(rows)
+    return (statistics.median(dt for dt, _, _ in rows[: n // 3]) * 1e3,
+            statistics.median(dt for dt, _, _ in rows[2 * n // 3 :]) * 1e3)
+
+
+def prompt_window_quantile_ms(requests: list[dict[str, Any]], q: float) -> float:
+    """The q-th percentile (0-100) of the prompt windows (ms)."""
+    return percentile([dt for dt, _, _ in prompt_windows(requests)], q) * 1e3
+
+
+def opening_burst(requests: list[dict[str, Any]], users: int) -> tuple[int, float]:
+    """(steps, ms) of a closed loop's opening burst: its first `users` requests by send time, sent together, from the
+    first one's queueing to the last one's first token by the engine's clock, and the steps that emitted outputs in it."""
+    first = sorted(requests, key=lambda r: r["send"])[:users]
+    start = min(r["engine"]["arrival_time"] + r["engine"]["queued_ts"] for r in first)
+    end = max(r["engine"]["arrival_time"] + r["engine"]["first_token_ts"] for r in first)
+    outs = sorted(r["engine"]["arrival_time"] + t for r in requests if r.get("engine") for t in r["engine_chunks"])
+    steps = sum(1 for i, t in enumerate(outs) if start <= t <= end and (i == 0 or t - outs[i - 1] >= STEP_GAP_S))
+    return steps, (end - start) * 1e3
+
+
+def itl_tail(requests: list[dict[str, Any]], q: float = 99.0, early: int = 5) -> dict[str, float]:
+    """The per-token ITL's q-th percentile (ms, as ladder_stats computes it) and the chunks at or above it: their
+    tokens, how many of those are one-token chunks, how many lie in a request's first `early` decode chunks, and the
+    median gap of those chunks (ms)."""
+    chunks = [(t1 - t0, k, i) for r in requests for i, (t0, t1, k) in
+              enumerate(zip(r["chunks"], r["chunks"][1:], r["chunk_tokens"][1:]))]
+    cut = float(np.percentile(np.repeat([d / k for d, k, _ in chunks], [k for _, k, _ in chunks]), q))
+    tail = [(d, k, i) for d, k, i in chunks if d / k >= cut]
+    return {"p_ms": cut * 1e3, "tokens": sum(k for _, k, _ in tail), "one_token": sum(k for _, k, _ in tail if k == 1),
+            "early": sum(k for _, k, i in tail if i < early),
+            "gap_ms": statistics.median(d for d, _, _ in tail) * 1e3}
+
+
+def one_token_chunks(requests: list[dict[str, Any]], early: int = 5) -> tuple[int, int, int, int]:
+    """(one-token chunks, chunks) among every request's first `early` decode chunks, then among the later ones."""
+    sizes = [(i < early, k) for r in requests for i, k in enumerate(r["chunk_tokens"][1:])]
+    return (sum(1 for e, k in sizes if e and k == 1), sum(1 for e, _ in sizes if e),
+            sum(1 for e, k in sizes if not e and k == 1), sum(1 for e, _ in sizes if not e))

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+import ladder_chat as lc
 import ladder_findings as lf
 import ladder_raw as lr
 from pytest_anatomy.deployment_ladder import ladder_with_acceptance
@@ -59,9 +60,15 @@ def predicted_gains(model: str, workload: str, step: str, rec: Any) -> dict[str,
     return next(r for r in rows if r["step"] == "ngram")["gain"]
 
 
-# Each (model, workload, rung) with the findings of its gains (ladder_findings.py); ids as the stacked parametrize
-# gave them (step-workload-model).
-RUNG_CASES = [pytest.param(m, w, s, marks=lf.rung_marks(m, w, s, _row(m, w, s)["gain"] or {}), id=f"{s}-{w}-{m}")
+def _marks(model: str, workload: str, step: str) -> list[pytest.MarkDecorator]:
+    """The findings of one rung's gains: rag's (ladder_findings.py) and chat's (ladder_chat.py)."""
+    predicted = _row(model, workload, step)["gain"] or {}
+    return lf.rung_marks(model, workload, step, predicted) + lc.rung_marks(model, workload, step, predicted)
+
+
+# Each (model, workload, rung) with the findings of its gains; ids as the stacked parametrize gave them
+# (step-workload-model).
+RUNG_CASES = [pytest.param(m, w, s, marks=_marks(m, w, s), id=f"{s}-{w}-{m}")
               for s in RUNGS for w in WORKLOADS for m in MODELS]
 
 

@@ -1,0 +1,170 @@
+"""Every number the chat ladder's findings quote (ladder_chat.py), recomputed: gains and metrics from the recordings,
+intervals and engine-clock times from the kept raw batches (ladder_raw.py), priced steps from the preregistered
+calibration, capture sizes from the kept deployment.json. Reads no raw batch at import (test_ladder_replay says why)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import ladder_chat as lc
+import ladder_findings as lf
+import ladder_raw as lr
+from pytest_anatomy.specs.workload_file import Slo
+from pytest_anatomy.theory.deployment import gain_within
+from pytest_anatomy.deployment_ladder import ladder_with_acceptance
+from test_ladder_replay import PER_POSITION, PRE, _row, _value, measured_speculation, predicted_gains
+
+SLO = json.loads((Path(__file__).parent / "workloads" / f"{lc.WORKLOAD}.json").read_text())["slo"]
+
+
+def _run(step: str) -> dict[str, Any]:
+    return lr.raw_runs(lc.batch_of(step))[step]
+
+
+def _reqs(step: str) -> list[dict[str, Any]]:
+    return _run(step)["requests"]
+
+
+def _parent(step: str) -> str:
+    return _row(lf.MODEL, lc.WORKLOAD, step)["parent"]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("rung_metric", list(lc.GAINS), ids=lambda rm: ".".join(rm))
+def test_chat_gains_are_the_recorded_ones(target, measured, rung_metric: tuple[str, str]) -> None:
+    step, metric = rung_metric
+    rec = measured(f"{lf.MODEL}.{lc.WORKLOAD}.{step}", target=target)
+    parent = measured(f"{lf.MODEL}.{lc.WORKLOAD}.{_parent(step)}", target=target)
+    now, before = _value(rec, f"metrics.{metric}"), _value(parent, f"metrics.{metric}")
+    assert now is not None and before
+    assert lc.GAINS[rung_metric][0] == pytest.approx(now / before, abs=5e-5)
+
+
+@pytest.mark.gpu
+def test_chat_metrics_are_the_recorded_ones(target, measured) -> None:
+    for (step, metric), ms in lc.METRIC_MS.items():
+        value = _value(measured(f"{lf.MODEL}.{lc.WORKLOAD}.{step}", target=target), f"metrics.{metric}")
+        assert value is not None and round(value * 1e3, 1) == ms, (step, metric, value)
+
+
+@pytest.mark.gpu
+def test_chat_ngram_counters_and_predictions_are_the_quoted_ones(target, measured) -> None:
+    rec = measured(f"{lf.MODEL}.{lc.WORKLOAD}.ngram", target=target)
+    assert _value(rec, "counters.vllm:spec_decode_num_drafts") == lc.NGRAM_STREAM["drafts"]
+    assert _value(rec, "counters.vllm:spec_decode_num_accepted_tokens") == lc.NGRAM_STREAM["accepted"]
+    assert sum(_value(rec, f"{PER_POSITION}.{i}") or 0 for i in range(4)) == lc.NGRAM_STREAM["accepted"]
+    gains = predicted_gains(lf.MODEL, lc.WORKLOAD, "ngram", rec)
+    assert {m: round(gains[m] or 0, 4) for m in lc.NGRAM_PREDICTED} == lc.NGRAM_PREDICTED
+    rows = ladder_with_acceptance(PRE["calibration"], lf.MODEL, lc.WORKLOAD, *measured_speculation(rec))
+    itl_p99 = next(r for r in rows if r["step"] == "ngram")["predicted"]["itl_p99_s"]
+    assert round(itl_p99 * 1e3, 2) == lc.NGRAM_PREDICTED_ITL_P99_MS
+
+
+@pytest.mark.parametrize("rung_metric", list(lc.GAINS), ids=lambda rm: ".".join(rm))
+def test_chat_intervals_are_the_recorded_ones(rung_metric: tuple[str, str]) -> None:
+    """Each band's interval recomputed; it holds the measured gain and excludes the prediction (not request noise),
+    and the gain misses the 20% target (a finding, not an agreement)."""
+    step, metric = rung_metric
+    g, lo, hi = lc.GAINS[rung_metric]
+    got = lr.resampled_gain_interval(_run(step), _run(_parent(step)), metric, Slo(SLO["ttft_ms"], SLO["itl_ms"]))
+    assert (round(got[0], 4), round(got[1], 4)) == (lo, hi)
+    p = lc.predicted_of(step, metric, _row(lf.MODEL, lc.WORKLOAD, step)["gain"] or {})
+    assert p is not None and lo <= g <= hi and not lo <= p <= hi and not gain_within(p, g)
+
+
+def test_chat_prompt_windows_are_the_recorded_ones() -> None:
+    """The prompt windows' medians, terciles, tails and the graph split, and the claims made of them: limits' windows
+    flat in their tokens, the windows above the largest captured size about twice those inside it."""
+    for step, ms in lc.WINDOW_MS.items():
+        assert round(lr.prompt_window_ms(_reqs(step)), 1) == ms, step
+    for step, (lo, hi) in lc.WINDOW_TERCILES_MS.items():
+        assert tuple(round(x, 1) for x in lr.prompt_window_terciles_ms(_reqs(step))) == (lo, hi), step
+    for step, ms in lc.WINDOW_Q90_MS.items():
+        assert round(lr.prompt_window_quantile_ms(_reqs(step), 90), 1) == ms, step
+    for step, ms in lc.WINDOW_MAX_MS.items():
+        assert round(lr.prompt_window_quantile_ms(_reqs(step), 100), 1) == ms, step
+    for step, (inside, outside) in lc.GRAPH_SPLIT_MS.items():
+        size = lc.CAPTURED_MAX[step]
+        got = (lr.prompt_window_ms(_reqs(step), size), lr.prompt_window_ms(_reqs(step), size, inside=False))
+        assert (round(got[0], 1), round(got[1], 1)) == (inside, outside), step
+        assert outside / inside > 1.5
+    lo, hi = lc.WINDOW_TERCILES_MS["limits"]
+    assert abs(hi / lo - 1) < 0.1
+
+
+def test_chat_steps_and_ttft_parts_are_the_recorded_ones() -> None:
+    for (step, batch), ms in lc.STEP_MS.items():
+        assert round(lr.pure_step_ms(_reqs(step), batch), 2) == ms, (step, batch)
+    for (step, part), ms in lc.ENGINE_MEDIAN_MS.items():
+        assert round(lr.engine_median_ms(_reqs(step), part), 2) == ms, (step, part)
+    for step, (steps, ms) in lc.BURST.items():
+        got = lr.opening_burst(_reqs(step), lc.USERS)
+        assert (got[0], round(got[1])) == (steps, ms), step
+    for step in lc.BURST:  # the burst's requests leave together and hold the two slowest first tokens of the run
+        sent = sorted(_reqs(step), key=lambda r: r["send"])
+        assert sent[lc.USERS - 1]["send"] - sent[0]["send"] < 0.01 < sent[lc.USERS]["send"] - sent[0]["send"]
+        slowest = sorted(_reqs(step), key=lambda r: r["chunks"][0])[-2:]
+        assert all(r in sent[: lc.USERS] for r in slowest), step
+    for step, tokens in lc.BURST_TOKENS.items():
+        first = sorted(_reqs(step), key=lambda r: r["send"])[: lc.USERS]
+        assert sum(r["input_len"] - r["num_cached_tokens"] for r in first) == tokens
+    for step, tokens in lc.NEW_TOKENS.items():
+        assert sum(r["input_len"] - r["num_cached_tokens"] for r in _reqs(step)) == tokens
+    assert lc.MEAN_PROMPT == round(lc.NEW_TOKENS["limits"] / len(_reqs("limits")))
+
+
+def test_chat_ngram_stream_is_the_recorded_one() -> None:
+    """ngram's stream, its ITL tail and one-token chunks; the rag slice's tail is all one-token chunks, mostly early,
+    as the tail finding says."""
+    reqs = _reqs("ngram")
+    assert sum(len(r["chunk_tokens"]) - 1 for r in reqs) == lc.NGRAM_STREAM["chunks"]
+    assert sum(sum(r["chunk_tokens"][1:]) for r in reqs) == lc.NGRAM_STREAM["tokens"]
+    assert {k: round(v, 2) for k, v in lr.itl_tail(reqs).items()} == lc.NGRAM_TAIL
+    assert lc.NGRAM_TAIL["one_token"] == lc.NGRAM_TAIL["tokens"]
+    assert lr.one_token_chunks(reqs) == lc.NGRAM_ONE_TOKEN
+    assert (len(lr.engine_steps(reqs)), len(lr.prompt_windows(reqs))) == (lc.NGRAM_STEPS, lc.NGRAM_WINDOWS)
+    rag = lr.itl_tail(lr.raw_runs(lf.SECOND_BATCH)["ngram"]["requests"])
+    assert rag["one_token"] == rag["tokens"] and rag["early"] > rag["tokens"] / 2
+
+
+def test_chat_capture_sizes_are_the_engines() -> None:
+    """CAPTURED_MAX from each rung's engine as it resolved (kept deployment.json); only the n-gram engine is serial."""
+    for stamp in (lc.FIRST_BATCH, lc.SECOND_BATCH):
+        runs = json.loads((lf.BATCHES / stamp / "deployment.json").read_text())["runs"]
+        engines = {r["id"]: r["result"]["resolved"] for r in runs if "step" not in r}
+        for run in (r for r in runs if "step" in r):
+            resolved = engines[run["engine_run"]]
+            assert max(resolved["cudagraph_capture_sizes"] or [0]) == lc.CAPTURED_MAX[run["step"]], run["id"]
+            assert resolved["async_scheduling"] == (run["step"] != "ngram"), run["id"]
+    # the verify step of 32 x (k + 1) = 160 tokens is inside the n-gram engine's largest FULL graph
+    log = (lf.BATCHES / lc.SECOND_BATCH / "deployment.log").read_text()
+    assert "FULL=21 (largest=160)" in log and f"PIECEWISE=37 (largest={lc.CAPTURED_MAX['ngram']})" in log
+
+
+def test_chat_priced_steps_are_the_preregistered_models() -> None:
+    row = _row(lf.MODEL, lc.WORKLOAD, "ngram")
+    context = row["terms"]["context"]
+    for (step, batch), ms in lc.PRICED_STEP_MS.items():
+        got = lf.priced_step_ms(PRE["calibration"], _row(lf.MODEL, lc.WORKLOAD, step), context, batch)
+        assert round(got, 2) == ms, (step, batch, got)
+    for step, cached in (("limits", 0), ("prefix_cache", lc.SYSTEM_PROMPT)):
+        got = lc.priced_prompt_ms(PRE["calibration"], _row(lf.MODEL, lc.WORKLOAD, step), context, lc.USERS - 1,
+                                  lc.MEAN_PROMPT - cached, cached)
+        assert round(got, 2) == lc.PRICED_PROMPT_MS[step], (step, got)
+
+
+def test_chat_resampling_metrics_are_ladder_metrics() -> None:
+    """ladder_raw.sample_metric over all of a chat run's requests is the device plan's ladder_metrics, on every run the
+    chat intervals resample."""
+    from pytest_anatomy.measure.ladder_stats import ladder_metrics
+
+    slo = Slo(SLO["ttft_ms"], SLO["itl_ms"])
+    for step in {s for s, _ in lc.GAINS} | {_parent(s) for s, _ in lc.GAINS}:
+        run = _run(step)
+        recs = lr.records(run)
+        for metric, value in ladder_metrics(recs, run["start"], slo).items():
+            assert lr.sample_metric([r for r in recs if r.ok], run["start"], metric, slo) == pytest.approx(value, 1e-12)
