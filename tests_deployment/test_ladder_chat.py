@@ -16,7 +16,8 @@ import ladder_raw as lr
 from pytest_anatomy.specs.workload_file import Slo
 from pytest_anatomy.theory.deployment import gain_within
 from pytest_anatomy.deployment_ladder import ladder_with_acceptance
-from test_ladder_replay import PER_POSITION, PRE, _row, _value, measured_speculation, predicted_gains
+from test_ladder_replay import (PER_POSITION, PRE, _row, _value, gain_of, measured_speculation, predicted_gains,
+                                rung_and_parent)
 
 SLO = json.loads((Path(__file__).parent / "workloads" / f"{lc.WORKLOAD}.json").read_text())["slo"]
 
@@ -37,11 +38,8 @@ def _parent(step: str) -> str:
 @pytest.mark.parametrize("rung_metric", list(lc.GAINS), ids=lambda rm: ".".join(rm))
 def test_chat_gains_are_the_recorded_ones(target, measured, rung_metric: tuple[str, str]) -> None:
     step, metric = rung_metric
-    rec = measured(f"{lf.MODEL}.{lc.WORKLOAD}.{step}", target=target)
-    parent = measured(f"{lf.MODEL}.{lc.WORKLOAD}.{_parent(step)}", target=target)
-    now, before = _value(rec, f"metrics.{metric}"), _value(parent, f"metrics.{metric}")
-    assert now is not None and before
-    assert lc.GAINS[rung_metric][0] == pytest.approx(now / before, abs=5e-5)
+    gain = gain_of(*rung_and_parent(measured, target, lf.MODEL, lc.WORKLOAD, step), metric)
+    assert gain is not None and lc.GAINS[rung_metric][0] == pytest.approx(gain, abs=5e-5)
 
 
 @pytest.mark.gpu

@@ -72,17 +72,28 @@ RUNG_CASES = [pytest.param(m, w, s, marks=_marks(m, w, s), id=f"{s}-{w}-{m}")
               for s in RUNGS for w in WORKLOADS for m in MODELS]
 
 
+def rung_and_parent(measured: Any, target: Any, model: str, workload: str, step: str) -> tuple[Any, Any]:
+    """The rung's recording (newest) and its parent rung's, whose metrics its gains divide by."""
+    parent = _row(model, workload, step)["parent"]
+    return (measured(f"{model}.{workload}.{step}", target=target),
+            measured(f"{model}.{workload}.{parent}", target=target))
+
+
+def gain_of(rec: Any, parent: Any, metric: str) -> float | None:
+    """The rung's measured gain in `metric` over its parent's; None where either lacks it (or the parent's is 0)."""
+    now, before = _value(rec, f"metrics.{metric}"), _value(parent, f"metrics.{metric}")
+    return now / before if now and before else None
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize(("model", "workload", "step"), RUNG_CASES)
 def test_rung_gain_is_within_20_percent(target, measured, reconcile, model: str, workload: str, step: str) -> None:
-    row = _row(model, workload, step)
-    rec = measured(f"{model}.{workload}.{step}", target=target)
-    parent = measured(f"{model}.{workload}.{row['parent']}", target=target)
+    rec, parent = rung_and_parent(measured, target, model, workload, step)
     for metric, gain in predicted_gains(model, workload, step, rec).items():
-        now, before = _value(rec, f"metrics.{metric}"), _value(parent, f"metrics.{metric}")
-        if gain is None or not now or not before:
+        measured_gain = gain_of(rec, parent, metric)
+        if gain is None or measured_gain is None:
             continue
-        reconcile(f"{workload}.{step}.{metric}.gain", gain, now / before, ratio=gain_band(), model=model,
+        reconcile(f"{workload}.{step}.{metric}.gain", gain, measured_gain, ratio=gain_band(), model=model,
                   why=f"the tuning ladder's pre-registered target: a rung's predicted gain within {GAIN_TARGET:.0%} "
                       "of its measured gain")
 
@@ -177,11 +188,8 @@ def test_completing_step_times_are_the_recorded_ones() -> None:
 def test_finding_gains_are_the_recorded_ones(target, measured, rung_metric: tuple[str, str]) -> None:
     """Every measured gain ladder_findings.py quotes, recomputed from the recordings (newest of each rung)."""
     step, metric = rung_metric
-    rec = measured(f"{lf.MODEL}.{lf.WORKLOAD}.{step}", target=target)
-    parent = measured(f"{lf.MODEL}.{lf.WORKLOAD}.{_row(lf.MODEL, lf.WORKLOAD, step)['parent']}", target=target)
-    now, before = _value(rec, f"metrics.{metric}"), _value(parent, f"metrics.{metric}")
-    assert now is not None and before
-    assert lf.MEASURED_GAINS[rung_metric] == pytest.approx(now / before, abs=5e-5)
+    gain = gain_of(*rung_and_parent(measured, target, lf.MODEL, lf.WORKLOAD, step), metric)
+    assert gain is not None and lf.MEASURED_GAINS[rung_metric] == pytest.approx(gain, abs=5e-5)
 
 
 def _second() -> dict:

@@ -11,19 +11,26 @@ from latency_findings_common import MEASURED_ON
 
 CARD_FINDING_ID = "h200-card-decode-residuals"
 TENTH_VISIT_CARD = "GPU-4606b8e1-2c88-d014-ac77-9f50f8df958b"
-# (test, model, quantity) -> measured / predicted on that card, each of its sessions (full 2026-12-02 16:29, NVML fast
-# 16:37); test_card_ratios_are_the_recorded_ones recomputes them. The band is that span +- NOISE: a repeat on the card.
-CARD_RATIOS: dict[str, dict[tuple[str, str, str], tuple[float, ...]]] = {TENTH_VISIT_CARD: {
-    ("test_decode_roofline_without_overhead", "qwen2.5-7b", "decode_step_roofline"): (1.4263, 1.4183),
-    ("test_overload_queueing_share_of_ttft", "qwen2.5-7b", "prefill_part_of_ttft_heavily_oversubscribed"): (2.1295,),
-    **{("test_decode_overhead_transfers_to_a_second_model", f"llama-3.1-8b.b{b}", "decode_step_other_model"): (r,)
-       for b, r in ((1, 1.0545), (2, 1.0476), (4, 1.0608), (8, 1.0603), (16, 1.0731), (32, 1.0917))}}}
 # The eleventh visit's card: Llama-3.1-8B's steps over the transferred prediction at b=1 and 4 (its full session,
 # 2026-12-02 23:51; the NVML fast session 23:58 runs no Llama), where b=2 stayed inside the clean band.
 ELEVENTH_VISIT_CARD = "GPU-73fa8706-ce48-203a-a046-de71f8340015"
-CARD_RATIOS[ELEVENTH_VISIT_CARD] = {
-    ("test_decode_overhead_transfers_to_a_second_model", f"llama-3.1-8b.b{b}", "decode_step_other_model"): (r,)
-    for b, r in ((1, 1.0207), (4, 1.0265))}
+
+
+def _transferred(ratios: tuple[tuple[int, float], ...]) -> dict[tuple[str, str, str], tuple[float, ...]]:
+    """Llama-3.1-8B's transferred decode step at each (batch, measured / predicted)."""
+    return {("test_decode_overhead_transfers_to_a_second_model", f"llama-3.1-8b.b{b}", "decode_step_other_model"): (r,)
+            for b, r in ratios}
+
+
+# (test, model, quantity) -> measured / predicted on each card, each of its sessions (the tenth's: full 2026-12-02
+# 16:29, NVML fast 16:37); test_card_ratios_are_the_recorded_ones recomputes them. The band is that span +- NOISE: a
+# repeat on the card.
+CARD_RATIOS: dict[str, dict[tuple[str, str, str], tuple[float, ...]]] = {
+    TENTH_VISIT_CARD: {
+        ("test_decode_roofline_without_overhead", "qwen2.5-7b", "decode_step_roofline"): (1.4263, 1.4183),
+        ("test_overload_queueing_share_of_ttft", "qwen2.5-7b", "prefill_part_of_ttft_heavily_oversubscribed"): (2.1295,),
+        **_transferred(((1, 1.0545), (2, 1.0476), (4, 1.0608), (8, 1.0603), (16, 1.0731), (32, 1.0917)))},
+    ELEVENTH_VISIT_CARD: _transferred(((1, 1.0207), (4, 1.0265)))}
 # The card's repeat: the b=1 Qwen step in its two sessions differs by 0.6% (4.632 / 4.605 ms), its read ceiling by
 # 0.03%; 2% covers that twice over plus a run's own repeat scatter (0.4-0.6% for these decode steps).
 NOISE = 0.02
@@ -32,7 +39,7 @@ NOISE = 0.02
 # The card's sessions: full, then NVML fast (test_card_b1_numbers_are_the_recorded_ones).
 CARD_SESSIONS = ("2026-12-02T16:29:14.000000Z", "2026-12-02T16:37:12.000000Z")
 # Qwen2.5-7B b=1, every recorded H200 session (test_card_b1_numbers_are_the_recorded_ones): quantity -> (the card's,
-# one per session of CARD_SESSIONS; the lowest and highest of the sessions without its UUID). The step (ms), the
+# one per session of CARD_SESSIONS; the lowest and highest of the sessions on cards no card finding names). The step (ms), the
 # session's read-bandwidth probe (TB/s), the fitted step overhead (the step less its bare roofline at that read
 # ceiling, ms: the calibration's t_overhead in every session) and the bare roofline ratio (step / that roofline).
 CARD_B1: dict[str, tuple[tuple[float, ...], tuple[float, float]]] = {

@@ -175,9 +175,6 @@ def scatter_plots(recons: Sequence[Mapping[str, Any]]) -> list[Markup]:
     return out
 
 
-_num = _n  # gap_bars' coordinates, spelled as the charts' (svg._n)
-
-
 def _symlog(fraction: float) -> float:
     """Symmetric log of a relative gap, linear below 0.1%: shows 0.03% and 300% on one axis."""
     return math.copysign(math.log10(1 + abs(fraction) / 1e-3), fraction)
@@ -219,9 +216,9 @@ def gap_bars(recons: Sequence[Mapping[str, Any]]) -> Markup | None:
         show = sx(tick) - labelled >= 40
         labelled = sx(tick) if show else labelled
         for signed in (-tick, tick):
-            out.append(f'<line class="grid" x1="{_num(sx(signed))}" y1="{top - 4}" x2="{_num(sx(signed))}" y2="{height - 6}"/>')
+            out.append(f'<line class="grid" x1="{_n(sx(signed))}" y1="{top - 4}" x2="{_n(sx(signed))}" y2="{height - 6}"/>')
             if show:
-                out.append(f'<text class="tick" x="{_num(sx(signed))}" y="{top - 8}" text-anchor="middle">'
+                out.append(f'<text class="tick" x="{_n(sx(signed))}" y="{top - 8}" text-anchor="middle">'
                            f'{escape(format(signed * 100, "+g"))}%</text>')
     out.append(f'<line class="zero" x1="{centre}" y1="{top - 4}" x2="{centre}" y2="{height - 6}"/>')
     for i, recon in enumerate(rows):
@@ -233,11 +230,11 @@ def gap_bars(recons: Sequence[Mapping[str, Any]]) -> Markup | None:
         interval, pred, gap = allowed_interval(recon), recon.get("predicted"), recon.get("gap_rel")
         if interval and pred:
             lo, hi = sorted((interval[0] / pred - 1, interval[1] / pred - 1))
-            out.append(f'<rect class="band" x="{_num(sx(lo))}" y="{y + 2}" width="{_num(max(sx(hi) - sx(lo), 1))}" height="{row_h - 4}"/>')
+            out.append(f'<rect class="band" x="{_n(sx(lo))}" y="{y + 2}" width="{_n(max(sx(hi) - sx(lo), 1))}" height="{row_h - 4}"/>')
         if isinstance(gap, (int, float)) and math.isfinite(gap):
             x = sx(gap)
             colour = VERDICT_COLOURS.get(str(recon.get("verdict")), "#616161")
-            out.append(f'<rect x="{_num(min(x, centre))}" y="{y + 5}" width="{_num(max(abs(x - centre), 1.5))}" '
+            out.append(f'<rect x="{_n(min(x, centre))}" y="{y + 5}" width="{_n(max(abs(x - centre), 1.5))}" '
                        f'height="{row_h - 10}" fill="{colour}"><title>{escape(recon.get("verdict", ""))}: '
                        f'{escape(format_gap(recon))}</title></rect>')
         out.append(f'<text class="value" x="{width - 4}" y="{y + 12.5}" text-anchor="end">{escape(format_gap(recon))}</text>')
