@@ -226,12 +226,17 @@ def test_second_slice_numbers_are_the_recorded_ones() -> None:
     assert abs(lf.STEP_MS[("eager", 1)] / lf.STEP_MS[("eager", 16)] - 1) < 0.1
 
 
+def assert_ngram_counters(rec: Any, stream: dict[str, int]) -> None:
+    """The ngram run's spec-decode counters are the drafts and accepted tokens `stream` quotes, and the accepted
+    tokens per draft position add up to them."""
+    assert _value(rec, "counters.vllm:spec_decode_num_drafts") == stream["drafts"]
+    assert _value(rec, "counters.vllm:spec_decode_num_accepted_tokens") == stream["accepted"]
+    assert sum(_value(rec, f"{PER_POSITION}.{i}") or 0 for i in range(4)) == stream["accepted"]
+
+
 @pytest.mark.gpu
 def test_ngram_counters_are_the_quoted_ones(target, measured) -> None:
-    rec = measured(f"{lf.MODEL}.{lf.WORKLOAD}.ngram", target=target)
-    assert _value(rec, "counters.vllm:spec_decode_num_drafts") == lf.NGRAM_STREAM["drafts"]
-    assert _value(rec, "counters.vllm:spec_decode_num_accepted_tokens") == lf.NGRAM_STREAM["accepted"]
-    assert sum(_value(rec, f"{PER_POSITION}.{i}") or 0 for i in range(4)) == lf.NGRAM_STREAM["accepted"]
+    assert_ngram_counters(measured(f"{lf.MODEL}.{lf.WORKLOAD}.ngram", target=target), lf.NGRAM_STREAM)
 
 
 @pytest.mark.gpu
