@@ -129,7 +129,9 @@ SECOND_CARD_REASON = (
     "Candidates, untested, as for the tenth card: HBM bandwidth that differs by address, so the two models' weights "
     "stream at different rates on some cards (a read probe over the weights' own allocations would test it). Band: "
     "this card's ratio +- {noise:.0%}, as for the tenth card; its Llama runs are from one session, so only a live run "
-    "on this card tests whether it repeats.")
+    "on this card tests whether it repeats. Since 2026-12-03 the transfer's budget carries the card-to-card spread of "
+    "the other recorded cards (latency_card_spread), and this card's ratios sit inside it: in a replay the check "
+    "agrees and this finding resolves; it stays to name the card (the tenth card sits outside the others' spread and keeps its finding).")
 
 
 def second_card_reason() -> str:

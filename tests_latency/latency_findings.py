@@ -45,12 +45,12 @@ from latency_closed_loop_findings import (C1_FIRST_TOKEN, b64_step_miss_mark, C1
                                           c1_first_token_marks, closed_itl_marks, closed_throughput_marks,
                                           steady_state_band, steady_state_marks)
 from latency_decode_findings import (B1_RESIDUAL_MS, BORDERLINE, DECODE_RATIO_OTHER_SESSION, DECODE_ROOFLINE,
-                                     HOST_STALL_FINDING_ID, LLAMA_B1_RATIOS, LLAMA_OVERHEAD_BELOW_QWEN,
+                                     HOST_STALL_FINDING_ID, PER_SEQUENCE_FINDING_ID, LLAMA_B1_RATIOS, LLAMA_OVERHEAD_BELOW_QWEN,
                                      MARGINAL_COST_NEWEST, MARGINAL_COST_REASON, MARGINAL_COST_RUNS,
-                                     MARGINAL_COST_SOURCE, CARD_FINDING_SESSIONS, NEWEST_SLOPE_STALLED, NEWEST_SLOPE_STALLED_AT,
+                                     NEWEST_SLOPE_STALLED, NEWEST_SLOPE_STALLED_AT,
                                      PER_SEQUENCE_COST, ROOFLINE_OTHER_SESSION, SLOPE_STALLED_SESSIONS,
                                      STALLED_DECODE_RUNS, STALLED_PINNED_POOL, TINY_OVERHEAD_FINDING,
-                                     TINY_OVERHEAD_REASON, decode_step_marks, marginal_cost_band, marginal_cost_marks,
+                                     TINY_OVERHEAD_REASON, decode_step_marks, marginal_cost_band, marginal_cost_envelope, marginal_cost_marks,
                                      marginal_cost_span)
 from latency_findings_common import (CHECKED_ON, LLAMA, MEASURED_ON, OTHER_SESSION, OTHER_SESSION_NOISE, QWEN, Carried, StepCarried,
                                      _count, other_session_band)
@@ -85,7 +85,7 @@ __all__ = [
     "STALLED_PINNED_POOL", "SLOPE_STALLED_SESSIONS", "NEWEST_SLOPE_STALLED", "NEWEST_SLOPE_STALLED_AT",
     "marginal_cost_span", "PER_SEQUENCE_COST", "B1_RESIDUAL_MS", "LLAMA_B1_RATIOS", "LLAMA_OVERHEAD_BELOW_QWEN",
     "BORDERLINE", "decode_step_marks", "ROOFLINE_OTHER_SESSION", "TINY_OVERHEAD_REASON", "TINY_OVERHEAD_FINDING",
-    "DECODE_ROOFLINE", "MARGINAL_COST_NEWEST", "MARGINAL_COST_SOURCE", "CARD_FINDING_SESSIONS", "MARGINAL_COST_REASON", "marginal_cost_band",
+    "DECODE_ROOFLINE", "MARGINAL_COST_NEWEST", "MARGINAL_COST_REASON", "marginal_cost_band", "marginal_cost_envelope", "PER_SEQUENCE_FINDING_ID",
     "marginal_cost_marks", "PREFILL_ROOFLINE_OTHER_SESSION", "PREFILL_ROOFLINE_NOISE", "PREFILL_ETA_OTHER_SESSION",
     "PREFILL_BELOW_CEILING_REASON", "prefill_ceiling_marks", "PREFILL_RUNS", "GEMM_ETA_SESSIONS", "CHECKED_PREFILL",
     "MEMORY_BOUND_PREFILL", "prefill_band", "SHORT_PREFILL_REASON", "PREFILL_ABOVE_GEMMS_REASON", "GEMM_ETA_SPAN",
