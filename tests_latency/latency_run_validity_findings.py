@@ -13,7 +13,7 @@ from latency_poisson_overload_findings import ITL_MARKS
 
 # The host-stall finding's numbers (HOST_STALL_REASON), from three flagged runs of Qwen2.5-7B on 2026-12-02 (the two
 # disturbed b=64 runs, and the 14:18 b=16 run, the first from a pinned pool), each beside the clean run at that batch of
-# the same visit's other session (HOST_STALL_SAME_VISIT); test_latency_steps.py::
+# the same visit's other session (HOST_STALL_SAME_VISIT); test_latency_host_stall.py::
 # test_host_stall_numbers_are_the_recorded_ones recomputes every entry. Step intervals: engine clock, the pure steps
 # of the run's batch in its raw timeline (latency_setups.step_intervals), ms; short_share: the share under 0.9 x their median;
 # below_b1: how many are shorter than the same session's b=1 step (b1_ms, its median interval); lag: the frontend's
