@@ -24,9 +24,9 @@ Files under --out-dir ($OUT): deployment.json (schema pytest-anatomy/deployment-
 after every run) and deployment-raw.jsonl (every request's chunk times and tokens, one line per run).
 Import into results/<hw>/deployment/ is not written yet (see docs/DEPLOYMENT.md).
 
-Budget (measured 2026-12-02, see ENGINE_START_S): an engine start 38-60 s (torch.compile cold: each
+Budget (measured 2026-12-02/03, see ENGINE_START_S): an engine start 38-69 s (torch.compile cold: each
 configuration compiles its own graph), a rag run 4-12 s; the first five rungs took 311 s of wall time; the 32 (model, workload, rung) runs need 28 engine starts
-(--dry-run lists them), ~36 minutes: more than one session's device time, so select with --models /
+(--dry-run lists them), ~42 minutes: more than one session's device time, so select with --models /
 --workloads / --steps and spread it over calls and visits, e.g. per call one model and one workload:
     --models qwen2.5-7b --workloads rag --steps baseline,limits,prefix_cache,fp8_weights,fp8_kv
     --models qwen2.5-7b --workloads rag --steps eager,ngram,plan_top
@@ -66,9 +66,16 @@ MAX_MODEL_LEN = 8192
 # Planning estimates, never compared with results. Measured on the H200 2026-12-02 05:02 (deployment.log and
 # the engine recordings' startup_s): an engine start 38-60 s (bf16 38-50 s, fp8 57-60 s: torch.compile cold each
 # time) plus 1-2 s shutdown; a rag run (96 requests) 4.2-11.9 s plus 0.2 s warmup; the first engine of a call
-# also waits ~22 s for the imports. chat, eager and ngram runs are not measured yet: RUN_S keeps a margin.
-ENGINE_START_S = 60.0
+# also waits ~22 s for the imports. Since then (2026-12-02 07:24, 2026-12-03 00:01/00:13): starts 44-69 s (the fp8
+# engines the slowest again), runs 2.5-16.5 s but an eager run (no CUDA graphs) 16.5 s on rag and 33 s on chat.
+ENGINE_START_S = 70.0
 RUN_S = 15.0
+RUN_S_BY_STEP = {"eager": 35.0}  # the steps whose runs take longer than RUN_S
+
+
+def run_s(step: str) -> float:
+    """The planning estimate of one run of `step`."""
+    return RUN_S_BY_STEP.get(step, RUN_S)
 COUNTERS = ("vllm:prefix_cache_queries", "vllm:prefix_cache_hits", "vllm:spec_decode_num_drafts",
             "vllm:spec_decode_num_draft_tokens", "vllm:spec_decode_num_accepted_tokens", "vllm:num_preemptions")
 PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos"
@@ -185,7 +192,7 @@ async def run_engine(entry: dict[str, Any], out: Output, deadline: float) -> Non
     try:
         for r in entry["runs"]:
             run_id = f"{model}.{r['workload']}.{r['step']}"
-            if time.monotonic() + RUN_S > deadline:
+            if time.monotonic() + run_s(r['step']) > deadline:
                 out.add({"id": run_id, "skipped": "budget"})
                 continue
             work = wf.generate(wf.load(WORKLOAD_DIR / f"{r['workload']}.json"))
@@ -250,7 +257,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     plan = engines(args.pre, args.models, args.workloads, args.steps)
-    estimate = sum(ENGINE_START_S + RUN_S * len(e["runs"]) for e in plan)
+    estimate = sum(ENGINE_START_S + sum(run_s(r["step"]) for r in e["runs"]) for e in plan)
     for e in plan:
         log(f"engine {e['model']} {json.dumps(e['engine_kwargs'])}: {[(r['workload'], r['step']) for r in e['runs']]}")
     log(f"{len(plan)} engine starts, {sum(len(e['runs']) for e in plan)} runs, ~{estimate:.0f} s estimated")
@@ -261,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     deadline = time.monotonic() + args.budget_s
     out = Output(args.out_dir, provenance(args))
     for e in plan:
-        if time.monotonic() + ENGINE_START_S + RUN_S > deadline:
+        if time.monotonic() + ENGINE_START_S + run_s(e["runs"][0]["step"]) > deadline:
             out.add({"id": f"{e['model']}.engine", "engine_kwargs": e["engine_kwargs"], "skipped": "budget"})
             continue
         asyncio.run(run_engine(e, out, deadline))
