@@ -202,7 +202,9 @@ def b64_step_miss_mark(ratio: float, budget: float, miss_ms: float, shift: float
                 "ten cards (4.632 ms) while its b=64 step did not (5.91 ms, inside the other sessions' 5.78-5.95): "
                 "that session's b=64 miss was +6.8%, the other sessions' +4.1% to +5.4%. That b=64 run carries the "
                 "decode-validity flag (8% of its steps under 0.9x the median, catch-up steps after stalls); its median "
-                "step, which this band uses, matches the ninth visit's unflagged run (5.88 vs 5.94 ms)."))
+                "step, which this band uses, matches the ninth visit's unflagged run (5.88 vs 5.94 ms). The eleventh visit's card "
+                "(2026-12-02 23:51, whose b=1 step was ordinary at 4.706 ms) missed by more, +7.1% (6.003 ms, the "
+                "slowest recorded b=64 step), without a validity flag: the b=64 miss is not only the tenth card's."))
 
 
 # --- Llama-3.1-8B's closed loops below the prediction with the per-sequence excess (test_latency_sequence_cost.py) ---
