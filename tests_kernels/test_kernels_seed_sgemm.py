@@ -9,7 +9,7 @@ every other (rung, size) is held out."""
 
 from __future__ import annotations
 
-import kernel_findings as hf
+import kernel_seed_findings as sf
 import pytest
 
 from pytest_anatomy.kernels.seed_ladder import (
@@ -40,8 +40,8 @@ HELD_OUT_WHY = ("the acceptance band for held-out rungs; the seed's own medians 
 
 
 
-def _beats(seed_row, size: int) -> dict[str, tuple[dict[str, float], float]]:
-    return {k: (a.counts(), beat_from_time(seed_row(k, size)["time"].value, size, size, size, SM, SEED_CLOCK_HZ))
+def _beats(seed_row, size: int, shape: str = "square") -> dict[str, tuple[dict[str, float], float]]:
+    return {k: (a.counts(), beat_from_time(seed_row(k, size, shape)["time"].value, size, size, size, SM, SEED_CLOCK_HZ))
             for k, a in SEED_SGEMM.items()}
 
 
@@ -84,7 +84,7 @@ ROOF_WHY = ("a roofline is an upper bound: any attainment up to 100% is consiste
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("kernel", [
-    pytest.param(k, marks=hf.finding_for("seed-byte-ledger-exceeded", hf.EXCEEDS_REASON, hf.EXCEEDS[k])) if k in hf.EXCEEDS else k
+    pytest.param(k, marks=sf.EXCEEDS_MARKS[k]) if k in sf.EXCEEDS_MARKS else k
     for k in sorted(SEED_SGEMM)])
 def test_issued_byte_roofline(kernel, seed_row, card, reconcile):
     rec = seed_row(kernel)
@@ -134,7 +134,7 @@ HELD_OUT = [(s, k) for s in SIZES for k in ("k2", "k3", "k3c", "k4", "k5") if no
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("size,kernel", [pytest.param(s, k, marks=hf.HELD_OUT_MARKS[(s, k)]) if (s, k) in hf.HELD_OUT_MARKS else (s, k)
+@pytest.mark.parametrize("size,kernel", [pytest.param(s, k, marks=sf.HELD_OUT_MARKS[(s, k)]) if (s, k) in sf.HELD_OUT_MARKS else (s, k)
                                          for s, k in HELD_OUT])
 def test_instruction_ledger_held_out(size, kernel, seed_row, prices, reconcile):
     pred = priced_time(SEED_SGEMM[kernel].counts(), prices, size, size, size, sm_count=SM, clock_hz=SEED_CLOCK_HZ,
@@ -145,7 +145,7 @@ def test_instruction_ledger_held_out(size, kernel, seed_row, prices, reconcile):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("size", [pytest.param(s, marks=hf.finding_for(*hf.LDS128, hf.LDS128_OBSERVED[s])) for s in SIZES])
+@pytest.mark.parametrize("size", [pytest.param(s, marks=sf.LDS128_MARKS[s]) for s in SIZES])
 def test_instruction_ledger_vectorized_rung(size, seed_row, prices, reconcile):
     pred = priced_time(SEED_SGEMM["k6"].counts(), prices, size, size, size, sm_count=SM, clock_hz=SEED_CLOCK_HZ,
                        rung="k6")
@@ -153,7 +153,7 @@ def test_instruction_ledger_vectorized_rung(size, seed_row, prices, reconcile):
 
 
 @pytest.mark.gpu
-@hf.NAIVE_IS_REQUEST_BOUND
+@sf.NAIVE_IS_REQUEST_BOUND
 @pytest.mark.parametrize("size", SIZES)
 def test_instruction_ledger_naive_rung(size, seed_row, prices, reconcile):
     pred = priced_time(SEED_SGEMM["k1"].counts(), prices, size, size, size, sm_count=SM, clock_hz=SEED_CLOCK_HZ,
@@ -163,7 +163,7 @@ def test_instruction_ledger_naive_rung(size, seed_row, prices, reconcile):
 
 # --- request ledger: cycles per transaction fitted on K2 at 4096^3 --------------------------
 @pytest.mark.gpu
-@hf.REQUEST_LEDGER_L1_HITS
+@sf.REQUEST_LEDGER_L1_HITS
 @pytest.mark.parametrize("size", SIZES)
 def test_request_ledger_naive(size, seed_row, reconcile):
     k2 = seed_row("k2", 4096)
@@ -175,33 +175,59 @@ def test_request_ledger_naive(size, seed_row, reconcile):
     reconcile("time_request_ledger", pred, seed_row("k1", size)["time"], rel=HELD_OUT_BAND, why=HELD_OUT_WHY)
 
 
-@pytest.mark.gpu
-def test_byte_ledger_finding_ratios_are_the_seeds(seed_row, card):
-    """kernel_findings.EXCEEDS and UNDER_ROOFLINE (the band centres and the percentages EXCEEDS_REASON prints)
-    are each rung's recorded FLOP rate over its issued-byte roofline, as test_issued_byte_roofline computes it."""
+def _roofline_ratios(seed_row, card, shape: str) -> dict[str, float]:
+    """Each rung's recorded FLOP rate over its issued-byte roofline at 4096^3, as test_issued_byte_roofline computes it."""
     n = 4096
     observed = {}
     for k in sorted(SEED_SGEMM):
         floor = gemm_byte_ledger(SEED_SGEMM[k], n, n, n, peak_flops=card.peak("fp32"),
                                  bandwidth=card.memory_bandwidth, model="issued", sources="datasheet peak and bandwidth")
-        observed[k] = seed_row(k)["flop_rate"].value / _rate(floor, n).value
-    quoted = {**hf.EXCEEDS, **hf.UNDER_ROOFLINE}
+        observed[k] = seed_row(k, n, shape)["flop_rate"].value / _rate(floor, n).value
+    return observed
+
+
+@pytest.mark.gpu
+def test_byte_ledger_finding_ratios_are_the_seeds(seed_row, card):
+    """kernel_seed_findings.EXCEEDS and UNDER_ROOFLINE (the percentages EXCEEDS_REASON prints) are the 18:01 run's
+    ratios, the run test_issued_byte_roofline replays; EXCEEDS_1806 (the band centres) the 18:06 run's."""
+    observed = _roofline_ratios(seed_row, card, "square")
+    quoted = {**sf.EXCEEDS, **sf.UNDER_ROOFLINE}
     assert set(quoted) == set(observed)
     for k, ratio in observed.items():
         assert quoted[k] == pytest.approx(ratio, rel=5e-4), (k, ratio)
-        assert (k in hf.EXCEEDS) == (ratio > 1), k
+        assert (k in sf.EXCEEDS) == (ratio > 1), k
+    other = _roofline_ratios(seed_row, card, "square-ref")
+    assert set(sf.EXCEEDS_1806) == set(sf.EXCEEDS) == {k for k, r in other.items() if r > 1}
+    for k, ratio in sf.EXCEEDS_1806.items():
+        assert ratio == pytest.approx(other[k], rel=1e-4), (k, other[k])
+
+
+@pytest.mark.gpu
+def test_band_scatter_is_the_two_runs(seed_row):
+    """SEED_RUN_SCATTER, every 4096^3 band's half-width, is 2 x the largest |t(18:01) / t(18:06) - 1| over the 8
+    kernels both runs timed at 4096^3; the two are different runs (their stamps), each row a median of 3 rounds."""
+    drift = 0.0
+    for k in ("k0", *sorted(SEED_SGEMM)):
+        first, second = seed_row(k), seed_row(k, shape="square-ref")
+        assert first.data["row"]["stamp"] != second.data["row"]["stamp"], k
+        drift = max(drift, abs(first["time"].value / second["time"].value - 1))
+    assert sf.SEED_RUN_SCATTER == pytest.approx(2 * drift, abs=5e-5)
 
 
 @pytest.mark.gpu
 def test_instruction_ledger_finding_ratios_are_the_seeds(seed_row, prices):
-    """kernel_findings.HELD_OUT_OBSERVED and LDS128_OBSERVED (band centres, printed in their reasons) are the
-    seed's time over the instruction ledger's, as test_instruction_ledger_held_out and _vectorized_rung price it."""
-    def observed(size: int, kernel: str) -> float:
-        pred = priced_time(SEED_SGEMM[kernel].counts(), prices, size, size, size, sm_count=SM,
+    """kernel_seed_findings.HELD_OUT_OBSERVED and LDS128_OBSERVED (printed in their reasons) are the 18:01 run's time
+    over the instruction ledger's, as test_instruction_ledger_held_out and _vectorized_rung price it; LDS128_1806
+    (the 4096^3 band centre) is the 18:06 run's K6 over the ledger priced on that run's own K2, K3, K4."""
+    def observed(size: int, kernel: str, shape: str = "square", fitted=prices) -> float:
+        pred = priced_time(SEED_SGEMM[kernel].counts(), fitted, size, size, size, sm_count=SM,
                            clock_hz=SEED_CLOCK_HZ, rung=kernel)
-        return seed_row(kernel, size)["time"].value / pred.value
+        return seed_row(kernel, size, shape)["time"].value / pred.value
 
-    for (size, kernel), ratio in hf.HELD_OUT_OBSERVED.items():
+    for (size, kernel), ratio in sf.HELD_OUT_OBSERVED.items():
         assert ratio == pytest.approx(observed(size, kernel), rel=5e-4), (size, kernel)
-    for size, ratio in hf.LDS128_OBSERVED.items():
+    for size, ratio in sf.LDS128_OBSERVED.items():
         assert ratio == pytest.approx(observed(size, "k6"), rel=5e-4), size
+    prices_1806 = fit_prices(_beats(seed_row, 4096, "square-ref"), SEED_INSTRUCTION_FIT)
+    for size, ratio in sf.LDS128_1806.items():
+        assert ratio == pytest.approx(observed(size, "k6", "square-ref", prices_1806), rel=1e-4), size
