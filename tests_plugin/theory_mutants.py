@@ -152,15 +152,7 @@ CATALOGUE: tuple[Mutation, ...] = (
         "nbytes = gemm_bytes(access, m, n, k, model, elem_bytes)",
         "nbytes = 1.05 * gemm_bytes(access, m, n, k, model, elem_bytes)",
         ("tests_kernels/test_kernels_seed_sgemm.py", "tests_kernels/test_kernels_ladders.py",
-         "tests_kernels/test_kernels_counters.py"), survivor=(
-            "the issued-byte roofline is a floor, and every rung it is checked on sits far from it: below it (s1, "
-            "s3, s4 at 0.24-0.48 of the floor's rate; an upper bound passes anything up to 1) or far above it "
-            "(s2 at 5.2x, the 4090's K1-K6 at 2.7-22x: findings banded by the measured noise). s2's band is the "
-            "first run's ratio +-10.2% since the 2026-12-01 11:09 kernels session, whose rung 0 drifted 4.8% "
-            "from the earlier sessions (it was +-7.6%), so x1.05 moves the ratio inside it. The two tests that "
-            "recompute those band centres from this function (test_byte_ledger_finding_ratio_is_the_first_runs, "
-            "test_byte_ledger_finding_ratios_are_the_seeds) fail under it, but they are assertions, not "
-            "reconciliations; the issued bytes' own count has no DRAM evidence, since L1/L2 serve 95% of s2's loads")),
+         "tests_kernels/test_kernels_counters.py")),
     Mutation(
         "kernels-stream-byte-ledger-x1.05", "kernels", "the streaming kernels' byte ledger x1.05",
         "pytest_anatomy.theory.kernels", "stream_ledger",
