@@ -151,16 +151,20 @@ def second_card_reason() -> str:
         mhz_hi=SECOND_CARD_SM_MHZ[1], busy=SECOND_CARD_CPU_BUSY, noise=NOISE)
 
 
+def gpu_uuid(rec: Any) -> str | None:
+    """The NVML UUID of the card that measured `rec` (its provenance.gpu.uuid), or None where it carries none."""
+    gpu = rec.provenance.get("gpu")
+    return gpu.get("uuid") if isinstance(gpu, dict) else None
+
+
 def card_mark(rec: Any, test: str, model: str, quantity: str) -> pytest.MarkDecorator | None:
     """The card finding for `quantity` of `test` on the card that measured `rec`, or None."""
-    gpu = rec.provenance.get("gpu")
-    uuid = gpu.get("uuid") if isinstance(gpu, dict) else None
-    ratios = CARD_RATIOS.get(uuid or "", {}).get((test, model, quantity))
+    ratios = CARD_RATIOS.get(gpu_uuid(rec) or "", {}).get((test, model, quantity))
     if ratios is None:
         return None
     return pytest.mark.finding(CARD_FINDING_ID, hardware=MEASURED_ON, quantity=quantity, strict=False,
                                expected=(round(min(ratios) * (1 - NOISE), 4), round(max(ratios) * (1 + NOISE), 4)),
-                               reason=card_reason(uuid or ""))
+                               reason=card_reason(gpu_uuid(rec) or ""))
 
 
 @pytest.fixture

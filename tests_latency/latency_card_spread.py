@@ -23,6 +23,8 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from latency_card_findings import gpu_uuid
+
 # Llama-3.1-8B's b=1 run's stamp in each recorded H200 session -> (the card's NVML UUID, None where the first session
 # recorded none; {batch: measured / predicted decode step}), with the Qwen calibration known when the session ran.
 # Every session ran on a different card. Written 2026-12-03, before the twelfth visit.
@@ -59,9 +61,7 @@ MIN_CARDS = 3  # fewer recorded cards give no spread worth the name: the term is
 
 def card_of(rec: Any) -> str:
     """The card that measured `rec`: its NVML UUID, or its session's stamp when the recording carries none."""
-    gpu = rec.provenance.get("gpu")
-    uuid = gpu.get("uuid") if isinstance(gpu, dict) else None
-    return uuid or rec.recorded_at
+    return gpu_uuid(rec) or rec.recorded_at
 
 
 def card_spread(ratios: dict[str, dict[int, float]], b: int, checked_card: str) -> float:

@@ -8,6 +8,7 @@ stalled-run finding itself).
 from __future__ import annotations
 
 import pytest
+from pytest_anatomy.recordings import stamp_of
 from latency_card_spread import LLAMA_TRANSFER_RATIOS, transfer_may_agree
 from latency_findings_common import (CHECKED_ON, LLAMA, MEASURED_ON, OTHER_SESSION, OTHER_SESSION_NOISE, QWEN, _and, _count,
                                      _plural, other_session_band)
@@ -183,11 +184,12 @@ def _clean_runs(model: str, exclude: str | None = None) -> dict[str, float]:
 
 
 def _newest(model: str) -> str:
-    return max((s for m, s in MARGINAL_COST_RUNS if m == model), key=lambda s: s[:19])
+    return max((s for m, s in MARGINAL_COST_RUNS if m == model), key=stamp_of)
 
 
+_CLEAN = {model: _clean_runs(model) for model in (QWEN, LLAMA)}  # every clean run, as the reason quotes them
 # Within one session both models' slopes: Qwen2.5-7B's over Llama-3.1-8B's, where both ran clean in it
-_PAIRED = {s: _clean_runs(QWEN)[s] / r for s, r in _clean_runs(LLAMA).items() if s in _clean_runs(QWEN)}
+_PAIRED = {s: _CLEAN[QWEN][s] / r for s, r in _CLEAN[LLAMA].items() if s in _CLEAN[QWEN]}
 _PAIRED_LOW = {s: q for s, q in _PAIRED.items() if q < 1}
 _PAIRED_HIGH = sorted(s for s in _PAIRED if s not in _PAIRED_LOW)  # test_latency_card_spread: on a card a card finding names
 MARGINAL_COST_REASON = (
@@ -203,13 +205,14 @@ MARGINAL_COST_REASON = (
     "of the model's other recorded runs on every card (the newest, Qwen2.5-7B {new_q:.2f}x ({new_q_at}) and "
     "Llama-3.1-8B {new_l:.2f}x ({new_l_at}), is never its own band's source), its edges widened by the checked run's "
     "noise budget: the card-to-card spread is part of what a new card may show.").format(
-    q_lo=min(_clean_runs(QWEN).values()), q_hi=max(_clean_runs(QWEN).values()), n_q=len(_clean_runs(QWEN)),
-    l_lo=min(_clean_runs(LLAMA).values()), l_hi=max(_clean_runs(LLAMA).values()), n_l=len(_clean_runs(LLAMA)),
+    q_lo=min(_CLEAN[QWEN].values()), q_hi=max(_CLEAN[QWEN].values()), n_q=len(_CLEAN[QWEN]),
+    l_lo=min(_CLEAN[LLAMA].values()), l_hi=max(_CLEAN[LLAMA].values()), n_l=len(_CLEAN[LLAMA]),
     first_q=MARGINAL_COST_RUNS[(QWEN, OTHER_SESSION[QWEN])], first_l=MARGINAL_COST_RUNS[(LLAMA, OTHER_SESSION[LLAMA])],
     stall=HOST_STALL_FINDING_ID, stalled=MARGINAL_COST_RUNS[NEWEST_SLOPE_STALLED],
     stalled_b=_and([str(b) for b in _NEWEST_SLOPE_STALLED_BATCHES]), plural=_plural(len(_NEWEST_SLOPE_STALLED_BATCHES)),
     stalled_at=_hhmm(NEWEST_SLOPE_STALLED[1]), n_low=_count(len(_PAIRED_LOW)), n_pair=_count(len(_PAIRED)),
-    p_lo=1 - max(_PAIRED_LOW.values()), p_hi=1 - min(_PAIRED_LOW.values()), p_max=max(_PAIRED.values()) - 1, above=_and([_hhmm(x) for x in _PAIRED_HIGH]),
+    p_lo=1 - max(_PAIRED_LOW.values()), p_hi=1 - min(_PAIRED_LOW.values()), p_max=max(_PAIRED.values()) - 1,
+    above=_and([_hhmm(x) for x in _PAIRED_HIGH]),
     new_q=MARGINAL_COST_NEWEST[QWEN][0], new_q_at=_hhmm(_newest(QWEN)), new_l=MARGINAL_COST_NEWEST[LLAMA][0],
     new_l_at=_hhmm(_newest(LLAMA))[11:])
 

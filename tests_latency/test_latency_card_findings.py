@@ -22,8 +22,7 @@ def _card_recordings(request, target, name: str, uuid: str) -> list:
     out = []
     for path in recordings.candidates(results, target.name, "latency", name):
         rec = recordings.load_file(path)
-        gpu = rec.provenance.get("gpu")
-        if isinstance(gpu, dict) and gpu.get("uuid") == uuid:
+        if cf.gpu_uuid(rec) == uuid:
             out.append(rec)
     return sorted(out, key=lambda r: recordings.stamp_of(r.recorded_at))
 
@@ -79,11 +78,6 @@ def test_card_mark_applies_only_to_its_card():
     assert cf.card_mark(Rec(None), *key) is None
 
 
-def _uuid(rec) -> str | None:
-    gpu = rec.provenance.get("gpu")
-    return gpu.get("uuid") if isinstance(gpu, dict) else None
-
-
 def _every(request, target, name: str) -> list:
     """Every recording of `name` on the target (one per session that ran it), oldest first."""
     results = get_session(request.config).settings.results_dir
@@ -112,7 +106,7 @@ def test_card_b1_numbers_are_the_recorded_ones(request, target, session_rec, set
         assert setup.ceilings.bandwidth == ceil["read_bandwidth.value"].value
         roof = lat.decode_step_time(setup.model, setup.ceilings, lat.UNCALIBRATED, 1,
                                     mean_context(s["input_len"], s["output_len"])).value
-        step, uuid = b1["step_time_s"].value, _uuid(b1)
+        step, uuid = b1["step_time_s"].value, cf.gpu_uuid(b1)
         assert setup.calib.step_overhead_s == pytest.approx(step - roof, abs=1e-9), b1.recorded_at
         for q, v in (("step_ms", step * 1e3), ("read_tb_s", setup.ceilings.bandwidth / 1e12),
                      ("overhead_ms", (step - roof) * 1e3), ("roofline_ratio", step / roof)):
@@ -138,7 +132,7 @@ def test_card_llama_numbers_are_the_recorded_ones(request, target, setup_beside)
             setup, s = setup_beside(LLAMA, rec), rec.data["run"]["settings"]
             pred = lat.decode_step_time(setup.model, setup.ceilings, setup.calib, b,
                                         mean_context(s["input_len"], s["output_len"])).value
-            measured, uuid = rec["step_time_s"].value, _uuid(rec)
+            measured, uuid = rec["step_time_s"].value, cf.gpu_uuid(rec)
             if b == 1:
                 steps.append((uuid, measured * 1e3))
             if uuid == cf.TENTH_VISIT_CARD:
@@ -191,7 +185,7 @@ def test_second_card_numbers_are_the_recorded_ones(request, target, session_rec,
     uuid, qwen = cf.ELEVENTH_VISIT_CARD, {q: [] for q in cf.SECOND_CARD_QWEN_B1}
     stamps = []
     for b1 in _every(request, target, f"{QWEN}.decode.b1"):
-        if _uuid(b1) == uuid:
+        if cf.gpu_uuid(b1) == uuid:
             setup = setup_beside(QWEN, b1)
             stamps.append(b1.recorded_at)
             for q, v in (("step_ms", b1["step_time_s"].value * 1e3), ("read_tb_s", setup.ceilings.bandwidth / 1e12),
@@ -202,9 +196,9 @@ def test_second_card_numbers_are_the_recorded_ones(request, target, session_rec,
     llama, sessions = {}, set()
     for b in cf.SECOND_CARD_BATCHES:
         for rec in _every(request, target, f"{LLAMA}.decode.b{b}"):
-            if _uuid(rec) not in cf.CARD_RATIOS and b == 1:
+            if cf.gpu_uuid(rec) not in cf.CARD_RATIOS and b == 1:
                 sessions.add(rec.recorded_at)
-            if _uuid(rec) == uuid:
+            if cf.gpu_uuid(rec) == uuid:
                 setup, s = setup_beside(LLAMA, rec), rec.data["run"]["settings"]
                 pred = lat.decode_step_time(setup.model, setup.ceilings, setup.calib, b,
                                             mean_context(s["input_len"], s["output_len"])).value

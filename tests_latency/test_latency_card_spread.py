@@ -8,7 +8,7 @@ import latency_card_spread as cs
 import pytest
 from latency_findings_common import LLAMA, MEASURED_ON
 from latency_setups import mean_context
-from test_latency_card_findings import _every, _uuid
+from test_latency_card_findings import _every
 
 from pytest_anatomy.theory import latency as lat
 
@@ -25,12 +25,12 @@ def test_llama_transfer_ratios_are_the_recorded_ones(request, target, session_re
         row = {}
         for b in BATCHES:
             rec = session_rec(f"{LLAMA}.decode.b{b}", beside=b1)
-            assert _uuid(rec) == _uuid(b1), (b1.recorded_at, b)  # one session, one card
+            assert cf.gpu_uuid(rec) == cf.gpu_uuid(b1), (b1.recorded_at, b)  # one session, one card
             setup, s = setup_beside(LLAMA, rec), rec.data["run"]["settings"]
             pred = lat.decode_step_time(setup.model, setup.ceilings, setup.calib, b,
                                         mean_context(s["input_len"], s["output_len"])).value
             row[b] = round(rec["step_time_s"].value / pred, 4)
-        got[b1.recorded_at] = (_uuid(b1), row)
+        got[b1.recorded_at] = (cf.gpu_uuid(b1), row)
     assert got == cs.LLAMA_TRANSFER_RATIOS
     assert len(cs.CARD_TRANSFER_RATIOS) == len(cs.LLAMA_TRANSFER_RATIOS)  # no card ran two sessions with Llama
 
