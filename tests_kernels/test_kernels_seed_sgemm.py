@@ -153,8 +153,7 @@ def test_instruction_ledger_vectorized_rung(size, seed_row, prices, reconcile):
 
 
 @pytest.mark.gpu
-@sf.NAIVE_IS_REQUEST_BOUND
-@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("size", [pytest.param(s, marks=sf.NAIVE_MARKS[s]) for s in SIZES])
 def test_instruction_ledger_naive_rung(size, seed_row, prices, reconcile):
     pred = priced_time(SEED_SGEMM["k1"].counts(), prices, size, size, size, sm_count=SM, clock_hz=SEED_CLOCK_HZ,
                        rung="k1")
@@ -163,16 +162,19 @@ def test_instruction_ledger_naive_rung(size, seed_row, prices, reconcile):
 
 # --- request ledger: cycles per transaction fitted on K2 at 4096^3 --------------------------
 @pytest.mark.gpu
-@sf.REQUEST_LEDGER_L1_HITS
-@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("size", [pytest.param(s, marks=sf.L1_HITS_MARKS[s]) for s in SIZES])
 def test_request_ledger_naive(size, seed_row, reconcile):
-    k2 = seed_row("k2", 4096)
+    pred = priced_time({"requests": SEED_SGEMM["k1"].requests}, _request_prices(seed_row), size, size, size,
+                       sm_count=SM, clock_hz=SEED_CLOCK_HZ, rung="k1")
+    reconcile("time_request_ledger", pred, seed_row("k1", size)["time"], rel=HELD_OUT_BAND, why=HELD_OUT_WHY)
+
+
+def _request_prices(seed_row, shape: str = "square"):
+    """One price per 128 B line, fitted on K2 at 4096^3 of the run `shape` names."""
+    k2 = seed_row("k2", 4096, shape)
     rows = {"k2": ({"requests": SEED_SGEMM["k2"].requests},
                    beat_from_time(k2["time"].value, 4096, 4096, 4096, SM, SEED_CLOCK_HZ))}
-    prices = fit_prices(rows, ("k2",), kinds=("requests",), ledger="request")
-    pred = priced_time({"requests": SEED_SGEMM["k1"].requests}, prices, size, size, size, sm_count=SM,
-                       clock_hz=SEED_CLOCK_HZ, rung="k1")
-    reconcile("time_request_ledger", pred, seed_row("k1", size)["time"], rel=HELD_OUT_BAND, why=HELD_OUT_WHY)
+    return fit_prices(rows, ("k2",), kinds=("requests",), ledger="request")
 
 
 def _roofline_ratios(seed_row, card, shape: str) -> dict[str, float]:
@@ -216,9 +218,10 @@ def test_band_scatter_is_the_two_runs(seed_row):
 
 @pytest.mark.gpu
 def test_instruction_ledger_finding_ratios_are_the_seeds(seed_row, prices):
-    """kernel_seed_findings.HELD_OUT_OBSERVED and LDS128_OBSERVED (printed in their reasons) are the 18:01 run's time
-    over the instruction ledger's, as test_instruction_ledger_held_out and _vectorized_rung price it; LDS128_1806
-    (the 4096^3 band centre) is the 18:06 run's K6 over the ledger priced on that run's own K2, K3, K4."""
+    """kernel_seed_findings.HELD_OUT_OBSERVED, LDS128_OBSERVED and NAIVE_OBSERVED (printed in their reasons, the
+    single-run band centres) are the 18:01 run's time over the instruction ledger's, as test_instruction_ledger_held_out,
+    _vectorized_rung and _naive_rung price it; LDS128_1806 and NAIVE_1806 (the 4096^3 band centres) are the 18:06
+    run's K6 and K1 over the ledger priced on that run's own K2, K3, K4."""
     def observed(size: int, kernel: str, shape: str = "square", fitted=prices) -> float:
         pred = priced_time(SEED_SGEMM[kernel].counts(), fitted, size, size, size, sm_count=SM,
                            clock_hz=SEED_CLOCK_HZ, rung=kernel)
@@ -226,8 +229,33 @@ def test_instruction_ledger_finding_ratios_are_the_seeds(seed_row, prices):
 
     for (size, kernel), ratio in sf.HELD_OUT_OBSERVED.items():
         assert ratio == pytest.approx(observed(size, kernel), rel=5e-4), (size, kernel)
-    for size, ratio in sf.LDS128_OBSERVED.items():
-        assert ratio == pytest.approx(observed(size, "k6"), rel=5e-4), size
     prices_1806 = fit_prices(_beats(seed_row, 4096, "square-ref"), SEED_INSTRUCTION_FIT)
-    for size, ratio in sf.LDS128_1806.items():
-        assert ratio == pytest.approx(observed(size, "k6", "square-ref", prices_1806), rel=1e-4), size
+    for kernel, first, other in (("k6", sf.LDS128_OBSERVED, sf.LDS128_1806), ("k1", sf.NAIVE_OBSERVED, sf.NAIVE_1806)):
+        assert set(first) == set(SIZES) and set(other) == {4096}, kernel
+        for size, ratio in first.items():
+            assert ratio == pytest.approx(observed(size, kernel), rel=5e-4), (kernel, size)
+        for size, ratio in other.items():
+            assert ratio == pytest.approx(observed(size, kernel, "square-ref", prices_1806), rel=1e-4), (kernel, size)
+
+
+@pytest.mark.gpu
+def test_request_ledger_finding_ratios_are_the_seeds(seed_row):
+    """kernel_seed_findings.L1_HITS_OBSERVED (the single-run band centres; 4096^3 printed in the reason) is the 18:01
+    run's K1 over the request ledger priced on its K2, as test_request_ledger_naive prices it; L1_HITS_1806 (the
+    4096^3 band centre) the 18:06 run's K1 over the ledger priced on its own K2. K2_CYCLES_PER_LINE, K1_OVER_K2 and
+    the 33 lines the reasons quote are the 18:01 run's fitted price, t(K1) / t(K2) at 4096^3, and K1's requests."""
+    def observed(size: int, shape: str = "square") -> float:
+        pred = priced_time({"requests": SEED_SGEMM["k1"].requests}, _request_prices(seed_row, shape), size, size,
+                           size, sm_count=SM, clock_hz=SEED_CLOCK_HZ, rung="k1")
+        return seed_row("k1", size, shape)["time"].value / pred.value
+
+    assert set(sf.L1_HITS_OBSERVED) == set(SIZES) and set(sf.L1_HITS_1806) == {4096}
+    for size, ratio in sf.L1_HITS_OBSERVED.items():
+        assert ratio == pytest.approx(observed(size), rel=5e-4), size
+    for size, ratio in sf.L1_HITS_1806.items():
+        assert ratio == pytest.approx(observed(size, "square-ref"), rel=1e-4), size
+    assert sf.K2_CYCLES_PER_LINE == pytest.approx(_request_prices(seed_row).cycles["requests"], rel=5e-4)
+    assert sf.K1_OVER_K2 == pytest.approx(seed_row("k1")["time"].value / seed_row("k2")["time"].value, rel=5e-4)
+    assert SEED_SGEMM["k1"].requests == 33 and "33 lines" in sf.L1_HITS[1] and "33 cache lines" in sf.NAIVE[1]
+    # the per-line cost of K1's lines the reason infers: the K2 price x the measured/predicted ratio
+    assert f"costs ~{sf.K2_CYCLES_PER_LINE * sf.L1_HITS_OBSERVED[4096]:.0f} cycle" in sf.L1_HITS[1]

@@ -13,7 +13,7 @@ import pytest
 
 from pytest_anatomy.kernels import fused
 from pytest_anatomy.measure.measurement import Measurement
-from pytest_anatomy.theory.kernels import reduction_ledger, stream_ledger
+from pytest_anatomy.theory.kernels import reduction_ledger, stream_bytes, stream_ledger
 
 # The seed study's data exists only as recordings: replayed on the cards that hold them.
 pytestmark = pytest.mark.targets(recorded="seed-")
@@ -64,8 +64,9 @@ def last_round(rec) -> Measurement:
                                    "note": "the last round; the earlier rounds band the findings"})
 
 
-def _issued_ratios(measured, card, op: str, m: int, n: int) -> list[float]:
-    pred = stream_ledger(ACCESS[op], m, n, bandwidth=card.memory_bandwidth, model="issued",
+def _round_ratios(measured, card, op: str, m: int, n: int, model: str = "issued") -> list[float]:
+    """Each round's measured / predicted time under `model`, as test_fused_byte_ledger computes round 3's."""
+    pred = stream_ledger(ACCESS[op], m, n, bandwidth=card.memory_bandwidth, model=model,
                          bandwidth_source="datasheet (the seed's own bound)")
     return [t / pred.value for t in measured(f"seed-fused.{op}.m{m}.n{n}")["time"].samples]
 
@@ -76,10 +77,10 @@ def test_reread_finding_bands_are_the_other_rounds(measured, card):
     checked round 3 apart; L2_REREAD_SINGLE is the vocab row's one run; FUSED_ROUND_SCATTER is 2 x the largest
     max/min - 1 of one kernel's 3 rounds over the main ladder's 8 kernels."""
     for (op, m, n), band in sf.L2_REREAD_ROUNDS_1_2.items():
-        ratios = _issued_ratios(measured, card, op, m, n)
+        ratios = _round_ratios(measured, card, op, m, n)
         assert len(ratios) == 3 and band == pytest.approx(ratios[:2], rel=1e-4), (op, ratios)
     for (op, m, n), ratio in sf.L2_REREAD_SINGLE.items():
-        ratios = _issued_ratios(measured, card, op, m, n)
+        ratios = _round_ratios(measured, card, op, m, n)
         assert len(ratios) == 1 and ratio == pytest.approx(ratios[0], rel=5e-4), (op, ratios)
     spread = 0.0
     for op in ACCESS:
@@ -87,6 +88,22 @@ def test_reread_finding_bands_are_the_other_rounds(measured, card):
         assert len(rounds) == 3, op
         spread = max(spread, max(rounds) / min(rounds) - 1)
     assert sf.FUSED_ROUND_SCATTER == pytest.approx(2 * spread, abs=5e-5)
+
+
+@pytest.mark.gpu
+def test_dram_finding_bands_are_the_other_rounds(measured, card):
+    """kernel_seed_findings: S2_DRAM_ROUNDS_1_2 (the band; the reason's bandwidth fraction) are s2's DRAM-byte ratios
+    in rounds 1-2 of the main ladder's 3, the checked round 3 apart; S2_ISSUED_OVER_DRAM is the ledger's 12MN / 8MN;
+    FEW_ROWS_OBSERVED and FEW_ROWS_ISSUED are the 32-row vocab row's one run, DRAM- and issued-byte."""
+    m, n = 8192, 2048
+    ratios = _round_ratios(measured, card, "s2", m, n, "dram")
+    assert len(ratios) == 3 and sf.S2_DRAM_ROUNDS_1_2 == pytest.approx(ratios[:2], rel=1e-4), ratios
+    issued, dram = (stream_bytes(ACCESS["s2"], m, n, model) for model in ("issued", "dram"))
+    assert issued == 12 * m * n and sf.S2_ISSUED_OVER_DRAM == issued / dram
+    ratios = _round_ratios(measured, card, "s2", 32, 152064, "dram")
+    assert len(ratios) == 1 and sf.FEW_ROWS_OBSERVED == pytest.approx(ratios[0], rel=5e-4), ratios
+    issued = _round_ratios(measured, card, "s2", 32, 152064)
+    assert len(issued) == 1 and sf.FEW_ROWS_ISSUED == pytest.approx(issued[0], rel=5e-4), issued
 
 
 @pytest.mark.gpu
