@@ -1,10 +1,12 @@
 """The closed loop's findings (test_latency_closed_loop.py): the C=64 steady state the prompt-carrying steps
 fall short of, the closed runs' median ITL and C = 1 throughput carried from the same session's decode step, and the
-first-token time the simulation lacks at C = 1.
+first-token time the simulation lacks at C = 1; and the throughput at C = 8, 32 and 64 with the per-sequence excess
+measured apart (test_latency_closed_throughput.py: its per-session table, and which C carry a finding).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -228,3 +230,152 @@ LLAMA_CLOSED_BELOW = (
     "run faster than the same session's isolated decode steps of the same batch. Band: the other two C's "
     "measured/predicted +- their budgets and this run's, i.e. the claim that the shortfall is one fraction of the "
     "step across C.")
+
+
+# --- the closed loops' throughput at C = 8, 32, 64 with the per-sequence excess (test_latency_closed_throughput.py) ---
+CLOSED_THROUGHPUT_QUANTITY = "output_throughput_with_sequence_cost"
+CLOSED_THROUGHPUT_C = (8, 32, 64)
+# Qwen2.5-7B's closed.c8, c32 and c64 runs by C and stamp, oldest first: (measured / predicted throughput with the
+# session's per-sequence excess, the check's noise budget, measured / simulated mean TTFT), each with its own session's
+# setup and excess; test_closed_throughput_table_is_the_recorded_one recomputes them. The H200's sessions only: another
+# card's session is judged by the bands, not written into the H200's tables.
+CLOSED_THROUGHPUT_RUNS: dict[int, dict[str, tuple[float, float, float]]] = {
+    8: {
+        "2026-11-30T00:37:45Z": (0.9882, 0.0174, 0.9370),
+        "2026-12-01T04:47:39.167263Z": (0.9868, 0.0295, 0.7757),
+        "2026-12-01T06:44:22.000000Z": (0.9799, 0.0294, 0.9242),
+        "2026-12-01T11:24:59.000000Z": (0.9781, 0.0313, 0.9211),
+        "2026-12-02T00:05:58.000000Z": (0.9741, 0.0279, 0.8868),
+        "2026-12-02T02:33:51.000000Z": (0.9715, 0.0228, 0.8933),
+        "2026-12-02T04:52:35.000000Z": (0.9733, 0.0332, 0.8749),
+        "2026-12-02T07:14:23.000000Z": (0.9738, 0.0201, 1.0483),
+        "2026-12-02T14:18:58.000000Z": (0.9732, 0.0230, 0.9338),
+        "2026-12-02T16:29:14.000000Z": (0.9752, 0.0211, 0.9802),
+        "2026-12-02T23:51:19.000000Z": (0.9770, 0.0290, 0.8870),
+    },
+    32: {
+        "2026-11-30T00:37:45Z": (0.9946, 0.0431, 1.5947),
+        "2026-12-01T04:47:39.220360Z": (0.9878, 0.0442, 1.5738),
+        "2026-12-01T06:44:22.000000Z": (0.9504, 0.0554, 1.8017),
+        "2026-12-01T11:24:59.000000Z": (0.9459, 0.0559, 1.8469),
+        "2026-12-02T00:05:58.000000Z": (0.9411, 0.0625, 1.8703),
+        "2026-12-02T02:33:51.000000Z": (0.9502, 0.0561, 1.8053),
+        "2026-12-02T04:52:35.000000Z": (0.9467, 0.0566, 1.8202),
+        "2026-12-02T07:14:23.000000Z": (0.9598, 0.0538, 1.7705),
+        "2026-12-02T14:18:58.000000Z": (0.9522, 0.0536, 1.7933),
+        "2026-12-02T16:29:14.000000Z": (0.9404, 0.0504, 1.9230),
+        "2026-12-02T23:51:19.000000Z": (0.9537, 0.0540, 1.8426),
+    },
+    64: {
+        "2026-11-30T00:37:45Z": (0.9837, 0.0486, 1.4839),
+        "2026-12-01T04:47:39.365268Z": (0.9905, 0.0484, 1.4829),
+        "2026-12-01T06:44:22.000000Z": (0.9345, 0.0696, 1.6755),
+        "2026-12-01T11:24:59.000000Z": (0.9308, 0.0658, 1.6858),
+        "2026-12-02T00:05:58.000000Z": (0.9247, 0.0738, 1.7071),
+        "2026-12-02T02:33:51.000000Z": (0.9290, 0.0655, 1.7042),
+        "2026-12-02T04:52:35.000000Z": (0.9363, 0.0669, 1.6609),
+        "2026-12-02T07:14:23.000000Z": (0.9448, 0.0682, 1.6414),
+        "2026-12-02T14:18:58.000000Z": (0.9356, 0.0663, 1.6870),
+        "2026-12-02T16:29:14.000000Z": (0.9208, 0.0617, 1.7325),
+        "2026-12-02T23:51:19.000000Z": (0.9321, 0.0653, 1.7053),
+    },
+}
+
+
+def closed_throughput_misses(c: int) -> tuple[str, ...]:
+    """The stamps of the sessions whose throughput at C = c misses its noise budget."""
+    return tuple(s for s, (r, b, _) in CLOSED_THROUGHPUT_RUNS[c].items() if abs(r - 1) > b)
+
+
+def closed_throughput_envelope(c: int, budget: float, exclude: str | None = None) -> tuple[float, float]:
+    """The band of Qwen2.5-7B's throughput at C = c: the lowest and highest ratio of its other recorded sessions (never
+    the one stamped `exclude`, the run checked), widened by `budget` (the checked run's noise budget)."""
+    runs = [r for s, (r, _, _) in CLOSED_THROUGHPUT_RUNS[c].items() if s != exclude]
+    return (round(min(runs) * (1 - budget), 4), round(max(runs) * (1 + budget), 4))
+
+
+def _span(values: list[float], digits: int) -> str:
+    return f"{min(values):.{digits}f}-{max(values):.{digits}f}"
+
+
+def _throughput_facts(c: int) -> tuple[str, str, int, int]:
+    """(the ratios' span, the mean TTFT ratios' span, sessions, sessions beyond their budget) at C = c."""
+    rows = CLOSED_THROUGHPUT_RUNS[c].values()
+    return (_span([r for r, _, _ in rows], 3), _span([t for _, _, t in rows], 2), len(rows),
+            len(closed_throughput_misses(c)))
+
+
+def _band_sentence(c: int) -> str:
+    _, _, n, k = _throughput_facts(c)
+    return (f" Band, set at test time: the envelope of the other recorded H200 sessions' ratios at C = {c} (never the "
+            f"run checked), widened by this run's noise budget; strict=False, since {n - k} of the {n} sessions sit "
+            "inside their budget.")
+
+
+def _c8_short_reason() -> str:
+    ratios, ttft, n, k = _throughput_facts(8)
+    return (
+        "Closed loop at C = 8, predicted with the session's per-sequence excess measured apart: the throughput runs short "
+        f"of that prediction in every recorded H200 session ({ratios} over {_count(n)}), {k} of them beyond their noise "
+        "budget, and further short in the H100's session (the row beside gives it). On the H200 the first token is not "
+        f"what comes late (mean TTFT {ttft}x the simulated), and the median ITL meets the same prediction within noise "
+        "(test_latency_sequence_cost.py): the time is in the steps above the median, where the mean ITL runs above its "
+        "prediction (it stays on the 10% decode goal: ITL_MEAN_ON_GOAL). Which steps, and why, is not established: no "
+        "recording prices them apart." + _band_sentence(8))
+
+
+def _c64_short_reason() -> str:
+    _, ttft, n, k = _throughput_facts(64)
+    rows = CLOSED_THROUGHPUT_RUNS[64]
+    timed = [r for s, (r, _, _) in rows.items() if s in STEADY_STATE_WITH_GEMM_ETA]
+    early = [r for s, (r, _, _) in rows.items() if s not in STEADY_STATE_WITH_GEMM_ETA]
+    return (
+        "Closed loop at C = 64, predicted with the session's per-sequence excess measured apart: the throughput runs "
+        f"{_span(timed, 3)} of that prediction over the {_count(len(timed))} recorded H200 sessions predicted with eta "
+        f"from their GEMM timings and {_span(early, 3)} over the {_count(len(early))} before them (eta fitted on the "
+        f"8,192 prefill prices the prompt steps slower), {k} of the {n} beyond their noise budget, and short in the "
+        "H100's session too (the row beside). Its median ITL meets the same prediction within noise "
+        "(test_latency_sequence_cost.py): the decode steps are priced, the first token is not (mean TTFT "
+        f"{ttft}x the simulated: the frontend's ingress, which the simulation lacks, and the engine's queue and prompt "
+        "steps). The steady-state check's finding names the mechanism: " + PROMPT_STEPS_SLOWER + _band_sentence(64))
+
+
+# Which (model, C) carry a finding, decided on the whole table (test_closed_throughput_findings_are_where_the_sessions_
+# miss holds Qwen2.5-7B's to it: a finding where more than one session misses its budget, all short):
+# - Qwen2.5-7B at C = 8: short in every session, several beyond the budget, further on the H100; no mechanism measured
+#   apart, so its id says the cause is not established. Not left on the 10% goal with a guard, as ITL_MEAN_ON_GOAL
+#   keeps the same runs' mean ITL: the newest H200 session meets its throughput budget, so a guard that the run
+#   misses would fail there, while a budget and a band from the other sessions are a sharper claim than 10%.
+# - Qwen2.5-7B at C = 32: on its budget, no finding; its sessions are short too, their first tokens late as at C = 64
+#   (the table's third column), but within the budget in all but one session, the miss a 2-sigma budget leaves to chance.
+# - Qwen2.5-7B at C = 64: the first-token time of PROMPT_STEPS_SLOWER, its id reused.
+# - Llama-3.1-8B (one session): above its budget at C = 8 only, LLAMA_CLOSED_BELOW_ID; C = 32 and 64 within it.
+# (the suffix the validation table counts as a finding whose cause is not established: report/validation.UNESTABLISHED)
+CLOSED_C8_SHORT_ID = "h200-closed-loop-c8-throughput-short-cause-not-established"
+_QWEN_THROUGHPUT: dict[int, tuple[str, Callable[[], str]]] = {
+    8: (CLOSED_C8_SHORT_ID, _c8_short_reason),
+    64: ("h200-prompt-steps-slower-than-modeled", _c64_short_reason),
+}
+LLAMA_THROUGHPUT_ABOVE = (8,)
+
+
+def _llama_above_reason(c: int) -> str:
+    others = " and ".join(str(o) for o in CLOSED_THROUGHPUT_C if o != c)
+    return (LLAMA_CLOSED_BELOW + f" The throughput at C = {c} runs above the prediction that carries the same excess, "
+            f"beyond its noise budget (the row beside gives both): its steps run faster than priced. At C = {others} the "
+            "throughput sits within its budget. Band here, set at test time: the throughput's measured/predicted at "
+            f"C = {others} (the same session, the same prediction) +- their budgets and this run's.")
+
+
+def closed_throughput_cost_marks(model: str, c: int) -> tuple[pytest.MarkDecorator, ...]:
+    """The finding of the closed loop's throughput at C = c with the per-sequence excess, its band set at test time
+    (test_latency_closed_throughput.closed_throughput_band), or none."""
+    if model == LLAMA:
+        return (() if c not in LLAMA_THROUGHPUT_ABOVE else
+                (pytest.mark.finding(LLAMA_CLOSED_BELOW_ID, hardware=CHECKED_ON, quantity=CLOSED_THROUGHPUT_QUANTITY,
+                                     reason=_llama_above_reason(c)),))
+    if c not in _QWEN_THROUGHPUT:
+        return ()
+    fid, reason = _QWEN_THROUGHPUT[c]
+    return (pytest.mark.finding(fid, hardware=CHECKED_ON, quantity=CLOSED_THROUGHPUT_QUANTITY, reason=reason(),
+                                strict=False),)

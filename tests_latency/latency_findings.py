@@ -29,7 +29,7 @@ lf`, then `lf.X`), so a test never needs to know which module holds a finding:
   tiny-hidden twins) and which decode runs the run-validity check flags;
 - latency_prefill_findings.py: the lone prefill (matmul ceiling, short prompts, long prompts above their GEMMs);
 - latency_closed_loop_findings.py: the closed loop (C=64 steady state, median ITL and C = 1 throughput carried from
-  the decode step, C = 1 first-token time);
+  the decode step, C = 1 first-token time, C = 8/32/64 throughput with the per-sequence excess);
 - latency_poisson_overload_findings.py: Poisson arrivals (TTFT below the knee, ITL under load) and the overload runs;
 - latency_run_validity_findings.py: runs the validity checks flag (stalled decode runs, slow prompt steps);
 - latency_session_pace_findings.py: sessions whose every Poisson run ran its prompts slowly (imported directly);
@@ -43,6 +43,9 @@ from latency_closed_loop_findings import (C1_FIRST_TOKEN, b64_step_miss_mark, C1
                                           CLOSED_ITL_ON_GOAL, CLOSED_THROUGHPUT_FROM_DECODE, PROMPT_STEPS_SLOWER,
                                           STEADY_STATE_LLAMA, STEADY_STATE_RATIOS, STEADY_STATE_WITH_GEMM_ETA,
                                           c1_first_token_marks, closed_itl_marks, closed_throughput_marks,
+                                          CLOSED_C8_SHORT_ID, CLOSED_THROUGHPUT_C, CLOSED_THROUGHPUT_QUANTITY,
+                                          CLOSED_THROUGHPUT_RUNS, LLAMA_THROUGHPUT_ABOVE, closed_throughput_cost_marks,
+                                          closed_throughput_envelope, closed_throughput_misses,
                                           steady_state_band, steady_state_marks)
 from latency_decode_findings import (B1_RESIDUAL_MS, BORDERLINE, DECODE_RATIO_OTHER_SESSION, DECODE_ROOFLINE,
                                      HOST_STALL_FINDING_ID, PER_SEQUENCE_FINDING_ID, LLAMA_B1_RATIOS, LLAMA_OVERHEAD_BELOW_QWEN,
@@ -93,7 +96,9 @@ __all__ = [
     "_prefill_above_gemms_reason", "above_gemms_marks", "STEADY_STATE_RATIOS", "steady_state_band",
     "STEADY_STATE_LLAMA", "STEADY_STATE_WITH_GEMM_ETA", "PROMPT_STEPS_SLOWER", "steady_state_marks",
     "CLOSED_ITL_FROM_DECODE", "CLOSED_THROUGHPUT_FROM_DECODE", "closed_throughput_marks", "CLOSED_ITL_ON_GOAL",
-    "closed_itl_marks", "C1_FIRST_TOKEN_CASES", "C1_FIRST_TOKEN", "c1_first_token_marks", "POISSON", "HEAVY",
+    "closed_itl_marks", "CLOSED_THROUGHPUT_QUANTITY", "CLOSED_THROUGHPUT_C", "CLOSED_THROUGHPUT_RUNS",
+    "closed_throughput_misses", "closed_throughput_envelope", "CLOSED_C8_SHORT_ID", "LLAMA_THROUGHPUT_ABOVE",
+    "closed_throughput_cost_marks", "C1_FIRST_TOKEN_CASES", "C1_FIRST_TOKEN", "c1_first_token_marks", "POISSON", "HEAVY",
     "FIRST_WITH_GEMM_TIMINGS", "CARRIED", "STRADDLING_THE_GOAL", "TTFT_FINDING", "ENGINE_TTFT_FINDING",
     "LLAMA_TTFT_REASON", "TTFT_MARKS", "POISSON_ITL_MEAN", "ITL_TARGET", "SESSIONS", "ITL_UNDER_LOAD",
     "FIRST_TOKEN_BANDED", "ITL_MEAN_ON_GOAL", "ITL_MEDIAN_ON_GOAL", "SEQUENCE_COST_ITL", "sequence_cost_itl_marks",

@@ -1,7 +1,9 @@
 """vLLM 0.26.0, Qwen2.5-7B and Llama-3.1-8B in a closed loop (C = 1..64) on each target card (recorded: the H200),
-against the continuous-batching simulation: throughput, the C=64 saturation point against its steady-state closed
-form, median and mean ITL at batch C, and the tables of latency_findings those findings quote (lf.C1_FIRST_TOKEN,
-lf.STEADY_STATE_RATIOS, lf.CLOSED_ITL_FROM_DECODE), recomputed from the recordings.
+against the continuous-batching simulation: throughput at C = 1, the C=64 saturation point against its steady-state
+closed form, median and mean ITL at batch C, and the tables of latency_findings those findings quote
+(lf.C1_FIRST_TOKEN, lf.STEADY_STATE_RATIOS, lf.CLOSED_ITL_FROM_DECODE), recomputed from the recordings. The throughput
+at C = 8, 32 and 64 is held to its noise budget with the decode step's per-sequence excess measured apart in
+test_latency_closed_throughput.py.
 
 The runs are simulated, and their setups and ITL budgets built, as in test_latency_load.py (its docstring says how),
 whose helpers this module shares.
@@ -40,8 +42,9 @@ def _closed_throughput_marks(model: str, c: int) -> tuple:
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize(("model", "c"), _cases(CLOSED[:-1], _closed_throughput_marks))
+@pytest.mark.parametrize(("model", "c"), _cases(CLOSED[:1], _closed_throughput_marks))
 def test_closed_loop_throughput(model, c, request, latency_recording, reconcile):
+    """C = 1 (C = 8, 32 and 64: test_latency_closed_throughput.py)."""
     rec = latency_recording(f"{model}.closed.c{c}")
     engine_setup = _setup(request, model, rec)
     res = _sim(engine_setup, rec)
@@ -59,13 +62,9 @@ def test_closed_loop_throughput(model, c, request, latency_recording, reconcile)
         band = first.band
         notes.append(first.note)
     pred = sv.as_prediction(res, "output_throughput", "", "tokens/s", _label(rec), tuple(notes))
-    if c == 1:
-        reconcile("output_throughput", pred, rec["aggregate.output_throughput_tok_per_s"],
-                  budget=itl_budget(engine_setup, res, rec, "mean"), why=TPUT_BUDGET_WHY, finding_band=band,
-                  **_kw(engine_setup))
-    else:
-        reconcile("output_throughput", pred, rec["aggregate.output_throughput_tok_per_s"], rel=0.10, why=TPUT_WHY,
-                  **_kw(engine_setup))
+    reconcile("output_throughput", pred, rec["aggregate.output_throughput_tok_per_s"],
+              budget=itl_budget(engine_setup, res, rec, "mean"), why=TPUT_BUDGET_WHY, finding_band=band,
+              **_kw(engine_setup))
 
 
 # --- closed loop at C = 1: the per-request times outside the step model, from the same session's other runs ---------
