@@ -52,7 +52,7 @@ _GGUF_FILES = ("tests_quant/test_quant_replay.py::test_file_bytes_and_bpw_by_the
 _VLLM_QUANT = ("tests_quant/test_quant_replay.py::test_vllm_memory_per_method_by_the_current_theory",)
 _GPU_KLD = ("tests_quant/test_quant_replay.py::test_kld_and_perplexity_change_against_the_noise_model",)
 _LATENCY_LOAD = ("tests_latency/test_latency_load.py", "tests_latency/test_latency_closed_loop.py",
-                 "tests_latency/test_latency_seed_load.py")
+                 "tests_latency/test_latency_closed_throughput.py", "tests_latency/test_latency_seed_load.py")
 
 CATALOGUE: tuple[Mutation, ...] = (
     Mutation(
