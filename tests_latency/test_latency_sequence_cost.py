@@ -15,6 +15,7 @@ median step mixes batches and prompt chunks, and Qwen2.5-7B's keep a residual ab
 from __future__ import annotations
 
 import latency_findings as lf
+import latency_overload_forms_findings as of
 import pytest
 from latency_closed_loop_findings import llama_closed_below_marks
 from latency_findings_common import LLAMA, QWEN
@@ -60,6 +61,7 @@ def _cases():
     for model in (QWEN, LLAMA):
         for run in RUNS:
             marks = llama_closed_below_marks() if model == LLAMA and run.startswith("closed.") else ()
+            marks = (*marks, *of.overload_forms_marks(model, run))
             yield pytest.param(model, run, id=f"{model}-{run}", marks=marks)
 
 
@@ -81,30 +83,61 @@ def llama_closed_band(request) -> tuple[float, float] | None:
     return (round(min(r * (1 - b - own) for r, b in ends), 4), round(max(r * (1 + b + own) for r, b in ends), 4))
 
 
+def forms_ratios(request, model: str, rec) -> tuple[float, float, float]:
+    """of.OVERLOAD_FORMS' row of an overload run: (measured / per-sequence prediction, its budget, measured /
+    per-KV-byte prediction), with its own session's excess."""
+    setup, pred, budget, cost = predict(request, model, rec)
+    measured = rec["aggregate.itl_s.median"].value
+    per_kv = simulate_with_slower_kv_read(setup, cost.slope_ratio, run_workload(rec)).stat("itl", "p50")
+    return measured / pred.value, sum(budget.values()), measured / per_kv
+
+
+def forms_band(request, model: str, rec) -> tuple[float, float]:
+    """of.OVERLOAD_BETWEEN_FORMS_ID's band, from the two forms' arithmetic: measured / per-sequence prediction from the
+    per-sequence prediction (1) to the per-KV-byte one (per-KV-byte / per-sequence), +- this check's budget."""
+    per_seq, budget, per_kv = forms_ratios(request, model, rec)
+    low, high = sorted((1.0, per_seq / per_kv))
+    return (round(low * (1 - budget), 4), round(high * (1 + budget), 4))
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize(("model", "run"), list(_cases()))
 def test_itl_median_with_the_sequence_cost_measured_apart(model, run, request, latency_recording, llama_closed_band,
                                                           reconcile):
     rec = latency_recording(f"{model}.{run}")
     setup, pred, budget, _ = predict(request, model, rec)
+    band = forms_band(request, model, rec) if of.overload_forms_marks(model, run) else llama_closed_band
     reconcile("itl_median_with_sequence_cost", pred, rec["aggregate.itl_s.median"], budget=budget, why=WHY,
-              finding_band=llama_closed_band, **_kw(setup))
+              finding_band=band, **_kw(setup))
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("model", (QWEN, LLAMA))
-def test_the_excess_does_not_scale_with_the_kv_read(model, request, latency_recording):
-    """The overload run's decodes read ~15x the decode runs' KV per sequence. Carried as a slower KV read (the measured
-    slope over the modeled one, on every KV byte), the excess over-predicts its median ITL beyond the noise budget that
-    the per-sequence form meets: the excess is a cost per sequence, not per KV byte (sequence_cost.py)."""
-    rec = latency_recording(f"{model}.overload")
-    setup, pred, budget, cost = predict(request, model, rec)
-    measured = rec["aggregate.itl_s.median"].value
-    slower = simulate_with_slower_kv_read(setup, cost.slope_ratio, run_workload(rec))
-    total = sum(budget.values())
-    assert abs(measured / pred.value - 1) <= total, f"per sequence: {measured / pred.value:.4f} outside +-{total:.4f}"
-    ratio = measured / slower.stat("itl", "p50")
-    assert ratio < 1 - total, f"per KV byte: {ratio:.4f} is inside 1 +- {total:.4f}; the runs do not tell them apart"
+def test_overload_forms_table_is_the_recorded_one(model, request, target):
+    """of.OVERLOAD_FORMS recomputed from every recorded overload run of `model` on the target card, each with its own
+    session's setup and excess."""
+    from pytest_anatomy import recordings
+    from pytest_anatomy.session import get_session
+
+    results = get_session(request.config).settings.results_dir
+    got = {(target.name, model, rec.recorded_at): forms_ratios(request, model, rec)
+           for rec in map(recordings.load_file, recordings.candidates(results, target.name, "latency", f"{model}.overload"))}
+    table = {k: v for k, v in of.OVERLOAD_FORMS.items() if k[:2] == (target.name, model)}
+    assert list(table) == list(got)
+    for key, row in got.items():
+        assert table[key] == pytest.approx(row, abs=5e-5), (key, row)
+
+
+@pytest.mark.parametrize("model", (QWEN, LLAMA))
+def test_the_overload_lies_between_the_two_forms(model):
+    """In every recorded session the overload's median ITL is at or above the per-sequence prediction and at or below
+    the per-KV-byte one, each within its budget; and for Qwen2.5-7B neither form alone meets the budget in every session
+    (this fails once one does, to carry the excess in that form alone: sequence_cost.py)."""
+    rows = {k[2]: v for k, v in of.OVERLOAD_FORMS.items() if k[1] == model}
+    for stamp, (per_seq, budget, per_kv) in rows.items():
+        assert per_seq >= 1 - budget and per_kv <= 1 + budget, (stamp, per_seq, per_kv, budget)
+    if model == QWEN:
+        assert of.misses(QWEN, 0) and of.misses(QWEN, 2), (of.misses(QWEN, 0), of.misses(QWEN, 2))
 
 
 # Qwen2.5-7B's Poisson runs' median ITL against this module's prediction: 2-8% above it at every rate on both recorded
