@@ -43,19 +43,23 @@ def _stamp(recorded_at: str) -> str:
 
 @functools.cache
 def spread_terms() -> dict[str, float]:
-    """The named noise terms of a band, read from the first run's and the newest run's recordings."""
+    """The named noise terms of a band, read from the recordings: the first run's two timing blocks, and the largest
+    drift from the first run that any later session showed (rung 0's library kernels, the read ceiling). Every
+    session, not the newest alone: a band's width must not depend on which card the last visit drew (until
+    2026-12-03 it did, and a new card whose read ceiling sat near the first run's narrowed every ceiling band)."""
     first = {p.name.split("@")[0]: json.loads(p.read_text())["measurements"]
              for p in RESULTS.glob(f"*@{_stamp(FIRST_RUN)}.json")}
     blocks = max((abs(m["time"]["value"] / m["time_repeat"]["value"] - 1) for m in first.values()
                   if "time" in m and "time_repeat" in m), default=0.0)
 
-    def newest(name: str) -> dict:
-        return json.loads(sorted(RESULTS.glob(f"{name}@*.json"))[-1].read_text())["measurements"]
+    def sessions(name: str) -> list[dict]:
+        return [json.loads(p.read_text())["measurements"] for p in sorted(RESULTS.glob(f"{name}@*.json"))]
 
-    drift = max((abs(newest(n)["time"]["value"] / m["time"]["value"] - 1) for n, m in first.items()
-                 if n.startswith(RUNG_ZERO) and "time" in m), default=0.0)
-    ceiling = abs(newest("kernels-ceilings")["read_bandwidth"]["value"]
-                  / first["kernels-ceilings"]["read_bandwidth"]["value"] - 1) if "kernels-ceilings" in first else 0.0
+    drift = max((abs(s["time"]["value"] / m["time"]["value"] - 1) for n, m in first.items()
+                 if n.startswith(RUNG_ZERO) and "time" in m for s in sessions(n) if "time" in s), default=0.0)
+    ceiling = max((abs(s["read_bandwidth"]["value"] / first["kernels-ceilings"]["read_bandwidth"]["value"] - 1)
+                   for s in sessions("kernels-ceilings") if "read_bandwidth" in s),
+                  default=0.0) if "kernels-ceilings" in first else 0.0
     return {"timing_blocks_both_runs": 2 * blocks, "session_drift_of_rung_0": drift, "read_ceiling_drift": ceiling}
 
 
