@@ -19,7 +19,7 @@ REFERENCE_SESSIONS = 6
 # Every recorded session the session-wide check flags, by its Poisson runs' stamp: its median compute part over the
 # reference (recomputed by test_slow_sessions_are_the_recorded_ones).
 SLOW_SESSIONS: dict[str, float] = {"2026-11-30T00:37:45Z": 1.352, "2026-12-02T16:29:14.000000Z": 1.271}
-CLEAN_SESSION_SPAN = (0.937, 1.015)  # the other sessions' ratios (every session with a 0.8x run)
+CLEAN_SESSION_SPAN = (0.937, 1.065)  # the other sessions' ratios (every session with a 0.8x run)
 # The held-out slow session (the newer of SLOW_SESSIONS), recomputed by test_slow_session_numbers_are_the_recorded_ones:
 # Poisson rate -> (its run's lone-prompt compute part in ms; the lowest and highest of the same rate's runs in the
 # sessions the check does not flag), at the lowest and the highest rate; and NVML's mean SM clock of its Poisson runs

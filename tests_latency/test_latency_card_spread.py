@@ -52,7 +52,7 @@ def test_a_new_card_gets_every_recorded_card():
     assert every == cs.card_spread(cards, 1, "")
     for card in cards:
         assert cs.card_spread(cards, 1, card) != every  # removing any card's ratio moves the sample's spread
-    # the two odd cards are most of the spread: without them it is the nine others' scatter, under 2%
+    # the two odd cards are most of the spread: without them it is the other cards' scatter, under 2%
     nine = {c: v for c, v in cards.items() if c not in cf.CARD_RATIOS}
     assert cs.card_spread(nine, 1, "") < 0.02 < every
 

@@ -46,6 +46,10 @@ OUTCOME: dict[str, tuple[tuple[float, float], float, tuple[int, int], float, flo
     "2026-12-02T16:37:12+00:00": ((0.0, 0.0), 0.5981, (18, 21), 710.001, 0.0),
     "2026-12-02T23:51:19+00:00": ((1734.4, 1970.9), 0.4858, (38, 38), 711.2, 0.0493),  # full, card GPU-73fa8706
     "2026-12-02T23:58:45+00:00": ((0.0, 0.0), 0.7137, (14, 14), 710.455, 0.0),  # NVML fast, same card
+    # full, card GPU-60943228: the part without the cap bit is a short one sampled at 1,980 MHz throughout (Llama-3.1-8B
+    # prefill 512, 3 rows)
+    "2026-12-03T08:29:08+00:00": ((1756.0, 1976.1), 0.4397, (37, 38), 704.785, 0.0472),
+    "2026-12-03T08:36:49+00:00": ((0.0, 0.0), 0.7342, (14, 14), 705.035, 0.0),  # NVML fast, same card
 }
 
 
