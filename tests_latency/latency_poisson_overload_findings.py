@@ -100,24 +100,24 @@ POISSON_ITL_MEAN: dict[str, dict[str, float]] = {
             "2026-12-02T00:05:58.000000Z": 1.0730, "2026-12-02T02:33:51.000000Z": 1.1080,
             "2026-12-02T04:52:35.000000Z": 1.0975, "2026-12-02T07:14:23.000000Z": 1.1205,
             "2026-12-02T14:18:58.000000Z": 1.0964, "2026-12-02T16:29:14.000000Z": 1.1486,
-            "2026-12-02T23:51:19.000000Z": 1.0754},
+            "2026-12-02T23:51:19.000000Z": 1.0754, "2026-12-03T08:29:08.000000Z": 1.1776},
     "0.8": {"2026-11-30T00:37:45Z": 1.1825, "2026-12-01T11:24:59.000000Z": 1.1806,
             "2026-12-02T00:05:58.000000Z": 1.1308, "2026-12-02T02:33:51.000000Z": 1.1211,
             "2026-12-02T04:52:35.000000Z": 1.1233, "2026-12-02T07:14:23.000000Z": 1.3165,
             "2026-12-02T14:18:58.000000Z": 1.1368, "2026-12-02T16:29:14.000000Z": 1.2357,
-            "2026-12-02T23:51:19.000000Z": 1.1872},
+            "2026-12-02T23:51:19.000000Z": 1.1872, "2026-12-03T08:29:08.000000Z": 1.1798},
     "1": {"2026-11-30T00:37:45Z": 1.0897, "2026-12-01T04:47:40.320649Z": 1.0941,
           "2026-12-01T06:44:22.000000Z": 1.2160, "2026-12-01T11:24:59.000000Z": 1.1656,
           "2026-12-02T00:05:58.000000Z": 1.2049, "2026-12-02T02:33:51.000000Z": 1.1566,
           "2026-12-02T04:52:35.000000Z": 1.1504, "2026-12-02T07:14:23.000000Z": 1.1594,
           "2026-12-02T14:18:58.000000Z": 1.2084, "2026-12-02T16:29:14.000000Z": 1.2294,
-          "2026-12-02T23:51:19.000000Z": 1.3458},
+          "2026-12-02T23:51:19.000000Z": 1.3458, "2026-12-03T08:29:08.000000Z": 1.2008},
     "1.3": {"2026-11-30T00:37:45Z": 1.1303, "2026-12-01T04:47:40.416640Z": 1.0882,
             "2026-12-01T06:44:22.000000Z": 1.2116, "2026-12-01T11:24:59.000000Z": 1.2376,
             "2026-12-02T00:05:58.000000Z": 1.2056, "2026-12-02T02:33:51.000000Z": 1.2335,
             "2026-12-02T04:52:35.000000Z": 1.1928, "2026-12-02T07:14:23.000000Z": 1.2267,
             "2026-12-02T14:18:58.000000Z": 1.2956, "2026-12-02T16:29:14.000000Z": 1.2519,
-            "2026-12-02T23:51:19.000000Z": 1.2165},
+            "2026-12-02T23:51:19.000000Z": 1.2165, "2026-12-03T08:29:08.000000Z": 1.2526},
 }
 ITL_TARGET = 0.10  # the decode target (docs), not a measurement
 
@@ -146,6 +146,52 @@ def _sessions_reason() -> str:
 
 
 SESSIONS = _sessions_reason()
+
+
+# The mean-ITL band at the rates where it is derived (ITL_MEAN_DERIVED), replacing the typed (1.05, 1.25): the envelope
+# of Qwen2.5-7B's other clean recorded sessions' POISSON_ITL_MEAN at the same rate (never the run checked; never a run
+# the prompt-pace checks flag, h200-load-run-slow-prompt-steps or h200-load-session-slow-prompt-steps, whose findings
+# judge it instead), widened by the checked run's mean-ITL noise budget, as marginal_cost_envelope does for the decode
+# slope. By rate: the stamps those checks flag (test_latency_load.slow_prompt_run's decision: the run against its
+# session's other runs, or its session against the recorded reference where that slows this run) and the newest run's
+# noise budget (itl_budget, mean), which the static band (the band as a replay of the newest run sees it) is widened by;
+# test_latency_closed_loop.py::test_poisson_itl_mean_band_is_the_recorded_one recomputes both. The marks carry that
+# static band; a live run (not in the table) or an older replayed run is judged exactly only where
+# test_latency_load.band_at_test_time passes itl_mean_envelope(factor, its budget, exclude=its stamp) as finding_band.
+ITL_MEAN_DERIVED = ("1.3",)
+POISSON_PACE_FLAGGED: dict[str, frozenset[str]] = {
+    "1.3": frozenset({"2026-11-30T00:37:45Z", "2026-12-02T14:18:58.000000Z", "2026-12-02T16:29:14.000000Z"}),
+}
+POISSON_ITL_MEAN_NEWEST_BUDGET: dict[str, float] = {"1.3": 0.0339}
+
+
+def _clean_itl_means(factor: str, exclude: str | None = None) -> dict[str, float]:
+    return {s: r for s, r in POISSON_ITL_MEAN[factor].items() if s != exclude and s not in POISSON_PACE_FLAGGED[factor]}
+
+
+def itl_mean_envelope(factor: str, budget: float, exclude: str | None = None) -> tuple[float, float]:
+    """The mean-ITL finding's band at `factor` x the C=64 rate: the lowest and highest ratio of the other clean recorded
+    sessions (never the one stamped `exclude`, the run checked), widened by `budget` (the checked run's noise budget)."""
+    runs = _clean_itl_means(factor, exclude).values()
+    return (round(min(runs) * (1 - budget), 4), round(max(runs) * (1 + budget), 4))
+
+
+def itl_mean_band(factor: str) -> tuple[float, float]:
+    """The band as a replay of the newest recorded run sees it (the static band the marks carry)."""
+    return itl_mean_envelope(factor, POISSON_ITL_MEAN_NEWEST_BUDGET[factor], exclude=max(POISSON_ITL_MEAN[factor]))
+
+
+def _itl_mean_band_sentence(factor: str) -> str:
+    newest = max(POISSON_ITL_MEAN[factor])
+    clean = _clean_itl_means(factor, newest)
+    flagged = sorted(POISSON_PACE_FLAGGED[factor])
+    lo, hi = itl_mean_band(factor)
+    return (f" Band at {factor}x: the envelope of the other recorded sessions' mean-ITL ratios at this rate "
+            f"({min(clean.values()):.4f}-{max(clean.values()):.4f} over {_count(len(clean))} sessions; the runs the "
+            f"prompt-pace checks flag are left out: {_and([f'{x[:10]} {x[11:16]}' for x in flagged])}), never the run "
+            f"checked, widened by the checked run's noise budget: {lo:.4f}-{hi:.4f} for the newest run "
+            f"({newest[:10]} {newest[11:16]}, {POISSON_ITL_MEAN[factor][newest]:.4f}; budget "
+            f"+-{POISSON_ITL_MEAN_NEWEST_BUDGET[factor]:.2%}).")
 _Q64, _Q128 = DECODE_RATIO_OTHER_SESSION[(QWEN, 64)], DECODE_RATIO_OTHER_SESSION[(QWEN, 128)]
 _L64, _L128 = DECODE_RATIO_OTHER_SESSION[(LLAMA, 64)], DECODE_RATIO_OTHER_SESSION[(LLAMA, 128)]
 ITL_UNDER_LOAD = ("At the higher rates the simulated ITLs run short (the rows beside this text), the two decode findings "
@@ -170,6 +216,7 @@ POISSON_ITL_MEDIAN_BETWEEN: dict[str, tuple[tuple[float, float], tuple[float, fl
     "2026-12-02T14:18:58.000000Z": ((1.0803, 0.0019), (1.1039, 0.0331), (1.1039, 0.0378), 953, 1049),
     "2026-12-02T16:29:14.000000Z": ((1.0762, 0.0031), (1.1139, 0.0336), (1.1189, 0.0306), 871, 1050),
     "2026-12-02T23:51:19.000000Z": ((1.0666, 0.0014), (1.1030, 0.0344), (1.1443, 0.0524), 922, 1049),
+    "2026-12-03T08:29:08.000000Z": ((1.0793, 0.0035), (1.1026, 0.0322), (1.1022, 0.0409), 921, 1048),
 }
 
 
@@ -213,8 +260,13 @@ ITL_MARKS = {
                   pytest.mark.finding("h200-itl-under-load", hardware=CHECKED_ON, quantity="itl_median",
                                       reason=ITL_UNDER_LOAD + CARRIED["poisson.f1:itl_median"].describe(),
                                       strict="poisson.f1:itl_median" not in STRADDLING_THE_GOAL)),
-    (QWEN, "1.3"): (pytest.mark.finding("h200-itl-under-load", hardware=CHECKED_ON, reason=ITL_UNDER_LOAD + SESSIONS,
-                                        expected=(1.05, 1.25), strict=False),),
+    # the mean's band derived (itl_mean_band; first: latency_run_validity_findings reads it as the clean band); the
+    # median, held to the decode goal (ITL_MEDIAN_ON_GOAL), keeps the typed band for now
+    (QWEN, "1.3"): (pytest.mark.finding("h200-itl-under-load", hardware=CHECKED_ON, quantity="itl_mean",
+                                        reason=ITL_UNDER_LOAD + _itl_mean_band_sentence("1.3") + SESSIONS,
+                                        expected=itl_mean_band("1.3"), strict=False),
+                    pytest.mark.finding("h200-itl-under-load", hardware=CHECKED_ON, quantity="itl_median",
+                                        reason=ITL_UNDER_LOAD + SESSIONS, expected=(1.05, 1.25), strict=False)),
     (LLAMA, "1.3"): (pytest.mark.finding("h200-itl-under-load", hardware=CHECKED_ON, reason=(
         "Llama-3.1-8B at 1.3x (at its knee; median and mean ITL measured and simulated in the rows beside this "
         f"text): decode steps of 50-90 sequences at ~{marginal_cost_span(LLAMA)}x the roofline's per-sequence cost "
@@ -244,7 +296,7 @@ MIXED_REASON = ("Under overload a prompt's two chunks (8,192 + 7,921 tokens) sha
 QWEN_HEAVY_OVERLOAD = ("2026-12-01T04:47:40.726144Z", "2026-12-01T06:44:22.000000Z", "2026-12-01T11:24:59.000000Z",
                        "2026-12-02T00:05:58.000000Z", "2026-12-02T02:33:51.000000Z", "2026-12-02T04:52:35.000000Z",
                        "2026-12-02T07:14:23.000000Z", "2026-12-02T14:18:58.000000Z", "2026-12-02T16:29:14.000000Z",
-                       "2026-12-02T23:51:19.000000Z")
+                       "2026-12-02T23:51:19.000000Z", "2026-12-03T08:29:08.000000Z")
 QWEN_HEAVY_OUTSIDE: dict[str, dict[str, float]] = {"2026-12-02T16:29:14.000000Z": {"prefill_part_of_ttft": 2.1295}}
 HEAVY_BAND = {"queueing_share_of_ttft": (0.88, 0.96), "prefill_part_of_ttft": (1.6, 2.1)}  # HEAVY_MARKS' bands
 

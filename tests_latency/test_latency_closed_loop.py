@@ -290,3 +290,49 @@ def test_steady_state_bands_are_the_recorded_ratios(request, target):
                                  / _steady_closed_form(fitted, rec).value)
     assert lf.STEADY_STATE_RATIOS[QWEN] == pytest.approx(tuple(ratios[QWEN][:-1]), abs=5e-5)
     assert lf.STEADY_STATE_RATIOS[LLAMA] == pytest.approx(tuple(ratios[QWEN]), abs=5e-5)
+
+
+@pytest.mark.gpu
+@pytest.mark.targets(recorded="qwen2.5-7b.closed.", live=False, hardware=MEASURED_ON)
+def test_poisson_itl_mean_band_is_the_recorded_one(request, target, latency_recording):
+    """lf.POISSON_PACE_FLAGGED and lf.POISSON_ITL_MEAN_NEWEST_BUDGET, which lf.itl_mean_envelope derives the Poisson
+    mean-ITL finding's band from (with lf.POISSON_ITL_MEAN, recomputed by test_latency_findings_reasons.py), recomputed
+    from every recorded Qwen2.5-7B Poisson run at each rate lf.ITL_MEAN_DERIVED lists: the runs the prompt-pace checks
+    flag, decided as test_latency_load.slow_prompt_run decides (the run against its session's other runs, or its
+    session against the recorded reference where that slows this run), and the newest run's mean-ITL noise budget.
+    Each mean-ITL mark of those rates carries the derived band."""
+    import latency_session_pace_findings as sf
+    from latency_setups import prompt_pace_of
+
+    from pytest_anatomy import recordings
+    from pytest_anatomy.measure import prompt_pace as pp
+    from pytest_anatomy.session import get_session
+
+    results = get_session(request.config).settings.results_dir
+    for factor in lf.ITL_MEAN_DERIVED:
+        flagged, budgets = set(), {}
+        for path in recordings.candidates(results, target.name, "latency", f"{QWEN}.poisson.f{factor}"):
+            rec = recordings.load_file(path)
+            setup = _setup(request, QWEN, rec)
+            budgets[rec.recorded_at] = sum(itl_budget(setup, _sim(setup, rec), rec, "mean").values())
+            others = []
+            for f in lf.POISSON:
+                if f != factor:
+                    try:
+                        others.append(latency_recording(f"{QWEN}.poisson.f{f}", beside=rec))
+                    except pytest.skip.Exception:  # an early session without a run at that rate
+                        pass
+            pace, other_paces = prompt_pace_of(rec), [prompt_pace_of(o) for o in others]
+            if pace is None:
+                continue
+            check = pp.check_against_session(pace, other_paces)
+            session = pp.check_session([pace, *other_paces], sf.SESSION_PROMPT_PART_REFERENCE_S)
+            if (check is not None and check.flagged) or (session is not None and session.flagged
+                                                         and session.slowdown_of(pace) > 1):
+                flagged.add(rec.recorded_at)
+        assert lf.POISSON_PACE_FLAGGED[factor] == flagged, factor
+        assert list(budgets) == list(lf.POISSON_ITL_MEAN[factor]), factor
+        newest = max(budgets)
+        assert lf.POISSON_ITL_MEAN_NEWEST_BUDGET[factor] == pytest.approx(budgets[newest], abs=5e-5), factor
+        means = [m for m in lf.ITL_MARKS[(QWEN, factor)] if m.kwargs.get("quantity") == "itl_mean"]
+        assert means and all(m.kwargs["expected"] == lf.itl_mean_band(factor) for m in means), factor

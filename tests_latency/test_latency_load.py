@@ -284,6 +284,10 @@ def band_at_test_time(request, model: str, rec, setup, res: sv.SimResult, quanti
     band = carried_band(request, model, rec, quantity, setup)
     if quantity == "itl_median":
         band = band or between_band(request, model, factor, rec)
+    if quantity == "itl_mean" and model == QWEN and factor in lf.ITL_MEAN_DERIVED and setup.label in lf.CHECKED_ON:
+        # the envelope of the other clean recorded sessions at this rate, widened by this run's budget (lf.itl_mean_band)
+        band = band or lf.itl_mean_envelope(factor, sum(itl_budget(setup, res, rec, "mean").values()),
+                                            exclude=rec.recorded_at)
     if quantity in ("itl_median", "itl_mean"):
         band = band or sequence_cost_band(setup, rec, request.getfixturevalue("latency_recording"), res, quantity)
     return band
