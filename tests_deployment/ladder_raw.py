@@ -34,10 +34,13 @@ RESAMPLES, SEED = 400, 14
 
 @lru_cache(maxsize=None)
 def raw_runs(stamp: str) -> dict[str, dict[str, Any]]:
-    """step -> the run's raw line (id, start, requests) of one kept batch, read through importers.xz.read_kept."""
+    """step -> the run's raw line (id, start, requests) of one kept batch, read through importers.xz.read_kept (the
+    importer keeps a file under 1 MiB as it came, a larger one xz-compressed)."""
     from pytest_anatomy.importers.xz import read_kept
 
-    lines = read_kept(BATCHES / stamp / "deployment-raw.jsonl.xz").decode("utf-8").splitlines()
+    path = BATCHES / stamp / "deployment-raw.jsonl"
+    raw = path.read_bytes() if path.exists() else read_kept(path.with_suffix(".jsonl.xz"))
+    lines = raw.decode("utf-8").splitlines()
     return {run["id"].rsplit(".", 1)[-1]: run for run in map(json.loads, lines)}
 
 

@@ -13,6 +13,7 @@ import pytest
 
 import ladder_chat as lc
 import ladder_findings as lf
+import ladder_llama as ll
 import ladder_raw as lr
 from pytest_anatomy.deployment_ladder import ladder_with_acceptance
 from pytest_anatomy.theory.deployment import GAIN_TARGET, gain_band
@@ -63,7 +64,8 @@ def predicted_gains(model: str, workload: str, step: str, rec: Any) -> dict[str,
 def _marks(model: str, workload: str, step: str) -> list[pytest.MarkDecorator]:
     """The findings of one rung's gains: rag's (ladder_findings.py) and chat's (ladder_chat.py)."""
     predicted = _row(model, workload, step)["gain"] or {}
-    return lf.rung_marks(model, workload, step, predicted) + lc.rung_marks(model, workload, step, predicted)
+    return (lf.rung_marks(model, workload, step, predicted) + lc.rung_marks(model, workload, step, predicted)
+            + ll.rung_marks(model, workload, step, predicted))
 
 
 # Each (model, workload, rung) with the findings of its gains; ids as the stacked parametrize gave them
@@ -266,6 +268,21 @@ def test_resampling_metrics_are_ladder_metrics() -> None:
         recs = lr.records(run)
         for metric, value in ladder_metrics(recs, run["start"], slo).items():
             assert lr.sample_metric([r for r in recs if r.ok], run["start"], metric, slo) == pytest.approx(value, 1e-12)
+
+
+@pytest.mark.parametrize("rung_metric", list(ll.GAINS), ids=lambda rm: ".".join(rm))
+def test_llama_rag_gains_are_the_recorded_ones(rung_metric: tuple[str, str]) -> None:
+    """ladder_llama.GAINS (the measured gain and its request-resampled 95% interval) recomputed from the kept raw data
+    of Llama-3.1-8B's rag batch (ladder_raw)."""
+    from pytest_anatomy.measure.ladder_stats import ladder_metrics
+    from pytest_anatomy.specs.workload_file import Slo
+
+    step, metric = rung_metric
+    runs, slo = lr.raw_runs(ll.BATCH), Slo(RAG_SLO["ttft_ms"], RAG_SLO["itl_ms"])
+    gain, (lo, hi) = ll.GAINS[rung_metric]
+    got = [ladder_metrics(lr.records(runs[s]), runs[s]["start"], slo)[metric] for s in (step, "baseline")]
+    assert gain == pytest.approx(got[0] / got[1], abs=5e-5)
+    assert (lo, hi) == tuple(round(x, 4) for x in lr.resampled_gain_interval(runs[step], runs["baseline"], metric, slo))
 
 
 @pytest.mark.parametrize("rung_metric", list(lf.GAIN_INTERVALS), ids=lambda rm: ".".join(rm))
