@@ -158,11 +158,13 @@ SESSIONS = _sessions_reason()
 # test_latency_closed_loop.py::test_poisson_itl_mean_band_is_the_recorded_one recomputes both. The marks carry that
 # static band; a live run (not in the table) or an older replayed run is judged exactly only where
 # test_latency_load.band_at_test_time passes itl_mean_envelope(factor, its budget, exclude=its stamp) as finding_band.
-ITL_MEAN_DERIVED = ("1.3",)
+ITL_MEAN_DERIVED = ("0.8", "1", "1.3")
 POISSON_PACE_FLAGGED: dict[str, frozenset[str]] = {
+    "0.8": frozenset({"2026-11-30T00:37:45Z", "2026-12-02T07:14:23.000000Z", "2026-12-02T16:29:14.000000Z"}),
+    "1": frozenset({"2026-11-30T00:37:45Z", "2026-12-02T16:29:14.000000Z", "2026-12-02T23:51:19.000000Z"}),
     "1.3": frozenset({"2026-11-30T00:37:45Z", "2026-12-02T14:18:58.000000Z", "2026-12-02T16:29:14.000000Z"}),
 }
-POISSON_ITL_MEAN_NEWEST_BUDGET: dict[str, float] = {"1.3": 0.0339}
+POISSON_ITL_MEAN_NEWEST_BUDGET: dict[str, float] = {"0.8": 0.0290, "1": 0.0325, "1.3": 0.0339}
 
 
 def _clean_itl_means(factor: str, exclude: str | None = None) -> dict[str, float]:
@@ -248,15 +250,20 @@ def _itl_median_between_reason() -> str:
 ITL_MEDIAN_BETWEEN_REASON = _itl_median_between_reason()
 
 
+# The mean ITL's band is derived at 0.8x, 1x and 1.3x (ITL_MEAN_DERIVED). At 0.5x it is still the typed (1.05, 1.25):
+# derived, it would be 1.045-1.162 for the newest run (2026-12-03 08:29), whose 1.1776 lies outside every other
+# session's ratio at that rate, with no prompt-pace flag to explain it; that needs a finding of its own first.
 ITL_MARKS = {
     (QWEN, "0.5"): (pytest.mark.finding("h200-itl-under-load", hardware=CHECKED_ON, quantity="itl_mean",
                                         reason=ITL_UNDER_LOAD + SESSIONS, expected=(1.05, 1.25), strict=False),),
     (QWEN, "0.8"): (pytest.mark.finding("h200-itl-under-load", hardware=CHECKED_ON, quantity="itl_mean",
-                                        reason=ITL_UNDER_LOAD + SESSIONS, expected=(1.05, 1.25), strict=False),
+                                        reason=ITL_UNDER_LOAD + _itl_mean_band_sentence("0.8") + SESSIONS,
+                                        expected=itl_mean_band("0.8"), strict=False),
                     pytest.mark.finding("h200-itl-under-load", hardware=CHECKED_ON, quantity="itl_median",
                                         reason=ITL_MEDIAN_BETWEEN_REASON, strict=False)),
     (QWEN, "1"): (pytest.mark.finding("h200-itl-under-load", hardware=CHECKED_ON, quantity="itl_mean",
-                                      reason=ITL_UNDER_LOAD + SESSIONS, expected=(1.05, 1.25), strict=False),
+                                      reason=ITL_UNDER_LOAD + _itl_mean_band_sentence("1") + SESSIONS,
+                                      expected=itl_mean_band("1"), strict=False),
                   pytest.mark.finding("h200-itl-under-load", hardware=CHECKED_ON, quantity="itl_median",
                                       reason=ITL_UNDER_LOAD + CARRIED["poisson.f1:itl_median"].describe(),
                                       strict="poisson.f1:itl_median" not in STRADDLING_THE_GOAL)),
