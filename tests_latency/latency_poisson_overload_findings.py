@@ -194,6 +194,38 @@ def _itl_mean_band_sentence(factor: str) -> str:
             f"checked, widened by the checked run's noise budget: {lo:.4f}-{hi:.4f} for the newest run "
             f"({newest[:10]} {newest[11:16]}, {POISSON_ITL_MEAN[factor][newest]:.4f}; budget "
             f"+-{POISSON_ITL_MEAN_NEWEST_BUDGET[factor]:.2%}).")
+# Qwen2.5-7B's 1.3x median ITL, measured / simulated with its own session's setup, by run stamp (oldest first), and the
+# newest run's median-ITL noise budget (itl_budget, p50): test_latency_closed_loop.py::
+# test_poisson_itl_median_band_is_the_recorded_one recomputes both. The median's finding band at 1.3x is their envelope,
+# never the run checked, widened by the checked run's budget (it replaced the typed (1.05, 1.25) on 2026-12-03).
+POISSON_ITL_MEDIAN_13: dict[str, float] = {
+    "2026-11-30T00:37:45Z": 1.1289, "2026-12-01T04:47:40.416640Z": 1.1227, "2026-12-01T06:44:22.000000Z": 1.1070,
+    "2026-12-01T11:24:59.000000Z": 1.1224, "2026-12-02T00:05:58.000000Z": 1.1405, "2026-12-02T02:33:51.000000Z": 1.1251,
+    "2026-12-02T04:52:35.000000Z": 1.1367, "2026-12-02T07:14:23.000000Z": 1.1082, "2026-12-02T14:18:58.000000Z": 1.1624,
+    "2026-12-02T16:29:14.000000Z": 1.1410, "2026-12-02T23:51:19.000000Z": 1.1378, "2026-12-03T08:29:08.000000Z": 1.1250}
+POISSON_ITL_MEDIAN_13_NEWEST_BUDGET = 0.0498
+
+
+def itl_median_envelope(budget: float, exclude: str | None = None) -> tuple[float, float]:
+    runs = [r for s, r in POISSON_ITL_MEDIAN_13.items() if s != exclude]
+    return (round(min(runs) * (1 - budget), 4), round(max(runs) * (1 + budget), 4))
+
+
+def itl_median_band_13() -> tuple[float, float]:
+    """The band as a replay of the newest recorded run sees it (the static band the mark carries)."""
+    return itl_median_envelope(POISSON_ITL_MEDIAN_13_NEWEST_BUDGET, exclude=max(POISSON_ITL_MEDIAN_13, default=None))
+
+
+def _itl_median_band_sentence() -> str:
+    newest = max(POISSON_ITL_MEDIAN_13)
+    others = [r for s, r in POISSON_ITL_MEDIAN_13.items() if s != newest]
+    lo, hi = itl_median_band_13()
+    return (f" Band at 1.3x: the other recorded sessions' median-ITL ratios at this rate ({min(others):.4f}-"
+            f"{max(others):.4f} over {_count(len(others))} sessions), never the run checked, widened by the checked "
+            f"run's noise budget: {lo:.4f}-{hi:.4f} for the newest run ({newest[:10]} {newest[11:16]}, "
+            f"{POISSON_ITL_MEDIAN_13[newest]:.4f}; budget +-{POISSON_ITL_MEDIAN_13_NEWEST_BUDGET:.2%}).")
+
+
 _Q64, _Q128 = DECODE_RATIO_OTHER_SESSION[(QWEN, 64)], DECODE_RATIO_OTHER_SESSION[(QWEN, 128)]
 _L64, _L128 = DECODE_RATIO_OTHER_SESSION[(LLAMA, 64)], DECODE_RATIO_OTHER_SESSION[(LLAMA, 128)]
 ITL_UNDER_LOAD = ("At the higher rates the simulated ITLs run short (the rows beside this text), the two decode findings "
@@ -268,12 +300,13 @@ ITL_MARKS = {
                                       reason=ITL_UNDER_LOAD + CARRIED["poisson.f1:itl_median"].describe(),
                                       strict="poisson.f1:itl_median" not in STRADDLING_THE_GOAL)),
     # the mean's band derived (itl_mean_band; first: latency_run_validity_findings reads it as the clean band); the
-    # median, held to the decode goal (ITL_MEDIAN_ON_GOAL), keeps the typed band for now
+    # median, held to the decode goal (ITL_MEDIAN_ON_GOAL), derived too (itl_median_band_13)
     (QWEN, "1.3"): (pytest.mark.finding("h200-itl-under-load", hardware=CHECKED_ON, quantity="itl_mean",
                                         reason=ITL_UNDER_LOAD + _itl_mean_band_sentence("1.3") + SESSIONS,
                                         expected=itl_mean_band("1.3"), strict=False),
                     pytest.mark.finding("h200-itl-under-load", hardware=CHECKED_ON, quantity="itl_median",
-                                        reason=ITL_UNDER_LOAD + SESSIONS, expected=(1.05, 1.25), strict=False)),
+                                        reason=ITL_UNDER_LOAD + _itl_median_band_sentence(),
+                                        expected=itl_median_band_13(), strict=False)),
     (LLAMA, "1.3"): (pytest.mark.finding("h200-itl-under-load", hardware=CHECKED_ON, reason=(
         "Llama-3.1-8B at 1.3x (at its knee; median and mean ITL measured and simulated in the rows beside this "
         f"text): decode steps of 50-90 sequences at ~{marginal_cost_span(LLAMA)}x the roofline's per-sequence cost "

@@ -336,3 +336,27 @@ def test_poisson_itl_mean_band_is_the_recorded_one(request, target, latency_reco
         assert lf.POISSON_ITL_MEAN_NEWEST_BUDGET[factor] == pytest.approx(budgets[newest], abs=5e-5), factor
         means = [m for m in lf.ITL_MARKS[(QWEN, factor)] if m.kwargs.get("quantity") == "itl_mean"]
         assert means and all(m.kwargs["expected"] == lf.itl_mean_band(factor) for m in means), factor
+
+
+@pytest.mark.gpu
+@pytest.mark.targets(recorded="qwen2.5-7b.closed.", live=False, hardware=MEASURED_ON)
+def test_poisson_itl_median_band_is_the_recorded_one(request, target):
+    """lf.POISSON_ITL_MEDIAN_13 and lf.POISSON_ITL_MEDIAN_13_NEWEST_BUDGET, which lf.itl_median_envelope derives the 1.3x
+    median-ITL finding's band from, recomputed from every recorded Qwen2.5-7B 1.3x Poisson run (median ITL measured /
+    simulated and its noise budget, each with its own session's setup); the mark carries the derived band."""
+    from pytest_anatomy import recordings
+    from pytest_anatomy.session import get_session
+
+    results = get_session(request.config).settings.results_dir
+    ratios, budgets = {}, {}
+    for path in recordings.candidates(results, target.name, "latency", f"{QWEN}.poisson.f1.3"):
+        rec = recordings.load_file(path)
+        setup = _setup(request, QWEN, rec)
+        res = _sim(setup, rec)
+        ratios[rec.recorded_at] = rec["aggregate.itl_s.median"].value / res.stat("itl", "p50")
+        budgets[rec.recorded_at] = sum(itl_budget(setup, res, rec, "p50").values())
+    assert list(lf.POISSON_ITL_MEDIAN_13) == list(ratios)
+    assert lf.POISSON_ITL_MEDIAN_13 == pytest.approx(ratios, abs=5e-5)
+    assert lf.POISSON_ITL_MEDIAN_13_NEWEST_BUDGET == pytest.approx(budgets[max(budgets)], abs=5e-5)
+    medians = [m for m in lf.ITL_MARKS[(QWEN, "1.3")] if m.kwargs.get("quantity") == "itl_median"]
+    assert medians and all(m.kwargs["expected"] == lf.itl_median_band_13() for m in medians)

@@ -288,6 +288,9 @@ def band_at_test_time(request, model: str, rec, setup, res: sv.SimResult, quanti
         # the envelope of the other clean recorded sessions at this rate, widened by this run's budget (lf.itl_mean_band)
         band = band or lf.itl_mean_envelope(factor, sum(itl_budget(setup, res, rec, "mean").values()),
                                             exclude=rec.recorded_at)
+    if quantity == "itl_median" and model == QWEN and factor == "1.3" and setup.label in lf.CHECKED_ON:
+        # the other recorded sessions' 1.3x medians, widened by this run's budget (lf.itl_median_band_13)
+        band = band or lf.itl_median_envelope(sum(itl_budget(setup, res, rec, "p50").values()), exclude=rec.recorded_at)
     if quantity in ("itl_median", "itl_mean"):
         band = band or sequence_cost_band(setup, rec, request.getfixturevalue("latency_recording"), res, quantity)
     return band
