@@ -16,7 +16,7 @@ BATCH's numbers are recomputed from the kept raw data by test_ladder_replay.py.
 from __future__ import annotations
 
 import pytest
-from ladder_findings import PROMPT_STEP
+from ladder_findings import MEASURED_GAINS, MEASURED_ON, PROMPT_STEP
 
 MODEL, WORKLOAD = "llama-3.1-8b", "rag"
 BATCH = "20261203T090822Z"
@@ -28,9 +28,9 @@ GAINS: dict[tuple[str, str], tuple[float, tuple[float, float]]] = {
 UNRESOLVED_P99 = ("{rung}: TTFT p99 gain {g:.4g} measured [{lo:.4g}, {hi:.4g} resampled], {p:.4g} predicted: the p99 "
                   "of 96 requests is their second-largest TTFT, and the interval holds the prediction, so this run "
                   "cannot tell the gain from its prediction at 20%. Band: that interval over the predicted gain.")
-ITL_P99 = ("{rung}: ITL p99 gain {g:.4g} measured, {p:.4g} predicted, as Qwen2.5-7B's limits rung (0.626 against "
-           "0.346): the 1,024-token budget splits each 1,000-token rag prompt into steps that carry a prompt chunk "
-           "beside the decodes, and those steps run longer than priced. ")
+ITL_P99 = ("{rung}: ITL p99 gain {g:.4g} measured, {p:.4g} predicted, as Qwen2.5-7B's limits rung ("
+           f"{MEASURED_GAINS[('limits', 'itl_p99_s')]:.3f} measured): the 1,024-token budget splits each 1,000-token "
+           "rag prompt into steps that carry a prompt chunk beside the decodes, and those steps run longer than priced. ")
 
 
 def rung_marks(model: str, workload: str, step: str, predicted: dict[str, float | None]) -> list[pytest.MarkDecorator]:
@@ -48,5 +48,5 @@ def rung_marks(model: str, workload: str, step: str, predicted: dict[str, float 
             fid, band = "h200-prompt-step-excess", (1.0, round(1 / p, 4))
             reason = ITL_P99.format(rung=rung, g=g, p=p) + PROMPT_STEP
         marks.append(pytest.mark.finding(fid, reason=reason, quantity=f"{workload}.{step}.{metric}.gain",
-                                         expected=band, hardware="h200"))
+                                         expected=band, hardware=MEASURED_ON))
     return marks

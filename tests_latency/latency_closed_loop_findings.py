@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from latency_decode_findings import LLAMA_B1_RATIOS, LLAMA_OVERHEAD_BELOW_QWEN, PER_SEQUENCE_COST
-from latency_findings_common import CHECKED_ON, LLAMA, OTHER_SESSION_NOISE, QWEN, StepCarried, _count
+from latency_findings_common import CHECKED_ON, LLAMA, OTHER_SESSION_NOISE, QWEN, StepCarried, _count, envelope
 
 # measured / steady-state closed form at C=64 (test_saturation_throughput), eta fitted on the 8,192 prefill (the
 # recipe every session has), of the runs that set each model's band: Qwen2.5-7B's, its own earlier runs (every
@@ -295,8 +295,7 @@ def closed_throughput_misses(c: int) -> tuple[str, ...]:
 def closed_throughput_envelope(c: int, budget: float, exclude: str | None = None) -> tuple[float, float]:
     """The band of Qwen2.5-7B's throughput at C = c: the lowest and highest ratio of its other recorded sessions (never
     the one stamped `exclude`, the run checked), widened by `budget` (the checked run's noise budget)."""
-    runs = [r for s, (r, _, _) in CLOSED_THROUGHPUT_RUNS[c].items() if s != exclude]
-    return (round(min(runs) * (1 - budget), 4), round(max(runs) * (1 + budget), 4))
+    return envelope((r for s, (r, _, _) in CLOSED_THROUGHPUT_RUNS[c].items() if s != exclude), budget)
 
 
 def _hhmm(stamp: str) -> str:

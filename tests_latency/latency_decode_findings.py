@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from pytest_anatomy.recordings import stamp_of
 from latency_card_spread import LLAMA_TRANSFER_RATIOS, transfer_may_agree
-from latency_findings_common import (CHECKED_ON, LLAMA, MEASURED_ON, OTHER_SESSION, OTHER_SESSION_NOISE, QWEN, _and, _count,
+from latency_findings_common import (CHECKED_ON, envelope, LLAMA, MEASURED_ON, OTHER_SESSION, OTHER_SESSION_NOISE, QWEN, _and, _count,
                                      _plural, other_session_band)
 
 # measured / predicted decode step in OTHER_SESSION, by (model, batch): Qwen with its own calibration,
@@ -221,8 +221,7 @@ MARGINAL_COST_REASON = (
 def marginal_cost_envelope(model: str, budget: float, exclude: str | None = None) -> tuple[float, float]:
     """The finding's band for `model`'s slope: the lowest and highest ratio of its other clean runs (never the one
     stamped `exclude`, the run checked), widened by `budget` (the checked run's relative noise budget)."""
-    runs = _clean_runs(model, exclude).values()
-    return (round(min(runs) * (1 - budget), 4), round(max(runs) * (1 + budget), 4))
+    return envelope(_clean_runs(model, exclude).values(), budget)
 
 
 def marginal_cost_band(model: str) -> tuple[float, float]:

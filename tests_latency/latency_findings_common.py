@@ -6,6 +6,7 @@ spell counts and lists with.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 
@@ -46,6 +47,18 @@ def _and(items: list[str]) -> str:
 OTHER_SESSION = {"qwen2.5-7b": "2026-11-30T00:37:45Z", "llama-3.1-8b": "2026-11-30T02:02:39Z"}
 # Two runs' noise budgets (each <= 1.25% for a decode step: repeat scatter, ceiling and calibration spread).
 OTHER_SESSION_NOISE = 0.025
+
+
+def envelope(ratios: Iterable[float], budget: float) -> tuple[float, float]:
+    """Other runs' lowest and highest ratio, widened by `budget` (the checked run's relative noise budget)."""
+    values = list(ratios)
+    return (round(min(values) * (1 - budget), 4), round(max(values) * (1 + budget), 4))
+
+
+def runs_band(ends: Iterable[tuple[float, float]], own: float) -> tuple[float, float]:
+    """Other runs' (ratio, budget) pairs, each widened by its own budget plus the checked run's `own`."""
+    pairs = list(ends)
+    return (round(min(r * (1 - b - own) for r, b in pairs), 4), round(max(r * (1 + b + own) for r, b in pairs), 4))
 
 
 def other_session_band(ratio: float) -> tuple[float, float]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from latency_closed_loop_findings import PROMPT_STEPS_SLOWER
 from latency_decode_findings import DECODE_RATIO_OTHER_SESSION, marginal_cost_span
-from latency_findings_common import CHECKED_ON, LLAMA, QWEN, Carried, _and, _count, _days, _plural
+from latency_findings_common import CHECKED_ON, LLAMA, QWEN, Carried, _and, _count, _days, _plural, envelope, runs_band
 
 POISSON = ("0.25", "0.5", "0.8", "1", "1.3")  # Poisson rates as fractions of the C=64 request rate
 # A pool oversubscribed ~1.6x (128 prompts against a pinned ~225k-token pool) queues differently from one
@@ -174,8 +174,7 @@ def _clean_itl_means(factor: str, exclude: str | None = None) -> dict[str, float
 def itl_mean_envelope(factor: str, budget: float, exclude: str | None = None) -> tuple[float, float]:
     """The mean-ITL finding's band at `factor` x the C=64 rate: the lowest and highest ratio of the other clean recorded
     sessions (never the one stamped `exclude`, the run checked), widened by `budget` (the checked run's noise budget)."""
-    runs = _clean_itl_means(factor, exclude).values()
-    return (round(min(runs) * (1 - budget), 4), round(max(runs) * (1 + budget), 4))
+    return envelope(_clean_itl_means(factor, exclude).values(), budget)
 
 
 def itl_mean_band(factor: str) -> tuple[float, float]:
@@ -207,8 +206,9 @@ POISSON_ITL_MEDIAN_13_NEWEST_BUDGET = 0.0498
 
 
 def itl_median_envelope(budget: float, exclude: str | None = None) -> tuple[float, float]:
-    runs = [r for s, r in POISSON_ITL_MEDIAN_13.items() if s != exclude]
-    return (round(min(runs) * (1 - budget), 4), round(max(runs) * (1 + budget), 4))
+    """The 1.3x median's band: the other recorded sessions' ratios (never `exclude`, the run checked), widened by
+    `budget` (the checked run's noise budget)."""
+    return envelope((r for s, r in POISSON_ITL_MEDIAN_13.items() if s != exclude), budget)
 
 
 def itl_median_band_13() -> tuple[float, float]:
@@ -256,8 +256,7 @@ POISSON_ITL_MEDIAN_BETWEEN: dict[str, tuple[tuple[float, float], tuple[float, fl
 
 def neighbour_band(ends: list[tuple[float, float]], own_scatter: float) -> tuple[float, float]:
     """Between the neighbouring loads' ratios, each +- its repeat scatter and the checked run's."""
-    return (round(min(r * (1 - e - own_scatter) for r, e in ends), 4),
-            round(max(r * (1 + e + own_scatter) for r, e in ends), 4))
+    return runs_band(ends, own_scatter)
 
 
 def _itl_median_between_reason() -> str:

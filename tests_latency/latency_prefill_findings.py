@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 from latency_decode_findings import B1_RESIDUAL_MS
-from latency_findings_common import CHECKED_ON, H100, MEASURED_ON, _count
+from latency_findings_common import CHECKED_ON, H100, MEASURED_ON, _count, runs_band
 
 # Qwen2.5-7B's lone prefill / its bare roofline at the matmul ceiling in OTHER_SESSION, by prompt length, and the
 # two runs' noise at that length (each run's repeat scatter + its matmul ceiling's scatter, the newest run's
@@ -167,7 +167,7 @@ def prefill_band(model: str, length: int) -> tuple[float, float]:
     others = [runs[length] for (m, stamp), runs in PREFILL_RUNS.items()
               if (m, stamp) != (model, checked) and length in runs
               and (length == MEMORY_BOUND_PREFILL or stamp in GEMM_ETA_SESSIONS)]
-    return (round(min(r * (1 - b - own) for r, b in others), 4), round(max(r * (1 + b + own) for r, b in others), 4))
+    return runs_band(others, own)
 
 
 SHORT_PREFILL_REASON = (

@@ -10,9 +10,8 @@ load run's prediction with one more constant, measured on other runs of its sess
 The excess is carried as seconds per sequence. The other candidate form, a slower KV read (the measured slope over the
 modeled one, on every KV byte), agrees with it at the decode runs' context and parts from it at the overload run's
 ~16,600 tokens. Over every recorded session the overload's median ITL lies between the two forms: the per-sequence
-form is short by up to ~4.5% in the sessions whose sweep slope came out low, the per-KV-byte form long by up to ~8%
-in those whose slope came out high (latency_overload_forms_findings.py; the table is recomputed by
-test_latency_sequence_cost.py). So `shift_band` spans both forms: where they coincide it is the per-sequence band.
+form is short by up to ~4.5% in the sessions whose sweep slope came out low, the per-KV-byte form long in those whose
+slope came out high (latency_overload_forms_findings.py's table, recomputed by test_latency_sequence_cost.py). So `shift_band` spans both forms: where they coincide it is the per-sequence band.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import latency_findings as lf
 import pytest
-from latency_findings_common import LLAMA, MEASURED_ON, QWEN
+from latency_findings_common import LLAMA, MEASURED_ON, QWEN, runs_band
 from latency_setups import Setup, h200_workload
 from sequence_cost import sequence_cost, simulate_with
 from test_latency_load import _kw, _label, _setup, itl_budget, run_workload
@@ -83,7 +83,7 @@ def closed_throughput_band(request, latency_recording) -> tuple[float, float] | 
         return lf.closed_throughput_envelope(c, own, exclude=rec.recorded_at)
     ends = [session_row(request, model, latency_recording(f"{model}.closed.c{o}", beside=rec))[:2]
             for o in lf.CLOSED_THROUGHPUT_C if o != c]
-    return (round(min(r * (1 - b - own) for r, b in ends), 4), round(max(r * (1 + b + own) for r, b in ends), 4))
+    return runs_band(ends, own)
 
 
 @pytest.mark.gpu

@@ -83,20 +83,23 @@ def llama_closed_band(request) -> tuple[float, float] | None:
     return (round(min(r * (1 - b - own) for r, b in ends), 4), round(max(r * (1 + b + own) for r, b in ends), 4))
 
 
+def per_kv_byte_median(setup, cost, rec) -> float:
+    """The run's median ITL simulated with the session's excess carried as a slower KV read instead (sequence_cost.py)."""
+    return simulate_with_slower_kv_read(setup, cost.slope_ratio, run_workload(rec)).stat("itl", "p50")
+
+
 def forms_ratios(request, model: str, rec) -> tuple[float, float, float]:
     """of.OVERLOAD_FORMS' row of an overload run: (measured / per-sequence prediction, its budget, measured /
     per-KV-byte prediction), with its own session's excess."""
     setup, pred, budget, cost = predict(request, model, rec)
     measured = rec["aggregate.itl_s.median"].value
-    per_kv = simulate_with_slower_kv_read(setup, cost.slope_ratio, run_workload(rec)).stat("itl", "p50")
-    return measured / pred.value, sum(budget.values()), measured / per_kv
+    return measured / pred.value, sum(budget.values()), measured / per_kv_byte_median(setup, cost, rec)
 
 
-def forms_band(request, model: str, rec) -> tuple[float, float]:
+def forms_band(per_seq_s: float, per_kv_s: float, budget: float) -> tuple[float, float]:
     """of.OVERLOAD_BETWEEN_FORMS_ID's band, from the two forms' arithmetic: measured / per-sequence prediction from the
     per-sequence prediction (1) to the per-KV-byte one (per-KV-byte / per-sequence), +- this check's budget."""
-    per_seq, budget, per_kv = forms_ratios(request, model, rec)
-    low, high = sorted((1.0, per_seq / per_kv))
+    low, high = sorted((1.0, per_kv_s / per_seq_s))
     return (round(low * (1 - budget), 4), round(high * (1 + budget), 4))
 
 
@@ -105,8 +108,10 @@ def forms_band(request, model: str, rec) -> tuple[float, float]:
 def test_itl_median_with_the_sequence_cost_measured_apart(model, run, request, latency_recording, llama_closed_band,
                                                           reconcile):
     rec = latency_recording(f"{model}.{run}")
-    setup, pred, budget, _ = predict(request, model, rec)
-    band = forms_band(request, model, rec) if of.overload_forms_marks(model, run) else llama_closed_band
+    setup, pred, budget, cost = predict(request, model, rec)
+    band = llama_closed_band
+    if of.covers(model, run):
+        band = forms_band(pred.value, per_kv_byte_median(setup, cost, rec), sum(budget.values()))
     reconcile("itl_median_with_sequence_cost", pred, rec["aggregate.itl_s.median"], budget=budget, why=WHY,
               finding_band=band, **_kw(setup))
 
