@@ -50,6 +50,10 @@ OUTCOME: dict[str, tuple[tuple[float, float], float, tuple[int, int], float, flo
     # prefill 512, 3 rows)
     "2026-12-03T08:29:08+00:00": ((1756.0, 1976.1), 0.4397, (37, 38), 704.785, 0.0472),
     "2026-12-03T08:36:49+00:00": ((0.0, 0.0), 0.7342, (14, 14), 705.035, 0.0),  # NVML fast, same card
+    # full, card GPU-833ea41f: the part without the cap bit is a short one sampled at 1,980 MHz throughout (Llama-3.1-8B
+    # decode b=1, 8 rows)
+    "2026-12-03T12:06:46+00:00": ((1719.9, 1971.8), 0.4921, (38, 39), 711.209, 0.0556),
+    "2026-12-03T12:14:50+00:00": ((0.0, 0.0), 0.7273, (14, 14), 702.535, 0.0),  # NVML fast, same card
 }
 
 

@@ -131,36 +131,37 @@ def test_slow_sessions_are_the_recorded_ones(request, target, session_rec):
 @pytest.mark.targets(recorded="qwen2.5-7b.poisson.", live=False, hardware=MEASURED_ON)
 def test_slow_session_numbers_are_the_recorded_ones(request, target, session_rec):
     """What sf.SLOW_SESSION_REASON quotes beyond SLOW_SESSIONS: the prompt length (sf.PROMPT_TOKENS), the older slow
-    session as the first recorded and the newer on a card no earlier session ran on, the held-out session's compute
-    part at the lowest and highest rate against the same rate in the unflagged sessions (sf.HELD_OUT_PARTS_MS: largest
-    at the lowest rate, inside the others at the highest) and NVML's mean SM clock of its Poisson runs
-    (sf.HELD_OUT_SM_MHZ), none with a thermal bit."""
+    session as the first recorded and each later one on a card no earlier session ran on, each held-out session's
+    compute part at the lowest and highest rate against the same rate in the unflagged sessions (sf.HELD_OUT: largest
+    at the lowest rate, inside the others at the highest) and NVML's mean SM clock of its Poisson runs, none with a
+    thermal bit."""
     paces = _paces(request, target, session_rec)
-    first, held_out = sorted(sf.SLOW_SESSIONS)
-    assert min(paces, key=recordings.stamp_of) == first
+    first, *held_out = sorted(sf.SLOW_SESSIONS)
+    assert min(paces, key=recordings.stamp_of) == first and held_out == list(sf.HELD_OUT)
     parts = {s: {f: p.prompt_part_s() * 1e3 for f, p in runs.items() if p is not None} for s, runs in paces.items()}
     rates = sorted(lf.POISSON, key=float)
-    assert list(sf.HELD_OUT_PARTS_MS) == [rates[0], rates[-1]]
-    assert max(parts[held_out].values()) == parts[held_out][rates[0]]  # "largest at the lowest rate"
-    got = {}
-    for f in sf.HELD_OUT_PARTS_MS:
-        others = [p[f] for s, p in parts.items() if s not in sf.SLOW_SESSIONS]
-        got[f] = (round(parts[held_out][f], 1), (round(min(others), 1), round(max(others), 1)))
-    assert got == sf.HELD_OUT_PARTS_MS
-    low, high = (sf.HELD_OUT_PARTS_MS[f] for f in (rates[0], rates[-1]))
-    assert low[0] > low[1][1] and high[1][0] <= high[0] <= high[1][1]  # absent at the highest rate
     runs = [session_rec(f"{lf.QWEN}.poisson.f{f}", beside=session_rec(f"{lf.QWEN}.poisson.f0.8", not_after=s))
             for s in paces for f in lf.POISSON]
     assert {r.data["run"]["settings"]["input_len"] for r in runs} == {sf.PROMPT_TOKENS}
     cards = {r.recorded_at: r.provenance["gpu"].get("uuid") for r in runs if isinstance(r.provenance.get("gpu"), dict)}
-    earlier = {u for s, u in cards.items() if recordings.stamp_of(s) < recordings.stamp_of(held_out)}
-    assert cards[held_out] and cards[held_out] not in earlier  # "a new card"
-    date = next(r.provenance["date"] for r in runs if r.recorded_at == held_out)
     sampled = conditions._sampled_parts(str(get_session(request.config).settings.results_dir / target.name / "batches"))
-    summaries = [summarize(p["gpu_samples"]) for p in sampled[date] if p["id"].startswith(f"{lf.QWEN}.poisson.f")]
-    assert len(summaries) == len(lf.POISSON)
-    assert not any((s["event_reasons_any"] or 0) & THERMAL_OR_HARDWARE for s in summaries)
-    assert (min(s["sm_mhz_mean"] for s in summaries), max(s["sm_mhz_mean"] for s in summaries)) == sf.HELD_OUT_SM_MHZ
+    for stamp, (quoted, sm_mhz) in sf.HELD_OUT.items():
+        assert list(quoted) == [rates[0], rates[-1]]
+        assert max(parts[stamp].values()) == parts[stamp][rates[0]], stamp  # "largest at the lowest rate"
+        got = {}
+        for f in quoted:
+            others = [p[f] for s, p in parts.items() if s not in sf.SLOW_SESSIONS]
+            got[f] = (round(parts[stamp][f], 1), (round(min(others), 1), round(max(others), 1)))
+        assert got == quoted, stamp
+        low, high = (quoted[f] for f in (rates[0], rates[-1]))
+        assert low[0] > low[1][1] and high[1][0] <= high[0] <= high[1][1], stamp  # absent at the highest rate
+        earlier = {u for s, u in cards.items() if recordings.stamp_of(s) < recordings.stamp_of(stamp)}
+        assert cards[stamp] and cards[stamp] not in earlier, stamp  # "a card no earlier session ran on"
+        date = next(r.provenance["date"] for r in runs if r.recorded_at == stamp)
+        summaries = [summarize(p["gpu_samples"]) for p in sampled[date] if p["id"].startswith(f"{lf.QWEN}.poisson.f")]
+        assert len(summaries) == len(lf.POISSON), stamp
+        assert not any((s["event_reasons_any"] or 0) & THERMAL_OR_HARDWARE for s in summaries), stamp
+        assert (min(s["sm_mhz_mean"] for s in summaries), max(s["sm_mhz_mean"] for s in summaries)) == sm_mhz, stamp
 
 
 def test_session_pace_check_flags_a_session_wide_slowdown():
