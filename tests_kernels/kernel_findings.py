@@ -524,7 +524,11 @@ def _warp64_live() -> str:
         "between the lowest profiled tensor-core clock and the boost. Band: s10's 11:09 time over the pre-registration "
         f"+-{spread():.1%} (noise), times the measured clock range both ways, x1/{drop:.3f} to x{drop:.3f} "
         f"({boost_clock_hz() / 1e6:.0f} MHz / the lowest tensor-core rung clock in that profile). An in-kernel clock "
-        "reading per timing block would narrow it to the noise (docs/RECORDING.md, the fifth visit).")
+        "reading per timing block would narrow it to the noise (docs/RECORDING.md, the fifth visit). Since the sixth "
+        "visit the SM clock probe reads one behind each block: where a run's reading (run_clock_hz) lies below that "
+        "profile's lowest clock, its band's upper edge takes that run's own slowdown, boost / its clock, instead "
+        "(warp64_band_at_its_clock, set at test time): the fourteenth visit's NVML session (2026-12-03 12:16) ran s11 at "
+        "32 rows at a 1,560 MHz probe reading (NVML 1,680 MHz), after the power-capped FFN shapes, in 0.1216 ms.")
 
 
 WGMMA_FFN = (
@@ -710,6 +714,29 @@ def warp64_band(lab: str) -> tuple[float, float]:
     lo, hi = band(_S10_MS[lab] / _prereg("s11-bf16-warp64", lab))
     drop = tensor_core_clock_drop()
     return (round(lo / drop, 4), round(hi * drop, 4))
+
+
+def run_clock_hz(rec) -> float | None:
+    """The lowest SM clock a recorded rung's two timing blocks ran at: the clock probe's reading right behind each
+    block where it read one (measure/clock_probe.py: the clock the kernel ran at), else NVML's lowest in the block;
+    None where the recording carries no clock (runs before 2026-12-02)."""
+    clocks = (rec.data.get("clocks") or {}) if rec is not None else {}
+    mhz = [c.get("probe_sm_mhz") or c.get("sm_mhz_min") for c in (clocks.get(k) or {} for k in ("time", "time_repeat"))]
+    mhz = [m for m in mhz if m]
+    return min(mhz) * 1e6 if mhz else None
+
+
+def warp64_band_at_its_clock(lab: str, rec) -> tuple[float, float] | None:
+    """s11's band for a run whose own clock reading lies below the lowest Nsight Compute clock warp64_band allows
+    for: the same band with that run's measured slowdown (boost / its clock, run_clock_hz) in place of the profile's,
+    since h200-warp64-kept-s10s-time says the time follows the clock. The clock is measured apart from the time it
+    judges (the probe spins on %clock64 against %globaltimer after the block). None where the profile's range already
+    covers the run's clock, or no clock was read: the static band stands."""
+    clock = run_clock_hz(rec)
+    if clock is None or boost_clock_hz() / clock <= tensor_core_clock_drop():
+        return None
+    lo, hi = warp64_band(lab)
+    return lo, round(hi / tensor_core_clock_drop() * boost_clock_hz() / clock, 4)
 
 
 def wgmma_clock_ratio() -> float:
