@@ -162,15 +162,16 @@ SESSIONS = _sessions_reason()
 # test_latency_closed_loop.py::test_poisson_itl_mean_band_is_the_recorded_one recomputes both. The marks carry that
 # static band; a live run (not in the table) or an older replayed run is judged exactly only where
 # test_latency_load.band_at_test_time passes itl_mean_envelope(factor, its budget, exclude=its stamp) as finding_band.
-ITL_MEAN_DERIVED = ("0.8", "1", "1.3")
+ITL_MEAN_DERIVED = ("0.5", "0.8", "1", "1.3")
 POISSON_PACE_FLAGGED: dict[str, frozenset[str]] = {
+    "0.5": frozenset({"2026-11-30T00:37:45Z", "2026-12-02T16:29:14.000000Z", "2026-12-03T12:06:46.000000Z"}),
     "0.8": frozenset({"2026-11-30T00:37:45Z", "2026-12-02T07:14:23.000000Z", "2026-12-02T16:29:14.000000Z",
                       "2026-12-03T12:06:46.000000Z"}),
     "1": frozenset({"2026-11-30T00:37:45Z", "2026-12-02T16:29:14.000000Z", "2026-12-02T23:51:19.000000Z"}),
     "1.3": frozenset({"2026-11-30T00:37:45Z", "2026-12-02T14:18:58.000000Z", "2026-12-02T16:29:14.000000Z",
                       "2026-12-03T12:06:46.000000Z"}),
 }
-POISSON_ITL_MEAN_NEWEST_BUDGET: dict[str, float] = {"0.8": 0.0326, "1": 0.0371, "1.3": 0.0417}
+POISSON_ITL_MEAN_NEWEST_BUDGET: dict[str, float] = {"0.5": 0.0258, "0.8": 0.0326, "1": 0.0371, "1.3": 0.0417}
 
 
 def _clean_itl_means(factor: str, exclude: str | None = None) -> dict[str, float]:
@@ -289,12 +290,16 @@ def _itl_median_between_reason() -> str:
 ITL_MEDIAN_BETWEEN_REASON = _itl_median_between_reason()
 
 
-# The mean ITL's band is derived at 0.8x, 1x and 1.3x (ITL_MEAN_DERIVED). At 0.5x it is still the typed (1.05, 1.25):
-# derived, it would be 1.045-1.162 for the newest run (2026-12-03 08:29), whose 1.1776 lies outside every other
-# session's ratio at that rate, with no prompt-pace flag to explain it; that needs a finding of its own first.
+# The mean ITL's band is derived at every rate it is marked at (ITL_MEAN_DERIVED). At 0.5x it waited, while the
+# 2026-12-03 08:29 run (1.1776) lay outside every other session's ratio with no prompt-pace flag; the next session
+# (12:06) is the newest run now, and 08:29 one of the others its band is built from. Why 08:29 sits high (explored
+# 2026-12-03, docs/RECORDING.md "fourteenth visit"): its own lone-prompt compute part was 20.9 ms, 1.22x the recorded
+# reference, though neither check flags it (its session's other runs were slow too, and the session's median was
+# not); the simulation at its own pace puts it at 1.114, inside the other sessions.
 ITL_MARKS = {
     (QWEN, "0.5"): (pytest.mark.finding("h200-itl-under-load", hardware=CHECKED_ON, quantity="itl_mean",
-                                        reason=ITL_UNDER_LOAD + SESSIONS, expected=(1.05, 1.25), strict=False),),
+                                        reason=ITL_UNDER_LOAD + _itl_mean_band_sentence("0.5") + SESSIONS,
+                                        expected=itl_mean_band("0.5"), strict=False),),
     (QWEN, "0.8"): (pytest.mark.finding("h200-itl-under-load", hardware=CHECKED_ON, quantity="itl_mean",
                                         reason=ITL_UNDER_LOAD + _itl_mean_band_sentence("0.8") + SESSIONS,
                                         expected=itl_mean_band("0.8"), strict=False),
