@@ -57,7 +57,7 @@ from latency_decode_findings import (B1_RESIDUAL_MS, BORDERLINE, DECODE_RATIO_OT
                                      marginal_cost_span)
 from latency_findings_common import (CHECKED_ON, LLAMA, MEASURED_ON, OTHER_SESSION, OTHER_SESSION_NOISE, QWEN, Carried, StepCarried,
                                      _count, other_session_band)
-from latency_poisson_overload_findings import (CARRIED, ENGINE_TTFT_FINDING, FIRST_WITH_GEMM_TIMINGS,
+from latency_poisson_overload_findings import (CARRIED, FIRST_WITH_GEMM_TIMINGS,
                                                FIRST_TOKEN_BANDED, FRONTEND_MS_BELOW_KNEE, HEAVY, HEAVY_MARKS,
                                                ITL_MARKS, ITL_MEAN_ON_GOAL, ITL_MEDIAN_ON_GOAL, SEQUENCE_COST_ITL,
                                                sequence_cost_itl_marks,
@@ -69,7 +69,10 @@ from latency_poisson_overload_findings import (CARRIED, ENGINE_TTFT_FINDING, FIR
                                                MIXED_REASON, OVERLOAD_ITL_MARKS, OVERLOAD_MARKS, POISSON,
                                                POISSON_ITL_MEAN, POISSON_ITL_MEDIAN_BETWEEN, QWEN_HEAVY_OUTSIDE,
                                                QWEN_HEAVY_OVERLOAD,
-                                               SESSIONS, STRADDLING_THE_GOAL, TTFT_FINDING, TTFT_MARKS, neighbour_band)
+                                               POISSON_ENGINE_TTFT_P50, POISSON_ENGINE_TTFT_P50_NEWEST_BUDGET,
+                                               POISSON_TTFT, POISSON_TTFT_P50, POISSON_TTFT_P50_NEWEST_BUDGET,
+                                               SESSIONS, STRADDLING_THE_GOAL, TTFT_DERIVED, TTFT_MARKS, TTFT_REASON,
+                                               neighbour_band, ttft_band, ttft_envelope)
 from latency_prefill_findings import (_PINNED, _UTILIZATION, CHECKED_PREFILL, GEMM_ETA_SESSIONS, GEMM_ETA_SPAN,
                                       MEMORY_BOUND_PREFILL, PREFILL_ABOVE_GEMMS_REASON, PREFILL_BELOW_CEILING_REASON,
                                       PREFILL_ETA_OTHER_SESSION, PREFILL_ROOFLINE_NOISE, PREFILL_ROOFLINE_OTHER_SESSION,
@@ -102,7 +105,9 @@ __all__ = [
     "closed_itl_marks", "CLOSED_THROUGHPUT_QUANTITY", "CLOSED_THROUGHPUT_C", "CLOSED_THROUGHPUT_RUNS",
     "closed_throughput_misses", "closed_throughput_envelope", "CLOSED_C8_SHORT_ID", "LLAMA_THROUGHPUT_ABOVE",
     "closed_throughput_cost_marks", "C1_FIRST_TOKEN_CASES", "C1_FIRST_TOKEN", "c1_first_token_marks", "POISSON", "HEAVY",
-    "FIRST_WITH_GEMM_TIMINGS", "CARRIED", "STRADDLING_THE_GOAL", "TTFT_FINDING", "ENGINE_TTFT_FINDING",
+    "FIRST_WITH_GEMM_TIMINGS", "CARRIED", "STRADDLING_THE_GOAL", "TTFT_REASON", "TTFT_DERIVED",
+    "POISSON_TTFT", "POISSON_TTFT_P50", "POISSON_TTFT_P50_NEWEST_BUDGET", "POISSON_ENGINE_TTFT_P50",
+    "POISSON_ENGINE_TTFT_P50_NEWEST_BUDGET", "ttft_envelope", "ttft_band",
     "LLAMA_TTFT_REASON", "TTFT_MARKS", "POISSON_ITL_MEAN", "ITL_TARGET", "SESSIONS", "ITL_UNDER_LOAD",
     "FIRST_TOKEN_BANDED", "ITL_MEAN_DERIVED", "POISSON_PACE_FLAGGED", "POISSON_ITL_MEAN_NEWEST_BUDGET",
     "itl_mean_envelope", "itl_mean_band", "itl_median_envelope", "itl_median_band_13", "POISSON_ITL_MEDIAN_13",

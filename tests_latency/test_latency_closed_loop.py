@@ -20,7 +20,7 @@ from latency_findings_common import MEASURED_ON
 from first_token import first_token_times
 from latency_setups import decode_step_miss, moved_by_step_miss, h200_workload, mean_context, median_scatter
 from test_latency_load import (LLAMA, QWEN, SETUP_FIXTURE, TPUT_WHY, _cases, _kw, _label, _models,
-                               _reconcile_itl, _setup, _sim, _workload, itl_budget)
+                               _reconcile_itl, _setup, _sim, _workload, itl_budget, ttft_budget)
 
 from pytest_anatomy.theory import latency as lat
 from pytest_anatomy.theory import serving as sv
@@ -292,6 +292,31 @@ def test_steady_state_bands_are_the_recorded_ratios(request, target):
     assert lf.STEADY_STATE_RATIOS[LLAMA] == pytest.approx(tuple(ratios[QWEN]), abs=5e-5)
 
 
+def _pace_flagged(latency_recording, rec, factor: str) -> bool:
+    """Whether the prompt-pace checks flag Qwen2.5-7B's Poisson run `rec` at `factor`, decided as
+    test_latency_load.slow_prompt_run decides: the run against its session's other runs, or its session against the
+    recorded reference where that slows this run."""
+    import latency_session_pace_findings as sf
+    from latency_setups import prompt_pace_of
+
+    from pytest_anatomy.measure import prompt_pace as pp
+
+    others = []
+    for f in lf.POISSON:
+        if f != factor:
+            try:
+                others.append(latency_recording(f"{QWEN}.poisson.f{f}", beside=rec))
+            except pytest.skip.Exception:  # an early session without a run at that rate
+                pass
+    pace, other_paces = prompt_pace_of(rec), [prompt_pace_of(o) for o in others]
+    if pace is None:
+        return False
+    check = pp.check_against_session(pace, other_paces)
+    session = pp.check_session([pace, *other_paces], sf.SESSION_PROMPT_PART_REFERENCE_S)
+    return bool((check is not None and check.flagged)
+                or (session is not None and session.flagged and session.slowdown_of(pace) > 1))
+
+
 @pytest.mark.gpu
 @pytest.mark.targets(recorded="qwen2.5-7b.closed.", live=False, hardware=MEASURED_ON)
 def test_poisson_itl_mean_band_is_the_recorded_one(request, target, latency_recording):
@@ -301,11 +326,7 @@ def test_poisson_itl_mean_band_is_the_recorded_one(request, target, latency_reco
     flag, decided as test_latency_load.slow_prompt_run decides (the run against its session's other runs, or its
     session against the recorded reference where that slows this run), and the newest run's mean-ITL noise budget.
     Each mean-ITL mark of those rates carries the derived band."""
-    import latency_session_pace_findings as sf
-    from latency_setups import prompt_pace_of
-
     from pytest_anatomy import recordings
-    from pytest_anatomy.measure import prompt_pace as pp
     from pytest_anatomy.session import get_session
 
     results = get_session(request.config).settings.results_dir
@@ -315,20 +336,7 @@ def test_poisson_itl_mean_band_is_the_recorded_one(request, target, latency_reco
             rec = recordings.load_file(path)
             setup = _setup(request, QWEN, rec)
             budgets[rec.recorded_at] = sum(itl_budget(setup, _sim(setup, rec), rec, "mean").values())
-            others = []
-            for f in lf.POISSON:
-                if f != factor:
-                    try:
-                        others.append(latency_recording(f"{QWEN}.poisson.f{f}", beside=rec))
-                    except pytest.skip.Exception:  # an early session without a run at that rate
-                        pass
-            pace, other_paces = prompt_pace_of(rec), [prompt_pace_of(o) for o in others]
-            if pace is None:
-                continue
-            check = pp.check_against_session(pace, other_paces)
-            session = pp.check_session([pace, *other_paces], sf.SESSION_PROMPT_PART_REFERENCE_S)
-            if (check is not None and check.flagged) or (session is not None and session.flagged
-                                                         and session.slowdown_of(pace) > 1):
+            if _pace_flagged(latency_recording, rec, factor):
                 flagged.add(rec.recorded_at)
         assert lf.POISSON_PACE_FLAGGED[factor] == flagged, factor
         assert list(budgets) == list(lf.POISSON_ITL_MEAN[factor]), factor
@@ -360,3 +368,38 @@ def test_poisson_itl_median_band_is_the_recorded_one(request, target):
     assert lf.POISSON_ITL_MEDIAN_13_NEWEST_BUDGET == pytest.approx(budgets[max(budgets)], abs=5e-5)
     medians = [m for m in lf.ITL_MARKS[(QWEN, "1.3")] if m.kwargs.get("quantity") == "itl_median"]
     assert medians and all(m.kwargs["expected"] == lf.itl_median_band_13() for m in medians)
+
+
+@pytest.mark.gpu
+@pytest.mark.targets(recorded="qwen2.5-7b.poisson.", live=False, hardware=MEASURED_ON)
+def test_poisson_ttft_bands_are_the_recorded_ones(request, target, latency_recording):
+    """lf.POISSON_TTFT_P50 and lf.POISSON_ENGINE_TTFT_P50 (each recorded Qwen2.5-7B Poisson run's TTFT p50, the client's
+    and the engine's median queue + median prefill, measured / simulated as test_poisson_ttft_p50_below_the_knee
+    reconciles them, with its own session's setup), their newest runs' noise budgets (ttft_budget) and
+    lf.POISSON_PACE_FLAGGED (decided as test_latency_load.slow_prompt_run decides), recomputed at each rate
+    lf.TTFT_DERIVED lists; each TTFT mark of those rates carries the derived band (lf.ttft_band)."""
+    from pytest_anatomy import recordings
+    from pytest_anatomy.session import get_session
+
+    results = get_session(request.config).settings.results_dir
+    assert set(lf.POISSON_PACE_FLAGGED) == {*lf.ITL_MEAN_DERIVED, *lf.TTFT_DERIVED}
+    for factor in lf.TTFT_DERIVED:
+        flagged, ratios, budgets = set(), {q: {} for q in lf.POISSON_TTFT}, {q: {} for q in lf.POISSON_TTFT}
+        for path in recordings.candidates(results, target.name, "latency", f"{QWEN}.poisson.f{factor}"):
+            rec = recordings.load_file(path)
+            setup = _setup(request, QWEN, rec)
+            pred = sv.as_prediction(_sim(setup, rec), "ttft", "p50", "s", _label(rec))
+            engine = rec["aggregate.engine.queue_s.median"].value + rec["aggregate.engine.prefill_s.median"].value
+            for q, measured in (("ttft_p50", rec["aggregate.ttft_s.median"].value), ("engine_ttft_p50", engine)):
+                ratios[q][rec.recorded_at] = measured / pred.value
+                budgets[q][rec.recorded_at] = sum(ttft_budget(setup, pred, rec, q).values())
+            if _pace_flagged(latency_recording, rec, factor):
+                flagged.add(rec.recorded_at)
+        assert lf.POISSON_PACE_FLAGGED[factor] == flagged, factor
+        marks = {m.kwargs["quantity"]: m.kwargs["expected"] for m in lf.TTFT_MARKS[(QWEN, factor)]}
+        for q, (table, newest_budget) in lf.POISSON_TTFT.items():
+            assert list(table[factor]) == list(ratios[q]), (factor, q)
+            assert table[factor] == pytest.approx(ratios[q], abs=5e-5), (factor, q)
+            assert newest_budget[factor] == pytest.approx(budgets[q][max(budgets[q])], abs=5e-5), (factor, q)
+            assert marks[q] == lf.ttft_band(q, factor), (factor, q)
+    assert {f for m, f in lf.TTFT_MARKS if m == QWEN and f not in lf.TTFT_DERIVED} == {"1", "1.3"}  # CARRIED's

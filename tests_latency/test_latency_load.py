@@ -273,9 +273,10 @@ def test_poisson_itl_mean_and_median(model, factor, request, latency_recording, 
 
 
 def band_at_test_time(request, model: str, rec, setup, res: sv.SimResult, quantity: str) -> tuple[float, float] | None:
-    """The band a Poisson run's covering finding gets at test time for `quantity` (None where its marks hold a fixed
-    one): the first-token band (lf.FIRST_TOKEN_BANDED's TTFT), lf.CARRIED's, the median's neighbours' or the
-    per-sequence cost's. The slow-prompt fixture reads it too, to carry that band into a slowed run's frame."""
+    """The band a Poisson run's covering finding gets at test time for `quantity` (None where its mark's fixed band
+    stands): the first-token band (lf.FIRST_TOKEN_BANDED's TTFT), lf.CARRIED's, the other recorded sessions' envelope
+    (Qwen's TTFT below the knee, mean ITL and 1.3x median ITL), the median's neighbours' or the per-sequence cost's. The
+    slow-prompt fixture reads it too, to carry that band into a slowed run's frame."""
     factor = _run_of(setup, rec).removeprefix("poisson.f")
     if quantity == "ttft_p50" and (model, factor) in lf.FIRST_TOKEN_BANDED:
         pred = sv.as_prediction(res, "ttft", "p50", "s", _label(rec))
@@ -288,6 +289,11 @@ def band_at_test_time(request, model: str, rec, setup, res: sv.SimResult, quanti
         # the envelope of the other clean recorded sessions at this rate, widened by this run's budget (lf.itl_mean_band)
         band = band or lf.itl_mean_envelope(factor, sum(itl_budget(setup, res, rec, "mean").values()),
                                             exclude=rec.recorded_at)
+    if quantity in lf.POISSON_TTFT and model == QWEN and factor in lf.TTFT_DERIVED and setup.label in lf.CHECKED_ON:
+        # the envelope of the other clean recorded sessions at this rate, widened by this run's budget (lf.ttft_band)
+        pred = sv.as_prediction(res, "ttft", "p50", "s", _label(rec))
+        band = band or lf.ttft_envelope(quantity, factor, sum(ttft_budget(setup, pred, rec, quantity).values()),
+                                        exclude=rec.recorded_at)
     if quantity == "itl_median" and model == QWEN and factor == "1.3" and setup.label in lf.CHECKED_ON:
         # the other recorded sessions' 1.3x medians, widened by this run's budget (lf.itl_median_band_13)
         band = band or lf.itl_median_envelope(sum(itl_budget(setup, res, rec, "p50").values()), exclude=rec.recorded_at)
