@@ -39,7 +39,11 @@ def _replay(selection: tuple[str, ...], keyword: str, ledger: Path, mutation: st
     # Without the h100-sxm replays (2026-12-02: our H100 sessions, and the third-party H100 rows with them): they
     # repeat the H200's checks on the same theory and add ~35 s of CPU across the catalogue; every mutation is still
     # caught (or a listed survivor) without them, which the tests below assert.
-    cmd += ["-k", f"({keyword}) and not h100-sxm" if keyword else "not h100-sxm"]
+    # Nor the table checks (*_is_the_recorded_one(s)): they recompute a committed table from every recorded session and
+    # assert it, reconciling nothing, so they cannot turn a prediction into a diverge; they were ~45% of a latency
+    # replay's time (14.5 s -> 8.0 s for the same 198 reconciliations, 2026-12-03).
+    skip = "not h100-sxm and not recorded_one"
+    cmd += ["-k", f"({keyword}) and {skip}" if keyword else skip]
     proc = subprocess.run(cmd, check=False, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     # 0: all passed, 1: some tests failed; anything else is an error of the run itself.
     if proc.returncode not in (0, 1) or not ledger.exists():
