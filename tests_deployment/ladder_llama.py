@@ -23,6 +23,7 @@ GAINS and STEP_MS are recomputed from the kept raw data by test_ladder_replay.py
 from __future__ import annotations
 
 import pytest
+from ladder_findings import COMPLETING_STEP_MS as QWEN_COMPLETING_STEP_MS
 from ladder_findings import LAYERS, MEASURED_GAINS, MEASURED_ON, PROMPT_STEP, STEP_MS
 
 MODEL, WORKLOAD = "llama-3.1-8b", "rag"
@@ -88,7 +89,8 @@ PREFIX_ITL_P99 = (
     f"{_cs('limits')} in the parent limits run (1,008-token chunks), while a pure decode step of 16 sequences is "
     f"faster here ({PURE_STEP_MS[('prefix_cache', 16)]:.2f} against {PURE_STEP_MS[('limits', 16)]:.2f} ms), so the "
     "card is not slower at decode. The parent ran three hours earlier on another card (GPU-eb486c2b, batch "
-    "20261203T090822Z; this rung GPU-833ea41f), and Qwen's same step took 21.4-23.2 ms: why Llama's cached-prompt "
+    f"20261203T090822Z; this rung GPU-833ea41f), and Qwen's same step took {QWEN_COMPLETING_STEP_MS['prefix_cache'][0]:.1f}-"
+    f"{QWEN_COMPLETING_STEP_MS['prefix_cache'][1]:.1f} ms: why Llama's cached-prompt "
     "step is the slower one is unknown (candidates: attention over the cached context in a graph-less step at "
     "Llama's 32 layers, or a card difference on compute-bound steps; neither is measured apart). Band: the "
     "measured gain's request-resampled 95% interval over the predicted gain, which covers the requests, not a "
