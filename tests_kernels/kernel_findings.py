@@ -860,12 +860,14 @@ def cards_for(table: str) -> str | tuple[str, ...]:
 COMPILER_VECTORIZES_S5 = pytest.mark.finding("compiler-vectorizes-s5", reason="ptxas turns s5's scalar shared loads into LDS.128 (both operands: "
                      "B is contiguous per k, A per unrolled k-loop), as the seed saw for its K5: the scalar access "
                      "pattern counts 0.25 LDS per FMA, the SASS has 1/16 -- s5 and s6 differ only in global loads.",
-                     expected=(0.2, 0.3))
+                     # LDS.128 carries four 32-bit loads, so the compiled count is exactly a quarter of the scalar one
+                     expected=(0.25, 0.25))
 
 
 # --- Nsight Compute counters (test_kernels_counters.py) -------------------------------------
 VOCAB_ROWS_EXCEED_L2 = pytest.mark.finding(
-    "h200-online-softmax-vocab-rereads-dram", quantity="dram_read_bytes", expected=(1.9, 2.1), hardware=CHECKED_ON,
+    # both passes from DRAM: twice the one-pass ledger, within the counter check's own 1% (test_kernels_counters.py)
+    "h200-online-softmax-vocab-rereads-dram", quantity="dram_read_bytes", expected=(1.98, 2.02), hardware=CHECKED_ON,
     reason="The online softmax reads each row twice (the running max/sum pass, then the normalising pass) and the "
            "ledger assumes the block's second read of its own row hits L2. At 128 x 152,064 the 128 rows run at "
            "once, one block each, so the rows in flight are 128 x 594 KiB = 74 MiB, more than the H200's 60 MiB "
