@@ -223,6 +223,12 @@ def test_findings_live_in_their_suites_findings_module() -> None:
 
 
 RECORDING_READERS = {"candidates", "list_recordings", "load_file"}
+# Live tests that read other sessions' recordings on purpose, each with why that is safe live.
+READS_HISTORY_LIVE: dict[str, str] = {
+    "test_tiny_models_overhead_as_an_additive_term": (
+        "its band is every other session's b=1 residual; a live results folder has none, so the band is None and the "
+        "finding mark's own stands (and the live plans run no tiny twin since 2026-12-02: it skips live)"),
+}
 
 
 def _reads_every_recording_live(tree: ast.Module) -> list[str]:
@@ -230,17 +236,18 @@ def _reads_every_recording_live(tree: ast.Module) -> list[str]:
     not through `measured`) without a `targets` marker (on the function or the module's pytestmark), or with one that
     lets the live target in: such a test runs only live, against a results folder that holds only that session's runs,
     and is skipped in replay, so CPU CI never checks it."""
-    module_targets = any(isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "pytestmark"
-                                                           for t in n.targets) and "targets" in ast.unparse(n.value)
-                         for n in tree.body)
+    module_targets = [ast.unparse(n.value) for n in tree.body if isinstance(n, ast.Assign)
+                      and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in n.targets)
+                      and "targets" in ast.unparse(n.value)]
     bad = []
     for fn in (n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test_")):
         decorators = [ast.unparse(d) for d in fn.decorator_list]
-        targets = [d for d in decorators if "mark.targets" in d]
+        # the closest marker wins (item.get_closest_marker): the function's own, else the module's pytestmark
+        targets = [d for d in decorators if "mark.targets" in d] or module_targets
         reads = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in RECORDING_READERS
                     and "recordings" in ast.unparse(n.func.value) for n in ast.walk(fn))
         if reads and any("mark.gpu" in d for d in decorators) and (
-                not (targets or module_targets) or any("live=True" in d for d in targets)):
+                not targets or any("live=True" in d for d in targets)):
             bad.append(fn.name)
     return bad
 
@@ -249,10 +256,16 @@ def test_tests_that_read_the_recorded_history_never_run_live() -> None:
     """A table check recomputed from every recorded session must be replay-only (targets(live=False)): the fourteenth
     H200 visit's full session (2026-12-03 12:13) failed twice on one that was not, and CPU CI had skipped it."""
     bad = [f"{path.relative_to(ROOT)}::{name}" for suite in sorted(ROOT.glob("tests_*"))
-           for path in sorted(suite.glob("test_*.py")) for name in _reads_every_recording_live(ast.parse(path.read_text()))]
+           for path in sorted(suite.glob("test_*.py")) for name in _reads_every_recording_live(ast.parse(path.read_text()))
+           if name not in READS_HISTORY_LIVE]
     assert bad == [], f"mark them @pytest.mark.targets(recorded=..., live=False): {bad}"
     # the checker sees the case it is for
     case = ("import pytest\n@pytest.mark.gpu\ndef test_t(request):\n    recordings.candidates(1, 2, 3, 4)\n")
     assert _reads_every_recording_live(ast.parse(case)) == ["test_t"]
     marked = case.replace("@pytest.mark.gpu\n", "@pytest.mark.gpu\n@pytest.mark.targets(recorded='x', live=False)\n")
     assert _reads_every_recording_live(ast.parse(marked)) == []
+    # the module-level marker that let the live target in (test_latency_sequence_cost.py before the fix)
+    live_module = case.replace("import pytest\n", "import pytest\npytestmark = pytest.mark.targets(recorded='x', live=True)\n")
+    assert _reads_every_recording_live(ast.parse(live_module)) == ["test_t"]
+    assert _reads_every_recording_live(ast.parse(live_module.replace("@pytest.mark.gpu\n", "@pytest.mark.gpu\n"
+                                                                     "@pytest.mark.targets(recorded='x')\n"))) == []
