@@ -26,6 +26,8 @@ import pytest
 from ladder_findings import COMPLETING_STEP_MS as QWEN_COMPLETING_STEP_MS
 from ladder_findings import LAYERS, MEASURED_GAINS, MEASURED_ON, PROMPT_STEP, STEP_MS
 
+from pytest_anatomy.specs.model import load_model
+
 MODEL, WORKLOAD = "llama-3.1-8b", "rag"
 # the kept batch that holds each rung's run
 BATCH_OF: dict[str, str] = {"baseline": "20261203T090822Z", "limits": "20261203T090822Z",
@@ -61,7 +63,7 @@ PURE_STEP_MS: dict[tuple[str, int], float] = {("limits", 16): 6.739, ("prefix_ca
                                               ("eager", 1): 24.625, ("ngram", 16): 9.985, ("ngram", 1): 6.317}
 
 
-LLAMA_LAYERS = 32  # Llama-3.1-8B's decoder layers
+LLAMA_LAYERS = load_model(MODEL).num_layers
 _QWEN_LAYER_MS = (STEP_MS[("eager", 16)] - STEP_MS[("fp8_kv", 16)]) / LAYERS  # Qwen2.5-7B's rag eager cost per layer
 _LLAMA_EXTRA = PURE_STEP_MS[("eager", 16)] - PURE_STEP_MS[("fp8_kv", 16)]  # eager's added ms at 16 sequences
 

@@ -720,7 +720,7 @@ def run_clock_hz(rec) -> float | None:
     """The lowest SM clock a recorded rung's two timing blocks ran at: the clock probe's reading right behind each
     block where it read one (measure/clock_probe.py: the clock the kernel ran at), else NVML's lowest in the block;
     None where the recording carries no clock (runs before 2026-12-02)."""
-    clocks = (rec.data.get("clocks") or {}) if rec is not None else {}
+    clocks = rec.data.get("clocks") or {}
     mhz = [c.get("probe_sm_mhz") or c.get("sm_mhz_min") for c in (clocks.get(k) or {} for k in ("time", "time_repeat"))]
     mhz = [m for m in mhz if m]
     return min(mhz) * 1e6 if mhz else None

@@ -157,8 +157,13 @@ POISSON_PACE_FLAGGED: dict[str, frozenset[str]] = {
 POISSON_ITL_MEAN_NEWEST_BUDGET: dict[str, float] = {"0.5": 0.0258, "0.8": 0.0326, "1": 0.0371, "1.3": 0.0417}
 
 
+def _clean(runs: dict[str, float], factor: str, exclude: str | None = None) -> dict[str, float]:
+    """`runs` (ratio by session stamp at `factor`) without the run checked (`exclude`) and the pace-flagged ones."""
+    return {s: r for s, r in runs.items() if s != exclude and s not in POISSON_PACE_FLAGGED[factor]}
+
+
 def _clean_itl_means(factor: str, exclude: str | None = None) -> dict[str, float]:
-    return {s: r for s, r in POISSON_ITL_MEAN[factor].items() if s != exclude and s not in POISSON_PACE_FLAGGED[factor]}
+    return _clean(POISSON_ITL_MEAN[factor], factor, exclude)
 
 
 def itl_mean_envelope(factor: str, budget: float, exclude: str | None = None) -> tuple[float, float]:
@@ -247,8 +252,7 @@ POISSON_TTFT: dict[str, tuple[dict[str, dict[str, float]], dict[str, float]]] = 
 
 
 def _clean_ttfts(quantity: str, factor: str, exclude: str | None = None) -> dict[str, float]:
-    runs = POISSON_TTFT[quantity][0][factor]
-    return {s: r for s, r in runs.items() if s != exclude and s not in POISSON_PACE_FLAGGED[factor]}
+    return _clean(POISSON_TTFT[quantity][0][factor], factor, exclude)
 
 
 def ttft_envelope(quantity: str, factor: str, budget: float, exclude: str | None = None) -> tuple[float, float]:

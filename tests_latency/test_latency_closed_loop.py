@@ -20,7 +20,8 @@ from latency_findings_common import MEASURED_ON
 from first_token import first_token_times
 from latency_setups import decode_step_miss, moved_by_step_miss, h200_workload, mean_context, median_scatter
 from test_latency_load import (LLAMA, QWEN, SETUP_FIXTURE, TPUT_WHY, _cases, _kw, _label, _models,
-                               _reconcile_itl, _setup, _sim, _workload, itl_budget, ttft_budget)
+                               _reconcile_itl, _setup, _sim, _workload, engine_ttft_p50_s, itl_budget,
+                               prompt_pace_verdict, ttft_budget)
 
 from pytest_anatomy.theory import latency as lat
 from pytest_anatomy.theory import serving as sv
@@ -294,13 +295,7 @@ def test_steady_state_bands_are_the_recorded_ratios(request, target):
 
 def _pace_flagged(latency_recording, rec, factor: str) -> bool:
     """Whether the prompt-pace checks flag Qwen2.5-7B's Poisson run `rec` at `factor`, decided as
-    test_latency_load.slow_prompt_run decides: the run against its session's other runs, or its session against the
-    recorded reference where that slows this run."""
-    import latency_session_pace_findings as sf
-    from latency_setups import prompt_pace_of
-
-    from pytest_anatomy.measure import prompt_pace as pp
-
+    test_latency_load.slow_prompt_run decides (prompt_pace_verdict)."""
     others = []
     for f in lf.POISSON:
         if f != factor:
@@ -308,13 +303,7 @@ def _pace_flagged(latency_recording, rec, factor: str) -> bool:
                 others.append(latency_recording(f"{QWEN}.poisson.f{f}", beside=rec))
             except pytest.skip.Exception:  # an early session without a run at that rate
                 pass
-    pace, other_paces = prompt_pace_of(rec), [prompt_pace_of(o) for o in others]
-    if pace is None:
-        return False
-    check = pp.check_against_session(pace, other_paces)
-    session = pp.check_session([pace, *other_paces], sf.SESSION_PROMPT_PART_REFERENCE_S)
-    return bool((check is not None and check.flagged)
-                or (session is not None and session.flagged and session.slowdown_of(pace) > 1))
+    return prompt_pace_verdict(QWEN, rec, others) is not None
 
 
 @pytest.mark.gpu
@@ -389,8 +378,8 @@ def test_poisson_ttft_bands_are_the_recorded_ones(request, target, latency_recor
             rec = recordings.load_file(path)
             setup = _setup(request, QWEN, rec)
             pred = sv.as_prediction(_sim(setup, rec), "ttft", "p50", "s", _label(rec))
-            engine = rec["aggregate.engine.queue_s.median"].value + rec["aggregate.engine.prefill_s.median"].value
-            for q, measured in (("ttft_p50", rec["aggregate.ttft_s.median"].value), ("engine_ttft_p50", engine)):
+            for q, measured in (("ttft_p50", rec["aggregate.ttft_s.median"].value),
+                                ("engine_ttft_p50", engine_ttft_p50_s(rec))):
                 ratios[q][rec.recorded_at] = measured / pred.value
                 budgets[q][rec.recorded_at] = sum(ttft_budget(setup, pred, rec, q).values())
             if _pace_flagged(latency_recording, rec, factor):

@@ -172,6 +172,23 @@ CHECKED_BY = {"test_poisson_ttft_p50_below_the_knee": ("ttft_p50", "engine_ttft_
               "test_poisson_itl_mean_and_median": ("itl_mean",)}  # the quantities each test using the fixture reconciles
 
 
+def prompt_pace_verdict(model: str, rec, others: list) -> tuple[float, str, bool] | None:
+    """(slowdown, description, session-wide) where the prompt-pace checks flag the Poisson run `rec`, `others` being
+    its session's runs at the other rates: the run against them (pp.check_against_session), else, for Qwen2.5-7B whose
+    reference it is (latency_session_pace_findings), the whole session against the recorded sessions where that slows
+    this run (pp.check_session). None where neither flags it, or the run has no kept raw timeline."""
+    pace, other_paces = prompt_pace_of(rec), [prompt_pace_of(o) for o in others]
+    if pace is None:
+        return None
+    check = pp.check_against_session(pace, other_paces)
+    session = pp.check_session([pace, *other_paces], sf.SESSION_PROMPT_PART_REFERENCE_S) if model == QWEN else None
+    if check is not None and check.flagged:
+        return check.compute_slowdown(), check.describe(), False
+    if session is not None and session.flagged and session.slowdown_of(pace) > 1:
+        return session.slowdown_of(pace), session.describe(pace), True
+    return None
+
+
 @pytest.fixture
 def slow_prompt_run(request, latency_recording) -> None:
     """Puts a slow-prompt finding ahead of the case's finding marks (requested before `reconcile`, which reads the
@@ -182,19 +199,12 @@ def slow_prompt_run(request, latency_recording) -> None:
     slowdown also reaches quantities held to their tolerance. A run without kept raw timelines is not judged."""
     model, factor = (request.node.callspec.params[k] for k in ("model", "factor"))
     rec = latency_recording(f"{model}.poisson.f{factor}")
-    others = [latency_recording(f"{model}.poisson.f{f}", beside=rec) for f in POISSON if f != factor]
-    pace, other_paces = prompt_pace_of(rec), [prompt_pace_of(o) for o in others]
-    if pace is None:
+    verdict = prompt_pace_verdict(model, rec, [latency_recording(f"{model}.poisson.f{f}", beside=rec)
+                                                for f in POISSON if f != factor])
+    if verdict is None:
         return
-    check = pp.check_against_session(pace, other_paces)
-    # the session reference is Qwen2.5-7B's (latency_session_pace_findings)
-    session = pp.check_session([pace, *other_paces], sf.SESSION_PROMPT_PART_REFERENCE_S) if model == QWEN else None
-    if check is not None and check.flagged:
-        slowdown, describe, mark, fallback = check.compute_slowdown(), check.describe(), lf.slow_prompt_mark, False
-    elif session is not None and session.flagged and session.slowdown_of(pace) > 1:
-        slowdown, describe, mark, fallback = session.slowdown_of(pace), session.describe(pace), sf.slow_session_mark, True
-    else:
-        return
+    slowdown, describe, fallback = verdict
+    mark = sf.slow_session_mark if fallback else lf.slow_prompt_mark
     setup = _setup(request, model, rec)
     res, slowed = _sim(setup, rec), _sim(slowed_prompts(setup, slowdown), rec)
     for quantity, (stat, rel) in SLOW_PROMPT_QUANTITIES.items():
@@ -231,8 +241,8 @@ def test_poisson_ttft_p50_below_the_knee(model, factor, request, latency_recordi
     reconcile("ttft_p50", pred, rec["aggregate.ttft_s.median"], budget=budget, why=TTFT_WHY, finding_band=band,
               **_kw(engine_setup))
     # Engine-side TTFT (no frontend): queue + prefill medians; below the knee queue is ~10 us.
-    q, p = rec["aggregate.engine.queue_s.median"], rec["aggregate.engine.prefill_s.median"]
-    engine = Measurement(q.value + p.value, "s", source=p.source,
+    p = rec["aggregate.engine.prefill_s.median"]
+    engine = Measurement(engine_ttft_p50_s(rec), "s", source=p.source,
                          provenance={**p.provenance, "derived": "median queue_s + median prefill_s (engine clock)"})
     reconcile("engine_ttft_p50", pred, engine, budget=ttft_budget(engine_setup, pred, rec, "engine_ttft_p50"), why=TTFT_WHY,
               finding_band=unless_slowed(request, "engine_ttft_p50", band_at_test_time(
@@ -475,6 +485,11 @@ def test_overload_every_request_completes_exactly(model, latency_recording, reco
 
 
 # --- bands carried over from the sessions calibrated before GEMM timings existed -----------------------
+def engine_ttft_p50_s(rec) -> float:
+    """A load run's engine-side TTFT (no frontend): its median queue + median prefill, engine clock."""
+    return rec["aggregate.engine.queue_s.median"].value + rec["aggregate.engine.prefill_s.median"].value
+
+
 def load_ratio(setup, rec, quantity: str) -> tuple[float, float]:
     """(measured / predicted, the measurement's repeat scatter: 2 standard errors, relative) of one load run's
     `quantity` ("ttft_p50", "engine_ttft_p50", "itl_median", "itl_mean", "output_throughput") under `setup`."""
@@ -482,8 +497,7 @@ def load_ratio(setup, rec, quantity: str) -> tuple[float, float]:
     if quantity == "output_throughput":
         return rec["aggregate.output_throughput_tok_per_s"].value / res.output_throughput, load_scatter(rec, quantity)
     if quantity == "engine_ttft_p50":
-        engine = rec["aggregate.engine.queue_s.median"].value + rec["aggregate.engine.prefill_s.median"].value
-        return engine / res.stat("ttft", "p50"), load_scatter(rec, quantity)
+        return engine_ttft_p50_s(rec) / res.stat("ttft", "p50"), load_scatter(rec, quantity)
     stat, key, spread = _LOAD_STATS[quantity]
     return (rec[f"{spread}.{'median' if stat != 'itl' or key == 'p50' else 'mean'}"].value / res.stat(stat, key),
             load_scatter(rec, quantity))
