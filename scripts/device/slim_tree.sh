@@ -15,6 +15,8 @@
 #                                                  # hook on a CPU rehearsal of `-m gpu` saw no open under it)
 #   bash scripts/device/slim_tree.sh hide engine   # llama.cpp and quant visits (llama_visit.sh, quant_plan.py):
 #                                                  # they read no recording on the device
+#   bash scripts/device/slim_tree.sh hide stage    # the staging calls that carry vLLM's c1 bundle (53 MiB): they
+#                                                  # read nothing of the tree, so every results/ folder stays here
 #   bash scripts/device/slim_tree.sh unhide        # before any commit: everything back in the index
 #   bash scripts/device/slim_tree.sh size          # what a call would carry of the tree, in MiB
 #
@@ -27,6 +29,7 @@ EXCLUDE=$(git rev-parse --git-path info/exclude)
 # Every recorded card's folders (results/h200, results/h100-sxm, ...): globs, so a new card's data is hidden too.
 LIVE=(results/*/batches results/*/live-runs results/*/benchmarks results/*/latency)
 ENGINE=("${LIVE[@]}" results/*/kernels results/*/flashattn results/*/capacity)
+STAGE=(results)
 
 carried_mib() {
   git ls-files -co --exclude-standard -z | du -cb --files0-from=- 2>/dev/null | tail -1 |
@@ -39,7 +42,8 @@ hide)
   case "${2:-}" in
     live) dirs=("${LIVE[@]}") ;;
     engine) dirs=("${ENGINE[@]}") ;;
-    *) echo "usage: slim_tree.sh hide live|engine" >&2; exit 2 ;;
+    stage) dirs=("${STAGE[@]}") ;;
+    *) echo "usage: slim_tree.sh hide live|engine|stage" >&2; exit 2 ;;
   esac
   # Hidden folders are staged deletions: a commit made now would delete every hidden recording from the
   # history's tip (it happened once, 2026-12-02 08:31, amended before it left this checkout). A pre-commit hook
