@@ -29,10 +29,11 @@ HMMA on the busiest SM in 583 k cycles is 0.45 per cycle, under the ~0.6 mma.syn
 Known bias: the same ledger on s10's own counters gives 0.387 ms against its measured 0.442 ms (ncu
 ran at 1.78 GHz, the ledger prices the 1.98 GHz boost clock); if that holds here too, s11 lands near
 0.33 ms, still inside the 15% band. Written before any measurement of this rung.
-Measured outcome: H200, live pytest run of 2026-12-03T12:16:53Z (NVML-spec session, results/h200/kernels):
-4096^3: 0.4308 ms, 1.47x the prediction; rung 0 0.1777 ms; 2048 x 18944 x 3584: 0.8575 ms, 1.48x;
-32 x 18944 x 3584: 0.1216 ms, 1.90x (finding h200-warp64-kept-s10s-time), run at a 1,560 MHz SM clock probe
-reading (NVML 1,680 MHz) after the power-capped FFN shapes; 0.1087 ms in the 2026-12-02 00:17 session. The first run (kernels plan,
+Measured outcome: H200, live pytest run of 2026-12-03T14:25:36Z (NVML-spec session, card GPU-0a76d8fe,
+results/h200/kernels): 4096^3: 0.4295 ms, 1.47x the prediction; rung 0 0.1757 ms; 2048 x 18944 x 3584:
+0.9008 ms, 1.56x; 32 x 18944 x 3584: 0.1021 ms, 1.60x (finding h200-warp64-kept-s10s-time) at a 1,859 MHz
+SM clock probe (NVML 1,845 MHz, power-capped). The 12:16 session's 32-row run took 0.1216 ms at a 1,560 MHz
+probe reading after the power-capped FFN shapes; 0.1087 ms in the 2026-12-02 00:17 session. The first run (kernels plan,
 2026-12-01 21:51) gave 0.4330 / 0.9828 / 0.0968 ms at the three shapes: s10's time at every shape (0.4422 /
 0.9739 / 0.0957 ms in the 11:09 run) with about half its instructions per mma, so instruction issue is not
 what binds s10 and s11. Nsight Compute at 4096^3 (00:18): 8 resident warps at 6.25 cycles per issued
