@@ -75,10 +75,11 @@ from latency_poisson_overload_findings import (CARRIED, FIRST_WITH_GEMM_TIMINGS,
                                                neighbour_band, ttft_band, ttft_envelope)
 from latency_prefill_findings import (_PINNED, _UTILIZATION, CHECKED_PREFILL, GEMM_ETA_SESSIONS, GEMM_ETA_SPAN,
                                       MEMORY_BOUND_PREFILL, PREFILL_ABOVE_GEMMS_REASON, PREFILL_BELOW_CEILING_REASON,
-                                      PREFILL_ETA_OTHER_SESSION, PREFILL_ROOFLINE_NOISE, PREFILL_ROOFLINE_OTHER_SESSION,
+                                      PREFILL_ETA_OTHER_SESSION, PREFILL_ROOFLINE_RUNS,
                                       PREFILL_RUNS, SHORT_PREFILL_REASON, _decode_overhead_ms,
                                       _prefill_above_gemms_reason, above_gemms_marks, prefill_band,
-                                      prefill_ceiling_marks, short_prefill_marks, short_prefill_reason)
+                                      prefill_ceiling_band, prefill_ceiling_marks, short_prefill_marks,
+                                      short_prefill_reason)
 from latency_run_validity_findings import (HOST_STALL, HOST_STALL_REASON, HOST_STALL_SAME_VISIT, SLOW_PROMPT_FINDING_ID,
                                            SLOW_PROMPT_CLEAN_TTFT_BAND, SLOW_PROMPT_REASON, SLOW_PROMPT_RUNS,
                                            slow_prompt_mark, stalled_run_marks)
@@ -95,7 +96,7 @@ __all__ = [
     "marginal_cost_span", "PER_SEQUENCE_COST", "B1_RESIDUAL_MS", "LLAMA_B1_RATIOS", "LLAMA_OVERHEAD_BELOW_QWEN",
     "BORDERLINE", "decode_step_marks", "ROOFLINE_OTHER_SESSION", "TINY_OVERHEAD_REASON", "TINY_OVERHEAD_FINDING",
     "DECODE_ROOFLINE", "MARGINAL_COST_NEWEST", "MARGINAL_COST_REASON", "marginal_cost_band", "marginal_cost_envelope", "PER_SEQUENCE_FINDING_ID",
-    "marginal_cost_marks", "PREFILL_ROOFLINE_OTHER_SESSION", "PREFILL_ROOFLINE_NOISE", "PREFILL_ETA_OTHER_SESSION",
+    "marginal_cost_marks", "PREFILL_ROOFLINE_RUNS", "prefill_ceiling_band", "PREFILL_ETA_OTHER_SESSION",
     "PREFILL_BELOW_CEILING_REASON", "prefill_ceiling_marks", "PREFILL_RUNS", "GEMM_ETA_SESSIONS", "CHECKED_PREFILL",
     "MEMORY_BOUND_PREFILL", "prefill_band", "SHORT_PREFILL_REASON", "PREFILL_ABOVE_GEMMS_REASON", "GEMM_ETA_SPAN",
     "_PINNED", "_UTILIZATION", "_decode_overhead_ms", "short_prefill_reason", "short_prefill_marks",

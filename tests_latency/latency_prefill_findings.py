@@ -9,30 +9,101 @@ import pytest
 from latency_decode_findings import B1_RESIDUAL_MS
 from latency_findings_common import CHECKED_ON, H100, MEASURED_ON, _count, runs_band
 
-# Qwen2.5-7B's lone prefill / its bare roofline at the matmul ceiling in OTHER_SESSION, by prompt length, and the
-# two runs' noise at that length (each run's repeat scatter + its matmul ceiling's scatter, the newest run's
-# included): both recomputed by test_prefill_bands_are_the_other_sessions_ratios.
-PREFILL_ROOFLINE_OTHER_SESSION: dict[int, float] = {2048: 1.3866, 8192: 1.2726, 16384: 1.2698, 32000: 1.2853}
-PREFILL_ROOFLINE_NOISE: dict[int, float] = {2048: 0.0641, 8192: 0.0846, 16384: 0.0471, 32000: 0.0193}
-# eta fitted on that session's 8,192-token prefill (the recipe before GEMM timings; recomputed by
+# Qwen2.5-7B's lone prefill / its bare roofline at the session's measured matmul ceiling, and that run's noise (its
+# repeat scatter + its matmul ceiling's scatter), per recorded session (its decode.b1 stamp) and prompt length:
+# recomputed by test_prefill_roofline_runs_are_the_recorded_ones, which fails when a session is missing.
+PREFILL_ROOFLINE_RUNS: dict[str, dict[int, tuple[float, float]]] = {
+    "2026-11-30T00:37:45Z": {2048: (1.3866, 0.0527), 8192: (1.2726, 0.0302),
+        16384: (1.2698, 0.0203), 32000: (1.2853, 0.0115)},
+    "2026-12-01T04:47:39.125311Z": {2048: (1.3209, 0.0124), 8192: (1.2667, 0.0209),
+        16384: (1.2732, 0.0092), 32000: (1.2803, 0.0050)},
+    "2026-12-01T05:15:55.000000Z": {2048: (1.3430, 0.0370), 8192: (1.2869, 0.0356),
+        16384: (1.2927, 0.0280), 32000: (1.2956, 0.0231)},
+    "2026-12-01T06:44:22.000000Z": {2048: (1.3372, 0.0383), 8192: (1.2593, 0.0594),
+        16384: (1.2666, 0.0424), 32000: (1.2885, 0.0222)},
+    "2026-12-01T06:53:39.000000Z": {2048: (1.3374, 0.0121), 8192: (1.2585, 0.0401),
+        16384: (1.2726, 0.0206), 32000: (1.2863, 0.0033)},
+    "2026-12-01T11:24:59.000000Z": {2048: (1.3070, 0.0131), 8192: (1.2872, 0.0294),
+        16384: (1.2640, 0.0248), 32000: (1.2830, 0.0078)},
+    "2026-12-01T11:34:04.000000Z": {2048: (1.3760, 0.0402), 8192: (1.2519, 0.0504),
+        16384: (1.2588, 0.0420), 32000: (1.2829, 0.0211)},
+    "2026-12-02T00:05:58.000000Z": {2048: (1.3344, 0.0284), 8192: (1.2773, 0.0311),
+        16384: (1.2700, 0.0291), 32000: (1.2844, 0.0115)},
+    "2026-12-02T00:15:06.000000Z": {2048: (1.3456, 0.0403), 8192: (1.2598, 0.0550),
+        16384: (1.2619, 0.0399), 32000: (1.2837, 0.0214)},
+    "2026-12-02T02:33:51.000000Z": {2048: (1.3457, 0.0215), 8192: (1.2867, 0.0426),
+        16384: (1.2844, 0.0230), 32000: (1.2966, 0.0045)},
+    "2026-12-02T02:43:17.000000Z": {2048: (1.3420, 0.0450), 8192: (1.2821, 0.0470),
+        16384: (1.2899, 0.0320), 32000: (1.3046, 0.0166)},
+    "2026-12-02T04:52:35.000000Z": {2048: (1.2946, 0.0302), 8192: (1.2511, 0.0355),
+        16384: (1.2644, 0.0235), 32000: (1.2871, 0.0094)},
+    "2026-12-02T04:59:44.000000Z": {2048: (1.3088, 0.0183), 8192: (1.2425, 0.0359),
+        16384: (1.2578, 0.0215), 32000: (1.2744, 0.0079)},
+    "2026-12-02T07:14:23.000000Z": {2048: (1.3239, 0.0094), 8192: (1.2628, 0.0418),
+        16384: (1.2654, 0.0222), 32000: (1.2941, 0.0068)},
+    "2026-12-02T07:21:58.000000Z": {2048: (1.3258, 0.0257), 8192: (1.2748, 0.0379),
+        16384: (1.2675, 0.0298), 32000: (1.2889, 0.0141)},
+    "2026-12-02T14:18:58.000000Z": {2048: (1.3634, 0.0152), 8192: (1.2856, 0.0285),
+        16384: (1.2767, 0.0203), 32000: (1.2911, 0.0071)},
+    "2026-12-02T14:26:26.000000Z": {2048: (1.3395, 0.0511), 8192: (1.2732, 0.0470),
+        16384: (1.2745, 0.0388), 32000: (1.2937, 0.0221)},
+    "2026-12-02T16:29:14.000000Z": {2048: (1.3242, 0.0186), 8192: (1.2632, 0.0341),
+        16384: (1.2663, 0.0250), 32000: (1.2861, 0.0105)},
+    "2026-12-02T16:37:12.000000Z": {2048: (1.3802, 0.0492), 8192: (1.2656, 0.0456),
+        16384: (1.2588, 0.0370), 32000: (1.2843, 0.0175)},
+    "2026-12-02T23:51:19.000000Z": {2048: (1.3114, 0.0165), 8192: (1.2637, 0.0487),
+        16384: (1.2715, 0.0171), 32000: (1.2798, 0.0038)},
+    "2026-12-02T23:58:45.000000Z": {2048: (1.3572, 0.0269), 8192: (1.2709, 0.0342),
+        16384: (1.2666, 0.0179), 32000: (1.2863, 0.0061)},
+    "2026-12-03T08:29:08.000000Z": {2048: (1.3150, 0.0253), 8192: (1.2636, 0.0371),
+        16384: (1.2738, 0.0181), 32000: (1.2950, 0.0058)},
+    "2026-12-03T08:36:49.000000Z": {2048: (1.3220, 0.0391), 8192: (1.2709, 0.0577),
+        16384: (1.2705, 0.0437), 32000: (1.2942, 0.0223)},
+    "2026-12-03T12:06:46.000000Z": {2048: (1.4156, 0.0417), 8192: (1.2847, 0.0448),
+        16384: (1.2775, 0.0238), 32000: (1.2958, 0.0126)},
+    "2026-12-03T12:14:50.000000Z": {2048: (1.3782, 0.0114), 8192: (1.2823, 0.0544),
+        16384: (1.2817, 0.0268), 32000: (1.3070, 0.0078)},
+    "2026-12-03T14:16:33.000000Z": {2048: (1.3260, 0.0176), 8192: (1.2417, 0.0521),
+        16384: (1.2614, 0.0228), 32000: (1.2810, 0.0058)},
+    "2026-12-03T14:23:49.000000Z": {2048: (1.2924, 0.0273), 8192: (1.2566, 0.0624),
+        16384: (1.2547, 0.0338), 32000: (1.2822, 0.0183)},
+}
+# eta fitted on the first session's 8,192-token prefill (the recipe before GEMM timings; recomputed by
 # test_latency_findings_reasons.py::test_prefill_eta_fitted_in_the_other_session)
 PREFILL_ETA_OTHER_SESSION = 0.7919
+
+
+def _roofline_span(length: int) -> tuple[float, float]:
+    ratios = [runs[length][0] for runs in PREFILL_ROOFLINE_RUNS.values() if length in runs]
+    return min(ratios), max(ratios)
+
+
+_LONG = (8192, 16384, 32000)
 PREFILL_BELOW_CEILING_REASON = (
     f"At the session's measured 8192^3 bf16 matmul ceiling long prefills are "
-    f"{min(PREFILL_ROOFLINE_OTHER_SESSION.values()) - 1:.0%}-{max(PREFILL_ROOFLINE_OTHER_SESSION.values()) - 1:.0%} "
-    f"slower than their FLOPs (2026-11-30: they reach {1 / max(PREFILL_ROOFLINE_OTHER_SESSION.values()):.0%}-"
-    f"{1 / min(PREFILL_ROOFLINE_OTHER_SESSION.values()):.0%} of it; eta = {PREFILL_ETA_OTHER_SESSION:.2f} when fitted on "
-    "8,192 tokens). Real shapes (K = 3,584, N = 512 for k/v) "
-    "tile worse than 8192^3, FlashAttention's causal kernel runs below GEMM peak, and norms/rope/activations add "
-    "memory-bound passes the FLOP count ignores. Band: the 2026-11-30 session's ratio at that length +- both "
-    "runs' repeat and matmul-ceiling scatter.")
+    f"{min(_roofline_span(n)[0] for n in _LONG) - 1:.0%}-{max(_roofline_span(n)[1] for n in _LONG) - 1:.0%} slower "
+    f"than their FLOPs at 8,192-32,000 tokens and {_roofline_span(2048)[0] - 1:.0%}-{_roofline_span(2048)[1] - 1:.0%} "
+    f"at 2,048, over {len(PREFILL_ROOFLINE_RUNS)} recorded sessions (eta = {PREFILL_ETA_OTHER_SESSION:.2f} when fitted "
+    "on 8,192 tokens in the first). Real shapes (K = 3,584, N = 512 for k/v) tile worse than 8192^3, FlashAttention's "
+    "causal kernel runs below GEMM peak, and norms/rope/activations add memory-bound passes the FLOP count ignores; "
+    "at 2,048 the lone-prompt excess (5-10 ms, h200-short-prefill-excess) adds a share that varies from session to "
+    "session. Band, set at test time: the other sessions' ratios at that length, each widened by its own noise and "
+    "the checked run's (repeat + matmul-ceiling scatter). Until 2026-12-03 the band was one session's ratio (2026-11-30) "
+    "+- two runs' noise; the fifteenth visit's NVML-spec session (card GPU-0a76d8fe) ran 2,048 tokens at 1.292, below "
+    "it and below every earlier session (1.295-1.416): the spread between sessions at 2,048 is larger than one "
+    "session's noise.")
 
 
 def prefill_ceiling_marks(length: int) -> tuple[pytest.MarkDecorator, ...]:
-    ratio, noise = PREFILL_ROOFLINE_OTHER_SESSION[length], PREFILL_ROOFLINE_NOISE[length]
+    """The band is set at test time (prefill_ceiling_band)."""
     return (pytest.mark.finding("h200-prefill-below-matmul-ceiling", hardware=CHECKED_ON,
-                                reason=PREFILL_BELOW_CEILING_REASON,
-                                expected=(round(ratio * (1 - noise), 4), round(ratio * (1 + noise), 4))),)
+                                reason=PREFILL_BELOW_CEILING_REASON),)
+
+
+def prefill_ceiling_band(length: int, stamp: str, own_noise: float) -> tuple[float, float]:
+    """runs_band over every recorded session but the checked run's own (`stamp`, its decode.b1 stamp)."""
+    return runs_band((runs[length] for s, runs in PREFILL_ROOFLINE_RUNS.items() if s != stamp and length in runs),
+                     own_noise)
 
 # measured / predicted lone prefill (engine time from scheduling to first token, median) and that run's noise budget
 # (step_budget's sum: repeat scatter + ceiling spread + calibration spread), per session (its b=1 decode stamp) and
@@ -151,9 +222,18 @@ PREFILL_RUNS: dict[tuple[str, str], dict[int, tuple[float, float]]] = {
     ("llama-3.1-8b", "2026-12-03T12:06:46.000000Z"): {128: (2.8395, 0.0264), 512: (2.0944, 0.1203),
                                                      2048: (1.2596, 0.1261), 16384: (1.1418, 0.1177),
                                                      32000: (1.1368, 0.1073)},
+    ("qwen2.5-7b", "2026-12-03T14:16:33.000000Z"): {128: (3.3191, 0.0490), 512: (2.9862, 0.0927),
+                                                   2048: (1.2093, 0.1023), 8192: (1.0886, 0.1394),
+                                                   16384: (1.1069, 0.1105), 32000: (1.1289, 0.0937)},
+    ("qwen2.5-7b", "2026-12-03T14:23:49.000000Z"): {128: (1.7327, 0.0345), 512: (1.3563, 0.1035),
+                                                   2048: (1.2108, 0.0656), 8192: (1.1077, 0.1020),
+                                                   16384: (1.1070, 0.0735), 32000: (1.1434, 0.0582)},
+    ("llama-3.1-8b", "2026-12-03T14:16:33.000000Z"): {128: (1.8567, 0.0474), 512: (1.6207, 0.1100),
+                                                     2048: (1.2080, 0.1135), 16384: (1.1336, 0.0980),
+                                                     32000: (1.1328, 0.0936)},
 }
 # Sessions whose eta comes from their bf16 GEMM timings at the step's shapes (from 2026-12-01 06:44 on: every session
-# since, the fourteen of 2026-12-02 and the four of 2026-12-03 included). On the
+# since, the fourteen of 2026-12-02 and the six of 2026-12-03 included). On the
 # earlier ones eta was fitted on the 8,192-token prefill, which absorbed the non-GEMM share: their compute-bound
 # prefills say nothing about this calibration's gap. Their 128-token prefill is memory-bound (eta plays no part).
 GEMM_ETA_SESSIONS = {"2026-12-01T06:44:22.000000Z", "2026-12-01T06:53:39.000000Z", "2026-12-01T11:24:59.000000Z",
@@ -163,9 +243,9 @@ GEMM_ETA_SESSIONS = {"2026-12-01T06:44:22.000000Z", "2026-12-01T06:53:39.000000Z
                      "2026-12-02T14:18:58.000000Z", "2026-12-02T14:26:26.000000Z", "2026-12-02T16:29:14.000000Z",
                      "2026-12-02T16:37:12.000000Z", "2026-12-02T23:51:19.000000Z", "2026-12-02T23:58:45.000000Z",
                      "2026-12-03T08:29:08.000000Z", "2026-12-03T08:36:49.000000Z", "2026-12-03T12:06:46.000000Z",
-                     "2026-12-03T12:14:50.000000Z"}
+                     "2026-12-03T12:14:50.000000Z", "2026-12-03T14:16:33.000000Z", "2026-12-03T14:23:49.000000Z"}
 # The run each prefill test replays (the newest session of its model): its band comes from every other run.
-CHECKED_PREFILL = {"qwen2.5-7b": "2026-12-03T12:14:50.000000Z", "llama-3.1-8b": "2026-12-03T12:06:46.000000Z"}
+CHECKED_PREFILL = {"qwen2.5-7b": "2026-12-03T14:23:49.000000Z", "llama-3.1-8b": "2026-12-03T14:16:33.000000Z"}
 MEMORY_BOUND_PREFILL = 128
 
 
@@ -285,9 +365,9 @@ def above_gemms_marks(model: str, name: str, length: int) -> tuple[pytest.MarkDe
     gap, and those sessions' long prefills agree."""
     if length <= 512:
         return ()
-    # strict=False from 8,192 tokens up: 8,192 sat inside its noise budget in nine GEMM-timed sessions and 0.01-0.06
-    # above it in thirteen (2026-12-01 11:24, ten of 2026-12-02's fourteen, two of 2026-12-03's four); 16,384 and 32,000
-    # sit at 1.10-1.21, either side of the prefill goal from one session to the next
+    # strict=False from 8,192 tokens up: 8,192 sat inside its noise budget in ten GEMM-timed sessions and 0.006-0.06
+    # above it in fourteen (2026-12-01 11:24, ten of 2026-12-02's fourteen, three of 2026-12-03's six); 16,384 and
+    # 32,000 sit at 1.10-1.21, either side of the prefill goal from one session to the next
     return tuple(pytest.mark.finding("h200-prefill-above-its-gemms", hardware=CHECKED_ON, quantity=f"{name}{regime}",
                                      reason=_prefill_above_gemms_reason(), expected=prefill_band(model, length),
                                      strict=length < 8192)

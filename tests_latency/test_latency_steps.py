@@ -282,12 +282,20 @@ def test_prefill(length, above_gemms, engine_setup, latency_recording, reconcile
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("length", [pytest.param(n, marks=lf.prefill_ceiling_marks(n)) for n in (2048, 8192, 16384, 32000)])
-def test_prefill_at_the_matmul_ceiling(length, engine_setup, latency_recording, reconcile):
+def test_prefill_at_the_matmul_ceiling(length, engine_setup, latency_recording, session_rec, reconcile):
     rec = latency_recording(f"qwen2.5-7b.prefill.l{length}")
     pred = lat.prefill_time(engine_setup.model, engine_setup.ceilings, lat.UNCALIBRATED, length,
                             engine_setup.sched.max_num_batched_tokens)
+    stamp = session_rec("qwen2.5-7b.decode.b1", beside=rec).recorded_at
+    band = lf.prefill_ceiling_band(length, stamp, _prefill_roofline_noise(session_rec, rec))
     reconcile("prefill_roofline", pred, rec["engine_prefill_s.median"], rel=0.10, why=TARGET_WHY,
-              model=engine_setup.model.name)
+              model=engine_setup.model.name, finding_band=band)
+
+
+def _prefill_roofline_noise(session_rec, rec) -> float:
+    """A lone prefill's noise against the matmul roofline: its repeat scatter + its session's matmul ceiling scatter."""
+    return median_scatter(rec, "engine_prefill_s") + ceiling_scatter(
+        session_rec("ceilings", suite="ceilings", beside=rec), "matmul_bf16")
 
 
 @pytest.mark.gpu
@@ -400,26 +408,30 @@ def test_b1_residuals_are_the_recorded_ones(request, session_rec, target):
 
 
 @pytest.mark.gpu
-@pytest.mark.targets(recorded="qwen2.5-7b.decode.", live=False)
-def test_prefill_bands_are_the_other_sessions_ratios(qwen, session_rec, target, setup_builders):
-    """latency_findings.PREFILL_ROOFLINE_OTHER_SESSION (each prefill-ceiling band's centre) is the 2026-11-30
-    session's measured / roofline ratio, and PREFILL_ROOFLINE_NOISE the two runs' repeat and matmul-ceiling
-    scatter (that session's and the newest's), recomputed from the recordings."""
+@pytest.mark.targets(recorded="qwen2.5-7b.decode.", live=False, hardware=MEASURED_ON)
+def test_prefill_roofline_runs_are_the_recorded_ones(request, qwen, session_rec, target, setup_builders):
+    """latency_findings.PREFILL_ROOFLINE_RUNS (the prefill-ceiling bands, set at test time from the other sessions) is
+    every recorded session's Qwen2.5-7B lone prefill / its bare roofline at that session's matmul ceiling, and that
+    run's noise, recomputed from the recordings; a session missing from the table fails here."""
+    from pytest_anatomy import recordings
+    from pytest_anatomy.session import get_session
+
     build_engine_setup, _ = setup_builders
-    first = session_rec("qwen2.5-7b.decode.b1", not_after=lf.OTHER_SESSION["qwen2.5-7b"])
-    other = build_engine_setup(qwen, session_rec, target, beside=first)
-    newest = session_rec("qwen2.5-7b.prefill.l8192")
-
-    def noise(rec) -> float:
-        return median_scatter(rec, "engine_prefill_s") + ceiling_scatter(
-            session_rec("ceilings", suite="ceilings", beside=rec), "matmul_bf16")
-
-    for n, ratio in lf.PREFILL_ROOFLINE_OTHER_SESSION.items():
-        rec = session_rec(f"qwen2.5-7b.prefill.l{n}", beside=first)
-        roof = lat.prefill_time(qwen, other.ceilings, lat.UNCALIBRATED, n, other.sched.max_num_batched_tokens)
-        assert rec["engine_prefill_s.median"].value / roof.value == pytest.approx(ratio, abs=5e-5), n
-        checked = session_rec(f"qwen2.5-7b.prefill.l{n}", beside=newest)
-        assert noise(rec) + noise(checked) == pytest.approx(lf.PREFILL_ROOFLINE_NOISE[n], abs=5e-5), n
+    results = get_session(request.config).settings.results_dir
+    got: dict[str, dict[int, tuple[float, float]]] = {}
+    for path in recordings.candidates(results, target.name, "latency", "qwen2.5-7b.decode.b1"):
+        b1 = session_rec("qwen2.5-7b.decode.b1", not_after=recordings.load_file(path).recorded_at)
+        setup = build_engine_setup(qwen, session_rec, target, beside=b1)
+        for n in (2048, 8192, 16384, 32000):
+            rec = session_rec(f"qwen2.5-7b.prefill.l{n}", beside=b1)
+            roof = lat.prefill_time(qwen, setup.ceilings, lat.UNCALIBRATED, n, setup.sched.max_num_batched_tokens)
+            got.setdefault(b1.recorded_at, {})[n] = (rec["engine_prefill_s.median"].value / roof.value,
+                                                     _prefill_roofline_noise(session_rec, rec))
+    assert list(got) == list(lf.PREFILL_ROOFLINE_RUNS)
+    for stamp, runs in got.items():
+        assert list(runs) == list(lf.PREFILL_ROOFLINE_RUNS[stamp]), stamp
+        for n, row in runs.items():
+            assert row == pytest.approx(lf.PREFILL_ROOFLINE_RUNS[stamp][n], abs=5e-5), (stamp, n)
 
 
 @pytest.mark.gpu
