@@ -19,7 +19,10 @@ import latency_overload_forms_findings as of
 import pytest
 from latency_closed_loop_findings import llama_closed_below_marks
 from latency_findings_common import H100, LLAMA, MEASURED_ON, QWEN
-from sequence_cost import sequence_cost, simulate_with, simulate_with_slower_kv_read, spread_share
+from latency_sequence_cost_findings import (QWEN_C8_INSIDE_BUDGET, QWEN_CLOSED_AT_ITS_STEP_RUNS,
+                                            qwen_closed_at_its_step_marks)
+from latency_setups import median_scatter
+from sequence_cost import decode_sweep_fit, sequence_cost, simulate_with, simulate_with_slower_kv_read, spread_share
 from test_latency_load import _kw, _label, _setup, itl_budget, run_workload
 
 from pytest_anatomy.theory import serving as sv
@@ -61,6 +64,7 @@ def _cases():
     for model in (QWEN, LLAMA):
         for run in RUNS:
             marks = llama_closed_below_marks() if model == LLAMA and run.startswith("closed.") else ()
+            marks = (*marks, *qwen_closed_at_its_step_marks(run)) if model == QWEN else marks
             marks = (*marks, *of.overload_forms_marks(model, run))
             yield pytest.param(model, run, id=f"{model}-{run}", marks=marks)
 
@@ -81,6 +85,15 @@ def llama_closed_band(request) -> tuple[float, float] | None:
         _, pred, budget, _ = predict(request, model, o)
         ends.append((o["aggregate.itl_s.median"].value / pred.value, sum(budget.values())))
     return (round(min(r * (1 - b - own) for r, b in ends), 4), round(max(r * (1 + b + own) for r, b in ends), 4))
+
+
+def at_its_isolated_step(latency_recording, rec, predicted_s: float, budget: float) -> tuple[float, float]:
+    """QWEN_CLOSED_AT_ITS_STEP_ID's band: the same session's isolated decode step at batch C over the prediction,
+    +- that step's repeat scatter and this check's budget."""
+    step = latency_recording(f"{QWEN}.decode.b{rec.data['run']['settings']['concurrency']}", beside=rec)
+    ratio = step["itl_steady_engine_clock_s.median"].value / predicted_s
+    spread = median_scatter(step, "itl_steady_engine_clock_s") + budget
+    return (round(ratio * (1 - spread), 4), round(ratio * (1 + spread), 4))
 
 
 def per_kv_byte_median(setup, cost, rec) -> float:
@@ -110,6 +123,8 @@ def test_itl_median_with_the_sequence_cost_measured_apart(model, run, request, l
     rec = latency_recording(f"{model}.{run}")
     setup, pred, budget, cost = predict(request, model, rec)
     band = llama_closed_band
+    if model == QWEN and run in QWEN_CLOSED_AT_ITS_STEP_RUNS:
+        band = at_its_isolated_step(latency_recording, rec, pred.value, sum(budget.values()))
     if of.covers(model, run):
         band = forms_band(pred.value, per_kv_byte_median(setup, cost, rec), sum(budget.values()))
     reconcile("itl_median_with_sequence_cost", pred, rec["aggregate.itl_s.median"], budget=budget, why=WHY,
@@ -133,6 +148,29 @@ def test_overload_forms_table_is_the_recorded_one(model, request, target):
     assert list(table) == list(got)
     for key, row in got.items():
         assert table[key] == pytest.approx(row, abs=5e-5), (key, row)
+
+
+@pytest.mark.gpu
+@pytest.mark.targets(recorded="qwen2.5-7b.closed.c8", live=False, hardware=MEASURED_ON)
+def test_closed_c8_runs_at_its_isolated_step_in_every_session(request, target, latency_recording):
+    """h200-closed-loop-runs-at-its-isolated-step over every recorded session, not only the newest a replay checks:
+    the C=8 loop's median ITL / its prediction lies in the band of its session's isolated b=8 step, that session's b=1
+    step lies below its b = 1..64 line (the anchor's offset), and QWEN_C8_INSIDE_BUDGET counts the runs whose miss the
+    budget alone covers."""
+    from pytest_anatomy import recordings
+    from pytest_anatomy.session import get_session
+
+    results = get_session(request.config).settings.results_dir
+    inside = runs = 0
+    for rec in map(recordings.load_file, recordings.candidates(results, target.name, "latency", f"{QWEN}.closed.c8")):
+        setup, pred, budget, _ = predict(request, QWEN, rec)
+        ratio, total = rec["aggregate.itl_s.median"].value / pred.value, sum(budget.values())
+        low, high = at_its_isolated_step(latency_recording, rec, pred.value, total)
+        assert low <= ratio <= high, (rec.recorded_at, ratio, (low, high))
+        fit = decode_sweep_fit(setup, lambda name, rec=rec: latency_recording(name, beside=rec))
+        assert fit.intercept_s + fit.slope.value > fit.steps_s[1], (rec.recorded_at, fit.steps_s[1])
+        inside, runs = inside + (abs(ratio - 1) <= total), runs + 1
+    assert (inside, runs) == QWEN_C8_INSIDE_BUDGET
 
 
 @pytest.mark.parametrize("model", (QWEN, LLAMA))

@@ -1,0 +1,45 @@
+"""Qwen2.5-7B's closed loops above the prediction with the per-sequence excess (test_latency_sequence_cost.py).
+
+The prediction starts from the session's b=1 step (the calibration point) and adds the b = 1..64 line's slope per
+sequence. The isolated decode steps do not lie on that line: in every session of 2026-11-30..2026-12-03 whose sweep was
+checked, the residuals from the line over b = 1, 2, 4, 8, 16, 32, 64 have one S shape (2026-12-03 14:16: -39, -32, +1,
++23, +42, +33, -28 us; 2026-11-30: -38, -30, -12, +16, +67, +28, -30 us). The b=1 anchor sits ~20-45 us below the
+line, so every batch above 1 is predicted that much short, plus the line's own misfit there: at C=8 and C=32 about
++1.2% of the step, at C=64 (-28 us misfit) about +0.2%. The budget's line-misfit term measures the isolated step
+against the line, not against the prediction, and leaves the anchor's offset out.
+
+A closed loop runs at its isolated step: the C=8 loop's median ITL against the same session's decode.b8 step,
+4.971 / 4.972, 4.972 / 4.976, 4.880 / 4.879, 4.894 / 4.888, 4.855 / 4.853 ms (2026-12-03 14:16, 12:06, 08:29,
+2026-12-02 23:51, 2026-11-30 00:37). Over the fourteen recorded H200 sessions the C=8 loop sat +0.65% to +1.71% above
+its prediction, C=32 -0.08% to +2.09%, C=64 -0.74% to +0.61%; live, the check first ran on 2026-12-02 23:46, and the
+fifteenth visit's C=8 run (+1.30%, the quietest yet: repeat scatter 0.09%, budget 1.06%) was the first to leave it.
+"""
+
+from __future__ import annotations
+
+import pytest
+from latency_findings_common import MEASURED_ON
+
+QWEN_CLOSED_AT_ITS_STEP_ID = "h200-closed-loop-runs-at-its-isolated-step"
+QWEN_CLOSED_AT_ITS_STEP_RUNS = ("closed.c8",)  # C=32 and 64: the offset (~1.1%, ~0.2%) sits inside their budgets
+# (runs inside this check's budget, runs) of the C=8 loop over the recorded H200 sessions: recomputed by
+# test_latency_sequence_cost.py::test_closed_c8_runs_at_its_isolated_step_in_every_session
+QWEN_C8_INSIDE_BUDGET = (10, 14)
+QWEN_CLOSED_AT_ITS_STEP = (
+    "Qwen2.5-7B's closed loop at C = 8 (as at 32 and 64) runs at the same session's isolated decode step at batch C, "
+    "which the prediction with the per-sequence excess puts ~1.2% short: that prediction starts at the b=1 step and "
+    "adds the b = 1..64 line's slope, but the isolated steps lie on an S-shaped curve around the line (the same shape "
+    "in every session: b=1 ~20-45 us below it, b=8..32 up to ~65 us above, b=64 ~10-30 us below), so the b=1 anchor's "
+    "offset carries into every batch and the budget's line-misfit term, taken against the line, leaves it out. Band, "
+    "set at test time: the same session's isolated step at batch C over the prediction, +- that step's repeat scatter "
+    "and this check's budget. strict=False: in noisier sessions the offset is inside the budget "
+    f"({QWEN_C8_INSIDE_BUDGET[0]} of the {QWEN_C8_INSIDE_BUDGET[1]} recorded); at C=32 and 64 (offsets ~1.1% and "
+    "~0.2%) it always is. Only the H200 is claimed: the H100's one session has C=8 at +0.90%, C=32 at -0.49%.")
+
+
+def qwen_closed_at_its_step_marks(run: str) -> tuple[pytest.MarkDecorator, ...]:
+    """The band is set at test time (test_latency_sequence_cost.at_its_isolated_step)."""
+    if run not in QWEN_CLOSED_AT_ITS_STEP_RUNS:
+        return ()
+    return (pytest.mark.finding(QWEN_CLOSED_AT_ITS_STEP_ID, hardware=MEASURED_ON, strict=False,
+                                quantity="itl_median_with_sequence_cost", reason=QWEN_CLOSED_AT_ITS_STEP),)
