@@ -20,10 +20,11 @@ from latency_findings_common import CHECKED_ON, LLAMA, OTHER_SESSION_NOISE, QWEN
 # closed form with the prefill-fitted eta / with the eta its session's GEMM timings give; 1 where it timed none).
 # test_steady_state_bands_are_the_recorded_ratios recomputes them.
 STEADY_STATE_RATIOS: dict[str, tuple[float, ...]] = {"qwen2.5-7b": (0.9014, 0.9125, 0.9092, 0.9221, 0.9150, 0.9168,
-                                                                    0.9114, 0.9106, 0.9157, 0.9015, 0.9000, 0.9112),
+                                                                    0.9114, 0.9106, 0.9157, 0.9015, 0.9000, 0.9112,
+                                                                    0.9117),
                                                      "llama-3.1-8b": (0.9014, 0.9125, 0.9092, 0.9221, 0.9150, 0.9168,
                                                                       0.9114, 0.9106, 0.9157, 0.9015, 0.9000, 0.9112,
-                                                                      0.9117)}
+                                                                      0.9117, 0.9043)}
 
 
 def steady_state_band(model: str, shift: float) -> tuple[float, float]:
@@ -47,7 +48,8 @@ STEADY_STATE_WITH_GEMM_ETA: dict[str, tuple[float, float]] = {"2026-12-01T06:44:
                                                               "2026-12-02T16:29:14.000000Z": (0.8434, 0.9356),
                                                               "2026-12-02T23:51:19.000000Z": (0.8443, 0.9381),
                                                               "2026-12-03T08:29:08.000000Z": (0.8399, 0.9217),
-                                                              "2026-12-03T12:06:46.000000Z": (0.8378, 0.9190)}
+                                                              "2026-12-03T12:06:46.000000Z": (0.8378, 0.9190),
+                                                              "2026-12-03T14:16:33.000000Z": (0.8484, 0.9381)}
 _QWEN_STEADY = STEADY_STATE_RATIOS[LLAMA]  # every recorded Qwen2.5-7B run: Llama's band
 (_LLAMA_STEADY_AT, _LLAMA_STEADY), = STEADY_STATE_LLAMA.items()
 _FIRST_GEMM_STEADY = min(STEADY_STATE_WITH_GEMM_ETA)
@@ -80,13 +82,13 @@ def steady_state_marks(model: str) -> tuple[pytest.MarkDecorator, ...]:
 # that miss: band = that step's measured/predicted +- its budget and the closed run's own (never the closed run's
 # ratio). (ratio, budget) of the decode step, the closed run's budget; test_closed_itl_bands_are_the_decode_steps
 # recomputes them, and checks that a case is listed exactly when its decode step misses beyond its budget.
-# (C = 64's source is the 2026-12-03 12:06 session's b=64 step, which the validity check does not flag, as it did not
-# flag the 08:29 or the 2026-12-02 23:51 session's; the 16:29 session's, before those, was a flagged run:
+# (C = 64's source is the 2026-12-03 14:16 session's b=64 step, which the validity check does not flag, as it did not
+# flag the 12:06, the 08:29 or the 2026-12-02 23:51 session's; the 16:29 session's, before those, was a flagged run:
 # h200-decode-stalled-run.)
 CLOSED_ITL_FROM_DECODE: dict[tuple[str, int], StepCarried] = {
-    (QWEN, 8): StepCarried(((1.0266, 0.0084),), 0.0048),
-    (QWEN, 32): StepCarried(((1.0390, 0.0070),), 0.0045),
-    (QWEN, 64): StepCarried(((1.0467, 0.0093),), 0.0047),
+    (QWEN, 8): StepCarried(((1.0170, 0.0088),), 0.0053),
+    (QWEN, 32): StepCarried(((1.0362, 0.0077),), 0.0049),
+    (QWEN, 64): StepCarried(((1.0433, 0.0104),), 0.0047),
 }
 # Closed loop at C = 1: the throughput is the inverse of a b=1 decode step (plus one prefill in ~60 steps), so where
 # the same session's isolated b=1 step misses beyond its budget, the band is the inverse of its ratio +- its budget and
@@ -127,10 +129,10 @@ def closed_itl_marks(model: str, c: int) -> tuple[Any, ...]:
     return (pytest.mark.finding(
         "h200-decode-per-sequence-cost", hardware=CHECKED_ON, quantity="itl_median",
         reason=(f"Closed loop at C = {c}: the median ITL is a decode step of batch {c}, and the same session's isolated "
-                f"decode step at batch {c} runs {ratio:.4f}x its prediction (budget +-{budget:.4f}): each sequence "
-                "costs more than its KV bytes at the read ceiling. Band: that step's ratio +- its budget and this "
-                "run's."),
-        expected=carried.band()),)
+                f"decode step at batch {c} runs {ratio:.4f}x its prediction (budget +-{budget:.4f}; the newest H200 "
+                "session's): each sequence costs more than its KV bytes at the read ceiling. Band, set at test time "
+                "(test_closed_loop_itl_mean_and_median): the checked run's own session's step ratio +- its budget and "
+                "this run's.")),)
 
 
 # --- closed loop at C = 1: the first-token time the simulation lacks (test_closed_loop_throughput) -----------------
@@ -156,6 +158,7 @@ C1_FIRST_TOKEN: dict[str, tuple[float, float, float, float]] = {
     "2026-12-02T23:51:19.000000Z": (0.9899, 1.0048, 0.0120, 0.0008),
     "2026-12-03T08:29:08.000000Z": (0.9855, 0.9937, 0.0091, 0.0018),
     "2026-12-03T12:06:46.000000Z": (0.9878, 1.0018, 0.0096, 0.0039),
+    "2026-12-03T14:16:33.000000Z": (0.9934, 1.0102, 0.0637, 0.0004),
 }
 
 
@@ -260,6 +263,7 @@ CLOSED_THROUGHPUT_RUNS: dict[int, dict[str, tuple[float, float, float]]] = {
         "2026-12-02T23:51:19.000000Z": (0.9770, 0.0290, 0.8870),
         "2026-12-03T08:29:08.000000Z": (0.9710, 0.0285, 0.9372),
         "2026-12-03T12:06:46.000000Z": (0.9750, 0.0297, 0.9368),
+        "2026-12-03T14:16:33.000000Z": (0.9767, 0.0221, 0.8457),
     },
     32: {
         "2026-11-30T00:37:45Z": (0.9946, 0.0431, 1.5947),
@@ -275,6 +279,7 @@ CLOSED_THROUGHPUT_RUNS: dict[int, dict[str, tuple[float, float, float]]] = {
         "2026-12-02T23:51:19.000000Z": (0.9537, 0.0540, 1.8426),
         "2026-12-03T08:29:08.000000Z": (0.9461, 0.0532, 1.8172),
         "2026-12-03T12:06:46.000000Z": (0.9450, 0.0566, 1.8500),
+        "2026-12-03T14:16:33.000000Z": (0.9565, 0.0530, 1.8029),
     },
     64: {
         "2026-11-30T00:37:45Z": (0.9837, 0.0486, 1.4839),
@@ -290,6 +295,7 @@ CLOSED_THROUGHPUT_RUNS: dict[int, dict[str, tuple[float, float, float]]] = {
         "2026-12-02T23:51:19.000000Z": (0.9321, 0.0653, 1.7053),
         "2026-12-03T08:29:08.000000Z": (0.9347, 0.0644, 1.6545),
         "2026-12-03T12:06:46.000000Z": (0.9254, 0.0717, 1.6879),
+        "2026-12-03T14:16:33.000000Z": (0.9410, 0.0653, 1.6460),
     },
 }
 
@@ -372,8 +378,9 @@ def _c64_short_reason() -> str:
 # miss holds Qwen2.5-7B's to it: a finding where more than one session misses its budget, all short):
 # - Qwen2.5-7B at C = 8: short in every session, several beyond the budget, further on the H100; no mechanism measured
 #   apart, so its id says the cause is not established. Not left on the 10% goal with a guard, as ITL_MEAN_ON_GOAL
-#   keeps the same runs' mean ITL: the newest H200 session meets its throughput budget, so a guard that the run
-#   misses would fail there, while a budget and a band from the other sessions are a sharper claim than 10%.
+#   keeps the same runs' mean ITL: most H200 sessions meet their throughput budget (the 2026-12-03 12:06 one, the
+#   newest when this was decided, among them), so a guard that the run misses would fail there, while a budget and
+#   a band from the other sessions are a sharper claim than 10%.
 # - Qwen2.5-7B at C = 32: short in every session, their first tokens late as at C = 64 (the table's third column:
 #   mean TTFT 1.6-1.9x simulated, where C = 8's is ~0.8-1.05x), so the first-token time of PROMPT_STEPS_SLOWER, its id
 #   reused. Until the 2026-12-03 08:29 session only one session (2026-12-02 16:29) missed its budget, the miss a
