@@ -91,7 +91,8 @@ NGRAM_ONE_TOKEN = (562, 800, 185, 7368)
 NGRAM_STEPS, NGRAM_WINDOWS = 413, 105
 
 
-def priced_prompt_ms(calibration: dict, row: dict, context: float, decodes: int, new: int, past: int) -> float:
+def priced_prompt_ms(calibration: dict, row: dict, context: float, decodes: int, new: int, past: int,
+                     model: str = lf.MODEL) -> float:
     """The step model's time (ms) of a step carrying `new` prompt tokens on `past` cached ones beside `decodes`
     decodes at `context`, under a preregistered rung's knobs (no graph padding: no prompt step is captured)."""
     from pytest_anatomy.deployment_ladder import calibration_from_record
@@ -101,7 +102,7 @@ def priced_prompt_ms(calibration: dict, row: dict, context: float, decodes: int,
     kw = row["engine_kwargs"]
     knobs = dp.EngineKnobs(kw["max_num_seqs"], kw["max_num_batched_tokens"], kw["enable_prefix_caching"],
                            "quantization" in kw, "kv_cache_dtype" in kw, not kw["enforce_eager"], 0)
-    sm = dp.step_model(load_model(lf.MODEL), *calibration_from_record(calibration), knobs)
+    sm = dp.step_model(load_model(model), *calibration_from_record(calibration), knobs)
     return sm.seconds(decodes, decodes * context, ((new, past),)) * 1e3
 
 

@@ -148,7 +148,7 @@ NGRAM_PREDICTED: dict[str, float] = {"itl_p50_s": 0.2003, "itl_p99_s": 0.4482, "
                                      "goodput": 2.8915}
 
 
-def priced_step_ms(calibration: dict, row: dict, context: float, batch: int) -> float:
+def priced_step_ms(calibration: dict, row: dict, context: float, batch: int, model: str = MODEL) -> float:
     """A pure decode step of `batch` sequences (speculating: a verify of batch x (k + 1) tokens padded to the
     spec-adjusted graph size, as the simulator prices it) under a preregistered rung's knobs, ms."""
     from pytest_anatomy.deployment_ladder import calibration_from_record
@@ -160,7 +160,7 @@ def priced_step_ms(calibration: dict, row: dict, context: float, batch: int) -> 
     k = kw.get("speculative_config", {}).get("num_speculative_tokens", 0)
     knobs = dp.EngineKnobs(kw["max_num_seqs"], kw["max_num_batched_tokens"], kw["enable_prefix_caching"],
                            "quantization" in kw, "kv_cache_dtype" in kw, not kw["enforce_eager"], k)
-    sm = dp.step_model(load_model(MODEL), *calibration_from_record(calibration), knobs)
+    sm = dp.step_model(load_model(model), *calibration_from_record(calibration), knobs)
     if not k:
         return sm.seconds(batch, batch * context) * 1e3
     q = batch * (k + 1)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import random
 import statistics
+from bisect import bisect_right
 from functools import lru_cache
 from typing import Any
 
@@ -125,13 +126,8 @@ def resampled_gain_interval(run: dict[str, Any], parent: dict[str, Any], metric:
 
 
 # --- the chat ladder's methods (2026-12-03; ladder_chat.py quotes them) ---------------------------------------------
-def prompt_windows(requests: list[dict[str, Any]]) -> list[tuple[float, int, int]]:
-    """(seconds, new tokens, outputs) of every step window into which a request was scheduled: the gap between two
-    consecutive steps' first outputs (engine_steps' grouping) holding at least one request's scheduled_ts. With async
-    scheduling the engine core launches the step carrying that prompt inside this gap, before it can emit the running
-    step's outputs; without it (speculation) the step ends the gap. New tokens: the scheduled requests' input less
-    their cached tokens (a chunked prompt's later chunks are not counted); outputs: those the gap's closing step
-    emitted (its running sequences), so new tokens + outputs is the step's size when no prompt was chunked."""
+def _step_starts(requests: list[dict[str, Any]]) -> tuple[list[float], list[int]]:
+    """The first output (engine clock) and the output count of every engine step (engine_steps' grouping)."""
     outs = sorted(r["engine"]["arrival_time"] + t for r in requests if r.get("engine") for t in r["engine_chunks"])
     firsts: list[float] = []
     sizes: list[int] = []
@@ -141,14 +137,30 @@ def prompt_windows(requests: list[dict[str, Any]]) -> list[tuple[float, int, int
         else:
             firsts.append(t)
             sizes.append(1)
+    return firsts, sizes
+
+
+def timed_prompt_windows(requests: list[dict[str, Any]]) -> list[tuple[float, float, int, int]]:
+    """prompt_windows with each window's ends on the engine's clock: (start, end, new tokens, outputs)."""
+    firsts, sizes = _step_starts(requests)
     sched = sorted((r["engine"]["arrival_time"] + r["engine"]["scheduled_ts"],
                     r["input_len"] - (r["num_cached_tokens"] or 0)) for r in requests if r.get("engine"))
     windows = []
     for a, b, n in zip(firsts, firsts[1:], sizes[1:]):
         new = [tokens for t, tokens in sched if a < t <= b]
         if new:
-            windows.append((b - a, sum(new), n))
+            windows.append((a, b, sum(new), n))
     return windows
+
+
+def prompt_windows(requests: list[dict[str, Any]]) -> list[tuple[float, int, int]]:
+    """(seconds, new tokens, outputs) of every step window into which a request was scheduled: the gap between two
+    consecutive steps' first outputs (engine_steps' grouping) holding at least one request's scheduled_ts. With async
+    scheduling the engine core launches the step carrying that prompt inside this gap, before it can emit the running
+    step's outputs; without it (speculation) the step ends the gap. New tokens: the scheduled requests' input less
+    their cached tokens (a chunked prompt's later chunks are not counted); outputs: those the gap's closing step
+    emitted (its running sequences), so new tokens + outputs is the step's size when no prompt was chunked."""
+    return [(b - a, new, n) for a, b, new, n in timed_prompt_windows(requests)]
 
 
 def prompt_window_ms(requests: list[dict[str, Any]], graph_max: int | None = None,
@@ -202,3 +214,29 @@ def one_token_chunks(requests: list[dict[str, Any]], early: int = 5) -> tuple[in
     sizes = [(i < early, k) for r in requests for i, k in enumerate(r["chunk_tokens"][1:])]
     return (sum(1 for e, k in sizes if e and k == 1), sum(1 for e, _ in sizes if e),
             sum(1 for e, k in sizes if not e and k == 1), sum(1 for e, _ in sizes if not e))
+
+
+# --- Llama-3.1-8B's chat ladder and plan_top (2026-12-03 14:26-14:37; ladder_llama_chat.py quotes them) --------------
+def itl_tail_windows(requests: list[dict[str, Any]], size: int, q: float = 99.0) -> tuple[int, int, int]:
+    """Where the per-token ITL tail (itl_tail's chunks at or above the q-th percentile) sits on the engine's clock:
+    (its tokens, those whose output closed a prompt window, those whose window's step (new tokens + outputs) exceeds
+    `size`, a largest captured CUDA-graph size). A chunk's output closes a window when it belongs to the step that ends
+    the window (the last step starting at or before it: engine_steps' grouping); its client-side gap then spans it."""
+    firsts, _ = _step_starts(requests)
+    ends = {b: new + n for _, b, new, n in timed_prompt_windows(requests)}
+    chunks = [(t1 - t0, k, r["engine"]["arrival_time"] + r["engine_chunks"][i]) for r in requests
+              for i, (t0, t1, k) in enumerate(zip(r["chunks"], r["chunks"][1:], r["chunk_tokens"][1:]), start=1)]
+    cut = float(np.percentile(np.repeat([d / k for d, k, _ in chunks], [k for _, k, _ in chunks]), q))
+    tail = [(k, firsts[bisect_right(firsts, t) - 1]) for d, k, t in chunks if d / k >= cut]
+    return (sum(k for k, _ in tail), sum(k for k, step in tail if step in ends),
+            sum(k for k, step in tail if ends.get(step, 0) > size))
+
+
+def resampled_metric_interval(run: dict[str, Any], metric: str, slo: Slo, resamples: int = RESAMPLES,
+                              seed: int = SEED) -> tuple[float, float]:
+    """The 95% interval of one run's `metric` over request resamples (resampled_gain_interval without a parent)."""
+    rng = random.Random(seed)
+    mine = [r for r in records(run) if r.ok]
+    values = [sample_metric(rng.choices(mine, k=len(mine)), run["start"], metric, slo) for _ in range(resamples)]
+    kept = [v for v in values if v is not None]
+    return percentile(kept, 2.5), percentile(kept, 97.5)
