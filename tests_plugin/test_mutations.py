@@ -1,12 +1,14 @@
 """Falsifiability: each deliberate error in the theory must turn a recorded reconciliation into a diverge.
 
 The catalogue (tests_plugin/theory_mutants.py) lists one-line mutations of pytest_anatomy/theory/:
-a term dropped, a constant x1.05, a rounding changed. For each, a fresh interpreter replays the
-recorded reconciliations that depend on the mutated function, with the mutation applied by a plugin
-(`-p theory_mutants`), and the JSON ledger is read back. A mutation is caught when at least one
-reconciliation's verdict is `diverge`; every reconciliation counts as a prediction until they carry
-a kind. A known survivor (its `survivor` field says why nothing can catch it) must stay uncaught, so
-the list stays true: catching it fails too, asking for the mark to be removed.
+a term dropped, a constant x1.05, a rounding changed. For each, the recorded reconciliations that depend on
+the mutated function are replayed with the mutation applied, and the JSON ledger is read back. The mutations
+of one area share an interpreter (`-p mutant_batch`): it collects the union of their selections once and forks
+one child per mutation, which applies it and runs its own selection (a mutation whose function collection calls
+is replayed alone instead, in a fresh interpreter with `-p theory_mutants`). A mutation is caught when at least
+one reconciliation's verdict is `diverge`; every reconciliation counts as a prediction until they carry a kind.
+A known survivor (its `survivor` field says why nothing can catch it) must stay uncaught, so the list stays
+true: catching it fails too, asking for the mark to be removed.
 """
 
 from __future__ import annotations
@@ -18,38 +20,72 @@ import sys
 from pathlib import Path
 
 import pytest
+from mutant_batch import MARK, NAMES_ENV, OUT_ENV
 from theory_mutants import BY_NAME, CATALOGUE, MUTATION_ENV, Mutation, mutated_source
 
 from pytest_anatomy import run_share
 
 ROOT = Path(__file__).resolve().parents[1]
+# Without the h100-sxm replays (2026-12-02: our H100 sessions, and the third-party H100 rows with them): they
+# repeat the H200's checks on the same theory and add ~35 s of CPU across the catalogue; every mutation is still
+# caught (or a listed survivor) without them, which the tests below assert.
+# Nor the table checks (*_is_the_recorded_one(s)): they recompute a committed table from every recorded session and
+# assert it, reconciling nothing, so they cannot turn a prediction into a diverge; they were ~45% of a latency
+# replay's time (14.5 s -> 8.0 s for the same 198 reconciliations, 2026-12-03).
+SKIP = "not h100-sxm and not recorded_one"
 
 
-def _replay(selection: tuple[str, ...], keyword: str, ledger: Path, mutation: str = "") -> dict:
-    env = {k: v for k, v in os.environ.items() if k != MUTATION_ENV}
+def _run(selection: tuple[str, ...], keyword: str, plugin: str, env_set: dict[str, str], basetemp: Path,
+         timeout: float) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in (MUTATION_ENV, NAMES_ENV, OUT_ENV)}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "tests_plugin"), env.get("PYTHONPATH", "")]))
-    if mutation:
-        env[MUTATION_ENV] = mutation
+    env.update(env_set)
     # Parsed raw files and compiler outputs, computed once per run (none of them theory: run_share's rule)
     shared = run_share.folder()
     if shared is not None:
         env[run_share.ENV] = str(shared)
-    cmd = [sys.executable, "-m", "pytest", *selection, "-p", "theory_mutants", "-p", "no:cacheprovider",
-           "-p", "no:xdist", "-q", "--anatomy-source=recorded", f"--anatomy-report={ledger}"]
-    # Without the h100-sxm replays (2026-12-02: our H100 sessions, and the third-party H100 rows with them): they
-    # repeat the H200's checks on the same theory and add ~35 s of CPU across the catalogue; every mutation is still
-    # caught (or a listed survivor) without them, which the tests below assert.
-    # Nor the table checks (*_is_the_recorded_one(s)): they recompute a committed table from every recorded session and
-    # assert it, reconciling nothing, so they cannot turn a prediction into a diverge; they were ~45% of a latency
-    # replay's time (14.5 s -> 8.0 s for the same 198 reconciliations, 2026-12-03).
-    skip = "not h100-sxm and not recorded_one"
-    cmd += ["-k", f"({keyword}) and {skip}" if keyword else skip]
-    proc = subprocess.run(cmd, check=False, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    cmd = [sys.executable, "-m", "pytest", *selection, "-p", plugin, "-p", "no:cacheprovider",
+           "-p", "no:xdist", "-q", "--anatomy-source=recorded", "-k", f"({keyword}) and {SKIP}" if keyword else SKIP,
+           # its own tmp root: pytest's default one would first sweep the run's older numbered folders (~1.7 s each)
+           f"--basetemp={basetemp}"]
+    return subprocess.run(cmd, check=False, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def _replay(selection: tuple[str, ...], keyword: str, ledger: Path, mutation: str = "") -> dict:
+    """One mutation, applied before collection in a fresh interpreter (`-p theory_mutants`)."""
+    proc = _run((*selection, f"--anatomy-report={ledger}"), keyword, "theory_mutants",
+                {MUTATION_ENV: mutation} if mutation else {}, ledger.parent / f"{ledger.stem}.tmp", timeout=300)
     # 0: all passed, 1: some tests failed; anything else is an error of the run itself.
     if proc.returncode not in (0, 1) or not ledger.exists():
         pytest.fail(f"replay {'under ' + mutation if mutation else 'unmutated'} exited {proc.returncode}:\n"
                     f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
     return json.loads(ledger.read_text())
+
+
+def _replay_group(mutations: list[Mutation], out: Path) -> dict[str, dict]:
+    """Each mutation's ledger, from one interpreter that collects the union of their selections once and forks a
+    child per mutation (tests_plugin/mutant_batch.py); a mutation whose function collection calls is replayed
+    alone (_replay), since applying it after collection would miss that call."""
+    union = tuple(dict.fromkeys(arg for m in mutations for arg in m.selection))
+    proc = _run(union, mutations[0].keyword, "mutant_batch",
+                {NAMES_ENV: ",".join(m.name for m in mutations), OUT_ENV: str(out)}, out / "tmp",
+                timeout=120 + 60 * len(mutations))
+    if proc.returncode != 0 or not (out / "outcome.json").exists():
+        pytest.fail(f"batch replay of {[m.name for m in mutations]} exited {proc.returncode}:\n"
+                    f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    outcome = json.loads((out / "outcome.json").read_text())
+    ledgers = {}
+    for m in mutations:
+        if m.name in outcome["collection_called"]:
+            ledgers[m.name] = _replay(m.selection, m.keyword, out / f"{m.name}.alone.json", m.name)
+            continue
+        code, ledger = outcome["exit"].get(m.name), out / f"{m.name}.json"
+        # 0: all passed, 1: some tests failed; anything else is an error of the run itself.
+        if code not in (0, 1) or not ledger.exists():
+            output = proc.stdout.split(MARK + m.name + "\n", 1)[-1].split(MARK, 1)[0]
+            pytest.fail(f"replay under {m.name} exited {code}:\n{output[-3000:]}\n{proc.stderr[-3000:]}")
+        ledgers[m.name] = json.loads(ledger.read_text())
+    return ledgers
 
 
 def _diverges(ledger: dict) -> list[str]:
@@ -81,15 +117,62 @@ def test_the_plugin_without_a_mutation_changes_nothing(monkeypatch):
     assert {m.name: getattr(importlib.import_module(m.module), m.function) for m in CATALOGUE} == before
 
 
-@pytest.mark.parametrize("mutation", [pytest.param(m, id=m.name) for m in CATALOGUE])
-def test_mutation_turns_a_prediction_into_a_diverge(mutation: Mutation, tmp_path):
-    ledger = _replay(mutation.selection, mutation.keyword, tmp_path / "ledger.json", mutation.name)
-    assert ledger["reconciliations"], f"{mutation.name}: the selection replayed no reconciliation"
+def _groups() -> dict[str, list[Mutation]]:
+    """The catalogue by area (and -k keyword: one collection has one): ~2-8 replays each, ~10-40 s."""
+    groups: dict[str, list[Mutation]] = {}
+    for m in CATALOGUE:
+        name = m.area.replace(" ", "-") + (f"-k-{m.keyword}" if m.keyword else "")
+        groups.setdefault(name, []).append(m)
+    return groups
+
+
+def _verdict(mutation: Mutation, ledger: dict) -> str:
+    """What is wrong with this mutation's replay; "" when it is caught, or a listed survivor that survived."""
+    if not ledger["reconciliations"]:
+        return f"{mutation.name}: the selection replayed no reconciliation"
     caught = _diverges(ledger)
-    if mutation.survivor:
-        assert not caught, (f"{mutation.name} is listed as a known survivor but is now caught by "
-                            f"{len(caught)} reconciliation(s); remove its survivor reason:\n" + "\n".join(caught[:10]))
-    else:
-        assert caught, (f"{mutation.name} ({mutation.what}) survived: no reconciliation of "
-                        f"{', '.join(mutation.selection)} diverged. Add a check computed from theory in the suite it "
-                        "belongs to, or list it as a known survivor with the reason")
+    if mutation.survivor and caught:
+        return (f"{mutation.name} is listed as a known survivor but is now caught by "
+                f"{len(caught)} reconciliation(s); remove its survivor reason:\n" + "\n".join(caught[:10]))
+    if not mutation.survivor and not caught:
+        return (f"{mutation.name} ({mutation.what}) survived: no reconciliation of "
+                f"{', '.join(mutation.selection)} diverged. Add a check computed from theory in the suite it "
+                "belongs to, or list it as a known survivor with the reason")
+    return ""
+
+
+@pytest.mark.parametrize("group", [pytest.param(ms, id=name) for name, ms in _groups().items()])
+def test_each_mutation_turns_a_prediction_into_a_diverge(group: list[Mutation], tmp_path):
+    """Every mutation of the area is checked (and named in the failure) even when an earlier one fails."""
+    ledgers = _replay_group(group, tmp_path)
+    problems = [p for m in group if (p := _verdict(m, ledgers[m.name]))]
+    assert not problems, f"{len(problems)} of {len(group)} mutation(s):\n\n" + "\n\n".join(problems)
+
+
+def _outcomes(ledger: dict) -> list[tuple[str, str, str, float]]:
+    return sorted((r["test_id"], r["name"], r["verdict"], round(r["predicted"], 12)) for r in ledger["reconciliations"])
+
+
+def test_a_batched_replay_is_each_mutations_lone_replay(tmp_path):
+    """The fork after one collection (mutant_batch) gives each mutation the reconciliations, predictions and verdicts
+    a fresh interpreter with the mutation applied before collection gives it: checked on the two vLLM-memory
+    mutations, which share one selection (the cheapest pair), the second of them against its lone replay (forked after the
+    first child ran, it also shows that nothing of the first leaks into the next), ~10 s."""
+    pair = [BY_NAME["quant-vllm-fp8-lm-head-quantized"], BY_NAME["quant-vllm-no-weight-scales"]]
+    batched = _replay_group(pair, tmp_path)
+    alone = _replay(pair[1].selection, pair[1].keyword, tmp_path / "alone.json", pair[1].name)
+    assert _outcomes(batched[pair[1].name]) == _outcomes(alone)
+    assert _outcomes(batched[pair[0].name]) != _outcomes(batched[pair[1].name])
+
+
+def test_a_childs_items_are_its_own_selection_in_command_line_order():
+    """mutant_batch.selected: a node id is kept by the first argument that collects it (a file, a node id, a node id
+    with parameters); anything else is dropped."""
+    from mutant_batch import selected
+
+    selection = ("tests_b/test_y.py::test_one", "tests_a/test_x.py")
+    assert selected(selection, "tests_a/test_x.py::test_any[p]") == 1
+    assert selected(selection, "tests_b/test_y.py::test_one[h200]") == 0
+    assert selected(selection, "tests_b/test_y.py::test_one") == 0
+    assert selected(selection, "tests_b/test_y.py::test_one_more") is None
+    assert selected(selection, "tests_b/test_z.py::test_one") is None
