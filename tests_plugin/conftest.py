@@ -20,6 +20,8 @@ def _isolated_subprocess_runs(monkeypatch: pytest.MonkeyPatch) -> None:
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Start the report of every suite in the background as soon as this run is known to check it
     (test_report_browser.start_full_report): it then overlaps the rest of the suite."""
+    if session.config.getoption("--report-page"):
+        return  # the page is given: nothing to build
     if any(item.nodeid.startswith("tests_plugin/test_report_browser.py::") for item in session.items):
         from test_report_browser import start_full_report
 

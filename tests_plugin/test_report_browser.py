@@ -1,6 +1,10 @@
 """The report of every suite, as README's main command writes it, checked for size and in a real browser.
 
-One module-scoped run of the suites (from the committed recordings, ~35 s) feeds every test here.
+The page is the one --report-page names, when given (any page written with --anatomy-report; a run of every suite
+and tests_llama under xdist writes a superset of the main command's page). Without the option, one background run of the suites from the committed recordings (~200 s of one
+core, 2026-12-03; start_full_report says what it leaves out) builds the main command's report and feeds every test
+here.
+
 The browser tests drive Debian's `chromium --headless`: a copy of the page with a probe script
 appended filters, searches, expands and collapses, then writes what it saw (row counts, each
 plot's tick label boxes from getBoundingClientRect, a few drawn derivations) into the DOM, which
@@ -19,6 +23,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from itertools import combinations
 from pathlib import Path
 from typing import Any
@@ -78,8 +83,12 @@ def start_full_report(config: pytest.Config) -> None:
     if shared is not None:
         env[run_share.ENV] = str(shared)
     # -p no:xdist: one process, as the main command runs; the wrapper writes the exit status and output when done
+    # Without the table checks (*_is_the_recorded_one(s)): they recompute a committed table from every recorded session
+    # and reconcile nothing, so the page keeps every reconciliation, finding and plot of the main command's (4,275,753
+    # against 4,276,661 bytes, 2026-12-03: only the test counts differ), and the build takes ~200 s of one core, not
+    # ~300; the workers of this run check those tables themselves.
     cmd = [sys.executable, "-m", "pytest", *suites, f"--anatomy-report={out}", "-q", "-p", "no:cacheprovider",
-           "-p", "no:xdist"]
+           "-p", "no:xdist", "-k", "not recorded_one"]
     wrapper = ("import subprocess, sys, pathlib; f = pathlib.Path(sys.argv[1]); "
                "r = subprocess.run(sys.argv[2:], capture_output=True, text=True, timeout=900); "
                "(f / 'output.txt').write_text(r.stdout[-3000:] + r.stderr[-3000:]); "
@@ -96,8 +105,17 @@ def wait_for_background() -> None:
 
 @pytest.fixture(scope="module")
 def full_report(request: pytest.FixtureRequest) -> Path:
-    """The report of every suite (start_full_report), waited for: started at collection's end where these tests were
-    collected, else here."""
+    """The report of every suite: the page --report-page names (README's test command: its first run's), else the
+    background build (start_full_report), waited for: started at collection's end where these tests were collected,
+    else here."""
+    given = request.config.getoption("--report-page")
+    if given:
+        page = Path(given)
+        if not page.is_file() or not page.with_suffix(".json").is_file():
+            pytest.fail(f"--report-page {given}: no such page with its .json ledger beside it; write it with "
+                        f"`python -m pytest --anatomy-report={given}` (README's test command does) or leave the "
+                        "option out to build one here", pytrace=False)
+        return page
     start_full_report(request.config)
     folder = _shared_folder(request.config)
     deadline = time.monotonic() + 900
@@ -190,13 +208,19 @@ def browser_view(full_report: Path, tmp_path_factory: pytest.TempPathFactory) ->
     """What the probe script saw in chromium, after the page's own script ran."""
     if CHROMIUM is None:
         pytest.skip("chromium is not installed; `apt-get install -y chromium` (Debian) to check the report in a browser")
-    folder = tmp_path_factory.mktemp("browser")
-    probe = folder / "probe.html"
-    probe.write_text(full_report.read_text(encoding="utf-8").replace("</body>", PROBE + "</body>"), encoding="utf-8")
-    run = _chromium("--virtual-time-budget=30000", "--dump-dom", probe.as_uri())
-    match = re.search(r'<pre id="browser-check">(.*?)</pre>', run.stdout, re.DOTALL)
-    assert match, f"the probe script left no result; chromium said:\n{run.stderr[-2000:]}"
-    return json.loads(html.unescape(match[1]))
+
+    def look() -> dict[str, Any]:
+        folder = tmp_path_factory.mktemp("browser")
+        probe = folder / "probe.html"
+        probe.write_text(full_report.read_text(encoding="utf-8").replace("</body>", PROBE + "</body>"), encoding="utf-8")
+        run = _chromium("--virtual-time-budget=30000", "--dump-dom", probe.as_uri())
+        match = re.search(r'<pre id="browser-check">(.*?)</pre>', run.stdout, re.DOTALL)
+        assert match, f"the probe script left no result; chromium said:\n{run.stderr[-2000:]}"
+        return json.loads(html.unescape(match[1]))
+
+    # Once per run: under xdist a module-scoped fixture runs on each worker that has one of these tests (the same page,
+    # ~20-35 s of chromium each time)
+    return run_share.once(_page_key("report-browser-view", full_report), look)
 
 
 @needs_chromium
@@ -308,9 +332,26 @@ SECTIONS: dict[str, tuple[str | None, int, str]] = {
 def screenshots(full_report: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
     if CHROMIUM is None:
         pytest.skip("chromium is not installed; `apt-get install -y chromium` (Debian) to check the report in a browser")
+    shots = run_share.once(_page_key("report-screenshots", full_report), lambda: _shoot(full_report, tmp_path_factory))
+    keep = os.environ.get("ANATOMY_REPORT_SHOTS")
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        for shot in shots.values():
+            if shot.is_file():
+                shutil.copy(shot, Path(keep) / shot.name)
+    yield shots
+
+
+def _page_key(name: str, page: Path) -> str:
+    return run_share.key_of(name, page.resolve(), page.stat().st_mtime_ns, page.stat().st_size)
+
+
+def _shoot(full_report: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Each SECTIONS view of the page as a PNG, in a folder any process of this run can read (run_share.once)."""
     folder = tmp_path_factory.mktemp("shots")
     page = full_report.read_text(encoding="utf-8")
     shots: dict[str, Path] = {}
+    calls = []
     for name, (section, scroll, fragment) in SECTIONS.items():
         view = folder / f"{name}.html"
         css = ""
@@ -319,16 +360,14 @@ def screenshots(full_report: Path, tmp_path_factory: pytest.TempPathFactory) -> 
             css = (f"<style>header.top, main > section:not(#{part}), .domain-group:not(#{section}) "
                    f"{{ display: none !important; }} main {{ margin-top: -{scroll}px; }}</style>")
         view.write_text(page.replace("</head>", css + "</head>"), encoding="utf-8")
-        shot = folder / f"{name}.png"
-        _chromium("--window-size=1300,1250", "--virtual-time-budget=5000", f"--screenshot={shot}", view.as_uri() + fragment)
-        shots[name] = shot
-    keep = os.environ.get("ANATOMY_REPORT_SHOTS")
-    if keep:
-        Path(keep).mkdir(parents=True, exist_ok=True)
-        for shot in shots.values():
-            if shot.is_file():
-                shutil.copy(shot, Path(keep) / shot.name)
-    yield shots
+        shots[name] = folder / f"{name}.png"
+        calls.append(("--window-size=1300,1250", "--virtual-time-budget=5000", f"--screenshot={shots[name]}",
+                      view.as_uri() + fragment))
+    # Several browsers at once: each spends ~5 s of wall on a ~4 MB page, much of it not on this machine's cores
+    # (measured 2026-12-03: 9 shots one at a time took ~45 s of a 67 s module)
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        list(pool.map(lambda args: _chromium(*args), calls))
+    return shots
 
 
 @needs_chromium
