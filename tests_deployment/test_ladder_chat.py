@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -72,17 +73,23 @@ def test_chat_intervals_are_the_recorded_ones(rung_metric: tuple[str, str]) -> N
     assert p is not None and lo <= g <= hi and not lo <= p <= hi and not gain_within(p, g)
 
 
+def assert_window_tables(tables: Any, reqs: Callable[[str], list[dict[str, Any]]]) -> None:
+    """A chat findings module's prompt-window tables (WINDOW_MS, WINDOW_TERCILES_MS, WINDOW_Q90_MS, WINDOW_MAX_MS)
+    recomputed from each rung's raw requests (ladder_raw), to the 0.1 ms they quote."""
+    for step, ms in tables.WINDOW_MS.items():
+        assert round(lr.prompt_window_ms(reqs(step)), 1) == ms, step
+    for step, (lo, hi) in tables.WINDOW_TERCILES_MS.items():
+        assert tuple(round(x, 1) for x in lr.prompt_window_terciles_ms(reqs(step))) == (lo, hi), step
+    for step, ms in tables.WINDOW_Q90_MS.items():
+        assert round(lr.prompt_window_quantile_ms(reqs(step), 90), 1) == ms, step
+    for step, ms in tables.WINDOW_MAX_MS.items():
+        assert round(lr.prompt_window_quantile_ms(reqs(step), 100), 1) == ms, step
+
+
 def test_chat_prompt_windows_are_the_recorded_ones() -> None:
     """The prompt windows' medians, terciles, tails and the graph split, and the claims made of them: limits' windows
     flat in their tokens, the windows above the largest captured size about twice those inside it."""
-    for step, ms in lc.WINDOW_MS.items():
-        assert round(lr.prompt_window_ms(_reqs(step)), 1) == ms, step
-    for step, (lo, hi) in lc.WINDOW_TERCILES_MS.items():
-        assert tuple(round(x, 1) for x in lr.prompt_window_terciles_ms(_reqs(step))) == (lo, hi), step
-    for step, ms in lc.WINDOW_Q90_MS.items():
-        assert round(lr.prompt_window_quantile_ms(_reqs(step), 90), 1) == ms, step
-    for step, ms in lc.WINDOW_MAX_MS.items():
-        assert round(lr.prompt_window_quantile_ms(_reqs(step), 100), 1) == ms, step
+    assert_window_tables(lc, _reqs)
     for step, (inside, outside) in lc.GRAPH_SPLIT_MS.items():
         size = lc.CAPTURED_MAX[step]
         got = (lr.prompt_window_ms(_reqs(step), size), lr.prompt_window_ms(_reqs(step), size, inside=False))

@@ -19,6 +19,7 @@ import ladder_raw as lr
 from pytest_anatomy.deployment_ladder import ladder_with_acceptance
 from pytest_anatomy.specs.workload_file import Slo
 from pytest_anatomy.theory.deployment import gain_band, gain_within
+from test_ladder_chat import assert_window_tables
 from test_ladder_replay import PRE, _row, _value, assert_ngram_counters, measured_speculation, predicted_gains
 
 _SLO = json.loads((Path(__file__).parent / "workloads" / f"{llc.WORKLOAD}.json").read_text())["slo"]
@@ -108,14 +109,7 @@ def test_llama_chat_ngram_stream_is_the_recorded_one() -> None:
 def test_llama_chat_prompt_windows_are_the_recorded_ones() -> None:
     """Prompt windows' medians, terciles, tails and the graph split, and the claims made of them: limits' windows flat
     in their tokens; the windows above 512 tokens about twice those inside for the engines captured to 512."""
-    for step, ms in llc.WINDOW_MS.items():
-        assert round(lr.prompt_window_ms(_reqs(step)), 1) == ms, step
-    for step, (lo, hi) in llc.WINDOW_TERCILES_MS.items():
-        assert tuple(round(x, 1) for x in lr.prompt_window_terciles_ms(_reqs(step))) == (lo, hi), step
-    for step, ms in llc.WINDOW_Q90_MS.items():
-        assert round(lr.prompt_window_quantile_ms(_reqs(step), 90), 1) == ms, step
-    for step, ms in llc.WINDOW_MAX_MS.items():
-        assert round(lr.prompt_window_quantile_ms(_reqs(step), 100), 1) == ms, step
+    assert_window_tables(llc, _reqs)
     for step, ms in llc.INSIDE_512_MS.items():
         assert round(lr.prompt_window_ms(_reqs(step), 512), 1) == ms, step
         assert llc.ABOVE_512_MS[step] / ms > 1.5
