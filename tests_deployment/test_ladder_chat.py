@@ -99,14 +99,20 @@ def test_chat_prompt_windows_are_the_recorded_ones() -> None:
     assert abs(hi / lo - 1) < 0.1
 
 
-def test_chat_steps_and_ttft_parts_are_the_recorded_ones() -> None:
-    for (step, batch), ms in lc.STEP_MS.items():
-        assert round(lr.pure_step_ms(_reqs(step), batch), 2) == ms, (step, batch)
-    for (step, part), ms in lc.ENGINE_MEDIAN_MS.items():
-        assert round(lr.engine_median_ms(_reqs(step), part), 2) == ms, (step, part)
-    for step, (steps, ms) in lc.BURST.items():
-        got = lr.opening_burst(_reqs(step), lc.USERS)
+def assert_step_tables(tables: Any, reqs: Callable[[str], list[dict[str, Any]]]) -> None:
+    """A chat findings module's pure decode steps (STEP_MS), TTFT parts (ENGINE_MEDIAN_MS) and opening bursts (BURST)
+    recomputed from each rung's raw requests (ladder_raw), to the digits they quote."""
+    for (step, batch), ms in tables.STEP_MS.items():
+        assert round(lr.pure_step_ms(reqs(step), batch), 2) == ms, (step, batch)
+    for (step, part), ms in tables.ENGINE_MEDIAN_MS.items():
+        assert round(lr.engine_median_ms(reqs(step), part), 2) == ms, (step, part)
+    for step, (steps, ms) in tables.BURST.items():
+        got = lr.opening_burst(reqs(step), tables.USERS)
         assert (got[0], round(got[1])) == (steps, ms), step
+
+
+def test_chat_steps_and_ttft_parts_are_the_recorded_ones() -> None:
+    assert_step_tables(lc, _reqs)
     for step in lc.BURST:  # the burst's requests leave together and hold the two slowest first tokens of the run
         sent = sorted(_reqs(step), key=lambda r: r["send"])
         assert sent[lc.USERS - 1]["send"] - sent[0]["send"] < 0.01 < sent[lc.USERS]["send"] - sent[0]["send"]

@@ -19,7 +19,7 @@ import ladder_raw as lr
 from pytest_anatomy.deployment_ladder import ladder_with_acceptance
 from pytest_anatomy.specs.workload_file import Slo
 from pytest_anatomy.theory.deployment import gain_band, gain_within
-from test_ladder_chat import assert_window_tables
+from test_ladder_chat import assert_step_tables, assert_window_tables
 from test_ladder_replay import PRE, _row, _value, assert_ngram_counters, measured_speculation, predicted_gains
 
 _SLO = json.loads((Path(__file__).parent / "workloads" / f"{llc.WORKLOAD}.json").read_text())["slo"]
@@ -108,7 +108,7 @@ def test_llama_chat_ngram_stream_is_the_recorded_one() -> None:
 
 def test_llama_chat_prompt_windows_are_the_recorded_ones() -> None:
     """Prompt windows' medians, terciles, tails and the graph split, and the claims made of them: limits' windows flat
-    in their tokens; the windows above 512 tokens about twice those inside for the engines captured to 512."""
+    in their tokens (not growing with them); the windows above 512 tokens about twice those inside for the engines captured to 512."""
     assert_window_tables(llc, _reqs)
     for step, ms in llc.INSIDE_512_MS.items():
         assert round(lr.prompt_window_ms(_reqs(step), 512), 1) == ms, step
@@ -119,17 +119,11 @@ def test_llama_chat_prompt_windows_are_the_recorded_ones() -> None:
     for step, ms in llc.QWEN_ABOVE_512_MS.items():
         assert round(lr.prompt_window_ms(qwen[step]["requests"], 512, inside=False), 1) == ms, step
     lo, hi = llc.WINDOW_TERCILES_MS["limits"]
-    assert abs(hi / lo - 1) < 0.2
+    assert hi / lo < 1.1  # the windows do not grow with the prompt (the third with the most new tokens is shorter)
 
 
 def test_llama_chat_steps_and_ttft_parts_are_the_recorded_ones() -> None:
-    for (step, batch), ms in llc.STEP_MS.items():
-        assert round(lr.pure_step_ms(_reqs(step), batch), 2) == ms, (step, batch)
-    for (step, part), ms in llc.ENGINE_MEDIAN_MS.items():
-        assert round(lr.engine_median_ms(_reqs(step), part), 2) == ms, (step, part)
-    for step, (steps, ms) in llc.BURST.items():
-        got = lr.opening_burst(_reqs(step), llc.USERS)
-        assert (got[0], round(got[1])) == (steps, ms), step
+    assert_step_tables(llc, _reqs)
     for step, tokens in llc.NEW_TOKENS.items():
         assert sum(r["input_len"] - (r["num_cached_tokens"] or 0) for r in _reqs(step)) == tokens, step
 
