@@ -363,9 +363,9 @@ def _shoot(full_report: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[
         shots[name] = folder / f"{name}.png"
         calls.append(("--window-size=1300,1250", "--virtual-time-budget=5000", f"--screenshot={shots[name]}",
                       view.as_uri() + fragment))
-    # Several browsers at once: each spends ~5 s of wall on a ~4 MB page, much of it not on this machine's cores
-    # (measured 2026-12-03: 9 shots one at a time took ~45 s of a 67 s module)
-    with ThreadPoolExecutor(max_workers=4) as pool:
+    # Two browsers at once: each spends ~5 s of wall on a ~4 MB page, not all of it on a core (measured 2026-12-03 on
+    # 2 cores: 9 shots one at a time ~45 s, two or four at a time 26-36 s; four only crowd a shared machine more)
+    with ThreadPoolExecutor(max_workers=2) as pool:
         list(pool.map(lambda args: _chromium(*args), calls))
     return shots
 
