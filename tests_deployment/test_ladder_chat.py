@@ -50,15 +50,21 @@ def test_chat_metrics_are_the_recorded_ones(target, measured) -> None:
         assert value is not None and round(value * 1e3, 1) == ms, (step, metric, value)
 
 
+def assert_ngram_quotes(rec: Any, model: str, tables: Any, metric: str, quoted_ms: float) -> None:
+    """A chat n-gram rung's counters (tables.NGRAM_STREAM), the gains it is reconciled against, simulated at its
+    measured E and draft share (tables.NGRAM_PREDICTED), and the simulated `metric` (ms) a reason quotes."""
+    assert_ngram_counters(rec, tables.NGRAM_STREAM)
+    gains = predicted_gains(model, "chat", "ngram", rec)
+    assert {m: round(gains[m] or 0, 4) for m in tables.NGRAM_PREDICTED} == tables.NGRAM_PREDICTED
+    rows = ladder_with_acceptance(PRE["calibration"], model, "chat", *measured_speculation(rec))
+    simulated = next(r for r in rows if r["step"] == "ngram")["predicted"][metric]
+    assert round(simulated * 1e3, 2) == quoted_ms
+
+
 @pytest.mark.gpu
 def test_chat_ngram_counters_and_predictions_are_the_quoted_ones(target, measured) -> None:
     rec = measured(f"{lf.MODEL}.{lc.WORKLOAD}.ngram", target=target)
-    assert_ngram_counters(rec, lc.NGRAM_STREAM)
-    gains = predicted_gains(lf.MODEL, lc.WORKLOAD, "ngram", rec)
-    assert {m: round(gains[m] or 0, 4) for m in lc.NGRAM_PREDICTED} == lc.NGRAM_PREDICTED
-    rows = ladder_with_acceptance(PRE["calibration"], lf.MODEL, lc.WORKLOAD, *measured_speculation(rec))
-    itl_p99 = next(r for r in rows if r["step"] == "ngram")["predicted"]["itl_p99_s"]
-    assert round(itl_p99 * 1e3, 2) == lc.NGRAM_PREDICTED_ITL_P99_MS
+    assert_ngram_quotes(rec, lf.MODEL, lc, "itl_p99_s", lc.NGRAM_PREDICTED_ITL_P99_MS)
 
 
 @pytest.mark.parametrize("rung_metric", list(lc.GAINS), ids=lambda rm: ".".join(rm))

@@ -16,11 +16,10 @@ import ladder_chat as lc
 import ladder_findings as lf
 import ladder_llama_chat as llc
 import ladder_raw as lr
-from pytest_anatomy.deployment_ladder import ladder_with_acceptance
 from pytest_anatomy.specs.workload_file import Slo
 from pytest_anatomy.theory.deployment import gain_band, gain_within
-from test_ladder_chat import assert_step_tables, assert_window_tables
-from test_ladder_replay import PRE, _row, _value, assert_ngram_counters, measured_speculation, predicted_gains
+from test_ladder_chat import assert_ngram_quotes, assert_step_tables, assert_window_tables
+from test_ladder_replay import PRE, _row, _value
 
 _SLO = json.loads((Path(__file__).parent / "workloads" / f"{llc.WORKLOAD}.json").read_text())["slo"]
 SLO = Slo(_SLO["ttft_ms"], _SLO["itl_ms"])
@@ -92,12 +91,7 @@ def test_llama_chat_ngram_counters_and_predictions_are_the_quoted_ones(target, m
     """The n-gram rung's counters, the gains it is reconciled against (simulated at its measured E and draft share) and
     the simulated ITL p50 the reason quotes."""
     rec = measured(f"{llc.MODEL}.{llc.WORKLOAD}.ngram", target=target)
-    assert_ngram_counters(rec, llc.NGRAM_STREAM)
-    gains = predicted_gains(llc.MODEL, llc.WORKLOAD, "ngram", rec)
-    assert {m: round(gains[m] or 0, 4) for m in llc.NGRAM_PREDICTED} == llc.NGRAM_PREDICTED
-    rows = ladder_with_acceptance(PRE["calibration"], llc.MODEL, llc.WORKLOAD, *measured_speculation(rec))
-    itl_p50 = next(r for r in rows if r["step"] == "ngram")["predicted"]["itl_p50_s"]
-    assert round(itl_p50 * 1e3, 2) == llc.NGRAM_PREDICTED_ITL_P50_MS
+    assert_ngram_quotes(rec, llc.MODEL, llc, "itl_p50_s", llc.NGRAM_PREDICTED_ITL_P50_MS)
 
 
 def test_llama_chat_ngram_stream_is_the_recorded_one() -> None:
