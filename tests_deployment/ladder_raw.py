@@ -196,13 +196,19 @@ def opening_burst(requests: list[dict[str, Any]], users: int) -> tuple[int, floa
     return steps, (end - start) * 1e3
 
 
+def _per_token_percentile(chunks: list[tuple[float, int, Any]], q: float) -> float:
+    """The q-th percentile of the per-token ITL over (gap, tokens, _) decode chunks, each chunk's gap / tokens counted
+    once per token (as ladder_stats computes ITL)."""
+    return float(np.percentile(np.repeat([d / k for d, k, _ in chunks], [k for _, k, _ in chunks]), q))
+
+
 def itl_tail(requests: list[dict[str, Any]], q: float = 99.0, early: int = 5) -> dict[str, float]:
     """The per-token ITL's q-th percentile (ms, as ladder_stats computes it) and the chunks at or above it: their
     tokens, how many of those are one-token chunks, how many lie in a request's first `early` decode chunks, and the
     median gap of those chunks (ms)."""
     chunks = [(t1 - t0, k, i) for r in requests for i, (t0, t1, k) in
               enumerate(zip(r["chunks"], r["chunks"][1:], r["chunk_tokens"][1:]))]
-    cut = float(np.percentile(np.repeat([d / k for d, k, _ in chunks], [k for _, k, _ in chunks]), q))
+    cut = _per_token_percentile(chunks, q)
     tail = [(d, k, i) for d, k, i in chunks if d / k >= cut]
     return {"p_ms": cut * 1e3, "tokens": sum(k for _, k, _ in tail), "one_token": sum(k for _, k, _ in tail if k == 1),
             "early": sum(k for _, k, i in tail if i < early),
@@ -226,7 +232,7 @@ def itl_tail_windows(requests: list[dict[str, Any]], size: int, q: float = 99.0)
     ends = {b: new + n for _, b, new, n in timed_prompt_windows(requests)}
     chunks = [(t1 - t0, k, r["engine"]["arrival_time"] + r["engine_chunks"][i]) for r in requests
               for i, (t0, t1, k) in enumerate(zip(r["chunks"], r["chunks"][1:], r["chunk_tokens"][1:]), start=1)]
-    cut = float(np.percentile(np.repeat([d / k for d, k, _ in chunks], [k for _, k, _ in chunks]), q))
+    cut = _per_token_percentile(chunks, q)
     tail = [(k, firsts[bisect_right(firsts, t) - 1]) for d, k, t in chunks if d / k >= cut]
     return (sum(k for k, _ in tail), sum(k for k, step in tail if step in ends),
             sum(k for k, step in tail if ends.get(step, 0) > size))

@@ -51,13 +51,13 @@ def _run(selection: tuple[str, ...], keyword: str, plugin: str, env_set: dict[st
     return subprocess.run(cmd, check=False, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
 
 
-def _replay(selection: tuple[str, ...], keyword: str, ledger: Path, mutation: str = "") -> dict:
+def _replay(selection: tuple[str, ...], keyword: str, ledger: Path, mutation: str) -> dict:
     """One mutation, applied before collection in a fresh interpreter (`-p theory_mutants`)."""
-    proc = _run((*selection, f"--anatomy-report={ledger}"), keyword, "theory_mutants",
-                {MUTATION_ENV: mutation} if mutation else {}, ledger.parent / f"{ledger.stem}.tmp", timeout=300)
+    proc = _run((*selection, f"--anatomy-report={ledger}"), keyword, "theory_mutants", {MUTATION_ENV: mutation},
+                ledger.parent / f"{ledger.stem}.tmp", timeout=300)
     # 0: all passed, 1: some tests failed; anything else is an error of the run itself.
     if proc.returncode not in (0, 1) or not ledger.exists():
-        pytest.fail(f"replay {'under ' + mutation if mutation else 'unmutated'} exited {proc.returncode}:\n"
+        pytest.fail(f"replay under {mutation} exited {proc.returncode}:\n"
                     f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
     return json.loads(ledger.read_text())
 
@@ -160,6 +160,8 @@ def test_a_batched_replay_is_each_mutations_lone_replay(tmp_path):
     first child ran, it also shows that nothing of the first leaks into the next), ~10 s."""
     pair = [BY_NAME["quant-vllm-fp8-lm-head-quantized"], BY_NAME["quant-vllm-no-weight-scales"]]
     batched = _replay_group(pair, tmp_path)
+    # both forked (neither left to a lone replay, which would make this compare a lone replay with itself)
+    assert json.loads((tmp_path / "outcome.json").read_text())["collection_called"] == []
     alone = _replay(pair[1].selection, pair[1].keyword, tmp_path / "alone.json", pair[1].name)
     assert _outcomes(batched[pair[1].name]) == _outcomes(alone)
     assert _outcomes(batched[pair[0].name]) != _outcomes(batched[pair[1].name])

@@ -1,9 +1,9 @@
 """The report of every suite, as README's main command writes it, checked for size and in a real browser.
 
 The page is the one --report-page names, when given (any page written with --anatomy-report; a run of every suite
-and tests_llama under xdist writes a superset of the main command's page). Without the option, one background run of the suites from the committed recordings (~200 s of one
-core, 2026-12-03; start_full_report says what it leaves out) builds the main command's report and feeds every test
-here.
+and tests_llama under xdist writes a superset of the main command's page). Without the option, one background run of
+the suites from the committed recordings (~200 s of one core, 2026-12-03; start_full_report says what it leaves out)
+builds the main command's report and feeds every test here.
 
 The browser tests drive Debian's `chromium --headless`: a copy of the page with a probe script
 appended filters, searches, expands and collapses, then writes what it saw (row counts, each
