@@ -50,3 +50,28 @@ def test_counter_deltas_per_label() -> None:
 def test_dry_run_starts_nothing(capsys) -> None:
     assert _plan().main(["--dry-run", "--models", "qwen2.5-7b", "--steps", "baseline"]) == 0
     assert "1 engine starts, 2 runs" in capsys.readouterr().out  # the defaults serve both workloads
+
+
+def test_a_cause_test_runs_its_base_rung_with_its_override_on_one_engine(capsys) -> None:
+    plan = _plan()
+    args = plan.parse_args(["--causes", "graphs-to-budget"])
+    assert args.steps == []  # --causes alone runs no rung
+    engines = plan.cause_engines(args.pre, args.cause_doc, args.causes, args.models)
+    cause = args.cause_doc["causes"][0]
+    base = args.pre["plan_top"][cause["model"]][cause["workload"]]["engine_kwargs"]
+    assert engines == [{"model": cause["model"], "engine_kwargs": {**base, **cause["override"]},
+                        "start_s": cause["start_s_estimate"],
+                        "runs": [{"workload": "chat", "step": "plan_top+graphs-to-budget", "cause": cause["name"]}]}]
+    assert plan.cause_engines(args.pre, args.cause_doc, args.causes, ["qwen2.5-7b"]) == []  # another model's cause
+    assert plan.main(["--dry-run", "--causes", "graphs-to-budget"]) == 0
+    assert "1 engine starts, 1 runs" in capsys.readouterr().out
+
+
+def test_an_unknown_cause_is_one_line_naming_the_file(capsys) -> None:
+    import pytest
+
+    with pytest.raises(SystemExit) as exc:
+        _plan().parse_args(["--causes", "graphs-to-nowhere"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "graphs-to-nowhere" in err and "cause_tests.json" in err

@@ -32,6 +32,10 @@ configuration compiles its own graph), a rag run 4-12 s; the first five rungs to
     --models qwen2.5-7b --workloads rag --steps eager,ngram,plan_top
 An engine or run starts only if its estimate fits --budget-s (540) from the script's start.
 
+Cause tests (tests_deployment/cause_tests.json, each written with its predictions before it runs): a recorded rung
+re-run with one engine argument changed, e.g. --causes graphs-to-budget (Llama's chat plan_top with CUDA graphs
+captured to its 8,192-token budget), recorded as <model>.<workload>.<base>+<name>; --steps then defaults to none.
+
 On the device (after the bundle's install.sh, see shared/device/vllm/README.md):
     source /root/stage/env.sh && PYTHONUNBUFFERED=1 python3 scripts/device/deployment_plan.py \\
         --models qwen2.5-7b --steps baseline,limits,prefix_cache 2>&1 | tee $OUT/deployment.log
@@ -60,6 +64,7 @@ from pytest_anatomy.specs import workload_file as wf
 
 SCHEMA = "pytest-anatomy/device-batch/v1"  # provenance.kind "deployment": importers/device.py files it
 PREREGISTERED = REPO / "tests_deployment" / "preregistered.json"
+CAUSES = REPO / "tests_deployment" / "cause_tests.json"  # rungs re-run with one engine argument changed
 WORKLOAD_DIR = REPO / "tests_deployment" / "workloads"
 CONFIG_DIR = REPO / "pytest_anatomy" / "specs" / "configs"
 MAX_MODEL_LEN = 8192
@@ -76,6 +81,7 @@ RUN_S_BY_STEP = {"eager": 35.0}  # the steps whose runs take longer than RUN_S
 def run_s(step: str) -> float:
     """The planning estimate of one run of `step`."""
     return RUN_S_BY_STEP.get(step, RUN_S)
+ALL_STEPS = ("baseline", "limits", "prefix_cache", "fp8_weights", "fp8_kv", "eager", "ngram", "plan_top")
 COUNTERS = ("vllm:prefix_cache_queries", "vllm:prefix_cache_hits", "vllm:spec_decode_num_drafts",
             "vllm:spec_decode_num_draft_tokens", "vllm:spec_decode_num_accepted_tokens", "vllm:num_preemptions")
 PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos"
@@ -103,6 +109,22 @@ def engines(pre: dict[str, Any], models: list[str], workloads: list[str], steps:
                 entry = out.setdefault(key, {"model": model, "engine_kwargs": kwargs, "runs": []})
                 entry["runs"].append({"workload": workload, "step": step})
     return list(out.values())
+
+
+def cause_engines(pre: dict[str, Any], causes: dict[str, Any], names: list[str],
+                  models: list[str]) -> list[dict[str, Any]]:
+    """One engine per cause test named (cause_tests.json) whose model is selected: its base rung's preregistered
+    engine arguments with the cause's override on top, one run of its workload recorded as step `<base>+<name>`."""
+    out = []
+    for c in causes["causes"]:
+        if c["name"] not in names or c["model"] not in models:
+            continue
+        base = pre["plan_top"][c["model"]][c["workload"]] if c["base"] == "plan_top" else \
+            next(r for r in pre["ladders"][c["model"]][c["workload"]] if r["step"] == c["base"])
+        out.append({"model": c["model"], "engine_kwargs": {**base["engine_kwargs"], **c["override"]},
+                    "start_s": float(c.get("start_s_estimate", ENGINE_START_S)),
+                    "runs": [{"workload": c["workload"], "step": f"{c['base']}+{c['name']}", "cause": c["name"]}]})
+    return out
 
 
 def counters() -> dict[str, Any]:
@@ -202,7 +224,7 @@ async def run_engine(entry: dict[str, Any], out: Output, deadline: float) -> Non
             run = await driver.run(run_id, [list(q.prompt) for q in work.requests], list(work.output_lens),
                                    concurrency=work.spec.concurrency, arrivals=work.arrivals, deadline=deadline)
             out.add({"id": run_id, "model": model, "workload": r["workload"], "step": r["step"],
-                     "engine_kwargs": entry["engine_kwargs"], "engine_run": engine_id, "result": {
+                     **({"cause": r["cause"]} if "cause" in r else {}), "engine_kwargs": entry["engine_kwargs"], "engine_run": engine_id, "result": {
                          "metrics": ladder_metrics(run.records, run.start_time, work.spec.slo),
                          "aggregate": ls.aggregate(run.records, run.expected_requests, start_time=run.start_time),
                          "counters": delta(before, counters()), "truncated": run.truncated}},
@@ -231,8 +253,11 @@ def provenance(args: argparse.Namespace) -> dict[str, Any]:
             "versions": {name: version(name) for name in ("vllm", "torch")},
             "preregistered": {"file": str(PREREGISTERED.relative_to(REPO)),
                               "sha256": hashlib.sha256(PREREGISTERED.read_bytes()).hexdigest()},
+            **({"causes": {"file": str(CAUSES.relative_to(REPO)), "names": args.causes,
+                           "sha256": hashlib.sha256(CAUSES.read_bytes()).hexdigest()}} if args.causes else {}),
             "weights": "random (load_format=dummy): exact for time and memory, degenerate text for acceptance",
-            "selection": {"models": args.models, "workloads": args.workloads, "steps": args.steps}}
+            "selection": {"models": args.models, "workloads": args.workloads, "steps": args.steps,
+                          "causes": args.causes}}
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -240,24 +265,32 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--models", default=",".join(pre["ladders"]))
     p.add_argument("--workloads", default="chat,rag")
-    p.add_argument("--steps", default="baseline,limits,prefix_cache,fp8_weights,fp8_kv,eager,ngram,plan_top")
+    p.add_argument("--steps", default=None, help="rungs to run (default: all of them, or none with --causes)")
+    p.add_argument("--causes", default="", help="cause tests to run, by name (tests_deployment/cause_tests.json)")
     p.add_argument("--budget-s", type=float, default=540.0)
     p.add_argument("--out-dir", type=Path, default=Path(os.environ.get("OUT", "out")))
     p.add_argument("--dry-run", action="store_true", help="print the engines and runs, start nothing")
     args = p.parse_args(argv)
-    args.pre = pre
-    for name in ("models", "workloads", "steps"):
+    args.pre, args.cause_doc = pre, json.loads(CAUSES.read_text())
+    if args.steps is None:
+        args.steps = "" if args.causes else ",".join(ALL_STEPS)
+    for name in ("models", "workloads", "steps", "causes"):
         setattr(args, name, [x for x in getattr(args, name).split(",") if x])
     unknown = set(args.models) - set(pre["ladders"])
     if unknown:
         p.error(f"unknown model(s) {sorted(unknown)}; preregistered: {sorted(pre['ladders'])}")
+    known = [c["name"] for c in args.cause_doc["causes"]]
+    if set(args.causes) - set(known):
+        p.error(f"unknown cause test(s) {sorted(set(args.causes) - set(known))}; written in "
+                f"{CAUSES.relative_to(REPO)}: {known}")
     return args
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    plan = engines(args.pre, args.models, args.workloads, args.steps)
-    estimate = sum(ENGINE_START_S + sum(run_s(r["step"]) for r in e["runs"]) for e in plan)
+    plan = engines(args.pre, args.models, args.workloads, args.steps) + \
+        cause_engines(args.pre, args.cause_doc, args.causes, args.models)
+    estimate = sum(e.get("start_s", ENGINE_START_S) + sum(run_s(r["step"]) for r in e["runs"]) for e in plan)
     for e in plan:
         log(f"engine {e['model']} {json.dumps(e['engine_kwargs'])}: {[(r['workload'], r['step']) for r in e['runs']]}")
     log(f"{len(plan)} engine starts, {sum(len(e['runs']) for e in plan)} runs, ~{estimate:.0f} s estimated")
@@ -268,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
     deadline = time.monotonic() + args.budget_s
     out = Output(args.out_dir, provenance(args))
     for e in plan:
-        if time.monotonic() + ENGINE_START_S + run_s(e["runs"][0]["step"]) > deadline:
+        if time.monotonic() + e.get("start_s", ENGINE_START_S) + run_s(e["runs"][0]["step"]) > deadline:
             out.add({"id": f"{e['model']}.engine", "engine_kwargs": e["engine_kwargs"], "skipped": "budget"})
             continue
         asyncio.run(run_engine(e, out, deadline))

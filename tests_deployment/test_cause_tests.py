@@ -1,0 +1,166 @@
+"""Cause tests (cause_tests.json): a recorded rung re-run with one engine argument changed, reconciled with the
+predictions written in that file before the run. The run's recording is <model>.<workload>.<base>+<name>; its batch
+(results/<hw>/batches/<stamp>/: the engine as it resolved, every request's timeline) supplies the captured graph sizes
+and the prompt windows. Skipped, saying so, until a device call has recorded the run. The file's numbers are held to
+today's theory on every run, recorded or not."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import ladder_llama_chat as llc
+import ladder_raw as lr
+from pytest_anatomy.measure.measurement import Measurement
+from pytest_anatomy.theory.prediction import Prediction
+
+HERE = Path(__file__).parent
+CAUSES: list[dict[str, Any]] = json.loads((HERE / "cause_tests.json").read_text())["causes"]
+PRE = json.loads((HERE / "preregistered.json").read_text())
+# Where a cause's predicted numbers come from today: (name, key) -> the theory's value now. A cause whose numbers
+# drift from the theory they quote fails here before its run is reconciled against a stale prediction.
+THEORY_NOW = {("graphs-to-budget", "window_above_ms"): llc.PRICED_PLAN_BIG_MS,
+              ("graphs-to-budget", "itl_p99_s"): PRE["plan_top"]["llama-3.1-8b"]["chat"]["predicted"]["itl_p99_s"]}
+IDS = [c["name"] for c in CAUSES]
+
+
+def _base_row(c: dict[str, Any]) -> dict[str, Any]:
+    if c["base"] == "plan_top":
+        return PRE["plan_top"][c["model"]][c["workload"]]
+    return next(r for r in PRE["ladders"][c["model"]][c["workload"]] if r["step"] == c["base"])
+
+
+@pytest.mark.parametrize("cause", CAUSES, ids=IDS)
+def test_a_cause_changes_one_engine_argument_of_a_preregistered_rung(cause: dict[str, Any]) -> None:
+    """The base is a preregistered rung, the override one argument the base does not already set to that value, and
+    the explanations it separates each say what they predict."""
+    base = _base_row(cause)["engine_kwargs"]
+    assert len(cause["override"]) == 1, cause["name"]
+    ((key, value),) = cause["override"].items()
+    assert base.get(key) != value, f"{cause['name']}: the override {key}={value!r} is the base's own"
+    assert len(cause["explanations"]) >= 2 and cause["expected"].split(":")[0] in cause["explanations"]
+
+
+@pytest.mark.parametrize("cause", CAUSES, ids=IDS)
+def test_a_causes_predictions_are_todays_theory(cause: dict[str, Any]) -> None:
+    quoted = {k: v for (name, k), v in THEORY_NOW.items() if name == cause["name"]}
+    assert quoted, f"{cause['name']}: THEORY_NOW names none of its predictions"
+    for key, value in quoted.items():
+        assert math.isclose(cause["predicted"][key], round(value, 2) if key.endswith("_ms") else value,
+                            rel_tol=1e-12), (cause["name"], key)
+
+
+def _run_and_batch(measured: Any, target: Any, cause: dict[str, Any]) -> tuple[Any, Path]:
+    rec = measured(f"{cause['model']}.{cause['workload']}.{cause['base']}+{cause['name']}", target=target)
+    assert rec.path is not None, f"{rec.name}: a cause run is reconciled from its recording file and kept batch"
+    stamp = rec.path.name.split("@", 1)[1].removesuffix(".json")
+    batch = rec.path.parents[1] / "batches" / stamp
+    if not batch.is_dir():
+        pytest.skip(f"{rec.name}: its batch {batch} is not kept; re-import the device call's files with import-device")
+    return rec, batch
+
+
+def _raw_requests(batch: Path, run_id: str) -> list[dict[str, Any]]:
+    from pytest_anatomy.importers.xz import read_kept
+
+    path = batch / "deployment-raw.jsonl"
+    raw = path.read_bytes() if path.exists() else read_kept(path.with_suffix(".jsonl.xz"))
+    runs = [json.loads(line) for line in raw.decode("utf-8").splitlines()]
+    return next(r for r in runs if r["id"] == run_id)["requests"]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cause", CAUSES, ids=IDS)
+def test_the_cause_run_is_reconciled_with_its_written_predictions(target, measured, reconcile,
+                                                                  cause: dict[str, Any]) -> None:
+    """The engine captured the graphs the override asked for (exact), the median prompt window above `window_above`
+    tokens lies in its band around the predicted step, and ITL p99 meets the workload's SLO (one-sided)."""
+    rec, batch = _run_and_batch(measured, target, cause)
+    runs = json.loads((batch / "deployment.json").read_text())["runs"]
+    run = next(r for r in runs if r["id"] == rec.data["run"]["id"])
+    resolved = next(r for r in runs if r["id"] == run["engine_run"])["result"]["resolved"]
+    itl = rec.measurement("metrics.itl_p99_s")
+
+    def from_batch(value: float, unit: str, how: str) -> Measurement:  # read off the run's kept batch
+        return Measurement(value, unit, source=itl.source, provenance={**itl.provenance, "batch": str(batch),
+                                                                        "read": how})
+
+    captured = from_batch(float(max(resolved["cudagraph_capture_sizes"] or [0])), "tokens",
+                          "max of the engine's resolved cudagraph_capture_sizes")
+    name, model, p = cause["name"], cause["model"], cause["predicted"]
+    reconcile(f"cause.{name}.captured_max", Prediction(float(cause["captured_max"]), "tokens", "the override",
+                                                       {"override": cause["override"]}),
+              captured, abs=0.0, model=model)
+    requests = _raw_requests(batch, run["id"])
+    window = from_batch(lr.prompt_window_ms(requests, cause["window_above"], inside=False) / 1e3, "s",
+                        f"ladder_raw.prompt_window_ms(above {cause['window_above']} tokens): the median window")
+    reconcile(f"cause.{name}.window_above_{cause['window_above']}", Prediction(
+        p["window_above_ms"] / 1e3, "s", p["window_above_why"], {"explanations": cause["explanations"]}),
+        window, ratio=tuple(p["window_above_band"]), model=model, why=p["window_above_band_why"])
+    slo = json.loads((HERE / "workloads" / f"{cause['workload']}.json").read_text())["slo"]
+    reconcile(f"cause.{name}.itl_p99_s", Prediction(slo["itl_ms"] / 1e3, "s", f"the {cause['workload']} SLO (itl_ms)",
+                                                     {"plan_predicted_s": p["itl_p99_s"]}),
+              itl, ratio=(0.0, 1.0), model=model, why="an SLO is one-sided: the run meets it at or under it")
+
+
+KEPT_PLAN_TOP = ("20261203T143336Z", "llama-3.1-8b.chat.plan_top")  # the run graphs-to-budget re-runs
+
+
+def _relabelled_batch(tmp: Path, captured: list[int], scale: float, itl_p99_s: float | None) -> list[Path]:
+    """The kept plan_top batch relabelled as the graphs-to-budget run (labelled synthetic; written under tmp only):
+    its engine's capture sizes replaced, the engine's clock stretched by `scale` from the first arrival, and
+    its ITL p99 replaced when given."""
+    kept = lr.BATCHES / KEPT_PLAN_TOP[0]
+    doc = json.loads((kept / "deployment.json").read_text())
+    cause = CAUSES[0]
+    new_id = f"{cause['model']}.{cause['workload']}.{cause['base']}+{cause['name']}"
+    run = next(r for r in doc["runs"] if r["id"] == KEPT_PLAN_TOP[1])
+    engine = next(r for r in doc["runs"] if r["id"] == run["engine_run"])
+    engine["result"]["resolved"]["cudagraph_capture_sizes"] = captured
+    run.update(id=new_id, step=f"{cause['base']}+{cause['name']}", cause=cause["name"])
+    if itl_p99_s is not None:
+        run["result"]["metrics"]["itl_p99_s"] = itl_p99_s
+    doc["runs"] = [engine, run]
+    doc["provenance"]["synthetic"] = "test_cause_tests: the kept plan_top batch relabelled"
+    raw = next(r for r in lr.raw_runs(KEPT_PLAN_TOP[0]).values() if r["id"] == KEPT_PLAN_TOP[1])
+    requests = json.loads(json.dumps(raw["requests"]))
+    t0 = min(r["engine"]["arrival_time"] for r in requests if r.get("engine"))
+    for r in requests:
+        if r.get("engine"):
+            e = r["engine"]  # arrival_time on the engine's clock, the *_ts offsets from it
+            r["engine"] = {**e, "arrival_time": t0 + scale * (e["arrival_time"] - t0),
+                           **{k: scale * v for k, v in e.items() if k.endswith("_ts") and v is not None}}
+            r["engine_chunks"] = [scale * t for t in r["engine_chunks"]]
+    (tmp / "deployment.json").write_text(json.dumps(doc))
+    (tmp / "deployment-raw.jsonl").write_text(json.dumps({**raw, "id": new_id, "requests": requests}) + "\n")
+    return [tmp / "deployment.json", tmp / "deployment-raw.jsonl"]
+
+
+@pytest.mark.parametrize(("captured", "scale", "itl", "outcome"), [
+    ([512], 1.0, None, "captured_max"),  # the plan_top run as it was: graphs to 512, so the first check fails
+    ([512, 8192], 1.0, None, "window_above_512"),  # graphs as asked, windows as plan_top's (1.45x the price)
+    ([512, 8192], 0.7, 0.020, "passed"),  # windows at 0.7x (1.01x the price), ITL p99 under the SLO
+], ids=["graphs-512", "windows-unchanged", "meets-all"])
+def test_a_cause_run_goes_from_import_to_its_verdict(tmp_path: Path, captured: list[int], scale: float,
+                                                     itl: float | None, outcome: str) -> None:
+    """The device plan's cause run through import-device and the reconciliation above, on the kept plan_top batch
+    relabelled (never filed under results/): each check can fail, and a run meeting every prediction passes."""
+    import subprocess
+    import sys
+
+    from pytest_anatomy.importers.device import import_files
+
+    import_files(_relabelled_batch(tmp_path, captured, scale, itl), tmp_path / "results")
+    run = subprocess.run([sys.executable, "-m", "pytest", str(HERE / "test_cause_tests.py"), "-q", "-p",
+                          "no:cacheprovider", "-o", f"anatomy_results_dir={tmp_path / 'results'}", "-o",
+                          "anatomy_source=recorded", "-k", "reconciled_with"],
+                         cwd=HERE.parent, capture_output=True, text=True, timeout=300)
+    tail = run.stdout[-3000:]
+    if outcome == "passed":
+        assert "1 passed" in run.stdout and run.returncode == 0, tail
+    else:
+        assert "1 failed" in run.stdout and f"cause.graphs-to-budget.{outcome}" in run.stdout, tail
