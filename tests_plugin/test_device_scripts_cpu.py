@@ -98,3 +98,38 @@ def test_slim_tree_refuses_a_commit_while_recordings_are_hidden(tmp_path: Path) 
     assert sh(bash, "scripts/device/slim_tree.sh", "unhide").returncode == 0
     assert sh(git, "commit", "-qm", "after unhide").returncode == 0
     assert sh(git, "ls-files", "results/h200/batches/run.json").stdout.strip() == "results/h200/batches/run.json"
+
+
+def _wait(tmp_path: Path, name: str, seconds: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+    out = tmp_path / "out"
+    out.mkdir(exist_ok=True)
+    env = {"PATH": "/usr/bin:/bin", "OUT": str(out), "ANATOMY_LIVE_DIR": str(tmp_path / "live")}
+    done = subprocess.run(["bash", str(REPO / "scripts" / "device" / "live_session.sh"), "wait", name, seconds],
+                          capture_output=True, text=True, env=env, timeout=60)
+    return done, out
+
+
+def test_waiting_on_a_machine_without_the_session_stops_at_once(tmp_path: Path) -> None:
+    """A fresh machine (the one that ran `start` was given back) has no session: wait says so and exits 3 instead of
+    spending its whole limit of device time."""
+    if shutil.which("bash") is None:
+        pytest.skip("no bash here")
+    done, out = _wait(tmp_path, "full", "560")
+    assert done.returncode == 3 and "no session 'full' on this machine" in done.stderr, done.stderr
+    assert not any(out.iterdir())
+
+
+def test_a_wait_that_runs_out_packs_the_recordings_written_so_far(tmp_path: Path) -> None:
+    """Still running when the wait's time is up: the recordings already written come back with this call (partial),
+    so a machine lost before the next wait loses none of them."""
+    if shutil.which("bash") is None or shutil.which("xz") is None or shutil.which("tar") is None:
+        pytest.skip("no bash/xz/tar here")
+    session = tmp_path / "live" / "full"
+    (session / "results" / "h200" / "kernels").mkdir(parents=True)
+    (session / "results" / "h200" / "kernels" / "x@20261203T000000Z.json").write_text("{}\n")
+    (session / "log").write_text("[anatomy +   1.0s] measuring kernels/x on h200 ...\n")
+    done, out = _wait(tmp_path, "full", "0")
+    assert done.returncode == 0 and "still running after 0s" in done.stdout, done.stdout + done.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["full.partial.log.xz", "results-full.partial.tar.xz"]
+    listed = subprocess.run(["tar", "-tJf", str(out / "results-full.partial.tar.xz")], capture_output=True, text=True)
+    assert listed.stdout.split() == ["results/h200/kernels/x@20261203T000000Z.json"]
