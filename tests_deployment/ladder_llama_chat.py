@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 
 import ladder_chat as lc
+import cause_findings as cf
 import ladder_findings as lf
 import ladder_llama as ll
 
@@ -255,7 +256,9 @@ PLAN_STEP = (
     f"({FP8_KV_ID}: above 512 tokens fp8_weights {ABOVE_512_MS['fp8_weights']:.1f}, fp8_kv "
     f"{ABOVE_512_MS['fp8_kv']:.1f} ms), so the shortening that kept Qwen's plan under the SLO is absent. Why is unknown "
     "(that finding). The step model prices a "
-    "prompt step alike inside and outside the captured graphs, so plan's simulation could not see this. Band: "
+    "prompt step alike inside and outside the captured graphs, so plan's simulation could not see this. The cause "
+    f"test {cf.CAUSE} settled the cause (cause_findings.py): the same plan with graphs captured to 8,192 tokens ran "
+    f"those windows in {cf.ABOVE_MS:.1f} ms and met the SLO at {cf.ITL_P99_MS:.2f} ms ITL p99. Band: "
     "the ITL p99's request-resampled 95% interval over the SLO (one run, no parent). Strict: a run that meets the SLO "
     "retires the finding.")
 

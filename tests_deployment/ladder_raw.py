@@ -246,3 +246,13 @@ def resampled_metric_interval(run: dict[str, Any], metric: str, slo: Slo, resamp
     values = [sample_metric(rng.choices(mine, k=len(mine)), run["start"], metric, slo) for _ in range(resamples)]
     kept = [v for v in values if v is not None]
     return percentile(kept, 2.5), percentile(kept, 97.5)
+
+
+def resampled_window_median_ms(requests: list[dict[str, Any]], graph_max: int, inside: bool = True,
+                               resamples: int = RESAMPLES) -> tuple[float, float]:
+    """The 95% interval (ms) of prompt_window_ms(requests, graph_max, inside): the selected windows resampled with
+    replacement (seeded), the 2.5th and 97.5th percentile of the resamples' medians."""
+    gaps = [dt for dt, new, n in prompt_windows(requests) if (new + n <= graph_max) == inside]
+    rng = random.Random(SEED)
+    medians = [statistics.median(rng.choices(gaps, k=len(gaps))) for _ in range(resamples)]
+    return float(np.percentile(medians, 2.5)) * 1e3, float(np.percentile(medians, 97.5)) * 1e3

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+import cause_findings as cf
 import ladder_llama_chat as llc
 import ladder_raw as lr
 from pytest_anatomy.measure.measurement import Measurement
@@ -74,7 +75,7 @@ def _raw_requests(batch: Path, run_id: str) -> list[dict[str, Any]]:
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("cause", CAUSES, ids=IDS)
+@pytest.mark.parametrize("cause", [pytest.param(c, marks=cf.cause_marks(c["name"]), id=c["name"]) for c in CAUSES])
 def test_the_cause_run_is_reconciled_with_its_written_predictions(target, measured, reconcile,
                                                                   cause: dict[str, Any]) -> None:
     """The engine captured the graphs the override asked for (exact), the median prompt window above `window_above`
@@ -143,12 +144,14 @@ def _relabelled_batch(tmp: Path, captured: list[int], scale: float, itl_p99_s: f
 @pytest.mark.parametrize(("captured", "scale", "itl", "outcome"), [
     ([512], 1.0, None, "captured_max"),  # the plan_top run as it was: graphs to 512, so the first check fails
     ([512, 8192], 1.0, None, "window_above_512"),  # graphs as asked, windows as plan_top's (1.45x the price)
-    ([512, 8192], 0.7, 0.020, "passed"),  # windows at 0.7x (1.01x the price), ITL p99 under the SLO
-], ids=["graphs-512", "windows-unchanged", "meets-all"])
+    ([512, 8192], 0.5, 0.020, "finding"),  # windows at 0.72x the price: inside the recorded finding's band
+    ([512, 8192], 0.7, 0.020, "resolved"),  # windows at 1.01x: in the written band, so the strict finding retires
+], ids=["graphs-512", "windows-unchanged", "windows-as-the-finding", "windows-in-band"])
 def test_a_cause_run_goes_from_import_to_its_verdict(tmp_path: Path, captured: list[int], scale: float,
                                                      itl: float | None, outcome: str) -> None:
     """The device plan's cause run through import-device and the reconciliation above, on the kept plan_top batch
-    relabelled (never filed under results/): each check can fail, and a run meeting every prediction passes."""
+    relabelled (never filed under results/): each check can fail, a run like the recorded one is its finding, and one
+    that meets the written prediction retires the finding (strict) rather than passing beside it."""
     import subprocess
     import sys
 
@@ -160,7 +163,42 @@ def test_a_cause_run_goes_from_import_to_its_verdict(tmp_path: Path, captured: l
                           "anatomy_source=recorded", "-k", "reconciled_with"],
                          cwd=HERE.parent, capture_output=True, text=True, timeout=300)
     tail = run.stdout[-3000:]
-    if outcome == "passed":
-        assert "1 passed" in run.stdout and run.returncode == 0, tail
+    if outcome == "finding":
+        assert "1 finding" in run.stdout and run.returncode == 0 and cf.WINDOW_ID in run.stdout, tail
+    elif outcome == "resolved":
+        assert "1 failed" in run.stdout and "1 resolved" in run.stdout and cf.WINDOW_ID in run.stdout, tail
     else:
         assert "1 failed" in run.stdout and f"cause.graphs-to-budget.{outcome}" in run.stdout, tail
+
+
+def test_the_cause_findings_quote_the_recording_and_its_batch() -> None:
+    """Every number cause_findings.py quotes, from the graphs-to-budget run's kept batch and recording, the plan_top
+    run it re-ran and the preregistered step model."""
+    import statistics
+
+    import ladder_chat as lc
+    import ladder_findings as lf
+    from pytest_anatomy import recordings
+
+    requests = lr.raw_runs(cf.CAUSE_BATCH)[cf.RUN_ID.rsplit(".", 1)[-1]]["requests"]
+    windows = lr.prompt_windows(requests)
+    above = [(new, n) for _, new, n in windows if new + n > 512]
+    inside = [(new, n) for _, new, n in windows if new + n <= 512]
+    assert (len(windows), len(above)) == cf.WINDOWS
+    assert round(lr.prompt_window_ms(requests, 512, inside=False), 2) == cf.ABOVE_MS
+    assert round(lr.prompt_window_ms(requests, 512), 2) == cf.INSIDE_MS
+    assert tuple(round(x, 2) for x in lr.resampled_window_median_ms(requests, 512, inside=False)) == \
+        cf.ABOVE_INTERVAL_MS
+    plan = PRE["plan_top"][llc.MODEL][llc.WORKLOAD]
+    context = next(r for r in PRE["ladders"][llc.MODEL][llc.WORKLOAD] if r["step"] == "ngram")["terms"]["context"]
+    for rows, window, priced in ((above, cf.ABOVE_WINDOW, cf.PRICED_ABOVE_MS),
+                                 (inside, cf.INSIDE_WINDOW, cf.PRICED_INSIDE_MS)):
+        assert (round(statistics.median(new for new, _ in rows)), round(statistics.median(n for _, n in rows))) == window
+        got = lc.priced_prompt_ms(PRE["calibration"], plan, context, window[1], window[0], lc.SYSTEM_PROMPT, llc.MODEL)
+        assert round(got, 2) == priced
+    assert cf.PREDICTED_MS == CAUSES[0]["predicted"]["window_above_ms"]
+    assert cf.PLAN_TOP_ABOVE_MS == llc.ABOVE_512_MS["plan_top"]
+    rec = recordings.load_latest(HERE.parent / "results", lf.MEASURED_ON, "deployment", cf.RUN_ID)
+    assert round(rec["metrics.itl_p99_s"].value * 1e3, 2) == cf.ITL_P99_MS
+    assert f"{cf.PLAN_TOP_ITL_P99_MS:.2f}" == llc._m("plan_top", "itl_p99_s", 2)
+    assert cf.ABOVE_INTERVAL_MS[1] / cf.PREDICTED_MS < 0.8  # the whole interval lies below the written band

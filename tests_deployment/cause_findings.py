@@ -1,0 +1,55 @@
+"""Findings of the cause tests (cause_tests.json, reconciled by test_cause_tests.py). Every number quoted here is
+recomputed from the recordings and the kept batch by test_cause_tests.py.
+
+graphs-to-budget (batch 20261203T184616Z, 2026-12-03 18:46 UTC, H200): Llama-3.1-8B's chat plan_top run again with
+CUDA graphs captured to its 8,192-token budget (531 piecewise sizes, captured in 63 s and 4.31 GiB; the engine started
+in 149 s). Written before it: the graph-less explanation predicted the windows above 512 tokens in [0.8, 1.2] x the step
+model's 17.04 ms and ITL p99 under 25 ms; the fp8-KV explanation (the one we expected) predicted both unchanged. ITL p99
+fell from 26.59 to 14.50 ms and the windows above 512 tokens from 24.7 to 12.4 ms: graph-less prompt steps were the
+cause of plan_top's miss, and the expectation was wrong. The windows fell below the band, though: the finding below.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import ladder_findings as lf
+
+CAUSE_BATCH, CAUSE = "20261203T184616Z", "graphs-to-budget"
+RUN_ID = "llama-3.1-8b.chat.plan_top+graphs-to-budget"
+# the run's prompt windows (ladder_raw.prompt_windows): (all, above 512 tokens); the median window above 512 tokens
+# (ms) with its window-resampled 95% interval (ladder_raw.resampled_window_median_ms), and the median inside 512
+WINDOWS = (122, 31)
+ABOVE_MS, ABOVE_INTERVAL_MS, INSIDE_MS = 12.43, (11.95, 12.95), 12.07
+# the windows' median (new tokens, outputs) above and inside 512 tokens, and the step model's price of each
+# (ladder_chat.priced_prompt_ms on the cached 256-token system prompt, plan_top's knobs)
+ABOVE_WINDOW, INSIDE_WINDOW = (642, 31), (275, 31)
+PRICED_ABOVE_MS, PRICED_INSIDE_MS = 16.82, 8.88
+ITL_P99_MS, PLAN_TOP_ITL_P99_MS, PLAN_TOP_ABOVE_MS = 14.50, 26.59, 24.7
+PREDICTED_MS = 17.04  # cause_tests.json: the price of plan_top's median window above 512 tokens
+
+WINDOW_ID = "h200-graphed-prompt-windows-do-not-grow-with-their-tokens"
+WINDOW_REASON = (
+    f"With CUDA graphs captured to 8,192 tokens (cause test {CAUSE}), Llama-3.1-8B's chat plan_top ran its prompt "
+    f"windows above 512 tokens in {ABOVE_MS:.2f} ms (median of {WINDOWS[1]}, [{ABOVE_INTERVAL_MS[0]:.2f}, "
+    f"{ABOVE_INTERVAL_MS[1]:.2f}] resampled), {ABOVE_MS / PREDICTED_MS:.2f}x the {PREDICTED_MS:.2f} ms the step model "
+    f"prices plan_top's median such window at, below the written band [0.8, 1.2] (plan_top, graph-less: "
+    f"{PLAN_TOP_ABOVE_MS:.1f} ms). The windows do not grow with their new tokens: inside 512 tokens (median "
+    f"{INSIDE_WINDOW[0]} new beside {INSIDE_WINDOW[1]} decodes) {INSIDE_MS:.2f} ms, above it ({ABOVE_WINDOW[0]} new) "
+    f"{ABOVE_MS:.2f} ms, where the step model goes from {PRICED_INSIDE_MS:.2f} to {PRICED_ABOVE_MS:.2f} ms "
+    f"({(PRICED_ABOVE_MS - PRICED_INSIDE_MS) / (ABOVE_WINDOW[0] - INSIDE_WINDOW[0]) * 100:.2f} ms per 100 new tokens): it "
+    "prices the short windows too cheap and the long ones too dear. Why is unknown. Candidates: the window method "
+    "(under async scheduling the gap that holds a scheduled request may span the running step and the prompt step's "
+    "launch rather than the prompt step alone, which would give a floor near two decode steps' time), or a prompt term "
+    "steeper than this fp8 engine's prompt GEMMs inside graphs. The cause itself is settled: ITL p99 "
+    f"{ITL_P99_MS:.2f} ms against 25 allowed (plan_top {PLAN_TOP_ITL_P99_MS:.2f}). Band: the window-resampled 95% "
+    "interval over the prediction. Strict: a window in the written band retires the finding.")
+
+
+def cause_marks(name: str) -> list[pytest.MarkDecorator]:
+    """The findings of one cause test's run (test_the_cause_run_is_reconciled_with_its_written_predictions)."""
+    if name != CAUSE:
+        return []
+    lo, hi = (x / PREDICTED_MS for x in ABOVE_INTERVAL_MS)
+    return [pytest.mark.finding(WINDOW_ID, reason=WINDOW_REASON, quantity=f"cause.{CAUSE}.window_above_512",
+                                expected=(round(lo, 4), round(hi, 4)), hardware=lf.MEASURED_ON, strict=True)]
