@@ -6,7 +6,8 @@ the mutated function are replayed with the mutation applied, and the JSON ledger
 of one area share an interpreter (`-p mutant_batch`): it collects the union of their selections once and forks
 one child per mutation, which applies it and runs its own selection (a mutation whose function collection calls
 is replayed alone instead, in a fresh interpreter with `-p theory_mutants`). A mutation is caught when at least
-one reconciliation's verdict is `diverge`; every reconciliation counts as a prediction until they carry a kind.
+one `prediction` reconciliation's verdict is `diverge` (theory_mutants.catches: identities, replays, fits and
+settings do not count).
 A known survivor (its `survivor` field says why nothing can catch it) must stay uncaught, so the list stays
 true: catching it fails too, asking for the mark to be removed.
 """
@@ -21,7 +22,7 @@ from pathlib import Path
 
 import pytest
 from mutant_batch import MARK, NAMES_ENV, OUT_ENV
-from theory_mutants import BY_NAME, CATALOGUE, MUTATION_ENV, Mutation, mutated_source
+from theory_mutants import BY_NAME, CATALOGUE, MUTATION_ENV, Mutation, catches, mutated_source
 
 from pytest_anatomy import run_share
 
@@ -90,7 +91,7 @@ def _replay_group(mutations: list[Mutation], out: Path) -> dict[str, dict]:
 
 def _diverges(ledger: dict) -> list[str]:
     return [f"{r['test_id']} {r['name']}: predicted {r['predicted']:.6g}, measured {r['measured']:.6g}"
-            for r in ledger["reconciliations"] if r["verdict"] == "diverge"]
+            for r in ledger["reconciliations"] if catches(r)]
 
 
 def test_catalogue_matches_the_current_theory_source():
