@@ -178,6 +178,10 @@ PROBE = r"""
                       finding: (d.querySelector("p.finding-note") || {}).textContent || null,
                       test_id: (d.querySelector("p.testid") || {}).textContent || null}};
     });
+    out.budgets = Array.prototype.filter.call(document.querySelectorAll("details.rec"), function (d) {
+      return d.querySelector("table.budget"); }).map(function (d) {
+      return {i: +d.getAttribute("data-i"), rows: Array.prototype.map.call(d.querySelectorAll("table.budget tr"),
+        function (tr) { return [tr.children[0].textContent, tr.children[1].textContent]; })}; });
     document.getElementById("collapse-all").click();
     out.collapsed_open = document.querySelectorAll("details.rec[open]").length;
     out.plots = Array.prototype.map.call(document.querySelectorAll("svg.plot"), function (svg) {
@@ -194,6 +198,13 @@ PROBE = r"""
 })();
 </script>
 """
+
+def _embedded_ledger(full_report: Path) -> dict[str, Any]:
+    """The ledger the page embeds (its script's data), as the page's script reads it."""
+    page = full_report.read_text(encoding="utf-8")
+    return json.loads(html.unescape(re.search(r'id="anatomy-ledger">(.*?)</script>', page, re.DOTALL)[1])
+                      .replace("\\u003c", "<").replace("\\u003e", ">").replace("\\u0026", "&"))
+
 
 
 def _chromium(*args: str, timeout: int = 240) -> subprocess.CompletedProcess[str]:
@@ -241,9 +252,7 @@ def test_page_script_searches_test_ids_as_written(browser_view: dict[str, Any], 
     (embedded.py _share_test_id) and each row's search text is set by the script."""
     from pytest_anatomy.report.html import expand_embedded
 
-    page = full_report.read_text(encoding="utf-8")
-    embedded = json.loads(html.unescape(re.search(r'id="anatomy-ledger">(.*?)</script>', page, re.DOTALL)[1])
-                          .replace("\\u003c", "<").replace("\\u003e", ">").replace("\\u0026", "&"))
+    embedded = _embedded_ledger(full_report)
     recs = expand_embedded(embedded)["reconciliations"]
     wanted = [i for i, rec in enumerate(recs) if "tests_capacity/test_capacity_ledger.py::" in rec["test_id"].lower()]
     assert 0 < len(wanted) < len(recs) and sorted(browser_view["search_test_id"]) == wanted
@@ -252,9 +261,7 @@ def test_page_script_searches_test_ids_as_written(browser_view: dict[str, Any], 
 @needs_chromium
 def test_derivations_drawn_in_the_browser_read_as_python_formats_them(browser_view: dict[str, Any], full_report: Path) -> None:
     """The page's script spells numbers as report/formatting.py does (it is a port of it)."""
-    page = full_report.read_text(encoding="utf-8")
-    embedded = json.loads(html.unescape(re.search(r'id="anatomy-ledger">(.*?)</script>', page, re.DOTALL)[1])
-                          .replace("\\u003c", "<").replace("\\u003e", ">").replace("\\u0026", "&"))
+    embedded = _embedded_ledger(full_report)
     recs = embedded["reconciliations"]
     checked = 0
     for drawn in browser_view["derivations"]:
@@ -383,9 +390,7 @@ def test_each_derivation_shows_its_texts_from_the_shared_table(browser_view: dic
     text_table; the drawn derivation shows the texts, as the JSON ledger beside the page holds them."""
     from pytest_anatomy.report.html import expand_embedded
 
-    page = full_report.read_text(encoding="utf-8")
-    embedded = json.loads(html.unescape(re.search(r'id="anatomy-ledger">(.*?)</script>', page, re.DOTALL)[1])
-                          .replace("\\u003c", "<").replace("\\u003e", ">").replace("\\u0026", "&"))
+    embedded = _embedded_ledger(full_report)
     assert embedded["text_table"]
     recs = expand_embedded(embedded)["reconciliations"]
     findings = 0
@@ -410,9 +415,7 @@ def test_each_derivation_shows_its_provenance_from_the_shared_table(browser_view
     the drawn derivation shows the entry the index names, as the JSON ledger beside the page holds it."""
     from pytest_anatomy.report.html import expand_embedded
 
-    page = full_report.read_text(encoding="utf-8")
-    embedded = json.loads(html.unescape(re.search(r'id="anatomy-ledger">(.*?)</script>', page, re.DOTALL)[1])
-                          .replace("\\u003c", "<").replace("\\u003e", ">").replace("\\u0026", "&"))
+    embedded = _embedded_ledger(full_report)
     recs = expand_embedded(embedded)["reconciliations"]
     checked = 0
     for drawn in browser_view["derivations"]:
@@ -423,3 +426,19 @@ def test_each_derivation_shows_its_provenance_from_the_shared_table(browser_view
             checked += 1
         assert bool(shown) == bool(prov), (drawn["i"], shown, prov)
     assert checked > 50
+
+
+def test_a_budgeted_tolerance_shows_its_terms_and_their_sum(browser_view: dict[str, Any], full_report: Path) -> None:
+    """Issue 10: the report shows an error budget as a sum. Every reconciliation whose tolerance is a budget
+    (reconcile.Tolerance.from_budget) draws its named terms and their sum, spelled as Tolerance.describe spells them,
+    and no other reconciliation draws one."""
+    embedded = _embedded_ledger(full_report)
+    recs = embedded["reconciliations"]
+    budgeted = {i for i, r in enumerate(recs) if (r.get("tolerance") or {}).get("budget")}
+    assert budgeted, "the full report has no budgeted tolerance to check"
+    drawn = {b["i"]: b["rows"] for b in browser_view["budgets"]}
+    assert set(drawn) == budgeted
+    for i, rows in drawn.items():
+        tol = recs[i]["tolerance"]
+        want = [[k.replace("_", " "), f"\u00b1{v * 100:.3g}%"] for k, v in tol["budget"].items()]
+        assert rows == want + [["sum: the tolerance", f"\u00b1{tol['rel'] * 100:.3g}%"]], (i, rows)
