@@ -134,6 +134,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"{i}. {engines}, {', '.join(p['knobs_on']) or 'vLLM defaults'}: {_fmt(m)}"
               + (f", holds {p['max_concurrency']:.0f} requests" if p["max_concurrency"] else ""))
         print(f"   engine: {json.dumps(p['engine_kwargs'])}")
+        for note in p["notes"]:
+            print(f"   note: {note}")
         for knob, g in p["gains_by_knob"].items():
             moved = ", ".join(f"{k} x{v:.3g}" for k, v in g.items() if v is not None and abs(v - 1) > 0.01)
             print(f"   {knob}: {moved or 'no metric moves by more than 1%'}")
@@ -159,10 +161,12 @@ def knob_gain_uncertainty(card: str, results: Path, model: str, workload: str) -
     command computes no error from the rungs: test_ladder_replay.py reconciles them, its misses are findings."""
     folder = results / card / "deployment"
     stem = f"{model}.{workload}."  # model names carry dots (qwen2.5-7b): cut by length, not by splitting
-    rungs = sorted({p.name.split("@")[0][len(stem):] for p in folder.glob(f"{stem}*@*.json")})
+    recorded = sorted({p.name.split("@")[0][len(stem):] for p in folder.glob(f"{stem}*@*.json")})
+    rungs = [r for r in recorded if "+" not in r]  # <rung>+<cause>: a cause test, a rung re-run with one change
+    causes = "".join(f"; cause test {r} recorded (tests_deployment/test_cause_tests.py)" for r in recorded if "+" in r)
     if not rungs:
         return (f"no reconciliation of a knob's gain exists yet for {model}/{workload} (no ladder recordings under "
                 f"{folder}): the gains are unchecked predictions")
     return (f"{len(rungs)} rungs of {model}/{workload} measured on {card} ({', '.join(rungs)}): "
             "tests_deployment/test_ladder_replay.py reconciles their gains with the preregistered ones (target 20%; "
-            "misses are findings, docs/DEPLOYMENT.md); the gains here are not corrected by them")
+            f"misses are findings, docs/DEPLOYMENT.md); the gains here are not corrected by them{causes}")

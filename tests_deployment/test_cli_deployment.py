@@ -92,11 +92,12 @@ def test_knob_gain_uncertainty_counts_this_workloads_rungs(tmp_path) -> None:
     assert "no reconciliation of a knob's gain" in knob_gain_uncertainty(card, tmp_path, "qwen2.5-7b", "rag")
     folder.mkdir(parents=True)
     for name in ("qwen2.5-7b.engine.0", "qwen2.5-7b.chat.baseline", "llama-3.1-8b.rag.limits",
-                 "qwen2.5-7b.rag.baseline", "qwen2.5-7b.rag.fp8_kv"):
+                 "qwen2.5-7b.rag.baseline", "qwen2.5-7b.rag.fp8_kv", "qwen2.5-7b.rag.plan_top+graphs-to-budget"):
         (folder / f"{name}@20261202T050156Z.json").write_text("{}")
     (folder / "qwen2.5-7b.rag.baseline@20261203T000000Z.json").write_text("{}")  # a second visit: one rung still
     text = knob_gain_uncertainty(card, tmp_path, "qwen2.5-7b", "rag")
     assert text.startswith(f"2 rungs of qwen2.5-7b/rag measured on {card} (baseline, fp8_kv)"), text
+    assert text.endswith("; cause test plan_top+graphs-to-budget recorded (tests_deployment/test_cause_tests.py)")
     assert "no reconciliation of a knob's gain" in knob_gain_uncertainty(card, tmp_path, "llama-3.1-8b", "chat")
 
 
@@ -104,6 +105,36 @@ def test_plan_prints_a_readable_table(capsys) -> None:
     assert main([*PLAN, "--top", "1"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("plan for qwen2.5-7b on 1 x h200, workload rag") and "engine: {" in out
+
+
+@pytest.mark.parametrize(("seqs", "budget", "spec", "eager", "captured"), [
+    (1024, 8192, 0, False, 512), (32, 1024, 0, False, 64), (256, 512, 0, False, None), (1024, 8192, 0, True, None),
+    (32, 1024, 4, False, 320), (256, 8192, 4, False, 500)])
+def test_a_plan_says_which_steps_run_outside_the_captured_graphs(seqs: int, budget: int, spec: int, eager: bool,
+                                                                  captured: int | None) -> None:
+    """vLLM's default capture list ends at min(2 x max_num_seqs x (1 + gamma), 512) rounded for speculation, or
+    at the budget; a plan whose budget is larger says its larger steps run outside the graphs (the simulation prices
+    them as captured) and names the engine argument that captures them; an eager engine or a budget inside the
+    graphs has no such note."""
+    from pytest_anatomy.theory.deployment import EngineKnobs
+    from pytest_anatomy.theory.deployment_plan import graph_note
+
+    notes = graph_note(EngineKnobs(seqs, budget, cudagraphs=not eager, spec_tokens=spec))
+    if captured is None:
+        assert notes == ()
+    else:
+        (note,) = notes
+        assert f"up to {captured} tokens at max_num_seqs {seqs}" in note
+        assert f"max_cudagraph_capture_size={budget}" in note
+
+
+def test_plan_prints_each_plans_notes(capsys) -> None:
+    assert main(["plan", "--model", "llama-3.1-8b", "--hardware", HARDWARE, "--workload", "chat", "--top", "2", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert main(["plan", "--model", "llama-3.1-8b", "--hardware", HARDWARE, "--workload", "chat", "--top", "2"]) == 0
+    out = capsys.readouterr().out
+    notes = [n for p in doc["plans"] for n in p["notes"]]
+    assert notes and all(f"   note: {n}" in out for n in notes)
 
 
 @pytest.mark.parametrize(("argv", "message"), [

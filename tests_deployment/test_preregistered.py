@@ -43,9 +43,16 @@ def test_the_file_is_what_the_theory_computes_today() -> None:
                               "eager_launch_s": dp.EAGER_LAUNCH_S}
 
 
+def _without_notes(plan_tops: dict[str, Any]) -> dict[str, Any]:
+    """plan_top without its notes: commentary on what the simulation leaves unpriced, which grows as causes are found
+    (the CUDA-graph note came after the file, 2026-12-03), not a prediction or an engine argument."""
+    return {m: {w: {k: v for k, v in top.items() if k != "notes"} for w, top in by_w.items()}
+            for m, by_w in plan_tops.items()}
+
+
 def test_the_recommended_plans_are_todays() -> None:
     today = json.loads(json.dumps(dl.plan_tops(PRE["calibration"])))
-    assert _same(PRE["plan_top"], today) == []
+    assert _same(_without_notes(PRE["plan_top"]), _without_notes(today)) == []
     for model, by_workload in PRE["plan_top"].items():
         for workload, top in by_workload.items():
             slo = json.loads(dl.workload_path(workload).read_text())["slo"]

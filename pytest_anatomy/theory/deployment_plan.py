@@ -116,14 +116,37 @@ def _candidates(model: ModelSpec, model_name: str, hw: HardwareSpec, ceilings: C
             continue  # the pool cannot hold the workload's longest request (or the weights do not fit)
         outcome = dp.simulate(step_model(model, model_name, hw, ceilings, calib, knobs, tp), work, knobs, blocks)
         conc = None if blocks is None else (blocks - 1) * knobs.block_size / mean_tokens
-        out.append(Candidate(tp, knobs, tuned_on, _scaled(outcome, replicas, notes), conc, replicas))
+        out.append(Candidate(tp, knobs, tuned_on, _scaled(outcome, replicas, notes + graph_note(knobs)), conc,
+                             replicas))
         if acceptance is not None and tp == 1:
             from pytest_anatomy.theory.speculative import expected_tokens
 
             sk = replace(knobs, spec_tokens=4)
             spec = dp.speculate(model, ceilings, calib, work, outcome, sk, expected_tokens(acceptance, 4), blocks)
-            out.append(Candidate(tp, sk, tuned_on, _scaled(spec, replicas, notes), conc, replicas))
+            out.append(Candidate(tp, sk, tuned_on, _scaled(spec, replicas, notes + graph_note(sk)), conc, replicas))
     return out
+
+
+def graph_note(knobs: dp.EngineKnobs) -> tuple[str, ...]:
+    """What the simulation leaves unpriced for this engine: steps larger than vLLM's largest captured CUDA graph run
+    outside the graphs, and the step model prices every step as captured. The largest size is vLLM's default for the
+    engine's max_num_seqs (theory/vllm_settings.default_capture_sizes; speculation's list when it speculates)."""
+    from pytest_anatomy.theory.speculative import spec_default_capture_sizes
+    from pytest_anatomy.theory.vllm_settings import default_capture_sizes
+
+    if not knobs.cudagraphs:
+        return ()
+    seqs, budget = knobs.max_num_seqs, knobs.max_num_batched_tokens
+    sizes = spec_default_capture_sizes(seqs, budget, knobs.spec_tokens) if knobs.spec_tokens else \
+        default_capture_sizes(seqs, budget)
+    top = max(sizes, default=0)
+    if budget <= top:
+        return ()
+    return (f"CUDA graphs: vLLM captures steps of up to {top} tokens at max_num_seqs {seqs} (its default), so a step "
+            f"carrying more (a prompt chunk, up to the {budget}-token budget) runs outside them; the simulation prices "
+            "every step as captured. On an H200 such prompt steps took about twice as long and set the ITL tail "
+            "(docs/DEPLOYMENT.md, cause test graphs-to-budget); engine argument max_cudagraph_capture_size="
+            f"{budget} captures them (more graph memory and a longer engine start)",)
 
 
 def _scaled(outcome: dp.StepOutcome, replicas: int, notes: tuple[str, ...]) -> dp.StepOutcome:
