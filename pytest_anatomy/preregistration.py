@@ -171,3 +171,73 @@ def check_held_out(results: Path, hardware: str, recording_name: str, recorded_a
 
 def required_for(recorded_at: str) -> bool:
     return _parse_utc(recorded_at) >= _parse_utc(REQUIRED_FROM)
+
+
+# --- plans whose predictions live in a committed file of the suite (deployment: preregistered.json, cause_tests.json)
+PLAN_FILES = ("preregistered", "causes")  # the batch provenance's keys naming {"file", "sha256"}
+PACKAGE_REPO = Path(__file__).resolve().parents[1]  # the checkout whose tests_deployment/ the device plan read
+
+
+def _blob_sha256(repo: Path, commit: str, file: str) -> str | None:
+    import hashlib
+
+    try:
+        out = subprocess.run(["git", "-C", str(repo), "cat-file", "blob", f"{commit}:{file}"], capture_output=True,
+                             timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return hashlib.sha256(out.stdout).hexdigest() if out.returncode == 0 else None
+
+
+def committed_before(repo: Path, file: str, sha256: str, before: datetime) -> tuple[str, datetime]:
+    """The first commit of `file` holding exactly the content a run read (its sha256), if committed at or before the
+    run; PreregistrationError otherwise, naming what is missing and the way out."""
+    log = _git(repo, "log", "--reverse", "--format=%H %cI", "--", file)
+    if not log:
+        raise PreregistrationError(f"{file}: no git history in {repo} to show the run's predictions were committed "
+                                   "before it; import in a git checkout, or with --in-sample to file it as not held out")
+    for line in log.splitlines():
+        commit, when = line.split(" ", 1)
+        if _blob_sha256(repo, commit, file) == sha256:
+            at = datetime.fromisoformat(when).astimezone(timezone.utc)
+            if at <= before:
+                return commit, at
+            raise PreregistrationError(
+                f"{file} as the run read it (sha256 {sha256[:12]}) was first committed {at:%Y-%m-%dT%H:%M:%SZ}, after "
+                f"the run ({before:%Y-%m-%dT%H:%M:%SZ}): its predictions are not held out; import with --in-sample")
+    raise PreregistrationError(
+        f"{file} as the run read it (sha256 {sha256[:12]}) is in no commit: the run was planned from uncommitted "
+        "predictions; commit them before measuring, or import with --in-sample to file the run as not held out")
+
+
+def plan_files_committed(provenance: Mapping[str, Any], recorded_at: str,
+                         repo: Path = PACKAGE_REPO) -> dict[str, dict[str, str]]:
+    """For each prediction file a device batch names (PLAN_FILES), the commit that held it before the run."""
+    when = _parse_utc(recorded_at)
+    out = {}
+    for key in PLAN_FILES:
+        named = provenance.get(key)
+        if isinstance(named, Mapping) and named.get("file") and named.get("sha256"):
+            commit, at = committed_before(repo, str(named["file"]), str(named["sha256"]), when)
+            out[key] = {"file": str(named["file"]), "commit": commit, "committed_at": f"{at:%Y-%m-%dT%H:%M:%SZ}"}
+    return out
+
+
+def with_plan_files(rec: Any, *, in_sample: bool, error: type[Exception]) -> Any:
+    """A recording of a batch planned from committed prediction files, with those commits in its provenance
+    ("preregistration"); a batch whose files were not committed before it ran raises `error` (one line), or with
+    `in_sample` is filed with held_out False and the reason. A batch naming no such file (a synthetic one) passes."""
+    import dataclasses
+
+    prov = dict(rec.provenance)
+    named = {k: prov.get(k) for k in PLAN_FILES if isinstance(prov.get(k), Mapping)}
+    if not named:
+        return rec
+    try:
+        prov["preregistration"] = plan_files_committed(named, rec.recorded_at)
+    except PreregistrationError as exc:
+        if not in_sample:
+            raise error(f"{rec.name}: {exc}") from None
+        prov["held_out"] = False
+        prov["held_out_refused"] = f"{exc} (imported with --in-sample)"
+    return dataclasses.replace(rec, provenance=prov)

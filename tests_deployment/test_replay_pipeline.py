@@ -63,3 +63,21 @@ def test_replay_agrees_within_the_target_and_fails_outside(tmp_path: Path) -> No
     assert "1 failed, 1 passed" in out, out[-3000:]  # every other rung: no recording, skipped
     failed = [line for line in out.splitlines() if line.startswith("FAILED")]
     assert len(failed) == 1 and "prefix_cache" in failed[0] and "chat" in failed[0], failed
+
+
+def test_a_batch_planned_from_uncommitted_predictions_is_refused_or_filed_as_such(tmp_path: Path) -> None:
+    """import-device holds a deployment batch to the prediction files it names: content no commit holds is refused in
+    one line, and with --in-sample filed with held_out False and the reason."""
+    import pytest
+
+    from pytest_anatomy.importers.device import DeviceImportError
+
+    doc = _batch()
+    doc["provenance"]["preregistered"] = {"file": "tests_deployment/preregistered.json", "sha256": "0" * 64}
+    batch = tmp_path / "deployment.json"
+    batch.write_text(json.dumps(doc))
+    with pytest.raises(DeviceImportError, match="is in no commit"):
+        import_files([batch], tmp_path / "results")
+    import_files([batch], tmp_path / "results", in_sample=True)
+    rec = recordings.load_latest(tmp_path / "results", HARDWARE, "deployment", f"{MODEL}.{WORKLOAD}.limits")
+    assert rec.provenance["held_out"] is False and "is in no commit" in rec.provenance["held_out_refused"]

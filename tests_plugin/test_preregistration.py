@@ -157,3 +157,52 @@ def test_the_suite_reconciles_a_run_against_its_preregistered_values(repo: Path,
     assert verdicts["preregistered_num_gpu_blocks"] == "diverge"
     assert verdicts["preregistered_available_kv_bytes"] == "agree"
     assert sum(r["name"].startswith("preregistered_") for r in recs) == 6  # blocks + 4 terms + available
+
+
+# --- deployment batches: their predictions are committed files of the suite (preregistration.PLAN_FILES) -----------
+def _plan_file(repo: Path, text: str, committed: datetime | None) -> str:
+    """tests_deployment/preregistered.json with `text`, committed at `committed` (None: left uncommitted); its sha256."""
+    import hashlib
+
+    path = repo / "tests_deployment" / "preregistered.json"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(text)
+    if committed is not None:
+        _git(repo, "add", "tests_deployment/preregistered.json")
+        _git(repo, "commit", "-qm", "predictions", when=committed)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_a_deployment_batchs_predictions_were_committed_before_it_ran(repo: Path) -> None:
+    """The file the device plan read (its sha256 in the batch) must be in a commit made before the run; a later commit,
+    or content no commit holds, is refused in one line naming the way out."""
+    from pytest_anatomy.preregistration import PreregistrationError, plan_files_committed
+
+    run = datetime(2026, 12, 3, 12, 0, tzinfo=timezone.utc)
+    early = _plan_file(repo, '{"v": 1}\n', run - timedelta(hours=1))
+    named = {"preregistered": {"file": "tests_deployment/preregistered.json", "sha256": early}}
+    found = plan_files_committed(named, _iso(run), repo)
+    assert found["preregistered"]["committed_at"] == _iso(run - timedelta(hours=1))
+    late = _plan_file(repo, '{"v": 2}\n', run + timedelta(hours=1))
+    with pytest.raises(PreregistrationError, match="first committed 2026-12-03T13:00:00Z, after the run"):
+        plan_files_committed({"preregistered": {**named["preregistered"], "sha256": late}}, _iso(run), repo)
+    loose = _plan_file(repo, '{"v": 3}\n', None)
+    with pytest.raises(PreregistrationError, match="is in no commit"):
+        plan_files_committed({"preregistered": {**named["preregistered"], "sha256": loose}}, _iso(run), repo)
+
+
+def test_every_kept_deployment_batch_ran_from_committed_predictions() -> None:
+    """Each ladder and cause batch kept under results/ read preregistered.json (and cause_tests.json) as committed
+    before it ran: what import-device now checks, held for the batches imported before it did."""
+    from pytest_anatomy.preregistration import PACKAGE_REPO, plan_files_committed
+
+    if shutil.which("git") is None or not (PACKAGE_REPO / ".git").exists():
+        pytest.skip("needs this checkout's git history")
+    checked = 0
+    for path in sorted(REPO.glob("results/*/batches/*/deployment.json")):
+        prov = json.loads(path.read_text())["provenance"]
+        if prov.get("kind") == "deployment":
+            found = plan_files_committed(prov, prov["date_utc"])
+            assert "preregistered" in found and ("causes" in found) == ("causes" in prov), path
+            checked += 1
+    assert checked >= 10

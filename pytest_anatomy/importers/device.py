@@ -347,7 +347,7 @@ def _deployment_records(batch: dict[str, Any], common: dict[str, Any], hw: str,
         yield recordings.Recording(
             suite="deployment", name=run["id"].lower(), hardware=hw, recorded_at=stamp,
             provenance={**common, "model": run.get("model"), "workload": run.get("workload"), "step": run.get("step"),
-                        "engine_kwargs": run.get("engine_kwargs"), "preregistered": prov.get("preregistered")},
+                        "engine_kwargs": run.get("engine_kwargs"), **{k: prov.get(k) for k in preregistration.PLAN_FILES}},
             measurements=measurements, data={"run": run})
 
 
@@ -408,6 +408,8 @@ def _check_preregistered(rec: recordings.Recording, results: Path, *, in_sample:
     committed before its stamp; the recording's provenance names it. With `in_sample`, a run without
     one is filed as not held out, saying why, instead of refusing the import."""
     prov = dict(rec.provenance)
+    if rec.suite == "deployment":  # its predictions: the committed files the device plan read (sha256 in provenance)
+        return preregistration.with_plan_files(rec, in_sample=in_sample, error=DeviceImportError)
     if rec.suite != "capacity" or not prov.get("held_out") or not preregistration.required_for(rec.recorded_at):
         return rec
     try:
