@@ -14,13 +14,14 @@ from dataclasses import dataclass
 import pytest
 from llama_runs import LlamaRun
 
+from pytest_anatomy.specs.model import load_model
 from pytest_anatomy.theory import llamacpp_latency as ll
 
-DECODE_FIT = {ll.UNQUANTIZED_KERNEL: "F16", ll.QUANTIZED_DECODE_KERNEL: "Q8_0"}  # kernel -> 7B weights
-PREFILL_FIT = {ll.UNQUANTIZED_KERNEL: "F16", ll.QUANTIZED_PREFILL_KERNEL: "Q8_0"}
-FIT_MODEL = "qwen2.5-7b"
-TINY_FOR = {"qwen2.5-0.5b": "tiny-24l", "qwen2.5-7b": "tiny-28l"}
-N_GEN, N_PROMPT = 128, 512
+# The fit plan is the theory's (theory/llamacpp_latency.py), which `predict latency --engine llama.cpp` also follows
+DECODE_FIT, PREFILL_FIT = dict(ll.DECODE_FITS), dict(ll.PREFILL_FITS)  # kernel -> the 7B weights it is fitted on
+FIT_MODEL = ll.FIT_MODEL
+TINY_FOR = {b: ll.overhead_model(b, load_model(b).num_layers) for b in ll.OVERHEAD_MODEL_BASES}
+N_GEN, N_PROMPT = ll.BENCH_N_GEN, ll.BENCH_N_PROMPT
 
 
 def rel_se(m) -> float:
@@ -72,26 +73,17 @@ class SessionCalibration:
     def overhead(self, model: str, weights: str) -> float:
         """The tiny model's time per token (decode) or per prompt (prefill), less its own small roofline."""
         tiny_run, rec = self._bench(TINY_FOR[model], weights)
-        header = self.header_for(tiny_run)
-        zero = ll.LlamaCalibration(self.read, self.matmul, 0.0, source="priors")
-        if self.phase == "decode":
-            t = 1 / self._tok_s(rec, f"overhead {tiny_run.name}")
-            return t - ll.decode_time(header, zero, context=(N_GEN - 1) / 2).value
-        t = N_PROMPT / self._tok_s(rec, f"overhead {tiny_run.name}")
-        return t - ll.prefill_time(header, zero, N_PROMPT).value
+        return ll.tiny_overhead_s(self.header_for(tiny_run), self._tok_s(rec, f"overhead {tiny_run.name}"), self.read,
+                                  self.matmul, self.phase)
 
     def calibration(self, attainment=None) -> ll.LlamaCalibration:
-        att, eff = dict(ll.PRIOR_ATTAINMENT), dict(ll.PRIOR_EFFICIENCY)
-        fits = DECODE_FIT if self.phase == "decode" else PREFILL_FIT
-        for kernel, weights in fits.items() if attainment is None else ():
-            # F16 first: the Q8_0 file's F32 norms take the F16 constant
+        fits = []  # (kernel, its fit run's header, that run's tok/s, the overhead at its weights), F16 first
+        for kernel, weights in (ll.DECODE_FITS if self.phase == "decode" else ll.PREFILL_FITS) if attainment is None \
+                else ():
             fit_run, rec = self._bench(FIT_MODEL, weights)
-            c = ll.LlamaCalibration(self.read, self.matmul, self.overhead(FIT_MODEL, weights), att, eff)
-            measured = self._tok_s(rec, f"fit {fit_run.name}")
-            if self.phase == "decode":
-                att[kernel] = ll.fit_attainment(self.header_for(fit_run), measured, c, kernel, n_gen=N_GEN)
-            else:
-                eff[kernel] = ll.fit_efficiency(self.header_for(fit_run), measured, c, kernel, N_PROMPT)
+            overhead = self.overhead(FIT_MODEL, weights)
+            fits.append((kernel, self.header_for(fit_run), self._tok_s(rec, f"fit {fit_run.name}"), overhead))
+        att, eff = ll.fit_constants(self.phase, self.read, self.matmul, fits)
         if attainment is not None:
             att = dict(attainment)
         return ll.LlamaCalibration(

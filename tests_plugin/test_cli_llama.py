@@ -34,17 +34,90 @@ def test_capacity_without_flash_attention_says_not_modeled(capsys):
     assert out["kv_buffer_bytes"]["value"] == 48 * MiB
 
 
-def test_latency_answers_and_names_its_priors(capsys):
-    out = _json(capsys, "latency", "--model", "qwen2.5-7b", "--hardware", "h200", "--engine", "llama.cpp",
-                "--weights", "F16")
-    assert set(out) == {"itl_ms", "prefill_ms", "throughput_tok_s"}
+LATENCY = ("latency", "--model", "qwen2.5-7b", "--hardware", "h200", "--engine", "llama.cpp")
+
+
+def test_latency_answers_and_names_its_priors(capsys, tmp_path):
+    """No recordings (an empty --results): the priors and the datasheet, and the notes say so."""
+    out = _json(capsys, *LATENCY, "--weights", "F16", "--results", str(tmp_path))
+    assert set(out) == {"slot_context_tokens", "itl_ms", "prefill_ms", "throughput_tok_s"}
     assert out["throughput_tok_s"]["value"] == pytest.approx(1e3 / out["itl_ms"]["value"])
-    assert any("priors" in n for n in out["itl_ms"]["notes"])
+    notes = out["itl_ms"]["notes"]
+    assert any(n.startswith("kernel constants: prior") for n in notes)
+    assert any(n.startswith("ceilings: h200 datasheet") for n in notes)
+
+
+def _prior_calibration(header, hw: str):
+    """The priors path rebuilt from the theory module: datasheet ceilings, prior constants and overhead per layer."""
+    from pytest_anatomy.specs.hardware import get_hardware
+    from pytest_anatomy.theory import llamacpp_latency as ll
+
+    card = get_hardware(hw)
+    quantized = any(ll.decode_kernel(t.ggml_type) == ll.QUANTIZED_DECODE_KERNEL for t in header.tensors)
+    per_layer = ll.PRIOR_OVERHEAD_PER_LAYER_S["quantized" if quantized else "F16"]
+    return ll.LlamaCalibration(card.require("memory_bandwidth"), card.peak("bf16"), per_layer * header.block_count)
+
+
+@pytest.mark.parametrize("hw", ["h200", "rtx4090"])
+def test_latency_with_slots_is_the_theory_on_the_priors(capsys, tmp_path, hw):
+    """-c 8192 -np 4: 2,048 cells per slot (split) and the server burst of 4, each the theory function's value."""
+    from dataclasses import replace
+
+    from pytest_anatomy.specs.gguf_file import header_from_config
+    from pytest_anatomy.specs.model import load_model
+    from pytest_anatomy.theory import gguf_mix
+    from pytest_anatomy.theory import llamacpp_latency as ll
+
+    out = _json(capsys, "latency", "--model", "qwen2.5-7b", "--hardware", hw, "--engine", "llama.cpp",
+                "--weights", "q4_k_m", "-c", "8192", "-np", "4", "--results", str(tmp_path))
+    header = gguf_mix.quantized_header(header_from_config(load_model("qwen2.5-7b")), "Q4_K_M")
+    calib = _prior_calibration(header, hw)
+    prompt = replace(calib, overhead_s=calib.overhead_s * 2)  # 1024 prompt tokens: two ubatches of 512
+    assert out["slot_context_tokens"]["value"] == 2048
+    assert out["itl_ms"]["value"] == pytest.approx(ll.decode_time(header, calib, context=1024 + 128).value * 1e3)
+    assert out["prefill_ms"]["value"] == pytest.approx(ll.prefill_time(header, prompt, 1024).value * 1e3)
+    burst = ll.server_burst(header, calib, 4, 1024, 256, ll.SEED_MARGINAL_ABOVE_FLOOR_S, prompt_calib=prompt)
+    assert out["server_throughput_tok_s"]["value"] == pytest.approx(burst["throughput_tok_s"].value)
+    assert out["server_itl_ms"]["value"] == pytest.approx(burst["itl_s"].value * 1e3)
+    notes = out["server_throughput_tok_s"]["notes"]
+    assert any(n.startswith("server marginal: prior") for n in notes)
+    assert any("the server marginal is a prior" in n for n in notes)
+
+
+def test_unified_kv_gives_each_slot_the_whole_context(capsys, tmp_path):
+    out = _json(capsys, *LATENCY, "-c", "8192", "-np", "4", "--kv-unified", "--results", str(tmp_path))
+    assert out["slot_context_tokens"]["value"] == 8192
+    assert "server_throughput_tok_s" in out
+    single = _json(capsys, *LATENCY, "-c", "8192", "--results", str(tmp_path))
+    assert "server_throughput_tok_s" not in single and single["slot_context_tokens"]["value"] == 8192
+
+
+def test_latency_text_says_which_constants(capsys, tmp_path):
+    assert main(["predict", *LATENCY, "-c", "8192", "-np", "4", "--results", str(tmp_path)]) == 0
+    text = capsys.readouterr().out
+    assert "-c 8192 -np 4" in text.splitlines()[0]
+    assert "server_throughput_tok_s" in text and "- kernel constants: prior" in text
+
+
+@pytest.mark.parametrize("argv, message", [
+    (("-np", "0"), "-np/--parallel 0: n_seq_max must be >= 1"),
+    (("-np", "300", "-c", "1000000"), "pass -np 1 to 256"),
+    (("-c", "0"), "-c/--ctx-size 0: n_ctx must be >= 1"),
+    (("-c", "2048", "-np", "4"), "gives each slot 512 KV cells"),
+    (("-c", "4096", "-np", "4", "--kv-unified"), "4 requests of 1024 + 256 tokens need 5,120"),
+    (("--weights", "Q9_K"), "not modelled"),
+])
+def test_bad_latency_input_is_one_line(capsys, tmp_path, argv, message):
+    assert main(["predict", *LATENCY, "--results", str(tmp_path), *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
 
 
 @pytest.mark.parametrize("argv, message", [
     (("--weights", "IQ2_XS"), "not modelled"),
     (("-c", "0"), "n_ctx must be >= 1"),
+    (("-np", "0"), "n_seq_max must be >= 1"),
+    (("-np", "257"), "n_seq_max must be >= 1 and <= 256"),
     (("-ctk", "q9_9"), "unknown llama.cpp KV cache type"),
     (("--gguf", "/no/such.gguf"), "no such GGUF file"),
 ])

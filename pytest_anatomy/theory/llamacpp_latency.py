@@ -28,12 +28,16 @@ F16 and Q8_0 and checked on Q4_K_M, as for decode.
 
 Both are predictions only once their constants come from other runs; `PRIOR` holds the values
 written before any llama.cpp run on the H200 (tests_llama/PREREGISTERED.md), from other engines'
-measurements on the same card.
+measurements on the same card. Which runs fit which constant (`DECODE_FITS`, `PREFILL_FITS`, the tiny
+overhead models) and how (`fit_constants`, `tiny_overhead_s`) is written here for `predict latency
+--engine llama.cpp`; tests_llama/llama_speed.py keeps its own copy of the recipe, and
+tests_llama/test_cli_llama_latency.py holds the two equal.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pytest_anatomy.specs.formats import GGML_TYPES
@@ -183,6 +187,56 @@ def prefill_tokens_per_s(header: GgufHeader, calib: LlamaCalibration, n_tokens: 
     return Prediction(n_tokens / t.value, "tokens/s", f"{n_tokens} / t_prompt", t.inputs, terms=t.terms)
 
 
+# --- a session's calibration: which runs fit which constant, and how (the recipe of tests_llama/llama_speed.py) -------
+# The speed suite fits `F16` on the 7B F16 bench and the quantized kernel on the 7B Q8_0 bench of one session (F16
+# first: the Q8_0 file's F32 norms take the F16 constant), each after the overhead of the tiny model with the 7B's
+# layers and the same weight type. The CLI (cli_llama.py) fits the same runs with these functions, so that what it
+# answers on a card with those runs is the prediction the speed suite reconciles (test_cli_llama_latency.py).
+FIT_MODEL = "qwen2.5-7b"
+DECODE_FITS: tuple[tuple[str, str], ...] = ((UNQUANTIZED_KERNEL, "F16"), (QUANTIZED_DECODE_KERNEL, "Q8_0"))
+PREFILL_FITS: tuple[tuple[str, str], ...] = ((UNQUANTIZED_KERNEL, "F16"), (QUANTIZED_PREFILL_KERNEL, "Q8_0"))
+BENCH_N_GEN, BENCH_N_PROMPT = 128, 512  # llama-bench tg128 / pp512, the tests the fits are made on
+# The models the llama visit writes a tiny overhead model beside (scripts/device/llama_plan.py MODELS): the overhead
+# model of `base` is f"tiny-{its layers}l".
+OVERHEAD_MODEL_BASES = ("qwen2.5-0.5b", "qwen2.5-7b")
+
+
+def overhead_model(base: str, layers: int) -> str | None:
+    """The name of `base`'s tiny overhead model (`layers`: base's), None when the visit writes none for it."""
+    return f"tiny-{layers}l" if base in OVERHEAD_MODEL_BASES else None
+
+
+def tiny_overhead_s(tiny: GgufHeader, tok_per_s: float, read_bandwidth: float, matmul_flops: float,
+                    phase: str) -> float:
+    """The tiny model's time per decode token (`phase` "decode", from tg128) or per pp512 prompt ("prefill"), less
+    its own small roofline at the prior constants: the overhead a model with its layers and vocabulary pays."""
+    zero = LlamaCalibration(read_bandwidth, matmul_flops, 0.0, source="priors")
+    if phase == "decode":
+        return 1 / tok_per_s - decode_time(tiny, zero, context=(BENCH_N_GEN - 1) / 2).value
+    return BENCH_N_PROMPT / tok_per_s - prefill_time(tiny, zero, BENCH_N_PROMPT).value
+
+
+def fit_constants(phase: str, read_bandwidth: float, matmul_flops: float,
+                  fits: Sequence[tuple[str, GgufHeader, float, float]]) -> tuple[dict[str, float], dict[str, float]]:
+    """(attainment, efficiency) after fitting each (kernel, fit run's header, its tg128 or pp512 tok/s, its overhead)
+    in order, from the priors; `phase` "decode" fits attainments, "prefill" efficiencies. Each fit sees the
+    constants the earlier ones fitted."""
+    att, eff = dict(PRIOR_ATTAINMENT), dict(PRIOR_EFFICIENCY)
+    for kernel, header, tok_per_s, overhead in fits:
+        c = LlamaCalibration(read_bandwidth, matmul_flops, overhead, att, eff)
+        if phase == "decode":
+            att[kernel] = fit_attainment(header, tok_per_s, c, kernel, n_gen=BENCH_N_GEN)
+        else:
+            eff[kernel] = fit_efficiency(header, tok_per_s, c, kernel, BENCH_N_PROMPT)
+    return att, eff
+
+
+def prompt_overhead_s(per_ubatch_s: float, n_tokens: int, n_ubatch: int) -> float:
+    """A prompt's overhead: llama.cpp evaluates it in ceil(n / n_ubatch) graph runs, each paying the per-run overhead
+    the tiny model's pp512 measured (one run at the default n_ubatch 512)."""
+    return per_ubatch_s * math.ceil(n_tokens / n_ubatch)
+
+
 # --- fits: each constant from the one run it is named after -----------------------------------
 def fit_attainment(header: GgufHeader, measured_tok_per_s: float, calib: LlamaCalibration, kernel: str,
                    *, n_gen: int = 128) -> float:
@@ -244,10 +298,21 @@ def server_step_time(header: GgufHeader, calib: LlamaCalibration, batch: int, co
                       terms=(Term("batch-1 step", one.value, "s"), Term("extra sequences", extra, "s")))
 
 
+def fit_server_marginal(header: GgufHeader, calib: LlamaCalibration, itl_1: float, itl_c: float, concurrency: int,
+                        context: float) -> float:
+    """The marginal (above its KV read) that makes server_step_time's growth from 1 to `concurrency` busy slots equal
+    the one a sweep measured (its median ITLs at C = 1 and C), each slot at `context` cached tokens."""
+    if concurrency < 2:
+        raise ValueError("the server's marginal needs a level of at least two busy slots")
+    kv = kv_read_bytes(header, context) / (calib.read_bandwidth * calib.attainment[UNQUANTIZED_KERNEL])
+    return (itl_c - itl_1) / (concurrency - 1) - kv
+
+
 def server_burst(header: GgufHeader, calib: LlamaCalibration, concurrency: int, n_prompt: int, n_gen: int,
-                 marginal_s: float) -> dict[str, Prediction]:
-    """C requests of n_prompt + n_gen sent at once: throughput, median TTFT and ITL."""
-    prefill = concurrency * prefill_time(header, calib, n_prompt).value
+                 marginal_s: float, prompt_calib: LlamaCalibration | None = None) -> dict[str, Prediction]:
+    """C requests of n_prompt + n_gen sent at once: throughput, median TTFT and ITL. `prompt_calib` (default `calib`)
+    prices the prompts, when prefill has its own constants and overhead (a fitted session's)."""
+    prefill = concurrency * prefill_time(header, prompt_calib or calib, n_prompt).value
     step = server_step_time(header, calib, concurrency, n_prompt + n_gen / 2, marginal_s)
     total = prefill + n_gen * step.value
     inputs = {"concurrency": concurrency, "n_prompt": n_prompt, "n_gen": n_gen, "marginal_s": marginal_s}
