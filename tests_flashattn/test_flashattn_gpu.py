@@ -50,7 +50,12 @@ CASES = (
     + [Case(BEST, causal=c, **{**TARGET, "n": n}) for n in (1024, 16384) for c in (False, True)]
     + [Case(BEST, causal=c, kv_heads=8, **TARGET) for c in (False, True)]
 )
-DECODES = [at.DecodeShape(8, 32, 8, ctx, 128) for ctx in (8192, 65536)]
+# Issue 22's flash-decoding contexts, 1k to 128k. 8k and 64k were measured first; the others were added 2026-12-03,
+# predicted by the same time model (registry.DECODE_BANDWIDTH, DECODE_LAUNCH_S) before any was measured, and run in
+# the full session only (slow). The 85% read-bandwidth target holds from 8k up (DECODE_FRACTION).
+DECODE_CONTEXTS, FIRST_DECODE_CONTEXTS, DECODE_TARGET_FROM = (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072), \
+    (8192, 65536), 8192
+DECODES = [at.DecodeShape(8, 32, 8, ctx, 128) for ctx in DECODE_CONTEXTS]
 
 
 def _fast_or_slow(case: Case) -> Any:
@@ -132,8 +137,12 @@ def _decode_name(d: at.DecodeShape) -> str:
     return decode_name(d.batch, d.heads, d.kv_heads, d.context, d.head_dim)
 
 
-@pytest.mark.parametrize("d", [pytest.param(d, id=_decode_name(d), marks=target_marks(
-    "test_flash_decoding_time_against_its_prediction", _decode_name(d))) for d in DECODES])
+def _decode_slow(d: at.DecodeShape) -> tuple[Any, ...]:
+    return () if d.context in FIRST_DECODE_CONTEXTS else (pytest.mark.slow,)
+
+
+@pytest.mark.parametrize("d", [pytest.param(d, id=_decode_name(d), marks=(*target_marks(
+    "test_flash_decoding_time_against_its_prediction", _decode_name(d)), *_decode_slow(d))) for d in DECODES])
 def test_flash_decoding_time_against_its_prediction(d: at.DecodeShape, target: Any, measured_once: Any,
                                                     ceilings_for: Any, reconcile: Any, anatomy_benchmark: Any) -> None:
     rec = measured_once(_decode_name(d), _decode_live(d))
@@ -151,8 +160,9 @@ def test_flash_decoding_time_against_its_prediction(d: at.DecodeShape, target: A
                   f"time model: measured/predicted in [{band[0]:.3g}, {band[1]:.3g}]")
 
 
-@pytest.mark.parametrize("d", [pytest.param(d, id=_decode_name(d), marks=decode_target_marks(_decode_name(d)))
-                               for d in DECODES])
+@pytest.mark.parametrize("d", [pytest.param(d, id=_decode_name(d), marks=(*decode_target_marks(_decode_name(d)),
+                                                                             *_decode_slow(d)))
+                               for d in DECODES if d.context >= DECODE_TARGET_FROM])
 def test_flash_decoding_at_least_85pct_of_read_bandwidth(d: at.DecodeShape, target: Any, measured_once: Any,
                                                          ceilings_for: Any, reconcile: Any) -> None:
     rec = measured_once(_decode_name(d), _decode_live(d))
