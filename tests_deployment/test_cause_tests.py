@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +29,13 @@ PRE = json.loads((HERE / "preregistered.json").read_text())
 # drift from the theory they quote fails here before its run is reconciled against a stale prediction.
 THEORY_NOW = {("graphs-to-budget", "window_above_ms"): llc.PRICED_PLAN_BIG_MS,
               ("graphs-to-budget", "itl_p99_s"): PRE["plan_top"]["llama-3.1-8b"]["chat"]["predicted"]["itl_p99_s"]}
-IDS = [c["name"] for c in CAUSES]
+IDS = [f"{c['base']}+{c['name']}-{c['model']}" for c in CAUSES]
+SQRT2 = math.sqrt(2)  # a repeat's own sampling noise, as large as the first visit's: two independent samples
+
+
+def _label(c: dict[str, Any]) -> str:
+    """The cause's name in its reconciliations: a repeat names its rung too (one name serves every repeated rung)."""
+    return f"{c['base']}+{c['name']}" if c.get("repeat") else c["name"]
 
 
 def _base_row(c: dict[str, Any]) -> dict[str, Any]:
@@ -37,22 +46,56 @@ def _base_row(c: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.mark.parametrize("cause", CAUSES, ids=IDS)
 def test_a_cause_changes_one_engine_argument_of_a_preregistered_rung(cause: dict[str, Any]) -> None:
-    """The base is a preregistered rung, the override one argument the base does not already set to that value, and
-    the explanations it separates each say what they predict."""
+    """The base is a preregistered rung, the override one argument the base does not already set to that value (a
+    repeat: none, and the rung it is compared with is repeated too), and the explanations it separates each say what
+    they predict."""
     base = _base_row(cause)["engine_kwargs"]
+    assert len(cause["explanations"]) >= 2 and cause["expected"].split(":")[0] in cause["explanations"]
+    if cause.get("repeat"):
+        assert cause["override"] == {}, cause["name"]
+        if "ratio_to" in cause:
+            assert any(c.get("repeat") and (c["model"], c["base"]) == (cause["model"], cause["ratio_to"])
+                       for c in CAUSES), f"{cause['name']}: its ratio_to rung is not repeated beside it"
+        return
     assert len(cause["override"]) == 1, cause["name"]
     ((key, value),) = cause["override"].items()
     assert base.get(key) != value, f"{cause['name']}: the override {key}={value!r} is the base's own"
-    assert len(cause["explanations"]) >= 2 and cause["expected"].split(":")[0] in cause["explanations"]
 
 
-@pytest.mark.parametrize("cause", CAUSES, ids=IDS)
+@pytest.mark.parametrize("cause", [c for c in CAUSES if not c.get("repeat")],
+                         ids=[i for i, c in zip(IDS, CAUSES) if not c.get("repeat")])
 def test_a_causes_predictions_are_todays_theory(cause: dict[str, Any]) -> None:
     quoted = {k: v for (name, k), v in THEORY_NOW.items() if name == cause["name"]}
     assert quoted, f"{cause['name']}: THEORY_NOW names none of its predictions"
     for key, value in quoted.items():
         assert math.isclose(cause["predicted"][key], round(value, 2) if key.endswith("_ms") else value,
                             rel_tol=1e-12), (cause["name"], key)
+
+
+def _first_visit_ratio(cause: dict[str, Any]) -> tuple[float, tuple[float, float]]:
+    """A repeat's prediction: the first visit's ratio of its rung's median prompt window above `window_above` tokens to
+    its `ratio_to` rung's (one kept batch), with the window-resampled 95% interval of that ratio."""
+    import random
+
+    import numpy as np
+
+    raw = lr.raw_runs(cause["first_batch"])
+    gaps = [[dt for dt, new, n in lr.prompt_windows(raw[step]["requests"]) if new + n > cause["window_above"]]
+            for step in (cause["base"], cause["ratio_to"])]
+    rng, ratios = random.Random(lr.SEED), []
+    for _ in range(lr.RESAMPLES):
+        this, other = (statistics.median(rng.choices(g, k=len(g))) for g in gaps)
+        ratios.append(this / other)
+    lo, hi = np.percentile(ratios, [2.5, 97.5])
+    return statistics.median(gaps[0]) / statistics.median(gaps[1]), (float(lo), float(hi))
+
+
+@pytest.mark.parametrize("cause", [c for c in CAUSES if "ratio_to" in c],
+                         ids=[i for i, c in zip(IDS, CAUSES) if "ratio_to" in c])
+def test_a_repeats_prediction_is_the_first_visits_ratio(cause: dict[str, Any]) -> None:
+    ratio, (lo, hi) = _first_visit_ratio(cause)
+    assert (round(ratio, 3), [round(lo, 3), round(hi, 3)]) == (cause["predicted"]["ratio"],
+                                                               cause["predicted"]["ratio_interval"])
 
 
 def _run_and_batch(measured: Any, target: Any, cause: dict[str, Any]) -> tuple[Any, Path]:
@@ -75,11 +118,12 @@ def _raw_requests(batch: Path, run_id: str) -> list[dict[str, Any]]:
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("cause", [pytest.param(c, marks=cf.cause_marks(c["name"]), id=c["name"]) for c in CAUSES])
+@pytest.mark.parametrize("cause", [pytest.param(c, marks=cf.cause_marks(_label(c)), id=i) for i, c in zip(IDS, CAUSES)])
 def test_the_cause_run_is_reconciled_with_its_written_predictions(target, measured, reconcile,
                                                                   cause: dict[str, Any]) -> None:
-    """The engine captured the graphs the override asked for (exact), the median prompt window above `window_above`
-    tokens lies in its band around the predicted step, and ITL p99 meets the workload's SLO (one-sided)."""
+    """The engine captured the graphs expected (exact), and each prediction written: the median prompt window above
+    `window_above` tokens in its band around the predicted step, ITL p99 against the workload's SLO (one-sided), a
+    repeat's window ratio to its `ratio_to` repeat in its band around the first visit's."""
     rec, batch = _run_and_batch(measured, target, cause)
     runs = json.loads((batch / "deployment.json").read_text())["runs"]
     run = next(r for r in runs if r["id"] == rec.data["run"]["id"])
@@ -92,43 +136,39 @@ def test_the_cause_run_is_reconciled_with_its_written_predictions(target, measur
 
     captured = from_batch(float(max(resolved["cudagraph_capture_sizes"] or [0])), "tokens",
                           "max of the engine's resolved cudagraph_capture_sizes")
-    name, model, p = cause["name"], cause["model"], cause["predicted"]
-    reconcile(f"cause.{name}.captured_max", Prediction(float(cause["captured_max"]), "tokens", "the override",
-                                                       {"override": cause["override"]}),
+    name, model, p, above = _label(cause), cause["model"], cause["predicted"], cause["window_above"]
+    reconcile(f"cause.{name}.captured_max", Prediction(float(cause["captured_max"]), "tokens", "the override, or the "
+                                                       "base rung's default", {"override": cause["override"]}),
               captured, abs=0.0, model=model)
-    requests = _raw_requests(batch, run["id"])
-    window = from_batch(lr.prompt_window_ms(requests, cause["window_above"], inside=False) / 1e3, "s",
-                        f"ladder_raw.prompt_window_ms(above {cause['window_above']} tokens): the median window")
-    reconcile(f"cause.{name}.window_above_{cause['window_above']}", Prediction(
-        p["window_above_ms"] / 1e3, "s", p["window_above_why"], {"explanations": cause["explanations"]}),
-        window, ratio=tuple(p["window_above_band"]), model=model, why=p["window_above_band_why"])
-    slo = json.loads((HERE / "workloads" / f"{cause['workload']}.json").read_text())["slo"]
-    reconcile(f"cause.{name}.itl_p99_s", Prediction(slo["itl_ms"] / 1e3, "s", f"the {cause['workload']} SLO (itl_ms)",
-                                                     {"plan_predicted_s": p["itl_p99_s"]}),
-              itl, ratio=(0.0, 1.0), model=model, why="an SLO is one-sided: the run meets it at or under it")
+    window_ms = lr.prompt_window_ms(_raw_requests(batch, run["id"]), above, inside=False)
+    how = f"ladder_raw.prompt_window_ms(above {above} tokens): the median window"
+    if "window_above_ms" in p:
+        reconcile(f"cause.{name}.window_above_{above}", Prediction(
+            p["window_above_ms"] / 1e3, "s", p["window_above_why"], {"explanations": cause["explanations"]}),
+            from_batch(window_ms / 1e3, "s", how), ratio=tuple(p["window_above_band"]), model=model,
+            why=p["window_above_band_why"])
+    if "itl_p99_s" in p:
+        slo = json.loads((HERE / "workloads" / f"{cause['workload']}.json").read_text())["slo"]
+        reconcile(f"cause.{name}.itl_p99_s", Prediction(slo["itl_ms"] / 1e3, "s",
+                                                         f"the {cause['workload']} SLO (itl_ms)",
+                                                         {"plan_predicted_s": p["itl_p99_s"]}),
+                  itl, ratio=(0.0, 1.0), model=model, why="an SLO is one-sided: the run meets it at or under it")
+    if "ratio_to" in cause:
+        other, other_batch = _run_and_batch(measured, target, {**cause, "base": cause["ratio_to"]})
+        other_ms = lr.prompt_window_ms(_raw_requests(other_batch, other.data["run"]["id"]), above, inside=False)
+        r, (lo, hi) = p["ratio"], p["ratio_interval"]
+        reconcile(f"cause.{name}.window_ratio_to_{cause['ratio_to']}",
+                  Prediction(r, "", p["ratio_why"], {"first_batch": cause["first_batch"], "interval": [lo, hi]}),
+                  from_batch(window_ms / other_ms, "", f"{how}, over the {cause['ratio_to']} repeat's"),
+                  ratio=(1 - SQRT2 * (1 - lo / r), 1 + SQRT2 * (hi / r - 1)), model=model, why=p["ratio_band_why"])
 
 
 KEPT_PLAN_TOP = ("20261203T143336Z", "llama-3.1-8b.chat.plan_top")  # the run graphs-to-budget re-runs
 
 
-def _relabelled_batch(tmp: Path, captured: list[int], scale: float, itl_p99_s: float | None) -> list[Path]:
-    """The kept plan_top batch relabelled as the graphs-to-budget run (labelled synthetic; written under tmp only):
-    its engine's capture sizes replaced, the engine's clock stretched by `scale` from the first arrival, and
-    its ITL p99 replaced when given."""
-    kept = lr.BATCHES / KEPT_PLAN_TOP[0]
-    doc = json.loads((kept / "deployment.json").read_text())
-    cause = CAUSES[0]
-    new_id = f"{cause['model']}.{cause['workload']}.{cause['base']}+{cause['name']}"
-    run = next(r for r in doc["runs"] if r["id"] == KEPT_PLAN_TOP[1])
-    engine = next(r for r in doc["runs"] if r["id"] == run["engine_run"])
-    engine["result"]["resolved"]["cudagraph_capture_sizes"] = captured
-    run.update(id=new_id, step=f"{cause['base']}+{cause['name']}", cause=cause["name"])
-    if itl_p99_s is not None:
-        run["result"]["metrics"]["itl_p99_s"] = itl_p99_s
-    doc["runs"] = [engine, run]
-    doc["provenance"]["synthetic"] = "test_cause_tests: the kept plan_top batch relabelled"
-    raw = next(r for r in lr.raw_runs(KEPT_PLAN_TOP[0]).values() if r["id"] == KEPT_PLAN_TOP[1])
-    requests = json.loads(json.dumps(raw["requests"]))
+def _stretched(requests: list[dict[str, Any]], scale: float) -> list[dict[str, Any]]:
+    """A copy of a run's requests with the engine's clock stretched by `scale` from the first arrival."""
+    requests = json.loads(json.dumps(requests))
     t0 = min(r["engine"]["arrival_time"] for r in requests if r.get("engine"))
     for r in requests:
         if r.get("engine"):
@@ -136,9 +176,39 @@ def _relabelled_batch(tmp: Path, captured: list[int], scale: float, itl_p99_s: f
             r["engine"] = {**e, "arrival_time": t0 + scale * (e["arrival_time"] - t0),
                            **{k: scale * v for k, v in e.items() if k.endswith("_ts") and v is not None}}
             r["engine_chunks"] = [scale * t for t in r["engine_chunks"]]
+    return requests
+
+
+def _relabelled(tmp: Path, stamp: str, runs: dict[str, tuple[dict[str, Any], float]],
+                engine_patch: dict[str, Any] | None = None, metrics_patch: dict[str, float] | None = None) -> list[Path]:
+    """A kept batch's runs (by id) relabelled as cause runs, labelled synthetic and written under tmp only: each run
+    renamed after its cause, its engine clock stretched by its scale; the engines' resolved settings and the runs'
+    metrics patched where given."""
+    doc = json.loads((lr.BATCHES / stamp / "deployment.json").read_text())
+    raw = {r["id"]: r for r in lr.raw_runs(stamp).values()}
+    kept, lines = [], []
+    for old_id, (cause, scale) in runs.items():
+        run = next(r for r in doc["runs"] if r["id"] == old_id)
+        engine = next(r for r in doc["runs"] if r["id"] == run["engine_run"])
+        engine["result"]["resolved"].update(engine_patch or {})
+        new_id = f"{cause['model']}.{cause['workload']}.{cause['base']}+{cause['name']}"
+        run.update(id=new_id, step=f"{cause['base']}+{cause['name']}", cause=cause["name"])
+        run["result"]["metrics"].update(metrics_patch or {})
+        kept += [engine, run]
+        lines.append(json.dumps({**raw[old_id], "id": new_id, "requests": _stretched(raw[old_id]["requests"], scale)}))
+    doc["runs"] = kept
+    doc["provenance"]["synthetic"] = f"test_cause_tests: kept batch {stamp} relabelled"
     (tmp / "deployment.json").write_text(json.dumps(doc))
-    (tmp / "deployment-raw.jsonl").write_text(json.dumps({**raw, "id": new_id, "requests": requests}) + "\n")
+    (tmp / "deployment-raw.jsonl").write_text("\n".join(lines) + "\n")
     return [tmp / "deployment.json", tmp / "deployment-raw.jsonl"]
+
+
+def _verdict_of(tmp: Path, keyword: str) -> subprocess.CompletedProcess[str]:
+    """This module's reconciliation replayed on tmp's results (imported there), as CI would replay a recording."""
+    return subprocess.run([sys.executable, "-m", "pytest", str(HERE / "test_cause_tests.py"), "-q", "-p",
+                           "no:cacheprovider", "-o", f"anatomy_results_dir={tmp / 'results'}", "-o",
+                           "anatomy_source=recorded", "-k", keyword], cwd=HERE.parent, capture_output=True, text=True,
+                          timeout=300)
 
 
 @pytest.mark.parametrize(("captured", "scale", "itl", "outcome"), [
@@ -152,16 +222,12 @@ def test_a_cause_run_goes_from_import_to_its_verdict(tmp_path: Path, captured: l
     """The device plan's cause run through import-device and the reconciliation above, on the kept plan_top batch
     relabelled (never filed under results/): each check can fail, a run like the recorded one is its finding, and one
     that meets the written prediction retires the finding (strict) rather than passing beside it."""
-    import subprocess
-    import sys
-
     from pytest_anatomy.importers.device import import_files
 
-    import_files(_relabelled_batch(tmp_path, captured, scale, itl), tmp_path / "results")
-    run = subprocess.run([sys.executable, "-m", "pytest", str(HERE / "test_cause_tests.py"), "-q", "-p",
-                          "no:cacheprovider", "-o", f"anatomy_results_dir={tmp_path / 'results'}", "-o",
-                          "anatomy_source=recorded", "-k", "reconciled_with"],
-                         cwd=HERE.parent, capture_output=True, text=True, timeout=300)
+    import_files(_relabelled(tmp_path, KEPT_PLAN_TOP[0], {KEPT_PLAN_TOP[1]: (CAUSES[0], scale)},
+                             {"cudagraph_capture_sizes": captured}, {"itl_p99_s": itl} if itl else None),
+                 tmp_path / "results")
+    run = _verdict_of(tmp_path, "reconciled_with and graphs")
     tail = run.stdout[-3000:]
     if outcome == "finding":
         assert "1 finding" in run.stdout and run.returncode == 0 and cf.WINDOW_ID in run.stdout, tail
@@ -202,3 +268,23 @@ def test_the_cause_findings_quote_the_recording_and_its_batch() -> None:
     assert round(rec["metrics.itl_p99_s"].value * 1e3, 2) == cf.ITL_P99_MS
     assert f"{cf.PLAN_TOP_ITL_P99_MS:.2f}" == llc._m("plan_top", "itl_p99_s", 2)
     assert cf.ABOVE_INTERVAL_MS[1] / cf.PREDICTED_MS < 0.8  # the whole interval lies below the written band
+
+
+@pytest.mark.parametrize(("kv_scale", "agrees"), [(1.0, True), (1 / 1.526, False)], ids=["as-first", "ratio-1"])
+def test_a_repeat_pair_goes_from_import_to_its_verdict(tmp_path: Path, kv_scale: float, agrees: bool) -> None:
+    """Llama's first fp8_weights and fp8_kv runs relabelled as the repeats (never filed under results/): as they were,
+    the ratio agrees with itself; with fp8_kv's clock shrunk to a ratio of 1 (the engine-start explanation's outcome)
+    it leaves the band, so the pair can tell the explanations apart."""
+    from pytest_anatomy.importers.device import import_files
+
+    pair = {c["base"]: c for c in CAUSES if c.get("repeat") and c["model"] == "llama-3.1-8b"}
+    stamp = pair["fp8_kv"]["first_batch"]
+    import_files(_relabelled(tmp_path, stamp, {"llama-3.1-8b.chat.fp8_weights": (pair["fp8_weights"], 1.0),
+                                               "llama-3.1-8b.chat.fp8_kv": (pair["fp8_kv"], kv_scale)}),
+                 tmp_path / "results")
+    run = _verdict_of(tmp_path, "reconciled_with and llama and repeat")
+    tail = run.stdout[-3000:]
+    if agrees:
+        assert "2 passed" in run.stdout and run.returncode == 0, tail
+    else:
+        assert "1 failed, 1 passed" in run.stdout and "cause.fp8_kv+repeat.window_ratio_to_fp8_weights" in tail, tail
