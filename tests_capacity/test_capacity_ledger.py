@@ -462,7 +462,7 @@ def _cases(name: str, t: tg.Target, results: Path) -> list[tuple[tuple, str, tup
         return [((r, q, p), f"{r.test_id}-{q}-{p.file.removesuffix('.json').removeprefix('capacity-')}",
                  (*slow(r), *_preregistration_marks(r, p, q)))
                 for r in runs for p in _preregistered_for(results, r) for q in PREREGISTERED_CHECKED
-                if q in p.predictions]
+                if q in p.predictions and _term_checked(r, q)]  # the V2 runner's 0 = 0 estimate: as the term's own
     if name == "test_fitted_constants_come_from_non_held_out_runs":
         names = {r.name for r in runs}
         ok = not t.live and all(c.fitted_on[0] in names for c in FITTED)
