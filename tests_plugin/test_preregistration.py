@@ -156,7 +156,10 @@ def test_the_suite_reconciles_a_run_against_its_preregistered_values(repo: Path,
     assert verdicts["num_gpu_blocks"] == "agree", proc.stdout[-2000:]
     assert verdicts["preregistered_num_gpu_blocks"] == "diverge"
     assert verdicts["preregistered_available_kv_bytes"] == "agree"
-    assert sum(r["name"].startswith("preregistered_") for r in recs) == 6  # blocks + 4 terms + available
+    # blocks + 3 terms + available: the run's V2 runner has no CUDA-graph estimate to check (0 by the release's rule,
+    # which test_capacity_ledger leaves unchecked for the pre-registration as for the term itself)
+    assert sum(r["name"].startswith("preregistered_") for r in recs) == 5
+    assert "preregistered_cudagraph_estimate_bytes" not in verdicts
 
 
 # --- deployment batches: their predictions are committed files of the suite (preregistration.PLAN_FILES) -----------
