@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 import cause_findings as cf
+import ladder_chat as lc
 import ladder_llama_chat as llc
 import ladder_raw as lr
 from pytest_anatomy.measure.measurement import Measurement
@@ -28,6 +29,7 @@ PRE = json.loads((HERE / "preregistered.json").read_text())
 # Where a cause's predicted numbers come from today: (name, key) -> the theory's value now. A cause whose numbers
 # drift from the theory they quote fails here before its run is reconciled against a stale prediction.
 THEORY_NOW = {("graphs-to-budget", "window_above_ms"): llc.PRICED_PLAN_BIG_MS,
+              ("graphs-to-budget-prefix", "window_above_ms"): lc.PRICED_PROMPT_MS["prefix_cache"],
               ("graphs-to-budget", "itl_p99_s"): PRE["plan_top"]["llama-3.1-8b"]["chat"]["predicted"]["itl_p99_s"]}
 IDS = [f"{c['base']}+{c['name']}-{c['model']}" for c in CAUSES]
 SQRT2 = math.sqrt(2)  # a repeat's own sampling noise, as large as the first visit's: two independent samples
