@@ -245,7 +245,7 @@ SEED_CLOSED_LOOP_TTFT_REASON = (
     f"waves of C requests (N = {' / '.join(str(n) for n in SEED_WAVES.values())}), not one burst. Its first wave is "
     "a burst, and there the premise holds: the run's p99 TTFT, which lies in that wave's tail, is "
     f"{_seed_q('llamacpp_p99_ttft', 2, 16)}, {_seed_q('llamacpp_p99_ttft', 2, 32)} and "
-    f"{_seed_q('llamacpp_p99_ttft', 2, 64)}, the first wave's (test_first_wave_p99_ttft). Best explanation: later "
+    f"{_seed_q('llamacpp_p99_ttft', 2, 64)}, the first wave's (test_each_level_against_the_burst[llamacpp_p99_ttft]). Best explanation: later "
     "requests are sent one or two at a time, as slots free, and wait for a few prompts, not for half a wave's: "
     f"{_WAITED} prompts of the predicted {SEED_PROMPT_MS} ms at C = 16 / 32 / 64, against the burst's "
     f"{' / '.join(f'{(c + 1) / 2:g}' for c in SEED_WAVES)}. Below C = 16, and in round 1's C = 32 ({_seed_q('llamacpp_median_ttft', 1, 32)}), the gap is inside the "

@@ -332,24 +332,11 @@ def test_the_marginal_is_round_2s_c1_to_c64_slope(target, measured, request):
 
 
 @pytest.mark.gpu
-def test_output_throughput(target, level, measured, reconcile, request):
-    _check(SeedCase(target, level, measured, request), THROUGHPUT, reconcile, request)
-
-
-@pytest.mark.gpu
-def test_median_itl(target, level, measured, reconcile, request):
-    _check(SeedCase(target, level, measured, request), ITL, reconcile, request)
-
-
-@pytest.mark.gpu
-def test_median_ttft(target, level, measured, reconcile, request):
-    _check(SeedCase(target, level, measured, request), TTFT, reconcile, request)
-
-
-@pytest.mark.gpu
-def test_first_wave_p99_ttft(target, level, measured, reconcile, request):
-    """The burst's premise (prompts served one after another) on the closed loop's first wave, where it holds."""
-    _check(SeedCase(target, level, measured, request), TTFT_P99, reconcile, request)
+@pytest.mark.parametrize("quantity", [THROUGHPUT, ITL, TTFT, TTFT_P99], ids=lambda q: q[0])
+def test_each_level_against_the_burst(target, level, quantity, measured, reconcile, request):
+    """Each level's output throughput, median ITL and median TTFT from server_burst, and its p99 TTFT from the burst's
+    premise (prompts served one after another) on the closed loop's first wave, where it holds."""
+    _check(SeedCase(target, level, measured, request), quantity, reconcile, request)
 
 
 @pytest.mark.gpu
