@@ -17,6 +17,7 @@ Pure file and git logic; the predictions come from theory/vllm_memory.py (never 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 from dataclasses import dataclass
@@ -179,8 +180,6 @@ PACKAGE_REPO = Path(__file__).resolve().parents[1]  # the checkout whose tests_d
 
 
 def _blob_sha256(repo: Path, commit: str, file: str) -> str | None:
-    import hashlib
-
     try:
         out = subprocess.run(["git", "-C", str(repo), "cat-file", "blob", f"{commit}:{file}"], capture_output=True,
                              timeout=30)

@@ -20,6 +20,7 @@ import random
 import statistics
 from bisect import bisect_right
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -34,15 +35,19 @@ RESAMPLES, SEED = 400, 14
 
 
 @lru_cache(maxsize=None)
-def raw_runs(stamp: str) -> dict[str, dict[str, Any]]:
-    """step -> the run's raw line (id, start, requests) of one kept batch, read through importers.xz.read_kept (the
-    importer keeps a file under 1 MiB as it came, a larger one xz-compressed)."""
+def raw_lines(batch: Path) -> tuple[dict[str, Any], ...]:
+    """Every run's raw line (id, start, requests) of the kept batch in folder `batch`, read through
+    importers.xz.read_kept (the importer keeps a file under 1 MiB as it came, a larger one xz-compressed)."""
     from pytest_anatomy.importers.xz import read_kept
 
-    path = BATCHES / stamp / "deployment-raw.jsonl"
+    path = batch / "deployment-raw.jsonl"
     raw = path.read_bytes() if path.exists() else read_kept(path.with_suffix(".jsonl.xz"))
-    lines = raw.decode("utf-8").splitlines()
-    return {run["id"].rsplit(".", 1)[-1]: run for run in map(json.loads, lines)}
+    return tuple(map(json.loads, raw.decode("utf-8").splitlines()))
+
+
+def raw_runs(stamp: str) -> dict[str, dict[str, Any]]:
+    """step -> the run's raw line of one kept ladder batch (one model's rungs: a step names one run)."""
+    return {run["id"].rsplit(".", 1)[-1]: run for run in raw_lines(BATCHES / stamp)}
 
 
 def records(run: dict[str, Any]) -> list[RequestRecord]:

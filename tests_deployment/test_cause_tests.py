@@ -111,12 +111,7 @@ def _run_and_batch(measured: Any, target: Any, cause: dict[str, Any]) -> tuple[A
 
 
 def _raw_requests(batch: Path, run_id: str) -> list[dict[str, Any]]:
-    from pytest_anatomy.importers.xz import read_kept
-
-    path = batch / "deployment-raw.jsonl"
-    raw = path.read_bytes() if path.exists() else read_kept(path.with_suffix(".jsonl.xz"))
-    runs = [json.loads(line) for line in raw.decode("utf-8").splitlines()]
-    return next(r for r in runs if r["id"] == run_id)["requests"]
+    return next(r for r in lr.raw_lines(batch) if r["id"] == run_id)["requests"]
 
 
 @pytest.mark.gpu
@@ -187,7 +182,7 @@ def _relabelled(tmp: Path, stamp: str, runs: dict[str, tuple[dict[str, Any], flo
     renamed after its cause, its engine clock stretched by its scale; the engines' resolved settings and the runs'
     metrics patched where given."""
     doc = json.loads((lr.BATCHES / stamp / "deployment.json").read_text())
-    raw = {r["id"]: r for r in lr.raw_runs(stamp).values()}
+    raw = {r["id"]: r for r in lr.raw_lines(lr.BATCHES / stamp)}
     kept, lines = [], []
     for old_id, (cause, scale) in runs.items():
         run = next(r for r in doc["runs"] if r["id"] == old_id)

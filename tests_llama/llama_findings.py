@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from pytest_anatomy.importers.seed import ENGINE_VERSIONS as SEED_ENGINE_VERSIONS
+from pytest_anatomy.importers.seed import HARDWARE as SEED_HARDWARE
 from pytest_anatomy.specs.gguf_file import GgufHeader
 from pytest_anatomy.theory import llamacpp_memory as lm
 
@@ -173,8 +175,8 @@ def sweep_marks(run: Any, provenance: Mapping[str, Any]) -> tuple[pytest.MarkDec
 # Predicted from the priors only (the card has no llama.cpp session); the seed's server marginal is in-sample at the
 # level it came from. Bands: from no run (the step excess: beyond its check's tolerance; the closed loop: its
 # mechanism); test_llama_seed_latency.py computes them and recomputes every number the reasons quote.
-SEED_CARD = "rtx4090"  # the card the seed's recordings were measured on (results/rtx4090/latency/seed-r*-05-llamacpp-*)
-SEED_BUILD = "eab8ee41f"  # the llama.cpp the seed ran (its recordings' provenance engine_version)
+SEED_CARD = SEED_HARDWARE  # the card import-seed files the seed's recordings under (its llama.cpp sweeps included)
+SEED_BUILD = SEED_ENGINE_VERSIONS["llama.cpp"]  # the llama.cpp the seed ran (its recordings' engine_version)
 # (round, C) of the level theory/llamacpp_latency.py SEED_MARGINAL_ABOVE_FLOOR_S came from, with that round's C = 1:
 # STUDY.md item 10's 0.468 ms per extra request is (35.32 - 5.84) / 63, round 2's median ITLs
 SEED_MARGINAL_SOURCE = (2, 64)

@@ -20,6 +20,7 @@ from llama_speed import SessionCalibration
 from pytest_anatomy import cli_llama, recordings
 from pytest_anatomy import session as anatomy_session
 from pytest_anatomy.cli import main
+from pytest_anatomy.specs.hardware import HARDWARE as CATALOG
 from pytest_anatomy.theory import llamacpp_latency as ll
 
 N_IN, N_OUT = 512, 256  # one ubatch of prompt: the prefill overhead is the tiny model's pp512 as measured
@@ -87,8 +88,7 @@ def test_server_burst_uses_the_marginal_fitted_at_c8(target, run, measured, head
 def test_a_card_without_fit_runs_takes_the_priors(request, capsys):
     """The same question on a card whose recordings hold no llama.cpp session: the priors, said so."""
     _, results = anatomy_session.of_config(request.config, SUITE)
-    card = next(h for h in ("rtx4090", "a100-40gb", "l40s")
-                if not recordings.candidates(results, h, SUITE, f"{ll.FIT_MODEL}.f16.bench"))
+    card = next(h for h in CATALOG if not recordings.candidates(results, h, SUITE, f"{ll.FIT_MODEL}.f16.bench"))
     run = LlamaRun(card, "qwen2.5-7b.q4_k_m.bench", "qwen2.5-7b", "Q4_K_M", "bench")
     out = _cli(capsys, results, card, run)
     notes = out["itl_ms"]["notes"]

@@ -24,7 +24,8 @@ from pytest_anatomy.theory import capacity as cap
 from pytest_anatomy.theory import deployment as dp
 from pytest_anatomy.theory.fp8 import apply_fp8
 from pytest_anatomy.theory.latency import Ceilings, EngineCalibration, StepModel
-from pytest_anatomy.theory.vllm_settings import LedgerSettings, resolve
+from pytest_anatomy.theory.speculative import spec_default_capture_sizes
+from pytest_anatomy.theory.vllm_settings import LedgerSettings, default_capture_sizes, resolve
 
 TP_SIZES = (1, 2, 4, 8)
 KNOBS = ("limits", "prefix_caching", "fp8_weights", "fp8_kv", "speculation")
@@ -131,9 +132,6 @@ def graph_note(knobs: dp.EngineKnobs) -> tuple[str, ...]:
     """What the simulation leaves unpriced for this engine: steps larger than vLLM's largest captured CUDA graph run
     outside the graphs, and the step model prices every step as captured. The largest size is vLLM's default for the
     engine's max_num_seqs (theory/vllm_settings.default_capture_sizes; speculation's list when it speculates)."""
-    from pytest_anatomy.theory.speculative import spec_default_capture_sizes
-    from pytest_anatomy.theory.vllm_settings import default_capture_sizes
-
     if not knobs.cudagraphs:
         return ()
     seqs, budget = knobs.max_num_seqs, knobs.max_num_batched_tokens
