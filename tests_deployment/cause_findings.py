@@ -7,6 +7,16 @@ in 149 s). Written before it: the graph-less explanation predicted the windows a
 model's 17.04 ms and ITL p99 under 25 ms; the fp8-KV explanation (the one we expected) predicted both unchanged. ITL p99
 fell from 26.59 to 14.50 ms and the windows above 512 tokens from 24.7 to 12.4 ms: graph-less prompt steps were the
 cause of plan_top's miss, and the expectation was wrong. The windows fell below the band, though: the finding below.
+
+repeat (batch 20261203T213600Z, 2026-12-03 21:36 UTC, H200, another card): the fp8_weights and fp8_kv chat rungs of both
+models run again unchanged, to tell whether the first visits' prompt-window ratios came from fp8 KV or from the engine
+starts. Both written expectations were wrong. Llama-3.1-8B's lengthening repeated (1.637 over all windows, inside its
+band around the first visit's 1.526): fp8 KV lengthens its graph-less prompt windows. Qwen2.5-7B's shortening did not
+(the finding below).
+
+graphs-to-budget-prefix (batch 20261203T213428Z, 21:34 UTC): Qwen2.5-7B's chat prefix_cache rung with graphs captured to
+1,024 tokens ran its median prompt window in 11.03 ms (graph-less 29.8), inside the written band around the step model's
+9.53 ms, as expected: graph-less prompt steps were the cause of h200-prompt-step-excess on this rung.
 """
 
 from __future__ import annotations
@@ -46,8 +56,42 @@ WINDOW_REASON = (
     "interval over the prediction. Strict: a window in the written band retires the finding.")
 
 
-def cause_marks(name: str) -> list[pytest.MarkDecorator]:
+REPEAT_BATCH, REPEAT_MODEL = "20261203T213600Z", "qwen2.5-7b"
+# Qwen2.5-7B's repeat: the median of every prompt window (fp8_kv, fp8_weights; ms), their counts, the ratio and its
+# window-resampled 95% interval (each run's windows resampled apart); the first visit's ratio and interval
+# (cause_tests.json, from batch 20261203T000111Z)
+REPEAT_MS, REPEAT_WINDOWS = (18.31, 18.18), (128, 130)
+REPEAT_RATIO, REPEAT_INTERVAL = 1.007, (0.866, 1.134)
+FIRST_RATIO, FIRST_INTERVAL = 0.936, (0.863, 0.963)
+LLAMA_REPEAT_RATIO, LLAMA_FIRST_RATIO = 1.637, 1.526  # Llama-3.1-8B's, the same way (its first visit: 20261203T142751Z)
+SQRT2 = 2 ** 0.5
+REPEAT_ID = "h200-qwen-fp8-kv-shortening-did-not-repeat"
+REPEAT_REASON = (
+    f"Qwen2.5-7B's fp8_kv chat rung ran its prompt windows {FIRST_RATIO:.3f}x the fp8_weights rung's on the first visit "
+    f"(interval [{FIRST_INTERVAL[0]:.3f}, {FIRST_INTERVAL[1]:.3f}], batch 20261203T000111Z); repeated on another card "
+    f"(cause test repeat, batch {REPEAT_BATCH}) the ratio is {REPEAT_RATIO:.3f} ({REPEAT_MS[0]:.2f} / {REPEAT_MS[1]:.2f} "
+    f"ms over {REPEAT_WINDOWS[0]} / {REPEAT_WINDOWS[1]} windows), above the written band, so the first visit's "
+    "shortening is not shown to be fp8 KV's. It is not shown to be the engine starts' either: the repeat's own resampled "
+    f"interval, [{REPEAT_INTERVAL[0]:.3f}, {REPEAT_INTERVAL[1]:.3f}], holds both 1 and the first visit's ratio, and is "
+    "wider on its upper side than the first visit's was (+2.9%), which is what made the written band narrow: a median "
+    "of ~130 windows from a spread-out window population cannot resolve a 6% change on this workload. What stands: "
+    "on Qwen2.5-7B fp8 KV moves the graph-less prompt windows by less than this resolution, where on Llama-3.1-8B the "
+    "repeat confirmed a 1.6x lengthening. Band: the engine-start explanation's ratio, 1, with the first visit's relative "
+    "interval widened by sqrt(2) as the written band was, over the prediction. Strict: a repeat in the written band "
+    "retires it.")
+
+
+def _repeat_band() -> tuple[float, float]:
+    """measured / predicted under the engine-start explanation (a ratio of 1), widened as the written band was."""
+    lo, hi = (1 - SQRT2 * (1 - FIRST_INTERVAL[0] / FIRST_RATIO), 1 + SQRT2 * (FIRST_INTERVAL[1] / FIRST_RATIO - 1))
+    return round(lo / FIRST_RATIO, 4), round(hi / FIRST_RATIO, 4)
+
+
+def cause_marks(name: str, model: str) -> list[pytest.MarkDecorator]:
     """The findings of one cause test's run (test_the_cause_run_is_reconciled_with_its_written_predictions)."""
+    if (name, model) == ("fp8_kv+repeat", REPEAT_MODEL):
+        return [pytest.mark.finding(REPEAT_ID, reason=REPEAT_REASON, expected=_repeat_band(), hardware=lf.MEASURED_ON,
+                                    quantity="cause.fp8_kv+repeat.window_ratio_to_fp8_weights", strict=True)]
     if name != CAUSE:
         return []
     lo, hi = (x / PREDICTED_MS for x in ABOVE_INTERVAL_MS)

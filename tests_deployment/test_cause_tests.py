@@ -115,7 +115,7 @@ def _raw_requests(batch: Path, run_id: str) -> list[dict[str, Any]]:
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("cause", [pytest.param(c, marks=cf.cause_marks(_label(c)), id=i) for i, c in zip(IDS, CAUSES)])
+@pytest.mark.parametrize("cause", [pytest.param(c, marks=cf.cause_marks(_label(c), c["model"]), id=i) for i, c in zip(IDS, CAUSES)])
 def test_the_cause_run_is_reconciled_with_its_written_predictions(target, measured, reconcile,
                                                                   cause: dict[str, Any]) -> None:
     """The engine captured the graphs expected (exact), and each prediction written: the median prompt window above
@@ -265,6 +265,34 @@ def test_the_cause_findings_quote_the_recording_and_its_batch() -> None:
     assert round(rec["metrics.itl_p99_s"].value * 1e3, 2) == cf.ITL_P99_MS
     assert f"{cf.PLAN_TOP_ITL_P99_MS:.2f}" == llc._m("plan_top", "itl_p99_s", 2)
     assert cf.ABOVE_INTERVAL_MS[1] / cf.PREDICTED_MS < 0.8  # the whole interval lies below the written band
+
+
+def test_the_repeat_finding_quotes_its_batch() -> None:
+    """The numbers h200-qwen-fp8-kv-shortening-did-not-repeat quotes, from the repeat's kept batch, and the first
+    visit's from cause_tests.json; its band holds a ratio of 1 (the engine-start explanation's outcome)."""
+    import random
+
+    import numpy as np
+
+    runs = {r["id"]: r for r in lr.raw_lines(HERE.parent / "results" / "h200" / "batches" / cf.REPEAT_BATCH)}
+    gaps = [[dt for dt, _, _ in lr.prompt_windows(runs[f"{cf.REPEAT_MODEL}.chat.{s}+repeat"]["requests"])]
+            for s in ("fp8_kv", "fp8_weights")]
+    assert tuple(round(statistics.median(g) * 1e3, 2) for g in gaps) == cf.REPEAT_MS
+    assert tuple(len(g) for g in gaps) == cf.REPEAT_WINDOWS
+    assert round(statistics.median(gaps[0]) / statistics.median(gaps[1]), 3) == cf.REPEAT_RATIO
+    rng = random.Random(lr.SEED)
+    ratios = [statistics.median(rng.choices(gaps[0], k=len(gaps[0])))
+              / statistics.median(rng.choices(gaps[1], k=len(gaps[1]))) for _ in range(lr.RESAMPLES)]
+    assert tuple(round(float(x), 3) for x in np.percentile(ratios, [2.5, 97.5])) == cf.REPEAT_INTERVAL
+    qwen = next(c for c in CAUSES if c.get("ratio_to") and c["model"] == cf.REPEAT_MODEL)["predicted"]
+    assert (qwen["ratio"], tuple(qwen["ratio_interval"])) == (cf.FIRST_RATIO, cf.FIRST_INTERVAL)
+    llama = next(c for c in CAUSES if c.get("ratio_to") and c["model"] == llc.MODEL)
+    assert llama["predicted"]["ratio"] == cf.LLAMA_FIRST_RATIO
+    gaps = [[dt for dt, _, _ in lr.prompt_windows(runs[f"{llc.MODEL}.chat.{s}+repeat"]["requests"])]
+            for s in ("fp8_kv", "fp8_weights")]
+    assert round(statistics.median(gaps[0]) / statistics.median(gaps[1]), 3) == cf.LLAMA_REPEAT_RATIO
+    lo, hi = cf._repeat_band()
+    assert lo < 1 / cf.FIRST_RATIO < hi
 
 
 @pytest.mark.parametrize(("kv_scale", "agrees"), [(1.0, True), (1 / 1.526, False)], ids=["as-first", "ratio-1"])
