@@ -389,9 +389,11 @@ def load_latest(root: Path, hardware: str, suite: str, name: str, stamp: str | N
 
 def session_key(rec: Recording) -> str | None:
     """What ties recordings of one measuring session together: the batch's start time
-    (provenance "date", shared by every run of a device batch or of a live plan run)."""
-    date = rec.provenance.get("date")
-    return str(date) if date else None
+    (provenance "date", shared by every run of a device batch or of a live plan run), else the
+    session's ceilings that a live kernel or attention recording was predicted with (one
+    measurement per live session, so its stamp names the session)."""
+    key = rec.provenance.get("date") or rec.provenance.get("ceilings_recorded_at")
+    return str(key) if key else None
 
 
 def load_not_after(root: Path, hardware: str, suite: str, name: str, when: str) -> Recording:

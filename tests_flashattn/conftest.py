@@ -72,8 +72,8 @@ def live_with_ceilings(session_ceilings: SessionCeilings | None) -> Callable[[Ca
 def measured_once(measured: Any, live_with_ceilings: Any) -> Callable[..., Any]:
     """measured_once(name, fn) -> the recording of `name` for this test's target; `measured`'s
     session cache makes the GPU run once (a rung's own test and the target tests share it)."""
-    def get(name: str, fn: Callable[[], Mapping[str, Any]]) -> Any:
-        return measured(name, live=live_with_ceilings(fn))
+    def get(name: str, fn: Callable[[], Mapping[str, Any]], beside: Any = None) -> Any:
+        return measured(name, live=live_with_ceilings(fn), beside=beside)
     return get
 
 

@@ -29,6 +29,7 @@ import flashattn_findings as ff
 import flashattn_h100_findings as h100
 import pytest
 from flashattn_cases import Case, as_ceilings, predict
+from flashattn_decode_line import FIT_CONTEXTS, Line, block_spread_s, decode_line_marks, weights
 from flashattn_findings import decode_target_marks, target_marks
 
 from pytest_anatomy.kernels.flashattn import registry
@@ -142,7 +143,8 @@ def _decode_slow(d: at.DecodeShape) -> tuple[Any, ...]:
 
 
 @pytest.mark.parametrize("d", [pytest.param(d, id=_decode_name(d), marks=(*target_marks(
-    "test_flash_decoding_time_against_its_prediction", _decode_name(d)), *_decode_slow(d))) for d in DECODES])
+    "test_flash_decoding_time_against_its_prediction", _decode_name(d)), *decode_line_marks(d.context),
+    *_decode_slow(d))) for d in DECODES])
 def test_flash_decoding_time_against_its_prediction(d: at.DecodeShape, target: Any, measured_once: Any,
                                                     ceilings_for: Any, reconcile: Any, anatomy_benchmark: Any) -> None:
     rec = measured_once(_decode_name(d), _decode_live(d))
@@ -158,6 +160,38 @@ def test_flash_decoding_time_against_its_prediction(d: at.DecodeShape, target: A
     reconcile("time", mid, rec["time"], ratio=band, hardware=target.name,
               why=f"the stated fraction of read bandwidth {e.lo}-{e.hi} (mid {e.mid}) carried through the "
                   f"time model: measured/predicted in [{band[0]:.3g}, {band[1]:.3g}]")
+
+
+@pytest.mark.slow  # the contexts it predicts run in the full session only
+@pytest.mark.parametrize("d", [pytest.param(d, id=_decode_name(d)) for d in DECODES if d.context not in FIT_CONTEXTS])
+def test_flash_decoding_on_the_line_through_8k_and_64k(d: at.DecodeShape, measured_once: Any, reconcile: Any) -> None:
+    """Held out: the same session's 8k and 64k calls fix a line, t = fixed + KV bytes / stream rate (two constants
+    FITTED on those two points), and every other context's time is predicted from it (flashattn_decode_line). The
+    tolerance is the session's noise: each call's two timing blocks (time, time_repeat) lie apart by some amount, the
+    fit points' carried to this context by the line's weights (extrapolating past 64k multiplies 64k's), plus this
+    context's own."""
+    rec = measured_once(_decode_name(d), _decode_live(d))
+    points = {c: measured_once(_decode_name(shape), _decode_live(shape), beside=rec)  # replay: the same session's
+              for c, shape in ((c, at.DecodeShape(d.batch, d.heads, d.kv_heads, c, d.head_dim)) for c in FIT_CONTEXTS)}
+    kv = {c: at.decode_kv_bytes(at.DecodeShape(d.batch, d.heads, d.kv_heads, c, d.head_dim)).value
+          for c in (*FIT_CONTEXTS, d.context)}
+    lo, hi = FIT_CONTEXTS
+    line = Line.through((kv[lo], points[lo]["time"].value), (kv[hi], points[hi]["time"].value))
+    w_lo, w_hi = weights(kv[d.context], kv[lo], kv[hi])
+    t = line.time(kv[d.context])
+    pred = Prediction(t, "s", "fixed + KV / stream rate, through this session's 8k and 64k calls",
+                      {"fixed_s": line.fixed_s, "stream_bytes_per_s": line.bytes_per_s, "kv_bytes": kv[d.context],
+                       "fitted_on": [_decode_name(at.DecodeShape(d.batch, d.heads, d.kv_heads, c, d.head_dim))
+                                     for c in FIT_CONTEXTS]},
+                      (Term("fixed", line.fixed_s, "s"), Term("stream", kv[d.context] / line.bytes_per_s, "s")),
+                      notes=(f"FITTED: fixed {line.fixed_s * 1e6:.2f} us and stream {line.bytes_per_s / 1e12:.3f} TB/s "
+                             "from this session's 8k and 64k calls; this context is held out",))
+    reconcile("time_on_the_line", pred, rec["time"], model=None,
+              budget={f"{lo // 1024}k_blocks": abs(w_lo) * block_spread_s(points[lo]) / t,
+                      f"{hi // 1024}k_blocks": abs(w_hi) * block_spread_s(points[hi]) / t,
+                      "own_blocks": block_spread_s(rec) / t},
+              why="the session's timing noise: each call's two timing blocks' difference, the fit points' carried "
+                  "through the line's weights")
 
 
 @pytest.mark.parametrize("d", [pytest.param(d, id=_decode_name(d), marks=(*decode_target_marks(_decode_name(d)),

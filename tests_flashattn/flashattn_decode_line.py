@@ -1,0 +1,157 @@
+"""Flash-decoding as a fixed cost plus one stream of K/V: the line through two measured contexts.
+
+The pre-registered time model (registry.DECODE_BANDWIDTH, DECODE_LAUNCH_S) prices a call as its K/V read at 0.75-0.95
+of the session's read ceiling plus the split-K reduction's partials and a 4 us kernel boundary. Every H200 session has
+timed flash-decoding at 8k and 64k (B=8 H=32 H_kv=8 D=128 bf16). Through those two points each session draws a line,
+t = fixed + KV bytes / stream rate. Over the 25 sessions before the other contexts were first run (FIT_BEFORE) the
+fixed cost is 9.6-11.5 us and the stream rate 0.996-1.033 of the session's read ceiling, not 0.85, and not a 4.5 us
+fixed part: the model priced short contexts too cheap and long ones too dear. Pre-registered on 2026-12-03 (before
+that run, docs/RECORDING.md) were the directions only (1k-4k above the band, 32k-128k below); the line's numbers come
+from the 8k and 64k recordings, never from the contexts they predict.
+
+Two uses:
+- the finding on the pre-registered test at the contexts where every earlier session's line leaves its tolerance
+  (decode_line_marks): its band is the range of measured / pre-registered prediction that those 25 lines predict;
+- a held-out test on any card (test_flashattn_gpu.test_flash_decoding_on_the_line_through_8k_and_64k): the same
+  session's 8k and 64k fix the line, and every other context is predicted from it, within the noise the two
+  timing blocks of each call show, carried through the line.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from pytest_anatomy import recordings
+from pytest_anatomy.kernels.flashattn import registry
+from pytest_anatomy.specs.hardware import get_hardware
+from pytest_anatomy.theory import attention as at
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+MEASURED_ON = "h200"
+FIT_CONTEXTS = (8192, 65536)  # the contexts every session times (fast subset); the line's two points
+FIT_BEFORE = "2026-12-03T21:20:00Z"  # the finding's lines: sessions before the first run of the other contexts
+SHAPE = {"batch": 8, "heads": 32, "kv_heads": 8, "head_dim": 128}
+# Contexts whose band lies within noise of the pre-registered tolerance's edge: 16k's 25 lines give 0.869-0.897 of
+# the mid prediction against a lower edge of 0.898 (strict=False: a session may land on either side).
+STRADDLERS = frozenset({16384})
+
+
+def decode_name(context: int) -> str:
+    return f"fd.b{SHAPE['batch']}h{SHAPE['heads']}kv{SHAPE['kv_heads']}l{context}d{SHAPE['head_dim']}"
+
+
+def kv_bytes(context: int) -> float:
+    return at.decode_kv_bytes(at.DecodeShape(context=context, **SHAPE)).value
+
+
+@dataclass(frozen=True)
+class Line:
+    """t = fixed_s + KV bytes / bytes_per_s, through two (KV bytes, seconds) points."""
+
+    fixed_s: float
+    bytes_per_s: float
+
+    @classmethod
+    def through(cls, lo: tuple[float, float], hi: tuple[float, float]) -> Line:
+        (kv_lo, t_lo), (kv_hi, t_hi) = lo, hi
+        if not (kv_hi > kv_lo and t_hi > t_lo):
+            raise ValueError(f"no line: {t_hi:.3g} s at {kv_hi:.3g} B is not above {t_lo:.3g} s at {kv_lo:.3g} B")
+        rate = (kv_hi - kv_lo) / (t_hi - t_lo)
+        return cls(t_lo - kv_lo / rate, rate)
+
+    def time(self, kv: float) -> float:
+        return self.fixed_s + kv / self.bytes_per_s
+
+
+def weights(kv: float, kv_lo: float, kv_hi: float) -> tuple[float, float]:
+    """(w_lo, w_hi) with line(kv) = w_lo * t_lo + w_hi * t_hi: how each point's error carries to kv."""
+    w_hi = (kv - kv_lo) / (kv_hi - kv_lo)
+    return 1.0 - w_hi, w_hi
+
+
+def block_spread_s(rec: recordings.Recording) -> float:
+    """How far one call's two timing blocks (time, time_repeat) lie apart: the session's noise on that time."""
+    return abs(rec["time"].value - rec["time_repeat"].value)
+
+
+def read_ceiling(rec: recordings.Recording) -> at.Ceilings:
+    ceil = recordings.load_latest(RESULTS, rec.hardware, "ceilings", "ceilings",
+                                  stamp=rec.provenance["ceilings_recorded_at"])
+    return at.Ceilings(ceil["matmul_bf16.value"].value, ceil["read_bandwidth.value"].value, "recorded")
+
+
+def mid_prediction(context: int, ceilings: at.Ceilings, sm_count: int, fraction: float | None = None) -> float:
+    """The pre-registered time model at its mid fraction (test_flash_decoding_time_against_its_prediction's 'mid'),
+    or at `fraction` of the read ceiling."""
+    d = at.DecodeShape(context=context, **SHAPE)
+    splits = at.decode_splits(d, sm_count, registry.DECODE_BLOCK_N)
+    return at.decode_time(d, splits, ceilings, launch_s=registry.DECODE_LAUNCH_S,
+                          bandwidth_fraction=fraction or registry.DECODE_BANDWIDTH.mid).value
+
+
+def pre_registered_tolerance(context: int, ceilings: at.Ceilings, sm_count: int) -> tuple[float, float]:
+    """The pre-registered test's tolerance at `context`: its model at the fraction's ends over its mid."""
+    e, mid = registry.DECODE_BANDWIDTH, mid_prediction(context, ceilings, sm_count)
+    return mid_prediction(context, ceilings, sm_count, e.hi) / mid, mid_prediction(context, ceilings, sm_count, e.lo) / mid
+
+
+def session_lines(before: str = FIT_BEFORE) -> list[tuple[Line, at.Ceilings]]:
+    """(line through 8k and 64k, read ceilings) of every MEASURED_ON session that timed both before `before`."""
+    by_session: dict[str, dict[int, recordings.Recording]] = {}
+    for context in FIT_CONTEXTS:
+        for path in recordings.candidates(RESULTS, MEASURED_ON, "flashattn", decode_name(context)):
+            rec = recordings.load_file(path)
+            if rec.recorded_at < before:
+                by_session.setdefault(rec.provenance["ceilings_recorded_at"], {})[context] = rec
+    lo, hi = FIT_CONTEXTS
+    return [(Line.through((kv_bytes(lo), pair[lo]["time"].value), (kv_bytes(hi), pair[hi]["time"].value)),
+             read_ceiling(pair[lo])) for pair in by_session.values() if len(pair) == 2]
+
+
+def envelope(context: int, lines: list[tuple[Line, at.Ceilings]]) -> tuple[float, float]:
+    """The range of measured / mid prediction that the sessions' lines predict at `context`."""
+    sm_count = int(get_hardware(MEASURED_ON).require("sm_count"))
+    ratios = [line.time(kv_bytes(context)) / mid_prediction(context, ceil, sm_count) for line, ceil in lines]
+    return round(min(ratios), 3), round(max(ratios), 3)
+
+
+def line_summary(lines: list[tuple[Line, at.Ceilings]]) -> str:
+    fixed = [line.fixed_s * 1e6 for line, _ in lines]
+    frac = [line.bytes_per_s / ceil.read_bandwidth for line, ceil in lines]
+    return (f"{len(lines)} sessions: fixed {min(fixed):.1f}-{max(fixed):.1f} us (median "
+            f"{statistics.median(fixed):.1f}), stream {min(frac):.3f}-{max(frac):.3f} of the read ceiling")
+
+
+def _reason(lines: list[tuple[Line, at.Ceilings]]) -> str:
+    return (
+        "Flash-decoding is a fixed cost plus one stream of K/V at the read ceiling, not the pre-registered 0.75-0.95 "
+        f"of it plus a 4.5 us reduction: the line through each H200 session's 8k and 64k calls ({line_summary(lines)}) "
+        "prices short contexts above the pre-registered band (the fixed part, ~10 us: the split-K kernel's start and "
+        "the reduction kernel's launch, a third or more of a 1k-2k call) and long ones below it (the stream runs at "
+        "the ceiling once it dominates, as at 64k: h200-flash-decoding-beats-the-read-ceiling). The same line drawn "
+        "in the checked session predicts its other contexts within their timing noise (test_flash_decoding_on_the_"
+        "line_through_8k_and_64k). Band: the range of measured / mid prediction the earlier sessions' lines give at "
+        "this context (flashattn_decode_line.envelope).")
+
+
+def decode_line_marks(context: int) -> tuple[pytest.MarkDecorator, ...]:
+    """The finding on the pre-registered time test at `context`: where the earlier sessions' lines all leave its
+    tolerance. 8k and 64k are the line's own points and keep their findings (flashattn_findings)."""
+    if context in FIT_CONTEXTS:
+        return ()
+    try:
+        lines = session_lines()
+        band = envelope(context, lines)
+    except (recordings.MissingRecording, ValueError, KeyError):
+        return ()  # without the 8k/64k recordings there is no band: the test is judged by its prediction alone
+    sm_count = int(get_hardware(MEASURED_ON).require("sm_count"))
+    tolerances = [pre_registered_tolerance(context, ceil, sm_count) for _, ceil in lines]
+    if max(t[0] for t in tolerances) <= band[0] and band[1] <= min(t[1] for t in tolerances):
+        return ()  # every line lands inside the pre-registered tolerance: nothing to explain here
+    return (pytest.mark.finding("h200-flash-decoding-is-a-fixed-cost-plus-a-full-stream", hardware=MEASURED_ON,
+                                quantity="time", expected=band, strict=context not in STRADDLERS,
+                                reason=_reason(lines)),)
