@@ -20,7 +20,7 @@ REFERENCE_SESSIONS = 6
 # reference (recomputed by test_slow_sessions_are_the_recorded_ones).
 SLOW_SESSIONS: dict[str, float] = {"2026-11-30T00:37:45Z": 1.352, "2026-12-02T16:29:14.000000Z": 1.271,
                                    "2026-12-03T12:06:46.000000Z": 1.219}
-CLEAN_SESSION_SPAN = (0.937, 1.084)  # the other sessions' ratios (every session with a 0.8x run)
+CLEAN_SESSION_SPAN = (0.937, 1.087)  # the other sessions' ratios (every session with a 0.8x run)
 # The held-out slow sessions (SLOW_SESSIONS after the first, which the reference was set on), recomputed by
 # test_slow_session_numbers_are_the_recorded_ones: per session, Poisson rate -> (its run's lone-prompt compute part in
 # ms; the lowest and highest of the same rate's runs in the sessions the check does not flag), at the lowest and the
