@@ -13,6 +13,9 @@ A closed loop runs at its isolated step: the C=8 loop's median ITL against the s
 2026-12-02 23:51, 2026-11-30 00:37). Over the fourteen recorded H200 sessions the C=8 loop sat +0.65% to +1.71% above
 its prediction, C=32 -0.08% to +2.09%, C=64 -0.74% to +0.61%; live, the check first ran on 2026-12-02 23:46, and the
 fifteenth visit's C=8 run (+1.30%, the quietest yet: repeat scatter 0.09%, budget 1.06%) was the first to leave it.
+The seventeenth visit's C=32 run (2026-12-03 21:25) was the first C=32 to leave it: +1.59% against a 1.59% budget, the
+loop 5.33 ms at its isolated b=32 step's 5.288 (+0.8%) and that step +0.8% over the prediction. Every recorded C=32 run
+lies in its isolated step's band, so C=32 carries the finding too.
 """
 
 from __future__ import annotations
@@ -21,20 +24,24 @@ import pytest
 from latency_findings_common import MEASURED_ON
 
 QWEN_CLOSED_AT_ITS_STEP_ID = "h200-closed-loop-runs-at-its-isolated-step"
-QWEN_CLOSED_AT_ITS_STEP_RUNS = ("closed.c8",)  # C=32 and 64: the offset (~1.1%, ~0.2%) sits inside their budgets
-# (runs inside this check's budget, runs) of the C=8 loop over the recorded H200 sessions: recomputed by
-# test_latency_sequence_cost.py::test_closed_c8_runs_at_its_isolated_step_in_every_session
-QWEN_C8_INSIDE_BUDGET = (10, 14)
+# C=32 joined C=8 on 2026-12-03 (the seventeenth visit's full session: +1.59% against a 1.59% budget); C=64's offset
+# (~0.2%) sits inside its budget in every session
+QWEN_CLOSED_AT_ITS_STEP_RUNS = ("closed.c8", "closed.c32")
+# run -> (runs inside this check's budget, runs) over the recorded H200 sessions: recomputed by
+# test_latency_sequence_cost.py::test_closed_loop_runs_at_its_isolated_step_in_every_session
+QWEN_INSIDE_BUDGET = {"closed.c8": (11, 15), "closed.c32": (14, 15)}
 QWEN_CLOSED_AT_ITS_STEP = (
-    "Qwen2.5-7B's closed loop at C = 8 (as at 32 and 64) runs at the same session's isolated decode step at batch C, "
+    "Qwen2.5-7B's closed loops at C = 8 and 32 (as at 64) run at the same session's isolated decode step at batch C, "
     "which the prediction with the per-sequence excess puts ~1.2% short: that prediction starts at the b=1 step and "
     "adds the b = 1..64 line's slope, but the isolated steps lie on an S-shaped curve around the line (the same shape "
     "in every session: b=1 ~20-45 us below it, b=8..32 up to ~65 us above, b=64 ~10-30 us below), so the b=1 anchor's "
     "offset carries into every batch and the budget's line-misfit term, taken against the line, leaves it out. Band, "
     "set at test time: the same session's isolated step at batch C over the prediction, +- that step's repeat scatter "
-    "and this check's budget. strict=False: in noisier sessions the offset is inside the budget "
-    f"({QWEN_C8_INSIDE_BUDGET[0]} of the {QWEN_C8_INSIDE_BUDGET[1]} recorded); at C=32 and 64 (offsets ~1.1% and "
-    "~0.2%) it always is. Only the H200 is claimed: the H100's one session has C=8 at +0.90%, C=32 at -0.49%.")
+    "and this check's budget. strict=False: in noisier sessions the offset is inside the budget (C=8: "
+    f"{QWEN_INSIDE_BUDGET['closed.c8'][0]} of the {QWEN_INSIDE_BUDGET['closed.c8'][1]} recorded; C=32: "
+    f"{QWEN_INSIDE_BUDGET['closed.c32'][0]} of {QWEN_INSIDE_BUDGET['closed.c32'][1]}, the first outside on 2026-12-03 "
+    "21:25, when the budget's sequence-cost term was the narrowest yet); at C=64 (offset ~0.2%) it always is. Only the "
+    "H200 is claimed: the H100's one session has C=8 at +0.90%, C=32 at -0.49%.")
 
 
 def qwen_closed_at_its_step_marks(run: str) -> tuple[pytest.MarkDecorator, ...]:

@@ -19,7 +19,7 @@ import latency_overload_forms_findings as of
 import pytest
 from latency_closed_loop_findings import llama_closed_below_marks
 from latency_findings_common import H100, LLAMA, MEASURED_ON, QWEN
-from latency_sequence_cost_findings import (QWEN_C8_INSIDE_BUDGET, QWEN_CLOSED_AT_ITS_STEP_RUNS,
+from latency_sequence_cost_findings import (QWEN_INSIDE_BUDGET, QWEN_CLOSED_AT_ITS_STEP_RUNS,
                                             qwen_closed_at_its_step_marks)
 from latency_setups import median_scatter
 from sequence_cost import decode_sweep_fit, sequence_cost, simulate_with, simulate_with_slower_kv_read, spread_share
@@ -152,17 +152,18 @@ def test_overload_forms_table_is_the_recorded_one(model, request, target):
 
 @pytest.mark.gpu
 @pytest.mark.targets(recorded="qwen2.5-7b.closed.c8", live=False, hardware=MEASURED_ON)
-def test_closed_c8_runs_at_its_isolated_step_in_every_session(request, target, latency_recording):
+@pytest.mark.parametrize("run", QWEN_CLOSED_AT_ITS_STEP_RUNS)
+def test_closed_loop_runs_at_its_isolated_step_in_every_session(run, request, target, latency_recording):
     """h200-closed-loop-runs-at-its-isolated-step over every recorded session, not only the newest a replay checks:
-    the C=8 loop's median ITL / its prediction lies in the band of its session's isolated b=8 step, that session's b=1
-    step lies below its b = 1..64 line (the anchor's offset), and QWEN_C8_INSIDE_BUDGET counts the runs whose miss the
+    the C loop's median ITL / its prediction lies in the band of its session's isolated b=C step, that session's b=1
+    step lies below its b = 1..64 line (the anchor's offset), and QWEN_INSIDE_BUDGET counts the runs whose miss the
     budget alone covers."""
     from pytest_anatomy import recordings
     from pytest_anatomy.session import get_session
 
     results = get_session(request.config).settings.results_dir
     inside = runs = 0
-    for rec in map(recordings.load_file, recordings.candidates(results, target.name, "latency", f"{QWEN}.closed.c8")):
+    for rec in map(recordings.load_file, recordings.candidates(results, target.name, "latency", f"{QWEN}.{run}")):
         setup, pred, budget, _ = predict(request, QWEN, rec)
         ratio, total = rec["aggregate.itl_s.median"].value / pred.value, sum(budget.values())
         low, high = at_its_isolated_step(latency_recording, rec, pred.value, total)
@@ -170,7 +171,7 @@ def test_closed_c8_runs_at_its_isolated_step_in_every_session(request, target, l
         fit = decode_sweep_fit(setup, lambda name, rec=rec: latency_recording(name, beside=rec))
         assert fit.intercept_s + fit.slope.value > fit.steps_s[1], (rec.recorded_at, fit.steps_s[1])
         inside, runs = inside + (abs(ratio - 1) <= total), runs + 1
-    assert (inside, runs) == QWEN_C8_INSIDE_BUDGET
+    assert (inside, runs) == QWEN_INSIDE_BUDGET[run]
 
 
 @pytest.mark.parametrize("model", (QWEN, LLAMA))
