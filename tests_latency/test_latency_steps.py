@@ -142,6 +142,28 @@ def test_decode_step(b, engine_setup, latency_recording, stalled_run, reconcile,
 
 
 @pytest.mark.gpu
+def test_kv_read_per_block_is_what_the_engine_allocates(engine_setup, latency_recording, reconcile):
+    """The KV bytes a decode step is priced to read for a context (theory/latency.kv_read_bytes) are the bytes the
+    engine stores for it: with the pool pinned (kv_cache_memory_bytes), vLLM's block count is that pool over one
+    block's KV, which kv_read_bytes gives at block_size tokens. Exact. Without it the step model could price a KV layout
+    other than the one the engine allocates, and the per-sequence excess (h200-decode-per-sequence-cost) would hide it:
+    a 5% error in the KV read moves every decode ratio by 2% or less (tests_plugin/theory_mutants.py)."""
+    b1 = latency_recording("qwen2.5-7b.decode.b1")
+    engine = latency_recording("qwen2.5-7b.engine", beside=b1)
+    pinned = engine.measurements.get("resolved.kv_cache_memory_bytes", {}).get("value")
+    if pinned is None:
+        pytest.skip("the engine's KV pool was sized by memory profiling, not pinned: its blocks are tests_capacity's")
+    block = int(engine["resolved.block_size"].value)
+    per_block = lat.kv_read_bytes(engine_setup.model, block)
+    pred = Prediction(float(int(pinned) // int(per_block)), "blocks", "floor(kv_cache_memory_bytes / kv_read_bytes("
+                      "block_size tokens))", {"kv_cache_memory_bytes": pinned, "block_size": block,
+                                              "kv_read_bytes_per_block": per_block},
+                      (Term("kv_read_bytes_per_block", per_block, "B"),))
+    reconcile("num_gpu_blocks_from_kv_read", pred, engine["resolved.num_gpu_blocks"], abs=0.0,
+              why="exact: integer blocks of a pinned pool", model=engine_setup.model.name)
+
+
+@pytest.mark.gpu
 @pytest.mark.usefixtures("card_finding")  # before reconcile, which reads the marks
 @lf.DECODE_ROOFLINE
 @h100f.OVERHEAD

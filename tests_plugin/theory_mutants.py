@@ -93,12 +93,12 @@ CATALOGUE: tuple[Mutation, ...] = (
         "latency-kv-read-x1.05", "latency", "the KV bytes a decode step reads x1.05",
         "pytest_anatomy.theory.latency", "kv_read_bytes",
         "return per_layer * sum(", "return 1.05 * per_layer * sum(",
-        # Caught at a band's edge, and only by where the replayed session's ratio sits. Since the fifteenth visit
-        # (2026-12-03 14:16 session) by Qwen2.5-7B's C=32 closed loop with the sequence cost measured apart: 5.359 ms
-        # predicted, 5.442 measured (+1.54% of a 1.89% budget) unmutated, 5.336 predicted (+1.98%) under x1.05. The
-        # KV read is a third of the b=128 step, so x1.05 moves ratios ~1.5-2.5%, inside the per-sequence-cost and
-        # overload envelopes; the sessions between 2026-12-03 08:29 and 12:06 let it survive. A 5% error in the KV
-        # bytes is near the excess the suite cannot yet split (docs/RECORDING.md).
+        # Caught exactly by test_kv_read_per_block_is_what_the_engine_allocates (the pinned pool's block count from
+        # kv_read_bytes at block_size tokens), added 2026-12-03 when it survived: until then it was caught only at a
+        # band's edge, by Qwen2.5-7B's C=32 closed loop (+1.54% of a 1.89% budget unmutated, +1.98% under x1.05, in
+        # the 14:16 session), and the seventeenth visit's C=32 run took a finding whose band moves with the
+        # prediction. The KV read is a third of the b=128 step, so x1.05 moves the timing ratios ~1.5-2.5%, inside
+        # the per-sequence-cost and overload envelopes: no timing check can see it (docs/RECORDING.md).
         (*_LATENCY_STEPS, "tests_latency/test_latency_sequence_cost.py")),
     Mutation(
         "latency-matmul-weights-x1.05", "latency", "the matmul weights a step streams x1.05",
