@@ -48,7 +48,7 @@ CARD_B1: dict[str, tuple[tuple[float, ...], tuple[float, float]]] = {
     "overhead_ms": ((1.384, 1.358), (1.485, 1.551)),
     "roofline_ratio": ((1.426, 1.418), (1.465, 1.479)),
 }
-CARD_OTHER_B1_SESSIONS = 25  # the recorded Qwen2.5-7B b=1 sessions without the card's UUID
+CARD_OTHER_B1_SESSIONS = 26  # the recorded Qwen2.5-7B b=1 sessions without the card's UUID
 PROBE_BUFFER_GIB = 4  # the read-bandwidth probe's buffer in the card's sessions (read_bandwidth.buffer_bytes)
 # Llama-3.1-8B (test_card_llama_numbers_are_the_recorded_ones): the b=1 step on the card and the lowest and highest of
 # the sessions without its UUID (ms); at LLAMA_BATCHES the card's measured - predicted (ms, lowest and highest) and

@@ -58,6 +58,7 @@ OUTCOME: dict[str, tuple[tuple[float, float], float, tuple[int, int], float, flo
     "2026-12-03T14:23:49+00:00": ((0.0, 0.0), 0.7238, (14, 14), 711.542, 0.0),  # NVML fast, same card
     "2026-12-03T21:25:39+00:00": ((1753.5, 1972.2), 0.4571, (39, 39), 706.538, 0.0472),  # full, card GPU-d9670574
     "2026-12-03T21:32:29+00:00": ((0.0, 0.0), 0.7292, (14, 14), 706.754, 0.0),  # NVML fast, same card
+    "2026-12-03T22:26:09+00:00": ((0.0, 0.0), 0.7213, (14, 14), 700.664, 0.0),  # the fast latency subset alone, new card
 }
 
 

@@ -433,7 +433,7 @@ def test_decode_validity_flags_the_recorded_runs(request, target, session_rec):
     assert (round(min(sd for _, sd in clean) * 1e3, 2), round(max(sd for _, sd in clean) * 1e3, 2)) == (0.03, 0.54)
     assert (round(min(c.median_s for c, _ in clean) * 1e3, 1), round(max(c.median_s for c, _ in clean) * 1e3, 1)) == (
         4.6, 10.7)
-    assert len(clean) + len(flagged) == 342 + 10 and 0.3 < sum(tiny) / len(tiny) < 0.7, (
+    assert len(clean) + len(flagged) == 350 + 10 and 0.3 < sum(tiny) / len(tiny) < 0.7, (
         len(clean), sum(tiny), len(tiny))
 
 
