@@ -19,6 +19,7 @@ Two uses:
 
 from __future__ import annotations
 
+import functools
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
@@ -114,6 +115,7 @@ def pre_registered_tolerance(context: int, ceilings: at.Ceilings, sm_count: int)
     return mid_prediction(context, ceilings, sm_count, e.hi) / mid, mid_prediction(context, ceilings, sm_count, e.lo) / mid
 
 
+@functools.cache  # read at collection, once per context: the recordings do not change within a session
 def session_lines(before: str = FIT_BEFORE) -> list[tuple[Line, at.Ceilings]]:
     """(line through 8k and 64k, read ceilings) of every MEASURED_ON session that timed both before `before`."""
     by_session: dict[str, dict[int, recordings.Recording]] = {}
