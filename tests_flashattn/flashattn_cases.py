@@ -26,13 +26,14 @@ class Case:
     head_dim: int
     causal: bool
     kv_heads: int | None = None
+    dtype: str = "bf16"  # or "fp16": the same 2 bytes and, on Hopper, the same dense tensor-core peak
 
     @property
     def name(self) -> str:
         from pytest_anatomy.measure.flashattn_runner import case_name
 
         return case_name(self.rung, self.batch, self.heads, self.n, self.head_dim, self.causal,
-                         kv_heads=self.kv_heads)
+                         kv_heads=self.kv_heads, dtype=self.dtype)
 
     def shape(self) -> at.AttentionShape:
         return at.AttentionShape.prefill(self.batch, self.heads, self.n, self.head_dim, causal=self.causal,
@@ -42,7 +43,7 @@ class Case:
         from pytest_anatomy.measure.flashattn_runner import live_case
 
         return live_case(self.rung, batch=self.batch, heads=self.heads, n=self.n, head_dim=self.head_dim,
-                         causal=self.causal, kv_heads=self.kv_heads)
+                         causal=self.causal, kv_heads=self.kv_heads, dtype=self.dtype)
 
 
 def as_ceilings(c: Any) -> at.Ceilings:

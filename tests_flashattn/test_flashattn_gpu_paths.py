@@ -75,11 +75,11 @@ def test_gpu_suite_runs_live_records_then_replays(tmp_path: Path) -> None:
     results = tmp_path / "results"
     live = _run(root, tmp_path, results, "--anatomy-source=live", "--anatomy-record")
     assert live.returncode == 0, live.stdout[-3000:] + live.stderr[-2000:]
-    assert "50 passed, 13 resolved" in live.stdout, live.stdout[-2000:]
+    assert "52 passed, 13 resolved" in live.stdout, live.stdout[-2000:]
     cases = sorted(p.name.split("@")[0] for p in (results / "h200" / "flashattn").glob("*.json"))
-    # 18 forward cases + 8 decode contexts + the sweep's 18 beyond them, each measured once (the sweep's
+    # 20 forward cases (2 in fp16) + 8 decode contexts + the sweep's 18 beyond them, each measured once (the sweep's
     # N=4096 D=128 cases are the timing tests' recordings)
-    assert len(cases) == 44 and len(set(cases)) == 44
+    assert len(cases) == 46 and len(set(cases)) == 46
     ceilings = list((results / "h200" / "ceilings").glob("ceilings@*.json"))
     assert len(ceilings) == 1  # measured once for the whole session
     stamp = json.loads(ceilings[0].read_text())["recorded_at"]
@@ -87,4 +87,4 @@ def test_gpu_suite_runs_live_records_then_replays(tmp_path: Path) -> None:
         assert json.loads(p.read_text())["provenance"]["ceilings_recorded_at"] == stamp
     replay = _run(root, tmp_path, results, "--anatomy-source=recorded")
     assert replay.returncode == 0, replay.stdout[-3000:] + replay.stderr[-2000:]
-    assert "50 passed, 13 resolved" in replay.stdout, replay.stdout[-2000:]
+    assert "52 passed, 13 resolved" in replay.stdout, replay.stdout[-2000:]
