@@ -64,7 +64,7 @@ REPEAT_MS, REPEAT_WINDOWS = (18.31, 18.18), (128, 130)
 REPEAT_RATIO, REPEAT_INTERVAL = 1.007, (0.866, 1.134)
 FIRST_RATIO, FIRST_INTERVAL = 0.936, (0.863, 0.963)
 LLAMA_REPEAT_RATIO, LLAMA_FIRST_RATIO = 1.637, 1.526  # Llama-3.1-8B's, the same way (its first visit: 20261203T142751Z)
-SQRT2 = 2 ** 0.5
+SQRT2 = 2 ** 0.5  # a repeat's own sampling noise, as large as the first visit's: two independent samples
 REPEAT_ID = "h200-qwen-fp8-kv-shortening-did-not-repeat"
 REPEAT_REASON = (
     f"Qwen2.5-7B's fp8_kv chat rung ran its prompt windows {FIRST_RATIO:.3f}x the fp8_weights rung's on the first visit "
@@ -81,16 +81,23 @@ REPEAT_REASON = (
     "retires it.")
 
 
-def _repeat_band() -> tuple[float, float]:
+def repeat_ratio_band(ratio: float, interval: tuple[float, float]) -> tuple[float, float]:
+    """A repeat's band (measured / predicted) around a first visit's `ratio`: that visit's resampled interval, each
+    side widened by sqrt(2) for the repeat's own sampling noise."""
+    lo, hi = interval
+    return 1 - SQRT2 * (1 - lo / ratio), 1 + SQRT2 * (hi / ratio - 1)
+
+
+def repeat_band() -> tuple[float, float]:
     """measured / predicted under the engine-start explanation (a ratio of 1), widened as the written band was."""
-    lo, hi = (1 - SQRT2 * (1 - FIRST_INTERVAL[0] / FIRST_RATIO), 1 + SQRT2 * (FIRST_INTERVAL[1] / FIRST_RATIO - 1))
+    lo, hi = repeat_ratio_band(FIRST_RATIO, FIRST_INTERVAL)
     return round(lo / FIRST_RATIO, 4), round(hi / FIRST_RATIO, 4)
 
 
 def cause_marks(name: str, model: str) -> list[pytest.MarkDecorator]:
     """The findings of one cause test's run (test_the_cause_run_is_reconciled_with_its_written_predictions)."""
     if (name, model) == ("fp8_kv+repeat", REPEAT_MODEL):
-        return [pytest.mark.finding(REPEAT_ID, reason=REPEAT_REASON, expected=_repeat_band(), hardware=lf.MEASURED_ON,
+        return [pytest.mark.finding(REPEAT_ID, reason=REPEAT_REASON, expected=repeat_band(), hardware=lf.MEASURED_ON,
                                     quantity="cause.fp8_kv+repeat.window_ratio_to_fp8_weights", strict=True)]
     if name != CAUSE:
         return []

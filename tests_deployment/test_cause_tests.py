@@ -18,6 +18,7 @@ import pytest
 
 import cause_findings as cf
 import ladder_chat as lc
+import ladder_findings as lf
 import ladder_llama_chat as llc
 import ladder_raw as lr
 from pytest_anatomy.measure.measurement import Measurement
@@ -32,7 +33,6 @@ THEORY_NOW = {("graphs-to-budget", "window_above_ms"): llc.PRICED_PLAN_BIG_MS,
               ("graphs-to-budget-prefix", "window_above_ms"): lc.PRICED_PROMPT_MS["prefix_cache"],
               ("graphs-to-budget", "itl_p99_s"): PRE["plan_top"]["llama-3.1-8b"]["chat"]["predicted"]["itl_p99_s"]}
 IDS = [f"{c['base']}+{c['name']}-{c['model']}" for c in CAUSES]
-SQRT2 = math.sqrt(2)  # a repeat's own sampling noise, as large as the first visit's: two independent samples
 
 
 def _label(c: dict[str, Any]) -> str:
@@ -74,22 +74,27 @@ def test_a_causes_predictions_are_todays_theory(cause: dict[str, Any]) -> None:
                             rel_tol=1e-12), (cause["name"], key)
 
 
-def _first_visit_ratio(cause: dict[str, Any]) -> tuple[float, tuple[float, float]]:
-    """A repeat's prediction: the first visit's ratio of its rung's median prompt window above `window_above` tokens to
-    its `ratio_to` rung's (one kept batch), with the window-resampled 95% interval of that ratio."""
+def _median_ratio(this: list[float], other: list[float]) -> tuple[float, tuple[float, float]]:
+    """The ratio of two runs' median windows, with its 95% interval from resampling each run's windows (seeded)."""
     import random
 
     import numpy as np
 
-    raw = lr.raw_runs(cause["first_batch"])
-    gaps = [[dt for dt, new, n in lr.prompt_windows(raw[step]["requests"]) if new + n > cause["window_above"]]
-            for step in (cause["base"], cause["ratio_to"])]
     rng, ratios = random.Random(lr.SEED), []
     for _ in range(lr.RESAMPLES):
-        this, other = (statistics.median(rng.choices(g, k=len(g))) for g in gaps)
-        ratios.append(this / other)
+        a, b = (statistics.median(rng.choices(g, k=len(g))) for g in (this, other))
+        ratios.append(a / b)
     lo, hi = np.percentile(ratios, [2.5, 97.5])
-    return statistics.median(gaps[0]) / statistics.median(gaps[1]), (float(lo), float(hi))
+    return statistics.median(this) / statistics.median(other), (float(lo), float(hi))
+
+
+def _first_visit_ratio(cause: dict[str, Any]) -> tuple[float, tuple[float, float]]:
+    """A repeat's prediction: the first visit's ratio of its rung's median prompt window above `window_above` tokens to
+    its `ratio_to` rung's (one kept batch), with the window-resampled 95% interval of that ratio."""
+    raw = lr.raw_runs(cause["first_batch"])
+    this, other = ([dt for dt, new, n in lr.prompt_windows(raw[step]["requests"]) if new + n > cause["window_above"]]
+                   for step in (cause["base"], cause["ratio_to"]))
+    return _median_ratio(this, other)
 
 
 @pytest.mark.parametrize("cause", [c for c in CAUSES if "ratio_to" in c],
@@ -157,7 +162,7 @@ def test_the_cause_run_is_reconciled_with_its_written_predictions(target, measur
         reconcile(f"cause.{name}.window_ratio_to_{cause['ratio_to']}",
                   Prediction(r, "", p["ratio_why"], {"first_batch": cause["first_batch"], "interval": [lo, hi]}),
                   from_batch(window_ms / other_ms, "", f"{how}, over the {cause['ratio_to']} repeat's"),
-                  ratio=(1 - SQRT2 * (1 - lo / r), 1 + SQRT2 * (hi / r - 1)), model=model, why=p["ratio_band_why"])
+                  ratio=cf.repeat_ratio_band(r, (lo, hi)), model=model, why=p["ratio_band_why"])
 
 
 KEPT_PLAN_TOP = ("20261203T143336Z", "llama-3.1-8b.chat.plan_top")  # the run graphs-to-budget re-runs
@@ -237,10 +242,6 @@ def test_a_cause_run_goes_from_import_to_its_verdict(tmp_path: Path, captured: l
 def test_the_cause_findings_quote_the_recording_and_its_batch() -> None:
     """Every number cause_findings.py quotes, from the graphs-to-budget run's kept batch and recording, the plan_top
     run it re-ran and the preregistered step model."""
-    import statistics
-
-    import ladder_chat as lc
-    import ladder_findings as lf
     from pytest_anatomy import recordings
 
     requests = lr.raw_runs(cf.CAUSE_BATCH)[cf.RUN_ID.rsplit(".", 1)[-1]]["requests"]
@@ -270,28 +271,22 @@ def test_the_cause_findings_quote_the_recording_and_its_batch() -> None:
 def test_the_repeat_finding_quotes_its_batch() -> None:
     """The numbers h200-qwen-fp8-kv-shortening-did-not-repeat quotes, from the repeat's kept batch, and the first
     visit's from cause_tests.json; its band holds a ratio of 1 (the engine-start explanation's outcome)."""
-    import random
+    runs = {r["id"]: r for r in lr.raw_lines(lf.BATCHES / cf.REPEAT_BATCH)}
 
-    import numpy as np
-
-    runs = {r["id"]: r for r in lr.raw_lines(HERE.parent / "results" / "h200" / "batches" / cf.REPEAT_BATCH)}
-    gaps = [[dt for dt, _, _ in lr.prompt_windows(runs[f"{cf.REPEAT_MODEL}.chat.{s}+repeat"]["requests"])]
-            for s in ("fp8_kv", "fp8_weights")]
+    def windows(model: str) -> list[list[float]]:  # (fp8_kv, fp8_weights): every prompt window of each repeat
+        return [[dt for dt, _, _ in lr.prompt_windows(runs[f"{model}.chat.{s}+repeat"]["requests"])]
+                for s in ("fp8_kv", "fp8_weights")]
+    gaps = windows(cf.REPEAT_MODEL)
     assert tuple(round(statistics.median(g) * 1e3, 2) for g in gaps) == cf.REPEAT_MS
     assert tuple(len(g) for g in gaps) == cf.REPEAT_WINDOWS
-    assert round(statistics.median(gaps[0]) / statistics.median(gaps[1]), 3) == cf.REPEAT_RATIO
-    rng = random.Random(lr.SEED)
-    ratios = [statistics.median(rng.choices(gaps[0], k=len(gaps[0])))
-              / statistics.median(rng.choices(gaps[1], k=len(gaps[1]))) for _ in range(lr.RESAMPLES)]
-    assert tuple(round(float(x), 3) for x in np.percentile(ratios, [2.5, 97.5])) == cf.REPEAT_INTERVAL
+    ratio, interval = _median_ratio(*gaps)
+    assert (round(ratio, 3), tuple(round(x, 3) for x in interval)) == (cf.REPEAT_RATIO, cf.REPEAT_INTERVAL)
     qwen = next(c for c in CAUSES if c.get("ratio_to") and c["model"] == cf.REPEAT_MODEL)["predicted"]
     assert (qwen["ratio"], tuple(qwen["ratio_interval"])) == (cf.FIRST_RATIO, cf.FIRST_INTERVAL)
     llama = next(c for c in CAUSES if c.get("ratio_to") and c["model"] == llc.MODEL)
     assert llama["predicted"]["ratio"] == cf.LLAMA_FIRST_RATIO
-    gaps = [[dt for dt, _, _ in lr.prompt_windows(runs[f"{llc.MODEL}.chat.{s}+repeat"]["requests"])]
-            for s in ("fp8_kv", "fp8_weights")]
-    assert round(statistics.median(gaps[0]) / statistics.median(gaps[1]), 3) == cf.LLAMA_REPEAT_RATIO
-    lo, hi = cf._repeat_band()
+    assert round(_median_ratio(*windows(llc.MODEL))[0], 3) == cf.LLAMA_REPEAT_RATIO
+    lo, hi = cf.repeat_band()
     assert lo < 1 / cf.FIRST_RATIO < hi
 
 

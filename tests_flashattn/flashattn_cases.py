@@ -69,6 +69,14 @@ def predict(case: Case, ceil: at.Ceilings, spec: Any) -> tuple[Prediction, tuple
     return mid, band, why
 
 
+def decode_prediction(d: at.DecodeShape, ceil: at.Ceilings, sm_count: int, fraction: float | None = None) -> Prediction:
+    """Flash-decoding's pre-registered time: K/V at `fraction` (default: the stated mid) of the read ceiling, plus the
+    split-K reduction (registry.DECODE_BANDWIDTH, DECODE_LAUNCH_S)."""
+    splits = at.decode_splits(d, sm_count, registry.DECODE_BLOCK_N)
+    return at.decode_time(d, splits, ceil, launch_s=registry.DECODE_LAUNCH_S,
+                          bandwidth_fraction=fraction or registry.DECODE_BANDWIDTH.mid)
+
+
 # --- what a live case costs (the plan's estimate) ---------------------------------------------
 # Planning constants from the first H200 session (2026-12-01, 20 cases in 76 s; aot.py's compile
 # times): they size the visit, they judge nothing.

@@ -22,17 +22,17 @@ from __future__ import annotations
 import functools
 import statistics
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
+from flashattn_cases import decode_prediction
+from flashattn_findings import MEASURED_ON, RESULTS, session_ceilings
 
 from pytest_anatomy import recordings
 from pytest_anatomy.kernels.flashattn import registry
+from pytest_anatomy.measure.flashattn_runner import decode_name as runner_decode_name
 from pytest_anatomy.specs.hardware import get_hardware
 from pytest_anatomy.theory import attention as at
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"
-MEASURED_ON = "h200"
 FIT_CONTEXTS = (8192, 65536)  # the contexts every session times (fast subset); the line's two points
 FIT_BEFORE = "2026-12-03T21:20:00Z"  # the finding's lines: sessions before the first run of the other contexts
 SHAPE = {"batch": 8, "heads": 32, "kv_heads": 8, "head_dim": 128}
@@ -41,12 +41,16 @@ SHAPE = {"batch": 8, "heads": 32, "kv_heads": 8, "head_dim": 128}
 STRADDLERS = frozenset({16384})
 
 
+def shape(context: int) -> at.DecodeShape:
+    return at.DecodeShape(context=context, **SHAPE)
+
+
 def decode_name(context: int) -> str:
-    return f"fd.b{SHAPE['batch']}h{SHAPE['heads']}kv{SHAPE['kv_heads']}l{context}d{SHAPE['head_dim']}"
+    return runner_decode_name(context=context, **SHAPE)
 
 
 def kv_bytes(context: int) -> float:
-    return at.decode_kv_bytes(at.DecodeShape(context=context, **SHAPE)).value
+    return at.decode_kv_bytes(shape(context)).value
 
 
 @dataclass(frozen=True)
@@ -94,19 +98,9 @@ def timing_noise_s(rec: recordings.Recording) -> float:
     return max(own, rec["time"].value * (sum(x * x for x in rel) / len(rel)) ** 0.5)
 
 
-def read_ceiling(rec: recordings.Recording) -> at.Ceilings:
-    ceil = recordings.load_latest(RESULTS, rec.hardware, "ceilings", "ceilings",
-                                  stamp=rec.provenance["ceilings_recorded_at"])
-    return at.Ceilings(ceil["matmul_bf16.value"].value, ceil["read_bandwidth.value"].value, "recorded")
-
-
 def mid_prediction(context: int, ceilings: at.Ceilings, sm_count: int, fraction: float | None = None) -> float:
-    """The pre-registered time model at its mid fraction (test_flash_decoding_time_against_its_prediction's 'mid'),
-    or at `fraction` of the read ceiling."""
-    d = at.DecodeShape(context=context, **SHAPE)
-    splits = at.decode_splits(d, sm_count, registry.DECODE_BLOCK_N)
-    return at.decode_time(d, splits, ceilings, launch_s=registry.DECODE_LAUNCH_S,
-                          bandwidth_fraction=fraction or registry.DECODE_BANDWIDTH.mid).value
+    """The pre-registered time (flashattn_cases.decode_prediction) at `context`, in seconds."""
+    return decode_prediction(shape(context), ceilings, sm_count, fraction).value
 
 
 def pre_registered_tolerance(context: int, ceilings: at.Ceilings, sm_count: int) -> tuple[float, float]:
@@ -126,7 +120,7 @@ def session_lines(before: str = FIT_BEFORE) -> list[tuple[Line, at.Ceilings]]:
                 by_session.setdefault(rec.provenance["ceilings_recorded_at"], {})[context] = rec
     lo, hi = FIT_CONTEXTS
     return [(Line.through((kv_bytes(lo), pair[lo]["time"].value), (kv_bytes(hi), pair[hi]["time"].value)),
-             read_ceiling(pair[lo])) for pair in by_session.values() if len(pair) == 2]
+             session_ceilings(pair[lo])) for pair in by_session.values() if len(pair) == 2]
 
 
 def envelope(context: int, lines: list[tuple[Line, at.Ceilings]]) -> tuple[float, float]:

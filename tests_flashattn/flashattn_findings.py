@@ -47,19 +47,21 @@ def visits(name: str) -> tuple[list[recordings.Recording], list[recordings.Recor
     return first, [r for r in recs if SECOND_VISIT_START <= r.recorded_at < SECOND_VISIT_END]
 
 
-def read_ceiling(rec: recordings.Recording) -> float:
-    """The read bandwidth (B/s) of the session that measured `rec` (its provenance names it)."""
-    ceil = recordings.load_latest(RESULTS, MEASURED_ON, "ceilings", "ceilings",
+def session_ceilings(rec: recordings.Recording) -> at.Ceilings:
+    """The ceilings of the session that measured `rec` (its provenance names them), on rec's card."""
+    ceil = recordings.load_latest(RESULTS, rec.hardware, "ceilings", "ceilings",
                                   stamp=rec.provenance["ceilings_recorded_at"])
-    return ceil["read_bandwidth.value"].value
+    return at.Ceilings(ceil["matmul_bf16.value"].value, ceil["read_bandwidth.value"].value, "recorded")
+
+
+def read_ceiling(rec: recordings.Recording) -> float:
+    """The read bandwidth (B/s) of the session that measured `rec`."""
+    return session_ceilings(rec).read_bandwidth
 
 
 def to_mid_prediction(case: Case, rec: recordings.Recording) -> float:
     """measured / the rung's mid prediction under the ceilings of rec's own session (test_flashattn_gpu's 'time')."""
-    ceil = recordings.load_latest(RESULTS, MEASURED_ON, "ceilings", "ceilings",
-                                  stamp=rec.provenance["ceilings_recorded_at"])
-    ceilings = at.Ceilings(ceil["matmul_bf16.value"].value, ceil["read_bandwidth.value"].value, "recorded")
-    mid, _, _ = predict(case, ceilings, get_hardware(MEASURED_ON))
+    mid, _, _ = predict(case, session_ceilings(rec), get_hardware(MEASURED_ON))
     return rec["time"].value / mid.value
 
 

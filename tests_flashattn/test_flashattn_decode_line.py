@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import flashattn_decode_line as dl
 import pytest
+from flashattn_findings import session_ceilings
 
 from pytest_anatomy import recordings
 
@@ -29,7 +30,7 @@ def test_each_recorded_context_lies_in_the_band_the_earlier_lines_give(context: 
     (mark,) = dl.decode_line_marks(context)
     lo, hi = mark.kwargs["expected"]
     rec = recordings.load_latest(dl.RESULTS, dl.MEASURED_ON, "flashattn", dl.decode_name(context))
-    ceil = dl.read_ceiling(rec)
+    ceil = session_ceilings(rec)
     ratio = rec["time"].value / dl.mid_prediction(context, ceil, rec.provenance["sm_count"])
     assert lo <= ratio <= hi
     tol = dl.pre_registered_tolerance(context, ceil, rec.provenance["sm_count"])

@@ -23,13 +23,15 @@ first-call set-up ~5-10 s; process and CUDA start ~10 s. Measured: 76 s (2026-12
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import flashattn_findings as ff
 import flashattn_h100_findings as h100
 import pytest
-from flashattn_cases import Case, as_ceilings, predict
-from flashattn_decode_line import FIT_CONTEXTS, Line, decode_line_marks, timing_noise_s, weights
+from flashattn_cases import Case, as_ceilings, decode_prediction, predict
+from flashattn_decode_line import SHAPE, Line, decode_line_marks, timing_noise_s, weights
+from flashattn_decode_line import FIT_CONTEXTS as FIRST_DECODE_CONTEXTS
 from flashattn_findings import decode_target_marks, target_marks
 
 from pytest_anatomy.kernels.flashattn import registry
@@ -57,9 +59,9 @@ CASES = (
 # Issue 22's flash-decoding contexts, 1k to 128k. 8k and 64k were measured first; the others were added 2026-12-03,
 # predicted by the same time model (registry.DECODE_BANDWIDTH, DECODE_LAUNCH_S) before any was measured, and run in
 # the full session only (slow). The 85% read-bandwidth target holds from 8k up (DECODE_FRACTION).
-DECODE_CONTEXTS, FIRST_DECODE_CONTEXTS, DECODE_TARGET_FROM = (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072), \
-    (8192, 65536), 8192
-DECODES = [at.DecodeShape(8, 32, 8, ctx, 128) for ctx in DECODE_CONTEXTS]
+# FIRST_DECODE_CONTEXTS (8k, 64k) run in every session, fast subset too: the held-out line is drawn through them.
+DECODE_CONTEXTS, DECODE_TARGET_FROM = (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072), 8192
+DECODES = [at.DecodeShape(context=ctx, **SHAPE) for ctx in DECODE_CONTEXTS]
 
 
 def _fast_or_slow(case: Case) -> Any:
@@ -153,11 +155,10 @@ def test_flash_decoding_time_against_its_prediction(d: at.DecodeShape, target: A
     rec = measured_once(_decode_name(d), _decode_live(d))
     anatomy_benchmark(rec, "time")
     ceil = as_ceilings(ceilings_for(rec))
-    e = registry.DECODE_BANDWIDTH
-    splits = at.decode_splits(d, target.require_spec().require("sm_count"), registry.DECODE_BLOCK_N)
+    e, sm_count = registry.DECODE_BANDWIDTH, target.require_spec().require("sm_count")
 
     def at_f(f: float) -> Prediction:
-        return at.decode_time(d, splits, ceil, launch_s=registry.DECODE_LAUNCH_S, bandwidth_fraction=f)
+        return decode_prediction(d, ceil, sm_count, f)
     mid = at_f(e.mid)
     band = (at_f(e.hi).value / mid.value, at_f(e.lo).value / mid.value)
     reconcile("time", mid, rec["time"], ratio=band, hardware=target.name,
@@ -166,7 +167,8 @@ def test_flash_decoding_time_against_its_prediction(d: at.DecodeShape, target: A
 
 
 @pytest.mark.slow  # the contexts it predicts run in the full session only
-@pytest.mark.parametrize("d", [pytest.param(d, id=_decode_name(d)) for d in DECODES if d.context not in FIT_CONTEXTS])
+@pytest.mark.parametrize("d", [pytest.param(d, id=_decode_name(d)) for d in DECODES
+                               if d.context not in FIRST_DECODE_CONTEXTS])
 def test_flash_decoding_on_the_line_through_8k_and_64k(d: at.DecodeShape, measured_once: Any, reconcile: Any) -> None:
     """Held out: the same session's 8k and 64k calls fix a line, t = fixed + KV bytes / stream rate (two constants
     FITTED on those two points), and every other context's time is predicted from it (flashattn_decode_line). The
@@ -175,18 +177,16 @@ def test_flash_decoding_on_the_line_through_8k_and_64k(d: at.DecodeShape, measur
     context's own; where the other recorded sessions of a call show a larger RMS block difference, that is its noise
     (flashattn_decode_line.timing_noise_s)."""
     rec = measured_once(_decode_name(d), _decode_live(d))
-    points = {c: measured_once(_decode_name(shape), _decode_live(shape), beside=rec)  # replay: the same session's
-              for c, shape in ((c, at.DecodeShape(d.batch, d.heads, d.kv_heads, c, d.head_dim)) for c in FIT_CONTEXTS)}
-    kv = {c: at.decode_kv_bytes(at.DecodeShape(d.batch, d.heads, d.kv_heads, c, d.head_dim)).value
-          for c in (*FIT_CONTEXTS, d.context)}
-    lo, hi = FIT_CONTEXTS
+    fit = {c: replace(d, context=c) for c in FIRST_DECODE_CONTEXTS}
+    points = {c: measured_once(_decode_name(s), _decode_live(s), beside=rec) for c, s in fit.items()}  # same session
+    kv = {c: at.decode_kv_bytes(replace(d, context=c)).value for c in (*FIRST_DECODE_CONTEXTS, d.context)}
+    lo, hi = FIRST_DECODE_CONTEXTS
     line = Line.through((kv[lo], points[lo]["time"].value), (kv[hi], points[hi]["time"].value))
     w_lo, w_hi = weights(kv[d.context], kv[lo], kv[hi])
     t = line.time(kv[d.context])
     pred = Prediction(t, "s", "fixed + KV / stream rate, through this session's 8k and 64k calls",
                       {"fixed_s": line.fixed_s, "stream_bytes_per_s": line.bytes_per_s, "kv_bytes": kv[d.context],
-                       "fitted_on": [_decode_name(at.DecodeShape(d.batch, d.heads, d.kv_heads, c, d.head_dim))
-                                     for c in FIT_CONTEXTS]},
+                       "fitted_on": [_decode_name(s) for s in fit.values()]},
                       (Term("fixed", line.fixed_s, "s"), Term("stream", kv[d.context] / line.bytes_per_s, "s")),
                       notes=(f"FITTED: fixed {line.fixed_s * 1e6:.2f} us and stream {line.bytes_per_s / 1e12:.3f} TB/s "
                              "from this session's 8k and 64k calls; this context is held out",))

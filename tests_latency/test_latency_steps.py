@@ -150,9 +150,9 @@ def test_kv_read_per_block_is_what_the_engine_allocates(engine_setup, latency_re
     a 5% error in the KV read moves every decode ratio by 2% or less (tests_plugin/theory_mutants.py)."""
     b1 = latency_recording("qwen2.5-7b.decode.b1")
     engine = latency_recording("qwen2.5-7b.engine", beside=b1)
-    pinned = engine.measurements.get("resolved.kv_cache_memory_bytes", {}).get("value")
-    if pinned is None:
+    if not engine_setup.kv_pinned:
         pytest.skip("the engine's KV pool was sized by memory profiling, not pinned: its blocks are tests_capacity's")
+    pinned = engine["resolved.kv_cache_memory_bytes"].value
     block = int(engine["resolved.block_size"].value)
     per_block = lat.kv_read_bytes(engine_setup.model, block)
     pred = Prediction(float(int(pinned) // int(per_block)), "blocks", "floor(kv_cache_memory_bytes / kv_read_bytes("
