@@ -5,6 +5,7 @@ carried from the sessions calibrated before GEMM timings existed (CARRIED).
 
 from __future__ import annotations
 
+import latency_pace_carry as pc
 import pytest
 from latency_closed_loop_findings import PROMPT_STEPS_SLOWER
 from latency_decode_findings import DECODE_RATIO_OTHER_SESSION, marginal_cost_span
@@ -170,15 +171,36 @@ def _clean_itl_means(factor: str, exclude: str | None = None) -> dict[str, float
     return _clean(POISSON_ITL_MEAN[factor], factor, exclude)
 
 
-def itl_mean_envelope(factor: str, budget: float, exclude: str | None = None) -> tuple[float, float]:
+def itl_mean_envelope(factor: str, budget: float, exclude: str | None = None,
+                      own_shift: float = 1.0) -> tuple[float, float]:
     """The mean-ITL finding's band at `factor` x the C=64 rate: the lowest and highest ratio of the other clean recorded
-    sessions (never the one stamped `exclude`, the run checked), widened by `budget` (the checked run's noise budget)."""
-    return envelope(_clean_itl_means(factor, exclude).values(), budget)
+    sessions (never the one stamped `exclude`, the run checked), widened by `budget` (the checked run's noise budget).
+    At the rates pc.PACE_CARRIED lists, each other session's ratio is first taken to the reference prompt pace and the
+    envelope then carried to the checked run's (`own_shift`, its pace shift; latency_pace_carry)."""
+    runs = _clean_itl_means(factor, exclude)
+    if factor not in pc.PACE_CARRIED:
+        return envelope(runs.values(), budget)
+    lo, hi = envelope(pc.at_reference_pace(factor, runs).values(), budget)
+    return (round(lo * own_shift, 4), round(hi * own_shift, 4))
 
 
 def itl_mean_band(factor: str) -> tuple[float, float]:
     """The band as a replay of the newest recorded run sees it (the static band the marks carry)."""
-    return itl_mean_envelope(factor, POISSON_ITL_MEAN_NEWEST_BUDGET[factor], exclude=max(POISSON_ITL_MEAN[factor]))
+    newest = max(POISSON_ITL_MEAN[factor])
+    shift = pc.POISSON_PACE_SHIFT[factor][newest] if factor in pc.PACE_CARRIED else 1.0
+    return itl_mean_envelope(factor, POISSON_ITL_MEAN_NEWEST_BUDGET[factor], exclude=newest, own_shift=shift)
+
+
+def _pace_carry_sentence(factor: str, newest: str, clean: dict[str, float]) -> str:
+    if factor not in pc.PACE_CARRIED:
+        return ""
+    carried = pc.at_reference_pace(factor, clean).values()
+    return (f" At this rate the band is carried to the run's own prompt pace (latency_pace_carry: the sessions' "
+            f"ratios move with their lone prompts' compute part): the other sessions' ratios at the reference pace "
+            f"({pc.reference_part_ms(factor, POISSON_PACE_FLAGGED[factor]):.1f} ms) span {min(carried):.4f}-"
+            f"{max(carried):.4f}, and the envelope is multiplied by the checked run's pace shift "
+            f"({pc.POISSON_PACE_SHIFT[factor][newest]:.4f} for the newest run, whose prompts' compute part was "
+            f"{pc.POISSON_PROMPT_PART_MS[factor][newest]:.1f} ms).")
 
 
 def _itl_mean_band_sentence(factor: str) -> str:
@@ -191,7 +213,7 @@ def _itl_mean_band_sentence(factor: str) -> str:
             f"prompt-pace checks flag are left out: {_and([f'{x[:10]} {x[11:16]}' for x in flagged])}), never the run "
             f"checked, widened by the checked run's noise budget: {lo:.4f}-{hi:.4f} for the newest run "
             f"({newest[:10]} {newest[11:16]}, {POISSON_ITL_MEAN[factor][newest]:.4f}; budget "
-            f"+-{POISSON_ITL_MEAN_NEWEST_BUDGET[factor]:.2%}).")
+            f"+-{POISSON_ITL_MEAN_NEWEST_BUDGET[factor]:.2%}).{_pace_carry_sentence(factor, newest, clean)}")
 
 
 # The TTFT p50 bands below the knee at the rates where they are derived (TTFT_DERIVED; 1x and 1.3x carry theirs,

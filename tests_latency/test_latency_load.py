@@ -21,6 +21,7 @@ ingress and egress); measured TTFT is the client's.
 from __future__ import annotations
 
 import latency_findings as lf
+import latency_pace_carry as pc
 import latency_h100_findings as h100f
 import pytest
 import latency_session_pace_findings as sf
@@ -298,7 +299,7 @@ def band_at_test_time(request, model: str, rec, setup, res: sv.SimResult, quanti
     if quantity == "itl_mean" and model == QWEN and factor in lf.ITL_MEAN_DERIVED and setup.label in lf.CHECKED_ON:
         # the envelope of the other clean recorded sessions at this rate, widened by this run's budget (lf.itl_mean_band)
         band = band or lf.itl_mean_envelope(factor, sum(itl_budget(setup, res, rec, "mean").values()),
-                                            exclude=rec.recorded_at)
+                                            exclude=rec.recorded_at, own_shift=pace_shift(setup, rec, res, factor))
     if quantity in lf.POISSON_TTFT and model == QWEN and factor in lf.TTFT_DERIVED and setup.label in lf.CHECKED_ON:
         # the envelope of the other clean recorded sessions at this rate, widened by this run's budget (lf.ttft_band)
         pred = sv.as_prediction(res, "ttft", "p50", "s", _label(rec))
@@ -310,6 +311,17 @@ def band_at_test_time(request, model: str, rec, setup, res: sv.SimResult, quanti
     if quantity in ("itl_median", "itl_mean"):
         band = band or sequence_cost_band(setup, rec, request.getfixturevalue("latency_recording"), res, quantity)
     return band
+
+
+def pace_shift(setup, rec, res: sv.SimResult, factor: str) -> float:
+    """A Poisson run's pace shift at a rate its mean-ITL band is carried at (pc.PACE_CARRIED; 1 elsewhere, and for a
+    run without a kept timeline): the simulation's mean ITL with the run's prompts at its measured lone-prompt compute
+    part over the reference part (eta / slowdown), divided by the simulation's at the modeled pace."""
+    pace = prompt_pace_of(rec)
+    if factor not in pc.PACE_CARRIED or pace is None:
+        return 1.0
+    slowdown = pace.prompt_part_s() * 1e3 / pc.reference_part_ms(factor, lf.POISSON_PACE_FLAGGED[factor])
+    return _sim(slowed_prompts(setup, slowdown), rec).stat("itl", "mean") / res.stat("itl", "mean")
 
 
 SLOWED_BY = (lf.SLOW_PROMPT_FINDING_ID, sf.SLOW_SESSION_FINDING_ID)

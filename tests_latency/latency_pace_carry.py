@@ -1,0 +1,116 @@
+"""The Poisson mean-ITL band carried to the checked run's own prompt pace, at the rates where that pace explains the
+spread between sessions.
+
+Why: the eighteenth visit's 0.8x run (2026-12-03 23:32) ran its mean ITL at 1.244 of its simulation, above the band
+the other clean sessions' envelope gave (1.2417 with its noise budget), with neither prompt-pace check flagging it: its
+lone prompts' compute part was 20.2 ms, 1.12x the other sessions' median at 0.8x (18.0 ms), under both thresholds
+(measure/prompt_pace.SLOW_PROMPT_STEPS). The mean ITL includes the steps that carry a 1,024-token prompt, so a run's
+prompt pace moves it, and the sessions' raw ratios mix paces: at 0.8x the clean sessions' lone-prompt compute parts
+span 16.5-20.2 ms and their mean-ITL ratios rise with them. Simulated at its own pace (eta / slowdown,
+latency_setups.slowed_prompts), each clean 0.8x run's ratio moves to 1.129-1.190 from 1.121-1.244: the spread halves.
+At 0.5x, 1x and 1.3x it does not narrow (at 1x and 1.3x most prompts share a step, so the lone-prompt pace is a poor
+proxy for the prompt steps the mean holds; at 0.5x the two slowest runs are over-corrected): the band there stays the
+raw envelope. The rule that picks the rates (the spread of the carried ratios below the raw ones' over the clean
+sessions, test_latency_pace_carry.py::test_pace_carries_where_it_narrows_the_spread) was written after the 23:32
+miss, from the recorded sessions; the next sessions are its held-out test.
+
+The band at a carried rate: the other clean sessions' ratios, each divided by its own pace shift (the run at the
+reference pace), their envelope widened by the checked run's noise budget, then multiplied by the checked run's pace
+shift. The pace shift is the simulation's mean ITL at the run's measured lone-prompt compute part over the reference
+part (PACE_REFERENCE_MS) divided by the simulation's at the modeled pace; it comes from the run's prompt-carrying
+steps, never from its ITLs, so a run whose decode steps ran slow is not carried. A run without a kept timeline is not
+carried (shift 1).
+"""
+
+from __future__ import annotations
+
+import statistics
+
+# Qwen2.5-7B, 1,024-token prompts. By rate and run stamp (oldest first): the run's median lone-prompt compute part in
+# ms (prompt_pace.PromptPace.prompt_part_s) and its pace shift against PACE_REFERENCE_MS at that rate.
+# test_latency_pace_carry.py::test_pace_tables_are_the_recorded_ones recomputes every entry from the recordings.
+POISSON_PROMPT_PART_MS: dict[str, dict[str, float]] = {
+    "0.5": {"2026-11-30T00:37:45Z": 20.05, "2026-12-01T04:47:40.227049Z": 24.59,
+          "2026-12-01T06:44:22.000000Z": 16.52, "2026-12-01T11:24:59.000000Z": 16.14,
+          "2026-12-02T00:05:58.000000Z": 16.21, "2026-12-02T02:33:51.000000Z": 16.03,
+          "2026-12-02T04:52:35.000000Z": 16.27, "2026-12-02T07:14:23.000000Z": 16.55,
+          "2026-12-02T14:18:58.000000Z": 16.22, "2026-12-02T16:29:14.000000Z": 21.74,
+          "2026-12-02T23:51:19.000000Z": 16.23, "2026-12-03T08:29:08.000000Z": 20.85,
+          "2026-12-03T12:06:46.000000Z": 20.85, "2026-12-03T14:16:33.000000Z": 18.55,
+          "2026-12-03T21:25:39.000000Z": 16.13, "2026-12-03T23:32:23.000000Z": 23.16},
+    "0.8": {"2026-11-30T00:37:45Z": 24.65, "2026-12-01T11:24:59.000000Z": 19.87,
+          "2026-12-02T00:05:58.000000Z": 17.01, "2026-12-02T02:33:51.000000Z": 16.49,
+          "2026-12-02T04:52:35.000000Z": 16.69, "2026-12-02T07:14:23.000000Z": 24.9,
+          "2026-12-02T14:18:58.000000Z": 16.65, "2026-12-02T16:29:14.000000Z": 22.22,
+          "2026-12-02T23:51:19.000000Z": 18.04, "2026-12-03T08:29:08.000000Z": 18.14,
+          "2026-12-03T12:06:46.000000Z": 17.42, "2026-12-03T14:16:33.000000Z": 18.37,
+          "2026-12-03T21:25:39.000000Z": 18.61, "2026-12-03T23:32:23.000000Z": 20.22},
+    "1": {"2026-11-30T00:37:45Z": 17.29, "2026-12-01T04:47:40.320649Z": 18.55, "2026-12-01T06:44:22.000000Z": 19.47,
+          "2026-12-01T11:24:59.000000Z": 17.36, "2026-12-02T00:05:58.000000Z": 18.88,
+          "2026-12-02T02:33:51.000000Z": 15.88, "2026-12-02T04:52:35.000000Z": 16.91,
+          "2026-12-02T07:14:23.000000Z": 16.29, "2026-12-02T14:18:58.000000Z": 16.36,
+          "2026-12-02T16:29:14.000000Z": 21.53, "2026-12-02T23:51:19.000000Z": 28.14,
+          "2026-12-03T08:29:08.000000Z": 18.23, "2026-12-03T12:06:46.000000Z": 16.51,
+          "2026-12-03T14:16:33.000000Z": 22.65, "2026-12-03T21:25:39.000000Z": 18.88,
+          "2026-12-03T23:32:23.000000Z": 16.07},
+    "1.3": {"2026-11-30T00:37:45Z": 23.14, "2026-12-01T04:47:40.416640Z": 18.56, "2026-12-01T06:44:22.000000Z": 17.5,
+          "2026-12-01T11:24:59.000000Z": 21.13, "2026-12-02T00:05:58.000000Z": 17.48,
+          "2026-12-02T02:33:51.000000Z": 18.31, "2026-12-02T04:52:35.000000Z": 16.95,
+          "2026-12-02T07:14:23.000000Z": 19.94, "2026-12-02T14:18:58.000000Z": 21.68,
+          "2026-12-02T16:29:14.000000Z": 18.19, "2026-12-02T23:51:19.000000Z": 16.88,
+          "2026-12-03T08:29:08.000000Z": 20.32, "2026-12-03T12:06:46.000000Z": 20.97,
+          "2026-12-03T14:16:33.000000Z": 18.64, "2026-12-03T21:25:39.000000Z": 19.53,
+          "2026-12-03T23:32:23.000000Z": 17.88},
+}
+POISSON_PACE_SHIFT: dict[str, dict[str, float]] = {
+    "0.5": {"2026-11-30T00:37:45Z": 1.073, "2026-12-01T04:47:40.227049Z": 1.1711,
+          "2026-12-01T06:44:22.000000Z": 1.0039, "2026-12-01T11:24:59.000000Z": 0.9984,
+          "2026-12-02T00:05:58.000000Z": 0.9994, "2026-12-02T02:33:51.000000Z": 0.9971,
+          "2026-12-02T04:52:35.000000Z": 1.0003, "2026-12-02T07:14:23.000000Z": 1.0043,
+          "2026-12-02T14:18:58.000000Z": 0.9998, "2026-12-02T16:29:14.000000Z": 1.0873,
+          "2026-12-02T23:51:19.000000Z": 0.9994, "2026-12-03T08:29:08.000000Z": 1.0762,
+          "2026-12-03T12:06:46.000000Z": 1.068, "2026-12-03T14:16:33.000000Z": 1.036,
+          "2026-12-03T21:25:39.000000Z": 0.9982, "2026-12-03T23:32:23.000000Z": 1.1198},
+    "0.8": {"2026-11-30T00:37:45Z": 1.2322, "2026-12-01T11:24:59.000000Z": 1.0461,
+          "2026-12-02T00:05:58.000000Z": 0.9747, "2026-12-02T02:33:51.000000Z": 0.9627,
+          "2026-12-02T04:52:35.000000Z": 0.966, "2026-12-02T07:14:23.000000Z": 1.194,
+          "2026-12-02T14:18:58.000000Z": 0.9676, "2026-12-02T16:29:14.000000Z": 1.1132,
+          "2026-12-02T23:51:19.000000Z": 1.0, "2026-12-03T08:29:08.000000Z": 1.0023,
+          "2026-12-03T12:06:46.000000Z": 0.9844, "2026-12-03T14:16:33.000000Z": 1.0084,
+          "2026-12-03T21:25:39.000000Z": 1.0144, "2026-12-03T23:32:23.000000Z": 1.0561},
+    "1": {"2026-11-30T00:37:45Z": 0.9755, "2026-12-01T04:47:40.320649Z": 1.0279,
+          "2026-12-01T06:44:22.000000Z": 1.0499, "2026-12-01T11:24:59.000000Z": 0.9872,
+          "2026-12-02T00:05:58.000000Z": 1.0315, "2026-12-02T02:33:51.000000Z": 0.9412,
+          "2026-12-02T04:52:35.000000Z": 0.9741, "2026-12-02T07:14:23.000000Z": 0.9551,
+          "2026-12-02T14:18:58.000000Z": 0.9564, "2026-12-02T16:29:14.000000Z": 1.1189,
+          "2026-12-02T23:51:19.000000Z": 1.3698, "2026-12-03T08:29:08.000000Z": 1.0125,
+          "2026-12-03T12:06:46.000000Z": 0.9611, "2026-12-03T14:16:33.000000Z": 1.1632,
+          "2026-12-03T21:25:39.000000Z": 1.0335, "2026-12-03T23:32:23.000000Z": 0.9488},
+    "1.3": {"2026-11-30T00:37:45Z": 1.1489, "2026-12-01T04:47:40.416640Z": 1.0,
+          "2026-12-01T06:44:22.000000Z": 0.9616, "2026-12-01T11:24:59.000000Z": 1.1069,
+          "2026-12-02T00:05:58.000000Z": 0.9605, "2026-12-02T02:33:51.000000Z": 0.9903,
+          "2026-12-02T04:52:35.000000Z": 0.9399, "2026-12-02T07:14:23.000000Z": 1.0592,
+          "2026-12-02T14:18:58.000000Z": 1.1268, "2026-12-02T16:29:14.000000Z": 0.9858,
+          "2026-12-02T23:51:19.000000Z": 0.9381, "2026-12-03T08:29:08.000000Z": 1.0707,
+          "2026-12-03T12:06:46.000000Z": 1.0957, "2026-12-03T14:16:33.000000Z": 1.0007,
+          "2026-12-03T21:25:39.000000Z": 1.0412, "2026-12-03T23:32:23.000000Z": 0.9742},
+}
+PACE_CARRIED: tuple[str, ...] = ("0.8",)
+
+
+def reference_part_ms(factor: str, flagged: frozenset[str]) -> float:
+    """The median compute part of the clean recorded runs at `factor` (not `flagged` by the prompt-pace checks), the
+    newest left out: the pace the shifts are taken against."""
+    parts = POISSON_PROMPT_PART_MS[factor]
+    newest = max(parts)
+    return statistics.median(p for s, p in parts.items() if s != newest and s not in flagged)
+
+
+def at_reference_pace(factor: str, runs: dict[str, float]) -> dict[str, float]:
+    """`runs` (ratio by stamp at `factor`) each divided by its run's pace shift."""
+    shifts = POISSON_PACE_SHIFT[factor]
+    return {s: r / shifts[s] for s, r in runs.items()}
+
+
+def spread(values: list[float]) -> float:
+    return statistics.pstdev(values)
