@@ -59,6 +59,12 @@ OUTCOME: dict[str, tuple[tuple[float, float], float, tuple[int, int], float, flo
     "2026-12-03T21:25:39+00:00": ((1753.5, 1972.2), 0.4571, (39, 39), 706.538, 0.0472),  # full, card GPU-d9670574
     "2026-12-03T21:32:29+00:00": ((0.0, 0.0), 0.7292, (14, 14), 706.754, 0.0),  # NVML fast, same card
     "2026-12-03T22:26:09+00:00": ((0.0, 0.0), 0.7213, (14, 14), 700.664, 0.0),  # the fast latency subset alone, new card
+    # full, card GPU-c23a57d2: the part without the cap bit is a short one sampled at 1,980 MHz throughout (Llama-3.1-8B
+    # prefill 512, 4 rows)
+    "2026-12-03T23:32:23+00:00": ((1759.6, 1974.3), 0.4429, (37, 38), 708.481, 0.0542),
+    # NVML fast, same card (decode b=4, 8 and 16 measured twice: the first attempts flagged by the validity check); the
+    # part without the cap bit is a short one sampled at 1,980 MHz throughout (Qwen2.5-7B prefill 512, 4 rows)
+    "2026-12-03T23:40:05+00:00": ((0.0, 0.0), 0.6496, (16, 17), 704.212, 0.0),
 }
 
 
