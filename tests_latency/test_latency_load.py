@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import latency_findings as lf
 import latency_pace_carry as pc
+import latency_overload_heavy as oh
 import latency_h100_findings as h100f
 import pytest
 import latency_session_pace_findings as sf
@@ -467,10 +468,11 @@ def test_overload_queueing_share_of_ttft(model, request, latency_recording, over
     prefill_part = Prediction(res.stat("ttft", "mean") - res.stat("queue", "mean"), "s",
                               "mean TTFT - mean queue (simulated): first scheduling to first token",
                               notes=res.calibration)
+    budget = step_budget(engine_setup, prefill_part, mean_scatter(rec, "aggregate.engine.prefill_s"), compute_share=1.0)
+    heavy_qwen = model == QWEN and _regime(rec) and engine_setup.label in lf.CHECKED_ON
     reconcile("prefill_part_of_ttft" + _regime(rec), prefill_part, rec["aggregate.engine.prefill_s.mean"],
-              budget=step_budget(engine_setup, prefill_part, mean_scatter(rec, "aggregate.engine.prefill_s"),
-                                 compute_share=1.0),
-              why=PREFILL_PART_WHY, **_kw(engine_setup))
+              budget=budget, why=PREFILL_PART_WHY, **_kw(engine_setup),
+              finding_band=oh.heavy_prefill_band(sum(budget.values()), exclude=rec.recorded_at) if heavy_qwen else None)
 
 
 @pytest.mark.gpu

@@ -23,6 +23,7 @@ import latency_h100_findings as h100f
 import pytest
 from latency_findings_common import MEASURED_ON
 
+from pytest_anatomy import recordings
 from pytest_anatomy.cli_calibration import b1_residuals
 from pytest_anatomy.specs.hardware import get_hardware
 from sequence_cost import decode_sweep_fit
@@ -171,14 +172,14 @@ def test_decode_roofline_without_overhead(engine_setup, latency_recording, recon
     rec, ctx = _decode(latency_recording, 1)
     anatomy_benchmark(rec, "step_time_s")  # b=1 (the fit point's timing), as pytest-benchmark rounds
     pred = lat.decode_step_time(engine_setup.model, engine_setup.ceilings, lat.UNCALIBRATED, 1, ctx)
-    band = None
-    if engine_setup.label != MEASURED_ON:  # the H200 sessions' overheads on this card's roofline
-        # read from the repository's results: a live session's own results dir holds no H200 sessions (without them
-        # the mark has no band, and says so in the report). The band is used where h100f.OVERHEAD covers the card;
-        # on any other card the mark does not apply and the reconciler drops the band.
-        residuals = [r for r, _, _ in b1_residuals(Path(__file__).resolve().parents[1] / "results",
-                                                   get_hardware(MEASURED_ON))]
-        band = h100f.overhead_band(pred.value, residuals) if residuals else None
+    # The recorded H200 sessions' overheads (b=1 step less its bare roofline) on this run's roofline, never the
+    # checked session's own: on the H200 the band of h200-decode-step-overhead, on the H100 that of h100f.OVERHEAD; on
+    # any other card the mark does not apply and the reconciler drops the band. Read from the repository's results: a
+    # live session's own results dir holds no H200 sessions (without them the mark keeps its static band).
+    own = recordings.stamp_of(rec.recorded_at)
+    residuals = [r for r, stamp, _ in b1_residuals(Path(__file__).resolve().parents[1] / "results",
+                                                   get_hardware(MEASURED_ON)) if stamp != own]
+    band = h100f.overhead_band(pred.value, residuals) if residuals else None
     reconcile("decode_step_roofline", pred, rec["step_time_s"], rel=0.10, why=TARGET_WHY,
               model=engine_setup.model.name, finding_band=band)
 

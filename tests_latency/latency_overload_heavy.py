@@ -1,0 +1,33 @@
+"""Qwen2.5-7B's prefill part of TTFT in the heavily oversubscribed overload regime (128 prompts of 1,755 + 1,024
+tokens on a pinned ~225k-token pool, 1.58x): its finding band derived from Qwen's own recorded sessions.
+
+Why: the band was the one Llama-3.1-8B's run set (1.6-2.1, HEAVY_BAND: that run's 1.84 with room), typed, and
+applied to Qwen's runs. Qwen's 15 runs before 2026-12-04 sat at 1.83-2.13 (the 2026-12-02 16:29 run already above
+2.1), and the nineteenth call's run (2026-12-04 00:04) at 2.164, 1.6% above Qwen's highest, inside its own repeat
+scatter (3.7%). The band is now the project's rule for a quantity recorded over many sessions: the other recorded
+Qwen sessions' ratios (never the run checked), their envelope widened by the checked run's noise budget
+(test_latency_load.test_overload_queueing_share_of_ttft passes it at test time). Changed after that miss: later
+sessions are its held-out test. Llama's run keeps HEAVY_BAND.
+"""
+
+from __future__ import annotations
+
+from latency_findings_common import envelope
+
+# measured / simulated prefill part of TTFT (mean engine prefill over mean simulated TTFT - queue) of every recorded
+# Qwen2.5-7B overload run in the heavy regime, by stamp, oldest first; each with its own session's setup.
+# test_latency_findings_reasons.py::test_qwen_heavy_prefill_parts_are_the_recorded_ones recomputes every entry.
+QWEN_HEAVY_PREFILL_PART: dict[str, float] = {"2026-12-01T04:47:40.726144Z": 1.8269,
+    "2026-12-01T06:44:22.000000Z": 2.0654, "2026-12-01T11:24:59.000000Z": 2.073,
+    "2026-12-02T00:05:58.000000Z": 2.0736, "2026-12-02T02:33:51.000000Z": 2.0922,
+    "2026-12-02T04:52:35.000000Z": 2.0354, "2026-12-02T07:14:23.000000Z": 2.0092,
+    "2026-12-02T14:18:58.000000Z": 2.0424, "2026-12-02T16:29:14.000000Z": 2.1295,
+    "2026-12-02T23:51:19.000000Z": 2.0747, "2026-12-03T08:29:08.000000Z": 2.0405,
+    "2026-12-03T12:06:46.000000Z": 2.0426, "2026-12-03T14:16:33.000000Z": 2.0243,
+    "2026-12-03T21:25:39.000000Z": 2.07, "2026-12-03T23:32:23.000000Z": 1.9886,
+    "2026-12-04T00:09:44.000000Z": 2.1644}
+
+
+def heavy_prefill_band(budget: float, exclude: str | None = None) -> tuple[float, float]:
+    """The other recorded heavy-regime Qwen runs' envelope (never `exclude`, the run checked), widened by `budget`."""
+    return envelope([r for s, r in QWEN_HEAVY_PREFILL_PART.items() if s != exclude], budget)

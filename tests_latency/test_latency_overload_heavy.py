@@ -1,0 +1,42 @@
+"""latency_overload_heavy: Qwen2.5-7B's heavy-regime prefill part of TTFT, its table recomputed from the recordings
+and its band's rule."""
+
+from __future__ import annotations
+
+import latency_findings as lf
+import latency_overload_heavy as oh
+import pytest
+from latency_findings_common import MEASURED_ON
+import test_latency_load as load
+
+from pytest_anatomy import recordings
+from pytest_anatomy.session import get_session
+
+
+@pytest.mark.gpu
+@pytest.mark.targets(recorded="qwen2.5-7b.overload", live=False, hardware=MEASURED_ON)
+def test_qwen_heavy_prefill_parts_are_the_recorded_ones(request, target, setup_beside):
+    """oh.QWEN_HEAVY_PREFILL_PART is every recorded Qwen2.5-7B overload run in the heavy regime (demand over pool above
+    test_latency_load.HEAVY_ABOVE): its engine's mean prefill part of TTFT over the simulated one, each run with its
+    own session's setup, as test_overload_queueing_share_of_ttft reconciles it."""
+    results = get_session(request.config).settings.results_dir
+    got = {}
+    for path in recordings.candidates(results, target.name, "latency", f"{lf.QWEN}.overload"):
+        rec = recordings.load_file(path)
+        if rec.data["run"]["settings"]["demand_over_pool"] <= load.HEAVY_ABOVE:
+            continue
+        res = load._sim_overload(setup_beside(lf.QWEN, rec), rec)
+        simulated = res.stat("ttft", "mean") - res.stat("queue", "mean")
+        got[rec.recorded_at] = round(rec["aggregate.engine.prefill_s.mean"].value / simulated, 4)
+    assert list(got) == list(oh.QWEN_HEAVY_PREFILL_PART)
+    assert got == pytest.approx(oh.QWEN_HEAVY_PREFILL_PART, abs=5e-5)
+
+
+def test_the_heavy_band_never_holds_the_run_it_checks():
+    """The band a run is judged by leaves its own ratio out: the newest run's band moves when its ratio is removed
+    from the table's extremes, and every other run's band is the same envelope rule."""
+    newest = max(oh.QWEN_HEAVY_PREFILL_PART)
+    others = [r for s, r in oh.QWEN_HEAVY_PREFILL_PART.items() if s != newest]
+    assert oh.heavy_prefill_band(0.1, exclude=newest) == (round(min(others) * 0.9, 4), round(max(others) * 1.1, 4))
+    assert oh.heavy_prefill_band(0.0) == (min(oh.QWEN_HEAVY_PREFILL_PART.values()),
+                                          max(oh.QWEN_HEAVY_PREFILL_PART.values()))
