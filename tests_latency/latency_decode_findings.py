@@ -71,11 +71,11 @@ STALLED_DECODE_RUNS: tuple[tuple[str, str, int], ...] = (
     (QWEN, "2026-12-02T14:18:58.000000Z", 16), (QWEN, "2026-12-02T16:29:14.000000Z", 64),
     (QWEN, "2026-12-02T16:37:12.000000Z", 1), (QWEN, "2026-12-02T16:37:12.000000Z", 8),
     (QWEN, "2026-12-02T16:37:12.000000Z", 32), (QWEN, "2026-12-02T16:37:12.000000Z", 64),
-    (QWEN, "2026-12-03T23:40:05.000000Z", 4))
+    (QWEN, "2026-12-03T23:40:05.000000Z", 4), (QWEN, "2026-12-04T00:09:44.000000Z", 64))
 STALLED_PINNED_POOL = frozenset({(QWEN, "2026-12-02T14:18:58.000000Z", 16), (QWEN, "2026-12-02T16:29:14.000000Z", 64),
                                  (QWEN, "2026-12-02T16:37:12.000000Z", 1), (QWEN, "2026-12-02T16:37:12.000000Z", 8),
                                  (QWEN, "2026-12-02T16:37:12.000000Z", 32), (QWEN, "2026-12-02T16:37:12.000000Z", 64),
-                                 (QWEN, "2026-12-03T23:40:05.000000Z", 4)})
+                                 (QWEN, "2026-12-03T23:40:05.000000Z", 4), (QWEN, "2026-12-04T00:09:44.000000Z", 64)})
 # The sessions of MARGINAL_COST_RUNS whose b = 1..64 slope runs through a run the validity check flags: their slopes
 # (MARGINAL_COST_RUNS keeps them) are neither quoted in the spans nor a band's source; the newest is quoted by name.
 SLOPE_STALLED_SESSIONS = frozenset((m, s) for m, s, b in STALLED_DECODE_RUNS if b <= 64)
