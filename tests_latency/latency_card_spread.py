@@ -4,7 +4,7 @@ The transfer check (test_decode_overhead_transfers_to_a_second_model) predicts L
 step overhead fitted on Qwen2.5-7B's b=1 step in the same session, on the same card. Its session-level budget (the
 run's repeat scatter, the read ceiling's, the calibration's) is what one session can measure. But every H200 session
 recorded ran on a different card (NVML UUID), and the transferred step's measured / predicted ratio moves from card
-to card by more than that budget: 0.973-1.001 at b=1 on fourteen cards, 1.021 and 1.055 on two others
+to card by more than that budget: 0.973-1.008 at b=1 on fifteen cards, 1.021 and 1.055 on two others
 (latency_card_findings). A user's card is one more draw from that population, so the budget carries the spread of the
 ratio over the recorded cards: 2 sample standard deviations, over every recorded card but the one checked (a replay
 of a recorded session is never judged by a spread that contains itself; a live session on a new card gets all of
@@ -29,7 +29,8 @@ from latency_card_findings import gpu_uuid
 # recorded none; {batch: measured / predicted decode step}), with the Qwen calibration known when the session ran.
 # Every session ran on a different card. Written 2026-12-03; the thirteenth visit's row (08:29, a new card), the
 # fourteenth's (12:06, a new card), the fifteenth's (14:16, a new card), the seventeenth's (21:25, a new card,
-# GPU-d9670574) and the eighteenth's (23:32, a new card, GPU-c23a57d2) added from their recordings.
+# GPU-d9670574), the eighteenth's (23:32, a new card, GPU-c23a57d2) and the nineteenth call's (00:09, a new card,
+# GPU-04f89884) added from their recordings.
 LLAMA_TRANSFER_RATIOS: dict[str, tuple[str | None, dict[int, float]]] = {
     "2026-11-30T02:02:39Z": (None, {1: 0.9856, 2: 0.9928, 4: 0.998, 8: 1.0143, 16: 1.0224, 32: 1.0538, 64: 1.0854,
                                     128: 1.1565}),
@@ -63,6 +64,8 @@ LLAMA_TRANSFER_RATIOS: dict[str, tuple[str | None, dict[int, float]]] = {
         1: 1.0009, 2: 0.9959, 4: 1.0004, 8: 1.0089, 16: 1.0231, 32: 1.0572, 64: 1.0882, 128: 1.1554}),
     "2026-12-03T23:32:23.000000Z": ("GPU-c23a57d2-b30a-3b01-01b9-2f73f1e56003", {
         1: 0.9905, 2: 0.995, 4: 1.0014, 8: 1.0159, 16: 1.0268, 32: 1.0599, 64: 1.0833, 128: 1.1595}),
+    "2026-12-04T00:09:44.000000Z": ("GPU-04f89884-04f2-2263-d359-6a6530989849", {
+        1: 1.0082, 2: 1.0048, 4: 1.0126, 8: 1.0205, 16: 1.0329, 32: 1.0637, 64: 1.0943, 128: 1.1622}),
 }
 # card -> {batch: ratio}: the table above by card, a session without a UUID named by its stamp (taken as its own card)
 CARD_TRANSFER_RATIOS: dict[str, dict[int, float]] = {

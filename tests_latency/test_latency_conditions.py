@@ -65,6 +65,10 @@ OUTCOME: dict[str, tuple[tuple[float, float], float, tuple[int, int], float, flo
     # NVML fast, same card (decode b=4, 8 and 16 measured twice: the first attempts flagged by the validity check); the
     # part without the cap bit is a short one sampled at 1,980 MHz throughout (Qwen2.5-7B prefill 512, 4 rows)
     "2026-12-03T23:40:05+00:00": ((0.0, 0.0), 0.6496, (16, 17), 704.212, 0.0),
+    # full, cut short by the device time (no ledger), card GPU-04f89884 (Qwen2.5-7B decode b=64 measured twice, both
+    # attempts flagged by the validity check); the part without the cap bit is a short one sampled at 1,980 MHz
+    # throughout (Qwen2.5-7B prefill 512, 4 rows)
+    "2026-12-04T00:09:44+00:00": ((1751.8, 1976.9), 0.4283, (38, 39), 707.914, 0.0599),
 }
 
 

@@ -348,7 +348,7 @@ def decode_validity(intervals: Sequence[float]) -> DecodeValidity | None:
 
     Why these thresholds: in every recorded H200 session (2026-11-30 to 2026-12-03) the runs of Qwen2.5-7B and
     Llama-3.1-8B the check passes have mean/median 0.996-1.011 and at most 4.8% of steps under 0.9 x the median,
-    with a std of 0.03-0.62 ms against medians of 4.6-10.7 ms; the stalled b=64 run of 2026-12-02 02:43 has
+    with a std of 0.03-0.66 ms against medians of 4.6-10.7 ms; the stalled b=64 run of 2026-12-02 02:43 has
     1.146 and 28% (test_latency_findings_reasons.py::test_decode_validity_flags_the_recorded_runs recomputes
     all of it). Not for the tiny-hidden overhead models, whose step is the engine's CPU loop itself (no GPU floor):
     their clean and stalled steps look alike, and the check flags about half their runs. None without steps."""
