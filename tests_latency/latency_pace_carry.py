@@ -7,7 +7,8 @@ lone prompts' compute part was 20.2 ms, 1.12x the other sessions' median at 0.8x
 (measure/prompt_pace.SLOW_PROMPT_STEPS). The mean ITL includes the steps that carry a 1,024-token prompt, so a run's
 prompt pace moves it, and the sessions' raw ratios mix paces: at 0.8x the clean sessions' lone-prompt compute parts
 span 16.5-20.2 ms and their mean-ITL ratios rise with them. Simulated at its own pace (eta / slowdown,
-latency_setups.slowed_prompts), each clean 0.8x run's ratio moves to 1.129-1.190 from 1.121-1.244: the spread halves.
+latency_setups.slowed_prompts), on the sessions recorded up to 23:32, each clean 0.8x run's ratio moves to
+1.129-1.190 from 1.121-1.244: the spread halves.
 At 0.5x, 1x and 1.3x it does not narrow (at 1x and 1.3x most prompts share a step, so the lone-prompt pace is a poor
 proxy for the prompt steps the mean holds; at 0.5x the two slowest runs are over-corrected): the band there stays the
 raw envelope. The rule that picks the rates (the spread of the carried ratios below the raw ones' over the clean
@@ -17,7 +18,7 @@ miss, from the recorded sessions; the next sessions are its held-out test.
 The band at a carried rate: the other clean sessions' ratios, each divided by its own pace shift (the run at the
 reference pace), their envelope widened by the checked run's noise budget, then multiplied by the checked run's pace
 shift. The pace shift is the simulation's mean ITL at the run's measured lone-prompt compute part over the reference
-part (PACE_REFERENCE_MS) divided by the simulation's at the modeled pace; it comes from the run's prompt-carrying
+part (reference_part_ms) divided by the simulation's at the modeled pace; it comes from the run's prompt-carrying
 steps, never from its ITLs, so a run whose decode steps ran slow is not carried. A run without a kept timeline is not
 carried (shift 1).
 """
@@ -27,7 +28,7 @@ from __future__ import annotations
 import statistics
 
 # Qwen2.5-7B, 1,024-token prompts. By rate and run stamp (oldest first): the run's median lone-prompt compute part in
-# ms (prompt_pace.PromptPace.prompt_part_s) and its pace shift against PACE_REFERENCE_MS at that rate.
+# ms (prompt_pace.PromptPace.prompt_part_s) and its pace shift against reference_part_ms at that rate.
 # test_latency_pace_carry.py::test_pace_tables_are_the_recorded_ones recomputes every entry from the recordings.
 POISSON_PROMPT_PART_MS: dict[str, dict[str, float]] = {
     "0.5": {"2026-11-30T00:37:45Z": 20.05, "2026-12-01T04:47:40.227049Z": 24.59,
@@ -103,10 +104,10 @@ POISSON_PACE_SHIFT: dict[str, dict[str, float]] = {
 PACE_CARRIED: tuple[str, ...] = ("0.8",)
 
 
-def reference_part_ms(factor: str, flagged: frozenset[str]) -> float:
+def reference_part_ms(factor: str, flagged: frozenset[str], parts: dict[str, float] | None = None) -> float:
     """The median compute part of the clean recorded runs at `factor` (not `flagged` by the prompt-pace checks), the
-    newest left out: the pace the shifts are taken against."""
-    parts = POISSON_PROMPT_PART_MS[factor]
+    newest left out: the pace the shifts are taken against. `parts`: the runs' parts by stamp (default: the table's)."""
+    parts = POISSON_PROMPT_PART_MS[factor] if parts is None else parts
     newest = max(parts)
     return statistics.median(p for s, p in parts.items() if s != newest and s not in flagged)
 

@@ -6,6 +6,7 @@ carried from the sessions calibrated before GEMM timings existed (CARRIED).
 from __future__ import annotations
 
 import latency_pace_carry as pc
+from latency_overload_heavy import QWEN_HEAVY_PREFILL_PART
 import pytest
 from latency_closed_loop_findings import PROMPT_STEPS_SLOWER
 from latency_decode_findings import DECODE_RATIO_OTHER_SESSION, marginal_cost_span
@@ -499,12 +500,7 @@ MIXED_REASON = ("Under overload a prompt's two chunks (8,192 + 7,921 tokens) sha
 # LLAMA_OVERLOAD_REASON says they land inside the bands Llama's run set but for QWEN_HEAVY_OUTSIDE (run stamp ->
 # quantity -> its measured/simulated ratio outside that band), and every number it quotes is recomputed by
 # test_latency_findings_reasons.py::test_overload_reasons_quote_the_recorded_runs.
-QWEN_HEAVY_OVERLOAD = ("2026-12-01T04:47:40.726144Z", "2026-12-01T06:44:22.000000Z", "2026-12-01T11:24:59.000000Z",
-                       "2026-12-02T00:05:58.000000Z", "2026-12-02T02:33:51.000000Z", "2026-12-02T04:52:35.000000Z",
-                       "2026-12-02T07:14:23.000000Z", "2026-12-02T14:18:58.000000Z", "2026-12-02T16:29:14.000000Z",
-                       "2026-12-02T23:51:19.000000Z", "2026-12-03T08:29:08.000000Z", "2026-12-03T12:06:46.000000Z",
-                       "2026-12-03T14:16:33.000000Z", "2026-12-03T21:25:39.000000Z", "2026-12-03T23:32:23.000000Z",
-                       "2026-12-04T00:09:44.000000Z")
+QWEN_HEAVY_OVERLOAD = tuple(QWEN_HEAVY_PREFILL_PART)  # the runs of latency_overload_heavy's table
 QWEN_HEAVY_OUTSIDE: dict[str, dict[str, float]] = {"2026-12-02T16:29:14.000000Z": {"prefill_part_of_ttft": 2.1295},
                                                    "2026-12-04T00:09:44.000000Z": {"prefill_part_of_ttft": 2.1644}}
 HEAVY_BAND = {"queueing_share_of_ttft": (0.88, 0.96), "prefill_part_of_ttft": (1.6, 2.1)}  # HEAVY_MARKS' bands

@@ -321,7 +321,12 @@ def pace_shift(setup, rec, res: sv.SimResult, factor: str) -> float:
     pace = prompt_pace_of(rec)
     if factor not in pc.PACE_CARRIED or pace is None:
         return 1.0
-    slowdown = pace.prompt_part_s() * 1e3 / pc.reference_part_ms(factor, lf.POISSON_PACE_FLAGGED[factor])
+    reference_ms = pc.reference_part_ms(factor, lf.POISSON_PACE_FLAGGED[factor])
+    return pace_shift_at(setup, rec, res, pace.prompt_part_s() * 1e3 / reference_ms)
+
+
+def pace_shift_at(setup, rec, res: sv.SimResult, slowdown: float) -> float:
+    """The simulation's mean ITL with every prompt step `slowdown` x longer (eta / slowdown) over `res`'s."""
     return _sim(slowed_prompts(setup, slowdown), rec).stat("itl", "mean") / res.stat("itl", "mean")
 
 

@@ -4,14 +4,12 @@ ITLs it judges."""
 
 from __future__ import annotations
 
-import statistics
-
 import latency_findings as lf
 import latency_pace_carry as pc
 import pytest
 from latency_findings_common import MEASURED_ON
 import test_latency_load as load
-from latency_setups import prompt_pace_of, slowed_prompts
+from latency_setups import prompt_pace_of
 
 from pytest_anatomy import recordings
 from pytest_anatomy.session import get_session
@@ -39,14 +37,11 @@ def test_pace_tables_are_the_recorded_ones(request, target, setup_beside):
     for factor in lf.ITL_MEAN_DERIVED:
         runs = _runs(request, target, factor)
         parts[factor] = {s: round(prompt_pace_of(r).prompt_part_s() * 1e3, 2) for s, r in runs.items()}
-        newest = max(parts[factor])
-        clean = sorted(p for s, p in parts[factor].items() if s != newest and s not in lf.POISSON_PACE_FLAGGED[factor])
-        reference = statistics.median(clean)
+        reference = pc.reference_part_ms(factor, lf.POISSON_PACE_FLAGGED[factor], parts[factor])
         for stamp, rec in runs.items():
             setup = setup_beside(lf.QWEN, rec)
-            res = load._sim(setup, rec)
-            slowed = load._sim(slowed_prompts(setup, parts[factor][stamp] / reference), rec)
-            shifts.setdefault(factor, {})[stamp] = round(slowed.stat("itl", "mean") / res.stat("itl", "mean"), 4)
+            shift = load.pace_shift_at(setup, rec, load._sim(setup, rec), parts[factor][stamp] / reference)
+            shifts.setdefault(factor, {})[stamp] = round(shift, 4)
     assert parts == pc.POISSON_PROMPT_PART_MS
     assert shifts == pc.POISSON_PACE_SHIFT
     assert {f: list(v) for f, v in parts.items()} == {f: list(v) for f, v in pc.POISSON_PROMPT_PART_MS.items()}
@@ -68,10 +63,10 @@ def test_pace_carries_where_it_narrows_the_spread(request, target):
     assert tuple(narrowing) == pc.PACE_CARRIED
 
 
-def test_the_carry_follows_the_prompts_not_the_itls():
-    """A run's shift comes from its prompt pace alone: two runs with the same pace get the same band whatever their
-    mean ITL, and the carried band moves with the shift (so a slow-decode run with normal prompts is not carried into
-    agreement)."""
+def test_the_carried_band_moves_with_the_shift_only_where_carried():
+    """At a carried rate the band is the reference-pace envelope times the run's pace shift (a run at the reference
+    pace, shift 1, keeps it; a slow-decode run with normal prompts is not carried into agreement); at a rate not
+    carried the shift changes nothing."""
     factor = pc.PACE_CARRIED[0]
     newest = max(lf.POISSON_ITL_MEAN[factor])
     base = lf.itl_mean_envelope(factor, 0.02, exclude=newest)
