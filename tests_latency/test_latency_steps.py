@@ -14,7 +14,6 @@ test_prefill[16384]'s first chunk is the 8,192-token step eta was fitted on; its
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import latency_findings as lf
 from latency_card_findings import card_finding  # noqa: F401 - the fixture, used by name
@@ -25,7 +24,7 @@ from latency_findings_common import MEASURED_ON
 
 from pytest_anatomy import recordings
 from pytest_anatomy.cli_calibration import b1_residuals
-from pytest_anatomy.specs.hardware import get_hardware
+from latency_b1_overheads import B1_OVERHEAD_BY_SESSION_MS, other_sessions_overheads_s
 from sequence_cost import decode_sweep_fit
 from latency_setups import (
     ceiling_scatter,
@@ -172,13 +171,10 @@ def test_decode_roofline_without_overhead(engine_setup, latency_recording, recon
     rec, ctx = _decode(latency_recording, 1)
     anatomy_benchmark(rec, "step_time_s")  # b=1 (the fit point's timing), as pytest-benchmark rounds
     pred = lat.decode_step_time(engine_setup.model, engine_setup.ceilings, lat.UNCALIBRATED, 1, ctx)
-    # The recorded H200 sessions' overheads (b=1 step less its bare roofline) on this run's roofline, never the
-    # checked session's own: on the H200 the band of h200-decode-step-overhead, on the H100 that of h100f.OVERHEAD; on
-    # any other card the mark does not apply and the reconciler drops the band. Read from the repository's results: a
-    # live session's own results dir holds no H200 sessions (without them the mark keeps its static band).
-    own = recordings.stamp_of(rec.recorded_at)
-    residuals = [r for r, stamp, _ in b1_residuals(Path(__file__).resolve().parents[1] / "results",
-                                                   get_hardware(MEASURED_ON)) if stamp != own]
+    # The recorded H200 sessions' overheads (b=1 step less its bare roofline), pinned (latency_b1_overheads says why),
+    # on this run's roofline, never the checked session's own: on the H200 the band of h200-decode-step-overhead, on
+    # the H100 that of h100f.OVERHEAD; on any other card the mark does not apply and the reconciler drops the band.
+    residuals = other_sessions_overheads_s(rec.recorded_at)
     band = h100f.overhead_band(pred.value, residuals) if residuals else None
     reconcile("decode_step_roofline", pred, rec["step_time_s"], rel=0.10, why=TARGET_WHY,
               model=engine_setup.model.name, finding_band=band)
@@ -193,7 +189,6 @@ def test_tiny_models_overhead_as_an_additive_term(qwen, session_rec, target, set
     Qwen2.5-7B's measured b=1 step. Needs a session that ran the twins at two layer counts (the newest such)."""
     import dataclasses
 
-    from pytest_anatomy import recordings
     from pytest_anatomy.session import get_session
 
     build_engine_setup, _ = setup_builders
@@ -407,10 +402,21 @@ def test_decode_bands_are_the_other_sessions_ratios(qwen, session_rec, target, s
 
 @pytest.mark.gpu
 @pytest.mark.targets(recorded="qwen2.5-7b.decode.", live=False, hardware=MEASURED_ON)
+def test_b1_overheads_are_the_recorded_ones(request, target):
+    """latency_b1_overheads.B1_OVERHEAD_BY_SESSION_MS is cli_calibration.b1_residuals of every complete recorded
+    session of this card, under the current theory: the overheads the bare roofline's band is built from."""
+    from pytest_anatomy.session import get_session
+
+    results = get_session(request.config).settings.results_dir
+    got = {b1.recorded_at: round(r * 1e3, 4) for r, _, b1 in b1_residuals(results, target.require_spec())}
+    assert got == B1_OVERHEAD_BY_SESSION_MS
+
+
+@pytest.mark.gpu
+@pytest.mark.targets(recorded="qwen2.5-7b.decode.", live=False, hardware=MEASURED_ON)
 def test_b1_residuals_are_the_recorded_ones(request, session_rec, target):
     """latency_findings.B1_RESIDUAL_MS (the numbers LLAMA_OVERHEAD_BELOW_QWEN's reason states) are the b=1
     residuals of every recorded H200 session of each model, at that session's read ceiling."""
-    from pytest_anatomy import recordings
     from pytest_anatomy.session import get_session
     from pytest_anatomy.specs.model import load_model
 
@@ -436,7 +442,6 @@ def test_prefill_roofline_runs_are_the_recorded_ones(request, qwen, session_rec,
     """latency_findings.PREFILL_ROOFLINE_RUNS (the prefill-ceiling bands, set at test time from the other sessions) is
     every recorded session's Qwen2.5-7B lone prefill / its bare roofline at that session's matmul ceiling, and that
     run's noise, recomputed from the recordings; a session missing from the table fails here."""
-    from pytest_anatomy import recordings
     from pytest_anatomy.session import get_session
 
     build_engine_setup, _ = setup_builders
@@ -463,7 +468,6 @@ def test_prefill_runs_are_the_recorded_ones(request, qwen, session_rec, target, 
     """latency_findings.PREFILL_RUNS (the lone-prefill findings' bands and the numbers in their reasons) is every
     recorded session of both models: each run's measured/predicted and noise budget, recomputed here with the
     calibration of its own session (Llama's: Qwen's known when it ran)."""
-    from pytest_anatomy import recordings
     from pytest_anatomy.session import get_session
 
     build_engine_setup, build_transfer_setup = setup_builders
