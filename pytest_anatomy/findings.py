@@ -15,6 +15,10 @@
               own: a gap measured on one card is no excuse for the same gap on another.
 - strict   -- default True: once the gap closes (verdict resolved) the test fails, like a strict
               XPASS, so the finding is retired; strict=False lets it pass (an XPASS) for a transition
+- band_from -- where the band comes from (BAND_SOURCES), required with a band: a static `expected`, or
+              one the test computes at run time (reconcile(..., finding_band=...)). A band must not be
+              tuned to the run it judges, so its source is stated where the band is written and shown
+              in the report beside it.
 """
 
 from __future__ import annotations
@@ -27,6 +31,16 @@ import pytest
 from pytest_anatomy.reconcile import Tolerance
 
 
+# Where a finding's band may come from (issue 10: a band is written before the measurement, follows from the
+# explanation's arithmetic, or is derived from other runs than the one it checks), and what the report says of each.
+BAND_SOURCES: dict[str, str] = {
+    "preregistered": "written down before the measurement it judges",
+    "explanation": "the explanation's own arithmetic (a mechanism's computed size)",
+    "other-runs": "derived from runs other than the one it judges",
+}
+REQUIRE_BAND_SOURCE = False  # switched on once every mark in the suites states its source
+
+
 @dataclass(frozen=True)
 class FindingMark:
     id: str
@@ -35,6 +49,7 @@ class FindingMark:
     expected: tuple[float, float] | None = None
     hardware: str | tuple[str, ...] | None = None
     strict: bool = True
+    band_from: str | None = None
 
     @property
     def cards(self) -> tuple[str, ...]:
@@ -53,7 +68,7 @@ class FindingMark:
         return {"id": self.id, "reason": self.reason, "quantity": self.quantity,
                 "expected": list(self.expected) if self.expected else None,
                 "hardware": self.hardware if self.hardware is None or isinstance(self.hardware, str) else list(self.hardware),
-                "strict": self.strict}
+                "strict": self.strict, "band_from": self.band_from}
 
 
 def parse_finding_marks(item: pytest.Item) -> list[FindingMark]:
@@ -63,10 +78,10 @@ def parse_finding_marks(item: pytest.Item) -> list[FindingMark]:
         where = f"{item.nodeid}: @pytest.mark.finding"
         if len(mark.args) != 1 or not isinstance(mark.args[0], str) or not mark.args[0].strip():
             raise pytest.UsageError(f"{where} needs exactly one positional id string, got args={mark.args!r}")
-        unknown = set(mark.kwargs) - {"reason", "quantity", "expected", "hardware", "strict"}
+        unknown = set(mark.kwargs) - {"reason", "quantity", "expected", "hardware", "strict", "band_from"}
         if unknown:
             raise pytest.UsageError(f"{where}({mark.args[0]!r}) got unknown keyword(s) {sorted(unknown)}; "
-                                    "allowed: reason, quantity, expected, hardware, strict")
+                                    "allowed: reason, quantity, expected, hardware, strict, band_from")
         reason = mark.kwargs.get("reason")
         if not isinstance(reason, str) or not reason.strip():
             raise pytest.UsageError(f"{where}({mark.args[0]!r}) needs reason='...': the explanation is the point")
@@ -90,7 +105,14 @@ def parse_finding_marks(item: pytest.Item) -> list[FindingMark]:
         strict = mark.kwargs.get("strict", True)
         if not isinstance(strict, bool):
             raise pytest.UsageError(f"{where}({mark.args[0]!r}) strict={strict!r} must be True or False")
-        marks.append(FindingMark(mark.args[0], reason.strip(), quantity, expected, hardware, strict))
+        band_from = mark.kwargs.get("band_from")
+        if band_from is not None and band_from not in BAND_SOURCES:
+            raise pytest.UsageError(f"{where}({mark.args[0]!r}) band_from={band_from!r} must be one of "
+                                    f"{', '.join(BAND_SOURCES)}")
+        if expected is not None and band_from is None and REQUIRE_BAND_SOURCE:
+            raise pytest.UsageError(f"{where}({mark.args[0]!r}) has a band (expected={expected}) but no band_from=: "
+                                    f"say where it comes from ({', '.join(BAND_SOURCES)})")
+        marks.append(FindingMark(mark.args[0], reason.strip(), quantity, expected, hardware, strict, band_from))
     return marks
 
 

@@ -68,8 +68,10 @@ def _ratio(recon: Recon) -> str:
 
 
 def _band(finding: Mapping[str, Any]) -> str:
-    expected = finding.get("expected")
-    return f"{expected[0]:g}–{expected[1]:g}" if expected else "—"
+    expected, source = finding.get("expected"), finding.get("band_from")
+    if not expected:
+        return "—"
+    return f"{expected[0]:g}–{expected[1]:g}" + (f" ({source})" if source else "")
 
 
 def _moved_findings(recons: Sequence[Recon]) -> list[str]:

@@ -17,6 +17,7 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
+from pytest_anatomy.findings import BAND_SOURCES
 from pytest_anatomy.ledger_counts import PREDICTION, kind_of, prediction_counts
 from pytest_anatomy.option_names import REPORT_OPTION
 from pytest_anatomy.report import plots
@@ -284,6 +285,7 @@ def build_view(ledger: Mapping[str, Any]) -> dict[str, Any]:
             for name, group in compact.items()
         ],
         "findings": _group_findings(rows),
+        "band_sources": BAND_SOURCES,
         "skips": [(str(s.get("test_id", "")), str(s.get("reason", ""))) for s in ledger.get("skips") or []],
         "failures": _failures_view(ledger.get("failures") or []),
         "overview": overview(recons),
@@ -399,8 +401,11 @@ def _group_findings(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             continue
         fid = row["finding"]["id"]
         group = groups.setdefault(fid, {"id": fid, "reason": row["finding"]["reason"], "suite": row["suite"],
-                                        "verdicts": [], "rows": [], "count": 0})
+                                        "verdicts": [], "rows": [], "count": 0, "band_from": []})
         group["count"] += 1
+        source = row["finding"].get("band_from")
+        if row["finding"].get("expected") and source not in group["band_from"]:
+            group["band_from"].append(source)  # None: a band whose source the mark does not state
         if row["suite"] not in COMPACT_SUITES:  # a compact suite's rows are in the JSON ledger only
             group["rows"].append(row)
         if row["verdict"] not in group["verdicts"]:
