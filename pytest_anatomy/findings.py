@@ -37,6 +37,9 @@ BAND_SOURCES: dict[str, str] = {
     "preregistered": "written down before the measurement it judges",
     "explanation": "the explanation's own arithmetic (a mechanism's computed size)",
     "other-runs": "derived from runs other than the one it judges",
+    # Not one of issue 10's sources: a band read off the run it judges tests nothing. Stated rather than hidden, so
+    # the report lists it, until a second run (or the explanation's arithmetic) replaces it.
+    "checked-run": "read off the run it judges, so it tests nothing yet (a second run replaces it)",
 }
 REQUIRE_BAND_SOURCE = False  # switched on once every mark in the suites states its source
 
