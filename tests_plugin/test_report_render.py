@@ -368,6 +368,22 @@ def test_findings_are_grouped_by_id_with_the_reason_once() -> None:
     assert section.count('class="v-finding"') == 3 and "3 reconciliations" in section
 
 
+def test_a_findings_card_says_where_its_band_comes_from() -> None:
+    """Each finding's card names the source of its band (findings.BAND_SOURCES), once per distinct source, and says
+    so where a recorded mark states none (ledgers written before band_from existed)."""
+    from pytest_anatomy.findings import BAND_SOURCES
+
+    sourced = {"id": "f-sourced", "reason": "r1", "expected": [1.1, 1.3], "band_from": "other-runs"}
+    unsourced = {"id": "f-unsourced", "reason": "r2", "expected": [1.1, 1.3]}
+    ledger = {"schema": "pytest-anatomy/report/v1", "reconciliations": [
+        *(_rec(f"a{i}", 100.0, 120.0, "B", "finding", finding=sourced) for i in range(2)),
+        _rec("b", 100.0, 120.0, "B", "finding", finding=unsourced)]}
+    section = render_html(ledger)
+    section = section[section.index('id="findings"'):section.index('id="reconciliations"')]
+    assert section.count(f"<b>other-runs</b>, {BAND_SOURCES['other-runs']}") == 1
+    assert "<b>source not stated</b>" in section
+
+
 def test_a_resolved_carried_finding_is_not_retired_for_its_second_card() -> None:
     """A finding written on one card and carried to another that does not need it there is reported as not needed
     on that card; resolved on the card it was written on, it is to be retired."""

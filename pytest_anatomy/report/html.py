@@ -72,12 +72,13 @@ def embedded_json(ledger: Mapping[str, Any]) -> Markup:
     return Markup(text)
 
 
-def _finding(finding: Any) -> dict[str, str] | None:
+def _finding(finding: Any) -> dict[str, Any] | None:
     if not finding:
         return None
     if not isinstance(finding, Mapping):
-        return {"id": str(finding), "reason": ""}
-    return {"id": str(finding.get("id", "?")), "reason": str(finding.get("reason") or "")}
+        return {"id": str(finding), "reason": "", "expected": None, "band_from": None}
+    return {"id": str(finding.get("id", "?")), "reason": str(finding.get("reason") or ""),
+            "expected": finding.get("expected"), "band_from": finding.get("band_from")}
 
 
 def _row_view(index: int, recon: Mapping[str, Any]) -> dict[str, Any]:
