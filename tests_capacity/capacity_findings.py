@@ -34,7 +34,7 @@ V2_SINGLE_GPU_RUNS = 25  # recorded V2 single-GPU runs with a ledger, every one 
 V1_AVAILABLE_PREDICTED, V1_AVAILABLE_MEASURED = 116_556_612_608, 116_548_209_664
 
 V1_NON_TORCH = pytest.mark.finding(
-    "vllm-v1-runner-non-torch", quantity="non_torch_increase_bytes", expected=(1.02, 1.05),
+    "vllm-v1-runner-non-torch", quantity="non_torch_increase_bytes", expected=(1.02, 1.05), band_from="checked-run",
     reason=f"The V1 runner's non-torch growth is {V1_NON_TORCH_BYTES:,} B, 8 MiB "
            f"({V1_NON_TORCH_BYTES - V2_NON_TORCH_BYTES:,} B) above the {V2_NON_TORCH_BYTES:,} B all "
            f"{V2_SINGLE_GPU_RUNS} single-GPU V2 runs with a ledger show (constant fitted on qwen2.5-7b eager). Best "
@@ -42,11 +42,12 @@ V1_NON_TORCH = pytest.mark.finding(
            "torch-sort path); one V1 recording, so not fitted separately.")
 V1_AVAILABLE = pytest.mark.finding(
     "vllm-v1-runner-non-torch-in-available", quantity="available_kv_bytes", expected=(0.99990, 0.99999),
+    band_from="checked-run",
     reason="Carries the V1 non-torch excess (8 MiB) and 14,336 B of the V1 sampler's small tensors into available "
            f"KV memory: predicted {V1_AVAILABLE_PREDICTED:,} B, measured {V1_AVAILABLE_MEASURED:,} B "
            f"({(V1_AVAILABLE_MEASURED - V1_AVAILABLE_PREDICTED) / 1e6:+.1f} MB, 9 blocks).")
 V1_POOL = pytest.mark.finding(
-    "vllm-v1-cudagraph-estimate-undercounts-pool", expected=(1.15, 1.40),
+    "vllm-v1-cudagraph-estimate-undercounts-pool", expected=(1.15, 1.40), band_from="checked-run",
     reason="The V1 runner subtracts its estimate (476 MiB: max first capture 226 MiB + 50 x 4 MiB PIECEWISE + "
            "50 x 1 MiB FULL, the FULL per-graph cost clamped at the 1 MiB floor) but then logs 'CUDA graph pool "
            "memory: 0.59 GiB (actual), 0.46 GiB (estimated), difference 0.12 GiB (20.9%)': the second capture of "
@@ -67,12 +68,12 @@ TP_GRAPHS_WHY = (
     f"({TP_GRAPHS_BLOCKS_MEASURED:,} vs {TP_GRAPHS_BLOCKS_PREDICTED:,}).")
 TP_GRAPHS = {
     "peak_activation_bytes": pytest.mark.finding("vllm-compiled-forward-under-tp", quantity="peak_activation_bytes",
-                                                 expected=(0.93, 0.96), reason=TP_GRAPHS_WHY),
+                                                 expected=(0.93, 0.96), band_from="checked-run", reason=TP_GRAPHS_WHY),
     "non_torch_increase_bytes": pytest.mark.finding("vllm-compiled-forward-under-tp",
                                                     quantity="non_torch_increase_bytes", expected=(1.02, 1.04),
-                                                    reason=TP_GRAPHS_WHY),
+                                                    band_from="checked-run", reason=TP_GRAPHS_WHY),
     "available_kv_bytes": pytest.mark.finding("vllm-compiled-forward-under-tp", quantity="available_kv_bytes",
-                                              expected=(1.0003, 1.0008), reason=TP_GRAPHS_WHY),
+                                              expected=(1.0003, 1.0008), band_from="checked-run", reason=TP_GRAPHS_WHY),
 }
 
 # --- the V2 runner's CUDA-graph pool (documented as subtracted, it is not) ------------------------------
@@ -124,7 +125,7 @@ def graph_pool_mark(pool: float, documented: float, reason: str) -> Any:
     """The band a V2 graph run's own logged pool implies (1 + pool / documented +- the log's rounding)."""
     band = (1 + (pool - HALF_GIB_STEP) / documented, 1 + (pool + HALF_GIB_STEP) / documented)
     return pytest.mark.finding(
-        "vllm-v2-cudagraph-memory-not-subtracted", expected=band,
+        "vllm-v2-cudagraph-memory-not-subtracted", expected=band, band_from="explanation",
         reason=f"{reason} This run: a {pool / GiB:.2f} GiB pool on {documented / GiB:.2f} GiB "
                f"documented, 1 + pool / documented = {1 + pool / documented:.4f}.")
 
@@ -137,7 +138,7 @@ SEED_KV_PEAK = pytest.mark.finding(
            "requests are not all at their last output token (closed-loop requests start and finish staggered, and "
            "the 1 Hz sampler misses the exact peak), so they hold on average "
            f"~{SEED_KV_INTERCEPT_TOKENS / 16:.0f} of 256 output tokens.",
-    expected=(0.90, 1.0),
+    expected=(0.90, 1.0), band_from="checked-run",
 )
 # Round 2's logged terms + its graph pool, and 0.9 x its logged total (GiB, as the log's 2 decimals allow)
 SEED_GRAPHS_USED_GIB, SEED_BUDGET_GIB, SEED_GRAPHS_GIB = 21.50, 21.17, 0.34
@@ -149,7 +150,7 @@ SEED_GRAPHS_NOT_SUBTRACTED = pytest.mark.finding(
            f"exceeds its 0.9 budget by the graph pool ({SEED_GRAPHS_USED_GIB:.2f} vs {SEED_BUDGET_GIB:.2f} GiB). "
            "Best explanation: the graph "
            "estimate was disabled or only reported in that build; to be checked on a live engine.",
-    expected=(1.03, 1.10),
+    expected=(1.03, 1.10), band_from="checked-run",
 )
 
 
@@ -200,7 +201,7 @@ def recorded_on_top(results: Path, hardware: str) -> tuple[OnTop, ...]:
 def peak_released_mark(peak: float, requested: float) -> Any:
     lo = 1 - peak / requested
     return pytest.mark.finding(
-        PEAK_RELEASED, expected=(lo, 1.0),
+        PEAK_RELEASED, expected=(lo, 1.0), band_from="explanation",
         reason="vLLM documents gpu_memory_utilization as a per-instance limit; this instance stays below it. The "
                "profile run's activation peak is budgeted but released before the KV cache is allocated, and here "
                "it exceeds what lands on top of the budget (the CUDA context, allocator fragments, allocations "
@@ -226,7 +227,7 @@ def on_top_mark(run_name: str, tensor_parallel: bool, graphs: bool, peak: float,
             f"{context:,.0f} B per rank here)" if tensor_parallel else
             f"the CUDA context vLLM's first snapshot already sees ({context:,.0f} B)")
     return pytest.mark.finding(
-        NCCL_ON_TOP if tensor_parallel else ON_TOP, expected=(1.0, hi),
+        NCCL_ON_TOP if tensor_parallel else ON_TOP, expected=(1.0, hi), band_from="other-runs",
         reason="vLLM documents gpu_memory_utilization as a per-instance limit; this instance grows beyond it. On "
                f"top of the budget land {what}, {graph_pool}allocator fragments (reserved, not allocated) and torch "
                "allocations outside every ledger term (runner buffers, sampler state), more than the released profile "
@@ -258,7 +259,7 @@ def preregistration_mark(file: str, hardware: str, quantity: str) -> Any | None:
     if (file, hardware) != H100_PREREGISTRATION:
         return None
     return pytest.mark.finding("h100-preregistration-priced-nvml-total", quantity=f"preregistered_{quantity}",
-                               hardware=hardware, reason=H100_PREREGISTRATION_WHY)
+                               hardware=hardware, reason=H100_PREREGISTRATION_WHY, band_from="explanation")
 
 
 def budget_mark(run_name: str, tensor_parallel: bool, graphs: bool, peak: float, requested: float,

@@ -59,7 +59,7 @@ def server_compute_band(header: GgufHeader, settings: lm.ContextSettings) -> tup
 
 SERVER_COMPUTE_FINDING = pytest.mark.finding(
     "h200-llama-server-reserves-n-parallel-outputs", reason=SERVER_COMPUTE_REASON,
-    quantity="llamacpp_compute_buffer_CUDA0", hardware=MEASURED_ON)
+    quantity="llamacpp_compute_buffer_CUDA0", hardware=MEASURED_ON, band_from="explanation")
 
 
 def server_marks(run: Any, provenance: Mapping[str, Any]) -> tuple[pytest.MarkDecorator, ...]:
@@ -87,7 +87,7 @@ SMALL_DECODE_REASON = (
     "ceilings and overheads, this session's kernel constants) +- both runs' measured scatter (test_llama_speed)")
 SMALL_DECODE_FINDING = pytest.mark.finding(
     "h200-llama-0.5b-decode-below-the-7b-constants", reason=SMALL_DECODE_REASON,
-    quantity="llamacpp_tg128_tok_per_s", hardware=MEASURED_ON)
+    quantity="llamacpp_tg128_tok_per_s", hardware=MEASURED_ON, band_from="other-runs")
 
 KQUANT_REASON = (
     "qwen2.5-7b Q4_K_M (Q4_K 3,121 MB, Q6_K 1,248 MB on the GPU) decodes at 281.0 tok/s where one MMVQ constant, "
@@ -101,10 +101,10 @@ KQUANT_REASON = (
     "time per weight element (an element-bound kernel no slower per weight than Q8_0's): 255.1 tok/s, 0.683")
 KQUANT_FINDING = pytest.mark.finding(
     "h200-llama-k-quant-mmvq-below-q8_0", reason=KQUANT_REASON, quantity="llamacpp_tg128_tok_per_s",
-    hardware=MEASURED_ON)
+    hardware=MEASURED_ON, band_from="explanation")
 KQUANT_PREREG_FINDING = pytest.mark.finding(
     "h200-llama-k-quant-mmvq-below-q8_0", reason=KQUANT_REASON, quantity="llamacpp_tg128_tok_per_s_preregistered",
-    hardware=MEASURED_ON)
+    hardware=MEASURED_ON, band_from="explanation")
 
 
 def element_bound_time(header: GgufHeader, calib: Any, context: float) -> float:
@@ -159,7 +159,8 @@ MARGINAL_REASON = (
     "rest (sampling over 152k logits on the host, the logits copy) is unmeasured. Band from that mechanism: at "
     "most the constant-marginal prediction, at least the C = 1 step (every step still reads the weights once)")
 MARGINAL_FINDING = pytest.mark.finding(
-    "h200-llama-server-marginal-shrinks-above-batch-8", reason=MARGINAL_REASON, hardware=MEASURED_ON)
+    "h200-llama-server-marginal-shrinks-above-batch-8", reason=MARGINAL_REASON, hardware=MEASURED_ON,
+    band_from="explanation")
 
 
 def sweep_marks(run: Any, provenance: Mapping[str, Any]) -> tuple[pytest.MarkDecorator, ...]:
@@ -254,10 +255,11 @@ SEED_CLOSED_LOOP_TTFT_REASON = (
     f"two rounds' TTFT scatter (their C = 8 medians differ {_C8_ROUNDS:.2f}x). Band from that mechanism: at least "
     "one prompt (a request waits for its own), at most the burst's median, widened by the check's tolerance")
 SEED_STEP_EXCESS_MARKS = tuple(pytest.mark.finding(SEED_STEP_EXCESS, reason=SEED_STEP_EXCESS_REASON, quantity=q,
-                                                   hardware=SEED_CARD)
+                                                   hardware=SEED_CARD, band_from="checked-run")
                                for q in ("llamacpp_median_itl", "llamacpp_output_throughput"))
 SEED_CLOSED_LOOP_TTFT_MARK = pytest.mark.finding(SEED_CLOSED_LOOP_TTFT, reason=SEED_CLOSED_LOOP_TTFT_REASON,
-                                                 quantity="llamacpp_median_ttft", hardware=SEED_CARD)
+                                                 quantity="llamacpp_median_ttft", hardware=SEED_CARD,
+                                                 band_from="explanation")
 # (round, C): the findings of that level, each on the one quantity (check name) it was found on
 SEED_FINDING_LEVELS: dict[tuple[int, int], tuple[pytest.MarkDecorator, ...]] = {
     (2, 16): (SEED_STEP_EXCESS_MARKS[0], SEED_CLOSED_LOOP_TTFT_MARK),

@@ -117,7 +117,9 @@ def finding_marks(hardware: str, source: str, engine: str, routes: list[list[Rou
             if r is None:
                 continue
             fid, reason, band = r.finding or groups[r.quantity]
-            marks.append(pytest.mark.finding(fid, reason=reason, quantity=r.quantity, expected=band, hardware=hardware))
+            # a sourced cause's band is its prediction re-run under the cause; an open one's is the observed range
+            marks.append(pytest.mark.finding(fid, reason=reason, quantity=r.quantity, expected=band, hardware=hardware,
+                                             band_from="explanation" if r.finding else "checked-run"))
         out.append(marks)
     return out
 
