@@ -165,4 +165,4 @@ def decode_line_marks(context: int) -> tuple[pytest.MarkDecorator, ...]:
         return ()  # every line lands inside the pre-registered tolerance: nothing to explain here
     return (pytest.mark.finding("h200-flash-decoding-is-a-fixed-cost-plus-a-full-stream", hardware=MEASURED_ON,
                                 quantity="time", expected=band, strict=context not in STRADDLERS,
-                                reason=_reason(lines)),)
+                                reason=_reason(lines), band_from="other-runs"),)

@@ -183,10 +183,12 @@ def target_marks(test: str, case: str) -> tuple[pytest.MarkDecorator, ...]:
     if (test, case) in TARGETS:
         ratio = TARGETS[(test, case)]
         return (pytest.mark.finding("h200-fa2-without-warp-specialization", hardware=CHECKED_ON, expected=target_band(ratio),
-                                    reason=NO_WARP_SPECIALIZATION, strict=(test, case) not in TARGET_STRADDLERS),)
+                                    reason=NO_WARP_SPECIALIZATION, strict=(test, case) not in TARGET_STRADDLERS,
+                                    band_from="other-runs"),)
     if (test, case) in DECODE:
         return (pytest.mark.finding("h200-flash-decoding-beats-the-read-ceiling", hardware=CHECKED_ON,
-                                    expected=band(DECODE[(test, case)]), reason=DECODE_AT_THE_CEILING),)
+                                    expected=band(DECODE[(test, case)]), reason=DECODE_AT_THE_CEILING,
+                                    band_from="other-runs"),)
     return ()
 
 
@@ -225,7 +227,8 @@ SWEEP = {
 def sweep_marks(case: str) -> tuple[pytest.MarkDecorator, ...]:
     if case in SWEEP:
         return (pytest.mark.finding("h200-fa2-short-sequences-at-d64", hardware=CHECKED_ON, expected=SWEEP[case],
-                                    reason=SHORT_SEQUENCES_AT_D64, strict=case not in SWEEP_STRADDLERS),)
+                                    reason=SHORT_SEQUENCES_AT_D64, strict=case not in SWEEP_STRADDLERS,
+                                    band_from="preregistered"),)
     return ()
 
 
@@ -261,7 +264,8 @@ DECODE_TARGET = {"fd.b8h32kv8l8192d128": (1.0, 1.0 + DECODE_8K_SPREAD)}
 def decode_target_marks(case: str) -> tuple[pytest.MarkDecorator, ...]:
     if case in DECODE_TARGET:
         return (pytest.mark.finding("h200-flash-decoding-8k-at-the-85pct-line", hardware=CHECKED_ON,
-                                    expected=DECODE_TARGET[case], strict=False, reason=DECODE_8K_AT_THE_TARGET),)
+                                    expected=DECODE_TARGET[case], strict=False, reason=DECODE_8K_AT_THE_TARGET,
+                                    band_from="other-runs"),)
     return ()
 
 
@@ -442,5 +446,6 @@ def counter_marks(test: str, case: str) -> tuple[pytest.MarkDecorator, ...]:
     """case: the recording's name without 'ncu.fa2.'."""
     if (test, case) in COUNTERS:
         fid, reason, expected = COUNTERS[(test, case)]
-        return (pytest.mark.finding(fid, hardware=CHECKED_ON, expected=expected, reason=reason),)
+        return (pytest.mark.finding(fid, hardware=CHECKED_ON, expected=expected, reason=reason,
+                                    band_from="explanation"),)
     return ()

@@ -90,7 +90,8 @@ def marks(case: Case) -> tuple[pytest.MarkDecorator, ...]:
     if expected is None:
         return ()
     fid = CASES[case.name][1]
-    return (pytest.mark.finding(fid, hardware=H100, quantity="time", expected=expected, reason=WHY[fid]),)
+    return (pytest.mark.finding(fid, hardware=H100, quantity="time", expected=expected, reason=WHY[fid],
+                                band_from="other-runs"),)
 
 
 # --- a finding of any card: the autotuner chose another tile in this session --------------------------------------
@@ -137,4 +138,6 @@ def autotune_switch_mark(rec: recordings.Recording, sibling: recordings.Recordin
     usual = ", ".join(sorted(tiles))
     return pytest.mark.finding(AUTOTUNE_FINDING, quantity=quantity, hardware=hardware,
                                expected=(round(base_band[0] * slowdown * 0.99, 4), round(base_band[1] * slowdown * 1.01, 4)),
-                               reason=AUTOTUNE_WHY.format(now=now, usual=usual, slowdown=slowdown))
+                               reason=AUTOTUNE_WHY.format(now=now, usual=usual, slowdown=slowdown),
+                               # its scale is the sibling's slowdown in the very session the mark judges
+                               band_from="checked-run")

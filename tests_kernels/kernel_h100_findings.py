@@ -58,7 +58,7 @@ SHORT_ROWS_WHY = (
 def byte_ledger_marks(h200_band: tuple[float, float]) -> tuple[pytest.MarkDecorator, ...]:
     """The H100's mark for test_sgemm_issued_byte_roofline's s2 (a rate: measured/roofline grows by the scale)."""
     return (pytest.mark.finding("h100-byte-ledger-exceeded-at-a-lower-ceiling", hardware=H100,
-                                expected=_scaled(h200_band), reason=BYTE_LEDGER_WHY),)
+                                expected=_scaled(h200_band), reason=BYTE_LEDGER_WHY, band_from="other-runs"),)
 
 
 def scaled_marks(table: str, key: str, h200_band: tuple[float, float]) -> tuple[pytest.MarkDecorator, ...]:
@@ -68,4 +68,4 @@ def scaled_marks(table: str, key: str, h200_band: tuple[float, float]) -> tuple[
     k = ceiling_scale()
     return (pytest.mark.finding("h100-softmax-short-rows-at-a-lower-ceiling", hardware=H100,
                                 expected=(round(h200_band[0] / k, 4), round(h200_band[1] / k, 4)),
-                                reason=SHORT_ROWS_WHY),)
+                                reason=SHORT_ROWS_WHY, band_from="other-runs"),)

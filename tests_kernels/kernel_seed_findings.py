@@ -47,13 +47,16 @@ def other_run_band(ratios: Sequence[float], spread: float) -> tuple[float, float
 def single_run(fid: str, reason: str, observed: float) -> pytest.MarkDecorator:
     band = (round(observed * (1 - SINGLE_RUN_SPREAD), 3), round(observed * (1 + SINGLE_RUN_SPREAD), 3))
     return pytest.mark.finding(fid, reason=f"{reason} (observed x{observed:.3g}; band: that ratio +-15%, the seed "
-                               "timed this row once, so the band cannot fail until a second run exists)", expected=band)
+                               "timed this row once, so the band cannot fail until a second run exists)", expected=band,
+                               band_from="checked-run")
 
 
 def from_1806(fid: str, reason: str, other: float) -> pytest.MarkDecorator:
     """A 4096^3 check of the 18:01 run, banded by the 18:06 run's ratio."""
     return pytest.mark.finding(fid, reason=f"{reason} (band: the 18:06 run's x{other:.4g} +-{SEED_RUN_SCATTER:.2%}, "
-                               f"{RUN_SCATTER_WHY})", expected=other_run_band((other,), SEED_RUN_SCATTER))
+                               f"{RUN_SCATTER_WHY})", expected=other_run_band((other,), SEED_RUN_SCATTER),
+                               # the half-width's table holds the checked 18:01 run's own time of this kernel
+                               band_from="checked-run")
 
 
 def by_size(finding: tuple[str, str], observed: dict[int, float],
@@ -166,7 +169,8 @@ def _rounds_1_2(fid: str, reason: str, ratios: tuple[float, float]) -> pytest.Ma
     return pytest.mark.finding(
         fid, reason=f"{reason}; band: rounds 1-2 (x{ratios[0]:.4g}, x{ratios[1]:.4g}) "
         f"+-{FUSED_ROUND_SCATTER:.2%}, {ROUND_SCATTER_WHY}; the check replays round 3.",
-        expected=other_run_band(ratios, FUSED_ROUND_SCATTER))
+        expected=other_run_band(ratios, FUSED_ROUND_SCATTER),
+        band_from="checked-run")  # the half-width's table holds the checked round 3 of this kernel
 
 
 L2_REREAD = {**{key: _rounds_1_2(L2_REREAD_ID, L2_REREAD_REASON, r) for key, r in L2_REREAD_ROUNDS_1_2.items()},
