@@ -98,9 +98,11 @@ def cause_marks(name: str, model: str) -> list[pytest.MarkDecorator]:
     """The findings of one cause test's run (test_the_cause_run_is_reconciled_with_its_written_predictions)."""
     if (name, model) == ("fp8_kv+repeat", REPEAT_MODEL):
         return [pytest.mark.finding(REPEAT_ID, reason=REPEAT_REASON, expected=repeat_band(), hardware=lf.MEASURED_ON,
-                                    quantity="cause.fp8_kv+repeat.window_ratio_to_fp8_weights", strict=True)]
+                                    quantity="cause.fp8_kv+repeat.window_ratio_to_fp8_weights", strict=True,
+                                    band_from="other-runs")]
     if name != CAUSE:
         return []
     lo, hi = (x / PREDICTED_MS for x in ABOVE_INTERVAL_MS)
     return [pytest.mark.finding(WINDOW_ID, reason=WINDOW_REASON, quantity=f"cause.{CAUSE}.window_above_512",
-                                expected=(round(lo, 4), round(hi, 4)), hardware=lf.MEASURED_ON, strict=True)]
+                                expected=(round(lo, 4), round(hi, 4)), hardware=lf.MEASURED_ON, strict=True,
+                                band_from="checked-run")]

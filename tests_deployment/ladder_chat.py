@@ -262,5 +262,6 @@ def rung_marks(model: str, workload: str, step: str, predicted: dict[str, float 
         fid, text = finding_of(rung, metric)
         marks.append(pytest.mark.finding(fid, reason=REASON.format(rung=rung, metric=metric, g=g, lo=lo, hi=hi, p=p)
                                          + text, quantity=f"{workload}.{step}.{metric}.gain",
-                                         expected=(round(lo / p, 4), round(hi / p, 4)), hardware=lf.MEASURED_ON))
+                                         expected=(round(lo / p, 4), round(hi / p, 4)), hardware=lf.MEASURED_ON,
+                                         band_from="checked-run"))
     return marks

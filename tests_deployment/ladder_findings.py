@@ -235,10 +235,10 @@ def rung_marks(model: str, workload: str, step: str, predicted: dict[str, float 
         p = predicted.get(metric) if rung != "ngram" else NGRAM_PREDICTED.get(metric)
         if rung != step or p is None:
             continue
-        band = _band(step, p)
+        band, band_from = _band(step, p), "explanation"
         if rung in SECOND_SLICE:
             lo, hi = GAIN_INTERVALS[(rung, metric)]
-            band = (round(lo / p, 4), round(hi / p, 4))
+            band, band_from = (round(lo / p, 4), round(hi / p, 4)), "checked-run"
             fid = "h200-eager-steps-host-bound" if rung == "eager" else "h200-ngram-verify-steps-serial"
             reason = SECOND_SLICE_REASON.format(rung=rung, metric=metric, g=g, lo=lo, hi=hi, p=p) + (
                 EAGER_STEP if rung == "eager" else NGRAM_STEP)
@@ -247,5 +247,5 @@ def rung_marks(model: str, workload: str, step: str, predicted: dict[str, float 
         else:
             fid, reason = "h200-prompt-step-excess", PROMPT_STEP_REASON[(rung, metric)].format(g=g, p=p) + PROMPT_STEP
         marks.append(pytest.mark.finding(fid, reason=reason, quantity=f"{workload}.{step}.{metric}.gain",
-                                         expected=band, hardware=MEASURED_ON))
+                                         expected=band, hardware=MEASURED_ON, band_from=band_from))
     return marks

@@ -128,23 +128,28 @@ NGRAM = (
     "interval over the predicted gain.")
 
 
-def _finding(step: str, metric: str, g: float, lo: float, hi: float, p: float) -> tuple[str, str, tuple[float, float]]:
-    """(finding id, reason, band) of one missed gain."""
+def _finding(step: str, metric: str, g: float, lo: float, hi: float,
+             p: float) -> tuple[str, str, tuple[float, float], str]:
+    """(finding id, reason, band, band_from) of one missed gain."""
     resampled = (round(lo / p, 4), round(hi / p, 4))
     if step == "limits" and metric == "ttft_p99_s":
-        return "h200-p99-gain-unresolved", UNRESOLVED_P99.format(rung=step, g=g, lo=lo, hi=hi, p=p), resampled
+        return ("h200-p99-gain-unresolved", UNRESOLVED_P99.format(rung=step, g=g, lo=lo, hi=hi, p=p), resampled,
+                "checked-run")
     if step == "limits":
-        return "h200-prompt-step-excess", ITL_P99.format(rung=step, g=g, p=p) + PROMPT_STEP, (1.0, round(1 / p, 4))
+        return ("h200-prompt-step-excess", ITL_P99.format(rung=step, g=g, p=p) + PROMPT_STEP, (1.0, round(1 / p, 4)),
+                "explanation")
     if step == "prefix_cache" and metric == "itl_p99_s":
-        return "h200-llama-cached-prompt-step-slower", PREFIX_ITL_P99.format(g=g, lo=lo, hi=hi, p=p), resampled
+        return ("h200-llama-cached-prompt-step-slower", PREFIX_ITL_P99.format(g=g, lo=lo, hi=hi, p=p), resampled,
+                "checked-run")
     if step == "prefix_cache":
         return ("h200-prompt-step-excess", PREFIX_TTFT.format(metric=metric, g=g, p=p) + PROMPT_STEP,
-                (1.0, round(1 / p, 4)))
+                (1.0, round(1 / p, 4)), "explanation")
     if step == "fp8_weights":
         return ("h200-fp8-weights-shorten-prompt-steps", FP8_WEIGHTS.format(metric=metric, g=g, p=p),
-                (round(0.5 / p, 4), round(1.0 / p, 4)))
+                (round(0.5 / p, 4), round(1.0 / p, 4)), "explanation")
     fid = "h200-eager-steps-host-bound" if step == "eager" else "h200-ngram-verify-steps-serial"
-    return fid, (EAGER if step == "eager" else NGRAM).format(metric=metric, g=g, lo=lo, hi=hi, p=p), resampled
+    return (fid, (EAGER if step == "eager" else NGRAM).format(metric=metric, g=g, lo=lo, hi=hi, p=p), resampled,
+            "checked-run")
 
 
 def rung_marks(model: str, workload: str, step: str, predicted: dict[str, float | None]) -> list[pytest.MarkDecorator]:
@@ -157,9 +162,9 @@ def rung_marks(model: str, workload: str, step: str, predicted: dict[str, float 
         p = NGRAM_PREDICTED.get(metric) if rung == "ngram" else predicted.get(metric)
         if rung != step or p is None:
             continue
-        fid, reason, band = _finding(rung, metric, g, lo, hi, p)
+        fid, reason, band, band_from = _finding(rung, metric, g, lo, hi, p)
         marks.append(pytest.mark.finding(fid, reason=reason, quantity=f"{workload}.{step}.{metric}.gain",
-                                         expected=band, hardware=MEASURED_ON))
+                                         expected=band, hardware=MEASURED_ON, band_from=band_from))
     return marks
 
 

@@ -288,7 +288,8 @@ def rung_marks(model: str, workload: str, step: str, predicted: dict[str, float 
         fid, text = FINDINGS[rung]
         marks.append(pytest.mark.finding(fid, reason=REASON.format(rung=rung, metric=metric, g=g, lo=lo, hi=hi, p=p)
                                          + text, quantity=f"{workload}.{step}.{metric}.gain",
-                                         expected=(round(lo / p, 4), round(hi / p, 4)), hardware=lf.MEASURED_ON))
+                                         expected=(round(lo / p, 4), round(hi / p, 4)), hardware=lf.MEASURED_ON,
+                                         band_from="checked-run"))
     return marks
 
 
@@ -299,4 +300,5 @@ def plan_marks(model: str, workload: str) -> list[pytest.MarkDecorator]:
         return []
     lo, hi = (x / SLO_ITL_MS for x in PLAN_ITL_P99_INTERVAL_MS)
     return [pytest.mark.finding(PLAN_ID, reason=PLAN_STEP, quantity=f"{workload}.plan_top.itl_p99_s",
-                                expected=(round(lo, 4), round(hi, 4)), hardware=lf.MEASURED_ON, strict=True)]
+                                expected=(round(lo, 4), round(hi, 4)), hardware=lf.MEASURED_ON, strict=True,
+                                band_from="checked-run")]

@@ -11,7 +11,7 @@ MEASURED_ON = "h200"
 # 0.098 predicted (+32.4%, band +-29.2%: the fit points' 11.9% scatter + 3 standard errors). The band below was set
 # from the slice before any GPU number; the cause was established after the second visit (test_quant_mechanisms).
 Q5_1_ON_THE_Q4_1_GRID = pytest.mark.finding(
-    "quant-q5_1-on-the-q4_1-grid", quantity="kld[Q5_1]", expected=(1.2, 1.6),
+    "quant-q5_1-on-the-q4_1-grid", quantity="kld[Q5_1]", expected=(1.2, 1.6), band_from="other-runs",
     reason="Q5_1 measured 1.32x the KLD its exact tensor noise predicts on the CPU slice, Q5_0 0.87x; on the same "
            "tokens Q5_1's KLD is 1.68x Q5_0's for 1.11x the noise. The GPU (second visit, ~90k tokens) measured "
            "0.1353 against 0.0981 predicted (1.38x). Cause: the reference lies on Q4_1's asymmetric 15-step grid and "
@@ -35,7 +35,7 @@ MECHANISM_BAND = ("delta ln ppl follows the KLD (delta ln ppl ~= KLD holds here)
                   "both at once 13.0%)")
 
 Q8_1_ACTIVATION_FLOOR = pytest.mark.finding(
-    "quant-q8_1-activation-floor",
+    "quant-q8_1-activation-floor", band_from="explanation",
     reason="KLD 0.004287 measured against 0.001405 predicted (3.05x). llama.cpp's CUDA MMQ (every quantized type on "
            "sm_90: turing_mma_available) rounds each quantized matmul's input to q8_1 (int8 per 32, d = amax/127); "
            "the F16 reference runs cuBLAS in f16 and does not. That floor, run on the CPU slice (numpy q8_1 on every "
@@ -44,7 +44,7 @@ Q8_1_ACTIVATION_FLOOR = pytest.mark.finding(
            "together 0.87x the sum), not modelled. " + MECHANISM_BAND)
 
 Q6_K_FLOOR_AND_FFN_DOWN = pytest.mark.finding(
-    "quant-q6_k-floor-and-ffn-down",
+    "quant-q6_k-floor-and-ffn-down", band_from="explanation",
     reason="KLD 0.00864 measured against 0.003278 predicted (2.64x). On this 576-wide model the Q6_K file is Q8_0 "
            "except ffn_down (Q6_K), which carries 0.00959 of its S = 0.0152. Two mechanisms: the q8_1 activation "
            "floor (0.003357 on the CPU slice) and ffn_down's sensitivity, 0.569 nat per unit S on the CPU slice "
@@ -52,7 +52,7 @@ Q6_K_FLOOR_AND_FFN_DOWN = pytest.mark.finding(
            "nothing beyond the CPU slice's statistics. " + MECHANISM_BAND)
 
 ROLE_SENSITIVITY = pytest.mark.finding(
-    "quant-k-mix-role-sensitivity",
+    "quant-k-mix-role-sensitivity", band_from="explanation",
     reason="Q4_K_M KLD 0.0561 against 0.072 predicted (0.78x), Q3_K_M 0.145 against 0.2248 (0.645x). The tensors "
            "are not equally sensitive: on the CPU slice, one role at a time in Q4_0, KLD per unit S runs from 0.048 "
            "(attn_k) to 0.569 (ffn_down), and these mixes put their noise on the insensitive roles (ffn_down is Q4_K "
@@ -62,7 +62,7 @@ ROLE_SENSITIVITY = pytest.mark.finding(
            + MECHANISM_BAND)
 
 UNCALIBRATED_REFERENCE = pytest.mark.finding(
-    "quant-uncalibrated-reference",
+    "quant-uncalibrated-reference", band_from="explanation",
     reason="delta ln ppl is not KLD: Q4_0 0.215 against KLD 0.309 measured, Q2_K 0.325 against 0.427, Q5_K_M 0.0972 "
            "against 0.0869, and (second visit) Q5_1 0.1445 against 0.1353. The reference (Q4_1 dequantized) is not "
            "calibrated on the text (on the CPU slice its nll 3.264 exceeds its entropy 3.010), so E_text[ln p_ref - "
@@ -74,7 +74,7 @@ UNCALIBRATED_REFERENCE = pytest.mark.finding(
 
 # test_quant_mechanisms.py's held-out check of the mechanism model itself on every GPU type.
 Q5_K_M_ON_Q5_1 = pytest.mark.finding(
-    "quant-q5_k_m-is-q5_1", quantity="kld_mechanism[Q5_K_M]", expected=(1.3, 1.7),
+    "quant-q5_k_m-is-q5_1", quantity="kld_mechanism[Q5_K_M]", expected=(1.3, 1.7), band_from="other-runs",
     reason="the per-role model + floor under-predicts Q5_K_M 1.50x: 6 of its 7 roles are Q5_1, the type of "
            "quant-q5_1-on-the-q4_1-grid. On the CPU slice the mix's legacy tensors alone measure 1.46x their per-role "
            "prediction, the same excess, so it is the Q5_1 grid effect (quant-q5_1-on-the-q4_1-grid: the "
@@ -83,7 +83,7 @@ Q5_K_M_ON_Q5_1 = pytest.mark.finding(
 
 # ---- the second visit (batch 20261202T143307Z): Q5_1 and Q4_1 over ~90k tokens, the slices, every file's bench --------
 ASYMMETRIC_MMQ_FLOOR = pytest.mark.finding(
-    "quant-asymmetric-mmq-floor", quantity="slice_delta_ln_ppl[Q5_1]",
+    "quant-asymmetric-mmq-floor", quantity="slice_delta_ln_ppl[Q5_1]", band_from="explanation",
     reason="On the slice's 381 tokens llama.cpp's Q5_1 scores delta ln ppl 0.1783 where the numpy forward of the same "
            "weights (noise S 0.454008 on both) scores 0.1388: +0.0395 nat against a 0.01 tolerance, while Q8_0, "
            "Q4_0 and Q5_0 agree. llama.cpp's MMQ rounds the activations to q8_1 and, for a type with a block minimum "
@@ -117,7 +117,7 @@ QUANT_135M_MMVQ_TYPE_LATENCY = pytest.mark.finding(
            "testing it needs per-kernel timings on the device. No band: the mechanism is not established.")
 
 QUANT_135M_PREFILL_PER_LAYER = pytest.mark.finding(
-    "quant-135m-prefill-per-layer-latency",
+    "quant-135m-prefill-per-layer-latency", band_from="other-runs",
     reason="pp512 of F16 measured 109,586 tok/s against the theory's 347,666 (0.315x). The theory prices a prompt "
            "as its FLOPs at the prior efficiency (0.17 ms here) + the decode overhead per layer (1.28 ms), but a "
            "prompt's per-layer cost is its own: the llama suite's tiny models (hidden 256, a sixth of the FLOPs per "
@@ -127,7 +127,7 @@ QUANT_135M_PREFILL_PER_LAYER = pytest.mark.finding(
            "theory's, +- 2 standard errors of the line and of the bench.")
 
 QUANT_135M_MMQ_PREFILL = pytest.mark.finding(
-    "quant-135m-mmq-prefill-beyond-the-tiny-models",
+    "quant-135m-mmq-prefill-beyond-the-tiny-models", band_from="other-runs",
     reason="pp512 of the quantized files measured 52,970-64,052 tok/s against the theory's 324,527 (0.16-0.20x), "
            "and 0.61-0.73x what the tiny models' Q8_0 pp512 line (189.8 us per layer) + this model's FLOP term "
            "predicts, where F16 reaches 0.904x of its tiny line: a quantized prompt costs 1.7-2.1x the F16 one here "
@@ -142,7 +142,7 @@ QUANT_135M_MMQ_PREFILL = pytest.mark.finding(
 # pre-registration's bf16 row over its gptq row, +- the bf16 load's allocator rounding, computed at run time
 # (test_quant_replay._unquantized_band); test_quant_replay.test_the_gptq_start_is_the_bf16_ledger checks the quotes.
 VLLM_GPTQ_LOADED_UNQUANTIZED = pytest.mark.finding(
-    "quant-vllm-gptq-loaded-unquantized", hardware=MEASURED_ON,
+    "quant-vllm-gptq-loaded-unquantized", hardware=MEASURED_ON, band_from="explanation",
     reason="The gptq engine start resolved quantization=auto_gptq (its config line) but loaded every linear module "
            "unquantized: model memory 15,374,945,280 B (14.32 GiB) against 5,717,785,600 pre-registered (2.69x, "
            "+9,657,159,680 B), the KV pool as much smaller (117,170,659,840 B, 127,705 blocks against 138,231): "
