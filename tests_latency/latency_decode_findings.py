@@ -142,7 +142,7 @@ def decode_step_marks(model: str, b: int) -> tuple[pytest.MarkDecorator, ...]:
     fid, reason = (("h200-transferred-overhead-above-llamas", LLAMA_OVERHEAD_BELOW_QWEN) if ratio < 1
                    else (PER_SEQUENCE_FINDING_ID, PER_SEQUENCE_COST))
     return (pytest.mark.finding(fid, reason=reason, expected=other_session_band(ratio), hardware=CHECKED_ON,
-                                strict=(model, b) not in BORDERLINE),)
+                                strict=(model, b) not in BORDERLINE, band_from="other-runs"),)
 
 
 # Qwen2.5-7B's b=1 step in OTHER_SESSION against its bare roofline (test_decode_bands_are_the_other_sessions_ratios
@@ -163,7 +163,8 @@ TINY_OVERHEAD_REASON = (
     "(calibration.TINY_OVERHEAD_IS_ADDITIVE = False). Band: the measured step this mechanism expects, the checked "
     "session's roofline plus the b=1 residual of each other recorded session, +- that session's and this run's noise.")
 TINY_OVERHEAD_FINDING = pytest.mark.finding("h200-tiny-model-step-is-the-cpu-loop", hardware=CHECKED_ON,
-                                            reason=TINY_OVERHEAD_REASON, quantity="decode_step_tiny_overhead")
+                                            reason=TINY_OVERHEAD_REASON, quantity="decode_step_tiny_overhead",
+                                            band_from="other-runs")
 
 
 _R = ROOFLINE_OTHER_SESSION
@@ -181,7 +182,7 @@ DECODE_ROOFLINE = pytest.mark.finding("h200-decode-step-overhead", hardware=MEAS
             "overhead of 1.366 ms, near the recorded minimum, on a 3.239 ms roofline, its read ceiling 1.9% below "
             f"that session's). Without those sessions: that "
             f"session's ratio +-{OTHER_SESSION_NOISE:.1%}."),
-    expected=other_session_band(_R["step_ms"] / _R["roofline_ms"]))
+    expected=other_session_band(_R["step_ms"] / _R["roofline_ms"]), band_from="other-runs")
 
 # measured / predicted per-sequence slope (b = 1..64) and that run's noise budget (slope scatter + read ceiling's) of each
 # model's newest session (the run each check replays), by its stamp: test_marginal_cost_newest_is_the_recorded_one
@@ -247,4 +248,4 @@ def marginal_cost_band(model: str) -> tuple[float, float]:
 
 def marginal_cost_marks(model: str) -> tuple[pytest.MarkDecorator, ...]:
     return (pytest.mark.finding(PER_SEQUENCE_FINDING_ID, hardware=CHECKED_ON, reason=MARGINAL_COST_REASON,
-                                expected=marginal_cost_band(model)),)
+                                expected=marginal_cost_band(model), band_from="other-runs"),)

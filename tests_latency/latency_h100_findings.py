@@ -33,7 +33,8 @@ OVERHEAD_WHY = (
     "not the card's: the H200 sessions measured it at b=1 as their step less their roofline (cli_calibration."
     "b1_residuals). Band: this session's roofline plus the H200 sessions' smallest and largest overhead, "
     "+-2.5% (one session against another). The H100 measured 1.54-1.56 ms, beside the H200's upper end.")
-OVERHEAD = pytest.mark.finding(OVERHEAD_FINDING, hardware=H100, quantity="decode_step_roofline", reason=OVERHEAD_WHY)
+OVERHEAD = pytest.mark.finding(OVERHEAD_FINDING, hardware=H100, quantity="decode_step_roofline", reason=OVERHEAD_WHY,
+                               band_from="other-runs")
 
 
 def overhead_band(roofline_s: float, residuals_s: list[float]) -> tuple[float, float]:
@@ -49,6 +50,7 @@ KV_READ_128_MS, STEP_128_MS = 128 * 45.98e-3, 12.26  # the H100's predictions (t
 LLAMA_B128 = pytest.mark.finding(
     "h100-per-sequence-excess-in-a-longer-step", hardware=H100, quantity="decode_step_other_model",
     expected=tuple(round(1 + e * KV_READ_128_MS / STEP_128_MS, 4) for e in PER_SEQUENCE_EXCESS),
+    band_from="explanation",
     reason=(f"Each extra sequence costs {1 + PER_SEQUENCE_EXCESS[0]:.2f}-{1 + PER_SEQUENCE_EXCESS[1]:.2f}x its KV "
             "read (h200-decode-per-sequence-cost, the H200's band for the transfer setup; the H100's own marginal "
             "cost, 1.15x, sits inside it). At b=128 the H100's predicted step "
@@ -60,6 +62,7 @@ H200_PREFILL_PART, READ_RATIO = HEAVY_BAND["prefill_part_of_ttft"], 4.47 / 3.105
 OVERLOAD_PREFILL = pytest.mark.finding(
     "h100-overload-kv-traffic-at-a-lower-ceiling", hardware=H100, quantity="prefill_part_of_ttft_heavily_oversubscribed",
     expected=tuple(round(1 + (b - 1) * READ_RATIO, 4) for b in H200_PREFILL_PART),
+    band_from="other-runs",
     reason=("The decodes sharing a prompt's steps read their KV at the read ceiling, 1.44x slower on the H100 "
             "(3.105 against 4.47 TB/s); the step model hides that traffic under the prompt's compute "
             "(h200-overload-prefill-in-kv-bound-steps). Band: the H200's excess over the simulated prefill part "

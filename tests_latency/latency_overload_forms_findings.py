@@ -73,4 +73,4 @@ def overload_forms_marks(model: str, run: str) -> tuple[pytest.MarkDecorator, ..
     if not covers(model, run):
         return ()
     return (pytest.mark.finding(OVERLOAD_BETWEEN_FORMS_ID, hardware=CHECKED_ON, reason=overload_forms_reason(),
-                                quantity="itl_median_with_sequence_cost", strict=False),)
+                                quantity="itl_median_with_sequence_cost", strict=False, band_from="explanation"),)

@@ -109,7 +109,7 @@ PREFILL_BELOW_CEILING_REASON = (
 def prefill_ceiling_marks(length: int) -> tuple[pytest.MarkDecorator, ...]:
     """The band is set at test time (prefill_ceiling_band)."""
     return (pytest.mark.finding("h200-prefill-below-matmul-ceiling", hardware=CHECKED_ON,
-                                reason=PREFILL_BELOW_CEILING_REASON),)
+                                reason=PREFILL_BELOW_CEILING_REASON, band_from="other-runs"),)
 
 
 def prefill_ceiling_band(length: int, stamp: str, own_noise: float) -> tuple[float, float]:
@@ -380,7 +380,7 @@ def short_prefill_marks(model: str, name: str, length: int) -> tuple[pytest.Mark
     # 128-token prefill by 81%), so a check's own noise budget may swallow the gap the band describes there.
     return tuple(pytest.mark.finding("h200-short-prefill-excess", hardware=cards, quantity=f"{name}{regime}",
                                      reason=short_prefill_reason(), expected=prefill_band(model, length),
-                                     **({} if cards == MEASURED_ON else {"strict": False}))
+                                     band_from="other-runs", **({} if cards == MEASURED_ON else {"strict": False}))
                  for regime in ("", "_pinned_pool") for cards in (MEASURED_ON, H100))
 
 
@@ -411,5 +411,5 @@ def above_gemms_marks(model: str, name: str, length: int) -> tuple[pytest.MarkDe
     # one); 16,384 and 32,000 sit at 1.09-1.21, either side of the prefill goal from one session to the next
     return tuple(pytest.mark.finding("h200-prefill-above-its-gemms", hardware=CHECKED_ON, quantity=f"{name}{regime}",
                                      reason=_prefill_above_gemms_reason(), expected=prefill_band(model, length),
-                                     strict=length < 8192)
+                                     strict=length < 8192, band_from="other-runs")
                  for regime in ("", "_pinned_pool"))

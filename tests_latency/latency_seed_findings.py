@@ -43,7 +43,7 @@ ATTAINMENT = pytest.mark.finding(
            f"{_pct_span(SEED_FLOOR_ATTAINMENT)} of it (the seed's 'roofline attainment', claim 4). The gap is a fixed ~1.8 ms per step "
            "(kernel gaps, sampling, norms: what the calibrated overhead term carries) plus a per-sequence cost "
            "above the KV bytes (see test_marginal_cost_per_request).",
-    expected=(1.10, 1.26))
+    expected=(1.10, 1.26), band_from="other-runs")
 
 HIGH_C = pytest.mark.finding(
     "seed-decode-per-sequence-cost",
@@ -53,10 +53,10 @@ HIGH_C = pytest.mark.finding(
            f"one and mean ITL {_pct_span(SEED_HIGH_C_MEAN_ITL_SHIFT)} above it. Candidates: "
            "paged-attention decode reading 16-token KV blocks below streaming bandwidth, and GEMMs with M = C "
            "rows losing efficiency as C grows (the roofline max() assumes a perfect GEMV-to-GEMM transition).",
-    expected=(1.09, 1.16))
+    expected=(1.09, 1.16), band_from="other-runs")
 
 HIGH_C_MEDIAN = pytest.mark.finding("seed-decode-per-sequence-cost", reason=HIGH_C.kwargs["reason"],
-                                    quantity="itl_median", expected=HIGH_C.kwargs["expected"])
+                                    quantity="itl_median", expected=HIGH_C.kwargs["expected"], band_from="other-runs")
 
 PAIRED_PROMPTS = pytest.mark.finding(
     "seed-c4-p99-below-prefill-step",
@@ -68,7 +68,7 @@ PAIRED_PROMPTS = pytest.mark.finding(
            f"{SEED_C4_TTFT_MEDIAN_MS} ms "
            "(a 2,048-token step, not a lone 1,024-token one) also says. The simulation does not model the "
            "client/HTTP delay that groups the replacements.",
-    expected=(0.1, 0.3))
+    expected=(0.1, 0.3), band_from="other-runs")
 
 SEED_MARGINAL_COST = pytest.mark.finding(
     "seed-decode-per-sequence-cost",
@@ -77,7 +77,7 @@ SEED_MARGINAL_COST = pytest.mark.finding(
            f"bandwidth ({SEED_KV_COST_MS:.3f} ms), as the seed found (claim 10). The H200 shows the same excess "
            f"({marginal_cost_span(QWEN, LLAMA)}x, test_latency_steps.py::test_marginal_cost_per_sequence). Mechanism not isolated (no per-kernel timing was recorded): decode "
            "attention over paged 16-token blocks and the batch's GEMM efficiency are the candidates.",
-    expected=(1.4, 1.8))
+    expected=(1.4, 1.8), band_from="other-runs")
 
 SEED_TTFT_GROUPING = pytest.mark.finding(
     "seed-closed-loop-ttft-grouping",
@@ -85,7 +85,7 @@ SEED_TTFT_GROUPING = pytest.mark.finding(
            "simulation: the simulated closed loop admits each replacement prompt alone as soon as a slot frees, "
            "while in the seed's run replacements arrived through HTTP and tokenization (141 ms frontend residual) "
            "and were prefilled in groups behind each other (the same grouping as the C=4 p99 finding).",
-    expected=(1.1, 1.45))
+    expected=(1.1, 1.45), band_from="checked-run")
 
 SEED_LITTLES_LAW = pytest.mark.finding(
     "seed-littles-law-waiting-includes-preempted",
@@ -93,7 +93,7 @@ SEED_LITTLES_LAW = pytest.mark.finding(
            "histogram's mean queue time (135.0 s) by 3.7%: the 1 Hz `num_requests_waiting` gauge also counts the "
            "38 preempted requests waiting to be recomputed, while the queue-time histogram records only each "
            "request's first wait. 3.7% of 128 x 135 s is ~17 s per preemption, the order of a re-wait here.",
-    expected=(0.95, 0.99))
+    expected=(0.95, 0.99), band_from="checked-run")
 
 # --- on the noise budgets (seed_noise.py): bands are set at test time from the other round's ratio ---------------
 # Round 1's median ITL minus the calibrated decode step (ms) at C = 2..16, and its length sweep's C=16, L=4,096
@@ -114,25 +114,30 @@ STEP_ABOVE_FIT_REASON = (
 STEP_ABOVE_FIT = "seed-decode-step-above-c1-fit"
 STEP_ABOVE_FIT_C = frozenset({4, 8})  # throughput rows outside their budgets (C=2 and 16 are inside)
 STEP_ABOVE_FIT_L = frozenset({256, 512, 1024})  # length-sweep throughput rows outside (2,048 and 4,096 inside)
-STEP_ABOVE_FIT_TPUT = pytest.mark.finding(STEP_ABOVE_FIT, reason=STEP_ABOVE_FIT_REASON, quantity="output_throughput")
-STEP_ABOVE_FIT_STRESS = [pytest.mark.finding(STEP_ABOVE_FIT, reason=STEP_ABOVE_FIT_REASON, quantity=q)
+STEP_ABOVE_FIT_TPUT = pytest.mark.finding(STEP_ABOVE_FIT, reason=STEP_ABOVE_FIT_REASON, quantity="output_throughput",
+                                          band_from="other-runs")
+STEP_ABOVE_FIT_STRESS = [pytest.mark.finding(STEP_ABOVE_FIT, reason=STEP_ABOVE_FIT_REASON, quantity=q,
+                                             band_from="other-runs")
                          for q in ("output_throughput", "itl_median", "itl_mean")]
 
 HIGH_C_TPUT = pytest.mark.finding("seed-decode-per-sequence-cost", reason=HIGH_C.kwargs["reason"],
-                                  quantity="output_throughput")
+                                  quantity="output_throughput", band_from="other-runs")
 
-STEP_ABOVE_FIT_MEDIAN = pytest.mark.finding(STEP_ABOVE_FIT, reason=STEP_ABOVE_FIT_REASON, quantity="itl_median")
-STEP_ABOVE_FIT_MEAN = pytest.mark.finding(STEP_ABOVE_FIT, reason=STEP_ABOVE_FIT_REASON, quantity="itl_mean")
+STEP_ABOVE_FIT_MEDIAN = pytest.mark.finding(STEP_ABOVE_FIT, reason=STEP_ABOVE_FIT_REASON, quantity="itl_median",
+                                            band_from="other-runs")
+STEP_ABOVE_FIT_MEAN = pytest.mark.finding(STEP_ABOVE_FIT, reason=STEP_ABOVE_FIT_REASON, quantity="itl_mean",
+                                          band_from="other-runs")
 STEP_ABOVE_FIT_ITL_L = frozenset({512, 1024, 2048, 4096})  # length-sweep median ITLs outside their budgets
 HIGH_C_MEAN = pytest.mark.finding("seed-decode-per-sequence-cost", reason=HIGH_C.kwargs["reason"],
-                                  quantity="itl_mean")
+                                  quantity="itl_mean", band_from="other-runs")
 
 KV_TOKEN_COST = pytest.mark.finding(
     "seed-decode-kv-token-cost-above-datasheet",
     reason="At C=16 each token of context adds more to the decode step than its KV bytes at the datasheet 1,008 GB/s "
            "(the least-squares slope over L = 256..4,096, in both rounds; ratios at test time): the step model streams "
            "KV at the datasheet bandwidth because no read ceiling was measured on the 4090, and paged KV reads "
-           "(16-token blocks) stream below it. Not isolated: no bandwidth ceiling or per-kernel timing was recorded.")
+           "(16-token blocks) stream below it. Not isolated: no bandwidth ceiling or per-kernel timing was recorded.",
+    band_from="other-runs")
 
 MEAN_ITL_PROMPT_PART = pytest.mark.finding(
     "seed-mean-itl-prompt-part-below-simulation",
@@ -141,7 +146,7 @@ MEAN_ITL_PROMPT_PART = pytest.mark.finding(
            "established: the simulation admits each replacement prompt as soon as a slot frees, the seed's client "
            "sent them through HTTP and tokenization (seed-closed-loop-ttft-grouping), which changes how prompt tokens "
            "share steps with decodes.",
-    quantity="itl_mean")
+    quantity="itl_mean", band_from="other-runs")
 
 P99_C16 = pytest.mark.finding(
     "seed-c16-p99-below-full-budget-step",
@@ -149,4 +154,4 @@ P99_C16 = pytest.mark.finding(
            "fills the budget with 15 decodes and 2,033 prompt tokens priced at eta (fitted at C=64 on 63 decodes and "
            "1,985 prompt tokens). Cause not established: fewer than 1% of C=16's ITLs may straddle a full-budget step "
            "(prompts grouped differently than simulated), or a prefill-heavy step runs at a higher efficiency.",
-    quantity="itl_p99")
+    quantity="itl_p99", band_from="other-runs")

@@ -49,4 +49,5 @@ def qwen_closed_at_its_step_marks(run: str) -> tuple[pytest.MarkDecorator, ...]:
     if run not in QWEN_CLOSED_AT_ITS_STEP_RUNS:
         return ()
     return (pytest.mark.finding(QWEN_CLOSED_AT_ITS_STEP_ID, hardware=MEASURED_ON, strict=False,
-                                quantity="itl_median_with_sequence_cost", reason=QWEN_CLOSED_AT_ITS_STEP),)
+                                quantity="itl_median_with_sequence_cost", reason=QWEN_CLOSED_AT_ITS_STEP,
+                                band_from="other-runs"),)
