@@ -77,7 +77,8 @@ PROMPT_STEPS_SLOWER = (
 def steady_state_marks(model: str) -> tuple[pytest.MarkDecorator, ...]:
     """The band is set at test time (steady_state_band with the run's own shift: reconcile(finding_band=))."""
     return (pytest.mark.finding("h200-prompt-steps-slower-than-modeled", reason=PROMPT_STEPS_SLOWER,
-                                quantity="output_throughput_steady_state", hardware=CHECKED_ON),)
+                                quantity="output_throughput_steady_state", hardware=CHECKED_ON,
+                                band_from="other-runs"),)
 
 
 # Closed loop at C sequences: the median ITL is a decode step of batch C. Where the isolated decode step at batch C,
@@ -113,7 +114,7 @@ def closed_throughput_marks(model: str, c: int) -> tuple[Any, ...]:
                 f"decode step at batch {c} runs {1 / inverse:.4f}x its prediction (budget +-{budget:.4f}), so the "
                 f"throughput runs at its inverse. " + (LLAMA_OVERHEAD_BELOW_QWEN if inverse > 1 else PER_SEQUENCE_COST)
                 + " Band: the inverse of that step's ratio +- its budget and this run's."),
-        expected=carried.band()),)
+        expected=carried.band(), band_from="other-runs"),)
 
 
 # Llama-3.1-8B's closed-loop medians (its 2026-11-30 session) are still held to the decode target: under their noise
@@ -135,7 +136,7 @@ def closed_itl_marks(model: str, c: int) -> tuple[Any, ...]:
                 f"decode step at batch {c} runs {ratio:.4f}x its prediction (budget +-{budget:.4f}; the newest H200 "
                 "session's): each sequence costs more than its KV bytes at the read ceiling. Band, set at test time "
                 "(test_closed_loop_itl_mean_and_median): the checked run's own session's step ratio +- its budget and "
-                "this run's.")),)
+                "this run's."), band_from="other-runs"),)
 
 
 # --- closed loop at C = 1: the first-token time the simulation lacks (test_closed_loop_throughput) -----------------
@@ -195,7 +196,8 @@ def c1_first_token_marks(model: str, c: int) -> tuple[Any, ...]:
     if (model, c) not in C1_FIRST_TOKEN_CASES:
         return ()
     return (pytest.mark.finding("h200-ttft-short-prefill-and-frontend", hardware=CHECKED_ON,
-                                quantity="output_throughput", reason=_c1_first_token_reason(), strict=False),)
+                                quantity="output_throughput", reason=_c1_first_token_reason(), strict=False,
+                                band_from="other-runs"),)
 
 
 # Its own id, not h200-decode-per-sequence-cost's (which it carries into the loop), so the report's finding card keeps
@@ -208,7 +210,7 @@ def b64_step_miss_mark(ratio: float, budget: float, miss_ms: float, shift: float
     the same session's b=64 step over the step model by `ratio` (beyond its noise `budget`), every step re-simulated
     `miss_ms` longer, which takes the throughput to `shift` x the calibrated simulation's."""
     return pytest.mark.finding(
-        B64_STEP_MISS_ID, hardware=CHECKED_ON, quantity="output_throughput", strict=False,
+        B64_STEP_MISS_ID, hardware=CHECKED_ON, quantity="output_throughput", strict=False, band_from="other-runs",
         expected=(round(0.9 * shift, 4), 1.1),
         reason=(f"The same session's decode step at b=64 ran {ratio - 1:+.1%} over the step model (noise budget "
                 f"{budget:.1%}; h200-decode-per-sequence-cost: each extra sequence costs more than its KV bytes), so "
@@ -232,7 +234,7 @@ _LLAMA_B1_FIRST = min(LLAMA_B1_RATIOS, key=lambda s: s[:19])
 def llama_closed_below_marks() -> tuple[pytest.MarkDecorator, ...]:
     """The band is set at test time (test_latency_sequence_cost.llama_closed_band)."""
     return (pytest.mark.finding(LLAMA_CLOSED_BELOW_ID, hardware=CHECKED_ON, quantity="itl_median_with_sequence_cost",
-                                reason=LLAMA_CLOSED_BELOW),)
+                                reason=LLAMA_CLOSED_BELOW, band_from="other-runs"),)
 
 
 LLAMA_CLOSED_BELOW = (
@@ -427,9 +429,9 @@ def closed_throughput_cost_marks(model: str, c: int) -> tuple[pytest.MarkDecorat
     if model == LLAMA:
         return (() if c not in LLAMA_THROUGHPUT_ABOVE else
                 (pytest.mark.finding(LLAMA_CLOSED_BELOW_ID, hardware=CHECKED_ON, quantity=CLOSED_THROUGHPUT_QUANTITY,
-                                     reason=_llama_above_reason(c)),))
+                                     reason=_llama_above_reason(c), band_from="other-runs"),))
     if c not in _QWEN_THROUGHPUT:
         return ()
     fid, reason = _QWEN_THROUGHPUT[c]
     return (pytest.mark.finding(fid, hardware=CHECKED_ON, quantity=CLOSED_THROUGHPUT_QUANTITY, reason=reason(),
-                                strict=False),)
+                                strict=False, band_from="other-runs"),)

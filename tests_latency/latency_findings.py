@@ -58,7 +58,7 @@ from latency_decode_findings import (B1_RESIDUAL_MS, BORDERLINE, DECODE_RATIO_OT
 from latency_findings_common import (CHECKED_ON, LLAMA, MEASURED_ON, OTHER_SESSION, OTHER_SESSION_NOISE, QWEN, Carried, StepCarried,
                                      _count, other_session_band)
 from latency_poisson_overload_findings import (CARRIED, FIRST_WITH_GEMM_TIMINGS,
-                                               FIRST_TOKEN_BANDED, FRONTEND_MS_BELOW_KNEE, HEAVY, HEAVY_MARKS,
+                                               FIRST_TOKEN_BANDED, FRONTEND_MS_BELOW_KNEE, HEAVY, HEAVY_MARKS, LLAMA_HEAVY_MARKS,
                                                ITL_MARKS, ITL_MEAN_ON_GOAL, ITL_MEDIAN_ON_GOAL, SEQUENCE_COST_ITL,
                                                sequence_cost_itl_marks,
                                                ITL_MEDIAN_BETWEEN_REASON, ITL_MEDIAN_NEIGHBOURS, ITL_TARGET,
@@ -115,7 +115,7 @@ __all__ = [
     "POISSON_ITL_MEDIAN_13_NEWEST_BUDGET", "ITL_MEAN_ON_GOAL", "ITL_MEDIAN_ON_GOAL", "SEQUENCE_COST_ITL", "sequence_cost_itl_marks",
     "ITL_MEDIAN_NEIGHBOURS", "POISSON_ITL_MEDIAN_BETWEEN", "neighbour_band", "ITL_MEDIAN_BETWEEN_REASON", "ITL_MARKS",
     "MIXED_PREFILL", "FRONTEND_MS_BELOW_KNEE", "MIXED_REASON", "QWEN_HEAVY_OVERLOAD", "QWEN_HEAVY_OUTSIDE", "LLAMA_OVERLOAD_REASON",
-    "OVERLOAD_MARKS", "OVERLOAD_ITL_MARKS", "HEAVY_MARKS", "HOST_STALL_SAME_VISIT", "HOST_STALL", "HOST_STALL_REASON",
+    "OVERLOAD_MARKS", "OVERLOAD_ITL_MARKS", "HEAVY_MARKS", "LLAMA_HEAVY_MARKS", "HOST_STALL_SAME_VISIT", "HOST_STALL", "HOST_STALL_REASON",
     "stalled_run_marks", "SLOW_PROMPT_FINDING_ID", "SLOW_PROMPT_RUNS", "SLOW_PROMPT_CLEAN_TTFT_BAND",
     "SLOW_PROMPT_REASON", "slow_prompt_mark",
     "ATTAINMENT", "HIGH_C", "HIGH_C_MEDIAN", "PAIRED_PROMPTS", "SEED_MARGINAL_COST", "SEED_TTFT_GROUPING",

@@ -106,7 +106,7 @@ def stalled_run_marks(model: str, quantity: str, spread: float, b: int | None = 
     else:
         lo, hi = marginal_cost_band(model)
     return (pytest.mark.finding(HOST_STALL_FINDING_ID, hardware=CHECKED_ON, quantity=quantity, reason=HOST_STALL_REASON,
-                                expected=(lo, round(hi + spread, 4)), strict=False),)
+                                expected=(lo, round(hi + spread, 4)), strict=False, band_from="other-runs"),)
 
 
 # --- an open-loop run whose prompt steps ran slower than its session's other runs (measure/prompt_pace) ---------
@@ -195,4 +195,4 @@ def slow_prompt_mark(quantity: str, base: tuple[float, float], shift: float, thi
     reason = (SLOW_PROMPT_REASON.format(threshold=SLOW_PROMPT_STEPS) + f" This run: {this_run}; simulated "
               f"{quantity} at its pace is {shift:.3f}x the one at the session's.")
     return pytest.mark.finding(SLOW_PROMPT_FINDING_ID, hardware=CHECKED_ON, quantity=quantity, reason=reason,
-                               expected=expected, strict=False)
+                               expected=expected, strict=False, band_from="explanation")

@@ -93,4 +93,5 @@ def slow_session_mark(quantity: str, base: tuple[float, float], shift: float, th
     reason = (slow_session_reason()
               + f" This run: {this_run}; simulated {quantity} at its pace is {shift:.3f}x the one at the calibration's.")
     return pytest.mark.finding(SLOW_SESSION_FINDING_ID, hardware=MEASURED_ON, quantity=quantity, reason=reason,
-                               expected=(round(min(lo, lo * shift), 4), round(max(hi, hi * shift), 4)), strict=False)
+                               expected=(round(min(lo, lo * shift), 4), round(max(hi, hi * shift), 4)), strict=False,
+                               band_from="explanation")

@@ -451,7 +451,8 @@ def overload_card(request, latency_recording) -> None:
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("model", _models(lambda m: (h100f.OVERLOAD_PREFILL, *lf.OVERLOAD_MARKS.get(m, ()), *lf.HEAVY_MARKS)))
+@pytest.mark.parametrize("model", _models(lambda m: (h100f.OVERLOAD_PREFILL, *lf.OVERLOAD_MARKS.get(m, ()),
+                                                     *(lf.LLAMA_HEAVY_MARKS if m == LLAMA else lf.HEAVY_MARKS))))
 def test_overload_queueing_share_of_ttft(model, request, latency_recording, overload_card, reconcile):
     """Engine queue time over client TTFT, both means: TTFT in overload is queueing."""
     rec = latency_recording(f"{model}.overload")
