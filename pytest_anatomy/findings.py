@@ -41,7 +41,6 @@ BAND_SOURCES: dict[str, str] = {
     # the report lists it, until a second run (or the explanation's arithmetic) replaces it.
     "checked-run": "read off the run it judges, so it tests nothing yet (a second run replaces it)",
 }
-REQUIRE_BAND_SOURCE = False  # switched on once every mark in the suites states its source
 
 
 @dataclass(frozen=True)
@@ -112,7 +111,7 @@ def parse_finding_marks(item: pytest.Item) -> list[FindingMark]:
         if band_from is not None and band_from not in BAND_SOURCES:
             raise pytest.UsageError(f"{where}({mark.args[0]!r}) band_from={band_from!r} must be one of "
                                     f"{', '.join(BAND_SOURCES)}")
-        if expected is not None and band_from is None and REQUIRE_BAND_SOURCE:
+        if expected is not None and band_from is None:
             raise pytest.UsageError(f"{where}({mark.args[0]!r}) has a band (expected={expected}) but no band_from=: "
                                     f"say where it comes from ({', '.join(BAND_SOURCES)})")
         marks.append(FindingMark(mark.args[0], reason.strip(), quantity, expected, hardware, strict, band_from))

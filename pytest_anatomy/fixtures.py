@@ -14,8 +14,7 @@ from typing import Any, Callable, Mapping
 import pytest
 
 from pytest_anatomy import recordings
-from pytest_anatomy.findings import (BAND_SOURCES, REQUIRE_BAND_SOURCE, carried_to_another_card, mark_for,
-                                     parse_finding_marks)
+from pytest_anatomy.findings import BAND_SOURCES, carried_to_another_card, mark_for, parse_finding_marks
 from pytest_anatomy.measure.measurement import Measurement
 from pytest_anatomy.option_names import HARDWARE_OPTION, RECORD_OPTION, SOURCE_OPTION
 from pytest_anatomy.outcome import RECONCILED
@@ -90,7 +89,7 @@ class Reconciler:
             lo, hi = (float(x) for x in finding_band)
             if not 0 <= lo <= hi:
                 raise ValueError(f"{name}: finding_band={finding_band} needs 0 <= lo <= hi")
-            if mark.band_from is None and REQUIRE_BAND_SOURCE:
+            if mark.band_from is None:
                 raise ValueError(f"{name}: finding_band={finding_band} but finding {mark.id!r} states no "
                                  f"band_from= ({', '.join(BAND_SOURCES)}): say where the band comes from")
             mark = dataclasses.replace(mark, expected=(round(lo, 4), round(hi, 4)))

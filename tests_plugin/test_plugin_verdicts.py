@@ -104,7 +104,7 @@ def test_strict_false_relaxes_one_finding(pytester: pytest.Pytester) -> None:
 def test_finding_outside_its_expected_band_diverges(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("""
         import pytest
-        @pytest.mark.finding("f1", reason="r", expected=(0.6, 0.8))
+        @pytest.mark.finding("f1", reason="r", expected=(0.6, 0.8), band_from="other-runs")
         def test_drift(reconcile):
             reconcile("pool", 100.0, 30.0, rel=0.01, why="rounding")
     """)
@@ -118,10 +118,10 @@ def test_finding_band_set_at_test_time_replaces_the_marks(pytester: pytest.Pytes
     refused where no finding covers the reconciliation."""
     pytester.makepyfile("""
         import pytest
-        @pytest.mark.finding("f1", reason="r", expected=(0.6, 0.8))
+        @pytest.mark.finding("f1", reason="r", expected=(0.6, 0.8), band_from="other-runs")
         def test_inside_the_runtime_band(reconcile):
             reconcile("x", 100.0, 150.0, rel=0.01, why="w", finding_band=(1.4, 1.6))
-        @pytest.mark.finding("f1", reason="r", expected=(1.4, 1.6))
+        @pytest.mark.finding("f1", reason="r", expected=(1.4, 1.6), band_from="other-runs")
         def test_outside_the_runtime_band(reconcile):
             reconcile("x", 100.0, 150.0, rel=0.01, why="w", finding_band=(0.6, 0.8))
         def test_no_mark(reconcile):
@@ -131,6 +131,19 @@ def test_finding_band_set_at_test_time_replaces_the_marks(pytester: pytest.Pytes
     assert result.parseoutcomes() == {"failed": 2, "finding": 1}
     result.stdout.fnmatch_lines(["*finding 'f1' expected measured/predicted in (0.6, 0.8), got 1.5*",
                                  "*finding_band=(1.4, 1.6) but no finding mark covers it*"])
+
+
+def test_a_test_time_band_needs_its_marks_source(pytester: pytest.Pytester) -> None:
+    """A band the test computes (finding_band) is judged only under a mark that says where bands come from."""
+    pytester.makepyfile("""
+        import pytest
+        @pytest.mark.finding("f1", reason="r")
+        def test_unsourced(reconcile):
+            reconcile("x", 100.0, 150.0, rel=0.01, why="w", finding_band=(1.4, 1.6))
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider", "-rf")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*finding 'f1' states no band_from=*"])
 
 
 def test_finding_band_of_another_cards_finding_is_dropped(pytester: pytest.Pytester) -> None:
@@ -144,7 +157,7 @@ def test_finding_band_of_another_cards_finding_is_dropped(pytester: pytest.Pytes
         @pytest.mark.finding("f1", reason="r", hardware="card-a")
         def test_other_card_diverges(reconcile):
             reconcile("x", 100.0, 150.0, rel=0.01, why="w", hardware="card-b", finding_band=(1.4, 1.6))
-        @pytest.mark.finding("f1", reason="r", hardware="card-a")
+        @pytest.mark.finding("f1", reason="r", hardware="card-a", band_from="other-runs")
         def test_own_card(reconcile):
             reconcile("x", 100.0, 150.0, rel=0.01, why="w", hardware="card-a", finding_band=(1.4, 1.6))
     """)
@@ -159,13 +172,13 @@ def test_a_band_carried_to_another_card_is_widened_by_its_noise_budget(pytester:
     pytester.makepyfile("""
         import pytest
         CARDS = ("card-a", "card-b")
-        @pytest.mark.finding("f1", reason="r", expected=(1.40, 1.45), hardware=CARDS)
+        @pytest.mark.finding("f1", reason="r", expected=(1.40, 1.45), hardware=CARDS, band_from="explanation")
         def test_written_on_card_a(reconcile):
             reconcile("x", 100.0, 146.0, budget={"repeat_scatter": 0.02}, why="noise", hardware="card-a")
-        @pytest.mark.finding("f1", reason="r", expected=(1.40, 1.45), hardware=CARDS)
+        @pytest.mark.finding("f1", reason="r", expected=(1.40, 1.45), hardware=CARDS, band_from="explanation")
         def test_carried_to_card_b(reconcile):
             reconcile("x", 100.0, 146.0, budget={"repeat_scatter": 0.02}, why="noise", hardware="card-b")
-        @pytest.mark.finding("f1", reason="r", expected=(1.40, 1.45), hardware=CARDS)
+        @pytest.mark.finding("f1", reason="r", expected=(1.40, 1.45), hardware=CARDS, band_from="explanation")
         def test_carried_with_a_target_tolerance(reconcile):
             reconcile("x", 100.0, 146.0, rel=0.02, why="a goal", hardware="card-b")
     """)
@@ -191,6 +204,8 @@ def test_finding_quantity_scopes_the_mark(pytester: pytest.Pytester) -> None:
     ('finding("x", reason="r", band=1)', "unknown keyword"),
     ('finding("x", reason="r", expected=(2, 1))', "0 <= lo <= hi"),
     ('finding("x", reason="r", strict="no")', "must be True or False"),
+    ('finding("x", reason="r", expected=(1, 2))', "no band_from="),
+    ('finding("x", reason="r", band_from="tuned")', "band_from='tuned' must be one of"),
 ])
 def test_bad_finding_marks_are_usage_errors(pytester: pytest.Pytester, mark: str, message: str) -> None:
     pytester.makepyfile(f"""

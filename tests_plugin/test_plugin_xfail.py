@@ -29,7 +29,7 @@ def test_resolved(reconcile):
 def test_resolved_relaxed(reconcile):
     reconcile("pool", 100.0, 100.2, rel=0.01, why="log rounding", hardware="rtx4090")
 
-@pytest.mark.finding("seed-drift", reason="explained for 0.6-0.8 only", expected=(0.6, 0.8))
+@pytest.mark.finding("seed-drift", reason="explained for 0.6-0.8 only", expected=(0.6, 0.8), band_from="preregistered")
 def test_drifted(reconcile):
     reconcile("pool", 100.0, 30.0, rel=0.01, why="log rounding", hardware="h200")
 
@@ -190,7 +190,7 @@ def test_summary_file_has_counts_moved_findings_and_diverges(pytester: pytest.Py
     assert "| default | h200 | 1 | 1 | 0 | 2 |" in text
     assert "| default | rtx4090 | 0 | 0 | 2 | 0 |" in text
     assert "#### Findings that drifted or resolved" in text
-    assert "| `seed-drift` | pool | drifted | 0.3 | 0.6–0.8 | test_verdicts.py::test_drifted |" in text
+    assert "| `seed-drift` | pool | drifted | 0.3 | 0.6–0.8 (preregistered) | test_verdicts.py::test_drifted |" in text
     assert "| `seed-closed` | pool | resolved | 1.002 | — |" in text
     assert "#### Diverges" in text
     assert "| weights | default | h200 | 200 | 150 | -25.0% | ±1% |" in text
