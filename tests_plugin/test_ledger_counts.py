@@ -49,3 +49,16 @@ def test_a_long_headline_is_wrapped_in_the_terminal_never_cut() -> None:
     lines = summary_lines({"reconciliations": entries})
     assert all(len(line) <= MAX_WIDTH for line in lines)
     assert "from recordings, 0 live" in " ".join(lines[:2]).replace("    ", " ")
+
+
+def test_the_ci_summary_counts_finding_bands_by_source() -> None:
+    """Each finding verdict with a band counts once under its mark's band_from (an agree under a mark does not; a
+    ledger from before band_from existed counts as "not stated")."""
+    def entry(verdict: str, source: str | None) -> dict:
+        return {"verdict": verdict, "kind": "prediction", "suite": "s",
+                "finding": {"id": "f", "reason": "r", "expected": [1.1, 1.2], "band_from": source}}
+
+    text = render_summary({"reconciliations": [entry("finding", "other-runs")] * 3 + [entry("finding", "checked-run"),
+                           entry("resolved", None), entry("agree", "explanation")]})
+    assert "Finding bands by source: 3 other-runs, 1 checked-run, 1 not stated (checked-run:" in text
+    assert "Finding bands" not in render_summary({"reconciliations": _entries()})

@@ -108,6 +108,24 @@ def _failures(failures: Sequence[Mapping[str, Any]]) -> list[str]:
     return ["", f"#### {plural(len(failures), 'failed test')}", "", *_table(["test", "when", "message"], rows)]
 
 
+def _band_sources(recons: Sequence[Recon]) -> list[str]:
+    """One line: the findings' bands by where they come from (findings.BAND_SOURCES), so a reviewer sees how many
+    test nothing yet (checked-run) without opening the report."""
+    from pytest_anatomy.findings import BAND_SOURCES
+
+    counts: dict[str, int] = {}
+    for r in recons:
+        finding = r.get("finding")
+        if isinstance(finding, Mapping) and finding.get("expected") and r.get("verdict") != "agree":
+            source = str(finding.get("band_from") or "not stated")
+            counts[source] = counts.get(source, 0) + 1
+    if not counts:
+        return []
+    order = [*BAND_SOURCES, "not stated"]
+    said = ", ".join(f"{counts[k]} {k}" for k in order if k in counts)
+    return [f"Finding bands by source: {said} (checked-run: read off the run it judges, so it tests nothing yet).", ""]
+
+
 def render_summary(ledger: Mapping[str, Any]) -> str:
     """The markdown text: a heading with the prose summary, then the tables that have rows."""
     recons: Sequence[Recon] = ledger.get("reconciliations") or []
@@ -115,6 +133,7 @@ def render_summary(ledger: Mapping[str, Any]) -> str:
     lines = [f"### pytest-anatomy: {prose_summary(ledger)}", ""]
     if tests:
         lines += ["pytest: " + ", ".join(f"{n} {k}" for k, n in tests.items()), ""]
+    lines += _band_sources(recons)
     if recons:
         lines += _counts_table(recons)
     lines += _moved_findings(recons) + _diverges(recons) + _failures(ledger.get("failures") or [])
