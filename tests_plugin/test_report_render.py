@@ -380,7 +380,7 @@ def test_a_findings_card_says_where_its_band_comes_from() -> None:
         _rec("b", 100.0, 120.0, "B", "finding", finding=unsourced)]}
     section = render_html(ledger)
     section = section[section.index('id="findings"'):section.index('id="reconciliations"')]
-    assert section.count(f"<b>other-runs</b>, {BAND_SOURCES['other-runs']}") == 1
+    assert section.count(f'<b class="band-other-runs">other-runs</b>, {BAND_SOURCES["other-runs"]}') == 1
     assert "<b>source not stated</b>" in section
 
 
