@@ -1,0 +1,61 @@
+"""The vLLM decode-per-format plan (scripts/device/quant_decode.py), checked on the CPU before its device call: the
+quantized configs are the vLLM phase's checkpoint configs on the catalog's Qwen2.5-7B, each method's latency-plan
+command plans its decode part inside its budget under run ids apart from the bf16 model's, and the committed
+pre-registration covers every (method, batch), was written from a committed theory, and predates every run of it."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts" / "device"))
+_spec = importlib.util.spec_from_file_location("quant_decode", ROOT / "scripts" / "device" / "quant_decode.py")
+assert _spec and _spec.loader
+qd = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(qd)
+
+
+def test_the_configs_are_the_catalog_model_with_each_methods_checkpoint_config(tmp_path: Path) -> None:
+    base = json.loads((ROOT / "pytest_anatomy" / "specs" / "configs" / f"{qd.MODEL}.json").read_text())
+    paths = qd.write_configs(tmp_path)
+    assert [p.stem for p in paths] == [f"{qd.MODEL}-{m}" for m in qd.METHODS]
+    for method, path in zip(qd.METHODS, paths):
+        config = json.loads(path.read_text())
+        assert config.pop("quantization_config") == qd.QUANT_CONFIGS[method]
+        assert config == {k: v for k, v in base.items() if not k.startswith("_")}
+
+
+def test_each_methods_call_plans_its_decode_part_inside_its_budget(tmp_path: Path) -> None:
+    qd.write_configs(tmp_path)
+    for method, command in zip(qd.METHODS, qd.commands(tmp_path, tmp_path / "out")):
+        argv = shlex.split(command)[2:]  # after `python scripts/device/latency_plan.py`
+        out = subprocess.run([sys.executable, str(ROOT / "scripts" / "device" / "latency_plan.py"), "--dry-run", *argv],
+                             capture_output=True, text=True, timeout=120, cwd=ROOT)
+        assert out.returncode == 0, out.stderr
+        for b in qd.BATCHES:
+            assert f"{qd.MODEL}-{method}.decode.b{b} " in out.stdout, (method, b)
+        planned = float(out.stdout.split("total planned: ")[1].split(" s")[0])
+        assert planned <= float(argv[argv.index("--budget-s") + 1]), (method, planned)
+
+
+def test_the_preregistration_covers_every_case_from_a_committed_theory() -> None:
+    doc = json.loads(qd.PREREGISTRATION.read_text())
+    assert {m: sorted(int(b) for b in rows) for m, rows in doc["predictions"].items()} == \
+        {m: sorted(qd.BATCHES) for m in qd.METHODS}
+    ancestor = subprocess.run(["git", "merge-base", "--is-ancestor", doc["theory_commit"], "HEAD"], cwd=ROOT,
+                              capture_output=True, timeout=30)
+    if ancestor.returncode not in (0, 1):
+        pytest.skip("no git history here to check the pre-registration's commit against")
+    assert ancestor.returncode == 0, f"the pre-registration's theory commit {doc['theory_commit']} is not in HEAD"
+    # written before any run: no recording of these names exists, or every one is later than the pre-registration
+    folder = ROOT / "results" / "h200" / "latency"
+    stamps = [p.name.split("@")[1] for m in qd.METHODS for p in folder.glob(f"{qd.MODEL}-{m}.decode.b*@*")]
+    written = doc["written_utc"].replace("-", "").replace(":", "")
+    assert all(s > written for s in stamps), stamps
