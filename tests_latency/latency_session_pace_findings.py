@@ -58,20 +58,31 @@ def _held_out_sentence(stamp: str) -> str:
             f"{high_lo:.1f}-{high_hi:.1f} ms; mean SM clock {mhz_lo:,.0f}-{mhz_hi:,.0f} MHz)")
 
 
-def held_out_pattern() -> str:
-    """What the held-out sessions' parts say of where the slowdown sits: how many were largest at the lowest rate
-    with the highest rate inside the other sessions' runs (slowest when the engine idles between prompts), and how
-    many were not."""
+def held_out_split() -> tuple[list[str], list[str]]:
+    """The held-out sessions (stamps) whose slowdown was largest at the lowest rate with the highest rate inside the
+    other sessions' runs (slowest when the engine idles between prompts), and the others."""
     idle, other = [], []
     for stamp, (largest, parts, _) in sorted(HELD_OUT.items()):
         low, (_, (high_ms, (high_lo, high_hi))) = next(iter(parts)), list(parts.items())[-1]
-        (idle if largest == low and high_lo <= high_ms <= high_hi else other).append(f"{stamp[:10]} {stamp[11:16]}")
-    said = (f"In {_count(len(idle))} of the {_count(len(HELD_OUT))} held-out sessions ({', '.join(idle)}) the slowdown "
-            "was largest at the lowest rate and absent at the highest (inside the other sessions' runs at that rate).")
+        (idle if largest == low and high_lo <= high_ms <= high_hi else other).append(stamp)
+    return idle, other
+
+
+def held_out_pattern() -> str:
+    """The sentence held_out_split's two groups make (the other group's highest-rate runs are flagged by the per-run
+    check too, which test_slow_session_numbers_are_the_recorded_ones checks)."""
+    idle, other = held_out_split()
+    said = (f"In {_count(len(idle))} of the {_count(len(HELD_OUT))} held-out sessions "
+            f"({', '.join(_hhmm(s) for s in idle)}) the slowdown was largest at the lowest rate and absent at the "
+            "highest (inside the other sessions' runs at that rate).")
     if other:
-        said += (f" Not in {', '.join(other)}: slow at the highest rate too, and largest there (that session's 1.3x "
-                 "run is also flagged by the per-run check, h200-load-run-slow-prompt-steps).")
+        said += (f" Not in {', '.join(_hhmm(s) for s in other)}: slow at the highest rate too, and largest there "
+                 "(that session's 1.3x run is also flagged by the per-run check, h200-load-run-slow-prompt-steps).")
     return said
+
+
+def _hhmm(stamp: str) -> str:
+    return f"{stamp[:10]} {stamp[11:16]}"
 
 
 def slow_session_reason() -> str:
