@@ -62,3 +62,12 @@ def test_the_ci_summary_counts_finding_bands_by_source() -> None:
                            entry("resolved", None), entry("agree", "explanation")]})
     assert "Finding bands by source: 3 other-runs, 1 checked-run, 1 not stated (checked-run:" in text
     assert "Finding bands" not in render_summary({"reconciliations": _entries()})
+
+
+def test_the_terminal_summary_counts_finding_bands_by_source_too() -> None:
+    from pytest_anatomy.report.terminal import summary_lines
+
+    entry = {"verdict": "finding", "kind": "prediction", "suite": "s", "source": "recorded",
+             "finding": {"id": "f", "reason": "r", "expected": [1.1, 1.2], "band_from": "checked-run"}}
+    assert any(line.startswith("Finding bands by source: 1 checked-run") for line in summary_lines(
+        {"reconciliations": [entry]}))

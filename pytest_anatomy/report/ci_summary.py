@@ -17,6 +17,7 @@ from pytest_anatomy.option_names import REPORT_OPTION
 from pytest_anatomy.ledger_counts import KIND_PLURALS, counts_by_kind
 from pytest_anatomy.reconcile import RECONCILIATION_KINDS
 from pytest_anatomy.report.formatting import (
+    band_sources_line,
     format_gap,
     format_tolerance,
     format_value,
@@ -109,21 +110,8 @@ def _failures(failures: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def _band_sources(recons: Sequence[Recon]) -> list[str]:
-    """One line: the findings' bands by where they come from (findings.BAND_SOURCES), so a reviewer sees how many
-    test nothing yet (checked-run) without opening the report."""
-    from pytest_anatomy.findings import BAND_SOURCES
-
-    counts: dict[str, int] = {}
-    for r in recons:
-        finding = r.get("finding")
-        if isinstance(finding, Mapping) and finding.get("expected") and r.get("verdict") != "agree":
-            source = str(finding.get("band_from") or "not stated")
-            counts[source] = counts.get(source, 0) + 1
-    if not counts:
-        return []
-    order = [*BAND_SOURCES, "not stated"]
-    said = ", ".join(f"{counts[k]} {k}" for k in order if k in counts)
-    return [f"Finding bands by source: {said} (checked-run: read off the run it judges, so it tests nothing yet).", ""]
+    line = band_sources_line(recons)
+    return [line, ""] if line else []
 
 
 def render_summary(ledger: Mapping[str, Any]) -> str:

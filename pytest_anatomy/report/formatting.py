@@ -207,3 +207,21 @@ def tick_label(value: float, unit: str) -> str:
 def fit(text: str, width: int) -> str:
     """`text` cut to `width` characters, an ellipsis marking the cut."""
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def band_sources_line(recons: Iterable[Mapping[str, Any]]) -> str | None:
+    """One line: the findings' bands by where they come from (findings.BAND_SOURCES), counted over the finding,
+    resolved and diverge verdicts whose mark has a band, so a reader sees how many test nothing yet (checked-run)
+    without opening the report; None where no finding has a band."""
+    from pytest_anatomy.findings import BAND_SOURCES
+
+    counts: dict[str, int] = {}
+    for r in recons:
+        finding = r.get("finding")
+        if isinstance(finding, Mapping) and finding.get("expected") and r.get("verdict") != "agree":
+            source = str(finding.get("band_from") or "not stated")
+            counts[source] = counts.get(source, 0) + 1
+    if not counts:
+        return None
+    said = ", ".join(f"{counts[k]} {k}" for k in [*BAND_SOURCES, "not stated"] if k in counts)
+    return f"Finding bands by source: {said} (checked-run: read off the run it judges, so it tests nothing yet)."

@@ -13,6 +13,7 @@ from typing import Any
 
 from pytest_anatomy.report.formatting import (
     Recon,
+    band_sources_line,
     fit,
     format_gap,
     format_tolerance,
@@ -122,6 +123,9 @@ def summary_lines(ledger: Mapping[str, Any]) -> list[str]:
     if recons:
         lines += table_lines(recons)
         lines += finding_lines(recon for recon in review_order(recons) if recon.get("verdict") in ("finding", "resolved"))
+        sources = band_sources_line(recons)
+        if sources:
+            lines += textwrap.wrap(sources, MAX_WIDTH, subsequent_indent="    ", break_on_hyphens=False)
     skips: Sequence[Mapping[str, Any]] = ledger.get("skips") or []
     if skips and recons:
         lines.append(f"{plural(len(skips), 'reconciliation test')} skipped; reasons are in the report and in -rs output")
