@@ -31,7 +31,10 @@ PRE = json.loads((HERE / "preregistered.json").read_text())
 # drift from the theory they quote fails here before its run is reconciled against a stale prediction.
 THEORY_NOW = {("graphs-to-budget", "window_above_ms"): llc.PRICED_PLAN_BIG_MS,
               ("graphs-to-budget-prefix", "window_above_ms"): lc.PRICED_PROMPT_MS["prefix_cache"],
-              ("graphs-to-budget", "itl_p99_s"): PRE["plan_top"]["llama-3.1-8b"]["chat"]["predicted"]["itl_p99_s"]}
+              ("graphs-to-budget", "itl_p99_s"): PRE["plan_top"]["llama-3.1-8b"]["chat"]["predicted"]["itl_p99_s"],
+              # the parent's pure decode step of 16 plus ngram's excess at one sequence (the host time async hid)
+              ("async-off", "step_16_ms"): lf.STEP_MS[("fp8_kv", 16)] + lf.STEP_MS[("ngram", 1)]
+              - lf.STEP_MS[("fp8_kv", 1)]}
 IDS = [f"{c['base']}+{c['name']}-{c['model']}" for c in CAUSES]
 
 
@@ -124,8 +127,9 @@ def _raw_requests(batch: Path, run_id: str) -> list[dict[str, Any]]:
 def test_the_cause_run_is_reconciled_with_its_written_predictions(target, measured, reconcile,
                                                                   cause: dict[str, Any]) -> None:
     """The engine captured the graphs expected (exact), and each prediction written: the median prompt window above
-    `window_above` tokens in its band around the predicted step, ITL p99 against the workload's SLO (one-sided), a
-    repeat's window ratio to its `ratio_to` repeat in its band around the first visit's."""
+    `window_above` tokens in its band around the predicted step, the pure decode step of 16 sequences in its band,
+    ITL p99 against the workload's SLO (one-sided), a repeat's window ratio to its `ratio_to` repeat in its band
+    around the first visit's."""
     rec, batch = _run_and_batch(measured, target, cause)
     runs = json.loads((batch / "deployment.json").read_text())["runs"]
     run = next(r for r in runs if r["id"] == rec.data["run"]["id"])
@@ -136,6 +140,9 @@ def test_the_cause_run_is_reconciled_with_its_written_predictions(target, measur
         return Measurement(value, unit, source=itl.source, provenance={**itl.provenance, "batch": str(batch),
                                                                         "read": how})
 
+    for key in set(cause["override"]) & {"async_scheduling"}:  # a setting the engine may resolve its own way
+        assert resolved.get(key) == cause["override"][key], \
+            f"{cause['name']}: the engine resolved {key}={resolved.get(key)!r}"
     captured = from_batch(float(max(resolved["cudagraph_capture_sizes"] or [0])), "tokens",
                           "max of the engine's resolved cudagraph_capture_sizes")
     name, model, p, above = _label(cause), cause["model"], cause["predicted"], cause["window_above"]
@@ -149,6 +156,12 @@ def test_the_cause_run_is_reconciled_with_its_written_predictions(target, measur
             p["window_above_ms"] / 1e3, "s", p["window_above_why"], {"explanations": cause["explanations"]}),
             from_batch(window_ms / 1e3, "s", how), ratio=tuple(p["window_above_band"]), model=model,
             why=p["window_above_band_why"])
+    if "step_16_ms" in p:
+        step = lr.pure_step_ms(_raw_requests(batch, run["id"]), 16)
+        reconcile(f"cause.{name}.decode_step_16", Prediction(
+            p["step_16_ms"] / 1e3, "s", p["step_16_why"], {"explanations": cause["explanations"]}),
+            from_batch(step / 1e3, "s", "ladder_raw.pure_step_ms(16): the median pure decode step of 16 sequences"),
+            ratio=tuple(p["step_16_band"]), model=model, why=p["step_16_band_why"])
     if "itl_p99_s" in p:
         slo = json.loads((HERE / "workloads" / f"{cause['workload']}.json").read_text())["slo"]
         reconcile(f"cause.{name}.itl_p99_s", Prediction(slo["itl_ms"] / 1e3, "s",
