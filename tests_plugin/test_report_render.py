@@ -382,6 +382,7 @@ def test_a_findings_card_says_where_its_band_comes_from() -> None:
     section = section[section.index('id="findings"'):section.index('id="reconciliations"')]
     assert section.count(f'<b class="band-other-runs">other-runs</b>, {BAND_SOURCES["other-runs"]}') == 1
     assert "<b>source not stated</b>" in section
+    assert "Finding bands by source: 2 other-runs, 1 not stated" in render_html(ledger)  # the page's headline
 
 
 def test_a_resolved_carried_finding_is_not_retired_for_its_second_card() -> None:

@@ -25,6 +25,7 @@ from pytest_anatomy.report.embedded import COMPACT_SUITES, is_compact, embedded_
 from pytest_anatomy.report.formatting import (
     VERDICTS,
     allowed_interval,
+    band_sources_line,
     exact_value,
     format_gap,
     format_tolerance,
@@ -290,6 +291,7 @@ def build_view(ledger: Mapping[str, Any]) -> dict[str, Any]:
         "skips": [(str(s.get("test_id", "")), str(s.get("reason", ""))) for s in ledger.get("skips") or []],
         "failures": _failures_view(ledger.get("failures") or []),
         "overview": overview(recons),
+        "band_sources_line": band_sources_line(recons),
         "domain": plots.domain_plots(detailed),
         "scatter": scatter_plots(detailed),
         "bars": gap_bars(detailed),
