@@ -55,7 +55,8 @@ def test_the_preregistration_covers_every_case_from_a_committed_theory() -> None
         pytest.skip("no git history here to check the pre-registration's commit against")
     assert ancestor.returncode == 0, f"the pre-registration's theory commit {doc['theory_commit']} is not in HEAD"
     # written before any run: no recording of these names exists, or every one is later than the pre-registration
-    folder = ROOT / "results" / "h200" / "latency"
-    stamps = [p.name.split("@")[1] for m in qd.METHODS for p in folder.glob(f"{qd.MODEL}-{m}.decode.b*@*")]
+    folder = ROOT / "results" / qd.HARDWARE / "latency"
+    stamps = [p.name.split("@")[1].removesuffix(".json")
+              for m in qd.METHODS for p in folder.glob(f"{qd.MODEL}-{m}.decode.b*@*")]
     written = doc["written_utc"].replace("-", "").replace(":", "")
     assert all(s > written for s in stamps), stamps

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ sys.path.insert(0, str(REPO))
 from quant_plan import QUANT_CONFIGS  # noqa: E402  (the vllm phase's checkpoint configs, GPTQ's module list included)
 
 MODEL = "qwen2.5-7b"
+HARDWARE = "h200"  # the card the plan and its pre-registration are for (results/<HARDWARE>/latency)
 METHODS = ("fp8", "awq", "gptq")  # bf16 is the latency suite's own qwen2.5-7b.decode.b*
 BATCHES = (1, 8, 32, 64)
 INPUT_LEN, OUTPUT_LEN = 1024, 128  # latency_plan's decode part
@@ -59,15 +59,6 @@ def commands(folder: Path, out: Path) -> list[str]:
             f"--out-dir {out / m}" for m in METHODS]
 
 
-def _theory_commit() -> str:
-    dirty = subprocess.run(["git", "status", "--porcelain", "pytest_anatomy", "scripts/device/quant_decode.py"],
-                           cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
-    if dirty:
-        raise SystemExit(f"refused: the theory has uncommitted changes, commit them first:\n{dirty}")
-    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True,
-                          check=True).stdout.strip()
-
-
 def predictions() -> dict[str, dict[str, Any]]:
     """method -> batch -> the decode step `predict latency` gives (ms) with its formula and calibration."""
     from pytest_anatomy import cli, cli_latency
@@ -77,7 +68,7 @@ def predictions() -> dict[str, dict[str, Any]]:
         out[method] = {}
         for b in BATCHES:
             args = cli.build_parser().parse_args(
-                ["predict", "latency", "--model", MODEL, "--hardware", "h200", "--quantization", method,
+                ["predict", "latency", "--model", MODEL, "--hardware", HARDWARE, "--quantization", method,
                  "--batch", str(b), "--input-len", str(INPUT_LEN), "--output-len", str(OUTPUT_LEN)])
             itl = cli_latency.answers(args)["itl_ms"]
             out[method][str(b)] = {"step_ms": round(itl.value, 4), "formula": itl.formula,
@@ -86,7 +77,12 @@ def predictions() -> dict[str, dict[str, Any]]:
 
 
 def preregister() -> Path:
-    commit = _theory_commit()
+    from pytest_anatomy.preregistration import PreregistrationError, theory_commit
+
+    try:
+        commit = theory_commit(REPO)
+    except PreregistrationError as err:
+        raise SystemExit(f"refused: {err}") from None
     doc = {"what": "vLLM 0.26.0 decode step per weight format, Qwen2.5-7B dummy weights on the H200, predicted "
                    "before any run (scripts/device/quant_decode.py); the median recorded session's ceilings and "
                    "calibration", "written_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
