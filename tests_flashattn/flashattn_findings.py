@@ -130,8 +130,11 @@ NO_WARP_SPECIALIZATION = quoted(_r6_numbers) + (
     "is what cuDNN's kernel has: warp-group specialisation (producer warps issuing TMA, consumer warpgroups issuing "
     "wgmma back to back, the softmax of one tile overlapped with the MMAs of the next). Triton 3.6's "
     "tl.range(warp_specialize=True) is Blackwell-only; on Hopper it is offered only through the experimental Gluon "
-    "dialect, for which no rung is written yet. Band: from the target (1.0, where the finding resolves) to the first "
-    "visit's ratio + 10%; a session nearer the target still confirms the finding.")
+    "dialect, for which no rung is written yet. Band: from the target (1.0, where the finding resolves) to the "
+    "highest ratio of the case's other recorded runs on the card, widened by the checked run's own block-to-block "
+    "scatter (target_noise_band; with fewer than 3 other runs, the first visit's ratio + 10%); a session nearer the "
+    "target still confirms the finding.")
+TARGET_FINDING = "h200-fa2-without-warp-specialization"
 # Band centres: the first visit's r6 time / (backend time / target); test_flashattn_findings_reasons recomputes them.
 TARGETS = {
     ("test_best_rung_at_least_1_5x_flash_attention_backend", "full"): 1.107,
@@ -177,12 +180,54 @@ def target_band(ratio: float) -> tuple[float, float]:
     still confirmed."""
     return (1.0, band(ratio)[1])
 SWEEP_STRADDLERS = frozenset({"fa2.r6-tma-pipelined.b32h32n512d64.full"})
+# The backend each target divides by, and the target's factor (test_flashattn_gpu's predictions).
+TARGET_BACKENDS = {"test_best_rung_at_least_1_5x_flash_attention_backend": ("sdpa_flash_time", 1.5),
+                   "test_best_rung_at_least_0_85x_default_sdpa": ("sdpa_default_time", 0.85)}
+MIN_OTHER_RUNS = 3  # fewer recorded runs of the case than this: no envelope to speak of, the mark's band stands
+
+
+def target_ratio(test: str, rec: recordings.Recording) -> float:
+    """measured / predicted of a target test: the rung's time over the backend's time divided by the target."""
+    backend, factor = TARGET_BACKENDS[test]
+    return rec["time"].value / (rec[backend].value / factor)
+
+
+def run_budget(rec: recordings.Recording) -> float:
+    """The run's own timing noise: its two timing blocks' relative difference (time, time_repeat), 0 without one."""
+    return abs(rec["time"].value / rec["time_repeat"].value - 1) if "time_repeat" in rec.measurements else 0.0
+
+
+def other_runs(folders: tuple[Path, ...], hardware: str, rec: recordings.Recording) -> list[recordings.Recording]:
+    """Every recorded run of rec's case on `hardware` but rec itself, once each (a folder may be listed twice)."""
+    seen: dict[str, recordings.Recording] = {}
+    for folder in folders:
+        for p in recordings.candidates(folder, hardware, "flashattn", rec.name):
+            other = recordings.load_file(p)
+            if other.recorded_at != rec.recorded_at:
+                seen.setdefault(other.recorded_at, other)
+    return list(seen.values())
+
+
+def target_noise_band(test: str, rec: recordings.Recording, others: list[recordings.Recording]) -> \
+        tuple[float, float] | None:
+    """A missed target's band from measured noise (issue 10), replacing `target_band`'s first-visit ratio + 10%:
+    from the target (1.0, where the finding resolves) to the highest ratio of the case's other recorded runs on the
+    card, widened by the checked run's own block-to-block scatter. None with fewer than MIN_OTHER_RUNS other runs.
+
+    Written 2026-12-04 after the NVML-spec fast session (10:13) ran the causal 1.5x-FLASH ratio at 1.1847 against
+    the +10% band's 1.151: its r6 time's first block was 3.6% slower than its second; the 32 other runs spanned
+    0.980-1.144. Under this rule that run sits at the very top of its band (1.1847 against 1.185): the rule is not
+    confirmed by the run that prompted it, and the sessions after it are its held-out test."""
+    ratios = [target_ratio(test, r) for r in others]
+    if len(ratios) < MIN_OTHER_RUNS:
+        return None
+    return (1.0, round(max(ratios) * (1 + run_budget(rec)), 4))
 
 
 def target_marks(test: str, case: str) -> tuple[pytest.MarkDecorator, ...]:
     if (test, case) in TARGETS:
         ratio = TARGETS[(test, case)]
-        return (pytest.mark.finding("h200-fa2-without-warp-specialization", hardware=CHECKED_ON, expected=target_band(ratio),
+        return (pytest.mark.finding(TARGET_FINDING, hardware=CHECKED_ON, expected=target_band(ratio),
                                     reason=NO_WARP_SPECIALIZATION, strict=(test, case) not in TARGET_STRADDLERS,
                                     band_from="other-runs"),)
     if (test, case) in DECODE:
