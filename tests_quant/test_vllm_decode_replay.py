@@ -1,0 +1,78 @@
+"""vLLM's decode step per weight format (scripts/device/quant_decode.py's runs, results/<hw>/latency/
+qwen2.5-7b-<method>.decode.b<N>) against its pre-registration (vllm_decode_preregistered.json, written before any run
+from a committed theory): issue 13's "decode step vs bytes moved" for fp8, AWQ and GPTQ. Recorded only: the device
+plan measures these (docs/RECORDING.md); a method not yet run skips, naming the call that runs it.
+
+Tolerance: the pre-registered step carries the calibration of one recorded session (its b=1 overhead, its read
+ceiling); the card that runs the plan is any H200. So the tolerance is the calibration's transfer uncertainty:
+the largest distance of any recorded session's b=1 overhead from the calibration's (pinned in
+tests_latency/latency_b1_overheads.py), plus the priced part of the step times the recorded read ceilings' spread.
+Not the run's noise: the run's repeat scatter (~1%) is far under both terms."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+import vllm_decode_findings as vf
+
+from pytest_anatomy.theory.prediction import Prediction, Term
+
+ROOT = Path(__file__).resolve().parents[1]
+METHODS = tuple(vf.PREREG["predictions"])
+
+
+def _overheads() -> dict[str, float]:
+    spec = importlib.util.spec_from_file_location("latency_b1_overheads", ROOT / "tests_latency" /
+                                                  "latency_b1_overheads.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return dict(module.B1_OVERHEAD_BY_SESSION_MS)
+
+
+@cache
+def _ceiling_spread() -> float:
+    """max / min - 1 of every recorded read ceiling on the card."""
+    folder = vf.RESULTS / vf.HARDWARE / "ceilings"
+    values = [json.loads(p.read_text())["measurements"]["read_bandwidth.value"]["value"]
+              for p in sorted(folder.glob("ceilings@*.json"))]
+    return max(values) / min(values) - 1
+
+
+def test_the_findings_use_the_preregistrations_calibration() -> None:
+    """The overhead the reasons subtract is the pinned overhead of the session the pre-registration names."""
+    for method in METHODS:
+        for row in vf.PREREG["predictions"][method].values():
+            assert row["calibration"].endswith(f"recorded {vf.CALIBRATION_RECORDED_AT}")
+    assert _overheads()[vf.CALIBRATION_RECORDED_AT] == vf.CALIBRATION_OVERHEAD_MS
+
+
+def tolerance_ms(method: str, b: int) -> tuple[float, str]:
+    overheads = _overheads().values()
+    spread = max(abs(o - vf.CALIBRATION_OVERHEAD_MS) for o in overheads)
+    priced = vf._priced(method, b) * _ceiling_spread()
+    return spread + priced, (f"calibration transfer: recorded b=1 overheads within {spread:.3f} ms of the "
+                             f"calibration's, plus the priced {vf._priced(method, b):.3f} ms x the read ceilings' "
+                             f"{_ceiling_spread():.1%} spread")
+
+
+@pytest.mark.gpu
+@pytest.mark.targets(recorded="", live=False, hardware=vf.HARDWARE)  # the quant suite's folder; the runs are latency's
+@pytest.mark.parametrize("method,batch", [pytest.param(m, b, marks=vf.decode_marks(m, b), id=f"{m}-b{b}")
+                                          for m in METHODS for b in vf.BATCHES])
+def test_decode_step_per_weight_format(method: str, batch: int, target: Any, measured: Any, reconcile: Any) -> None:
+    name = f"{vf.MODEL}-{method}.decode.b{batch}"
+    rec = measured(name, target=target, suite="latency")  # skips a method not yet run (GPTQ, 2026-12-04)
+    row = vf.PREREG["predictions"][method][str(batch)]
+    pred = Prediction(row["step_ms"] / 1e3, "s", f"pre-registered {vf.PREREG['written_utc']}: {row['formula']}",
+                      {"calibration": row["calibration"], "theory_commit": vf.PREREG["theory_commit"]},
+                      (Term("t_overhead (calibration)", vf.CALIBRATION_OVERHEAD_MS / 1e3, "s"),
+                       Term("priced at the bytes", vf._priced(method, batch) / 1e3, "s")))
+    tol, why = tolerance_ms(method, batch)
+    reconcile("decode_step_per_weight_format", pred, rec["step_time_s"], abs=tol / 1e3, why=why,
+              model=f"{vf.MODEL}-{method}")
