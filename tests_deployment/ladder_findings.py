@@ -121,6 +121,8 @@ def batch_of(step: str) -> str:
 # Pure decode (ngram: pure verify) steps by the engine's clock, median ms (ladder_raw.pure_step_ms), (rung, batch).
 STEP_MS: dict[tuple[str, int], float] = {("fp8_kv", 1): 3.48, ("fp8_kv", 16): 3.99, ("eager", 1): 16.51,
                                          ("eager", 16): 15.85, ("ngram", 1): 5.03, ("ngram", 16): 8.05}
+# The cause test async-off's pure decode step of 16 (ms, batches/20261204T101352Z; test_cause_tests recomputes it).
+ASYNC_OFF_STEP_16_MS = 6.157
 # The same steps priced by the preregistered step model (priced_step_ms: the rung's knobs, the workload's mean context).
 PRICED_STEP_MS: dict[tuple[str, int], float] = {("fp8_kv", 1): 3.28, ("fp8_kv", 16): 3.60, ("eager", 1): 5.29,
                                                 ("eager", 16): 5.62, ("ngram", 1): 3.28, ("ngram", 16): 3.60}
@@ -213,7 +215,14 @@ NGRAM_STEP = (
     "step, growing with the batch. The engine's log says why in part: 'Async scheduling not supported with "
     "ngram-based speculative decoding and will be disabled', and the V1 model runner replaces V2; the calibration's "
     "step overhead was fitted with async scheduling on, so scheduling, input preparation, the CPU n-gram lookup and "
-    "rejection sampling now run between steps instead of under them. Their split is unknown. Step and tokens "
+    "rejection sampling now run between steps instead of under them. The cause test async-off (2026-12-04, the "
+    "parent's engine with async scheduling off and no speculation) split them: its pure decode step of 16 took "
+    f"{ASYNC_OFF_STEP_16_MS:.2f} ms, inside the band of the written host-serial-constant explanation (5.54 ms; "
+    f"speculation alone predicted ~{STEP_MS[('fp8_kv', 16)]:.2f}, a growing async loss ~{STEP_MS[('ngram', 16)]:.2f}): "
+    f"{ASYNC_OFF_STEP_16_MS - STEP_MS[('fp8_kv', 16)]:.2f} ms of the {STEP_MS[('ngram', 16)] - STEP_MS[('fp8_kv', 16)]:.2f}"
+    f" ms excess at 16 sequences is the host time async scheduling hid, "
+    f"{STEP_MS[('ngram', 16)] - ASYNC_OFF_STEP_16_MS:.2f} ms speculation's own work (lookup, rejection sampling, "
+    "verifying 5 tokens a sequence). Step and tokens "
     f"together give {STEP_MS[('ngram', 16)] / PRICED_STEP_MS[('ngram', 16)] * _COUNTER_TPS / _STREAM_TPS:.2f}x the "
     "predicted ITL at a full batch. Band: the measured gain's request-resampled 95% interval over the predicted gain.")
 SECOND_SLICE_REASON = "{rung}: {metric} gain {g:.4g} measured [{lo:.4g}, {hi:.4g} resampled], {p:.4g} predicted. "

@@ -281,6 +281,20 @@ def test_the_cause_findings_quote_the_recording_and_its_batch() -> None:
     assert cf.ABOVE_INTERVAL_MS[1] / cf.PREDICTED_MS < 0.8  # the whole interval lies below the written band
 
 
+def test_the_ngram_finding_quotes_the_async_off_run() -> None:
+    """ladder_findings.ASYNC_OFF_STEP_16_MS (quoted by h200-ngram-verify-steps-serial) is the async-off cause run's
+    median pure decode step of 16, recomputed from its kept batch."""
+    from pytest_anatomy import recordings
+
+    cause = next(c for c in CAUSES if c["name"] == "async-off")
+    name = f"{cause['model']}.{cause['workload']}.{cause['base']}+{cause['name']}"
+    rec = recordings.load_latest(HERE.parent / "results", lf.MEASURED_ON, "deployment", name)
+    assert rec.path is not None
+    batch = rec.path.parents[1] / "batches" / rec.path.name.split("@", 1)[1].removesuffix(".json")
+    run = next(r for r in json.loads((batch / "deployment.json").read_text())["runs"] if r["id"] == rec.data["run"]["id"])
+    assert round(lr.pure_step_ms(_raw_requests(batch, run["id"]), 16), 3) == lf.ASYNC_OFF_STEP_16_MS
+
+
 def test_the_repeat_finding_quotes_its_batch() -> None:
     """The numbers h200-qwen-fp8-kv-shortening-did-not-repeat quotes, from the repeat's kept batch, and the first
     visit's from cause_tests.json; its band holds a ratio of 1 (the engine-start explanation's outcome)."""
