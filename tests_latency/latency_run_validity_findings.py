@@ -160,7 +160,7 @@ SLOW_PROMPT_REASON = (
     f"its mean ITL {_HELD_RUN[2] / _HELD_RUN[3]:.2f}x simulated, above the clean band's {_ITL_HI:.2f}; the slowed "
     f"simulation puts that mean ITL at {_HELD_RUN[4]:.2f} ms against {_HELD_RUN[2]:.2f} ms measured "
     f"({_HELD_RUN[2] / _HELD_RUN[4]:.2f}x, under the band's {_ITL_LO:.2f} again). But 1.3x runs have few lone prompts "
-    "(6-11) and sit highest among the clean runs (1.03-1.18 over the six earlier sessions with a 0.8x run, the highest "
+    "(6-14) and sit highest among the clean runs (1.03-1.18 over the six earlier sessions with a 0.8x run, the highest "
     "clean run among them a 1.3x one), so the threshold's margin at 1.3x is thin: this flag may be the top of the 1.3x runs' scatter "
     "as much as a slow run. The clock does not explain it: NVML sampled that run's lone-prompt steps at 1,560-1,860 MHz "
     "(median 1,770; the session's other runs' medians 1,830-1,950 MHz, all under the software power cap, "
