@@ -4,12 +4,14 @@ The transfer check (test_decode_overhead_transfers_to_a_second_model) predicts L
 step overhead fitted on Qwen2.5-7B's b=1 step in the same session, on the same card. Its session-level budget (the
 run's repeat scatter, the read ceiling's, the calibration's) is what one session can measure. But every H200 session
 recorded ran on a different card (NVML UUID), and the transferred step's measured / predicted ratio moves from card
-to card by more than that budget: 0.973-1.008 at b=1 on fifteen cards, 1.021 and 1.055 on two others
-(latency_card_findings). A user's card is one more draw from that population, so the budget carries the spread of the
-ratio over the recorded cards: 2 sample standard deviations, over every recorded card but the one checked (a replay
-of a recorded session is never judged by a spread that contains itself; a live session on a new card gets all of
-them). This is measured noise, not a fit: no prediction moves, only the tolerance, and the term's size is whatever the
-recorded cards say. It double-counts a little, since each card's ratio carries its own run's repeat scatter too.
+to card by more than that budget: 0.973-1.008 at b=1 on sixteen cards, 1.0207 and 1.0215 on two others (the eleventh
+visit's card, which latency_card_findings names, and the 2026-12-04 09:53 session's GPU-afc51c9f, which no card finding
+names) and 1.055 on the tenth visit's card (latency_card_findings). A user's card is one more draw from that
+population, so the budget carries the spread of the ratio over the recorded cards: 2 sample standard deviations,
+over every recorded card but the one checked (a replay of a recorded session is never judged by a spread that
+contains itself; a live session on a new card gets all of them). This is measured noise, not a fit: no prediction
+moves, only the tolerance, and the term's size is whatever the recorded cards say. It double-counts a little, since
+each card's ratio carries its own run's repeat scatter too.
 The population is H200 cards, the only kind with more than one recorded card; a check on another kind (the H100's
 recording, a user's card) carries the same term as the best measured estimate of a card-to-card spread, and says so.
 
@@ -29,8 +31,9 @@ from latency_card_findings import gpu_uuid
 # recorded none; {batch: measured / predicted decode step}), with the Qwen calibration known when the session ran.
 # Every session ran on a different card. Written 2026-12-03; the thirteenth visit's row (08:29, a new card), the
 # fourteenth's (12:06, a new card), the fifteenth's (14:16, a new card), the seventeenth's (21:25, a new card,
-# GPU-d9670574), the eighteenth's (23:32, a new card, GPU-c23a57d2) and the nineteenth call's (00:09, a new card,
-# GPU-04f89884) added from their recordings.
+# GPU-d9670574), the eighteenth's (23:32, a new card, GPU-c23a57d2), the nineteenth call's (00:09, a new card,
+# GPU-04f89884) and the 2026-12-04 visit's two full sessions' (09:53, a new card, GPU-afc51c9f; 10:05, a new card,
+# GPU-dbafddd4, whose NVML fast session at 10:12 ran no Llama) added from their recordings.
 LLAMA_TRANSFER_RATIOS: dict[str, tuple[str | None, dict[int, float]]] = {
     "2026-11-30T02:02:39Z": (None, {1: 0.9856, 2: 0.9928, 4: 0.998, 8: 1.0143, 16: 1.0224, 32: 1.0538, 64: 1.0854,
                                     128: 1.1565}),
@@ -66,6 +69,10 @@ LLAMA_TRANSFER_RATIOS: dict[str, tuple[str | None, dict[int, float]]] = {
         1: 0.9905, 2: 0.995, 4: 1.0014, 8: 1.0159, 16: 1.0268, 32: 1.0599, 64: 1.0833, 128: 1.1595}),
     "2026-12-04T00:09:44.000000Z": ("GPU-04f89884-04f2-2263-d359-6a6530989849", {
         1: 1.0082, 2: 1.0048, 4: 1.0126, 8: 1.0205, 16: 1.0329, 32: 1.0637, 64: 1.0943, 128: 1.1622}),
+    "2026-12-04T09:53:42.000000Z": ("GPU-afc51c9f-30ad-12b6-c1c3-b5d17830ad8f", {
+        1: 1.0215, 2: 1.0173, 4: 1.0282, 8: 1.0365, 16: 1.0417, 32: 1.0705, 64: 1.1003, 128: 1.189}),
+    "2026-12-04T10:05:35.000000Z": ("GPU-dbafddd4-1f1f-70e6-238d-42e29000204a", {
+        1: 0.9793, 2: 0.9872, 4: 0.9983, 8: 1.0009, 16: 1.0198, 32: 1.0458, 64: 1.0873, 128: 1.1505}),
 }
 # card -> {batch: ratio}: the table above by card, a session without a UUID named by its stamp (taken as its own card)
 CARD_TRANSFER_RATIOS: dict[str, dict[int, float]] = {

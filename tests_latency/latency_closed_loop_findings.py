@@ -52,7 +52,9 @@ STEADY_STATE_WITH_GEMM_ETA: dict[str, tuple[float, float]] = {"2026-12-01T06:44:
                                                               "2026-12-03T14:16:33.000000Z": (0.8484, 0.9381),
                                                               "2026-12-03T21:25:39.000000Z": (0.8500, 0.9235),
                                                               "2026-12-03T23:32:23.000000Z": (0.8422, 0.9162),
-                                                              "2026-12-04T00:09:44.000000Z": (0.8521, 0.9364)}
+                                                              "2026-12-04T00:09:44.000000Z": (0.8521, 0.9364),
+                                                              "2026-12-04T09:53:42.000000Z": (0.8301, 0.9181),
+                                                              "2026-12-04T10:05:35.000000Z": (0.8401, 0.9198)}
 _QWEN_STEADY = STEADY_STATE_RATIOS[LLAMA]  # every recorded Qwen2.5-7B run: Llama's band
 (_LLAMA_STEADY_AT, _LLAMA_STEADY), = STEADY_STATE_LLAMA.items()
 _FIRST_GEMM_STEADY = min(STEADY_STATE_WITH_GEMM_ETA)

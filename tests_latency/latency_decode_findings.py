@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 from pytest_anatomy.recordings import stamp_of
+from latency_card_findings import CARD_RATIOS
 from latency_card_spread import LLAMA_TRANSFER_RATIOS, transfer_may_agree
 from latency_findings_common import (CHECKED_ON, envelope, LLAMA, MEASURED_ON, OTHER_SESSION, OTHER_SESSION_NOISE, QWEN, _and, _count,
                                      _plural, other_session_band)
@@ -43,7 +44,8 @@ MARGINAL_COST_RUNS: dict[tuple[str, str], float] = {
     ("qwen2.5-7b", "2026-12-03T14:23:49.000000Z"): 1.3030, ("qwen2.5-7b", "2026-12-03T21:25:39.000000Z"): 1.2665,
     ("qwen2.5-7b", "2026-12-03T21:32:29.000000Z"): 1.2908, ("qwen2.5-7b", "2026-12-03T22:26:09.000000Z"): 1.2917,
     ("qwen2.5-7b", "2026-12-03T23:32:23.000000Z"): 1.3029, ("qwen2.5-7b", "2026-12-03T23:40:05.000000Z"): 1.2516,
-    ("qwen2.5-7b", "2026-12-04T00:09:44.000000Z"): 1.4074,
+    ("qwen2.5-7b", "2026-12-04T00:09:44.000000Z"): 1.4074, ("qwen2.5-7b", "2026-12-04T09:53:42.000000Z"): 1.3494,
+    ("qwen2.5-7b", "2026-12-04T10:05:35.000000Z"): 1.2738, ("qwen2.5-7b", "2026-12-04T10:12:03.000000Z"): 1.2931,
     ("llama-3.1-8b", "2026-11-30T02:02:39Z"): 1.3201, ("llama-3.1-8b", "2026-12-01T04:47:39.340850Z"): 1.3398,
     ("llama-3.1-8b", "2026-12-01T06:44:22.000000Z"): 1.3264, ("llama-3.1-8b", "2026-12-01T11:24:59.000000Z"): 1.3181,
     ("llama-3.1-8b", "2026-12-02T00:05:58.000000Z"): 1.3199, ("llama-3.1-8b", "2026-12-02T02:33:51.000000Z"): 1.3263,
@@ -52,7 +54,8 @@ MARGINAL_COST_RUNS: dict[tuple[str, str], float] = {
     ("llama-3.1-8b", "2026-12-02T23:51:19.000000Z"): 1.2863, ("llama-3.1-8b", "2026-12-03T08:29:08.000000Z"): 1.3074,
     ("llama-3.1-8b", "2026-12-03T12:06:46.000000Z"): 1.3320, ("llama-3.1-8b", "2026-12-03T14:16:33.000000Z"): 1.3345,
     ("llama-3.1-8b", "2026-12-03T21:25:39.000000Z"): 1.3172, ("llama-3.1-8b", "2026-12-03T23:32:23.000000Z"): 1.3096,
-    ("llama-3.1-8b", "2026-12-04T00:09:44.000000Z"): 1.3067,
+    ("llama-3.1-8b", "2026-12-04T00:09:44.000000Z"): 1.3067, ("llama-3.1-8b", "2026-12-04T09:53:42.000000Z"): 1.2943,
+    ("llama-3.1-8b", "2026-12-04T10:05:35.000000Z"): 1.3374,
 }
 
 
@@ -210,6 +213,18 @@ _CLEAN = {model: _clean_runs(model) for model in (QWEN, LLAMA)}  # every clean r
 _PAIRED = {s: _CLEAN[QWEN][s] / r for s, r in _CLEAN[LLAMA].items() if s in _CLEAN[QWEN]}
 _PAIRED_LOW = {s: q for s, q in _PAIRED.items() if q < 1}
 _PAIRED_HIGH = sorted(s for s in _PAIRED if s not in _PAIRED_LOW)  # test_latency_card_spread: on a card a card finding names
+
+
+def _paired_high() -> str:
+    """The sessions where Qwen2.5-7B's slope sits above Llama-3.1-8B's, each with its card (the Llama run's) as
+    MARGINAL_COST_REASON names it: "2026-12-02 23:51 (by 12%, on a card h200-card-decode-residuals names)"."""
+    def card(stamp: str) -> str:
+        uuid = LLAMA_TRANSFER_RATIOS[stamp][0] or ""
+        return ("on a card h200-card-decode-residuals names" if uuid in CARD_RATIOS
+                else f"on {uuid[:12]}, which no card finding names")
+    return _and([f"{_hhmm(s)} (by {_PAIRED[s] - 1:.0%}, {card(s)})" for s in _PAIRED_HIGH])
+
+
 MARGINAL_COST_REASON = (
     "Each extra sequence adds more to the decode step than its KV read at the session's read ceiling (1,088 tokens x "
     "56 KiB for Qwen2.5-7B, x 128 KiB for Llama-3.1-8B): {q_lo:.2f}-{q_hi:.2f}x for Qwen2.5-7B over its {n_q} recorded "
@@ -218,8 +233,8 @@ MARGINAL_COST_REASON = (
     "its stalled b={stalled_b} run{plural}, {stalled_at}): a similar per-byte excess on two KV shapes (GQA 7:1 vs 4:1), "
     "so it scales with KV bytes, not with the model's GEMMs. Not the same excess to the percent: in {n_low} of the "
     "{n_pair} sessions that ran both cleanly Qwen2.5-7B's sits {p_lo:.0%}-{p_hi:.0%} under Llama-3.1-8B's, and "
-    "{p_max:.0%} above it in {above}, on a card h200-card-decode-residuals names, so one model's ratio does not band "
-    "the other's. The seed's 4090 shows 1.6x. Which per-sequence work it is stays open (PER_SEQUENCE_COST). Band: the envelope "
+    "above it in {above}, so one model's ratio does not band the other's. The seed's 4090 shows 1.6x. Which "
+    "per-sequence work it is stays open (PER_SEQUENCE_COST). Band: the envelope "
     "of the model's other recorded runs on every card (the newest, Qwen2.5-7B {new_q:.2f}x ({new_q_at}) and "
     "Llama-3.1-8B {new_l:.2f}x ({new_l_at}), is never its own band's source), its edges widened by the checked run's "
     "noise budget: the card-to-card spread is part of what a new card may show.").format(
@@ -229,8 +244,7 @@ MARGINAL_COST_REASON = (
     stall=HOST_STALL_FINDING_ID, stalled=MARGINAL_COST_RUNS[NEWEST_SLOPE_STALLED],
     stalled_b=_and([str(b) for b in _NEWEST_SLOPE_STALLED_BATCHES]), plural=_plural(len(_NEWEST_SLOPE_STALLED_BATCHES)),
     stalled_at=_hhmm(NEWEST_SLOPE_STALLED[1]), n_low=_count(len(_PAIRED_LOW)), n_pair=_count(len(_PAIRED)),
-    p_lo=1 - max(_PAIRED_LOW.values()), p_hi=1 - min(_PAIRED_LOW.values()), p_max=max(_PAIRED.values()) - 1,
-    above=_and([_hhmm(x) for x in _PAIRED_HIGH]),
+    p_lo=1 - max(_PAIRED_LOW.values()), p_hi=1 - min(_PAIRED_LOW.values()), above=_paired_high(),
     new_q=MARGINAL_COST_NEWEST[QWEN][0], new_q_at=_hhmm(_newest(QWEN)), new_l=MARGINAL_COST_NEWEST[LLAMA][0],
     new_l_at=_hhmm(_newest(LLAMA))[11:])
 
