@@ -52,9 +52,11 @@ def test_a_new_card_gets_every_recorded_card():
     assert every == cs.card_spread(cards, 1, "")
     for card in cards:
         assert cs.card_spread(cards, 1, card) != every  # removing any card's ratio moves the sample's spread
-    # the two odd cards are most of the spread: without them it is the other cards' scatter, under 2%
-    nine = {c: v for c, v in cards.items() if c not in cf.CARD_RATIOS}
-    assert cs.card_spread(nine, 1, "") < 0.02 < every
+    # the odd cards (the two named, and UNNAMED_ODD_CARDS) are most of the spread: without them it is the other cards'
+    # scatter, under 2%; with the unnamed odd card back in, over it (2026-12-04: 2.47%)
+    rest = {c: v for c, v in cards.items() if c not in cf.CARD_RATIOS and c not in cs.UNNAMED_ODD_CARDS}
+    unnamed = {c: v for c, v in cards.items() if c not in cf.CARD_RATIOS}
+    assert cs.card_spread(rest, 1, "") < 0.02 < cs.card_spread(unnamed, 1, "") < every
 
 
 def test_the_card_term_reaches_the_batches_it_should():
@@ -69,6 +71,8 @@ def test_the_card_term_reaches_the_batches_it_should():
 
 def test_slopes_above_the_other_model_are_on_named_cards():
     """MARGINAL_COST_REASON: the sessions where Qwen2.5-7B's per-sequence excess sits above Llama-3.1-8B's ran on a
-    card latency_card_findings names (the card is the Llama run's, LLAMA_TRANSFER_RATIOS)."""
+    card latency_card_findings names or on the unnamed odd card (the card is the Llama run's, LLAMA_TRANSFER_RATIOS):
+    2026-12-04 09:53 on GPU-afc51c9f was the first on an unnamed card."""
     import latency_decode_findings as df
-    assert df._PAIRED_HIGH and all(cs.LLAMA_TRANSFER_RATIOS[s][0] in cf.CARD_RATIOS for s in df._PAIRED_HIGH)
+    odd = set(cf.CARD_RATIOS) | cs.UNNAMED_ODD_CARDS
+    assert df._PAIRED_HIGH and all(cs.LLAMA_TRANSFER_RATIOS[s][0] in odd for s in df._PAIRED_HIGH)
