@@ -142,6 +142,37 @@ def test_decode_step(b, engine_setup, latency_recording, stalled_run, reconcile,
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("model_name", ["qwen2.5-7b", "llama-3.1-8b"])
+def test_streamed_weight_bytes_are_the_loaded_parameters(model_name, target, measured, reconcile):
+    """The matmul weights a decode step is priced to stream (theory/latency.matmul_weight_bytes) plus those it does
+    not stream (the embedding, gathered one row per token; norms) are the parameter bytes vLLM loaded: the engine's
+    recorded model memory less the load replay's non-parameter allocations (rope cache, scale buffers, the caching
+    allocator's rounding; tests_capacity holds each to the byte). Exact. Without this check the calibration absorbs
+    a weight-bytes error: latency-matmul-weights-x1.05 (tests_plugin/theory_mutants.py) moved the b=1 prediction by
+    less than the recorded sessions' overhead spread, and survived once a session with a mid-range overhead became
+    the newest (2026-12-04 10:12)."""
+    from dataclasses import replace
+
+    from pytest_anatomy.specs.model import load_model
+    from pytest_anatomy.theory import capacity as cap
+    from pytest_anatomy.theory.vllm_load import replay_load
+
+    rec = measured(f"vllm-ledger.{model_name}.u0.90.len8192.eager", target=target, suite="capacity")
+    model = load_model(model_name)
+    replay = replay_load(model)
+    memory = rec["model_memory_bytes"]
+    loaded = replace(memory, value=memory.value - (replay.allocated - replay.parameter_bytes))
+    streamed = lat.matmul_weight_bytes(model)
+    gathered = cap.weight_bytes(model).value - cap.weight_bytes(model, matmul_only=True).value
+    pred = Prediction(streamed + gathered, "B", "matmul_weight_bytes + the bytes a step does not stream",
+                      {"model": model_name}, (Term("matmul weights streamed per step", streamed, "B"),
+                                              Term("embedding and norms (not streamed)", gathered, "B")))
+    reconcile("streamed_weight_bytes_vs_loaded_parameters", pred, loaded, abs=0.0, model=model_name,
+              why="exact: integer parameter bytes; the loaded side is model_memory_bytes less the load replay's "
+                  "non-parameter allocations")
+
+
+@pytest.mark.gpu
 def test_kv_read_per_block_is_what_the_engine_allocates(engine_setup, latency_recording, reconcile):
     """The KV bytes a decode step is priced to read for a context (theory/latency.kv_read_bytes) are the bytes the
     engine stores for it: with the pool pinned (kv_cache_memory_bytes), vLLM's block count is that pool over one

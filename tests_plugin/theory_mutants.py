@@ -105,17 +105,14 @@ CATALOGUE: tuple[Mutation, ...] = (
         "pytest_anatomy.theory.latency", "matmul_weight_bytes",
         "return cap.weight_bytes(model, matmul_only=True).value",
         "return 1.05 * cap.weight_bytes(model, matmul_only=True).value",
-        # Caught only by the bare roofline's finding band (this run's roofline plus the other sessions' overheads,
-        # pinned in latency_b1_overheads, +-2.5%), and only where the checked session's own overhead lies within
-        # ~0.05 ms of the others' lowest: x1.05 adds ~0.16 ms to Qwen2.5-7B's b=1 roofline, while the sessions'
-        # overheads spread over 0.19 ms and the band adds 2.5% (~0.12 ms) each side. So the catch is the newest
-        # session's luck (2026-12-04 00:09: 1.366 ms against the others' 1.358-1.551), and a new session may make
-        # this a survivor: a band re-derived from the recordings at test time never catches it (it moves with the
-        # roofline; the 2026-12-03 band did, which is why the overheads are pinned). The b=1-residual
-        # calibration absorbs it, and Llama-3.1-8B, the model that residual is checked on, has the same weight
-        # scale (14.0 vs 14.2 GB), lm_head share (7.5% vs 7.7%) and FFN share (~80%), so it cancels there too.
-        # The tiny-hidden overhead models would catch it in every calibrated decode check, but their step is the
-        # engine's CPU loop, not an additive overhead (calibration.TINY_OVERHEAD_IS_ADDITIVE), so none uses them.
+        # Caught, since 2026-12-04, by an exact check: test_streamed_weight_bytes_are_the_loaded_parameters holds the
+        # bytes a step streams plus those it gathers to the parameter bytes vLLM loaded (the recorded model memory
+        # less the load replay's other allocations). Before it, only the bare roofline's finding band could see it,
+        # by luck: x1.05 adds ~0.16 ms to Qwen2.5-7B's b=1 roofline, the sessions' overheads spread over 0.19 ms,
+        # so the catch held only while the newest session's overhead sat near the others' lowest (2026-12-04 00:09),
+        # and the 10:12 session (1.468 ms) made it a survivor, as this note had said it might. Timing checks cannot
+        # see it: the b=1-residual calibration absorbs it, and Llama-3.1-8B, the model that residual is checked on,
+        # has the same weight scale (14.0 vs 14.2 GB), lm_head share (7.5% vs 7.7%) and FFN share (~80%).
         _LATENCY_STEPS),
     Mutation(
         "calibration-drop-layer-term", "latency", "the tiny models' per-layer overhead dropped (c0 only)",
