@@ -125,7 +125,7 @@ SLOW_PROMPT_RUNS: dict[tuple[str, str], tuple[float, float, float, float, float]
 # run's own frame, or the other clean sessions' envelope widened by the run's budget, lf.ttft_envelope:
 # test_latency_load.band_at_test_time), by (session stamp, rate); recomputed by the same test.
 SLOW_PROMPT_CLEAN_TTFT_BAND: dict[tuple[str, str], tuple[float, float]] = {
-    ("2026-12-02T07:14:23.000000Z", "0.8"): (1.2231, 2.6176),
+    ("2026-12-02T07:14:23.000000Z", "0.8"): (1.1889, 2.6176),
     ("2026-12-02T14:18:58.000000Z", "1.3"): (1.4669, 2.7363),
     ("2026-12-02T23:51:19.000000Z", "1"): (1.4096, 2.7833),
     ("2026-12-04T00:09:44.000000Z", "1.3"): (1.4142, 2.4383),
