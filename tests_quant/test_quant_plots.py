@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pytest_anatomy.report.plots import domain_plots
-from pytest_anatomy.report.plots_quant import quality_vs_bpw, speed_vs_bytes
+from pytest_anatomy.report.plots_quant import quality_vs_bpw, speed_vs_bytes, vllm_step_vs_bytes
 from pytest_anatomy.quant_prereg import CARD
 
 
@@ -26,3 +26,16 @@ def test_both_figures_draw_one_point_per_file_type():
 def test_no_figure_without_two_points():
     assert quality_vs_bpw([_rec("kld[Q8_0]", "bits_per_weight", 8.5, 0.0014, 0.0013)]) == []
     assert speed_vs_bytes([]) == []
+
+
+def test_vllm_decode_steps_chart_per_batch():
+    def rec(method: str, b: int, x: float, predicted: float, measured: float) -> dict:
+        r = _rec("decode_step_per_weight_format", "weight_bytes_per_token", x, predicted, measured, "qwen2.5-7b")
+        r["prediction"]["inputs"].update(batch=b, method=method)
+        return r
+
+    recs = [rec("fp8", 1, 7.6e9, 3.26e-3, 3.38e-3), rec("awq", 1, 4.5e9, 2.54e-3, 3.77e-3),
+            rec("fp8", 8, 7.6e9, 3.36e-3, 3.51e-3)]
+    charts = vllm_step_vs_bytes(recs)
+    assert len(charts) == 1 and "b=1" in str(charts[0])  # b=8 has one point: no chart
+    assert any(g["title"] == "Quantization" and len(g["plots"]) == 1 for g in domain_plots(recs))

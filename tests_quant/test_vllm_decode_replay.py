@@ -20,6 +20,8 @@ from typing import Any
 import pytest
 import vllm_decode_findings as vf
 
+from pytest_anatomy.specs.model import load_model
+from pytest_anatomy.theory import capacity as cap
 from pytest_anatomy.theory.prediction import Prediction, Term
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -69,10 +71,13 @@ def test_decode_step_per_weight_format(method: str, batch: int, target: Any, mea
     name = f"{vf.MODEL}-{method}.decode.b{batch}"
     rec = measured(name, target=target, suite="latency")  # skips a method not yet run (GPTQ, 2026-12-04)
     row = vf.PREREG["predictions"][method][str(batch)]
+    streamed = cap.weight_bytes(load_model(vf.MODEL), weight_format=method, matmul_only=True).value
     pred = Prediction(row["step_ms"] / 1e3, "s", f"pre-registered {vf.PREREG['written_utc']}: {row['formula']}",
-                      {"calibration": row["calibration"], "theory_commit": vf.PREREG["theory_commit"]},
+                      {"calibration": row["calibration"], "theory_commit": vf.PREREG["theory_commit"],
+                       # the report's decode-step figure: x = the weights a step streams, one chart per batch
+                       "weight_bytes_per_token": streamed, "batch": batch, "method": method},
                       (Term("t_overhead (calibration)", vf.CALIBRATION_OVERHEAD_MS / 1e3, "s"),
                        Term("priced at the bytes", vf._priced(method, batch) / 1e3, "s")))
     tol, why = tolerance_ms(method, batch)
     reconcile("decode_step_per_weight_format", pred, rec["step_time_s"], abs=tol / 1e3, why=why,
-              model=f"{vf.MODEL}-{method}")
+              model=vf.MODEL)  # the method is an input: the report draws the methods of one model together

@@ -2,7 +2,9 @@
 model's predicted curve through the file types, each measured KLD a point), from the `kld[...]`
 reconciliations whose prediction names the file's bits per weight; and decode speed against the weight
 bytes a token reads (the predicted tok/s through the file types, measured llama-bench points), from the
-`tg128_tok_per_s[...]` ones that name them. Each is absent without its reconciliations."""
+`tg128_tok_per_s[...]` ones that name them; and vLLM's decode step per weight format against the weights a step
+streams, one chart per batch, from the `decode_step_per_weight_format` ones. Each is absent without its
+reconciliations."""
 
 from __future__ import annotations
 
@@ -23,6 +25,15 @@ def _points(recons: Sequence[Recon], prefix: str, x_input: str) -> dict[str, lis
         if (recon.get("suite") == "quant" and str(recon.get("name", "")).startswith(prefix) and x
                 and _num(recon.get("measured")) and _num(recon.get("predicted"))):
             out.setdefault(f"{recon.get('model')} on {recon.get('hardware')}", []).append((x, recon))
+    return out
+
+
+def _by_batch(points: dict[str, list[tuple[float, Recon]]]) -> dict[str, list[tuple[float, Recon]]]:
+    """Split each group by the prediction's `batch` input (a step's time depends on it as much as on the bytes)."""
+    out: dict[str, list[tuple[float, Recon]]] = {}
+    for group, pts in points.items():
+        for x, recon in pts:
+            out.setdefault(f"{group}, b={_inputs(recon).get('batch')}", []).append((x, recon))
     return out
 
 
@@ -55,3 +66,11 @@ def speed_vs_bytes(recons: Sequence[Recon]) -> list[Markup]:
                    clip=f"clip-quant-speed-{n}")
             for n, (group, pts) in enumerate(sorted(_points(recons, "tg128_tok_per_s[", "weight_bytes_per_token").items()))
             if len(pts) >= 2]
+
+
+def vllm_step_vs_bytes(recons: Sequence[Recon]) -> list[Markup]:
+    groups = _by_batch(_points(recons, "decode_step_per_weight_format", "weight_bytes_per_token"))
+    return [_chart(group, pts, what="vLLM decode step vs weight bytes", x_label="weight bytes a step streams",
+                   y_label="decode step (s)", log_x=True, tip="pre-registered (bytes / ceiling + overhead)",
+                   clip=f"clip-quant-vllm-{n}")
+            for n, (group, pts) in enumerate(sorted(groups.items(), key=lambda g: (len(g[0]), g[0]))) if len(pts) >= 2]
