@@ -281,7 +281,9 @@ INSTRUCTION_HELD_OUT_TABLE: dict[str, tuple[str, str, float]] = {
 # pre-registration, the issue ledger's fit and the earlier rungs' first-run times (test_kernel_findings_reasons and
 # test_kernels_issue_ledger recompute them), never from the time being checked.
 NEW_RUNGS_PROFILE = "2026-12-01T11:11:38Z"
-PREREG_ACCEPT = 0.15  # the ladders' acceptance band of a pre-registered time (test_kernels_ladders.ACCEPT_BAND)
+# The ladders' 15% goal for a pre-registered time: since 2026-12-04 no longer its tolerance (kernel_budget: measured
+# noise), but still the edge of the bands below whose findings say a rung missed that goal.
+PREREG_ACCEPT = 0.15
 S9_PREREG_MS, S10_PREREG_MS = 2.9, 0.34  # the headers' pre-registered 4096^3 times (never edited)
 # The issue ledger's time with its latency term removed (c = c0: a pipeline that hides every staged load), over its
 # time with the fitted term, for s9 (ilp 64, 16 warps per SM): min(4, 16 / c0) over min(4, 16 / (c0 + L / 64)).

@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import pytest
 
+import kernel_budget as kb
 import kernel_findings as hf
+import kernel_noise_findings as kn
 
 from pytest_anatomy.kernels import fused, reduction, sgemm
 from pytest_anatomy.kernels.ladders import LADDERS
@@ -46,8 +48,10 @@ from pytest_anatomy.theory.prediction import Prediction
 SHAPES = {"sgemm": sgemm.TIMING_SHAPE, "reduction": reduction.TIMING_SHAPE, "rmsnorm": fused.RMSNORM_TIMING_SHAPE,
           "softmax": fused.SOFTMAX_TIMING_SHAPE}
 ACCEPT_BAND = 0.15
-ACCEPT_WHY = ("the ladders' acceptance band for held-out rungs (the timing noise is reported as time vs "
-              "time_repeat)")
+# Still a target, not a noise budget (issue 10): the instruction and request ledgers are fitted in the same run, and
+# their budget needs the fit's own residual scatter, not computed yet. The pre-registered times use kernel_budget.
+ACCEPT_WHY = ("the ladders' 15% acceptance target for held-out rungs of a ledger fitted in the same run (a goal, not "
+              "measured noise; the timing noise is reported as time vs time_repeat)")
 
 
 def baseline_of(v: Variant) -> Variant:
@@ -144,7 +148,8 @@ def _cases(name: str, t: tg.Target, results) -> list[tuple[tuple, str, tuple]]:
         if t.name != PREREGISTERED_ON:  # the headers pre-register one card's times
             return []
         return [((v, shape), f"{v.id}-{shape_label(shape)}",
-                 hf.marks_for("preregistered", f"{v.id}-{shape_label(shape)}"))
+                 hf.marks_for("preregistered", f"{v.id}-{shape_label(shape)}")
+                 or kn.marks(v.ladder, v.id, shape_label(shape)))
                 for v, shape in PREREGISTERED if _with(results, t, rung_name(v, shape))]
     ledgers = {"test_sgemm_issue_ledger_preregistered": (sgemm.ISSUE_PREREGISTERED, "issue_preregistered"),
                "test_sgemm_mma_issue_ledger_preregistered": (sgemm.MMA_ISSUE_PREREGISTERED, "mma_issue_preregistered")}
@@ -241,9 +246,6 @@ def test_rung_is_correct_and_timed_twice(target, v, measured, anatomy_benchmark)
 
 
 # --- every rung: its pre-registered time -----------------------------------------------------
-PREREG_WHY = ("the ladders' 15% acceptance band for a prediction made without the measurement (the rung's own "
-              "two timing blocks, time vs time_repeat, show the noise is far smaller)")
-
 
 @pytest.mark.gpu
 def test_preregistered_time(target, v, shape, measured, reconcile):
@@ -253,8 +255,9 @@ def test_preregistered_time(target, v, shape, measured, reconcile):
                       notes=(("a hand prediction from the 4090's prices and the ledgers, written down first; "
                               "never adjusted after the measurement"),))
     rec = rung_rec(measured, v, shape)
-    reconcile("time_vs_preregistered", pred, rec["time"], rel=ACCEPT_BAND, why=PREREG_WHY,
-              finding_band=_clock_band(target, v, shape, rec))
+    reconcile("time_vs_preregistered", pred, rec["time"], budget=_noise_budget(target, v, shape, rec),
+              why=kb.NOISE_WHY, finding_band=_clock_band(target, v, shape, rec) or _noise_finding_band(
+                  target, v, shape, rec, ms * 1e-3))
 
 
 # --- SGEMM: byte ledger, instruction ledger, request ledger, targets ---------------------------
@@ -335,7 +338,8 @@ def test_sgemm_issue_ledger_preregistered(target, v, shape, measured, reconcile)
                        "ffma_share": v.theory.ffma_share},
                       notes=("pre-registered before the rung ran; the fit saw no pipelined rung, so a cp.async "
                              "pipeline that removes the staged loads' latency shows as a miss here",))
-    reconcile("time_issue_ledger", pred, rung_rec(measured, v, shape)["time"], rel=ACCEPT_BAND, why=ACCEPT_WHY)
+    rec = rung_rec(measured, v, shape)
+    reconcile("time_issue_ledger", pred, rec["time"], budget=_noise_budget(target, v, shape, rec), why=kb.NOISE_WHY)
 
 
 @pytest.mark.gpu
@@ -348,8 +352,25 @@ def test_sgemm_mma_issue_ledger_preregistered(target, v, shape, measured, reconc
                       "/ clock", {"rung": v.id, "shape": lab, "fit": sgemm.MMA_ISSUE_FIT},
                       notes=("pre-registered before the rung ran; c0 from s5-s7, L from s10's counted pace",))
     rec = rung_rec(measured, v, shape)
-    reconcile("time_vs_mma_issue_ledger", pred, rec["time"], rel=ACCEPT_BAND, why=PREREG_WHY,
-              finding_band=_clock_band(target, v, shape, rec))
+    reconcile("time_vs_mma_issue_ledger", pred, rec["time"], budget=_noise_budget(target, v, shape, rec),
+              why=kb.NOISE_WHY, finding_band=_clock_band(target, v, shape, rec))
+
+
+def _noise_finding_band(target, v: Variant, shape: dict[str, int], rec, pred_s: float) -> tuple[float, float] | None:
+    """The band of a finding the noise budget uncovered (kernel_noise_findings), from the case's other sessions."""
+    if (v.ladder, v.id, shape_label(shape)) not in kn.CASES or target.name != kn.MEASURED_ON:
+        return None
+    folders = (*((rec.path.parents[2],) if rec.path is not None else ()), kb.RESULTS_ROOT)
+    others = [t / pred_s for t in kb.other_times(folders, target.name, rung_name(v, shape), rec.recorded_at)]
+    return kn.band(rec["time"].value / pred_s, others, kb.repeat_scatter(rec))
+
+
+def _noise_budget(target, v: Variant, shape: dict[str, int], rec) -> dict[str, float]:
+    """A pre-registered time's tolerance: the run's timing noise plus the rung's spread over the card's other
+    recorded sessions (kernel_budget)."""
+    # the checked run's own results folder (a live session's) and the checkout's recorded history
+    folders = (*((rec.path.parents[2],) if rec.path is not None else ()), kb.RESULTS_ROOT)
+    return kb.budget(rec, kb.other_times(folders, target.name, rung_name(v, shape), rec.recorded_at))
 
 
 def _clock_band(target, v: Variant, shape: dict[str, int], rec) -> tuple[float, float] | None:
