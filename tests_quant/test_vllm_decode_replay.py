@@ -81,3 +81,13 @@ def test_decode_step_per_weight_format(method: str, batch: int, target: Any, mea
     tol, why = tolerance_ms(method, batch)
     reconcile("decode_step_per_weight_format", pred, rec["step_time_s"], abs=tol / 1e3, why=why,
               model=vf.MODEL)  # the method is an input: the report draws the methods of one model together
+
+
+def test_the_cli_caveat_quotes_the_recorded_runs() -> None:
+    """`predict latency --quantization` warns with the measured misses (cli_latency.MEASURED_DECODE_MISSES): its
+    numbers are the recorded runs' ratios to this prediction."""
+    from pytest_anatomy.cli_latency import MEASURED_DECODE_MISSES
+
+    awq, fp8 = vf.ratios("awq"), vf.ratios("fp8")
+    assert f"{min(awq.values()):.2f}-{max(awq.values()):.2f}x" in MEASURED_DECODE_MISSES["awq"]
+    assert f"{round((fp8[64] - 1) * 100)}-{round((fp8[32] - 1) * 100)}% over" in MEASURED_DECODE_MISSES["fp8"]
