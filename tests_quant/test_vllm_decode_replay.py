@@ -83,6 +83,32 @@ def test_decode_step_per_weight_format(method: str, batch: int, target: Any, mea
               model=vf.MODEL)  # the method is an input: the report draws the methods of one model together
 
 
+@cache
+def _theory_now() -> dict[str, dict[str, Any]]:
+    """`predict latency --quantization M`'s steps today, at the pre-registration's shapes (quant_decode.predictions)."""
+    spec = importlib.util.spec_from_file_location("quant_decode", ROOT / "scripts" / "device" / "quant_decode.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.predictions()  # type: ignore[no-any-return]
+
+
+@pytest.mark.gpu
+@pytest.mark.targets(recorded="", live=False, hardware=vf.HARDWARE)
+@pytest.mark.parametrize("method,batch", [pytest.param(m, b, marks=vf.decode_marks(m, b), id=f"{m}-b{b}")
+                                          for m in METHODS for b in vf.BATCHES])
+def test_decode_step_per_weight_format_by_the_current_theory(method: str, batch: int, target: Any, measured: Any,
+                                                             reconcile: Any) -> None:
+    """The same runs against the theory as it is now (equal to the pre-registration until the theory changes): the
+    reconciliation a theory change moves (tests_plugin/theory_mutants.py replays it under each mutation)."""
+    rec = measured(f"{vf.MODEL}-{method}.decode.b{batch}", target=target, suite="latency")
+    row = _theory_now()[method][str(batch)]
+    pred = Prediction(row["step_ms"] / 1e3, "s", f"the current theory: {row['formula']}",
+                      {"calibration": row["calibration"], "method": method, "batch": batch})
+    tol, why = tolerance_ms(method, batch)
+    reconcile("decode_step_per_weight_format_now", pred, rec["step_time_s"], abs=tol / 1e3, why=why, model=vf.MODEL)
+
+
 def test_the_cli_caveat_quotes_the_recorded_runs() -> None:
     """`predict latency --quantization` warns with the measured misses (cli_latency.MEASURED_DECODE_MISSES): its
     numbers are the recorded runs' ratios to this prediction."""
