@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from pytest_anatomy.measure.measurement import Measurement, Source
 from pytest_anatomy.option_names import RECORD_OPTION
@@ -422,6 +422,17 @@ def load_beside(root: Path, hardware: str, suite: str, name: str, other: Recordi
             if session_key(rec) == key:
                 return rec
     raise MissingRecording(f"{Path(root) / hardware / suite / name}@* of the session of {other.name}@{other.recorded_at}")
+
+
+def load_runs(roots: Iterable[Path], hardware: str, suite: str, name: str) -> list[Recording]:
+    """Every recorded run of `name` under any of `roots`, once per recorded_at (the first root's copy: a live
+    session's folder and the checkout's may hold the same run), oldest first."""
+    seen: dict[str, Recording] = {}
+    for root in roots:
+        for path in candidates(root, hardware, suite, name):
+            rec = load_file(path)
+            seen.setdefault(rec.recorded_at, rec)
+    return sorted(seen.values(), key=lambda r: _stamp_time(stamp_of(r.recorded_at)))
 
 
 def list_recordings(root: Path, hardware: str, suite: str, prefix: str = "") -> list[str]:

@@ -198,14 +198,8 @@ def run_budget(rec: recordings.Recording) -> float:
 
 
 def other_runs(folders: tuple[Path, ...], hardware: str, rec: recordings.Recording) -> list[recordings.Recording]:
-    """Every recorded run of rec's case on `hardware` but rec itself, once each (a folder may be listed twice)."""
-    seen: dict[str, recordings.Recording] = {}
-    for folder in folders:
-        for p in recordings.candidates(folder, hardware, "flashattn", rec.name):
-            other = recordings.load_file(p)
-            if other.recorded_at != rec.recorded_at:
-                seen.setdefault(other.recorded_at, other)
-    return list(seen.values())
+    """Every recorded run of rec's case on `hardware` but rec itself."""
+    return [r for r in recordings.load_runs(folders, hardware, "flashattn", rec.name) if r.recorded_at != rec.recorded_at]
 
 
 def target_noise_band(test: str, rec: recordings.Recording, others: list[recordings.Recording]) -> \

@@ -114,13 +114,7 @@ def _tile(rec: recordings.Recording) -> dict | None:
 
 
 def _earlier(folders: tuple[Path, ...], hardware: str, name: str, before: str) -> list[recordings.Recording]:
-    seen: dict[str, recordings.Recording] = {}
-    for folder in folders:
-        for p in recordings.candidates(folder, hardware, "flashattn", name):
-            rec = recordings.load_file(p)
-            if rec.recorded_at < before:
-                seen.setdefault(rec.recorded_at, rec)
-    return list(seen.values())
+    return [r for r in recordings.load_runs(folders, hardware, "flashattn", name) if r.recorded_at < before]
 
 
 def autotune_switch_mark(rec: recordings.Recording, sibling: recordings.Recording, hardware: str,

@@ -23,14 +23,9 @@ NOISE_WHY = ("measured noise: the run's two timing blocks (time vs time_repeat) 
 
 
 def other_times(folders: Iterable[Path], hardware: str, name: str, recorded_at: str) -> list[float]:
-    """The time of every recorded run of `name` on `hardware` but the one recorded at `recorded_at`, once each."""
-    seen: dict[str, float] = {}
-    for folder in folders:
-        for p in recordings.candidates(folder, hardware, "kernels", name):
-            rec = recordings.load_file(p)
-            if rec.recorded_at != recorded_at and "time" in rec.measurements:
-                seen.setdefault(rec.recorded_at, float(rec.measurements["time"]["value"]))
-    return list(seen.values())
+    """The time of every recorded run of `name` on `hardware` but the one recorded at `recorded_at`."""
+    return [float(r.measurements["time"]["value"]) for r in recordings.load_runs(folders, hardware, "kernels", name)
+            if r.recorded_at != recorded_at and "time" in r.measurements]
 
 
 def repeat_scatter(rec: Any) -> float:

@@ -7,14 +7,15 @@ Every number a reason quotes is read from the recordings at import (test_kernel_
 from __future__ import annotations
 
 import json
-from pathlib import Path
+import statistics
 
+import kernel_findings as kf
 import pytest
 
 from pytest_anatomy.kernels.ladders import LADDERS
 
-MEASURED_ON = "h200"
-KERNELS = Path(__file__).resolve().parents[1] / "results" / MEASURED_ON / "kernels"
+MEASURED_ON = kf.MEASURED_ON  # the card the rung headers pre-register
+KERNELS = kf.RESULTS  # its recorded kernel runs
 _RUNGS = {v.id: v for lad in LADDERS.values() for v in lad}
 
 SGEMM_SLOW = "h200-fp32-sgemm-slower-than-its-headers"
@@ -57,8 +58,6 @@ def _span(finding: str) -> str:
 
 
 def _median(finding: str) -> float:
-    import statistics
-
     return statistics.median(x for case, fid in CASES.items() if fid == finding for x in ratios(*case))
 
 
@@ -97,9 +96,8 @@ def marks(ladder: str, rung: str, shape: str) -> tuple[pytest.MarkDecorator, ...
                                 strict=fid not in NOT_STRICT),)
 
 
-def band(checked: float, others: list[float], scatter: float) -> tuple[float, float] | None:
+def band(others: list[float], scatter: float) -> tuple[float, float] | None:
     """The finding band for a checked run: the other sessions' ratios' envelope +- the run's own scatter."""
     if not others:
         return None
-    del checked  # never the checked run's own ratio
     return (round(min(others) * (1 - scatter), 4), round(max(others) * (1 + scatter), 4))

@@ -255,9 +255,10 @@ def test_preregistered_time(target, v, shape, measured, reconcile):
                       notes=(("a hand prediction from the 4090's prices and the ledgers, written down first; "
                               "never adjusted after the measurement"),))
     rec = rung_rec(measured, v, shape)
-    reconcile("time_vs_preregistered", pred, rec["time"], budget=_noise_budget(target, v, shape, rec),
-              why=kb.NOISE_WHY, finding_band=_clock_band(target, v, shape, rec) or _noise_finding_band(
-                  target, v, shape, rec, ms * 1e-3))
+    others = _other_times(target, v, shape, rec)
+    reconcile("time_vs_preregistered", pred, rec["time"], budget=kb.budget(rec, others), why=kb.NOISE_WHY,
+              finding_band=_clock_band(target, v, shape, rec) or _noise_finding_band(target, v, shape, rec,
+                                                                                      ms * 1e-3, others))
 
 
 # --- SGEMM: byte ledger, instruction ledger, request ledger, targets ---------------------------
@@ -339,7 +340,8 @@ def test_sgemm_issue_ledger_preregistered(target, v, shape, measured, reconcile)
                       notes=("pre-registered before the rung ran; the fit saw no pipelined rung, so a cp.async "
                              "pipeline that removes the staged loads' latency shows as a miss here",))
     rec = rung_rec(measured, v, shape)
-    reconcile("time_issue_ledger", pred, rec["time"], budget=_noise_budget(target, v, shape, rec), why=kb.NOISE_WHY)
+    reconcile("time_issue_ledger", pred, rec["time"], budget=kb.budget(rec, _other_times(target, v, shape, rec)),
+              why=kb.NOISE_WHY)
 
 
 @pytest.mark.gpu
@@ -352,25 +354,23 @@ def test_sgemm_mma_issue_ledger_preregistered(target, v, shape, measured, reconc
                       "/ clock", {"rung": v.id, "shape": lab, "fit": sgemm.MMA_ISSUE_FIT},
                       notes=("pre-registered before the rung ran; c0 from s5-s7, L from s10's counted pace",))
     rec = rung_rec(measured, v, shape)
-    reconcile("time_vs_mma_issue_ledger", pred, rec["time"], budget=_noise_budget(target, v, shape, rec),
+    reconcile("time_vs_mma_issue_ledger", pred, rec["time"], budget=kb.budget(rec, _other_times(target, v, shape, rec)),
               why=kb.NOISE_WHY, finding_band=_clock_band(target, v, shape, rec))
 
 
-def _noise_finding_band(target, v: Variant, shape: dict[str, int], rec, pred_s: float) -> tuple[float, float] | None:
+def _other_times(target, v: Variant, shape: dict[str, int], rec) -> list[float]:
+    """The case's other recorded sessions' times on the card: the checked run's own results folder (a live
+    session's) and the checkout's recorded history (kernel_budget)."""
+    folders = (*((rec.path.parents[2],) if rec.path is not None else ()), kb.RESULTS_ROOT)
+    return kb.other_times(folders, target.name, rung_name(v, shape), rec.recorded_at)
+
+
+def _noise_finding_band(target, v: Variant, shape: dict[str, int], rec, pred_s: float,
+                        others: list[float]) -> tuple[float, float] | None:
     """The band of a finding the noise budget uncovered (kernel_noise_findings), from the case's other sessions."""
     if (v.ladder, v.id, shape_label(shape)) not in kn.CASES or target.name != kn.MEASURED_ON:
         return None
-    folders = (*((rec.path.parents[2],) if rec.path is not None else ()), kb.RESULTS_ROOT)
-    others = [t / pred_s for t in kb.other_times(folders, target.name, rung_name(v, shape), rec.recorded_at)]
-    return kn.band(rec["time"].value / pred_s, others, kb.repeat_scatter(rec))
-
-
-def _noise_budget(target, v: Variant, shape: dict[str, int], rec) -> dict[str, float]:
-    """A pre-registered time's tolerance: the run's timing noise plus the rung's spread over the card's other
-    recorded sessions (kernel_budget)."""
-    # the checked run's own results folder (a live session's) and the checkout's recorded history
-    folders = (*((rec.path.parents[2],) if rec.path is not None else ()), kb.RESULTS_ROOT)
-    return kb.budget(rec, kb.other_times(folders, target.name, rung_name(v, shape), rec.recorded_at))
+    return kn.band([t / pred_s for t in others], kb.repeat_scatter(rec))
 
 
 def _clock_band(target, v: Variant, shape: dict[str, int], rec) -> tuple[float, float] | None:

@@ -5,7 +5,6 @@ pre-registration covers every (method, batch), was written from a committed theo
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shlex
 import subprocess
@@ -13,13 +12,10 @@ import sys
 from pathlib import Path
 
 import pytest
+import vllm_decode_findings as vf
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts" / "device"))
-_spec = importlib.util.spec_from_file_location("quant_decode", ROOT / "scripts" / "device" / "quant_decode.py")
-assert _spec and _spec.loader
-qd = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(qd)
+qd = vf.qd  # scripts/device/quant_decode.py, loaded once
 
 
 def test_the_configs_are_the_catalog_model_with_each_methods_checkpoint_config(tmp_path: Path) -> None:

@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 METHODS = tuple(vf.PREREG["predictions"])
 
 
+@cache
 def _overheads() -> dict[str, float]:
     spec = importlib.util.spec_from_file_location("latency_b1_overheads", ROOT / "tests_latency" /
                                                   "latency_b1_overheads.py")
@@ -55,7 +56,7 @@ def test_the_findings_use_the_preregistrations_calibration() -> None:
 
 
 def tolerance_ms(method: str, b: int) -> tuple[float, str]:
-    overheads = _overheads().values()
+    overheads = _overheads().values()  # cached: read once, not per case
     spread = max(abs(o - vf.CALIBRATION_OVERHEAD_MS) for o in overheads)
     priced = vf._priced(method, b) * _ceiling_spread()
     return spread + priced, (f"calibration transfer: recorded b=1 overheads within {spread:.3f} ms of the "
@@ -86,11 +87,7 @@ def test_decode_step_per_weight_format(method: str, batch: int, target: Any, mea
 @cache
 def _theory_now() -> dict[str, dict[str, Any]]:
     """`predict latency --quantization M`'s steps today, at the pre-registration's shapes (quant_decode.predictions)."""
-    spec = importlib.util.spec_from_file_location("quant_decode", ROOT / "scripts" / "device" / "quant_decode.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.predictions()  # type: ignore[no-any-return]
+    return vf.qd.predictions()  # type: ignore[no-any-return]
 
 
 @pytest.mark.gpu

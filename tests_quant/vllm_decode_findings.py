@@ -9,20 +9,33 @@ judges (band_from="checked-run": it tests nothing yet); a second visit's run is 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 from pytest_anatomy import recordings
 
-HARDWARE = "h200"
-MODEL = "qwen2.5-7b"
-RESULTS = Path(__file__).resolve().parents[1] / "results"
-PREREG = json.loads((Path(__file__).parent / "vllm_decode_preregistered.json").read_text())
-BATCHES = (1, 8, 32, 64)
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _load_plan() -> ModuleType:
+    """scripts/device/quant_decode.py, the plan that ran these runs: its card, model, batches and pre-registration."""
+    spec = importlib.util.spec_from_file_location("quant_decode", ROOT / "scripts" / "device" / "quant_decode.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+qd = _load_plan()
+HARDWARE, MODEL, BATCHES = qd.HARDWARE, qd.MODEL, qd.BATCHES
+RESULTS = ROOT / "results"
+PREREG = json.loads(qd.PREREGISTRATION.read_text())
 # The kernel vLLM 0.26.0 logged for each method in the visit's engine start (batches/<stamp>/*.log):
 KERNELS = {"fp8": "CutlassFP8ScaledMMLinearKernel", "awq": "MacheteLinearKernel (for AutoAWQMarlinLinearMethod)"}
 
