@@ -56,3 +56,36 @@ def test_the_preregistration_covers_every_case_from_a_committed_theory() -> None
               for m in qd.METHODS for p in folder.glob(f"{qd.MODEL}-{m}.decode.b*@*")]
     written = doc["written_utc"].replace("-", "").replace(":", "")
     assert all(s > written for s in stamps), stamps
+
+
+def test_the_fp8_sweep_plans_every_batch_inside_its_budget(tmp_path: Path) -> None:
+    qd.write_configs(tmp_path)
+    argv = shlex.split(qd.sweep_command(tmp_path, tmp_path / "out"))[2:]
+    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "device" / "latency_plan.py"), "--dry-run", *argv],
+                         capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    for b in qd.SWEEP_BATCHES:
+        assert f"{qd.MODEL}-{qd.SWEEP_METHOD}.decode.b{b} " in out.stdout, b
+    planned = float(out.stdout.split("total planned: ")[1].split(" s")[0])
+    assert planned <= float(argv[argv.index("--budget-s") + 1])
+    assert set(qd.SWEEP_LINE_BATCHES) < set(qd.SWEEP_BATCHES) and 32 not in qd.SWEEP_LINE_BATCHES
+
+
+def test_the_fp8_sweep_preregistration_predates_the_sweeps_batches() -> None:
+    """Written before the sweep: no recording of a batch only the sweep runs predates it, and its expectations are
+    what the committed code computes from the recordings that existed when it was written."""
+    if not qd.SWEEP_PREREGISTRATION.exists():
+        pytest.skip("the sweep is not pre-registered in this checkout")
+    doc = json.loads(qd.SWEEP_PREREGISTRATION.read_text())
+    written = doc["written_utc"].replace("-", "").replace(":", "")
+    folder = ROOT / "results" / qd.HARDWARE / "latency"
+    only_sweep = set(qd.SWEEP_BATCHES) - set(qd.BATCHES)
+    stamps = [p.name.split("@")[1].removesuffix(".json") for b in only_sweep
+              for p in folder.glob(f"{qd.MODEL}-{qd.SWEEP_METHOD}.decode.b{b}@*")]
+    assert all(s > written for s in stamps), stamps
+    first = {b: v for b, v in doc["expected"]["first_run_ms"].items()}
+    runs = {b: sorted(folder.glob(f"{qd.MODEL}-{qd.SWEEP_METHOD}.decode.b{b}@*"))[0] for b in first}
+    for b, path in runs.items():  # the first run of each plan batch is the one the expectations were built on
+        assert path.name.split("@")[1].removesuffix(".json") < written, (b, path.name)
+        step = json.loads(path.read_text())["measurements"]["step_time_s"]["value"] * 1e3
+        assert step == pytest.approx(first[b], abs=5e-5), b

@@ -5,7 +5,9 @@ moved" for the vLLM methods, which no plan measured until now.
 
     python scripts/device/quant_decode.py preregister        # here, before the call: writes PREREGISTRATION
     python scripts/device/quant_decode.py configs DIR        # on the device: the three quantized configs
-    python scripts/device/quant_decode.py commands DIR OUT   # the latency-plan commands the call runs, one a method
+    python scripts/device/quant_decode.py commands DIR OUT [--only M]  # the latency-plan commands, one a method
+    python scripts/device/quant_decode.py preregister-sweep  # here: fp8 across the GEMM dispatch's M boundary
+    python scripts/device/quant_decode.py sweep DIR OUT      # on the device: that sweep's one latency-plan command
 
 The pre-registration holds `pytest-anatomy predict latency --quantization M` at the decode part's shape (1,024
 prompt tokens, 128 out: context 1,088) for each method and batch, with the theory's commit; it must be committed
@@ -33,6 +35,12 @@ METHODS = ("fp8", "awq", "gptq")  # bf16 is the latency suite's own qwen2.5-7b.d
 BATCHES = (1, 8, 32, 64)
 INPUT_LEN, OUTPUT_LEN = 1024, 128  # latency_plan's decode part
 PREREGISTRATION = REPO / "tests_quant" / "vllm_decode_preregistered.json"
+# fp8 across vLLM's Hopper fp8 dispatch M buckets (M <= 16 on a 16-wide tile, (16, 64] on one 64-wide tile), b=32 and
+# b=64 repeated: separates the bucket from a cost of b=32 alone (finding h200-fp8-decode-mid-batch-above-its-bytes).
+SWEEP_METHOD = "fp8"
+SWEEP_BATCHES = (16, 17, 24, 32, 48, 64)
+SWEEP_LINE_BATCHES = (17, 24, 48, 64)  # the bucket's line, fitted in the sweep's own run; b=32 judged off it
+SWEEP_PREREGISTRATION = REPO / "tests_quant" / "vllm_fp8_sweep_preregistered.json"
 
 
 def config_for(method: str) -> dict[str, Any]:
@@ -51,12 +59,20 @@ def write_configs(folder: Path) -> list[Path]:
     return paths
 
 
-def commands(folder: Path, out: Path) -> list[str]:
+def _command(folder: Path, out: Path, method: str, batches: tuple[int, ...], budget_s: int) -> str:
+    return (f"python scripts/device/latency_plan.py --config {folder / f'{MODEL}-{method}.json'} --only decode "
+            f"--decode-batches {','.join(str(b) for b in batches)} --second-model none --overhead-models none "
+            f"--budget-s {budget_s} --out-dir {out}")
+
+
+def commands(folder: Path, out: Path, only: tuple[str, ...] = METHODS) -> list[str]:
     """One latency-plan call per method: its own engine, the decode part at BATCHES, the session's ceilings first."""
-    batches = ",".join(str(b) for b in BATCHES)
-    return [f"python scripts/device/latency_plan.py --config {folder / f'{MODEL}-{m}.json'} --only decode "
-            f"--decode-batches {batches} --second-model none --overhead-models none --budget-s 170 "
-            f"--out-dir {out / m}" for m in METHODS]
+    return [_command(folder, out / m, m, BATCHES, 170) for m in only]
+
+
+def sweep_command(folder: Path, out: Path) -> str:
+    """The fp8 sweep across the M buckets: one engine, six decode batches."""
+    return _command(folder, out / f"{SWEEP_METHOD}-sweep", SWEEP_METHOD, SWEEP_BATCHES, 230)
 
 
 def predictions() -> dict[str, dict[str, Any]]:
@@ -91,6 +107,52 @@ def preregister() -> Path:
     return PREREGISTRATION
 
 
+def _recorded_steps_ms(method: str) -> dict[int, float]:
+    """The newest recorded step (ms) of each of the plan's BATCHES for `method`, from results/<HARDWARE>/latency."""
+    from pytest_anatomy import recordings
+
+    return {b: recordings.load_latest(REPO / "results", HARDWARE, "latency", f"{MODEL}-{method}.decode.b{b}")
+            ["step_time_s"].value * 1e3 for b in BATCHES}
+
+
+def sweep_expectations() -> dict[str, Any]:
+    """What the sweep should show under each explanation, from the theory's KV slope and the first run's steps.
+
+    slope: the theory's step grows with the batch only by the KV reads (b=32 -> 64 of the pre-registration).
+    bucket: b <= 16 on the line through the first run's b=8, b in (16, 64] on the line through its b=64; the jump
+    at 16 -> 17 is the 64-wide tile's extra cost. b=32's own: the same line, but b=32 at the first run's step again.
+    """
+    first = _recorded_steps_ms(SWEEP_METHOD)
+    pre = json.loads(PREREGISTRATION.read_text())["predictions"][SWEEP_METHOD]
+    slope = (pre["64"]["step_ms"] - pre["32"]["step_ms"]) / 32
+    small = {b: first[8] + (b - 8) * slope for b in SWEEP_BATCHES if b <= 16}
+    large = {b: first[64] - (64 - b) * slope for b in SWEEP_BATCHES if b > 16}
+    bucket = {**small, **large}
+    return {"kv_slope_ms_per_seq": round(slope, 5),
+            "first_run_ms": {str(b): round(v, 4) for b, v in first.items()},
+            "bucket_ms": {str(b): round(v, 4) for b, v in sorted(bucket.items())},
+            "jump_16_to_17_ms": round(bucket[17] - bucket[16], 4),
+            "b32_above_the_line_ms": {"bucket": 0.0, "own": round(first[32] - bucket[32], 4)},
+            "no_bucket_jump_ms": round(slope, 5)}
+
+
+def preregister_sweep() -> Path:
+    from pytest_anatomy.preregistration import PreregistrationError, theory_commit
+
+    try:
+        commit = theory_commit(REPO)
+    except PreregistrationError as err:
+        raise SystemExit(f"refused: {err}") from None
+    doc = {"what": f"vLLM 0.26.0 {SWEEP_METHOD} decode step across the Hopper fp8 dispatch's M buckets, "
+                   f"{MODEL} dummy weights on the {HARDWARE.upper()}, written before the sweep ran "
+                   "(scripts/device/quant_decode.py sweep)",
+           "written_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), "theory_commit": commit,
+           "batches": list(SWEEP_BATCHES), "line_batches": list(SWEEP_LINE_BATCHES),
+           "expected": sweep_expectations()}
+    SWEEP_PREREGISTRATION.write_text(json.dumps(doc, indent=1) + "\n")
+    return SWEEP_PREREGISTRATION
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="what", required=True)
@@ -100,14 +162,23 @@ def main(argv: list[str] | None = None) -> int:
     m = sub.add_parser("commands", help="print the latency-plan commands of the call")
     m.add_argument("dir", type=Path)
     m.add_argument("out", type=Path)
+    m.add_argument("--only", choices=METHODS, action="append", help="this method only (repeatable)")
+    sub.add_parser("preregister-sweep", help=f"write {SWEEP_PREREGISTRATION.relative_to(REPO)} (commit it first)")
+    w = sub.add_parser("sweep", help=f"print the {SWEEP_METHOD} M-bucket sweep's latency-plan command")
+    w.add_argument("dir", type=Path)
+    w.add_argument("out", type=Path)
     args = p.parse_args(argv)
     if args.what == "preregister":
         print(f"wrote {preregister()}")
+    elif args.what == "preregister-sweep":
+        print(f"wrote {preregister_sweep()}")
     elif args.what == "configs":
         for path in write_configs(args.dir):
             print(path)
+    elif args.what == "sweep":
+        print(sweep_command(args.dir, args.out))
     else:
-        print("\n".join(commands(args.dir, args.out)))
+        print("\n".join(commands(args.dir, args.out, tuple(args.only or METHODS))))
     return 0
 
 
