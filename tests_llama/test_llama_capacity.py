@@ -20,6 +20,7 @@ from pytest_anatomy.measure.measurement import Measurement
 from pytest_anatomy.specs.gguf_file import header_from_dict
 from pytest_anatomy.theory import gguf_mix
 from pytest_anatomy.theory import llamacpp_memory as lm
+from pytest_anatomy.theory.prediction import Prediction
 from pytest_anatomy.units import MiB
 
 LOG_ROUNDING = "llama.cpp logs MiB with 2 decimals: the byte count is within half a hundredth of a MiB"
@@ -87,6 +88,28 @@ def test_logged_buffers_from_config(target, run, measured, header_for, reconcile
         half_step = 0.005 * (2**30 if size.value >= 2**30 else 2**20) + 1  # ties print rounded to even
         reconcile("gguf_tensor_bytes_logged", size, rec["load.file_size_bytes"], abs=half_step,
                   why="print_info logs the tensor bytes with 2 decimals, in GiB from 1 GiB up", model=run.model)
+
+
+@pytest.mark.gpu
+@pytest.mark.llama_runs("server-load", "server-sweep")
+def test_slots_and_their_cells_are_the_kv_layout(target, run, measured, reconcile):
+    """-np slots, each with the cells kv_cells lays out (n_ctx_seq: -c padded to 256 and split into -np streams,
+    each padded to 256, or all of it with --kv-unified): against the load log's llama_context lines and the
+    server's /slots (its slot count; each slot's n_ctx where the run recorded it, from the next visit on)."""
+    rec = measured(run.name)
+    settings = _settings(run, rec)
+    per_stream, streams, total = lm.kv_cells(settings)
+    result = rec.data["run"]["result"]
+    logged = result["load_log"]["context"]
+    assert int(logged["n_seq_max"]) == settings.n_seq_max and result["slots"] == settings.n_seq_max, (
+        f"{run.name}: -np {settings.n_seq_max}, the log's n_seq_max {logged['n_seq_max']}, /slots {result['slots']}")
+    assert int(logged["n_ctx"]) == total, f"{run.name}: n_ctx {logged['n_ctx']} logged, {total} cells predicted"
+    cells = Prediction(per_stream, "tokens", "each slot's cells: n_ctx padded to 256 (split: / -np, padded to 256)",
+                       {"n_ctx": settings.n_ctx, "n_seq_max": settings.n_seq_max, "streams": streams})
+    any_m = rec[next(iter(rec.measurements))]
+    seen = rec["load.slot_ctx_tokens"] if "load.slot_ctx_tokens" in rec.measurements else Measurement(
+        float(logged["n_ctx_seq"]), "tokens", source=any_m.source, provenance=any_m.provenance)
+    reconcile("llamacpp_slot_cells", cells, seen, abs=0, why="cell counts are integers", model=run.model)
 
 
 @pytest.mark.gpu

@@ -71,6 +71,7 @@ def test_measure_phase_runs_and_its_batch_imports(plan, tmp_path, monkeypatch):
     load = recordings.load_latest(res, "h200", "llama", "tiny-24l.f16.server-load.c_8000_np_3_fa_on")
     assert load["load.buffers_bytes.model.CUDA0"].value == 8 * 2**20
     assert load["load.gpu_memory_used_bytes"].value == 1024 * 2**20
+    assert load["load.slots"].value == 3 and load["load.slot_ctx_tokens"].value == 8000 // 3
     sweep = recordings.load_latest(res, "h200", "llama", "tiny-24l.q8_0.server-sweep.c_4096_np_2_fa_on")
     assert sweep["c2.completed"].value == 2 and sweep["c2.throughput_tok_per_s"].value > 0
     assert len(sweep["c2.itl_s.median"].samples) == 2 and len(sweep["c2.ttft_s.median"].samples) == 2

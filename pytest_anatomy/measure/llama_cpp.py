@@ -11,7 +11,8 @@ device plan writes into a batch and the importer turns into recordings.
 - `LlamaServer`: start on a GGUF with the given flags (-lv 4 for the buffer lines), wait for /health,
   stop; `completion` (token-id prompt, the server's own `timings`), `stream_completion` (client-side
   TTFT and inter-token gaps from the SSE stream, the token count from the server's final timings and
-  the client's beside it: `stream_result`), `metrics` (/metrics, Prometheus text), `slots`.
+  the client's beside it: `stream_result`), `metrics` (/metrics, Prometheus text), `slots`
+  (/slots: each slot's n_ctx, `parse_slots`).
 - `concurrency_sweep`: C identical token-id requests at once for each C, with TTFT, ITL and
   throughput per level (from the server's token count; the client's count and throughput kept beside it).
 - `run_perplexity`: llama-perplexity's final estimate and per-chunk values.
@@ -130,6 +131,22 @@ def parse_metrics(text: str) -> dict[str, float]:
     return out
 
 
+def parse_slots(doc: Any) -> dict[str, Any]:
+    """/slots (server-context.cpp server_slot::to_json): per slot its id, `n_ctx` (the cells it may fill: n_ctx_seq,
+    all of -c with --kv-unified), `is_processing` and, once it served a task, `next_token` with `n_decoded` (an object,
+    or a one-element list of it). Returned: the slot count, each slot's n_ctx, how many were busy, and n_decoded."""
+    if not isinstance(doc, list) or not all(isinstance(s, dict) and "n_ctx" in s for s in doc):
+        raise LlamaRunError(f"/slots answered no list of slots with n_ctx (start llama-server with --slots): "
+                            f"{str(doc)[:200]}")
+    decoded = []
+    for slot in doc:
+        nxt = slot.get("next_token")
+        nxt = nxt[0] if isinstance(nxt, list) and nxt else nxt
+        decoded.append(int(nxt["n_decoded"]) if isinstance(nxt, dict) and "n_decoded" in nxt else None)
+    return {"count": len(doc), "n_ctx": [int(s["n_ctx"]) for s in doc],
+            "processing": sum(bool(s.get("is_processing")) for s in doc), "n_decoded": decoded}
+
+
 def completion_timings(response: dict[str, Any]) -> dict[str, float]:
     """The server's own timings of one completion, in seconds and tokens."""
     t = response.get("timings")
@@ -200,8 +217,9 @@ class LlamaServer:
     def metrics(self) -> dict[str, float]:
         return parse_metrics(self._get("/metrics"))
 
-    def slots(self) -> list[dict[str, Any]]:
-        return json.loads(self._get("/slots"))
+    def slots(self) -> dict[str, Any]:
+        """/slots as `parse_slots` summarises it."""
+        return parse_slots(json.loads(self._get("/slots")))
 
     def completion(self, prompt_ids: list[int], n_predict: int, timeout_s: float = 300) -> dict[str, Any]:
         body = {"prompt": prompt_ids, "n_predict": n_predict, "temperature": 0, "ignore_eos": True,

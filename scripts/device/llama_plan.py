@@ -325,20 +325,24 @@ def server_body(case: ServerCase, path: Path, out: Path, deadline: float) -> Cal
         with LlamaServer(path, list(case.args), log_path=log_path) as srv:
             loaded = nvidia_smi().get("memory_used_bytes")
             log = load_log_dict(srv.load_log())
-            slots = srv.slots()
+            try:  # /slots' n_ctx is checked against the KV layout; a failure must not cost the sweep
+                slots = srv.slots()
+            except Exception as exc:  # noqa: BLE001 - kept in the run's result
+                slots = {"count": None, "n_ctx": [], "error": f"{type(exc).__name__}: {exc}"[:400]}
             levels = (concurrency_sweep(srv, list(case.levels), SWEEP_PROMPT, SWEEP_GEN, deadline=deadline)
                       if case.sweep else [])
             metrics_after = srv.metrics()
         if log_path.stat().st_size > 4 << 20:  # keep $OUT small: the buffer lines are parsed above
             log_path.write_text("\n".join(srv.log_text().splitlines()[:400]))
         metrics = {"load": {"buffers_bytes": log["buffers_bytes"], "file_size_bytes": log["file_size_bytes"],
-                            "gpu_memory_used_bytes": loaded, "gpu_memory_before_bytes": before, "ready_s": srv.ready_s}}
+                            "gpu_memory_used_bytes": loaded, "gpu_memory_before_bytes": before, "ready_s": srv.ready_s,
+                            "slots": slots["count"], "slot_ctx_tokens": min(slots["n_ctx"], default=None)}}
         for lv in levels:  # output_tokens / throughput: the server's count, the client's beside it (llama_cpp.py)
             metrics[f"c{lv['concurrency']}"] = {k: lv[k] for k in LEVEL_METRICS}
         # per-request values behind each level's medians (the scatter the sweep's tolerances are built from) and counts
         samples = {f"c{lv['concurrency']}.{q}": lv["samples"][key] for lv in levels for q, key in LEVEL_SAMPLES}
-        return {"metrics": metrics, "samples": samples, "load_log": log, "slots": len(slots), "sweep": levels,
-                "server_metrics": metrics_after, "command": srv.cmd}
+        return {"metrics": metrics, "samples": samples, "load_log": log, "slots": slots["count"],
+                "slots_detail": slots, "sweep": levels, "server_metrics": metrics_after, "command": srv.cmd}
     return body
 
 
