@@ -41,6 +41,14 @@ BUILD_HINT = ("build llama.cpp with CUDA first: `bash <shared>/device/llama/devi
               "llama-quantize llama-server`), or point ANATOMY_LLAMA_BIN at a folder holding the binaries")
 
 
+# The llama.cpp the device builds: the copy vendored in the llama-cpp-python 0.3.36 sdist (pinned by sha256 in
+# shared/device/llama/make_carry.sh). Its commit is the sdist's .git/modules/vendor/llama.cpp/HEAD; the carry
+# drops .git, so the binaries' own build_commit (llama-bench's JSON) may read "unknown". Every device plan that runs
+# these tools writes it into its batch's provenance (versions["llama.cpp"]), and the importers into each recording.
+ENGINE_BUILD = {"engine": "llama.cpp", "version": "llama-cpp-python 0.3.36 (vendored llama.cpp)", "ggml": "0.25.3",
+                "source_commit": "0c1e57098bba43ac29e6e3b677cdceebdd22334f"}
+
+
 class LlamaBinaryMissing(FileNotFoundError):
     """A llama.cpp tool that is not built here; the message carries the build command."""
 

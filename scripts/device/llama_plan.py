@@ -47,14 +47,11 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
+from pytest_anatomy.measure.llama_cpp import ENGINE_BUILD  # noqa: E402
 from pytest_anatomy.theory.llamacpp_latency import TINY_OVERHEAD_SHAPE  # noqa: E402
 
 SCHEMA = "pytest-anatomy/device-batch/v1"
-# The llama.cpp the device builds: the copy vendored in the llama-cpp-python 0.3.36 sdist (pinned by sha256 in
-# shared/device/llama/make_carry.sh). Its commit is the sdist's .git/modules/vendor/llama.cpp/HEAD; the carry
-# drops .git, so the binaries' own build_commit (llama-bench's JSON) may read "unknown".
-ENGINE = {"engine": "llama.cpp", "version": "llama-cpp-python 0.3.36 (vendored llama.cpp)", "ggml": "0.25.3",
-          "source_commit": "0c1e57098bba43ac29e6e3b677cdceebdd22334f"}
+ENGINE = ENGINE_BUILD  # the build the device makes (pytest_anatomy/measure/llama_cpp.py says which)
 QUANT_TYPES = ("Q8_0", "Q4_K_M")
 TINY = TINY_OVERHEAD_SHAPE  # the tiny models' shape: theory/llamacpp_latency.py says why
 LEVELS = (1, 2, 4, 8, 16, 32, 64)
