@@ -79,6 +79,7 @@ def test_measure_phase_runs_and_its_batch_imports(plan, tmp_path, monkeypatch):
     # the stand-in holds 2 of every request's 8 tokens (no chunk): the level counts the server's 8, keeps the client's 6
     assert sweep["c2.output_tokens"].value == 16 and sweep["c2.output_tokens_client"].value == 12
     assert sweep["c2.output_tokens"].samples == (8.0, 8.0) and sweep["c2.output_tokens_client"].samples == (6.0, 6.0)
+    assert sweep["c2.held_tokens.median"].samples == (2.0, 2.0)  # client + held = server, per request
     assert sweep["c2.throughput_tok_per_s"].value == pytest.approx(sweep["c2.throughput_tok_per_s_client"].value * 16 / 12)
     assert sweep.provenance["source_commit"] == plan.ENGINE["source_commit"]
     assert recordings.load_latest(res, "h200", "ceilings", "ceilings")["read_bandwidth.value"].value == 4.4e12
