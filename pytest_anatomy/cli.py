@@ -385,6 +385,21 @@ def _cmd_fetch_quant_data(args: argparse.Namespace) -> int:
     return 0
 
 
+# What the llama.cpp answers read; every other option of `predict capacity|latency` is vLLM's (_vllm_flags_given).
+_LLAMA_READS = frozenset({"command", "what", "model", "hardware", "json", "engine", "weights", "gguf", "ctx_size",
+                          "parallel", "kv_unified", "cache_type_k", "cache_type_v", "ubatch_size", "flash_attn",
+                          "quantization", "input_len", "output_len", "bandwidth_gbs", "peak_tflops", "step_overhead_ms",
+                          "results", "pytest_args"})
+
+
+def _vllm_flags_given(args: argparse.Namespace, parser: argparse.ArgumentParser) -> list[str]:
+    """The vLLM options set away from their defaults on a llama.cpp question (the answers would ignore them)."""
+    defaults = vars(parser.parse_args(["predict", args.what, "--model", str(args.model), "--hardware",
+                                       str(args.hardware)]))
+    return [f"--{dest.replace('_', '-')}" for dest, value in vars(args).items()
+            if dest not in _LLAMA_READS and dest in defaults and value != defaults[dest]]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args, unknown = parser.parse_known_args(argv)
@@ -396,6 +411,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "predict" and args.engine == "llama.cpp":
         from pytest_anatomy import cli_llama
 
+        if given := _vllm_flags_given(args, build_parser()):
+            parser.error(f"{', '.join(given)}: vLLM's, not read with --engine llama.cpp; llama.cpp's answers take -c, "
+                         "-np (N concurrent requests), --kv-unified and --weights")
         return cli_llama.run(args)
     if args.command == "predict" and args.what == "latency":
         from pytest_anatomy import cli_latency

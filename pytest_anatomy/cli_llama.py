@@ -79,10 +79,41 @@ def context_settings(args: argparse.Namespace):
     if not 1 <= args.parallel <= LLAMA_MAX_SEQ:
         raise ValueError(f"-np/--parallel {args.parallel}: n_seq_max must be >= 1 and <= {LLAMA_MAX_SEQ} (llama-server "
                          f"needs a slot; llama.cpp's LLAMA_MAX_SEQ caps them); pass -np 1 to {LLAMA_MAX_SEQ}")
+    if getattr(args, "ubatch_size", 1) < 1:
+        raise ValueError(f"-ub/--ubatch-size {args.ubatch_size}: n_ubatch must be >= 1; pass e.g. -ub 512")
     extra = {} if not hasattr(args, "cache_type_k") else dict(  # capacity's own flags; latency keeps the defaults
         type_k=args.cache_type_k, type_v=args.cache_type_v, n_ubatch=args.ubatch_size,
         flash_attn=args.flash_attn == "on")
     return lm.ContextSettings(n_ctx=args.ctx_size, n_seq_max=args.parallel, kv_unified=args.kv_unified, **extra)
+
+
+def check_fits(args: argparse.Namespace, header: Any, settings: Any) -> None:
+    """Every layer on the GPU (-ngl 99, as modelled): GPU buffers above the card's memory are refused with the
+    largest -c that fits (the KV buffer grows with -c; the model and compute buffers do not)."""
+    from pytest_anatomy.specs.hardware import get_hardware
+    from pytest_anatomy.theory import llamacpp_memory as lm
+    from pytest_anatomy.units import GiB
+
+    hw = get_hardware(args.hardware)
+    card = hw.nvml_memory_bytes or hw.require("memory_bytes")
+
+    def need(n_ctx: int) -> float:
+        s = replace(settings, n_ctx=n_ctx)
+        compute = lm.compute_buffer_gpu(header, s).value if s.flash_attn else 0.0  # -fa off: a lower bound
+        return lm.model_buffer_gpu(header, s).value + lm.kv_buffer(header, s).value + compute
+
+    total = need(settings.n_ctx)
+    if total <= card:
+        return
+    lo, hi = 0, settings.n_ctx  # largest n_ctx with need(n_ctx) <= card, 0 if none
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if need(mid) <= card else (lo, mid - 1)
+    fix = f"pass -c {lo} or less" if lo >= settings.n_seq_max else \
+        "the weights alone do not fit: pass a smaller --weights (e.g. Q4_K_M) or a larger --hardware"
+    raise ValueError(f"-c {settings.n_ctx} -np {settings.n_seq_max}: llama.cpp's GPU buffers need {total / GiB:,.2f} "
+                     f"GiB, more than the {hw.name}'s {card / GiB:,.2f} GiB with every layer offloaded (as modelled; "
+                     f"the CUDA context comes on top): {fix}")
 
 
 def capacity_answers(args: argparse.Namespace) -> dict[str, Any]:
@@ -92,6 +123,7 @@ def capacity_answers(args: argparse.Namespace) -> dict[str, Any]:
 
     s = context_settings(args)
     header = _header(args)
+    check_fits(args, header, s)
     out: dict[str, Any] = {
         "gguf_tensor_bytes": gguf_mix.tensor_bytes(header.tensors,
                                                    args.weights if args.gguf is None else header.source),
@@ -356,6 +388,7 @@ def latency_answers(args: argparse.Namespace) -> dict[str, Any]:
     settings = context_settings(args)
     slot = slot_context(args, settings)
     header = _header(args)
+    check_fits(args, header, settings)
     c = constants(args, header)
     notes = c.lines + _finding_notes(c, header)
     itl = ll.decode_time(header, c.decode, context=args.input_len + args.output_len / 2)

@@ -83,6 +83,19 @@ def test_metrics_and_perplexity_text():
         llama_cpp.parse_perplexity("main: error\n")
 
 
+def test_slots_summary():
+    # server_slot::to_json of this build: an idle slot has no next_token; one that served a task has it as a
+    # one-element list (nlohmann's {{...}}); values made up
+    doc = [{"id": 0, "n_ctx": 2816, "speculative": False, "is_processing": False},
+           {"id": 1, "n_ctx": 2816, "speculative": False, "is_processing": True, "id_task": 7,
+            "next_token": [{"has_next_token": True, "has_new_line": False, "n_remain": 100, "n_decoded": 156}]},
+           {"id": 2, "n_ctx": 2816, "is_processing": False, "next_token": {"n_decoded": 256}}]
+    assert llama_cpp.parse_slots(doc) == {"count": 3, "n_ctx": [2816] * 3, "processing": 1,
+                                          "n_decoded": [None, 156, 256]}
+    with pytest.raises(llama_cpp.LlamaRunError, match="--slots"):
+        llama_cpp.parse_slots({"error": {"code": 501, "message": "This server does not support slots endpoint."}})
+
+
 def test_completion_timings_in_seconds():
     t = llama_cpp.completion_timings({"timings": {"prompt_n": 512, "prompt_ms": 12.5, "predicted_n": 128,
                                                   "predicted_ms": 256.0, "predicted_per_token_ms": 2.0}})

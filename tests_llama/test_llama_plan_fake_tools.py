@@ -71,6 +71,7 @@ def test_measure_phase_runs_and_its_batch_imports(plan, tmp_path, monkeypatch):
     load = recordings.load_latest(res, "h200", "llama", "tiny-24l.f16.server-load.c_8000_np_3_fa_on")
     assert load["load.buffers_bytes.model.CUDA0"].value == 8 * 2**20
     assert load["load.gpu_memory_used_bytes"].value == 1024 * 2**20
+    assert load["load.slots"].value == 3 and load["load.slot_ctx_tokens"].value == 8000 // 3
     sweep = recordings.load_latest(res, "h200", "llama", "tiny-24l.q8_0.server-sweep.c_4096_np_2_fa_on")
     assert sweep["c2.completed"].value == 2 and sweep["c2.throughput_tok_per_s"].value > 0
     assert len(sweep["c2.itl_s.median"].samples) == 2 and len(sweep["c2.ttft_s.median"].samples) == 2
@@ -78,6 +79,7 @@ def test_measure_phase_runs_and_its_batch_imports(plan, tmp_path, monkeypatch):
     # the stand-in holds 2 of every request's 8 tokens (no chunk): the level counts the server's 8, keeps the client's 6
     assert sweep["c2.output_tokens"].value == 16 and sweep["c2.output_tokens_client"].value == 12
     assert sweep["c2.output_tokens"].samples == (8.0, 8.0) and sweep["c2.output_tokens_client"].samples == (6.0, 6.0)
+    assert sweep["c2.held_tokens.median"].samples == (2.0, 2.0)  # client + held = server, per request
     assert sweep["c2.throughput_tok_per_s"].value == pytest.approx(sweep["c2.throughput_tok_per_s_client"].value * 16 / 12)
     assert sweep.provenance["source_commit"] == plan.ENGINE["source_commit"]
     assert recordings.load_latest(res, "h200", "ceilings", "ceilings")["read_bandwidth.value"].value == 4.4e12

@@ -87,3 +87,20 @@ def test_a_levels_throughput_is_the_servers_count_and_the_clients_is_kept():
     assert lv["first_chunk_tokens"]["median"] == 1 and set(llama_cpp.LEVEL_METRICS) <= set(lv)
     old = llama_cpp.concurrency_level(FakeServer(PIECES, timings=False), 2, 16, len(PIECES))
     assert (old["output_tokens"], old["output_tokens_source"]) == (8, "client")
+
+
+def test_client_plus_held_is_the_server_and_a_gap_is_divided_by_the_tokens_it_spans():
+    """The next sweep's per-request check (docs/LLAMA.md): the chunks' tokens_predicted say how many tokens came
+    without an id of their own; with the client's ids they must make the final timings' predicted_n."""
+    events, end = llama_stream(PIECES)
+    r = llama_cpp.stream_result(events, end)
+    assert r["tokens_client"] + r["held_tokens"] == r["tokens_server"] == len(PIECES)
+    assert r["held_tokens"] == 5 and r["first_chunk_tokens"] == 1
+    assert r["itl_per_token_s"] == pytest.approx([STEP_S] * len(r["itl_per_token_s"]))
+    assert max(r["itl_s"]) == pytest.approx(5 * STEP_S)  # the counted gap spanning the held run
+
+
+def test_held_tokens_at_the_end_are_counted_from_the_final_chunk():
+    events, end = llama_stream([b"a", b"b", b"\xe4"])  # the last token held: only the final chunk says so
+    r = llama_cpp.stream_result(events, end)
+    assert r["tokens_client"] == 2 and r["held_tokens"] == 1 and r["tokens_server"] == 3

@@ -118,3 +118,26 @@ def test_without_the_servers_times_adding_up_the_client_ttft_stands():
     assert off[0] == 0.5 and "sum to 7.7 s" in off[1]
     value, _ = c1_first_token_s(rec := _synthetic(1280.0, seconds=5 * 255 * 0.006), sweep_tokens(rec))
     assert value == pytest.approx(2.0 - 255 * 0.006)
+
+
+@pytest.mark.gpu
+@pytest.mark.llama_runs("server-sweep")
+def test_client_plus_held_is_the_server_per_request(target, run, measured):
+    """Written before the sweep it checks (the client counts held tokens since 2026-12-02 15:00, after the 07:28
+    sweeps, so those skip): per request, the ids the client read plus the tokens the chunks' tokens_predicted say came
+    without one equal the server's predicted_n. A miss means a chunk the client did not read, or counters that disagree."""
+    from llama_sweep import levels
+
+    rec = measured(run.name)
+    checked = 0
+    for c in levels(rec):
+        if f"c{c}.held_tokens.median" not in rec.measurements:
+            continue
+        held = rec[f"c{c}.held_tokens.median"].samples
+        client, server = rec[f"c{c}.output_tokens_client"].samples, rec[f"c{c}.output_tokens"].samples
+        assert len(held) == len(client) == len(server), f"C = {c}: {len(held)} / {len(client)} / {len(server)}"
+        bad = [(i, a, h, s) for i, (a, h, s) in enumerate(zip(client, held, server)) if a + h != s]
+        assert not bad, f"{run.name} C = {c}: (request, client, held, server) {bad[:8]}"
+        checked += 1
+    if not checked:
+        pytest.skip(f"{run.name}: recorded before the client counted held tokens (no c<C>.held_tokens)")

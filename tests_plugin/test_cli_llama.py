@@ -130,3 +130,80 @@ def test_bad_input_is_one_line(capsys, argv, message):
                  *argv]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
+
+
+def _exit_code(argv: list[str]) -> int:
+    """main's return code, or the code of the SystemExit argparse's parser.error raises."""
+    try:
+        return main(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+
+
+def _one_line_error(capsys, argv: list[str], message: str) -> None:
+    assert _exit_code(["predict", *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (("capacity", "--tp", "2"), "--tp"),
+    (("capacity", "--max-num-seqs", "8", "--enforce-eager"), "--max-num-seqs, --enforce-eager"),
+    (("latency", "--batch", "8"), "--batch"),
+    (("latency", "--rate", "2"), "--rate"),
+])
+def test_vllm_options_are_refused_not_ignored(capsys, argv, flag):
+    """A vLLM option on a llama.cpp question used to be dropped silently (--batch 8 answered batch 1)."""
+    what, *rest = argv
+    _one_line_error(capsys, [what, "--model", "qwen2.5-7b", "--hardware", RECORDED[0], "--engine", "llama.cpp", *rest],
+                    f"{flag}: vLLM's, not read with --engine llama.cpp")
+
+
+def _smallest_card() -> str:
+    return min(CATALOG.values(), key=lambda h: h.nvml_memory_bytes or h.memory_bytes or 0).name
+
+
+@pytest.mark.parametrize("what", ["capacity", "latency"])
+def test_buffers_above_the_card_are_refused_with_the_c_that_fits(capsys, tmp_path, what):
+    card = CATALOG[_smallest_card()]
+    memory = card.nvml_memory_bytes or card.memory_bytes
+    base = [what, "--model", "qwen2.5-7b", "--hardware", card.name, "--engine", "llama.cpp", "-np", "4",
+            *(["--results", str(tmp_path)] if what == "latency" else [])]
+    _one_line_error(capsys, [*base, "-c", "100000000"], "or less")
+    assert main(["predict", *base, "-c", "100000000"]) == 2
+    fits = int(capsys.readouterr().err.split("pass -c ")[1].split()[0])
+    out = _json(capsys, "capacity", *base[1:9], "-c", str(fits))
+    assert out["kv_buffer_bytes"]["inputs"]["streams"] == 4
+    assert out["gpu_buffers_bytes"]["value"] <= memory
+    assert _exit_code(["predict", *base, "-c", str(fits + 1)]) == 2
+    capsys.readouterr()
+
+
+def test_weights_that_do_not_fit_name_the_weights(capsys):
+    _one_line_error(capsys, ["capacity", "--model", "qwen2.5-72b", "--hardware", _smallest_card(), "--engine",
+                             "llama.cpp", "--weights", "F16"], "the weights alone do not fit")
+
+
+@pytest.mark.parametrize("text, message", [
+    ('{"hidden_size": 8', "is not valid JSON"),
+    ('{"model_type": "qwen2"}', "is missing"),
+    ("[1, 2]", "holds a JSON list"),
+])
+@pytest.mark.parametrize("what", ["capacity", "latency"])
+def test_a_malformed_config_is_one_line(capsys, tmp_path, text, message, what):
+    (tmp_path / "config.json").write_text(text)
+    results = ["--results", str(tmp_path)] if what == "latency" else []
+    _one_line_error(capsys, [what, "--model", str(tmp_path / "config.json"), "--hardware", RECORDED[0], "--engine",
+                             "llama.cpp", *results], message)
+
+
+@pytest.mark.parametrize("what", ["capacity", "latency"])
+def test_a_file_that_is_not_gguf_is_one_line(capsys, tmp_path, what):
+    (tmp_path / "x.gguf").write_bytes(b"GGUF\x00\x01")
+    _one_line_error(capsys, [what, "--model", "qwen2.5-0.5b", "--hardware", RECORDED[0], "--engine", "llama.cpp",
+                             "--gguf", str(tmp_path / "x.gguf")], "not a readable GGUF file")
+
+
+def test_a_zero_ubatch_names_its_flag(capsys):
+    _one_line_error(capsys, ["capacity", "--model", "qwen2.5-0.5b", "--hardware", RECORDED[0], "--engine", "llama.cpp",
+                             "-ub", "0"], "-ub/--ubatch-size 0")

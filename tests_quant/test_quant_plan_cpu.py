@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_anatomy.measure.llama_cpp import LlamaRunError
+from pytest_anatomy.measure.llama_cpp import ENGINE_BUILD, LlamaRunError
 from pytest_anatomy.measure.llama_kld import parse_kld
 from pytest_anatomy.specs.gguf_file import GgufTensor
 from pytest_anatomy.theory import quant_noise
@@ -178,6 +178,28 @@ def test_a_measured_batch_imports_into_the_quant_suite(tmp_path, monkeypatch):
         "tensor_bytes"].value == 1000
     bench = recordings.load_latest(tmp_path / "results", CARD, "quant", "smollm2-135m.q8_0.bench")
     assert bench["tg128.tok_per_s"].value == 700.0
+    # the engine, its version and the build's commit in every recording's provenance (issue 15, item 5)
+    assert bench.provenance["engine"] == "llama.cpp" and bench.provenance["ggml"] == ENGINE_BUILD["ggml"]
+    assert bench.provenance["engine_version"] == ENGINE_BUILD["version"]
+    assert bench.provenance["source_commit"] == ENGINE_BUILD["source_commit"]
+
+
+def test_the_recorded_quant_batches_import_with_their_engine_version(tmp_path):
+    """The committed batches (written before the plan recorded the source commit) carry the version they recorded;
+    the importer used to drop it (their recordings under results/ say engine_version None)."""
+    from pytest_anatomy import recordings
+    from pytest_anatomy.importers.device import import_files
+
+    batches = sorted((ROOT / "results" / CARD / "batches").glob("*/quant.json"))
+    assert batches
+    for batch in batches:
+        src = tmp_path / batch.parent.name / "quant.json"
+        src.parent.mkdir()
+        src.write_bytes(batch.read_bytes())
+        import_files([src], tmp_path / "results")
+    for name in recordings.list_recordings(tmp_path / "results", CARD, "quant", "smollm2-135m."):
+        rec = recordings.load_latest(tmp_path / "results", CARD, "quant", name)
+        assert rec.provenance["engine_version"] == ENGINE_BUILD["version"], name
 
 
 def test_only_selects_steps_in_the_plans_order_and_refuses_a_pattern_that_matches_nothing():

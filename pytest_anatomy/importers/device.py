@@ -177,7 +177,7 @@ _SKIP_KEYS = {"per_request", "timeline", "failures", "samples"}  # lists: raw pa
 
 def _unit_for(path: tuple[str, ...]) -> str:
     joined = ".".join(path)
-    if path and path[-1] in ("n", "requests", "completed", "failed", "not_sent", "runs", "repeats"):
+    if path and path[-1] in ("n", "requests", "completed", "failed", "not_sent", "runs", "repeats", "slots"):
         return "count"
     if "tok_per_s" in joined or "tokens_per_s" in joined:
         return "tokens/s"

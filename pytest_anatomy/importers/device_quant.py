@@ -40,11 +40,24 @@ def quant_records(batch: dict[str, Any], common: dict[str, Any], hw: str, stamp:
     """results/<hw>/quant/<model>.<file type>.<kind>@stamp, one per measured run; the vLLM batch's engine
     starts as results/<hw>/quant/vllm-ledger.<model>.<case>@stamp (not the capacity suite's: other weights)."""
     prov = batch.get("provenance") or {}
+    llama = (prov.get("versions") or {}).get("llama.cpp") or {}
+    build = {"engine_version": llama.get("version"), "source_commit": llama.get("source_commit"),
+             "build_commit": _build_commit(batch), "ggml": llama.get("ggml")}
     for run in batch["runs"]:
         if "result" not in run:  # skipped or failed: the raw batch keeps why
             continue
         yield recordings.Recording(
             suite="quant", name=run["id"].lower(), hardware=hw, recorded_at=stamp,
-            provenance={**common, "engine": "llama.cpp", "kind": run.get("kind"), "file_type": run.get("file_type"),
+            provenance={**common, "engine": "llama.cpp", **build, "kind": run.get("kind"), "file_type": run.get("file_type"),
                         "model": (prov.get("model") or {}).get("id"), "n_ctx": prov.get("n_ctx")},
             measurements=_quant_measurements(str(run.get("kind")), run["result"]), data={"run": run})
+
+
+def _build_commit(batch: dict[str, Any]) -> str | None:
+    """The binaries' own commit, as the first llama-bench run of the batch reported it (-o json's build_commit)."""
+    for run in batch["runs"]:
+        for test in (run.get("result") or {}).get("tests") or ():
+            commit = (test.get("build") or {}).get("commit") if isinstance(test, dict) else None
+            if commit:
+                return str(commit)
+    return None

@@ -11,7 +11,8 @@ device plan writes into a batch and the importer turns into recordings.
 - `LlamaServer`: start on a GGUF with the given flags (-lv 4 for the buffer lines), wait for /health,
   stop; `completion` (token-id prompt, the server's own `timings`), `stream_completion` (client-side
   TTFT and inter-token gaps from the SSE stream, the token count from the server's final timings and
-  the client's beside it: `stream_result`), `metrics` (/metrics, Prometheus text), `slots`.
+  the client's beside it: `stream_result`), `metrics` (/metrics, Prometheus text), `slots`
+  (/slots: each slot's n_ctx, `parse_slots`).
 - `concurrency_sweep`: C identical token-id requests at once for each C, with TTFT, ITL and
   throughput per level (from the server's token count; the client's count and throughput kept beside it).
 - `run_perplexity`: llama-perplexity's final estimate and per-chunk values.
@@ -38,6 +39,14 @@ DEFAULT_BIN = "/root/llama/build/bin"
 BUILD_HINT = ("build llama.cpp with CUDA first: `bash <shared>/device/llama/device_run.sh` with STEPS= (or "
               "`bash <shared>/device/llama/build.sh <llama.cpp source> /root/llama/build llama llama-bench "
               "llama-quantize llama-server`), or point ANATOMY_LLAMA_BIN at a folder holding the binaries")
+
+
+# The llama.cpp the device builds: the copy vendored in the llama-cpp-python 0.3.36 sdist (pinned by sha256 in
+# shared/device/llama/make_carry.sh). Its commit is the sdist's .git/modules/vendor/llama.cpp/HEAD; the carry
+# drops .git, so the binaries' own build_commit (llama-bench's JSON) may read "unknown". Every device plan that runs
+# these tools writes it into its batch's provenance (versions["llama.cpp"]), and the importers into each recording.
+ENGINE_BUILD = {"engine": "llama.cpp", "version": "llama-cpp-python 0.3.36 (vendored llama.cpp)", "ggml": "0.25.3",
+                "source_commit": "0c1e57098bba43ac29e6e3b677cdceebdd22334f"}
 
 
 class LlamaBinaryMissing(FileNotFoundError):
@@ -130,6 +139,22 @@ def parse_metrics(text: str) -> dict[str, float]:
     return out
 
 
+def parse_slots(doc: Any) -> dict[str, Any]:
+    """/slots (server-context.cpp server_slot::to_json): per slot its id, `n_ctx` (the cells it may fill: n_ctx_seq,
+    all of -c with --kv-unified), `is_processing` and, once it served a task, `next_token` with `n_decoded` (an object,
+    or a one-element list of it). Returned: the slot count, each slot's n_ctx, how many were busy, and n_decoded."""
+    if not isinstance(doc, list) or not all(isinstance(s, dict) and "n_ctx" in s for s in doc):
+        raise LlamaRunError(f"/slots answered no list of slots with n_ctx (start llama-server with --slots): "
+                            f"{str(doc)[:200]}")
+    decoded = []
+    for slot in doc:
+        nxt = slot.get("next_token")
+        nxt = nxt[0] if isinstance(nxt, list) and nxt else nxt
+        decoded.append(int(nxt["n_decoded"]) if isinstance(nxt, dict) and "n_decoded" in nxt else None)
+    return {"count": len(doc), "n_ctx": [int(s["n_ctx"]) for s in doc],
+            "processing": sum(bool(s.get("is_processing")) for s in doc), "n_decoded": decoded}
+
+
 def completion_timings(response: dict[str, Any]) -> dict[str, float]:
     """The server's own timings of one completion, in seconds and tokens."""
     t = response.get("timings")
@@ -200,8 +225,9 @@ class LlamaServer:
     def metrics(self) -> dict[str, float]:
         return parse_metrics(self._get("/metrics"))
 
-    def slots(self) -> list[dict[str, Any]]:
-        return json.loads(self._get("/slots"))
+    def slots(self) -> dict[str, Any]:
+        """/slots as `parse_slots` summarises it."""
+        return parse_slots(json.loads(self._get("/slots")))
 
     def completion(self, prompt_ids: list[int], n_predict: int, timeout_s: float = 300) -> dict[str, Any]:
         body = {"prompt": prompt_ids, "n_predict": n_predict, "temperature": 0, "ignore_eos": True,
@@ -239,14 +265,25 @@ def stream_result(events: list[tuple[float, dict[str, Any]]], end_s: float) -> d
     vocabulary of the device's GGUFs (arbitrary byte strings) that held 27-80% of a sweep level's tokens
     (docs/LLAMA.md). TTFT and the gaps are between chunks that carry ids, so a held token also delays the first
     arrival and lengthens a gap: `first_chunk_tokens` (the server's `tokens_predicted` in the first such chunk)
-    says how many tokens the first arrival stands for."""
+    says how many tokens the first arrival stands for, `held_tokens` how many the chunks' `tokens_predicted` say were
+    generated without an id of their own (so that client + held = server is a check of the two server counters and
+    the client's reading), and `itl_per_token_s` each gap divided by the tokens it spans."""
     arrivals: list[float] = []
     first_chunk_tokens: float | None = None
     last: dict[str, Any] = {}
+    held: float | None = None
+    spans: list[float] = []
+    before: tuple[float | None, float] = (None, 0.0)  # (arrival, tokens_predicted) of the last id-carrying chunk
     for now, chunk in events:
         ids = chunk.get("tokens") or []
-        if ids and not arrivals and isinstance(chunk.get("tokens_predicted"), (int, float)):
-            first_chunk_tokens = float(chunk["tokens_predicted"])
+        predicted = chunk.get("tokens_predicted")
+        if isinstance(predicted, (int, float)) and (ids or chunk.get("stop")):
+            held = (held or 0.0) + max(0.0, float(predicted) - before[1] - len(ids))
+            if ids and before[0] is not None:
+                spans.append((now - before[0]) / max(1.0, float(predicted) - before[1]))
+            before = (now, float(predicted)) if ids else before
+        if ids and not arrivals and isinstance(predicted, (int, float)):
+            first_chunk_tokens = float(predicted)
         arrivals += [now] * len(ids)
         last = chunk
     gaps = [b - a for a, b in zip(arrivals, arrivals[1:])]
@@ -254,7 +291,8 @@ def stream_result(events: list[tuple[float, dict[str, Any]]], end_s: float) -> d
     server = timings["predicted_n"] if timings else None
     return {"ttft_s": arrivals[0] if arrivals else end_s, "e2e_s": end_s,
             "tokens": len(arrivals) if server is None else server, "tokens_client": len(arrivals),
-            "tokens_server": server, "first_chunk_tokens": first_chunk_tokens, "itl_s": gaps, "timings": timings}
+            "tokens_server": server, "first_chunk_tokens": first_chunk_tokens, "held_tokens": held, "itl_s": gaps,
+            "itl_per_token_s": spans, "timings": timings}
 
 
 def token_ids(n: int, offset: int = 1000) -> list[int]:
@@ -286,6 +324,8 @@ def concurrency_level(server: LlamaServer, concurrency: int, n_prompt: int, n_pr
     itls = [g for r in ok for g in r["itl_s"]]
     ttfts = [r["ttft_s"] for r in ok]
     firsts = [r["first_chunk_tokens"] for r in ok if r["first_chunk_tokens"] is not None]
+    helds = [r["held_tokens"] for r in ok if r["held_tokens"] is not None]
+    per_token = [median(r["itl_per_token_s"]) for r in ok if r["itl_per_token_s"]]
     return {
         "concurrency": concurrency, "completed": len(ok), "failed": len(failures), "wall_s": wall,
         # the server's count (each request's timings.predicted_n) where every request has it; the client's beside it
@@ -294,10 +334,12 @@ def concurrency_level(server: LlamaServer, concurrency: int, n_prompt: int, n_pr
         "throughput_tok_per_s": tokens / wall if wall > 0 else 0.0,
         "throughput_tok_per_s_client": client / wall if wall > 0 else 0.0,
         "ttft_s": _stats(ttfts), "itl_s": _stats(itls), "first_chunk_tokens": _stats(firsts),
+        "held_tokens": _stats(helds), "itl_per_token_s": _stats(per_token),
         "server_predicted_per_token_s": _stats([r["timings"]["predicted_per_token_s"] for r in ok if r["timings"]]),
         "samples": {"ttft_s": ttfts, "itl_median_per_request_s": [median(r["itl_s"]) for r in ok if r["itl_s"]],
                     "output_tokens": [r["tokens"] for r in ok], "output_tokens_client": [r["tokens_client"] for r in ok],
-                    "first_chunk_tokens": firsts},
+                    "first_chunk_tokens": firsts, "held_tokens": helds if len(helds) == len(ok) else [],
+                    "itl_per_token_median_per_request_s": per_token},
         "failures": failures,
     }
 
@@ -306,9 +348,10 @@ def concurrency_level(server: LlamaServer, concurrency: int, n_prompt: int, n_pr
 # ("<quantity>": key in the level's samples): the medians' scatter the sweep's tolerances are built from, and
 # both token counts per request.
 LEVEL_METRICS = ("throughput_tok_per_s", "throughput_tok_per_s_client", "ttft_s", "itl_s", "wall_s", "completed",
-                 "failed", "output_tokens", "output_tokens_client", "first_chunk_tokens")
+                 "failed", "output_tokens", "output_tokens_client", "first_chunk_tokens", "held_tokens", "itl_per_token_s")
 LEVEL_SAMPLES = (("itl_s", "itl_median_per_request_s"), ("ttft_s", "ttft_s"), ("output_tokens", "output_tokens"),
-                 ("output_tokens_client", "output_tokens_client"), ("first_chunk_tokens", "first_chunk_tokens"))
+                 ("output_tokens_client", "output_tokens_client"), ("first_chunk_tokens", "first_chunk_tokens"),
+                 ("held_tokens", "held_tokens"), ("itl_per_token_s", "itl_per_token_median_per_request_s"))
 
 
 def concurrency_sweep(server: LlamaServer, levels: list[int], n_prompt: int, n_predict: int,

