@@ -82,6 +82,11 @@ OUTCOME: dict[str, tuple[tuple[float, float], float, tuple[int, int], float, flo
     # AWQ (qwen2.5-7b-awq): no row below the news line (lowest 1,920 MHz), yet the cap bit in every part, the b=1 one
     # included, whose power stayed at or under 364 W; power peaked at 617 W
     "2026-12-04T10:17:01+00:00": ((0.0, 0.0), 0.0, (4, 4), 616.984, 0.0),
+    # The twenty-first call's two batches (another card): fp8 across the dispatch's M buckets (b = 16, 17, 24, 32, 48,
+    # 64; b=16 measured twice, the first attempt flagged) with the cap bit in all 7 parts and power to 667 W; GPTQ
+    # (b = 1/8/32/64), the cap bit in all 4 parts, 47% of its rows under the news line, power to 705 W
+    "2026-12-04T13:37:45+00:00": ((0.0, 0.0), 0.2727, (7, 7), 666.745, 0.0),
+    "2026-12-04T13:39:16+00:00": ((0.0, 0.0), 0.4706, (4, 4), 704.516, 0.0),
 }
 
 
