@@ -90,7 +90,7 @@ def test_the_gluon_rungs_header_states_what_the_code_predicts_at_the_target() ->
     spec = hardware.get_hardware(ff.MEASURED_ON)
     ms = [fc.predict(fc.Case(r7.id, 4, 32, 4096, 128, causal=c), fc.PLAN_CEILINGS, spec)[0].value * 1e3
           for c in (False, True)]
-    assert f"{ms[0]:.2f} ms full, {ms[1]:.2f} ms causal at the mid" in header["predicted_effect"]
+    assert f"{ms[0]:.2f} ms full, {ms[1]:.2f} ms causal at the mid" in header["predicted_effect"], ms
     names = [fc.Case(r7.id, 4, 32, 4096, 128, causal=c).name for c in (False, True)]
     measured = any(recordings.candidates(ff.RESULTS, ff.MEASURED_ON, "flashattn", n) for n in names)
     assert (header["measured_outcome"] == "not yet measured.") == (not measured)

@@ -45,20 +45,20 @@ What the author expects, stated before the visit so a miss is not explained afte
 - sdpa's default (cuDNN) stays 0.65-0.8x r6's time at every N >= 2048, as at N=4096.
 
 r7 (the Gluon warp-specialised rung) at the same shapes, PRE-REGISTERED on 2026-12-04 before r7 ran on any GPU:
-the same model at r7's stated efficiency 0.50-0.78 (mid 0.63, kernels/flashattn/r7_warp_specialized.py), at the same
-planning ceilings; rows start with "r7". The 32k rows' lower limit is the tiled-DRAM term again (16.0 ms full).
+the same model at r7's stated efficiency 0.55-0.88 (mid 0.71, kernels/flashattn/r7_warp_specialized.py), at the same
+planning ceilings; rows start with "r7". At 32k D=128 the tiled-DRAM term (16.0 ms full) binds at the mid already.
 
-  r7 b32h32n512d128         0.280 ms full (491 TF/s), 0.175 ms causal (394)   [0.808, 1.260]
-  r7 b16h32n1024d128        0.559 full, 0.315 causal (437)                     [0.808, 1.260]
-  r7 b8h32n2048d128         1.119 full, 0.594 causal (463)                     [0.808, 1.260]
-  r7 b4h32n4096d128         2.238 full, 1.154 causal (477)                     [0.808, 1.260]
-  r7 b2h32n8192d128         4.475 full, 2.272 causal (484)                     [0.808, 1.260]
-  r7 b1h32n16384d128        8.950 full, 4.510 causal (488)                     [0.808, 1.260]
-  r7 b1h16n32768d128       17.900 full, 8.985 causal (490)     [0.896 full, 0.900 causal; 1.260]
-  r7 b32h32n512d64          0.140 full, 0.087 causal (394)                     [0.808, 1.260]
-  r7 b1h16n32768d64         8.950 full, 4.492 causal (490)                     [0.808, 1.260]
-  r7 b4h32kv8n4096d128      2.238 full, 1.154 causal (as MHA)                  [0.808, 1.260]
-  r7 b1h16kv4n32768d128    17.900 full, 8.985 causal (as MHA)    [0.896/0.900, 1.260]
+  r7 b32h32n512d128         0.248 ms full (554 TF/s), 0.155 causal (444)  [0.807 full, 0.808 causal; 1.291]
+  r7 b16h32n1024d128        0.496 full, 0.279 causal (493)                     [0.807, 1.291]
+  r7 b8h32n2048d128         0.993 full, 0.527 causal (521)                     [0.807, 1.291]
+  r7 b4h32n4096d128         1.985 full, 1.024 causal (537)                     [0.807, 1.291]
+  r7 b2h32n8192d128         3.971 full, 2.016 causal (545)                     [0.807, 1.291]
+  r7 b1h32n16384d128        7.942 full, 4.002 causal (550)                     [0.807, 1.291]
+  r7 b1h16n32768d128       16.044 full, 8.085 causal (544)      [1.000; 1.278 full, 1.273 causal]
+  r7 b32h32n512d64          0.124 full, 0.078 causal (444)      [0.807 full, 0.811 causal; 1.291]
+  r7 b1h16n32768d64         7.942 full, 3.986 causal (552)                     [0.807, 1.291]
+  r7 b4h32kv8n4096d128      1.985 full, 1.024 causal (as MHA)                  [0.807, 1.291]
+  r7 b1h16kv4n32768d128    16.044 full, 8.085 causal (as MHA)   [1.000; 1.278 full, 1.273 causal]
 What the author expects of r7 beyond its band: the same shape of curve as r6 (N=512 slowest against its prediction,
 more so at D=64 and causal: one program's fill and epilogue weigh more when its loop is faster), GQA within 5% of MHA.
 

@@ -15,20 +15,21 @@ barriers ordering one warpgroup's softmax against the other's GEMMs), a persiste
 of FA-3. Masks, GQA, D 64/128, bf16/fp16, O and the LSE as r6; Triton's interpreter cannot run Gluon kernels, so
 the CPU checks of this rung are its sm_90a compile only, and its correctness is checked on the GPU.
 
-Predicted effect: bf16 tensor-core efficiency 0.50-0.78 (mid 0.63) of the measured GEMM peak on executed FLOPs, up
-from r6's measured 0.47 (467 TF/s full, 454 causal at the target shape, 0.92-1.05 of its 0.55 mid). What warp
-specialisation removes from r6 is the part of each tile's softmax that the two MMAs waited for: in r6 both
-warpgroups load, multiply and do the softmax in line (7.4 / 5.3 cycles of stall per issued instruction, SM
-throughput 46-47%); here the loads leave the consumers entirely and QK^T(j+1) and PV(j-1) run under softmax(j). If
-the softmax were fully hidden the kernel would run at the MMAs' own rate, about 0.75-0.8 of the GEMM ceiling (FA-3's
-hand-written kernel reaches ~0.75 of the dense peak at D=128 N=4k); what this rung does not do (ping-pong between
-the warpgroups, setmaxnreg tuned by hand, a persistent schedule) and Gluon's first lowering of it leave a share of
-it exposed, so the mid assumes about half of r6's gap to 0.8 closed: 0.47 + (0.8 - 0.47) / 2 = 0.63, 1.35x r6's
-measured speed; cuDNN's Hopper kernel runs about 1.5x r6 (0.70x / 0.76x of its time), i.e. 0.70 of the ceiling.
-Range: 0.50 (warp specialisation buys no more than r6's pipelining already had, ~1.06x r6) to 0.78 (at cuDNN's
-speed and a little past it). At the target shape (B=4 H=32 N=4096 D=128 bf16) at the first H200 session's 780 TF/s:
-2.24 ms full, 1.15 ms causal at the mid; 1.5x FLASH_ATTENTION (~2.27 / 1.13 ms) is met full at the mid and missed
-causal by 2%, 0.85x cuDNN (~1.94 / 1.08 ms) only at the top of the range.
+Predicted effect: bf16 tensor-core efficiency 0.55-0.88 (mid 0.71) of the measured GEMM peak on executed FLOPs
+(the registry's unit: the session's cuBLAS 8192^3 bf16 GEMM, ~780 TF/s on the H200, not the 989 TF/s datasheet
+peak, against which r6's 467 TF/s is 0.47). In that unit r6 ran at 0.55-0.65 (median 0.58 full, 0.59 causal) over
+its 33 recorded H200 sessions of the target shape, and cuDNN's Hopper kernel, warp-specialised, at 1.47x / 1.30x r6's
+speed (medians, full / causal): ~0.85 / ~0.76, so the MMAs leave room up to about 0.85. What warp specialisation
+removes from r6 is the part of each tile's softmax that the two MMAs waited for, and the loads' issue: in r6 both
+warpgroups load, multiply and do the softmax in line (7.4 / 5.3 cycles of stall per issued instruction, SM throughput
+46-47%); here the loads leave the consumers and QK^T(j+1) and PV(j-1) run under softmax(j). What r7 does not do
+(ping-pong between the warpgroups, so their softmaxes may still coincide; hand-tuned register split; a persistent
+schedule) and Gluon's first lowering of it leave part of that exposed, so the mid assumes half of r6's gap to cuDNN's
+0.85 closed: 0.58 + (0.85 - 0.58) / 2 = 0.71, 1.22x r6's median speed. Range: 0.55 (no gain: r6's slowest sessions)
+to 0.88 (cuDNN's full-mask speed and a little past it). At the target shape (B=4 H=32 N=4096 D=128 bf16), at the
+first H200 session's 780 TF/s: 1.99 ms full, 1.02 ms causal at the mid; the 1.5x-FLASH_ATTENTION target (~2.27 / 1.13
+ms in the NVML-spec session) is met at the mid, the 0.85x-cuDNN target (~1.94 / 1.08 ms) met causal and missed full
+by ~3%.
 
 Measured outcome: not yet measured.
 """

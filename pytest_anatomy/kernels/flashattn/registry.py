@@ -87,7 +87,7 @@ LADDER: tuple[Rung, ...] = (
          _eff(0.40, 0.55, 0.72, "K/V loads overlap the MMAs; Triton's FA on Hopper without warp specialization")),
     Rung("r7-warp-specialized", "warp specialisation in Gluon: a TMA producer warp, two consumer warpgroups",
          "r7_warp_specialized", "launch",
-         _eff(0.50, 0.63, 0.78, "loads leave the consumers (a producer warp, an mbarrier ring); QK^T(j+1) and "
+         _eff(0.55, 0.71, 0.88, "loads leave the consumers (a producer warp, an mbarrier ring); QK^T(j+1) and "
                                 "PV(j-1) in flight under softmax(j); no inter-warpgroup ping-pong"),
          dialect="gluon"),
 )
