@@ -96,7 +96,7 @@ def pytest_anatomy_live_plan(config: pytest.Config, items: list[pytest.Item]) ->
                     "backends)", "estimate_s": 2.5 * len(timing), "estimate_high_s": 2.8 * len(timing)})
     extra = sweep - timing
     if extra:
-        what = f"N sweep: {len(extra)} more cases of the best rung, N 512-32k (D 64/128, full/causal, GQA)"
+        what = f"N sweep: {len(extra)} more cases of the target rungs, N 512-32k (D 64/128, full/causal, GQA)"
         first = 0.0 if timing else 5.0  # the best rung's compile: the timing tests' entry counts it otherwise
         out.append({"suite": "flashattn", "what": what, "estimate_s": round(first + 1.4 * len(extra), 1),
                     "estimate_high_s": round(first + 1.5 * len(extra), 1)})

@@ -89,7 +89,8 @@ FP32_CHECK_FLOPS = 2.5e13  # the fp32 reference (memory-efficient sdpa) on batch
 SDPA_FACTOR = 4.1  # ours, default (~0.67x ours), FLASH_ATTENTION (~1.35x ours), ours again: first H200 run
 RUNS, WARMUP, BLOCK_CAP_S = 20, 3, 3.0  # live_case's defaults; time_flushed caps a block near 3 s
 FLUSH_S = 512 * 2**20 / 4.3e12  # the L2 eviction read before each timed run
-BEST_CONFIGS = 4  # r6's autotune configs (test_flashattn_plan.py counts them in its file); other rungs have 1-2
+# autotune configs of the rungs that have more than one (test_flashattn_plan.py counts them in their files); others 1-2
+AUTOTUNE_CONFIGS = {registry.BEST: 4, "r7-warp-specialized": 3}
 
 
 def compile_key(case: Case) -> tuple[str, int, bool, bool]:
@@ -102,7 +103,7 @@ def case_seconds(case: Case) -> float:
     """GPU seconds of one live case once its kernels are compiled: set-up, autotuning, the fp32
     check of batch 0 and four timing blocks of (warm-up + runs), each block capped as the runner caps it."""
     r = registry.rung(case.rung)
-    mod_configs = BEST_CONFIGS if case.rung == registry.BEST else 1
+    mod_configs = AUTOTUNE_CONFIGS.get(case.rung, 1)
     fn = at.naive_time if r.time_model == "naive" else at.forward_time
     e = r.efficiency
     t = fn(case.shape(), at.Tiling(*registry.PREDICTION_TILING), PLAN_CEILINGS,
@@ -119,5 +120,5 @@ def estimate_s(cases: Iterable[Case], compiled: Iterable[Case] = ()) -> float:
     built = {compile_key(c) for c in compiled}
     todo = [c for c in dict.fromkeys(cases) if c not in set(compiled)]
     new_keys = {compile_key(c) for c in todo} - built
-    configs = {k: (BEST_CONFIGS if k[0] == registry.BEST else 1) for k in new_keys}
+    configs = {k: AUTOTUNE_CONFIGS.get(k[0], 1) for k in new_keys}
     return sum(case_seconds(c) for c in todo) + COMPILE_S * sum(configs.values())

@@ -130,11 +130,14 @@ NO_WARP_SPECIALIZATION = quoted(_r6_numbers) + (
     "is what cuDNN's kernel has: warp-group specialisation (producer warps issuing TMA, consumer warpgroups issuing "
     "wgmma back to back, the softmax of one tile overlapped with the MMAs of the next). Triton 3.6's "
     "tl.range(warp_specialize=True) is Blackwell-only; on Hopper it is offered only through the experimental Gluon "
-    "dialect, for which no rung is written yet. Band: from the target (1.0, where the finding resolves) to the "
+    "dialect. r7 is that rung (Gluon: a producer warp issuing TMA into an mbarrier ring, two consumer warpgroups "
+    "issuing async wgmma), written 2026-12-04, compiled for sm_90a on the CPU and pending its first GPU measurement; "
+    "the targets take it where it is measured and faster than r6. Band: from the target (1.0, where the finding resolves) to the "
     "highest ratio of the case's other recorded runs on the card, widened by the checked run's own block-to-block "
     "scatter (target_noise_band; with fewer than 3 other runs, the first visit's ratio + 10%); a session nearer the "
     "target still confirms the finding.")
 TARGET_FINDING = "h200-fa2-without-warp-specialization"
+R7_PENDING = "pending its first GPU measurement"  # true while no r7 recording is on MEASURED_ON (a test holds it)
 # Band centres: the first visit's r6 time / (backend time / target); test_flashattn_findings_reasons recomputes them.
 TARGETS = {
     ("test_best_rung_at_least_1_5x_flash_attention_backend", "full"): 1.107,

@@ -8,6 +8,15 @@ import sys
 
 import pytest
 
+from pytest_anatomy.kernels.flashattn import registry
+
+
+def interpreted_rungs() -> list:
+    """Every rung as a parameter; a Gluon rung skipped with the reason (the interpreter runs triton.language only;
+    its correctness is checked on the GPU, its sm_90a compile in test_flashattn_sm90.py)."""
+    return [pytest.param(r, id=r.id, marks=() if r.dialect == "triton" else pytest.mark.skip(
+        reason=f"{r.id}: {registry.NOT_INTERPRETED}")) for r in registry.LADDER]
+
 
 def use_interpreter_or_skip() -> None:
     """Select Triton's interpreter for this process, or skip the calling module with the reason.

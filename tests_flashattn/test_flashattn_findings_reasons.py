@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import flashattn_findings as ff
 import pytest
+from flashattn_cases import Case
 
 from pytest_anatomy import recordings
+from pytest_anatomy.kernels.flashattn import registry
 
 TARGET_RATIO = {"test_best_rung_at_least_1_5x_flash_attention_backend": ("sdpa_flash_time", 1 / 1.5),
                 "test_best_rung_at_least_0_85x_default_sdpa": ("sdpa_default_time", 1 / 0.85)}
@@ -46,6 +48,14 @@ def test_reasons_quote_the_recorded_times() -> None:
     kv = 8 * 8 * 65536 * 128 * 2 * 2  # K and V, bf16, B=8 H_kv=8 L=64k D=128
     assert f"{kv / 1e9:.2f} GB of K/V in {long['time'].value * 1e3:.3f} ms" in ff.DECODE_AT_THE_CEILING
     assert f"{kv / long['time'].value / ff.read_ceiling(long):.0%} of the session's" in ff.DECODE_AT_THE_CEILING
+
+
+def test_the_warp_specialisation_reason_says_where_r7_stands() -> None:
+    """The reason says r7 is pending its first GPU measurement exactly while no r7 recording of the target shape is
+    on the card the finding was written on; the first one makes this fail until the reason says what r7 did."""
+    r7 = [Case(registry.TARGET_RUNGS[1], 4, 32, 4096, 128, causal=c).name for c in (False, True)]
+    recorded = any(recordings.candidates(ff.RESULTS, ff.MEASURED_ON, "flashattn", name) for name in r7)
+    assert (ff.R7_PENDING in ff.NO_WARP_SPECIALIZATION) == (not recorded)
 
 
 def test_every_reason_found_its_recordings() -> None:

@@ -17,6 +17,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 FAKE_PLUGIN = '''
 from pytest_anatomy.measure import flashattn_runner as fr
 from pytest_anatomy.specs import hardware
@@ -35,7 +37,10 @@ def _result(t, extra):
             "provenance": {"engine": "fake", **extra}, "data": {"fake": True}}
 
 def fake_case(rung_id, *, batch, heads, n, head_dim, causal, kv_heads=None, **kw):
+    import os
     import test_flashattn_gpu as g
+    if rung_id == os.environ.get("FAKE_FAILING_RUNG"):
+        raise fr.PreflightFailed(f"{rung_id} failed its child-process preflight (fake)")
     from pytest_anatomy.theory import attention as at
     case = g.Case(rung_id, batch, heads, n, head_dim, causal, kv_heads)
     ceil = at.Ceilings(CEIL["matmul_bf16.value"]["value"], CEIL["read_bandwidth.value"]["value"], "fake")
@@ -75,11 +80,11 @@ def test_gpu_suite_runs_live_records_then_replays(tmp_path: Path) -> None:
     results = tmp_path / "results"
     live = _run(root, tmp_path, results, "--anatomy-source=live", "--anatomy-record")
     assert live.returncode == 0, live.stdout[-3000:] + live.stderr[-2000:]
-    assert "52 passed, 13 resolved" in live.stdout, live.stdout[-2000:]
+    assert "78 passed, 13 resolved" in live.stdout, live.stdout[-2000:]
     cases = sorted(p.name.split("@")[0] for p in (results / "h200" / "flashattn").glob("*.json"))
-    # 20 forward cases (2 in fp16) + 8 decode contexts + the sweep's 18 beyond them, each measured once (the sweep's
-    # N=4096 D=128 cases are the timing tests' recordings)
-    assert len(cases) == 46 and len(set(cases)) == 46
+    # 24 forward cases (4 in fp16) + 8 decode contexts + the sweep's 18 (r6) and 20 (r7) beyond them, each measured
+    # once (the sweep's N=4096 D=128 MHA cases are the timing tests' recordings)
+    assert len(cases) == 70 and len(set(cases)) == 70
     ceilings = list((results / "h200" / "ceilings").glob("ceilings@*.json"))
     assert len(ceilings) == 1  # measured once for the whole session
     stamp = json.loads(ceilings[0].read_text())["recorded_at"]
@@ -87,4 +92,21 @@ def test_gpu_suite_runs_live_records_then_replays(tmp_path: Path) -> None:
         assert json.loads(p.read_text())["provenance"]["ceilings_recorded_at"] == stamp
     replay = _run(root, tmp_path, results, "--anatomy-source=recorded")
     assert replay.returncode == 0, replay.stdout[-3000:] + replay.stderr[-2000:]
-    assert "52 passed, 13 resolved" in replay.stdout, replay.stdout[-2000:]
+    assert "78 passed, 13 resolved" in replay.stdout, replay.stdout[-2000:]
+
+
+def test_a_failing_gluon_rung_fails_its_own_cases_and_the_targets_go_on_with_r6(tmp_path: Path,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """r7 failing live (its preflight, faked) fails its 26 cases (4 at the target shape, 22 in the sweep) and nothing
+    else: every other case is measured and recorded, and the targets judge r6, as a replay of the sessions before r7
+    does."""
+    root = Path(__file__).resolve().parents[1]
+    (tmp_path / "fake_h200.py").write_text(textwrap.dedent(FAKE_PLUGIN), encoding="utf-8")
+    results = tmp_path / "results"
+    monkeypatch.setenv("FAKE_FAILING_RUNG", "r7-warp-specialized")
+    live = _run(root, tmp_path, results, "--anatomy-source=live", "--anatomy-record")
+    failed = [line for line in live.stdout.splitlines() if line.startswith("FAILED")]
+    assert len(failed) == 26 and all("r7-warp-specialized" in line for line in failed), live.stdout[-3000:]
+    assert "26 failed, 52 passed, 13 resolved" in live.stdout, live.stdout[-2000:]
+    cases = {p.name.split("@")[0] for p in (results / "h200" / "flashattn").glob("*.json")}
+    assert len(cases) == 46 and not any("r7" in c for c in cases)

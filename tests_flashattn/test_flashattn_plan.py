@@ -11,24 +11,29 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import flashattn_cases as fc
+import flashattn_findings as ff
 import flashattn_io as io
 import test_flashattn_gpu as timing
 import test_flashattn_sweep as sweep
 
+from pytest_anatomy import recordings
 from pytest_anatomy.kernels.flashattn import registry
 from pytest_anatomy.specs import hardware
 
 ROOT = Path(__file__).resolve().parents[1]
 SWEEP_BUDGET_S = 45.0  # the GPU visit's allowance for the cases the sweep adds
+SWEEP_R7_BUDGET_S = 50.0  # and for r7's at the same shapes (priced 45.7 s: 12 new compiles, 3 configs autotuned each)
 
 
 def test_sweep_cases_keep_tokens_times_heads_fixed_and_are_named_as_recorded() -> None:
-    for c in sweep.SWEEP:
+    assert [replace(c, rung=registry.BEST) for c in sweep.SWEEP_R7] == sweep.SWEEP  # r7 at r6's shapes
+    for c in sweep.SWEEP + sweep.SWEEP_R7:
         assert c.batch * c.heads * c.n == sweep.HEAD_TOKENS, c
-        assert c.rung == registry.BEST
+        assert c.rung in registry.TARGET_RUNGS
         assert re.fullmatch(rf"fa2\.{c.rung}\.b\d+h\d+(kv\d+)?n\d+d(64|128)\.(full|causal)", c.name), c.name
     assert {c.n for c in sweep.SWEEP} == {512, 1024, 2048, 4096, 8192, 16384, 32768}
     assert {c.head_dim for c in sweep.SWEEP} == {64, 128}
@@ -39,8 +44,8 @@ def test_sweep_header_table_is_what_the_code_predicts() -> None:
     """Every case's predicted ms (3 decimals) stands on its shape's row of the docstring table."""
     doc = sweep.__doc__ or ""
     spec = hardware.get_hardware("h200")
-    for c in sweep.SWEEP:
-        label = c.name.split(".")[2]
+    for c in sweep.SWEEP + sweep.SWEEP_R7:
+        label = sweep.table_label(c)
         rows = [line for line in doc.splitlines() if line.strip().startswith(label + " ")]
         assert len(rows) == 1, f"no single table row for {label}"
         pred, band, _ = fc.predict(c, fc.PLAN_CEILINGS, spec)
@@ -49,18 +54,24 @@ def test_sweep_header_table_is_what_the_code_predicts() -> None:
 
 
 def test_sweep_fits_the_visit_and_the_plan_prices_it() -> None:
+    """r6's 18 cases beyond the timing tests within the first visit's 45 s; r7's 20 (its target MHA cases are timing
+    cases) within 50 s more, its own compiles counted."""
     extra = [c for c in sweep.SWEEP if c not in set(timing.CASES)]
     assert len(extra) == 18
     seconds = fc.estimate_s(extra, timing.CASES)
     assert 30.0 < seconds <= SWEEP_BUDGET_S, seconds
+    extra_r7 = [c for c in sweep.SWEEP_R7 if c not in set(timing.CASES)]
+    assert len(extra_r7) == 20
+    assert 20.0 < fc.estimate_s(extra_r7, timing.CASES + extra) <= SWEEP_R7_BUDGET_S
 
 
-def test_the_cost_model_counts_the_best_rungs_autotune_configs() -> None:
+def test_the_cost_model_counts_the_rungs_autotune_configs() -> None:
     """Parsed, not imported: importing a kernel module here would import triton before the
     interpreter tests of this process could select the interpreter."""
-    source = registry.rung(registry.BEST).path.read_text(encoding="utf-8")
-    configs = source[source.index("CONFIGS = ["):source.index("]\n", source.index("CONFIGS = ["))]
-    assert configs.count("triton.Config(") == fc.BEST_CONFIGS
+    for rung_id, count in fc.AUTOTUNE_CONFIGS.items():
+        source = registry.rung(rung_id).path.read_text(encoding="utf-8")
+        configs = source[source.index("CONFIGS = ["):source.index("]\n", source.index("CONFIGS = ["))]
+        assert configs.count("triton.Config(") == count, rung_id
 
 
 def test_profile_script_launches_what_the_counter_tests_read() -> None:
@@ -68,4 +79,18 @@ def test_profile_script_launches_what_the_counter_tests_read() -> None:
                          capture_output=True, text=True, timeout=60, check=True).stdout.splitlines()
     listed = [f"ncu.{line.split()[1]}.{line.split()[2]}" for line in out]
     assert listed == [io.name(launch) for launch in io.launches()]
-    assert len(listed) == 2 * len(registry.LADDER) + 4
+    assert len(listed) == 2 * len(registry.PROFILED) + 4 and len(registry.PROFILED) == len(registry.LADDER) - 1
+
+
+def test_the_gluon_rungs_header_states_what_the_code_predicts_at_the_target() -> None:
+    """r7's pre-registered target-shape times (its header, at the planning ceilings), and 'not yet measured' while no
+    recording of it is on the card."""
+    r7 = registry.rung(registry.TARGET_RUNGS[1])
+    header = registry.header(r7)
+    spec = hardware.get_hardware(ff.MEASURED_ON)
+    ms = [fc.predict(fc.Case(r7.id, 4, 32, 4096, 128, causal=c), fc.PLAN_CEILINGS, spec)[0].value * 1e3
+          for c in (False, True)]
+    assert f"{ms[0]:.2f} ms full, {ms[1]:.2f} ms causal at the mid" in header["predicted_effect"], ms
+    names = [fc.Case(r7.id, 4, 32, 4096, 128, causal=c).name for c in (False, True)]
+    measured = any(recordings.candidates(ff.RESULTS, ff.MEASURED_ON, "flashattn", n) for n in names)
+    assert (header["measured_outcome"] == "not yet measured.") == (not measured)

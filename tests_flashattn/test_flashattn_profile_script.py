@@ -36,7 +36,7 @@ def script() -> Any:
 
 
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
-@pytest.mark.parametrize("rung", [r.id for r in registry.LADDER])
+@pytest.mark.parametrize("rung", [r.id for r in registry.PROFILED])
 def test_each_rung_runs_through_the_profile_path(script: Any, rung: str, causal: bool) -> None:
     import torch
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from flashattn_interp import use_interpreter_or_skip
+from flashattn_interp import interpreted_rungs, use_interpreter_or_skip
 
 from pytest_anatomy import recordings
 from pytest_anatomy.kernels.flashattn import registry
@@ -46,7 +46,7 @@ def _recordable(out: dict[str, Any], name: str) -> recordings.Recording:
     return rec
 
 
-@pytest.mark.parametrize("r", registry.LADDER, ids=lambda r: r.id)
+@pytest.mark.parametrize("r", interpreted_rungs())
 def test_live_case_runs_checks_times_and_records(r: registry.Rung, fake_timing: list[str]) -> None:
     import importlib
 
@@ -109,3 +109,45 @@ def test_warnings_land_in_provenance_instead_of_aborting(monkeypatch: pytest.Mon
     out = fr.live_case("r3-fa2", batch=1, heads=2, n=20, head_dim=16, causal=False, dtype="fp16", device="cpu",
                        config={"BLOCK_M": 16, "BLOCK_N": 16, "num_warps": 4, "num_stages": 1})
     assert "UserWarning: Flash attention kernel not used because: an advisory" in out["provenance"]["warnings"]
+
+
+def test_a_gluon_rung_failing_its_preflight_fails_each_case_without_a_second_run(monkeypatch: pytest.MonkeyPatch
+                                                                                  ) -> None:
+    """A hang (the child's timeout) is r7's failure, reported by every r7 case; the child runs once per session."""
+    import subprocess
+
+    calls: list[list[str]] = []
+
+    def hangs(cmd: list[str], **kw: Any) -> Any:
+        calls.append(cmd)
+        raise subprocess.TimeoutExpired(cmd, kw["timeout"])
+    monkeypatch.setattr(fr.subprocess, "run", hangs)
+    monkeypatch.setattr(fr, "_PREFLIGHT", {})
+    for _ in range(2):
+        with pytest.raises(fr.PreflightFailed, match="r7-warp-specialized failed its child-process preflight.*hang"):
+            fr.preflight("r7-warp-specialized", timeout_s=1)
+    assert calls == [[fr.sys.executable, "-m", "pytest_anatomy.measure.flashattn_preflight", "r7-warp-specialized"]]
+
+
+def test_the_preflight_verdict_reads_the_childs_json_line() -> None:
+    import json
+    import subprocess
+
+    def child(rc: int, rows: list[dict[str, Any]] | None, err: str = "") -> subprocess.CompletedProcess[str]:
+        return subprocess.CompletedProcess([], rc, "" if rows is None else "log line\n" + json.dumps(rows), err)
+    ok, wrong = {"status": "ok"}, {"status": "wrong", "o_max_abs_error": 3.0}
+    assert fr._preflight_verdict(child(0, [ok, ok])) is None
+    assert "wrong result" in str(fr._preflight_verdict(child(1, [ok, wrong])))
+    assert "illegal memory access" in str(fr._preflight_verdict(child(1, None, "RuntimeError: illegal memory access")))
+    assert fr._preflight_verdict(child(0, [])) is not None  # nothing checked is no pass
+
+
+def test_the_gluon_rung_refuses_the_interpreter_in_one_line() -> None:
+    import torch
+
+    from pytest_anatomy.kernels.flashattn import launch
+
+    q = torch.zeros(1, 2, 8, 64, dtype=torch.float16)
+    with pytest.raises(launch.BadAttentionInput, match="interpreter .* runs triton.language kernels only"):
+        launch.forward(registry.rung("r7-warp-specialized"), q, q, q, torch.empty_like(q), torch.empty(1, 2, 8),
+                       causal=False, sm_scale=0.125)

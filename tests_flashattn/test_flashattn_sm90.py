@@ -4,7 +4,8 @@ The GPU visit runs unattended: a rung that fails to lower (a TMA descriptor the 
 refuses, a tile that overflows shared memory) would cost its tests there. Triton compiles ahead
 of time for a named target with its bundled ptxas, so each rung's every autotune config is
 compiled here, in a fresh process (this one may have TRITON_INTERPRET set), in the sweep's
-dtype and head dim (bf16, D=128), both masks.
+dtype and head dim (bf16, D=128), both masks. The Gluon rung (r7) compiles through Gluon's own source class
+(aot.compile_one): this is the only check of it a CPU machine can make (registry.NOT_INTERPRETED).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import sys
 
 import pytest
 
-from pytest_anatomy.kernels.flashattn.registry import LADDER
+from pytest_anatomy.kernels.flashattn.registry import LADDER, TARGET_RUNGS
 
 SM90_MAX_SHARED = 227 * 1024
 
@@ -38,29 +39,46 @@ def test_every_rung_and_config_compiles_for_sm90_within_shared_memory(compiled: 
         assert row["shared_bytes"] <= SM90_MAX_SHARED, row
 
 
-def test_forward_rungs_use_hopper_tensor_cores_and_the_tma_rung_uses_tma(compiled: list[dict]) -> None:
+TMA_RUNGS = {"r6-tma-pipelined", "r7-warp-specialized"}
+
+
+def test_forward_rungs_use_hopper_tensor_cores_and_the_tma_rungs_use_tma(compiled: list[dict]) -> None:
     for row in compiled:
         if row["rung"] != "flash-decoding":
             assert row["wgmma"] > 0, f"{row['rung']} {row['kernel']} lowered without wgmma: {row}"
-        assert (row["tma_loads"] > 0) == (row["rung"] == "r6-tma-pipelined"), row
+        assert (row["tma_loads"] > 0) == (row["rung"] in TMA_RUNGS), row
 
 
-FP16_BEST = """
-import json
+def test_only_the_gluon_rung_is_warp_specialised(compiled: list[dict]) -> None:
+    """gl.warp_specialize lowered for sm_90a: the producer warp gives registers up and the consumer warpgroups take
+    them (setmaxnreg), under the kernel's register cap; no triton.language rung is warp-specialised on Hopper."""
+    gluon = {r.id for r in LADDER if r.dialect == "gluon"}
+    assert gluon == {"r7-warp-specialized"}
+    for row in compiled:
+        assert (row["setmaxnreg"] > 0) == (row["rung"] in gluon), row
+        if row["rung"] in gluon:
+            assert row["maxnreg"] is not None and row["maxnreg"] * 32 * (row["num_warps"] + 4) <= 65536, row
+
+
+FP16 = """
+import json, sys
 from pytest_anatomy.kernels.flashattn import aot, registry
-r = registry.rung(registry.BEST)
-rows = [aot.compile_one(fn, cx, dtype="fp16", d=128, num_warps=w, num_stages=s)
-        for fn, cx, w, s in aot.rung_jobs(r, True, "fp16")]
+d = int(sys.argv[1])
+rows = [{"rung": rid, **aot.compile_one(fn, cx, dtype="fp16", d=d, num_warps=w, num_stages=s, maxnreg=nreg)}
+        for rid in registry.TARGET_RUNGS for fn, cx, w, s, nreg in aot.rung_jobs(registry.rung(rid), d == 128, "fp16", d)]
 print(json.dumps(rows))
 """
 
 
-def test_the_best_rung_compiles_in_fp16_too() -> None:
-    """The fp16 cases the GPU session times (the best rung at the target shape, test_flashattn_gpu.CASES): every
-    autotune config lowers for sm_90 in fp16, within shared memory, on wgmma and TMA, as in bf16."""
+@pytest.mark.parametrize("d", [128, 64])
+def test_the_target_rungs_compile_in_fp16_too(d: int) -> None:
+    """The fp16 cases the GPU session times (the target rungs at the target shape, test_flashattn_gpu.CASES): every
+    autotune config lowers for sm_90 in fp16, within shared memory, on wgmma and TMA, as in bf16; at D=64 (the
+    sweep's and the Gluon rung's preflight head dim) the first config of each."""
     pytest.importorskip("triton", reason="compiling for sm_90 needs triton: pip install -e '.[dev]'")
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    proc = subprocess.run([sys.executable, "-c", FP16_BEST], capture_output=True, text=True, env=env, timeout=600)
+    proc = subprocess.run([sys.executable, "-c", FP16, str(d)], capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0, f"fp16 sm_90 compilation failed:\n{proc.stderr[-4000:]}"
     rows = json.loads(proc.stdout)
-    assert rows and all(r["shared_bytes"] <= SM90_MAX_SHARED and r["wgmma"] > 0 and r["tma_loads"] > 0 for r in rows)
+    assert {r["rung"] for r in rows} == set(TARGET_RUNGS)
+    assert all(r["shared_bytes"] <= SM90_MAX_SHARED and r["wgmma"] > 0 and r["tma_loads"] > 0 for r in rows), rows

@@ -44,9 +44,29 @@ What the author expects, stated before the visit so a miss is not explained afte
   compute-bound kernel does not wait for.
 - sdpa's default (cuDNN) stays 0.65-0.8x r6's time at every N >= 2048, as at N=4096.
 
-GPU time: 18 cases beyond the timing tests', priced ~45 s before the visit by flashattn_cases.estimate_s
+r7 (the Gluon warp-specialised rung) at the same shapes, PRE-REGISTERED on 2026-12-04 before r7 ran on any GPU:
+the same model at r7's stated efficiency 0.55-0.88 (mid 0.71, kernels/flashattn/r7_warp_specialized.py), at the same
+planning ceilings; rows start with "r7". At 32k D=128 the tiled-DRAM term (16.0 ms full) binds at the mid already.
+
+  r7 b32h32n512d128         0.248 ms full (554 TF/s), 0.155 causal (444)  [0.807 full, 0.808 causal; 1.291]
+  r7 b16h32n1024d128        0.496 full, 0.279 causal (493)                     [0.807, 1.291]
+  r7 b8h32n2048d128         0.993 full, 0.527 causal (521)                     [0.807, 1.291]
+  r7 b4h32n4096d128         1.985 full, 1.024 causal (537)                     [0.807, 1.291]
+  r7 b2h32n8192d128         3.971 full, 2.016 causal (545)                     [0.807, 1.291]
+  r7 b1h32n16384d128        7.942 full, 4.002 causal (550)                     [0.807, 1.291]
+  r7 b1h16n32768d128       16.044 full, 8.085 causal (544)      [1.000; 1.278 full, 1.273 causal]
+  r7 b32h32n512d64          0.124 full, 0.078 causal (444)      [0.807 full, 0.811 causal; 1.291]
+  r7 b1h16n32768d64         7.942 full, 3.986 causal (552)                     [0.807, 1.291]
+  r7 b4h32kv8n4096d128      1.985 full, 1.024 causal (as MHA)                  [0.807, 1.291]
+  r7 b1h16kv4n32768d128    16.044 full, 8.085 causal (as MHA)   [1.000; 1.278 full, 1.273 causal]
+What the author expects of r7 beyond its band: the same shape of curve as r6 (N=512 slowest against its prediction,
+more so at D=64 and causal: one program's fill and epilogue weigh more when its loop is faster), GQA within 5% of MHA.
+
+GPU time: 18 cases beyond the timing tests' priced ~45 s before the visit by flashattn_cases.estimate_s
 (with the 8 new Triton compiles, D=64, 4 configs x 2 masks, and r6's autotuning of 4 configs per shape);
-25-27 s in the 2026-12-02 full sessions, which the live plan's estimate is now fitted on. Marked slow: `-m "gpu and not slow"` leaves it out.
+25-27 s in the 2026-12-02 full sessions, which the live plan's estimate is now fitted on. r7's 20 cases beyond the
+timing tests' (its MHA target cases are theirs), priced 45.7 s the same way (12 new compiles, 3 configs each),
+unmeasured. Marked slow: `-m "gpu and not slow"` leaves it out.
 """
 
 from __future__ import annotations
@@ -75,18 +95,30 @@ def batch_heads(n: int) -> tuple[int, int]:
     return HEAD_TOKENS // (heads * n), heads
 
 
-def _cases(ns: tuple[int, ...], head_dim: int, gqa: bool = False) -> list[Case]:
+def _cases(ns: tuple[int, ...], head_dim: int, gqa: bool = False, rung: str = registry.BEST) -> list[Case]:
     out = []
     for n in ns:
         b, h = batch_heads(n)
-        out += [Case(registry.BEST, b, h, n, head_dim, causal, h // GROUP if gqa else None) for causal in (False, True)]
+        out += [Case(rung, b, h, n, head_dim, causal, h // GROUP if gqa else None) for causal in (False, True)]
     return out
 
 
-SWEEP = _cases(N_D128, 128) + _cases(N_D64, 64) + _cases(N_GQA, 128, gqa=True)
+def _sweep(rung: str) -> list[Case]:
+    return _cases(N_D128, 128, rung=rung) + _cases(N_D64, 64, rung=rung) + _cases(N_GQA, 128, gqa=True, rung=rung)
 
 
-@pytest.mark.parametrize("case", [pytest.param(c, id=c.name, marks=(*sweep_marks(c.name), *h100.marks(c))) for c in SWEEP])
+SWEEP = _sweep(registry.BEST)
+SWEEP_R7 = _sweep(registry.TARGET_RUNGS[1])  # the Gluon rung, pre-registered 2026-12-04 (the second table)
+
+
+def table_label(case: Case) -> str:
+    """The start of a case's row in the docstring's tables: its shape, "r7 " before it for the Gluon rung."""
+    shape = case.name.split(".")[2]
+    return shape if case.rung == registry.BEST else f"{case.rung.split('-')[0]} {shape}"
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.name, marks=(*sweep_marks(c.name), *h100.marks(c)))
+                                  for c in SWEEP + SWEEP_R7])
 def test_sweep_time_against_its_prediction(case: Case, target: Any, measured_once: Any, ceilings_for: Any,
                                            reconcile: Any, anatomy_benchmark: Any) -> None:
     rec = measured_once(case.name, case.live)

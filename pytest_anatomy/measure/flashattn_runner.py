@@ -6,7 +6,10 @@ Protocol per case (the kernel ladders' protocol, kernel_runner.time_flushed):
 3. the outputs are poisoned with NaN, the rung runs once, and O (batch 0, every head and row)
    and the LSE (batch 0, 64 sampled rows per head) are checked against an fp32 reference on the
    GPU under a tolerance derived from the dtype and N (kernels/flashattn/reference.py); a wrong
-   or unwritten output raises instead of being timed;
+   or unwritten output raises instead of being timed. A Gluon rung (registry.Rung.dialect) has first run once
+   per session in a child process (`preflight`, measure/flashattn_preflight.py) on small shapes: should its
+   hand-placed barriers hang or fault the GPU, the child dies, the rung's cases fail with its output, and the
+   session's CUDA context, with every other rung's measurement, is untouched;
 4. timing, each with warm-up and an L2 flush before every run: the rung, torch's default sdpa
    backend, sdpa restricted to FLASH_ATTENTION, then the rung again (its repeat shows the noise);
    each block's SM clock, read with NVML before, during and after it, goes into data["clocks"].
@@ -20,7 +23,11 @@ from __future__ import annotations
 
 import functools
 import importlib
+import json
 import math
+import os
+import subprocess
+import sys
 import time
 import warnings
 from collections.abc import Callable
@@ -32,6 +39,8 @@ from pytest_anatomy.measure.kernel_runner import FLUSH_BYTES, clock_brief, time_
 
 DTYPES = ("bf16", "fp16")
 LSE_SAMPLE_ROWS = 64
+PREFLIGHT_TIMEOUT_S = 300  # a dozen Gluon compiles (~1-4 s each) and runs on small shapes; far longer is a hang
+_PREFLIGHT: dict[str, str | None] = {}  # rung id -> None (passed) or why it failed, once per session
 
 
 class WrongOutput(AssertionError):
@@ -196,6 +205,41 @@ def check_forward(q: Any, k: Any, v: Any, o: Any, lse: Any, *, causal: bool, sm_
             "checked": f"O of batch 0 (all {h} heads, {n} rows); LSE of {len(rows)} rows per head of batch 0"}
 
 
+class PreflightFailed(WrongOutput):
+    """A Gluon rung's child-process run hung, crashed or gave a wrong result: the rung is not run in this process."""
+
+
+def _preflight_verdict(proc: subprocess.CompletedProcess[str]) -> str | None:
+    """None where the child passed, else what went wrong in one line."""
+    lines = proc.stdout.strip().splitlines()
+    try:
+        rows = json.loads(lines[-1]) if lines else []
+    except json.JSONDecodeError:
+        rows = []
+    bad = [row for row in rows if row.get("status") != "ok"]
+    if proc.returncode == 0 and rows and not bad:
+        return None
+    if bad:
+        return f"exit {proc.returncode}, wrong result: {json.dumps(bad[0])}"
+    return f"exit {proc.returncode}: {(proc.stderr.strip() or proc.stdout.strip())[-1500:]}"
+
+
+def preflight(rung_id: str, timeout_s: float = PREFLIGHT_TIMEOUT_S) -> None:
+    """Run `rung_id` once in a child process (measure/flashattn_preflight.py) before this process launches it;
+    raise PreflightFailed with the child's verdict where it did not pass. Once per session and rung."""
+    if rung_id not in _PREFLIGHT:
+        cmd = [sys.executable, "-m", "pytest_anatomy.measure.flashattn_preflight", rung_id]
+        env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env)
+            _PREFLIGHT[rung_id] = _preflight_verdict(proc)
+        except subprocess.TimeoutExpired:
+            _PREFLIGHT[rung_id] = f"no answer in {timeout_s:.0f} s (a hang: a barrier waited on that never completes)"
+    if _PREFLIGHT[rung_id] is not None:
+        raise PreflightFailed(f"{rung_id} failed its child-process preflight, so it is not run in this session: "
+                              f"{_PREFLIGHT[rung_id]}")
+
+
 @_warnings_recorded
 def live_case(rung_id: str, *, batch: int, heads: int, n: int, head_dim: int, causal: bool,
               kv_heads: int | None = None, dtype: str = "bf16", runs: int = 20, warmup: int = 3,
@@ -206,6 +250,8 @@ def live_case(rung_id: str, *, batch: int, heads: int, n: int, head_dim: int, ca
     from pytest_anatomy.kernels.flashattn import launch
 
     r = rung_by_id(rung_id)
+    if r.dialect == "gluon" and device == "cuda":
+        preflight(rung_id)
     kv = heads if kv_heads is None else kv_heads
     tdt = _torch_dtype(torch, dtype, device)
     g = torch.Generator(device=device).manual_seed(seed)

@@ -3,7 +3,9 @@
 Triton compiles ahead of time for a named target with the ptxas it ships, so a CPU machine can
 check, before a GPU visit spends device minutes, that each rung's every autotune config lowers
 to sm_90 (wgmma tensor-core MMAs, TMA bulk copies where the rung uses descriptors) and fits the
-227 KiB of shared memory one block may use there. Run in a process without TRITON_INTERPRET:
+227 KiB of shared memory one block may use there. A Gluon rung (r7) goes through Gluon's own source class
+(GluonASTSource: its tensor descriptors carry their shared-memory layout in the signature) and its register cap
+(maxnreg, which warp specialisation redistributes with setmaxnreg). Run in a process without TRITON_INTERPRET:
 
     python -m pytest_anatomy.kernels.flashattn.aot [--all-configs] [--json]
 """
@@ -16,13 +18,29 @@ import json
 import os
 import sys
 import time
-from typing import Any
+from typing import Any, Optional
 
 from pytest_anatomy.kernels.flashattn.registry import LADDER, Rung
 
 SM90_MAX_SHARED = 227 * 1024  # cudaDevAttrMaxSharedMemoryPerBlockOptin on Hopper
 _FP32_POINTERS = {"LSE", "O32", "M", "L", "S", "PO", "PL"}
 _FLOAT_SCALARS = {"sm_scale"}
+
+
+Job = tuple[Any, dict[str, Any], int, int, Optional[int]]  # kernel, constexprs, num_warps, num_stages, maxnreg
+
+
+def _is_gluon(fn: Any) -> bool:
+    return type(fn).__name__ == "GluonJITFunction"
+
+
+def _descriptor(fn: Any, dtype: str, rows: int, d: int) -> str:
+    if not _is_gluon(fn):
+        return f"tensordesc<{dtype}[{rows},{d}]>"
+    from triton.experimental.gluon import language as gl
+
+    layout = gl.NVMMASharedLayout.get_default_for([rows, d], {"bf16": gl.bfloat16, "fp16": gl.float16}[dtype])
+    return f"tensordesc<{dtype}[{rows},{d}],{layout!r}>"
 
 
 def _signature(fn: Any, dtype: str, block: dict[str, int], d: int) -> dict[str, str]:
@@ -33,7 +51,7 @@ def _signature(fn: Any, dtype: str, block: dict[str, int], d: int) -> dict[str, 
             sig[name] = "constexpr"
         elif name.startswith("desc_"):
             rows = block["BLOCK_M"] if name == "desc_q" else block["BLOCK_N"]
-            sig[name] = f"tensordesc<{dtype}[{rows},{d}]>"
+            sig[name] = _descriptor(fn, dtype, rows, d)
         elif name in _FP32_POINTERS:
             sig[name] = "*fp32"
         elif name in ("Q", "K", "V", "O"):
@@ -45,57 +63,68 @@ def _signature(fn: Any, dtype: str, block: dict[str, int], d: int) -> dict[str, 
     return sig
 
 
-def compile_one(fn: Any, constexprs: dict[str, Any], *, dtype: str, d: int, num_warps: int, num_stages: int
-                ) -> dict[str, Any]:
+def compile_one(fn: Any, constexprs: dict[str, Any], *, dtype: str, d: int, num_warps: int, num_stages: int,
+                maxnreg: int | None = None) -> dict[str, Any]:
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    if type(fn).__name__ != "JITFunction":
+    if type(fn).__name__ not in ("JITFunction", "GluonJITFunction"):
         raise RuntimeError("kernels were imported under TRITON_INTERPRET=1; compile in a fresh process without it")
     t0 = time.perf_counter()
-    src = ASTSource(fn=fn, signature=_signature(fn, dtype, constexprs, d), constexprs=constexprs)
-    k = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": num_warps, "num_stages": num_stages})
+    if _is_gluon(fn):
+        from triton.experimental.gluon._runtime import GluonASTSource
+
+        src: Any = GluonASTSource(fn=fn, signature=_signature(fn, dtype, constexprs, d), constexprs=constexprs)
+    else:
+        src = ASTSource(fn=fn, signature=_signature(fn, dtype, constexprs, d), constexprs=constexprs)
+    options: dict[str, Any] = {"num_warps": num_warps, "num_stages": num_stages}
+    if maxnreg is not None:
+        options["maxnreg"] = maxnreg
+    k = triton.compile(src, target=GPUTarget("cuda", 90, 32), options=options)
     ptx = k.asm["ptx"]
     return {"kernel": fn.__name__, "constexprs": constexprs, "num_warps": num_warps, "num_stages": num_stages,
-            "dtype": dtype, "shared_bytes": k.metadata.shared, "wgmma": ptx.count("wgmma.mma_async"),
-            "tma_loads": ptx.count("cp.async.bulk.tensor"), "compile_s": time.perf_counter() - t0}
+            "maxnreg": maxnreg, "dtype": dtype, "shared_bytes": k.metadata.shared,
+            "wgmma": ptx.count("wgmma.mma_async"), "tma_loads": ptx.count("cp.async.bulk.tensor"),
+            "setmaxnreg": ptx.count("setmaxnreg"), "compile_s": time.perf_counter() - t0}
 
 
-def rung_jobs(r: Rung, all_configs: bool, dtype: str = "bf16", d: int = 128) -> list[tuple[Any, dict[str, Any], int, int]]:
-    """(kernel, constexprs, num_warps, num_stages) for every launch the GPU sweep makes of `r`."""
+def rung_jobs(r: Rung, all_configs: bool, dtype: str = "bf16", d: int = 128) -> list[Job]:
+    """(kernel, constexprs, num_warps, num_stages, maxnreg) for every launch the GPU sweep makes of `r`."""
     mod = importlib.import_module(f"pytest_anatomy.kernels.flashattn.{r.kernel_module or r.module}")
     configs = mod.CONFIGS if all_configs else mod.CONFIGS[:1]
-    jobs = []
+    jobs: list[Job] = []
     for cfg in configs:
         blocks = {k: v for k, v in cfg.kwargs.items()}
         for causal in (False, True):
             if r.id == "r1-naive":
-                jobs.append((mod.scores, {"D": d, "CAUSAL": causal, **blocks}, cfg.num_warps, cfg.num_stages))
+                jobs.append((mod.scores, {"D": d, "CAUSAL": causal, **blocks}, cfg.num_warps, cfg.num_stages, None))
                 if not causal:  # the softmax/PV kernel has no mask parameter
-                    jobs.append((mod.softmax_pv, {"D": d, **blocks}, cfg.num_warps, cfg.num_stages))
+                    jobs.append((mod.softmax_pv, {"D": d, **blocks}, cfg.num_warps, cfg.num_stages, None))
             else:
-                fn = mod.tma_fwd if r.id == "r6-tma-pipelined" else getattr(mod, r.kernel)
-                jobs.append((fn, {"D": d, "CAUSAL": causal, **blocks, **dict(r.constexprs)}, cfg.num_warps,
-                             cfg.num_stages))
+                fn = {"r6-tma-pipelined": "tma_fwd", "r7-warp-specialized": "ws_fwd"}.get(r.id, r.kernel)
+                jobs.append((getattr(mod, fn), {"D": d, "CAUSAL": causal, **blocks, **dict(r.constexprs)},
+                             cfg.num_warps, cfg.num_stages, cfg.maxnreg))
     return jobs
 
 
-def decode_jobs(dtype: str = "bf16", d: int = 128) -> list[tuple[Any, dict[str, Any], int, int]]:
+def decode_jobs(dtype: str = "bf16", d: int = 128) -> list[Job]:
     from pytest_anatomy.kernels.flashattn import decode
 
-    return [(decode.decode_split, {"D": d, "BLOCK_H": 16, "BLOCK_N": decode.BLOCK_N}, 4, 2),
-            (decode.decode_reduce, {"D": d, "BLOCK_S": 16}, 4, 3)]
+    return [(decode.decode_split, {"D": d, "BLOCK_H": 16, "BLOCK_N": decode.BLOCK_N}, 4, 2, None),
+            (decode.decode_reduce, {"D": d, "BLOCK_S": 16}, 4, 3, None)]
 
 
-def compile_all(all_configs: bool = False, dtype: str = "bf16", d: int = 128) -> list[dict[str, Any]]:
+def compile_all(all_configs: bool = False, dtype: str = "bf16", d: int = 128,
+                only: list[str] | None = None) -> list[dict[str, Any]]:
     out = []
-    for r in LADDER:
-        for fn, cx, warps, stages in rung_jobs(r, all_configs, dtype, d):
-            out.append({"rung": r.id, **compile_one(fn, cx, dtype=dtype, d=d, num_warps=warps, num_stages=stages)})
-    for fn, cx, warps, stages in decode_jobs(dtype, d):
+    for r in (r for r in LADDER if only is None or r.id in only):
+        for fn, cx, warps, stages, nreg in rung_jobs(r, all_configs, dtype, d):
+            out.append({"rung": r.id, **compile_one(fn, cx, dtype=dtype, d=d, num_warps=warps, num_stages=stages,
+                                                    maxnreg=nreg)})
+    for fn, cx, warps, stages, nreg in (decode_jobs(dtype, d) if only is None else []):
         out.append({"rung": "flash-decoding", **compile_one(fn, cx, dtype=dtype, d=d, num_warps=warps,
-                                                             num_stages=stages)})
+                                                             num_stages=stages, maxnreg=nreg)})
     return out
 
 
@@ -104,12 +133,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--all-configs", action="store_true", help="every autotune config, not only the first")
     parser.add_argument("--dtype", default="bf16", choices=["bf16", "fp16"])
     parser.add_argument("--head-dim", type=int, default=128, choices=[64, 128])
+    parser.add_argument("--rung", action="append", help="only this rung (repeatable; default: every rung and "
+                        "flash-decoding)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     if os.environ.get("TRITON_INTERPRET") == "1":
         print("aot: unset TRITON_INTERPRET: the interpreter cannot compile for a GPU", file=sys.stderr)
         return 2
-    rows = compile_all(args.all_configs, args.dtype, args.head_dim)
+    rows = compile_all(args.all_configs, args.dtype, args.head_dim, args.rung)
     if args.json:
         print(json.dumps(rows))
     else:

@@ -11,15 +11,17 @@ max(executed FLOPs / (eff * GEMM peak), DRAM bytes / read bandwidth), except the
 whose S round trip adds (naive_time). Executed FLOPs are counted on PREDICTION_TILING, the
 tiling every rung's first config uses.
 
-Warp specialization is not a rung yet. In Triton 3.6 the `triton.language` path,
+Warp specialization is r7's change. In Triton 3.6 the `triton.language` path,
 `tl.range(..., warp_specialize=True)`, is documented as "only supported on Blackwell GPUs and
 only works on simple matmul loops" (language/core.py); the compiler's sm_90 branch runs an
 undocumented Hopper pass (backends/nvidia/compiler.py: add_hopper_warpspec). Triton 3.6 does
 offer it on Hopper through its experimental Gluon dialect: `triton.experimental.gluon.language.
 warp_specialize` (partitions of warps; its lowering, add_warp_specialize_to_llvm, is not gated
-on the architecture) with `gluon.language.nvidia.hopper`'s warpgroup_mma, tma and mbarrier. A
-Gluon rung (producer warps issuing TMA, consumer warpgroups issuing wgmma) is the next rung the
-H200's targets need; it is a rewrite with explicit layouts and barriers, not yet written.
+on the architecture) with `gluon.language.nvidia.hopper`'s warpgroup_mma, tma and mbarrier. r7 is
+that rung (a producer warp issuing TMA, consumer warpgroups issuing wgmma); it compiles for sm_90a
+here (aot.py) and is pending its first GPU measurement. Triton's interpreter cannot run Gluon
+(NOT_INTERPRETED), so on the GPU each Gluon rung is first run in a child process (its preflight,
+measure/flashattn_runner.py) before it is timed in the test process.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ class Rung:
     time_model: str = "forward"  # "forward" | "naive"
     constexprs: tuple[tuple[str, object], ...] = ()
     kernel_module: str | None = None  # where the kernel lives when another rung's file has it
+    dialect: str = "triton"  # "gluon": triton.experimental.gluon (no interpreter; compiled by aot.py, preflighted)
 
     @property
     def path(self) -> Path:
@@ -82,8 +85,19 @@ LADDER: tuple[Rung, ...] = (
     Rung("r6-tma-pipelined", "TMA tensor descriptors and software pipelining (num_stages 2-3)",
          "r6_tma_pipelined", "launch",
          _eff(0.40, 0.55, 0.72, "K/V loads overlap the MMAs; Triton's FA on Hopper without warp specialization")),
+    Rung("r7-warp-specialized", "warp specialisation in Gluon: a TMA producer warp, two consumer warpgroups",
+         "r7_warp_specialized", "launch",
+         _eff(0.55, 0.71, 0.88, "loads leave the consumers (a producer warp, an mbarrier ring); QK^T(j+1) and "
+                                "PV(j-1) in flight under softmax(j); no inter-warpgroup ping-pong"),
+         dialect="gluon"),
 )
-BEST = "r6-tma-pipelined"
+BEST = "r6-tma-pipelined"  # the best rung measured so far: the N sweep's and the long profiles' rung
+# The rungs the targets take the fastest of, each where it was measured in the same session (r7 from its first
+# measured session on; recordings without it keep r6): tests_flashattn/test_flashattn_gpu.py.
+TARGET_RUNGS = (BEST, "r7-warp-specialized")
+NOT_INTERPRETED = ("Triton 3.6's interpreter (TRITON_INTERPRET=1) runs triton.language kernels only: a Gluon kernel "
+                   "(explicit layouts, mbarriers, TMA, wgmma, warp_specialize) has no interpreter path, so on the CPU "
+                   "this rung is checked by its sm_90a compile (aot.py) and on the GPU against the fp32 reference")
 
 # flash-decoding: fraction of measured read bandwidth the split-K kernel streams K/V at
 DECODE_BANDWIDTH = _eff(0.75, 0.85, 0.95, "one pass over K/V in 64-token tiles, 4 programs per SM in flight")
@@ -100,10 +114,16 @@ PROFILE_LONG = ({"batch": 1, "heads": 16, "n": 32768, "head_dim": 128},
                 {"batch": 1, "heads": 4, "n": 131072, "head_dim": 128})
 
 
+# The rungs Nsight Compute reads: not the Gluon rung before it has passed a GPU session (a hang or a fault there would
+# end the profile run, whose launches are not isolated as the live session's are; its counters need a synthetic
+# report of their own too).
+PROFILED = tuple(r for r in LADDER if r.dialect == "triton")
+
+
 def profile_launches() -> list[dict[str, Any]]:
     """{rung, batch, heads, n, head_dim, causal} in launch order."""
     out: list[dict[str, Any]] = [{"rung": r.id, **PROFILE_TARGET, "causal": c}
-                                 for r in LADDER for c in (False, True)]
+                                 for r in PROFILED for c in (False, True)]
     out += [{"rung": BEST, **s, "causal": c} for s in PROFILE_LONG for c in (False, True)]
     return out
 
