@@ -94,3 +94,16 @@ def test_a_raising_check_is_recorded_not_fatal():
     v = sgemm.S9_CANDIDATES[2]
     out = plan._guarded_check(StandInRunner({}, broken=v.id), v, dict(sgemm.TIMING_SHAPE), 1)
     assert out["status"] == "error" and "LAUNCH_OUT_OF_RESOURCES" in out["error"]
+
+
+def test_rungs_option_checks_and_times_only_the_named_rung_beside_its_baseline():
+    """--rungs s13-fp32-multistage: the ladder parts keep cuBLAS fp32 and s13 only, the autotuner s13's family only."""
+    plan = _plan()
+    plan.RUNGS.update({"s13-fp32-multistage"})
+    try:
+        assert [v.id for v in plan.selected(list(sgemm.LADDER) + [sgemm.BF16_BASELINE])] == ["s0-cublas",
+                                                                                             "s13-fp32-multistage"]
+        assert plan.tuned_families() == ["s13-tile"]
+    finally:
+        plan.RUNGS.clear()
+    assert plan.tuned_families() == list(sgemm.TILE_FAMILIES)

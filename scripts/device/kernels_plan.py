@@ -163,10 +163,28 @@ def _guarded_check(runner: Any, v: Variant, shape: dict[str, int], seed: int) ->
         return {"shape": dict(shape), "seed": seed, "status": "error", "error": traceback.format_exc()}
 
 
+RUNGS: set[str] = set()  # --rungs: only these rungs (and their baselines) are checked and timed; empty: every rung
+
+
+def selected(variants: list[Variant]) -> list[Variant]:
+    """The ladder's rungs --rungs asked for, with the baselines they are timed beside (all when --rungs is empty)."""
+    if not RUNGS:
+        return variants
+    keep = [v for v in variants if v.id in RUNGS]
+    bases = {baseline_for(v).id for v in keep}
+    return [v for v in variants if v.id in RUNGS or v.id in bases]
+
+
+def tuned_families() -> list[str]:
+    """The autotuner families to run: every one, or with --rungs those whose kernel is a selected rung's."""
+    sources = {v.source for v in sgemm.LADDER if v.id in RUNGS}
+    return [f for f, (cands, _) in sgemm.TILE_FAMILIES.items() if not RUNGS or cands[0].source in sources]
+
+
 def check_ladder(runner: Any, ladder: str, seed0: int) -> dict[str, Any]:
     shapes = list(CORRECTNESS[ladder]) + [s for lad, s in MAIN_SHAPES if lad == ladder]
     out: dict[str, Any] = {}
-    variants = list(LADDERS[ladder]) + ([sgemm.BF16_BASELINE] if ladder == "sgemm" else [])
+    variants = selected(list(LADDERS[ladder]) + ([sgemm.BF16_BASELINE] if ladder == "sgemm" else []))
     for i, v in enumerate(variants):
         out[v.id] = [_guarded_check(runner, v, s, seed0 + 100 * i + j) for j, s in enumerate(shapes)]
         bad = [c for c in out[v.id] if c["status"] == "wrong"]
@@ -179,7 +197,7 @@ def time_shape(runner: Any, batch: Batch, ladder: str, shape: dict[str, int], ch
     """Rung 0, every rung (A), every rung (B), rung 0 again; one run entry per rung."""
     variants = list(LADDERS[ladder])
     bases = {v.id: baseline_for(v) for v in variants}
-    order = [v for v in variants] + ([sgemm.BF16_BASELINE] if ladder == "sgemm" else [])
+    order = selected([v for v in variants] + ([sgemm.BF16_BASELINE] if ladder == "sgemm" else []))
     inputs: dict[str, Any] = {}
     fns: dict[str, Any] = {}
     refused: dict[str, str] = {}
@@ -296,13 +314,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--runs", type=int, default=30)
     p.add_argument("--ladders", default="sgemm,reduction,rmsnorm,softmax")
     p.add_argument("--dry-run", action="store_true", help="print the plan; import no torch, touch no GPU")
+    p.add_argument("--rungs", default="", help="comma-separated rung ids: check and time only these (beside their "
+                   "baselines), e.g. s13-fp32-multistage; the autotuner runs unless --no-autotune")
     p.add_argument("--no-autotune", action="store_true", help="skip the fp32 tile autotuners (~30 s each family)")
     args = p.parse_args(argv)
     ladders = [x for x in args.ladders.split(",") if x]
+    RUNGS.update(x for x in args.rungs.split(",") if x)
+    unknown = RUNGS - {v.id for lad in ladders for v in LADDERS[lad]}
+    if unknown:
+        p.error(f"--rungs: no rung {sorted(unknown)} in ladders {ladders}")
     facts = DeviceFacts(sm_count=132)
     if args.dry_run:
         for lad in ladders:
-            for v in LADDERS[lad]:
+            for v in selected(list(LADDERS[lad])):
                 for shape in CORRECTNESS[lad] + tuple(s for l2, s in MAIN_SHAPES if l2 == lad):
                     try:
                         calls = v.calls(shape, facts)
@@ -312,7 +336,8 @@ def main(argv: list[str] | None = None) -> int:
                     except RungRefused as exc:
                         what = f"REFUSED ({str(exc)[:60]}...)"
                     print(f"{lad:9s} {v.id:18s} {shape_label(shape):16s} {what}")
-        for cands, table in (sgemm.TILE_FAMILIES.values() if "sgemm" in ladders and not args.no_autotune else ()):
+        for cands, table in ([sgemm.TILE_FAMILIES[f] for f in tuned_families()]
+                             if "sgemm" in ladders and not args.no_autotune else ()):
             for v in cands:
                 for shape in sgemm.AUTOTUNE_SHAPES:
                     (c,) = v.calls(shape, facts)
@@ -359,7 +384,7 @@ def main(argv: list[str] | None = None) -> int:
             batch.add({"id": f"error.{lad}.{shape_label(shape)}", "settings": {"shape": shape},
                        "result": {"kind": "error", "error": traceback.format_exc()}})
             log(traceback.format_exc())
-    for family in (sgemm.TILE_FAMILIES if "sgemm" in ladders and not args.no_autotune else ()):
+    for family in (tuned_families() if "sgemm" in ladders and not args.no_autotune else ()):
         try:
             autotune_sgemm(runner, batch, args.runs, deadline, family)
         except Exception:  # noqa: BLE001 - the autotuner's failure must not lose the ladders' runs
