@@ -1,5 +1,5 @@
 /*
-SGEMM rung s13 · fp32 warp tiling with a three-stage cp.async ring, one barrier per k-tile, fragments prefetched across tiles.
+SGEMM rung s13 · fp32 warp tiling, three-stage cp.async ring, one barrier per k-tile, cross-tile fragment prefetch.
 
 What changes: s9 kept tile t+1 in flight while tile t multiplied (two stages), paid two barriers per k-tile
 and waited at each tile's start for its first fragment; ncu counted 4.72 warp cycles per issued instruction and
