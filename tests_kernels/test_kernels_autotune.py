@@ -1,4 +1,5 @@
-"""The fp32 autotuner (issue 17): s9's kernel at the block tiles sgemm.S9_TILE_SPACE declares.
+"""The fp32 autotuner (issue 17): s9's kernel at the block tiles sgemm.S9_TILE_SPACE declares, and s13's at the
+block tiles and pipeline depths sgemm.S13_TILE_SPACE declares (each family's first candidate is its rung).
 
 On the CPU: the space's rules reject what cannot build; every candidate compiles (nvcc, NVRTC) without a
 spill and with the warps per SM and FFMA share its prediction counts on; every candidate computes the
@@ -28,7 +29,12 @@ from pytest_anatomy.theory.prediction import Prediction
 from pytest_anatomy.kernels.registry import PREREGISTERED_ON
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
-CANDIDATES = [pytest.param(v, f, id=v.id) for v, (_, _, f) in zip(sgemm.S9_CANDIDATES, sgemm.S9_TILE_SPACE)]
+SPACES = ((sgemm.S9_CANDIDATES, sgemm.S9_TILE_SPACE, sgemm.S9_TILE_LOOP_SIDE),
+          (sgemm.S13_CANDIDATES, sgemm.S13_TILE_SPACE, sgemm.S13_TILE_LOOP_SIDE))
+CANDIDATES = [pytest.param(v, f, id=v.id) for cands, space, _ in SPACES for v, (_, _, f) in zip(cands, space)]
+LOOP_SIDE = {v.id: side for cands, _, side in SPACES for v in cands}
+PREREGISTERED = {**sgemm.S9_TILE_PREREGISTERED, **sgemm.S13_TILE_PREREGISTERED}
+TILES = {t.id: t for _, space, _ in SPACES for t, _, _ in space}
 FACTS = DeviceFacts(132)
 # Partial tiles in every dimension; N % 4 != 0 (the scalar copies) and K % 16 != 0, then an aligned case.
 ODD_SHAPES = ({"M": 130, "N": 129, "K": 33}, {"M": 200, "N": 136, "K": 72})
@@ -58,13 +64,34 @@ def test_space_rules_reject_what_cannot_build():
     assert len({t.id for t, _, _ in sgemm.S9_TILE_SPACE}) == len(sgemm.S9_TILE_SPACE)
 
 
-def test_first_candidate_is_s9_itself():
-    """The #ifndef defaults are the rung's own: candidate 0's compiled K loop is s9's, instruction for instruction."""
+@pytest.mark.parametrize("cands,side", [(sgemm.S9_CANDIDATES, sgemm.S9_TILE_LOOP_SIDE),
+                                        (sgemm.S13_CANDIDATES, sgemm.S13_TILE_LOOP_SIDE)], ids=("s9", "s13"))
+def test_first_candidate_is_the_rung_itself(cands, side):
+    """The #ifndef defaults are the rung's own: candidate 0's compiled K loop is the rung's, instruction for
+    instruction, and so are its launch and its warps per SM (s13: its FFMA share too; s9's rung was priced at the
+    header's 0.84 before the tuner's compiled 0.8505, and a pre-registration is not edited)."""
     _need("nvcc", "cuobjdump", "nvdisasm")
-    c0 = _call(sgemm.S9_CANDIDATES[0])
-    with_d = kc.loop_bodies(c0.source, "sm_90", sgemm.S9_TILE_LOOP_SIDE, c0.defines)[c0.kernel]
-    without = kc.loop_bodies(c0.source, "sm_90", sgemm.S9_TILE_LOOP_SIDE)[c0.kernel]
+    c0 = _call(cands[0])
+    with_d = kc.loop_bodies(c0.source, "sm_90", side, c0.defines)[c0.kernel]
+    without = kc.loop_bodies(c0.source, "sm_90", side)[c0.kernel]
     assert with_d == without
+    rung = next(v for v in sgemm.LADDER if v.source == c0.source)
+    (rc,) = rung.calls(sgemm.TIMING_SHAPE, FACTS)
+    assert (rc.kernel, rc.launch) == (c0.kernel, c0.launch)
+    assert rung.theory.warps_per_sm == cands[0].theory.warps_per_sm
+    if cands is sgemm.S13_CANDIDATES:
+        assert rung.theory.ffma_share == cands[0].theory.ffma_share
+
+
+def test_s13_space_rules_reject_what_cannot_build():
+    """s13's rules: a 4-stage 128 x 128 x 16 ring needs 64 KB of static shared memory; BK = 32 has no swizzle."""
+    assert all(not t.problems() for t, _, _ in sgemm.S13_TILE_SPACE)
+    assert "shared memory" in " ".join(autotune.StagedTileShape(128, 128, 16, 4, 2).problems())
+    assert "BK = 32" in " ".join(autotune.StagedTileShape(64, 64, 32, 3, 4).problems())
+    with pytest.raises(ValueError, match="static shared memory"):
+        autotune.staged_candidate(autotune.StagedTileShape(128, 128, 16, 4, 2), 16, 0.82)
+    assert len({t.id for t, _, _ in sgemm.S13_TILE_SPACE}) == len(sgemm.S13_TILE_SPACE)
+    assert all(t.stages >= 3 for t, _, _ in sgemm.S13_TILE_SPACE), "s13 is the deeper pipeline (issue 17: 3+ stages)"
 
 
 @pytest.mark.parametrize("v,share", CANDIDATES)
@@ -86,7 +113,7 @@ def test_candidate_ffma_share_is_its_compiled_loop(v, share):
     """The FFMA share the prediction divides by is the compiled K loop's (N % 4 == 0 side), to the 4 digits stated."""
     _need("nvcc", "cuobjdump", "nvdisasm")
     call = _call(v)
-    loops = [lp for lp in kc.loop_bodies(call.source, "sm_90", sgemm.S9_TILE_LOOP_SIDE, call.defines)[call.kernel]
+    loops = [lp for lp in kc.loop_bodies(call.source, "sm_90", LOOP_SIDE[v.id], call.defines)[call.kernel]
              if lp.get("FFMA")]
     assert len(loops) == 1, loops
     assert loops[0]["FFMA"] / sum(loops[0].values()) == pytest.approx(share, abs=5e-5)
@@ -134,26 +161,34 @@ def _tile_fit():
     return refit_latency(_fit(), rid, m["Warp Cycles Per Issued Instruction"], v.theory.accumulators)
 
 
-@pytest.mark.parametrize("cid,label", list(sgemm.S9_TILE_PREREGISTERED))
+@pytest.mark.parametrize("cid,label", list(PREREGISTERED))
 def test_preregistered_predictions_are_the_ledgers(cid, label):
     from pytest_anatomy.specs.hardware import get_hardware
     from pytest_anatomy.theory.kernel_issue import issue_time
 
-    v = next(x for x in sgemm.S9_CANDIDATES if x.id == cid)
-    t = next(s for s, _, _ in sgemm.S9_TILE_SPACE if s.id == cid)
+    v = next(x for x in (*sgemm.S9_CANDIDATES, *sgemm.S13_CANDIDATES) if x.id == cid)
+    t = TILES[cid]
     spec = get_hardware(PREREGISTERED_ON)
     m, n, k = (int(x) for x in label.split("x"))
     pred = issue_time(_tile_fit(), ilp=v.theory.accumulators, warps_per_sm=v.theory.warps_per_sm,
                       ffma_share=v.theory.ffma_share, m=m, n=n, k=k, sm_count=spec.sm_count,
                       clock_hz=spec.boost_clock_hz, rung=cid, block_tile=(t.bm, t.bn, t.bk))
-    assert pred.value * 1e3 == pytest.approx(sgemm.S9_TILE_PREREGISTERED[(cid, label)], abs=0.0005), \
+    assert pred.value * 1e3 == pytest.approx(PREREGISTERED[(cid, label)], abs=0.0005), \
         f"{cid} at {label}: the ledger now gives {pred.value * 1e3:.4f} ms, pre-registered " \
-        f"{sgemm.S9_TILE_PREREGISTERED[(cid, label)]} ms: its inputs changed after the pre-registration"
+        f"{PREREGISTERED[(cid, label)]} ms: its inputs changed after the pre-registration"
 
 
 def test_every_candidate_and_shape_is_preregistered():
-    want = {(v.id, shape_label(s)) for v in sgemm.S9_CANDIDATES for s in sgemm.AUTOTUNE_SHAPES}
-    assert set(sgemm.S9_TILE_PREREGISTERED) == want
+    for cands, table in sgemm.TILE_FAMILIES.values():
+        assert set(table) == {(v.id, shape_label(s)) for v in cands for s in sgemm.AUTOTUNE_SHAPES}
+
+
+def test_s13_header_is_its_first_candidates_ledger():
+    """Rung s13's pre-registered times (header, Variant.h200_ms) are the tile ledger's for its own tile: the
+    number test_preregistered_predictions_are_the_ledgers recomputes from s9's counters."""
+    rung = next(v for v in sgemm.LADDER if v.id == "s13-fp32-multistage")
+    first = sgemm.S13_CANDIDATES[0].id
+    assert dict(rung.h200_ms) == {lab: ms for (cid, lab), ms in sgemm.S13_TILE_PREREGISTERED.items() if cid == first}
 
 
 # --- on a GPU, or replaying the device plan's recordings -----------------------------------------------
@@ -161,44 +196,61 @@ TILE_WHY = ("the ladders' 15% acceptance band for a prediction made without the 
             "the ledger's clock bias (s9 in-sample: 2.939 ms predicted, 3.144 ms measured)")
 
 
-@pytest.mark.gpu
-@pytest.mark.targets(recorded="sgemm.s9-tile-")
-@pytest.mark.parametrize("cid,label", [pytest.param(cid, label, marks=hf.marks_for("tile_preregistered", f"{cid}-{label}"))
-                                       for cid, label in sgemm.S9_TILE_PREREGISTERED])
-def test_candidate_time_vs_preregistered(cid, label, target, measured, reconcile):
+def _timed(cid: str, label: str, target, measured, reconcile) -> None:
     if target.name != PREREGISTERED_ON:
         pytest.skip(f"the candidates' predictions are for the H200 whose counters they read, not {target.name}")
     # Recorded by the device plan's autotuner part only: timed live, the 24 candidate-shape pairs would add
     # ~1-2 minutes to a live session whose budget is already spent (docs/RECORDING.md).
     rec = measured(f"sgemm.{cid}.{label}")
-    pred = Prediction(sgemm.S9_TILE_PREREGISTERED[(cid, label)] * 1e-3, "s",
+    pred = Prediction(PREREGISTERED[(cid, label)] * 1e-3, "s",
                       "issue ledger: busiest SM's FFMA / ffma_share / min(4, W / (c0 + L / 64)) / clock, L from s9's "
                       "counted pace", {"candidate": cid, "shape": label})
     reconcile("time_vs_tile_ledger", pred, rec["time"], rel=0.15, why=TILE_WHY)
+
+
+@pytest.mark.gpu
+@pytest.mark.targets(recorded="sgemm.s9-tile-")
+@pytest.mark.parametrize("cid,label", [pytest.param(cid, label, marks=hf.marks_for("tile_preregistered", f"{cid}-{label}"))
+                                       for cid, label in sgemm.S9_TILE_PREREGISTERED])
+def test_candidate_time_vs_preregistered(cid, label, target, measured, reconcile):
+    _timed(cid, label, target, measured, reconcile)
+
+
+@pytest.mark.gpu
+@pytest.mark.targets(recorded="sgemm.s13-tile-")
+@pytest.mark.parametrize("cid,label", list(sgemm.S13_TILE_PREREGISTERED))
+def test_s13_candidate_time_vs_preregistered(cid, label, target, measured, reconcile):
+    _timed(cid, label, target, measured, reconcile)
 
 
 def _choices() -> list[str]:
     return [shape_label(s) for s in sgemm.AUTOTUNE_SHAPES]
 
 
+def _family_choices() -> list[tuple[str, str]]:
+    return [(fam, lab) for fam in sgemm.TILE_FAMILIES for lab in _choices()]
+
+
 @pytest.mark.gpu
 @pytest.mark.targets(recorded="autotune.")
-@pytest.mark.parametrize("label", _choices())
-def test_recorded_choice_is_the_fastest_candidate(label, measured):
+@pytest.mark.parametrize("family,label", _family_choices())
+def test_recorded_choice_is_the_fastest_candidate(family, label, measured):
     """The plan records the fastest correct candidate: every timed candidate belongs to the declared space,
     none rejected as wrong was timed, and the choice is the minimum of the recorded times."""
-    rec = measured(f"autotune.sgemm.s9-tile.{label}")
+    rec = measured(f"autotune.sgemm.{family}.{label}")
     times = rec.data["candidates_ms"]
-    assert set(times) <= {v.id for v in sgemm.S9_CANDIDATES}, set(times)
+    assert set(times) <= {v.id for v in sgemm.TILE_FAMILIES[family][0]}, set(times)
     assert not any(times.get(r) is not None for r in rec.data.get("rejected") or {})
     assert rec.data["choice"] == autotune.fastest(times)
 
 
 @pytest.mark.gpu
 @pytest.mark.targets(recorded="autotune.")
-@pytest.mark.parametrize("label", [pytest.param(lab, marks=hf.marks_for("autotune_target", lab)) for lab in _choices()])
-def test_autotuned_fp32_vs_cublas_target(label, measured, reconcile):
-    rec = measured(f"autotune.sgemm.s9-tile.{label}")
+@pytest.mark.parametrize("family,label", [
+    pytest.param(fam, lab, marks=hf.marks_for("autotune_target", lab) if fam == "s9-tile" else ())
+    for fam, lab in _family_choices()])
+def test_autotuned_fp32_vs_cublas_target(family, label, measured, reconcile):
+    rec = measured(f"autotune.sgemm.{family}.{label}")
     goal = sgemm.AUTOTUNE_TARGETS[label]
     cublas = rec["baseline_time"].value
     reconcile("fp32_time_vs_target", Prediction(cublas / goal, "s",
@@ -208,9 +260,10 @@ def test_autotuned_fp32_vs_cublas_target(label, measured, reconcile):
 
 
 def test_no_recording_of_a_candidate_outside_the_space():
-    """Recordings named sgemm.s9-tile-* must be candidates the registry still declares (a removed candidate's
-    recordings would be replayed against no prediction)."""
-    ids = {v.id for v in sgemm.S9_CANDIDATES}
-    for hw in (p.name for p in RESULTS.iterdir() if p.is_dir()):
-        for name in recordings.list_recordings(RESULTS, hw, "kernels", "sgemm.s9-tile-"):
-            assert name.split(".")[1] in ids, name
+    """Recordings named sgemm.s9-tile-* / sgemm.s13-tile-* must be candidates the registry still declares (a
+    removed candidate's recordings would be replayed against no prediction)."""
+    for family, (cands, _) in sgemm.TILE_FAMILIES.items():
+        ids = {v.id for v in cands}
+        for hw in (p.name for p in RESULTS.iterdir() if p.is_dir()):
+            for name in recordings.list_recordings(RESULTS, hw, "kernels", f"sgemm.{family}-"):
+                assert name.split(".")[1] in ids, name

@@ -72,7 +72,9 @@ def test_occupancy_matches_seed_report(kernel, regs, smem, threads, card, measur
     ("sgemm/s6_vectorized.cu", "sgemm_vectorized", "LDS.128", 4 / 64),
     ("sgemm/s7_warptiling.cu", "sgemm_warptiling", "LDS.128", 6 / 128),
     ("sgemm/s9_cp_async_pipeline.cu", "sgemm_cp_async_pipeline", "LDS.128", 4 / 64),
-], ids=("s6", "s7", "s9"))
+    # s13: 4 per k-step as s9, plus the prologue's first fragment, static code that runs once per block
+    ("sgemm/s13_fp32_multistage.cu", "sgemm_fp32_multistage", "LDS.128", (64 + 4) / 1024),
+], ids=("s6", "s7", "s9", "s13"))
 def test_vectorized_rungs_compile_to_128_bit_shared_loads(source, kernel, kind, per_fma, reconcile):
     """Static SASS: the float4 rungs' inner loops issue LDS.128 at the rate their access pattern
     says (instructions per FFMA, both counted once per unrolled loop body)."""
@@ -85,7 +87,8 @@ def test_vectorized_rungs_compile_to_128_bit_shared_loads(source, kernel, kind, 
                           provenance={"tool": "cuobjdump --dump-sass", "hardware": "sm_90", "counts": counts}))
 
 
-PIPELINED = [("sgemm/s9_cp_async_pipeline.cu", "sgemm_cp_async_pipeline")]  # global loads only through cp.async
+PIPELINED = [("sgemm/s9_cp_async_pipeline.cu", "sgemm_cp_async_pipeline"),  # global loads only through cp.async
+             ("sgemm/s13_fp32_multistage.cu", "sgemm_fp32_multistage")]
 
 
 @pytest.mark.parametrize("v", [pytest.param(v, id=v.id) for v in LADDERS["sgemm"]
@@ -254,3 +257,20 @@ def test_wgmma_rung_reads_operands_from_shared_memory_only():
     c = kc.sass_counts("sgemm/s12_bf16_wgmma.cu", "sm_90")["sgemm_bf16_wgmma"]
     assert c.get("HGMMA", 0) >= 2 and not c.get("HMMA") and not any(k.startswith("LDSM") for k in c), c
     assert c.get("LDGSTS", 0) > 0 and c.get("FENCE", 0) >= 1, c
+
+
+def test_s13_loop_is_its_headers_one_barrier_ring():
+    """s13's header prices its compiled K loop (N % 4 == 0 side): 1,246 instructions per k-tile, 1,024 FFMA, one
+    barrier (s9: two), cp.async only; and ptxas's 49,152 bytes of static shared memory (three stages, A unpadded)."""
+    _need("nvcc")
+    _need("cuobjdump")
+    _need("nvdisasm")
+    from pytest_anatomy.kernels import sgemm
+
+    v = next(x for x in LADDERS["sgemm"] if x.id == "s13-fp32-multistage")
+    (call,) = v.calls(TIMING_SHAPES["sgemm"], DeviceFacts(132))
+    (loop,) = [lp for lp in kc.loop_bodies(call.source, "sm_90", sgemm.S13_TILE_LOOP_SIDE)[call.kernel] if lp.get("FFMA")]
+    assert (loop["FFMA"], sum(loop.values()), loop.get("BAR")) == (1024, 1246, 1), loop
+    assert loop["FFMA"] / sum(loop.values()) == pytest.approx(v.theory.ffma_share, abs=5e-5)
+    use = kc.resource_report(call.source, "sm_90")[call.kernel]
+    assert use.shared_bytes == 3 * 16 * (128 + 128) * 4 and use.registers <= 128, use

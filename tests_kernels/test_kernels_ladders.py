@@ -553,3 +553,20 @@ def test_ledger_finding_ratios_are_the_first_runs(target, measured):
                        clock_hz=spec.boost_clock_hz, rung=naive.id)
     assert hf.SINGLE["test_sgemm_request_ledger_naive"][2] == pytest.approx(first_time(naive.id) / pred.value,
                                                                              abs=5e-4)
+
+
+def test_best_fp32_rung_considers_s13_only_where_measured(tmp_path):
+    """The fp32 target test takes the fastest fp32 rung the target measured: a live session times s13 with the others,
+    a replayed session that predates s13 (no recording of it) is judged on the rungs it has, unchanged."""
+    s = SHAPES["sgemm"]
+    recorded = tuple(v for v in LADDERS["sgemm"][1:] if not v.theory.tensor_core and v.id != "s13-fp32-multistage")
+    folder = tmp_path / PREREGISTERED_ON / "kernels"
+    folder.mkdir(parents=True)
+    for v in recorded:
+        (folder / f"{rung_name(v, s)}@20261201T110905Z.json").write_text("{}")
+    replayed = _recorded_sgemm_fp32(tmp_path, tg.Target(PREREGISTERED_ON, live=False), s)
+    assert replayed == tuple(v.id for v in recorded) and "s9-cp-async-pipeline" in replayed
+    assert "s13-fp32-multistage" in _recorded_sgemm_fp32(tmp_path, tg.Target(PREREGISTERED_ON, live=True), s)
+    (folder / f"{rung_name(next(v for v in LADDERS['sgemm'] if v.id == 's13-fp32-multistage'), s)}@20261210T000000Z.json"
+     ).write_text("{}")
+    assert "s13-fp32-multistage" in _recorded_sgemm_fp32(tmp_path, tg.Target(PREREGISTERED_ON, live=False), s)

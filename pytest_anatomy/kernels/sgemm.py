@@ -1,4 +1,4 @@
-"""The SGEMM ladder: rung 0 is cuBLAS fp32 (TF32 off), rungs s1-s7 and s9 hand-written fp32, s8, s10-s12 bf16
+"""The SGEMM ladder: rung 0 is cuBLAS fp32 (TF32 off), rungs s1-s7, s9 and s13 hand-written fp32, s8, s10-s12 bf16
 tensor cores against cuBLAS bf16 (s12: wgmma, sm_90a). C = A @ B, row-major, M x K times K x N (s8: A @ Bt^T)."""
 
 from __future__ import annotations
@@ -80,6 +80,15 @@ LADDER: tuple[Variant, ...] = (
             notes=("A is copied 4 bytes at a time into its transposed place: 8 LDGSTS.32 + 2 LDGSTS.128 per thread "
                    "per 1,024 FMAs, where the access pattern counts 4 float4 loads (same bytes, more instructions)",),
             h200_ms=(("4096x4096x4096", 2.9), ("2048x18944x3584", 5.6), ("32x18944x3584", 0.62))),
+    Variant("s13-fp32-multistage", "s9's warp and thread tiles, cp.async three-stage ring, one barrier per k-tile, "
+            "fragments prefetched across k-tiles, A swizzled unpadded (48 KB static)", "sgemm/s13_fp32_multistage.cu",
+            _grid_tiles("sgemm/s13_fp32_multistage.cu", "sgemm_fp32_multistage", 128, 128, (256, 1, 1)),
+            "tiles t+1 and t+2 in flight while t multiplies (s9: t+1), one barrier per k-tile (s9: two), the first "
+            "fragment of tile t+1 loaded during tile t's last FMAs; same 64 accumulators, 16 warps per SM",
+            tiled_access("s13", 128, 128, 8, 8, vector=4, warps_per_sm=16, ffma_share=0.8218), "sgemm",
+            notes=("A is copied 4 bytes at a time into an XOR-swizzled [k][m] layout (a warp's copies hit 32 banks): "
+                   "8 LDGSTS.32 + 2 LDGSTS.128 per thread per 1,024 FMAs, as in s9",),
+            h200_ms=(("4096x4096x4096", 3.042), ("2048x18944x3584", 5.988), ("32x18944x3584", 0.665))),
     Variant("s8-bf16-mma", "bf16 tensor cores, mma.sync m16n8k16, cp.async double buffer", "sgemm/s8_bf16_mma.cu",
             _grid_tiles("sgemm/s8_bf16_mma.cu", "sgemm_bf16_mma", 128, 128, (256, 1, 1)),
             "move the FMAs to the tensor cores (bf16 in, fp32 accumulate, bf16 out); baseline cuBLAS bf16",
@@ -122,7 +131,7 @@ REQUEST_FIT = ("s2-coalesced",)
 ISSUE_FIT = ("s5-2d-regtile", "s6-vectorized", "s7-warptiling")
 # Block tiles (bm, bn, bk) the issue ledger counts whole on the busiest SM.
 BLOCK_TILES = {"s5-2d-regtile": (128, 128, 8), "s6-vectorized": (128, 128, 8), "s7-warptiling": (128, 128, 16),
-               "s9-cp-async-pipeline": (128, 128, 16)}
+               "s9-cp-async-pipeline": (128, 128, 16), "s13-fp32-multistage": (128, 128, 16)}
 # What the issue ledger, fitted on ISSUE_FIT's 2026-11-30 counters, predicted for the rungs written
 # after it (ms on the H200 at its 1.98 GHz boost clock), before any of them ran: a CPU test recomputes
 # these from the recorded counters, the ladder tests reconcile them with the measured times within 15%.
@@ -200,3 +209,34 @@ S9_TILE_PREREGISTERED: dict[tuple[str, str], float] = {
 }
 # Issue 17's fp32 targets for the tuned choice: of cuBLAS fp32's time at the square shape, at the FFN shapes.
 AUTOTUNE_TARGETS = {"4096x4096x4096": 0.90, "2048x18944x3584": 0.80, "32x18944x3584": 0.80}
+
+# --- rung s13's autotuner space (issue 17): s13's kernel at other block tiles and pipeline depths ---------------------
+# Each shape with the compiled facts its prediction reads, as in S9_TILE_SPACE (test_kernels_autotune checks both
+# against the compiler). The first is s13 itself: of the four, the ledger ranks 128x256x8-s3-b1 0.5% ahead at 4096^3,
+# inside the ledger's own error, and s9's kernel at that tile ran 19% over its ledger (2026-12-01 21:51,
+# h200-tile-ledger-clock-bias-and-more), so the rung keeps the 128 x 128 tile; the plan's choice is recorded.
+S13_TILE_SPACE: tuple[tuple[at.StagedTileShape, int, float], ...] = (
+    (at.StagedTileShape(128, 128, 16, 3, 2), 16, 0.8218),  # 48 KB: three stages exactly fill the static limit
+    (at.StagedTileShape(128, 128, 8, 4, 2), 16, 0.7926),   # four shallower stages, 32 KB
+    (at.StagedTileShape(64, 128, 16, 4, 4), 16, 0.8101),   # 4 warps per block: half the idle rows at M = 32
+    (at.StagedTileShape(128, 256, 8, 3, 1), 16, 0.8258),   # one 16-warp block per SM, B reused over 256 columns
+)
+S13_CANDIDATES: tuple[Variant, ...] = tuple(at.staged_candidate(t, w, f) for t, w, f in S13_TILE_SPACE)
+S13_TILE_LOOP_SIDE = (("const bool vec = (N % 4) == 0;", "const bool vec = true;"),)
+# The candidates' prediction: the same ledger as S9_TILE_PREREGISTERED (c0 from ISSUE_FIT, L re-fitted on s9's
+# counted 4.72 cycles per issue, which sees no pipeline depth) at each candidate's warps, FFMA share and block tile,
+# ms at the 1.98 GHz boost clock, written before any s13 candidate ran. The first is rung s13's header.
+S13_TILE_PREREGISTERED: dict[tuple[str, str], float] = {
+    ("s13-tile-128x128x16-s3-b2", "4096x4096x4096"): 3.042, ("s13-tile-128x128x16-s3-b2", "2048x18944x3584"): 5.988,
+    ("s13-tile-128x128x16-s3-b2", "32x18944x3584"): 0.665,
+    ("s13-tile-128x128x8-s4-b2", "4096x4096x4096"): 3.154, ("s13-tile-128x128x8-s4-b2", "2048x18944x3584"): 6.209,
+    ("s13-tile-128x128x8-s4-b2", "32x18944x3584"): 0.690,
+    ("s13-tile-64x128x16-s4-b4", "4096x4096x4096"): 3.086, ("s13-tile-64x128x16-s4-b4", "2048x18944x3584"): 6.075,
+    ("s13-tile-64x128x16-s4-b4", "32x18944x3584"): 0.337,
+    ("s13-tile-128x256x8-s3-b1", "4096x4096x4096"): 3.027, ("s13-tile-128x256x8-s3-b1", "2048x18944x3584"): 5.959,
+    ("s13-tile-128x256x8-s3-b1", "32x18944x3584"): 0.662,
+}
+# The autotuner's families: recording prefix -> (candidates, pre-registered ms). kernels_plan times each family and
+# records its choice as autotune.sgemm.<family>.<shape>.
+TILE_FAMILIES: dict[str, tuple[tuple[Variant, ...], dict[tuple[str, str], float]]] = {
+    "s9-tile": (S9_CANDIDATES, S9_TILE_PREREGISTERED), "s13-tile": (S13_CANDIDATES, S13_TILE_PREREGISTERED)}

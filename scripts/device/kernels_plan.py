@@ -11,10 +11,11 @@ after every part, so a killed run keeps what it measured:
   <ladder>.<rung>.<shape>   timing: rung 0 first, every rung (block A), every rung again
                       (block B), rung 0 again; medians of CUDA-event runs after warm-up, L2
                       flushed (512 MB read) before each run
-  autotune            issue 17's fp32 autotuner: every candidate of sgemm.S9_TILE_SPACE (s9's kernel at
-                      other block tiles) checked at the odd shapes, then timed beside cuBLAS fp32 in two
-                      blocks at 4096^3 and the FFN shapes; sgemm.<candidate>.<shape> per candidate and
-                      autotune.sgemm.s9-tile.<shape> with the choice (the fastest correct candidate)
+  autotune            issue 17's fp32 autotuner, per family of sgemm.TILE_FAMILIES (s9's kernel at other
+                      block tiles; s13's at other block tiles and pipeline depths): every candidate checked
+                      at the odd shapes, then timed beside cuBLAS fp32 in two blocks at 4096^3 and the FFN
+                      shapes; sgemm.<candidate>.<shape> per candidate and autotune.sgemm.<family>.<shape>
+                      with the choice (the fastest correct candidate)
 Shapes: SGEMM 4096^3 (then the Qwen2.5-7B FFN shapes if time is left), reduction 2^28 floats,
 RMSNorm 8192 x 3584, softmax 8192 x 2048 and 128 x 152,064 (register rungs refuse it).
 
@@ -162,10 +163,28 @@ def _guarded_check(runner: Any, v: Variant, shape: dict[str, int], seed: int) ->
         return {"shape": dict(shape), "seed": seed, "status": "error", "error": traceback.format_exc()}
 
 
+RUNGS: set[str] = set()  # --rungs: only these rungs (and their baselines) are checked and timed; empty: every rung
+
+
+def selected(variants: list[Variant]) -> list[Variant]:
+    """The ladder's rungs --rungs asked for, with the baselines they are timed beside (all when --rungs is empty)."""
+    if not RUNGS:
+        return variants
+    keep = [v for v in variants if v.id in RUNGS]
+    bases = {baseline_for(v).id for v in keep}
+    return [v for v in variants if v.id in RUNGS or v.id in bases]
+
+
+def tuned_families() -> list[str]:
+    """The autotuner families to run: every one, or with --rungs those whose kernel is a selected rung's."""
+    sources = {v.source for v in sgemm.LADDER if v.id in RUNGS}
+    return [f for f, (cands, _) in sgemm.TILE_FAMILIES.items() if not RUNGS or cands[0].source in sources]
+
+
 def check_ladder(runner: Any, ladder: str, seed0: int) -> dict[str, Any]:
     shapes = list(CORRECTNESS[ladder]) + [s for lad, s in MAIN_SHAPES if lad == ladder]
     out: dict[str, Any] = {}
-    variants = list(LADDERS[ladder]) + ([sgemm.BF16_BASELINE] if ladder == "sgemm" else [])
+    variants = selected(list(LADDERS[ladder]) + ([sgemm.BF16_BASELINE] if ladder == "sgemm" else []))
     for i, v in enumerate(variants):
         out[v.id] = [_guarded_check(runner, v, s, seed0 + 100 * i + j) for j, s in enumerate(shapes)]
         bad = [c for c in out[v.id] if c["status"] == "wrong"]
@@ -178,7 +197,7 @@ def time_shape(runner: Any, batch: Batch, ladder: str, shape: dict[str, int], ch
     """Rung 0, every rung (A), every rung (B), rung 0 again; one run entry per rung."""
     variants = list(LADDERS[ladder])
     bases = {v.id: baseline_for(v) for v in variants}
-    order = [v for v in variants] + ([sgemm.BF16_BASELINE] if ladder == "sgemm" else [])
+    order = selected([v for v in variants] + ([sgemm.BF16_BASELINE] if ladder == "sgemm" else []))
     inputs: dict[str, Any] = {}
     fns: dict[str, Any] = {}
     refused: dict[str, str] = {}
@@ -234,15 +253,17 @@ def time_shape(runner: Any, batch: Batch, ladder: str, shape: dict[str, int], ch
         log(f"{rid}: {result['ms_median']:.4f}{rep} ms (baseline {result['baseline_ms_median']})")
 
 
-def autotune_sgemm(runner: Any, batch: Batch, runs: int, deadline: float) -> None:
+def autotune_sgemm(runner: Any, batch: Batch, runs: int, deadline: float, family: str = "s9-tile") -> None:
     """Check every candidate at the odd correctness shapes, then time the correct ones and cuBLAS fp32 in two
     blocks (A: each in turn, B: again) per shape; the choice is the smallest mean of a candidate's two
-    block medians. One kernel-timing run per candidate and shape (the ladder's format) and one choice run."""
+    block medians. One kernel-timing run per candidate and shape (the ladder's format) and one choice run per
+    family (sgemm.TILE_FAMILIES: s9's block tiles, s13's block tiles and depths)."""
     base = sgemm.LADDER[0]
+    cands, table = sgemm.TILE_FAMILIES[family]
     checks = {v.id: [_guarded_check(runner, v, s, 5000 + 100 * i + j) for j, s in enumerate(CORRECTNESS["sgemm"])]
-              for i, v in enumerate(sgemm.S9_CANDIDATES)}
-    correct = [v for v in sgemm.S9_CANDIDATES if not any(c["status"] in ("wrong", "error") for c in checks[v.id])]
-    log(f"autotune: {len(correct)} of {len(sgemm.S9_CANDIDATES)} candidates correct")
+              for i, v in enumerate(cands)}
+    correct = [v for v in cands if not any(c["status"] in ("wrong", "error") for c in checks[v.id])]
+    log(f"autotune {family}: {len(correct)} of {len(cands)} candidates correct")
     for shape in sgemm.AUTOTUNE_SHAPES:
         if time.monotonic() > deadline:
             log(f"autotune: budget reached before {shape_label(shape)}")
@@ -257,7 +278,7 @@ def autotune_sgemm(runner: Any, batch: Batch, runs: int, deadline: float) -> Non
                     timings[vid].append(runner.time(fn, runs=runs, warmup=3))
         bt = timings[base.id]
         mean_ms: dict[str, float | None] = {}
-        for v in sgemm.S9_CANDIDATES:
+        for v in cands:
             t = timings.get(v.id) or []
             mean_ms[v.id] = sum(x["ms_median"] for x in t) / len(t) if len(t) == 2 else None
             if not t:
@@ -274,17 +295,16 @@ def autotune_sgemm(runner: Any, batch: Batch, runs: int, deadline: float) -> Non
         if not any(mean_ms.values()):
             continue
         choice = autotune.fastest(mean_ms)
-        batch.add({"id": f"autotune.sgemm.s9-tile.{label}", "settings": {"shape": shape, "runs": runs,
-                                                                          "space": [v.id for v in sgemm.S9_CANDIDATES]},
+        batch.add({"id": f"autotune.sgemm.{family}.{label}", "settings": {"shape": shape, "runs": runs,
+                                                                           "space": [v.id for v in cands]},
                    "result": {"kind": "autotune", "ladder": "sgemm", "shape": shape, "choice": choice,
                               "candidates_ms": mean_ms, "baseline_rung": base.id,
                               "baseline_ms": sum(x["ms_median"] for x in bt) / len(bt) if bt else None,
-                              "predicted_ms": {v.id: sgemm.S9_TILE_PREREGISTERED.get((v.id, label))
-                                               for v in sgemm.S9_CANDIDATES},
+                              "predicted_ms": {v.id: table.get((v.id, label)) for v in cands},
                               "rejected": {k: c for k, c in checks.items()
                                            if any(x["status"] in ("wrong", "error") for x in c)},
                               "gpu": runner.gpu_name}})
-        log(f"autotune {label}: {choice} {mean_ms[choice]:.4f} ms (cuBLAS {bt[0]['ms_median'] if bt else None})")
+        log(f"autotune {family} {label}: {choice} {mean_ms[choice]:.4f} ms (cuBLAS {bt[0]['ms_median'] if bt else None})")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -294,13 +314,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--runs", type=int, default=30)
     p.add_argument("--ladders", default="sgemm,reduction,rmsnorm,softmax")
     p.add_argument("--dry-run", action="store_true", help="print the plan; import no torch, touch no GPU")
-    p.add_argument("--no-autotune", action="store_true", help="skip the fp32 tile autotuner (its own ~30 s)")
+    p.add_argument("--rungs", default="", help="comma-separated rung ids: check and time only these (beside their "
+                   "baselines), e.g. s13-fp32-multistage; the autotuner runs unless --no-autotune")
+    p.add_argument("--no-autotune", action="store_true", help="skip the fp32 tile autotuners (~30 s each family)")
     args = p.parse_args(argv)
     ladders = [x for x in args.ladders.split(",") if x]
+    RUNGS.update(x for x in args.rungs.split(",") if x)
+    unknown = RUNGS - {v.id for lad in ladders for v in LADDERS[lad]}
+    if unknown:
+        p.error(f"--rungs: no rung {sorted(unknown)} in ladders {ladders}")
     facts = DeviceFacts(sm_count=132)
     if args.dry_run:
         for lad in ladders:
-            for v in LADDERS[lad]:
+            for v in selected(list(LADDERS[lad])):
                 for shape in CORRECTNESS[lad] + tuple(s for l2, s in MAIN_SHAPES if l2 == lad):
                     try:
                         calls = v.calls(shape, facts)
@@ -310,11 +336,12 @@ def main(argv: list[str] | None = None) -> int:
                     except RungRefused as exc:
                         what = f"REFUSED ({str(exc)[:60]}...)"
                     print(f"{lad:9s} {v.id:18s} {shape_label(shape):16s} {what}")
-        if "sgemm" in ladders and not args.no_autotune:
-            for v in sgemm.S9_CANDIDATES:
+        for cands, table in ([sgemm.TILE_FAMILIES[f] for f in tuned_families()]
+                             if "sgemm" in ladders and not args.no_autotune else ()):
+            for v in cands:
                 for shape in sgemm.AUTOTUNE_SHAPES:
                     (c,) = v.calls(shape, facts)
-                    pred = sgemm.S9_TILE_PREREGISTERED.get((v.id, shape_label(shape)))
+                    pred = table.get((v.id, shape_label(shape)))
                     print(f"autotune  {v.id:22s} {shape_label(shape):16s} {c.kernel}<<<{c.launch.grid},{c.launch.block}>>> "
                           f"-D {' '.join(f'{k}={x}' for k, x in c.defines)}  predicted {pred} ms")
         print(f"dry run: {sum(len(LADDERS[x]) for x in ladders)} rungs; nothing measured")
@@ -357,11 +384,12 @@ def main(argv: list[str] | None = None) -> int:
             batch.add({"id": f"error.{lad}.{shape_label(shape)}", "settings": {"shape": shape},
                        "result": {"kind": "error", "error": traceback.format_exc()}})
             log(traceback.format_exc())
-    if "sgemm" in ladders and not args.no_autotune:
+    for family in (tuned_families() if "sgemm" in ladders and not args.no_autotune else ()):
         try:
-            autotune_sgemm(runner, batch, args.runs, deadline)
+            autotune_sgemm(runner, batch, args.runs, deadline, family)
         except Exception:  # noqa: BLE001 - the autotuner's failure must not lose the ladders' runs
-            batch.add({"id": "error.autotune", "settings": {}, "result": {"kind": "error", "error": traceback.format_exc()}})
+            batch.add({"id": f"error.autotune.{family}", "settings": {},
+                       "result": {"kind": "error", "error": traceback.format_exc()}})
             log(traceback.format_exc())
     batch.doc["provenance"]["nvidia_smi_end"] = nvidia_smi()
     batch.doc["provenance"]["wall_s"] = time.monotonic() - T0
