@@ -101,9 +101,12 @@ PREREGISTERED = [(v, shape) for lad in LADDERS for v in LADDERS[lad]
 ROOFLINE_RUNGS = [v for v in LADDERS["sgemm"][1:] if not v.theory.tensor_core]
 STREAMING = [v for lad in ("reduction", "rmsnorm", "softmax") for v in LADDERS[lad][1:]]
 STREAMING_TARGETS = [("reduction", "r7-vectorized", 0.95), ("rmsnorm", "n4-vectorized", 0.92),
-                     ("softmax", "x4-vectorized", 0.92), ("softmax", "x5-warp-row", 0.92)]
-# Issue 17's vocabulary-row target: the one-DRAM-pass rung at >= 85% of the read ceiling on its read + write bytes.
-VOCAB_TARGETS = [("x6-cluster-row", 0.85)]
+                     ("softmax", "x4-vectorized", 0.92), ("softmax", "x5-warp-row", 0.92),
+                     ("softmax", "x7-pipelined", 0.92)]
+# Issue 17's vocabulary-row target: the one-DRAM-pass rungs at >= 85% of the read ceiling on their read + write bytes.
+# Each is its own case, taken only where the target measured it (_cases): a replayed session recorded before x7
+# existed keeps x6's case and gains none.
+VOCAB_TARGETS = [("x6-cluster-row", 0.85), ("x7-pipelined", 0.85)]
 VOCAB_REFUSERS = [v for v in fused.SOFTMAX if v.max_cols is not None and v.max_cols < fused.VOCAB_SHAPE["N"]]
 
 

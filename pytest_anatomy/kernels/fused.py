@@ -4,7 +4,8 @@ Shapes: the seed's Qwen2.5-7B shapes (M=8192 rows; RMSNorm N=3584 = hidden size,
 N=2048) and a vocabulary-wide softmax row (N=152,064, Qwen2.5's vocab) with 128 rows, so x
 (78 MB) is larger than the H200's 60 MB L2. Register-resident rungs hold at most 8,192 columns
 (a block per row) or 2,048 (a warp per row) and refuse the vocabulary row (RungRefused); x6 holds a
-row in the registers of an 8-block cluster (163,840 columns), the vocabulary row included."""
+row in the registers of an 8-block cluster (163,840 columns), the vocabulary row included; x7 picks its kernel
+by row length (a warp per row up to 2,048 columns, a persistent pipelined cluster above)."""
 
 from __future__ import annotations
 
@@ -80,6 +81,27 @@ def _cluster_rows(s: Mapping[str, int], d: DeviceFacts) -> tuple[KernelCall, ...
                               cluster=CLUSTER_BLOCKS), ("ptr:x", "ptr:y", "i32:M", "i32:N")),)
 
 
+# x7: a warp per row up to 2,048 columns; longer rows a persistent grid of 8-block clusters, one block per SM.
+# Two cluster slots fewer than SMs / 8: x6's 30 active clusters at 2 blocks per SM on 132 SMs (Nsight Compute) fit
+# only GPC splits that hold 14 clusters at 1 block per SM; a cluster beyond those would wait for another's rows.
+STREAM_CLUSTER_SPARE = 2
+X7_ROWS = 4  # rows (warps) per block of x7's warp-row kernel
+
+
+def stream_clusters(m: int, sm_count: int) -> int:
+    """x7's persistent grid, in clusters: the clusters resident at once at one block per SM, at most one per row."""
+    return max(1, min(m, sm_count // CLUSTER_BLOCKS - STREAM_CLUSTER_SPARE))
+
+
+def _pipelined(s: Mapping[str, int], d: DeviceFacts) -> tuple[KernelCall, ...]:
+    src, args = "softmax/x7_pipelined.cu", ("ptr:x", "ptr:y", "i32:M", "i32:N")
+    if s["N"] <= WARP_ROW_MAX_COLS:
+        return (KernelCall(src, "softmax_warp_rows", Launch((cdiv(s["M"], X7_ROWS), 1, 1), (32 * X7_ROWS, 1, 1)), args),)
+    g = stream_clusters(s["M"], d.sm_count)
+    return (KernelCall(src, "softmax_cluster_stream", Launch((g * CLUSTER_BLOCKS, 1, 1), (cluster_threads(s["N"]), 1, 1),
+                                                             cluster=CLUSTER_BLOCKS), args),)
+
+
 def _per_row(*names: str):
     def ws(s: Mapping[str, int], d: DeviceFacts) -> dict[str, int]:
         return {n: s["M"] for n in names}
@@ -137,4 +159,12 @@ SOFTMAX: tuple[Variant, ...] = (
             StreamAccess("x6", reads=1, writes=1, dram_reads=1), "softmax", max_cols=CLUSTER_MAX_COLS,
             row_threads=CLUSTER_BLOCKS * CLUSTER_MAX_THREADS,
             h200_ms=(("8192x2048", 0.045), ("128x152064", 0.040))),
+    Variant("x7-pipelined", "by row length: a warp per row, or a persistent cluster loading the next row",
+            "softmax/x7_pipelined.cu", _pipelined,
+            "rows <= 2,048: x5's warp per row, 4 rows per block, evict-first loads and stores; longer rows: a "
+            "persistent grid of 8-block clusters (one block per SM) whose blocks load their slice of the next row "
+            "into a second register set while this row is reduced, exchanged over DSMEM and written",
+            StreamAccess("x7", reads=1, writes=1, dram_reads=1), "softmax", max_cols=CLUSTER_MAX_COLS,
+            row_threads=CLUSTER_BLOCKS * CLUSTER_MAX_THREADS,
+            h200_ms=(("8192x2048", 0.034), ("128x152064", 0.040))),
 )
