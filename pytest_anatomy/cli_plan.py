@@ -8,6 +8,11 @@ quantization, prefix cache, speculation; predicted TTFT p50/p99, ITL p50/p99, ou
 goodput and how many of the workload's requests the KV pool holds; the knob that buys each gain
 (the same configuration without it); and each number's uncertainty: the reconciled error of that
 kind of prediction on this card (the validation table), or a plain statement that none exists.
+A configuration whose token budget exceeds vLLM's default CUDA-graph capture captures graphs to its
+budget (engine argument max_cudagraph_capture_size), priced in its note: the graph pool on top of
+gpu_memory_utilization (not taken from the KV pool by vLLM 0.26.0's V2 runner) and the longer engine
+start; where the pool would not fit, vLLM's default list is kept and the note says which steps run
+outside the graphs, unpriced.
 Calibrated like `predict latency` (the median recorded session of the card, else the H200's carried
 over, else the datasheet roofline). Any bad input: one line naming the problem and the fix, exit 2.
 """

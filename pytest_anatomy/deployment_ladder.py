@@ -8,12 +8,18 @@ gains are not numbers until the run measures the acceptance: the file gives t_de
 and the gain is E x t_decode / t_verify with E from the engine's counters.
 
     python -m pytest_anatomy.deployment_ladder > tests_deployment/preregistered.json
+
+tests_deployment/replan.json is `plan`'s recommendation as it stands after cause test graphs-to-budget (CUDA graphs
+captured to the budget), from the same calibration, pre-registered before its device run (step `replan`):
+
+    python -m pytest_anatomy.deployment_ladder replan > tests_deployment/replan.json
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +91,55 @@ def plan_tops(calibration: dict[str, Any]) -> dict[str, dict[str, dict[str, Any]
     return out
 
 
+# The recorded engines of preregistered.json's plan_top (the same arguments less the graph capture): model -> batch. Their
+# KV pools are what replan's engines should get: with the V2 runner the graph pool lands on top of
+# gpu_memory_utilization, and Llama's pool was 118,699 blocks with graphs to 512 (batches 20261203T142608Z, 143336Z) and
+# to 8,192 (cause test graphs-to-budget, 20261203T184616Z) alike.
+PLAN_TOP_ENGINES = {"qwen2.5-7b": "20261203T001319Z", "llama-3.1-8b": "20261203T143336Z"}
+REPLAN_START_S = 150.0  # an engine start capturing 614 graphs: cause test graphs-to-budget's 149 s (imports included)
+
+
+def recorded_pool_blocks(model: str, engine_kwargs: dict[str, Any], results: Path = REPO / "results") -> int:
+    """The KV pool (blocks) the recorded plan_top engine of `model` resolved: its arguments are `engine_kwargs` less the
+    graph capture (PLAN_TOP_ENGINES names the kept batch)."""
+    want = {k: v for k, v in engine_kwargs.items() if k != "max_cudagraph_capture_size"}
+    batch = results / HARDWARE / "batches" / PLAN_TOP_ENGINES[model] / "deployment.json"
+    runs = json.loads(batch.read_text())["runs"]
+    engine = next(r for r in runs if r["id"].startswith(f"{model}.engine.") and r.get("engine_kwargs") == want)
+    return int(engine["result"]["resolved"]["num_gpu_blocks"])
+
+
+def replan(pre: dict[str, Any]) -> dict[str, Any]:
+    """replan.json: plan_tops from preregistered.json's calibration as the planner recommends them now, each with its
+    KV pool (the capacity ledger's, and the recorded pool of the same engine less the graph capture) and the engine
+    start the device plan budgets for it."""
+    from pytest_anatomy.theory import capacity as cap
+
+    tops = json.loads(json.dumps(plan_tops(pre["calibration"])))
+    for m, by_w in tops.items():
+        for w, top in by_w.items():
+            kw = top["engine_kwargs"]
+            block = cap.kv_bytes_per_token(load_model(m), kw.get("kv_cache_dtype", "auto")).value * 16
+            recorded = recorded_pool_blocks(m, kw)
+            top["kv_pool"] = {
+                "ledger_blocks": top["kv_pool_blocks"], "ledger_bytes": top["kv_pool_blocks"] * block,
+                "expected_blocks": recorded, "expected_bytes": recorded * block, "block_bytes": block,
+                "expected_from": f"batch {PLAN_TOP_ENGINES[m]}: the same engine arguments less the graph capture",
+                "why": "the V2 runner's graph pool lands on top of gpu_memory_utilization, so capturing to the budget "
+                       "leaves the KV pool as it was: expected_blocks exactly. The capacity ledger's pool (the one "
+                       "plan simulates) replays bf16 weights, a lower bound with fp8 weights (docs/DEPLOYMENT.md)"}
+            top["start_s_estimate"] = REPLAN_START_S
+            top["changed_from_plan_top"] = {k: v for k, v in kw.items()
+                                            if pre["plan_top"][m][w]["engine_kwargs"].get(k) != v}
+    return {
+        "what": "plan's recommendation after cause test graphs-to-budget (CUDA graphs captured to the token budget), "
+                "on vLLM 0.26.0, H200, dummy weights: predictions written before the run (step replan)",
+        "target": "TTFT p99 and ITL p99 at or under the workload's SLO (one-sided); the KV pool exactly expected_blocks",
+        "hardware": HARDWARE, "calibration": pre["calibration"],
+        "workload_sha256": {w: hashlib.sha256(workload_path(w).read_bytes()).hexdigest() for w in WORKLOADS},
+        "plan_top": tops}
+
+
 def ladder_with_acceptance(calibration: dict[str, Any], model: str, workload: str, tokens_per_step: float,
                            draft_fraction: float = 1.0) -> list[dict[str, Any]]:
     """One ladder with the n-gram rung simulated at a measured E (tokens per verify step) and share of
@@ -112,4 +167,7 @@ def preregistration(results: Path = REPO / "results") -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    print(json.dumps(preregistration(), indent=1))
+    if sys.argv[1:] == ["replan"]:
+        print(json.dumps(replan(json.loads((REPO / "tests_deployment" / "preregistered.json").read_text())), indent=1))
+    else:
+        print(json.dumps(preregistration(), indent=1))

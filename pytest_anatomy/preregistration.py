@@ -175,7 +175,7 @@ def required_for(recorded_at: str) -> bool:
 
 
 # --- plans whose predictions live in a committed file of the suite (deployment: preregistered.json, cause_tests.json)
-PLAN_FILES = ("preregistered", "causes")  # the batch provenance's keys naming {"file", "sha256"}
+PLAN_FILES = ("preregistered", "causes", "replan")  # the batch provenance's keys naming {"file", "sha256"}
 PACKAGE_REPO = Path(__file__).resolve().parents[1]  # the checkout whose tests_deployment/ the device plan read
 
 

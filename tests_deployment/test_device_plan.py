@@ -39,6 +39,24 @@ def test_every_preregistered_run_is_planned_once_on_an_engine_with_its_arguments
             assert row["engine_kwargs"] == e["engine_kwargs"]
 
 
+def test_the_replan_runs_each_models_plan_on_one_engine_with_its_start_estimate(capsys) -> None:
+    """Step replan: replan.json's plan_top for each model and workload, one engine per model (both workloads' plans are
+    one configuration), budgeted at the file's start estimate; the command docs/DEPLOYMENT.md gives fits 400 s."""
+    plan = _plan()
+    args = plan.parse_args(["--models", "llama-3.1-8b,qwen2.5-7b", "--steps", "replan"])
+    engines = plan.engines(args.pre, args.models, args.workloads, args.steps, args.replan)
+    assert [e["model"] for e in engines] == ["llama-3.1-8b", "qwen2.5-7b"]  # Llama's chat plan first
+    for e in engines:
+        tops = args.replan["plan_top"][e["model"]]
+        assert [r["workload"] for r in e["runs"]] == ["chat", "rag"] and {r["step"] for r in e["runs"]} == {"replan"}
+        assert e["engine_kwargs"] == tops["chat"]["engine_kwargs"] == tops["rag"]["engine_kwargs"]
+        assert e["engine_kwargs"]["max_cudagraph_capture_size"] == e["engine_kwargs"]["max_num_batched_tokens"]
+        assert e["start_s"] == tops["chat"]["start_s_estimate"]
+    assert plan.main(["--dry-run", "--models", "llama-3.1-8b,qwen2.5-7b", "--steps", "replan"]) == 0
+    assert "2 engine starts, 4 runs, ~360 s estimated" in capsys.readouterr().out
+    assert plan.provenance(args)["replan"]["file"] == "tests_deployment/replan.json"
+
+
 def test_counter_deltas_per_label() -> None:
     plan = _plan()
     before = {"vllm:prefix_cache_hits": 10.0, "vllm:num_preemptions": None, plan.PER_POSITION: {"0": 5.0}}

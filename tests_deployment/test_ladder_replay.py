@@ -22,6 +22,8 @@ from pytest_anatomy.theory.prediction import Prediction
 from pytest_anatomy.theory.speculative import tokens_from_counters
 
 PRE = json.loads((Path(__file__).parent / "preregistered.json").read_text())
+# plan's recommendation after cause test graphs-to-budget (graphs captured to the budget), pre-registered for step replan
+REPLAN = json.loads((Path(__file__).parent / "replan.json").read_text())
 MODELS, WORKLOADS = list(PRE["ladders"]), ["chat", "rag"]
 RUNGS = [r["step"] for r in PRE["ladders"][MODELS[0]][WORKLOADS[0]] if r["parent"]]
 # Issue 14's target for every rung: the predicted gain within 20% of the measured gain (GAIN_TARGET),
@@ -103,26 +105,58 @@ def test_rung_gain_is_within_20_percent(target, measured, reconcile, model: str,
                       "of its measured gain")
 
 
-# Each (workload, model) with the findings of its plan_top run (ladder_llama_chat.plan_marks); ids as the stacked
-# parametrize gave them (workload-model).
-PLAN_CASES = [pytest.param(w, m, marks=llc.plan_marks(m, w), id=f"{w}-{m}") for w in WORKLOADS for m in MODELS]
+# Each (workload, model) with the findings of its plan_top run (ladder_llama_chat.plan_marks: the plan as first
+# recommended, preregistered.json); ids as the stacked parametrize gave them (workload-model). Then the plan as now
+# recommended (replan.json: graphs captured to the budget), run as step replan; no finding: a miss fails.
+PLANS = {"plan_top": PRE, "replan": REPLAN}
+PLAN_CASES = [pytest.param(w, m, "plan_top", marks=llc.plan_marks(m, w), id=f"{w}-{m}") for w in WORKLOADS
+              for m in MODELS] + [pytest.param(w, m, "replan", id=f"replan-{w}-{m}") for w in WORKLOADS for m in MODELS]
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize(("workload", "model"), PLAN_CASES)
-def test_the_recommended_plan_meets_its_slo(target, measured, reconcile, workload: str, model: str) -> None:
+@pytest.mark.parametrize(("workload", "model", "step"), PLAN_CASES)
+def test_the_recommended_plan_meets_its_slo(target, measured, reconcile, workload: str, model: str,
+                                            step: str) -> None:
     """plan's top configuration, run as recommended, meets its workload's SLO: TTFT p99 and ITL p99 each at or under
-    the SLO's (a one-sided target: measured / SLO in [0, 1]); the prediction plan ranked it by travels with each."""
-    rec = measured(f"{model}.{workload}.plan_top", target=target)
+    the SLO's (a one-sided target: measured / SLO in [0, 1]); the prediction plan ranked it by travels with each. Step
+    plan_top is the plan preregistered.json froze (its recordings keep their findings), replan the plan replan.json
+    holds, pre-registered after cause test graphs-to-budget."""
+    rec = measured(f"{model}.{workload}.{step}", target=target)
     slo = json.loads((Path(__file__).parent / "workloads" / f"{workload}.json").read_text())["slo"]
-    predicted = PRE["plan_top"][model][workload]["predicted"]
+    predicted = PLANS[step]["plan_top"][model][workload]["predicted"]
     for metric, key in (("ttft_p99_s", "ttft_ms"), ("itl_p99_s", "itl_ms")):
         value = _value(rec, f"metrics.{metric}")
         assert value is not None, f"{rec.name}: no {metric} measured"
         limit = Prediction(slo[key] / 1e3, "s", f"the {workload} workload's SLO ({key})",
                            {"slo_ms": slo[key], "plan_predicted_s": predicted[metric]})
-        reconcile(f"{workload}.plan_top.{metric}", limit, value, ratio=(0.0, 1.0), model=model,
+        reconcile(f"{workload}.{step}.{metric}", limit, value, ratio=(0.0, 1.0), model=model,
                   why="an SLO is one-sided: plan's recommendation meets it at or under it")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("workload", WORKLOADS)
+def test_the_replanned_engine_captured_its_graphs_and_kept_its_kv_pool(target, measured, reconcile, workload: str,
+                                                                      model: str) -> None:
+    """The replan engine (its kept batch's resolved settings) captured the PIECEWISE sizes replan.json priced, up to its
+    budget, exactly; and its KV pool is expected_blocks exactly (the same engine less the graph capture, recorded: the
+    V2 runner's graph pool lands on top of gpu_memory_utilization, not in the KV pool)."""
+    rec = measured(f"{model}.{workload}.replan", target=target)
+    assert rec.path is not None, f"{rec.name}: reconciled from its recording file and kept batch"
+    batch = rec.path.parents[1] / "batches" / rec.path.name.split("@", 1)[1].removesuffix(".json")
+    if not batch.is_dir():
+        pytest.skip(f"{rec.name}: its batch {batch} is not kept; re-import the device call's files with import-device")
+    runs = json.loads((batch / "deployment.json").read_text())["runs"]
+    engine = next(r for r in runs if r["id"] == rec.data["run"]["engine_run"])["result"]["resolved"]
+    top = REPLAN["plan_top"][model][workload]
+    graphs, pool = top["cudagraphs"], top["kv_pool"]
+    sizes = engine["cudagraph_capture_sizes"] or [0]
+    for name, want, got, why in (
+            ("captured_max", graphs["max_cudagraph_capture_size"], max(sizes), "max_cudagraph_capture_size given"),
+            ("piecewise_graphs", graphs["piecewise_graphs"], len(sizes), "vLLM's capture list to the given size"),
+            ("kv_pool_blocks", pool["expected_blocks"], engine["num_gpu_blocks"], pool["why"])):
+        reconcile(f"{workload}.replan.{name}", Prediction(float(want), "", why, {"replan": "tests_deployment/replan.json"}),
+                  float(got), abs=0.0, model=model, why="exact: a count the engine resolves")
 
 
 CACHED_RUNGS = [r["step"] for r in PRE["ladders"][MODELS[0]][WORKLOADS[0]] if r["engine_kwargs"]["enable_prefix_caching"]]

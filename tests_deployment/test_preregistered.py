@@ -19,6 +19,10 @@ from pytest_anatomy.theory import deployment as dp
 
 FILE = Path(__file__).parent / "preregistered.json"
 PRE = json.loads(FILE.read_text())
+REPLAN = json.loads((Path(__file__).parent / "replan.json").read_text())
+# What replan.json's plans add to the plan_top preregistered.json froze (the planner before graphs-to-budget): the graph
+# capture to the budget in the engine arguments, its price, the KV pool and the start the device plan budgets.
+CAPTURE_KEYS = ("cudagraphs", "kv_pool_blocks", "kv_pool", "start_s_estimate", "changed_from_plan_top")
 
 
 def _same(a: Any, b: Any, where: str = "") -> list[str]:
@@ -50,17 +54,49 @@ def _without_notes(plan_tops: dict[str, Any]) -> dict[str, Any]:
             for m, by_w in plan_tops.items()}
 
 
+def _without_capture(plan_tops: dict[str, Any]) -> dict[str, Any]:
+    """A plan as the planner made it before it captured graphs to the budget."""
+    return {m: {w: {**{k: v for k, v in top.items() if k not in CAPTURE_KEYS}, "engine_kwargs": {
+        k: v for k, v in top["engine_kwargs"].items() if k != "max_cudagraph_capture_size"}}
+        for w, top in by_w.items()} for m, by_w in plan_tops.items()}
+
+
 def test_the_recommended_plans_are_todays() -> None:
-    today = json.loads(json.dumps(dl.plan_tops(PRE["calibration"])))
-    assert _same(_without_notes(PRE["plan_top"]), _without_notes(today)) == []
-    for model, by_workload in PRE["plan_top"].items():
-        for workload, top in by_workload.items():
-            slo = json.loads(dl.workload_path(workload).read_text())["slo"]
-            assert top["predicted"]["ttft_p99_s"] * 1e3 <= slo["ttft_ms"], (model, workload)
-            assert top["predicted"]["itl_p99_s"] * 1e3 <= slo["itl_ms"], (model, workload)
+    """replan.json holds today's recommendations (from preregistered.json's calibration); preregistered.json's plan_top,
+    which its runs were judged by, is the same plan less the graph capture and its price: the predicted metrics and the
+    KV pool plan simulated are unchanged (the step model prices every step as captured; the V2 runner's graph pool is
+    not taken from the KV pool)."""
+    assert _same(REPLAN["calibration"], PRE["calibration"]) == []
+    today = json.loads(json.dumps(dl.replan(PRE)))
+    assert _same(_without_notes(REPLAN["plan_top"]), _without_notes(today["plan_top"])) == []
+    assert _same(_without_notes(PRE["plan_top"]), _without_capture(_without_notes(today["plan_top"]))) == []
+    for doc in (PRE, REPLAN):
+        for model, by_workload in doc["plan_top"].items():
+            for workload, top in by_workload.items():
+                slo = json.loads(dl.workload_path(workload).read_text())["slo"]
+                assert top["predicted"]["ttft_p99_s"] * 1e3 <= slo["ttft_ms"], (model, workload)
+                assert top["predicted"]["itl_p99_s"] * 1e3 <= slo["itl_ms"], (model, workload)
+
+
+@pytest.mark.parametrize("model", dl.MODELS)
+@pytest.mark.parametrize("workload", dl.WORKLOADS)
+def test_the_replan_captures_graphs_to_its_budget_and_prices_them(model: str, workload: str) -> None:
+    """Each re-planned engine differs from the old plan_top only by max_cudagraph_capture_size = its budget; its graphs
+    (531 PIECEWISE + 83 FULL at 8,192 tokens and max_num_seqs 1,024, as vLLM resolved them on the H200) fit in what
+    gpu_memory_utilization leaves, and its pool is priced at the graphs-to-budget run's 4.31 GiB."""
+    top = REPLAN["plan_top"][model][workload]
+    budget = top["engine_kwargs"]["max_num_batched_tokens"]
+    assert top["changed_from_plan_top"] == {"max_cudagraph_capture_size": budget}
+    g = top["cudagraphs"]
+    assert (g["piecewise_graphs"], g["full_graphs"], g["fits"]) == (531, 83, True)
+    assert round(g["pool_bytes"] / 2**30, 2) == 4.31 and g["pool_bytes"] < g["headroom_bytes"]
+    pool = top["kv_pool"]
+    assert pool["expected_bytes"] == pool["expected_blocks"] * pool["block_bytes"]
+    assert pool["ledger_blocks"] < pool["expected_blocks"]  # bf16 weights replayed: a lower bound with fp8 weights
 
 
 def test_the_workload_files_are_the_ones_predicted() -> None:
+    assert REPLAN["workload_sha256"] == PRE["workload_sha256"]
     assert PRE["workload_sha256"] == {w: hashlib.sha256(dl.workload_path(w).read_bytes()).hexdigest()
                                       for w in dl.WORKLOADS}
 

@@ -53,6 +53,7 @@ class EngineKnobs:
     cudagraphs: bool = True
     spec_tokens: int = 0  # n-gram num_speculative_tokens (0: off)
     block_size: int = 16
+    max_capture: int | None = None  # max_cudagraph_capture_size (None: vLLM's default, min(2 x max_num_seqs, 512))
 
     def engine_kwargs(self) -> dict[str, Any]:
         """What vLLM's LLM(...) is given for this configuration (the device plan passes it verbatim)."""
@@ -63,6 +64,8 @@ class EngineKnobs:
             kw["quantization"] = "fp8"
         if self.fp8_kv:
             kw["kv_cache_dtype"] = "fp8"
+        if self.max_capture is not None and self.cudagraphs:
+            kw["max_cudagraph_capture_size"] = self.max_capture
         if self.spec_tokens:
             kw["speculative_config"] = {"method": "ngram", "num_speculative_tokens": self.spec_tokens,
                                         "prompt_lookup_min": 2, "prompt_lookup_max": 4}
@@ -220,7 +223,8 @@ def pool_blocks(model: ModelSpec, hw: HardwareSpec, knobs: EngineKnobs, tp: int 
 
     answers = capacity(model, hw, max_model_len=MAX_MODEL_LEN, kv_cache_dtype="fp8" if knobs.fp8_kv else "auto",
                        max_num_seqs=knobs.max_num_seqs, max_num_batched_tokens=knobs.max_num_batched_tokens,
-                       enforce_eager=not knobs.cudagraphs, tp=tp)
+                       enforce_eager=not knobs.cudagraphs, tp=tp,
+                       max_cudagraph_capture_size=knobs.max_capture if knobs.cudagraphs else None)
     blocks = answers.get("num_gpu_blocks")
     return int(blocks.value) if isinstance(blocks, Prediction) else None
 

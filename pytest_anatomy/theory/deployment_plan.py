@@ -6,7 +6,10 @@ limits or limits chosen for the workload (theory/deployment.tuned_limits), the p
 the workload shares prefixes), fp8 weights, an fp8 KV cache, and n-gram speculation when an
 acceptance is given (the theory does not predict acceptance). Each is simulated over the workload's
 own seeded requests; a configuration meets the SLO when its simulated TTFT p99 and ITL p99 are within
-it. Ranked by goodput per GPU, then output throughput per GPU (every candidate uses all the GPUs). The knob that buys each gain: for
+it. A configuration whose token budget exceeds vLLM's default CUDA-graph capture (min(2 x max_num_seqs, 512) tokens)
+captures graphs up to its budget (max_cudagraph_capture_size), priced by its graph pool (on top of
+gpu_memory_utilization with the V2 runner; it must fit in what the request leaves) and its longer engine start; one whose
+pool would not fit keeps vLLM's default and says which of its steps run graph-less, unpriced (capture_to_budget). Ranked by goodput per GPU, then output throughput per GPU (every candidate uses all the GPUs). The knob that buys each gain: for
 every knob a configuration turns on, the same configuration with that knob off, and the ratio.
 """
 
@@ -25,10 +28,82 @@ from pytest_anatomy.theory import deployment as dp
 from pytest_anatomy.theory.fp8 import apply_fp8
 from pytest_anatomy.theory.latency import Ceilings, EngineCalibration, StepModel
 from pytest_anatomy.theory.speculative import spec_default_capture_sizes
-from pytest_anatomy.theory.vllm_settings import LedgerSettings, default_capture_sizes, resolve
+from pytest_anatomy.theory.vllm_memory import V2_GRAPH_POOL_COST, cudagraph_pool, requested_memory
+from pytest_anatomy.theory.vllm_settings import LedgerSettings, ResolvedSettings, default_capture_sizes, resolve
+from pytest_anatomy.units import GiB
 
 TP_SIZES = (1, 2, 4, 8)
 KNOBS = ("limits", "prefix_caching", "fp8_weights", "fp8_kv", "speculation")
+# Seconds of engine start per captured graph: 63 s for 614 graphs (531 PIECEWISE + 83 FULL) on an H200, the same run as
+# vllm_memory.V2_GRAPH_POOL_COST; held out, the 102 graphs to 512 tokens took 3-6 s (10.5 priced): high for short lists.
+CAPTURE_S_PER_GRAPH = 63.0 / 614
+
+
+@dataclass(frozen=True)
+class GraphCapture:
+    """CUDA graphs captured up to a configuration's token budget instead of vLLM's default list, and what that costs:
+    the graph pool (the V2 runner's lands on top of gpu_memory_utilization, so the KV pool is unchanged and the pool must
+    fit in the `headroom` the request leaves: device total - requested) and the seconds the capture adds to a start."""
+
+    max_capture: int
+    default_max: int
+    piecewise: int
+    full: int
+    pool_bytes: float
+    headroom_bytes: float
+    capture_s: float  # all graphs of the list
+    added_s: float  # against vLLM's default list
+
+    def fits(self) -> bool:
+        return self.pool_bytes <= self.headroom_bytes
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"max_cudagraph_capture_size": self.max_capture, "default_max_capture": self.default_max,
+                "piecewise_graphs": self.piecewise, "full_graphs": self.full, "pool_bytes": self.pool_bytes,
+                "headroom_bytes": self.headroom_bytes, "fits": self.fits(), "capture_s": self.capture_s,
+                "added_start_s": self.added_s}
+
+    def note(self) -> str:
+        if not self.fits():
+            return (f"CUDA graphs to the {self.max_capture}-token budget do not fit: {self.piecewise + self.full} "
+                    f"graphs, a pool of ~{self.pool_bytes / GiB:.2f} GiB, above the {self.headroom_bytes / GiB:.2f} GiB "
+                    "gpu_memory_utilization leaves; vLLM's default list is kept")
+        return (f"CUDA graphs captured to the {self.max_capture}-token budget (engine argument max_cudagraph_capture_size"
+                f"={self.max_capture}; vLLM's default stops at {self.default_max}): {self.piecewise} PIECEWISE + "
+                f"{self.full} FULL graphs, a pool of ~{self.pool_bytes / GiB:.2f} GiB on top of gpu_memory_utilization "
+                f"(the V2 runner takes it from no budget: the KV pool is unchanged) within the "
+                f"{self.headroom_bytes / GiB:.2f} GiB the request leaves, and ~{self.added_s:.0f} s more engine start "
+                f"({V2_GRAPH_POOL_COST.note()}). Without them a step above {self.default_max} tokens runs graph-less, "
+                "which the step model does not price: on an H200 Llama-3.1-8B's such prompt windows took 24.7 ms "
+                "graph-less and 12.4 ms captured, ITL p99 26.59 -> 14.50 ms (docs/DEPLOYMENT.md, cause test "
+                "graphs-to-budget)")
+
+
+def _resolved(hw: HardwareSpec, knobs: dp.EngineKnobs, tp: int, max_capture: int | None) -> ResolvedSettings:
+    return resolve(hw, LedgerSettings(max_model_len=dp.MAX_MODEL_LEN, max_num_seqs=knobs.max_num_seqs,
+                                      max_num_batched_tokens=knobs.max_num_batched_tokens,
+                                      kv_cache_dtype="fp8" if knobs.fp8_kv else "auto", tensor_parallel_size=tp,
+                                      max_cudagraph_capture_size=max_capture))
+
+
+def capture_to_budget(hw: HardwareSpec, knobs: dp.EngineKnobs, tp: int = 1) -> GraphCapture | None:
+    """The graphs a configuration would capture to its budget and their price; None where nothing changes (eager, a
+    budget inside vLLM's default list, or speculation, whose capture list vLLM sizes its own way)."""
+    if not knobs.cudagraphs or knobs.spec_tokens:
+        return None
+    default = _resolved(hw, knobs, tp, None)
+    default_max = max(default.cudagraph_capture_sizes, default=0)
+    budget = knobs.max_num_batched_tokens
+    if budget <= default_max:
+        return None
+    rs = _resolved(hw, knobs, tp, budget)
+    requested = requested_memory(hw, rs)
+    total = hw.cuda_visible_memory_bytes or hw.nvml_memory_bytes or hw.memory_bytes or 0
+    graphs = len(rs.cudagraph_capture_sizes) + rs.num_full_graphs
+    default_graphs = len(default.cudagraph_capture_sizes) + default.num_full_graphs
+    return GraphCapture(budget, default_max, len(rs.cudagraph_capture_sizes), rs.num_full_graphs,
+                        float(cudagraph_pool(rs).value), float(total - requested.value), graphs * CAPTURE_S_PER_GRAPH,
+                        (graphs - default_graphs) * CAPTURE_S_PER_GRAPH)
 
 
 @dataclass(frozen=True)
@@ -39,6 +114,8 @@ class Candidate:
     outcome: dp.StepOutcome  # throughput and goodput of all replicas together; latencies of one
     max_concurrency: float | None  # requests of the workload's mean length one replica's KV pool holds
     replicas: int = 1  # engines of tp GPUs each, the requests dealt round-robin
+    graphs: GraphCapture | None = None  # graphs to the budget: captured when they fit, else vLLM's default kept
+    pool_blocks: int | None = None  # one replica's KV pool (the capacity ledger's; bf16 weights: a lower bound)
 
     def on(self) -> dict[str, bool]:
         k = self.knobs
@@ -112,19 +189,24 @@ def _candidates(model: ModelSpec, model_name: str, hw: HardwareSpec, ceilings: C
                                                           (False, True), (False, True)):
         seqs, budget = tuned if tuned_on else (defaults.max_num_seqs, defaults.max_num_batched_tokens)
         knobs = dp.EngineKnobs(seqs, budget, prefix_caching=prefix, fp8_weights=fp8w, fp8_kv=fp8kv)
+        graphs = capture_to_budget(hw, knobs, tp)
+        if graphs is not None and graphs.fits():
+            knobs = replace(knobs, max_capture=graphs.max_capture)
         blocks = dp.pool_blocks(model, hw, knobs, tp)
         if blocks is not None and blocks - 1 < longest:
             continue  # the pool cannot hold the workload's longest request (or the weights do not fit)
         outcome = dp.simulate(step_model(model, model_name, hw, ceilings, calib, knobs, tp), work, knobs, blocks)
         conc = None if blocks is None else (blocks - 1) * knobs.block_size / mean_tokens
-        out.append(Candidate(tp, knobs, tuned_on, _scaled(outcome, replicas, notes + graph_note(knobs)), conc,
-                             replicas))
+        captured = (graphs.note(),) if graphs is not None else ()
+        out.append(Candidate(tp, knobs, tuned_on, _scaled(outcome, replicas, notes + graph_note(knobs) + captured),
+                             conc, replicas, graphs, blocks))
         if acceptance is not None and tp == 1:
             from pytest_anatomy.theory.speculative import expected_tokens
 
-            sk = replace(knobs, spec_tokens=4)
+            sk = replace(knobs, spec_tokens=4, max_capture=None)  # speculation's capture list is vLLM's own
             spec = dp.speculate(model, ceilings, calib, work, outcome, sk, expected_tokens(acceptance, 4), blocks)
-            out.append(Candidate(tp, sk, tuned_on, _scaled(spec, replicas, notes + graph_note(sk)), conc, replicas))
+            out.append(Candidate(tp, sk, tuned_on, _scaled(spec, replicas, notes + graph_note(sk)), conc, replicas,
+                                 None, blocks))
     return out
 
 
@@ -136,7 +218,7 @@ def graph_note(knobs: dp.EngineKnobs) -> tuple[str, ...]:
         return ()
     seqs, budget = knobs.max_num_seqs, knobs.max_num_batched_tokens
     sizes = spec_default_capture_sizes(seqs, budget, knobs.spec_tokens) if knobs.spec_tokens else \
-        default_capture_sizes(seqs, budget)
+        default_capture_sizes(seqs, budget, knobs.max_capture)
     top = max(sizes, default=0)
     if budget <= top:
         return ()
@@ -176,4 +258,5 @@ def attribution(best: Candidate, cands: list[Candidate]) -> dict[str, dict[str, 
 def describe(c: Candidate) -> dict[str, Any]:
     return {"tp": c.tp, "replicas": c.replicas, "engine_kwargs": {**c.knobs.engine_kwargs(), "tensor_parallel_size": c.tp},
             "knobs_on": [k for k, v in c.on().items() if v], "predicted": c.outcome.metrics,
-            "max_concurrency": c.max_concurrency, "notes": list(c.outcome.why)}
+            "max_concurrency": c.max_concurrency, "kv_pool_blocks": c.pool_blocks,
+            "cudagraphs": None if c.graphs is None else c.graphs.to_dict(), "notes": list(c.outcome.why)}

@@ -43,6 +43,7 @@ def capacity(
     max_num_seqs: int | None = None,
     max_num_batched_tokens: int | None = None,
     enforce_eager: bool = False,
+    max_cudagraph_capture_size: int | None = None,
     model_runner: str | None = None,
     available_kv_bytes: float | None = None,
     vllm_version: str | None = None,
@@ -59,7 +60,8 @@ def capacity(
     settings = LedgerSettings(
         gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len, max_num_seqs=max_num_seqs,
         max_num_batched_tokens=max_num_batched_tokens, kv_cache_dtype=kv_cache_dtype, enforce_eager=enforce_eager,
-        block_size=block_size, tensor_parallel_size=tp, model_runner=model_runner)  # type: ignore[arg-type]
+        block_size=block_size, tensor_parallel_size=tp, model_runner=model_runner,  # type: ignore[arg-type]
+        max_cudagraph_capture_size=max_cudagraph_capture_size)
     bs = block_size or cap.DEFAULT_BLOCK_SIZE
     try:
         ledger: dict[str, Prediction] = (predict_ledger(model, hardware, settings) if vllm_version is None

@@ -36,7 +36,8 @@ from pytest_anatomy.theory.vllm_load import DEEPGEMM_WORKSPACE, check_supported,
 from pytest_anatomy.theory.vllm_settings import FittedConstant, LedgerSettings, ResolvedSettings, resolve
 
 __all__ = [
-    "LEDGER_TERMS", "NON_TORCH_INCREASE", "NON_TORCH_INCREASE_TP", "V1_GRAPH_COST", "available_kv", "cudagraph_estimate",
+    "LEDGER_TERMS", "NON_TORCH_INCREASE", "NON_TORCH_INCREASE_TP", "V1_GRAPH_COST", "V2_GRAPH_POOL_COST", "available_kv",
+    "cudagraph_estimate", "cudagraph_pool",
     "model_memory", "non_torch_increase", "num_gpu_blocks_min_over_ranks", "peak_activation", "predict_ledger",
     "requested_memory", "resolve",
 ]
@@ -56,6 +57,14 @@ NON_TORCH_INCREASE_TP = FittedConstant(
 V1_GRAPH_COST = FittedConstant(
     499_122_176 / 102, "B", ("vllm-ledger.qwen2.5-7b.u0.90.len8192.graphs.v1runner",),
     "V1 runner's CUDA-graph estimate per captured graph, averaged over first-capture and per-graph costs")
+# The V2 runner's graph pool, which lands on top of gpu_memory_utilization (not in the ledger: cudagraph_estimate is 0),
+# per captured graph: Llama-3.1-8B fp8 at max_num_seqs 1024 with graphs to 8,192 tokens, 531 PIECEWISE + 83 FULL graphs,
+# "Graph capturing finished in 63 secs, took 4.31 GiB" (deployment batch 20261203T184616Z). Held out, the other
+# recorded V2 engines: 102 graphs (to 512) took 0.82-0.98 GiB (0.72 priced), 90 (Qwen to 1,024) 0.62 (0.63 priced),
+# 12-18 graphs 0.08-0.16 GiB (0.08-0.13 priced): a price for whether a capture list fits, not an exact term.
+V2_GRAPH_POOL_COST = FittedConstant(
+    4.31 * 2**30 / 614, "B", ("llama-3.1-8b.chat.plan_top+graphs-to-budget",),
+    "V2 runner's CUDA-graph pool per captured graph (PIECEWISE + FULL), captured after the KV cache is allocated")
 _FP8_QUERY_QUANT = frozenset({"fp8", "fp8_e4m3"})  # FlashAttention 3 takes fp8 queries for these
 
 
@@ -127,6 +136,26 @@ def cudagraph_estimate(rs: ResolvedSettings) -> Prediction:
                Term("cost per graph", V1_GRAPH_COST.value, "B", "fitted")),
         notes=(V1_GRAPH_COST.note(), ("vLLM's own estimate is max(first capture) + sum((n - 1) x per-graph); "
                                       "a per-graph average is exact only for the capture list it was fitted on")))
+
+
+def cudagraph_pool(rs: ResolvedSettings) -> Prediction:
+    """The CUDA-graph pool the engine captures after allocating the KV cache. The V2 runner (0.26.0's default) takes
+    it from no budget: it lands on top of gpu_memory_utilization (the KV pool is the same with any capture list: 118,699
+    blocks with graphs to 512 and to 8,192 on Llama-3.1-8B fp8, batches 20261203T143336Z and 20261203T184616Z), so
+    an engine fits only if the pool fits in the memory the request leaves. Priced per graph (V2_GRAPH_POOL_COST); the
+    V1 runner's is cudagraph_estimate's, inside the budget."""
+    if not rs.cudagraphs:
+        return Prediction(0, "B", "enforce_eager: no graphs", {"cudagraphs": False})
+    cost = V2_GRAPH_POOL_COST if rs.runner == "v2" else V1_GRAPH_COST
+    piecewise, full = len(rs.cudagraph_capture_sizes), rs.num_full_graphs
+    return Prediction(
+        round((piecewise + full) * cost.value), "B", "(PIECEWISE + FULL graphs) x fitted pool per graph",
+        {"piecewise_graphs": piecewise, "full_graphs": full, "runner": rs.runner,
+         "max_capture_size": max(rs.cudagraph_capture_sizes, default=0)},
+        terms=(Term("graphs", piecewise + full, "graphs", f"{piecewise} PIECEWISE + {full} FULL"),
+               Term("pool per graph", cost.value, "B", "fitted")),
+        notes=(cost.note(),) + ((("V2 runner: on top of gpu_memory_utilization, not taken from the KV pool"),)
+                               if rs.runner == "v2" else ()))
 
 
 def requested_memory(hardware: HardwareSpec, rs: ResolvedSettings) -> Prediction:

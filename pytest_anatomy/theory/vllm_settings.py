@@ -43,9 +43,13 @@ class LedgerSettings(VLLMArgs):
     usage_context: UsageContext = "llm_class"
     dtype: str = "auto"
     enable_chunked_prefill: bool = True
+    max_cudagraph_capture_size: int | None = None  # None: vLLM's default, min(2 x max_num_seqs, 512)
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        top = self.max_cudagraph_capture_size
+        if top is not None and (isinstance(top, bool) or not isinstance(top, int) or top < 1):
+            raise ValueError(f"max_cudagraph_capture_size={top!r} must be a positive integer or None (vLLM's default)")
         if self.usage_context not in ("llm_class", "openai_api_server"):
             raise ValueError(f"usage_context must be 'llm_class' or 'openai_api_server', got {self.usage_context!r}")
         if self.dtype not in ("auto", "bfloat16", "float16", "half"):
@@ -95,10 +99,13 @@ def is_large_gpu(hardware: HardwareSpec) -> bool:
     return total >= LARGE_GPU_BYTES and "a100" not in f"{hardware.name} {hardware.display_name}".lower()
 
 
-def default_capture_sizes(max_num_seqs: int, max_num_batched_tokens: int) -> tuple[int, ...]:
+def default_capture_sizes(max_num_seqs: int, max_num_batched_tokens: int,
+                          max_capture: int | None = None) -> tuple[int, ...]:
     """VllmConfig._set_cudagraph_sizes: 1, 2, 4, then steps of 8 below 256 and of 16 up to
-    min(2 x max_num_seqs, 512), clipped to max_num_batched_tokens (which is added if it fits)."""
-    top = min(min(max_num_seqs * 2, 512), max_num_batched_tokens)
+    min(2 x max_num_seqs, 512), or up to the engine argument max_cudagraph_capture_size (`max_capture`) when given,
+    clipped to max_num_batched_tokens (which is added if it fits). With max_cudagraph_capture_size 8192 at
+    max_num_seqs 1024 the H200's vLLM 0.26.0 resolved exactly these 531 sizes (batch 20261203T184616Z)."""
+    top = min(min(max_num_seqs * 2, 512) if max_capture is None else max_capture, max_num_batched_tokens)
     sizes = [s for s in (1, 2, 4) if s <= top]
     if top >= 8:
         sizes += list(range(8, min(top + 1, 256), 8))
@@ -141,9 +148,11 @@ def resolve(hardware: HardwareSpec, settings: LedgerSettings) -> ResolvedSetting
     runner: Runner = settings.model_runner or "v2"  # type: ignore[assignment]  # VLLMArgs checks v1/v2
     sources["runner"] = "given" if settings.model_runner else "vLLM 0.26.0 default for dense decoders: V2"
     graphs = not settings.enforce_eager
-    sizes = default_capture_sizes(seqs, tokens) if graphs else ()
+    sizes = default_capture_sizes(seqs, tokens, settings.max_cudagraph_capture_size) if graphs else ()
     if graphs:
-        sources["cudagraph_capture_sizes"] = "vLLM default list (VllmConfig._set_cudagraph_sizes)"
+        sources["cudagraph_capture_sizes"] = "vLLM default list (VllmConfig._set_cudagraph_sizes)" + (
+            f", up to max_cudagraph_capture_size {settings.max_cudagraph_capture_size} (given)"
+            if settings.max_cudagraph_capture_size is not None else "")
     return ResolvedSettings(
         gpu_memory_utilization=settings.gpu_memory_utilization, max_model_len=settings.max_model_len,
         max_num_seqs=seqs, max_num_batched_tokens=tokens, kv_cache_dtype=settings.kv_cache_dtype,

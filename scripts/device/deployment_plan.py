@@ -32,6 +32,11 @@ configuration compiles its own graph), a rag run 4-12 s; the first five rungs to
     --models qwen2.5-7b --workloads rag --steps eager,ngram,plan_top
 An engine or run starts only if its estimate fits --budget-s (540) from the script's start.
 
+Step replan (tests_deployment/replan.json, committed before its run): `plan`'s recommendation as it stands after cause
+test graphs-to-budget, CUDA graphs captured to the 8,192-token budget (max_cudagraph_capture_size), for both models and
+workloads; one engine per model (~150 s each: 614 graphs captured), recorded as <model>.<workload>.replan:
+    --models llama-3.1-8b,qwen2.5-7b --steps replan        (2 engine starts, 4 runs, ~360 s)
+
 Cause tests (tests_deployment/cause_tests.json, each written with its predictions before it runs): a recorded rung
 re-run with one engine argument changed, e.g. --causes graphs-to-budget (Llama's chat plan_top with CUDA graphs
 captured to its 8,192-token budget), recorded as <model>.<workload>.<base>+<name>; --steps then defaults to none.
@@ -65,6 +70,7 @@ from pytest_anatomy.specs import workload_file as wf
 SCHEMA = "pytest-anatomy/device-batch/v1"  # provenance.kind "deployment": importers/device.py files it
 PREREGISTERED = REPO / "tests_deployment" / "preregistered.json"
 CAUSES = REPO / "tests_deployment" / "cause_tests.json"  # rungs re-run with one engine argument changed
+REPLAN = REPO / "tests_deployment" / "replan.json"  # plan's recommendation after graphs-to-budget (step replan)
 WORKLOAD_DIR = REPO / "tests_deployment" / "workloads"
 CONFIG_DIR = REPO / "pytest_anatomy" / "specs" / "configs"
 MAX_MODEL_LEN = 8192
@@ -81,7 +87,7 @@ RUN_S_BY_STEP = {"eager": 35.0}  # the steps whose runs take longer than RUN_S
 def run_s(step: str) -> float:
     """The planning estimate of one run of `step`."""
     return RUN_S_BY_STEP.get(step, RUN_S)
-ALL_STEPS = ("baseline", "limits", "prefix_cache", "fp8_weights", "fp8_kv", "eager", "ngram", "plan_top")
+ALL_STEPS = ("baseline", "limits", "prefix_cache", "fp8_weights", "fp8_kv", "eager", "ngram", "plan_top", "replan")
 COUNTERS = ("vllm:prefix_cache_queries", "vllm:prefix_cache_hits", "vllm:spec_decode_num_drafts",
             "vllm:spec_decode_num_draft_tokens", "vllm:spec_decode_num_accepted_tokens", "vllm:num_preemptions")
 PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos"
@@ -92,22 +98,29 @@ def log(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
-def engines(pre: dict[str, Any], models: list[str], workloads: list[str], steps: list[str]) -> list[dict[str, Any]]:
+def engines(pre: dict[str, Any], models: list[str], workloads: list[str], steps: list[str],
+            replan: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """One entry per (model, engine arguments): the (workload, rung) runs it serves, in ladder order;
-    step "plan_top" is `plan`'s recommendation for the workload (preregistered.json's plan_top)."""
+    step "plan_top" is `plan`'s recommendation for the workload (preregistered.json's plan_top), step "replan" the
+    recommendation after graphs-to-budget (replan.json's plan_top, its engine start estimate with it)."""
     out: dict[tuple[str, str], dict[str, Any]] = {}
     for model in models:
         for workload in workloads:
-            rows = [(r["step"], r["engine_kwargs"]) for r in pre["ladders"][model][workload]]
+            rows = [(r["step"], r["engine_kwargs"], None) for r in pre["ladders"][model][workload]]
             top = pre["plan_top"][model][workload].get("engine_kwargs")
             if top is not None:
-                rows.append(("plan_top", top))
-            for step, kwargs in rows:
+                rows.append(("plan_top", top, None))
+            again = (replan or {}).get("plan_top", {}).get(model, {}).get(workload, {})
+            if again.get("engine_kwargs") is not None:
+                rows.append(("replan", again["engine_kwargs"], again.get("start_s_estimate")))
+            for step, kwargs, start_s in rows:
                 if step not in steps:
                     continue
                 key = (model, json.dumps(kwargs, sort_keys=True))
                 entry = out.setdefault(key, {"model": model, "engine_kwargs": kwargs, "runs": []})
                 entry["runs"].append({"workload": workload, "step": step})
+                if start_s is not None:
+                    entry["start_s"] = max(float(start_s), entry.get("start_s", ENGINE_START_S))
     return list(out.values())
 
 
@@ -253,6 +266,8 @@ def provenance(args: argparse.Namespace) -> dict[str, Any]:
             "versions": {name: version(name) for name in ("vllm", "torch")},
             "preregistered": {"file": str(PREREGISTERED.relative_to(REPO)),
                               "sha256": hashlib.sha256(PREREGISTERED.read_bytes()).hexdigest()},
+            **({"replan": {"file": str(REPLAN.relative_to(REPO)),
+                           "sha256": hashlib.sha256(REPLAN.read_bytes()).hexdigest()}} if "replan" in args.steps else {}),
             **({"causes": {"file": str(CAUSES.relative_to(REPO)), "names": args.causes,
                            "sha256": hashlib.sha256(CAUSES.read_bytes()).hexdigest()}} if args.causes else {}),
             "weights": "random (load_format=dummy): exact for time and memory, degenerate text for acceptance",
@@ -271,7 +286,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--out-dir", type=Path, default=Path(os.environ.get("OUT", "out")))
     p.add_argument("--dry-run", action="store_true", help="print the engines and runs, start nothing")
     args = p.parse_args(argv)
-    args.pre, args.cause_doc = pre, json.loads(CAUSES.read_text())
+    args.pre, args.cause_doc, args.replan = pre, json.loads(CAUSES.read_text()), json.loads(REPLAN.read_text())
     if args.steps is None:
         args.steps = "" if args.causes else ",".join(ALL_STEPS)
     for name in ("models", "workloads", "steps", "causes"):
@@ -288,7 +303,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    plan = engines(args.pre, args.models, args.workloads, args.steps) + \
+    plan = engines(args.pre, args.models, args.workloads, args.steps, args.replan) + \
         cause_engines(args.pre, args.cause_doc, args.causes, args.models)
     estimate = sum(e.get("start_s", ENGINE_START_S) + sum(run_s(r["step"]) for r in e["runs"]) for e in plan)
     for e in plan:
