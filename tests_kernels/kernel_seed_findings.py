@@ -101,32 +101,74 @@ EXCEEDS_REASON = ("The textbook byte ledger (every load instruction's bytes from
 
 EXCEEDS_MARKS = {k: from_1806("seed-byte-ledger-exceeded", EXCEEDS_REASON, r, k) for k, r in EXCEEDS_1806.items()}
 
-# measured / instruction-ledger time of the seed's held-out rows that carry a finding (one run each: the band
-# centres; the reasons print them)
-HELD_OUT_OBSERVED = {(1024, "k4"): 1.219, (1024, "k5"): 1.605, (2048, "k5"): 1.168,
-                     (8192, "k2"): 1.165, (8192, "k4"): 1.441, (8192, "k5"): 1.844}
+# measured / instruction-ledger time of the seed's held-out rows that carry a finding (the 18:01 run: the band
+# centres where no other run timed the row; the reasons print them). Until 2026-12-04 the rows of k3 at 2048 and 8192,
+# k3c at 1024-8192 and k5 at 4096 agreed under the 15% acceptance target; judged by the fit's noise budget
+# (kernel_budget.fit_budget: the round spreads of the fit rows and of the checked row, 0.5-5.3%) they miss.
+HELD_OUT_OBSERVED = {(1024, "k4"): 1.219, (1024, "k5"): 1.605, (2048, "k5"): 1.168, (4096, "k5"): 1.0975,
+                     (8192, "k2"): 1.165, (8192, "k4"): 1.441, (8192, "k5"): 1.844, (8192, "k3"): 1.0525,
+                     (8192, "k3c"): 1.0376, (2048, "k3"): 0.9236, (1024, "k3c"): 0.9459, (2048, "k3c"): 0.9156,
+                     (4096, "k3c"): 0.937}
+# the same at 4096^3 in the 18:06 run, priced on that run's own K2, K3, K4: the band centres there
+HELD_OUT_1806 = {(4096, "k5"): 1.09481, (4096, "k3c"): 0.93626}
+
+SMALL_GRID_ID = "seed-instruction-ledger-small-grid"
+LARGE_DRAM_ID = "seed-instruction-ledger-dram-at-8192"
+K5_SLOWER_ID = "seed-instruction-ledger-k5-slower-than-priced"
+SHARED_TILE_FASTER_ID = "seed-instruction-ledger-shared-tile-faster-than-priced"
+HELD_OUT_FINDING = {(1024, "k4"): SMALL_GRID_ID, (1024, "k5"): SMALL_GRID_ID, (2048, "k5"): K5_SLOWER_ID,
+                    (4096, "k5"): K5_SLOWER_ID, **{(8192, k): LARGE_DRAM_ID for k in ("k2", "k3", "k3c", "k4", "k5")},
+                    **{key: SHARED_TILE_FASTER_ID for key in ((2048, "k3"), (1024, "k3c"), (2048, "k3c"),
+                                                              (4096, "k3c"))}}
 
 
-def _slower_than_priced(size: int) -> str:
-    return ", ".join(f"K{k[1:]} {r - 1:+.0%}" for (s, k), r in HELD_OUT_OBSERVED.items() if s == size)
+def _off_priced(fid: str) -> str:
+    return ", ".join(f"K{k[1:]} {r - 1:+.1%}" + ("" if fid == LARGE_DRAM_ID else f" at {s}^3")
+                     for (s, k), r in HELD_OUT_OBSERVED.items() if HELD_OUT_FINDING[(s, k)] == fid)
 
 
-SMALL_GRID = ("seed-instruction-ledger-small-grid",
+SMALL_GRID = (SMALL_GRID_ID,
               ("At 1024^3 the grid is under one wave: K4 launches 1,024 blocks for 128 SMs x 9 slots, K5 256 blocks "
-              f"for 128 x 4 slots, so SMs idle and per-SM cycles per FMA rise ({_slower_than_priced(1024)}) -- the "
+              f"for 128 x 4 slots, so SMs idle and per-SM cycles per FMA rise ({_off_priced(SMALL_GRID_ID)}) -- the "
               "ledger prices a full SM"))
 
-LARGE_DRAM = ("seed-instruction-ledger-dram-at-8192",
+LARGE_DRAM = (LARGE_DRAM_ID,
               ("At 8192^3 each matrix is 256 MiB, 3.5x the 72 MiB L2: the tiles' re-reads stop hitting L2 and "
-              f"the load prices fitted at 4096 (L2-resident inputs) are too low ({_slower_than_priced(8192)}); K5's "
-              "8192 median also has a 28.5% spread between rounds"))
+              f"the load prices fitted at 4096 (L2-resident inputs) are too low ({_off_priced(LARGE_DRAM_ID)}; K3 "
+              "and K3c's small excesses were agreements under the 15% target until 2026-12-04 and miss the fit's "
+              "noise budget); K5's 8192 median also has a 28.5% spread between rounds"))
 
-K5_2048 = ("seed-instruction-ledger-k5-2048",
-           (f"K5 at 2048^3 runs {HELD_OUT_OBSERVED[(2048, 'k5')] - 1:.0%} slower than priced (the band is 15%); its "
-            "1,024 blocks are exactly two waves of 512 slots. Cause not established"))
+# The candidate K5_SLOWER rules out: a per-FMA issue cost the load-only ledger lacks, at the SM's 4 warp-FMAs a
+# cycle (0.25 cycles per warp-FMA) taken out of the fit rows' beats and added back to K5's; what K5's 4096^3 ratio
+# becomes under it (test_kernels_seed_sgemm recomputes it)
+K5_WITH_FMA_TERM_4096 = 0.820
+# the ledger's K3c beat over its K3 beat (K3c's fewer global loads): the only difference it prices between them
+K3C_OVER_K3_PRICED = 0.9864
 
-HELD_OUT_CAUSE = {1024: SMALL_GRID, 2048: K5_2048, 8192: LARGE_DRAM}
-HELD_OUT_MARKS = {(s, k): single_run(*HELD_OUT_CAUSE[s], r) for (s, k), r in HELD_OUT_OBSERVED.items()}
+K5_SLOWER = (K5_SLOWER_ID,
+             (f"K5 runs slower than the instruction ledger prices it at 2048^3 and 4096^3 ({_off_priced(K5_SLOWER_ID)}"
+              "; at 1024 and 8192 the small-grid and DRAM findings hold it); the 4096^3 row was an agreement under "
+              "the 15% target until 2026-12-04 and misses the fit's noise budget. Its 1,024 blocks at 2048^3 are "
+              "exactly two waves of 512 slots. Cause not established. Ruled out as stated: a per-FMA issue cost the "
+              "load-only ledger lacks (the fit rows, >= 1.1 loads per FMA, would absorb it into their load prices; "
+              "K5 issues 0.41): priced at the SM's 0.25 cycles per warp-FMA it turns K5's 4096^3 ratio to "
+              f"{K5_WITH_FMA_TERM_4096:.2f}, too far the other way"))
+
+SHARED_TILE_FASTER = (SHARED_TILE_FASTER_ID,
+                      ("The one-output-per-thread shared-tile rungs run faster than priced "
+                       f"({_off_priced(SHARED_TILE_FASTER_ID)}), beyond the fit's noise budget (agreements under the "
+                       "15% target until 2026-12-04). K3c (PMPP coarsening by 4) is faster at every size to 4096^3, "
+                       f"though the ledger prices it only {1 - K3C_OVER_K3_PRICED:.1%} under K3 (its fewer global "
+                       "loads); K3 itself is faster at 2048^3 than at its 4096^3 fit point. Cause unknown: the seed's "
+                       "static SASS shows K3 and K3c with the same shared loads in their loop bodies (8 LDS.128 and 32 "
+                       "LDS.32 each), so the gap is not in the load counts the ledger prices"))
+
+HELD_OUT_CAUSE = {SMALL_GRID_ID: SMALL_GRID, LARGE_DRAM_ID: LARGE_DRAM, K5_SLOWER_ID: K5_SLOWER,
+                  SHARED_TILE_FASTER_ID: SHARED_TILE_FASTER}
+# banded by the 18:06 run where it timed the row (4096^3), else single_run
+HELD_OUT_MARKS = {key: (from_1806(*HELD_OUT_CAUSE[fid], HELD_OUT_1806[key], key[1]) if key in HELD_OUT_1806
+                        else single_run(*HELD_OUT_CAUSE[fid], HELD_OUT_OBSERVED[key]))
+                  for key, fid in HELD_OUT_FINDING.items()}
 
 # measured / ledger time of K6 in the 18:01 run (prices fitted on its K2, K3, K4 at 4096^3), and at 4096^3 in the
 # 18:06 run (prices fitted on that run's K2, K3, K4): the band centre there

@@ -9,16 +9,19 @@ every other (rung, size) is held out."""
 
 from __future__ import annotations
 
+import kernel_budget as kb
 import kernel_seed_findings as sf
 import pytest
 
 from pytest_anatomy.kernels.seed_ladder import (
     SEED_CLOCK_HZ,
     SEED_INSTRUCTION_FIT,
+    SEED_REQUEST_FIT,
     SEED_SGEMM,
 )
 from pytest_anatomy.measure.measurement import Measurement
 from pytest_anatomy.theory.kernels import (
+    KINDS,
     beat_from_time,
     fit_prices,
     gemm_byte_ledger,
@@ -31,13 +34,24 @@ pytestmark = pytest.mark.targets(recorded="seed-")
 
 SIZES = (1024, 2048, 4096, 8192)
 SM = 128
-HELD_OUT_BAND = 0.15
-HELD_OUT_WHY = ("the acceptance band for held-out rungs; the seed's own medians vary <= 1.4% "
-             "between rounds at 4096 (ms_spread_pct), so the band is the model's, not the noise's")
+# The held-out rows' tolerance (issue 10): a budget from the fit itself (kernel_budget.fit_budget), with each row's
+# timing noise the spread of its 3 rounds as the seed printed it (ms_spread_pct), in place of the 15% acceptance
+# target that judged them until 2026-12-04.
+SEED_NOISE = "each row's 3 rounds' spread, the seed's ms_spread_pct"
 
 
+def round_spread(rec) -> float:
+    return float(rec.data["row"]["ms_spread_pct"]) / 100
 
 
+def _fit_budget(seed_row, counts: dict[str, float], checked, fit_on=SEED_INSTRUCTION_FIT, kinds=KINDS,
+                rows=None) -> tuple[dict[str, float], str]:
+    """(budget terms, why) of a row priced from the 4096^3 fit of the 18:01 run: its fit rungs' round spreads
+    propagated through the fit, plus the checked row's."""
+    rows = _beats(seed_row, 4096) if rows is None else rows
+    noise = {k: round_spread(seed_row(k, 4096)) for k in fit_on}
+    return (kb.fit_budget(rows, fit_on, kinds, counts, noise, round_spread(checked)),
+            kb.fit_why(fit_on, kinds, SEED_NOISE))
 
 
 def _beats(seed_row, size: int, shape: str = "square") -> dict[str, tuple[dict[str, float], float]]:
@@ -139,7 +153,9 @@ HELD_OUT = [(s, k) for s in SIZES for k in ("k2", "k3", "k3c", "k4", "k5") if no
 def test_instruction_ledger_held_out(size, kernel, seed_row, prices, reconcile):
     pred = priced_time(SEED_SGEMM[kernel].counts(), prices, size, size, size, sm_count=SM, clock_hz=SEED_CLOCK_HZ,
                        rung=kernel)
-    reconcile("time_instruction_ledger", pred, seed_row(kernel, size)["time"], rel=HELD_OUT_BAND, why=HELD_OUT_WHY)
+    rec = seed_row(kernel, size)
+    budget, why = _fit_budget(seed_row, SEED_SGEMM[kernel].counts(), rec)
+    reconcile("time_instruction_ledger", pred, rec["time"], budget=budget, why=why)
 
 
 
@@ -149,7 +165,9 @@ def test_instruction_ledger_held_out(size, kernel, seed_row, prices, reconcile):
 def test_instruction_ledger_vectorized_rung(size, seed_row, prices, reconcile):
     pred = priced_time(SEED_SGEMM["k6"].counts(), prices, size, size, size, sm_count=SM, clock_hz=SEED_CLOCK_HZ,
                        rung="k6")
-    reconcile("time_instruction_ledger", pred, seed_row("k6", size)["time"], rel=HELD_OUT_BAND, why=HELD_OUT_WHY)
+    rec = seed_row("k6", size)
+    budget, why = _fit_budget(seed_row, SEED_SGEMM["k6"].counts(), rec)
+    reconcile("time_instruction_ledger", pred, rec["time"], budget=budget, why=why)
 
 
 @pytest.mark.gpu
@@ -157,7 +175,9 @@ def test_instruction_ledger_vectorized_rung(size, seed_row, prices, reconcile):
 def test_instruction_ledger_naive_rung(size, seed_row, prices, reconcile):
     pred = priced_time(SEED_SGEMM["k1"].counts(), prices, size, size, size, sm_count=SM, clock_hz=SEED_CLOCK_HZ,
                        rung="k1")
-    reconcile("time_instruction_ledger", pred, seed_row("k1", size)["time"], rel=HELD_OUT_BAND, why=HELD_OUT_WHY)
+    rec = seed_row("k1", size)
+    budget, why = _fit_budget(seed_row, SEED_SGEMM["k1"].counts(), rec)
+    reconcile("time_instruction_ledger", pred, rec["time"], budget=budget, why=why)
 
 
 # --- request ledger: cycles per transaction fitted on K2 at 4096^3 --------------------------
@@ -166,7 +186,11 @@ def test_instruction_ledger_naive_rung(size, seed_row, prices, reconcile):
 def test_request_ledger_naive(size, seed_row, reconcile):
     pred = priced_time({"requests": SEED_SGEMM["k1"].requests}, _request_prices(seed_row), size, size, size,
                        sm_count=SM, clock_hz=SEED_CLOCK_HZ, rung="k1")
-    reconcile("time_request_ledger", pred, seed_row("k1", size)["time"], rel=HELD_OUT_BAND, why=HELD_OUT_WHY)
+    rec = seed_row("k1", size)
+    rows = {k: ({"requests": SEED_SGEMM[k].requests}, b) for k, (_, b) in _beats(seed_row, 4096).items()}
+    budget, why = _fit_budget(seed_row, {"requests": SEED_SGEMM["k1"].requests}, rec, SEED_REQUEST_FIT,
+                              ("requests",), rows)
+    reconcile("time_request_ledger", pred, rec["time"], budget=budget, why=why)
 
 
 def _request_prices(seed_row, shape: str = "square"):
@@ -231,6 +255,8 @@ def test_instruction_ledger_finding_ratios_are_the_seeds(seed_row, prices):
     for (size, kernel), ratio in sf.HELD_OUT_OBSERVED.items():
         assert ratio == pytest.approx(observed(size, kernel), rel=5e-4), (size, kernel)
     prices_1806 = fit_prices(_beats(seed_row, 4096, "square-ref"), SEED_INSTRUCTION_FIT)
+    for (size, kernel), ratio in sf.HELD_OUT_1806.items():
+        assert ratio == pytest.approx(observed(size, kernel, "square-ref", prices_1806), rel=1e-4), (size, kernel)
     for kernel, first, other in (("k6", sf.LDS128_OBSERVED, sf.LDS128_1806), ("k1", sf.NAIVE_OBSERVED, sf.NAIVE_1806)):
         assert set(first) == set(SIZES) and set(other) == {4096}, kernel
         for size, ratio in first.items():
@@ -260,3 +286,36 @@ def test_request_ledger_finding_ratios_are_the_seeds(seed_row):
     assert SEED_SGEMM["k1"].requests == 33 and "33 lines" in sf.L1_HITS[1] and "33 cache lines" in sf.NAIVE[1]
     # the per-line cost of K1's lines the reason infers: the K2 price x the measured/predicted ratio
     assert f"costs ~{sf.K2_CYCLES_PER_LINE * sf.L1_HITS_OBSERVED[4096]:.0f} cycle" in sf.L1_HITS[1]
+
+
+@pytest.mark.gpu
+def test_held_out_finding_arithmetic_is_the_seeds(seed_row, prices, measured, target):
+    """The numbers the held-out findings' reasons argue with: K3c's priced beat over K3's (K3C_OVER_K3_PRICED), K5's
+    4096^3 ratio with a 0.25-cycle per-FMA term taken out of the fit rows and added back (K5_WITH_FMA_TERM_4096), and
+    the seed's static SASS of K3 and K3c (the same shared loads)."""
+    def beat(kernel: str, fitted=prices, extra: float = 0.0) -> float:
+        return sum(SEED_SGEMM[kernel].counts()[k] * c for k, c in fitted.cycles.items()) + extra
+
+    assert sf.K3C_OVER_K3_PRICED == pytest.approx(beat("k3c") / beat("k3"), abs=5e-5)
+    fma = 0.25  # 128 FP32 lanes per SM: 4 warp-FMAs a cycle
+    rows = {k: (c, b - fma) for k, (c, b) in _beats(seed_row, 4096).items()}
+    with_fma = fit_prices(rows, SEED_INSTRUCTION_FIT)
+    k5 = beat_from_time(seed_row("k5")["time"].value, 4096, 4096, 4096, SM, SEED_CLOCK_HZ)
+    assert sf.K5_WITH_FMA_TERM_4096 == pytest.approx(k5 / beat("k5", with_fma, fma), abs=5e-4)
+    sass = measured("seed-sgemm.sass-counts", target=target)
+    for k in ("k3", "k3c"):
+        assert (sass[f"{k}.LDS.128"].value, sass[f"{k}.LDS.32"].value) == (8, 32), k
+    assert sf.SHARED_TILE_FASTER[1].count("8 LDS.128 and 32 LDS.32") == 1
+
+
+@pytest.mark.gpu
+def test_former_agreements_miss_the_fit_budget_and_the_rest_agree(seed_row, prices):
+    """The rows the 15% target had called agreement: those in a held-out finding miss the fit's noise budget
+    (kernel_budget.fit_budget), the others sit inside it, so no finding covers a row its budget holds."""
+    for size, kernel in HELD_OUT:
+        rec = seed_row(kernel, size)
+        pred = priced_time(SEED_SGEMM[kernel].counts(), prices, size, size, size, sm_count=SM,
+                           clock_hz=SEED_CLOCK_HZ, rung=kernel)
+        ratio = rec["time"].value / pred.value
+        budget = sum(_fit_budget(seed_row, SEED_SGEMM[kernel].counts(), rec)[0].values())
+        assert (abs(ratio - 1) > budget) == ((size, kernel) in sf.HELD_OUT_FINDING), (size, kernel, ratio, budget)
