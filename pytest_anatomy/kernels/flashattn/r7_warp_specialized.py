@@ -31,7 +31,11 @@ first H200 session's 780 TF/s: 1.99 ms full, 1.02 ms causal at the mid; the 1.5x
 ms in the NVML-spec session) is met at the mid, the 0.85x-cuDNN target (~1.94 / 1.08 ms) met causal and missed full
 by ~3%.
 
-Measured outcome: not yet measured.
+Measured outcome: H200, live session of 2026-12-04 14:57 (results/h200/live-runs/20261204T145709Z.r7.*): correct on its
+first run (the child-process preflight and the float64 reference), 2.164 / 1.229 ms full / causal bf16 at the target
+shape (2.154 / 1.225 fp16), 1.09x / 1.20x the mid prediction, inside its 0.807-1.291 band; 1.48x / 1.37x torch's
+FLASH_ATTENTION backend and 0.75x / 0.75x cuDNN in the same session: no faster than r6's best runs, both targets
+missed (finding h200-fa2-without-warp-specialization). Not yet profiled by Nsight Compute.
 """
 
 from __future__ import annotations
