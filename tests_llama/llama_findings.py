@@ -84,7 +84,14 @@ SMALL_DECODE_REASON = (
     "7B, 896-wide rows), so each pays a DRAM ramp and tail the 7B amortises, while the tiny model, whose layer "
     "weights sit in L2, pays neither; a per-kernel cost fitted on F16 (1.55 us) does not carry to Q8_0 (0.55 us), "
     "so the mechanism is not pinned down. Band: the other visits' measured/predicted of the same run (their own "
-    "ceilings and overheads, this session's kernel constants) +- both runs' measured scatter (test_llama_speed)")
+    "ceilings and overheads, this session's kernel constants) +- both runs' measured scatter (test_llama_speed). "
+    "Q8_0 left out since the 2026-12-04 15:03 visit, which benched the same files again: the 0.5B Q8_0 measured "
+    "912.8 tok/s (925.5 / 919.5 before: it repeats within 1.4%) against 954.5 predicted (0.956, inside the check's "
+    "6.75%), because the predictor moved: tiny-28l Q8_0's overhead read 840.0 us against 810.8 / 795.3, beyond its "
+    "own scatter. Over the three visits Q8_0's measured/predicted is 0.942 / 0.922 / 0.956, once 0.85 points beyond "
+    "the check's tolerance, twice inside it: the size of the tiny overhead's drift between sessions, not a "
+    "shortfall beyond it. F16 (0.813 / 0.816 / 0.817) and Q4_K_M (0.852 / 0.860 / 0.895) stay below in all three")
+SMALL_DECODE_WEIGHTS = ("F16", "Q4_K_M")  # the 0.5B files the finding covers (Q8_0's gap is the overhead's drift)
 SMALL_DECODE_FINDING = pytest.mark.finding(
     "h200-llama-0.5b-decode-below-the-7b-constants", reason=SMALL_DECODE_REASON,
     quantity="llamacpp_tg128_tok_per_s", hardware=MEASURED_ON, band_from="other-runs")
@@ -137,7 +144,7 @@ def bench_marks(run: Any, provenance: Mapping[str, Any]) -> tuple[pytest.MarkDec
     if provenance.get("source_commit") != BUILD_0C1E570 or run.kind != "bench":
         return ()
     if run.model == "qwen2.5-0.5b":
-        return (SMALL_DECODE_FINDING,)
+        return (SMALL_DECODE_FINDING,) if run.weights in SMALL_DECODE_WEIGHTS else ()
     if run.model == "qwen2.5-7b" and run.weights == "Q4_K_M":
         return (KQUANT_FINDING, KQUANT_PREREG_FINDING)
     return ()
@@ -157,7 +164,12 @@ MARGINAL_REASON = (
     "with its matrix-vector kernels (mul_mat_vec_f / mul_mat_vec_q), whose cost per extra column is steeper than "
     "the GEMM path (cuBLAS / MMQ) larger batches take, so the C = 1-8 slope overstates the marginal; the per-slot "
     "rest (sampling over 152k logits on the host, the logits copy) is unmeasured. Band from that mechanism: at "
-    "most the constant-marginal prediction, at least the C = 1 step (every step still reads the weights once)")
+    "most the constant-marginal prediction, at least the C = 1 step (every step still reads the weights once). "
+    "The 2026-12-04 15:03 visit (same build; ITL now per token, test_llama_crossover.py) misses on both files at every "
+    "checked level: F16 0.881 / 0.757 of the constant marginal at C = 32 / 64, Q4_K_M 0.808 / 0.725 / 0.821 at C = "
+    "16 / 32 / 64. Its marginals per sequence are F16 0.945 / 0.772 / 0.580 ms and Q4_K_M 1.131 / 0.682 / 1.047 "
+    "(C = 1-8, 8-32, 32-64): the shrink from C = 8 to 32 repeats, but Q4_K_M's C = 64 step (61.84 ms) is 1.26x "
+    "F16's (49.24), so the weights-independent per-slot work above C = 8 does not hold at C = 64")
 MARGINAL_FINDING = pytest.mark.finding(
     "h200-llama-server-marginal-shrinks-above-batch-8", reason=MARGINAL_REASON, hardware=MEASURED_ON,
     band_from="explanation")

@@ -194,8 +194,10 @@ def test_marginal_numbers_are_the_recorded_ones():
 
 
 def test_the_decode_and_sweep_findings_apply_to_their_build_only():
-    small, q4 = _bench("qwen2.5-0.5b", "Q8_0"), _bench("qwen2.5-7b", "Q4_K_M")
+    small, q4 = _bench("qwen2.5-0.5b", "F16"), _bench("qwen2.5-7b", "Q4_K_M")
     assert bench_marks(small, {"source_commit": BUILD_0C1E570}) == (SMALL_DECODE_FINDING,)
+    assert bench_marks(_bench("qwen2.5-0.5b", "Q4_K_M"), {"source_commit": BUILD_0C1E570}) == (SMALL_DECODE_FINDING,)
+    assert bench_marks(_bench("qwen2.5-0.5b", "Q8_0"), {"source_commit": BUILD_0C1E570}) == ()  # the overhead's drift
     assert len(bench_marks(q4, {"source_commit": BUILD_0C1E570})) == 2
     assert bench_marks(_bench("qwen2.5-7b", "F16"), {"source_commit": BUILD_0C1E570}) == ()
     assert bench_marks(q4, {"source_commit": "synthetic"}) == ()
@@ -205,3 +207,51 @@ def test_the_decode_and_sweep_findings_apply_to_their_build_only():
     assert len(sweep_marks(LlamaRun(MEASURED_ON, "x", "qwen2.5-7b", "Q4_K_M", "server-sweep"),
                            {"source_commit": BUILD_0C1E570})) == 1
     assert sweep_marks(LlamaRun(MEASURED_ON, "x", "qwen2.5-7b", "Q8_0", "server-sweep"), {"source_commit": BUILD_0C1E570}) == ()
+
+
+# --- the 2026-12-04 15:03 visit: the third bench of the same files, the first sweep with per-token ITL ---------------
+STAMP_1503 = "2026-12-04T15:03:36Z"
+
+
+def _measured_1503(name: str, suite: str = "llama", beside=None) -> recordings.Recording:
+    if beside is not None:
+        return recordings.load_beside(ROOT / "results", MEASURED_ON, suite, name, beside)
+    return recordings.load_latest(ROOT / "results", MEASURED_ON, suite, name, STAMP_1503)
+
+
+@pytest.mark.parametrize(("weights", "ratio"), [("F16", 0.817), ("Q8_0", 0.956), ("Q4_K_M", 0.895)])
+def test_small_decode_numbers_of_the_third_visit(weights, ratio):
+    """The 15:03 visit's own calibration (its ceilings, tiny overheads and 7B fits): the ratios the reason quotes."""
+    run = _bench("qwen2.5-0.5b", weights)
+    s = SessionCalibration(run, _measured_1503, header_for, "decode")
+    pred = ll.decode_tokens_per_s(header_for(run), s.calibration(), n_gen=128).value
+    meas = s.bench["tg128.tok_per_s.median"].value
+    assert round(meas / pred, 3) == ratio and f"{ratio:.3f}" in SMALL_DECODE_REASON
+    if weights == "Q8_0":
+        assert (round(meas, 1), round(pred, 1)) == (912.8, 954.5)
+        overheads = [SessionCalibration(run, m, header_for, "decode").overhead("qwen2.5-0.5b", "Q8_0") * 1e6
+                     for m in (_measured_1503, _measured_0728)]
+        old = SessionCalibration(run, _measured_0728, header_for, "decode",
+                                 bench=recordings.load_latest(ROOT / "results", MEASURED_ON, "llama", run.name, STAMP))
+        overheads.append(old.overhead("qwen2.5-0.5b", "Q8_0") * 1e6)
+        assert [round(x, 1) for x in overheads] == [840.0, 795.3, 810.8]
+        for quoted in ("912.8", "954.5", "840.0", "810.8", "795.3", "0.942", "0.922"):
+            assert quoted in SMALL_DECODE_REASON
+
+
+def test_marginal_numbers_of_the_third_visit():
+    """Per-token ITL of the 15:03 sweeps: the ratios to the constant marginal and the marginals the reason quotes."""
+    itl = {}
+    for w in ("f16", "q4_k_m"):
+        rec = _measured_1503(f"qwen2.5-7b.{w}.server-sweep.c_81920_np_64_fa_on")
+        itl[w] = {c: rec[f"c{c}.itl_per_token_s.median"].value * 1e3 for c in (1, 8, 16, 32, 64)
+                  if f"c{c}.itl_per_token_s.median" in rec.measurements}
+    quoted = []
+    for w, v in itl.items():
+        marginal = (v[8] - v[1]) / 7
+        quoted += [f"{v[c] / (v[1] + (c - 1) * marginal):.3f}" for c in (16, 32, 64) if c in v]
+        quoted += [f"{marginal:.3f}", f"{(v[32] - v[8]) / 24:.3f}", f"{(v[64] - v[32]) / 32:.3f}"]
+    assert quoted == ["0.881", "0.757", "0.945", "0.772", "0.580", "0.808", "0.725", "0.821", "1.131", "0.682", "1.047"]
+    assert (round(itl["q4_k_m"][64], 2), round(itl["f16"][64], 2)) == (61.84, 49.24)
+    for q in (*quoted, "61.84", "49.24", "1.26x"):
+        assert q in MARGINAL_REASON
