@@ -218,9 +218,14 @@ def test_candidate_time_vs_preregistered(cid, label, target, measured, reconcile
 
 @pytest.mark.gpu
 @pytest.mark.targets(recorded="sgemm.s13-tile-")
-@pytest.mark.parametrize("cid,label", list(sgemm.S13_TILE_PREREGISTERED))
+@pytest.mark.parametrize("cid,label", [pytest.param(cid, label, marks=hf.marks_for("tile_preregistered", f"{cid}-{label}"))
+                                       for cid, label in sgemm.S13_TILE_PREREGISTERED])
 def test_s13_candidate_time_vs_preregistered(cid, label, target, measured, reconcile):
     _timed(cid, label, target, measured, reconcile)
+
+
+# Each family's target findings (kernel_findings.BANDED): a family's own table, its own bands.
+AUTOTUNE_TARGET_TABLE = {"s9-tile": "autotune_target", "s13-tile": "s13_autotune_target"}
 
 
 def _choices() -> list[str]:
@@ -247,7 +252,7 @@ def test_recorded_choice_is_the_fastest_candidate(family, label, measured):
 @pytest.mark.gpu
 @pytest.mark.targets(recorded="autotune.")
 @pytest.mark.parametrize("family,label", [
-    pytest.param(fam, lab, marks=hf.marks_for("autotune_target", lab) if fam == "s9-tile" else ())
+    pytest.param(fam, lab, marks=hf.marks_for(AUTOTUNE_TARGET_TABLE[fam], lab))
     for fam, lab in _family_choices()])
 def test_autotuned_fp32_vs_cublas_target(family, label, measured, reconcile):
     rec = measured(f"autotune.sgemm.{family}.{label}")

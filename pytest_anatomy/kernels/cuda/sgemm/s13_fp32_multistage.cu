@@ -34,7 +34,14 @@ ledger charges. If they take s13's issue-slot use from s9's 79% to cuBLAS's 86%,
 ledger's depth-blind latency term; if the pace stays s9's, s13 lands ~1.07x the ledger (s9's measured / ledger
 ratio, the clock the ledger prices) near 3.25 ms, slower than s9, and the stalls are not the pipeline's.
 Written before any measurement of this rung.
-Measured outcome: not yet measured.
+Measured outcome: H200, run of 2026-12-04T14:56:22Z (results/h200/kernels): 4096^3: 3.394 ms, 1.116x the
+prediction (outside the ledger's 1.07x bias that s9 carries; finding h200-tile-ledger-clock-bias-and-more);
+rung 0 2.679 ms (s13 = 79% of cuBLAS fp32, under the 90% target; s9 at ~3.14 ms stays the best fp32 rung);
+2048 x 18944 x 3584: 6.735 ms, 1.125x; 32 x 18944 x 3584: 0.7487 ms, 1.126x. The second stated outcome held:
+the pace stayed s9's and worse (s13 1.08x s9's time at 4096^3 for 3.5% more instructions), so the third stage,
+the single barrier and the fragment prefetch did not lower the stall per instruction; next: a bigger thread tile.
+The tuner chose 128x128x16-s3-b2 (this rung) at 4096^3, 128x128x8-s4-b2 at 2,048 rows and 64x128x16-s4-b4 at
+32 rows (finding h200-autotuned-fp32-below-cublas-target).
 Seed: no such rung.
 */
 // The block tile, the pipeline depth and the blocks-per-SM hint are the autotuner's search space

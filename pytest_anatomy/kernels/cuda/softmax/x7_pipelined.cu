@@ -35,7 +35,11 @@ and 76 KB of stores per SM at about twice an SM's fair share (1.2 us): 2.0 us; t
 0.8 us and the last stores' drain 0.8 us: 35.95 + 2.0 + 0.8 + 0.8 = 39.55 us, 90% of the read ceiling on
 read + write bytes (target 85%), against x6's 49.3 us (median of 29 sessions).
 Written before any measurement of this rung.
-Measured outcome: not yet measured on H200.
+Measured outcome: H200, run of 2026-12-04T14:56:22Z (results/h200/kernels): 8,192 x 2,048: 0.0339 ms, 1.00x
+the prediction (agrees); rung 0 0.0410 ms; 128 x 152,064: 0.0539 ms, 1.35x the prediction, 66% of the read
+ceiling (target 85%), slower than x6 (~0.049 ms), 1.67x faster than torch (finding
+h200-pipelined-cluster-vocab-short-of-its-ledger: the named risk, fewer than 14 co-resident clusters, is the
+candidate, unconfirmed without Nsight Compute); rung 0 0.0900 ms.
 Seed: no such rung.
 */
 #ifndef INFINITY  // NVRTC has no math.h; nvcc and the CPU emulator do
