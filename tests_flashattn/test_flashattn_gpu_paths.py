@@ -19,12 +19,15 @@ from pathlib import Path
 
 import pytest
 
+# The catalog card the fake GPU is detected as: it runs the H200's findings, and its recordings land in
+# results/<FAKE_CARD>/ (the plugin text takes it in place of __CARD__).
+FAKE_CARD = "h200"
 FAKE_PLUGIN = '''
 from pytest_anatomy.measure import flashattn_runner as fr
 from pytest_anatomy.specs import hardware
 
 FAKE_GPU = hardware.DetectedGPU(index=0, name="NVIDIA H200", backend="fake", memory_total_bytes=143771 * 2**20,
-                                catalog_name="h200")
+                                catalog_name="__CARD__")
 
 CEIL = {"read_bandwidth.value": {"value": 4.4e12, "unit": "B/s"},
         "matmul_bf16.value": {"value": 7.9e14, "unit": "FLOP/s"}}
@@ -44,7 +47,7 @@ def fake_case(rung_id, *, batch, heads, n, head_dim, causal, kv_heads=None, **kw
     from pytest_anatomy.theory import attention as at
     case = g.Case(rung_id, batch, heads, n, head_dim, causal, kv_heads)
     ceil = at.Ceilings(CEIL["matmul_bf16.value"]["value"], CEIL["read_bandwidth.value"]["value"], "fake")
-    pred, _, _ = g.predict(case, ceil, hardware.get_hardware("h200"))
+    pred, _, _ = g.predict(case, ceil, hardware.get_hardware("__CARD__"))
     return _result(pred.value, {"rung": rung_id, "config": {"BLOCK_M": 128}})
 
 def fake_decode(*, batch, heads, kv_heads, context, head_dim, **kw):
@@ -76,19 +79,19 @@ def _run(root: Path, plugin_dir: Path, results: Path, *args: str) -> subprocess.
 
 def test_gpu_suite_runs_live_records_then_replays(tmp_path: Path) -> None:
     root = Path(__file__).resolve().parents[1]
-    (tmp_path / "fake_h200.py").write_text(textwrap.dedent(FAKE_PLUGIN), encoding="utf-8")
+    (tmp_path / "fake_h200.py").write_text(textwrap.dedent(FAKE_PLUGIN).replace("__CARD__", FAKE_CARD), encoding="utf-8")
     results = tmp_path / "results"
     live = _run(root, tmp_path, results, "--anatomy-source=live", "--anatomy-record")
     assert live.returncode == 0, live.stdout[-3000:] + live.stderr[-2000:]
     assert "78 passed, 13 resolved" in live.stdout, live.stdout[-2000:]
-    cases = sorted(p.name.split("@")[0] for p in (results / "h200" / "flashattn").glob("*.json"))
+    cases = sorted(p.name.split("@")[0] for p in (results / FAKE_CARD / "flashattn").glob("*.json"))
     # 24 forward cases (4 in fp16) + 8 decode contexts + the sweep's 18 (r6) and 20 (r7) beyond them, each measured
     # once (the sweep's N=4096 D=128 MHA cases are the timing tests' recordings)
     assert len(cases) == 70 and len(set(cases)) == 70
-    ceilings = list((results / "h200" / "ceilings").glob("ceilings@*.json"))
+    ceilings = list((results / FAKE_CARD / "ceilings").glob("ceilings@*.json"))
     assert len(ceilings) == 1  # measured once for the whole session
     stamp = json.loads(ceilings[0].read_text())["recorded_at"]
-    for p in (results / "h200" / "flashattn").glob("*.json"):
+    for p in (results / FAKE_CARD / "flashattn").glob("*.json"):
         assert json.loads(p.read_text())["provenance"]["ceilings_recorded_at"] == stamp
     replay = _run(root, tmp_path, results, "--anatomy-source=recorded")
     assert replay.returncode == 0, replay.stdout[-3000:] + replay.stderr[-2000:]
@@ -101,12 +104,12 @@ def test_a_failing_gluon_rung_fails_its_own_cases_and_the_targets_go_on_with_r6(
     else: every other case is measured and recorded, and the targets judge r6, as a replay of the sessions before r7
     does."""
     root = Path(__file__).resolve().parents[1]
-    (tmp_path / "fake_h200.py").write_text(textwrap.dedent(FAKE_PLUGIN), encoding="utf-8")
+    (tmp_path / "fake_h200.py").write_text(textwrap.dedent(FAKE_PLUGIN).replace("__CARD__", FAKE_CARD), encoding="utf-8")
     results = tmp_path / "results"
     monkeypatch.setenv("FAKE_FAILING_RUNG", "r7-warp-specialized")
     live = _run(root, tmp_path, results, "--anatomy-source=live", "--anatomy-record")
     failed = [line for line in live.stdout.splitlines() if line.startswith("FAILED")]
     assert len(failed) == 26 and all("r7-warp-specialized" in line for line in failed), live.stdout[-3000:]
     assert "26 failed, 52 passed, 13 resolved" in live.stdout, live.stdout[-2000:]
-    cases = {p.name.split("@")[0] for p in (results / "h200" / "flashattn").glob("*.json")}
+    cases = {p.name.split("@")[0] for p in (results / FAKE_CARD / "flashattn").glob("*.json")}
     assert len(cases) == 46 and not any("r7" in c for c in cases)

@@ -11,7 +11,6 @@ Not the run's noise: the run's repeat scatter (~1%) is far under both terms."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from functools import cache
 from pathlib import Path
@@ -29,16 +28,6 @@ METHODS = tuple(vf.PREREG["predictions"])
 
 
 @cache
-def _overheads() -> dict[str, float]:
-    spec = importlib.util.spec_from_file_location("latency_b1_overheads", ROOT / "tests_latency" /
-                                                  "latency_b1_overheads.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return dict(module.B1_OVERHEAD_BY_SESSION_MS)
-
-
-@cache
 def _ceiling_spread() -> float:
     """max / min - 1 of every recorded read ceiling on the card."""
     folder = vf.RESULTS / vf.HARDWARE / "ceilings"
@@ -52,11 +41,11 @@ def test_the_findings_use_the_preregistrations_calibration() -> None:
     for method in METHODS:
         for row in vf.PREREG["predictions"][method].values():
             assert row["calibration"].endswith(f"recorded {vf.CALIBRATION_RECORDED_AT}")
-    assert _overheads()[vf.CALIBRATION_RECORDED_AT] == vf.CALIBRATION_OVERHEAD_MS
+    assert vf.b1_overheads()[vf.CALIBRATION_RECORDED_AT] == vf.CALIBRATION_OVERHEAD_MS
 
 
 def tolerance_ms(method: str, b: int) -> tuple[float, str]:
-    overheads = _overheads().values()  # cached: read once, not per case
+    overheads = vf.b1_overheads().values()  # cached: read once, not per case
     spread = max(abs(o - vf.CALIBRATION_OVERHEAD_MS) for o in overheads)
     priced = vf._priced(method, b) * _ceiling_spread()
     return spread + priced, (f"calibration transfer: recorded b=1 overheads within {spread:.3f} ms of the "

@@ -26,16 +26,16 @@ from pytest_anatomy import recordings
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _load_plan() -> ModuleType:
-    """scripts/device/quant_decode.py, the plan that ran these runs: its card, model, batches and pre-registration."""
-    spec = importlib.util.spec_from_file_location("quant_decode", ROOT / "scripts" / "device" / "quant_decode.py")
+def _load_script(name: str, path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-qd = _load_plan()
+# scripts/device/quant_decode.py, the plan that ran these runs: its card, model, batches and pre-registration
+qd = _load_script("quant_decode", ROOT / "scripts" / "device" / "quant_decode.py")
 HARDWARE, MODEL, BATCHES = qd.HARDWARE, qd.MODEL, qd.BATCHES
 RESULTS = ROOT / "results"
 PREREG = json.loads(qd.PREREGISTRATION.read_text())
@@ -58,15 +58,16 @@ def first_step_ms(name: str) -> float:
 
 
 @cache
+def b1_overheads() -> dict[str, float]:
+    """Every recorded H200 session's pinned b=1 step overhead, ms (tests_latency/latency_b1_overheads.py)."""
+    module = _load_script("latency_b1_overheads", ROOT / "tests_latency" / "latency_b1_overheads.py")
+    return dict(module.B1_OVERHEAD_BY_SESSION_MS)
+
+
 def card_spread_ms() -> float:
-    """max - min of every recorded H200 session's b=1 step overhead (tests_latency/latency_b1_overheads.py): how far
-    the fixed part of a step moves between engine starts on different cards."""
-    spec = importlib.util.spec_from_file_location("latency_b1_overheads",
-                                                  ROOT / "tests_latency" / "latency_b1_overheads.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    values = module.B1_OVERHEAD_BY_SESSION_MS.values()
+    """max - min of the recorded b=1 overheads: how far the fixed part of a step moves between engine starts on
+    different cards."""
+    values = b1_overheads().values()
     return float(max(values) - min(values))
 
 
