@@ -62,6 +62,8 @@ def noise_model(format_result):
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "quant_vllm_quality: parametrize (target, case) over the recorded "
+                                       "results/<hw>/quant/smollm2-135m.vllm-<case>.kld runs (scripts/device/vllm_quality.py)")
     config.addinivalue_line("markers", "quant_vllm_runs(marks=, only=): parametrize (target, case) over the "
                                        "recorded results/<hw>/quant/vllm-ledger.qwen2.5-7b.<case> engine starts "
                                        "(marks: per case; only: those cases)")
@@ -75,6 +77,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     a fresh clone (no quant visit imported yet) collects none of them."""
     if metafunc.definition.get_closest_marker("quant_vllm_runs") and "target" in metafunc.fixturenames:
         _vllm_params(metafunc)
+        return
+    if metafunc.definition.get_closest_marker("quant_vllm_quality") and "target" in metafunc.fixturenames:
+        _recorded_params(metafunc, "smollm2-135m.vllm-*.kld@*.json", lambda stem: stem.split(".")[1].removeprefix("vllm-"))
         return
     marker = metafunc.definition.get_closest_marker("quant_runs")
     if marker is None or "target" not in metafunc.fixturenames:
@@ -99,6 +104,21 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                 marks = marker.kwargs.get("marks", {}).get(ft, ())
                 params.append(pytest.param(t, ft, id=f"{t.name}-{ft}", marks=marks))
     metafunc.parametrize(["target", "file_type"], params)
+
+
+def _recorded_params(metafunc: pytest.Metafunc, pattern: str, case_of) -> None:
+    """(target, case) over the replayed targets' results/<hw>/quant/<pattern> recordings, one case per name."""
+    from pathlib import Path
+
+    from pytest_anatomy import session as anatomy_session
+
+    targets, results = anatomy_session.of_config(metafunc.config, "quant")
+    params = []
+    for t in targets:
+        folder = Path(results) / t.name / "quant"
+        stems = sorted({p.name.split("@", 1)[0] for p in folder.glob(pattern)}) if folder.is_dir() and not t.live else []
+        params += [pytest.param(t, case_of(stem), id=f"{t.name}-{case_of(stem)}") for stem in stems]
+    metafunc.parametrize(["target", "case"], params)
 
 
 def _vllm_params(metafunc: pytest.Metafunc) -> None:

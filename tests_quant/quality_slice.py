@@ -83,10 +83,11 @@ CHUNK = 32  # positions per log-softmax: 32 x 49152 float64 = 12 MiB, under glib
 # raised, so the buffers are reused instead of page-faulted in afresh (whole-slice arrays cost ~15 s of sys time)
 
 
-def _hidden(cfg: numpy_llama.LlamaConfig, w: dict[str, np.ndarray], tokens: np.ndarray) -> np.ndarray:
+def _hidden(cfg: numpy_llama.LlamaConfig, w: dict[str, np.ndarray], tokens: np.ndarray,
+            act: numpy_llama.Act = None) -> np.ndarray:
     """The final hidden state at every position that predicts a scored token, flattened [positions, n_embd]."""
     with single_thread():
-        hidden = numpy_llama.hidden_states(cfg, w, tokens)[:, SCORED_FROM - 1:-1]
+        hidden = numpy_llama.hidden_states(cfg, w, tokens, act)[:, SCORED_FROM - 1:-1]
     return hidden.reshape(-1, cfg.n_embd)
 
 

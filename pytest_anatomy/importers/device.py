@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Iterator, NoReturn
 
 from pytest_anatomy import preregistration, recordings
+from pytest_anatomy.importers import device_quant
 from pytest_anatomy.importers.xz import XZ_MAGIC
 from pytest_anatomy.specs.hardware import match_catalog
 from pytest_anatomy.units import MiB
@@ -351,6 +352,17 @@ def _deployment_records(batch: dict[str, Any], common: dict[str, Any], hw: str,
             measurements=measurements, data={"run": run})
 
 
+# A batch's provenance.kind -> its reader (a batch without one: an engine start or a latency plan, by its runs)
+_READERS = {
+    "kernels": _kernel_records,  # scripts/device/kernels_plan.py
+    "llama": _llama_records,  # scripts/device/llama_plan.py
+    "deployment": _deployment_records,  # scripts/device/deployment_plan.py
+    "quant": device_quant.quant_records,  # scripts/device/quant_plan.py
+    "quant-vllm": _quant_vllm_records,  # its vLLM phase
+    "quant-vllm-quality": device_quant.vllm_quality_records,  # scripts/device/vllm_quality.py
+}
+
+
 def check_batch(path: Path, doc: dict[str, Any]) -> None:
     """The shape every importer below relies on; DeviceImportError naming the file, the field and
     the fix (an incomplete file: a device call cut short, or one file of a batch edited by hand)."""
@@ -468,18 +480,7 @@ def import_files(paths: list[Path], results: Path, *, dry_run: bool = False,
             common = _common_provenance(doc, path, _sha256(raw), hw_name)
             is_capacity = any("engine" in (r.get("result") or {}) for r in doc["runs"])
             records = _capacity_records if is_capacity else _latency_records
-            if (doc.get("provenance") or {}).get("kind") == "kernels":  # scripts/device/kernels_plan.py
-                records = _kernel_records
-            if (doc.get("provenance") or {}).get("kind") == "llama":  # scripts/device/llama_plan.py
-                records = _llama_records
-            if (doc.get("provenance") or {}).get("kind") == "deployment":  # scripts/device/deployment_plan.py
-                records = _deployment_records
-            if (doc.get("provenance") or {}).get("kind") == "quant":  # scripts/device/quant_plan.py
-                from pytest_anatomy.importers.device_quant import quant_records
-
-                records = quant_records
-            if (doc.get("provenance") or {}).get("kind") == "quant-vllm":  # its vLLM phase
-                records = _quant_vllm_records
+            records = _READERS.get(str((doc.get("provenance") or {}).get("kind")), records)
             try:
                 for rec in records(doc, common, hw, stamp):
                     _name_ok(rec.name)

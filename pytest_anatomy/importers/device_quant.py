@@ -61,3 +61,30 @@ def _build_commit(batch: dict[str, Any]) -> str | None:
             if commit:
                 return str(commit)
     return None
+
+
+_VLLM_QUALITY_FIELDS = (("kld", "kld", "nat"), ("delta_ln_ppl", "delta_ln_ppl", "nat"),
+                        ("delta_ln_ppl_vllm_logprobs", "delta_ln_ppl_vllm_logprobs", "nat"), ("ppl", "perplexity", "x"))
+
+
+def vllm_quality_records(batch: dict[str, Any], common: dict[str, Any], hw: str,
+                         stamp: str) -> Iterator[recordings.Recording]:
+    """scripts/device/vllm_quality.py's cases as results/<hw>/quant/<model>.vllm-<case>.kld@stamp: KLD and delta ln
+    ppl against vLLM's own f16 run of the reference (that run's perplexity in its own record), with standard errors."""
+    prov = batch.get("provenance") or {}
+    version = (prov.get("versions") or {}).get("vllm")
+    for run in batch["runs"]:
+        result = run.get("result")
+        if result is None:  # a failed engine: the raw batch keeps its log and error
+            continue
+        measurements: dict[str, dict[str, Any]] = {}
+        for key, name, unit in _VLLM_QUALITY_FIELDS:
+            measurements[name] = {"value": result[key]["value"], "unit": unit}
+            measurements[f"{name}_stderr"] = {"value": result[key]["stderr"], "unit": unit}
+        measurements["perplexity_vllm_logprobs"] = {"value": result["ppl_vllm_logprobs"], "unit": "x"}
+        yield recordings.Recording(
+            suite="quant", name=f"{run['id'].lower()}.kld", hardware=hw, recorded_at=stamp,
+            provenance={**common, "engine": "vllm", "engine_version": version, "kind": "vllm-kld",
+                        "case": run.get("case"), "engine_args": run.get("engine"),
+                        "model": (prov.get("model") or {}).get("id"), "n_ctx": prov.get("n_ctx")},
+            measurements=measurements, data={"run": run})

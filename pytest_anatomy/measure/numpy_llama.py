@@ -105,12 +105,24 @@ def _attention(cfg: LlamaConfig, w: Weights, i: int, x: np.ndarray, cos: np.ndar
     q, k = _rope(q, cos, sin), _rope(k, cos, sin)
     group = cfg.n_head // cfg.n_head_kv
     k, v = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
-    scores = (q @ k.transpose(0, 1, 3, 2)) * np.float32(1 / np.sqrt(hd))
+    attend = getattr(act, "attention", None) or causal_attention  # an act may change attention's own arithmetic
+    out = attend(q, k, v).transpose(0, 2, 1, 3).reshape(b, n, cfg.n_embd)
+    return _mm(act, out, w, p + "attn_output.weight")
+
+
+def causal_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, p_round: Act = None) -> np.ndarray:
+    """softmax(q k^T / sqrt(d), causal) v over [batch, heads, tokens, head_dim]. `p_round` rounds the unnormalised
+    probabilities exp(s - rowmax) before they multiply v (a kernel that feeds them to a low-precision MMA); the row
+    sums stay exact, as a flash-attention kernel accumulates them in fp32."""
+    n = q.shape[2]
+    scores = (q @ k.transpose(0, 1, 3, 2)) * np.float32(1 / np.sqrt(q.shape[-1]))
     scores += np.triu(np.full((n, n), -np.inf, np.float32), 1)
     scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
-    scores /= scores.sum(axis=-1, keepdims=True)
-    out = (scores @ v).transpose(0, 2, 1, 3).reshape(b, n, cfg.n_embd)
-    return _mm(act, out, w, p + "attn_output.weight")
+    total = scores.sum(axis=-1, keepdims=True)
+    if p_round is None:
+        scores /= total
+        return scores @ v  # type: ignore[no-any-return]
+    return (p_round(scores) @ v) / total  # type: ignore[no-any-return]
 
 
 def _mlp(w: Weights, i: int, x: np.ndarray, act: Act = None) -> np.ndarray:
