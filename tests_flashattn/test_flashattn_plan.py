@@ -23,6 +23,7 @@ import test_flashattn_sweep as sweep
 from pytest_anatomy import recordings
 from pytest_anatomy.kernels.flashattn import registry
 from pytest_anatomy.specs import hardware
+from pytest_anatomy.theory import attention as at
 
 ROOT = Path(__file__).resolve().parents[1]
 SWEEP_BUDGET_S = 45.0  # the GPU visit's allowance for the cases the sweep adds
@@ -74,12 +75,38 @@ def test_the_cost_model_counts_the_rungs_autotune_configs() -> None:
         assert configs.count("triton.Config(") == count, rung_id
 
 
-def test_profile_script_launches_what_the_counter_tests_read() -> None:
-    out = subprocess.run([sys.executable, "scripts/device/flashattn_profile.py", "--dry-run"], cwd=ROOT,
+def _dry_run(*args: str) -> list[tuple[int, str]]:
+    out = subprocess.run([sys.executable, "scripts/device/flashattn_profile.py", "--dry-run", *args], cwd=ROOT,
                          capture_output=True, text=True, timeout=60, check=True).stdout.splitlines()
-    listed = [f"ncu.{line.split()[1]}.{line.split()[2]}" for line in out]
-    assert listed == [io.name(launch) for launch in io.launches()]
-    assert len(listed) == 2 * len(registry.PROFILED) + 4 and len(registry.PROFILED) == len(registry.LADDER) - 1
+    return [(int(line.split()[0]), f"ncu.{line.split()[1]}.{line.split()[2]}") for line in out]
+
+
+def test_profile_script_launches_what_the_counter_tests_read() -> None:
+    """Every rung at the target shape, the Gluon rung included since its first GPU session (2026-12-04: before it,
+    PROFILED left it out, and this test said so), then the best rung's long shapes; `--rungs r7` keeps the Gluon
+    rung's two launches alone, numbered as in the full list (the manifest's marker grids)."""
+    listed = _dry_run()
+    assert [name for _, name in listed] == [io.name(launch) for launch in io.launches()]
+    assert len(listed) == 2 * len(registry.PROFILED) + 4 and registry.PROFILED == registry.LADDER
+    r7 = registry.TARGET_RUNGS[1]
+    assert _dry_run("--rungs", r7.split("-")[0]) == _dry_run("--rungs", r7) == [
+        (i, name) for i, name in listed if f".{r7}." in name] and len(_dry_run("--rungs", r7)) == 2
+
+
+def test_the_gluon_rungs_l2_band_stands_on_the_recorded_fa2_rungs() -> None:
+    """r7's pre-registered L2 band (flashattn_io.GLUON_L2_BAND) holds what r3-r6 counted at the target shape on the
+    H200, per mask, and its reason quotes those counts as they are recorded."""
+    for causal in (False, True):
+        mask = "causal" if causal else "full"
+        ratios = []
+        for r in ("r3-fa2", "r4-causal-split", "r5-exp2", "r6-tma-pipelined"):
+            rec = ff.ncu(f"{r}.b4h32n4096d128.{mask}")
+            ratios.append(rec["l2_bytes"].value / at.tiled_bytes(io.shape_of(rec.data["launch"]["settings"]),
+                                                                 io.tiling_of(rec)).value)
+        lo, hi = io.GLUON_L2_BAND[causal]
+        assert lo < min(ratios) and max(ratios) < hi, (mask, ratios)
+        band, why = io.l2_band({"rung": registry.TARGET_RUNGS[1], "causal": causal})
+        assert band == (lo, hi) and f"{min(ratios):.2f}-{max(ratios):.2f} {'causal' if causal else 'of the'}" in why
 
 
 def test_the_gluon_rungs_header_states_what_the_code_predicts_at_the_target() -> None:
