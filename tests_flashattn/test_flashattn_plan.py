@@ -20,7 +20,7 @@ import flashattn_io as io
 import test_flashattn_gpu as timing
 import test_flashattn_sweep as sweep
 
-from pytest_anatomy import recordings
+from pytest_anatomy import live_plan, recordings
 from pytest_anatomy.kernels.flashattn import registry
 from pytest_anatomy.specs import hardware
 from pytest_anatomy.theory import attention as at
@@ -28,6 +28,11 @@ from pytest_anatomy.theory import attention as at
 ROOT = Path(__file__).resolve().parents[1]
 SWEEP_BUDGET_S = 45.0  # the GPU visit's allowance for the cases the sweep adds
 SWEEP_R7_BUDGET_S = 50.0  # and for r7's at the same shapes (priced 45.7 s: 12 new compiles, 3 configs autotuned each)
+# r7's sweep alone, one device call (`live_session.sh start ... -k r7-warp-specialized`, then `wait`): the lead's
+# allowance, and what the script adds around the pytest session (pip install -e, ~5 s; wait's xz -9 packing, ~5-10 s)
+R7_SWEEP_CALL_BUDGET_S = 150.0
+LIVE_SESSION_SCRIPT_S = 15.0
+R7_LIVE_SESSION_S = 47.5  # results/h200/live-runs/20261204T145709Z.r7.json: r7's 4 target cases, its first session
 
 
 def test_sweep_cases_keep_tokens_times_heads_fixed_and_are_named_as_recorded() -> None:
@@ -64,6 +69,31 @@ def test_sweep_fits_the_visit_and_the_plan_prices_it() -> None:
     extra_r7 = [c for c in sweep.SWEEP_R7 if c not in set(timing.CASES)]
     assert len(extra_r7) == 20
     assert 20.0 < fc.estimate_s(extra_r7, timing.CASES + extra) <= SWEEP_R7_BUDGET_S
+
+
+def _plan_s(timing: set, sweep: set) -> tuple[float, float]:
+    entries = [live_plan.SESSION_ENTRY, *fc.live_plan(timing, sweep)]
+    return (sum(live_plan.estimate_range(e)[0] for e in entries), sum(live_plan.estimate_range(e)[1] for e in entries))
+
+
+def test_the_plan_prices_r7s_first_session_as_it_ran() -> None:
+    """`--anatomy-plan` on r7's 4 target cases (bf16 and fp16, full and causal) gives what that session took: the
+    Gluon entry's constants were fitted on it, the session and per-case prices on the full sessions before r7."""
+    cases = {c for c in timing.CASES if c.rung == registry.TARGET_RUNGS[1]}
+    assert len(cases) == 4
+    low, high = _plan_s(cases, set())
+    assert abs(low / R7_LIVE_SESSION_S - 1) < 0.05 and high > R7_LIVE_SESSION_S, (low, high)
+
+
+def test_r7s_sweep_runs_alone_in_one_device_call() -> None:
+    """`-k r7-warp-specialized` on the sweep selects r7's 22 cases and nothing else (its ids name the rung, r6's do
+    not), and the plan prices that session, with live_session.sh's own work around it, inside the call's 150 s:
+    no timing test builds its kernels, so the preflight and all 6 specialisations' compiles are its own."""
+    r7 = registry.TARGET_RUNGS[1]
+    assert [c for c in sweep.SWEEP + sweep.SWEEP_R7 if r7 in c.name] == sweep.SWEEP_R7 and len(sweep.SWEEP_R7) == 22
+    assert len({fc.compile_key(c) for c in sweep.SWEEP_R7}) == 6  # D 128 / 64 / GQA, full / causal
+    low, high = _plan_s(set(), set(sweep.SWEEP_R7))
+    assert 60.0 < low < high and high + LIVE_SESSION_SCRIPT_S <= R7_SWEEP_CALL_BUDGET_S, (low, high)
 
 
 def test_the_cost_model_counts_the_rungs_autotune_configs() -> None:
