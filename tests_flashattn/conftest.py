@@ -79,7 +79,8 @@ def measured_once(measured: Any, live_with_ceilings: Any) -> Callable[..., Any]:
 
 def pytest_anatomy_live_plan(config: pytest.Config, items: list[pytest.Item]) -> list[dict]:
     """The attention cases the selected tests read, each compiled, checked and timed once; the N sweep's
-    cases beyond them (its own entry, marked slow); a Gluon rung's preflight and compiles (flashattn_cases.live_plan)."""
+    cases beyond them (its own entry, marked slow); a Gluon rung's preflight and compiles
+    (flashattn_cases.live_plan)."""
     from flashattn_cases import live_plan
 
     def cases_of(sweep: bool) -> set[Any]:

@@ -77,5 +77,6 @@ def test_a_tiled_dram_count_and_an_unmerged_gluon_l2_count_diverge(tmp_path: Pat
     run = _import_and_replay(tmp_path, report, manifest)
     assert run.returncode == 1, run.stdout[-3000:]
     assert f"2 failed, {TESTS - 2 - RESOLVED} passed, {RESOLVED} resolved" in run.stdout, run.stdout[-2000:]
-    assert "test_dram_reads_against_the_compulsory_bytes[h200-r6-tma-pipelined.b4h32n4096d128.full]" in run.stdout
-    assert "test_l2_bytes_against_the_tiled_count[h200-r7-warp-specialized.b4h32n4096d128.full]" in run.stdout
+    for test, case in (("test_dram_reads_against_the_compulsory_bytes", "r6-tma-pipelined.b4h32n4096d128.full"),
+                       ("test_l2_bytes_against_the_tiled_count", "r7-warp-specialized.b4h32n4096d128.full")):
+        assert f"{test}[{MEASURED_ON}-{case}]" in run.stdout

@@ -81,7 +81,8 @@ def _run(root: Path, plugin_dir: Path, results: Path, *args: str,
 
 
 def _fake_plugin(tmp_path: Path) -> None:
-    (tmp_path / "fake_h200.py").write_text(textwrap.dedent(FAKE_PLUGIN).replace("__CARD__", FAKE_CARD), encoding="utf-8")
+    plugin = textwrap.dedent(FAKE_PLUGIN).replace("__CARD__", FAKE_CARD)
+    (tmp_path / "fake_h200.py").write_text(plugin, encoding="utf-8")
 
 
 def test_gpu_suite_runs_live_records_then_replays(tmp_path: Path) -> None:
