@@ -79,25 +79,13 @@ def measured_once(measured: Any, live_with_ceilings: Any) -> Callable[..., Any]:
 
 def pytest_anatomy_live_plan(config: pytest.Config, items: list[pytest.Item]) -> list[dict]:
     """The attention cases the selected tests read, each compiled, checked and timed once; the N sweep's
-    cases beyond them (its own entry, marked slow)."""
+    cases beyond them (its own entry, marked slow); a Gluon rung's preflight and compiles
+    (flashattn_cases.live_plan)."""
+    from flashattn_cases import live_plan
+
     def cases_of(sweep: bool) -> set[Any]:
         return {i.callspec.params.get("case") or i.callspec.params.get("d") for i in items
                 if "tests_flashattn" in i.nodeid and getattr(i, "callspec", None)
                 and ("test_flashattn_sweep.py" in i.nodeid) == sweep} - {None}
 
-    # FITTED on the two full live sessions results/h200/live-runs/20261201T235925Z.full.log.xz and
-    # 20261202T022605Z.full.log.xz (faster, slower machine): the 20 timing cases 50.5 / 56.4 s, Triton compiles
-    # included (the fast subsets' 6 cases, all of the already-compiled best rung but two, took 4.3-4.9 s: this
-    # overestimates them), the sweep's 18 more 25.1 / 26.9 s (flashattn_cases.estimate_s priced them 45 s)
-    timing, sweep = cases_of(False), cases_of(True)
-    out = []
-    if timing:
-        out.append({"suite": "flashattn", "what": f"{len(timing)} attention cases (Triton rungs beside torch's sdpa "
-                    "backends)", "estimate_s": 2.5 * len(timing), "estimate_high_s": 2.8 * len(timing)})
-    extra = sweep - timing
-    if extra:
-        what = f"N sweep: {len(extra)} more cases of the target rungs, N 512-32k (D 64/128, full/causal, GQA)"
-        first = 0.0 if timing else 5.0  # the best rung's compile: the timing tests' entry counts it otherwise
-        out.append({"suite": "flashattn", "what": what, "estimate_s": round(first + 1.4 * len(extra), 1),
-                    "estimate_high_s": round(first + 1.5 * len(extra), 1)})
-    return out
+    return live_plan(cases_of(False), cases_of(True))

@@ -93,10 +93,11 @@ FLUSH_S = 512 * 2**20 / 4.3e12  # the L2 eviction read before each timed run
 AUTOTUNE_CONFIGS = {registry.BEST: 4, "r7-warp-specialized": 3}
 
 
-def compile_key(case: Case) -> tuple[str, int, bool, bool]:
-    """What makes Triton compile anew: the rung, D and CAUSAL (constexprs) and whether GROUP == 1
-    (Triton specialises an integer argument equal to 1); N, B and H are runtime integers."""
-    return (case.rung, case.head_dim, case.causal, (case.kv_heads or case.heads) == case.heads)
+def compile_key(case: Case) -> tuple[str, int, bool, bool, str]:
+    """What makes Triton compile anew: the rung, D and CAUSAL (constexprs), whether GROUP == 1
+    (Triton specialises an integer argument equal to 1) and the dtype (the pointers' element type);
+    N, B and H are runtime integers."""
+    return (case.rung, case.head_dim, case.causal, (case.kv_heads or case.heads) == case.heads, case.dtype)
 
 
 def case_seconds(case: Case) -> float:
@@ -122,3 +123,46 @@ def estimate_s(cases: Iterable[Case], compiled: Iterable[Case] = ()) -> float:
     new_keys = {compile_key(c) for c in todo} - built
     configs = {k: AUTOTUNE_CONFIGS.get(k[0], 1) for k in new_keys}
     return sum(case_seconds(c) for c in todo) + COMPILE_S * sum(configs.values())
+
+
+# --- `--anatomy-plan`'s entries (tests_flashattn/conftest.py answers the hook with them) -------------------------
+# FITTED on the two full live sessions results/h200/live-runs/20261201T235925Z.full.log.xz and
+# 20261202T022605Z.full.log.xz (faster, slower machine): the 20 timing cases 50.5 / 56.4 s, Triton compiles
+# included (the fast subsets' 6 cases, all of the already-compiled best rung but two, took 4.3-4.9 s: this
+# overestimates them), the sweep's 18 more 25.1 / 26.9 s (estimate_s priced them 45 s)
+PLAN_TIMING_S, PLAN_TIMING_HIGH_S = 2.5, 2.8  # per timing case
+PLAN_SWEEP_S, PLAN_SWEEP_HIGH_S = 1.4, 1.5  # per sweep case beyond them
+PLAN_FIRST_COMPILE_S = 5.0  # the best rung's compile, when no timing case builds it
+# The Gluon rung, FITTED on its one live session (results/h200/live-runs/20261204T145709Z.r7.log.xz: its 4 target
+# cases, 47.5 s in all): its first case took 20.9 s and the next three 6.4-6.7 s, each of those compiling its 3 configs
+# anew (causal, fp16). So its child-process preflight ~14 s (20.9 - 6.7), and a kernel specialisation's 3 Gluon
+# compiles ~4 s (6.5 s a compiling case, less the timing entry's 2.5 s); the high end 25% above (one session).
+GLUON_PREFLIGHT_S = 14.0
+GLUON_COMPILE_S = 4.0  # per compile_key of a Gluon rung: its 3 configs
+GLUON_HIGH = 1.25
+
+
+def live_plan(timing: set[Any], sweep: set[Any]) -> list[dict[str, Any]]:
+    """The plan's entries for the selected timing cases (decode shapes among them) and sweep cases: each case compiled,
+    checked and timed once; the sweep's cases beyond the timing tests' (marked slow); a Gluon rung's preflight and
+    compiles, which the fitted per-case prices (Triton rungs only) do not hold."""
+    out = []
+    if timing:
+        out.append({"suite": "flashattn", "what": f"{len(timing)} attention cases (the rungs beside torch's sdpa "
+                    "backends)", "estimate_s": PLAN_TIMING_S * len(timing),
+                    "estimate_high_s": PLAN_TIMING_HIGH_S * len(timing)})
+    extra = sweep - timing
+    if extra:
+        triton_rungs = any(registry.rung(c.rung).dialect == "triton" for c in extra)
+        first = PLAN_FIRST_COMPILE_S if triton_rungs and not timing else 0.0  # else the timing entry counts it
+        what = f"N sweep: {len(extra)} more cases of the target rungs, N 512-32k (D 64/128, full/causal, GQA)"
+        out.append({"suite": "flashattn", "what": what, "estimate_s": round(first + PLAN_SWEEP_S * len(extra), 1),
+                    "estimate_high_s": round(first + PLAN_SWEEP_HIGH_S * len(extra), 1)})
+    gluon = [c for c in timing | sweep if isinstance(c, Case) and registry.rung(c.rung).dialect == "gluon"]
+    if gluon:
+        keys = {compile_key(c) for c in gluon}
+        low = GLUON_PREFLIGHT_S + GLUON_COMPILE_S * len(keys)
+        out.append({"suite": "flashattn", "what": f"Gluon rung: its child-process preflight and {len(keys)} kernel "
+                    f"specialisations' compiles ({len(gluon)} cases)", "estimate_s": low,
+                    "estimate_high_s": round(low * GLUON_HIGH, 1)})
+    return out

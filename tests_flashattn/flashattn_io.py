@@ -11,6 +11,11 @@ from pytest_anatomy.theory import attention as at
 from pytest_anatomy.theory.prediction import Prediction, Term
 
 LADDER = "fa2"
+# L2 bytes over the tiled count (test_l2_bytes_against_the_tiled_count): the 2026-12-01 band of r3-r6, and the Gluon
+# rung's own, PRE-REGISTERED on 2026-12-04 before any counter of it existed (test_flashattn_counters.py's header says
+# why: the FA-2 rungs' counts at the target shape, and Hopper's L2 request coalescer, were known by then)
+L2_BAND = (0.8, 2.0)
+GLUON_L2_BAND = {False: (0.45, 0.9), True: (0.85, 1.2)}  # by causal
 
 
 def launches() -> list[dict[str, Any]]:
@@ -86,3 +91,17 @@ def expected_writes(rung: str, shape: at.AttentionShape) -> tuple[Prediction, in
     return Prediction(out, "B", "O + LSE", shape.inputs(), tuple(terms)), 1
 
 
+
+
+def l2_band(launch: dict[str, Any]) -> tuple[tuple[float, float], str]:
+    """(L2 bytes over the tiled count allowed, why) for a profiled launch."""
+    if registry.rung(launch["rung"]).dialect == "gluon":
+        lo, hi = GLUON_L2_BAND[launch["causal"]]
+        return (lo, hi), (
+            f"pre-registered for the Gluon rung: its TMA loads, issued by one producer warp per program, bypass L1, "
+            f"and the programs of a head start together and walk K/V in step, so Hopper's L2 request coalescer "
+            f"merges part of their requests as it did for r3-r6 (at this shape 0.58-0.81 of the tiled count full, "
+            f"0.92-1.05 causal): [{lo}, {hi}]")
+    return L2_BAND, ("lts__t_bytes counts every request the loads make, and more: H200's pure streams counted 1.52x "
+                     "their bytes (cross-partition traffic counted twice; 2.0 if every request were); 0.8 for L1 hits "
+                     "of a pointer rung's K/V shared by two programs of one head on one SM")

@@ -6,7 +6,8 @@ pre-registered expectations times factors inside their bands). They are imported
 `pytest-anatomy import-ncu` into a scratch results folder, never results/, and
 test_flashattn_counters.py replays them there: every launch becomes a recording, every test finds
 its recording, its tiling and its occupancy, and agrees. A report whose r6 read the tiled count
-from DRAM at the target shape must turn exactly that reconciliation into a failure.
+from DRAM at the target shape, or whose r7 merged no L2 request, must turn exactly those
+reconciliations into failures.
 """
 
 from __future__ import annotations
@@ -24,10 +25,10 @@ from pytest_anatomy import recordings
 from pytest_anatomy.kernels.flashattn import registry
 
 ROOT = Path(__file__).resolve().parents[1]
-RECORDINGS = len(registry.profile_launches())  # 16 launches -> 16 recordings
-# reads against compulsory: the 12 target-shape launches + 2 at 32k; writes: all 16; L2: r3-r6 at the
-# target shape (8) + r6 long (4); streamed reads: r6 at 128k (2)
-TESTS = 14 + 16 + 12 + 2
+RECORDINGS = len(registry.profile_launches())  # 18 launches -> 18 recordings
+# reads against compulsory: the 14 target-shape launches (r1-r7) + 2 at 32k; writes: all 18; L2: r3-r7 at the
+# target shape (10) + r6 long (4); streamed reads: r6 at 128k (2)
+TESTS = 16 + 18 + 14 + 2
 # The H200's counter findings (marks for hardware h200) cover real gaps; the synthetic counts sit inside the
 # pre-registered bands, so those findings resolve here: allowed, since the IO models are what this checks.
 RESOLVED = len(COUNTERS)
@@ -62,14 +63,20 @@ def test_synthetic_report_replays_end_to_end(tmp_path: Path) -> None:
     assert f"{TESTS - RESOLVED} passed, {RESOLVED} resolved" in run.stdout, run.stdout[-2000:]
 
 
-def test_a_tiled_dram_count_at_the_target_shape_diverges(tmp_path: Path) -> None:
+def test_a_tiled_dram_count_and_an_unmerged_gluon_l2_count_diverge(tmp_path: Path) -> None:
+    """r6 reading the tiled count from DRAM at the target shape, and r7 counting in L2 what r3-r6's band expects
+    (1.4x the tiled count: no request merged), each turn exactly their own reconciliation into a failure: r7's L2 is
+    judged by its own pre-registered band (flashattn_io.GLUON_L2_BAND), not r3-r6's."""
     from pytest_anatomy.theory import attention as at
 
     shape = at.AttentionShape.prefill(4, 32, 4096, 128)
     tiled = at.tiled_bytes(shape, at.Tiling(128, 64)).value
-    bad = {"ncu.fa2.r6-tma-pipelined.b4h32n4096d128.full": {"dram_read": tiled}}
+    bad = {"ncu.fa2.r6-tma-pipelined.b4h32n4096d128.full": {"dram_read": tiled},
+           "ncu.fa2.r7-warp-specialized.b4h32n4096d128.full": {"l2": tiled * 1.4}}
     report, manifest = synth.write(tmp_path / "report", bad)
     run = _import_and_replay(tmp_path, report, manifest)
     assert run.returncode == 1, run.stdout[-3000:]
-    assert f"1 failed, {TESTS - 1 - RESOLVED} passed, {RESOLVED} resolved" in run.stdout, run.stdout[-2000:]
-    assert "test_dram_reads_against_the_compulsory_bytes[h200-r6-tma-pipelined.b4h32n4096d128.full]" in run.stdout
+    assert f"2 failed, {TESTS - 2 - RESOLVED} passed, {RESOLVED} resolved" in run.stdout, run.stdout[-2000:]
+    for test, case in (("test_dram_reads_against_the_compulsory_bytes", "r6-tma-pipelined.b4h32n4096d128.full"),
+                       ("test_l2_bytes_against_the_tiled_count", "r7-warp-specialized.b4h32n4096d128.full")):
+        assert f"{test}[{MEASURED_ON}-{case}]" in run.stdout

@@ -66,20 +66,28 @@ def pytest_configure(config):
 '''
 
 
-def _run(root: Path, plugin_dir: Path, results: Path, *args: str) -> subprocess.CompletedProcess[str]:
+GPU_FILES = ("tests_flashattn/test_flashattn_gpu.py", "tests_flashattn/test_flashattn_sweep.py")
+
+
+def _run(root: Path, plugin_dir: Path, results: Path, *args: str,
+         files: tuple[str, ...] = GPU_FILES) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(plugin_dir), os.environ.get("PYTHONPATH", "")])}
     # The fake times are the predictions, so the H200's findings (marks for hardware h200: 4 targets, 64k
     # decoding and the decode line's at 1k, 2k, 16k, 32k and 128k, N=512 D=64 full and causal, the 8k decode target)
     # all resolve: allowed here, since the verdicts are not what this test checks.
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "fake_h200", "-m", "gpu",
-           "--anatomy-allow-resolved", "-o", f"anatomy_results_dir={results}", "tests_flashattn/test_flashattn_gpu.py",
-           "tests_flashattn/test_flashattn_sweep.py", *args]
+           "--anatomy-allow-resolved", "-o", f"anatomy_results_dir={results}", *files, *args]
     return subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=300)
+
+
+def _fake_plugin(tmp_path: Path) -> None:
+    plugin = textwrap.dedent(FAKE_PLUGIN).replace("__CARD__", FAKE_CARD)
+    (tmp_path / "fake_h200.py").write_text(plugin, encoding="utf-8")
 
 
 def test_gpu_suite_runs_live_records_then_replays(tmp_path: Path) -> None:
     root = Path(__file__).resolve().parents[1]
-    (tmp_path / "fake_h200.py").write_text(textwrap.dedent(FAKE_PLUGIN).replace("__CARD__", FAKE_CARD), encoding="utf-8")
+    _fake_plugin(tmp_path)
     results = tmp_path / "results"
     live = _run(root, tmp_path, results, "--anatomy-source=live", "--anatomy-record")
     assert live.returncode == 0, live.stdout[-3000:] + live.stderr[-2000:]
@@ -104,7 +112,7 @@ def test_a_failing_gluon_rung_fails_its_own_cases_and_the_targets_go_on_with_r6(
     else: every other case is measured and recorded, and the targets judge r6, as a replay of the sessions before r7
     does."""
     root = Path(__file__).resolve().parents[1]
-    (tmp_path / "fake_h200.py").write_text(textwrap.dedent(FAKE_PLUGIN).replace("__CARD__", FAKE_CARD), encoding="utf-8")
+    _fake_plugin(tmp_path)
     results = tmp_path / "results"
     monkeypatch.setenv("FAKE_FAILING_RUNG", "r7-warp-specialized")
     live = _run(root, tmp_path, results, "--anatomy-source=live", "--anatomy-record")
@@ -113,3 +121,30 @@ def test_a_failing_gluon_rung_fails_its_own_cases_and_the_targets_go_on_with_r6(
     assert "26 failed, 52 passed, 13 resolved" in live.stdout, live.stdout[-2000:]
     cases = {p.name.split("@")[0] for p in (results / FAKE_CARD / "flashattn").glob("*.json")}
     assert len(cases) == 46 and not any("r7" in c for c in cases)
+
+
+def test_r7s_sweep_alone_records_its_cases_then_replays(tmp_path: Path) -> None:
+    """The device call for r7's N sweep alone (`live_session.sh start NAME tests_flashattn/test_flashattn_sweep.py
+    -k r7-warp-specialized --anatomy-record`): its 22 cases measured live and recorded as
+    fa2.r7-warp-specialized.b{B}h{H}[kv{K}]n{N}d{D}.{full|causal}, each with time and both sdpa baselines, beside
+    the session's ceilings; replayed, the sweep's tests read every one of them (r6's cases, not recorded in this
+    scratch folder, skip; in results/ they are)."""
+    import test_flashattn_sweep as sweep
+
+    root = Path(__file__).resolve().parents[1]
+    _fake_plugin(tmp_path)
+    results = tmp_path / "results"
+    only = ("tests_flashattn/test_flashattn_sweep.py",)
+    live = _run(root, tmp_path, results, "--anatomy-source=live", "--anatomy-record", "-k", "r7-warp-specialized",
+                files=only)
+    assert live.returncode == 0, live.stdout[-3000:] + live.stderr[-2000:]
+    assert "22 passed" in live.stdout, live.stdout[-2000:]
+    written = {p.name.split("@")[0]: json.loads(p.read_text()) for p in (results / FAKE_CARD / "flashattn").glob("*")}
+    assert sorted(written) == sorted(c.name for c in sweep.SWEEP_R7)
+    assert all({"time", "sdpa_default_time", "sdpa_flash_time"} <= set(r["measurements"]) for r in written.values())
+    assert len(list((results / FAKE_CARD / "ceilings").glob("ceilings@*.json"))) == 1
+    replay = _run(root, tmp_path, results, "--anatomy-source=recorded", "-rs", files=only)  # the whole sweep
+    assert replay.returncode == 0, replay.stdout[-3000:] + replay.stderr[-2000:]
+    assert "22 passed, 22 skipped" in replay.stdout, replay.stdout[-2000:]  # r6's 22, not recorded here
+    skipped = [line for line in replay.stdout.splitlines() if line.startswith("SKIPPED")]
+    assert len(skipped) == 22 and all("fa2.r6-tma-pipelined." in line for line in skipped), skipped

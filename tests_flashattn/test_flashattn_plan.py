@@ -20,13 +20,19 @@ import flashattn_io as io
 import test_flashattn_gpu as timing
 import test_flashattn_sweep as sweep
 
-from pytest_anatomy import recordings
+from pytest_anatomy import live_plan, recordings
 from pytest_anatomy.kernels.flashattn import registry
 from pytest_anatomy.specs import hardware
+from pytest_anatomy.theory import attention as at
 
 ROOT = Path(__file__).resolve().parents[1]
 SWEEP_BUDGET_S = 45.0  # the GPU visit's allowance for the cases the sweep adds
 SWEEP_R7_BUDGET_S = 50.0  # and for r7's at the same shapes (priced 45.7 s: 12 new compiles, 3 configs autotuned each)
+# r7's sweep alone, one device call (`live_session.sh start ... -k r7-warp-specialized`, then `wait`): the lead's
+# allowance, and what the script adds around the pytest session (pip install -e, ~5 s; wait's xz -9 packing, ~5-10 s)
+R7_SWEEP_CALL_BUDGET_S = 150.0
+LIVE_SESSION_SCRIPT_S = 15.0
+R7_LIVE_SESSION_S = 47.5  # results/h200/live-runs/20261204T145709Z.r7.json: r7's 4 target cases, its first session
 
 
 def test_sweep_cases_keep_tokens_times_heads_fixed_and_are_named_as_recorded() -> None:
@@ -65,6 +71,31 @@ def test_sweep_fits_the_visit_and_the_plan_prices_it() -> None:
     assert 20.0 < fc.estimate_s(extra_r7, timing.CASES + extra) <= SWEEP_R7_BUDGET_S
 
 
+def _plan_s(timing: set, sweep: set) -> tuple[float, float]:
+    entries = [live_plan.SESSION_ENTRY, *fc.live_plan(timing, sweep)]
+    return (sum(live_plan.estimate_range(e)[0] for e in entries), sum(live_plan.estimate_range(e)[1] for e in entries))
+
+
+def test_the_plan_prices_r7s_first_session_as_it_ran() -> None:
+    """`--anatomy-plan` on r7's 4 target cases (bf16 and fp16, full and causal) gives what that session took: the
+    Gluon entry's constants were fitted on it, the session and per-case prices on the full sessions before r7."""
+    cases = {c for c in timing.CASES if c.rung == registry.TARGET_RUNGS[1]}
+    assert len(cases) == 4
+    low, high = _plan_s(cases, set())
+    assert abs(low / R7_LIVE_SESSION_S - 1) < 0.05 and high > R7_LIVE_SESSION_S, (low, high)
+
+
+def test_r7s_sweep_runs_alone_in_one_device_call() -> None:
+    """`-k r7-warp-specialized` on the sweep selects r7's 22 cases and nothing else (its ids name the rung, r6's do
+    not), and the plan prices that session, with live_session.sh's own work around it, inside the call's 150 s:
+    no timing test builds its kernels, so the preflight and all 6 specialisations' compiles are its own."""
+    r7 = registry.TARGET_RUNGS[1]
+    assert [c for c in sweep.SWEEP + sweep.SWEEP_R7 if r7 in c.name] == sweep.SWEEP_R7 and len(sweep.SWEEP_R7) == 22
+    assert len({fc.compile_key(c) for c in sweep.SWEEP_R7}) == 6  # D 128 / 64 / GQA, full / causal
+    low, high = _plan_s(set(), set(sweep.SWEEP_R7))
+    assert 60.0 < low < high and high + LIVE_SESSION_SCRIPT_S <= R7_SWEEP_CALL_BUDGET_S, (low, high)
+
+
 def test_the_cost_model_counts_the_rungs_autotune_configs() -> None:
     """Parsed, not imported: importing a kernel module here would import triton before the
     interpreter tests of this process could select the interpreter."""
@@ -74,12 +105,38 @@ def test_the_cost_model_counts_the_rungs_autotune_configs() -> None:
         assert configs.count("triton.Config(") == count, rung_id
 
 
-def test_profile_script_launches_what_the_counter_tests_read() -> None:
-    out = subprocess.run([sys.executable, "scripts/device/flashattn_profile.py", "--dry-run"], cwd=ROOT,
+def _dry_run(*args: str) -> list[tuple[int, str]]:
+    out = subprocess.run([sys.executable, "scripts/device/flashattn_profile.py", "--dry-run", *args], cwd=ROOT,
                          capture_output=True, text=True, timeout=60, check=True).stdout.splitlines()
-    listed = [f"ncu.{line.split()[1]}.{line.split()[2]}" for line in out]
-    assert listed == [io.name(launch) for launch in io.launches()]
-    assert len(listed) == 2 * len(registry.PROFILED) + 4 and len(registry.PROFILED) == len(registry.LADDER) - 1
+    return [(int(line.split()[0]), f"ncu.{line.split()[1]}.{line.split()[2]}") for line in out]
+
+
+def test_profile_script_launches_what_the_counter_tests_read() -> None:
+    """Every rung at the target shape, the Gluon rung included since its first GPU session (2026-12-04: before it,
+    PROFILED left it out, and this test said so), then the best rung's long shapes; `--rungs r7` keeps the Gluon
+    rung's two launches alone, numbered as in the full list (the manifest's marker grids)."""
+    listed = _dry_run()
+    assert [name for _, name in listed] == [io.name(launch) for launch in io.launches()]
+    assert len(listed) == 2 * len(registry.PROFILED) + 4 and registry.PROFILED == registry.LADDER
+    r7 = registry.TARGET_RUNGS[1]
+    assert _dry_run("--rungs", r7.split("-")[0]) == _dry_run("--rungs", r7) == [
+        (i, name) for i, name in listed if f".{r7}." in name] and len(_dry_run("--rungs", r7)) == 2
+
+
+def test_the_gluon_rungs_l2_band_stands_on_the_recorded_fa2_rungs() -> None:
+    """r7's pre-registered L2 band (flashattn_io.GLUON_L2_BAND) holds what r3-r6 counted at the target shape on the
+    H200, per mask, and its reason quotes those counts as they are recorded."""
+    for causal in (False, True):
+        mask = "causal" if causal else "full"
+        ratios = []
+        for r in ("r3-fa2", "r4-causal-split", "r5-exp2", "r6-tma-pipelined"):
+            rec = ff.ncu(f"{r}.b4h32n4096d128.{mask}")
+            ratios.append(rec["l2_bytes"].value / at.tiled_bytes(io.shape_of(rec.data["launch"]["settings"]),
+                                                                 io.tiling_of(rec)).value)
+        lo, hi = io.GLUON_L2_BAND[causal]
+        assert lo < min(ratios) and max(ratios) < hi, (mask, ratios)
+        band, why = io.l2_band({"rung": registry.TARGET_RUNGS[1], "causal": causal})
+        assert band == (lo, hi) and f"{min(ratios):.2f}-{max(ratios):.2f} {'causal' if causal else 'of the'}" in why
 
 
 def test_the_gluon_rungs_header_states_what_the_code_predicts_at_the_target() -> None:

@@ -66,7 +66,9 @@ GPU time: 18 cases beyond the timing tests' priced ~45 s before the visit by fla
 (with the 8 new Triton compiles, D=64, 4 configs x 2 masks, and r6's autotuning of 4 configs per shape);
 25-27 s in the 2026-12-02 full sessions, which the live plan's estimate is now fitted on. r7's 20 cases beyond the
 timing tests' (its MHA target cases are theirs), priced 45.7 s the same way (12 new compiles, 3 configs each),
-unmeasured. Marked slow: `-m "gpu and not slow"` leaves it out.
+unmeasured. r7's sweep alone, in a session of its own (`-k r7-warp-specialized`; the 22 cases, its preflight and its 6
+kernel specialisations' compiles its own): 77-90 s by `--anatomy-plan` (flashattn_cases.live_plan, its Gluon prices
+fitted on r7's first session). Marked slow: `-m "gpu and not slow"` leaves it out.
 """
 
 from __future__ import annotations

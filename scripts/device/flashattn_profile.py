@@ -3,10 +3,11 @@
 
 The timings come from the live suite (tests_flashattn); this run answers whether the bytes the
 theory prices are the bytes that moved (tests_flashattn/test_flashattn_counters.py reconciles
-them). Launches (registry.profile_launches): every rung at the target shape B=4 H=32 N=4096 D=128 bf16, full and
-causal; the best rung at B=1 H=16 N=32k (the sweep's shape: 2 heads' K/V in flight, 32 MiB, more
-than the half of L2 the theory's criterion allows) and at B=1 H=4 N=128k (one head's K/V, 64 MiB,
-more than the whole 60 MiB L2), full and causal.
+them). Launches (registry.profile_launches): every rung (r7, the Gluon rung, since 2026-12-04) at
+the target shape B=4 H=32 N=4096 D=128 bf16, full and causal; the best rung at B=1 H=16 N=32k (the
+sweep's shape: 2 heads' K/V in flight, 32 MiB, more than the half of L2 the theory's criterion
+allows) and at B=1 H=4 N=128k (one head's K/V, 64 MiB, more than the whole 60 MiB L2), full and
+causal.
 
 Only the launches themselves are profiled: the script runs under `ncu --profile-from-start off`
 and opens the profiler (cudaProfilerStart) around each rung's one launch, after its inputs were
@@ -17,8 +18,10 @@ import-ncu` maps rows to launches as it does for the kernel ladders; the manifes
 index -> rung, shape, the config the autotuner chose (its tiling decides the L2 count) and
 whether every output element was written (outputs are poisoned with NaN first).
 
-On the device: `bash scripts/device/flashattn_profile.sh` (its ncu line is the reference).
-Here: `python3 scripts/device/flashattn_profile.py --dry-run` lists the launches.
+On the device: `bash scripts/device/flashattn_profile.sh` (its ncu line is the reference); `bash
+scripts/device/flashattn_profile.sh --rungs r7` profiles one rung's launches alone (the Gluon rung's two, numbers 13
+and 14 of the full list, as the manifest keeps them). Here: `python3 scripts/device/flashattn_profile.py --dry-run
+[--rungs ...]` lists the launches.
 """
 
 from __future__ import annotations
@@ -47,6 +50,18 @@ def manifest_entries() -> list[dict[str, Any]]:
                                        launch["causal"])
         out.append({"marker_grid": i + 1, "ladder": LADDER, "rung": launch["rung"], "shape": label, "dtype": "bf16",
                     "suite": SUITE, "settings": {k: v for k, v in launch.items() if k != "rung"}})
+    return out
+
+
+def select_rungs(spec: str) -> set[str]:
+    """The rung ids named in a comma-separated list: each an id, or an id's first part (r7 -> r7-warp-specialized)."""
+    ids = [r.id for r in registry.PROFILED]
+    out = set()
+    for token in (t.strip() for t in spec.split(",") if t.strip()):
+        hits = [i for i in ids if i == token or i.split("-")[0] == token]
+        if not hits:
+            raise KeyError(f"--rungs {token!r}: the profiled rungs are {', '.join(ids)}")
+        out.update(hits)
     return out
 
 
@@ -128,8 +143,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dry-run", action="store_true", help="list the launches; no GPU")
     p.add_argument("--only", default="", metavar="I,J,...",
                    help="profile only these launches (their numbers in --dry-run's list): a smoke test")
+    p.add_argument("--rungs", default="", metavar="RUNG,...",
+                   help="profile only these rungs' launches (ids, or their first part: r7 for r7-warp-specialized); "
+                        "each keeps its number in the full list")
     args = p.parse_args(argv)
     entries = manifest_entries()
+    if args.rungs:
+        try:
+            keep = select_rungs(args.rungs)
+        except KeyError as e:
+            p.error(str(e.args[0]))
+        entries = [m for m in entries if m["rung"] in keep]
     if args.only:
         wanted = {int(x) for x in args.only.split(",") if x.strip()}
         unknown = wanted - {m["marker_grid"] for m in entries}

@@ -19,7 +19,7 @@ offer it on Hopper through its experimental Gluon dialect: `triton.experimental.
 warp_specialize` (partitions of warps; its lowering, add_warp_specialize_to_llvm, is not gated
 on the architecture) with `gluon.language.nvidia.hopper`'s warpgroup_mma, tma and mbarrier. r7 is
 that rung (a producer warp issuing TMA, consumer warpgroups issuing wgmma); it compiles for sm_90a
-here (aot.py) and is pending its first GPU measurement. Triton's interpreter cannot run Gluon
+here (aot.py) and was first measured on the H200 on 2026-12-04. Triton's interpreter cannot run Gluon
 (NOT_INTERPRETED), so on the GPU each Gluon rung is first run in a child process (its preflight,
 measure/flashattn_runner.py) before it is timed in the test process.
 """
@@ -114,10 +114,10 @@ PROFILE_LONG = ({"batch": 1, "heads": 16, "n": 32768, "head_dim": 128},
                 {"batch": 1, "heads": 4, "n": 131072, "head_dim": 128})
 
 
-# The rungs Nsight Compute reads: not the Gluon rung before it has passed a GPU session (a hang or a fault there would
-# end the profile run, whose launches are not isolated as the live session's are; its counters need a synthetic
-# report of their own too).
-PROFILED = tuple(r for r in LADDER if r.dialect == "triton")
+# The rungs Nsight Compute reads: every rung. The Gluon rung joined on 2026-12-04, after it passed its first GPU session
+# (a hang or a fault would end the profile run, whose launches are not isolated as the live session's are), with an IO
+# prediction of its own written before its counters existed (tests_flashattn/test_flashattn_counters.py's header).
+PROFILED = LADDER
 
 
 def profile_launches() -> list[dict[str, Any]]:
