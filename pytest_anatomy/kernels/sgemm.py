@@ -28,6 +28,14 @@ TIMING_SHAPE = {"M": 4096, "N": 4096, "K": 4096}
 CORRECTNESS_SHAPES = ({"M": 1000, "N": 1000, "K": 1000}, {"M": 4097, "N": 1000, "K": 129},
                       {"M": 129, "N": 4097, "K": 4097})
 EXTRA_SHAPES = ({"M": 2048, "N": 18944, "K": 3584}, {"M": 32, "N": 18944, "K": 3584})  # Qwen2.5-7B FFN up
+# A rung that refuses K % 8 != 0 (TMA tensor maps, s14) is also checked at the odd shapes with K rounded to a multiple
+# of 8 and at the 32-row FFN shape (its tensor maps zero-fill 96 of a tile's 128 rows).
+K_ALIGNED_CORRECTNESS_SHAPES = ({"M": 4097, "N": 1000, "K": 136}, {"M": 129, "N": 4097, "K": 4096},
+                                {"M": 32, "N": 18944, "K": 3584})
+# Rungs whose first launches on a device run in a child process of the kernels plan (scripts/device/kernels_plan.py
+# --preflight): a kernel that places its own barriers (mbarrier phases, TMA byte counts) can hang or fault the GPU,
+# which would take every later rung's measurement down with the plan's CUDA context.
+CHILD_PREFLIGHT = frozenset({"s14-bf16-wgmma-tma"})
 
 
 def _grid_tiles(src: str, kernel: str, bm: int, bn: int, block: tuple[int, int, int], args: tuple[str, ...] = ARGS):
