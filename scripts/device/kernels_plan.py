@@ -189,7 +189,7 @@ def tuned_families() -> list[str]:
     return [f for f, (cands, _) in sgemm.TILE_FAMILIES.items() if not RUNGS or cands[0].source in sources]
 
 
-PREFLIGHT_TIMEOUT_S = 240.0
+PREFLIGHT_TIMEOUT_S = 120.0  # the child needs ~20-40 s (torch, NVRTC, 7 checks); a hang costs this much device time
 
 
 def check_shapes(ladder: str, v: Variant) -> list[dict[str, int]]:
