@@ -47,7 +47,7 @@ def test_sgemm_occupancy_fits_an_sm90_sm(v):
     _need("nvcc")
     (call,) = v.calls(TIMING_SHAPES["sgemm"], DeviceFacts(132))
     use = kc.resource_report(call.source, "sm_90")[call.kernel]
-    occ = occupancy(use.registers, use.shared_bytes, call.launch.threads_per_block, "sm_90")
+    occ = occupancy(use.registers, use.shared_bytes + call.launch.shmem, call.launch.threads_per_block, "sm_90")
     assert occ.value >= 1, f"{v.id}: no block fits an sm_90 SM (limited by {occ.inputs['limiter']}): {occ}"
 
 
@@ -100,7 +100,7 @@ def test_rung_gets_the_warps_its_ledger_counts_on(v):
     _need("nvcc")
     (call,) = v.calls(TIMING_SHAPES["sgemm"], DeviceFacts(132))
     use = kc.resource_report(call.source, "sm_90")[call.kernel]
-    occ = occupancy(use.registers, use.shared_bytes, call.launch.threads_per_block, "sm_90")
+    occ = occupancy(use.registers, use.shared_bytes + call.launch.shmem, call.launch.threads_per_block, "sm_90")
     assert (use.spill_store_bytes, use.spill_load_bytes) == (0, 0), use
     warps = occ.value * call.launch.threads_per_block // 32
     assert warps == v.theory.warps_per_sm, \
@@ -257,6 +257,40 @@ def test_wgmma_rung_reads_operands_from_shared_memory_only():
     c = kc.sass_counts("sgemm/s12_bf16_wgmma.cu", "sm_90")["sgemm_bf16_wgmma"]
     assert c.get("HGMMA", 0) >= 2 and not c.get("HMMA") and not any(k.startswith("LDSM") for k in c), c
     assert c.get("LDGSTS", 0) > 0 and c.get("FENCE", 0) >= 1, c
+
+
+def test_tma_rung_loads_through_tensor_maps_only():
+    """s14 (sm_90a): one thread's TMA copies (UTMALDG) are the only way its operands reach shared memory -- no
+    cp.async, no global load, no ldmatrix -- and the consumers' K loop is its header's: 4 HGMMA.64x256x16 in 87
+    instructions per warp and k-tile, waiting on mbarriers (SYNCS), with the one block barrier before the roles
+    split; both warpgroup register moves (setmaxnreg) are there."""
+    _need("nvcc")
+    _need("cuobjdump")
+    _need("nvdisasm")
+    v = next(x for x in LADDERS["sgemm"] if x.id == "s14-bf16-wgmma-tma")
+    (call,) = v.calls(TIMING_SHAPES["sgemm"], DeviceFacts(132))
+    c = kc.sass_counts(call.source, "sm_90")[call.kernel]
+    assert c.get("UTMALDG", 0) >= 2 and c.get("USETMAXREG", 0) == 2 and c.get("BAR", 0) == 1, c
+    assert not c.get("LDGSTS") and not c.get("HMMA") and not any(k.startswith(("LDG.", "LDSM", "LDS.")) for k in c), c
+    # the innermost span with HGMMA (an mbarrier's retry path, placed after the epilogue, branches back over all)
+    loop = min((lp for lp in kc.loop_bodies(call.source, "sm_90", ())[call.kernel] if lp.get("HGMMA")),
+               key=lambda lp: sum(lp.values()))
+    assert (loop["HGMMA"], sum(loop.values())) == (4, 87) and loop.get("SYNCS", 0) >= 2, loop
+
+
+def test_tma_rung_holds_one_block_in_its_dynamic_window():
+    """s14's launch asks for its 4-stage window as dynamic shared memory (no static array): one block of 384
+    threads per SM, 12 warps (the registry's count), its 168 registers the launch bound's cap, no spill."""
+    _need("nvcc")
+    from pytest_anatomy.kernels import sgemm
+
+    v = next(x for x in LADDERS["sgemm"] if x.id == "s14-bf16-wgmma-tma")
+    (call,) = v.calls(TIMING_SHAPES["sgemm"], DeviceFacts(132))
+    use = kc.resource_report(call.source, "sm_90")[call.kernel]
+    assert use.shared_bytes == 0 and call.launch.shmem == sgemm.S14_SMEM_BYTES, (use, call.launch)
+    assert (use.stack_bytes, use.spill_store_bytes, use.spill_load_bytes) == (0, 0, 0), use
+    occ = occupancy(use.registers, call.launch.shmem, call.launch.threads_per_block, "sm_90")
+    assert occ.value * call.launch.threads_per_block // 32 == v.theory.warps_per_sm, occ
 
 
 def test_s13_loop_is_its_headers_one_barrier_ring():

@@ -32,6 +32,10 @@ SHAPES = {
     "softmax": ({"M": 5, "N": 1000}, {"M": 3, "N": 4097}, {"M": 2, "N": 8192}, {"M": 9, "N": 2047}, {"M": 9, "N": 2048},
                 {"M": 2, "N": 20_003}, {"M": 3, "N": 40_000}, {"M": 1, "N": 152_064}),
 }
+# A TMA rung refuses K % 8 != 0 (Variant.k_multiple): its three computed shapes, partial tiles in M, N and K (K not a
+# multiple of the 64-deep k-tile: the tensor map zero-fills the tail), 32 rows (the FFN decode shape's 96 missing
+# rows of a 128-row tile), more k-tiles than pipeline stages (the ring's second round: phases, releases).
+K_ALIGNED_SGEMM = ({"M": 130, "N": 300, "K": 200}, {"M": 32, "N": 257, "K": 72}, {"M": 200, "N": 136, "K": 520})
 RUNGS = [pytest.param(v, id=f"{lad}.{v.id}") for lad, vs in LADDERS.items() for v in vs if not v.is_baseline]
 
 
@@ -51,8 +55,8 @@ def prebuilt():
 def test_rung_matches_float64(v):
     rng = np.random.default_rng(abs(hash(v.id)) % 2**32)
     ran = 0
-    for shape in SHAPES[v.ladder]:
-        if v.max_cols is not None and shape.get("N", 0) > v.max_cols:
+    for shape in SHAPES[v.ladder] + (K_ALIGNED_SGEMM if v.k_multiple else ()):
+        if (v.max_cols is not None and shape.get("N", 0) > v.max_cols) or (v.k_multiple and shape["K"] % v.k_multiple):
             with pytest.raises(RungRefused):  # refused by construction, never computed wrong
                 emulator.run(v, shape, make_inputs(v.ladder, shape, v.dtype, rng))
             continue
@@ -69,3 +73,12 @@ def test_register_rung_refuses_rather_than_computing_wrong():
     v = next(x for x in LADDERS["rmsnorm"] if x.id == "n3-registers")
     with pytest.raises(RungRefused):
         emulator.run(v, {"M": 1, "N": 8193}, make_inputs("rmsnorm", {"M": 1, "N": 8193}, "fp32", np.random.default_rng(0)))
+
+
+def test_tma_rung_refuses_k_off_its_tensor_maps_stride():
+    """s14's tensor maps need a row stride that is a multiple of 16 bytes: K % 8 != 0 is refused, with the reason,
+    by the registry (the emulator and the GPU runner both ask it), never launched."""
+    v = next(x for x in LADDERS["sgemm"] if x.id == "s14-bf16-wgmma-tma")
+    shape = {"M": 64, "N": 64, "K": 129}
+    with pytest.raises(RungRefused, match="multiple of 8"):
+        emulator.run(v, shape, make_inputs("sgemm", shape, "bf16", np.random.default_rng(0)))

@@ -164,3 +164,47 @@ def test_mma_preregistered_numbers_are_the_ledgers(rid, label):
     assert pred.value * 1e3 == pytest.approx(sgemm.MMA_ISSUE_PREREGISTERED[(rid, label)], abs=0.0005), \
         f"{rid} at {label}: the ledger now gives {pred.value * 1e3:.4f} ms, pre-registered " \
         f"{sgemm.MMA_ISSUE_PREREGISTERED[(rid, label)]} ms: the fit's inputs changed after the pre-registration"
+
+
+# --- the tensor-pipe ledger: a warp-specialised TMA rung, priced by its tiles on the tensor pipe -------------------
+def _tensor_pipe_fit():
+    from pytest_anatomy.specs.architectures import architecture
+    from pytest_anatomy.theory.kernel_issue import fit_tensor_pipe
+
+    spec, rid = get_hardware(CARD), sgemm.TENSOR_PIPE_FIT
+    ncu = _ncu_at(rid, sgemm.TENSOR_PIPE_FIT_NCU_STAMP)
+    name = f"sgemm.{rid}.{SHAPE}"
+    paths = [p for p in recordings.candidates(RESULTS, CARD, "kernels", name)
+             if f"@{sgemm.TENSOR_PIPE_FIT_TIMING_STAMP}." in p.name]
+    assert paths, f"results/{CARD}/kernels/{name}@{sgemm.TENSOR_PIPE_FIT_TIMING_STAMP}.json is gone"
+    timed = recordings.load_file(paths[0]).measurements["time"]["value"]
+    flop = architecture(spec.compute_capability).ops("bf16", consumer=False)
+    m, n, k = (int(x) for x in SHAPE.split("x"))
+    return fit_tensor_pipe(elapsed_cycles=ncu["Elapsed Cycles"], timed_s=timed, m=m, n=n, k=k, sm_count=spec.sm_count,
+                           flop_per_sm_cycle=flop, fitted_on=f"{rid} at {SHAPE}"), flop
+
+
+def test_tensor_pipe_fit_is_cublas_counted_efficiency_and_loaded_clock():
+    """The fit's two numbers are physical: cuBLAS's counted cycles hold more than its tensor work (efficiency under
+    1) and most of it (over 0.7), and the clock they imply lies between the card's idle floor and its boost clock."""
+    fit, _ = _tensor_pipe_fit()
+    assert 0.7 < fit.efficiency < 1.0, fit
+    assert 1e9 < fit.clock_hz <= get_hardware(CARD).boost_clock_hz, fit
+
+
+@pytest.mark.parametrize("rid,label", list(sgemm.TENSOR_PIPE_PREREGISTERED))
+def test_tensor_pipe_preregistered_numbers_are_the_ledgers(rid, label):
+    """s14's pre-registered times (its header, Variant.h200_ms) are what the tensor-pipe ledger gives from the
+    recorded cuBLAS counters and time: they cannot drift after s14 is measured."""
+    from pytest_anatomy.kernels.registry import shape_label
+    from pytest_anatomy.theory.kernel_issue import tensor_pipe_time
+
+    fit, flop = _tensor_pipe_fit()
+    m, n, k = (int(x) for x in label.split("x"))
+    pred = tensor_pipe_time(fit, m=m, n=n, k=k, sm_count=get_hardware(CARD).sm_count, flop_per_sm_cycle=flop, rung=rid,
+                            block_tile=sgemm.TENSOR_PIPE_TILES[rid])
+    assert pred.value * 1e3 == pytest.approx(sgemm.TENSOR_PIPE_PREREGISTERED[(rid, label)], abs=0.0005), \
+        f"{rid} at {label}: the ledger now gives {pred.value * 1e3:.4f} ms, pre-registered " \
+        f"{sgemm.TENSOR_PIPE_PREREGISTERED[(rid, label)]} ms: the fit's inputs changed after the pre-registration"
+    shape = {"M": m, "N": n, "K": k}
+    assert _rung(rid).preregistered_ms(shape) == sgemm.TENSOR_PIPE_PREREGISTERED[(rid, label)], shape_label(shape)

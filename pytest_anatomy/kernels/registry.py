@@ -7,7 +7,10 @@ of them imports torch or CUDA.
 
 Kernel arguments are written as "kind:name" strings -- "ptr:A", "i32:M", "f32:eps" -- and the
 name is looked up in the bindings a runner builds for one shape: the tensors it allocated and
-the shape's sizes. That keeps the launch description free of any device object.
+the shape's sizes. That keeps the launch description free of any device object. A "tmap:A" argument is a TMA
+tensor map of the bound 2D array A, passed by value (128 bytes): its box and swizzle are the call's TensorMapBox
+named A, and each runner builds the map its own way (the driver's cuTensorMapEncodeTiled on the GPU,
+emu::TensorMap2D in the CPU emulator).
 """
 
 from __future__ import annotations
@@ -19,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 CUDA_DIR = Path(__file__).resolve().parent / "cuda"
-ARG_KINDS = ("ptr", "i32", "f32")  # a name is looked up in the bindings; digits are a literal
-_ARG_RE = re.compile(r"^(ptr|i32|f32):([A-Za-z_][A-Za-z0-9_]*|-?[0-9]+(?:\.[0-9]+)?)$")
+ARG_KINDS = ("ptr", "i32", "f32", "tmap")  # a name is looked up in the bindings; digits are a literal
+_ARG_RE = re.compile(r"^(ptr|i32|f32|tmap):([A-Za-z_][A-Za-z0-9_]*|-?[0-9]+(?:\.[0-9]+)?)$")
 _HEADER_FIELDS = ("What changes:", "Predicted effect:", "Measured outcome:")
 
 
@@ -53,6 +56,31 @@ class Launch:
         return self.grid[0] * self.grid[1] * self.grid[2]
 
 
+SWIZZLES = (0, 32, 64, 128)  # a tensor map's shared-memory swizzle, in bytes (0: none)
+
+
+@dataclass(frozen=True)
+class TensorMapBox:
+    """The tile a "tmap:<name>" argument copies: box_rows x box_cols elements of the row-major 2D array bound to
+    <name> (its dim 0, the contiguous one, holds the columns), placed in shared memory under `swizzle` bytes."""
+
+    name: str
+    box_rows: int
+    box_cols: int
+    swizzle: int = 128
+    elem_bytes: int = 2
+
+    def __post_init__(self) -> None:
+        if self.swizzle not in SWIZZLES:
+            raise ValueError(f"tensor map {self.name}: swizzle {self.swizzle} not in {SWIZZLES}")
+        if not (0 < self.box_rows <= 256 and 0 < self.box_cols <= 256):
+            raise ValueError(f"tensor map {self.name}: a TMA box dimension is 1..256 elements, got "
+                             f"{self.box_rows} x {self.box_cols}")
+        if self.swizzle and self.box_cols * self.elem_bytes != self.swizzle:
+            raise ValueError(f"tensor map {self.name}: a swizzled box row is the swizzle's width ({self.swizzle} B), "
+                             f"got {self.box_cols} x {self.elem_bytes} B")
+
+
 @dataclass(frozen=True)
 class KernelCall:
     """One kernel launch: which file, which extern "C" symbol, its config and its arguments."""
@@ -64,11 +92,21 @@ class KernelCall:
     # Preprocessor macros the source is compiled with (an autotuning candidate's tile shape): every
     # compiler of the project -- NVRTC on the device, nvcc here, the emulator's g++ -- passes them as -D.
     defines: tuple[tuple[str, int], ...] = ()
+    # The box of every "tmap:<name>" argument, by name.
+    tensor_maps: tuple[TensorMapBox, ...] = ()
 
     def __post_init__(self) -> None:
         for a in self.args:
             if not _ARG_RE.match(a):
                 raise ValueError(f"{self.kernel}: argument {a!r} must be 'kind:name' with kind in {ARG_KINDS}")
+        named = {m.name for m in self.tensor_maps}
+        wanted = {name for kind, name in self.parsed_args() if kind == "tmap"}
+        if named != wanted:
+            raise ValueError(f"{self.kernel}: tensor map arguments {sorted(wanted)} need exactly one TensorMapBox "
+                             f"each, got boxes for {sorted(named)}")
+
+    def tensor_map(self, name: str) -> TensorMapBox:
+        return next(m for m in self.tensor_maps if m.name == name)
 
     def parsed_args(self) -> tuple[tuple[str, str], ...]:
         return tuple((a.split(":", 1)[0], a.split(":", 1)[1]) for a in self.args)
@@ -111,6 +149,8 @@ class Variant:
     max_cols  -- rows longer than this are refused (register-resident rungs)
     row_threads -- threads that share one row's registers (a block of 256, or a warp of 32)
     workspace -- shape, device -> {buffer name: float32 elements} the runner allocates
+    k_multiple -- K must be a multiple of this, or the shape is refused (a TMA rung: a tensor map's row stride
+                 is a multiple of 16 bytes, K % 8 == 0 in bf16)
     h200_ms   -- ((shape label, ms), ...): the PREREGISTERED_ON card's median time pre-registered in the rung's
                  header ("Predicted effect: H200, <shape>: X ms") before any H200 measurement;
                  a registry test keeps the two in sync, the H200 tests reconcile against it
@@ -130,6 +170,7 @@ class Variant:
     workspace: Callable[[Mapping[str, int], DeviceFacts], Mapping[str, int]] | None = None
     notes: tuple[str, ...] = field(default=())
     h200_ms: tuple[tuple[str, float], ...] = ()
+    k_multiple: int | None = None
 
     def preregistered_ms(self, shape: Mapping[str, int]) -> float | None:
         """The pre-registered H200 time at `shape` in ms, or None where the header gives none."""
@@ -151,6 +192,11 @@ class Variant:
         return self.launch(shape, device)
 
     def check(self, shape: Mapping[str, int]) -> None:
+        if self.k_multiple is not None and shape.get("K", 0) % self.k_multiple:
+            raise RungRefused(
+                f"{self.ladder} rung {self.id} loads its tiles through TMA tensor maps, whose row stride must be a "
+                f"multiple of 16 bytes: K must be a multiple of {self.k_multiple}, got K={shape['K']:,}. Use s12 "
+                "(cp.async, any K) for this shape.")
         if self.max_cols is not None and shape.get("N", 0) > self.max_cols:
             raise RungRefused(
                 f"{self.ladder} rung {self.id} keeps a whole row in registers and holds at most "

@@ -1,5 +1,6 @@
-"""The SGEMM ladder: rung 0 is cuBLAS fp32 (TF32 off), rungs s1-s7, s9 and s13 hand-written fp32, s8, s10-s12 bf16
-tensor cores against cuBLAS bf16 (s12: wgmma, sm_90a). C = A @ B, row-major, M x K times K x N (s8: A @ Bt^T)."""
+"""The SGEMM ladder: rung 0 is cuBLAS fp32 (TF32 off), rungs s1-s7, s9 and s13 hand-written fp32, s8, s10-s12 and s14
+bf16 tensor cores against cuBLAS bf16 (s12: wgmma, s14: TMA + warp-specialised wgmma, sm_90a). C = A @ B, row-major,
+M x K times K x N (s8: A @ Bt^T)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pytest_anatomy.kernels.registry import (
     DeviceFacts,
     KernelCall,
     Launch,
+    TensorMapBox,
     Variant,
     cdiv,
 )
@@ -26,6 +28,14 @@ TIMING_SHAPE = {"M": 4096, "N": 4096, "K": 4096}
 CORRECTNESS_SHAPES = ({"M": 1000, "N": 1000, "K": 1000}, {"M": 4097, "N": 1000, "K": 129},
                       {"M": 129, "N": 4097, "K": 4097})
 EXTRA_SHAPES = ({"M": 2048, "N": 18944, "K": 3584}, {"M": 32, "N": 18944, "K": 3584})  # Qwen2.5-7B FFN up
+# A rung that refuses K % 8 != 0 (TMA tensor maps, s14) is also checked at the odd shapes with K rounded to a multiple
+# of 8 and at the 32-row FFN shape (its tensor maps zero-fill 96 of a tile's 128 rows).
+K_ALIGNED_CORRECTNESS_SHAPES = ({"M": 4097, "N": 1000, "K": 136}, {"M": 129, "N": 4097, "K": 4096},
+                                {"M": 32, "N": 18944, "K": 3584})
+# Rungs whose first launches on a device run in a child process of the kernels plan (scripts/device/kernels_plan.py
+# --preflight): a kernel that places its own barriers (mbarrier phases, TMA byte counts) can hang or fault the GPU,
+# which would take every later rung's measurement down with the plan's CUDA context.
+CHILD_PREFLIGHT = frozenset({"s14-bf16-wgmma-tma"})
 
 
 def _grid_tiles(src: str, kernel: str, bm: int, bn: int, block: tuple[int, int, int], args: tuple[str, ...] = ARGS):
@@ -37,6 +47,24 @@ def _grid_tiles(src: str, kernel: str, bm: int, bn: int, block: tuple[int, int, 
 def _naive(s: Mapping[str, int], d: DeviceFacts) -> tuple[KernelCall, ...]:
     return (KernelCall("sgemm/s1_naive.cu", "sgemm_naive", Launch((cdiv(s["M"], 32), cdiv(s["N"], 32), 1), (32, 32, 1)),
                        ARGS),)
+
+
+# s14: A and Bt reach shared memory through TMA tensor maps (boxes of 128 and 256 rows x 64 bf16, 128-byte swizzle)
+S14_SOURCE = "sgemm/s14_bf16_wgmma_tma.cu"
+S14_TILE = (128, 256, 64)
+S14_STAGES = 4
+S14_THREADS = 384  # a producer warpgroup and two consumer warpgroups
+# The dynamic window: 4 stages of A and B tiles, 8 mbarriers, 1 KB of slack to start it on a 1,024-byte boundary
+# (the .cu's static_assert spells the same number).
+S14_SMEM_BYTES = S14_STAGES * (S14_TILE[0] + S14_TILE[1]) * S14_TILE[2] * 2 + 2 * S14_STAGES * 8 + 1024
+S14_ARGS = ("i32:M", "i32:N", "i32:K", "tmap:A", "tmap:B", "ptr:C")
+
+
+def _tma_wgmma(s: Mapping[str, int], d: DeviceFacts) -> tuple[KernelCall, ...]:
+    bm, bn, bk = S14_TILE
+    return (KernelCall(S14_SOURCE, "sgemm_bf16_wgmma_tma",
+                       Launch((cdiv(s["N"], bn), cdiv(s["M"], bm), 1), (S14_THREADS, 1, 1), shmem=S14_SMEM_BYTES),
+                       S14_ARGS, tensor_maps=(TensorMapBox("A", bm, bk), TensorMapBox("B", bn, bk))),)
 
 
 LADDER: tuple[Variant, ...] = (
@@ -115,6 +143,14 @@ LADDER: tuple[Variant, ...] = (
             "registers, 2 HMMA.64x128x16 per warp and k-tile where s10 issues 32 mma.sync and 12 ldmatrix",
             tensor_core_access("s12", 128, 128, mma_tiles=16, warps_per_sm=16), "sgemm", dtype="bf16",
             h200_ms=(("4096x4096x4096", 0.328), ("2048x18944x3584", 0.646), ("32x18944x3584", 0.072))),
+    Variant("s14-bf16-wgmma-tma", "TMA loads into a 4-stage mbarrier ring, a producer warpgroup and 2 consumer "
+            "warpgroups of wgmma.mma_async m64n256k16 (128-byte swizzle, sm_90a), one wgmma group in flight",
+            S14_SOURCE, _tma_wgmma,
+            "the copies leave the computing warps: one producer thread issues two TMA boxes per 128x256x64 k-tile, "
+            "the consumers wait on mbarriers instead of a block barrier and retire k-tile t-1 while t runs",
+            tensor_core_access("s14", 128, 256, mma_tiles=32, warps_per_sm=12), "sgemm", dtype="bf16",
+            h200_ms=(("4096x4096x4096", 0.1805), ("2048x18944x3584", 0.3553), ("32x18944x3584", 0.0395)),
+            k_multiple=8),
 )
 BF16_BASELINE = Variant("s0-cublas-bf16", "cuBLAS bf16 via torch.matmul (A @ Bt.T)", None, None,
                         "the tensor-core rung's baseline", None, "sgemm", dtype="bf16", baseline="torch.matmul.bf16")
@@ -163,6 +199,21 @@ MMA_ISSUE_PREREGISTERED: dict[tuple[str, str], float] = {
     ("s12-bf16-wgmma", "4096x4096x4096"): 0.328,
     ("s12-bf16-wgmma", "2048x18944x3584"): 0.646,
     ("s12-bf16-wgmma", "32x18944x3584"): 0.072,
+}
+
+# The tensor-pipe ledger (theory/kernel_issue.tensor_pipe_time) for a rung whose warps issue next to nothing but
+# their MMAs: efficiency and clock from cuBLAS bf16 at 4096^3, its Nsight Compute elapsed cycles (the run below)
+# over its tensor work, and those cycles over the same kernel's timed median in the live session just before it.
+TENSOR_PIPE_FIT = "s0-cublas-bf16"
+TENSOR_PIPE_FIT_NCU_STAMP = "20261202T001813Z"
+TENSOR_PIPE_FIT_TIMING_STAMP = "20261202T001748.202899Z"
+TENSOR_PIPE_TILES = {"s14-bf16-wgmma-tma": S14_TILE}
+# What that ledger predicted for s14 (ms on the H200), before it ran; a CPU test recomputes them from the
+# recordings, test_kernels_ladders's test_preregistered_time reconciles them (the header's numbers) once measured.
+TENSOR_PIPE_PREREGISTERED: dict[tuple[str, str], float] = {
+    ("s14-bf16-wgmma-tma", "4096x4096x4096"): 0.1805,
+    ("s14-bf16-wgmma-tma", "2048x18944x3584"): 0.3553,
+    ("s14-bf16-wgmma-tma", "32x18944x3584"): 0.0395,
 }
 
 # --- the fp32 autotuner (issue 17): s9's kernel at other block tiles -----------------------------------

@@ -18,6 +18,7 @@ a CPU-only machine.
 
 from __future__ import annotations
 
+import functools
 import io
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -29,6 +30,7 @@ from pytest_anatomy.gpu_query import clock_state
 from pytest_anatomy.kernels.reference import TOLERANCE
 from pytest_anatomy.kernels.registry import CUDA_DIR, DeviceFacts, RungRefused, Variant, arch_for
 from pytest_anatomy.measure.clock_probe import enqueue_probe, read_probe, torch_current_stream
+from pytest_anatomy.measure.tma_launch import STATIC_SMEM_LIMIT, RawLaunch, needs_raw_launch, opt_in_shared
 from pytest_anatomy.stats import median
 from pytest_anatomy.units import GiB, MiB
 
@@ -117,8 +119,11 @@ class KernelRunner:
         out = []
         for call in variant.calls(shape, self.facts):
             k = self.kernel(call.source, call.kernel, call.defines)
+            if call.launch.shmem > STATIC_SMEM_LIMIT:  # the occupancy query counts the opted-in dynamic window
+                opt_in_shared(k, call.launch.shmem)
             a = k.attributes
             out.append({"kernel": call.kernel, "registers": a.num_regs, "shared_bytes": a.shared_size_bytes,
+                        "dynamic_shared_bytes": call.launch.shmem,
                         "local_bytes": a.local_size_bytes, "threads_per_block": call.launch.threads_per_block,
                         "grid": list(call.launch.grid), "block": list(call.launch.block),
                         "blocks_per_sm": k.occupancy.max_active_blocks_per_multiprocessor(
@@ -147,18 +152,22 @@ class KernelRunner:
         bindings: dict[str, Any] = {**shape, **inputs, "eps": EPS, "C": out, "y": out, "out": out}
         for name, count in (variant.workspace(shape, self.facts) if variant.workspace else {}).items():
             bindings[name] = torch.empty(count, dtype=torch.float32, device="cuda")
-        prepared = []
+        prepared: list[Callable[[], Any]] = []
+        stream = torch_current_stream()
         for call in calls:
+            k = self.kernel(call.source, call.kernel, call.defines)
+            if needs_raw_launch(call):  # a tensor map, or dynamic shared memory past 48 KB (tma_launch)
+                prepared.append(RawLaunch(k, call, bindings, int(torch.cuda.current_stream().cuda_stream)))
+                continue
             args = []
             for kind, value in call.bind(bindings):
                 args.append(value.data_ptr() if kind == "ptr" else np.int32(value) if kind == "i32" else np.float32(value))
             cfg = LaunchConfig(grid=call.launch.grid, block=call.launch.block, shmem_size=call.launch.shmem)
-            prepared.append((cfg, self.kernel(call.source, call.kernel, call.defines), tuple(args)))
-        stream = torch_current_stream()
+            prepared.append(functools.partial(launch, stream, cfg, k, *args))
 
         def run() -> Any:
-            for cfg, k, args in prepared:
-                launch(stream, cfg, k, *args)
+            for one in prepared:
+                one()
             return out
 
         run.poison = lambda: out.fill_(float("nan"))  # type: ignore[attr-defined]

@@ -151,3 +151,52 @@ def mma_issue_time(fit: IssueFit, *, ilp: float, warps_per_sm: float, warps_per_
          Term("SM issue rate", ipc, "instructions/cycle", f"min(4, {warps_per_sm:g} warps / {c:.3g})")),
         notes=(fit.note(), fits.note(rung)),
     )
+
+
+# --- the tensor pipe: a rung whose warps issue next to nothing besides its MMAs -------------------------------
+# A warp-specialised TMA rung's consumer warps issue a few instructions per wgmma, so the issue ledger above has
+# nothing to charge: the tensor pipe binds. Its price is the busiest SM's tiles at the pipe's FLOP per SM-cycle,
+# at the efficiency and clock a recorded kernel reached under a full tensor load (cuBLAS bf16, counted by Nsight
+# Compute and timed in the same session).
+@dataclass(frozen=True)
+class TensorPipeFit:
+    """Tensor work over elapsed cycles (efficiency) and elapsed cycles over the timed time (clock) of one kernel."""
+
+    efficiency: float
+    clock_hz: float
+    fitted_on: str
+
+    def note(self) -> str:
+        return (f"tensor-pipe efficiency {self.efficiency:.2%} and clock {self.clock_hz / 1e9:.3f} GHz from "
+                f"{self.fitted_on} (Nsight Compute's elapsed cycles, the same kernel's timed median)")
+
+
+def fit_tensor_pipe(*, elapsed_cycles: float, timed_s: float, m: int, n: int, k: int, sm_count: int,
+                    flop_per_sm_cycle: float, fitted_on: str) -> TensorPipeFit:
+    """Efficiency = 2 m n k / (SMs x FLOP per SM-cycle) / counted cycles; clock = counted cycles / timed seconds."""
+    if elapsed_cycles <= 0 or timed_s <= 0:
+        raise ValueError(f"{fitted_on}: the tensor-pipe fit needs counted cycles and a time, got "
+                         f"{elapsed_cycles}, {timed_s}")
+    work = 2.0 * m * n * k / (sm_count * flop_per_sm_cycle)
+    return TensorPipeFit(work / elapsed_cycles, elapsed_cycles / timed_s, fitted_on)
+
+
+def tensor_pipe_time(fit: TensorPipeFit, *, m: int, n: int, k: int, sm_count: int, flop_per_sm_cycle: float,
+                     rung: str, block_tile: tuple[int, int, int]) -> Prediction:
+    """ceil(blocks / SMs) x 2 bm bn ceil(K / bk) bk / FLOP per SM-cycle / efficiency / clock: partial tiles
+    compute whole (a 32-row GEMM in 128-row tiles runs 4x its FLOPs on the tensor pipe)."""
+    bm, bn, bk = block_tile
+    blocks, busiest = _busiest_sm(m, n, bm, bn, sm_count)
+    cycles = busiest * 2.0 * bm * bn * (-(-k // bk) * bk) / flop_per_sm_cycle
+    return Prediction(
+        cycles / fit.efficiency / fit.clock_hz, "s",
+        "ceil(blocks / SMs) x 2 bm bn ceil(K / bk) bk / FLOP per SM-cycle / efficiency / clock",
+        {"M": m, "N": n, "K": k, "block_tile": block_tile, "blocks": blocks, "sm_count": sm_count,
+         "flop_per_sm_cycle": flop_per_sm_cycle, "efficiency": fit.efficiency, "clock_hz": fit.clock_hz,
+         "rung": rung, "fitted_on": fit.fitted_on},
+        (Term("tensor cycles on the busiest SM", cycles, "cycles",
+              f"{busiest} of {blocks} tiles x 2 x {bm}x{bn}x{-(-k // bk) * bk} / {flop_per_sm_cycle:g}"),
+         Term("efficiency", fit.efficiency, "", fit.fitted_on),
+         Term("clock under tensor load", fit.clock_hz, "Hz", fit.fitted_on)),
+        notes=(fit.note(),),
+    )

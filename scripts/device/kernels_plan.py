@@ -7,7 +7,10 @@ after every part, so a killed run keeps what it measured:
   compile             NVRTC for sm_XY of every .cu file: ptxas -v log, registers, occupancy;
                       cubins packed as $OUT/cubins.tar.xz and, where cuobjdump exists, SASS counts
   check.<ladder>      every rung on fresh random inputs at the odd correctness shapes and at the
-                      timing shape, output poisoned with NaN, vs float64 (refusals recorded)
+                      timing shape, output poisoned with NaN, vs float64 (refusals recorded); a rung that
+                      refuses K % 8 != 0 (TMA, s14) also at K-aligned odd shapes and the 32-row FFN shape, and a
+                      rung in sgemm.CHILD_PREFLIGHT first in a child process (--preflight RUNG): a hang or a
+                      fault there is recorded as that rung's error and cannot take this process's CUDA context
   <ladder>.<rung>.<shape>   timing: rung 0 first, every rung (block A), every rung again
                       (block B), rung 0 again; medians of CUDA-event runs after warm-up, L2
                       flushed (512 MB read) before each run
@@ -135,7 +138,12 @@ def compile_all(runner: Any, out_dir: Path, facts: DeviceFacts) -> dict[str, Any
     cuobjdump = shutil.which("cuobjdump")
     for src in sources:
         t = time.perf_counter()
-        c = runner.compile(src)
+        try:
+            c = runner.compile(src)
+        except Exception:  # noqa: BLE001 - one source's failure is its rungs' (their checks raise), not the plan's
+            result["sources"][src] = {"status": "error", "error": traceback.format_exc()}
+            log(f"compile {src} failed: {traceback.format_exc()[-300:]}")
+            continue
         path = cubins / (src.replace("/", "__").replace(".cu", ".cubin"))
         path.write_bytes(c.cubin)
         entry: dict[str, Any] = {"nvrtc_log": c.log, "compile_s": time.perf_counter() - t, "cubin": path.name}
@@ -181,11 +189,58 @@ def tuned_families() -> list[str]:
     return [f for f, (cands, _) in sgemm.TILE_FAMILIES.items() if not RUNGS or cands[0].source in sources]
 
 
-def check_ladder(runner: Any, ladder: str, seed0: int) -> dict[str, Any]:
-    shapes = list(CORRECTNESS[ladder]) + [s for lad, s in MAIN_SHAPES if lad == ladder]
+PREFLIGHT_TIMEOUT_S = 120.0  # the child needs ~20-40 s (torch, NVRTC, 7 checks); a hang costs this much device time
+
+
+def check_shapes(ladder: str, v: Variant) -> list[dict[str, int]]:
+    """The shapes a rung is checked at: the ladder's odd shapes and timing shape, and for a rung that refuses some K
+    (its tensor maps' stride) the odd shapes with K rounded to its multiple and the 32-row FFN shape."""
+    extra = list(sgemm.K_ALIGNED_CORRECTNESS_SHAPES) if ladder == "sgemm" and v.k_multiple else []
+    return list(CORRECTNESS[ladder]) + extra + [s for lad, s in MAIN_SHAPES if lad == ladder]
+
+
+def preflight(v: Variant, run: Any = subprocess.run) -> str | None:
+    """A new kind of kernel's first launches (sgemm.CHILD_PREFLIGHT) in a child process: its checks at every shape
+    it is checked and timed at. None when the child finished; otherwise why not (a hang: the timeout; a fault or a
+    raise: its exit status and output's tail), which the caller records as the rung's error."""
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--preflight", v.id]
+    try:
+        proc = run(cmd, capture_output=True, text=True, timeout=PREFLIGHT_TIMEOUT_S, check=False)
+    except subprocess.TimeoutExpired:
+        return f"preflight of {v.id} ran past {PREFLIGHT_TIMEOUT_S:.0f} s (a hang?): not run in this process"
+    if proc.returncode != 0:
+        return f"preflight of {v.id} exited {proc.returncode}: {(proc.stdout + proc.stderr)[-3000:]}"
+    return None
+
+
+def preflight_child(rung: str) -> int:
+    """--preflight RUNG: the rung's checks at its check shapes and the extra timing shapes, one JSON line; exit 0
+    when every check ran (right or wrong: the parent records either), 1 when one raised."""
+    from pytest_anatomy.measure.kernel_runner import KernelRunner
+
+    v = next(x for lad in LADDERS.values() for x in lad if x.id == rung)
+    runner = KernelRunner()
+    shapes = check_shapes(v.ladder, v) + [s for lad, s in EXTRA_SHAPES if lad == v.ladder]
+    out = []
+    for j, shape in enumerate(shapes):
+        try:
+            out.append(runner.check(v, shape, 9000 + j))
+        except RungRefused as exc:
+            out.append({"shape": shape, "status": "refused", "reason": str(exc)})
+    print(json.dumps({"rung": rung, "checks": out}, default=str), flush=True)
+    return 0
+
+
+def check_ladder(runner: Any, ladder: str, seed0: int, preflight_fn: Any = preflight) -> dict[str, Any]:
     out: dict[str, Any] = {}
     variants = selected(list(LADDERS[ladder]) + ([sgemm.BF16_BASELINE] if ladder == "sgemm" else []))
     for i, v in enumerate(variants):
+        shapes = check_shapes(ladder, v)
+        why = preflight_fn(v) if v.id in sgemm.CHILD_PREFLIGHT else None
+        if why is not None:
+            log(f"check {ladder}.{v.id}: {why[:300]}")
+            out[v.id] = [{"shape": dict(s), "status": "error", "error": why} for s in shapes]
+            continue
         out[v.id] = [_guarded_check(runner, v, s, seed0 + 100 * i + j) for j, s in enumerate(shapes)]
         bad = [c for c in out[v.id] if c["status"] == "wrong"]
         log(f"check {ladder}.{v.id}: " + ("ok" if not bad else f"WRONG at {[c['shape'] for c in bad]}"))
@@ -317,7 +372,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rungs", default="", help="comma-separated rung ids: check and time only these (beside their "
                    "baselines), e.g. s13-fp32-multistage; the autotuner runs unless --no-autotune")
     p.add_argument("--no-autotune", action="store_true", help="skip the fp32 tile autotuners (~30 s each family)")
+    p.add_argument("--preflight", default="", help=argparse.SUPPRESS)  # the child process of preflight()
     args = p.parse_args(argv)
+    if args.preflight:
+        return preflight_child(args.preflight)
     ladders = [x for x in args.ladders.split(",") if x]
     RUNGS.update(x for x in args.rungs.split(",") if x)
     unknown = RUNGS - {v.id for lad in ladders for v in LADDERS[lad]}
@@ -327,7 +385,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.dry_run:
         for lad in ladders:
             for v in selected(list(LADDERS[lad])):
-                for shape in CORRECTNESS[lad] + tuple(s for l2, s in MAIN_SHAPES if l2 == lad):
+                for shape in check_shapes(lad, v):
                     try:
                         calls = v.calls(shape, facts)
                         what = ", ".join(f"{c.kernel}<<<{c.launch.grid},{c.launch.block}>>>"

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from pytest_anatomy.kernels.reference import output_shape
-from pytest_anatomy.kernels.registry import CUDA_DIR, DeviceFacts, Variant
+from pytest_anatomy.kernels.registry import CUDA_DIR, DeviceFacts, KernelCall, TensorMapBox, Variant
 
 HEADER = Path(__file__).resolve().parent / "cuda_emu.h"
 FLAGS = ("-std=c++17", "-O1", "-shared", "-fPIC", "-w", "-x", "c++")
@@ -105,12 +105,46 @@ def _exclusive(lib: Path) -> Iterator[None]:
         yield
 
 
+TENSOR_MAP_BYTES = 128
+
+
+def tensor_map(array: np.ndarray, box: TensorMapBox) -> tuple[Any, int]:
+    """cuda_emu.h's emu::TensorMap2D of a row-major 2D array, as 16 int64 (base address, columns, rows, row stride
+    in bytes, box columns, box rows, element bytes, swizzle bytes, 8 zeros) in a 64-byte-aligned slot of a buffer:
+    (the buffer, which must outlive the launch, and the slot's address)."""
+    if array.ndim != 2 or array.strides[1] != array.itemsize or array.itemsize != box.elem_bytes:
+        raise ValueError(f"tensor map {box.name}: a row-major 2D array of {box.elem_bytes}-byte elements, got "
+                         f"{array.dtype} {array.shape} strides {array.strides}")
+    buf = ctypes.create_string_buffer(TENSOR_MAP_BYTES + 64)
+    addr = -(-ctypes.addressof(buf) // 64) * 64
+    fields = (array.ctypes.data, array.shape[1], array.shape[0], array.strides[0], box.box_cols, box.box_rows,
+              box.elem_bytes, box.swizzle) + (0,) * 8
+    (ctypes.c_int64 * 16).from_address(addr)[:] = list(fields)
+    return buf, addr
+
+
 def _arg(kind: str, value: Any) -> Any:
     if kind == "ptr":
         return ctypes.c_void_p(value.ctypes.data)
     if kind == "i32":
         return ctypes.c_int32(int(value))
     return ctypes.c_float(float(value))
+
+
+def _argv(call: KernelCall, bindings: Mapping[str, Any]) -> tuple[list[Any], Any]:
+    """The launch's argument holders (kept alive by the caller) and the void* array that points at them."""
+    holders: list[Any] = []
+    addresses: list[int] = []
+    for (kind, name), (_, value) in zip(call.parsed_args(), call.bind(bindings)):
+        if kind == "tmap":
+            buf, addr = tensor_map(value, call.tensor_map(name))
+            holders.append(buf)
+            addresses.append(addr)
+        else:
+            h = _arg(kind, value)
+            holders.append(h)
+            addresses.append(ctypes.addressof(h))
+    return holders, (ctypes.c_void_p * len(addresses))(*addresses)
 
 
 def run(variant: Variant, shape: Mapping[str, int], inputs: Mapping[str, np.ndarray], *,
@@ -128,8 +162,7 @@ def run(variant: Variant, shape: Mapping[str, int], inputs: Mapping[str, np.ndar
     for call in calls:
         fn = getattr(build(call.source, call.defines), f"emu_launch_{call.kernel}")
         fn.restype = ctypes.c_int
-        holders = [_arg(kind, value) for kind, value in call.bind(bindings)]
-        argv = (ctypes.c_void_p * len(holders))(*[ctypes.cast(ctypes.pointer(h), ctypes.c_void_p) for h in holders])
+        holders, argv = _argv(call, bindings)
         grid = (ctypes.c_int * 3)(*call.launch.grid)
         block = (ctypes.c_int * 3)(*call.launch.block)
         if fn(argv, grid, block, ctypes.c_int(call.launch.cluster)) != 0:

@@ -49,7 +49,12 @@ inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z,
 namespace emu {
 enum State { RUNNABLE, AT_BLOCK_BARRIER, AT_WARP_BARRIER, AT_CLUSTER_BARRIER, DONE };
 // linear: the thread's index in its block; block: its block's rank in the cluster (0 without one)
-struct Fiber { ucontext_t ctx; State state; dim3 tid; dim3 bid; int linear; int block; std::vector<char> stack; };
+// groups: the fiber's committed asynchronous operations (wgmma stand-ins), oldest first, run when it waits on them
+struct Fiber {
+  ucontext_t ctx; State state; dim3 tid; dim3 bid; int linear; int block; std::vector<char> stack;
+  std::vector<std::function<void()>> open_group;
+  std::vector<std::vector<std::function<void()>>> groups;
+};
 
 struct Block {  // the fibers of one block, or of one cluster's blocks
   std::vector<Fiber> fibers;
@@ -133,6 +138,8 @@ inline int run_block(int nthreads, dim3 first = block_idx(), int nblocks = 1) {
     f.bid = {first.x + unsigned(f.block), first.y, first.z};
     f.tid = {unsigned(f.linear % bd.x), unsigned((f.linear / bd.x) % bd.y), unsigned(f.linear / (bd.x * bd.y))};
     f.state = RUNNABLE;
+    f.open_group.clear();
+    f.groups.clear();
     if (f.stack.empty()) f.stack.resize(64 * 1024);
     getcontext(&f.ctx);
     f.ctx.uc_stack.ss_sp = f.stack.data();
@@ -270,6 +277,86 @@ inline void mma_16816(float d[4], const uint32_t a[4], const uint32_t b[2], cons
     d[i] = acc;
   }
 }
+
+// --- Hopper's asynchronous machinery: mbarriers, TMA tile loads, asynchronous MMA groups ---------------------------
+// An mbarrier lives in its 8 bytes of shared memory as on the device: bits 0-15 the arrivals a phase expects, 16-31
+// the arrivals still pending, 32-62 the transaction bytes still pending, bit 63 the phase's parity. A phase completes
+// when no arrival and no byte is pending: the parity flips and the pending arrivals reset (PTX ISA, mbarrier).
+inline unsigned long long& mbar_events() { static unsigned long long n = 0; return n; }
+inline void mbar_init(unsigned long long* b, unsigned count) { *b = (unsigned long long)(count) | ((unsigned long long)(count) << 16); }
+inline void mbar_settle(unsigned long long* b) {
+  const unsigned long long v = *b, expected = v & 0xffffu, pending = (v >> 16) & 0xffffu, tx = (v >> 32) & 0x7fffffffu;
+  if (pending == 0 && tx == 0) *b = expected | (expected << 16) | ((~v) & (1ull << 63));
+  ++mbar_events();
+}
+inline void mbar_arrive(unsigned long long* b) {
+  if (((*b >> 16) & 0xffffu) == 0) { std::fprintf(stderr, "cuda_emu: mbarrier arrive beyond its count\n"); std::abort(); }
+  *b -= 1ull << 16;
+  mbar_settle(b);
+}
+inline void mbar_expect_tx(unsigned long long* b, unsigned bytes) { *b += (unsigned long long)(bytes) << 32; }
+inline void mbar_complete_tx(unsigned long long* b, unsigned bytes) {
+  if (((*b >> 32) & 0x7fffffffu) < bytes) { std::fprintf(stderr, "cuda_emu: TMA bytes not expected\n"); std::abort(); }
+  *b -= (unsigned long long)(bytes) << 32;
+  mbar_settle(b);
+}
+// try_wait.parity: true once the phase of that parity has completed (a fresh barrier's phase "-1", parity 1, has).
+inline bool mbar_test_parity(const unsigned long long* b, unsigned parity) { return (*b >> 63) != (parity & 1u); }
+// Spin as the device does, handing the CPU to the other fibers; abort when the whole launch stops moving.
+inline void mbar_wait_parity(const unsigned long long* b, unsigned parity) {
+  unsigned long long seen = mbar_events();
+  long idle = 0;
+  while (!mbar_test_parity(b, parity)) {
+    park(RUNNABLE);
+    if (mbar_events() != seen) { seen = mbar_events(); idle = 0; continue; }
+    if (++idle > 20000) {
+      std::fprintf(stderr, "cuda_emu: mbarrier wait (parity %u) never completes: deadlock\n", parity);
+      std::abort();
+    }
+  }
+}
+// A 2D TMA tensor map as the emulator reads it (the driver's CUtensorMap is 128 opaque bytes; this one is readable,
+// built by emulator.tensor_map): dim0 the contiguous dimension, stride1 the bytes between rows, the box in elements.
+struct alignas(64) TensorMap2D {
+  const char* base; long long dim0, dim1, stride1, box0, box1, elem, swizzle; long long pad[8];
+};
+static_assert(sizeof(TensorMap2D) == 128, "a tensor map parameter is 128 bytes");
+// cp.async.bulk.tensor.2d: the box at (c0, c1) into `dst`, elements outside the tensor zero-filled, rows of the
+// 128-byte swizzle placed as the hardware places them (16-byte chunk j of row r at j ^ (r % 8) within each
+// 1,024-byte atom; `dst` 1,024-aligned); returns the bytes the copy completes on its mbarrier (the whole box).
+inline unsigned tma_load_2d(void* dst, const TensorMap2D& m, int c0, int c1) {
+  const long long row_bytes = m.box0 * m.elem;
+  if (m.swizzle != 0 && row_bytes != m.swizzle) {
+    std::fprintf(stderr, "cuda_emu: a swizzled TMA box row must be the swizzle's width\n");
+    std::abort();
+  }
+  char* d = static_cast<char*>(dst);
+  for (long long r = 0; r < m.box1; ++r)
+    for (long long c = 0; c < m.box0; ++c) {
+      long long off = r * row_bytes + c * m.elem;
+      if (m.swizzle == 128) off ^= ((off >> 7) & 7) << 4;
+      const long long gr = c1 + r, gc = c0 + c;
+      if (gr >= 0 && gr < m.dim1 && gc >= 0 && gc < m.dim0) std::memcpy(d + off, m.base + gr * m.stride1 + gc * m.elem, m.elem);
+      else std::memset(d + off, 0, m.elem);
+    }
+  return unsigned(m.box0 * m.box1 * m.elem);
+}
+// wgmma.mma_async's asynchrony: an issued operation joins the fiber's open group, commit_group closes it, and
+// wait_group N runs the oldest groups until N remain -- so shared memory is read as late as the device may read it,
+// and a stage released before its wgmma is waited on shows as a wrong product here too.
+inline void async_issue(std::function<void()> op) { blk().cur->open_group.push_back(std::move(op)); }
+inline void async_commit() {
+  Fiber& f = *blk().cur;
+  f.groups.push_back(std::move(f.open_group));
+  f.open_group.clear();
+}
+inline void async_wait(int pending) {
+  Fiber& f = *blk().cur;
+  while (int(f.groups.size()) > pending) {
+    for (auto& op : f.groups.front()) op();
+    f.groups.erase(f.groups.begin());
+  }
+}
 }  // namespace emu
 
 #define threadIdx (emu::blk().cur->tid)
@@ -294,6 +381,7 @@ inline float __expf(float x) { return std::exp(x); }
 inline float __fdividef(float a, float b) { return a / b; }
 
 #define __cluster_dims__(...)
+#define __grid_constant__
 // The cluster's own rank of the calling block and barrier.cluster (arrive.release + wait.acquire).
 inline unsigned emu_cluster_ctarank() { return unsigned(emu::blk().cur->block); }
 inline void emu_cluster_sync() { emu::park(emu::AT_CLUSTER_BARRIER); }
