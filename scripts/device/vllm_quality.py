@@ -175,11 +175,12 @@ def score(work: Path, runs: dict[str, Path]) -> dict[str, dict[str, Any]]:
 
     from pytest_anatomy.measure import hf_checkpoint
 
+    dev = "cuda" if torch.cuda.is_available() else "cpu"  # the CPU for the tests' tiny stand-in runs
     emb = hf_checkpoint.read_safetensors(work / "ref-hf" / "model.safetensors")["model.embed_tokens.weight"]
-    e = torch.from_numpy(emb.astype(np.float32)).cuda()
+    e = torch.from_numpy(emb.astype(np.float32)).to(dev)
 
     def logprobs(h: np.ndarray) -> Any:
-        return torch.log_softmax((torch.from_numpy(h).cuda() @ e.T).double(), dim=-1)
+        return torch.log_softmax((torch.from_numpy(h).to(dev) @ e.T).double(), dim=-1)
 
     data = {c: np.load(p) for c, p in runs.items()}
     ref = data["f16"]
@@ -188,7 +189,7 @@ def score(work: Path, runs: dict[str, Path]) -> dict[str, dict[str, Any]]:
         kl, nll, nll_ref = [], [], []
         for i in range(d["hidden"].shape[0]):
             lq, lr = logprobs(d["hidden"][i]), logprobs(ref["hidden"][i])
-            t = torch.from_numpy(d["targets"][i]).cuda().long()
+            t = torch.from_numpy(d["targets"][i]).to(dev).long()
             kl.append((lr.exp() * (lr - lq)).sum(-1).cpu().numpy())
             nll.append((-lq.gather(1, t[:, None])[:, 0]).cpu().numpy())
             nll_ref.append((-lr.gather(1, t[:, None])[:, 0]).cpu().numpy())
