@@ -205,3 +205,23 @@ def test_fp8_weights_bands_are_the_mechanisms_and_ignore_the_measured_gain(modul
     after = fp8_marks()
     assert [(m["expected"], m["band_from"]) for m in after] == [(m["expected"], m["band_from"]) for m in before]
     assert not after[0]["expected"][0] <= 0.3 / 0.8 <= after[0]["expected"][1]  # the mutated gain lies outside
+
+
+def test_no_ngram_finding_covers_gains_on_both_sides() -> None:
+    """Issue 10 item 3: a finding's reason never explains a gap and its opposite. Every n-gram miss (its prediction
+    simulated at the run's acceptance, so no preregistered gain is needed here), on both models' rag and chat ladders, lies on one side of its prediction (its band excludes 1, the gain's own
+    resampled interval over it); under one finding id every miss says the same thing of the rung: slower (a latency
+    gain above its prediction, a throughput gain below) or faster."""
+    import importlib
+
+    sides: dict[str, set[bool]] = {}
+    for name in ("ladder_findings", "ladder_llama", "ladder_chat", "ladder_llama_chat"):
+        mod = importlib.import_module(name)
+        model = getattr(mod, "MODEL", lf.MODEL)
+        for mark in mod.rung_marks(model, mod.WORKLOAD, "ngram", {}):
+            lo, hi = mark.kwargs["expected"]
+            assert hi < 1 or lo > 1, (mark.args[0], mark.kwargs["quantity"])
+            latency = mark.kwargs["quantity"].split(".")[2].endswith("_s")
+            sides.setdefault(mark.args[0], set()).add((lo > 1) == latency)
+    assert set(sides) >= {lf.NGRAM_STEPS_ID, lf.NGRAM_TTFT_ID, lf.NGRAM_BURST_SHORTER_ID, lf.NGRAM_BURST_LONGER_ID}
+    assert all(len(s) == 1 for s in sides.values()), sides
