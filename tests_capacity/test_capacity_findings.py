@@ -103,7 +103,7 @@ def test_the_smaller_quoted_differences() -> None:
     under = (predicted["peak_activation_bytes"].value - cf.TP_GRAPHS_PEAK_BYTES) / MiB
     assert f"{under:.0f} MiB under the prediction" in cf.TP_GRAPHS_WHY
     non_torch = (tp["non_torch_increase_bytes"].value / MiB, predicted["non_torch_increase_bytes"].value / MiB)
-    assert f"({non_torch[0]:.0f} vs {non_torch[1]:.0f} MiB" in cf.TP_GRAPHS_WHY
+    assert f"({non_torch[0]:.0f} vs {non_torch[1]:.0f} MiB" in cf.TP_NON_TORCH_WHY
 
 
 def test_the_seed_graph_budget_figures() -> None:
