@@ -79,8 +79,8 @@ def test_an_open_miss_is_banded_by_the_other_recordings_never_its_own() -> None:
                                                 (2.5, Verdict.DIVERGE), (1.8, Verdict.FINDING)])
 def test_the_checked_recordings_value_moves_its_verdict_and_not_its_band(mutated: float, verdict: Verdict) -> None:
     """Mutating the checked recording's ratio leaves its band where it was (a's and b's 1.5-1.7 widened by a's
-    1.7 / 1.55 - 1 reach above b, 1.3548-1.8646 rounded outward), so the band cannot follow it, and moves the verdict: inside it a
-    finding, outside it a divergence."""
+    1.7 / 1.55 - 1 reach above b, 1.3548-1.8646 rounded outward), so the band cannot follow it, and moves the
+    verdict: inside it a finding, outside it a divergence."""
     ratios = {"a": [1.6, 1.7], "b": [1.5, 1.55], "c": [1.65]}
     band = other_runs_band(ratios, "c")
     assert band == (1.3548, 1.8646)
