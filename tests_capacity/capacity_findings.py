@@ -62,16 +62,23 @@ TP_GRAPHS_WHY = (
     f"{TP_GRAPHS_PEAK_BYTES:,} B, "
     "64 MiB under the prediction, i.e. 4 MiB under N (3I + 3h) x 2 B + workspaces: the 60 MiB that torch.compile "
     "added above that at TP1 (COMPILED_FORWARD_EXTRA, fitted on llama-3.1-8b graphs) is absent under TP, and 4 MiB "
-    "more is missing; the non-torch growth is 2 MiB above the eager TP2 constant (68 vs 66 MiB; likely the custom "
-    "all-reduce registering the graphs' buffers). Mechanism not established from one run; blocks still land "
+    "more is missing, which leaves that much more for the KV cache (less the 2 MiB of vllm-tp-graphs-non-torch-above-"
+    "eager-tp2, a cause of its own). Mechanism not established from one run; blocks still land "
     f"{TP_GRAPHS_BLOCKS_MEASURED / TP_GRAPHS_BLOCKS_PREDICTED - 1:+.2%} from config alone "
     f"({TP_GRAPHS_BLOCKS_MEASURED:,} vs {TP_GRAPHS_BLOCKS_PREDICTED:,}).")
+# The same run's non-torch growth, above its prediction where the peak is below: another cause, its own finding
+# (issue 10 item 3: one reason never covers both signs).
+TP_NON_TORCH_ID = "vllm-tp-graphs-non-torch-above-eager-tp2"
+TP_NON_TORCH_WHY = (
+    "mistral-7b-v0.3 with CUDA graphs at TP2, the only compiled TP run, held out: the non-torch growth is 2 MiB above "
+    "the eager TP2 constant (68 vs 66 MiB); likely the custom all-reduce registering the graphs' buffers. Not "
+    "established from one run.")
 TP_GRAPHS = {
     "peak_activation_bytes": pytest.mark.finding("vllm-compiled-forward-under-tp", quantity="peak_activation_bytes",
                                                  expected=(0.93, 0.96), band_from="checked-run", reason=TP_GRAPHS_WHY),
-    "non_torch_increase_bytes": pytest.mark.finding("vllm-compiled-forward-under-tp",
+    "non_torch_increase_bytes": pytest.mark.finding(TP_NON_TORCH_ID,
                                                     quantity="non_torch_increase_bytes", expected=(1.02, 1.04),
-                                                    band_from="checked-run", reason=TP_GRAPHS_WHY),
+                                                    band_from="checked-run", reason=TP_NON_TORCH_WHY),
     "available_kv_bytes": pytest.mark.finding("vllm-compiled-forward-under-tp", quantity="available_kv_bytes",
                                               expected=(1.0003, 1.0008), band_from="checked-run", reason=TP_GRAPHS_WHY),
 }
@@ -149,9 +156,17 @@ SEED_GRAPHS_NOT_SUBTRACTED = pytest.mark.finding(
            "consumed - peak already equals the logged KV pool (see the test above), so the engine then "
            f"exceeds its 0.9 budget by the graph pool ({SEED_GRAPHS_USED_GIB:.2f} vs {SEED_BUDGET_GIB:.2f} GiB). "
            "Best explanation: the graph "
-           "estimate was disabled or only reported in that build; to be checked on a live engine.",
-    expected=(1.03, 1.10), band_from="checked-run",
+           "estimate was disabled or only reported in that build; to be checked on a live engine. Band, from that "
+           "arithmetic: if the logged graph memory is what the subtraction misses, measured / documented = 1 + graphs "
+           "/ documented, +- the log's 2-decimal rounding of its six GiB figures (seed_graphs_band).",
+    band_from="explanation",
 )
+
+
+def seed_graphs_band(graphs: float, documented: float, rounding: float) -> tuple[float, float]:
+    """measured / documented available KV if the logged CUDA-graph memory `graphs` is what the documented formula
+    subtracts and the engine does not: 1 + graphs / documented, the logged figures' `rounding` (bytes) either way."""
+    return (1 + (graphs - rounding) / documented, 1 + (graphs + rounding) / documented)
 
 
 # --- gpu_memory_utilization is not a cap: split by cause -----------------------------------------------------

@@ -103,7 +103,7 @@ def test_the_smaller_quoted_differences() -> None:
     under = (predicted["peak_activation_bytes"].value - cf.TP_GRAPHS_PEAK_BYTES) / MiB
     assert f"{under:.0f} MiB under the prediction" in cf.TP_GRAPHS_WHY
     non_torch = (tp["non_torch_increase_bytes"].value / MiB, predicted["non_torch_increase_bytes"].value / MiB)
-    assert f"({non_torch[0]:.0f} vs {non_torch[1]:.0f} MiB" in cf.TP_GRAPHS_WHY
+    assert f"({non_torch[0]:.0f} vs {non_torch[1]:.0f} MiB" in cf.TP_NON_TORCH_WHY
 
 
 def test_the_seed_graph_budget_figures() -> None:
@@ -123,3 +123,17 @@ def test_the_graph_pool_reason_is_read_from_the_recordings() -> None:
     twin = _rec(cf.MEASURED_ON, cf.GRAPH_POOL_EXAMPLE.replace(".graphs", ".eager"))
     assert (f"(qwen2.5-7b: {example['available_kv_bytes'].value / 1e9:.2f} GB with graphs vs "
             f"{twin['available_kv_bytes'].value / 1e9:.2f} GB eager)") in reason
+
+
+def test_the_seed_graph_band_is_the_mechanisms_arithmetic_and_a_moved_measurement_diverges() -> None:
+    """seed-vllm-cudagraph-not-subtracted's band is 1 + graphs / documented, +- the logged figures' rounding: it takes
+    no measured available KV, so moving the measurement by more than the rounding moves the verdict."""
+    from pytest_anatomy.reconcile import Tolerance, Verdict, compare
+
+    documented, graphs, rounding = 20 * GiB, 0.34 * GiB, 0.03 * GiB
+    band = cf.seed_graphs_band(graphs, documented, rounding)
+    assert band == pytest.approx((1 + 0.31 / 20, 1 + 0.37 / 20))
+    tol = Tolerance(abs=rounding, why="rounding")
+    for measured, verdict in ((documented + graphs, Verdict.FINDING), (documented + 2 * graphs, Verdict.DIVERGE)):
+        finding = {"id": "seed-vllm-cudagraph-not-subtracted", "reason": "r", "expected": band}
+        assert compare("available_kv_bytes_documented", documented, measured, tol, finding=finding).verdict is verdict

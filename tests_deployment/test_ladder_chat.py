@@ -183,3 +183,45 @@ def test_chat_resampling_metrics_are_ladder_metrics() -> None:
         recs = lr.records(run)
         for metric, value in ladder_metrics(recs, run["start"], slo).items():
             assert lr.sample_metric([r for r in recs if r.ok], run["start"], metric, slo) == pytest.approx(value, 1e-12)
+
+
+@pytest.mark.parametrize("module", ["ladder_chat", "ladder_llama_chat"])
+def test_fp8_weights_bands_are_the_mechanisms_and_ignore_the_measured_gain(module: str, monkeypatch) -> None:
+    """An fp8_weights gain's band is [0.5, 1] over the predicted gain (a step at most halves, never lengthens:
+    explanation), on both chat ladders; moving the measured gain and its resampled interval moves no band, so a gain
+    outside [0.5, 1] would diverge."""
+    import importlib
+
+    mod = importlib.import_module(module)
+    predicted = {"ttft_p50_s": 0.8, "ttft_p99_s": 0.8, "itl_p99_s": 0.8}
+
+    def fp8_marks() -> list[dict[str, Any]]:
+        return [m.kwargs for m in mod.rung_marks(mod.MODEL if hasattr(mod, "MODEL") else lf.MODEL, mod.WORKLOAD,
+                                                 "fp8_weights", predicted)]
+    before = fp8_marks()
+    assert before and all(m["expected"] == (0.625, 1.25) and m["band_from"] == "explanation" for m in before)
+    monkeypatch.setattr(mod, "GAINS", {k: (0.3, 0.29, 0.31) if k[0] == "fp8_weights" else v
+                                       for k, v in mod.GAINS.items()})
+    after = fp8_marks()
+    assert [(m["expected"], m["band_from"]) for m in after] == [(m["expected"], m["band_from"]) for m in before]
+    assert not after[0]["expected"][0] <= 0.3 / 0.8 <= after[0]["expected"][1]  # the mutated gain lies outside
+
+
+def test_no_ngram_finding_covers_gains_on_both_sides() -> None:
+    """Issue 10 item 3: a finding's reason never explains a gap and its opposite. Every n-gram miss (its prediction
+    simulated at the run's acceptance, so no preregistered gain is needed here), on both models' rag and chat ladders, lies on one side of its prediction (its band excludes 1, the gain's own
+    resampled interval over it); under one finding id every miss says the same thing of the rung: slower (a latency
+    gain above its prediction, a throughput gain below) or faster."""
+    import importlib
+
+    sides: dict[str, set[bool]] = {}
+    for name in ("ladder_findings", "ladder_llama", "ladder_chat", "ladder_llama_chat"):
+        mod = importlib.import_module(name)
+        model = getattr(mod, "MODEL", lf.MODEL)
+        for mark in mod.rung_marks(model, mod.WORKLOAD, "ngram", {}):
+            lo, hi = mark.kwargs["expected"]
+            assert hi < 1 or lo > 1, (mark.args[0], mark.kwargs["quantity"])
+            latency = mark.kwargs["quantity"].split(".")[2].endswith("_s")
+            sides.setdefault(mark.args[0], set()).add((lo > 1) == latency)
+    assert set(sides) >= {lf.NGRAM_STEPS_ID, lf.NGRAM_TTFT_ID, lf.NGRAM_BURST_SHORTER_ID, lf.NGRAM_BURST_LONGER_ID}
+    assert all(len(s) == 1 for s in sides.values()), sides

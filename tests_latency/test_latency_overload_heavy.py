@@ -40,3 +40,16 @@ def test_the_heavy_band_never_holds_the_run_it_checks():
     assert oh.heavy_prefill_band(0.1, exclude=newest) == (round(min(others) * 0.9, 4), round(max(others) * 1.1, 4))
     assert oh.heavy_prefill_band(0.0) == (min(oh.QWEN_HEAVY_PREFILL_PART.values()),
                                           max(oh.QWEN_HEAVY_PREFILL_PART.values()))
+
+
+def test_llamas_heavy_prefill_band_is_qwens_runs_and_its_queueing_share_stays_checked_run():
+    """Llama-3.1-8B's one heavy run is not in the Qwen table its prefill part is banded by (other runs: the reason's
+    claim that the regime, not the model, sets the split), so moving its ratio moves no band; its queueing share keeps
+    the band it set, stated as checked-run."""
+    share, prefill = (m.kwargs for m in lf.LLAMA_HEAVY_MARKS)
+    assert share["band_from"] == "checked-run" and prefill["band_from"] == "other-runs"
+    llama_stamp = "2026-11-30"
+    assert not any(s.startswith(llama_stamp) for s in oh.QWEN_HEAVY_PREFILL_PART)
+    lo, hi = oh.heavy_prefill_band(0.05, exclude=llama_stamp)
+    assert (lo, hi) == oh.heavy_prefill_band(0.05)
+    assert lo <= 1.8393 <= hi and not lo <= 1.5 <= hi  # the recorded 1.8393 a finding, a 1.5 a divergence

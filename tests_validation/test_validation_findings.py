@@ -4,6 +4,7 @@ observed range stated as such."""
 
 from __future__ import annotations
 
+import pytest
 from sweeps import CALIBRATION_SPREAD
 from validation_findings import (
     CUDA_TOTAL_GIB,
@@ -13,9 +14,11 @@ from validation_findings import (
     Route,
     cuda_total_reason,
     finding_marks,
+    other_runs_band,
     route,
 )
 
+from pytest_anatomy.reconcile import Tolerance, Verdict, compare
 from pytest_anatomy.specs.hardware import get_hardware
 from pytest_anatomy.units import MiB
 
@@ -50,3 +53,64 @@ def test_a_sourced_cause_keeps_its_band_and_unexplained_misses_share_their_obser
     assert open_["expected"] == (2.0, 3.0)
     assert "measured/predicted 2 to 3, median 2.5 (1 other misses have a sourced cause)" in open_["reason"]
     assert marks[2][0].args == ("cause",) and marks[2][0].kwargs["expected"] == (1.2, 1.8)
+
+
+def _open_misses(ratios: dict[str, list[float]]) -> tuple[list[list[Route | None]], list[str]]:
+    """One latency miss without a sourced cause per ratio, each case named by its recording."""
+    cases = [(run, x) for run, xs in ratios.items() for x in xs]
+    return [[route(x, 1.0, (0.9, 1.1), "latency")] for _, x in cases], [run for run, _ in cases]
+
+
+def test_an_open_miss_is_banded_by_the_other_recordings_never_its_own() -> None:
+    """The band of a miss in recording c is a's and b's range (1.5-1.7) widened by the most one of them reached
+    outside the other (a's 1.6 lies 1.6/1.5 - 1 beyond b's 1.5 at the top, b's 1.5 is 1 - 1.5/1.6 below a's): c's
+    own 1.9 is not in it."""
+    ratios = {"a": [1.6, 1.7], "b": [1.5], "c": [1.9]}
+    routes, runs = _open_misses(ratios)
+    marks = finding_marks("h100-sxm", "src", "vllm", routes, "Candidates: none.", runs)
+    kw = marks[3][0].kwargs
+    scatter = max(1.7 / 1.5 - 1, 1 - 1.5 / 1.6)
+    assert kw["band_from"] == "other-runs"
+    assert kw["expected"] == pytest.approx((1.5 * (1 - scatter), 1.7 * (1 + scatter)), abs=1e-4)
+    assert other_runs_band(ratios, "c") == kw["expected"]
+
+
+@pytest.mark.parametrize(("mutated", "verdict"), [(1.65, Verdict.FINDING), (1.2, Verdict.DIVERGE),
+                                                (2.5, Verdict.DIVERGE), (1.8, Verdict.FINDING)])
+def test_the_checked_recordings_value_moves_its_verdict_and_not_its_band(mutated: float, verdict: Verdict) -> None:
+    """Mutating the checked recording's ratio leaves its band where it was (a's and b's 1.5-1.7 widened by a's
+    1.7 / 1.55 - 1 reach above b, 1.3548-1.8646 rounded outward), so the band cannot follow it, and moves the
+    verdict: inside it a finding, outside it a divergence."""
+    ratios = {"a": [1.6, 1.7], "b": [1.5, 1.55], "c": [1.65]}
+    band = other_runs_band(ratios, "c")
+    assert band == (1.3548, 1.8646)
+    routes, runs = _open_misses({**ratios, "c": [mutated]})
+    mark = finding_marks("h100-sxm", "src", "vllm", routes, "Candidates: none.", runs)[-1][0].kwargs
+    assert mark["expected"] == band
+    got = compare("latency", 1.0, mutated, Tolerance(ratio=(0.9, 1.1), why="the declared band"),
+                  finding={"id": "f", "reason": mark["reason"], "expected": mark["expected"]}).verdict
+    assert got is verdict
+
+
+def test_fewer_than_two_other_recordings_keep_the_observed_range_and_say_checked_run() -> None:
+    """With one other recording no scatter between runs is measured: the band stays the observed range, the case's
+    own ratio in it, and says so."""
+    routes, runs = _open_misses({"a": [1.6], "b": [1.8]})
+    marks = finding_marks("h100-sxm", "src", "vllm", routes, "Candidates: none.", runs)
+    assert {m[0].kwargs["band_from"] for m in marks} == {"checked-run"}
+    assert marks[0][0].kwargs["expected"] == (1.6, 1.8)
+    assert other_runs_band({"a": [1.6], "b": [1.8]}, "b") is None
+
+
+def test_misses_above_and_below_their_bands_are_separate_findings() -> None:
+    """A finding whose reason covered misses on both sides would explain both signs: each side is its own id."""
+    routes = [[route(2.0, 1.0, (0.9, 1.1), "latency")], [route(0.5, 1.0, (0.9, 1.1), "latency")],
+              [route(3.0, 1.0, (0.9, 1.1), "throughput")]]
+    ids = [m[0].args[0] for m in finding_marks("h100-sxm", "src", "vllm", routes, "Candidates: none.")]
+    assert ids == ["src-h100-sxm-vllm-latency-above-cause-not-established",
+                   "src-h100-sxm-vllm-latency-below-cause-not-established",
+                   "src-h100-sxm-vllm-throughput-cause-not-established"]
+    marks = finding_marks("h100-sxm", "src", "vllm", routes, "Candidates: none.")
+    assert marks[0][0].kwargs["expected"] == (2.0, 2.0) and marks[1][0].kwargs["expected"] == (0.5, 0.5)
+    assert "lie above their declared bands" in marks[0][0].kwargs["reason"]
+    assert "1 misses on the other side are a finding of their own" in marks[1][0].kwargs["reason"]

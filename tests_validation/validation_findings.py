@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sweeps import CALIBRATION_SPREAD  # every band is widened by it; the reasons quote it
@@ -76,50 +77,108 @@ def _outward(lo: float, hi: float) -> tuple[float, float]:
     return sig(lo, False), sig(hi, True)
 
 
-def finding_marks(hardware: str, source: str, engine: str, routes: list[list[Route | None]],
-                  candidates: str) -> list[list[Any]]:
-    """The finding marks of each case (same order as `routes`). A sourced cause keeps its own id and
-    band; the misses without an established cause become one finding per metric on this card, whose
-    expected band is the observed range of measured/predicted (a first comparison: it records what
-    was seen, so drifting outside it is a divergence again)."""
-    import pytest
+# A miss's band from other runs needs at least this many other recordings holding the group's misses: their scatter
+# (how far one lay outside the rest) is measured only where a rest exists.
+MIN_OTHER_RUNS = 2
 
-    total: dict[str, int] = {}
-    open_: dict[str, list[Route]] = {}
-    for case_routes in routes:
-        for r in case_routes:
-            if r is not None:
-                total[r.quantity] = total.get(r.quantity, 0) + 1
-                if r.finding is None:
-                    open_.setdefault(r.quantity, []).append(r)
-    groups: dict[str, tuple[str, str, tuple[float, float]]] = {}
-    for quantity, rs in open_.items():
+
+def _beyond(xs: Sequence[float], lo: float, hi: float) -> float:
+    """How far `xs` reach outside [lo, hi], relative to that range's nearer end (0 inside it)."""
+    return max(0.0, 1 - min(xs) / lo, max(xs) / hi - 1)
+
+
+def other_runs_band(by_run: Mapping[str, Sequence[float]], checked: str) -> tuple[float, float] | None:
+    """The band of a miss recorded in run `checked`, from the group's misses in the other runs only (issue 10: a band
+    is never read off the run it judges): their range of measured/predicted, widened by their measured scatter as
+    runs, the most any one of them reached outside the range of the rest (how far a new run has landed beyond the runs
+    before it). Rounded outward to 4 decimals; None with fewer than MIN_OTHER_RUNS other runs."""
+    others = {run: tuple(xs) for run, xs in by_run.items() if run != checked and xs}
+    if len(others) < MIN_OTHER_RUNS:
+        return None
+    every = [x for xs in others.values() for x in xs]
+    scatter = 0.0
+    for run, xs in others.items():
+        rest = [x for other, ys in others.items() if other != run for x in ys]
+        scatter = max(scatter, _beyond(xs, min(rest), max(rest)))
+    return (math.floor(min(every) * (1 - scatter) * 1e4) / 1e4, math.ceil(max(every) * (1 + scatter) * 1e4) / 1e4)
+
+
+def _sign(r: Route) -> str:
+    """Which side of its declared band a miss lies on."""
+    return "above" if r.ratio > r.tolerance[1] else "below"
+
+
+def _open_groups(hardware: str, source: str, engine: str, open_: dict[tuple[str, str], list[Route]],
+                 total: dict[str, int], candidates: str) -> dict[tuple[str, str], tuple[str, str, tuple[float, float]]]:
+    """(finding id, reason, observed range) of each metric's misses without an established cause, one finding per side
+    of the band: a reason that covered misses above and below would explain both signs (issue 10)."""
+    groups = {}
+    for (quantity, side), rs in open_.items():
         ratios = sorted(r.ratio for r in rs)
         lo, hi = ratios[0], ratios[-1]
         mid = len(ratios) // 2
         median = ratios[mid] if len(ratios) % 2 else (ratios[mid - 1] + ratios[mid]) / 2
         tol_lo, tol_hi = min(r.tolerance[0] for r in rs), max(r.tolerance[1] for r in rs)
         band = _outward(lo, hi)
-        fid = f"{source}-{hardware}-{engine.replace('.', '')}-{quantity.replace('_', '-')}-cause-not-established"
-        others = total[quantity] - len(rs)
+        both = {s for q, s in open_ if q == quantity} == {"above", "below"}
+        split = f"-{side}" if both else ""
+        fid = f"{source}-{hardware}-{engine.replace('.', '')}-{quantity.replace('_', '-')}{split}-cause-not-established"
+        others = total[quantity] - sum(len(v) for (q, _), v in open_.items() if q == quantity)
         sourced = f" ({others} other misses have a sourced cause)" if others else ""
-        reason = (f"{len(rs)} {source} {engine} {quantity} measurements on {hardware} miss their declared bands "
+        apart = (f"; the {sum(len(v) for (q, s), v in open_.items() if q == quantity and s != side)} misses "
+                 "on the other side are a finding of their own" if both else "")
+        reason = (f"{len(rs)} {source} {engine} {quantity} measurements on {hardware} lie {side} their declared bands "
                   f"(unknown settings swept, +-{CALIBRATION_SPREAD:.0%} calibration spread; across these cases the "
                   f"bands lie within {tol_lo:.3g}-{tol_hi:.3g} x predicted): measured/predicted {lo:.3g} to "
-                  f"{hi:.3g}, median {median:.3g}{sourced}. "
-                  f"Cause not established. {candidates} Expected band {band[0]:.3g}-{band[1]:.3g} is this observed "
-                  "range (first comparison, nothing fitted): a measurement drifting outside it is a divergence again.")
-        groups[quantity] = (fid, reason, band)
+                  f"{hi:.3g}, median {median:.3g}{sourced}{apart}. Cause not established. {candidates} "
+                  f"{_OPEN_BAND.format(n=MIN_OTHER_RUNS, lo=band[0], hi=band[1])}")
+        groups[(quantity, side)] = (fid, reason, band)
+    return groups
+
+
+_OPEN_BAND = (
+    "Band of a miss: where at least {n} other recordings hold this finding's misses, their range of measured/predicted "
+    "(never the miss's own recording), widened by the most any one of them reached outside the rest (other-runs); "
+    "otherwise the observed range {lo:.3g}-{hi:.3g}, the miss's own included (checked-run: it tests nothing until "
+    "another recording exists). A measurement outside its band is a divergence again.")
+
+
+def finding_marks(hardware: str, source: str, engine: str, routes: list[list[Route | None]],
+                  candidates: str, runs: Sequence[str] | None = None) -> list[list[Any]]:
+    """The finding marks of each case (same order as `routes`). A sourced cause keeps its own id and
+    band; the misses without an established cause become one finding per metric and side of the band on
+    this card. `runs` names each case's recording (an independent run); with it, such a miss's band comes
+    from the same finding's misses in the other recordings (other_runs_band), else it is the observed range
+    with the case's own ratio in it (checked-run)."""
+    import pytest
+
+    total: dict[str, int] = {}
+    open_: dict[tuple[str, str], list[Route]] = {}
+    by_run: dict[tuple[str, str], dict[str, list[float]]] = {}
+    for i, case_routes in enumerate(routes):
+        for r in case_routes:
+            if r is not None:
+                total[r.quantity] = total.get(r.quantity, 0) + 1
+                if r.finding is None:
+                    open_.setdefault((r.quantity, _sign(r)), []).append(r)
+                    if runs is not None:
+                        by_run.setdefault((r.quantity, _sign(r)), {}).setdefault(runs[i], []).append(r.ratio)
+    groups = _open_groups(hardware, source, engine, open_, total, candidates)
     out = []
-    for case_routes in routes:
+    for i, case_routes in enumerate(routes):
         marks = []
         for r in case_routes:
             if r is None:
                 continue
-            fid, reason, band = r.finding or groups[r.quantity]
-            # a sourced cause's band is its prediction re-run under the cause; an open one's is the observed range
+            if r.finding:  # a sourced cause's band is its prediction re-run under the cause
+                fid, reason, band = r.finding
+                band_from = "explanation"
+            else:
+                fid, reason, band = groups[(r.quantity, _sign(r))]
+                derived = None if runs is None else other_runs_band(by_run[(r.quantity, _sign(r))], runs[i])
+                band, band_from = (band, "checked-run") if derived is None else (derived, "other-runs")
             marks.append(pytest.mark.finding(fid, reason=reason, quantity=r.quantity, expected=band, hardware=hardware,
-                                             band_from="explanation" if r.finding else "checked-run"))
+                                             band_from=band_from))
         out.append(marks)
     return out
 
