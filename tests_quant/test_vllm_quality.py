@@ -32,6 +32,9 @@ KV_EXPECTED, KV_OTHER = "fa3-fp8", "kv-only"
 # What vLLM 0.26.0 selects on an H200 (kernels/linear/__init__.py, each kernel's can_implement, read before the run):
 # fp8 W8A8 with per-token activations -> CUTLASS; int4 symmetric group 64: Machete needs out_features % 128 == 0
 # (gate_up's 3072 only), AllSpark refuses sm_90, Marlin pads the rest (qkv 960, o 576, down 576).
+# Bits each linear weight takes in memory: fp8 one byte (+ one fp32 scale per fused module, ~1e-6 bit); int4 in groups
+# of 64 with an fp16 scale, 4 + 16/64; the fp8 KV cache leaves the weights in 16 bits (its change is the cache)
+BITS_PER_WEIGHT = {"fp8": 8.0, "gptq-w4g64": 4.0 + 16 / 64, "kv-fp8-bf16": 16.0}
 EXPECTED_KERNELS = {"fp8": ("CutlassFP8ScaledMMLinearKernel",), "gptq-w4g64": ("MacheteLinearKernel", "MarlinLinearKernel")}
 
 
@@ -174,6 +177,15 @@ def test_the_hook_reads_the_prompts_positions(target, case, measured):
 
 
 @pytest.mark.quant_vllm_quality
+def test_vllm_chose_the_kernels_its_source_says(target, case, measured):
+    if case not in EXPECTED_KERNELS:
+        pytest.skip(f"{case}: no quantized linear layer")
+    lines = measured(f"{MODEL}.vllm-{case}.kld").data["run"]["log"]["lines"]
+    for kernel in EXPECTED_KERNELS[case]:
+        assert any(kernel in line for line in lines), f"{kernel} not in the engine's log"
+
+
+@pytest.mark.quant_vllm_quality
 def test_the_bf16_floor_is_small_next_to_the_fp8_cache(target, case, measured):
     if case != "kv-fp8-bf16":
         pytest.skip("the fp8 KV cache's comparison only")
@@ -191,7 +203,8 @@ def test_kld_against_the_cpu_slice_through_vllms_arithmetic(target, case, measur
     rec, exp = measured(f"{MODEL}.vllm-{case}.kld"), _expected(case)
     kld, err = rec["kld"].value, rec["kld_stderr"].value
     pred = Prediction(exp["kld_slice"], "nat", "the CPU slice's numpy forward with vLLM's arithmetic for this case "
-                      "(381 tokens at n_ctx 256), pre-registered", {"slice_se": exp["kld_slice_se"]})
+                      "(381 tokens at n_ctx 256), pre-registered",
+                      {"slice_se": exp["kld_slice_se"], "bits_per_weight": BITS_PER_WEIGHT[case]})
     reconcile(f"vllm_kld[{case}]", pred, rec["kld"], rel=3 * exp["kld_slice_se"] / exp["kld_slice"] + 3 * err / kld,
               why="3 standard errors of the slice's mean KLD (381 tokens) + 3 of the device's (~43k tokens); the slice "
                   "and the text are the same prose, n_ctx 256 against 512 is not priced", model=MODEL)

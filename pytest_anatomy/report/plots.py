@@ -44,7 +44,7 @@ from pytest_anatomy.report.plot_common import (
 )
 from pytest_anatomy.report.plots_attention import flash_attention
 from pytest_anatomy.report.plots_deployment import tuning_ladders
-from pytest_anatomy.report.plots_quant import quality_vs_bpw, speed_vs_bytes, vllm_step_vs_bytes
+from pytest_anatomy.report.plots_quant import quality_vs_bpw, speed_vs_bytes, vllm_quality_vs_bpw, vllm_step_vs_bytes
 
 
 # ---- kernel ladders --------------------------------------------------------------------
@@ -352,7 +352,7 @@ def domain_plots(recons: Sequence[Recon]) -> list[dict[str, Any]]:
          tuning_ladders(recons)),
         ("Quantization", "KL divergence against bits per weight, decode speed against weight bytes per token, vLLM's "
          "decode step against the weights it streams: predicted curves through the formats, measured points",
-         quality_vs_bpw(recons) + speed_vs_bytes(recons) + vllm_step_vs_bytes(recons)),
+         quality_vs_bpw(recons) + vllm_quality_vs_bpw(recons) + speed_vs_bytes(recons) + vllm_step_vs_bytes(recons)),
     ]
     return [{"title": title, "note": note, "plots": plots, "anchor": "plots-" + title.lower().replace(" ", "-")}
             for title, note, plots in groups if plots]

@@ -74,3 +74,12 @@ def vllm_step_vs_bytes(recons: Sequence[Recon]) -> list[Markup]:
                    y_label="decode step (s)", log_x=True, tip="pre-registered (bytes / ceiling + overhead)",
                    clip=f"clip-quant-vllm-{n}")
             for n, (group, pts) in enumerate(sorted(groups.items(), key=lambda g: (len(g[0]), g[0]))) if len(pts) >= 2]
+
+
+def vllm_quality_vs_bpw(recons: Sequence[Recon]) -> list[Markup]:
+    """vLLM's formats on the same axes: KLD against the bits each weight takes (fp8 8, int4 g64 4.25; the fp8 KV cache
+    at its weights' 16), the CPU slice's pre-registered prediction through them, from the `vllm_kld[...]` ones."""
+    return [_chart(group, pts, what="vLLM quality vs bits per weight", x_label="bits per weight",
+                   y_label="KLD vs reference (nat)", log_x=False, tip="predicted (the CPU slice through vLLM's arithmetic)",
+                   clip=f"clip-quant-vllm-bpw-{n}")
+            for n, (group, pts) in enumerate(sorted(_points(recons, "vllm_kld[", "bits_per_weight").items())) if len(pts) >= 2]
