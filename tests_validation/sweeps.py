@@ -20,6 +20,7 @@ from pytest_anatomy.specs.hardware import get_hardware
 from pytest_anatomy.specs.model import load_model
 from pytest_anatomy.theory import capacity as cap
 from pytest_anatomy.theory import transfer as tr
+from pytest_anatomy.theory.latency import StepModel
 from pytest_anatomy.theory.prediction import Prediction, Term
 from pytest_anatomy.theory.vllm_versions import predict_ledger_for_version
 from pytest_anatomy.units import GiB
@@ -272,3 +273,50 @@ def kv_queue_band(transfer: tr.Transfer, hardware: str, model: str, precision: s
                         bucket.append(tr.kv_limited_closed_loop(sm, concurrency, isl, osl, budget, pool, per_request,
                                                                 synchronized=sync).ttft_mean_s)
     return min(lows), max(highs)
+
+
+# --- cause: TP all-reduces serialized with the GEMMs (AIConfigurator TPOT); the finding: validation_findings.py ------
+@dataclass(frozen=True)
+class SerialAllReduceSteps(StepModel):
+    """A StepModel whose all-reduce traffic is its own time after the step (vLLM's TP all-reduce runs between the
+    GEMMs on their stream: nothing overlaps it), instead of bytes inside the roofline's max (step_model counts it as
+    the HBM bytes that take as long, which hides it under compute in prefill-heavy steps)."""
+
+    allreduce_s_per_token: float = 0.0
+
+    def seconds(self, decode_tokens: int, decode_context_sum: float, prefill: tuple[tuple[int, int], ...] = (),
+                logits_rows: int | None = None, pad_tokens: int = 0) -> float:
+        new = decode_tokens + sum(n for n, _ in prefill)
+        return (super().seconds(decode_tokens, decode_context_sum, prefill, logits_rows, pad_tokens)
+                + new * self.allreduce_s_per_token)
+
+
+def allreduce_s_per_token(hardware: str, model: str, tp: int) -> float:
+    """One token's two all-reduces per layer (hidden x 2 B each, ring traffic 2 (TP - 1) / TP of it) over one
+    direction of the datasheet's NVLink (transfer.NVLINK_TOTAL_BPS): the same bytes step_model counts."""
+    spec = load_model(model)
+    nvlink, _ = tr.NVLINK_TOTAL_BPS[get_hardware(hardware).name]
+    return 2 * spec.num_layers * spec.hidden_size * 2 * 2 * (tp - 1) / tp / (nvlink / 2)
+
+
+def serial_allreduce_steps(transfer: tr.Transfer, dep: tr.Deployment) -> SerialAllReduceSteps:
+    sm = tr.step_model(transfer, dep)
+    fields = {f.name: getattr(sm, f.name) for f in dataclasses.fields(sm)}
+    fields["kv_token_bytes"] = cap.kv_bytes_per_token(load_model(dep.model), tp=dep.tp).value  # the traffic leaves
+    return SerialAllReduceSteps(**fields, allreduce_s_per_token=allreduce_s_per_token(dep.hardware, dep.model, dep.tp))
+
+
+@functools.lru_cache(maxsize=4096)
+def serial_allreduce_band(transfer: tr.Transfer, hardware: str, model: str, precision: str, tp: int,
+                          concurrency: int, isl: int, osl: int) -> tuple[float, float]:
+    """(low, high) mean TPOT of the declared sweep (closed_loop's budgets, schedules and all-reduce latencies) with
+    the all-reduce serialized; at TP 1 there is none and this is closed_loop's band."""
+    lat_lo, _, lat_hi = tr.ALLREDUCE_LATENCY_S
+
+    def run(latency: float, budget: int, sync: bool) -> float:
+        dep = deployment(hardware, model, precision, tp, latency)
+        sm = serial_allreduce_steps(transfer, dep) if tp > 1 else tr.step_model(transfer, dep)
+        return tr.closed_loop(sm, concurrency, isl, osl, budget, synchronized=sync).tpot_mean_s
+
+    return (min(run(lat_lo, b, s) for b in BUDGETS for s in (True, False)),
+            max(run(lat_hi, b, s) for b in BUDGETS for s in (True, False)))

@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 from sweeps import (SPREAD_WHY, Case, cases, closed_loop, kv_queue_band, parametrize, ratio_band, replay_targets,
-                    transfer_for)
-from validation_findings import KV_QUEUE_REASON, SERVING_CANDIDATES, finding_marks, route
+                    serial_allreduce_band, transfer_for)
+from validation_findings import (KV_QUEUE_REASON, SERIAL_ALLREDUCE_REASON, SERVING_CANDIDATES, TPOT_APART,
+                                 finding_marks, route, set_apart)
 
 from pytest_anatomy.theory.prediction import Prediction, Term
 
@@ -30,7 +31,12 @@ def _routes(transfer: Any, case: Case) -> list[Any]:
             q_lo, q_hi = kv_queue_band(transfer, *_args(case), case.s("engine_version"))
             causes = (("kv-pool-smaller-than-concurrency", KV_QUEUE_REASON,
                        ratio_band(central, min(lo, q_lo), max(hi, q_hi))),)
-        routes.append(route(meas[metric], central, band, metric, causes))
+        if metric == "tpot_mean" and case.s("tp") > 1 and not band[0] <= meas[metric] / central <= band[1]:
+            s_lo, s_hi = serial_allreduce_band(transfer, *_args(case))
+            causes = (("tp-allreduce-serialized-with-compute", SERIAL_ALLREDUCE_REASON,
+                       ratio_band(central, min(lo, s_lo), max(hi, s_hi))),)
+        group = "tp1" if metric == "tpot_mean" and case.s("tp") == 1 else ""  # no all-reduce (GROUPS)
+        routes.append(route(meas[metric], central, band, metric, causes, group))
     return routes
 
 
@@ -45,8 +51,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     params = []
     for t in targets:
         mine = cases(SOURCE, t.name, results)
-        marks = finding_marks(t.name, SOURCE, "vllm", [_routes(transfer, c) for c in mine], SERVING_CANDIDATES,
-                              [c.recording for c in mine])
+        runs = [c.recording for c in mine]
+        routes = set_apart(t.name, SOURCE, "vllm", [_routes(transfer, c) for c in mine], [c.id for c in mine], runs,
+                           TPOT_APART.get(t.name, ()))
+        marks = finding_marks(t.name, SOURCE, "vllm", routes, SERVING_CANDIDATES, runs)
         params += [pytest.param(t, c, marks=m, id=f"{t.name}-{c.id}") for c, m in zip(mine, marks)]
     parametrize(metafunc, ["target", "case"], params, SOURCE, why_none)
 

@@ -4,22 +4,29 @@ observed range stated as such."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
-from sweeps import CALIBRATION_SPREAD
+from sweeps import (CALIBRATION_SPREAD, allreduce_s_per_token, closed_loop, deployment, h200_transfer,
+                    serial_allreduce_band, serial_allreduce_steps)
 from validation_findings import (
     CUDA_TOTAL_GIB,
     KV_QUEUE_REASON,
     OLD_VLLM_CPU,
     OLD_VLLM_REASON,
+    Apart,
     Route,
     cuda_total_reason,
     finding_marks,
     other_runs_band,
     route,
+    set_apart,
 )
 
 from pytest_anatomy.reconcile import Tolerance, Verdict, compare
 from pytest_anatomy.specs.hardware import get_hardware
+from pytest_anatomy.specs.model import load_model
+from pytest_anatomy.theory import transfer as tr
 from pytest_anatomy.units import MiB
 
 
@@ -114,3 +121,75 @@ def test_misses_above_and_below_their_bands_are_separate_findings() -> None:
     assert marks[0][0].kwargs["expected"] == (2.0, 2.0) and marks[1][0].kwargs["expected"] == (0.5, 0.5)
     assert "lie above their declared bands" in marks[0][0].kwargs["reason"]
     assert "1 misses on the other side are a finding of their own" in marks[1][0].kwargs["reason"]
+
+
+def test_a_group_of_its_own_is_banded_by_its_own_recordings_only() -> None:
+    """Misses routed with a group (the TP 1 rows, which no all-reduce cause can reach) form their own finding, and
+    their band comes from that group's other recordings only: the other group's misses never enter it."""
+    rows = {"a": 1.2, "b": 1.25, "c": 1.3, "x": 2.0, "y": 2.2, "z": 2.4}
+    routes = [[route(x, 1.0, (0.9, 1.1), "latency", group="tp1" if run in "abc" else "")] for run, x in rows.items()]
+    marks = [m[0].kwargs | {"id": m[0].args[0]} for m in
+             finding_marks("h100-sxm", "src", "vllm", routes, "Candidates: none.", list(rows))]
+    assert {m["id"] for m in marks[:3]} == {"src-h100-sxm-vllm-latency-tp1-cause-not-established"}
+    assert {m["id"] for m in marks[3:]} == {"src-h100-sxm-vllm-latency-cause-not-established"}
+    assert marks[0]["expected"] == other_runs_band({"b": [1.25], "c": [1.3]}, "a")
+    assert marks[0]["band_from"] == "other-runs" and marks[0]["expected"][1] < 2.0
+    assert "3 other misses on this side are a finding of their own" in marks[0]["reason"]
+
+
+def test_named_rows_beyond_every_other_recording_are_set_apart_and_nothing_else_is() -> None:
+    """A named row whose miss lies outside what every other recording's misses span becomes its own finding, banded by
+    its observed range (checked-run); a named row inside that span stays with its group, and an unnamed row beyond it
+    is not set apart (set_apart is no catch-all: it would hide every future divergence)."""
+    ratios = {"a": [1.5, 1.7], "b": [1.4, 1.6], "c": [2.7, 1.55], "d": [1.2]}
+    routes, runs = _open_misses(ratios)
+    ids = [f"{run}:{i}" for run, xs in ratios.items() for i in range(len(xs))]
+    named = Apart("extreme", "latency", ("c:0", "c:1"), "Why: none computed.")
+    out = set_apart("h100-sxm", "src", "vllm", routes, ids, runs, [named])
+    extreme, inside, unnamed = out[4][0], out[5][0], out[6][0]
+    assert extreme is not None and inside is not None and unnamed is not None
+    assert extreme.band_from == "checked-run" and extreme.finding is not None
+    fid, reason, band = extreme.finding
+    assert fid == "src-h100-sxm-vllm-latency-above-extreme-cause-not-established" and band == (2.7, 2.7)
+    assert "beyond the 1.2-1.7 that this metric's other misses above their bands span" in reason
+    assert inside.finding is None and unnamed.finding is None
+    marks = finding_marks("h100-sxm", "src", "vllm", out, "Candidates: none.", runs)
+    assert marks[4][0].kwargs["band_from"] == "checked-run" and marks[4][0].args == (fid,)
+    assert "(1 other misses have a sourced cause)" not in marks[0][0].kwargs["reason"]
+
+
+def test_a_named_row_inside_the_other_recordings_span_stays_in_its_group() -> None:
+    routes, runs = _open_misses({"a": [1.5, 2.0], "b": [1.4], "c": [1.8]})
+    out = set_apart("h100-sxm", "src", "vllm", routes, ["a:0", "a:1", "b:0", "c:0"], runs,
+                    [Apart("extreme", "latency", ("c:0",), "Why.")])
+    assert out == routes
+
+
+def test_the_serialized_all_reduce_is_the_step_models_own_traffic_as_time_after_the_step() -> None:
+    """sweeps.allreduce_s_per_token is step_model's all-reduce bytes over one NVLink direction of the catalog's card,
+    and SerialAllReduceSteps adds exactly new tokens x that to the step without those bytes in its roofline."""
+    transfer = h200_transfer()
+    model = load_model("llama-3.1-70b")
+    nvlink, _ = tr.NVLINK_TOTAL_BPS["h200"]
+    per_token = allreduce_s_per_token("h200", "llama-3.1-70b", 8)
+    assert per_token == pytest.approx(2 * model.num_layers * model.hidden_size * 2 * 2 * 7 / 8 / (nvlink / 2))
+    dep = deployment("h200", "llama-3.1-70b", "fp8", 8, tr.ALLREDUCE_LATENCY_S[1])
+    serial = serial_allreduce_steps(transfer, dep)
+    plain = dataclasses.replace(tr.step_model(transfer, dep), kv_token_bytes=serial.kv_token_bytes)
+    prefill = ((512, 0),)
+    assert serial.seconds(32, 32 * 8704.0, prefill) == pytest.approx(
+        plain.seconds(32, 32 * 8704.0, prefill) + (32 + 512) * per_token)
+
+
+def test_the_serialized_all_reduce_band_only_adds_and_is_the_plain_band_at_tp1() -> None:
+    """A cost that only adds time: the band lies at or above closed_loop's (the finding catches misses above their
+    bands only), and at TP 1, with no all-reduce, it is closed_loop's band itself."""
+    transfer = h200_transfer()
+    for tp in (1, 8):
+        args = ("h200", "llama-3.1-70b", "fp8", tp, 32, 8192, 1024)
+        _, lo, hi = closed_loop(transfer, *args)["tpot_mean"]
+        s_lo, s_hi = serial_allreduce_band(transfer, *args)
+        if tp == 1:
+            assert (s_lo, s_hi) == pytest.approx((lo, hi))
+        else:
+            assert s_lo >= lo and s_hi > hi

@@ -46,25 +46,28 @@ OLD_VLLM_REASON = (
 class Route:
     """How one reconciliation of a case is marked: a sourced cause's finding (id, reason, expected
     ratio band), or, with finding None, a miss whose cause is not established (grouped by
-    finding_marks into one finding per source, card, engine and metric)."""
+    finding_marks into one finding per source, card, engine and metric). A miss set apart by name
+    (set_apart) carries its own finding with band_from "checked-run"."""
 
     quantity: str
     ratio: float  # measured / predicted
     tolerance: tuple[float, float]
     finding: tuple[str, str, tuple[float, float]] | None = None
+    band_from: str = "explanation"
+    group: str = ""  # a population of its own among the misses without an established cause (GROUPS)
 
 
 def route(measured: float, central: float, tolerance: tuple[float, float], quantity: str,
-          causes: tuple[tuple[str, str, tuple[float, float]], ...] = ()) -> Route | None:
+          causes: tuple[tuple[str, str, tuple[float, float]], ...] = (), group: str = "") -> Route | None:
     """None when the measurement is within tolerance; else the first cause whose band covers it,
-    else a miss whose cause is not established."""
+    else a miss whose cause is not established (in `group`, when its rows are a population of their own)."""
     r = measured / central
     if tolerance[0] <= r <= tolerance[1]:
         return None
     for fid, reason, band in causes:
         if band[0] <= r <= band[1]:
             return Route(quantity, r, tolerance, finding=(fid, reason, band))
-    return Route(quantity, r, tolerance)
+    return Route(quantity, r, tolerance, group=group)
 
 
 def _outward(lo: float, hi: float) -> tuple[float, float]:
@@ -108,32 +111,50 @@ def _sign(r: Route) -> str:
     return "above" if r.ratio > r.tolerance[1] else "below"
 
 
-def _open_groups(hardware: str, source: str, engine: str, open_: dict[tuple[str, str], list[Route]],
-                 total: dict[str, int], candidates: str) -> dict[tuple[str, str], tuple[str, str, tuple[float, float]]]:
+def _key(r: Route) -> tuple[str, str, str]:
+    """The finding a miss without an established cause joins: its metric, its side of the band, its group."""
+    return r.quantity, _sign(r), r.group
+
+
+def _open_groups(hardware: str, source: str, engine: str, open_: dict[tuple[str, str, str], list[Route]],
+                 total: dict[str, int], candidates: str
+                 ) -> dict[tuple[str, str, str], tuple[str, str, tuple[float, float]]]:
     """(finding id, reason, observed range) of each metric's misses without an established cause, one finding per side
-    of the band: a reason that covered misses above and below would explain both signs (issue 10)."""
+    of the band (a reason that covered misses above and below would explain both signs, issue 10) and per group."""
     groups = {}
-    for (quantity, side), rs in open_.items():
+    for (quantity, side, group), rs in open_.items():
         ratios = sorted(r.ratio for r in rs)
         lo, hi = ratios[0], ratios[-1]
         mid = len(ratios) // 2
         median = ratios[mid] if len(ratios) % 2 else (ratios[mid - 1] + ratios[mid]) / 2
         tol_lo, tol_hi = min(r.tolerance[0] for r in rs), max(r.tolerance[1] for r in rs)
         band = _outward(lo, hi)
-        both = {s for q, s in open_ if q == quantity} == {"above", "below"}
-        split = f"-{side}" if both else ""
+        both = {s for q, s, _ in open_ if q == quantity} == {"above", "below"}
+        split = (f"-{side}" if both else "") + (f"-{group}" if group else "")
         fid = f"{source}-{hardware}-{engine.replace('.', '')}-{quantity.replace('_', '-')}{split}-cause-not-established"
-        others = total[quantity] - sum(len(v) for (q, _), v in open_.items() if q == quantity)
+        others = total[quantity] - sum(len(v) for (q, _, _), v in open_.items() if q == quantity)
         sourced = f" ({others} other misses have a sourced cause)" if others else ""
-        apart = (f"; the {sum(len(v) for (q, s), v in open_.items() if q == quantity and s != side)} misses "
+        apart = (f"; the {sum(len(v) for (q, s, _), v in open_.items() if q == quantity and s != side)} misses "
                  "on the other side are a finding of their own" if both else "")
+        for (q, s, g), v in open_.items():
+            if q == quantity and s == side and g != group:
+                apart += f"; the {len(v)} {g or 'other'} misses on this side are a finding of their own"
+        who = f" {GROUPS[group]}" if group else ""
         reason = (f"{len(rs)} {source} {engine} {quantity} measurements on {hardware} lie {side} their declared bands "
                   f"(unknown settings swept, +-{CALIBRATION_SPREAD:.0%} calibration spread; across these cases the "
                   f"bands lie within {tol_lo:.3g}-{tol_hi:.3g} x predicted): measured/predicted {lo:.3g} to "
-                  f"{hi:.3g}, median {median:.3g}{sourced}{apart}. Cause not established. {candidates} "
+                  f"{hi:.3g}, median {median:.3g}{sourced}{apart}.{who} Cause not established. {candidates} "
                   f"{_OPEN_BAND.format(n=MIN_OTHER_RUNS, lo=band[0], hi=band[1])}")
-        groups[(quantity, side)] = (fid, reason, band)
+        groups[(quantity, side, group)] = (fid, reason, band)
     return groups
+
+
+# Groups of misses without an established cause that are populations of their own (Route.group), and why.
+GROUPS = {
+    "tp1": ("These are the TP 1 rows: they have no all-reduce, so tp-allreduce-serialized-with-compute cannot reach "
+            "them, and the TP > 1 misses that remain beyond it are no replicates of theirs (their other-runs band "
+            "comes from TP 1 recordings only)."),
+}
 
 
 _OPEN_BAND = (
@@ -147,22 +168,22 @@ def finding_marks(hardware: str, source: str, engine: str, routes: list[list[Rou
                   candidates: str, runs: Sequence[str] | None = None) -> list[list[Any]]:
     """The finding marks of each case (same order as `routes`). A sourced cause keeps its own id and
     band; the misses without an established cause become one finding per metric and side of the band on
-    this card. `runs` names each case's recording (an independent run); with it, such a miss's band comes
-    from the same finding's misses in the other recordings (other_runs_band), else it is the observed range
-    with the case's own ratio in it (checked-run)."""
+    this card (and per Route.group). `runs` names each case's recording (an independent run); with it, such a miss's
+    band comes from the same finding's misses in the other recordings (other_runs_band), else it is the observed
+    range with the case's own ratio in it (checked-run)."""
     import pytest
 
     total: dict[str, int] = {}
-    open_: dict[tuple[str, str], list[Route]] = {}
-    by_run: dict[tuple[str, str], dict[str, list[float]]] = {}
+    open_: dict[tuple[str, str, str], list[Route]] = {}
+    by_run: dict[tuple[str, str, str], dict[str, list[float]]] = {}
     for i, case_routes in enumerate(routes):
         for r in case_routes:
-            if r is not None:
+            if r is not None and r.band_from == "explanation":  # set-apart misses have no sourced cause
                 total[r.quantity] = total.get(r.quantity, 0) + 1
                 if r.finding is None:
-                    open_.setdefault((r.quantity, _sign(r)), []).append(r)
+                    open_.setdefault(_key(r), []).append(r)
                     if runs is not None:
-                        by_run.setdefault((r.quantity, _sign(r)), {}).setdefault(runs[i], []).append(r.ratio)
+                        by_run.setdefault(_key(r), {}).setdefault(runs[i], []).append(r.ratio)
     groups = _open_groups(hardware, source, engine, open_, total, candidates)
     out = []
     for i, case_routes in enumerate(routes):
@@ -170,18 +191,65 @@ def finding_marks(hardware: str, source: str, engine: str, routes: list[list[Rou
         for r in case_routes:
             if r is None:
                 continue
-            if r.finding:  # a sourced cause's band is its prediction re-run under the cause
+            if r.finding:  # a sourced cause's band is its prediction re-run under the cause (or a set-apart miss's)
                 fid, reason, band = r.finding
-                band_from = "explanation"
+                band_from = r.band_from
             else:
-                fid, reason, band = groups[(r.quantity, _sign(r))]
-                derived = None if runs is None else other_runs_band(by_run[(r.quantity, _sign(r))], runs[i])
+                fid, reason, band = groups[_key(r)]
+                derived = None if runs is None else other_runs_band(by_run[_key(r)], runs[i])
                 band, band_from = (band, "checked-run") if derived is None else (derived, "other-runs")
             marks.append(pytest.mark.finding(fid, reason=reason, quantity=r.quantity, expected=band, hardware=hardware,
                                              band_from=band_from))
         out.append(marks)
     return out
 
+
+
+@dataclass(frozen=True)
+class Apart:
+    """Named rows of one card and metric whose misses lie beyond what every other recording of the card showed: a
+    finding of their own, <source>-<card>-<engine>-<metric>-<side>-<name>-cause-not-established, banded by their
+    own observed range (checked-run), never folded into a band the other recordings' data do not support."""
+
+    name: str
+    quantity: str
+    cases: tuple[str, ...]  # Case.id of each row
+    why: str  # what was computed for them and fell short, and the candidates left
+
+
+def set_apart(hardware: str, source: str, engine: str, routes: list[list[Route | None]], case_ids: Sequence[str],
+              runs: Sequence[str], apart: Sequence[Apart]) -> list[list[Route | None]]:
+    """`routes` with each named row's miss without an established cause turned into its Apart finding while it lies
+    outside the range that its group's misses on its side span in every other recording (the data other_runs_band
+    widens); inside that range, or with no other recording holding such misses, it stays with its group."""
+    out = [list(rs) for rs in routes]
+    for a in apart:
+        open_ = [(i, j, r) for i, rs in enumerate(routes) for j, r in enumerate(rs)
+                 if r is not None and r.finding is None and r.quantity == a.quantity]
+        beyond: dict[str, list[tuple[int, int, Route, tuple[float, float]]]] = {}
+        for i, j, r in open_:
+            if case_ids[i] not in a.cases:
+                continue
+            rest = [x.ratio for k, _, x in open_ if runs[k] != runs[i] and _key(x) == _key(r)
+                    and case_ids[k] not in a.cases]
+            if rest and not min(rest) <= r.ratio <= max(rest):
+                beyond.setdefault(_sign(r), []).append((i, j, r, (min(rest), max(rest))))
+        for side, rows in beyond.items():
+            ratios = [r.ratio for _, _, r, _ in rows]
+            own = _outward(min(ratios), max(ratios))
+            span = (min(x[0] for *_, x in rows), max(x[1] for *_, x in rows))
+            fid = (f"{source}-{hardware}-{engine.replace('.', '')}-{a.quantity.replace('_', '-')}-{side}-{a.name}"
+                   "-cause-not-established")
+            reason = (f"{len(rows)} {source} {engine} {a.quantity} measurements on {hardware} "
+                      f"({', '.join(case_ids[i] for i, *_ in rows)}) lie {side} their declared bands at "
+                      f"measured/predicted {min(ratios):.4g} to {max(ratios):.4g}, beyond the {span[0]:.4g}-"
+                      f"{span[1]:.4g} that this metric's other misses {side} their bands span in the card's other "
+                      f"recordings: no other recording reaches that far. {a.why} Cause not established. Band: their "
+                      f"observed range {own[0]:.4g}-{own[1]:.4g}, their own included (checked-run: it tests nothing "
+                      "until another recording reaches these rows).")
+            for i, j, r, _ in rows:
+                out[i][j] = Route(r.quantity, r.ratio, r.tolerance, (fid, reason, own), band_from="checked-run")
+    return out
 
 KV_QUEUE_REASON = (
     "The KV pool cannot hold all C requests: vLLM admits only as many as fit and the others wait in its queue, so "
@@ -214,3 +282,27 @@ LLAMACPP_CANDIDATES = ("Candidate: no llama.cpp calibration exists on our cards 
                        "docs/VALIDATION.md section 7.")
 OFFLINE_VLLM_CANDIDATES = ("Beyond the pre-0.6 CPU-overhead finding's band; candidate, not established: a 2024 vLLM KV "
                            "pool below B x 2L tokens (preemption); docs/VALIDATION.md section 7.")
+
+
+# --- cause: TP all-reduces serialized with the GEMMs (AIConfigurator TPOT; sweeps.serial_allreduce_band) ----------
+SERIAL_ALLREDUCE_REASON = (
+    "The step model takes max(bytes / bandwidth, FLOPs / peak) and counts each TP all-reduce's ring traffic (2 per "
+    "layer, tokens x hidden x 2 B, 2 (TP - 1) / TP of it over one direction of the datasheet's NVLink) as HBM bytes "
+    "inside that max, so in a step whose GEMMs bound it (prefill chunks mixed with decodes) the all-reduces cost "
+    "nothing; vLLM runs them between the GEMMs on their stream, where nothing overlaps them. Band: the declared "
+    "sweep (budgets, synchronized or not, all-reduce latency 5-20 us) re-run with that same traffic as its own time "
+    f"after each step, +-{CALIBRATION_SPREAD:.0%} calibration spread. NVLink at its datasheet rate is the most NCCL "
+    "can attain, so the band's top is the least this cost can add.")
+
+# --- rows set apart (set_apart): beyond every other recording of their card, cause not established -------------------
+TPOT_APART: dict[str, tuple[Apart, ...]] = {
+    "h100-sxm": (Apart(
+        "tp8-c128-extreme-rows", "tpot_mean",
+        ("qwen3-32b.bf16.tp8.vllm-0.12.0:isl1024.osl128.c128", "qwen3-32b.bf16.tp8.vllm-0.12.0:isl4096.osl128.c128"),
+        "They are the corner of a trend that runs through the whole Qwen3-32B bf16 grid (measured/predicted grows "
+        "with TP, with C and as OSL shortens to 128, where each step carries C x ISL / OSL prompt tokens). Computed "
+        "and short of them: the TP all-reduces serialized at the datasheet's NVLink (finding "
+        "tp-allreduce-serialized-with-compute, whose band they lie above); KV reads at their context are already in "
+        "the prediction. Candidates not computable from specs: NCCL below the datasheet's NVLink rate, the GEMM "
+        "efficiency of TP 8's narrow per-rank matrices in prefill-heavy steps, per-request CPU time at C = 128."),),
+}
