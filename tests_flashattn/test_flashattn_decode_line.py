@@ -38,6 +38,43 @@ def test_each_recorded_context_lies_in_the_band_the_earlier_lines_give(context: 
     assert mark.kwargs["strict"] == (context not in dl.STRADDLERS)
 
 
+@pytest.mark.parametrize("context", dl.BANDED_CONTEXTS)
+def test_each_line_finding_lies_on_one_side_of_the_tolerance_its_cause_names(context: int) -> None:
+    """One finding per cause and side (issue 10 item 3): the fixed part's finding bands only contexts above the
+    pre-registered tolerance (its whole band above the tolerance's middle, its top above the upper edge), the full
+    stream's only contexts below it (its whole band under the lower edge)."""
+    (mark,) = dl.decode_line_marks(context)
+    lo, hi = mark.kwargs["expected"]
+    rec = recordings.load_latest(dl.RESULTS, dl.MEASURED_ON, "flashattn", dl.decode_name(context))
+    tol = dl.pre_registered_tolerance(context, session_ceilings(rec), rec.provenance["sm_count"])
+    if mark.args[0] == dl.FIXED_COST_ID:
+        assert hi > tol[1] and lo > 1.0 and "Short contexts take longer" in mark.kwargs["reason"]
+    else:
+        assert mark.args[0] == dl.FULL_STREAM_ID
+        assert hi < tol[0] and "Long contexts take less time" in mark.kwargs["reason"]
+    assert {dl.decode_line_marks(c)[0].args[0] for c in dl.BANDED_CONTEXTS} == {dl.FIXED_COST_ID, dl.FULL_STREAM_ID}
+
+
+def test_no_session_the_findings_judge_draws_a_line_of_their_bands() -> None:
+    """The checked session's own 8k and 64k never enter the bands: every session holding a banded context is left out
+    of the lines whatever the cutoff (here none), so the band cannot follow the run it judges."""
+    checked = {recordings.load_latest(dl.RESULTS, dl.MEASURED_ON, "flashattn", dl.decode_name(c))
+               .provenance["ceilings_recorded_at"] for c in dl.BANDED_CONTEXTS}
+    assert checked <= dl.banded_sessions()
+    by_session: dict[str, dict[int, float]] = {}
+    for c in dl.FIT_CONTEXTS:
+        for p in recordings.candidates(dl.RESULTS, dl.MEASURED_ON, "flashattn", dl.decode_name(c)):
+            rec = recordings.load_file(p)
+            by_session.setdefault(rec.provenance["ceilings_recorded_at"], {})[c] = rec["time"].value
+    lo, hi = dl.FIT_CONTEXTS
+    own = [dl.Line.through((dl.kv_bytes(lo), by_session[k][lo]), (dl.kv_bytes(hi), by_session[k][hi]))
+           for k in checked if len(by_session.get(k, {})) == 2]
+    assert own, "the checked sessions timed 8k and 64k too: their lines exist to be left out"
+    every = [line for line, _ in dl.session_lines("9999")]  # no cutoff: only the exclusion keeps them out
+    assert not set(own) & set(every)
+    assert len(every) == sum(1 for k, pair in by_session.items() if len(pair) == 2 and k not in dl.banded_sessions())
+
+
 @pytest.mark.parametrize("context", [4096, 8192, 65536])
 def test_no_line_finding_where_the_lines_agree_or_the_points_lie(context: int) -> None:
     assert dl.decode_line_marks(context) == ()
