@@ -393,7 +393,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.phase == "speed7b":
         args.out.mkdir(parents=True, exist_ok=True)
-        doc = measure(args.stage, args.out, args.budget_s, steps=plan_7b(), batch="quant-7b.json")
+        doc = measure(args.stage, args.out, args.budget_s, steps=select(plan_7b(), args.only), batch="quant-7b.json")
         print(f"{sum('result' in r for r in doc['runs'])} runs measured, see {args.out / 'quant-7b.json'}")
         return 0
     if args.phase == "vllm":
