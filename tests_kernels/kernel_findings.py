@@ -988,7 +988,8 @@ def marks_for(table: str, key: str) -> tuple[pytest.MarkDecorator, ...]:
     if banded is not None:
         fid, reason, expected = banded
         strict = fid not in NOT_STRICT and (table, key) not in NOT_STRICT_KEYS
-        return (pytest.mark.finding(fid, reason=reason, expected=expected, hardware=cards_for(table),
+        return (pytest.mark.finding(fid, reason=reason, expected=expected,
+                                    hardware=CARDS_KEYS.get((table, key), cards_for(table)),
                                     band_from=BANDED_FROM_KEYS.get((table, key), BANDED_FROM.get(table, "other-runs")),
                                     **({} if strict else {"strict": False})),)
     entry = TABLES.get(table, {}).get(key)
@@ -1009,6 +1010,10 @@ H200_ONLY_TABLES = CEILING_TABLES | {"preregistered", "issue_preregistered", "mm
 
 def cards_for(table: str) -> str | tuple[str, ...]:
     return MEASURED_ON if table in H200_ONLY_TABLES else CHECKED_ON
+
+
+# Per case where a table's cards do not hold (a finding retired on one card, kept on another).
+CARDS_KEYS: dict[tuple[str, str], str | tuple[str, ...]] = {}
 
 
 # --- SASS of the compiled rungs (test_kernels_compiled.py) -----------------------------------
@@ -1039,3 +1044,159 @@ def byte_ledger_exceeded(prereg_ratio: float, prereg_ms: float, observed: float)
     return (pytest.mark.finding("h200-byte-ledger-exceeded", reason=reason + band_note(True),
                                 expected=band(observed, True), hardware=MEASURED_ON, band_from="other-runs"),
             *h100.byte_ledger_marks(band(observed, True)))
+
+
+# --- s14's first run (2026-12-04 16:38, batch 20261204T163802Z; issue 17's Hopper rung) -------------------------
+# No band below reads a time of that run: the 4096^3 band is the header's stated per-tile bias (written before the
+# run), the 2,048-row band the DRAM bytes of s14's launch order at the 11:09 run's ceilings, the 32-row band s12's
+# recorded times. Each is widened by the measured noise terms (spread_terms), as the bands above.
+KERNEL_RUN_1638 = "2026-12-04T16:38:02Z"
+_S14 = "s14-bf16-wgmma-tma"
+_S14_MS = {lab: run_ms(f"sgemm.{_S14}.{lab}", KERNEL_RUN_1638) for lab in SGEMM_SHAPES}
+_S14_CUBLAS_MS = {lab: run_ms(f"sgemm.s0-cublas-bf16.{lab}", KERNEL_RUN_1638) for lab in SGEMM_SHAPES}
+S14_EXPOSED_US = (3.0, 5.0)  # the header's "~3-5 us per tile" of exposed pipeline fill and epilogue
+
+
+def _s14_prereg_ms(lab: str) -> float:
+    return sgemm.TENSOR_PIPE_PREREGISTERED[(_S14, lab)]
+
+
+def _dims(lab: str) -> tuple[int, int, int]:
+    m, n, k = (int(x) for x in lab.split("x"))
+    return m, n, k
+
+
+def _s14_grid(lab: str) -> tuple[int, int]:
+    """(row tiles, column tiles) of s14's grid at `lab` (blockIdx.x walks the columns: N-fastest)."""
+    m, n, _ = _dims(lab)
+    bm, bn, _ = sgemm.S14_TILE
+    return -(-m // bm), -(-n // bn)
+
+
+def _sm_count() -> int:
+    from pytest_anatomy.specs.hardware import get_hardware
+
+    sms = get_hardware(MEASURED_ON).sm_count
+    assert sms, f"the catalog has no SM count for {MEASURED_ON}"
+    return sms
+
+
+def get_l2_bytes() -> int | None:
+    from pytest_anatomy.specs.hardware import get_hardware
+
+    return get_hardware(MEASURED_ON).l2_bytes
+
+
+def s14_tiles_on_busiest_sm(lab: str) -> int:
+    rows, cols = _s14_grid(lab)
+    return -(-(rows * cols) // _sm_count())
+
+
+def s14_fill_band(lab: str) -> tuple[float, float]:
+    """The pre-registration plus the header's stated 3-5 us of exposed fill and epilogue per tile on the busiest SM,
+    over the pre-registration, +- the measured noise."""
+    pre_us = _s14_prereg_ms(lab) * 1e3
+    lo, hi = (1 + s14_tiles_on_busiest_sm(lab) * us / pre_us for us in S14_EXPOSED_US)
+    return round(lo * (1 - spread()), 4), round(hi * (1 + spread()), 4)
+
+
+def s14_dram_bytes(lab: str) -> float:
+    """B read once per row tile (no reuse between row tiles), A and C once: bf16 operands and output."""
+    m, n, k = _dims(lab)
+    rows, _ = _s14_grid(lab)
+    return 2.0 * (rows * k * n + m * k + m * n)
+
+
+def s14_reuse_distance_bytes(lab: str) -> float:
+    """Distinct bytes of B the resident blocks read between two row tiles' uses of one B tile: the next row's block
+    on the same columns starts cols / SMs of a tile's life later, while every column's block streams its panel."""
+    _, _, k = _dims(lab)
+    _, cols = _s14_grid(lab)
+    bn = sgemm.S14_TILE[1]
+    return cols * (cols / _sm_count()) * k * bn * 2.0
+
+
+def s14_dram_band(lab: str) -> tuple[float, float]:
+    """s14_dram_bytes at the 11:09 run's read ceiling to at its copy ceiling (read + write traffic), over the
+    pre-registration, +- the measured noise with the read ceiling's drift."""
+    b, pre = s14_dram_bytes(lab), _s14_prereg_ms(lab) * 1e-3
+    return (round(b / _READ_1109 / pre * (1 - spread(True)), 4), round(b / _COPY_1109 / pre * (1 + spread(True)), 4))
+
+
+_S12_SESSIONS_32 = sorted(json.loads(p.read_text())["measurements"]["time"]["value"] * 1e3
+                          for p in RESULTS.glob(f"sgemm.s12-bf16-wgmma.{FFN_SHAPES[1]}@*.json")
+                          if _stamp(KERNEL_RUN_1638) not in p.name) or [float("nan")]
+_BIG, _SMALL = FFN_SHAPES
+_S12_SESSIONS_BIG = sorted(json.loads(p.read_text())["measurements"]["time"]["value"] * 1e3
+                           for p in RESULTS.glob(f"sgemm.s12-bf16-wgmma.{_BIG}@*.json")) or [float("nan")]
+S14_FILL_AND_EPILOGUE = (
+    f"s14 at 4096^3 ran {_S14_MS[SGEMM_SHAPE]:.4f} ms ({KERNEL_RUN_1638[:16]} run) against its tensor-pipe price "
+    f"{_s14_prereg_ms(SGEMM_SHAPE)} ms, {_S14_MS[SGEMM_SHAPE] / _s14_prereg_ms(SGEMM_SHAPE):.3f}x: inside the ladders' "
+    "15% goal, outside the run's timing noise. The header named the bias before the run: s14 is not persistent and "
+    "holds one block per SM, so each tile's pipeline fill (a DRAM round trip before its first k-tile lands) and its "
+    f"epilogue (64 KB of bf16 stores) are exposed, ~3-5 us per tile; the busiest SM runs "
+    f"{s14_tiles_on_busiest_sm(SGEMM_SHAPE)} tiles, so {S14_EXPOSED_US[0] * s14_tiles_on_busiest_sm(SGEMM_SHAPE):.0f}-"
+    f"{S14_EXPOSED_US[1] * s14_tiles_on_busiest_sm(SGEMM_SHAPE):.0f} us over the price; measured "
+    f"{(_S14_MS[SGEMM_SHAPE] - _s14_prereg_ms(SGEMM_SHAPE)) * 1e3:.1f} us, the top of that range (the header's own "
+    "'up to +8%' understated its 5 us x 4 tiles). Unconfirmed by counters (no Nsight Compute profile of s14). "
+    f"Issue 17's target is met all the same: {_S14_CUBLAS_MS[SGEMM_SHAPE] / _S14_MS[SGEMM_SHAPE]:.0%} of cuBLAS "
+    f"bf16 ({_S14_CUBLAS_MS[SGEMM_SHAPE]:.4f} ms in the same run). Band: the pre-registration plus 3-5 us per tile "
+    f"on the busiest SM, +-{spread():.1%} measured noise; it straddles the timing tolerance, so strict=False.")
+S14_ROW_TILES_REREAD_B = (
+    f"s14 at {_BIG} ran {_S14_MS[_BIG]:.4f} ms ({KERNEL_RUN_1638[:16]} run) against its tensor-pipe price "
+    f"{_s14_prereg_ms(_BIG)} ms, {_S14_MS[_BIG] / _s14_prereg_ms(_BIG):.2f}x, where cuBLAS bf16 took "
+    f"{_S14_CUBLAS_MS[_BIG]:.4f} ms. Wave quantisation is not it: the price already counts "
+    f"{s14_tiles_on_busiest_sm(_BIG)} tiles on the busiest SM ({_s14_grid(_BIG)[0] * _s14_grid(_BIG)[1]:,} tiles of "
+    f"128 x 256 on {_sm_count()} SMs, {_s14_grid(_BIG)[0] * _s14_grid(_BIG)[1] / _sm_count():.2f} waves), and the "
+    "header's exposed fill and epilogue (3-5 us per tile) would add "
+    f"{S14_EXPOSED_US[0] * s14_tiles_on_busiest_sm(_BIG) / (_s14_prereg_ms(_BIG) * 1e3):.0%}-"
+    f"{S14_EXPOSED_US[1] * s14_tiles_on_busiest_sm(_BIG) / (_s14_prereg_ms(_BIG) * 1e3):.0%}. The DRAM does: "
+    f"blockIdx.x walks B's {_s14_grid(_BIG)[1]} column tiles, so a row tile's {_s14_grid(_BIG)[1]} blocks run "
+    f"together and the next row's block on the same columns starts {_s14_grid(_BIG)[1] / _sm_count():.2f} of a "
+    "tile's life later; in between the resident blocks stream "
+    f"{s14_reuse_distance_bytes(_BIG) / 2**20:.0f} MiB of other B tiles through a "
+    f"{(get_l2_bytes() or 0) / 2**20:.0f} MiB L2, so (LRU) none of B ({_dims(_BIG)[1] * _dims(_BIG)[2] * 2 / 1e6:.0f} "
+    f"MB) survives to its next row tile: {_s14_grid(_BIG)[0]} reads of B plus A and C, "
+    f"{s14_dram_bytes(_BIG) / 1e9:.2f} GB, {s14_dram_bytes(_BIG) / _READ_1109 * 1e3:.3f} ms at the 11:09 run's "
+    f"{_READ_1109 / 1e12:.2f} TB/s read ceiling "
+    f"({s14_dram_bytes(_BIG) / _READ_1109 / (_s14_prereg_ms(_BIG) * 1e-3):.2f}x the price): above the tensor work, "
+    f"so the DRAM binds. At 4096^3 B is {_dims(SGEMM_SHAPE)[1] * _dims(SGEMM_SHAPE)[2] * 2 / 1e6:.0f} MB and a row "
+    f"tile is {_s14_grid(SGEMM_SHAPE)[1]} blocks: it stays in L2 and the same order costs nothing. cuBLAS, under "
+    "this floor, must keep B in L2 across row tiles (its persistent kernel's tile order); s12, with the same "
+    f"N-fastest order, ran this shape in {_S12_SESSIONS_BIG[0]:.4f}-{_S12_SESSIONS_BIG[-1]:.4f} ms over "
+    f"{len(_S12_SESSIONS_BIG)} sessions, its slower pace above the same DRAM floor. Unconfirmed by counters (no "
+    "Nsight Compute profile of s14 at this shape: its DRAM read "
+    "bytes would say). Band: those bytes at the 11:09 run's read ceiling to at its copy ceiling (read and write "
+    f"traffic), over the price, +-{spread(True):.1%} measured noise with the ceilings' drift.")
+S14_32_ROWS = (
+    f"s14 at {_SMALL} ran {_S14_MS[_SMALL]:.4f} ms ({KERNEL_RUN_1638[:16]} run) against its price "
+    f"{_s14_prereg_ms(_SMALL)} ms, {_S14_MS[_SMALL] / _s14_prereg_ms(_SMALL):.2f}x; cuBLAS bf16 took "
+    f"{_S14_CUBLAS_MS[_SMALL]:.4f} ms. The price already charges every 128-row wgmma in full for its 32 real rows "
+    f"(3/4 of each wasted) and {s14_tiles_on_busiest_sm(_SMALL)} tile per SM on {_s14_grid(_SMALL)[1]} SMs; the "
+    "header's exposed fill and epilogue (3-5 us) would add "
+    f"{S14_EXPOSED_US[0] / (_s14_prereg_ms(_SMALL) * 1e3):.0%}-{S14_EXPOSED_US[1] / (_s14_prereg_ms(_SMALL) * 1e3):.0%}"
+    f", and B's {_dims(_SMALL)[1] * _dims(_SMALL)[2] * 2 / 1e6:.0f} MB read once take "
+    f"{s14_dram_bytes(_SMALL) / _READ_1109 * 1e3:.4f} ms at the read ceiling, under the tensor work. Neither "
+    "reaches the measured time; why is not established. Candidates: only "
+    f"{_s14_grid(_SMALL)[1]} of {_sm_count()} SMs pull the 136 MB (each SM's TMA stream, not the DRAM, may bind), "
+    "and the tensor work and the stream overlap less than the price's max() assumes. Band, weak for that reason: "
+    "from the 15% goal (the miss is a miss) to s12's fastest recorded time at this shape over the price "
+    f"({_S12_SESSIONS_32[0]:.4f} ms over {len(_S12_SESSIONS_32)} sessions: the TMA rung no slower than the "
+    "cp.async wgmma rung it follows).")
+BANDED["preregistered"].update({
+    f"{_S14}-{SGEMM_SHAPE}": ("h200-s14-fill-and-epilogue-per-tile", S14_FILL_AND_EPILOGUE,
+                             s14_fill_band(SGEMM_SHAPE)),
+    f"{_S14}-{_BIG}": ("h200-s14-row-tiles-reread-b-from-dram", S14_ROW_TILES_REREAD_B, s14_dram_band(_BIG)),
+    f"{_S14}-{_SMALL}": ("h200-s14-32-rows-slower-than-its-price", S14_32_ROWS,
+                         (1 + PREREG_ACCEPT, round(_S12_SESSIONS_32[0] / _s14_prereg_ms(_SMALL), 4)))})
+NOT_STRICT = NOT_STRICT | {"h200-s14-fill-and-epilogue-per-tile"}
+BANDED_FROM_KEYS.update({("preregistered", f"{_S14}-{SGEMM_SHAPE}"): "preregistered",
+                         ("preregistered", f"{_S14}-{_BIG}"): "explanation"})
+# Issue 17's bf16 target is met on the H200 since s14's first run (88% of cuBLAS bf16 at 4096^3): the finding that
+# it is missed stays for the H100, where s14 has not run.
+CARDS_KEYS[("single", "test_tensor_core_rung_vs_cublas_bf16")] = h100.H100
+_TC_FID, _TC_REASON, _TC_BAND = BANDED["single"]["test_tensor_core_rung_vs_cublas_bf16"]
+BANDED["single"]["test_tensor_core_rung_vs_cublas_bf16"] = (_TC_FID, _TC_REASON + (
+    f" Retired on the H200 by s14 (TMA, warp-specialised wgmma): {_S14_MS[SGEMM_SHAPE]:.4f} ms at 4096^3 in its first "
+    f"run ({KERNEL_RUN_1638[:16]}), {_S14_CUBLAS_MS[SGEMM_SHAPE] / _S14_MS[SGEMM_SHAPE]:.0%} of cuBLAS bf16's "
+    f"{_S14_CUBLAS_MS[SGEMM_SHAPE]:.4f} ms beside it; held on the H100, where s14 has not run."), _TC_BAND)

@@ -41,7 +41,14 @@ trip before its first k-tile lands) and its epilogue (64 KB of bf16 stores) are 
 kernel overlaps them: ~3-5 us per tile, up to +8% over these numbers, inside the 15%. Issue 17's target, 80% of
 cuBLAS bf16 (0.1754 / 0.8 = 0.219 ms at 4096^3), is met with 18% to spare if the price holds; a miss past 0.219 ms
 says the pipeline, not the tensor pipe, binds. Written before any measurement of this rung.
-Measured outcome: not yet measured.
+Measured outcome: H200, kernels plan run of 2026-12-04T16:38:02Z (batch 20261204T163802Z, results/h200/kernels),
+correct at every checked shape. 4096^3: 0.2006 ms, 1.11x the prediction (inside the 15%, outside the timing noise:
+the exposed fill and epilogue the header stated, 4 tiles x ~5 us; finding h200-s14-fill-and-epilogue-per-tile);
+rung 0 0.1770 ms: s14 is 88% of cuBLAS bf16, issue 17's 80% target met (0.2213 ms); 2048 x 18944 x 3584:
+0.5344 ms, 1.50x (the N-fastest launch order re-reads B's 136 MB from DRAM for each of the 16 row tiles, 2.27 GB:
+the DRAM, not the tensor pipe, binds; finding h200-s14-row-tiles-reread-b-from-dram); rung 0 0.3444 ms;
+32 x 18944 x 3584: 0.0472 ms, 1.20x (cause not established; finding h200-s14-32-rows-slower-than-its-price);
+rung 0 0.0401 ms.
 Seed: no tensor-core rung.
 */
 // requires: sm_90a (wgmma.mma_async, setmaxnreg: arch-specific target only; compile.arch_for reads this line)
