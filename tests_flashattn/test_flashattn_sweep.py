@@ -76,6 +76,7 @@ from __future__ import annotations
 from typing import Any
 
 import flashattn_h100_findings as h100
+import flashattn_r7_findings as r7f
 import pytest
 from flashattn_cases import Case, as_ceilings, predict
 from flashattn_findings import sweep_marks
@@ -119,7 +120,8 @@ def table_label(case: Case) -> str:
     return shape if case.rung == registry.BEST else f"{case.rung.split('-')[0]} {shape}"
 
 
-@pytest.mark.parametrize("case", [pytest.param(c, id=c.name, marks=(*sweep_marks(c.name), *h100.marks(c)))
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.name, marks=(*sweep_marks(c.name), *r7f.sweep_marks(c.name),
+                                                                     *h100.marks(c)))
                                   for c in SWEEP + SWEEP_R7])
 def test_sweep_time_against_its_prediction(case: Case, target: Any, measured_once: Any, ceilings_for: Any,
                                            reconcile: Any, anatomy_benchmark: Any) -> None:

@@ -35,7 +35,18 @@ Measured outcome: H200, live session of 2026-12-04 14:57 (results/h200/live-runs
 first run (the child-process preflight and the float64 reference), 2.164 / 1.229 ms full / causal bf16 at the target
 shape (2.154 / 1.225 fp16), 1.09x / 1.20x the mid prediction, inside its 0.807-1.291 band; 1.48x / 1.37x torch's
 FLASH_ATTENTION backend and 0.75x / 0.75x cuDNN in the same session: no faster than r6's best runs, both targets
-missed (finding h200-fa2-without-warp-specialization). Not yet profiled by Nsight Compute.
+missed (finding h200-fa2-without-warp-specialization). Nsight Compute at the target shape (2026-12-04 16:38,
+results/h200/flashattn/ncu.fa2.r7-warp-specialized.*@20261204T163848Z): every pre-registered counter band held: DRAM
+reads 0.403 GB full and causal (Q + K + V once, 1.00x), writes 0.94 / 0.95x O + LSE, L2 bytes 0.85 / 1.09x the tiled
+count (bands 0.45-0.9 / 0.85-1.2), one 12-warp program per SM (theoretical occupancy 18.75%, 168 registers); SM
+throughput 52 / 48%, issue slots 33 / 32% busy, 8.9 / 9.0 warp cycles per issued instruction (r6: 7.4 / 5.3): not
+memory-bound, and not issuing more than r6. N sweep (live session 2026-12-04 16:39, results/h200/live-runs/
+20261204T163916Z.r7sweep.*; every config BLOCK_M=128 BLOCK_N=128, 2 stages): 1.08-1.23x the mid at N >= 4096 D=128
+and GQA, inside the band; outside it at N=512 (1.72 / 2.20x full / causal), N=1024 (1.41 / 1.71x), N=2048 causal
+(1.40x), and at D=64 (N=512: 2.46 / 3.17x; N=32k: 1.53 / 1.51x), slower than r6 at each of those shapes. Short
+sequences: one program per SM pays its fixed part (Q load, ring fill, the unoverlapped first QK^T and last PV, the
+epilogue) in series, 4.9-7.9 us per program as r6's one-program-per-SM sessions measure it (finding
+h200-r7-one-program-per-sm-pays-its-fixed-part); D=64: cause not established (h200-r7-head-dim-64-slower-cause-unknown).
 """
 
 from __future__ import annotations
