@@ -160,3 +160,27 @@ VLLM_GPTQ_LOADED_UNQUANTIZED = pytest.mark.finding(
            "(batch 20261202T171407Z) loaded GPTQ and agrees with the pre-registered row, so the replay, which reads "
            "the newest start, no longer carries this finding. Band: the bf16 row's prediction over the gptq row's, +- "
            "the bf16 load's allocator rounding (110 MB; 121 blocks).")
+
+# ---- llama.cpp at 7B per shootout type (speed7b, 2026-12-04 17:12 and 17:18) ----------------------------------------
+QUANT_7B_KQUANT_MMVQ = pytest.mark.finding(
+    "quant-7b-k-quant-mmvq-below-its-bytes", band_from="explanation",
+    reason="At 7B (random weights, llama-bench tg128) the k-quant mixes Q4_K_M, Q5_K_M and Q2_K decode at 0.53-0.68x "
+           "the frozen prediction (every block type streaming at one prior attainment), where Q8_0 and Q4_0 agree "
+           "(0.84x, 0.82x). The llama suite's finding h200-llama-k-quant-mmvq-below-q8_0 names the mechanism for "
+           "Q4_K_M: a k-quant block carries more unpacking work per weight (4-6-bit codes, 6-bit sub-block scales) for "
+           "fewer bytes, so mul_mat_vec_q is bound by its instructions per weight element rather than by DRAM. Band "
+           "from that mechanism and the llama suite's own Q8_0 7B benches (other sessions, never this run): at most "
+           "the type's bytes at Q8_0's measured bytes per second, at least the same weight elements at Q8_0's measured "
+           "time per element (an element-bound kernel no slower per weight than Q8_0's), each over the frozen "
+           "prediction, with the pre-registered overhead per token in both.")
+QUANT_7B_Q6K_Q3K_SLOWER = pytest.mark.finding(
+    "quant-7b-q6_k-q3_k_m-slower-per-element-than-q8_0",
+    reason="Q6_K (204.8 tok/s) and Q3_K_M (215.0) decode slower than Q8_0 (254.2 in the same session, 254.4-256.0 in "
+           "the llama suite's) although they read 0.83x and 0.51x its bytes: below even the element-bound floor of "
+           "quant-7b-k-quant-mmvq-below-its-bytes, so their kernels spend more time per weight element than Q8_0's. "
+           "Candidate, not computed: Q6_K's codes are split over two arrays (4 low and 2 high bits) with 16 int8 "
+           "scales per 256, Q3_K's over a 2-bit array and a high-bit mask with 12 packed 6-bit scales: more loads "
+           "and shifts per element than Q4_K's or Q2_K's layout. No band: the mechanism is not established "
+           "(per-kernel timings or instruction counts of mul_mat_vec_q per type would test it).")
+KQUANT_7B_PLACED = ("Q4_K_M", "Q5_K_M", "Q2_K")
+KQUANT_7B_SLOWER = ("Q6_K", "Q3_K_M")

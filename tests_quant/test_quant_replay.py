@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 import quant_mechanisms as qm
-from quant_findings import (ASYMMETRIC_MMQ_FLOOR, Q5_1_ON_THE_Q4_1_GRID, Q6_K_FLOOR_AND_FFN_DOWN, Q8_1_ACTIVATION_FLOOR,
+from quant_findings import (ASYMMETRIC_MMQ_FLOOR, KQUANT_7B_PLACED, KQUANT_7B_SLOWER, QUANT_7B_KQUANT_MMVQ,
+                            QUANT_7B_Q6K_Q3K_SLOWER, Q5_1_ON_THE_Q4_1_GRID, Q6_K_FLOOR_AND_FFN_DOWN, Q8_1_ACTIVATION_FLOOR,
                             ROLE_SENSITIVITY, UNCALIBRATED_REFERENCE, VLLM_GPTQ_LOADED_UNQUANTIZED)
 
 from pytest_anatomy import quant_prereg, recordings
@@ -216,7 +217,8 @@ def test_the_remade_reference_is_the_first_visits(target, file_type, request):
     assert len(kld_bases) == 1, kld_bases
 
 
-def _decode_speed(model: str, file_type: str, measured, reconcile) -> None:
+def _decode_speed(model: str, file_type: str, measured, reconcile,
+                  finding_band: tuple[float, float] | None = None) -> None:
     from pytest_anatomy.quant_prereg import LLAMA_BAND
 
     row = PREREG["speed"]["llama.cpp"][model][file_type]
@@ -229,7 +231,7 @@ def _decode_speed(model: str, file_type: str, measured, reconcile) -> None:
     reconcile(f"tg128_tok_per_s[{file_type}]", pred, measured(f"{model}.{file_type.lower()}.bench")["tg128.tok_per_s"],
               ratio=(step / (step + spread), step / (step - spread)), model=model,
               why=f"the priors' uncertainty summed per term: attainment +-{LLAMA_BAND['attainment']:.0%} of the bytes "
-                  f"term, overhead +-{LLAMA_BAND['overhead']:.0%} of its term")
+                  f"term, overhead +-{LLAMA_BAND['overhead']:.0%} of its term", finding_band=finding_band)
 
 
 @pytest.mark.quant_runs("bench")
@@ -238,10 +240,33 @@ def test_decode_speed_against_the_preregistered_priors(target, file_type, measur
     _decode_speed(MODEL, file_type, measured, reconcile)
 
 
-@pytest.mark.quant_runs("bench", model="qwen2.5-7b")
+def kquant_7b_band(target_name: str, file_type: str) -> tuple[float, float]:
+    """measured/predicted band of quant_findings.QUANT_7B_KQUANT_MMVQ: from the llama suite's Q8_0 7B benches (other
+    sessions' runs), the type at Q8_0's bytes per second (the top) and at Q8_0's time per weight element (the
+    bottom), the pre-registered overhead per token in both; over the frozen prediction."""
+    from pytest_anatomy.recordings import load_runs
+
+    rows = PREREG["speed"]["llama.cpp"]["qwen2.5-7b"]
+    runs = load_runs([Path(__file__).resolve().parents[1] / "results"], target_name, "llama", "qwen2.5-7b.q8_0.bench")
+    q8 = [r["tg128.tok_per_s.median"].value for r in runs if "tg128.tok_per_s.median" in r.measurements]
+    if not q8:
+        raise AssertionError("the band needs the llama suite's Q8_0 7B bench on this card")
+    row, overhead = rows[file_type], rows[file_type]["overhead_s"]
+    share = row["weight_bytes_per_token"] / rows["Q8_0"]["weight_bytes_per_token"]
+    top = max(1 / (share * (1 / t - overhead) + overhead) for t in q8)  # Q8_0's bytes per second
+    bottom = min(q8)  # Q8_0's time per element: the same elements, the same step
+    return bottom / row["tg128_tok_per_s"], top / row["tg128_tok_per_s"]
+
+
+KQUANT_7B_MARKS = {**{ft: (QUANT_7B_KQUANT_MMVQ,) for ft in KQUANT_7B_PLACED},
+                   **{ft: (QUANT_7B_Q6K_Q3K_SLOWER,) for ft in KQUANT_7B_SLOWER}}
+
+
+@pytest.mark.quant_runs("bench", model="qwen2.5-7b", marks=KQUANT_7B_MARKS)
 def test_decode_speed_at_7b_against_the_preregistered_priors(target, file_type, measured, reconcile):
     """llama-bench tg128 of each shootout type at 7B (random weights): decode vs bytes moved per token."""
-    _decode_speed("qwen2.5-7b", file_type, measured, reconcile)
+    band = kquant_7b_band(target.name, file_type) if file_type in KQUANT_7B_PLACED else None
+    _decode_speed("qwen2.5-7b", file_type, measured, reconcile, finding_band=band)
 
 
 # The engine starts that loaded their weights unquantized (quant_findings.VLLM_GPTQ_LOADED_UNQUANTIZED: the plan's
