@@ -49,6 +49,25 @@ def budget(rec: Any, others: list[float]) -> dict[str, float]:
     return terms
 
 
+
+# --- the autotuner candidates' tile ledger (issue 10): the same two noise terms plus the ledger's one measured input --
+TILE_WHY = ("measured noise plus the ledger's measured input: the candidate's two timing blocks, its spread over the "
+            "card's other recorded sessions (the rung itself for each family's first candidate) or rung 0's session "
+            "drift, and s9's counted pace (the one counter the tile ledger reads) over its profiles, to the metric's "
+            "reported digit; the 15% acceptance target is a goal, not a tolerance (kernel_budget.tile_budget)")
+
+
+def input_spread(values: Sequence[float], used: float, resolution: float) -> float:
+    """The relative uncertainty of a measured input a frozen prediction used: its largest departure over its repeated
+    measurements, plus half its reported resolution (a metric recorded to two decimals is known to +-0.005)."""
+    return max((abs(v / used - 1) for v in values), default=0.0) + resolution / 2 / used
+
+
+def tile_budget(rec: Any, others: list[float], pace_term: float) -> dict[str, float]:
+    """budget()'s terms plus the tile ledger's input term: how far the prediction moves when s9's counted pace moves
+    by its input_spread (the caller prices that through the ledger itself)."""
+    return {**budget(rec, others), "s9_counted_pace": pace_term}
+
 # --- the in-run fitted ledgers (instruction, request): a budget from the fit itself ------------------------------
 # rows: rung -> (counts per FMA by kind, measured beat), as theory.kernels.fit_prices takes them.
 Rows = Mapping[str, tuple[Mapping[str, float], float]]

@@ -632,15 +632,17 @@ def partial_grid_upper(cid: str, label: str) -> float:
 
 
 TILE_CLOCK_BIAS_AND_MORE = (
-    "These candidates ran 15-19% slower than the tile ledger's pre-registration (21:51 run; each case's numbers are "
-    "in its reconciliation). Part is the bias every candidate shares: s9 itself (the 128x128x16-b2 candidate) ran "
+    "These candidates ran slower than the tile ledger's pre-registration by more than their noise budget (each "
+    "case's numbers and budget, term by term, are in its reconciliation; the first four, 15-19% slow in the 21:51 "
+    "run, were the only ones found while the 15% acceptance target was the tolerance). Part is the "
+    "bias every candidate shares: s9 itself (the 128x128x16-b2 candidate) ran "
     + ", ".join(f"{s9_ledger_bias(lab):.3f}x" for lab in SGEMM_SHAPES)
     + " its ledger time at the three shapes in the 11:09 run, the ledger pricing the 1.98 GHz boost clock where ncu "
     "saw 1.78 GHz. The remaining 8-12% is not established: no candidate was profiled, and the ledger counts only the "
     "compiled loop's FFMA share and the warps per SM, not each tile's copy loop, barrier count per FMA or wave tail. "
     f"Band: from s9's 11:09 bias at the shape -{spread():.1%} measured noise (the shared part alone) to that bias "
-    "+15% (the acceptance band again, for the candidate's own share); it straddles the acceptance edge, so "
-    "strict=False.")
+    "+15% (the pre-registration's acceptance edge, for the candidate's own share); its lower edge reaches into the "
+    "noise budget, so a session may agree: strict=False.")
 _PG = (("s9-tile-64x128x16-b4", "32x18944x3584"), ("s9-tile-64x64x32-b4", "32x18944x3584"))
 TILE_PARTIAL_GRID = (
     "At 32 x 18,944 x 3,584 the 64-row tiles leave the SMs part-empty: "
@@ -948,8 +950,45 @@ BANDED["vocab_target"]["x7-pipelined"] = (
 BANDED["s13_autotune_target"] = {
     lab: ("h200-autotuned-fp32-below-cublas-target", S13_AUTOTUNED_FP32_TARGET, s13_autotune_band(lab))
     for lab in SGEMM_SHAPES}
+# --- the tile ledger's cases the noise budget uncovered (issue 10, 2026-12-04) -------------------------------------
+# Until then the candidates' tolerance was the 15% acceptance target; kernel_budget.tile_budget replaced it with the
+# candidate's timing blocks + its other sessions (or rung 0's session drift) + s9's counted pace. These 21 cases, 6.3%
+# to 14.8% slower than their pre-registration, agreed under 15% and exceed that budget (~7%; s9's own tile ~0.4-1.1%).
+# Same sign, same ledger, same cause as the finding's first cases: its band, from s9's 11:09 bias (another run).
+_NOISE_FIRST = {"s9-tile-128x128x16-b2", "s13-tile-128x128x16-s3-b2"}  # each family's rung itself
+TILE_NOISE_UNCOVERED = (
+    *((cid, lab) for cid in (*_NOISE_FIRST, "s9-tile-128x128x8-b2", "s13-tile-128x128x8-s4-b2",
+                             "s13-tile-128x256x8-s3-b1") for lab in SGEMM_SHAPES),
+    ("s13-tile-64x128x16-s4-b4", SGEMM_SHAPE), ("s9-tile-128x64x16-b4", SGEMM_SHAPE),
+    ("s9-tile-256x64x16-b2", SGEMM_SHAPE), *((cid, FFN_SHAPES[1]) for cid in (
+        "s9-tile-128x256x8-b1", "s9-tile-128x64x16-b4", "s9-tile-256x64x16-b2")))
+
+
+def _tile_ratio(cid: str, lab: str) -> float:
+    run = KERNEL_RUN_1456 if cid.startswith("s13-") else KERNEL_RUN_2151
+    prereg = {**sgemm.S9_TILE_PREREGISTERED, **sgemm.S13_TILE_PREREGISTERED}
+    return run_ms(f"sgemm.{cid}.{lab}", run) / prereg[(cid, lab)]
+
+
+_NOISE_RATIOS = {case: _tile_ratio(*case) for case in TILE_NOISE_UNCOVERED}
+_S9_OWN = [r for (cid, _), r in _NOISE_RATIOS.items() if cid == _S9_OWN_TILE]
+_REST_SHARE = [r / s9_ledger_bias(lab) - 1 for (cid, lab), r in _NOISE_RATIOS.items() if cid not in _NOISE_FIRST]
+TILE_NOISE_UNCOVERED_WHY = (
+    f" Issue 10 (2026-12-04): with the tolerance the measured noise (kernel_budget.tile_budget) instead of the 15% "
+    f"target, {len(TILE_NOISE_UNCOVERED)} more cases that had agreed under 15% join this finding, against budgets "
+    f"of about 7% (a candidate met in one session: rung 0's {spread_terms()['session_drift_of_rung_0']:.1%} session "
+    "drift, its two timing blocks, s9's counted pace) or under about 1% (s9's own tile, whose session term is s9's "
+    f"spread over its {len(_S9_BIASES)} recorded sessions). s9's own tile (128x128x16-b2) ran "
+    f"{min(_S9_OWN):.3f}-{max(_S9_OWN):.3f}x its ledger time: the shared clock bias alone (its band at test time: "
+    "the rung's other sessions' envelope +- the run's block scatter); s13's own tile (128x128x16-s3-b2) ran "
+    "the s13 paragraph's ratios at all three shapes; the other "
+    f"{len(_REST_SHARE)} candidate-shape pairs ran {min(_REST_SHARE):.1%}-{max(_REST_SHARE):.1%} above s9's 11:09 "
+    "bias at their shape, the candidate's own share, unexplained as for the first cases (no candidate profiled).")
+BANDED["tile_preregistered"].update({f"{cid}-{lab}": ("h200-tile-ledger-clock-bias-and-more",
+                                                      TILE_CLOCK_BIAS_AND_MORE_S13, tile_bias_band(lab))
+                                     for cid, lab in TILE_NOISE_UNCOVERED})
 # One reason per finding: the s9 cases' entries carry the s13 paragraphs too.
-_JOINED = {"h200-tile-ledger-clock-bias-and-more": TILE_CLOCK_BIAS_AND_MORE_S13,
+_JOINED = {"h200-tile-ledger-clock-bias-and-more": TILE_CLOCK_BIAS_AND_MORE_S13 + TILE_NOISE_UNCOVERED_WHY,
            "h200-tile-ledger-partial-grid-residency": TILE_PARTIAL_GRID_S13,
            "h200-autotuned-fp32-below-cublas-target": AUTOTUNED_FP32_TARGET + " " + S13_AUTOTUNED_FP32_TARGET}
 for _table in BANDED.values():

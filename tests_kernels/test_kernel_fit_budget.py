@@ -30,3 +30,28 @@ def test_a_fit_with_spare_points_adds_its_largest_leave_one_out_residual():
         assert loo[r] == pytest.approx(rows[r][1] / (rows[r][0]["x"] * price) - 1)
     terms = kb.fit_budget(rows, ("a", "b", "c"), ("x",), {"x": 1.0}, dict.fromkeys(rows, 0.0), 0.0)
     assert terms["fit_leave_one_out"] == pytest.approx(max(abs(v) for v in loo.values()))
+
+
+class _Rec:
+    def __init__(self, time: float, repeat: float) -> None:
+        self.measurements = {"time": {"value": time}, "time_repeat": {"value": repeat}}
+
+
+def test_the_tile_tolerance_is_the_noise_sum_and_widens_with_the_scatter():
+    """kernel_budget.tile_budget (the autotuner candidates' tolerance, issue 10): the candidate's block scatter, the
+    session term and the ledger's input term, summed; doubling the scatter widens it by exactly the scatter."""
+    from pytest_anatomy.reconcile import Tolerance
+
+    drift = kb.kf.spread_terms()["session_drift_of_rung_0"]
+    one = kb.tile_budget(_Rec(1.02, 1.0), [], 0.001)
+    assert one == pytest.approx({"repeat_scatter": 0.02, "session_drift_of_rung_0": drift, "s9_counted_pace": 0.001})
+    two = kb.tile_budget(_Rec(1.04, 1.0), [], 0.001)
+    width = Tolerance.from_budget(kb.TILE_WHY, **one).rel
+    assert width == pytest.approx(sum(one.values()))
+    assert Tolerance.from_budget(kb.TILE_WHY, **two).rel == pytest.approx(width + 0.02)
+    # three other sessions: their spread replaces rung 0's drift
+    own = kb.tile_budget(_Rec(1.0, 1.0), [1.0, 1.01, 0.99], 0.0)
+    assert own == pytest.approx({"repeat_scatter": 0.0, "spread_over_other_sessions": 0.01, "s9_counted_pace": 0.0})
+    # a counter recorded twice at 4.72 to two decimals is known to +-0.005
+    assert kb.input_spread([4.72, 4.72], 4.72, 0.01) == pytest.approx(0.005 / 4.72)
+    assert kb.input_spread([4.72, 4.84], 4.72, 0.01) == pytest.approx(0.12 / 4.72 + 0.005 / 4.72)
