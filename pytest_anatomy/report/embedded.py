@@ -23,7 +23,12 @@ def is_compact(recon: Mapping[str, Any]) -> bool:
 # covers, a prediction's formula and notes, a tolerance's why, a term's note. The page writes each distinct one once
 # (text_table) and the field holds its index there; (container key, field) -> whether the field is a list of texts.
 _SHARED_TEXTS = ((("finding",), "reason", False), (("prediction",), "formula", False),
-                 (("prediction",), "notes", True), (("tolerance",), "why", False), (("prediction", "terms"), "note", False))
+                 (("prediction",), "notes", True), (("tolerance",), "why", False), (("prediction", "terms"), "note", False),
+                 (("prediction", "terms"), "name", False))
+# A prediction's terms as rows [name, value, unit, note] instead of objects: ~5,000 terms on the page, their four keys
+# written once here rather than on every term (~0.2 MB); a term with other keys stays an object.
+TERM_FIELDS = ("name", "value", "unit", "note")
+DEFAULT_KIND = "prediction"  # a reconciliation's kind, left out of the page where it is this (expand_embedded puts it back)
 
 
 class _Texts:
@@ -65,6 +70,64 @@ def _share_texts(recon: Mapping[str, Any], texts: _Texts) -> dict[str, Any]:
             copies.append(item)
         out[path[0]] = copies[0] if len(path) == 1 else {**parent, path[1]: copies}
     return out
+
+
+def _terms(recon: Mapping[str, Any], convert: Any) -> dict[str, Any]:
+    pred = recon.get("prediction")
+    if not isinstance(pred, Mapping) or not isinstance(pred.get("terms"), list):
+        return dict(recon)
+    return {**recon, "prediction": {**pred, "terms": [convert(t) for t in pred["terms"]]}}
+
+
+def _share_inputs(recon: dict[str, Any], table: list[Any], index: dict[str, int]) -> dict[str, Any]:
+    """A prediction's inputs as an index into inputs_table: ~1,700 predictions carry ~980 distinct inputs."""
+    pred = recon.get("prediction")
+    if not isinstance(pred, Mapping) or not isinstance(pred.get("inputs"), Mapping) or not pred["inputs"]:
+        return recon
+    key = json.dumps(pred["inputs"], sort_keys=True, default=str)
+    if key not in index:
+        index[key] = len(table)
+        table.append(pred["inputs"])
+    return {**recon, "prediction": {**pred, "inputs": index[key]}}
+
+
+def _defaults_out(recon: dict[str, Any]) -> dict[str, Any]:
+    """The defaults most reconciliations repeat, left out exactly (expand_embedded puts them back): kind "prediction"
+    (a reconciliation without a kind gets kind null instead), and a tolerance's abs 0.0 with ratio null (marked by
+    "d": 1, so that a tolerance without those keys stays as it was)."""
+    out = dict(recon)
+    if out.get("kind") == DEFAULT_KIND:
+        del out["kind"]
+    elif "kind" not in out:
+        out["kind"] = None
+    tol = out.get("tolerance")
+    if (isinstance(tol, Mapping) and type(tol.get("abs")) is float and tol["abs"] == 0.0 and "ratio" in tol
+            and tol["ratio"] is None and "d" not in tol):
+        out["tolerance"] = {**{k: v for k, v in tol.items() if k not in ("abs", "ratio")}, "d": 1}
+    return out
+
+
+def _defaults_in(recon: dict[str, Any], inputs_table: Sequence[Any]) -> dict[str, Any]:
+    out = dict(recon)
+    if "kind" not in out:
+        out["kind"] = DEFAULT_KIND
+    elif out["kind"] is None:
+        del out["kind"]
+    tol = out.get("tolerance")
+    if isinstance(tol, Mapping) and tol.get("d") == 1:
+        out["tolerance"] = {**{k: v for k, v in tol.items() if k != "d"}, "abs": 0.0, "ratio": None}
+    pred = out.get("prediction")
+    if isinstance(pred, Mapping) and isinstance(pred.get("inputs"), int) and not isinstance(pred["inputs"], bool):
+        out["prediction"] = {**pred, "inputs": inputs_table[pred["inputs"]]}
+    return out
+
+
+def _term_row(term: Any) -> Any:
+    return [term[f] for f in TERM_FIELDS] if isinstance(term, Mapping) and set(term) == set(TERM_FIELDS) else term
+
+
+def _term_object(term: Any) -> Any:
+    return dict(zip(TERM_FIELDS, term)) if isinstance(term, list) and len(term) == len(TERM_FIELDS) else term
 
 
 def _share_test_id(recon: dict[str, Any], texts: _Texts) -> dict[str, Any]:
@@ -123,6 +186,8 @@ def embedded_ledger(ledger: Mapping[str, Any]) -> dict[str, Any]:
     table: list[Any] = []
     index: dict[str, int] = {}
     texts = _Texts()
+    inputs_table: list[Any] = []
+    inputs_index: dict[str, int] = {}
     kept = []
     for recon in recons:
         if is_compact(recon):
@@ -134,12 +199,13 @@ def embedded_ledger(ledger: Mapping[str, Any]) -> dict[str, Any]:
                 index[key] = len(table)
                 table.append(prov)
             recon = {**recon, "provenance": index[key]}
-        kept.append(_share_test_id(_share_texts(recon, texts), texts))
+        kept.append(_defaults_out(_share_inputs(_terms(_share_test_id(_share_texts(recon, texts), texts), _term_row),
+                                                inputs_table, inputs_index)))
     values: list[Any] = []
     value_index: dict[str, int] = {}
     table = [_share_values(p, values, value_index) for p in table]
     out = {**ledger, "reconciliations": kept, "provenance_table": table, "provenance_values": values,
-           "text_table": texts.table}
+           "text_table": texts.table, "inputs_table": inputs_table}
     if left_out:
         out["reconciliations_left_out"] = {"count": left_out, "suites": sorted(COMPACT_SUITES),
                                            "where": "the JSON ledger written beside this page"}
@@ -150,7 +216,7 @@ def _expand_texts(recon: Mapping[str, Any], table: Sequence[str]) -> dict[str, A
     def text(v: Any) -> Any:
         return table[v] if isinstance(v, int) and not isinstance(v, bool) else v
 
-    out = dict(recon)
+    out = _terms(recon, _term_object)
     if "test_id" in out:
         out["test_id"] = _expand_test_id(out["test_id"], table)
     for path, field, is_list in _SHARED_TEXTS:
@@ -173,8 +239,9 @@ def expand_embedded(embedded: Mapping[str, Any]) -> dict[str, Any]:
     values = embedded.get("provenance_values") or []
     table = [_expand_values(p, values) for p in embedded.get("provenance_table") or []]
     texts = embedded.get("text_table") or []
-    recons = [_expand_texts({**recon, "provenance": table[recon["provenance"]]}
-                            if isinstance(recon.get("provenance"), int) else recon, texts)
+    inputs_table = embedded.get("inputs_table") or []
+    recons = [_defaults_in(_expand_texts({**recon, "provenance": table[recon["provenance"]]}
+                                         if isinstance(recon.get("provenance"), int) else recon, texts), inputs_table)
               for recon in embedded.get("reconciliations") or []]
     return {k: v for k, v in {**embedded, "reconciliations": recons}.items()
-            if k not in ("provenance_table", "provenance_values", "text_table")}
+            if k not in ("provenance_table", "provenance_values", "text_table", "inputs_table")}
