@@ -53,6 +53,7 @@ _GGUF_FILES = ("tests_quant/test_quant_replay.py::test_file_bytes_and_bpw_by_the
                "tests_quant/test_gguf_bytes.py::test_tensor_bytes_and_bpw_of_each_file_type")
 _VLLM_QUANT = ("tests_quant/test_quant_replay.py::test_vllm_memory_per_method_by_the_current_theory",)
 _GPU_KLD = ("tests_quant/test_quant_replay.py::test_kld_and_perplexity_change_against_the_noise_model",)
+_VLLM_QUALITY = ("tests_quant/test_vllm_quality.py::test_vllm_kld_by_the_current_theory",)
 _VLLM_DECODE = ("tests_quant/test_vllm_decode_replay.py::test_decode_step_per_weight_format_by_the_current_theory",)
 _LADDER_REPLAY = ("tests_deployment/test_ladder_replay.py",)
 _LATENCY_LOAD = ("tests_latency/test_latency_load.py", "tests_latency/test_latency_closed_loop.py",
@@ -253,6 +254,13 @@ CATALOGUE: tuple[Mutation, ...] = (
         # findings' bands move with the prediction. The CPU slice's bands are +-29-33% (the two fit points' c differ by
         # 11.9% + 3 standard errors on 381 tokens): it cannot see 5%, and its forwards cost ~34 s, so it is not replayed
         _GPU_KLD),
+    Mutation(
+        "quant-vllm-e4m3-four-mantissa-bits", "quantization", "vLLM's fp8 rounded with 4 mantissa bits instead of e4m3's 3",
+        "pytest_anatomy.measure.vllm_quant_numerics", "e4m3_round",
+        "np.maximum(e - 1 - _E4M3_MANTISSA_BITS,", "np.maximum(e - 2 - _E4M3_MANTISSA_BITS,",
+        # caught by the recorded fp8 quality run (2026-12-04 16:41): a step half as wide has a quarter of the noise, so
+        # the slice's fp8 KLD falls ~4x against a +-31% band (the fp8 KV cache's falls the same way)
+        _VLLM_QUALITY),
     Mutation(
         "quant-vllm-fp8-lm-head-quantized", "quantization", "vLLM fp8 quantizes the lm_head too (1 byte per weight)",
         "pytest_anatomy.theory.quant_bytes", "vllm_weight_bytes",

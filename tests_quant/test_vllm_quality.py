@@ -214,3 +214,24 @@ def test_the_reference_run(target, case, measured, reconcile):
               rec["perplexity"], rel=0.01, kind="replay", model=MODEL,
               why="the same f16 weights in two engines (vLLM casts the norms to f16, llama.cpp keeps them f32; other "
                   "accumulation orders): 1% of perplexity is 0.01 nat per token, as the slice replay's band")
+
+
+# The cases whose arithmetic the CPU can recompute (the GPTQ case needs its checkpoint, build output not in CI)
+RECOMPUTABLE = {"fp8": lambda ref, vs: vs.fp8_case(ref), "kv-fp8-bf16": lambda ref, vs: vs.kv_case(ref, True)}
+
+
+@pytest.mark.quant_vllm_quality
+def test_vllm_kld_by_the_current_theory(target, case, measured, reconcile, reference):
+    """The same check against this checkout's arithmetic rather than the frozen file: what the theory-mutation
+    catalogue replays (tests_plugin/theory_mutants.py, quant-vllm-e4m3-four-mantissa-bits)."""
+    if case not in RECOMPUTABLE:
+        pytest.skip(f"{case}: not recomputable on the CPU here (a reference run, or the GPTQ checkpoint is absent)")
+    import vllm_quality_slice as vs
+
+    now = RECOMPUTABLE[case](reference, vs)
+    rec = measured(f"{MODEL}.vllm-{case}.kld")
+    kld, err = rec["kld"].value, rec["kld_stderr"].value
+    pred = Prediction(now.kld_mean, "nat", "the CPU slice's numpy forward with vLLM's arithmetic, as this checkout "
+                      "computes it", {"slice_se": now.kld_se, "bits_per_weight": BITS_PER_WEIGHT[case]})
+    reconcile(f"vllm_kld_now[{case}]", pred, rec["kld"], rel=3 * now.kld_se / now.kld_mean + 3 * err / kld,
+              why="3 standard errors of the slice's mean KLD (381 tokens) + 3 of the device's", model=MODEL)
