@@ -8,6 +8,8 @@ moved" for the vLLM methods, which no plan measured until now.
     python scripts/device/quant_decode.py commands DIR OUT [--only M]  # the latency-plan commands, one a method
     python scripts/device/quant_decode.py preregister-sweep  # here: fp8 across the GEMM dispatch's M boundary
     python scripts/device/quant_decode.py sweep DIR OUT      # on the device: that sweep's one latency-plan command
+    python scripts/device/quant_decode.py preregister-prefill  # here: each method's lone prefill, predicted first
+    python scripts/device/quant_decode.py prefill DIR OUT [--only M] [--dry-run]  # the prefill commands / their plan
 
 The pre-registration holds `pytest-anatomy predict latency --quantization M` at the decode part's shape (1,024
 prompt tokens, 128 out: context 1,088) for each method and batch, with the theory's commit; it must be committed
@@ -41,6 +43,16 @@ SWEEP_METHOD = "fp8"
 SWEEP_BATCHES = (16, 17, 24, 32, 48, 64)
 SWEEP_LINE_BATCHES = (17, 24, 48, 64)  # the bucket's line, fitted in the sweep's own run; b=32 judged off it
 SWEEP_PREREGISTRATION = REPO / "tests_quant" / "vllm_fp8_sweep_preregistered.json"
+# Prefill per method: the latency plan's prefill part (one lone request of L tokens, 1 warm-up + 5 repeats, TTFT and
+# the engine's prefill time) at lengths the bf16 model's qwen2.5-7b.prefill.l<L> runs record in every session, so bf16
+# is the baseline. The plan has no batched-prefill part: batch 1 only. 512: the smallest length past the fixed cost;
+# 2,048: one compute-bound chunk; 8,192: one full chunk (bf16's eta fit point).
+PREFILL_LENS = (512, 2048, 8192)
+PREFILL_BUDGET_S = 150  # per method: import || ceilings, the engine start, warm-up, three parts (~100 s of it used)
+MAX_NUM_BATCHED_TOKENS = 8192  # the latency plan's chunk size
+MAX_MODEL_LEN = 33024  # the latency plan's engine setting
+ASSUMED_ENGINE_S = 90.0  # latency_plan's own assumption, for a method without a recorded engine start
+PREFILL_PREREGISTRATION = REPO / "tests_quant" / "vllm_prefill_preregistered.json"
 
 
 def config_for(method: str) -> dict[str, Any]:
@@ -73,6 +85,83 @@ def commands(folder: Path, out: Path, only: tuple[str, ...] = METHODS) -> list[s
 def sweep_command(folder: Path, out: Path) -> str:
     """The fp8 sweep across the M buckets: one engine, six decode batches."""
     return _command(folder, out / f"{SWEEP_METHOD}-sweep", SWEEP_METHOD, SWEEP_BATCHES, 230)
+
+
+def prefill_command(folder: Path, out: Path, method: str) -> str:
+    return (f"python scripts/device/latency_plan.py --config {folder / f'{MODEL}-{method}.json'} --only prefill "
+            f"--prefill-lens {','.join(str(n) for n in PREFILL_LENS)} --second-model none --overhead-models none "
+            f"--budget-s {PREFILL_BUDGET_S} --out-dir {out / f'{method}-prefill'}")
+
+
+def prefill_commands(folder: Path, out: Path, only: tuple[str, ...] = METHODS) -> list[str]:
+    """One latency-plan call per method: its own engine (run ids qwen2.5-7b-<method>.prefill.L<N>), ceilings first."""
+    return [prefill_command(folder, out, m) for m in only]
+
+
+def recorded_engine_s(method: str) -> float:
+    """The slowest recorded engine start of `method`'s model on the card (the decode runs'), else the plan's 90 s."""
+    folder = REPO / "results" / HARDWARE / "latency"
+    starts = [json.loads(p.read_text())["measurements"]["startup_s"]["value"]
+              for p in sorted(folder.glob(f"{MODEL}-{method}.engine@*.json"))]
+    return max(starts, default=ASSUMED_ENGINE_S)
+
+
+def prefill_dry_run(only: tuple[str, ...] = METHODS) -> tuple[str, float]:
+    """Each method's latency-plan dry run with its recorded engine start, and the call's GPU seconds (their sum)."""
+    import subprocess
+    import tempfile
+
+    lines, total = [], 0.0
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        write_configs(folder)
+        for method, command in zip(only, prefill_commands(folder, folder / "out", only)):
+            engine_s = recorded_engine_s(method)
+            argv = [*command.split()[2:], "--dry-run", "--assumed-engine-s", f"{engine_s:.0f}"]
+            run = subprocess.run([sys.executable, str(REPO / "scripts" / "device" / "latency_plan.py"), *argv],
+                                 capture_output=True, text=True, timeout=120, cwd=REPO, check=True)
+            planned = float(run.stdout.split("total planned: ")[1].split(" s")[0])
+            total += planned
+            lines += [f"== {method}: engine start {engine_s:.0f} s (recorded), planned {planned:.0f} s", run.stdout]
+    lines.append(f"estimate: {total:.0f} s of GPU time for {len(only)} method(s), engine starts included")
+    return "\n".join(lines), total
+
+
+def prefill_predictions() -> dict[str, dict[str, Any]]:
+    """method (and bf16, the baseline) -> length -> `predict latency`'s prefill_ms for one lone prompt."""
+    from pytest_anatomy import cli, cli_latency
+
+    out: dict[str, dict[str, Any]] = {}
+    for method in ("bf16", *METHODS):
+        out[method] = {}
+        for n in PREFILL_LENS:
+            quant = [] if method == "bf16" else ["--quantization", method]
+            args = cli.build_parser().parse_args(
+                ["predict", "latency", "--model", MODEL, "--hardware", HARDWARE, *quant, "--batch", "1",
+                 "--input-len", str(n), "--output-len", "1", "--max-model-len", str(MAX_MODEL_LEN)])
+            answers = cli_latency.answers(args)
+            pre = answers["prefill_ms"]
+            out[method][str(n)] = {"prefill_ms": round(pre.value, 4), "formula": pre.formula,
+                                   "chunks": -(-n // MAX_NUM_BATCHED_TOKENS),
+                                   "calibration": answers["itl_ms"].inputs.get("calibration")}
+    return out
+
+
+def preregister_prefill() -> Path:
+    from pytest_anatomy.preregistration import PreregistrationError, theory_commit
+
+    try:
+        commit = theory_commit(REPO)
+    except PreregistrationError as err:
+        raise SystemExit(f"refused: {err}") from None
+    doc = {"what": f"vLLM 0.26.0 lone-prompt prefill per weight format, {MODEL} dummy weights on the "
+                   f"{HARDWARE.upper()}, predicted before any run (scripts/device/quant_decode.py prefill); bf16 is "
+                   "the baseline the latency suite records in every session (not pre-registered here: recorded)",
+           "written_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), "theory_commit": commit,
+           "lengths": list(PREFILL_LENS), "measured_as": "engine_prefill_s.median",
+           "predictions": prefill_predictions()}
+    PREFILL_PREREGISTRATION.write_text(json.dumps(doc, indent=1) + "\n")
+    return PREFILL_PREREGISTRATION
 
 
 def predictions() -> dict[str, dict[str, Any]]:
@@ -167,8 +256,19 @@ def main(argv: list[str] | None = None) -> int:
     w = sub.add_parser("sweep", help=f"print the {SWEEP_METHOD} M-bucket sweep's latency-plan command")
     w.add_argument("dir", type=Path)
     w.add_argument("out", type=Path)
+    sub.add_parser("preregister-prefill", help=f"write {PREFILL_PREREGISTRATION.relative_to(REPO)} (commit it first)")
+    f = sub.add_parser("prefill", help="print the prefill latency-plan commands of the call (or, --dry-run, its plan)")
+    f.add_argument("dir", type=Path)
+    f.add_argument("out", type=Path)
+    f.add_argument("--only", choices=METHODS, action="append", help="this method only (repeatable)")
+    f.add_argument("--dry-run", action="store_true", help="each command's plan and the call's GPU seconds (no GPU)")
     args = p.parse_args(argv)
-    if args.what == "preregister":
+    if args.what == "preregister-prefill":
+        print(f"wrote {preregister_prefill()}")
+    elif args.what == "prefill":
+        only = tuple(args.only or METHODS)
+        print(prefill_dry_run(only)[0] if args.dry_run else "\n".join(prefill_commands(args.dir, args.out, only)))
+    elif args.what == "preregister":
         print(f"wrote {preregister()}")
     elif args.what == "preregister-sweep":
         print(f"wrote {preregister_sweep()}")
