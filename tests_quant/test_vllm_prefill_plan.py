@@ -1,0 +1,78 @@
+"""The vLLM prefill-per-format plan (scripts/device/quant_decode.py prefill), checked on the CPU before its device
+call: each method's latency-plan command plans its prefill parts inside its budget under run ids apart from the bf16
+model's, the whole call's dry-run estimate stays under the ~300 s it was given, and the committed pre-registration
+covers every (method, length), was written from a committed theory, and predates every run of it."""
+
+from __future__ import annotations
+
+import ast
+import json
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import vllm_decode_findings as vf
+
+ROOT = Path(__file__).resolve().parents[1]
+qd = vf.qd
+CALL_BUDGET_S = 300  # the GPU seconds the call was given, three engine starts included
+
+
+def test_the_lengths_are_ones_the_bf16_baseline_records() -> None:
+    source = (ROOT / "scripts" / "device" / "latency_plan.py").read_text()  # its dataclasses want no bare import
+    plan_lens = ast.literal_eval(source.split("\nPREFILL_LENS = ")[1].split("\n")[0].split("#")[0].strip())
+    assert set(qd.PREFILL_LENS) <= set(plan_lens)
+    batched = ast.literal_eval(source.split('"--max-num-batched-tokens", type=int, default=')[1].split(",")[0])
+    assert qd.MAX_NUM_BATCHED_TOKENS == batched
+    assert qd.MAX_MODEL_LEN == ast.literal_eval(source.split('"--max-model-len", type=int, default=')[1].split(")")[0])
+    folder = vf.RESULTS / vf.HARDWARE / "latency"
+    assert all(list(folder.glob(f"{qd.MODEL}.prefill.l{n}@*")) for n in qd.PREFILL_LENS)
+
+
+def test_each_methods_call_plans_its_prefill_parts_inside_its_budget(tmp_path: Path) -> None:
+    qd.write_configs(tmp_path)
+    for method, command in zip(qd.METHODS, qd.prefill_commands(tmp_path, tmp_path / "out")):
+        argv = shlex.split(command)[2:]  # after `python scripts/device/latency_plan.py`
+        out = subprocess.run([sys.executable, str(ROOT / "scripts" / "device" / "latency_plan.py"), "--dry-run", *argv],
+                             capture_output=True, text=True, timeout=120, cwd=ROOT)
+        assert out.returncode == 0, out.stderr
+        for n in qd.PREFILL_LENS:
+            line = next(x for x in out.stdout.splitlines() if x.startswith(f"{qd.MODEL}-{method}.prefill.L{n} "))
+            assert "[SKIP" not in line, line
+        planned = float(out.stdout.split("total planned: ")[1].split(" s")[0])
+        assert planned <= float(argv[argv.index("--budget-s") + 1]), (method, planned)
+
+
+def test_the_calls_dry_run_estimate_is_under_its_budget() -> None:
+    text, total = qd.prefill_dry_run()
+    assert f"estimate: {total:.0f} s of GPU time" in text
+    assert total <= CALL_BUDGET_S, total
+
+
+def test_the_preregistration_covers_every_case_from_a_committed_theory() -> None:
+    doc = json.loads(qd.PREFILL_PREREGISTRATION.read_text())
+    assert {m: sorted(int(n) for n in rows) for m, rows in doc["predictions"].items()} == \
+        {m: sorted(qd.PREFILL_LENS) for m in ("bf16", *qd.METHODS)}
+    ancestor = subprocess.run(["git", "merge-base", "--is-ancestor", doc["theory_commit"], "HEAD"], cwd=ROOT,
+                              capture_output=True, timeout=30)
+    if ancestor.returncode not in (0, 1):
+        pytest.skip("no git history here to check the pre-registration's commit against")
+    assert ancestor.returncode == 0, f"the pre-registration's theory commit {doc['theory_commit']} is not in HEAD"
+
+
+def test_the_preregistration_predates_every_run() -> None:
+    """Written before any run: no recording of these names exists, or every one is later than the pre-registration."""
+    doc = json.loads(qd.PREFILL_PREREGISTRATION.read_text())
+    folder = ROOT / "results" / qd.HARDWARE / "latency"
+    stamps = [p.name.split("@")[1].removesuffix(".json")
+              for m in qd.METHODS for p in folder.glob(f"{qd.MODEL}-{m}.prefill.*@*")]
+    written = doc["written_utc"].replace("-", "").replace(":", "")
+    assert all(s > written for s in stamps), stamps
+
+
+def test_the_preregistration_is_what_the_theory_gives_now() -> None:
+    """Until the theory changes, the command that wrote the JSON writes the same numbers."""
+    doc = json.loads(qd.PREFILL_PREREGISTRATION.read_text())
+    assert qd.prefill_predictions() == doc["predictions"]
