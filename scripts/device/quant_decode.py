@@ -147,13 +147,18 @@ def prefill_predictions() -> dict[str, dict[str, Any]]:
     return out
 
 
-def preregister_prefill() -> Path:
+def _theory_commit_or_refuse() -> str:
+    """The commit the pre-registration's theory is at; a one-line refusal where the theory has uncommitted changes."""
     from pytest_anatomy.preregistration import PreregistrationError, theory_commit
 
     try:
-        commit = theory_commit(REPO)
+        return theory_commit(REPO)
     except PreregistrationError as err:
         raise SystemExit(f"refused: {err}") from None
+
+
+def preregister_prefill() -> Path:
+    commit = _theory_commit_or_refuse()
     doc = {"what": f"vLLM 0.26.0 lone-prompt prefill per weight format, {MODEL} dummy weights on the "
                    f"{HARDWARE.upper()}, predicted before any run (scripts/device/quant_decode.py prefill); bf16 is "
                    "the baseline the latency suite records in every session (not pre-registered here: recorded)",
@@ -182,12 +187,7 @@ def predictions() -> dict[str, dict[str, Any]]:
 
 
 def preregister() -> Path:
-    from pytest_anatomy.preregistration import PreregistrationError, theory_commit
-
-    try:
-        commit = theory_commit(REPO)
-    except PreregistrationError as err:
-        raise SystemExit(f"refused: {err}") from None
+    commit = _theory_commit_or_refuse()
     doc = {"what": "vLLM 0.26.0 decode step per weight format, Qwen2.5-7B dummy weights on the H200, predicted "
                    "before any run (scripts/device/quant_decode.py); the median recorded session's ceilings and "
                    "calibration", "written_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -226,12 +226,7 @@ def sweep_expectations() -> dict[str, Any]:
 
 
 def preregister_sweep() -> Path:
-    from pytest_anatomy.preregistration import PreregistrationError, theory_commit
-
-    try:
-        commit = theory_commit(REPO)
-    except PreregistrationError as err:
-        raise SystemExit(f"refused: {err}") from None
+    commit = _theory_commit_or_refuse()
     doc = {"what": f"vLLM 0.26.0 {SWEEP_METHOD} decode step across the Hopper fp8 dispatch's M buckets, "
                    f"{MODEL} dummy weights on the {HARDWARE.upper()}, written before the sweep ran "
                    "(scripts/device/quant_decode.py sweep)",
