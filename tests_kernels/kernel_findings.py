@@ -609,16 +609,21 @@ def _tile_ms(cid: str, label: str) -> float:
 _S9_CPI = ncu_metric(_S9_RUNG, _CPI)
 
 
+def _sm_count() -> int:
+    from pytest_anatomy.specs.hardware import get_hardware
+
+    sms = get_hardware(MEASURED_ON).sm_count
+    assert sms, f"the catalog has no SM count for {MEASURED_ON}"
+    return sms
+
+
 def resident_warps(cid: str, label: str) -> int:
     """Warps on the busiest SM when the grid is smaller than the SMs' block slots: ceil(blocks / SMs) blocks."""
     t = _tile(cid)
     m, n, _ = (int(x) for x in label.split("x"))
     blocks = -(-m // t.bm) * -(-n // t.bn)
     w = next(w for tt, w, _ in sgemm.S9_TILE_SPACE if tt.id == cid)
-    return min(w, -(-blocks // H200_SMS) * t.threads // 32)
-
-
-H200_SMS = 132
+    return min(w, -(-blocks // _sm_count()) * t.threads // 32)
 
 
 def _ipc(warps: float) -> float:
@@ -647,7 +652,7 @@ _PG = (("s9-tile-64x128x16-b4", "32x18944x3584"), ("s9-tile-64x64x32-b4", "32x18
 TILE_PARTIAL_GRID = (
     "At 32 x 18,944 x 3,584 the 64-row tiles leave the SMs part-empty: "
     + "; ".join(f"{cid.removeprefix('s9-tile-')} launches "
-                f"{-(-32 // _tile(cid).bm) * -(-18944 // _tile(cid).bn)} blocks for {H200_SMS} SMs, so the busiest SM "
+                f"{-(-32 // _tile(cid).bm) * -(-18944 // _tile(cid).bn)} blocks for {_sm_count()} SMs, so the busiest SM "
                 f"holds {resident_warps(cid, lab)} warps where the ledger counts "
                 f"{next(w for tt, w, _ in sgemm.S9_TILE_SPACE if tt.id == cid)}" for cid, lab in _PG)
     + f". At s9's counted {_S9_CPI:.2f} warp cycles per issue the ledger would halve the issue rate for half the "
@@ -843,7 +848,7 @@ def s13_partial_grid_upper(cid: str, lab: str) -> float:
     t = next(t for t, _, _ in sgemm.S13_TILE_SPACE if t.id == cid)
     m, n, _ = (int(x) for x in lab.split("x"))
     blocks = -(-m // t.bm) * -(-n // t.bn)
-    resident = min(_space_warps(cid), -(-blocks // H200_SMS) * t.threads // 32)
+    resident = min(_space_warps(cid), -(-blocks // _sm_count()) * t.threads // 32)
     return round(s9_ledger_bias(lab) * _ipc(_space_warps(cid)) / _ipc(resident), 4)
 
 
@@ -1110,14 +1115,6 @@ def _s14_grid(lab: str) -> tuple[int, int]:
     m, n, _ = _dims(lab)
     bm, bn, _ = sgemm.S14_TILE
     return -(-m // bm), -(-n // bn)
-
-
-def _sm_count() -> int:
-    from pytest_anatomy.specs.hardware import get_hardware
-
-    sms = get_hardware(MEASURED_ON).sm_count
-    assert sms, f"the catalog has no SM count for {MEASURED_ON}"
-    return sms
 
 
 def get_l2_bytes() -> int | None:

@@ -135,7 +135,7 @@ def test_the_importer_files_each_case_with_its_standard_errors():
     batch = {"provenance": {"versions": {"vllm": "0.26.0"}, "model": {"id": MODEL}, "n_ctx": 512},
              "runs": [{"id": f"{MODEL}.vllm-fp8", "case": "fp8", "engine": {"quantization": "fp8"}, "result": result},
                       {"id": f"{MODEL}.vllm-kv-fp8", "case": "kv-fp8", "error": "exit 1"}]}
-    (rec,) = device_quant.vllm_quality_records(batch, {"source": "live"}, "h200", "2026-12-04T16:00:00Z")
+    (rec,) = device_quant.vllm_quality_records(batch, {"source": "live"}, "card-x", "2026-12-04T16:00:00Z")
     assert rec.name == f"{MODEL}.vllm-fp8.kld" and rec.provenance["engine"] == "vllm"
     assert rec.measurements["kld_stderr"]["value"] == 0.001 and rec.measurements["perplexity"]["value"] == 19.4
     recordings.validate(rec.to_json(), "synthetic")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from sweeps import (CALIBRATION_SPREAD, allreduce_s_per_token, closed_loop, deployment, h200_transfer,
+from sweeps import (CALIBRATION_CARD, CALIBRATION_SPREAD, allreduce_s_per_token, closed_loop, deployment, h200_transfer,
                     serial_allreduce_band, serial_allreduce_steps)
 from validation_findings import (
     CUDA_TOTAL_GIB,
@@ -29,6 +29,9 @@ from pytest_anatomy.specs.model import load_model
 from pytest_anatomy.theory import transfer as tr
 from pytest_anatomy.units import MiB
 
+# The synthetic routes' card: a label in finding ids, no catalog entry read
+SYNTHETIC_CARD = "card-x"
+
 
 def test_the_pre_0_6_band_factor_is_the_reasons_arithmetic() -> None:
     assert OLD_VLLM_CPU == 1 / (1 - 0.29 / 0.67)
@@ -46,7 +49,7 @@ def test_the_calibration_spread_quoted_is_the_one_the_bands_use() -> None:
     """Every reason that names the calibration spread prints sweeps.CALIBRATION_SPREAD, the constant the bands add."""
     quoted = f"+-{CALIBRATION_SPREAD:.0%} calibration spread"
     assert quoted in OLD_VLLM_REASON and quoted in KV_QUEUE_REASON
-    marks = finding_marks("h100-sxm", "src", "vllm", [[route(2.0, 1.0, (0.9, 1.1), "latency")]], "Candidates: none.")
+    marks = finding_marks(SYNTHETIC_CARD, "src", "vllm", [[route(2.0, 1.0, (0.9, 1.1), "latency")]], "Candidates: none.")
     assert quoted in marks[0][0].kwargs["reason"]
 
 
@@ -54,7 +57,7 @@ def test_a_sourced_cause_keeps_its_band_and_unexplained_misses_share_their_obser
     sourced = route(1.5, 1.0, (0.9, 1.1), "latency", (("cause", "why", (1.2, 1.8)),))
     assert sourced == Route("latency", 1.5, (0.9, 1.1), ("cause", "why", (1.2, 1.8)))
     misses = [[route(2.0, 1.0, (0.9, 1.1), "latency")], [route(3.0, 1.0, (0.9, 1.1), "latency")], [sourced], [None]]
-    marks = finding_marks("h100-sxm", "src", "vllm", misses, "Candidates: none.")
+    marks = finding_marks(SYNTHETIC_CARD, "src", "vllm", misses, "Candidates: none.")
     open_ = marks[0][0].kwargs
     assert marks[1][0].kwargs == open_ and marks[3] == []
     assert open_["expected"] == (2.0, 3.0)
@@ -74,7 +77,7 @@ def test_an_open_miss_is_banded_by_the_other_recordings_never_its_own() -> None:
     own 1.9 is not in it."""
     ratios = {"a": [1.6, 1.7], "b": [1.5], "c": [1.9]}
     routes, runs = _open_misses(ratios)
-    marks = finding_marks("h100-sxm", "src", "vllm", routes, "Candidates: none.", runs)
+    marks = finding_marks(SYNTHETIC_CARD, "src", "vllm", routes, "Candidates: none.", runs)
     kw = marks[3][0].kwargs
     scatter = max(1.7 / 1.5 - 1, 1 - 1.5 / 1.6)
     assert kw["band_from"] == "other-runs"
@@ -92,7 +95,7 @@ def test_the_checked_recordings_value_moves_its_verdict_and_not_its_band(mutated
     band = other_runs_band(ratios, "c")
     assert band == (1.3548, 1.8646)
     routes, runs = _open_misses({**ratios, "c": [mutated]})
-    mark = finding_marks("h100-sxm", "src", "vllm", routes, "Candidates: none.", runs)[-1][0].kwargs
+    mark = finding_marks(SYNTHETIC_CARD, "src", "vllm", routes, "Candidates: none.", runs)[-1][0].kwargs
     assert mark["expected"] == band
     got = compare("latency", 1.0, mutated, Tolerance(ratio=(0.9, 1.1), why="the declared band"),
                   finding={"id": "f", "reason": mark["reason"], "expected": mark["expected"]}).verdict
@@ -103,7 +106,7 @@ def test_fewer_than_two_other_recordings_keep_the_observed_range_and_say_checked
     """With one other recording no scatter between runs is measured: the band stays the observed range, the case's
     own ratio in it, and says so."""
     routes, runs = _open_misses({"a": [1.6], "b": [1.8]})
-    marks = finding_marks("h100-sxm", "src", "vllm", routes, "Candidates: none.", runs)
+    marks = finding_marks(SYNTHETIC_CARD, "src", "vllm", routes, "Candidates: none.", runs)
     assert {m[0].kwargs["band_from"] for m in marks} == {"checked-run"}
     assert marks[0][0].kwargs["expected"] == (1.6, 1.8)
     assert other_runs_band({"a": [1.6], "b": [1.8]}, "b") is None
@@ -113,11 +116,11 @@ def test_misses_above_and_below_their_bands_are_separate_findings() -> None:
     """A finding whose reason covered misses on both sides would explain both signs: each side is its own id."""
     routes = [[route(2.0, 1.0, (0.9, 1.1), "latency")], [route(0.5, 1.0, (0.9, 1.1), "latency")],
               [route(3.0, 1.0, (0.9, 1.1), "throughput")]]
-    ids = [m[0].args[0] for m in finding_marks("h100-sxm", "src", "vllm", routes, "Candidates: none.")]
-    assert ids == ["src-h100-sxm-vllm-latency-above-cause-not-established",
-                   "src-h100-sxm-vllm-latency-below-cause-not-established",
-                   "src-h100-sxm-vllm-throughput-cause-not-established"]
-    marks = finding_marks("h100-sxm", "src", "vllm", routes, "Candidates: none.")
+    ids = [m[0].args[0] for m in finding_marks(SYNTHETIC_CARD, "src", "vllm", routes, "Candidates: none.")]
+    assert ids == ["src-card-x-vllm-latency-above-cause-not-established",
+                   "src-card-x-vllm-latency-below-cause-not-established",
+                   "src-card-x-vllm-throughput-cause-not-established"]
+    marks = finding_marks(SYNTHETIC_CARD, "src", "vllm", routes, "Candidates: none.")
     assert marks[0][0].kwargs["expected"] == (2.0, 2.0) and marks[1][0].kwargs["expected"] == (0.5, 0.5)
     assert "lie above their declared bands" in marks[0][0].kwargs["reason"]
     assert "1 misses on the other side are a finding of their own" in marks[1][0].kwargs["reason"]
@@ -129,9 +132,9 @@ def test_a_group_of_its_own_is_banded_by_its_own_recordings_only() -> None:
     rows = {"a": 1.2, "b": 1.25, "c": 1.3, "x": 2.0, "y": 2.2, "z": 2.4}
     routes = [[route(x, 1.0, (0.9, 1.1), "latency", group="tp1" if run in "abc" else "")] for run, x in rows.items()]
     marks = [m[0].kwargs | {"id": m[0].args[0]} for m in
-             finding_marks("h100-sxm", "src", "vllm", routes, "Candidates: none.", list(rows))]
-    assert {m["id"] for m in marks[:3]} == {"src-h100-sxm-vllm-latency-tp1-cause-not-established"}
-    assert {m["id"] for m in marks[3:]} == {"src-h100-sxm-vllm-latency-cause-not-established"}
+             finding_marks(SYNTHETIC_CARD, "src", "vllm", routes, "Candidates: none.", list(rows))]
+    assert {m["id"] for m in marks[:3]} == {"src-card-x-vllm-latency-tp1-cause-not-established"}
+    assert {m["id"] for m in marks[3:]} == {"src-card-x-vllm-latency-cause-not-established"}
     assert marks[0]["expected"] == other_runs_band({"b": [1.25], "c": [1.3]}, "a")
     assert marks[0]["band_from"] == "other-runs" and marks[0]["expected"][1] < 2.0
     assert "3 other misses on this side are a finding of their own" in marks[0]["reason"]
@@ -145,22 +148,22 @@ def test_named_rows_beyond_every_other_recording_are_set_apart_and_nothing_else_
     routes, runs = _open_misses(ratios)
     ids = [f"{run}:{i}" for run, xs in ratios.items() for i in range(len(xs))]
     named = Apart("extreme", "latency", ("c:0", "c:1"), "Why: none computed.")
-    out = set_apart("h100-sxm", "src", "vllm", routes, ids, runs, [named])
+    out = set_apart(SYNTHETIC_CARD, "src", "vllm", routes, ids, runs, [named])
     extreme, inside, unnamed = out[4][0], out[5][0], out[6][0]
     assert extreme is not None and inside is not None and unnamed is not None
     assert extreme.band_from == "checked-run" and extreme.finding is not None
     fid, reason, band = extreme.finding
-    assert fid == "src-h100-sxm-vllm-latency-above-extreme-cause-not-established" and band == (2.7, 2.7)
+    assert fid == "src-card-x-vllm-latency-above-extreme-cause-not-established" and band == (2.7, 2.7)
     assert "beyond the 1.2-1.7 that this metric's other misses above their bands span" in reason
     assert inside.finding is None and unnamed.finding is None
-    marks = finding_marks("h100-sxm", "src", "vllm", out, "Candidates: none.", runs)
+    marks = finding_marks(SYNTHETIC_CARD, "src", "vllm", out, "Candidates: none.", runs)
     assert marks[4][0].kwargs["band_from"] == "checked-run" and marks[4][0].args == (fid,)
     assert "(1 other misses have a sourced cause)" not in marks[0][0].kwargs["reason"]
 
 
 def test_a_named_row_inside_the_other_recordings_span_stays_in_its_group() -> None:
     routes, runs = _open_misses({"a": [1.5, 2.0], "b": [1.4], "c": [1.8]})
-    out = set_apart("h100-sxm", "src", "vllm", routes, ["a:0", "a:1", "b:0", "c:0"], runs,
+    out = set_apart(SYNTHETIC_CARD, "src", "vllm", routes, ["a:0", "a:1", "b:0", "c:0"], runs,
                     [Apart("extreme", "latency", ("c:0",), "Why.")])
     assert out == routes
 
@@ -170,10 +173,10 @@ def test_the_serialized_all_reduce_is_the_step_models_own_traffic_as_time_after_
     and SerialAllReduceSteps adds exactly new tokens x that to the step without those bytes in its roofline."""
     transfer = h200_transfer()
     model = load_model("llama-3.1-70b")
-    nvlink, _ = tr.NVLINK_TOTAL_BPS["h200"]
-    per_token = allreduce_s_per_token("h200", "llama-3.1-70b", 8)
+    nvlink, _ = tr.NVLINK_TOTAL_BPS[CALIBRATION_CARD]
+    per_token = allreduce_s_per_token(CALIBRATION_CARD, "llama-3.1-70b", 8)
     assert per_token == pytest.approx(2 * model.num_layers * model.hidden_size * 2 * 2 * 7 / 8 / (nvlink / 2))
-    dep = deployment("h200", "llama-3.1-70b", "fp8", 8, tr.ALLREDUCE_LATENCY_S[1])
+    dep = deployment(CALIBRATION_CARD, "llama-3.1-70b", "fp8", 8, tr.ALLREDUCE_LATENCY_S[1])
     serial = serial_allreduce_steps(transfer, dep)
     plain = dataclasses.replace(tr.step_model(transfer, dep), kv_token_bytes=serial.kv_token_bytes)
     prefill = ((512, 0),)
@@ -186,7 +189,7 @@ def test_the_serialized_all_reduce_band_only_adds_and_is_the_plain_band_at_tp1()
     bands only), and at TP 1, with no all-reduce, it is closed_loop's band itself."""
     transfer = h200_transfer()
     for tp in (1, 8):
-        args = ("h200", "llama-3.1-70b", "fp8", tp, 32, 8192, 1024)
+        args = (CALIBRATION_CARD, "llama-3.1-70b", "fp8", tp, 32, 8192, 1024)
         _, lo, hi = closed_loop(transfer, *args)["tpot_mean"]
         s_lo, s_hi = serial_allreduce_band(transfer, *args)
         if tp == 1:
