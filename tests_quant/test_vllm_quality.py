@@ -141,6 +141,39 @@ def test_the_importer_files_each_case_with_its_standard_errors():
     recordings.validate(rec.to_json(), "synthetic")
 
 
+def test_the_device_scoring_is_kl_and_nll_over_the_tied_embeddings_logits(tmp_path):
+    """scripts/device/vllm_quality.score on stand-in runs: each case against its own reference, every number equal to
+    a plain numpy computation of the same logits (torch on the CPU there)."""
+    pytest.importorskip("torch", reason="the device scoring runs in torch: pip install -e '.[interp]'")
+    from vllm_decode_findings import ROOT, _load_script
+
+    vq = _load_script("vllm_quality", ROOT / "scripts" / "device" / "vllm_quality.py")
+    rng = np.random.default_rng(4)
+    (tmp_path / "ref-hf").mkdir()
+    emb = rng.normal(size=(50, 8)).astype(np.float16)
+    hf_checkpoint.write_safetensors(tmp_path / "ref-hf" / "model.safetensors", {"model.embed_tokens.weight": emb})
+    hidden, targets = rng.normal(size=(2, 5, 8)).astype(np.float32), rng.integers(0, 50, size=(2, 5))
+    runs = {}
+    for case, noise in (("f16", 0.0), ("fp8", 0.3), ("bf16", 0.1), ("kv-fp8-bf16", 0.4)):
+        runs[case] = tmp_path / f"{case}.npz"
+        np.savez(runs[case], hidden=hidden + noise * rng.normal(size=hidden.shape).astype(np.float32),
+                 own_logprob=-rng.random((2, 5)), targets=targets, arch=np.array("LlamaForCausalLM"), seconds=np.array(1.0))
+    got = vq.score(tmp_path, runs)
+
+    def logprobs(h: np.ndarray) -> np.ndarray:
+        z = (h.reshape(-1, 8) @ emb.astype(np.float32).T).astype(np.float64)
+        z -= z.max(axis=-1, keepdims=True)
+        return z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
+
+    for case, against in (("f16", "f16"), ("fp8", "f16"), ("bf16", "f16"), ("kv-fp8-bf16", "bf16")):
+        lq, lr = logprobs(np.load(runs[case])["hidden"]), logprobs(np.load(runs[against])["hidden"])
+        t = targets.ravel()
+        assert got[case]["reference"] == against
+        assert got[case]["kld"]["value"] == pytest.approx((np.exp(lr) * (lr - lq)).sum(-1).mean(), rel=1e-5, abs=1e-12)
+        dnll = lr[np.arange(t.size), t] - lq[np.arange(t.size), t]
+        assert got[case]["delta_ln_ppl"]["value"] == pytest.approx(dnll.mean(), rel=1e-5, abs=1e-12)
+
+
 # ---- the device run against it --------------------------------------------------------------------------------------------
 
 @pytest.mark.quant_vllm_quality

@@ -188,20 +188,21 @@ def score(work: Path, runs: dict[str, Path]) -> dict[str, dict[str, Any]]:
         return torch.log_softmax((torch.from_numpy(h).to(dev) @ e.T).double(), dim=-1)
 
     data = {c: np.load(p) for c, p in runs.items()}
-    results: dict[str, dict[str, Any]] = {}
-    for case, d in data.items():
-        against = CASES[case].get("reference", "f16")
-        if against not in data:
-            continue
-        ref = data[against]
-        kl, nll, nll_ref = [], [], []
-        for i in range(d["hidden"].shape[0]):
-            lq, lr = logprobs(d["hidden"][i]), logprobs(ref["hidden"][i])
-            t = torch.from_numpy(d["targets"][i]).to(dev).long()
+    scored = {c: ref for c in data if (ref := CASES[c].get("reference", "f16")) in data}  # case -> its reference
+    parts: dict[str, tuple[list[Any], list[Any], list[Any]]] = {c: ([], [], []) for c in scored}
+    for i in range(next(iter(data.values()))["hidden"].shape[0]):
+        lp = {c: logprobs(d["hidden"][i]) for c, d in data.items()}  # each run's log-softmax once per chunk
+        t = torch.from_numpy(next(iter(data.values()))["targets"][i]).to(dev).long()[:, None]
+        for case, against in scored.items():
+            lq, lr = lp[case], lp[against]
+            kl, nll, nll_ref = parts[case]
             kl.append((lr.exp() * (lr - lq)).sum(-1).cpu().numpy())
-            nll.append((-lq.gather(1, t[:, None])[:, 0]).cpu().numpy())
-            nll_ref.append((-lr.gather(1, t[:, None])[:, 0]).cpu().numpy())
-        kl_a, nll_a, nll_r = (np.concatenate(x) for x in (kl, nll, nll_ref))
+            nll.append((-lq.gather(1, t)[:, 0]).cpu().numpy())
+            nll_ref.append((-lr.gather(1, t)[:, 0]).cpu().numpy())
+    results: dict[str, dict[str, Any]] = {}
+    for case, against in scored.items():
+        d, ref = data[case], data[against]
+        kl_a, nll_a, nll_r = (np.concatenate(x) for x in parts[case])
         own = -d["own_logprob"].ravel()
         own_ref = -ref["own_logprob"].ravel()
         results[case] = {"kld": _mean_se(kl_a), "delta_ln_ppl": _mean_se(nll_a - nll_r),
