@@ -31,14 +31,10 @@ def test_the_configs_are_the_catalog_model_with_each_methods_checkpoint_config(t
 def test_each_methods_call_plans_its_decode_part_inside_its_budget(tmp_path: Path) -> None:
     qd.write_configs(tmp_path)
     for method, command in zip(qd.METHODS, qd.commands(tmp_path, tmp_path / "out")):
-        argv = shlex.split(command)[2:]  # after `python scripts/device/latency_plan.py`
-        out = subprocess.run([sys.executable, str(ROOT / "scripts" / "device" / "latency_plan.py"), "--dry-run", *argv],
-                             capture_output=True, text=True, timeout=120, cwd=ROOT)
-        assert out.returncode == 0, out.stderr
+        stdout, planned, budget = vf.latency_plan_dry_run(command)
         for b in qd.BATCHES:
-            assert f"{qd.MODEL}-{method}.decode.b{b} " in out.stdout, (method, b)
-        planned = float(out.stdout.split("total planned: ")[1].split(" s")[0])
-        assert planned <= float(argv[argv.index("--budget-s") + 1]), (method, planned)
+            assert f"{qd.MODEL}-{method}.decode.b{b} " in stdout, (method, b)
+        assert planned <= budget, (method, planned)
 
 
 def test_the_preregistration_covers_every_case_from_a_committed_theory() -> None:

@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import ast
 import json
-import shlex
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -34,15 +32,11 @@ def test_the_lengths_are_ones_the_bf16_baseline_records() -> None:
 def test_each_methods_call_plans_its_prefill_parts_inside_its_budget(tmp_path: Path) -> None:
     qd.write_configs(tmp_path)
     for method, command in zip(qd.METHODS, qd.prefill_commands(tmp_path, tmp_path / "out")):
-        argv = shlex.split(command)[2:]  # after `python scripts/device/latency_plan.py`
-        out = subprocess.run([sys.executable, str(ROOT / "scripts" / "device" / "latency_plan.py"), "--dry-run", *argv],
-                             capture_output=True, text=True, timeout=120, cwd=ROOT)
-        assert out.returncode == 0, out.stderr
+        stdout, planned, budget = vf.latency_plan_dry_run(command)
         for n in qd.PREFILL_LENS:
-            line = next(x for x in out.stdout.splitlines() if x.startswith(f"{qd.MODEL}-{method}.prefill.L{n} "))
+            line = next(x for x in stdout.splitlines() if x.startswith(f"{qd.MODEL}-{method}.prefill.L{n} "))
             assert "[SKIP" not in line, line
-        planned = float(out.stdout.split("total planned: ")[1].split(" s")[0])
-        assert planned <= float(argv[argv.index("--budget-s") + 1]), (method, planned)
+        assert planned <= budget, (method, planned)
 
 
 def test_the_calls_dry_run_estimate_is_under_its_budget() -> None:

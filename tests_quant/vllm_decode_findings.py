@@ -34,6 +34,21 @@ def _load_script(name: str, path: Path) -> ModuleType:
     return module
 
 
+def latency_plan_dry_run(command: str) -> tuple[str, float, float]:
+    """A quant_decode.py call's `python scripts/device/latency_plan.py ...` command dry-run here: (its plan's stdout,
+    the seconds it plans in all, the budget it was given)."""
+    import shlex
+    import subprocess
+    import sys
+
+    argv = shlex.split(command)[2:]  # after `python scripts/device/latency_plan.py`
+    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "device" / "latency_plan.py"), "--dry-run", *argv],
+                         capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    planned = float(out.stdout.split("total planned: ")[1].split(" s")[0])
+    return out.stdout, planned, float(argv[argv.index("--budget-s") + 1])
+
+
 # scripts/device/quant_decode.py, the plan that ran these runs: its card, model, batches and pre-registration
 qd = _load_script("quant_decode", ROOT / "scripts" / "device" / "quant_decode.py")
 HARDWARE, MODEL, BATCHES = qd.HARDWARE, qd.MODEL, qd.BATCHES

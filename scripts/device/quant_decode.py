@@ -147,26 +147,28 @@ def prefill_predictions() -> dict[str, dict[str, Any]]:
     return out
 
 
-def _theory_commit_or_refuse() -> str:
-    """The commit the pre-registration's theory is at; a one-line refusal where the theory has uncommitted changes."""
+def _write_preregistration(path: Path, what: str, **body: Any) -> Path:
+    """{what, written_utc, theory_commit, **body} written to `path`; a one-line refusal where the theory has
+    uncommitted changes (a pre-registration names the commit its predictions come from)."""
     from pytest_anatomy.preregistration import PreregistrationError, theory_commit
 
     try:
-        return theory_commit(REPO)
+        commit = theory_commit(REPO)
     except PreregistrationError as err:
         raise SystemExit(f"refused: {err}") from None
+    doc = {"what": what, "written_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+           "theory_commit": commit, **body}
+    path.write_text(json.dumps(doc, indent=1) + "\n")
+    return path
 
 
 def preregister_prefill() -> Path:
-    commit = _theory_commit_or_refuse()
-    doc = {"what": f"vLLM 0.26.0 lone-prompt prefill per weight format, {MODEL} dummy weights on the "
-                   f"{HARDWARE.upper()}, predicted before any run (scripts/device/quant_decode.py prefill); bf16 is "
-                   "the baseline the latency suite records in every session (not pre-registered here: recorded)",
-           "written_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), "theory_commit": commit,
-           "lengths": list(PREFILL_LENS), "measured_as": "engine_prefill_s.median",
-           "predictions": prefill_predictions()}
-    PREFILL_PREREGISTRATION.write_text(json.dumps(doc, indent=1) + "\n")
-    return PREFILL_PREREGISTRATION
+    return _write_preregistration(
+        PREFILL_PREREGISTRATION,
+        f"vLLM 0.26.0 lone-prompt prefill per weight format, {MODEL} dummy weights on the {HARDWARE.upper()}, "
+        "predicted before any run (scripts/device/quant_decode.py prefill); bf16 is the baseline the latency suite "
+        "records in every session (not pre-registered here: recorded)",
+        lengths=list(PREFILL_LENS), measured_as="engine_prefill_s.median", predictions=prefill_predictions())
 
 
 def predictions() -> dict[str, dict[str, Any]]:
@@ -187,13 +189,10 @@ def predictions() -> dict[str, dict[str, Any]]:
 
 
 def preregister() -> Path:
-    commit = _theory_commit_or_refuse()
-    doc = {"what": "vLLM 0.26.0 decode step per weight format, Qwen2.5-7B dummy weights on the H200, predicted "
-                   "before any run (scripts/device/quant_decode.py); the median recorded session's ceilings and "
-                   "calibration", "written_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-           "theory_commit": commit, "context_tokens": INPUT_LEN + OUTPUT_LEN // 2, "predictions": predictions()}
-    PREREGISTRATION.write_text(json.dumps(doc, indent=1) + "\n")
-    return PREREGISTRATION
+    return _write_preregistration(
+        PREREGISTRATION, "vLLM 0.26.0 decode step per weight format, Qwen2.5-7B dummy weights on the H200, predicted "
+        "before any run (scripts/device/quant_decode.py); the median recorded session's ceilings and calibration",
+        context_tokens=INPUT_LEN + OUTPUT_LEN // 2, predictions=predictions())
 
 
 def _recorded_steps_ms(method: str) -> dict[int, float]:
@@ -226,15 +225,11 @@ def sweep_expectations() -> dict[str, Any]:
 
 
 def preregister_sweep() -> Path:
-    commit = _theory_commit_or_refuse()
-    doc = {"what": f"vLLM 0.26.0 {SWEEP_METHOD} decode step across the Hopper fp8 dispatch's M buckets, "
-                   f"{MODEL} dummy weights on the {HARDWARE.upper()}, written before the sweep ran "
-                   "(scripts/device/quant_decode.py sweep)",
-           "written_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), "theory_commit": commit,
-           "batches": list(SWEEP_BATCHES), "line_batches": list(SWEEP_LINE_BATCHES),
-           "expected": sweep_expectations()}
-    SWEEP_PREREGISTRATION.write_text(json.dumps(doc, indent=1) + "\n")
-    return SWEEP_PREREGISTRATION
+    return _write_preregistration(
+        SWEEP_PREREGISTRATION, f"vLLM 0.26.0 {SWEEP_METHOD} decode step across the Hopper fp8 dispatch's M buckets, "
+        f"{MODEL} dummy weights on the {HARDWARE.upper()}, written before the sweep ran "
+        "(scripts/device/quant_decode.py sweep)",
+        batches=list(SWEEP_BATCHES), line_batches=list(SWEEP_LINE_BATCHES), expected=sweep_expectations())
 
 
 def main(argv: list[str] | None = None) -> int:
