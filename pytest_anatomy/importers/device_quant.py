@@ -23,6 +23,12 @@ def _quant_measurements(kind: str, result: dict[str, Any]) -> dict[str, dict[str
     if kind in ("base", "slice"):
         return {"perplexity": {"value": result["ppl"], "unit": "x"},
                 "perplexity_stderr": {"value": result["ppl_stderr"], "unit": "x"}}
+    if kind == "batched":  # llama-batched-bench: S_PP and S_TG per batch size, its repetitions as samples
+        for row in result["rows"]:
+            for test, n, key in (("pp", row["pp"], "speed_pp"), ("tg", row["tg"], "speed_tg")):
+                out[f"{test}{n}.b{row['pl']}.tok_per_s"] = {"value": row["median"][key], "unit": "tokens/s",
+                                                            "samples": row["samples"][key]}
+        return out
     if kind == "bench":
         return {f"{t['test']}.tok_per_s": {"value": t["tok_per_s"]["median"], "unit": "tokens/s",
                                            "samples": t["samples"]["tok_per_s"]} for t in result["tests"]}

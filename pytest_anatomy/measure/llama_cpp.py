@@ -117,6 +117,45 @@ def run_bench(model: str | Path, *, n_prompt: int = 512, n_gen: int = 128, repet
     return {"tests": tests, "load_log": load_log_dict(parse_load_log(proc.stderr)), "command": cmd}
 
 
+# --- llama-batched-bench ----------------------------------------------------------------------
+def parse_batched_jsonl(text: str) -> list[dict[str, Any]]:
+    """llama-batched-bench --output-format jsonl: one object per (pp, tg, pl) row, as the tool wrote it."""
+    rows = [json.loads(line) for line in text.splitlines() if line.strip().startswith("{")]
+    if not rows:
+        raise LlamaRunError("llama-batched-bench printed no JSONL row (was the context too small for every -npl?)")
+    return rows
+
+
+def batched_summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows grouped by (pp, tg, pl): each timed quantity's repetitions (the -npl list repeats a batch) and median."""
+    groups: dict[tuple[int, int, int], list[dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault((int(r["pp"]), int(r["tg"]), int(r["pl"])), []).append(r)
+    out = []
+    for (pp, tg, pl), rs in sorted(groups.items()):
+        samples = {k: [float(r[k]) for r in rs] for k in ("t_pp", "speed_pp", "t_tg", "speed_tg")}
+        out.append({"pp": pp, "tg": tg, "pl": pl, "n_kv": rs[0].get("n_kv"), "samples": samples,
+                    "median": {k: median(v) for k, v in samples.items()}})
+    return out
+
+
+def run_batched_bench(model: str | Path, *, n_prompt: int = 512, n_gen: int = 128, sequences: tuple[int, ...] = (1, 64),
+                      repetitions: int = 3, n_batch: int = 2048, n_ubatch: int = 512, n_gpu_layers: int = 99,
+                      timeout_s: float = 300) -> dict[str, Any]:
+    """llama-batched-bench on one GGUF: each batch in `sequences` timed `repetitions` times (the -npl list repeated),
+    prompts not shared, one KV stream per sequence (-no-kvu), flash attention on, n_ctx for the largest batch."""
+    n_ctx = max(sequences) * (n_prompt + n_gen)
+    npl = ",".join(str(b) for _ in range(repetitions) for b in sequences)
+    cmd = [str(binary("llama-batched-bench")), "-m", str(model), "-ngl", str(n_gpu_layers), "-fa", "on", "-no-kvu",
+           "-c", str(n_ctx), "-b", str(n_batch), "-ub", str(n_ubatch), "-npp", str(n_prompt), "-ntg", str(n_gen),
+           "-npl", npl, "--output-format", "jsonl"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False)
+    if proc.returncode != 0:
+        raise LlamaRunError(f"llama-batched-bench exited {proc.returncode}:\n{_tail(proc.stderr)}")
+    return {"rows": batched_summary(parse_batched_jsonl(proc.stdout)), "load_log": load_log_dict(parse_load_log(proc.stderr)),
+            "command": cmd}
+
+
 def load_log_dict(log: LoadLog) -> dict[str, Any]:
     return {"buffers_bytes": {f"{kind}.{dev}": v for (kind, dev), v in sorted(log.buffers.items())},
             "kv": log.kv, "offloaded_layers": list(log.offloaded_layers) if log.offloaded_layers else None,

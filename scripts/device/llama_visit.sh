@@ -19,7 +19,7 @@
 # Times (device README: build phase 1 ~250 s at -j16, llama-server ~30 s): build ~280 + plan (what is left)
 # + pack ~15 s = ~535 s of command time, inside the call's 600 s; the plan's budget shrinks to fit
 # what the build left (its skipped runs say so in the batch).
-# env: BUDGET_S (default: what the deadline leaves), DEADLINE_S=585 (whole command), WORK=/root/llama, CARRY=.devcarry-llama,
+# env: EXTRA_TARGETS (more tools to build, space-separated; a build made here only), BUDGET_S (default: what the deadline leaves), DEADLINE_S=585 (whole command), WORK=/root/llama, CARRY=.devcarry-llama,
 #      MODELS= (comma-separated model ids to write; default all: qwen2.5-0.5b, qwen2.5-7b, tiny-24l, tiny-28l)
 set -uo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd); cd "$REPO"
@@ -54,7 +54,21 @@ if [ ! -x "$B/llama-server" ]; then
   BUILD_TIMEOUT_S=90 bash "$CARRY/build.sh" "$SRC" "$WORK/build" llama-server >> "$OUT/build.log" 2>&1
   el "llama-server build rc=$?"
 fi
-ls "$B"/llama-bench "$B"/llama-quantize "$B"/llama-server 2>&1 | sed 's/^/  /'
+# 2b. a build made here: the build's commit, and EXTRA_TARGETS (e.g. llama-batched-bench for quant_plan.py's batched7b).
+# The carry's source has no .git, so cmake/build-info.cmake leaves BUILD_COMMIT "unknown" and llama-bench's JSON says
+# so; it is set to the vendored commit (ENGINE_BUILD["source_commit"], the sdist's .git/modules/vendor/llama.cpp/HEAD)
+# and build.sh reconfigures (configure_file rewrites common/build-info.cpp) and relinks the tools (~30 s).
+if [ "$BUILT_HERE" = 1 ]; then
+  SRC=$(find "$WORK/src" -maxdepth 3 -type d -name llama.cpp | head -1)
+  COMMIT=$(python3 -c "from pytest_anatomy.measure.llama_cpp import ENGINE_BUILD; print(ENGINE_BUILD['source_commit'])")
+  sed -i "s/^set(BUILD_COMMIT \"unknown\")/set(BUILD_COMMIT \"$COMMIT\")/" "$SRC/cmake/build-info.cmake"
+  el "build commit $(grep -m1 '^set(BUILD_COMMIT' "$SRC/cmake/build-info.cmake"); relinking with ${EXTRA_TARGETS:-no extra targets}"
+  # shellcheck disable=SC2086
+  BUILD_TIMEOUT_S=150 bash "$CARRY/build.sh" "$SRC" "$WORK/build" llama llama-bench llama-quantize llama-server \
+    ${EXTRA_TARGETS:-} >> "$OUT/build.log" 2>&1
+  el "relink rc=$?"
+fi
+ls "$B"/llama-bench "$B"/llama-quantize "$B"/llama-server ${EXTRA_TARGETS:+"$B"/$EXTRA_TARGETS} 2>&1 | sed 's/^/  /'
 wait "$MODELS_PID"; el "models rc=$?: $(tail -4 "$OUT/models.log" | tr '\n' ' ')"
 wait "$CEIL_PID"; el "ceilings rc=$?"
 
@@ -69,7 +83,8 @@ el "plan rc=$?"
 
 # 4. pack a build made here (the device_run.sh recipe), so the next call skips the build
 if [ "$BUILT_HERE" = 1 ] && [ -f "$B/libllama.so" ]; then
-  FILES=$(cd "$B" && ls lib*.so* llama-bench llama-quantize llama-server 2>/dev/null | tr '\n' ' ')
+  FILES=$(cd "$B" && ls lib*.so* llama-bench llama-quantize llama-server llama-batched-bench llama-perplexity \
+    2>/dev/null | tr '\n' ' ')
   (cd "$B" && tar -cf - $FILES) | xz -T0 -6 > "$WORK/llama-bin.tar.xz"
   (cd "$B" && sha256sum $(for f in $FILES; do [ -L "$f" ] || echo "$f"; done)) > "$OUT/SHA256SUMS"
   split -b 15M -d -a 1 "$WORK/llama-bin.tar.xz" "$OUT/llama-bin.tar.xz.part-"

@@ -112,6 +112,41 @@ def plan_7b() -> list[Step]:
                                                  Step(f"{ft}.bench", "bench", ft, 16, SPEED_MODEL))]
 
 
+# Batch 64 at 7B (phase batched7b, issue 13's "decode and prefill at batch 1 and 64"): llama-batched-bench of each type
+# at batch 1 and 64 (3 repetitions each), F16 first (no quantize), then the order of tests_quant/quant_batched.TYPES
+# (a budget cut drops the tail; each run kept as it ends). ~25 s a bench: the model's load and 3 x (pp512 + tg128 at
+# batch 1, 64 x pp512 + 128 steps at batch 64).
+BATCHED_TYPES = ("F16", "Q4_K_M", "Q8_0", "Q4_0", "Q6_K", "Q5_K_M", "Q3_K_M", "Q2_K")
+
+
+def plan_batched_7b() -> list[Step]:
+    steps = [Step("F16.batched", "batched", "F16", 25, SPEED_MODEL)]
+    for ft in BATCHED_TYPES[1:]:
+        steps += [Step(f"{ft}.quantize", "quantize", ft, 60, SPEED_MODEL), Step(f"{ft}.batched", "batched", ft, 25,
+                                                                                 SPEED_MODEL)]
+    return steps
+
+
+def preregister_batched(results: Path = REPO / "results", hardware: str = "h200") -> Path:
+    """tests_quant/batched_preregistered.json: every BATCHED_TYPES prediction now, from the committed theory."""
+    from pytest_anatomy.preregistration import PreregistrationError, theory_commit
+
+    sys.path.insert(0, str(REPO / "tests_quant"))
+    import quant_batched as qb
+
+    try:
+        commit = theory_commit(REPO)
+    except PreregistrationError as err:
+        raise SystemExit(f"refused: {err}") from None
+    now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    doc = {"what": f"llama-batched-bench of {SPEED_MODEL} per type at batch 1 and {qb.BATCH} (quant_plan.py --phase "
+                   f"batched7b) on the {hardware.upper()}, predicted before any batched run",
+           "written_utc": now, "theory_commit": commit, "types": list(BATCHED_TYPES),
+           "predictions": qb.preregistration_body(results, hardware, now)}
+    qb.PREREGISTRATION.write_text(json.dumps(doc, indent=1) + "\n")
+    return qb.PREREGISTRATION
+
+
 # --- here: the carry -----------------------------------------------------------------------------
 def make_carry(dest: Path) -> list[Path]:
     """Two call-sized folders: c1 = the GGUF's first parts, c2 = the rest + the text's bz2; SHA256SUMS in each."""
@@ -233,6 +268,10 @@ def run_step(step: Step, folder: Path) -> dict[str, Any]:
         return llama_kld.compare(path, base, n_ctx=N_CTX)
     if step.kind == "bench":
         return run_bench(path)
+    if step.kind == "batched":
+        from pytest_anatomy.measure.llama_cpp import run_batched_bench
+
+        return run_batched_bench(path)
     if step.kind == "slice":
         from pytest_anatomy.measure.llama_cpp import run_perplexity
 
@@ -364,10 +403,12 @@ def dry_run(budget_s: float, only: str | None = None) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--phase", choices=("stage", "measure", "speed7b", "vllm"))
+    p.add_argument("--phase", choices=("stage", "measure", "speed7b", "batched7b", "vllm"))
     p.add_argument("--dry-run", action="store_true", help="print the plan and its estimates")
     p.add_argument("--make-carry", type=Path, default=None, metavar="DIR", help="write the two carry folders here")
     p.add_argument("--preregister", action="store_true", help="write tests_quant/preregistered.json (CPU)")
+    p.add_argument("--preregister-batched", action="store_true",
+                   help="write tests_quant/batched_preregistered.json (CPU, before the batched7b call; commit it)")
     p.add_argument("--stage", type=Path, default=Path("/root/stage"), help="the staged data's folder (/root/stage)")
     p.add_argument("--out", type=Path, default=Path("out"))
     p.add_argument("--budget-s", type=float, default=480)
@@ -388,6 +429,9 @@ def main(argv: list[str] | None = None) -> int:
 
         print(write(REPO / "tests_quant" / "preregistered.json"))
         return 0
+    if args.preregister_batched:
+        print(preregister_batched())
+        return 0
     if args.phase == "stage":
         print(json.dumps(stage(args.stage)))
         return 0
@@ -395,6 +439,12 @@ def main(argv: list[str] | None = None) -> int:
         args.out.mkdir(parents=True, exist_ok=True)
         doc = measure(args.stage, args.out, args.budget_s, steps=select(plan_7b(), args.only), batch="quant-7b.json")
         print(f"{sum('result' in r for r in doc['runs'])} runs measured, see {args.out / 'quant-7b.json'}")
+        return 0
+    if args.phase == "batched7b":
+        args.out.mkdir(parents=True, exist_ok=True)
+        doc = measure(args.stage, args.out, args.budget_s, steps=select(plan_batched_7b(), args.only),
+                      batch="quant-batched-7b.json")
+        print(f"{sum('result' in r for r in doc['runs'])} runs measured, see {args.out / 'quant-batched-7b.json'}")
         return 0
     if args.phase == "vllm":
         args.out.mkdir(parents=True, exist_ok=True)

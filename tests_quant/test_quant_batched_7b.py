@@ -1,0 +1,74 @@
+"""llama.cpp at batch 1 and 64 on Qwen2.5-7B per shootout type (quant_plan.py --phase batched7b: llama-batched-bench,
+results/<hw>/quant/qwen2.5-7b.<type>.batched) against batched_preregistered.json, written before any batched run from
+the committed theory (theory/llamacpp_batched.py) and the type's own batch-1 benches of earlier sessions
+(quant_batched.py). No case is collected until a batched run is recorded.
+
+Checks per type:
+- prefill at 64 prompts against the same run's prefill at 1 (the theory's identity: the same graph runs and FLOPs);
+  tolerance: 2 robust standard errors of each median (3 repetitions each);
+- prefill at 64 and decode at 64 against their pre-registration; decode at 1 against its own (the fitted constants at
+  batched-bench's context). Tolerance: each calibration run's 2 robust SE carried through the fit to the prediction
+  (quant_batched.budget), the card's recorded session-to-session spread of the batch-1 bench (the calibration runs
+  are another session's, maybe another card's), and this run's 2 robust SE.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import quant_batched as qb
+from quant_speed import rel_se
+
+from pytest_anatomy.session import get_session
+from pytest_anatomy.theory.prediction import Prediction
+
+PREREG = json.loads(qb.PREREGISTRATION.read_text()) if qb.PREREGISTRATION.is_file() else None
+
+
+def _results(request: pytest.FixtureRequest) -> Path:
+    return Path(get_session(request.config).settings.results_dir)
+
+
+def _prereg(file_type: str, quantity: str) -> Prediction:
+    if PREREG is None or file_type not in PREREG["predictions"]:
+        pytest.fail(f"{qb.PREREGISTRATION.name} holds no {file_type}: a batched run without a pre-registration")
+    p = PREREG["predictions"][file_type][quantity]
+    return Prediction(p["value"], p["unit"], f"pre-registered {PREREG['written_utc']} (theory "
+                      f"{PREREG['theory_commit'][:9]}): {p['formula']}")
+
+
+@pytest.mark.quant_runs("batched", model=qb.MODEL)
+def test_the_preregistration_predates_the_run(target, file_type, measured):
+    rec = measured(f"{qb.MODEL}.{file_type.lower()}.batched")
+    assert PREREG is not None and PREREG["written_utc"] < rec.recorded_at.replace("+00:00", "Z"), (
+        f"{qb.PREREGISTRATION.name} must be written before the run it predicts ({rec.recorded_at})")
+
+
+@pytest.mark.quant_runs("batched", model=qb.MODEL)
+def test_prefill_at_64_prompts_is_the_rate_at_one(target, file_type, measured, reconcile):
+    rec = measured(f"{qb.MODEL}.{file_type.lower()}.batched")
+    one, many = rec["pp512.b1.tok_per_s"], rec[f"pp512.b{qb.BATCH}.tok_per_s"]
+    rel = rel_se(one.samples, one.value) + rel_se(many.samples, many.value)
+    reconcile(f"batched_prefill_b64_over_b1[{file_type}]",
+              Prediction(1.0, "x", "per-sequence streams: 64 prompts run the graph runs and FLOPs of 64 lone ones"),
+              many.value / one.value, rel=rel, model=qb.MODEL,
+              why="2 robust standard errors of each of the two medians (3 repetitions each)")
+
+
+@pytest.mark.quant_runs("batched", model=qb.MODEL)
+@pytest.mark.parametrize("quantity", ["pp512.b64.tok_per_s", "tg128.b1.tok_per_s", "tg128.b64.tok_per_s"])
+def test_batched_speed_against_its_preregistration(target, file_type, quantity, measured, reconcile, request):
+    rec = measured(f"{qb.MODEL}.{file_type.lower()}.batched")
+    m = rec[quantity]
+    when = PREREG["written_utc"] if PREREG else rec.recorded_at
+    results = _results(request)
+    carried = qb.budget(results, target.name, file_type, when)[quantity]
+    spread = qb.session_spread(results, target.name, quantity.split(".")[0])
+    this = rel_se(m.samples, m.value)
+    terms = [*(f"{k.split('=')[1]} {v:.2%}" for k, v in carried), f"session spread {spread:.2%}", f"this run {this:.2%}"]
+    reconcile(f"batched_{quantity.replace('.', '_')}[{file_type}]", _prereg(file_type, quantity), m,
+              rel=sum(v for _, v in carried) + spread + this, model=qb.MODEL,
+              why="each calibration run's 2 robust SE carried through the fit, the card's session-to-session spread "
+                  "of that batch-1 bench, and this run's 2 robust SE: " + " + ".join(terms))
