@@ -2,8 +2,9 @@
 
 capacity: the buffers llama.cpp would log at load with every layer on the GPU (theory/llamacpp_memory.py),
 for the GGUF that llama-quantize makes of the model in --weights (theory/gguf_mix.py), or the header of
-a real file (--gguf PATH): model buffer on the GPU and in host memory, KV, output and compute buffers,
-and their GPU total (the CUDA context comes on top).
+a real file (--gguf PATH): model buffer on the GPU and in host memory, KV, output and compute buffers (the
+GPU's, and the host's: llama-server's graph inputs and embedding gather), and their GPU total (the CUDA context
+comes on top).
 
 latency: each slot's context (-c / -np, or all of -c with --kv-unified), batch-1 decode (`itl_ms`,
 `throughput_tok_s`) and one prompt's prefill (`prefill_ms`) from theory/llamacpp_latency.py, and with -np N > 1
@@ -84,7 +85,9 @@ def context_settings(args: argparse.Namespace):
     extra = {} if not hasattr(args, "cache_type_k") else dict(  # capacity's own flags; latency keeps the defaults
         type_k=args.cache_type_k, type_v=args.cache_type_v, n_ubatch=args.ubatch_size,
         flash_attn=args.flash_attn == "on")
-    return lm.ContextSettings(n_ctx=args.ctx_size, n_seq_max=args.parallel, kv_unified=args.kv_unified, **extra)
+    # llama-server reserves one output per slot (n_outputs_max = -np: tools/server/server-context.cpp load_model)
+    return lm.ContextSettings(n_ctx=args.ctx_size, n_seq_max=args.parallel, kv_unified=args.kv_unified,
+                              n_outputs_max=args.parallel, **extra)
 
 
 def check_fits(args: argparse.Namespace, header: Any, settings: Any) -> None:
@@ -131,6 +134,7 @@ def capacity_answers(args: argparse.Namespace) -> dict[str, Any]:
         "model_buffer_host_bytes": lm.model_buffer_host(header),
         "kv_buffer_bytes": lm.kv_buffer(header, s),
         "output_buffer_host_bytes": lm.output_buffer(header, s),
+        "compute_buffer_host_bytes": lm.compute_buffer_host(header, s),
     }
     try:
         out["compute_buffer_gpu_bytes"] = lm.compute_buffer_gpu(header, s)

@@ -3,8 +3,8 @@
 - the header llama-quantize wrote: every tensor's type as gguf_mix predicts it, and the file's
   tensor bytes to the byte;
 - every buffer line a server load logged (llama-server -lv 4): model buffer per device,
-  KV, output and compute buffers, from the predicted header and the run's own flags, exact at the
-  log's two decimals;
+  KV, output and compute buffers (CUDA0, and CUDA_Host: the graph's inputs and the embedding gather), from the
+  predicted header and the run's own flags, exact at the log's two decimals;
 - the server's GPU memory (nvidia-smi, loaded minus before) against those buffers and the one term no line
   reports, fitted on the loads recorded twice and held out on the others (llama_context.py).
 """
@@ -16,6 +16,7 @@ from llama_context import fit_context
 from llama_findings import server_compute_band, server_marks
 from llama_runs import SUITE, mistyped
 
+from pytest_anatomy import recordings
 from pytest_anatomy import session as anatomy_session
 
 from pytest_anatomy.measure.llama_log import MIB_HALF_STEP
@@ -34,7 +35,7 @@ def _settings(run, rec) -> lm.ContextSettings:
     if run.kind == "bench":  # llama-bench: one sequence, n_ctx = n_prompt + n_gen, default batches
         return lm.ContextSettings(n_ctx=int(s["n_prompt"]) + int(s["n_gen"]), n_seq_max=1,
                                   flash_attn=bool(s.get("flash_attn", True)))
-    return lm.ContextSettings.from_flags(s.get("args") or [])
+    return lm.ContextSettings.from_flags(s.get("args") or [], server=True)
 
 
 @pytest.mark.gpu
@@ -50,7 +51,8 @@ def test_llama_quantize_types_every_tensor_as_predicted(target, run, measured, h
               model=run.model)
 
 
-_BUFFERS = (("model", "CUDA0"), ("model", "CPU_Mapped"), ("KV", "CUDA0"), ("output", "CUDA_Host"), ("compute", "CUDA0"))
+_BUFFERS = (("model", "CUDA0"), ("model", "CPU_Mapped"), ("KV", "CUDA0"), ("output", "CUDA_Host"), ("compute", "CUDA0"),
+            ("compute", "CUDA_Host"))
 
 
 def _predict(kind: str, device: str, header, settings):
@@ -62,6 +64,8 @@ def _predict(kind: str, device: str, header, settings):
         return lm.kv_buffer(header, settings)
     if kind == "output":
         return lm.output_buffer(header, settings)
+    if device == "CUDA_Host":  # the graph's inputs and the token_embd gather, flash attention on or off
+        return lm.compute_buffer_host(header, settings)
     return lm.compute_buffer_gpu(header, settings)
 
 
@@ -76,11 +80,12 @@ def test_logged_buffers_from_config(target, run, measured, header_for, reconcile
         name = f"load.buffers_bytes.{kind}.{device}"
         if name not in rec.measurements:
             continue
-        if kind == "compute" and not settings.flash_attn:
+        gpu_compute = (kind, device) == ("compute", "CUDA0")
+        if gpu_compute and not settings.flash_attn:
             continue  # lm.ComputeBufferNotModeled: without flash attention the score matrix may be the peak
         # the server's compute buffer on the build of llama_findings.SERVER_COMPUTE_FINDING: its band is that
         # finding's mechanism (server_compute_band), set only where the mark is (another build is judged alone)
-        band = (server_compute_band(header, settings) if kind == "compute" and request.node.get_closest_marker("finding")
+        band = (server_compute_band(header, settings) if gpu_compute and request.node.get_closest_marker("finding")
                 else None)
         reconcile(f"llamacpp_{kind.lower()}_buffer_{device}", _predict(kind, device, header, settings), rec[name],
                   abs=MIB_HALF_STEP, why=LOG_ROUNDING, model=run.model, finding_band=band)
@@ -91,6 +96,29 @@ def test_logged_buffers_from_config(target, run, measured, header_for, reconcile
         half_step = 0.005 * (2**30 if size.value >= 2**30 else 2**20) + 1  # ties print rounded to even
         reconcile("gguf_tensor_bytes_logged", size, rec["load.file_size_bytes"], abs=half_step,
                   why="print_info logs the tensor bytes with 2 decimals, in GiB from 1 GiB up", model=run.model)
+
+
+HOST_COMPUTE = "load.buffers_bytes.compute.CUDA_Host"
+
+
+@pytest.mark.gpu
+@pytest.mark.llama_runs("server-load", "server-sweep")
+def test_host_compute_buffer_in_every_visit(target, run, measured, header_for, request):
+    """The CUDA_Host compute buffer of every visit that recorded the load, not only the newest the test above
+    reconciles: lm.compute_buffer_host from the header and that visit's flags, exact at the log's two decimals."""
+    measured(run.name)  # the newest visit: skips with the device plan's reason where it skipped the run
+    results = anatomy_session.of_config(request.config, SUITE)[1]
+    recs = [r for r in recordings.load_runs([results], target.name, SUITE, run.name) if HOST_COMPUTE in r.measurements]
+    if not recs:
+        pytest.skip(f"{run.name}: no visit logged the CUDA_Host compute buffer")
+    header = header_for(run)
+    for rec in recs:
+        pred = lm.compute_buffer_host(header, _settings(run, rec))
+        logged = rec[HOST_COMPUTE].value
+        assert abs(pred.value - logged) <= MIB_HALF_STEP, (
+            f"{run.name}@{rec.recorded_at}: CUDA_Host compute buffer {logged / MiB:.2f} MiB logged, "
+            f"{pred.value / MiB:.4f} predicted ({LOG_ROUNDING}); terms: "
+            + ", ".join(f"{t.name} {t.value:,.0f} B" for t in pred.terms))
 
 
 @pytest.mark.gpu

@@ -133,6 +133,23 @@ def test_kv_cells_per_stream_and_unified():
     assert lm.kv_cells(lm.ContextSettings(n_ctx=4000)) == (4096, 1, 4096)
 
 
+def test_reserved_graphs_and_their_host_terms():
+    """The terms the log's 0.01 MiB cannot resolve, from llama.cpp's source: -np 3 rounds the prompt graph's 512
+    tokens up to 513 (graph_reserve); a server reserves one output per slot; with more slots than -ub the generation
+    graph (one token and one output per slot) is the larger; a q8_0 K cache of 128-wide heads gets a 128 x 128
+    rotation (build_input_k_rot), V's stays 64 x 64."""
+    assert lm.reserve_graphs(lm.ContextSettings.from_flags(["-c", "8000", "-np", "3"], server=True)) == (
+        (513, 3), (3, 3))
+    assert lm.reserve_graphs(BINDING) == ((512, 512), (1, 1))
+    many = lm.ContextSettings.from_flags(["-c", "8192", "-np", "64", "-ub", "32"], server=True)
+    assert lm.reserve_graphs(many) == ((64, 32), (64, 64))
+    assert lm.compute_buffer_host(_q("qwen2.5-0.5b", "F16"), many).inputs["n_outputs"] == 64
+    seven = _q("qwen2.5-7b", "Q8_0")
+    rot = {t.name: t.value for t in lm.compute_buffer_host(seven, lm.ContextSettings(type_k="q8_0", type_v="q8_0")).terms}
+    assert (rot["attn_inp_k_rot"], rot["attn_inp_v_rot"]) == (128 * 128 * 4, 64 * 64 * 4)
+    assert "attn_inp_k_rot" not in {t.name for t in lm.compute_buffer_host(seven).terms}
+
+
 def test_quantized_kv_rows_are_padded_to_512():
     """q8_0 K rows of 128 elements: each layer's tensor carries one 384-element partial row of padding."""
     h = header_from_config(load_model("qwen2.5-0.5b"))
@@ -151,8 +168,14 @@ def _q(model: str, ftype: str):
     return replace(h, tensors=gguf_mix.quantized_types(h, ftype))
 
 
-# The binding's context for that log: n_ctx 4096, llama-cpp-python's default n_batch = n_ubatch = 512, one sequence.
-BINDING = lm.ContextSettings(n_ctx=4096, n_seq_max=1, n_batch=512, n_ubatch=512)
+# The binding's context for that log (shared/device/llama/binding_test.py): n_ctx 4096, n_batch = n_ubatch = 512, one
+# sequence, and llama-cpp-python 0.3.36's Llama(flash_attn=False) default: LLAMA_FLASH_ATTN_TYPE_DISABLED. Its
+# n_outputs_max is llama.cpp's default, n_batch (the binding leaves it 0).
+BINDING = lm.ContextSettings(n_ctx=4096, n_seq_max=1, n_batch=512, n_ubatch=512, flash_attn=False)
+# compute_buffer_gpu prices the lm_head step, a rule it states for flash attention only; on this load (attention
+# without it) the step is still the peak: 298.50 MiB logged, as predicted (the f32 score matrix of 14 heads x 4096 x 512
+# is 112 MiB). The fa-off rule in general stays unmodelled (lm.ComputeBufferNotModeled).
+BINDING_LM_HEAD = replace(BINDING, flash_attn=True)
 
 
 @pytest.mark.parametrize("kind,device,predict", [
@@ -160,7 +183,8 @@ BINDING = lm.ContextSettings(n_ctx=4096, n_seq_max=1, n_batch=512, n_ubatch=512)
     pytest.param("model", "CPU_Mapped", lm.model_buffer_host, id="model-CPU_Mapped"),
     pytest.param("KV", "CUDA0", lambda h: lm.kv_buffer(h, BINDING), id="KV-CUDA0"),
     pytest.param("output", "CUDA_Host", lambda h: lm.output_buffer(h, BINDING), id="output-CUDA_Host"),
-    pytest.param("compute", "CUDA0", lambda h: lm.compute_buffer_gpu(h, BINDING), id="compute-CUDA0"),
+    pytest.param("compute", "CUDA0", lambda h: lm.compute_buffer_gpu(h, BINDING_LM_HEAD), id="compute-CUDA0"),
+    pytest.param("compute", "CUDA_Host", lambda h: lm.compute_buffer_host(h, BINDING), id="compute-CUDA_Host"),
 ])
 def test_h200_f16_load_log(f16_log, reconcile, kind, device, predict):
     """Every buffer line of the F16 load the device README quotes, from the header alone."""

@@ -34,6 +34,10 @@ def test_capacity_without_flash_attention_says_not_modeled(capsys):
                 "-fa", "off")
     assert "flash attention" in out["compute_buffer_gpu_bytes"]["not_modeled"]
     assert out["kv_buffer_bytes"]["value"] == 48 * MiB
+    # the host's compute buffer is answered either way: the f32 gather and inp_embd (2 x 896 x 512 x 4 B), an f32
+    # mask (4096 x 512 x 4 B), V's indices per element (512 x 128 x 8 B), token ids, positions and K's indices (512 x
+    # 16 B) and one output id (32 B aligned): the binding's 12.01 MiB load less its 511 further output ids
+    assert out["compute_buffer_host_bytes"]["value"] == 2 * 896 * 512 * 4 + 4096 * 512 * 4 + 512 * 128 * 8 + 512 * 16 + 32
 
 
 # The cards the project has recorded (results/<card>/): the priors path is asked about them, none named here

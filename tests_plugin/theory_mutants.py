@@ -216,6 +216,14 @@ CATALOGUE: tuple[Mutation, ...] = (
         # padded: 189.00 MiB logged; unpadded 187.50)
         _LLAMA_LEDGER + _LLAMA_RECORDED),
     Mutation(
+        "llamacpp-host-v-idxs-per-row", "llama.cpp",
+        "the host compute buffer indexes V per cell without flash attention too (not per element of a transposed V)",
+        "pytest_anatomy.theory.llamacpp_memory", "host_compute_tensors",
+        "8 * n_tokens * (1 if settings.flash_attn else n_embd_v_gqa)", "8 * n_tokens",
+        # the fitted candidate's miss (docs/LLAMA.md): the fa-off 7B's CUDA_Host compute buffer (32.01 MiB logged,
+        # 30.01 mutated) and the binding's (12.01, 11.51)
+        _LLAMA_LEDGER + _LLAMA_RECORDED),
+    Mutation(
         "llamacpp-decode-weight-bytes-x1.05", "llama.cpp", "decode reads the weights x1.05",
         "pytest_anatomy.theory.llamacpp_latency", "decode_time",
         "            s = b / (calib.read_bandwidth * att)\n", "            s = 1.05 * b / (calib.read_bandwidth * att)\n",

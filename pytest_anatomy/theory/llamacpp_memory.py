@@ -17,11 +17,15 @@ Each term is a buffer llama.cpp allocates and logs at load (llama_model_load / l
   n_ubatch outputs). With flash attention the attention scores are never materialised and the
   largest step is the lm_head: its f32 output (n_vocab x n_ubatch) and f32 input (n_embd x n_ubatch)
   are live together. Derived from the graph, checked on one shape so far (Qwen2.5-0.5B, 298.50
-  MiB); the host-side compute buffer (inputs, the CPU embedding gather) is not modelled.
+  MiB).
+- `CUDA_Host compute buffer size`: the CPU backend's share of the same reserve (compute_buffer_host):
+  every graph input (the scheduler places inputs on the CPU backend) and the token_embd row gather
+  (its weight is on the host), each aligned to 32 B, none freed before the last is allocated.
 
 Sources: llama.cpp vendored in llama-cpp-python 0.3.36 (ggml 0.25.3): src/llama-model.cpp
 (load_tensors), src/llama-kv-cache.cpp, src/llama-context.cpp (n_ctx padding, output_reserve,
-sched_reserve), ggml/src/ggml-cuda/ggml-cuda.cu (get_alignment, get_alloc_size), ggml/src/ggml-alloc.c.
+sched_reserve), ggml/src/ggml-cuda/ggml-cuda.cu (get_alignment, get_alloc_size), ggml/src/ggml-alloc.c,
+ggml/src/ggml-backend.cpp (ggml_backend_sched_split_graph), src/llama-graph.cpp (the graph's inputs).
 """
 
 from __future__ import annotations
@@ -51,12 +55,16 @@ class ContextSettings:
     n_batch: int = 2048  # -b
     n_ubatch: int = 512  # -ub
     flash_attn: bool = True  # -fa (auto picks on for CUDA)
+    # llama_context_params.n_outputs_max: 0 = n_batch (llama-bench, llama-cli, the Python binding); llama-server
+    # passes n_parallel (tools/server/server-context.cpp load_model, common_speculative_get_output_limits)
+    n_outputs_max: int = 0
     gpu_device: str = "CUDA0"
 
     @classmethod
-    def from_flags(cls, flags: list[str] | tuple[str, ...]) -> ContextSettings:
+    def from_flags(cls, flags: list[str] | tuple[str, ...], *, server: bool = False) -> ContextSettings:
         """The settings llama-server / llama-cli flags give (-c, -np, -ctk, -ctv, -b, -ub, -fa, --kv-unified);
-        other flags are ignored, llama.cpp's defaults fill the rest."""
+        other flags are ignored, llama.cpp's defaults fill the rest. `server`: llama-server's own choice on top,
+        n_outputs_max = -np (one output per slot; no draft model)."""
         names = {"-c": "n_ctx", "--ctx-size": "n_ctx", "-np": "n_seq_max", "--parallel": "n_seq_max",
                  "-b": "n_batch", "--batch-size": "n_batch", "-ub": "n_ubatch", "--ubatch-size": "n_ubatch",
                  "-ctk": "type_k", "--cache-type-k": "type_k", "-ctv": "type_v", "--cache-type-v": "type_v",
@@ -77,12 +85,16 @@ class ContextSettings:
                     values[key] = raw
                 else:
                     values[key] = int(raw)
+        if server:
+            values["n_outputs_max"] = values.get("n_seq_max", 1)
         return cls(**values)  # type: ignore[arg-type]
 
     def __post_init__(self) -> None:
         for name in ("n_ctx", "n_seq_max", "n_batch", "n_ubatch"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.n_outputs_max < 0:
+            raise ValueError(f"n_outputs_max must be >= 0 (0 = n_batch), got {self.n_outputs_max}")
         get_llamacpp_kv_type(self.type_k)
         get_llamacpp_kv_type(self.type_v)
         if self.type_v != "f16" and self.type_v != "f32" and self.type_v != "bf16" and not self.flash_attn:
@@ -185,6 +197,93 @@ def compute_buffer_gpu(header: GgufHeader, settings: ContextSettings = ContextSe
         terms=(Term("logits", logits, "B"), Term("lm_head input", hidden, "B")),
         notes=("derived from the worst-case graph; holds while the lm_head step is the largest, i.e. with "
                "flash attention (no n_head x n_kv x n_ubatch score matrix) and an FFN narrower than the vocabulary",),
+    )
+
+
+HOST_ALIGNMENT = 32  # ggml-impl.h TENSOR_ALIGNMENT: the CPU buffer type's, which the CUDA_Host type borrows
+HADAMARD_MIN = 64  # src/llama-kv-cache.cpp build_input_k_rot / build_input_v_rot: rotations start at 64 x 64
+
+
+def reserve_graphs(settings: ContextSettings) -> tuple[tuple[int, int], tuple[int, int]]:
+    """(n_tokens, n_outputs) of the two graphs llama_context::sched_reserve sizes the buffers on: the prompt graph
+    (min(n_ctx, n_ubatch) tokens, min(that, n_outputs_max) outputs) and the generation graph (n_seq_max tokens and
+    outputs). n_batch = min(-c, -b) and n_ubatch = min(n_batch, -ub) (llama_context's constructor); graph_reserve
+    rounds n_tokens up to a multiple of n_seq_max (one equal split per sequence)."""
+    n_batch = min(settings.n_ctx, settings.n_batch)
+    n_ubatch = min(n_batch, settings.n_ubatch)
+    n_outputs_max = settings.n_outputs_max or n_batch
+    n_seqs = settings.n_seq_max
+    prompt = min(_pad(settings.n_ctx, KV_CELL_PADDING), n_ubatch)
+    return (_pad(prompt, n_seqs), min(prompt, n_outputs_max)), (n_seqs, n_seqs)
+
+
+def _hadamard_k(head_dim: int) -> int:
+    """build_input_k_rot: the largest power of two from 64 up that divides the K head dimension."""
+    n = HADAMARD_MIN
+    while head_dim % (2 * n) == 0:
+        n *= 2
+    return n
+
+
+def host_compute_tensors(header: GgufHeader, settings: ContextSettings, n_tokens: int,
+                         n_outputs: int) -> tuple[Term, ...]:
+    """The tensors of one reserved graph that ggml-alloc places in the CPU backend's (CUDA_Host) compute buffer.
+
+    ggml_backend_sched_split_graph gives every graph input (GGML_TENSOR_FLAG_INPUT) to the last backend, the CPU
+    (backend_id_from_cur "1.inp"), and the token_embd row gather to the backend of its weight, the host (get_rows is
+    never offloaded: ggml-cuda get_op_batch_size is 0 for it). The GPU split's copies of those inputs live in the
+    GPU buffer. ggml_gallocr_alloc_graph_impl allocates every leaf first and the gather after them, and an input the
+    GPU split copies keeps a view (the scheduler's input_dep) that is never released: so nothing is freed before the
+    last allocation and the buffer is the sum, each tensor aligned to HOST_ALIGNMENT (ggml_dyn_tallocr_alloc)."""
+    n_embd, n_kv = header.embedding_length, kv_cells(settings)[0]
+    n_embd_v_gqa = header.head_count_kv * header.value_length
+    tensors = [
+        # src/llama-graph.cpp build_inp_embd: token ids (i32) and the embeddings input (f32, in the graph even when
+        # tokens are fed: ggml_build_forward_select keeps both paths) ...
+        Term("inp_tokens", 4 * n_tokens, "B", "i32 x n_tokens (llama-graph.cpp build_inp_embd)"),
+        Term("inp_embd", 4 * n_embd * n_tokens, "B", "f32 n_embd x n_tokens (llama-graph.cpp build_inp_embd)"),
+        # ... and ggml_get_rows(tok_embd, inp_tokens): f32 rows, computed on the host where token_embd lives
+        Term("token_embd gather", 4 * n_embd * n_tokens, "B", "f32 n_embd x n_tokens (build_inp_embd get_rows)"),
+        # build_inp_pos: one i32 position per token (n_pos_per_embd = 1 without M-RoPE)
+        Term("inp_pos", 4 * n_tokens, "B", "i32 x n_tokens (llama-graph.cpp build_inp_pos)"),
+        # build_attn_inp_kq_mask: n_kv x n_tokens/n_stream x 1 x n_stream, f16 with flash attention, f32 without
+        Term("attn_inp_kq_mask", (2 if settings.flash_attn else 4) * n_kv * n_tokens, "B",
+             f"{'f16' if settings.flash_attn else 'f32'} n_kv {n_kv} x n_tokens (llama-graph.cpp "
+             "build_attn_inp_kq_mask; n_kv = cells per stream, llama_kv_cache_context(kv) get_size)"),
+        # build_inp_out_ids: the rows the last layer keeps
+        Term("out_ids", 4 * n_outputs, "B", "i32 x n_outputs (llama-graph.cpp build_inp_out_ids)"),
+        # src/llama-kv-cache.cpp build_input_k_idxs / build_input_v_idxs: i64 cell indices; without flash attention
+        # V is stored transposed (attn_v_trans = !flash_attn) and indexed per element
+        Term("attn_inp_k_idxs", 8 * n_tokens, "B", "i64 x n_tokens (llama-kv-cache.cpp build_input_k_idxs)"),
+        Term("attn_inp_v_idxs", 8 * n_tokens * (1 if settings.flash_attn else n_embd_v_gqa), "B",
+             "i64 x n_tokens" + ("" if settings.flash_attn else f" x n_embd_v_gqa {n_embd_v_gqa} (V transposed)")
+             + " (llama-kv-cache.cpp build_input_v_idxs)"),
+    ]
+    # build_input_k_rot / build_input_v_rot: f32 Hadamard rotations of a quantized cache (attn_rot_k / attn_rot_v:
+    # ggml_is_quantized(type) and a head dimension that is a multiple of 64)
+    if settings.type_k.upper() in QUANTIZED and header.key_length % HADAMARD_MIN == 0:
+        n = _hadamard_k(header.key_length)
+        tensors.append(Term("attn_inp_k_rot", 4 * n * n, "B", f"f32 {n} x {n} (build_input_k_rot)"))
+    if settings.type_v.upper() in QUANTIZED and header.value_length % HADAMARD_MIN == 0:
+        tensors.append(Term("attn_inp_v_rot", 4 * HADAMARD_MIN ** 2, "B", "f32 64 x 64 (build_input_v_rot)"))
+    return tuple(tensors)
+
+
+def compute_buffer_host(header: GgufHeader, settings: ContextSettings = ContextSettings()) -> Prediction:
+    """`CUDA_Host compute buffer size`: the larger of the two reserved graphs' host tensors (ggml_gallocr only
+    grows a buffer: ggml_gallocr_reserve_n_impl reallocates when a chunk's max_size exceeds the current one)."""
+    sized = []
+    for n_tokens, n_outputs in reserve_graphs(settings):
+        terms = host_compute_tensors(header, settings, n_tokens, n_outputs)
+        sized.append((sum(_pad(int(t.value), HOST_ALIGNMENT) for t in terms), n_tokens, n_outputs, terms))
+    value, n_tokens, n_outputs, terms = max(sized, key=lambda x: x[0])
+    return Prediction(
+        value, "B", "sum over the graph's inputs and the token_embd gather on the host, each aligned to 32 B",
+        {"n_tokens": n_tokens, "n_outputs": n_outputs, "n_kv": kv_cells(settings)[0],
+         "n_embd": header.embedding_length, "flash_attn": settings.flash_attn, "kv_unified": settings.kv_unified},
+        terms=terms,
+        notes=("one GPU (the scheduler keeps one copy of each input: sched copies = 1; pipeline parallelism over "
+               "several GPUs keeps more), a dense model with one KV cache (no SWA), token_embd on the host",),
     )
 
 
