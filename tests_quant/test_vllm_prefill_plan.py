@@ -1,7 +1,8 @@
 """The vLLM prefill-per-format plan (scripts/device/quant_decode.py prefill), checked on the CPU before its device
-call: each method's latency-plan command plans its prefill parts inside its budget under run ids apart from the bf16
-model's, the whole call's dry-run estimate stays under the ~300 s it was given, and the committed pre-registration
-covers every (method, length), was written from a committed theory, and predates every run of it."""
+call: each method's latency-plan command plans its prefill parts (the lone prompts and, since the batched part,
+64 prompts of 512 at once) inside its budget under run ids apart from the bf16 model's, the whole call's dry-run
+estimate (291 s with the batched parts) stays under the ~300 s it was given, and the committed pre-registrations
+(lone and batched) cover every case, were written from a committed theory, and predate every run of them."""
 
 from __future__ import annotations
 
@@ -33,8 +34,9 @@ def test_each_methods_call_plans_its_prefill_parts_inside_its_budget(tmp_path: P
     qd.write_configs(tmp_path)
     for method, command in zip(qd.METHODS, qd.prefill_commands(tmp_path, tmp_path / "out")):
         stdout, planned, budget = vf.latency_plan_dry_run(command)
-        for n in qd.PREFILL_LENS:
-            line = next(x for x in stdout.splitlines() if x.startswith(f"{qd.MODEL}-{method}.prefill.L{n} "))
+        ids = [f"prefill.L{n}" for n in qd.PREFILL_LENS] + [f"prefill.b{qd.PREFILL_BATCH}.L{qd.PREFILL_BATCH_LEN}"]
+        for run_id in ids:
+            line = next(x for x in stdout.splitlines() if x.startswith(f"{qd.MODEL}-{method}.{run_id} "))
             assert "[SKIP" not in line, line
         assert planned <= budget, (method, planned)
 
@@ -70,3 +72,45 @@ def test_the_preregistration_is_what_the_theory_gives_now() -> None:
     """Until the theory changes, the command that wrote the JSON writes the same numbers."""
     doc = json.loads(qd.PREFILL_PREREGISTRATION.read_text())
     assert qd.prefill_predictions() == doc["predictions"]
+
+
+BATCH_PREREG = json.loads(qd.PREFILL_BATCH_PREREGISTRATION.read_text())
+
+
+def test_the_batched_part_is_the_latency_plans() -> None:
+    source = (ROOT / "scripts" / "device" / "latency_plan.py").read_text()
+    batch, length = ast.literal_eval(source.split("\nPREFILL_BATCH, PREFILL_BATCH_LEN = ")[1].split("#")[0].strip())
+    assert (qd.PREFILL_BATCH, qd.PREFILL_BATCH_LEN) == (batch, length)
+    assert (BATCH_PREREG["batch"], BATCH_PREREG["input_len"]) == (batch, length)
+    assert BATCH_PREREG["max_num_batched_tokens"] == qd.MAX_NUM_BATCHED_TOKENS
+
+
+def test_the_batch_preregistration_covers_every_method_from_a_committed_theory() -> None:
+    assert set(BATCH_PREREG["predictions"]) == {"bf16", *qd.METHODS}
+    assert all(row["steps"] == 4 for row in BATCH_PREREG["predictions"].values())  # 16 prompts of 512 a step
+    ancestor = subprocess.run(["git", "merge-base", "--is-ancestor", BATCH_PREREG["theory_commit"], "HEAD"], cwd=ROOT,
+                              capture_output=True, timeout=30)
+    if ancestor.returncode not in (0, 1):
+        pytest.skip("no git history here to check the pre-registration's commit against")
+    assert ancestor.returncode == 0, f"the pre-registration's theory commit {BATCH_PREREG['theory_commit']} is not in HEAD"
+
+
+def test_the_batch_preregistration_carries_the_lone_prefills_calibration() -> None:
+    lone = json.loads(qd.PREFILL_PREREGISTRATION.read_text())["predictions"]
+    for method, row in BATCH_PREREG["predictions"].items():
+        assert row["calibration"] == lone[method]["512"]["calibration"], method
+        # 16 prompts a step: the weights and overhead paid 4 times, not 64
+        assert row["engine_span_ms"] < qd.PREFILL_BATCH * lone[method]["512"]["prefill_ms"], method
+        assert 0 < row["partial_first_step"]["extra_ms_max"] < row["engine_span_ms"] / row["steps"], method
+
+
+def test_the_batch_preregistration_predates_every_run() -> None:
+    folder = ROOT / "results" / qd.HARDWARE / "latency"
+    stamps = [p.name.split("@")[1].removesuffix(".json") for m in qd.METHODS
+              for p in folder.glob(f"{qd.MODEL}-{m}.prefill.b{qd.PREFILL_BATCH}.*@*")]
+    written = BATCH_PREREG["written_utc"].replace("-", "").replace(":", "")
+    assert all(s > written for s in stamps), stamps
+
+
+def test_the_batch_preregistration_is_what_the_theory_gives_now() -> None:
+    assert qd.prefill_batch_predictions() == BATCH_PREREG["predictions"]

@@ -17,7 +17,6 @@ Not the run's noise: a prefill's five repeats scatter ~1% at 2,048 tokens and ab
 from __future__ import annotations
 
 import json
-from functools import cache
 from typing import Any
 
 import pytest
@@ -39,14 +38,7 @@ RECORDED = [(m, n) for m in METHODS for n in qd.PREFILL_LENS
             if recordings.candidates(vf.RESULTS, vf.HARDWARE, "latency", run_name(m, n))]
 
 
-@cache
-def matmul_spread() -> float:
-    """max / min - 1 of every recorded bf16 matmul ceiling on the card."""
-    folder = vf.RESULTS / vf.HARDWARE / "ceilings"
-    values = [m["matmul_bf16.value"]["value"] for m in
-              (json.loads(p.read_text())["measurements"] for p in sorted(folder.glob("ceilings@*.json")))
-              if "matmul_bf16.value" in m]
-    return max(values) / min(values) - 1
+matmul_spread = vf.matmul_spread  # the recorded bf16 matmul ceilings' max / min - 1
 
 
 def tolerance_terms_ms(method: str, length: int) -> dict[str, float]:

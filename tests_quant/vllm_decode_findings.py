@@ -98,6 +98,16 @@ CALIBRATION_OVERHEAD_MS = 1.5077
 CALIBRATION_RECORDED_AT = "2026-12-01T04:47:39.125311Z"
 
 
+@cache
+def matmul_spread() -> float:
+    """max / min - 1 of every recorded bf16 matmul ceiling on the card: the prefill replays' priced-part term."""
+    folder = RESULTS / HARDWARE / "ceilings"
+    values = [m["matmul_bf16.value"]["value"] for m in
+              (json.loads(p.read_text())["measurements"] for p in sorted(folder.glob("ceilings@*.json")))
+              if "matmul_bf16.value" in m]
+    return max(values) / min(values) - 1
+
+
 def _pred(method: str, b: int) -> float:
     return float(PREREG["predictions"][method][str(b)]["step_ms"])
 

@@ -257,6 +257,63 @@ def prefill_work(tokens: int, max_num_batched_tokens: int | None = None) -> list
     return [StepWork(prefill=(c,), logits=1 if i == len(chunks) - 1 else 0) for i, c in enumerate(chunks)]
 
 
+def batch_prefill_work(batch: int, tokens: int, max_num_batched_tokens: int | None = None,
+                       first_step_prompts: int | None = None) -> list[StepWork]:
+    """The steps when `batch` prompts of `tokens` each arrive together and nothing else runs.
+
+    The rule, vLLM V1's Scheduler.schedule (vllm/v1/core/sched/scheduler.py): each step's token_budget is
+    max_num_batched_tokens; the running requests are served first, then the waiting ones in arrival order, each
+    given num_new_tokens = min(its tokens not yet computed, the budget left), and the budget shrinks by it
+    (long_prefill_token_threshold is 0, off, by default). So whole prompts pack greedily; the prompt that does not
+    fit in what is left gets the rest of the budget as a chunk, and its remainder opens the next step (it is
+    running by then). Logits: one row per prompt whose last token is in the step (a chunk that does not end its
+    prompt keeps no sample, as prefill_work). max_num_seqs is not modelled (it binds only above 128 prompts).
+    first_step_prompts: only that many had reached the engine when it first scheduled (a partially-filled first
+    step); the later steps see them all."""
+    if batch < 1 or tokens < 1:
+        raise ValueError(f"a batched prefill needs batch >= 1 and tokens >= 1, got {batch!r} x {tokens!r}")
+    budget = batch * tokens if max_num_batched_tokens is None else max_num_batched_tokens
+    if budget < 1:
+        raise ValueError(f"max_num_batched_tokens must be >= 1, got {max_num_batched_tokens!r}")
+    arrived = batch if first_step_prompts is None else max(1, min(batch, first_step_prompts))
+    done: list[int] = [0] * batch  # tokens computed per prompt
+    steps: list[StepWork] = []
+    nxt = 0  # the first prompt not finished
+    while nxt < batch:
+        left, logits = budget, 0
+        chunks: list[tuple[int, int]] = []
+        while nxt < (arrived if not steps else batch) and left > 0:
+            n = min(tokens - done[nxt], left)
+            chunks.append((n, done[nxt]))
+            done[nxt] += n
+            left -= n
+            if done[nxt] < tokens:
+                break
+            logits += 1
+            nxt += 1
+        steps.append(StepWork(prefill=tuple(chunks), logits=logits))
+    return steps
+
+
+def batch_prefill_time(model: ModelSpec, ceilings: Ceilings, calib: EngineCalibration, batch: int, tokens: int,
+                       max_num_batched_tokens: int | None = None, first_step_prompts: int | None = None) -> Prediction:
+    """`batch` prompts of `tokens` arriving together: the sum of batch_prefill_work's steps, first schedule to the
+    last first token (the engine span)."""
+    works = batch_prefill_work(batch, tokens, max_num_batched_tokens, first_step_prompts)
+    return sum_of_steps([step_time(model, ceilings, calib, w) for w in works], works,
+                        "sum over steps of [max(bytes/BW, FLOPs/(eta x peak)) + t_overhead]",
+                        {"batch": batch, "tokens": tokens, "max_num_batched_tokens": max_num_batched_tokens,
+                         "calibration": calib.name})
+
+
+def sum_of_steps(steps: list[Prediction], works: list[StepWork], formula: str, inputs: dict) -> Prediction:
+    """A sequence of steps as one Prediction: the first 8 steps as terms, each with its prompts and tokens."""
+    terms = tuple(Term(f"step {i + 1}: {len(w.prefill)} prompt(s), {w.new_tokens} tokens", s.value, "s", s.notes[0])
+                  for i, (s, w) in enumerate(zip(steps[:8], works, strict=False)))
+    return Prediction(sum(s.value for s in steps), "s", formula, {**inputs, "steps": len(steps)}, terms=terms,
+                      notes=(*steps[0].notes[1:],) + (("only the first 8 steps are listed",) if len(steps) > 8 else ()))
+
+
 # --- chunked prefill in a closed loop: what it does to ITL percentiles -----------------
 
 def mixed_step_time(model: ModelSpec, ceilings: Ceilings, calib: EngineCalibration, decode_batch: int,

@@ -120,3 +120,15 @@ def prefill_time(model: ModelSpec, hardware: HardwareSpec, ceilings: lat.Ceiling
                       {"tokens": tokens, "chunks": len(steps), "quantization": method},
                       terms=tuple(Term(f"chunk {i + 1}", s.value, "s", s.notes[0]) for i, s in enumerate(steps[:8])),
                       notes=steps[0].notes[1:])
+
+
+def batch_prefill_time(model: ModelSpec, hardware: HardwareSpec, ceilings: lat.Ceilings, calib: lat.EngineCalibration,
+                       batch: int, tokens: int, max_num_batched_tokens: int | None, method: str,
+                       first_step_prompts: int | None = None) -> Prediction:
+    """`batch` prompts of `tokens` arriving together (latency.batch_prefill_work's steps), each step at the
+    method's bytes and GEMM peak: the engine span from the first schedule to the last first token."""
+    works = lat.batch_prefill_work(batch, tokens, max_num_batched_tokens, first_step_prompts)
+    return lat.sum_of_steps([step_time(model, hardware, ceilings, calib, w, method) for w in works], works,
+                            "sum over steps of the quantized step time",
+                            {"batch": batch, "tokens": tokens, "max_num_batched_tokens": max_num_batched_tokens,
+                             "quantization": method, "calibration": calib.name})

@@ -14,6 +14,10 @@ Parts, in priority order (each written to $OUT/latency.json as soon as it ends):
                 more (--no-decode-recheck to skip); the run kept is the first the check passes, else
                 the last, with the other inside it ("other_attempts"; raw lines labelled by attempt)
   prefill.LN    one request of N tokens, max_tokens=1, 1 warm-up + repeats; TTFT median
+  prefill.bB.LN (only when --only names prefill_batch) B fresh prompts of N tokens sent at once,
+                max_tokens=1, 1 warm-up round + 3; per round the engine span (the last first token less
+                the first schedule, engine clock) and the client span (the last TTFT from the round's
+                first send); --prefill-batch B (64), N = 512
   closed.cC     closed loop at concurrency C, 1024/256 (the seed's sweep)
   poisson.fF    open loop, Poisson at F x the C=64 request throughput, 1024/256
   overload      KV pool oversubscribed by long prompts: preemptions, TTFT under overload
@@ -124,6 +128,9 @@ DECODE_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128)
 DECODE_SHAPE = (1024, 128)                     # input, output tokens
 PREFILL_LENS = (128, 512, 2048, 8192, 16384, 32000)
 PREFILL_REPEATS = 5                            # after one discarded warm-up request
+PREFILL_BATCH, PREFILL_BATCH_LEN = 64, 512     # prompts sent at once, tokens each (the prefill_batch part)
+PREFILL_BATCH_REPEATS = 3                      # rounds after one discarded warm-up round
+OPT_IN_KINDS = frozenset({"prefill_batch"})    # planned only where --only (or the kinds given) names them
 CLOSED = ((1, 12), (8, 48), (32, 128), (64, 192))   # (concurrency, requests)
 SERVE_SHAPE = (1024, 256)                      # the seed's concurrency sweep shape
 POISSON_FACTORS = (0.25, 0.5, 0.8, 1.0, 1.3)
@@ -203,6 +210,8 @@ def _estimate(kind: str, s: dict[str, Any], cost: CostModel) -> Any:
         return s["batch"] * cost.prefill_s(n_in) + n_out * cost.decode_step_s(s["batch"], ctx) + pad
     if kind == "prefill":
         return (s["repeats"] + 1) * (cost.prefill_s(n_in) + 0.03) + 0.5
+    if kind == "prefill_batch":
+        return (s["repeats"] + 1) * s["batch"] * cost.prefill_s(n_in) + pad
     if kind == "closed":
         n, c = s["requests"], s["concurrency"]
         return n * cost.prefill_s(n_in) + math.ceil(n / c) * n_out * cost.decode_step_s(c, ctx) + 1.0
@@ -252,6 +261,10 @@ def build_plan(args: argparse.Namespace, cost: CostModel, model: str = MODEL,
                    {"input_len": n, "output_len": 1, "repeats": PREFILL_REPEATS, "seed": 200 + _seat(PREFILL_LENS, n),
                     "chunks": math.ceil(n / args.max_num_batched_tokens)}, 0.0)
               for n in _listed(args, "prefill_lens", PREFILL_LENS) if n + 1 <= args.max_model_len]
+    b = getattr(args, "prefill_batch", None) or PREFILL_BATCH
+    parts += [Part(f"{model}.prefill.b{b}.L{PREFILL_BATCH_LEN}", "prefill_batch",
+                   {"batch": b, "input_len": PREFILL_BATCH_LEN, "output_len": 1, "repeats": PREFILL_BATCH_REPEATS,
+                    "seed": 600 + b}, 0.0)] if PREFILL_BATCH_LEN + 1 <= args.max_model_len else []
     n_in, n_out = SERVE_SHAPE
     requests_for = dict(CLOSED)
     parts += [Part(f"{model}.closed.c{c}", "closed",
@@ -265,6 +278,10 @@ def build_plan(args: argparse.Namespace, cost: CostModel, model: str = MODEL,
     parts.append(Part(f"{model}.overload", "overload",
                       {"requests": None, "input_len": None, "output_len": OVERLOAD_OUTPUT,
                        "seed": 500}, 0.0))
+    asked = set(args.only.split(",")) if args.only else set()
+    if kinds is not None:
+        asked |= kinds
+    parts = [p for p in parts if p.kind not in OPT_IN_KINDS or p.kind in asked]
     if args.only:
         wanted = set(args.only.split(","))
         parts = [p for p in parts if p.kind in wanted or p.kind == "warmup"]
@@ -424,6 +441,8 @@ async def run_part(driver: Any, part: Part, deadline: float, cfg: dict[str, Any]
         }, "checks": {"exact_output_tokens": all(r.ok for r in records),
                       "no_prefix_cache_hits": all(not r.num_cached_tokens for r in records)}}, \
             {"requests": [r.to_raw() for r in records]}
+    if part.kind == "prefill_batch":
+        return await run_prefill_batch(driver, part, deadline, vocab)
     prompts = ls.token_id_prompts(s.get("batch") or s["requests"], n_in, vocab, s["seed"])
     if part.kind == "decode":
         run = await driver.run(part.id, prompts, n_out, deadline=deadline)
@@ -460,6 +479,53 @@ async def run_part(driver: Any, part: Part, deadline: float, cfg: dict[str, Any]
         run = await driver.run(part.id, prompts, n_out, deadline=deadline, progress_every_s=15)
         return load_run_result(run)
     raise ValueError(f"unknown part kind {part.kind!r}")
+
+
+def prefill_batch_round(records: list[Any], batch: int, input_len: int) -> dict[str, Any]:
+    """One round of the batched prefill: the client span (the last TTFT, from the round's first send), the engine
+    span (the last first_token_ts less the first scheduled_ts, the engine core's clock), tokens/s over each, and how
+    many requests were queued after the engine's first schedule of the round (a partially-filled first step)."""
+    ok = [r for r in records if r.ok and r.chunk_times]
+    engine = [r.engine for r in ok if r.engine.get("scheduled_ts") and r.engine.get("first_token_ts")]
+    span = max(r.chunk_times[0] for r in ok) - min(r.send_time for r in records) if len(ok) == batch else None
+    first = min(e["scheduled_ts"] for e in engine) if engine else None
+    complete = first is not None and len(engine) == batch
+    engine_span = max(e["first_token_ts"] for e in engine) - first if complete else None
+    queued = [e["queued_ts"] for e in engine if e.get("queued_ts")]
+    return {"span_s": span, "engine_span_s": engine_span,
+            "tokens_per_s": batch * input_len / span if span else None,
+            "engine_tokens_per_s": batch * input_len / engine_span if engine_span else None,
+            "queued_after_first_schedule": sum(q > first for q in queued) if first is not None else None,
+            "queued_spread_s": max(queued) - min(queued) if queued else None}
+
+
+async def run_prefill_batch(driver: Any, part: Part, deadline: float,
+                            vocab: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """`batch` fresh prompts sent at once, max_tokens=1, once per round (the first round discarded): the
+    engine's time to prefill them together (prefill_batch_round), medians over the kept rounds."""
+    s = part.settings
+    b, n_in = s["batch"], s["input_len"]
+    prompts = ls.token_id_prompts((s["repeats"] + 1) * b, n_in, vocab, s["seed"])  # every round's own prompts
+    records, rounds = [], []
+    for k in range(s["repeats"] + 1):
+        run = await driver.run(f"{part.id}.r{k}", prompts[k * b:(k + 1) * b], s["output_len"], deadline=deadline,
+                               progress_every_s=60)
+        records += run.records
+        rounds.append(prefill_batch_round(list(run.records), b, n_in))
+    kept = rounds[1:]
+
+    def col(key: str) -> list[float]:
+        return [r[key] for r in kept if r[key] is not None]
+
+    result = {key: ls.summarize(col(key)) for key in ("span_s", "engine_span_s", "tokens_per_s",
+                                                      "engine_tokens_per_s")}
+    result.update({"samples": {"engine_span_s": col("engine_span_s"), "span_s": col("span_s")},
+                   "queued_after_first_schedule_max": max(col("queued_after_first_schedule"), default=None),
+                   "rounds": rounds, "warmup_discarded": 1})
+    checks = {"exact_output_tokens": all(r.ok for r in records) and len(records) == len(prompts),
+              "no_prefix_cache_hits": all(not r.num_cached_tokens for r in records),
+              "engine_span_every_round": len(col("engine_span_s")) == len(kept)}
+    return {"result": result, "checks": checks}, {"requests": [r.to_raw() for r in records]}
 
 
 # --- provenance and the main flow ---------------------------------------------------------
@@ -651,6 +717,9 @@ def headline(run: dict[str, Any]) -> str:
         attempt = f", attempt {run['attempt']} of {run['attempts']}" if run.get("attempts") else ""
         return (f"step {r['step_time_s'] * 1e3:.3f} ms (mean ITL {r['itl_steady_s']['mean'] * 1e3:.3f} ms), "
                 f"checks {'ok' if ok else 'FAILED'}, validity {'FLAGGED' if _stalled(run) else 'ok'}{attempt}")
+    if run["kind"] == "prefill_batch" and r.get("engine_span_s", {}).get("median"):
+        return (f"engine span {r['engine_span_s']['median'] * 1e3:.1f} ms, client span "
+                f"{(r['span_s']['median'] or 0) * 1e3:.1f} ms, checks {'ok' if ok else 'FAILED'}")
     if run["kind"] == "prefill" and r.get("ttft_s", {}).get("median"):
         return f"TTFT {r['ttft_s']['median'] * 1e3:.1f} ms, checks {'ok' if ok else 'FAILED'}"
     agg = r.get("aggregate")
@@ -857,6 +926,10 @@ def gemm_shapes(args: argparse.Namespace, configs: dict[str, dict[str, Any]]) ->
     chunks = {min(args.max_num_batched_tokens, n - start)
               for n in _listed(args, "prefill_lens", PREFILL_LENS) if n + 1 <= args.max_model_len
               for start in range(0, n, args.max_num_batched_tokens)}
+    if "prefill_batch" in (args.only or "").split(","):  # its steps' token counts (theory's batch_prefill_work)
+        total = (getattr(args, "prefill_batch", None) or PREFILL_BATCH) * PREFILL_BATCH_LEN
+        chunks |= {min(args.max_num_batched_tokens, total - start)
+                   for start in range(0, total, args.max_num_batched_tokens)}
     out: list[dict[str, Any]] = []
     for model, c in configs.items():
         h, heads, kv = c["hidden_size"], c["num_attention_heads"], c["num_key_value_heads"]
@@ -916,9 +989,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="keep a decode part the run-validity check flags (an engine-core stall) without measuring "
                         "it again")
     p.add_argument("--only", default=None,
-                   help="comma list of kinds: decode,prefill,closed,poisson,overload")
+                   help="comma list of kinds: decode,prefill,prefill_batch,closed,poisson,overload "
+                        "(prefill_batch only when named here)")
     p.add_argument("--decode-batches", type=_ints, default=None, help="comma list (default: all of the plan's)")
     p.add_argument("--prefill-lens", type=_ints, default=None, help="comma list of prompt lengths")
+    p.add_argument("--prefill-batch", type=int, default=PREFILL_BATCH,
+                   help=f"prompts of {PREFILL_BATCH_LEN} tokens the prefill_batch part sends at once")
     p.add_argument("--closed", type=_ints, default=None, help="comma list of closed-loop concurrencies")
     p.add_argument("--poisson-factors", type=_floats, default=None,
                    help="comma list of Poisson rates as fractions of the largest closed loop's throughput")
@@ -943,7 +1019,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--assumed-overhead-next-engine-s", type=float, default=31.0, help=argparse.SUPPRESS)
     p.add_argument("--assumed-pool-tokens", type=int, default=2_000_000, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
-    kinds = {"decode", "prefill", "closed", "poisson", "overload"}
+    kinds = {"decode", "prefill", "prefill_batch", "closed", "poisson", "overload"}
     for flag, value in (("--only", args.only), ("--second-model-kinds", args.second_model_kinds)):
         if value and not set(value.split(",")) <= kinds:
             p.error(f"{flag} {value!r}: unknown kind(s) {sorted(set(value.split(',')) - kinds)}; "

@@ -9,6 +9,7 @@ moved" for the vLLM methods, which no plan measured until now.
     python scripts/device/quant_decode.py preregister-sweep  # here: fp8 across the GEMM dispatch's M boundary
     python scripts/device/quant_decode.py sweep DIR OUT      # on the device: that sweep's one latency-plan command
     python scripts/device/quant_decode.py preregister-prefill  # here: each method's lone prefill, predicted first
+    python scripts/device/quant_decode.py preregister-prefill-batch  # here: 64 prompts of 512 at once, predicted first
     python scripts/device/quant_decode.py prefill DIR OUT [--only M] [--dry-run]  # the prefill commands / their plan
 
 The pre-registration holds `pytest-anatomy predict latency --quantization M` at the decode part's shape (1,024
@@ -48,11 +49,16 @@ SWEEP_PREREGISTRATION = REPO / "tests_quant" / "vllm_fp8_sweep_preregistered.jso
 # is the baseline. The plan has no batched-prefill part: batch 1 only. 512: the smallest length past the fixed cost;
 # 2,048: one compute-bound chunk; 8,192: one full chunk (bf16's eta fit point).
 PREFILL_LENS = (512, 2048, 8192)
-PREFILL_BUDGET_S = 150  # per method: import || ceilings, the engine start, warm-up, three parts (~100 s of it used)
+PREFILL_BUDGET_S = 165  # per method: import || ceilings, the engine start, warm-up, four parts (~92-104 s planned); the
+# batched part still fits with the plan's own 90 s engine-start assumption (33 + 90 + 14 = 137 s <= 165 - 15)
 MAX_NUM_BATCHED_TOKENS = 8192  # the latency plan's chunk size
 MAX_MODEL_LEN = 33024  # the latency plan's engine setting
 ASSUMED_ENGINE_S = 90.0  # latency_plan's own assumption, for a method without a recorded engine start
 PREFILL_PREREGISTRATION = REPO / "tests_quant" / "vllm_prefill_preregistered.json"
+# The same calls' batched prefill (latency_plan's prefill_batch part): PREFILL_BATCH prompts of PREFILL_BATCH_LEN
+# tokens sent at once, 1 warm-up round + 3, the engine span from the first schedule to the last first token.
+PREFILL_BATCH, PREFILL_BATCH_LEN = 64, 512
+PREFILL_BATCH_PREREGISTRATION = REPO / "tests_quant" / "vllm_prefill_batch_preregistered.json"
 
 
 def config_for(method: str) -> dict[str, Any]:
@@ -88,13 +94,15 @@ def sweep_command(folder: Path, out: Path) -> str:
 
 
 def prefill_command(folder: Path, out: Path, method: str) -> str:
-    return (f"python scripts/device/latency_plan.py --config {folder / f'{MODEL}-{method}.json'} --only prefill "
-            f"--prefill-lens {','.join(str(n) for n in PREFILL_LENS)} --second-model none --overhead-models none "
+    return (f"python scripts/device/latency_plan.py --config {folder / f'{MODEL}-{method}.json'} "
+            f"--only prefill,prefill_batch --prefill-lens {','.join(str(n) for n in PREFILL_LENS)} "
+            f"--prefill-batch {PREFILL_BATCH} --second-model none --overhead-models none "
             f"--budget-s {PREFILL_BUDGET_S} --out-dir {out / f'{method}-prefill'}")
 
 
 def prefill_commands(folder: Path, out: Path, only: tuple[str, ...] = METHODS) -> list[str]:
-    """One latency-plan call per method: its own engine (run ids qwen2.5-7b-<method>.prefill.L<N>), ceilings first."""
+    """One latency-plan call per method: its own engine (run ids qwen2.5-7b-<method>.prefill.L<N> and
+    .prefill.b64.L512), ceilings first."""
     return [prefill_command(folder, out, m) for m in only]
 
 
@@ -169,6 +177,58 @@ def preregister_prefill() -> Path:
         "predicted before any run (scripts/device/quant_decode.py prefill); bf16 is the baseline the latency suite "
         "records in every session (not pre-registered here: recorded)",
         lengths=list(PREFILL_LENS), measured_as="engine_prefill_s.median", predictions=prefill_predictions())
+
+
+def prefill_batch_predictions() -> dict[str, dict[str, Any]]:
+    """method (and bf16) -> the engine span (ms) of PREFILL_BATCH prompts of PREFILL_BATCH_LEN arriving together
+    (theory's batch_prefill_time: vLLM's token-budget packing), with the ceilings and calibration `predict latency`
+    uses (the median recorded session's, as prefill_predictions), and what a partially-filled first step would add:
+    its least and most over a first step of 1 .. (prompts a step holds - 1) prompts (the others arriving after the
+    engine's first schedule)."""
+    from pytest_anatomy import cli, cli_latency
+    from pytest_anatomy.specs.hardware import get_hardware
+    from pytest_anatomy.specs.model import load_model
+    from pytest_anatomy.theory import latency as lat
+    from pytest_anatomy.theory import quant_planning as qp
+
+    args = cli.build_parser().parse_args(["predict", "latency", "--model", MODEL, "--hardware", HARDWARE,
+                                          "--max-model-len", str(MAX_MODEL_LEN)])
+    model, hw = load_model(MODEL), get_hardware(HARDWARE)
+    ceilings, calib, _ = cli_latency.calibration(args, hw)
+    b, n, budget = PREFILL_BATCH, PREFILL_BATCH_LEN, MAX_NUM_BATCHED_TOKENS
+
+    def span(method: str, first: int | None = None) -> Any:
+        if method == "bf16":
+            return lat.batch_prefill_time(model, ceilings, calib, b, n, budget, first)
+        return qp.batch_prefill_time(model, hw, ceilings, calib, b, n, budget, method, first)
+
+    out: dict[str, dict[str, Any]] = {}
+    for method in ("bf16", *METHODS):
+        packed = span(method)
+        extra = [span(method, j).value - packed.value for j in range(1, min(b, budget // n))]
+        out[method] = {"engine_span_ms": round(packed.value * 1e3, 4), "formula": packed.formula,
+                       "steps": packed.inputs["steps"], "tokens_per_s": round(b * n / packed.value, 1),
+                       "calibration": calib.name,
+                       "partial_first_step": {"first_step_prompts": f"1..{len(extra)}",
+                                              "extra_ms_max": round(max(extra) * 1e3, 4),
+                                              "extra_ms_min": round(min(extra) * 1e3, 4)} if extra else None}
+    return out
+
+
+def preregister_prefill_batch() -> Path:
+    return _write_preregistration(
+        PREFILL_BATCH_PREREGISTRATION,
+        f"vLLM 0.26.0 prefill of {PREFILL_BATCH} prompts of {PREFILL_BATCH_LEN} tokens sent at once, per weight format "
+        f"and bf16, {MODEL} dummy weights on the {HARDWARE.upper()}, predicted before any run "
+        "(scripts/device/quant_decode.py prefill, latency_plan.py's prefill_batch part)",
+        batch=PREFILL_BATCH, input_len=PREFILL_BATCH_LEN, max_num_batched_tokens=MAX_NUM_BATCHED_TOKENS,
+        measured_as="engine_span_s.median",
+        note=("the engine span runs from the round's first schedule to its last first token; the theory packs the "
+              f"{PREFILL_BATCH} prompts whole into each step's {MAX_NUM_BATCHED_TOKENS}-token budget (vLLM V1's "
+              "Scheduler.schedule). If the requests do not all reach the engine before its first schedule, the "
+              "measured span holds one more, partially-filled, first step: partial_first_step.extra_ms_max is the most "
+              "that adds (the run records queued_after_first_schedule per round to tell)"),
+        predictions=prefill_batch_predictions())
 
 
 def predictions() -> dict[str, dict[str, Any]]:
@@ -247,6 +307,8 @@ def main(argv: list[str] | None = None) -> int:
     w.add_argument("dir", type=Path)
     w.add_argument("out", type=Path)
     sub.add_parser("preregister-prefill", help=f"write {PREFILL_PREREGISTRATION.relative_to(REPO)} (commit it first)")
+    sub.add_parser("preregister-prefill-batch",
+                   help=f"write {PREFILL_BATCH_PREREGISTRATION.relative_to(REPO)} (commit it first)")
     f = sub.add_parser("prefill", help="print the prefill latency-plan commands of the call (or, --dry-run, its plan)")
     f.add_argument("dir", type=Path)
     f.add_argument("out", type=Path)
@@ -255,6 +317,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.what == "preregister-prefill":
         print(f"wrote {preregister_prefill()}")
+    elif args.what == "preregister-prefill-batch":
+        print(f"wrote {preregister_prefill_batch()}")
     elif args.what == "prefill":
         only = tuple(args.only or METHODS)
         print(prefill_dry_run(only)[0] if args.dry_run else "\n".join(prefill_commands(args.dir, args.out, only)))
