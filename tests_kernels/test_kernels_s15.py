@@ -4,7 +4,7 @@ s9's two-stage cp.async pipeline.
 On the CPU: its pre-registered times are the issue ledger's at cuBLAS fp32's recorded pace (recomputed from the
 recording, never typed in); its compiled K loop and ptxas resources are what its header prices; it computes the
 right answer in the emulator across block edges in both dimensions, at 32 rows and with N % 4 != 0; the device
-plan's --rungs selects it beside s9 and cuBLAS fp32. Its H200 times are reconciled by test_kernels_ladders (the
+plan's --rungs selects it beside s9 and cuBLAS fp32. Its measured times are reconciled by test_kernels_ladders (the
 ladder's pre-registered-time tests), like every rung's.
 """
 
