@@ -1,6 +1,6 @@
-"""The SGEMM ladder: rung 0 is cuBLAS fp32 (TF32 off), rungs s1-s7, s9 and s13 hand-written fp32, s8, s10-s12 and s14
-bf16 tensor cores against cuBLAS bf16 (s12: wgmma, s14: TMA + warp-specialised wgmma, sm_90a). C = A @ B, row-major,
-M x K times K x N (s8: A @ Bt^T)."""
+"""The SGEMM ladder: rung 0 is cuBLAS fp32 (TF32 off), rungs s1-s7, s9, s13 and s15 hand-written fp32, s8, s10-s12
+and s14 bf16 tensor cores against cuBLAS bf16 (s12: wgmma, s14: TMA + warp-specialised wgmma, sm_90a). C = A @ B,
+row-major, M x K times K x N (s8: A @ Bt^T)."""
 
 from __future__ import annotations
 
@@ -67,6 +67,16 @@ def _tma_wgmma(s: Mapping[str, int], d: DeviceFacts) -> tuple[KernelCall, ...]:
                        S14_ARGS, tensor_maps=(TensorMapBox("A", bm, bk), TensorMapBox("B", bn, bk))),)
 
 
+# s15 (issue 17): cuBLAS fp32's thread tile and occupancy (8 x 16 outputs per thread, 8 warps per SM) on s9's
+# pipeline. Its prediction is the issue ledger (theory/kernel_issue.issue_time) at the pace cuBLAS fp32's own kernel
+# was counted to keep in that regime (warp cycles per issued instruction, Nsight Compute run below, never a newer
+# one), its compiled FFMA share and its block tile; ms at the 1.98 GHz boost clock, written before any s15 run. A
+# CPU test recomputes them from the recording.
+S15_SOURCE = "sgemm/s15_fp32_thread_tile_8x16.cu"
+S15_PACE_FIT = "s0-cublas"
+S15_PACE_NCU_STAMP = "20261202T001813Z"
+S15_PREREGISTERED: dict[str, float] = {"4096x4096x4096": 2.683, "2048x18944x3584": 5.281, "32x18944x3584": 0.587}
+
 LADDER: tuple[Variant, ...] = (
     Variant("s0-cublas", "cuBLAS fp32 via torch.matmul, TF32 off", None, None,
             "the library baseline every rung is compared with", None, "sgemm", baseline="torch.matmul"),
@@ -117,6 +127,17 @@ LADDER: tuple[Variant, ...] = (
             notes=("A is copied 4 bytes at a time into an XOR-swizzled [k][m] layout (a warp's copies hit 32 banks): "
                    "8 LDGSTS.32 + 2 LDGSTS.128 per thread per 1,024 FMAs, as in s9",),
             h200_ms=(("4096x4096x4096", 3.042), ("2048x18944x3584", 5.988), ("32x18944x3584", 0.665))),
+    Variant("s15-fp32-thread-tile-8x16", "8x16 thread tile (128 accumulators), 64x64 warp tiles in a 128x256x8 block, "
+            "one 8-warp block per SM, s9's two-stage cp.async", S15_SOURCE,
+            _grid_tiles(S15_SOURCE, "sgemm_fp32_thread_tile_8x16", 128, 256, (256, 1, 1)),
+            "cuBLAS fp32's regime: 128 outputs per thread at up to 255 registers (s9: 64 under 128), 6 conflict-free "
+            "LDS.128 per 128 FMAs (s9: 4 per 64, the A pair 2-way conflicted), 6 copies per 1,024 FMAs (s9: 10)",
+            tiled_access("s15", 128, 256, 8, 16, vector=4, warps_per_sm=8, ffma_share=0.8805), "sgemm",
+            notes=("A is copied 4 bytes at a time into its transposed place, as in s9: 4 LDGSTS.32 + 2 LDGSTS.128 per "
+                   "thread per 1,024 FMAs, where the access pattern counts float4 loads (same bytes)",),
+            h200_ms=(("4096x4096x4096", S15_PREREGISTERED["4096x4096x4096"]),
+                     ("2048x18944x3584", S15_PREREGISTERED["2048x18944x3584"]),
+                     ("32x18944x3584", S15_PREREGISTERED["32x18944x3584"]))),
     Variant("s8-bf16-mma", "bf16 tensor cores, mma.sync m16n8k16, cp.async double buffer", "sgemm/s8_bf16_mma.cu",
             _grid_tiles("sgemm/s8_bf16_mma.cu", "sgemm_bf16_mma", 128, 128, (256, 1, 1)),
             "move the FMAs to the tensor cores (bf16 in, fp32 accumulate, bf16 out); baseline cuBLAS bf16",
@@ -167,7 +188,8 @@ REQUEST_FIT = ("s2-coalesced",)
 ISSUE_FIT = ("s5-2d-regtile", "s6-vectorized", "s7-warptiling")
 # Block tiles (bm, bn, bk) the issue ledger counts whole on the busiest SM.
 BLOCK_TILES = {"s5-2d-regtile": (128, 128, 8), "s6-vectorized": (128, 128, 8), "s7-warptiling": (128, 128, 16),
-               "s9-cp-async-pipeline": (128, 128, 16), "s13-fp32-multistage": (128, 128, 16)}
+               "s9-cp-async-pipeline": (128, 128, 16), "s13-fp32-multistage": (128, 128, 16),
+               "s15-fp32-thread-tile-8x16": (128, 256, 8)}
 # What the issue ledger, fitted on ISSUE_FIT's 2026-11-30 counters, predicted for the rungs written
 # after it (ms on the H200 at its 1.98 GHz boost clock), before any of them ran: a CPU test recomputes
 # these from the recorded counters, the ladder tests reconcile them with the measured times within 15%.

@@ -108,6 +108,16 @@ def issue_time(fit: IssueFit, *, ilp: float, warps_per_sm: float, ffma_share: fl
     )
 
 
+def counted_pace(rung: str, counted_cycles_per_issue: float) -> IssueFit:
+    """The pace of a kernel taken whole from its counted warp cycles per issued instruction, with no latency term
+    (c = c0 at every ilp): for a rung built in another kernel's regime (s15: cuBLAS fp32's 8 warps per SM, 128
+    accumulators per thread and a cp.async pipeline), priced at the pace that kernel was counted to keep, which
+    the fp32 fit's c0 (3.41 cycles, from rungs that staged tiles through registers) lies above."""
+    if counted_cycles_per_issue <= 0:
+        raise ValueError(f"{rung}: a counted pace must be positive, got {counted_cycles_per_issue}")
+    return IssueFit(counted_cycles_per_issue, 0.0, (rung,), {rung: 0.0})
+
+
 # --- tensor-core (mma.sync) rungs ----------------------------------------------------------------
 # One mma.sync.m16n8k16 is 16 x 8 x 16 multiply-adds: the FFMA-based formula above does not count them,
 # so an mma rung is priced by the instructions its compiled K loop issues per warp and k-tile.
