@@ -18,6 +18,7 @@ from pytest_anatomy.kernels import emulator, fused
 from pytest_anatomy.kernels.ladders import variant
 from pytest_anatomy.kernels.reference import TOLERANCE, make_inputs, reference, rel_error
 from pytest_anatomy.kernels.registry import PREREGISTERED_ON, DeviceFacts
+from pytest_anatomy.measure.tma_launch import needs_raw_launch
 from pytest_anatomy.specs.hardware import get_hardware
 from pytest_anatomy.theory.kernel_occupancy import occupancy
 
@@ -110,6 +111,9 @@ def test_launch_picks_the_kernel_and_the_ring_depth():
     assert (widest.launch.shmem, widest.args[-1]) == (2 * 81_920, "i32:2"), "the longest row held: 2 stages"
     (few,) = X8.calls({"M": 3, "N": 4097}, facts)
     assert few.launch.grid == (24, 1, 1), "never more clusters than rows"
+    # the GPU runner: a window past 48 KB goes through tma_launch.RawLaunch (cuLaunchKernel, the opt-in set); the
+    # cluster comes from the kernel's __cluster_dims__, so neither launch path passes one
+    assert needs_raw_launch(long_) and needs_raw_launch(widest) and not needs_raw_launch(few)
     for n in (2049, 4097, 40_003, fused.VOCAB_SHAPE["N"], fused.CLUSTER_MAX_COLS):
         stages = fused.ring_stages(n)
         assert 2 <= stages <= 3 and stages * 16 * -(-n // 32) + fused.RING_STATIC_RESERVE <= fused.RING_SMEM_OPTIN
