@@ -5,7 +5,8 @@ N=2048) and a vocabulary-wide softmax row (N=152,064, Qwen2.5's vocab) with 128 
 (78 MB) is larger than the H200's 60 MB L2. Register-resident rungs hold at most 8,192 columns
 (a block per row) or 2,048 (a warp per row) and refuse the vocabulary row (RungRefused); x6 holds a
 row in the registers of an 8-block cluster (163,840 columns), the vocabulary row included; x7 picks its kernel
-by row length (a warp per row up to 2,048 columns, a persistent pipelined cluster above)."""
+by row length (a warp per row up to 2,048 columns, a persistent pipelined cluster above); x8 keeps x7's warp per row
+and streams longer rows through a ring of TMA bulk copies in each cluster block's dynamic shared memory."""
 
 from __future__ import annotations
 
@@ -102,6 +103,31 @@ def _pipelined(s: Mapping[str, int], d: DeviceFacts) -> tuple[KernelCall, ...]:
                                                              cluster=CLUSTER_BLOCKS), args),)
 
 
+# x8: x7's persistent grid of 8-block clusters, each block's slices of the next rows in a ring of dynamic shared memory
+# filled by TMA bulk copies. RING_SMEM_OPTIN is sm_90's per-block opt-in (sharedMemPerBlockOptin, 227 KB); the
+# kernel's static arrays (warp partials, pairs, mbarriers: under 300 B) are kept out of it with RING_STATIC_RESERVE.
+RING_SMEM_OPTIN = 227 * 1024
+RING_STATIC_RESERVE = 1024
+RING_MAX_STAGES = 3
+
+
+def ring_stages(n: int) -> int:
+    """x8's ring depth for rows of n columns: the slices (4 ceil(n / 32) floats each) the opt-in window holds, <= 3."""
+    slice_bytes = 16 * cdiv(n, 32)
+    return min(RING_MAX_STAGES, (RING_SMEM_OPTIN - RING_STATIC_RESERVE) // slice_bytes)
+
+
+def _ring(s: Mapping[str, int], d: DeviceFacts) -> tuple[KernelCall, ...]:
+    args = ("ptr:x", "ptr:y", "i32:M", "i32:N")
+    if s["N"] <= WARP_ROW_MAX_COLS:  # x7's warp-row kernel, unchanged
+        return (KernelCall("softmax/x7_pipelined.cu", "softmax_warp_rows",
+                           Launch((cdiv(s["M"], X7_ROWS), 1, 1), (32 * X7_ROWS, 1, 1)), args),)
+    g, stages = stream_clusters(s["M"], d.sm_count), ring_stages(s["N"])
+    return (KernelCall("softmax/x8_tma_ring.cu", "softmax_cluster_ring",
+                       Launch((g * CLUSTER_BLOCKS, 1, 1), (cluster_threads(s["N"]), 1, 1),
+                              shmem=stages * 16 * cdiv(s["N"], 32), cluster=CLUSTER_BLOCKS),
+                       (*args, f"i32:{stages}")),)
+
 def _per_row(*names: str):
     def ws(s: Mapping[str, int], d: DeviceFacts) -> dict[str, int]:
         return {n: s["M"] for n in names}
@@ -165,6 +191,15 @@ SOFTMAX: tuple[Variant, ...] = (
             "persistent grid of 8-block clusters (one block per SM) whose blocks load their slice of the next row "
             "into a second register set while this row is reduced, exchanged over DSMEM and written",
             StreamAccess("x7", reads=1, writes=1, dram_reads=1), "softmax", max_cols=CLUSTER_MAX_COLS,
+            row_threads=CLUSTER_BLOCKS * CLUSTER_MAX_THREADS,
+            h200_ms=(("8192x2048", 0.034), ("128x152064", 0.040))),
+    Variant("x8-tma-ring", "by row length: x7's warp per row, or clusters streaming rows through a TMA ring",
+            "softmax/x8_tma_ring.cu", _ring,
+            "rows <= 2,048: x7's warp-row kernel; longer rows: x7's persistent grid of 8-block clusters, each block's "
+            "slices of the next rows requested by one cp.async.bulk each into a ring of up to 3 stages of dynamic "
+            "shared memory, the stage re-armed with the row 3 ahead as soon as it is read into registers, so 2 rows "
+            "stay in flight per SM while a row is reduced, exchanged over DSMEM and written",
+            StreamAccess("x8", reads=1, writes=1, dram_reads=1), "softmax", max_cols=CLUSTER_MAX_COLS,
             row_threads=CLUSTER_BLOCKS * CLUSTER_MAX_THREADS,
             h200_ms=(("8192x2048", 0.034), ("128x152064", 0.040))),
 )

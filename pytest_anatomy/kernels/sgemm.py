@@ -35,7 +35,7 @@ K_ALIGNED_CORRECTNESS_SHAPES = ({"M": 4097, "N": 1000, "K": 136}, {"M": 129, "N"
 # Rungs whose first launches on a device run in a child process of the kernels plan (scripts/device/kernels_plan.py
 # --preflight): a kernel that places its own barriers (mbarrier phases, TMA byte counts) can hang or fault the GPU,
 # which would take every later rung's measurement down with the plan's CUDA context.
-CHILD_PREFLIGHT = frozenset({"s14-bf16-wgmma-tma"})
+CHILD_PREFLIGHT = frozenset({"s14-bf16-wgmma-tma", "x8-tma-ring"})  # x8: the softmax ladder's mbarrier ring
 
 
 def _grid_tiles(src: str, kernel: str, bm: int, bn: int, block: tuple[int, int, int], args: tuple[str, ...] = ARGS):
