@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import flashattn_cases as fc
 import flashattn_findings as ff
+import flashattn_r8_protocol as proto
+import pytest
 import test_flashattn_gpu as timing
 
 from pytest_anatomy import live_plan, recordings
@@ -123,3 +126,29 @@ def test_r8s_device_call_selects_its_four_cases_and_fits_its_budget() -> None:
     entries = [live_plan.SESSION_ENTRY, *fc.live_plan(cases, set())]
     low, high = (sum(live_plan.estimate_range(e)[i] for e in entries) for i in (0, 1))
     assert 30.0 < low < high and high + LIVE_SESSION_SCRIPT_S <= R8_CALL_BUDGET_S, (low, high)
+
+
+def test_r8s_barrier_protocol_finishes_and_alternates_under_any_interleaving() -> None:
+    """The model of r8's barriers (flashattn_r8_protocol, transcribed from the kernel): for 1-9 KV tiles a program
+    (causal programs run 1 to N/128, full ones 32 at the target shape) and both stage counts, every random
+    interleaving ends, and the warpgroups' GEMM issues alternate 0, 1, 0, 1, ... (tiles + 1 turns each)."""
+    for tiles in range(1, 10):
+        for stages in (2, 3):
+            for seed in range(40):
+                run = proto.simulate(tiles, stages, seed)
+                assert run.finished, (tiles, stages, seed, run.stuck)
+                assert run.turns == [0, 1] * (tiles + 1), (tiles, stages, seed, run.turns)
+
+
+def test_the_protocol_model_catches_a_phase_bug(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The model is not vacuous: the second warpgroup waiting on its turn with the other parity never completes a
+    program in step (it deadlocks, or takes the first turn out of order)."""
+    real = proto.consumer
+
+    def off_by_one(wg: int, tiles: int, stages: int) -> Iterator[proto.Op]:
+        for kind, bar, parity in real(wg, tiles, stages):
+            yield (kind, bar, parity ^ 1 if (wg == 1 and bar == "turn1") else parity)
+    monkeypatch.setattr(proto, "consumer", off_by_one)
+    for seed in range(10):
+        run = proto.simulate(3, 2, seed)
+        assert not (run.finished and run.turns == [0, 1] * 4), seed
