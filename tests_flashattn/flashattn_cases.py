@@ -90,7 +90,7 @@ SDPA_FACTOR = 4.1  # ours, default (~0.67x ours), FLASH_ATTENTION (~1.35x ours),
 RUNS, WARMUP, BLOCK_CAP_S = 20, 3, 3.0  # live_case's defaults; time_flushed caps a block near 3 s
 FLUSH_S = 512 * 2**20 / 4.3e12  # the L2 eviction read before each timed run
 # autotune configs of the rungs that have more than one (test_flashattn_plan.py counts them in their files); others 1-2
-AUTOTUNE_CONFIGS = {registry.BEST: 4, "r7-warp-specialized": 3}
+AUTOTUNE_CONFIGS = {registry.BEST: 4, "r7-warp-specialized": 3, "r8-pingpong": 2}
 
 
 def compile_key(case: Case) -> tuple[str, int, bool, bool, str]:
@@ -161,8 +161,9 @@ def live_plan(timing: set[Any], sweep: set[Any]) -> list[dict[str, Any]]:
     gluon = [c for c in timing | sweep if isinstance(c, Case) and registry.rung(c.rung).dialect == "gluon"]
     if gluon:
         keys = {compile_key(c) for c in gluon}
-        low = GLUON_PREFLIGHT_S + GLUON_COMPILE_S * len(keys)
-        out.append({"suite": "flashattn", "what": f"Gluon rung: its child-process preflight and {len(keys)} kernel "
-                    f"specialisations' compiles ({len(gluon)} cases)", "estimate_s": low,
+        rungs = sorted({c.rung for c in gluon})  # one preflight per Gluon rung (r7, r8), each once per session
+        low = GLUON_PREFLIGHT_S * len(rungs) + GLUON_COMPILE_S * len(keys)
+        out.append({"suite": "flashattn", "what": f"Gluon rungs ({', '.join(rungs)}): child-process preflights and "
+                    f"{len(keys)} kernel specialisations' compiles ({len(gluon)} cases)", "estimate_s": low,
                     "estimate_high_s": round(low * GLUON_HIGH, 1)})
     return out

@@ -53,8 +53,8 @@ CASES = (
     + [Case(BEST, causal=c, **{**TARGET, "n": n}) for n in (1024, 16384) for c in (False, True)]
     + [Case(BEST, causal=c, kv_heads=8, **TARGET) for c in (False, True)]
     # fp16 at the target shape (added 2026-12-03, before any was timed): predicted as bf16 is, since fp16 has the same
-    # 2 bytes and, on Hopper, the same dense tensor-core peak; the session's ceiling is a bf16 GEMM's. r7's (the Gluon
-    # rung, added before its first GPU run) check its fp16 path against the reference, as its bf16 cases do
+    # 2 bytes and, on Hopper, the same dense tensor-core peak; the session's ceiling is a bf16 GEMM's. r7's and r8's
+    # (the Gluon rungs, each added before its first GPU run) check their fp16 path against the reference, as bf16's do
     + [Case(rid, causal=c, dtype="fp16", **TARGET) for rid in registry.TARGET_RUNGS for c in (False, True)]
 )
 # Issue 22's flash-decoding contexts, 1k to 128k. 8k and 64k were measured first; the others were added 2026-12-03,
@@ -90,8 +90,9 @@ def _target_prediction(value: float, formula: str, baseline: Any, name: str) -> 
 
 def best_at_target(causal: bool, measured_once: Any) -> Any:
     """The target shape's recording of the fastest of registry.TARGET_RUNGS measured in r6's session: r6 always; r7
-    where it has a recording of that session (replayed: none before its first GPU visit, so those sessions keep r6)
-    and, live, where it ran and passed its check (a failure of r7 is its own test's, the targets go on with r6)."""
+    and r8 each where it has a recording of that session (replayed: none before its first GPU visit, so those sessions
+    keep r6) and, live, where it ran and passed its check (a failure of a Gluon rung is its own test's, the targets go
+    on with the others)."""
     first = Case(BEST, causal=causal, **TARGET)
     best = measured_once(first.name, first.live)
     for rung_id in registry.TARGET_RUNGS[1:]:

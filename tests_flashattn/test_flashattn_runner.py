@@ -142,12 +142,13 @@ def test_the_preflight_verdict_reads_the_childs_json_line() -> None:
     assert fr._preflight_verdict(child(0, [])) is not None  # nothing checked is no pass
 
 
-def test_the_gluon_rung_refuses_the_interpreter_in_one_line() -> None:
+@pytest.mark.parametrize("rung_id", [r.id for r in registry.LADDER if r.dialect == "gluon"])
+def test_the_gluon_rungs_refuse_the_interpreter_in_one_line(rung_id: str) -> None:
     import torch
 
     from pytest_anatomy.kernels.flashattn import launch
 
     q = torch.zeros(1, 2, 8, 64, dtype=torch.float16)
     with pytest.raises(launch.BadAttentionInput, match="interpreter .* runs triton.language kernels only"):
-        launch.forward(registry.rung("r7-warp-specialized"), q, q, q, torch.empty_like(q), torch.empty(1, 2, 8),
+        launch.forward(registry.rung(rung_id), q, q, q, torch.empty_like(q), torch.empty(1, 2, 8),
                        causal=False, sm_scale=0.125)

@@ -3,7 +3,7 @@
 Triton compiles ahead of time for a named target with the ptxas it ships, so a CPU machine can
 check, before a GPU visit spends device minutes, that each rung's every autotune config lowers
 to sm_90 (wgmma tensor-core MMAs, TMA bulk copies where the rung uses descriptors) and fits the
-227 KiB of shared memory one block may use there. A Gluon rung (r7) goes through Gluon's own source class
+227 KiB of shared memory one block may use there. A Gluon rung (r7, r8) goes through Gluon's own source class
 (GluonASTSource: its tensor descriptors carry their shared-memory layout in the signature) and its register cap
 (maxnreg, which warp specialisation redistributes with setmaxnreg). Run in a process without TRITON_INTERPRET:
 
@@ -86,7 +86,8 @@ def compile_one(fn: Any, constexprs: dict[str, Any], *, dtype: str, d: int, num_
     return {"kernel": fn.__name__, "constexprs": constexprs, "num_warps": num_warps, "num_stages": num_stages,
             "maxnreg": maxnreg, "dtype": dtype, "shared_bytes": k.metadata.shared,
             "wgmma": ptx.count("wgmma.mma_async"), "tma_loads": ptx.count("cp.async.bulk.tensor"),
-            "setmaxnreg": ptx.count("setmaxnreg"), "compile_s": time.perf_counter() - t0}
+            "setmaxnreg": ptx.count("setmaxnreg"), "total_warps": k.metadata.num_warps,
+            "compile_s": time.perf_counter() - t0}
 
 
 def rung_jobs(r: Rung, all_configs: bool, dtype: str = "bf16", d: int = 128) -> list[Job]:
@@ -102,7 +103,8 @@ def rung_jobs(r: Rung, all_configs: bool, dtype: str = "bf16", d: int = 128) -> 
                 if not causal:  # the softmax/PV kernel has no mask parameter
                     jobs.append((mod.softmax_pv, {"D": d, **blocks}, cfg.num_warps, cfg.num_stages, None))
             else:
-                fn = {"r6-tma-pipelined": "tma_fwd", "r7-warp-specialized": "ws_fwd"}.get(r.id, r.kernel)
+                fn = {"r6-tma-pipelined": "tma_fwd", "r7-warp-specialized": "ws_fwd",
+                      "r8-pingpong": "pingpong_fwd"}.get(r.id, r.kernel)
                 jobs.append((getattr(mod, fn), {"D": d, "CAUSAL": causal, **blocks, **dict(r.constexprs)},
                              cfg.num_warps, cfg.num_stages, cfg.maxnreg))
     return jobs

@@ -19,9 +19,10 @@ offer it on Hopper through its experimental Gluon dialect: `triton.experimental.
 warp_specialize` (partitions of warps; its lowering, add_warp_specialize_to_llvm, is not gated
 on the architecture) with `gluon.language.nvidia.hopper`'s warpgroup_mma, tma and mbarrier. r7 is
 that rung (a producer warp issuing TMA, consumer warpgroups issuing wgmma); it compiles for sm_90a
-here (aot.py) and was first measured on the H200 on 2026-12-04. Triton's interpreter cannot run Gluon
-(NOT_INTERPRETED), so on the GPU each Gluon rung is first run in a child process (its preflight,
-measure/flashattn_runner.py) before it is timed in the test process.
+here (aot.py) and was first measured on the H200 on 2026-12-04. r8 is FA-3's inter-warpgroup ping-pong on top of it
+(each consumer warpgroup its own partition, their GEMMs in turns), also Gluon, written 2026-12-04 before any run.
+Triton's interpreter cannot run Gluon (NOT_INTERPRETED), so on the GPU each Gluon rung is first run in a child
+process (its preflight, measure/flashattn_runner.py) before it is timed in the test process.
 """
 
 from __future__ import annotations
@@ -90,11 +91,16 @@ LADDER: tuple[Rung, ...] = (
          _eff(0.55, 0.71, 0.88, "loads leave the consumers (a producer warp, an mbarrier ring); QK^T(j+1) and "
                                 "PV(j-1) in flight under softmax(j); no inter-warpgroup ping-pong"),
          dialect="gluon"),
+    Rung("r8-pingpong", "FA-3 ping-pong in Gluon: each consumer warpgroup its own partition, GEMMs in turns",
+         "r8_pingpong", "launch",
+         _eff(0.58, 0.74, 0.90, "one warpgroup's softmax under the other's GEMMs (turns ordered by mbarriers, "
+                                "Gluon has no named barrier); PV(j-1) in flight under softmax(j); 128 x 128 tiles"),
+         dialect="gluon"),
 )
 BEST = "r6-tma-pipelined"  # the best rung measured so far: the N sweep's and the long profiles' rung
 # The rungs the targets take the fastest of, each where it was measured in the same session (r7 from its first
 # measured session on; recordings without it keep r6): tests_flashattn/test_flashattn_gpu.py.
-TARGET_RUNGS = (BEST, "r7-warp-specialized")
+TARGET_RUNGS = (BEST, "r7-warp-specialized", "r8-pingpong")  # r8 (issue 22's FA-3 rung) joined 2026-12-04, unmeasured
 NOT_INTERPRETED = ("Triton 3.6's interpreter (TRITON_INTERPRET=1) runs triton.language kernels only: a Gluon kernel "
                    "(explicit layouts, mbarriers, TMA, wgmma, warp_specialize) has no interpreter path, so on the CPU "
                    "this rung is checked by its sm_90a compile (aot.py) and on the GPU against the fp32 reference")
@@ -117,7 +123,8 @@ PROFILE_LONG = ({"batch": 1, "heads": 16, "n": 32768, "head_dim": 128},
 # The rungs Nsight Compute reads: every rung. The Gluon rung joined on 2026-12-04, after it passed its first GPU session
 # (a hang or a fault would end the profile run, whose launches are not isolated as the live session's are), with an IO
 # prediction of its own written before its counters existed (tests_flashattn/test_flashattn_counters.py's header).
-PROFILED = LADDER
+# r8 stays out until it has passed a GPU session, as r7 did (its counters get their own IO prediction then).
+PROFILED = tuple(r for r in LADDER if r.id != "r8-pingpong")
 
 
 def profile_launches() -> list[dict[str, Any]]:

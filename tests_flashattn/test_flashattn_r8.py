@@ -1,0 +1,154 @@
+"""r8 (FA-3's inter-warpgroup ping-pong in Gluon) on the CPU, before its first GPU run: its registration, its
+pre-registered header against the code and the recordings it quotes, and the device call that will measure it.
+
+Its sm_90a compile (every config, both masks, bf16 and fp16, D 64/128, 12 warps under its register cap) is
+test_flashattn_sm90.py's, as r7's is; Triton's interpreter cannot run Gluon (registry.NOT_INTERPRETED), so its
+correctness is checked on the GPU, first in a child process (measure/flashattn_preflight.py).
+Nothing here imports triton: the interpreter tests of this process must be the first to load it.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import flashattn_cases as fc
+import flashattn_findings as ff
+import flashattn_r8_protocol as proto
+import pytest
+import test_flashattn_gpu as timing
+
+from pytest_anatomy import live_plan, recordings
+from pytest_anatomy.kernels.flashattn import registry
+from pytest_anatomy.specs import hardware
+from pytest_anatomy.theory import attention as at
+
+ROOT = Path(__file__).resolve().parents[1]
+R8 = "r8-pingpong"
+R7 = "r7-warp-specialized"
+MASKS = ("full", "causal")
+# the device call (docs/RECORDING.md, "FlashAttention rung r8"): `live_session.sh start r8
+# tests_flashattn/test_flashattn_gpu.py -k r8-pingpong`, then `wait r8 300`: the lead's allowance for it, and what the
+# script adds around the pytest session (test_flashattn_plan.LIVE_SESSION_SCRIPT_S)
+R8_CALL_BUDGET_S = 120.0
+LIVE_SESSION_SCRIPT_S = 15.0
+
+
+def _target(rung: str, mask: str) -> fc.Case:
+    return fc.Case(rung, 4, 32, 4096, 128, causal=mask == "causal")
+
+
+def _mid_ms(rung: str) -> dict[str, float]:
+    spec = hardware.get_hardware(ff.MEASURED_ON)
+    return {m: fc.predict(_target(rung, m), fc.PLAN_CEILINGS, spec)[0].value * 1e3 for m in MASKS}
+
+
+def _header() -> dict[str, str]:
+    return registry.header(registry.rung(R8))
+
+
+def test_r8_is_a_gluon_target_rung_profiled_only_after_its_first_gpu_session() -> None:
+    r = registry.rung(R8)
+    assert r.dialect == "gluon" and r.path.name == "r8_pingpong.py" and registry.LADDER[-1] == r
+    assert R8 in registry.TARGET_RUNGS and r not in registry.PROFILED
+    assert registry.header_efficiency(r) == (r.efficiency.lo, r.efficiency.mid, r.efficiency.hi)
+    # above r7's stated mid, and its low end at or under r7's slower measured mask (no gain over r7 stays in the band)
+    assert r.efficiency.mid > registry.rung(R7).efficiency.mid and r.efficiency.lo <= 0.59
+
+
+def test_r8s_header_states_what_the_code_predicts_at_the_target() -> None:
+    """The header's target-shape times are the registry's mid at the planning ceilings, its band the stated range's
+    time ratio; 'not yet measured' while no recording of r8 is on the card."""
+    ms = _mid_ms(R8)
+    effect = _header()["predicted_effect"]
+    assert f"{ms['full']:.3f} ms full, {ms['causal']:.3f} ms causal at the mid" in effect, ms
+    e = registry.rung(R8).efficiency
+    assert f"(band {e.mid / e.hi:.3f}-{e.mid / e.lo:.3f} of it)" in effect
+    measured = any(recordings.candidates(ff.RESULTS, ff.MEASURED_ON, "flashattn", _target(R8, m).name) for m in MASKS)
+    assert (_header()["measured_outcome"] == "not yet measured.") == (not measured)
+
+
+def _r7_first_session() -> dict[str, recordings.Recording]:
+    paths = {m: recordings.candidates(ff.RESULTS, ff.MEASURED_ON, "flashattn", _target(R7, m).name) for m in MASKS}
+    return {m: recordings.load_file(p[0]) for m, p in paths.items()}
+
+
+def _both(values: dict[str, float], fmt: str) -> str:
+    return " / ".join(format(values[m], fmt) for m in MASKS)
+
+
+def test_r8s_header_quotes_r7s_first_session_as_recorded() -> None:
+    """Every number the prediction sets r8 against: r7's first session at the target shape (its time and both sdpa
+    backends in the same call), as efficiencies at the planning ceiling, and r8's mid against those backends."""
+    first = _r7_first_session()
+    effect = _header()["predicted_effect"]
+    ms = _mid_ms(R8)
+    work_ms = {m: ms[m] * registry.rung(R8).efficiency.mid for m in MASKS}  # executed FLOPs at the ceiling, in ms
+    keys = {"time": R7, "sdpa_default_time": "cuDNN", "sdpa_flash_time": "FLASH_ATTENTION"}
+    for key, who in keys.items():
+        t = {m: first[m][key].value * 1e3 for m in MASKS}
+        assert f"({_both(t, '.3f')} ms)" in effect, (who, t)
+        assert _both({m: work_ms[m] / t[m] for m in MASKS}, ".2f") in effect, who
+    flash = {m: first[m]["sdpa_flash_time"].value * 1e3 for m in MASKS}
+    cudnn = {m: first[m]["sdpa_default_time"].value * 1e3 for m in MASKS}
+    assert f"{_both({m: flash[m] / ms[m] for m in MASKS}, '.2f').replace(' / ', 'x / ')}x FLASH_ATTENTION" in effect
+    assert f"{_both({m: cudnn[m] / ms[m] for m in MASKS}, '.3f').replace(' / ', 'x / ')}x cuDNN" in effect
+    assert f"the 1.5x target, {_both({m: flash[m] / timing.FLASH_SPEEDUP for m in MASKS}, '.3f')} ms" in effect
+    assert f"the 0.85x target ({_both({m: cudnn[m] / timing.DEFAULT_FRACTION for m in MASKS}, '.3f')} ms)" in effect
+    above = {m: work_ms[m] / (flash[m] / timing.FLASH_SPEEDUP) for m in MASKS}
+    assert f"at any efficiency above {_both(above, '.2f')}" in effect
+
+
+def test_r8s_prediction_uses_the_tiling_it_runs() -> None:
+    """The registry prices executed FLOPs on (128, 64) tiles; r8 runs 128 x 128 (one masked diagonal tile per causal
+    program instead of two 64-wide ones): the same blocks' area, so the same executed FLOPs."""
+    for causal in (False, True):
+        shape = at.AttentionShape.prefill(4, 32, 4096, 128, causal=causal)
+        assert at.executed_flops(shape, at.Tiling(*registry.PREDICTION_TILING)).value == \
+            at.executed_flops(shape, at.Tiling(128, 128)).value
+
+
+def test_r8s_device_call_selects_its_four_cases_and_fits_its_budget() -> None:
+    """`-k r8-pingpong` on the timing module selects r8's 4 cases (bf16 and fp16, full and causal) and nothing else;
+    `--anatomy-plan` prices that session (its child-process preflight and 4 specialisations' compiles included) with
+    live_session.sh's own work inside the call's budget."""
+    out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-m", "gpu",
+                          "tests_flashattn/test_flashattn_gpu.py", "-k", R8], cwd=ROOT, capture_output=True, text=True,
+                         timeout=120)
+    ids = [line.split("[", 1)[1].rstrip("]") for line in out.stdout.splitlines() if "::" in line]
+    cases = {c for c in timing.CASES if c.rung == R8}
+    # replayed, each case is collected once per card with recordings (the id's suffix); live, for the detected card
+    names = {c.name for c in cases}
+    assert ids and all(any(i.startswith(n + "-") for n in names) for i in ids), out.stdout[-2000:]
+    assert {n for n in names if any(i.startswith(n + "-") for i in ids)} == names and len(names) == 4
+    entries = [live_plan.SESSION_ENTRY, *fc.live_plan(cases, set())]
+    low, high = (sum(live_plan.estimate_range(e)[i] for e in entries) for i in (0, 1))
+    assert 30.0 < low < high and high + LIVE_SESSION_SCRIPT_S <= R8_CALL_BUDGET_S, (low, high)
+
+
+def test_r8s_barrier_protocol_finishes_and_alternates_under_any_interleaving() -> None:
+    """The model of r8's barriers (flashattn_r8_protocol, transcribed from the kernel): for 1-9 KV tiles a program
+    (causal programs run 1 to N/128, full ones 32 at the target shape) and both stage counts, every random
+    interleaving ends, and the warpgroups' GEMM issues alternate 0, 1, 0, 1, ... (tiles + 1 turns each)."""
+    for tiles in range(1, 10):
+        for stages in (2, 3):
+            for seed in range(40):
+                run = proto.simulate(tiles, stages, seed)
+                assert run.finished, (tiles, stages, seed, run.stuck)
+                assert run.turns == [0, 1] * (tiles + 1), (tiles, stages, seed, run.turns)
+
+
+def test_the_protocol_model_catches_a_phase_bug(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The model is not vacuous: the second warpgroup waiting on its turn with the other parity never completes a
+    program in step (it deadlocks, or takes the first turn out of order)."""
+    real = proto.consumer
+
+    def off_by_one(wg: int, tiles: int, stages: int) -> Iterator[proto.Op]:
+        for kind, bar, parity in real(wg, tiles, stages):
+            yield (kind, bar, parity ^ 1 if (wg == 1 and bar == "turn1") else parity)
+    monkeypatch.setattr(proto, "consumer", off_by_one)
+    for seed in range(10):
+        run = proto.simulate(3, 2, seed)
+        assert not (run.finished and run.turns == [0, 1] * 4), seed
