@@ -216,3 +216,52 @@ QUANT_7B_MMQ_PREFILL_PER_TYPE = pytest.mark.finding(
            "establish it).")
 Q4_K_M_MMQ_PREFILL_BANDED = ("Q4_K_M",)
 MMQ_PREFILL_PER_TYPE = ("Q4_0", "Q5_K_M", "Q3_K_M", "Q6_K", "Q2_K")
+
+# ---- llama.cpp at batch 1 and 64 per shootout type at 7B (llama-batched-bench, 2026-12-04 18:38) ---------------------
+# test_quant_batched_7b.py against batched_preregistered.json (written 18:28, before the run; quant_batched.py).
+BATCHED_LONE_PROMPT_FIXED_COST = pytest.mark.finding(
+    "quant-7b-batched-lone-prompt-pays-a-fixed-cost", hardware=MEASURED_ON, band_from="other-runs",
+    reason="The theory says 64 prompts of 512 in per-sequence streams run 64 lone prompts' work, so S_PP(64) = S_PP(1). "
+           "S_PP(64) is 1.07-1.30x the same run's S_PP(1) (F16 1.30, Q6_K 1.14, Q3_K_M 1.13, Q5_K_M 1.12, Q4_K_M 1.10, "
+           "Q8_0 1.10, Q4_0 1.09, Q2_K 1.07), while S_PP(64) itself is 1.00-1.07x the types' llama-bench pp512 of "
+           "another session (test_prefill_at_64_prompts_against_its_preregistration): the lone prompt is the slow one, "
+           "by 3.9-7.7 ms per prompt (medians; 3.6-5.4 ms taking each type's faster warm repetition), not a fraction "
+           "of its 19-76 ms. Candidate, not measured: batched-bench alternates the batch (-npl 1,64,1,64,1,64), so "
+           "each lone prompt is the first decode after a 64-sequence graph, and pays the scheduler's re-reservation "
+           "and a CUDA graph rebuild once; the 64-prompt batch pays it once in 16 unsynchronised decodes. Also, of "
+           "three repetitions the first is cold, so the median is the slower warm one. Band: the b64/b1 ratio this "
+           "type would show with the fixed excess of the other seven types of the same batch (smallest to largest), "
+           "+- this check's noise.")
+BATCHED_PREFILL_ABOVE_ITS_BENCH = pytest.mark.finding(
+    "quant-7b-batched-prefill-k-quants-above-their-bench", hardware=MEASURED_ON,
+    reason="S_PP(64) of Q6_K, Q3_K_M and Q4_K_M is 1.074x, 1.051x and 1.023x the pre-registration (their llama-bench "
+           "pp512 of 2026-12-04 17:12 / 17:18), beyond a tolerance that carries the card's session-to-session spread "
+           "of pp512 (2.0%, from the types benched in several sessions); F16, Q8_0, Q4_0, Q5_K_M and Q2_K agree "
+           "(1.00-1.03x). Faster, not slower, than the batch-1 bench: a 64-prompt batch runs 16 decodes without a "
+           "sync, so a host cost llama-bench's lone prompt pays per prompt would vanish, but the five agreeing types "
+           "show no such gain. Cause unknown; the three are the types whose 17:12 llama-bench repetitions scattered "
+           "most (Q6_K 7,594-8,477 tok/s after the cold one). No band: one run of each.")
+BATCHED_LONE_DECODE_BELOW_ITS_BENCH = pytest.mark.finding(
+    "quant-7b-batched-lone-decode-below-its-bench", hardware=MEASURED_ON,
+    reason="S_TG(1) of Q4_0 and Q5_K_M is 0.968x and 0.976x the pre-registration (their llama-bench tg128 of 17:12, "
+           "with the KV read of batched-bench's longer context added), outside tolerances of +-2.5% and +-1.7% that "
+           "carry the card's tg128 session spread (1.5%); the other six types agree (0.976-0.999x). Cause unknown: "
+           "another session and maybe another card, and a decode loop that follows a 64-sequence graph each "
+           "repetition (quant-7b-batched-lone-prompt-pays-a-fixed-cost's candidate, here spread over 128 tokens). No "
+           "band: one run of each.")
+BATCHED_DECODE_BELOW_ITS_ROOFLINE = pytest.mark.finding(
+    "quant-7b-batched-decode-below-its-roofline", hardware=MEASURED_ON,
+    reason="A decode step of 64 sequences takes 1.4-1.9x the pre-registered one (S_TG(64) 0.52-0.70x): F16 9.33 ms "
+           "against 5.67 (+3.66), Q8_0 12.93 against 6.81 (+6.11), Q4_0 12.45 / 6.52 (+5.92), Q4_K_M 13.48 / 7.78 "
+           "(+5.70), Q5_K_M 14.47 / 7.91 (+6.57), Q6_K 15.38 / 9.10 (+6.28), Q3_K_M 14.30 / 8.66 (+5.64), Q2_K 16.24 / "
+           "11.39 (+4.85). The theory priced F16's step as its weight stream at the batch-1 attainment (4.15 ms) and "
+           "every quantized step as MMQ's multiply at its pp512 efficiency per FLOP (Q8_0 5.26 ms), plus 64 KV reads "
+           "(0.62 ms) and the batch-1 overhead (0.90-0.95 ms). Size of each candidate, none measured apart: (1) every "
+           "step copies 64 rows of logits to the host, 64 x 152,064 x 4 B = 38.9 MB, 0.8-1.9 ms at 20-50 GB/s; "
+           "(2) if the rest is the quantized matmuls, MMQ at 64 rows runs at 0.46-0.55 of its pp512 rate per FLOP "
+           "(Q8_0 and Q4_0 take the same step, 12.9 and 12.5 ms, for 8.1 and 4.4 GB of weights: multiply-bound as "
+           "priced, just slower), its 64-row tiles filling fewer SMs than 512-row ones; (3) for F16, cuBLAS at 64 "
+           "columns streams the 15.2 GB at about half the batch-1 vector kernel's rate if (1) is small. No band: "
+           "per-kernel timings at batch 64 (nsys or GGML_SCHED debug timings) would split the step.")
+BATCHED_PREFILL_ABOVE = ("Q6_K", "Q3_K_M", "Q4_K_M")
+BATCHED_LONE_DECODE_BELOW = ("Q4_0", "Q5_K_M")

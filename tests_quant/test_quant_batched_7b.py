@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 import quant_batched as qb
+import quant_findings as qf
 from quant_speed import rel_se
 
 from pytest_anatomy.session import get_session
@@ -46,20 +47,38 @@ def test_the_preregistration_predates_the_run(target, file_type, measured):
         f"{qb.PREREGISTRATION.name} must be written before the run it predicts ({rec.recorded_at})")
 
 
-@pytest.mark.quant_runs("batched", model=qb.MODEL)
-def test_prefill_at_64_prompts_is_the_rate_at_one(target, file_type, measured, reconcile):
+def lone_prompt_excess_s(rec) -> float:
+    """Seconds a lone prompt took beyond one 64th of the 64-prompt batch, in one batched run."""
+    return qb.N_PROMPT / rec["pp512.b1.tok_per_s"].value - qb.N_PROMPT / rec[f"pp512.b{qb.BATCH}.tok_per_s"].value
+
+
+def lone_prompt_band(results: Path, hardware: str, file_type: str, stamp: str, rel: float) -> tuple[float, float]:
+    """The b64 / b1 ratio `file_type` would show if its lone prompt paid the fixed excess the OTHER types of the same
+    batch paid (the smallest to the largest of theirs), +- this check's noise (finding
+    quant-7b-batched-lone-prompt-pays-a-fixed-cost)."""
+    from pytest_anatomy import recordings
+
+    others = [lone_prompt_excess_s(recordings.load_latest(results, hardware, "quant",
+                                                          f"{qb.MODEL}.{ft.lower()}.batched", stamp))
+              for ft in qb.TYPES if ft != file_type]
+    rec = recordings.load_latest(results, hardware, "quant", f"{qb.MODEL}.{file_type.lower()}.batched", stamp)
+    t64 = qb.N_PROMPT / rec[f"pp512.b{qb.BATCH}.tok_per_s"].value
+    return (1 + min(others) / t64) * (1 - rel), (1 + max(others) / t64) * (1 + rel)
+
+
+@pytest.mark.quant_runs("batched", model=qb.MODEL, marks={ft: (qf.BATCHED_LONE_PROMPT_FIXED_COST,) for ft in qb.TYPES})
+def test_prefill_at_64_prompts_is_the_rate_at_one(target, file_type, measured, reconcile, request):
     rec = measured(f"{qb.MODEL}.{file_type.lower()}.batched")
     one, many = rec["pp512.b1.tok_per_s"], rec[f"pp512.b{qb.BATCH}.tok_per_s"]
     rel = rel_se(one.samples, one.value) + rel_se(many.samples, many.value)
     reconcile(f"batched_prefill_b64_over_b1[{file_type}]",
               Prediction(1.0, "x", "per-sequence streams: 64 prompts run the graph runs and FLOPs of 64 lone ones"),
               many.value / one.value, rel=rel, model=qb.MODEL,
+              finding_band=lone_prompt_band(_results(request), target.name, file_type, rec.recorded_at, rel),
               why="2 robust standard errors of each of the two medians (3 repetitions each)")
 
 
-@pytest.mark.quant_runs("batched", model=qb.MODEL)
-@pytest.mark.parametrize("quantity", ["pp512.b64.tok_per_s", "tg128.b1.tok_per_s", "tg128.b64.tok_per_s"])
-def test_batched_speed_against_its_preregistration(target, file_type, quantity, measured, reconcile, request):
+def _against_preregistration(target, file_type: str, quantity: str, measured, reconcile, request) -> None:
     rec = measured(f"{qb.MODEL}.{file_type.lower()}.batched")
     m = rec[quantity]
     when = PREREG["written_utc"] if PREREG else rec.recorded_at
@@ -72,3 +91,20 @@ def test_batched_speed_against_its_preregistration(target, file_type, quantity, 
               rel=sum(v for _, v in carried) + spread + this, model=qb.MODEL,
               why="each calibration run's 2 robust SE carried through the fit, the card's session-to-session spread "
                   "of that batch-1 bench, and this run's 2 robust SE: " + " + ".join(terms))
+
+
+@pytest.mark.quant_runs("batched", model=qb.MODEL, marks={ft: (qf.BATCHED_PREFILL_ABOVE_ITS_BENCH,)
+                                                         for ft in qf.BATCHED_PREFILL_ABOVE})
+def test_prefill_at_64_prompts_against_its_preregistration(target, file_type, measured, reconcile, request):
+    _against_preregistration(target, file_type, "pp512.b64.tok_per_s", measured, reconcile, request)
+
+
+@pytest.mark.quant_runs("batched", model=qb.MODEL, marks={ft: (qf.BATCHED_LONE_DECODE_BELOW_ITS_BENCH,)
+                                                         for ft in qf.BATCHED_LONE_DECODE_BELOW})
+def test_decode_at_one_sequence_against_its_preregistration(target, file_type, measured, reconcile, request):
+    _against_preregistration(target, file_type, "tg128.b1.tok_per_s", measured, reconcile, request)
+
+
+@pytest.mark.quant_runs("batched", model=qb.MODEL, marks={ft: (qf.BATCHED_DECODE_BELOW_ITS_ROOFLINE,) for ft in qb.TYPES})
+def test_decode_at_64_sequences_against_its_preregistration(target, file_type, measured, reconcile, request):
+    _against_preregistration(target, file_type, f"tg128.b{qb.BATCH}.tok_per_s", measured, reconcile, request)

@@ -22,17 +22,19 @@ from typing import Any
 
 import pytest
 import vllm_decode_findings as vf
+import vllm_prefill_findings as pf
 
 from pytest_anatomy import recordings
 from pytest_anatomy.theory.prediction import Prediction, Term
 
 qd = vf.qd
 PREREG = json.loads(qd.PREFILL_BATCH_PREREGISTRATION.read_text())
-METHODS = qd.METHODS
+METHODS = ("bf16", *qd.METHODS)  # bf16's 64 x 512 was run too (2026-12-04 18:56), as the batch's baseline
 
 
 def run_name(method: str) -> str:
-    return f"{vf.MODEL}-{method}.prefill.b{qd.PREFILL_BATCH}.l{qd.PREFILL_BATCH_LEN}"
+    model = vf.MODEL if method == "bf16" else f"{vf.MODEL}-{method}"
+    return f"{model}.prefill.b{qd.PREFILL_BATCH}.l{qd.PREFILL_BATCH_LEN}"
 
 
 RECORDED = [m for m in METHODS if recordings.candidates(vf.RESULTS, vf.HARDWARE, "latency", run_name(m))]
@@ -79,7 +81,7 @@ def _late(rec: Any) -> str:
 if RECORDED:  # nothing to collect before the plan's first run
     @pytest.mark.gpu
     @pytest.mark.targets(recorded="", live=False, hardware=vf.HARDWARE)  # the runs are the latency suite's
-    @pytest.mark.parametrize("method", RECORDED)
+    @pytest.mark.parametrize("method", [pytest.param(m, marks=pf.batch_marks(m)) for m in RECORDED])
     def test_batched_prefill_per_weight_format(method: str, target: Any, measured: Any, reconcile: Any) -> None:
         rec = measured(run_name(method), target=target, suite="latency")
         row = PREREG["predictions"][method]

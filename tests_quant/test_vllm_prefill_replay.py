@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 import vllm_decode_findings as vf
+import vllm_prefill_findings as pf
 
 from pytest_anatomy import recordings
 from pytest_anatomy.theory.prediction import Prediction, Term
@@ -77,7 +78,8 @@ def test_the_tolerance_is_its_two_recorded_terms() -> None:
 if RECORDED:  # nothing to collect before the plan's first run
     @pytest.mark.gpu
     @pytest.mark.targets(recorded="", live=False, hardware=vf.HARDWARE)  # the runs are the latency suite's
-    @pytest.mark.parametrize("method,length", [pytest.param(m, n, id=f"{m}-l{n}") for m, n in RECORDED])
+    @pytest.mark.parametrize("method,length", [pytest.param(m, n, id=f"{m}-l{n}", marks=pf.lone_marks(m, n))
+                                               for m, n in RECORDED])
     def test_prefill_per_weight_format(method: str, length: int, target: Any, measured: Any, reconcile: Any) -> None:
         rec = measured(run_name(method, length), target=target, suite="latency")
         row = PREREG["predictions"][method][str(length)]
@@ -89,5 +91,6 @@ if RECORDED:  # nothing to collect before the plan's first run
                            Term("priced at the method's GEMM peak",
                                 row["prefill_ms"] / 1e3 - row["chunks"] * vf.CALIBRATION_OVERHEAD_MS / 1e3, "s")))
         tol, why = tolerance_ms(method, length)
+        band = pf.short_prefill_band(row["prefill_ms"]) if length == 512 else None
         reconcile("prefill_per_weight_format", pred, rec["engine_prefill_s.median"], abs=tol / 1e3, why=why,
-                  model=vf.MODEL)
+                  model=vf.MODEL, finding_band=band)
