@@ -86,3 +86,18 @@ def test_batched_decode_is_each_tensors_larger_roofline_plus_kv_and_overhead():
 def test_a_batch_inside_the_vector_kernels_range_is_refused():
     with pytest.raises(ValueError, match="batch-1 kernels"):
         lb.batched_decode_time(qp.header("F16"), CALIB, lb.MMVQ_MAX_BATCH, 100)
+
+
+def test_the_binaries_commit_is_read_from_version_and_carried_into_the_recordings(tmp_path, monkeypatch):
+    tool = tmp_path / "llama-batched-bench"
+    tool.write_text("#!/bin/sh\necho 'version: 0 (build 0, commit 0c1e57098bba43ac29e6e3b677cdceebdd22334f)' >&2\n")
+    tool.chmod(0o755)
+    monkeypatch.setenv("ANATOMY_LLAMA_BIN", str(tmp_path))
+    assert llama_cpp.binary_commit() == "0c1e57098bba43ac29e6e3b677cdceebdd22334f"
+    batch = {"provenance": {"versions": {"llama.cpp": {"binary_commit": llama_cpp.binary_commit()}}},
+             "runs": [{"id": "qwen2.5-7b.Q8_0.batched", "kind": "batched", "file_type": "Q8_0",
+                       "result": {"rows": llama_cpp.batched_summary([json.loads(_row(1, 1e4, 200))])}}]}
+    (rec,) = quant_records(batch, {}, "card-x", "2026-12-04T19:40:00Z")
+    assert rec.provenance["build_commit"] == "0c1e57098bba43ac29e6e3b677cdceebdd22334f"
+    monkeypatch.setenv("ANATOMY_LLAMA_BIN", str(tmp_path / "absent"))
+    assert llama_cpp.binary_commit() is None

@@ -48,7 +48,7 @@ def quant_records(batch: dict[str, Any], common: dict[str, Any], hw: str, stamp:
     prov = batch.get("provenance") or {}
     llama = (prov.get("versions") or {}).get("llama.cpp") or {}
     build = {"engine_version": llama.get("version"), "source_commit": llama.get("source_commit"),
-             "build_commit": _build_commit(batch), "ggml": llama.get("ggml")}
+             "build_commit": _build_commit(batch) or llama.get("binary_commit"), "ggml": llama.get("ggml")}
     for run in batch["runs"]:
         if "result" not in run:  # skipped or failed: the raw batch keeps why
             continue

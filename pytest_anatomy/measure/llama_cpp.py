@@ -117,6 +117,17 @@ def run_bench(model: str | Path, *, n_prompt: int = 512, n_gen: int = 128, repet
     return {"tests": tests, "load_log": load_log_dict(parse_load_log(proc.stderr)), "command": cmd}
 
 
+def binary_commit(tool: str = "llama-batched-bench") -> str | None:
+    """The commit a common-args tool was built from (`--version`: "version: ... (build N, commit C)"), None when the
+    tool is missing or says nothing parseable. llama-bench reports its own in -o json; the other tools only here."""
+    try:
+        proc = subprocess.run([str(binary(tool)), "--version"], capture_output=True, text=True, timeout=30, check=False)
+    except (LlamaBinaryMissing, OSError, subprocess.TimeoutExpired):
+        return None
+    found = re.search(r"commit ([0-9a-f]{7,40}|unknown)", proc.stdout + proc.stderr)
+    return found.group(1) if found else None
+
+
 # --- llama-batched-bench ----------------------------------------------------------------------
 def parse_batched_jsonl(text: str) -> list[dict[str, Any]]:
     """llama-batched-bench --output-format jsonl: one object per (pp, tg, pl) row, as the tool wrote it."""

