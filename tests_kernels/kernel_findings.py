@@ -23,6 +23,7 @@ import json
 from pathlib import Path
 
 import kernel_h100_findings as h100
+import kernel_s15_x8_findings as s15x8
 import pytest
 
 from pytest_anatomy.kernels import autotune as at
@@ -1236,3 +1237,12 @@ BANDED["single"]["test_tensor_core_rung_vs_cublas_bf16"] = (_TC_FID, _TC_REASON 
     f" Retired on the H200 by s14 (TMA, warp-specialised wgmma): {_S14_MS[SGEMM_SHAPE]:.4f} ms at 4096^3 in its first "
     f"run ({KERNEL_RUN_1638[:16]}), {_S14_CUBLAS_MS[SGEMM_SHAPE] / _S14_MS[SGEMM_SHAPE]:.0%} of cuBLAS bf16's "
     f"{_S14_CUBLAS_MS[SGEMM_SHAPE]:.4f} ms beside it; held on the H100, where s14 has not run."), _TC_BAND)
+
+
+# --- s15's and x8's first run (2026-12-04 18:46, batch 20261204T184632Z): kernel_s15_x8_findings.py --------------
+# Their bands are the headers' stated outcome (s15) and risk (x8), with this module's noise terms, s9's 11:09 bias
+# and the 11:09 read ceiling; none reads a time of the 18:46 run.
+for _table, _entries in s15x8.banded(spread(), {lab: s9_ledger_bias(lab) for lab in SGEMM_SHAPES}, _READ_1109,
+                                     PREREG_ACCEPT).items():
+    BANDED[_table].update(_entries)
+BANDED_FROM_KEYS.update(s15x8.BANDED_FROM_KEYS)

@@ -41,7 +41,16 @@ instruction mix were s9's gap and the fp32 target falls; if it keeps s7's pace w
 2.3 = 2.78 cycles per issue: 2.88 instructions per cycle, 3.34 ms at 4096^3, slower than s9) the 8-warp pace is the
 limit and a hand-scheduled loop (register-bank-aware FFMA order, as cuBLAS's SASS) is the next step, not the tile.
 Written before any measurement of this rung.
-Measured outcome: not yet measured on H200.
+Measured outcome: H200, kernels plan run of 2026-12-04T18:46:32Z (batch 20261204T184632Z, results/h200/kernels),
+correct at every checked shape. 4096^3: 3.4600 ms, 1.29x the prediction: the header's second outcome (s7's pace less
+its global-load stalls, 3.34 ms; ~3.57 ms with s9's 1.07x bias), not cuBLAS's pace; rung 0 2.6832 ms: s15 is 78% of
+cuBLAS fp32, under the 90% target and slower than s9 beside it (3.1444 ms, 85%: s9 stays the best fp32 rung);
+2048 x 18944 x 3584: 6.7873 ms, 1.29x (78% of cuBLAS, target 80%); rung 0 5.2866 ms; 32 x 18944 x 3584: 0.7388 ms,
+1.26x; rung 0 0.1265 ms. The device's ptxas: 255 registers, no spill; its K loop is the one counted here, so the gap
+is the pace, ~2.9 warp cycles per issue at 1.98 GHz (cuBLAS 2.23). The tuner candidates that ran a 128 x 256 x 8
+block one per SM before s15 (s9's and s13's families, 16 warps of 64 accumulators) ran within 2% of s15 at every
+shape: the block regime, not the thread tile or the instruction mix, carries the time; why is not established (no
+Nsight Compute profile of s15; finding h200-s15-one-block-128x256-pace-not-cublas).
 Seed: no such rung.
 */
 #define S15_BM 128  // block tile 128 x 256 x 8: 2 x 4 warps of 64 x 64

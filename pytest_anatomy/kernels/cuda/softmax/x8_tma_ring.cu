@@ -34,7 +34,15 @@ In steady state a row's SM work (2.31 us) is under a round's DRAM time (14 rows,
 on the ring, not the ring on the SMs. Risks: fewer than 14 one-block-per-SM clusters co-resident (x7's unconfirmed
 risk; a late cluster does its rows after another: up to ~2x); the TMA path never run on this project's GPU with a
 1D bulk copy. Written before any measurement of this rung.
-Measured outcome: not yet measured.
+Measured outcome: H200, kernels plan run of 2026-12-04T18:46:32Z (batch 20261204T184632Z, results/h200/kernels),
+correct at every checked shape. 8,192 x 2,048: 0.0339 ms, 1.00x the prediction (x7's kernel, agrees); rung 0
+0.0415 ms; 128 x 152,064: 0.0548 ms, 1.37x the prediction, 65% of the run's read ceiling (target 85%), slower than
+x6 (~0.049 ms, 72%, still the best vocabulary rung) and within 2% of x7 (0.0539 ms), the same grid without the ring;
+rung 0 0.0899 ms. The device's ptxas: 120 registers, no spill; the SASS holds the ring (2 UBLKCP). Keeping rows'
+slices requested across row boundaries did not move the time, so bytes in flight per SM are not what holds the
+14-cluster grid; candidates, both named before the run: the per-row SM work and cluster exchange (~5.5 us per row
+against the 2.31 us priced) or fewer than 14 co-resident clusters; unconfirmed without Nsight Compute (finding
+h200-tma-ring-vocab-no-faster-than-x7).
 Seed: no such rung.
 */
 #ifndef INFINITY  // NVRTC has no math.h; nvcc and the CPU emulator do
