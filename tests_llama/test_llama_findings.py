@@ -32,7 +32,7 @@ from llama_findings import (
     sweep_marks,
 )
 from llama_runs import LlamaRun, header_for, parse_run
-from llama_speed import SessionCalibration
+from llama_speed import SessionCalibration, robust_rel_se
 
 from pytest_anatomy import recordings
 from pytest_anatomy.measure.llama_log import parse_load_log
@@ -299,6 +299,11 @@ def test_small_prefill_numbers_are_the_recorded_ones():
         assert q.replace("%", "") in SMALL_PREFILL_REASON.replace("%", ""), q
     for a, b in zip(then, now):  # beyond both budgets: the other session's ratio cannot band this one
         assert abs(b["ratio"] / a["ratio"] - 1) > a["budget"] + b["budget"] or a is then[1]
+    tiny = [robust_rel_se(m(f"tiny-24l.{w}.bench")["pp512.tok_per_s.median"]) for m in (_measured_0728, _measured_1503)
+            for w in ("f16", "q8_0", "q4_k_m")]
+    assert f"its robust scatter ({min(tiny):.1%}-{max(tiny):.1%})".replace("%", "", 1) in SMALL_PREFILL_REASON
+    for i, (a, b) in enumerate(zip(then, now)):  # each overhead moved beyond both sessions' scatter of its bench
+        assert abs(b["overhead"] / a["overhead"] - 1) > tiny[i] + tiny[i + 3]
 
 
 def test_kquant_prefill_numbers_are_the_recorded_ones():
