@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
@@ -22,26 +23,49 @@ DECODE_FIT, PREFILL_FIT = dict(ll.DECODE_FITS), dict(ll.PREFILL_FITS)  # kernel 
 FIT_MODEL = ll.FIT_MODEL
 TINY_FOR = {b: ll.overhead_model(b, load_model(b).num_layers) for b in ll.OVERHEAD_MODEL_BASES}
 N_GEN, N_PROMPT = ll.BENCH_N_GEN, ll.BENCH_N_PROMPT
+MEDIAN_SE, MAD_SIGMA = 1.2533, 1.4826  # a median's standard error in sigma / sqrt(n); a normal's sigma per MAD
 
 
 def rel_se(m) -> float:
+    """2 standard errors of a bench's median over the median, from the plain standard deviation (decode: tg128's
+    repetitions have no cold one, its first at 93-100% of the others)."""
     s = [x for x in (m.samples or []) if x > 0]
     return 0.0 if len(s) < 2 else 2 * statistics.stdev(s) / math.sqrt(len(s)) / statistics.median(s)
+
+
+def robust_rel_se(m) -> float:
+    """2 standard errors of a bench's median over the median, from a robust scatter (1.4826 x the median absolute
+    deviation; the median's standard error is 1.2533 sigma / sqrt(n)), as tests_quant/quant_speed.rel_se: llama-bench's
+    first pp512 repetition is a cold one at 20-80% of the others, which the median ignores and a plain standard
+    deviation turns into +-120-137% prefill budgets."""
+    s = [x for x in (m.samples or []) if x > 0]
+    if len(s) < 2:
+        return 0.0
+    mad = statistics.median(abs(x - m.value) for x in s)
+    return 2 * MEDIAN_SE * MAD_SIGMA * mad / math.sqrt(len(s)) / m.value
 
 
 @dataclass
 class Budget:
     terms: list[tuple[str, float]]
+    robust: bool = False  # prefill: each run's scatter by robust_rel_se, else rel_se
+
+    def scatter(self, m) -> float:
+        return robust_rel_se(m) if self.robust else rel_se(m)
 
     def add(self, name: str, m) -> None:
-        self.terms.append((name, rel_se(m)))
+        self.terms.append((name, self.scatter(m)))
 
     @property
     def rel(self) -> float:
         return sum(v for _, v in self.terms)
 
     def why(self) -> str:
-        return "measured scatter, 2 standard errors each: " + " + ".join(f"{n} {v:.2%}" for n, v in self.terms)
+        if not self.robust:
+            return "measured scatter, 2 standard errors each: " + " + ".join(f"{n} {v:.2%}" for n, v in self.terms)
+        return ("measured robust scatter (median absolute deviation), 2 standard errors of each median, each "
+                "calibration run's carried through the fit to this prediction: "
+                + " + ".join(f"{n} {v:.2%}" for n, v in self.terms))
 
 
 class SessionCalibration:
@@ -55,7 +79,8 @@ class SessionCalibration:
         ceil = measured("ceilings", suite="ceilings", beside=self.bench)
         self.read = ceil["read_bandwidth.value"].value
         self.matmul = ceil["matmul_bf16.value"].value
-        self.budget = Budget([])
+        self.budget = Budget([], robust=phase == "prefill")
+        self.moved: tuple[str, float] | None = None  # (budget label, factor): one calibration run's median moved
         self.test = f"tg{N_GEN}" if phase == "decode" else f"pp{N_PROMPT}"
 
     def _bench(self, model: str, weights: str):
@@ -68,7 +93,7 @@ class SessionCalibration:
     def _tok_s(self, rec, label: str):
         m = rec[f"{self.test}.tok_per_s.median"]
         self.budget.add(label, m)
-        return m.value
+        return m.value * (self.moved[1] if self.moved and self.moved[0] == label else 1.0)
 
     def overhead(self, model: str, weights: str) -> float:
         """The tiny model's time per token (decode) or per prompt (prefill), less its own small roofline."""
@@ -77,6 +102,7 @@ class SessionCalibration:
                                   self.matmul, self.phase)
 
     def calibration(self, attainment=None) -> ll.LlamaCalibration:
+        self.budget = Budget([], robust=self.budget.robust)  # the terms of this calibration's runs only
         fits = []  # (kernel, its fit run's header, that run's tok/s, the overhead at its weights), F16 first
         for kernel, weights in (ll.DECODE_FITS if self.phase == "decode" else ll.PREFILL_FITS) if attainment is None \
                 else ():
@@ -89,3 +115,17 @@ class SessionCalibration:
         return ll.LlamaCalibration(
             self.read, self.matmul, self.overhead(self.run.model, self.run.weights), att, eff,
             source=f"ceilings and {', '.join(n for n, _ in self.budget.terms)} of the same session")
+
+    def carried(self, predict: Callable[[ll.LlamaCalibration], float]) -> ll.LlamaCalibration:
+        """The calibration, its budget each calibration run's scatter carried through the fit to `predict`'s value
+        (the prediction recomputed with that run's median moved by its 2 SE, as tests_quant/quant_prefill.py does),
+        not added at full weight: a tiny model's 12% moves a 7B prompt's overhead, a ninth of its time."""
+        calib = self.calibration()
+        base, runs = predict(calib), dict(self.budget.terms)  # a run used twice (fit and overhead) moves both uses
+        carried = []
+        for name, se in runs.items():
+            self.moved = (name, 1 + se)
+            carried.append((name, abs(predict(self.calibration()) / base - 1)))
+        self.moved = None
+        self.budget = Budget(carried, robust=self.budget.robust)
+        return calib

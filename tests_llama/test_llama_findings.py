@@ -12,6 +12,7 @@ import pytest
 from llama_findings import (
     BINDING_COMPUTE_MIB,
     BUILD_0C1E570,
+    KQUANT_PREFILL_REASON,
     KQUANT_REASON,
     MARGINAL_REASON,
     MEASURED_ON,
@@ -19,16 +20,19 @@ from llama_findings import (
     SERVER_COMPUTE_MIB,
     SMALL_DECODE_FINDING,
     SMALL_DECODE_REASON,
+    SMALL_PREFILL_FINDING,
+    SMALL_PREFILL_REASON,
     bench_marks,
     element_bound_time,
     ffn_floor_bytes,
     kquant_band,
+    prefill_marks,
     server_compute_band,
     server_marks,
     sweep_marks,
 )
 from llama_runs import LlamaRun, header_for, parse_run
-from llama_speed import SessionCalibration
+from llama_speed import SessionCalibration, robust_rel_se
 
 from pytest_anatomy import recordings
 from pytest_anatomy.measure.llama_log import parse_load_log
@@ -255,3 +259,72 @@ def test_marginal_numbers_of_the_third_visit():
     assert (round(itl["q4_k_m"][64], 2), round(itl["f16"][64], 2)) == (61.84, 49.24)
     for q in (*quoted, "61.84", "49.24", "1.26x"):
         assert q in MARGINAL_REASON
+
+
+# --- the prefill findings (robust scatter carried through the fit): the numbers their reasons quote -----------------
+def _prefill(model: str, weights: str, measured) -> dict[str, float]:
+    """A pp512 bench against its own session's prediction: tok/s, seconds per prompt and their parts, the budget."""
+    run = _bench(model, weights)
+    s, header = SessionCalibration(run, measured, header_for, "prefill"), header_for(run)
+    calib = s.carried(lambda c: ll.prefill_tokens_per_s(header, c, 512).value)
+    m = s.bench["pp512.tok_per_s.median"]
+    s.budget.add("this run", m)
+    t = ll.prefill_time(header, calib, 512).value
+    return {"meas": m.value, "pred": 512 / t, "ratio": m.value * t / 512, "t": t, "t_meas": 512 / m.value,
+            "overhead": calib.overhead_s, "body": t - calib.overhead_s, "budget": s.budget.rel,
+            "eff_f16": calib.efficiency[ll.UNQUANTIZED_KERNEL],
+            "eff_mmq": calib.efficiency[ll.QUANTIZED_PREFILL_KERNEL]}
+
+
+def _quoted(values, fmt: str) -> str:
+    return " / ".join(format(v, fmt) for v in values)
+
+
+def test_small_prefill_numbers_are_the_recorded_ones():
+    now = [_prefill("qwen2.5-0.5b", w, _measured_1503) for w in ("F16", "Q8_0", "Q4_K_M")]
+    then = [_prefill("qwen2.5-0.5b", w, _measured_0728) for w in ("F16", "Q8_0", "Q4_K_M")]
+    slower = [(p["t_meas"] - p["overhead"]) / p["body"] for p in now]
+    quotes = [_quoted((p["meas"] for p in now), ",.0f"), _quoted((p["pred"] for p in now), ",.0f"),
+              _quoted((p["ratio"] for p in now), ".3f"), _quoted((p["ratio"] for p in then), ".3f"),
+              _quoted(slower, ".2f") + "x", _quoted(((p["t_meas"] - p["overhead"]) * 1e3 for p in now), ".2f"),
+              _quoted((p["body"] * 1e3 for p in now), ".2f"),
+              _quoted((p["t_meas"] * 1e3 for p in then), ".2f") + " ms on 07:28, "
+              + _quoted((p["t_meas"] * 1e3 for p in now), ".2f") + " on 15:03",
+              ", ".join(f"{a['overhead'] * 1e3:.2f} -> {b['overhead'] * 1e3:.2f}" for a, b in zip(then, now)),
+              f"{now[0]['eff_f16'] / slower[0]:.2f} (F16) and {now[1]['eff_mmq'] / slower[1]:.2f} (MMQ)",
+              f"give {now[0]['eff_f16']:.3f} and {now[0]['eff_mmq']:.3f}",
+              f"{min(p['budget'] for p in now):.1%}-{max(p['budget'] for p in now):.1%}",
+              f"{min(p['overhead'] / p['t'] for p in now):.0%}-{max(p['overhead'] / p['t'] for p in now):.0%}"]
+    for q in quotes:
+        assert q.replace("%", "") in SMALL_PREFILL_REASON.replace("%", ""), q
+    for a, b in zip(then, now):  # beyond both budgets: the other session's ratio cannot band this one
+        assert abs(b["ratio"] / a["ratio"] - 1) > a["budget"] + b["budget"] or a is then[1]
+    tiny = [robust_rel_se(m(f"tiny-24l.{w}.bench")["pp512.tok_per_s.median"]) for m in (_measured_0728, _measured_1503)
+            for w in ("f16", "q8_0", "q4_k_m")]
+    assert f"its robust scatter ({min(tiny):.1%}-{max(tiny):.1%})".replace("%", "", 1) in SMALL_PREFILL_REASON
+    for i, (a, b) in enumerate(zip(then, now)):  # each overhead moved beyond both sessions' scatter of its bench
+        assert abs(b["overhead"] / a["overhead"] - 1) > tiny[i] + tiny[i + 3]
+
+
+def test_kquant_prefill_numbers_are_the_recorded_ones():
+    now, then = (_prefill("qwen2.5-7b", "Q4_K_M", m) for m in (_measured_1503, _measured_0728))
+    q8 = _prefill("qwen2.5-7b", "Q8_0", _measured_1503)
+    assert round(q8["ratio"], 3) == 1.0, "the MMQ fit point"
+    quotes = [f"{now['meas']:,.0f} tok/s on 2026-12-04 15:03 against {now['pred']:,.0f}",
+              f"{then['meas']:,.0f} against {then['pred']:,.0f} on 2026-12-02 07:28",
+              f"({now['eff_mmq']:.3f} of the bf16", f"{now['ratio']:.3f}x", f"MMQ {then['eff_mmq']:.3f}; "
+              f"{then['ratio']:.3f}x",
+              f"{(now['t_meas'] - now['t']) * 1e3:.1f} and {(then['t_meas'] - then['t']) * 1e3:.1f} ms",
+              f"{now['t'] * 1e3:.1f} / {then['t'] * 1e3:.1f} ms", f"budget is {now['budget']:.1%}"]
+    body = sorted((p["t_meas"] - p["overhead"]) / p["body"] for p in (now, then))
+    quotes.append(f"{body[0]:.2f}-{body[1]:.2f}x Q8_0's")
+    for q in quotes:
+        assert q in KQUANT_PREFILL_REASON, q
+
+
+def test_the_prefill_findings_apply_to_their_build_only():
+    other = {"source_commit": "f" * 40}
+    assert prefill_marks(_bench("qwen2.5-7b", "Q4_K_M"), other) == ()
+    built = {"source_commit": BUILD_0C1E570}
+    assert prefill_marks(_bench("qwen2.5-7b", "Q8_0"), built) == ()
+    assert prefill_marks(_bench("qwen2.5-0.5b", "Q8_0"), built) == (SMALL_PREFILL_FINDING,)

@@ -12,16 +12,21 @@ decode is mostly overhead, and 896-wide rows fall back to Q5_0/Q8_0). The fit po
 reconciled: they agree by construction. The first session with the fit benches (2026-12-02 07:28)
 answered both questions no: two findings (llama_findings.py), whose bands are computed here.
 
-Tolerance: the budget is a sum of measured scatter, each term two standard errors of a median
-(2 x stdev / sqrt(n)): the checked run's repetitions, each fit run's, each overhead run's.
+Tolerance: the budget is a sum of measured scatter, each term two standard errors of a median: the checked run's
+repetitions, each fit run's, each overhead run's. Decode: 2 x stdev / sqrt(n), each term at full weight (tg128 has
+no cold repetition). Prefill, since 2026-12-04 (tests_quant/quant_prefill.py's two changes): the robust scatter
+(llama_speed.robust_rel_se: llama-bench's first pp512 repetition is a cold one at 20-80% of the others, and a plain
+standard deviation made every budget +-120-137%), and each calibration run's scatter carried through the fit to the
+prediction (SessionCalibration.carried), not added at full weight. All four prefill checks then diverged: two
+findings (llama_findings.py).
 """
 
 from __future__ import annotations
 
 import pytest
-from llama_findings import SMALL_DECODE_FINDING, bench_marks, kquant_band
+from llama_findings import KQUANT_PREFILL_FINDING, SMALL_DECODE_FINDING, bench_marks, kquant_band, prefill_marks
 from llama_runs import SUITE, LlamaRun, completed
-from llama_speed import FIT_MODEL, N_GEN, N_PROMPT, TINY_FOR, SessionCalibration, rel_se
+from llama_speed import FIT_MODEL, N_GEN, N_PROMPT, TINY_FOR, SessionCalibration
 
 from pytest_anatomy import recordings
 from pytest_anatomy import session as anatomy_session
@@ -32,10 +37,12 @@ def _checked(run: LlamaRun) -> bool:
     return run.model in TINY_FOR and not (run.model == FIT_MODEL and run.weights in ("F16", "Q8_0"))
 
 
-def _other_sessions_band(request, run, measured, header_for, s: SessionCalibration, calib) -> tuple[float, float]:
-    """The envelope of measured/predicted of `run` in every other session that benched it and its tiny model
-    (each with its own ceilings and overhead, this session's kernel constants), each +- its own scatter and this
-    session's budget. No other session: no band to give (the finding then bounds nothing)."""
+def _other_sessions_band(request, run, measured, header_for, s: SessionCalibration, predict, finding: str,
+                         ) -> tuple[float, float]:
+    """The envelope of measured/predicted of `run` in every other session that benched it and its tiny model (each
+    with its own ceilings and overhead; `predict(o)`: the prediction from that session's SessionCalibration `o`), each
+    +- its own scatter, its session's budget and this session's. No other session: no band to give (the finding then
+    bounds nothing)."""
     _, results = anatomy_session.of_config(request.config, SUITE)
     this = s.budget.rel
     lo, hi = [], []
@@ -44,16 +51,16 @@ def _other_sessions_band(request, run, measured, header_for, s: SessionCalibrati
         if other.recorded_at == s.bench.recorded_at or other.provenance.get("status") not in (None, "ok"):
             continue
         try:
-            o = SessionCalibration(run, measured, header_for, "decode", bench=completed(other))
-            pred = ll.decode_tokens_per_s(header_for(run), o.calibration(attainment=calib.attainment), n_gen=N_GEN)
+            o = SessionCalibration(run, measured, header_for, s.phase, bench=completed(other))
+            pred = predict(o)
         except pytest.skip.Exception:
-            continue  # that session lacks its ceilings or its tiny model: it gives no ratio
-        m = other[f"tg{N_GEN}.tok_per_s.median"]
-        ratio, scatter = m.value / pred.value, rel_se(m) + o.budget.rel + this
+            continue  # that session lacks its ceilings, its fits or its tiny model: it gives no ratio
+        m = other[f"{s.test}.tok_per_s.median"]
+        ratio, scatter = m.value / pred, s.budget.scatter(m) + o.budget.rel + this
         lo.append(ratio * (1 - scatter))
         hi.append(ratio * (1 + scatter))
     if not lo:
-        pytest.fail(f"{run.name}: {SMALL_DECODE_FINDING.args[0]} has no other session to band it with")
+        pytest.fail(f"{run.name}: {finding} has no other session to band it with")
     return max(0.0, min(lo)), max(hi)
 
 
@@ -69,7 +76,8 @@ def test_decode_tokens_per_s(target, run, measured, header_for, reconcile, reque
     marks = {mk.args[0] for mk in request.node.iter_markers("finding")}
     band = None
     if SMALL_DECODE_FINDING.args[0] in marks:
-        band = _other_sessions_band(request, run, measured, header_for, s, calib)
+        band = _other_sessions_band(request, run, measured, header_for, s, lambda o: ll.decode_tokens_per_s(
+            header, o.calibration(attainment=calib.attainment), n_gen=N_GEN).value, SMALL_DECODE_FINDING.args[0])
     elif marks:  # the k-quant finding: between Q8_0's time per element and its bytes per second
         band = kquant_band(header, calib, N_GEN)
     reconcile(f"llamacpp_tg{N_GEN}_tok_per_s", pred, m, rel=s.budget.rel, why=s.budget.why(), model=run.model,
@@ -77,11 +85,21 @@ def test_decode_tokens_per_s(target, run, measured, header_for, reconcile, reque
 
 
 @pytest.mark.gpu
-@pytest.mark.llama_runs("bench", select=_checked)
-def test_prefill_tokens_per_s(target, run, measured, header_for, reconcile):
+@pytest.mark.llama_runs("bench", select=_checked, findings=prefill_marks)
+def test_prefill_tokens_per_s(target, run, measured, header_for, reconcile, request):
     s = SessionCalibration(run, measured, header_for, "prefill")
-    calib = s.calibration()
+    header = header_for(run)
+
+    def predict(c: ll.LlamaCalibration) -> float:
+        return ll.prefill_tokens_per_s(header, c, N_PROMPT).value
+
+    calib = s.carried(predict)
     m = s.bench[f"pp{N_PROMPT}.tok_per_s.median"]
     s.budget.add(f"this run {run.name}", m)
-    pred = ll.prefill_tokens_per_s(header_for(run), calib, N_PROMPT)
-    reconcile(f"llamacpp_pp{N_PROMPT}_tok_per_s", pred, m, rel=s.budget.rel, why=s.budget.why(), model=run.model)
+    pred = ll.prefill_tokens_per_s(header, calib, N_PROMPT)
+    band = None
+    if KQUANT_PREFILL_FINDING.args[0] in {mk.args[0] for mk in request.node.iter_markers("finding")}:
+        band = _other_sessions_band(request, run, measured, header_for, s, lambda o: predict(o.carried(predict)),
+                                    KQUANT_PREFILL_FINDING.args[0])
+    reconcile(f"llamacpp_pp{N_PROMPT}_tok_per_s", pred, m, rel=s.budget.rel, why=s.budget.why(), model=run.model,
+              finding_band=band)

@@ -12,7 +12,8 @@ errors of a median each), with two changes that make it a test: each scatter is 
 llama-bench's first pp512 repetition is a cold one at 40-75% of the others, which the median ignores and a plain
 standard deviation turns into +-120% budgets), and each calibration run's scatter is carried through the fit to the
 prediction (the prediction recomputed with that run's median moved by its scatter), not added at full weight: a tiny
-model's 12% moves a 7B prompt's overhead, a ninth of it.
+model's 12% moves a 7B prompt's overhead, a ninth of it. The llama suite's own prefill check took both changes on
+2026-12-04 (llama_speed.robust_rel_se, SessionCalibration.carried).
 """
 
 from __future__ import annotations
