@@ -32,7 +32,8 @@ import pytest
 from flashattn_cases import Case, as_ceilings, decode_prediction, predict
 from flashattn_decode_line import SHAPE, Line, decode_line_marks, timing_noise_s, weights
 from flashattn_decode_line import FIT_CONTEXTS as FIRST_DECODE_CONTEXTS
-from flashattn_findings import decode_target_marks, target_marks
+from flashattn_findings import decode_target_marks
+from flashattn_r8_findings import target_marks
 
 from pytest_anatomy.kernels.flashattn import registry
 from pytest_anatomy.session import get_session

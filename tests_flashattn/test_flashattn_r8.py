@@ -1,5 +1,6 @@
-"""r8 (FA-3's inter-warpgroup ping-pong in Gluon) on the CPU, before its first GPU run: its registration, its
-pre-registered header against the code and the recordings it quotes, and the device call that will measure it.
+"""r8 (FA-3's inter-warpgroup ping-pong in Gluon) on the CPU: its registration, its pre-registered header against the
+code and the recordings it quotes, the device call that measured it (first run 2026-12-04 18:48), its header's
+measured outcome against those recordings, and the target finding it retired on the H200.
 
 Its sm_90a compile (every config, both masks, bf16 and fp16, D 64/128, 12 warps under its register cap) is
 test_flashattn_sm90.py's, as r7's is; Triton's interpreter cannot run Gluon (registry.NOT_INTERPRETED), so its
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import flashattn_cases as fc
 import flashattn_findings as ff
+import flashattn_r8_findings as r8f
 import flashattn_r8_protocol as proto
 import pytest
 import test_flashattn_gpu as timing
@@ -152,3 +154,36 @@ def test_the_protocol_model_catches_a_phase_bug(monkeypatch: pytest.MonkeyPatch)
     for seed in range(10):
         run = proto.simulate(3, 2, seed)
         assert not (run.finished and run.turns == [0, 1] * 4), seed
+
+
+def test_r8s_measured_outcome_quotes_its_first_session_as_recorded() -> None:
+    """The header's measured outcome: r8's first session at the target shape (bf16 and fp16 times, the ratio to the
+    mid at that session's ceilings, both backends in the same calls) and r6 / r7 timed in the same session."""
+    first = r8f.first_session()
+    outcome = " ".join(_header()["measured_outcome"].split())
+    t = {m: first[m]["time"].value for m in MASKS}
+    assert f"{_both({m: t[m] * 1e3 for m in MASKS}, '.3f')} ms full / causal bf16" in outcome
+    fp16 = {m: recordings.load_file(recordings.candidates(ff.RESULTS, ff.MEASURED_ON, "flashattn",
+                                                          _target(R8, m).name + "-fp16")[0]) for m in MASKS}
+    assert f"({_both({m: fp16[m]['time'].value * 1e3 for m in MASKS}, '.3f')} fp16" in outcome
+    mid = {m: ff.to_mid_prediction(_target(R8, m), first[m]) for m in MASKS}
+    assert f"{_both(mid, '.3f')}x the mid at the session's ceilings" in outcome
+    ratios = {key: {m: first[m][key].value / t[m] for m in MASKS} for key in ("sdpa_flash_time", "sdpa_default_time")}
+    assert f"{_both(ratios['sdpa_flash_time'], '.2f').replace(' / ', 'x / ')}x torch's FLASH_ATTENTION" in outcome
+    assert f"{_both(ratios['sdpa_default_time'], '.3f').replace(' / ', 'x / ')}x cuDNN" in outcome
+    assert all(ratios["sdpa_flash_time"][m] >= timing.FLASH_SPEEDUP for m in MASKS)
+    assert all(ratios["sdpa_default_time"][m] >= timing.DEFAULT_FRACTION for m in MASKS)
+    for rung in (R7, registry.BEST):
+        speed = {m: r8f.beside(rung, first[m])["time"].value / t[m] for m in MASKS}
+        assert f"{_both(speed, '.2f').replace(' / ', 'x / ')}x {rung[:2]}'s" in outcome, rung
+
+
+def test_the_target_finding_is_retired_on_the_measuring_card_and_held_on_the_second() -> None:
+    """Both targets met on the measuring card since r8 (flashattn_r8_findings): the four target marks name the second
+    card only, and their reason quotes the retirement from the recordings."""
+    assert "not in this checkout" not in r8f.RETIRED_ON_H200
+    for test, mode in ff.TARGETS:
+        (mark,) = r8f.target_marks(test, mode)
+        assert mark.args[0] == ff.TARGET_FINDING and mark.kwargs["hardware"] == ff.H100
+        assert ff.MEASURED_ON not in mark.kwargs["hardware"]
+        assert mark.kwargs["reason"].endswith(r8f.RETIRED_ON_H200)

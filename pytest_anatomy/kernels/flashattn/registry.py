@@ -100,7 +100,7 @@ LADDER: tuple[Rung, ...] = (
 BEST = "r6-tma-pipelined"  # the best rung measured so far: the N sweep's and the long profiles' rung
 # The rungs the targets take the fastest of, each where it was measured in the same session (r7 from its first
 # measured session on; recordings without it keep r6): tests_flashattn/test_flashattn_gpu.py.
-TARGET_RUNGS = (BEST, "r7-warp-specialized", "r8-pingpong")  # r8 (issue 22's FA-3 rung) joined 2026-12-04, unmeasured
+TARGET_RUNGS = (BEST, "r7-warp-specialized", "r8-pingpong")  # r8 (issue 22's FA-3 rung) joined 2026-12-04, first run 18:48
 NOT_INTERPRETED = ("Triton 3.6's interpreter (TRITON_INTERPRET=1) runs triton.language kernels only: a Gluon kernel "
                    "(explicit layouts, mbarriers, TMA, wgmma, warp_specialize) has no interpreter path, so on the CPU "
                    "this rung is checked by its sm_90a compile (aot.py) and on the GPU against the fp32 reference")
