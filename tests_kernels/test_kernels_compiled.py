@@ -111,7 +111,7 @@ def test_rung_gets_the_warps_its_ledger_counts_on(v):
         f"{v.theory.warps_per_sm}"
 
 
-@pytest.mark.parametrize("source,kernel", PIPELINED)
+@pytest.mark.parametrize("source,kernel", [pytest.param(s, k, id=s.split("/")[-1].split("_")[0]) for s, k in PIPELINED])
 def test_pipelined_rung_loads_global_memory_only_through_cp_async(source, kernel):
     """SASS: every global load of a pipelined rung is an LDGSTS (cp.async, global -> shared without a
     register), none an LDG: a plain load would stall on its register before the store to shared."""
