@@ -87,6 +87,12 @@ OUTCOME: dict[str, tuple[tuple[float, float], float, tuple[int, int], float, flo
     # (b = 1/8/32/64), the cap bit in all 4 parts, 47% of its rows under the news line, power to 705 W
     "2026-12-04T13:37:45+00:00": ((0.0, 0.0), 0.2727, (7, 7), 666.745, 0.0),
     "2026-12-04T13:39:16+00:00": ((0.0, 0.0), 0.4706, (4, 4), 704.516, 0.0),
+    # the prefill calls of 2026-12-04 18:50-18:56 (fp8, AWQ, GPTQ: lone prompts and 64 x 512; bf16's 64 x 512): no load
+    # run, power 649-698 W, the cap's bit in every part
+    "2026-12-04T18:50:15+00:00": ((0.0, 0.0), 0.7429, (4, 4), 693.28, 0.0),
+    "2026-12-04T18:52:40+00:00": ((0.0, 0.0), 0.0, (4, 4), 649.076, 0.0),
+    "2026-12-04T18:54:09+00:00": ((0.0, 0.0), 0.8679, (4, 4), 698.301, 0.0),
+    "2026-12-04T18:56:01+00:00": ((0.0, 0.0), 1.0, (1, 1), 693.207, 0.0),
 }
 
 
@@ -189,7 +195,8 @@ def _outcome(parts: list[dict[str, Any]]) -> tuple[tuple[float, float], float, t
 def test_the_preregistered_sample_expectations_missed_as_recorded(sampled):
     """OUTCOME is what the kept rows say, session by session; and against the pre-registration: the load runs' mean
     SM clock fell below the news line, power rose above 600 W (not 350-600 W: to the 700 W limit in every latency
-    session, to 617 and 663 W in the two quantized-decode batches of 2026-12-04, which ran decode steps only), the
+    session, to 617 and 663 W in the two quantized-decode batches of 2026-12-04, which ran decode steps only, 649-698 W in its
+    prefill calls), the
     power-cap bit was set in most parts, the host stayed below the expected busy share. A later session that meets
     the expectations changes OUTCOME and fails here, to be read, not absorbed."""
     got = {date: _outcome(parts) for date, parts in sampled.items()}
