@@ -50,7 +50,10 @@ needs_chromium = pytest.mark.skipif(
 # a scatter plot's whiskers and a plot's grid one path each: the same run is 4.10 MB.
 # The twenty-third visit (r7's sweep, s14, vLLM's quality, the 7B types, ~150 new findings) took it to 5.21 MB; a
 # prediction's terms as rows with their names in the text table, each distinct inputs once (inputs_table), the default
-# kind and tolerance keys left out: the same run is 4.89 MB.
+# kind and tolerance keys left out: the same run is 4.89 MB. The twenty-fourth visit (llama.cpp at batch 64, vLLM's
+# prefill, s15, x8, r8) took it to 5.09 MB; each finding card's reason written once, in the embedded text table (the
+# script fills the card), a finding's default keys left out, no gap column and no class per cell in the finding rows:
+# the same run is 4.89 MB.
 MAX_REPORT_BYTES = 5_000_000
 
 
@@ -160,6 +163,8 @@ PROBE = r"""
   out.search_test_id = visible("details.rec").map(function (d) { return +d.getAttribute("data-i"); });
   search.value = ""; search.dispatchEvent(new Event("input"));
   out.rows = {all: all, visible_after_reset: visible("details.rec").length};
+  out.finding_reasons = Array.prototype.map.call(document.querySelectorAll("#findings article.finding"), function (a) {
+    return [(a.querySelector("code.fid") || {}).textContent || null, a.querySelector("header + p").textContent]; });
   document.getElementById("expand-all").click();
   setTimeout(function () {
     var open = document.querySelectorAll("details.rec[open]").length;
@@ -410,6 +415,23 @@ def test_each_derivation_shows_its_texts_from_the_shared_table(browser_view: dic
         assert shown["test_id"] == rec["test_id"], drawn["i"]
         findings += bool(finding)
     assert findings > 10
+
+
+def test_each_findings_card_shows_its_reason_from_the_shared_table(browser_view: dict[str, Any],
+                                                                    full_report: Path) -> None:
+    """A finding card's paragraph holds an index into the page's text table (html.py _reasons_by_reference); the
+    page's script writes the reason there: every card shows its finding's reason as the ledger has it."""
+    from pytest_anatomy.report.html import expand_embedded
+
+    reasons: dict[str, set[str]] = {}
+    for rec in expand_embedded(_embedded_ledger(full_report))["reconciliations"]:
+        if rec.get("finding"):
+            reasons.setdefault(rec["finding"]["id"], set()).add(rec["finding"]["reason"])
+    shown = browser_view["finding_reasons"]
+    assert shown and all(text for _, text in shown)
+    wrong = [(fid, text[:80]) for fid, text in shown if fid in reasons and text not in reasons[fid]]
+    assert not wrong, wrong[:5]
+    assert sum(fid in reasons for fid, _ in shown) > 100
 
 
 @needs_chromium

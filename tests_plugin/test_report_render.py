@@ -187,6 +187,22 @@ def test_embedded_texts_are_written_once_per_distinct_text() -> None:
     assert expand_embedded(embedded) == ledger
 
 
+def test_embedded_findings_leave_out_their_default_keys_and_get_them_back() -> None:
+    """A finding mark's quantity null, hardware null and strict true are left out of the page (marked "d": 1); a
+    finding with any other value, or without those keys, stays as it was; expanded, every row is the ledger's."""
+    ledger = sample_ledger()
+    recs = ledger["reconciliations"]
+    recs[0]["finding"] = {"id": "a", "reason": "r", "quantity": None, "expected": [0.9, 1.1], "hardware": None,
+                          "strict": True, "band_from": "other-runs"}
+    recs[1]["finding"] = {"id": "b", "reason": "r", "quantity": None, "hardware": "h200", "strict": True}
+    recs[2]["finding"] = {"id": "c", "reason": "r"}
+    embedded = json.loads(_parse(render_html(ledger)).ledger_text or "")
+    found = [rec["finding"] for rec in embedded["reconciliations"][:3]]
+    assert found[0]["d"] == 1 and not {"quantity", "hardware", "strict"} & set(found[0])
+    assert "d" not in found[1] and found[1]["hardware"] == "h200" and "d" not in found[2]
+    assert expand_embedded(embedded) == ledger
+
+
 def test_embedded_test_ids_share_their_module_and_function() -> None:
     """A test id's part before its parameters is written once in the page (text_table), each row holding its index and
     its own parameters; a test id without parameters is the index alone. Expanded, the rows are the JSON ledger's."""
@@ -364,7 +380,11 @@ def test_findings_are_grouped_by_id_with_the_reason_once() -> None:
         _rec(f"kv{i}", 100.0, 101.0 + i, "B", "finding", finding=finding) for i in range(3)]}
     html = render_html(ledger)
     section = html[html.index('id="findings"'):html.index('id="reconciliations"')]
-    assert section.count(reason) == 1
+    # the reason is on the page once, in the embedded ledger's text table; the card's paragraph holds its index there,
+    # which the page's script writes out (the browser test sees the text)
+    embedded = json.loads(_parse(html).ledger_text or "")
+    assert html.count(reason) == 1 and section.count(reason) == 0
+    assert f'<p data-text="{embedded["text_table"].index(reason)}"></p>' in section
     assert section.count('class="v-finding"') == 3 and "3 reconciliations" in section
 
 

@@ -28,6 +28,9 @@ _SHARED_TEXTS = ((("finding",), "reason", False), (("prediction",), "formula", F
 # A prediction's terms as rows [name, value, unit, note] instead of objects: ~5,000 terms on the page, their four keys
 # written once here rather than on every term (~0.2 MB); a term with other keys stays an object.
 TERM_FIELDS = ("name", "value", "unit", "note")
+# A finding mark's defaults (findings.FindingMark: every reconciliation, every card, strict), left out of the page where
+# all three hold and marked by "d": 1 (~650 finding rows); the page's script reads only a finding's id and reason.
+_FINDING_DEFAULTS: dict[str, Any] = {"quantity": None, "hardware": None, "strict": True}
 DEFAULT_KIND = "prediction"  # a reconciliation's kind, left out of the page where it is this (expand_embedded puts it back)
 
 
@@ -93,13 +96,18 @@ def _share_inputs(recon: dict[str, Any], table: list[Any], index: dict[str, int]
 
 def _defaults_out(recon: dict[str, Any]) -> dict[str, Any]:
     """The defaults most reconciliations repeat, left out exactly (expand_embedded puts them back): kind "prediction"
-    (a reconciliation without a kind gets kind null instead), and a tolerance's abs 0.0 with ratio null (marked by
-    "d": 1, so that a tolerance without those keys stays as it was)."""
+    (a reconciliation without a kind gets kind null instead), a tolerance's abs 0.0 with ratio null, and a finding's
+    quantity null, hardware null and strict true (each marked by "d": 1, so that one without those keys stays as it
+    was)."""
     out = dict(recon)
     if out.get("kind") == DEFAULT_KIND:
         del out["kind"]
     elif "kind" not in out:
         out["kind"] = None
+    found = out.get("finding")
+    if isinstance(found, Mapping) and "d" not in found and all(
+            k in found and found[k] is v for k, v in _FINDING_DEFAULTS.items()):
+        out["finding"] = {**{k: v for k, v in found.items() if k not in _FINDING_DEFAULTS}, "d": 1}
     tol = out.get("tolerance")
     if (isinstance(tol, Mapping) and type(tol.get("abs")) is float and tol["abs"] == 0.0 and "ratio" in tol
             and tol["ratio"] is None and "d" not in tol):
@@ -113,6 +121,9 @@ def _defaults_in(recon: dict[str, Any], inputs_table: Sequence[Any]) -> dict[str
         out["kind"] = DEFAULT_KIND
     elif out["kind"] is None:
         del out["kind"]
+    found = out.get("finding")
+    if isinstance(found, Mapping) and found.get("d") == 1:
+        out["finding"] = {**{k: v for k, v in found.items() if k != "d"}, **_FINDING_DEFAULTS}
     tol = out.get("tolerance")
     if isinstance(tol, Mapping) and tol.get("d") == 1:
         out["tolerance"] = {**{k: v for k, v in tol.items() if k != "d"}, "abs": 0.0, "ratio": None}
