@@ -112,16 +112,15 @@ def _dry_run(*args: str) -> list[tuple[int, str]]:
 
 
 def test_profile_script_launches_what_the_counter_tests_read() -> None:
-    """Every rung at the target shape, r7 (Gluon) included since its first GPU session (2026-12-04: before it,
-    PROFILED left it out, and this test said so) and r8 left out until its own, then the best rung's long shapes; `--rungs r7` keeps the Gluon
-    rung's two launches alone, numbered as in the full list (the manifest's marker grids)."""
+    """Every rung at the target shape, each Gluon rung included since its first GPU session (r7 and r8, 2026-12-04:
+    before it, PROFILED left it out, and this test said so), then the best rung's long shapes; `--rungs r7` (`r8`)
+    keeps that Gluon rung's two launches alone, numbered as in the full list (the manifest's marker grids)."""
     listed = _dry_run()
     assert [name for _, name in listed] == [io.name(launch) for launch in io.launches()]
-    assert len(listed) == 2 * len(registry.PROFILED) + 4
-    assert [r.id for r in registry.LADDER if r not in registry.PROFILED] == ["r8-pingpong"]
-    r7 = registry.TARGET_RUNGS[1]
-    assert _dry_run("--rungs", r7.split("-")[0]) == _dry_run("--rungs", r7) == [
-        (i, name) for i, name in listed if f".{r7}." in name] and len(_dry_run("--rungs", r7)) == 2
+    assert len(listed) == 2 * len(registry.PROFILED) + 4 and registry.PROFILED == registry.LADDER
+    for gluon in registry.TARGET_RUNGS[1:]:
+        assert _dry_run("--rungs", gluon.split("-")[0]) == _dry_run("--rungs", gluon) == [
+            (i, name) for i, name in listed if f".{gluon}." in name] and len(_dry_run("--rungs", gluon)) == 2
 
 
 def test_the_gluon_rungs_l2_band_stands_on_the_recorded_fa2_rungs() -> None:
