@@ -37,7 +37,7 @@ R7_LIVE_SESSION_S = 47.5  # results/h200/live-runs/20261204T145709Z.r7.json: r7'
 
 def test_sweep_cases_keep_tokens_times_heads_fixed_and_are_named_as_recorded() -> None:
     assert [replace(c, rung=registry.BEST) for c in sweep.SWEEP_R7] == sweep.SWEEP  # r7 at r6's shapes
-    for c in sweep.SWEEP + sweep.SWEEP_R7:
+    for c in sweep.SWEEP + sweep.SWEEP_R7 + sweep.SWEEP_R8:
         assert c.batch * c.heads * c.n == sweep.HEAD_TOKENS, c
         assert c.rung in registry.TARGET_RUNGS
         assert re.fullmatch(rf"fa2\.{c.rung}\.b\d+h\d+(kv\d+)?n\d+d(64|128)\.(full|causal)", c.name), c.name
@@ -50,7 +50,7 @@ def test_sweep_header_table_is_what_the_code_predicts() -> None:
     """Every case's predicted ms (3 decimals) stands on its shape's row of the docstring table."""
     doc = sweep.__doc__ or ""
     spec = hardware.get_hardware("h200")
-    for c in sweep.SWEEP + sweep.SWEEP_R7:
+    for c in sweep.SWEEP + sweep.SWEEP_R7 + sweep.SWEEP_R8:
         label = sweep.table_label(c)
         rows = [line for line in doc.splitlines() if line.strip().startswith(label + " ")]
         assert len(rows) == 1, f"no single table row for {label}"
