@@ -130,3 +130,19 @@ def test_r8s_sweep_runs_alone_in_one_device_call() -> None:
     low, high = (sum(live_plan.estimate_range(e)[i] for e in entries) for i in (0, 1))
     assert 100.0 < low < high and high + LIVE_SESSION_SCRIPT_S <= CALL_LIMIT_S / 3, (low, high)
     assert f"{low:.0f}-{high:.0f} s by `--anatomy-plan`" in " ".join((sweep.__doc__ or "").split())
+
+
+def test_the_recording_section_states_the_calls_and_their_prices() -> None:
+    """docs/RECORDING.md's section for these calls: the three commands as the tests select them, and the sweep's price
+    as the plan gives it."""
+    doc = (ROOT / "docs" / "RECORDING.md").read_text(encoding="utf-8")
+    head = "## r8's Nsight Compute counters and N sweep: the calls, prepared before either ran (issue 22)"
+    section = " ".join(doc[doc.index(head):].split())
+    assert "PROFILE_TIMEOUT_S=240 bash scripts/device/flashattn_profile.sh --rungs r8" in section
+    assert "start r8sweep tests_flashattn/test_flashattn_sweep.py -k r8-pingpong --anatomy-record" in section
+    assert 'start r8again tests_flashattn/test_flashattn_gpu.py -k "r8-pingpong or best_rung"' in section
+    entries = [live_plan.SESSION_ENTRY, *fc.live_plan(set(), set(sweep.SWEEP_R8))]
+    low, high = (sum(live_plan.estimate_range(e)[i] for e in entries) for i in (0, 1))
+    assert f"{low:.0f}-{high:.0f} s for the pytest session" in section
+    for causal in (False, True):
+        assert f"{io.R8_L2_BAND[causal]}".replace("(", "[").replace(")", "]") in section
