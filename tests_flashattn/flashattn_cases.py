@@ -137,8 +137,11 @@ PLAN_FIRST_COMPILE_S = 5.0  # the best rung's compile, when no timing case build
 # cases, 47.5 s in all): its first case took 20.9 s and the next three 6.4-6.7 s, each of those compiling its 3 configs
 # anew (causal, fp16). So its child-process preflight ~14 s (20.9 - 6.7), and a kernel specialisation's 3 Gluon
 # compiles ~4 s (6.5 s a compiling case, less the timing entry's 2.5 s); the high end 25% above (one session).
-GLUON_PREFLIGHT_S = 14.0
-GLUON_COMPILE_S = 4.0  # per compile_key of a Gluon rung: its 3 configs
+# r8, FITTED on its one live session (results/h200/live-runs/20261204T184728Z.r8.log.xz): its first case 42.1 s, the
+# next three 13.9, 12.5 and 12.5 s, each compiling its 2 configs anew (causal, fp16): a specialisation's compiles
+# ~10.5 s (13.0 s less the timing entry's 2.5 s; three partitions, 2 configs), its preflight ~29 s (42.1 - 13.0).
+GLUON_PREFLIGHT_S = {"r7-warp-specialized": 14.0, "r8-pingpong": 29.0}
+GLUON_COMPILE_S = {"r7-warp-specialized": 4.0, "r8-pingpong": 10.5}  # per compile_key of the rung: all its configs
 GLUON_HIGH = 1.25
 
 
@@ -162,7 +165,7 @@ def live_plan(timing: set[Any], sweep: set[Any]) -> list[dict[str, Any]]:
     if gluon:
         keys = {compile_key(c) for c in gluon}
         rungs = sorted({c.rung for c in gluon})  # one preflight per Gluon rung (r7, r8), each once per session
-        low = GLUON_PREFLIGHT_S * len(rungs) + GLUON_COMPILE_S * len(keys)
+        low = sum(GLUON_PREFLIGHT_S[r] for r in rungs) + sum(GLUON_COMPILE_S[k[0]] for k in keys)
         out.append({"suite": "flashattn", "what": f"Gluon rungs ({', '.join(rungs)}): child-process preflights and "
                     f"{len(keys)} kernel specialisations' compiles ({len(gluon)} cases)", "estimate_s": low,
                     "estimate_high_s": round(low * GLUON_HIGH, 1)})

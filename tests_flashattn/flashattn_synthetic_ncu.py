@@ -4,7 +4,7 @@ SYNTHETIC: no GPU produced these numbers. Each launch's counters are the pre-reg
 expectation of test_flashattn_counters.py times a factor inside its band (FACTORS; L2 bytes at the
 middle of the launch's band, flashattn_io.l2_band), split over the kernels the rung launches as the
 real report would list them (a marker, then r1's two kernels, r2's three fills and its kernel, one
-kernel for r3-r7), in ncu's `--csv --page details` layout.
+kernel for r3-r8), in ncu's `--csv --page details` layout.
 tests_flashattn/data/ holds the output of `python tests_flashattn/flashattn_synthetic_ncu.py`;
 a test keeps the two equal, so the data is never edited by hand.
 """
@@ -24,6 +24,9 @@ CONFIG = {"BLOCK_M": 128, "BLOCK_N": 64, "num_warps": 8, "num_stages": 2}
 OCCUPANCY_PCT = 12.5  # 8 warps of 64: one program per SM
 # the Gluon rung's: its ring depth (STAGES) and 12 warps a program (8 consumers, the producer's warpgroup)
 GLUON_CONFIG = {"BLOCK_M": 128, "BLOCK_N": 64, "STAGES": 2, "num_warps": 8, "num_stages": 1}
+# r8's (its first session's bf16 choice): 128 x 128 tiles, 4 warps a consumer warpgroup (the default partition's
+# num_warps; the second warpgroup and the producer are workers), 12 warps a program as r7's
+GLUON_CONFIGS = {"r8-pingpong": {"BLOCK_M": 128, "BLOCK_N": 128, "STAGES": 2, "num_warps": 4, "num_stages": 1}}
 GLUON_OCCUPANCY_PCT = 18.75
 FACTORS = {"reads": 1.03, "writes": 0.99, "streamed": 0.9}
 
@@ -31,8 +34,9 @@ HEADER = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context",
           '"Device","CC","Section Name","Metric Name","Metric Unit","Metric Value","Rule Name","Rule Type",'
           '"Rule Description","Estimated Speedup Type","Estimated Speedup"')
 KERNELS = {"r1-naive": ["scores", "softmax_pv"],
-           "r2-fa1": ["vectorized_elementwise_kernel<FillFunctor>"] * 3 + ["fa1_fwd"], "r3-fa2": ["fa2_fwd"], "r4-causal-split": ["split_fwd"], "r5-exp2": ["split_fwd"],
-           "r6-tma-pipelined": ["tma_fwd"], "r7-warp-specialized": ["ws_fwd"]}
+           "r2-fa1": ["vectorized_elementwise_kernel<FillFunctor>"] * 3 + ["fa1_fwd"], "r3-fa2": ["fa2_fwd"],
+           "r4-causal-split": ["split_fwd"], "r5-exp2": ["split_fwd"],
+           "r6-tma-pipelined": ["tma_fwd"], "r7-warp-specialized": ["ws_fwd"], "r8-pingpong": ["pingpong_fwd"]}
 
 
 def _rows(kid: int, name: str, grid: str, metrics: dict[str, float]) -> list[str]:
@@ -48,7 +52,8 @@ def launch_counters(launch: dict[str, Any], overrides: dict[str, dict[str, float
     from pytest_anatomy.theory import attention as at
 
     shape = tc.shape_of(launch)
-    tiling = at.Tiling(CONFIG["BLOCK_M"], CONFIG["BLOCK_N"])
+    config = GLUON_CONFIGS.get(launch["rung"], CONFIG)
+    tiling = at.Tiling(config["BLOCK_M"], config["BLOCK_N"])
     if tc.fits_one_head(launch, 60 * 2**20):
         absorbed = at.l2_absorbs(shape, tiling, 60 * 2**20, 132)
         reads = tc.expected_reads(launch["rung"], shape, absorbed)[0].value * FACTORS["reads"]
@@ -87,7 +92,8 @@ def build(overrides: dict[str, dict[str, float]] | None = None) -> tuple[str, di
                                        launch["causal"])
         entries.append({"marker_grid": grid, "ladder": "fa2", "rung": launch["rung"], "shape": label, "dtype": "bf16",
                         "suite": "flashattn", "settings": {k: v for k, v in launch.items() if k != "rung"},
-                        "config": GLUON_CONFIG if gluon else CONFIG, "all_written": True})
+                        "config": GLUON_CONFIGS.get(launch["rung"], GLUON_CONFIG) if gluon else CONFIG,
+                        "all_written": True})
     manifest = {"provenance": {"date_utc": DATE, "host": "synthetic", "note": "SYNTHETIC: written by "
                                "tests_flashattn/flashattn_synthetic_ncu.py, never measured"}, "launches": entries}
     return "\n".join(lines) + "\n", manifest

@@ -38,7 +38,7 @@ workspace twice (the fills, then its eviction) = 681.6 MB (r2). Upper 1.02; lowe
 writes exclude lines still dirty in L2 when it ends, at most one L2 (62.9 MB) per kernel of the
 launch: 0.538 (r3-r6), 0.986 (r1, 2 kernels), 0.631 (r2, 4 kernels).
 
-L2 bytes (test_l2_bytes_*), r3-r6 only (r1/r2's loads follow other patterns; r7 below): theory.tiled_bytes
+L2 bytes (test_l2_bytes_*), r3-r6 only (r1/r2's loads follow other patterns; r7, r8 below): theory.tiled_bytes
 at the tiling the autotuner chose for that launch (recorded in the manifest): what the loads
 ask for. At T full: 8.86 GB for BLOCK_M=128, 17.45 GB for 64; causal 4.70 GB (128x64, 128x128)
 or 8.99 GB (64x64). At L full 68.99 GB (128), X full 275.2 GB (128). Band [0.8, 2.0]: lts__t_bytes
@@ -72,6 +72,28 @@ flight, 6 heads' K/V = 12 MiB (theory.l2_working_set), far inside L2/2.
   Causal: r3-r6 counted 0.92-1.05 (a head's causal programs end at different times, so those
   started after them run out of step and little merges), +-15%.
 - Not profiled at L and X: those stay the best rung's (registry.BEST, r6).
+
+PRE-REGISTRATION, r8 (FA-3's ping-pong in Gluon), written 2026-12-04 (~19:50) before any counter
+of r8 existed; its timings at T did (1.679 / 0.976 ms full / causal, 2026-12-04 18:48), and so did
+r7's counters above (16:38), which shape its L2 band. Launches: r8 at T, full and causal, numbers
+15 and 16 of the 20 (`flashattn_profile.sh --rungs r8`). Both r8 configs are BLOCK_M=128
+BLOCK_N=128 (2 or 3 ring stages; its first session's autotuner chose 2 in bf16, full and causal),
+one program of 12 warps (two 4-warp consumer warpgroups, the producer warp padded to a warpgroup;
+168 registers) per SM: ncu's theoretical occupancy 18.75%, 132 programs in flight, 6 heads' K/V
+(12 MiB) far inside L2/2.
+- DRAM reads: compulsory Q + K + V = 402.7 MB, band [0.98, 1.15], as r3-r7 (r7 counted 1.00x).
+- DRAM writes: O + LSE = 136.3 MB, band [0.538, 1.02] (one kernel; r7 counted 0.94 / 0.95x).
+- L2 bytes: the tiled count at 128 x 128, as r7's: the producer loads a program's 128-row Q tile
+  once (each consumer warpgroup reads its 64-row half from shared memory) and each K/V tile its
+  loop visits once (both warpgroups read it from the ring): full 8.86 GB (32 query blocks per
+  head each read all 32 KV tiles), causal 4.70 GB (query block i visits tiles 0..i: 528 per
+  head, theory.causal_blocks at 128 x 128). Expected measured/tiled as r7's counts: ~0.85 full,
+  ~1.09 causal. Band (flashattn_io.R8_L2_BAND): r7's counted ratio +-15%, full [0.72, 0.97],
+  causal [0.92, 1.25]: the same requests from the same producer-warp TMA pattern; what could move
+  the ratio is how closely a head's programs walk K/V in step (the coalescer's merging), and r8's
+  ring releases a slot only when both warpgroups are done with it. Below the band would mean more
+  merging (r8's programs in closer step), above it less.
+- Not profiled at L and X, nor at D=64 (the sweep times those).
 """
 
 from __future__ import annotations
@@ -87,7 +109,8 @@ from pytest_anatomy import targets as tg
 from pytest_anatomy.theory import attention as at
 
 MAX_WARPS_PER_SM = 64  # Hopper: 2,048 threads per SM; converts ncu's theoretical occupancy to programs per SM
-POINTER_OR_TMA = ("r3-fa2", "r4-causal-split", "r5-exp2", "r6-tma-pipelined", "r7-warp-specialized")  # FA-2 order
+POINTER_OR_TMA = ("r3-fa2", "r4-causal-split", "r5-exp2", "r6-tma-pipelined", "r7-warp-specialized",
+                  "r8-pingpong")  # FA-2 order
 
 
 SELECT = {

@@ -25,10 +25,10 @@ from pytest_anatomy import recordings
 from pytest_anatomy.kernels.flashattn import registry
 
 ROOT = Path(__file__).resolve().parents[1]
-RECORDINGS = len(registry.profile_launches())  # 18 launches -> 18 recordings
-# reads against compulsory: the 14 target-shape launches (r1-r7) + 2 at 32k; writes: all 18; L2: r3-r7 at the
-# target shape (10) + r6 long (4); streamed reads: r6 at 128k (2)
-TESTS = 16 + 18 + 14 + 2
+RECORDINGS = len(registry.profile_launches())  # 20 launches -> 20 recordings
+# reads against compulsory: the 16 target-shape launches (r1-r8) + 2 at 32k; writes: all 20; L2: r3-r8 at the
+# target shape (12) + r6 long (4); streamed reads: r6 at 128k (2)
+TESTS = 18 + 20 + 16 + 2
 # The H200's counter findings (marks for hardware h200) cover real gaps; the synthetic counts sit inside the
 # pre-registered bands, so those findings resolve here: allowed, since the IO models are what this checks.
 RESOLVED = len(COUNTERS)
@@ -64,19 +64,22 @@ def test_synthetic_report_replays_end_to_end(tmp_path: Path) -> None:
 
 
 def test_a_tiled_dram_count_and_an_unmerged_gluon_l2_count_diverge(tmp_path: Path) -> None:
-    """r6 reading the tiled count from DRAM at the target shape, and r7 counting in L2 what r3-r6's band expects
-    (1.4x the tiled count: no request merged), each turn exactly their own reconciliation into a failure: r7's L2 is
-    judged by its own pre-registered band (flashattn_io.GLUON_L2_BAND), not r3-r6's."""
+    """r6 reading the tiled count from DRAM at the target shape, r7 counting in L2 what r3-r6's band expects (1.4x the
+    tiled count: no request merged), and r8 counting 0.6x (inside r7's band, below its own), each turn exactly their
+    own reconciliation into a failure: r7's and r8's L2 are judged by their own pre-registered bands
+    (flashattn_io.GLUON_L2_BAND, R8_L2_BAND), not r3-r6's nor each other's."""
     from pytest_anatomy.theory import attention as at
 
     shape = at.AttentionShape.prefill(4, 32, 4096, 128)
     tiled = at.tiled_bytes(shape, at.Tiling(128, 64)).value
     bad = {"ncu.fa2.r6-tma-pipelined.b4h32n4096d128.full": {"dram_read": tiled},
-           "ncu.fa2.r7-warp-specialized.b4h32n4096d128.full": {"l2": tiled * 1.4}}
+           "ncu.fa2.r7-warp-specialized.b4h32n4096d128.full": {"l2": tiled * 1.4},
+           "ncu.fa2.r8-pingpong.b4h32n4096d128.full": {"l2": tiled * 0.6}}
     report, manifest = synth.write(tmp_path / "report", bad)
     run = _import_and_replay(tmp_path, report, manifest)
     assert run.returncode == 1, run.stdout[-3000:]
-    assert f"2 failed, {TESTS - 2 - RESOLVED} passed, {RESOLVED} resolved" in run.stdout, run.stdout[-2000:]
+    assert f"3 failed, {TESTS - 3 - RESOLVED} passed, {RESOLVED} resolved" in run.stdout, run.stdout[-2000:]
     for test, case in (("test_dram_reads_against_the_compulsory_bytes", "r6-tma-pipelined.b4h32n4096d128.full"),
-                       ("test_l2_bytes_against_the_tiled_count", "r7-warp-specialized.b4h32n4096d128.full")):
+                       ("test_l2_bytes_against_the_tiled_count", "r7-warp-specialized.b4h32n4096d128.full"),
+                       ("test_l2_bytes_against_the_tiled_count", "r8-pingpong.b4h32n4096d128.full")):
         assert f"{test}[{MEASURED_ON}-{case}]" in run.stdout

@@ -93,11 +93,11 @@ def test_gpu_suite_runs_live_records_then_replays(tmp_path: Path) -> None:
     results = tmp_path / "results"
     live = _run(root, tmp_path, results, "--anatomy-source=live", "--anatomy-record")
     assert live.returncode == 0, live.stdout[-3000:] + live.stderr[-2000:]
-    assert "77 passed, 18 resolved" in live.stdout, live.stdout[-2000:]
+    assert "99 passed, 18 resolved" in live.stdout, live.stdout[-2000:]
     cases = sorted(p.name.split("@")[0] for p in (results / FAKE_CARD / "flashattn").glob("*.json"))
-    # 28 forward cases (6 in fp16; r8's 4 joined 2026-12-04) + 8 decode contexts + the sweep's 18 (r6) and 20 (r7)
-    # beyond them, each measured once (the sweep's N=4096 D=128 MHA cases are the timing tests' recordings)
-    assert len(cases) == 74 and len(set(cases)) == 74
+    # 28 forward cases (6 in fp16; r8's 4 joined 2026-12-04) + 8 decode contexts + the sweep's 18 (r6), 20 (r7) and
+    # 20 (r8) beyond them, each measured once (the sweep's N=4096 D=128 MHA cases are the timing tests' recordings)
+    assert len(cases) == 94 and len(set(cases)) == 94
     ceilings = list((results / FAKE_CARD / "ceilings").glob("ceilings@*.json"))
     assert len(ceilings) == 1  # measured once for the whole session
     stamp = json.loads(ceilings[0].read_text())["recorded_at"]
@@ -105,7 +105,7 @@ def test_gpu_suite_runs_live_records_then_replays(tmp_path: Path) -> None:
         assert json.loads(p.read_text())["provenance"]["ceilings_recorded_at"] == stamp
     replay = _run(root, tmp_path, results, "--anatomy-source=recorded")
     assert replay.returncode == 0, replay.stdout[-3000:] + replay.stderr[-2000:]
-    assert "77 passed, 18 resolved" in replay.stdout, replay.stdout[-2000:]
+    assert "99 passed, 18 resolved" in replay.stdout, replay.stdout[-2000:]
 
 
 def test_a_failing_gluon_rung_fails_its_own_cases_and_the_targets_go_on_without_it(tmp_path: Path,
@@ -120,33 +120,40 @@ def test_a_failing_gluon_rung_fails_its_own_cases_and_the_targets_go_on_without_
     live = _run(root, tmp_path, results, "--anatomy-source=live", "--anatomy-record")
     failed = [line for line in live.stdout.splitlines() if line.startswith("FAILED")]
     assert len(failed) == 26 and all("r7-warp-specialized" in line for line in failed), live.stdout[-3000:]
-    assert "26 failed, 60 passed, 9 resolved" in live.stdout, live.stdout[-2000:]
+    assert "26 failed, 82 passed, 9 resolved" in live.stdout, live.stdout[-2000:]
     cases = {p.name.split("@")[0] for p in (results / FAKE_CARD / "flashattn").glob("*.json")}
-    assert len(cases) == 50 and not any("r7" in c for c in cases)
+    assert len(cases) == 70 and not any("r7" in c for c in cases)
 
 
-def test_r7s_sweep_alone_records_its_cases_then_replays(tmp_path: Path) -> None:
-    """The device call for r7's N sweep alone (`live_session.sh start NAME tests_flashattn/test_flashattn_sweep.py
-    -k r7-warp-specialized --anatomy-record`): its 22 cases measured live and recorded as
-    fa2.r7-warp-specialized.b{B}h{H}[kv{K}]n{N}d{D}.{full|causal}, each with time and both sdpa baselines, beside
-    the session's ceilings; replayed, the sweep's tests read every one of them (r6's cases, not recorded in this
+# per Gluon rung's sweep alone: its cases, and what its fake run reports (r7's 9 sweep findings resolve: the fake
+# times are its predictions; r8 has none)
+SWEEP_ALONE = {"r7-warp-specialized": ("SWEEP_R7", "13 passed", ", 9 resolved"),
+               "r8-pingpong": ("SWEEP_R8", "22 passed", "")}
+
+
+@pytest.mark.parametrize("rung", sorted(SWEEP_ALONE))
+def test_a_gluon_rungs_sweep_alone_records_its_cases_then_replays(tmp_path: Path, rung: str) -> None:
+    """The device call for r7's (r8's) N sweep alone (`live_session.sh start NAME
+    tests_flashattn/test_flashattn_sweep.py -k r7-warp-specialized --anatomy-record`, `-k r8-pingpong`): its 22 cases measured live and recorded as
+    fa2.<rung>.b{B}h{H}[kv{K}]n{N}d{D}.{full|causal}, each with time and both sdpa baselines, beside the session's
+    ceilings; replayed, the sweep's tests read every one of them (the other rungs' 44 cases, not recorded in this
     scratch folder, skip; in results/ they are)."""
     import test_flashattn_sweep as sweep
 
+    attr, passed, resolved = SWEEP_ALONE[rung]
     root = Path(__file__).resolve().parents[1]
     _fake_plugin(tmp_path)
     results = tmp_path / "results"
     only = ("tests_flashattn/test_flashattn_sweep.py",)
-    live = _run(root, tmp_path, results, "--anatomy-source=live", "--anatomy-record", "-k", "r7-warp-specialized",
-                files=only)
+    live = _run(root, tmp_path, results, "--anatomy-source=live", "--anatomy-record", "-k", rung, files=only)
     assert live.returncode == 0, live.stdout[-3000:] + live.stderr[-2000:]
-    assert "13 passed, 22 deselected, 9 resolved" in live.stdout, live.stdout[-2000:]  # 9 findings resolve
+    assert f"{passed}, 44 deselected{resolved}" in live.stdout, live.stdout[-2000:]
     written = {p.name.split("@")[0]: json.loads(p.read_text()) for p in (results / FAKE_CARD / "flashattn").glob("*")}
-    assert sorted(written) == sorted(c.name for c in sweep.SWEEP_R7)
+    assert sorted(written) == sorted(c.name for c in getattr(sweep, attr))
     assert all({"time", "sdpa_default_time", "sdpa_flash_time"} <= set(r["measurements"]) for r in written.values())
     assert len(list((results / FAKE_CARD / "ceilings").glob("ceilings@*.json"))) == 1
     replay = _run(root, tmp_path, results, "--anatomy-source=recorded", "-rs", files=only)  # the whole sweep
     assert replay.returncode == 0, replay.stdout[-3000:] + replay.stderr[-2000:]
-    assert "13 passed, 22 skipped, 9 resolved" in replay.stdout, replay.stdout[-2000:]  # r6's 22, not recorded here
+    assert f"{passed}, 44 skipped{resolved}" in replay.stdout, replay.stdout[-2000:]
     skipped = [line for line in replay.stdout.splitlines() if line.startswith("SKIPPED")]
-    assert len(skipped) == 22 and all("fa2.r6-tma-pipelined." in line for line in skipped), skipped
+    assert len(skipped) == 44 and not any(f"fa2.{rung}." in line for line in skipped), skipped

@@ -37,7 +37,7 @@ R7_LIVE_SESSION_S = 47.5  # results/h200/live-runs/20261204T145709Z.r7.json: r7'
 
 def test_sweep_cases_keep_tokens_times_heads_fixed_and_are_named_as_recorded() -> None:
     assert [replace(c, rung=registry.BEST) for c in sweep.SWEEP_R7] == sweep.SWEEP  # r7 at r6's shapes
-    for c in sweep.SWEEP + sweep.SWEEP_R7:
+    for c in sweep.SWEEP + sweep.SWEEP_R7 + sweep.SWEEP_R8:
         assert c.batch * c.heads * c.n == sweep.HEAD_TOKENS, c
         assert c.rung in registry.TARGET_RUNGS
         assert re.fullmatch(rf"fa2\.{c.rung}\.b\d+h\d+(kv\d+)?n\d+d(64|128)\.(full|causal)", c.name), c.name
@@ -50,7 +50,7 @@ def test_sweep_header_table_is_what_the_code_predicts() -> None:
     """Every case's predicted ms (3 decimals) stands on its shape's row of the docstring table."""
     doc = sweep.__doc__ or ""
     spec = hardware.get_hardware("h200")
-    for c in sweep.SWEEP + sweep.SWEEP_R7:
+    for c in sweep.SWEEP + sweep.SWEEP_R7 + sweep.SWEEP_R8:
         label = sweep.table_label(c)
         rows = [line for line in doc.splitlines() if line.strip().startswith(label + " ")]
         assert len(rows) == 1, f"no single table row for {label}"
@@ -112,16 +112,15 @@ def _dry_run(*args: str) -> list[tuple[int, str]]:
 
 
 def test_profile_script_launches_what_the_counter_tests_read() -> None:
-    """Every rung at the target shape, r7 (Gluon) included since its first GPU session (2026-12-04: before it,
-    PROFILED left it out, and this test said so) and r8 left out until its own, then the best rung's long shapes; `--rungs r7` keeps the Gluon
-    rung's two launches alone, numbered as in the full list (the manifest's marker grids)."""
+    """Every rung at the target shape, each Gluon rung included since its first GPU session (r7 and r8, 2026-12-04:
+    before it, PROFILED left it out, and this test said so), then the best rung's long shapes; `--rungs r7` (`r8`)
+    keeps that Gluon rung's two launches alone, numbered as in the full list (the manifest's marker grids)."""
     listed = _dry_run()
     assert [name for _, name in listed] == [io.name(launch) for launch in io.launches()]
-    assert len(listed) == 2 * len(registry.PROFILED) + 4
-    assert [r.id for r in registry.LADDER if r not in registry.PROFILED] == ["r8-pingpong"]
-    r7 = registry.TARGET_RUNGS[1]
-    assert _dry_run("--rungs", r7.split("-")[0]) == _dry_run("--rungs", r7) == [
-        (i, name) for i, name in listed if f".{r7}." in name] and len(_dry_run("--rungs", r7)) == 2
+    assert len(listed) == 2 * len(registry.PROFILED) + 4 and registry.PROFILED == registry.LADDER
+    for gluon in registry.TARGET_RUNGS[1:]:
+        assert _dry_run("--rungs", gluon.split("-")[0]) == _dry_run("--rungs", gluon) == [
+            (i, name) for i, name in listed if f".{gluon}." in name] and len(_dry_run("--rungs", gluon)) == 2
 
 
 def test_the_gluon_rungs_l2_band_stands_on_the_recorded_fa2_rungs() -> None:

@@ -32,10 +32,10 @@ R8 = "r8-pingpong"
 R7 = "r7-warp-specialized"
 MASKS = ("full", "causal")
 # the device call (docs/RECORDING.md, "FlashAttention rung r8"): `live_session.sh start r8
-# tests_flashattn/test_flashattn_gpu.py -k r8-pingpong`, then `wait r8 300`: the lead's allowance for it, and what the
-# script adds around the pytest session (test_flashattn_plan.LIVE_SESSION_SCRIPT_S)
-R8_CALL_BUDGET_S = 120.0
-LIVE_SESSION_SCRIPT_S = 15.0
+# tests_flashattn/test_flashattn_gpu.py -k r8-pingpong`, then `wait r8 300`. It ran (18:47, with r6 and r7 beside it:
+# `-k "r8-pingpong or best_rung"`); its log puts the end of r8's fourth case 87.6 s into the session, start-up included
+# (results/h200/live-runs/20261204T184728Z.r8.log.xz), which r8's Gluon prices (flashattn_cases) are fitted on.
+R8_LIVE_SESSION_S = 87.6
 
 
 def _target(rung: str, mask: str) -> fc.Case:
@@ -51,10 +51,13 @@ def _header() -> dict[str, str]:
     return registry.header(registry.rung(R8))
 
 
-def test_r8_is_a_gluon_target_rung_profiled_only_after_its_first_gpu_session() -> None:
+def test_r8_is_a_gluon_target_rung_profiled_after_its_first_gpu_session() -> None:
+    """r8 joined the Nsight Compute run once it had passed its first GPU session (2026-12-04 18:48), as r7 did:
+    its counters' IO prediction is test_flashattn_counters.py's, written before any counter of it."""
     r = registry.rung(R8)
     assert r.dialect == "gluon" and r.path.name == "r8_pingpong.py" and registry.LADDER[-1] == r
-    assert R8 in registry.TARGET_RUNGS and r not in registry.PROFILED
+    assert R8 in registry.TARGET_RUNGS and r in registry.PROFILED
+    assert recordings.candidates(ff.RESULTS, ff.MEASURED_ON, "flashattn", _target(R8, "full").name)
     assert registry.header_efficiency(r) == (r.efficiency.lo, r.efficiency.mid, r.efficiency.hi)
     # above r7's stated mid, and its low end at or under r7's slower measured mask (no gain over r7 stays in the band)
     assert r.efficiency.mid > registry.rung(R7).efficiency.mid and r.efficiency.lo <= 0.59
@@ -112,10 +115,10 @@ def test_r8s_prediction_uses_the_tiling_it_runs() -> None:
             at.executed_flops(shape, at.Tiling(128, 128)).value
 
 
-def test_r8s_device_call_selects_its_four_cases_and_fits_its_budget() -> None:
+def test_r8s_device_call_selects_its_four_cases_and_the_plan_prices_it_as_it_ran() -> None:
     """`-k r8-pingpong` on the timing module selects r8's 4 cases (bf16 and fp16, full and causal) and nothing else;
-    `--anatomy-plan` prices that session (its child-process preflight and 4 specialisations' compiles included) with
-    live_session.sh's own work inside the call's budget."""
+    `--anatomy-plan` prices that session (its child-process preflight and 4 specialisations' compiles included) at
+    what it took (priced 48-59 s before it ran, with r7's Gluon prices; it took 87.6 s, so r8 has its own since)."""
     out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-m", "gpu",
                           "tests_flashattn/test_flashattn_gpu.py", "-k", R8], cwd=ROOT, capture_output=True, text=True,
                          timeout=120)
@@ -127,7 +130,7 @@ def test_r8s_device_call_selects_its_four_cases_and_fits_its_budget() -> None:
     assert {n for n in names if any(i.startswith(n + "-") for i in ids)} == names and len(names) == 4
     entries = [live_plan.SESSION_ENTRY, *fc.live_plan(cases, set())]
     low, high = (sum(live_plan.estimate_range(e)[i] for e in entries) for i in (0, 1))
-    assert 30.0 < low < high and high + LIVE_SESSION_SCRIPT_S <= R8_CALL_BUDGET_S, (low, high)
+    assert abs(low / R8_LIVE_SESSION_S - 1) < 0.05 and high > R8_LIVE_SESSION_S, (low, high)
 
 
 def test_r8s_barrier_protocol_finishes_and_alternates_under_any_interleaving() -> None:

@@ -62,13 +62,48 @@ planning ceilings; rows start with "r7". At 32k D=128 the tiled-DRAM term (16.0 
 What the author expects of r7 beyond its band: the same shape of curve as r6 (N=512 slowest against its prediction,
 more so at D=64 and causal: one program's fill and epilogue weigh more when its loop is faster), GQA within 5% of MHA.
 
+r8 (FA-3's ping-pong in Gluon) at the same shapes, PRE-REGISTERED on 2026-12-04 (~19:50) after r8's first session at
+the target shape (18:48) and r7's sweep (16:39), before r8 ran any other shape: the same model at r8's stated
+efficiency 0.58-0.90 (mid 0.74, kernels/flashattn/r8_pingpong.py's header), at the same planning ceilings; rows start
+with "r8". At 32k D=128 the tiled-DRAM term (16.0 ms full) binds at every efficiency in the range.
+
+  r8 b32h32n512d128         0.238 ms full (577 TF/s), 0.149 causal (463)  [0.822 full, 0.842 causal; 1.276]
+  r8 b16h32n1024d128        0.476 full, 0.268 causal (514)                     [0.822, 1.276]
+  r8 b8h32n2048d128         0.952 full, 0.506 causal (544)                     [0.822, 1.276]
+  r8 b4h32n4096d128         1.905 full, 0.982 causal (560)                     [0.822, 1.276]
+  r8 b2h32n8192d128         3.810 full, 1.935 causal (568)                     [0.822, 1.276]
+  r8 b1h32n16384d128        7.620 full, 3.840 causal (573)                     [0.822, 1.276]
+  r8 b1h16n32768d128       16.044 full, 8.085 causal (544)      [1.000; 1.212 full, 1.207 causal]
+  r8 b32h32n512d64          0.119 full, 0.074 causal (463)      [0.822 full, 0.846 causal; 1.276]
+  r8 b1h16n32768d64         7.620 full, 3.825 causal (575)                     [0.822, 1.276]
+  r8 b4h32kv8n4096d128      1.905 full, 0.982 causal (as MHA)                  [0.822, 1.276]
+  r8 b1h16kv4n32768d128    16.044 full, 8.085 causal (as MHA)   [1.000; 1.212 full, 1.207 causal]
+What the author expects of r8 beyond its band (measured / mid at r8's first session's ceilings; the numbers from r7's
+sweep finding h200-r7-one-program-per-sm-pays-its-fixed-part, whose fixed part per program, 4.9-7.9 us from r6's
+sessions, r8 pays too: one 12-warp 128-row program per SM, 31.03 programs per SM at every shape, over r8's first
+session's 0.890 / 1.003 full / causal at the target shape):
+- Short sequences above the band: N=512 1.45-1.79 full, 1.87-2.41 causal; N=1024 1.13-1.28 full (on the edge),
+  1.42-1.67 causal; N=2048 inside (0.97-1.02 full, 1.15-1.24 causal). D=64 at N=512 further above (2.1-2.8 / 2.9-4.1
+  by the fixed part alone).
+- Long sequences at or under the band's fast edge: the fixed part thins out, 0.83-0.85 full at 8k and 0.79-0.83 at
+  16k (the edge is 0.822: a miss on the fast side is possible), 0.82-0.93 causal.
+- 32k D=128, MHA and GQA, below the band: its lower edge is 1.000 because the model's L2 criterion prices the tiled
+  DRAM count there, which r6's counters at that shape refuted (0.40-0.60 GB read from DRAM, not 68.7 GB); r8 at its
+  target-shape efficiency would take 13.4 ms full, 7.6 ms causal, 0.85 / 0.96 of the mid (0.78-0.82 / 0.78-0.87 with
+  the fixed part taken out): full certainly below 1.000, causal likely.
+- D=64 at 32k: r7 ran 1.5x its mid there (cause not established); the softmax, twice as heavy per FLOP at D=64, is
+  what ping-pong hides, so r8 should lose less: 1.0-1.3.
+- GQA within 5% of MHA; the target shape (b4h32n4096d128) within the spread of r8's first session (1.679 / 0.976 ms).
+
 GPU time: 18 cases beyond the timing tests' priced ~45 s before the visit by flashattn_cases.estimate_s
 (with the 8 new Triton compiles, D=64, 4 configs x 2 masks, and r6's autotuning of 4 configs per shape);
 25-27 s in the 2026-12-02 full sessions, which the live plan's estimate is now fitted on. r7's 20 cases beyond the
 timing tests' (its MHA target cases are theirs), priced 45.7 s the same way (12 new compiles, 3 configs each),
 unmeasured. r7's sweep alone, in a session of its own (`-k r7-warp-specialized`; the 22 cases, its preflight and its 6
 kernel specialisations' compiles its own): 77-90 s by `--anatomy-plan` (flashattn_cases.live_plan, its Gluon prices
-fitted on r7's first session). Marked slow: `-m "gpu and not slow"` leaves it out.
+fitted on r7's first session; it took 66 s). r8's alone (`-k r8-pingpong`, 22 cases, its preflight and 6
+specialisations' compiles): 131-158 s by `--anatomy-plan`, r8's Gluon prices fitted on its first session (preflight
+~29 s, ~10.5 s a specialisation). Marked slow: `-m "gpu and not slow"` leaves it out.
 """
 
 from __future__ import annotations
@@ -112,17 +147,18 @@ def _sweep(rung: str) -> list[Case]:
 
 SWEEP = _sweep(registry.BEST)
 SWEEP_R7 = _sweep(registry.TARGET_RUNGS[1])  # the Gluon rung, pre-registered 2026-12-04 (the second table)
+SWEEP_R8 = _sweep(registry.TARGET_RUNGS[2])  # FA-3's ping-pong, pre-registered 2026-12-04 ~19:50 (the third table)
 
 
 def table_label(case: Case) -> str:
-    """The start of a case's row in the docstring's tables: its shape, "r7 " before it for the Gluon rung."""
+    """The start of a case's row in the docstring's tables: its shape, "r7 " or "r8 " before it for a Gluon rung."""
     shape = case.name.split(".")[2]
     return shape if case.rung == registry.BEST else f"{case.rung.split('-')[0]} {shape}"
 
 
 @pytest.mark.parametrize("case", [pytest.param(c, id=c.name, marks=(*sweep_marks(c.name), *r7f.sweep_marks(c.name),
                                                                      *h100.marks(c)))
-                                  for c in SWEEP + SWEEP_R7])
+                                  for c in SWEEP + SWEEP_R7 + SWEEP_R8])
 def test_sweep_time_against_its_prediction(case: Case, target: Any, measured_once: Any, ceilings_for: Any,
                                            reconcile: Any, anatomy_benchmark: Any) -> None:
     rec = measured_once(case.name, case.live)

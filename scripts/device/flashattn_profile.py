@@ -3,7 +3,7 @@
 
 The timings come from the live suite (tests_flashattn); this run answers whether the bytes the
 theory prices are the bytes that moved (tests_flashattn/test_flashattn_counters.py reconciles
-them). Launches (registry.profile_launches): every rung (r7, the Gluon rung, since 2026-12-04) at
+them). Launches (registry.profile_launches): every rung (the Gluon rungs r7 and r8 since 2026-12-04) at
 the target shape B=4 H=32 N=4096 D=128 bf16, full and causal; the best rung at B=1 H=16 N=32k (the
 sweep's shape: 2 heads' K/V in flight, 32 MiB, more than the half of L2 the theory's criterion
 allows) and at B=1 H=4 N=128k (one head's K/V, 64 MiB, more than the whole 60 MiB L2), full and
@@ -19,9 +19,9 @@ index -> rung, shape, the config the autotuner chose (its tiling decides the L2 
 whether every output element was written (outputs are poisoned with NaN first).
 
 On the device: `bash scripts/device/flashattn_profile.sh` (its ncu line is the reference); `bash
-scripts/device/flashattn_profile.sh --rungs r7` profiles one rung's launches alone (the Gluon rung's two, numbers 13
-and 14 of the full list, as the manifest keeps them). Here: `python3 scripts/device/flashattn_profile.py --dry-run
-[--rungs ...]` lists the launches.
+scripts/device/flashattn_profile.sh --rungs r8` profiles one rung's launches alone (r8's two, numbers 15 and 16 of the
+full list of 20, as the manifest keeps them; r7's are 13 and 14). Here: `python3
+scripts/device/flashattn_profile.py --dry-run [--rungs ...]` lists the launches.
 """
 
 from __future__ import annotations

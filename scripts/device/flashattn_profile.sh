@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # One device call: Nsight Compute over every FlashAttention rung (scripts/device/flashattn_profile.py),
-# 18 launches, ~60-120 s on the H200 (limit: PROFILE_TIMEOUT_S, 420 s). Clocks are left alone
+# 20 launches, ~60-120 s on the H200 (limit: PROFILE_TIMEOUT_S, 420 s). Clocks are left alone
 # (--clock-control none, as for the kernel ladders); caches are flushed before each replayed kernel,
 # so DRAM counts start from an empty L2.
 # Only the windows the script opens (cudaProfilerStart/Stop around each rung's one launch) are
 # profiled: the inputs' generation and Triton's compiles and autotuning are not.
 # Writes into $OUT: flashattn-ncu.csv.xz, flashattn-profile-manifest.json, flashattn-profile.log.
-# Arguments go to the script (--only 11,15: a smoke test of two launches; --rungs r7: one rung's launches alone,
-# here the Gluon rung's two at the target shape, ~40-60 s with its compiles and autotuning).
+# Arguments go to the script (--only 11,15: a smoke test of two launches; --rungs r8: one rung's launches alone,
+# here the Gluon rung r8's two at the target shape, ~45-80 s with its compiles and autotuning).
 # Import: python -m pytest_anatomy import-ncu OUT/flashattn-ncu.csv.xz OUT/flashattn-profile-manifest.json
 set -o pipefail
 OUT=${OUT:-flashattn-profile-out}

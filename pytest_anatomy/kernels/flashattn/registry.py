@@ -120,11 +120,11 @@ PROFILE_LONG = ({"batch": 1, "heads": 16, "n": 32768, "head_dim": 128},
                 {"batch": 1, "heads": 4, "n": 131072, "head_dim": 128})
 
 
-# The rungs Nsight Compute reads: every rung. The Gluon rung joined on 2026-12-04, after it passed its first GPU session
-# (a hang or a fault would end the profile run, whose launches are not isolated as the live session's are), with an IO
-# prediction of its own written before its counters existed (tests_flashattn/test_flashattn_counters.py's header).
-# r8 stays out until it has passed a GPU session, as r7 did (its counters get their own IO prediction then).
-PROFILED = tuple(r for r in LADDER if r.id != "r8-pingpong")
+# The rungs Nsight Compute reads: every rung. Each Gluon rung joined after it passed its first GPU session (a hang or a
+# fault would end the profile run, whose launches are not isolated as the live session's are), with an IO prediction of
+# its own written before its counters existed (tests_flashattn/test_flashattn_counters.py's header): r7 on 2026-12-04
+# (first run 14:57), r8 on 2026-12-04 (first run 18:48; prediction written ~19:45, before any counter of it).
+PROFILED = LADDER
 
 
 def profile_launches() -> list[dict[str, Any]]:
