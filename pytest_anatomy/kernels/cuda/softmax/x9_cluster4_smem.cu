@@ -23,8 +23,14 @@ ceiling (4.386 TB/s) on read + write bytes, just over the target (85%: 41.8 us).
 if fewer than 64 clusters of 4 are co-resident (a GPC with an odd SM count, the shared memory window or the
 cluster scheduler holding fewer than 2 blocks per SM), the rows left for a third wave run alone on 2 SMs each, at
 x6's per-SM pace (3.156 TB/s on its 120 SMs = 26.3 GB/s per SM: a 1.216 MB row on 2 SMs, 23.1 us), ~0.065 ms,
-slower than x6. Between the two (0.045-0.049 ms), with 2 waves: the exposure per wave is not x6's (more bytes per
-wave expose more), and x6's per-wave fit is the wrong model. Written before any measurement of this rung.
+slower than x6. Second alternative, pre-registered, with 2 waves: x6's 2.57 us per wave is not all fixed latency.
+Its MUFU work per SM per wave (2 blocks x 19,008 EX2 at 16 per clk = 2,376 clk, 1.20 us at 1.98 GHz) cannot start
+before the block's last bytes land, so it is exposed and scales with the bytes an SM holds; the rest, 1.37 us, is
+fixed per wave. x9's SM work per wave: 76,032 EX2 (4,752 clk; the exponentials' shared-memory reads and writes, 2,352
+clk at 128 B/clk, run beside them) plus the shared half's max pass and store pass (2 x 150,528 B per SM, 2 x 1,176
+clk): 7,104 clk = 3.59 us; 36.51 + 2 x (1.37 + 3.59) = 46.42 us, ~0.046 ms (76.5%: target missed, still 3 us under
+x6). I think this one the likelier; 0.042 is what the ladder's per-wave method gives.
+Written before any measurement of this rung.
 Measured outcome: not yet measured.
 Seed: no such rung.
 */
