@@ -6,7 +6,8 @@ N=2048) and a vocabulary-wide softmax row (N=152,064, Qwen2.5's vocab) with 128 
 (a block per row) or 2,048 (a warp per row) and refuse the vocabulary row (RungRefused); x6 holds a
 row in the registers of an 8-block cluster (163,840 columns), the vocabulary row included; x7 picks its kernel
 by row length (a warp per row up to 2,048 columns, a persistent pipelined cluster above); x8 keeps x7's warp per row
-and streams longer rows through a ring of TMA bulk copies in each cluster block's dynamic shared memory."""
+and streams longer rows through a ring of TMA bulk copies in each cluster block's dynamic shared memory; x9 keeps it too
+and holds longer rows as x6 does, half of each block's slice in shared memory, on a cluster of 4 blocks."""
 
 from __future__ import annotations
 
@@ -128,6 +129,32 @@ def _ring(s: Mapping[str, int], d: DeviceFacts) -> tuple[KernelCall, ...]:
                               shmem=stages * 16 * cdiv(s["N"], 32), cluster=CLUSTER_BLOCKS),
                        (*args, f"i32:{stages}")),)
 
+# x9: x6 with each block's slice half in registers, half in dynamic shared memory (cp.async), so a row is a cluster
+# of 4 blocks (2 SMs at 2 blocks per SM) and 66 clusters fit 132 SMs whose GPCs are whole TPCs: 128 rows in 2 waves.
+SMEM_CLUSTER_BLOCKS = 4  # its __cluster_dims__
+SMEM_PER_THREAD = 80  # values a thread holds: 10 float4 in registers, 10 in shared memory
+SMEM_BYTES_PER_THREAD = 176  # the shared half: 10 float4 at a pitch of 11 (no bank conflicts)
+SMEM_CLUSTER_MAX_COLS = SMEM_CLUSTER_BLOCKS * CLUSTER_MAX_THREADS * SMEM_PER_THREAD  # 163,840
+
+
+def smem_cluster_threads(n: int) -> int:
+    """x9's block size for rows of n columns: the smallest multiple of 32 whose threads hold the block's slice
+    (4 ceil(n / 16) columns) at 80 values each, at least one warp, at most 512 threads."""
+    slice_cols = 4 * cdiv(n, 16)
+    return min(CLUSTER_MAX_THREADS, max(32, 32 * cdiv(cdiv(slice_cols, SMEM_PER_THREAD), 32)))
+
+
+def _half_smem(s: Mapping[str, int], d: DeviceFacts) -> tuple[KernelCall, ...]:
+    args = ("ptr:x", "ptr:y", "i32:M", "i32:N")
+    if s["N"] <= WARP_ROW_MAX_COLS:  # x7's warp-row kernel, unchanged
+        return (KernelCall("softmax/x7_pipelined.cu", "softmax_warp_rows",
+                           Launch((cdiv(s["M"], X7_ROWS), 1, 1), (32 * X7_ROWS, 1, 1)), args),)
+    t = smem_cluster_threads(s["N"])
+    return (KernelCall("softmax/x9_cluster4_smem.cu", "softmax_cluster4_smem",
+                       Launch((s["M"] * SMEM_CLUSTER_BLOCKS, 1, 1), (t, 1, 1), shmem=SMEM_BYTES_PER_THREAD * t,
+                              cluster=SMEM_CLUSTER_BLOCKS), args),)
+
+
 def _per_row(*names: str):
     def ws(s: Mapping[str, int], d: DeviceFacts) -> dict[str, int]:
         return {n: s["M"] for n in names}
@@ -202,4 +229,12 @@ SOFTMAX: tuple[Variant, ...] = (
             StreamAccess("x8", reads=1, writes=1, dram_reads=1), "softmax", max_cols=CLUSTER_MAX_COLS,
             row_threads=CLUSTER_BLOCKS * CLUSTER_MAX_THREADS,
             h200_ms=(("8192x2048", 0.034), ("128x152064", 0.040))),
+    Variant("x9-cluster4-smem", "by row length: x7's warp per row, or x6 with half of each slice in shared memory",
+            "softmax/x9_cluster4_smem.cu", _half_smem,
+            "rows <= 2,048: x7's warp-row kernel; longer rows: x6's row on chip between one read and one write, each "
+            "thread holding 10 float4 in registers and 10 in dynamic shared memory (cp.async, requested first), so "
+            "a row is a cluster of 4 blocks on 2 SMs and 66 clusters fit at once: 128 rows in 2 waves, not x6's 5",
+            StreamAccess("x9", reads=1, writes=1, dram_reads=1), "softmax", max_cols=SMEM_CLUSTER_MAX_COLS,
+            row_threads=SMEM_CLUSTER_BLOCKS * CLUSTER_MAX_THREADS,
+            h200_ms=(("8192x2048", 0.034), ("128x152064", 0.042))),
 )
