@@ -76,7 +76,9 @@ def test_occupancy_matches_seed_report(kernel, regs, smem, threads, card, measur
     ("sgemm/s13_fp32_multistage.cu", "sgemm_fp32_multistage", "LDS.128", (64 + 4) / 1024),
     # s15: 2 of A and 4 of B per k-step for its 8 x 16 outputs, as s7
     ("sgemm/s15_fp32_thread_tile_8x16.cu", "sgemm_fp32_thread_tile_8x16", "LDS.128", 6 / 128),
-], ids=("s6", "s7", "s9", "s13", "s15"))
+    # s16: s9's fragment code over a 32-deep k-tile, 4 per k-step
+    ("sgemm/s16_fp32_ktile32.cu", "sgemm_fp32_ktile32", "LDS.128", 4 / 64),
+], ids=("s6", "s7", "s9", "s13", "s15", "s16"))
 def test_vectorized_rungs_compile_to_128_bit_shared_loads(source, kernel, kind, per_fma, reconcile):
     """Static SASS: the float4 rungs' inner loops issue LDS.128 at the rate their access pattern
     says (instructions per FFMA, both counted once per unrolled loop body)."""
@@ -91,7 +93,8 @@ def test_vectorized_rungs_compile_to_128_bit_shared_loads(source, kernel, kind, 
 
 PIPELINED = [("sgemm/s9_cp_async_pipeline.cu", "sgemm_cp_async_pipeline"),  # global loads only through cp.async
              ("sgemm/s13_fp32_multistage.cu", "sgemm_fp32_multistage"),
-             ("sgemm/s15_fp32_thread_tile_8x16.cu", "sgemm_fp32_thread_tile_8x16")]
+             ("sgemm/s15_fp32_thread_tile_8x16.cu", "sgemm_fp32_thread_tile_8x16"),
+             ("sgemm/s16_fp32_ktile32.cu", "sgemm_fp32_ktile32")]
 
 
 @pytest.mark.parametrize("v", [pytest.param(v, id=v.id) for v in LADDERS["sgemm"]

@@ -1,0 +1,152 @@
+"""Rung s16 (issue 17's fp32 target): s9 with a 32-deep k-tile, its two stages in a dynamic shared-memory window.
+
+On the CPU: its pre-registered times are s9's time split into an issue part and a per-k-tile part by two of its
+tuner's recordings, priced at s16's compiled share and depth (recomputed, never typed in); ptxas's resources give the
+16 warps per SM it keeps from s9; its main K loop is the header's; it computes the right answer in the emulator across
+block edges, ragged last k-tiles, 32 rows and N % 4 != 0; the device plan's --rungs selects it beside s9 and cuBLAS
+fp32. Its measured times are reconciled by test_kernels_ladders (the pre-registered-time tests), like every rung's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import io
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pytest_anatomy import recordings
+from pytest_anatomy.kernels import compile as kc
+from pytest_anatomy.kernels import emulator, sgemm
+from pytest_anatomy.kernels.reference import TOLERANCE, make_inputs, reference, rel_error
+from pytest_anatomy.kernels.registry import PREREGISTERED_ON, DeviceFacts
+from pytest_anatomy.theory.kernel_occupancy import occupancy
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNG = "s16-fp32-ktile32"
+# Block edges in M and N, K below one k-tile, ragged last k-tiles (K % 32 != 0, K % 8 != 0), N % 4 != 0, 32 rows.
+EDGE_SHAPES = ({"M": 150, "N": 260, "K": 100}, {"M": 129, "N": 131, "K": 33}, {"M": 32, "N": 260, "K": 64},
+               {"M": 200, "N": 256, "K": 7})
+
+
+def _rung():
+    return next(v for v in sgemm.LADDER if v.id == RUNG)
+
+
+def _tuner_ms(candidate: str, label: str) -> float:
+    """s9's kernel at a tuner candidate's tile, timed in the run the prediction names (never a newer one)."""
+    name = f"sgemm.{candidate}.{label}"
+    paths = [p for p in recordings.candidates(ROOT / "results", PREREGISTERED_ON, "kernels", name)
+             if f"@{sgemm.S16_TILE_COST_RUN}." in p.name]
+    assert paths, f"{name}@{sgemm.S16_TILE_COST_RUN} is gone: recordings are never deleted"
+    return float(recordings.load_file(paths[0]).data["ms_median"])
+
+
+def _share(tile_candidate: str) -> float:
+    """A tuner candidate's compiled FFMA share, as its registry entry states it (test_kernels_autotune checks it)."""
+    return next(c.theory.ffma_share for c in sgemm.S9_CANDIDATES if c.id == tile_candidate)
+
+
+def _split(label: str) -> tuple[float, float]:
+    """s9's time at `label` as X / share + S x 16 / bk, solved from its kernel at 8- and 16-deep k-tiles in one run:
+    (X, S) in ms."""
+    shallow, rung_tile = sgemm.S16_TILE_COST_PAIR
+    t8, t16 = _tuner_ms(shallow, label), _tuner_ms(rung_tile, label)
+    f8, f16 = _share(shallow), _share(rung_tile)
+    x = (t8 - 2 * t16) / (1 / f8 - 2 / f16)
+    return x, t16 - x / f16
+
+
+@pytest.mark.parametrize("label", list(sgemm.S16_PREREGISTERED))
+def test_preregistered_times_are_s9s_split_at_s16s_share_and_depth(label):
+    """X / 0.8862 + S / 2: s9's issue part at s16's compiled share, its per-k-tile stall part over half the k-tiles.
+    The header's numbers, to the digit written, and the registry's; the split is physical (both parts positive)."""
+    x, stall = _split(label)
+    assert x > 0 and stall > 0, f"{label}: X {x:.4f} ms, S {stall:.4f} ms"
+    assert x / sgemm.S16_FFMA_SHARE + stall / 2 == pytest.approx(sgemm.S16_PREREGISTERED[label], abs=0.0005)
+    assert dict(_rung().h200_ms)[label] == sgemm.S16_PREREGISTERED[label]
+
+
+def test_alternative_outcome_is_the_split_without_the_stall_gain():
+    """The header's alternative (a): only the instructions saved, X / 0.8862 + S: 3.023 ms at 4096^3, 5.908 ms at
+    2,048 rows."""
+    for label, ms in (("4096x4096x4096", 3.023), ("2048x18944x3584", 5.908)):
+        x, stall = _split(label)
+        assert x / sgemm.S16_FFMA_SHARE + stall == pytest.approx(ms, abs=0.0005), label
+
+
+def test_launch_is_s9s_grid_with_the_dynamic_window():
+    (call,) = _rung().calls(sgemm.TIMING_SHAPE, DeviceFacts(132))
+    bm, bn, bk = sgemm.BLOCK_TILES[RUNG]
+    assert (bm, bn, bk) == (128, 128, 32)
+    assert call.launch.grid == (4096 // bn, 4096 // bm, 1) and call.launch.block == (256, 1, 1)
+    assert call.launch.shmem == sgemm.S16_SMEM_BYTES == 2 * bk * ((bm + 4) + bn) * 4 == 66_560
+
+
+def _need(*tools: str) -> None:
+    try:
+        for t in tools:
+            kc.find_tool(t)
+    except kc.ToolMissing as exc:
+        pytest.skip(str(exc))
+
+
+def test_resources_keep_s9s_sixteen_warps():
+    """ptxas: no spill or stack, at most 128 registers, no static shared memory (both stages are the dynamic window):
+    two 256-thread blocks = 16 warps per SM, s9's, with the 66,560-byte window counted."""
+    _need("nvcc")
+    v = _rung()
+    (call,) = v.calls(sgemm.TIMING_SHAPE, DeviceFacts(132))
+    use = kc.resource_report(call.source, "sm_90")[call.kernel]
+    assert (use.stack_bytes, use.spill_store_bytes, use.spill_load_bytes) == (0, 0, 0), use
+    assert use.registers <= 128 and use.shared_bytes == 0, use
+    occ = occupancy(use.registers, use.shared_bytes + call.launch.shmem, call.launch.threads_per_block, "sm_90")
+    assert occ.value * call.launch.threads_per_block // 32 == v.theory.warps_per_sm == 16, occ
+
+
+def test_main_k_loop_is_the_headers():
+    """The main K loop (whole k-tiles, N % 4 == 0; the ragged and odd-N paths are loops of their own): 2,311
+    instructions per 32-deep k-tile, 2,048 FFMA (share 0.8862, the ledger's), 128 LDS.128 (4 per k, s9's rate),
+    20 LDGSTS (16 A, 4 B), two barriers; no global load but cp.async, no local memory."""
+    _need("nvcc", "cuobjdump", "nvdisasm")
+    (call,) = _rung().calls(sgemm.TIMING_SHAPE, DeviceFacts(132))
+    loops = [lp for lp in kc.loop_bodies(call.source, "sm_90")[call.kernel] if lp.get("FFMA")]
+    main = min((lp for lp in loops if lp.get("LDGSTS") == 20), key=lambda lp: sum(lp.values()))
+    got = (main["FFMA"], sum(main.values()), main.get("LDS.128"), main.get("BAR"))
+    assert got == (2048, 2311, 128, 2), main
+    assert main["FFMA"] / sum(main.values()) == pytest.approx(sgemm.S16_FFMA_SHARE, abs=5e-5)
+    assert _rung().theory.ffma_share == sgemm.S16_FFMA_SHARE
+    for lp in loops:
+        assert not any(k.startswith(("LDG.", "LDL", "STL")) for k in lp), lp
+
+
+def test_matches_float64_across_block_and_k_tile_edges():
+    try:
+        emulator.compiler()
+    except emulator.EmulatorUnavailable as exc:
+        pytest.skip(str(exc))
+    rng = np.random.default_rng(16)
+    for shape in EDGE_SHAPES:
+        inputs = make_inputs("sgemm", shape, "fp32", rng)
+        err = rel_error(emulator.run(_rung(), shape, inputs), reference("sgemm", inputs, "fp32"))
+        assert err <= TOLERANCE["fp32"], f"{RUNG} at {shape}: relative error {err:.3g}"
+
+
+def test_device_plan_times_it_beside_s9_and_cublas():
+    """kernels_plan.py --rungs s16,s9 --no-autotune (dry run): s16 and s9 checked and timed beside cuBLAS fp32 at
+    every sgemm shape, no tuner family, nothing else."""
+    spec = importlib.util.spec_from_file_location("kernels_plan_s16", ROOT / "scripts" / "device" / "kernels_plan.py")
+    assert spec and spec.loader
+    plan = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(plan)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        rc = plan.main(["--dry-run", "--ladders", "sgemm", "--rungs", f"{RUNG},s9-cp-async-pipeline",
+                        "--no-autotune"])
+    assert rc == 0
+    rungs = {line.split()[1] for line in out.getvalue().splitlines() if line.startswith("sgemm")}
+    assert rungs == {RUNG, "s9-cp-async-pipeline", "s0-cublas"}, out.getvalue()
+    assert "sgemm_fp32_ktile32<<<(32, 32, 1),(256, 1, 1)>>>" in out.getvalue()
+    assert "autotune" not in out.getvalue()
