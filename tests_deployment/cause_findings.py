@@ -53,7 +53,8 @@ WINDOW_REASON = (
     "launch rather than the prompt step alone, which would give a floor near two decode steps' time), or a prompt term "
     "steeper than this fp8 engine's prompt GEMMs inside graphs. The cause itself is settled: ITL p99 "
     f"{ITL_P99_MS:.2f} ms against 25 allowed (plan_top {PLAN_TOP_ITL_P99_MS:.2f}). Band: the window-resampled 95% "
-    "interval over the prediction. Strict: a window in the written band retires the finding.")
+    "interval over the prediction (checked-run: the one graphs-to-budget run; a second run of it on another engine "
+    "start would band it). Strict: a window in the written band retires the finding.")
 
 
 REPEAT_BATCH, REPEAT_MODEL = "20261203T213600Z", "qwen2.5-7b"
