@@ -13,7 +13,9 @@ take the mechanism's band, [0.5, 1] over the predicted gain (ladder_findings.fp8
 slice's mechanism band [1, 1/g] (an added time pulls a gain toward 1) does not hold on chat: the prefix cache made two
 of its gains worse than 1, so the prompt step did not only gain a constant. Every interval below excludes its prediction
 (test_chat_intervals_are_the_recorded_ones): no miss is request-sampling noise. The intervals do not cover a restart of
-the engine (no rung was repeated).
+the engine: no ladder rung was repeated, except fp8_weights and fp8_kv by the cause test repeat, whose fp8_kv gains
+band the first visit's where they hold it (cause_findings.repeat_banded: other-runs) and are quoted where they do not.
+Every band still read off its run says so in its reason (ladder_findings.AGAIN: what second run would replace it).
 """
 
 from __future__ import annotations

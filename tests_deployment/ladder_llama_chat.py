@@ -17,7 +17,8 @@ Every number a reason quotes is a constant below, recomputed by test_ladder_llam
 (ladder_raw's methods), the preregistered calibration and the kept deployment.json. Bands, as Qwen's chat ladder
 (ladder_chat.py): the measured gain's request-resampled 95% interval over the predicted gain (checked-run; fp8_weights
 takes the mechanism's [0.5, 1], ladder_findings.fp8_weights_band); every interval excludes its prediction (not request
-noise) and none covers a restart of the engine. plan_top has no parent: its band is its ITL p99's request-resampled 95%
+noise) and none covers a restart of the engine (fp8_kv's gains: the cause test repeat's band where it holds them,
+cause_findings.repeat_banded). plan_top has no parent: its band is its ITL p99's request-resampled 95%
 interval over the SLO it is held to.
 """
 
