@@ -39,19 +39,23 @@ V1_NON_TORCH = pytest.mark.finding(
            f"({V1_NON_TORCH_BYTES - V2_NON_TORCH_BYTES:,} B) above the {V2_NON_TORCH_BYTES:,} B all "
            f"{V2_SINGLE_GPU_RUNS} single-GPU V2 runs with a ledger show (constant fitted on qwen2.5-7b eager). Best "
            "explanation: the V1 runner loads more CUDA code during profiling (its Triton top-k/top-p sampler, the "
-           "torch-sort path); one V1 recording, so not fitted separately.")
+           "torch-sort path); one V1 recording, so not fitted separately. Band read off that recording "
+           "(checked-run): a second V1-runner ledger (another model, or qwen2.5-7b on another engine start) would "
+           "band it.")
 V1_AVAILABLE = pytest.mark.finding(
     "vllm-v1-runner-non-torch-in-available", quantity="available_kv_bytes", expected=(0.99990, 0.99999),
     band_from="checked-run",
     reason="Carries the V1 non-torch excess (8 MiB) and 14,336 B of the V1 sampler's small tensors into available "
            f"KV memory: predicted {V1_AVAILABLE_PREDICTED:,} B, measured {V1_AVAILABLE_MEASURED:,} B "
-           f"({(V1_AVAILABLE_MEASURED - V1_AVAILABLE_PREDICTED) / 1e6:+.1f} MB, 9 blocks).")
+           f"({(V1_AVAILABLE_MEASURED - V1_AVAILABLE_PREDICTED) / 1e6:+.1f} MB, 9 blocks). Band read off the one V1 "
+           "recording (checked-run): a second V1-runner ledger would band it.")
 V1_POOL = pytest.mark.finding(
     "vllm-v1-cudagraph-estimate-undercounts-pool", expected=(1.15, 1.40), band_from="checked-run",
     reason="The V1 runner subtracts its estimate (476 MiB: max first capture 226 MiB + 50 x 4 MiB PIECEWISE + "
            "50 x 1 MiB FULL, the FULL per-graph cost clamped at the 1 MiB floor) but then logs 'CUDA graph pool "
            "memory: 0.59 GiB (actual), 0.46 GiB (estimated), difference 0.12 GiB (20.9%)': the second capture of "
-           "a mode underestimates later captures, so ~0.13 GiB still lands on top of the budget.")
+           "a mode underestimates later captures, so ~0.13 GiB still lands on top of the budget. Band read off the "
+           "one V1 recording's log (checked-run): a second V1-runner ledger with graphs would band it.")
 
 # --- torch.compile + CUDA graphs under tensor parallel (one recording) --------------------------------
 TP_GRAPHS_RUN = "vllm-ledger.mistral-7b-v0.3.u0.90.len8192.graphs.tp2"
@@ -65,14 +69,15 @@ TP_GRAPHS_WHY = (
     "more is missing, which leaves that much more for the KV cache (less the 2 MiB of vllm-tp-graphs-non-torch-above-"
     "eager-tp2, a cause of its own). Mechanism not established from one run; blocks still land "
     f"{TP_GRAPHS_BLOCKS_MEASURED / TP_GRAPHS_BLOCKS_PREDICTED - 1:+.2%} from config alone "
-    f"({TP_GRAPHS_BLOCKS_MEASURED:,} vs {TP_GRAPHS_BLOCKS_PREDICTED:,}).")
+    f"({TP_GRAPHS_BLOCKS_MEASURED:,} vs {TP_GRAPHS_BLOCKS_PREDICTED:,}). Band read off this run (checked-run): a second "
+    "compiled TP run (another model with graphs at TP2, or this one on another engine start) would band it.")
 # The same run's non-torch growth, above its prediction where the peak is below: another cause, its own finding
 # (issue 10 item 3: one reason never covers both signs).
 TP_NON_TORCH_ID = "vllm-tp-graphs-non-torch-above-eager-tp2"
 TP_NON_TORCH_WHY = (
     "mistral-7b-v0.3 with CUDA graphs at TP2, the only compiled TP run, held out: the non-torch growth is 2 MiB above "
     "the eager TP2 constant (68 vs 66 MiB); likely the custom all-reduce registering the graphs' buffers. Not "
-    "established from one run.")
+    "established from one run. Band read off it (checked-run): a second compiled TP2 run would band it.")
 TP_GRAPHS = {
     "peak_activation_bytes": pytest.mark.finding("vllm-compiled-forward-under-tp", quantity="peak_activation_bytes",
                                                  expected=(0.93, 0.96), band_from="checked-run", reason=TP_GRAPHS_WHY),
@@ -144,7 +149,9 @@ SEED_KV_PEAK = pytest.mark.finding(
     reason=f"Peak KV at C=16 is 16L + {SEED_KV_INTERCEPT_TOKENS:,} tokens, not 16L + 4,096: at the sampled peak the 16 "
            "requests are not all at their last output token (closed-loop requests start and finish staggered, and "
            "the 1 Hz sampler misses the exact peak), so they hold on average "
-           f"~{SEED_KV_INTERCEPT_TOKENS / 16:.0f} of 256 output tokens.",
+           f"~{SEED_KV_INTERCEPT_TOKENS / 16:.0f} of 256 output tokens. Band read off round 2's fit (checked-run; "
+           "round 1's length sweep published no KV fit): a second sweep's fit, or the 1 Hz samples this one came "
+           "from, would band it.",
     expected=(0.90, 1.0), band_from="checked-run",
 )
 # Round 2's logged terms + its graph pool, and 0.9 x its logged total (GiB, as the log's 2 decimals allow)

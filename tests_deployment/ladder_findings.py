@@ -249,6 +249,12 @@ def fp8_weights_band(predicted: float) -> tuple[float, float]:
     return (round(FP8_WEIGHTS_GAIN[0] / predicted, 4), round(FP8_WEIGHTS_GAIN[1] / predicted, 4))
 
 
+# The sentence every band read off the run it judges carries (issue 10 item 3): no rung was repeated, and another model
+# or workload's rung is no replicate (its graph step, layers and batch set the gain's ratio to its prediction).
+AGAIN = (" Checked-run: the interval is this run's own; the same rung run again on another engine start (same model, "
+         "workload and knobs) would band it from another run.")
+
+
 def _band(step: str, predicted: float) -> tuple[float, float]:
     if step == "fp8_weights":
         return fp8_weights_band(predicted)
@@ -271,7 +277,7 @@ def rung_marks(model: str, workload: str, step: str, predicted: dict[str, float 
             band, band_from = (round(lo / p, 4), round(hi / p, 4)), "checked-run"
             fid = "h200-eager-steps-host-bound" if rung == "eager" else NGRAM_STEPS_ID
             reason = SECOND_SLICE_REASON.format(rung=rung, metric=metric, g=g, lo=lo, hi=hi, p=p) + (
-                EAGER_STEP if rung == "eager" else NGRAM_STEP)
+                EAGER_STEP if rung == "eager" else NGRAM_STEP) + AGAIN
         elif rung == "fp8_weights":
             fid = "h200-fp8-weights-shorten-prompt-steps"
             reason = FP8_REASON.format(metric=metric, g=g, p=p) + FP8_STEP + FP8_WEIGHTS_BAND

@@ -317,6 +317,26 @@ def test_the_repeat_finding_quotes_its_batch() -> None:
     assert lo < 1 / cf.FIRST_RATIO < hi
 
 
+def test_the_repeats_ladder_gains_are_the_recorded_ones() -> None:
+    """cf.REPEAT_GAINS: each repeat pair's fp8_kv gain over fp8_weights on the chat SLO and its request-resampled
+    interval, as the chat ladders measure their first visits'; REPEAT_HOLDS: exactly the first visits' gains inside
+    the repeat's band (the others keep their own interval, checked-run, and say why)."""
+    from pytest_anatomy.measure.ladder_stats import ladder_metrics
+    from test_ladder_llama_chat import SLO
+
+    runs = {r["id"]: r for r in lr.raw_lines(lf.BATCHES / cf.REPEAT_BATCH)}
+    firsts = {lf.MODEL: lc.GAINS, llc.MODEL: llc.GAINS}
+    for (model, metric), (g, lo, hi) in cf.REPEAT_GAINS.items():
+        kv, weights = runs[f"{model}.chat.fp8_kv+repeat"], runs[f"{model}.chat.fp8_weights+repeat"]
+        got = ladder_metrics(lr.records(kv), kv["start"], SLO)[metric] / ladder_metrics(
+            lr.records(weights), weights["start"], SLO)[metric]
+        assert round(got, 4) == g
+        assert tuple(round(x, 4) for x in lr.resampled_gain_interval(kv, weights, metric, SLO)) == (lo, hi)
+        first = firsts[model][("fp8_kv", metric)][0]
+        band = cf.repeat_gain_band(model, metric, 1.0)
+        assert (band[0] <= first <= band[1]) == ((model, metric) in cf.REPEAT_HOLDS), (model, metric, first, band)
+
+
 @pytest.mark.parametrize(("kv_scale", "agrees"), [(1.0, True), (1 / 1.526, False)], ids=["as-first", "ratio-1"])
 def test_a_repeat_pair_goes_from_import_to_its_verdict(tmp_path: Path, kv_scale: float, agrees: bool) -> None:
     """Llama's first fp8_weights and fp8_kv runs relabelled as the repeats (never filed under results/): as they were,

@@ -84,7 +84,9 @@ SEED_TTFT_GROUPING = pytest.mark.finding(
     reason="The engine part of the mean TTFT at C=64 (queue 380 + prefill 479 ms) is 26% above the "
            "simulation: the simulated closed loop admits each replacement prompt alone as soon as a slot frees, "
            "while in the seed's run replacements arrived through HTTP and tokenization (141 ms frontend residual) "
-           "and were prefilled in groups behind each other (the same grouping as the C=4 p99 finding).",
+           "and were prefilled in groups behind each other (the same grouping as the C=4 p99 finding). Band read off "
+           "this run (checked-run): only round 2 published the engine's queue and prefill split at C=64; that split "
+           "from another C=64 run (round 1's two runs quote client TTFT only) would band it.",
     expected=(1.1, 1.45), band_from="checked-run")
 
 SEED_LITTLES_LAW = pytest.mark.finding(
@@ -92,7 +94,9 @@ SEED_LITTLES_LAW = pytest.mark.finding(
     reason="Little's law is an identity for a run that starts and ends empty, yet L / lambda = 140 s exceeds the "
            "histogram's mean queue time (135.0 s) by 3.7%: the 1 Hz `num_requests_waiting` gauge also counts the "
            "38 preempted requests waiting to be recomputed, while the queue-time histogram records only each "
-           "request's first wait. 3.7% of 128 x 135 s is ~17 s per preemption, the order of a re-wait here.",
+           "request's first wait. 3.7% of 128 x 135 s is ~17 s per preemption, the order of a re-wait here. Band "
+           "read off this run (checked-run): the one overload run quoting both the gauge and the histogram; another "
+           "such run, or one without preemptions (where the identity must hold), would band it.",
     expected=(0.95, 0.99), band_from="checked-run")
 
 # --- on the noise budgets (seed_noise.py): bands are set at test time from the other round's ratio ---------------

@@ -465,18 +465,18 @@ def test_overload_queueing_share_of_ttft(model, request, latency_recording, over
                       terms=(Term("mean queue", res.stat("queue", "mean"), "s"),
                              Term("mean TTFT", res.stat("ttft", "mean"), "s")))
     sim_prefill = 1 - pred.value
+    prefill_part = Prediction(res.stat("ttft", "mean") - res.stat("queue", "mean"), "s", "mean TTFT - mean queue "
+                              "(simulated): first scheduling to first token", notes=res.calibration)
+    budget = step_budget(engine_setup, prefill_part, mean_scatter(rec, "aggregate.engine.prefill_s"), compute_share=1.0)
+    # the heavy regime (Qwen's and Llama's): the recorded Qwen runs' envelopes, never the run checked (oh's tables)
+    heavy = model in (QWEN, LLAMA) and _regime(rec) and engine_setup.label in lf.CHECKED_ON
     reconcile("queueing_share_of_ttft" + _regime(rec), pred, share, abs=0.01,
               why=f"a fixed 1 pp budget set from the prediction, not from this run: the simulated prefill share "
                   f"({sim_prefill:.1%}) held to the TTFT target (25%: {0.25 * sim_prefill * 100:.1f} pp), the rest for "
                   "the frontend the simulation omits (ingress + egress: "
                   f"{lf.FRONTEND_MS_BELOW_KNEE[0]:.0f}-{lf.FRONTEND_MS_BELOW_KNEE[1]:.0f} ms per request below the knee; 0.4 pp is "
-                  "~0.12 s of a ~30 s TTFT)", **_kw(engine_setup))
-    prefill_part = Prediction(res.stat("ttft", "mean") - res.stat("queue", "mean"), "s",
-                              "mean TTFT - mean queue (simulated): first scheduling to first token",
-                              notes=res.calibration)
-    budget = step_budget(engine_setup, prefill_part, mean_scatter(rec, "aggregate.engine.prefill_s"), compute_share=1.0)
-    # the heavy regime's prefill part, Qwen's and Llama's: the recorded Qwen runs' envelope, never the run checked
-    heavy = model in (QWEN, LLAMA) and _regime(rec) and engine_setup.label in lf.CHECKED_ON
+                  "~0.12 s of a ~30 s TTFT)", **_kw(engine_setup), finding_band=oh.heavy_share_band(
+                      sim_prefill / pred.value * sum(budget.values())) if heavy and model == LLAMA else None)
     reconcile("prefill_part_of_ttft" + _regime(rec), prefill_part, rec["aggregate.engine.prefill_s.mean"],
               budget=budget, why=PREFILL_PART_WHY, **_kw(engine_setup),
               finding_band=oh.heavy_prefill_band(sum(budget.values()), exclude=rec.recorded_at) if heavy else None)
