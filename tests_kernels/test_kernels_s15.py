@@ -10,18 +10,15 @@ ladder's pre-registered-time tests), like every rung's.
 
 from __future__ import annotations
 
-import contextlib
-import importlib.util
-import io
 from pathlib import Path
 
-import numpy as np
 import pytest
+
+import rung_checks as rc
 
 from pytest_anatomy import recordings
 from pytest_anatomy.kernels import compile as kc
-from pytest_anatomy.kernels import emulator, sgemm
-from pytest_anatomy.kernels.reference import TOLERANCE, make_inputs, reference, rel_error
+from pytest_anatomy.kernels import sgemm
 from pytest_anatomy.kernels.registry import PREREGISTERED_ON, DeviceFacts, shape_label
 from pytest_anatomy.specs.hardware import get_hardware
 from pytest_anatomy.theory.kernel_issue import counted_pace, issue_time
@@ -105,30 +102,14 @@ def test_loop_and_resources_are_the_headers():
 
 
 def test_matches_float64_across_block_edges():
-    try:
-        emulator.compiler()
-    except emulator.EmulatorUnavailable as exc:
-        pytest.skip(str(exc))
-    rng = np.random.default_rng(15)
-    for shape in EDGE_SHAPES:
-        inputs = make_inputs("sgemm", shape, "fp32", rng)
-        err = rel_error(emulator.run(_rung(), shape, inputs), reference("sgemm", inputs, "fp32"))
-        assert err <= TOLERANCE["fp32"], f"{RUNG} at {shape}: relative error {err:.3g}"
+    rc.assert_matches_float64(_rung(), "sgemm", EDGE_SHAPES, 15)
 
 
 def test_device_plan_times_it_beside_s9_and_cublas():
     """kernels_plan.py --rungs s15,s9 --no-autotune (dry run): s15 and s9 checked and timed beside cuBLAS fp32 at
     every sgemm shape, no tuner family, nothing else."""
-    spec = importlib.util.spec_from_file_location("kernels_plan_s15", ROOT / "scripts" / "device" / "kernels_plan.py")
-    assert spec and spec.loader
-    plan = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(plan)
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        rc = plan.main(["--dry-run", "--ladders", "sgemm", "--rungs", f"{RUNG},s9-cp-async-pipeline",
-                        "--no-autotune"])
-    assert rc == 0
-    rungs = {line.split()[1] for line in out.getvalue().splitlines() if line.startswith("sgemm")}
-    assert rungs == {RUNG, "s9-cp-async-pipeline", "s0-cublas"}, out.getvalue()
-    assert "sgemm_fp32_thread_tile_8x16<<<(16, 32, 1),(256, 1, 1)>>>" in out.getvalue()
-    assert "autotune" not in out.getvalue()
+    text = rc.plan_dry_run("--ladders", "sgemm", "--rungs", f"{RUNG},s9-cp-async-pipeline", "--no-autotune")
+    rungs = {line.split()[1] for line in text.splitlines() if line.startswith("sgemm")}
+    assert rungs == {RUNG, "s9-cp-async-pipeline", "s0-cublas"}, text
+    assert "sgemm_fp32_thread_tile_8x16<<<(16, 32, 1),(256, 1, 1)>>>" in text
+    assert "autotune" not in text
