@@ -1,11 +1,14 @@
-"""Checks a new CUDA rung's tests share: the CPU emulator against float64 at edge shapes, and kernels_plan.py's dry
-run of the device call that times it (test_kernels_s15.py, test_kernels_s16.py)."""
+"""What the new CUDA rungs' tests share: the CPU emulator against float64 at edge shapes, kernels_plan.py's dry run of
+the device call that times a rung, and the recorded values and byte counts the softmax rungs' headers are priced from
+(test_kernels_s15.py, test_kernels_s16.py, test_kernels_pipelined.py, test_kernels_tma_ring.py,
+test_kernels_cluster4_smem.py)."""
 
 from __future__ import annotations
 
 import contextlib
 import importlib.util
 import io
+import json
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +21,10 @@ from pytest_anatomy.kernels.reference import TOLERANCE, make_inputs, reference, 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def assert_matches_float64(rung: Any, ladder: str, shapes: tuple[dict[str, int], ...], seed: int) -> None:
-    """The rung run by the CPU emulator at each shape, against the float64 reference within the fp32 tolerance; a skip
-    saying why where the emulator cannot build here."""
+def assert_matches_float64(rung: Any, ladder: str, shapes: tuple[dict[str, int], ...], seed: int,
+                           device: Any = None) -> None:
+    """The rung run by the CPU emulator at each shape (on `device`'s SM count where given), against the float64
+    reference within the fp32 tolerance; a skip saying why where the emulator cannot build here."""
     try:
         emulator.compiler()
     except emulator.EmulatorUnavailable as exc:
@@ -28,8 +32,10 @@ def assert_matches_float64(rung: Any, ladder: str, shapes: tuple[dict[str, int],
     rng = np.random.default_rng(seed)
     for shape in shapes:
         inputs = make_inputs(ladder, shape, "fp32", rng)
-        err = rel_error(emulator.run(rung, shape, inputs), reference(ladder, inputs, "fp32"))
-        assert err <= TOLERANCE["fp32"], f"{rung.id} at {shape}: relative error {err:.3g}"
+        out = emulator.run(rung, shape, inputs) if device is None else emulator.run(rung, shape, inputs, device=device)
+        err = rel_error(out, reference(ladder, inputs, "fp32"))
+        where = "" if device is None else f" on {device.sm_count} SMs"
+        assert err <= TOLERANCE["fp32"], f"{rung.id} at {shape}{where}: relative error {err:.3g}"
 
 
 def plan_dry_run(*argv: str) -> str:
@@ -43,3 +49,18 @@ def plan_dry_run(*argv: str) -> str:
         rc = plan.main(["--dry-run", *argv])
     assert rc == 0, out.getvalue()
     return out.getvalue()
+
+
+def recorded_values(folder: Path, name: str, key: str, not_after: str) -> list[float]:
+    """`key`'s value in each recording of `name` in `folder` stamped at or before `not_after` (YYYYMMDDTHHMMSS): the
+    sessions a header's prediction could read when it was written."""
+    out = []
+    for p in sorted(folder.glob(f"{name}@*.json")):
+        if p.name.split("@")[1][:15] <= not_after:
+            out.append(float(json.loads(p.read_text())["measurements"][key]["value"]))
+    return out
+
+
+def softmax_bytes(shape: dict[str, int]) -> float:
+    """A softmax's DRAM bytes at one pass: fp32 read once, written once."""
+    return 2 * 4.0 * shape["M"] * shape["N"]

@@ -6,18 +6,16 @@ and the emulator against float64 on both paths, at uneven slices and at the long
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 
 import kernel_findings as hf
-import numpy as np
+import rung_checks as rc
 import pytest
 
 from pytest_anatomy.kernels import compile as kc
-from pytest_anatomy.kernels import emulator, fused
+from pytest_anatomy.kernels import fused
 from pytest_anatomy.kernels.ladders import variant
-from pytest_anatomy.kernels.reference import TOLERANCE, make_inputs, reference, rel_error
 from pytest_anatomy.kernels.registry import PREREGISTERED_ON, DeviceFacts
 from pytest_anatomy.measure.tma_launch import needs_raw_launch
 from pytest_anatomy.specs.hardware import get_hardware
@@ -39,15 +37,10 @@ SMEM_B_PER_CLK = 128  # shared-memory bytes per clock per SM
 
 
 def _sessions(name: str, key: str) -> list[float]:
-    out = []
-    for p in sorted(hf.RESULTS.glob(f"{name}@*.json")):
-        if p.name.split("@")[1][:15] <= WRITTEN_AFTER:
-            out.append(float(json.loads(p.read_text())["measurements"][key]["value"]))
-    return out
+    return rc.recorded_values(hf.RESULTS, name, key, WRITTEN_AFTER)
 
 
-def _bytes(shape: dict[str, int]) -> float:
-    return 2 * 4.0 * shape["M"] * shape["N"]  # one read, one write
+_bytes = rc.softmax_bytes  # one read, one write
 
 
 def _clusters(gpcs: tuple[int, ...], size: int, per_sm: int) -> int:
@@ -186,14 +179,6 @@ def test_cluster_kernel_matches_float64(shape):
     """Against float64, output poisoned with NaN: the shortest row the cluster kernel takes (slices of 516 columns on
     one warp), a last slice shorter than the others, the scalar path (N % 4 != 0), and the longest row held (every
     thread's 20 slots full, both halves)."""
-    try:
-        emulator.compiler()
-    except emulator.EmulatorUnavailable as exc:
-        pytest.skip(str(exc))
-    rng = np.random.default_rng(17)
-    inputs = make_inputs("softmax", shape, "fp32", rng)
     (call,) = X9.calls(shape, DeviceFacts(132))
     assert call.kernel == "softmax_cluster4_smem"
-    out = emulator.run(X9, shape, inputs, device=DeviceFacts(132))
-    err = rel_error(out, reference("softmax", inputs, "fp32"))
-    assert err <= TOLERANCE["fp32"], f"x9 at {shape}: relative error {err:.3g}"
+    rc.assert_matches_float64(X9, "softmax", (shape,), 17, device=DeviceFacts(132))

@@ -5,17 +5,15 @@ launch's row stride: clusters taking rows c, c + G, ...), where the shared emula
 
 from __future__ import annotations
 
-import json
 import statistics
 
 import kernel_findings as hf
-import numpy as np
+import rung_checks as rc
 import pytest
 
 from pytest_anatomy.kernels import compile as kc
-from pytest_anatomy.kernels import emulator, fused
+from pytest_anatomy.kernels import fused
 from pytest_anatomy.kernels.ladders import variant
-from pytest_anatomy.kernels.reference import TOLERANCE, make_inputs, reference, rel_error
 from pytest_anatomy.kernels.registry import PREREGISTERED_ON, DeviceFacts
 from pytest_anatomy.specs.hardware import get_hardware
 from pytest_anatomy.theory.kernel_occupancy import occupancy
@@ -28,15 +26,10 @@ TAIL_STORE_US = 1.2  # the tenth round's 76 KB of stores per SM at about twice a
 
 
 def _sessions(name: str, key: str) -> list[float]:
-    out = []
-    for p in sorted(hf.RESULTS.glob(f"{name}@*.json")):
-        if p.name.split("@")[1][:15] <= WRITTEN_AFTER:
-            out.append(float(json.loads(p.read_text())["measurements"][key]["value"]))
-    return out
+    return rc.recorded_values(hf.RESULTS, name, key, WRITTEN_AFTER)
 
 
-def _bytes(shape: dict[str, int]) -> float:
-    return 2 * 4.0 * shape["M"] * shape["N"]  # one read, one write
+_bytes = rc.softmax_bytes  # one read, one write
 
 
 def test_header_times_are_the_ledgers():
@@ -130,12 +123,4 @@ def test_cluster_kernel_sass_loads_two_slices_and_syncs_once_per_row():
 def test_cluster_kernel_strides_rows_over_clusters(shape, sm_count):
     """Grids of 3 clusters over 7 and 5 rows (uneven: some clusters take a row more, the pipelined load of a row
     past M is skipped), one cluster over 4 rows, and one cluster per row, against float64."""
-    try:
-        emulator.compiler()
-    except emulator.EmulatorUnavailable as exc:
-        pytest.skip(str(exc))
-    rng = np.random.default_rng(17)
-    inputs = make_inputs("softmax", shape, "fp32", rng)
-    out = emulator.run(X7, shape, inputs, device=DeviceFacts(sm_count))
-    err = rel_error(out, reference("softmax", inputs, "fp32"))
-    assert err <= TOLERANCE["fp32"], f"x7 at {shape} on {sm_count} SMs: relative error {err:.3g}"
+    rc.assert_matches_float64(X7, "softmax", (shape,), 17, device=DeviceFacts(sm_count))

@@ -6,17 +6,15 @@ several clusters and on the scalar path; the shared emulator test runs one clust
 
 from __future__ import annotations
 
-import json
 import statistics
 
 import kernel_findings as hf
-import numpy as np
+import rung_checks as rc
 import pytest
 
 from pytest_anatomy.kernels import compile as kc
-from pytest_anatomy.kernels import emulator, fused
+from pytest_anatomy.kernels import fused
 from pytest_anatomy.kernels.ladders import variant
-from pytest_anatomy.kernels.reference import TOLERANCE, make_inputs, reference, rel_error
 from pytest_anatomy.kernels.registry import PREREGISTERED_ON, DeviceFacts
 from pytest_anatomy.measure.tma_launch import needs_raw_launch
 from pytest_anatomy.specs.hardware import get_hardware
@@ -34,15 +32,10 @@ ROW_WORK_CLK = {"lds": 594, "ex2": 1188, "stores": 1188, "reductions": 600, "exc
 
 
 def _sessions(name: str, key: str) -> list[float]:
-    out = []
-    for p in sorted(hf.RESULTS.glob(f"{name}@*.json")):
-        if p.name.split("@")[1][:15] <= WRITTEN_AFTER:
-            out.append(float(json.loads(p.read_text())["measurements"][key]["value"]))
-    return out
+    return rc.recorded_values(hf.RESULTS, name, key, WRITTEN_AFTER)
 
 
-def _bytes(shape: dict[str, int]) -> float:
-    return 2 * 4.0 * shape["M"] * shape["N"]  # one read, one write
+_bytes = rc.softmax_bytes  # one read, one write
 
 
 def test_header_diagnosis_is_littles_law_on_the_recordings():
@@ -164,12 +157,4 @@ def test_ring_kernel_sass_loads_slices_by_bulk_copy_only():
 def test_ring_kernel_wraps_and_strides_rows_over_clusters(shape, sm_count):
     """Against float64: one cluster over 9 rows (the 3-stage ring's mbarrier phases 0, 1, 0), 3 clusters over 10 and
     5 rows (uneven), the float4 and scalar paths, the longest row held (a 2-stage ring over 5 rows), one row each."""
-    try:
-        emulator.compiler()
-    except emulator.EmulatorUnavailable as exc:
-        pytest.skip(str(exc))
-    rng = np.random.default_rng(17)
-    inputs = make_inputs("softmax", shape, "fp32", rng)
-    out = emulator.run(X8, shape, inputs, device=DeviceFacts(sm_count))
-    err = rel_error(out, reference("softmax", inputs, "fp32"))
-    assert err <= TOLERANCE["fp32"], f"x8 at {shape} on {sm_count} SMs: relative error {err:.3g}"
+    rc.assert_matches_float64(X8, "softmax", (shape,), 17, device=DeviceFacts(sm_count))
