@@ -194,12 +194,12 @@ def test_embedded_findings_leave_out_their_default_keys_and_get_them_back() -> N
     recs = ledger["reconciliations"]
     recs[0]["finding"] = {"id": "a", "reason": "r", "quantity": None, "expected": [0.9, 1.1], "hardware": None,
                           "strict": True, "band_from": "other-runs"}
-    recs[1]["finding"] = {"id": "b", "reason": "r", "quantity": None, "hardware": "h200", "strict": True}
+    recs[1]["finding"] = {"id": "b", "reason": "r", "quantity": None, "hardware": "card-x", "strict": True}
     recs[2]["finding"] = {"id": "c", "reason": "r"}
     embedded = json.loads(_parse(render_html(ledger)).ledger_text or "")
     found = [rec["finding"] for rec in embedded["reconciliations"][:3]]
     assert found[0]["d"] == 1 and not {"quantity", "hardware", "strict"} & set(found[0])
-    assert "d" not in found[1] and found[1]["hardware"] == "h200" and "d" not in found[2]
+    assert "d" not in found[1] and found[1]["hardware"] == "card-x" and "d" not in found[2]
     assert expand_embedded(embedded) == ledger
 
 

@@ -13,6 +13,8 @@ ceilings and its tiny benches, quant_prefill.session_before). Batch 1 calibrates
 
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,6 +49,7 @@ class Calibration:
     runs: dict[str, tuple[float, float]]  # "name@stamp:test" -> (median tok/s, its robust 2 SE)
 
 
+@functools.cache  # read once: every prediction of the budget moves one run of the same set
 def _runs(results: Path, hardware: str, file_type: str, when: str) -> tuple[qp.Session, dict[str, tuple[float, float]]]:
     """The llama session before `when` and every calibration run's (median, 2 SE) by "name@stamp:test"."""
     s = qp.session_before(results, hardware, when)
@@ -113,6 +116,7 @@ def predictions(results: Path, hardware: str, file_type: str, when: str,
     }
 
 
+@functools.cache  # one per type: the replay reconciles three quantities of each run against it
 def budget(results: Path, hardware: str, file_type: str, when: str) -> dict[str, list[tuple[str, float]]]:
     """quantity -> (calibration run, its 2 SE carried through the fit to this prediction) for every run used."""
     base = predictions(results, hardware, file_type, when)

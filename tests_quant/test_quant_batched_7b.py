@@ -22,6 +22,7 @@ import quant_batched as qb
 import quant_findings as qf
 from quant_speed import rel_se
 
+from pytest_anatomy import recordings
 from pytest_anatomy.session import get_session
 from pytest_anatomy.theory.prediction import Prediction
 
@@ -56,8 +57,6 @@ def lone_prompt_band(results: Path, hardware: str, file_type: str, stamp: str, r
     """The b64 / b1 ratio `file_type` would show if its lone prompt paid the fixed excess the OTHER types of the same
     batch paid (the smallest to the largest of theirs), +- this check's noise (finding
     quant-7b-batched-lone-prompt-pays-a-fixed-cost)."""
-    from pytest_anatomy import recordings
-
     others = [lone_prompt_excess_s(recordings.load_latest(results, hardware, "quant",
                                                           f"{qb.MODEL}.{ft.lower()}.batched", stamp))
               for ft in qb.TYPES if ft != file_type]
