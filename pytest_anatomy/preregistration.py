@@ -107,6 +107,16 @@ def build(runs: list[PlannedRun], hardware: str, commit: str, created: str, comm
     }
 
 
+def write_document(repo: Path, path: Path, what: str, body: Mapping[str, Any], written_utc: str | None = None) -> Path:
+    """{what, written_utc, theory_commit, **body} written to `path` (a suite's pre-registration JSON beside its tests,
+    e.g. tests_quant/*_preregistered.json); PreregistrationError where the theory has uncommitted changes. Give
+    `written_utc` when the body's predictions were computed as of that time."""
+    commit = theory_commit(repo)
+    when = written_utc or datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    path.write_text(json.dumps({"what": what, "written_utc": when, "theory_commit": commit, **body}, indent=1) + "\n")
+    return path
+
+
 def write(results: Path, doc: Mapping[str, Any]) -> Path:
     """results/<hw>/preregistered/capacity-<stamp>.json; never overwrites."""
     stamp = str(doc["created"]).replace("-", "").replace(":", "")

@@ -72,6 +72,23 @@ def test_preregister_writes_the_theorys_predictions_with_its_commit(repo: Path) 
     assert {k: v["value"] for k, v in run["predictions"].items()} == {k: p.value for k, p in expected.items()}
 
 
+def test_a_suites_preregistration_document_names_the_commit_and_refuses_a_dirty_theory(repo: Path) -> None:
+    """write_document (the quant suite's *_preregistered.json writers): what, written_utc, theory_commit, then the
+    body, at the given time; an uncommitted theory file refuses it and writes nothing."""
+    head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    path = repo / "doc.json"
+    pre.write_document(repo, path, "a plan", {"predictions": {"x": 1}}, "2026-12-04T18:28:51Z")
+    doc = json.loads(path.read_text())
+    assert list(doc) == ["what", "written_utc", "theory_commit", "predictions"]
+    assert (doc["written_utc"], doc["theory_commit"], doc["predictions"]) == ("2026-12-04T18:28:51Z", head, {"x": 1})
+    theory = repo / pre.THEORY_PATHS[0]
+    theory.mkdir(parents=True, exist_ok=True)
+    (theory / "new.py").write_text("x = 1\n")
+    with pytest.raises(pre.PreregistrationError, match="uncommitted"):
+        pre.write_document(repo, repo / "other.json", "a plan", {})
+    assert not (repo / "other.json").exists()
+
+
 def test_preregister_refuses_an_uncommitted_theory_and_an_unknown_id_in_one_line(repo: Path) -> None:
     (repo / "pytest_anatomy" / "theory").mkdir(parents=True)
     (repo / "pytest_anatomy" / "theory" / "capacity.py").write_text("# edited\n")

@@ -20,7 +20,6 @@ before the run (a replay test reconciles the run against it as well as against t
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import sys
 from pathlib import Path
@@ -156,18 +155,14 @@ def prefill_predictions() -> dict[str, dict[str, Any]]:
 
 
 def _write_preregistration(path: Path, what: str, **body: Any) -> Path:
-    """{what, written_utc, theory_commit, **body} written to `path`; a one-line refusal where the theory has
-    uncommitted changes (a pre-registration names the commit its predictions come from)."""
-    from pytest_anatomy.preregistration import PreregistrationError, theory_commit
+    """preregistration.write_document for this script: a one-line refusal where the theory has uncommitted changes (a
+    pre-registration names the commit its predictions come from)."""
+    from pytest_anatomy.preregistration import PreregistrationError, write_document
 
     try:
-        commit = theory_commit(REPO)
+        return write_document(REPO, path, what, body)
     except PreregistrationError as err:
         raise SystemExit(f"refused: {err}") from None
-    doc = {"what": what, "written_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-           "theory_commit": commit, **body}
-    path.write_text(json.dumps(doc, indent=1) + "\n")
-    return path
 
 
 def preregister_prefill() -> Path:

@@ -129,22 +129,20 @@ def plan_batched_7b() -> list[Step]:
 
 def preregister_batched(results: Path = REPO / "results", hardware: str = "h200") -> Path:
     """tests_quant/batched_preregistered.json: every BATCHED_TYPES prediction now, from the committed theory."""
-    from pytest_anatomy.preregistration import PreregistrationError, theory_commit
+    from pytest_anatomy.preregistration import PreregistrationError, theory_commit, write_document
 
     sys.path.insert(0, str(REPO / "tests_quant"))
     import quant_batched as qb
 
     try:
-        commit = theory_commit(REPO)
+        theory_commit(REPO)  # refuse before the predictions are computed, not after
+        now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return write_document(REPO, qb.PREREGISTRATION, (
+            f"llama-batched-bench of {SPEED_MODEL} per type at batch 1 and {qb.BATCH} (quant_plan.py --phase "
+            f"batched7b) on the {hardware.upper()}, predicted before any batched run"),
+            {"types": list(BATCHED_TYPES), "predictions": qb.preregistration_body(results, hardware, now)}, now)
     except PreregistrationError as err:
         raise SystemExit(f"refused: {err}") from None
-    now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    doc = {"what": f"llama-batched-bench of {SPEED_MODEL} per type at batch 1 and {qb.BATCH} (quant_plan.py --phase "
-                   f"batched7b) on the {hardware.upper()}, predicted before any batched run",
-           "written_utc": now, "theory_commit": commit, "types": list(BATCHED_TYPES),
-           "predictions": qb.preregistration_body(results, hardware, now)}
-    qb.PREREGISTRATION.write_text(json.dumps(doc, indent=1) + "\n")
-    return qb.PREREGISTRATION
 
 
 # --- here: the carry -----------------------------------------------------------------------------
