@@ -160,3 +160,17 @@ def test_svg_coordinates_drop_a_whole_number_s_point_zero() -> None:
     from pytest_anatomy.report.svg import _n
 
     assert [_n(v) for v in (336.0, 12.34, -0.04, 0.0, 7.96)] == ["336", "12.3", "0", "0", "8"]
+
+
+def test_gap_bars_tooltip_only_a_cut_label() -> None:
+    """A gap bar's label longer than 60 characters is cut in its middle and carries the whole test id as its tooltip;
+    a whole label carries none, and no bar carries one (its gap is the row's value text, its verdict the colour)."""
+    from pytest_anatomy.report.html import gap_bars
+
+    short = _rec("short", 1.0, 1.5, verdict="finding")
+    long_id = "t.py::test_" + "x" * 80 + "[case-one]"
+    cut = _rec("x" * 80, 1.0, 0.5, verdict="diverge", test_id=long_id)
+    svg = str(gap_bars([short, cut, _rec("fine", 1.0, 1.0)]))
+    titles = re.findall(r"<title>([^<]*)</title>", svg)
+    assert titles == [long_id]
+    assert svg.count('class="label"') == 2 and "…" in svg and "+50.0%" in svg and "-50.0%" in svg

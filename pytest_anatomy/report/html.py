@@ -235,9 +235,10 @@ def gap_bars(recons: Sequence[Mapping[str, Any]]) -> Markup | None:
     for i, recon in enumerate(rows):
         y = top + i * row_h
         label = f"{recon.get('suite') or 'other'} · {short_name(recon)}" if len(suites) > 1 else short_name(recon)
-        label = label if len(label) <= 60 else label[:29] + "…" + label[-30:]  # keep the parameter id
-        out.append(f'<text class="label" x="{label_w - 8}" y="{y + 12.5}" text-anchor="end">{escape(label)}'
-                   f'<title>{escape(str(recon.get("test_id", "")))}</title></text>')
+        # a cut label keeps the parameter id, and its whole test id as a tooltip; a whole one needs none (~0.1 MB)
+        full = f'<title>{escape(str(recon.get("test_id", "")))}</title>' if len(label) > 60 else ""
+        label = label if len(label) <= 60 else label[:29] + "…" + label[-30:]
+        out.append(f'<text class="label" x="{label_w - 8}" y="{y + 12.5}" text-anchor="end">{escape(label)}{full}</text>')
         interval, pred, gap = allowed_interval(recon), recon.get("predicted"), recon.get("gap_rel")
         if interval and pred:
             lo, hi = sorted((interval[0] / pred - 1, interval[1] / pred - 1))
@@ -245,9 +246,9 @@ def gap_bars(recons: Sequence[Mapping[str, Any]]) -> Markup | None:
         if isinstance(gap, (int, float)) and math.isfinite(gap):
             x = sx(gap)
             colour = VERDICT_COLOURS.get(str(recon.get("verdict")), "#616161")
+            # no tooltip: the gap is the row's value text, the verdict its colour (the legend above the plots)
             out.append(f'<rect x="{_n(min(x, centre))}" y="{y + 5}" width="{_n(max(abs(x - centre), 1.5))}" '
-                       f'height="{row_h - 10}" fill="{colour}"><title>{escape(recon.get("verdict", ""))}: '
-                       f'{escape(format_gap(recon))}</title></rect>')
+                       f'height="{row_h - 10}" fill="{colour}"/>')
         out.append(f'<text class="value" x="{width - 4}" y="{y + 12.5}" text-anchor="end">{escape(format_gap(recon))}</text>')
     out.append("</svg>")
     return Markup("\n".join(out))
