@@ -24,6 +24,7 @@ from pathlib import Path
 
 import kernel_h100_findings as h100
 import kernel_s15_x8_findings as s15x8
+import kernel_s16_x9_findings as s16x9
 import pytest
 
 from pytest_anatomy.kernels import autotune as at
@@ -1246,3 +1247,17 @@ for _table, _entries in s15x8.banded(spread(), {lab: s9_ledger_bias(lab) for lab
                                      PREREG_ACCEPT).items():
     BANDED[_table].update(_entries)
 BANDED_FROM_KEYS.update(s15x8.BANDED_FROM_KEYS)
+
+
+# --- s16's and x9's first run (2026-12-04 20:21 / 20:22, batches 20261204T202122Z and 20261204T202216Z), explained
+# by Nsight Compute at 20:38 (ncu.*@20261204T203849Z): kernel_s16_x9_findings.py. s16's band reads other runs (s9's
+# earlier sessions, the profile's s16 / s9 cycles) with the timing-block term; x9's edges are its header's outcomes.
+for _table, _entries in s16x9.banded(spread_terms()["timing_blocks_both_runs"], _READ_1109).items():
+    BANDED[_table].update(_entries)
+BANDED_FROM_KEYS.update(s16x9.BANDED_FROM_KEYS)
+NOT_STRICT = NOT_STRICT | s16x9.NOT_STRICT
+# The 20:38 profile counted x7's and x8's co-resident clusters, which their reasons said no profile had.
+for _table, _key in (("preregistered", f"x7-pipelined-{VOCAB}"), ("vocab_target", "x7-pipelined"),
+                     ("preregistered", f"{s15x8.X8}-{VOCAB}"), ("vocab_target", s15x8.X8)):
+    _fid, _reason, _band = BANDED[_table][_key]
+    BANDED[_table][_key] = (_fid, _reason + s16x9.x78_profile_note(), _band)

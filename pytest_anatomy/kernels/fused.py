@@ -130,7 +130,8 @@ def _ring(s: Mapping[str, int], d: DeviceFacts) -> tuple[KernelCall, ...]:
                        (*args, f"i32:{stages}")),)
 
 # x9: x6 with each block's slice half in registers, half in dynamic shared memory (cp.async), so a row is a cluster
-# of 4 blocks (2 SMs at 2 blocks per SM) and 66 clusters fit 132 SMs whose GPCs are whole TPCs: 128 rows in 2 waves.
+# of 4 blocks (2 SMs at 2 blocks per SM) and 66 clusters were to fit 132 SMs whose GPCs are whole TPCs: 128 rows in
+# 2 waves. Nsight Compute counted 62 on the H200 (2026-12-04 20:38): 3 waves (tests_kernels/kernel_s16_x9_findings.py).
 SMEM_CLUSTER_BLOCKS = 4  # its __cluster_dims__
 SMEM_PER_THREAD = 80  # values a thread holds: 10 float4 in registers, 10 in shared memory
 SMEM_BYTES_PER_THREAD = 176  # the shared half: 10 float4 at a pitch of 11 (no bank conflicts)
@@ -233,7 +234,8 @@ SOFTMAX: tuple[Variant, ...] = (
             "softmax/x9_cluster4_smem.cu", _half_smem,
             "rows <= 2,048: x7's warp-row kernel; longer rows: x6's row on chip between one read and one write, each "
             "thread holding 10 float4 in registers and 10 in dynamic shared memory (cp.async, requested first), so "
-            "a row is a cluster of 4 blocks on 2 SMs and 66 clusters fit at once: 128 rows in 2 waves, not x6's 5",
+            "a row is a cluster of 4 blocks on 2 SMs, 66 clusters to fit at once: 128 rows in 2 waves, not x6's 5 "
+            "(Nsight Compute counted 62 on the H200: 3 waves)",
             StreamAccess("x9", reads=1, writes=1, dram_reads=1), "softmax", max_cols=SMEM_CLUSTER_MAX_COLS,
             row_threads=SMEM_CLUSTER_BLOCKS * CLUSTER_MAX_THREADS,
             h200_ms=(("8192x2048", 0.034), ("128x152064", 0.042))),

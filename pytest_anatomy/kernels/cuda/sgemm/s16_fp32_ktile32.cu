@@ -32,7 +32,18 @@ next copy), already hidden at 16, so 32 saves only the instructions: X / 0.8862 
 order (register banks) or fewer LDS per FFMA, not the k-tile; (b) the instructions saved do not buy time (the
 128-register cap's scheduling or the dynamic window cost the pace what the share gains): within 2% of s9
 (3.08-3.21 ms, 83-87%). A time above 3.21 ms is outside all three and a finding.
-Measured outcome: not yet measured.
+Measured outcome: H200, kernels plan run of 2026-12-04T20:21:22Z (batch 20261204T202122Z, results/h200/kernels),
+correct at every checked shape. 4096^3: 3.2662 ms, 1.10x the prediction, above all three outcomes written above
+(the prediction, (a) 3.023, (b) 3.08-3.21) and slower than s9 beside it (3.1454 ms); rung 0 2.6785 ms: s16 is 82%
+of cuBLAS fp32, under the 90% target, and s9 stays the best fp32 rung; 2048 x 18944 x 3584: 6.4493 ms, 1.11x
+(s9 6.1470); rung 0 5.2858 ms; 32 x 18944 x 3584: 0.7178 ms, 1.10x (s9 0.6859); rung 0 0.1266 ms. Why, from the
+device's compile and Nsight Compute (ncu.sgemm.{s16-fp32-ktile32,s9-cp-async-pipeline}.4096x4096x4096@
+20261204T203849Z, same card): the device's NVRTC 13.0.88 spilled at the 128-register cap (96-byte stack frame,
+248 bytes of spill stores, 296 of loads; nvcc 13.0.88 here does not), 19 LDL and 3 STL in the main K loop (ncu:
+22.09 spill requests per warp per k-tile). Issued instructions fell to 0.970x s9's, near the 0.960x priced, but the
+pace rose from 4.72 to 5.00 warp cycles per issue at the same 16 warps (issue slots 74.2% busy against 79.6%): the
+pace loss sits beside the spill, its stall not itemised by the profile. The L1 carve-out risk did not apply (s9 and
+s16 ran the same 132 KB shared-memory configuration). Finding h200-s16-device-spill-pace-below-s9.
 Seed: no such rung.
 */
 #define S16_BM 128

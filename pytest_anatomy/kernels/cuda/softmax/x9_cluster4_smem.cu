@@ -31,7 +31,15 @@ clk at 128 B/clk, run beside them) plus the shared half's max pass and store pas
 clk): 7,104 clk = 3.59 us; 36.51 + 2 x (1.37 + 3.59) = 46.42 us, ~0.046 ms (76.5%: target missed, still 3 us under
 x6). I think this one the likelier; 0.042 is what the ladder's per-wave method gives.
 Written before any measurement of this rung.
-Measured outcome: not yet measured.
+Measured outcome: H200, kernels plan run of 2026-12-04T20:22:16Z (batch 20261204T202216Z, results/h200/kernels),
+correct at every checked shape. 8,192 x 2,048: 0.0339 ms, 1.00x the prediction (x7's kernel, agrees); rung 0
+0.0409 ms; 128 x 152,064: 0.0532 ms, 1.27x the prediction, 66.8% of the run's read ceiling (target 85%), slower
+than x6 beside it (0.0491 ms, 72%, still the best vocabulary rung); rung 0 0.0896 ms. Why, from Nsight Compute
+(ncu.softmax.x9-cluster4-smem.128x152064@20261204T203849Z, same card): Max Active Clusters 62, not the 66 counted
+above, so the rows take 3 waves (62, 62, 4): the co-residency alternative, at less than the +23.1 us it priced
+(+11.5 us over the headline). The second alternative's per-wave cost (1.37 + 3.59 us) at 3 waves gives 51.39 us,
+3% under the measured; the headline's fixed 2.57 us per wave gives 44.22 us. Finding
+h200-cluster4-smem-62-clusters-three-waves.
 Seed: no such rung.
 */
 #ifndef INFINITY  // NVRTC has no math.h; nvcc and the CPU emulator do
