@@ -17,6 +17,7 @@ from pathlib import Path
 
 import flashattn_cases as fc
 import flashattn_findings as ff
+import flashattn_io as io
 import flashattn_r8_findings as r8f
 import flashattn_r8_protocol as proto
 import pytest
@@ -190,3 +191,35 @@ def test_the_target_finding_is_retired_on_the_measuring_card_and_held_on_the_sec
         assert mark.args[0] == ff.TARGET_FINDING and mark.kwargs["hardware"] == ff.H100
         assert ff.MEASURED_ON not in mark.kwargs["hardware"]
         assert mark.kwargs["reason"].endswith(r8f.RETIRED_ON_H200)
+
+
+SECOND_SESSION = "2026-12-04T20:23"  # r8's second target session (results/h200/live-runs/20261204T202249Z.r8again.*)
+
+
+def test_r8s_measured_outcome_quotes_its_second_session_and_counters_as_recorded() -> None:
+    """The header's second session (times, both backends in the same calls) and its Nsight Compute counters at the
+    target shape (reads and writes over Q + K + V and O + LSE, L2 over the tiled count at 128 x 128, the SM's
+    throughput and issue slots), each formatted from the recordings."""
+    outcome = " ".join(_header()["measured_outcome"].split())
+    second = {}
+    for m in MASKS:
+        runs = map(recordings.load_file, recordings.candidates(ff.RESULTS, ff.MEASURED_ON, "flashattn",
+                                                               _target(R8, m).name))
+        second[m] = next(r for r in runs if r.recorded_at.startswith(SECOND_SESSION))
+    t = {m: second[m]["time"].value for m in MASKS}
+    assert f"{_both({m: t[m] * 1e3 for m in MASKS}, '.3f')} ms" in outcome
+    for key, fmt in (("sdpa_flash_time", ".2f"), ("sdpa_default_time", ".3f")):
+        ratio = {m: second[m][key].value / t[m] for m in MASKS}
+        assert f"{_both(ratio, fmt).replace(' / ', 'x / ')}x" in outcome, key
+        assert all(ratio[m] >= (timing.FLASH_SPEEDUP if key == "sdpa_flash_time" else timing.DEFAULT_FRACTION)
+                   for m in MASKS)
+    ncu = {m: recordings.load_latest(ff.RESULTS, ff.MEASURED_ON, "flashattn", f"ncu.{_target(R8, m).name}")
+           for m in MASKS}
+    shape = {m: _target(R8, m).shape() for m in MASKS}
+    writes = {m: ncu[m]["dram_write_bytes"].value / io.expected_writes(R8, shape[m])[0].value for m in MASKS}
+    l2 = {m: ncu[m]["l2_bytes"].value / at.tiled_bytes(shape[m], at.Tiling(128, 128)).value for m in MASKS}
+    assert f"writes {_both(writes, '.2f')}x O + LSE" in outcome
+    assert f"L2 bytes {_both(l2, '.2f')}x the tiled count" in outcome
+    busy = {m: ncu[m]["sm_throughput_pct"].value for m in MASKS}
+    issue = {m: ncu[m]["issue_slots_busy_pct"].value for m in MASKS}
+    assert f"SM throughput {_both(busy, '.0f')}% and issue slots {_both(issue, '.0f')}% busy" in outcome

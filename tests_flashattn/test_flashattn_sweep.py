@@ -112,6 +112,7 @@ from typing import Any
 
 import flashattn_h100_findings as h100
 import flashattn_r7_findings as r7f
+import flashattn_r8_sweep_findings as r8s
 import pytest
 from flashattn_cases import Case, as_ceilings, predict
 from flashattn_findings import sweep_marks
@@ -156,9 +157,11 @@ def table_label(case: Case) -> str:
     return shape if case.rung == registry.BEST else f"{case.rung.split('-')[0]} {shape}"
 
 
-@pytest.mark.parametrize("case", [pytest.param(c, id=c.name, marks=(*sweep_marks(c.name), *r7f.sweep_marks(c.name),
-                                                                     *h100.marks(c)))
-                                  for c in SWEEP + SWEEP_R7 + SWEEP_R8])
+def _marks(c: Case) -> tuple[Any, ...]:
+    return (*sweep_marks(c.name), *r7f.sweep_marks(c.name), *r8s.sweep_marks(c.name), *h100.marks(c))
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.name, marks=_marks(c)) for c in SWEEP + SWEEP_R7 + SWEEP_R8])
 def test_sweep_time_against_its_prediction(case: Case, target: Any, measured_once: Any, ceilings_for: Any,
                                            reconcile: Any, anatomy_benchmark: Any) -> None:
     rec = measured_once(case.name, case.live)

@@ -50,9 +50,22 @@ float64 reference), 1.679 / 0.976 ms full / causal bf16 at the target shape (1.7
 band: 0.83 / 0.74 of the session's GEMM ceiling on executed FLOPs, the full mask near the range's top (655 TF/s), causal
 at the mid. 1.86x / 1.72x torch's FLASH_ATTENTION backend and 0.964x / 0.948x cuDNN in the same calls: issue 22's
 targets met, full and causal (the finding h200-fa2-without-warp-specialization is retired on the H200, kept for the
-H100, where r8 has not run); 1.28x / 1.27x r7's speed and 1.45x / 1.25x r6's, each timed in the same session. Not yet
-profiled by Nsight Compute: that the turns hide one warpgroup's softmax under the other's GEMMs is what the design
-intends, not what a counter has shown.
+H100, where r8 has not run); 1.28x / 1.27x r7's speed and 1.45x / 1.25x r6's, each timed in the same session.
+A second session (2026-12-04 20:23, results/h200/live-runs/20261204T202249Z.r8again.*): 1.662 / 0.971 ms, 1.87x /
+1.73x FLASH_ATTENTION and 0.963x / 0.938x cuDNN, both targets met again. Nsight Compute at the target shape (2026-12-04
+20:24, results/h200/flashattn/ncu.fa2.r8-pingpong.*@20261204T202449Z): every pre-registered counter band held: DRAM
+reads Q + K + V once (1.00x), writes 0.94 / 0.95x O + LSE, L2 bytes 0.84 / 1.09x the tiled count (~0.85 / ~1.09
+expected), one 12-warp program per SM (theoretical occupancy 18.75%, 168 registers); SM throughput 69 / 62% and issue
+slots 36 / 34% busy against r7's 52 / 48% and 33 / 32%, 8.1 / 8.4 warp cycles per issued instruction (r7: 8.9 / 9.0):
+the tensor cores busier at about the same issue rate, which is what the turns should show, though no counter isolates
+the softmax's overlap. N sweep (2026-12-04 20:25, results/h200/live-runs/20261204T202500Z.r8sweep.*; BLOCK_N=128 at
+every shape): inside the band at N=1024 full, N=2048-16k and GQA 4096; N=512 (1.50 / 2.07x full / causal), N=1024
+causal (1.55x) and N=512 D=64 (2.26 / 3.19x) above it, each where the sweep's header wrote it before the run (finding
+h200-r8-one-program-per-sm-pays-its-fixed-part); 32k D=128 under the DRAM-priced 1.000 edge, causal where written
+(0.918 / 0.911x MHA / GQA; h200-r8-32k-under-the-dram-priced-edge), full slower than written (0.898 / 0.902x against
+0.85: its first calls ran at 0.81, then stepped down as cuDNN's do; h200-r8-32k-full-slows-as-cudnn-does); 32k D=64
+above the 1.0-1.3 written (1.35 / 1.38x: at D=64 the softmax no longer fits under the other warpgroup's GEMMs;
+h200-r8-head-dim-64-softmax-not-hidden).
 """
 
 from __future__ import annotations
