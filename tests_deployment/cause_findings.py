@@ -111,27 +111,9 @@ def repeat_gain_band(model: str, metric: str, predicted: float) -> tuple[float, 
     return round(g * rlo / predicted, 4), round(g * rhi / predicted, 4)
 
 
-# The first visits' gains the repeat's band holds: banded by it (other-runs). The others lie outside it, so the size
-# their first visit measured did not repeat; they keep their own interval (checked-run) and say so.
+# The first visits' gains the cause test repeat's band holds; the others lie outside it. The chat ladders band each
+# fp8_kv gain by every other run together, this pair and the ladder's own second run (ladder_repeat.banded).
 REPEAT_HOLDS = (("llama-3.1-8b", "ttft_p50_s"),)
-
-
-def repeat_banded(model: str, metric: str, g: float, interval: tuple[float, float],
-                  predicted: float) -> tuple[tuple[float, float], str, str]:
-    """(band, band_from, sentence for the reason) of a chat ladder fp8_kv gain `g` the repeat ran again: the repeat's
-    band where it holds the first visit (REPEAT_HOLDS), else the first visit's own resampled `interval`."""
-    r, lo, hi = REPEAT_GAINS[(model, metric)]
-    band = repeat_gain_band(model, metric, predicted)
-    said = (f" The cause test repeat (batch {REPEAT_BATCH}, another card) ran this gain again: {r:.4g} [{lo:.4g}, "
-            f"{hi:.4g} resampled]; its interval, each side widened by sqrt(2) for this run's own sampling noise, "
-            f"over the predicted gain: [{band[0]:.4g}, {band[1]:.4g}]")
-    if (model, metric) in REPEAT_HOLDS:
-        return band, "other-runs", said + ", which replaces this run's own interval as the band (other-runs)."
-    own = (round(interval[0] / predicted, 4), round(interval[1] / predicted, 4))
-    return own, "checked-run", (said + f", which this run's {g / predicted:.4g} lies outside: the size this visit "
-                                "measured did not repeat (a request-resampled interval does not cover an engine "
-                                "start), so the explanation holds for this run's gain only. The band stays this run's "
-                                "own interval (checked-run) until a third run says which visit's size is the engine's.")
 
 
 def cause_marks(name: str, model: str) -> list[pytest.MarkDecorator]:

@@ -13,9 +13,10 @@ take the mechanism's band, [0.5, 1] over the predicted gain (ladder_findings.fp8
 slice's mechanism band [1, 1/g] (an added time pulls a gain toward 1) does not hold on chat: the prefix cache made two
 of its gains worse than 1, so the prompt step did not only gain a constant. Every interval below excludes its prediction
 (test_chat_intervals_are_the_recorded_ones): no miss is request-sampling noise. The intervals do not cover a restart of
-the engine: no ladder rung was repeated, except fp8_weights and fp8_kv by the cause test repeat, whose fp8_kv gains
-band the first visit's where they hold it (cause_findings.repeat_banded: other-runs) and are quoted where they do not.
-Every band still read off its run says so in its reason (ladder_findings.AGAIN: what second run would replace it).
+the engine. The rungs run again since (prefix_cache, fp8_kv, eager and ngram on 2026-12-04; fp8_kv's gains also by the
+cause test repeat) are banded by every other run together where they all hold the first visit's gain, and quote them
+where they do not (ladder_repeat.py: its second runs' findings too). Every band still read off its run says so in its
+reason (ladder_findings.AGAIN: what second run would replace it; ladder_repeat.banded: which run did not repeat it).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import pytest
 
 import cause_findings as cf
 import ladder_findings as lf
+import ladder_repeat as lrp
 
 WORKLOAD, USERS = "chat", 32  # the workload and its closed loop's concurrency (workloads/chat.json)
 FIRST_BATCH, SECOND_BATCH = "20261203T000111Z", "20261203T001319Z"
@@ -275,12 +277,13 @@ def rung_marks(model: str, workload: str, step: str, predicted: dict[str, float 
             continue
         fid, text = finding_of(rung, metric)
         # fp8_weights: the mechanism's band (ladder_findings.fp8_weights_band); the others: the measured gain's
-        # request-resampled interval, read off the run it judges (no rung was repeated)
+        # request-resampled interval, read off the run it judges, unless the rung ran again (below)
         band, band_from = ((lf.fp8_weights_band(p), "explanation") if rung == "fp8_weights" else
                            ((round(lo / p, 4), round(hi / p, 4)), "checked-run"))
         again = lf.AGAIN if band_from == "checked-run" else ""
-        if rung == "fp8_kv" and (lf.MODEL, metric) in cf.REPEAT_GAINS:  # run again by the cause test repeat
-            band, band_from, again = cf.repeat_banded(lf.MODEL, metric, g, (lo, hi), p)
+        if band_from == "checked-run":  # run again (ladder_repeat; the fp8_kv gains also by the cause test repeat):
+            # banded by every other run where they all hold this one
+            band, band_from, again = lrp.first_run_banded(lf.MODEL, workload, rung, metric, p) or (band, band_from, again)
         marks.append(pytest.mark.finding(fid, reason=REASON.format(rung=rung, metric=metric, g=g, lo=lo, hi=hi, p=p)
                                          + text + again, quantity=f"{workload}.{step}.{metric}.gain",
                                          expected=band, hardware=lf.MEASURED_ON, band_from=band_from))

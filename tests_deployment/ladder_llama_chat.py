@@ -17,9 +17,9 @@ Every number a reason quotes is a constant below, recomputed by test_ladder_llam
 (ladder_raw's methods), the preregistered calibration and the kept deployment.json. Bands, as Qwen's chat ladder
 (ladder_chat.py): the measured gain's request-resampled 95% interval over the predicted gain (checked-run; fp8_weights
 takes the mechanism's [0.5, 1], ladder_findings.fp8_weights_band); every interval excludes its prediction (not request
-noise) and none covers a restart of the engine (fp8_kv's gains: the cause test repeat's band where it holds them,
-cause_findings.repeat_banded). plan_top has no parent: its band is its ITL p99's request-resampled 95%
-interval over the SLO it is held to.
+noise) and none covers a restart of the engine: the rungs run again since (prefix_cache, fp8_kv, eager, ngram; fp8_kv
+also by the cause test repeat) are banded by every other run where they all hold it (ladder_repeat.banded). plan_top has
+no parent: its band is its ITL p99's request-resampled 95% interval over the SLO it is held to.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ import pytest
 import ladder_chat as lc
 import cause_findings as cf
 import ladder_findings as lf
+import ladder_repeat as lrp
 import ladder_llama as ll
 
 MODEL, WORKLOAD, USERS = ll.MODEL, "chat", lc.USERS
@@ -299,12 +300,13 @@ def rung_marks(model: str, workload: str, step: str, predicted: dict[str, float 
             continue
         fid, text = NGRAM_FINDINGS[metric] if rung == "ngram" else FINDINGS[rung]
         # fp8_weights: the mechanism's band (ladder_findings.fp8_weights_band); the others: the measured gain's
-        # request-resampled interval, read off the run it judges (no rung was repeated)
+        # request-resampled interval, read off the run it judges, unless the rung ran again (below)
         band, band_from = ((lf.fp8_weights_band(p), "explanation") if rung == "fp8_weights" else
                            ((round(lo / p, 4), round(hi / p, 4)), "checked-run"))
         again = lf.AGAIN if band_from == "checked-run" else ""
-        if rung == "fp8_kv" and (MODEL, metric) in cf.REPEAT_GAINS:  # run again by the cause test repeat
-            band, band_from, again = cf.repeat_banded(MODEL, metric, g, (lo, hi), p)
+        if band_from == "checked-run":  # run again (ladder_repeat; the fp8_kv gains also by the cause test repeat):
+            # banded by every other run where they all hold this one
+            band, band_from, again = lrp.first_run_banded(MODEL, workload, rung, metric, p) or (band, band_from, again)
         marks.append(pytest.mark.finding(fid, reason=REASON.format(rung=rung, metric=metric, g=g, lo=lo, hi=hi, p=p)
                                          + text + again, quantity=f"{workload}.{step}.{metric}.gain",
                                          expected=band, hardware=lf.MEASURED_ON, band_from=band_from))

@@ -50,6 +50,11 @@ def raw_runs(stamp: str) -> dict[str, dict[str, Any]]:
     return {run["id"].rsplit(".", 1)[-1]: run for run in raw_lines(BATCHES / stamp)}
 
 
+def raw_run(stamp: str, run_id: str) -> dict[str, Any]:
+    """The raw line of run `run_id` (model.workload.step) of a kept batch, which may hold both models' rungs."""
+    return next(run for run in raw_lines(BATCHES / stamp) if run["id"] == run_id)
+
+
 def records(run: dict[str, Any]) -> list[RequestRecord]:
     """The run's requests as the device plan held them (client clock), for ladder_metrics."""
     return [RequestRecord(r["id"], r["input_len"], r["expected_output_len"], r["send"],

@@ -80,9 +80,11 @@ def test_llama_chat_missed_gains_are_all_listed() -> None:
 def test_llama_chat_metrics_are_the_recorded_ones(target, measured) -> None:
     """The metrics the reasons quote, as the recordings hold them (the device plan's ladder_metrics)."""
     for (step, metric), ms in llc.METRIC_MS.items():
-        value = _value(measured(f"{llc.MODEL}.{llc.WORKLOAD}.{step}", target=target), f"metrics.{metric}")
+        rec = measured(f"{llc.MODEL}.{llc.WORKLOAD}.{step}", target=target, recorded_at=llc.batch_of(step))
+        value = _value(rec, f"metrics.{metric}")
         assert value is not None and round(value * 1e3, 2) == ms, (step, metric, value)
-    qwen = _value(measured(f"{lf.MODEL}.{llc.WORKLOAD}.plan_top", target=target), "metrics.itl_p99_s")
+    qwen = _value(measured(f"{lf.MODEL}.{llc.WORKLOAD}.plan_top", target=target, recorded_at=lc.SECOND_BATCH),
+                  "metrics.itl_p99_s")
     assert qwen is not None and round(qwen * 1e3, 2) == llc.QWEN_PLAN_ITL_P99_MS
 
 
@@ -90,7 +92,7 @@ def test_llama_chat_metrics_are_the_recorded_ones(target, measured) -> None:
 def test_llama_chat_ngram_counters_and_predictions_are_the_quoted_ones(target, measured) -> None:
     """The n-gram rung's counters, the gains it is reconciled against (simulated at its measured E and draft share) and
     the simulated ITL p50 the reason quotes."""
-    rec = measured(f"{llc.MODEL}.{llc.WORKLOAD}.ngram", target=target)
+    rec = measured(f"{llc.MODEL}.{llc.WORKLOAD}.ngram", target=target, recorded_at=llc.batch_of("ngram"))
     assert_ngram_quotes(rec, llc.MODEL, llc, "itl_p50_s", llc.NGRAM_PREDICTED_ITL_P50_MS)
 
 

@@ -16,6 +16,7 @@ import ladder_findings as lf
 import ladder_llama as ll
 import ladder_llama_chat as llc
 import ladder_raw as lr
+import ladder_repeat as lrp
 from pytest_anatomy.deployment_ladder import ladder_with_acceptance
 from pytest_anatomy.theory.deployment import GAIN_TARGET, gain_band
 from pytest_anatomy.theory.prediction import Prediction
@@ -65,25 +66,64 @@ def predicted_gains(model: str, workload: str, step: str, rec: Any) -> dict[str,
     return next(r for r in rows if r["step"] == "ngram")["gain"]
 
 
-def _marks(model: str, workload: str, step: str) -> list[pytest.MarkDecorator]:
-    """The findings of one rung's gains: Qwen2.5-7B's rag (ladder_findings.py) and chat (ladder_chat.py), Llama-3.1-8B's
-    rag (ladder_llama.py) and chat (ladder_llama_chat.py)."""
+def _marks(model: str, workload: str, step: str, run: int = 1) -> list[pytest.MarkDecorator]:
+    """The findings of one run of a rung's gains: Qwen2.5-7B's rag (ladder_findings.py) and chat (ladder_chat.py),
+    Llama-3.1-8B's rag (ladder_llama.py) and chat (ladder_llama_chat.py) for the first run; a repeat's, ladder_repeat.py."""
     predicted = _row(model, workload, step)["gain"] or {}
+    if run == 2:
+        return lrp.repeat_marks(model, workload, step, predicted)
     return (lf.rung_marks(model, workload, step, predicted) + lc.rung_marks(model, workload, step, predicted)
             + ll.rung_marks(model, workload, step, predicted) + llc.rung_marks(model, workload, step, predicted))
 
 
-# Each (model, workload, rung) with the findings of its gains; ids as the stacked parametrize gave them
-# (step-workload-model).
-RUNG_CASES = [pytest.param(m, w, s, marks=_marks(m, w, s), id=f"{s}-{w}-{m}")
-              for s in RUNGS for w in WORKLOADS for m in MODELS]
+def first_batch(model: str, workload: str, step: str) -> str:
+    """The kept batch of a rung's first run (the findings modules' tables)."""
+    if model == lf.MODEL:
+        return (lc.batch_of if workload == lc.WORKLOAD else lf.batch_of)(step)
+    return llc.batch_of(step) if workload == llc.WORKLOAD else ll.BATCH_OF[step]
+
+
+def run_batches(model: str, workload: str, step: str) -> tuple[str, ...]:
+    """The batches of a rung's recorded runs, first first: ladder_repeat.RUNS where it ran twice
+    (test_every_recorded_run_is_judged holds the recordings to this)."""
+    return lrp.RUNS.get((model, workload, step), (first_batch(model, workload, step),))
+
+
+def run_cases(steps: list[str], marks: Any = None) -> list[Any]:
+    """(model, workload, step, run) of every run of every rung in `steps`; ids as the stacked parametrize gave the
+    first runs (step-workload-model), `-r2` after a repeat's."""
+    return [pytest.param(m, w, s, run, marks=marks(m, w, s, run) if marks else (),
+                         id=f"{s}-{w}-{m}" + (f"-r{run}" if run > 1 else ""))
+            for s in steps for w in WORKLOADS for m in MODELS for run in range(1, len(run_batches(m, w, s)) + 1)]
+
+
+# Each run of each (model, workload, rung) with the findings of its gains
+RUNG_CASES = run_cases(RUNGS, _marks)
+
+
+def run_of(measured: Any, target: Any, model: str, workload: str, step: str, run: int = 1) -> Any:
+    """Run `run` of a rung: the first, the newest recording at or before its first batch; a repeat, its batch's."""
+    name, batch = f"{model}.{workload}.{step}", run_batches(model, workload, step)[run - 1]
+    return (measured(name, target=target, not_after=batch) if run == 1 else
+            measured(name, target=target, recorded_at=batch))
+
+
+def run_and_parent(measured: Any, target: Any, model: str, workload: str, step: str,
+                   run: int = 1) -> tuple[Any, Any, str]:
+    """Run `run` of a rung (the first: the newest recording at or before its first batch; a repeat: its batch's) and
+    the parent run its gains divide by: the parent's run of the same batch where that batch ran one, else the parent's
+    first run; and which of the two it is."""
+    parent, batch = _row(model, workload, step)["parent"], run_batches(model, workload, step)[run - 1]
+    rec = run_of(measured, target, model, workload, step, run)
+    same = batch in run_batches(model, workload, parent)
+    parent_rec = measured(f"{model}.{workload}.{parent}", target=target,
+                          not_after=batch if same else first_batch(model, workload, parent))
+    return rec, parent_rec, ("its batch's" if same else f"the parent's first run (batch {batch} ran no {parent})")
 
 
 def rung_and_parent(measured: Any, target: Any, model: str, workload: str, step: str) -> tuple[Any, Any]:
-    """The rung's recording (newest) and its parent rung's, whose metrics its gains divide by."""
-    parent = _row(model, workload, step)["parent"]
-    return (measured(f"{model}.{workload}.{step}", target=target),
-            measured(f"{model}.{workload}.{parent}", target=target))
+    """The rung's first run and the parent run its gains divide by (run_and_parent)."""
+    return run_and_parent(measured, target, model, workload, step)[:2]
 
 
 def gain_of(rec: Any, parent: Any, metric: str) -> float | None:
@@ -93,14 +133,18 @@ def gain_of(rec: Any, parent: Any, metric: str) -> float | None:
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize(("model", "workload", "step"), RUNG_CASES)
-def test_rung_gain_is_within_20_percent(target, measured, reconcile, model: str, workload: str, step: str) -> None:
-    rec, parent = rung_and_parent(measured, target, model, workload, step)
+@pytest.mark.parametrize(("model", "workload", "step", "run"), RUNG_CASES)
+def test_rung_gain_is_within_20_percent(target, measured, reconcile, model: str, workload: str, step: str,
+                                        run: int) -> None:
+    """Every run of every rung (a repeat: `-r2`), each gain over the parent run run_and_parent names."""
+    rec, parent, parent_from = run_and_parent(measured, target, model, workload, step, run)
+    inputs = {"run": rec.recorded_at, "parent_run": parent.recorded_at, "parent_from": parent_from}
     for metric, gain in predicted_gains(model, workload, step, rec).items():
         measured_gain = gain_of(rec, parent, metric)
         if gain is None or measured_gain is None:
             continue
-        reconcile(f"{workload}.{step}.{metric}.gain", gain, measured_gain, ratio=gain_band(), model=model,
+        predicted = Prediction(gain, "", "the preregistered gain (ngram: simulated at this run's measured E)", inputs)
+        reconcile(f"{workload}.{step}.{metric}.gain", predicted, measured_gain, ratio=gain_band(), model=model,
                   why=f"the tuning ladder's pre-registered target: a rung's predicted gain within {GAIN_TARGET:.0%} "
                       "of its measured gain")
 
@@ -163,18 +207,16 @@ CACHED_RUNGS = [r["step"] for r in PRE["ladders"][MODELS[0]][WORKLOADS[0]] if r[
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("model", MODELS)
-@pytest.mark.parametrize("workload", WORKLOADS)
-@pytest.mark.parametrize("step", CACHED_RUNGS)
+@pytest.mark.parametrize(("model", "workload", "step", "run"), run_cases(CACHED_RUNGS))
 def test_prefix_cache_hits_are_the_block_granular_ones(target, measured, reconcile, model: str, workload: str,
-                                                       step: str) -> None:
+                                                       step: str, run: int) -> None:
     """Every timed request's hit is whole 16-token blocks of its shared prefix, never its last token
     (theory/prefix_cache.hit_tokens), the cache warmed with each prefix before the run."""
     from pytest_anatomy.deployment_ladder import workload_path
     from pytest_anatomy.specs import workload_file as wf
     from pytest_anatomy.theory.prefix_cache import hit_tokens
 
-    rec = measured(f"{model}.{workload}.{step}", target=target)
+    rec = run_of(measured, target, model, workload, step, run)
     hits = _value(rec, "counters.vllm:prefix_cache_hits")
     if hits is None:
         pytest.skip(f"{rec.name}: the engine reported no prefix-cache counter")
@@ -190,12 +232,11 @@ ALL_RUNGS = [r["step"] for r in PRE["ladders"][MODELS[0]][WORKLOADS[0]] if r["st
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("model", MODELS)
-@pytest.mark.parametrize("workload", WORKLOADS)
-@pytest.mark.parametrize("step", ALL_RUNGS)
-def test_preemptions_are_the_simulated_ones(target, measured, reconcile, model: str, workload: str, step: str) -> None:
+@pytest.mark.parametrize(("model", "workload", "step", "run"), run_cases(ALL_RUNGS))
+def test_preemptions_are_the_simulated_ones(target, measured, reconcile, model: str, workload: str, step: str,
+                                            run: int) -> None:
     """The simulated run's preemptions (its KV pool from the capacity ledger) against the engine's counter."""
-    rec = measured(f"{model}.{workload}.{step}", target=target)
+    rec = run_of(measured, target, model, workload, step, run)
     count = _value(rec, "counters.vllm:num_preemptions")
     if count is None:
         pytest.skip(f"{rec.name}: the engine reported no preemption counter")
@@ -234,7 +275,7 @@ def test_completing_step_times_are_the_recorded_ones() -> None:
 @pytest.mark.gpu
 @pytest.mark.parametrize("rung_metric", list(lf.MEASURED_GAINS), ids=lambda rm: ".".join(rm))
 def test_finding_gains_are_the_recorded_ones(target, measured, rung_metric: tuple[str, str]) -> None:
-    """Every measured gain ladder_findings.py quotes, recomputed from the recordings (newest of each rung)."""
+    """Every measured gain ladder_findings.py quotes, recomputed from the recordings (each rung's first run)."""
     step, metric = rung_metric
     gain = gain_of(*rung_and_parent(measured, target, lf.MODEL, lf.WORKLOAD, step), metric)
     assert gain is not None and lf.MEASURED_GAINS[rung_metric] == pytest.approx(gain, abs=5e-5)
@@ -284,13 +325,14 @@ def assert_ngram_counters(rec: Any, stream: dict[str, int]) -> None:
 
 @pytest.mark.gpu
 def test_ngram_counters_are_the_quoted_ones(target, measured) -> None:
-    assert_ngram_counters(measured(f"{lf.MODEL}.{lf.WORKLOAD}.ngram", target=target), lf.NGRAM_STREAM)
+    assert_ngram_counters(measured(f"{lf.MODEL}.{lf.WORKLOAD}.ngram", target=target, recorded_at=lf.SECOND_BATCH),
+                          lf.NGRAM_STREAM)
 
 
 @pytest.mark.gpu
 def test_ngram_predicted_gains_are_the_replays(target, measured) -> None:
     """lf.NGRAM_PREDICTED (the gains the n-gram finding quotes and bands) are predicted_gains' for the recording."""
-    rec = measured(f"{lf.MODEL}.{lf.WORKLOAD}.ngram", target=target)
+    rec = measured(f"{lf.MODEL}.{lf.WORKLOAD}.ngram", target=target, recorded_at=lf.SECOND_BATCH)
     gains = predicted_gains(lf.MODEL, lf.WORKLOAD, "ngram", rec)
     assert {m: round(gains[m] or 0, 4) for m in lf.NGRAM_PREDICTED} == lf.NGRAM_PREDICTED
 
@@ -368,7 +410,7 @@ def test_llama_rag_step_times_are_the_recorded_ones() -> None:
 @pytest.mark.gpu
 def test_llama_ngram_prediction_is_the_recorded_one(target, measured) -> None:
     """ll.NGRAM_PREDICTED (the gains Llama's n-gram finding bands) are predicted_gains' for the recording."""
-    rec = measured(f"{ll.MODEL}.{ll.WORKLOAD}.ngram", target=target)
+    rec = measured(f"{ll.MODEL}.{ll.WORKLOAD}.ngram", target=target, recorded_at=ll.BATCH_OF["ngram"])
     gains = predicted_gains(ll.MODEL, ll.WORKLOAD, "ngram", rec)
     assert {m: round(gains[m] or 0, 4) for m in ll.NGRAM_PREDICTED} == ll.NGRAM_PREDICTED
 

@@ -1,0 +1,202 @@
+"""Every number ladder_repeat.py quotes, recomputed: both runs' gains from the recordings and their resampled intervals,
+the engine-clock numbers from the kept raw batches (ladder_raw's methods), the n-gram predictions from each run's own
+counters; that the tables hold exactly the misses, that every recorded run of a rung is one the replay judges, and that
+the bands come from the other runs only (moving a run's own numbers moves no other-runs band)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import ladder_chat as lc
+import ladder_findings as lf
+import ladder_llama as ll
+import ladder_llama_chat as llc
+import ladder_raw as lr
+import ladder_repeat as lrp
+from pytest_anatomy import recordings
+from pytest_anatomy.measure.ladder_stats import ladder_metrics
+from pytest_anatomy.specs.workload_file import Slo
+from pytest_anatomy.theory.deployment import gain_within
+from test_ladder_replay import PRE, _marks, _row, first_batch, gain_of, predicted_gains, run_batches
+
+HERE = Path(__file__).parent
+RESULTS = HERE.parent / "results"
+USERS = {"chat": lc.USERS, "rag": 16}  # each workload's closed-loop concurrency (workloads/*.json)
+KEYS = list(lrp.RUNS)
+KEY_IDS = [f"{s}-{w}-{m}" for m, w, s in KEYS]
+
+
+def _slo(workload: str) -> Slo:
+    slo = json.loads((HERE / "workloads" / f"{workload}.json").read_text())["slo"]
+    return Slo(slo["ttft_ms"], slo["itl_ms"])
+
+
+def _name(key: tuple[str, str, str], parent: bool = False) -> str:
+    model, workload, step = key
+    return f"{model}.{workload}.{lrp.PARENT[step] if parent else step}"
+
+
+def _recs(key: tuple[str, str, str], run: int) -> tuple[Any, Any]:
+    """Run `run` of the rung and the parent run its gains divide by, from the recordings (by stamp)."""
+    return (recordings.load_latest(RESULTS, lrp.MEASURED_ON, "deployment", _name(key), lrp.RUNS[key][run - 1]),
+            recordings.load_latest(RESULTS, lrp.MEASURED_ON, "deployment", _name(key, True),
+                                   lrp.PARENT_RUNS[key][run - 1]))
+
+
+def _raws(key: tuple[str, str, str], run: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    return (lr.raw_run(lrp.RUNS[key][run - 1], _name(key)), lr.raw_run(lrp.PARENT_RUNS[key][run - 1], _name(key, True)))
+
+
+def _predicted(key: tuple[str, str, str], rec: Any) -> dict[str, float | None]:
+    return predicted_gains(*key, rec)
+
+
+@pytest.mark.parametrize("key", KEYS, ids=KEY_IDS)
+def test_repeat_gains_are_the_recorded_ones(key: tuple[str, str, str]) -> None:
+    """Both runs' gains (the recordings', as the replay reconciles them) and their request-resampled intervals (the
+    kept raw runs, ladder_raw.resampled_gain_interval), each over the parent run PARENT_RUNS names."""
+    metrics = [metric for (*k, metric) in lrp.GAINS if tuple(k) == key]
+    for run in (1, 2):
+        rec, parent = _recs(key, run)
+        raw, raw_parent = _raws(key, run)
+        for metric in metrics:
+            g, lo, hi = lrp.GAINS[(*key, metric)][run - 1]
+            assert round(gain_of(rec, parent, metric) or 0, 4) == g, (run, metric)
+            got = lr.resampled_gain_interval(raw, raw_parent, metric, _slo(key[1]))
+            assert tuple(round(x, 4) for x in got) == (lo, hi), (run, metric)
+
+
+def test_repeat_gains_are_the_misses_and_the_predictions_each_runs() -> None:
+    """GAINS holds exactly the gains outside 20% in either run (no more, no fewer); the n-gram predictions, simulated at
+    each run's own measured E and draft share, are NGRAM_PREDICTED for both runs."""
+    missed = set()
+    for key in KEYS:
+        for run in (1, 2):
+            rec, parent = _recs(key, run)
+            predicted = _predicted(key, rec)
+            if key[2] == "ngram":
+                table = lrp.NGRAM_PREDICTED[key[:2]]
+                assert {m: round(predicted[m] or 0, 4) for m in table} == table, (key, run)
+            for metric, p in predicted.items():
+                g = gain_of(rec, parent, metric)
+                if p and g and not gain_within(p, g):
+                    missed.add((*key, metric))
+    assert missed == set(lrp.GAINS)
+
+
+def test_first_runs_are_the_ladder_tables() -> None:
+    """A first run's interval is the one its ladder module quotes, and its gain the module's (the modules read some
+    gains off the raw runs, these the recordings: within 5e-4)."""
+    tables: dict[tuple[str, str], dict[tuple[str, str], tuple[float, float, float]]] = {
+        (lf.MODEL, "chat"): lc.GAINS, (llc.MODEL, "chat"): llc.GAINS,
+        (ll.MODEL, "rag"): {k: (g, lo, hi) for k, (g, (lo, hi)) in ll.GAINS.items()},
+        (lf.MODEL, "rag"): {k: (lf.MEASURED_GAINS[k], *v) for k, v in lf.GAIN_INTERVALS.items()}}
+    compared = 0
+    for (model, workload, step, metric), (first, _) in lrp.GAINS.items():
+        quoted = tables[(model, workload)].get((step, metric))
+        if quoted is None:  # inside 20% in the first run: no module row
+            continue
+        assert first[1:] == quoted[1:] and abs(first[0] - quoted[0]) < 5e-4, (model, workload, step, metric)
+        compared += 1
+    assert compared == 41  # every first-run miss of a repeated rung
+
+
+def _engine_value(name: str, run: dict[str, Any], parent: dict[str, Any], workload: str) -> float:
+    who, key = (parent, name.removeprefix("parent_")) if name.startswith("parent_") else (run, name)
+    reqs, users = who["requests"], USERS[workload]
+    if key in ("step_1", "step_n"):
+        return round(lr.pure_step_ms(reqs, 1 if key == "step_1" else users), 2)
+    if key == "window":
+        return round(lr.prompt_window_ms(reqs), 1)
+    if key.startswith("burst_"):
+        steps, ms = lr.opening_burst(reqs, users)
+        return steps if key == "burst_steps" else round(ms)
+    if key.startswith("tail_"):
+        tail = lr.itl_tail(reqs)
+        return tail[{"tail_tokens": "tokens", "tail_one": "one_token", "tail_early": "early"}[key]]
+    return round(ladder_metrics(lr.records(who), who["start"], _slo(workload))[key] * 1e3, 2)
+
+
+@pytest.mark.parametrize("key", KEYS, ids=KEY_IDS)
+def test_repeat_engine_numbers_are_the_recorded_ones(key: tuple[str, str, str]) -> None:
+    """ENGINE (the numbers WHY quotes), from each run's and its parent's kept raw requests."""
+    for run in (1, 2):
+        raw, raw_parent = _raws(key, run)
+        got = {name: _engine_value(name, raw, raw_parent, key[1]) for name in lrp.ENGINE[key][run - 1]}
+        assert got == lrp.ENGINE[key][run - 1], run
+
+
+@pytest.mark.parametrize("key", [k for k in KEYS if k[2] == "ngram"], ids=lambda k: f"{k[1]}-{k[0]}")
+def test_ngram_repeats_drafted_as_their_first_runs(key: tuple[str, str, str]) -> None:
+    """'Run 2 drafted exactly as run 1': the same drafts and accepted tokens per position, and the same stream."""
+    counters = [{k: v for k, v in _recs(key, run)[0].measurements.items() if k.startswith("counters.vllm:spec_decode")}
+                for run in (1, 2)]
+    assert counters[0] and counters[0] == counters[1]
+    streams = [[r["chunk_tokens"] for r in sorted(_raws(key, run)[0]["requests"], key=lambda r: r["id"])]
+               for run in (1, 2)]
+    assert streams[0] == streams[1]
+
+
+def test_every_recorded_run_is_judged() -> None:
+    """Every recorded run of every ladder rung on the card is one the replay judges (run_batches: one case per run),
+    and each gain's parent follows the rule: the parent's run of the same batch where that batch ran one, else the
+    parent's first run. A third run would fail here until it is given its case and its findings."""
+    for model, ladders in PRE["ladders"].items():
+        for workload, rows in ladders.items():
+            for row in rows:
+                name = f"{model}.{workload}.{row['step']}"
+                stamps = tuple(p.name.split("@")[1].removesuffix(".json")
+                               for p in recordings.candidates(RESULTS, lrp.MEASURED_ON, "deployment", name))
+                assert stamps == run_batches(model, workload, row["step"]), name
+    for key, batches in lrp.RUNS.items():
+        parent = _row(*key)["parent"]
+        assert parent == lrp.PARENT[key[2]]
+        for run, batch in enumerate(batches, 1):
+            same = batch in run_batches(key[0], key[1], parent)
+            assert lrp.PARENT_RUNS[key][run - 1] == (batch if same else first_batch(key[0], key[1], parent)), key
+
+
+@pytest.mark.parametrize("key", KEYS, ids=KEY_IDS)
+def test_a_repeats_findings_are_its_misses_under_its_first_runs_ids(key: tuple[str, str, str]) -> None:
+    """The repeat's case carries one finding per missed gain; where the first run missed too, under the same finding;
+    every repeated gain's band is other-runs exactly where every other run's band holds it."""
+    predicted = _row(*key)["gain"] or {}
+    first = {m.kwargs["quantity"]: m for m in _marks(*key)}
+    repeat = {m.kwargs["quantity"]: m for m in _marks(*key, 2)}
+    for (*k, metric), (g1, g2) in lrp.GAINS.items():
+        if tuple(k) != key:
+            continue
+        p = lrp.predicted_of(*key, metric, predicted)
+        assert p is not None
+        quantity = f"{key[1]}.{key[2]}.{metric}.gain"
+        for run, marks, g in ((1, first, g1), (2, repeat, g2)):
+            assert (quantity in marks) == lrp.misses(*key, metric, run, p), (run, metric)
+            if quantity in marks:
+                band, band_from, _ = lrp.banded(*key, metric, run, p)
+                assert (marks[quantity].kwargs["expected"], marks[quantity].kwargs["band_from"]) == (band, band_from)
+                assert (band_from == "other-runs") == (band != (round(g[1] / p, 4), round(g[2] / p, 4)))
+        if quantity in first and quantity in repeat:
+            assert first[quantity].args[0] == repeat[quantity].args[0] == lrp.repeat_id(*key, metric), metric
+
+
+def test_a_band_comes_from_the_other_run_and_is_never_widened(monkeypatch) -> None:
+    """Llama-3.1-8B's rag eager ITL p50 gain, held by the other run both ways: its band is the other run's interval,
+    each side widened by sqrt(2), over the prediction, and moving this run's own numbers moves no band; moved outside
+    it, the verdict keeps its own interval (checked-run) and says the size did not repeat."""
+    key, p = (ll.MODEL, "rag", "eager", "itl_p50_s"), 1.5567
+    (g1, lo1, hi1), other = lrp.GAINS[key]
+    band, band_from, _ = lrp.banded(*key[:3], key[3], 1, p)
+    g, lo, hi = other
+    assert band_from == "other-runs"
+    assert band == (round((g - lrp.SQRT2 * (g - lo)) / p, 4), round((g + lrp.SQRT2 * (hi - g)) / p, 4))
+    monkeypatch.setitem(lrp.GAINS, key, ((g1 * 1.01, lo1 * 0.99, hi1 * 1.02), other))
+    assert lrp.banded(*key[:3], key[3], 1, p)[:2] == (band, "other-runs")
+    far = (g * 1.2, lo * 1.2, hi * 1.2)
+    monkeypatch.setitem(lrp.GAINS, key, (far, other))
+    band, band_from, said = lrp.banded(*key[:3], key[3], 1, p)
+    assert (band, band_from) == ((round(far[1] / p, 4), round(far[2] / p, 4)), "checked-run")
+    assert "did not repeat" in said
