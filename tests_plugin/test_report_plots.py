@@ -174,3 +174,20 @@ def test_gap_bars_tooltip_only_a_cut_label() -> None:
     titles = re.findall(r"<title>([^<]*)</title>", svg)
     assert titles == [long_id]
     assert svg.count('class="label"') == 2 and "…" in svg and "+50.0%" in svg and "-50.0%" in svg
+
+
+def test_tuning_ladder_draws_every_run_of_a_rung() -> None:
+    """A rung run again on another engine start keeps its first run's measured dot and adds a ring for the later run
+    in that run's verdict colour (both gains share one prediction); the chart's legend names the ring."""
+    from pytest_anatomy.report.plots_deployment import tuning_ladders
+
+    def gain(measured: float, run: str, verdict: str) -> dict[str, Any]:
+        return _rec("chat.eager.itl_p50_s.gain", 2.0, measured, verdict, suite="deployment", unit="",
+                    prediction={"inputs": {"run": run}, "terms": []})
+
+    again, first = gain(2.9, "20261204T202642Z", "finding"), gain(2.4, "20261202T000111Z", "agree")
+    svg = str(tuning_ladders([again, first])[0])  # ledger order is not run order
+    assert "run 2 (20261204T202642Z)" in svg and "measured again (another engine start)" in svg
+    assert "eager itl_p50_s: measured x2.4" in svg and svg.count('class="ring"') >= 1
+    single = str(tuning_ladders([first])[0])
+    assert "run 2" not in single and "measured again" not in single
