@@ -111,6 +111,35 @@ DECODE_LAUNCH_S = 4e-6  # the gap of one extra back-to-back kernel (the reductio
 DECODE_BLOCK_N = 64
 
 
+@dataclass(frozen=True)
+class DecodeVariant:
+    """A flash-decoding kernel variant: its file, and the prefix of its recordings' names
+    (`<prefix>.b{B}h{H}kv{H_kv}l{L}d{D}`; measure/flashattn_runner.decode_name)."""
+
+    id: str
+    prefix: str
+    fused_reduce: bool
+    module: str
+    title: str
+
+    @property
+    def path(self) -> Path:
+        return HERE / f"{self.module}.py"
+
+
+DECODE_VARIANTS = (
+    DecodeVariant("fd-split-reduce", "fd", False, "decode", "split-K kernel, then a reduction kernel (two launches)"),
+    DecodeVariant("fd2-fused-reduce", "fd2", True, "decode_fused",
+                  "split-K kernel whose last program per (sequence, KV head) reduces: an acq_rel arrival counter, "
+                  "reset by that program (one launch)"),
+)
+def decode_variant(variant_id: str) -> DecodeVariant:
+    for v in DECODE_VARIANTS:
+        if v.id == variant_id:
+            return v
+    raise KeyError(f"no flash-decoding variant {variant_id!r}; variants: {[v.id for v in DECODE_VARIANTS]}")
+
+
 # Nsight Compute launches (scripts/device/flashattn_profile.py; tests_flashattn/test_flashattn_counters.py):
 # every rung at the target shape, the best rung where K/V outgrow the L2's share (the N sweep's 32k
 # shape: 2 heads' K/V in flight, 32 MiB > L2/2) and where one head's K/V alone exceed the L2 (128k:
@@ -147,8 +176,8 @@ def rung(rung_id: str) -> Rung:
     raise KeyError(f"no attention rung {rung_id!r}; rungs: {[r.id for r in LADDER]}")
 
 
-def header(r: Rung) -> dict[str, str]:
-    """The rung file's docstring fields: what_changes, predicted_effect, measured_outcome."""
+def header(r: Rung | DecodeVariant) -> dict[str, str]:
+    """The rung's (or decode variant's) file's docstring fields: what_changes, predicted_effect, measured_outcome."""
     import ast
 
     doc = ast.get_docstring(ast.parse(r.path.read_text(encoding="utf-8"))) or ""
