@@ -10,8 +10,22 @@ back to 0, so the next call needs no memset: the counters (int32, one per (b, kv
 once, when the workspace is allocated. Selected by decode.decode(..., fused_reduce=True); recordings
 `fd2.b{B}h{H}kv{H_kv}l{L}d{D}` beside the two-kernel variant's `fd.` ones (registry.DECODE_VARIANTS).
 
-Predicted effect: not yet written; it is pre-registered, before any run, with its registry entry and the recorded
-lines it stands on (the next commit).
+Predicted effect: memory-bound as decode.py, with one kernel boundary fewer. On the recorded line
+(flashattn_decode_line: each of 25 H200 sessions' 8k and 64k calls, B=8 H=32 H_kv=8 D=128 bf16) the two-kernel
+variant costs a fixed 10.6 us (9.6-11.5) plus K/V streamed at 0.996-1.032 of the read ceiling. The fusion takes 2.5
+us off the fixed part (band 1.0-5.0 us: the reduction kernel's launch gap and run (4 us as stated for it; 2.5-6 us)
+gone, the last split's serialised tail (atomic, partials from L2, O stores: 1-1.5 us) added), so the fixed part
+falls to 8.1 us and, the stream unchanged (the same split_partials body; 255 registers a program in both, 2 programs
+per SM), 8k runs in 68.9 (66.8-69.5) us, at 88.6% (87.6%-91.0%) of the read ceiling over the 25 lines, where the
+two-kernel variant ran in 71.4 (69.3-72.0) us, at 85.5% (84.5%-87.8%) (20/25 at >= 85%); at the band's ends 86.7%
+(85.7%-89.0%) (25/25) and 92.0% (90.9%-94.4%) (25/25); 64k at 98.7% (98.1%-101.5%) (two kernels: 98.2%
+(97.6%-101.0%)). Alternative, outside the band: nothing gained (under 1.0 us), if the release each program now waits
+on before it retires (its partial stores acknowledged, ~0.5-1 us, in each of the 2.2 waves of 576 programs at 2 per
+SM) or the last program's serialised merge costs what the launch saved; 8k then stays on the 85% line. Judged live
+(test_flashattn_gpu.py): beside the two-kernel variant, in the same session on the same inputs, fd2 takes its time
+less 1.0-5.0 us (mid 2.5) at 8k and 64k, the band widened by both calls' timing noise
+(test_fused_reduction_saves_its_stated_time); and >= 85% of the session's read ceiling at 8k-128k
+(test_flash_decoding_at_least_85pct_of_read_bandwidth, fd2's ids).
 
 Measured outcome: not yet measured.
 """

@@ -133,6 +133,18 @@ DECODE_VARIANTS = (
                   "split-K kernel whose last program per (sequence, KV head) reduces: an acq_rel arrival counter, "
                   "reset by that program (one launch)"),
 )
+# fd2's pre-registered effect (issue 22 item 5; written 2026-12-04 ~21:30, before any run of it): the time it takes off
+# the line's fixed part (~10.6 us: the split-K kernel's start and the reduction kernel's launch and run, which no
+# recording separates; every timing is one CUDA-event pair around both kernels), at the same inputs in the same
+# session. Stated, not fitted: the removed reduction kernel priced as the first pre-registration priced its boundary
+# (DECODE_LAUNCH_S), less what the fusion adds to the end of each group's last program.
+DECODE_FUSED_TAIL_S = 1.5e-6  # the last program's release fence and atomic (~1 us), then its partials read from L2
+DECODE_FUSED_SAVING = _eff(
+    1.0e-6, DECODE_LAUNCH_S - DECODE_FUSED_TAIL_S, 5.0e-6,
+    "the reduction kernel's launch gap and run (4 us as stated for it; 2.5-6 us) gone, the last split's serialised "
+    "tail (atomic, partials from L2, O stores: 1-1.5 us) added")
+
+
 def decode_variant(variant_id: str) -> DecodeVariant:
     for v in DECODE_VARIANTS:
         if v.id == variant_id:
