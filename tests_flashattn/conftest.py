@@ -84,8 +84,18 @@ def pytest_anatomy_live_plan(config: pytest.Config, items: list[pytest.Item]) ->
     from flashattn_cases import live_plan
 
     def cases_of(sweep: bool) -> set[Any]:
-        return {i.callspec.params.get("case") or i.callspec.params.get("d") for i in items
-                if "tests_flashattn" in i.nodeid and getattr(i, "callspec", None)
-                and ("test_flashattn_sweep.py" in i.nodeid) == sweep} - {None}
+        return {key for i in items if "tests_flashattn" in i.nodeid and getattr(i, "callspec", None)
+                and ("test_flashattn_sweep.py" in i.nodeid) == sweep for key in _measured_keys(i.callspec.params)}
 
     return live_plan(cases_of(False), cases_of(True))
+
+
+def _measured_keys(params: Mapping[str, Any]) -> set[Any]:
+    """What one test measures: its attention case; or its decode shape once per flash-decoding variant it times (its
+    `variant` and the one it is timed `beside`, by recording prefix; the two-kernel `fd` where it names none)."""
+    if params.get("case") is not None:
+        return {params["case"]}
+    if params.get("d") is None:
+        return set()
+    variants = [params[k] for k in ("variant", "beside") if k in params] or [None]
+    return {(params["d"], getattr(v, "prefix", "fd")) for v in variants}

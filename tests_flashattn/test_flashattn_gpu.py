@@ -11,7 +11,9 @@ test_flashattn_sweep.py, marked slow, and the rungs' DRAM/L2 bytes test_flashatt
 - every rung, B=4 H=32 N=4096 D=128 bf16, full and causal: 12 cases;
 - the best rung at N=1024 and N=16384, full and causal: 4 cases;
 - the best rung with GQA (8 KV heads) at the target shape, full and causal: 2 cases;
-- flash-decoding, B=8 H=32 H_kv=8 D=128, contexts 8k and 64k: 2 cases.
+- flash-decoding, B=8 H=32 H_kv=8 D=128, contexts 8k and 64k: 2 cases (1k-128k in the full session);
+- fd2, flash-decoding with the reduction fused (added 2026-12-04, before any run), at 8k and 64k beside the
+  two-kernel variant, and at 16k-128k for the 85% target (slow): 5 cases (`-k fd2` selects its 7 tests).
 GPU time estimate, about 90 s in all: Triton compiles about 35 kernels (27 for the rungs' configs
 and masks, 8 more for r6 with GQA: a KV group of 1 is a compile-time specialisation), 0.5-1.3 s
 each measured here for sm_90 (aot.py), ~25 s; autotuning benchmarks 44 (config, shape) pairs at
@@ -32,6 +34,7 @@ import pytest
 from flashattn_cases import Case, as_ceilings, decode_prediction, predict
 from flashattn_decode_line import SHAPE, Line, decode_line_marks, timing_noise_s, weights
 from flashattn_decode_line import FIT_CONTEXTS as FIRST_DECODE_CONTEXTS
+import flashattn_fd2 as fd2
 from flashattn_findings import decode_target_marks
 from flashattn_r8_findings import target_marks
 
@@ -64,6 +67,7 @@ CASES = (
 # FIRST_DECODE_CONTEXTS (8k, 64k) run in every session, fast subset too: the held-out line is drawn through them.
 DECODE_CONTEXTS, DECODE_TARGET_FROM = (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072), 8192
 DECODES = [at.DecodeShape(context=ctx, **SHAPE) for ctx in DECODE_CONTEXTS]
+SPLIT, FUSED = registry.DECODE_VARIANTS  # the two-kernel flash-decoding (fd.*) and the fused reduction (fd2.*)
 
 
 def _fast_or_slow(case: Case) -> Any:
@@ -164,17 +168,17 @@ def _noise_band(request: Any, target: Any, rec: Any) -> tuple[float, float] | No
     return ff.target_noise_band(test, rec, ff.other_runs(folders, target.name, rec))
 
 
-def _decode_live(d: at.DecodeShape) -> Any:
+def _decode_live(d: at.DecodeShape, variant: registry.DecodeVariant = SPLIT) -> Any:
     from pytest_anatomy.measure.flashattn_runner import live_decode
 
     return lambda: live_decode(batch=d.batch, heads=d.heads, kv_heads=d.kv_heads, context=d.context,
-                               head_dim=d.head_dim)
+                               head_dim=d.head_dim, variant=variant.id)
 
 
-def _decode_name(d: at.DecodeShape) -> str:
+def _decode_name(d: at.DecodeShape, variant: registry.DecodeVariant = SPLIT) -> str:
     from pytest_anatomy.measure.flashattn_runner import decode_name
 
-    return decode_name(d.batch, d.heads, d.kv_heads, d.context, d.head_dim)
+    return decode_name(d.batch, d.heads, d.kv_heads, d.context, d.head_dim, variant.id)
 
 
 def _decode_slow(d: at.DecodeShape) -> tuple[Any, ...]:
@@ -232,12 +236,31 @@ def test_flash_decoding_on_the_line_through_8k_and_64k(d: at.DecodeShape, measur
                   "where larger (one pair is a one-sample estimate), the fit points' carried through the line's weights")
 
 
-@pytest.mark.parametrize("d", [pytest.param(d, id=_decode_name(d), marks=(*decode_target_marks(_decode_name(d)),
-                                                                             *_decode_slow(d)))
-                               for d in DECODES if d.context >= DECODE_TARGET_FROM])
-def test_flash_decoding_at_least_85pct_of_read_bandwidth(d: at.DecodeShape, target: Any, measured_once: Any,
-                                                         ceilings_for: Any, reconcile: Any) -> None:
-    rec = measured_once(_decode_name(d), _decode_live(d))
+@pytest.mark.parametrize("d, variant, beside", [pytest.param(d, FUSED, SPLIT, id=_decode_name(d, FUSED))
+                                                for d in DECODES if d.context in FIRST_DECODE_CONTEXTS])
+def test_fused_reduction_saves_its_stated_time(d: at.DecodeShape, variant: registry.DecodeVariant,
+                                               beside: registry.DecodeVariant, target: Any, measured_once: Any,
+                                               reconcile: Any, anatomy_benchmark: Any) -> None:
+    """fd2 (one kernel, the reduction fused: decode_fused.py) against the two-kernel variant timed in the same session
+    on the same inputs: that time less registry.DECODE_FUSED_SAVING, pre-registered before any run of fd2
+    (flashattn_fd2.saving_prediction). Replayed, a session without fd2's recording skips."""
+    rec = measured_once(_decode_name(d, variant), _decode_live(d, variant))
+    anatomy_benchmark(rec, "time")
+    split = measured_once(_decode_name(d, beside), _decode_live(d, beside), beside=rec)  # same session, same seed
+    pred, band, why = fd2.saving_prediction(split["time"].value, timing_noise_s(split), timing_noise_s(rec))
+    reconcile("time_vs_two_kernels", pred, rec["time"], ratio=band, hardware=target.name, why=why)
+
+
+# Issue 22's 85% target for both variants from 8k up (fd2 joined 2026-12-04, before any run of it: its 16k-128k slow).
+TARGET_DECODES = [(d, v) for v in registry.DECODE_VARIANTS for d in DECODES if d.context >= DECODE_TARGET_FROM]
+
+
+@pytest.mark.parametrize("d, variant", [pytest.param(d, v, id=_decode_name(d, v), marks=(
+    *decode_target_marks(_decode_name(d, v)), *_decode_slow(d))) for d, v in TARGET_DECODES])
+def test_flash_decoding_at_least_85pct_of_read_bandwidth(d: at.DecodeShape, variant: registry.DecodeVariant,
+                                                         target: Any, measured_once: Any, ceilings_for: Any,
+                                                         reconcile: Any) -> None:
+    rec = measured_once(_decode_name(d, variant), _decode_live(d, variant))
     ceil = ceilings_for(rec)
     kv = at.decode_kv_bytes(d)
     pred = Prediction(kv.value / (DECODE_FRACTION * ceil.read_bandwidth), "s", "KV bytes / (0.85 * BW_read)",

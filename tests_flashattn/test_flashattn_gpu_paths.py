@@ -50,12 +50,14 @@ def fake_case(rung_id, *, batch, heads, n, head_dim, causal, kv_heads=None, **kw
     pred, _, _ = g.predict(case, ceil, hardware.get_hardware("__CARD__"))
     return _result(pred.value, {"rung": rung_id, "config": {"BLOCK_M": 128}})
 
-def fake_decode(*, batch, heads, kv_heads, context, head_dim, **kw):
+def fake_decode(*, batch, heads, kv_heads, context, head_dim, variant="fd-split-reduce", **kw):
+    from pytest_anatomy.kernels.flashattn import registry
     from pytest_anatomy.theory import attention as at
     d = at.DecodeShape(batch, heads, kv_heads, context, head_dim)
     ceil = at.Ceilings(CEIL["matmul_bf16.value"]["value"], CEIL["read_bandwidth.value"]["value"], "fake")
     t = at.decode_time(d, at.decode_splits(d, 132, 64), ceil, launch_s=4e-6, bandwidth_fraction=0.93).value
-    return _result(t, {"kernel": "flash-decoding"})
+    fused = registry.decode_variant(variant).fused_reduce  # fd2: the stated saving's mid off the two-kernel time
+    return _result(t - registry.DECODE_FUSED_SAVING.mid * fused, {"kernel": "flash-decoding", "variant": variant})
 
 def pytest_configure(config):
     hardware.detect = lambda *a, **k: FAKE_GPU
@@ -93,11 +95,13 @@ def test_gpu_suite_runs_live_records_then_replays(tmp_path: Path) -> None:
     results = tmp_path / "results"
     live = _run(root, tmp_path, results, "--anatomy-source=live", "--anatomy-record")
     assert live.returncode == 0, live.stdout[-3000:] + live.stderr[-2000:]
-    assert "88 passed, 29 resolved" in live.stdout, live.stdout[-2000:]
+    assert "95 passed, 29 resolved" in live.stdout, live.stdout[-2000:]
     cases = sorted(p.name.split("@")[0] for p in (results / FAKE_CARD / "flashattn").glob("*.json"))
-    # 28 forward cases (6 in fp16; r8's 4 joined 2026-12-04) + 8 decode contexts + the sweep's 18 (r6), 20 (r7) and
-    # 20 (r8) beyond them, each measured once (the sweep's N=4096 D=128 MHA cases are the timing tests' recordings)
-    assert len(cases) == 94 and len(set(cases)) == 94
+    # 28 forward cases (6 in fp16; r8's 4 joined 2026-12-04) + 8 decode contexts + fd2's 5 (8k-128k; 2026-12-04) + the
+    # sweep's 18 (r6), 20 (r7) and 20 (r8) beyond them, each measured once (the sweep's N=4096 D=128 MHA cases are the
+    # timing tests' recordings; fd2's saving test reads the two-kernel 8k and 64k the other tests measure)
+    assert len(cases) == 99 and len(set(cases)) == 99
+    assert sum(c.startswith("fd2.") for c in cases) == 5
     ceilings = list((results / FAKE_CARD / "ceilings").glob("ceilings@*.json"))
     assert len(ceilings) == 1  # measured once for the whole session
     stamp = json.loads(ceilings[0].read_text())["recorded_at"]
@@ -105,7 +109,7 @@ def test_gpu_suite_runs_live_records_then_replays(tmp_path: Path) -> None:
         assert json.loads(p.read_text())["provenance"]["ceilings_recorded_at"] == stamp
     replay = _run(root, tmp_path, results, "--anatomy-source=recorded")
     assert replay.returncode == 0, replay.stdout[-3000:] + replay.stderr[-2000:]
-    assert "88 passed, 29 resolved" in replay.stdout, replay.stdout[-2000:]
+    assert "95 passed, 29 resolved" in replay.stdout, replay.stdout[-2000:]
 
 
 def test_a_failing_gluon_rung_fails_its_own_cases_and_the_targets_go_on_without_it(tmp_path: Path,
@@ -120,9 +124,9 @@ def test_a_failing_gluon_rung_fails_its_own_cases_and_the_targets_go_on_without_
     live = _run(root, tmp_path, results, "--anatomy-source=live", "--anatomy-record")
     failed = [line for line in live.stdout.splitlines() if line.startswith("FAILED")]
     assert len(failed) == 26 and all("r7-warp-specialized" in line for line in failed), live.stdout[-3000:]
-    assert "26 failed, 71 passed, 20 resolved" in live.stdout, live.stdout[-2000:]
+    assert "26 failed, 78 passed, 20 resolved" in live.stdout, live.stdout[-2000:]
     cases = {p.name.split("@")[0] for p in (results / FAKE_CARD / "flashattn").glob("*.json")}
-    assert len(cases) == 70 and not any("r7" in c for c in cases)
+    assert len(cases) == 75 and not any("r7" in c for c in cases)
 
 
 # per Gluon rung's sweep alone: its cases, and what its fake run reports (r7's 9 sweep findings and r8's 11 resolve:
@@ -157,3 +161,22 @@ def test_a_gluon_rungs_sweep_alone_records_its_cases_then_replays(tmp_path: Path
     assert f"{passed}, 44 skipped{resolved}" in replay.stdout, replay.stdout[-2000:]
     skipped = [line for line in replay.stdout.splitlines() if line.startswith("SKIPPED")]
     assert len(skipped) == 44 and not any(f"fa2.{rung}." in line for line in skipped), skipped
+
+
+def test_the_fd2_call_records_its_cases_then_replays(tmp_path: Path) -> None:
+    """fd2's device call (docs/RECORDING.md, its last section: `live_session.sh start fd2
+    tests_flashattn/test_flashattn_gpu.py -k fd2 --anatomy-record`): its 7 tests pass on the fake H200 (a fake fd2 call
+    takes the two-kernel time less the stated saving's mid), 7 calls are recorded beside one ceilings recording (fd2
+    at 8k-128k and the two-kernel 8k and 64k it is timed beside), and replayed the same 7 tests read them."""
+    root = Path(__file__).resolve().parents[1]
+    _fake_plugin(tmp_path)
+    results = tmp_path / "results"
+    only = ("tests_flashattn/test_flashattn_gpu.py",)
+    live = _run(root, tmp_path, results, "--anatomy-source=live", "--anatomy-record", "-k", "fd2", files=only)
+    assert live.returncode == 0 and "7 passed" in live.stdout, live.stdout[-3000:] + live.stderr[-2000:]
+    written = sorted(p.name.split("@")[0] for p in (results / FAKE_CARD / "flashattn").glob("*.json"))
+    assert written == sorted([f"fd2.b8h32kv8l{c}d128" for c in (8192, 16384, 32768, 65536, 131072)]
+                             + [f"fd.b8h32kv8l{c}d128" for c in (8192, 65536)]), written
+    assert len(list((results / FAKE_CARD / "ceilings").glob("ceilings@*.json"))) == 1
+    replay = _run(root, tmp_path, results, "--anatomy-source=recorded", "-k", "fd2", files=only)
+    assert replay.returncode == 0 and "7 passed" in replay.stdout, replay.stdout[-3000:] + replay.stderr[-2000:]

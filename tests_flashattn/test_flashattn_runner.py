@@ -70,6 +70,18 @@ def test_live_decode_runs_checks_times_and_records(fake_timing: list[str]) -> No
     _recordable(out, fr.decode_name(2, 8, 2, 150, 32))["sdpa_flash_time"]
 
 
+def test_live_decode_of_fd2_checks_its_counters_and_records_apart(fake_timing: list[str]) -> None:
+    """The fused reduction through the runner: checked after its compile call and a poisoned second call on the same
+    workspace, its counters back at 0, recorded as `fd2.` with its variant in the provenance."""
+    fused = registry.DECODE_VARIANTS[1].id
+    out = fr.live_decode(batch=2, heads=8, kv_heads=2, context=150, head_dim=32, dtype="fp16", device="cpu",
+                         block_n=16, variant=fused)
+    check = out["data"]["correctness"]
+    assert check["status"] == "ok" and check["counters_reset"] is True
+    assert out["provenance"]["variant"] == fused and out["provenance"]["config"]["fused_reduce"] is True
+    assert _recordable(out, fr.decode_name(2, 8, 2, 150, 32, fused)).name.startswith("fd2.")
+
+
 def test_a_wrong_kernel_is_refused_before_timing(monkeypatch: pytest.MonkeyPatch, fake_timing: list[str]) -> None:
     from pytest_anatomy.kernels.flashattn import launch
 

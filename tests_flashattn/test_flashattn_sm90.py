@@ -84,3 +84,19 @@ def test_the_target_rungs_compile_in_fp16_too(d: int) -> None:
     rows = json.loads(proc.stdout)
     assert {r["rung"] for r in rows} == set(TARGET_RUNGS)
     assert all(r["shared_bytes"] <= SM90_MAX_SHARED and r["wgmma"] > 0 and r["tma_loads"] > 0 for r in rows), rows
+
+
+def test_fused_decodings_release_follows_a_barrier_at_the_split_kernels_occupancy(compiled: list[dict]) -> None:
+    """fd2 (decode_fused.py) lowered for sm_90 at the H200 shape: one acq_rel atomic at GPU scope, issued by one thread
+    after a CTA barrier that follows every partial store (so the release covers all of the program's stores); the
+    same registers (255: 2 programs of 4 warps per SM, as flashattn_fd2's prediction states) and shared memory as the
+    two-kernel variant's split-K kernel, whose body it shares; no other attention kernel has an atomic."""
+    import flashattn_fd2 as fd2
+
+    by_kernel = {row["kernel"]: row for row in compiled if row["rung"] == "flash-decoding"}
+    fused, split = by_kernel["decode_split_fused"], by_kernel["decode_split"]
+    assert fused["acq_rel_atomics"] == 1 and fused["barrier_before_atomic"] is True, fused
+    assert all(row["acq_rel_atomics"] == 0 for row in compiled if row is not fused)
+    assert fused["registers"] == split["registers"] == fd2.REGISTERS and fused["shared_bytes"] == split["shared_bytes"]
+    per_sm = 65536 // (-(-fused["registers"] // 8) * 8 * 32 * fused["num_warps"])  # the register file, 8-reg units
+    assert per_sm == fd2.PROGRAMS_PER_SM, per_sm

@@ -34,6 +34,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pytest_anatomy.kernels.flashattn import reference
+from pytest_anatomy.kernels.flashattn.registry import DECODE_VARIANTS, decode_variant
 from pytest_anatomy.kernels.flashattn.registry import rung as rung_by_id
 from pytest_anatomy.measure.kernel_runner import FLUSH_BYTES, clock_brief, time_flushed
 
@@ -70,8 +71,11 @@ def case_name(rung: str, batch: int, heads: int, n: int, head_dim: int, causal: 
     return f"fa2.{rung}.b{batch}h{heads}{kv}n{n}d{head_dim}.{'causal' if causal else 'full'}{suffix}"
 
 
-def decode_name(batch: int, heads: int, kv_heads: int, context: int, head_dim: int) -> str:
-    return f"fd.b{batch}h{heads}kv{kv_heads}l{context}d{head_dim}"
+def decode_name(batch: int, heads: int, kv_heads: int, context: int, head_dim: int,
+                variant: str = DECODE_VARIANTS[0].id) -> str:
+    """`fd.b{B}h{H}kv{H_kv}l{L}d{D}` for the two-kernel flash-decoding, `fd2.` for the fused reduction (its variant's
+    prefix, registry.DECODE_VARIANTS)."""
+    return f"{decode_variant(variant).prefix}.b{batch}h{heads}kv{kv_heads}l{context}d{head_dim}"
 
 
 def _torch_dtype(torch: Any, dtype: str, device: str) -> Any:
@@ -326,8 +330,10 @@ def check_decode(q: Any, k: Any, v: Any, o: Any, lse: Any, *, sm_scale: float, d
 @_warnings_recorded
 def live_decode(*, batch: int, heads: int, kv_heads: int, context: int, head_dim: int, dtype: str = "bf16",
                 runs: int = 30, warmup: int = 5, seed: int = 0, device: str = "cuda",
-                block_n: int = 64) -> dict[str, Any]:
-    """Flash-decoding for `batch` single-token queries over `context` tokens, beside sdpa."""
+                block_n: int = 64, variant: str = DECODE_VARIANTS[0].id) -> dict[str, Any]:
+    """Flash-decoding (`variant`: registry.DECODE_VARIANTS) for `batch` single-token queries over `context` tokens,
+    beside sdpa. The fused reduction's counters must be back at 0 after the checked call (its compile call ran
+    before it on the same workspace, so the check is already a second call's)."""
     import torch
 
     from pytest_anatomy.kernels.flashattn import decode
@@ -341,10 +347,12 @@ def live_decode(*, batch: int, heads: int, kv_heads: int, context: int, head_dim
     lse = torch.empty(batch, heads, 1, dtype=torch.float32, device=device)
     sm_scale = 1.0 / math.sqrt(head_dim)
     splits = decode.splits_for(batch, kv_heads, context, _sm_count(device), block_n)
-    ws = decode.workspace_for(q, splits)
+    fused = decode_variant(variant).fused_reduce
+    ws = decode.workspace_for(q, splits, fused)
 
     def run() -> Any:
-        return decode.decode(q, k, v, o, lse, sm_scale=sm_scale, splits=splits, workspace=ws, block_n=block_n)
+        return decode.decode(q, k, v, o, lse, sm_scale=sm_scale, splits=splits, workspace=ws, block_n=block_n,
+                             fused_reduce=fused)
 
     t0 = time.perf_counter()
     config = run()
@@ -355,17 +363,22 @@ def live_decode(*, batch: int, heads: int, kv_heads: int, context: int, head_dim
     run()
     _sync(device)
     check = check_decode(q, k, v, o, lse, sm_scale=sm_scale, dtype=dtype)
+    if fused:
+        check["counters_reset"] = bool((ws["CNT"] == 0).all())
+        check["status"] = check["status"] if check["counters_reset"] else "wrong"
     if check["status"] != "ok":
-        raise WrongOutput(f"flash-decoding gave a wrong result at B={batch} H={heads} H_kv={kv_heads} L={context} "
-                          f"D={head_dim}: max |O err| {check['o_max_abs_error']:.3g} (tol {check['o_tolerance']:.3g}),"
-                          f" max |LSE err| {check['lse_max_abs_error']:.3g} (tol {check['lse_tolerance']:.3g})")
+        raise WrongOutput(f"flash-decoding ({variant}) gave a wrong result at B={batch} H={heads} H_kv={kv_heads} "
+                          f"L={context} D={head_dim}: max |O err| {check['o_max_abs_error']:.3g} (tol {check['o_tolerance']:.3g}),"
+                          f" max |LSE err| {check['lse_max_abs_error']:.3g} (tol {check['lse_tolerance']:.3g})"
+                          f"{'' if check.get('counters_reset', True) else '; its arrival counters were not reset'}")
     t_fd, t_default, t_flash, t_repeat, gqa_how, flush = _time_beside_sdpa(run, q, k, v, False, device, runs, warmup)
     settings = {"batch": batch, "heads": heads, "kv_heads": kv_heads, "context": context, "head_dim": head_dim,
                 "dtype": dtype, "sm_scale": sm_scale, "runs": runs, "warmup": warmup, "seed": seed,
                 "splits": config["splits"], "l2_flush_bytes": flush.numel() * 4, "device": device}
     return {"measurements": {"time": _measurement(t_fd), "time_repeat": _measurement(t_repeat),
                              "sdpa_default_time": _measurement(t_default), "sdpa_flash_time": _measurement(t_flash)},
-            "provenance": {**_versions(device), "kernel": "flash-decoding", "config": config, "settings": settings,
+            "provenance": {**_versions(device), "kernel": "flash-decoding" + (", reduction fused" if fused else ""),
+                           "variant": variant, "config": config, "settings": settings,
                            "compile_s": compile_s, "sdpa_gqa": gqa_how},
             "data": {"config": config, "settings": settings, "correctness": check,
                      "timings": {"rung": t_fd, "rung_repeat": t_repeat, "sdpa_default": t_default,

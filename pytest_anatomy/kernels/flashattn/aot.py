@@ -54,6 +54,8 @@ def _signature(fn: Any, dtype: str, block: dict[str, int], d: int) -> dict[str, 
             sig[name] = _descriptor(fn, dtype, rows, d)
         elif name in _FP32_POINTERS:
             sig[name] = "*fp32"
+        elif name == "CNT":
+            sig[name] = "*i32"
         elif name in ("Q", "K", "V", "O"):
             sig[name] = f"*{dtype}"
         elif name in _FLOAT_SCALARS:
@@ -87,7 +89,37 @@ def compile_one(fn: Any, constexprs: dict[str, Any], *, dtype: str, d: int, num_
             "maxnreg": maxnreg, "dtype": dtype, "shared_bytes": k.metadata.shared,
             "wgmma": ptx.count("wgmma.mma_async"), "tma_loads": ptx.count("cp.async.bulk.tensor"),
             "setmaxnreg": ptx.count("setmaxnreg"), "total_warps": k.metadata.num_warps,
-            "compile_s": time.perf_counter() - t0}
+            "acq_rel_atomics": ptx.count("atom.global.gpu.acq_rel"), "barrier_before_atomic": _barrier_before_atomic(ptx),
+            **resource_usage(k.asm["cubin"]), "compile_s": time.perf_counter() - t0}
+
+
+def _barrier_before_atomic(ptx: str) -> bool | None:
+    """Whether a CTA barrier (bar.sync) lies between the last global store before the first global atomic and the
+    atomic: every thread's stores then precede one thread's release (None: the kernel has no atomic)."""
+    at = ptx.find("atom.global")
+    if at < 0:
+        return None
+    return "bar.sync" in ptx[ptx.rfind("st.global", 0, at):at]
+
+
+def resource_usage(cubin: bytes) -> dict[str, int]:
+    """{"registers", "stack_bytes"} a thread, read from the cubin by the cuobjdump Triton ships (empty where absent)."""
+    import re
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    import triton
+
+    tool = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
+    if not tool.exists():
+        return {}
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        out = subprocess.run([str(tool), "--dump-resource-usage", f.name], capture_output=True, text=True).stdout
+    m = re.search(r"REG:(\d+) STACK:(\d+)", out)
+    return {"registers": int(m.group(1)), "stack_bytes": int(m.group(2))} if m else {}
 
 
 def rung_jobs(r: Rung, all_configs: bool, dtype: str = "bf16", d: int = 128) -> list[Job]:
@@ -111,10 +143,15 @@ def rung_jobs(r: Rung, all_configs: bool, dtype: str = "bf16", d: int = 128) -> 
 
 
 def decode_jobs(dtype: str = "bf16", d: int = 128) -> list[Job]:
-    from pytest_anatomy.kernels.flashattn import decode
+    """Flash-decoding's launches at the H200 shape (B=8 H=32 H_kv=8: GROUP 4, 9 splits): both kernels of fd, and
+    fd2's one (decode_fused.merge_blocks: every split merged in one step)."""
+    from pytest_anatomy.kernels.flashattn import decode, decode_fused
 
+    block_g, block_s = decode_fused.merge_blocks(4, 9)
     return [(decode.decode_split, {"D": d, "BLOCK_H": 16, "BLOCK_N": decode.BLOCK_N}, 4, 2, None),
-            (decode.decode_reduce, {"D": d, "BLOCK_S": 16}, 4, 3, None)]
+            (decode.decode_reduce, {"D": d, "BLOCK_S": 16}, 4, 3, None),
+            (decode_fused.decode_split_fused, {"D": d, "BLOCK_H": 16, "BLOCK_N": decode.BLOCK_N, "BLOCK_G": block_g,
+                                               "BLOCK_S": block_s}, 4, 2, None)]
 
 
 def compile_all(all_configs: bool = False, dtype: str = "bf16", d: int = 128,

@@ -6,7 +6,8 @@ into SPLITS contiguous chunks; program (b, kv head, split) streams its chunk of 
 and computes, for all GROUP query heads that share the KV head (GQA: the rows of one small
 MMA, padded to 16), a partial output normalised within the chunk and its log-sum-exp. A second
 kernel merges the SPLITS partials per (b, head): O = sum_s exp(lse_s - lse) O_s with
-lse = logsumexp_s lse_s.
+lse = logsumexp_s lse_s. (decode_fused.py, fd2, is this split-K body with the merge fused into
+each group's last program: decode(..., fused_reduce=True).)
 
 Predicted effect: memory-bound: time = K+V bytes / (f x measured read bandwidth) + the
 partials' round trip + one kernel boundary (4 us, stated). f = 0.75-0.95 (mid 0.85): one pass
@@ -29,6 +30,7 @@ from typing import Any
 import triton
 import triton.language as tl
 
+from pytest_anatomy.kernels.flashattn.decode_partials import split_partials
 from pytest_anatomy.kernels.flashattn.decode_rules import BLOCK_N, splits_for
 
 INTERPRETER_BLOCK_N = 16
@@ -38,43 +40,8 @@ __all__ = ["BLOCK_N", "decode", "splits_for", "workspace_for"]
 @triton.jit
 def decode_split(Q, K, V, PO, PL, sqb, sqh, skb, skh, skn, svb, svh, svn, H, GROUP, CTX, SPLITS, chunk, sm_scale,
                  D: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_N: tl.constexpr):
-    bk = tl.program_id(0)
-    split = tl.program_id(1)
-    hkv = H // GROUP
-    b = bk // hkv
-    hk = bk % hkv
-    offs_g = tl.arange(0, BLOCK_H)
-    offs_n = tl.arange(0, BLOCK_N)
-    offs_d = tl.arange(0, D)
-    heads = hk * GROUP + offs_g
-    g_ok = offs_g < GROUP
-    q = tl.load(Q + b * sqb + heads[:, None] * sqh + offs_d[None, :], mask=g_ok[:, None], other=0.0)
-    k_base = K + b * skb + hk * skh
-    v_base = V + b * svb + hk * svh
-    lo = split * chunk
-    hi = tl.minimum(lo + chunk, CTX)
-    qk_scale = sm_scale * 1.4426950408889634
-    m_i = tl.full([BLOCK_H], float("-inf"), tl.float32)
-    l_i = tl.zeros([BLOCK_H], tl.float32)
-    acc = tl.zeros([BLOCK_H, D], tl.float32)
-    for start_n in range(lo, hi, BLOCK_N):
-        cols = start_n + offs_n
-        ok = cols < hi
-        k = tl.load(k_base + cols[:, None].to(tl.int64) * skn + offs_d[None, :], mask=ok[:, None], other=0.0)
-        v = tl.load(v_base + cols[:, None].to(tl.int64) * svn + offs_d[None, :], mask=ok[:, None], other=0.0)
-        s = tl.dot(q, tl.trans(k)) * qk_scale
-        s = tl.where(ok[None, :], s, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s, 1))
-        alpha = tl.math.exp2(m_i - m_new)
-        p = tl.math.exp2(s - m_new[:, None])
-        l_i = l_i * alpha + tl.sum(p, 1)
-        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
-        m_i = m_new
-    l_div = tl.where(l_i > 0, l_i, 1.0)
-    row = (b * H + heads) * SPLITS + split  # partials [B, H, SPLITS, D] and [B, H, SPLITS]
-    tl.store(PO + row[:, None] * D + offs_d[None, :], acc / l_div[:, None], mask=g_ok[:, None])
-    lse2 = tl.where(l_i > 0, m_i + tl.math.log2(l_div), float("-inf"))  # an empty split weighs nothing
-    tl.store(PL + row, lse2, mask=g_ok)
+    split_partials(Q, K, V, PO, PL, sqb, sqh, skb, skh, skn, svb, svh, svn, H, GROUP, CTX, SPLITS, chunk, sm_scale,
+                   D, BLOCK_H, BLOCK_N)
 
 
 @triton.jit
@@ -95,17 +62,25 @@ def decode_reduce(PO, PL, O, LSE, sob, soh, H, SPLITS, D: tl.constexpr, BLOCK_S:
     tl.store(LSE + bh, (m + tl.math.log2(total)) * 0.6931471805599453)
 
 
-def workspace_for(q: Any, splits: int) -> dict[str, Any]:
+def workspace_for(q: Any, splits: int, fused_reduce: bool = False) -> dict[str, Any]:
+    """The partials (fp32); with fused_reduce, also the per-(b, kv head) arrival counters, zeroed here once (the
+    fused kernel sets each back to 0 after its group's reduction: decode_fused.py). One counter per query head covers
+    every H_kv that divides H."""
     import torch
 
     b, h, _, d = q.shape
-    return {"PO": torch.empty(b * h * splits * d, dtype=torch.float32, device=q.device),
-            "PL": torch.empty(b * h * splits, dtype=torch.float32, device=q.device)}
+    ws = {"PO": torch.empty(b * h * splits * d, dtype=torch.float32, device=q.device),
+          "PL": torch.empty(b * h * splits, dtype=torch.float32, device=q.device)}
+    if fused_reduce:
+        ws["CNT"] = torch.zeros(b * h, dtype=torch.int32, device=q.device)
+    return ws
 
 
 def decode(q: Any, k: Any, v: Any, o: Any, lse: Any, *, sm_scale: float, splits: int,
-           workspace: Mapping[str, Any] | None = None, block_n: int = BLOCK_N, num_warps: int = 4) -> dict[str, Any]:
-    """q [B, H, 1, D]; k, v [B, H_kv, L, D]; o [B, H, 1, D]; lse [B, H, 1] fp32."""
+           workspace: Mapping[str, Any] | None = None, block_n: int = BLOCK_N, num_warps: int = 4,
+           fused_reduce: bool = False) -> dict[str, Any]:
+    """q [B, H, 1, D]; k, v [B, H_kv, L, D]; o [B, H, 1, D]; lse [B, H, 1] fp32. fused_reduce: one kernel whose last
+    split per (b, kv head) reduces (decode_fused.py, registry.DECODE_VARIANTS' fd2), instead of a second kernel."""
     from pytest_anatomy.kernels.flashattn.launch import BadAttentionInput
 
     b, h, one, d = q.shape
@@ -119,11 +94,18 @@ def decode(q: Any, k: Any, v: Any, o: Any, lse: Any, *, sm_scale: float, splits:
     group = h // hkv
     chunk = -(-(-(-ctx // splits)) // block_n) * block_n  # a whole number of tiles per split
     splits = -(-ctx // chunk)
-    ws = workspace if workspace is not None else workspace_for(q, splits)
+    ws = workspace if workspace is not None else workspace_for(q, splits, fused_reduce)
     block_h = max(16, triton.next_power_of_2(group))
+    config = {"BLOCK_N": block_n, "BLOCK_H": block_h, "splits": splits, "chunk": chunk, "num_warps": num_warps}
+    if fused_reduce:
+        from pytest_anatomy.kernels.flashattn import decode_fused
+
+        decode_fused.launch(q, k, v, o, lse, ws, sm_scale=sm_scale, group=group, splits=splits, chunk=chunk,
+                            block_h=block_h, block_n=block_n, num_warps=num_warps)
+        return {**config, "fused_reduce": True}
     decode_split[(b * hkv, splits)](q, k, v, ws["PO"], ws["PL"], q.stride(0), q.stride(1), k.stride(0), k.stride(1),
                                     k.stride(2), v.stride(0), v.stride(1), v.stride(2), h, group, ctx, splits, chunk,
                                     sm_scale, D=d, BLOCK_H=block_h, BLOCK_N=block_n, num_warps=num_warps, num_stages=2)
     decode_reduce[(b * h,)](ws["PO"], ws["PL"], o, lse, o.stride(0), o.stride(1), h, splits, D=d,
                             BLOCK_S=max(2, triton.next_power_of_2(splits)), num_warps=4)
-    return {"BLOCK_N": block_n, "BLOCK_H": block_h, "splits": splits, "chunk": chunk, "num_warps": num_warps}
+    return config

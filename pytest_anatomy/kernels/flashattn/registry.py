@@ -111,6 +111,47 @@ DECODE_LAUNCH_S = 4e-6  # the gap of one extra back-to-back kernel (the reductio
 DECODE_BLOCK_N = 64
 
 
+@dataclass(frozen=True)
+class DecodeVariant:
+    """A flash-decoding kernel variant: its file, and the prefix of its recordings' names
+    (`<prefix>.b{B}h{H}kv{H_kv}l{L}d{D}`; measure/flashattn_runner.decode_name)."""
+
+    id: str
+    prefix: str
+    fused_reduce: bool
+    module: str
+    title: str
+
+    @property
+    def path(self) -> Path:
+        return HERE / f"{self.module}.py"
+
+
+DECODE_VARIANTS = (
+    DecodeVariant("fd-split-reduce", "fd", False, "decode", "split-K kernel, then a reduction kernel (two launches)"),
+    DecodeVariant("fd2-fused-reduce", "fd2", True, "decode_fused",
+                  "split-K kernel whose last program per (sequence, KV head) reduces: an acq_rel arrival counter, "
+                  "reset by that program (one launch)"),
+)
+# fd2's pre-registered effect (issue 22 item 5; written 2026-12-04 ~21:30, before any run of it): the time it takes off
+# the line's fixed part (~10.6 us: the split-K kernel's start and the reduction kernel's launch and run, which no
+# recording separates; every timing is one CUDA-event pair around both kernels), at the same inputs in the same
+# session. Stated, not fitted: the removed reduction kernel priced as the first pre-registration priced its boundary
+# (DECODE_LAUNCH_S), less what the fusion adds to the end of each group's last program.
+DECODE_FUSED_TAIL_S = 1.5e-6  # the last program's release fence and atomic (~1 us), then its partials read from L2
+DECODE_FUSED_SAVING = _eff(
+    1.0e-6, DECODE_LAUNCH_S - DECODE_FUSED_TAIL_S, 5.0e-6,
+    "the reduction kernel's launch gap and run (4 us as stated for it; 2.5-6 us) gone, the last split's serialised "
+    "tail (atomic, partials from L2, O stores: 1-1.5 us) added")
+
+
+def decode_variant(variant_id: str) -> DecodeVariant:
+    for v in DECODE_VARIANTS:
+        if v.id == variant_id:
+            return v
+    raise KeyError(f"no flash-decoding variant {variant_id!r}; variants: {[v.id for v in DECODE_VARIANTS]}")
+
+
 # Nsight Compute launches (scripts/device/flashattn_profile.py; tests_flashattn/test_flashattn_counters.py):
 # every rung at the target shape, the best rung where K/V outgrow the L2's share (the N sweep's 32k
 # shape: 2 heads' K/V in flight, 32 MiB > L2/2) and where one head's K/V alone exceed the L2 (128k:
@@ -147,8 +188,8 @@ def rung(rung_id: str) -> Rung:
     raise KeyError(f"no attention rung {rung_id!r}; rungs: {[r.id for r in LADDER]}")
 
 
-def header(r: Rung) -> dict[str, str]:
-    """The rung file's docstring fields: what_changes, predicted_effect, measured_outcome."""
+def header(r: Rung | DecodeVariant) -> dict[str, str]:
+    """The rung's (or decode variant's) file's docstring fields: what_changes, predicted_effect, measured_outcome."""
     import ast
 
     doc = ast.get_docstring(ast.parse(r.path.read_text(encoding="utf-8"))) or ""
