@@ -163,6 +163,8 @@ PROBE = r"""
   out.search_test_id = visible("details.rec").map(function (d) { return +d.getAttribute("data-i"); });
   search.value = ""; search.dispatchEvent(new Event("input"));
   out.rows = {all: all, visible_after_reset: visible("details.rec").length};
+  out.point_tips = Array.prototype.slice.call(document.querySelectorAll("svg [data-rec]"), 0, 50).map(function (m) {
+    return [+m.getAttribute("data-rec"), (m.querySelector("title") || {}).textContent || null]; });
   out.finding_reasons = Array.prototype.map.call(document.querySelectorAll("#findings article.finding"), function (a) {
     return [(a.querySelector("code.fid") || {}).textContent || null, a.querySelector("header + p").textContent]; });
   document.getElementById("expand-all").click();
@@ -471,3 +473,21 @@ def test_a_budgeted_tolerance_shows_its_terms_and_their_sum(browser_view: dict[s
         tol = recs[i]["tolerance"]
         want = [[k.replace("_", " "), f"\u00b1{v * 100:.3g}%"] for k, v in tol["budget"].items()]
         assert rows == want + [["sum: the tolerance", f"\u00b1{tol['rel'] * 100:.3g}%"]], (i, rows)
+
+
+def test_each_scatter_point_has_its_rows_tooltip(browser_view: dict[str, Any], full_report: Path) -> None:
+    """A predicted-vs-measured point carries only its table row (data-rec); the page's script gives it the tooltip
+    html.py wrote before: name and parameters, verdict, predicted, measured, gap and what the tolerance allows."""
+    from pytest_anatomy.report.formatting import format_gap, format_tolerance, format_value
+
+    tips = browser_view["point_tips"]
+    assert len(tips) == 50
+    ledger = json.loads(full_report.with_suffix(".json").read_text(encoding="utf-8"))
+    for row, tip in tips:
+        rec = ledger["reconciliations"][row]
+        unit = str(rec.get("unit", ""))
+        assert tip is not None and f" ({rec['verdict']}): predicted {format_value(rec['predicted'], unit)}, " in tip
+        assert f"measured {format_value(rec['measured'], unit)}, gap {format_gap(rec)}" in tip, tip
+        assert tip.startswith(str(rec["name"])), tip
+        tol = format_tolerance(rec.get("tolerance"), unit)
+        assert tip.endswith(f", allowed {tol}") or "allowed" not in tip, (tip, tol)

@@ -154,6 +154,9 @@ def test_scatter_whiskers_are_one_path_and_each_point_says_its_tolerance() -> No
     assert len(whisker) == 1 and whisker[0].count("M") == whisker[0].count("V") == 4
     assert svg.index('class="whisker"') < svg.index("<circle") and svg.count("<polyline") == 1  # y = x
     assert "step0 (agree): predicted 10 ms, measured 10.5 ms, gap +5.00%, allowed ±10%</title>" in svg
+    # in the page each point has a table row: it carries the row, and the page's script makes its tooltip from it
+    rowed = str(scatter_plots(recs, {id(r): 10 + i for i, r in enumerate(recs)})[0])
+    assert "<title>step" not in rowed and [f'data-rec="{10 + i}"' in rowed for i in range(4)] == [True] * 4
 
 
 def test_svg_coordinates_drop_a_whole_number_s_point_zero() -> None:

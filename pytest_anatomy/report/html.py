@@ -147,8 +147,9 @@ def _positive(recon: Mapping[str, Any]) -> bool:
     return all(isinstance(recon.get(k), (int, float)) and math.isfinite(recon[k]) and recon[k] > 0 for k in ("predicted", "measured"))
 
 
-def _scatter(unit: str, points: Sequence[Mapping[str, Any]], left_out: int) -> Chart:
-    """Predicted vs measured on log-log axes, y=x, tolerance whiskers per point."""
+def _scatter(unit: str, points: Sequence[Mapping[str, Any]], left_out: int, rows: Mapping[int, int]) -> Chart:
+    """Predicted vs measured on log-log axes, y=x, tolerance whiskers per point. A point whose reconciliation has a
+    table row (`rows`: id of the reconciliation -> its row) takes its tooltip from that row in the page's script."""
     values = [v for r in points for v in (r["predicted"], r["measured"], *(allowed_interval(r) or ())) if v > 0]
 
     def fmt(v: float) -> str:
@@ -168,13 +169,14 @@ def _scatter(unit: str, points: Sequence[Mapping[str, Any]], left_out: int) -> C
         allowed = f", allowed {format_tolerance(recon.get('tolerance'), unit)}" if interval and interval[0] > 0 else ""
         tip = (f"{short_name(recon)} ({recon.get('verdict')}): predicted {format_value(recon['predicted'], unit)}, "
                f"measured {format_value(recon['measured'], unit)}, gap {format_gap(recon)}{allowed}")
-        chart.point(recon["predicted"], recon["measured"], VERDICT_COLOURS.get(str(recon.get("verdict")), "#616161"), tip)
+        chart.point(recon["predicted"], recon["measured"], VERDICT_COLOURS.get(str(recon.get("verdict")), "#616161"), tip,
+                    row=rows.get(id(recon)))
     return chart
 
 
-def scatter_plots(recons: Sequence[Mapping[str, Any]]) -> list[Markup]:
+def scatter_plots(recons: Sequence[Mapping[str, Any]], rows: Mapping[int, int] | None = None) -> list[Markup]:
     """One predicted-vs-measured plot per unit with at least two points: a lone point on a
-    diagonal says nothing its table row does not say better."""
+    diagonal says nothing its table row does not say better. `rows` maps id(reconciliation) to its table row."""
     groups: dict[str, list[Mapping[str, Any]]] = {}
     for recon in recons:
         groups.setdefault(str(recon.get("unit", "")), []).append(recon)
@@ -182,7 +184,7 @@ def scatter_plots(recons: Sequence[Mapping[str, Any]]) -> list[Markup]:
     for i, (unit, group) in enumerate(groups.items()):
         points = [r for r in group if _positive(r)]
         if len(points) >= 2:
-            out.append(_scatter(unit, points, len(group) - len(points)).svg(f"clip-scatter-{i}"))
+            out.append(_scatter(unit, points, len(group) - len(points), rows or {}).svg(f"clip-scatter-{i}"))
     return out
 
 
@@ -303,7 +305,7 @@ def build_view(ledger: Mapping[str, Any]) -> dict[str, Any]:
         "overview": overview(recons),
         "band_sources_line": band_sources_line(recons),
         "domain": plots.domain_plots(detailed),
-        "scatter": scatter_plots(detailed),
+        "scatter": scatter_plots(detailed, {id(recon): i for i, recon in enumerate(recons)}),
         "bars": gap_bars(detailed),
         "bars_agree": sum(1 for r in detailed if r.get("verdict") == "agree"),
         "plural": plural,
