@@ -180,8 +180,8 @@ def test_gap_bars_tooltip_only_a_cut_label() -> None:
 
 
 def test_tuning_ladder_draws_every_run_of_a_rung() -> None:
-    """A rung run again on another engine start keeps its first run's measured dot and adds a ring for the later run
-    in that run's verdict colour (both gains share one prediction); the chart's legend names the ring."""
+    """A rung run again on another engine start keeps its first run's measured dot and adds a dot for the later run in
+    its own colour, ringed in its verdict colour (both gains share one prediction); the chart's legend names it."""
     from pytest_anatomy.report.plots_deployment import tuning_ladders
 
     def gain(measured: float, run: str, verdict: str) -> dict[str, Any]:
@@ -190,7 +190,7 @@ def test_tuning_ladder_draws_every_run_of_a_rung() -> None:
 
     again, first = gain(2.9, "20261204T202642Z", "finding"), gain(2.4, "20261202T000111Z", "agree")
     svg = str(tuning_ladders([again, first])[0])  # ledger order is not run order
-    assert "run 2 (20261204T202642Z)" in svg and "measured again (another engine start)" in svg
-    assert "eager itl_p50_s: measured x2.4" in svg and svg.count('class="ring"') >= 1
+    assert "run 2 (20261204T202642Z)" in svg and "measured again (another engine start" in svg
+    assert "eager itl_p50_s: measured x2.4" in svg and 'fill="#7b1fa2"' in svg and 'class="ring"' in svg
     single = str(tuning_ladders([first])[0])
     assert "run 2" not in single and "measured again" not in single

@@ -11,11 +11,13 @@ from collections.abc import Sequence
 from markupsafe import Markup
 
 from pytest_anatomy.report.formatting import format_value
-from pytest_anatomy.report.plot_common import MEASURED, PREDICTION_SHAPES, Recon, _colour, _num, _tip, _verdict_colour_keys
+from pytest_anatomy.report.plot_common import (MEASURED, PREDICTION_SHAPES, Recon, _colour, _num, _outline, _tip,
+                                                _verdict_colour_keys)
 from pytest_anatomy.report.svg import Axis, Chart
 
 GAIN_NAME = re.compile(r"^(?P<workload>[a-z0-9_-]+)\.(?P<rung>[a-z0-9_]+)\.(?P<metric>[a-z0-9_]+)\.gain$")
 # the ladder's order (theory/deployment.ladder); a rung not listed goes last
+MEASURED_AGAIN = "#7b1fa2"  # a later run's measured gain: no verdict colour, no prediction shape uses it
 RUNGS = ("limits", "prefix_cache", "fp8_weights", "fp8_kv", "eager", "ngram")
 
 
@@ -28,8 +30,8 @@ def _run_stamp(recon: Recon) -> str:
 def tuning_ladders(recons: Sequence[Recon]) -> list[Markup]:
     """One chart per (card, model, workload): rungs across, gain (metric / parent's metric) up on a log
     axis, 1 dashed; per metric a measured dot and a predicted mark (one shape per metric) in its verdict's colour. A
-    rung run again on another engine start (its recorded runs, oldest first) adds a ring per later run, in that run's
-    verdict colour, beside the first run's dot: the prediction is the same, the runs' sizes are not always."""
+    rung run again on another engine start (its recorded runs, oldest first) adds a dot per later run in its own
+    colour, ringed in that run's verdict colour unless it agrees: the prediction is the same, the sizes not always."""
     groups: dict[tuple[str, str, str], dict[tuple[str, str], list[Recon]]] = {}
     for recon in recons:
         match = GAIN_NAME.match(str(recon.get("name", "")))
@@ -64,15 +66,16 @@ def tuning_ladders(recons: Sequence[Recon]) -> list[Markup]:
                 chart.point(x + offset, measured, MEASURED, f"{rung} {metric}: measured x{format_value(measured, '')}",
                             r=3.0)
                 for k, again in enumerate(found[1:], start=2):
-                    chart.point(x + offset, float(again["measured"]), _colour(again),
-                                _tip(again, f"{rung} {metric} run {k} ({_run_stamp(again)})"), shape="ring", r=3.4)
+                    chart.point(x + offset, float(again["measured"]), MEASURED_AGAIN,
+                                _tip(again, f"{rung} {metric} run {k} ({_run_stamp(again)})"), r=3.0,
+                                outline=_outline(again))
                 chart.point(x + offset, float(cell["predicted"]), _colour(cell), _tip(cell, f"{rung} {metric} predicted"),
                             shape=PREDICTION_SHAPES[i % len(PREDICTION_SHAPES)], r=3.6)
         for i, metric in enumerate(metrics):
             chart.key(PREDICTION_SHAPES[i % len(PREDICTION_SHAPES)], "#8c959f", metric)
         chart.key("dot", MEASURED, "measured")
         if any(len(runs) > 1 for runs in cells.values()):
-            chart.key("ring", "#8c959f", "measured again (another engine start)")
+            chart.key("dot", MEASURED_AGAIN, "measured again (another engine start; ringed unless it agrees)")
         _verdict_colour_keys(chart, [recon for runs in cells.values() for recon in runs])
         out.append(chart.svg(f"clip-tuning-{n}"))
     return out
