@@ -44,7 +44,8 @@ PACE = "Warp Cycles Per Issued Instruction"
 S15_SOURCE, S15_KERNEL = sgemm.S15_SOURCE, "sgemm_fp32_thread_tile_8x16"
 X8_SOURCE, X8_KERNEL = "softmax/x8_tma_ring.cu", "softmax_cluster_ring"
 # s15's compiled K loop with both B-copy sides (kc.parse_loops, the loop holding the FFMAs): the device's cubin in the
-# run's cubins.tar.xz, and this checkout's nvcc 13.0 (test_kernel_s15_x8_findings recounts both where the tools are).
+# run's cubins.tar.xz, and this checkout's nvcc 13.0 when the finding was written (the checks compile with the device's
+# NVRTC since 2026-12-04 21:50, which gives the device's count: test_kernel_s15_x8_findings recounts both).
 S15_DEVICE_LOOP, S15_LOCAL_LOOP = 1287, 1284
 # The tuner candidates that ran s15's block regime (one 128 x 256 x 8 block per SM) before s15 existed.
 ONE_BLOCK_128X256 = (("s9-tile-128x256x8-b1", RUN_2151), ("s13-tile-128x256x8-s3-b1", RUN_1456))

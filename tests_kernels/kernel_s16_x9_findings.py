@@ -47,8 +47,9 @@ X9_FID = "h200-cluster4-smem-62-clusters-three-waves"
 S16_ALT_A_MS = {SQUARE: 3.023, BIG: 5.908}
 S16_ALT_B_MS = (3.08, 3.21)  # at 4096^3; "a time above 3.21 ms is outside all three and a finding"
 # s16's main K loop (whole k-tiles, N % 4 == 0; test_kernels_s16 picks it: the shortest loop with 20 LDGSTS) in the
-# device's cubin (the batch's cubins.tar.xz) and from this checkout's nvcc 13.0 (test_kernel_s16_x9_findings recounts
-# both where the tools are): instructions, of them LDL and STL.
+# device's cubin (the batch's cubins.tar.xz) and from this checkout's nvcc 13.0 when the finding was written (the checks
+# compile with the device's NVRTC since 2026-12-04 21:50, which gives the device's loop: test_kernel_s16_x9_findings
+# recounts the device's cubin and that compile): instructions, of them LDL and STL.
 S16_DEVICE_LOOP, S16_DEVICE_LDL, S16_DEVICE_STL, S16_LOCAL_LOOP = 2407, 19, 3, 2311
 S16_LOOP_FFMA = 2048
 # s9's compiled share as s16's pre-registration took it (its own tile in the tuner's space)
@@ -183,8 +184,9 @@ def s16_reason(blocks: float) -> str:
         f"({PROFILE}, same card): the device's NVRTC 13.0.88 gave {use.registers} registers with a "
         f"{use.stack_bytes}-byte stack frame, {use.spill_store_bytes} bytes of spill stores and "
         f"{use.spill_load_bytes} of spill loads (nvcc 13.0.88 here: 128 registers, no spill, as the header "
-        f"wrote; NVRTC here is the 13.5 wheel); the device's main K loop is {S16_DEVICE_LOOP:,} instructions per "
-        f"{S16_LOOP_FFMA:,} FFMA (share {S16_LOOP_FFMA / S16_DEVICE_LOOP:.4f}; here {S16_LOCAL_LOOP:,}, "
+        f"wrote, and the NVRTC 13.5 wheel then installed here; the NVRTC 13.0.88 pinned here since 2026-12-04 "
+        f"21:50 gives the device's numbers); the device's main K loop is {S16_DEVICE_LOOP:,} instructions per "
+        f"{S16_LOOP_FFMA:,} FFMA (share {S16_LOOP_FFMA / S16_DEVICE_LOOP:.4f}; nvcc here {S16_LOCAL_LOOP:,}, "
         f"{sgemm.S16_FFMA_SHARE}) with {S16_DEVICE_LDL} LDL and {S16_DEVICE_STL} STL in it, and Nsight Compute "
         f"counts {metric(S16_NCU, 'Local Memory Spilling Requests'):,.0f} local-memory spill requests, "
         f"{c['spill_per_ktile']:.2f} per warp per k-tile: the spill is in the main loop. Issued instructions per SM "

@@ -135,10 +135,11 @@ def _main_loop(loops: list[dict[str, int]]) -> dict[str, int]:
 
 def test_s16_k_loop_on_the_device_and_here(tmp_path: Path) -> None:
     """The loop the reason quotes: the device's cubin (the run's cubins.tar.xz) with its spill, and this checkout's
-    nvcc without one."""
+    compile with the device's NVRTC, the same loop and spill (the reason's nvcc count without one, 2,311, is history:
+    the checks here compiled with nvcc until 2026-12-04 21:50)."""
     try:
         cuobjdump, nvdisasm = kc.find_tool("cuobjdump"), kc.find_tool("nvdisasm")
-        kc.find_tool("nvcc")
+        kc.find_tool("nvrtc")
     except kc.ToolMissing as exc:
         pytest.skip(str(exc))
     archive = kx.BATCH_S16 / "cubins.tar.xz"
@@ -158,5 +159,4 @@ def test_s16_k_loop_on_the_device_and_here(tmp_path: Path) -> None:
     stl = sum(n for op, n in device.items() if op.startswith("STL"))
     assert (sum(device.values()), device["FFMA"], ldl, stl) == (
         kx.S16_DEVICE_LOOP, kx.S16_LOOP_FFMA, kx.S16_DEVICE_LDL, kx.S16_DEVICE_STL)
-    local = _main_loop(kc.loop_bodies(kx.S16_SOURCE, "sm_90")[kx.S16_KERNEL])
-    assert sum(local.values()) == kx.S16_LOCAL_LOOP and not any(op.startswith(("LDL", "STL")) for op in local)
+    assert device == _main_loop(kc.loop_bodies(kx.S16_SOURCE, "sm_90")[kx.S16_KERNEL])

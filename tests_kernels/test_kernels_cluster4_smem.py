@@ -149,7 +149,7 @@ def _need(tool: str) -> None:
 def test_cluster_kernel_holds_two_blocks_per_sm_without_spilling():
     """The header's 66 clusters need 2 blocks of 480 threads per SM with their shared halves (2 x 85 KB): ptxas at the
     64-register cap of __launch_bounds__(512, 2) with no spill (a spill is a second trip to memory)."""
-    _need("nvcc")
+    _need("nvrtc")
     (call,) = X9.calls(fused.VOCAB_SHAPE, DeviceFacts(132))
     use = kc.resource_report(call.source, "sm_90")[call.kernel]
     assert (use.stack_bytes, use.spill_store_bytes, use.spill_load_bytes) == (0, 0, 0), use
@@ -162,7 +162,7 @@ def test_cluster_kernel_sass_requests_both_halves_before_reducing():
     """Static SASS: 10 LDGSTS (the shared half, cp.async) and 10 LDG.128 (the register half) on the float4 path, the
     scalar path's loads 32-bit; 20 STG.128 (both halves written once); two cluster barriers (the exchange and the
     lifetime guard); about one MUFU.EX2 per value held (80); no local memory."""
-    _need("nvcc")
+    _need("nvrtc")
     _need("cuobjdump")
     _need("nvdisasm")
     c = kc.sass_counts("softmax/x9_cluster4_smem.cu", "sm_90")["softmax_cluster4_smem"]

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from pytest_anatomy import recordings
-from pytest_anatomy.kernels import sgemm
+from pytest_anatomy.kernels import nvrtc_facts, sgemm
 from pytest_anatomy.kernels.ladders import LADDERS
 from pytest_anatomy.kernels.registry import DeviceFacts
 from pytest_anatomy.specs.hardware import get_hardware
@@ -126,12 +126,13 @@ def _counted_over_compiled() -> float:
 
 @pytest.mark.parametrize("rid", list(sgemm.MMA_LOOP_BODY))
 def test_mma_loop_body_is_the_registrys(rid):
-    """The instructions per k-tile the mma ledger prices are the compiled K loop's (sm_90, the K % 8 == 0
-    side): a kernel edit or a compiler that changes the loop changes the count, and this test says so."""
+    """The compiled K loop (sm_90, the K % 8 == 0 side) under the device's NVRTC: its instructions per k-tile and
+    mmas are nvrtc_facts.MMA_LOOPS's; the mma ledger's pre-registrations priced nvcc's counts (MMA_LOOP_BODY, kept):
+    a kernel edit or a compiler that changes the loop changes the count, and this test says so."""
     from pytest_anatomy.kernels import compile as kc
 
     try:
-        for tool in ("nvcc", "cuobjdump", "nvdisasm"):
+        for tool in ("nvrtc", "cuobjdump", "nvdisasm"):
             kc.find_tool(tool)
     except kc.ToolMissing as exc:
         pytest.skip(str(exc))
@@ -140,7 +141,8 @@ def test_mma_loop_body_is_the_registrys(rid):
     main = [lp for lp in loops if lp.get("HMMA") or lp.get("HGMMA")]  # mma.sync, or wgmma (s12)
     assert len(main) == 1, f"{rid}: expected one K loop with HMMA or HGMMA, found {main}"
     mma = main[0].get("HMMA", 0) + main[0].get("HGMMA", 0)
-    assert (sum(main[0].values()), mma) == sgemm.MMA_LOOP_BODY[rid], main[0]
+    assert (sum(main[0].values()), mma) == nvrtc_facts.MMA_LOOPS[rid], main[0]
+    assert sgemm.MMA_LOOP_BODY[rid][1] == mma
 
 
 def test_mma_counted_over_compiled_ratio_is_overhead_not_a_second_loop():

@@ -86,7 +86,7 @@ def test_cluster_kernel_holds_two_rows_at_one_block_per_sm():
     """The header prices one block per SM holding this row and the next in registers (2 x 40 values): ptxas
     must fit it in 128 registers with no spill (a spill is a second DRAM pass), and exactly one block of the
     vocabulary row's 480 threads must be resident per SM (the grid is sized to one block per SM)."""
-    _need("nvcc")
+    _need("nvrtc")
     (call,) = X7.calls(fused.VOCAB_SHAPE, DeviceFacts(132))
     use = kc.resource_report(call.source, "sm_90")[call.kernel]
     assert (use.stack_bytes, use.spill_store_bytes, use.spill_load_bytes) == (0, 0, 0), use
@@ -104,7 +104,7 @@ def test_cluster_kernel_sass_loads_two_slices_and_syncs_once_per_row():
     """Static SASS: 20 LDG.128 (the first row's slice and, inside the row loop, the next row's), 10 STG.128, one
     barrier.cluster in the loop and one at exit (x6 has two per row), one MUFU.EX2 per value held, no local
     memory. The warp-row kernel keeps x5's 16 + 16 float4 accesses."""
-    _need("nvcc")
+    _need("nvrtc")
     _need("cuobjdump")
     _need("nvdisasm")
     counts = kc.sass_counts("softmax/x7_pipelined.cu", "sm_90")

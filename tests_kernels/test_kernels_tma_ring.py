@@ -123,7 +123,7 @@ def test_ring_kernel_holds_one_block_per_sm_in_the_opt_in_window():
     """The header prices one block of 480 threads per SM, its ring of 3 slices in dynamic shared memory: the static
     arrays must fit the launch's reserve, ptxas must not spill (a spill is a second DRAM pass), and one block per SM
     must be resident with the window opted in."""
-    _need("nvcc")
+    _need("nvrtc")
     (call,) = X8.calls(fused.VOCAB_SHAPE, DeviceFacts(132))
     use = kc.resource_report(call.source, "sm_90")[call.kernel]
     assert (use.stack_bytes, use.spill_store_bytes, use.spill_load_bytes) == (0, 0, 0), use
@@ -137,7 +137,7 @@ def test_ring_kernel_sass_loads_slices_by_bulk_copy_only():
     by a 128-bit global load; the scalar path's loads are 32-bit; 10 STG.128 per row from registers; one cluster
     barrier per row and one at exit; about one MUFU.EX2 per value held (the compiler may unswitch the row loop on the
     path), no local memory."""
-    _need("nvcc")
+    _need("nvrtc")
     _need("cuobjdump")
     _need("nvdisasm")
     c = kc.sass_counts("softmax/x8_tma_ring.cu", "sm_90")["softmax_cluster_ring"]

@@ -1,20 +1,28 @@
 """The compiler's view of a rung, without a GPU: ptxas's resource report and static SASS counts.
 
-`resource_report(source, arch)` compiles one .cu file with `nvcc -cubin -Xptxas -v` and parses
-registers, shared memory, stack frame and spills per kernel. `sass_counts(source, arch)` runs
-`cuobjdump --dump-sass` on that cubin and counts instructions by class (LDG.128, LDS.32, FFMA,
-HMMA, ...). Both are cached on disk by a hash of the source, the arch, the flags and the tool's
-version, so a warm test session compiles nothing. The device run reads the same numbers from
-the NVRTC log and the loaded kernels (measure/kernel_runner.py); nvcc and NVRTC share ptxas.
+Every cubin here is compiled the way the device compiles it: NVRTC through cuda.core, with the options
+`nvrtc_options` gives (measure/kernel_runner.py uses the same function). `resource_report(source, arch)` parses
+NVRTC's `ptxas -v` log: registers, shared memory, stack frame and spills per kernel. `sass_counts(source, arch)`
+runs `cuobjdump --dump-sass` on that cubin and counts instructions by class (LDG.128, LDS.32, FFMA, HMMA, ...).
+Both are cached on disk by a hash of the source, the arch, the options and the NVRTC version, so a warm test session
+compiles nothing.
 
-Tools are found on PATH, then in CUDA_HOME/bin, then (cuobjdump/nvdisasm only) in the pip
-packages nvidia-cuda-cuobjdump / nvidia-cuda-nvdisasm (nvidia/cu13/bin). Missing tools raise
-ToolMissing with the install hint, which tests turn into a skip.
+Why NVRTC and not nvcc: the compiled resources the CI checks must be the device's. nvcc 13.0.88 and NVRTC 13.0.88
+share a version number but not their allocations: on 2026-12-04 the device's NVRTC 13.0.88 spilled s16 (96-byte
+stack, 19 spill loads in its main loop) and s13 (32 bytes), where nvcc 13.0.88 here gave neither a spill. The NVRTC
+wheel is pinned to the device's version (pyproject's `kernels` extra; test_nvrtc_is_the_devices checks it against
+the latest device batch).
+
+Tools: NVRTC is the library cuda-bindings loads (the nvidia-cuda-nvrtc wheel); cuobjdump and nvdisasm are found on
+PATH, then in CUDA_HOME/bin, then in the pip packages nvidia-cuda-cuobjdump / nvidia-cuda-nvdisasm
+(nvidia/cu13/bin). Missing tools raise ToolMissing with the install hint, which tests turn into a skip.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import io
 import json
 import os
 import re
@@ -24,11 +32,13 @@ import tempfile
 from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from pytest_anatomy.kernels.emulator import cache_dir
 from pytest_anatomy.kernels.registry import CUDA_DIR, arch_for
 
-NVCC_FLAGS = ("-cubin", "-std=c++17", "-Xptxas", "-v")
+# What kernel_runner and these checks pass NVRTC besides the arch, the name and the defines (part of the cache key).
+NVRTC_FLAGS = ("std=c++17", "ptxas_options=-v")
 
 
 class ToolMissing(RuntimeError):
@@ -60,14 +70,50 @@ def _pip_bin(name: str) -> str | None:
 
 
 def find_tool(name: str) -> str:
+    """The path of a tool: cuobjdump, nvdisasm, or "nvrtc" (the NVRTC library cuda-bindings loads)."""
+    if name == "nvrtc":
+        return nvrtc_library()
     for cand in (shutil.which(name), os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", name),
                  _pip_bin(name)):
         if cand and os.path.exists(cand):
             return cand
-    hint = {"nvcc": "install the CUDA toolkit (nvcc)",
-            "cuobjdump": "pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm",
+    hint = {"cuobjdump": "pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm",
             "nvdisasm": "pip install nvidia-cuda-nvdisasm"}[name]
     raise ToolMissing(f"{name} not found on PATH, in $CUDA_HOME/bin or in NVIDIA's pip wheels; {hint}")
+
+
+@functools.cache
+def nvrtc_library() -> str:
+    """The path of the NVRTC library cuda-bindings loads; ToolMissing without cuda-core or NVRTC."""
+    try:
+        from cuda.bindings import nvrtc
+        from cuda.pathfinder import load_nvidia_dynamic_lib
+
+        nvrtc.nvrtcVersion()
+        return str(Path(load_nvidia_dynamic_lib("nvrtc").abs_path).resolve())
+    except Exception as exc:  # noqa: BLE001 - any failure to load NVRTC means: not here
+        raise ToolMissing(f"NVRTC unavailable ({type(exc).__name__}: {str(exc)[:120]}); "
+                          "pip install -e '.[kernels]' (cuda-core, nvidia-cuda-nvrtc)") from exc
+
+
+@functools.cache
+def nvrtc_version() -> str:
+    """The loaded NVRTC's version: its wheel's ('13.0.88', what the device batches record) when the library is the
+    nvidia-cuda-nvrtc wheel's file, else 'major.minor' as NVRTC reports it and the library's path."""
+    lib = Path(nvrtc_library())
+    from importlib import metadata
+
+    try:
+        dist = metadata.distribution("nvidia-cuda-nvrtc")
+        files = {Path(str(dist.locate_file(f))).resolve() for f in dist.files or ()}
+        if lib in files:
+            return dist.version
+    except metadata.PackageNotFoundError:
+        pass
+    from cuda.bindings import nvrtc
+
+    _, major, minor = nvrtc.nvrtcVersion()
+    return f"{major}.{minor} ({lib})"
 
 
 def _version(tool: str) -> str:
@@ -85,19 +131,30 @@ def _cached(kind: str, key_parts: tuple[str, ...]) -> Path:
 Defines = tuple[tuple[str, int], ...]
 
 
-def _dflags(defines: Defines) -> list[str]:
-    return [f"-D{k}={v}" for k, v in defines]
+def nvrtc_options(source: str, arch: str, defines: Defines = ()) -> Any:
+    """cuda.core's ProgramOptions for `source`: the device's (kernel_runner) and the CPU checks' alike."""
+    from cuda.core import ProgramOptions
+
+    macros = [(k, str(v)) for k, v in defines]  # an autotuning candidate's tile shape
+    return ProgramOptions(arch=arch_for(source, arch), name=source, std="c++17", ptxas_options="-v",
+                          define_macro=macros or None)
 
 
-def _compile(source: str, arch: str, workdir: Path, defines: Defines = ()) -> tuple[Path, str]:
-    nvcc = find_tool("nvcc")
-    arch = arch_for(source, arch)
-    cubin = workdir / (Path(source).stem + ".cubin")
-    proc = subprocess.run([nvcc, f"-arch={arch}", *NVCC_FLAGS, *_dflags(defines), "-o", str(cubin), str(CUDA_DIR / source)],
-                          capture_output=True, text=True, timeout=300, check=False)
-    if proc.returncode != 0:
-        raise RuntimeError(f"nvcc failed on {source} for {arch}:\n{proc.stderr[-4000:]}")
-    return cubin, proc.stdout + proc.stderr
+def _compile(source: str, text: str, arch: str, defines: Defines = ()) -> tuple[bytes, str]:
+    """NVRTC's cubin of `text` (the source as given, or edited) and its ptxas -v log."""
+    from cuda.core import Program
+
+    find_tool("nvrtc")
+    log = io.StringIO()
+    try:
+        obj = Program(text, "c++", nvrtc_options(source, arch, defines)).compile("cubin", logs=log)
+    except Exception as exc:  # noqa: BLE001 - NVRTC's error carries its log
+        raise RuntimeError(f"NVRTC failed on {source} for {arch}:\n{str(exc)[-4000:]}") from exc
+    return bytes(obj.code), log.getvalue().replace("\x00", "")
+
+
+def _key(text: str, arch: str, defines: Defines, *tools: str) -> tuple[str, ...]:
+    return (text, arch, *NVRTC_FLAGS, *(f"{k}={v}" for k, v in defines), nvrtc_version(), *tools)
 
 
 def parse_ptxas(log: str) -> dict[str, ResourceUse]:
@@ -107,7 +164,10 @@ def parse_ptxas(log: str) -> dict[str, ResourceUse]:
         m = re.search(r"Compiling entry function '([^']+)'", block)
         if not m:
             continue
-        used = re.search(r"Used (\d+) registers(?:, used (\d+) barriers)?(?:, (\d+) bytes smem)?", block)
+        # NVRTC's line names the cumulative stack before the shared memory where there is one:
+        # "Used 128 registers, used 1 barriers, 32 bytes cumulative stack size, 49152 bytes smem"
+        used = re.search(r"Used (\d+) registers(?:, used (\d+) barriers)?(?:, \d+ bytes cumulative stack size)?"
+                         r"(?:, (\d+) bytes smem)?", block)
         frame = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", block)
         if used is None or frame is None:
             raise ValueError(f"unparsable ptxas report for {m.group(1)}:\n{block}")
@@ -117,17 +177,28 @@ def parse_ptxas(log: str) -> dict[str, ResourceUse]:
 
 
 def resource_report(source: str, arch: str = "sm_90", defines: Defines = ()) -> dict[str, ResourceUse]:
-    nvcc = find_tool("nvcc")
     arch = arch_for(source, arch)
     text = (CUDA_DIR / source).read_text(encoding="utf-8")
-    path = _cached("ptxas", (text, arch, *NVCC_FLAGS, *_dflags(defines), _version(nvcc)))
+    path = _cached("ptxas", _key(text, arch, defines, "stack-aware parse"))  # a report parsed before it lost smem
     if path.exists():
         return {k: ResourceUse(**v) for k, v in json.loads(path.read_text()).items()}
-    with tempfile.TemporaryDirectory() as tmp:
-        _, log = _compile(source, arch, Path(tmp), defines)
+    _, log = _compile(source, text, arch, defines)
     report = parse_ptxas(log)
     path.write_text(json.dumps({k: asdict(v) for k, v in report.items()}))
     return report
+
+
+def _dump_sass(source: str, cubin: bytes) -> str:
+    cuobjdump, nvdisasm = find_tool("cuobjdump"), find_tool("nvdisasm")
+    env = {**os.environ, "PATH": f"{Path(nvdisasm).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / (Path(source).stem + ".cubin")
+        path.write_bytes(cubin)
+        proc = subprocess.run([cuobjdump, "--dump-sass", str(path)], capture_output=True, text=True, timeout=120,
+                              check=False, env=env)
+    if proc.returncode != 0:
+        raise RuntimeError(f"cuobjdump failed on {source}: {proc.stderr[-2000:]}")
+    return proc.stdout
 
 
 def classify(opcode: str) -> str:
@@ -156,21 +227,13 @@ def parse_sass(text: str) -> dict[str, Counter[str]]:
 
 def sass_counts(source: str, arch: str = "sm_90") -> dict[str, dict[str, int]]:
     """Static instruction counts per kernel by class (a loop body counts once)."""
-    nvcc, cuobjdump = find_tool("nvcc"), find_tool("cuobjdump")
     arch = arch_for(source, arch)
-    nvdisasm = find_tool("nvdisasm")
     text = (CUDA_DIR / source).read_text(encoding="utf-8")
-    path = _cached("sass", (text, arch, *NVCC_FLAGS, _version(nvcc), _version(cuobjdump)))
+    path = _cached("sass", _key(text, arch, (), _version(find_tool("cuobjdump"))))
     if path.exists():
         return json.loads(path.read_text())
-    with tempfile.TemporaryDirectory() as tmp:
-        cubin, _ = _compile(source, arch, Path(tmp))
-        env = {**os.environ, "PATH": f"{Path(nvdisasm).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-        proc = subprocess.run([cuobjdump, "--dump-sass", str(cubin)], capture_output=True, text=True, timeout=120, check=False,
-                              env=env)
-        if proc.returncode != 0:
-            raise RuntimeError(f"cuobjdump failed on {source}: {proc.stderr[-2000:]}")
-    counts = {k: dict(v) for k, v in parse_sass(proc.stdout).items()}
+    cubin, _ = _compile(source, text, arch)
+    counts = {k: dict(v) for k, v in parse_sass(_dump_sass(source, cubin)).items()}
     path.write_text(json.dumps(counts))
     return counts
 
@@ -207,30 +270,16 @@ def loop_bodies(source: str, arch: str = "sm_90", replace: tuple[tuple[str, str]
 
     `replace`: exact (old, new) text substitutions made first, each of which must occur once -- e.g. a uniform
     branch fixed to the side a timing shape takes, so a loop that holds both sides counts one."""
-    nvcc, cuobjdump = find_tool("nvcc"), find_tool("cuobjdump")
-    nvdisasm = find_tool("nvdisasm")
     arch = arch_for(source, arch)
     text = (CUDA_DIR / source).read_text(encoding="utf-8")
     for old, new in replace:
         if text.count(old) != 1:
             raise ValueError(f"{source}: {old!r} occurs {text.count(old)} times, not once")
         text = text.replace(old, new)
-    path = _cached("loops", (text, arch, *NVCC_FLAGS, *_dflags(defines), _version(nvcc), _version(cuobjdump)))
+    path = _cached("loops", _key(text, arch, defines, _version(find_tool("cuobjdump"))))
     if path.exists():
         return json.loads(path.read_text())
-    with tempfile.TemporaryDirectory() as tmp:
-        unit = Path(tmp) / Path(source).name
-        unit.write_text(text)
-        cubin = Path(tmp) / (unit.stem + ".cubin")
-        proc = subprocess.run([nvcc, f"-arch={arch}", *NVCC_FLAGS, *_dflags(defines), "-o", str(cubin), str(unit)],
-                              capture_output=True, text=True, timeout=300, check=False)
-        if proc.returncode != 0:
-            raise RuntimeError(f"nvcc failed on {source} for {arch}:\n{proc.stderr[-4000:]}")
-        env = {**os.environ, "PATH": f"{Path(nvdisasm).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-        dump = subprocess.run([cuobjdump, "--dump-sass", str(cubin)], capture_output=True, text=True, timeout=120,
-                              check=False, env=env)
-        if dump.returncode != 0:
-            raise RuntimeError(f"cuobjdump failed on {source}: {dump.stderr[-2000:]}")
-    loops = parse_loops(dump.stdout)
+    cubin, _ = _compile(source, text, arch, defines)
+    loops = parse_loops(_dump_sass(source, cubin))
     path.write_text(json.dumps(loops))
     return loops

@@ -28,7 +28,7 @@ from typing import Any
 
 from pytest_anatomy.gpu_query import clock_state
 from pytest_anatomy.kernels.reference import TOLERANCE
-from pytest_anatomy.kernels.registry import CUDA_DIR, DeviceFacts, RungRefused, Variant, arch_for
+from pytest_anatomy.kernels.registry import CUDA_DIR, DeviceFacts, RungRefused, Variant
 from pytest_anatomy.measure.clock_probe import enqueue_probe, read_probe, torch_current_stream
 from pytest_anatomy.measure.tma_launch import STATIC_SMEM_LIMIT, RawLaunch, needs_raw_launch, opt_in_shared
 from pytest_anatomy.stats import median
@@ -96,14 +96,13 @@ class KernelRunner:
     def compile(self, source: str, defines: tuple[tuple[str, int], ...] = ()) -> Compiled:
         key = source + "".join(f" -D{k}={v}" for k, v in defines)
         if key not in self._compiled:
-            from cuda.core import Program, ProgramOptions
+            from cuda.core import Program
+
+            from pytest_anatomy.kernels.compile import nvrtc_options  # the CPU checks compile with the same
 
             code = (CUDA_DIR / source).read_text(encoding="utf-8")
-            macros = [(k, str(v)) for k, v in defines]  # an autotuning candidate's tile shape
-            opts = ProgramOptions(arch=arch_for(source, self.arch), name=source, std="c++17", ptxas_options="-v",
-                                  define_macro=macros or None)
             log = io.StringIO()
-            obj = Program(code, "c++", opts).compile("cubin", logs=log)
+            obj = Program(code, "c++", nvrtc_options(source, self.arch, defines)).compile("cubin", logs=log)
             self._compiled[key] = Compiled(source, obj, bytes(obj.code), log.getvalue().replace("\x00", ""))
         return self._compiled[key]
 
