@@ -51,6 +51,9 @@ def plan_dry_run(*argv: str) -> str:
     return out.getvalue()
 
 
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+
+
 def recorded_values(folder: Path, name: str, key: str, not_after: str) -> list[float]:
     """`key`'s value in each recording of `name` in `folder` stamped at or before `not_after` (YYYYMMDDTHHMMSS): the
     sessions a header's prediction could read when it was written."""
@@ -59,6 +62,22 @@ def recorded_values(folder: Path, name: str, key: str, not_after: str) -> list[f
         if p.name.split("@")[1][:15] <= not_after:
             out.append(float(json.loads(p.read_text())["measurements"][key]["value"]))
     return out
+
+
+def run_value(name: str, when: str, key: str = "time") -> float:
+    """`key`'s value (in its recorded unit) in `name`'s kernels recording of the run stamped `when`, on the card the
+    kernel findings were measured on; skips, saying which, where this checkout lacks that run."""
+    import kernel_findings as kf
+
+    from pytest_anatomy import recordings
+
+    try:
+        rec = recordings.load_not_after(RESULTS, kf.MEASURED_ON, "kernels", name, when)
+    except recordings.MissingRecording:
+        pytest.skip(f"results/{kf.MEASURED_ON}/kernels/{name}@* of {when} is not in this checkout")
+    if rec.recorded_at != when:
+        pytest.skip(f"{name} of {when} is not in this checkout")
+    return float(rec[key].value)
 
 
 def softmax_bytes(shape: dict[str, int]) -> float:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import kernel_findings as kf
 import pytest
+import rung_checks
 
 from pytest_anatomy import recordings
 from pytest_anatomy.kernels import sgemm
@@ -96,13 +97,7 @@ def test_the_streaming_target_quotes_its_own_ratio() -> None:
 
 def _at(name: str, when: str) -> float:
     """One recording's time (s) of the run stamped `when`, through pytest_anatomy.recordings; skips where absent."""
-    try:
-        rec = recordings.load_not_after(RESULTS, kf.MEASURED_ON, "kernels", name, when)
-    except recordings.MissingRecording:
-        pytest.skip(f"results/{kf.MEASURED_ON}/kernels/{name}@* of {when} is not in this checkout")
-    if rec.recorded_at != when:
-        pytest.skip(f"{name} of {when} is not in this checkout")
-    return rec["time"].value
+    return rung_checks.run_value(name, when)
 
 
 def test_new_rung_reasons_quote_the_2151_run() -> None:

@@ -14,8 +14,8 @@ from pathlib import Path
 import kernel_findings as kf
 import kernel_s15_x8_findings as kx
 import pytest
+import rung_checks
 
-from pytest_anatomy import recordings
 from pytest_anatomy.kernels import compile as kc
 from pytest_anatomy.kernels import sgemm
 
@@ -23,13 +23,7 @@ RESULTS = Path(__file__).resolve().parents[1] / "results"
 
 
 def _at(name: str, when: str, key: str = "time") -> float:
-    try:
-        rec = recordings.load_not_after(RESULTS, kf.MEASURED_ON, "kernels", name, when)
-    except recordings.MissingRecording:
-        pytest.skip(f"results/{kf.MEASURED_ON}/kernels/{name}@* of {when} is not in this checkout")
-    if rec.recorded_at != when:
-        pytest.skip(f"{name} of {when} is not in this checkout")
-    return rec[key].value * 1e3
+    return rung_checks.run_value(name, when, key) * 1e3  # ms
 
 
 def _entry(table: str, key: str) -> tuple[str, str, tuple[float, float]]:
