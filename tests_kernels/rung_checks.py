@@ -64,6 +64,17 @@ def recorded_values(folder: Path, name: str, key: str, not_after: str) -> list[f
     return out
 
 
+def need_tools(*tools: str) -> None:
+    """Skip, naming the tool and how to install it, where a compile or disassembly tool is absent."""
+    from pytest_anatomy.kernels import compile as kc
+
+    try:
+        for t in tools:
+            kc.find_tool(t)
+    except kc.ToolMissing as exc:
+        pytest.skip(str(exc))
+
+
 def run_value(name: str, when: str, key: str = "time") -> float:
     """`key`'s value (in its recorded unit) in `name`'s kernels recording of the run stamped `when`, on the card the
     kernel findings were measured on; skips, saying which, where this checkout lacks that run."""

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import rung_checks
 
 import kernel_budget as kb
 import kernel_findings as hf
@@ -44,12 +45,7 @@ FACTS = DeviceFacts(132)
 ODD_SHAPES = ({"M": 130, "N": 129, "K": 33}, {"M": 200, "N": 136, "K": 72})
 
 
-def _need(*tools: str) -> None:
-    try:
-        for t in tools:
-            kc.find_tool(t)
-    except kc.ToolMissing as exc:
-        pytest.skip(str(exc))
+_need = rung_checks.need_tools  # skips, naming the tool, where it is absent
 
 
 def _call(v):

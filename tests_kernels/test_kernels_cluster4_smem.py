@@ -139,11 +139,7 @@ def test_launch_picks_the_kernel_and_sizes_the_window():
     assert fused.SMEM_CLUSTER_MAX_COLS == fused.CLUSTER_MAX_COLS == X9.max_cols
 
 
-def _need(tool: str) -> None:
-    try:
-        kc.find_tool(tool)
-    except kc.ToolMissing as exc:
-        pytest.skip(str(exc))
+_need = rc.need_tools  # skips, naming the tool, where it is absent
 
 
 def test_cluster_kernel_holds_two_blocks_per_sm_without_spilling():

@@ -12,6 +12,7 @@ from pathlib import Path
 import kernel_findings as hf
 import nvrtc_once
 import pytest
+import rung_checks
 
 from pytest_anatomy.kernels import compile as kc
 from pytest_anatomy.kernels import fused, nvrtc_facts
@@ -25,11 +26,7 @@ SOURCES = sorted({s for vs in LADDERS.values() for v in vs if not v.is_baseline
                   for s in v.sources(dict(TIMING_SHAPES[v.ladder]), DeviceFacts(132))})
 
 
-def _need(tool: str) -> None:
-    try:
-        kc.find_tool(tool)
-    except kc.ToolMissing as exc:
-        pytest.skip(str(exc))
+_need = rung_checks.need_tools  # skips, naming the tool, where it is absent
 
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -75,11 +75,7 @@ def test_launch_picks_the_kernel_by_row_length():
     assert few.launch.grid == (24, 1, 1), "never more clusters than rows"
 
 
-def _need(tool: str) -> None:
-    try:
-        kc.find_tool(tool)
-    except kc.ToolMissing as exc:
-        pytest.skip(str(exc))
+_need = rc.need_tools  # skips, naming the tool, where it is absent
 
 
 def test_cluster_kernel_holds_two_rows_at_one_block_per_sm():

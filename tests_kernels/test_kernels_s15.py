@@ -74,12 +74,7 @@ def test_ledger_counts_the_launch_s_block_tile():
     assert call.launch.grid == (4096 // bn, 4096 // bm, 1) and call.launch.block == (256, 1, 1)
 
 
-def _need(*tools: str) -> None:
-    try:
-        for t in tools:
-            kc.find_tool(t)
-    except kc.ToolMissing as exc:
-        pytest.skip(str(exc))
+_need = rc.need_tools  # skips, naming the tool, where it is absent
 
 
 def test_loop_and_resources_are_the_headers():

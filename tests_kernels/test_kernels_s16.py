@@ -84,12 +84,7 @@ def test_launch_is_s9s_grid_with_the_dynamic_window():
     assert call.launch.shmem == sgemm.S16_SMEM_BYTES == 2 * bk * ((bm + 4) + bn) * 4 == 66_560
 
 
-def _need(*tools: str) -> None:
-    try:
-        for t in tools:
-            kc.find_tool(t)
-    except kc.ToolMissing as exc:
-        pytest.skip(str(exc))
+_need = rc.need_tools  # skips, naming the tool, where it is absent
 
 
 def test_resources_keep_s9s_sixteen_warps():

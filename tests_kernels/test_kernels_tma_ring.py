@@ -112,11 +112,7 @@ def test_launch_picks_the_kernel_and_the_ring_depth():
         assert 2 <= stages <= 3 and stages * 16 * -(-n // 32) + fused.RING_STATIC_RESERVE <= fused.RING_SMEM_OPTIN
 
 
-def _need(tool: str) -> None:
-    try:
-        kc.find_tool(tool)
-    except kc.ToolMissing as exc:
-        pytest.skip(str(exc))
+_need = rc.need_tools  # skips, naming the tool, where it is absent
 
 
 def test_ring_kernel_holds_one_block_per_sm_in_the_opt_in_window():
