@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 import os
 import re
 import shutil
@@ -163,8 +164,10 @@ PROBE = r"""
   out.search_test_id = visible("details.rec").map(function (d) { return +d.getAttribute("data-i"); });
   search.value = ""; search.dispatchEvent(new Event("input"));
   out.rows = {all: all, visible_after_reset: visible("details.rec").length};
-  out.point_tips = Array.prototype.slice.call(document.querySelectorAll("svg [data-rec]"), 0, 50).map(function (m) {
-    return [+m.getAttribute("data-rec"), (m.querySelector("title") || {}).textContent || null]; });
+  var marks = document.querySelectorAll("svg [data-rec]"), step = Math.max(1, Math.floor(marks.length / 60));
+  out.point_tips = Array.prototype.filter.call(marks, function (m, k) { return k % step === 0; }).map(function (m) {
+    return [+m.getAttribute("data-rec"), m.getAttribute("data-what"), (m.querySelector("title") || {}).textContent || null];
+  });
   out.finding_reasons = Array.prototype.map.call(document.querySelectorAll("#findings article.finding"), function (a) {
     return [(a.querySelector("code.fid") || {}).textContent || null, a.querySelector("header + p").textContent]; });
   document.getElementById("expand-all").click();
@@ -181,6 +184,8 @@ PROBE = r"""
                 return Array.prototype.map.call(tr.children, function (c) { return c.textContent; }); }).slice(1),
               inputs: Array.prototype.map.call(d.querySelectorAll(".derivation .col:first-child table.kv tr"), function (tr) {
                 return [tr.children[0].textContent, tr.children[1].textContent]; }),
+              gap: (Array.prototype.filter.call(d.querySelectorAll("table.kv tr"), function (tr) {
+                return tr.children[0].textContent === "gap"; })[0] || {children: [0, {textContent: null}]}).children[1].textContent,
               prov: Array.prototype.map.call(d.querySelectorAll("table.prov tr"), function (tr) {
                 return [tr.children[0].textContent, tr.children[1].textContent]; }),
               texts: {formula: (d.querySelector("pre.formula") || {}).textContent || null,
@@ -287,6 +292,13 @@ def test_derivations_drawn_in_the_browser_read_as_python_formats_them(browser_vi
             assert exact == exact_value(term["value"]), term
             checked += 1
     assert checked > 200
+    # the gap line ends with the ratio the script spells (it is no longer written into every row): as _row_view would
+    ratios = [(d["gap"], recs[d["i"]].get("ratio")) for d in browser_view["derivations"]]
+    ratios = [(g, r) for g, r in ratios if g is not None]
+    assert len(ratios) > 200
+    for gap, ratio in ratios:
+        want = f"×{ratio:.4f}" if isinstance(ratio, (int, float)) and math.isfinite(ratio) else "n/a"
+        assert gap.endswith(" · " + want), (gap, ratio)
 
 
 def _corners(tick: list[Any]) -> list[tuple[float, float]]:
@@ -475,19 +487,21 @@ def test_a_budgeted_tolerance_shows_its_terms_and_their_sum(browser_view: dict[s
         assert rows == want + [["sum: the tolerance", f"\u00b1{tol['rel'] * 100:.3g}%"]], (i, rows)
 
 
-def test_each_scatter_point_has_its_rows_tooltip(browser_view: dict[str, Any], full_report: Path) -> None:
-    """A predicted-vs-measured point carries only its table row (data-rec); the page's script gives it the tooltip
-    html.py wrote before: name and parameters, verdict, predicted, measured, gap and what the tolerance allows."""
+def test_each_plotted_mark_has_its_rows_tooltip(browser_view: dict[str, Any], full_report: Path) -> None:
+    """A plotted reconciliation's mark (the predicted-vs-measured points, the ladders', the tuning ladders', the
+    attention bytes') carries only its table row (data-rec) and its label in the plot (data-what, where it has one); the
+    page's script gives it the tooltip html.py wrote before: label (else name and parameters), verdict, predicted,
+    measured, gap and what the tolerance allows. Sampled over the whole page, domain plots and scatter plots alike."""
     from pytest_anatomy.report.formatting import format_gap, format_tolerance, format_value
 
     tips = browser_view["point_tips"]
-    assert len(tips) == 50
+    assert len(tips) >= 50 and any(what for _, what, _ in tips) and any(not what for _, what, _ in tips)
     ledger = json.loads(full_report.with_suffix(".json").read_text(encoding="utf-8"))
-    for row, tip in tips:
+    for row, what, tip in tips:
         rec = ledger["reconciliations"][row]
         unit = str(rec.get("unit", ""))
         assert tip is not None and f" ({rec['verdict']}): predicted {format_value(rec['predicted'], unit)}, " in tip
         assert f"measured {format_value(rec['measured'], unit)}, gap {format_gap(rec)}" in tip, tip
-        assert tip.startswith(str(rec["name"])), tip
+        assert tip.startswith(what or str(rec["name"])), (what, tip)
         tol = format_tolerance(rec.get("tolerance"), unit)
         assert tip.endswith(f", allowed {tol}") or "allowed" not in tip, (tip, tol)

@@ -22,6 +22,7 @@ from pytest_anatomy.ledger_counts import PREDICTION, kind_of, prediction_counts
 from pytest_anatomy.option_names import REPORT_OPTION
 from pytest_anatomy.report import plots
 from pytest_anatomy.report.embedded import COMPACT_SUITES, is_compact, embedded_ledger, expand_embedded
+from pytest_anatomy.report.plot_common import table_rows
 from pytest_anatomy.report.formatting import (
     VERDICTS,
     allowed_interval,
@@ -275,6 +276,9 @@ def build_view(ledger: Mapping[str, Any]) -> dict[str, Any]:
     apart = sum(1 for recon in recons if kind_of(recon) != PREDICTION)
     tests = ledger.get("tests") or {}
     embedded = embedded_ledger(ledger)
+    rows_of = {id(recon): i for i, recon in enumerate(recons)}  # a plotted reconciliation's table row (its tooltip)
+    with table_rows(rows_of):
+        domain = plots.domain_plots(detailed)
     return {
         "created": str(ledger.get("created") or ""),
         "version": str(ledger.get("version") or ""),
@@ -304,8 +308,8 @@ def build_view(ledger: Mapping[str, Any]) -> dict[str, Any]:
         "failures": _failures_view(ledger.get("failures") or []),
         "overview": overview(recons),
         "band_sources_line": band_sources_line(recons),
-        "domain": plots.domain_plots(detailed),
-        "scatter": scatter_plots(detailed, {id(recon): i for i, recon in enumerate(recons)}),
+        "domain": domain,
+        "scatter": scatter_plots(detailed, rows_of),
         "bars": gap_bars(detailed),
         "bars_agree": sum(1 for r in detailed if r.get("verdict") == "agree"),
         "plural": plural,

@@ -7,7 +7,9 @@ import re
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +51,27 @@ def _colour(recon: Recon) -> str:
 def _outline(recon: Recon) -> str:
     """A verdict ring around a series-coloured point: none for agree, the verdict's colour otherwise."""
     return "" if recon.get("verdict") == "agree" else _colour(recon)
+
+
+# The page's table rows of the reconciliations being drawn (id(recon) -> row, html.py's anchor rec-<row>), set by
+# html.build_view around the plots: a mark of a reconciliation with a row carries the row (and its label, `what`), and
+# the page's script makes its tooltip from that row instead of a <title> written into the page.
+_TABLE_ROWS: ContextVar[Mapping[int, int]] = ContextVar("table_rows", default={})
+
+
+@contextmanager
+def table_rows(rows: Mapping[int, int]) -> Iterator[None]:
+    token = _TABLE_ROWS.set(rows)
+    try:
+        yield
+    finally:
+        _TABLE_ROWS.reset(token)
+
+
+def mark(recon: Recon, what: str = "") -> dict[str, Any]:
+    """Chart.point's tooltip arguments for a reconciliation's mark: its row and label where the page has a row for
+    it (the script writes the tooltip), else the tooltip itself (_tip)."""
+    return {"tip": _tip(recon, what), "row": _TABLE_ROWS.get().get(id(recon)), "what": what}
 
 
 def _tip(recon: Recon, what: str = "") -> str:

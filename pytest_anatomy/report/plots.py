@@ -38,6 +38,7 @@ from pytest_anatomy.report.plot_common import (
     _resolve,
     _terms,
     _tip,
+    mark,
     _verdict_colour_keys,
     _verdict_keys,
     _rung_order,
@@ -124,7 +125,7 @@ def kernel_ladders(recons: Sequence[Recon]) -> list[Markup]:
                 if predicted and predicted > 0:
                     index = names.index(str(recon.get("name")))
                     offset = (index - (len(names) - 1) / 2) * 0.12
-                    chart.point(x + offset, predicted, _colour(recon), _tip(recon, f"{rung} {recon.get('name')}"),
+                    chart.point(x + offset, predicted, _colour(recon), **mark(recon, f"{rung} {recon.get('name')}"),
                                 shape=PREDICTION_SHAPES[index % len(PREDICTION_SHAPES)])
         chart.key("dot", MEASURED, "measured")
         for index, name in enumerate(names):  # one shape per prediction; its colour is its verdict
@@ -222,7 +223,7 @@ def _curve_chart(series: dict[str, list[tuple[float, Recon]]], *, title: str, ar
         pts = sorted(pts, key=lambda p: p[0])
         chart.line([(x, r["predicted"]) for x, r in pts], colour, tip=f"{label}: predicted")
         for x, recon in pts:
-            chart.point(x, recon["measured"], colour, _tip(recon), outline=_outline(recon))
+            chart.point(x, recon["measured"], colour, **mark(recon), outline=_outline(recon))
         chart.key("line", colour, f"{label}: predicted, dots measured")
         if label in knees:
             chart.vline(knees[label], colour, f"{label} saturates at {knees[label]:.1f} req/s")

@@ -27,6 +27,7 @@ from pytest_anatomy.report.plot_common import (
     _outline,
     _recording,
     _tip,
+    mark,
     _verdict_colour_keys,
     _verdict_keys,
     _rung_order,
@@ -137,9 +138,9 @@ def _flash_bytes(byte_recons: Mapping[str, list[Recon]]) -> list[Markup]:
                           width=max(260, 34 * len(labels)), x_label_rotate=True)
             for i, recon in enumerate(group):
                 if _num(recon.get("predicted")):
-                    chart.point(i, recon["predicted"], "#8c959f", _tip(recon, labels[i]), shape="diamond")
+                    chart.point(i, recon["predicted"], "#8c959f", **mark(recon, labels[i]), shape="diamond")
                 if _num(recon.get("measured")):
-                    chart.point(i, recon["measured"], _colour(recon), _tip(recon, labels[i]))
+                    chart.point(i, recon["measured"], _colour(recon), **mark(recon, labels[i]))
             chart.key("diamond", "#8c959f", "predicted (IO theory)")
             chart.key("dot", MEASURED, "measured (Nsight Compute)")
             _verdict_colour_keys(chart, group)

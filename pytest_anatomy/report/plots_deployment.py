@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from markupsafe import Markup
 
 from pytest_anatomy.report.formatting import format_value
-from pytest_anatomy.report.plot_common import (MEASURED, PREDICTION_SHAPES, Recon, _colour, _num, _outline, _tip,
+from pytest_anatomy.report.plot_common import (MEASURED, PREDICTION_SHAPES, Recon, _colour, _num, _outline, mark,
                                                 _verdict_colour_keys)
 from pytest_anatomy.report.svg import Axis, Chart
 
@@ -67,9 +67,9 @@ def tuning_ladders(recons: Sequence[Recon]) -> list[Markup]:
                             r=3.0)
                 for k, again in enumerate(found[1:], start=2):
                     chart.point(x + offset, float(again["measured"]), MEASURED_AGAIN,
-                                _tip(again, f"{rung} {metric} run {k} ({_run_stamp(again)})"), r=3.0,
+                                **mark(again, f"{rung} {metric} run {k} ({_run_stamp(again)})"), r=3.0,
                                 outline=_outline(again))
-                chart.point(x + offset, float(cell["predicted"]), _colour(cell), _tip(cell, f"{rung} {metric} predicted"),
+                chart.point(x + offset, float(cell["predicted"]), _colour(cell), **mark(cell, f"{rung} {metric} predicted"),
                             shape=PREDICTION_SHAPES[i % len(PREDICTION_SHAPES)], r=3.6)
         for i, metric in enumerate(metrics):
             chart.key(PREDICTION_SHAPES[i % len(PREDICTION_SHAPES)], "#8c959f", metric)

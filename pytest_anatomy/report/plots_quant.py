@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from markupsafe import Markup
 
-from pytest_anatomy.report.plot_common import Recon, _fmt, _inputs, _num, _outline, _tip, _verdict_keys
+from pytest_anatomy.report.plot_common import Recon, _fmt, _inputs, _num, _outline, _verdict_keys, mark
 from pytest_anatomy.report.svg import PALETTE, Axis, Chart
 
 
@@ -47,7 +47,7 @@ def _chart(group: str, pts: list[tuple[float, Recon]], *, what: str, x_label: st
     colour = PALETTE[0]
     chart.line([(x, r["predicted"]) for x, r in pts], colour, tip=tip)
     for x, recon in pts:
-        chart.point(x, recon["measured"], colour, _tip(recon), outline=_outline(recon))
+        chart.point(x, recon["measured"], colour, **mark(recon), outline=_outline(recon))
     chart.key("line", colour, f"{tip}, dots measured")
     _verdict_keys(chart, [r for _, r in pts])
     return chart.svg(clip)

@@ -176,14 +176,16 @@ class Chart:
 
     # ---- marks ----------------------------------------------------------------------
     def point(self, x: float, y: float, colour: str, tip: str, *, r: float = 4.2, shape: str = "circle",
-              outline: str = "", row: int | None = None) -> None:
+              outline: str = "", row: int | None = None, what: str = "") -> None:
         """A marker; `outline` rings it in a second colour (a verdict other than agree on a series point). With `row`
         (a reconciliation's row in the page's table, html.py's anchor rec-<row>) the mark carries data-rec instead of
-        its <title>: the page's script makes the tooltip from that row (~0.3 MB less over the scatter plots)."""
+        its <title>: the page's script makes the tooltip from that row, led by `what` where given (the mark's label in
+        its plot; else the row's name), ~0.3 MB less over the plots."""
         cx, cy = self.px(x), self.py(y)
 
         def tail(tag: str) -> str:  # the mark's end: its tooltip, or the row the page's script makes it from
-            return f' data-rec="{row}"/>' if row is not None else f"><title>{escape(tip)}</title></{tag}>"
+            label = f' data-what="{escape(what)}"' if what else ""
+            return f' data-rec="{row}"{label}/>' if row is not None else f"><title>{escape(tip)}</title></{tag}>"
         if outline:
             self.marks.append(f'<circle class="ring" cx="{_n(cx)}" cy="{_n(cy)}" r="{r + 2.6}" style="stroke:{outline}"/>')
         if shape == "diamond":
