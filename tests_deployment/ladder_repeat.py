@@ -23,12 +23,13 @@ from __future__ import annotations
 
 import pytest
 
-MEASURED_ON = "h200"
+from pytest_anatomy.theory.deployment import ladder
+
 QWEN, LLAMA = "qwen2.5-7b", "llama-3.1-8b"
 CHAT_BATCH, RAG_BATCH, PREFIX_BATCH = "20261204T202642Z", "20261204T203501Z", "20261204T204601Z"
 CARD = {CHAT_BATCH: "card GPU-41a24322", RAG_BATCH: "card GPU-41a24322", PREFIX_BATCH: "a fresh machine"}
-SQRT2 = 2 ** 0.5  # a second run's own sampling noise, as large as the first's: two independent samples
-PARENT = {"prefix_cache": "limits", "fp8_kv": "fp8_weights", "eager": "fp8_kv", "ngram": "fp8_kv"}
+# each rung's parent, as the ladder defines it (the parents do not depend on the ladder's limits)
+PARENT = {step.name: step.parent for step in ladder(1, 1, (1, 1)) if step.parent}
 
 # (model, workload, rung) -> the batches of its two runs (first, repeat), and of the parent run each gain divides by
 RUNS: dict[tuple[str, str, str], tuple[str, str]] = {
@@ -376,6 +377,8 @@ REASON = ("{workload} {step}, run 2 (batch {b2}, {card}; {parent}): {metric} gai
 def repeat_marks(model: str, workload: str, step: str, predicted: dict[str, float | None]) -> list[pytest.MarkDecorator]:
     """The findings of a rung's second run (test_ladder_replay's `-r2` case), quantity by quantity: every gain of run 2
     outside 20%, under its mechanism's finding, banded by the other runs where they hold it."""
+    import ladder_findings as lf  # here, not at import: ladder_findings imports this module
+
     key = (model, workload, step)
     marks = []
     for (m, w, s, metric), ((g1, lo1, hi1), (g2, lo2, hi2)) in GAINS.items():
@@ -390,5 +393,5 @@ def repeat_marks(model: str, workload: str, step: str, predicted: dict[str, floa
                                parent=_parent_said(key, 2), metric=metric, g2=g2, lo2=lo2, hi2=hi2, p=p,
                                b1=RUNS[key][0], g1=g1, lo1=lo1, hi1=hi1, first=first)
         marks.append(pytest.mark.finding(fid, reason=reason + why(key) + said, quantity=f"{w}.{s}.{metric}.gain",
-                                         expected=band, hardware=MEASURED_ON, band_from=band_from))
+                                         expected=band, hardware=lf.MEASURED_ON, band_from=band_from))
     return marks

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+import cause_findings as cf
 import ladder_chat as lc
 import ladder_findings as lf
 import ladder_llama as ll
@@ -42,8 +43,8 @@ def _name(key: tuple[str, str, str], parent: bool = False) -> str:
 
 def _recs(key: tuple[str, str, str], run: int) -> tuple[Any, Any]:
     """Run `run` of the rung and the parent run its gains divide by, from the recordings (by stamp)."""
-    return (recordings.load_latest(RESULTS, lrp.MEASURED_ON, "deployment", _name(key), lrp.RUNS[key][run - 1]),
-            recordings.load_latest(RESULTS, lrp.MEASURED_ON, "deployment", _name(key, True),
+    return (recordings.load_latest(RESULTS, lf.MEASURED_ON, "deployment", _name(key), lrp.RUNS[key][run - 1]),
+            recordings.load_latest(RESULTS, lf.MEASURED_ON, "deployment", _name(key, True),
                                    lrp.PARENT_RUNS[key][run - 1]))
 
 
@@ -150,7 +151,7 @@ def test_every_recorded_run_is_judged() -> None:
             for row in rows:
                 name = f"{model}.{workload}.{row['step']}"
                 stamps = tuple(p.name.split("@")[1].removesuffix(".json")
-                               for p in recordings.candidates(RESULTS, lrp.MEASURED_ON, "deployment", name))
+                               for p in recordings.candidates(RESULTS, lf.MEASURED_ON, "deployment", name))
                 assert stamps == run_batches(model, workload, row["step"]), name
     for key, batches in lrp.RUNS.items():
         parent = _row(*key)["parent"]
@@ -192,7 +193,7 @@ def test_a_band_comes_from_the_other_run_and_is_never_widened(monkeypatch) -> No
     band, band_from, _ = lrp.banded(*key[:3], key[3], 1, p)
     g, lo, hi = other
     assert band_from == "other-runs"
-    assert band == (round((g - lrp.SQRT2 * (g - lo)) / p, 4), round((g + lrp.SQRT2 * (hi - g)) / p, 4))
+    assert band == (round((g - cf.SQRT2 * (g - lo)) / p, 4), round((g + cf.SQRT2 * (hi - g)) / p, 4))
     monkeypatch.setitem(lrp.GAINS, key, ((g1 * 1.01, lo1 * 0.99, hi1 * 1.02), other))
     assert lrp.banded(*key[:3], key[3], 1, p)[:2] == (band, "other-runs")
     far = (g * 1.2, lo * 1.2, hi * 1.2)
