@@ -37,8 +37,10 @@ from typing import Any
 from pytest_anatomy.kernels.emulator import cache_dir
 from pytest_anatomy.kernels.registry import CUDA_DIR, arch_for
 
-# What kernel_runner and these checks pass NVRTC besides the arch, the name and the defines (part of the cache key).
-NVRTC_FLAGS = ("std=c++17", "ptxas_options=-v")
+# What kernel_runner and these checks pass NVRTC besides the arch, the name and the defines: one table, which
+# nvrtc_options passes and the cache key spells ("std=c++17", "ptxas_options=-v"), so the two cannot drift apart.
+NVRTC_OPTIONS = {"std": "c++17", "ptxas_options": "-v"}
+NVRTC_FLAGS = tuple(f"{k}={v}" for k, v in NVRTC_OPTIONS.items())
 
 
 class ToolMissing(RuntimeError):
@@ -136,8 +138,7 @@ def nvrtc_options(source: str, arch: str, defines: Defines = ()) -> Any:
     from cuda.core import ProgramOptions
 
     macros = [(k, str(v)) for k, v in defines]  # an autotuning candidate's tile shape
-    return ProgramOptions(arch=arch_for(source, arch), name=source, std="c++17", ptxas_options="-v",
-                          define_macro=macros or None)
+    return ProgramOptions(arch=arch_for(source, arch), name=source, define_macro=macros or None, **NVRTC_OPTIONS)
 
 
 def _compile(source: str, text: str, arch: str, defines: Defines = ()) -> tuple[bytes, str]:
