@@ -52,7 +52,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     for t in targets:
         mine = cases(SOURCE, t.name, results)
         marks = finding_marks(t.name, SOURCE, "vllm", [_routes(c) for c in mine], KV_BLOCKS_CANDIDATES,
-                              [c.recording for c in mine])
+                              [c.recording for c in mine], [c.id for c in mine])
         params += [pytest.param(t, c, marks=m, id=f"{t.name}-{c.id}") for c, m in zip(mine, marks)]
     parametrize(metafunc, ["target", "case"], params, SOURCE)
 

@@ -64,7 +64,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             mine = [c for c in cases(SOURCE, t.name, results) if c.engine == engine]
             answers = [_answer(transfer, c) for c in mine]
             marks = finding_marks(t.name, SOURCE, engine, [_routes(a, c) for a, c in zip(answers, mine)], why,
-                                  [c.recording for c in mine])
+                                  [c.recording for c in mine], [c.id for c in mine])
             params += [pytest.param(t, c, a, marks=m, id=f"{t.name}-{c.id}") for c, a, m in zip(mine, answers, marks)]
     parametrize(metafunc, ["target", "case", "answer"], params, SOURCE, why_none)
 

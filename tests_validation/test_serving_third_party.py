@@ -54,7 +54,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         runs = [c.recording for c in mine]
         routes = set_apart(t.name, SOURCE, "vllm", [_routes(transfer, c) for c in mine], [c.id for c in mine], runs,
                            TPOT_APART.get(t.name, ()))
-        marks = finding_marks(t.name, SOURCE, "vllm", routes, SERVING_CANDIDATES, runs)
+        marks = finding_marks(t.name, SOURCE, "vllm", routes, SERVING_CANDIDATES, runs, [c.id for c in mine])
         params += [pytest.param(t, c, marks=m, id=f"{t.name}-{c.id}") for c, m in zip(mine, marks)]
     parametrize(metafunc, ["target", "case"], params, SOURCE, why_none)
 

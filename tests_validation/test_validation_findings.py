@@ -5,6 +5,8 @@ observed range stated as such."""
 from __future__ import annotations
 
 import dataclasses
+import math
+import statistics
 
 import pytest
 from sweeps import (CALIBRATION_CARD, CALIBRATION_SPREAD, allreduce_s_per_token, closed_loop, deployment, h200_transfer,
@@ -12,13 +14,16 @@ from sweeps import (CALIBRATION_CARD, CALIBRATION_SPREAD, allreduce_s_per_token,
 from validation_findings import (
     CUDA_TOTAL_GIB,
     KV_QUEUE_REASON,
+    MIN_REPEAT_PAIRS,
     OLD_VLLM_CPU,
     OLD_VLLM_REASON,
     Apart,
     Route,
     cuda_total_reason,
+    experiment,
     finding_marks,
     other_runs_band,
+    repeat_band,
     route,
     set_apart,
 )
@@ -196,3 +201,46 @@ def test_the_serialized_all_reduce_band_only_adds_and_is_the_plain_band_at_tp1()
             assert (s_lo, s_hi) == pytest.approx((lo, hi))
         else:
             assert s_lo >= lo and s_hi > hi
+
+
+def _repeated(ratios: dict[str, list[float]]) -> tuple[list[list[Route | None]], list[str], list[str]]:
+    """One latency miss per ratio, all in one recording; an experiment's second ratio is its repeat (id key.r2)."""
+    cases = [(key if i == 0 else f"{key}.r{i + 1}", x) for key, xs in ratios.items() for i, x in enumerate(xs)]
+    return [[route(x, 1.0, (0.9, 1.1), "latency")] for _, x in cases], ["rec"] * len(cases), [c for c, _ in cases]
+
+
+# Six repeated experiments whose first run is 1-3% slower than the second, and one judged experiment "j"
+_PAIRS = {"a": [2.02, 2.0], "b": [2.04, 2.0], "c": [2.06, 2.0], "d": [2.03, 2.0], "e": [2.05, 2.0], "f": [2.02, 2.0]}
+
+
+def test_a_repeat_bands_a_miss_that_no_other_recording_holds() -> None:
+    """One recording holds every miss, so other_runs_band has nothing; the source's repeat of the judged experiment
+    bands it: the repeat's ratio times the 99% prediction interval of ln(first / later) over the other pairs (their
+    mean carries the first run's drift). The judged run's own value never enters its band."""
+    routes, runs, ids = _repeated({**_PAIRS, "j": [2.3, 2.25]})
+    marks = finding_marks(SYNTHETIC_CARD, "src", "vllm", routes, "Candidates: none.", runs, ids)
+    first, repeat = marks[-2][0].kwargs, marks[-1][0].kwargs
+    diffs = [math.log(a / b) for a, b in _PAIRS.values()]
+    half = 4.032 * statistics.stdev(diffs) * math.sqrt(1 + 1 / 6)  # t(0.995, 5 degrees of freedom)
+    mean = statistics.fmean(diffs)
+    assert first["band_from"] == repeat["band_from"] == "other-runs"
+    assert first["expected"] == pytest.approx((2.25 * math.exp(mean - half), 2.25 * math.exp(mean + half)), abs=1e-4)
+    assert repeat["expected"] == pytest.approx((2.3 * math.exp(-mean - half), 2.3 * math.exp(-mean + half)), abs=1e-4)
+    assert "repeat row" in first["reason"]
+    moved = finding_marks(SYNTHETIC_CARD, "src", "vllm", _repeated({**_PAIRS, "j": [2.6, 2.25]})[0],
+                          "Candidates: none.", runs, ids)
+    assert moved[-2][0].kwargs["expected"] == first["expected"]  # the judged run moved, its band did not
+
+
+def test_no_repeat_or_too_few_pairs_keep_checked_run() -> None:
+    """An experiment run once has no other run; with fewer than MIN_REPEAT_PAIRS pairs elsewhere no spread is
+    measured: both stay banded by their own range (checked-run), as before repeats counted."""
+    routes, runs, ids = _repeated({**_PAIRS, "j": [2.3]})
+    assert finding_marks(SYNTHETIC_CARD, "src", "vllm", routes, "Candidates: none.", runs, ids)[-1][0].kwargs[
+        "band_from"] == "checked-run"
+    few = {k: _PAIRS[k] for k in list(_PAIRS)[:MIN_REPEAT_PAIRS - 1]}
+    routes, runs, ids = _repeated({**few, "j": [2.3, 2.25]})
+    assert {m[0].kwargs["band_from"] for m in finding_marks(SYNTHETIC_CARD, "src", "vllm", routes,
+                                                            "Candidates: none.", runs, ids)} == {"checked-run"}
+    assert repeat_band({"j": {1: 2.3, 2: 2.25}}, "j", 1) is None
+    assert experiment("qwen.n4:l128.b64.r2") == ("qwen.n4:l128.b64", 2) and experiment("x:l1") == ("x:l1", 1)

@@ -10,6 +10,8 @@ established, from the routed misses themselves (the observed range, stated as su
 from __future__ import annotations
 
 import math
+import re
+import statistics
 from dataclasses import dataclass
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -106,6 +108,55 @@ def other_runs_band(by_run: Mapping[str, Sequence[float]], checked: str) -> tupl
     return (math.floor(min(every) * (1 - scatter) * 1e4) / 1e4, math.ceil(max(every) * (1 + scatter) * 1e4) / 1e4)
 
 
+# A miss that too few other recordings hold may still have a repeat: the source ran the same experiment again, and the
+# importer kept that row as the same key with a suffix (importers/third_party: key.r2, .r3). The repeat is not the run
+# judged, so its ratio bands the miss, widened by how repeats differ on the card's other repeated experiments.
+_REPEAT = re.compile(r"\.r(\d+)$")
+MIN_REPEAT_PAIRS = 5  # fewer pairs give no usable spread of the differences between repeats
+# Student's t quantile at 0.995 by degrees of freedom (a two-sided 99% prediction interval for one new pair's
+# difference); above 30 the 30 value, which is larger than every later one.
+_T995 = {1: 63.657, 2: 9.925, 3: 5.841, 4: 4.604, 5: 4.032, 6: 3.707, 7: 3.499, 8: 3.355, 9: 3.250, 10: 3.169,
+         11: 3.106, 12: 3.055, 13: 3.012, 14: 2.977, 15: 2.947, 16: 2.921, 17: 2.898, 18: 2.878, 19: 2.861,
+         20: 2.845, 21: 2.831, 22: 2.819, 23: 2.807, 24: 2.797, 25: 2.787, 26: 2.779, 27: 2.771, 28: 2.763,
+         29: 2.756, 30: 2.750}
+
+
+def experiment(case_id: str) -> tuple[str, int]:
+    """A case's experiment (its id without a repeat suffix) and which run of it the case is (1 for the first)."""
+    m = _REPEAT.search(case_id)
+    return (case_id[:m.start()], int(m.group(1))) if m else (case_id, 1)
+
+
+def repeat_band(runs_of: Mapping[str, Mapping[int, float]], key: str, run: int) -> tuple[float, float] | None:
+    """The band of run `run` of experiment `key` from its other runs only: each other run's measured/predicted (the
+    prediction is the same for every run of an experiment) times the 99% prediction interval of the log ratio between
+    an earlier and a later run, from the pairs of runs of every other experiment in `runs_of` (never `key`'s own:
+    their mean carries the drift between a source's first and later runs, their spread the noise). Rounded outward to
+    4 decimals; None where `key` has no other run or fewer than MIN_REPEAT_PAIRS pairs exist."""
+    others = {n: x for n, x in runs_of.get(key, {}).items() if n != run}
+    diffs = [math.log(xs[a] / xs[b]) for k, xs in runs_of.items() if k != key
+             for a in xs for b in xs if a < b]
+    if not others or len(diffs) < MIN_REPEAT_PAIRS:
+        return None
+    mean, sd = statistics.fmean(diffs), statistics.stdev(diffs)
+    half = _T995[min(len(diffs) - 1, 30)] * sd * math.sqrt(1 + 1 / len(diffs))
+    # run `run` from run n: ln(x_run / x_n) = +-(earlier over later), its sign by which of the two came first
+    ends = [x * math.exp((mean if run < n else -mean) + side) for n, x in others.items() for side in (-half, half)]
+    return (math.floor(min(ends) * 1e4) / 1e4, math.ceil(max(ends) * 1e4) / 1e4)
+
+
+def _runs_of(routes: Sequence[Sequence[Route | None]], experiments: Sequence[str], quantity: str
+             ) -> dict[str, dict[int, float]]:
+    """measured/predicted of `quantity` by experiment and run, over every routed case (misses of any finding)."""
+    out: dict[str, dict[int, float]] = {}
+    for case_id, rs in zip(experiments, routes):
+        key, run = experiment(case_id)
+        for r in rs:
+            if r is not None and r.quantity == quantity:
+                out.setdefault(key, {})[run] = r.ratio
+    return out
+
+
 def _sign(r: Route) -> str:
     """Which side of its declared band a miss lies on."""
     return "above" if r.ratio > r.tolerance[1] else "below"
@@ -160,17 +211,21 @@ GROUPS = {
 _OPEN_BAND = (
     "Band of a miss: where at least {n} other recordings hold this finding's misses, their range of measured/predicted "
     "(never the miss's own recording), widened by the most any one of them reached outside the rest (other-runs); "
-    "otherwise the observed range {lo:.3g}-{hi:.3g}, the miss's own included (checked-run: it tests nothing until "
-    "another recording exists). A measurement outside its band is a divergence again.")
+    "else, where the source ran the same experiment again (a repeat row), the repeat's measured/predicted times the "
+    "99% prediction interval of the log ratio between a first and a later run over the card's other repeated "
+    "experiments (other-runs); otherwise the observed range {lo:.3g}-{hi:.3g}, the miss's own included (checked-run: "
+    "it tests nothing until another run exists). A measurement outside its band is a divergence again.")
 
 
 def finding_marks(hardware: str, source: str, engine: str, routes: list[list[Route | None]],
-                  candidates: str, runs: Sequence[str] | None = None) -> list[list[Any]]:
+                  candidates: str, runs: Sequence[str] | None = None,
+                  experiments: Sequence[str] | None = None) -> list[list[Any]]:
     """The finding marks of each case (same order as `routes`). A sourced cause keeps its own id and
     band; the misses without an established cause become one finding per metric and side of the band on
     this card (and per Route.group). `runs` names each case's recording (an independent run); with it, such a miss's
-    band comes from the same finding's misses in the other recordings (other_runs_band), else it is the observed
-    range with the case's own ratio in it (checked-run)."""
+    band comes from the same finding's misses in the other recordings (other_runs_band); failing that, with
+    `experiments` (each case's id, a repeat's suffix and all), from the source's repeat of the same experiment
+    (repeat_band); else it is the observed range with the case's own ratio in it (checked-run)."""
     import pytest
 
     total: dict[str, int] = {}
@@ -197,6 +252,8 @@ def finding_marks(hardware: str, source: str, engine: str, routes: list[list[Rou
             else:
                 fid, reason, band = groups[_key(r)]
                 derived = None if runs is None else other_runs_band(by_run[_key(r)], runs[i])
+                if derived is None and experiments is not None:
+                    derived = repeat_band(_runs_of(routes, experiments, r.quantity), *experiment(experiments[i]))
                 band, band_from = (band, "checked-run") if derived is None else (derived, "other-runs")
             marks.append(pytest.mark.finding(fid, reason=reason, quantity=r.quantity, expected=band, hardware=hardware,
                                              band_from=band_from))
