@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from pytest_anatomy.report.embedded import gap_fields
 from pytest_anatomy.report.formatting import format_tolerance
 from pytest_anatomy.report.html import embedded_json, expand_embedded, render_html, write_report
 from pytest_anatomy.report.pytest_html import (
@@ -201,6 +202,27 @@ def test_embedded_findings_leave_out_their_default_keys_and_get_them_back() -> N
     assert found[0]["d"] == 1 and not {"quantity", "hardware", "strict"} & set(found[0])
     assert "d" not in found[1] and found[1]["hardware"] == "card-x" and "d" not in found[2]
     assert expand_embedded(embedded) == ledger
+
+
+def test_embedded_gap_fields_and_source_are_left_out_only_where_they_are_the_arithmetic_and_default() -> None:
+    """gap_abs, gap_rel and ratio are left out (marked "g": 1) only where they are exactly reconcile's arithmetic on
+    predicted and measured, and a source "recorded" only where it is that default; any other value stays, and
+    expanded every row is the ledger's."""
+    ledger = sample_ledger()
+    recs = ledger["reconciliations"]
+    for rec in recs:
+        rec.update(gap_fields(rec["predicted"], rec["measured"]) or {}, source="recorded")
+    recs[1]["ratio"] = recs[1]["ratio"] * (1 + 1e-15) + 1e-300  # not the arithmetic: kept
+    recs[2]["source"] = "live"
+    recs[3]["predicted"] = 0.0
+    recs[3].update(gap_fields(0.0, recs[3]["measured"]) or {})
+    del recs[4]["source"]
+    embedded = json.loads(_parse(render_html(ledger)).ledger_text or "")["reconciliations"]
+    assert embedded[0]["g"] == 1 and not {"gap_abs", "gap_rel", "ratio", "source"} & set(embedded[0])
+    assert "g" not in embedded[1] and embedded[1]["ratio"] == recs[1]["ratio"]
+    assert embedded[2]["source"] == "live" and embedded[3]["g"] == 1 and embedded[4]["source"] is None
+    assert gap_fields(0.0, 2.0) == {"gap_abs": 2.0, "gap_rel": None, "ratio": None} and gap_fields("x", 1.0) is None
+    assert expand_embedded(json.loads(_parse(render_html(ledger)).ledger_text or "")) == ledger
 
 
 def test_embedded_test_ids_share_their_module_and_function() -> None:

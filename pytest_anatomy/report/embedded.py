@@ -32,6 +32,20 @@ TERM_FIELDS = ("name", "value", "unit", "note")
 # all three hold and marked by "d": 1 (~650 finding rows); the page's script reads only a finding's id and reason.
 _FINDING_DEFAULTS: dict[str, Any] = {"quantity": None, "hardware": None, "strict": True}
 DEFAULT_KIND = "prediction"  # a reconciliation's kind, left out of the page where it is this (expand_embedded puts it back)
+DEFAULT_SOURCE = "recorded"  # a measurement's source, left out likewise (~2,000 rows replay recordings: ~40 kB)
+# gap_abs, gap_rel and ratio are reconcile.Reconciliation's arithmetic on predicted and measured: left out where they
+# are exactly that arithmetic (marked "g": 1; ~150 kB), recomputed by expand_embedded and by the page's script, whose
+# IEEE doubles give the same values.
+GAP_FIELDS = ("gap_abs", "gap_rel", "ratio")
+
+
+def gap_fields(predicted: Any, measured: Any) -> dict[str, Any] | None:
+    """reconcile.Reconciliation's gap_abs, gap_rel and ratio of two numbers (None for anything else)."""
+    if type(predicted) not in (int, float) or type(measured) not in (int, float):
+        return None
+    gap = measured - predicted
+    return {"gap_abs": gap, "gap_rel": None if predicted == 0 else gap / abs(predicted),
+            "ratio": None if predicted == 0 else measured / predicted}
 
 
 class _Texts:
@@ -96,7 +110,8 @@ def _share_inputs(recon: dict[str, Any], table: list[Any], index: dict[str, int]
 
 def _defaults_out(recon: dict[str, Any]) -> dict[str, Any]:
     """The defaults most reconciliations repeat, left out exactly (expand_embedded puts them back): kind "prediction"
-    (a reconciliation without a kind gets kind null instead), a tolerance's abs 0.0 with ratio null, and a finding's
+    (a reconciliation without a kind gets kind null instead), source "recorded" (likewise), the gap fields where they
+    are gap_fields' arithmetic ("g": 1), a tolerance's abs 0.0 with ratio null, and a finding's
     quantity null, hardware null and strict true (each marked by "d": 1, so that one without those keys stays as it
     was)."""
     out = dict(recon)
@@ -104,6 +119,15 @@ def _defaults_out(recon: dict[str, Any]) -> dict[str, Any]:
         del out["kind"]
     elif "kind" not in out:
         out["kind"] = None
+    if out.get("source") == DEFAULT_SOURCE:
+        del out["source"]
+    elif "source" not in out:
+        out["source"] = None
+    gaps = gap_fields(out.get("predicted"), out.get("measured"))
+    if gaps is not None and "g" not in out and all(
+            k in out and type(out[k]) is type(v) and out[k] == v for k, v in gaps.items()):
+        out = {k: v for k, v in out.items() if k not in GAP_FIELDS}
+        out["g"] = 1
     found = out.get("finding")
     if isinstance(found, Mapping) and "d" not in found and all(
             k in found and found[k] is v for k, v in _FINDING_DEFAULTS.items()):
@@ -121,6 +145,13 @@ def _defaults_in(recon: dict[str, Any], inputs_table: Sequence[Any]) -> dict[str
         out["kind"] = DEFAULT_KIND
     elif out["kind"] is None:
         del out["kind"]
+    if "source" not in out:
+        out["source"] = DEFAULT_SOURCE
+    elif out["source"] is None:
+        del out["source"]
+    if out.get("g") == 1:
+        del out["g"]
+        out.update(gap_fields(out.get("predicted"), out.get("measured")) or {})
     found = out.get("finding")
     if isinstance(found, Mapping) and found.get("d") == 1:
         out["finding"] = {**{k: v for k, v in found.items() if k != "d"}, **_FINDING_DEFAULTS}
