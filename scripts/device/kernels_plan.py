@@ -366,6 +366,32 @@ def autotune_sgemm(runner: Any, batch: Batch, runs: int, deadline: float, family
         log(f"autotune {family} {label}: {choice} {mean_ms[choice]:.4f} ms (cuBLAS {bt[0]['ms_median'] if bt else None})")
 
 
+def dry_run(ladders: list[str], facts: DeviceFacts, no_autotune: bool) -> int:
+    """--dry-run: every selected rung's launches at its check shapes (and the autotuner's candidates), printed."""
+    for lad in ladders:
+        for v in selected(list(LADDERS[lad])):
+            for shape in check_shapes(lad, v):
+                try:
+                    calls = v.calls(shape, facts)
+                    what = ", ".join(f"{c.kernel}<<<{c.launch.grid},{c.launch.block}>>>"
+                                     + (f" cluster {c.launch.cluster}" if c.launch.cluster > 1 else "")
+                                     + (" cooperative" if c.launch.cooperative else "")
+                                     for c in calls) or v.baseline
+                except RungRefused as exc:
+                    what = f"REFUSED ({str(exc)[:60]}...)"
+                print(f"{lad:9s} {v.id:18s} {shape_label(shape):16s} {what}")
+    for cands, table in ([sgemm.TILE_FAMILIES[f] for f in tuned_families()]
+                         if "sgemm" in ladders and not no_autotune else ()):
+        for v in cands:
+            for shape in sgemm.AUTOTUNE_SHAPES:
+                (c,) = v.calls(shape, facts)
+                pred = table.get((v.id, shape_label(shape)))
+                print(f"autotune  {v.id:22s} {shape_label(shape):16s} {c.kernel}<<<{c.launch.grid},{c.launch.block}>>> "
+                      f"-D {' '.join(f'{k}={x}' for k, x in c.defines)}  predicted {pred} ms")
+    print(f"dry run: {sum(len(LADDERS[x]) for x in ladders)} rungs; nothing measured")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out-dir", default=os.environ.get("OUT", "out"))
@@ -387,28 +413,7 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--rungs: no rung {sorted(unknown)} in ladders {ladders}")
     facts = DeviceFacts(sm_count=132)
     if args.dry_run:
-        for lad in ladders:
-            for v in selected(list(LADDERS[lad])):
-                for shape in check_shapes(lad, v):
-                    try:
-                        calls = v.calls(shape, facts)
-                        what = ", ".join(f"{c.kernel}<<<{c.launch.grid},{c.launch.block}>>>"
-                                         + (f" cluster {c.launch.cluster}" if c.launch.cluster > 1 else "")
-                                         + (" cooperative" if c.launch.cooperative else "")
-                                         for c in calls) or v.baseline
-                    except RungRefused as exc:
-                        what = f"REFUSED ({str(exc)[:60]}...)"
-                    print(f"{lad:9s} {v.id:18s} {shape_label(shape):16s} {what}")
-        for cands, table in ([sgemm.TILE_FAMILIES[f] for f in tuned_families()]
-                             if "sgemm" in ladders and not args.no_autotune else ()):
-            for v in cands:
-                for shape in sgemm.AUTOTUNE_SHAPES:
-                    (c,) = v.calls(shape, facts)
-                    pred = table.get((v.id, shape_label(shape)))
-                    print(f"autotune  {v.id:22s} {shape_label(shape):16s} {c.kernel}<<<{c.launch.grid},{c.launch.block}>>> "
-                          f"-D {' '.join(f'{k}={x}' for k, x in c.defines)}  predicted {pred} ms")
-        print(f"dry run: {sum(len(LADDERS[x]) for x in ladders)} rungs; nothing measured")
-        return 0
+        return dry_run(ladders, facts, args.no_autotune)
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     deadline = T0 + args.budget_s
