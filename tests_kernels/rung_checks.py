@@ -1,7 +1,7 @@
 """What the new CUDA rungs' tests share: the CPU emulator against float64 at edge shapes, kernels_plan.py's dry run of
 the device call that times a rung, and the recorded values and byte counts the softmax rungs' headers are priced from
 (test_kernels_s15.py, test_kernels_s16.py, test_kernels_pipelined.py, test_kernels_tma_ring.py,
-test_kernels_cluster4_smem.py)."""
+test_kernels_cluster4_smem.py, test_kernels_x10.py)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,12 @@ from pytest_anatomy.kernels import emulator
 from pytest_anatomy.kernels.reference import TOLERANCE, make_inputs, reference, rel_error
 
 ROOT = Path(__file__).resolve().parents[1]
+# The per-SM rates the softmax rungs' SM work is priced at (x8's, x9's and x10's headers): the SM clock of the
+# pre-registered card's Nsight Compute profile of x6 (1,980 MHz), sm_90's EX2 per clock per SM, and shared-memory bytes
+# per clock per SM.
+SM_CLOCK_HZ = 1.98e9
+MUFU_PER_CLK = 16
+SMEM_B_PER_CLK = 128
 
 
 def assert_matches_float64(rung: Any, ladder: str, shapes: tuple[dict[str, int], ...], seed: int,
@@ -38,12 +44,19 @@ def assert_matches_float64(rung: Any, ladder: str, shapes: tuple[dict[str, int],
         assert err <= TOLERANCE["fp32"], f"{rung.id} at {shape}{where}: relative error {err:.3g}"
 
 
-def plan_dry_run(*argv: str) -> str:
-    """scripts/device/kernels_plan.py --dry-run ARGV: what it prints (asserting it exits 0)."""
-    spec = importlib.util.spec_from_file_location("kernels_plan_dry_run", ROOT / "scripts" / "device" / "kernels_plan.py")
+def load_plan() -> Any:
+    """scripts/device/kernels_plan.py as a module (a fresh one: its --rungs selection starts empty)."""
+    path = ROOT / "scripts" / "device" / "kernels_plan.py"
+    spec = importlib.util.spec_from_file_location("kernels_plan_dry_run", path)
     assert spec and spec.loader
     plan = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(plan)
+    return plan
+
+
+def plan_dry_run(*argv: str) -> str:
+    """scripts/device/kernels_plan.py --dry-run ARGV: what it prints (asserting it exits 0)."""
+    plan = load_plan()
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         rc = plan.main(["--dry-run", *argv])

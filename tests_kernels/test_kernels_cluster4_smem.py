@@ -31,9 +31,6 @@ X6_BLOCKS_PER_SM = 2
 # One split of the card's SMs into GPCs of whole TPCs (2 SMs each) that gives x6's 30 clusters of 8 at 2 blocks per SM
 # and x7's 14 at 1 block per SM; the test below shows x9's count does not depend on which split it is.
 GPC_SMS = (18, 18, 18, 18, 16, 16, 14, 14)
-CLOCK_HZ = 1.98e9  # the SM clock of the pre-registered card's Nsight Compute profile of x6 (1,980 MHz)
-MUFU_PER_CLK = 16  # EX2 per clock per SM (sm_90)
-SMEM_B_PER_CLK = 128  # shared-memory bytes per clock per SM
 
 
 def _sessions(name: str, key: str) -> list[float]:
@@ -103,17 +100,17 @@ def test_second_alternative_splits_x6s_wave_into_fixed_and_sm_work():
     x6_us = statistics.median(_sessions(f"softmax.x6-cluster-row.{hf.VOCAB}", "time")) * 1e6
     per_wave_us = (x6_us - floor_us) / math.ceil(vocab["M"] / X6_ACTIVE_CLUSTERS)
     x6_slice, x9_slice = 4 * -(-vocab["N"] // 32), 4 * -(-vocab["N"] // 16)
-    x6_ex2_clk = X6_BLOCKS_PER_SM * x6_slice / MUFU_PER_CLK
-    fixed_us = per_wave_us - x6_ex2_clk / CLOCK_HZ * 1e6
-    assert (x6_slice, x6_ex2_clk, round(x6_ex2_clk / CLOCK_HZ * 1e6, 2), round(fixed_us, 2)) == \
+    x6_ex2_clk = X6_BLOCKS_PER_SM * x6_slice / rc.MUFU_PER_CLK
+    fixed_us = per_wave_us - x6_ex2_clk / rc.SM_CLOCK_HZ * 1e6
+    assert (x6_slice, x6_ex2_clk, round(x6_ex2_clk / rc.SM_CLOCK_HZ * 1e6, 2), round(fixed_us, 2)) == \
         (19_008, 2376, 1.20, 1.37)
     t = fused.smem_cluster_threads(vocab["N"])
     shared_b = X6_BLOCKS_PER_SM * 16 * (x9_slice // 4 - 10 * t)  # the shared half per SM: slots 10 T .. S / 4
-    ex2_clk = X6_BLOCKS_PER_SM * x9_slice / MUFU_PER_CLK
-    assert (x9_slice, shared_b, ex2_clk, 2 * shared_b / SMEM_B_PER_CLK) == (38_016, 150_528, 4752, 2352)
-    assert 2 * shared_b / SMEM_B_PER_CLK < ex2_clk, "the exponentials' shared traffic runs beside their EX2"
-    work_clk = ex2_clk + 2 * shared_b / SMEM_B_PER_CLK  # + the max pass and the store pass
-    work_us = work_clk / CLOCK_HZ * 1e6
+    ex2_clk = X6_BLOCKS_PER_SM * x9_slice / rc.MUFU_PER_CLK
+    assert (x9_slice, shared_b, ex2_clk, 2 * shared_b / rc.SMEM_B_PER_CLK) == (38_016, 150_528, 4752, 2352)
+    assert 2 * shared_b / rc.SMEM_B_PER_CLK < ex2_clk, "the exponentials' shared traffic runs beside their EX2"
+    work_clk = ex2_clk + 2 * shared_b / rc.SMEM_B_PER_CLK  # + the max pass and the store pass
+    work_us = work_clk / rc.SM_CLOCK_HZ * 1e6
     total_us = floor_us + 2 * (fixed_us + work_us)
     assert (work_clk, round(work_us, 2), round(total_us, 2), round(total_us / 1e3, 3)) == (7104, 3.59, 46.42, 0.046)
     assert round(_bytes(vocab) / (total_us * 1e-6) / read, 3) == 0.765

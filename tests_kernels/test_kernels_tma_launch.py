@@ -80,11 +80,22 @@ RAW_AT_TIMING_SHAPES = {"s14-bf16-wgmma-tma", "s16-fp32-ktile32", "s17-fp32-ktil
 
 
 def test_raw_launch_is_for_tensor_maps_and_big_windows_only():
-    """The rungs named above go through cuLaunchKernel; every other rung keeps cuda.core's launch."""
+    """The rungs named above go through cuLaunchKernel; every other rung keeps cuda.core's launch at these shapes (x10's
+    cooperative grid takes the raw path at longer rows only: test_cooperative_grid_is_raw)."""
     assert tl.needs_raw_launch(_call()) and _call().launch.shmem > tl.STATIC_SMEM_LIMIT
     raw = {v.id for lad, vs in LADDERS.items() for v in vs if not v.is_baseline
            for c in v.calls(TIMING_SHAPES[lad], DeviceFacts(132)) if tl.needs_raw_launch(c)}
     assert raw == RAW_AT_TIMING_SHAPES
+
+
+def test_cooperative_grid_is_raw():
+    """A cooperative grid (Launch.cooperative: x10's) goes through the driver's cuLaunchCooperativeKernel, which the
+    installed cuda.bindings has (the call RawLaunch makes for it); without the flag, the same call keeps cuda.core."""
+    plain = KernelCall("softmax/x.cu", "k", Launch((132, 1, 1), (512, 1, 1)), ("ptr:x",))
+    coop = KernelCall("softmax/x.cu", "k", Launch((132, 1, 1), (512, 1, 1), cooperative=True), ("ptr:x",))
+    assert tl.needs_raw_launch(coop) and not tl.needs_raw_launch(plain)
+    driver = pytest.importorskip("cuda.bindings.driver")
+    assert callable(driver.cuLaunchCooperativeKernel)
 
 
 def test_s14_window_is_the_sources():

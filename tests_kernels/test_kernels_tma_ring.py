@@ -25,7 +25,6 @@ X8 = variant("softmax", "x8-tma-ring")
 WRITTEN_AFTER = "20261204T163802"
 LOADED_LATENCY_US = 1.5  # x7's header: the loaded DRAM latency Little's law is taken at
 EXPOSED_US = 0.8  # one exposed round trip: the DRAM latency x5's and x6's headers used
-CLOCK_HZ = 1.98e9  # the SM clock of the pre-registered card's Nsight Compute profile of x6 (1,980 MHz)
 # One row's SM work on a block, in cycles (the header's tail): slice out of shared memory at 128 B/clk, 19,008 EX2
 # at 16/clk, 76 KB of stores at 64 B/clk, two block reductions, one cluster exchange.
 ROW_WORK_CLK = {"lds": 594, "ex2": 1188, "stores": 1188, "reductions": 600, "exchange": 1000}
@@ -77,7 +76,7 @@ def test_header_times_are_the_ledgers():
     g = fused.stream_clusters(vocab["M"], get_hardware(PREREGISTERED_ON).sm_count)
     assert (g, *divmod(vocab["M"], g)) == (14, 9, 2)
     floor_us = _bytes(vocab) / copy * 1e6
-    tail_us = sum(ROW_WORK_CLK.values()) / CLOCK_HZ * 1e6
+    tail_us = sum(ROW_WORK_CLK.values()) / rc.SM_CLOCK_HZ * 1e6
     total_us = floor_us + EXPOSED_US + tail_us
     assert (round(floor_us, 2), sum(ROW_WORK_CLK.values()), round(tail_us, 2), round(total_us, 2)) == \
         (36.51, 4570, 2.31, 39.62)

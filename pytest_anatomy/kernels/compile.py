@@ -239,6 +239,20 @@ def sass_counts(source: str, arch: str = "sm_90") -> dict[str, dict[str, int]]:
     return counts
 
 
+def sass_text(source: str, arch: str = "sm_90") -> str:
+    """cuobjdump's SASS listing of `source` as NVRTC compiles it (every kernel, in address order): for checks of where
+    an instruction sits, which counts cannot show (x10: its three pair loads issued before the first is used)."""
+    arch = arch_for(source, arch)
+    text = (CUDA_DIR / source).read_text(encoding="utf-8")
+    path = _cached("sass-text", _key(text, arch, (), _version(find_tool("cuobjdump"))))
+    if path.exists():
+        return str(json.loads(path.read_text()))
+    cubin, _ = _compile(source, text, arch)
+    listing = _dump_sass(source, cubin)
+    path.write_text(json.dumps(listing))
+    return listing
+
+
 def parse_loops(text: str) -> dict[str, list[dict[str, int]]]:
     """SASS text -> {kernel: [counts by class of each loop body]}: a loop is a backward branch, its body the
     instructions from the branch target to the branch, each counted once (what one iteration issues when the

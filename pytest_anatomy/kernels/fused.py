@@ -7,7 +7,9 @@ N=2048) and a vocabulary-wide softmax row (N=152,064, Qwen2.5's vocab) with 128 
 row in the registers of an 8-block cluster (163,840 columns), the vocabulary row included; x7 picks its kernel
 by row length (a warp per row up to 2,048 columns, a persistent pipelined cluster above); x8 keeps x7's warp per row
 and streams longer rows through a ring of TMA bulk copies in each cluster block's dynamic shared memory; x9 keeps it too
-and holds longer rows as x6 does, half of each block's slice in shared memory, on a cluster of 4 blocks."""
+and holds longer rows as x6 does, half of each block's slice in shared memory, on a cluster of 4 blocks; x10 keeps it
+and cuts longer rows into 1,152-column tiles dealt to the warps of a cooperative grid of one block per SM, the tiles'
+(max, sum) pairs exchanged through L2."""
 
 from __future__ import annotations
 
@@ -95,10 +97,17 @@ def stream_clusters(m: int, sm_count: int) -> int:
     return max(1, min(m, sm_count // CLUSTER_BLOCKS - STREAM_CLUSTER_SPARE))
 
 
+def _x7_warp_rows(s: Mapping[str, int]) -> tuple[KernelCall, ...]:
+    """x7's warp-row kernel, which x8, x9 and x10 keep for rows of 2,048 columns or fewer."""
+    return (KernelCall("softmax/x7_pipelined.cu", "softmax_warp_rows", Launch((cdiv(s["M"], X7_ROWS), 1, 1),
+                                                                             (32 * X7_ROWS, 1, 1)),
+                       ("ptr:x", "ptr:y", "i32:M", "i32:N")),)
+
+
 def _pipelined(s: Mapping[str, int], d: DeviceFacts) -> tuple[KernelCall, ...]:
     src, args = "softmax/x7_pipelined.cu", ("ptr:x", "ptr:y", "i32:M", "i32:N")
     if s["N"] <= WARP_ROW_MAX_COLS:
-        return (KernelCall(src, "softmax_warp_rows", Launch((cdiv(s["M"], X7_ROWS), 1, 1), (32 * X7_ROWS, 1, 1)), args),)
+        return _x7_warp_rows(s)
     g = stream_clusters(s["M"], d.sm_count)
     return (KernelCall(src, "softmax_cluster_stream", Launch((g * CLUSTER_BLOCKS, 1, 1), (cluster_threads(s["N"]), 1, 1),
                                                              cluster=CLUSTER_BLOCKS), args),)
@@ -121,8 +130,7 @@ def ring_stages(n: int) -> int:
 def _ring(s: Mapping[str, int], d: DeviceFacts) -> tuple[KernelCall, ...]:
     args = ("ptr:x", "ptr:y", "i32:M", "i32:N")
     if s["N"] <= WARP_ROW_MAX_COLS:  # x7's warp-row kernel, unchanged
-        return (KernelCall("softmax/x7_pipelined.cu", "softmax_warp_rows",
-                           Launch((cdiv(s["M"], X7_ROWS), 1, 1), (32 * X7_ROWS, 1, 1)), args),)
+        return _x7_warp_rows(s)
     g, stages = stream_clusters(s["M"], d.sm_count), ring_stages(s["N"])
     return (KernelCall("softmax/x8_tma_ring.cu", "softmax_cluster_ring",
                        Launch((g * CLUSTER_BLOCKS, 1, 1), (cluster_threads(s["N"]), 1, 1),
@@ -148,12 +156,50 @@ def smem_cluster_threads(n: int) -> int:
 def _half_smem(s: Mapping[str, int], d: DeviceFacts) -> tuple[KernelCall, ...]:
     args = ("ptr:x", "ptr:y", "i32:M", "i32:N")
     if s["N"] <= WARP_ROW_MAX_COLS:  # x7's warp-row kernel, unchanged
-        return (KernelCall("softmax/x7_pipelined.cu", "softmax_warp_rows",
-                           Launch((cdiv(s["M"], X7_ROWS), 1, 1), (32 * X7_ROWS, 1, 1)), args),)
+        return _x7_warp_rows(s)
     t = smem_cluster_threads(s["N"])
     return (KernelCall("softmax/x9_cluster4_smem.cu", "softmax_cluster4_smem",
                        Launch((s["M"] * SMEM_CLUSTER_BLOCKS, 1, 1), (t, 1, 1), shmem=SMEM_BYTES_PER_THREAD * t,
                               cluster=SMEM_CLUSTER_BLOCKS), args),)
+
+
+# x10: a persistent cooperative grid of one 16-warp block per SM. A row is cut into tiles of 1,152 columns (32 lanes x
+# 9 float4), tile q of the M x T goes to warp q mod 16G (block q mod G), and the tiles' (max, sum) pairs meet in a
+# workspace in L2 with one counter per row (zeroed once, then reused by every launch): at 152,064 columns T = 132, one
+# tile of every row per SM of a 132-SM card. G = max(SMs, ceil(T / 16)): no warp holds two tiles of one row.
+GRID_TILE_COLS = 1152
+GRID_WARPS = 16
+# Softmax rungs whose first device launches run in a child process of the kernels plan (scripts/device/kernels_plan.py
+# --preflight; sgemm.CHILD_PREFLIGHT holds the others): x10's warps spin on counters other SMs' warps raise, so a
+# protocol error hangs the GPU instead of failing a check.
+CHILD_PREFLIGHT = frozenset({"x10-grid-tiles"})
+
+
+def grid_tiles(n: int) -> int:
+    """x10's tiles per row of n columns."""
+    return cdiv(n, GRID_TILE_COLS)
+
+
+def grid_blocks(n: int, sm_count: int) -> int:
+    """x10's grid for rows of n columns: a block per SM, more where a row has more tiles than the grid has warps (the
+    emulator's few SMs; on a card the cooperative launch then refuses it)."""
+    return max(sm_count, cdiv(grid_tiles(n), GRID_WARPS))
+
+
+def _grid(s: Mapping[str, int], d: DeviceFacts) -> tuple[KernelCall, ...]:
+    if s["N"] <= WARP_ROW_MAX_COLS:  # x7's warp-row kernel, unchanged
+        return _x7_warp_rows(s)
+    kernel = "softmax_grid_tiles" if s["N"] % 4 == 0 else "softmax_grid_tiles_scalar"  # float4 rows or not
+    return (KernelCall("softmax/x10_grid_tiles.cu", kernel,
+                       Launch((grid_blocks(s["N"], d.sm_count), 1, 1), (32 * GRID_WARPS, 1, 1), cooperative=True),
+                       ("ptr:x", "ptr:y", "ptr:part", "ptr:count", "i32:M", "i32:N")),)
+
+
+def _grid_workspace(s: Mapping[str, int], d: DeviceFacts) -> dict[str, int]:
+    """x10's pairs (2 floats per tile, rows of pairs at an even stride: 16-byte aligned) and a counter per row."""
+    if s["N"] <= WARP_ROW_MAX_COLS:
+        return {}
+    return {"part": 2 * s["M"] * 2 * cdiv(grid_tiles(s["N"]), 2), "count": s["M"]}
 
 
 def _per_row(*names: str):
@@ -239,4 +285,13 @@ SOFTMAX: tuple[Variant, ...] = (
             StreamAccess("x9", reads=1, writes=1, dram_reads=1), "softmax", max_cols=SMEM_CLUSTER_MAX_COLS,
             row_threads=SMEM_CLUSTER_BLOCKS * CLUSTER_MAX_THREADS,
             h200_ms=(("8192x2048", 0.034), ("128x152064", 0.042))),
+    Variant("x10-grid-tiles", "by row length: x7's warp per row, or a cooperative grid of 1,152-column tiles",
+            "softmax/x10_grid_tiles.cu", _grid,
+            "rows <= 2,048: x7's warp-row kernel; longer rows: every SM a 1,152-column tile of every row, one block of "
+            "16 warps per SM in a cooperative persistent grid, each warp reducing one tile in registers while its "
+            "next loads, the tiles' (max, sum) pairs exchanged through L2 (a counter per row), no waves: 1/132 of "
+            "the bytes per SM at the vocabulary row",
+            StreamAccess("x10", reads=1, writes=1, dram_reads=1), "softmax", max_cols=CLUSTER_MAX_COLS,
+            row_threads=32 * cdiv(CLUSTER_MAX_COLS, GRID_TILE_COLS), workspace=_grid_workspace,
+            workspace_zeroed=True, h200_ms=(("8192x2048", 0.034), ("128x152064", 0.041))),
 )

@@ -46,6 +46,10 @@ class Launch:
     # Blocks per thread-block cluster along x: a fact of the kernel (its __cluster_dims__, fixed at compile
     # time, so the GPU launch passes none); the CPU emulator runs that many blocks together.
     cluster: int = 1
+    # Every block resident at once, or no launch: the GPU runner launches cooperatively (the driver refuses a grid
+    # that cannot be co-resident rather than let its blocks wait on ones never scheduled); the CPU emulator runs the
+    # whole grid as one pool of fibers, so a block may spin on another's global-memory writes.
+    cooperative: bool = False
 
     @property
     def threads_per_block(self) -> int:
@@ -149,6 +153,8 @@ class Variant:
     max_cols  -- rows longer than this are refused (register-resident rungs)
     row_threads -- threads that share one row's registers (a block of 256, or a warp of 32)
     workspace -- shape, device -> {buffer name: float32 elements} the runner allocates
+    workspace_zeroed -- the runners allocate the workspace zeroed, once per prepared shape (a kernel that counts in
+                 it, x10's row counters), instead of uninitialised (the GPU) or NaN (the emulator)
     k_multiple -- K must be a multiple of this, or the shape is refused (a TMA rung: a tensor map's row stride
                  is a multiple of 16 bytes, K % 8 == 0 in bf16)
     h200_ms   -- ((shape label, ms), ...): the PREREGISTERED_ON card's median time pre-registered in the rung's
@@ -171,6 +177,7 @@ class Variant:
     notes: tuple[str, ...] = field(default=())
     h200_ms: tuple[tuple[str, float], ...] = ()
     k_multiple: int | None = None
+    workspace_zeroed: bool = False
 
     def preregistered_ms(self, shape: Mapping[str, int]) -> float | None:
         """The pre-registered H200 time at `shape` in ms, or None where the header gives none."""

@@ -150,12 +150,13 @@ class KernelRunner:
         out = torch.empty(out_shape, dtype=out_dtype, device="cuda")
         bindings: dict[str, Any] = {**shape, **inputs, "eps": EPS, "C": out, "y": out, "out": out}
         for name, count in (variant.workspace(shape, self.facts) if variant.workspace else {}).items():
-            bindings[name] = torch.empty(count, dtype=torch.float32, device="cuda")
+            alloc = torch.zeros if variant.workspace_zeroed else torch.empty  # zeroed: counters (x10's rows)
+            bindings[name] = alloc(count, dtype=torch.float32, device="cuda")
         prepared: list[Callable[[], Any]] = []
         stream = torch_current_stream()
         for call in calls:
             k = self.kernel(call.source, call.kernel, call.defines)
-            if needs_raw_launch(call):  # a tensor map, or dynamic shared memory past 48 KB (tma_launch)
+            if needs_raw_launch(call):  # a tensor map, dynamic shared memory past 48 KB, a cooperative grid
                 prepared.append(RawLaunch(k, call, bindings, int(torch.cuda.current_stream().cuda_stream)))
                 continue
             args = []

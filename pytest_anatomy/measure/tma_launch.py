@@ -1,4 +1,5 @@
-"""Launches cuda.core cannot make: a TMA tensor map passed by value, dynamic shared memory above 48 KB.
+"""Launches cuda.core cannot make: a TMA tensor map passed by value, dynamic shared memory above 48 KB, and a
+cooperative grid (every block resident: cuLaunchCooperativeKernel, the same on every cuda-bindings version).
 
 A rung that loads its tiles with cp.async.bulk.tensor (sgemm s14) takes a `CUtensorMap` -- 128 opaque bytes the
 driver's cuTensorMapEncodeTiled builds on the host -- as a `__grid_constant__` kernel parameter, and a 4-stage
@@ -30,8 +31,10 @@ DATA_TYPE_ENUM = {2: "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16"}  # element bytes -> the
 
 
 def needs_raw_launch(call: KernelCall) -> bool:
-    """A call cuda.core.launch cannot make: a tensor map argument, or dynamic shared memory past 48 KB."""
-    return any(kind == "tmap" for kind, _ in call.parsed_args()) or call.launch.shmem > STATIC_SMEM_LIMIT
+    """A call this module launches: a tensor map argument, dynamic shared memory past 48 KB, or a cooperative grid
+    (Launch.cooperative: the driver's own cooperative launch, whatever cuda.core's version names its flag)."""
+    return (any(kind == "tmap" for kind, _ in call.parsed_args()) or call.launch.shmem > STATIC_SMEM_LIMIT
+            or call.launch.cooperative)
 
 
 @dataclass(frozen=True)
@@ -165,5 +168,10 @@ class RawLaunch:
         from cuda.bindings import driver
 
         g, b = self.launch.grid, self.launch.block
+        if self.launch.cooperative:  # refused (COOPERATIVE_LAUNCH_TOO_LARGE) unless every block fits at once
+            _check(driver.cuLaunchCooperativeKernel(self.fn, g[0], g[1], g[2], b[0], b[1], b[2], self.launch.shmem,
+                                                    self.stream, ctypes.addressof(self.argv)),
+                   "cuLaunchCooperativeKernel")
+            return
         _check(driver.cuLaunchKernel(self.fn, g[0], g[1], g[2], b[0], b[1], b[2], self.launch.shmem, self.stream,
                                      ctypes.addressof(self.argv), 0), "cuLaunchKernel")

@@ -9,7 +9,8 @@ after every part, so a killed run keeps what it measured:
   check.<ladder>      every rung on fresh random inputs at the odd correctness shapes and at the
                       timing shape, output poisoned with NaN, vs float64 (refusals recorded); a rung that
                       refuses K % 8 != 0 (TMA, s14) also at K-aligned odd shapes and the 32-row FFN shape, and a
-                      rung in sgemm.CHILD_PREFLIGHT first in a child process (--preflight RUNG): a hang or a
+                      rung in PREFLIGHT (sgemm's and fused's CHILD_PREFLIGHT) first in a child process
+                      (--preflight RUNG): a hang or a
                       fault there is recorded as that rung's error and cannot take this process's CUDA context
   <ladder>.<rung>.<shape>   timing: rung 0 first, every rung (block A), every rung again
                       (block B), rung 0 again; medians of CUDA-event runs after warm-up, L2
@@ -189,6 +190,9 @@ def tuned_families() -> list[str]:
     return [f for f, (cands, _) in sgemm.TILE_FAMILIES.items() if not RUNGS or cands[0].source in sources]
 
 
+# The rungs whose first launches run in a child process: the sgemm ladder's TMA pipeline and x8's mbarrier ring
+# (sgemm.CHILD_PREFLIGHT), x10's grid-wide spin on L2 counters (fused.CHILD_PREFLIGHT).
+PREFLIGHT = sgemm.CHILD_PREFLIGHT | fused.CHILD_PREFLIGHT
 PREFLIGHT_TIMEOUT_S = 120.0  # the child needs ~20-40 s (torch, NVRTC, 7 checks); a hang costs this much device time
 
 
@@ -200,7 +204,7 @@ def check_shapes(ladder: str, v: Variant) -> list[dict[str, int]]:
 
 
 def preflight(v: Variant, run: Any = subprocess.run) -> str | None:
-    """A new kind of kernel's first launches (sgemm.CHILD_PREFLIGHT) in a child process: its checks at every shape
+    """A new kind of kernel's first launches (PREFLIGHT) in a child process: its checks at every shape
     it is checked and timed at. None when the child finished; otherwise why not (a hang: the timeout; a fault or a
     raise: its exit status and output's tail), which the caller records as the rung's error."""
     cmd = [sys.executable, str(Path(__file__).resolve()), "--preflight", v.id]
@@ -236,7 +240,7 @@ def check_ladder(runner: Any, ladder: str, seed0: int, preflight_fn: Any = prefl
     variants = selected(list(LADDERS[ladder]) + ([sgemm.BF16_BASELINE] if ladder == "sgemm" else []))
     for i, v in enumerate(variants):
         shapes = check_shapes(ladder, v)
-        why = preflight_fn(v) if v.id in sgemm.CHILD_PREFLIGHT else None
+        why = preflight_fn(v) if v.id in PREFLIGHT else None
         if why is not None:
             log(f"check {ladder}.{v.id}: {why[:300]}")
             out[v.id] = [{"shape": dict(s), "status": "error", "error": why} for s in shapes]
@@ -362,6 +366,32 @@ def autotune_sgemm(runner: Any, batch: Batch, runs: int, deadline: float, family
         log(f"autotune {family} {label}: {choice} {mean_ms[choice]:.4f} ms (cuBLAS {bt[0]['ms_median'] if bt else None})")
 
 
+def dry_run(ladders: list[str], facts: DeviceFacts, no_autotune: bool) -> int:
+    """--dry-run: every selected rung's launches at its check shapes (and the autotuner's candidates), printed."""
+    for lad in ladders:
+        for v in selected(list(LADDERS[lad])):
+            for shape in check_shapes(lad, v):
+                try:
+                    calls = v.calls(shape, facts)
+                    what = ", ".join(f"{c.kernel}<<<{c.launch.grid},{c.launch.block}>>>"
+                                     + (f" cluster {c.launch.cluster}" if c.launch.cluster > 1 else "")
+                                     + (" cooperative" if c.launch.cooperative else "")
+                                     for c in calls) or v.baseline
+                except RungRefused as exc:
+                    what = f"REFUSED ({str(exc)[:60]}...)"
+                print(f"{lad:9s} {v.id:18s} {shape_label(shape):16s} {what}")
+    for cands, table in ([sgemm.TILE_FAMILIES[f] for f in tuned_families()]
+                         if "sgemm" in ladders and not no_autotune else ()):
+        for v in cands:
+            for shape in sgemm.AUTOTUNE_SHAPES:
+                (c,) = v.calls(shape, facts)
+                pred = table.get((v.id, shape_label(shape)))
+                print(f"autotune  {v.id:22s} {shape_label(shape):16s} {c.kernel}<<<{c.launch.grid},{c.launch.block}>>> "
+                      f"-D {' '.join(f'{k}={x}' for k, x in c.defines)}  predicted {pred} ms")
+    print(f"dry run: {sum(len(LADDERS[x]) for x in ladders)} rungs; nothing measured")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out-dir", default=os.environ.get("OUT", "out"))
@@ -383,27 +413,7 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--rungs: no rung {sorted(unknown)} in ladders {ladders}")
     facts = DeviceFacts(sm_count=132)
     if args.dry_run:
-        for lad in ladders:
-            for v in selected(list(LADDERS[lad])):
-                for shape in check_shapes(lad, v):
-                    try:
-                        calls = v.calls(shape, facts)
-                        what = ", ".join(f"{c.kernel}<<<{c.launch.grid},{c.launch.block}>>>"
-                                         + (f" cluster {c.launch.cluster}" if c.launch.cluster > 1 else "")
-                                         for c in calls) or v.baseline
-                    except RungRefused as exc:
-                        what = f"REFUSED ({str(exc)[:60]}...)"
-                    print(f"{lad:9s} {v.id:18s} {shape_label(shape):16s} {what}")
-        for cands, table in ([sgemm.TILE_FAMILIES[f] for f in tuned_families()]
-                             if "sgemm" in ladders and not args.no_autotune else ()):
-            for v in cands:
-                for shape in sgemm.AUTOTUNE_SHAPES:
-                    (c,) = v.calls(shape, facts)
-                    pred = table.get((v.id, shape_label(shape)))
-                    print(f"autotune  {v.id:22s} {shape_label(shape):16s} {c.kernel}<<<{c.launch.grid},{c.launch.block}>>> "
-                          f"-D {' '.join(f'{k}={x}' for k, x in c.defines)}  predicted {pred} ms")
-        print(f"dry run: {sum(len(LADDERS[x]) for x in ladders)} rungs; nothing measured")
-        return 0
+        return dry_run(ladders, facts, args.no_autotune)
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     deadline = T0 + args.budget_s

@@ -148,8 +148,12 @@ def _argv(call: KernelCall, bindings: Mapping[str, Any]) -> tuple[list[Any], Any
 
 
 def run(variant: Variant, shape: Mapping[str, int], inputs: Mapping[str, np.ndarray], *,
-        device: DeviceFacts | None = None, eps: float = 1e-6) -> np.ndarray:
-    """The rung's output on `inputs` (poisoned with NaN before the launches); 4 SMs by default."""
+        device: DeviceFacts | None = None, eps: float = 1e-6,
+        workspace: dict[str, np.ndarray] | None = None) -> np.ndarray:
+    """The rung's output on `inputs` (poisoned with NaN before the launches); 4 SMs by default. The workspace is
+    NaN, or zeros where the rung asks for it zeroed (Variant.workspace_zeroed); a caller that passes `workspace`
+    gets the buffers made into it and the same ones on its next call (a second launch on one workspace, as the GPU
+    runner's timing runs make)."""
     calls = variant.calls(shape, device or DeviceFacts(sm_count=4))
     out_dtype = np.uint16 if variant.dtype == "bf16" else np.float32
     out = np.full(output_shape(variant.ladder, shape), np.nan, dtype=np.float32)
@@ -157,14 +161,20 @@ def run(variant: Variant, shape: Mapping[str, int], inputs: Mapping[str, np.ndar
         out = np.full(out.shape, 0x7FC0, dtype=out_dtype)  # bf16 NaN
     bindings: dict[str, Any] = {**shape, **inputs, "eps": eps, "C": out, "y": out, "out": out}
     if variant.workspace is not None:
+        kept = {} if workspace is None else workspace
         for name, count in variant.workspace(shape, device or DeviceFacts(sm_count=4)).items():
-            bindings[name] = np.full(count, np.nan, dtype=np.float32)
+            if name not in kept:
+                kept[name] = np.full(count, 0.0 if variant.workspace_zeroed else np.nan, dtype=np.float32)
+            bindings[name] = kept[name]
     for call in calls:
         fn = getattr(build(call.source, call.defines), f"emu_launch_{call.kernel}")
         fn.restype = ctypes.c_int
         holders, argv = _argv(call, bindings)
         grid = (ctypes.c_int * 3)(*call.launch.grid)
         block = (ctypes.c_int * 3)(*call.launch.block)
-        if fn(argv, grid, block, ctypes.c_int(call.launch.cluster)) != 0:
+        pool = call.launch.blocks if call.launch.cooperative else call.launch.cluster  # blocks run together
+        if call.launch.cooperative and call.launch.grid[1:] != (1, 1):
+            raise ValueError(f"{variant.id}: {call.kernel}: the emulator runs a cooperative grid along x only")
+        if fn(argv, grid, block, ctypes.c_int(pool)) != 0:
             raise RuntimeError(f"{variant.id}: {call.kernel} deadlocked in the emulator (see stderr)")
     return out

@@ -12,7 +12,9 @@
 // copy is what distributed shared memory (mapa + ld.shared::cluster) reads. Otherwise, as before,
 // the blocks run one after another and a `static` shared array is one block's own. A barrier that
 // cannot complete aborts with a message:
-// that is a real bug on a GPU too. What this cannot show: races whose outcome depends on timing
+// that is a real bug on a GPU too. A cooperative launch (Launch.cooperative: every block resident) runs
+// all the grid's blocks in one pool, so a block may spin on another's global-memory writes (emu_spin_until).
+// What this cannot show: races whose outcome depends on timing
 // (fibers run in a fixed order), memory-model bugs, and speed. Inline PTX has C++ stand-ins
 // (cp.async, mma.sync m16n8k16 bf16, cvt to bf16) that follow the PTX ISA's fragment layouts,
 // so a kernel that loads the wrong fragment computes the wrong product here as on the device.
@@ -371,9 +373,29 @@ template <typename T> T __shfl_down_sync(unsigned, T v, int d) { int l = emu::la
 template <typename T> T __shfl_xor_sync(unsigned, T v, int m) { int l = emu::lane(); return emu::shfl(v, l ^ m, true); }
 template <typename T> T __shfl_sync(unsigned, T v, int src) { return emu::shfl(v, src & 31, true); }
 template <typename T> T __ldg(const T* p) { return *p; }
-inline float atomicAdd(float* p, float v) { float o = *p; *p = o + v; return o; }
-inline unsigned atomicAdd(unsigned* p, unsigned v) { unsigned o = *p; *p = o + v; return o; }
-inline unsigned atomicInc(unsigned* p, unsigned lim) { unsigned o = *p; *p = (o >= lim) ? 0 : o + 1; return o; }
+namespace emu {
+inline unsigned long long& atomic_events() { static unsigned long long n = 0; return n; }
+}  // namespace emu
+inline float atomicAdd(float* p, float v) { ++emu::atomic_events(); float o = *p; *p = o + v; return o; }
+inline unsigned atomicAdd(unsigned* p, unsigned v) { ++emu::atomic_events(); unsigned o = *p; *p = o + v; return o; }
+inline unsigned atomicInc(unsigned* p, unsigned lim) {
+  ++emu::atomic_events();
+  unsigned o = *p; *p = (o >= lim) ? 0 : o + 1; return o;
+}
+// A cooperative grid's spin on global memory (the launch runs all its blocks in one fiber pool): park until `done()`,
+// handing the CPU to the other fibers; abort when 20,000 parks pass with no atomic counted anywhere in the grid.
+template <typename F> void emu_spin_until(F done) {
+  unsigned long long seen = emu::atomic_events();
+  long idle = 0;
+  while (!done()) {
+    emu::park(emu::RUNNABLE);
+    if (emu::atomic_events() != seen) { seen = emu::atomic_events(); idle = 0; continue; }
+    if (++idle > 20000) {
+      std::fprintf(stderr, "cuda_emu: a spin on global memory never ends: deadlock\n");
+      std::abort();
+    }
+  }
+}
 inline float __uint_as_float(unsigned u) { float f; std::memcpy(&f, &u, 4); return f; }
 inline unsigned __float_as_uint(float f) { unsigned u; std::memcpy(&u, &f, 4); return u; }
 inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
