@@ -119,7 +119,9 @@ def test_occupancy_matches_seed_report(kernel, regs, smem, threads, card, measur
     ("sgemm/s16_fp32_ktile32.cu", "sgemm_fp32_ktile32", "LDS.128", 4 / 64),
     # s17: s16's fragment code, unchanged
     ("sgemm/s17_fp32_ktile32_lean.cu", "sgemm_fp32_ktile32_lean", "LDS.128", 4 / 64),
-], ids=("s6", "s7", "s9", "s13", "s15", "s16", "s17"))
+    # s18: s9's fragment code on a 32 x 64 warp tile, 4 per k-step (2 A, 2 B)
+    ("sgemm/s18_fp32_small_m_splitk.cu", "sgemm_fp32_small_m_splitk", "LDS.128", 4 / 64),
+], ids=("s6", "s7", "s9", "s13", "s15", "s16", "s17", "s18"))
 def test_vectorized_rungs_compile_to_128_bit_shared_loads(source, kernel, kind, per_fma, reconcile):
     """Static SASS: the float4 rungs' inner loops issue LDS.128 at the rate their access pattern
     says (instructions per FFMA, both counted once per unrolled loop body)."""
@@ -136,7 +138,8 @@ PIPELINED = [("sgemm/s9_cp_async_pipeline.cu", "sgemm_cp_async_pipeline"),  # gl
              ("sgemm/s13_fp32_multistage.cu", "sgemm_fp32_multistage"),
              ("sgemm/s15_fp32_thread_tile_8x16.cu", "sgemm_fp32_thread_tile_8x16"),
              ("sgemm/s16_fp32_ktile32.cu", "sgemm_fp32_ktile32"),
-             ("sgemm/s17_fp32_ktile32_lean.cu", "sgemm_fp32_ktile32_lean")]
+             ("sgemm/s17_fp32_ktile32_lean.cu", "sgemm_fp32_ktile32_lean"),
+             ("sgemm/s18_fp32_small_m_splitk.cu", "sgemm_fp32_small_m_splitk")]
 
 
 @pytest.mark.parametrize("v", [pytest.param(v, id=v.id) for v in LADDERS["sgemm"]

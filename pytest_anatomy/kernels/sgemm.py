@@ -1,12 +1,13 @@
-"""The SGEMM ladder: rung 0 is cuBLAS fp32 (TF32 off), rungs s1-s7, s9, s13 and s15-s17 hand-written fp32, s8, s10-s12
-and s14 bf16 tensor cores against cuBLAS bf16 (s12: wgmma, s14: TMA + warp-specialised wgmma, sm_90a). C = A @ B,
-row-major, M x K times K x N (s8: A @ Bt^T)."""
+"""The SGEMM ladder: rung 0 is cuBLAS fp32 (TF32 off), rungs s1-s7, s9, s13 and s15-s18 hand-written fp32 (s18: small-M
+split-K, kernels/small_m.py), s8, s10-s12 and s14 bf16 tensor cores against cuBLAS bf16 (s12: wgmma, s14: TMA +
+warp-specialised wgmma, sm_90a). C = A @ B, row-major, M x K times K x N (s8: A @ Bt^T)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
 from pytest_anatomy.kernels import autotune as at
+from pytest_anatomy.kernels import small_m
 from pytest_anatomy.kernels.registry import (
     DeviceFacts,
     KernelCall,
@@ -200,6 +201,16 @@ LADDER: tuple[Variant, ...] = (
                    "16 LDGSTS.32 + 4 LDGSTS.128 per thread per 2,048 FMAs, where the access pattern counts float4 "
                    "loads (same bytes)",),
             h200_ms=tuple((lab, ms) for lab, ms in S17_PREREGISTERED.items())),
+    Variant("s18-fp32-small-m-splitk", "small-M split-K: a 32 x 128 x 16 block tile of 2 warps, K split across blocks "
+            "to fill the SMs, the partials summed in order by a second kernel", small_m.S18_SOURCE, small_m.launch,
+            "all of a 32-row M in one block tile (no FFMA on padding), a grid of 1,036 blocks in one wave at 32 rows "
+            "(s9: 148 blocks of 128 rows); B streamed from DRAM once; FFMA share 0.8975 under the device's NVRTC",
+            tiled_access("s18", 32, 128, 8, 8, vector=4, warps_per_sm=16, ffma_share=small_m.S18_FFMA_SHARE), "sgemm",
+            workspace=small_m.workspace,
+            notes=("A is copied 4 bytes at a time into its transposed place, 4 rows x 8 k per warp copy: 8 LDGSTS.32 + "
+                   "8 LDGSTS.128 per thread per 1,024 FMAs, where the access pattern counts float4 loads (same bytes)",
+                   "S > 1 adds a kernel: the S partials (4 S M N bytes written and read back) summed into C"),
+            h200_ms=tuple((lab, ms) for lab, ms in small_m.S18_PREREGISTERED.items())),
     Variant("s8-bf16-mma", "bf16 tensor cores, mma.sync m16n8k16, cp.async double buffer", "sgemm/s8_bf16_mma.cu",
             _grid_tiles("sgemm/s8_bf16_mma.cu", "sgemm_bf16_mma", 128, 128, (256, 1, 1)),
             "move the FMAs to the tensor cores (bf16 in, fp32 accumulate, bf16 out); baseline cuBLAS bf16",
@@ -252,7 +263,7 @@ ISSUE_FIT = ("s5-2d-regtile", "s6-vectorized", "s7-warptiling")
 BLOCK_TILES = {"s5-2d-regtile": (128, 128, 8), "s6-vectorized": (128, 128, 8), "s7-warptiling": (128, 128, 16),
                "s9-cp-async-pipeline": (128, 128, 16), "s13-fp32-multistage": (128, 128, 16),
                "s15-fp32-thread-tile-8x16": (128, 256, 8), "s16-fp32-ktile32": (128, 128, 32),
-               "s17-fp32-ktile32-lean": (128, 128, 32)}
+               "s17-fp32-ktile32-lean": (128, 128, 32), "s18-fp32-small-m-splitk": small_m.S18_TILE}
 # What the issue ledger, fitted on ISSUE_FIT's 2026-11-30 counters, predicted for the rungs written
 # after it (ms on the H200 at its 1.98 GHz boost clock), before any of them ran: a CPU test recomputes
 # these from the recorded counters, the ladder tests reconcile them with the measured times within 15%.
