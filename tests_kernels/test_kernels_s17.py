@@ -12,6 +12,8 @@ pre-registered-time tests), like every rung's.
 
 from __future__ import annotations
 
+import dataclasses
+
 from pathlib import Path
 
 import pytest
@@ -178,6 +180,23 @@ def test_main_loop_copies_use_immediate_offsets():
 
 def test_matches_float64_across_block_and_k_tile_edges():
     rc.assert_matches_float64(_rung(), "sgemm", EDGE_SHAPES, 17)
+
+
+def _late_copy_rung():
+    """s17 with the emulator's copies landing only when the thread waits on their group (S17_EMU_LATE_COPY), not
+    when they are issued: a k-tile multiplied before its copies' wait shows as a wrong product."""
+    v = _rung()
+
+    def launch(shape, device):
+        return tuple(dataclasses.replace(c, defines=(("S17_EMU_LATE_COPY", 1),)) for c in v.launch(shape, device))
+    return dataclasses.replace(v, launch=launch)
+
+
+def test_matches_float64_with_copies_landing_at_their_wait():
+    """The prologue's copies of tile 0 are a commit group of their own, so the first wait (1 group pending) waits
+    for them: found with this mode before any run (the prologue committed tile 0 with tile 1, and the first tile was
+    multiplied before its copies landed), mended, the prediction unchanged (docs/RECORDING.md, s17's section)."""
+    rc.assert_matches_float64(_late_copy_rung(), "sgemm", EDGE_SHAPES, 1718)
 
 
 def test_matches_float64_at_the_plans_odd_shapes():

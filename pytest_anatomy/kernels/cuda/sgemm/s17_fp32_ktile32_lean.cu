@@ -44,7 +44,8 @@ a different driver JIT does not apply (the cubin is loaded as compiled); (2) the
 32-row shape: 96 of 128 rows read row 31 (the same cache lines as before, no extra DRAM traffic); (3) the emulator
 copies at issue time, so a stage-reuse ordering error would show only as `wrong` in the plan's check (the stage
 logic is s16's, which was correct on the device).
-Measured outcome: not yet measured on H200 (pre-registered 2026-12-04, no GPU).
+Measured outcome: not yet measured on H200 (pre-registered 2026-12-04, no GPU). Mended before any run: the
+prologue commits tile 0's copies as a group of their own (found by the emulator's late-copy mode; RECORDING.md).
 Seed: no such rung.
 */
 #define S17_BM 128
@@ -62,16 +63,29 @@ Seed: no such rung.
 #define S17_SMEM_FLOATS (2 * S17_STAGE)             // 66,560 bytes, the launch's dynamic window
 
 #ifdef CUDA_EMULATOR
-template <int D, int S> static inline void s17_cp4(float* dst, const float* src) { dst[D] = src[S]; }
-template <int D> static inline void s17_cp16(float* dst, const float* src) {
-  for (int e = 0; e < 4; ++e) dst[D + e] = src[e];
-}
-static inline void s17_cp4_zfill(float* dst, const float* src, bool ok) { *dst = ok ? *src : 0.0f; }
-static inline void s17_cp16_zfill(float* dst, const float* src, bool ok) {
-  for (int e = 0; e < 4; ++e) dst[e] = ok ? src[e] : 0.0f;
-}
+// A copy lands when it is issued (the default) or, with S17_EMU_LATE_COPY, only when the thread waits on its group
+// (as late as the device may land it: a stage read before its wait shows as a wrong product); the tests run both.
+#ifdef S17_EMU_LATE_COPY
+#define S17_ISSUE(op) emu::async_issue(op)
+static inline void s17_commit() { emu::async_commit(); }
+static inline void s17_wait_1() { emu::async_wait(1); }
+#else
+#define S17_ISSUE(op) (op)()
 static inline void s17_commit() {}
 static inline void s17_wait_1() {}
+#endif
+template <int D, int S> static inline void s17_cp4(float* dst, const float* src) {
+  S17_ISSUE(([=] { dst[D] = src[S]; }));
+}
+template <int D> static inline void s17_cp16(float* dst, const float* src) {
+  S17_ISSUE(([=] { for (int e = 0; e < 4; ++e) dst[D + e] = src[e]; }));
+}
+static inline void s17_cp4_zfill(float* dst, const float* src, bool ok) {
+  S17_ISSUE(([=] { *dst = ok ? *src : 0.0f; }));
+}
+static inline void s17_cp16_zfill(float* dst, const float* src, bool ok) {
+  S17_ISSUE(([=] { for (int e = 0; e < 4; ++e) dst[e] = ok ? src[e] : 0.0f; }));
+}
 #else
 __device__ __forceinline__ unsigned s17_shared(const float* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
@@ -211,6 +225,7 @@ __device__ __forceinline__ void s17_pipeline(float* smem, int M, int N, int K, c
     float* const b_dst = smem + S17_A_STAGE + kb * S17_BN + cb;
     s17_copy_a(a_dst, a);
     s17_copy_b(b_dst, b, nb8);
+    s17_commit();  // tile 0's copies are a group of their own: the first wait (1 pending) then waits for them
     for (; t + 1 < whole; ++t) {
       const int cur = (t & 1) * S17_STAGE, nxt = S17_STAGE - cur;
 #pragma unroll
@@ -222,6 +237,7 @@ __device__ __forceinline__ void s17_pipeline(float* smem, int M, int N, int K, c
     }
   } else {
     s17_copy_guarded<VEC>(smem, A, B, M, N, K, brow, bcol, 0, tid);
+    s17_commit();
   }
   for (; t < tiles; ++t) {  // the last one or two k-tiles (all of them when N % 4 != 0)
     const int cur = (t & 1) * S17_STAGE, nxt = S17_STAGE - cur;
