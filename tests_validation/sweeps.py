@@ -178,7 +178,9 @@ ARGONNE_CARDS = {"a100-40gb": ("a100-40gb", "a100-80gb"), "h100-sxm": ("h100-sxm
 @functools.lru_cache(maxsize=4096)
 def offline(transfer: tr.Transfer, hardware: str, model: str, engine: str, gpus: int, length: int, batch: int
             ) -> tuple[float, float, float]:
-    """Latency (s): central and band over the card variant, the prefill budget and the all-reduce latency."""
+    """Latency (s): central and band over the card variant, the prefill budget, the all-reduce latency and, for vLLM,
+    the KV pool (a batch whose B x 2L tokens it cannot hold runs in waves: transfer.kv_limited_offline_batch; central
+    2L per sequence and 1 GiB reserved, band 1.5L with none to 2L with 2 GiB)."""
     spec = load_model(model)
     lat_lo, lat_mid, lat_hi = tr.ALLREDUCE_LATENCY_S
     if engine == "llama.cpp":  # layer split over GPUs: one GPU's time; f16 weights; n_batch = "Batch Size"
@@ -190,13 +192,29 @@ def offline(transfer: tr.Transfer, hardware: str, model: str, engine: str, gpus:
         return run_cpp(hardware), min(times), max(times)
     default_budget = max(spec.max_position_embeddings, 2048)  # old vLLM: max(max_model_len, 2048), no chunking
 
-    def run(card: str, latency: float, budget: int) -> float:
+    def run(card: str, latency: float, budget: int, reserve: float, per_request: float) -> float:
         sm = tr.step_model(transfer, tr.Deployment(card, model, "auto", "fp16", gpus, latency))
-        return tr.offline_batch(sm, batch, length, budget).latency_s
+        return tr.kv_limited_offline_batch(sm, batch, length, budget, offline_kv_pool(card, model, gpus, reserve),
+                                           per_request)
     budgets = (2048, default_budget, batch * length)
-    lows = [run(c, lat_lo, b) for c in ARGONNE_CARDS[hardware] for b in budgets]
-    highs = [run(c, lat_hi, b) for c in ARGONNE_CARDS[hardware] for b in budgets]
-    return run(hardware, lat_mid, default_budget), min(lows), max(highs)
+    lows = [run(c, lat_lo, b, 0.0, 1.5 * length) for c in ARGONNE_CARDS[hardware] for b in budgets]
+    highs = [run(c, lat_hi, b, OFFLINE_RESERVE[-1], 2.0 * length) for c in ARGONNE_CARDS[hardware] for b in budgets]
+    return run(hardware, lat_mid, default_budget, OFFLINE_RESERVE[1], 2.0 * length), min(lows), max(highs)
+
+
+# The 2024 vLLM's KV pool per rank for Argonne's offline runs: the V0 engine's profiler is not modelled
+# (vllm_versions refuses < 0.9), so requested (gpu_memory_utilization 0.90, benchmark_throughput's default, of the
+# card's total) - the weights per rank - 0, 1 (central) or 2 GiB for activations and non-torch memory.
+OFFLINE_UTIL = 0.90
+OFFLINE_RESERVE = (0.0, 1.0 * GiB, 2.0 * GiB)
+
+
+def offline_kv_pool(card: str, model: str, gpus: int, reserve: float = OFFLINE_RESERVE[1]) -> float:
+    """KV tokens one rank's pool holds (the catalog's NVML total where it has one, else the datasheet's)."""
+    spec, hw = load_model(model), get_hardware(card)
+    total = hw.nvml_memory_bytes or hw.memory_bytes
+    free = OFFLINE_UTIL * total - cap.weight_bytes(spec, "auto", tp=gpus).value - reserve
+    return max(0.0, free) / cap.kv_bytes_per_token(spec, tp=gpus).value
 
 
 def replay_targets(config: Any, source: str) -> tuple[list[Any], Path]:

@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from sweeps import SPREAD_WHY, Case, cases, offline, parametrize, ratio_band, replay_targets, transfer_for
+from sweeps import (SPREAD_WHY, Case, cases, offline, offline_kv_pool, parametrize, ratio_band, replay_targets,
+                    transfer_for)
 from validation_findings import (
     LLAMACPP_CANDIDATES,
     OFFLINE_VLLM_CANDIDATES,
@@ -78,10 +79,14 @@ def test_offline_latency_and_throughput(target: Any, case: Case, answer: tuple[f
     central, lo, hi = answer
     engine_formula = ("one sequence: prompt in chunks of n_batch, then L - 1 decode steps (llama.cpp, layer split)"
                       if case.engine == "llama.cpp" else
-                      "B prompts prefilled first (whole prompts per step), then L - 1 decode steps at batch B")
+                      "B prompts prefilled first (whole prompts per step), then L - 1 decode steps at batch B; in "
+                      "waves of n = KV pool / 2L sequences where the pool cannot hold B x 2L tokens")
     tokens = _tokens(case)
-    inputs = {"input_len": length, "output_len": length, "batch": batch, "gpus": case.s("gpus"),
-              "hardware": target.name, "engine": case.engine}
+    inputs: dict[str, Any] = {"input_len": length, "output_len": length, "batch": batch, "gpus": case.s("gpus"),
+                              "hardware": target.name, "engine": case.engine}
+    if case.engine == "vllm":  # the central pool and the sequences a wave holds (sweeps.offline_kv_pool)
+        pool = offline_kv_pool(target.name, model, case.s("gpus"))
+        inputs |= {"kv_pool_tokens": round(pool), "sequences_per_wave": max(1, min(batch, int(pool // (2 * length))))}
     notes = (h200_transfer.describe(),)
     latency = Prediction(central, "s", engine_formula, inputs,
                          terms=(Term("band low", lo, "s", "card variant, prefill budget, all-reduce 5 us"),

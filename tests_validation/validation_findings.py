@@ -337,8 +337,11 @@ SERVING_CANDIDATES = ("Candidates (per-kernel costs growing with layers, fp8 act
                       "20 us, client time in TTFT) and why none is claimed: docs/VALIDATION.md section 7.")
 LLAMACPP_CANDIDATES = ("Candidate: no llama.cpp calibration exists on our cards (the vLLM one stands in, declared); "
                        "docs/VALIDATION.md section 7.")
-OFFLINE_VLLM_CANDIDATES = ("Beyond the pre-0.6 CPU-overhead finding's band; candidate, not established: a 2024 vLLM KV "
-                           "pool below B x 2L tokens (preemption); docs/VALIDATION.md section 7.")
+OFFLINE_VLLM_CANDIDATES = ("Beyond the pre-0.6 CPU-overhead finding's band, with the KV pool modelled (a batch the pool "
+                           "cannot hold runs in waves; these rows' pools hold B x 2L many times over, TP >= 2); "
+                           "candidate, not established: the pre-0.6 per-step CPU cost growing with the batch and the "
+                           "TP workers (the profile behind the CPU-overhead band is one GPU's); docs/VALIDATION.md "
+                           "section 7.")
 
 
 # --- cause: TP all-reduces serialized with the GEMMs (AIConfigurator TPOT; sweeps.serial_allreduce_band) ----------

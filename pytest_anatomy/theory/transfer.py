@@ -227,6 +227,19 @@ def offline_batch(sm: StepModel, batch: int, length: int, budget: int) -> LoadRe
     return wave(sm, batch, length, length, max(budget, length), chunked=False)
 
 
+def kv_limited_offline_batch(sm: StepModel, batch: int, length: int, budget: int, kv_tokens: float,
+                             tokens_per_request: float) -> float:
+    """offline_batch's latency (s) when the KV pool holds only n = kv_tokens / tokens_per_request of the batch's
+    sequences: the batch runs as waves of n (the last one the rest), each an offline_batch. vLLM's V0 scheduler admits
+    prompts while their blocks fit and, once the growing decodes run out of blocks, preempts the latest arrivals by
+    recompute until the rest fit; the survivors finish and the preempted run after them. Waves leave out the
+    recompute's repeated prefill (a few percent of a decode-bound batch) and the first phase at full batch."""
+    n = max(1, min(batch, int(kv_tokens // tokens_per_request)))
+    full, rest = divmod(batch, n)
+    waves = [n] * full + ([rest] if rest else [])
+    return sum(offline_batch(sm, size, length, budget).latency_s for size in waves)
+
+
 def llamacpp_single(sm: StepModel, length: int, n_batch: int) -> float:
     """One sequence: the prompt in ceil(L / n_batch) chunks (logits at the last), then L - 1
     decode steps at batch 1 whose context grows from L + 1."""
