@@ -75,6 +75,19 @@ def test_kv_limited_loop_queues_by_littles_law() -> None:
     assert half.ttft_mean_s == pytest.approx(at8.ttft_mean_s + (16 / 8 - 1) * (at8.ttft_mean_s + 127 * at8.tpot_mean_s))
 
 
+@pytest.mark.parametrize(("pool", "waves"), [(1e9, (64,)), (40 * 4096, (40, 24)), (16 * 4096 + 4095, (16,) * 4),
+                                            (10, (1,) * 3)])
+def test_kv_limited_offline_batch_runs_waves_the_pool_holds(pool: float, waves: tuple[int, ...]) -> None:
+    """A pool that holds the batch gives offline_batch; one that holds n = pool // (2L) sequences runs waves of n, the
+    last the rest, each an offline batch (at least one sequence a wave, however small the pool)."""
+    sm = tr.step_model(T, tr.Deployment("h200", "qwen2.5-7b", "auto", "bf16"))
+    batch = sum(waves)
+    got = tr.kv_limited_offline_batch(sm, batch, 2048, 8192, pool, 4096)
+    assert got == pytest.approx(sum(tr.offline_batch(sm, n, 2048, 8192).latency_s for n in waves), rel=1e-12)
+    if len(waves) > 1:  # waves cost more than the one batch they split, which the step's fixed part pays once
+        assert got > tr.offline_batch(sm, batch, 2048, 8192).latency_s
+
+
 def test_version_rules() -> None:
     old, new = vv.rules_for("0.15.1"), vv.rules_for("0.26.0")
     assert not old.subtracts_cudagraph_estimate and new.subtracts_cudagraph_estimate

@@ -114,3 +114,17 @@ def test_the_csv_defines_throughput_as_tokens_over_latency() -> None:
     llama.cpp rows 2L / latency whatever the 'Batch Size' (one sequence; the column is n_batch)."""
     off = [(c.id, dict(c.measured)["throughput"] * dict(c.measured)["latency"] / _tokens(c)) for c in CASES]
     assert off and all(abs(r - 1) < 1e-6 for _, r in off), [x for x in off if abs(x[1] - 1) >= 1e-6][:5]
+
+
+def test_the_kv_pools_docs_quote() -> None:
+    """docs/VALIDATION.md's KV-pool change quotes these pools (thousands of tokens, one rank) and 12 A100 rows whose
+    B x 2L exceed them (3 on the H100); recomputed here from the catalog and the models (Meta-Llama-3-8B priced as the
+    catalog's llama-3.1-8b, the same shapes)."""
+    pools = {(m, tp): round(offline_kv_pool("a100-40gb", m, tp) / 1e3) for m, tp in
+             (("llama-2-7b", 1), ("llama-2-7b", 2), ("llama-3.1-8b", 1), ("mistral-7b-v0.1", 1))}
+    assert pools == {("llama-2-7b", 1): 41, ("llama-2-7b", 2): 108, ("llama-3.1-8b", 1): 144,
+                     ("mistral-7b-v0.1", 1): 156}
+    over = {card: sum(c.s("batch") * 2 * c.s("input_len") > offline_kv_pool(card, c.s("catalog_model"), c.s("gpus"))
+                      for c in CASES if c.engine == "vllm" and c.hardware == card and not c.id.rsplit(".", 1)[-1]
+                      .startswith("r")) for card in ("a100-40gb", "h100-sxm")}
+    assert over == {"a100-40gb": 12, "h100-sxm": 3}
