@@ -234,11 +234,15 @@ def test_matches_float64_at_the_32_row_ffn_shape_as_the_device_splits_it():
 
 def test_device_plan_times_it_beside_s9_and_cublas():
     """kernels_plan.py --rungs s18,s9 --no-autotune (dry run): s18 and s9 checked and timed beside cuBLAS fp32, no
-    tuner family; at 1000^3 s18 is its split kernel and the reduction, at 4096^3 one kernel."""
+    tuner family; at 1000^3 s18 is its split kernel and the reduction, at 4096^3 one kernel; also checked at the
+    32-row FFN shape (small_m.S18_CHECKED_AT)."""
     text = rc.plan_dry_run("--ladders", "sgemm", "--rungs", f"{RUNG},s9-cp-async-pipeline", "--no-autotune")
     rungs = {line.split()[1] for line in text.splitlines() if line.startswith("sgemm")}
     assert rungs == {RUNG, "s9-cp-async-pipeline", "s0-cublas"}, text
     assert ("sgemm_fp32_small_m_splitk<<<(8, 32, 4),(64, 1, 1)>>>, sgemm_splitk_reduce<<<(977, 1, 1),(256, 1, 1)>>>"
             in text)
     assert "sgemm_fp32_small_m_splitk<<<(32, 128, 1),(64, 1, 1)>>>\n" in text
+    # checked at the 32-row FFN shape too, at the device's own split (S = 7) before it is timed there
+    assert ("32x18944x3584    sgemm_fp32_small_m_splitk<<<(148, 1, 7),(64, 1, 1)>>>, sgemm_splitk_reduce<<<(592, 1, 1)"
+            in text)
     assert "autotune" not in text
