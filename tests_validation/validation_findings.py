@@ -340,7 +340,9 @@ LLAMACPP_CANDIDATES = ("Candidate: no llama.cpp calibration exists on our cards 
 OFFLINE_VLLM_CANDIDATES = ("Beyond the pre-0.6 CPU-overhead finding's band, with the KV pool modelled (a batch the pool "
                            "cannot hold runs in waves; these rows' pools hold B x 2L many times over, TP >= 2); "
                            "candidate, not established: the pre-0.6 per-step CPU cost growing with the batch and the "
-                           "TP workers (the profile behind the CPU-overhead band is one GPU's); docs/VALIDATION.md "
+                           "TP workers (the profile behind the CPU-overhead band is one GPU's; the V0 driver broadcast "
+                           "each step's inputs to the other ranks, whose all-reduce then waited on the skew, vLLM "
+                           "issues #5775 and #5792, with no per-step size we could price); docs/VALIDATION.md "
                            "section 7.")
 
 
