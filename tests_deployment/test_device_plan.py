@@ -93,3 +93,18 @@ def test_an_unknown_cause_is_one_line_naming_the_file(capsys) -> None:
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert "graphs-to-nowhere" in err and "cause_tests.json" in err
+
+
+def test_a_batch_names_its_host_beside_the_gpu(tmp_path) -> None:
+    """The provenance carries the host's CPU model and CPU counts (a host-bound step moves with them), read from
+    /proc/cpuinfo's first 'model name'; without nvidia-smi the GPU's UUID is None, not an error."""
+    from pytest_anatomy.host_facts import cpu_model
+
+    plan = _plan()
+    host = plan.provenance(plan.parse_args(["--models", "qwen2.5-7b", "--steps", "eager"]))["host"]
+    assert set(host) == {"cpu_model", "logical_cpus", "usable_cpus", "kernel", "gpu_uuid"}
+    assert isinstance(host["logical_cpus"], int) and host["logical_cpus"] >= 1
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) Platinum 8480+\n\n"
+                    "processor\t: 1\nmodel name\t: other\n")
+    assert cpu_model(info) == "Intel(R) Xeon(R) Platinum 8480+"

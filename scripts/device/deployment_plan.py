@@ -254,6 +254,7 @@ def provenance(args: argparse.Namespace) -> dict[str, Any]:
     from importlib import metadata
 
     from pytest_anatomy.gpu_query import gpu_identity
+    from pytest_anatomy.host_facts import host_facts
 
     def version(name: str) -> str | None:
         try:
@@ -263,6 +264,7 @@ def provenance(args: argparse.Namespace) -> dict[str, Any]:
 
     return {"kind": "deployment", "date_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "command": " ".join([sys.executable, *sys.argv]), "nvidia_smi": {"summary": gpu_identity() or {}},
+            "host": host_facts(),  # a host-bound step (eager) moves with the machine, not the GPU model
             "versions": {name: version(name) for name in ("vllm", "torch")},
             "preregistered": {"file": str(PREREGISTERED.relative_to(REPO)),
                               "sha256": hashlib.sha256(PREREGISTERED.read_bytes()).hexdigest()},
