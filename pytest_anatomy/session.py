@@ -158,6 +158,10 @@ class AnatomySession:
             "timing_tools": dict(self.timing_tools),
             "command": " ".join([_basename(sys.argv[0]), *sys.argv[1:]]),
         }
+        if gpu is not None:  # a live session's host: its CPU loop's speed moves the engine's host-bound step times
+            from pytest_anatomy.host_facts import host_facts
+
+            env["host"] = host_facts()
         config.hook.pytest_anatomy_update_environment(config=config, environment=env)
         return env
 

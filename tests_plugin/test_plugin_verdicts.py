@@ -366,3 +366,21 @@ def test_report_environment_names_the_hardware_spec_and_its_origin(pytester: pyt
     assert env["hardware_spec"] == {"name": "h200", "from": "catalog", "selected_by": "--anatomy-hardware"}
     pytester.runpytest("-p", "no:cacheprovider", "--anatomy-source=recorded", "--anatomy-report=s.html")
     assert json.loads(pytester.path.joinpath("s.json").read_text())["environment"]["hardware_spec"] is None
+
+
+def test_a_live_sessions_environment_names_its_host(pytestconfig: pytest.Config) -> None:
+    """With a detected GPU the ledger's environment carries the host (host_facts: CPU model and counts), which moves
+    host-bound step times; without one it carries none (a replay ran on no GPU host)."""
+    from pathlib import Path
+
+    from pytest_anatomy.options import AnatomySettings
+    from pytest_anatomy.session import AnatomySession
+
+    settings = AnatomySettings(source="recorded", hardware="h200", model="qwen2.5-7b", record=False,
+                               allow_resolved=False, report=None, summary=None, results_dir=Path("results"),
+                               replay_hardware="all")
+    replay = AnatomySession(settings)
+    assert "host" not in replay.environment(pytestconfig)
+    live = AnatomySession(settings, _gpu=object())  # a detected GPU (any object: environment only names it)
+    host = live.environment(pytestconfig)["host"]
+    assert set(host) == {"cpu_model", "logical_cpus", "usable_cpus", "kernel", "gpu_uuid"}
