@@ -257,6 +257,22 @@ def test_one_workspace_serves_every_launch():
     assert err <= TOLERANCE["fp32"] and list(ws["count"].view(np.uint32)) == [0] * 3, err
 
 
+def test_a_wait_that_can_never_end_fails_the_launch_not_the_process():
+    """A row counter that does not start at a multiple of T (a workspace another shape left, or a wrong wait target)
+    leaves x10's warps spinning for a count that never comes: the emulator finds the launch stuck, fails it, and the
+    test process goes on (it used to abort, taking the whole pytest run down)."""
+    try:
+        emulator.compiler()
+    except emulator.EmulatorUnavailable as exc:
+        pytest.skip(str(exc))
+    shape = {"M": 2, "N": 5001}
+    x = make_inputs("softmax", shape, "fp32", np.random.default_rng(12))["x"]
+    ws: dict[str, np.ndarray] = {"count": np.zeros(2, dtype=np.float32)}
+    ws["count"].view(np.uint32)[0] = 1
+    with pytest.raises(RuntimeError, match="deadlocked in the emulator"):
+        _run(shape, x, 2, ws)
+
+
 def test_negative_rows_odd_tiles():
     """Rows near -300 with an odd tile count (5): the row's padding pair slot (zero m, zero d) must count for nothing,
     its m included (merged, a max of 0 would scale every d by 2^-433: an underflow to 0 and a division by it)."""

@@ -4,16 +4,16 @@
 // thread, so a function-local `__shared__` array (made `static` here) is exactly one block's
 // shared memory. __syncthreads() parks a fiber until every live fiber of the block has arrived;
 // __syncwarp() and the shuffles park it until every live fiber of its warp has. A barrier that
-// cannot complete (threads of one warp waiting at different barriers) aborts with a message:
-// that is a real bug on a GPU too. A launch with a thread-block cluster (cluster > 1 blocks) runs the
-// cluster's blocks together, one fiber pool: barrier.cluster parks a fiber until every live fiber of
+// cannot complete (threads of one warp waiting at different barriers) fails the launch with a message
+// (the Python side raises): that is a real bug on a GPU too. A launch with a thread-block cluster
+// (cluster > 1 blocks) runs the cluster's blocks together, one fiber pool: barrier.cluster parks a fiber until every live fiber of
 // the cluster has arrived, and shared arrays the kernel registers with EMU_BLOCK_SHARED are swapped
 // in and out on every switch between blocks, so each block keeps its own copy and another block's
 // copy is what distributed shared memory (mapa + ld.shared::cluster) reads. Otherwise, as before,
 // the blocks run one after another and a `static` shared array is one block's own. A barrier that
-// cannot complete aborts with a message:
-// that is a real bug on a GPU too. A cooperative launch (Launch.cooperative: every block resident) runs
-// all the grid's blocks in one pool, so a block may spin on another's global-memory writes (emu_spin_until).
+// cannot complete fails the launch likewise, and so does a spin (an mbarrier wait, a cooperative
+// grid's wait on global memory) that stops making progress. A cooperative launch (Launch.cooperative:
+// every block resident) runs all the grid's blocks in one pool, so a block may spin on another's global-memory writes (emu_spin_until).
 // What this cannot show: races whose outcome depends on timing
 // (fibers run in a fixed order), memory-model bugs, and speed. Inline PTX has C++ stand-ins
 // (cp.async, mma.sync m16n8k16 bf16, cvt to bf16) that follow the PTX ISA's fragment layouts,
@@ -49,7 +49,9 @@ struct alignas(8) uint2 { unsigned x, y; };
 inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
 
 namespace emu {
-enum State { RUNNABLE, AT_BLOCK_BARRIER, AT_WARP_BARRIER, AT_CLUSTER_BARRIER, DONE };
+// STUCK: a spin that stopped making progress (no mbarrier event or atomic anywhere in the launch for 20,000 parks);
+// never resumed, so the scheduler finds the launch deadlocked and returns -1 (a failed test, not an abort).
+enum State { RUNNABLE, AT_BLOCK_BARRIER, AT_WARP_BARRIER, AT_CLUSTER_BARRIER, DONE, STUCK };
 // linear: the thread's index in its block; block: its block's rank in the cluster (0 without one)
 // groups: the fiber's committed asynchronous operations (wgmma stand-ins), oldest first, run when it waits on them
 struct Fiber {
@@ -304,7 +306,7 @@ inline void mbar_complete_tx(unsigned long long* b, unsigned bytes) {
 }
 // try_wait.parity: true once the phase of that parity has completed (a fresh barrier's phase "-1", parity 1, has).
 inline bool mbar_test_parity(const unsigned long long* b, unsigned parity) { return (*b >> 63) != (parity & 1u); }
-// Spin as the device does, handing the CPU to the other fibers; abort when the whole launch stops moving.
+// Spin as the device does, handing the CPU to the other fibers; stuck when the whole launch stops moving.
 inline void mbar_wait_parity(const unsigned long long* b, unsigned parity) {
   unsigned long long seen = mbar_events();
   long idle = 0;
@@ -313,7 +315,7 @@ inline void mbar_wait_parity(const unsigned long long* b, unsigned parity) {
     if (mbar_events() != seen) { seen = mbar_events(); idle = 0; continue; }
     if (++idle > 20000) {
       std::fprintf(stderr, "cuda_emu: mbarrier wait (parity %u) never completes: deadlock\n", parity);
-      std::abort();
+      for (;;) park(STUCK);
     }
   }
 }
@@ -383,7 +385,8 @@ inline unsigned atomicInc(unsigned* p, unsigned lim) {
   unsigned o = *p; *p = (o >= lim) ? 0 : o + 1; return o;
 }
 // A cooperative grid's spin on global memory (the launch runs all its blocks in one fiber pool): park until `done()`,
-// handing the CPU to the other fibers; abort when 20,000 parks pass with no atomic counted anywhere in the grid.
+// handing the CPU to the other fibers; stuck (the launch fails) when 20,000 parks pass with no atomic counted
+// anywhere in the grid.
 template <typename F> void emu_spin_until(F done) {
   unsigned long long seen = emu::atomic_events();
   long idle = 0;
@@ -392,7 +395,7 @@ template <typename F> void emu_spin_until(F done) {
     if (emu::atomic_events() != seen) { seen = emu::atomic_events(); idle = 0; continue; }
     if (++idle > 20000) {
       std::fprintf(stderr, "cuda_emu: a spin on global memory never ends: deadlock\n");
-      std::abort();
+      for (;;) emu::park(emu::STUCK);
     }
   }
 }
