@@ -71,13 +71,24 @@ Seed: no such rung.
 #define S13_B_TILE (S13_BK * S13_BN)  // floats of B per stage: [k][n]
 
 #ifdef CUDA_EMULATOR
-// The emulator copies at issue time; the one barrier per k-tile orders every reuse of a stage (see the loop).
-static inline void s13_cp_async4(float* dst, const float* src, bool ok) { *dst = ok ? *src : 0.0f; }
-static inline void s13_cp_async16(float* dst, const float* src, bool ok) {
-  for (int e = 0; e < 4; ++e) dst[e] = ok ? src[e] : 0.0f;
-}
+// By default the emulator copies at issue time; the one barrier per k-tile orders every reuse of a stage (see the loop).
+// With S13_EMU_LATE_COPY a copy lands only when the thread waits on its group (as late as the device may land
+// it): a stage read before its wait shows as a wrong product (tests_kernels/test_kernels_late_copy.py).
+#ifdef S13_EMU_LATE_COPY
+#define S13_ISSUE(op) emu::async_issue(op)
+static inline void s13_cp_async_commit() { emu::async_commit(); }
+static inline void s13_cp_async_wait_ring() { emu::async_wait(S13_STAGES - 2); }
+#else
+#define S13_ISSUE(op) (op)()
 static inline void s13_cp_async_commit() {}
 static inline void s13_cp_async_wait_ring() {}
+#endif
+static inline void s13_cp_async4(float* dst, const float* src, bool ok) {
+  S13_ISSUE(([=] { *dst = ok ? *src : 0.0f; }));
+}
+static inline void s13_cp_async16(float* dst, const float* src, bool ok) {
+  S13_ISSUE(([=] { for (int e = 0; e < 4; ++e) dst[e] = ok ? src[e] : 0.0f; }));
+}
 #else
 // src-size 0 zero-fills the destination: out-of-range elements become 0 without a branch around the copy.
 __device__ __forceinline__ void s13_cp_async4(float* dst, const float* src, bool ok) {

@@ -61,13 +61,24 @@ Seed: no such rung.
 #define S9_TN 8
 
 #ifdef CUDA_EMULATOR
-// The emulator copies at issue time; the barriers around each stage make that ordering equivalent.
-static inline void s9_cp_async4(float* dst, const float* src, bool ok) { *dst = ok ? *src : 0.0f; }
-static inline void s9_cp_async16(float* dst, const float* src, bool ok) {
-  for (int e = 0; e < 4; ++e) dst[e] = ok ? src[e] : 0.0f;
-}
+// By default the emulator copies at issue time; the barriers around each stage make that ordering equivalent.
+// With S9_EMU_LATE_COPY a copy lands only when the thread waits on its group (as late as the device may land
+// it): a stage read before its wait shows as a wrong product (tests_kernels/test_kernels_late_copy.py).
+#ifdef S9_EMU_LATE_COPY
+#define S9_ISSUE(op) emu::async_issue(op)
+static inline void s9_cp_async_commit() { emu::async_commit(); }
+static inline void s9_cp_async_wait_1() { emu::async_wait(1); }
+#else
+#define S9_ISSUE(op) (op)()
 static inline void s9_cp_async_commit() {}
 static inline void s9_cp_async_wait_1() {}
+#endif
+static inline void s9_cp_async4(float* dst, const float* src, bool ok) {
+  S9_ISSUE(([=] { *dst = ok ? *src : 0.0f; }));
+}
+static inline void s9_cp_async16(float* dst, const float* src, bool ok) {
+  S9_ISSUE(([=] { for (int e = 0; e < 4; ++e) dst[e] = ok ? src[e] : 0.0f; }));
+}
 #else
 // src-size 0 zero-fills the destination: out-of-range elements become 0 without a branch around the copy.
 __device__ __forceinline__ void s9_cp_async4(float* dst, const float* src, bool ok) {
