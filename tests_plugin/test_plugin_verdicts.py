@@ -376,7 +376,7 @@ def test_a_live_sessions_environment_names_its_host(pytestconfig: pytest.Config)
     from pytest_anatomy.options import AnatomySettings
     from pytest_anatomy.session import AnatomySession
 
-    settings = AnatomySettings(source="recorded", hardware="h200", model="qwen2.5-7b", record=False,
+    settings = AnatomySettings(source="recorded", hardware="auto", model="qwen2.5-7b", record=False,
                                allow_resolved=False, report=None, summary=None, results_dir=Path("results"),
                                replay_hardware="all")
     replay = AnatomySession(settings)

@@ -80,7 +80,7 @@ def test_kv_limited_loop_queues_by_littles_law() -> None:
 def test_kv_limited_offline_batch_runs_waves_the_pool_holds(pool: float, waves: tuple[int, ...]) -> None:
     """A pool that holds the batch gives offline_batch; one that holds n = pool // (2L) sequences runs waves of n, the
     last the rest, each an offline batch (at least one sequence a wave, however small the pool)."""
-    sm = tr.step_model(T, tr.Deployment("h200", "qwen2.5-7b", "auto", "bf16"))
+    sm = tr.step_model(T, tr.Deployment(H200.name, "qwen2.5-7b", "auto", "bf16"))
     batch = sum(waves)
     got = tr.kv_limited_offline_batch(sm, batch, 2048, 8192, pool, 4096)
     assert got == pytest.approx(sum(tr.offline_batch(sm, n, 2048, 8192).latency_s for n in waves), rel=1e-12)
