@@ -5,10 +5,6 @@ device's (its batch) and this checkout's compiler's."""
 
 from __future__ import annotations
 
-import lzma
-import os
-import subprocess
-import tarfile
 from pathlib import Path
 
 import kernel_findings as kf
@@ -83,22 +79,7 @@ def test_s15_k_loop_on_the_device_and_here(tmp_path: Path) -> None:
     """The loop total the reason quotes, in the device's cubin (the run's cubins.tar.xz), and this checkout's compile
     of the same source with the device's NVRTC gives the same loop (the reason's nvcc count, 1,284, is history: the
     checks here compiled with nvcc until 2026-12-04 21:50)."""
-    try:
-        cuobjdump, nvdisasm = kc.find_tool("cuobjdump"), kc.find_tool("nvdisasm")
-        kc.find_tool("nvrtc")
-    except kc.ToolMissing as exc:
-        pytest.skip(str(exc))
-    archive = kx.BATCH / "cubins.tar.xz"
-    if not archive.exists():
-        pytest.skip(f"{archive} is not in this checkout")
-    cubin = kx.device_compile(kx.S15_SOURCE)["cubin"]
-    with lzma.open(archive) as xz, tarfile.open(fileobj=xz) as tar:
-        member = next(m for m in tar.getmembers() if Path(m.name).name == cubin)
-        data = tar.extractfile(member)
-        assert data is not None
-        (tmp_path / cubin).write_bytes(data.read())
-    env = {**os.environ, "PATH": f"{Path(nvdisasm).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    dump = subprocess.run([cuobjdump, "--dump-sass", str(tmp_path / cubin)], capture_output=True, text=True,
-                          timeout=120, check=True, env=env)
-    assert _loop_total(kc.parse_loops(dump.stdout)[kx.S15_KERNEL]) == kx.S15_DEVICE_LOOP
+    cubin = kx.device_compile(kx.S15_SOURCE).get("cubin", "")  # "": no batch here, skipped below
+    loops = rung_checks.device_cubin_loops(kx.BATCH / "cubins.tar.xz", cubin, tmp_path)
+    assert _loop_total(loops[kx.S15_KERNEL]) == kx.S15_DEVICE_LOOP
     assert _loop_total(kc.loop_bodies(kx.S15_SOURCE, "sm_90")[kx.S15_KERNEL]) == kx.S15_DEVICE_LOOP

@@ -6,10 +6,6 @@ compiler's."""
 
 from __future__ import annotations
 
-import lzma
-import os
-import subprocess
-import tarfile
 from pathlib import Path
 
 import kernel_findings as kf
@@ -132,24 +128,9 @@ def test_s16_k_loop_on_the_device_and_here(tmp_path: Path) -> None:
     """The loop the reason quotes: the device's cubin (the run's cubins.tar.xz) with its spill, and this checkout's
     compile with the device's NVRTC, the same loop and spill (the reason's nvcc count without one, 2,311, is history:
     the checks here compiled with nvcc until 2026-12-04 21:50)."""
-    try:
-        cuobjdump, nvdisasm = kc.find_tool("cuobjdump"), kc.find_tool("nvdisasm")
-        kc.find_tool("nvrtc")
-    except kc.ToolMissing as exc:
-        pytest.skip(str(exc))
-    archive = kx.BATCH_S16 / "cubins.tar.xz"
-    if not archive.exists():
-        pytest.skip(f"{archive} is not in this checkout")
-    cubin = kx.device_compile(kx.BATCH_S16, kx.S16_SOURCE)["cubin"]
-    with lzma.open(archive) as xz, tarfile.open(fileobj=xz) as tar:
-        member = next(m for m in tar.getmembers() if Path(m.name).name == cubin)
-        data = tar.extractfile(member)
-        assert data is not None
-        (tmp_path / cubin).write_bytes(data.read())
-    env = {**os.environ, "PATH": f"{Path(nvdisasm).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    dump = subprocess.run([cuobjdump, "--dump-sass", str(tmp_path / cubin)], capture_output=True, text=True,
-                          timeout=120, check=True, env=env)
-    device = _main_loop(kc.parse_loops(dump.stdout)[kx.S16_KERNEL])
+    cubin = kx.device_compile(kx.BATCH_S16, kx.S16_SOURCE).get("cubin", "")  # "": no batch here, skipped below
+    loops = rung_checks.device_cubin_loops(kx.BATCH_S16 / "cubins.tar.xz", cubin, tmp_path)
+    device = _main_loop(loops[kx.S16_KERNEL])
     ldl = sum(n for op, n in device.items() if op.startswith("LDL"))
     stl = sum(n for op, n in device.items() if op.startswith("STL"))
     assert (sum(device.values()), device["FFMA"], ldl, stl) == (

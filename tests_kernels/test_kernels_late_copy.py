@@ -8,7 +8,6 @@ each is correct on the device, so a failure here is a race a later change brough
 
 from __future__ import annotations
 
-import dataclasses
 
 import pytest
 import rung_checks as rc
@@ -24,17 +23,10 @@ LATE_COPY = {"s9-cp-async-pipeline": "S9_EMU_LATE_COPY", "s13-fp32-multistage": 
              "s15-fp32-thread-tile-8x16": "S15_EMU_LATE_COPY", "s16-fp32-ktile32": "S16_EMU_LATE_COPY"}
 
 
-def _late(rung: str):
-    v = next(x for x in sgemm.LADDER if x.id == rung)
-
-    def launch(shape, device):
-        return tuple(dataclasses.replace(c, defines=(*c.defines, (LATE_COPY[rung], 1))) for c in v.launch(shape, device))
-    return dataclasses.replace(v, launch=launch)
-
-
 @pytest.mark.parametrize("rung", sorted(LATE_COPY))
 def test_matches_float64_with_copies_landing_at_their_wait(rung: str) -> None:
-    rc.assert_matches_float64(_late(rung), "sgemm", SHAPES, 1900 + sorted(LATE_COPY).index(rung))
+    late = rc.with_defines(next(v for v in sgemm.LADDER if v.id == rung), (LATE_COPY[rung], 1))
+    rc.assert_matches_float64(late, "sgemm", SHAPES, 1900 + sorted(LATE_COPY).index(rung))
 
 
 def test_every_pipelined_fp32_rung_runs_in_this_mode_somewhere() -> None:

@@ -17,10 +17,9 @@ import pytest
 
 import rung_checks as rc
 
-from pytest_anatomy import recordings
 from pytest_anatomy.kernels import compile as kc
 from pytest_anatomy.kernels import nvrtc_facts, sgemm
-from pytest_anatomy.kernels.registry import PREREGISTERED_ON, DeviceFacts
+from pytest_anatomy.kernels.registry import DeviceFacts
 from pytest_anatomy.theory.kernel_occupancy import occupancy
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,28 +33,14 @@ def _rung():
     return next(v for v in sgemm.LADDER if v.id == RUNG)
 
 
-def _tuner_ms(candidate: str, label: str) -> float:
-    """s9's kernel at a tuner candidate's tile, timed in the run the prediction names (never a newer one)."""
-    name = f"sgemm.{candidate}.{label}"
-    paths = [p for p in recordings.candidates(ROOT / "results", PREREGISTERED_ON, "kernels", name)
-             if f"@{sgemm.S16_TILE_COST_RUN}." in p.name]
-    assert paths, f"{name}@{sgemm.S16_TILE_COST_RUN} is gone: recordings are never deleted"
-    return float(recordings.load_file(paths[0]).data["ms_median"])
-
-
 def _share(tile_candidate: str) -> float:
     """A tuner candidate's compiled FFMA share, as its registry entry states it (test_kernels_autotune checks it)."""
     return next(c.theory.ffma_share for c in sgemm.S9_CANDIDATES if c.id == tile_candidate)
 
 
 def _split(label: str) -> tuple[float, float]:
-    """s9's time at `label` as X / share + S x 16 / bk, solved from its kernel at 8- and 16-deep k-tiles in one run:
-    (X, S) in ms."""
-    shallow, rung_tile = sgemm.S16_TILE_COST_PAIR
-    t8, t16 = _tuner_ms(shallow, label), _tuner_ms(rung_tile, label)
-    f8, f16 = _share(shallow), _share(rung_tile)
-    x = (t8 - 2 * t16) / (1 / f8 - 2 / f16)
-    return x, t16 - x / f16
+    """s9's time at `label` as X / share + S x 16 / bk at the registry's shares: (X, S) in ms."""
+    return rc.tile_cost_split(label, _share)
 
 
 @pytest.mark.parametrize("label", list(sgemm.S16_PREREGISTERED))

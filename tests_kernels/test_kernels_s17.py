@@ -12,7 +12,6 @@ pre-registered-time tests), like every rung's.
 
 from __future__ import annotations
 
-import dataclasses
 
 from pathlib import Path
 
@@ -41,28 +40,14 @@ def _rung():
     return next(v for v in sgemm.LADDER if v.id == RUNG)
 
 
-def _tuner_ms(candidate: str, label: str) -> float:
-    """s9's kernel at a tuner candidate's tile, timed in the run s16's prediction named (never a newer one)."""
-    name = f"sgemm.{candidate}.{label}"
-    paths = [p for p in recordings.candidates(ROOT / "results", PREREGISTERED_ON, "kernels", name)
-             if f"@{sgemm.S16_TILE_COST_RUN}." in p.name]
-    assert paths, f"{name}@{sgemm.S16_TILE_COST_RUN} is gone: recordings are never deleted"
-    return float(recordings.load_file(paths[0]).data["ms_median"])
-
-
 def _device_share(candidate: str) -> float:
     """The candidate's compiled FFMA share under the device's NVRTC (test_kernels_autotune checks the loop)."""
     return nvrtc_facts.share(nvrtc_facts.TILE_LOOPS[candidate])
 
 
 def _split(label: str) -> tuple[float, float]:
-    """s9's time at `label` as X / share + S x 16 / bk, solved from its kernel at 8- and 16-deep k-tiles in one run
-    at the shares the device compiled: (X, S) in ms."""
-    shallow, deep = SHARE_SPLIT
-    t8, t16 = _tuner_ms(shallow, label), _tuner_ms(deep, label)
-    f8, f16 = _device_share(shallow), _device_share(deep)
-    x = (t8 - 2 * t16) / (1 / f8 - 2 / f16)
-    return x, t16 - x / f16
+    """s9's time at `label` as X / share + S x 16 / bk at the shares the device compiled: (X, S) in ms."""
+    return rc.tile_cost_split(label, _device_share)
 
 
 def _pace(rung: str) -> float:
@@ -107,7 +92,7 @@ def test_alternative_s16_pace_is_s9s_time_at_s17s_instructions_and_s16s_pace(lab
     ratio = _device_share(SHARE_SPLIT[1]) / sgemm.S17_FFMA_SHARE
     pace = _pace("s16-fp32-ktile32") / _pace("s9-cp-async-pipeline")
     assert (round(ratio, 3), round(pace, 4)) == (0.926, 1.0593)
-    got = _tuner_ms(SHARE_SPLIT[1], label) * ratio * pace
+    got = rc.tile_cost_ms(SHARE_SPLIT[1], label) * ratio * pace
     assert got == pytest.approx(sgemm.S17_ALT_S16_PACE[label], abs=0.0005)
 
 
@@ -120,7 +105,7 @@ def test_outcomes_are_ordered_and_the_target_is_between_them():
         if f"@{sgemm.S16_TILE_COST_RUN}." in p.name)).data["baseline_ms_median"])
     target = cublas / sgemm.AUTOTUNE_TARGETS[sq]
     pre, a, b = sgemm.S17_PREREGISTERED[sq], sgemm.S17_ALT_S16_PACE[sq], sgemm.S17_ALT_INSTRUCTIONS[sq]
-    assert pre < b < target < a < _tuner_ms(SHARE_SPLIT[1], sq)
+    assert pre < b < target < a < rc.tile_cost_ms(SHARE_SPLIT[1], sq)
 
 
 def test_launch_is_s16s_grid_and_window():
@@ -182,21 +167,11 @@ def test_matches_float64_across_block_and_k_tile_edges():
     rc.assert_matches_float64(_rung(), "sgemm", EDGE_SHAPES, 17)
 
 
-def _late_copy_rung():
-    """s17 with the emulator's copies landing only when the thread waits on their group (S17_EMU_LATE_COPY), not
-    when they are issued: a k-tile multiplied before its copies' wait shows as a wrong product."""
-    v = _rung()
-
-    def launch(shape, device):
-        return tuple(dataclasses.replace(c, defines=(("S17_EMU_LATE_COPY", 1),)) for c in v.launch(shape, device))
-    return dataclasses.replace(v, launch=launch)
-
-
 def test_matches_float64_with_copies_landing_at_their_wait():
     """The prologue's copies of tile 0 are a commit group of their own, so the first wait (1 group pending) waits
     for them: found with this mode before any run (the prologue committed tile 0 with tile 1, and the first tile was
     multiplied before its copies landed), mended, the prediction unchanged (docs/RECORDING.md, s17's section)."""
-    rc.assert_matches_float64(_late_copy_rung(), "sgemm", EDGE_SHAPES, 1718)
+    rc.assert_matches_float64(rc.with_defines(_rung(), ("S17_EMU_LATE_COPY", 1)), "sgemm", EDGE_SHAPES, 1718)
 
 
 def test_matches_float64_at_the_plans_odd_shapes():

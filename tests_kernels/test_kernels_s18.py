@@ -14,7 +14,6 @@ device plan's --rungs selects it beside s9 and cuBLAS fp32. Its measured times a
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pytest
@@ -46,15 +45,6 @@ LATE = (("S18_EMU_LATE_COPY", 1),)
 
 def _rung():
     return next(v for v in sgemm.LADDER if v.id == RUNG)
-
-
-def _late_copy_rung():
-    """s18 with the emulator's copies landing when the thread waits on their group, not when they are issued."""
-    v = _rung()
-
-    def launch(shape, device):
-        return tuple(dataclasses.replace(c, defines=LATE) for c in v.launch(shape, device))
-    return dataclasses.replace(v, launch=launch)
 
 
 def _recording(name: str, stamp: str):
@@ -215,7 +205,8 @@ def test_matches_float64_at_edges(shape, sms, late):
     """1, 7, 32, 33, 64, 96 and 100 rows, N past a 128-tile and N % 4 != 0, K % 16 != 0, slices of unequal k-tiles,
     S = 1; with the copies landing when issued (a stage overwritten too early shows) and when waited on (a stage read
     before its wait shows)."""
-    rc.assert_matches_float64(_late_copy_rung() if late else _rung(), "sgemm", (shape,), 18, DeviceFacts(sms))
+    rung = rc.with_defines(_rung(), *LATE) if late else _rung()
+    rc.assert_matches_float64(rung, "sgemm", (shape,), 18, DeviceFacts(sms))
 
 
 def test_matches_float64_at_the_plans_first_odd_shape():
