@@ -209,6 +209,7 @@ OFFLINE_UTIL = 0.90
 OFFLINE_RESERVE = (0.0, 1.0 * GiB, 2.0 * GiB)
 
 
+@functools.lru_cache(maxsize=256)
 def offline_kv_pool(card: str, model: str, gpus: int, reserve: float = OFFLINE_RESERVE[1]) -> float:
     """KV tokens one rank's pool holds (the catalog's NVML total where it has one, else the datasheet's)."""
     spec, hw = load_model(model), get_hardware(card)

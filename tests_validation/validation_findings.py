@@ -145,15 +145,15 @@ def repeat_band(runs_of: Mapping[str, Mapping[int, float]], key: str, run: int) 
     return (math.floor(min(ends) * 1e4) / 1e4, math.ceil(max(ends) * 1e4) / 1e4)
 
 
-def _runs_of(routes: Sequence[Sequence[Route | None]], experiments: Sequence[str], quantity: str
-             ) -> dict[str, dict[int, float]]:
-    """measured/predicted of `quantity` by experiment and run, over every routed case (misses of any finding)."""
-    out: dict[str, dict[int, float]] = {}
+def _runs_of(routes: Sequence[Sequence[Route | None]], experiments: Sequence[str]
+             ) -> dict[str, dict[str, dict[int, float]]]:
+    """measured/predicted by quantity, experiment and run, over every routed case (misses of any finding)."""
+    out: dict[str, dict[str, dict[int, float]]] = {}
     for case_id, rs in zip(experiments, routes):
         key, run = experiment(case_id)
         for r in rs:
-            if r is not None and r.quantity == quantity:
-                out.setdefault(key, {})[run] = r.ratio
+            if r is not None:
+                out.setdefault(r.quantity, {}).setdefault(key, {})[run] = r.ratio
     return out
 
 
@@ -240,6 +240,7 @@ def finding_marks(hardware: str, source: str, engine: str, routes: list[list[Rou
                     if runs is not None:
                         by_run.setdefault(_key(r), {}).setdefault(runs[i], []).append(r.ratio)
     groups = _open_groups(hardware, source, engine, open_, total, candidates)
+    runs_of = _runs_of(routes, experiments) if experiments is not None else {}
     out = []
     for i, case_routes in enumerate(routes):
         marks = []
@@ -253,7 +254,7 @@ def finding_marks(hardware: str, source: str, engine: str, routes: list[list[Rou
                 fid, reason, band = groups[_key(r)]
                 derived = None if runs is None else other_runs_band(by_run[_key(r)], runs[i])
                 if derived is None and experiments is not None:
-                    derived = repeat_band(_runs_of(routes, experiments, r.quantity), *experiment(experiments[i]))
+                    derived = repeat_band(runs_of.get(r.quantity, {}), *experiment(experiments[i]))
                 band, band_from = (band, "checked-run") if derived is None else (derived, "other-runs")
             marks.append(pytest.mark.finding(fid, reason=reason, quantity=r.quantity, expected=band, hardware=hardware,
                                              band_from=band_from))
