@@ -153,6 +153,7 @@ class Variant:
     max_cols  -- rows longer than this are refused (register-resident rungs)
     row_threads -- threads that share one row's registers (a block of 256, or a warp of 32)
     workspace -- shape, device -> {buffer name: float32 elements} the runner allocates
+    check_shapes -- shapes the device plan checks the rung at beside the ladder's (one it is built for and timed at)
     workspace_zeroed -- the runners allocate the workspace zeroed, once per prepared shape (a kernel that counts in
                  it, x10's row counters), instead of uninitialised (the GPU) or NaN (the emulator)
     k_multiple -- K must be a multiple of this, or the shape is refused (a TMA rung: a tensor map's row stride
@@ -178,6 +179,7 @@ class Variant:
     h200_ms: tuple[tuple[str, float], ...] = ()
     k_multiple: int | None = None
     workspace_zeroed: bool = False
+    check_shapes: tuple[dict[str, int], ...] = ()  # shapes the device plan also checks it at (s18: its 32-row split)
 
     def preregistered_ms(self, shape: Mapping[str, int]) -> float | None:
         """The pre-registered H200 time at `shape` in ms, or None where the header gives none."""

@@ -210,6 +210,7 @@ LADDER: tuple[Variant, ...] = (
             notes=("A is copied 4 bytes at a time into its transposed place, 4 rows x 8 k per warp copy: 8 LDGSTS.32 + "
                    "8 LDGSTS.128 per thread per 1,024 FMAs, where the access pattern counts float4 loads (same bytes)",
                    "S > 1 adds a kernel: the S partials (4 S M N bytes written and read back) summed into C"),
+            check_shapes=small_m.S18_CHECKED_AT,
             h200_ms=tuple((lab, ms) for lab, ms in small_m.S18_PREREGISTERED.items())),
     Variant("s8-bf16-mma", "bf16 tensor cores, mma.sync m16n8k16, cp.async double buffer", "sgemm/s8_bf16_mma.cu",
             _grid_tiles("sgemm/s8_bf16_mma.cu", "sgemm_bf16_mma", 128, 128, (256, 1, 1)),

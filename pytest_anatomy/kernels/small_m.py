@@ -29,7 +29,7 @@ S18_THREADS = 64
 S18_BLOCKS_PER_SM = 8  # __launch_bounds__(64, 8): 128 registers, 20,992 bytes of static shared memory a block
 S18_REDUCE_THREADS = 256
 S18_ARGS = ("i32:M", "i32:N", "i32:K", "ptr:A", "ptr:B")
-# The shape s18 is built for, checked on the device before it is timed there (kernels_plan.check_shapes): the odd
+# The shape s18 is built for, checked on the device before it is timed there (its Variant.check_shapes): the odd
 # shapes split K 4-6 ways, but only this one runs the device's own split of 3,584 (S = 7 on 132 SMs) at full width.
 S18_CHECKED_AT = ({"M": 32, "N": 18944, "K": 3584},)
 

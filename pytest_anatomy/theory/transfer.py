@@ -236,8 +236,8 @@ def kv_limited_offline_batch(sm: StepModel, batch: int, length: int, budget: int
     recompute's repeated prefill (a few percent of a decode-bound batch) and the first phase at full batch."""
     n = max(1, min(batch, int(kv_tokens // tokens_per_request)))
     full, rest = divmod(batch, n)
-    waves = [n] * full + ([rest] if rest else [])
-    return sum(offline_batch(sm, size, length, budget).latency_s for size in waves)
+    last = offline_batch(sm, rest, length, budget).latency_s if rest else 0.0
+    return full * offline_batch(sm, n, length, budget).latency_s + last  # the full waves are one batch priced once
 
 
 def llamacpp_single(sm: StepModel, length: int, n_batch: int) -> float:

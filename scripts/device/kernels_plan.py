@@ -48,7 +48,7 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from pytest_anatomy.kernels import autotune, fused, reduction, sgemm, small_m
+from pytest_anatomy.kernels import autotune, fused, reduction, sgemm
 from pytest_anatomy.kernels.ladders import LADDERS, TIMING_SHAPES
 from pytest_anatomy.kernels.registry import DeviceFacts, RungRefused, Variant
 
@@ -198,11 +198,10 @@ PREFLIGHT_TIMEOUT_S = 120.0  # the child needs ~20-40 s (torch, NVRTC, 7 checks)
 
 def check_shapes(ladder: str, v: Variant) -> list[dict[str, int]]:
     """The shapes a rung is checked at: the ladder's odd shapes and timing shape, and for a rung that refuses some K
-    (its tensor maps' stride) the odd shapes with K rounded to its multiple and the 32-row FFN shape; s18 (small M)
-    also at the 32-row FFN shape, where its device-sized K split runs."""
+    (its tensor maps' stride) the odd shapes with K rounded to its multiple and the 32-row FFN shape, and the shapes a
+    rung names itself (Variant.check_shapes)."""
     extra = list(sgemm.K_ALIGNED_CORRECTNESS_SHAPES) if ladder == "sgemm" and v.k_multiple else []
-    if v.id == "s18-fp32-small-m-splitk":  # the small-M rung: also at the 32-row FFN shape it is built for
-        extra += [s for s in small_m.S18_CHECKED_AT if s not in extra]
+    extra += [s for s in v.check_shapes if s not in extra]  # a rung's own (registry: s18's 32-row split)
     return list(CORRECTNESS[ladder]) + extra + [s for lad, s in MAIN_SHAPES if lad == ladder]
 
 
