@@ -27,7 +27,7 @@ from pytest_anatomy import recordings
 from pytest_anatomy.kernels import compile as kc
 from pytest_anatomy.kernels import emulator, sgemm
 from pytest_anatomy.kernels.reference import TOLERANCE, make_inputs, reference, rel_error
-from pytest_anatomy.kernels.registry import PREREGISTERED_ON
+from pytest_anatomy.kernels.registry import PREREGISTERED_ON, DeviceFacts
 
 ROOT = Path(__file__).resolve().parents[1]
 # The per-SM rates the softmax rungs' SM work is priced at (x8's, x9's and x10's headers): the SM clock of the
@@ -81,6 +81,16 @@ def device_cubin_loops(archive: Path, cubin: str, tmp_path: Path) -> dict[str, A
     dump = subprocess.run([cuobjdump, "--dump-sass", str(tmp_path / cubin)], capture_output=True, text=True,
                           timeout=120, check=True, env=env)
     return kc.parse_loops(dump.stdout)
+
+
+def assert_ktile32_window_launch(rung: Any) -> None:
+    """s16's launch, which s17 keeps: s9's grid of 128 x 128 tiles and 256 threads, the 32-deep k-tile's two stages in
+    a 66,560-byte dynamic window."""
+    (call,) = rung.calls(sgemm.TIMING_SHAPE, DeviceFacts(132))
+    bm, bn, bk = sgemm.BLOCK_TILES[rung.id]
+    assert (bm, bn, bk) == (128, 128, 32)
+    assert call.launch.grid == (4096 // bn, 4096 // bm, 1) and call.launch.block == (256, 1, 1)
+    assert call.launch.shmem == sgemm.S16_SMEM_BYTES == 2 * bk * ((bm + 4) + bn) * 4 == 66_560
 
 
 def tile_cost_ms(candidate: str, label: str) -> float:

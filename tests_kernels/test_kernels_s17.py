@@ -109,11 +109,7 @@ def test_outcomes_are_ordered_and_the_target_is_between_them():
 
 
 def test_launch_is_s16s_grid_and_window():
-    (call,) = _rung().calls(sgemm.TIMING_SHAPE, DeviceFacts(132))
-    bm, bn, bk = sgemm.BLOCK_TILES[RUNG]
-    assert (bm, bn, bk) == (128, 128, 32)
-    assert call.launch.grid == (4096 // bn, 4096 // bm, 1) and call.launch.block == (256, 1, 1)
-    assert call.launch.shmem == sgemm.S16_SMEM_BYTES == 2 * bk * ((bm + 4) + bn) * 4 == 66_560
+    rc.assert_ktile32_window_launch(_rung())
 
 
 _need = rc.need_tools  # skips, naming the tool, where it is absent
