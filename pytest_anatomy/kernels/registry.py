@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_anatomy.gpu_arch import Requirement, compile_target, parse_source
+
 CUDA_DIR = Path(__file__).resolve().parent / "cuda"
 ARG_KINDS = ("ptr", "i32", "f32", "tmap")  # a name is looked up in the bindings; digits are a literal
 _ARG_RE = re.compile(r"^(ptr|i32|f32|tmap):([A-Za-z_][A-Za-z0-9_]*|-?[0-9]+(?:\.[0-9]+)?)$")
@@ -213,6 +215,14 @@ class Variant:
                 f"N={shape['N']:,} would need {-(-shape['N'] // self.row_threads)} registers per thread for the row alone "
                 f"(the hardware limit is 255). Use a streaming rung (two-pass or online) for rows this long.")
 
+    def requirements(self, shape: Mapping[str, int], device: DeviceFacts) -> tuple[Requirement, ...]:
+        """What the architecture must offer for every kernel the rung launches at `shape` (none for a library
+        baseline, or for a shape the rung refuses: the refusal is its outcome there)."""
+        try:
+            return tuple(r for src in self.sources(shape, device) for r in requirements_of(src))
+        except RungRefused:
+            return ()
+
     def sources(self, shape: Mapping[str, int], device: DeviceFacts) -> tuple[str, ...]:
         """Every .cu file the rung's launches need, rung file first."""
         out: list[str] = [] if self.source is None else [self.source]
@@ -233,14 +243,15 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-_REQUIRES_RE = re.compile(r"^// requires: (sm_\d+a)\b", re.MULTILINE)
+def requirements_of(source: str) -> tuple[Requirement, ...]:
+    """The architectures a .cu file needs: its `// requires: sm_XY[a] (why)` lines (gpu_arch)."""
+    return parse_source((CUDA_DIR / source).read_text(encoding="utf-8"))
 
 
 def arch_for(source: str, arch: str) -> str:
     """The target to compile `source` for on an `arch` machine: a rung that uses arch-specific instructions
     (wgmma exists on sm_90a only) says so in a line `// requires: sm_90a`, taken when it extends `arch`."""
-    m = _REQUIRES_RE.search((CUDA_DIR / source).read_text(encoding="utf-8"))
-    return m.group(1) if m and m.group(1)[:-1] == arch else arch
+    return compile_target(requirements_of(source), arch)
 
 
 def header_of(path: Path) -> dict[str, str]:

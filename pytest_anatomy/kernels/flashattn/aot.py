@@ -20,6 +20,7 @@ import sys
 import time
 from typing import Any, Optional
 
+from pytest_anatomy import gpu_arch
 from pytest_anatomy.kernels.flashattn.registry import LADDER, Rung
 
 SM90_MAX_SHARED = 227 * 1024  # cudaDevAttrMaxSharedMemoryPerBlockOptin on Hopper
@@ -66,7 +67,7 @@ def _signature(fn: Any, dtype: str, block: dict[str, int], d: int) -> dict[str, 
 
 
 def compile_one(fn: Any, constexprs: dict[str, Any], *, dtype: str, d: int, num_warps: int, num_stages: int,
-                maxnreg: int | None = None) -> dict[str, Any]:
+                maxnreg: int | None = None, arch: int = 90) -> dict[str, Any]:
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
@@ -83,7 +84,7 @@ def compile_one(fn: Any, constexprs: dict[str, Any], *, dtype: str, d: int, num_
     options: dict[str, Any] = {"num_warps": num_warps, "num_stages": num_stages}
     if maxnreg is not None:
         options["maxnreg"] = maxnreg
-    k = triton.compile(src, target=GPUTarget("cuda", 90, 32), options=options)
+    k = triton.compile(src, target=GPUTarget("cuda", arch, 32), options=options)
     ptx = k.asm["ptx"]
     return {"kernel": fn.__name__, "constexprs": constexprs, "num_warps": num_warps, "num_stages": num_stages,
             "maxnreg": maxnreg, "dtype": dtype, "shared_bytes": k.metadata.shared,
@@ -155,31 +156,56 @@ def decode_jobs(dtype: str = "bf16", d: int = 128) -> list[Job]:
 
 
 def compile_all(all_configs: bool = False, dtype: str = "bf16", d: int = 128,
-                only: list[str] | None = None) -> list[dict[str, Any]]:
+                only: list[str] | None = None, arch: int = 90, decode: bool | None = None) -> list[dict[str, Any]]:
+    """Compile rows of the `only` rungs (default every rung), and flash-decoding's kernels when `decode` (default:
+    when every rung is compiled)."""
     out = []
     for r in (r for r in LADDER if only is None or r.id in only):
         for fn, cx, warps, stages, nreg in rung_jobs(r, all_configs, dtype, d):
             out.append({"rung": r.id, **compile_one(fn, cx, dtype=dtype, d=d, num_warps=warps, num_stages=stages,
-                                                    maxnreg=nreg)})
-    for fn, cx, warps, stages, nreg in (decode_jobs(dtype, d) if only is None else []):
+                                                    maxnreg=nreg, arch=arch)})
+    for fn, cx, warps, stages, nreg in (decode_jobs(dtype, d) if (only is None if decode is None else decode) else []):
         out.append({"rung": "flash-decoding", **compile_one(fn, cx, dtype=dtype, d=d, num_warps=warps,
-                                                             num_stages=stages, maxnreg=nreg)})
+                                                             num_stages=stages, maxnreg=nreg, arch=arch)})
     return out
 
 
+def unmet_requirements(only: list[str] | None, arch: int) -> list[str]:
+    """One line per selected rung whose architecture requirement `arch` does not meet: compiling it anyway aborts
+    the process inside Triton's LLVM (it cannot select Hopper's intrinsics elsewhere)."""
+    cc = (arch // 10, arch % 10)
+    return [f"{r.id} needs {missing.describe()}" for r in LADDER
+            if (only is None or r.id in only) and (missing := gpu_arch.unmet(r.requires, cc)) is not None]
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Compile every attention kernel for sm_90 (no GPU needed).")
+    parser = argparse.ArgumentParser(description="Compile every attention kernel for sm_90, or another architecture "
+                                     "(no GPU needed).")
     parser.add_argument("--all-configs", action="store_true", help="every autotune config, not only the first")
     parser.add_argument("--dtype", default="bf16", choices=["bf16", "fp16"])
     parser.add_argument("--head-dim", type=int, default=128, choices=[64, 128])
     parser.add_argument("--rung", action="append", help="only this rung (repeatable; default: every rung and "
                         "flash-decoding)")
+    parser.add_argument("--arch", type=int, default=90, metavar="CC",
+                        help="the target's compute capability as major*10+minor: 80 (A100), 89 (L40S, RTX 4090), "
+                             "90 (H100, H200; default), 100 (B200), 120")
+    parser.add_argument("--ignore-requirements", action="store_true",
+                        help="compile a rung the architecture cannot run (a Gluon rung off sm_90): the compiler's own "
+                             "verdict, usually an LLVM abort; for checking a rung's requirement")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     if os.environ.get("TRITON_INTERPRET") == "1":
         print("aot: unset TRITON_INTERPRET: the interpreter cannot compile for a GPU", file=sys.stderr)
         return 2
-    rows = compile_all(args.all_configs, args.dtype, args.head_dim, args.rung)
+    unmet = [] if args.ignore_requirements else unmet_requirements(args.rung, args.arch)
+    if unmet and args.rung:
+        print(f"aot: {unmet[0]}; leave --rung out, or pass --ignore-requirements", file=sys.stderr)
+        return 2
+    only = args.rung or ([r.id for r in LADDER if gpu_arch.unmet(r.requires, (args.arch // 10, args.arch % 10)) is None]
+                         if unmet else None)
+    if unmet:  # every rung: those the architecture runs, and flash-decoding
+        print(f"aot: {len(unmet)} rungs left out at sm_{args.arch}: " + "; ".join(unmet), file=sys.stderr)
+    rows = compile_all(args.all_configs, args.dtype, args.head_dim, only, args.arch, decode=not args.rung)
     if args.json:
         print(json.dumps(rows))
     else:

@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_anatomy.gpu_arch import Requirement
+
 
 HERE = Path(__file__).resolve().parent
 PREDICTION_TILING = (128, 64)  # (BLOCK_M, BLOCK_N)
@@ -59,10 +61,20 @@ class Rung:
     constexprs: tuple[tuple[str, object], ...] = ()
     kernel_module: str | None = None  # where the kernel lives when another rung's file has it
     dialect: str = "triton"  # "gluon": triton.experimental.gluon (no interpreter; compiled by aot.py, preflighted)
+    # What the card's architecture must offer (gpu_arch): none for a triton.language rung, which Triton lowers for
+    # every target it supports (r1-r6 and flash-decoding, every config, compiled for sm_80, 89, 100 and 120 on
+    # 2026-12-05, TMA descriptors included; sm_80 in CI: tests_flashattn/test_flashattn_arch.py); a Gluon rung
+    # written against Hopper's own instructions names sm_90a.
+    requires: tuple[Requirement, ...] = ()
 
     @property
     def path(self) -> Path:
         return HERE / f"{self.module}.py"
+
+
+# Gluon's hopper module: warpgroup_mma (wgmma), TMA and setmaxnreg; Triton's LLVM cannot select them for sm_80-89
+# (setmaxnreg) or sm_100/120 (wgmma), and aborts the compiling process: measure/flashattn_runner checks first.
+HOPPER_GLUON = Requirement("sm_90a", "Gluon's Hopper wgmma, TMA and setmaxnreg for warp specialisation")
 
 
 def _eff(lo: float, mid: float, hi: float, why: str) -> Stated:
@@ -90,12 +102,12 @@ LADDER: tuple[Rung, ...] = (
          "r7_warp_specialized", "launch",
          _eff(0.55, 0.71, 0.88, "loads leave the consumers (a producer warp, an mbarrier ring); QK^T(j+1) and "
                                 "PV(j-1) in flight under softmax(j); no inter-warpgroup ping-pong"),
-         dialect="gluon"),
+         dialect="gluon", requires=(HOPPER_GLUON,)),
     Rung("r8-pingpong", "FA-3 ping-pong in Gluon: each consumer warpgroup its own partition, GEMMs in turns",
          "r8_pingpong", "launch",
          _eff(0.58, 0.74, 0.90, "one warpgroup's softmax under the other's GEMMs (turns ordered by mbarriers, "
                                 "Gluon has no named barrier); PV(j-1) in flight under softmax(j); 128 x 128 tiles"),
-         dialect="gluon"),
+         dialect="gluon", requires=(HOPPER_GLUON,)),
 )
 BEST = "r6-tma-pipelined"  # the best rung measured so far: the N sweep's and the long profiles' rung
 # The rungs the targets take the fastest of, each where it was measured in the same session (r7 from its first

@@ -29,6 +29,7 @@ the prediction (finding h200-ldmatrix-kept-the-instruction-count); rung 0 0.1788
 pace per issue (8.1 warp cycles per issued instruction against s8's 10.1) but about as many instructions.
 Seed: no tensor-core rung.
 */
+// requires: sm_80 (bf16 mma.sync tensor-core MMAs fed by ldmatrix, cp.async)
 typedef unsigned short bf16_t;
 #define S10_BM 128
 #define S10_BN 128

@@ -41,6 +41,7 @@ instruction (s10: 16 at 8.1), 30% of issue slots busy (s10: 47%). The FFN shapes
 the plan run and the live runs, with steps inside single timing blocks (SM clock levels; the clock is not locked).
 Seed: no tensor-core rung.
 */
+// requires: sm_80 (bf16 mma.sync tensor-core MMAs fed by ldmatrix, cp.async)
 typedef unsigned short bf16_t;
 #define S11_BM 128
 #define S11_BN 128

@@ -34,7 +34,7 @@ first timing block ran 11% under their second (0.774 vs 0.858-0.868 ms, the plan
 inside the block: SM clock levels (power limit), not the kernel.
 Seed: no tensor-core rung.
 */
-// requires: sm_90a (wgmma.mma_async exists only on the arch-specific target; compile.arch_for reads this line)
+// requires: sm_90a (wgmma.mma_async exists only on the arch-specific target)
 typedef unsigned short bf16_t;
 #define S12_BM 128
 #define S12_BN 128

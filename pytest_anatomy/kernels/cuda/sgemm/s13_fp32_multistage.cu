@@ -44,6 +44,7 @@ The tuner chose 128x128x16-s3-b2 (this rung) at 4096^3, 128x128x8-s4-b2 at 2,048
 32 rows (finding h200-autotuned-fp32-below-cublas-target).
 Seed: no such rung.
 */
+// requires: sm_80 (cp.async global-to-shared copies)
 // The block tile, the pipeline depth and the blocks-per-SM hint are the autotuner's search space
 // (sgemm.S13_TILE_SPACE passes them as -D); the values here are the rung's own. The warp tile (64 x 32) and
 // the thread tile (8 x 8) are fixed by the fragment code.

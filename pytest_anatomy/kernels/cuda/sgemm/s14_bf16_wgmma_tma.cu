@@ -51,7 +51,7 @@ the DRAM, not the tensor pipe, binds; finding h200-s14-row-tiles-reread-b-from-d
 rung 0 0.0401 ms.
 Seed: no tensor-core rung.
 */
-// requires: sm_90a (wgmma.mma_async, setmaxnreg: arch-specific target only; compile.arch_for reads this line)
+// requires: sm_90a (wgmma.mma_async, setmaxnreg: arch-specific target only)
 typedef unsigned short bf16_t;
 #define S14_BM 128
 #define S14_BN 256

@@ -53,6 +53,7 @@ shape: the block regime, not the thread tile or the instruction mix, carries the
 Nsight Compute profile of s15; finding h200-s15-one-block-128x256-pace-not-cublas).
 Seed: no such rung.
 */
+// requires: sm_80 (cp.async global-to-shared copies)
 #define S15_BM 128  // block tile 128 x 256 x 8: 2 x 4 warps of 64 x 64
 #define S15_BN 256
 #define S15_BK 8

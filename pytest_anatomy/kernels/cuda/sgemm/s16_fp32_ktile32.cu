@@ -46,6 +46,7 @@ pace loss sits beside the spill, its stall not itemised by the profile. The L1 c
 s16 ran the same 132 KB shared-memory configuration). Finding h200-s16-device-spill-pace-below-s9.
 Seed: no such rung.
 */
+// requires: sm_80 (cp.async global-to-shared copies)
 #define S16_BM 128
 #define S16_BN 128
 #define S16_BK 32  // s9: 16

@@ -48,6 +48,7 @@ Measured outcome: not yet measured on H200 (pre-registered 2026-12-04, no GPU). 
 prologue commits tile 0's copies as a group of their own (found by the emulator's late-copy mode; RECORDING.md).
 Seed: no such rung.
 */
+// requires: sm_80 (cp.async global-to-shared copies)
 #define S17_BM 128
 #define S17_BN 128
 #define S17_BK 32

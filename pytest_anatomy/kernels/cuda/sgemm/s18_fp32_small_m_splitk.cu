@@ -56,6 +56,7 @@ and a lower clock level scales the issue part.
 Measured outcome: not yet measured on H200 (pre-registered 2026-12-04, no GPU).
 Seed: no such rung.
 */
+// requires: sm_80 (cp.async global-to-shared copies)
 #define S18_BM 32
 #define S18_BN 128
 #define S18_BK 16

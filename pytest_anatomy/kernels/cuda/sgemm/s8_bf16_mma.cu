@@ -16,6 +16,7 @@ Measured outcome: H200, run of 2026-11-30T02:02:10Z (results/h200/kernels): 4096
 the prediction (finding h200-mma-sync-below-wgmma); rung 0 0.1763 ms.
 Seed: no tensor-core rung.
 */
+// requires: sm_80 (bf16 mma.sync.m16n8k16 tensor-core MMAs, cp.async)
 typedef unsigned short bf16_t;
 #define S8_BM 128
 #define S8_BN 128

@@ -39,6 +39,7 @@ The issue ledger's 4.37 ms missed by -28% at all three shapes: ncu counts 4.72 w
 instruction where the ledger's latency term says 6.93 (finding h200-issue-ledger-without-the-pipeline).
 Seed: no such rung.
 */
+// requires: sm_80 (cp.async global-to-shared copies)
 // The block tile and the blocks-per-SM hint are the autotuner's search space (sgemm.S9_TILE_SPACE passes
 // them as -D); the values here are the rung's own. The warp and thread tiles are fixed by the fragment code.
 #ifndef S9_BM

@@ -30,6 +30,7 @@ rung 0 0.0898 ms; 8,192 x 2,048: 0.1577 ms, 3.5x the prediction (finding
 h200-cluster-row-short-rows-pay-per-cluster): 8,192 clusters of 8 one-warp blocks pay a per-cluster cost.
 Seed: no such rung.
 */
+// requires: sm_90 (thread-block clusters: __cluster_dims__, distributed shared memory)
 #ifndef INFINITY  // NVRTC has no math.h; nvcc and the CPU emulator do
 #define INFINITY __int_as_float(0x7f800000)
 #endif

@@ -42,6 +42,7 @@ h200-pipelined-cluster-vocab-short-of-its-ledger: the named risk, fewer than 14 
 candidate, unconfirmed without Nsight Compute); rung 0 0.0900 ms.
 Seed: no such rung.
 */
+// requires: sm_90 (thread-block clusters: __cluster_dims__, distributed shared memory)
 #ifndef INFINITY  // NVRTC has no math.h; nvcc and the CPU emulator do
 #define INFINITY __int_as_float(0x7f800000)
 #endif

@@ -45,6 +45,7 @@ against the 2.31 us priced) or fewer than 14 co-resident clusters; unconfirmed w
 h200-tma-ring-vocab-no-faster-than-x7).
 Seed: no such rung.
 */
+// requires: sm_90 (thread-block clusters and TMA bulk copies, cp.async.bulk with mbarriers)
 #ifndef INFINITY  // NVRTC has no math.h; nvcc and the CPU emulator do
 #define INFINITY __int_as_float(0x7f800000)
 #endif

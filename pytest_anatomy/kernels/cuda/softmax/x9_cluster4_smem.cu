@@ -42,6 +42,7 @@ above, so the rows take 3 waves (62, 62, 4): the co-residency alternative, at le
 h200-cluster4-smem-62-clusters-three-waves.
 Seed: no such rung.
 */
+// requires: sm_90 (thread-block clusters: __cluster_dims__, distributed shared memory)
 #ifndef INFINITY  // NVRTC has no math.h; nvcc and the CPU emulator do
 #define INFINITY __int_as_float(0x7f800000)
 #endif
