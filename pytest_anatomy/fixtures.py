@@ -14,6 +14,7 @@ from typing import Any, Callable, Mapping
 import pytest
 
 from pytest_anatomy import recordings
+from pytest_anatomy.gpu_arch import NotOnThisGPU
 from pytest_anatomy.findings import BAND_SOURCES, carried_to_another_card, mark_for, parse_finding_marks
 from pytest_anatomy.measure.measurement import Measurement
 from pytest_anatomy.option_names import HARDWARE_OPTION, RECORD_OPTION, SOURCE_OPTION
@@ -238,6 +239,8 @@ class Measured:
             result = live()
         except pytest.skip.Exception:
             raise
+        except NotOnThisGPU as exc:  # not applicable on this card's architecture: a skip saying so, not a failure
+            pytest.skip(str(exc))
         except Exception as exc:
             cache[key] = exc
             raise

@@ -11,12 +11,26 @@ from typing import Any
 
 import pytest
 
+from pytest_anatomy.gpu_arch import summarize
 from pytest_anatomy.option_names import SOURCE_OPTION
 from pytest_anatomy.session import get_session
 
 
 def live_items(items: list[pytest.Item]) -> list[pytest.Item]:
+    """The items that would measure on the live target: not those marked skip at collection (a kernel the card's
+    architecture cannot run), which measure nothing."""
+    return [i for i in _on_live_target(items) if i.get_closest_marker("skip") is None]
+
+
+def _on_live_target(items: list[pytest.Item]) -> list[pytest.Item]:
     return [i for i in items if getattr(getattr(getattr(i, "callspec", None), "params", {}).get("target"), "live", False)]
+
+
+def skipped_here(items: list[pytest.Item]) -> list[str]:
+    """The distinct reasons of the live target's items marked skip at collection."""
+    reasons = {str(m.kwargs.get("reason") or (m.args[0] if m.args else "")) for i in _on_live_target(items)
+               for m in [i.get_closest_marker("skip")] if m is not None}
+    return sorted(reasons)
 
 
 def plan_entries(config: pytest.Config, items: list[pytest.Item]) -> list[dict[str, Any]]:
@@ -39,6 +53,10 @@ def print_plan(config: pytest.Config, items: list[pytest.Item]) -> None:
         return
     write(f"anatomy live plan on {target.name} (spec: {target.spec_source}): {len(live)} of {len(items)} selected "
           "tests measure live")
+    skipped = [i for i in _on_live_target(items) if i not in live]
+    if skipped:
+        write(f"  {len(skipped)} tests skip on this card and measure nothing; kernels it cannot run, by the "
+              f"architecture they need: {summarize(skipped_here(items))}")
     entries = [SESSION_ENTRY, *plan_entries(config, items)]
     low = high = 0.0
     write(f"  {'suite':10s} {'estimate':>13s} {'ends at':>13s}  what")

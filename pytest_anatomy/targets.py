@@ -24,6 +24,7 @@ them in `pytest_generate_tests` with `targets_for(config, suite)`.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from dataclasses import dataclass, field
@@ -50,6 +51,9 @@ class Target:
     spec: Any = field(default=None, compare=False, hash=False)
     spec_source: str = "catalog"
     spec_problem: str = ""
+    # The live card's compute capability as the driver reports it (None: replayed, or not reported): which of a
+    # suite's kernels it can run (gpu_arch.skip_reason)
+    compute_capability: tuple[int, int] | None = field(default=None, compare=False, hash=False)
 
     def __str__(self) -> str:
         return self.name
@@ -85,6 +89,12 @@ def spec_source_setting() -> str:
 def live_target(gpu: Any, hardware_option: str, spec_source: str) -> Target:
     """The target of the detected GPU. `hardware_option` ('auto' or a catalog name) names the
     catalog spec explicitly; spec_source 'nvml' ignores the catalog entirely."""
+    cc = getattr(gpu, "compute_capability", None)
+    return dataclasses.replace(_live_target_spec(gpu, hardware_option, spec_source),
+                               compute_capability=None if cc is None else (int(cc[0]), int(cc[1])))
+
+
+def _live_target_spec(gpu: Any, hardware_option: str, spec_source: str) -> Target:
     from pytest_anatomy.specs.hardware import get_hardware, spec_from_nvml, with_card_memory
 
     def catalog(name: str) -> Any:

@@ -28,6 +28,7 @@ import kernel_ffn_findings as ffn
 import kernel_findings as hf
 import kernel_noise_findings as kn
 
+from pytest_anatomy import gpu_arch
 from pytest_anatomy.kernels import fused, reduction, sgemm
 from pytest_anatomy.kernels.ladders import LADDERS
 from pytest_anatomy.kernels.registry import DeviceFacts, Variant, shape_label
@@ -133,9 +134,41 @@ def _ledger_sgemm_fp32(shape) -> list[str]:
 
 
 def _recorded_sgemm_fp32(results, t: tg.Target, shape) -> tuple[str, ...]:
-    """The fp32 rungs the target measured: every one when live, those with a recording when replayed."""
+    """The fp32 rungs the target measured: every one its architecture runs when live, those with a recording when
+    replayed."""
     return tuple(v.id for v in LADDERS["sgemm"][1:] if not v.theory.tensor_core
-                 and (t.live or _with(results, t, rung_name(v, shape))))
+                 and (_runs_live(t, v, shape) if t.live else _with(results, t, rung_name(v, shape))))
+
+
+def _not_here(t: tg.Target, v: Variant, shape: dict[str, int]) -> str | None:
+    """Why the live card cannot run rung `v` at `shape` (a kernel file's `// requires:` line), else None."""
+    facts = DeviceFacts(sm_count=getattr(t.spec, "sm_count", None) or 1)
+    return gpu_arch.skip_reason(f"{v.ladder} rung {v.id} at {shape_label(shape)}", v.requirements(shape, facts), t)
+
+
+def _runs_live(t: tg.Target, v: Variant, shape: dict[str, int]) -> bool:
+    return _not_here(t, v, shape) is None
+
+
+def _rung_of(value) -> Variant | None:
+    if isinstance(value, Variant):
+        return value
+    return next((v for lad in LADDERS.values() for v in lad if v.id == value), None) if isinstance(value, str) else None
+
+
+def _arch_marks(name: str, t: tg.Target, values: tuple) -> tuple:
+    """A live card's skip of a per-rung case whose kernels its architecture cannot run (wgmma on an A100, clusters on
+    a 4090): decided at collection, so `--anatomy-plan` leaves it out and no compile is spent on it."""
+    if not t.live:
+        return ()
+    shapes = [x for x in values if isinstance(x, dict)]
+    for v in filter(None, map(_rung_of, values)):
+        shape = shapes[0] if shapes else (fused.VOCAB_SHAPE if name == "test_vocab_softmax_read_bandwidth_target"
+                                          else SHAPES[v.ladder])
+        why = _not_here(t, v, shape)
+        if why:
+            return (pytest.mark.skip(reason=why),)
+    return ()
 
 
 def _cases(name: str, t: tg.Target, results) -> list[tuple[tuple, str, tuple]]:
@@ -188,7 +221,7 @@ def _cases(name: str, t: tg.Target, results) -> list[tuple[tuple, str, tuple]]:
                 for sh in sgemm.EXTRA_SHAPES if _with(results, t, *_ledger_sgemm_fp32(sh))]
     if name == "test_tensor_core_rung_vs_cublas_bf16":  # the best tensor-core rung the target measured
         tc = tuple(v.id for v in LADDERS["sgemm"] if v.theory is not None and v.theory.tensor_core
-                   and (t.live or _with(results, t, rung_name(v, s))))
+                   and (_runs_live(t, v, s) if t.live else _with(results, t, rung_name(v, s))))
         return [((tc,), "", hf.marks_for("single", name))] if tc else []
     if name == "test_streaming_floor":
         return [((v,), v.id, hf.marks_for("streaming_floor", v.id)) for v in STREAMING
@@ -216,6 +249,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     params = []
     for t in targets:
         for values, cid, marks in _cases(metafunc.function.__name__, t, results):
+            marks = (*marks, *_arch_marks(metafunc.function.__name__, t, values))
             params.append(pytest.param(t, *values, id=f"{t.name}-{cid}" if cid else t.name, marks=marks))
     metafunc.parametrize(["target", *argnames], params)
 

@@ -33,6 +33,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+from pytest_anatomy import gpu_arch
 from pytest_anatomy.kernels.flashattn import reference
 from pytest_anatomy.kernels.flashattn.registry import DECODE_VARIANTS, decode_variant
 from pytest_anatomy.kernels.flashattn.registry import rung as rung_by_id
@@ -254,6 +255,9 @@ def live_case(rung_id: str, *, batch: int, heads: int, n: int, head_dim: int, ca
     from pytest_anatomy.kernels.flashattn import launch
 
     r = rung_by_id(rung_id)
+    if device == "cuda":  # before any compile: a Gluon rung on another architecture aborts its compiling process
+        major, minor = torch.cuda.get_device_capability()
+        gpu_arch.check(f"attention rung {rung_id}", r.requires, (int(major), int(minor)))
     if r.dialect == "gluon" and device == "cuda":
         preflight(rung_id)
     kv = heads if kv_heads is None else kv_heads

@@ -26,9 +26,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_anatomy import gpu_arch
 from pytest_anatomy.gpu_query import clock_state
 from pytest_anatomy.kernels.reference import TOLERANCE
-from pytest_anatomy.kernels.registry import CUDA_DIR, DeviceFacts, RungRefused, Variant
+from pytest_anatomy.kernels.registry import CUDA_DIR, DeviceFacts, RungRefused, Variant, shape_label
 from pytest_anatomy.measure.clock_probe import enqueue_probe, read_probe, torch_current_stream
 from pytest_anatomy.measure.tma_launch import STATIC_SMEM_LIMIT, RawLaunch, needs_raw_launch, opt_in_shared
 from pytest_anatomy.stats import median
@@ -85,9 +86,11 @@ class KernelRunner:
         self.device = Device(device_index)
         self.device.set_current()  # the primary context, the one torch uses
         cc = self.device.compute_capability
+        self.compute_capability = (int(cc.major), int(cc.minor))
         self.arch = f"sm_{cc.major}{cc.minor}"
         props = torch.cuda.get_device_properties(device_index)
         self.facts = DeviceFacts(sm_count=int(props.multi_processor_count))
+        self.shared_optin = getattr(props, "shared_memory_per_block_optin", None)  # a block's dynamic shared memory
         self.gpu_name = props.name
         self._compiled: dict[str, Compiled] = {}
         self._flush: Any = None
@@ -374,6 +377,13 @@ def live_rung(variant: Variant, baseline: Variant, shape: Mapping[str, int], *, 
     """One rung measured now, in the shape of an imported kernels recording: correctness on the
     shape, then baseline / rung / rung / baseline timing blocks."""
     r = shared_runner()
+    what = f"{variant.ladder} rung {variant.id} at {shape_label(shape)}"
+    gpu_arch.check(what, variant.requirements(shape, r.facts), r.compute_capability)
+    try:
+        need = max((c.launch.shmem for c in variant.calls(shape, r.facts)), default=0)
+    except RungRefused:  # r.check records the refusal
+        need = 0
+    gpu_arch.check_shared_memory(what, need, r.shared_optin)
     check = r.check(variant, shape, seed)
     if check["status"] == "refused":
         return {"measurements": {}, "provenance": {"gpu_name": r.gpu_name},
