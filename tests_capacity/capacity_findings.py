@@ -28,7 +28,7 @@ V1_RUN = "vllm-ledger.qwen2.5-7b.u0.90.len8192.graphs.v1runner"
 V1_NON_TORCH_BYTES = 249_561_088
 V2_NON_TORCH_BYTES = 241_172_480  # theory/vllm_memory.NON_TORCH_INCREASE
 # The card whose committed ledger recordings these findings describe (results/h200/capacity/): the
-# numbers below are its, and a card or results folder without ledgers borrows its runs' figures.
+# numbers below are its. The instance-memory findings are each card's own (budget_mark): none is borrowed.
 MEASURED_ON = "h200"
 V2_SINGLE_GPU_RUNS = 25  # recorded V2 single-GPU runs with a ledger, every one at V2_NON_TORCH_BYTES
 V1_AVAILABLE_PREDICTED, V1_AVAILABLE_MEASURED = 116_556_612_608, 116_548_209_664
@@ -236,7 +236,8 @@ def on_top_mark(run_name: str, tensor_parallel: bool, graphs: bool, peak: float,
                 context: float | None, pool: float | None, others: tuple[OnTop, ...]) -> Any:
     """Band (1, 1 + (context + pool + the largest fragments-and-outside of the OTHER recorded runs
     of the card - peak) / requested). context and pool are this run's logged figures; None (a live
-    run, not run yet) takes the largest of the other runs' (context: of the same tensor-parallel kind)."""
+    run, not run yet) takes the largest of the other runs' (context: of the same tensor-parallel kind).
+    `others` must hold at least one run besides `run_name` (budget_mark's guard)."""
     same = [o for o in others if o.name != run_name]
     fragments = max(o.fragments_and_outside for o in same)
     if context is None:  # the context (NCCL included) is per card and tensor-parallel size
@@ -284,30 +285,51 @@ def preregistration_mark(file: str, hardware: str, quantity: str) -> Any | None:
                                hardware=hardware, reason=H100_PREREGISTRATION_WHY, band_from="explanation")
 
 
+def card_runs(results: Path, hardware: str) -> tuple[OnTop, ...]:
+    """The card's own recorded ledger runs: the session's results folder's, else the committed ones (a live
+    session records into a fresh folder). Never another card's: a band set by the H200's runs was never
+    checked on a 4090, and a finding applies only on the cards its band was checked on (README)."""
+    return recorded_on_top(results, hardware) or recorded_on_top(REPOSITORY_RESULTS, hardware)
+
+
 def budget_mark(run_name: str, tensor_parallel: bool, graphs: bool, peak: float, requested: float,
-                results: Path, hardware: str, measured: recordings.Recording | None) -> Any:
+                results: Path, hardware: str, measured: recordings.Recording | None) -> Any | None:
     """The instance-memory finding of one run: which side won is read from its recording. A live run
     (not measured yet) takes the side its configuration's recording on this card showed, else the
-    side the other runs predict (their median on-top against its predicted peak)."""
-    # A card (or a results folder) without ledger recordings borrows the committed H200 ones.
-    others = (recorded_on_top(results, hardware) or recorded_on_top(results, MEASURED_ON)
-              or recorded_on_top(REPOSITORY_RESULTS, MEASURED_ON))
+    side the other runs predict (their median on-top against its predicted peak).
+
+    Every figure comes from this card's own recorded runs (card_runs); where they cannot set the band
+    (a card without ledger recordings; the on-top side with no other run to bound the fragments) there
+    is no mark, and the check is a plain divergence to explain on that card. The mark names the card
+    (hardware=), as the other suites' findings do."""
+    others = card_runs(results, hardware)
+    rest = [o for o in others if o.name != run_name]
     if measured is not None:
         mem = measured.data["run"]["result"]["memory"]
         growth = mem["after_start"]["used_bytes"] - mem["before_start"]["used_bytes"]
         own = on_top_of(run_name, measured)
         if growth < measured["requested_memory_bytes"].value:
-            return peak_released_mark(peak, requested)
-        return on_top_mark(run_name, tensor_parallel, graphs, peak, requested, own.context, own.pool, others)
+            return _on_card(peak_released_mark(peak, requested), hardware)
+        return _on_card(on_top_mark(run_name, tensor_parallel, graphs, peak, requested, own.context, own.pool,
+                                    others), hardware) if rest else None
+    if not others:
+        return None
     earlier = next((o for o in others if o.name == run_name), None)
     same = [o for o in others if o.tensor_parallel == tensor_parallel] or list(others)
     typical = (earlier.context + earlier.fragments_and_outside if earlier is not None
                else statistics.median(o.context + o.fragments_and_outside for o in same))
     if typical < peak:
-        return peak_released_mark(peak, requested)
-    return on_top_mark(run_name, tensor_parallel, graphs, peak, requested, None, None, others)
+        return _on_card(peak_released_mark(peak, requested), hardware)
+    if not rest:
+        return None
+    return _on_card(on_top_mark(run_name, tensor_parallel, graphs, peak, requested, None, None, others), hardware)
+
+
+def _on_card(mark: Any, hardware: str) -> Any:
+    """The mark limited to the card whose runs set its band."""
+    return pytest.mark.finding(*mark.args, **mark.kwargs, hardware=hardware)
 
 
 __all__ = ["GRAPH_POOL_EXAMPLE", "MEASURED_ON", "MiB", "ON_TOP", "PEAK_RELEASED", "NCCL_ON_TOP", "SEED_GRAPHS_NOT_SUBTRACTED",
-           "SEED_KV_PEAK", "TP_GRAPHS", "TP_GRAPHS_RUN", "V1_AVAILABLE", "V1_NON_TORCH", "V1_POOL", "budget_mark",
+           "SEED_KV_PEAK", "TP_GRAPHS", "TP_GRAPHS_RUN", "V1_AVAILABLE", "V1_NON_TORCH", "V1_POOL", "budget_mark", "card_runs",
            "graph_pool_mark", "graph_pool_reason", "preregistration_mark", "recorded_on_top"]
