@@ -233,19 +233,21 @@ def peak_released_mark(peak: float, requested: float) -> Any:
 
 
 def on_top_mark(run_name: str, tensor_parallel: bool, graphs: bool, peak: float, requested: float,
-                context: float | None, pool: float | None, others: tuple[OnTop, ...]) -> Any:
+                context: float | None, pool: float, others: tuple[OnTop, ...], pool_from: str = "") -> Any:
     """Band (1, 1 + (context + pool + the largest fragments-and-outside of the OTHER recorded runs
-    of the card - peak) / requested). context and pool are this run's logged figures; None (a live
-    run, not run yet) takes the largest of the other runs' (context: of the same tensor-parallel kind).
+    of the card - peak) / requested). context and pool are this run's logged figures (a live run, not
+    run yet: its configuration's recorded pool on the card, else the theory's, as `pool_from` says);
+    context None (a live run) takes the largest of the other runs' of the same tensor-parallel kind.
     `others` must hold at least one run besides `run_name` (budget_mark's guard)."""
     same = [o for o in others if o.name != run_name]
     fragments = max(o.fragments_and_outside for o in same)
     if context is None:  # the context (NCCL included) is per card and tensor-parallel size
         context = max(o.context for o in same if o.tensor_parallel == tensor_parallel) if any(
             o.tensor_parallel == tensor_parallel for o in same) else max(o.context for o in same)
-    pool = (max(o.pool for o in same) if graphs else 0.0) if pool is None else pool
+    pool = pool if graphs else 0.0
     hi = 1 + (context + pool + fragments - peak) / requested
-    graph_pool = (f"the CUDA-graph pool ({pool / GiB:.2f} GiB; the V2 runner does not subtract it), " if graphs else "")
+    graph_pool = (f"the CUDA-graph pool ({pool / GiB:.2f} GiB{pool_from}; the V2 runner does not subtract it), "
+                  if graphs else "")
     what = ("NCCL and the custom all-reduce (in use before vLLM's first memory snapshot, with the CUDA context: "
             f"{context:,.0f} B per rank here)" if tensor_parallel else
             f"the CUDA context vLLM's first snapshot already sees ({context:,.0f} B)")
@@ -293,7 +295,8 @@ def card_runs(results: Path, hardware: str) -> tuple[OnTop, ...]:
 
 
 def budget_mark(run_name: str, tensor_parallel: bool, graphs: bool, peak: float, requested: float,
-                results: Path, hardware: str, measured: recordings.Recording | None) -> Any | None:
+                results: Path, hardware: str, measured: recordings.Recording | None,
+                predicted_pool: float = 0.0) -> Any | None:
     """The instance-memory finding of one run: which side won is read from its recording. A live run
     (not measured yet) takes the side its configuration's recording on this card showed, else the
     side the other runs predict (their median on-top against its predicted peak).
@@ -322,7 +325,16 @@ def budget_mark(run_name: str, tensor_parallel: bool, graphs: bool, peak: float,
         return _on_card(peak_released_mark(peak, requested), hardware)
     if not rest:
         return None
-    return _on_card(on_top_mark(run_name, tensor_parallel, graphs, peak, requested, None, None, others), hardware)
+    # The pool: the replay of this configuration's recording is judged with that recording's own logged pool,
+    # so a live run of the same configuration on the same card takes that pool too (the live verdict and the
+    # replay of the same data must agree). Without one, the theory's pool for this capture list
+    # (theory/vllm_memory.cudagraph_pool): the other runs' pools are other models' and capture lists, and a
+    # card with no other graph run has none to offer (the max over its eager runs is 0, which made the H100's
+    # one graphs run diverge live while its replay was a finding).
+    pool, pool_from = ((earlier.pool, ", this configuration's recorded pool on the card") if earlier is not None
+                       else (predicted_pool, ", predicted: graphs x the fitted pool per graph"))
+    return _on_card(on_top_mark(run_name, tensor_parallel, graphs, peak, requested, None, pool, others, pool_from),
+                    hardware)
 
 
 def _on_card(mark: Any, hardware: str) -> Any:

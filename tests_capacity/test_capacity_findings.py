@@ -123,6 +123,31 @@ def test_a_cards_budget_marks_name_the_card() -> None:
             assert mark is not None and mark.kwargs["hardware"] == card
 
 
+def test_a_live_graphs_run_takes_its_configurations_recorded_pool_else_the_predicted_one() -> None:
+    """Live (not measured yet), a CUDA-graphs run on the on-top side gets the band the replay of its configuration's
+    recording on the card gets: that recording's logged pool, not the other runs' (on the H100 all eager, so 0 GiB:
+    its one graphs run diverged live and was a finding in replay). A configuration the card never ran takes the
+    theory's pool for its capture list."""
+    checked = 0
+    for card in _ledger_cards():
+        for run in (o for o in cf.recorded_on_top(RESULTS, card) if o.graphs):
+            rec = _rec(card, run.name)
+            predicted = _predicted(rec)
+            args = (run.name, run.tensor_parallel, True, predicted["peak_activation_bytes"].value,
+                    predicted["requested_memory_bytes"].value, RESULTS, card)
+            replay, live = cf.budget_mark(*args, rec, 0.0), cf.budget_mark(*args, None, 0.0)
+            if replay.args[0] == live.args[0] != cf.PEAK_RELEASED:
+                assert live.kwargs["expected"] == replay.kwargs["expected"], (card, run.name)
+                checked += 1
+    if not checked:
+        pytest.skip("no recorded CUDA-graphs run above its budget in this checkout")
+    card = _ledger_cards()[0]
+    unrecorded = [cf.budget_mark("vllm-ledger.never-run", False, True, 0.0, 100 * GiB, RESULTS, card, None, pool)
+                  for pool in (0.0, GiB)]
+    widened = unrecorded[1].kwargs["expected"][1] - unrecorded[0].kwargs["expected"][1]
+    assert widened == pytest.approx(GiB / (100 * GiB))
+
+
 def test_the_smaller_quoted_differences() -> None:
     v1, tp = _rec(cf.MEASURED_ON, cf.V1_RUN), _rec(cf.MEASURED_ON, cf.TP_GRAPHS_RUN)
     assert f"{(cf.V1_NON_TORCH_BYTES - cf.V2_NON_TORCH_BYTES) / MiB:.0f} MiB" == "8 MiB"
