@@ -28,7 +28,7 @@ V1_RUN = "vllm-ledger.qwen2.5-7b.u0.90.len8192.graphs.v1runner"
 V1_NON_TORCH_BYTES = 249_561_088
 V2_NON_TORCH_BYTES = 241_172_480  # theory/vllm_memory.NON_TORCH_INCREASE
 # The card whose committed ledger recordings these findings describe (results/h200/capacity/): the
-# numbers below are its, and a card or results folder without ledgers borrows its runs' figures.
+# numbers below are its. The instance-memory findings are each card's own (budget_mark): none is borrowed.
 MEASURED_ON = "h200"
 V2_SINGLE_GPU_RUNS = 25  # recorded V2 single-GPU runs with a ledger, every one at V2_NON_TORCH_BYTES
 V1_AVAILABLE_PREDICTED, V1_AVAILABLE_MEASURED = 116_556_612_608, 116_548_209_664
@@ -233,18 +233,21 @@ def peak_released_mark(peak: float, requested: float) -> Any:
 
 
 def on_top_mark(run_name: str, tensor_parallel: bool, graphs: bool, peak: float, requested: float,
-                context: float | None, pool: float | None, others: tuple[OnTop, ...]) -> Any:
+                context: float | None, pool: float, others: tuple[OnTop, ...], pool_from: str = "") -> Any:
     """Band (1, 1 + (context + pool + the largest fragments-and-outside of the OTHER recorded runs
-    of the card - peak) / requested). context and pool are this run's logged figures; None (a live
-    run, not run yet) takes the largest of the other runs' (context: of the same tensor-parallel kind)."""
+    of the card - peak) / requested). context and pool are this run's logged figures (a live run, not
+    run yet: its configuration's recorded pool on the card, else the theory's, as `pool_from` says);
+    context None (a live run) takes the largest of the other runs' of the same tensor-parallel kind.
+    `others` must hold at least one run besides `run_name` (budget_mark's guard)."""
     same = [o for o in others if o.name != run_name]
     fragments = max(o.fragments_and_outside for o in same)
     if context is None:  # the context (NCCL included) is per card and tensor-parallel size
         context = max(o.context for o in same if o.tensor_parallel == tensor_parallel) if any(
             o.tensor_parallel == tensor_parallel for o in same) else max(o.context for o in same)
-    pool = (max(o.pool for o in same) if graphs else 0.0) if pool is None else pool
+    pool = pool if graphs else 0.0
     hi = 1 + (context + pool + fragments - peak) / requested
-    graph_pool = (f"the CUDA-graph pool ({pool / GiB:.2f} GiB; the V2 runner does not subtract it), " if graphs else "")
+    graph_pool = (f"the CUDA-graph pool ({pool / GiB:.2f} GiB{pool_from}; the V2 runner does not subtract it), "
+                  if graphs else "")
     what = ("NCCL and the custom all-reduce (in use before vLLM's first memory snapshot, with the CUDA context: "
             f"{context:,.0f} B per rank here)" if tensor_parallel else
             f"the CUDA context vLLM's first snapshot already sees ({context:,.0f} B)")
@@ -284,30 +287,61 @@ def preregistration_mark(file: str, hardware: str, quantity: str) -> Any | None:
                                hardware=hardware, reason=H100_PREREGISTRATION_WHY, band_from="explanation")
 
 
+def card_runs(results: Path, hardware: str) -> tuple[OnTop, ...]:
+    """The card's own recorded ledger runs: the session's results folder's, else the committed ones (a live
+    session records into a fresh folder). Never another card's: a band set by the H200's runs was never
+    checked on a 4090, and a finding applies only on the cards its band was checked on (README)."""
+    return recorded_on_top(results, hardware) or recorded_on_top(REPOSITORY_RESULTS, hardware)
+
+
 def budget_mark(run_name: str, tensor_parallel: bool, graphs: bool, peak: float, requested: float,
-                results: Path, hardware: str, measured: recordings.Recording | None) -> Any:
+                results: Path, hardware: str, measured: recordings.Recording | None,
+                predicted_pool: float = 0.0) -> Any | None:
     """The instance-memory finding of one run: which side won is read from its recording. A live run
     (not measured yet) takes the side its configuration's recording on this card showed, else the
-    side the other runs predict (their median on-top against its predicted peak)."""
-    # A card (or a results folder) without ledger recordings borrows the committed H200 ones.
-    others = (recorded_on_top(results, hardware) or recorded_on_top(results, MEASURED_ON)
-              or recorded_on_top(REPOSITORY_RESULTS, MEASURED_ON))
+    side the other runs predict (their median on-top against its predicted peak).
+
+    Every figure comes from this card's own recorded runs (card_runs); where they cannot set the band
+    (a card without ledger recordings; the on-top side with no other run to bound the fragments) there
+    is no mark, and the check is a plain divergence to explain on that card. The mark names the card
+    (hardware=), as the other suites' findings do."""
+    others = card_runs(results, hardware)
+    rest = [o for o in others if o.name != run_name]
     if measured is not None:
         mem = measured.data["run"]["result"]["memory"]
         growth = mem["after_start"]["used_bytes"] - mem["before_start"]["used_bytes"]
         own = on_top_of(run_name, measured)
         if growth < measured["requested_memory_bytes"].value:
-            return peak_released_mark(peak, requested)
-        return on_top_mark(run_name, tensor_parallel, graphs, peak, requested, own.context, own.pool, others)
+            return _on_card(peak_released_mark(peak, requested), hardware)
+        return _on_card(on_top_mark(run_name, tensor_parallel, graphs, peak, requested, own.context, own.pool,
+                                    others), hardware) if rest else None
+    if not others:
+        return None
     earlier = next((o for o in others if o.name == run_name), None)
     same = [o for o in others if o.tensor_parallel == tensor_parallel] or list(others)
     typical = (earlier.context + earlier.fragments_and_outside if earlier is not None
                else statistics.median(o.context + o.fragments_and_outside for o in same))
     if typical < peak:
-        return peak_released_mark(peak, requested)
-    return on_top_mark(run_name, tensor_parallel, graphs, peak, requested, None, None, others)
+        return _on_card(peak_released_mark(peak, requested), hardware)
+    if not rest:
+        return None
+    # The pool: the replay of this configuration's recording is judged with that recording's own logged pool,
+    # so a live run of the same configuration on the same card takes that pool too (the live verdict and the
+    # replay of the same data must agree). Without one, the theory's pool for this capture list
+    # (theory/vllm_memory.cudagraph_pool): the other runs' pools are other models' and capture lists, and a
+    # card with no other graph run has none to offer (the max over its eager runs is 0, which made the H100's
+    # one graphs run diverge live while its replay was a finding).
+    pool, pool_from = ((earlier.pool, ", this configuration's recorded pool on the card") if earlier is not None
+                       else (predicted_pool, ", predicted: graphs x the fitted pool per graph"))
+    return _on_card(on_top_mark(run_name, tensor_parallel, graphs, peak, requested, None, pool, others, pool_from),
+                    hardware)
+
+
+def _on_card(mark: Any, hardware: str) -> Any:
+    """The mark limited to the card whose runs set its band."""
+    return pytest.mark.finding(*mark.args, **mark.kwargs, hardware=hardware)
 
 
 __all__ = ["GRAPH_POOL_EXAMPLE", "MEASURED_ON", "MiB", "ON_TOP", "PEAK_RELEASED", "NCCL_ON_TOP", "SEED_GRAPHS_NOT_SUBTRACTED",
-           "SEED_KV_PEAK", "TP_GRAPHS", "TP_GRAPHS_RUN", "V1_AVAILABLE", "V1_NON_TORCH", "V1_POOL", "budget_mark",
+           "SEED_KV_PEAK", "TP_GRAPHS", "TP_GRAPHS_RUN", "V1_AVAILABLE", "V1_NON_TORCH", "V1_POOL", "budget_mark", "card_runs",
            "graph_pool_mark", "graph_pool_reason", "preregistration_mark", "recorded_on_top"]

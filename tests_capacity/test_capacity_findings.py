@@ -9,7 +9,7 @@ import capacity_findings as cf
 import pytest
 
 from pytest_anatomy import recordings
-from pytest_anatomy.specs.hardware import get_hardware
+from pytest_anatomy.specs.hardware import HARDWARE, get_hardware
 from pytest_anatomy.specs.model import load_model
 from pytest_anatomy.theory.vllm_memory import NON_TORCH_INCREASE, predict_ledger
 from pytest_anatomy.theory.vllm_settings import LedgerSettings
@@ -92,6 +92,60 @@ def test_the_memory_on_top_bands_are_the_mechanisms_arithmetic() -> None:
     slack = max(o.fragments_and_outside for o in others if o.name != one.name)
     assert over.kwargs["expected"] == (1.0, 1 + (one.context + (one.pool if one.graphs else 0) + slack - 2 * GiB)
                                        / (100 * GiB))
+
+
+def test_a_card_without_ledger_recordings_of_its_own_borrows_no_band(tmp_path: Path) -> None:
+    """The instance-memory finding's band is set by the card's own recorded runs. A catalog card with none (in the
+    session's results folder or the checkout's) gets no mark, on either side of the budget: its gap is a divergence
+    to explain there, never excused by the H200's runs (README: a finding applies only on the cards its band was
+    checked on). Such a card used to borrow the H200's runs, and their band excused its gap."""
+    bare = [card for card in HARDWARE if not cf.card_runs(tmp_path, card)]
+    assert bare and cf.MEASURED_ON not in bare
+    for card in bare:
+        for peak in (0.0, 50 * GiB):  # the on-top side and the released-peak side
+            for tensor_parallel, graphs in ((False, False), (False, True), (True, False)):
+                assert cf.budget_mark(cf.GRAPH_POOL_EXAMPLE, tensor_parallel, graphs, peak, 100 * GiB, tmp_path, card,
+                                      None) is None, card
+
+
+def _ledger_cards() -> list[str]:
+    return [card for card in HARDWARE if cf.recorded_on_top(RESULTS, card)]
+
+
+def test_a_cards_budget_marks_name_the_card() -> None:
+    """A card's instance-memory mark is limited to that card (hardware=): its band was set by its own runs."""
+    cards = _ledger_cards()
+    if not cards:
+        pytest.skip("no ledger recordings in this checkout")
+    for card in cards:
+        for peak in (0.0, 50 * GiB):
+            mark = cf.budget_mark(cf.GRAPH_POOL_EXAMPLE, False, True, peak, 100 * GiB, RESULTS, card, None)
+            assert mark is not None and mark.kwargs["hardware"] == card
+
+
+def test_a_live_graphs_run_takes_its_configurations_recorded_pool_else_the_predicted_one() -> None:
+    """Live (not measured yet), a CUDA-graphs run on the on-top side gets the band the replay of its configuration's
+    recording on the card gets: that recording's logged pool, not the other runs' (on the H100 all eager, so 0 GiB:
+    its one graphs run diverged live and was a finding in replay). A configuration the card never ran takes the
+    theory's pool for its capture list."""
+    checked = 0
+    for card in _ledger_cards():
+        for run in (o for o in cf.recorded_on_top(RESULTS, card) if o.graphs):
+            rec = _rec(card, run.name)
+            predicted = _predicted(rec)
+            args = (run.name, run.tensor_parallel, True, predicted["peak_activation_bytes"].value,
+                    predicted["requested_memory_bytes"].value, RESULTS, card)
+            replay, live = cf.budget_mark(*args, rec, 0.0), cf.budget_mark(*args, None, 0.0)
+            if replay.args[0] == live.args[0] != cf.PEAK_RELEASED:
+                assert live.kwargs["expected"] == replay.kwargs["expected"], (card, run.name)
+                checked += 1
+    if not checked:
+        pytest.skip("no recorded CUDA-graphs run above its budget in this checkout")
+    card = _ledger_cards()[0]
+    unrecorded = [cf.budget_mark("vllm-ledger.never-run", False, True, 0.0, 100 * GiB, RESULTS, card, None, pool)
+                  for pool in (0.0, GiB)]
+    widened = unrecorded[1].kwargs["expected"][1] - unrecorded[0].kwargs["expected"][1]
+    assert widened == pytest.approx(GiB / (100 * GiB))
 
 
 def test_the_smaller_quoted_differences() -> None:

@@ -49,6 +49,7 @@ from pytest_anatomy.theory.vllm_memory import (
     NON_TORCH_INCREASE,
     NON_TORCH_INCREASE_TP,
     V1_GRAPH_COST,
+    cudagraph_pool,
     predict_ledger,
 )
 from pytest_anatomy.theory.vllm_settings import LedgerSettings, resolve
@@ -363,12 +364,15 @@ def test_v1_graph_estimate_vs_actual_pool(target, run, measured, reconcile, vllm
 
 
 def _budget_marks(results: Path, run: Run) -> tuple[Any, ...]:
-    """Below the budget: the released profile peak won; above it: what lands on top did (capacity_findings)."""
+    """Below the budget: the released profile peak won; above it: what lands on top did (capacity_findings);
+    none where the card's own runs cannot set the band."""
     predicted = _predicted(run)
     rec = None if run.live else recordings.load_latest(results, run.hardware, "capacity", run.name)
-    return (findings.budget_mark(run.name, int(run.settings.get("tensor_parallel_size") or 1) > 1,
-                                 not run.settings.get("enforce_eager"), predicted["peak_activation_bytes"].value,
-                                 predicted["requested_memory_bytes"].value, results, run.hardware, rec),)
+    mark = findings.budget_mark(run.name, int(run.settings.get("tensor_parallel_size") or 1) > 1,
+                                not run.settings.get("enforce_eager"), predicted["peak_activation_bytes"].value,
+                                predicted["requested_memory_bytes"].value, results, run.hardware, rec,
+                                float(cudagraph_pool(resolve(run.spec, run.ledger_settings)).value))
+    return () if mark is None else (mark,)
 
 
 @pytest.mark.gpu

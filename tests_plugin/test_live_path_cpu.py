@@ -1,7 +1,8 @@
 """The live path rehearsed on CPU: a session that believes it has an H200 (live_rehearsal/
 fake_h200.py answers NVML, the engine starts and the latency plan with recorded device batches)
 must reconcile exactly what the replay of the same recordings reconciles, with the same verdicts,
-each measurement made once, every recording written once and no error."""
+each measurement made once, every recording written once and no error. Every other card with recorded
+vLLM ledgers is rehearsed the same way for the capacity suite (live_rehearsal/recorded_card.py)."""
 
 from __future__ import annotations
 
@@ -14,14 +15,20 @@ from pathlib import Path
 
 import pytest
 
+from pytest_anatomy import recordings
+from pytest_anatomy.targets import recorded_hardware
+
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _session(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], dict]:
+def _session(tmp_path: Path, *args: str, plugin: str | None = "fake_h200",
+             extra_env: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess[str], dict]:
     report = tmp_path / "report.html"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "tests_plugin" / "live_rehearsal"), str(REPO)])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "tests_plugin" / "live_rehearsal"), str(REPO)]),
+           **(extra_env or {})}
     env.pop("GITHUB_STEP_SUMMARY", None)
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "fake_h200", "-p", "no:cacheprovider", "-q",
+    plugins = ("-p", plugin) if plugin else ()
+    proc = subprocess.run([sys.executable, "-m", "pytest", *plugins, "-p", "no:cacheprovider", "-q",
                            f"--anatomy-report={report}", *args], cwd=REPO, env=env, capture_output=True, text=True,
                           timeout=300)
     return proc, json.loads(report.with_suffix(".json").read_text())
@@ -77,6 +84,35 @@ def test_live_verdicts_equal_the_replay_of_the_same_data(live_and_replay) -> Non
     live = {_key(e): e["verdict"] for e in live_ledger["reconciliations"]}
     assert len(live) >= 30
     assert {k: v for k, v in live.items() if replay.get(k) != v} == {}
+
+
+def _ledger_cards() -> list[str]:
+    """Every card with recorded vLLM ledgers in this checkout (results/<card>/capacity/vllm-ledger.*)."""
+    results = REPO / "results"
+    return [card for card in recorded_hardware(results, "capacity")
+            if recordings.list_recordings(results, card, "capacity", "vllm-ledger.")]
+
+
+@pytest.mark.parametrize("fresh", [True, False], ids=["fresh-results", "checkout-results"])
+@pytest.mark.parametrize("card", _ledger_cards())
+def test_a_recorded_cards_live_capacity_verdicts_equal_its_replay(tmp_path: Path, card: str, fresh: bool) -> None:
+    """A live session on the card (every planned engine start answered with the card's newest recording of
+    that configuration) must give each capacity check the verdict the replay of the same recordings gives,
+    whether it records into a fresh results folder (the device's live sessions) or reads the checkout's, which
+    holds the card's recordings (a user's `pytest -m gpu`). The H100's one CUDA-graphs run diverged live there
+    and was a finding in replay: the live band took the graph pool from the card's other runs, all eager."""
+    results = ("-o", f"anatomy_results_dir={tmp_path / 'results'}") if fresh else ()
+    live, live_ledger = _session(tmp_path / "live", "-m", "gpu", "--anatomy-source=live", *results,
+                                 "tests_capacity/test_capacity_ledger.py",
+                                 plugin="recorded_card", extra_env={"ANATOMY_REHEARSE_CARD": card})
+    _, replay_ledger = _session(tmp_path / "replay", "--anatomy-source=recorded", f"--anatomy-hardware={card}",
+                                "tests_capacity/test_capacity_ledger.py", plugin=None)
+    assert live.returncode == 0, live.stdout[-3000:] + live.stderr[-2000:]
+    assert [t["name"] for t in live_ledger["environment"]["targets"]] == [card]
+    replay = {_key(e): e["verdict"] for e in replay_ledger["reconciliations"] if e["hardware"] == card}
+    live_verdicts = {_key(e): e["verdict"] for e in live_ledger["reconciliations"]}
+    assert len(live_verdicts) >= 30
+    assert {k: v for k, v in live_verdicts.items() if replay.get(k) != v} == {}
 
 
 def test_each_measurement_is_made_and_recorded_once(live_and_replay) -> None:
