@@ -76,6 +76,7 @@ class LatencyLab:
         self._results: dict[tuple[str, str], dict[str, Any]] | None = None
         self._error: BaseException | None = None
         self.plan: Any = None
+        self.dropped: dict[str, str] = {}  # run name -> why this card's KV pool leaves it out of the plan
 
     def live(self, name: str, suite: str = "latency") -> Any:
         return lambda: self._result(suite, name)
@@ -84,7 +85,7 @@ class LatencyLab:
         """Whether this session's plan returned `name` (runs the plan if it has not run yet)."""
         if self._results is None and self._error is None:
             self._run()
-        return self._results is not None and (suite, name) in self._results
+        return self._results is not None and (suite, name) in self._results and name not in self.dropped
 
     def _wanted_plan(self) -> Any:
         slow = any(it.get_closest_marker("slow") and "tests_latency" in it.nodeid
@@ -98,6 +99,8 @@ class LatencyLab:
         if self._error is not None:
             raise self._error
         assert self._results is not None
+        if name in self.dropped:  # before the results: a part the device program skipped is still a (bare) run there
+            pytest.skip(f"{suite}/{name}: {self.dropped[name]}")
         if (suite, name) not in self._results:
             model = name.split(".")[0]
             if model in self.plan.overhead_models or model == self.plan.second_model:
@@ -108,21 +111,15 @@ class LatencyLab:
                         "scripts/device/latency_plan.py measures it")
         return self._results[(suite, name)]
 
-    def _pin_fits(self, plan: Any) -> Any:
-        """Drop the plan's pinned 12 GiB pool on a card whose budget cannot hold it next to
-        the weights (the predicted ledger says); the engine then uses the whole pool."""
-        if plan.kv_cache_gib is None:
-            return plan
-        from pytest_anatomy.theory.vllm_memory import predict_ledger
+    def _fit(self, plan: Any) -> Any:
+        """The plan as it runs on this card (latency_fit.fit_to_card, from the predicted ledger): its pinned
+        12 GiB pool dropped where it does not fit beside the weights, and the decode parts whose sequences the
+        engine's predicted pool cannot hold at once left out; their tests skip with the reason (self.dropped)."""
+        from pytest_anatomy.latency_fit import fit_to_card
 
         target = get_session(self._config).live_target()
-        try:
-            ledger = predict_ledger(load_model(plan.model), target.spec,
-                                    {"gpu_memory_utilization": 0.9, "max_model_len": 33024})
-            room = ledger["available_kv_bytes"].value
-        except Exception:  # noqa: BLE001 - no prediction: do not pin
-            room = 0.0
-        return plan if room >= plan.kv_cache_gib * 2**30 else dataclasses.replace(plan, kv_cache_gib=None)
+        plan, self.dropped = fit_to_card(plan, target.spec, target.name)
+        return plan
 
     def _run(self) -> None:
         if importlib.util.find_spec("vllm") is None:
@@ -132,7 +129,7 @@ class LatencyLab:
         from pytest_anatomy.measure.latency_live import run_plan
         from pytest_anatomy.specs import catalog
 
-        self.plan = self._pin_fits(self._wanted_plan())
+        self.plan = self._fit(self._wanted_plan())
         config_path = self._workdir / f"{self.plan.model}.json"
         config = {k: v for k, v in catalog.load_config(self.plan.model).items() if not k.startswith("_")}
         config_path.write_text(json.dumps(config, indent=1))
@@ -142,6 +139,10 @@ class LatencyLab:
             self._error = exc
             raise
         self._results = {}
+        # a decode part the engine's own pool could not hold (the device program's check, where the prediction
+        # said it fits): its tests skip with the program's reason too
+        self.dropped.update({run["id"]: run["skipped"] for doc in docs for run in doc.get("runs", [])
+                             if str(run.get("skipped", "")).startswith("pool: ")})
         started = _stamp_of_date(docs[0].get("provenance", {}).get("date_utc"))
         # the plan's raw files (step timelines), so a live run's validity checks read them as a replay reads the
         # session's kept batch (latency_setups.kept_timeline), recorded or not; "_" keys stay out of recordings
@@ -396,15 +397,25 @@ def setup_beside(qwen: ModelSpec, session_rec: Any, target: Any, engine_setup: S
     return build
 
 def pytest_anatomy_live_plan(config: pytest.Config, items: list[pytest.Item]) -> list[dict]:
-    """The latency plan's one run: FULL when a selected live latency test needs it, else FAST."""
+    """The latency plan's one run: FULL when a selected live latency test needs it, else FAST, as it runs on the
+    live card (latency_fit.fit_to_card): a decode part the card's predicted KV pool cannot hold is neither
+    counted nor described as measured, but named as left out."""
+    from pytest_anatomy.latency_fit import fit_to_card
+
     mine = [i for i in items if "tests_latency" in i.nodeid]
     if not mine:
         return []
     plan = live_plan.FULL if any(i.get_closest_marker("slow") for i in mine) else live_plan.FAST
-    what = (f"latency plan ({'full' if plan is live_plan.FULL else 'fast'}): {plan.model} "
+    full = plan is live_plan.FULL
+    target = get_session(config).live_target()
+    dropped: dict[str, str] = {}
+    if target is not None and target.spec is not None:
+        plan, dropped = fit_to_card(plan, target.spec, target.name)
+    what = (f"latency plan ({'full' if full else 'fast'}): {plan.model} "
             f"{', '.join(plan.kinds)}"
             + (f", then overhead models {', '.join(plan.overhead_models)} decode" if plan.overhead_models else "")
-            + (f", then {plan.second_model} decode, prefill" if plan.second_model else ""))
+            + (f", then {plan.second_model} decode, prefill" if plan.second_model else "")
+            + (f"; not run, their KV above the card's predicted pool: {', '.join(dropped)}" if dropped else ""))
     return [{"suite": "latency", "what": what, "estimate_s": plan.estimate_s(), "estimate_high_s": plan.estimate_high_s()}]
 
 

@@ -7,7 +7,10 @@ engine start). FULL adds the load runs (closed loop, Poisson, overload) and Llam
 prefill on a second engine, which the transfer tests predict with the same calibration (~5 min).
 Neither runs the tiny-hidden overhead twins (LIVE_OVERHEAD below says why). The plan runs FULL when
 any selected live latency test is marked slow. The shapes are the recorded H200 runs'
-(scripts/device/latency_plan.py), so a live run and a recording answer the same tests.
+(scripts/device/latency_plan.py), so a live run and a recording answer the same tests. On a card whose
+predicted KV pool cannot hold a decode part's sequences at once (Qwen's b=128 on a 24 GB card, Llama's b=64 and
+b=128 there), the part is left out before the plan runs and its tests skip with the tokens it needs and the pool
+(pytest_anatomy/latency_fit.py); every part fits an H200's.
 Both run Qwen on an engine with a pinned 12 GiB KV pool (below). A decode part the run-validity check flags
 (an engine-core stall: load_stats.decode_validity) is measured once more by the plan, which keeps both runs;
 the tests reconcile the first the check passes, else the last (with the check's values in the note).

@@ -19,6 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+# The device program's engine settings a live plan leaves at their defaults (scripts/device/latency_plan.py
+# parse_args; test_latency_plan_pool checks they agree) and its decode shape: what the predicted pools are for.
+ENGINE_SETTINGS = {"gpu_memory_utilization": 0.9, "max_model_len": 33024, "max_num_seqs": 128,
+                   "max_num_batched_tokens": 8192}
+DECODE_SHAPE = (1024, 128)  # prompt, output tokens of every decode part
+
 
 class LatencyPlanError(RuntimeError):
     """The plan's program failed or wrote no batch; the message has its exit code and log tail."""
@@ -35,6 +41,8 @@ class LatencyLivePlan:
     poisson_factors: tuple[float, ...] = ()
     overload: bool = False
     second_model: str | None = None  # decode + prefill of another model on a fresh engine
+    # the second model's decode batches where its pool holds fewer than the main model's (None: the same)
+    second_decode_batches: tuple[int, ...] | None = None
     kv_cache_gib: float | None = None
     budget_s: float = 540.0
     # tiny-hidden models whose decode steps are the engine's step overhead, each on a fresh engine
@@ -57,6 +65,8 @@ class LatencyLivePlan:
                 "--prefill-lens", ",".join(map(str, self.prefill_lens)),
                 "--overhead-models", ",".join(self.overhead_models) or "none",
                 "--overhead-batches", ",".join(map(str, self.overhead_batches))]
+        if self.second_model and self.second_decode_batches is not None:
+            args += ["--second-model-decode-batches", ",".join(map(str, self.second_decode_batches))]
         if self.closed:
             args += ["--closed", ",".join(map(str, self.closed))]
         if self.poisson_factors:
@@ -85,7 +95,8 @@ class LatencyLivePlan:
         t += 1.5 * len(self.decode_batches) + 1.85 * len(self.prefill_lens)
         t += 10.4 * len(self.closed) + 8.2 * len(self.poisson_factors) + (23.9 if self.overload else 0)
         if self.second_model:
-            t += (46.0, 62.0)[m] + 1.85 * (len(self.decode_batches) + len(self.prefill_lens))
+            second = self.decode_batches if self.second_decode_batches is None else self.second_decode_batches
+            t += (46.0, 62.0)[m] + 1.85 * (len(second) + len(self.prefill_lens))
         # tiny engines (no live plan runs them since 2026-12-02): ~47-52 s for the first (torch.compile cold),
         # 31 s for the next, ~0.5 s per decode batch; the plan caps the overhead models at 100 s in all
         if self.overhead_models:

@@ -12,7 +12,9 @@ Parts, in priority order (each written to $OUT/latency.json as soon as it ends):
   decode.bB     B requests of 1024 in / 128 out sent at once; step time = median steady ITL. A run the
                 validity check flags (load_stats.decode_validity: an engine-core stall) is measured once
                 more (--no-decode-recheck to skip); the run kept is the first the check passes, else
-                the last, with the other inside it ("other_attempts"; raw lines labelled by attempt)
+                the last, with the other inside it ("other_attempts"; raw lines labelled by attempt). A batch
+                whose sequences the engine's pool cannot hold at once is not run ([SKIP: pool];
+                pytest_anatomy/latency_fit.py says the rule); every recorded plan's parts fit
   prefill.LN    one request of N tokens, max_tokens=1, 1 warm-up + repeats; TTFT median
   prefill.bB.LN (only when --only names prefill_batch) B fresh prompts of N tokens sent at once,
                 max_tokens=1, 1 warm-up round + 3; per round the engine span (the last first token less
@@ -105,6 +107,7 @@ if str(REPO) not in sys.path:
 
 from pytest_anatomy.measure import load_stats as ls  # noqa: E402  (needs REPO on sys.path)
 from pytest_anatomy.measure.gpu_sampler import GpuSampler  # noqa: E402
+from pytest_anatomy.latency_fit import decode_pool_skip  # noqa: E402
 
 SCHEMA = "pytest-anatomy/device-batch/v1"
 MODEL = "qwen2.5-7b"
@@ -298,6 +301,18 @@ def _listed(args: argparse.Namespace, name: str, default: tuple[Any, ...]) -> tu
 
 def _seat(values: tuple[Any, ...], v: Any) -> int:
     return values.index(v) if v in values else len(values) + int(v)
+
+
+def pool_skip(part: Part, pool_tokens: int | None, block_size: int | None, where: str) -> str | None:
+    """Why a decode part is not run: its sequences cannot all hold their KV at once in the engine's pool of
+    `pool_tokens` (latency_fit.decode_pool_skip says the rule and why), so vLLM would queue or preempt them and
+    the part would measure no steady step. None for any other part, or when the pool is not known. Every decode
+    part of every recorded plan fits its engine's pool (test_latency_plan_pool), so no recorded plan changes."""
+    if part.kind != "decode" or not pool_tokens:
+        return None
+    s = part.settings
+    return decode_pool_skip(s["batch"], int(pool_tokens), block_size=int(block_size or 16),
+                            shape=(s["input_len"], s["output_len"]), where=where)
 
 
 def resolve_part(part: Part, state: dict[str, Any], cost: CostModel) -> Part:
@@ -621,7 +636,7 @@ async def execute(args: argparse.Namespace, out: Output, budget: Budget, cfg: di
              "result": {"startup_s": driver.startup_s, "resolved": resolved,
                         "engine_clock_tapped": driver.engine_clock_tapped}})
     log(f"[plan] engine up in {driver.startup_s:.1f} s: {resolved}")
-    state: dict[str, Any] = {"pool_tokens": resolved.get("kv_cache_tokens"),
+    state: dict[str, Any] = {"pool_tokens": resolved.get("kv_cache_tokens"), "block_size": resolved.get("block_size"),
                              "max_num_seqs": resolved["max_num_seqs"],
                              "max_model_len": resolved["max_model_len"]}
     try:
@@ -635,6 +650,11 @@ async def execute(args: argparse.Namespace, out: Output, budget: Budget, cfg: di
                 continue
             if part.kind == "overload" and part.settings["requests"] is None:
                 out.add({"id": part.id, "skipped": "the engine reported no KV pool size"})
+                continue
+            why = pool_skip(part, state["pool_tokens"], state["block_size"], "the engine's pool")
+            if why:
+                out.add({"id": part.id, "settings": part.settings, "skipped": f"pool: {why}"})
+                log(f"[plan] [SKIP: pool] {part.id}: {why}")
                 continue
             if not budget.fits(part.estimate_s):
                 out.add({"id": part.id, "settings": part.settings, "estimate_s": part.estimate_s,
@@ -756,10 +776,11 @@ def print_plan(args: argparse.Namespace, cost: CostModel) -> None:
     print(f"{'engine start (graphs)':34s} {args.assumed_engine_s:8.0f}s {t:7.0f}s")
     for part in build_plan(args, cost, main_model_id(args)):
         part = resolve_part(part, state, cost)
-        fits = t + part.estimate_s <= args.budget_s - 15 - reserved
+        why = pool_skip(part, pool, 16, "the assumed pool")
+        fits = not why and t + part.estimate_s <= args.budget_s - 15 - reserved
         t += part.estimate_s if fits else 0
         shown = {k: (round(v, 2) if isinstance(v, float) else v) for k, v in part.settings.items()}
-        print(f"{part.id:34s} {part.estimate_s:8.1f}s {t:7.0f}s  {'' if fits else '[SKIP: budget] '}{shown}")
+        print(f"{part.id:34s} {part.estimate_s:8.1f}s {t:7.0f}s  {_skip_tag(fits, why)}{shown}")
     t = print_overhead_plan(args, t)
     for name in second_models(args):
         config, _ = second_model_config(name)
@@ -769,12 +790,18 @@ def print_plan(args: argparse.Namespace, cost: CostModel) -> None:
         print(f"{name + ' engine start':34s} {args.assumed_engine_s:8.0f}s {t:7.0f}s  "
               f"{'' if started else '[SKIP: budget]'}")
         for part in build_plan(second_model_args(args, config), extra_cost, name, second_model_kinds(args)):
-            fits = started and t + part.estimate_s <= args.budget_s - 15
+            why = pool_skip(part, args.assumed_pool_tokens, 16, "the assumed pool")  # its pool is never pinned
+            fits = not why and started and t + part.estimate_s <= args.budget_s - 15
             t += part.estimate_s if fits else 0
             shown = {k: (round(v, 2) if isinstance(v, float) else v) for k, v in part.settings.items()}
-            print(f"{part.id:34s} {part.estimate_s:8.1f}s {t:7.0f}s  {'' if fits else '[SKIP: budget] '}{shown}")
+            print(f"{part.id:34s} {part.estimate_s:8.1f}s {t:7.0f}s  {_skip_tag(fits, why)}{shown}")
     print(f"total planned: {t:.0f} s of {args.budget_s:.0f} s (C={c} saturation assumed "
           f"{state['saturation_rps']:.1f} req/s, pool assumed {pool:,} tokens)")
+
+
+def _skip_tag(fits: bool, pool_why: str | None) -> str:
+    """A dry-run line's tag: a part the assumed pool cannot hold, or one the budget leaves out."""
+    return f"[SKIP: pool] {pool_why.split(';')[0]}: " if pool_why else "" if fits else "[SKIP: budget] "
 
 
 def print_overhead_plan(args: argparse.Namespace, t: float) -> float:
@@ -828,8 +855,9 @@ def second_model_args(args: argparse.Namespace, config: dict[str, Any]) -> argpa
     KV pool left to gpu_memory_utilization (--kv-cache-gib is sized for the first model's
     overload part; a larger model's decode.b128 would not fit a pool pinned that small)."""
     limit = config.get("max_position_embeddings") or args.max_model_len
+    batches = getattr(args, "second_model_decode_batches", None) or getattr(args, "decode_batches", None)
     return argparse.Namespace(**{**vars(args), "max_model_len": min(args.max_model_len, int(limit)),
-                                 "kv_cache_gib": None})
+                                 "kv_cache_gib": None, "decode_batches": batches})
 
 
 def run_second_model(args: argparse.Namespace, budget: Budget, main: Output, name: str) -> int:
@@ -1003,6 +1031,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         "engine (`none` to skip)")
     p.add_argument("--second-model-kinds", default="decode,prefill",
                    help="the second model's parts (comma list of kinds)")
+    p.add_argument("--second-model-decode-batches", type=_ints, default=None,
+                   help="the second model's decode batches where they differ (a card whose predicted pool for it "
+                        "is smaller: tests_latency's live plan passes them); default --decode-batches")
     p.add_argument("--overhead-models", default=",".join(OVERHEAD_MODELS),
                    help="comma list of tiny-hidden models (configs/overhead/ names or config.json paths) whose decode "
                         "steps measure the engine's step overhead, each on a fresh engine after the main model "
