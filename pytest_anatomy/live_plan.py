@@ -53,6 +53,12 @@ def print_plan(config: pytest.Config, items: list[pytest.Item]) -> None:
         return
     write(f"anatomy live plan on {target.name} (spec: {target.spec_source}): {len(live)} of {len(items)} selected "
           "tests measure live")
+    if state.planned_only:
+        gpu = state.live_gpu
+        cc = gpu.compute_capability
+        write(f"  no GPU here: planned for the catalog's {gpu.name} ({gpu.memory_total_bytes / 2**30:.1f} GiB"
+              f"{f', compute capability {cc[0]}.{cc[1]}' if cc else ''}) as detection would report it; "
+              "run this on the card to measure")
     skipped = [i for i in _on_live_target(items) if i not in live]
     if skipped:
         write(f"  {len(skipped)} tests skip on this card and measure nothing; kernels it cannot run, by the "

@@ -39,7 +39,9 @@ def unused_options(config: pytest.Config, uses: dict[str, int], entries: list[di
         out.append(f"{MODEL_OPTION}={model} was not used: no collected test requests the model_spec fixture")
     hardware = config.getoption(HARDWARE_OPTION)
     name = get_session(config).settings.hardware
-    if hardware and name != "auto" and not uses["hardware"] and not any(e.get("hardware") == name for e in entries):
+    planned = get_session(config).settings.show_plan  # --anatomy-plan names the card the plan is for: used, run or not
+    if (hardware and name != "auto" and not planned and not uses["hardware"]
+            and not any(e.get("hardware") == name for e in entries)):
         replayed = Counter(str(e.get("hardware")) for e in entries)
         of = ", ".join(f"{hw} ({n})" for hw, n in sorted(replayed.items()))
         tail = f"; the reconciliations are of their recordings' hardware: {of}" if of else ""

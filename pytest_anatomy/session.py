@@ -30,6 +30,22 @@ _TRACKED_PACKAGES = ("pytest-anatomy", "numpy", "jinja2", "hypothesis", "pytest-
 _UNSET = object()
 
 
+PLANNED_BACKEND = "catalog (planned: no GPU detected)"
+
+
+def planned_gpu(name: str) -> Any:
+    """The catalog card `name` as detection would report it, for `--anatomy-plan --anatomy-hardware NAME` on a
+    machine without that card: what a live session there would measure and skip (its memory picks the capacity
+    runs, its compute capability the kernels it can run). Never measured: the plan runs nothing."""
+    from pytest_anatomy.specs.hardware import DetectedGPU, get_hardware
+
+    spec = get_hardware(name)
+    return DetectedGPU(index=0, name=spec.display_name, backend=PLANNED_BACKEND,
+                       memory_total_bytes=int(spec.nvml_memory_bytes or spec.require("memory_bytes")),
+                       cuda_memory_total_bytes=spec.cuda_visible_memory_bytes, sm_count=spec.sm_count,
+                       l2_bytes=spec.l2_bytes, compute_capability=spec.compute_capability, catalog_name=spec.name)
+
+
 @dataclass
 class AnatomySession:
     settings: AnatomySettings
@@ -63,7 +79,15 @@ class AnatomySession:
                 gpu = detect()
                 with_facts = getattr(gpu, "with_cuda_facts", None)  # test doubles may lack it
                 self._gpu = with_facts(cuda_device_facts()) if with_facts is not None else gpu
+                if self._gpu is None and self.settings.show_plan and self.settings.hardware != "auto":
+                    self._gpu = planned_gpu(self.settings.hardware)
         return self._gpu
+
+    @property
+    def planned_only(self) -> bool:
+        """True when the live GPU is the catalog's card of --anatomy-hardware on a machine without one
+        (`--anatomy-plan` only: nothing can be measured)."""
+        return getattr(self.live_gpu, "backend", None) == PLANNED_BACKEND
 
     def live_target(self) -> Any:
         """The Target of this machine's GPU (targets.live_target), or None without one."""

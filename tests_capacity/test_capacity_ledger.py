@@ -117,9 +117,12 @@ def _recorded_card_spec(spec: Any, provenance: dict[str, Any], path: Path | None
 
 
 def _live_runs(target: tg.Target) -> tuple[Run, ...]:
+    # A live target has at least its own GPU: the count is 0 only when `--anatomy-plan --anatomy-hardware NAME`
+    # plans for a card this machine does not have (session.planned_gpu), which is planned as one card.
+    gpus = max(visible_gpu_count(), 1)
     return tuple(Run(PREFIX + live_plan.run_id(c), live_plan.run_id(c), c.model, dict(c.settings), False, target.name,
                      live=True, slow=c.slow, spec=target.spec)
-                 for c, _ in live_plan.plan(target.spec, visible_gpu_count()))
+                 for c, _ in live_plan.plan(target.spec, gpus))
 
 
 def runs_for(target: tg.Target, results: Path) -> tuple[Run, ...]:

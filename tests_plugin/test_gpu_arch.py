@@ -116,9 +116,11 @@ def test_a_live_measurement_the_card_cannot_run_is_a_skip_not_a_failure(pytester
 
 
 def _plan(card: str) -> str:
-    env = {**os.environ, "ANATOMY_REHEARSE_CARD": card, "PYTHONPATH": str(REPO / "tests_plugin" / "live_rehearsal")}
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "fake_card", "-p", "no:cacheprovider", "-m", "gpu",
-                           "--anatomy-source=live", "--anatomy-plan", "-q"],
+    """`--anatomy-plan --anatomy-hardware CARD` here, without a GPU: the plan a live session on that card would make
+    (session.planned_gpu), every suite's."""
+    env = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-m", "gpu", "--anatomy-source=live",
+                           "--anatomy-plan", f"--anatomy-hardware={card}", "-q"],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc.stdout
@@ -145,7 +147,9 @@ CARDS = sorted({spec.compute_capability: name for name, spec in HARDWARE.items()
 @pytest.mark.parametrize("cc, card", CARDS, ids=[f"sm_{cc[0]}{cc[1]}" for cc, _ in CARDS])
 def test_the_live_plan_leaves_out_what_the_card_cannot_run_and_says_so(cc: tuple[int, int], card: str) -> None:
     out = _plan(card)
-    assert f"anatomy live plan on {card} (spec: catalog)" in out, out[-2000:]
+    assert f"anatomy live plan on {card} (spec: catalog (--anatomy-hardware))" in out, out[-2000:]
+    assert f"no GPU here: planned for the catalog's {HARDWARE[card].display_name}" in out
+    assert "was not used" not in out  # the option named the card planned for
     line = next((ln for ln in out.splitlines() if "tests skip on this card" in ln), "")
     expected = _not_on(cc)
     named = {w.strip() for part in line.split("need: ", 1)[-1].split("; ") for w in part.split(": ", 1)[-1].split(", ")
@@ -158,3 +162,14 @@ def test_a_launch_past_the_cards_shared_memory_is_a_skip_naming_both_sizes() -> 
         gpu_arch.check_shared_memory("x8", 223 * 1024, 99 * 1024)
     gpu_arch.check_shared_memory("x8", 223 * 1024, 227 * 1024)
     gpu_arch.check_shared_memory("x8", 223 * 1024, None)  # the driver did not say: tried
+
+
+def test_a_named_card_is_planned_for_but_never_measured_without_a_gpu(pytester: pytest.Pytester) -> None:
+    """The catalog card stands in for detection only under --anatomy-plan: a live session without a GPU is still the
+    one-line usage error, whatever --anatomy-hardware names (its measurements would be of no card)."""
+    pytester.makepyfile("def test_nothing():\n    pass\n")
+    card = next(iter(HARDWARE))
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--anatomy-source=live",
+                                           f"--anatomy-hardware={card}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--anatomy-source=live: no GPU detected*"])
