@@ -104,7 +104,8 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption(
         PLAN_OPTION, action="store_true", default=False,
         help="print the live measurement plan of the collected tests (what each target will measure, with "
-             "time estimates) and exit without running anything.",
+             "time estimates) and exit without running anything. On a machine without a GPU, with "
+             f"{HARDWARE_OPTION}=NAME: the plan for that catalog card.",
     )
     parser.addini(SOURCE_INI, f"default for {SOURCE_OPTION}", default="auto")
     parser.addini(HARDWARE_INI, f"default for {HARDWARE_OPTION}", default="auto")
