@@ -2,16 +2,20 @@
 fake_h200.py answers NVML, the engine starts and the latency plan with recorded device batches)
 must reconcile exactly what the replay of the same recordings reconciles, with the same verdicts,
 each measurement made once, every recording written once and no error. Every other card with recorded
-vLLM ledgers is rehearsed the same way for the capacity suite (live_rehearsal/recorded_card.py)."""
+vLLM ledgers is rehearsed the same way for the capacity suite (live_rehearsal/recorded_card.py), and the kernel
+ladders and the attention suite on one recorded live H200 session (live_rehearsal/recorded_kernels.py)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -174,3 +178,81 @@ def test_a_live_sessions_collection_reads_nothing_the_device_tree_leaves_behind(
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-1000:]
     assert "hidden-guard: 0 opens under the hidden folders during collection" in proc.stdout, proc.stdout[-2000:]
+
+
+# --- the kernel ladders and the attention suite, live on one recorded session (live_rehearsal/recorded_kernels.py) --
+KERNEL_FILES = ("tests_kernels/test_kernels_ladders.py", "tests_flashattn/test_flashattn_gpu.py",
+                "tests_flashattn/test_flashattn_sweep.py")
+
+
+def _rehearsal_plugin(name: str) -> Any:
+    """A live_rehearsal plugin as a module of this process (its constants and session files; no hook runs here)."""
+    spec = importlib.util.spec_from_file_location(name, REPO / "tests_plugin" / "live_rehearsal" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def kernels_live_and_replay(tmp_path_factory: pytest.TempPathFactory) -> tuple:
+    """The session recorded_kernels replays, run live (every suite selected, slow included: on CPU the whole
+    session takes ~2 s) into a fresh results folder, and its recordings replayed from another."""
+    plugin = _rehearsal_plugin("recorded_kernels")
+    files = plugin.session_files(plugin.SESSION)
+    replayed, results = tmp_path_factory.mktemp("replayed"), tmp_path_factory.mktemp("results")
+    for path in files.values():
+        copy = replayed / path.relative_to(REPO / "results")
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, copy)
+    live, live_ledger = _session(tmp_path_factory.mktemp("live"), "-m", "gpu", "--anatomy-source=live",
+                                 "--anatomy-record", "-o", f"anatomy_results_dir={results}", *KERNEL_FILES,
+                                 plugin="recorded_kernels", extra_env={"ANATOMY_REHEARSE_SESSION": plugin.SESSION})
+    replay, replay_ledger = _session(tmp_path_factory.mktemp("replay"), "-m", "gpu", "--anatomy-source=recorded",
+                                     "-o", f"anatomy_results_dir={replayed}", *KERNEL_FILES, plugin=None)
+    return plugin, files, results, live, live_ledger, replay, replay_ledger
+
+
+def _judged(ledger: dict) -> dict[tuple, tuple]:
+    """Each reconciliation's verdict and what decided it: the tolerance and the covering finding's band."""
+    return {_key(e): (e["verdict"], e["tolerance"], (e.get("finding") or {}).get("expected"))
+            for e in ledger["reconciliations"]}
+
+
+def test_kernels_live_session_measures_live_and_fails_only_where_its_replay_fails(kernels_live_and_replay) -> None:
+    """No error: the session's recordings judged by today's suites fail a few checks in replay too (r6, its best
+    attention rung, misses the targets that r8 met later; a kernel finding resolved), and live fails exactly those
+    of them that ran live: a live-only failure would be a bug of the live path."""
+    plugin, _, _, live, ledger, _, replay_ledger = kernels_live_and_replay
+    assert "INTERNALERROR" not in live.stdout and " error" not in live.stdout.splitlines()[-1], live.stdout[-3000:]
+    assert [t["name"] for t in ledger["environment"]["targets"]] == [plugin.CARD]
+    assert ledger["environment"]["hardware_spec_source"] == "catalog"
+    assert ledger["reconciliations"] and all(e["source"] == "live" for e in ledger["reconciliations"])
+    assert all(f["when"] == "call" for f in ledger["failures"]), ledger["failures"]
+    ran_live = {e["test_id"] for e in ledger["reconciliations"]}
+    assert {f["test_id"] for f in ledger["failures"]} == {f["test_id"] for f in replay_ledger["failures"]
+                                                          if f["test_id"] in ran_live}
+
+
+def test_kernels_live_verdicts_equal_the_replay_of_the_same_session(kernels_live_and_replay) -> None:
+    """Every reconciliation of the live session is the replay's, with the same verdict, tolerance and finding band.
+    None exists only live (a case the live target takes but the session did not record skips live). The replay's own
+    are the aggregates over every rung a live card runs (the best fp32 and tensor-core rungs against cuBLAS): live
+    they ask for the rungs added after the session (s13-s18), which skip, so each must be such a skip."""
+    *_, ledger, _, replay_ledger = kernels_live_and_replay
+    live, replay = _judged(ledger), _judged(replay_ledger)
+    assert len(live) >= 140
+    assert {k: v for k, v in live.items() if replay.get(k) != v} == {}
+    skipped = {s["test_id"]: s["reason"] for s in ledger["skips"]}
+    only_replay = {e["test_id"] for e in replay_ledger["reconciliations"] if _key(e) not in live}
+    assert {t: skipped.get(t) for t in only_replay if "recorded_kernels: " not in skipped.get(t, "")} == {}
+
+
+def test_kernels_live_session_measures_and_records_each_of_its_recordings_once(kernels_live_and_replay) -> None:
+    _, files, results, live, *_ = kernels_live_and_replay
+    made = Counter(line.split("] measured ", 1)[1].split(" on ")[0] for line in live.stdout.splitlines()
+                   if "] measured " in line)
+    assert made and max(made.values()) == 1, made
+    assert sorted(made) == sorted(f"{suite}/{name}" for suite, name in files)
+    written = sorted(p.relative_to(results) for p in results.rglob("*@*.json"))
+    assert written == sorted(p.relative_to(REPO / "results") for p in files.values())
