@@ -142,6 +142,7 @@ class Measured:
         target: Any = None,
         beside: recordings.Recording | None = None,
         not_after: str | None = None,
+        measured_by: str | None = None,
     ) -> recordings.Recording:
         """Return measurement `name` of this test's suite on this test's target.
 
@@ -159,6 +160,8 @@ class Measured:
                     ignore it (a live measurement is of this session by construction)
         not_after -- replay the newest recording stamped at or before this recorded_at (what was known
                     when another run was measured); live runs ignore it
+        measured_by -- live, the measurement is another suite's (its name): this session's measurement of it
+                    when that suite made it (it runs first), else a skip naming the suite; replays as usual
         """
         __tracebackhide__ = True
         suite = suite or suite_of(self._item)
@@ -168,8 +171,21 @@ class Measured:
                 return self._replay_beside(name, suite, target.name, beside)
             if not_after is not None and not target.live:
                 return self._replay_not_after(name, suite, target.name, not_after)
+            if measured_by is not None and target.live:
+                return self._made_by(name, suite, target.name, measured_by)
             return self._for_target(name, suite, target, live, recorded_at)
         return self._untargeted(name, suite, live, hardware, recorded_at)
+
+    def _made_by(self, name: str, suite: str, hardware: str, other: str) -> recordings.Recording:
+        """This session's live measurement that the `other` suite made, or a skip saying so."""
+        __tracebackhide__ = True
+        made = self._session.live_cache.get((hardware, suite, name))
+        if made is None:
+            pytest.skip(f"{suite}/{name} is measured live by {other} (when the card fits it), which made no such "
+                        f"measurement in this session: select {other} too")
+        if isinstance(made, BaseException):
+            raise made
+        return made
 
     def _for_target(self, name: str, suite: str, target: Any, live: LiveFn | None,
                     recorded_at: str | None) -> recordings.Recording:

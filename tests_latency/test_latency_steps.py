@@ -157,7 +157,8 @@ def test_streamed_weight_bytes_are_the_loaded_parameters(model_name, target, mea
     from pytest_anatomy.theory import capacity as cap
     from pytest_anatomy.theory.vllm_load import replay_load
 
-    rec = measured(f"vllm-ledger.{model_name}.u0.90.len8192.eager", target=target, suite="capacity")
+    rec = measured(f"vllm-ledger.{model_name}.u0.90.len8192.eager", target=target, suite="capacity",
+                   measured_by="tests_capacity")
     model = load_model(model_name)
     replay = replay_load(model)
     memory = rec["model_memory_bytes"]

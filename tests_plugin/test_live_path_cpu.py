@@ -131,6 +131,15 @@ def test_each_measurement_is_made_and_recorded_once(live_and_replay) -> None:
     assert any(w.startswith("h200/ceilings/ceilings@") for w in written)
 
 
+def test_a_suite_reads_another_suites_live_measurement(live_and_replay) -> None:
+    """The latency suite's streamed-weight-bytes check reads the engine start the capacity suite measured live in the
+    same session (the session cache), not a recording and not a second start; it was a skip on every live card."""
+    live, live_ledger, *_ = live_and_replay
+    streamed = [e for e in live_ledger["reconciliations"] if e["name"] == "streamed_weight_bytes_vs_loaded_parameters"]
+    assert streamed and all(e["source"] == "live" and e["verdict"] == "agree" for e in streamed), streamed
+    assert live.stdout.count("measuring capacity/vllm-ledger.qwen2.5-7b.u0.90.len8192.eager on h200") == 1
+
+
 def test_live_session_without_xdist_installed(tmp_path: Path) -> None:
     """A GPU box with only the core and gpu extras has no pytest-xdist: marking live tests for
     xdist's loadgroup there broke collection under --strict-markers (found by the core-only main job)."""

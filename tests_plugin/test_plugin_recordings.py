@@ -180,3 +180,31 @@ def test_a_recording_file_is_parsed_once_and_again_when_it_changes(tmp_path: Pat
     for _ in range(2):
         with pytest.raises(recordings.RecordingError, match="not valid JSON"):
             recordings.load_file(path)
+
+
+def test_a_measurement_another_suite_makes_live_is_shared_or_a_skip_naming_it(pytester: pytest.Pytester) -> None:
+    """`measured(..., measured_by=SUITE)`: live, the session's measurement that suite made (never a second one),
+    or, when that suite did not run, a skip naming it."""
+    pytester.makeconftest("""
+        from pytest_anatomy.specs import hardware
+        class FakeGPU:
+            name = "fake"; catalog_name = next(iter(hardware.HARDWARE)); compute_capability = None
+            def to_dict(self): return {"name": self.name}
+        def pytest_configure(config):
+            hardware.detect = lambda: FakeGPU()
+    """)
+    pytester.makepyfile("""
+        calls = []
+        def test_a_makes_it(measured, target):
+            calls.append(1)
+            measured("engine", target=target, suite="capacity",
+                     live=lambda: {"measurements": {"blocks": {"value": len(calls), "unit": "blocks"}}})
+        def test_b_reads_it(measured, target):
+            rec = measured("engine", target=target, suite="capacity", measured_by="tests_capacity")
+            assert rec["blocks"].value == 1 and rec.source == "live"
+    """)
+    both = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", "--anatomy-source=live")
+    both.assert_outcomes(passed=2)
+    alone = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--anatomy-source=live", "-k", "reads_it", "-rs")
+    alone.assert_outcomes(skipped=1)
+    alone.stdout.fnmatch_lines(["*capacity/engine is measured live by tests_capacity*select tests_capacity too*"])
