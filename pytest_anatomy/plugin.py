@@ -50,6 +50,10 @@ def pytest_configure(config: pytest.Config) -> None:
     # Every --anatomy-* option and anatomy_* ini key is checked here, before collection (one line each).
     session = AnatomySession(parse_settings(config), is_worker=hasattr(config, "workerinput"))
     config.stash[SESSION_KEY] = session
+    if session.settings.show_plan and getattr(config.option, "numprocesses", None):
+        # --anatomy-plan runs nothing: no xdist workers (before xdist's trylast configure starts them). Workers
+        # collect and run on their own, so with `-n` the plan was never printed and every live test measured.
+        config.option.numprocesses, config.option.dist, config.option.tx = 0, "no", []
     if not session.is_worker and config.pluginmanager.get_plugin("anatomy-ledger") is None:
         config.pluginmanager.register(LedgerCollector(config), "anatomy-ledger")
     if (config.pluginmanager.hasplugin("html") and not session.is_worker

@@ -173,3 +173,18 @@ def test_a_named_card_is_planned_for_but_never_measured_without_a_gpu(pytester: 
                                            f"--anatomy-hardware={card}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--anatomy-source=live: no GPU detected*"])
+
+
+def test_the_plan_under_xdist_prints_the_plan_and_runs_nothing() -> None:
+    """`--anatomy-plan -n 2`: xdist's workers collect and run on their own, so the plan printed nothing and every
+    live test ran (measured, on a GPU). The plan now starts no workers."""
+    pytest.importorskip("xdist")
+    card = next(iter(HARDWARE))
+    env = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-m", "gpu", "-n", "2",
+                           "--dist", "loadgroup", "--anatomy-source=live", "--anatomy-plan", f"--anatomy-hardware={card}",
+                           "-q", "tests_capacity/test_capacity_ledger.py"],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert f"anatomy live plan on {card}" in proc.stdout
+    assert "bringing up nodes" not in proc.stdout and " passed" not in proc.stdout and " failed" not in proc.stdout
