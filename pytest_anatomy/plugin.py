@@ -300,12 +300,18 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     state = get_session(session.config)
-    if state.is_worker or state.settings.source != "live":
+    source = state.settings.source
+    if state.is_worker or source == "recorded":
         return
-    if state.live_gpu is None:
+    if source == "live" and state.live_gpu is None:
         raise pytest.UsageError(f"{SOURCE_OPTION}=live: no GPU detected (NVML found none); run on a GPU machine, "
                                 f"or replay the recordings with {SOURCE_OPTION}=recorded")
+    if state.live_gpu is None:  # auto without a GPU: every test replays
+        return
     numprocesses = session.config.getoption("numprocesses", None)
     if numprocesses and session.config.getoption("dist", "no") != "loadgroup":
-        raise pytest.UsageError("live GPU measurements under xdist need --dist loadgroup (every live test is "
-                                "grouped on one worker so one process measures the GPU at a time)")
+        # auto with a GPU measures it live as well: under plain xdist two workers would time the GPU at once
+        why = "" if source == "live" else (f" ({SOURCE_OPTION}=auto and a GPU was detected, so the live tests "
+                                           f"measure it; {SOURCE_OPTION}=recorded replays only)")
+        raise pytest.UsageError(f"live GPU measurements under xdist need --dist loadgroup (every live test is "
+                                f"grouped on one worker so one process measures the GPU at a time){why}")

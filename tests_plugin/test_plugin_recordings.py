@@ -208,3 +208,23 @@ def test_a_measurement_another_suite_makes_live_is_shared_or_a_skip_naming_it(py
     alone = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--anatomy-source=live", "-k", "reads_it", "-rs")
     alone.assert_outcomes(skipped=1)
     alone.stdout.fnmatch_lines(["*capacity/engine is measured live by tests_capacity*select tests_capacity too*"])
+
+
+@pytest.mark.parametrize("source", ["live", "auto"])
+def test_live_measurement_under_plain_xdist_is_a_usage_error(pytester: pytest.Pytester, source: str) -> None:
+    """A GPU measured by two workers at once times neither: with a GPU detected, `-n` needs `--dist loadgroup`,
+    under the default source (auto) as under live."""
+    pytest.importorskip("xdist")
+    pytester.makeconftest("""
+        from pytest_anatomy.specs import hardware
+        class FakeGPU:
+            name = "fake"; catalog_name = next(iter(hardware.HARDWARE)); compute_capability = None
+            def to_dict(self): return {"name": self.name}
+        def pytest_configure(config):
+            hardware.detect = lambda: FakeGPU()
+    """)
+    pytester.makepyfile("def test_nothing():\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--anatomy-source={source}", "-n", "2")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*live GPU measurements under xdist need --dist loadgroup*"])
+    assert pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "--anatomy-source=recorded").ret == 0
