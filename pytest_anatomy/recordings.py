@@ -271,6 +271,16 @@ def stamp_of(recorded_at: str) -> str:
     return recorded_at.replace("-", "").replace(":", "")
 
 
+def same_instant(a: str, b: str | None) -> bool:
+    """Whether two recorded_at values name one instant ("...:03Z" = "...:03.000000Z"); a non-time compared as text."""
+    if b is None or a == b:
+        return a == b
+    try:
+        return _stamp_time(stamp_of(a)) == _stamp_time(stamp_of(b))
+    except ValueError:
+        return False
+
+
 def candidates(root: Path, hardware: str, suite: str, name: str) -> list[Path]:
     """All files of one recording, oldest first (by the time in the stamp: with and without
     microseconds do not sort lexically). Found once per listing of the folder: a replay asks for the

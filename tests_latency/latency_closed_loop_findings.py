@@ -6,6 +6,8 @@ measured apart (test_latency_closed_throughput.py: its per-session table, and wh
 
 from __future__ import annotations
 
+from pytest_anatomy.recordings import same_instant
+
 from collections.abc import Callable
 from typing import Any
 
@@ -336,7 +338,7 @@ def closed_throughput_misses(c: int) -> tuple[str, ...]:
 def closed_throughput_envelope(c: int, budget: float, exclude: str | None = None) -> tuple[float, float]:
     """The band of Qwen2.5-7B's throughput at C = c: the lowest and highest ratio of its other recorded sessions (never
     the one stamped `exclude`, the run checked), widened by `budget` (the checked run's noise budget)."""
-    return envelope((r for s, (r, _, _) in CLOSED_THROUGHPUT_RUNS[c].items() if s != exclude), budget)
+    return envelope((r for s, (r, _, _) in CLOSED_THROUGHPUT_RUNS[c].items() if not same_instant(s, exclude)), budget)
 
 
 def _hhmm(stamp: str) -> str:

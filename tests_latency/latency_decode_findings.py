@@ -8,7 +8,7 @@ stalled-run finding itself).
 from __future__ import annotations
 
 import pytest
-from pytest_anatomy.recordings import stamp_of
+from pytest_anatomy.recordings import same_instant, stamp_of
 from latency_card_findings import CARD_RATIOS
 from latency_card_spread import LLAMA_TRANSFER_RATIOS, transfer_may_agree
 from latency_findings_common import (CHECKED_ON, envelope, LLAMA, MEASURED_ON, OTHER_SESSION, OTHER_SESSION_NOISE, QWEN, _and, _count,
@@ -201,7 +201,7 @@ def _hhmm(stamp: str) -> str:
 def _clean_runs(model: str, exclude: str | None = None) -> dict[str, float]:
     """stamp -> slope ratio of `model`'s recorded runs outside SLOPE_STALLED_SESSIONS, but the run stamped `exclude`."""
     return {s: r for (m, s), r in MARGINAL_COST_RUNS.items()
-            if m == model and (m, s) not in SLOPE_STALLED_SESSIONS and s != exclude}
+            if m == model and (m, s) not in SLOPE_STALLED_SESSIONS and not same_instant(s, exclude)}
 
 
 def _newest(model: str) -> str:

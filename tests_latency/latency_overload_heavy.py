@@ -19,6 +19,8 @@ both simulated). Qwen's own shares keep HEAVY_BAND, the band Llama's run set (ot
 
 from __future__ import annotations
 
+from pytest_anatomy.recordings import same_instant
+
 from latency_findings_common import envelope
 
 # measured / simulated prefill part of TTFT (mean engine prefill over mean simulated TTFT - queue) of every recorded
@@ -58,4 +60,4 @@ def heavy_share_band(budget: float) -> tuple[float, float]:
 
 def heavy_prefill_band(budget: float, exclude: str | None = None) -> tuple[float, float]:
     """The other recorded heavy-regime Qwen runs' envelope (never `exclude`, the run checked), widened by `budget`."""
-    return envelope([r for s, r in QWEN_HEAVY_PREFILL_PART.items() if s != exclude], budget)
+    return envelope([r for s, r in QWEN_HEAVY_PREFILL_PART.items() if not same_instant(s, exclude)], budget)

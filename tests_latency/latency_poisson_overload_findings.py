@@ -5,6 +5,8 @@ carried from the sessions calibrated before GEMM timings existed (CARRIED).
 
 from __future__ import annotations
 
+from pytest_anatomy.recordings import same_instant
+
 import latency_pace_carry as pc
 from latency_overload_heavy import QWEN_HEAVY_PREFILL_PART
 import pytest
@@ -176,7 +178,7 @@ POISSON_ITL_MEAN_NEWEST_BUDGET: dict[str, float] = {"0.5": 0.0248, "0.8": 0.0287
 
 def _clean(runs: dict[str, float], factor: str, exclude: str | None = None) -> dict[str, float]:
     """`runs` (ratio by session stamp at `factor`) without the run checked (`exclude`) and the pace-flagged ones."""
-    return {s: r for s, r in runs.items() if s != exclude and s not in POISSON_PACE_FLAGGED[factor]}
+    return {s: r for s, r in runs.items() if not same_instant(s, exclude) and s not in POISSON_PACE_FLAGGED[factor]}
 
 
 def _clean_itl_means(factor: str, exclude: str | None = None) -> dict[str, float]:
@@ -397,7 +399,7 @@ POISSON_ITL_MEDIAN_13_NEWEST_BUDGET = 0.0331
 def itl_median_envelope(budget: float, exclude: str | None = None) -> tuple[float, float]:
     """The 1.3x median's band: the other recorded sessions' ratios (never `exclude`, the run checked), widened by
     `budget` (the checked run's noise budget)."""
-    return envelope((r for s, r in POISSON_ITL_MEDIAN_13.items() if s != exclude), budget)
+    return envelope((r for s, r in POISSON_ITL_MEDIAN_13.items() if not same_instant(s, exclude)), budget)
 
 
 def itl_median_band_13() -> tuple[float, float]:

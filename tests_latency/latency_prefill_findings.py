@@ -5,6 +5,8 @@ prompts' excess (128 and 512 tokens), and the long prompts above their GEMM timi
 
 from __future__ import annotations
 
+from pytest_anatomy.recordings import same_instant
+
 import pytest
 from latency_decode_findings import B1_RESIDUAL_MS
 from latency_findings_common import CHECKED_ON, H100, MEASURED_ON, _count, runs_band
@@ -120,8 +122,8 @@ def prefill_ceiling_marks(length: int) -> tuple[pytest.MarkDecorator, ...]:
 
 def prefill_ceiling_band(length: int, stamp: str, own_noise: float) -> tuple[float, float]:
     """runs_band over every recorded session but the checked run's own (`stamp`, its decode.b1 stamp)."""
-    return runs_band((runs[length] for s, runs in PREFILL_ROOFLINE_RUNS.items() if s != stamp and length in runs),
-                     own_noise)
+    return runs_band((runs[length] for s, runs in PREFILL_ROOFLINE_RUNS.items()
+                      if not same_instant(s, stamp) and length in runs), own_noise)
 
 # measured / predicted lone prefill (engine time from scheduling to first token, median) and that run's noise budget
 # (step_budget's sum: repeat scatter + ceiling spread + calibration spread), per session (its b=1 decode stamp) and

@@ -167,15 +167,6 @@ def _replay_folder(into: Path, live_results: Path, card: str, ledgers: list[str]
         shutil.copy(rec.path, into / card / "capacity" / rec.path.name)
 
 
-# Finding bands set at test time from a table of the recorded sessions keyed by their stamp, leaving out the checked
-# run's own session (latency_prefill_findings.prefill_ceiling_band). The importer stamps a session by its batch's
-# date_utc ('...T10:12:03Z'), the live lab by the same instant spelled as a live recording ('...T10:12:03.000000Z',
-# conftest._stamp_of_date), and the tables hold the spelling the checkout recorded the session with: a live session
-# the device recorded with --anatomy-record. Replayed from its re-imported batch, such a session is not the table's
-# own, so its band keeps its own run (a wider band, the same verdict) where the live session's leaves it out. Not a
-# live-path bug: the live spelling is the one the tables hold.
-STAMP_KEYED_BANDS = {"prefill_roofline"}
-
 
 def _live_slow_tests(module: str) -> set[str]:
     """A test module's LIVE_SLOW_TESTS (tests_latency/conftest.py marks them slow live: the slow plan measures what
@@ -215,10 +206,9 @@ def test_a_recorded_cards_live_latency_verdicts_equal_its_replay(tmp_path: Path,
     assert streamed, "the streamed-weight check did not read the capacity suite's live engine start"
     live_judged, replay = _judged(live_ledger), _judged(replay_ledger)
     assert len(live_judged) >= 30
-    assert {k: v for k, v in live_judged.items() if replay.get(k) != v and k[1] not in STAMP_KEYED_BANDS} == {}
-    # those bands: the same verdict and tolerance, the live band within the replay's (one run fewer in it)
-    assert {k: v for k, v in live_judged.items() if k[1] in STAMP_KEYED_BANDS and not (
-        k in replay and v[:2] == replay[k][:2] and replay[k][2][0] <= v[2][0] and v[2][1] <= replay[k][2][1])} == {}
+    # bands that leave the checked session out compare instants (recordings.same_instant): the importer spells a
+    # session's start '...T10:12:03Z', the live lab '...T10:12:03.000000Z'; compared as text the replay kept its own run
+    assert {k: v for k, v in live_judged.items() if replay.get(k) != v} == {}
     slow = _live_slow_tests(LATENCY_FILES[1])
     only_replay = {e["test_id"] for e in replay_ledger["reconciliations"] if _key(e) not in live_judged}
     assert {t for t in only_replay if t.split("::")[1].split("[")[0] not in slow} == set()

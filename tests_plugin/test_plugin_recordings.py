@@ -228,3 +228,10 @@ def test_live_measurement_under_plain_xdist_is_a_usage_error(pytester: pytest.Py
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*live GPU measurements under xdist need --dist loadgroup*"])
     assert pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "--anatomy-source=recorded").ret == 0
+
+
+def test_same_instant_reads_both_spellings_of_a_stamp() -> None:
+    assert recordings.same_instant("2026-12-04T10:12:03Z", "2026-12-04T10:12:03.000000Z")
+    assert not recordings.same_instant("2026-12-04T10:12:03Z", "2026-12-04T10:12:03.500000Z")
+    assert not recordings.same_instant("2026-12-04T10:12:03Z", None)
+    assert recordings.same_instant("2026-11-30", "2026-11-30") and not recordings.same_instant("2026-11-30", "2026-11")
