@@ -181,8 +181,8 @@ class Measured:
         __tracebackhide__ = True
         made = self._session.live_cache.get((hardware, suite, name))
         if made is None:
-            pytest.skip(f"{suite}/{name} is measured live by {other} (when the card fits it), which made no such "
-                        f"measurement in this session: select {other} too")
+            pytest.skip(f"{suite}/{name} is measured live by {other}, which did not measure it in this session "
+                        f"(not selected, or not in its plan for this card and subset)")
         if isinstance(made, BaseException):
             raise made
         return made
