@@ -54,14 +54,48 @@ def fit_to_card(plan: LatencyLivePlan, spec: Any, card: str) -> tuple[LatencyLiv
     kept = _fitting(plan.model, plan.decode_batches, _ledger(plan.model, spec, main), card, dropped)
     second = plan.second_decode_batches
     if plan.second_model:
-        from pytest_anatomy.specs import catalog
-
-        limit = catalog.load_config(plan.second_model).get("max_position_embeddings") or main["max_model_len"]
-        settings = {**ENGINE_SETTINGS, "max_model_len": min(int(limit), int(ENGINE_SETTINGS["max_model_len"]))}
         fitted = _fitting(plan.second_model, plan.decode_batches if second is None else second,
-                          _ledger(plan.second_model, spec, settings), card, dropped)
+                          _ledger(plan.second_model, spec, _second_settings(plan.second_model)), card, dropped)
         second = None if fitted == kept else fitted
     return replace(plan, decode_batches=kept, second_decode_batches=second), dropped
+
+
+def unstartable(plan: LatencyLivePlan, spec: Any, card: str) -> tuple[LatencyLivePlan, dict[str, str]]:
+    """The plan without the engines the card cannot start, and {model: why} of those left out. vLLM refuses to
+    start when its KV pool cannot hold one request of max_model_len (a 16 GB card under Qwen2.5-7B's 15.4 GB of
+    weights has none at all), so such an engine's parts would fail at its start, not measure: the main model's
+    leaves nothing to run (its tests skip with the reason), the second model's is dropped from the plan."""
+    out: dict[str, str] = {}
+    for model, settings in ((plan.model, ENGINE_SETTINGS), *(((plan.second_model, _second_settings(plan.second_model)),)
+                                                             if plan.second_model else ())):
+        why = _start_refused(model, spec, settings, card)
+        if why:
+            out[model] = why
+    if plan.second_model in out:
+        plan = replace(plan, second_model=None, second_decode_batches=None)
+    return plan, out
+
+
+def _second_settings(model: str) -> dict[str, Any]:
+    """The second model's engine: the script's defaults at max_model_len within the model's own maximum."""
+    from pytest_anatomy.specs import catalog
+
+    limit = catalog.load_config(model).get("max_position_embeddings") or ENGINE_SETTINGS["max_model_len"]
+    return {**ENGINE_SETTINGS, "max_model_len": min(int(limit), int(ENGINE_SETTINGS["max_model_len"]))}
+
+
+def _start_refused(model: str, spec: Any, settings: dict[str, Any], card: str) -> str | None:
+    ledger = _ledger(model, spec, settings)
+    if ledger is None:  # not predicted: the engine is tried, and a refusal fails as vLLM says
+        return None
+    tokens, need = int(ledger["kv_tokens"].value), int(settings["max_model_len"])
+    if tokens >= need:
+        return None
+    gib = 2**30
+    return (f"{model} cannot start on {card}: its predicted KV pool holds {max(tokens, 0):,} tokens (weights "
+            f"{ledger['model_memory_bytes'].value / gib:.1f} GiB of the {ledger['requested_memory_bytes'].value / gib:.1f} "
+            f"GiB vLLM budgets at utilization {settings['gpu_memory_utilization']}), fewer than one {need:,}-token "
+            "request, which vLLM refuses at start: not run on this card")
 
 
 def _ledger(model: str, spec: Any, settings: dict[str, Any]) -> dict[str, Any] | None:

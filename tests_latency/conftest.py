@@ -77,6 +77,7 @@ class LatencyLab:
         self._error: BaseException | None = None
         self.plan: Any = None
         self.dropped: dict[str, str] = {}  # run name -> why this card's KV pool leaves it out of the plan
+        self.unstartable: dict[str, str] = {}  # model -> why the card cannot start its engine (latency_fit)
 
     def live(self, name: str, suite: str = "latency") -> Any:
         return lambda: self._result(suite, name)
@@ -99,6 +100,9 @@ class LatencyLab:
         if self._error is not None:
             raise self._error
         assert self._results is not None
+        refused = next((why for model, why in self.unstartable.items() if name.startswith(f"{model}.")), None)
+        if refused:
+            pytest.skip(f"{suite}/{name}: {refused}")
         if name in self.dropped:  # before the results: a part the device program skipped is still a (bare) run there
             pytest.skip(f"{suite}/{name}: {self.dropped[name]}")
         if (suite, name) not in self._results:
@@ -115,9 +119,10 @@ class LatencyLab:
         """The plan as it runs on this card (latency_fit.fit_to_card, from the predicted ledger): its pinned
         12 GiB pool dropped where it does not fit beside the weights, and the decode parts whose sequences the
         engine's predicted pool cannot hold at once left out; their tests skip with the reason (self.dropped)."""
-        from pytest_anatomy.latency_fit import fit_to_card
+        from pytest_anatomy.latency_fit import fit_to_card, unstartable
 
         target = get_session(self._config).live_target()
+        plan, self.unstartable = unstartable(plan, target.spec, target.name)
         plan, self.dropped = fit_to_card(plan, target.spec, target.name)
         return plan
 
@@ -130,6 +135,9 @@ class LatencyLab:
         from pytest_anatomy.specs import catalog
 
         self.plan = self._fit(self._wanted_plan())
+        if self.plan.model in self.unstartable:  # nothing to run: every test skips with the reason (_result)
+            self._results = {}
+            return
         config_path = self._workdir / f"{self.plan.model}.json"
         config = {k: v for k, v in catalog.load_config(self.plan.model).items() if not k.startswith("_")}
         config_path.write_text(json.dumps(config, indent=1))
@@ -400,7 +408,7 @@ def pytest_anatomy_live_plan(config: pytest.Config, items: list[pytest.Item]) ->
     """The latency plan's one run: FULL when a selected live latency test needs it, else FAST, as it runs on the
     live card (latency_fit.fit_to_card): a decode part the card's predicted KV pool cannot hold is neither
     counted nor described as measured, but named as left out."""
-    from pytest_anatomy.latency_fit import fit_to_card
+    from pytest_anatomy.latency_fit import fit_to_card, unstartable
 
     mine = [i for i in items if "tests_latency" in i.nodeid]
     if not mine:
@@ -409,13 +417,18 @@ def pytest_anatomy_live_plan(config: pytest.Config, items: list[pytest.Item]) ->
     full = plan is live_plan.FULL
     target = get_session(config).live_target()
     dropped: dict[str, str] = {}
+    refused: dict[str, str] = {}
     if target is not None and target.spec is not None:
+        plan, refused = unstartable(plan, target.spec, target.name)
         plan, dropped = fit_to_card(plan, target.spec, target.name)
+    if plan.model in refused:
+        return [{"suite": "latency", "what": f"latency plan: {refused[plan.model]}", "estimate_s": 0.0}]
     what = (f"latency plan ({'full' if full else 'fast'}): {plan.model} "
             f"{', '.join(plan.kinds)}"
             + (f", then overhead models {', '.join(plan.overhead_models)} decode" if plan.overhead_models else "")
             + (f", then {plan.second_model} decode, prefill" if plan.second_model else "")
-            + (f"; not run, their KV above the card's predicted pool: {', '.join(dropped)}" if dropped else ""))
+            + (f"; not run, their KV above the card's predicted pool: {', '.join(dropped)}" if dropped else "")
+            + "".join(f"; {why}" for why in refused.values()))
     return [{"suite": "latency", "what": what, "estimate_s": plan.estimate_s(), "estimate_high_s": plan.estimate_high_s()}]
 
 

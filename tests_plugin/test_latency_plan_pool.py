@@ -5,6 +5,7 @@ the recorded batches, never by name."""
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import importlib.machinery
 import importlib.util
@@ -20,7 +21,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_anatomy.latency_fit import decode_pool_skip, fit_to_card
+from pytest_anatomy.latency_fit import decode_pool_skip, fit_to_card, unstartable
 from pytest_anatomy.measure import latency_live
 from pytest_anatomy.measure.latency_live import DECODE_SHAPE, ENGINE_SETTINGS
 from pytest_anatomy.specs import catalog
@@ -204,8 +205,8 @@ def conftest_module(monkeypatch: pytest.MonkeyPatch) -> Any:
     return module
 
 
-def _live_session(monkeypatch: pytest.MonkeyPatch, module: Any, card: str) -> None:
-    target = Target(card, True, HARDWARE[card], "catalog")
+def _live_session(monkeypatch: pytest.MonkeyPatch, module: Any, card: str, spec: Any = None) -> None:
+    target = Target(card, True, spec or HARDWARE[card], "catalog")
     state = types.SimpleNamespace(live_target=lambda: target, settings=types.SimpleNamespace(record=False))
     monkeypatch.setattr(module, "get_session", lambda config: state)
 
@@ -254,3 +255,53 @@ def test_the_plan_line_counts_and_describes_only_what_runs(conftest_module: Any,
     fitted, dropped = fit_to_card(lat.FULL, HARDWARE[name], name)
     assert entry["estimate_s"] == fitted.estimate_s() < lat.FULL.estimate_s()
     assert entry["what"].endswith(f"not run, their KV above the card's predicted pool: {', '.join(dropped)}")
+
+
+# --- a card whose memory cannot start an engine at all ---------------------------------------------------------------
+
+def _shrunk(gb: float) -> tuple[str, Any]:
+    """The catalog's smallest card with its memory cut to `gb` GB: a card below the plan's models, named by no test."""
+    name, spec = min(HARDWARE.items(), key=lambda kv: kv[1].memory_bytes or float("inf"))
+    size = int(gb * 1e9)
+    return name, dataclasses.replace(spec, memory_bytes=size, nvml_memory_bytes=size, cuda_visible_memory_bytes=size)
+
+
+def test_every_catalog_card_starts_both_engines(lat: Any) -> None:
+    for card, spec in HARDWARE.items():
+        assert unstartable(lat.FULL, spec, card) == (lat.FULL, {}), card
+
+
+def test_the_second_engine_is_left_out_where_only_it_cannot_start(lat: Any) -> None:
+    """Llama-3.1-8B's weights and KV per token exceed Qwen2.5-7B's, so some memory starts the first engine only;
+    the plan then keeps the first model's parts and names the second's reason."""
+    sizes = [16 + 0.25 * i for i in range(80)]
+    plans = [(gb, *unstartable(lat.FULL, _shrunk(gb)[1], "card")) for gb in sizes]
+    first = next(gb for gb, _, refused in plans if lat.FULL.model not in refused)
+    gb, plan, refused = next(p for p in plans if p[0] >= first and lat.FULL.second_model in p[2])
+    assert plan.model == lat.FULL.model and plan.second_model is None and set(refused) == {lat.FULL.second_model}
+    assert refused[lat.FULL.second_model].startswith(f"{lat.FULL.second_model} cannot start on card: its predicted KV")
+    assert next(p for p in plans if not p[2])[0] > gb  # and a larger card starts both
+
+
+def test_a_card_under_the_models_weights_runs_no_latency_plan(conftest_module: Any, lat: Any, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 16 GB card under Qwen2.5-7B's weights: the plan never runs (the engine would refuse to start), every test
+    skips with the arithmetic, and --anatomy-plan prices it at 0 s with the same reason."""
+    name, spec = _shrunk(16)
+    _live_session(monkeypatch, conftest_module, name, spec)
+    ran: list[Any] = []
+    monkeypatch.setattr(latency_live, "run_plan", lambda *a, **k: ran.append(a) or [])
+    vllm = types.ModuleType("vllm")
+    vllm.__spec__ = importlib.machinery.ModuleSpec("vllm", None)
+    monkeypatch.setitem(sys.modules, "vllm", vllm)
+    lab = conftest_module.LatencyLab(types.SimpleNamespace(config=None, session=types.SimpleNamespace(items=[])),
+                                     tmp_path)
+    model = lat.FAST.model
+    with pytest.raises(pytest.skip.Exception) as skip:
+        lab.live(f"{model}.decode.b1")()
+    assert ran == [] and not lab.has("latency", f"{model}.prefill.l128")
+    (line,) = str(skip.value).splitlines()
+    assert line.startswith(f"latency/{model}.decode.b1: {model} cannot start on {name}: its predicted KV pool holds 0 ")
+    fast = types.SimpleNamespace(nodeid="tests_latency/test_x.py::test_y[live]", get_closest_marker=lambda m: None)
+    (entry,) = conftest_module.pytest_anatomy_live_plan(None, [fast])
+    assert entry["estimate_s"] == 0.0 and entry["what"].startswith(f"latency plan: {model} cannot start on {name}")
