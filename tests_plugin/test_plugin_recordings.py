@@ -182,17 +182,21 @@ def test_a_recording_file_is_parsed_once_and_again_when_it_changes(tmp_path: Pat
             recordings.load_file(path)
 
 
+# A conftest whose detection answers with the catalog's first card (no architecture given)
+FAKE_CATALOG_GPU = """
+from pytest_anatomy.specs import hardware
+class FakeGPU:
+    name = "fake"; catalog_name = next(iter(hardware.HARDWARE)); compute_capability = None
+    def to_dict(self): return {"name": self.name}
+def pytest_configure(config):
+    hardware.detect = lambda: FakeGPU()
+"""
+
+
 def test_a_measurement_another_suite_makes_live_is_shared_or_a_skip_naming_it(pytester: pytest.Pytester) -> None:
     """`measured(..., measured_by=SUITE)`: live, the session's measurement that suite made (never a second one),
     or, when that suite did not run, a skip naming it."""
-    pytester.makeconftest("""
-        from pytest_anatomy.specs import hardware
-        class FakeGPU:
-            name = "fake"; catalog_name = next(iter(hardware.HARDWARE)); compute_capability = None
-            def to_dict(self): return {"name": self.name}
-        def pytest_configure(config):
-            hardware.detect = lambda: FakeGPU()
-    """)
+    pytester.makeconftest(FAKE_CATALOG_GPU)
     pytester.makepyfile("""
         calls = []
         def test_a_makes_it(measured, target):
@@ -215,14 +219,7 @@ def test_live_measurement_under_plain_xdist_is_a_usage_error(pytester: pytest.Py
     """A GPU measured by two workers at once times neither: with a GPU detected, `-n` needs `--dist loadgroup`,
     under the default source (auto) as under live."""
     pytest.importorskip("xdist")
-    pytester.makeconftest("""
-        from pytest_anatomy.specs import hardware
-        class FakeGPU:
-            name = "fake"; catalog_name = next(iter(hardware.HARDWARE)); compute_capability = None
-            def to_dict(self): return {"name": self.name}
-        def pytest_configure(config):
-            hardware.detect = lambda: FakeGPU()
-    """)
+    pytester.makeconftest(FAKE_CATALOG_GPU)
     pytester.makepyfile("def test_nothing():\n    pass\n")
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--anatomy-source={source}", "-n", "2")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
