@@ -1261,3 +1261,8 @@ for _table, _key in (("preregistered", f"x7-pipelined-{VOCAB}"), ("vocab_target"
                      ("preregistered", f"{s15x8.X8}-{VOCAB}"), ("vocab_target", s15x8.X8)):
     _fid, _reason, _band = BANDED[_table][_key]
     BANDED[_table][_key] = (_fid, _reason + s16x9.x78_profile_note(), _band)
+
+# Issue 17's fp32 target is met on the H200 since s17's first run (2026-12-05 02:56, kernels batch 20261205T025617Z:
+# 2.933 ms at 4096^3, 91.6% of cuBLAS fp32's 2.688 ms beside it; the target is 2.987 ms): the finding that it is
+# missed stays for the H100, where s17 has not run.
+CARDS_KEYS[("single", "test_best_fp32_rung_vs_cublas")] = h100.H100

@@ -44,8 +44,11 @@ a different driver JIT does not apply (the cubin is loaded as compiled); (2) the
 32-row shape: 96 of 128 rows read row 31 (the same cache lines as before, no extra DRAM traffic); (3) the emulator
 copies at issue time, so a stage-reuse ordering error would show only as `wrong` in the plan's check (the stage
 logic is s16's, which was correct on the device).
-Measured outcome: not yet measured on H200 (pre-registered 2026-12-04, no GPU). Mended before any run: the
-prologue commits tile 0's copies as a group of their own (found by the emulator's late-copy mode; RECORDING.md).
+Measured outcome: H200, kernels batch 20261205T025617Z (2026-12-05 02:56), correct at every odd shape;
+4096^3: 2.9333 ms, 1.023x the prediction (2.868; the alternative 2.920 nearer); rung 0 2.6883 ms: 91.6% of
+cuBLAS fp32, issue 17's 90% fp32 target met at 4096^3 (the first hand rung to meet it). The FFN shapes were not
+reached: the call was stopped at its 420 s limit after the timing shapes (RECORDING.md). Mended before any run: the
+prologue commits tile 0's copies as a group of their own (found by the emulator's late-copy mode).
 Seed: no such rung.
 */
 // requires: sm_80 (cp.async global-to-shared copies)

@@ -53,7 +53,9 @@ before any FFMA, and the partials' reads from L2 instead of DRAM (which would sa
 32 x 128 tile moves 2.5 times s9's bytes per FMA through L2 (10.7 GB at 4096^3, ~3.6 TB/s at the predicted time, about
 a third of the L2 throughput s9's profile implies); (4) the clock: the 32-row call keeps FFMA and DRAM busy together,
 and a lower clock level scales the issue part.
-Measured outcome: not yet measured on H200 (pre-registered 2026-12-04, no GPU).
+Measured outcome: H200, kernels batch 20261205T025617Z (2026-12-05 02:56), correct at every odd shape and its
+32-row check shape; 4096^3: 3.0409 ms (not the shape it is built for); rung 0 2.6883 ms. Its own shape,
+32 x 18944 x 3584, was not timed: the call was stopped at its 420 s limit after the timing shapes (RECORDING.md).
 Seed: no such rung.
 */
 // requires: sm_80 (cp.async global-to-shared copies)

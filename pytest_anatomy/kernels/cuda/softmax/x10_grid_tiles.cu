@@ -46,7 +46,10 @@ passes the 4.56 us a warp has per tile and the time is 8 chains + F (at 2 us per
 us, slower than x6); (c) fewer than G blocks co-resident: the cooperative launch is refused, an error, no time. The
 headline and (a) are 0.8 us apart on either side of the target: these numbers do not say which is likelier.
 Written before any measurement of this rung.
-Measured outcome: not yet measured.
+Measured outcome: H200, kernels batch 20261205T025617Z (2026-12-05 02:56), correct at every odd shape (the
+cooperative launches in a child process first); 8,192 x 2,048: 0.0344 ms, 1.01x the prediction (0.034); rung 0 0.0410
+ms. The vocabulary row, 128 x 152064, was not timed: the call stopped making progress after the timing shapes and
+was killed at its 420 s limit (RECORDING.md).
 Seed: no such rung.
 */
 #ifndef INFINITY  // NVRTC has no math.h; nvcc and the CPU emulator do
