@@ -174,6 +174,8 @@ class KernelRunner:
             return out
 
         run.poison = lambda: out.fill_(float("nan"))  # type: ignore[attr-defined]
+        run.workspace = {n: bindings[n] for n in (variant.workspace(shape, self.facts)  # type: ignore[attr-defined]
+                                                  if variant.workspace else {})}  # x10's counters, for probes
         return run
 
     def _baseline(self, variant: Variant, shape: Mapping[str, int], inputs: Mapping[str, Any]) -> Callable[[], Any]:
