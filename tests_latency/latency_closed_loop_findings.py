@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from latency_decode_findings import LLAMA_B1_RATIOS, LLAMA_OVERHEAD_BELOW_QWEN, PER_SEQUENCE_COST
+from latency_decode_findings import LLAMA_B1_RATIOS, LLAMA_OVERHEAD_BELOW_QWEN, PER_SEQUENCE_COST, TRANSFERRED_OVERHEAD_ID
 from latency_findings_common import CHECKED_ON, LLAMA, OTHER_SESSION_NOISE, QWEN, StepCarried, _count, envelope
 
 # measured / steady-state closed form at C=64 (test_saturation_throughput), eta fitted on the 8,192 prefill (the
@@ -113,7 +113,7 @@ def closed_throughput_marks(model: str, c: int) -> tuple[Any, ...]:
         return ()
     inverse, budget = carried.earlier[0]
     return (pytest.mark.finding(
-        "h200-transferred-overhead-above-llamas" if inverse > 1 else "h200-decode-per-sequence-cost",
+        TRANSFERRED_OVERHEAD_ID if inverse > 1 else "h200-decode-per-sequence-cost",
         hardware=CHECKED_ON, quantity="output_throughput",
         reason=(f"Closed loop at C = {c}: a request is decode steps of batch {c}, and the same session's isolated "
                 f"decode step at batch {c} runs {1 / inverse:.4f}x its prediction (budget +-{budget:.4f}), so the "
@@ -244,7 +244,7 @@ LLAMA_CLOSED_BELOW = (
     "excess (its decode.b1..b64 slope), by about the same fraction at every C (the rows beside give each), where "
     "Qwen2.5-7B's closed loops meet theirs within noise on both cards. Part of it is the overhead transferred from "
     f"Qwen over-predicting Llama's small steps (its b=1 step ran {LLAMA_B1_RATIOS[_LLAMA_B1_FIRST]:.4f}x that session's "
-    "prediction: h200-transferred-overhead-above-llamas); the rest, larger, has no mechanism yet: the loop's steps "
+    "prediction: h200-transferred-overhead-over-predicts-llamas); the rest, larger, has no mechanism yet: the loop's steps "
     "run faster than the same session's isolated decode steps of the same batch. Band: the other two C's "
     "measured/predicted +- their budgets and this run's, i.e. the claim that the shortfall is one fraction of the "
     "step across C.")

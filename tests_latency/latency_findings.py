@@ -48,7 +48,7 @@ from latency_closed_loop_findings import (C1_FIRST_TOKEN, b64_step_miss_mark, C1
                                           closed_throughput_envelope, closed_throughput_misses,
                                           steady_state_band, steady_state_marks)
 from latency_decode_findings import (B1_RESIDUAL_MS, BORDERLINE, DECODE_RATIO_OTHER_SESSION, DECODE_ROOFLINE,
-                                     HOST_STALL_FINDING_ID, PER_SEQUENCE_FINDING_ID, LLAMA_B1_RATIOS, LLAMA_OVERHEAD_BELOW_QWEN,
+                                     HOST_STALL_FINDING_ID, PER_SEQUENCE_FINDING_ID, LLAMA_B1_RATIOS, LLAMA_OVERHEAD_BELOW_QWEN, TRANSFERRED_OVERHEAD_ID,
                                      MARGINAL_COST_NEWEST, MARGINAL_COST_REASON, MARGINAL_COST_RUNS,
                                      NEWEST_SLOPE_STALLED, NEWEST_SLOPE_STALLED_AT,
                                      PER_SEQUENCE_COST, ROOFLINE_OTHER_SESSION, SLOPE_STALLED_SESSIONS,
@@ -93,7 +93,7 @@ __all__ = [
     "CHECKED_ON", "MEASURED_ON", "QWEN", "LLAMA", "_count", "OTHER_SESSION", "OTHER_SESSION_NOISE", "other_session_band", "Carried",
     "StepCarried", "DECODE_RATIO_OTHER_SESSION", "MARGINAL_COST_RUNS", "HOST_STALL_FINDING_ID", "STALLED_DECODE_RUNS",
     "STALLED_PINNED_POOL", "SLOPE_STALLED_SESSIONS", "NEWEST_SLOPE_STALLED", "NEWEST_SLOPE_STALLED_AT",
-    "marginal_cost_span", "PER_SEQUENCE_COST", "B1_RESIDUAL_MS", "LLAMA_B1_RATIOS", "LLAMA_OVERHEAD_BELOW_QWEN",
+    "marginal_cost_span", "PER_SEQUENCE_COST", "B1_RESIDUAL_MS", "LLAMA_B1_RATIOS", "LLAMA_OVERHEAD_BELOW_QWEN", "TRANSFERRED_OVERHEAD_ID",
     "BORDERLINE", "decode_step_marks", "ROOFLINE_OTHER_SESSION", "TINY_OVERHEAD_REASON", "TINY_OVERHEAD_FINDING",
     "DECODE_ROOFLINE", "MARGINAL_COST_NEWEST", "MARGINAL_COST_REASON", "marginal_cost_band", "marginal_cost_envelope", "PER_SEQUENCE_FINDING_ID",
     "marginal_cost_marks", "PREFILL_ROOFLINE_RUNS", "prefill_ceiling_band", "PREFILL_ETA_OTHER_SESSION",
