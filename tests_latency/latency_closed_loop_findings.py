@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from latency_decode_findings import LLAMA_B1_RATIOS, LLAMA_OVERHEAD_BELOW_QWEN, PER_SEQUENCE_COST
+from latency_decode_findings import LLAMA_B1_RATIOS, LLAMA_OVERHEAD_BELOW_QWEN, PER_SEQUENCE_COST, TRANSFERRED_OVERHEAD_ID
 from latency_findings_common import CHECKED_ON, LLAMA, OTHER_SESSION_NOISE, QWEN, StepCarried, _count, envelope
 
 # measured / steady-state closed form at C=64 (test_saturation_throughput), eta fitted on the 8,192 prefill (the
@@ -113,7 +113,7 @@ def closed_throughput_marks(model: str, c: int) -> tuple[Any, ...]:
         return ()
     inverse, budget = carried.earlier[0]
     return (pytest.mark.finding(
-        "h200-transferred-overhead-above-llamas" if inverse > 1 else "h200-decode-per-sequence-cost",
+        TRANSFERRED_OVERHEAD_ID if inverse > 1 else "h200-decode-per-sequence-cost",
         hardware=CHECKED_ON, quantity="output_throughput",
         reason=(f"Closed loop at C = {c}: a request is decode steps of batch {c}, and the same session's isolated "
                 f"decode step at batch {c} runs {1 / inverse:.4f}x its prediction (budget +-{budget:.4f}), so the "
@@ -122,12 +122,6 @@ def closed_throughput_marks(model: str, c: int) -> tuple[Any, ...]:
         expected=carried.band(), band_from="other-runs"),)
 
 
-# Llama-3.1-8B's closed-loop medians (its 2026-11-30 session) are still held to the decode target: under their noise
-# budget they run below both their prediction and the band of that session's decode step at batch C, a gap with no
-# mechanism yet (test_closed_itl_left_on_the_goal_still_diverge fails once that stops, to move them onto the budget).
-# With the session's per-sequence excess measured apart they are reconciled on their budget in
-# test_latency_sequence_cost.py, where the shortfall is LLAMA_CLOSED_BELOW_ID.
-CLOSED_ITL_ON_GOAL = (LLAMA,)
 
 
 def closed_itl_marks(model: str, c: int) -> tuple[Any, ...]:
@@ -250,7 +244,7 @@ LLAMA_CLOSED_BELOW = (
     "excess (its decode.b1..b64 slope), by about the same fraction at every C (the rows beside give each), where "
     "Qwen2.5-7B's closed loops meet theirs within noise on both cards. Part of it is the overhead transferred from "
     f"Qwen over-predicting Llama's small steps (its b=1 step ran {LLAMA_B1_RATIOS[_LLAMA_B1_FIRST]:.4f}x that session's "
-    "prediction: h200-transferred-overhead-above-llamas); the rest, larger, has no mechanism yet: the loop's steps "
+    "prediction: h200-transferred-overhead-over-predicts-llamas); the rest, larger, has no mechanism yet: the loop's steps "
     "run faster than the same session's isolated decode steps of the same batch. Band: the other two C's "
     "measured/predicted +- their budgets and this run's, i.e. the claim that the shortfall is one fraction of the "
     "step across C.")
@@ -371,7 +365,7 @@ def _c8_short_reason() -> str:
         "budget, and further short in the H100's session (the row beside gives it). On the H200 the first token is not "
         f"what comes late (mean TTFT {ttft}x the simulated), and the median ITL meets the same prediction within noise "
         "(test_latency_sequence_cost.py): the time is in the steps above the median, where the mean ITL runs above its "
-        "prediction (it stays on the 10% decode goal: ITL_MEAN_ON_GOAL). Which steps, and why, is not established: no "
+        "prediction (on its noise budget since 2026-12-05: h200-light-load-itl-above-cause-not-established). Which steps, and why, is not established: no "
         "recording prices them apart." + _band_sentence(8))
 
 
@@ -407,8 +401,8 @@ def _c64_short_reason() -> str:
 # Which (model, C) carry a finding, decided on the whole table (test_closed_throughput_findings_are_where_the_sessions_
 # miss holds Qwen2.5-7B's to it: a finding where more than one session misses its budget, all short):
 # - Qwen2.5-7B at C = 8: short in every session, several beyond the budget, further on the H100; no mechanism measured
-#   apart, so its id says the cause is not established. Not left on the 10% goal with a guard, as ITL_MEAN_ON_GOAL
-#   keeps the same runs' mean ITL: most H200 sessions meet their throughput budget (the 2026-12-03 12:06 one, the
+#   apart, so its id says the cause is not established. Not left on the 10% goal with a guard, as the same runs' mean ITL was
+#   until 2026-12-05: most H200 sessions meet their throughput budget (the 2026-12-03 12:06 one, the
 #   newest when this was decided, among them), so a guard that the run misses would fail there, while a budget and
 #   a band from the other sessions are a sharper claim than 10%.
 # - Qwen2.5-7B at C = 32: short in every session, their first tokens late as at C = 64 (the table's third column:

@@ -117,19 +117,22 @@ B1_RESIDUAL_MS: dict[str, tuple[float, float]] = {"qwen2.5-7b": (1.358, 1.551), 
 # session (test_latency_findings_reasons.py::test_llama_b1_ratios_are_the_recorded_ones recomputes them).
 LLAMA_B1_RATIOS: dict[str, float] = {stamp: by_b[1] for stamp, (_, by_b) in LLAMA_TRANSFER_RATIOS.items()}
 _LLAMA_B1_OVER = [r for r in LLAMA_B1_RATIOS.values() if r < 1]  # the sessions where Qwen's overhead over-predicts
-_LLAMA_B1_UNDER = {s: r for s, r in LLAMA_B1_RATIOS.items() if r >= 1}
+# One sign only (issue 10 item 3): until 2026-12-05 this finding, h200-transferred-overhead-above-llamas, also named
+# the sessions where Qwen's overhead under-predicts Llama's b=1 step, and banded Llama's transferred decode steps at
+# b = 1, 2, 4 across both signs (0.917-1.067 with the card spread); on their noise budgets (which carry the card-to-card
+# spread) those steps agree on both cards, so they carry no finding now. It is kept where one sign is measured: the
+# C = 1 closed loop's throughput in a session whose b=1 step the overhead over-predicts (closed_throughput_marks).
+TRANSFERRED_OVERHEAD_ID = "h200-transferred-overhead-over-predicts-llamas"
 LLAMA_OVERHEAD_BELOW_QWEN = (
     "Llama-3.1-8B's b=1 step leaves {0:.2f}-{1:.2f} ms above its roofline where Qwen2.5-7B's leaves {2:.2f}-{3:.2f} ms in "
     "the same sessions and engine: the overhead transferred from Qwen over-predicts Llama's small-batch steps "
-    "(by {4:.0%}-{5:.0%} at b=1 in {6} of its {7} sessions), although Llama has 32 layers to Qwen's 28{8}. Not a "
+    "(by {4:.0%}-{5:.0%} at b=1 in {6} of its {7} sessions), although Llama has 32 layers to Qwen's 28. Not a "
     "per-layer cost (that would go the other way); "
     "candidates: GEMV streaming efficiency at Llama's shapes (hidden 4,096, no qkv bias) vs Qwen's (3,584, "
-    "with bias). The tiny-hidden overhead models separate the engine's share from the model's.").format(
+    "with bias). The tiny-hidden overhead models separate the engine's share from the model's. This finding covers "
+    "only that sign: a check where the overhead under-predicts Llama's step is not explained here.").format(
     *B1_RESIDUAL_MS["llama-3.1-8b"], *B1_RESIDUAL_MS["qwen2.5-7b"], 1 - max(_LLAMA_B1_OVER), 1 - min(_LLAMA_B1_OVER),
-    _count(len(_LLAMA_B1_OVER)), _count(len(LLAMA_B1_RATIOS)),
-    "" if not _LLAMA_B1_UNDER else "; it under-predicts it in " + _and(
-        [f"{s[:10]} {s[11:16]} (by {r - 1:.1%})" for s, r in _LLAMA_B1_UNDER.items()])
-    + ", where Llama's b=1 residual is above Qwen's")
+    _count(len(_LLAMA_B1_OVER)), _count(len(LLAMA_B1_RATIOS)))
 # b at which a session's ratio may straddle its own noise budget: the finding may resolve in one session. Llama's
 # transferred steps also carry the card-to-card spread (latency_card_spread), which reaches b = 32 on the recorded cards.
 BORDERLINE = {("qwen2.5-7b", 4), ("qwen2.5-7b", 8),
@@ -138,14 +141,13 @@ BORDERLINE = {("qwen2.5-7b", 4), ("qwen2.5-7b", 8),
 
 
 def decode_step_marks(model: str, b: int) -> tuple[pytest.MarkDecorator, ...]:
-    """The finding of a decode step at batch b, its band from the other session, or none."""
+    """The finding of a decode step at batch b, its band from the other session, or none (a step the other session
+    puts below its prediction, Llama's at b = 1, 2, 4: on its noise budget with the card spread, it agrees)."""
     ratio = DECODE_RATIO_OTHER_SESSION.get((model, b))
-    if ratio is None:
+    if ratio is None or ratio < 1:
         return ()
-    fid, reason = (("h200-transferred-overhead-above-llamas", LLAMA_OVERHEAD_BELOW_QWEN) if ratio < 1
-                   else (PER_SEQUENCE_FINDING_ID, PER_SEQUENCE_COST))
-    return (pytest.mark.finding(fid, reason=reason, expected=other_session_band(ratio), hardware=CHECKED_ON,
-                                strict=(model, b) not in BORDERLINE, band_from="other-runs"),)
+    return (pytest.mark.finding(PER_SEQUENCE_FINDING_ID, reason=PER_SEQUENCE_COST, expected=other_session_band(ratio),
+                                hardware=CHECKED_ON, strict=(model, b) not in BORDERLINE, band_from="other-runs"),)
 
 
 # Qwen2.5-7B's b=1 step in OTHER_SESSION against its bare roofline (test_decode_bands_are_the_other_sessions_ratios

@@ -40,7 +40,7 @@ lf`, then `lf.X`), so a test never needs to know which module holds a finding:
 from __future__ import annotations
 
 from latency_closed_loop_findings import (C1_FIRST_TOKEN, b64_step_miss_mark, C1_FIRST_TOKEN_CASES, CLOSED_ITL_FROM_DECODE,
-                                          CLOSED_ITL_ON_GOAL, CLOSED_THROUGHPUT_FROM_DECODE, PROMPT_STEPS_SLOWER,
+                                          CLOSED_THROUGHPUT_FROM_DECODE, PROMPT_STEPS_SLOWER,
                                           STEADY_STATE_LLAMA, STEADY_STATE_RATIOS, STEADY_STATE_WITH_GEMM_ETA,
                                           c1_first_token_marks, closed_itl_marks, closed_throughput_marks,
                                           CLOSED_C8_SHORT_ID, CLOSED_THROUGHPUT_C, CLOSED_THROUGHPUT_QUANTITY,
@@ -48,7 +48,7 @@ from latency_closed_loop_findings import (C1_FIRST_TOKEN, b64_step_miss_mark, C1
                                           closed_throughput_envelope, closed_throughput_misses,
                                           steady_state_band, steady_state_marks)
 from latency_decode_findings import (B1_RESIDUAL_MS, BORDERLINE, DECODE_RATIO_OTHER_SESSION, DECODE_ROOFLINE,
-                                     HOST_STALL_FINDING_ID, PER_SEQUENCE_FINDING_ID, LLAMA_B1_RATIOS, LLAMA_OVERHEAD_BELOW_QWEN,
+                                     HOST_STALL_FINDING_ID, PER_SEQUENCE_FINDING_ID, LLAMA_B1_RATIOS, LLAMA_OVERHEAD_BELOW_QWEN, TRANSFERRED_OVERHEAD_ID,
                                      MARGINAL_COST_NEWEST, MARGINAL_COST_REASON, MARGINAL_COST_RUNS,
                                      NEWEST_SLOPE_STALLED, NEWEST_SLOPE_STALLED_AT,
                                      PER_SEQUENCE_COST, ROOFLINE_OTHER_SESSION, SLOPE_STALLED_SESSIONS,
@@ -59,7 +59,7 @@ from latency_findings_common import (CHECKED_ON, LLAMA, MEASURED_ON, OTHER_SESSI
                                      _count, other_session_band)
 from latency_poisson_overload_findings import (CARRIED, FIRST_WITH_GEMM_TIMINGS,
                                                FIRST_TOKEN_BANDED, FRONTEND_MS_BELOW_KNEE, HEAVY, HEAVY_MARKS, LLAMA_HEAVY_MARKS,
-                                               ITL_MARKS, ITL_MEAN_ON_GOAL, ITL_MEDIAN_ON_GOAL, SEQUENCE_COST_ITL,
+                                               ITL_MARKS, SEQUENCE_COST_ITL,
                                                sequence_cost_itl_marks,
                                                ITL_MEDIAN_BETWEEN_REASON, ITL_MEDIAN_NEIGHBOURS, ITL_TARGET,
                                                ITL_MEAN_DERIVED, ITL_UNDER_LOAD, LLAMA_OVERLOAD_REASON,
@@ -93,7 +93,7 @@ __all__ = [
     "CHECKED_ON", "MEASURED_ON", "QWEN", "LLAMA", "_count", "OTHER_SESSION", "OTHER_SESSION_NOISE", "other_session_band", "Carried",
     "StepCarried", "DECODE_RATIO_OTHER_SESSION", "MARGINAL_COST_RUNS", "HOST_STALL_FINDING_ID", "STALLED_DECODE_RUNS",
     "STALLED_PINNED_POOL", "SLOPE_STALLED_SESSIONS", "NEWEST_SLOPE_STALLED", "NEWEST_SLOPE_STALLED_AT",
-    "marginal_cost_span", "PER_SEQUENCE_COST", "B1_RESIDUAL_MS", "LLAMA_B1_RATIOS", "LLAMA_OVERHEAD_BELOW_QWEN",
+    "marginal_cost_span", "PER_SEQUENCE_COST", "B1_RESIDUAL_MS", "LLAMA_B1_RATIOS", "LLAMA_OVERHEAD_BELOW_QWEN", "TRANSFERRED_OVERHEAD_ID",
     "BORDERLINE", "decode_step_marks", "ROOFLINE_OTHER_SESSION", "TINY_OVERHEAD_REASON", "TINY_OVERHEAD_FINDING",
     "DECODE_ROOFLINE", "MARGINAL_COST_NEWEST", "MARGINAL_COST_REASON", "marginal_cost_band", "marginal_cost_envelope", "PER_SEQUENCE_FINDING_ID",
     "marginal_cost_marks", "PREFILL_ROOFLINE_RUNS", "prefill_ceiling_band", "PREFILL_ETA_OTHER_SESSION",
@@ -102,7 +102,7 @@ __all__ = [
     "_PINNED", "_UTILIZATION", "_decode_overhead_ms", "short_prefill_reason", "short_prefill_marks",
     "_prefill_above_gemms_reason", "above_gemms_marks", "STEADY_STATE_RATIOS", "steady_state_band",
     "STEADY_STATE_LLAMA", "STEADY_STATE_WITH_GEMM_ETA", "PROMPT_STEPS_SLOWER", "steady_state_marks",
-    "CLOSED_ITL_FROM_DECODE", "CLOSED_THROUGHPUT_FROM_DECODE", "closed_throughput_marks", "CLOSED_ITL_ON_GOAL",
+    "CLOSED_ITL_FROM_DECODE", "CLOSED_THROUGHPUT_FROM_DECODE", "closed_throughput_marks",
     "closed_itl_marks", "CLOSED_THROUGHPUT_QUANTITY", "CLOSED_THROUGHPUT_C", "CLOSED_THROUGHPUT_RUNS",
     "closed_throughput_misses", "closed_throughput_envelope", "CLOSED_C8_SHORT_ID", "LLAMA_THROUGHPUT_ABOVE",
     "closed_throughput_cost_marks", "C1_FIRST_TOKEN_CASES", "C1_FIRST_TOKEN", "c1_first_token_marks", "POISSON", "HEAVY",
@@ -112,7 +112,7 @@ __all__ = [
     "LLAMA_TTFT_REASON", "TTFT_MARKS", "POISSON_ITL_MEAN", "ITL_TARGET", "SESSIONS", "ITL_UNDER_LOAD",
     "FIRST_TOKEN_BANDED", "ITL_MEAN_DERIVED", "POISSON_PACE_FLAGGED", "POISSON_ITL_MEAN_NEWEST_BUDGET",
     "itl_mean_envelope", "itl_mean_band", "itl_median_envelope", "itl_median_band_13", "POISSON_ITL_MEDIAN_13",
-    "POISSON_ITL_MEDIAN_13_NEWEST_BUDGET", "ITL_MEAN_ON_GOAL", "ITL_MEDIAN_ON_GOAL", "SEQUENCE_COST_ITL", "sequence_cost_itl_marks",
+    "POISSON_ITL_MEDIAN_13_NEWEST_BUDGET", "SEQUENCE_COST_ITL", "sequence_cost_itl_marks",
     "ITL_MEDIAN_NEIGHBOURS", "POISSON_ITL_MEDIAN_BETWEEN", "neighbour_band", "ITL_MEDIAN_BETWEEN_REASON", "ITL_MARKS",
     "MIXED_PREFILL", "FRONTEND_MS_BELOW_KNEE", "MIXED_REASON", "QWEN_HEAVY_OVERLOAD", "QWEN_HEAVY_OUTSIDE", "LLAMA_OVERLOAD_REASON",
     "OVERLOAD_MARKS", "OVERLOAD_ITL_MARKS", "HEAVY_MARKS", "LLAMA_HEAVY_MARKS", "HOST_STALL_SAME_VISIT", "HOST_STALL", "HOST_STALL_REASON",

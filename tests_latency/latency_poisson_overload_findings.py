@@ -501,7 +501,7 @@ ITL_MARKS = {
                                       reason=ITL_UNDER_LOAD + CARRIED["poisson.f1:itl_median"].describe(),
                                       strict="poisson.f1:itl_median" not in STRADDLING_THE_GOAL, band_from="other-runs")),
     # the mean's band derived (itl_mean_band; first: latency_run_validity_findings reads it as the clean band); the
-    # median, held to the decode goal (ITL_MEDIAN_ON_GOAL), derived too (itl_median_band_13)
+    # median, on its noise budget since 2026-12-05, derived too (itl_median_band_13)
     (QWEN, "1.3"): (pytest.mark.finding("h200-itl-under-load", hardware=CHECKED_ON, quantity="itl_mean",
                                         reason=ITL_UNDER_LOAD + _itl_mean_band_sentence("1.3") + SESSIONS,
                                         expected=itl_mean_band("1.3"), strict=False, band_from="other-runs"),
@@ -610,17 +610,6 @@ HEAVY_MARKS = (pytest.mark.finding(MIXED_PREFILL, hardware=CHECKED_ON, quantity=
 LLAMA_HEAVY_MARKS = HEAVY_MARKS
 
 
-# --- the mean ITL on its noise budget (test_latency_load._reconcile_itl) ------------------------------------------
-# Runs whose mean ITL stays on the 10% decode goal: under its noise budget each misses on at least one recorded card
-# with no mechanism measured apart yet (test_latency_load.py::test_itl_means_left_on_the_goal_still_miss fails once
-# none does, to move it onto the budget). Qwen2.5-7B's closed loop at C = 8 runs 3-5% above on both cards, 3-4% even
-# with the per-sequence excess; Llama-3.1-8B's at C = 32 runs 6% under (as its medians do:
-# h200-llama-closed-loop-below-its-decode-steps); Qwen2.5-7B's Poisson run at 0.25x, 5% above on the H100, where no
-# prompt-pace check flags its session.
-ITL_MEAN_ON_GOAL = frozenset({(QWEN, "closed.c8"), (LLAMA, "closed.c32"), (QWEN, "poisson.f0.25")})
-# Qwen2.5-7B's Poisson medians stay on the decode goal: 2-8% above even the prediction that carries the per-sequence
-# excess (test_latency_sequence_cost.py::test_poisson_medians_keep_a_residual_beyond_the_sequence_cost guards it).
-ITL_MEDIAN_ON_GOAL = frozenset((QWEN, f"poisson.f{f}") for f in POISSON)
 # Runs whose ITL statistic misses its budget by the decode step's per-sequence excess: the band is set at test time from
 # the session's decode.b1..b64 slope (sequence_cost.py), measured apart from the run (test_latency_load.sequence_cost_band).
 SEQUENCE_COST_ITL: dict[str, frozenset[tuple[str, str]]] = {

@@ -111,7 +111,9 @@ STEP_ABOVE_FIT_REASON = (
     f"{R1_STEP_EXCESS_MS[4]:.2f} at C=4, {R1_STEP_EXCESS_MS[8]:.2f} at C=8 and {R1_STEP_EXCESS_MS[16]:.2f} at C=16, "
     f"and by {R1_LEN4096_ITL_RATIO - 1:.1%} at C=16 and 4,096-token prompts. The simulation, built on "
     "that step, so runs these loops fast (the overload run's ~16 requests at ~7k tokens of context too): "
-    "measured throughput is below it and ITL above it, one sign. Where the excess comes from is not established: "
+    "measured throughput is below it and ITL above it, one sign; and in the overload run, whose TTFT is a queue "
+    "drained at that throughput, TTFT above it by about the throughput's shortfall (round 1: mean and median; round "
+    "2's are inside their budget, which carries the sweep's round-to-round TTFT shift). Where the excess comes from is not established: "
     "the jump from C=1 to C=2 is most of it (a different decode kernel or sampling path above one sequence would "
     "do it), the rest grows with C and context like the per-sequence cost above KV bytes (seed-decode-per-sequence-"
     "cost). No per-kernel timing was recorded.")
@@ -120,9 +122,13 @@ STEP_ABOVE_FIT_C = frozenset({4, 8})  # throughput rows outside their budgets (C
 STEP_ABOVE_FIT_L = frozenset({256, 512, 1024})  # length-sweep throughput rows outside (2,048 and 4,096 inside)
 STEP_ABOVE_FIT_TPUT = pytest.mark.finding(STEP_ABOVE_FIT, reason=STEP_ABOVE_FIT_REASON, quantity="output_throughput",
                                           band_from="other-runs")
-STEP_ABOVE_FIT_STRESS = [pytest.mark.finding(STEP_ABOVE_FIT, reason=STEP_ABOVE_FIT_REASON, quantity=q,
-                                             band_from="other-runs")
-                         for q in ("output_throughput", "itl_median", "itl_mean")]
+# The overload run's quantities outside their budgets, by round: TTFT only in round 1 (round 2's TTFT budget carries
+# the concurrency sweep's 4-5% round-to-round TTFT shift, and its TTFT is inside it).
+STEP_ABOVE_FIT_STRESS_QUANTITIES = {1: ("output_throughput", "itl_median", "itl_mean", "ttft_mean", "ttft_p50"),
+                                    2: ("output_throughput", "itl_median", "itl_mean")}
+STEP_ABOVE_FIT_STRESS = {rnd: [pytest.mark.finding(STEP_ABOVE_FIT, reason=STEP_ABOVE_FIT_REASON, quantity=q,
+                                                   band_from="other-runs") for q in quantities]
+                         for rnd, quantities in STEP_ABOVE_FIT_STRESS_QUANTITIES.items()}
 
 HIGH_C_TPUT = pytest.mark.finding("seed-decode-per-sequence-cost", reason=HIGH_C.kwargs["reason"],
                                   quantity="output_throughput", band_from="other-runs")
@@ -159,3 +165,26 @@ P99_C16 = pytest.mark.finding(
            "1,985 prompt tokens). Cause not established: fewer than 1% of C=16's ITLs may straddle a full-budget step "
            "(prompts grouped differently than simulated), or a prefill-heavy step runs at a higher efficiency.",
     quantity="itl_p99", band_from="other-runs")
+
+# --- the overload run's running count (round 2's 1 Hz metrics; round 1 quoted only its preemption count) ----------
+_RUNNING_ONE_RUN = (" Band read off the run it judges (checked-run: its measured/predicted +- its budget), which tests "
+                    "nothing yet: only round 2 quoted its running mean; round 1's (its 1 Hz num_requests_running over "
+                    "the overload run on its own pool) would replace it with another run's.")
+RUNNING_MEAN_ABOVE = pytest.mark.finding(
+    "seed-overload-running-mean-above-simulation-cause-not-established",
+    reason="The study's mean of the overload run's 1 Hz vllm:num_requests_running samples is above the simulated "
+           "time-weighted mean running count by more than the budget, which holds only the quote's rounding "
+           "(+-0.005) and the calibration's spread: no run repeats the quantity. Cause not established: the 1 Hz "
+           "sampling error of the mean is not in the budget (the metrics CSV was not published, so its samples' "
+           "spread is unknown), nor how vLLM's admission after a preemption differs from the simulation's step by "
+           "step." + _RUNNING_ONE_RUN, quantity="running_mean", band_from="checked-run")
+RUNNING_CLOSED_FORM_ABOVE = pytest.mark.finding(
+    "seed-overload-running-closed-form-assumes-a-full-pool",
+    reason="The closed form (pool blocks over the blocks of a request at its mean length L + O/2) is above the "
+           "measured mean running count: it assumes the pool always full of requests spread evenly over their "
+           "outputs. The simulation drops that assumption (it admits, preempts and frees blocks step by step on the "
+           "same pool) and lands within a fraction of a percent of the measured count (test_overload_running_"
+           "requests' running_mean), so the gap is the closed form's: the pool is not full all the time (a "
+           "preemption frees a request's blocks, admission refills them a step at a time, the drain empties it). "
+           "Which of these carries most of it is not separated." + _RUNNING_ONE_RUN,
+    quantity="running_mean_closed_form", band_from="checked-run")

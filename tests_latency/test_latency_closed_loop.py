@@ -14,13 +14,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import latency_budget_findings as bf
 import latency_findings as lf
 import pytest
 from latency_findings_common import MEASURED_ON, StepCarried
 from first_token import first_token_times
 from latency_setups import decode_step_miss, moved_by_step_miss, h200_workload, mean_context, median_scatter
 from test_latency_load import (LLAMA, QWEN, SETUP_FIXTURE, TPUT_WHY, _cases, _kw, _label, _models,
-                               _reconcile_itl, _setup, _sim, _workload, engine_ttft_p50_s, itl_budget,
+                               _reconcile_itl, budget_band, _setup, _sim, _workload, engine_ttft_p50_s, itl_budget,
                                prompt_pace_verdict, ttft_budget)
 
 from pytest_anatomy.theory import latency as lat
@@ -122,7 +123,7 @@ def test_c1_first_token_table_is_the_recorded_one(request, target, latency_recor
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("model", _models(lf.steady_state_marks))
+@pytest.mark.parametrize("model", _models(lambda m: (*lf.steady_state_marks(m), *bf.llama_saturation_marks(m))))
 def test_saturation_throughput(model, request, latency_recording, b64_step_miss, reconcile):
     """The plan's saturation point (C=64, whose request rate set the Poisson rates): the simulated
     finite run at the target, and the steady-state closed form as a bound. The closed form has no
@@ -134,8 +135,12 @@ def test_saturation_throughput(model, request, latency_recording, b64_step_miss,
     engine_setup = _setup(request, model, rec)
     res = _sim(engine_setup, rec)
     measured_tput = rec["aggregate.output_throughput_tok_per_s"]
+    budget = itl_budget(engine_setup, res, rec, "mean")
+    band = budget_band(request, engine_setup, rec, "output_throughput", measured_tput.value / res.output_throughput,
+                       sum(budget.values()), lambda o, o_setup: (o["aggregate.output_throughput_tok_per_s"].value
+                                                                 / _sim(o_setup, o).output_throughput))
     reconcile("output_throughput", sv.as_prediction(res, "output_throughput", "", "tokens/s", _label(rec)),
-              measured_tput, rel=0.10, why=TPUT_WHY, **_kw(engine_setup))
+              measured_tput, budget=budget, why=TPUT_WHY, finding_band=band, **_kw(engine_setup))
     s = rec.data["run"]["settings"]
     steady = lat.closed_loop_throughput(engine_setup.model, engine_setup.ceilings, engine_setup.calib, 64, s["input_len"],
                                         s["output_len"], engine_setup.sched.max_num_batched_tokens)
@@ -204,7 +209,8 @@ def steady_state_terms(setup, rec, latency_recording) -> dict[str, float]:
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize(("model", "c"), _cases(CLOSED[1:], lf.closed_itl_marks))
+@pytest.mark.parametrize(("model", "c"), _cases(CLOSED[1:], lambda m, c: (
+    *lf.closed_itl_marks(m, c), *bf.light_load_marks(m, f"closed.c{c}"), *bf.llama_closed_marks(m, c))))
 def test_closed_loop_itl_mean_and_median(model, c, request, latency_recording, reconcile):
     """At C sequences the median ITL is a decode step of batch C: it is held to its noise budget; where the
     same session's isolated decode step at batch C misses beyond its own budget (h200-decode-per-sequence-cost),
@@ -219,26 +225,7 @@ def test_closed_loop_itl_mean_and_median(model, c, request, latency_recording, r
         step, budget = decode_step_at(engine_setup, rec, latency_recording, c)
         own = sum(itl_budget(engine_setup, res, rec, "p50").values())
         bands = {"itl_median": StepCarried(((step, budget),), own).band()}
-    _reconcile_itl(reconcile, engine_setup, res, rec, budgeted=() if model in lf.CLOSED_ITL_ON_GOAL else ("p50",),
-                   bands=bands)
-
-
-@pytest.mark.gpu
-@pytest.mark.targets(recorded="qwen2.5-7b.closed.", live=False)
-def test_closed_itl_left_on_the_goal_still_diverge(request, latency_recording):
-    """A model whose closed-loop medians are still held to the decode target (lf.CLOSED_ITL_ON_GOAL) is there
-    because, under the noise budget, they miss both their prediction and the band of the same session's decode
-    step at batch C: this fails once they stop doing so, to move them onto the budget."""
-    for model in lf.CLOSED_ITL_ON_GOAL:
-        for c in CLOSED[1:]:
-            rec = latency_recording(f"{model}.closed.c{c}")
-            setup = _setup(request, model, rec)
-            res = _sim(setup, rec)
-            ratio = rec["aggregate.itl_s.median"].value / res.stat("itl", "p50")
-            own = sum(itl_budget(setup, res, rec, "p50").values())
-            step, budget = decode_step_at(setup, rec, latency_recording, c)
-            assert abs(ratio - 1) > own, (model, c, ratio, own)
-            assert abs(ratio - step) > step * (budget + own), (model, c, ratio, step, budget, own)
+    _reconcile_itl(reconcile, engine_setup, res, rec, bands=bands, request=request)
 
 
 def decode_step_at(setup, rec, latency_recording, b: int) -> tuple[float, float]:
@@ -253,7 +240,7 @@ def test_closed_itl_bands_are_the_decode_steps(request, latency_recording):
     """lf.CLOSED_ITL_FROM_DECODE (the decode step's ratio and budget at batch C in the closed run's session, and
     the closed run's own median-ITL budget) recomputed from the recordings; every case the decode step itself
     misses beyond its budget is listed, and only those."""
-    for model, c in ((m, c) for m in SETUP_FIXTURE if m not in lf.CLOSED_ITL_ON_GOAL for c in CLOSED[1:]):
+    for model, c in ((m, c) for m in SETUP_FIXTURE if m != LLAMA for c in CLOSED[1:]):  # Llama: bf.llama_closed_marks
         rec = latency_recording(f"{model}.closed.c{c}")
         setup = _setup(request, model, rec)
         ratio, budget = decode_step_at(setup, rec, latency_recording, c)

@@ -162,7 +162,7 @@ def test_tiny_overhead_reason_quotes_the_roofline() -> None:
 
 @recorded
 def test_llama_b1_ratios_are_the_recorded_ones(request, target, session_rec, setup_beside):
-    """lf.LLAMA_B1_RATIOS (h200-transferred-overhead-above-llamas' "over-predicts ... by") is Llama-3.1-8B's b=1 step
+    """lf.LLAMA_B1_RATIOS (h200-transferred-overhead-over-predicts-llamas' "over-predicts ... by") is Llama-3.1-8B's b=1 step
     over its prediction in every recorded session, with the Qwen calibration known when it ran."""
     got = {}
     for model, b1, setup in _session_setups(request, target, session_rec, setup_beside):

@@ -1,0 +1,94 @@
+"""Findings of the load checks moved off the 10% decode and throughput goals onto their noise budgets (issue 10 item 2,
+2026-12-05): the runs that, under a budget of measured noise, miss by more than it. Each finding explains one sign
+only (issue 10 item 3), and its band comes from other runs where the card has recorded them, else from the run it
+judges, with the reason naming the run that would replace it.
+"""
+
+from __future__ import annotations
+
+import pytest
+from latency_findings_common import H100, LLAMA, MEASURED_ON, QWEN
+
+# --- Qwen2.5-7B at light load: the ITL above its simulation (both cards) ---------------------------------------------
+LIGHT_LOAD_ITL_ABOVE_ID = "h200-light-load-itl-above-cause-not-established"
+H100_LIGHT_LOAD_ITL_ABOVE_ID = "h100-light-load-itl-above-cause-not-established"
+# (run, quantity) of each check it covers: before 2026-12-05 these were held to the 10% decode goal
+# (ITL_MEAN_ON_GOAL, ITL_MEDIAN_ON_GOAL, with guards that they still missed their budget).
+LIGHT_LOAD_ITL_ABOVE = {"closed.c8": ("itl_mean",), "poisson.f0.25": ("itl_median", "itl_mean"),
+                        "poisson.f0.5": ("itl_median",)}
+_LIGHT_LOAD = (
+    "Qwen2.5-7B's ITL at light load (the closed loop at C = 8: its mean; the Poisson runs at 0.25x the C = 64 rate: "
+    "median and mean; at 0.5x: median) runs above its simulation by more than the run's noise budget (the rows beside "
+    "give each): the steps of a lightly loaded engine take longer than the step model prices. Part of it is the "
+    "per-sequence excess of the decode step (h200-decode-per-sequence-cost); not all: with the session's excess "
+    "carried, the Poisson medians stay 2-8% above (test_latency_sequence_cost.py::"
+    "test_poisson_medians_keep_a_residual_beyond_the_sequence_cost) and C = 8's mean 3-4%. The rest has no mechanism "
+    "measured apart (candidates: the steps that carry a prompt, h200-prompt-steps-slower-than-modeled, whose share of "
+    "the mean is larger at light load; the async scheduler's idle gaps between requests).")
+LIGHT_LOAD_REASON = _LIGHT_LOAD + (
+    " Band, set at test time: the lowest and highest measured/simulated of the same run and statistic in the card's "
+    "other recorded sessions (each simulated with its own session's setup), widened by this run's noise budget.")
+H100_LIGHT_LOAD_REASON = _LIGHT_LOAD + (
+    " On the H100 these runs were recorded in one session (2026-12-02 18:32): band read off the run it judges "
+    "(its measured/simulated +- its budget), which tests nothing yet; a second H100 session of the latency plan "
+    "would replace it with the other-runs band the H200 has.")
+
+
+def light_load_marks(model: str, run: str) -> tuple[pytest.MarkDecorator, ...]:
+    if model != QWEN or run not in LIGHT_LOAD_ITL_ABOVE:
+        return ()
+    return tuple(mark for q in LIGHT_LOAD_ITL_ABOVE[run] for mark in (
+        pytest.mark.finding(LIGHT_LOAD_ITL_ABOVE_ID, hardware=MEASURED_ON, quantity=q, reason=LIGHT_LOAD_REASON,
+                            band_from="other-runs"),
+        pytest.mark.finding(H100_LIGHT_LOAD_ITL_ABOVE_ID, hardware=H100, quantity=q, reason=H100_LIGHT_LOAD_REASON,
+                            band_from="checked-run")))
+
+
+# --- Llama-3.1-8B's closed loops (one session, 2026-11-30): one finding per sign -------------------------------------
+_ONE_SESSION = (" Llama-3.1-8B's closed loops were recorded in one session (2026-11-30 02:02): band read off the run "
+                "it judges (its measured/simulated +- its noise budget), which tests nothing yet; a second "
+                "Llama-3.1-8B closed-loop session (C = 8, 32, 64) would replace it with other runs.")
+LLAMA_CLOSED_ABOVE_ID = "h200-llama-closed-loop-steps-slower-at-high-c"
+LLAMA_CLOSED_ABOVE = (
+    "Llama-3.1-8B's closed loops at C = 32 and 64 run their steps slower than simulated: median ITL above the "
+    "prediction, and at C = 64 the throughput below it, beyond the run's noise budget. The decode steps of batch 32 "
+    "and 64 carry the per-sequence excess (h200-decode-per-sequence-cost: the same session's isolated steps ran "
+    "1.054x and 1.085x their prediction), which the step model lacks; the closed loops miss by less than those "
+    "isolated steps (h200-llama-closed-loop-below-its-decode-steps)." + _ONE_SESSION)
+LLAMA_CLOSED_ABOVE_CASES = {32: ("itl_median",), 64: ("itl_median", "output_throughput")}
+LLAMA_CLOSED_BELOW_ID = "h200-llama-closed-loop-itl-below-prediction-cause-not-established"
+LLAMA_CLOSED_BELOW = (
+    "Llama-3.1-8B's closed loop runs faster than simulated at C = 8 (median ITL below the prediction) and in its "
+    "prompt-carrying steps at C = 32 (mean ITL below, while the median is above), beyond the run's noise budget. At "
+    "C = 8 part of it is the overhead transferred from Qwen2.5-7B over-predicting Llama's small steps in this session "
+    "(h200-transferred-overhead-over-predicts-llamas: its b=1 step ran 0.986x); the session's isolated b=8 step ran "
+    "above its prediction, so the rest, and C = 32's mean, have no mechanism measured apart." + _ONE_SESSION)
+LLAMA_CLOSED_BELOW_CASES = {8: ("itl_median",), 32: ("itl_mean",)}
+
+
+def llama_closed_marks(model: str, c: int) -> tuple[pytest.MarkDecorator, ...]:
+    """Llama-3.1-8B's closed-loop ITL findings at C = c (quantity itl_median / itl_mean; C = 64's throughput is
+    test_saturation_throughput's, llama_saturation_marks)."""
+    if model != LLAMA:
+        return ()
+    marks = [pytest.mark.finding(LLAMA_CLOSED_ABOVE_ID, hardware=MEASURED_ON, quantity=q, reason=LLAMA_CLOSED_ABOVE,
+                                 band_from="checked-run")
+             for q in LLAMA_CLOSED_ABOVE_CASES.get(c, ()) if q != "output_throughput"]
+    marks += [pytest.mark.finding(LLAMA_CLOSED_BELOW_ID, hardware=MEASURED_ON, quantity=q, reason=LLAMA_CLOSED_BELOW,
+                                  band_from="checked-run") for q in LLAMA_CLOSED_BELOW_CASES.get(c, ())]
+    return tuple(marks)
+
+
+def llama_saturation_marks(model: str) -> tuple[pytest.MarkDecorator, ...]:
+    if model != LLAMA:
+        return ()
+    return (pytest.mark.finding(LLAMA_CLOSED_ABOVE_ID, hardware=MEASURED_ON, quantity="output_throughput",
+                                reason=LLAMA_CLOSED_ABOVE, band_from="checked-run"),)
+
+
+IDS = frozenset({LIGHT_LOAD_ITL_ABOVE_ID, H100_LIGHT_LOAD_ITL_ABOVE_ID, LLAMA_CLOSED_ABOVE_ID, LLAMA_CLOSED_BELOW_ID})
+
+
+def checked_run_band(ratio: float, budget: float) -> tuple[float, float]:
+    """A band read off the run it judges: its own measured/predicted +- its noise budget (band_from="checked-run")."""
+    return (round(ratio * (1 - budget), 4), round(ratio * (1 + budget), 4))
