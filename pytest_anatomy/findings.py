@@ -1,24 +1,28 @@
 """The `finding` marker: an expected, explained divergence that travels with its test.
 
     @pytest.mark.finding("seed-kv-pool-driver", reason="round 1's driver left 1.8 GiB less ...",
-                         quantity="available_kv_bytes", expected=(0.6, 0.8))
+                         quantity="available_kv_bytes", expected=(0.6, 0.8), band_from="other-runs")
 
 - id       -- stable identifier, shown in the report's findings section
 - reason   -- the explanation (required: a finding without one is just a hidden failure)
 - quantity -- optional: only the reconciliation with this name is expected to diverge;
               by default the mark covers every reconciliation in the test
-- expected -- optional (lo, hi) band of measured/predicted the explanation covers; a finding
-              that drifts outside it is a divergence again
+- expected -- (lo, hi) band of measured/predicted the explanation covers; a finding that drifts
+              outside it is a divergence again. Static here, or computed by the test at run time
+              (reconcile(..., finding_band=...)); one of the two is required (band_from below)
 - hardware -- optional: the card whose measurements the finding explains (a target name), or a
               tuple of cards where the same band was checked on each card's own measurements. On
               any other target the mark does not apply, and the reconciliation is judged on its
               own: a gap measured on one card is no excuse for the same gap on another.
 - strict   -- default True: once the gap closes (verdict resolved) the test fails, like a strict
               XPASS, so the finding is retired; strict=False lets it pass (an XPASS) for a transition
-- band_from -- where the band comes from (BAND_SOURCES), required with a band: a static `expected`, or
-              one the test computes at run time (reconcile(..., finding_band=...)). A band must not be
-              tuned to the run it judges, so its source is stated where the band is written and shown
-              in the report beside it.
+- band_from -- where the band comes from (BAND_SOURCES), required on every finding (issue 10: a finding
+              without a band accepts any gap): the band is a static `expected`, or one the test computes
+              at run time (reconcile(..., finding_band=...)), and a finding verdict judged without either
+              is refused (fixtures.Reconciler). A band must not be tuned to the run it judges, so its
+              source is stated where the band is written and shown in the report beside it; one that can
+              only be read off the run it judges is `checked-run`, its reason naming the second run that
+              would replace it.
 """
 
 from __future__ import annotations
@@ -41,6 +45,12 @@ BAND_SOURCES: dict[str, str] = {
     # the report lists it, until a second run (or the explanation's arithmetic) replaces it.
     "checked-run": "read off the run it judges, so it tests nothing yet (a second run replaces it)",
 }
+
+
+# The fix a bandless finding is told, at declaration (parse_finding_marks) and at judgement (fixtures.Reconciler).
+BAND_REQUIRED = (f"every finding needs a band (expected=(lo, hi), or reconcile(..., finding_band=...) at run time) "
+                 f"and band_from= saying where it comes from ({', '.join(BAND_SOURCES)}); a band read off the run it "
+                 "judges is band_from='checked-run', its reason naming the second run that would replace it")
 
 
 @dataclass(frozen=True)
@@ -111,9 +121,8 @@ def parse_finding_marks(item: pytest.Item) -> list[FindingMark]:
         if band_from is not None and band_from not in BAND_SOURCES:
             raise pytest.UsageError(f"{where}({mark.args[0]!r}) band_from={band_from!r} must be one of "
                                     f"{', '.join(BAND_SOURCES)}")
-        if expected is not None and band_from is None:
-            raise pytest.UsageError(f"{where}({mark.args[0]!r}) has a band (expected={expected}) but no band_from=: "
-                                    f"say where it comes from ({', '.join(BAND_SOURCES)})")
+        if band_from is None:
+            raise pytest.UsageError(f"{where}({mark.args[0]!r}) has no band_from=: {BAND_REQUIRED}")
         marks.append(FindingMark(mark.args[0], reason.strip(), quantity, expected, hardware, strict, band_from))
     return marks
 

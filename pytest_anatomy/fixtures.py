@@ -15,7 +15,7 @@ import pytest
 
 from pytest_anatomy import recordings
 from pytest_anatomy.gpu_arch import NotOnThisGPU
-from pytest_anatomy.findings import BAND_SOURCES, carried_to_another_card, mark_for, parse_finding_marks
+from pytest_anatomy.findings import BAND_REQUIRED, carried_to_another_card, mark_for, parse_finding_marks
 from pytest_anatomy.measure.measurement import Measurement
 from pytest_anatomy.option_names import HARDWARE_OPTION, RECORD_OPTION, SOURCE_OPTION
 from pytest_anatomy.outcome import RECONCILED
@@ -90,9 +90,6 @@ class Reconciler:
             lo, hi = (float(x) for x in finding_band)
             if not 0 <= lo <= hi:
                 raise ValueError(f"{name}: finding_band={finding_band} needs 0 <= lo <= hi")
-            if mark.band_from is None:
-                raise ValueError(f"{name}: finding_band={finding_band} but finding {mark.id!r} states no "
-                                 f"band_from= ({', '.join(BAND_SOURCES)}): say where the band comes from")
             mark = dataclasses.replace(mark, expected=(round(lo, 4), round(hi, 4)))
         if mark is not None:
             mark = carried_to_another_card(mark, hardware, tolerance)
@@ -102,6 +99,9 @@ class Reconciler:
             suite=suite_of(self._item), test_id=self._item.nodeid,
             hardware=hardware or UNSPECIFIED_HARDWARE, model=model, kind=kind,
         )
+        if recon.verdict is Verdict.FINDING and mark is not None and mark.expected is None:
+            # A finding without a band accepts any gap: refused, not recorded (issue 10 item 3).
+            raise ValueError(f"{name}: finding {mark.id!r} judged without a band: {BAND_REQUIRED}")
         self.results.append(recon)
         self._item.user_properties.append((USER_PROPERTY, json.dumps(recon.to_dict(), default=str)))
         config.hook.pytest_anatomy_reconciled(config=config, reconciliation=recon)

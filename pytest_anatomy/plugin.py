@@ -30,9 +30,10 @@ _MARKERS = (
     "only as recordings); hardware= (a name or a tuple) keeps only those targets: a table of one card's findings "
     "is recomputed from that card's recordings, not from every card's",
     "slow: a long live measurement (engine starts, load runs); `-m 'gpu and not slow'` is the fast live subset",
-    "finding(id, *, reason, quantity=None, expected=None, hardware=None, strict=True, band_from=None): an expected, "
+    "finding(id, *, reason, band_from, quantity=None, expected=None, hardware=None, strict=True): an expected, "
     "explained divergence on one card (reported as a finding: an xfail; once resolved it fails unless strict=False); "
-    "band_from (preregistered, explanation, other-runs, checked-run) is required with a band",
+    "every finding needs a band (expected=, or reconcile(finding_band=) at run time) and band_from (preregistered, "
+    "explanation, other-runs, checked-run)",
 )
 
 

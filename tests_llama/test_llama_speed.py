@@ -24,7 +24,8 @@ findings (llama_findings.py).
 from __future__ import annotations
 
 import pytest
-from llama_findings import KQUANT_PREFILL_FINDING, SMALL_DECODE_FINDING, bench_marks, kquant_band, prefill_marks
+from llama_findings import (KQUANT_PREFILL_FINDING, SMALL_DECODE_FINDING, SMALL_PREFILL_BANDED_UNTIL,
+                            SMALL_PREFILL_FINDING, bench_marks, kquant_band, prefill_marks)
 from llama_runs import SUITE, LlamaRun, completed
 from llama_speed import FIT_MODEL, N_GEN, N_PROMPT, TINY_FOR, SessionCalibration
 
@@ -38,17 +39,21 @@ def _checked(run: LlamaRun) -> bool:
 
 
 def _other_sessions_band(request, run, measured, header_for, s: SessionCalibration, predict, finding: str,
-                         ) -> tuple[float, float]:
+                         until: str | None = None) -> tuple[float, float]:
     """The envelope of measured/predicted of `run` in every other session that benched it and its tiny model (each
     with its own ceilings and overhead; `predict(o)`: the prediction from that session's SessionCalibration `o`), each
     +- its own scatter, its session's budget and this session's. No other session: no band to give (the finding then
-    bounds nothing)."""
+    bounds nothing). `until`: the sessions recorded at or before that stamp instead, the judged one included where it
+    is one of them (a checked-run band, pinned: a later session is judged against them, not added to them)."""
     _, results = anatomy_session.of_config(request.config, SUITE)
     this = s.budget.rel
     lo, hi = [], []
     for path in recordings.candidates(results, run.target, SUITE, run.name):
         other = recordings.load_file(path)
-        if other.recorded_at == s.bench.recorded_at or other.provenance.get("status") not in (None, "ok"):
+        if other.provenance.get("status") not in (None, "ok"):
+            continue
+        if (until is None and other.recorded_at == s.bench.recorded_at) or (
+                until is not None and recordings.stamp_of(other.recorded_at) > recordings.stamp_of(until)):
             continue
         try:
             o = SessionCalibration(run, measured, header_for, s.phase, bench=completed(other))
@@ -98,8 +103,12 @@ def test_prefill_tokens_per_s(target, run, measured, header_for, reconcile, requ
     s.budget.add(f"this run {run.name}", m)
     pred = ll.prefill_tokens_per_s(header, calib, N_PROMPT)
     band = None
-    if KQUANT_PREFILL_FINDING.args[0] in {mk.args[0] for mk in request.node.iter_markers("finding")}:
+    marks = {mk.args[0] for mk in request.node.iter_markers("finding")}
+    if KQUANT_PREFILL_FINDING.args[0] in marks:
         band = _other_sessions_band(request, run, measured, header_for, s, lambda o: predict(o.carried(predict)),
                                     KQUANT_PREFILL_FINDING.args[0])
+    elif SMALL_PREFILL_FINDING.args[0] in marks:  # the other session alone does not bound it: both, pinned
+        band = _other_sessions_band(request, run, measured, header_for, s, lambda o: predict(o.carried(predict)),
+                                    SMALL_PREFILL_FINDING.args[0], until=SMALL_PREFILL_BANDED_UNTIL)
     reconcile(f"llamacpp_pp{N_PROMPT}_tok_per_s", pred, m, rel=s.budget.rel, why=s.budget.why(), model=run.model,
               finding_band=band)

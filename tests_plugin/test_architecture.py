@@ -222,6 +222,32 @@ def test_findings_live_in_their_suites_findings_module() -> None:
     assert _finding_calls(ast.parse("import pytest\nM = pytest.mark.finding('x', reason='r')\n")) == [2]
 
 
+def _bandless_finding_calls(tree: ast.Module) -> list[int]:
+    """Line numbers of finding mark calls that state no band_from= (a call forwarding **kwargs is judged where those
+    were written)."""
+    return [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Call) and node.lineno in _finding_calls(tree)
+            and isinstance(node.func, ast.Attribute) and node.func.attr == "finding"
+            and not any(k.arg in ("band_from", None) for k in node.keywords)]
+
+
+def test_every_finding_states_its_band_source() -> None:
+    """Issue 10 item 3: a finding without a band accepts any gap, so every finding mark of every suite says where its
+    band comes from (band_from=; the band itself is expected= or the test's finding_band=, which the plugin checks
+    when it judges). The plugin refuses such a mark when its test runs; this reads every declaration, run or not."""
+    bandless = []
+    for suite in sorted(ROOT.glob("tests_*")):
+        if suite.name == "tests_plugin":  # pytester tests write (bad) finding marks into the files they run
+            continue
+        for path in sorted(suite.rglob("*.py")):
+            bandless += [f"{path.relative_to(ROOT)}:{line}" for line in _bandless_finding_calls(ast.parse(path.read_text()))]
+    assert not bandless, ("finding marks without band_from= (give the band and its source; checked-run, its reason "
+                          f"naming the second run that would replace it, where nothing else exists): {bandless}")
+    # the checker sees a bandless declaration when there is one, and not a sourced or forwarded one
+    assert _bandless_finding_calls(ast.parse("import pytest\nM = pytest.mark.finding('x', reason='r')\n")) == [2]
+    assert _bandless_finding_calls(ast.parse("import pytest\nM = pytest.mark.finding('x', reason='r', "
+                                             "band_from='other-runs')\nN = pytest.mark.finding(*a, **k)\n")) == []
+
+
 RECORDING_READERS = {"candidates", "list_recordings", "load_file"}
 # Live tests that read other sessions' recordings on purpose, each with why that is safe live.
 READS_HISTORY_LIVE: dict[str, str] = {

@@ -64,6 +64,18 @@ def test_the_ci_summary_counts_finding_bands_by_source() -> None:
     assert "Finding bands" not in render_summary({"reconciliations": _entries()})
 
 
+def test_a_finding_verdict_without_a_band_is_counted_not_left_out() -> None:
+    """Issue 10 item 3: the line counts every finding verdict of a mark, so one without a band (a ledger from before
+    bands were required, or written by another tool) shows as "no band" instead of vanishing from the count."""
+    def entry(verdict: str, expected: list[float] | None, source: str | None) -> dict:
+        return {"verdict": verdict, "kind": "prediction", "suite": "s",
+                "finding": {"id": "f", "reason": "r", "expected": expected, "band_from": source}}
+
+    text = render_summary({"reconciliations": [entry("finding", [0.9, 1.1], "other-runs"), entry("finding", None, None),
+                                               entry("diverge", None, "checked-run"), entry("agree", None, None)]})
+    assert "Finding bands by source: 1 other-runs, 2 no band (checked-run:" in text
+
+
 def test_the_terminal_summary_counts_finding_bands_by_source_too() -> None:
     from pytest_anatomy.report.terminal import summary_lines
 

@@ -51,7 +51,8 @@ def test_exact_default_and_tolerance_needs_a_reason(pytester: pytest.Pytester) -
 
 FINDING = """
 import pytest
-@pytest.mark.finding("seed-x", reason="the pool is smaller because the driver reserves more")
+@pytest.mark.finding("seed-x", reason="the pool is smaller because the driver reserves more",
+                     expected=(0.6, 0.8), band_from="checked-run")
 def test_marked(reconcile):
     reconcile("pool", 100.0, {measured}, rel=0.01, why="rounding")
 """
@@ -89,10 +90,10 @@ def test_allow_resolved_relaxes_every_finding_to_an_xpass(pytester: pytest.Pytes
 def test_strict_false_relaxes_one_finding(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("""
         import pytest
-        @pytest.mark.finding("closing", reason="the driver fix is rolling out", strict=False)
+        @pytest.mark.finding("closing", reason="the driver fix is rolling out", strict=False, expected=(0.6, 0.8), band_from="checked-run")
         def test_relaxed(reconcile):
             reconcile("pool", 100.0, 100.2, rel=0.01, why="rounding")
-        @pytest.mark.finding("closed", reason="fixed long ago")
+        @pytest.mark.finding("closed", reason="fixed long ago", expected=(0.6, 0.8), band_from="checked-run")
         def test_strict(reconcile):
             reconcile("pool", 100.0, 100.2, rel=0.01, why="rounding")
     """)
@@ -134,16 +135,34 @@ def test_finding_band_set_at_test_time_replaces_the_marks(pytester: pytest.Pytes
 
 
 def test_a_test_time_band_needs_its_marks_source(pytester: pytest.Pytester) -> None:
-    """A band the test computes (finding_band) is judged only under a mark that says where bands come from."""
+    """A band the test computes (finding_band) is judged only under a mark that says where bands come from: a mark
+    without band_from= is refused before the test body runs."""
     pytester.makepyfile("""
         import pytest
         @pytest.mark.finding("f1", reason="r")
         def test_unsourced(reconcile):
             reconcile("x", 100.0, 150.0, rel=0.01, why="w", finding_band=(1.4, 1.6))
     """)
+    result = pytester.runpytest("-p", "no:cacheprovider", "-rE")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*finding('f1') has no band_from=: every finding needs a band*"])
+
+
+def test_a_finding_judged_without_a_band_fails(pytester: pytest.Pytester) -> None:
+    """Issue 10: a finding whose test passes no band (no expected=, no finding_band=) would accept any gap; its finding
+    verdict is refused with the fix, and nothing is recorded as a finding. A resolved one needs no band."""
+    pytester.makepyfile("""
+        import pytest
+        @pytest.mark.finding("f1", reason="r", band_from="other-runs")
+        def test_band_forgotten(reconcile):
+            reconcile("x", 100.0, 150.0, rel=0.01, why="w")
+        @pytest.mark.finding("f1", reason="r", band_from="other-runs", strict=False)
+        def test_closed(reconcile):
+            reconcile("x", 100.0, 100.5, rel=0.01, why="w")
+    """)
     result = pytester.runpytest("-p", "no:cacheprovider", "-rf")
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*finding 'f1' states no band_from=*"])
+    assert result.parseoutcomes() == {"failed": 1, "resolved": 1}
+    result.stdout.fnmatch_lines(["*x: finding 'f1' judged without a band: every finding needs a band (expected=*"])
 
 
 def test_finding_band_of_another_cards_finding_is_dropped(pytester: pytest.Pytester) -> None:
@@ -151,10 +170,10 @@ def test_finding_band_of_another_cards_finding_is_dropped(pytester: pytest.Pytes
     to its own tolerance (first seen on the first H100 session, where two H200 bands raised ValueError)."""
     pytester.makepyfile("""
         import pytest
-        @pytest.mark.finding("f1", reason="r", hardware="card-a")
+        @pytest.mark.finding("f1", reason="r", hardware="card-a", band_from="other-runs")
         def test_other_card_agrees(reconcile):
             reconcile("x", 100.0, 100.5, rel=0.01, why="w", hardware="card-b", finding_band=(1.4, 1.6))
-        @pytest.mark.finding("f1", reason="r", hardware="card-a")
+        @pytest.mark.finding("f1", reason="r", hardware="card-a", band_from="other-runs")
         def test_other_card_diverges(reconcile):
             reconcile("x", 100.0, 150.0, rel=0.01, why="w", hardware="card-b", finding_band=(1.4, 1.6))
         @pytest.mark.finding("f1", reason="r", hardware="card-a", band_from="other-runs")
@@ -191,7 +210,7 @@ def test_a_band_carried_to_another_card_is_widened_by_its_noise_budget(pytester:
 def test_finding_quantity_scopes_the_mark(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("""
         import pytest
-        @pytest.mark.finding("f1", reason="r", quantity="other")
+        @pytest.mark.finding("f1", reason="r", quantity="other", expected=(0.6, 0.8), band_from="checked-run")
         def test_scoped(reconcile):
             reconcile("pool", 100.0, 70.0, rel=0.01, why="rounding")
     """)
@@ -205,6 +224,7 @@ def test_finding_quantity_scopes_the_mark(pytester: pytest.Pytester) -> None:
     ('finding("x", reason="r", expected=(2, 1))', "0 <= lo <= hi"),
     ('finding("x", reason="r", strict="no")', "must be True or False"),
     ('finding("x", reason="r", expected=(1, 2))', "no band_from="),
+    ('finding("x", reason="r")', "has no band_from=: every finding needs a band"),
     ('finding("x", reason="r", band_from="tuned")', "band_from='tuned' must be one of"),
 ])
 def test_bad_finding_marks_are_usage_errors(pytester: pytest.Pytester, mark: str, message: str) -> None:

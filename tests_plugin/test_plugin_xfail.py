@@ -17,15 +17,16 @@ import pytest
 def test_agree(reconcile):
     reconcile("kv_bytes", 57344.0, 57344.0, hardware="h200")
 
-@pytest.mark.finding("seed-pool", reason="the driver reserves more than the formula assumes")
+@pytest.mark.finding("seed-pool", reason="the driver reserves more than the formula assumes",
+                     expected=(0.6, 0.8), band_from="checked-run")
 def test_finding(reconcile):
     reconcile("pool", 100.0, 70.0, rel=0.01, why="log rounding", hardware="h200")
 
-@pytest.mark.finding("seed-closed", reason="a vLLM bug, fixed since")
+@pytest.mark.finding("seed-closed", reason="a vLLM bug, fixed since", expected=(0.6, 0.8), band_from="checked-run")
 def test_resolved(reconcile):
     reconcile("pool", 100.0, 100.2, rel=0.01, why="log rounding", hardware="rtx4090")
 
-@pytest.mark.finding("seed-closing", reason="fix rolling out", strict=False)
+@pytest.mark.finding("seed-closing", reason="fix rolling out", strict=False, expected=(0.6, 0.8), band_from="checked-run")
 def test_resolved_relaxed(reconcile):
     reconcile("pool", 100.0, 100.2, rel=0.01, why="log rounding", hardware="rtx4090")
 
@@ -136,7 +137,7 @@ def test_findings_are_listed_by_rx_and_counted_as_findings(pytester: pytest.Pyte
 def test_counts_say_findings_in_the_plural(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("""
         import pytest
-        @pytest.mark.finding("f", reason="known")
+        @pytest.mark.finding("f", reason="known", expected=(0.6, 0.8), band_from="checked-run")
         @pytest.mark.parametrize("i", range(2))
         def test_two(reconcile, i):
             reconcile("pool", 100.0, 70.0, rel=0.01, why="rounding")
@@ -167,7 +168,7 @@ def test_runxfail_turns_findings_into_failures_with_both_numbers(pytester: pytes
 def test_a_finding_test_that_fails_for_another_reason_still_fails(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("""
         import pytest
-        @pytest.mark.finding("f", reason="known")
+        @pytest.mark.finding("f", reason="known", expected=(0.6, 0.8), band_from="checked-run")
         def test_x(reconcile):
             reconcile("pool", 100.0, 70.0, rel=0.01, why="rounding")
             assert 1 == 2, "unrelated"
@@ -191,7 +192,7 @@ def test_summary_file_has_counts_moved_findings_and_diverges(pytester: pytest.Py
     assert "| default | rtx4090 | 0 | 0 | 2 | 0 |" in text
     assert "#### Findings that drifted or resolved" in text
     assert "| `seed-drift` | pool | drifted | 0.3 | 0.6–0.8 (preregistered) | test_verdicts.py::test_drifted |" in text
-    assert "| `seed-closed` | pool | resolved | 1.002 | — |" in text
+    assert "| `seed-closed` | pool | resolved | 1.002 | 0.6–0.8 (checked-run) |" in text
     assert "#### Diverges" in text
     assert "| weights | default | h200 | 200 | 150 | -25.0% | ±1% |" in text
     assert "#### 3 failed tests" in text and "[XPASS(strict)] finding 'seed-closed' is resolved" in text

@@ -14,6 +14,7 @@ ceilings and its tiny benches, quant_prefill.session_before). Batch 1 calibrates
 from __future__ import annotations
 
 import functools
+import json
 
 from dataclasses import dataclass
 from pathlib import Path
@@ -160,3 +161,53 @@ def preregistration_body(results: Path, hardware: str, when: str) -> dict[str, o
                        "terms": {t.name: t.value for t in p.terms}} for q, p in preds.items()}
         out[ft]["calibration_runs"] = sorted(calibration(results, hardware, ft, when).runs)  # type: ignore[index]
     return out
+
+
+# ---- finding bands (quant_findings) ---------------------------------------------------------------------------------
+# The one batched run so far. Its three findings' bands are read off it (checked-run): no other run measured a batched
+# 7B decode or a 64-prompt batch. Pinned, not the newest: a later batched run is judged against this run's ratio (and
+# is then banded by another run), so a second run far from it diverges instead of moving the band with it.
+BANDED_BY_RUN = "2026-12-04T18:38:18Z"
+
+
+def batched_run(results: Path, hardware: str, file_type: str, when: str | None = None) -> recordings.Recording:
+    """The type's batched recording at or before `when` (the newest without it)."""
+    name = f"{MODEL}.{file_type.lower()}.batched"
+    if when is None:
+        return recordings.load_latest(results, hardware, "quant", name)
+    return recordings.load_not_after(results, hardware, "quant", name, when)
+
+
+def checked_run_band(results: Path, hardware: str, file_type: str, quantity: str, predicted: float,
+                     rel: float) -> tuple[float, float]:
+    """measured/predicted of `quantity` in BANDED_BY_RUN, +- the check's own tolerance `rel` (its calibration runs'
+    noise, the session spread and the run's 2 robust SE): the band of a finding read off the run it judges."""
+    ratio = batched_run(results, hardware, file_type, BANDED_BY_RUN)[quantity].value / predicted
+    return ratio * (1 - rel), ratio * (1 + rel)
+
+
+def prefill_band(results: Path, hardware: str, file_type: str, predicted: float, rel: float) -> tuple[float, float]:
+    """measured/predicted band of the type's llama-bench pp512 from its batched run (another run of the same file's
+    512-token prompts, quant_findings.QUANT_7B_MMQ_PREFILL_PER_TYPE): from its lone prompt (S_PP(1), which pays
+    quant-7b-batched-lone-prompt-pays-a-fixed-cost) to 64 at once (S_PP(64), which does not), each over `predicted`,
+    widened by the bench check's tolerance `rel` and the batched medians' own 2 robust SE. A per-type MMQ cost is a
+    cost of the file, so another run of it lands in the same place; a bench outside says it is not."""
+    rec = batched_run(results, hardware, file_type)
+    one, many = rec["pp512.b1.tok_per_s"], rec[f"pp512.b{BATCH}.tok_per_s"]
+    lo = one.value / predicted * (1 - rel - qs.rel_se(one.samples, one.value))
+    hi = many.value / predicted * (1 + rel + qs.rel_se(many.samples, many.value))
+    return min(lo, hi), max(lo, hi)
+
+
+def lone_decode_band(results: Path, hardware: str, file_type: str, predicted: float) -> tuple[float, float]:
+    """measured/predicted band of the type's llama-bench tg128 from its batched run's decode at one sequence (S_TG(1):
+    another run of the same file's batch-1 decode, quant_findings.QUANT_7B_Q6K_Q3K_SLOWER), each over `predicted`,
+    +- the card's session-to-session spread of tg128 and the batched median's 2 robust SE; the top also by the
+    batched run's longer context (its KV read, the pre-registration's own term, which llama-bench's tg128 barely
+    reads)."""
+    m = batched_run(results, hardware, file_type)["tg128.b1.tok_per_s"]
+    terms = json.loads(PREREGISTRATION.read_text())["predictions"][file_type]["tg128.b1.tok_per_s"]["terms"]
+    kv_share = terms["KV read"] / sum(terms.values())
+    noise = session_spread(results, hardware, "tg128") + qs.rel_se(m.samples, m.value)
+    ratio = m.value / predicted
+    return ratio * (1 - noise), ratio * (1 + noise + kv_share)

@@ -100,7 +100,7 @@ ASYMMETRIC_MMQ_FLOOR = pytest.mark.finding(
            "standard errors.")
 
 QUANT_135M_MMVQ_TYPE_LATENCY = pytest.mark.finding(
-    "quant-135m-mmvq-type-latency",
+    "quant-135m-mmvq-type-latency", band_from="checked-run",
     reason="At 135M a decode step is neither bandwidth- nor issue-bound: each file's weights at the read ceiling "
            "are 1.8-6.1% of its step, and issuing would fill the step only at over 8,000 warp instructions per "
            "32-weight block (mul_mat_vec_q spends tens). The llama suite's tiny models (hidden 256, 24 and 28 layers, "
@@ -116,7 +116,10 @@ QUANT_135M_MMVQ_TYPE_LATENCY = pytest.mark.finding(
            "them (Q8_0 reads 1.59x Q4_0's bytes and is 5.9% slower; Q5_0 reads 1.15x and is 6.8% slower). Unknown: "
            "a per-type latency of mul_mat_vec_q at rows of 576 and 1536 (Q5_0/Q5_1 load a separate high-bit word "
            "per block, Q8_0 twice the 32-bit words of a 4-bit block) that the tiny Q8_0, 256 wide, does not show; "
-           "testing it needs per-kernel timings on the device. No band: the mechanism is not established.")
+           "testing it needs per-kernel timings on the device. Band: read off the one bench of each file it judges "
+           "(checked-run: 2026-12-02 14:33, quant_speed.BENCHED_BY_RUN), its measured/predicted +- the check's "
+           "tolerance, since the mechanism is not established; a second bench of the 135M files in another session "
+           "would band it from another run.")
 
 QUANT_135M_PREFILL_PER_LAYER = pytest.mark.finding(
     "quant-135m-prefill-per-layer-latency", band_from="other-runs",
@@ -174,14 +177,17 @@ QUANT_7B_KQUANT_MMVQ = pytest.mark.finding(
            "time per element (an element-bound kernel no slower per weight than Q8_0's), each over the frozen "
            "prediction, with the pre-registered overhead per token in both.")
 QUANT_7B_Q6K_Q3K_SLOWER = pytest.mark.finding(
-    "quant-7b-q6_k-q3_k_m-slower-per-element-than-q8_0",
+    "quant-7b-q6_k-q3_k_m-slower-per-element-than-q8_0", band_from="other-runs",
     reason="Q6_K (204.8 tok/s) and Q3_K_M (215.0) decode slower than Q8_0 (254.2 in the same session, 254.4-256.0 in "
            "the llama suite's) although they read 0.83x and 0.51x its bytes: below even the element-bound floor of "
            "quant-7b-k-quant-mmvq-below-its-bytes, so their kernels spend more time per weight element than Q8_0's. "
            "Candidate, not computed: Q6_K's codes are split over two arrays (4 low and 2 high bits) with 16 int8 "
            "scales per 256, Q3_K's over a 2-bit array and a high-bit mask with 12 packed 6-bit scales: more loads "
-           "and shifts per element than Q4_K's or Q2_K's layout. No band: the mechanism is not established "
-           "(per-kernel timings or instruction counts of mul_mat_vec_q per type would test it).")
+           "and shifts per element than Q4_K's or Q2_K's layout. The mechanism is not established (per-kernel "
+           "timings or instruction counts of mul_mat_vec_q per type would test it). Band: another run of the same "
+           "file's batch-1 decode, its batched run's S_TG(1) (2026-12-04 18:38), over the frozen prediction, +- the "
+           "card's session-to-session tg128 spread and that median's 2 robust SE, the top also by its longer "
+           "context's KV read (quant_batched.lone_decode_band): a per-type cost of the file repeats there.")
 KQUANT_7B_PLACED = ("Q4_K_M", "Q5_K_M", "Q2_K")
 KQUANT_7B_SLOWER = ("Q6_K", "Q3_K_M")
 
@@ -202,7 +208,7 @@ QUANT_7B_Q4_K_M_MMQ_PREFILL = pytest.mark.finding(
            "32. Band: the llama suite's Q4_K_M pp512 over its own session's prediction, in every session that benched "
            "it (never this run), +- (its scatter + that session's budget + this run's).")
 QUANT_7B_MMQ_PREFILL_PER_TYPE = pytest.mark.finding(
-    "quant-7b-mmq-prefill-per-type", hardware=MEASURED_ON,
+    "quant-7b-mmq-prefill-per-type", hardware=MEASURED_ON, band_from="other-runs",
     reason="At 7B one MMQ efficiency (fitted on the llama suite's Q8_0) does not price every type's prompt: measured/"
            "predicted pp512 is 1.036x for Q4_0, 0.832x for Q5_K_M, 0.752x for Q3_K_M, 0.712x for Q6_K and 0.557x for "
            "Q2_K (Q8_0 0.985x agrees; Q4_K_M 0.851x is quant-7b-q4_k_m-mmq-prefill-below-q8_0). Per 512-token prompt, "
@@ -212,9 +218,12 @@ QUANT_7B_MMQ_PREFILL_PER_TYPE = pytest.mark.finding(
            "Q2_K a min per 16 too) are the slowest, the 32-weight k-quant sub-blocks (Q4_K, Q5_K) next, the legacy "
            "32-blocks (Q8_0, Q4_0) at the fit; Q4_0 reads 0.77 ms fewer weight bytes than Q8_0 at the read ceiling "
            "per pass over the weights, and if MMQ passes over each weight tile once per column tile of tokens, "
-           "more than once per prompt, its smaller tiles make it the faster one. Unknown: no band, since the "
-           "per-type cost is not derived (per-kernel timings of mul_mat_q per type on the device would "
-           "establish it).")
+           "more than once per prompt, its smaller tiles make it the faster one. Unknown: the per-type cost is not "
+           "derived (per-kernel timings of mul_mat_q per type on the device would establish it). Band: another run "
+           "of the same file's 512-token prompts, its batched run (2026-12-04 18:38), from the lone prompt's rate "
+           "(S_PP(1), which pays quant-7b-batched-lone-prompt-pays-a-fixed-cost) to 64 prompts' (S_PP(64), which "
+           "does not), each over this prediction, +- this check's tolerance and those medians' 2 robust SE "
+           "(quant_batched.prefill_band): a cost of the type lands there again.")
 Q4_K_M_MMQ_PREFILL_BANDED = ("Q4_K_M",)
 MMQ_PREFILL_PER_TYPE = ("Q4_0", "Q5_K_M", "Q3_K_M", "Q6_K", "Q2_K")
 
@@ -234,24 +243,27 @@ BATCHED_LONE_PROMPT_FIXED_COST = pytest.mark.finding(
            "type would show with the fixed excess of the other seven types of the same batch (smallest to largest), "
            "+- this check's noise.")
 BATCHED_PREFILL_ABOVE_ITS_BENCH = pytest.mark.finding(
-    "quant-7b-batched-prefill-k-quants-above-their-bench", hardware=MEASURED_ON,
+    "quant-7b-batched-prefill-k-quants-above-their-bench", hardware=MEASURED_ON, band_from="checked-run",
     reason="S_PP(64) of Q6_K, Q3_K_M and Q4_K_M is 1.074x, 1.051x and 1.023x the pre-registration (their llama-bench "
            "pp512 of 2026-12-04 17:12 / 17:18), beyond a tolerance that carries the card's session-to-session spread "
            "of pp512 (2.0%, from the types benched in several sessions); F16, Q8_0, Q4_0, Q5_K_M and Q2_K agree "
            "(1.00-1.03x). Faster, not slower, than the batch-1 bench: a 64-prompt batch runs 16 decodes without a "
            "sync, so a host cost llama-bench's lone prompt pays per prompt would vanish, but the five agreeing types "
            "show no such gain. Cause unknown; the three are the types whose 17:12 llama-bench repetitions scattered "
-           "most (Q6_K 7,594-8,477 tok/s after the cold one). No band: one run of each.")
+           "most (Q6_K 7,594-8,477 tok/s after the cold one), but that scatter reaches 1.007x of Q6_K's median, not "
+           "1.074x. Band: read off the one batched run it judges (checked-run: quant_batched.BANDED_BY_RUN), its "
+           "ratio +- the check's tolerance; a second batched run of these types would band it from another run.")
 BATCHED_LONE_DECODE_BELOW_ITS_BENCH = pytest.mark.finding(
-    "quant-7b-batched-lone-decode-below-its-bench", hardware=MEASURED_ON,
+    "quant-7b-batched-lone-decode-below-its-bench", hardware=MEASURED_ON, band_from="checked-run",
     reason="S_TG(1) of Q4_0 and Q5_K_M is 0.968x and 0.976x the pre-registration (their llama-bench tg128 of 17:12, "
            "with the KV read of batched-bench's longer context added), outside tolerances of +-2.5% and +-1.7% that "
            "carry the card's tg128 session spread (1.5%); the other six types agree (0.976-0.999x). Cause unknown: "
            "another session and maybe another card, and a decode loop that follows a 64-sequence graph each "
-           "repetition (quant-7b-batched-lone-prompt-pays-a-fixed-cost's candidate, here spread over 128 tokens). No "
-           "band: one run of each.")
+           "repetition (quant-7b-batched-lone-prompt-pays-a-fixed-cost's candidate, here spread over 128 tokens). "
+           "Band: read off the one batched run it judges (checked-run: quant_batched.BANDED_BY_RUN), its ratio +- "
+           "the check's tolerance; a second batched run of Q4_0 and Q5_K_M would band it from another run.")
 BATCHED_DECODE_BELOW_ITS_ROOFLINE = pytest.mark.finding(
-    "quant-7b-batched-decode-below-its-roofline", hardware=MEASURED_ON,
+    "quant-7b-batched-decode-below-its-roofline", hardware=MEASURED_ON, band_from="checked-run",
     reason="A decode step of 64 sequences takes 1.4-1.9x the pre-registered one (S_TG(64) 0.52-0.70x): F16 9.33 ms "
            "against 5.67 (+3.66), Q8_0 12.93 against 6.81 (+6.11), Q4_0 12.45 / 6.52 (+5.92), Q4_K_M 13.48 / 7.78 "
            "(+5.70), Q5_K_M 14.47 / 7.91 (+6.57), Q6_K 15.38 / 9.10 (+6.28), Q3_K_M 14.30 / 8.66 (+5.64), Q2_K 16.24 / "
@@ -262,7 +274,11 @@ BATCHED_DECODE_BELOW_ITS_ROOFLINE = pytest.mark.finding(
            "(2) if the rest is the quantized matmuls, MMQ at 64 rows runs at 0.46-0.55 of its pp512 rate per FLOP "
            "(Q8_0 and Q4_0 take the same step, 12.9 and 12.5 ms, for 8.1 and 4.4 GB of weights: multiply-bound as "
            "priced, just slower), its 64-row tiles filling fewer SMs than 512-row ones; (3) for F16, cuBLAS at 64 "
-           "columns streams the 15.2 GB at about half the batch-1 vector kernel's rate if (1) is small. No band: "
-           "per-kernel timings at batch 64 (nsys or GGML_SCHED debug timings) would split the step.")
+           "columns streams the 15.2 GB at about half the batch-1 vector kernel's rate if (1) is small. Per-kernel "
+           "timings at batch 64 (nsys or GGML_SCHED debug timings) would split the step. The other types of the "
+           "batch do not band a type: the excess differs by kernel path (F16 +3.66 and Q2_K +4.85 ms lie below the "
+           "other six's +5.64-6.57). Band: read off the one batched run it judges (checked-run: "
+           "quant_batched.BANDED_BY_RUN), each type's ratio +- the check's tolerance; a second batched run of each "
+           "type would band it from another run.")
 BATCHED_PREFILL_ABOVE = ("Q6_K", "Q3_K_M", "Q4_K_M")
 BATCHED_LONE_DECODE_BELOW = ("Q4_0", "Q5_K_M")

@@ -170,3 +170,16 @@ def rows(results: Path, hardware: str, hw: Any, file_types: tuple[str, ...]) -> 
         row["issue_break_even"] = issue_break_even(row["decode_s"], h, hw)
         out[ft] = row
     return out
+
+
+# The second quant visit benched each 135M file once. A finding on those benches that no mechanism sizes is banded by
+# that run (checked-run), pinned so that a later bench is judged against it rather than moving the band with it.
+BENCHED_BY_RUN = "2026-12-02T14:33:07Z"
+
+
+def checked_run_band(results: Path, hardware: str, file_type: str, quantity: str, predicted: float,
+                     rel: float) -> tuple[float, float]:
+    """measured/predicted of the file's 135M bench `quantity` in BENCHED_BY_RUN, +- the check's tolerance `rel`."""
+    rec = recordings.load_not_after(results, hardware, "quant", f"{MODEL}.{file_type.lower()}.bench", BENCHED_BY_RUN)
+    ratio = rec[quantity].value / predicted
+    return ratio * (1 - rel), ratio * (1 + rel)

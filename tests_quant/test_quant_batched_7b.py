@@ -77,7 +77,9 @@ def test_prefill_at_64_prompts_is_the_rate_at_one(target, file_type, measured, r
               why="2 robust standard errors of each of the two medians (3 repetitions each)")
 
 
-def _against_preregistration(target, file_type: str, quantity: str, measured, reconcile, request) -> None:
+def _against_preregistration(target, file_type: str, quantity: str, measured, reconcile, request,
+                             banded: tuple[str, ...] = qb.TYPES) -> None:
+    """`banded`: the types a finding covers, each banded by the batched run it was read off (qb.checked_run_band)."""
     rec = measured(f"{qb.MODEL}.{file_type.lower()}.batched")
     m = rec[quantity]
     when = PREREG["written_utc"] if PREREG else rec.recorded_at
@@ -86,8 +88,10 @@ def _against_preregistration(target, file_type: str, quantity: str, measured, re
     spread = qb.session_spread(results, target.name, quantity.split(".")[0])
     this = rel_se(m.samples, m.value)
     terms = [*(f"{k.split('=')[1]} {v:.2%}" for k, v in carried), f"session spread {spread:.2%}", f"this run {this:.2%}"]
-    reconcile(f"batched_{quantity.replace('.', '_')}[{file_type}]", _prereg(file_type, quantity), m,
-              rel=sum(v for _, v in carried) + spread + this, model=qb.MODEL,
+    pred, rel = _prereg(file_type, quantity), sum(v for _, v in carried) + spread + this
+    band = (qb.checked_run_band(results, target.name, file_type, quantity, pred.value, rel)
+            if file_type in banded else None)
+    reconcile(f"batched_{quantity.replace('.', '_')}[{file_type}]", pred, m, rel=rel, model=qb.MODEL, finding_band=band,
               why="each calibration run's 2 robust SE carried through the fit, the card's session-to-session spread "
                   "of that batch-1 bench, and this run's 2 robust SE: " + " + ".join(terms))
 
@@ -95,13 +99,15 @@ def _against_preregistration(target, file_type: str, quantity: str, measured, re
 @pytest.mark.quant_runs("batched", model=qb.MODEL, marks={ft: (qf.BATCHED_PREFILL_ABOVE_ITS_BENCH,)
                                                          for ft in qf.BATCHED_PREFILL_ABOVE})
 def test_prefill_at_64_prompts_against_its_preregistration(target, file_type, measured, reconcile, request):
-    _against_preregistration(target, file_type, "pp512.b64.tok_per_s", measured, reconcile, request)
+    _against_preregistration(target, file_type, "pp512.b64.tok_per_s", measured, reconcile, request,
+                             qf.BATCHED_PREFILL_ABOVE)
 
 
 @pytest.mark.quant_runs("batched", model=qb.MODEL, marks={ft: (qf.BATCHED_LONE_DECODE_BELOW_ITS_BENCH,)
                                                          for ft in qf.BATCHED_LONE_DECODE_BELOW})
 def test_decode_at_one_sequence_against_its_preregistration(target, file_type, measured, reconcile, request):
-    _against_preregistration(target, file_type, "tg128.b1.tok_per_s", measured, reconcile, request)
+    _against_preregistration(target, file_type, "tg128.b1.tok_per_s", measured, reconcile, request,
+                             qf.BATCHED_LONE_DECODE_BELOW)
 
 
 @pytest.mark.quant_runs("batched", model=qb.MODEL, marks={ft: (qf.BATCHED_DECODE_BELOW_ITS_ROOFLINE,) for ft in qb.TYPES})

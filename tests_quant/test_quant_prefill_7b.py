@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import quant_batched as qb
 import quant_prefill as qp
 from quant_findings import (MMQ_PREFILL_PER_TYPE, Q4_K_M_MMQ_PREFILL_BANDED, QUANT_7B_MMQ_PREFILL_PER_TYPE,
                             QUANT_7B_Q4_K_M_MMQ_PREFILL)
@@ -49,6 +50,8 @@ def test_prefill_at_7b_against_the_llama_suite_calibration(target, file_type, me
     band = None
     if file_type in Q4_K_M_MMQ_PREFILL_BANDED:
         band = qp.other_runs_band(_results(request), target.name, file_type, rel_se(m.samples, m.value))
+    elif file_type in MMQ_PREFILL_PER_TYPE:  # the same file's prompts in its batched run (another run)
+        band = qb.prefill_band(_results(request), target.name, file_type, pred.value, rel)
     reconcile(f"pp512_tok_per_s_7b[{file_type}]", pred, m, rel=rel, model=qp.MODEL, finding_band=band,
               why="the llama suite's budget terms, 2 robust standard errors of each median, each calibration run's "
                   "carried through the fit to this prediction: " + " + ".join(terms))

@@ -18,6 +18,7 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+import quant_batched
 import quant_mechanisms as qm
 from quant_findings import (ASYMMETRIC_MMQ_FLOOR, KQUANT_7B_PLACED, KQUANT_7B_SLOWER, QUANT_7B_KQUANT_MMVQ,
                             QUANT_7B_Q6K_Q3K_SLOWER, Q5_1_ON_THE_Q4_1_GRID, Q6_K_FLOOR_AND_FFN_DOWN, Q8_1_ACTIVATION_FLOOR,
@@ -265,7 +266,13 @@ KQUANT_7B_MARKS = {**{ft: (QUANT_7B_KQUANT_MMVQ,) for ft in KQUANT_7B_PLACED},
 @pytest.mark.quant_runs("bench", model="qwen2.5-7b", marks=KQUANT_7B_MARKS)
 def test_decode_speed_at_7b_against_the_preregistered_priors(target, file_type, measured, reconcile):
     """llama-bench tg128 of each shootout type at 7B (random weights): decode vs bytes moved per token."""
-    band = kquant_7b_band(target.name, file_type) if file_type in KQUANT_7B_PLACED else None
+    band = None
+    if file_type in KQUANT_7B_PLACED:
+        band = kquant_7b_band(target.name, file_type)
+    elif file_type in KQUANT_7B_SLOWER:  # the same file's batch-1 decode in its batched run (another run)
+        predicted = PREREG["speed"]["llama.cpp"]["qwen2.5-7b"][file_type]["tg128_tok_per_s"]
+        results = Path(__file__).resolve().parents[1] / "results"
+        band = quant_batched.lone_decode_band(results, target.name, file_type, predicted)
     _decode_speed("qwen2.5-7b", file_type, measured, reconcile, finding_band=band)
 
 

@@ -57,7 +57,11 @@ def test_decode_at_135m_is_neither_bandwidth_nor_issue_bound(target, file_type, 
                       terms=(Term(f"overhead (tiny {line.weights}, {h.block_count} layers)", overhead, "s"),
                              Term("weights + KV at the priors", body, "s")))
     rel = 2 * line.se_at(h.block_count) / (overhead + body) + qs.rel_se(m.samples, m.value)
-    reconcile(f"tg128_vs_tiny_overhead[{file_type}]", pred, m, rel=rel, model=qs.MODEL,
+    band = None
+    if file_type in SLOWER_THAN_THE_TINY_LINE:
+        results = Path(get_session(request.config).settings.results_dir)
+        band = qs.checked_run_band(results, target.name, file_type, "tg128.tok_per_s", pred.value, rel)
+    reconcile(f"tg128_vs_tiny_overhead[{file_type}]", pred, m, rel=rel, model=qs.MODEL, finding_band=band,
               why="2 standard errors of the tiny line at these layers (its residual scatter) + 2 of the bench's median")
 
 

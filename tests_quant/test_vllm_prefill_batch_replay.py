@@ -96,5 +96,7 @@ if RECORDED:  # nothing to collect before the plan's first run
                                  f"partially-filled first step: +{row['partial_first_step']['extra_ms_max']} ms at most;"
                                  f" the run's requests queued after a round's first schedule: {_late(rec)}",))
         tol, why = tolerance_ms(method)
+        band = (pf.awq_checked_run_band(run_name(method), "engine_span_s.median", pred.value, tol / 1e3)
+                if method == "awq" else None)
         reconcile("batched_prefill_per_weight_format", pred, rec["engine_span_s.median"], abs=tol / 1e3, why=why,
-                  model=vf.MODEL)
+                  model=vf.MODEL, finding_band=band)

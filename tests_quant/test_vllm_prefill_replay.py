@@ -92,5 +92,7 @@ if RECORDED:  # nothing to collect before the plan's first run
                                 row["prefill_ms"] / 1e3 - row["chunks"] * vf.CALIBRATION_OVERHEAD_MS / 1e3, "s")))
         tol, why = tolerance_ms(method, length)
         band = pf.short_prefill_band(row["prefill_ms"]) if length == 512 else None
+        if length != 512 and method == "awq":
+            band = pf.awq_checked_run_band(run_name(method, length), "engine_prefill_s.median", pred.value, tol / 1e3)
         reconcile("prefill_per_weight_format", pred, rec["engine_prefill_s.median"], abs=tol / 1e3, why=why,
                   model=vf.MODEL, finding_band=band)

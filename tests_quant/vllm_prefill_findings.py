@@ -56,7 +56,7 @@ SHORT_PREFILL = pytest.mark.finding(
            "Band: each method's prediction plus the smallest to the largest excess bf16 measured over its prediction "
            "in those sessions (runs other than these).")
 AWQ_FASTER_THAN_BF16 = pytest.mark.finding(
-    "quant-vllm-awq-prefill-faster-than-bf16", hardware=HARDWARE,
+    "quant-vllm-awq-prefill-faster-than-bf16", hardware=HARDWARE, band_from="checked-run",
     reason="AWQ (MacheteLinearKernel, int4 with zero points, group 128, bf16 activations) prefills 2,048 tokens in "
            "43.3 ms, 8,192 in 166.7 ms and 64 x 512 in 595.1 ms: 0.94x, 0.85x and 0.84x the pre-registration, which "
            "prices int4 as dequantized into a GEMM at bf16's calibrated efficiency, and faster than every recorded "
@@ -65,7 +65,21 @@ AWQ_FASTER_THAN_BF16 = pytest.mark.finding(
            "unknown; candidates: Machete picks another tile schedule for a zero-point problem than for GPTQ's "
            "symmetric one (vLLM logs one kernel per method, not per layer: docs/FACTS.md V11 found layers of one "
            "method on different kernels), or bf16's cuBLAS GEMMs run below the mixed-input kernel's efficiency at "
-           "these shapes. No band: one run; per-layer kernel names and per-GEMM timings would test it.")
+           "these shapes; per-layer kernel names and per-GEMM timings would test it. Band: read off the one AWQ run "
+           "it judges (checked-run: AWQ_BANDED_BY_RUN, 2026-12-04 18:52), its measured +- the check's tolerance over "
+           "the pre-registration; a second AWQ prefill run in another session would band it from another run.")
+
+
+# The one AWQ prefill run (results/h200/latency/qwen2.5-7b-awq.prefill.*): AWQ_FASTER_THAN_BF16's band is read off it
+# (checked-run), pinned so that a later run is judged against this one instead of moving the band with it.
+AWQ_BANDED_BY_RUN = "2026-12-04T18:52:40Z"
+
+
+def awq_checked_run_band(name: str, quantity: str, predicted_s: float, tol_s: float) -> tuple[float, float]:
+    """measured/predicted of `quantity` in AWQ_BANDED_BY_RUN's recording `name`, +- the check's own tolerance (the
+    decode replay's calibration spread and the recorded ceilings' spread, in seconds)."""
+    got = recordings.load_not_after(vf.RESULTS, HARDWARE, "latency", name, AWQ_BANDED_BY_RUN)[quantity].value
+    return (got - tol_s) / predicted_s, (got + tol_s) / predicted_s
 
 
 def lone_marks(method: str, length: int) -> tuple[pytest.MarkDecorator, ...]:

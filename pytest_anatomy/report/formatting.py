@@ -210,18 +210,19 @@ def fit(text: str, width: int) -> str:
 
 
 def band_sources_line(recons: Iterable[Mapping[str, Any]]) -> str | None:
-    """One line: the findings' bands by where they come from (findings.BAND_SOURCES), counted over the finding,
-    resolved and diverge verdicts whose mark has a band, so a reader sees how many test nothing yet (checked-run)
-    without opening the report; None where no finding has a band."""
+    """One line: the findings' bands by where they come from (findings.BAND_SOURCES), counted over every finding,
+    resolved and diverge verdict of a finding mark, so a reader sees how many test nothing yet (checked-run) without
+    opening the report; a verdict whose mark has no band is counted as "no band", never left out (issue 10: a
+    bandless finding accepts any gap, so it must not hide from the count). None where no verdict has a mark."""
     from pytest_anatomy.findings import BAND_SOURCES
 
     counts: dict[str, int] = {}
     for r in recons:
         finding = r.get("finding")
-        if isinstance(finding, Mapping) and finding.get("expected") and r.get("verdict") != "agree":
-            source = str(finding.get("band_from") or "not stated")
+        if isinstance(finding, Mapping) and r.get("verdict") != "agree":
+            source = str(finding.get("band_from") or "not stated") if finding.get("expected") else "no band"
             counts[source] = counts.get(source, 0) + 1
     if not counts:
         return None
-    said = ", ".join(f"{counts[k]} {k}" for k in [*BAND_SOURCES, "not stated"] if k in counts)
+    said = ", ".join(f"{counts[k]} {k}" for k in [*BAND_SOURCES, "not stated", "no band"] if k in counts)
     return f"Finding bands by source: {said} (checked-run: read off the run it judges, so it tests nothing yet)."
