@@ -15,10 +15,12 @@ import ladder_chat as lc
 import ladder_findings as lf
 import ladder_llama as ll
 import ladder_llama_chat as llc
+import ladder_noise as ln
 import ladder_raw as lr
 import ladder_repeat as lrp
+import gain_budget as gb
 from pytest_anatomy.deployment_ladder import ladder_with_acceptance
-from pytest_anatomy.theory.deployment import GAIN_TARGET, gain_band
+from pytest_anatomy.theory.deployment import gain_band
 from pytest_anatomy.theory.prediction import Prediction
 from pytest_anatomy.theory.speculative import tokens_from_counters
 
@@ -31,9 +33,9 @@ PRE = json.loads((Path(__file__).parent / "preregistered.json").read_text())
 REPLAN = json.loads((Path(__file__).parent / "replan.json").read_text())
 MODELS, WORKLOADS = list(PRE["ladders"]), ["chat", "rag"]
 RUNGS = [r["step"] for r in PRE["ladders"][MODELS[0]][WORKLOADS[0]] if r["parent"]]
-# Issue 14's target for every rung: the predicted gain within 20% of the measured gain (GAIN_TARGET),
-# as a band on measured / predicted. Not a fitted band: the accuracy the ladder must reach to be used
-# for planning; a miss is a finding.
+# Issue 14's target for every rung, the predicted gain within 20% of the measured gain (GAIN_TARGET), is a goal
+# (docs/DEPLOYMENT.md; the findings modules' tables of misses), not a tolerance: each gain is reconciled under its
+# error budget (gain_budget.py: its resampled interval plus the calibration's spread re-simulated).
 PER_POSITION = "counters.vllm:spec_decode_num_accepted_tokens_per_pos"
 
 
@@ -72,12 +74,15 @@ def predicted_gains(model: str, workload: str, step: str, rec: Any) -> dict[str,
 
 def _marks(model: str, workload: str, step: str, run: int = 1) -> list[pytest.MarkDecorator]:
     """The findings of one run of a rung's gains: Qwen2.5-7B's rag (ladder_findings.py) and chat (ladder_chat.py),
-    Llama-3.1-8B's rag (ladder_llama.py) and chat (ladder_llama_chat.py) for the first run; a repeat's, ladder_repeat.py."""
+    Llama-3.1-8B's rag (ladder_llama.py) and chat (ladder_llama_chat.py) for the first run; a repeat's, ladder_repeat.py;
+    either run's gains inside the 20% target but outside their error budget, ladder_noise.py."""
     predicted = _row(model, workload, step)["gain"] or {}
+    noise = ln.noise_marks(model, workload, step, run)  # inside 20%, outside the error budget (ladder_noise.py)
     if run == 2:
-        return lrp.repeat_marks(model, workload, step, predicted)
+        return lrp.repeat_marks(model, workload, step, predicted) + noise
     return (lf.rung_marks(model, workload, step, predicted) + lc.rung_marks(model, workload, step, predicted)
-            + ll.rung_marks(model, workload, step, predicted) + llc.rung_marks(model, workload, step, predicted))
+            + ll.rung_marks(model, workload, step, predicted) + llc.rung_marks(model, workload, step, predicted)
+            + noise)
 
 
 def first_batch(model: str, workload: str, step: str) -> str:
@@ -140,17 +145,22 @@ def gain_of(rec: Any, parent: Any, metric: str) -> float | None:
 @pytest.mark.parametrize(("model", "workload", "step", "run"), RUNG_CASES)
 def test_rung_gain_is_within_20_percent(target, measured, reconcile, model: str, workload: str, step: str,
                                         run: int) -> None:
-    """Every run of every rung (a repeat: `-r2`), each gain over the parent run run_and_parent names."""
+    """Every run of every rung (a repeat: `-r2`), each gain over the parent run run_and_parent names, within its error
+    budget (gain_budget.py; the name keeps issue 14's 20% target, which stays the goal, not the tolerance)."""
     rec, parent, parent_from = run_and_parent(measured, target, model, workload, step, run)
     inputs = {"run": rec.recorded_at, "parent_run": parent.recorded_at, "parent_from": parent_from}
+    acceptance = measured_speculation(rec) if step == "ngram" else None
     for metric, gain in predicted_gains(model, workload, step, rec).items():
         measured_gain = gain_of(rec, parent, metric)
         if gain is None or measured_gain is None:
             continue
+        terms = gb.budget(rec, parent, model, workload, step, metric, gain, measured_gain, acceptance)
+        if terms is None:  # no raw requests to resample: no noise to budget, and the 20% target is no tolerance
+            pytest.skip(f"{rec.name}: the kept batch of it or its parent is missing; re-import the device call's "
+                        "files with import-device")
         predicted = Prediction(gain, "", "the preregistered gain (ngram: simulated at this run's measured E)", inputs)
-        reconcile(f"{workload}.{step}.{metric}.gain", predicted, measured_gain, ratio=gain_band(), model=model,
-                  why=f"the tuning ladder's pre-registered target: a rung's predicted gain within {GAIN_TARGET:.0%} "
-                      "of its measured gain")
+        reconcile(f"{workload}.{step}.{metric}.gain", predicted, measured_gain, budget=terms, model=model,
+                  why=gb.WHY)
 
 
 # Each (workload, model) with the findings of its plan_top run (ladder_llama_chat.plan_marks: the plan as first

@@ -1,7 +1,9 @@
 """The path a device run takes to a verdict, on a CPU with a synthetic batch (made here, labelled
 synthetic, never filed under results/): the device plan's output imported by import-device into
-results/<hw>/deployment/, then test_ladder_replay.py reconciling it. A rung measured at 1.1 x its
-predicted gain must agree; one at 1.5 x must diverge and fail."""
+results/<hw>/deployment/, then test_ladder_replay.py reconciling it. The synthetic batch holds no raw requests, so
+the gain checks have no resampled interval to budget (gain_budget.py) and skip saying so: the 20% target is no
+tolerance to fall back on. (Before the budget, 2026-12-05: a rung at 1.1 x its predicted gain agreed, one at 1.5 x
+failed; a synthetic raw file that would restore that check is not yet written.)"""
 
 from __future__ import annotations
 
@@ -51,7 +53,7 @@ def test_import_files_one_recording_per_run(tmp_path: Path) -> None:
     assert names == {f"{MODEL}.engine.0", *(f"{MODEL}.{WORKLOAD}.{s}" for s in ("baseline", "limits", "prefix_cache"))}
 
 
-def test_replay_agrees_within_the_target_and_fails_outside(tmp_path: Path) -> None:
+def test_replay_without_raw_requests_skips_the_gain_checks(tmp_path: Path) -> None:
     batch = tmp_path / "deployment.json"
     batch.write_text(json.dumps(_batch()))
     import_files([batch], tmp_path / "results")
@@ -60,9 +62,8 @@ def test_replay_agrees_within_the_target_and_fails_outside(tmp_path: Path) -> No
                           "anatomy_source=recorded", "-k", "rung_gain"],  # replayed even on a GPU machine
                          cwd=HERE.parent, capture_output=True, text=True, timeout=300)
     out = run.stdout
-    assert "1 failed, 1 passed" in out, out[-3000:]  # every other rung: no recording, skipped
-    failed = [line for line in out.splitlines() if line.startswith("FAILED")]
-    assert len(failed) == 1 and "prefix_cache" in failed[0] and "chat" in failed[0], failed
+    assert "passed" not in out and "failed" not in out, out[-3000:]  # every rung: no recording or no raw batch
+    assert "the kept batch of it or its parent is missing" in out, out[-3000:]
 
 
 def test_a_batch_planned_from_uncommitted_predictions_is_refused_or_filed_as_such(tmp_path: Path) -> None:

@@ -1,0 +1,150 @@
+"""The rung gains that agree with their prediction within issue 14's 20% target but not within their error budget
+(gain_budget.py, issue 10 item 2: the measured gain's request-resampled interval plus the calibration's spread): the
+47 checks that turned from agree to diverge when the 20% tolerance became a budget (2026-12-05), declared as findings
+with their size, split by sign (a reason never explains both). The prediction errs by more than the runs' own request
+noise and the calibration's scatter; for most gains why is not established, and each reason names the mechanism of
+the rung's existing findings only as a candidate.
+
+Bands (test_ladder_replay's gain check): where the rung ran twice (ladder_repeat.RUNS), the other run's interval, each
+side widened by sqrt(2) (cause_findings.repeat_ratio_band), over the predicted gain, when it holds this run's gain
+(other-runs); else this run's own interval over the predicted gain (checked-run), the reason naming the run that would
+replace it. GAINS quotes every such run's gain [resampled 95% interval] and the predicted gain (the n-gram rung's at the
+run's measured E); test_ladder_noise.py recomputes them from the recordings and kept raw batches.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import cause_findings as cf
+import ladder_repeat as lrp
+from ladder_findings import MEASURED_ON
+
+QWEN, LLAMA = lrp.QWEN, lrp.LLAMA
+Key = tuple[str, str, str, str, int]  # (model, workload, rung, metric, run: 1 first, 2 repeat)
+# measured gain, its request-resampled 95% interval, the predicted gain: every MISSES run and the other run of a rung
+# run twice
+GAINS: dict[Key, tuple[float, float, float, float]] = {
+    (LLAMA, "chat", "eager", "itl_p99_s", 1): (1.1918, 1.1703, 1.2165, 1.1088),
+    (LLAMA, "chat", "eager", "itl_p99_s", 2): (1.3776, 1.3543, 1.3988, 1.1088),
+    (LLAMA, "chat", "fp8_kv", "goodput", 1): (0.881, 0.799, 0.9621, 1.0526),
+    (LLAMA, "chat", "fp8_kv", "goodput", 2): (0.959, 0.8697, 1.0556, 1.0526),
+    (LLAMA, "chat", "fp8_kv", "itl_p50_s", 1): (1.0076, 0.9986, 1.0176, 0.9127),
+    (LLAMA, "chat", "fp8_kv", "itl_p50_s", 2): (1.0098, 1.0023, 1.0188, 0.9127),
+    (LLAMA, "chat", "fp8_kv", "itl_p99_s", 1): (1.5755, 1.5637, 1.5888, 1.0),
+    (LLAMA, "chat", "fp8_kv", "itl_p99_s", 2): (1.1986, 1.1929, 1.2121, 1.0),
+    (LLAMA, "chat", "fp8_kv", "output_throughput", 1): (0.881, 0.7731, 0.9873, 1.0526),
+    (LLAMA, "chat", "fp8_kv", "output_throughput", 2): (0.959, 0.8384, 1.0666, 1.0526),
+    (LLAMA, "chat", "fp8_kv", "ttft_p50_s", 1): (1.4853, 1.3282, 1.5597, 1.0),
+    (LLAMA, "chat", "fp8_kv", "ttft_p50_s", 2): (1.1515, 1.0313, 1.2142, 1.0),
+    (LLAMA, "chat", "fp8_kv", "ttft_p99_s", 1): (0.9833, 0.9597, 1.01, 1.0),
+    (LLAMA, "chat", "fp8_kv", "ttft_p99_s", 2): (1.0483, 1.0426, 1.0764, 1.0),
+    (LLAMA, "chat", "fp8_weights", "itl_p50_s", 1): (0.8368, 0.8293, 0.844, 0.7183),
+    (LLAMA, "chat", "limits", "itl_p99_s", 1): (1.2015, 1.1848, 1.215, 0.9731),
+    (LLAMA, "chat", "limits", "ttft_p99_s", 1): (1.0518, 0.9493, 1.0669, 1.1911),
+    (LLAMA, "chat", "ngram", "itl_p99_s", 1): (0.3318, 0.3172, 0.3427, 0.27),
+    (LLAMA, "chat", "ngram", "itl_p99_s", 2): (0.4575, 0.4416, 0.4758, 0.27),
+    (LLAMA, "chat", "prefix_cache", "itl_p50_s", 1): (0.9797, 0.9729, 0.9852, 0.9997),
+    (LLAMA, "chat", "prefix_cache", "itl_p50_s", 2): (0.9709, 0.963, 0.9779, 0.9997),
+    (LLAMA, "chat", "prefix_cache", "itl_p99_s", 1): (1.0676, 1.0429, 1.0859, 0.9324),
+    (LLAMA, "chat", "prefix_cache", "itl_p99_s", 2): (1.1014, 1.0789, 1.1223, 0.9324),
+    (LLAMA, "chat", "prefix_cache", "ttft_p99_s", 1): (0.6162, 0.6074, 0.6832, 0.5486),
+    (LLAMA, "chat", "prefix_cache", "ttft_p99_s", 2): (0.7958, 0.7843, 0.8819, 0.5486),
+    (LLAMA, "rag", "eager", "itl_p99_s", 1): (1.3153, 1.3002, 1.326, 1.1921),
+    (LLAMA, "rag", "eager", "itl_p99_s", 2): (1.3629, 1.3499, 1.4041, 1.1921),
+    (LLAMA, "rag", "fp8_kv", "goodput", 1): (0.9879, 0.9719, 1.0114, 1.1439),
+    (LLAMA, "rag", "fp8_kv", "itl_p50_s", 1): (1.0254, 1.0086, 1.0487, 0.8398),
+    (LLAMA, "rag", "fp8_kv", "itl_p99_s", 1): (0.9956, 0.9871, 0.9995, 1.0),
+    (LLAMA, "rag", "fp8_kv", "output_throughput", 1): (0.9879, 0.8792, 1.1027, 1.1439),
+    (LLAMA, "rag", "fp8_kv", "ttft_p99_s", 1): (0.9556, 0.9238, 0.9882, 1.0),
+    (LLAMA, "rag", "fp8_weights", "goodput", 1): (1.3835, 1.3612, 1.4159, 1.2857),
+    (LLAMA, "rag", "limits", "itl_p50_s", 1): (1.0401, 1.0242, 1.0494, 1.0009),
+    (LLAMA, "rag", "ngram", "ttft_p99_s", 1): (0.9965, 0.8135, 1.0324, 1.0119),
+    (LLAMA, "rag", "ngram", "ttft_p99_s", 2): (0.8447, 0.6951, 0.8749, 1.0119),
+    (LLAMA, "rag", "prefix_cache", "itl_p50_s", 1): (0.873, 0.8636, 0.8853, 0.9989),
+    (QWEN, "chat", "eager", "itl_p99_s", 1): (1.3541, 1.3307, 1.4001, 1.1016),
+    (QWEN, "chat", "eager", "itl_p99_s", 2): (1.7495, 1.7396, 1.7625, 1.1016),
+    (QWEN, "chat", "fp8_kv", "itl_p50_s", 1): (1.0091, 1.0018, 1.0157, 0.9565),
+    (QWEN, "chat", "fp8_kv", "itl_p50_s", 2): (1.0025, 0.9946, 1.0101, 0.9565),
+    (QWEN, "chat", "fp8_kv", "ttft_p99_s", 1): (0.9764, 0.9737, 0.9883, 1.0),
+    (QWEN, "chat", "fp8_kv", "ttft_p99_s", 2): (0.721, 0.696, 0.7235, 1.0),
+    (QWEN, "chat", "fp8_weights", "itl_p50_s", 1): (0.8427, 0.8363, 0.8506, 0.7055),
+    (QWEN, "chat", "limits", "itl_p50_s", 1): (0.9917, 0.9871, 0.9968, 1.0003),
+    (QWEN, "chat", "limits", "itl_p99_s", 1): (1.1693, 1.1599, 1.1945, 0.9743),
+    (QWEN, "chat", "ngram", "itl_p50_s", 1): (0.4756, 0.4687, 0.4984, 0.3861),
+    (QWEN, "chat", "ngram", "itl_p50_s", 2): (0.6428, 0.6286, 0.6589, 0.3861),
+    (QWEN, "chat", "ngram", "ttft_p99_s", 1): (0.7829, 0.7253, 0.7857, 1.0338),
+    (QWEN, "chat", "ngram", "ttft_p99_s", 2): (1.1835, 1.0665, 1.2276, 1.0338),
+    (QWEN, "chat", "prefix_cache", "itl_p50_s", 1): (0.9986, 0.9895, 1.0053, 0.9998),
+    (QWEN, "chat", "prefix_cache", "itl_p50_s", 2): (0.9939, 0.9882, 0.9996, 0.9998),
+    (QWEN, "chat", "prefix_cache", "ttft_p50_s", 1): (1.0292, 0.8957, 1.1357, 0.6173),
+    (QWEN, "chat", "prefix_cache", "ttft_p50_s", 2): (0.7431, 0.6575, 0.8687, 0.6173),
+    (QWEN, "chat", "prefix_cache", "ttft_p99_s", 1): (0.7036, 0.6985, 0.7495, 0.5482),
+    (QWEN, "chat", "prefix_cache", "ttft_p99_s", 2): (0.6066, 0.6013, 0.646, 0.5482),
+    (QWEN, "rag", "fp8_kv", "goodput", 1): (0.9728, 0.9524, 1.0034, 1.0704),
+    (QWEN, "rag", "fp8_kv", "itl_p50_s", 1): (1.0372, 1.0328, 1.0425, 0.9125),
+    (QWEN, "rag", "fp8_weights", "goodput", 1): (1.4338, 1.4048, 1.4777, 1.3186),
+    (QWEN, "rag", "limits", "itl_p50_s", 1): (1.0299, 1.0202, 1.0412, 1.0005),
+    (QWEN, "rag", "prefix_cache", "itl_p50_s", 1): (0.9058, 0.8982, 0.913, 0.9994),
+    (QWEN, "rag", "prefix_cache", "ttft_p99_s", 1): (0.1223, 0.1159, 0.168, 0.0991),
+}
+# the runs whose gain is outside its budget and inside 20% (no other finding covers them)
+MISSES: frozenset[Key] = frozenset(k for k in GAINS if k not in {
+    (LLAMA, "chat", "fp8_kv", "goodput", 2), (LLAMA, "chat", "fp8_kv", "itl_p99_s", 1),
+    (LLAMA, "chat", "fp8_kv", "output_throughput", 2), (LLAMA, "chat", "fp8_kv", "ttft_p50_s", 1),
+    (LLAMA, "chat", "fp8_kv", "ttft_p99_s", 1), (LLAMA, "chat", "ngram", "itl_p99_s", 2),
+    (LLAMA, "chat", "prefix_cache", "ttft_p99_s", 2), (LLAMA, "rag", "ngram", "ttft_p99_s", 1),
+    (QWEN, "chat", "eager", "itl_p99_s", 2), (QWEN, "chat", "fp8_kv", "ttft_p99_s", 2),
+    (QWEN, "chat", "ngram", "itl_p50_s", 2), (QWEN, "chat", "ngram", "ttft_p99_s", 1),
+    (QWEN, "chat", "prefix_cache", "itl_p50_s", 1), (QWEN, "chat", "prefix_cache", "ttft_p50_s", 1),
+    (QWEN, "chat", "prefix_cache", "ttft_p99_s", 1)})
+
+ABOVE_ID, BELOW_ID = "h200-gain-above-prediction-inside-target", "h200-gain-below-prediction-inside-target"
+# the candidate mechanism per rung: the rung's existing findings, not established for these gains
+CANDIDATE = {
+    "limits": "the tuned engine's graph-less prompt-carrying steps (h200-prompt-step-excess)",
+    "prefix_cache": "the step completing a prompt running above the step model (h200-prompt-step-excess)",
+    "fp8_weights": "fp8 shortening the steps the theory prices at bf16's peak (h200-fp8-weights-shorten-prompt-steps)",
+    "fp8_kv": "the fp8 attention path not reaching the decode speed-up halved KV bytes predict (docs/DEPLOYMENT.md: "
+              "the open question of the first ladder)",
+    "eager": "the host-bound eager step (h200-eager-steps-host-bound)",
+    "ngram": "verify steps run serially without async scheduling (h200-ngram-verify-steps-serial)",
+}
+REASON = ("{workload} {step} run {run} ({model}): {metric} gain {g:.4g} measured [{lo:.4g}, {hi:.4g} resampled], "
+          "{p:.4g} predicted: {size:+.1%} off, inside issue 14's 20% target but outside the error budget (the interval "
+          "excludes the prediction by more than the calibration's spread). Why is unknown; candidate: {candidate}. ")
+
+
+def band(key: Key) -> tuple[tuple[float, float], str, str]:
+    """(band, band_from, sentence) of a miss (module docstring)."""
+    g, lo, hi, p = GAINS[key]
+    other = (*key[:4], 3 - key[4])
+    if other in GAINS:
+        og, olo, ohi, _ = GAINS[other]
+        rlo, rhi = cf.repeat_ratio_band(og, (olo, ohi))
+        b = (round(og * rlo / p, 4), round(og * rhi / p, 4))
+        said = f"Run {other[4]}: {og:.4g} [{olo:.4g}, {ohi:.4g} resampled], widened by sqrt(2): [{b[0]:.4g}, {b[1]:.4g}]"
+        if b[0] <= g / p <= b[1]:
+            return b, "other-runs", said + " over the predicted gain, which holds this run's: the size repeated."
+        return ((round(lo / p, 4), round(hi / p, 4)), "checked-run",
+                said + ", which does not hold this run's: the size did not repeat; the band is this run's own interval "
+                "(checked-run) until a third run of the rung says which size is the engine's.")
+    return ((round(lo / p, 4), round(hi / p, 4)), "checked-run",
+            "Checked-run: the band is this run's own interval; the same rung run again on another engine start (same "
+            "model, workload and knobs) would band it from another run.")
+
+
+def noise_marks(model: str, workload: str, step: str, run: int) -> list[pytest.MarkDecorator]:
+    """The findings of one run's gains that miss their budget inside the 20% target."""
+    marks = []
+    for key in sorted(MISSES):
+        if key[:3] != (model, workload, step) or key[4] != run:
+            continue
+        g, lo, hi, p = GAINS[key]
+        b, band_from, said = band(key)
+        reason = REASON.format(workload=workload, step=step, run=run, model=model, metric=key[3], g=g, lo=lo, hi=hi,
+                               p=p, size=g / p - 1, candidate=CANDIDATE[step]) + said
+        marks.append(pytest.mark.finding(ABOVE_ID if g > p else BELOW_ID, reason=reason,
+                                         quantity=f"{workload}.{step}.{key[3]}.gain", expected=b,
+                                         hardware=MEASURED_ON, band_from=band_from))
+    return marks
