@@ -30,7 +30,10 @@ from latency_setups import raw_files
 
 from pytest_anatomy.importers.xz import read_kept
 from pytest_anatomy.measure.gpu_sampler import SW_POWER_CAP, THERMAL_OR_HARDWARE, summarize
+from pytest_anatomy.measure.measurement import Measurement
 from pytest_anatomy.session import get_session
+from pytest_anatomy.stats import median
+from pytest_anatomy.theory.prediction import Prediction
 
 NEWS_MHZ = 1900  # the pre-registered line: "a reading below ~1,900 MHz would itself be news"
 LOAD_KINDS = (".closed.c", ".poisson.f", ".overload")
@@ -208,3 +211,40 @@ def test_the_preregistered_sample_expectations_missed_as_recorded(sampled):
     # so "all but one", this line's wording until then, was stricter than the miss it records (the bit is not rare)
     assert all(2 * o[2][0] > o[2][1] for o in got.values()), "the cap's bit was rare"
     assert all(o[4] < 0.10 for o in full), "the host's busy share during load runs reached the expected 0.10-0.30"
+
+
+def _uncapped_rows(parts: list[dict[str, Any]]) -> list[float]:
+    """The SM clock of every row the software power cap did not touch: no cap bit in it nor in the next two rows (the
+    bit trails the clock by up to two rows, test_sm_clock_dips_are_the_software_power_cap)."""
+    rows = []
+    for raw in parts:
+        g = raw["gpu_samples"]
+        reasons = [int(r) if r is not None else None for r in g["event_reasons"]]
+        for i, sm in enumerate(g["sm_mhz"]):
+            near = [r for r in reasons[i:i + 3] if r is not None]
+            if sm is not None and reasons[i] is not None and not any(r & SW_POWER_CAP for r in near):
+                rows.append(float(sm))
+    return rows
+
+
+@pytest.mark.gpu
+@pytest.mark.targets(recorded="qwen2.5-7b.decode.", live=False)
+def test_the_uncapped_sm_clock_is_the_catalog_boost_clock(target, sampled, reconcile):
+    """The catalog's boost clock (a published `nvidia-smi -q` max graphics clock, not our recordings) predicts the SM
+    clock NVML reads while the card works and nothing caps it. Measured: the median over every sampled session's rows
+    with no power-cap bit near them (each session's own median in the samples; a session with no such row adds
+    none). The kernel ledgers price instructions at this clock (clock_hz=spec.boost_clock_hz) and the wgmma findings'
+    bands divide by it, so this is the catalog number's own evidence; on the H200 sessions of 2026-12-02..04 every
+    session's median is 1,980 MHz and no uncapped row is more than one 15 MHz step below it."""
+    spec = target.require_spec()
+    per_session = [median(rows) * 1e6 for parts in sampled.values() if (rows := _uncapped_rows(parts))]
+    every = [v * 1e6 for parts in sampled.values() for v in _uncapped_rows(parts)]
+    if not every:
+        pytest.skip(f"{target.name}: no sampled row without the power cap")
+    pred = Prediction(float(spec.require("boost_clock_hz")), "Hz", "the catalog's boost clock",
+                      {"card": target.name, "source": spec.sources.get("boost_clock_hz", "?")})
+    got = Measurement(median(every), "Hz", samples=tuple(per_session), source="recorded",
+                      provenance={"what": "median NVML SM clock of the uncapped rows", "rows": len(every),
+                                  "sessions": len(per_session), "batches": sorted(sampled)})
+    reconcile("uncapped_sm_clock", pred, got, abs=15e6,
+              why="NVML reads the SM clock on the card's 15 MHz ladder (1,965, 1,980 MHz rows): one step")

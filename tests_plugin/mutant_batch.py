@@ -10,7 +10,8 @@ JSON ledger. Each child starts from the same unmutated, freshly collected state,
 Why applying after collection is the same as before it: only if collection never calls a mutated function (a value
 computed from the unmutated theory at import or parametrization would survive into the child). Collection runs with
 a tripwire on each function the group mutates; a mutation whose function was called during collection is not forked
-but listed as `collection_called`, and the caller replays it the old way, alone in a fresh interpreter.
+but listed as `collection_called`, and the caller replays it the old way, alone in a fresh interpreter. So is one no
+tripwire can watch (Mutation.forkable: a catalog number, read as an attribute, or a class member such as a property).
 
 Environment (set by tests_plugin/test_mutations.py): ANATOMY_MUTATIONS, the mutation names, comma-separated;
 ANATOMY_MUTATIONS_OUT, the folder that receives NAME.json (each child's ledger) and outcome.json (each child's exit
@@ -77,7 +78,7 @@ def pytest_configure(config: pytest.Config) -> None:
     fired: set[tuple[str, str]] = set()
     originals: dict[tuple[str, str], Any] = {}
     wires: dict[tuple[str, str], Any] = {}
-    for key in dict.fromkeys(_key(m) for m in mutations):
+    for key in dict.fromkeys(_key(m) for m in mutations if m.forkable):
         module = importlib.import_module(key[0])
         originals[key] = getattr(module, key[1])
         wires[key] = _tripwire(key, originals[key], fired)
@@ -113,7 +114,7 @@ def pytest_runtestloop(session: pytest.Session) -> object:
         return None  # pytest's own loop stops the run on the collection errors
     outcome: dict[str, Any] = {"exit": {}, "collection_called": []}
     for m in _STATE["mutations"]:
-        if _key(m) in _STATE["fired"]:
+        if not m.forkable or _key(m) in _STATE["fired"]:  # read where no tripwire looks, or called: replayed alone
             outcome["collection_called"].append(m.name)
             continue
         print(f"\n{MARK}{m.name}", flush=True)

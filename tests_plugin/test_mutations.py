@@ -18,11 +18,12 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
 from mutant_batch import MARK, NAMES_ENV, OUT_ENV
-from theory_mutants import BY_NAME, CATALOGUE, MUTATION_ENV, Mutation, catches, mutated_source
+from theory_mutants import BY_NAME, CATALOGUE, MUTATION_ENV, Mutation, catalog_value, catches, mutated_source
 
 from pytest_anatomy import run_share
 
@@ -99,23 +100,29 @@ def test_catalogue_matches_the_current_theory_source():
     of the theory must update the catalogue rather than leave a mutation that changes nothing."""
     assert len(BY_NAME) == len(CATALOGUE)
     for m in CATALOGUE:
-        assert mutated_source(m) != ""
+        if m.catalog:  # a catalog number: it must exist and be a number (or, peak_flops, a map of numbers) to scale
+            value = catalog_value(m)
+            assert isinstance(value, float) or (isinstance(value, Mapping) and value), (m.name, value)
+        else:
+            assert mutated_source(m) != ""
 
 
 def test_the_plugin_without_a_mutation_changes_nothing(monkeypatch):
     """The baseline: each diverge below must be one the mutation caused. Without ANATOMY_MUTATION the plugin patches
     nothing, so an unmutated replay of the selections is this suite's own replay of the same tests, where any
     diverge fails its own test in the same run (it was a 39 s replay of their union here, repeating that run). Checked
-    here: the no-mutation path leaves every catalogued function as it is."""
-    import importlib
-
+    here: the no-mutation path leaves every catalogued function and catalog number as it is."""
     import theory_mutants
 
     monkeypatch.delenv(MUTATION_ENV, raising=False)
-    before = {m.name: getattr(importlib.import_module(m.module), m.function) for m in CATALOGUE}
+
+    def now() -> dict[str, object]:
+        return {m.name: catalog_value(m) if m.catalog else theory_mutants.member(m) for m in CATALOGUE}
+
+    before = now()
     theory_mutants.pytest_configure(None)
     assert "mutation" not in theory_mutants._STATE
-    assert {m.name: getattr(importlib.import_module(m.module), m.function) for m in CATALOGUE} == before
+    assert now() == before
 
 
 def _groups() -> dict[str, list[Mutation]]:

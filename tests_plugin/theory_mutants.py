@@ -1,9 +1,10 @@
 """A catalogue of deliberate errors in the theory, and the pytest plugin that applies one.
 
 Each `Mutation` edits one function of `pytest_anatomy/theory/` (or the format table the GGUF ledger
-reads) by an exact source replacement: a term dropped, a constant x1.05, a rounding changed. The
-replacement must match the current source exactly once, so a refactor that moves the code fails
-loudly instead of silently mutating nothing.
+reads; a class member such as a property, named "Class.member") by an exact source replacement: a term dropped, a
+constant x1.05, a rounding changed. The replacement must match the current source exactly once, so a refactor that
+moves the code fails loudly instead of silently mutating nothing. A `catalog` mutation scales one number of the
+hardware catalog instead (the boost clock, the datasheet bandwidth or peak), in place on the catalog's HardwareSpec.
 
 `tests_plugin/test_mutations.py` replays a narrowed selection of the recorded suites in a fresh
 interpreter per mutation, with this module loaded as a plugin (`-p theory_mutants`) and the
@@ -22,7 +23,9 @@ import inspect
 import os
 import sys
 import textwrap
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 MUTATION_ENV = "ANATOMY_MUTATION"
 
@@ -39,6 +42,16 @@ class Mutation:
     selection: tuple[str, ...]  # pytest paths / node ids replayed for this mutation
     keyword: str = ""  # -k expression narrowing the selection ("" = none)
     survivor: str = ""  # non-empty: a known survivor, and why no reconciliation can catch it
+    # "card.field": a number of the hardware catalog (specs/hardware.py) scaled by `factor` in place, instead of a
+    # source edit (module, function, old and new then unused); "card.peak_flops" scales every dtype's peak
+    catalog: str = ""
+    factor: float = 1.0
+
+    @property
+    def forkable(self) -> bool:
+        """Whether mutant_batch may apply it after collection: a module-level function, whose calls during collection
+        its tripwire sees. A catalog number or a class member is read where no tripwire looks: replayed alone."""
+        return not self.catalog and "." not in self.function
 
 
 # Replay selections: only the tests that reconcile what the mutated function predicts.
@@ -154,6 +167,60 @@ CATALOGUE: tuple[Mutation, ...] = (
             "preempted, and without the gate none of them admitted a request), so the mutation changes none of "
             "the selection's predicted values (preemptions, recomputed tokens, throughput, TTFT, ITL). vLLM's scheduler has the "
             "rule (no waiting request is scheduled in a step that preempted); no recording is evidence for it")),
+    Mutation(
+        "latency-drop-kv-write", "latency", "the KV bytes a step writes dropped from its streamed bytes",
+        "pytest_anatomy.theory.latency", "step_bytes",
+        "kv_write = work.new_tokens * cap.kv_bytes_per_token(model).value", "kv_write = 0.0",
+        _LATENCY_STEPS + _LATENCY_LOAD, survivor=(
+            "a step's new tokens write 57 KiB each (Qwen2.5-7B; Llama-3.1-8B 128 KiB) beside ~15 GB of weights: a "
+            "decode step's writes are under 0.1% of its bytes, and a step with enough new tokens for them to count "
+            "(a prompt chunk) is compute-bound from ~160 tokens on the H200, where bytes do not set the time. The "
+            "issue's one catch (an engine TTFT at 1.2433 of a 1.25 goal) was a band edge of the old 25% target; "
+            "replaying this selection on 2026-12-05 no prediction diverged (only three band tables recomputed from "
+            "the sessions changed, which reconcile nothing)")),
+    Mutation(
+        "simulator-no-null-block", "serving simulator", "the simulator's pool without vLLM's null block",
+        "pytest_anatomy.theory.serving", "SchedulerConfig.usable_blocks",
+        "self.num_gpu_blocks - 1", "self.num_gpu_blocks",
+        _LATENCY_LOAD, survivor=(
+            "one block of a pool of 14,044 blocks or more changes an admission only when the free blocks are within "
+            "one of a request's need, and no recorded KV-bound run sits there: Qwen2.5-7B's overload pool (128,909 "
+            "blocks) holds 120 sequences of 1,072 blocks with or without it, Llama-3.1-8B's pinned one (14,044) 80 "
+            "of 174; the closed-loop and Poisson runs never fill their pools. Replaying this selection (and the "
+            "ladder and third-party serving replays) on 2026-12-05, no prediction diverged. The block is vLLM's "
+            "(docs/FACTS.md V6); a run pinned to k sequences' blocks exactly would test it")),
+    Mutation(
+        "catalog-boost-clock-x0.76", "catalog", "the H200's catalog boost clock x0.76 (1.5 instead of 1.98 GHz)",
+        "pytest_anatomy.specs.hardware", "HARDWARE", "", "",
+        # caught since 2026-12-05 by test_the_uncapped_sm_clock_is_the_catalog_boost_clock: NVML's SM clock in every
+        # sampled session's rows the power cap left alone (median 1,980 MHz, 1,505 predicted under the mutation). The
+        # issue's audit found it changed 0 of 922 predictions; the kernel ledgers have priced instructions at it since,
+        # and s15's 4096^3 pre-registered-time finding, whose band divides by it, leaves its band too
+        ("tests_latency/test_latency_conditions.py::test_the_uncapped_sm_clock_is_the_catalog_boost_clock",),
+        catalog="h200.boost_clock_hz", factor=1.5 / 1.98),
+    Mutation(
+        "catalog-hbm-bandwidth-x1.05", "catalog", "the H200's datasheet HBM bandwidth x1.05",
+        "pytest_anatomy.specs.hardware", "HARDWARE", "", "",
+        # Every H200 prediction runs on its session's measured read ceiling; the datasheet enters only the transfer rule
+        # (theory/transfer.py: measured / datasheet on the H200, times another card's datasheet). Caught at a band edge
+        # by Argonne's A100-40GB llama.cpp Llama-2-7B b=1 row: measured/predicted 1.152 -> 1.104 against the band
+        # (1.1065-1.8657) of a finding whose cause is not established (2026-12-05); no check of the ceiling against the
+        # datasheet exists, since no attainable fraction of the datasheet is documented apart from our own ceilings
+        ("tests_validation/test_offline_third_party.py",),
+        catalog="h200.memory_bandwidth", factor=1.05),
+    Mutation(
+        "catalog-peak-flops-x1.05", "catalog", "the H200's datasheet peak FLOP/s x1.05 (every dtype)",
+        "pytest_anatomy.specs.hardware", "HARDWARE", "", "",
+        ("tests_kernels/test_kernels_ladders.py::test_sgemm_issued_byte_roofline",
+         "tests_validation/test_serving_third_party.py", "tests_validation/test_offline_third_party.py"),
+        catalog="h200.peak_flops", factor=1.05, survivor=(
+            "no H200 prediction divides by its datasheet peak: the latency suite runs on the session's measured "
+            "matmul ceiling and GEMM timings, and the transfer rule takes the H200's measured/datasheet ratio to "
+            "another card's datasheet, so the H200's datasheet moves only the transferred cards' compute-bound rows, "
+            "by 5%, inside the third-party bands (unknown settings +-10% transfer spread); the SGEMM rooflines' fp32 "
+            "floor is a finding banded by other runs. Replaying every recorded suite but capacity under it on "
+            "2026-12-05 (2,591 reconciliations), no prediction diverged. A datasheet peak would be falsifiable by a "
+            "documented attainable fraction, which no source gives apart from our own ceilings")),
     Mutation(
         "offline-kv-waves-dropped", "validation", "a batch the KV pool cannot hold runs as one wave anyway",
         "pytest_anatomy.theory.transfer", "kv_limited_offline_batch",
@@ -355,9 +422,30 @@ CATALOGUE: tuple[Mutation, ...] = (
 BY_NAME = {m.name: m for m in CATALOGUE}
 
 
+def _owner(m: Mutation) -> object:
+    """The module, or the class of a "Class.member" function, that holds the mutated function."""
+    owner: object = importlib.import_module(m.module)
+    for part in m.function.split(".")[:-1]:
+        owner = getattr(owner, part)
+    return owner
+
+
+def member(m: Mutation) -> object:
+    """The mutated function as its owner holds it (a property object for a property)."""
+    return vars(_owner(m))[m.function.rsplit(".", 1)[-1]]
+
+
+def catalog_value(m: Mutation) -> object:
+    """The catalog number a `catalog` mutation scales, as it is now."""
+    from pytest_anatomy.specs.hardware import HARDWARE
+
+    card, name = m.catalog.split(".", 1)
+    return getattr(HARDWARE[card], name)
+
+
 def mutated_source(m: Mutation) -> str:
-    module = importlib.import_module(m.module)
-    source = textwrap.dedent(inspect.getsource(getattr(module, m.function)))
+    held = member(m)
+    source = textwrap.dedent(inspect.getsource(held.fget if isinstance(held, property) else held))
     found = source.count(m.old)
     if found != 1:
         raise RuntimeError(f"mutation {m.name}: {m.old!r} occurs {found} times in {m.module}.{m.function}, "
@@ -366,12 +454,27 @@ def mutated_source(m: Mutation) -> str:
 
 
 def apply(m: Mutation) -> None:
-    """Redefine the function in its own module's namespace (so its globals stay live)."""
+    """Redefine the function with its own module's globals (so they stay live), where it was defined (the module, or
+    its class); or scale the catalog number in place, on the one HardwareSpec object every target and test holds."""
+    if m.catalog:
+        from pytest_anatomy.specs.hardware import HARDWARE
+
+        card, name = m.catalog.split(".", 1)
+        value = catalog_value(m)
+        if isinstance(value, Mapping):  # peak_flops: every dtype's peak
+            scaled: object = MappingProxyType({k: v * m.factor for k, v in value.items()})
+        else:
+            scaled = float(value) * m.factor  # type: ignore[arg-type]
+        object.__setattr__(HARDWARE[card], name, scaled)  # a frozen dataclass: the mutant's one way in
+        return
     module = importlib.import_module(m.module)
     # The theory modules postpone annotations; so must the redefinition, or it would evaluate
     # names they import only for type checking.
     code = compile("from __future__ import annotations\n" + mutated_source(m), f"<mutant {m.name}>", "exec")
-    exec(code, module.__dict__)  # noqa: S102 - the point of a mutant
+    defined: dict[str, object] = {}
+    exec(code, module.__dict__, defined)  # noqa: S102 - the point of a mutant
+    name = m.function.rsplit(".", 1)[-1]
+    setattr(_owner(m), name, defined[name])
 
 
 def rebind(m: Mutation, original: object) -> None:
@@ -396,14 +499,15 @@ def pytest_configure(config) -> None:
     if name not in BY_NAME:
         raise RuntimeError(f"{MUTATION_ENV}={name!r} is not in the catalogue: one of {sorted(BY_NAME)}")
     m = BY_NAME[name]
-    _STATE["original"] = getattr(importlib.import_module(m.module), m.function)
+    if m.forkable:
+        _STATE["original"] = getattr(importlib.import_module(m.module), m.function)
     apply(m)
     _STATE["mutation"] = m
 
 
 def pytest_collection_finish(session) -> None:
     m = _STATE.get("mutation")
-    if isinstance(m, Mutation):
+    if isinstance(m, Mutation) and m.forkable:  # a catalog number or a class member is looked up at each use
         rebind(m, _STATE["original"])
 
 

@@ -114,7 +114,9 @@ class Efficiency:
 
 # --- FLOPs ---------------------------------------------------------------------------------
 def visible_pairs(shape: AttentionShape) -> int:
-    """(query, key) pairs one head computes with: Nq*Nkv, or N(N+1)/2 under a causal mask."""
+    """(query, key) pairs one head computes with: Nq*Nkv, or N(N+1)/2 under a causal mask.
+    No recording can see it: these useful FLOPs are reported beside each rung, while the time prediction runs on the
+    executed tiles (theory mutation flashattn-causal-flops-x2 survives; test_flashattn_theory.py holds it exactly)."""
     if shape.causal:
         return shape.seq_q * (shape.seq_q + 1) // 2
     return shape.seq_q * shape.seq_kv

@@ -113,7 +113,9 @@ TINY_OVERHEAD_NOT_USED = (
 
 def fit_layer_overhead(steps: list[OverheadStep]) -> LayerOverhead:
     """Least squares of the b=1 residuals over layers (two layer counts at least); the per-sequence
-    slope from each layer count's residual between its smallest and largest batch, averaged."""
+    slope from each layer count's residual between its smallest and largest batch, averaged.
+    No recording can see the layer term: no setup takes this fit as t_overhead (TINY_OVERHEAD_IS_ADDITIVE), and its
+    one check is a finding whose band moves with it (theory mutation calibration-drop-layer-term survives)."""
     ones = [s for s in steps if s.batch == 1]
     layers = sorted({s.layers for s in ones})
     if len(layers) < 2:
@@ -159,7 +161,10 @@ def linear_shapes(model: ModelSpec) -> tuple[tuple[str, int, int], ...]:
 def gemm_compute_efficiency(model: ModelSpec, tokens: int, seconds: dict[tuple[int, int, int], float],
                             peak: float) -> float:
     """eta at `tokens` rows: the trunk's matmul FLOPs over the time the session's cuBLAS took for the
-    same shapes (seconds keyed by (m, k, n)), as a fraction of `peak`. KeyError names a missing shape."""
+    same shapes (seconds keyed by (m, k, n)), as a fraction of `peak`. KeyError names a missing shape.
+    No recording checks eta apart from the GEMM timings it is computed from: every compute-bound prefill it predicts
+    is a finding banded by the other sessions' ratios, wider than 5% (theory mutation calibration-gemm-eta-x1.05
+    survives); a prefill of known non-GEMM work would make it falsifiable."""
     flops = time_s = 0.0
     for layer, k, n in linear_shapes(model):
         key = (tokens, k, n)

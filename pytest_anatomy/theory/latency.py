@@ -144,6 +144,8 @@ def kv_read_bytes(model: ModelSpec, context: float) -> float:
 
 
 def step_bytes(model: ModelSpec, work: StepWork) -> Prediction:
+    """The bytes a step streams. No recording can see the KV written: under 0.1% of a decode step's bytes, and a step
+    with enough new tokens for it to count is compute-bound (theory mutation latency-drop-kv-write survives)."""
     weights = matmul_weight_bytes(model)
     mean = work.decode_context_sum / work.decode_tokens if work.decode_tokens else 0.0
     kv_decode = work.decode_tokens * kv_read_bytes(model, mean)

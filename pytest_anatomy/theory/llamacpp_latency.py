@@ -117,7 +117,10 @@ def kv_read_bytes(header: GgufHeader, context: float, type_k: str = "f16", type_
 
 def decode_time(header: GgufHeader, calib: LlamaCalibration, *, context: float = 0.0) -> Prediction:
     """Seconds per decode token at batch 1 with `context` tokens already cached (llama-bench tgN from
-    depth 0 averages context = (N - 1) / 2)."""
+    depth 0 averages context = (N - 1) / 2).
+    No recording pins the weights term apart from the fitted constants: every recorded decode it predicts is a
+    finding whose band moves with this function, and the fit benches are not reconciled (theory mutation
+    llamacpp-decode-weight-bytes-x1.05 survives)."""
     terms = []
     total = 0.0
     for kernel, by_type in sorted(weight_bytes_by_kernel(header).items()):

@@ -26,7 +26,9 @@ DEFAULT_BLOCK_SIZE = 16
 
 
 def hit_tokens(prompt_len: int, cached_prefix: int, block_size: int = DEFAULT_BLOCK_SIZE) -> int:
-    """Prompt tokens served from the cache: whole blocks of the cached prefix, never the last token."""
+    """Prompt tokens served from the cache: whole blocks of the cached prefix, never the last token.
+    No recording can see the last-token cap: no recorded request is wholly its shared prefix (theory mutation
+    deployment-prefix-hit-last-token-cached survives; test_knob_theory.py holds it exactly)."""
     if prompt_len < 1 or cached_prefix < 0 or block_size < 1:
         raise ValueError(f"need prompt_len >= 1, cached_prefix >= 0, block_size >= 1; got "
                          f"{prompt_len!r}, {cached_prefix!r}, {block_size!r}")

@@ -59,6 +59,8 @@ class SchedulerConfig:
 
     @property
     def usable_blocks(self) -> float:
+        """No recording can see the null block: no recorded KV-bound run is within one block of admitting another
+        request (theory mutation simulator-no-null-block survives)."""
         # vLLM's BlockPool holds block 0 back as the null block (docs/FACTS.md V6).
         return math.inf if self.num_gpu_blocks is None else self.num_gpu_blocks - 1
 
@@ -326,7 +328,8 @@ def _schedule_running(eng: _Engine, scheduled: list[tuple[_Request, int]]) -> tu
 def _admit_waiting(eng: _Engine, scheduled: list[tuple[_Request, int]], budget: int, preempted_now: bool) -> None:
     """Waiting requests, first come first served, while the budget, max_num_seqs and the KV pool
     allow (the whole current sequence must fit under reserve_full_sequence); none in a step that
-    preempted, as in vLLM's scheduler."""
+    preempted, as in vLLM's scheduler. No recording can see that gate: the preempted request heads the queue and
+    needs about the blocks it gave up, so admission stops anyway (theory mutation simulator-admit-after-preemption)."""
     sched, bs, running, waiting = eng.sched, eng.sched.block_size, eng.running, eng.waiting
     while (not preempted_now and waiting and budget > 0 and len(running) < sched.max_num_seqs):
         r = waiting[0]

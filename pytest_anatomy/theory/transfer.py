@@ -59,6 +59,9 @@ class Transfer:
 
     @classmethod
     def from_calibration(cls, calib: EngineCalibration, ceilings: Ceilings) -> Transfer:
+        """The one place the H200's datasheet enters a prediction (its own run on measured ceilings). Its bandwidth
+        is seen only at a third-party band's edge, its peak by no recording: the compute-bound rows it moves sit
+        inside bands of unknown settings (theory mutations catalog-hbm-bandwidth-x1.05, catalog-peak-flops-x1.05)."""
         if ceilings.datasheet_peak is None or ceilings.datasheet_bandwidth is None:
             raise ValueError("the calibration's ceilings carry no datasheet numbers: cannot express them as fractions")
         return cls(calib.step_overhead_s, calib.compute_efficiency * ceilings.peak / ceilings.datasheet_peak,
@@ -233,7 +236,9 @@ def kv_limited_offline_batch(sm: StepModel, batch: int, length: int, budget: int
     sequences: the batch runs as waves of n (the last one the rest), each an offline_batch. vLLM's V0 scheduler admits
     prompts while their blocks fit and, once the growing decodes run out of blocks, preempts the latest arrivals by
     recompute until the rest fit; the survivors finish and the preempted run after them. Waves leave out the
-    recompute's repeated prefill (a few percent of a decode-bound batch) and the first phase at full batch."""
+    recompute's repeated prefill (a few percent of a decode-bound batch) and the first phase at full batch.
+    No reconciliation can see the waves: the third-party rows they move fall inside bands of an unknown engine
+    version either way; their evidence is the rows' pattern (theory mutation offline-kv-waves-dropped survives)."""
     n = max(1, min(batch, int(kv_tokens // tokens_per_request)))
     full, rest = divmod(batch, n)
     last = offline_batch(sm, rest, length, budget).latency_s if rest else 0.0
