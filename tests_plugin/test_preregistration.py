@@ -328,3 +328,18 @@ def test_in_sample_files_an_unregistered_first_kernel_timing_as_not_held_out(rep
     (rec_path,) = (results / "h200" / "kernels").glob(f"{FIRST_TIMINGS[1]}@*.json")
     prov = json.loads(rec_path.read_text())["provenance"]
     assert prov["held_out"] is False and "no pre-registration" in prov["held_out_refused"]
+
+
+def test_every_committed_kernels_preregistration_is_what_its_rung_header_still_says() -> None:
+    """A rung header's pre-registered time (what test_preregistered_time reconciles) never moves after a kernels
+    pre-registration of it: the committed file and the header agree for every timing it holds."""
+    from pytest_anatomy.kernels.ladders import variant
+
+    checked = 0
+    for path in sorted(REPO.glob("results/*/preregistered/kernels-*.json")):
+        for name, run in json.loads(path.read_text())["runs"].items():
+            header = dict(variant(run["ladder"], run["rung"]).h200_ms).get(run["shape"])
+            assert name == f"{run['ladder']}.{run['rung']}.{run['shape']}" and header is not None, (path.name, name)
+            assert run["predictions"]["time"]["value"] == pytest.approx(header * 1e-3, rel=1e-12), (path.name, name)
+            checked += 1
+    assert checked >= 5
