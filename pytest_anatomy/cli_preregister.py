@@ -1,6 +1,8 @@
 """`pytest-anatomy preregister capacity ID... [--hardware h200]`: write the theory's predictions for
 planned engine starts (ids of scripts/device/capacity_plan.py's PLAN) to a file to commit before
-the run (preregistration.py). One line on any problem, exit 2."""
+the run (preregistration.py); `preregister kernels LADDER.RUNG[.SHAPE]...`: the rung headers'
+pre-registered times of planned kernel timings (scripts/device/kernels_plan.py's run ids). One line
+on any problem, exit 2."""
 
 from __future__ import annotations
 
@@ -21,17 +23,22 @@ DEFAULT_PLAN = REPO / "scripts" / "device" / "capacity_plan.py"
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "preregister", help="write the predictions for planned runs, to commit before running them",
-        description="Writes results/<hw>/preregistered/capacity-<stamp>.json: every vLLM ledger quantity the theory "
-                    "predicts for each planned engine start, with the git commit of the theory (refused while the "
-                    "theory has uncommitted changes). Commit the file before the run: importing a held-out run then "
-                    "checks the file was committed first, and the capacity suite reconciles the run against these "
-                    "values as well as the current theory.")
-    p.add_argument("suite", choices=("capacity",), help="what is planned (capacity: vLLM engine starts)")
+        description="Writes results/<hw>/preregistered/<suite>-<stamp>.json with the git commit of the theory "
+                    "(refused while it has uncommitted changes). capacity: every vLLM ledger quantity the theory "
+                    "predicts for each planned engine start; the capacity suite reconciles the run against these "
+                    "values as well as the current theory. kernels: each planned timing's time pre-registered in its "
+                    "rung's header (H200 only; the kernels' code must be committed too). Commit the file before the "
+                    "run: importing a held-out run (a capacity run the plan marks held out; a rung's first timing at "
+                    "a shape its header pre-registers) then checks the file was committed first.")
+    p.add_argument("suite", choices=pre.SUITES,
+                   help="what is planned (capacity: vLLM engine starts; kernels: kernel rung timings)")
     p.add_argument("ids", nargs="+", metavar="ID",
-                   help="plan ids of the capacity plan, e.g. qwen2.5-72b.u0.90.len8192.eager.tp4")
+                   help="capacity: plan ids of the capacity plan, e.g. qwen2.5-72b.u0.90.len8192.eager.tp4; kernels: "
+                        "LADDER.RUNG (every shape its header pre-registers) or LADDER.RUNG.SHAPE, the kernels plan's "
+                        "run id, e.g. sgemm.s18-fp32-small-m-splitk.32x18944x3584")
     p.add_argument("--hardware", default="h200", help="catalog name of the card the runs are planned on (h200)")
     p.add_argument("--plan", type=Path, default=DEFAULT_PLAN,
-                   help="the capacity plan (scripts/device/capacity_plan.py)")
+                   help="capacity: the capacity plan (scripts/device/capacity_plan.py)")
     p.add_argument("--results", type=Path, default=Path("results"), help="results folder (results)")
 
 
@@ -51,12 +58,48 @@ def _load_plan(path: Path) -> dict[str, Any]:
     return {entry.id: entry for entry in module.PLAN}
 
 
+def _where(args: argparse.Namespace) -> tuple[Path, str]:
+    """The checkout the results folder is in, and its commit (PreregistrationError where there is none, or the code
+    the suite's predictions come from has uncommitted changes)."""
+    existing = next(p for p in (args.results.resolve(), *args.results.resolve().parents) if p.exists())
+    root = pre.repo_root(existing)
+    if root is None:
+        raise pre.PreregistrationError(f"{args.results} is not inside a git checkout: a pre-registration names the "
+                                       "theory's commit")
+    return root, pre.theory_commit(root, pre.PINNED_PATHS[args.suite])
+
+
+def _command(args: argparse.Namespace) -> str:
+    return "pytest-anatomy preregister " + " ".join(sys.argv[2:] if sys.argv[1:2] == ["preregister"] else
+                                                    [args.suite, *args.ids])
+
+
+def _kernels(args: argparse.Namespace) -> int:
+    """The rung headers' pre-registered times of the planned timings, with the commit of the theory and kernels."""
+    from pytest_anatomy.kernels.registry import PREREGISTERED_ON
+
+    if args.hardware != PREREGISTERED_ON:
+        return _error(f"--hardware {args.hardware}: the rung headers pre-register {PREREGISTERED_ON} times only")
+    try:
+        timings = pre.kernel_timings(args.ids)
+        _, commit = _where(args)
+        created = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        path = pre.write(args.results, pre.build_kernels(timings, args.hardware, commit, created, _command(args)))
+    except (pre.PreregistrationError, OSError) as exc:
+        return _error(str(exc))
+    print(f"wrote {path}: {len(timings)} planned timing(s) on {args.hardware}, theory and kernels at {commit[:12]}; "
+          "commit this file before the runs start")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     from pytest_anatomy.specs.hardware import HARDWARE
     from pytest_anatomy.theory.capacity import NotModeled
 
     if args.hardware not in HARDWARE:
         return _error(f"--hardware {args.hardware!r} is not in the catalog ({', '.join(sorted(HARDWARE))})")
+    if args.suite == "kernels":
+        return _kernels(args)
     if not args.plan.is_file():
         return _error(f"{args.plan}: no capacity plan there (--plan scripts/device/capacity_plan.py)")
     try:
@@ -68,15 +111,9 @@ def run(args: argparse.Namespace) -> int:
                 return _error(f"{run_id!r} is not an id of {args.plan.name}" + (f"; {hint}" if hint else ""))
             entry = plan[run_id]
             planned.append(pre.PlannedRun(run_id, entry.model, entry.settings.to_dict()))
-        existing = next(p for p in (args.results.resolve(), *args.results.resolve().parents) if p.exists())
-        root = pre.repo_root(existing)
-        if root is None:
-            return _error(f"{args.results} is not inside a git checkout: a pre-registration names the theory's commit")
-        commit = pre.theory_commit(root)
+        _, commit = _where(args)
         created = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        command = "pytest-anatomy preregister " + " ".join(sys.argv[2:] if sys.argv[1:2] == ["preregister"] else
-                                                           ["capacity", *args.ids])
-        doc = pre.build(planned, args.hardware, commit, created, command)
+        doc = pre.build(planned, args.hardware, commit, created, _command(args))
         path = pre.write(args.results, doc)
     except (pre.PreregistrationError, NotModeled, OSError) as exc:
         return _error(str(exc))

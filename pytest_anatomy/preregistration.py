@@ -12,7 +12,15 @@ the theory has uncommitted changes, so the commit is the theory). Once that file
 - the capacity suite reconciles each pre-registered run against the pre-registered values as well
   as the current theory, so a pre-registered miss stays visible after the theory is fixed.
 
-Pure file and git logic; the predictions come from theory/vllm_memory.py (never from a run).
+`pytest-anatomy preregister kernels LADDER.RUNG[.SHAPE]...` does the same for planned kernel timings
+(`results/<hw>/preregistered/kernels-<stamp>.json`): each rung's time pre-registered in its header
+(Variant.h200_ms, the H200's only), with the commit of the theory and the kernels. A kernel timing
+is held out when it is the first recording of a rung and shape whose header pre-registers a time
+(a later one repeats it); since KERNELS_REQUIRED_FROM the importer refuses such a first timing on
+that card unless a pre-registration of it was committed before it ran.
+
+Pure file and git logic; the predictions come from theory/vllm_memory.py and the kernel registries
+(never from a run).
 """
 
 from __future__ import annotations
@@ -33,6 +41,12 @@ CAPACITY_PREFIX = "vllm-ledger."
 # Device batches stamped before this carry no pre-registration (the mechanism did not exist);
 # their held-out label is judged by commit order instead (tests_capacity/held_out.py).
 REQUIRED_FROM = "2026-12-01T06:00:00Z"
+# Kernel timings stamped before this were imported without the check (the mechanism covered capacity only); a rung's
+# first timing since needs a kernels pre-registration committed before it (kernels_held_out).
+KERNELS_REQUIRED_FROM = "2026-12-05T06:00:00Z"
+SUITES = ("capacity", "kernels")
+# What each suite's pre-registration pins: a kernel's pre-registered time is in its registry entry and .cu header.
+PINNED_PATHS = {"capacity": THEORY_PATHS, "kernels": (*THEORY_PATHS, "pytest_anatomy/kernels")}
 
 
 class PreregistrationError(ValueError):
@@ -74,12 +88,12 @@ def repo_root(path: Path) -> Path | None:
     return Path(top) if top else None
 
 
-def theory_commit(repo: Path) -> str:
-    """HEAD, when the theory has no uncommitted change; else PreregistrationError."""
+def theory_commit(repo: Path, paths: tuple[str, ...] = THEORY_PATHS) -> str:
+    """HEAD, when the theory (and any other of `paths`) has no uncommitted change; else PreregistrationError."""
     head = _git(repo, "rev-parse", "HEAD")
     if not head:
         raise PreregistrationError(f"{repo} is not a git checkout: a pre-registration names the commit of the theory")
-    dirty = _git(repo, "status", "--porcelain", "--", *THEORY_PATHS)
+    dirty = _git(repo, "status", "--porcelain", "--", *paths)
     if dirty is None or dirty:
         first = (dirty or "?").splitlines()[0].strip()
         raise PreregistrationError(f"the theory has uncommitted changes ({first}): commit them first, so the "
@@ -105,6 +119,42 @@ def build(runs: list[PlannedRun], hardware: str, commit: str, created: str, comm
         "runs": {r.recording_name: {"model": r.model, "settings": dict(r.settings),
                                     "predictions": predict_capacity(r, hardware)} for r in runs},
     }
+
+
+def kernel_timings(ids: list[str]) -> dict[str, dict[str, Any]]:
+    """{recording name (the kernels plan's run id, LADDER.RUNG.SHAPE): {ladder, rung, shape, source, predictions}}
+    for each id, LADDER.RUNG meaning every shape its header pre-registers a time at; PreregistrationError (one line)
+    for an unknown ladder or rung, or a shape the header gives no time for."""
+    from pytest_anatomy.kernels.ladders import LADDERS
+    from pytest_anatomy.kernels.registry import PREREGISTERED_ON
+    from pytest_anatomy.suggest import did_you_mean
+
+    out: dict[str, dict[str, Any]] = {}
+    for run_id in ids:
+        ladder, _, rest = run_id.partition(".")
+        rung, _, shape = rest.partition(".")
+        variants = {v.id: v for v in LADDERS.get(ladder, ())}
+        if rung not in variants:
+            hint = did_you_mean(rung if variants else ladder, variants or LADDERS)
+            raise PreregistrationError(f"{run_id!r}: no rung {rung!r} in ladder {ladder!r}; give LADDER.RUNG[.SHAPE]"
+                                       + (f"; {hint}" if hint else ""))
+        v, times = variants[rung], dict(variants[rung].h200_ms)
+        if not times or (shape and shape not in times):
+            raise PreregistrationError(
+                f"{run_id!r}: {v.source or 'the rung'} pre-registers no {PREREGISTERED_ON} time"
+                + (f" at {shape}" if shape else "") + (f" (it does at {', '.join(times)})" if times else
+                                                       "; write one in its header first (Predicted effect:)"))
+        for label in [shape] if shape else list(times):
+            out[f"{ladder}.{rung}.{label}"] = {
+                "ladder": ladder, "rung": rung, "shape": label, "source": v.source,
+                "predictions": {"time": {"value": times[label] * 1e-3, "unit": "s", "formula": (
+                    f"pre-registered in the rung header ({v.source}): {times[label]:g} ms on the {PREREGISTERED_ON}")}}}
+    return out
+
+
+def build_kernels(timings: Mapping[str, Any], hardware: str, commit: str, created: str, command: str) -> dict[str, Any]:
+    return {"schema": SCHEMA, "suite": "kernels", "hardware": hardware, "created": created, "theory_commit": commit,
+            "command": command, "runs": dict(timings)}
 
 
 def write_document(repo: Path, path: Path, what: str, body: Mapping[str, Any], written_utc: str | None = None) -> Path:
@@ -163,7 +213,8 @@ def _parse_utc(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(timezone.utc)
 
 
-def check_held_out(results: Path, hardware: str, recording_name: str, recorded_at: str) -> Preregistration:
+def check_held_out(results: Path, hardware: str, recording_name: str, recorded_at: str,
+                   suite: str = "capacity") -> Preregistration:
     """The earliest pre-registration of this run committed before `recorded_at`; else one line saying
     what is missing and what to do."""
     when = _parse_utc(recorded_at)
@@ -175,13 +226,67 @@ def check_held_out(results: Path, hardware: str, recording_name: str, recorded_a
                                           else "not committed") for p in found) or "none"
     raise PreregistrationError(
         f"{recording_name} is marked held out but no pre-registration of it was committed before it was measured "
-        f"({recorded_at}; pre-registrations found: {seen}): run `pytest-anatomy preregister capacity "
+        f"({recorded_at}; pre-registrations found: {seen}): run `pytest-anatomy preregister {suite} "
         f"{recording_name.removeprefix(CAPACITY_PREFIX)} --hardware {hardware}` and commit it before measuring, "
         "or import with --in-sample to file it as not held out")
 
 
 def required_for(recorded_at: str) -> bool:
     return _parse_utc(recorded_at) >= _parse_utc(REQUIRED_FROM)
+
+
+def _stamp_utc(stamp: str) -> datetime:
+    return datetime.strptime(stamp, "%Y%m%dT%H%M%S.%fZ" if "." in stamp else "%Y%m%dT%H%M%SZ").replace(
+        tzinfo=timezone.utc)
+
+
+def kernels_held_out(rec: Any, results: Path) -> bool:
+    """A kernel timing that is held out: on the card the headers pre-register for, since KERNELS_REQUIRED_FROM, of a
+    rung and shape whose header pre-registers a time, and the first recording of that name (a later one repeats a
+    measurement already seen). An autotuner candidate (no registry rung) has no header time."""
+    from pytest_anatomy import recordings
+    from pytest_anatomy.kernels.ladders import LADDERS
+    from pytest_anatomy.kernels.registry import PREREGISTERED_ON
+
+    data = rec.data or {}
+    rung = next((v for v in LADDERS.get(str(data.get("ladder")), ()) if v.id == data.get("rung")), None)
+    shape = data.get("shape")
+    if (rec.suite != "kernels" or rec.hardware != PREREGISTERED_ON or "time" not in rec.measurements
+            or rung is None or not isinstance(shape, Mapping) or rung.preregistered_ms(shape) is None
+            or _parse_utc(rec.recorded_at) < _parse_utc(KERNELS_REQUIRED_FROM)):
+        return False
+    when = _parse_utc(rec.recorded_at)
+    earlier = [p for p in recordings.candidates(results, rec.hardware, "kernels", rec.name)
+               if _stamp_utc(p.name.rsplit("@", 1)[1].removesuffix(".json")) < when]
+    return not earlier
+
+
+def checked_held_out(rec: Any, results: Path, *, in_sample: bool, error: type[Exception]) -> Any:
+    """The importer's check of one recording (importers/device.py): a deployment batch's committed plan files
+    (with_plan_files); a held-out capacity run or kernel timing needs a pre-registration committed before it ran,
+    named in its provenance; without one, `error` (one line), or with `in_sample` it is filed as not held out, saying
+    why."""
+    import dataclasses
+
+    if rec.suite == "deployment":  # its predictions: the committed files the device plan read (sha256 in provenance)
+        return with_plan_files(rec, in_sample=in_sample, error=error)
+    prov = dict(rec.provenance)
+    held = (prov.get("held_out") and required_for(rec.recorded_at)) if rec.suite == "capacity" else \
+        kernels_held_out(rec, results)
+    if not held:
+        return rec
+    try:
+        found = check_held_out(results, rec.hardware, rec.name, rec.recorded_at, rec.suite)
+    except PreregistrationError as exc:
+        if not in_sample:
+            raise error(str(exc)) from None
+        prov["held_out"] = False
+        prov["held_out_refused"] = "no pre-registration committed before the run (imported with --in-sample)"
+        return dataclasses.replace(rec, provenance=prov)
+    prov["held_out"] = True
+    prov["preregistration"] = {"file": found.path.relative_to(results).as_posix(), "commit": found.commit,
+                               "committed_at": f"{found.committed_at:%Y-%m-%dT%H:%M:%SZ}"}
+    return dataclasses.replace(rec, provenance=prov)
 
 
 # --- plans whose predictions live in a committed file of the suite (deployment: preregistered.json, cause_tests.json)

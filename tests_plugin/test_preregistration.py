@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -226,3 +227,119 @@ def test_every_kept_deployment_batch_ran_from_committed_predictions() -> None:
             assert "preregistered" in found and ("causes" in found) == ("causes" in prov), path
             checked += 1
     assert checked >= 10
+
+
+# --- kernels: the rung headers' pre-registered times (issue 10 item 5) ---------------------------------------------
+KERNELS_BATCH = REPO / "results" / "h200" / "batches" / "20261205T025617Z" / "kernels.json"
+FIRST_TIMINGS = ("sgemm.s17-fp32-ktile32-lean.4096x4096x4096", "sgemm.s18-fp32-small-m-splitk.4096x4096x4096",
+                 "softmax.x10-grid-tiles.8192x2048")  # that batch's first timings of these rungs at these shapes
+REPEATS = ("sgemm.s9-cp-async-pipeline.4096x4096x4096", "softmax.x6-cluster-row.8192x2048")  # timed before it
+
+
+def test_preregister_kernels_writes_the_rung_headers_times_with_the_commit(repo: Path) -> None:
+    from pytest_anatomy.kernels.ladders import variant
+
+    proc = _cli(repo, "kernels", "sgemm.s18-fp32-small-m-splitk.32x18944x3584", "softmax.x10-grid-tiles")
+    assert proc.returncode == 0, proc.stderr
+    (path,) = (repo / "results" / "h200" / "preregistered").glob("kernels-*.json")
+    doc = json.loads(path.read_text())
+    head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    assert (doc["schema"], doc["suite"], doc["theory_commit"]) == (pre.SCHEMA, "kernels", head)
+    x10 = variant("softmax", "x10-grid-tiles")
+    expected = {"sgemm.s18-fp32-small-m-splitk.32x18944x3584":
+                variant("sgemm", "s18-fp32-small-m-splitk").preregistered_ms({"M": 32, "N": 18944, "K": 3584}),
+                **{f"softmax.x10-grid-tiles.{label}": ms for label, ms in x10.h200_ms}}
+    assert {k: r["predictions"]["time"]["value"] * 1e3 for k, r in doc["runs"].items()} == pytest.approx(expected)
+
+
+def test_preregister_kernels_refuses_in_one_line(repo: Path) -> None:
+    """Another card (the headers pre-register H200 times), an unknown rung, a shape its header gives no time, and
+    uncommitted kernel code each refuse in one line, writing nothing."""
+    for args, says in ((("kernels", "softmax.x10-grid-tiles", "--hardware", "h100-sxm"), "h200 times only"),
+                       (("kernels", "softmax.x10-grid-tile"), "did you mean 'x10-grid-tiles'"),
+                       (("kernels", "softmax.x3-registers.128x152064"), "no h200 time at 128x152064 (it does at")):
+        proc = _cli(repo, *args)
+        assert proc.returncode == 2 and says in proc.stderr and len(proc.stderr.splitlines()) == 1, proc.stderr
+    (repo / "pytest_anatomy" / "kernels").mkdir(parents=True)
+    (repo / "pytest_anatomy" / "kernels" / "fused.py").write_text("# edited\n")
+    dirty = _cli(repo, "kernels", "softmax.x10-grid-tiles")
+    assert dirty.returncode == 2 and "uncommitted changes" in dirty.stderr
+    assert not (repo / "results").exists()
+
+
+def _kernels_batch_at(tmp: Path, when: datetime) -> Path:
+    doc = json.loads(KERNELS_BATCH.read_text())
+    doc["provenance"]["date_utc"] = when.strftime("%Y-%m-%dT%H:%M:%S+00:00")
+    path = tmp / "kernels.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def _kernel_results(repo: Path) -> Path:
+    """A results folder holding one earlier timing of each repeated rung (the newest before the kept batch)."""
+    results = repo / "results"
+    (results / "h200" / "kernels").mkdir(parents=True)
+    for name in REPEATS:
+        older = sorted(p for p in (REPO / "results" / "h200" / "kernels").glob(f"{name}@*.json")
+                       if "20261205T025617Z" not in p.name)[-1]
+        shutil.copy(older, results / "h200" / "kernels" / older.name)
+    return results
+
+
+def test_a_rungs_first_timing_needs_a_kernels_preregistration_committed_before_it(
+        repo: Path, tmp_path_factory, monkeypatch) -> None:
+    """A first timing of a rung and shape whose header pre-registers a time is refused unless a kernels
+    pre-registration of it was committed before the run; a repeat is not held out; --in-sample files it as not held
+    out. Batches timed before KERNELS_REQUIRED_FROM import as before (the kept one of 02:56)."""
+    import_files([KERNELS_BATCH], tmp_path_factory.mktemp("old") / "results", dry_run=True)
+    now = datetime.now(timezone.utc).replace(microsecond=0)
+    monkeypatch.setattr(pre, "KERNELS_REQUIRED_FROM", _iso(now - timedelta(hours=1)))
+    results = _kernel_results(repo)
+    with pytest.raises(DeviceImportError, match=rf"^{re.escape(FIRST_TIMINGS[0])} is marked held out but no "
+                                                r"pre-registration .* found: none\): run `pytest-anatomy preregister "
+                                                rf"kernels {re.escape(FIRST_TIMINGS[0])} --hardware h200`"):
+        import_files([_kernels_batch_at(tmp_path_factory.mktemp("k1"), now - timedelta(minutes=30))], results,
+                     dry_run=True)
+    committed = now - timedelta(minutes=20)
+    doc = pre.build_kernels(pre.kernel_timings(list(FIRST_TIMINGS)), "h200", "0" * 40, _iso(committed), "test")
+    path = pre.write(results, doc)
+    _git(repo, "add", str(path.relative_to(repo)))
+    _git(repo, "commit", "-qm", "pre-register", when=committed)
+    with pytest.raises(DeviceImportError, match=r"committed 20\d\d-"):  # committed, but after the run
+        import_files([_kernels_batch_at(tmp_path_factory.mktemp("k2"), now - timedelta(minutes=25))], results,
+                     dry_run=True)
+    import_files([_kernels_batch_at(tmp_path_factory.mktemp("k3"), now - timedelta(minutes=10))], results)
+    for name in FIRST_TIMINGS + REPEATS:
+        (newest,) = [p for p in (results / "h200" / "kernels").glob(f"{name}@*.json") if p.stat().st_size
+                     and json.loads(p.read_text())["recorded_at"] >= _iso(now - timedelta(minutes=10))]
+        prov = json.loads(newest.read_text())["provenance"]
+        if name in FIRST_TIMINGS:
+            assert prov["held_out"] is True and prov["preregistration"]["file"].startswith("h200/preregistered/kernels-")
+        else:
+            assert "preregistration" not in prov and "held_out" not in prov
+
+
+def test_in_sample_files_an_unregistered_first_kernel_timing_as_not_held_out(repo: Path, tmp_path: Path,
+                                                                            monkeypatch) -> None:
+    now = datetime.now(timezone.utc).replace(microsecond=0)
+    monkeypatch.setattr(pre, "KERNELS_REQUIRED_FROM", _iso(now - timedelta(hours=1)))
+    results = _kernel_results(repo)
+    import_files([_kernels_batch_at(tmp_path, now - timedelta(minutes=5))], results, in_sample=True)
+    (rec_path,) = (results / "h200" / "kernels").glob(f"{FIRST_TIMINGS[1]}@*.json")
+    prov = json.loads(rec_path.read_text())["provenance"]
+    assert prov["held_out"] is False and "no pre-registration" in prov["held_out_refused"]
+
+
+def test_every_committed_kernels_preregistration_is_what_its_rung_header_still_says() -> None:
+    """A rung header's pre-registered time (what test_preregistered_time reconciles) never moves after a kernels
+    pre-registration of it: the committed file and the header agree for every timing it holds."""
+    from pytest_anatomy.kernels.ladders import variant
+
+    checked = 0
+    for path in sorted(REPO.glob("results/*/preregistered/kernels-*.json")):
+        for name, run in json.loads(path.read_text())["runs"].items():
+            header = dict(variant(run["ladder"], run["rung"]).h200_ms).get(run["shape"])
+            assert name == f"{run['ladder']}.{run['rung']}.{run['shape']}" and header is not None, (path.name, name)
+            assert run["predictions"]["time"]["value"] == pytest.approx(header * 1e-3, rel=1e-12), (path.name, name)
+            checked += 1
+    assert checked >= 5

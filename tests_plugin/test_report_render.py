@@ -149,6 +149,25 @@ def test_summary_per_suite_and_hardware_leads_the_page() -> None:
     assert rows == [("capacity", "rtx4090", "2"), ("kernels", "rtx4090", "1"), ("latency", "rtx4090", "2")]
 
 
+def test_plots_and_suite_headings_count_predictions_and_list_the_other_kinds_apart() -> None:
+    """Issue 10: an identity or a setting on the predicted-vs-measured diagonal is no evidence for the theory, so the
+    plots draw predictions only; each suite's heading counts its predictions' verdicts and lists the other kinds
+    apart (with their verdicts where some are not agree), and their rows say their kind."""
+    ledger = sample_ledger()
+    ledger["reconciliations"] += [_rec("kv_tokens_echo", 100.0, 100.0, "tokens", "agree", kind="setting"),
+                                  _rec("kv_tokens_sum", 100.0, 150.0, "tokens", "diverge", kind="identity")]
+    page = render_html(ledger)
+    assert "predicted versus measured" not in page  # one prediction in tokens: a lone point, no panel
+    plots = page[page.index('id="plots"'):page.index("</section>", page.index('id="plots"'))]
+    assert "kv_tokens_sum" not in plots and "decode_step" in plots  # no bar for the diverging identity
+    heading = re.search(r"<h3>capacity <small>([^<]*)</small>", page)
+    assert heading and heading.group(1) == ("2 predictions: 1 agree, 1 resolved · apart: 1 identity (1 diverge), "
+                                            "1 setting")
+    assert page.count('<i class="kind">') == 2 and '<i class="kind">setting</i>' in page
+    ledger["reconciliations"].append(_rec("kv_tokens_2", 100.0, 101.0, "tokens", "agree"))
+    assert render_html(ledger).count("predicted versus measured") == 1
+
+
 def test_single_point_predicted_vs_measured_panels_are_dropped() -> None:
     ledger = sample_ledger()  # every unit here has one positive point
     assert "predicted versus measured" not in render_html(ledger)

@@ -12,9 +12,10 @@ scripts/device/latency_plan.py, kernels_plan.py, llama_plan.py) and the ceilings
   Measurements are copied from the run's numbers (SI units as measured); `data` keeps the whole
   run result, so nothing the device measured is lost.
 
-A capacity run the plan marks held out, measured since pre-registration exists, is imported only
-when a pre-registration of it was committed before its stamp (preregistration.py); the recording's
-provenance names that file and commit.
+A capacity run the plan marks held out, measured since pre-registration exists, and the first timing of a
+kernel rung and shape whose header pre-registers a time, measured since kernels' pre-registration exists, are
+imported only when a pre-registration of it was committed before its stamp (preregistration.py); the
+recording's provenance names that file and commit.
 """
 
 from __future__ import annotations
@@ -416,33 +417,17 @@ def _name_ok(name: str) -> str:
 
 
 def _check_preregistered(rec: recordings.Recording, results: Path, *, in_sample: bool) -> recordings.Recording:
-    """A held-out capacity run measured since pre-registration exists must have a pre-registration
-    committed before its stamp; the recording's provenance names it. With `in_sample`, a run without
-    one is filed as not held out, saying why, instead of refusing the import."""
-    prov = dict(rec.provenance)
-    if rec.suite == "deployment":  # its predictions: the committed files the device plan read (sha256 in provenance)
-        return preregistration.with_plan_files(rec, in_sample=in_sample, error=DeviceImportError)
-    if rec.suite != "capacity" or not prov.get("held_out") or not preregistration.required_for(rec.recorded_at):
-        return rec
-    try:
-        found = preregistration.check_held_out(results, rec.hardware, rec.name, rec.recorded_at)
-    except preregistration.PreregistrationError as exc:
-        if not in_sample:
-            raise DeviceImportError(str(exc)) from None
-        prov["held_out"] = False
-        prov["held_out_refused"] = "no pre-registration committed before the run (imported with --in-sample)"
-        return dataclasses.replace(rec, provenance=prov)
-    prov["preregistration"] = {"file": found.path.relative_to(results).as_posix(), "commit": found.commit,
-                               "committed_at": f"{found.committed_at:%Y-%m-%dT%H:%M:%SZ}"}
-    return dataclasses.replace(rec, provenance=prov)
+    """A held-out capacity run or kernel timing (or a deployment batch's plan files) checked against its committed
+    pre-registration (preregistration.checked_held_out); with `in_sample`, one without is filed as not held out."""
+    return preregistration.checked_held_out(rec, results, in_sample=in_sample, error=DeviceImportError)
 
 
 def import_files(paths: list[Path], results: Path, *, dry_run: bool = False,
                  in_sample: bool = False) -> list[tuple[str, str]]:
     """Import device batch files (and keep every given file verbatim). Returns (status, path).
 
-    A held-out capacity run needs a pre-registration committed before it ran (preregistration.py);
-    `in_sample` files such runs as not held out instead of refusing the batch."""
+    A held-out capacity run or kernel timing needs a pre-registration committed before it ran
+    (preregistration.py); `in_sample` files such runs as not held out instead of refusing the batch."""
     done: list[tuple[str, str]] = []
     batches = []
     for path in paths:

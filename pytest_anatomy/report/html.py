@@ -18,7 +18,7 @@ from typing import Any
 from markupsafe import Markup, escape
 
 from pytest_anatomy.findings import BAND_SOURCES
-from pytest_anatomy.ledger_counts import PREDICTION, kind_of, prediction_counts
+from pytest_anatomy.ledger_counts import PREDICTION, apart_phrase, counts_by_kind, kind_of, prediction_counts
 from pytest_anatomy.option_names import REPORT_OPTION
 from pytest_anatomy.report import plots
 from pytest_anatomy.report.embedded import COMPACT_SUITES, is_compact, embedded_ledger, expand_embedded
@@ -36,7 +36,6 @@ from pytest_anatomy.report.formatting import (
     review_order,
     short_name,
     tick_label,
-    verdict_counts,
 )
 from pytest_anatomy.report.svg import VERDICT_COLOURS, Axis, Chart, _n
 from pytest_anatomy.units import _DISPLAY
@@ -105,6 +104,7 @@ def _row_view(index: int, recon: Mapping[str, Any]) -> dict[str, Any]:
         "params": short_name(recon)[len(str(recon.get("name", "?"))) :],
         "test_id": str(recon.get("test_id", "")),
         "verdict": verdict,
+        "kind": kind_of(recon),
         "source": str(recon.get("source", "")),
         "where": " · ".join(str(x) for x in (recon.get("hardware"), recon.get("model")) if x),
         "predicted": format_value(recon.get("predicted"), unit),
@@ -267,9 +267,13 @@ def build_view(ledger: Mapping[str, Any]) -> dict[str, Any]:
             row["index"], embedded_index = embedded_index, embedded_index + 1
     suites: dict[str, list[dict[str, Any]]] = {}
     compact: dict[str, list[dict[str, Any]]] = {}
+    of_suite: dict[str, list[Mapping[str, Any]]] = {}
     for row, recon in zip(rows, recons):
         (compact if is_compact(recon) else suites).setdefault(row["suite"], []).append(row)
-    detailed = [recon for recon in recons if not is_compact(recon)]
+        of_suite.setdefault(row["suite"], []).append(recon)
+    # The plots show predictions only: an identity, a setting, a fit point or a replay on a predicted-vs-measured
+    # diagonal looks like evidence for the theory and is none (issue 10); the table lists them, marked by kind.
+    detailed = [recon for recon in recons if not is_compact(recon) and kind_of(recon) == PREDICTION]
     # The headline cards count predictions only; identities, settings, fit points and replays carry
     # little information about the theory and are one card apart (ledger_counts).
     counts = prediction_counts(recons)
@@ -292,16 +296,10 @@ def build_view(ledger: Mapping[str, Any]) -> dict[str, Any]:
         # pytest's outcomes as it counts them, the finding outcome spelled as a count ('3 findings')
         "tests": [plural(v, str(k)) if k == "finding" and isinstance(v, int) else f"{v} {k}" for k, v in tests.items()],
         "environment": _environment_view(ledger.get("environment") or {}),
-        "suites": [
-            {"name": name, "rows": group, "summary": ", ".join(f"{n} {v}" for v, n in verdict_counts(
-                [{"verdict": r["verdict"]} for r in group]).items() if n)}
-            for name, group in suites.items()
-        ],
-        "compact_suites": [
-            {"name": name, "count": len(group), "summary": ", ".join(f"{n} {v}" for v, n in verdict_counts(
-                [{"verdict": r["verdict"]} for r in group]).items() if n)}
-            for name, group in compact.items()
-        ],
+        "suites": [{"name": name, "rows": group, "summary": suite_summary(of_suite[name])}
+                   for name, group in suites.items()],
+        "compact_suites": [{"name": name, "count": len(group), "summary": suite_summary(of_suite[name])}
+                           for name, group in compact.items()],
         "findings": _reasons_by_reference(_group_findings(rows), embedded["text_table"]),
         "band_sources": BAND_SOURCES,
         "skips": [(str(s.get("test_id", "")), str(s.get("reason", ""))) for s in ledger.get("skips") or []],
@@ -318,6 +316,17 @@ def build_view(ledger: Mapping[str, Any]) -> dict[str, Any]:
         "verdicts": VERDICTS,
         "validation": _validation_view(recons),
     }
+
+
+def suite_summary(recons: Sequence[Mapping[str, Any]]) -> str:
+    """A suite's heading: '412 predictions: 400 agree, 12 finding · apart: 33 settings, 4 identities (1 diverge)'.
+    The predictions' verdicts, as the page's headline counts them; the other kinds apart (ledger_counts)."""
+    by_kind = counts_by_kind(recons)
+    predictions = by_kind.get(PREDICTION) or {}
+    verdicts = ", ".join(f"{n} {v}" for v, n in predictions.items() if n)
+    head = plural(sum(predictions.values()), "prediction") + (f": {verdicts}" if verdicts else "")
+    apart = apart_phrase(by_kind)
+    return f"{head} · apart: {apart}" if apart else head
 
 
 def overview(recons: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -393,7 +402,8 @@ def write_report(ledger: Mapping[str, Any], html_path: str | os.PathLike[str]) -
     return html_file, json_file
 
 
-__all__ = ["build_view", "embedded_json", "expand_embedded", "gap_bars", "ledger_to_json", "render_html", "scatter_plots", "write_report"]
+__all__ = ["build_view", "embedded_json", "expand_embedded", "gap_bars", "ledger_to_json", "render_html", "scatter_plots",
+           "suite_summary", "write_report"]
 
 
 def _failures_view(failures: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
