@@ -422,10 +422,15 @@ def _other_times(target, v: Variant, shape: dict[str, int], rec) -> list[float]:
 
 def _noise_finding_band(target, v: Variant, shape: dict[str, int], rec, pred_s: float,
                         others: list[float]) -> tuple[float, float] | None:
-    """The band of a finding the noise budget uncovered (kernel_noise_findings), from the case's other sessions."""
-    if (v.ladder, v.id, shape_label(shape)) not in kn.CASES or target.name != kn.MEASURED_ON:
+    """The band of a finding the noise budget uncovered (kernel_noise_findings), from the case's other sessions; for
+    the SGEMM finding (its candidate the clock) a clock-limited judged block is judged at its time normalised to the
+    boost at its own clock (kn.clock_factor: the band's edges x boost / clock; 1.0 for a steady block)."""
+    case = (v.ladder, v.id, shape_label(shape))
+    if case not in kn.CASES or target.name != kn.MEASURED_ON:
         return None
-    return kn.band([t / pred_s for t in others], kb.repeat_scatter(rec))
+    band = kn.band([t / pred_s for t in others], kb.repeat_scatter(rec))
+    factor = kn.clock_factor(rec.data, kn.BOOST_MHZ) if kn.CASES[case] == kn.SGEMM_SLOW else 1.0
+    return None if band is None else (round(band[0] * factor, 4), round(band[1] * factor, 4))
 
 
 def _clock_band(target, v: Variant, shape: dict[str, int], rec) -> tuple[float, float] | None:
