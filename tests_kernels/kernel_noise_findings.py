@@ -1,6 +1,7 @@
 """Findings that a noise budget uncovered (issue 10, 2026-12-04): pre-registered H200 rung times that the ladders'
 15% acceptance target had called agreement, while each rung's own runs agree with one another to about 1% where
-the card held its clock. One finding per cause and sign. Each band is set at test time from the rung's other recorded sessions (their
+the card held its clock. One finding per cause and sign. Each band is set at test time from the rung's other
+recorded sessions (their
 measured / pre-registered envelope, widened by the checked run's own timing-block scatter), never the checked run.
 Every number a reason quotes is read from the recordings at import (test_kernel_noise_findings recomputes them)."""
 
