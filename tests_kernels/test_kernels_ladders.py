@@ -473,8 +473,9 @@ def test_best_fp32_rung_vs_cublas(target, fp32_rungs, measured, reconcile):
 # rows alone ~37 s), more than the fast subset's 5 minutes can hold beside the other suites
 def test_best_fp32_rung_vs_cublas_at_ffn_shapes(target, shape, fp32_rungs, measured, reconcile):
     """Issue 17's FFN-shape target: the best hand-written fp32 rung the target measured at the shape (the rule of
-    test_best_fp32_rung_vs_cublas) against cuBLAS fp32 timed beside it / 0.80. The 32-row miss is a finding
-    (kernel_ffn_findings) whose band is set here from the card's other sessions, never the judged one."""
+    test_best_fp32_rung_vs_cublas) against cuBLAS fp32 timed beside it / 0.80. A shape in ffn.FINDING_SHAPES carries a
+    finding (kernel_ffn_findings) whose band is set here from the card's other sessions, never the judged one; the
+    32-row miss was one until s18 met the target there (2026-12-05), which retired it."""
     lab = shape_label(shape)
     recs = [rung_rec(measured, v, shape) for v in LADDERS["sgemm"][1:] if v.id in fp32_rungs]
     best = min(recs, key=lambda r: r["time"].value)
