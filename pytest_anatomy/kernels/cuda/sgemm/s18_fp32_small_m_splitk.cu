@@ -54,8 +54,17 @@ before any FFMA, and the partials' reads from L2 instead of DRAM (which would sa
 a third of the L2 throughput s9's profile implies); (4) the clock: the 32-row call keeps FFMA and DRAM busy together,
 and a lower clock level scales the issue part.
 Measured outcome: H200, kernels batch 20261205T025617Z (2026-12-05 02:56), correct at every odd shape and its
-32-row check shape; 4096^3: 3.0409 ms (not the shape it is built for); rung 0 2.6883 ms. Its own shape,
-32 x 18944 x 3584, was not timed: the call was stopped at its 420 s limit after the timing shapes (RECORDING.md).
+32-row check shape; 4096^3: 3.0409 ms (not the shape it is built for); rung 0 2.6883 ms; kernels batch
+20261205T035327Z (03:53), the card under sw_power_cap at both FFN shapes (at 32 rows NVML 1,845 MHz, the SM-clock
+probe 1,821 / 1,965 MHz behind the two blocks): 32 x 18944 x 3584: 0.1244 ms (second block 0.1182), 1.18x / 1.12x
+the prediction, between the headline and alternative (a); cuBLAS fp32 beside it 0.1350 / 0.1297 ms (rung 0), s18
+108.6% / 109.7% of it: issue 17's 32-row target (80%) is met, and the finding that it was missed is retired. Risk (4)
+priced (the 92.8 us issue part at the measured clock: 0.1121 ms at 1,845 MHz) leaves 5-11% over the headline, which
+risks (1), the DRAM waits not hidden, and (2), the fill, would cover; which is not established (Nsight Compute
+profiled s18 at 4096^3 only; no profile of s18 at 32 rows exists). Finding
+h200-s18-32-rows-between-its-headline-and-unhidden-stream (tests_kernels/kernel_s18_x10_findings.py).
+2048 x 18944 x 3584: 6.4021 ms (second block 6.8590, the clock falling to 1,545 MHz under the cap), 1.10x; 4096^3:
+3.0416 ms.
 Seed: no such rung.
 */
 // requires: sm_80 (cp.async global-to-shared copies)

@@ -48,8 +48,17 @@ headline and (a) are 0.8 us apart on either side of the target: these numbers do
 Written before any measurement of this rung.
 Measured outcome: H200, kernels batch 20261205T025617Z (2026-12-05 02:56), correct at every odd shape (the
 cooperative launches in a child process first); 8,192 x 2,048: 0.0344 ms, 1.01x the prediction (0.034); rung 0 0.0410
-ms. The vocabulary row, 128 x 152064, was not timed: the call stopped making progress after the timing shapes and
-was killed at its 420 s limit (RECORDING.md).
+ms; that call stopped making progress after the timing shapes and was killed at its 420 s limit, the vocabulary row
+untimed. Kernels batch 20261205T035220Z (03:52), after a probe in a separate process a minute before (x10_probe.log:
+repeat launches on one workspace, the row counters k x 132 after k launches, the outputs correct, so the 02:56 stall
+is not reproduced and its cause is not established): 8,192 x 2,048: 0.0342 ms; 128 x 152,064: 0.0751 ms (second block
+0.0746), 1.83x the prediction, 47% of the read ceiling, outside every outcome written above (the headline, (a), (b)'s
+54.2 us at 2 us per round trip, (c)); x6 beside it 0.0490 ms, torch 0.0896 ms (rung 0); the probe's own x10 medians
+0.0746 and 0.0761 ms. Nsight Compute (03:54, same card): DRAM at 35.6% of peak, issue slots 16% busy, 64.7% of a
+warp's cycles waiting on global loads (the polls and the pairs): form (b), larger than its example, because row r is
+held by warp r mod 16 of every SM and each of a warp's 8 rows waits for the slowest of 132 SMs; in (b)'s form the
+time implies ~9.2 us per tile, ~2.9 us per round trip. Finding h200-grid-tiles-rows-wait-for-the-slowest-sm
+(tests_kernels/kernel_s18_x10_findings.py). x6 stays the best rung at the vocabulary row.
 Seed: no such rung.
 */
 #ifndef INFINITY  // NVRTC has no math.h; nvcc and the CPU emulator do
