@@ -1,4 +1,4 @@
-"""The ladder rungs started twice (issue 10 item 3), as data: each gain a finding explains in either run, the two runs'
+"""The ladder rungs started again (issue 10 item 3; a third start on 2026-12-05, THIRD_BATCH below), as data: each gain a finding explains in either run, the two runs'
 numbers, and each verdict's band from the other run.
 
 Until 2026-12-04 every ladder rung had one engine start, so the findings' bands were read off the run they judge
