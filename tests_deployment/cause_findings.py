@@ -37,6 +37,10 @@ ABOVE_WINDOW, INSIDE_WINDOW = (642, 31), (275, 31)
 PRICED_ABOVE_MS, PRICED_INSIDE_MS = 16.82, 8.88
 ITL_P99_MS, PLAN_TOP_ITL_P99_MS, PLAN_TOP_ABOVE_MS = 14.50, 26.59, 24.7
 PREDICTED_MS = 17.04  # cause_tests.json: the price of plan_top's median window above 512 tokens
+# graphs-to-budget run again (batch 20261205T041022Z, the third start's card GPU-2d2b522c, the 21:55 plan's item 4): its
+# windows (all, above 512), the median above 512 with its resampled interval, and its ITL p99 (ms)
+CAUSE_BATCH_2 = "20261205T041022Z"
+WINDOWS_2, ABOVE_MS_2, ABOVE_INTERVAL_MS_2, ITL_P99_MS_2 = (117, 31), 12.71, (11.46, 12.92), 14.87
 
 WINDOW_ID = "h200-graphed-prompt-windows-do-not-grow-with-their-tokens"
 WINDOW_REASON = (
@@ -52,9 +56,18 @@ WINDOW_REASON = (
     "(under async scheduling the gap that holds a scheduled request may span the running step and the prompt step's "
     "launch rather than the prompt step alone, which would give a floor near two decode steps' time), or a prompt term "
     "steeper than this fp8 engine's prompt GEMMs inside graphs. The cause itself is settled: ITL p99 "
-    f"{ITL_P99_MS:.2f} ms against 25 allowed (plan_top {PLAN_TOP_ITL_P99_MS:.2f}). Band: the window-resampled 95% "
-    "interval over the prediction (checked-run: the one graphs-to-budget run; a second run of it on another engine "
-    "start would band it). Strict: a window in the written band retires the finding.")
+    f"{ITL_P99_MS:.2f} ms against 25 allowed (plan_top {PLAN_TOP_ITL_P99_MS:.2f}). Run again on another card (batch "
+    f"{CAUSE_BATCH_2}): {ABOVE_MS_2:.2f} ms above 512 tokens ([{ABOVE_INTERVAL_MS_2[0]:.2f}, {ABOVE_INTERVAL_MS_2[1]:.2f}] "
+    f"resampled, {WINDOWS_2[1]} of {WINDOWS_2[0]} windows), ITL p99 {ITL_P99_MS_2:.2f} ms: the size repeated. Band: the "
+    "other run's window-resampled interval, each side widened by sqrt(2) (repeat_ratio_band), over the prediction, "
+    "which holds this run's (other-runs). Strict: a window in the written band retires the finding.")
+
+
+def window_band(run: int) -> tuple[float, float]:
+    """measured / predicted band of run `run`'s median window above 512 tokens: the other run's interval, widened."""
+    ms, interval = (ABOVE_MS_2, ABOVE_INTERVAL_MS_2) if run == 1 else (ABOVE_MS, ABOVE_INTERVAL_MS)
+    lo, hi = repeat_ratio_band(ms, interval)
+    return round(ms * lo / PREDICTED_MS, 4), round(ms * hi / PREDICTED_MS, 4)
 
 
 REPEAT_BATCH, REPEAT_MODEL = "20261203T213600Z", "qwen2.5-7b"
@@ -116,15 +129,18 @@ def repeat_gain_band(model: str, metric: str, predicted: float) -> tuple[float, 
 REPEAT_HOLDS = (("llama-3.1-8b", "ttft_p50_s"),)
 
 
-def cause_marks(name: str, model: str) -> list[pytest.MarkDecorator]:
-    """The findings of one cause test's run (test_the_cause_run_is_reconciled_with_its_written_predictions)."""
+def cause_marks(name: str, model: str, run: int = 1) -> list[pytest.MarkDecorator]:
+    """The findings of one cause test's run (test_the_cause_run_is_reconciled_with_its_written_predictions); run 2:
+    graphs-to-budget's second run."""
     if (name, model) == ("fp8_kv+repeat", REPEAT_MODEL):
         return [pytest.mark.finding(REPEAT_ID, reason=REPEAT_REASON, expected=repeat_band(), hardware=lf.MEASURED_ON,
                                     quantity="cause.fp8_kv+repeat.window_ratio_to_fp8_weights", strict=True,
                                     band_from="other-runs")]
     if name != CAUSE:
         return []
-    lo, hi = (x / PREDICTED_MS for x in ABOVE_INTERVAL_MS)
-    return [pytest.mark.finding(WINDOW_ID, reason=WINDOW_REASON, quantity=f"cause.{CAUSE}.window_above_512",
-                                expected=(round(lo, 4), round(hi, 4)), hardware=lf.MEASURED_ON, strict=True,
-                                band_from="checked-run")]
+    reason = WINDOW_REASON if run == 1 else WINDOW_REASON.replace(
+        f"ran its prompt windows above 512 tokens in {ABOVE_MS:.2f} ms", f"ran its prompt windows above 512 tokens in "
+        f"{ABOVE_MS:.2f} ms on its first run (batch {CAUSE_BATCH})")
+    return [pytest.mark.finding(WINDOW_ID, reason=reason, quantity=f"cause.{CAUSE}.window_above_512",
+                                expected=window_band(run), hardware=lf.MEASURED_ON, strict=True,
+                                band_from="other-runs")]

@@ -78,8 +78,8 @@ def _marks(model: str, workload: str, step: str, run: int = 1) -> list[pytest.Ma
     either run's gains inside the 20% target but outside their error budget, ladder_noise.py."""
     predicted = _row(model, workload, step)["gain"] or {}
     noise = ln.noise_marks(model, workload, step, run)  # inside 20%, outside the error budget (ladder_noise.py)
-    if run == 2:
-        return lrp.repeat_marks(model, workload, step, predicted) + noise
+    if run > 1:
+        return lrp.repeat_marks(model, workload, step, predicted, run) + noise
     return (lf.rung_marks(model, workload, step, predicted) + lc.rung_marks(model, workload, step, predicted)
             + ll.rung_marks(model, workload, step, predicted) + llc.rung_marks(model, workload, step, predicted)
             + noise)
@@ -120,14 +120,13 @@ def run_of(measured: Any, target: Any, model: str, workload: str, step: str, run
 def run_and_parent(measured: Any, target: Any, model: str, workload: str, step: str,
                    run: int = 1) -> tuple[Any, Any, str]:
     """Run `run` of a rung (the first: the newest recording at or before its first batch; a repeat: its batch's) and
-    the parent run its gains divide by: the parent's run of the same batch where that batch ran one, else the parent's
-    first run; and which of the two it is."""
+    the parent run its gains divide by (ladder_repeat.parent_batch: the parent's run of the same batch, else of the same
+    card, else the parent's first run); and which of them it is."""
     parent, batch = _row(model, workload, step)["parent"], run_batches(model, workload, step)[run - 1]
     rec = run_of(measured, target, model, workload, step, run)
-    same = batch in run_batches(model, workload, parent)
-    parent_rec = measured(f"{model}.{workload}.{parent}", target=target,
-                          not_after=batch if same else first_batch(model, workload, parent))
-    return rec, parent_rec, ("its batch's" if same else f"the parent's first run (batch {batch} ran no {parent})")
+    parent_at, parent_from = lrp.parent_batch(batch, run_batches(model, workload, parent))
+    parent_rec = measured(f"{model}.{workload}.{parent}", target=target, not_after=parent_at)
+    return rec, parent_rec, parent_from
 
 
 def rung_and_parent(measured: Any, target: Any, model: str, workload: str, step: str) -> tuple[Any, Any]:
