@@ -33,8 +33,10 @@ from pytest_anatomy.option_names import REPORT_OPTION, SOURCE_OPTION
 from pytest_anatomy.specs.hardware import HARDWARE
 from pytest_anatomy.units import GiB, format_quantity
 
+# The main command's suites: every suite README's table lists that reconciles measurements (tests_plugin, the plugin's
+# own tests, reconciles none of them). test_cli.py checks this against the tests_* folders.
 SUITE_DIRS = ("tests_capacity", "tests_latency", "tests_kernels", "tests_quant", "tests_flashattn", "tests_deployment",
-              "tests_validation")
+              "tests_validation", "tests_llama")
 
 
 def _number(kind: type, check: Callable[[float], bool], rule: str) -> Callable[[str], Any]:

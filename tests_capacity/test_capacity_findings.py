@@ -8,7 +8,7 @@ from pathlib import Path
 import capacity_findings as cf
 import pytest
 
-from pytest_anatomy import recordings
+from pytest_anatomy import preregistration, recordings
 from pytest_anatomy.specs.hardware import HARDWARE, get_hardware
 from pytest_anatomy.specs.model import load_model
 from pytest_anatomy.theory.vllm_memory import NON_TORCH_INCREASE, predict_ledger
@@ -49,6 +49,24 @@ def test_v1_runner_numbers() -> None:
     assert len(single_gpu_v2) == cf.V2_SINGLE_GPU_RUNS and set(single_gpu_v2) == {cf.V2_NON_TORCH_BYTES}
     assert _predicted(v1)["available_kv_bytes"].value == cf.V1_AVAILABLE_PREDICTED
     assert v1["available_kv_bytes"].value == cf.V1_AVAILABLE_MEASURED
+    starts = recordings.load_runs([RESULTS], cf.MEASURED_ON, "capacity", cf.V1_RUN)
+    assert len(starts) == cf.V1_RUNS and {r["non_torch_increase_bytes"].value for r in starts} == {cf.V1_NON_TORCH_BYTES}
+    assert {r["available_kv_bytes"].value for r in starts} == {cf.V1_AVAILABLE_MEASURED}
+
+
+def test_v1_preregistration_reason_quotes_its_file() -> None:
+    """The pre-registration priced the V1 runner's non-torch growth at the V2 constant, and its available KV
+    bytes at the current theory's value: the miss is the V1 excess the finding's reason names, nothing else."""
+    file, hardware, run = cf.V1_PREREGISTRATION
+    prereg = next(p for p in preregistration.load_all(RESULTS, hardware) if p.path.name == file)
+    written = prereg.run(run)["predictions"]
+    assert written["non_torch_increase_bytes"]["value"] == cf.V2_NON_TORCH_BYTES
+    assert written["available_kv_bytes"]["value"] == cf.V1_AVAILABLE_PREDICTED
+    reason = cf.V1_PREREGISTRATION_WHY
+    assert f"{cf.V2_NON_TORCH_BYTES:,} B" in reason and f"{cf.V1_NON_TORCH_BYTES - cf.V2_NON_TORCH_BYTES:,} B" in reason
+    assert f"{cf.V1_AVAILABLE_PREDICTED - cf.V1_AVAILABLE_MEASURED - (cf.V1_NON_TORCH_BYTES - cf.V2_NON_TORCH_BYTES):,} B" \
+        in reason  # the V1 sampler's small tensors
+    assert str(prereg.doc.get("theory_commit", ""))[:7] in reason
 
 
 def test_v1_pool_reason_quotes_the_log() -> None:

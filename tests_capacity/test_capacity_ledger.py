@@ -415,9 +415,21 @@ def _preregistered_for(results: Path, run: Run) -> list[Preregistered]:
             if p.run(run.name) is not None and p.committed_at is not None and p.committed_at < measured_at]
 
 
-def _preregistration_marks(run: Run, prereg: Preregistered, quantity: str) -> tuple[Any, ...]:
-    """The pre-registration's finding where the current theory's value (which agrees with the measurement)
-    moved the check out of its band: the pre-registered miss the finding explains, and nowhere else."""
+def _preregistration_marks(results: Path, run: Run, prereg: Preregistered, quantity: str) -> tuple[Any, ...]:
+    """The finding of a pre-registered miss the explanation covers, and nowhere else: the V1-runner start's
+    (banded by the other V1 starts), or the H100 pre-registration's where the current theory's value moved."""
+    if prereg.file == findings.V1_PREREGISTRATION[0]:
+        judged = recordings.load_latest(results, run.hardware, "capacity", run.name)
+        band = findings.v1_preregistration_band(results, run.hardware, run.name, quantity,
+                                                float(prereg.predictions[quantity]["value"]), judged.recorded_at)
+        mark = findings.v1_preregistration_mark(prereg.file, run.hardware, run.name, quantity, band)
+        return () if mark is None else (mark,)
+    return _moved_by_the_theory(run, prereg, quantity)
+
+
+def _moved_by_the_theory(run: Run, prereg: Preregistered, quantity: str) -> tuple[Any, ...]:
+    """The H100 pre-registration's finding where the current theory's value (which agrees with the measurement)
+    moved the check out of its band."""
     mark = findings.preregistration_mark(prereg.file, run.hardware, quantity)
     if mark is None:
         return ()
@@ -449,7 +461,7 @@ def test_preregistered_prediction(target, run, quantity, prereg, measured, recon
     band = ({"rel": 0.01, "why": "the capacity planning target: blocks within 1%"} if quantity == "num_gpu_blocks"
             else _band(run, quantity))
     finding_band = None
-    if _preregistration_marks(run, prereg, quantity):
+    if _moved_by_the_theory(run, prereg, quantity):
         # what the mechanism implies: the current theory's value over the pre-registered one (+-1e-4: rounding)
         implied = _predicted(run)[quantity].value / pred.value
         finding_band = (implied * (1 - 1e-4), implied * (1 + 1e-4))
@@ -467,7 +479,7 @@ def _cases(name: str, t: tg.Target, results: Path) -> list[tuple[tuple, str, tup
                 if _term_checked(r, term)]
     if name == "test_preregistered_prediction":
         return [((r, q, p), f"{r.test_id}-{q}-{p.file.removesuffix('.json').removeprefix('capacity-')}",
-                 (*slow(r), *_preregistration_marks(r, p, q)))
+                 (*slow(r), *_preregistration_marks(results, r, p, q)))
                 for r in runs for p in _preregistered_for(results, r) for q in PREREGISTERED_CHECKED
                 if q in p.predictions and _term_checked(r, q)]  # the V2 runner's 0 = 0 estimate: as the term's own
     if name == "test_fitted_constants_come_from_non_held_out_runs":

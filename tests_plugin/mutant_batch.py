@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
-from theory_mutants import BY_NAME, Mutation, apply, rebind, stop_at_first_diverge
+from mutation_mechanics import Mutation, apply, rebind
+from theory_mutants import BY_NAME, stop_at_first_diverge
 
 NAMES_ENV = "ANATOMY_MUTATIONS"
 OUT_ENV = "ANATOMY_MUTATIONS_OUT"

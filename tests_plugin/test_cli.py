@@ -132,3 +132,25 @@ def test_console_script_and_module_entry_points() -> None:
     out = subprocess.run([sys.executable, "-m", "pytest_anatomy", "predict", "capacity", "--help"],
                          capture_output=True, text=True, check=True).stdout
     assert "--available-kv-gib" in out
+
+
+def test_the_report_command_runs_every_suite_readme_lists(tmp_path, monkeypatch) -> None:
+    """README's main command is "the full reconciliation": `pytest-anatomy report` runs every tests_* suite of the
+    checkout README's suite table lists, tests_plugin (the plugin's own tests, reconciling no measurement) apart.
+    tests_llama was once left out of SUITE_DIRS, so the main command's report had no llama.cpp section."""
+    from pathlib import Path
+
+    from pytest_anatomy import cli
+
+    root = Path(__file__).resolve().parents[1]
+    folders = {p.name for p in root.glob("tests_*") if p.is_dir()} - {"tests_plugin"}
+    listed = {row.split("`")[1] for row in (root / "README.md").read_text(encoding="utf-8").splitlines()
+              if row.startswith("| `tests_")}
+    assert set(cli.SUITE_DIRS) == folders == listed - {"tests_plugin"}
+    for name in cli.SUITE_DIRS:  # the command takes them from the folder it runs in
+        (tmp_path / name).mkdir()
+    monkeypatch.chdir(tmp_path)
+    ran: list[list[str]] = []
+    monkeypatch.setattr(subprocess, "call", lambda cmd: ran.append(cmd) or 2)
+    assert main(["report", "-o", str(tmp_path / "r.html")]) == 2
+    assert [a for a in ran[0] if a.startswith("tests_")] == list(cli.SUITE_DIRS)

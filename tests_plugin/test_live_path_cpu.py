@@ -38,7 +38,11 @@ def _session(tmp_path: Path, *args: str, plugin: str | None = "fake_h200",
     proc = subprocess.run([sys.executable, "-m", "pytest", *plugins, "-p", "no:cacheprovider", "-q",
                            f"--anatomy-report={report}", *args], cwd=REPO, env=env, capture_output=True, text=True,
                           timeout=300)
-    return proc, json.loads(report.with_suffix(".json").read_text())
+    written = report.with_suffix(".json")
+    # A session that dies before its report (a plugin's configure raising) says why only in its own output.
+    assert written.exists(), f"the sub-session wrote no {written.name} (rc {proc.returncode}):\n" \
+                             f"{(proc.stdout + proc.stderr)[-4000:]}"
+    return proc, json.loads(written.read_text())
 
 
 def _key(e: dict) -> tuple:

@@ -1,12 +1,13 @@
 """Falsifiability: each deliberate error in the theory must turn a recorded reconciliation into a diverge.
 
-The catalogue (tests_plugin/theory_mutants.py) lists one-line mutations of pytest_anatomy/theory/:
+The catalogue (tests_plugin/theory_mutants.py; what a mutation is and how it is
+applied: mutation_mechanics.py) lists one-line mutations of pytest_anatomy/theory/:
 a term dropped, a constant x1.05, a rounding changed. For each, the recorded reconciliations that depend on
 the mutated function are replayed with the mutation applied, and the JSON ledger is read back. The mutations
 of one area share an interpreter (`-p mutant_batch`): it collects the union of their selections once and forks
 one child per mutation, which applies it and runs its own selection (a mutation whose function collection calls
 is replayed alone instead, in a fresh interpreter with `-p theory_mutants`). A mutation is caught when at least
-one `prediction` reconciliation's verdict is `diverge` (theory_mutants.catches: identities, replays, fits and
+one `prediction` reconciliation's verdict is `diverge` (mutation_mechanics.catches: identities, replays, fits and
 settings do not count).
 A known survivor (its `survivor` field says why nothing can catch it) must stay uncaught, so the list stays
 true: catching it fails too, asking for the mark to be removed.
@@ -23,7 +24,8 @@ from pathlib import Path
 
 import pytest
 from mutant_batch import MARK, NAMES_ENV, OUT_ENV
-from theory_mutants import BY_NAME, CATALOGUE, MUTATION_ENV, Mutation, catalog_value, catches, mutated_source
+from mutation_mechanics import Mutation, catalog_value, catches, mutated_source
+from theory_mutants import BY_NAME, CATALOGUE, MUTATION_ENV
 
 from pytest_anatomy import run_share
 
@@ -112,12 +114,13 @@ def test_the_plugin_without_a_mutation_changes_nothing(monkeypatch):
     nothing, so an unmutated replay of the selections is this suite's own replay of the same tests, where any
     diverge fails its own test in the same run (it was a 39 s replay of their union here, repeating that run). Checked
     here: the no-mutation path leaves every catalogued function and catalog number as it is."""
+    import mutation_mechanics
     import theory_mutants
 
     monkeypatch.delenv(MUTATION_ENV, raising=False)
 
     def now() -> dict[str, object]:
-        return {m.name: catalog_value(m) if m.catalog else theory_mutants.member(m) for m in CATALOGUE}
+        return {m.name: catalog_value(m) if m.catalog else mutation_mechanics.member(m) for m in CATALOGUE}
 
     before = now()
     theory_mutants.pytest_configure(None)

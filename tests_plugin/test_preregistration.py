@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from pytest_anatomy import preregistration as pre
+from pytest_anatomy import recordings
 from pytest_anatomy.importers.device import DeviceImportError, import_files
 
 REPO = Path(__file__).resolve().parents[1]
@@ -276,14 +277,22 @@ def _kernels_batch_at(tmp: Path, when: datetime) -> Path:
 
 
 def _kernel_results(repo: Path) -> Path:
-    """A results folder holding one earlier timing of each repeated rung (the newest before the kept batch)."""
+    """A results folder holding one earlier timing of each repeated rung: the newest recorded before the kept batch
+    was timed. Never the repository's newest: a later visit's timing of the rung (the 03:53 batch's s9, say) would
+    postdate the batch as the test re-dates it, making the repeat a first timing."""
     results = repo / "results"
     (results / "h200" / "kernels").mkdir(parents=True)
+    batch_timed = _when(json.loads(KERNELS_BATCH.read_text())["provenance"]["date_utc"])
     for name in REPEATS:
-        older = sorted(p for p in (REPO / "results" / "h200" / "kernels").glob(f"{name}@*.json")
-                       if "20261205T025617Z" not in p.name)[-1]
+        before = [p for p in (REPO / "results" / "h200" / "kernels").glob(f"{name}@*.json")
+                  if _when(recordings.load_file(p).recorded_at) < batch_timed]
+        older = max(before, key=lambda p: _when(recordings.load_file(p).recorded_at))
         shutil.copy(older, results / "h200" / "kernels" / older.name)
     return results
+
+
+def _when(stamp: str) -> datetime:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
 
 
 def test_a_rungs_first_timing_needs_a_kernels_preregistration_committed_before_it(

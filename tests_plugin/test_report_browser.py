@@ -57,6 +57,8 @@ needs_chromium = pytest.mark.skipif(
 # the same run is 4.89 MB. The twenty-fifth visit (s16, x9, r8's counters and sweep, the deployment repeat, tooltips
 # made by the script) left it at 4.88 MB; a row's gap_abs, gap_rel and ratio left out where they are reconcile's
 # arithmetic on predicted and measured (the script recomputes them) and the default source "recorded" left out: 4.69 MB.
+# tests_llama, left out of the main command's suites until 2026-12-05, in them: 4.92 MB (with the 14 failed tests'
+# tracebacks of that day's merge, tests_kernels and tests_deployment).
 MAX_REPORT_BYTES = 5_000_000
 
 

@@ -2,8 +2,8 @@
 capacity and latency suites' live path on it (fake_h200.py does the same for the H200 from its first device batches).
 
 ANATOMY_REHEARSE_CARD names a folder under results/ (ANATOMY_REHEARSE_RESULTS, default the repository's). NVML
-detection answers with the GPU the card's newest ledger recording names in its provenance (its CUDA total, SMs
-and L2 as the driver reported them); each engine start returns the newest recording of the same model and
+detection answers with the GPU the card's newest ledger recording made by a live session names in its provenance
+(its CUDA total, SMs and L2 as the driver reported them; a device program's ledger names the GPU only); each engine start returns the newest recording of the same model and
 settings on that card, the one the replay reads (recordings.load_latest). Everything between those measurements
 and the verdicts runs for real, so a live session on the card can be checked on CPU against the replay of the
 same recordings. The latency plan (latency_live.run_plan) is answered from one of the card's recorded plan runs:
@@ -46,8 +46,19 @@ def _ledgers() -> list[recordings.Recording]:
     return recs
 
 
+def _detected_gpu_ledgers() -> list[recordings.Recording]:
+    """The ledgers whose provenance holds the GPU as a live session detected it (hardware.DetectedGPU's fields). A
+    device program's ledger (scripts/device/capacity_plan.py, e.g. the H200's V1-runner starts) names the GPU only
+    ("NVIDIA H200"): it has no facts to answer NVML with, so it is no source for them, however new."""
+    return [r for r in _ledgers() if isinstance(r.provenance.get("gpu"), dict)]
+
+
 def pytest_configure(config: Any) -> None:
-    newest = max(_ledgers(), key=lambda r: r.recorded_at)
+    detected_by_sessions = _detected_gpu_ledgers()
+    if not detected_by_sessions:
+        _, card = _card()
+        raise RuntimeError(f"recorded_card: no {card} {PREFIX}* recording holds the detected GPU's facts")
+    newest = max(detected_by_sessions, key=lambda r: r.recorded_at)
     gpu = dict(newest.provenance["gpu"])
     known = {f.name for f in dataclasses.fields(hardware.DetectedGPU)}
     gpu = {k: v for k, v in gpu.items() if k in known}
