@@ -177,6 +177,10 @@ def test_gap_bars_tooltip_only_a_cut_label() -> None:
     titles = re.findall(r"<title>([^<]*)</title>", svg)
     assert titles == [long_id]
     assert svg.count('class="label"') == 2 and "…" in svg and "+50.0%" in svg and "-50.0%" in svg
+    # with its table row known, a cut label carries the row (the page's script writes the tooltip from it) instead
+    with_rows = str(gap_bars([short, cut], {id(cut): 7, id(short): 3}))
+    assert re.findall(r"<title>", with_rows) == [] and with_rows.count('data-rec="7"') == 1
+    assert 'data-rec="3"' not in with_rows  # a whole label needs no tooltip
 
 
 def test_tuning_ladder_draws_every_run_of_a_rung() -> None:

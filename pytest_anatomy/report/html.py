@@ -194,10 +194,12 @@ def _symlog(fraction: float) -> float:
     return math.copysign(math.log10(1 + abs(fraction) / 1e-3), fraction)
 
 
-def gap_bars(recons: Sequence[Mapping[str, Any]]) -> Markup | None:
+def gap_bars(recons: Sequence[Mapping[str, Any]], rows_of: Mapping[int, int] | None = None) -> Markup | None:
     """Horizontal bars of gap % per reconciliation that did not simply agree (findings, divergences, resolved
     findings), on its tolerance (grey), coloured by verdict. The agreeing ones are rows of the table: drawn too,
-    every recorded card's ~1,600 made one 28,000-pixel chart, half the page's plots by size."""
+    every recorded card's ~1,600 made one 28,000-pixel chart, half the page's plots by size. `rows_of` maps
+    id(reconciliation) to its table row: a cut label then carries data-rec and the page's script writes its tooltip
+    from that row, as the scatter plots' marks do."""
     recons = [r for r in recons if r.get("verdict") != "agree"]
     if not recons:
         return None
@@ -239,9 +241,12 @@ def gap_bars(recons: Sequence[Mapping[str, Any]]) -> Markup | None:
         y = top + i * row_h
         label = f"{recon.get('suite') or 'other'} · {short_name(recon)}" if len(suites) > 1 else short_name(recon)
         # a cut label keeps the parameter id, and its whole test id as a tooltip; a whole one needs none (~0.1 MB)
-        full = f'<title>{escape(str(recon.get("test_id", "")))}</title>' if len(label) > 60 else ""
+        # (~0.13 MB of repeated test ids on 2026-12-05: a row's tooltip comes from the row where it has one)
+        row = (rows_of or {}).get(id(recon)) if len(label) > 60 else None
+        full = f'<title>{escape(str(recon.get("test_id", "")))}</title>' if len(label) > 60 and row is None else ""
+        attr = f' data-rec="{row}"' if row is not None else ""
         label = label if len(label) <= 60 else label[:29] + "…" + label[-30:]
-        out.append(f'<text class="label" x="{label_w - 8}" y="{y + 12.5}" text-anchor="end">{escape(label)}{full}</text>')
+        out.append(f'<text class="label" x="{label_w - 8}" y="{y + 12.5}"{attr}>{escape(label)}{full}</text>')
         interval, pred, gap = allowed_interval(recon), recon.get("predicted"), recon.get("gap_rel")
         if interval and pred:
             lo, hi = sorted((interval[0] / pred - 1, interval[1] / pred - 1))
@@ -252,7 +257,8 @@ def gap_bars(recons: Sequence[Mapping[str, Any]]) -> Markup | None:
             # no tooltip: the gap is the row's value text, the verdict its colour (the legend above the plots)
             out.append(f'<rect x="{_n(min(x, centre))}" y="{y + 5}" width="{_n(max(abs(x - centre), 1.5))}" '
                        f'height="{row_h - 10}" fill="{colour}"/>')
-        out.append(f'<text class="value" x="{width - 4}" y="{y + 12.5}" text-anchor="end">{escape(format_gap(recon))}</text>')
+        # right-aligned by style.css (svg.bars .label / .value), not an attribute on each of ~1,600 texts (~27 KB)
+        out.append(f'<text class="value" x="{width - 4}" y="{y + 12.5}">{escape(format_gap(recon))}</text>')
     out.append("</svg>")
     return Markup("\n".join(out))
 
@@ -308,7 +314,7 @@ def build_view(ledger: Mapping[str, Any]) -> dict[str, Any]:
         "band_sources_line": band_sources_line(recons),
         "domain": domain,
         "scatter": scatter_plots(detailed, rows_of),
-        "bars": gap_bars(detailed),
+        "bars": gap_bars(detailed, rows_of),
         "bars_agree": sum(1 for r in detailed if r.get("verdict") == "agree"),
         "plural": plural,
         "ledger_json": embedded_json(embedded),
