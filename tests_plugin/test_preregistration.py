@@ -101,10 +101,11 @@ def test_preregister_refuses_an_uncommitted_theory_and_an_unknown_id_in_one_line
     assert not (repo / "results").exists()
 
 
-def _batch_at(tmp: Path, when: datetime) -> Path:
-    doc = json.loads(BATCH.read_text())
+def _batch_at(tmp: Path, when: datetime, batch: Path = BATCH, name: str = "capacity-2.json") -> Path:
+    """A copy of a recorded device batch (the capacity one by default) whose provenance says it ran at `when`."""
+    doc = json.loads(batch.read_text())
     doc["provenance"]["date_utc"] = when.strftime("%Y-%m-%dT%H:%M:%S+00:00")
-    path = tmp / "capacity-2.json"
+    path = tmp / name
     path.write_text(json.dumps(doc))
     return path
 
@@ -269,11 +270,7 @@ def test_preregister_kernels_refuses_in_one_line(repo: Path) -> None:
 
 
 def _kernels_batch_at(tmp: Path, when: datetime) -> Path:
-    doc = json.loads(KERNELS_BATCH.read_text())
-    doc["provenance"]["date_utc"] = when.strftime("%Y-%m-%dT%H:%M:%S+00:00")
-    path = tmp / "kernels.json"
-    path.write_text(json.dumps(doc))
-    return path
+    return _batch_at(tmp, when, KERNELS_BATCH, "kernels.json")
 
 
 def _kernel_results(repo: Path) -> Path:
