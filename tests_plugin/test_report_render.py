@@ -460,3 +460,19 @@ def test_a_resolved_carried_finding_is_not_retired_for_its_second_card() -> None
     carried = finding_lines([recon("card-b", "resolved")])
     assert "not needed on card-b (written on card-a)" in " ".join(carried) and "retire" not in " ".join(carried)
     assert "retire the finding" in " ".join(finding_lines([recon("card-a", "resolved")]))
+
+
+def test_skipped_tests_are_grouped_by_reason_and_embedded_once() -> None:
+    """The page lists a reason once with its tests (a CPU run skips ~490 tests for ~100 reasons), the heading still
+    counts tests, and the embedded ledger carries each reason once through its text table and gives it back whole."""
+    ledger = empty_ledger()
+    same = "no recording and no live GPU"
+    ledger["skips"] = [{"test_id": "t.py::a", "reason": same}, {"test_id": "t.py::b", "reason": "other"},
+                       {"test_id": "t.py::c", "reason": same}]
+    page = render_html(ledger)
+    assert page.count(f"<td>{same}</td>") == 1 and "3 tests skipped" in page
+    assert page.index("<code>t.py::a</code>") < page.index("<code>t.py::c</code>") < page.index("<code>t.py::b</code>")
+    embedded = json.loads(_parse(page).ledger_text or "")
+    refs = [s["reason"] for s in embedded["skips"]]
+    assert all(isinstance(r, int) for r in refs) and refs[0] == refs[2] != refs[1]
+    assert expand_embedded(embedded)["skips"] == ledger["skips"]
