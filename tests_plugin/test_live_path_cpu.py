@@ -236,7 +236,8 @@ def test_a_suite_reads_another_suites_live_measurement(live_and_replay) -> None:
     live, live_ledger, *_ = live_and_replay
     streamed = [e for e in live_ledger["reconciliations"] if e["name"] == "streamed_weight_bytes_vs_loaded_parameters"]
     assert streamed and all(e["source"] == "live" and e["verdict"] == "agree" for e in streamed), streamed
-    assert live.stdout.count("measuring capacity/vllm-ledger.qwen2.5-7b.u0.90.len8192.eager on h200") == 1
+    (card,) = [t["name"] for t in live_ledger["environment"]["targets"]]  # the detected (faked) card
+    assert live.stdout.count(f"measuring capacity/vllm-ledger.qwen2.5-7b.u0.90.len8192.eager on {card}") == 1
 
 
 def test_live_session_without_xdist_installed(tmp_path: Path) -> None:
@@ -333,7 +334,7 @@ def test_kernels_live_session_measures_live_and_fails_only_where_its_replay_fail
     of them that ran live: a live-only failure would be a bug of the live path."""
     plugin, _, _, live, ledger, _, replay_ledger = kernels_live_and_replay
     assert "INTERNALERROR" not in live.stdout and " error" not in live.stdout.splitlines()[-1], live.stdout[-3000:]
-    assert [t["name"] for t in ledger["environment"]["targets"]] == [plugin.CARD]
+    assert [t["name"] for t in ledger["environment"]["targets"]] == [plugin.session_card(plugin.session_name())]
     assert ledger["environment"]["hardware_spec_source"] == "catalog"
     assert ledger["reconciliations"] and all(e["source"] == "live" for e in ledger["reconciliations"])
     assert all(f["when"] == "call" for f in ledger["failures"]), ledger["failures"]

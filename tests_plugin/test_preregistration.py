@@ -19,6 +19,8 @@ import pytest
 from pytest_anatomy import preregistration as pre
 from pytest_anatomy import recordings
 from pytest_anatomy.importers.device import DeviceImportError, import_files
+from pytest_anatomy.kernels.registry import PREREGISTERED_ON
+from pytest_anatomy.specs.hardware import HARDWARE
 
 REPO = Path(__file__).resolve().parents[1]
 BATCH = REPO / "results" / "h200" / "batches" / "20261130T020635Z" / "capacity-2.json"  # holds a held-out TP2 run
@@ -232,7 +234,8 @@ def test_every_kept_deployment_batch_ran_from_committed_predictions() -> None:
 
 
 # --- kernels: the rung headers' pre-registered times (issue 10 item 5) ---------------------------------------------
-KERNELS_BATCH = REPO / "results" / "h200" / "batches" / "20261205T025617Z" / "kernels.json"
+KERNELS_BATCH = REPO / "results" / PREREGISTERED_ON / "batches" / "20261205T025617Z" / "kernels.json"
+OTHER_CARD = next(name for name in HARDWARE if name != PREREGISTERED_ON)  # any card the headers do not price
 FIRST_TIMINGS = ("sgemm.s17-fp32-ktile32-lean.4096x4096x4096", "sgemm.s18-fp32-small-m-splitk.4096x4096x4096",
                  "softmax.x10-grid-tiles.8192x2048")  # that batch's first timings of these rungs at these shapes
 REPEATS = ("sgemm.s9-cp-async-pipeline.4096x4096x4096", "softmax.x6-cluster-row.8192x2048")  # timed before it
@@ -243,7 +246,7 @@ def test_preregister_kernels_writes_the_rung_headers_times_with_the_commit(repo:
 
     proc = _cli(repo, "kernels", "sgemm.s18-fp32-small-m-splitk.32x18944x3584", "softmax.x10-grid-tiles")
     assert proc.returncode == 0, proc.stderr
-    (path,) = (repo / "results" / "h200" / "preregistered").glob("kernels-*.json")
+    (path,) = (repo / "results" / PREREGISTERED_ON / "preregistered").glob("kernels-*.json")
     doc = json.loads(path.read_text())
     head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     assert (doc["schema"], doc["suite"], doc["theory_commit"]) == (pre.SCHEMA, "kernels", head)
@@ -257,7 +260,7 @@ def test_preregister_kernels_writes_the_rung_headers_times_with_the_commit(repo:
 def test_preregister_kernels_refuses_in_one_line(repo: Path) -> None:
     """Another card (the headers pre-register H200 times), an unknown rung, a shape its header gives no time, and
     uncommitted kernel code each refuse in one line, writing nothing."""
-    for args, says in ((("kernels", "softmax.x10-grid-tiles", "--hardware", "h100-sxm"), "h200 times only"),
+    for args, says in ((("kernels", "softmax.x10-grid-tiles", "--hardware", OTHER_CARD), f"{PREREGISTERED_ON} times only"),
                        (("kernels", "softmax.x10-grid-tile"), "did you mean 'x10-grid-tiles'"),
                        (("kernels", "softmax.x3-registers.128x152064"), "no h200 time at 128x152064 (it does at")):
         proc = _cli(repo, *args)
@@ -278,13 +281,13 @@ def _kernel_results(repo: Path) -> Path:
     was timed. Never the repository's newest: a later visit's timing of the rung (the 03:53 batch's s9, say) would
     postdate the batch as the test re-dates it, making the repeat a first timing."""
     results = repo / "results"
-    (results / "h200" / "kernels").mkdir(parents=True)
+    (results / PREREGISTERED_ON / "kernels").mkdir(parents=True)
     batch_timed = _when(json.loads(KERNELS_BATCH.read_text())["provenance"]["date_utc"])
     for name in REPEATS:
-        before = [p for p in (REPO / "results" / "h200" / "kernels").glob(f"{name}@*.json")
+        before = [p for p in (REPO / "results" / PREREGISTERED_ON / "kernels").glob(f"{name}@*.json")
                   if _when(recordings.load_file(p).recorded_at) < batch_timed]
         older = max(before, key=lambda p: _when(recordings.load_file(p).recorded_at))
-        shutil.copy(older, results / "h200" / "kernels" / older.name)
+        shutil.copy(older, results / PREREGISTERED_ON / "kernels" / older.name)
     return results
 
 
@@ -307,7 +310,7 @@ def test_a_rungs_first_timing_needs_a_kernels_preregistration_committed_before_i
         import_files([_kernels_batch_at(tmp_path_factory.mktemp("k1"), now - timedelta(minutes=30))], results,
                      dry_run=True)
     committed = now - timedelta(minutes=20)
-    doc = pre.build_kernels(pre.kernel_timings(list(FIRST_TIMINGS)), "h200", "0" * 40, _iso(committed), "test")
+    doc = pre.build_kernels(pre.kernel_timings(list(FIRST_TIMINGS)), PREREGISTERED_ON, "0" * 40, _iso(committed), "test")
     path = pre.write(results, doc)
     _git(repo, "add", str(path.relative_to(repo)))
     _git(repo, "commit", "-qm", "pre-register", when=committed)
@@ -316,7 +319,7 @@ def test_a_rungs_first_timing_needs_a_kernels_preregistration_committed_before_i
                      dry_run=True)
     import_files([_kernels_batch_at(tmp_path_factory.mktemp("k3"), now - timedelta(minutes=10))], results)
     for name in FIRST_TIMINGS + REPEATS:
-        (newest,) = [p for p in (results / "h200" / "kernels").glob(f"{name}@*.json") if p.stat().st_size
+        (newest,) = [p for p in (results / PREREGISTERED_ON / "kernels").glob(f"{name}@*.json") if p.stat().st_size
                      and json.loads(p.read_text())["recorded_at"] >= _iso(now - timedelta(minutes=10))]
         prov = json.loads(newest.read_text())["provenance"]
         if name in FIRST_TIMINGS:
@@ -331,7 +334,7 @@ def test_in_sample_files_an_unregistered_first_kernel_timing_as_not_held_out(rep
     monkeypatch.setattr(pre, "KERNELS_REQUIRED_FROM", _iso(now - timedelta(hours=1)))
     results = _kernel_results(repo)
     import_files([_kernels_batch_at(tmp_path, now - timedelta(minutes=5))], results, in_sample=True)
-    (rec_path,) = (results / "h200" / "kernels").glob(f"{FIRST_TIMINGS[1]}@*.json")
+    (rec_path,) = (results / PREREGISTERED_ON / "kernels").glob(f"{FIRST_TIMINGS[1]}@*.json")
     prov = json.loads(rec_path.read_text())["provenance"]
     assert prov["held_out"] is False and "no pre-registration" in prov["held_out_refused"]
 

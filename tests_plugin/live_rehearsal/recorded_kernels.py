@@ -33,7 +33,6 @@ from pytest_anatomy.kernels.registry import shape_label
 from pytest_anatomy.specs import hardware
 
 REPO = Path(__file__).resolve().parents[2]
-CARD = "h200"
 # The newest live session on the catalog's H200 that measured both suites (2026-12-04 10:02, the full session:
 # 83 kernel and 65 attention reconciliations); later H200 visits measured attention rungs only, or ran device plans.
 SESSION = "20261204T100203Z.full"
@@ -48,21 +47,31 @@ def session_name() -> str:
 
 
 @functools.cache
+def session_card(name: str) -> str:
+    """The card whose results/<card>/live-runs/ holds the session: the card is the recording's, never named here."""
+    found = sorted(REPO.glob(f"results/*/live-runs/{name}.json"))
+    if len(found) != 1:
+        raise RuntimeError(f"recorded_kernels: {len(found)} live sessions named {name} under results/*/live-runs/")
+    return found[0].parent.parent.name
+
+
+@functools.cache
 def session_files(name: str | None = None) -> dict[tuple[str, str], Path]:
     """(suite, recording name) -> file of every kernels, flashattn and ceilings recording of the session."""
     name = name or session_name()
-    report = json.loads((REPO / "results" / CARD / "live-runs" / f"{name}.json").read_text())
+    card = session_card(name)
+    report = json.loads((REPO / "results" / card / "live-runs" / f"{name}.json").read_text())
     start, end = name.split(".", 1)[0][:15], report["created"].replace("-", "").replace(":", "")[:15]
     found: dict[tuple[str, str], Path] = {}
     for suite in SUITES:
-        for path in sorted((REPO / "results" / CARD / suite).glob("*@*.json")):
+        for path in sorted((REPO / "results" / card / suite).glob("*@*.json")):
             rec_name, stamp = path.name[: -len(".json")].rsplit("@", 1)
             if start <= stamp[:15] <= end:
                 if (suite, rec_name) in found:
                     raise RuntimeError(f"recorded_kernels: two {suite}/{rec_name} recordings in session {name}")
                 found[(suite, rec_name)] = path
     if not any(suite == "kernels" for suite, _ in found):
-        raise RuntimeError(f"recorded_kernels: session {name} recorded no kernels under results/{CARD}/kernels")
+        raise RuntimeError(f"recorded_kernels: session {name} recorded no kernels under results/{card}/kernels")
     return found
 
 
@@ -72,7 +81,8 @@ def _answer(suite: str, name: str) -> dict[str, Any]:
     live session's results never do: stamped now, its copy in results/ would count as another session's run)."""
     path = session_files().get((suite, name))
     if path is None:
-        pytest.skip(f"recorded_kernels: the {CARD} session {session_name()} measured no {suite}/{name}")
+        session = session_name()
+        pytest.skip(f"recorded_kernels: the {session_card(session)} session {session} measured no {suite}/{name}")
     doc = json.loads(path.read_text())
     return {"measurements": doc["measurements"], "data": doc.get("data", {}), "recorded_at": doc["recorded_at"],
             "provenance": {k: v for k, v in doc["provenance"].items() if k not in ADDED_LIVE}}
