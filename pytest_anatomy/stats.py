@@ -35,3 +35,22 @@ def median(values: Sequence[float]) -> float:
     if not values:
         raise ValueError("median() of an empty sequence: no samples were recorded")
     return statistics.median(values)
+
+
+# A median's noise, for error budgets (issue 10: a tolerance is measured noise plus named terms). Each is a relative
+# 2-sigma half-width (about 95%): the median of n repeats has a standard error of ~1.2533 sigma / sqrt(n), and a
+# normal's p90 lies 1.2816 sigma above its median (read from the tail, single slow steps do not inflate sigma).
+MEDIAN_SE = 1.2533
+P90_Z = 1.2816
+
+
+def median_scatter(values: Sequence[float]) -> float:
+    """2 x the standard error of the median of repeats, relative to it (0 with fewer than 2)."""
+    if len(values) < 2:
+        return 0.0
+    return 2 * MEDIAN_SE * statistics.stdev(values) / math.sqrt(len(values)) / statistics.median(values)
+
+
+def tail_median_scatter(p90: float, median_value: float, n: float) -> float:
+    """median_scatter from a recorded p90 and median of n independent values (sigma = (p90 - median) / P90_Z)."""
+    return 2 * MEDIAN_SE * max((p90 - median_value) / P90_Z, 0.0) / math.sqrt(n) / median_value

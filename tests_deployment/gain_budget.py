@@ -20,8 +20,6 @@ Nothing else enters a preregistered gain (the workload is seeded, the KV pool an
 from __future__ import annotations
 
 import json
-import math
-import statistics
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -29,23 +27,17 @@ from typing import Any
 import ladder_raw as lr
 
 from pytest_anatomy.specs.workload_file import Slo
+from pytest_anatomy.stats import median_scatter as _scatter  # 2 SE of a median of repeats, relative
+from pytest_anatomy.stats import tail_median_scatter
 
 HERE = Path(__file__).parent
 REPO = HERE.parent
 PRE = json.loads((HERE / "preregistered.json").read_text())
-MEDIAN_SE, P90_Z = 1.2533, 1.2816  # tests_latency/latency_setups.py's constants: SE of a median, z of the p90
 
 WHY = ("an error budget, not the 20% target: the measured gain's request-resampled 95% interval (rung and parent "
        "resampled together) on the side facing the prediction, plus the preregistered calibration's ceilings and "
        "step overhead / efficiency moved by their own repeats' scatter and re-simulated (tests_deployment/"
        "gain_budget.py); issue 14's 20% is the ladder's target, in docs/DEPLOYMENT.md")
-
-
-def _scatter(values: list[float]) -> float:
-    """2 x the standard error of the median of repeats, relative to it (tests_latency's samples_scatter)."""
-    if len(values) < 2:
-        return 0.0
-    return 2 * MEDIAN_SE * statistics.stdev(values) / math.sqrt(len(values)) / statistics.median(values)
 
 
 def _recording(prefix: str) -> dict[str, Any]:
@@ -59,10 +51,10 @@ def input_spreads() -> dict[str, float]:
     result = _recording("ceilings@")["data"]["run"]["result"]
     eta = eta_spreads()
     b1 = _recording("qwen2.5-7b.decode.b1@")["measurements"]
-    stat = "itl_steady_engine_clock_s"
-    sigma = (b1[f"{stat}.p90"]["value"] - b1[f"{stat}.median"]["value"]) / P90_Z  # robust to single slow steps
+    stat = "itl_steady_engine_clock_s"  # its scatter from the tail: robust to single slow steps
     n = b1["step_interval_engine_s.n"]["value"]  # the run's engine steps: its independent values
-    overhead_s = 2 * MEDIAN_SE * max(sigma, 0.0) / math.sqrt(n) * b1["step_time_s"]["value"] / b1[f"{stat}.median"]["value"]
+    overhead_s = tail_median_scatter(b1[f"{stat}.p90"]["value"], b1[f"{stat}.median"]["value"], n) * \
+        b1["step_time_s"]["value"]
     return {"bandwidth": _scatter(result["read_bandwidth"]["samples"]),
             "peak": _scatter(result["matmul_bf16"]["samples"]),
             "step_overhead": overhead_s / PRE["calibration"]["step_overhead_s"], "efficiency": max(eta.values())}

@@ -23,7 +23,6 @@ from __future__ import annotations
 import functools
 import json
 import math
-import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -31,7 +30,7 @@ from typing import Any
 
 import pytest
 
-from pytest_anatomy import held_out, run_share
+from pytest_anatomy import held_out, run_share, stats
 from pytest_anatomy.importers.xz import read_kept
 from pytest_anatomy.measure import load_stats as ls
 from pytest_anatomy.measure import prompt_pace as pp
@@ -178,8 +177,7 @@ def with_note(pred: Prediction, *notes: str) -> Prediction:
 # n counts independent values (independent_n): a decode run's engine steps (~110-126), not its b x steps ITLs,
 # which are b copies of each step (counting them understated a b=64 run's scatter by sqrt(64), e.g. 0.03% for
 # 0.23% on Qwen2.5-7B's clean 2026-12-02 02:33 run).
-MEDIAN_SE = 1.2533
-P90_Z = 1.2816
+MEDIAN_SE, P90_Z = stats.MEDIAN_SE, stats.P90_Z  # the arithmetic lives in pytest_anatomy.stats, shared with others
 
 
 def independent_n(rec: Any, stat: str) -> float:
@@ -203,10 +201,8 @@ def median_scatter(rec: Any, stat: str) -> float:
     m = rec.measurements
     n, median = independent_n(rec, stat), m[f"{stat}.median"]["value"]
     if f"{stat}.p90" in m and n >= 20:
-        sigma = (m[f"{stat}.p90"]["value"] - median) / P90_Z
-    else:
-        sigma = m[f"{stat}.std"]["value"]
-    return 2 * MEDIAN_SE * max(sigma, 0.0) / math.sqrt(n) / median
+        return stats.tail_median_scatter(m[f"{stat}.p90"]["value"], median, n)
+    return 2 * MEDIAN_SE * max(m[f"{stat}.std"]["value"], 0.0) / math.sqrt(n) / median
 
 
 def samples_scatter(samples: Any) -> float:
@@ -218,9 +214,7 @@ def samples_scatter(samples: Any) -> float:
 def _samples_scatter(values: tuple[float, ...]) -> float:
     """Cached: statistics.stdev sums exact fractions, and every engine setup of a session asks for the same
     ceilings' scatter again (a tenth of a latency replay's setup time)."""
-    if len(values) < 2:
-        return 0.0
-    return 2 * MEDIAN_SE * statistics.stdev(values) / math.sqrt(len(values)) / statistics.median(values)
+    return stats.median_scatter(values)
 
 
 def ceiling_scatter(ceil: Any, key: str) -> float:

@@ -24,7 +24,7 @@ from latency_setups import (
     step_intervals,
 )
 
-from pytest_anatomy import recordings
+from pytest_anatomy import recordings, stats
 from pytest_anatomy.measure.analysis import linear_fit
 from pytest_anatomy.session import get_session
 from pytest_anatomy.theory import calibration as cal
@@ -474,8 +474,7 @@ def median_scatter_over(rec, n: float) -> float:
     """median_scatter with an explicit n (the p90 route, as every decode run has percentiles)."""
     m = rec.measurements
     stat = "itl_steady_engine_clock_s"
-    sigma = (m[f"{stat}.p90"]["value"] - m[f"{stat}.median"]["value"]) / 1.2816
-    return 2 * 1.2533 * sigma / n ** 0.5 / m[f"{stat}.median"]["value"]
+    return stats.tail_median_scatter(m[f"{stat}.p90"]["value"], m[f"{stat}.median"]["value"], n)
 
 
 @pytest.mark.gpu

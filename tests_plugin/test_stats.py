@@ -4,6 +4,7 @@ recordings were summarised: numpy's linear percentile, statistics.median."""
 from __future__ import annotations
 
 import ast
+import math
 import statistics
 from pathlib import Path
 
@@ -41,3 +42,15 @@ def test_no_other_module_defines_its_own_percentile_or_median() -> None:
             if isinstance(node, ast.Import) and any(a.name == "statistics" for a in node.names):
                 own.append(f"{path.relative_to(PACKAGE)}: imports statistics")
     assert not own, own
+
+
+def test_median_scatter_is_twice_the_medians_standard_error_relative() -> None:
+    """2 x 1.2533 sigma / sqrt(n) over the median (4 repeats around 10); a lone value has no scatter."""
+    from pytest_anatomy.stats import median_scatter, tail_median_scatter
+
+    values = [9.0, 10.0 - 1 / 3, 10.0 + 1 / 3, 11.0]  # stdev = sqrt((1 + 1/9 + 1/9 + 1) / 3)
+    expected = 2 * 1.2533 * math.sqrt((2 + 2 / 9) / 3) / 2 / 10.0
+    assert median_scatter(values) == pytest.approx(expected) and median_scatter([5.0]) == 0.0
+    # from the tail: p90 one P90_Z sigma above the median, sigma 1, 100 values around 10 -> 2 x 1.2533 / 10 / 10
+    assert tail_median_scatter(10.0 + 1.2816, 10.0, 100) == pytest.approx(0.025066)
+    assert tail_median_scatter(9.0, 10.0, 100) == 0.0  # a p90 below the median is no negative noise
