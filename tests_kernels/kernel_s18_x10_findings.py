@@ -18,6 +18,8 @@ import re
 from pathlib import Path
 
 import kernel_s15_x8_findings as s15x8
+import kernel_s16_x9_findings as s16x9
+from kernel_s16_x9_findings import metric
 
 from pytest_anatomy.kernels import fused, small_m
 from pytest_anatomy.kernels.registry import PREREGISTERED_ON, DeviceFacts
@@ -52,22 +54,9 @@ def _doc(name: str, stamp: str) -> dict:
     return json.loads(path.read_text()) if path.exists() else {}
 
 
-def ncu(name: str) -> dict:
-    kernels = _doc(f"ncu.{name}", PROFILE).get("data", {}).get("kernels", [])
-    return dict(kernels[-1]["metrics"]) if kernels else {}
-
-
-def ncu_stalls(name: str) -> list[str]:
-    return [s for k in _doc(f"ncu.{name}", PROFILE).get("data", {}).get("kernels", []) for s in k.get("stalls", [])]
-
-
-def metric(m: dict, key: str) -> float:
-    return float(m.get(key, float("nan")))
-
-
 def long_scoreboard(name: str) -> tuple[float, float, float]:
     """(cycles, share %, of total cycles) of the L1TEX scoreboard stall the profile itemises; NaNs where absent."""
-    for text in ncu_stalls(name):
+    for text in s16x9.ncu_stalls(name, PROFILE):
         hit = re.search(r"spends ([0-9.]+) cycles being stalled waiting for a scoreboard dependency on a L1TEX.*?"
                         r"about ([0-9.]+)% of the total average of ([0-9.]+) cycles", text)
         if hit:
@@ -94,7 +83,7 @@ X10_MS = s15x8.ms(f"softmax.{X10}.{VOCAB}", RUN_X10)
 X10_REPEAT_MS = s15x8.ms(f"softmax.{X10}.{VOCAB}", RUN_X10, "time_repeat")
 X6_MS = s15x8.ms(f"softmax.{X6}.{VOCAB}", RUN_X10)
 TORCH_MS = s15x8.ms(f"softmax.x0-torch.{VOCAB}", RUN_X10)
-X10_NCU = ncu(f"softmax.{X10}.{VOCAB}")
+X10_NCU = s16x9.ncu(f"softmax.{X10}.{VOCAB}", PROFILE)
 
 
 def chain_us(total_us: float) -> float:
