@@ -729,13 +729,18 @@ def warp64_band(lab: str) -> tuple[float, float]:
     return (round(lo / drop, 4), round(hi * drop, 4))
 
 
+def block_clock_mhz(data: dict, block: str = "time") -> float | None:
+    """The SM clock one timing block of a recorded rung ran at: the clock probe's reading right behind the block where
+    it read one (measure/clock_probe.py: the clock the kernel ran at), else NVML's lowest in the block; None where the
+    recording carries no clock (runs before 2026-12-02)."""
+    c = (data.get("clocks") or {}).get(block) or {}
+    mhz = c.get("probe_sm_mhz") or c.get("sm_mhz_min")
+    return float(mhz) if mhz else None
+
+
 def run_clock_hz(rec) -> float | None:
-    """The lowest SM clock a recorded rung's two timing blocks ran at: the clock probe's reading right behind each
-    block where it read one (measure/clock_probe.py: the clock the kernel ran at), else NVML's lowest in the block;
-    None where the recording carries no clock (runs before 2026-12-02)."""
-    clocks = rec.data.get("clocks") or {}
-    mhz = [c.get("probe_sm_mhz") or c.get("sm_mhz_min") for c in (clocks.get(k) or {} for k in ("time", "time_repeat"))]
-    mhz = [m for m in mhz if m]
+    """The lowest SM clock a recorded rung's two timing blocks ran at (block_clock_mhz); None where it has none."""
+    mhz = [m for m in (block_clock_mhz(rec.data, k) for k in ("time", "time_repeat")) if m]
     return min(mhz) * 1e6 if mhz else None
 
 

@@ -50,12 +50,7 @@ def ratios(ladder: str, rung: str, shape: str) -> list[float]:
 
 
 # --- the clock a timing block ran at (2026-12-05: the first power-capped SGEMM blocks) ------------------------------
-def block_clock_mhz(data: dict, block: str = "time") -> float | None:
-    """The SM clock one timing block ran at: the on-GPU probe's reading right behind it where one was read, else NVML's
-    lowest in the block (kernel_findings.run_clock_hz's order, per block); None where the run recorded no clock."""
-    c = (data.get("clocks") or {}).get(block) or {}
-    mhz = c.get("probe_sm_mhz") or c.get("sm_mhz_min")
-    return float(mhz) if mhz else None
+block_clock_mhz = kf.block_clock_mhz  # one timing block's clock: the probe's, else NVML's lowest
 
 
 def clock_limited(data: dict, block: str = "time") -> bool:
