@@ -53,6 +53,12 @@ def recorded_calibration(results: Path, hw: HardwareSpec) -> RecordedCalibration
 _CACHE: dict[tuple[Path, str], RecordedCalibration | str] = {}
 
 
+def refit_calibration(results: Path, hw: HardwareSpec) -> RecordedCalibration | str:
+    """recorded_calibration without its cache: the fit again, as a theory changed in-process gives it (the checks
+    that mutate a term and refit, tests_latency/test_latency_preregistered.py)."""
+    return _fit(Path(results), hw)
+
+
 def _fit(results: Path, hw: HardwareSpec) -> RecordedCalibration | str:
     where = results / hw.name
     try:

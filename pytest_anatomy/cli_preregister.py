@@ -27,15 +27,21 @@ def add_parser(sub: Any) -> None:
                     "(refused while it has uncommitted changes). capacity: every vLLM ledger quantity the theory "
                     "predicts for each planned engine start; the capacity suite reconciles the run against these "
                     "values as well as the current theory. kernels: each planned timing's time pre-registered in its "
-                    "rung's header (H200 only; the kernels' code must be committed too). Commit the file before the "
+                    "rung's header (H200 only; the kernels' code must be committed too). latency: a model's decode "
+                    "steps and lone prefills at the latency plan's settings, predicted from the recorded Qwen2.5-7B "
+                    "calibration, with how far each named term error would move them. Commit the file before the "
                     "run: importing a held-out run (a capacity run the plan marks held out; a rung's first timing at "
-                    "a shape its header pre-registers) then checks the file was committed first.")
+                    "a shape its header pre-registers; a model's first latency run on a card with latency "
+                    "pre-registrations) then checks the file was committed first.")
     p.add_argument("suite", choices=pre.SUITES,
-                   help="what is planned (capacity: vLLM engine starts; kernels: kernel rung timings)")
+                   help="what is planned (capacity: vLLM engine starts; kernels: kernel rung timings; latency: a "
+                        "second model's decode steps and lone prefills)")
     p.add_argument("ids", nargs="+", metavar="ID",
                    help="capacity: plan ids of the capacity plan, e.g. qwen2.5-72b.u0.90.len8192.eager.tp4; kernels: "
                         "LADDER.RUNG (every shape its header pre-registers) or LADDER.RUNG.SHAPE, the kernels plan's "
-                        "run id, e.g. sgemm.s18-fp32-small-m-splitk.32x18944x3584")
+                        "run id, e.g. sgemm.s18-fp32-small-m-splitk.32x18944x3584; latency: MODEL (batches "
+                        "1-128 and prompts 128-32,000, as the latency plan runs a second model), MODEL.decode.bB or "
+                        "MODEL.prefill.lN, e.g. qwen2.5-32b")
     p.add_argument("--hardware", default="h200", help="catalog name of the card the runs are planned on (h200)")
     p.add_argument("--plan", type=Path, default=DEFAULT_PLAN,
                    help="capacity: the capacity plan (scripts/device/capacity_plan.py)")
@@ -92,6 +98,23 @@ def _kernels(args: argparse.Namespace) -> int:
     return 0
 
 
+def _latency(args: argparse.Namespace) -> int:
+    """The planned models' decode and prefill predictions from the recorded calibration, with the theory's commit."""
+    from pytest_anatomy import latency_prereg as lp
+
+    try:
+        plan = lp.planned(args.ids)
+        _, commit = _where(args)
+        runs, calibration = lp.predict_runs(plan, args.hardware, args.results)
+        created = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        path = pre.write(args.results, lp.build(runs, args.hardware, commit, created, _command(args), calibration))
+    except (pre.PreregistrationError, OSError) as exc:
+        return _error(str(exc))
+    print(f"wrote {path}: {len(runs)} planned run(s) of {', '.join(plan)} on {args.hardware}, theory at "
+          f"{commit[:12]}; commit this file before the runs start")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     from pytest_anatomy.specs.hardware import HARDWARE
     from pytest_anatomy.theory.capacity import NotModeled
@@ -100,6 +123,8 @@ def run(args: argparse.Namespace) -> int:
         return _error(f"--hardware {args.hardware!r} is not in the catalog ({', '.join(sorted(HARDWARE))})")
     if args.suite == "kernels":
         return _kernels(args)
+    if args.suite == "latency":
+        return _latency(args)
     if not args.plan.is_file():
         return _error(f"{args.plan}: no capacity plan there (--plan scripts/device/capacity_plan.py)")
     try:

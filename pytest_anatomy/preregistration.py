@@ -12,6 +12,8 @@ the theory has uncommitted changes, so the commit is the theory). Once that file
 - the capacity suite reconciles each pre-registered run against the pre-registered values as well
   as the current theory, so a pre-registered miss stays visible after the theory is fixed.
 
+`pytest-anatomy preregister latency MODEL...` does the same for a model's planned decode steps and lone prefills
+(latency_prereg.py: predicted from the recorded Qwen2.5-7B calibration, with each named term error's sensitivity).
 `pytest-anatomy preregister kernels LADDER.RUNG[.SHAPE]...` does the same for planned kernel timings
 (`results/<hw>/preregistered/kernels-<stamp>.json`): each rung's time pre-registered in its header
 (Variant.h200_ms, the H200's only), with the commit of the theory and the kernels. A kernel timing
@@ -44,9 +46,10 @@ REQUIRED_FROM = "2026-12-01T06:00:00Z"
 # Kernel timings stamped before this were imported without the check (the mechanism covered capacity only); a rung's
 # first timing since needs a kernels pre-registration committed before it (kernels_held_out).
 KERNELS_REQUIRED_FROM = "2026-12-05T06:00:00Z"
-SUITES = ("capacity", "kernels")
+SUITES = ("capacity", "kernels", "latency")
 # What each suite's pre-registration pins: a kernel's pre-registered time is in its registry entry and .cu header.
-PINNED_PATHS = {"capacity": THEORY_PATHS, "kernels": (*THEORY_PATHS, "pytest_anatomy/kernels")}
+PINNED_PATHS = {"capacity": THEORY_PATHS, "kernels": (*THEORY_PATHS, "pytest_anatomy/kernels"),
+                "latency": (*THEORY_PATHS, "pytest_anatomy/cli_calibration.py", "pytest_anatomy/latency_prereg.py")}
 
 
 class PreregistrationError(ValueError):
@@ -209,7 +212,7 @@ def covering(results: Path, hardware: str, recording_name: str) -> list[Preregis
     return [p for p in load_all(results, hardware) if p.run(recording_name) is not None]
 
 
-def _parse_utc(text: str) -> datetime:
+def parse_utc(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(timezone.utc)
 
 
@@ -217,7 +220,7 @@ def check_held_out(results: Path, hardware: str, recording_name: str, recorded_a
                    suite: str = "capacity") -> Preregistration:
     """The earliest pre-registration of this run committed before `recorded_at`; else one line saying
     what is missing and what to do."""
-    when = _parse_utc(recorded_at)
+    when = parse_utc(recorded_at)
     found = covering(results, hardware, recording_name)
     before = [p for p in found if p.committed_at is not None and p.committed_at < when]
     if before:
@@ -232,10 +235,10 @@ def check_held_out(results: Path, hardware: str, recording_name: str, recorded_a
 
 
 def required_for(recorded_at: str) -> bool:
-    return _parse_utc(recorded_at) >= _parse_utc(REQUIRED_FROM)
+    return parse_utc(recorded_at) >= parse_utc(REQUIRED_FROM)
 
 
-def _stamp_utc(stamp: str) -> datetime:
+def stamp_utc(stamp: str) -> datetime:
     return datetime.strptime(stamp, "%Y%m%dT%H%M%S.%fZ" if "." in stamp else "%Y%m%dT%H%M%SZ").replace(
         tzinfo=timezone.utc)
 
@@ -253,11 +256,11 @@ def kernels_held_out(rec: Any, results: Path) -> bool:
     shape = data.get("shape")
     if (rec.suite != "kernels" or rec.hardware != PREREGISTERED_ON or "time" not in rec.measurements
             or rung is None or not isinstance(shape, Mapping) or rung.preregistered_ms(shape) is None
-            or _parse_utc(rec.recorded_at) < _parse_utc(KERNELS_REQUIRED_FROM)):
+            or parse_utc(rec.recorded_at) < parse_utc(KERNELS_REQUIRED_FROM)):
         return False
-    when = _parse_utc(rec.recorded_at)
+    when = parse_utc(rec.recorded_at)
     earlier = [p for p in recordings.candidates(results, rec.hardware, "kernels", rec.name)
-               if _stamp_utc(p.name.rsplit("@", 1)[1].removesuffix(".json")) < when]
+               if stamp_utc(p.name.rsplit("@", 1)[1].removesuffix(".json")) < when]
     return not earlier
 
 
@@ -271,8 +274,14 @@ def checked_held_out(rec: Any, results: Path, *, in_sample: bool, error: type[Ex
     if rec.suite == "deployment":  # its predictions: the committed files the device plan read (sha256 in provenance)
         return with_plan_files(rec, in_sample=in_sample, error=error)
     prov = dict(rec.provenance)
-    held = (prov.get("held_out") and required_for(rec.recorded_at)) if rec.suite == "capacity" else \
-        kernels_held_out(rec, results)
+    if rec.suite == "capacity":
+        held = prov.get("held_out") and required_for(rec.recorded_at)
+    elif rec.suite == "latency":
+        from pytest_anatomy.latency_prereg import held_out as latency_held_out
+
+        held = latency_held_out(rec, results)
+    else:
+        held = kernels_held_out(rec, results)
     if not held:
         return rec
     try:
@@ -327,7 +336,7 @@ def committed_before(repo: Path, file: str, sha256: str, before: datetime) -> tu
 def plan_files_committed(provenance: Mapping[str, Any], recorded_at: str,
                          repo: Path = PACKAGE_REPO) -> dict[str, dict[str, str]]:
     """For each prediction file a device batch names (PLAN_FILES), the commit that held it before the run."""
-    when = _parse_utc(recorded_at)
+    when = parse_utc(recorded_at)
     out = {}
     for key in PLAN_FILES:
         named = provenance.get(key)

@@ -31,7 +31,7 @@ Parts, in priority order (each written to $OUT/latency.json as soon as it ends):
                 section the main model's parts leave free (engine starts measured on this H200:
                 56 s for the first, torch.compile cold, 31 s for the second). Their roofline is ~0.02-0.5 ms, so
                 their decode step is the engine's overhead, per step and per layer
-  second model  (--second-model, default llama-3.1-8b; `none` to skip) its own engine, then only
+  second model  (--second-model, default llama-3.1-8b; a comma list runs each in turn; `none` to skip) its own engine, then only
                 the kinds in --second-model-kinds (decode,prefill): a model the overhead was
                 never measured or fitted on (32 layers where Qwen has 28), predicted from it
 A part starts only if its planning estimate fits the remaining budget (default 540 s, counted
@@ -830,7 +830,8 @@ def print_overhead_plan(args: argparse.Namespace, t: float) -> float:
 # --- the second model: another config on the same engine and GPU --------------------------
 
 def second_models(args: argparse.Namespace) -> list[str]:
-    return [] if args.second_model.lower() == "none" else [args.second_model]
+    """--second-model's models in order (a comma list: each on its own fresh engine after the one before)."""
+    return [] if args.second_model.lower() == "none" else [m for m in args.second_model.split(",") if m]
 
 
 def second_model_kinds(args: argparse.Namespace) -> frozenset[str]:
@@ -1028,7 +1029,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="comma list of Poisson rates as fractions of the largest closed loop's throughput")
     p.add_argument("--second-model", default="llama-3.1-8b",
                    help="catalog name or config.json path of a second model run after the first on a fresh "
-                        "engine (`none` to skip)")
+                        "engine, or a comma list of them, each on its own engine in order (`none` to skip)")
     p.add_argument("--second-model-kinds", default="decode,prefill",
                    help="the second model's parts (comma list of kinds)")
     p.add_argument("--second-model-decode-batches", type=_ints, default=None,
