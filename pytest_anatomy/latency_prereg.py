@@ -31,7 +31,7 @@ CALIBRATION_MODEL = "qwen2.5-7b"  # cli_calibration.CALIBRATION_MODEL: the model
 DECODE_SHAPE = (1024, 128)  # measure/latency_live.DECODE_SHAPE: the plan's prompt and output tokens per decode part
 MAX_NUM_BATCHED_TOKENS = 8192  # the plan's chunk budget (latency_live.ENGINE_SETTINGS)
 # Latency recordings stamped before this were imported without the check: the mechanism did not cover latency.
-LATENCY_REQUIRED_FROM = "2026-12-05T08:00:00Z"
+LATENCY_REQUIRED_FROM = "2026-12-05T06:00:00Z"
 DECODE_QUANTITY, PREFILL_QUANTITY = "step_time_s", "engine_prefill_s.median"
 # scripts/device/latency_plan.py's DECODE_BATCHES and PREFILL_LENS (tests_plugin/test_latency_prereg.py checks)
 DECODE_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128)
