@@ -59,10 +59,16 @@ def refit_calibration(results: Path, hw: HardwareSpec) -> RecordedCalibration | 
     return _fit(Path(results), hw)
 
 
-def _fit(results: Path, hw: HardwareSpec) -> RecordedCalibration | str:
+def session_calibration(results: Path, hw: HardwareSpec, b1: recordings.Recording) -> RecordedCalibration | str:
+    """The same recipe on one named session (its Qwen2.5-7B b=1 recording) instead of the median one: what the theory
+    predicts for another model measured in that session, with that session's own ceilings and calibration."""
+    return _fit(Path(results), hw, b1)
+
+
+def _fit(results: Path, hw: HardwareSpec, session: recordings.Recording | None = None) -> RecordedCalibration | str:
     where = results / hw.name
     try:
-        b1 = typical_session_b1(results, hw)
+        b1 = session or typical_session_b1(results, hw)
         engine = recordings.load_beside(results, hw.name, "latency", ENGINE, b1)
         l8192 = recordings.load_beside(results, hw.name, "latency", PREFILL, b1)
         ceil = recordings.load_beside(results, hw.name, "ceilings", "ceilings", b1)
@@ -106,7 +112,8 @@ def _fit(results: Path, hw: HardwareSpec) -> RecordedCalibration | str:
         calib = cal.with_gemm_efficiency(calib, qwen, cal.gemm_seconds(ceil.measurements), ceilings.peak)
     # A quantity the session lacks, or a fit that has nothing to fit (a step faster than its roofline).
     except (KeyError, TypeError, ValueError) as exc:
-        return (f"the median session under {where} ({b1.recorded_at}) gives no usable calibration ({exc}): "
+        return (f"the {'named' if session else 'median'} session under {where} ({b1.recorded_at}) gives no usable "
+                f"calibration ({exc}): "
                 "datasheet roofline, a lower bound on time")
     return RecordedCalibration(ceilings, calib, used)
 

@@ -6,11 +6,13 @@ an error in a term that does not depend on the batch cancels on Qwen and shows o
 term differs. Each entry carries the relative move of its prediction under each named term error (TERM_ERRORS).
 
 - The sensitivities are the theory's algebra: recomputed here with the theory mutated and the calibration refitted.
-- The committed plan can catch a 5% term error: for each error, some pair of planned models measured in one session
-  moves apart by more than twice the largest session-level budget any Llama transfer check carried
-  (latency_card_spread.SESSION_BUDGET). A pair in one session on one card shares the card and the session's
-  calibration, the terms that make a single transfer's budget ~5% (the card-to-card spread), so the pair is the
-  check with the power; a single transfer catches only the errors above its own budget.
+- The committed plan can catch a 5% term error: for each error, two planned models measured in one session move
+  apart at b=1 by more than the pair's noise there: both runs' repeat scatter (2 x the largest a Llama decode run at
+  b=1 carried) and the card-to-card spread of a same-session transfer (Llama's, 2 sd over the recorded cards: the
+  Llama / Qwen2.5-7B ratio of one session is exactly such a pair, and it moves from card to card). Only b=1: at larger
+  batches the per-sequence excess (h200-decode-per-sequence-cost, not in the theory) is a systematic of unknown
+  model dependence. Errors the pair cannot see are BELOW_DETECTION, each with its numbers: of the named errors the
+  planned pair (Qwen2.5-3B and 32B) catches matmul weights x1.05 only (6.6 pp against 5.6%), the audit's survivor.
 - Once recorded: each pre-registered decode step against the measured one, and each pair's ratio of ratios.
 """
 
@@ -21,13 +23,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from latency_card_spread import SESSION_BUDGET, transfer_card_spread
+from latency_card_spread import CARD_TRANSFER_RATIOS, card_spread, transfer_card_spread
 from latency_setups import median_scatter
 
 from pytest_anatomy import latency_prereg as lp
 from pytest_anatomy import preregistration as pre
 from pytest_anatomy import recordings
-from pytest_anatomy.cli_calibration import b1_residuals, refit_calibration
+from pytest_anatomy.cli_calibration import CALIBRATION_MODEL, b1_residuals, refit_calibration, session_calibration
 from pytest_anatomy.measure import Measurement
 from pytest_anatomy.specs.hardware import HARDWARE, get_hardware
 from pytest_anatomy.specs.model import load_model
@@ -35,9 +37,14 @@ from pytest_anatomy.theory import latency as lat
 from pytest_anatomy.theory.prediction import Prediction, Term
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
-PAIR_NOISE = 2 * SESSION_BUDGET  # two models' session-level budgets, each at the largest a Llama transfer carried
 # Term errors no planned decode check can see, each with why; every other error must be caught by the plan.
 BELOW_DETECTION = {
+    "FFN weights x1.05": "the pair moves apart by 5.58 pp at b=1 (3B -2.5%, 32B +3.0%), at its 5.6% noise: a model "
+                         "pair further apart needs a smaller model, and a smaller one's step is the engine's CPU loop "
+                         "(the tiny-hidden twins: 1.85-2.5 ms), not its terms",
+    "lm_head dropped": "the pair moves apart by 4.3 pp at b=1 (3B +3.6%, 32B -0.7%), under its 5.6% noise, most of "
+                       "it the card-to-card spread of a transfer (4.0% at b=1); Llama-3.1-8B's lm_head share equals "
+                       "Qwen's, so no recorded pair sees it either",
     "lm_head x1.05": "5% of a 0.3-1.6 GB term moves a step by under 0.3%: the lm_head is caught only whole "
                      "(dropped), never at 5% of itself",
     "KV read x1.05": "the b=1 calibration absorbs almost none of it (one 1,088-token context), so Qwen's own decode "
@@ -45,9 +52,9 @@ BELOW_DETECTION = {
 }
 
 
-def _latency_preregistrations() -> list[tuple[str, pre.Preregistration]]:
-    return [(hw, p) for hw in sorted(HARDWARE) if (RESULTS / hw / pre.FOLDER).is_dir()
-            for p in pre.load_all(RESULTS, hw) if p.doc.get("suite") == lp.SUITE and p.doc.get("runs")]
+def _latency_preregistrations(results: Path = RESULTS) -> list[tuple[str, pre.Preregistration]]:
+    return [(hw, p) for hw in sorted(HARDWARE) if (results / hw / pre.FOLDER).is_dir()
+            for p in pre.load_all(results, hw) if p.doc.get("suite") == lp.SUITE and p.doc.get("runs")]
 
 
 def _decode_runs(p: pre.Preregistration) -> dict[str, dict[int, dict[str, Any]]]:
@@ -93,57 +100,78 @@ def test_a_latency_preregistration_for_the_next_visit_is_committed():
     assert any(len(_decode_runs(p)) >= 2 for _, p in files)
 
 
+def _pair_noise_b1() -> float:
+    """The pair's noise at b=1: twice the largest repeat scatter of a recorded Llama-3.1-8B b=1 decode run, plus the
+    card-to-card spread of its same-session transfer at b=1 over every recorded card."""
+    runs = [recordings.load_file(p) for hw in sorted(HARDWARE)
+            for p in recordings.candidates(RESULTS, hw, "latency", "llama-3.1-8b.decode.b1")]
+    repeat = max(median_scatter(r, "itl_steady_engine_clock_s") for r in runs)
+    return 2 * repeat + card_spread(CARD_TRANSFER_RATIOS, 1, checked_card="")
+
+
 @pytest.mark.parametrize("error", [e.name for e in lp.TERM_ERRORS])
 def test_the_planned_pair_catches_a_five_percent_term_error(error):
-    """The largest move apart of two planned models at a batch both run (their ratios measured / predicted would
-    differ by it) exceeds PAIR_NOISE for every error not BELOW_DETECTION, and stays under it for those that are."""
+    """The largest move apart at b=1 of two models pre-registered together exceeds the pair's noise for every error
+    not BELOW_DETECTION, and stays under it for those that are (the declaration is checked both ways)."""
     moves = []
     for _, p in _latency_preregistrations():
         runs = _decode_runs(p)
-        models = sorted(runs)
-        moves += [abs(runs[a][b]["sensitivity"][error] - runs[c][b]["sensitivity"][error])
-                  for i, a in enumerate(models) for c in models[i + 1:] for b in set(runs[a]) & set(runs[c])]
-    assert moves, "no pre-registered pair of models at a common batch"
+        models = sorted(m for m in runs if 1 in runs[m])
+        moves += [abs(runs[a][1]["sensitivity"][error] - runs[c][1]["sensitivity"][error])
+                  for i, a in enumerate(models) for c in models[i + 1:]]
+    assert moves, "no two models pre-registered together at b=1"
+    noise = _pair_noise_b1()
     if error in BELOW_DETECTION:
-        assert max(moves) < PAIR_NOISE, f"{error} moves a pair by {max(moves):.1%}: it is detectable after all"
+        assert max(moves) < noise, f"{error} moves a pair by {max(moves):.2%} > {noise:.2%}: it is detectable after all"
     else:
-        assert max(moves) > PAIR_NOISE, (f"{error} moves the planned pair apart by at most {max(moves):.2%}, under "
-                                         f"the pair's noise {PAIR_NOISE:.0%}: plan a model whose share differs more")
+        assert max(moves) > noise, (f"{error} moves the planned pair apart by at most {max(moves):.2%}, under the "
+                                    f"pair's noise {noise:.2%}: plan a model whose share differs more")
 
 
 # --- once recorded -----------------------------------------------------------------------------------------------
-def _recorded(hw: str, name: str, after: Any) -> recordings.Recording | None:
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """The recorded runs and pairs come from the session's results folder (anatomy_results_dir)."""
+    from pytest_anatomy.session import get_session
+
+    results = get_session(metafunc.config).settings.results_dir
+    if metafunc.definition.originalname in ("test_preregistered_decode_step", "test_current_theory_decode_step"):
+        metafunc.parametrize("results,hw,prereg,run,rec", _cases(results))
+    elif metafunc.definition.originalname == "test_preregistered_pair_moves_together":
+        metafunc.parametrize("results,hw,run_a,run_c,rec_a,rec_c", _pairs(results))
+
+
+def _recorded(results: Path, hw: str, name: str, after: Any) -> recordings.Recording | None:
     """The first recording of `name` on `hw` made after the pre-registration was committed (None: not yet run)."""
     if after is None:
         return None
-    found = [recordings.load_file(path) for path in recordings.candidates(RESULTS, hw, "latency", name)]
+    found = [recordings.load_file(path) for path in recordings.candidates(results, hw, "latency", name)]
     later = [r for r in found if pre.parse_utc(r.recorded_at) > after]
     return min(later, key=lambda r: r.recorded_at) if later else None
 
 
-def _cases() -> list[Any]:
+def _cases(results: Path) -> list[Any]:
     cases = []
-    for hw, p in _latency_preregistrations():
+    for hw, p in _latency_preregistrations(results):
         for model, by_b in _decode_runs(p).items():
             for b, run in sorted(by_b.items()):
-                rec = _recorded(hw, f"{model}.decode.b{b}", p.committed_at)
+                rec = _recorded(results, hw, f"{model}.decode.b{b}", p.committed_at)
                 if rec is not None:
-                    cases.append(pytest.param(hw, p, run, rec, id=f"{hw}-{p.path.stem}-{model}-b{b}"))
-    return cases or [pytest.param(None, None, None, None, marks=pytest.mark.skip(
+                    cases.append(pytest.param(results, hw, p, run, rec, id=f"{hw}-{p.path.stem}-{model}-b{b}"))
+    return cases or [pytest.param(None, None, None, None, None, marks=pytest.mark.skip(
         reason="no pre-registered latency run recorded yet (planned: docs/RECORDING.md, issue 10 item 1)"))]
 
 
-def _calibration_spread(hw: str, predicted_s: float) -> float:
+def _calibration_spread(results: Path, hw: str, predicted_s: float) -> float:
     """How far a session's calibration may lie from the median session's the pre-registration used: the largest
     distance of a recorded session's b=1 residual from the median residual, over the predicted step."""
-    residuals = [r for r, _, _ in b1_residuals(RESULTS, get_hardware(hw))]
+    residuals = [r for r, _, _ in b1_residuals(results, get_hardware(hw))]
     mid = statistics.median(residuals)
     return max(abs(r - mid) for r in residuals) / predicted_s
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("hw,prereg,run,rec", _cases())
-def test_preregistered_decode_step(hw, prereg, run, rec, reconcile):
+@pytest.mark.targets()  # replay-only: reads the recordings its pre-registrations name, on any machine
+def test_preregistered_decode_step(results, hw, prereg, run, rec, reconcile):
     """The step written before the run, against the measured one, on the budget the Llama transfer carries with the
     calibration's session-to-session spread in place of this session's own calibration scatter."""
     entry = run["predictions"][lp.DECODE_QUANTITY]
@@ -154,33 +182,62 @@ def test_preregistered_decode_step(hw, prereg, run, rec, reconcile):
                       notes=("written and committed before the run, from the median recorded calibration session",))
     b = int(run["settings"]["batch"])
     budget = {"repeat_scatter": median_scatter(rec, "itl_steady_engine_clock_s"),
-              "calibration_spread": _calibration_spread(hw, pred.value), "card_spread": transfer_card_spread(b, rec)}
+              "calibration_spread": _calibration_spread(results, hw, pred.value), "card_spread": transfer_card_spread(b, rec)}
     reconcile("preregistered_decode_step", pred, rec["step_time_s"], budget=budget, model=run["model"],
               why="measured noise only: the run's repeat scatter, how far a session's calibration lies from the "
                   "median session's, and the card-to-card spread of Llama's transfer (the only measured one)")
 
 
-def _pairs() -> list[Any]:
+@pytest.mark.gpu
+@pytest.mark.targets()  # replay-only: reads the recordings its pre-registrations name, on any machine
+def test_current_theory_decode_step(results, hw, prereg, run, rec, reconcile):
+    """The same run against the current theory with the calibration of the session that measured it (its Qwen2.5-7B
+    b=1 residual and ceilings): a pre-registered miss stays visible above, a theory fixed since shows here."""
+    spec = get_hardware(hw)
+    qwen_b1 = recordings.load_beside(results, hw, "latency", f"{CALIBRATION_MODEL}.decode.b1", rec)
+    found = session_calibration(results, spec, qwen_b1)
+    if isinstance(found, str):
+        pytest.fail(f"{rec.name}: {found}")
+    b = int(run["settings"]["batch"])
+    s = rec.data["run"]["settings"]
+    pred = lat.decode_step_time(load_model(run["model"]), found.ceilings, found.calib, b,
+                                s["input_len"] + s["output_len"] / 2)
+    share = found.calib.step_overhead_s / pred.value  # the part of the step Qwen's b=1 fit point sets
+    budget = {"repeat_scatter": median_scatter(rec, "itl_steady_engine_clock_s"),
+              "calibration_spread": share * median_scatter(qwen_b1, "itl_steady_engine_clock_s"),
+              "card_spread": transfer_card_spread(b, rec)}
+    reconcile("decode_step_preregistered_model", pred, rec["step_time_s"], budget=budget, model=run["model"],
+              why="measured noise only: the run's repeat scatter, its session's b=1 fit point's scatter over the "
+                  "share of the step it sets, and the card-to-card spread of Llama's transfer (the only measured one)")
+
+
+def _same_session(a: recordings.Recording, c: recordings.Recording) -> bool:
+    """One device batch (one stamp) or one live plan run (one session key), as recordings.load_beside reads it."""
+    key = recordings.session_key(a)
+    return a.recorded_at == c.recorded_at or (key is not None and key == recordings.session_key(c))
+
+
+def _pairs(results: Path) -> list[Any]:
     cases = []
-    for hw, p in _latency_preregistrations():
+    for hw, p in _latency_preregistrations(results):
         runs = _decode_runs(p)
         models = sorted(runs)
         for i, a in enumerate(models):
             for c in models[i + 1:]:
                 for b in sorted(set(runs[a]) & set(runs[c])):
-                    ra, rc = (_recorded(hw, f"{m}.decode.b{b}", p.committed_at) for m in (a, c))
-                    if ra is not None and rc is not None and recordings.stamp_of(ra.recorded_at)[:8] == \
-                            recordings.stamp_of(rc.recorded_at)[:8]:
-                        cases.append(pytest.param(hw, runs[a][b], runs[c][b], ra, rc, id=f"{hw}-{a}-vs-{c}-b{b}"))
-    return cases or [pytest.param(None, None, None, None, None, marks=pytest.mark.skip(
+                    ra, rc = (_recorded(results, hw, f"{m}.decode.b{b}", p.committed_at) for m in (a, c))
+                    if ra is not None and rc is not None and _same_session(ra, rc):
+                        cases.append(pytest.param(results, hw, runs[a][b], runs[c][b], ra, rc,
+                                                  id=f"{hw}-{a}-vs-{c}-b{b}"))
+    return cases or [pytest.param(None, None, None, None, None, None, marks=pytest.mark.skip(
         reason="no pre-registered pair of models recorded in one session yet (planned: docs/RECORDING.md)"))]
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("hw,run_a,run_c,rec_a,rec_c", _pairs())
-def test_preregistered_pair_moves_together(hw, run_a, run_c, rec_a, rec_c, reconcile):
+@pytest.mark.targets()  # replay-only: reads the recordings its pre-registrations name, on any machine
+def test_preregistered_pair_moves_together(results, hw, run_a, run_c, rec_a, rec_c, reconcile):
     """Two pre-registered models measured in one session: their ratios measured / pre-registered agree, because the
-    card, the session and its calibration are common to both and the theory's terms scale with each model's bytes.
+    session's ceilings and calibration are common to both and the theory's terms scale with each model's bytes.
     A term error absorbed by the b=1 calibration moves them apart by the entries' sensitivities' difference."""
     pa, pc = (float(r["predictions"][lp.DECODE_QUANTITY]["value"]) for r in (run_a, run_c))
     ratio = (rec_a["step_time_s"].value / pa) / (rec_c["step_time_s"].value / pc)
@@ -191,9 +248,12 @@ def test_preregistered_pair_moves_together(hw, run_a, run_c, rec_a, rec_c, recon
     pred = Prediction(1.0, "", "both models' steps miss their pre-registered values by the same factor",
                       terms=(Term(f"{run_a['model']} pre-registered", pa, "s"),
                              Term(f"{run_c['model']} pre-registered", pc, "s")))
-    spread = _calibration_spread(hw, 1.0) * abs(1 / pa - 1 / pc)  # one overhead error, two different steps
+    spread = _calibration_spread(results, hw, 1.0) * abs(1 / pa - 1 / pc)  # one overhead error, two different steps
+    b = int(run_a["settings"]["batch"])
     budget = {"repeat_scatter": median_scatter(rec_a, "itl_steady_engine_clock_s")
-              + median_scatter(rec_c, "itl_steady_engine_clock_s"), "calibration_spread": spread}
+              + median_scatter(rec_c, "itl_steady_engine_clock_s"), "calibration_spread": spread,
+              "card_spread": transfer_card_spread(b, rec_a)}
     reconcile("preregistered_pair_ratio", pred, measured, budget=budget, model=f"{run_a['model']}/{run_c['model']}",
-              why="measured noise only: both runs' repeat scatter and the calibration's session spread acting on two "
-                  "different step times; the card and session terms are common to both")
+              why="measured noise only: both runs' repeat scatter, the calibration's session spread acting on two "
+                  "different step times, and the card-to-card spread of a same-session transfer (Llama's over Qwen's "
+                  "is such a pair, and moves from card to card); the session's ceilings are common to both")

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import device_scripts
 import pytest
@@ -132,3 +133,70 @@ def test_a_models_first_latency_run_needs_a_preregistration_committed_before_it(
     import_files([_llama_batch_at(tmp_path_factory.mktemp("d"), now - timedelta(minutes=5))], results)
     repeat = max((results / CARD / "latency").glob("llama-3.1-8b.decode.b1@*.json"))
     assert repeat != first and "preregistration" not in json.loads(repeat.read_text())["provenance"]
+
+
+def _main_batch_at(tmp: Path, when: datetime) -> Path:
+    """The Qwen2.5-7B batch of LLAMA_BATCH's session (its calibration and ceilings), unpacked and re-dated."""
+    import lzma
+
+    folder = LLAMA_BATCH.parent
+    doc = json.loads(lzma.open(folder / "latency.json.xz").read())
+    doc["provenance"]["date_utc"] = when.strftime("%Y-%m-%dT%H:%M:%S+00:00")
+    (tmp / "latency.json").write_text(json.dumps(doc))
+    (tmp / "latency-raw.jsonl").write_bytes(lzma.open(folder / "latency-raw.jsonl.xz").read())
+    return tmp / "latency.json"
+
+
+def _qwen_entries(runs: dict[str, Any]) -> dict[str, Any]:
+    """Qwen2.5-7B's decode entries beside Llama's, as a second pre-registered model of the same session (the real
+    command refuses the calibration model; here it only supplies the pair a session of two models gives)."""
+    from pytest_anatomy.cli_calibration import recorded_calibration
+    from pytest_anatomy.specs.hardware import get_hardware
+    from pytest_anatomy.specs.model import load_model
+    from pytest_anatomy.theory import latency as lat
+
+    found = recorded_calibration(REPO / "results", get_hardware(CARD))
+    assert not isinstance(found, str)
+    qwen, out = load_model(lp.CALIBRATION_MODEL), {}
+    for name, run in runs.items():
+        b = run["settings"]["batch"]
+        pred = lat.decode_step_time(qwen, found.ceilings, found.calib, b, lp.mean_context())
+        out[name.replace("llama-3.1-8b", lp.CALIBRATION_MODEL)] = {
+            **run, "model": lp.CALIBRATION_MODEL, "sensitivity": {},
+            "predictions": {lp.DECODE_QUANTITY: {**run["predictions"][lp.DECODE_QUANTITY], "value": pred.value}}}
+    return out
+
+
+def test_recorded_preregistered_runs_reach_a_verdict(repo: Path, tmp_path_factory) -> None:  # noqa: F811
+    """The path after the next visit, on CPU: two pre-registrations committed before a session (the true one, and one
+    whose steps are 1.5x), the session imported, tests_latency/test_latency_preregistered.py replaying it. The true
+    pre-registration's steps and the pair agree on their noise budgets; the 1.5x one's diverge."""
+    now = datetime.now(timezone.utc).replace(microsecond=0)
+    results, committed = repo / "results", now - timedelta(minutes=20)
+    runs, note = lp.predict_runs({"llama-3.1-8b": ((1,), ())}, CARD, REPO / "results")
+    true = pre.write(results, lp.build({**runs, **_qwen_entries(runs)}, CARD, "0" * 40, _iso(committed), "t", note))
+    off = {k: {**v, "predictions": {lp.DECODE_QUANTITY: {**v["predictions"][lp.DECODE_QUANTITY],
+                                                        "value": 1.5 * v["predictions"][lp.DECODE_QUANTITY]["value"]}}}
+           for k, v in runs.items()}
+    wrong = pre.write(results, lp.build(off, CARD, "0" * 40, _iso(committed + timedelta(seconds=1)), "t", note))
+    _git(repo, "add", str(true.relative_to(repo)), str(wrong.relative_to(repo)))
+    _git(repo, "commit", "-qm", "pre-register", when=committed)
+    batches = tmp_path_factory.mktemp("session")
+    run_at = now - timedelta(minutes=10)
+    # --in-sample: the batches Llama ran beside b=1 are not pre-registered here, and are filed as not held out
+    import_files([_main_batch_at(batches, run_at), _llama_batch_at(batches, run_at)], results, in_sample=True)
+    report = tmp_path_factory.mktemp("report") / "r.html"
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--anatomy-report={report}",
+                           "-o", f"anatomy_results_dir={results}", "--anatomy-source=recorded",
+                           str(REPO / "tests_latency" / "test_latency_preregistered.py"), "-k", "decode_step or pair"],
+                          cwd=REPO, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    ledger = json.loads(report.with_suffix(".json").read_text())["reconciliations"]
+    by: dict[tuple[str, bool], set[str]] = {}
+    for e in ledger:
+        by.setdefault((e["name"], e["predicted"] > 1.3 * e["measured"]), set()).add(e["verdict"])
+    assert by == {("preregistered_decode_step", False): {"agree"}, ("preregistered_decode_step", True): {"diverge"},
+                  ("decode_step_preregistered_model", False): {"agree"}, ("preregistered_pair_ratio", False): {"agree"}
+                  }, (by, proc.stdout[-3000:])
+    for e in ledger:  # every budget is a sum of named noise terms, the card-to-card spread among them
+        assert set(e["tolerance"]["budget"]) >= {"repeat_scatter", "card_spread"}, e["name"]
