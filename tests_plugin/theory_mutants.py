@@ -98,7 +98,9 @@ CATALOGUE: tuple[Mutation, ...] = (
         # so the catch held only while the newest session's overhead sat near the others' lowest (2026-12-04 00:09),
         # and the 10:12 session (1.468 ms) made it a survivor, as this note had said it might. Timing checks cannot
         # see it: the b=1-residual calibration absorbs it, and Llama-3.1-8B, the model that residual is checked on,
-        # has the same weight scale (14.0 vs 14.2 GB), lm_head share (7.5% vs 7.7%) and FFN share (~80%).
+        # has the same weight scale (14.0 vs 14.2 GB), lm_head share (7.5% vs 7.7%) and FFN share (~80%). The pair
+        # pre-registered for that (Qwen2.5-3B and 32B, results/h200/preregistered/latency-20261205T062959Z.json) would
+        # see it once recorded: 6.6 pp apart at b=1 against its 5.6% noise (tests_latency/test_latency_preregistered.py).
         _LATENCY_STEPS),
     Mutation(
         "calibration-drop-layer-term", "latency", "the tiny models' per-layer overhead dropped (c0 only)",
