@@ -235,10 +235,15 @@ FIRST_IS = {cands[0].id: next(r.id for r in sgemm.LADDER if r.source == _call(ca
 
 def _other_sessions(target, cid: str, label: str, rec) -> list[float]:
     """The candidate's times in the card's other recorded sessions (a live session's folder and the checkout's),
-    the rung's own recordings included for a family's first candidate; never the run checked."""
+    the rung's own recordings included for a family's first candidate; never the run checked. A session whose block
+    ran clock-limited below the boost counts at its time at the boost (time / kn.clock_factor): the tile ledger
+    divides by the clock, which NVML and the clock probe measured apart from the time, so a power-capped session is
+    not session-to-session scatter (s9's 2026-12-05 03:53 block at 32 rows ran 1.079x slower at its probe clock)."""
     folders = (*((rec.path.parents[2],) if rec.path is not None else ()), kb.RESULTS_ROOT)
-    return [t for name in {cid, FIRST_IS.get(cid, cid)}
-            for t in kb.other_times(folders, target.name, f"sgemm.{name}.{label}", rec.recorded_at)]
+    return [float(r.measurements["time"]["value"]) / kn.clock_factor(r.data or {}, kn.BOOST_MHZ)
+            for name in {cid, FIRST_IS.get(cid, cid)}
+            for r in recordings.load_runs(folders, target.name, "kernels", f"sgemm.{name}.{label}")
+            if r.recorded_at != rec.recorded_at and "time" in r.measurements]
 
 
 def _timed(cid: str, label: str, target, measured, reconcile) -> None:
