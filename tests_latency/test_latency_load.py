@@ -63,6 +63,29 @@ def _ttft_why(of: str, priced: str) -> str:
 TTFT_WHY = _ttft_why("median TTFT", "below the knee, a 1,024-token prefill")
 OVERLOAD_TTFT_WHY = _ttft_why("median TTFT", "queueing behind prompt-carrying steps")
 PREFILL_PART_WHY = _ttft_why("mean engine prefill part", "the prompt's 8,192-token chunks")
+QUEUE_SHARE_WHY = (
+    "measured noise plus one named systematic term (the 25% TTFT goal is not this tolerance). The share is "
+    "1 - (prefill part + frontend) / TTFT, so each term is an absolute error on it: the prefill part's own budget (its "
+    "repeat scatter, ceilings and calibration spread, as in the prefill_part_of_ttft row) and the mean TTFT's repeat "
+    "scatter (2 standard errors of the mean), each x the simulated prefill share; and the frontend's ingress + egress, "
+    "which the simulation omits and which lowers the measured share by its time over the run's mean TTFT, priced at "
+    f"the highest recorded below the knee ({lf.FRONTEND_MS_BELOW_KNEE[1]:.1f} ms, FRONTEND_MS_BELOW_KNEE; under "
+    "overload it is not measured apart). The budget is relative, so each absolute term is divided by the simulated "
+    "share.")
+
+
+def queue_share_budget(pred_share: float, prefill_budget: dict[str, float], rec) -> dict[str, float]:
+    """The noise budget of an overload run's queueing share of TTFT (mean queue / mean TTFT), relative to the simulated
+    share `pred_share` (reconcile's budgets are relative): share = 1 - (prefill + frontend) / TTFT moves by
+    prefill / TTFT x (the prefill part's relative error - the TTFT's), so the prefill part's budget terms
+    (`prefill_budget`, step_budget's) and the mean TTFT's repeat scatter each enter x the simulated prefill share
+    (1 - pred_share); the frontend, absent from the simulation, enters as its highest measured time below the knee
+    over the run's mean TTFT (QUEUE_SHARE_WHY)."""
+    prefill_share = 1 - pred_share
+    absolute = {f"prefill_part_{name}": prefill_share * value for name, value in prefill_budget.items()}
+    absolute["ttft_repeat_scatter"] = prefill_share * mean_scatter(rec, "aggregate.ttft_s")
+    absolute["frontend"] = lf.FRONTEND_MS_BELOW_KNEE[1] * 1e-3 / rec["aggregate.ttft_s.mean"].value
+    return {name: value / pred_share for name, value in absolute.items()}
 
 
 def _workload(rec) -> sv.Workload:
@@ -184,10 +207,10 @@ def _models(marks=None):
     return [pytest.param(m, id=m, marks=(marks(m) if marks else ())) for m in SETUP_FIXTURE]
 
 
-# The tolerance of each quantity the slow-prompt findings cover, as a measured/predicted band: a session-wide
-# slowdown may reach a quantity no clean finding covers (its band is then the check's own tolerance).
-SLOW_PROMPT_QUANTITIES = {"ttft_p50": (("ttft", "p50"), 0.25), "engine_ttft_p50": (("ttft", "p50"), 0.25),
-                          "itl_mean": (("itl", "mean"), 0.10)}
+# The simulated statistic of each quantity the slow-prompt findings cover: a session-wide slowdown may reach a quantity
+# no clean finding covers, whose band is then the check's own tolerance, its noise budget (own_budget; the 25% TTFT and
+# 10% decode targets until 2026-12-05), carried into the slowed simulation's frame.
+SLOW_PROMPT_QUANTITIES = {"ttft_p50": ("ttft", "p50"), "engine_ttft_p50": ("ttft", "p50"), "itl_mean": ("itl", "mean")}
 CHECKED_BY = {"test_poisson_ttft_p50_below_the_knee": ("ttft_p50", "engine_ttft_p50"),
               "test_poisson_itl_mean_and_median": ("itl_mean",)}  # the quantities each test using the fixture reconciles
 
@@ -227,17 +250,26 @@ def slow_prompt_run(request, latency_recording) -> None:
     mark = sf.slow_session_mark if fallback else lf.slow_prompt_mark
     setup = _setup(request, model, rec)
     res, slowed = _sim(setup, rec), _sim(slowed_prompts(setup, slowdown), rec)
-    for quantity, (stat, rel) in SLOW_PROMPT_QUANTITIES.items():
+    for quantity, stat in SLOW_PROMPT_QUANTITIES.items():
         covering = [m for m in request.node.iter_markers("finding") if m.kwargs.get("quantity") in (quantity, None)]
         base = next((m.kwargs["expected"] for m in covering if m.kwargs.get("expected")), None)
         checked = quantity in CHECKED_BY.get(request.node.originalname, ())
         if base is None and covering and checked:  # the covering finding's band is set at test time
             base = band_at_test_time(request, model, rec, setup, res, quantity)
         if not covering and fallback and checked:
+            rel = own_budget(setup, res, rec, quantity)
             base = (1 - rel, 1 + rel)
         if base is not None:
             shift = slowed.stat(*stat) / res.stat(*stat)
             request.node.add_marker(mark(quantity, base, shift, describe), append=False)
+
+
+def own_budget(setup, res: sv.SimResult, rec, quantity: str) -> float:
+    """The noise budget (its sum) a Poisson run's check of `quantity` (SLOW_PROMPT_QUANTITIES') is held to: the mean
+    ITL's itl_budget, the TTFT medians' ttft_budget, as the tests reconcile them."""
+    if quantity == "itl_mean":
+        return sum(itl_budget(setup, res, rec, "mean").values())
+    return sum(ttft_budget(setup, sv.as_prediction(res, "ttft", "p50", "s", _label(rec)), rec, quantity).values())
 
 
 BELOW_KNEE = {QWEN: POISSON, LLAMA: POISSON[:-1]}
@@ -482,19 +514,15 @@ def test_overload_queueing_share_of_ttft(model, request, latency_recording, over
     pred = Prediction(res.stat("queue", "mean") / res.stat("ttft", "mean"), "", "mean queue / mean TTFT (simulated)",
                       terms=(Term("mean queue", res.stat("queue", "mean"), "s"),
                              Term("mean TTFT", res.stat("ttft", "mean"), "s")))
-    sim_prefill = 1 - pred.value
     prefill_part = Prediction(res.stat("ttft", "mean") - res.stat("queue", "mean"), "s", "mean TTFT - mean queue "
                               "(simulated): first scheduling to first token", notes=res.calibration)
     budget = step_budget(engine_setup, prefill_part, mean_scatter(rec, "aggregate.engine.prefill_s"), compute_share=1.0)
+    share_budget = queue_share_budget(pred.value, budget, rec)
     # the heavy regime (Qwen's and Llama's): the recorded Qwen runs' envelopes, never the run checked (oh's tables)
     heavy = model in (QWEN, LLAMA) and _regime(rec) and engine_setup.label in lf.CHECKED_ON
-    reconcile("queueing_share_of_ttft" + _regime(rec), pred, share, abs=0.01,
-              why=f"a fixed 1 pp budget set from the prediction, not from this run: the simulated prefill share "
-                  f"({sim_prefill:.1%}) held to the TTFT target (25%: {0.25 * sim_prefill * 100:.1f} pp), the rest for "
-                  "the frontend the simulation omits (ingress + egress: "
-                  f"{lf.FRONTEND_MS_BELOW_KNEE[0]:.0f}-{lf.FRONTEND_MS_BELOW_KNEE[1]:.0f} ms per request below the knee; 0.4 pp is "
-                  "~0.12 s of a ~30 s TTFT)", **_kw(engine_setup), finding_band=oh.heavy_share_band(
-                      sim_prefill / pred.value * sum(budget.values())) if heavy and model == LLAMA else None)
+    reconcile("queueing_share_of_ttft" + _regime(rec), pred, share, budget=share_budget, why=QUEUE_SHARE_WHY,
+              **_kw(engine_setup), finding_band=oh.heavy_share_band(sum(share_budget.values()))
+              if heavy and model == LLAMA else None)
     reconcile("prefill_part_of_ttft" + _regime(rec), prefill_part, rec["aggregate.engine.prefill_s.mean"],
               budget=budget, why=PREFILL_PART_WHY, **_kw(engine_setup),
               finding_band=oh.heavy_prefill_band(sum(budget.values()), exclude=rec.recorded_at) if heavy else None)

@@ -228,6 +228,11 @@ def test_overload_queueing_share_of_ttft(seed_setup, measured, reconcile):
                              Term("mean TTFT", res.stat("ttft", "mean"), "s")))
     frontend = q["residual_s"].value / q["ttft_mean_s"].value
     prefill = q["prefill_s"].value / q["ttft_mean_s"].value
+    # Still the 25% TTFT target on the prefill share, not yet a noise budget (issue 10 item 2): the H200's derivation
+    # (test_latency_load.queue_share_budget: the prefill part's seed_noise budget on "mean_ttft" and the sweep's mean
+    # TTFT scatter, each x the simulated prefill share, + this quote's frontend residual and rounding) gives 0.40 pp
+    # against a 0.44 pp gap (2026-12-05): the engine's prefill part, 1.097 s, is 1.29x the simulated 0.85 s. That
+    # miss is a finding to declare, and its band could come from no other run (round 2 alone quoted the split).
     reconcile("queueing_share_of_ttft", pred, q["queue_share"], abs=frontend + 0.25 * prefill + 0.0005,
               why=f"the share's error budget: the frontend residual ({frontend:.2%} of TTFT in the quote) is outside "
                   f"the simulation, the prefill share ({prefill:.2%}) is held to the TTFT target (25%), and the "
