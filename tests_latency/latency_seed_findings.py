@@ -99,6 +99,18 @@ SEED_LITTLES_LAW = pytest.mark.finding(
            "such run, or one without preemptions (where the identity must hold), would band it.",
     expected=(0.95, 0.99), band_from="checked-run")
 
+SEED_OVERLOAD_PREFILL_PART = pytest.mark.finding(
+    "seed-overload-prefill-part-above-simulation",
+    quantity="queueing_share_of_ttft",
+    reason="The overload run's TTFT is 98.9% queueing where the simulation says 99.3%: the engine's prefill part "
+           "(first scheduling to first token, 1.097 s of the 136.6 s mean TTFT) is 1.29x the simulated 0.85 s, and "
+           "the 0.44 pp gap exceeds the share's noise budget (0.40 pp, test_overload_queueing_share_of_ttft). In "
+           "overload a prompt's chunks are scheduled beside up to 16 decodes and preempted requests' recomputation, "
+           "which the simulator prices at the fitted step; why its first scheduling to first token takes 29% longer "
+           "is not established. Band read off this run (checked-run): round 2 alone quoted the queue / prefill "
+           "split; another overload run quoting it would band it.",
+    expected=(0.9915, 0.9995), band_from="checked-run")
+
 # --- on the noise budgets (seed_noise.py): bands are set at test time from the other round's ratio ---------------
 # Round 1's median ITL minus the calibrated decode step (ms) at C = 2..16, and its length sweep's C=16, L=4,096
 # median ITL over the calibrated step: recomputed from the recordings by test_latency_seed_noise.py.
