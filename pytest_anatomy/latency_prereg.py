@@ -14,8 +14,9 @@ planned run (the latency plan's run ids: MODEL.decode.bB, MODEL.prefill.lN):
   the mutated theory); prefill is compute-bound and carries none.
 
 A model's first decode or prefill recording on a card with latency pre-registrations, stamped since
-LATENCY_REQUIRED_FROM, is held out: the importer refuses it unless such a file, committed before the run, covers it
-(preregistration.checked_held_out; `import-device --in-sample` files it as not held out instead).
+preregistration.LATENCY_REQUIRED_FROM, is held out: the importer refuses it unless such a file, committed before the run, covers it
+(preregistration.latency_held_out and checked_held_out; `import-device --in-sample` files it as not held out
+instead).
 """
 
 from __future__ import annotations
@@ -30,8 +31,6 @@ SUITE = "latency"
 CALIBRATION_MODEL = "qwen2.5-7b"  # cli_calibration.CALIBRATION_MODEL: the model every calibration session ran
 DECODE_SHAPE = (1024, 128)  # measure/latency_live.DECODE_SHAPE: the plan's prompt and output tokens per decode part
 MAX_NUM_BATCHED_TOKENS = 8192  # the plan's chunk budget (latency_live.ENGINE_SETTINGS)
-# Latency recordings stamped before this were imported without the check: the mechanism did not cover latency.
-LATENCY_REQUIRED_FROM = "2026-12-05T06:00:00Z"
 DECODE_QUANTITY, PREFILL_QUANTITY = "step_time_s", "engine_prefill_s.median"
 # scripts/device/latency_plan.py's DECODE_BATCHES and PREFILL_LENS (tests_plugin/test_latency_prereg.py checks)
 DECODE_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128)
@@ -161,23 +160,3 @@ def build(runs: dict[str, Any], hardware: str, commit: str, created: str, comman
     return {"schema": SCHEMA, "suite": SUITE, "hardware": hardware, "created": created, "theory_commit": commit,
             "command": command, "calibration": calibration, "term_errors": [e.name for e in TERM_ERRORS],
             "runs": runs}
-
-
-def held_out(rec: Any, results: Path) -> bool:
-    """A latency recording that is held out: a decode or prefill part of a model other than the calibration model
-    (and not a tiny overhead model, which measures the engine, not a prediction), stamped since
-    LATENCY_REQUIRED_FROM, the first recording of that name on its card, on a card with latency pre-registrations
-    (results/<hw>/preregistered/latency-*.json: the H200's; a card never planned ahead imports as before)."""
-    from pytest_anatomy import recordings
-    from pytest_anatomy.preregistration import FOLDER, parse_utc, stamp_utc
-
-    model, part, _ = (rec.name.rsplit(".", 2) + ["", ""])[:3]  # "qwen2.5-32b.decode.b1": the model name has dots
-    if (rec.suite != SUITE or part not in ("decode", "prefill") or model == CALIBRATION_MODEL
-            or "-tiny-" in model or parse_utc(rec.recorded_at) < parse_utc(LATENCY_REQUIRED_FROM)):
-        return False
-    if not any(p.name.startswith(SUITE + "-") for p in (Path(results) / rec.hardware / FOLDER).glob("*.json")):
-        return False  # a card none of whose latency runs was ever planned ahead (a user's own): nothing to check
-    when = parse_utc(rec.recorded_at)
-    earlier = [p for p in recordings.candidates(results, rec.hardware, SUITE, rec.name)
-               if stamp_utc(p.name.rsplit("@", 1)[1].removesuffix(".json")) < when]
-    return not earlier

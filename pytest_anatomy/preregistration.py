@@ -46,6 +46,9 @@ REQUIRED_FROM = "2026-12-01T06:00:00Z"
 # Kernel timings stamped before this were imported without the check (the mechanism covered capacity only); a rung's
 # first timing since needs a kernels pre-registration committed before it (kernels_held_out).
 KERNELS_REQUIRED_FROM = "2026-12-05T06:00:00Z"
+# Latency recordings stamped before this were imported without the check (the mechanism covered capacity and kernels).
+LATENCY_REQUIRED_FROM = "2026-12-05T06:00:00Z"
+LATENCY_CALIBRATION_MODEL = "qwen2.5-7b"  # cli_calibration.CALIBRATION_MODEL: its runs are the fit, never held out
 SUITES = ("capacity", "kernels", "latency")
 # What each suite's pre-registration pins: a kernel's pre-registered time is in its registry entry and .cu header.
 PINNED_PATHS = {"capacity": THEORY_PATHS, "kernels": (*THEORY_PATHS, "pytest_anatomy/kernels"),
@@ -264,6 +267,25 @@ def kernels_held_out(rec: Any, results: Path) -> bool:
     return not earlier
 
 
+def latency_held_out(rec: Any, results: Path) -> bool:
+    """A latency recording that is held out (latency_prereg.py): a decode or prefill part of a model other than the
+    calibration model (and not a tiny overhead model, which measures the engine, not a prediction), stamped since
+    LATENCY_REQUIRED_FROM, the first recording of that name on its card, on a card with latency pre-registrations
+    (results/<hw>/preregistered/latency-*.json: the H200's; a card never planned ahead imports as before)."""
+    from pytest_anatomy import recordings
+
+    model, part, _ = (rec.name.rsplit(".", 2) + ["", ""])[:3]  # "qwen2.5-32b.decode.b1": the model name has dots
+    if (rec.suite != "latency" or part not in ("decode", "prefill") or model == LATENCY_CALIBRATION_MODEL
+            or "-tiny-" in model or parse_utc(rec.recorded_at) < parse_utc(LATENCY_REQUIRED_FROM)):
+        return False
+    if not any(p.name.startswith("latency-") for p in (Path(results) / rec.hardware / FOLDER).glob("*.json")):
+        return False  # a card none of whose latency runs was ever planned ahead (a user's own): nothing to check
+    when = parse_utc(rec.recorded_at)
+    earlier = [p for p in recordings.candidates(results, rec.hardware, "latency", rec.name)
+               if stamp_utc(p.name.rsplit("@", 1)[1].removesuffix(".json")) < when]
+    return not earlier
+
+
 def checked_held_out(rec: Any, results: Path, *, in_sample: bool, error: type[Exception]) -> Any:
     """The importer's check of one recording (importers/device.py): a deployment batch's committed plan files
     (with_plan_files); a held-out capacity run or kernel timing needs a pre-registration committed before it ran,
@@ -277,8 +299,6 @@ def checked_held_out(rec: Any, results: Path, *, in_sample: bool, error: type[Ex
     if rec.suite == "capacity":
         held = prov.get("held_out") and required_for(rec.recorded_at)
     elif rec.suite == "latency":
-        from pytest_anatomy.latency_prereg import held_out as latency_held_out
-
         held = latency_held_out(rec, results)
     else:
         held = kernels_held_out(rec, results)

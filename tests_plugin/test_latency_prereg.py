@@ -110,7 +110,7 @@ def test_a_models_first_latency_run_needs_a_preregistration_committed_before_it(
     committed before it ran; a later run of the same parts repeats it (not held out); a card with none imports as
     before; the calibration model's own runs are never held out."""
     now = datetime.now(timezone.utc).replace(microsecond=0)
-    monkeypatch.setattr(lp, "LATENCY_REQUIRED_FROM", _iso(now - timedelta(hours=1)))
+    monkeypatch.setattr(pre, "LATENCY_REQUIRED_FROM", _iso(now - timedelta(hours=1)))
     results = repo / "results"
     import_files([_llama_batch_at(tmp_path_factory.mktemp("none"), now - timedelta(minutes=40))], results,
                  dry_run=True)  # no latency pre-registration on this card at all: imports as before
@@ -200,3 +200,9 @@ def test_recorded_preregistered_runs_reach_a_verdict(repo: Path, tmp_path_factor
                   }, (by, proc.stdout[-3000:])
     for e in ledger:  # every budget is a sum of named noise terms, the card-to-card spread among them
         assert set(e["tolerance"]["budget"]) >= {"repeat_scatter", "card_spread"}, e["name"]
+
+
+def test_the_held_out_rule_names_the_calibration_model_of_the_calibration() -> None:
+    from pytest_anatomy.cli_calibration import CALIBRATION_MODEL
+
+    assert pre.LATENCY_CALIBRATION_MODEL == lp.CALIBRATION_MODEL == CALIBRATION_MODEL
