@@ -14,8 +14,9 @@ slice's mechanism band [1, 1/g] (an added time pulls a gain toward 1) does not h
 of its gains worse than 1, so the prompt step did not only gain a constant. Every interval below excludes its prediction
 (test_chat_intervals_are_the_recorded_ones): no miss is request-sampling noise. The intervals do not cover a restart of
 the engine. The rungs run again since (prefix_cache, fp8_kv, eager and ngram on 2026-12-04; fp8_kv's gains also by the
-cause test repeat) are banded by every other run together where they all hold the first visit's gain, and quote them
-where they do not (ladder_repeat.py: its second runs' findings too). Every band still read off its run says so in its
+cause test repeat) are banded by every other run together where they all hold the first visit's gain, else by their
+hull where the rung ran three times and that holds it, and quote them where neither does (ladder_repeat.py: its later
+runs' findings too). Every band still read off its run says so in its
 reason (ladder_findings.AGAIN: what second run would replace it; ladder_repeat.banded: which run did not repeat it).
 """
 
@@ -286,5 +287,6 @@ def rung_marks(model: str, workload: str, step: str, predicted: dict[str, float 
             band, band_from, again = lrp.first_run_banded(lf.MODEL, workload, rung, metric, p) or (band, band_from, again)
         marks.append(pytest.mark.finding(fid, reason=REASON.format(rung=rung, metric=metric, g=g, lo=lo, hi=hi, p=p)
                                          + text + again, quantity=f"{workload}.{step}.{metric}.gain",
-                                         expected=band, hardware=lf.MEASURED_ON, band_from=band_from))
+                                         expected=band, hardware=lf.MEASURED_ON, band_from=band_from,
+                                         strict=lrp.strict(band, band_from)))
     return marks

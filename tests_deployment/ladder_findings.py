@@ -290,5 +290,6 @@ def rung_marks(model: str, workload: str, step: str, predicted: dict[str, float 
         else:
             fid, reason = "h200-prompt-step-excess", PROMPT_STEP_REASON[(rung, metric)].format(g=g, p=p) + PROMPT_STEP
         marks.append(pytest.mark.finding(fid, reason=reason, quantity=f"{workload}.{step}.{metric}.gain",
-                                         expected=band, hardware=MEASURED_ON, band_from=band_from))
+                                         expected=band, hardware=MEASURED_ON, band_from=band_from,
+                                         strict=lrp.strict(band, band_from)))
     return marks

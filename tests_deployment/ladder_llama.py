@@ -181,7 +181,8 @@ def rung_marks(model: str, workload: str, step: str, predicted: dict[str, float 
             band, band_from, again = lrp.first_run_banded(MODEL, workload, rung, metric, p) or (band, band_from, again)
         reason += again
         marks.append(pytest.mark.finding(fid, reason=reason, quantity=f"{workload}.{step}.{metric}.gain",
-                                         expected=band, hardware=MEASURED_ON, band_from=band_from))
+                                         expected=band, hardware=MEASURED_ON, band_from=band_from,
+                                         strict=lrp.strict(band, band_from)))
     return marks
 
 

@@ -18,7 +18,8 @@ Every number a reason quotes is a constant below, recomputed by test_ladder_llam
 (ladder_chat.py): the measured gain's request-resampled 95% interval over the predicted gain (checked-run; fp8_weights
 takes the mechanism's [0.5, 1], ladder_findings.fp8_weights_band); every interval excludes its prediction (not request
 noise) and none covers a restart of the engine: the rungs run again since (prefix_cache, fp8_kv, eager, ngram; fp8_kv
-also by the cause test repeat) are banded by every other run where they all hold it (ladder_repeat.banded). plan_top has
+also by the cause test repeat) are banded by every other run where they all hold it, else by their hull where the
+rung ran three times and that holds it (ladder_repeat.banded). plan_top has
 no parent: its band is its ITL p99's request-resampled 95% interval over the SLO it is held to.
 """
 
@@ -309,7 +310,8 @@ def rung_marks(model: str, workload: str, step: str, predicted: dict[str, float 
             band, band_from, again = lrp.first_run_banded(MODEL, workload, rung, metric, p) or (band, band_from, again)
         marks.append(pytest.mark.finding(fid, reason=REASON.format(rung=rung, metric=metric, g=g, lo=lo, hi=hi, p=p)
                                          + text + again, quantity=f"{workload}.{step}.{metric}.gain",
-                                         expected=band, hardware=lf.MEASURED_ON, band_from=band_from))
+                                         expected=band, hardware=lf.MEASURED_ON, band_from=band_from,
+                                         strict=lrp.strict(band, band_from)))
     return marks
 
 

@@ -7,9 +7,11 @@ noise and the calibration's scatter; for most gains why is not established, and 
 the rung's existing findings only as a candidate.
 
 Bands (test_ladder_replay's gain check): where the rung ran again (ladder_repeat.RUNS), every other run's interval, each
-side widened by sqrt(2) (cause_findings.repeat_ratio_band), over the predicted gain, when it holds this run's gain
-(other-runs); else this run's own interval over the predicted gain (checked-run), the reason naming the run that would
-replace it. GAINS quotes every such run's gain [resampled 95% interval] and the predicted gain (the n-gram rung's at the
+side widened by sqrt(2) (cause_findings.repeat_ratio_band), over the predicted gain, when they all hold this run's gain
+(their intersection; other-runs); else, where two or more other runs exist, their hull when it holds it (other-runs: the
+size moves from engine start to start by that much, ladder_repeat.joined_band); else this run's own interval over the
+predicted gain (checked-run), the reason naming the run that would replace it. An other-runs band holding the
+prediction makes the finding not strict (ladder_repeat.strict: another start may land inside its budget). GAINS quotes every such run's gain [resampled 95% interval] and the predicted gain (the n-gram rung's at the
 run's measured E); test_ladder_noise.py recomputes them from the recordings and kept raw batches.
 """
 
@@ -155,8 +157,8 @@ REASON = ("{workload} {step} run {run} ({model}): {metric} gain {g:.4g} measured
 
 
 def band(key: Key) -> tuple[tuple[float, float], str, str]:
-    """(band, band_from, sentence) of a miss (module docstring): every other run's band together where they all hold
-    this run's gain."""
+    """(band, band_from, sentence) of a miss (module docstring): every other run's band together where they hold this
+    run's gain (their intersection, else with two or more other runs their hull: ladder_repeat.joined_band)."""
     g, lo, hi, p = GAINS[key]
     others = [k for k in sorted(GAINS) if k[:4] == key[:4] and k[4] != key[4]]
     if others:
@@ -167,12 +169,21 @@ def band(key: Key) -> tuple[tuple[float, float], str, str]:
             bands.append((other[4], og, olo, ohi, (round(og * rlo / p, 4), round(og * rhi / p, 4))))
         said = "; ".join(f"Run {n}: {og:.4g} [{olo:.4g}, {ohi:.4g} resampled], widened by sqrt(2): [{b[0]:.4g}, "
                          f"{b[1]:.4g}]" for n, og, olo, ohi, b in bands)
-        b = (max(x[4][0] for x in bands), min(x[4][1] for x in bands))
-        if b[0] <= g / p <= b[1]:
-            return b, "other-runs", said + " over the predicted gain, which all hold this run's: the size repeated."
+        joined = lrp.joined_band(g / p, [x[4] for x in bands])
+        if joined and joined[1] == "intersection":
+            return joined[0], "other-runs", (said + " over the predicted gain, which all hold this run's: the size "
+                                             "repeated." + (lrp.STRICT_SAID if lrp.holds_prediction(joined[0]) else ""))
+        if joined:
+            held = [f"run {x[0]}" for x in bands if x[4][0] <= g / p <= x[4][1]]
+            missed = [f"run {x[0]}" for x in bands if not x[4][0] <= g / p <= x[4][1]]
+            return joined[0], "other-runs", said + " over the predicted gain" + lrp.hull_said(g / p, joined[0], held,
+                                                                                              missed)
+        hull = "" if len(bands) == 1 else (
+            f" and outside their hull [{min(x[4][0] for x in bands):.4g}, {max(x[4][1] for x in bands):.4g}] (outside "
+            "the range every other start measured)")
         return ((round(lo / p, 4), round(hi / p, 4)), "checked-run",
-                said + ", not all of which hold this run's: the size did not repeat; the band is this run's own "
-                "interval (checked-run) until a further run of the rung says which size is the engine's.")
+                said + ", not all of which hold this run's" + hull + ": the size did not repeat; the band is this run's "
+                "own interval (checked-run) until a further run of the rung says which size is the engine's.")
     return ((round(lo / p, 4), round(hi / p, 4)), "checked-run",
             "Checked-run: the band is this run's own interval; the same rung run again on another engine start (same "
             "model, workload and knobs) would band it from another run.")
@@ -190,5 +201,6 @@ def noise_marks(model: str, workload: str, step: str, run: int) -> list[pytest.M
                                p=p, size=g / p - 1, candidate=CANDIDATE[step]) + said
         marks.append(pytest.mark.finding(ABOVE_ID if g > p else BELOW_ID, reason=reason,
                                          quantity=f"{workload}.{step}.{key[3]}.gain", expected=b,
-                                         hardware=MEASURED_ON, band_from=band_from))
+                                         hardware=MEASURED_ON, band_from=band_from,
+                                         strict=lrp.strict(b, band_from)))
     return marks

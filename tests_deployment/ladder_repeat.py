@@ -14,9 +14,15 @@ carry a card's difference too); test_ladder_replay says which in each reconcilia
 The criterion, pre-registered before the calls (docs/RECORDING.md, "The twenty-fifth visit: plan"): a run's gain is
 held by another run's request-resampled 95% interval, each side widened by sqrt(2) for its own sampling noise (the cause
 test repeat's rule, cause_findings.repeat_ratio_band), over the predicted gain. A verdict is banded so (other-runs) where
-every other run of its rung holds it (the chat fp8_kv rungs have a third, the cause test repeat's pair); where one does
-not, the size did not repeat: the verdict keeps its own interval (checked-run) and its reason quotes every run, never a
-wider band. Every number here is recomputed by test_ladder_repeat.py from the recordings and the kept raw batches.
+every other run of its rung holds it: their intersection (the chat fp8_kv rungs have a further run, the cause test
+repeat's pair). Where one does not but the rung has two or more other runs, the start-to-start variation is itself
+measured (a request-resampled interval covers the requests, not an engine start): the verdict is banded by the hull of
+the other runs' bands (min of lows, max of highs: the sizes the other starts measured, each with its sampling noise;
+other-runs, 2026-12-05) where that holds it (joined_band). Where even the hull does not (or the one other run's band
+does not), the size did not repeat: the verdict keeps its own interval (checked-run) and its reason quotes every run.
+A band's edges are always other runs' band edges, never widened. An other-runs band that holds the prediction makes the
+finding not strict (a start may agree). Every number here is recomputed by test_ladder_repeat.py from the recordings and
+the kept raw batches.
 """
 
 from __future__ import annotations
@@ -425,29 +431,78 @@ def other_run_band(gain: Gain, predicted: float) -> tuple[float, float]:
     return round(g * rlo / predicted, 4), round(g * rhi / predicted, 4)
 
 
+def joined_band(r: float, bands: list[tuple[float, float]]) -> tuple[tuple[float, float], str] | None:
+    """The band the other runs set for a run whose ratio (measured / predicted) is r, and how: their intersection
+    (every other start's band holds r: the tightest) where it holds r; else, with two or more other runs, their hull
+    (min of lows, max of highs) where it holds r: with three or more starts the size's move from start to start is
+    itself measured, and a request-resampled interval covers the requests, not an engine start, so the range the other
+    starts measured, each with its sampling noise, is the band; else None (outside every other start's range)."""
+    inter = (max(b[0] for b in bands), min(b[1] for b in bands))
+    if inter[0] <= r <= inter[1]:
+        return inter, "intersection"
+    hull = (min(b[0] for b in bands), max(b[1] for b in bands))
+    if len(bands) > 1 and hull[0] <= r <= hull[1]:
+        return hull, "hull"
+    return None
+
+
+def hull_said(r: float, hull: tuple[float, float], held: list[str], missed: list[str]) -> str:
+    """The sentence of a run banded by the hull of the other runs' bands (joined_band)."""
+    where = (f"inside {' and '.join(held)}'s, outside {' and '.join(missed)}'s" if held else
+             f"between {' and '.join(missed)}'s, inside none")
+    return (f"; this run's {r:.4g} lies {where}: not every other start holds it, but their hull [{hull[0]:.4g}, "
+            f"{hull[1]:.4g}] (the sizes {' and '.join(held + missed)} measured, each with its sampling noise) does. The "
+            "size moves from engine start to engine start by that much (a request-resampled interval covers the "
+            "requests, not an engine start), so the hull replaces this run's own interval as the band (other-runs)."
+            + (STRICT_SAID if holds_prediction(hull) else ""))
+
+
+STRICT_SAID = (" The band holds the prediction (a ratio of 1): another engine start may land inside its error budget, "
+               "so the finding is not strict (strict=False: it may resolve on such a start without failing).")
+
+
+def holds_prediction(band: tuple[float, float]) -> bool:
+    """Whether a band (measured / predicted) holds the prediction itself."""
+    return band[0] <= 1 <= band[1]
+
+
+def strict(band: tuple[float, float], band_from: str) -> bool:
+    """A finding's strict=: not where its band comes from other engine starts and holds the prediction (a start may
+    agree, so the finding may resolve on it without failing); bands read off the run (its interval excludes the
+    prediction) or written from an explanation stay strict."""
+    return not (band_from == "other-runs" and holds_prediction(band))
+
+
 def banded(model: str, workload: str, step: str, metric: str, run: int,
            predicted: float) -> tuple[tuple[float, float], str, str]:
-    """(band, band_from, sentence) of run `run`'s gain: every other run's band together (other-runs) where they all
-    hold it, else the run's own interval (checked-run: the size did not repeat), the sentence quoting every run."""
+    """(band, band_from, sentence) of run `run`'s gain: every other run's band together (other-runs: their
+    intersection where it holds the run, else their hull where it does: joined_band), else the run's own interval
+    (checked-run: the size did not repeat), the sentence quoting every run."""
     g, lo, hi = GAINS[(model, workload, step, metric)][run - 1]
     others = [(label, gain, other_run_band(gain, predicted)) for label, gain in _other_runs(model, workload, step,
                                                                                           metric, run)]
-    lo_b, hi_b = max(b[0] for _, _, b in others), min(b[1] for _, _, b in others)
     r, one = g / predicted, len(others) == 1
     said = (" Run again: " + "; ".join(f"{label}, {og[0]:.4g} [{og[1]:.4g}, {og[2]:.4g} resampled]"
                                        for label, og, _ in others)
             + (". Its band" if one else ". Their bands") + " (the interval, each side widened by sqrt(2) for this "
             "run's own sampling noise, over the predicted gain): " + " and ".join(f"[{b[0]:.4g}, {b[1]:.4g}]"
                                                                                for _, _, b in others))
-    if lo_b <= r <= hi_b:
-        return (lo_b, hi_b), "other-runs", (said + f", {'which holds' if one else 'which all hold'} this run's "
-                                            f"{r:.4g}: the size repeated, and [{lo_b:.4g}, {hi_b:.4g}] replaces this "
-                                            "run's own interval as the band (other-runs).")
+    joined = joined_band(r, [b for _, _, b in others])
     missed = [label.split(" (")[0] for label, _, b in others if not b[0] <= r <= b[1]]
     held = [label.split(" (")[0] for label, _, b in others if b[0] <= r <= b[1]]
+    if joined and joined[1] == "intersection":
+        band = joined[0]
+        return band, "other-runs", (said + f", {'which holds' if one else 'which all hold'} this run's {r:.4g}: the "
+                                    f"size repeated, and [{band[0]:.4g}, {band[1]:.4g}] replaces this run's own "
+                                    "interval as the band (other-runs)." + (STRICT_SAID if holds_prediction(band) else ""))
+    if joined:
+        return joined[0], "other-runs", said + hull_said(r, joined[0], held, missed)
+    hull = (min(b[0] for _, _, b in others), max(b[1] for _, _, b in others))
     return ((round(lo / predicted, 4), round(hi / predicted, 4)), "checked-run",
             said + f"; this run's {r:.4g} lies outside {' and '.join(missed)}'s"
-            + (f" (inside {' and '.join(held)}'s)" if held else "") + ": the size this run measured did not "
+            + (f" (inside {' and '.join(held)}'s)" if held else "")
+            + ("" if one else f", and outside their hull [{hull[0]:.4g}, {hull[1]:.4g}]: outside the range every other "
+               "start measured") + ": the size this run measured did not "
             "repeat (a request-resampled interval covers the requests, not an engine start or a card), so the "
             "explanation holds for this run's gain only. The band stays this run's own interval (checked-run) until a "
             "further run says which size is the engine's.")
@@ -549,7 +604,8 @@ def repeat_marks(model: str, workload: str, step: str, predicted: dict[str, floa
                  run: int = 2) -> list[pytest.MarkDecorator]:
     """The findings of a rung's later run (test_ladder_replay's `-r<run>` case), quantity by quantity: every gain of the
     run outside 20% and its own interval, under its mechanism's finding; banded by its explanation where the first run's
-    finding is (and the band holds this run's ratio), else by the other runs where they all hold it (ladder_repeat.banded)."""
+    finding is (and the band holds this run's ratio), else by the other runs where they hold it (banded: their
+    intersection, else their hull); strict unless an other-runs band holds the prediction (strict())."""
     import ladder_findings as lf  # here, not at import: ladder_findings imports this module
 
     key = (model, workload, step)
@@ -575,5 +631,6 @@ def repeat_marks(model: str, workload: str, step: str, predicted: dict[str, floa
         reason = REASON.format(workload=w, step=s, n=run, batch=RUNS[key][run - 1], card=CARD[RUNS[key][run - 1]],
                                parent=_parent_said(key, run), metric=metric, g=g, lo=lo, hi=hi, p=p, earlier=earlier)
         marks.append(pytest.mark.finding(fid, reason=reason + why(key) + said, quantity=f"{w}.{s}.{metric}.gain",
-                                         expected=band, hardware=lf.MEASURED_ON, band_from=band_from))
+                                         expected=band, hardware=lf.MEASURED_ON, band_from=band_from,
+                                         strict=strict(band, band_from)))
     return marks

@@ -36,12 +36,25 @@ def test_every_miss_is_outside_its_interval_and_inside_the_target() -> None:
 
 
 def test_a_band_is_the_other_runs_only_where_it_holds_this_run() -> None:
-    """other-runs bands hold the run's ratio; moving this run's own numbers moves no other-runs band."""
+    """other-runs bands hold the run's ratio: the other runs' intersection where it holds it, else (two or more other
+    runs) their hull; moving this run's own numbers moves no other-runs band; a band holding 1 is not strict."""
+    import cause_findings as cf
+
     for key in ln.MISSES:
         b, src, _ = ln.band(key)
         g, lo, hi, p = ln.GAINS[key]
         assert src in ("other-runs", "checked-run")
+        others = []
+        for other in (k for k in ln.GAINS if k[:4] == key[:4] and k != key):
+            og, olo, ohi, _ = ln.GAINS[other]
+            rlo, rhi = cf.repeat_ratio_band(og, (olo, ohi))
+            others.append((round(og * rlo / p, 4), round(og * rhi / p, 4)))
         if src == "checked-run":
             assert b == (round(lo / p, 4), round(hi / p, 4))
+            assert not others or not min(x[0] for x in others) <= g / p <= max(x[1] for x in others)
         else:
-            assert b[0] <= g / p <= b[1]
+            assert b[0] <= g / p <= b[1] and {b[0], b[1]} <= {x for o in others for x in o}
+            assert b in ((max(x[0] for x in others), min(x[1] for x in others)),
+                         (min(x[0] for x in others), max(x[1] for x in others)))
+        mark = next(m for m in ln.noise_marks(*key[:3], key[4]) if m.kwargs["quantity"].endswith(f".{key[3]}.gain"))
+        assert mark.kwargs["strict"] == (src == "checked-run" or not b[0] <= 1 <= b[1])

@@ -184,9 +184,11 @@ def test_a_repeats_findings_are_its_misses_under_its_first_runs_ids(key: tuple[s
             got = (marks[run][quantity].kwargs["expected"], marks[run][quantity].kwargs["band_from"])
             if got[1] == "explanation":
                 assert explained is not None and got[0] == explained[0] and got[0][0] <= g[0] / p <= got[0][1]
+                assert marks[run][quantity].kwargs["strict"]
                 continue
             band, band_from, _ = lrp.banded(*key, metric, run, p)
             assert got == (band, band_from), (run, metric)
+            assert marks[run][quantity].kwargs["strict"] == lrp.strict(band, band_from), (run, metric)
             assert (band_from == "other-runs") == (band != (round(g[1] / p, 4), round(g[2] / p, 4)))
         ids = {marks[run][quantity].args[0] for run in runs if quantity in marks[run]}
         if quantity in marks[1] and len(ids) > 1:
@@ -212,3 +214,58 @@ def test_a_band_comes_from_the_other_run_and_is_never_widened(monkeypatch) -> No
     band, band_from, said = lrp.banded(*key[:3], key[3], 1, p)
     assert (band, band_from) == ((round(far[1] / p, 4), round(far[2] / p, 4)), "checked-run")
     assert "did not repeat" in said
+
+
+def test_other_runs_band_by_their_intersection_else_their_hull_never_wider() -> None:
+    """Every finding the other runs band: by their intersection where it holds the run (the tightest); else, with two
+    or more other runs, by their hull (min of lows, max of highs: the range the other engine starts measured) where it
+    holds the run; else by its own interval (checked-run), outside every other start's range. Each edge of a band is
+    an edge of another run's band (never widened); a band holding the prediction (a ratio of 1) is not strict."""
+    sources = set()
+    for (m, w, s, metric), gains in lrp.GAINS.items():
+        p = lrp.predicted_of(m, w, s, metric, _row(m, w, s)["gain"] or {})
+        assert p is not None
+        for run, (g, lo, hi) in enumerate(gains, 1):
+            if not lrp.finds(m, w, s, metric, run, p):
+                continue
+            others = [lrp.other_run_band(og, p) for _, og in lrp._other_runs(m, w, s, metric, run)]
+            inter = (max(b[0] for b in others), min(b[1] for b in others))
+            hull = (min(b[0] for b in others), max(b[1] for b in others))
+            band, band_from, said = lrp.banded(m, w, s, metric, run, p)
+            r = g / p
+            if inter[0] <= r <= inter[1]:
+                assert (band, band_from) == (inter, "other-runs"), (m, s, metric, run)
+                sources.add("intersection")
+            elif len(others) > 1 and hull[0] <= r <= hull[1]:
+                assert (band, band_from) == (hull, "other-runs") and "their hull" in said, (m, s, metric, run)
+                sources.add("hull")
+            else:
+                assert (band, band_from) == ((round(lo / p, 4), round(hi / p, 4)), "checked-run"), (m, s, metric, run)
+                assert len(others) == 1 or f"outside their hull [{hull[0]:.4g}, {hull[1]:.4g}]" in said
+                sources.add("checked-run")
+            assert band_from == "checked-run" or {band[0], band[1]} <= {x for b in others for x in b}
+            assert lrp.strict(band, band_from) == (band_from != "other-runs" or not band[0] <= 1 <= band[1])
+    assert sources == {"intersection", "hull", "checked-run"}
+
+
+def test_a_run_between_the_other_starts_is_banded_by_their_hull(monkeypatch) -> None:
+    """Qwen2.5-7B's chat eager ITL p50 gain, three starts: run 1 moved between runs 2 and 3 (whose bands are disjoint,
+    so no intersection holds it) is banded by their hull, which moving run 1's own numbers does not move; moved past
+    both, it keeps its own interval (checked-run), outside every other start's range."""
+    key = (lrp.QWEN, "chat", "eager", "itl_p50_s")
+    p = lrp.predicted_of(*key[:3], key[3], _row(*key[:3])["gain"] or {})
+    assert p is not None
+    first, second, third = lrp.GAINS[key]
+    b2, b3 = lrp.other_run_band(second, p), lrp.other_run_band(third, p)
+    assert b3[1] < b2[0]  # the two other starts' sizes disagree beyond either's sampling noise
+    hull = (b3[0], b2[1])
+    mid = (b3[1] + b2[0]) / 2 * p
+    for g in (mid, mid * 1.01):
+        monkeypatch.setitem(lrp.GAINS, key, ((g, g * 0.99, g * 1.01), second, third))
+        band, band_from, said = lrp.banded(*key[:3], key[3], 1, p)
+        assert (band, band_from) == (hull, "other-runs") and "inside none" in said
+    far = hull[1] * p * 1.1
+    monkeypatch.setitem(lrp.GAINS, key, ((far, far * 0.99, far * 1.01), second, third))
+    band, band_from, said = lrp.banded(*key[:3], key[3], 1, p)
+    assert (band, band_from) == ((round(far * 0.99 / p, 4), round(far * 1.01 / p, 4)), "checked-run")
+    assert "outside their hull" in said and "did not repeat" in said
