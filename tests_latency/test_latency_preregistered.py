@@ -13,7 +13,9 @@ term differs. Each entry carries the relative move of its prediction under each 
   batches the per-sequence excess (h200-decode-per-sequence-cost, not in the theory) is a systematic of unknown
   model dependence. Errors the pair cannot see are BELOW_DETECTION, each with its numbers: of the named errors the
   planned pair (Qwen2.5-3B and 32B) catches matmul weights x1.05 only (6.6 pp against 5.6%), the audit's survivor.
-- Once recorded: each pre-registered decode step against the measured one, and each pair's ratio of ratios.
+- Once recorded: each pre-registered decode step and lone prefill against the measured one, the same runs against
+  the current theory with the calibration of the session that measured them (prefill: eta from that session's GEMM
+  timings at the model's own shapes), and each pair's ratio of ratios.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Any
 
 import pytest
 from latency_card_spread import CARD_TRANSFER_RATIOS, card_spread, transfer_card_spread
-from latency_setups import median_scatter
+from latency_setups import ceiling_scatter, median_scatter
 
 from pytest_anatomy import latency_prereg as lp
 from pytest_anatomy import preregistration as pre
@@ -136,6 +138,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     results = get_session(metafunc.config).settings.results_dir
     if metafunc.definition.originalname in ("test_preregistered_decode_step", "test_current_theory_decode_step"):
         metafunc.parametrize("results,hw,prereg,run,rec", _cases(results))
+    elif metafunc.definition.originalname in ("test_preregistered_prefill", "test_current_theory_prefill"):
+        metafunc.parametrize("results,hw,prereg,run,rec", _cases(results, "prefill"))
     elif metafunc.definition.originalname == "test_preregistered_pair_moves_together":
         metafunc.parametrize("results,hw,run_a,run_c,rec_a,rec_c", _pairs(results))
 
@@ -149,16 +153,36 @@ def _recorded(results: Path, hw: str, name: str, after: Any) -> recordings.Recor
     return min(later, key=lambda r: r.recorded_at) if later else None
 
 
-def _cases(results: Path) -> list[Any]:
+def _cases(results: Path, kind: str = "decode") -> list[Any]:
+    """(results, hw, pre-registration, its entry, the recording) of every pre-registered `kind` run recorded since."""
     cases = []
     for hw, p in _latency_preregistrations(results):
-        for model, by_b in _decode_runs(p).items():
-            for b, run in sorted(by_b.items()):
-                rec = _recorded(results, hw, f"{model}.decode.b{b}", p.committed_at)
-                if rec is not None:
-                    cases.append(pytest.param(results, hw, p, run, rec, id=f"{hw}-{p.path.stem}-{model}-b{b}"))
+        for name, run in sorted(p.doc["runs"].items()):
+            rec = _recorded(results, hw, name, p.committed_at) if run["kind"] == kind else None
+            if rec is not None:
+                cases.append(pytest.param(results, hw, p, run, rec, id=f"{hw}-{p.path.stem}-{name}"))
     return cases or [pytest.param(None, None, None, None, None, marks=pytest.mark.skip(
-        reason="no pre-registered latency run recorded yet (planned: docs/RECORDING.md, issue 10 item 1)"))]
+        reason=f"no pre-registered {kind} run recorded yet (planned: docs/RECORDING.md, issue 10 item 1)"))]
+
+
+def _preregistered(prereg: pre.Preregistration, run: dict[str, Any], quantity: str) -> Prediction:
+    entry = run["predictions"][quantity]
+    return Prediction(float(entry["value"]), str(entry["unit"]),
+                      f"pre-registered in {prereg.path.name} (theory {str(prereg.doc['theory_commit'])[:12]}): "
+                      f"{entry['formula']}",
+                      {"file": prereg.path.name, "committed_at": f"{prereg.committed_at:%Y-%m-%dT%H:%M:%SZ}"},
+                      terms=tuple(Term(k, v, "") for k, v in entry["terms"].items()),
+                      notes=("written and committed before the run, from the median recorded calibration session",))
+
+
+def _session(results: Path, hw: str, rec: recordings.Recording) -> tuple[Any, recordings.Recording]:
+    """The calibration of the session that measured `rec` (cli_calibration.session_calibration) and its Qwen2.5-7B
+    b=1 recording; the test fails in one line where that session cannot calibrate."""
+    qwen_b1 = recordings.load_beside(results, hw, "latency", f"{CALIBRATION_MODEL}.decode.b1", rec)
+    found = session_calibration(results, get_hardware(hw), qwen_b1)
+    if isinstance(found, str):
+        pytest.fail(f"{rec.name}: {found}")
+    return found, qwen_b1
 
 
 def _calibration_spread(results: Path, hw: str, predicted_s: float) -> float:
@@ -174,12 +198,7 @@ def _calibration_spread(results: Path, hw: str, predicted_s: float) -> float:
 def test_preregistered_decode_step(results, hw, prereg, run, rec, reconcile):
     """The step written before the run, against the measured one, on the budget the Llama transfer carries with the
     calibration's session-to-session spread in place of this session's own calibration scatter."""
-    entry = run["predictions"][lp.DECODE_QUANTITY]
-    pred = Prediction(float(entry["value"]), str(entry["unit"]),
-                      f"pre-registered in {prereg.path.name} (theory {str(prereg.doc['theory_commit'])[:12]}): "
-                      f"{entry['formula']}", {"file": prereg.path.name, "committed_at": f"{prereg.committed_at:%Y-%m-%dT%H:%M:%SZ}"},
-                      terms=tuple(Term(k, v, "") for k, v in entry["terms"].items()),
-                      notes=("written and committed before the run, from the median recorded calibration session",))
+    pred = _preregistered(prereg, run, lp.DECODE_QUANTITY)
     b = int(run["settings"]["batch"])
     budget = {"repeat_scatter": median_scatter(rec, "itl_steady_engine_clock_s"),
               "calibration_spread": _calibration_spread(results, hw, pred.value), "card_spread": transfer_card_spread(b, rec)}
@@ -193,11 +212,7 @@ def test_preregistered_decode_step(results, hw, prereg, run, rec, reconcile):
 def test_current_theory_decode_step(results, hw, prereg, run, rec, reconcile):
     """The same run against the current theory with the calibration of the session that measured it (its Qwen2.5-7B
     b=1 residual and ceilings): a pre-registered miss stays visible above, a theory fixed since shows here."""
-    spec = get_hardware(hw)
-    qwen_b1 = recordings.load_beside(results, hw, "latency", f"{CALIBRATION_MODEL}.decode.b1", rec)
-    found = session_calibration(results, spec, qwen_b1)
-    if isinstance(found, str):
-        pytest.fail(f"{rec.name}: {found}")
+    found, qwen_b1 = _session(results, hw, rec)
     b = int(run["settings"]["batch"])
     s = rec.data["run"]["settings"]
     pred = lat.decode_step_time(load_model(run["model"]), found.ceilings, found.calib, b,
@@ -209,6 +224,51 @@ def test_current_theory_decode_step(results, hw, prereg, run, rec, reconcile):
     reconcile("decode_step_preregistered_model", pred, rec["step_time_s"], budget=budget, model=run["model"],
               why="measured noise only: the run's repeat scatter, its session's b=1 fit point's scatter over the "
                   "share of the step it sets, and the card-to-card spread of Llama's transfer (the only measured one)")
+
+
+def _peak_spread(results: Path, hw: str) -> float:
+    """How far a session's bf16 matmul ceiling lies from the median session's: the largest distance over the
+    recorded calibration sessions (their ceilings), relative."""
+    peaks = [recordings.load_beside(results, hw, "ceilings", "ceilings", b1)["matmul_bf16.value"].value
+             for _, _, b1 in b1_residuals(results, get_hardware(hw))]
+    mid = statistics.median(peaks)
+    return max(abs(x / mid - 1) for x in peaks)
+
+
+@pytest.mark.gpu
+@pytest.mark.targets()  # replay-only: reads the recordings its pre-registrations name, on any machine
+def test_preregistered_prefill(results, hw, prereg, run, rec, reconcile):
+    """A lone prefill written before the run (compute-bound above ~180 tokens: eta x peak, Qwen2.5-7B's eta at the
+    step's token count from the median session's GEMM timings), against the measured engine prefill."""
+    pred = _preregistered(prereg, run, lp.PREFILL_QUANTITY)
+    budget = {"repeat_scatter": median_scatter(rec, "engine_prefill_s"),
+              "calibration_spread": _calibration_spread(results, hw, pred.value),
+              "peak_spread": _peak_spread(results, hw)}
+    reconcile("preregistered_prefill", pred, rec[lp.PREFILL_QUANTITY], budget=budget, model=run["model"],
+              why="measured noise only: the run's repeat scatter, how far a session's overhead and bf16 matmul "
+                  "ceiling lie from the median session's the pre-registration used")
+
+
+@pytest.mark.gpu
+@pytest.mark.targets()  # replay-only: reads the recordings its pre-registrations name, on any machine
+def test_current_theory_prefill(results, hw, prereg, run, rec, reconcile):
+    """The same prefill against the current theory with its session's calibration and eta from that session's GEMM
+    timings at this model's own linear shapes (the latency plan times them for every model it runs)."""
+    from pytest_anatomy.theory import calibration as cal
+
+    found, qwen_b1 = _session(results, hw, rec)
+    model = load_model(run["model"])
+    ceil = recordings.load_beside(results, hw, "ceilings", "ceilings", rec)
+    calib = cal.with_gemm_efficiency(found.calib, model, cal.gemm_seconds(ceil.measurements), found.ceilings.peak)
+    n = int(run["settings"]["input_len"])
+    pred = lat.prefill_time(model, found.ceilings, calib, n, lp.MAX_NUM_BATCHED_TOKENS)
+    budget = {"repeat_scatter": median_scatter(rec, "engine_prefill_s"),
+              "ceiling_spread": ceiling_scatter(ceil, "matmul_bf16"),
+              "calibration_spread": calib.step_overhead_s / pred.value
+              * median_scatter(qwen_b1, "itl_steady_engine_clock_s")}
+    reconcile("prefill_preregistered_model", pred, rec[lp.PREFILL_QUANTITY], budget=budget, model=run["model"],
+              why="measured noise only: the run's repeat scatter, its session's matmul ceiling scatter, and its b=1 "
+                  "fit point's scatter over the share of the prefill the overhead sets")
 
 
 def _same_session(a: recordings.Recording, c: recordings.Recording) -> bool:

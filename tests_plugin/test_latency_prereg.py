@@ -170,13 +170,13 @@ def _qwen_entries(runs: dict[str, Any]) -> dict[str, Any]:
 def test_recorded_preregistered_runs_reach_a_verdict(repo: Path, tmp_path_factory) -> None:  # noqa: F811
     """The path after the next visit, on CPU: two pre-registrations committed before a session (the true one, and one
     whose steps are 1.5x), the session imported, tests_latency/test_latency_preregistered.py replaying it. The true
-    pre-registration's steps and the pair agree on their noise budgets; the 1.5x one's diverge."""
+    pre-registration's steps and the pair agree on their noise budgets; the 1.5x one's diverge, prefills included."""
     now = datetime.now(timezone.utc).replace(microsecond=0)
     results, committed = repo / "results", now - timedelta(minutes=20)
-    runs, note = lp.predict_runs({"llama-3.1-8b": ((1,), ())}, CARD, REPO / "results")
-    true = pre.write(results, lp.build({**runs, **_qwen_entries(runs)}, CARD, "0" * 40, _iso(committed), "t", note))
-    off = {k: {**v, "predictions": {lp.DECODE_QUANTITY: {**v["predictions"][lp.DECODE_QUANTITY],
-                                                        "value": 1.5 * v["predictions"][lp.DECODE_QUANTITY]["value"]}}}
+    runs, note = lp.predict_runs({"llama-3.1-8b": ((1,), (2048,))}, CARD, REPO / "results")
+    decode = {k: v for k, v in runs.items() if v["kind"] == "decode"}
+    true = pre.write(results, lp.build({**runs, **_qwen_entries(decode)}, CARD, "0" * 40, _iso(committed), "t", note))
+    off = {k: {**v, "predictions": {q: {**e, "value": 1.5 * e["value"]} for q, e in v["predictions"].items()}}
            for k, v in runs.items()}
     wrong = pre.write(results, lp.build(off, CARD, "0" * 40, _iso(committed + timedelta(seconds=1)), "t", note))
     _git(repo, "add", str(true.relative_to(repo)), str(wrong.relative_to(repo)))
@@ -188,21 +188,21 @@ def test_recorded_preregistered_runs_reach_a_verdict(repo: Path, tmp_path_factor
     report = tmp_path_factory.mktemp("report") / "r.html"
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--anatomy-report={report}",
                            "-o", f"anatomy_results_dir={results}", "--anatomy-source=recorded",
-                           str(REPO / "tests_latency" / "test_latency_preregistered.py"), "-k", "decode_step or pair"],
+                           str(REPO / "tests_latency" / "test_latency_preregistered.py"), "-k", "decode_step or pair or prefill"],
                           cwd=REPO, capture_output=True, text=True, timeout=300,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     ledger = json.loads(report.with_suffix(".json").read_text())["reconciliations"]
     by: dict[tuple[str, bool], set[str]] = {}
     for e in ledger:
         by.setdefault((e["name"], e["predicted"] > 1.3 * e["measured"]), set()).add(e["verdict"])
-    assert by == {("preregistered_decode_step", False): {"agree"}, ("preregistered_decode_step", True): {"diverge"},
-                  ("decode_step_preregistered_model", False): {"agree"}, ("preregistered_pair_ratio", False): {"agree"}
-                  }, (by, proc.stdout[-3000:])
-    for e in ledger:  # every budget is a sum of named noise terms, the card-to-card spread among them
-        assert set(e["tolerance"]["budget"]) >= {"repeat_scatter", "card_spread"}, e["name"]
-
-
-def test_the_held_out_rule_names_the_calibration_model_of_the_calibration() -> None:
-    from pytest_anatomy.cli_calibration import CALIBRATION_MODEL
-
-    assert pre.LATENCY_CALIBRATION_MODEL == lp.CALIBRATION_MODEL == CALIBRATION_MODEL
+    # The prefills' verdicts are this folder's, not a finding of the theory: one calibration session here gives no
+    # session-to-session spread, and Llama's 2,048-token prefill sits above its GEMMs (h200-prefill-above-its-gemms).
+    assert {k: v for k, v in by.items() if "prefill" not in k[0]} == {
+        ("preregistered_decode_step", False): {"agree"}, ("preregistered_decode_step", True): {"diverge"},
+        ("decode_step_preregistered_model", False): {"agree"}, ("preregistered_pair_ratio", False): {"agree"}
+    }, (by, proc.stdout[-3000:])
+    assert by[("preregistered_prefill", True)] == {"diverge"} and ("prefill_preregistered_model", False) in by
+    budgets = {e["name"]: set(e["tolerance"]["budget"]) for e in ledger}
+    for name in ("preregistered_decode_step", "decode_step_preregistered_model", "preregistered_pair_ratio"):
+        assert {"repeat_scatter", "card_spread"} <= budgets[name], name  # the transfer's card-to-card spread
+    assert {"repeat_scatter", "peak_spread"} <= budgets["preregistered_prefill"]
