@@ -14,9 +14,9 @@ planned run (the latency plan's run ids: MODEL.decode.bB, MODEL.prefill.lN):
   the mutated theory); prefill is compute-bound and carries none.
 
 A model's first decode or prefill recording on a card with latency pre-registrations, stamped since
-preregistration.LATENCY_REQUIRED_FROM, is held out: the importer refuses it unless such a file, committed before the run, covers it
-(preregistration.latency_held_out and checked_held_out; `import-device --in-sample` files it as not held out
-instead).
+preregistration.LATENCY_REQUIRED_FROM, is held out: the importer refuses it unless such a file, committed before the
+run, covers it (preregistration.latency_held_out and checked_held_out; `import-device --in-sample` files it as not
+held out instead).
 """
 
 from __future__ import annotations

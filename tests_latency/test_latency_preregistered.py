@@ -201,7 +201,8 @@ def test_preregistered_decode_step(results, hw, prereg, run, rec, reconcile):
     pred = _preregistered(prereg, run, lp.DECODE_QUANTITY)
     b = int(run["settings"]["batch"])
     budget = {"repeat_scatter": median_scatter(rec, "itl_steady_engine_clock_s"),
-              "calibration_spread": _calibration_spread(results, hw, pred.value), "card_spread": transfer_card_spread(b, rec)}
+              "calibration_spread": _calibration_spread(results, hw, pred.value),
+              "card_spread": transfer_card_spread(b, rec)}
     reconcile("preregistered_decode_step", pred, rec["step_time_s"], budget=budget, model=run["model"],
               why="measured noise only: the run's repeat scatter, how far a session's calibration lies from the "
                   "median session's, and the card-to-card spread of Llama's transfer (the only measured one)")

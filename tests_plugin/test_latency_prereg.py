@@ -188,7 +188,8 @@ def test_recorded_preregistered_runs_reach_a_verdict(repo: Path, tmp_path_factor
     report = tmp_path_factory.mktemp("report") / "r.html"
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--anatomy-report={report}",
                            "-o", f"anatomy_results_dir={results}", "--anatomy-source=recorded",
-                           str(REPO / "tests_latency" / "test_latency_preregistered.py"), "-k", "decode_step or pair or prefill"],
+                           str(REPO / "tests_latency" / "test_latency_preregistered.py"),
+                           "-k", "decode_step or pair or prefill"],
                           cwd=REPO, capture_output=True, text=True, timeout=300,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     ledger = json.loads(report.with_suffix(".json").read_text())["reconciliations"]
