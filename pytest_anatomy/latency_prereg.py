@@ -25,12 +25,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from pytest_anatomy.cli_calibration import CALIBRATION_MODEL
+from pytest_anatomy.measure.latency_live import DECODE_SHAPE, ENGINE_SETTINGS
 from pytest_anatomy.specs.model import ModelSpec
 
 SUITE = "latency"
-CALIBRATION_MODEL = "qwen2.5-7b"  # cli_calibration.CALIBRATION_MODEL: the model every calibration session ran
-DECODE_SHAPE = (1024, 128)  # measure/latency_live.DECODE_SHAPE: the plan's prompt and output tokens per decode part
-MAX_NUM_BATCHED_TOKENS = 8192  # the plan's chunk budget (latency_live.ENGINE_SETTINGS)
+MAX_NUM_BATCHED_TOKENS = int(ENGINE_SETTINGS["max_num_batched_tokens"])  # the plan's chunk budget
 DECODE_QUANTITY, PREFILL_QUANTITY = "step_time_s", "engine_prefill_s.median"
 # scripts/device/latency_plan.py's DECODE_BATCHES and PREFILL_LENS (tests_plugin/test_latency_prereg.py checks)
 DECODE_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128)

@@ -48,7 +48,6 @@ REQUIRED_FROM = "2026-12-01T06:00:00Z"
 KERNELS_REQUIRED_FROM = "2026-12-05T06:00:00Z"
 # Latency recordings stamped before this were imported without the check (the mechanism covered capacity and kernels).
 LATENCY_REQUIRED_FROM = "2026-12-05T06:00:00Z"
-LATENCY_CALIBRATION_MODEL = "qwen2.5-7b"  # cli_calibration.CALIBRATION_MODEL: its runs are the fit, never held out
 SUITES = ("capacity", "kernels", "latency")
 # What each suite's pre-registration pins: a kernel's pre-registered time is in its registry entry and .cu header.
 PINNED_PATHS = {"capacity": THEORY_PATHS, "kernels": (*THEORY_PATHS, "pytest_anatomy/kernels"),
@@ -273,9 +272,10 @@ def latency_held_out(rec: Any, results: Path) -> bool:
     LATENCY_REQUIRED_FROM, the first recording of that name on its card, on a card with latency pre-registrations
     (results/<hw>/preregistered/latency-*.json: the H200's; a card never planned ahead imports as before)."""
     from pytest_anatomy import recordings
+    from pytest_anatomy.cli_calibration import CALIBRATION_MODEL  # its runs are the fit, never held out
 
     model, part, _ = (rec.name.rsplit(".", 2) + ["", ""])[:3]  # "qwen2.5-32b.decode.b1": the model name has dots
-    if (rec.suite != "latency" or part not in ("decode", "prefill") or model == LATENCY_CALIBRATION_MODEL
+    if (rec.suite != "latency" or part not in ("decode", "prefill") or model == CALIBRATION_MODEL
             or "-tiny-" in model or parse_utc(rec.recorded_at) < parse_utc(LATENCY_REQUIRED_FROM)):
         return False
     if not any(p.name.startswith("latency-") for p in (Path(results) / rec.hardware / FOLDER).glob("*.json")):

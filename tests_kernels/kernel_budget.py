@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import kernel_findings as kf
+import kernel_noise_findings as kn
 
 from pytest_anatomy import recordings
 
@@ -27,9 +28,13 @@ NOISE_WHY = ("measured noise: the run's two timing blocks (time vs time_repeat) 
              "card's other recorded sessions (kernel_budget.py); the 15% acceptance target is a goal, not a tolerance")
 
 
-def other_times(folders: Iterable[Path], hardware: str, name: str, recorded_at: str) -> list[float]:
-    """The time of every recorded run of `name` on `hardware` but the one recorded at `recorded_at`."""
-    return [float(r.measurements["time"]["value"]) for r in recordings.load_runs(folders, hardware, "kernels", name)
+def other_times(folders: Iterable[Path], hardware: str, name: str, recorded_at: str, *,
+                at_boost: bool = False) -> list[float]:
+    """The time of every recorded run of `name` on `hardware` but the one recorded at `recorded_at`; with `at_boost`,
+    a run whose block ran clock-limited below the boost at its time at the boost (time / kn.clock_factor: for a
+    prediction that divides by the clock, which NVML and the clock probe measure apart from the time)."""
+    return [float(r.measurements["time"]["value"]) / (kn.clock_factor(r.data or {}, kn.BOOST_MHZ) if at_boost else 1.0)
+            for r in recordings.load_runs(folders, hardware, "kernels", name)
             if r.recorded_at != recorded_at and "time" in r.measurements]
 
 

@@ -240,10 +240,8 @@ def _other_sessions(target, cid: str, label: str, rec) -> list[float]:
     divides by the clock, which NVML and the clock probe measured apart from the time, so a power-capped session is
     not session-to-session scatter (s9's 2026-12-05 03:53 block at 32 rows ran 1.079x slower at its probe clock)."""
     folders = (*((rec.path.parents[2],) if rec.path is not None else ()), kb.RESULTS_ROOT)
-    return [float(r.measurements["time"]["value"]) / kn.clock_factor(r.data or {}, kn.BOOST_MHZ)
-            for name in {cid, FIRST_IS.get(cid, cid)}
-            for r in recordings.load_runs(folders, target.name, "kernels", f"sgemm.{name}.{label}")
-            if r.recorded_at != rec.recorded_at and "time" in r.measurements]
+    return [t for name in {cid, FIRST_IS.get(cid, cid)}
+            for t in kb.other_times(folders, target.name, f"sgemm.{name}.{label}", rec.recorded_at, at_boost=True)]
 
 
 def _timed(cid: str, label: str, target, measured, reconcile) -> None:

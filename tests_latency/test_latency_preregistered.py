@@ -20,6 +20,7 @@ term differs. Each entry carries the relative move of its prediction under each 
 
 from __future__ import annotations
 
+import functools
 import statistics
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,7 @@ from pytest_anatomy.cli_calibration import CALIBRATION_MODEL, b1_residuals, refi
 from pytest_anatomy.measure import Measurement
 from pytest_anatomy.specs.hardware import HARDWARE, get_hardware
 from pytest_anatomy.specs.model import load_model
+from pytest_anatomy.theory import calibration as cal
 from pytest_anatomy.theory import latency as lat
 from pytest_anatomy.theory.prediction import Prediction, Term
 
@@ -76,22 +78,26 @@ def test_the_sensitivities_are_the_mutated_theorys(error, monkeypatch):
     (weights x1.05 does), which moves the prediction by that session's ceilings, not by the term's algebra."""
     from pytest_anatomy import cli_calibration
 
-    hw = get_hardware("h200")
-    session = cli_calibration.typical_session_b1(RESULTS, hw)
-    monkeypatch.setattr(cli_calibration, "typical_session_b1", lambda *a: session)
-    base = refit_calibration(RESULTS, hw)
-    assert not isinstance(base, str), base
-    qwen = load_model(lp.CALIBRATION_MODEL)
+    cards = sorted({hw for hw, _ in _latency_preregistrations()})  # the cards whose calibration the files priced
+    assert cards, "no committed latency pre-registration"
     original = {"matmul weights x1.05": lat.matmul_weight_bytes, "KV read x1.05": lat.kv_read_bytes}[error]
+    qwen = load_model(lp.CALIBRATION_MODEL)
     cases = [(load_model(m), b) for m in ("qwen2.5-3b", "qwen2.5-32b") for b in (1, 64)]
-    before = [lat.decode_step_time(m, base.ceilings, base.calib, b, lp.mean_context()).value for m, b in cases]
-    expected = [lp.sensitivity(m, qwen, b, t, base.ceilings.bandwidth)[error] for (m, b), t in zip(cases, before)]
-    monkeypatch.setattr(lat, original.__name__, lambda *a: 1.05 * original(*a))
-    mutated = refit_calibration(RESULTS, hw)
-    assert not isinstance(mutated, str), mutated
-    after = [lat.decode_step_time(m, mutated.ceilings, mutated.calib, b, lp.mean_context()).value for m, b in cases]
-    for (m, b), t0, t1, want in zip(cases, before, after, expected):
-        assert t1 / t0 - 1 == pytest.approx(want, abs=2e-4), (m.name, b)
+    for hw in map(get_hardware, cards):
+        session = cli_calibration.typical_session_b1(RESULTS, hw)
+        monkeypatch.setattr(cli_calibration, "typical_session_b1", lambda *a: session)
+        monkeypatch.setattr(lat, original.__name__, original)
+        base = refit_calibration(RESULTS, hw)
+        assert not isinstance(base, str), base
+        before = [lat.decode_step_time(m, base.ceilings, base.calib, b, lp.mean_context()).value for m, b in cases]
+        expected = [lp.sensitivity(m, qwen, b, t, base.ceilings.bandwidth)[error] for (m, b), t in zip(cases, before)]
+        monkeypatch.setattr(lat, original.__name__, lambda *a: 1.05 * original(*a))
+        mutated = refit_calibration(RESULTS, hw)
+        assert not isinstance(mutated, str), mutated
+        after = [lat.decode_step_time(m, mutated.ceilings, mutated.calib, b, lp.mean_context()).value
+                 for m, b in cases]
+        for (m, b), t0, t1, want in zip(cases, before, after, expected):
+            assert t1 / t0 - 1 == pytest.approx(want, abs=2e-4), (hw.name, m.name, b)
 
 
 def test_a_latency_preregistration_for_the_next_visit_is_committed():
@@ -102,6 +108,7 @@ def test_a_latency_preregistration_for_the_next_visit_is_committed():
     assert any(len(_decode_runs(p)) >= 2 for _, p in files)
 
 
+@functools.lru_cache(maxsize=None)
 def _pair_noise_b1() -> float:
     """The pair's noise at b=1: twice the largest repeat scatter of a recorded Llama-3.1-8B b=1 decode run, plus the
     card-to-card spread of its same-session transfer at b=1 over every recorded card."""
@@ -188,9 +195,16 @@ def _session(results: Path, hw: str, rec: recordings.Recording) -> tuple[Any, re
 def _calibration_spread(results: Path, hw: str, predicted_s: float) -> float:
     """How far a session's calibration may lie from the median session's the pre-registration used: the largest
     distance of a recorded session's b=1 residual from the median residual, over the predicted step."""
+    return _residual_spread_s(results, hw) / predicted_s
+
+
+@functools.lru_cache(maxsize=None)
+def _residual_spread_s(results: Path, hw: str) -> float:
+    """The largest distance of a recorded session's b=1 residual from their median (s); once per folder and card:
+    b1_residuals reads every recorded session."""
     residuals = [r for r, _, _ in b1_residuals(results, get_hardware(hw))]
     mid = statistics.median(residuals)
-    return max(abs(r - mid) for r in residuals) / predicted_s
+    return max(abs(r - mid) for r in residuals)
 
 
 @pytest.mark.gpu
@@ -227,6 +241,7 @@ def test_current_theory_decode_step(results, hw, prereg, run, rec, reconcile):
                   "share of the step it sets, and the card-to-card spread of Llama's transfer (the only measured one)")
 
 
+@functools.lru_cache(maxsize=None)
 def _peak_spread(results: Path, hw: str) -> float:
     """How far a session's bf16 matmul ceiling lies from the median session's: the largest distance over the
     recorded calibration sessions (their ceilings), relative."""
@@ -255,8 +270,6 @@ def test_preregistered_prefill(results, hw, prereg, run, rec, reconcile):
 def test_current_theory_prefill(results, hw, prereg, run, rec, reconcile):
     """The same prefill against the current theory with its session's calibration and eta from that session's GEMM
     timings at this model's own linear shapes (the latency plan times them for every model it runs)."""
-    from pytest_anatomy.theory import calibration as cal
-
     found, qwen_b1 = _session(results, hw, rec)
     model = load_model(run["model"])
     ceil = recordings.load_beside(results, hw, "ceilings", "ceilings", rec)

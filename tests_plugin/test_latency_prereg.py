@@ -19,18 +19,17 @@ from test_preregistration import _git, _iso, repo  # noqa: F401 - `repo` is a fi
 from pytest_anatomy import latency_prereg as lp
 from pytest_anatomy import preregistration as pre
 from pytest_anatomy.importers.device import DeviceImportError, import_files
-from pytest_anatomy.measure.latency_live import DECODE_SHAPE, ENGINE_SETTINGS
 
 REPO = Path(__file__).resolve().parents[1]
-# A second model's batch as the latency plan writes it (Llama-3.1-8B, 2026-12-02): re-dated below to play a new run.
-LLAMA_BATCH = REPO / "results" / "h200" / "batches" / "20261202T023952.680543Z" / "latency-llama-3.1-8b.json"
-CARD = "h200"  # the card LLAMA_BATCH was measured on (its provenance names it)
+# A second model's batch as the latency plan writes it (Llama-3.1-8B, 2026-12-02): re-dated below to play a new run,
+# on the card whose folder keeps it (results/<card>/batches/<stamp>/).
+LLAMA_BATCH = next((REPO / "results").glob("*/batches/20261202T023952.680543Z/latency-llama-3.1-8b.json"))
+CARD = LLAMA_BATCH.parents[2].name
 
 
 def test_the_planned_ids_and_the_latency_plans_parts_agree() -> None:
     plan = device_scripts.load("latency_plan")
     assert (lp.DECODE_BATCHES, lp.PREFILL_LENS) == (plan.DECODE_BATCHES, plan.PREFILL_LENS)
-    assert (lp.DECODE_SHAPE, lp.MAX_NUM_BATCHED_TOKENS) == (DECODE_SHAPE, ENGINE_SETTINGS["max_num_batched_tokens"])
     got = lp.planned(["qwen2.5-32b", "qwen2.5-3b.decode.b8", "qwen2.5-3b.prefill.l512", "qwen2.5-3b.decode.b1"])
     assert got == {"qwen2.5-32b": (lp.DECODE_BATCHES, lp.PREFILL_LENS), "qwen2.5-3b": ((8, 1), (512,))}
     for bad in ("qwen2.5-3b.decode.l8", "qwen2.5-3b.prefill.l0", "qwen2.5-3b.decode.bx"):
@@ -62,7 +61,7 @@ def test_the_predictions_are_predict_latencys_and_refuse_the_calibration_model()
 
 
 def _cli(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:  # noqa: F811 - `repo` is the fixture's value
-    return subprocess.run([sys.executable, "-m", "pytest_anatomy", "preregister", "latency", *args,
+    return subprocess.run([sys.executable, "-m", "pytest_anatomy", "preregister", "latency", *args, "--hardware", CARD,
                            "--results", str(repo / "results")], cwd=repo, capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
 
@@ -70,7 +69,7 @@ def _cli(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:  # noqa: F
 def test_preregister_latency_writes_the_file_or_says_why_not_in_one_line(repo: Path) -> None:  # noqa: F811
     none = _cli(repo, "qwen2.5-3b")
     assert none.returncode == 2 and len(none.stderr.splitlines()) == 1
-    assert "no recorded calibration session for h200" in none.stderr and not (repo / "results").exists()
+    assert f"no recorded calibration session for {CARD}" in none.stderr and not (repo / "results").exists()
     for suite in ("latency", "ceilings"):  # the recorded calibration sessions, read in place
         (repo / "results" / CARD).mkdir(parents=True, exist_ok=True)
         (repo / "results" / CARD / suite).symlink_to(REPO / "results" / CARD / suite)
