@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from pytest_anatomy.report.embedded import gap_fields
+from pytest_anatomy.report.embedded import gap_fields, read_page
 from pytest_anatomy.report.formatting import format_tolerance
-from pytest_anatomy.report.html import embedded_json, expand_embedded, render_html, write_report
+from pytest_anatomy.report.html import embedded_payload, expand_embedded, render_html, write_report
 from pytest_anatomy.report.pytest_html import (
     AnatomyHtmlColumns,
     reconciliations_from_report,
@@ -99,24 +99,14 @@ def empty_ledger() -> dict[str, Any]:
 
 
 class _Attrs(HTMLParser):
-    """Collects every attribute value and the embedded ledger's text."""
+    """Collects every attribute value."""
 
     def __init__(self) -> None:
         super().__init__()
         self.attrs: list[tuple[str, str]] = []
-        self.ledger_text: str | None = None
-        self._in_ledger = False
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.attrs += [(k, v or "") for k, v in attrs]
-        self._in_ledger = tag == "script" and ("id", "anatomy-ledger") in attrs
-
-    def handle_data(self, data: str) -> None:
-        if self._in_ledger:
-            self.ledger_text = (self.ledger_text or "") + data
-
-    def handle_endtag(self, tag: str) -> None:
-        self._in_ledger = False
 
 
 def _parse(page: str) -> _Attrs:
@@ -131,12 +121,13 @@ def test_html_shows_numbers_derivation_and_findings() -> None:
         assert text in page, text
     # Derivations are drawn in the browser from the embedded ledger (tests_plugin/test_report_browser.py
     # checks the drawing): the page carries each one once, as data; the script makes a row's box when it opens.
-    ledger = expand_embedded(json.loads(_parse(page).ledger_text or ""))
+    ledger = expand_embedded(read_page(page))
     assert ledger["reconciliations"][0]["prediction"]["formula"] == "available_kv_bytes / kv_bytes_per_token"
     assert page.count('<details class="rec ') == 5 and '<div class="derivation"' not in page
     assert 'data-i="0"' in page and 'data-i="4"' in page
-    assert "vLLM logs GiB to 2 decimals: +-0.08%" in page
-    assert 'id="findings"' in page and "decode-launch-overhead" in page and "~6 ms of CPU launch overhead" in page
+    texts = "\n".join(read_page(page)["text_table"])  # the texts the script writes into the page (in the ledger)
+    assert "vLLM logs GiB to 2 decimals: +-0.08%" in texts
+    assert 'id="findings"' in page and "decode-launch-overhead" in page and "~6 ms of CPU launch overhead" in texts
     assert "no recording results/h200/capacity" in page
     assert page.count("<details") == 5
 
@@ -177,16 +168,14 @@ def test_single_point_predicted_vs_measured_panels_are_dropped() -> None:
 
 def test_embedded_json_parses_back_equal() -> None:
     ledger = sample_ledger()
-    parsed = _parse(render_html(ledger))
-    assert parsed.ledger_text is not None
-    assert expand_embedded(json.loads(parsed.ledger_text)) == ledger
+    assert expand_embedded(read_page(render_html(ledger))) == ledger
 
 
 def test_embedded_provenance_is_written_once_per_distinct_entry() -> None:
     ledger = sample_ledger()
     for rec in ledger["reconciliations"]:
         rec["provenance"] = {"recording": "results/x.json"}
-    embedded = json.loads(_parse(render_html(ledger)).ledger_text or "")
+    embedded = read_page(render_html(ledger))
     assert embedded["provenance_table"] == [{"recording": "results/x.json"}]
     assert {rec["provenance"] for rec in embedded["reconciliations"]} == {0}
     assert expand_embedded(embedded) == ledger
@@ -201,7 +190,7 @@ def test_embedded_texts_are_written_once_per_distinct_text() -> None:
         rec["finding"] = {"id": "f", "reason": reason}
         rec["tolerance"] = {**(rec.get("tolerance") or {}), "why": "the same why"}
     page = render_html(ledger)
-    embedded = json.loads(_parse(page).ledger_text or "")
+    embedded = read_page(page)
     assert embedded["text_table"].count(reason) == 1 and embedded["text_table"].count("the same why") == 1
     assert {rec["finding"]["reason"] for rec in embedded["reconciliations"]} == {embedded["text_table"].index(reason)}
     assert expand_embedded(embedded) == ledger
@@ -216,7 +205,7 @@ def test_embedded_findings_leave_out_their_default_keys_and_get_them_back() -> N
                           "strict": True, "band_from": "other-runs"}
     recs[1]["finding"] = {"id": "b", "reason": "r", "quantity": None, "hardware": "card-x", "strict": True}
     recs[2]["finding"] = {"id": "c", "reason": "r"}
-    embedded = json.loads(_parse(render_html(ledger)).ledger_text or "")
+    embedded = read_page(render_html(ledger))
     found = [rec["finding"] for rec in embedded["reconciliations"][:3]]
     assert found[0]["d"] == 1 and not {"quantity", "hardware", "strict"} & set(found[0])
     assert "d" not in found[1] and found[1]["hardware"] == "card-x" and "d" not in found[2]
@@ -236,12 +225,12 @@ def test_embedded_gap_fields_and_source_are_left_out_only_where_they_are_the_ari
     recs[3]["predicted"] = 0.0
     recs[3].update(gap_fields(0.0, recs[3]["measured"]) or {})
     del recs[4]["source"]
-    embedded = json.loads(_parse(render_html(ledger)).ledger_text or "")["reconciliations"]
+    embedded = read_page(render_html(ledger))["reconciliations"]
     assert embedded[0]["g"] == 1 and not {"gap_abs", "gap_rel", "ratio", "source"} & set(embedded[0])
     assert "g" not in embedded[1] and embedded[1]["ratio"] == recs[1]["ratio"]
     assert embedded[2]["source"] == "live" and embedded[3]["g"] == 1 and embedded[4]["source"] is None
     assert gap_fields(0.0, 2.0) == {"gap_abs": 2.0, "gap_rel": None, "ratio": None} and gap_fields("x", 1.0) is None
-    assert expand_embedded(json.loads(_parse(render_html(ledger)).ledger_text or "")) == ledger
+    assert expand_embedded(read_page(render_html(ledger))) == ledger
 
 
 def test_embedded_test_ids_share_their_module_and_function() -> None:
@@ -252,7 +241,7 @@ def test_embedded_test_ids_share_their_module_and_function() -> None:
         rec["test_id"] = f"tests_capacity/test_seed_capacity.py::test_shared[case{i}]"
     ledger["reconciliations"][0]["test_id"] = "tests_capacity/test_seed_capacity.py::test_plain"
     page = render_html(ledger)
-    embedded = json.loads(_parse(page).ledger_text or "")
+    embedded = read_page(page)
     texts = embedded["text_table"]
     assert texts.count("tests_capacity/test_seed_capacity.py::test_shared") == 1
     head = texts.index("tests_capacity/test_seed_capacity.py::test_shared")
@@ -260,7 +249,7 @@ def test_embedded_test_ids_share_their_module_and_function() -> None:
     assert embedded["reconciliations"][0]["test_id"] == texts.index("tests_capacity/test_seed_capacity.py::test_plain")
     rows = page[page.index('<section id="reconciliations">'):page.index("</section>", page.index('id="reconciliations"'))]
     # once, in the text table: the gap bars' labels are whole here, so they carry no test-id tooltip
-    assert "test_seed_capacity.py" not in rows and page.count("test_seed_capacity.py::test_shared") == 1
+    assert "test_seed_capacity.py" not in rows and "test_seed_capacity.py::test_shared" not in page
     assert expand_embedded(embedded) == ledger
 
 
@@ -287,8 +276,8 @@ def test_malicious_test_id_is_escaped() -> None:
     page = render_html(ledger)
     assert "<script>alert(1)" not in page and "<img src=x" not in page
     assert page.count("</script>") == 3  # the ledger blob, the display units and the inline script, nothing injected
-    assert expand_embedded(json.loads(_parse(page).ledger_text or "")) == ledger
-    assert "</" not in str(embedded_json(ledger))
+    assert expand_embedded(read_page(page)) == ledger
+    assert re.fullmatch(r"[A-Za-z0-9+/]*=*", str(embedded_payload(ledger)))  # base64: nothing to escape in <script>
 
 
 def test_empty_ledger_renders_sensible_page() -> None:
@@ -303,8 +292,7 @@ def test_empty_ledger_renders_sensible_page() -> None:
 def test_non_finite_numbers_do_not_break_the_page() -> None:
     ledger = sample_ledger()
     ledger["reconciliations"][0]["measured"] = float("nan")
-    parsed = _parse(render_html(ledger))
-    assert json.loads(parsed.ledger_text or "")["reconciliations"][0]["measured"] is None
+    assert read_page(render_html(ledger))["reconciliations"][0]["measured"] is None
 
 
 def test_terminal_summary() -> None:
@@ -422,10 +410,10 @@ def test_findings_are_grouped_by_id_with_the_reason_once() -> None:
         _rec(f"kv{i}", 100.0, 101.0 + i, "B", "finding", finding=finding) for i in range(3)]}
     html = render_html(ledger)
     section = html[html.index('id="findings"'):html.index('id="reconciliations"')]
-    # the reason is on the page once, in the embedded ledger's text table; the card's paragraph holds its index there,
-    # which the page's script writes out (the browser test sees the text)
-    embedded = json.loads(_parse(html).ledger_text or "")
-    assert html.count(reason) == 1 and section.count(reason) == 0
+    # the reason is in the embedded ledger's text table once, and not written into the page: the card's paragraph
+    # holds its index there, which the page's script writes out (the browser test sees the text)
+    embedded = read_page(html)
+    assert embedded["text_table"].count(reason) == 1 and reason not in html
     assert f'<p data-text="{embedded["text_table"].index(reason)}"></p>' in section
     assert section.count('class="v-finding"') == 3 and "3 reconciliations" in section
 
@@ -472,7 +460,7 @@ def test_skipped_tests_are_grouped_by_reason_and_embedded_once() -> None:
     page = render_html(ledger)
     assert page.count(f"<td>{same}</td>") == 1 and "3 tests skipped" in page
     assert page.index("<code>t.py::a</code>") < page.index("<code>t.py::c</code>") < page.index("<code>t.py::b</code>")
-    embedded = json.loads(_parse(page).ledger_text or "")
+    embedded = read_page(page)
     refs = [s["reason"] for s in embedded["skips"]]
     assert all(isinstance(r, int) for r in refs) and refs[0] == refs[2] != refs[1]
     assert expand_embedded(embedded)["skips"] == ledger["skips"]

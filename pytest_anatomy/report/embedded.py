@@ -1,11 +1,14 @@
 """The ledger as the report page embeds it: the compact suites' reconciliations left out and counted, each distinct
 provenance and each distinct shared text (test ids' module and function among them) written once and referred to by
 index (report/html.py embeds it, the page's script reads it; expand_embedded gives back the JSON ledger's
-reconciliations)."""
+reconciliations). The page carries it gzip-compressed in base64 (pack; read_page reads it back)."""
 
 from __future__ import annotations
 
+import base64
+import gzip
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -296,3 +299,31 @@ def expand_embedded(embedded: Mapping[str, Any]) -> dict[str, Any]:
     out = {**embedded, "reconciliations": recons, **({"skips": skips} if "skips" in embedded else {})}
     return {k: v for k, v in out.items()
             if k not in ("provenance_table", "provenance_values", "text_table", "inputs_table")}
+
+
+# The page carries the embedded ledger's JSON gzip-compressed, in base64 (the script's atob and the browser's
+# DecompressionStream open it): 2.6 MB of JSON became ~0.4 MB on a page of ~5 MB (2026-12-05), which left the page
+# ~2 MB under its 5 MB limit instead of ~50 kB, before the next visit's recordings add their rows.
+PAGE_ENCODING = "gzip+base64"
+_LEDGER_SCRIPT = re.compile(r'<script\b([^>]*)\bid="anatomy-ledger"([^>]*)>(.*?)</script>', re.DOTALL)
+
+
+def pack(json_text: str) -> str:
+    """The ledger's JSON as the page carries it: gzip (mtime 0, so one ledger gives one page byte for byte), then
+    base64, whose alphabet holds no '<' or '&' to escape inside <script>."""
+    return base64.b64encode(gzip.compress(json_text.encode("utf-8"), compresslevel=9, mtime=0)).decode("ascii")
+
+
+def read_page(page: str) -> dict[str, Any]:
+    """The embedded ledger of a report page (expand_embedded gives back the JSON ledger's reconciliations): packed as
+    PAGE_ENCODING, or plain JSON as pages written before 2026-12-05 carried it. ValueError where the page has none."""
+    found = _LEDGER_SCRIPT.search(page)
+    if found is None:
+        raise ValueError("no <script id=\"anatomy-ledger\"> in the page: not a pytest-anatomy report")
+    attrs, text = found[1] + found[2], found[3]
+    if f'data-encoding="{PAGE_ENCODING}"' in attrs:
+        text = gzip.decompress(base64.b64decode(text)).decode("utf-8")
+    loaded = json.loads(text)
+    if not isinstance(loaded, dict):
+        raise ValueError("the page's embedded ledger is not a JSON object")
+    return loaded

@@ -1,8 +1,8 @@
 """Self-contained HTML reconciliation report: one file, CSS inlined, no external URLs.
 
 `render_html(ledger)` builds the page from templates/report.html.j2 (Jinja2, autoescape on)
-and embeds the ledger itself as JSON, so the page is also the data: a dashboard or a later
-`pytest-anatomy compare` can read it back without the `.json` file. Plots are inline SVG
+and embeds the ledger itself (gzip-compressed JSON in base64), so the page is also the data:
+`pytest_anatomy.report.embedded.read_page` reads it back without the `.json` file. Plots are inline SVG
 drawn here (no matplotlib, no JS libraries) so a CPU-only CI box can build the report."""
 
 from __future__ import annotations
@@ -21,7 +21,14 @@ from pytest_anatomy.findings import BAND_SOURCES
 from pytest_anatomy.ledger_counts import PREDICTION, apart_phrase, counts_by_kind, kind_of, prediction_counts
 from pytest_anatomy.option_names import REPORT_OPTION
 from pytest_anatomy.report import plots
-from pytest_anatomy.report.embedded import COMPACT_SUITES, is_compact, embedded_ledger, expand_embedded
+from pytest_anatomy.report.embedded import (
+    COMPACT_SUITES,
+    PAGE_ENCODING,
+    embedded_ledger,
+    expand_embedded,
+    is_compact,
+    pack,
+)
 from pytest_anatomy.report.plot_common import table_rows
 from pytest_anatomy.report.formatting import (
     VERDICTS,
@@ -71,14 +78,10 @@ def _reasons_by_reference(groups: list[dict[str, Any]], text_table: Sequence[str
     return [{**g, "reason_ref": index.get(str(g.get("reason")))} for g in groups]
 
 
-def embedded_json(ledger: Mapping[str, Any]) -> Markup:
-    """Ledger JSON safe inside <script type="application/json">.
-
-    '<', '>' and '&' can only occur inside JSON strings, where \\u003c etc. mean the same
-    characters; escaping all of them (not just '</') also defuses '<!--' and '<script'."""
-    text = ledger_to_json(ledger, indent=None)
-    text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-    return Markup(text)
+def embedded_payload(ledger: Mapping[str, Any]) -> Markup:
+    """The embedded ledger as the page's <script id="anatomy-ledger"> carries it (embedded.pack: gzip, base64;
+    embedded.read_page reads it back)."""
+    return Markup(pack(ledger_to_json(ledger, indent=None)))
 
 
 def _finding(finding: Any) -> dict[str, Any] | None:
@@ -318,7 +321,8 @@ def build_view(ledger: Mapping[str, Any]) -> dict[str, Any]:
         "bars": gap_bars(detailed, rows_of),
         "bars_agree": sum(1 for r in detailed if r.get("verdict") == "agree"),
         "plural": plural,
-        "ledger_json": embedded_json(embedded),
+        "ledger_payload": embedded_payload(embedded),
+        "ledger_encoding": PAGE_ENCODING,
         "units_json": Markup(json.dumps({unit: [[d, shown] for d, shown in scales] for unit, scales in _DISPLAY.items()})),
         "verdicts": VERDICTS,
         "validation": _validation_view(recons),
@@ -418,7 +422,7 @@ def write_report(ledger: Mapping[str, Any], html_path: str | os.PathLike[str]) -
     return html_file, json_file
 
 
-__all__ = ["build_view", "embedded_json", "expand_embedded", "gap_bars", "ledger_to_json", "render_html", "scatter_plots",
+__all__ = ["build_view", "embedded_payload", "expand_embedded", "gap_bars", "ledger_to_json", "render_html", "scatter_plots",
            "suite_summary", "write_report"]
 
 
