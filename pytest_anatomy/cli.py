@@ -9,6 +9,7 @@
     pytest-anatomy compare OLD.json NEW.json [--json]
     pytest-anatomy import-seed ../shared/seed-results
     pytest-anatomy preregister capacity PLAN_ID... [--hardware h200]
+    pytest-anatomy preregister kernels LADDER.RUNG[.SHAPE]... | latency MODEL[.decode.bB|.prefill.lN]...
     pytest-anatomy import-device $FILES_FROM_ONE_DEVICE_CALL [--in-sample]
     pytest-anatomy import-third-party ../shared/third-party
     pytest-anatomy fetch-quant-data [--dir .anatomy-data/quant]

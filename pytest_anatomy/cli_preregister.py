@@ -71,7 +71,8 @@ def _where(args: argparse.Namespace) -> tuple[Path, str]:
     root = pre.repo_root(existing)
     if root is None:
         raise pre.PreregistrationError(f"{args.results} is not inside a git checkout: a pre-registration names the "
-                                       "theory's commit")
+                                       "theory's commit; run it in the pytest-anatomy checkout or pass --results "
+                                       "<checkout>/results")
     return root, pre.theory_commit(root, pre.PINNED_PATHS[args.suite])
 
 
