@@ -85,9 +85,8 @@ def plans(args: argparse.Namespace) -> dict[str, Any]:
     ceilings, calib, source = calibration(ns, hw)
     cands = pl.evaluate(model, args.model, hw, ceilings, calib, work, args.gpus, args.spec_acceptance)
     if not cands:
-        raise ValueError(f"{args.model} does not fit on {args.gpus} x {hw.name} at any tensor-parallel size up to "
-                         f"{args.gpus}: the KV pool left beside the weights cannot hold the workload's longest request; "
-                         "pass --gpus with more GPUs (or a smaller model)")
+        raise ValueError(_why_nothing_fits(model, args.model, hw, args.gpus, max(len(r.prompt) + r.output_len
+                                                                                  for r in work.requests)))
     best = pl.ranked(cands, slo)
     if not best:
         near = min(cands, key=lambda c: max((c.outcome.metrics["ttft_p99_s"] or math.inf) * 1e3 / slo.ttft_ms,
@@ -104,6 +103,32 @@ def plans(args: argparse.Namespace) -> dict[str, Any]:
             "uncertainty": _uncertainty(hw.name, args.results, args.model, spec.name),
             "plans": [{**pl.describe(c), "gains_by_knob": pl.attribution(c, cands)} for c in best[:args.top]],
             "candidates": len(cands), "meeting_slo": len(best)}
+
+
+def _why_nothing_fits(model: Any, name: str, hw: Any, gpus: int, longest: int) -> str:
+    """Why no candidate is left, in one line: the capacity ledger's own refusal at the largest tensor-parallel size
+    tried (weights or the ledger above the budget, its arithmetic and what would fit), else the pool that is left
+    against the workload's longest request."""
+    from pytest_anatomy.theory import deployment as dp
+    from pytest_anatomy.theory import deployment_plan as pl
+    from pytest_anatomy.theory import feasibility
+    from pytest_anatomy.theory.planning import capacity
+    from pytest_anatomy.theory.prediction import Prediction
+
+    tp = max(pl.tp_sizes(model, gpus), default=1)
+    settings: dict[str, Any] = {"max_model_len": dp.MAX_MODEL_LEN, "tp": tp}
+    answers = capacity(model, hw, max_model_len=dp.MAX_MODEL_LEN, tp=tp)
+    where = f"{name} cannot be planned on {gpus} x {hw.name}"
+    try:
+        feasibility.judge_capacity(answers, feasibility.Plan(model, hw, settings), capacity)
+    except feasibility.ImpossiblePlan as exc:
+        # dp.pool_blocks sizes every pool with bf16 weights (a lower bound for fp8 ones), so only more GPUs help here
+        return (f"{where} (tensor parallel {tp}): {str(exc).removeprefix(f'{model.name}: ')}; the planner sizes the "
+                "KV pool with bf16 weights, so pass --gpus for a tensor-parallel size that fits")
+    tokens = answers.get("kv_tokens")
+    pool = f"{int(tokens.value):,}-token KV pool" if isinstance(tokens, Prediction) else "KV pool"
+    return (f"{where}: at tensor parallel {tp} the {pool} left beside the weights cannot hold the workload's longest "
+            f"request ({longest:,} tokens); pass --gpus with more GPUs (or a smaller model)")
 
 
 def _uncertainty(card: str, results: Path, model: str, workload: str) -> dict[str, Any]:

@@ -142,8 +142,9 @@ def test_plan_prints_each_plans_notes(capsys) -> None:
     (("--model", "qwen2.5-7b", "--hardware", "h9000", "--workload", "chat"), "unknown hardware"),
     (("--model", "qwen2.5-7b", "--hardware", HARDWARE, "--workload", "no-such-workload"), "not found"),
     (("--model", "qwen2.5-7b", "--hardware", HARDWARE, "--workload", "chat", "--slo-ttft-ms", "1"), "loosen the SLO"),
-    (("--model", "qwen2.5-72b", "--hardware", HARDWARE, "--workload", "chat"), "pass --gpus with more GPUs"),
-], ids=["model", "hardware", "workload", "slo", "too-big"])
+    (("--model", "qwen2.5-72b", "--hardware", HARDWARE, "--workload", "chat"), "> budget"),
+    (("--model", "qwen2.5-72b", "--hardware", HARDWARE, "--workload", "chat"), "pass --gpus for a tensor-parallel"),
+], ids=["model", "hardware", "workload", "slo", "too-big-arithmetic", "too-big-fix"])
 def test_plan_refusals_are_one_line(capsys, argv: tuple[str, ...], message: str) -> None:
     assert main(["plan", *argv]) == 2
     err = capsys.readouterr().err
@@ -220,3 +221,15 @@ def test_plan_on_an_open_loop_workload(capsys) -> None:
                 "--json", "--top", "16")
     throughputs = [p["predicted"]["output_throughput"] for p in doc["plans"]]
     assert len(doc["plans"]) > 1 and max(throughputs) / min(throughputs) < 1.05
+
+
+def test_a_plan_whose_weights_fit_but_whose_pool_is_too_small_says_so() -> None:
+    """Where the capacity ledger lets the engine start, the refusal names the pool left beside the weights against
+    the workload's longest request (the planner drops every candidate whose pool cannot hold it)."""
+    from pytest_anatomy.cli_plan import _why_nothing_fits
+    from pytest_anatomy.specs.hardware import get_hardware
+    from pytest_anatomy.specs.model import load_model
+
+    line = _why_nothing_fits(load_model("qwen2.5-7b"), "qwen2.5-7b", get_hardware(HARDWARE), 1, 10_000_000)
+    assert "KV pool left beside the weights cannot hold the workload's longest request (10,000,000 tokens)" in line
+    assert "-token KV pool" in line and "\n" not in line
