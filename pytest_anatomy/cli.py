@@ -309,8 +309,7 @@ def _cmd_import_seed(args: argparse.Namespace) -> int:
         # stage 02: the kernel ladders' CSVs and logs
         done += seed_kernels.run(args.seed_results, args.results, dry_run=args.dry_run)
     except (SeedImportError, seed_kernels.SeedKernelImportError, RecordingError, OSError) as exc:
-        print(f"pytest-anatomy: error: {exc}", file=sys.stderr)
-        return 2
+        return _error(exc)
     for status, path in done:
         print(f"{status:12s} {path}")
     wrote = sum(1 for s, _ in done if s == "wrote")
@@ -325,8 +324,7 @@ def _cmd_import_device(args: argparse.Namespace) -> int:
     try:
         done = import_files(list(args.files), args.results, dry_run=args.dry_run, in_sample=args.in_sample)
     except (DeviceImportError, RecordingError, OSError) as exc:
-        print(f"pytest-anatomy: error: {exc}", file=sys.stderr)
-        return 2
+        return _error(exc)
     return _print_done(done)
 
 
@@ -336,8 +334,7 @@ def _cmd_import_third_party(args: argparse.Namespace) -> int:
     try:
         done, skipped = third_party.run(args.third_party, args.results, dry_run=args.dry_run)
     except (third_party.ThirdPartyImportError, OSError) as exc:
-        print(f"pytest-anatomy import-third-party: {exc}", file=sys.stderr)
-        return 2
+        return _error(exc)
     for source, reasons in skipped.items():
         for reason, n in sorted(reasons.items(), key=lambda kv: -kv[1]):
             print(f"not imported ({source}): {n} row(s): {reason}")
@@ -371,8 +368,7 @@ def _cmd_import_ncu(args: argparse.Namespace) -> int:
         done = import_ncu(args.report, args.manifest, args.results, hardware=args.hardware,
                           recorded_at=when.replace("+00:00", "Z"), provenance=extra, dry_run=args.dry_run)
     except (NcuImportError, RecordingError, OSError, ValueError, KeyError) as exc:
-        print(f"pytest-anatomy: error: {exc}", file=sys.stderr)
-        return 2
+        return _error(exc)
     return _print_done(done)
 
 

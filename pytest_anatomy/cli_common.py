@@ -17,8 +17,12 @@ def non_empty(text: str) -> str:
 
 
 def error(exc: BaseException) -> int:
-    """One line on stderr, exit 2: every refused input and impossible plan ends here."""
-    message = str(exc.args[0]) if exc.args else str(exc)
+    """One line on stderr, exit 2: every refused input and impossible plan ends here. A file the system refused is
+    named with the system's reason ("PATH: No such file or directory"), not as errno's tuple."""
+    if isinstance(exc, OSError) and exc.strerror:
+        message = f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror
+    else:
+        message = str(exc.args[0]) if exc.args else str(exc)
     print(f"pytest-anatomy: error: {' '.join(message.split())}", file=sys.stderr)
     return 2
 

@@ -154,3 +154,12 @@ def test_the_report_command_runs_every_suite_readme_lists(tmp_path, monkeypatch)
     monkeypatch.setattr(subprocess, "call", lambda cmd: ran.append(cmd) or 2)
     assert main(["report", "-o", str(tmp_path / "r.html")]) == 2
     assert [a for a in ran[0] if a.startswith("tests_")] == list(cli.SUITE_DIRS)
+
+
+@pytest.mark.parametrize("argv", [["import-device"], ["import-ncu", "x.ncu-rep"]], ids=["import-device", "import-ncu"])
+def test_a_missing_input_file_is_named_in_one_line(capsys, tmp_path, argv) -> None:
+    """A file the system cannot open is named with the system's reason, not errno's tuple or a traceback."""
+    missing = tmp_path / "nope.json"
+    assert main([*argv, str(missing)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"pytest-anatomy: error: {missing}: No such file or directory"
