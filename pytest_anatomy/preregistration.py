@@ -249,7 +249,6 @@ def kernels_held_out(rec: Any, results: Path) -> bool:
     """A kernel timing that is held out: on the card the headers pre-register for, since KERNELS_REQUIRED_FROM, of a
     rung and shape whose header pre-registers a time, and the first recording of that name (a later one repeats a
     measurement already seen). An autotuner candidate (no registry rung) has no header time."""
-    from pytest_anatomy import recordings
     from pytest_anatomy.kernels.ladders import LADDERS
     from pytest_anatomy.kernels.registry import PREREGISTERED_ON
 
@@ -260,10 +259,7 @@ def kernels_held_out(rec: Any, results: Path) -> bool:
             or rung is None or not isinstance(shape, Mapping) or rung.preregistered_ms(shape) is None
             or parse_utc(rec.recorded_at) < parse_utc(KERNELS_REQUIRED_FROM)):
         return False
-    when = parse_utc(rec.recorded_at)
-    earlier = [p for p in recordings.candidates(results, rec.hardware, "kernels", rec.name)
-               if stamp_utc(p.name.rsplit("@", 1)[1].removesuffix(".json")) < when]
-    return not earlier
+    return _first_of_its_name(rec, results)
 
 
 def latency_held_out(rec: Any, results: Path) -> bool:
@@ -271,7 +267,6 @@ def latency_held_out(rec: Any, results: Path) -> bool:
     calibration model (and not a tiny overhead model, which measures the engine, not a prediction), stamped since
     LATENCY_REQUIRED_FROM, the first recording of that name on its card, on a card with latency pre-registrations
     (results/<hw>/preregistered/latency-*.json: the H200's; a card never planned ahead imports as before)."""
-    from pytest_anatomy import recordings
     from pytest_anatomy.cli_calibration import CALIBRATION_MODEL  # its runs are the fit, never held out
 
     model, part, _ = (rec.name.rsplit(".", 2) + ["", ""])[:3]  # "qwen2.5-32b.decode.b1": the model name has dots
@@ -280,10 +275,16 @@ def latency_held_out(rec: Any, results: Path) -> bool:
         return False
     if not any(p.name.startswith("latency-") for p in (Path(results) / rec.hardware / FOLDER).glob("*.json")):
         return False  # a card none of whose latency runs was ever planned ahead (a user's own): nothing to check
+    return _first_of_its_name(rec, results)
+
+
+def _first_of_its_name(rec: Any, results: Path) -> bool:
+    """Whether no recording of rec's suite and name on its card is stamped before it (its first run)."""
+    from pytest_anatomy import recordings
+
     when = parse_utc(rec.recorded_at)
-    earlier = [p for p in recordings.candidates(results, rec.hardware, "latency", rec.name)
-               if stamp_utc(p.name.rsplit("@", 1)[1].removesuffix(".json")) < when]
-    return not earlier
+    return not any(stamp_utc(p.name.rsplit("@", 1)[1].removesuffix(".json")) < when
+                   for p in recordings.candidates(results, rec.hardware, rec.suite, rec.name))
 
 
 def checked_held_out(rec: Any, results: Path, *, in_sample: bool, error: type[Exception]) -> Any:

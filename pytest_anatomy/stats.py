@@ -44,13 +44,19 @@ MEDIAN_SE = 1.2533
 P90_Z = 1.2816
 
 
+def sigma_median_scatter(sigma: float, n: float, median_value: float) -> float:
+    """2 x the standard error of the median of n values of spread sigma, relative to the median (a negative sigma,
+    as a p90 below the median gives, counts as none)."""
+    return 2 * MEDIAN_SE * max(sigma, 0.0) / math.sqrt(n) / median_value
+
+
 def median_scatter(values: Sequence[float]) -> float:
     """2 x the standard error of the median of repeats, relative to it (0 with fewer than 2)."""
     if len(values) < 2:
         return 0.0
-    return 2 * MEDIAN_SE * statistics.stdev(values) / math.sqrt(len(values)) / statistics.median(values)
+    return sigma_median_scatter(statistics.stdev(values), len(values), statistics.median(values))
 
 
 def tail_median_scatter(p90: float, median_value: float, n: float) -> float:
     """median_scatter from a recorded p90 and median of n independent values (sigma = (p90 - median) / P90_Z)."""
-    return 2 * MEDIAN_SE * max((p90 - median_value) / P90_Z, 0.0) / math.sqrt(n) / median_value
+    return sigma_median_scatter((p90 - median_value) / P90_Z, n, median_value)

@@ -27,6 +27,8 @@ the kept raw batches.
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
 from pytest_anatomy.theory.deployment import ladder
@@ -69,6 +71,8 @@ PARENT_RUNS: dict[tuple[str, str, str], tuple[str, ...]] = {
     (LLAMA, "rag", "limits"): ("20261203T090822Z",) * 2,
     (LLAMA, "rag", "prefix_cache"): ("20261203T090822Z", RAG_LIMITS_BATCH)}
 
+
+@functools.lru_cache(maxsize=None)  # once per batch: every run's parent and reason asks again
 def card_of(batch: str) -> str | None:
     """The GPU a deployment batch ran on, from its host facts (recorded since 2026-12-05: host_facts); None before."""
     import json
@@ -580,6 +584,7 @@ REASON = ("{workload} {step}, run {n} (batch {batch}, {card}; {parent}): {metric
           "{hi:.4g} resampled], {p:.4g} predicted; {earlier}. ")
 
 
+@functools.lru_cache(maxsize=None)  # each rung's modules' marks are built once, not per later run and metric
 def _explained_band(model: str, workload: str, step: str, metric: str) -> tuple[tuple[float, float], str] | None:
     """The first run's band where its finding is banded by its explanation (an arithmetic of the mechanism, the same
     for every run of the rung: the prompt-step excess, fp8 weights' shortening), else None."""

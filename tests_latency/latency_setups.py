@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -176,8 +175,7 @@ def with_note(pred: Prediction, *notes: str) -> Prediction:
 # recording has percentiles (decode steps: single slow steps would inflate a plain std), else its std.
 # n counts independent values (independent_n): a decode run's engine steps (~110-126), not its b x steps ITLs,
 # which are b copies of each step (counting them understated a b=64 run's scatter by sqrt(64), e.g. 0.03% for
-# 0.23% on Qwen2.5-7B's clean 2026-12-02 02:33 run).
-MEDIAN_SE, P90_Z = stats.MEDIAN_SE, stats.P90_Z  # the arithmetic lives in pytest_anatomy.stats, shared with others
+# 0.23% on Qwen2.5-7B's clean 2026-12-02 02:33 run). The arithmetic lives in pytest_anatomy.stats, shared with others.
 
 
 def independent_n(rec: Any, stat: str) -> float:
@@ -202,7 +200,7 @@ def median_scatter(rec: Any, stat: str) -> float:
     n, median = independent_n(rec, stat), m[f"{stat}.median"]["value"]
     if f"{stat}.p90" in m and n >= 20:
         return stats.tail_median_scatter(m[f"{stat}.p90"]["value"], median, n)
-    return 2 * MEDIAN_SE * max(m[f"{stat}.std"]["value"], 0.0) / math.sqrt(n) / median
+    return stats.sigma_median_scatter(m[f"{stat}.std"]["value"], n, median)
 
 
 def samples_scatter(samples: Any) -> float:
