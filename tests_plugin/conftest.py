@@ -22,6 +22,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     (test_report_browser.start_full_report): it then overlaps the rest of the suite."""
     if session.config.getoption("--report-page"):
         return  # the page is given: nothing to build
+    if session.config.option.collectonly:
+        return  # nothing will run: a --collect-only listing must not start (and wait ~4 minutes on) the build
     if any(item.nodeid.startswith("tests_plugin/test_report_browser.py::") for item in session.items):
         from test_report_browser import start_full_report
 
