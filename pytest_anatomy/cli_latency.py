@@ -3,7 +3,7 @@
     pytest-anatomy predict latency --model qwen2.5-7b --hardware h200 --batch 64 \\
         --input-len 1024 --output-len 256 [--rate 20] --json
 
-Quantities (the JSON maps each to {value, unit, formula, terms, inputs, notes}):
+Quantities (the JSON maps each to {value, unit, formula, terms, inputs, notes, uncertainty}):
   itl_ms            one decode step of --batch sequences at the mean context L + O/2
   prefill_ms        a lone prompt of L tokens, chunked by max_num_batched_tokens
   ttft_ms           without --rate: a new prompt joining a running batch (closed loop of
@@ -14,9 +14,10 @@ A model that does not fit on one GPU, or a request longer than --max-model-len, 
 line. Calibrated by default: for a --hardware with recordings (results/<hw>/latency and
 results/<hw>/ceilings) the median recorded session's ceilings (read bandwidth, bf16 matmul) and the
 per-step overhead and compute efficiency fitted on it (Qwen2.5-7B under vLLM 0.26.0, as the latency
-suite fits them); the notes name those recordings. A card without recordings answers with the
-datasheet roofline (a lower bound on time) and says so. --uncalibrated gives that pure roofline for
-any card. --bandwidth-gbs, --peak-tflops, --step-overhead-ms and --compute-efficiency override one
+suite fits them); the notes name those recordings. A card without recordings gets the H200's
+recorded calibration carried over by the transfer rule (theory/transfer.py: the H200's attained
+fractions of its datasheet bandwidth and peak, its step overhead as is) and says so. --uncalibrated
+gives the pure datasheet roofline (a lower bound on time) for any card. --bandwidth-gbs, --peak-tflops, --step-overhead-ms and --compute-efficiency override one
 constant each.
 
 """
@@ -111,14 +112,14 @@ def add_parser(what: "argparse._SubParsersAction[Any]") -> argparse.ArgumentPars
     # Lower bounds far below any GPU (a DDR4 channel moves ~25 GB/s, a laptop CPU ~1 TFLOP/s): a
     # smaller number is a unit mistake (GB/s and TFLOP/s expected) and would make steps take years.
     p.add_argument("--bandwidth-gbs", type=_number(float, 1), default=None,
-                   help="measured memory bandwidth in GB/s, >= 1 (default: the median recorded session's, else "
-                        "datasheet)")
+                   help="measured memory bandwidth in GB/s, >= 1 (default: the median recorded session's, else the "
+                        "H200's attained fraction x datasheet)")
     p.add_argument("--peak-tflops", type=_number(float, 0.01), default=None,
                    help="measured bf16 matmul peak in TFLOP/s, >= 0.01 (default: the median recorded session's, "
-                        "else datasheet)")
+                        "else the H200's attained fraction x datasheet)")
     p.add_argument("--step-overhead-ms", type=_number(float, 0), default=None,
-                   help="per-step overhead of this engine on this GPU (default: fitted on the newest recorded b=1 "
-                        "decode step, else 0)")
+                   help="per-step overhead of this engine on this GPU (default: fitted on the median recorded "
+                        "session, else the H200's; 0 with --uncalibrated)")
     p.add_argument("--compute-efficiency", type=_efficiency, default=None,
                    help="fraction of the peak compute-bound steps reach, in [0.01, 1], at every token count (default: "
                         "the median recorded session's bf16 GEMM timings at the step's shapes, else fitted on its "
@@ -311,8 +312,9 @@ def _step_answers(args: argparse.Namespace, model: Any, hw: Any, settings: Any, 
 
 
 def calibration(args: argparse.Namespace, hw: Any) -> tuple[Any, Any, str]:
-    """Ceilings, engine calibration and a note saying where they come from: the newest recorded
-    session's (cli_calibration), the datasheet roofline with --uncalibrated or without recordings,
+    """Ceilings, engine calibration and a note saying where they come from: the median recorded
+    session's (cli_calibration), else the H200's carried over by the transfer rule (_transferred), the
+    datasheet roofline with --uncalibrated or where neither exists,
     then each constant given on the command line in place of its default."""
     from pytest_anatomy.cli_calibration import RecordedCalibration, recorded_calibration
     from pytest_anatomy.theory import latency as lat
@@ -421,8 +423,8 @@ def run(args: argparse.Namespace) -> int:
         warn(f"--quantization {args.quantization}: {MEASURED_DECODE_MISSES[args.quantization]}")
     if args.prefix_cached_tokens:  # no recording has reconciled a prefix-cached prefill yet: no error to quote
         errors.update(prefill_ms=None, ttft_ms=None)
-        warn("--prefix-cached-tokens: no reconciliation of a prefix-cached prefill exists yet (tests_deployment "
-             "has no recordings), so prefill_ms and ttft_ms carry no uncertainty")
+        warn("--prefix-cached-tokens: no reconciliation of a prefix-cached prefill's time exists yet (the "
+             "validation table has none), so prefill_ms and ttft_ms carry no uncertainty")
     if args.json:
         doc = to_json(out)
         for name, err in errors.items():

@@ -210,3 +210,13 @@ def test_one_tiny_layer_count_is_said_not_fitted(capsys, tmp_path: Path) -> None
             (tmp_path / card / suite / f.name).symlink_to(f)
     out = _run(capsys, "--model", "qwen2.5-7b", "--hardware", card, "--batch", "1", "--results", str(tmp_path))
     assert any("at 28 layers only" in n and "two layer counts" in n for n in out["itl_ms"]["notes"])
+
+
+def test_help_says_what_answers_for_a_card_without_recordings(capsys) -> None:
+    """The help states the behaviour the test above checks: the H200's calibration transferred, the
+    median recorded session's constants (it once said the datasheet roofline and the newest session)."""
+    with pytest.raises(SystemExit):
+        _parser().parse_args(["latency", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "carried over by the transfer rule" in out and "A card without recordings answers with the" not in out
+    assert "newest recorded" not in out and "uncertainty}" in out
