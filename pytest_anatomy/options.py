@@ -56,7 +56,8 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption(
         SOURCE_OPTION, choices=SOURCES, default=None,
         help="where measurements come from: live (this machine's GPU), recorded (results/ files), "
-             f"auto (live when a GPU is present, else recorded). Default: ini {SOURCE_INI} or auto.",
+             "auto (this machine's GPU when present, plus every recorded card of another name). "
+             f"Default: ini {SOURCE_INI} or auto.",
     )
     group.addoption(
         HARDWARE_OPTION, default=None, metavar="NAME",

@@ -204,3 +204,9 @@ def test_a_bad_ini_value_is_one_line_at_start(pytester: pytest.Pytester, ini: st
     result = pytester.runpytest("-p", "no:cacheprovider")
     _usage_error(result, problem)
     assert len([line for line in result.stderr.lines if line.strip()]) == 1, result.stderr.str()
+
+
+def test_source_help_says_auto_adds_the_recorded_cards(pytester: pytest.Pytester) -> None:
+    """auto is the live card plus every recorded one (targets.session_targets), not 'live, else recorded'."""
+    out = " ".join(pytester.runpytest("-p", "no:cacheprovider", "--help").stdout.str().split())
+    assert "plus every recorded card of another name" in out and "else recorded" not in out
