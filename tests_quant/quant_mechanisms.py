@@ -199,7 +199,16 @@ def load() -> dict[str, Any]:
     return json.loads(PATH.read_text())
 
 
+def refuse_other_arguments(argv: list[str]) -> str | None:
+    """The one-line usage error for any argument but --missing, or None: an unknown one (--help) must not fall
+    through to recomputing every row and rewriting the committed file."""
+    other = [a for a in argv if a != "--missing"]
+    return f"usage: python {Path(__file__).name} [--missing] (not {' '.join(other)})" if other else None
+
+
 if __name__ == "__main__":
+    if (usage := refuse_other_arguments(sys.argv[1:])) is not None:
+        sys.exit(usage)
     sys.path.insert(0, str(Path(__file__).parent))
     from quality_slice import build_reference
 

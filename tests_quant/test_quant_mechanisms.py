@@ -258,3 +258,15 @@ def test_the_asymmetric_floor_finding_quotes_the_recordings_and_the_cpu():
     for text in texts:
         assert text in reason, text
     assert noise == pytest.approx(PREREG["types"]["Q5_1"]["S"], rel=1e-9)  # the device's S is gguf-py's, exactly
+
+
+def test_the_script_refuses_any_argument_but_missing_before_computing() -> None:
+    """`python tests_quant/quant_mechanisms.py --help` once recomputed every row and rewrote the committed file."""
+    import subprocess
+    import sys
+
+    before = qm.PATH.read_bytes()
+    done = subprocess.run([sys.executable, qm.__file__, "--help"], capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and "usage:" in done.stderr and "--missing" in done.stderr
+    assert qm.PATH.read_bytes() == before
+    assert qm.refuse_other_arguments(["--missing"]) is None and qm.refuse_other_arguments([]) is None
