@@ -22,11 +22,12 @@ the ngram rung's prediction takes (theory/speculative.tokens_from_counters).
 
 Files under --out-dir ($OUT): deployment.json (schema pytest-anatomy/deployment-batch/v1, rewritten
 after every run) and deployment-raw.jsonl (every request's chunk times and tokens, one line per run).
-Import into results/<hw>/deployment/ is not written yet (see docs/DEPLOYMENT.md).
+Import: `pytest-anatomy import-device deployment.json deployment-raw.jsonl` files each run under
+results/<hw>/deployment/ (docs/DEPLOYMENT.md).
 
 Budget (measured 2026-12-02/03, see ENGINE_START_S): an engine start 38-69 s (torch.compile cold: each
-configuration compiles its own graph), a rag run 4-12 s; the first five rungs took 311 s of wall time; the 32 (model, workload, rung) runs need 28 engine starts
-(--dry-run lists them), ~42 minutes: more than one session's device time, so select with --models /
+configuration compiles its own graph), a rag run 4-12 s; the first five rungs took 311 s of wall time; the 36 (model, workload, rung) runs need 30 engine starts
+(--dry-run lists them), ~48 minutes: more than one session's device time, so select with --models /
 --workloads / --steps and spread it over calls and visits, e.g. per call one model and one workload:
     --models qwen2.5-7b --workloads rag --steps baseline,limits,prefix_cache,fp8_weights,fp8_kv
     --models qwen2.5-7b --workloads rag --steps eager,ngram,plan_top
