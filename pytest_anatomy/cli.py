@@ -174,8 +174,9 @@ def _add_import_parsers(sub: Any) -> None:
     dev.add_argument("--results", type=Path, default=Path("results"), help="results folder (results)")
     dev.add_argument("--dry-run", action="store_true", help="list what would be written")
     dev.add_argument("--in-sample", action="store_true",
-                     help="file a held-out capacity run that has no pre-registration committed before it ran as "
-                          "not held out (default: refuse the import)")
+                     help="file a held-out run (a capacity run, a kernel timing or a model's first latency run) "
+                          "that has no pre-registration committed before it ran, or a deployment batch whose plan "
+                          "files were not committed first, as not held out (default: refuse the import)")
     from pytest_anatomy import cli_preregister
 
     cli_preregister.add_parser(sub)

@@ -163,3 +163,11 @@ def test_a_missing_input_file_is_named_in_one_line(capsys, tmp_path, argv) -> No
     assert main([*argv, str(missing)]) == 2
     err = capsys.readouterr().err.strip()
     assert err == f"pytest-anatomy: error: {missing}: No such file or directory"
+
+
+def test_import_device_help_says_in_sample_covers_every_held_out_check(capsys) -> None:
+    """--in-sample applies to every check preregistration.checked_held_out makes, not the capacity one alone."""
+    with pytest.raises(SystemExit):
+        main(["import-device", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert all(word in out for word in ("capacity run", "kernel timing", "latency run", "deployment batch"))
