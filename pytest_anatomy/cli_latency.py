@@ -17,8 +17,8 @@ per-step overhead and compute efficiency fitted on it (Qwen2.5-7B under vLLM 0.2
 suite fits them); the notes name those recordings. A card without recordings gets the H200's
 recorded calibration carried over by the transfer rule (theory/transfer.py: the H200's attained
 fractions of its datasheet bandwidth and peak, its step overhead as is) and says so. --uncalibrated
-gives the pure datasheet roofline (a lower bound on time) for any card. --bandwidth-gbs, --peak-tflops, --step-overhead-ms and --compute-efficiency override one
-constant each.
+gives the pure datasheet roofline (a lower bound on time) for any card. --bandwidth-gbs,
+--peak-tflops, --step-overhead-ms and --compute-efficiency override one constant each.
 
 """
 
@@ -84,8 +84,9 @@ def _efficiency(text: str) -> float:
 
 def add_parser(what: "argparse._SubParsersAction[Any]") -> argparse.ArgumentParser:
     """Register `latency` under `predict`'s subparsers."""
-    p: argparse.ArgumentParser = what.add_parser("latency", help="decode step, prefill, TTFT and throughput from the step model",
-                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p: argparse.ArgumentParser = what.add_parser(
+        "latency", help="decode step, prefill, TTFT and throughput from the step model",
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", required=True, type=non_empty,
                    help="catalog name (qwen2.5-7b), Hugging Face id or path to config.json")
     p.add_argument("--hardware", required=True, type=non_empty, help=f"catalog name: {', '.join(HARDWARE)}")
