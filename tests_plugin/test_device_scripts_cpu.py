@@ -3,6 +3,7 @@ since the lent GPU's minutes are too scarce to find a syntax error there."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -10,6 +11,8 @@ from pathlib import Path
 
 import device_scripts
 import pytest
+
+from pytest_anatomy.kernels.registry import shape_label
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -133,3 +136,71 @@ def test_a_wait_that_runs_out_packs_the_recordings_written_so_far(tmp_path: Path
     assert sorted(p.name for p in out.iterdir()) == ["full.partial.log.xz", "results-full.partial.tar.xz"]
     listed = subprocess.run(["tar", "-tJf", str(out / "results-full.partial.tar.xz")], capture_output=True, text=True)
     assert listed.stdout.split() == ["results/any-card/kernels/x@20261203T000000Z.json"]
+
+
+# The next visit's profile (docs/RECORDING.md, "Planned for the next visit"): s18 beside cuBLAS fp32 and s9 at the
+# 32-row FFN shape, where the whole plan profiles the sgemm rungs at 4096^3 only.
+SMALL_M = "32x18944x3584"
+SMALL_M_ONLY = [f"sgemm.{r}.{SMALL_M}" for r in ("s18-fp32-small-m-splitk", "s0-cublas", "s9-cp-async-pipeline")]
+
+
+def test_profile_only_picks_the_named_rungs_at_the_named_shape(capsys: pytest.CaptureFixture[str]) -> None:
+    profile = device_scripts.load("kernels_profile")
+    launches = profile.plan(SMALL_M_ONLY)
+    assert sorted((lad, v.id, shape_label(s)) for lad, v, s in launches) == sorted(
+        tuple(i.split(".")) for i in SMALL_M_ONLY)
+    # a rung named without a shape gets the plan's shapes for it: the timing shape
+    assert [(v.id, shape_label(s)) for _, v, s in profile.plan(["sgemm.s18-fp32-small-m-splitk"])] == [
+        ("s18-fp32-small-m-splitk", "4096x4096x4096")]
+    # a whole ladder: every rung the default plan profiles there, nothing else
+    assert profile.plan(["reduction"]) == [x for x in profile.plan() if x[0] == "reduction"]
+    assert profile.main(["--dry-run", "--only", ",".join(SMALL_M_ONLY)]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 3
+
+
+@pytest.mark.parametrize(("only", "says"), [
+    ("sgemm.s18.32x18944x3584", "no rung 's18' in sgemm"),
+    ("sgemm.s18-fp32-small-m-splitk.32x1", "sgemm is not timed at 32x1 (shapes: 4096x4096x4096, "),
+    ("gemm", "no ladder 'gemm'"),
+])
+def test_profile_only_refuses_an_unknown_id_in_one_line(only: str, says: str) -> None:
+    profile = device_scripts.load("kernels_profile")
+    with pytest.raises(SystemExit) as exc:
+        profile.main(["--dry-run", "--only", only])
+    message = str(exc.value.code)
+    assert message.startswith(f"--only {only}: {says}") and "\n" not in message
+
+
+def test_a_profile_at_the_small_m_shape_imports_as_recordings_of_that_shape(tmp_path: Path) -> None:
+    """The manifest `--only` writes and a report of its launches import as ncu.sgemm.<rung>.32x18944x3584, beside
+    (never over) the 4096^3 profiles: the importer names a recording by its manifest's shape."""
+    from pytest_anatomy import recordings
+    from pytest_anatomy.importers.ncu import import_ncu
+
+    profile = device_scripts.load("kernels_profile")
+    manifest = profile.manifest_of(profile.plan(SMALL_M_ONLY))
+    header = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size",'
+              '"Device","CC","Section Name","Metric Name","Metric Unit","Metric Value","Rule Name","Rule Type",'
+              '"Rule Description","Estimated Speedup Type","Estimated Speedup"')
+    rows, kid = ["==PROF== Connected", header], 0
+
+    def row(name: str, grid: str, metric: str, value: str) -> str:
+        return (f'"{kid}","1","python3","h","{name}","1","7","(256, 1, 1)","{grid}","0","9.0",'
+                f'"GPU Speed Of Light Throughput","{metric}","","{value}","","","","",""')
+    for m in manifest:
+        rows.append(row("anatomy_marker", f"({m['marker_grid']}, 1, 1)", "Duration", "10"))
+        kid += 1
+        for name in m["kernels"]:
+            rows += [row(name.removeprefix("torch: "), "(148, 1, 1)", "Duration", "100,000"),
+                     row(name.removeprefix("torch: "), "(148, 1, 1)", "dram__bytes_read.sum", "271,581,184")]
+            kid += 1
+    (tmp_path / "ncu.csv").write_text("\n".join(rows) + "\n")
+    (tmp_path / "profile-manifest.json").write_text(json.dumps({"provenance": {"date_utc": "2026-12-01T10:00:00+00:00"},
+                                                                "launches": manifest}))
+    results = tmp_path / "results"
+    import_ncu(tmp_path / "ncu.csv", tmp_path / "profile-manifest.json", results, hardware="h200",
+               recorded_at="2026-12-01T10:00:00Z")
+    rec = recordings.load_latest(results, "h200", "kernels", f"ncu.sgemm.s18-fp32-small-m-splitk.{SMALL_M}")
+    assert rec.data["shape"] == SMALL_M
+    assert [k["name"] for k in rec.data["kernels"]] == ["sgemm_fp32_small_m_splitk", "sgemm_splitk_reduce"]
+    assert rec["gpu_time_s"].value == pytest.approx(2e-4)  # the split's two kernels, summed

@@ -11,7 +11,10 @@ On the device: `bash scripts/device/kernels_profile.sh` runs this script under n
 command line is the reference: --clock-control none, as docs/FACTS.md M1 asks, caches flushed before
 every replayed kernel, the sections and metrics the importer reads, a timeout).
 
-Here: `python3 scripts/device/kernels_profile.py --dry-run` lists the launches.
+Here: `python3 scripts/device/kernels_profile.py --dry-run` lists the launches. `--only` profiles a
+part of the plan: `--only sgemm.s18-fp32-small-m-splitk.32x18944x3584,sgemm.s0-cublas.32x18944x3584`
+(LADDER, LADDER.RUNG or LADDER.RUNG.SHAPE; a shape among those the kernels plan times, e.g. sgemm's FFN
+shapes), and `bash scripts/device/kernels_profile.sh --only ...` passes it on.
 """
 
 from __future__ import annotations
@@ -33,15 +36,55 @@ from pytest_anatomy.kernels.registry import DeviceFacts, RungRefused, shape_labe
 MARKER_SOURCE = 'extern "C" __global__ void anatomy_marker(int tag) { if (tag < 0) asm volatile("trap;"); }'
 
 
-def plan() -> list[tuple[str, Any, dict[str, int]]]:
-    """(ladder, variant, shape) in launch order: every rung at its timing shape, the softmax
-    rungs also at the vocab row, and cuBLAS bf16 beside the tensor-core rung."""
+def ladder_shapes(ladder: str) -> list[dict[str, int]]:
+    """The shapes the kernels plan times `ladder` at (kernels_plan.py's main and extra shapes): its timing shape
+    first, the softmax vocab row, sgemm's FFN shapes."""
+    extra = {"softmax": [fused.VOCAB_SHAPE], "sgemm": list(sgemm.EXTRA_SHAPES)}.get(ladder, [])
+    return [TIMING_SHAPES[ladder], *extra]
+
+
+def _default_shapes(ladder: str) -> list[dict[str, int]]:
+    """Every rung at its timing shape, the softmax rungs also at the vocab row (the whole plan's shapes)."""
+    return [TIMING_SHAPES[ladder]] + ([fused.VOCAB_SHAPE] if ladder == "softmax" else [])
+
+
+def _selection(only: list[str]) -> dict[tuple[str, str | None], list[dict[str, int]] | None]:
+    """{(ladder, rung or None): shapes or None (the default ones)} from --only's LADDER[.RUNG[.SHAPE]] ids; SystemExit
+    with one line naming the unknown part and the choices."""
+    picked: dict[tuple[str, str | None], list[dict[str, int]] | None] = {}
+    for item in only:
+        ladder, _, rest = item.partition(".")
+        rung, _, label = rest.partition(".")
+        variants = [*LADDERS.get(ladder, ()), *([sgemm.BF16_BASELINE] if ladder == "sgemm" else [])]
+        if not variants:
+            raise SystemExit(f"--only {item}: no ladder {ladder!r} (ladders: {', '.join(LADDERS)})")
+        if rung and rung not in {v.id for v in variants}:
+            raise SystemExit(f"--only {item}: no rung {rung!r} in {ladder} (rungs: {', '.join(v.id for v in variants)})")
+        shapes = {shape_label(sh): sh for sh in ladder_shapes(ladder)}
+        if label and label not in shapes:
+            raise SystemExit(f"--only {item}: {ladder} is not timed at {label} (shapes: {', '.join(shapes)})")
+        key = (ladder, rung or None)
+        before = picked.get(key, [])
+        picked[key] = None if not label or before is None else [*before, shapes[label]]
+    return picked
+
+
+def plan(only: list[str] | None = None) -> list[tuple[str, Any, dict[str, int]]]:
+    """(ladder, variant, shape) in launch order: every rung at its timing shape, the softmax rungs also at the vocab
+    row, and cuBLAS bf16 beside the tensor-core rung; with `only`, the rungs and shapes it names (_selection)."""
+    picked = _selection(only) if only else None
     out = []
     for ladder, variants in LADDERS.items():
-        shapes = [TIMING_SHAPES[ladder]] + ([fused.VOCAB_SHAPE] if ladder == "softmax" else [])
-        for shape in shapes:
-            extra = [sgemm.BF16_BASELINE] if ladder == "sgemm" else []
+        extra = [sgemm.BF16_BASELINE] if ladder == "sgemm" else []
+        for shape in ladder_shapes(ladder):
             for v in [*variants, *extra]:
+                if picked is None:
+                    wanted = shape in _default_shapes(ladder)
+                else:
+                    chosen = [picked[k] for k in ((ladder, None), (ladder, v.id)) if k in picked]
+                    wanted = any((_default_shapes(ladder) if c is None else c).count(shape) for c in chosen)
+                if not wanted:
+                    continue
                 try:
                     v.check(shape)
                 except RungRefused:
@@ -50,16 +93,28 @@ def plan() -> list[tuple[str, Any, dict[str, int]]]:
     return out
 
 
+def manifest_of(launches: list[tuple[str, Any, dict[str, int]]]) -> list[dict[str, Any]]:
+    """The manifest's launches (import-ncu maps the report's rows to them by marker grid): index + 1 -> rung, shape,
+    dtype and the kernels it launches (named at the H200's 132 SMs: a split's kernel count depends on them)."""
+    return [{"marker_grid": i + 1, "ladder": lad, "rung": v.id, "shape": shape_label(s), "dtype": v.dtype,
+             "kernels": [c.kernel for c in v.calls(s, DeviceFacts(sm_count=132))] if not v.is_baseline
+             else [f"torch: {v.baseline}"]}
+            for i, (lad, v, s) in enumerate(launches)]
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--manifest", type=Path, default=Path("profile-manifest.json"))
     p.add_argument("--dry-run", action="store_true", help="list the launches; no GPU")
+    p.add_argument("--only", default=None, metavar="ID[,ID...]",
+                   help="profile only these: LADDER, LADDER.RUNG or LADDER.RUNG.SHAPE (a shape the kernels plan times "
+                        "the ladder at, e.g. sgemm.s18-fp32-small-m-splitk.32x18944x3584); default: every rung at its "
+                        "timing shape")
     args = p.parse_args(argv)
-    launches = plan()
-    manifest = [{"marker_grid": i + 1, "ladder": lad, "rung": v.id, "shape": shape_label(s), "dtype": v.dtype,
-                 "kernels": [c.kernel for c in v.calls(s, DeviceFacts(sm_count=132))] if not v.is_baseline
-                 else [f"torch: {v.baseline}"]}
-                for i, (lad, v, s) in enumerate(launches)]
+    launches = plan(args.only.split(",") if args.only else None)
+    if not launches:
+        raise SystemExit(f"--only {args.only}: every rung it names refuses its shape; nothing to profile")
+    manifest = manifest_of(launches)
     if args.dry_run:
         for m in manifest:
             print(f"{m['marker_grid']:3d} {m['ladder']:9s} {m['rung']:18s} {m['shape']:16s} {', '.join(m['kernels'])}")
