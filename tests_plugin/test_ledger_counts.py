@@ -83,3 +83,10 @@ def test_the_terminal_summary_counts_finding_bands_by_source_too() -> None:
              "finding": {"id": "f", "reason": "r", "expected": [1.1, 1.2], "band_from": "checked-run"}}
     assert any(line.startswith("Finding bands by source: 1 checked-run") for line in summary_lines(
         {"reconciliations": [entry]}))
+
+
+def test_the_summarys_pytest_line_counts_findings_and_errors_as_nouns() -> None:
+    """pytest says '2 passed, 3 findings, 1 error': outcomes are verbs, a finding and an error are counted nouns."""
+    text = render_summary({"reconciliations": [], "tests": {"passed": 2, "finding": 3, "error": 1, "resolved": 1}})
+    assert "pytest: 2 passed, 3 findings, 1 error, 1 resolved" in text
+    assert "pytest: 1 finding" in render_summary({"reconciliations": [], "tests": {"finding": 1}})

@@ -120,7 +120,9 @@ def render_summary(ledger: Mapping[str, Any]) -> str:
     tests = ledger.get("tests") or {}
     lines = [f"### pytest-anatomy: {prose_summary(ledger)}", ""]
     if tests:
-        lines += ["pytest: " + ", ".join(f"{n} {k}" for k, n in tests.items()), ""]
+        # pytest's own words: outcomes are verbs ("2 passed"), a finding or an error is counted as a noun
+        lines += ["pytest: " + ", ".join(plural(n, k) if k in ("finding", "error") else f"{n} {k}"
+                                         for k, n in tests.items()), ""]
     lines += _band_sources(recons)
     if recons:
         lines += _counts_table(recons)
