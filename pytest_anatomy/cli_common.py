@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 
 def non_empty(text: str) -> str:
@@ -14,6 +15,12 @@ def non_empty(text: str) -> str:
     if not text.strip():
         raise argparse.ArgumentTypeError("must not be empty")
     return text.strip()
+
+
+def non_empty_path(text: str) -> Path:
+    """argparse type for a file or folder: an empty one is Path(""), the current folder, where a download or an
+    import would land in the checkout unasked."""
+    return Path(non_empty(text))
 
 
 def error(exc: BaseException) -> int:

@@ -163,3 +163,22 @@ def test_a_missing_input_file_is_named_in_one_line(capsys, tmp_path, argv) -> No
     assert main([*argv, str(missing)]) == 2
     err = capsys.readouterr().err.strip()
     assert err == f"pytest-anatomy: error: {missing}: No such file or directory"
+
+
+def test_fetch_quant_data_refuses_a_file_or_an_empty_dir_in_one_line(capsys, tmp_path, monkeypatch) -> None:
+    """--dir naming a file was mkdir's FileExistsError traceback; an empty --dir was the current folder, so the
+    wheels were downloaded into the checkout. Both are refused before pip runs."""
+    from pytest_anatomy import quant_data
+
+    monkeypatch.setattr(quant_data, "_pip", lambda cmd: pytest.fail(f"pip ran: {cmd}"))
+    a_file = tmp_path / "cache"
+    a_file.write_text("")
+    assert main(["fetch-quant-data", "--dir", str(a_file)]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"pytest-anatomy: error: {a_file} is a file, not a folder: pass --dir a folder for the cache "
+                   "(or set $ANATOMY_QUANT_DATA to one)\n")
+    with pytest.raises(SystemExit) as exit_:
+        main(["fetch-quant-data", "--dir", ""])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --dir: must not be empty" in err and "Traceback" not in err and err.count("\n") == 1
