@@ -350,12 +350,11 @@ def _print_done(done: list[tuple[str, str]]) -> int:
 
 
 def _cmd_import_ncu(args: argparse.Namespace) -> int:
-    from pytest_anatomy.importers.ncu import NcuImportError, import_ncu
+    from pytest_anatomy.importers.ncu import NcuImportError, import_ncu, read_manifest
     from pytest_anatomy.recordings import RecordingError
 
     try:
-        doc = json.loads(args.manifest.read_text())
-        when = args.recorded_at or (doc.get("provenance", {}).get("date_utc") if isinstance(doc, dict) else None)
+        when = args.recorded_at or read_manifest(args.manifest)[1].get("date_utc")
         if not when:
             print("pytest-anatomy: error: the manifest has no date (an older kernels_profile.py): pass --recorded-at "
                   "with the run's UTC time, e.g. 2026-11-30T02:17:00Z", file=sys.stderr)

@@ -182,3 +182,42 @@ def test_fetch_quant_data_refuses_a_file_or_an_empty_dir_in_one_line(capsys, tmp
     assert exit_.value.code == 2
     err = capsys.readouterr().err
     assert "argument --dir: must not be empty" in err and "Traceback" not in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("manifest, message", [
+    ('{"provenance": {}}', 'no launches (a non-empty list of objects, under "launches")'),
+    ('{"launches": "x"}', 'no launches (a non-empty list of objects, under "launches")'),
+    ('{"launches": [{"marker_grid": 1, "rung": "r", "shape": "s"}]}', "launch 0 lacks ladder"),
+    ('{"launches": [{"marker_grid": "1", "ladder": "l", "rung": "r", "shape": "s"}]}',
+     "launch 0 has marker_grid '1', not an integer >= 1"),
+    ('{"launches": [', "not valid JSON (Expecting value at line 1)"),
+    (b"\xfd7zXZ\x00", "not a JSON manifest (not UTF-8 text)"),
+], ids=["no-launches", "launches-not-a-list", "entry-without-ladder", "grid-a-string", "cut-short", "swapped"])
+def test_import_ncu_names_a_wrong_manifest_in_one_line(capsys, tmp_path, manifest, message) -> None:
+    """A manifest without "launches" printed 'error: launches' (a bare KeyError), an entry without a ladder
+    'error: ladder', launches that are not objects a TypeError traceback, the report and manifest swapped
+    'error: utf-8'. Each names the file, the problem and the fix; nothing is written."""
+    path = tmp_path / "profile-manifest.json"
+    path.write_bytes(manifest if isinstance(manifest, bytes) else manifest.encode())
+    report = tmp_path / "ncu.csv"
+    report.write_text('"ID","Kernel Name","Grid Size","Block Size"\n')
+    results = tmp_path / "results"
+    code = main(["import-ncu", str(report), str(path), "--recorded-at", "2026-11-30T02:17:00Z",
+                 "--results", str(results)])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    assert err == (f"pytest-anatomy: error: {path}: {message}; pass the profile-manifest.json the profile script "
+                   f"wrote beside the report{' (report first, then manifest)' if message.startswith('not a JSON') else ''}"
+                   "\n")
+    assert not results.exists()
+
+
+def test_import_ncu_names_a_report_without_its_columns(capsys, tmp_path) -> None:
+    """A report exported without the details page's columns printed 'error: Kernel Name' (a bare KeyError)."""
+    report, manifest = tmp_path / "ncu.csv", tmp_path / "profile-manifest.json"
+    report.write_text('"ID","Metric Name"\n"0","Duration"\n')
+    manifest.write_text('{"launches": [{"marker_grid": 1, "ladder": "l", "rung": "r", "shape": "s"}]}')
+    assert main(["import-ncu", str(report), str(manifest), "--recorded-at", "2026-11-30T02:17:00Z",
+                 "--results", str(tmp_path / "results")]) == 2
+    assert capsys.readouterr().err == ("pytest-anatomy: error: the ncu report has no Kernel Name, Grid Size, Block Size "
+                                       "column: was it written with --csv --page details?\n")
