@@ -138,7 +138,8 @@ def _add_report_and_compare_parsers(sub: Any) -> None:
                             description="Runs pytest over the suites (from recordings when no GPU is present) "
                                         f"with {REPORT_OPTION}. Any other arguments go to pytest "
                                         f"(e.g. -m gpu, {SOURCE_OPTION}=recorded, test paths).")
-    report.add_argument("-o", "--output", default="anatomy-report.html",
+    # non_empty: -o "" ran every suite and wrote no report (the plugin reads an empty path as "no report")
+    report.add_argument("-o", "--output", type=non_empty, default="anatomy-report.html",
                         help="x.html: the report, its JSON ledger beside it as x.json; x.json: the ledger, the report "
                              "beside it as x.html")
 
@@ -254,6 +255,14 @@ def _cmd_predict_capacity(args: argparse.Namespace) -> int:
 def _cmd_report(args: argparse.Namespace) -> int:
     import subprocess
 
+    import pytest
+
+    from pytest_anatomy.options import validate_report_path
+
+    try:  # before the run, in one line: pytest's own refusal came as two lines, exit 4, after a README remark
+        validate_report_path(args.output, "-o")
+    except pytest.UsageError as exc:
+        return _error(exc)
     root = Path.cwd()
     suites = [d for d in SUITE_DIRS if (root / d).is_dir()]
     if not suites:

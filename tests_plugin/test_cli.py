@@ -221,3 +221,28 @@ def test_import_ncu_names_a_report_without_its_columns(capsys, tmp_path) -> None
                  "--results", str(tmp_path / "results")]) == 2
     assert capsys.readouterr().err == ("pytest-anatomy: error: the ncu report has no Kernel Name, Grid Size, Block Size "
                                        "column: was it written with --csv --page details?\n")
+
+
+@pytest.mark.parametrize("name, message", [
+    ("r.txt", "the suffix must say which file it is: .html (the report, ledger beside it as .json) or .json "
+              "(the ledger, report beside it as .html)"),
+    ("a-file/r.html", "{tmp}/a-file/r.html cannot be written: {tmp}/a-file is a file, not a folder"),
+], ids=["no-report-suffix", "under-a-file"])
+def test_report_refuses_a_bad_output_before_running_pytest(capsys, tmp_path, monkeypatch, name, message) -> None:
+    """-o was checked by the plugin inside the pytest run: two lines, exit 4 and a README remark that the run was
+    not whole. It is one line, exit 2, before any test runs."""
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setattr(subprocess, "call", lambda cmd: pytest.fail(f"pytest ran: {cmd}"))
+    assert main(["report", "-o", str(tmp_path / name)]) == 2
+    assert capsys.readouterr().err == (f"pytest-anatomy: error: -o {tmp_path / name}: "
+                                       f"{message.format(tmp=tmp_path)}\n")
+
+
+def test_report_refuses_an_empty_output(capsys, monkeypatch) -> None:
+    """-o "" ran every suite and wrote no report: the plugin reads an empty path as no report at all."""
+    monkeypatch.setattr(subprocess, "call", lambda cmd: pytest.fail(f"pytest ran: {cmd}"))
+    with pytest.raises(SystemExit) as exit_:
+        main(["report", "-o", ""])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err == ("pytest-anatomy report: error: argument -o/--output: must not be empty "
+                                             "(see pytest-anatomy report --help)\n")
