@@ -399,12 +399,19 @@ _LLAMA_READS = frozenset({"command", "what", "model", "hardware", "json", "engin
                           "results", "pytest_args"})
 
 
-def _vllm_flags_given(args: argparse.Namespace, parser: argparse.ArgumentParser) -> list[str]:
-    """The vLLM options set away from their defaults on a llama.cpp question (the answers would ignore them)."""
+# What only the llama.cpp answers read: on a vLLM question (the default engine) they would be ignored.
+_LLAMA_ONLY = frozenset({"weights", "gguf", "ctx_size", "parallel", "kv_unified", "cache_type_k", "cache_type_v",
+                         "ubatch_size", "flash_attn"})
+
+
+def _flags_given(args: argparse.Namespace, parser: argparse.ArgumentParser, *, vllm: bool) -> list[str]:
+    """The options of the other engine set away from their defaults: vLLM's on a llama.cpp question (vllm=True),
+    llama.cpp's on a vLLM one (the answers would ignore them either way)."""
     defaults = vars(parser.parse_args(["predict", args.what, "--model", str(args.model), "--hardware",
                                        str(args.hardware)]))
     return [f"--{dest.replace('_', '-')}" for dest, value in vars(args).items()
-            if dest not in _LLAMA_READS and dest in defaults and value != defaults[dest]]
+            if (dest not in _LLAMA_READS if vllm else dest in _LLAMA_ONLY) and dest in defaults
+            and value != defaults[dest]]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -418,10 +425,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "predict" and args.engine == "llama.cpp":
         from pytest_anatomy import cli_llama
 
-        if given := _vllm_flags_given(args, build_parser()):
+        if given := _flags_given(args, build_parser(), vllm=True):
             parser.error(f"{', '.join(given)}: vLLM's, not read with --engine llama.cpp; llama.cpp's answers take -c, "
                          "-np (N concurrent requests), --kv-unified and --weights")
         return cli_llama.run(args)
+    if args.command == "predict" and (given := _flags_given(args, build_parser(), vllm=False)):
+        parser.error(f"{', '.join(given)}: llama.cpp's, not read by the vLLM answers (the default --engine); add "
+                     "--engine llama.cpp, or drop them")
     if args.command == "predict" and args.what == "latency":
         from pytest_anatomy import cli_latency
 
