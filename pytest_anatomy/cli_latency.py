@@ -224,6 +224,7 @@ def plan_warnings(args: argparse.Namespace, model: Any, hw: Any, settings: Any) 
             raise feasibility.ImpossiblePlan(
                 f"{model.name}: weights {weights.value / GiB:.1f} GiB > budget {budget.value / GiB:.1f} GiB on "
                 f"{hw.name}, yet --kv-tokens says the engine started: check --model and --hardware")
+        _check_given_pool(args.kv_tokens, answers, hw)
         warnings = []
     if args.batch > settings.max_num_seqs:
         warnings.append(f"--batch {args.batch:,} is above max_num_seqs {settings.max_num_seqs:,}: vLLM runs at most "
@@ -240,6 +241,19 @@ def plan_warnings(args: argparse.Namespace, model: Any, hw: Any, settings: Any) 
                         f"{args.batch * (args.input_len + args.output_len):,} KV tokens, more than the pool's "
                         f"{tokens:,}: vLLM preempts (recomputes) requests, which this step model does not include")
     return tuple(warnings)
+
+
+def _check_given_pool(kv_tokens: int, answers: dict[str, Any], hw: Any) -> None:
+    """A --kv-tokens pool must fit in the card: 10^14 tokens answered as if the engine had started. Bounded by the
+    card's whole memory, not the budget, so that a pool the ledger would not predict is still taken."""
+    from pytest_anatomy.theory.feasibility import ImpossiblePlan
+
+    per_token, total = answers.get("kv_bytes_per_token"), hw.nvml_memory_bytes or hw.memory_bytes
+    if isinstance(per_token, Prediction) and total and kv_tokens * per_token.value > total:
+        raise ImpossiblePlan(
+            f"--kv-tokens {kv_tokens:,} x {per_token.value:,.0f} B per token = {kv_tokens * per_token.value / GiB:,.1f} "
+            f"GiB of KV, more than the {hw.name}'s {total / GiB:,.1f} GiB; pass the engine's 'GPU KV cache size' "
+            "in tokens")
 
 
 def _answers(args: argparse.Namespace, model: Any, hw: Any, settings: Any) -> dict[str, Prediction]:

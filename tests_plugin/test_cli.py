@@ -246,3 +246,16 @@ def test_report_refuses_an_empty_output(capsys, monkeypatch) -> None:
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and err == ("pytest-anatomy report: error: argument -o/--output: must not be empty "
                                              "(see pytest-anatomy report --help)\n")
+
+
+def test_available_kv_memory_above_the_whole_budget_is_refused(capsys) -> None:
+    """The engine's available KV memory is a part of its budget: --available-kv-gib 1e30 answered 10^33 blocks with
+    exit 0. Above the budget (here 0.9 x the card) is one line naming the budget and the flags to check."""
+    argv = ["predict", "capacity", "--model", "qwen2.5-7b", "--hardware", "h200", "--json"]
+    budget = _json(capsys, *argv)["requested_memory_bytes"]["value"]
+    assert main([*argv, "--available-kv-gib", str(budget / 2**30 * 1.01)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("pytest-anatomy: error: qwen2.5-7b: the given available KV memory (")
+    assert "is above the whole budget 125.8 GiB on h200 (--gpu-memory-utilization 0.9), of which it is a part" in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert main([*argv, "--available-kv-gib", str(budget / 2**30 * 0.99)]) == 0  # just inside: answered

@@ -210,3 +210,16 @@ def test_one_tiny_layer_count_is_said_not_fitted(capsys, tmp_path: Path) -> None
             (tmp_path / card / suite / f.name).symlink_to(f)
     out = _run(capsys, "--model", "qwen2.5-7b", "--hardware", card, "--batch", "1", "--results", str(tmp_path))
     assert any("at 28 layers only" in n and "two layer counts" in n for n in out["itl_ms"]["notes"])
+
+
+def test_a_kv_pool_larger_than_the_card_is_refused(capsys) -> None:
+    """--kv-tokens 10^14 (the engine's pool, so the engine 'started') was answered with exit 0: a pool whose bytes
+    exceed the card's memory is one line naming the bytes and the card."""
+    args = _parser().parse_args(["latency", "--model", "qwen2.5-7b", "--hardware", "h200",
+                                 "--kv-tokens", str(10**14)])
+    assert cli_latency.run(args) == 2
+    err = capsys.readouterr().err
+    assert err == ("pytest-anatomy: error: --kv-tokens 100,000,000,000,000 x 57,344 B per token = 5,340,576,171.9 GiB "
+                   "of KV, more than the h200's 140.4 GiB; pass the engine's 'GPU KV cache size' in tokens\n")
+    ok = _parser().parse_args(["latency", "--model", "qwen2.5-7b", "--hardware", "h200", "--kv-tokens", "2000000"])
+    assert cli_latency.run(ok) == 0
