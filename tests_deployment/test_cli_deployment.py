@@ -158,6 +158,28 @@ def test_plan_refuses_a_malformed_workload(capsys, tmp_path) -> None:
     assert "missing field 'arrival'" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(("path", "value", "message"), [
+    (("num_requests",), True, "num_requests has the wrong type: True is not a JSON integer"),
+    (("num_requests",), 96.7, "num_requests has the wrong type: 96.7 is not a JSON integer"),
+    (("arrival", "concurrency"), "16", "arrival.concurrency has the wrong type: '16' is not a JSON integer"),
+    (("slo", "ttft_ms"), "400", "slo.ttft_ms has the wrong type: '400' is not a JSON number"),
+    (("suffix_len", "max"), 1000.5, "suffix_len.max has the wrong type: 1000.5 is not a JSON integer"),
+], ids=["bool-requests", "fraction-requests", "string-concurrency", "string-slo", "fraction-length"])
+def test_plan_refuses_a_workload_number_of_the_wrong_type(capsys, tmp_path, path, value, message) -> None:
+    """int() and float() coerced them: true planned 1 request, 96.7 planned 96, "400" was taken as 400 ms; a
+    config.json field of the wrong type is refused, so is a workload's."""
+    doc = json.loads((Path(__file__).parent / "workloads" / "chat.json").read_text())
+    parent = doc
+    for key in path[:-1]:
+        parent = parent[key]
+    parent[path[-1]] = value
+    bad = tmp_path / "w.json"
+    bad.write_text(json.dumps(doc))
+    assert main([*PLAN[:-1], str(bad)]) == 2
+    assert capsys.readouterr().err == (f"pytest-anatomy: error: workload file {bad}: {message}; write it as in "
+                                       "tests_deployment/workloads/chat.json\n")
+
+
 def test_plan_uses_every_gpu_given(capsys) -> None:
     doc = _json(capsys, *PLAN, "--json", "--gpus", "2", "--top", "40")
     assert {p["tp"] * p["replicas"] for p in doc["plans"]} == {2}
