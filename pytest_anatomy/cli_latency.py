@@ -97,7 +97,7 @@ def add_parser(what: "argparse._SubParsersAction[Any]") -> argparse.ArgumentPars
     p.add_argument("--requests", type=_number(int, 1), default=None,
                    help="requests simulated with --rate (default: 60 s of arrivals, 200..5000); the simulation is "
                         "refused above 1e8 output tokens (minutes)")
-    p.add_argument("--seed", type=int, default=0, help="Poisson seed (0)")
+    p.add_argument("--seed", type=int, default=0, help="Poisson seed of the --rate simulation (0)")
     p.add_argument("--max-num-batched-tokens", type=_number(int, 1), default=None,
                    help="vLLM token budget per step (default: `vllm serve`'s for this GPU class)")
     p.add_argument("--max-num-seqs", type=_number(int, 1), default=None,
@@ -198,6 +198,12 @@ def plan_warnings(args: argparse.Namespace, model: Any, hw: Any, settings: Any) 
     from pytest_anatomy.theory.planning import capacity
 
     feasibility.check_max_model_len(model, args.max_model_len)
+    # Only the --rate simulation reads them: without it they were dropped silently (--requests 10 answered exit 0)
+    sim_only = [flag for flag, given in (("--requests", args.requests is not None), ("--seed", bool(args.seed)))
+                if given and args.rate is None]
+    if sim_only:
+        raise feasibility.ImpossiblePlan(f"{', '.join(sim_only)}: read only by the --rate simulation; add --rate R "
+                                         "(Poisson arrivals per second) or drop them")
     if args.input_len + args.output_len > args.max_model_len:
         raise feasibility.ImpossiblePlan(
             f"--input-len {args.input_len:,} + --output-len {args.output_len:,} exceeds --max-model-len "

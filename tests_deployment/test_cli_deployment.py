@@ -200,6 +200,16 @@ def test_any_speculative_text_parses_or_is_refused_with_a_reason(text: str) -> N
         assert spec.method == "ngram" and spec.k >= 1
 
 
+def test_a_speculative_field_given_twice_is_refused(capsys) -> None:
+    """ngram:k=4,k=5 answered k=5, the last one silently winning."""
+    with pytest.raises(SystemExit) as exit_:
+        main([*BASE, "--speculative", "ngram:k=4,k=5"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "Traceback" not in err
+    assert err == ("pytest-anatomy predict latency: error: argument --speculative: k is given twice in "
+                   "'ngram:k=4,k=5'; give each of k and acceptance once (see pytest-anatomy predict latency --help)\n")
+
+
 _JSON = st.recursive(st.none() | st.booleans() | st.integers(-5, 5000) | st.floats(allow_nan=True) | st.text(max_size=8),
                      lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
                      max_leaves=12)

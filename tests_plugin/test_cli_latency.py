@@ -223,3 +223,13 @@ def test_a_kv_pool_larger_than_the_card_is_refused(capsys) -> None:
                    "of KV, more than the h200's 140.4 GiB; pass the engine's 'GPU KV cache size' in tokens\n")
     ok = _parser().parse_args(["latency", "--model", "qwen2.5-7b", "--hardware", "h200", "--kv-tokens", "2000000"])
     assert cli_latency.run(ok) == 0
+
+
+@pytest.mark.parametrize("argv, flags", [(["--requests", "10"], "--requests"),
+                                         (["--requests", "10", "--seed", "3"], "--requests, --seed")])
+def test_simulation_options_without_rate_are_refused_not_ignored(capsys, argv, flags) -> None:
+    """--requests and --seed size and seed the --rate simulation; without --rate they were dropped silently."""
+    args = _parser().parse_args(["latency", "--model", "qwen2.5-7b", "--hardware", "h200", *argv])
+    assert cli_latency.run(args) == 2
+    assert capsys.readouterr().err == (f"pytest-anatomy: error: {flags}: read only by the --rate simulation; add "
+                                       "--rate R (Poisson arrivals per second) or drop them\n")
