@@ -34,6 +34,18 @@ def error(exc: BaseException) -> int:
     return 2
 
 
+def recordings_folder(text: str) -> Path:
+    """argparse type for a --results the calibration reads: a given path that is not a folder (a typo, a file) was
+    read as "no recordings", and the answer silently became the datasheet roofline's. Only a given path is checked:
+    the default `results` may be absent outside the checkout, which the answer's notes say."""
+    path = Path(non_empty(text))
+    if not path.is_dir():
+        problem = "is a file, not a folder of recordings" if path.exists() else ": no such folder"
+        raise argparse.ArgumentTypeError(f"{text}{' ' if path.exists() else ''}{problem}; pass the checkout's results "
+                                         "folder (or one shaped like it)")
+    return path
+
+
 def warn(message: str) -> None:
     print(f"pytest-anatomy: warning: {message}", file=sys.stderr)
 

@@ -34,7 +34,7 @@ from pytest_anatomy.theory.prediction import Prediction, Term
 from pytest_anatomy.specs.hardware import HARDWARE
 from pytest_anatomy.units import GiB, format_quantity
 from pytest_anatomy.cli_common import error as _error
-from pytest_anatomy.cli_common import non_empty, warn
+from pytest_anatomy.cli_common import non_empty, recordings_folder, warn
 
 
 
@@ -125,7 +125,7 @@ def add_parser(what: "argparse._SubParsersAction[Any]") -> argparse.ArgumentPars
                         "8,192-token prefill, else 1)")
     p.add_argument("--uncalibrated", action="store_true",
                    help="the pure datasheet roofline (a lower bound on time), ignoring recorded sessions")
-    p.add_argument("--results", type=Path, default=Path("results"),
+    p.add_argument("--results", type=recordings_folder, default=Path("results"),
                    help="folder of recordings the calibration is read from (results)")
     p.add_argument("--vllm-version", default=None, metavar="X.Y.Z",
                    help="vLLM release whose memory accounting sizes the KV pool (default 0.26.0; see predict capacity)")

@@ -233,3 +233,23 @@ def test_simulation_options_without_rate_are_refused_not_ignored(capsys, argv, f
     assert cli_latency.run(args) == 2
     assert capsys.readouterr().err == (f"pytest-anatomy: error: {flags}: read only by the --rate simulation; add "
                                        "--rate R (Poisson arrivals per second) or drop them\n")
+
+
+@pytest.mark.parametrize("question", [["predict", "latency"], ["plan", "--workload", "chat"]], ids=["latency", "plan"])
+@pytest.mark.parametrize("kind", ["missing", "file"])
+def test_a_results_path_that_is_not_a_folder_is_refused(capsys, tmp_path: Path, question, kind) -> None:
+    """A mistyped --results was read as "no recordings": the answer silently became the datasheet roofline's (2.96 ms
+    instead of the calibrated 4.75 ms for qwen2.5-7b b=1 on the H200), exit 0."""
+    from pytest_anatomy.cli import main
+
+    path = tmp_path / "resutls"
+    if kind == "file":
+        path.write_text("")
+    with pytest.raises(SystemExit) as exit_:
+        main([*question, "--model", "qwen2.5-7b", "--hardware", "h200", "--results", str(path)])
+    err = capsys.readouterr().err
+    problem = f"{path} is a file, not a folder of recordings" if kind == "file" else f"{path}: no such folder"
+    assert exit_.value.code == 2 and "Traceback" not in err
+    assert err == (f"pytest-anatomy {question[0]}{' latency' if question[0] == 'predict' else ''}: error: argument "
+                   f"--results: {problem}; pass the checkout's results folder (or one shaped like it) "
+                   f"(see pytest-anatomy {' '.join(question[:2]) if question[0] == 'predict' else 'plan'} --help)\n")
