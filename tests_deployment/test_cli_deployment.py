@@ -180,6 +180,20 @@ def test_plan_refuses_a_workload_number_of_the_wrong_type(capsys, tmp_path, path
                                        "tests_deployment/workloads/chat.json\n")
 
 
+@pytest.mark.parametrize("kind, message", [
+    ("folder", "is a folder; pass a workload JSON file or a name in tests_deployment/workloads/ (chat, rag)"),
+    ("not-utf8", "is not readable JSON ('utf-8' codec can't decode byte 0xff in position 0: invalid start byte); "
+                 "fix the file"),
+])
+def test_plan_names_a_workload_path_it_cannot_read(capsys, tmp_path, kind, message) -> None:
+    """A file that is not UTF-8 printed 'error: utf-8' (the codec's name, a bare UnicodeDecodeError); a folder
+    printed errno's tuple inside 'not readable JSON'."""
+    bad = tmp_path / "w.json"
+    bad.mkdir() if kind == "folder" else bad.write_bytes(b"\xff\xfe{")
+    assert main([*PLAN[:-1], str(bad)]) == 2
+    assert capsys.readouterr().err == f"pytest-anatomy: error: workload file {bad} {message}\n"
+
+
 def test_plan_uses_every_gpu_given(capsys) -> None:
     doc = _json(capsys, *PLAN, "--json", "--gpus", "2", "--top", "40")
     assert {p["tp"] * p["replicas"] for p in doc["plans"]} == {2}

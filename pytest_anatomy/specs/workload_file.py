@@ -111,7 +111,12 @@ def load(path: str | Path) -> WorkloadSpec:
     except FileNotFoundError:
         raise WorkloadError(f"workload file {p} not found; pass a path to a workload JSON or a name in "
                             "tests_deployment/workloads/ (chat, rag)") from None
-    except (OSError, json.JSONDecodeError) as exc:
+    except IsADirectoryError:  # its errno tuple read "not readable JSON ([Errno 21] Is a directory: ...)"
+        raise WorkloadError(f"workload file {p} is a folder; pass a workload JSON file or a name in "
+                            "tests_deployment/workloads/ (chat, rag)") from None
+    except OSError as exc:
+        raise WorkloadError(f"workload file {p} cannot be read ({exc.strerror or exc}); fix its permissions") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise WorkloadError(f"workload file {p} is not readable JSON ({exc}); fix the file") from None
     try:
         return parse(data)
