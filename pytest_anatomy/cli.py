@@ -83,6 +83,11 @@ def build_parser() -> argparse.ArgumentParser:
     from pytest_anatomy import cli_latency, cli_llama  # their own modules: each question's options and answers
 
     lat = cli_latency.add_parser(what)
+    # capacity's llama.cpp flags, unlisted on latency: without them argparse read -ctk q8_0 as -c "tk" ("invalid int
+    # value: 'tk'"); given, they are refused by name (main)
+    for flags in _CAPACITY_ONLY_LLAMA:
+        lat.add_argument(*flags, dest=f"capacity_only_{flags[1][2:].replace('-', '_')}", default=None,
+                         help=argparse.SUPPRESS)
     for sub_parser, is_latency in ((c, False), (lat, True)):
         sub_parser.add_argument("--engine", choices=("vllm", cli_llama.LLAMA_ENGINE), default="vllm",
                                 help="whose memory and step model answers: vllm (default) or llama.cpp "
@@ -392,6 +397,10 @@ def _cmd_fetch_quant_data(args: argparse.Namespace) -> int:
     return 0
 
 
+# llama.cpp flags only `predict capacity` reads; the latency answers keep llama.cpp's defaults (f16 KV, -ub 512, -fa on)
+_CAPACITY_ONLY_LLAMA = (("-ctk", "--cache-type-k"), ("-ctv", "--cache-type-v"), ("-ub", "--ubatch-size"),
+                        ("-fa", "--flash-attn"))
+
 # What the llama.cpp answers read; every other option of `predict capacity|latency` is vLLM's (_vllm_flags_given).
 _LLAMA_READS = frozenset({"command", "what", "model", "hardware", "json", "engine", "weights", "gguf", "ctx_size",
                           "parallel", "kv_unified", "cache_type_k", "cache_type_v", "ubatch_size", "flash_attn",
@@ -401,7 +410,8 @@ _LLAMA_READS = frozenset({"command", "what", "model", "hardware", "json", "engin
 
 # What only the llama.cpp answers read: on a vLLM question (the default engine) they would be ignored.
 _LLAMA_ONLY = frozenset({"weights", "gguf", "ctx_size", "parallel", "kv_unified", "cache_type_k", "cache_type_v",
-                         "ubatch_size", "flash_attn"})
+                         "ubatch_size", "flash_attn",
+                         *(f"capacity_only_{long[2:].replace('-', '_')}" for _, long in _CAPACITY_ONLY_LLAMA)})
 
 
 def _flags_given(args: argparse.Namespace, parser: argparse.ArgumentParser, *, vllm: bool) -> list[str]:
@@ -409,7 +419,7 @@ def _flags_given(args: argparse.Namespace, parser: argparse.ArgumentParser, *, v
     llama.cpp's on a vLLM one (the answers would ignore them either way)."""
     defaults = vars(parser.parse_args(["predict", args.what, "--model", str(args.model), "--hardware",
                                        str(args.hardware)]))
-    return [f"--{dest.replace('_', '-')}" for dest, value in vars(args).items()
+    return [f"--{dest.removeprefix('capacity_only_').replace('_', '-')}" for dest, value in vars(args).items()
             if (dest not in _LLAMA_READS if vllm else dest in _LLAMA_ONLY) and dest in defaults
             and value != defaults[dest]]
 
@@ -422,6 +432,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.pytest_args = unknown
     if args.command == "predict" and args.engine == "llama.cpp" and args.quantization:
         parser.error("--quantization is vLLM's; llama.cpp's file types are --weights (e.g. --weights q4_k_m)")
+    if args.command == "predict" and args.engine == "llama.cpp" and args.what == "latency" and (given := [
+            f"{short}/{long}" for short, long in _CAPACITY_ONLY_LLAMA
+            if getattr(args, f"capacity_only_{long[2:].replace('-', '_')}") is not None]):
+        parser.error(f"{', '.join(given)}: read by predict capacity only; the llama.cpp latency answers keep llama.cpp's "
+                     "defaults (f16 KV cache, -ub 512, -fa on): drop them")
     if args.command == "predict" and args.engine == "llama.cpp":
         from pytest_anatomy import cli_llama
 

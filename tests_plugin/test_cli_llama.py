@@ -177,6 +177,15 @@ def test_llama_options_on_a_vllm_question_are_refused_not_ignored(capsys, argv, 
                     f"{flag}: llama.cpp's, not read by the vLLM answers (the default --engine); add --engine llama.cpp")
 
 
+def test_capacity_only_llama_flags_on_latency_are_named(capsys):
+    """-ctk q8_0 on a latency question was read as -c "tk" (argparse's prefix of -c): "argument -c/--ctx-size: invalid
+    int value: 'tk'". The flags the latency answers do not read are named and refused."""
+    _one_line_error(capsys, ["latency", "--model", "qwen2.5-7b", "--hardware", RECORDED[0], "--engine", "llama.cpp",
+                             "-ctk", "q8_0", "-ub", "256"],
+                    "-ctk/--cache-type-k, -ub/--ubatch-size: read by predict capacity only; the llama.cpp latency "
+                    "answers keep llama.cpp's defaults (f16 KV cache, -ub 512, -fa on): drop them")
+
+
 def _smallest_card() -> str:
     return min(CATALOG.values(), key=lambda h: h.nvml_memory_bytes or h.memory_bytes or 0).name
 
