@@ -204,6 +204,10 @@ def plan_warnings(args: argparse.Namespace, model: Any, hw: Any, settings: Any) 
     if sim_only:
         raise feasibility.ImpossiblePlan(f"{', '.join(sim_only)}: read only by the --rate simulation; add --rate R "
                                          "(Poisson arrivals per second) or drop them")
+    if args.prefix_cached_tokens > args.input_len:  # was capped silently at the prompt: 100,000 of 1,024 answered
+        raise feasibility.ImpossiblePlan(
+            f"--prefix-cached-tokens {args.prefix_cached_tokens:,} is more than the prompt (--input-len "
+            f"{args.input_len:,}); the cache can hold at most the prompt: pass N <= --input-len")
     if args.input_len + args.output_len > args.max_model_len:
         raise feasibility.ImpossiblePlan(
             f"--input-len {args.input_len:,} + --output-len {args.output_len:,} exceeds --max-model-len "

@@ -214,6 +214,15 @@ def test_any_speculative_text_parses_or_is_refused_with_a_reason(text: str) -> N
         assert spec.method == "ngram" and spec.k >= 1
 
 
+def test_more_cached_tokens_than_the_prompt_is_refused(capsys) -> None:
+    """--prefix-cached-tokens 100000 with a 1,024-token prompt was answered (capped at the prompt), exit 0."""
+    assert main([*BASE, "--prefix-cached-tokens", "100000"]) == 2
+    assert capsys.readouterr().err == ("pytest-anatomy: error: --prefix-cached-tokens 100,000 is more than the prompt "
+                                       "(--input-len 1,024); the cache can hold at most the prompt: pass N <= "
+                                       "--input-len\n")
+    assert main([*BASE, "--prefix-cached-tokens", "1024"]) == 0  # the whole prompt: answered (the last token recomputed)
+
+
 def test_a_speculative_field_given_twice_is_refused(capsys) -> None:
     """ngram:k=4,k=5 answered k=5, the last one silently winning."""
     with pytest.raises(SystemExit) as exit_:
