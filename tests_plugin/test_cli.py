@@ -259,3 +259,28 @@ def test_available_kv_memory_above_the_whole_budget_is_refused(capsys) -> None:
     assert "is above the whole budget 125.8 GiB on h200 (--gpu-memory-utilization 0.9), of which it is a part" in err
     assert err.count("\n") == 1 and "Traceback" not in err
     assert main([*argv, "--available-kv-gib", str(budget / 2**30 * 0.99)]) == 0  # just inside: answered
+
+
+@pytest.mark.parametrize("csv_text, problem", [
+    ("", "{src} is empty"),
+    ("id,system,precision\nrow-1,h200_sxm\n", "{src}: line 2 has 2 cells, the header 3 (cut short?)"),
+    ("id,system\nrow-1,h200_sxm\n", "{folder}: a file is not as published (KeyError: "),
+], ids=["empty", "row-cut-short", "column-missing"])
+def test_import_third_party_names_a_damaged_source_file_in_one_line(capsys, tmp_path, csv_text, problem) -> None:
+    """An empty CSV was a RuntimeError traceback (StopIteration inside a generator), a row cut short zip's
+    ValueError traceback, a missing column a KeyError traceback; each is one line naming the file, nothing
+    written."""
+    third_party = tmp_path / "third-party"
+    for sub in ("aiconfigurator", "argonne-llm-inference-bench", "inference-sim-blis"):
+        (third_party / sub).mkdir(parents=True)
+    folder = third_party / "aiconfigurator"
+    (folder / "SOURCE.txt").write_text(f"source: github.com/x/y @ {'0' * 40}  path: a.csv  licence: MIT\n")
+    (folder / "LICENSE").write_text("MIT\n")
+    src = folder / "silicon_sample.csv"
+    src.write_text(csv_text)
+    results = tmp_path / "results"
+    assert main(["import-third-party", str(third_party), "--results", str(results)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"pytest-anatomy: error: {problem.format(src=src, folder=folder)}"), err
+    assert err.endswith("restore the source's files as published (SOURCE.txt names the commit); nothing imported\n")
+    assert err.count("\n") == 1 and "Traceback" not in err and not results.exists()
