@@ -284,3 +284,23 @@ def test_import_third_party_names_a_damaged_source_file_in_one_line(capsys, tmp_
     assert err.startswith(f"pytest-anatomy: error: {problem.format(src=src, folder=folder)}"), err
     assert err.endswith("restore the source's files as published (SOURCE.txt names the commit); nothing imported\n")
     assert err.count("\n") == 1 and "Traceback" not in err and not results.exists()
+
+
+@pytest.mark.parametrize("script, problem", [
+    ("x = (\n", "SyntaxError: '(' was never closed (plan.py, line 1)"),
+    ("x = 1\n", "AttributeError: module 'capacity_plan' has no attribute 'PLAN'"),
+], ids=["syntax-error", "no-PLAN"])
+def test_preregister_names_a_plan_that_does_not_load(capsys, tmp_path, script, problem) -> None:
+    """--plan runs the given file: its SyntaxError, or a module without PLAN, was a traceback."""
+    plan = tmp_path / "plan.py"
+    plan.write_text(script)
+    assert main(["preregister", "capacity", "x.plan", "--plan", str(plan), "--results", str(tmp_path / "r")]) == 2
+    assert capsys.readouterr().err == (f"pytest-anatomy: error: {plan}: not a capacity plan ({problem}); pass the "
+                                       "capacity plan (--plan scripts/device/capacity_plan.py)\n")
+
+
+def test_preregister_refuses_a_plan_it_would_not_read(capsys, tmp_path) -> None:
+    """--plan is the capacity plan; on kernels or latency it was dropped silently."""
+    assert main(["preregister", "latency", "qwen2.5-32b", "--plan", str(tmp_path / "p.py")]) == 2
+    assert capsys.readouterr().err == ("pytest-anatomy: error: --plan is the capacity plan, not read by preregister "
+                                       "latency; drop it\n")
