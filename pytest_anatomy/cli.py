@@ -166,10 +166,11 @@ def _add_report_and_compare_parsers(sub: Any) -> None:
 
 
 def _add_import_parsers(sub: Any) -> None:
+    # --results is non_empty_path: an empty one is the current folder, so recordings landed in the checkout's root
     imp = sub.add_parser("import-seed", help="import the seed study's data into results/rtx4090/")
     imp.add_argument("seed_results", type=Path, help="path to shared/seed-results")
     imp.add_argument("--study", type=Path, default=None, help="path to STUDY.md (default: ../seed/STUDY.md beside it)")
-    imp.add_argument("--results", type=Path, default=Path("results"), help="results folder (results)")
+    imp.add_argument("--results", type=non_empty_path, default=Path("results"), help="results folder (results)")
     imp.add_argument("--dry-run", action="store_true", help="list what would be written")
 
     dev = sub.add_parser("import-device", help="import files a device measurement plan wrote to $OUT",
@@ -177,7 +178,7 @@ def _add_import_parsers(sub: Any) -> None:
                                      "turns each run of a device batch into a recording. Pass all files of one "
                                      "call together (e.g. latency.json ceilings.json latency-raw.jsonl *.log).")
     dev.add_argument("files", type=Path, nargs="+", help="batch JSON files and side files from one device call")
-    dev.add_argument("--results", type=Path, default=Path("results"), help="results folder (results)")
+    dev.add_argument("--results", type=non_empty_path, default=Path("results"), help="results folder (results)")
     dev.add_argument("--dry-run", action="store_true", help="list what would be written")
     dev.add_argument("--in-sample", action="store_true",
                      help="file a held-out capacity run that has no pre-registration committed before it ran as "
@@ -198,7 +199,7 @@ def _add_import_parsers(sub: Any) -> None:
                      help="UTC time of the run (2026-11-30T02:17:00Z); default: the manifest's own")
     ncu.add_argument("--provenance", action="append", default=[], metavar="KEY=VALUE",
                      help="add a provenance fact the files lack (repeatable), e.g. ncu=2025.3.1.0")
-    ncu.add_argument("--results", type=Path, default=Path("results"), help="results folder (results)")
+    ncu.add_argument("--results", type=non_empty_path, default=Path("results"), help="results folder (results)")
     ncu.add_argument("--dry-run", action="store_true", help="list what would be written")
     tp = sub.add_parser("import-third-party", help="import other people's published measurements (shared/third-party)",
                         description="Keeps each source's raw file byte for byte (with its licence and SOURCE.txt) and "
@@ -206,7 +207,7 @@ def _add_import_parsers(sub: Any) -> None:
                                     "results/<gpu>/third-party/<source>/; rows we cannot predict are counted by "
                                     "reason. The protocol: docs/VALIDATION.md.")
     tp.add_argument("third_party", type=Path, help="path to shared/third-party (../shared/third-party)")
-    tp.add_argument("--results", type=Path, default=Path("results"), help="results folder (results)")
+    tp.add_argument("--results", type=non_empty_path, default=Path("results"), help="results folder (results)")
     tp.add_argument("--dry-run", action="store_true", help="list what would be written")
 
 

@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from pytest_anatomy.cli_common import non_empty_path
 from pytest_anatomy.suggest import did_you_mean
 from pytest_anatomy import preregistration as pre
 
@@ -45,7 +46,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--hardware", default="h200", help="catalog name of the card the runs are planned on (h200)")
     p.add_argument("--plan", type=Path, default=DEFAULT_PLAN,
                    help="capacity: the capacity plan (scripts/device/capacity_plan.py)")
-    p.add_argument("--results", type=Path, default=Path("results"), help="results folder (results)")
+    p.add_argument("--results", type=non_empty_path, default=Path("results"), help="results folder (results)")
 
 
 def _error(message: str) -> int:

@@ -304,3 +304,17 @@ def test_preregister_refuses_a_plan_it_would_not_read(capsys, tmp_path) -> None:
     assert main(["preregister", "latency", "qwen2.5-32b", "--plan", str(tmp_path / "p.py")]) == 2
     assert capsys.readouterr().err == ("pytest-anatomy: error: --plan is the capacity plan, not read by preregister "
                                        "latency; drop it\n")
+
+
+@pytest.mark.parametrize("argv", [["import-seed", "seed-results"], ["import-device", "batch.json"],
+                                  ["import-ncu", "ncu.csv", "manifest.json"], ["import-third-party", "third-party"],
+                                  ["preregister", "latency", "qwen2.5-32b"]],
+                         ids=["import-seed", "import-device", "import-ncu", "import-third-party", "preregister"])
+def test_an_empty_results_folder_is_refused(capsys, argv) -> None:
+    """--results "" is Path(""), the current folder: the importers' recordings (import-seed's rtx4090/latency/...)
+    would have landed in the checkout's root."""
+    with pytest.raises(SystemExit) as exit_:
+        main([*argv, "--results", "", "--dry-run"] if argv[0] != "preregister" else [*argv, "--results", ""])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err == (f"pytest-anatomy {argv[0]}: error: argument --results: must not be empty "
+                                             f"(see pytest-anatomy {argv[0]} --help)\n")
