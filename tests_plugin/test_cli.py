@@ -301,7 +301,9 @@ def test_preregister_names_a_plan_that_does_not_load(capsys, tmp_path, script, p
 
 def test_preregister_refuses_a_plan_it_would_not_read(capsys, tmp_path) -> None:
     """--plan is the capacity plan; on kernels or latency it was dropped silently."""
-    assert main(["preregister", "latency", "qwen2.5-32b", "--plan", str(tmp_path / "p.py")]) == 2
+    # --results outside any checkout: were --plan not refused first, nothing could be written into results/
+    assert main(["preregister", "latency", "qwen2.5-32b", "--plan", str(tmp_path / "p.py"),
+                 "--results", str(tmp_path / "results")]) == 2
     assert capsys.readouterr().err == ("pytest-anatomy: error: --plan is the capacity plan, not read by preregister "
                                        "latency; drop it\n")
 
