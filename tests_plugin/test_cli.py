@@ -312,9 +312,10 @@ def test_preregister_refuses_a_plan_it_would_not_read(capsys, tmp_path) -> None:
                                   ["import-ncu", "ncu.csv", "manifest.json"], ["import-third-party", "third-party"],
                                   ["preregister", "latency", "qwen2.5-32b"]],
                          ids=["import-seed", "import-device", "import-ncu", "import-third-party", "preregister"])
-def test_an_empty_results_folder_is_refused(capsys, argv) -> None:
+def test_an_empty_results_folder_is_refused(capsys, tmp_path, monkeypatch, argv) -> None:
     """--results "" is Path(""), the current folder: the importers' recordings (import-seed's rtx4090/latency/...)
     would have landed in the checkout's root."""
+    monkeypatch.chdir(tmp_path)  # were it not refused, anything written lands here, not in the checkout
     with pytest.raises(SystemExit) as exit_:
         main([*argv, "--results", "", "--dry-run"] if argv[0] != "preregister" else [*argv, "--results", ""])
     err = capsys.readouterr().err
