@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 from pathlib import Path
 from typing import Any, Callable, NoReturn, Sequence
@@ -426,6 +427,19 @@ def _flags_given(args: argparse.Namespace, parser: argparse.ArgumentParser, *, v
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command line; a reader that closed the pipe early (`| head`) ends it quietly, as head expects, not with
+    a BrokenPipeError traceback (or "Exception ignored ... BrokenPipeError" from the interpreter's last flush)."""
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # here, inside the try: the interpreter's own flush at exit is past any handler
+        return code
+    except BrokenPipeError:
+        # The signal module's advice: point stdout at devnull so that the flush at exit cannot fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + 13  # SIGPIPE's status, what a shell reports for a writer whose reader went away
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args, unknown = parser.parse_known_args(argv)
     if unknown and args.command != "report":

@@ -321,3 +321,15 @@ def test_an_empty_results_folder_is_refused(capsys, tmp_path, monkeypatch, argv)
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and err == (f"pytest-anatomy {argv[0]}: error: argument --results: must not be empty "
                                              f"(see pytest-anatomy {argv[0]} --help)\n")
+
+
+def test_a_reader_that_closes_the_pipe_gets_no_traceback() -> None:
+    """`pytest-anatomy ... | head -1` ended in "Exception ignored ... BrokenPipeError" (or a traceback from print):
+    the command ends quietly with SIGPIPE's status, as a shell expects of a writer whose reader went away."""
+    proc = subprocess.Popen([sys.executable, "-m", "pytest_anatomy", "predict", "capacity", "--model", "qwen2.5-7b",
+                             "--hardware", "h200", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the reader goes away before the answer is written
+    with proc.stderr:
+        err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141 and err == ""
