@@ -184,7 +184,7 @@ def test_plan_refuses_a_workload_number_of_the_wrong_type(capsys, tmp_path, path
     ("folder", "is a folder; pass a workload JSON file or a name in tests_deployment/workloads/ (chat, rag)"),
     ("not-utf8", "is not readable JSON ('utf-8' codec can't decode byte 0xff in position 0: invalid start byte); "
                  "fix the file"),
-])
+], ids=["folder", "not-utf8"])
 def test_plan_names_a_workload_path_it_cannot_read(capsys, tmp_path, kind, message) -> None:
     """A file that is not UTF-8 printed 'error: utf-8' (the codec's name, a bare UnicodeDecodeError); a folder
     printed errno's tuple inside 'not readable JSON'."""
