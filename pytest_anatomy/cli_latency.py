@@ -35,7 +35,7 @@ from pytest_anatomy.theory.prediction import Prediction, Term
 from pytest_anatomy.specs.hardware import HARDWARE
 from pytest_anatomy.units import GiB, format_quantity
 from pytest_anatomy.cli_common import error as _error
-from pytest_anatomy.cli_common import non_empty, warn
+from pytest_anatomy.cli_common import non_empty, recordings_folder, warn
 
 
 
@@ -99,7 +99,7 @@ def add_parser(what: "argparse._SubParsersAction[Any]") -> argparse.ArgumentPars
     p.add_argument("--requests", type=_number(int, 1), default=None,
                    help="requests simulated with --rate (default: 60 s of arrivals, 200..5000); the simulation is "
                         "refused above 1e8 output tokens (minutes)")
-    p.add_argument("--seed", type=int, default=0, help="Poisson seed (0)")
+    p.add_argument("--seed", type=int, default=0, help="Poisson seed of the --rate simulation (0)")
     p.add_argument("--max-num-batched-tokens", type=_number(int, 1), default=None,
                    help="vLLM token budget per step (default: `vllm serve`'s for this GPU class)")
     p.add_argument("--max-num-seqs", type=_number(int, 1), default=None,
@@ -127,7 +127,7 @@ def add_parser(what: "argparse._SubParsersAction[Any]") -> argparse.ArgumentPars
                         "8,192-token prefill, else 1)")
     p.add_argument("--uncalibrated", action="store_true",
                    help="the pure datasheet roofline (a lower bound on time), ignoring recorded sessions")
-    p.add_argument("--results", type=Path, default=Path("results"),
+    p.add_argument("--results", type=recordings_folder, default=Path("results"),
                    help="folder of recordings the calibration is read from (results)")
     p.add_argument("--vllm-version", default=None, metavar="X.Y.Z",
                    help="vLLM release whose memory accounting sizes the KV pool (default 0.26.0; see predict capacity)")
@@ -200,6 +200,16 @@ def plan_warnings(args: argparse.Namespace, model: Any, hw: Any, settings: Any) 
     from pytest_anatomy.theory.planning import capacity
 
     feasibility.check_max_model_len(model, args.max_model_len)
+    # Only the --rate simulation reads them: without it they were dropped silently (--requests 10 answered exit 0)
+    sim_only = [flag for flag, given in (("--requests", args.requests is not None), ("--seed", bool(args.seed)))
+                if given and args.rate is None]
+    if sim_only:
+        raise feasibility.ImpossiblePlan(f"{', '.join(sim_only)}: read only by the --rate simulation; add --rate R "
+                                         "(Poisson arrivals per second) or drop them")
+    if args.prefix_cached_tokens > args.input_len:  # was capped silently at the prompt: 100,000 of 1,024 answered
+        raise feasibility.ImpossiblePlan(
+            f"--prefix-cached-tokens {args.prefix_cached_tokens:,} is more than the prompt (--input-len "
+            f"{args.input_len:,}); the cache can hold at most the prompt: pass N <= --input-len")
     if args.input_len + args.output_len > args.max_model_len:
         raise feasibility.ImpossiblePlan(
             f"--input-len {args.input_len:,} + --output-len {args.output_len:,} exceeds --max-model-len "
@@ -226,6 +236,7 @@ def plan_warnings(args: argparse.Namespace, model: Any, hw: Any, settings: Any) 
             raise feasibility.ImpossiblePlan(
                 f"{model.name}: weights {weights.value / GiB:.1f} GiB > budget {budget.value / GiB:.1f} GiB on "
                 f"{hw.name}, yet --kv-tokens says the engine started: check --model and --hardware")
+        _check_given_pool(args.kv_tokens, answers, hw)
         warnings = []
     if args.batch > settings.max_num_seqs:
         warnings.append(f"--batch {args.batch:,} is above max_num_seqs {settings.max_num_seqs:,}: vLLM runs at most "
@@ -242,6 +253,19 @@ def plan_warnings(args: argparse.Namespace, model: Any, hw: Any, settings: Any) 
                         f"{args.batch * (args.input_len + args.output_len):,} KV tokens, more than the pool's "
                         f"{tokens:,}: vLLM preempts (recomputes) requests, which this step model does not include")
     return tuple(warnings)
+
+
+def _check_given_pool(kv_tokens: int, answers: dict[str, Any], hw: Any) -> None:
+    """A --kv-tokens pool must fit in the card: 10^14 tokens answered as if the engine had started. Bounded by the
+    card's whole memory, not the budget, so that a pool the ledger would not predict is still taken."""
+    from pytest_anatomy.theory.feasibility import ImpossiblePlan
+
+    per_token, total = answers.get("kv_bytes_per_token"), hw.nvml_memory_bytes or hw.memory_bytes
+    if isinstance(per_token, Prediction) and total and kv_tokens * per_token.value > total:
+        raise ImpossiblePlan(
+            f"--kv-tokens {kv_tokens:,} x {per_token.value:,.0f} B per token = {kv_tokens * per_token.value / GiB:,.1f} "
+            f"GiB of KV, more than the {hw.name}'s {total / GiB:,.1f} GiB; pass the engine's 'GPU KV cache size' "
+            "in tokens")
 
 
 def _answers(args: argparse.Namespace, model: Any, hw: Any, settings: Any) -> dict[str, Prediction]:

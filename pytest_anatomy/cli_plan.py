@@ -25,7 +25,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from pytest_anatomy.cli_common import error, non_empty
+from pytest_anatomy.cli_common import error, non_empty, recordings_folder
 
 # the plan's metrics whose reconciled error is quoted (cli_uncertainty.METRICS names the table's rows for each)
 ERROR_OF = ("ttft_p50_s", "ttft_p99_s", "itl_p50_s", "itl_p99_s", "output_throughput")
@@ -56,7 +56,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--spec-acceptance", type=_positive(float), default=None, metavar="A",
                    help="n-gram acceptance per drafted token, in (0, 1]; speculation is a candidate only with it")
     p.add_argument("--top", type=_positive(int), default=5, help="configurations printed (5)")
-    p.add_argument("--results", type=Path, default=Path("results"), help="recordings for the calibration (results)")
+    p.add_argument("--results", type=recordings_folder, default=Path("results"), help="recordings for the calibration (results)")
     p.add_argument("--json", action="store_true", help="print the ranked plans as JSON")
 
 

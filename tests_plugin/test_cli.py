@@ -171,3 +171,173 @@ def test_import_device_help_says_in_sample_covers_every_held_out_check(capsys) -
         main(["import-device", "--help"])
     out = " ".join(capsys.readouterr().out.split())
     assert all(word in out for word in ("capacity run", "kernel timing", "latency run", "deployment batch"))
+
+
+def test_fetch_quant_data_refuses_a_file_or_an_empty_dir_in_one_line(capsys, tmp_path, monkeypatch) -> None:
+    """--dir naming a file was mkdir's FileExistsError traceback; an empty --dir was the current folder, so the
+    wheels were downloaded into the checkout. Both are refused before pip runs."""
+    from pytest_anatomy import quant_data
+
+    monkeypatch.setattr(quant_data, "_pip", lambda cmd: pytest.fail(f"pip ran: {cmd}"))
+    a_file = tmp_path / "cache"
+    a_file.write_text("")
+    assert main(["fetch-quant-data", "--dir", str(a_file)]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"pytest-anatomy: error: {a_file} is a file, not a folder: pass --dir a folder for the cache "
+                   "(or set $ANATOMY_QUANT_DATA to one)\n")
+    with pytest.raises(SystemExit) as exit_:
+        main(["fetch-quant-data", "--dir", ""])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --dir: must not be empty" in err and "Traceback" not in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("manifest, message", [
+    ('{"provenance": {}}', 'no launches (a non-empty list of objects, under "launches")'),
+    ('{"launches": "x"}', 'no launches (a non-empty list of objects, under "launches")'),
+    ('{"launches": [{"marker_grid": 1, "rung": "r", "shape": "s"}]}', "launch 0 lacks ladder"),
+    ('{"launches": [{"marker_grid": "1", "ladder": "l", "rung": "r", "shape": "s"}]}',
+     "launch 0 has marker_grid '1', not an integer >= 1"),
+    ('{"launches": [', "not valid JSON (Expecting value at line 1)"),
+    (b"\xfd7zXZ\x00", "not a JSON manifest (not UTF-8 text)"),
+], ids=["no-launches", "launches-not-a-list", "entry-without-ladder", "grid-a-string", "cut-short", "swapped"])
+def test_import_ncu_names_a_wrong_manifest_in_one_line(capsys, tmp_path, manifest, message) -> None:
+    """A manifest without "launches" printed 'error: launches' (a bare KeyError), an entry without a ladder
+    'error: ladder', launches that are not objects a TypeError traceback, the report and manifest swapped
+    'error: utf-8'. Each names the file, the problem and the fix; nothing is written."""
+    path = tmp_path / "profile-manifest.json"
+    path.write_bytes(manifest if isinstance(manifest, bytes) else manifest.encode())
+    report = tmp_path / "ncu.csv"
+    report.write_text('"ID","Kernel Name","Grid Size","Block Size"\n')
+    results = tmp_path / "results"
+    code = main(["import-ncu", str(report), str(path), "--recorded-at", "2026-11-30T02:17:00Z",
+                 "--results", str(results)])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    assert err == (f"pytest-anatomy: error: {path}: {message}; pass the profile-manifest.json the profile script "
+                   f"wrote beside the report{' (report first, then manifest)' if message.startswith('not a JSON') else ''}"
+                   "\n")
+    assert not results.exists()
+
+
+def test_import_ncu_names_a_report_without_its_columns(capsys, tmp_path) -> None:
+    """A report exported without the details page's columns printed 'error: Kernel Name' (a bare KeyError)."""
+    report, manifest = tmp_path / "ncu.csv", tmp_path / "profile-manifest.json"
+    report.write_text('"ID","Metric Name"\n"0","Duration"\n')
+    manifest.write_text('{"launches": [{"marker_grid": 1, "ladder": "l", "rung": "r", "shape": "s"}]}')
+    assert main(["import-ncu", str(report), str(manifest), "--recorded-at", "2026-11-30T02:17:00Z",
+                 "--results", str(tmp_path / "results")]) == 2
+    assert capsys.readouterr().err == ("pytest-anatomy: error: the ncu report has no Kernel Name, Grid Size, Block Size "
+                                       "column: was it written with --csv --page details?\n")
+
+
+@pytest.mark.parametrize("name, message", [
+    ("r.txt", "the suffix must say which file it is: .html (the report, ledger beside it as .json) or .json "
+              "(the ledger, report beside it as .html)"),
+    ("a-file/r.html", "{tmp}/a-file/r.html cannot be written: {tmp}/a-file is a file, not a folder"),
+], ids=["no-report-suffix", "under-a-file"])
+def test_report_refuses_a_bad_output_before_running_pytest(capsys, tmp_path, monkeypatch, name, message) -> None:
+    """-o was checked by the plugin inside the pytest run: two lines, exit 4 and a README remark that the run was
+    not whole. It is one line, exit 2, before any test runs."""
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setattr(subprocess, "call", lambda cmd: pytest.fail(f"pytest ran: {cmd}"))
+    assert main(["report", "-o", str(tmp_path / name)]) == 2
+    assert capsys.readouterr().err == (f"pytest-anatomy: error: -o {tmp_path / name}: "
+                                       f"{message.format(tmp=tmp_path)}\n")
+
+
+def test_report_refuses_an_empty_output(capsys, monkeypatch) -> None:
+    """-o "" ran every suite and wrote no report: the plugin reads an empty path as no report at all."""
+    monkeypatch.setattr(subprocess, "call", lambda cmd: pytest.fail(f"pytest ran: {cmd}"))
+    with pytest.raises(SystemExit) as exit_:
+        main(["report", "-o", ""])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err == ("pytest-anatomy report: error: argument -o/--output: must not be empty "
+                                             "(see pytest-anatomy report --help)\n")
+
+
+def test_available_kv_memory_above_the_whole_budget_is_refused(capsys) -> None:
+    """The engine's available KV memory is a part of its budget: --available-kv-gib 1e30 answered 10^33 blocks with
+    exit 0. Above the budget (here 0.9 x the card) is one line naming the budget and the flags to check."""
+    argv = ["predict", "capacity", "--model", "qwen2.5-7b", "--hardware", "h200", "--json"]
+    budget = _json(capsys, *argv)["requested_memory_bytes"]["value"]
+    assert main([*argv, "--available-kv-gib", str(budget / 2**30 * 1.01)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("pytest-anatomy: error: qwen2.5-7b: the given available KV memory (")
+    assert "is above the whole budget 125.8 GiB on h200 (--gpu-memory-utilization 0.9), of which it is a part" in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert main([*argv, "--available-kv-gib", str(budget / 2**30 * 0.99)]) == 0  # just inside: answered
+
+
+@pytest.mark.parametrize("csv_text, problem", [
+    ("", "{src} is empty"),
+    ("id,system,precision\nrow-1,h200_sxm\n", "{src}: line 2 has 2 cells, the header 3 (cut short?)"),
+    ("id,system\nrow-1,h200_sxm\n", "{folder}: a file is not as published (KeyError: "),
+], ids=["empty", "row-cut-short", "column-missing"])
+def test_import_third_party_names_a_damaged_source_file_in_one_line(capsys, tmp_path, csv_text, problem) -> None:
+    """An empty CSV was a RuntimeError traceback (StopIteration inside a generator), a row cut short zip's
+    ValueError traceback, a missing column a KeyError traceback; each is one line naming the file, nothing
+    written."""
+    third_party = tmp_path / "third-party"
+    for sub in ("aiconfigurator", "argonne-llm-inference-bench", "inference-sim-blis"):
+        (third_party / sub).mkdir(parents=True)
+    folder = third_party / "aiconfigurator"
+    (folder / "SOURCE.txt").write_text(f"source: github.com/x/y @ {'0' * 40}  path: a.csv  licence: MIT\n")
+    (folder / "LICENSE").write_text("MIT\n")
+    src = folder / "silicon_sample.csv"
+    src.write_text(csv_text)
+    results = tmp_path / "results"
+    assert main(["import-third-party", str(third_party), "--results", str(results)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"pytest-anatomy: error: {problem.format(src=src, folder=folder)}"), err
+    assert err.endswith("restore the source's files as published (SOURCE.txt names the commit); nothing imported\n")
+    assert err.count("\n") == 1 and "Traceback" not in err and not results.exists()
+
+
+@pytest.mark.parametrize("script, problem", [
+    ("x = (\n", "SyntaxError: '(' was never closed (plan.py, line 1)"),
+    ("x = 1\n", "AttributeError: module 'capacity_plan' has no attribute 'PLAN'"),
+], ids=["syntax-error", "no-PLAN"])
+def test_preregister_names_a_plan_that_does_not_load(capsys, tmp_path, script, problem) -> None:
+    """--plan runs the given file: its SyntaxError, or a module without PLAN, was a traceback."""
+    plan = tmp_path / "plan.py"
+    plan.write_text(script)
+    assert main(["preregister", "capacity", "x.plan", "--plan", str(plan), "--results", str(tmp_path / "r")]) == 2
+    assert capsys.readouterr().err == (f"pytest-anatomy: error: {plan}: not a capacity plan ({problem}); pass the "
+                                       "capacity plan (--plan scripts/device/capacity_plan.py)\n")
+
+
+def test_preregister_refuses_a_plan_it_would_not_read(capsys, tmp_path) -> None:
+    """--plan is the capacity plan; on kernels or latency it was dropped silently."""
+    # --results outside any checkout: were --plan not refused first, nothing could be written into results/
+    assert main(["preregister", "latency", "qwen2.5-32b", "--plan", str(tmp_path / "p.py"),
+                 "--results", str(tmp_path / "results")]) == 2
+    assert capsys.readouterr().err == ("pytest-anatomy: error: --plan is the capacity plan, not read by preregister "
+                                       "latency; drop it\n")
+
+
+@pytest.mark.parametrize("argv", [["import-seed", "seed-results"], ["import-device", "batch.json"],
+                                  ["import-ncu", "ncu.csv", "manifest.json"], ["import-third-party", "third-party"],
+                                  ["preregister", "latency", "qwen2.5-32b"]],
+                         ids=["import-seed", "import-device", "import-ncu", "import-third-party", "preregister"])
+def test_an_empty_results_folder_is_refused(capsys, tmp_path, monkeypatch, argv) -> None:
+    """--results "" is Path(""), the current folder: the importers' recordings (import-seed's rtx4090/latency/...)
+    would have landed in the checkout's root."""
+    monkeypatch.chdir(tmp_path)  # were it not refused, anything written lands here, not in the checkout
+    with pytest.raises(SystemExit) as exit_:
+        main([*argv, "--results", "", "--dry-run"] if argv[0] != "preregister" else [*argv, "--results", ""])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err == (f"pytest-anatomy {argv[0]}: error: argument --results: must not be empty "
+                                             f"(see pytest-anatomy {argv[0]} --help)\n")
+
+
+def test_a_reader_that_closes_the_pipe_gets_no_traceback() -> None:
+    """`pytest-anatomy ... | head -1` ended in "Exception ignored ... BrokenPipeError" (or a traceback from print):
+    the command ends quietly with SIGPIPE's status, as a shell expects of a writer whose reader went away."""
+    proc = subprocess.Popen([sys.executable, "-m", "pytest_anatomy", "predict", "capacity", "--model", "qwen2.5-7b",
+                             "--hardware", "h200", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the reader goes away before the answer is written
+    with proc.stderr:
+        err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141 and err == ""

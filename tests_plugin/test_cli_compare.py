@@ -139,14 +139,15 @@ def test_a_name_reconciled_twice_in_one_test_is_kept_apart(capsys, tmp_path: Pat
     (json.dumps([1, 2]).encode(), "not a pytest-anatomy ledger"),
     (json.dumps({"schema": LEDGER_SCHEMA, "reconciliations": [{"name": "x"}]}).encode(),
      "not a pytest-anatomy ledger"),
-], ids=["missing", "not-json", "not-utf8", "other-schema", "a-list", "entry-without-fields"])
+    (b"", "a folder, not a file"),
+], ids=["missing", "not-json", "not-utf8", "other-schema", "a-list", "entry-without-fields", "a-folder"])
 def test_bad_input_exits_2_with_one_line_naming_the_file(capsys, tmp_path: Path, which: str,
                                                          content: bytes | None, problem: str) -> None:
     good = tmp_path / "good.json"
     good.write_text(json.dumps(BASE))
     bad = tmp_path / "bad.json"
     if content is not None:
-        bad.write_bytes(content)
+        bad.write_bytes(content) if content else bad.mkdir()  # b"": a folder, once also "no such file"
     argv = ["compare", str(bad), str(good)] if which == "old" else ["compare", str(good), str(bad)]
     code = cli.main(argv)
     out, err = capsys.readouterr()

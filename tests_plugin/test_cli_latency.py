@@ -220,3 +220,46 @@ def test_help_says_what_answers_for_a_card_without_recordings(capsys) -> None:
     out = " ".join(capsys.readouterr().out.split())
     assert "carried over by the transfer rule" in out and "A card without recordings answers with the" not in out
     assert "newest recorded" not in out and "uncertainty}" in out
+
+
+def test_a_kv_pool_larger_than_the_card_is_refused(capsys) -> None:
+    """--kv-tokens 10^14 (the engine's pool, so the engine 'started') was answered with exit 0: a pool whose bytes
+    exceed the card's memory is one line naming the bytes and the card."""
+    args = _parser().parse_args(["latency", "--model", "qwen2.5-7b", "--hardware", "h200",
+                                 "--kv-tokens", str(10**14)])
+    assert cli_latency.run(args) == 2
+    err = capsys.readouterr().err
+    assert err == ("pytest-anatomy: error: --kv-tokens 100,000,000,000,000 x 57,344 B per token = 5,340,576,171.9 GiB "
+                   "of KV, more than the h200's 140.4 GiB; pass the engine's 'GPU KV cache size' in tokens\n")
+    ok = _parser().parse_args(["latency", "--model", "qwen2.5-7b", "--hardware", "h200", "--kv-tokens", "2000000"])
+    assert cli_latency.run(ok) == 0
+
+
+@pytest.mark.parametrize("argv, flags", [(["--requests", "10"], "--requests"),
+                                         (["--requests", "10", "--seed", "3"], "--requests, --seed")])
+def test_simulation_options_without_rate_are_refused_not_ignored(capsys, argv, flags) -> None:
+    """--requests and --seed size and seed the --rate simulation; without --rate they were dropped silently."""
+    args = _parser().parse_args(["latency", "--model", "qwen2.5-7b", "--hardware", "h200", *argv])
+    assert cli_latency.run(args) == 2
+    assert capsys.readouterr().err == (f"pytest-anatomy: error: {flags}: read only by the --rate simulation; add "
+                                       "--rate R (Poisson arrivals per second) or drop them\n")
+
+
+@pytest.mark.parametrize("question", [["predict", "latency"], ["plan", "--workload", "chat"]], ids=["latency", "plan"])
+@pytest.mark.parametrize("kind", ["missing", "file"])
+def test_a_results_path_that_is_not_a_folder_is_refused(capsys, tmp_path: Path, question, kind) -> None:
+    """A mistyped --results was read as "no recordings": the answer silently became the datasheet roofline's (2.96 ms
+    instead of the calibrated 4.75 ms for qwen2.5-7b b=1 on the H200), exit 0."""
+    from pytest_anatomy.cli import main
+
+    path = tmp_path / "resutls"
+    if kind == "file":
+        path.write_text("")
+    with pytest.raises(SystemExit) as exit_:
+        main([*question, "--model", "qwen2.5-7b", "--hardware", "h200", "--results", str(path)])
+    err = capsys.readouterr().err
+    problem = f"{path} is a file, not a folder of recordings" if kind == "file" else f"{path}: no such folder"
+    assert exit_.value.code == 2 and "Traceback" not in err
+    assert err == (f"pytest-anatomy {question[0]}{' latency' if question[0] == 'predict' else ''}: error: argument "
+                   f"--results: {problem}; pass the checkout's results folder (or one shaped like it) "
+                   f"(see pytest-anatomy {' '.join(question[:2]) if question[0] == 'predict' else 'plan'} --help)\n")

@@ -163,6 +163,29 @@ def test_vllm_options_are_refused_not_ignored(capsys, argv, flag):
                     f"{flag}: vLLM's, not read with --engine llama.cpp")
 
 
+@pytest.mark.parametrize("argv, flag", [
+    (("capacity", "--weights", "Q8_0"), "--weights"),
+    (("capacity", "-np", "4", "-ctk", "q8_0"), "--parallel, --cache-type-k"),
+    (("latency", "--gguf", "model.gguf"), "--gguf"),
+    (("latency", "-c", "8192", "--kv-unified"), "--ctx-size, --kv-unified"),
+])
+def test_llama_options_on_a_vllm_question_are_refused_not_ignored(capsys, argv, flag):
+    """The other way round: a llama.cpp option without --engine llama.cpp was dropped silently (--weights Q8_0
+    answered vLLM's bf16 ledger, exit 0)."""
+    what, *rest = argv
+    _one_line_error(capsys, [what, "--model", "qwen2.5-7b", "--hardware", RECORDED[0], *rest],
+                    f"{flag}: llama.cpp's, not read by the vLLM answers (the default --engine); add --engine llama.cpp")
+
+
+def test_capacity_only_llama_flags_on_latency_are_named(capsys):
+    """-ctk q8_0 on a latency question was read as -c "tk" (argparse's prefix of -c): "argument -c/--ctx-size: invalid
+    int value: 'tk'". The flags the latency answers do not read are named and refused."""
+    _one_line_error(capsys, ["latency", "--model", "qwen2.5-7b", "--hardware", RECORDED[0], "--engine", "llama.cpp",
+                             "-ctk", "q8_0", "-ub", "256"],
+                    "-ctk/--cache-type-k, -ub/--ubatch-size: read by predict capacity only; the llama.cpp latency "
+                    "answers keep llama.cpp's defaults (f16 KV cache, -ub 512, -fa on): drop them")
+
+
 def _smallest_card() -> str:
     return min(CATALOG.values(), key=lambda h: h.nvml_memory_bytes or h.memory_bytes or 0).name
 

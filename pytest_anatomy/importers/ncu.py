@@ -57,6 +57,34 @@ class NcuImportError(ValueError):
     pass
 
 
+_REQUIRED = ("marker_grid", "ladder", "rung", "shape")
+
+
+def read_manifest(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The manifest's launches and its provenance ({} for an older bare list), checked here so that a wrong file
+    (the report and manifest swapped, a hand-edited entry) is named in one line, not as a bare KeyError ('launches')
+    or a traceback from an entry that is not an object."""
+    fix = "pass the profile-manifest.json the profile script wrote beside the report"
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise NcuImportError(f"{path}: not a JSON manifest (not UTF-8 text); {fix} (report first, then manifest)") \
+            from None
+    except json.JSONDecodeError as exc:
+        raise NcuImportError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}); {fix}") from None
+    launches = doc.get("launches") if isinstance(doc, dict) else doc
+    if not isinstance(launches, list) or not launches or not all(isinstance(m, dict) for m in launches):
+        raise NcuImportError(f"{path}: no launches (a non-empty list of objects, under \"launches\"); {fix}")
+    for i, m in enumerate(launches):
+        missing = [k for k in _REQUIRED if k not in m]
+        if missing:
+            raise NcuImportError(f"{path}: launch {i} lacks {', '.join(missing)}; {fix}")
+        if isinstance(m["marker_grid"], bool) or not isinstance(m["marker_grid"], int) or m["marker_grid"] < 1:
+            raise NcuImportError(f"{path}: launch {i} has marker_grid {m['marker_grid']!r}, not an integer >= 1; {fix}")
+    provenance = doc.get("provenance") if isinstance(doc, dict) else None
+    return launches, provenance if isinstance(provenance, dict) else {}
+
+
 def _number(text: str) -> float | None:
     try:
         return float(text.replace(",", ""))
@@ -77,7 +105,12 @@ def parse_report(text: str) -> list[dict[str, Any]]:
     if start < 0:
         raise NcuImportError("no CSV header (\"ID\",...) in the ncu report: was it written with --csv --page details?")
     kernels: dict[str, dict[str, Any]] = {}
-    for row in csv.DictReader(io.StringIO(text[start:])):
+    reader = csv.DictReader(io.StringIO(text[start:]))
+    missing = [c for c in ("ID", "Kernel Name", "Grid Size", "Block Size") if c not in (reader.fieldnames or ())]
+    if missing:  # a KeyError below would print as the bare column name
+        raise NcuImportError(f"the ncu report has no {', '.join(missing)} column: was it written with --csv --page "
+                             "details?")
+    for row in reader:
         k = kernels.setdefault(row["ID"], {"name": row["Kernel Name"], "grid": row["Grid Size"],
                                            "block": row["Block Size"], "metrics": {}, "stalls": []})
         name, value = row.get("Metric Name") or "", row.get("Metric Value") or ""
@@ -138,9 +171,7 @@ def import_ncu(report: Path, manifest_path: Path, results: Path, *, hardware: st
                provenance: dict[str, Any] | None = None, dry_run: bool = False) -> list[tuple[str, str]]:
     """Write one recording per rung (and keep both input files verbatim); all or nothing."""
     text = read_report_text(report)
-    doc = json.loads(manifest_path.read_text())
-    manifest = doc["launches"] if isinstance(doc, dict) else doc
-    extra = (doc.get("provenance") or {}) if isinstance(doc, dict) else {}
+    manifest, extra = read_manifest(manifest_path)
     groups = group_by_rung(parse_report(text), manifest)
     sha = hashlib.sha256(report.read_bytes()).hexdigest()
     planned = []

@@ -75,6 +75,9 @@ ALIASES: dict[str, tuple[str, str, dict[str, int]]] = {
 }
 
 
+_RESTORE = "restore the source's files as published (SOURCE.txt names the commit); nothing imported"
+
+
 class ThirdPartyImportError(RuntimeError):
     pass
 
@@ -193,13 +196,19 @@ class _Group:
             data={"header": self.header, "experiments": self.experiments})
 
 
-def _rows(raw: bytes) -> Iterator[tuple[int, list[str], dict[str, str], list[str]]]:
-    """(line number, header, row as dict, row's cells verbatim) for each data line of a CSV file."""
+def _rows(raw: bytes, src: Path) -> Iterator[tuple[int, list[str], dict[str, str], list[str]]]:
+    """(line number, header, row as dict, row's cells verbatim) for each data line of a CSV file. An empty file
+    (StopIteration inside a generator: a RuntimeError traceback) and a row cut short (zip's ValueError) are named."""
     reader = csv.reader(io.StringIO(raw.decode("utf-8")))
-    header = next(reader)
+    header = next(reader, None)
+    if header is None:
+        raise ThirdPartyImportError(f"{src} is empty; {_RESTORE}")
     for cells in reader:
         if not any(cells):
             continue
+        if len(cells) != len(header):
+            raise ThirdPartyImportError(f"{src}: line {reader.line_num} has {len(cells)} cells, the header "
+                                        f"{len(header)} (cut short?); {_RESTORE}")
         yield reader.line_num, header, dict(zip(header, cells, strict=True)), cells
 
 
@@ -224,7 +233,7 @@ def plan_aiconfigurator(folder: Path, results: Path, home: str = "h100-sxm") -> 
     out = Plan(raw=[(src, raw_at), (folder / "LICENSE", raw_at.parent / "LICENSE"),
                     (folder / "SOURCE.txt", raw_at.parent / "SOURCE.txt")])
     groups: dict[tuple[str, str], _Group] = {}
-    for line, header, row, cells in _rows(raw):
+    for line, header, row, cells in _rows(raw, src):
         reason = _aic_unusable(row)
         if reason:
             out.skipped[reason] += 1
@@ -309,7 +318,7 @@ def plan_argonne(folder: Path, results: Path, home: str = "h100-sxm") -> Plan:
     out = Plan(raw=[(src, raw_at), (script, raw_at.parent / script.name),
                     (folder / "LICENSE", raw_at.parent / "LICENSE"), (folder / "SOURCE.txt", raw_at.parent / "SOURCE.txt")])
     groups: dict[tuple[str, str], _Group] = {}
-    for line, header, row, cells in _rows(raw):
+    for line, header, row, cells in _rows(raw, src):
         reason = _argonne_unusable(row)
         if reason:
             out.skipped[reason] += 1
@@ -411,7 +420,17 @@ def plan(third_party: Path, results: Path) -> dict[str, Plan]:
     if missing:
         raise ThirdPartyImportError(f"{third_party} lacks {', '.join(missing)}; pass shared/third-party "
                                     "(../shared/third-party)")
-    return {source: planner(third_party / folder, results) for source, (folder, planner) in PLANNERS.items()}
+    plans = {}
+    for source, (folder, planner) in PLANNERS.items():
+        try:
+            plans[source] = planner(third_party / folder, results)
+        except ThirdPartyImportError:
+            raise
+        except (KeyError, ValueError, TypeError, IndexError, AttributeError) as exc:
+            # a source file edited or damaged out of the shape its reader expects: one line, not the traceback
+            raise ThirdPartyImportError(f"{third_party / folder}: a file is not as published ({type(exc).__name__}: "
+                                        f"{exc}); {_RESTORE}") from None
+    return plans
 
 
 def run(third_party: Path, results: Path, *, dry_run: bool = False) -> tuple[list[tuple[str, str]], dict[str, Counter[str]]]:

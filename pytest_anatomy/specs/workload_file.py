@@ -22,7 +22,7 @@ import math
 import random
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from pytest_anatomy.specs.workload import poisson_arrivals
 
@@ -111,7 +111,12 @@ def load(path: str | Path) -> WorkloadSpec:
     except FileNotFoundError:
         raise WorkloadError(f"workload file {p} not found; pass a path to a workload JSON or a name in "
                             "tests_deployment/workloads/ (chat, rag)") from None
-    except (OSError, json.JSONDecodeError) as exc:
+    except IsADirectoryError:  # its errno tuple read "not readable JSON ([Errno 21] Is a directory: ...)"
+        raise WorkloadError(f"workload file {p} is a folder; pass a workload JSON file or a name in "
+                            "tests_deployment/workloads/ (chat, rag)") from None
+    except OSError as exc:
+        raise WorkloadError(f"workload file {p} cannot be read ({exc.strerror or exc}); fix its permissions") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise WorkloadError(f"workload file {p} is not readable JSON ({exc}); fix the file") from None
     try:
         return parse(data)
@@ -125,12 +130,16 @@ def parse(data: Any) -> WorkloadSpec:
     try:
         arrival, prefix, slo = data["arrival"], data.get("shared_prefix") or {}, data["slo"]
         spec = WorkloadSpec(
-            name=str(data["name"]), seed=int(data["seed"]), num_requests=int(data["num_requests"]),
-            process=str(arrival["process"]), concurrency=_opt(arrival.get("concurrency"), int),
-            rate=_opt(arrival.get("rate"), float), suffix_len=_dist(data["suffix_len"], "suffix_len"),
-            output_len=_dist(data["output_len"], "output_len"), prefix_tokens=int(prefix.get("tokens", 0)),
-            prefix_fraction=float(prefix.get("fraction", 0.0)), prefix_count=int(prefix.get("count", 1)),
-            slo=Slo(float(slo["ttft_ms"]), float(slo["itl_ms"])), description=str(data.get("description", "")))
+            name=str(data["name"]), seed=_int(data["seed"], "seed"),
+            num_requests=_int(data["num_requests"], "num_requests"), process=str(arrival["process"]),
+            concurrency=_opt(arrival.get("concurrency"), "arrival.concurrency", _int),
+            rate=_opt(arrival.get("rate"), "arrival.rate", _num), suffix_len=_dist(data["suffix_len"], "suffix_len"),
+            output_len=_dist(data["output_len"], "output_len"),
+            prefix_tokens=_int(prefix.get("tokens", 0), "shared_prefix.tokens"),
+            prefix_fraction=_num(prefix.get("fraction", 0.0), "shared_prefix.fraction"),
+            prefix_count=_int(prefix.get("count", 1), "shared_prefix.count"),
+            slo=Slo(_num(slo["ttft_ms"], "slo.ttft_ms"), _num(slo["itl_ms"], "slo.itl_ms")),
+            description=str(data.get("description", "")))
     except WorkloadError:
         raise
     except KeyError as exc:
@@ -141,15 +150,32 @@ def parse(data: Any) -> WorkloadSpec:
     return spec
 
 
-def _opt(value: Any, kind: type) -> Any:
-    return None if value is None else kind(value)
+def _int(value: Any, name: str) -> int:
+    """A JSON integer, as written. int() coerced what was not one: true was 1 request, 96.7 was 96, "96" was 96."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise WorkloadError(f"{name} has the wrong type: {value!r} is not a JSON integer; write it as in "
+                            "tests_deployment/workloads/chat.json")
+    return value
+
+
+def _num(value: Any, name: str) -> float:
+    """A JSON number, as written: float() took true as 1 ms and "400" as 400."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise WorkloadError(f"{name} has the wrong type: {value!r} is not a JSON number; write it as in "
+                            "tests_deployment/workloads/chat.json")
+    return float(value)
+
+
+def _opt(value: Any, name: str, kind: Callable[[Any, str], Any]) -> Any:
+    return None if value is None else kind(value, name)
 
 
 def _dist(d: dict[str, Any], name: str) -> LengthDist:
     if d.get("distribution", "lognormal") != "lognormal":
         raise WorkloadError(f"{name}.distribution {d.get('distribution')!r} is not supported; use 'lognormal' "
                             "(sigma 0 for a fixed length)")
-    dist = LengthDist(float(d["median"]), float(d.get("sigma", 0.0)), int(d["min"]), int(d["max"]))
+    dist = LengthDist(_num(d["median"], f"{name}.median"), _num(d.get("sigma", 0.0), f"{name}.sigma"),
+                      _int(d["min"], f"{name}.min"), _int(d["max"], f"{name}.max"))
     if not 1 <= dist.low <= dist.median <= dist.high or dist.sigma < 0:
         raise WorkloadError(f"{name} needs 1 <= min <= median <= max and sigma >= 0, got {d}")
     return dist

@@ -175,9 +175,14 @@ def _shortfall(answers: Answers, plan: Plan) -> str | None:
         if weights > budget:
             return f"weights {_gib(weights)}{rank} > budget {_gib(budget)} on {where}"
         return None
+    given = str(answers["available_kv_bytes"].formula).startswith("given")
+    if given and available > budget:  # the pool is a part of the budget: 1e30 GiB answered 1e33 blocks, exit 0
+        return (f"the given available KV memory ({_gib(available)}) is above the whole budget {_gib(budget)}{rank} "
+                f"on {where}, of which it is a part; pass the engine's 'Available KV cache memory' in GiB (and the "
+                "--gpu-memory-utilization it ran with)")
     if available > 0 and (blocks is None or blocks >= 1):
         return None
-    if str(answers["available_kv_bytes"].formula).startswith("given"):
+    if given:
         return (f"the given available KV memory ({_gib(available)}) holds {int(blocks or 0)} KV blocks; pass the "
                 "engine's 'Available KV cache memory' in GiB")
     memory = _value(answers, "model_memory_bytes")
