@@ -162,7 +162,7 @@ def test_profile_only_picks_the_named_rungs_at_the_named_shape(capsys: pytest.Ca
     ("sgemm.s18.32x18944x3584", "no rung 's18' in sgemm"),
     ("sgemm.s18-fp32-small-m-splitk.32x1", "sgemm is not timed at 32x1 (shapes: 4096x4096x4096, "),
     ("gemm", "no ladder 'gemm'"),
-])
+], ids=["rung", "shape", "ladder"])
 def test_profile_only_refuses_an_unknown_id_in_one_line(only: str, says: str) -> None:
     profile = device_scripts.load("kernels_profile")
     with pytest.raises(SystemExit) as exc:
