@@ -45,3 +45,25 @@ def test_budget_terms_must_be_non_negative_and_sum_to_rel() -> None:
     with pytest.raises(ToleranceError, match="sum to rel"):
         Tolerance(rel=0.05, why="w", budget=(("a", 0.01),)).check()
     assert Tolerance.from_budget("w", a=0.01, b=0.02).check().to_dict()["budget"] == {"a": 0.01, "b": 0.02}
+
+
+def test_readme_names_every_field_of_a_ledger_entry() -> None:
+    """README's list of a JSON ledger entry's fields is the one Reconciliation.to_dict writes (it said `gap` where the
+    ledger has gap_abs and gap_rel, and left out name, ratio, model, prediction and finding, until 2026-12-05)."""
+    import ast
+    import inspect
+    import re
+    from pathlib import Path
+
+    from pytest_anatomy.reconcile import Reconciliation
+
+    tree = ast.parse(inspect.getsource(Reconciliation.to_dict).strip())
+    returned = next(n.value for n in ast.walk(tree) if isinstance(n, ast.Return))
+    assert isinstance(returned, ast.Dict)
+    written = {k.value for k in returned.keys if isinstance(k, ast.Constant)}
+    written |= {k.value for n in ast.walk(returned) if isinstance(n, ast.Dict) for k in n.keys
+                if isinstance(k, ast.Constant) and k.value == "extra"}
+    readme = " ".join((Path(__file__).resolve().parents[1] / "README.md").read_text().split())
+    listed = re.search(r"The JSON beside it has one entry per reconciliation \((.*?)\) for dashboards", readme)
+    assert listed, "README no longer lists the ledger entry's fields where this test looks"
+    assert set(re.findall(r"`(\w+)`", listed.group(1))) == written
