@@ -44,7 +44,9 @@ def add_parsers(sub: Any) -> None:
                                      "results/<gpu>/batches/<stamp>/.")
     ncu.add_argument("report", type=Path, help="ncu.csv or ncu.csv.xz")
     ncu.add_argument("manifest", type=Path, help="profile-manifest.json")
-    ncu.add_argument("--hardware", default="h200", help="catalog name of the profiled GPU (h200)")
+    ncu.add_argument("--hardware", default="h200",
+                     help="the profiled GPU: a catalog name (case-insensitive) or a card already under --results "
+                          "(h200)")
     ncu.add_argument("--recorded-at", default=None,
                      help="UTC time of the run (2026-11-30T02:17:00Z); default: the manifest's own")
     ncu.add_argument("--provenance", action="append", default=[], metavar="KEY=VALUE",
@@ -127,11 +129,30 @@ def _cmd_import_ncu(args: argparse.Namespace) -> int:
             print(f"pytest-anatomy: error: --provenance needs KEY=VALUE, got {bad}", file=sys.stderr)
             return 2
         extra = dict(p.split("=", 1) for p in args.provenance)
-        done = import_ncu(args.report, args.manifest, args.results, hardware=args.hardware,
+        hardware = recorded_card(args.hardware, args.results)
+        done = import_ncu(args.report, args.manifest, args.results, hardware=hardware,
                           recorded_at=when.replace("+00:00", "Z"), provenance=extra, dry_run=args.dry_run)
     except (NcuImportError, RecordingError, OSError, ValueError, KeyError) as exc:
         return _error(exc)
     return _print_done(done)
+
+
+def recorded_card(name: str, results: Path) -> str:
+    """The folder a card's recordings go to: a catalog name in its catalog spelling (H200 and "NVIDIA H200" are
+    h200), or a card that already has recordings under `results` (one a live session named from the driver); else
+    ValueError in one line: a typo would open a new card's folder (h200x/) that no test reads."""
+    from pytest_anatomy.specs.hardware import HARDWARE, UnknownHardwareError, get_hardware
+    from pytest_anatomy.suggest import did_you_mean
+
+    try:
+        return get_hardware(name).name
+    except UnknownHardwareError:
+        if (results / name).is_dir():
+            return name
+        hint = did_you_mean(name, HARDWARE, fold=True)
+        raise ValueError(f"--hardware {name}: not in the catalog ({', '.join(HARDWARE)}) and {results / name} does not "
+                         "exist: name a catalog card or the folder of a card recorded live"
+                         + (f" ({hint})" if hint else "")) from None
 
 
 def run(args: argparse.Namespace) -> int:

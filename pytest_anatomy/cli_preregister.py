@@ -124,10 +124,12 @@ def _latency(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pytest_anatomy.specs.hardware import HARDWARE
+    from pytest_anatomy.specs.hardware import HARDWARE, UnknownHardwareError, get_hardware
     from pytest_anatomy.theory.capacity import NotModeled
 
-    if args.hardware not in HARDWARE:
+    try:  # the catalog's spelling, as predict takes it (H200, "NVIDIA H200"): the file is named by it
+        args.hardware = get_hardware(args.hardware).name
+    except UnknownHardwareError:
         return _error(f"--hardware {args.hardware!r} is not in the catalog ({', '.join(sorted(HARDWARE))})")
     if args.suite != "capacity" and args.plan != DEFAULT_PLAN:  # read by capacity only: it was ignored silently
         return _error(f"--plan is the capacity plan, not read by preregister {args.suite}; drop it")

@@ -266,3 +266,22 @@ def test_keep_raw_xz_is_one_stream_that_round_trips_byte_for_byte(tmp_path) -> N
     once = lzma.decompress(payload, format=lzma.FORMAT_XZ)
     assert once == big.read_bytes() and not once.startswith(XZ_MAGIC)
     assert len(payload) < big.stat().st_size / 2
+
+
+def test_import_ncu_names_the_card_as_the_catalog_does_and_refuses_a_typo(tmp_path: Path, capsys) -> None:
+    """--hardware H200 (or NVML's "NVIDIA H200") files under h200/, as predict reads the name; a typo (h200x) is
+    refused in one line instead of opening a card folder no test reads; a card recorded live keeps its own folder."""
+    from pytest_anatomy.cli import main
+
+    report, manifest = _ncu_files(tmp_path)
+    results = tmp_path / "r"
+    assert main(["import-ncu", str(report), str(manifest), "--results", str(results), "--hardware", "NVIDIA H200"]) == 0
+    assert recordings.list_recordings(results, "h200", "kernels", "ncu.")
+    capsys.readouterr()
+    assert main(["import-ncu", str(report), str(manifest), "--results", str(results), "--hardware", "h200x"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("pytest-anatomy: error: --hardware h200x: not in the catalog") and "'h200'" in err
+    assert "\n" not in err and not (results / "h200x").exists()
+    (results / "nvidia-l4").mkdir()
+    assert main(["import-ncu", str(report), str(manifest), "--results", str(results), "--hardware", "nvidia-l4"]) == 0
+    assert recordings.list_recordings(results, "nvidia-l4", "kernels", "ncu.")

@@ -257,6 +257,15 @@ def test_preregister_kernels_writes_the_rung_headers_times_with_the_commit(repo:
     assert {k: r["predictions"]["time"]["value"] * 1e3 for k, r in doc["runs"].items()} == pytest.approx(expected)
 
 
+def test_preregister_takes_the_card_in_any_spelling_predict_takes(repo: Path) -> None:
+    """--hardware H200 is the catalog's h200, as predict reads it (it was refused as 'not in the catalog'); the file
+    goes to the catalog name's folder."""
+    proc = _cli(repo, "kernels", "softmax.x10-grid-tiles", "--hardware", PREREGISTERED_ON.upper())
+    assert proc.returncode == 0, proc.stderr
+    (path,) = (repo / "results" / PREREGISTERED_ON / "preregistered").glob("kernels-*.json")
+    assert json.loads(path.read_text())["hardware"] == PREREGISTERED_ON
+
+
 def test_preregister_kernels_refuses_in_one_line(repo: Path) -> None:
     """Another card (the headers pre-register H200 times), an unknown rung, a shape its header gives no time, and
     uncommitted kernel code each refuse in one line, writing nothing."""
