@@ -14,6 +14,7 @@ from pytest_anatomy.option_names import (  # noqa: F401 - re-exported: callers i
     ALLOW_RESOLVED_OPTION,
     HARDWARE_INI,
     HARDWARE_OPTION,
+    INI_KEYS,
     MODEL_INI,
     MODEL_OPTION,
     PLAN_OPTION,
@@ -121,17 +122,15 @@ def add_options(parser: pytest.Parser) -> None:
 
 def parse_settings(config: pytest.Config) -> AnatomySettings:
     """Every option and ini key, validated before any test runs (pytest.UsageError: one line each)."""
+    check_ini_keys(config)
     source = config.getoption(SOURCE_OPTION) or config.getini(SOURCE_INI)
     if source not in SOURCES:
         raise pytest.UsageError(f"{SOURCE_INI}={source!r} is not one of {', '.join(SOURCES)}")
-    hardware = validate_hardware(config.getoption(HARDWARE_OPTION) or config.getini(HARDWARE_INI), HARDWARE_OPTION)
-    report = config.getoption(REPORT_OPTION)
-    results = Path(config.getini(RESULTS_DIR_INI))
-    if not results.is_absolute():
-        results = Path(config.rootpath) / results
-    if results.exists() and not results.is_dir():
-        raise pytest.UsageError(f"{RESULTS_DIR_INI}={config.getini(RESULTS_DIR_INI)}: {results} is a file; "
-                                "give the folder that holds the recordings (results/<hardware>/<suite>/)")
+    # An ini value is named by its ini key, not by the flag it is the default of: the fix is in the ini file.
+    hardware_option, model_option = given(config, HARDWARE_OPTION), given(config, MODEL_OPTION)
+    hardware = validate_hardware(hardware_option or config.getini(HARDWARE_INI),
+                                 HARDWARE_OPTION if hardware_option else HARDWARE_INI)
+    report = given(config, REPORT_OPTION)
     try:
         spec_source = config.getoption(SPEC_SOURCE_OPTION) or spec_source_setting()
     except ValueError as exc:
@@ -141,21 +140,67 @@ def parse_settings(config: pytest.Config) -> AnatomySettings:
         show_plan=bool(config.getoption(PLAN_OPTION)),
         source=source,
         hardware=hardware,
-        model=validate_model(config.getoption(MODEL_OPTION) or config.getini(MODEL_INI)),
+        model=validate_model(model_option or config.getini(MODEL_INI), MODEL_OPTION if model_option else MODEL_INI),
         record=bool(config.getoption(RECORD_OPTION)),
         allow_resolved=bool(config.getoption(ALLOW_RESOLVED_OPTION)),
         report=validate_report_path(report) if report else None,
-        results_dir=results,
+        results_dir=results_dir(config, source),
         replay_hardware=validate_hardware(config.getini(REPLAY_HARDWARE_INI), REPLAY_HARDWARE_INI, auto=False),
-        summary=validate_summary_path(config.getoption(SUMMARY_OPTION)),
+        summary=validate_summary_path(given(config, SUMMARY_OPTION)),
     )
+
+
+def check_ini_keys(config: pytest.Config) -> None:
+    """An anatomy_* key the plugin does not know (anatomy_sorce = recorded) is refused. pytest only warns of it and
+    the run went on with the default (auto, not recorded); under filterwarnings = error the warning was an
+    INTERNALERROR traceback."""
+    inicfg = getattr(config, "_inicfg", None)  # pytest 9; its config.inicfg warns (deprecated)
+    keys = set(getattr(config, "inicfg", None) or () if inicfg is None else inicfg)  # pytest 8: config.inicfg
+    keys |= {str(o).split("=", 1)[0].strip() for o in config.getoption("override_ini", None) or ()}  # -o key=value
+    prefix = "anatomy_"
+    for key in sorted(k for k in keys if k.startswith(prefix) and k not in INI_KEYS):
+        from pytest_anatomy.suggest import close_matches, phrase
+
+        # compared without the prefix every key shares: anatomy_zzz is like none of them
+        near = close_matches(key.removeprefix(prefix), [k.removeprefix(prefix) for k in INI_KEYS])
+        hint = phrase([prefix + n for n in near], sentence=True)
+        raise pytest.UsageError(f"unknown ini key {key!r}.{f' {hint}' if hint else ''} "
+                                f"The anatomy keys: {', '.join(INI_KEYS)}")
+
+
+def given(config: pytest.Config, option: str) -> str | None:
+    """A string option's value, None when it was not given. Given empty (`--anatomy-report=$REPORT` with REPORT
+    unset) is refused: taken as absent, the run went on without the report, or on the ini's hardware, exit 0."""
+    value = config.getoption(option)
+    if value is not None and not str(value).strip():
+        raise pytest.UsageError(f"{option}= is empty (an unset shell variable?); give a value or leave {option} out")
+    return None if value is None else str(value)
+
+
+def results_dir(config: pytest.Config, source: str) -> Path:
+    """The recordings folder (ini key, relative to rootdir); a file, an empty value, or a missing folder to replay
+    from (source recorded) is refused."""
+    value = str(config.getini(RESULTS_DIR_INI))
+    if not value.strip():  # Path("") is rootdir itself: every test would look for recordings in the checkout's root
+        raise pytest.UsageError(f"{RESULTS_DIR_INI} is empty; give the folder that holds the recordings "
+                                "(results/<hardware>/<suite>/), or remove the key for the default, results")
+    results = Path(value).expanduser()
+    if not results.is_absolute():
+        results = Path(config.rootpath) / results
+    if results.exists() and not results.is_dir():
+        raise pytest.UsageError(f"{RESULTS_DIR_INI}={value}: {results} is a file; "
+                                "give the folder that holds the recordings (results/<hardware>/<suite>/)")
+    if source == "recorded" and not results.exists():  # every replayed test was deselected; the rest passed, exit 0
+        raise pytest.UsageError(f"{RESULTS_DIR_INI}={value}: {results} does not exist, so {SOURCE_OPTION}=recorded "
+                                "has nothing to replay; give the folder that holds the recordings")
+    return results
 
 
 def validate_summary_path(value: str | None) -> Path | None:
     """The markdown summary's path; a folder or an unwritable place is refused now, not when the run ends."""
     if not value:
         return None
-    summary = Path(value)
+    summary = Path(value).expanduser()  # as write_summary expands it: check the file that will be written
     if summary.is_dir():
         raise pytest.UsageError(f"{SUMMARY_OPTION}={str(summary)!r} is a directory; give a file name such as "
                                 f"{str(summary / 'anatomy-summary.md')!r}")
@@ -178,14 +223,17 @@ def validate_hardware(value: str, where: str, auto: bool = True) -> str:
         raise pytest.UsageError(f"{where}: {exc.args[0] if exc.args else exc}") from None
 
 
-def validate_model(value: str) -> str:
-    """The model must resolve now, not in the first test that asks for model_spec."""
+def validate_model(value: str, where: str = MODEL_OPTION) -> str:
+    """The model must resolve now, not in the first test that asks for model_spec. `where` names the option or
+    ini key the value came from."""
     from pytest_anatomy.specs.model import ModelConfigError, load_model
 
+    if not str(value).strip():  # load_model("") reads the current folder's config.json
+        raise pytest.UsageError(f"{where} is empty; give a catalog name, a Hugging Face id or a config.json path")
     try:
         load_model(value)
     except ModelConfigError as exc:
-        raise pytest.UsageError(f"{MODEL_OPTION}={value}: {exc.args[0] if exc.args else exc}") from None
+        raise pytest.UsageError(f"{where}={value}: {exc.args[0] if exc.args else exc}") from None
     return value
 
 
