@@ -5,6 +5,7 @@ Few flags (the rest are ini keys), each validated with a message that quotes the
 from __future__ import annotations
 
 import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +32,7 @@ from pytest_anatomy.option_names import (  # noqa: F401 - re-exported: callers i
 from pytest_anatomy.targets import SPEC_SOURCE_ENV, SPEC_SOURCES, spec_source_setting
 
 SOURCES = ("auto", "live", "recorded")
+RESULTS_DIR_DEFAULT = "results"
 
 # --anatomy-report=PATH: the suffix says which file PATH is; the other one is written beside it.
 HTML_SUFFIXES = (".html", ".htm")
@@ -112,7 +114,7 @@ def add_options(parser: pytest.Parser) -> None:
     parser.addini(SOURCE_INI, f"default for {SOURCE_OPTION}", default="auto")
     parser.addini(HARDWARE_INI, f"default for {HARDWARE_OPTION}", default="auto")
     parser.addini(MODEL_INI, f"default for {MODEL_OPTION}", default="qwen2.5-7b")
-    parser.addini(RESULTS_DIR_INI, "folder of recordings, relative to rootdir", default="results")
+    parser.addini(RESULTS_DIR_INI, "folder of recordings, relative to rootdir", default=RESULTS_DIR_DEFAULT)
     parser.addini(
         REPLAY_HARDWARE_INI,
         f"hardware whose recordings are replayed when no GPU is present and {HARDWARE_OPTION} is auto",
@@ -190,7 +192,10 @@ def results_dir(config: pytest.Config, source: str) -> Path:
     if results.exists() and not results.is_dir():
         raise pytest.UsageError(f"{RESULTS_DIR_INI}={value}: {results} is a file; "
                                 "give the folder that holds the recordings (results/<hardware>/<suite>/)")
-    if source == "recorded" and not results.exists():  # every replayed test was deselected; the rest passed, exit 0
+    # A folder named on purpose (not the default) that is missing, replayed from only: a typo. Every replayed test
+    # was deselected and the rest passed, exit 0. (A project without recordings may still run recorded: its plain
+    # reconciliations replay nothing, and recorded keeps the session from probing for a GPU.)
+    if source == "recorded" and value != RESULTS_DIR_DEFAULT and not results.exists():
         raise pytest.UsageError(f"{RESULTS_DIR_INI}={value}: {results} does not exist, so {SOURCE_OPTION}=recorded "
                                 "has nothing to replay; give the folder that holds the recordings")
     return results
@@ -269,4 +274,9 @@ def _unwritable(target: Path) -> str | None:
         return f"cannot be written: no write permission in {folder}"
     if target.exists() and not os.access(target, os.W_OK):
         return "exists and is not writable"
+    try:  # os.access says yes to root everywhere (/proc, a read-only mount): create a file there to know
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        return f"cannot be written: {exc.strerror or exc} in {folder}"
     return None

@@ -16,7 +16,7 @@ from pytest_anatomy import hookspecs, run_share
 from pytest_anatomy.benchmarks import anatomy_benchmark  # noqa: F401 (fixture)
 from pytest_anatomy.findings import parse_finding_marks
 from pytest_anatomy.fixtures import hardware, measured, model_spec, reconcile, suite_of, target  # noqa: F401 (fixtures)
-from pytest_anatomy.option_names import SOURCE_OPTION
+from pytest_anatomy.option_names import REPORT_OPTION, RESULTS_DIR_INI, SOURCE_OPTION, SUMMARY_OPTION
 from pytest_anatomy.options import add_options, parse_settings
 from pytest_anatomy.outcome import RECONCILED, failure_entry, junit_properties, rename_summary_counts, settle, verdicts_of
 from pytest_anatomy.session import SESSION_KEY, USER_PROPERTY, AnatomySession, get_session
@@ -196,6 +196,11 @@ class LedgerCollector:
         step_summary = os.environ.get("GITHUB_STEP_SUMMARY", "").strip()
         if settings.report is None and settings.summary is None and not (step_summary and self.state.entries):
             return
+        if self.config.option.collectonly:  # --collect-only or --anatomy-plan: an empty report would replace a real one
+            asked = [o for o, path in ((REPORT_OPTION, settings.report), (SUMMARY_OPTION, settings.summary)) if path]
+            self._summary_lines = [f"anatomy: nothing ran, so {' and '.join(asked)} wrote nothing "
+                                   "(a file already there is kept)"] if asked else []
+            return
         ledger = self.state.ledger(self.config)
         if settings.report is not None:
             from pytest_anatomy.report.html import write_report
@@ -204,6 +209,8 @@ class LedgerCollector:
                 self._report_paths = write_report(ledger, settings.report)
             except OSError as exc:  # checked writable at start; a disk that filled up since must not lose the summary
                 self._report_error = f"anatomy report not written: {exc}"
+                if session.exitstatus == 0:  # asked for and lost: not a green run
+                    session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
         self._summary_lines = []
         from pytest_anatomy.report.ci_summary import write_summary
 
@@ -221,9 +228,11 @@ class LedgerCollector:
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
         if self.state.no_case_on_targets:
             targets = sorted({t.name for ts in self.state._targets.values() for t in ts}) or ["none"]
+            folder = self.state.settings.results_dir
+            why = "" if folder.is_dir() else f"; {RESULTS_DIR_INI}: {folder} does not exist"  # a typo'd folder
             terminalreporter.write_line(
                 f"anatomy: {self.state.no_case_on_targets} tests have no case on this session's targets "
-                f"({', '.join(targets)}) and were deselected")
+                f"({', '.join(targets)}) and were deselected{why}")
         if self.state.entries:
             from pytest_anatomy.report.terminal import summary_lines
 

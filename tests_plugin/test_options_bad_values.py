@@ -4,6 +4,7 @@ default or a report lost with exit 0. Every run here is in pytester's temp folde
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 
 import pytest
@@ -73,6 +74,44 @@ def test_a_summary_path_under_home_is_checked_where_it_will_be_written(pytester:
                           "is a file, not a folder")
 
 
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc (a folder no file can be made in)")
+def test_a_report_folder_is_checked_by_making_a_file_there(pytester: pytest.Pytester,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """os.access says yes to root everywhere: a report into /proc (or a read-only mount) passed the check and was
+    lost at the end, exit 0. Here os.access answers as it does for root, whoever runs the test."""
+    monkeypatch.setattr("pytest_anatomy.options.os.access", lambda *args, **kwargs: True)
+    pytester.makepyfile(PLAIN)
+    _one_line_usage_error(pytester.runpytest("-p", "no:cacheprovider", "--anatomy-report=/proc/r.html"),
+                          "--anatomy-report=/proc/r.html:", "cannot be written")
+
+
+def test_a_report_lost_at_the_end_is_not_a_green_run(pytester: pytest.Pytester,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A disk that filled up during the run: the report was not written and the run exited 0."""
+    def full(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr("pytest_anatomy.report.html.write_report", full)
+    pytester.makepyfile(PLAIN)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--anatomy-report=r.html", "--anatomy-summary=s.md")
+    assert result.ret == pytest.ExitCode.INTERNAL_ERROR
+    result.stdout.fnmatch_lines(["anatomy report not written: *No space left on device*"])
+    assert pytester.path.joinpath("s.md").is_file()  # the summary is still written
+
+
+@pytest.mark.parametrize("option", ["--collect-only", "--anatomy-plan"])
+def test_a_run_that_runs_nothing_keeps_the_report_already_there(pytester: pytest.Pytester, option: str) -> None:
+    """Adding --anatomy-plan (or --collect-only) to the command that writes the report replaced the last real
+    report, ledger and summary with empty ones."""
+    for name in ("r.html", "r.json", "s.md"):
+        pytester.path.joinpath(name).write_text("the last real run's")
+    pytester.makepyfile(PLAIN)
+    result = pytester.runpytest("-p", "no:cacheprovider", option, "--anatomy-report=r.html", "--anatomy-summary=s.md")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["anatomy: nothing ran, so --anatomy-report and --anatomy-summary wrote nothing*"])
+    assert all(pytester.path.joinpath(n).read_text() == "the last real run's" for n in ("r.html", "r.json", "s.md"))
+
+
 TARGETED = """
 def test_targeted(target, reconcile):
     reconcile("n", 7, 7)
@@ -84,3 +123,10 @@ def test_a_missing_results_folder_is_refused_when_only_recordings_are_replayed(p
     pytester.makepyfile(PLAIN + TARGETED)
     result = pytester.runpytest("-p", "no:cacheprovider", "--anatomy-source=recorded", "-o", "anatomy_results_dir=nope")
     _one_line_usage_error(result, "anatomy_results_dir=nope:", "does not exist", "nothing to replay")
+
+
+def test_a_missing_results_folder_is_named_where_tests_were_deselected(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(PLAIN + TARGETED)
+    result = pytester.runpytest("-p", "no:cacheprovider", "-o", "anatomy_results_dir=nope")
+    result.assert_outcomes(passed=1, deselected=1)
+    result.stdout.fnmatch_lines(["anatomy: 1 tests have no case*deselected; anatomy_results_dir: *nope does not exist"])
