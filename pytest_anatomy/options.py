@@ -75,7 +75,8 @@ def add_options(parser: pytest.Parser) -> None:
     )
     group.addoption(
         RECORD_OPTION, action="store_true", default=False,
-        help="write live measurements into results/<hardware>/<suite>/ (never overwrites; newer supersedes).",
+        help=f"write live measurements into <{RESULTS_DIR_INI}>/<hardware>/<suite>/ (results/ unless the ini key "
+             "says otherwise; never overwrites; newer supersedes).",
     )
     group.addoption(
         ALLOW_RESOLVED_OPTION, action="store_true", default=False,

@@ -130,3 +130,9 @@ def test_a_missing_results_folder_is_named_where_tests_were_deselected(pytester:
     result = pytester.runpytest("-p", "no:cacheprovider", "-o", "anatomy_results_dir=nope")
     result.assert_outcomes(passed=1, deselected=1)
     result.stdout.fnmatch_lines(["anatomy: 1 tests have no case*deselected; anatomy_results_dir: *nope does not exist"])
+
+
+def test_record_help_names_the_results_ini_key(pytester: pytest.Pytester) -> None:
+    """--anatomy-record writes into anatomy_results_dir, which need not be results/."""
+    out = " ".join(pytester.runpytest("-p", "no:cacheprovider", "--help").stdout.str().split())
+    assert "write live measurements into <anatomy_results_dir>/<hardware>/<suite>/" in out
