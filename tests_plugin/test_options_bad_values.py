@@ -5,6 +5,8 @@ default or a report lost with exit 0. Every run here is in pytester's temp folde
 from __future__ import annotations
 
 import errno
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -136,3 +138,14 @@ def test_record_help_names_the_results_ini_key(pytester: pytest.Pytester) -> Non
     """--anatomy-record writes into anatomy_results_dir, which need not be results/."""
     out = " ".join(pytester.runpytest("-p", "no:cacheprovider", "--help").stdout.str().split())
     assert "write live measurements into <anatomy_results_dir>/<hardware>/<suite>/" in out
+
+
+def test_the_suites_without_the_plugin_are_one_line_not_a_traceback() -> None:
+    """`-p no:anatomy` in this checkout: the suites' conftests answer the plugin's hook, and pytest ended collection
+    with an INTERNALERROR traceback about an unknown hook."""
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:anatomy", "--collect-only", "-q",
+               "tests_capacity/test_seed_vllm_pool.py"]
+    run = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    assert run.returncode == pytest.ExitCode.USAGE_ERROR, run.stdout + run.stderr
+    assert "INTERNALERROR" not in run.stdout + run.stderr
+    assert "-p no:anatomy" in run.stderr and len(run.stderr.strip().splitlines()) == 1, run.stderr
