@@ -75,6 +75,7 @@ def _register_option_use(config: pytest.Config) -> None:
 
 
 LIVE_GROUP = "anatomy-live-gpu"
+NO_CASE_KEY = "anatomy_no_case_on_targets"  # workeroutput: (tests deselected, the targets they had no case on)
 
 
 @pytest.hookimpl(trylast=True)
@@ -225,9 +226,17 @@ class LedgerCollector:
                 if not append and session.exitstatus == 0:
                     session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
 
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        # Under xdist the workers collect and deselect: without this the deselected tests vanished unsaid ("2 passed"
+        # where a lone process says "2 passed, 7 deselected" and why). Every worker collects every test: take the max.
+        count, targets = (getattr(node, "workeroutput", None) or {}).get(NO_CASE_KEY) or (0, [])
+        if int(count) > self.state.no_case_on_targets:
+            self.state.no_case_on_targets, self.state.no_case_targets = int(count), tuple(targets)
+
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
         if self.state.no_case_on_targets:
-            targets = sorted({t.name for ts in self.state._targets.values() for t in ts}) or ["none"]
+            targets = list(self.state.no_case_targets) or ["none"]
             folder = self.state.settings.results_dir
             why = "" if folder.is_dir() else f"; {RESULTS_DIR_INI}: {folder} does not exist"  # a typo'd folder
             terminalreporter.write_line(
@@ -294,7 +303,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if empty:
         config.hook.pytest_deselected(items=empty)
         items[:] = [i for i in items if i not in empty]
-        get_session(config).no_case_on_targets = len(empty)
+        state = get_session(config)
+        state.no_case_on_targets = len(empty)
+        state.no_case_targets = tuple(sorted({t.name for ts in state._targets.values() for t in ts}))
+        workeroutput = getattr(config, "workeroutput", None)
+        if workeroutput is not None:  # an xdist worker: the controller says it (LedgerCollector.pytest_testnodedown)
+            workeroutput[NO_CASE_KEY] = [state.no_case_on_targets, list(state.no_case_targets)]
 
 
 @pytest.hookimpl(trylast=True)  # after the terminal's own collection report: nothing else prints

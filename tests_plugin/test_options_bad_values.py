@@ -149,3 +149,14 @@ def test_the_suites_without_the_plugin_are_one_line_not_a_traceback() -> None:
     assert run.returncode == pytest.ExitCode.USAGE_ERROR, run.stdout + run.stderr
     assert "INTERNALERROR" not in run.stdout + run.stderr
     assert "-p no:anatomy" in run.stderr and len(run.stderr.strip().splitlines()) == 1, run.stderr
+
+
+def test_tests_deselected_for_want_of_a_case_are_said_under_xdist(pytester: pytest.Pytester) -> None:
+    """The workers collect and deselect: under `-n 2` the deselected tests vanished unsaid ("1 passed"), where one
+    process says how many and why."""
+    pytest.importorskip("xdist")
+    pytester.makepyfile(PLAIN + TARGETED)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "-o", "anatomy_results_dir=nope")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["anatomy: 1 tests have no case on this session's targets (none) and were "
+                                 "deselected; anatomy_results_dir: *nope does not exist"])
