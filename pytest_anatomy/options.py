@@ -138,6 +138,13 @@ def parse_settings(config: pytest.Config) -> AnatomySettings:
         spec_source = config.getoption(SPEC_SOURCE_OPTION) or spec_source_setting()
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
+    report_path = validate_report_path(report) if report else None
+    summary = validate_summary_path(given(config, SUMMARY_OPTION))
+    if report_path is not None and summary is not None and summary.resolve() in (
+            report_path.resolve(), report_path.with_suffix(JSON_SUFFIX).resolve()):
+        # the summary, written last, replaced the ledger (or the report) it was meant to sit beside, exit 0
+        raise pytest.UsageError(f"{SUMMARY_OPTION}={summary} is a file {REPORT_OPTION} writes (the report or its "
+                                "ledger); give the summary its own name, such as anatomy-summary.md")
     return AnatomySettings(
         spec_source=spec_source,
         show_plan=bool(config.getoption(PLAN_OPTION)),
@@ -146,10 +153,10 @@ def parse_settings(config: pytest.Config) -> AnatomySettings:
         model=validate_model(model_option or config.getini(MODEL_INI), MODEL_OPTION if model_option else MODEL_INI),
         record=bool(config.getoption(RECORD_OPTION)),
         allow_resolved=bool(config.getoption(ALLOW_RESOLVED_OPTION)),
-        report=validate_report_path(report) if report else None,
+        report=report_path,
         results_dir=results_dir(config, source),
         replay_hardware=validate_hardware(config.getini(REPLAY_HARDWARE_INI), REPLAY_HARDWARE_INI, auto=False),
-        summary=validate_summary_path(given(config, SUMMARY_OPTION)),
+        summary=summary,
     )
 
 

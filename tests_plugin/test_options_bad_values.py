@@ -160,3 +160,12 @@ def test_tests_deselected_for_want_of_a_case_are_said_under_xdist(pytester: pyte
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["anatomy: 1 tests have no case on this session's targets (none) and were "
                                  "deselected; anatomy_results_dir: *nope does not exist"])
+
+
+@pytest.mark.parametrize("summary", ["r.json", "r.html", "./r.json"])
+def test_a_summary_named_like_the_report_or_its_ledger_is_refused(pytester: pytest.Pytester, summary: str) -> None:
+    """The summary, written after the report, replaced the ledger (or the report) and the run said 'ledger: r.json',
+    exit 0."""
+    pytester.makepyfile(PLAIN)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--anatomy-report=r.html", f"--anatomy-summary={summary}")
+    _one_line_usage_error(result, f"--anatomy-summary={summary.removeprefix('./')} is a file --anatomy-report writes")
