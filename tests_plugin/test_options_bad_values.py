@@ -169,3 +169,11 @@ def test_a_summary_named_like_the_report_or_its_ledger_is_refused(pytester: pyte
     pytester.makepyfile(PLAIN)
     result = pytester.runpytest("-p", "no:cacheprovider", "--anatomy-report=r.html", f"--anatomy-summary={summary}")
     _one_line_usage_error(result, f"--anatomy-summary={summary.removeprefix('./')} is a file --anatomy-report writes")
+
+
+def test_a_spec_source_without_a_live_gpu_is_reported_unused(pytester: pytest.Pytester) -> None:
+    """--anatomy-spec-source picks the live GPU's spec: on a session without one it changed nothing, unsaid."""
+    pytester.makepyfile(PLAIN)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--anatomy-source=recorded", "--anatomy-spec-source=nvml")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["anatomy: warning: --anatomy-spec-source=nvml was not used: *no live GPU"])
