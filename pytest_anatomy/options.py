@@ -98,7 +98,8 @@ def add_options(parser: pytest.Parser) -> None:
         REPORT_OPTION, default=None, metavar="PATH",
         help="write the self-contained HTML reconciliation report and its JSON ledger: PATH.html (or .htm) is the "
              "report and the ledger goes beside it as .json; PATH.json is the ledger and the report goes beside it "
-             "as .html. Checked writable before any test runs.",
+             "as .html. Checked writable before any test runs; a run that runs nothing (--collect-only, "
+             f"{PLAN_OPTION}) writes neither, keeping the files already there.",
     )
     group.addoption(
         SPEC_SOURCE_OPTION, choices=SPEC_SOURCES, default=None,

@@ -177,3 +177,14 @@ def test_a_spec_source_without_a_live_gpu_is_reported_unused(pytester: pytest.Py
     result = pytester.runpytest("-p", "no:cacheprovider", "--anatomy-source=recorded", "--anatomy-spec-source=nvml")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["anatomy: warning: --anatomy-spec-source=nvml was not used: *no live GPU"])
+
+
+def test_help_is_true_to_the_code(pytester: pytest.Pytester) -> None:
+    """--anatomy-hardware's help lists the catalog (a card added to it must be listed there too), and the report's
+    help says that a run that runs nothing writes no report."""
+    from pytest_anatomy.specs.hardware import HARDWARE
+
+    out = " ".join(pytester.runpytest("-p", "no:cacheprovider", "--help").stdout.str().split())
+    listed = out.split("--anatomy-hardware=NAME", 1)[1].split("--anatomy-model", 1)[0]
+    assert all(name in listed.replace("- ", "-") for name in HARDWARE), listed
+    assert "a run that runs nothing (--collect-only, --anatomy-plan) writes neither" in out
