@@ -29,6 +29,17 @@ def share_bytecode() -> None:
 share_bytecode()
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Every suite needs the anatomy plugin (its fixtures, and the hook the suites' conftests answer): without it
+    (`-p no:anatomy`, or PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 with no `-p pytest_anatomy.plugin`) collection ended in
+    an INTERNALERROR traceback about an unknown hook. One line instead."""
+    import pytest_anatomy.plugin
+
+    if not config.pluginmanager.is_registered(pytest_anatomy.plugin):
+        raise pytest.UsageError("these suites need the pytest-anatomy plugin, which is not loaded: drop "
+                                "`-p no:anatomy` (with PYTEST_DISABLE_PLUGIN_AUTOLOAD set, add `-p anatomy`)")
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     # Here, not in tests_plugin/conftest.py: a run naming only other paths must still accept it
     parser.addoption("--report-page", default=None, metavar="PAGE.html",

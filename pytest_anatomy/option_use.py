@@ -12,7 +12,14 @@ from typing import Any
 
 import pytest
 
-from pytest_anatomy.option_names import HARDWARE_OPTION, MODEL_OPTION, RECORD_OPTION, SOURCE_OPTION, STRICT_FINDINGS_OPTION
+from pytest_anatomy.option_names import (
+    HARDWARE_OPTION,
+    MODEL_OPTION,
+    RECORD_OPTION,
+    SOURCE_OPTION,
+    SPEC_SOURCE_OPTION,
+    STRICT_FINDINGS_OPTION,
+)
 from pytest_anatomy.session import get_session
 
 _WORKER_KEY = "anatomy_option_use"
@@ -49,6 +56,10 @@ def unused_options(config: pytest.Config, uses: dict[str, int], entries: list[di
                    f"and no reconciliation is of {name}{tail}")
     if config.getoption(RECORD_OPTION) and get_session(config).settings.source == "recorded":
         out.append(f"{RECORD_OPTION} was not used: {SOURCE_OPTION}=recorded measures nothing live to record")
+    spec_source = config.getoption(SPEC_SOURCE_OPTION)
+    if spec_source and get_session(config).live_gpu is None:  # (recorded: None without probing; else probed already)
+        out.append(f"{SPEC_SOURCE_OPTION}={spec_source} was not used: it picks the live GPU's spec, and this session "
+                   "has no live GPU")
     if config.getoption(STRICT_FINDINGS_OPTION) and not uses["finding"]:
         out.append(f"{STRICT_FINDINGS_OPTION} was not used: no collected test carries a finding mark")
     return out

@@ -5,6 +5,7 @@ Few flags (the rest are ini keys), each validated with a message that quotes the
 from __future__ import annotations
 
 import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from pytest_anatomy.option_names import (  # noqa: F401 - re-exported: callers i
     ALLOW_RESOLVED_OPTION,
     HARDWARE_INI,
     HARDWARE_OPTION,
+    INI_KEYS,
     MODEL_INI,
     MODEL_OPTION,
     PLAN_OPTION,
@@ -30,6 +32,7 @@ from pytest_anatomy.option_names import (  # noqa: F401 - re-exported: callers i
 from pytest_anatomy.targets import SPEC_SOURCE_ENV, SPEC_SOURCES, spec_source_setting
 
 SOURCES = ("auto", "live", "recorded")
+RESULTS_DIR_DEFAULT = "results"
 
 # --anatomy-report=PATH: the suffix says which file PATH is; the other one is written beside it.
 HTML_SUFFIXES = (".html", ".htm")
@@ -72,7 +75,8 @@ def add_options(parser: pytest.Parser) -> None:
     )
     group.addoption(
         RECORD_OPTION, action="store_true", default=False,
-        help="write live measurements into results/<hardware>/<suite>/ (never overwrites; newer supersedes).",
+        help=f"write live measurements into <{RESULTS_DIR_INI}>/<hardware>/<suite>/ (results/ unless the ini key "
+             "says otherwise; never overwrites; newer supersedes).",
     )
     group.addoption(
         ALLOW_RESOLVED_OPTION, action="store_true", default=False,
@@ -94,7 +98,8 @@ def add_options(parser: pytest.Parser) -> None:
         REPORT_OPTION, default=None, metavar="PATH",
         help="write the self-contained HTML reconciliation report and its JSON ledger: PATH.html (or .htm) is the "
              "report and the ledger goes beside it as .json; PATH.json is the ledger and the report goes beside it "
-             "as .html. Checked writable before any test runs.",
+             "as .html. Checked writable before any test runs; a run that runs nothing (--collect-only, "
+             f"{PLAN_OPTION}) writes neither, keeping the files already there.",
     )
     group.addoption(
         SPEC_SOURCE_OPTION, choices=SPEC_SOURCES, default=None,
@@ -111,7 +116,7 @@ def add_options(parser: pytest.Parser) -> None:
     parser.addini(SOURCE_INI, f"default for {SOURCE_OPTION}", default="auto")
     parser.addini(HARDWARE_INI, f"default for {HARDWARE_OPTION}", default="auto")
     parser.addini(MODEL_INI, f"default for {MODEL_OPTION}", default="qwen2.5-7b")
-    parser.addini(RESULTS_DIR_INI, "folder of recordings, relative to rootdir", default="results")
+    parser.addini(RESULTS_DIR_INI, "folder of recordings, relative to rootdir", default=RESULTS_DIR_DEFAULT)
     parser.addini(
         REPLAY_HARDWARE_INI,
         f"hardware whose recordings are replayed when no GPU is present and {HARDWARE_OPTION} is auto",
@@ -121,41 +126,95 @@ def add_options(parser: pytest.Parser) -> None:
 
 def parse_settings(config: pytest.Config) -> AnatomySettings:
     """Every option and ini key, validated before any test runs (pytest.UsageError: one line each)."""
+    check_ini_keys(config)
     source = config.getoption(SOURCE_OPTION) or config.getini(SOURCE_INI)
     if source not in SOURCES:
         raise pytest.UsageError(f"{SOURCE_INI}={source!r} is not one of {', '.join(SOURCES)}")
-    hardware = validate_hardware(config.getoption(HARDWARE_OPTION) or config.getini(HARDWARE_INI), HARDWARE_OPTION)
-    report = config.getoption(REPORT_OPTION)
-    results = Path(config.getini(RESULTS_DIR_INI))
-    if not results.is_absolute():
-        results = Path(config.rootpath) / results
-    if results.exists() and not results.is_dir():
-        raise pytest.UsageError(f"{RESULTS_DIR_INI}={config.getini(RESULTS_DIR_INI)}: {results} is a file; "
-                                "give the folder that holds the recordings (results/<hardware>/<suite>/)")
+    # An ini value is named by its ini key, not by the flag it is the default of: the fix is in the ini file.
+    hardware_option, model_option = given(config, HARDWARE_OPTION), given(config, MODEL_OPTION)
+    hardware = validate_hardware(hardware_option or config.getini(HARDWARE_INI),
+                                 HARDWARE_OPTION if hardware_option else HARDWARE_INI)
+    report = given(config, REPORT_OPTION)
     try:
         spec_source = config.getoption(SPEC_SOURCE_OPTION) or spec_source_setting()
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
+    report_path = validate_report_path(report) if report else None
+    summary = validate_summary_path(given(config, SUMMARY_OPTION))
+    if report_path is not None and summary is not None and summary.resolve() in (
+            report_path.resolve(), report_path.with_suffix(JSON_SUFFIX).resolve()):
+        # the summary, written last, replaced the ledger (or the report) it was meant to sit beside, exit 0
+        raise pytest.UsageError(f"{SUMMARY_OPTION}={summary} is a file {REPORT_OPTION} writes (the report or its "
+                                "ledger); give the summary its own name, such as anatomy-summary.md")
     return AnatomySettings(
         spec_source=spec_source,
         show_plan=bool(config.getoption(PLAN_OPTION)),
         source=source,
         hardware=hardware,
-        model=validate_model(config.getoption(MODEL_OPTION) or config.getini(MODEL_INI)),
+        model=validate_model(model_option or config.getini(MODEL_INI), MODEL_OPTION if model_option else MODEL_INI),
         record=bool(config.getoption(RECORD_OPTION)),
         allow_resolved=bool(config.getoption(ALLOW_RESOLVED_OPTION)),
-        report=validate_report_path(report) if report else None,
-        results_dir=results,
+        report=report_path,
+        results_dir=results_dir(config, source),
         replay_hardware=validate_hardware(config.getini(REPLAY_HARDWARE_INI), REPLAY_HARDWARE_INI, auto=False),
-        summary=validate_summary_path(config.getoption(SUMMARY_OPTION)),
+        summary=summary,
     )
+
+
+def check_ini_keys(config: pytest.Config) -> None:
+    """An anatomy_* key the plugin does not know (anatomy_sorce = recorded) is refused. pytest only warns of it and
+    the run went on with the default (auto, not recorded); under filterwarnings = error the warning was an
+    INTERNALERROR traceback."""
+    inicfg = getattr(config, "_inicfg", None)  # pytest 9; its config.inicfg warns (deprecated)
+    keys = set(getattr(config, "inicfg", None) or () if inicfg is None else inicfg)  # pytest 8: config.inicfg
+    keys |= {str(o).split("=", 1)[0].strip() for o in config.getoption("override_ini", None) or ()}  # -o key=value
+    prefix = "anatomy_"
+    for key in sorted(k for k in keys if k.startswith(prefix) and k not in INI_KEYS):
+        from pytest_anatomy.suggest import close_matches, phrase
+
+        # compared without the prefix every key shares: anatomy_zzz is like none of them
+        near = close_matches(key.removeprefix(prefix), [k.removeprefix(prefix) for k in INI_KEYS])
+        hint = phrase([prefix + n for n in near], sentence=True)
+        raise pytest.UsageError(f"unknown ini key {key!r}.{f' {hint}' if hint else ''} "
+                                f"The anatomy keys: {', '.join(INI_KEYS)}")
+
+
+def given(config: pytest.Config, option: str) -> str | None:
+    """A string option's value, None when it was not given. Given empty (`--anatomy-report=$REPORT` with REPORT
+    unset) is refused: taken as absent, the run went on without the report, or on the ini's hardware, exit 0."""
+    value = config.getoption(option)
+    if value is not None and not str(value).strip():
+        raise pytest.UsageError(f"{option}= is empty (an unset shell variable?); give a value or leave {option} out")
+    return None if value is None else str(value)
+
+
+def results_dir(config: pytest.Config, source: str) -> Path:
+    """The recordings folder (ini key, relative to rootdir); a file, an empty value, or a missing folder to replay
+    from (source recorded) is refused."""
+    value = str(config.getini(RESULTS_DIR_INI))
+    if not value.strip():  # Path("") is rootdir itself: every test would look for recordings in the checkout's root
+        raise pytest.UsageError(f"{RESULTS_DIR_INI} is empty; give the folder that holds the recordings "
+                                "(results/<hardware>/<suite>/), or remove the key for the default, results")
+    results = Path(value).expanduser()
+    if not results.is_absolute():
+        results = Path(config.rootpath) / results
+    if results.exists() and not results.is_dir():
+        raise pytest.UsageError(f"{RESULTS_DIR_INI}={value}: {results} is a file; "
+                                "give the folder that holds the recordings (results/<hardware>/<suite>/)")
+    # A folder named on purpose (not the default) that is missing, replayed from only: a typo. Every replayed test
+    # was deselected and the rest passed, exit 0. (A project without recordings may still run recorded: its plain
+    # reconciliations replay nothing, and recorded keeps the session from probing for a GPU.)
+    if source == "recorded" and value != RESULTS_DIR_DEFAULT and not results.exists():
+        raise pytest.UsageError(f"{RESULTS_DIR_INI}={value}: {results} does not exist, so {SOURCE_OPTION}=recorded "
+                                "has nothing to replay; give the folder that holds the recordings")
+    return results
 
 
 def validate_summary_path(value: str | None) -> Path | None:
     """The markdown summary's path; a folder or an unwritable place is refused now, not when the run ends."""
     if not value:
         return None
-    summary = Path(value)
+    summary = Path(value).expanduser()  # as write_summary expands it: check the file that will be written
     if summary.is_dir():
         raise pytest.UsageError(f"{SUMMARY_OPTION}={str(summary)!r} is a directory; give a file name such as "
                                 f"{str(summary / 'anatomy-summary.md')!r}")
@@ -178,14 +237,17 @@ def validate_hardware(value: str, where: str, auto: bool = True) -> str:
         raise pytest.UsageError(f"{where}: {exc.args[0] if exc.args else exc}") from None
 
 
-def validate_model(value: str) -> str:
-    """The model must resolve now, not in the first test that asks for model_spec."""
+def validate_model(value: str, where: str = MODEL_OPTION) -> str:
+    """The model must resolve now, not in the first test that asks for model_spec. `where` names the option or
+    ini key the value came from."""
     from pytest_anatomy.specs.model import ModelConfigError, load_model
 
+    if not str(value).strip():  # load_model("") reads the current folder's config.json
+        raise pytest.UsageError(f"{where} is empty; give a catalog name, a Hugging Face id or a config.json path")
     try:
         load_model(value)
     except ModelConfigError as exc:
-        raise pytest.UsageError(f"{MODEL_OPTION}={value}: {exc.args[0] if exc.args else exc}") from None
+        raise pytest.UsageError(f"{where}={value}: {exc.args[0] if exc.args else exc}") from None
     return value
 
 
@@ -221,4 +283,9 @@ def _unwritable(target: Path) -> str | None:
         return f"cannot be written: no write permission in {folder}"
     if target.exists() and not os.access(target, os.W_OK):
         return "exists and is not writable"
+    try:  # os.access says yes to root everywhere (/proc, a read-only mount): create a file there to know
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        return f"cannot be written: {exc.strerror or exc} in {folder}"
     return None

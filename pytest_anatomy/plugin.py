@@ -16,7 +16,7 @@ from pytest_anatomy import hookspecs, run_share
 from pytest_anatomy.benchmarks import anatomy_benchmark  # noqa: F401 (fixture)
 from pytest_anatomy.findings import parse_finding_marks
 from pytest_anatomy.fixtures import hardware, measured, model_spec, reconcile, suite_of, target  # noqa: F401 (fixtures)
-from pytest_anatomy.option_names import SOURCE_OPTION
+from pytest_anatomy.option_names import REPORT_OPTION, RESULTS_DIR_INI, SOURCE_OPTION, SUMMARY_OPTION
 from pytest_anatomy.options import add_options, parse_settings
 from pytest_anatomy.outcome import RECONCILED, failure_entry, junit_properties, rename_summary_counts, settle, verdicts_of
 from pytest_anatomy.session import SESSION_KEY, USER_PROPERTY, AnatomySession, get_session
@@ -75,6 +75,7 @@ def _register_option_use(config: pytest.Config) -> None:
 
 
 LIVE_GROUP = "anatomy-live-gpu"
+NO_CASE_KEY = "anatomy_no_case_on_targets"  # workeroutput: (tests deselected, the targets they had no case on)
 
 
 @pytest.hookimpl(trylast=True)
@@ -196,6 +197,11 @@ class LedgerCollector:
         step_summary = os.environ.get("GITHUB_STEP_SUMMARY", "").strip()
         if settings.report is None and settings.summary is None and not (step_summary and self.state.entries):
             return
+        if self.config.option.collectonly:  # --collect-only or --anatomy-plan: an empty report would replace a real one
+            asked = [o for o, path in ((REPORT_OPTION, settings.report), (SUMMARY_OPTION, settings.summary)) if path]
+            self._summary_lines = [f"anatomy: nothing ran, so {' and '.join(asked)} wrote nothing "
+                                   "(a file already there is kept)"] if asked else []
+            return
         ledger = self.state.ledger(self.config)
         if settings.report is not None:
             from pytest_anatomy.report.html import write_report
@@ -204,6 +210,8 @@ class LedgerCollector:
                 self._report_paths = write_report(ledger, settings.report)
             except OSError as exc:  # checked writable at start; a disk that filled up since must not lose the summary
                 self._report_error = f"anatomy report not written: {exc}"
+                if session.exitstatus == 0:  # asked for and lost: not a green run
+                    session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
         self._summary_lines = []
         from pytest_anatomy.report.ci_summary import write_summary
 
@@ -218,12 +226,22 @@ class LedgerCollector:
                 if not append and session.exitstatus == 0:
                     session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
 
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        # Under xdist the workers collect and deselect: without this the deselected tests vanished unsaid ("2 passed"
+        # where a lone process says "2 passed, 7 deselected" and why). Every worker collects every test: take the max.
+        count, targets = (getattr(node, "workeroutput", None) or {}).get(NO_CASE_KEY) or (0, [])
+        if int(count) > self.state.no_case_on_targets:
+            self.state.no_case_on_targets, self.state.no_case_targets = int(count), tuple(targets)
+
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
         if self.state.no_case_on_targets:
-            targets = sorted({t.name for ts in self.state._targets.values() for t in ts}) or ["none"]
+            targets = list(self.state.no_case_targets) or ["none"]
+            folder = self.state.settings.results_dir
+            why = "" if folder.is_dir() else f"; {RESULTS_DIR_INI}: {folder} does not exist"  # a typo'd folder
             terminalreporter.write_line(
                 f"anatomy: {self.state.no_case_on_targets} tests have no case on this session's targets "
-                f"({', '.join(targets)}) and were deselected")
+                f"({', '.join(targets)}) and were deselected{why}")
         if self.state.entries:
             from pytest_anatomy.report.terminal import summary_lines
 
@@ -285,7 +303,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if empty:
         config.hook.pytest_deselected(items=empty)
         items[:] = [i for i in items if i not in empty]
-        get_session(config).no_case_on_targets = len(empty)
+        state = get_session(config)
+        state.no_case_on_targets = len(empty)
+        state.no_case_targets = tuple(sorted({t.name for ts in state._targets.values() for t in ts}))
+        workeroutput = getattr(config, "workeroutput", None)
+        if workeroutput is not None:  # an xdist worker: the controller says it (LedgerCollector.pytest_testnodedown)
+            workeroutput[NO_CASE_KEY] = [state.no_case_on_targets, list(state.no_case_targets)]
 
 
 @pytest.hookimpl(trylast=True)  # after the terminal's own collection report: nothing else prints

@@ -52,6 +52,7 @@ class AnatomySession:
     is_worker: bool = False
     started: float = field(default_factory=time.monotonic)
     no_case_on_targets: int = 0  # tests deselected for want of a case on this session's targets
+    no_case_targets: tuple[str, ...] = ()  # ... and those targets' names (from the workers under xdist)
     entries: list[dict[str, Any]] = field(default_factory=list)
     skips: list[dict[str, str]] = field(default_factory=list)
     outcomes: dict[str, int] = field(default_factory=dict)
