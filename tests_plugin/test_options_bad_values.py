@@ -10,16 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
-PLAIN = """
-def test_plain(reconcile):
-    reconcile("n", 7, 7)
-"""
-USES_MODEL = """
-def test_model(model_spec, reconcile):
-    reconcile("layers", model_spec.num_layers, model_spec.num_layers)
-"""
+from test_options_validated import PLAIN, ROOT, USES_MODEL  # the same inner test files
 
 
 def _one_line_usage_error(result: pytest.RunResult, *fragments: str) -> None:
