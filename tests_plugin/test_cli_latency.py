@@ -12,6 +12,8 @@ import pytest
 from pytest_anatomy import cli_latency, recordings
 from pytest_anatomy.specs.hardware import HARDWARE
 
+# A card for questions whose answer does not depend on which card it is (the refusals below): any catalog entry.
+ANY_CARD = sorted(HARDWARE)[0]
 QUANTITIES = ("itl_ms", "prefill_ms", "ttft_ms", "throughput_tok_s")
 
 
@@ -225,13 +227,16 @@ def test_help_says_what_answers_for_a_card_without_recordings(capsys) -> None:
 def test_a_kv_pool_larger_than_the_card_is_refused(capsys) -> None:
     """--kv-tokens 10^14 (the engine's pool, so the engine 'started') was answered with exit 0: a pool whose bytes
     exceed the card's memory is one line naming the bytes and the card."""
-    args = _parser().parse_args(["latency", "--model", "qwen2.5-7b", "--hardware", "h200",
+    args = _parser().parse_args(["latency", "--model", "qwen2.5-7b", "--hardware", ANY_CARD,
                                  "--kv-tokens", str(10**14)])
     assert cli_latency.run(args) == 2
     err = capsys.readouterr().err
+    card = HARDWARE[ANY_CARD].nvml_memory_bytes or HARDWARE[ANY_CARD].memory_bytes
     assert err == ("pytest-anatomy: error: --kv-tokens 100,000,000,000,000 x 57,344 B per token = 5,340,576,171.9 GiB "
-                   "of KV, more than the h200's 140.4 GiB; pass the engine's 'GPU KV cache size' in tokens\n")
-    ok = _parser().parse_args(["latency", "--model", "qwen2.5-7b", "--hardware", "h200", "--kv-tokens", "2000000"])
+                   f"of KV, more than the {ANY_CARD}'s {card / 2**30:,.1f} GiB; pass the engine's 'GPU KV cache size' "
+                   "in tokens\n")
+    fits = int(0.5 * card / 57_344)  # half the card's memory as a pool: answered
+    ok = _parser().parse_args(["latency", "--model", "qwen2.5-7b", "--hardware", ANY_CARD, "--kv-tokens", str(fits)])
     assert cli_latency.run(ok) == 0
 
 
@@ -239,7 +244,7 @@ def test_a_kv_pool_larger_than_the_card_is_refused(capsys) -> None:
                                          (["--requests", "10", "--seed", "3"], "--requests, --seed")])
 def test_simulation_options_without_rate_are_refused_not_ignored(capsys, argv, flags) -> None:
     """--requests and --seed size and seed the --rate simulation; without --rate they were dropped silently."""
-    args = _parser().parse_args(["latency", "--model", "qwen2.5-7b", "--hardware", "h200", *argv])
+    args = _parser().parse_args(["latency", "--model", "qwen2.5-7b", "--hardware", ANY_CARD, *argv])
     assert cli_latency.run(args) == 2
     assert capsys.readouterr().err == (f"pytest-anatomy: error: {flags}: read only by the --rate simulation; add "
                                        "--rate R (Poisson arrivals per second) or drop them\n")
@@ -256,7 +261,7 @@ def test_a_results_path_that_is_not_a_folder_is_refused(capsys, tmp_path: Path, 
     if kind == "file":
         path.write_text("")
     with pytest.raises(SystemExit) as exit_:
-        main([*question, "--model", "qwen2.5-7b", "--hardware", "h200", "--results", str(path)])
+        main([*question, "--model", "qwen2.5-7b", "--hardware", ANY_CARD, "--results", str(path)])
     err = capsys.readouterr().err
     problem = f"{path} is a file, not a folder of recordings" if kind == "file" else f"{path}: no such folder"
     assert exit_.value.code == 2 and "Traceback" not in err

@@ -13,6 +13,7 @@ import device_scripts
 import pytest
 
 from pytest_anatomy.kernels.registry import shape_label
+from pytest_anatomy.specs.hardware import HARDWARE
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -198,9 +199,10 @@ def test_a_profile_at_the_small_m_shape_imports_as_recordings_of_that_shape(tmp_
     (tmp_path / "profile-manifest.json").write_text(json.dumps({"provenance": {"date_utc": "2026-12-01T10:00:00+00:00"},
                                                                 "launches": manifest}))
     results = tmp_path / "results"
-    import_ncu(tmp_path / "ncu.csv", tmp_path / "profile-manifest.json", results, hardware="h200",
+    card = sorted(HARDWARE)[0]  # the importer files under any card's name; which one is not the point here
+    import_ncu(tmp_path / "ncu.csv", tmp_path / "profile-manifest.json", results, hardware=card,
                recorded_at="2026-12-01T10:00:00Z")
-    rec = recordings.load_latest(results, "h200", "kernels", f"ncu.sgemm.s18-fp32-small-m-splitk.{SMALL_M}")
+    rec = recordings.load_latest(results, card, "kernels", f"ncu.sgemm.s18-fp32-small-m-splitk.{SMALL_M}")
     assert rec.data["shape"] == SMALL_M
     assert [k["name"] for k in rec.data["kernels"]] == ["sgemm_fp32_small_m_splitk", "sgemm_splitk_reduce"]
     assert rec["gpu_time_s"].value == pytest.approx(2e-4)  # the split's two kernels, summed

@@ -269,19 +269,24 @@ def test_keep_raw_xz_is_one_stream_that_round_trips_byte_for_byte(tmp_path) -> N
 
 
 def test_import_ncu_names_the_card_as_the_catalog_does_and_refuses_a_typo(tmp_path: Path, capsys) -> None:
-    """--hardware H200 (or NVML's "NVIDIA H200") files under h200/, as predict reads the name; a typo (h200x) is
-    refused in one line instead of opening a card folder no test reads; a card recorded live keeps its own folder."""
+    """--hardware in upper case or as NVML names the card files under the catalog name, as predict reads it; a typo
+    is refused in one line instead of opening a card folder no test reads; a card recorded live keeps its own folder.
+    Any catalog card with an NVML name shows it."""
     from pytest_anatomy.cli import main
+    from pytest_anatomy.specs.hardware import HARDWARE
 
+    card = next(spec for _, spec in sorted(HARDWARE.items()) if spec.nvml_names)
     report, manifest = _ncu_files(tmp_path)
     results = tmp_path / "r"
-    assert main(["import-ncu", str(report), str(manifest), "--results", str(results), "--hardware", "NVIDIA H200"]) == 0
-    assert recordings.list_recordings(results, "h200", "kernels", "ncu.")
+    for spelling in (card.nvml_names[0], card.name.upper()):
+        assert main(["import-ncu", str(report), str(manifest), "--results", str(results), "--hardware", spelling]) == 0
+    assert recordings.list_recordings(results, card.name, "kernels", "ncu.")
     capsys.readouterr()
-    assert main(["import-ncu", str(report), str(manifest), "--results", str(results), "--hardware", "h200x"]) == 2
+    typo = f"{card.name}x"
+    assert main(["import-ncu", str(report), str(manifest), "--results", str(results), "--hardware", typo]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("pytest-anatomy: error: --hardware h200x: not in the catalog") and "'h200'" in err
-    assert "\n" not in err and not (results / "h200x").exists()
-    (results / "nvidia-l4").mkdir()
+    assert err.startswith(f"pytest-anatomy: error: --hardware {typo}: not in the catalog") and f"'{card.name}'" in err
+    assert "\n" not in err and not (results / typo).exists()
+    (results / "nvidia-l4").mkdir()  # a card named from the driver by a live session, not in the catalog
     assert main(["import-ncu", str(report), str(manifest), "--results", str(results), "--hardware", "nvidia-l4"]) == 0
     assert recordings.list_recordings(results, "nvidia-l4", "kernels", "ncu.")
