@@ -89,7 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
     # capacity's llama.cpp flags, unlisted on latency: without them argparse read -ctk q8_0 as -c "tk" ("invalid int
     # value: 'tk'"); given, they are refused by name (main)
     for flags in _CAPACITY_ONLY_LLAMA:
-        lat.add_argument(*flags, dest=f"capacity_only_{flags[1][2:].replace('-', '_')}", default=None,
+        lat.add_argument(*flags, dest=_capacity_only_dest(flags[1]), default=None,
                          help=argparse.SUPPRESS)
     for sub_parser, is_latency in ((c, False), (lat, True)):
         sub_parser.add_argument("--engine", choices=("vllm", cli_llama.LLAMA_ENGINE), default="vllm",
@@ -286,8 +286,16 @@ def _cmd_fetch_quant_data(args: argparse.Namespace) -> int:
 # llama.cpp flags only `predict capacity` reads; the latency answers keep llama.cpp's defaults (f16 KV, -ub 512, -fa on)
 _CAPACITY_ONLY_LLAMA = (("-ctk", "--cache-type-k"), ("-ctv", "--cache-type-v"), ("-ub", "--ubatch-size"),
                         ("-fa", "--flash-attn"))
+_CAPACITY_ONLY_PREFIX = "capacity_only_"
 
-# What the llama.cpp answers read; every other option of `predict capacity|latency` is vLLM's (_vllm_flags_given).
+
+def _capacity_only_dest(long: str) -> str:
+    """Where the latency parser keeps a capacity-only flag (--cache-type-k -> capacity_only_cache_type_k): apart from
+    capacity's own dest, so that _flags_given can tell the two apart and name the flag back."""
+    return _CAPACITY_ONLY_PREFIX + long.removeprefix("--").replace("-", "_")
+
+
+# What the llama.cpp answers read; every other option of `predict capacity|latency` is vLLM's (_flags_given).
 _LLAMA_READS = frozenset({"command", "what", "model", "hardware", "json", "engine", "weights", "gguf", "ctx_size",
                           "parallel", "kv_unified", "cache_type_k", "cache_type_v", "ubatch_size", "flash_attn",
                           "quantization", "input_len", "output_len", "bandwidth_gbs", "peak_tflops", "step_overhead_ms",
@@ -297,7 +305,7 @@ _LLAMA_READS = frozenset({"command", "what", "model", "hardware", "json", "engin
 # What only the llama.cpp answers read: on a vLLM question (the default engine) they would be ignored.
 _LLAMA_ONLY = frozenset({"weights", "gguf", "ctx_size", "parallel", "kv_unified", "cache_type_k", "cache_type_v",
                          "ubatch_size", "flash_attn",
-                         *(f"capacity_only_{long[2:].replace('-', '_')}" for _, long in _CAPACITY_ONLY_LLAMA)})
+                         *(_capacity_only_dest(long) for _, long in _CAPACITY_ONLY_LLAMA)})
 
 
 def _flags_given(args: argparse.Namespace, parser: argparse.ArgumentParser, *, vllm: bool) -> list[str]:
@@ -305,7 +313,7 @@ def _flags_given(args: argparse.Namespace, parser: argparse.ArgumentParser, *, v
     llama.cpp's on a vLLM one (the answers would ignore them either way)."""
     defaults = vars(parser.parse_args(["predict", args.what, "--model", str(args.model), "--hardware",
                                        str(args.hardware)]))
-    return [f"--{dest.removeprefix('capacity_only_').replace('_', '-')}" for dest, value in vars(args).items()
+    return [f"--{dest.removeprefix(_CAPACITY_ONLY_PREFIX).replace('_', '-')}" for dest, value in vars(args).items()
             if (dest not in _LLAMA_READS if vllm else dest in _LLAMA_ONLY) and dest in defaults
             and value != defaults[dest]]
 
@@ -333,17 +341,17 @@ def _main(argv: Sequence[str] | None = None) -> int:
         parser.error("--quantization is vLLM's; llama.cpp's file types are --weights (e.g. --weights q4_k_m)")
     if args.command == "predict" and args.engine == "llama.cpp" and args.what == "latency" and (given := [
             f"{short}/{long}" for short, long in _CAPACITY_ONLY_LLAMA
-            if getattr(args, f"capacity_only_{long[2:].replace('-', '_')}") is not None]):
+            if getattr(args, _capacity_only_dest(long)) is not None]):
         parser.error(f"{', '.join(given)}: read by predict capacity only; the llama.cpp latency answers keep llama.cpp's "
                      "defaults (f16 KV cache, -ub 512, -fa on): drop them")
     if args.command == "predict" and args.engine == "llama.cpp":
         from pytest_anatomy import cli_llama
 
-        if given := _flags_given(args, build_parser(), vllm=True):
+        if given := _flags_given(args, parser, vllm=True):
             parser.error(f"{', '.join(given)}: vLLM's, not read with --engine llama.cpp; llama.cpp's answers take -c, "
                          "-np (N concurrent requests), --kv-unified and --weights")
         return cli_llama.run(args)
-    if args.command == "predict" and (given := _flags_given(args, build_parser(), vllm=False)):
+    if args.command == "predict" and (given := _flags_given(args, parser, vllm=False)):
         parser.error(f"{', '.join(given)}: llama.cpp's, not read by the vLLM answers (the default --engine); add "
                      "--engine llama.cpp, or drop them")
     if args.command == "predict" and args.what == "latency":

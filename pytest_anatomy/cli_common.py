@@ -40,9 +40,8 @@ def recordings_folder(text: str) -> Path:
     the default `results` may be absent outside the checkout, which the answer's notes say."""
     path = Path(non_empty(text))
     if not path.is_dir():
-        problem = "is a file, not a folder of recordings" if path.exists() else ": no such folder"
-        raise argparse.ArgumentTypeError(f"{text}{' ' if path.exists() else ''}{problem}; pass the checkout's results "
-                                         "folder (or one shaped like it)")
+        problem = " is a file, not a folder of recordings" if path.exists() else ": no such folder"
+        raise argparse.ArgumentTypeError(f"{text}{problem}; pass the checkout's results folder (or one shaped like it)")
     return path
 
 

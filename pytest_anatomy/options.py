@@ -165,13 +165,14 @@ def check_ini_keys(config: pytest.Config) -> None:
     """An anatomy_* key the plugin does not know (anatomy_sorce = recorded) is refused. pytest only warns of it and
     the run went on with the default (auto, not recorded); under filterwarnings = error the warning was an
     INTERNALERROR traceback."""
+    from pytest_anatomy.suggest import close_matches, phrase
+
     inicfg = getattr(config, "_inicfg", None)  # pytest 9; its config.inicfg warns (deprecated)
-    keys = set(getattr(config, "inicfg", None) or () if inicfg is None else inicfg)  # pytest 8: config.inicfg
-    keys |= {str(o).split("=", 1)[0].strip() for o in config.getoption("override_ini", None) or ()}  # -o key=value
+    if inicfg is None:
+        inicfg = getattr(config, "inicfg", None) or {}  # pytest 8
+    keys = set(inicfg) | {str(o).split("=", 1)[0].strip() for o in config.getoption("override_ini", None) or ()}
     prefix = "anatomy_"
     for key in sorted(k for k in keys if k.startswith(prefix) and k not in INI_KEYS):
-        from pytest_anatomy.suggest import close_matches, phrase
-
         # compared without the prefix every key shares: anatomy_zzz is like none of them
         near = close_matches(key.removeprefix(prefix), [k.removeprefix(prefix) for k in INI_KEYS])
         hint = phrase([prefix + n for n in near], sentence=True)

@@ -73,17 +73,20 @@ def plan(only: list[str] | None = None) -> list[tuple[str, Any, dict[str, int]]]
     """(ladder, variant, shape) in launch order: every rung at its timing shape, the softmax rungs also at the vocab
     row, and cuBLAS bf16 beside the tensor-core rung; with `only`, the rungs and shapes it names (_selection)."""
     picked = _selection(only) if only else None
+
+    def wanted(ladder: str, rung: str) -> list[dict[str, int]]:
+        """The shapes to profile `rung` at: the default ones, or those `only` names for its ladder or for it."""
+        if picked is None:
+            return _default_shapes(ladder)
+        chosen = [picked[k] for k in ((ladder, None), (ladder, rung)) if k in picked]
+        return [s for c in chosen for s in (_default_shapes(ladder) if c is None else c)]
+
     out = []
     for ladder, variants in LADDERS.items():
         extra = [sgemm.BF16_BASELINE] if ladder == "sgemm" else []
         for shape in ladder_shapes(ladder):
             for v in [*variants, *extra]:
-                if picked is None:
-                    wanted = shape in _default_shapes(ladder)
-                else:
-                    chosen = [picked[k] for k in ((ladder, None), (ladder, v.id)) if k in picked]
-                    wanted = any((_default_shapes(ladder) if c is None else c).count(shape) for c in chosen)
-                if not wanted:
+                if shape not in wanted(ladder, v.id):
                     continue
                 try:
                     v.check(shape)
