@@ -61,6 +61,11 @@ def _number(kind: type, check: Callable[[float], bool], rule: str) -> Callable[[
 
 
 _positive_int = _number(int, lambda v: v >= 1, ">= 1")
+# vLLM 0.26's CUDA attention backends (FlashAttention, Triton, FlexAttention) all declare MultipleOf(16) kernel
+# block sizes and FlashInfer 16/32/64 off Blackwell: any other --block-size finds no backend and the engine does not
+# start, so a capacity answer for it would describe an engine that cannot exist.
+_kv_block_size = _number(int, lambda v: v >= 16 and v % 16 == 0,
+                         "a multiple of 16 (vLLM's CUDA attention backends take no other KV block size; 16, 32, 64...)")
 
 
 _fraction = _number(float, lambda v: 0 < v <= 1, "in (0, 1]")
@@ -120,7 +125,8 @@ def _add_capacity_parser(what: Any) -> argparse.ArgumentParser:
     c.add_argument("--max-model-len", type=_positive_int, default=8192,
                    help="tokens per request for max concurrency; at most the model's maximum (8192)")
     c.add_argument("--kv-cache-dtype", default="auto", help="auto (model dtype), fp8, fp8_e5m2, ... (vLLM names)")
-    c.add_argument("--block-size", type=_positive_int, default=None, help="vLLM KV block size in tokens (16)")
+    c.add_argument("--block-size", type=_kv_block_size, default=None,
+                   help="vLLM KV block size in tokens, a multiple of 16 (default 16)")
     c.add_argument("--tp", type=_positive_int, default=1,
                    help="tensor parallel size; must split the model's heads, widths and vocabulary evenly (1)")
     c.add_argument("--max-num-seqs", type=_positive_int, default=None,
@@ -185,6 +191,7 @@ def _cmd_predict_capacity(args: argparse.Namespace) -> int:
         hw = get_hardware(args.hardware)
         feasibility.check_tensor_parallel(model, args.tp)
         feasibility.check_max_model_len(model, args.max_model_len)
+        feasibility.check_kv_cache_dtype(hw, args.kv_cache_dtype)
         answers = capacity(model, hw, **settings,  # type: ignore[arg-type]
                            available_kv_bytes=None if args.available_kv_gib is None else args.available_kv_gib * GiB)
         if args.quantization:

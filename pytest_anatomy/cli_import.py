@@ -44,9 +44,9 @@ def add_parsers(sub: Any) -> None:
                                      "results/<gpu>/batches/<stamp>/.")
     ncu.add_argument("report", type=Path, help="ncu.csv or ncu.csv.xz")
     ncu.add_argument("manifest", type=Path, help="profile-manifest.json")
-    ncu.add_argument("--hardware", default="h200",
-                     help="the profiled GPU: a catalog name (case-insensitive) or a card already under --results "
-                          "(h200)")
+    ncu.add_argument("--hardware", default=None,
+                     help="the profiled GPU: a catalog name (case-insensitive) or a card already under --results; "
+                          "default: the card the manifest's nvidia-smi line names (refused where the two differ)")
     ncu.add_argument("--recorded-at", default=None,
                      help="UTC time of the run (2026-11-30T02:17:00Z); default: the manifest's own")
     ncu.add_argument("--provenance", action="append", default=[], metavar="KEY=VALUE",
@@ -129,12 +129,29 @@ def _cmd_import_ncu(args: argparse.Namespace) -> int:
             print(f"pytest-anatomy: error: --provenance needs KEY=VALUE, got {bad}", file=sys.stderr)
             return 2
         extra = dict(p.split("=", 1) for p in args.provenance)
-        hardware = recorded_card(args.hardware, args.results)
+        hardware = profiled_card(args.hardware, read_manifest(args.manifest)[1], args.results)
         done = import_ncu(args.report, args.manifest, args.results, hardware=hardware,
                           recorded_at=when.replace("+00:00", "Z"), provenance=extra, dry_run=args.dry_run)
     except (NcuImportError, RecordingError, OSError, ValueError, KeyError) as exc:
         return _error(exc)
     return _print_done(done)
+
+
+def profiled_card(given: str | None, provenance: dict, results: Path) -> str:
+    """The card an ncu report was taken on: the manifest's nvidia-smi line names it (kernels_profile.sh writes
+    "NVIDIA H100 80GB HBM3, <driver>, ..."); --hardware may say the same or name a card the manifest does not,
+    never contradict it (an H100 profile was once filed under h200, the flag's old default)."""
+    smi = str(provenance.get("nvidia_smi") or "").split(",")[0].strip()
+    measured = recorded_card(smi, results) if smi else None
+    if given is None:
+        if measured is None:
+            raise ValueError("the manifest names no GPU (no nvidia_smi line): pass --hardware with the profiled card")
+        return measured
+    card = recorded_card(given, results)
+    if measured is not None and card != measured:
+        raise ValueError(f"--hardware {given} ({card}) but the manifest's nvidia-smi line names {smi!r} ({measured}): "
+                         "drop --hardware or name the card the profile ran on")
+    return card
 
 
 def recorded_card(name: str, results: Path) -> str:

@@ -6,7 +6,8 @@
 --speculative ngram:k=K[,acceptance=A]: n-gram speculation with K drafted tokens. The verify step is
   priced by the roofline at batch x (K + 1) tokens (theory/speculative.py); per-token ITL and the
   speedup need the acceptance A (the probability a drafted token is accepted, per position), which
-  the theory does not predict: without it only the verify step is answered.
+  the theory does not predict: without it only the verify step is answered. vLLM trims drafts to the
+  step's max_num_batched_tokens: K + 1 above it is refused, B x (K + 1) above it answered with a warning.
 """
 
 from __future__ import annotations

@@ -242,6 +242,7 @@ def plan_warnings(args: argparse.Namespace, model: Any, hw: Any, settings: Any) 
         warnings.append(f"--batch {args.batch:,} is above max_num_seqs {settings.max_num_seqs:,}: vLLM runs at most "
                         f"{settings.max_num_seqs:,} sequences per step and queues the rest, so no step decodes "
                         f"{args.batch:,}; pass --max-num-seqs or a smaller --batch")
+    warnings += _speculation_warnings(args, settings)
     tokens = args.kv_tokens
     kv_tokens = answers.get("kv_tokens")
     if tokens is None and isinstance(kv_tokens, Prediction):
@@ -253,6 +254,27 @@ def plan_warnings(args: argparse.Namespace, model: Any, hw: Any, settings: Any) 
                         f"{args.batch * (args.input_len + args.output_len):,} KV tokens, more than the pool's "
                         f"{tokens:,}: vLLM preempts (recomputes) requests, which this step model does not include")
     return tuple(warnings)
+
+
+def _speculation_warnings(args: argparse.Namespace, settings: Any) -> list[str]:
+    """vLLM's scheduler gives a step at most max_num_batched_tokens and trims the drafts beyond them (0.26,
+    v1/core/sched/scheduler.py): a verify step of B x (K + 1) tokens above that budget never runs as priced."""
+    from pytest_anatomy.theory import feasibility
+
+    spec = getattr(args, "speculative", None)
+    if spec is None:
+        return []
+    budget = settings.max_num_batched_tokens
+    if spec.k + 1 > budget:
+        raise feasibility.ImpossiblePlan(f"--speculative k={spec.k:,}: one request's verify step (k + 1 = {spec.k + 1:,} tokens) "
+                             f"exceeds max_num_batched_tokens {budget:,}, and vLLM trims drafts to the step's budget, "
+                             f"so k={spec.k:,} is never verified; use k <= {budget - 1:,} or raise "
+                             "--max-num-batched-tokens")
+    if args.batch * (spec.k + 1) > budget:
+        return [f"--batch {args.batch:,} x (k + 1) = {args.batch * (spec.k + 1):,} verify tokens exceed "
+                f"max_num_batched_tokens {budget:,}: vLLM trims the later requests' drafts to the budget, so no step "
+                f"verifies them all as priced; lower k or --batch, or raise --max-num-batched-tokens"]
+    return []
 
 
 def _check_given_pool(kv_tokens: int, answers: dict[str, Any], hw: Any) -> None:

@@ -125,7 +125,8 @@ def test_impossible_batch_settings_are_a_clear_error(capsys) -> None:
 
 
 @pytest.mark.parametrize("argv", [["--gpu-memory-utilization", "1.5"], ["--max-model-len", "0"],
-                                  ["--max-num-seqs", "0"], ["--max-num-batched-tokens", "-4"]])
+                                  ["--max-num-seqs", "0"], ["--max-num-batched-tokens", "-4"],
+                                  ["--block-size", "7"], ["--block-size", "8"], ["--block-size", "0"]])
 def test_argument_validation(argv, capsys) -> None:
     with pytest.raises(SystemExit):
         main(["predict", "capacity", "--model", "qwen2.5-7b", "--hardware", "h200", *argv])

@@ -152,6 +152,33 @@ def test_latency_request_longer_than_max_model_len_is_refused(capsys) -> None:
     assert "--input-len 10,000,000 + --output-len 256 exceeds --max-model-len 8,192" in err
 
 
+def test_an_nvfp4_kv_cache_is_refused_off_sm100_and_answered_on_it(capsys) -> None:
+    """vLLM 0.26 runs an nvfp4 KV cache on the SM100 trtllm-gen path only; cards picked from the catalog by their
+    compute capability, one of each side."""
+    from pytest_anatomy.specs.hardware import HARDWARE
+
+    off = sorted(n for n, h in HARDWARE.items() if h.compute_capability and h.compute_capability[0] != 10)[0]
+    on = sorted(n for n, h in HARDWARE.items() if h.compute_capability and h.compute_capability[0] == 10)[0]
+    err = _refused(capsys, "capacity", "--model", "qwen2.5-7b", "--hardware", off, "--kv-cache-dtype", "nvfp4")
+    assert f"--kv-cache-dtype nvfp4 on {off} (sm_" in err and "use fp8 on this card" in err
+    code, out, err = _run(capsys, "capacity", "--model", "qwen2.5-7b", "--hardware", on, "--kv-cache-dtype", "nvfp4",
+                          "--json")
+    assert code == 0 and json.loads(out)["kv_tokens"]["value"] > 0
+
+
+def test_drafts_no_step_can_verify_are_refused_and_a_batch_of_them_above_the_budget_warned(capsys) -> None:
+    """vLLM trims each request's drafts to the step's token budget: k + 1 above it is never verified (refused),
+    B x (k + 1) above it is trimmed for the later requests (warned); at the budget itself it is answered quietly."""
+    base = ("latency", "--model", "qwen2.5-7b", "--hardware", "h200", "--input-len", "1024", "--output-len", "128",
+            "--max-num-batched-tokens", "2048")
+    err = _refused(capsys, *base, "--batch", "1", "--speculative", "ngram:k=100000")
+    assert "k + 1 = 100,001 tokens) exceeds max_num_batched_tokens 2,048" in err and "k <= 2,047" in err
+    code, out, err = _run(capsys, *base, "--batch", "16", "--speculative", "ngram:k=128", "--json")
+    assert code == 0 and "warning: --batch 16 x (k + 1) = 2,064 verify tokens exceed max_num_batched_tokens" in err
+    code, out, err = _run(capsys, *base, "--batch", "16", "--speculative", "ngram:k=127", "--json")
+    assert code == 0 and err == "" and "spec_verify_step_ms" in json.loads(out)
+
+
 @pytest.mark.parametrize("argv", [
     ["latency", "--rate", "inf"], ["latency", "--rate", "nan"], ["latency", "--bandwidth-gbs", "inf"],
     ["latency", "--peak-tflops", "nan"], ["latency", "--step-overhead-ms", "inf"],

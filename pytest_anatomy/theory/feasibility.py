@@ -7,7 +7,8 @@ with what would fit, each alternative computed by the same ledger (more tensor-p
 is degenerate (a KV pool smaller than one max-length request) is answered with a warning.
 
 Also here: the plan's own limits vLLM enforces before it loads anything (tensor-parallel
-divisibility for every architecture, max_model_len against the model's maximum)."""
+divisibility for every architecture, max_model_len against the model's maximum, a KV cache dtype the
+card's attention backends cannot run)."""
 
 from __future__ import annotations
 
@@ -105,6 +106,18 @@ def check_max_model_len(model: ModelSpec, max_model_len: int) -> None:
             f"(max_position_embeddings{' x rope factor' if limit != model.max_position_embeddings else ''}); "
             f"vLLM refuses it. Use --max-model-len {limit} or less")
 
+
+
+def check_kv_cache_dtype(hardware: HardwareSpec, kv_cache_dtype: str) -> None:
+    """vLLM 0.26 stores and reads an nvfp4 KV cache only on FlashInfer's SM100 trtllm-gen path (its metadata
+    builder raises "--kv-cache-dtype nvfp4 requires the SM100 trtllm-gen FlashInfer path" elsewhere; the check is
+    is_device_capability_family(100)): on any other card the engine does not start. A card whose compute
+    capability the catalog lacks is not judged."""
+    cc = hardware.compute_capability
+    if kv_cache_dtype == "nvfp4" and cc is not None and cc[0] != 10:
+        raise ImpossiblePlan(
+            f"--kv-cache-dtype nvfp4 on {hardware.name} (sm_{cc[0]}{cc[1]}): vLLM runs an nvfp4 KV cache only on "
+            "SM100-family cards (FlashInfer's trtllm-gen path) and the engine would not start; use fp8 on this card")
 
 # ---- does the memory plan fit? ----------------------------------------------------------------
 
