@@ -9,9 +9,9 @@ measured ratios.
 - The bare decode roofline misses the step overhead. That overhead is host- and launch-side, and the H200's
   sessions measured it at b=1 (cli_calibration.b1_residuals). Added to this session's roofline, it gives the band.
 - Llama-3.1-8B at b=128 carries the per-sequence excess: the H200's band for its cost per sequence over its KV
-  read (latency_decode_findings.marginal_cost_band, h200-decode-per-sequence-cost). On the H100, 128 sequences' KV read is a predicted 5.885 ms of a
-  predicted 12.26 ms step (45.98 us per sequence at the H100's read ceiling), so the excess is
-  that excess x 5.885 / 12.26 of the step.
+  read (latency_decode_findings.marginal_cost_band, h200-decode-per-sequence-cost). On the H100, 128 sequences' KV read is a predicted 5.888 ms of a
+  predicted 12.26 ms step (46.00 us per sequence at the read ceiling of the newest H100 session, 2026-12-05), so the excess is
+  that excess x 5.888 / 12.26 of the step (the first session, 2026-12-02, priced 5.885 ms at 45.98 us).
 - Under overload, the prefill part of TTFT is longer than simulated by the decodes' KV traffic that the step
   model hides under the prompt's compute (h200-overload-prefill-in-kv-bound-steps). That traffic takes 4.47 /
   3.105 = 1.44x longer at the H100's read ceiling. If the part that is not hidden grows with it, the H200's excess
@@ -46,7 +46,7 @@ def overhead_band(roofline_s: float, residuals_s: list[float]) -> tuple[float, f
 # Llama-3.1-8B at b=128 on the H100: the per-sequence excess of the H200's band, re-priced at the H100's predictions
 # the H200's band for the transfer setup's per-sequence cost (h200-decode-per-sequence-cost), less 1
 PER_SEQUENCE_EXCESS = tuple(round(b - 1, 4) for b in marginal_cost_band(LLAMA))
-KV_READ_128_MS, STEP_128_MS = 128 * 45.98e-3, 12.26  # the H100's predictions (test_marginal_cost_per_sequence, b=128)
+KV_READ_128_MS, STEP_128_MS = 128 * 46.00e-3, 12.26  # the H100's predictions (test_marginal_cost_per_sequence, b=128)
 LLAMA_B128 = pytest.mark.finding(
     "h100-per-sequence-excess-in-a-longer-step", hardware=H100, quantity="decode_step_other_model",
     expected=tuple(round(1 + e * KV_READ_128_MS / STEP_128_MS, 4) for e in PER_SEQUENCE_EXCESS),

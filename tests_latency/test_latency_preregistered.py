@@ -16,17 +16,21 @@ term differs. Each entry carries the relative move of its prediction under each 
   survivor; the H100's plan (DETECTABLE_ON) also FFN weights x1.05 (6.1 pp).
 - Once recorded: each pre-registered decode step and lone prefill against the measured one, the same runs against
   the current theory with the calibration of the session that measured them (prefill: eta from that session's GEMM
-  timings at the model's own shapes), and each pair's ratio of ratios.
+  timings at the model's own shapes), and each pair's ratio of ratios. Their misses are findings
+  (latency_prereg_findings.py): the 3B's per-sequence excess banded by the same session's Qwen2.5-7B steps, the 32B's
+  13-15% and both models' prefills banded by their own run until a second session.
 """
 
 from __future__ import annotations
 
 import functools
 import statistics
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+import latency_prereg_findings as pf
 from latency_card_spread import CARD_TRANSFER_RATIOS, card_spread, transfer_card_spread
 from latency_setups import ceiling_scatter, median_scatter
 
@@ -172,13 +176,21 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("results,hw,run_a,run_c,rec_a,rec_c", _pairs(results))
 
 
-def _recorded(results: Path, hw: str, name: str, after: Any) -> recordings.Recording | None:
-    """The first recording of `name` on `hw` made after the pre-registration was committed (None: not yet run)."""
+def _recorded(results: Path, hw: str, name: str, after: Any, *, skipped: bool = False) -> recordings.Recording | None:
+    """The first recording of `name` on `hw` made after the pre-registration was committed (None: not yet run). A
+    part the device program skipped (its engine's pool could not hold the batch) is a recording with no
+    measurement: it is returned only with `skipped` (test_a_skipped_preregistered_run_was_predicted_not_to_fit)."""
     if after is None:
         return None
     found = [recordings.load_file(path) for path in recordings.candidates(results, hw, "latency", name)]
-    later = [r for r in found if pre.parse_utc(r.recorded_at) > after]
+    later = [r for r in found if pre.parse_utc(r.recorded_at) > after and _skip_reason(r) is not None] if skipped \
+        else [r for r in found if pre.parse_utc(r.recorded_at) > after and _skip_reason(r) is None]
     return min(later, key=lambda r: r.recorded_at) if later else None
+
+
+def _skip_reason(rec: recordings.Recording) -> str | None:
+    skipped = (rec.data.get("run") or {}).get("skipped")
+    return None if skipped is None else str(skipped)
 
 
 def _cases(results: Path, kind: str = "decode") -> list[Any]:
@@ -188,7 +200,9 @@ def _cases(results: Path, kind: str = "decode") -> list[Any]:
         for name, run in sorted(p.doc["runs"].items()):
             rec = _recorded(results, hw, name, p.committed_at) if run["kind"] == kind else None
             if rec is not None:
-                cases.append(pytest.param(results, hw, p, run, rec, id=f"{hw}-{p.path.stem}-{name}"))
+                marks = pf.decode_marks(hw, run["model"], int(run["settings"]["batch"])) if kind == "decode" \
+                    else pf.prefill_marks(hw, run["model"])
+                cases.append(pytest.param(results, hw, p, run, rec, id=f"{hw}-{p.path.stem}-{name}", marks=marks))
     return cases or [pytest.param(None, None, None, None, None, marks=pytest.mark.skip(
         reason=f"no pre-registered {kind} run recorded yet (planned: docs/RECORDING.md, issue 10 item 1)"))]
 
@@ -228,9 +242,38 @@ def _residual_spread_s(results: Path, hw: str) -> float:
     return max(abs(r - mid) for r in residuals)
 
 
+def _band(request: pytest.FixtureRequest, hw: str, quantity: str, ratio: float, budget: dict[str, float],
+          other_runs: Callable[[], tuple[float, float]] | None = None) -> tuple[float, float] | None:
+    """The band of the finding covering `quantity` on `hw` (None where none does): read off the checked run (its
+    ratio +- its budget) for a checked-run finding, else `other_runs()` (latency_prereg_findings)."""
+    mark = next((m for m in request.node.iter_markers("finding") if m.kwargs.get("quantity") == quantity
+                 and m.kwargs.get("hardware") in (None, hw)), None)
+    if mark is None:
+        return None
+    if mark.kwargs["band_from"] == "checked-run":
+        return pf.checked_run_band(ratio, sum(budget.values()))
+    assert other_runs is not None, f"{quantity}: a finding banded by other runs needs their band"
+    return other_runs()
+
+
+def _calibration_excess(results: Path, hw: str, rec: recordings.Recording) -> Callable[[int], tuple[float, float]]:
+    """excess(b): the calibration model's (Qwen2.5-7B's) measured step at batch b in `rec`'s session less the current
+    theory's, per sequence, its repeat scatter taken both ways (seconds): other runs than the one checked."""
+    found, _ = _session(results, hw, rec)
+    qwen = load_model(CALIBRATION_MODEL)
+
+    def excess(b: int) -> tuple[float, float]:
+        own = recordings.load_beside(results, hw, "latency", f"{CALIBRATION_MODEL}.decode.b{b}", rec)
+        s = own.data["run"]["settings"]
+        pred = lat.decode_step_time(qwen, found.ceilings, found.calib, b, s["input_len"] + s["output_len"] / 2).value
+        meas, scatter = own["step_time_s"].value, median_scatter(own, "itl_steady_engine_clock_s")
+        return ((meas * (1 - scatter) - pred) / b, (meas * (1 + scatter) - pred) / b)
+    return excess
+
+
 @pytest.mark.gpu
 @pytest.mark.targets()  # replay-only: reads the recordings its pre-registrations name, on any machine
-def test_preregistered_decode_step(results, hw, prereg, run, rec, reconcile):
+def test_preregistered_decode_step(results, hw, prereg, run, rec, request, reconcile):
     """The step written before the run, against the measured one, on the budget the Llama transfer carries with the
     calibration's session-to-session spread in place of this session's own calibration scatter."""
     pred = _preregistered(prereg, run, lp.DECODE_QUANTITY)
@@ -238,14 +281,17 @@ def test_preregistered_decode_step(results, hw, prereg, run, rec, reconcile):
     budget = {"repeat_scatter": median_scatter(rec, "itl_steady_engine_clock_s"),
               "calibration_spread": _calibration_spread(results, hw, pred.value),
               "card_spread": transfer_card_spread(b, rec)}
+    band = _band(request, hw, "preregistered_decode_step", rec["step_time_s"].value / pred.value, budget,
+                 lambda: pf.per_sequence_band(b, pred.value, _calibration_excess(results, hw, rec)))
     reconcile("preregistered_decode_step", pred, rec["step_time_s"], budget=budget, model=run["model"],
+              finding_band=band,
               why="measured noise only: the run's repeat scatter, how far a session's calibration lies from the "
                   "median session's, and the card-to-card spread of Llama's transfer (the only measured one)")
 
 
 @pytest.mark.gpu
 @pytest.mark.targets()  # replay-only: reads the recordings its pre-registrations name, on any machine
-def test_current_theory_decode_step(results, hw, prereg, run, rec, reconcile):
+def test_current_theory_decode_step(results, hw, prereg, run, rec, request, reconcile):
     """The same run against the current theory with the calibration of the session that measured it (its Qwen2.5-7B
     b=1 residual and ceilings): a pre-registered miss stays visible above, a theory fixed since shows here."""
     found, qwen_b1 = _session(results, hw, rec)
@@ -257,7 +303,10 @@ def test_current_theory_decode_step(results, hw, prereg, run, rec, reconcile):
     budget = {"repeat_scatter": median_scatter(rec, "itl_steady_engine_clock_s"),
               "calibration_spread": share * median_scatter(qwen_b1, "itl_steady_engine_clock_s"),
               "card_spread": transfer_card_spread(b, rec)}
+    band = _band(request, hw, "decode_step_preregistered_model", rec["step_time_s"].value / pred.value, budget,
+                 lambda: pf.per_sequence_band(b, pred.value, _calibration_excess(results, hw, rec)))
     reconcile("decode_step_preregistered_model", pred, rec["step_time_s"], budget=budget, model=run["model"],
+              finding_band=band,
               why="measured noise only: the run's repeat scatter, its session's b=1 fit point's scatter over the "
                   "share of the step it sets, and the card-to-card spread of Llama's transfer (the only measured one)")
 
@@ -274,21 +323,23 @@ def _peak_spread(results: Path, hw: str) -> float:
 
 @pytest.mark.gpu
 @pytest.mark.targets()  # replay-only: reads the recordings its pre-registrations name, on any machine
-def test_preregistered_prefill(results, hw, prereg, run, rec, reconcile):
+def test_preregistered_prefill(results, hw, prereg, run, rec, request, reconcile):
     """A lone prefill written before the run (compute-bound above ~180 tokens: eta x peak, Qwen2.5-7B's eta at the
     step's token count from the median session's GEMM timings), against the measured engine prefill."""
     pred = _preregistered(prereg, run, lp.PREFILL_QUANTITY)
     budget = {"repeat_scatter": median_scatter(rec, "engine_prefill_s"),
               "calibration_spread": _calibration_spread(results, hw, pred.value),
               "peak_spread": _peak_spread(results, hw)}
+    band = _band(request, hw, "preregistered_prefill", rec[lp.PREFILL_QUANTITY].value / pred.value, budget)
     reconcile("preregistered_prefill", pred, rec[lp.PREFILL_QUANTITY], budget=budget, model=run["model"],
+              finding_band=band,
               why="measured noise only: the run's repeat scatter, how far a session's overhead and bf16 matmul "
                   "ceiling lie from the median session's the pre-registration used")
 
 
 @pytest.mark.gpu
 @pytest.mark.targets()  # replay-only: reads the recordings its pre-registrations name, on any machine
-def test_current_theory_prefill(results, hw, prereg, run, rec, reconcile):
+def test_current_theory_prefill(results, hw, prereg, run, rec, request, reconcile):
     """The same prefill against the current theory with its session's calibration and eta from that session's GEMM
     timings at this model's own linear shapes (the latency plan times them for every model it runs)."""
     found, qwen_b1 = _session(results, hw, rec)
@@ -301,9 +352,29 @@ def test_current_theory_prefill(results, hw, prereg, run, rec, reconcile):
               "ceiling_spread": ceiling_scatter(ceil, "matmul_bf16"),
               "calibration_spread": calib.step_overhead_s / pred.value
               * median_scatter(qwen_b1, "itl_steady_engine_clock_s")}
+    band = _band(request, hw, "prefill_preregistered_model", rec[lp.PREFILL_QUANTITY].value / pred.value, budget)
     reconcile("prefill_preregistered_model", pred, rec[lp.PREFILL_QUANTITY], budget=budget, model=run["model"],
+              finding_band=band,
               why="measured noise only: the run's repeat scatter, its session's matmul ceiling scatter, and its b=1 "
                   "fit point's scatter over the share of the prefill the overhead sets")
+
+
+def test_a_skipped_preregistered_run_is_one_its_engines_pool_could_not_hold():
+    """A pre-registered decode the device program skipped (recorded with no measurement, its reason "pool: ...") is
+    one whose sequences the same session's engine pool could not hold at once (latency_fit.decode_pool_skip on the
+    engine's reported pool), never a run lost or dropped for time; every such recording says so."""
+    from pytest_anatomy.latency_fit import decode_pool_skip
+
+    for hw, p in _latency_preregistrations():
+        for name, run in sorted(p.doc["runs"].items()):
+            rec = _recorded(RESULTS, hw, name, p.committed_at, skipped=True) if run["kind"] == "decode" else None
+            if rec is None:
+                continue
+            why = _skip_reason(rec)
+            assert why is not None and why.startswith("pool: "), (name, why)
+            engine = recordings.load_beside(RESULTS, hw, "latency", f"{run['model']}.engine", rec)
+            pool = int(engine["resolved.kv_cache_tokens"].value)
+            assert decode_pool_skip(int(run["settings"]["batch"]), pool) is not None, (hw, name, pool)
 
 
 def _same_session(a: recordings.Recording, c: recordings.Recording) -> bool:
@@ -323,14 +394,14 @@ def _pairs(results: Path) -> list[Any]:
                     ra, rc = (_recorded(results, hw, f"{m}.decode.b{b}", p.committed_at) for m in (a, c))
                     if ra is not None and rc is not None and _same_session(ra, rc):
                         cases.append(pytest.param(results, hw, runs[a][b], runs[c][b], ra, rc,
-                                                  id=f"{hw}-{a}-vs-{c}-b{b}"))
+                                                  id=f"{hw}-{a}-vs-{c}-b{b}", marks=pf.pair_marks(hw, (a, c))))
     return cases or [pytest.param(None, None, None, None, None, None, marks=pytest.mark.skip(
         reason="no pre-registered pair of models recorded in one session yet (planned: docs/RECORDING.md)"))]
 
 
 @pytest.mark.gpu
 @pytest.mark.targets()  # replay-only: reads the recordings its pre-registrations name, on any machine
-def test_preregistered_pair_moves_together(results, hw, run_a, run_c, rec_a, rec_c, reconcile):
+def test_preregistered_pair_moves_together(results, hw, run_a, run_c, rec_a, rec_c, request, reconcile):
     """Two pre-registered models measured in one session: their ratios measured / pre-registered agree, because the
     session's ceilings and calibration are common to both and the theory's terms scale with each model's bytes.
     A term error absorbed by the b=1 calibration moves them apart by the entries' sensitivities' difference."""
@@ -348,7 +419,9 @@ def test_preregistered_pair_moves_together(results, hw, run_a, run_c, rec_a, rec
     budget = {"repeat_scatter": median_scatter(rec_a, "itl_steady_engine_clock_s")
               + median_scatter(rec_c, "itl_steady_engine_clock_s"), "calibration_spread": spread,
               "card_spread": transfer_card_spread(b, rec_a)}
+    band = _band(request, hw, "preregistered_pair_ratio", ratio, budget)
     reconcile("preregistered_pair_ratio", pred, measured, budget=budget, model=f"{run_a['model']}/{run_c['model']}",
+              finding_band=band,
               why="measured noise only: both runs' repeat scatter, the calibration's session spread acting on two "
                   "different step times, and the card-to-card spread of a same-session transfer (Llama's over Qwen's "
                   "is such a pair, and moves from card to card); the session's ceilings are common to both")
