@@ -231,7 +231,7 @@ def test_import_ncu_names_a_report_without_its_columns(capsys, tmp_path) -> None
     report.write_text('"ID","Metric Name"\n"0","Duration"\n')
     manifest.write_text('{"launches": [{"marker_grid": 1, "ladder": "l", "rung": "r", "shape": "s"}]}')
     assert main(["import-ncu", str(report), str(manifest), "--recorded-at", "2026-11-30T02:17:00Z",
-                 "--results", str(tmp_path / "results")]) == 2
+                 "--results", str(tmp_path / "results"), "--hardware", ANY_CARD]) == 2
     assert capsys.readouterr().err == ("pytest-anatomy: error: the ncu report has no Kernel Name, Grid Size, Block Size "
                                        "column: was it written with --csv --page details?\n")
 

@@ -188,14 +188,14 @@ def test_import_ncu_cli_takes_the_manifest_date_and_refuses_a_missing_one(tmp_pa
     from pytest_anatomy.cli import main
 
     report, manifest = _ncu_files(tmp_path)
-    assert main(["import-ncu", str(report), str(manifest), "--results", str(tmp_path / "r")]) == 0
+    assert main(["import-ncu", str(report), str(manifest), "--results", str(tmp_path / "r"), "--hardware", "h200"]) == 0
     assert "4 written" in capsys.readouterr().out
     assert recordings.list_recordings(tmp_path / "r", "h200", "kernels", "ncu.")
     old = tmp_path / "old-manifest.json"
     old.write_text(json.dumps(json.loads(manifest.read_text())["launches"]))  # an older script: no date
-    assert main(["import-ncu", str(report), str(old), "--results", str(tmp_path / "r2")]) == 2
+    assert main(["import-ncu", str(report), str(old), "--results", str(tmp_path / "r2"), "--hardware", "h200"]) == 2
     assert "pass --recorded-at" in capsys.readouterr().err
-    assert main(["import-ncu", str(report), str(old), "--results", str(tmp_path / "r2"),
+    assert main(["import-ncu", str(report), str(old), "--results", str(tmp_path / "r2"), "--hardware", "h200",
                  "--recorded-at", "2026-11-30T02:17:00Z", "--provenance", "ncu=2025.3.1.0"]) == 0
     rec = recordings.load_latest(tmp_path / "r2", "h200", "kernels", "ncu.reduction.r7-vectorized.n268435456")
     assert rec.provenance["ncu"] == "2025.3.1.0"
@@ -266,6 +266,31 @@ def test_keep_raw_xz_is_one_stream_that_round_trips_byte_for_byte(tmp_path) -> N
     once = lzma.decompress(payload, format=lzma.FORMAT_XZ)
     assert once == big.read_bytes() and not once.startswith(XZ_MAGIC)
     assert len(payload) < big.stat().st_size / 2
+
+
+def test_import_ncu_files_under_the_card_the_manifest_names(tmp_path: Path, capsys) -> None:
+    """The manifest's nvidia-smi line names the profiled card: without --hardware the recordings go under it (an
+    H100 profile was once filed under h200, the flag's old default); a --hardware naming another card is refused,
+    and a manifest naming none needs --hardware."""
+    from pytest_anatomy.cli import main
+    from pytest_anatomy.specs.hardware import HARDWARE
+
+    card, other = [spec for _, spec in sorted(HARDWARE.items()) if spec.nvml_names][:2]
+    report, manifest = _ncu_files(tmp_path)
+    doc = json.loads(manifest.read_text())
+    doc["provenance"]["nvidia_smi"] = f"{card.nvml_names[0]}, 580.159.04, 1980 MHz, 700.00 W"
+    named = tmp_path / "named.json"
+    named.write_text(json.dumps(doc))
+    results = tmp_path / "r"
+    assert main(["import-ncu", str(report), str(named), "--results", str(results)]) == 0
+    assert recordings.list_recordings(results, card.name, "kernels", "ncu.")
+    capsys.readouterr()
+    assert main(["import-ncu", str(report), str(named), "--results", str(tmp_path / "r2"), "--hardware", other.name]) == 2
+    err = capsys.readouterr().err
+    assert f"--hardware {other.name} ({other.name}) but the manifest's nvidia-smi line names" in err
+    assert not (tmp_path / "r2").exists()
+    assert main(["import-ncu", str(report), str(manifest), "--results", str(tmp_path / "r3")]) == 2
+    assert "the manifest names no GPU" in capsys.readouterr().err
 
 
 def test_import_ncu_names_the_card_as_the_catalog_does_and_refuses_a_typo(tmp_path: Path, capsys) -> None:
