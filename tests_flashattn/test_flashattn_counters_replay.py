@@ -43,7 +43,7 @@ def test_synthetic_data_is_the_generators_output() -> None:
 def _import_and_replay(tmp_path: Path, report: Path, manifest: Path) -> subprocess.CompletedProcess[str]:
     results = tmp_path / "results"
     cli = subprocess.run([sys.executable, "-m", "pytest_anatomy", "import-ncu", str(report), str(manifest),
-                          "--results", str(results)],
+                          "--results", str(results), "--hardware", MEASURED_ON],  # the synthetic manifest names none
                          cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
     assert cli.returncode == 0, cli.stdout + cli.stderr
     assert f"{RECORDINGS + 2} written" in cli.stdout  # the recordings and both raw files
