@@ -119,7 +119,8 @@ def _cmd_import_ncu(args: argparse.Namespace) -> int:
     from pytest_anatomy.recordings import RecordingError
 
     try:
-        when = args.recorded_at or read_manifest(args.manifest)[1].get("date_utc")
+        provenance = read_manifest(args.manifest)[1]
+        when = args.recorded_at or provenance.get("date_utc")
         if not when:
             print("pytest-anatomy: error: the manifest has no date (an older kernels_profile.py): pass --recorded-at "
                   "with the run's UTC time, e.g. 2026-11-30T02:17:00Z", file=sys.stderr)
@@ -129,7 +130,7 @@ def _cmd_import_ncu(args: argparse.Namespace) -> int:
             print(f"pytest-anatomy: error: --provenance needs KEY=VALUE, got {bad}", file=sys.stderr)
             return 2
         extra = dict(p.split("=", 1) for p in args.provenance)
-        hardware = profiled_card(args.hardware, read_manifest(args.manifest)[1], args.results)
+        hardware = profiled_card(args.hardware, provenance, args.results)
         done = import_ncu(args.report, args.manifest, args.results, hardware=hardware,
                           recorded_at=when.replace("+00:00", "Z"), provenance=extra, dry_run=args.dry_run)
     except (NcuImportError, RecordingError, OSError, ValueError, KeyError) as exc:

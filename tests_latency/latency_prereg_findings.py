@@ -15,11 +15,12 @@ calibration.
 from __future__ import annotations
 
 from collections.abc import Callable
+
 import pytest
+from latency_findings_common import H100
 
 from pytest_anatomy.cli_calibration import CALIBRATION_MODEL
 
-H100 = "h100-sxm"
 DECODE_QUANTITIES = ("preregistered_decode_step", "decode_step_preregistered_model")
 PREFILL_QUANTITIES = ("preregistered_prefill", "prefill_preregistered_model")
 PAIR_QUANTITY = "preregistered_pair_ratio"
@@ -88,11 +89,6 @@ def pair_marks(hw: str, models: tuple[str, str]) -> tuple[pytest.MarkDecorator, 
         return ()
     return (pytest.mark.finding(LARGE_MODEL_ID, hardware=hw, quantity=PAIR_QUANTITY, reason=LARGE_MODEL_REASON,
                                 band_from="checked-run"),)
-
-
-def checked_run_band(ratio: float, budget: float) -> tuple[float, float]:
-    """A band read off the run it judges: its own measured/predicted +- its noise budget (band_from="checked-run")."""
-    return (round(ratio * (1 - budget), 4), round(ratio * (1 + budget), 4))
 
 
 def per_sequence_band(batch: int, predicted_s: float,

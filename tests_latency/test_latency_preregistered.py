@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import latency_budget_findings as bf
 import latency_prereg_findings as pf
 from latency_card_spread import CARD_TRANSFER_RATIOS, card_spread, transfer_card_spread
 from latency_setups import ceiling_scatter, median_scatter
@@ -183,8 +184,7 @@ def _recorded(results: Path, hw: str, name: str, after: Any, *, skipped: bool = 
     if after is None:
         return None
     found = [recordings.load_file(path) for path in recordings.candidates(results, hw, "latency", name)]
-    later = [r for r in found if pre.parse_utc(r.recorded_at) > after and _skip_reason(r) is not None] if skipped \
-        else [r for r in found if pre.parse_utc(r.recorded_at) > after and _skip_reason(r) is None]
+    later = [r for r in found if pre.parse_utc(r.recorded_at) > after and (_skip_reason(r) is not None) == skipped]
     return min(later, key=lambda r: r.recorded_at) if later else None
 
 
@@ -251,15 +251,17 @@ def _band(request: pytest.FixtureRequest, hw: str, quantity: str, ratio: float, 
     if mark is None:
         return None
     if mark.kwargs["band_from"] == "checked-run":
-        return pf.checked_run_band(ratio, sum(budget.values()))
+        return bf.checked_run_band(ratio, sum(budget.values()))
     assert other_runs is not None, f"{quantity}: a finding banded by other runs needs their band"
     return other_runs()
 
 
-def _calibration_excess(results: Path, hw: str, rec: recordings.Recording) -> Callable[[int], tuple[float, float]]:
+def _calibration_excess(results: Path, hw: str, rec: recordings.Recording,
+                        found: Any = None) -> Callable[[int], tuple[float, float]]:
     """excess(b): the calibration model's (Qwen2.5-7B's) measured step at batch b in `rec`'s session less the current
-    theory's, per sequence, its repeat scatter taken both ways (seconds): other runs than the one checked."""
-    found, _ = _session(results, hw, rec)
+    theory's, per sequence, its repeat scatter taken both ways (seconds): other runs than the one checked. `found`:
+    that session's calibration where the caller has it already (_session)."""
+    found = found or _session(results, hw, rec)[0]
     qwen = load_model(CALIBRATION_MODEL)
 
     def excess(b: int) -> tuple[float, float]:
@@ -304,7 +306,7 @@ def test_current_theory_decode_step(results, hw, prereg, run, rec, request, reco
               "calibration_spread": share * median_scatter(qwen_b1, "itl_steady_engine_clock_s"),
               "card_spread": transfer_card_spread(b, rec)}
     band = _band(request, hw, "decode_step_preregistered_model", rec["step_time_s"].value / pred.value, budget,
-                 lambda: pf.per_sequence_band(b, pred.value, _calibration_excess(results, hw, rec)))
+                 lambda: pf.per_sequence_band(b, pred.value, _calibration_excess(results, hw, rec, found)))
     reconcile("decode_step_preregistered_model", pred, rec["step_time_s"], budget=budget, model=run["model"],
               finding_band=band,
               why="measured noise only: the run's repeat scatter, its session's b=1 fit point's scatter over the "

@@ -186,18 +186,20 @@ def test_ncu_report_missing_a_rung_writes_nothing(tmp_path: Path) -> None:
 
 def test_import_ncu_cli_takes_the_manifest_date_and_refuses_a_missing_one(tmp_path: Path, capsys) -> None:
     from pytest_anatomy.cli import main
+    from pytest_anatomy.specs.hardware import HARDWARE
 
+    card = sorted(HARDWARE)[0]  # any: the synthetic manifest names no GPU, so --hardware says which
     report, manifest = _ncu_files(tmp_path)
-    assert main(["import-ncu", str(report), str(manifest), "--results", str(tmp_path / "r"), "--hardware", "h200"]) == 0
+    assert main(["import-ncu", str(report), str(manifest), "--results", str(tmp_path / "r"), "--hardware", card]) == 0
     assert "4 written" in capsys.readouterr().out
-    assert recordings.list_recordings(tmp_path / "r", "h200", "kernels", "ncu.")
+    assert recordings.list_recordings(tmp_path / "r", card, "kernels", "ncu.")
     old = tmp_path / "old-manifest.json"
     old.write_text(json.dumps(json.loads(manifest.read_text())["launches"]))  # an older script: no date
-    assert main(["import-ncu", str(report), str(old), "--results", str(tmp_path / "r2"), "--hardware", "h200"]) == 2
+    assert main(["import-ncu", str(report), str(old), "--results", str(tmp_path / "r2"), "--hardware", card]) == 2
     assert "pass --recorded-at" in capsys.readouterr().err
-    assert main(["import-ncu", str(report), str(old), "--results", str(tmp_path / "r2"), "--hardware", "h200",
+    assert main(["import-ncu", str(report), str(old), "--results", str(tmp_path / "r2"), "--hardware", card,
                  "--recorded-at", "2026-11-30T02:17:00Z", "--provenance", "ncu=2025.3.1.0"]) == 0
-    rec = recordings.load_latest(tmp_path / "r2", "h200", "kernels", "ncu.reduction.r7-vectorized.n268435456")
+    rec = recordings.load_latest(tmp_path / "r2", card, "kernels", "ncu.reduction.r7-vectorized.n268435456")
     assert rec.provenance["ncu"] == "2025.3.1.0"
 
 
