@@ -71,14 +71,15 @@ def test_engine_pool_from_config(target, start, reconcile):
 
 @pytest.mark.gpu
 def test_the_card_total_stands_in_where_a_start_names_none(target, results):
-    """A start without the card's CUDA total takes its session's ceilings total: in every session that recorded both
-    they are one number, and every start of this card divides the same one."""
+    """A start without the card's CUDA total takes its session's ceilings total: in every session of the card that
+    recorded both they are one number, and at least one such session vouches for the stand-in where it is used."""
     starts = le.engine_starts(results, target.name)
-    both = [(s.total, le.session_ceilings_total(results, s.recording())) for s in starts
+    both = [(s.test_id, s.total, le.session_ceilings_total(results, s.recording())) for s in starts
             if s.total_from.startswith("the recorded card's")]
-    assert all(ceil is None or ceil == own for own, ceil in both), both
-    assert any(ceil is not None for _, ceil in both) or not both
-    assert len({s.total for s in starts}) == 1, sorted({(s.total, s.total_from) for s in starts}, key=str)
+    checked = [(sid, own, ceil) for sid, own, ceil in both if ceil is not None]
+    assert all(own == ceil for _, own, ceil in checked), checked
+    if any(s.total_from.startswith("the card's total in its session's ceilings") for s in starts):
+        assert checked, f"{target.name}: the ceilings total stands in, but no session recorded both to compare"
 
 
 @pytest.mark.gpu
