@@ -78,3 +78,16 @@ def test_a_failed_write_leaves_no_entry_and_no_temp_file(tmp_path: Path, monkeyp
     with pytest.raises(OSError, match="disk full"):
         kc._write(tmp_path / "entry.json", "{}")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_reports_of_one_source_share_its_confirmed_compile(compiles: list[bytes], tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    # The ptxas report, the SASS counts, the listing and the loop bodies read one cached cubin: two compiles in all,
+    # where each used to confirm its own (eight compiles of one source in a cold run)
+    compiles.extend([QUIET, QUIET])
+    monkeypatch.setattr(kc, "parse_ptxas", lambda log: {})
+    assert kc.loop_bodies(SOURCE) == {"k": [{"QUIET": 1, "BRA": 1}]}
+    assert kc.sass_counts(SOURCE) == {"k": {"QUIET": 1, "BRA": 1}}
+    assert "QUIET" in kc.sass_text(SOURCE) and kc.resource_report(SOURCE) == {} and not compiles
+    (cubin,) = sorted((tmp_path / "cache" / "cubin").glob("*"))
+    assert json.loads(cubin.read_text())["cubin"] == "cXVpZXQ="  # base64 of the agreed bytes, b"quiet"

@@ -24,6 +24,7 @@ PATH, then in CUDA_HOME/bin, then in the pip packages nvidia-cuda-cuobjdump / nv
 
 from __future__ import annotations
 
+import base64
 import functools
 import hashlib
 import io
@@ -178,13 +179,22 @@ def _confirmed_compile(source: str, text: str, arch: str, defines: Defines = ())
     """NVRTC's cubin and log, and whether a second compile gave the same cubin: only then may it be cached. Two
     disagreeing compiles get a third; the first cubin seen twice wins. A stray allocation is the rarer outcome (3 of 13
     s16 compiles under load, two different ones among them), so two in a row that match are the quiet one but for
-    a small chance -- which an unconfirmed write took every time."""
+    a small chance -- which an unconfirmed write took every time.
+
+    A confirmed cubin is itself cached (with its log), so the ptxas report, the SASS counts, the listing and the loop
+    bodies of one source share its two compiles instead of confirming one each (a cold run compiled each source up to
+    eight times)."""
+    path = _cached("cubin", _key(text, arch, defines))
+    if path.exists():
+        entry = json.loads(path.read_text())
+        return base64.b64decode(entry["cubin"]), entry["log"], True
     seen: dict[bytes, int] = {}
     cubin, log = b"", ""
     for _ in range(MAX_COMPILES):
         cubin, log = _compile(source, text, arch, defines)
         seen[cubin] = seen.get(cubin, 0) + 1
         if seen[cubin] >= CONFIRM:
+            _write(path, json.dumps({"cubin": base64.b64encode(cubin).decode("ascii"), "log": log}))
             return cubin, log, True
     return cubin, log, False  # no two agreed: the numbers are returned, never cached
 
