@@ -105,21 +105,21 @@ H100_LLAMA_LOOP = (
     "Llama-3.1-8B's closed loops on the H100 run their prompt-carrying steps slower than their decode steps' miss "
     "explains: at C = 64 the throughput is 0.906x the simulation (4,035 against 4,454 tokens/s) where the b=64 step's "
     "1.064x gives 0.94x, and the mean ITL at C = 8 and 64 sits above the median's miss (C = 8: 1.046x against 1.032x), "
-    "the mean taking in the steps that carry a prompt (h200-prompt-steps-slower-than-modeled). Band read off the run it "
-    "judges (its measured/simulated +- its noise budget), which tests nothing yet: a second Llama-3.1-8B closed-loop "
-    "session on the H100 replaces it.")
+    "the mean taking in the steps that carry a prompt (h200-prompt-steps-slower-than-modeled). A second H100 session "
+    "(2026-12-06 00:05) repeated it. Band, set at test time: the envelope of the same run's measured/simulated in the "
+    "H100's other recorded sessions, each with its own session's setup, +- this run's budget (other runs).")
 H100_LLAMA_LOOP_CASES = {8: ("itl_mean",), 64: ("itl_mean", "output_throughput")}
 
 
 def h100_llama_closed_marks(model: str, c: int, quantities: tuple[str, ...]) -> tuple[pytest.MarkDecorator, ...]:
-    """The H100 findings of Llama-3.1-8B's closed loop at C = c on `quantities` (other-runs: the steps' miss at batch
-    C, set by the test; checked-run: C = 64's throughput)."""
+    """The H100 findings of Llama-3.1-8B's closed loop at C = c on `quantities` (both other-runs, set by the test: the
+    same session's steps' miss at batch C; the same loop in the card's other sessions)."""
     if model != LLAMA:
         return ()
     marks = [pytest.mark.finding(H100_LLAMA_STEPS_ID, hardware=H100, quantity=q, reason=H100_LLAMA_STEPS,
                                  band_from="other-runs") for q in H100_LLAMA_STEPS_CASES.get(c, ()) if q in quantities]
     marks += [pytest.mark.finding(H100_LLAMA_LOOP_ID, hardware=H100, quantity=q, reason=H100_LLAMA_LOOP,
-                                  band_from="checked-run") for q in H100_LLAMA_LOOP_CASES.get(c, ()) if q in quantities]
+                                  band_from="other-runs") for q in H100_LLAMA_LOOP_CASES.get(c, ()) if q in quantities]
     return tuple(marks)
 
 

@@ -7,9 +7,9 @@ calibration.
   session's Qwen2.5-7B steps miss per sequence (5.5-12.9 us at b = 16..128), not by the 7B's excess scaled to the
   3B's smaller KV (0.64x). Band: the 7B runs' excess per sequence, over the checked prediction (other runs).
 - The 32B's steps run 13-15% above prediction at every batch it ran (b = 1..16; its 61 GiB of weights left a 34,208-
-  token pool, too small for b >= 32). Not identified. Band: the run's own (checked-run).
+  token pool, too small for b >= 32), in both H100 sessions alike. Not identified. Band: the other sessions' same run.
 - Lone prefills of both models miss their pre-registration by 15-161% and the current theory by 1-95%. Band: the
-  run's own (checked-run).
+  other sessions' same run.
 """
 
 from __future__ import annotations
@@ -48,9 +48,10 @@ LARGE_MODEL_REASON = (
     "(2.71 TB/s for down, 2.83 for gate_up, 2.88 for lm_head) would put the step at 1.06-1.10x, short of the "
     "1.14x measured; not measured: TLB reach over 61 GiB of weights (the read ceiling touches 4 GiB, the GEMV "
     "timings at most 18 GB), and the 700 W power cap (the session's ceilings ended at 700 W and 1,365 MHz). "
-    "Band read off the run it judges (its ratio +- its noise budget), which tests nothing yet: a second 32B session "
-    "on the H100, or its pre-registered H200 run (results/h200/preregistered/latency-20261205T062959Z.json), "
-    "replaces it. The pairs with Qwen2.5-3B (1.09-1.14) carry this miss over the 3B's per-sequence one.")
+    "A second H100 session (2026-12-06 00:00, the same card model, another lease) repeated every 32B step within "
+    "0.05% (25.300 against 25.295 ms at b=1): the miss is systematic, not a slow session. Band: the same run in every "
+    "other recorded session over its own session's prediction, +- that run's repeat scatter, this check's budget and "
+    "2.5% for one session against another (latency_findings_common.OTHER_SESSION_NOISE; other runs). The pairs with Qwen2.5-3B (1.09-1.14) carry this miss over the 3B's per-sequence one.")
 
 PREFILL_ID = "transfer-prefill-above-prediction"
 PREFILL_REASON = (
@@ -60,8 +61,20 @@ PREFILL_REASON = (
     "0.60 at 512 tokens (the 7B's 0.90), which the current theory takes in: against it the 3B is 1.12-1.16x from "
     "8,192 tokens up (Qwen2.5-7B's own prefills in the session: 1.11-1.13x, h200-prefill-above-its-gemms), the 32B "
     "1.01-1.06x, and both 1.17-1.95x at 128-2,048 tokens, an absolute 2.8-11.8 ms like Qwen2.5-7B's lone-prompt "
-    "excess (2.3-6.9 ms in the session; h200-short-prefill-excess). Band read off the run it judges (its ratio +- "
-    "its noise budget), which tests nothing yet: a second session of these models replaces it.")
+    "excess (2.3-6.9 ms in the session; h200-short-prefill-excess). A second H100 session (2026-12-06 00:00) "
+    "repeated the prefills from 2,048 tokens up within 0.8-4.2% and the short ones within 1-34% (the 3B at 128 "
+    "tokens: 6.36 then 8.49 ms, the lone-prompt excess's own scatter). Band from 2,048 tokens: the same run in every "
+    "other recorded session over its own session's prediction (the pre-registered one, or the current theory with "
+    "that session's calibration), +- that run's repeat scatter, this check's budget and 2.5% for one session "
+    "against another (OTHER_SESSION_NOISE: the sessions' GEMM timings alone move the current theory's eta by ~2%) "
+    "(other runs). At 128 and 512 "
+    "tokens the two sessions differ by more than that (the 3B's 128-token prefill by 34% against a 2.6% repeat "
+    "scatter), so no other run bands a short prompt: its band is read off its own run (checked-run), as "
+    "h200-short-prefill-excess's lone-prompt excess is unexplained.")
+
+# The findings banded by the same run in the other recorded sessions (test_latency_preregistered._other_sessions)
+SESSION_BANDED = frozenset({LARGE_MODEL_ID, PREFILL_ID})
+SESSION_BANDED_FROM_TOKENS = 2048  # shorter lone prefills: their own run's band (PREFILL_REASON says why)
 
 
 def decode_marks(hw: str, model: str, batch: int) -> tuple[pytest.MarkDecorator, ...]:
@@ -70,25 +83,28 @@ def decode_marks(hw: str, model: str, batch: int) -> tuple[pytest.MarkDecorator,
         return ()
     if (hw, model) in LARGE:
         return tuple(pytest.mark.finding(LARGE_MODEL_ID, hardware=hw, quantity=q, reason=LARGE_MODEL_REASON,
-                                         band_from="checked-run") for q in DECODE_QUANTITIES)
+                                         band_from="other-runs") for q in DECODE_QUANTITIES)
     if batch < EXCESS_BATCHES[0]:
         return ()
     return tuple(pytest.mark.finding(PER_SEQUENCE_ID, quantity=q, reason=PER_SEQUENCE_REASON, band_from="other-runs",
                                      strict=False) for q in DECODE_QUANTITIES)
 
 
-def prefill_marks(hw: str, model: str) -> tuple[pytest.MarkDecorator, ...]:
+def prefill_marks(hw: str, model: str, length: int) -> tuple[pytest.MarkDecorator, ...]:
+    """From 2,048 tokens the other sessions' same run bands it; a lone short prompt's excess scatters between
+    sessions far beyond its repeat scatter (PREFILL_REASON), so no other run bands it and its band stays its own."""
     if hw != H100 or model == CALIBRATION_MODEL:
         return ()
+    band_from = "other-runs" if length >= SESSION_BANDED_FROM_TOKENS else "checked-run"
     return tuple(pytest.mark.finding(PREFILL_ID, hardware=hw, quantity=q, reason=PREFILL_REASON,
-                                     band_from="checked-run") for q in PREFILL_QUANTITIES)
+                                     band_from=band_from) for q in PREFILL_QUANTITIES)
 
 
 def pair_marks(hw: str, models: tuple[str, str]) -> tuple[pytest.MarkDecorator, ...]:
     if not any((hw, m) in LARGE for m in models):
         return ()
     return (pytest.mark.finding(LARGE_MODEL_ID, hardware=hw, quantity=PAIR_QUANTITY, reason=LARGE_MODEL_REASON,
-                                band_from="checked-run"),)
+                                band_from="other-runs"),)
 
 
 def per_sequence_band(batch: int, predicted_s: float,

@@ -33,6 +33,7 @@ import pytest
 import latency_budget_findings as bf
 import latency_prereg_findings as pf
 from latency_card_spread import CARD_TRANSFER_RATIOS, card_spread, transfer_card_spread
+from latency_findings_common import OTHER_SESSION_NOISE, runs_band
 from latency_setups import ceiling_scatter, median_scatter
 
 from pytest_anatomy import latency_prereg as lp
@@ -201,7 +202,7 @@ def _cases(results: Path, kind: str = "decode") -> list[Any]:
             rec = _recorded(results, hw, name, p.committed_at) if run["kind"] == kind else None
             if rec is not None:
                 marks = pf.decode_marks(hw, run["model"], int(run["settings"]["batch"])) if kind == "decode" \
-                    else pf.prefill_marks(hw, run["model"])
+                    else pf.prefill_marks(hw, run["model"], int(run["settings"]["input_len"]))
                 cases.append(pytest.param(results, hw, p, run, rec, id=f"{hw}-{p.path.stem}-{name}", marks=marks))
     return cases or [pytest.param(None, None, None, None, None, marks=pytest.mark.skip(
         reason=f"no pre-registered {kind} run recorded yet (planned: docs/RECORDING.md, issue 10 item 1)"))]
@@ -243,17 +244,36 @@ def _residual_spread_s(results: Path, hw: str) -> float:
 
 
 def _band(request: pytest.FixtureRequest, hw: str, quantity: str, ratio: float, budget: dict[str, float],
-          other_runs: Callable[[], tuple[float, float]] | None = None) -> tuple[float, float] | None:
+          other_runs: Callable[[], tuple[float, float]] | None = None,
+          other_sessions: Callable[[], list[tuple[float, float]]] | None = None) -> tuple[float, float] | None:
     """The band of the finding covering `quantity` on `hw` (None where none does): read off the checked run (its
-    ratio +- its budget) for a checked-run finding, else `other_runs()` (latency_prereg_findings)."""
+    ratio +- its budget) for a checked-run finding; the per-sequence finding's `other_runs()` (latency_prereg_findings);
+    for the others the same run's (ratio, repeat scatter) in every other session, `other_sessions()`, each +- its own
+    scatter, this check's budget and one session's noise against another's (pf.SESSION_BANDED)."""
     mark = next((m for m in request.node.iter_markers("finding") if m.kwargs.get("quantity") == quantity
                  and m.kwargs.get("hardware") in (None, hw)), None)
     if mark is None:
         return None
     if mark.kwargs["band_from"] == "checked-run":
         return bf.checked_run_band(ratio, sum(budget.values()))
+    if mark.args[0] in pf.SESSION_BANDED:
+        ends = other_sessions() if other_sessions is not None else []
+        assert ends, f"{quantity}: {mark.args[0]} is banded by another session's run, and none is recorded"
+        # one session's ratio against another's: the sessions' own ceilings, GEMM timings and clocks differ
+        return runs_band(ends, sum(budget.values()) + OTHER_SESSION_NOISE)
     assert other_runs is not None, f"{quantity}: a finding banded by other runs needs their band"
     return other_runs()
+
+
+def _other_sessions(results: Path, hw: str, rec: recordings.Recording, value: Callable[[recordings.Recording], float],
+                    scatter_stat: str) -> Callable[[], list[tuple[float, float]]]:
+    """other(): (value(r), r's repeat scatter of `scatter_stat`) for every other recorded session's run of `rec`'s
+    name (its measurement, not a skipped part), never `rec` itself."""
+    def other() -> list[tuple[float, float]]:
+        runs = [recordings.load_file(path) for path in recordings.candidates(results, hw, "latency", rec.name)]
+        return [(value(r), median_scatter(r, scatter_stat)) for r in runs
+                if r.recorded_at != rec.recorded_at and _skip_reason(r) is None]
+    return other
 
 
 def _calibration_excess(results: Path, hw: str, rec: recordings.Recording,
@@ -284,7 +304,9 @@ def test_preregistered_decode_step(results, hw, prereg, run, rec, request, recon
               "calibration_spread": _calibration_spread(results, hw, pred.value),
               "card_spread": transfer_card_spread(b, rec)}
     band = _band(request, hw, "preregistered_decode_step", rec["step_time_s"].value / pred.value, budget,
-                 lambda: pf.per_sequence_band(b, pred.value, _calibration_excess(results, hw, rec)))
+                 lambda: pf.per_sequence_band(b, pred.value, _calibration_excess(results, hw, rec)),
+                 _other_sessions(results, hw, rec, lambda r: r["step_time_s"].value / pred.value,
+                                 "itl_steady_engine_clock_s"))
     reconcile("preregistered_decode_step", pred, rec["step_time_s"], budget=budget, model=run["model"],
               finding_band=band,
               why="measured noise only: the run's repeat scatter, how far a session's calibration lies from the "
@@ -298,19 +320,41 @@ def test_current_theory_decode_step(results, hw, prereg, run, rec, request, reco
     b=1 residual and ceilings): a pre-registered miss stays visible above, a theory fixed since shows here."""
     found, qwen_b1 = _session(results, hw, rec)
     b = int(run["settings"]["batch"])
-    s = rec.data["run"]["settings"]
-    pred = lat.decode_step_time(load_model(run["model"]), found.ceilings, found.calib, b,
-                                s["input_len"] + s["output_len"] / 2)
+    pred = _current_decode(results, hw, run, rec, found)
     share = found.calib.step_overhead_s / pred.value  # the part of the step Qwen's b=1 fit point sets
     budget = {"repeat_scatter": median_scatter(rec, "itl_steady_engine_clock_s"),
               "calibration_spread": share * median_scatter(qwen_b1, "itl_steady_engine_clock_s"),
               "card_spread": transfer_card_spread(b, rec)}
     band = _band(request, hw, "decode_step_preregistered_model", rec["step_time_s"].value / pred.value, budget,
-                 lambda: pf.per_sequence_band(b, pred.value, _calibration_excess(results, hw, rec, found)))
+                 lambda: pf.per_sequence_band(b, pred.value, _calibration_excess(results, hw, rec, found)),
+                 _other_sessions(results, hw, rec,  # each other session's run against its own session's theory
+                                 lambda r: r["step_time_s"].value / _current_decode(results, hw, run, r).value,
+                                 "itl_steady_engine_clock_s"))
     reconcile("decode_step_preregistered_model", pred, rec["step_time_s"], budget=budget, model=run["model"],
               finding_band=band,
               why="measured noise only: the run's repeat scatter, its session's b=1 fit point's scatter over the "
                   "share of the step it sets, and the card-to-card spread of Llama's transfer (the only measured one)")
+
+
+def _current_decode(results: Path, hw: str, run: dict, rec: recordings.Recording, found: Any = None) -> Prediction:
+    """The current theory's step for `run`, with the calibration of the session that measured `rec`."""
+    found = found or _session(results, hw, rec)[0]
+    s = rec.data["run"]["settings"]
+    return lat.decode_step_time(load_model(run["model"]), found.ceilings, found.calib, int(run["settings"]["batch"]),
+                                s["input_len"] + s["output_len"] / 2)
+
+
+def _current_prefill(results: Path, hw: str, run: dict, rec: recordings.Recording,
+                     found: Any = None) -> tuple[Prediction, Any, recordings.Recording]:
+    """The current theory's lone prefill for `run`, with the calibration of the session that measured `rec` and eta
+    from that session's GEMM timings at the model's own linear shapes; with the calibration and that session's
+    ceilings recording."""
+    found = found or _session(results, hw, rec)[0]
+    model = load_model(run["model"])
+    ceil = recordings.load_beside(results, hw, "ceilings", "ceilings", rec)
+    calib = cal.with_gemm_efficiency(found.calib, model, cal.gemm_seconds(ceil.measurements), found.ceilings.peak)
+    n = int(run["settings"]["input_len"])
+    return lat.prefill_time(model, found.ceilings, calib, n, lp.MAX_NUM_BATCHED_TOKENS), calib, ceil
 
 
 @functools.lru_cache(maxsize=None)
@@ -332,7 +376,9 @@ def test_preregistered_prefill(results, hw, prereg, run, rec, request, reconcile
     budget = {"repeat_scatter": median_scatter(rec, "engine_prefill_s"),
               "calibration_spread": _calibration_spread(results, hw, pred.value),
               "peak_spread": _peak_spread(results, hw)}
-    band = _band(request, hw, "preregistered_prefill", rec[lp.PREFILL_QUANTITY].value / pred.value, budget)
+    band = _band(request, hw, "preregistered_prefill", rec[lp.PREFILL_QUANTITY].value / pred.value, budget,
+                 other_sessions=_other_sessions(results, hw, rec, lambda r: r[lp.PREFILL_QUANTITY].value / pred.value,
+                                                "engine_prefill_s"))
     reconcile("preregistered_prefill", pred, rec[lp.PREFILL_QUANTITY], budget=budget, model=run["model"],
               finding_band=band,
               why="measured noise only: the run's repeat scatter, how far a session's overhead and bf16 matmul "
@@ -345,16 +391,15 @@ def test_current_theory_prefill(results, hw, prereg, run, rec, request, reconcil
     """The same prefill against the current theory with its session's calibration and eta from that session's GEMM
     timings at this model's own linear shapes (the latency plan times them for every model it runs)."""
     found, qwen_b1 = _session(results, hw, rec)
-    model = load_model(run["model"])
-    ceil = recordings.load_beside(results, hw, "ceilings", "ceilings", rec)
-    calib = cal.with_gemm_efficiency(found.calib, model, cal.gemm_seconds(ceil.measurements), found.ceilings.peak)
-    n = int(run["settings"]["input_len"])
-    pred = lat.prefill_time(model, found.ceilings, calib, n, lp.MAX_NUM_BATCHED_TOKENS)
+    pred, calib, ceil = _current_prefill(results, hw, run, rec, found)
     budget = {"repeat_scatter": median_scatter(rec, "engine_prefill_s"),
               "ceiling_spread": ceiling_scatter(ceil, "matmul_bf16"),
               "calibration_spread": calib.step_overhead_s / pred.value
               * median_scatter(qwen_b1, "itl_steady_engine_clock_s")}
-    band = _band(request, hw, "prefill_preregistered_model", rec[lp.PREFILL_QUANTITY].value / pred.value, budget)
+    band = _band(request, hw, "prefill_preregistered_model", rec[lp.PREFILL_QUANTITY].value / pred.value, budget,
+                 other_sessions=_other_sessions(  # each other session's run against its own session's theory
+                     results, hw, rec, lambda r: r[lp.PREFILL_QUANTITY].value / _current_prefill(results, hw, run, r)[0].value,
+                     "engine_prefill_s"))
     reconcile("prefill_preregistered_model", pred, rec[lp.PREFILL_QUANTITY], budget=budget, model=run["model"],
               finding_band=band,
               why="measured noise only: the run's repeat scatter, its session's matmul ceiling scatter, and its b=1 "
@@ -421,7 +466,20 @@ def test_preregistered_pair_moves_together(results, hw, run_a, run_c, rec_a, rec
     budget = {"repeat_scatter": median_scatter(rec_a, "itl_steady_engine_clock_s")
               + median_scatter(rec_c, "itl_steady_engine_clock_s"), "calibration_spread": spread,
               "card_spread": transfer_card_spread(b, rec_a)}
-    band = _band(request, hw, "preregistered_pair_ratio", ratio, budget)
+
+    def other_pairs() -> list[tuple[float, float]]:  # the pair in every other session that ran both models
+        ends = []
+        for path in recordings.candidates(results, hw, "latency", rec_a.name):
+            ra = recordings.load_file(path)
+            if ra.recorded_at == rec_a.recorded_at or _skip_reason(ra) is not None:
+                continue
+            rc = recordings.load_beside(results, hw, "latency", rec_c.name, ra)
+            if not _same_session(ra, rc) or _skip_reason(rc) is not None:
+                continue
+            ends.append(((ra["step_time_s"].value / pa) / (rc["step_time_s"].value / pc),
+                         median_scatter(ra, "itl_steady_engine_clock_s") + median_scatter(rc, "itl_steady_engine_clock_s")))
+        return ends
+    band = _band(request, hw, "preregistered_pair_ratio", ratio, budget, other_sessions=other_pairs)
     reconcile("preregistered_pair_ratio", pred, measured, budget=budget, model=f"{run_a['model']}/{run_c['model']}",
               finding_band=band,
               why="measured noise only: both runs' repeat scatter, the calibration's session spread acting on two "

@@ -132,8 +132,10 @@ def _decode(latency_recording, b: int, model: str = "qwen2.5-7b"):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("b", [pytest.param(b, marks=lf.decode_step_marks("qwen2.5-7b", b)) for b in (1, *BATCHES)])
-def test_decode_step(b, engine_setup, latency_recording, stalled_run, reconcile, anatomy_benchmark):
+@pytest.mark.parametrize("b", [pytest.param(b, marks=(*lf.decode_step_marks("qwen2.5-7b", b),
+                                                       *((h100f.B2_STEP,) if b == 2 else ())))
+                               for b in (1, *BATCHES)])
+def test_decode_step(b, engine_setup, latency_recording, stalled_run, reconcile, anatomy_benchmark, request):
     """Median steady ITL of b sequences at the mean context (1024 + 128/2). b=1 is a fit point (kind
     "fit") where the session's t_overhead is Qwen's own b=1 residual, a prediction where it comes from
     the tiny overhead models. The run is the first the validity check passes (the live plan measures a flagged
@@ -142,9 +144,12 @@ def test_decode_step(b, engine_setup, latency_recording, stalled_run, reconcile,
     anatomy_benchmark(rec, "step_time_s")  # the steady ITLs (the engine's steps), as pytest-benchmark rounds
     note = engine_setup.check_held_out(h200_workload(rec), "step_time_s", repeat=None if b == 1 else False)
     pred = lat.decode_step_time(engine_setup.model, engine_setup.ceilings, engine_setup.calib, b, ctx)
+    budget = _decode_budget(engine_setup, pred, rec)
+    b2_band = (h100f.b2_step_band(pred.value, sum(budget.values()))
+               if any(m.args[0] == h100f.B2_STEP_ID and m.kwargs.get("hardware") == engine_setup.label
+                       for m in request.node.iter_markers("finding")) else None)
     reconcile("decode_step", with_note(pred, note, *validity_note(rec)), rec["step_time_s"],
-              budget=_decode_budget(engine_setup, pred, rec),
-              why=BUDGET_WHY, model=engine_setup.model.name,
+              budget=budget, why=BUDGET_WHY, model=engine_setup.model.name, finding_band=b2_band,
               kind=engine_setup.kind_of(h200_workload(rec), "step_time_s"))
 
 
