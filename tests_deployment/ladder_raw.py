@@ -15,8 +15,10 @@ Methods, stated once:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+import pickle
 import random
 import statistics
 from bisect import bisect_right
@@ -114,10 +116,6 @@ def _itls(r: RequestRecord) -> np.ndarray:
     return _itls_of(r.chunk_times, r.chunk_tokens)
 
 
-# How many values one block of resamples spreads the ITLs over (rows x ITLs): bounds the memory of a block
-BLOCK_VALUES = 4_000_000
-
-
 class _Requests:
     """A run's completed requests as arrays, so that a metric is computed for many resamples at once: a resample is a
     row of request indices (repeats allowed). Every metric is the number sample_metric's definition gives, to the bit:
@@ -137,6 +135,11 @@ class _Requests:
         owner = np.repeat(np.arange(len(chosen)), [len(x) for x in itls])
         order = np.argsort(flat, kind="stable")
         self.itl, self.owner = flat[order], owner[order]
+        # The sorted ITLs in blocks of about sqrt(their count), with how many of each request's ITLs each block holds:
+        # a rank is found block by block (a product and a cumulative sum over blocks), then inside its one block
+        self.block = max(1, math.isqrt(self.itl.size))
+        self.in_block = np.zeros((len(chosen), max(1, -(-self.itl.size // self.block))))
+        np.add.at(self.in_block, (self.owner, np.arange(self.itl.size) // self.block), 1.0)
 
     def metric(self, picks: np.ndarray, start: float, metric: str) -> np.ndarray:
         """`metric` of each resample (a row of `picks`), nan where sample_metric gives None."""
@@ -146,9 +149,7 @@ class _Requests:
         if metric.startswith("ttft_"):
             return np.percentile(self.ttft[picks], 50 if metric == "ttft_p50_s" else 99, axis=1)
         if metric.startswith("itl_"):
-            step = max(1, BLOCK_VALUES // max(1, self.itl.size))
-            return np.concatenate([self._itl_percentile(picks[i:i + step], 0.5 if metric == "itl_p50_s" else 0.99)
-                                   for i in range(0, rows, step)])
+            return self._itl_percentile(picks, 0.5 if metric == "itl_p50_s" else 0.99)
         duration = self.last[picks].max(axis=1) - start
         if metric == "output_throughput":
             return self.tokens[picks].sum(axis=1) / duration
@@ -161,23 +162,59 @@ class _Requests:
         each resample's ITLs: rank (count - 1) x q, the order statistics on either side, interpolated as _lerp does."""
         rows, n = picks.shape
         counts = np.bincount((picks + n * np.arange(rows)[:, None]).ravel(), minlength=rows * n).reshape(rows, n)
-        below = np.cumsum(counts[:, self.owner], axis=1)  # per resample: how many of its ITLs lie at or below each
-        total = below[:, -1] if self.itl.size else np.zeros(rows, dtype=np.int64)
+        # per resample, its ITLs at or before each block (exact: integer counts far below 2^53 in a float product)
+        through = np.cumsum(np.rint(counts @ self.in_block).astype(np.int64), axis=1)
+        total = through[:, -1]
         virtual = (total - 1) * q
         previous = np.floor(virtual)
         gamma = virtual - previous
-        lo = np.where(virtual >= total - 1, total - 1, previous.astype(np.int64))
-        hi = np.where(virtual >= total - 1, total - 1, lo + 1)
-        a, b = (np.array([self.itl[np.searchsorted(below[r], k[r], side="right")] if total[r] else np.nan
-                          for r in range(rows)]) for k in (lo, hi))
+        top = virtual >= total - 1  # numpy takes the largest value for both neighbours there
+        lo = np.where(top, total - 1, previous.astype(np.int64))
+        a, b = (self._at_rank(counts, through, np.maximum(k, 0)) for k in (lo, np.where(top, lo, lo + 1)))
         diff = b - a
         value = np.where(gamma >= 0.5, b - diff * (1 - gamma), a + diff * gamma)
         return np.where(total > 0, value, np.nan)
+
+    def _at_rank(self, counts: np.ndarray, through: np.ndarray, rank: np.ndarray) -> np.ndarray:
+        """Each resample's ITL of 0-based `rank` in its sorted multiset: the block whose cumulative count passes the
+        rank, then the place in that block where the resample's own cumulative count does (nan without ITLs)."""
+        if not self.itl.size:
+            return np.full(len(rank), np.nan)
+        rows = np.arange(len(rank))
+        blk = np.minimum((through <= rank[:, None]).sum(axis=1), through.shape[1] - 1)
+        before = np.where(blk > 0, through[rows, np.maximum(blk - 1, 0)], 0)
+        where = blk[:, None] * self.block + np.arange(self.block)
+        inside = where < self.itl.size
+        weights = np.where(inside, counts[rows[:, None], self.owner[np.where(inside, where, 0)]], 0)
+        place = (before[:, None] + np.cumsum(weights, axis=1) <= rank[:, None]).sum(axis=1)
+        return self.itl[np.minimum(blk * self.block + place, self.itl.size - 1)]
+
+
+def _digest(run: dict[str, Any]) -> str:
+    """The sha256 of exactly what records() reads from a run, and its start: all an interval of the run depends on."""
+    fields = (run["start"], [(r["id"], r["input_len"], r["expected_output_len"], r["send"], r["chunks"],
+                              r["chunk_tokens"], r["error"]) for r in run["requests"]])
+    return hashlib.sha256(pickle.dumps(fields, protocol=4)).hexdigest()
+
+
+# (rung's digest, parent's, metric, SLO, resamples, seed) -> interval: test_ladder_replay's error budgets, the noise and
+# repeat tables' tests and the ladder modules' tests resample the same run pairs (479 calls, 273 distinct, 2026-12-06).
+# Keyed on the runs' content, so an edited or synthetic run never reads another's interval; nothing in it comes from
+# pytest_anatomy.theory, so a theory mutation cannot make an entry stale.
+_INTERVALS: dict[tuple[str, str, str, Slo, int, int], tuple[float, float]] = {}
 
 
 def resampled_gain_interval(run: dict[str, Any], parent: dict[str, Any], metric: str, slo: Slo,
                             resamples: int = RESAMPLES, seed: int = SEED) -> tuple[float, float]:
     """The 95% interval of the gain (rung / parent) of `metric` over request resamples (module docstring)."""
+    key = (_digest(run), _digest(parent), metric, slo, resamples, seed)
+    if key not in _INTERVALS:
+        _INTERVALS[key] = _gain_interval(run, parent, metric, slo, resamples, seed)
+    return _INTERVALS[key]
+
+
+def _gain_interval(run: dict[str, Any], parent: dict[str, Any], metric: str, slo: Slo, resamples: int,
+                   seed: int) -> tuple[float, float]:
     rng = random.Random(seed)
     mine, theirs = ([r for r in records(x) if r.ok] for x in (run, parent))
     # the draws random.choices(mine) then random.choices(theirs) made per resample, as indices, in the same order
