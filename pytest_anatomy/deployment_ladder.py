@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,20 @@ def workload_path(name_or_path: str) -> Path:
     """A workload file: a path, or a name in tests_deployment/workloads/."""
     p = Path(name_or_path)
     return p if p.suffix == ".json" or p.exists() else WORKLOAD_DIR / f"{name_or_path}.json"
+
+
+def generated(name_or_path: str) -> wf.GeneratedWorkload:
+    """A workload file's seeded requests (workload_file.generate), generated once per distinct parsed file: a ladder,
+    each n-gram rung's ladder at its measured E and each error-budget ladder generated the same two workloads again
+    (2026-12-06: 201 generations, ~6 s of tests_deployment)."""
+    return _generated(wf.load(workload_path(name_or_path)))
+
+
+@lru_cache(maxsize=None)
+def _generated(spec: wf.WorkloadSpec) -> wf.GeneratedWorkload:
+    # Keyed on the whole parsed file, which alone determines the requests; the result is frozen (tuples), so sharing
+    # it cannot leak one caller's change into another's
+    return wf.generate(spec)
 
 
 def calibration_record(ceilings: Ceilings, calib: EngineCalibration, recordings: tuple[str, ...]) -> dict[str, Any]:
@@ -71,7 +86,7 @@ def ladders(calibration: dict[str, Any]) -> dict[str, dict[str, list[dict[str, A
     """model -> workload -> the ladder's rows (theory/deployment.run_ladder)."""
     ceilings, calib = calibration_from_record(calibration)
     hw = get_hardware(HARDWARE)
-    return {m: {w: dp.run_ladder(load_model(m), hw, ceilings, calib, wf.generate(wf.load(workload_path(w))))
+    return {m: {w: dp.run_ladder(load_model(m), hw, ceilings, calib, generated(w))
                 for w in WORKLOADS} for m in MODELS}
 
 
@@ -85,7 +100,7 @@ def plan_tops(calibration: dict[str, Any]) -> dict[str, dict[str, dict[str, Any]
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for m in MODELS:
         for w in WORKLOADS:
-            work = wf.generate(wf.load(workload_path(w)))
+            work = generated(w)
             best = pl.ranked(pl.evaluate(load_model(m), m, hw, ceilings, calib, work, 1), work.spec.slo)
             out.setdefault(m, {})[w] = pl.describe(best[0]) if best else {"none": "no configuration meets the SLO"}
     return out
@@ -147,7 +162,7 @@ def ladder_with_acceptance(calibration: dict[str, Any], model: str, workload: st
     measured, never predicted)."""
     ceilings, calib = calibration_from_record(calibration)
     return dp.run_ladder(load_model(model), get_hardware(HARDWARE), ceilings, calib,
-                         wf.generate(wf.load(workload_path(workload))), tokens_per_step, draft_fraction)
+                         generated(workload), tokens_per_step, draft_fraction)
 
 
 def preregistration(results: Path = REPO / "results") -> dict[str, Any]:

@@ -225,8 +225,7 @@ def test_prefix_cache_hits_are_the_block_granular_ones(target, measured, reconci
                                                        step: str, run: int) -> None:
     """Every timed request's hit is whole 16-token blocks of its shared prefix, never its last token
     (theory/prefix_cache.hit_tokens), the cache warmed with each prefix before the run."""
-    from pytest_anatomy.deployment_ladder import workload_path
-    from pytest_anatomy.specs import workload_file as wf
+    from pytest_anatomy.deployment_ladder import generated
     from pytest_anatomy.theory.prefix_cache import hit_tokens
 
     rec = run_of(measured, target, model, workload, step, run)
@@ -235,7 +234,7 @@ def test_prefix_cache_hits_are_the_block_granular_ones(target, measured, reconci
         pytest.skip(f"{rec.name}: the engine reported no prefix-cache counter")
     if _value(rec, "counters.vllm:num_preemptions"):
         pytest.skip(f"{rec.name}: preempted requests re-query the cache, so hits are no longer one per request")
-    work = wf.generate(wf.load(workload_path(workload)))
+    work = generated(workload)
     predicted = sum(hit_tokens(len(r.prompt), r.prefix_len) for r in work.requests)
     reconcile(f"{workload}.{step}.prefix_hit_tokens", predicted, hits, rel=0.0, model=model,
               why="hits are whole blocks of a warm cache, counted once per request: exact")
