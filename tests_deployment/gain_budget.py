@@ -87,15 +87,36 @@ def _moved(which: str, spread: float) -> dict[str, Any]:
     return cal
 
 
+def _calibration(which: str) -> dict[str, Any]:
+    return _moved(which, input_spreads()[which]) if which else PRE["calibration"]
+
+
+@lru_cache(maxsize=None)
+def _ladders(which: str) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """Every model's and workload's ladder with input `which` moved ("" = none). Per input, not per (model, workload):
+    ladders() simulates all four, and each of the four asked for them (2026-12-06: 20 ladders computed 4 times each,
+    ~10 s). Computed when a test first asks, in the process that runs it, never at collection: a theory mutation
+    (tests_plugin/mutant_batch.py forks after collection) is in place before it."""
+    from pytest_anatomy.deployment_ladder import ladders
+
+    return ladders(_calibration(which))
+
+
 @lru_cache(maxsize=None)
 def _gains(which: str, model: str, workload: str, acceptance: tuple[float, float] | None) -> dict[str, dict]:
     """step -> the ladder's gains with input `which` moved by its spread ("" = none), the n-gram rung at `acceptance`."""
-    from pytest_anatomy.deployment_ladder import ladder_with_acceptance, ladders
+    from pytest_anatomy.deployment_ladder import ladder_with_acceptance
 
-    cal = _moved(which, input_spreads()[which]) if which else PRE["calibration"]
-    rows = (ladder_with_acceptance(cal, model, workload, *acceptance) if acceptance else
-            ladders(cal)[model][workload])
+    rows = (ladder_with_acceptance(_calibration(which), model, workload, *acceptance) if acceptance else
+            _ladders(which)[model][workload])
     return {r["step"]: r["gain"] for r in rows}
+
+
+def ngram_gains(model: str, workload: str, acceptance: tuple[float, float]) -> dict[str, float | None]:
+    """The preregistered n-gram rung's gains at a run's measured (E, draft share) (test_ladder_replay.predicted_gains):
+    the very ladder systematic_terms takes as its base, so the gain check, its budget and the tables' tests simulate it
+    once per run's acceptance instead of once each."""
+    return dict(_gains("", model, workload, acceptance)["ngram"])
 
 
 def systematic_terms(model: str, workload: str, step: str, metric: str,

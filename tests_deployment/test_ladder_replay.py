@@ -19,7 +19,6 @@ import ladder_noise as ln
 import ladder_raw as lr
 import ladder_repeat as lrp
 import gain_budget as gb
-from pytest_anatomy.deployment_ladder import ladder_with_acceptance
 from pytest_anatomy.theory.deployment import gain_band
 from pytest_anatomy.theory.prediction import Prediction
 from pytest_anatomy.theory.speculative import tokens_from_counters
@@ -68,8 +67,7 @@ def predicted_gains(model: str, workload: str, step: str, rec: Any) -> dict[str,
     preregistered calibration (the theory as committed before the run: test_preregistered checks it)."""
     if step != "ngram":
         return _row(model, workload, step)["gain"]
-    rows = ladder_with_acceptance(PRE["calibration"], model, workload, *measured_speculation(rec))
-    return next(r for r in rows if r["step"] == "ngram")["gain"]
+    return gb.ngram_gains(model, workload, measured_speculation(rec))
 
 
 def _marks(model: str, workload: str, step: str, run: int = 1) -> list[pytest.MarkDecorator]:
