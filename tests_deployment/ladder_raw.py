@@ -9,8 +9,9 @@ Methods, stated once:
   previous step's first output to its own; a step is a pure decode (or, speculating, a pure verify) step when no
   request is between its scheduling and its first token during it; its batch is the number of outputs it emitted.
 - resampled gain interval: the requests of a rung and of its parent resampled with replacement (RESAMPLES times,
-  seeded), each resample's metric computed by measure/ladder_stats.ladder_metrics (the device plan's own function)
-  from the run's start; the 2.5th and 97.5th percentile of rung / parent.
+  seeded), each resample's metric the number measure/ladder_stats.ladder_metrics (the device plan's own function)
+  gives from the run's start, computed for all resamples at once (_Requests; test_ladder_replay and test_ladder_chat
+  check sample_metric, its one-resample form, against ladder_metrics); the 2.5th and 97.5th percentile of rung / parent.
 """
 
 from __future__ import annotations
