@@ -333,9 +333,28 @@ def _blob_sha256(repo: Path, commit: str, file: str) -> str | None:
     return hashlib.sha256(out.stdout).hexdigest() if out.returncode == 0 else None
 
 
+# (repo, file, sha256) -> the first commit of `file` holding that content, and its time. A commit found stays the
+# first one while the history only grows, so it is searched once per process; a miss is searched again each time.
+# An import checks every recording of a batch against the batch's few plan files: re-importing the committed batches
+# searched 5 file versions 152 times, ~780 git processes and ~5.7 s (2026-12-06).
+_FIRST_HOLDING: dict[tuple[str, str, str], tuple[str, datetime]] = {}
+
+
 def committed_before(repo: Path, file: str, sha256: str, before: datetime) -> tuple[str, datetime]:
     """The first commit of `file` holding exactly the content a run read (its sha256), if committed at or before the
     run; PreregistrationError otherwise, naming what is missing and the way out."""
+    key = (str(repo), file, sha256)
+    if key not in _FIRST_HOLDING:
+        _FIRST_HOLDING[key] = _first_holding(repo, file, sha256)
+    commit, at = _FIRST_HOLDING[key]
+    if at <= before:
+        return commit, at
+    raise PreregistrationError(
+        f"{file} as the run read it (sha256 {sha256[:12]}) was first committed {at:%Y-%m-%dT%H:%M:%SZ}, after "
+        f"the run ({before:%Y-%m-%dT%H:%M:%SZ}): its predictions are not held out; import with --in-sample")
+
+
+def _first_holding(repo: Path, file: str, sha256: str) -> tuple[str, datetime]:
     log = _git(repo, "log", "--reverse", "--format=%H %cI", "--", file)
     if not log:
         raise PreregistrationError(f"{file}: no git history in {repo} to show the run's predictions were committed "
@@ -343,12 +362,7 @@ def committed_before(repo: Path, file: str, sha256: str, before: datetime) -> tu
     for line in log.splitlines():
         commit, when = line.split(" ", 1)
         if _blob_sha256(repo, commit, file) == sha256:
-            at = datetime.fromisoformat(when).astimezone(timezone.utc)
-            if at <= before:
-                return commit, at
-            raise PreregistrationError(
-                f"{file} as the run read it (sha256 {sha256[:12]}) was first committed {at:%Y-%m-%dT%H:%M:%SZ}, after "
-                f"the run ({before:%Y-%m-%dT%H:%M:%SZ}): its predictions are not held out; import with --in-sample")
+            return commit, datetime.fromisoformat(when).astimezone(timezone.utc)
     raise PreregistrationError(
         f"{file} as the run read it (sha256 {sha256[:12]}) is in no commit: the run was planned from uncommitted "
         "predictions; commit them before measuring, or import with --in-sample to file the run as not held out")

@@ -104,9 +104,24 @@ def _ledger_cards() -> list[str]:
             if recordings.list_recordings(results, card, "capacity", "vllm-ledger.")]
 
 
+_CAPACITY_REPLAYS: dict[str, dict] = {}
+
+
+def _capacity_replay(card: str, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The ledger of the checkout's replay of the capacity ledger on `card`: the same session for both of the card's
+    live sessions below (fresh or checkout results change the live session only), so run once per process (~1 s
+    of a replay session saved per card, 2026-12-06)."""
+    if card not in _CAPACITY_REPLAYS:
+        _, _CAPACITY_REPLAYS[card] = _session(tmp_path_factory.mktemp(f"replay-{card}"), "--anatomy-source=recorded",
+                                              f"--anatomy-hardware={card}", "tests_capacity/test_capacity_ledger.py",
+                                              plugin=None)
+    return _CAPACITY_REPLAYS[card]
+
+
 @pytest.mark.parametrize("fresh", [True, False], ids=["fresh-results", "checkout-results"])
 @pytest.mark.parametrize("card", _ledger_cards())
-def test_a_recorded_cards_live_capacity_verdicts_equal_its_replay(tmp_path: Path, card: str, fresh: bool) -> None:
+def test_a_recorded_cards_live_capacity_verdicts_equal_its_replay(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory,
+                                                                  card: str, fresh: bool) -> None:
     """A live session on the card (every planned engine start answered with the card's newest recording of
     that configuration) must give each capacity check the verdict the replay of the same recordings gives,
     whether it records into a fresh results folder (the device's live sessions) or reads the checkout's, which
@@ -116,8 +131,7 @@ def test_a_recorded_cards_live_capacity_verdicts_equal_its_replay(tmp_path: Path
     live, live_ledger = _session(tmp_path / "live", "-m", "gpu", "--anatomy-source=live", *results,
                                  "tests_capacity/test_capacity_ledger.py",
                                  plugin="recorded_card", extra_env={"ANATOMY_REHEARSE_CARD": card})
-    _, replay_ledger = _session(tmp_path / "replay", "--anatomy-source=recorded", f"--anatomy-hardware={card}",
-                                "tests_capacity/test_capacity_ledger.py", plugin=None)
+    replay_ledger = _capacity_replay(card, tmp_path_factory)
     assert live.returncode == 0, live.stdout[-3000:] + live.stderr[-2000:]
     assert [t["name"] for t in live_ledger["environment"]["targets"]] == [card]
     replay = {_key(e): e["verdict"] for e in replay_ledger["reconciliations"] if e["hardware"] == card}

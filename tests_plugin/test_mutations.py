@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 from mutant_batch import MARK, NAMES_ENV, OUT_ENV
 from mutation_mechanics import Mutation, catalog_value, catches, mutated_source
-from theory_mutants import BY_NAME, CATALOGUE, MUTATION_ENV
+from theory_mutants import BY_NAME, CATALOGUE, LEDGER_ENV, MUTATION_ENV
 
 from pytest_anatomy import run_share
 
@@ -41,7 +41,7 @@ SKIP = "not h100-sxm and not recorded_one"
 
 def _run(selection: tuple[str, ...], keyword: str, plugin: str, env_set: dict[str, str], basetemp: Path,
          timeout: float) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in (MUTATION_ENV, NAMES_ENV, OUT_ENV)}
+    env = {k: v for k, v in os.environ.items() if k not in (MUTATION_ENV, LEDGER_ENV, NAMES_ENV, OUT_ENV)}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "tests_plugin"), env.get("PYTHONPATH", "")]))
     env.update(env_set)
     # Parsed raw files and compiler outputs, computed once per run (none of them theory: run_share's rule)
@@ -57,7 +57,7 @@ def _run(selection: tuple[str, ...], keyword: str, plugin: str, env_set: dict[st
 
 def _replay(selection: tuple[str, ...], keyword: str, ledger: Path, mutation: str) -> dict:
     """One mutation, applied before collection in a fresh interpreter (`-p theory_mutants`)."""
-    proc = _run((*selection, f"--anatomy-report={ledger}"), keyword, "theory_mutants", {MUTATION_ENV: mutation},
+    proc = _run(selection, keyword, "theory_mutants", {MUTATION_ENV: mutation, LEDGER_ENV: str(ledger)},
                 ledger.parent / f"{ledger.stem}.tmp", timeout=300)
     # 0: all passed, 1: some tests failed; anything else is an error of the run itself.
     if proc.returncode not in (0, 1) or not ledger.exists():
@@ -69,7 +69,12 @@ def _replay(selection: tuple[str, ...], keyword: str, ledger: Path, mutation: st
 def _replay_group(mutations: list[Mutation], out: Path) -> dict[str, dict]:
     """Each mutation's ledger, from one interpreter that collects the union of their selections once and forks a
     child per mutation (tests_plugin/mutant_batch.py); a mutation whose function collection calls is replayed
-    alone (_replay), since applying it after collection would miss that call."""
+    alone (_replay), since applying it after collection would miss that call. A group with fewer than two forkable
+    mutations is replayed alone outright: the batch's one collection would save nothing, and a mutation it cannot
+    fork costs that collection twice (2026-12-06, serially: the catalog group, three catalog numbers whose batch
+    forked nothing, 20.6 -> 15.3 s; the validation group, whose one mutation collection calls, 4.0 -> 2.3 s)."""
+    if sum(m.forkable for m in mutations) < 2:
+        return {m.name: _replay(m.selection, m.keyword, out / f"{m.name}.alone.json", m.name) for m in mutations}
     union = tuple(dict.fromkeys(arg for m in mutations for arg in m.selection))
     proc = _run(union, mutations[0].keyword, "mutant_batch",
                 {NAMES_ENV: ",".join(m.name for m in mutations), OUT_ENV: str(out)}, out / "tmp",
