@@ -81,3 +81,27 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         return LONG_FIRST.index(path) if path in LONG_FIRST else len(LONG_FIRST)
 
     items.sort(key=rank)  # stable: the order within each rank is collection's
+
+
+# What hypothesis's plugin writes into a report (its statistics, a failing example's patch): a run with one of them
+# needs the plugin's summary even where this process never imported hypothesis (an xdist controller, whose workers ran
+# the property tests)
+_HYPOTHESIS_REPORT_KEYS = ("_hypothesis_stats", "_hypothesis_failing_examples")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Hypothesis's pytest plugin imports hypothesis.internal.observability in its terminal summary, which imports all
+    of hypothesis (~0.2 s) in every process, also one that ran no property test: each pytest this suite starts on a
+    selection without one (the nine fake-GPU runs of tests_flashattn/test_flashattn_gpu_paths.py, the mutation
+    catalogue's replays). Where hypothesis was never imported, no report carries what its tests add and no statistics
+    were asked for, that summary has nothing to write, so the plugin is unregistered before it would run: the terminal
+    reporter calls pytest_terminal_summary after every pytest_sessionfinish implementation."""
+    config = session.config
+    plugin = config.pluginmanager.get_plugin("hypothesispytest")
+    if plugin is None or "hypothesis" in sys.modules or config.getoption("hypothesis_show_statistics", False):
+        return
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    reports = [r for rs in (getattr(reporter, "stats", None) or {}).values() for r in rs]
+    if not any(k in getattr(r, "__dict__", {}) for r in reports for k in _HYPOTHESIS_REPORT_KEYS):
+        config.pluginmanager.unregister(plugin)

@@ -105,31 +105,59 @@ def _reference_scores(w: dict[str, np.ndarray], hidden: np.ndarray, targets: np.
     return np.concatenate(lps), np.concatenate(nll)
 
 
-def _f16_header(data: QuantData, cfg: numpy_llama.LlamaConfig, reader: Any) -> GgufHeader:
-    """The header of the f16 GGUF llama-quantize starts from: the file's tensors, quantizable ones as F16.
-    Built from the reader already open (a second GGUFReader parses the 49k-token vocabulary again: 7 s)."""
-    tensors = tuple(GgufTensor(t.name, t.tensor_type.name, tuple(int(d) for d in t.shape)) for t in reader.tensors)
-    return GgufHeader(
-        source=f"{data.gguf.name} as f16", architecture="llama", file_type=1, block_count=cfg.n_layers,
-        embedding_length=cfg.n_embd, head_count=cfg.n_head, head_count_kv=cfg.n_head_kv,
-        key_length=cfg.head_dim, value_length=cfg.head_dim, vocab_size=len(reader.get_field("tokenizer.ggml.tokens").data),
-        tensors=tuple(t.retyped("F16") if gguf_mix.allows_quantization(t) else t for t in tensors))
+@dataclass(frozen=True)
+class Parsed:
+    """The GGUF as the f16 file llama-quantize starts from, and nothing of the theory: its config, its weights (the
+    Q4_1 tensors dequantized, matrices rounded to f16 as `--outtype f16` writes them, held as float32), its tensors as
+    the file lists them, and its tokenizer's vocabulary and merges. Elementwise numpy only, no matmul: the same bits
+    under any BLAS kernel (vllm_quality_slice's child process forces another one and reads this)."""
+
+    cfg: numpy_llama.LlamaConfig
+    weights: dict[str, np.ndarray]
+    tensors: tuple[GgufTensor, ...]
+    vocab: list[str]
+    merges: list[str]
 
 
-def build_reference(data: QuantData) -> Reference:
+def parse(data: QuantData) -> Parsed:
     with single_thread():
         cfg, raw, reader = numpy_llama.read_gguf(data.gguf)
     weights = {k: (v.astype(np.float16).astype(np.float32) if v.ndim == 2 else v) for k, v in raw.items()}
-    header_f16 = _f16_header(data, cfg, reader)
-    tok = bpe.ByteBpe(reader.get_field("tokenizer.ggml.tokens").contents(),  # type: ignore[attr-defined]
-                      reader.get_field("tokenizer.ggml.merges").contents())  # type: ignore[attr-defined]
+    tensors = tuple(GgufTensor(t.name, t.tensor_type.name, tuple(int(d) for d in t.shape)) for t in reader.tensors)
+    return Parsed(cfg, weights, tensors, reader.get_field("tokenizer.ggml.tokens").contents(),  # type: ignore[attr-defined]
+                  reader.get_field("tokenizer.ggml.merges").contents())  # type: ignore[attr-defined]
+
+
+def parsed(data: QuantData) -> Parsed:
+    """parse(data), once per run (pytest_anatomy/run_share.py: a parsed raw file): the reference of the run's workers
+    (quality_slice.once shares it whole), of vllm_quality_slice's child under another BLAS kernel and of the mutation
+    catalogue's replay of tests_quant/test_vllm_quality.py each parsed the 98 MB file again (~5 s); read back, ~0.3 s."""
+    stat = data.gguf.stat()
+    key = run_share.key_of("quant-slice-gguf", data.gguf.resolve(), stat.st_size, stat.st_mtime_ns)
+    return run_share.once(key, lambda: parse(data))
+
+
+def _f16_header(data: QuantData, p: Parsed) -> GgufHeader:
+    """The header of the f16 GGUF llama-quantize starts from: the file's tensors, quantizable ones as F16. Made in each
+    process from the parsed tensors: which ones are quantizable is the theory's (gguf_mix), never shared."""
+    cfg = p.cfg
+    return GgufHeader(
+        source=f"{data.gguf.name} as f16", architecture="llama", file_type=1, block_count=cfg.n_layers,
+        embedding_length=cfg.n_embd, head_count=cfg.n_head, head_count_kv=cfg.n_head_kv,
+        key_length=cfg.head_dim, value_length=cfg.head_dim, vocab_size=len(p.vocab),
+        tensors=tuple(t.retyped("F16") if gguf_mix.allows_quantization(t) else t for t in p.tensors))
+
+
+def build_reference(data: QuantData) -> Reference:
+    p = parsed(data)
+    tok = bpe.ByteBpe(p.vocab, p.merges)
     text = wiki_text.plain_text(data.wiki_bz2(), max_chars=TEXT_CHARS)
     ids = tok.encode(text)
     if len(ids) < WINDOWS * CTX:
         raise AssertionError(f"the text gave {len(ids)} tokens, fewer than the slice's {WINDOWS * CTX}")
     tokens = np.array(ids[:WINDOWS * CTX]).reshape(WINDOWS, CTX)
-    lp, nll = _reference_scores(weights, _hidden(cfg, weights, tokens), _targets(tokens))
-    return Reference(cfg, weights, header_f16, tokens, lp, nll, tok, text)
+    lp, nll = _reference_scores(p.weights, _hidden(p.cfg, p.weights, tokens), _targets(tokens))
+    return Reference(p.cfg, p.weights, _f16_header(data, p), tokens, lp, nll, tok, text)
 
 
 def run_format(ref: Reference, file_type: str) -> FormatResult:

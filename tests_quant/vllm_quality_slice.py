@@ -30,6 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from pytest_anatomy import run_share  # noqa: E402
 from pytest_anatomy.measure import numpy_llama, vllm_quant_numerics as vqn  # noqa: E402
 from pytest_anatomy.theory import quant_noise  # noqa: E402
 from tests_quant import quality_slice as qs  # noqa: E402
@@ -75,6 +76,9 @@ def fp8_under_blas(data_folder: Path, kernel: str = PREREGISTERED_BLAS) -> dict[
         return f"this CPU lacks AVX2/FMA3, which OpenBLAS's {kernel} kernel (the pre-registration's) needs"
     env = {**os.environ, "OPENBLAS_CORETYPE": kernel, "OPENBLAS_NUM_THREADS": "1",
            "ANATOMY_QUANT_DATA": str(data_folder)}
+    shared = run_share.folder()
+    if shared is not None:  # the parsed GGUF, the same bits under any BLAS kernel (quality_slice.parsed): read back
+        env[run_share.ENV] = str(shared)
     out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--recompute-fp8"], cwd=REPO, env=env,
                          capture_output=True, text=True)
     if out.returncode != 0:

@@ -237,6 +237,22 @@ def resource_report(source: str, arch: str = "sm_90", defines: Defines = ()) -> 
     return report
 
 
+def check_compiles(source: str, arch: str = "sm_90", defines: Defines = ()) -> None:
+    """Raise what resource_report raises where NVRTC does not compile `source` for `arch` ("NVRTC failed ..."), at
+    the cost of one compile where no check reads the cubin: whether NVRTC accepts a source is not what varies between
+    its compiles under load (a kernel's allocation is), so the answer needs no second compile to confirm it, and
+    nothing is cached. test_kernels_arch asks this at every file's requirement and around it: ~60 compiles, most at
+    targets no other check reads, which confirmed twice each cost ~20 s of NVRTC more on a cold run. The target the
+    other checks read (sm_90, or the file's sm_90a), or one already cached, goes through resource_report, whose
+    confirmed compile those checks then read instead of compiling it again."""
+    target = arch_for(source, arch)
+    text = (CUDA_DIR / source).read_text(encoding="utf-8")
+    if target == arch_for(source, "sm_90") or _cached("cubin", _key(text, target, defines)).exists():
+        resource_report(source, arch, defines)
+        return
+    _compile(source, text, target, defines)
+
+
 def _dump_sass(source: str, cubin: bytes) -> str:
     cuobjdump, nvdisasm = find_tool("cuobjdump"), find_tool("nvdisasm")
     env = {**os.environ, "PATH": f"{Path(nvdisasm).parent}{os.pathsep}{os.environ.get('PATH', '')}"}

@@ -55,7 +55,9 @@ def read_gguf(path: Path) -> tuple[LlamaConfig, dict[str, np.ndarray], object]:
     """(config, every tensor dequantized to float32 [out, in], the gguf reader for its metadata)."""
     import gguf
 
-    reader = gguf.GGUFReader(str(path))
+    from pytest_anatomy.specs.gguf_file import gguf_reader
+
+    reader = gguf_reader(path)
 
     def field(key: str) -> object:
         f = reader.get_field(key)

@@ -11,6 +11,7 @@ imported inside the function so nothing here costs an import at collection time.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -118,17 +119,44 @@ def header_from_dict(d: dict[str, Any], source: str | None = None) -> GgufHeader
                         f"{', '.join(_SCALARS)} and tensors as [name, type, ne...] rows") from None
 
 
+def gguf_reader(path: str | Path) -> Any:
+    """gguf-py's GGUFReader of `path` (read-only), parsing through a plain ndarray view of the mapped file: the same
+    fields and tensors, ~3x faster. gguf-py slices its np.memmap once per value it reads, and every slice of a memmap
+    is a memmap built in Python (__array_finalize__): SmolLM2's 49k-token vocabulary and 49k merges are ~250k of them,
+    2.1 s of a 2.8 s parse; through the ndarray view, 0.7 s. The tensors' data stay views of the mapping."""
+    return _plain_view_reader()(str(path), "r")
+
+
+@functools.cache
+def _plain_view_reader() -> type:
+    import gguf
+    import numpy as np
+
+    class PlainViewReader(gguf.GGUFReader):  # type: ignore[misc]
+        def _get(self, offset: int, dtype: Any, count: int = 1, override_order: Any = None) -> Any:
+            # gguf-py 0.19.0's GGUFReader._get (pinned: the llama extra), on self.data viewed as an ndarray
+            plain = self.__dict__.get("_plain")
+            if plain is None:
+                plain = self._plain = self.data.view(np.ndarray)
+            count = int(count)
+            end = offset + int(np.empty([], dtype=dtype).itemsize) * count
+            arr = plain[offset:end].view(dtype=dtype)[:count]
+            return arr.view(arr.dtype.newbyteorder(self.byte_order if override_order is None else override_order))
+
+    return PlainViewReader
+
+
 def read_gguf_header(path: str | Path) -> GgufHeader:
     """Parse a GGUF file's header with gguf-py (tensor data is memory-mapped, never read)."""
     p = Path(path)
     if not p.is_file():
         raise GgufError(f"{p}: no such GGUF file; pass the path of a .gguf model")
     try:
-        import gguf  # optional (the llama extra): imported only when a file is read
+        import gguf  # noqa: F401 - optional (the llama extra): its absence is said here, before gguf_reader
     except ImportError:
         raise GgufError("reading a GGUF file needs gguf-py: pip install -e '.[llama]' (PyPI gguf)") from None
     try:
-        reader = gguf.GGUFReader(str(p), "r")
+        reader = gguf_reader(p)
     except (ValueError, OSError) as exc:
         raise GgufError(f"{p}: not a readable GGUF file ({exc}); pass an unmodified .gguf") from None
 
