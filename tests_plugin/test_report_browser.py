@@ -422,15 +422,15 @@ def _browse(full_report: Path, tmp_path_factory: pytest.TempPathFactory) -> dict
     probe.write_text(full_report.read_text(encoding="utf-8").replace("</body>", PROBE + "</body>"), encoding="utf-8")
     shots = {name: folder / f"{name}.png" for name in SECTIONS}
     with Chromium(CHROMIUM, timeout=240) as browser:
-        looking = browser.open(probe.as_uri())
-        shooting = browser.open(full_report.as_uri(), size=(1300, 1250))
-        browser.loaded(shooting, full_report.as_uri())
+        looking = browser.open(probe.resolve().as_uri())
+        shooting = browser.open(full_report.resolve().as_uri(), size=(1300, 1250))
+        browser.loaded(shooting, full_report.resolve().as_uri())
         assert browser.evaluate(shooting, _READY), "the page's script did not open its embedded ledger"
         # a fragment opens its row for good: those views last
         for name, (section, scroll, fragment) in sorted(SECTIONS.items(), key=lambda view: bool(view[1][2])):
             browser.evaluate(shooting, _VIEW % (json.dumps(_view_css(section, scroll)), json.dumps(fragment)))
             shots[name].write_bytes(browser.screenshot(shooting))
-        browser.loaded(looking, probe.as_uri())
+        browser.loaded(looking, probe.resolve().as_uri())
         found = browser.evaluate(looking, _PROBE_RESULT)
     assert found is not None, "the probe script left no result within two minutes"
     return {"view": json.loads(found), "shots": shots}
@@ -561,9 +561,9 @@ def test_a_browser_without_decompression_says_so_on_the_page(full_report: Path, 
     views = {}
     assert CHROMIUM is not None
     with Chromium(CHROMIUM, timeout=240) as browser:  # both pages in one browser, loading at once
-        tabs = {name: browser.open(path.as_uri()) for name, path in paths.items()}
+        tabs = {name: browser.open(path.resolve().as_uri()) for name, path in paths.items()}
         for name, tab in tabs.items():
-            browser.loaded(tab, paths[name].as_uri())
+            browser.loaded(tab, paths[name].resolve().as_uri())
             browser.evaluate(tab, _READY)
             views[name] = browser.evaluate(tab, "document.documentElement.outerHTML")  # what --dump-dom prints
     assert 'class="ledger-error"' not in views["with"] and '<div class="controls" id="controls">' in views["with"]
