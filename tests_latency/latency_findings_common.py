@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 
 MEASURED_ON = "h200"
@@ -59,6 +60,13 @@ def runs_band(ends: Iterable[tuple[float, float]], own: float) -> tuple[float, f
     """Other runs' (ratio, budget) pairs, each widened by its own budget plus the checked run's `own`."""
     pairs = list(ends)
     return (round(min(r * (1 - b - own) for r, b in pairs), 4), round(max(r * (1 + b + own) for r, b in pairs), 4))
+
+
+def claims(request: Any, finding_id: str, card: str) -> bool:
+    """Whether the checked test carries `finding_id`'s mark claiming `card` (a band set at test time is computed
+    only where its finding applies)."""
+    return any(m.args[0] == finding_id and m.kwargs.get("hardware") == card
+               for m in request.node.iter_markers("finding"))
 
 
 def other_session_band(ratio: float) -> tuple[float, float]:

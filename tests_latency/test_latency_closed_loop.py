@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import latency_budget_findings as bf
 import latency_findings as lf
 import pytest
-from latency_findings_common import MEASURED_ON, StepCarried
+from latency_findings_common import MEASURED_ON, StepCarried, claims
 from first_token import first_token_times
 from latency_setups import decode_step_miss, moved_by_step_miss, h200_workload, mean_context, median_scatter
 from test_latency_load import (LLAMA, QWEN, SETUP_FIXTURE, TPUT_WHY, _cases, _kw, _label, _models,
@@ -48,8 +48,7 @@ def _h100_steps_band(request, setup, rec, latency_recording, c: int, own: float,
                      inverse: bool = False) -> tuple[float, float] | None:
     """bf.H100_LLAMA_STEPS_ID's band where it covers this run: the same session's isolated decode step at batch C
     (its inverse for a throughput) +- its budget and this run's (`own`); None where the finding does not apply."""
-    if not any(m.args[0] == bf.H100_LLAMA_STEPS_ID and m.kwargs.get("hardware") == setup.label
-               for m in request.node.iter_markers("finding")):
+    if not claims(request, bf.H100_LLAMA_STEPS_ID, setup.label):
         return None
     step, budget = decode_step_at(setup, rec, latency_recording, c)
     return StepCarried((((1 / step if inverse else step), budget),), own).band()

@@ -265,15 +265,16 @@ def _band(request: pytest.FixtureRequest, hw: str, quantity: str, ratio: float, 
     return other_runs()
 
 
+def _other_runs(results: Path, hw: str, rec: recordings.Recording) -> list[recordings.Recording]:
+    """Every other recorded session's run of `rec`'s name (its measurement, not a skipped part), never `rec` itself."""
+    runs = [recordings.load_file(path) for path in recordings.candidates(results, hw, "latency", rec.name)]
+    return [r for r in runs if r.recorded_at != rec.recorded_at and _skip_reason(r) is None]
+
+
 def _other_sessions(results: Path, hw: str, rec: recordings.Recording, value: Callable[[recordings.Recording], float],
                     scatter_stat: str) -> Callable[[], list[tuple[float, float]]]:
-    """other(): (value(r), r's repeat scatter of `scatter_stat`) for every other recorded session's run of `rec`'s
-    name (its measurement, not a skipped part), never `rec` itself."""
-    def other() -> list[tuple[float, float]]:
-        runs = [recordings.load_file(path) for path in recordings.candidates(results, hw, "latency", rec.name)]
-        return [(value(r), median_scatter(r, scatter_stat)) for r in runs
-                if r.recorded_at != rec.recorded_at and _skip_reason(r) is None]
-    return other
+    """other(): (value(r), r's repeat scatter of `scatter_stat`) for each of _other_runs."""
+    return lambda: [(value(r), median_scatter(r, scatter_stat)) for r in _other_runs(results, hw, rec)]
 
 
 def _calibration_excess(results: Path, hw: str, rec: recordings.Recording,
@@ -469,10 +470,7 @@ def test_preregistered_pair_moves_together(results, hw, run_a, run_c, rec_a, rec
 
     def other_pairs() -> list[tuple[float, float]]:  # the pair in every other session that ran both models
         ends = []
-        for path in recordings.candidates(results, hw, "latency", rec_a.name):
-            ra = recordings.load_file(path)
-            if ra.recorded_at == rec_a.recorded_at or _skip_reason(ra) is not None:
-                continue
+        for ra in _other_runs(results, hw, rec_a):
             rc = recordings.load_beside(results, hw, "latency", rec_c.name, ra)
             if not _same_session(ra, rc) or _skip_reason(rc) is not None:
                 continue

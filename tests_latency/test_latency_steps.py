@@ -20,7 +20,7 @@ from latency_card_findings import card_finding  # noqa: F401 - the fixture, used
 from latency_card_spread import CARD_SPREAD_WHY, transfer_card_spread
 import latency_h100_findings as h100f
 import pytest
-from latency_findings_common import MEASURED_ON
+from latency_findings_common import MEASURED_ON, claims
 
 from pytest_anatomy import recordings
 from pytest_anatomy.cli_calibration import b1_residuals
@@ -146,8 +146,7 @@ def test_decode_step(b, engine_setup, latency_recording, stalled_run, reconcile,
     pred = lat.decode_step_time(engine_setup.model, engine_setup.ceilings, engine_setup.calib, b, ctx)
     budget = _decode_budget(engine_setup, pred, rec)
     b2_band = (h100f.b2_step_band(pred.value, sum(budget.values()))
-               if any(m.args[0] == h100f.B2_STEP_ID and m.kwargs.get("hardware") == engine_setup.label
-                       for m in request.node.iter_markers("finding")) else None)
+               if claims(request, h100f.B2_STEP_ID, engine_setup.label) else None)
     reconcile("decode_step", with_note(pred, note, *validity_note(rec)), rec["step_time_s"],
               budget=budget, why=BUDGET_WHY, model=engine_setup.model.name, finding_band=b2_band,
               kind=engine_setup.kind_of(h200_workload(rec), "step_time_s"))
