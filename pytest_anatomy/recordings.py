@@ -29,9 +29,9 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from pytest_anatomy import run_share, units
 from pytest_anatomy.measure.measurement import Measurement, Source
 from pytest_anatomy.option_names import RECORD_OPTION
-from pytest_anatomy.units import MiB
 
 SCHEMA = "pytest-anatomy/recording/v1"
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._+-]*$")
@@ -47,7 +47,7 @@ _TIME_FORMATS = ("%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S.%fZ")
 CLOCK_SKEW = timedelta(minutes=10)
 # A recording is a few KiB to a few MiB (raw logs embedded verbatim); 256 MiB is far above any
 # real one and keeps a mistaken path (a model checkpoint, a core dump) from being read whole.
-MAX_RECORDING_BYTES = 256 * MiB
+MAX_RECORDING_BYTES = 256 * units.MiB
 _REQUIRED = ("schema", "suite", "name", "hardware", "recorded_at", "provenance", "measurements")
 
 
@@ -208,7 +208,7 @@ def _read_document(path: Path) -> Any:
         size = path.stat().st_size
         if size > MAX_RECORDING_BYTES:
             raise RecordingError(
-                f"{path}: {size:,} bytes, above the {MAX_RECORDING_BYTES // MiB} MiB bound for a recording "
+                f"{path}: {size:,} bytes, above the {MAX_RECORDING_BYTES // units.MiB} MiB bound for a recording "
                 "(real ones are KiB to a few MiB); is this the right file?")
         text = path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -218,7 +218,7 @@ def _read_document(path: Path) -> Any:
     except OSError as exc:
         raise RecordingError(f"{path}: cannot be read ({exc.strerror or exc})") from None
     try:
-        return json.loads(text)
+        return run_share.json_document(path, text)  # a large one parsed once per test run (run_share)
     except json.JSONDecodeError as exc:
         raise RecordingError(
             f"{path}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}). "

@@ -268,25 +268,45 @@ def _raw_files(batches: str) -> dict[str, tuple[Path, ...]]:
     return out
 
 
+# The kinds of part whose step timelines the suite reads from a raw file (raw_run_timelines), and what it keeps of a
+# line carrying GPU samples (test_latency_conditions: the requests and timelines are 99% of a line)
+DIGEST_KINDS = (".decode.b", ".poisson.f")
+SAMPLED_KEYS = ("id", "attempt", "gpu_samples")
+
+
 @functools.lru_cache(maxsize=None)
 def raw_run_timelines(path: Path, kind: str) -> dict[tuple[str, int], dict[str, Any]]:
     """(run id, attempt) -> the raw step timeline (columns "t", "ctx_tokens", "gen_requests", "engine_t", ...) of
-    every run of one raw file whose id holds `kind` (".decode.b", ".poisson.f"), read and parsed once per file and
-    kind in a run (run_share: the workers, the background report build and the mutation replays all read these files,
-    ~0.2 s of decompression each time). A part measured once is attempt 1."""
+    every run of one raw file whose id holds `kind` (one of DIGEST_KINDS). A part measured once is attempt 1."""
+    return raw_digest(path)["timelines"][kind]  # type: ignore[no-any-return]
+
+
+@functools.lru_cache(maxsize=None)
+def raw_digest(path: Path) -> dict[str, Any]:
+    """What the suite reads of one latency raw file, once per run (run_share: the workers, the background report build
+    and the mutation replays all read these files): {"timelines": {kind: {(run id, attempt): timeline}} for each of
+    DIGEST_KINDS, "sampled": the SAMPLED_KEYS of each line carrying gpu_samples, in file order}. One decompression of
+    the file and one parse of each line needed: the timelines of each kind and the sampled lines were read apart, each
+    decompressing the file again and parsing a line that holds both twice (~10 s of CPU in a cold run, 2026-12-06)."""
     st = Path(path).stat()
-    return run_share.once(run_share.key_of("latency-raw-timelines", Path(path).resolve(), st.st_size, st.st_mtime_ns,
-                                           kind), lambda: _raw_run_timelines(path, kind))
+    return run_share.once(run_share.key_of("latency-raw-digest", Path(path).resolve(), st.st_size, st.st_mtime_ns),
+                          lambda: _raw_digest(path))
 
 
-def _raw_run_timelines(path: Path, kind: str) -> dict[tuple[str, int], dict[str, Any]]:
-    out: dict[tuple[str, int], dict[str, Any]] = {}
+def _raw_digest(path: Path) -> dict[str, Any]:
+    timelines: dict[str, dict[tuple[str, int], dict[str, Any]]] = {kind: {} for kind in DIGEST_KINDS}
+    sampled: list[dict[str, Any]] = []
     for line in read_kept(path).decode("utf-8").splitlines():
-        if kind not in line[:80]:
+        kinds = [kind for kind in DIGEST_KINDS if kind in line[:80]]
+        has_samples = '"gpu_samples": {' in line or '"gpu_samples":{' in line
+        if not kinds and not has_samples:
             continue
         raw = json.loads(line)
-        out[(raw["id"], int(raw.get("attempt", 1)))] = raw["timeline"]
-    return out
+        for kind in kinds:
+            timelines[kind][(raw["id"], int(raw.get("attempt", 1)))] = raw["timeline"]
+        if has_samples:
+            sampled.append({k: raw[k] for k in SAMPLED_KEYS if k in raw})
+    return {"timelines": timelines, "sampled": sampled}
 
 
 def kept_timeline(rec: Any, kind: str) -> dict[str, Any] | None:

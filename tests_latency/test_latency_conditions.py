@@ -26,9 +26,8 @@ from typing import Any
 
 import pytest
 from latency_findings_common import MEASURED_ON
-from latency_setups import raw_files
+from latency_setups import raw_digest, raw_files
 
-from pytest_anatomy import run_share
 from pytest_anatomy.importers.xz import read_kept
 from pytest_anatomy.measure.gpu_sampler import SW_POWER_CAP, THERMAL_OR_HARDWARE, summarize
 from pytest_anatomy.measure.measurement import Measurement
@@ -101,31 +100,21 @@ OUTCOME: dict[str, tuple[tuple[float, float], float, tuple[int, int], float, flo
 
 
 # What this module and its readers (test_latency_card_findings, test_latency_prompt_pace) take from a sampled part
-SAMPLED_KEYS = ("id", "attempt", "gpu_samples")
-
-
 @functools.lru_cache(maxsize=None)
 def _sampled_parts(batches: str) -> dict[str, list[dict[str, Any]]]:
     """Batch date -> the raw lines (one per part) of its latency raw files that carry gpu_samples, each with its
-    SAMPLED_KEYS only (the requests and timelines are 99% of a line: 112 MB pickled against 1 MB). Read once a run
-    (run_share): decompressing and parsing the lines is ~7 s of CPU, which both xdist workers, the background report
-    build and the catalog-clock mutation's replay each paid (2026-12-06)."""
-    files = raw_files(batches)
-    stats = [(str(p), p.stat().st_size, p.stat().st_mtime_ns) for paths in files.values() for p in paths]
-    key = run_share.key_of("latency-sampled-parts", batches, Path(batches).resolve(), *stats)
-    return run_share.once(key, lambda: _read_sampled_parts(files))
-
-
-def _read_sampled_parts(files: dict[str, tuple[Path, ...]]) -> dict[str, list[dict[str, Any]]]:
+    SAMPLED_KEYS only (the requests and timelines are 99% of a line: 112 MB pickled against 1 MB). Each raw file is
+    decompressed and parsed once a run (latency_setups.raw_digest, with the step timelines the load tests read):
+    ~7 s of CPU, which both xdist workers, the background report build and the catalog-clock mutation's replay each
+    paid (2026-12-06)."""
     out: dict[str, list[dict[str, Any]]] = {}
-    for date, paths in files.items():
+    for date, paths in raw_files(batches).items():
         for path in paths:
             if not _recorded_conditions(path):
                 continue  # a batch whose runs carry no summary has no samples either (small file, read first)
-            for line in read_kept(path).decode("utf-8").splitlines():
-                if '"gpu_samples": {' in line or '"gpu_samples":{' in line:
-                    raw = json.loads(line)
-                    out.setdefault(date, []).append({k: raw[k] for k in SAMPLED_KEYS if k in raw})
+            sampled = raw_digest(path)["sampled"]
+            if sampled:
+                out.setdefault(date, []).extend(sampled)
     return out
 
 

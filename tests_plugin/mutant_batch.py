@@ -21,6 +21,7 @@ status, and the mutations left to a lone replay).
 from __future__ import annotations
 
 import functools
+import gc
 import importlib
 import json
 import os
@@ -114,6 +115,10 @@ def pytest_runtestloop(session: pytest.Session) -> object:
     if session.testsfailed and not session.config.option.continue_on_collection_errors:
         return None  # pytest's own loop stops the run on the collection errors
     outcome: dict[str, Any] = {"exit": {}, "collection_called": []}
+    # What collection left (modules, items, parsed recordings) lives as long as each child: frozen, the cyclic GC of a
+    # child never walks it (a walk writes to every object, so the child also copies every page of it from the parent)
+    gc.collect()
+    gc.freeze()
     for m in _STATE["mutations"]:
         if not m.forkable or _key(m) in _STATE["fired"]:  # read where no tripwire looks, or called: replayed alone
             outcome["collection_called"].append(m.name)

@@ -43,6 +43,17 @@ def single_thread() -> contextlib.AbstractContextManager[Any]:
     return threadpool_limits(1)
 
 
+def blas_kernel() -> str | None:
+    """The kernel OpenBLAS runs in this process (threadpoolctl's 'architecture', e.g. Haswell, SkylakeX), or None
+    where numpy's BLAS is not OpenBLAS or threadpoolctl is absent."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return None
+    kernels = [i.get("architecture") for i in threadpool_info() if i.get("internal_api") == "openblas"]
+    return str(kernels[0]) if kernels and kernels[0] else None
+
+
 @dataclass
 class Reference:
     cfg: numpy_llama.LlamaConfig
@@ -151,13 +162,32 @@ def _f16_header(data: QuantData, p: Parsed) -> GgufHeader:
 def build_reference(data: QuantData) -> Reference:
     p = parsed(data)
     tok = bpe.ByteBpe(p.vocab, p.merges)
+    text, tokens, lp, nll = reference_forward(data, p, tok)
+    return Reference(p.cfg, p.weights, _f16_header(data, p), tokens, lp, nll, tok, text)
+
+
+def reference_forward(data: QuantData, p: Parsed, tok: bpe.ByteBpe) -> tuple[str, np.ndarray, np.ndarray, np.ndarray]:
+    """The slice's text, tokens, and the reference's log-probabilities and NLL: once per run and BLAS kernel
+    (pytest_anatomy/run_share.py). Nothing of the theory (the tokenizer and the numpy forward over the parsed f16
+    weights), so a mutation replay reads it too: the e4m3 mutation's replay of test_vllm_kld_by_the_current_theory ran
+    this forward again, ~5 s of its ~13. Its bits are the sgemm kernel's, so the key holds the kernel OpenBLAS runs
+    here and the one OPENBLAS_CORETYPE forces: vllm_quality_slice's child under the pre-registration's kernel gets
+    its own."""
+    stat = data.gguf.stat()
+    key = run_share.key_of("quant-slice-reference-forward", data.gguf.resolve(), stat.st_size, stat.st_mtime_ns,
+                           data.text_wheel.resolve(), data.text_wheel.stat().st_size, blas_kernel(),
+                           os.environ.get("OPENBLAS_CORETYPE"), WINDOWS, CTX, TEXT_CHARS)
+    return run_share.once(key, lambda: _reference_forward(data, p, tok))
+
+
+def _reference_forward(data: QuantData, p: Parsed, tok: bpe.ByteBpe) -> tuple[str, np.ndarray, np.ndarray, np.ndarray]:
     text = wiki_text.plain_text(data.wiki_bz2(), max_chars=TEXT_CHARS)
     ids = tok.encode(text)
     if len(ids) < WINDOWS * CTX:
         raise AssertionError(f"the text gave {len(ids)} tokens, fewer than the slice's {WINDOWS * CTX}")
     tokens = np.array(ids[:WINDOWS * CTX]).reshape(WINDOWS, CTX)
     lp, nll = _reference_scores(p.weights, _hidden(p.cfg, p.weights, tokens), _targets(tokens))
-    return Reference(p.cfg, p.weights, _f16_header(data, p), tokens, lp, nll, tok, text)
+    return text, tokens, lp, nll
 
 
 def run_format(ref: Reference, file_type: str) -> FormatResult:

@@ -48,15 +48,7 @@ PREREGISTERED_BLAS = "Haswell"
 SAME_SGEMM = {"Haswell": ("Haswell", "Zen")}  # the kernels measured to give the same bits
 
 
-def blas_kernel() -> str | None:
-    """The kernel OpenBLAS runs in this process (threadpoolctl's 'architecture', e.g. Haswell, SkylakeX), or None
-    where numpy's BLAS is not OpenBLAS or threadpoolctl is absent."""
-    try:
-        from threadpoolctl import threadpool_info
-    except ImportError:
-        return None
-    kernels = [i.get("architecture") for i in threadpool_info() if i.get("internal_api") == "openblas"]
-    return str(kernels[0]) if kernels and kernels[0] else None
+blas_kernel = qs.blas_kernel  # the kernel OpenBLAS runs here (quality_slice keys the shared reference forward by it)
 
 
 def _cpu_runs_haswell_kernels() -> bool:

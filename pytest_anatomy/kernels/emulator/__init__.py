@@ -73,7 +73,7 @@ def build(source: str, defines: tuple[tuple[str, int], ...] = ()) -> ctypes.CDLL
     key = hashlib.sha256("\0".join((text, HEADER.read_text(), unit, cxx, *FLAGS)).encode()).hexdigest()[:20]
     lib = cache_dir() / f"{Path(source).stem}-{key}.so"
     if not lib.exists():
-        with _exclusive(lib):  # another process (an xdist worker, the background report build) may be building it
+        with exclusive(lib):  # another process (an xdist worker, the background report build) may be building it
             if not lib.exists():
                 _compile(cxx, unit, lib, source)
     _LIBS[memo] = ctypes.CDLL(str(lib))
@@ -111,7 +111,7 @@ def _make_precompiled(cxx: str) -> Path:
     if gch.exists():
         return header
     folder.mkdir(exist_ok=True)
-    with _exclusive(folder / "pch"):  # one process makes it, the others wait for it
+    with exclusive(folder / "pch"):  # one process makes it, the others wait for it
         if gch.exists():
             return header
         shutil.copyfile(HEADER, header)
@@ -127,9 +127,10 @@ def _make_precompiled(cxx: str) -> Path:
 
 
 @contextlib.contextmanager
-def _exclusive(lib: Path) -> Iterator[None]:
+def exclusive(lib: Path) -> Iterator[None]:
     """Hold an exclusive lock beside `lib` (none where fcntl is missing): two processes that need the same build
-    compile it once, the second waiting for the first instead of running g++ on the same unit beside it."""
+    compile it once, the second waiting for the first instead of running g++ on the same unit beside it (and
+    kernels.compile's NVRTC cubins, likewise)."""
     try:
         import fcntl
     except ImportError:
