@@ -154,8 +154,8 @@ def validate(doc: Any, where: str = "<recording>") -> None:
             fail(f"measurement {q!r} unit must be a string")
         # exact int and float types first, a pass at C speed (2.5M samples in the committed recordings, ~1 s of
         # generator per process that reads them all); isinstance, which admits float subclasses, only past that
-        if not isinstance(samples := m.get("samples", []), list) or not set(map(type, samples)) <= {int, float} and any(
-                isinstance(s, bool) or not isinstance(s, (int, float)) for s in samples):
+        if not isinstance(samples := m.get("samples", []), list) or (not set(map(type, samples)) <= {int, float} and any(
+                isinstance(s, bool) or not isinstance(s, (int, float)) for s in samples)):
             fail(f"measurement {q!r} samples must be a list of numbers")
     if "data" in doc and not isinstance(doc["data"], dict):
         fail("data must be an object")

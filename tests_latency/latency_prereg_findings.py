@@ -77,6 +77,7 @@ PREFILL_REASON = (
 LONE_PROMPT_ID = "transfer-short-prefill-is-the-lone-prompt-excess"
 # The models whose own short lone prefills carry h200-short-prefill-excess: their runs' excess bands the others'
 LONE_PROMPT_MODELS = (CALIBRATION_MODEL, "llama-3.1-8b")
+LONE_PROMPT_QUOTED_ON = H100  # the card whose runs LONE_PROMPT_REASON quotes (a test recomputes them)
 LONE_PROMPT_REASON = (
     "A lone prompt of 128 or 512 tokens of Qwen2.5-3B or Qwen2.5-32B takes longer than the current theory's prefill "
     "by an absolute time, not by a share of its work: on the H100 (sessions of 2026-12-05 21:36 and 2026-12-06 "

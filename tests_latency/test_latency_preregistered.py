@@ -246,12 +246,12 @@ def _residual_spread_s(results: Path, hw: str) -> float:
 def _band(request: pytest.FixtureRequest, hw: str, quantity: str, ratio: float, budget: dict[str, float],
           other_runs: Callable[[], tuple[float, float]] | None = None,
           other_sessions: Callable[[], list[tuple[float, float]]] | None = None,
-          lone_prompt: tuple[float, float, Path, int] | None = None) -> tuple[float, float] | None:
+          lone_prompt: Callable[[], tuple[float, float, Path, int]] | None = None) -> tuple[float, float] | None:
     """The band of the finding covering `quantity` on `hw` (None where none does): read off the checked run (its
     ratio +- its budget) for a checked-run finding; the per-sequence finding's `other_runs()` (latency_prereg_findings);
     for the others the same run's (ratio, repeat scatter) in every other session, `other_sessions()`, each +- its own
     scatter, this check's budget and one session's noise against another's (pf.SESSION_BANDED); a short lone prompt's
-    from the other models' excess at its length (`lone_prompt`: the checked run's current-theory and checked
+    from the other models' excess at its length (`lone_prompt()`: the checked run's current-theory and checked
     predictions, seconds, the results folder and the prompt length; pf.lone_prompt_band)."""
     mark = next((m for m in request.node.iter_markers("finding") if m.kwargs.get("quantity") == quantity
                  and m.kwargs.get("hardware") in (None, hw)), None)
@@ -261,7 +261,8 @@ def _band(request: pytest.FixtureRequest, hw: str, quantity: str, ratio: float, 
         return bf.checked_run_band(ratio, sum(budget.values()))
     if mark.args[0] == pf.LONE_PROMPT_ID:
         assert lone_prompt is not None, f"{quantity}: the lone-prompt finding needs the checked run's current theory"
-        return pf.lone_prompt_band(lone_prompt[0], lone_prompt[1], _lone_prompt_excess(lone_prompt[2], hw, lone_prompt[3]),
+        current_s, predicted_s, results, length = lone_prompt()
+        return pf.lone_prompt_band(current_s, predicted_s, _lone_prompt_excess(results, hw, length),
                                    sum(budget.values()))
     if mark.args[0] in pf.SESSION_BANDED:
         ends = other_sessions() if other_sessions is not None else []
@@ -279,20 +280,26 @@ def _lone_prompt_excess(results: Path, hw: str, length: int) -> tuple[float, flo
     b=1 step and the ceilings beside it), each at its median. Not widened by each run's repeat scatter: a lone short
     prompt's repeats scatter by up to 81% (the H100's first session), which would push the excess below zero, and
     the envelope over every session is the run-to-run spread itself; the checked run's scatter is in its budget."""
-    ends: list[float] = []
-    for model in pf.LONE_PROMPT_MODELS:
-        run = {"kind": "prefill", "model": model, "settings": {"input_len": length}}
-        for path in recordings.candidates(results, hw, "latency", f"{model}.prefill.l{length}"):
-            rec = recordings.load_file(path)
-            if _skip_reason(rec) is not None:
-                continue
-            try:
-                pred = _current_prefill(results, hw, run, rec)[0].value
-            except recordings.MissingRecording:  # a session before the plan timed Qwen2.5-7B's b=1 beside it
-                continue
-            ends.append(rec[lp.PREFILL_QUANTITY].value - pred)
+    ends = [x for model in pf.LONE_PROMPT_MODELS for x, _ in _prefill_excess(results, hw, model, length)]
     assert ends, f"{hw}: no lone prefill of {length} tokens of {', '.join(pf.LONE_PROMPT_MODELS)} bands the others'"
     return min(ends), max(ends)
+
+
+def _prefill_excess(results: Path, hw: str, model: str, length: int) -> list[tuple[float, float]]:
+    """(median measured - current theory, current theory), seconds, of every recorded lone prefill of `model` at
+    `length` tokens on `hw`, oldest first, skipping a skipped part and a session without the calibration it needs."""
+    run = {"kind": "prefill", "model": model, "settings": {"input_len": length}}
+    out = []
+    for path in recordings.candidates(results, hw, "latency", f"{model}.prefill.l{length}"):
+        rec = recordings.load_file(path)
+        if _skip_reason(rec) is not None:
+            continue
+        try:
+            pred = _current_prefill(results, hw, run, rec)[0].value
+        except recordings.MissingRecording:  # a session before the plan timed Qwen2.5-7B's b=1 beside it
+            continue
+        out.append((rec[lp.PREFILL_QUANTITY].value - pred, pred))
+    return out
 
 
 def _other_runs(results: Path, hw: str, rec: recordings.Recording) -> list[recordings.Recording]:
@@ -410,8 +417,8 @@ def test_preregistered_prefill(results, hw, prereg, run, rec, request, reconcile
     band = _band(request, hw, "preregistered_prefill", rec[lp.PREFILL_QUANTITY].value / pred.value, budget,
                  other_sessions=_other_sessions(results, hw, rec, lambda r: r[lp.PREFILL_QUANTITY].value / pred.value,
                                                 "engine_prefill_s"),
-                 lone_prompt=(_current_prefill(results, hw, run, rec)[0].value, pred.value, results,
-                              int(run["settings"]["input_len"])))
+                 lone_prompt=lambda: (_current_prefill(results, hw, run, rec)[0].value, pred.value, results,
+                                      int(run["settings"]["input_len"])))
     reconcile("preregistered_prefill", pred, rec[lp.PREFILL_QUANTITY], budget=budget, model=run["model"],
               finding_band=band,
               why="measured noise only: the run's repeat scatter, how far a session's overhead and bf16 matmul "
@@ -433,7 +440,7 @@ def test_current_theory_prefill(results, hw, prereg, run, rec, request, reconcil
                  other_sessions=_other_sessions(  # each other session's run against its own session's theory
                      results, hw, rec, lambda r: r[lp.PREFILL_QUANTITY].value / _current_prefill(results, hw, run, r)[0].value,
                      "engine_prefill_s"),
-                 lone_prompt=(pred.value, pred.value, results, int(run["settings"]["input_len"])))
+                 lone_prompt=lambda: (pred.value, pred.value, results, int(run["settings"]["input_len"])))
     reconcile("prefill_preregistered_model", pred, rec[lp.PREFILL_QUANTITY], budget=budget, model=run["model"],
               finding_band=band,
               why="measured noise only: the run's repeat scatter, its session's matmul ceiling scatter, and its b=1 "
@@ -441,18 +448,19 @@ def test_current_theory_prefill(results, hw, prereg, run, rec, request, reconcil
 
 
 def test_the_lone_prompt_reason_quotes_the_recorded_excess():
-    """LONE_PROMPT_REASON's H100 numbers are the recordings' (to 0.1 ms): the two models' excess spans at 128 and
-    512 tokens, and each pre-registered model's excess in each session."""
-    hw = "h100-sxm"
+    """LONE_PROMPT_REASON's numbers are the recordings' of the card it quotes (to 0.1 ms): the two models' excess
+    spans at 128 and 512 tokens, and each pre-registered model's excess in each session at both lengths, with its
+    first session's prediction at 128."""
+    hw = pf.LONE_PROMPT_QUOTED_ON
     spans = {n: tuple(round(x * 1e3, 1) for x in _lone_prompt_excess(RESULTS, hw, n)) for n in (128, 512)}
     assert f"{spans[128][0]}-{spans[128][1]} ms at 128 and {spans[512][0]}-{spans[512][1]} ms at 512" \
         in pf.LONE_PROMPT_REASON, spans
-    for model, quoted in (("qwen2.5-3b", "the 3B by {} / {} ms at 128 tokens"), ("qwen2.5-32b", "the 32B by {} / {} ms")):
-        run = {"kind": "prefill", "model": model, "settings": {"input_len": 128}}
-        excess = [round((rec[lp.PREFILL_QUANTITY].value - _current_prefill(RESULTS, hw, run, rec)[0].value) * 1e3, 1)
-                  for rec in map(recordings.load_file, recordings.candidates(RESULTS, hw, "latency",
-                                                                             f"{model}.prefill.l128"))]
-        assert quoted.format(*excess) in pf.LONE_PROMPT_REASON, (model, excess)
+    for model, quoted in (("qwen2.5-3b", "the 3B by {} / {} ms at 128 tokens (predicted {} ms) and {} / {} ms at 512"),
+                          ("qwen2.5-32b", "the 32B by {} / {} ms at 128 (predicted {} ms) and {} / {} ms at 512")):
+        at = {n: [(round(x * 1e3, 1), round(p * 1e3, 1)) for x, p in _prefill_excess(RESULTS, hw, model, n)]
+              for n in (128, 512)}
+        numbers = (*(x for x, _ in at[128]), at[128][0][1], *(x for x, _ in at[512]))
+        assert quoted.format(*numbers) in pf.LONE_PROMPT_REASON, (model, at)
 
 
 def test_a_skipped_preregistered_run_is_one_its_engines_pool_could_not_hold():
