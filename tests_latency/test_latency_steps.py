@@ -81,7 +81,9 @@ def above_gemms(request) -> None:
     timings (requested before `reconcile`, which reads the marks): with eta fitted on the 8,192 prefill (the
     sessions before 2026-12-01 06:44, a live session without them) the finding does not apply."""
     other = request.node.originalname == "test_prefill_efficiency_transfers_to_a_second_model"
-    setup = request.getfixturevalue("transfer_setup" if other else "engine_setup")
+    model = "llama-3.1-8b" if other else "qwen2.5-7b"
+    setup = run_setup(request, model, request.getfixturevalue("latency_recording")(
+        f"{model}.prefill.l{request.node.callspec.params['length']}"))
     if setup.calib.efficiency_by_tokens:
         for mark in lf.above_gemms_marks(setup.model.name, "prefill_other_model" if other else "prefill",
                                          request.node.callspec.params["length"]):
@@ -125,6 +127,14 @@ def stalled_run(request, session_rec) -> None:
         request.node.add_marker(mark, append=False)
 
 
+def run_setup(request, model: str, rec):
+    """The setup of the session that measured `rec` (conftest.setup_beside): a run is priced with its own session's
+    ceilings, engine limits and calibration, never the newest session's. The newest session need not have measured
+    every part (a session of load runs only, 2026-12-06 05:48, left the lone prefills to the one before), so a test
+    of one part builds its setup from that part's run, not from the newest decode.b1 (engine_setup)."""
+    return request.getfixturevalue("setup_beside")(model, rec)
+
+
 def _decode(latency_recording, b: int, model: str = "qwen2.5-7b"):
     rec = latency_recording(f"{model}.decode.b{b}")
     s = rec.data["run"]["settings"]
@@ -135,12 +145,13 @@ def _decode(latency_recording, b: int, model: str = "qwen2.5-7b"):
 @pytest.mark.parametrize("b", [pytest.param(b, marks=(*lf.decode_step_marks("qwen2.5-7b", b),
                                                        *((h100f.B2_STEP,) if b == 2 else ())))
                                for b in (1, *BATCHES)])
-def test_decode_step(b, engine_setup, latency_recording, stalled_run, reconcile, anatomy_benchmark, request):
+def test_decode_step(b, latency_recording, stalled_run, reconcile, anatomy_benchmark, request):
     """Median steady ITL of b sequences at the mean context (1024 + 128/2). b=1 is a fit point (kind
     "fit") where the session's t_overhead is Qwen's own b=1 residual, a prediction where it comes from
     the tiny overhead models. The run is the first the validity check passes (the live plan measures a flagged
     part once more); a flagged run's check values are in the reconciliation's note."""
     rec, ctx = _decode(latency_recording, b)
+    engine_setup = run_setup(request, "qwen2.5-7b", rec)
     anatomy_benchmark(rec, "step_time_s")  # the steady ITLs (the engine's steps), as pytest-benchmark rounds
     note = engine_setup.check_held_out(h200_workload(rec), "step_time_s", repeat=None if b == 1 else False)
     pred = lat.decode_step_time(engine_setup.model, engine_setup.ceilings, engine_setup.calib, b, ctx)
@@ -320,11 +331,12 @@ def pool_regime(setup) -> str:
 @pytest.mark.gpu
 @pytest.mark.parametrize("length", [pytest.param(n, marks=lf.short_prefill_marks("qwen2.5-7b", "prefill", n))
                                     for n in sorted((*PREFILL, 8192))])
-def test_prefill(length, above_gemms, engine_setup, latency_recording, reconcile, anatomy_benchmark):
+def test_prefill(length, above_gemms, latency_recording, reconcile, anatomy_benchmark, request):
     """Lone prefill in chunks of max_num_batched_tokens (8,192): compute-bound above ~180 tokens,
     with the quadratic attention term; eta from the session's GEMM timings where it has them, else fitted
     on 8,192 tokens only (a fit point)."""
     rec = latency_recording(f"qwen2.5-7b.prefill.l{length}")
+    engine_setup = run_setup(request, "qwen2.5-7b", rec)
     anatomy_benchmark(rec, "engine_prefill_s.median")  # the repeats, as pytest-benchmark rounds
     notes = [engine_setup.check_held_out(h200_workload(rec), "engine_prefill_s.median",
                                          repeat=None if length == 8192 else False)]
@@ -344,8 +356,9 @@ def test_prefill(length, above_gemms, engine_setup, latency_recording, reconcile
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("length", [pytest.param(n, marks=lf.prefill_ceiling_marks(n)) for n in (2048, 8192, 16384, 32000)])
-def test_prefill_at_the_matmul_ceiling(length, engine_setup, latency_recording, session_rec, reconcile):
+def test_prefill_at_the_matmul_ceiling(length, latency_recording, session_rec, reconcile, request):
     rec = latency_recording(f"qwen2.5-7b.prefill.l{length}")
+    engine_setup = run_setup(request, "qwen2.5-7b", rec)
     pred = lat.prefill_time(engine_setup.model, engine_setup.ceilings, lat.UNCALIBRATED, length,
                             engine_setup.sched.max_num_batched_tokens)
     stamp = session_rec("qwen2.5-7b.decode.b1", beside=rec).recorded_at
@@ -362,12 +375,14 @@ def _prefill_roofline_noise(session_rec, rec) -> float:
 
 
 @pytest.mark.gpu
-def test_prefill_attention_term_runs_at_matmul_efficiency(engine_setup, latency_recording, reconcile):
+def test_prefill_attention_term_runs_at_matmul_efficiency(latency_recording, reconcile, request):
     """Attention is 11% of the FLOPs at 8,192 tokens and 33% at 32,000: if the S^2 term were
     wrong (or missing) measured/roofline would differ between the two lengths by up to 35%."""
     ratios = []
+    l8192 = latency_recording("qwen2.5-7b.prefill.l8192")
+    engine_setup = run_setup(request, "qwen2.5-7b", l8192)
     for n in (8192, 32000):
-        rec = latency_recording(f"qwen2.5-7b.prefill.l{n}")
+        rec = l8192 if n == 8192 else latency_recording(f"qwen2.5-7b.prefill.l{n}", beside=l8192)
         roof = lat.prefill_time(engine_setup.model, engine_setup.ceilings, lat.UNCALIBRATED, n,
                                 engine_setup.sched.max_num_batched_tokens)
         ratios.append((rec["engine_prefill_s.median"], roof))
@@ -386,15 +401,15 @@ def test_prefill_attention_term_runs_at_matmul_efficiency(engine_setup, latency_
 @pytest.mark.usefixtures("card_finding")  # before reconcile, which reads the marks
 @pytest.mark.parametrize("b", [pytest.param(b, marks=(*((h100f.LLAMA_B128,) if b == 128 else ()),
                                                        *lf.decode_step_marks("llama-3.1-8b", b))) for b in (1, *BATCHES)])
-def test_decode_overhead_transfers_to_a_second_model(b, transfer_setup, latency_recording, stalled_run, reconcile):
+def test_decode_overhead_transfers_to_a_second_model(b, latency_recording, stalled_run, reconcile, request):
     """The calibration's real test: the overhead fitted on Qwen2.5-7B's b=1 step (or measured on the tiny
     overhead models) predicting Llama-3.1-8B's decode step on the same engine and GPU (Llama's own
     session's ceilings). Llama differs from Qwen in KV bytes per token (128 vs 56 KiB, so the KV term
     weighs 2.3x more at every batch) and layers (32 vs 28); not in weight scale (14.0 vs 14.2 GB), lm_head
     share (7.5% vs 7.7%) or FFN share (~80%): an error in those cancels here too (theory_mutants:
     latency-matmul-weights-x1.05 survives every calibrated check; only the bare roofline band catches it)."""
-    setup = transfer_setup
-    rec, ctx = _decode(latency_recording, b, setup.model.name)
+    rec, ctx = _decode(latency_recording, b, "llama-3.1-8b")
+    setup = run_setup(request, "llama-3.1-8b", rec)
     note = setup.check_held_out(h200_workload(rec), "step_time_s")
     pred = lat.decode_step_time(setup.model, setup.ceilings, setup.calib, b, ctx)
     reconcile("decode_step_other_model", with_note(pred, note, *validity_note(rec)), rec["step_time_s"],
@@ -405,11 +420,10 @@ def test_decode_overhead_transfers_to_a_second_model(b, transfer_setup, latency_
 @pytest.mark.gpu
 @pytest.mark.parametrize("length", [pytest.param(n, marks=lf.short_prefill_marks("llama-3.1-8b", "prefill_other_model", n))
                                     for n in PREFILL])
-def test_prefill_efficiency_transfers_to_a_second_model(length, above_gemms, transfer_setup, reconcile,
-                                                        latency_recording):
+def test_prefill_efficiency_transfers_to_a_second_model(length, above_gemms, reconcile, latency_recording, request):
     """The same for eta: fitted on Qwen2.5-7B's 8,192-token prefill, tested on Llama-3.1-8B."""
-    setup = transfer_setup
-    rec = latency_recording(f"{setup.model.name}.prefill.l{length}")
+    rec = latency_recording(f"llama-3.1-8b.prefill.l{length}")
+    setup = run_setup(request, "llama-3.1-8b", rec)
     note = setup.check_held_out(h200_workload(rec), "engine_prefill_s.median")
     pred = lat.prefill_time(setup.model, setup.ceilings, setup.calib, length, setup.sched.max_num_batched_tokens)
     reconcile("prefill_other_model" + pool_regime(setup), with_note(pred, note), rec["engine_prefill_s.median"],
