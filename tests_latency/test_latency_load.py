@@ -28,7 +28,6 @@ import latency_h100_findings as h100f
 import pytest
 import latency_session_pace_findings as sf
 from latency_card_findings import card_mark
-from latency_findings_common import envelope
 from first_token import first_token_times
 from sequence_cost import shift_band as sequence_cost_shift_band
 from latency_setups import median_scatter, prompt_pace_of, slowed_prompts, step_budget
@@ -151,7 +150,7 @@ def budget_band(request, setup, rec, quantity: str, ratio: float, budget: float,
     """The band of a latency_budget_findings mark covering `quantity` on this card (None where none does): read off
     the checked run (band_from="checked-run": its ratio +- its budget), or the envelope of the same run's
     measured/simulated in the card's other recorded sessions, each with its own session's setup (`ratio_of(other
-    recording, its setup)`), widened by this run's budget."""
+    recording, its setup)`), widened by this run's budget (and by bf.ONE_OTHER_SESSION where there is one other)."""
     from pytest_anatomy import recordings
     from pytest_anatomy.session import get_session
 
@@ -164,7 +163,7 @@ def budget_band(request, setup, rec, quantity: str, ratio: float, budget: float,
     results = get_session(request.config).settings.results_dir
     others = [recordings.load_file(p) for p in recordings.candidates(results, setup.label, "latency", rec.name)]
     ratios = [ratio_of(o, _setup(request, setup.model.name, o)) for o in others if o.recorded_at != rec.recorded_at]
-    return envelope(ratios, budget) if ratios else None
+    return bf.other_runs_band(ratios, budget) if ratios else None
 
 
 def sequence_cost_band(setup, rec, latency_recording, res: sv.SimResult, quantity: str) -> tuple[float, float] | None:
