@@ -246,7 +246,7 @@ def build_engine_setup(qwen: ModelSpec, rec: Any, target: Any, beside: Any = Non
     sched = sv.SchedulerConfig(int(engine["resolved.max_num_seqs"].value), budget,
                                int(engine["resolved.num_gpu_blocks"].value), int(engine["resolved.block_size"].value))
     return Setup(target.name, qwen, ceilings, calib, sched, tuple(fits), kv_pinned=_pinned(engine), noise=noise,
-                 overhead=overhead)
+                 overhead=overhead, anchor=b1)
 
 
 OVERHEAD_MODELS = live_plan.OVERHEAD  # tiny-hidden twins of Qwen2.5-7B (pytest_anatomy/specs/configs/overhead/)
@@ -338,7 +338,7 @@ def build_transfer_setup(calibrated: Setup, rec: Any, target: Any, beside: Any =
     noise = {**calibrated.noise, "bandwidth": ceiling_scatter(ceil, "read_bandwidth"),
              "peak": ceiling_scatter(ceil, "matmul_bf16")}  # its own session's ceilings, Qwen's calibration
     return Setup(target.name, llama, rec_ceilings(rec, target, b1), calib, sched, fits=(), kv_pinned=_pinned(engine),
-                 noise=noise)
+                 noise=noise, anchor=b1)
 
 
 def _pinned(engine: Any) -> bool:

@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from pytest_anatomy import held_out, run_share, stats
+from pytest_anatomy import held_out, recordings, run_share, stats
 from pytest_anatomy.importers.xz import read_kept
 from pytest_anatomy.measure import load_stats as ls
 from pytest_anatomy.measure import prompt_pace as pp
@@ -124,6 +124,21 @@ class Setup:
     noise: Mapping[str, float] = field(default_factory=dict)
     # t_overhead = c0 + c_layer x layers when measured on tiny-hidden models (None: fitted on this model)
     overhead: cal.LayerOverhead | None = None
+    # the recording the setup's session was read beside (the model's decode.b1); None for the seed's setup
+    anchor: Any = None
+
+    def priced_in_its_session(self, rec: Any) -> None:
+        """Fails where `rec` was measured in another session than this setup's: a run is priced with its own
+        session's ceilings, engine limits and calibration (test_prefill once priced the newest prefill with a newer
+        decode-only session's ceilings, 2026-12-06). Silent where either side names no session (a live run
+        without a batch stamp: one session by construction)."""
+        if self.anchor is None or rec.recorded_at == self.anchor.recorded_at:
+            return
+        mine, theirs = recordings.session_key(self.anchor), recordings.session_key(rec)
+        if mine is not None and theirs is not None and mine != theirs:
+            raise AssertionError(f"{rec.name}@{rec.recorded_at} (session {theirs}) priced with the setup of "
+                                 f"{self.anchor.name}@{self.anchor.recorded_at} (session {mine}): build the setup "
+                                 "beside the run checked (conftest.setup_beside)")
 
     @property
     def steps(self) -> lat.StepModel:

@@ -117,6 +117,7 @@ def itl_budget(setup, res: sv.SimResult, rec, stat: str) -> dict[str, float]:
     """The noise budget of a simulated ITL statistic ("p50" or "mean"): the median is a decode step
     (memory-bound: the bandwidth ceiling's scatter); the mean adds prompt-carrying steps, compute-bound, whose
     share of it is the simulation's own (1 - simulated median / simulated mean), never the measurement's."""
+    setup.priced_in_its_session(rec)
     pred = sv.as_prediction(res, "itl", stat, "s", _label(rec))
     if stat == "p50":
         return step_budget(setup, pred, median_scatter(rec, "aggregate.itl_s"), compute_share=0.0)

@@ -61,17 +61,20 @@ TRANSFER_BUDGET_WHY = _NOISE_WHY + CARD_SPREAD_WHY + _GOAL_WHY
 
 
 def _decode_budget(setup, pred, rec) -> dict[str, float]:
+    setup.priced_in_its_session(rec)  # every budget below prices `rec` with `setup`: one session, or a failure
     return step_budget(setup, pred, median_scatter(rec, "itl_steady_engine_clock_s"), compute_share=0.0)
 
 
 def _roofline_budget(setup, rec, key: str, ceiling: str) -> dict[str, float]:
     """A bare roofline's budget (lat.UNCALIBRATED: no overhead, eta = 1): the run's repeat scatter and the spread of
     the one ceiling the whole prediction divides by ("bandwidth" or "peak"); no calibration term, since none enters."""
+    setup.priced_in_its_session(rec)
     return {"repeat_scatter": median_scatter(rec, key), "ceiling_spread": setup.noise.get(ceiling, 0.0)}
 
 
 def _prefill_budget(setup, pred, rec, length: int) -> dict[str, float]:
     """A lone prefill is compute-bound above ~180 tokens at the H200's ridge (theory/latency.py)."""
+    setup.priced_in_its_session(rec)
     return step_budget(setup, pred, median_scatter(rec, "engine_prefill_s"), compute_share=float(length > 180))
 
 
