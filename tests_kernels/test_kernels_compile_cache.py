@@ -61,6 +61,26 @@ def test_compiles_that_never_agree_are_returned_but_not_cached(compiles: list[by
     assert kc.loop_bodies(SOURCE) == {"k": [{"QUIET": 1, "BRA": 1}]} and len(_entries(tmp_path)) == 1
 
 
+def test_a_starved_compile_is_not_counted(compiles: list[bytes], tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    # Two starved compiles agreeing on a stray cubin cached it (s16's 80-byte stack, 2026-12-06): a compile whose wall
+    # time exceeds STARVED x its CPU time is passed over; here the stray ones sleep (wall time, no CPU time).
+    import time
+
+    def fake(source: str, text: str, arch: str, defines: kc.Defines = ()) -> tuple[bytes, str]:
+        cubin = compiles.pop(0)
+        if cubin == STRAY:
+            time.sleep(kc.SLACK_S * 2)
+        return cubin, ""
+
+    monkeypatch.setattr(kc, "_compile", fake)
+    compiles.extend([STRAY, STRAY, QUIET, QUIET])
+    assert kc.loop_bodies(SOURCE) == {"k": [{"QUIET": 1, "BRA": 1}]} and not compiles
+    compiles.extend([STRAY] * kc.MAX_TRIES)  # never the CPU: returned, not cached
+    assert kc.loop_bodies("sgemm/s9_cp_async_pipeline.cu") == {"k": [{"STRAY": 1, "BRA": 1}]} and not compiles
+    assert len(_entries(tmp_path)) == 1
+
+
 def test_the_key_spells_the_options_compile_passes(monkeypatch: pytest.MonkeyPatch) -> None:
     # An option added to the table changes the code NVRTC gives, so it must give another entry too (the key once
     # read a copy of the table taken at import)

@@ -34,6 +34,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -171,15 +172,34 @@ def _compile(source: str, text: str, arch: str, defines: Defines = ()) -> tuple[
     return bytes(obj.code), log.getvalue().replace("\x00", "")
 
 
-# Compiles of one key that must give the same cubin before it is cached, and the most tried (a third settles a tie)
+# Compiles of one key that must give the same cubin before it is cached, and the most counted (a third settles a tie)
 CONFIRM, MAX_COMPILES = 2, 3
+# A compile whose wall time exceeds STARVED x its own CPU time (+ SLACK_S) ran starved of the CPU and is not counted;
+# at most MAX_TRIES compiles of a key are tried in all. Measured 2026-12-06 (s16 for sm_90, NVRTC 13.0.88, 2 cores,
+# /tmp experiment, n compiles each): quiet 28/28 the device's 96-byte stack (wall = CPU, ~2.2 s); 3 processes compiling
+# other sources beside it 20/20 (wall ~2x CPU); 3 numpy copy loops 20/20 (~2x); SIGSTOP/SIGCONT throttling to a
+# quarter of the CPU 20/20 (up to 3.7x); 3 busy loops beside a full test run 16/20 (3 at 80 bytes, 1 at 80 with 216
+# bytes of spill stores; wall ~4-5x); 7 busy loops 15/16 (the stray at 4.1x). NVRTC compiles in the calling thread
+# (no thread of its own), so the stray comes with starving the compile of the CPU, not with other compiles beside it
+# (which a lock would serialise; capping them at 2 did not help): every stray ran at 4x or more, no compile at 3.7x
+# or less strayed. Which of ptxas's heuristics starving reaches is not known.
+STARVED, SLACK_S, MAX_TRIES = 2.5, 0.1, 8
+
+
+def _counted_compile(source: str, text: str, arch: str, defines: Defines) -> tuple[bytes, str, bool]:
+    """_compile's cubin and log, and whether the compile had the CPU (wall time within STARVED x its CPU time)."""
+    wall, cpu = time.perf_counter(), time.thread_time()
+    cubin, log = _compile(source, text, arch, defines)
+    wall, cpu = time.perf_counter() - wall, time.thread_time() - cpu
+    return cubin, log, wall <= STARVED * cpu + SLACK_S
 
 
 def _confirmed_compile(source: str, text: str, arch: str, defines: Defines = ()) -> tuple[bytes, str, bool]:
     """NVRTC's cubin and log, and whether a second compile gave the same cubin: only then may it be cached. Two
     disagreeing compiles get a third; the first cubin seen twice wins. A stray allocation is the rarer outcome (3 of 13
     s16 compiles under load, two different ones among them), so two in a row that match are the quiet one but for
-    a small chance -- which an unconfirmed write took every time.
+    a small chance -- which an unconfirmed write took every time. Two starved compiles could agree on a stray one
+    (s16's 80-byte stack, 2026-12-06, in 1-2 of 8-10 full runs): a starved compile is not counted at all (STARVED).
 
     A confirmed cubin is itself cached (with its log), so the ptxas report, the SASS counts, the listing and the loop
     bodies of one source share its two compiles instead of confirming one each (a cold run compiled each source up to
@@ -197,13 +217,17 @@ def _confirmed_compile(source: str, text: str, arch: str, defines: Defines = ())
             return _read_cubin(path)
         seen: dict[bytes, int] = {}
         cubin, log = b"", ""
-        for _ in range(MAX_COMPILES):
-            cubin, log = _compile(source, text, arch, defines)
+        for _ in range(MAX_TRIES):
+            cubin, log, counted = _counted_compile(source, text, arch, defines)
+            if not counted:
+                continue
             seen[cubin] = seen.get(cubin, 0) + 1
             if seen[cubin] >= CONFIRM:
                 _write(path, json.dumps({"cubin": base64.b64encode(cubin).decode("ascii"), "log": log}))
                 return cubin, log, True
-    return cubin, log, False  # no two agreed: the numbers are returned, never cached
+            if sum(seen.values()) >= MAX_COMPILES:
+                break
+    return cubin, log, False  # no two agreed, or the CPU was never free: the numbers are returned, never cached
 
 
 def _read_cubin(path: Path) -> tuple[bytes, str, bool]:
