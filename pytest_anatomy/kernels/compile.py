@@ -40,7 +40,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_anatomy.kernels.emulator import cache_dir, exclusive
+from pytest_anatomy.file_lock import exclusive
+from pytest_anatomy.kernels.emulator import cache_dir
 from pytest_anatomy.kernels.registry import CUDA_DIR, arch_for
 
 # What kernel_runner and these checks pass NVRTC besides the arch, the name and the defines: one table, which

@@ -11,7 +11,6 @@ Small shapes only: every CUDA thread is a fiber, so a 1000^3 GEMM would take min
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import hashlib
 import os
@@ -19,12 +18,13 @@ import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from pytest_anatomy.file_lock import exclusive
 from pytest_anatomy.kernels.reference import output_shape
 from pytest_anatomy.kernels.registry import CUDA_DIR, DeviceFacts, KernelCall, TensorMapBox, Variant
 
@@ -124,21 +124,6 @@ def _make_precompiled(cxx: str) -> Path:
             return HEADER
         os.replace(tmp, gch)
     return header
-
-
-@contextlib.contextmanager
-def exclusive(lib: Path) -> Iterator[None]:
-    """Hold an exclusive lock beside `lib` (none where fcntl is missing): two processes that need the same build
-    compile it once, the second waiting for the first instead of running g++ on the same unit beside it (and
-    kernels.compile's NVRTC cubins, likewise)."""
-    try:
-        import fcntl
-    except ImportError:
-        yield
-        return
-    with open(lib.with_suffix(".lock"), "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)  # released when the file closes
-        yield
 
 
 TENSOR_MAP_BYTES = 128
