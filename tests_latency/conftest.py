@@ -396,12 +396,19 @@ def setup_beside(qwen: ModelSpec, session_rec: Any, target: Any, engine_setup: S
     that existed when the run was measured (the newest at or before it): a held-out run is predicted
     with what was known then, never with a later refit. eta_from_gemms=False: the same session calibrated as
     the sessions before GEMM timings were (eta fitted on the 8,192 prefill), to carry their bands over."""
+    built: dict[tuple[str, str, str, bool], Setup] = {}  # a test's fixtures and body ask for the same run's setup
+
     def build(model: str, rec: Any, eta_from_gemms: bool = True) -> Setup:
-        if model == qwen.name:
-            return build_engine_setup(qwen, session_rec, target, beside=rec, eta_from_gemms=eta_from_gemms)
-        calibrated = build_engine_setup(qwen, session_rec, target, not_after=rec.recorded_at,
-                                        eta_from_gemms=eta_from_gemms)
-        return build_transfer_setup(calibrated, session_rec, target, beside=rec, eta_from_gemms=eta_from_gemms)
+        key = (model, rec.name, rec.recorded_at, eta_from_gemms)
+        if key not in built:
+            if model == qwen.name:
+                built[key] = build_engine_setup(qwen, session_rec, target, beside=rec, eta_from_gemms=eta_from_gemms)
+            else:
+                calibrated = build_engine_setup(qwen, session_rec, target, not_after=rec.recorded_at,
+                                                eta_from_gemms=eta_from_gemms)
+                built[key] = build_transfer_setup(calibrated, session_rec, target, beside=rec,
+                                                  eta_from_gemms=eta_from_gemms)
+        return built[key]
     return build
 
 def pytest_anatomy_live_plan(config: pytest.Config, items: list[pytest.Item]) -> list[dict]:

@@ -135,7 +135,7 @@ IDS = frozenset({LIGHT_LOAD_ITL_ABOVE_ID, H100_LIGHT_LOAD_ITL_ABOVE_ID, LLAMA_CL
 
 
 # A band from other runs is their envelope widened by the checked run's budget; where the card has recorded ONE other
-# session, that envelope is a point and shows nothing of how far one session lies from the next (the H200's 19
+# session, that envelope is a point and shows nothing of how far one session lies from the next (the H200's recorded
 # sessions of the light-load statistics span half-ranges of 0.5-3.4%): the band then also carries this allowance.
 ONE_OTHER_SESSION = OTHER_SESSION_NOISE
 

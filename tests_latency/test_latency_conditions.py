@@ -104,8 +104,8 @@ def _sampled_parts(batches: str) -> dict[str, list[dict[str, Any]]]:
     """Batch date -> the raw lines (one per part) of its latency raw files that carry gpu_samples, each with its
     latency_setups.SAMPLED_KEYS only: what this module and its readers (test_latency_card_findings,
     test_latency_prompt_pace) take from a sampled part (the requests and timelines are 99% of a line: 112 MB pickled
-    against 1 MB). Each raw file is decompressed and parsed once a run (latency_setups.raw_digest, with the step timelines the load tests read):
-    ~7 s of CPU, which both xdist workers, the background report build and the catalog-clock mutation's replay each
+    against 1 MB). Each raw file is decompressed and parsed once a run (latency_setups.raw_digest, with the step
+    timelines the load tests read): ~7 s of CPU, which both xdist workers, the background report build and the catalog-clock mutation's replay each
     paid (2026-12-06)."""
     out: dict[str, list[dict[str, Any]]] = {}
     for date, paths in raw_files(batches).items():
