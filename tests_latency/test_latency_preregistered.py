@@ -18,7 +18,10 @@ term differs. Each entry carries the relative move of its prediction under each 
   the current theory with the calibration of the session that measured them (prefill: eta from that session's GEMM
   timings at the model's own shapes), and each pair's ratio of ratios. Their misses are findings
   (latency_prereg_findings.py): the 3B's per-sequence excess banded by the same session's Qwen2.5-7B steps, the 32B's
-  13-15% and both models' prefills banded by their own run until a second session.
+  13-15% and both models' prefills from 2,048 tokens by the same run in the card's other sessions, or on a card with
+  none (the H200's first, 2026-12-06 08:39) by the same run on the other card; the short lone prompts by the other
+  models' lone-prompt excess; the H200 3B's steps and prompts beyond both bands by their own run until a second
+  session.
 """
 
 from __future__ import annotations
@@ -246,13 +249,16 @@ def _residual_spread_s(results: Path, hw: str) -> float:
 def _band(request: pytest.FixtureRequest, hw: str, quantity: str, ratio: float, budget: dict[str, float],
           other_runs: Callable[[], tuple[float, float]] | None = None,
           other_sessions: Callable[[], list[tuple[float, float]]] | None = None,
-          lone_prompt: Callable[[], tuple[float, float, Path, int]] | None = None) -> tuple[float, float] | None:
+          lone_prompt: Callable[[], tuple[float, float, Path, int]] | None = None,
+          other_cards: Callable[[], list[tuple[float, float]]] | None = None) -> tuple[float, float] | None:
     """The band of the finding covering `quantity` on `hw` (None where none does): read off the checked run (its
     ratio +- its budget) for a checked-run finding; the per-sequence finding's `other_runs()` (latency_prereg_findings);
     for the others the same run's (ratio, repeat scatter) in every other session, `other_sessions()`, each +- its own
     scatter, this check's budget and one session's noise against another's (pf.SESSION_BANDED); a short lone prompt's
     from the other models' excess at its length (`lone_prompt()`: the checked run's current-theory and checked
-    predictions, seconds, the results folder and the prompt length; pf.lone_prompt_band)."""
+    predictions, seconds, the results folder and the prompt length; pf.lone_prompt_band). Where the card has no other
+    session of the run, a session-banded finding takes `other_cards()`: the same run on the other card, in the checked
+    check's frame (the miss claimed as the model's, not the card's)."""
     mark = next((m for m in request.node.iter_markers("finding") if m.kwargs.get("quantity") == quantity
                  and m.kwargs.get("hardware") in (None, hw)), None)
     if mark is None:
@@ -266,6 +272,8 @@ def _band(request: pytest.FixtureRequest, hw: str, quantity: str, ratio: float, 
                                    sum(budget.values()))
     if mark.args[0] in pf.SESSION_BANDED:
         ends = other_sessions() if other_sessions is not None else []
+        if not ends and other_cards is not None:
+            ends = other_cards()
         assert ends, f"{quantity}: {mark.args[0]} is banded by another session's run, and none is recorded"
         # one session's ratio against another's: the sessions' own ceilings, GEMM timings and clocks differ
         return runs_band(ends, sum(budget.values()) + OTHER_SESSION_NOISE)
@@ -314,6 +322,40 @@ def _other_sessions(results: Path, hw: str, rec: recordings.Recording, value: Ca
     return lambda: [(value(r), median_scatter(r, scatter_stat)) for r in _other_runs(results, hw, rec)]
 
 
+def _other_cards(results: Path, hw: str, name: str, ratio_on: Callable[[str, recordings.Recording], float],
+                 scatter_stat: str) -> list[tuple[float, float]]:
+    """(ratio_on(card, r), r's repeat scatter of `scatter_stat`) of every recorded run `name` on the other cards."""
+    out = []
+    for card in (c for c in sorted(HARDWARE) if c != hw and (results / c).is_dir()):
+        for path in recordings.candidates(results, card, "latency", name):
+            r = recordings.load_file(path)
+            if _skip_reason(r) is None:
+                out.append((ratio_on(card, r), median_scatter(r, scatter_stat)))
+    return out
+
+
+def _decode_other_cards(results: Path, hw: str, run: dict, rec: recordings.Recording, scale: float,
+                        batches: list[int]) -> Callable[[], list[tuple[float, float]]]:
+    """other(): the same step on the other cards, each over its own session's current theory, times `scale` (this
+    run's current theory over the checked prediction: 1, or current / pre-registered). Where no card has run the
+    batch (the large model's b >= 32 on the H200): the model's ratio at each of `batches` it ran on another card,
+    plus the session's calibration-model excess per sequence at this batch (pf.per_sequence_band), both ends."""
+    def ratio_on(card: str, r: recordings.Recording) -> float:
+        b = int(r.data["run"]["settings"]["batch"])
+        return r["step_time_s"].value / _current_decode(results, card, {**run, "settings": {"batch": b}}, r).value
+
+    def other() -> list[tuple[float, float]]:
+        same = _other_cards(results, hw, rec.name, ratio_on, "itl_steady_engine_clock_s")
+        if same:
+            return [(x * scale, sc) for x, sc in same]
+        ran = [e for bb in batches
+               for e in _other_cards(results, hw, f"{run['model']}.decode.b{bb}", ratio_on, "itl_steady_engine_clock_s")]
+        lo, hi = pf.per_sequence_band(int(run["settings"]["batch"]), _current_decode(results, hw, run, rec).value,
+                                      _calibration_excess(results, hw, rec))
+        return [((x + add) * scale, sc) for x, sc in ran for add in (lo - 1, hi - 1)]
+    return other
+
+
 def _calibration_excess(results: Path, hw: str, rec: recordings.Recording,
                         found: Any = None) -> Callable[[int], tuple[float, float]]:
     """excess(b): the calibration model's (Qwen2.5-7B's) measured step at batch b in `rec`'s session less the current
@@ -344,7 +386,10 @@ def test_preregistered_decode_step(results, hw, prereg, run, rec, request, recon
     band = _band(request, hw, "preregistered_decode_step", rec["step_time_s"].value / pred.value, budget,
                  lambda: pf.per_sequence_band(b, pred.value, _calibration_excess(results, hw, rec)),
                  _other_sessions(results, hw, rec, lambda r: r["step_time_s"].value / pred.value,
-                                 "itl_steady_engine_clock_s"))
+                                 "itl_steady_engine_clock_s"),
+                 other_cards=lambda: _decode_other_cards(
+                     results, hw, run, rec, _current_decode(results, hw, run, rec).value / pred.value,
+                     sorted(_decode_runs(prereg)[run["model"]]))())
     reconcile("preregistered_decode_step", pred, rec["step_time_s"], budget=budget, model=run["model"],
               finding_band=band,
               why="measured noise only: the run's repeat scatter, how far a session's calibration lies from the "
@@ -367,7 +412,8 @@ def test_current_theory_decode_step(results, hw, prereg, run, rec, request, reco
                  lambda: pf.per_sequence_band(b, pred.value, _calibration_excess(results, hw, rec, found)),
                  _other_sessions(results, hw, rec,  # each other session's run against its own session's theory
                                  lambda r: r["step_time_s"].value / _current_decode(results, hw, run, r).value,
-                                 "itl_steady_engine_clock_s"))
+                                 "itl_steady_engine_clock_s"),
+                 other_cards=_decode_other_cards(results, hw, run, rec, 1.0, sorted(_decode_runs(prereg)[run["model"]])))
     reconcile("decode_step_preregistered_model", pred, rec["step_time_s"], budget=budget, model=run["model"],
               finding_band=band,
               why="measured noise only: the run's repeat scatter, its session's b=1 fit point's scatter over the "
@@ -418,7 +464,8 @@ def test_preregistered_prefill(results, hw, prereg, run, rec, request, reconcile
                  other_sessions=_other_sessions(results, hw, rec, lambda r: r[lp.PREFILL_QUANTITY].value / pred.value,
                                                 "engine_prefill_s"),
                  lone_prompt=lambda: (_current_prefill(results, hw, run, rec)[0].value, pred.value, results,
-                                      int(run["settings"]["input_len"])))
+                                      int(run["settings"]["input_len"])),
+                 other_cards=_prefill_other_cards(results, hw, run, rec, pred.value))
     reconcile("preregistered_prefill", pred, rec[lp.PREFILL_QUANTITY], budget=budget, model=run["model"],
               finding_band=band,
               why="measured noise only: the run's repeat scatter, how far a session's overhead and bf16 matmul "
@@ -440,11 +487,25 @@ def test_current_theory_prefill(results, hw, prereg, run, rec, request, reconcil
                  other_sessions=_other_sessions(  # each other session's run against its own session's theory
                      results, hw, rec, lambda r: r[lp.PREFILL_QUANTITY].value / _current_prefill(results, hw, run, r)[0].value,
                      "engine_prefill_s"),
-                 lone_prompt=lambda: (pred.value, pred.value, results, int(run["settings"]["input_len"])))
+                 lone_prompt=lambda: (pred.value, pred.value, results, int(run["settings"]["input_len"])),
+                 other_cards=_prefill_other_cards(results, hw, run, rec, pred.value))
     reconcile("prefill_preregistered_model", pred, rec[lp.PREFILL_QUANTITY], budget=budget, model=run["model"],
               finding_band=band,
               why="measured noise only: the run's repeat scatter, its session's matmul ceiling scatter, and its b=1 "
                   "fit point's scatter over the share of the prefill the overhead sets")
+
+
+def _prefill_other_cards(results: Path, hw: str, run: dict, rec: recordings.Recording,
+                         predicted_s: float) -> Callable[[], list[tuple[float, float]]]:
+    """other(): the same lone prefill on the other cards, each over its own session's current theory, times this
+    run's current theory over `predicted_s` (the checked prediction)."""
+    def other() -> list[tuple[float, float]]:
+        scale = _current_prefill(results, hw, run, rec)[0].value / predicted_s
+        return [(x * scale, sc) for x, sc in _other_cards(
+            results, hw, rec.name,
+            lambda card, r: r[lp.PREFILL_QUANTITY].value / _current_prefill(results, card, run, r)[0].value,
+            "engine_prefill_s")]
+    return other
 
 
 def test_the_lone_prompt_reason_quotes_the_recorded_excess():
@@ -503,6 +564,49 @@ def _pairs(results: Path) -> list[Any]:
         reason="no pre-registered pair of models recorded in one session yet (planned: docs/RECORDING.md)"))]
 
 
+def _planned_batches(results: Path, hw: str, model: str) -> list[int]:
+    return sorted({b for card, p in _latency_preregistrations(results) if card == hw
+                   for b in _decode_runs(p).get(model, {})})
+
+
+def _model_band(results: Path, hw: str, run: dict, rec: recordings.Recording) -> tuple[float, float]:
+    """The band of one model's step over its current theory from other runs (unwidened): the large model's other
+    cards (_decode_other_cards), any other's the session's calibration-model excess per sequence."""
+    if (hw, run["model"]) in pf.LARGE:
+        ends = [x for x, _ in _decode_other_cards(results, hw, run, rec, 1.0,
+                                                   _planned_batches(results, hw, run["model"]))()]
+        return min(ends), max(ends)
+    return pf.per_sequence_band(int(run["settings"]["batch"]), _current_decode(results, hw, run, rec).value,
+                                _calibration_excess(results, hw, rec))
+
+
+def _other_card_pairs(results: Path, hw: str, a: tuple[dict, recordings.Recording, float],
+                      c: tuple[dict, recordings.Recording, float]) -> list[tuple[float, float]]:
+    """The pair on the other cards (each model over its own session's current theory), in this pair's frame (each
+    model's current theory over its pre-registered value here); where no card ran both at this batch, the ratio of
+    the two models' own bands (_model_band), both ends."""
+    (run_a, rec_a, pa), (run_c, rec_c, pc) = a, c
+    frame = (_current_decode(results, hw, run_a, rec_a).value / pa) / (_current_decode(results, hw, run_c, rec_c).value / pc)
+    ends = []
+    for card in (x for x in sorted(HARDWARE) if x != hw and (results / x).is_dir()):
+        for path in recordings.candidates(results, card, "latency", rec_a.name):
+            ra = recordings.load_file(path)
+            try:
+                rc = recordings.load_beside(results, card, "latency", rec_c.name, ra)
+            except recordings.MissingRecording:
+                continue
+            if not _same_session(ra, rc) or _skip_reason(ra) is not None or _skip_reason(rc) is not None:
+                continue
+            qa, qc = (r["step_time_s"].value / _current_decode(results, card, run, r).value
+                      for run, r in ((run_a, ra), (run_c, rc)))
+            ends.append((qa / qc * frame, median_scatter(ra, "itl_steady_engine_clock_s")
+                         + median_scatter(rc, "itl_steady_engine_clock_s")))
+    if ends:
+        return ends
+    (alo, ahi), (clo, chi) = _model_band(results, hw, run_a, rec_a), _model_band(results, hw, run_c, rec_c)
+    return [(alo / chi * frame, 0.0), (ahi / clo * frame, 0.0)]
+
+
 @pytest.mark.gpu
 @pytest.mark.targets()  # replay-only: reads the recordings its pre-registrations name, on any machine
 def test_preregistered_pair_moves_together(results, hw, run_a, run_c, rec_a, rec_c, request, reconcile):
@@ -533,7 +637,8 @@ def test_preregistered_pair_moves_together(results, hw, run_a, run_c, rec_a, rec
             ends.append(((ra["step_time_s"].value / pa) / (rc["step_time_s"].value / pc),
                          median_scatter(ra, "itl_steady_engine_clock_s") + median_scatter(rc, "itl_steady_engine_clock_s")))
         return ends
-    band = _band(request, hw, "preregistered_pair_ratio", ratio, budget, other_sessions=other_pairs)
+    band = _band(request, hw, "preregistered_pair_ratio", ratio, budget, other_sessions=other_pairs,
+                 other_cards=lambda: _other_card_pairs(results, hw, (run_a, rec_a, pa), (run_c, rec_c, pc)))
     reconcile("preregistered_pair_ratio", pred, measured, budget=budget, model=f"{run_a['model']}/{run_c['model']}",
               finding_band=band,
               why="measured noise only: both runs' repeat scatter, the calibration's session spread acting on two "
