@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 from latency_card_findings import CARD_SESSIONS
-from latency_decode_findings import (DECODE_RATIO_OTHER_SESSION, HOST_STALL_FINDING_ID, STALLED_PINNED_POOL,
-                                     marginal_cost_band)
-from latency_findings_common import CHECKED_ON, QWEN, _and, _count, _plural, other_session_band
+from latency_decode_findings import (DECODE_RATIO_OTHER_SESSION, HOST_STALL_FINDING_ID, STALLED_DECODE_RUNS,
+                                     STALLED_PINNED_POOL, marginal_cost_band)
+from latency_findings_common import CHECKED_ON, LLAMA, QWEN, _and, _count, _plural, other_session_band
 from latency_poisson_overload_findings import ITL_MARKS
 
 # The host-stall finding's numbers (HOST_STALL_REASON), from three flagged runs of Qwen2.5-7B on 2026-12-02 (the two
@@ -54,6 +54,23 @@ _LATER_RUNS = sum(len(b) for b in _LATER_PINNED.values())
 _SINCE_PINNED = {s: sorted(b for _, s2, b in STALLED_PINNED_POOL if s2 == s)
                  for s in sorted({s for _, s, _ in STALLED_PINNED_POOL if s > max(CARD_SESSIONS)})}
 _SINCE_RUNS = sum(len(b) for b in _SINCE_PINNED.values())
+# The flagged runs of the other bf16 models (the pre-registered transfer models), by (model, session); none from a
+# pinned pool, each flagged on every attempt (test_decode_validity_flags_the_recorded_runs checks both)
+_OTHER_MODELS = {(m, s): sorted(b for m2, s2, b in STALLED_DECODE_RUNS if (m2, s2) == (m, s))
+                 for m, s in sorted({(m, s) for m, s, _ in STALLED_DECODE_RUNS if m not in (QWEN, LLAMA)})}
+_NAMES = {"qwen2.5-3b": "Qwen2.5-3B", "qwen2.5-32b": "Qwen2.5-32B"}
+
+
+def _other_models() -> str:
+    """The other models' flagged runs as HOST_STALL_REASON names them."""
+    if not _OTHER_MODELS:
+        return ""
+    runs = _and([f"{_NAMES.get(m, m)}'s b={_and([str(b) for b in bs])} run{_plural(len(bs))} of {s[:10]} {s[11:16]}"
+                 for (m, s), bs in _OTHER_MODELS.items()])
+    return (f"A second model's runs were flagged too, on an engine with the utilization-sized pool: {runs}, each on "
+            "both of the plan's attempts. ")
+
+
 HOST_STALL_REASON = (
     "A decode run the run-validity check flags (load_stats.decode_validity: mean/median of its engine-clock step "
     "intervals > 1.02, or > 5% of them under 0.9 x their median) was disturbed by a host-CPU stall of vLLM's "
@@ -86,6 +103,7 @@ HOST_STALL_REASON = (
     f"not tabled here: {_and([f'b={_and([str(b) for b in bs])} at {s[11:16]}' for s, bs in _LATER_PINNED.items()])}; "
     f"later cards gave {_count(_SINCE_RUNS)} more: "
     f"{_and([f'b={_and([str(b) for b in bs])} at {s[:10]} {s[11:16]}' for s, bs in _SINCE_PINNED.items()])}. "
+    f"{_other_models()}"
     "Band, from no median of the judged run: lower edge the band h200-decode-per-sequence-cost sets at "
     "that batch (the 2026-11-30 ratio -2.5%; for the slope, Llama-3.1-8B's ratio - both runs' budgets), upper edge "
     "that band's upper edge plus one standard deviation of the run's steps over its median, a stated noise term (for "

@@ -96,6 +96,10 @@ OUTCOME: dict[str, tuple[tuple[float, float], float, tuple[int, int], float, flo
     "2026-12-04T18:52:40+00:00": ((0.0, 0.0), 0.0, (4, 4), 649.076, 0.0),
     "2026-12-04T18:54:09+00:00": ((0.0, 0.0), 0.8679, (4, 4), 698.301, 0.0),
     "2026-12-04T18:56:01+00:00": ((0.0, 0.0), 1.0, (1, 1), 693.207, 0.0),
+    # decode and lone prefills of Qwen2.5-7B, -3B and -32B (no load run; Qwen2.5-3B decode b=4, 16, 64 and 128
+    # measured twice); the three parts without the cap bit are short ones sampled at 1,980 MHz throughout (Qwen2.5-3B
+    # prefill 128, 512 and 2048, 3-4 rows each)
+    "2026-12-06T08:39:30+00:00": ((0.0, 0.0), 0.7606, (43, 46), 707.839, 0.0),
 }
 
 
