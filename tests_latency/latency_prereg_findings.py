@@ -141,7 +141,8 @@ SMALL_REASON = (
 
 # The findings banded by the same run in the other recorded sessions (test_latency_preregistered._other_sessions)
 SESSION_BANDED = frozenset({LARGE_MODEL_ID, PREFILL_ID})
-SESSION_BANDED_FROM_TOKENS = 2048  # shorter lone prefills: their own run's band (PREFILL_REASON says why)
+SESSION_BANDED_FROM_TOKENS = 2048
+PREFILL_MODELS = ("qwen2.5-3b", "qwen2.5-32b")  # the models PREFILL_REASON describes  # shorter lone prefills: their own run's band (PREFILL_REASON says why)
 
 
 def decode_marks(hw: str, model: str, batch: int) -> tuple[pytest.MarkDecorator, ...]:
@@ -177,6 +178,8 @@ def prefill_marks(hw: str, model: str, length: int) -> tuple[pytest.MarkDecorato
     if length < SESSION_BANDED_FROM_TOKENS:
         return tuple(pytest.mark.finding(LONE_PROMPT_ID, hardware=hw, quantity=q, reason=LONE_PROMPT_REASON,
                                          band_from="other-runs") for q in PREFILL_QUANTITIES)
+    if model not in PREFILL_MODELS:
+        return ()
     return tuple(pytest.mark.finding(PREFILL_ID, hardware=hw, quantity=q, reason=PREFILL_REASON,
                                      band_from="other-runs", strict=hw == H100) for q in PREFILL_QUANTITIES)
 
