@@ -6,6 +6,12 @@ of time for a named target with its bundled ptxas, so each rung's every autotune
 compiled here, in a fresh process (this one may have TRITON_INTERPRET set), in the sweep's
 dtype and head dim (bf16, D=128), both masks. The Gluon rung (r7) compiles through Gluon's own source class
 (aot.compile_one): this is the only check of it a CPU machine can make (registry.NOT_INTERPRETED).
+
+The every-config compile is read from a committed record (sm90-compile-record.json, written by `aot --record`) while
+its key, a hash of the package's sources and the Triton version, is this checkout's: ~40 s of a cold CPU run, for a
+compile whose inputs did not change. Otherwise the module compiles (and test_the_committed_compile_record_is_this_
+checkouts fails, naming the command that refreshes it); two of the record's launches, one per dialect, are compiled
+again every run and must match it.
 """
 
 from __future__ import annotations
@@ -15,19 +21,35 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from pytest_anatomy import run_share
+from pytest_anatomy.kernels.flashattn import aot
 from pytest_anatomy.kernels.flashattn.registry import LADDER, TARGET_RUNGS
 
 SM90_MAX_SHARED = 227 * 1024
+RECORD = Path(__file__).with_name("sm90-compile-record.json")
+REFRESH = f"python -m pytest_anatomy.kernels.flashattn.aot --all-configs --json --record tests_flashattn/{RECORD.name}"
+SPOT_CHECKED = ("r6-tma-pipelined", "r8-pingpong")  # one triton.language launch, one Gluon launch
+
+
+def _record() -> dict | None:
+    return json.loads(RECORD.read_text()) if RECORD.exists() else None
+
+
+def _launch(row: dict) -> tuple:
+    return row["rung"], row["kernel"], json.dumps(row["constexprs"], sort_keys=True), row["num_warps"], row["num_stages"]
 
 
 @pytest.fixture(scope="module")
 def compiled() -> list[dict]:
     if importlib.util.find_spec("triton") is None:  # not imported here: it would stop the interpreter tests of this
         pytest.skip("compiling for sm_90 needs triton: pip install -e '.[dev]'")  # process (they need TRITON_INTERPRET=1 set before triton's import)
+    record = _record()
+    if record is not None and record["key"] == aot.sources_key():
+        return record["rows"]
     # once per run, whichever xdist worker asks first (~40 s cold): the fp16 test compares against it too
     return run_share.once(run_share.key_of("flashattn-sm90-all-configs"), _compile_every_config)
 
@@ -38,6 +60,35 @@ def _compile_every_config() -> list[dict]:
                           capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0, f"sm_90 compilation failed:\n{proc.stderr[-4000:]}"
     return json.loads(proc.stdout)
+
+
+SPOT = """
+import json, sys
+from pytest_anatomy.kernels.flashattn import aot, registry
+rows = []
+for rid in sys.argv[1:]:
+    fn, cx, w, s, nreg = aot.rung_jobs(registry.rung(rid), False)[0]
+    rows.append({"rung": rid, **aot.compile_one(fn, cx, dtype="bf16", d=128, num_warps=w, num_stages=s, maxnreg=nreg)})
+print(json.dumps(rows))
+"""
+
+
+def test_the_committed_compile_record_is_this_checkouts() -> None:
+    """The record stands for this checkout's compile: its key is this checkout's sources' and Triton's, and the first
+    launch of one triton.language rung and one Gluon rung compiles now to exactly its row (~3 s)."""
+    if importlib.util.find_spec("triton") is None:
+        pytest.skip("compiling for sm_90 needs triton: pip install -e '.[dev]'")
+    record = _record()
+    assert record is not None, f"no {RECORD.name}; write it: {REFRESH}"
+    assert record["key"] == aot.sources_key(), f"{RECORD.name} is another checkout's or Triton's compile: {REFRESH}"
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    proc = subprocess.run([sys.executable, "-c", SPOT, *SPOT_CHECKED], capture_output=True, text=True, env=env,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    recorded = {_launch(r): r for r in record["rows"]}
+    for row in json.loads(proc.stdout):
+        now = {k: v for k, v in row.items() if k != "compile_s"}
+        assert recorded.get(_launch(now)) == now, (now, recorded.get(_launch(now)))
 
 
 def test_every_rung_and_config_compiles_for_sm90_within_shared_memory(compiled: list[dict]) -> None:
@@ -98,10 +149,8 @@ def test_the_target_rungs_compile_in_fp16_too(d: int, compiled: list[dict]) -> N
     assert {r["rung"] for r in rows} == set(TARGET_RUNGS)
     assert all(r["shared_bytes"] <= SM90_MAX_SHARED and r["wgmma"] > 0 and r["tma_loads"] > 0 for r in rows), rows
     if d == 128:
-        def launch(r: dict) -> tuple:
-            return r["rung"], r["kernel"], json.dumps(r["constexprs"], sort_keys=True), r["num_warps"], r["num_stages"]
-        bf16 = {launch(r): r["shared_bytes"] for r in compiled}
-        assert all(bf16[launch(r)] == r["shared_bytes"] for r in rows), (rows, bf16)
+        bf16 = {_launch(r): r["shared_bytes"] for r in compiled}
+        assert all(bf16[_launch(r)] == r["shared_bytes"] for r in rows), (rows, bf16)
 
 
 def test_fused_decodings_release_follows_a_barrier_at_the_split_kernels_occupancy(compiled: list[dict]) -> None:

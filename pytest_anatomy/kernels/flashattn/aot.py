@@ -7,17 +7,24 @@ to sm_90 (wgmma tensor-core MMAs, TMA bulk copies where the rung uses descriptor
 (GluonASTSource: its tensor descriptors carry their shared-memory layout in the signature) and its register cap
 (maxnreg, which warp specialisation redistributes with setmaxnreg). Run in a process without TRITON_INTERPRET:
 
-    python -m pytest_anatomy.kernels.flashattn.aot [--all-configs] [--json]
+    python -m pytest_anatomy.kernels.flashattn.aot [--all-configs] [--json] [--record FILE]
+
+`--record FILE` writes the rows (less their compile times) with `sources_key()`: a hash of this package's sources
+and the Triton version, so a CPU check can read the every-config sm_90 compile back while neither changed
+(tests_flashattn/test_flashattn_sm90.py; ~40 s of a cold CPU run) and compiles again when either did.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import importlib
+import importlib.metadata
 import json
 import os
 import sys
 import time
+from pathlib import Path
 from typing import Any, Optional
 
 from pytest_anatomy import gpu_arch
@@ -29,6 +36,16 @@ _FLOAT_SCALARS = {"sm_scale"}
 
 
 Job = tuple[Any, dict[str, Any], int, int, Optional[int]]  # kernel, constexprs, num_warps, num_stages, maxnreg
+
+
+def sources_key() -> str:
+    """What an sm_90 compile of this package's kernels depends on: every source file of the package (the kernels,
+    their configs, this driver) and the installed Triton's version (its compiler and bundled ptxas). Read without
+    importing triton: a process running the interpreter must not import it before TRITON_INTERPRET is set."""
+    digest = hashlib.sha256(importlib.metadata.version("triton").encode())
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
 
 
 def _is_gluon(fn: Any) -> bool:
@@ -193,6 +210,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="compile a rung the architecture cannot run (a Gluon rung off sm_90): the compiler's own "
                              "verdict, usually an LLVM abort; for checking a rung's requirement")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--record", type=Path, metavar="FILE",
+                        help="also write the rows (without compile times) and sources_key() to FILE")
     args = parser.parse_args(argv)
     if os.environ.get("TRITON_INTERPRET") == "1":
         print("aot: unset TRITON_INTERPRET: the interpreter cannot compile for a GPU", file=sys.stderr)
@@ -206,6 +225,11 @@ def main(argv: list[str] | None = None) -> int:
     if unmet:  # every rung: those the architecture runs, and flash-decoding
         print(f"aot: {len(unmet)} rungs left out at sm_{args.arch}: " + "; ".join(unmet), file=sys.stderr)
     rows = compile_all(args.all_configs, args.dtype, args.head_dim, only, args.arch, decode=not args.rung)
+    if args.record is not None:
+        args.record.write_text(json.dumps({
+            "key": sources_key(), "triton": importlib.metadata.version("triton"), "arch": args.arch,
+            "dtype": args.dtype, "head_dim": args.head_dim, "all_configs": args.all_configs,
+            "rows": [{k: v for k, v in row.items() if k != "compile_s"} for row in rows]}, indent=1) + "\n")
     if args.json:
         print(json.dumps(rows))
     else:
