@@ -100,6 +100,10 @@ OUTCOME: dict[str, tuple[tuple[float, float], float, tuple[int, int], float, flo
     # measured twice); the three parts without the cap bit are short ones sampled at 1,980 MHz throughout (Qwen2.5-3B
     # prefill 128, 512 and 2048, 3-4 rows each)
     "2026-12-06T08:39:30+00:00": ((0.0, 0.0), 0.7606, (43, 46), 707.839, 0.0),
+    # decode and lone prefills of Qwen2.5-7B and -3B (no load run; Qwen2.5-3B decode b=16 measured twice); the four
+    # parts without the cap bit are short ones sampled at 1,980 MHz throughout (Qwen2.5-3B decode b=4, 6 rows, and
+    # prefill 128 and 512, 3-4 rows; Qwen2.5-7B prefill 512, 4 rows)
+    "2026-12-06T09:41:35+00:00": ((0.0, 0.0), 0.6185, (25, 29), 708.291, 0.0),
 }
 
 
