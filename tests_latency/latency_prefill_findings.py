@@ -329,11 +329,14 @@ MEMORY_BOUND_PREFILL = 128
 def prefill_band(model: str, length: int) -> tuple[float, float]:
     """The envelope of every other recorded run's ratio at `length` (either model), each widened by its own noise
     budget plus the checked run's: a band from different runs than the one it judges, never from its own ratio."""
+    from latency_run_validity_findings import slow_session_mark  # not at import: that module imports this one's peers
+
     checked = CHECKED_PREFILL[model]
     _, own = PREFILL_RUNS[(model, checked)][length]
     others = [runs[length] for (m, stamp), runs in PREFILL_RUNS.items()
               if (m, stamp) != (model, checked) and length in runs
-              and (length == MEMORY_BOUND_PREFILL or stamp in GEMM_ETA_SESSIONS)]
+              and (length == MEMORY_BOUND_PREFILL or stamp in GEMM_ETA_SESSIONS)
+              and slow_session_mark(m, stamp, "test_prefill", length) is None]  # an outlier session bands no other
     return runs_band(others, own)
 
 
@@ -346,7 +349,8 @@ SHORT_PREFILL_REASON = (
     "{util128:.2f}x/{util512:.2f}x {apart} minutes later, where the earlier sessions had put the pinned pool lower "
     "({early_pin128:.2f}x/{early_pin512:.2f}x against {early_util128}x/{early_util512}x). Mechanism not established; "
     "candidates: the first step after an idle engine (the request arrives alone), per-request engine work (input "
-    "processing, block-table set-up). Band: the envelope of every other run at this length, each +- its own and the "
+    "processing, block-table set-up). Band: the envelope of every other run at this length (less a run of "
+    "h200-one-session-above-every-other's), each +- its own and the "
     "checked run's noise budget (512 tokens: the runs whose eta comes from GEMM timings only, since a "
     "prefill-fitted eta absorbs part of the gap).")
 PREFILL_ABOVE_GEMMS_REASON = (

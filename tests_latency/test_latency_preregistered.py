@@ -37,6 +37,7 @@ import latency_budget_findings as bf
 import latency_prereg_findings as pf
 from latency_card_spread import CARD_TRANSFER_RATIOS, card_spread, transfer_card_spread
 from latency_findings_common import OTHER_SESSION_NOISE, runs_band
+from latency_run_validity_findings import slow_session_mark
 from latency_setups import ceiling_scatter, median_scatter
 
 from pytest_anatomy import latency_prereg as lp
@@ -300,8 +301,8 @@ def _prefill_excess(results: Path, hw: str, model: str, length: int) -> list[tup
     out = []
     for path in recordings.candidates(results, hw, "latency", f"{model}.prefill.l{length}"):
         rec = recordings.load_file(path)
-        if _skip_reason(rec) is not None:
-            continue
+        if _skip_reason(rec) is not None or slow_session_mark(model, rec.recorded_at, "test_prefill", length):
+            continue  # a skipped part, or a run of a session above every other (it bands no other run)
         try:
             pred = _current_prefill(results, hw, run, rec)[0].value
         except recordings.MissingRecording:  # a session before the plan timed Qwen2.5-7B's b=1 beside it
