@@ -245,7 +245,10 @@ SLOW_SESSION_REASON = (
 
 def slow_session_mark(model: str, stamp: str, test: str, param: int) -> pytest.MarkDecorator | None:
     """SLOW_SESSION_ID for the run of `model` recorded at `stamp` that `test` (at its `param`) judges, where listed."""
-    if param not in SLOW_SESSION_RUNS.get((model, stamp), {}).get(test, ()):
+    from pytest_anatomy.recordings import same_instant  # one instant however spelled (the importer's or the live lab's)
+
+    runs = next((r for (m, at), r in SLOW_SESSION_RUNS.items() if m == model and same_instant(at, stamp)), {})
+    if param not in runs.get(test, ()):
         return None
     return pytest.mark.finding(SLOW_SESSION_ID, hardware=MEASURED_ON, reason=SLOW_SESSION_REASON, strict=False,
                                band_from="checked-run")

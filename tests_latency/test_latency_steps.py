@@ -586,3 +586,20 @@ def test_h100_b128_band_inputs_are_the_predictions(transfer_setup, latency_recor
     step = lat.decode_step_time(transfer_setup.model, transfer_setup.ceilings, transfer_setup.calib, 128, ctx)
     assert (round(pred.value * 1e6, 2) * 128 * 1e-3, round(step.value * 1e3, 2)) == pytest.approx(
         (h100f.KV_READ_128_MS, h100f.STEP_128_MS))
+
+
+def test_a_session_above_every_other_never_calibrates():
+    """The sessions h200-one-session-above-every-other lists are the ones the default calibration leaves out of its
+    median (cli_calibration.NOT_A_CALIBRATION), and the median session is none of them."""
+    from latency_run_validity_findings import SLOW_SESSION_RUNS
+
+    from pytest_anatomy import cli_calibration
+    from pytest_anatomy.specs.hardware import get_hardware
+
+    from pathlib import Path
+
+    listed = {at for _, at in SLOW_SESSION_RUNS}
+    assert listed == set(cli_calibration.NOT_A_CALIBRATION[MEASURED_ON])
+    results = Path(__file__).resolve().parents[1] / "results"
+    median = cli_calibration.typical_session_b1(results, get_hardware(MEASURED_ON))
+    assert not any(recordings.same_instant(at, median.recorded_at) for at in listed)
