@@ -21,22 +21,20 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
+import aot_records
 from pytest_anatomy import run_share
-from pytest_anatomy.kernels.flashattn import aot
 from pytest_anatomy.kernels.flashattn.registry import LADDER, TARGET_RUNGS
 
 SM90_MAX_SHARED = 227 * 1024
-RECORD = Path(__file__).with_name("sm90-compile-record.json")
-REFRESH = f"python -m pytest_anatomy.kernels.flashattn.aot --all-configs --json --record tests_flashattn/{RECORD.name}"
+RECORD, RECORD_ARGS = "sm90-compile-record.json", ("--all-configs",)
 SPOT_CHECKED = ("r6-tma-pipelined", "r8-pingpong")  # one triton.language launch, one Gluon launch
-
-
-def _record() -> dict | None:
-    return json.loads(RECORD.read_text()) if RECORD.exists() else None
+# The fp16 compiles of the target rungs' first configs, at each head dim: (record, aot arguments)
+FP16_RECORDS = {d: (f"sm90-fp16-d{d}-compile-record.json",
+                    ("--dtype", "fp16", "--head-dim", str(d), *(a for r in TARGET_RUNGS for a in ("--rung", r))))
+                for d in (128, 64)}
 
 
 def _launch(row: dict) -> tuple:
@@ -47,9 +45,9 @@ def _launch(row: dict) -> tuple:
 def compiled() -> list[dict]:
     if importlib.util.find_spec("triton") is None:  # not imported here: it would stop the interpreter tests of this
         pytest.skip("compiling for sm_90 needs triton: pip install -e '.[dev]'")  # process (they need TRITON_INTERPRET=1 set before triton's import)
-    record = _record()
-    if record is not None and record["key"] == aot.sources_key():
-        return record["rows"]
+    rows = aot_records.recorded_rows(RECORD, RECORD_ARGS)
+    if rows is not None:
+        return rows
     # once per run, whichever xdist worker asks first (~40 s cold): the fp16 test compares against it too
     return run_share.once(run_share.key_of("flashattn-sm90-all-configs"), _compile_every_config)
 
@@ -78,9 +76,11 @@ def test_the_committed_compile_record_is_this_checkouts() -> None:
     launch of one triton.language rung and one Gluon rung compiles now to exactly its row (~3 s)."""
     if importlib.util.find_spec("triton") is None:
         pytest.skip("compiling for sm_90 needs triton: pip install -e '.[dev]'")
-    record = _record()
-    assert record is not None, f"no {RECORD.name}; write it: {REFRESH}"
-    assert record["key"] == aot.sources_key(), f"{RECORD.name} is another checkout's or Triton's compile: {REFRESH}"
+    record = aot_records.load(RECORD)
+    assert aot_records.recorded_rows(RECORD, RECORD_ARGS) is not None, (
+        f"{RECORD} is missing or another checkout's or Triton's compile: "
+        f"{aot_records.refresh_command(RECORD, RECORD_ARGS)}")
+    assert record is not None
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     proc = subprocess.run([sys.executable, "-c", SPOT, *SPOT_CHECKED], capture_output=True, text=True, env=env,
                           timeout=600)
@@ -121,16 +121,6 @@ def test_only_the_gluon_rungs_are_warp_specialised(compiled: list[dict]) -> None
             assert row["maxnreg"] is not None and row["maxnreg"] * 32 * row["total_warps"] <= 65536, row
 
 
-FP16 = """
-import json, sys
-from pytest_anatomy.kernels.flashattn import aot, registry
-d = int(sys.argv[1])
-rows = [{"rung": rid, **aot.compile_one(fn, cx, dtype="fp16", d=d, num_warps=w, num_stages=s, maxnreg=nreg)}
-        for rid in registry.TARGET_RUNGS for fn, cx, w, s, nreg in aot.rung_jobs(registry.rung(rid), False, "fp16", d)]
-print(json.dumps(rows))
-"""
-
-
 @pytest.mark.parametrize("d", [128, 64])
 def test_the_target_rungs_compile_in_fp16_too(d: int, compiled: list[dict]) -> None:
     """The fp16 cases the GPU session times (the target rungs at the target shape, test_flashattn_gpu.CASES): each
@@ -142,10 +132,14 @@ def test_the_target_rungs_compile_in_fp16_too(d: int, compiled: list[dict]) -> N
     already lower."""
     if importlib.util.find_spec("triton") is None:  # not imported here: it would stop the interpreter tests of this
         pytest.skip("compiling for sm_90 needs triton: pip install -e '.[dev]'")  # process (they need TRITON_INTERPRET=1 set before triton's import)
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    proc = subprocess.run([sys.executable, "-c", FP16, str(d)], capture_output=True, text=True, env=env, timeout=600)
-    assert proc.returncode == 0, f"fp16 sm_90 compilation failed:\n{proc.stderr[-4000:]}"
-    rows = json.loads(proc.stdout)
+    name, args = FP16_RECORDS[d]
+    rows = aot_records.recorded_rows(name, args)
+    if rows is None:
+        env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+        proc = subprocess.run([sys.executable, "-m", "pytest_anatomy.kernels.flashattn.aot", *args, "--json"],
+                              capture_output=True, text=True, env=env, timeout=600)
+        assert proc.returncode == 0, f"fp16 sm_90 compilation failed:\n{proc.stderr[-4000:]}"
+        rows = json.loads(proc.stdout)
     assert {r["rung"] for r in rows} == set(TARGET_RUNGS)
     assert all(r["shared_bytes"] <= SM90_MAX_SHARED and r["wgmma"] > 0 and r["tma_loads"] > 0 for r in rows), rows
     if d == 128:
