@@ -323,11 +323,16 @@ def _other_sessions(results: Path, hw: str, rec: recordings.Recording, value: Ca
     return lambda: [(value(r), median_scatter(r, scatter_stat)) for r in _other_runs(results, hw, rec)]
 
 
+def _other_card_names(results: Path, hw: str) -> list[str]:
+    """The catalog cards other than `hw` with a results folder."""
+    return [c for c in sorted(HARDWARE) if c != hw and (results / c).is_dir()]
+
+
 def _other_cards(results: Path, hw: str, name: str, ratio_on: Callable[[str, recordings.Recording], float],
                  scatter_stat: str) -> list[tuple[float, float]]:
     """(ratio_on(card, r), r's repeat scatter of `scatter_stat`) of every recorded run `name` on the other cards."""
     out = []
-    for card in (c for c in sorted(HARDWARE) if c != hw and (results / c).is_dir()):
+    for card in _other_card_names(results, hw):
         for path in recordings.candidates(results, card, "latency", name):
             r = recordings.load_file(path)
             if _skip_reason(r) is None:
@@ -335,24 +340,26 @@ def _other_cards(results: Path, hw: str, name: str, ratio_on: Callable[[str, rec
     return out
 
 
-def _decode_other_cards(results: Path, hw: str, run: dict, rec: recordings.Recording, scale: float,
-                        batches: list[int]) -> Callable[[], list[tuple[float, float]]]:
-    """other(): the same step on the other cards, each over its own session's current theory, times `scale` (this
-    run's current theory over the checked prediction: 1, or current / pre-registered). Where no card has run the
-    batch (the large model's b >= 32 on the H200): the model's ratio at each of `batches` it ran on another card,
-    plus the session's calibration-model excess per sequence at this batch (pf.per_sequence_band), both ends."""
+def _decode_other_cards(results: Path, hw: str, run: dict, rec: recordings.Recording,
+                        predicted_s: float | None = None) -> Callable[[], list[tuple[float, float]]]:
+    """other(): the same step on the other cards, each over its own session's current theory, times this run's current
+    theory over `predicted_s` (the checked prediction; None: the current theory itself). Where no card has run the
+    batch (the large model's b >= 32 on the H200): the model's ratio at each batch the card's pre-registrations plan
+    that it ran on another card, plus the session's calibration-model excess per sequence at this batch
+    (pf.per_sequence_band), both ends."""
     def ratio_on(card: str, r: recordings.Recording) -> float:
         b = int(r.data["run"]["settings"]["batch"])
         return r["step_time_s"].value / _current_decode(results, card, {**run, "settings": {"batch": b}}, r).value
 
     def other() -> list[tuple[float, float]]:
+        current = _current_decode(results, hw, run, rec).value
+        scale = 1.0 if predicted_s is None else current / predicted_s
         same = _other_cards(results, hw, rec.name, ratio_on, "itl_steady_engine_clock_s")
         if same:
             return [(x * scale, sc) for x, sc in same]
-        ran = [e for bb in batches
+        ran = [e for bb in _planned_batches(results, hw, run["model"])
                for e in _other_cards(results, hw, f"{run['model']}.decode.b{bb}", ratio_on, "itl_steady_engine_clock_s")]
-        lo, hi = pf.per_sequence_band(int(run["settings"]["batch"]), _current_decode(results, hw, run, rec).value,
-                                      _calibration_excess(results, hw, rec))
+        lo, hi = pf.per_sequence_band(int(run["settings"]["batch"]), current, _calibration_excess(results, hw, rec))
         return [((x + add) * scale, sc) for x, sc in ran for add in (lo - 1, hi - 1)]
     return other
 
@@ -388,9 +395,7 @@ def test_preregistered_decode_step(results, hw, prereg, run, rec, request, recon
                  lambda: pf.per_sequence_band(b, pred.value, _calibration_excess(results, hw, rec)),
                  _other_sessions(results, hw, rec, lambda r: r["step_time_s"].value / pred.value,
                                  "itl_steady_engine_clock_s"),
-                 other_cards=lambda: _decode_other_cards(
-                     results, hw, run, rec, _current_decode(results, hw, run, rec).value / pred.value,
-                     sorted(_decode_runs(prereg)[run["model"]]))())
+                 other_cards=_decode_other_cards(results, hw, run, rec, pred.value))
     reconcile("preregistered_decode_step", pred, rec["step_time_s"], budget=budget, model=run["model"],
               finding_band=band,
               why="measured noise only: the run's repeat scatter, how far a session's calibration lies from the "
@@ -414,7 +419,7 @@ def test_current_theory_decode_step(results, hw, prereg, run, rec, request, reco
                  _other_sessions(results, hw, rec,  # each other session's run against its own session's theory
                                  lambda r: r["step_time_s"].value / _current_decode(results, hw, run, r).value,
                                  "itl_steady_engine_clock_s"),
-                 other_cards=_decode_other_cards(results, hw, run, rec, 1.0, sorted(_decode_runs(prereg)[run["model"]])))
+                 other_cards=_decode_other_cards(results, hw, run, rec))
     reconcile("decode_step_preregistered_model", pred, rec["step_time_s"], budget=budget, model=run["model"],
               finding_band=band,
               why="measured noise only: the run's repeat scatter, its session's b=1 fit point's scatter over the "
@@ -592,8 +597,7 @@ def _model_band(results: Path, hw: str, run: dict, rec: recordings.Recording) ->
     """The band of one model's step over its current theory from other runs (unwidened): the large model's other
     cards (_decode_other_cards), any other's the session's calibration-model excess per sequence."""
     if (hw, run["model"]) in pf.LARGE:
-        ends = [x for x, _ in _decode_other_cards(results, hw, run, rec, 1.0,
-                                                   _planned_batches(results, hw, run["model"]))()]
+        ends = [x for x, _ in _decode_other_cards(results, hw, run, rec)()]
         return min(ends), max(ends)
     return pf.per_sequence_band(int(run["settings"]["batch"]), _current_decode(results, hw, run, rec).value,
                                 _calibration_excess(results, hw, rec))
@@ -607,7 +611,7 @@ def _other_card_pairs(results: Path, hw: str, a: tuple[dict, recordings.Recordin
     (run_a, rec_a, pa), (run_c, rec_c, pc) = a, c
     frame = (_current_decode(results, hw, run_a, rec_a).value / pa) / (_current_decode(results, hw, run_c, rec_c).value / pc)
     ends = []
-    for card in (x for x in sorted(HARDWARE) if x != hw and (results / x).is_dir()):
+    for card in _other_card_names(results, hw):
         for path in recordings.candidates(results, card, "latency", rec_a.name):
             ra = recordings.load_file(path)
             try:

@@ -226,11 +226,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"aot: {len(unmet)} rungs left out at sm_{args.arch}: " + "; ".join(unmet), file=sys.stderr)
     rows = compile_all(args.all_configs, args.dtype, args.head_dim, only, args.arch, decode=not args.rung)
     if args.record is not None:
-        argv_used = list(sys.argv[1:] if argv is None else argv)
-        at = argv_used.index("--record")
+        given = list(sys.argv[1:] if argv is None else argv)
+        dropped = {i + 1 for i, a in enumerate(given) if a == "--record"}  # its FILE, given apart
         args.record.write_text(json.dumps({
             "key": sources_key(), "triton": importlib.metadata.version("triton"),
-            "args": [a for i, a in enumerate(argv_used) if i not in (at, at + 1) and a != "--json"], "arch": args.arch,
+            "args": [a for i, a in enumerate(given) if i not in dropped and a not in ("--record", "--json")
+                     and not a.startswith("--record=")], "arch": args.arch,
             "dtype": args.dtype, "head_dim": args.head_dim, "all_configs": args.all_configs,
             "rows": [{k: v for k, v in row.items() if k != "compile_s"} for row in rows]}, indent=1) + "\n")
     if args.json:
