@@ -572,11 +572,14 @@ def main_model_id(args: argparse.Namespace) -> str:
 def base_provenance(args: argparse.Namespace, config: dict[str, Any], source: str,
                     cost: CostModel, model: str = MODEL) -> dict[str, Any]:
     from pytest_anatomy.gpu_query import nvidia_smi_snapshot
+    from pytest_anatomy.host_facts import host_facts
 
     return {
         "date_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "command": " ".join([sys.executable, *sys.argv]),
         "host": socket.gethostname(),
+        # the CPU beside the GPU: a session whose host-side work grew (2026-12-06 09:41) is told apart by its machine
+        "host_facts": host_facts(),
         "python": platform.python_version(),
         "budget_s": args.budget_s,
         "model": {"id": model, "config_source": source, "config": config,
