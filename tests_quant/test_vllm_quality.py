@@ -125,7 +125,7 @@ def test_the_fp8_preregistration_still_follows_from_the_theory(request, quant_da
     import vllm_quality_slice as vs
 
     if vs.blas_kernel() in vs.SAME_SGEMM[vs.PREREGISTERED_BLAS]:
-        now = vs.summary(vs.fp8_case(request.getfixturevalue("reference")), _prereg()["c"])
+        now = vs.summary(request.getfixturevalue("recomputed")("fp8"), _prereg()["c"])
     else:
         got = vs.fp8_under_blas(quant_data.folder)
         if isinstance(got, str):
@@ -264,15 +264,32 @@ def test_the_reference_run(target, case, measured, reconcile):
 RECOMPUTABLE = {"fp8": lambda ref, vs: vs.fp8_case(ref), "kv-fp8-bf16": lambda ref, vs: vs.kv_case(ref, True)}
 
 
+@pytest.fixture(scope="session")
+def recomputed(reference, slice_folder):
+    """recomputed(case) -> the slice's FormatResult of a RECOMPUTABLE case under this checkout's arithmetic, once per
+    session and run (quality_slice.once, as the file types' format_result): the fp8 case is both the pre-registration's
+    check and a reconciliation, one ~6 s forward that each computed for itself. A mutation replay is a process of its
+    own (no shared folder), so it computes the case under its mutation."""
+    import vllm_quality_slice as vs
+    from quality_slice import once
+
+    cache: dict = {}
+
+    def get(case: str):
+        if case not in cache:
+            cache[case] = once(slice_folder, f"vllm-{case}", lambda: RECOMPUTABLE[case](reference, vs))
+        return cache[case]
+
+    return get
+
+
 @pytest.mark.quant_vllm_quality
-def test_vllm_kld_by_the_current_theory(target, case, measured, reconcile, reference):
+def test_vllm_kld_by_the_current_theory(target, case, measured, reconcile, recomputed):
     """The same check against this checkout's arithmetic rather than the frozen file: what the theory-mutation
     catalogue replays (tests_plugin/theory_mutants.py, quant-vllm-e4m3-four-mantissa-bits)."""
     if case not in RECOMPUTABLE:
         pytest.skip(f"{case}: not recomputable on the CPU here (a reference run, or the GPTQ checkpoint is absent)")
-    import vllm_quality_slice as vs
-
-    now = RECOMPUTABLE[case](reference, vs)
+    now = recomputed(case)
     rec = measured(f"{MODEL}.vllm-{case}.kld")
     kld, err = rec["kld"].value, rec["kld_stderr"].value
     pred = Prediction(now.kld_mean, "nat", "the CPU slice's numpy forward with vLLM's arithmetic, as this checkout "

@@ -5,11 +5,13 @@ Every cubin here is compiled the way the device compiles it: NVRTC through cuda.
 NVRTC's `ptxas -v` log: registers, shared memory, stack frame and spills per kernel. `sass_counts(source, arch)`
 runs `cuobjdump --dump-sass` on that cubin and counts instructions by class (LDG.128, LDS.32, FFMA, HMMA, ...).
 Both are cached on disk by a hash of the source, the arch, the options and the NVRTC version, so a warm test session
-compiles nothing. NVRTC 13.0.88 is not a pure function of those inputs: with the xdist workers, the background report
-build and the mutation replays compiling at once on 2 cores, the same source now and then allocates differently (s16:
-3 of 13 compiles with 8 or more processes busy, 2026-12-05). A full run so cached s16's loop bodies and SASS counts
-with other spills, and s6 at 123 registers where the device and a quiet compile give 121. So a cubin is cached only
-once a second compile gave the same bytes (`_confirmed_compile`), and every entry is written whole (`_write`).
+compiles nothing, and a cold one (CI's clean clone) reads them from a committed record while its key is this
+checkout's (RECORDED, nvrtc_record.py). NVRTC 13.0.88 is not a pure function of those inputs: with the xdist
+workers, the background report build and the mutation replays compiling at once on 2 cores, the same source now and
+then allocates differently (s16: 3 of 13 compiles with 8 or more processes busy, 2026-12-05). A full run so cached
+s16's loop bodies and SASS counts with other spills, and s6 at 123 registers where the device and a quiet compile
+give 121. So a cubin is cached only once a second compile gave the same bytes (`_confirmed_compile`), and every entry
+is written whole (`_write`).
 
 Why NVRTC and not nvcc: the compiled resources the CI checks must be the device's. nvcc 13.0.88 and NVRTC 13.0.88
 share a version number but not their allocations: on 2026-12-04 the device's NVRTC 13.0.88 spilled s16 (96-byte
@@ -25,6 +27,7 @@ PATH, then in CUDA_HOME/bin, then in the pip packages nvidia-cuda-cuobjdump / nv
 from __future__ import annotations
 
 import base64
+import copy
 import functools
 import hashlib
 import io
@@ -51,6 +54,14 @@ NVRTC_OPTIONS = {"std": "c++17", "ptxas_options": "-v"}
 
 class ToolMissing(RuntimeError):
     pass
+
+
+# Results of this module a committed record holds (kind -> {entry name -> value}), read before the disk cache: a cold
+# run otherwise compiles every source at least twice to confirm it (~60 s of NVRTC and cuobjdump on 2 cores, the
+# record's commit says). nvrtc_record.use fills it only where the record's key (the kernel sources, this module, the
+# NVRTC and cuobjdump versions) is this checkout's, and an entry's name is its disk cache name, a hash of its inputs:
+# an entry is read for the very inputs it was computed from, or not at all.
+RECORDED: dict[str, dict[str, Any]] = {}
 
 
 @dataclass(frozen=True)
@@ -124,6 +135,7 @@ def nvrtc_version() -> str:
     return f"{major}.{minor} ({lib})"
 
 
+@functools.cache  # a subprocess, asked by every SASS lookup (disk cache hits included)
 def _version(tool: str) -> str:
     proc = subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=30, check=False)
     return proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else "?"
@@ -134,6 +146,15 @@ def _cached(kind: str, key_parts: tuple[str, ...]) -> Path:
     folder = cache_dir().parent / kind
     folder.mkdir(parents=True, exist_ok=True)
     return folder / f"{key}.json"
+
+
+def _entry(kind: str, key_parts: tuple[str, ...]) -> tuple[Path, Any]:
+    """The disk cache path of an entry and its value: the committed record's, else the disk cache's, else None."""
+    path = _cached(kind, key_parts)
+    recorded = RECORDED.get(kind, {}).get(path.stem)
+    if recorded is not None:
+        return path, copy.deepcopy(recorded)  # the caller's to change, as a value parsed from disk is
+    return path, json.loads(path.read_text()) if path.exists() else None
 
 
 def _write(path: Path, data: str) -> None:
@@ -236,15 +257,6 @@ def _read_cubin(path: Path) -> tuple[bytes, str, bool]:
     return base64.b64decode(entry["cubin"]), entry["log"], True
 
 
-def cubin(source: str, arch: str = "sm_90", defines: Defines = ()) -> bytes:
-    """NVRTC's cubin of `source` for `arch` as the device compiles it (nvrtc_options, which kernel_runner passes):
-    the confirmed compile that resource_report, the SASS counts and the loop bodies read, so a test that asks only
-    whether the device's compiler takes a source adds no compile of its own (test_compiles_with_nvrtc and the
-    autotuner's candidates compiled each source once more without ptxas -v, ~18 s of NVRTC in a cold run)."""
-    arch = arch_for(source, arch)
-    return _confirmed_compile(source, (CUDA_DIR / source).read_text(encoding="utf-8"), arch, defines)[0]
-
-
 def _key(text: str, arch: str, defines: Defines, *tools: str) -> tuple[str, ...]:
     # The options as _compile passes them now (not a copy taken at import), so a changed table is another key
     flags = tuple(f"{k}={v}" for k, v in NVRTC_OPTIONS.items())
@@ -273,9 +285,9 @@ def parse_ptxas(log: str) -> dict[str, ResourceUse]:
 def resource_report(source: str, arch: str = "sm_90", defines: Defines = ()) -> dict[str, ResourceUse]:
     arch = arch_for(source, arch)
     text = (CUDA_DIR / source).read_text(encoding="utf-8")
-    path = _cached("ptxas", _key(text, arch, defines, "stack-aware parse"))  # a report parsed before it lost smem
-    if path.exists():
-        return {k: ResourceUse(**v) for k, v in json.loads(path.read_text()).items()}
+    path, hit = _entry("ptxas", _key(text, arch, defines, "stack-aware parse"))  # a report parsed before it lost smem
+    if hit is not None:
+        return {k: ResourceUse(**v) for k, v in hit.items()}
     _, log, confirmed = _confirmed_compile(source, text, arch, defines)
     report = parse_ptxas(log)
     if confirmed:
@@ -283,20 +295,38 @@ def resource_report(source: str, arch: str = "sm_90", defines: Defines = ()) -> 
     return report
 
 
+# How much of NVRTC's refusal check_compiles keeps: the "NVRTC failed on SOURCE for ARCH" line the checks match and
+# ptxas's first errors (a refusal's log runs to thousands of characters, one line per instruction the target lacks)
+ERROR_CHARS = 600
+
+
 def check_compiles(source: str, arch: str = "sm_90", defines: Defines = ()) -> None:
     """Raise what resource_report raises where NVRTC does not compile `source` for `arch` ("NVRTC failed ..."), at
     the cost of one compile where no check reads the cubin: whether NVRTC accepts a source is not what varies between
-    its compiles under load (a kernel's allocation is), so the answer needs no second compile to confirm it, and
-    nothing is cached. test_kernels_arch asks this at every file's requirement and around it: ~60 compiles, most at
-    targets no other check reads, which confirmed twice each cost ~20 s of NVRTC more on a cold run. The target the
-    other checks read (sm_90, or the file's sm_90a), or one already cached, goes through resource_report, whose
-    confirmed compile those checks then read instead of compiling it again."""
+    its compiles under load (a kernel's allocation is), so the answer needs no second compile to confirm it, and only
+    the answer is cached (with the head of NVRTC's error: ERROR_CHARS). test_kernels_arch asks this at every file's
+    requirement and around it: ~60 compiles, most at targets no other check reads, which confirmed twice each cost
+    ~20 s of NVRTC more on a cold run. The target the other checks read (sm_90, or the file's sm_90a), or one already
+    cached, goes through resource_report, whose confirmed compile those checks then read instead of compiling it
+    again."""
     target = arch_for(source, arch)
     text = (CUDA_DIR / source).read_text(encoding="utf-8")
     if target == arch_for(source, "sm_90") or _cached("cubin", _key(text, target, defines)).exists():
         resource_report(source, arch, defines)
         return
-    _compile(source, text, target, defines)
+    path, answer = _entry("compiles", _key(text, target, defines))
+    if answer is None:
+        try:
+            _compile(source, text, target, defines)
+            answer = {"error": None}
+        except ToolMissing:
+            raise
+        except RuntimeError as exc:  # NVRTC refused the source: the answer, cached like an acceptance
+            answer = {"error": str(exc)[:ERROR_CHARS]}
+        _write(path, json.dumps(answer))
+    if answer["error"] is not None:
+        raise RuntimeError(answer["error"])
+
 
 
 def _dump_sass(source: str, cubin: bytes) -> str:
@@ -340,9 +370,9 @@ def sass_counts(source: str, arch: str = "sm_90") -> dict[str, dict[str, int]]:
     """Static instruction counts per kernel by class (a loop body counts once)."""
     arch = arch_for(source, arch)
     text = (CUDA_DIR / source).read_text(encoding="utf-8")
-    path = _cached("sass", _key(text, arch, (), _version(find_tool("cuobjdump"))))
-    if path.exists():
-        return json.loads(path.read_text())
+    path, hit = _entry("sass", _key(text, arch, (), _version(find_tool("cuobjdump"))))
+    if hit is not None:
+        return hit
     cubin, _, confirmed = _confirmed_compile(source, text, arch)
     counts = {k: dict(v) for k, v in parse_sass(_dump_sass(source, cubin)).items()}
     if confirmed:
@@ -403,9 +433,9 @@ def loop_bodies(source: str, arch: str = "sm_90", replace: tuple[tuple[str, str]
         if text.count(old) != 1:
             raise ValueError(f"{source}: {old!r} occurs {text.count(old)} times, not once")
         text = text.replace(old, new)
-    path = _cached("loops", _key(text, arch, defines, _version(find_tool("cuobjdump"))))
-    if path.exists():
-        return json.loads(path.read_text())
+    path, hit = _entry("loops", _key(text, arch, defines, _version(find_tool("cuobjdump"))))
+    if hit is not None:
+        return hit
     cubin, _, confirmed = _confirmed_compile(source, text, arch, defines)
     loops = parse_loops(_dump_sass(source, cubin))
     if confirmed:
