@@ -28,6 +28,45 @@ def share_bytecode() -> None:
 
 share_bytecode()
 
+# glibc malloc, for the processes this suite starts (xdist workers, replays, sub-sessions; read at their start, so not
+# this one's): numpy's temporaries of a few MiB (a forward's activations, a requantized tensor) were mmapped and unmapped
+# afresh each time under the default's adaptive threshold, and the heap trimmed back to the OS after each large free,
+# so every reuse page-faulted the memory in again. A fixed 32 MiB threshold (glibc's largest on 64-bit) keeps them in
+# the heap, and a high trim threshold and top pad keep that heap. Setting any one alone turns the adaptive threshold
+# off and is slower. The quality slice's five forwards alone, 2026-12-06 on 2 cores: 23.4 s user + 5.9 s sys (29.2 s)
+# -> 22.0 s user + 1.5 s sys (23.5 s), the same bits; peak RSS 1.46 -> 1.60 GB. Values the user set are kept.
+MALLOC_TUNING = {"MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": str(512 << 20),
+                 "MALLOC_TOP_PAD_": str(64 << 20)}
+if not any(name in os.environ for name in MALLOC_TUNING):
+    os.environ.update(MALLOC_TUNING)
+
+
+def blas_as_preregistered() -> None:
+    """The quant suite's fp8 pre-registration holds bit for bit under OpenBLAS's Haswell sgemm only
+    (tests_quant/vllm_quality_slice.py: its roundings make the slice's KLD a function of the summation order). Where
+    OpenBLAS picks another kernel (SkylakeX on an AVX-512 CPU, as on our CI hosts), test_the_fp8_preregistration_
+    still_follows_from_the_theory recomputed the reference and the fp8 forward in a child forced to Haswell, ~12 s of
+    CPU, beside the same two forwards under the host's kernel for the other checks. The processes this suite starts
+    (read when OpenBLAS loads, so not this one's) run the Haswell kernel from the start instead, where the CPU can
+    (AVX2 and FMA3; it is OpenBLAS's own choice on Haswell-class and Zen CPUs): the check then runs in the worker on
+    the forward the other checks share, the same assertion. tests_quant at -n 2, cold, 2026-12-06: 61.4 u + 11.3 s
+    sys -> 51.2 u + 8.8 s sys, the same outcomes. A kernel the user forces is kept."""
+    if "OPENBLAS_CORETYPE" in os.environ:
+        return
+    try:
+        from numpy._core import _multiarray_umath as umath
+    except ImportError:  # numpy 1.x, or none
+        try:
+            from numpy.core import _multiarray_umath as umath  # type: ignore[no-redef]
+        except ImportError:
+            return
+    features = getattr(umath, "__cpu_features__", {})
+    if features.get("AVX2") and features.get("FMA3"):
+        os.environ["OPENBLAS_CORETYPE"] = "Haswell"
+
+
+blas_as_preregistered()
+
 
 def pytest_configure(config: pytest.Config) -> None:
     """Every suite needs the anatomy plugin (its fixtures, and the hook the suites' conftests answer): without it

@@ -18,7 +18,14 @@
 // (fibers run in a fixed order), memory-model bugs, and speed. Inline PTX has C++ stand-ins
 // (cp.async, mma.sync m16n8k16 bf16, cvt to bf16) that follow the PTX ISA's fragment layouts,
 // so a kernel that loads the wrong fragment computes the wrong product here as on the device.
+// Switching: a fiber is entered the first time through its ucontext (makecontext gives it its own stack), and every
+// switch after that is _setjmp/_longjmp, which leave the signal mask alone: swapcontext saved and restored it with a
+// system call on every switch, two per park, most of a fiber's cost (tests_kernels warm on 2 cores: ~11 s of its
+// ~37 s of CPU was that kernel time). _FORTIFY_SOURCE's checked longjmp refuses a jump to another stack, which is
+// the point here, so it is off for the units that include this header.
 #pragma once
+#undef _FORTIFY_SOURCE
+#include <setjmp.h>
 #include <ucontext.h>
 #include <cmath>
 #include <math.h>
@@ -55,14 +62,16 @@ enum State { RUNNABLE, AT_BLOCK_BARRIER, AT_WARP_BARRIER, AT_CLUSTER_BARRIER, DO
 // linear: the thread's index in its block; block: its block's rank in the cluster (0 without one)
 // groups: the fiber's committed asynchronous operations (wgmma stand-ins), oldest first, run when it waits on them
 struct Fiber {
-  ucontext_t ctx; State state; dim3 tid; dim3 bid; int linear; int block; std::vector<char> stack;
+  ucontext_t ctx; jmp_buf jb; bool started; State state; dim3 tid; dim3 bid; int linear; int block;
+  std::vector<char> stack;
   std::vector<std::function<void()>> open_group;
   std::vector<std::vector<std::function<void()>>> groups;
 };
 
 struct Block {  // the fibers of one block, or of one cluster's blocks
   std::vector<Fiber> fibers;
-  ucontext_t sched;
+  ucontext_t sched;  // written by a fiber's first entry only; the scheduler is resumed through sched_jb
+  jmp_buf sched_jb;
   Fiber* cur = nullptr;
   int warps_per_block = 0, nblocks = 1;
   // per-warp exchange slots for shuffles and mma stand-ins (32 lanes x 16 words)
@@ -81,12 +90,20 @@ inline std::function<void()>& body() { static std::function<void()> f; return f;
 inline void fiber_main() {
   body()();
   blk().cur->state = DONE;
-  swapcontext(&blk().cur->ctx, &blk().sched);
+  _longjmp(blk().sched_jb, 1);  // never resumed
 }
-inline void park(State s) {
+// Out of line, as resume is: the kernel that parks keeps no value across a _setjmp of its own frame.
+__attribute__((noinline)) inline void park(State s) {
   Fiber* f = blk().cur;
   f->state = s;
-  swapcontext(&f->ctx, &blk().sched);
+  if (_setjmp(f->jb) == 0) _longjmp(blk().sched_jb, 1);
+}
+// Runs fiber f until it parks or ends: its first entry through its ucontext, later ones back into its park.
+__attribute__((noinline)) inline void resume(Block& b, Fiber& f) {
+  if (_setjmp(b.sched_jb) != 0) return;
+  if (f.started) _longjmp(f.jb, 1);
+  f.started = true;
+  swapcontext(&b.sched, &f.ctx);
 }
 inline int lane() { return blk().cur->linear & 31; }
 inline int warp() { return blk().cur->block * blk().warps_per_block + (blk().cur->linear >> 5); }
@@ -142,6 +159,7 @@ inline int run_block(int nthreads, dim3 first = block_idx(), int nblocks = 1) {
     f.bid = {first.x + unsigned(f.block), first.y, first.z};
     f.tid = {unsigned(f.linear % bd.x), unsigned((f.linear / bd.x) % bd.y), unsigned(f.linear / (bd.x * bd.y))};
     f.state = RUNNABLE;
+    f.started = false;
     f.open_group.clear();
     f.groups.clear();
     if (f.stack.empty()) f.stack.resize(64 * 1024);
@@ -158,7 +176,7 @@ inline int run_block(int nthreads, dim3 first = block_idx(), int nblocks = 1) {
       load_shared(f.block);
       b.cur = &f;
       ran = true;
-      swapcontext(&b.sched, &f.ctx);
+      resume(b, f);
     }
     int live = 0, at_block = 0, at_cluster = 0;
     bool released = false;
