@@ -51,17 +51,9 @@ def blas_as_preregistered() -> None:
     (AVX2 and FMA3; it is OpenBLAS's own choice on Haswell-class and Zen CPUs): the check then runs in the worker on
     the forward the other checks share, the same assertion. tests_quant at -n 2, cold, 2026-12-06: 61.4 u + 11.3 s
     sys -> 51.2 u + 8.8 s sys, the same outcomes. A kernel the user forces is kept."""
-    if "OPENBLAS_CORETYPE" in os.environ:
-        return
-    try:
-        from numpy._core import _multiarray_umath as umath
-    except ImportError:  # numpy 1.x, or none
-        try:
-            from numpy.core import _multiarray_umath as umath  # type: ignore[no-redef]
-        except ImportError:
-            return
-    features = getattr(umath, "__cpu_features__", {})
-    if features.get("AVX2") and features.get("FMA3"):
+    from pytest_anatomy.host_facts import runs_openblas_haswell
+
+    if "OPENBLAS_CORETYPE" not in os.environ and runs_openblas_haswell():
         os.environ["OPENBLAS_CORETYPE"] = "Haswell"
 
 

@@ -29,6 +29,20 @@ def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str | None:
     return platform.processor() or None
 
 
+def runs_openblas_haswell() -> bool:
+    """Whether this CPU can run OpenBLAS's Haswell kernels (AVX2 and FMA3; a forced kernel the CPU cannot run dies of
+    SIGILL), by numpy's own CPU feature table; False without numpy."""
+    try:
+        from numpy._core import _multiarray_umath as umath  # type: ignore[attr-defined]
+    except ImportError:  # numpy 1.x, or none
+        try:
+            from numpy.core import _multiarray_umath as umath  # type: ignore[no-redef]
+        except ImportError:
+            return False
+    features = getattr(umath, "__cpu_features__", {})
+    return bool(features.get("AVX2")) and bool(features.get("FMA3"))
+
+
 def host_facts() -> dict[str, Any]:
     """CPU model, logical CPUs on the host and usable by this process, the kernel release, and the GPU's UUID (None
     without nvidia-smi): enough to tell two machines with the same GPU model apart."""

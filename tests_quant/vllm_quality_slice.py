@@ -31,6 +31,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from pytest_anatomy import run_share  # noqa: E402
+from pytest_anatomy.host_facts import runs_openblas_haswell  # noqa: E402
 from pytest_anatomy.measure import numpy_llama, vllm_quant_numerics as vqn  # noqa: E402
 from pytest_anatomy.theory import quant_noise  # noqa: E402
 from tests_quant import quality_slice as qs  # noqa: E402
@@ -51,20 +52,10 @@ SAME_SGEMM = {"Haswell": ("Haswell", "Zen")}  # the kernels measured to give the
 blas_kernel = qs.blas_kernel  # the kernel OpenBLAS runs here (quality_slice keys the shared reference forward by it)
 
 
-def _cpu_runs_haswell_kernels() -> bool:
-    """OpenBLAS's Haswell kernels need AVX2 and FMA3 (a forced kernel the CPU cannot run dies of SIGILL)."""
-    try:
-        from numpy._core import _multiarray_umath as umath
-    except ImportError:  # numpy 1.x
-        from numpy.core import _multiarray_umath as umath  # type: ignore[no-redef]
-    features = getattr(umath, "__cpu_features__", {})
-    return bool(features.get("AVX2")) and bool(features.get("FMA3"))
-
-
 def fp8_under_blas(data_folder: Path, kernel: str = PREREGISTERED_BLAS) -> dict[str, Any] | str:
     """The fp8 case's summary computed in a child process whose OpenBLAS is forced to `kernel` (OPENBLAS_CORETYPE is
     read once, when the library loads, so this process cannot switch); or why it cannot be: a line to skip with."""
-    if kernel == "Haswell" and not _cpu_runs_haswell_kernels():
+    if kernel == "Haswell" and not runs_openblas_haswell():
         return f"this CPU lacks AVX2/FMA3, which OpenBLAS's {kernel} kernel (the pre-registration's) needs"
     env = {**os.environ, "OPENBLAS_CORETYPE": kernel, "OPENBLAS_NUM_THREADS": "1",
            "ANATOMY_QUANT_DATA": str(data_folder)}
