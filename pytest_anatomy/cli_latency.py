@@ -12,7 +12,7 @@ Quantities (the JSON maps each to {value, unit, formula, terms, inputs, notes, u
   saturation_request_rate  (with --rate) the knee: a closed loop at max_num_seqs
 A model that does not fit on one GPU, or a request longer than --max-model-len, exits 2 with one
 line. Calibrated by default: for a --hardware with recordings (results/<hw>/latency and
-results/<hw>/ceilings) the median recorded session's ceilings (read bandwidth, bf16 matmul) and the
+results/<hw>/ceilings) the typical recorded session's ceilings (read bandwidth, bf16 matmul) and the
 per-step overhead and compute efficiency fitted on it (Qwen2.5-7B under vLLM 0.26.0, as the latency
 suite fits them); the notes name those recordings. A card without recordings gets the H200's
 recorded calibration carried over by the transfer rule (theory/transfer.py: the H200's attained
@@ -113,17 +113,17 @@ def add_parser(what: "argparse._SubParsersAction[Any]") -> argparse.ArgumentPars
     # Lower bounds far below any GPU (a DDR4 channel moves ~25 GB/s, a laptop CPU ~1 TFLOP/s): a
     # smaller number is a unit mistake (GB/s and TFLOP/s expected) and would make steps take years.
     p.add_argument("--bandwidth-gbs", type=_number(float, 1), default=None,
-                   help="measured memory bandwidth in GB/s, >= 1 (default: the median recorded session's, else the "
+                   help="measured memory bandwidth in GB/s, >= 1 (default: the typical recorded session's, else the "
                         "H200's attained fraction x datasheet)")
     p.add_argument("--peak-tflops", type=_number(float, 0.01), default=None,
-                   help="measured bf16 matmul peak in TFLOP/s, >= 0.01 (default: the median recorded session's, "
+                   help="measured bf16 matmul peak in TFLOP/s, >= 0.01 (default: the typical recorded session's, "
                         "else the H200's attained fraction x datasheet)")
     p.add_argument("--step-overhead-ms", type=_number(float, 0), default=None,
                    help="per-step overhead of this engine on this GPU (default: fitted on the median recorded "
                         "session, else the H200's; 0 with --uncalibrated)")
     p.add_argument("--compute-efficiency", type=_efficiency, default=None,
                    help="fraction of the peak compute-bound steps reach, in [0.01, 1], at every token count (default: "
-                        "the median recorded session's bf16 GEMM timings at the step's shapes, else fitted on its "
+                        "the typical recorded session's bf16 GEMM timings at the step's shapes, else fitted on its "
                         "8,192-token prefill, else 1)")
     p.add_argument("--uncalibrated", action="store_true",
                    help="the pure datasheet roofline (a lower bound on time), ignoring recorded sessions")

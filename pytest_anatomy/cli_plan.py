@@ -13,7 +13,7 @@ budget (engine argument max_cudagraph_capture_size), priced in its note: the gra
 gpu_memory_utilization (not taken from the KV pool by vLLM 0.26.0's V2 runner) and the longer engine
 start; where the pool would not fit, vLLM's default list is kept and the note says which steps run
 outside the graphs, unpriced.
-Calibrated like `predict latency` (the median recorded session of the card, else the H200's carried
+Calibrated like `predict latency` (the typical recorded session of the card, else the H200's carried
 over, else the datasheet roofline). Any bad input: one line naming the problem and the fix, exit 2.
 """
 

@@ -1,7 +1,7 @@
 """Latency pre-registration: a planned model's decode steps and lone prefills, predicted from the calibration a
 recorded Qwen2.5-7B session fitted, written before the model is ever run (issue 10 items 1 and 5).
 
-The step overhead is Qwen2.5-7B's b=1 residual (cli_calibration: the median recorded session), so an error in a term
+The step overhead is Qwen2.5-7B's b=1 residual (cli_calibration: the typical recorded session), so an error in a term
 that does not depend on the batch cancels on Qwen itself and shows only on a model whose share of that term differs.
 `pytest-anatomy preregister latency MODEL...` writes `results/<hw>/preregistered/latency-<stamp>.json` with, for each
 planned run (the latency plan's run ids: MODEL.decode.bB, MODEL.prefill.lN):

@@ -80,7 +80,7 @@ def test_preregister_latency_writes_the_file_or_says_why_not_in_one_line(repo: P
     head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     assert (doc["schema"], doc["suite"], doc["theory_commit"]) == (pre.SCHEMA, "latency", head)
     assert set(doc["runs"]) == {"qwen2.5-3b.decode.b1", "qwen2.5-3b.prefill.l512"}
-    assert "calibrated from the median recorded session" in doc["calibration"]
+    assert "calibrated from the typical recorded session" in doc["calibration"]
     bad = _cli(repo, "qwen2.5-7b")
     assert bad.returncode == 2 and "calibration model" in bad.stderr and len(bad.stderr.splitlines()) == 1
 

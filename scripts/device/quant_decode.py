@@ -177,7 +177,7 @@ def preregister_prefill() -> Path:
 def prefill_batch_predictions() -> dict[str, dict[str, Any]]:
     """method (and bf16) -> the engine span (ms) of PREFILL_BATCH prompts of PREFILL_BATCH_LEN arriving together
     (theory's batch_prefill_time: vLLM's token-budget packing), with the ceilings and calibration `predict latency`
-    uses (the median recorded session's, as prefill_predictions), and what a partially-filled first step would add:
+    uses (the typical recorded session's, as prefill_predictions), and what a partially-filled first step would add:
     its least and most over a first step of 1 .. (prompts a step holds - 1) prompts (the others arriving after the
     engine's first schedule)."""
     from pytest_anatomy import cli, cli_latency
@@ -246,7 +246,7 @@ def predictions() -> dict[str, dict[str, Any]]:
 def preregister() -> Path:
     return _write_preregistration(
         PREREGISTRATION, "vLLM 0.26.0 decode step per weight format, Qwen2.5-7B dummy weights on the H200, predicted "
-        "before any run (scripts/device/quant_decode.py); the median recorded session's ceilings and calibration",
+        "before any run (scripts/device/quant_decode.py); the typical recorded session's ceilings and calibration",
         context_tokens=INPUT_LEN + OUTPUT_LEN // 2, predictions=predictions())
 
 
