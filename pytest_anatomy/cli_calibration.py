@@ -44,7 +44,7 @@ class RecordedCalibration:
 
 
 def recorded_calibration(results: Path, hw: HardwareSpec) -> RecordedCalibration | str:
-    """The median session's calibration for `hw` (typical_session_b1), or the reason there is none (for the notes)."""
+    """The typical session's calibration for `hw` (typical_session_b1), or the reason there is none (for the notes)."""
     key = (Path(results).resolve(), hw.name)
     if key not in _CACHE:  # reading and fitting four recordings per answer would dominate its time
         _CACHE[key] = _fit(Path(results), hw)
@@ -130,7 +130,7 @@ def typical_session_b1(results: Path, hw: HardwareSpec) -> recordings.Recording:
     every default answer. MissingRecording when there is no session."""
     ranked, pinned = ranked_sessions(results, hw), PINNED_SESSION.get(hw.name)
     hit = next((b1 for _, _, b1 in ranked if pinned and recordings.same_instant(pinned, b1.recorded_at)), None)
-    return hit or _middle(results, hw, ranked)
+    return hit if hit is not None else _middle(results, hw, ranked)
 
 
 def middle_session(results: Path, hw: HardwareSpec) -> recordings.Recording:
@@ -165,11 +165,12 @@ PINNED_SESSION: dict[str, str] = {
 }
 
 
-# Sessions that never become the median calibration, by card and recorded_at, each with why: a session whose host-side
-# times ran beyond every other session's (tests_latency: h200-one-session-above-every-other) would carry that anomaly
-# into every answer the day it became the median, and admitting it moved the median session by one rank (12-01 04:47
-# to 06:53), moving a B200 transfer's predicted TPOT by 2% (tests_validation, aiconfigurator c64). Its runs stay
-# recorded and checked; only the default calibration leaves it out.
+# Sessions that never become the default calibration (neither pinned nor the median), by card and recorded_at, each
+# with why: a session whose host-side times ran beyond every other session's (tests_latency:
+# h200-one-session-above-every-other) would carry that anomaly into every answer the day it became the median, and
+# admitting it moved the median session by one rank (12-01 04:47 to 06:53), moving a B200 transfer's predicted TPOT by
+# 2% (tests_validation, aiconfigurator c64). Its runs stay recorded and checked; only the default calibration leaves
+# it out.
 NOT_A_CALIBRATION: dict[str, dict[str, str]] = {
     "h200": {"2026-12-06T09:41:35Z": "its Qwen2.5-7B b=128 step and 128-token lone prompt ran above every other H200 "
                                      "session's (h200-one-session-above-every-other)"},

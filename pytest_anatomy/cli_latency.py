@@ -119,7 +119,7 @@ def add_parser(what: "argparse._SubParsersAction[Any]") -> argparse.ArgumentPars
                    help="measured bf16 matmul peak in TFLOP/s, >= 0.01 (default: the typical recorded session's, "
                         "else the H200's attained fraction x datasheet)")
     p.add_argument("--step-overhead-ms", type=_number(float, 0), default=None,
-                   help="per-step overhead of this engine on this GPU (default: fitted on the median recorded "
+                   help="per-step overhead of this engine on this GPU (default: fitted on the typical recorded "
                         "session, else the H200's; 0 with --uncalibrated)")
     p.add_argument("--compute-efficiency", type=_efficiency, default=None,
                    help="fraction of the peak compute-bound steps reach, in [0.01, 1], at every token count (default: "
@@ -359,7 +359,7 @@ def _step_answers(args: argparse.Namespace, model: Any, hw: Any, settings: Any, 
 
 
 def calibration(args: argparse.Namespace, hw: Any) -> tuple[Any, Any, str]:
-    """Ceilings, engine calibration and a note saying where they come from: the median recorded
+    """Ceilings, engine calibration and a note saying where they come from: the typical recorded
     session's (cli_calibration), else the H200's carried over by the transfer rule (_transferred), the
     datasheet roofline with --uncalibrated or where neither exists,
     then each constant given on the command line in place of its default."""

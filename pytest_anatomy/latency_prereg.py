@@ -112,7 +112,7 @@ def planned(ids: list[str]) -> dict[str, tuple[tuple[int, ...], tuple[int, ...]]
 def predict_runs(plan: dict[str, tuple[tuple[int, ...], tuple[int, ...]]], hardware: str, results: Path
                  ) -> tuple[dict[str, dict[str, Any]], str]:
     """({recording name: {model, kind, settings, predictions, sensitivity}}, the calibration's note), from the
-    median recorded calibration session of `hardware`; PreregistrationError (one line) where there is none, a model
+    typical recorded calibration session of `hardware`; PreregistrationError (one line) where there is none, a model
     is not in the catalog, or is the calibration model itself (its runs are fit points, not held out)."""
     from pytest_anatomy.cli_calibration import recorded_calibration
     from pytest_anatomy.preregistration import PreregistrationError
