@@ -129,7 +129,8 @@ def typical_session_b1(results: Path, hw: HardwareSpec) -> recordings.Recording:
     efficiency (12-01 04:47 to 06:53 moved a B200 transfer's predicted TPOT by 2%), so every recording would move
     every default answer. MissingRecording when there is no session."""
     ranked, pinned = ranked_sessions(results, hw), PINNED_SESSION.get(hw.name)
-    hit = next((b1 for _, _, b1 in ranked if pinned and recordings.same_instant(pinned, b1.recorded_at)), None)
+    hit = None if not pinned else next(
+        (b1 for _, _, b1 in ranked if recordings.same_instant(pinned, b1.recorded_at)), None)
     return hit if hit is not None else _middle(results, hw, ranked)
 
 
