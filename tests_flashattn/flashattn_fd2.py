@@ -16,6 +16,7 @@ adds to each group's last program (registry.DECODE_FUSED_TAIL_S, 1.5 us), band 1
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from typing import Any
 
 import flashattn_decode_line as dl
 import pytest
-from flashattn_findings import H100, MEASURED_ON
+from flashattn_findings import H100, MEASURED_ON, quoted
 
 from pytest_anatomy.kernels.flashattn import registry
 from pytest_anatomy.kernels.flashattn.decode_rules import splits_for
@@ -161,35 +162,43 @@ MERGE_WHY = (
     "H200 pair's; a second H100 session of fd2 would test it on its own card.")
 
 
-def _h200_saving() -> tuple[float, float]:
-    """(saving, timing noise of the pair) at 64k in the H200's first fd2 session: the two-kernel time measured beside
-    it less fd2's, and the two calls' noise combined."""
+@functools.cache
+def first_saving(hardware: str) -> tuple[float, float]:
+    """(saving, timing noise of the pair) at 64k in `hardware`'s first fd2 session: the two-kernel time measured
+    beside it less fd2's, and the two calls' noise combined. Read once per process (marks and bands both use it)."""
     from flashattn_findings import RESULTS
     from pytest_anatomy import recordings
+    from pytest_anatomy.measure.flashattn_runner import decode_name
 
-    shape = dl.SHAPE
-    names = {v.prefix: f"{v.prefix}.b{shape['batch']}h{shape['heads']}kv{shape['kv_heads']}l{MERGE_CONTEXT}"
-                       f"d{shape['head_dim']}" for v in (SPLIT, FUSED)}
-    fused = recordings.load_runs((RESULTS,), MEASURED_ON, "flashattn", names[FUSED.prefix])[0]
-    split = recordings.load_beside(RESULTS, MEASURED_ON, "flashattn", names[SPLIT.prefix], fused)
-    saving = split["time"].value - fused["time"].value
-    return saving, math.hypot(dl.timing_noise_s(split), dl.timing_noise_s(fused))
+    s = dl.SHAPE
+    name = {v: decode_name(s["batch"], s["heads"], s["kv_heads"], MERGE_CONTEXT, s["head_dim"], v.id)
+            for v in (SPLIT, FUSED)}
+    fused = recordings.load_runs((RESULTS,), hardware, "flashattn", name[FUSED])[0]
+    split = recordings.load_beside(RESULTS, hardware, "flashattn", name[SPLIT], fused)
+    return split["time"].value - fused["time"].value, math.hypot(dl.timing_noise_s(split), dl.timing_noise_s(fused))
+
+
+def saving_us(saving: float) -> str:
+    return f"{saving * 1e6:.2f} us"
 
 
 def merge_marks(context: int) -> tuple[Any, ...]:
     """The merge finding's mark on the H100's 64k saving check (its band set at run time: merge_band)."""
     if context != MERGE_CONTEXT:
         return ()
-    saving, _ = _h200_saving()
-    why = MERGE_WHY.format(h100="-0.38 us (710.54 us two kernels, 710.93 us fused)", h200=f"{saving * 1e6:.2f} us")
+    why = quoted(lambda: MERGE_WHY.format(h100=saving_us(first_saving(H100)[0]),
+                                          h200=saving_us(first_saving(MEASURED_ON)[0])))
     return (pytest.mark.finding(MERGE_FINDING, hardware=H100, quantity="time_vs_two_kernels", reason=why,
                                 band_from="other-runs"),)
 
 
-def merge_band(split_s: float, split_noise_s: float, fused_noise_s: float) -> tuple[float, float]:
-    """measured/predicted for a saving in [0, the H200's 64k saving], widened by this pair's and the H200 pair's noise,
-    over saving_prediction's mid (t_two_kernels less the stated mid saving)."""
-    saving, h200_noise = _h200_saving()
+def merge_band(context: int, split_s: float, split_noise_s: float, fused_noise_s: float) -> tuple[float, float] | None:
+    """At MERGE_CONTEXT, measured/predicted for a saving in [0, the H200's first 64k saving], widened by this pair's
+    and the H200 pair's noise, over saving_prediction's mid (t_two_kernels less the stated mid saving); else None.
+    A checkout without the H200's first fd2 session raises MissingRecording, naming it."""
+    if context != MERGE_CONTEXT:
+        return None
+    saving, h200_noise = first_saving(MEASURED_ON)
     noise = math.hypot(split_noise_s, fused_noise_s, h200_noise)
     mid = split_s - SAVING.mid
     return round((split_s - max(saving, 0.0) - noise) / mid, 5), round((split_s + noise) / mid, 5)

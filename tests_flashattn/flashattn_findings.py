@@ -257,11 +257,6 @@ def run_budget(rec: recordings.Recording) -> float:
     return abs(rec["time"].value / rec["time_repeat"].value - 1) if "time_repeat" in rec.measurements else 0.0
 
 
-def other_runs(folders: tuple[Path, ...], hardware: str, rec: recordings.Recording) -> list[recordings.Recording]:
-    """Every recorded run of rec's case on `hardware` but rec itself."""
-    return [r for r in recordings.load_runs(folders, hardware, "flashattn", rec.name) if r.recorded_at != rec.recorded_at]
-
-
 def target_noise_band(test: str, rec: recordings.Recording, others: list[recordings.Recording]) -> \
         tuple[float, float] | None:
     """A missed target's band from measured noise (issue 10), replacing `target_band`'s first-visit ratio + 10%:

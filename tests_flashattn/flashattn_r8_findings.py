@@ -22,9 +22,6 @@ from pytest_anatomy.kernels.flashattn import registry
 R8, R7, R6 = registry.TARGET_RUNGS[2], registry.TARGET_RUNGS[1], registry.BEST
 MASKS = ("full", "causal")
 R8_TARGET = {m: Case(R8, 4, 32, 4096, 128, causal=m == "causal") for m in MASKS}
-# The cards the target finding is still checked on: none, since r8 met both targets on the H200 (2026-12-04) and on
-# the H100 (2026-12-07).
-TARGET_CARDS: tuple[str, ...] = ()
 
 
 def first_session() -> dict[str, recordings.Recording]:
@@ -60,21 +57,14 @@ def _retired() -> str:
         f"in turns): in its first GPU session ({first['full'].recorded_at[:16]}Z, correct on its first run) it took "
         f"{_both(ms, '.3f')} ms full / causal, {_both(flash, '.2f')}x FLASH_ATTENTION (target 1.5x) and "
         f"{_both(cudnn, '.3f')}x cuDNN (target 0.85x) in the same calls, {_both(r7, '.2f')}x the speed of r7 and "
-        f"{_both(r6, '.2f')}x that of r6 timed in the same session: both targets met, full and causal. Held on the "
-        "H100, where neither r7 nor r8 has run.")
+        f"{_both(r6, '.2f')}x that of r6 timed in the same session: both targets met, full and causal. Retired on "
+        "the H100 by r8's first session there (2026-12-07).")
 
 
 RETIRED_ON_H200 = ff.quoted(_retired)
-TARGET_REASON = ff.NO_WARP_SPECIALIZATION + " " + RETIRED_ON_H200
 
 
 def target_marks(test: str, case: str) -> tuple[pytest.MarkDecorator, ...]:
-    """flashattn_findings.target_marks, the targets' finding restricted to TARGET_CARDS with the retirement in its
-    reason; its band (the first visit's ratio, held unchanged on the H100) and strictness as before."""
-    if (test, case) not in ff.TARGETS:
-        return ff.target_marks(test, case)
-    if not TARGET_CARDS:
-        return ()  # retired on every card: the targets are checked bare
-    band = ff.target_band(ff.TARGETS[(test, case)])
-    return (pytest.mark.finding(ff.TARGET_FINDING, hardware=TARGET_CARDS, expected=band, reason=TARGET_REASON,
-                                strict=(test, case) not in ff.TARGET_STRADDLERS, band_from="other-runs"),)
+    """flashattn_findings.target_marks less the targets' finding, retired on every recorded card: the four targets
+    are checked bare."""
+    return () if (test, case) in ff.TARGETS else ff.target_marks(test, case)

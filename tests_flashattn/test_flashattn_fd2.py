@@ -126,10 +126,10 @@ def test_the_64k_merge_finding_is_banded_by_the_h200s_measured_saving_not_by_the
     """fd2-64k-merge-costs-what-the-launch-saved: its band is a saving from 0 to the H200's first fd2 session's 64k
     saving (itself under the stated low end), widened by the noise; the stated saving's band lies apart from it, so
     the finding says something the prediction does not. Marked on 64k only, on the second card only."""
-    saving, noise = fd2._h200_saving()
+    saving, noise = fd2.first_saving(fd2.MEASURED_ON)
     assert 0.0 < saving < fd2.SAVING.lo and noise > 0.0
     split, own_noise = 710.54e-6, 1.0e-6  # any two-kernel time at 64k: the band's edges are savings around it
-    lo, hi = fd2.merge_band(split, own_noise, own_noise)
+    lo, hi = fd2.merge_band(fd2.MERGE_CONTEXT, split, own_noise, own_noise)
     mid = split - fd2.SAVING.mid
     total = math.hypot(own_noise, own_noise, noise)
     assert lo == pytest.approx((split - saving - total) / mid, abs=1e-5)
@@ -137,4 +137,5 @@ def test_the_64k_merge_finding_is_banded_by_the_h200s_measured_saving_not_by_the
     assert hi > fd2.saving_prediction(split, own_noise, own_noise)[1][1]  # no saving at all is outside the stated band
     (mark,) = fd2.merge_marks(fd2.MERGE_CONTEXT)
     assert mark.kwargs["hardware"] != fd2.MEASURED_ON and mark.kwargs["band_from"] == "other-runs"
-    assert fd2.merge_marks(8192) == ()
+    assert fd2.saving_us(fd2.first_saving(mark.kwargs["hardware"])[0]) in mark.kwargs["reason"]  # quoted from its recordings
+    assert fd2.merge_marks(8192) == () and fd2.merge_band(8192, split, own_noise, own_noise) is None

@@ -132,40 +132,25 @@ def autotune_switch(request: Any, target: Any, measured_once: Any) -> None:
 @pytest.mark.parametrize("causal", [pytest.param(c, id=i, marks=target_marks(
     "test_best_rung_at_least_1_5x_flash_attention_backend", i)) for c, i in ((False, "full"), (True, "causal"))])
 @pytest.mark.usefixtures("autotune_switch")  # before reconcile, which reads the marks
-def test_best_rung_at_least_1_5x_flash_attention_backend(request: Any, causal: bool, target: Any, measured_once: Any,
+def test_best_rung_at_least_1_5x_flash_attention_backend(causal: bool, target: Any, measured_once: Any,
                                                           reconcile: Any) -> None:
     rec = best_at_target(causal, measured_once)
     flash = rec["sdpa_flash_time"]
     pred = _target_prediction(flash.value / FLASH_SPEEDUP, "t_FLASH_ATTENTION / 1.5", flash, "sdpa_flash_time")
     reconcile("target_vs_flash", pred, rec["time"], ratio=(0.0, 1.0), hardware=target.name,
-              why="one-sided target: the best rung's time at most 1/1.5 of FLASH_ATTENTION's on the same inputs",
-              finding_band=_noise_band(request, target, rec))
+              why="one-sided target: the best rung's time at most 1/1.5 of FLASH_ATTENTION's on the same inputs")
 
 
 @pytest.mark.parametrize("causal", [pytest.param(c, id=i, marks=target_marks(
     "test_best_rung_at_least_0_85x_default_sdpa", i)) for c, i in ((False, "full"), (True, "causal"))])
-def test_best_rung_at_least_0_85x_default_sdpa(request: Any, causal: bool, target: Any, measured_once: Any,
+def test_best_rung_at_least_0_85x_default_sdpa(causal: bool, target: Any, measured_once: Any,
                                                reconcile: Any) -> None:
     rec = best_at_target(causal, measured_once)
     default = rec["sdpa_default_time"]
     pred = _target_prediction(default.value / DEFAULT_FRACTION, "t_sdpa_default / 0.85", default,
                               "sdpa_default_time")
     reconcile("target_vs_default", pred, rec["time"], ratio=(0.0, 1.0), hardware=target.name,
-              why="one-sided target: the best rung at least 0.85x the default backend's speed on the same inputs",
-              finding_band=_noise_band(request, target, rec))
-
-
-def _noise_band(request: Any, target: Any, rec: Any) -> tuple[float, float] | None:
-    """The target finding's band from the case's other recorded runs and this run's noise
-    (flashattn_findings.target_noise_band) on the card the finding was written on; None elsewhere (the H100 keeps
-    the band held unchanged against it, as pre-registered) or where the autotuner switched tiles and that finding
-    (its own band) judges the run."""
-    mark = request.node.get_closest_marker("finding")
-    if mark is None or mark.args[0] != ff.TARGET_FINDING or target.name != ff.MEASURED_ON:
-        return None
-    folders = (get_session(request.config).settings.results_dir, ff.RESULTS)
-    test = request.node.originalname
-    return ff.target_noise_band(test, rec, ff.other_runs(folders, target.name, rec))
+              why="one-sided target: the best rung at least 0.85x the default backend's speed on the same inputs")
 
 
 def _decode_live(d: at.DecodeShape, variant: registry.DecodeVariant = SPLIT) -> Any:
@@ -249,8 +234,7 @@ def test_fused_reduction_saves_its_stated_time(d: at.DecodeShape, variant: regis
     anatomy_benchmark(rec, "time")
     split = measured_once(_decode_name(d, beside), _decode_live(d, beside), beside=rec)  # same session, same seed
     pred, band, why = fd2.saving_prediction(split["time"].value, timing_noise_s(split), timing_noise_s(rec))
-    merge = fd2.merge_band(split["time"].value, timing_noise_s(split), timing_noise_s(rec)) \
-        if d.context == fd2.MERGE_CONTEXT else None
+    merge = fd2.merge_band(d.context, split["time"].value, timing_noise_s(split), timing_noise_s(rec))
     reconcile("time_vs_two_kernels", pred, rec["time"], ratio=band, hardware=target.name, why=why, finding_band=merge)
 
 
