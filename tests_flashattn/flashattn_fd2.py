@@ -159,13 +159,22 @@ MERGE_WHY = (
     "reads the most partials while the other programs of its wave have retired: it costs what the second launch "
     "saved. Not measured apart (no Nsight Compute profile of fd2). Band: a saving between 0 (the merge costs all the "
     "launch saved) and the H200's measured 64k saving (another run), widened by both calls' timing noise here and the "
-    "H200 pair's; a second H100 session of fd2 would test it on its own card.")
+    "H200 pair's. The H100's second fd2 session (2026-12-07 05:42, another lease) saved {h100_second}: inside the "
+    "stated band widened by that pair's noise as well as inside this band, so that session resolves the finding. The "
+    "64k saving sits at the stated band's low edge, and one session lands on either side of it (strict=False): "
+    "whether the merge costs all of the launch's saving or part of it is within two sessions' noise.")
+
+
+def first_saving(hardware: str) -> tuple[float, float]:
+    """(saving, timing noise of the pair) at 64k in `hardware`'s first fd2 session (saving_of)."""
+    return saving_of(hardware, 0)
 
 
 @functools.cache
-def first_saving(hardware: str) -> tuple[float, float]:
-    """(saving, timing noise of the pair) at 64k in `hardware`'s first fd2 session: the two-kernel time measured
-    beside it less fd2's, and the two calls' noise combined. Read once per process (marks and bands both use it)."""
+def saving_of(hardware: str, session: int) -> tuple[float, float]:
+    """(saving, timing noise of the pair) at 64k in `hardware`'s fd2 session number `session` (0: the first): the
+    two-kernel time measured beside it less fd2's, and the two calls' noise combined. Read once per process (marks
+    and bands both use it)."""
     from flashattn_findings import RESULTS
     from pytest_anatomy import recordings
     from pytest_anatomy.measure.flashattn_runner import decode_name
@@ -173,7 +182,12 @@ def first_saving(hardware: str) -> tuple[float, float]:
     s = dl.SHAPE
     name = {v: decode_name(s["batch"], s["heads"], s["kv_heads"], MERGE_CONTEXT, s["head_dim"], v.id)
             for v in (SPLIT, FUSED)}
-    fused = recordings.load_runs((RESULTS,), hardware, "flashattn", name[FUSED])[0]
+    runs = recordings.load_runs((RESULTS,), hardware, "flashattn", name[FUSED])
+    if not runs:  # a tree without the results (a slimmed device copy): name what is missing, not an IndexError
+        raise recordings.MissingRecording(f"{RESULTS / hardware / 'flashattn' / name[FUSED]}@*")
+    if session >= len(runs):
+        raise recordings.MissingRecording(f"{RESULTS / hardware / 'flashattn' / name[FUSED]}@* (session {session + 1})")
+    fused = runs[session]
     split = recordings.load_beside(RESULTS, hardware, "flashattn", name[SPLIT], fused)
     return split["time"].value - fused["time"].value, math.hypot(dl.timing_noise_s(split), dl.timing_noise_s(fused))
 
@@ -187,9 +201,10 @@ def merge_marks(context: int) -> tuple[Any, ...]:
     if context != MERGE_CONTEXT:
         return ()
     why = quoted(lambda: MERGE_WHY.format(h100=saving_us(first_saving(H100)[0]),
-                                          h200=saving_us(first_saving(MEASURED_ON)[0])))
+                                          h200=saving_us(first_saving(MEASURED_ON)[0]),
+                                          h100_second=saving_us(saving_of(H100, 1)[0])))
     return (pytest.mark.finding(MERGE_FINDING, hardware=H100, quantity="time_vs_two_kernels", reason=why,
-                                band_from="other-runs"),)
+                                band_from="other-runs", strict=False),)
 
 
 def merge_band(context: int, split_s: float, split_noise_s: float, fused_noise_s: float) -> tuple[float, float] | None:
