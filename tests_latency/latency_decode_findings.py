@@ -47,6 +47,7 @@ MARGINAL_COST_RUNS: dict[tuple[str, str], float] = {
     ("qwen2.5-7b", "2026-12-04T00:09:44.000000Z"): 1.4074, ("qwen2.5-7b", "2026-12-04T09:53:42.000000Z"): 1.3494,
     ("qwen2.5-7b", "2026-12-04T10:05:35.000000Z"): 1.2738, ("qwen2.5-7b", "2026-12-04T10:12:03.000000Z"): 1.2931,
     ("qwen2.5-7b", "2026-12-06T08:39:30Z"): 1.2681, ("qwen2.5-7b", "2026-12-06T09:41:35Z"): 1.3056,
+    ("qwen2.5-7b", "2026-12-07T05:34:54Z"): 1.2676,
     ("llama-3.1-8b", "2026-11-30T02:02:39Z"): 1.3201, ("llama-3.1-8b", "2026-12-01T04:47:39.340850Z"): 1.3398,
     ("llama-3.1-8b", "2026-12-01T06:44:22.000000Z"): 1.3264, ("llama-3.1-8b", "2026-12-01T11:24:59.000000Z"): 1.3181,
     ("llama-3.1-8b", "2026-12-02T00:05:58.000000Z"): 1.3199, ("llama-3.1-8b", "2026-12-02T02:33:51.000000Z"): 1.3263,
@@ -70,7 +71,8 @@ PER_SEQUENCE_FINDING_ID = "h200-decode-per-sequence-cost"  # the per-sequence ex
 # runs, by test_latency_findings_reasons.py::test_decode_validity_flags_the_recorded_runs. The first four came from
 # engines with the utilization-sized KV pool; latency_live_plan.py pins both plans' pools since, and
 # STALLED_PINNED_POOL are the flagged runs from a pinned pool (the same test recomputes which). Qwen2.5-3B's two runs
-# of 2026-12-06 08:39 came from a utilization-sized pool again (that session's engines pinned none).
+# of 2026-12-06 08:39 came from a utilization-sized pool again (that session's engines pinned none), and so did its
+# three of 2026-12-07 05:34 (b = 8, 32, 64; each flagged on both attempts).
 STALLED_DECODE_RUNS: tuple[tuple[str, str, int], ...] = (
     (QWEN, "2026-11-30T00:37:45Z", 128), (QWEN, "2026-12-02T00:15:06.000000Z", 64),
     (QWEN, "2026-12-02T00:15:06.000000Z", 128), (QWEN, "2026-12-02T02:43:17.000000Z", 64),
@@ -78,7 +80,9 @@ STALLED_DECODE_RUNS: tuple[tuple[str, str, int], ...] = (
     (QWEN, "2026-12-02T16:37:12.000000Z", 1), (QWEN, "2026-12-02T16:37:12.000000Z", 8),
     (QWEN, "2026-12-02T16:37:12.000000Z", 32), (QWEN, "2026-12-02T16:37:12.000000Z", 64),
     (QWEN, "2026-12-03T23:40:05.000000Z", 4), (QWEN, "2026-12-04T00:09:44.000000Z", 64),
-    ("qwen2.5-3b", "2026-12-06T08:39:30Z", 16), ("qwen2.5-3b", "2026-12-06T08:39:30Z", 64))
+    ("qwen2.5-3b", "2026-12-06T08:39:30Z", 16), ("qwen2.5-3b", "2026-12-06T08:39:30Z", 64),
+    ("qwen2.5-3b", "2026-12-07T05:34:54Z", 8), ("qwen2.5-3b", "2026-12-07T05:34:54Z", 32),
+    ("qwen2.5-3b", "2026-12-07T05:34:54Z", 64))
 STALLED_PINNED_POOL = frozenset({(QWEN, "2026-12-02T14:18:58.000000Z", 16), (QWEN, "2026-12-02T16:29:14.000000Z", 64),
                                  (QWEN, "2026-12-02T16:37:12.000000Z", 1), (QWEN, "2026-12-02T16:37:12.000000Z", 8),
                                  (QWEN, "2026-12-02T16:37:12.000000Z", 32), (QWEN, "2026-12-02T16:37:12.000000Z", 64),
@@ -198,7 +202,7 @@ DECODE_ROOFLINE = pytest.mark.finding("h200-decode-step-overhead", hardware=MEAS
 # model's newest session (the run each check replays), by its stamp: test_marginal_cost_newest_is_the_recorded_one
 # recomputes them.
 MARGINAL_COST_NEWEST: dict[str, tuple[float, float]] = {
-    "qwen2.5-7b": (1.3056, 0.0895), "llama-3.1-8b": (1.3374, 0.0214)}
+    "qwen2.5-7b": (1.2676, 0.0576), "llama-3.1-8b": (1.3374, 0.0214)}
 
 
 def _hhmm(stamp: str) -> str:

@@ -104,6 +104,10 @@ OUTCOME: dict[str, tuple[tuple[float, float], float, tuple[int, int], float, flo
     # parts without the cap bit are short ones sampled at 1,980 MHz throughout (Qwen2.5-3B decode b=4, 6 rows, and
     # prefill 128 and 512, 3-4 rows; Qwen2.5-7B prefill 512, 4 rows)
     "2026-12-06T09:41:35+00:00": ((0.0, 0.0), 0.6185, (25, 29), 708.291, 0.0),
+    # decode and lone prefills of Qwen2.5-7B and -3B (no load run; Qwen2.5-3B decode b=8, 32 and 64 measured twice,
+    # both attempts flagged by the validity check); the two parts without the cap bit are short ones sampled at 1,980
+    # MHz throughout (Qwen2.5-3B prefill 128 and 512, 3 rows each)
+    "2026-12-07T05:34:54+00:00": ((0.0, 0.0), 0.6422, (29, 31), 710.898, 0.0),
 }
 
 
