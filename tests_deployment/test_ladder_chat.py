@@ -15,7 +15,7 @@ import ladder_chat as lc
 import ladder_findings as lf
 import ladder_raw as lr
 from pytest_anatomy.specs.workload_file import Slo
-from pytest_anatomy.theory.deployment import gain_within
+from pytest_anatomy.theory.deployment import gain_band, gain_within
 from pytest_anatomy.deployment_ladder import ladder_with_acceptance
 from test_ladder_replay import (PRE, _row, _value, assert_ngram_counters, gain_of, measured_speculation,
 
@@ -216,9 +216,12 @@ def test_fp8_weights_bands_are_the_mechanisms_and_ignore_the_measured_gain(modul
 def test_no_ngram_finding_covers_gains_on_both_sides() -> None:
     """Issue 10 item 3: a finding's reason never explains a gap and its opposite. Every n-gram miss (its prediction
     simulated at the run's acceptance, so no preregistered gain is needed here), on both models' rag and chat ladders
-    and their repeats, lies on one side of its prediction (its band excludes 1: a run's own resampled interval, or the
-    other run's widened, over it); under one finding id every miss says the same thing of the rung: slower (a latency
-    gain above its prediction, a throughput gain below) or faster."""
+    and their repeats, lies on one side of its prediction: its band (a run's own resampled interval, or the other
+    runs' widened, over it) reaches the misses beyond the 20% target on one side only. Since the third chat start
+    (2026-12-07) a band from other engine starts may hold the prediction itself, where one of those starts agreed
+    (strict=False then: ladder_repeat.strict); it still never reaches a miss on the other side. Under one finding id
+    every miss says the same thing of the rung: slower (a latency gain above its prediction, a throughput gain below)
+    or faster."""
     import importlib
 
     import ladder_repeat as lrp
@@ -231,10 +234,13 @@ def test_no_ngram_finding_covers_gains_on_both_sides() -> None:
     # explanation: the gain sits at the target's edge)
     marks += [m for (model, workload, step) in lrp.RUNS if step == "ngram"
               for m in lrp.repeat_marks(model, workload, step, {}) if m.args[0] != lrp.UNRESOLVED_ID]
+    below_target, above_target = gain_band()  # measured / predicted beyond these is a miss
     for mark in marks:
         lo, hi = mark.kwargs["expected"]
-        assert hi < 1 or lo > 1, (mark.args[0], mark.kwargs["quantity"])
+        reaches_below, reaches_above = lo < below_target, hi > above_target
+        assert reaches_below != reaches_above, (mark.args[0], mark.kwargs["quantity"], (lo, hi))
+        assert hi < 1 or lo > 1 or not mark.kwargs["strict"], (mark.args[0], mark.kwargs["quantity"])
         latency = mark.kwargs["quantity"].split(".")[2].endswith("_s")
-        sides.setdefault(mark.args[0], set()).add((lo > 1) == latency)
+        sides.setdefault(mark.args[0], set()).add(reaches_above == latency)
     assert set(sides) >= {lf.NGRAM_STEPS_ID, lf.NGRAM_TTFT_ID, lf.NGRAM_BURST_SHORTER_ID, lf.NGRAM_BURST_LONGER_ID}
     assert all(len(s) == 1 for s in sides.values()), sides

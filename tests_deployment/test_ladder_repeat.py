@@ -104,7 +104,9 @@ def test_first_runs_are_the_ladder_tables() -> None:
             continue
         assert first[1:] == quoted[1:] and abs(first[0] - quoted[0]) < 5e-4, (model, workload, step, metric)
         compared += 1
-    assert compared == 52  # every first-run miss of a repeated rung (41 before the third start added 4 rungs)
+    # every first-run miss of a repeated rung (41 before the third start added 4 rungs); the 2026-12-07 runs add no row:
+    # rag fp8_kv's first runs and Llama-3.1-8B's chat ngram throughput in run 1 were inside 20% (no module row)
+    assert compared == 52
 
 
 def _engine_value(name: str, run: dict[str, Any], parent: dict[str, Any], workload: str) -> float:
@@ -134,13 +136,15 @@ def test_repeat_engine_numbers_are_the_recorded_ones(key: tuple[str, str, str]) 
 
 @pytest.mark.parametrize("key", [k for k in KEYS if k[2] == "ngram"], ids=lambda k: f"{k[1]}-{k[0]}")
 def test_ngram_repeats_drafted_as_their_first_runs(key: tuple[str, str, str]) -> None:
-    """'Run 2 drafted exactly as run 1': the same drafts and accepted tokens per position, and the same stream."""
+    """'Run 2 drafted exactly as run 1' (and every later run): the same drafts and accepted tokens per position, and the
+    same stream."""
+    runs = range(1, len(lrp.RUNS[key]) + 1)
     counters = [{k: v for k, v in _recs(key, run)[0].measurements.items() if k.startswith("counters.vllm:spec_decode")}
-                for run in (1, 2)]
-    assert counters[0] and counters[0] == counters[1]
+                for run in runs]
+    assert counters[0] and all(c == counters[0] for c in counters[1:])
     streams = [[r["chunk_tokens"] for r in sorted(_raws(key, run)[0]["requests"], key=lambda r: r["id"])]
-               for run in (1, 2)]
-    assert streams[0] == streams[1]
+               for run in runs]
+    assert all(s == streams[0] for s in streams[1:])
 
 
 def test_every_recorded_run_is_judged() -> None:
@@ -170,11 +174,16 @@ def test_every_recorded_run_is_judged() -> None:
                     f"PARENT_RUNS, GAINS, ENGINE, WHY; ladder_noise's GAINS; as in f27a9b6a): {', '.join(pending)}")
 
 
+# the opening-burst findings by the side of the TTFT p99 gain they explain (True: above its prediction)
+BURST_BY_SIDE = {False: lf.NGRAM_BURST_SHORTER_ID, True: lf.NGRAM_BURST_LONGER_ID}
+
+
 @pytest.mark.parametrize("key", KEYS, ids=KEY_IDS)
 def test_a_repeats_findings_are_its_misses_under_its_first_runs_ids(key: tuple[str, str, str]) -> None:
     """Each run's case carries one finding per gain outside 20% and its own interval; where the first run missed too,
-    under the same finding; every band is the first run's explanation band where that finding is banded so and holds
-    the run, else other-runs exactly where every other run's band holds it."""
+    under the same finding, unless the runs missed on opposite sides for causes split apart (BURST_BY_SIDE); every
+    band is the first run's explanation band where that finding is banded so and holds the run, else other-runs
+    exactly where every other run's band holds it."""
     predicted = _row(*key)["gain"] or {}
     noise = (ln.ABOVE_ID, ln.BELOW_ID)  # inside 20%, outside the budget: ladder_noise.py's, test_ladder_noise.py checks
     runs = range(1, len(lrp.RUNS[key]) + 1)
@@ -200,6 +209,14 @@ def test_a_repeats_findings_are_its_misses_under_its_first_runs_ids(key: tuple[s
             assert marks[run][quantity].kwargs["strict"] == lrp.strict(band, band_from), (run, metric)
             assert (band_from == "other-runs") == (band != (round(g[1] / p, 4), round(g[2] / p, 4)))
         ids = {marks[run][quantity].args[0] for run in runs if quantity in marks[run]}
+        if quantity in marks[1] and ids == set(BURST_BY_SIDE.values()):
+            # split by cause, not one finding on both sides: Qwen2.5-7B's chat n-gram TTFT p99 ran below its
+            # prediction in run 1 (its opening burst shorter than the parent's) and above it in run 3 (longer);
+            # each run's finding is the one of its own side, each banded by its own interval (no other run holds it)
+            for run, g in zip(runs, gains):
+                if quantity in marks[run]:
+                    assert marks[run][quantity].args[0] == BURST_BY_SIDE[g[0] / p > 1], (run, metric)
+            continue
         if quantity in marks[1] and len(ids) > 1:
             raise AssertionError(f"{metric}: one gain under several findings {ids}")
         if quantity in marks[1] and any(quantity in marks[run] for run in runs if run > 1):
@@ -207,10 +224,13 @@ def test_a_repeats_findings_are_its_misses_under_its_first_runs_ids(key: tuple[s
 
 
 def test_a_band_comes_from_the_other_run_and_is_never_widened(monkeypatch) -> None:
-    """Llama-3.1-8B's rag eager ITL p50 gain, held by the other run both ways: its band is the other run's interval,
-    each side widened by sqrt(2), over the prediction, and moving this run's own numbers moves no band; moved outside
-    it, the verdict keeps its own interval (checked-run) and says the size did not repeat."""
-    key, p = (ll.MODEL, "rag", "eager", "itl_p50_s"), 1.5567
+    """Llama-3.1-8B's chat prefix_cache TTFT p50 gain, held by the other run both ways (a rung run twice; the rag eager
+    ITL p50 gain this test took until 2026-12-07 has a third run, test_other_runs_band_by_their_intersection_else_their
+    _hull_never_wider's case): its band is the other run's interval, each side widened by sqrt(2), over the prediction,
+    and moving this run's own numbers moves no band; moved outside it, the verdict keeps its own interval
+    (checked-run) and says the size did not repeat."""
+    key = (llc.MODEL, "chat", "prefix_cache", "ttft_p50_s")
+    p = _row(*key[:3])["gain"]["ttft_p50_s"]
     (g1, lo1, hi1), other = lrp.GAINS[key]  # the rung's two runs
     band, band_from, _ = lrp.banded(*key[:3], key[3], 1, p)
     g, lo, hi = other
