@@ -160,7 +160,7 @@ SMALL_REASON = (
 # (test_latency_preregistered._sets_apart_from_small; a run the validity check flags is set apart there too)
 SMALL_SET_APART = {"2026-12-06T09:41:35Z": "h200-one-session-above-every-other"}
 # SMALL_ID's checks the same run in the other sessions bands (band_from="other-runs"); the rest keep the checked run
-# (SMALL_REASON says why, test_latency_preregistered.py::test_the_3b_band_is_the_other_sessions recomputes which)
+# (SMALL_REASON says why, test_latency_small_model_bands.py::test_the_3b_band_is_the_other_sessions recomputes which)
 SMALL_SESSION_BANDED_STEPS: tuple[int, ...] = (16,)
 SMALL_SESSION_BANDED_PROMPTS: tuple[int, ...] = ()
 # The findings banded by the same run in the other recorded sessions (test_latency_preregistered._other_sessions)
