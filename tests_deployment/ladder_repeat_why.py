@@ -136,7 +136,6 @@ WHY: dict[tuple[str, str, str], str] = {
         "(limits {b[parent_window]} and {a[parent_window]}), TTFT p50 {b[ttft_p50_s]} against {a[ttft_p50_s]} ms, ITL p99 "
         "{b[itl_p99_s]} against {a[itl_p99_s]} (limits {b[parent_itl_p99_s]} and {a[parent_itl_p99_s]}): the cached "
         "prompt steps ran as long again.")}
-# The third start (2026-12-05, card GPU-2d2b522c, each rung over its card's parent): what its engines show
 # The 2026-12-07 starts (card GPU-8f2eaa92; eager and ngram over their batch's fp8_kv, where the earlier rag runs
 # divided by the first visit's fp8_kv on another card, so today's ratios carry the parent's own move too): what their
 # engines show
@@ -195,6 +194,7 @@ DEC7: dict[tuple[str, str, str], str] = {
         "verify step of 16 is the fastest of three, {c[step_n]} ms (the parent's decode step {c[parent_step_n]}), ITL "
         "p50 {c[itl_p50_s]} ms, TTFT p50 {c[ttft_p50_s]}, so ITL p50's gain moved further toward the prediction than "
         "run 2's band allows; every miss kept its side.")}
+# The third start (2026-12-05, card GPU-2d2b522c, each rung over its card's parent): what its engines show
 THIRD: dict[tuple[str, str, str], str] = {
     (QWEN, "chat", "fp8_kv"): (
         " Run 3 ran over its own batch's fp8_weights, as the plan asked: median prompt window {c[window]} ms against "
