@@ -129,7 +129,7 @@ def test_the_64k_merge_finding_is_banded_by_the_h200s_measured_saving_not_by_the
     saving, noise = fd2.first_saving(fd2.MEASURED_ON)
     assert 0.0 < saving < fd2.SAVING.lo and noise > 0.0
     split, own_noise = 710.54e-6, 1.0e-6  # any two-kernel time at 64k: the band's edges are savings around it
-    lo, hi = fd2.merge_band(fd2.MERGE_CONTEXT, split, own_noise, own_noise)
+    lo, hi = fd2.merge_band(fd2.MERGE_CONTEXT, fd2.MERGE_CARD, split, own_noise, own_noise)
     mid = split - fd2.SAVING.mid
     total = math.hypot(own_noise, own_noise, noise)
     assert lo == pytest.approx((split - saving - total) / mid, abs=1e-5)
@@ -137,13 +137,15 @@ def test_the_64k_merge_finding_is_banded_by_the_h200s_measured_saving_not_by_the
     assert hi > fd2.saving_prediction(split, own_noise, own_noise)[1][1]  # no saving at all is outside the stated band
     (mark,) = fd2.merge_marks(fd2.MERGE_CONTEXT)
     assert mark.kwargs["hardware"] != fd2.MEASURED_ON and mark.kwargs["band_from"] == "other-runs"
-    assert fd2.saving_us(fd2.first_saving(mark.kwargs["hardware"])[0]) in mark.kwargs["reason"]  # quoted from its recordings
-    assert fd2.merge_marks(8192) == () and fd2.merge_band(8192, split, own_noise, own_noise) is None
+    # the H100's saving is quoted from its recordings
+    assert fd2.saving_us(fd2.first_saving(mark.kwargs["hardware"])[0]) in mark.kwargs["reason"]
+    assert fd2.merge_marks(8192) == () and fd2.merge_band(8192, fd2.MERGE_CARD, split, own_noise, own_noise) is None
+    assert fd2.merge_band(fd2.MERGE_CONTEXT, fd2.MEASURED_ON, split, own_noise, own_noise) is None  # no mark there
 
 
 def test_the_merge_finding_straddles_the_stated_band_across_the_h100s_sessions() -> None:
     """strict=False because the H100's two fd2 sessions land either side: the first saved less than its stated band
-    allows (diverged), the second inside it (resolves the finding); both savings lie inside the finding's band."""
+    allows (diverged), the second inside it once widened by its noise (resolves the finding on replay)."""
     (mark,) = fd2.merge_marks(fd2.MERGE_CONTEXT)
     assert mark.kwargs["strict"] is False
     first, second = (fd2.saving_of(fd2.H100, n)[0] for n in (0, 1))
@@ -162,6 +164,6 @@ def test_the_merge_band_names_the_recording_it_lacks(tmp_path: Path, monkeypatch
     fd2.saving_of.cache_clear()
     try:
         with pytest.raises(recordings.MissingRecording, match=r"h200/flashattn/fd2\.b8h32kv8l65536d128@\*"):
-            fd2.merge_band(fd2.MERGE_CONTEXT, 710.54e-6, 1.0e-6, 1.0e-6)
+            fd2.merge_band(fd2.MERGE_CONTEXT, fd2.MERGE_CARD, 710.54e-6, 1.0e-6, 1.0e-6)
     finally:
         fd2.saving_of.cache_clear()

@@ -236,7 +236,8 @@ def test_fused_reduction_saves_its_stated_time(d: at.DecodeShape, variant: regis
     split = measured_once(_decode_name(d, beside), _decode_live(d, beside), beside=rec)  # same session, same seed
     pred, band, why = fd2.saving_prediction(split["time"].value, timing_noise_s(split), timing_noise_s(rec))
     try:
-        merge = fd2.merge_band(d.context, split["time"].value, timing_noise_s(split), timing_noise_s(rec))
+        merge = fd2.merge_band(d.context, target.name, split["time"].value, timing_noise_s(split),
+                               timing_noise_s(rec))
     except MissingRecording as exc:  # both times are recorded already: a checkout with results/ judges them on replay
         pytest.skip(f"the merge finding's band needs {exc.args[0]} (another card's first fd2 session): run from a "
                     "checkout with results/; this session's recordings are kept and replay judges them")
