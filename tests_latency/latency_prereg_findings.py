@@ -4,7 +4,7 @@ issue 10 item 1), each against its card's pre-registration (results/<card>/prere
 the current theory with that session's calibration.
 
 Where a card has no other session of a run, "the same run in the other sessions" is the same run on the other card,
-each against its own session's current theory (test_latency_preregistered._other_cards): the hypothesis that a
+each against its own session's current theory (latency_prereg_bands._other_cards): the hypothesis that a
 miss is the model's, not the card's. A pre-registered check takes that band through its own run's current theory
 over its pre-registered value (both computed before and apart from the measurement).
 
@@ -157,13 +157,13 @@ SMALL_REASON = (
     "widened, until a session repeats them.")
 
 # The H200 sessions of Qwen2.5-3B whose runs band none of SMALL_ID's checks, each with the finding that sets it apart
-# (test_latency_preregistered._sets_apart_from_small; a run the validity check flags is set apart there too)
+# (latency_prereg_bands.sets_apart_from_small; a run the validity check flags is set apart there too)
 SMALL_SET_APART = {"2026-12-06T09:41:35Z": "h200-one-session-above-every-other"}
 # SMALL_ID's checks the same run in the other sessions bands (band_from="other-runs"); the rest keep the checked run
 # (SMALL_REASON says why, test_latency_small_model_bands.py::test_the_3b_band_is_the_other_sessions recomputes which)
 SMALL_SESSION_BANDED_STEPS: tuple[int, ...] = (16,)
 SMALL_SESSION_BANDED_PROMPTS: tuple[int, ...] = ()
-# The findings banded by the same run in the other recorded sessions (test_latency_preregistered._other_sessions)
+# The findings banded by the same run in the other recorded sessions (latency_prereg_bands.other_session_ratios)
 SESSION_BANDED = frozenset({LARGE_MODEL_ID, PREFILL_ID, SMALL_ID})
 SESSION_BANDED_FROM_TOKENS = 2048
 PREFILL_MODELS = ("qwen2.5-3b", "qwen2.5-32b")  # the models PREFILL_REASON describes  # shorter lone prefills: their own run's band (PREFILL_REASON says why)

@@ -12,14 +12,14 @@ import pytest
 import latency_prereg_findings as pf
 import test_latency_preregistered as tlp
 from latency_decode_findings import STALLED_DECODE_RUNS
+from latency_prereg_bands import other_session_runs, sets_apart_from_small
+from latency_prereg_runs import RESULTS, current_decode, preregistered_cases
 
 from pytest_anatomy import latency_prereg as lp
 from pytest_anatomy import recordings
 from pytest_anatomy.cli_calibration import CALIBRATION_MODEL
 from pytest_anatomy.measure import Measurement
 from pytest_anatomy.theory.prediction import Prediction
-
-RESULTS = tlp.RESULTS
 
 # --- the H200 3B's checks (pf.SMALL_ID): which the other sessions band, and from what -------------------------------
 _SMALL_CHECKS = {"decode": (tlp.test_preregistered_decode_step, tlp.test_current_theory_decode_step),
@@ -44,10 +44,10 @@ class _Request:
 
 
 def _small_cases() -> list[tuple[str, Any, int, Any]]:
-    """(kind, the pytest.param of tlp._cases, its batch or length, the check function) of every SMALL_ID check."""
+    """(kind, the pytest.param of preregistered_cases, its batch or length, the check function) of every SMALL_ID check."""
     out = []
     for kind, fns in _SMALL_CHECKS.items():
-        for case in tlp._cases(RESULTS, kind):
+        for case in preregistered_cases(RESULTS, kind):
             _, hw, _, run, _ = case.values
             if hw is None or (hw, run["model"]) != pf.SMALL:
                 continue
@@ -97,9 +97,9 @@ def test_the_3b_band_is_the_other_sessions():
         banded = n in (pf.SMALL_SESSION_BANDED_STEPS if kind == "decode" else pf.SMALL_SESSION_BANDED_PROMPTS)
         assert mark.kwargs["band_from"] == ("other-runs" if banded else "checked-run"), (fn.__name__, n)
         assert recordings.same_instant("2026-12-06T08:39:30Z", rec.recorded_at), rec.recorded_at
-        every = {r.recorded_at for r in tlp._other_runs(RESULTS, hw, rec)}
-        kept = {r.recorded_at for r in tlp._other_runs(RESULTS, hw, rec, pf.SMALL_ID)}
-        apart = {r.recorded_at: tlp._sets_apart_from_small(r) for r in tlp._other_runs(RESULTS, hw, rec)}
+        every = {r.recorded_at for r in other_session_runs(RESULTS, hw, rec)}
+        kept = {r.recorded_at for r in other_session_runs(RESULTS, hw, rec, pf.SMALL_ID)}
+        apart = {r.recorded_at: sets_apart_from_small(r) for r in other_session_runs(RESULTS, hw, rec)}
         assert {s for s, why in apart.items() if why == pf.SMALL_SET_APART["2026-12-06T09:41:35Z"]} \
             == {"2026-12-06T09:41:35Z"} and kept <= {"2026-12-07T05:34:54Z"} <= every, (fn.__name__, n, apart)
         flagged = (kind == "decode" and ("qwen2.5-3b", "2026-12-07T05:34:54Z", n) in STALLED_DECODE_RUNS)
@@ -141,7 +141,7 @@ def test_the_3b_reason_quotes_the_third_session():
     steps = []
     for b in pf.SMALL_STEP_BATCHES:
         r = at(f"{model}.decode.b{b}", third)
-        current = tlp._current_decode(RESULTS, hw, {"model": model, "settings": {"batch": b}}, r)
+        current = current_decode(RESULTS, hw, {"model": model, "settings": {"batch": b}}, r)
         steps.append(r["step_time_s"].value / current.value)
     prompts = {s: [at(f"{model}.prefill.l{n}", s)[lp.PREFILL_QUANTITY].value * 1e3 for n in pf.SMALL_PROMPT_LENGTHS]
                for s in (third, "2026-12-06T08:39:30Z")}
