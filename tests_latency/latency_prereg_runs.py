@@ -48,7 +48,8 @@ def recorded_since(results: Path, hw: str, name: str, after: Any, *,
                    skipped: bool = False) -> recordings.Recording | None:
     """The first recording of `name` on `hw` made after the pre-registration was committed (None: not yet run). A
     part the device program skipped (its engine's pool could not hold the batch) is a recording with no
-    measurement: it is returned only with `skipped` (test_a_skipped_preregistered_run_was_predicted_not_to_fit)."""
+    measurement: it is returned only with `skipped`
+    (test_a_skipped_preregistered_run_is_one_its_engines_pool_could_not_hold)."""
     if after is None:
         return None
     found = [recordings.load_file(path) for path in recordings.candidates(results, hw, "latency", name)]
