@@ -40,7 +40,7 @@ import pytest
 from pytest_anatomy.theory.deployment import ladder
 
 from ladder_repeat_runs import CARD, ENGINE, GAINS, LLAMA, NGRAM_PREDICTED, PARENT_RUNS, QWEN, RUNS, Gain
-from ladder_repeat_why import _FIRST_CARD, DEC7, THIRD, WHY
+from ladder_repeat_why import FIRST_CARD_PARENT, DEC7, THIRD, WHY
 
 # each rung's parent, as the ladder defines it (the parents do not depend on the ladder's limits)
 PARENT = {step.name: step.parent for step in ladder(1, 1, (1, 1)) if step.parent}
@@ -80,7 +80,7 @@ def why(key: tuple[str, str, str]) -> str:
     a, b, c, d = (*ENGINE[key], {}, {}, {})[:4]
     oa, ob, oc, od = (*other, {}, {}, {}, {})[:4]
     return (WHY[key] + THIRD.get(key, "") + DEC7.get(key, "")).format(a=a, b=b, c=c, d=d, oa=oa, ob=ob, oc=oc, od=od,
-                                                                      _fc=_FIRST_CARD)
+                                                                      _fc=FIRST_CARD_PARENT)
 
 
 def _other_runs(model: str, workload: str, step: str, metric: str, run: int) -> list[tuple[str, Gain]]:

@@ -8,10 +8,13 @@ from ladder_repeat_runs import LLAMA, QWEN
 
 # What the runs' engines show, per rung ({a}: run 1's ENGINE, {b}: run 2's, {c}: run 3's, {d}: run 4's; {oa}/{ob}/{oc}/
 # {od}: the other model's same rung)
-_FIRST_CARD = "the parent's first run, on the first visit's card"
+# The parent a run on a later card divides by where no parent ran beside it (ladder_repeat.why passes it to the
+# sentences as {_fc} too)
+FIRST_CARD_PARENT = "the parent's first run, on the first visit's card"
 WHY: dict[tuple[str, str, str], str] = {
     (QWEN, "rag", "fp8_kv"): (
-        f"Run 2 (2026-12-07, card GPU-8f2eaa92) divides by {_FIRST_CARD} (no fp8_weights ran in its batch or on its "
+        f"Run 2 (2026-12-07, card GPU-8f2eaa92) divides by {FIRST_CARD_PARENT} "
+        "(no fp8_weights ran in its batch or on its "
         "card). Its decode step repeated run 1's ({b[step_n]} against {a[step_n]} ms at 16; fp8_weights "
         "{a[parent_step_n]}), but its prompt windows ran shorter: median {b[window]} ms against run 1's {a[window]} "
         "and the parent's {a[parent_window]}, TTFT p50 {b[ttft_p50_s]} against {a[ttft_p50_s]} ms (parent "
@@ -20,7 +23,8 @@ WHY: dict[tuple[str, str, str], str] = {
         "card shortened the graph-less prompt-carrying steps is not separable (the parent ran on another card); why "
         "is unknown."),
     (LLAMA, "rag", "fp8_kv"): (
-        f"Run 2 (2026-12-07, card GPU-8f2eaa92) divides by {_FIRST_CARD} (no fp8_weights ran in its batch or on its "
+        f"Run 2 (2026-12-07, card GPU-8f2eaa92) divides by {FIRST_CARD_PARENT} "
+        "(no fp8_weights ran in its batch or on its "
         "card). Its decode step is run 1's ({b[step_n]} against {a[step_n]} ms at 16; fp8_weights "
         "{a[parent_step_n]}), but its prompt windows ran far shorter: median {b[window]} ms against run 1's "
         "{a[window]} and the parent's {a[parent_window]}, TTFT p50 {b[ttft_p50_s]} against {a[ttft_p50_s]} ms (parent "
@@ -34,23 +38,26 @@ WHY: dict[tuple[str, str, str], str] = {
         "{a[window]} (limits: {a[parent_window]}), TTFT p50 {b[ttft_p50_s]} against {a[ttft_p50_s]} ms, the opening burst "
         "{b[burst_steps]} steps in {b[burst_ms]} ms against {a[burst_steps]} in {a[burst_ms]} (limits: "
         "{a[parent_burst_steps]} in {a[parent_burst_ms]}), and every gain of run 2 agrees with its prediction within 20%. "
-        f"Run 2's parent is {_FIRST_CARD}, so whether the cache or the machine shortened the windows is not separable."),
+        f"Run 2's parent is {FIRST_CARD_PARENT}, "
+        "so whether the cache or the machine shortened the windows is not separable."),
     (LLAMA, "chat", "prefix_cache"): (
         "Run 2's prompt windows are run 1's length (median {b[window]} against {a[window]} ms; limits {a[parent_window]}) "
         "and TTFT p50 moved little ({b[ttft_p50_s]} against {a[ttft_p50_s]} ms), but its opening burst took "
         "{b[burst_steps]} steps in {b[burst_ms]} ms against run 1's {a[burst_steps]} in {a[burst_ms]} (limits: "
         "{a[parent_burst_steps]} in {a[parent_burst_ms]}): the steps the cache removes were removed, each remaining one "
         "longer on this machine, so TTFT p99's gain, inside 20% in run 1, misses in run 2. Why this machine's burst steps "
-        f"are longer is unknown (run 2's parent is {_FIRST_CARD})."),
+        f"are longer is unknown (run 2's parent is {FIRST_CARD_PARENT})."),
     (QWEN, "chat", "fp8_kv"): (
         "Run 2's prompt windows are shorter again, and by more: median {b[window]} ms against run 1's {a[window]} and the "
-        f"parent's {{a[parent_window]}} ({_FIRST_CARD}: no fp8_weights ran beside run 2); ITL p99 {{b[itl_p99_s]}} against "
+        f"parent's {{a[parent_window]}} ({FIRST_CARD_PARENT}: no fp8_weights ran beside run 2); "
+        "ITL p99 {b[itl_p99_s]} against "
         "{a[itl_p99_s]} ms, and the opening burst {b[burst_steps]} steps in {b[burst_ms]} ms against {a[burst_ms]} (parent "
         "{a[parent_burst_ms]}), which moves TTFT p99 outside 20% where run 1's agreed. Whether fp8 KV or this card "
         "shortened the graph-less prompt steps is not separable from these runs."),
     (LLAMA, "chat", "fp8_kv"): (
         "Run 2's prompt windows did not lengthen: median {b[window]} ms against run 1's {a[window]} and the parent's "
-        f"{{a[parent_window]}} ({_FIRST_CARD}: no fp8_weights ran beside run 2); TTFT p50 {{b[ttft_p50_s]}} against "
+        f"{{a[parent_window]}} ({FIRST_CARD_PARENT}: no fp8_weights ran beside run 2); "
+        "TTFT p50 {b[ttft_p50_s]} against "
         "{a[ttft_p50_s]} ms and ITL p99 {b[itl_p99_s]} against {a[itl_p99_s]}, both inside 20% of the predicted 1.0 in run "
         "2. The cause test repeat (another card) lengthened them as run 1 did; on this card they kept fp8_weights' "
         "length. Why is unknown."),
@@ -69,14 +76,15 @@ WHY: dict[tuple[str, str, str], str] = {
     (QWEN, "rag", "eager"): (
         "As on chat, Qwen2.5-7B's eager step on run 2's card is longer and grows with the batch: {b[step_1]} ms for one "
         "sequence and {b[step_n]} for 16 against run 1's {a[step_1]} and {a[step_n]}; TTFT p50 {b[ttft_p50_s]} against "
-        f"{{a[ttft_p50_s]}} ms. Both runs divide by the same fp8_kv run ({_FIRST_CARD}; graph step of 16 "
+        f"{{a[ttft_p50_s]}} ms. Both runs divide by the same fp8_kv run ({FIRST_CARD_PARENT}; graph step of 16 "
         "{a[parent_step_n]} ms), so run 2's gains carry a card's difference too; Llama-3.1-8B's eager step on the same card "
         "repeated ({ob[step_n]} against {oa[step_n]} ms at 16). Why Qwen's grew is unknown. TTFT p99 (the second-largest "
         "of 96), inside 20% in run 1, misses in run 2."),
     (LLAMA, "rag", "eager"): (
         "The eager step repeated: {b[step_n]} ms at 16 sequences against run 1's {a[step_n]} (one sequence {b[step_1]} "
         f"against {{a[step_1]}}), TTFT p50 {{b[ttft_p50_s]}} against {{a[ttft_p50_s]}} ms, over the same parent "
-        f"({_FIRST_CARD}). TTFT p99, the second-largest of 96 requests ({{a[ttft_p99_s]}} -> {{b[ttft_p99_s]}} ms), "
+        f"({FIRST_CARD_PARENT}). TTFT p99, the second-largest of 96 requests "
+        "({a[ttft_p99_s]} -> {b[ttft_p99_s]} ms), "
         "agrees with its prediction in run 2: why that one request moved is unknown."),
     (QWEN, "chat", "ngram"): (
         "Run 2 drafted exactly as run 1 (identical counters and stream: E and the prediction are run 1's). Its steps are "
@@ -101,7 +109,7 @@ WHY: dict[tuple[str, str, str], str] = {
         "against the parent's {b[parent_burst_ms]} (run 1: {a[burst_ms]} against {a[parent_burst_ms]})."),
     (QWEN, "rag", "ngram"): (
         "Run 2 drafted exactly as run 1; its verify step of 16 takes {b[step_n]} ms against {a[step_n]} over the same "
-        f"parent ({_FIRST_CARD}, decode step {{a[parent_step_n]}} ms), ITL p50 {{b[itl_p50_s]}} against "
+        f"parent ({FIRST_CARD_PARENT}, decode step {{a[parent_step_n]}} ms), ITL p50 {{b[itl_p50_s]}} against "
         "{a[itl_p50_s]} ms: ITL p50, ITL p99, throughput and goodput repeated. TTFT p99, the second-largest of 96 requests, "
         "is {b[ttft_p99_s]} ms against run 1's {a[ttft_p99_s]}: inside 20% in run 1, just outside in run 2, each inside "
         "the other's band: the gain sits at the target's edge, which one run's p99 cannot resolve."),
@@ -111,7 +119,8 @@ WHY: dict[tuple[str, str, str], str] = {
         "ms, TTFT p50 {b[ttft_p50_s]} against {a[ttft_p50_s]}: this card's serial host time is shorter, so ITL p50's and "
         "goodput's gains moved toward the predictions by more than run 1's intervals allow; every miss kept its side."),
     (QWEN, "chat", "fp8_weights"): (
-        f"Run 2 (the third start's card) divides by {_FIRST_CARD} (prefix_cache ran in neither its batch nor on its "
+        f"Run 2 (the third start's card) divides by {FIRST_CARD_PARENT} "
+        "(prefix_cache ran in neither its batch nor on its "
         "card). Its engine start was slower throughout: a pure decode step of 32 takes {b[step_n]} ms against run 1's "
         "{a[step_n]} (the parent's bf16 step {a[parent_step_n]}), ITL p50 {b[itl_p50_s]} against {a[itl_p50_s]} ms, the "
         "median prompt window {b[window]} against {a[window]} ms (parent {a[parent_window]}), TTFT p50 {b[ttft_p50_s]} "
@@ -122,12 +131,14 @@ WHY: dict[tuple[str, str, str], str] = {
     (LLAMA, "chat", "fp8_weights"): (
         "Run 2's decode step repeated run 1's ({b[step_n]} against {a[step_n]} ms at 32; ITL p50 {b[itl_p50_s]} against "
         "{a[itl_p50_s]}), but its prompt windows did not shorten: median {b[window]} ms against run 1's {a[window]} and "
-        f"the parent's {{a[parent_window]}} ({_FIRST_CARD}), TTFT p50 {{b[ttft_p50_s]}} against {{a[ttft_p50_s]}} ms, so "
+        f"the parent's {{a[parent_window]}} ({FIRST_CARD_PARENT}), "
+        "TTFT p50 {b[ttft_p50_s]} against {a[ttft_p50_s]} ms, so "
         "the TTFT gains run 1 missed by (h200-fp8-weights-shorten-prompt-steps) agree with the predicted 1.0 in run 2, "
         "and ITL p99 ({b[itl_p99_s]} against {a[itl_p99_s]} ms) misses by less. The shortening did not repeat on this "
         "card; why is unknown."),
     (LLAMA, "rag", "limits"): (
-        f"Run 2 divides by {_FIRST_CARD} (baseline ran in neither its batch nor on its card): median prompt window "
+        f"Run 2 divides by {FIRST_CARD_PARENT} "
+        "(baseline ran in neither its batch nor on its card): median prompt window "
         "{b[window]} ms against run 1's {a[window]}, ITL p99 {b[itl_p99_s]} against {a[itl_p99_s]} ms (baseline "
         "{a[parent_itl_p99_s]}), TTFT p99 {b[ttft_p99_s]} against {a[ttft_p99_s]} ms: the graph-less prompt-carrying "
         "steps and their ITL p99 excess repeated."),
