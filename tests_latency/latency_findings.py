@@ -30,7 +30,8 @@ lf`, then `lf.X`), so a test never needs to know which module holds a finding:
 - latency_prefill_findings.py: the lone prefill (matmul ceiling, short prompts, long prompts above their GEMMs);
 - latency_closed_loop_findings.py: the closed loop (C=64 steady state, median ITL and C = 1 throughput carried from
   the decode step, C = 1 first-token time, C = 8/32/64 throughput with the per-sequence excess);
-- latency_poisson_overload_findings.py: Poisson arrivals (TTFT below the knee, ITL under load) and the overload runs;
+- latency_poisson_overload_findings.py: Poisson arrivals (ITL under load) and the overload runs;
+- latency_poisson_ttft_findings.py: Poisson arrivals' TTFT below the knee;
 - latency_run_validity_findings.py: runs the validity checks flag (stalled decode runs, slow prompt steps);
 - latency_session_pace_findings.py: sessions whose every Poisson run ran its prompts slowly (imported directly);
 - latency_card_findings.py: divergences recorded on one physical card, keyed by its NVML UUID (imported directly);
@@ -57,22 +58,21 @@ from latency_decode_findings import (B1_RESIDUAL_MS, BORDERLINE, DECODE_RATIO_OT
                                      marginal_cost_span)
 from latency_findings_common import (CHECKED_ON, LLAMA, MEASURED_ON, OTHER_SESSION, OTHER_SESSION_NOISE, QWEN, Carried, StepCarried,
                                      _count, other_session_band)
-from latency_poisson_overload_findings import (CARRIED, FIRST_WITH_GEMM_TIMINGS,
-                                               FIRST_TOKEN_BANDED, FRONTEND_MS_BELOW_KNEE, HEAVY, HEAVY_MARKS, LLAMA_HEAVY_MARKS,
-                                               ITL_MARKS, SEQUENCE_COST_ITL,
-                                               sequence_cost_itl_marks,
-                                               ITL_MEDIAN_BETWEEN_REASON, ITL_MEDIAN_NEIGHBOURS, ITL_TARGET,
-                                               ITL_MEAN_DERIVED, ITL_UNDER_LOAD, LLAMA_OVERLOAD_REASON,
-                                               POISSON_ITL_MEAN_NEWEST_BUDGET, POISSON_PACE_FLAGGED, itl_mean_band,
-                                               itl_mean_envelope, itl_median_band_13, itl_median_envelope,
-                                               POISSON_ITL_MEDIAN_13, POISSON_ITL_MEDIAN_13_NEWEST_BUDGET, LLAMA_TTFT_REASON, MIXED_PREFILL,
-                                               MIXED_REASON, OVERLOAD_ITL_MARKS, OVERLOAD_MARKS, POISSON,
-                                               POISSON_ITL_MEAN, POISSON_ITL_MEDIAN_BETWEEN, QWEN_HEAVY_OUTSIDE,
-                                               QWEN_HEAVY_OVERLOAD,
-                                               POISSON_ENGINE_TTFT_P50, POISSON_ENGINE_TTFT_P50_NEWEST_BUDGET,
-                                               POISSON_TTFT, POISSON_TTFT_P50, POISSON_TTFT_P50_NEWEST_BUDGET,
-                                               SESSIONS, STRADDLING_THE_GOAL, TTFT_DERIVED, TTFT_MARKS, TTFT_REASON,
-                                               neighbour_band, ttft_band, ttft_envelope)
+from latency_poisson_overload_findings import (CARRIED, FIRST_WITH_GEMM_TIMINGS, FRONTEND_MS_BELOW_KNEE, HEAVY,
+                                               HEAVY_MARKS, LLAMA_HEAVY_MARKS, ITL_MARKS, SEQUENCE_COST_ITL,
+                                               sequence_cost_itl_marks, ITL_MEDIAN_BETWEEN_REASON,
+                                               ITL_MEDIAN_NEIGHBOURS, ITL_TARGET, ITL_MEAN_DERIVED, ITL_UNDER_LOAD,
+                                               LLAMA_OVERLOAD_REASON, POISSON_ITL_MEAN_NEWEST_BUDGET,
+                                               POISSON_PACE_FLAGGED, itl_mean_band, itl_mean_envelope,
+                                               itl_median_band_13, itl_median_envelope, POISSON_ITL_MEDIAN_13,
+                                               POISSON_ITL_MEDIAN_13_NEWEST_BUDGET, MIXED_PREFILL, MIXED_REASON,
+                                               OVERLOAD_ITL_MARKS, OVERLOAD_MARKS, POISSON, POISSON_ITL_MEAN,
+                                               POISSON_ITL_MEDIAN_BETWEEN, QWEN_HEAVY_OUTSIDE, QWEN_HEAVY_OVERLOAD,
+                                               SESSIONS, STRADDLING_THE_GOAL, neighbour_band)
+from latency_poisson_ttft_findings import (FIRST_TOKEN_BANDED, LLAMA_TTFT_REASON, POISSON_ENGINE_TTFT_P50,
+                                           POISSON_ENGINE_TTFT_P50_NEWEST_BUDGET, POISSON_TTFT, POISSON_TTFT_P50,
+                                           POISSON_TTFT_P50_NEWEST_BUDGET, TTFT_DERIVED, TTFT_MARKS, TTFT_REASON,
+                                           ttft_band, ttft_envelope)
 from latency_prefill_findings import (_PINNED, _UTILIZATION, CHECKED_PREFILL, GEMM_ETA_SESSIONS, GEMM_ETA_SPAN,
                                       MEMORY_BOUND_PREFILL, PREFILL_ABOVE_GEMMS_REASON, PREFILL_BELOW_CEILING_REASON,
                                       PREFILL_ETA_OTHER_SESSION, PREFILL_ROOFLINE_RUNS,
