@@ -45,7 +45,7 @@ LIVE_OVERHEAD: tuple[str, ...] = ()
 # 2026-12-02 16:37 (the 14:18 full session's b=16 run, flagged on both attempts, and both sessions of the tenth
 # visit's card: 16:29's b=64, 16:37's b=1, 8, 32 and 64; 0 of 5 when the pin was chosen, 1 of 11 to 14:26);
 # weak evidence (one-sided Fisher p ~0.26; ~0.12 when chosen, ~0.10 at 14:26), and the pin did not end them. The prefill reconciliations
-# of a pinned engine are named "_pinned_pool" (test_latency_steps.pool_regime), in a fast session now as in a full
+# of a pinned engine are named "_pinned_pool" (latency_step_checks.pool_regime), in a fast session now as in a full
 # one.
 FAST = LatencyLivePlan(MODEL, DECODE, PREFILL, kv_cache_gib=12, budget_s=420, overhead_models=LIVE_OVERHEAD,
                        overhead_batches=OVERHEAD_BATCHES)

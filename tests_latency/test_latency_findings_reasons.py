@@ -41,7 +41,7 @@ def recorded(test):
     return pytest.mark.gpu(pytest.mark.targets(recorded="qwen2.5-7b.decode.", live=False, hardware=MEASURED_ON)(test))
 
 
-MARGINAL_BATCHES = (1, 2, 4, 8, 16, 32, 64)  # test_latency_steps._marginal_cost's
+MARGINAL_BATCHES = (1, 2, 4, 8, 16, 32, 64)  # latency_step_checks.MARGINAL_BATCHES
 
 
 def _stamps(request, target, name: str) -> list[str]:

@@ -17,27 +17,19 @@ from __future__ import annotations
 
 import latency_findings as lf
 from latency_card_findings import card_finding  # noqa: F401 - the fixture, used by name
-from latency_card_spread import CARD_SPREAD_WHY, transfer_card_spread
-import latency_budget_findings as bf
+from latency_card_spread import transfer_card_spread
 import latency_h100_findings as h100f
-from latency_run_validity_findings import SLOW_SESSION_ID, slow_session_mark
 import pytest
 from latency_findings_common import MEASURED_ON, claims
 
 from pytest_anatomy import recordings
 from pytest_anatomy.cli_calibration import b1_residuals
 from latency_b1_overheads import B1_OVERHEAD_BY_SESSION_MS, other_sessions_overheads_s
-from sequence_cost import decode_sweep_fit
-from latency_setups import (
-    ceiling_scatter,
-    h200_workload,
-    mean_context,
-    median_scatter,
-    run_validity,
-    step_budget,
-    validity_note,
-    with_note,
-)
+from latency_step_checks import (BUDGET_WHY, ROOFLINE_WHY, TRANSFER_BUDGET_WHY, above_gemms_marks_for, decode_budget,
+                                 decode_run, marginal_cost, pool_regime, prefill_budget, prefill_roofline_noise,
+                                 roofline_budget, run_setup, slow_session_band, slow_session_mark_for,
+                                 stalled_run_marks_for)
+from latency_setups import h200_workload, mean_context, median_scatter, validity_note, with_note
 
 from pytest_anatomy.measure import Measurement
 from pytest_anatomy.theory import latency as lat
@@ -51,33 +43,6 @@ LIVE_SLOW_TESTS = ("test_decode_overhead_transfers_to_a_second_model",
 
 BATCHES = (2, 4, 8, 16, 32, 64, 128)
 PREFILL = (128, 512, 2048, 16384, 32000)
-ROOFLINE_WHY = ("measured noise only (10% is the accuracy goal of a calibrated step, docs; not this tolerance): the "
-                "run's own repeat scatter (2 standard errors of its median) and the session ceiling's scatter over the "
-                "whole step, which a bare roofline divides by that ceiling alone (no calibration: none is used)")
-_NOISE_WHY = ("measured noise only: the run's own repeat scatter (2 standard errors of its median, over its engine "
-              "steps for a decode step), the session ceiling's scatter over the share of the step it sets, and the "
-              "calibration's (its fit points' scatter)")
-_GOAL_WHY = "; 10% is the accuracy goal (docs), not a tolerance"
-BUDGET_WHY = _NOISE_WHY + _GOAL_WHY
-TRANSFER_BUDGET_WHY = _NOISE_WHY + CARD_SPREAD_WHY + _GOAL_WHY
-
-
-def _decode_budget(setup, pred, rec) -> dict[str, float]:
-    setup.priced_in_its_session(rec)  # every budget below prices `rec` with `setup`: one session, or a failure
-    return step_budget(setup, pred, median_scatter(rec, "itl_steady_engine_clock_s"), compute_share=0.0)
-
-
-def _roofline_budget(setup, rec, key: str, ceiling: str) -> dict[str, float]:
-    """A bare roofline's budget (lat.UNCALIBRATED: no overhead, eta = 1): the run's repeat scatter and the spread of
-    the one ceiling the whole prediction divides by ("bandwidth" or "peak"); no calibration term, since none enters."""
-    setup.priced_in_its_session(rec)
-    return {"repeat_scatter": median_scatter(rec, key), "ceiling_spread": setup.noise.get(ceiling, 0.0)}
-
-
-def _prefill_budget(setup, pred, rec, length: int) -> dict[str, float]:
-    """A lone prefill is compute-bound above ~180 tokens at the H200's ridge (theory/latency.py)."""
-    setup.priced_in_its_session(rec)
-    return step_budget(setup, pred, median_scatter(rec, "engine_prefill_s"), compute_share=float(length > 180))
 
 
 @pytest.fixture
@@ -85,17 +50,8 @@ def above_gemms(request) -> None:
     """Marks a long lone prefill with h200-prefill-above-its-gemms when its setup takes eta from the session's GEMM
     timings (requested before `reconcile`, which reads the marks): with eta fitted on the 8,192 prefill (the
     sessions before 2026-12-01 06:44, a live session without them) the finding does not apply."""
-    other = request.node.originalname == "test_prefill_efficiency_transfers_to_a_second_model"
-    model = "llama-3.1-8b" if other else "qwen2.5-7b"
-    setup = run_setup(request, model, request.getfixturevalue("latency_recording")(
-        f"{model}.prefill.l{request.node.callspec.params['length']}"))
-    if setup.calib.efficiency_by_tokens:
-        for mark in lf.above_gemms_marks(setup.model.name, "prefill_other_model" if other else "prefill",
-                                         request.node.callspec.params["length"]):
-            request.applymarker(mark)
-
-
-MARGINAL_BATCHES = (1, 2, 4, 8, 16, 32, 64)  # the per-sequence slope's runs
+    for mark in above_gemms_marks_for(request):
+        request.applymarker(mark)
 
 
 @pytest.fixture
@@ -104,31 +60,7 @@ def stalled_run(request, session_rec) -> None:
     one the run-validity check flags (latency_setups.run_validity; requested before `reconcile`, which reads the marks;
     the first mark covering a quantity is the one judged): the decode step's own run at batch b, or for the
     per-sequence slope any of its runs at b = 1..64. Any session, batch and model; never a run the check passes."""
-    params = request.node.callspec.params
-    other = request.node.originalname == "test_decode_overhead_transfers_to_a_second_model"
-    setup = request.getfixturevalue(params.get("setup_name", "transfer_setup" if other else "engine_setup"))
-    model = setup.model.name
-    if "b" in params:
-        rec = session_rec(f"{model}.decode.b{params['b']}")
-        check = run_validity(rec)
-        if check is None or not check.flagged:
-            return
-        spread = rec["itl_steady_s.std"].value / rec["step_time_s"].value  # one std of its steps over its median
-        marks = lf.stalled_run_marks(model, "decode_step_other_model" if other else "decode_step", spread, params["b"])
-    else:
-        recs = {b: session_rec(f"{model}.decode.b{b}") for b in MARGINAL_BATCHES}
-        flagged = [b for b, r in recs.items() if (c := run_validity(r)) is not None and c.flagged]
-        if not flagged:
-            return
-        s = recs[1].data["run"]["settings"]
-        ctx = mean_context(s["input_len"], s["output_len"])
-        t1, t64 = (lat.decode_step_time(setup.model, setup.ceilings, setup.calib, b, ctx).value for b in (1, 64))
-        mean_b = sum(MARGINAL_BATCHES) / len(MARGINAL_BATCHES)
-        sxx = sum((b - mean_b) ** 2 for b in MARGINAL_BATCHES)
-        # each flagged run's step std moved through the OLS slope's leverage at its batch, over the predicted slope
-        spread = sum(abs(b - mean_b) / sxx * recs[b]["itl_steady_s.std"].value for b in flagged) / ((t64 - t1) / 63)
-        marks = lf.stalled_run_marks(model, "decode_s_per_sequence", spread)
-    for mark in marks:
+    for mark in stalled_run_marks_for(request, session_rec):
         request.node.add_marker(mark, append=False)
 
 
@@ -137,30 +69,9 @@ def slow_session(request, latency_recording) -> None:
     """Puts h200-one-session-above-every-other ahead of the case's other finding marks when the run it judges is one
     that finding lists (latency_run_validity_findings.SLOW_SESSION_RUNS); the test sets its band from the run
     (checked-run)."""
-    params = request.node.callspec.params
-    param = params["b"] if "b" in params else params["length"]
-    name = f"qwen2.5-7b.decode.b{param}" if "b" in params else f"qwen2.5-7b.prefill.l{param}"
-    mark = slow_session_mark("qwen2.5-7b", latency_recording(name).recorded_at, request.node.originalname, param)
+    mark = slow_session_mark_for(request, latency_recording)
     if mark is not None:
         request.node.add_marker(mark, append=False)
-
-
-def _slow_session_band(request, setup, ratio: float, budget: dict[str, float]) -> tuple[float, float] | None:
-    return bf.checked_run_band(ratio, sum(budget.values())) if claims(request, SLOW_SESSION_ID, setup.label) else None
-
-
-def run_setup(request, model: str, rec):
-    """The setup of the session that measured `rec` (conftest.setup_beside): a run is priced with its own session's
-    ceilings, engine limits and calibration, never the newest session's. The newest session need not have measured
-    every part (a session of load runs only, 2026-12-06 05:48, left the lone prefills to the one before), so a test
-    of one part builds its setup from that part's run, not from the newest decode.b1 (engine_setup)."""
-    return request.getfixturevalue("setup_beside")(model, rec)
-
-
-def _decode(latency_recording, b: int, model: str = "qwen2.5-7b"):
-    rec = latency_recording(f"{model}.decode.b{b}")
-    s = rec.data["run"]["settings"]
-    return rec, mean_context(s["input_len"], s["output_len"])
 
 
 @pytest.mark.gpu
@@ -172,15 +83,15 @@ def test_decode_step(b, latency_recording, stalled_run, slow_session, reconcile,
     "fit") where the session's t_overhead is Qwen's own b=1 residual, a prediction where it comes from
     the tiny overhead models. The run is the first the validity check passes (the live plan measures a flagged
     part once more); a flagged run's check values are in the reconciliation's note."""
-    rec, ctx = _decode(latency_recording, b)
+    rec, ctx = decode_run(latency_recording, b)
     engine_setup = run_setup(request, "qwen2.5-7b", rec)
     anatomy_benchmark(rec, "step_time_s")  # the steady ITLs (the engine's steps), as pytest-benchmark rounds
     note = engine_setup.check_held_out(h200_workload(rec), "step_time_s", repeat=None if b == 1 else False)
     pred = lat.decode_step_time(engine_setup.model, engine_setup.ceilings, engine_setup.calib, b, ctx)
-    budget = _decode_budget(engine_setup, pred, rec)
+    budget = decode_budget(engine_setup, pred, rec)
     b2_band = (h100f.b2_step_band(pred.value, sum(budget.values()))
                if claims(request, h100f.B2_STEP_ID, engine_setup.label) else
-               _slow_session_band(request, engine_setup, rec["step_time_s"].value / pred.value, budget))
+               slow_session_band(request, engine_setup, rec["step_time_s"].value / pred.value, budget))
     reconcile("decode_step", with_note(pred, note, *validity_note(rec)), rec["step_time_s"],
               budget=budget, why=BUDGET_WHY, model=engine_setup.model.name, finding_band=b2_band,
               kind=engine_setup.kind_of(h200_workload(rec), "step_time_s"))
@@ -245,7 +156,7 @@ def test_kv_read_per_block_is_what_the_engine_allocates(engine_setup, latency_re
 @lf.DECODE_ROOFLINE
 @h100f.OVERHEAD
 def test_decode_roofline_without_overhead(engine_setup, latency_recording, reconcile, anatomy_benchmark):
-    rec, ctx = _decode(latency_recording, 1)
+    rec, ctx = decode_run(latency_recording, 1)
     anatomy_benchmark(rec, "step_time_s")  # b=1 (the fit point's timing), as pytest-benchmark rounds
     pred = lat.decode_step_time(engine_setup.model, engine_setup.ceilings, lat.UNCALIBRATED, 1, ctx)
     # The recorded H200 sessions' overheads (b=1 step less its bare roofline), pinned (latency_b1_overheads says why),
@@ -254,7 +165,7 @@ def test_decode_roofline_without_overhead(engine_setup, latency_recording, recon
     residuals = other_sessions_overheads_s(rec.recorded_at)
     band = h100f.overhead_band(pred.value, residuals) if residuals else None
     reconcile("decode_step_roofline", pred, rec["step_time_s"], why=ROOFLINE_WHY,
-              budget=_roofline_budget(engine_setup, rec, "itl_steady_engine_clock_s", "bandwidth"),
+              budget=roofline_budget(engine_setup, rec, "itl_steady_engine_clock_s", "bandwidth"),
               model=engine_setup.model.name, finding_band=band)
 
 
@@ -309,12 +220,6 @@ def test_tiny_models_overhead_as_an_additive_term(qwen, session_rec, target, set
               finding_band=band, model=qwen.name)
 
 
-def _marginal_cost(engine_setup, latency_recording):
-    """(prediction, OLS slope, noise budget) of the decode step's cost per extra sequence over b = 1..64."""
-    fit = decode_sweep_fit(engine_setup, latency_recording)
-    return fit.predicted, fit.slope, fit.budget
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("setup_name", (pytest.param("engine_setup", marks=lf.marginal_cost_marks("qwen2.5-7b")),
                                         pytest.param("transfer_setup", marks=lf.marginal_cost_marks("llama-3.1-8b"))))
@@ -324,7 +229,7 @@ def test_marginal_cost_per_sequence(setup_name, request, latency_recording, stal
     stalled-run mark put ahead of it keeps its own band."""
     engine_setup = request.getfixturevalue(setup_name)
     model = engine_setup.model.name
-    pred, slope, budget = _marginal_cost(engine_setup, latency_recording)
+    pred, slope, budget = marginal_cost(engine_setup, latency_recording)
     first = next(request.node.iter_markers("finding"), None)
     band = None
     if first is not None and first.args[0] == lf.PER_SEQUENCE_FINDING_ID:
@@ -341,14 +246,9 @@ def test_marginal_cost_newest_is_the_recorded_one(engine_setup, transfer_setup, 
     """latency_findings.MARGINAL_COST_NEWEST is each model's newest run (the one a replay checks): measured/predicted
     slope and its noise budget, recomputed with its own session's setup."""
     for setup in (engine_setup, transfer_setup):
-        pred, slope, budget = _marginal_cost(setup, latency_recording)
+        pred, slope, budget = marginal_cost(setup, latency_recording)
         assert (slope.value / pred.value, sum(budget.values())) == pytest.approx(
             lf.MARGINAL_COST_NEWEST[setup.model.name], abs=5e-5), setup.model.name
-
-
-def pool_regime(setup) -> str:
-    """'_pinned_pool' when the run's engine had kv_cache_memory_bytes pinned, else ''."""
-    return "_pinned_pool" if setup.kv_pinned else ""
 
 
 @pytest.mark.gpu
@@ -372,12 +272,12 @@ def test_prefill(length, above_gemms, slow_session, latency_recording, reconcile
                      f"({eta_fit.recording}): only the {len(chunks) - 1} later chunk(s), attending to the earlier "
                      "ones, are held out")
     pred = lat.prefill_time(engine_setup.model, engine_setup.ceilings, engine_setup.calib, length, budget)
-    noise = _prefill_budget(engine_setup, pred, rec, length)
+    noise = prefill_budget(engine_setup, pred, rec, length)
     reconcile("prefill" + pool_regime(engine_setup), with_note(pred, *notes), rec["engine_prefill_s.median"],
               budget=noise, why=BUDGET_WHY, model=engine_setup.model.name,
               kind=engine_setup.kind_of(h200_workload(rec), "engine_prefill_s.median"),
-              finding_band=_slow_session_band(request, engine_setup,
-                                              rec["engine_prefill_s.median"].value / pred.value, noise))
+              finding_band=slow_session_band(request, engine_setup,
+                                             rec["engine_prefill_s.median"].value / pred.value, noise))
 
 
 @pytest.mark.gpu
@@ -388,16 +288,10 @@ def test_prefill_at_the_matmul_ceiling(length, latency_recording, session_rec, r
     pred = lat.prefill_time(engine_setup.model, engine_setup.ceilings, lat.UNCALIBRATED, length,
                             engine_setup.sched.max_num_batched_tokens)
     stamp = session_rec("qwen2.5-7b.decode.b1", beside=rec).recorded_at
-    band = lf.prefill_ceiling_band(length, stamp, _prefill_roofline_noise(session_rec, rec))
+    band = lf.prefill_ceiling_band(length, stamp, prefill_roofline_noise(session_rec, rec))
     reconcile("prefill_roofline", pred, rec["engine_prefill_s.median"], why=ROOFLINE_WHY,
-              budget=_roofline_budget(engine_setup, rec, "engine_prefill_s", "peak"),
+              budget=roofline_budget(engine_setup, rec, "engine_prefill_s", "peak"),
               model=engine_setup.model.name, finding_band=band)
-
-
-def _prefill_roofline_noise(session_rec, rec) -> float:
-    """A lone prefill's noise against the matmul roofline: its repeat scatter + its session's matmul ceiling scatter."""
-    return median_scatter(rec, "engine_prefill_s") + ceiling_scatter(
-        session_rec("ceilings", suite="ceilings", beside=rec), "matmul_bf16")
 
 
 @pytest.mark.gpu
@@ -434,12 +328,12 @@ def test_decode_overhead_transfers_to_a_second_model(b, latency_recording, stall
     weighs 2.3x more at every batch) and layers (32 vs 28); not in weight scale (14.0 vs 14.2 GB), lm_head
     share (7.5% vs 7.7%) or FFN share (~80%): an error in those cancels here too (theory_mutants:
     latency-matmul-weights-x1.05 survives every calibrated check; only the bare roofline band catches it)."""
-    rec, ctx = _decode(latency_recording, b, "llama-3.1-8b")
+    rec, ctx = decode_run(latency_recording, b, "llama-3.1-8b")
     setup = run_setup(request, "llama-3.1-8b", rec)
     note = setup.check_held_out(h200_workload(rec), "step_time_s")
     pred = lat.decode_step_time(setup.model, setup.ceilings, setup.calib, b, ctx)
     reconcile("decode_step_other_model", with_note(pred, note, *validity_note(rec)), rec["step_time_s"],
-              budget={**_decode_budget(setup, pred, rec), "card_spread": transfer_card_spread(b, rec)},
+              budget={**decode_budget(setup, pred, rec), "card_spread": transfer_card_spread(b, rec)},
               why=TRANSFER_BUDGET_WHY, model=setup.model.name)
 
 
@@ -453,7 +347,7 @@ def test_prefill_efficiency_transfers_to_a_second_model(length, above_gemms, rec
     note = setup.check_held_out(h200_workload(rec), "engine_prefill_s.median")
     pred = lat.prefill_time(setup.model, setup.ceilings, setup.calib, length, setup.sched.max_num_batched_tokens)
     reconcile("prefill_other_model" + pool_regime(setup), with_note(pred, note), rec["engine_prefill_s.median"],
-              budget=_prefill_budget(setup, pred, rec, length), why=BUDGET_WHY, model=setup.model.name)
+              budget=prefill_budget(setup, pred, rec, length), why=BUDGET_WHY, model=setup.model.name)
 
 
 @pytest.mark.gpu
@@ -539,7 +433,7 @@ def test_prefill_roofline_runs_are_the_recorded_ones(request, qwen, session_rec,
             rec = session_rec(f"qwen2.5-7b.prefill.l{n}", beside=b1)
             roof = lat.prefill_time(qwen, setup.ceilings, lat.UNCALIBRATED, n, setup.sched.max_num_batched_tokens)
             got.setdefault(b1.recorded_at, {})[n] = (rec["engine_prefill_s.median"].value / roof.value,
-                                                     _prefill_roofline_noise(session_rec, rec))
+                                                     prefill_roofline_noise(session_rec, rec))
     assert list(got) == list(lf.PREFILL_ROOFLINE_RUNS)
     for stamp, runs in got.items():
         assert list(runs) == list(lf.PREFILL_ROOFLINE_RUNS[stamp]), stamp
@@ -570,7 +464,7 @@ def test_prefill_runs_are_the_recorded_ones(request, qwen, session_rec, target, 
                 rec = session_rec(f"{model}.prefill.l{n}", beside=b1)
                 pred = lat.prefill_time(setup.model, setup.ceilings, setup.calib, n, setup.sched.max_num_batched_tokens)
                 assert rec["engine_prefill_s.median"].value / pred.value == pytest.approx(ratio, abs=5e-5), (model, n)
-                assert sum(_prefill_budget(setup, pred, rec, n).values()) == pytest.approx(budget, abs=5e-5), (model, n)
+                assert sum(prefill_budget(setup, pred, rec, n).values()) == pytest.approx(budget, abs=5e-5), (model, n)
     assert seen == set(lf.PREFILL_RUNS)
     for model, stamp in lf.CHECKED_PREFILL.items():  # the checked run is the newest of its model
         assert stamp == max((s for m, s in seen if m == model), key=recordings.stamp_of)
@@ -581,8 +475,8 @@ def test_prefill_runs_are_the_recorded_ones(request, qwen, session_rec, target, 
 def test_h100_b128_band_inputs_are_the_predictions(transfer_setup, latency_recording):
     """latency_h100_findings.LLAMA_B128's inputs are the H100 replay's own predictions: Llama-3.1-8B's predicted cost
     per extra sequence (x 128) and its predicted b=128 step, each from the transfer setup this check uses."""
-    pred, _, _ = _marginal_cost(transfer_setup, latency_recording)
-    _, ctx = _decode(latency_recording, 128, transfer_setup.model.name)
+    pred, _, _ = marginal_cost(transfer_setup, latency_recording)
+    _, ctx = decode_run(latency_recording, 128, transfer_setup.model.name)
     step = lat.decode_step_time(transfer_setup.model, transfer_setup.ceilings, transfer_setup.calib, 128, ctx)
     assert (round(pred.value * 1e6, 2) * 128 * 1e-3, round(step.value * 1e3, 2)) == pytest.approx(
         (h100f.KV_READ_128_MS, h100f.STEP_128_MS))
