@@ -50,7 +50,7 @@ FIRST_TOKEN_BAND = (" Band, set at test time from the same session's other runs:
 # mean-ITL band is (itl_mean_envelope). By quantity ("ttft_p50", the client's; "engine_ttft_p50", median queue + median
 # prefill), rate and run stamp, oldest first: measured / simulated with the run's own session's setup, as
 # test_latency_load.test_poisson_ttft_p50_below_the_knee reconciles them; and the newest run's noise budget
-# (test_latency_load.ttft_budget), which the static band (the band as a replay of the newest run sees it) is widened by.
+# (latency_load_runs.ttft_budget), which the static band (the band as a replay of the newest run sees it) is widened by.
 # test_latency_closed_loop.py::test_poisson_ttft_bands_are_the_recorded_ones recomputes every entry. A live run or an
 # older replayed run is judged exactly where test_latency_load.band_at_test_time passes ttft_envelope(quantity, factor,
 # its budget, exclude=its stamp) as finding_band.

@@ -8,7 +8,7 @@ import latency_card_findings as cf
 import pytest
 from latency_findings_common import LLAMA, MEASURED_ON, QWEN
 import test_latency_conditions as conditions
-import test_latency_load as load
+import latency_load_runs as lr
 from latency_setups import mean_context
 
 from pytest_anatomy import recordings
@@ -40,7 +40,7 @@ def _ratio(request, target, setup_beside, uuid: str, test: str, model: str) -> t
     if test == "test_overload_queueing_share_of_ttft":
         out = []
         for rec in _card_recordings(request, target, f"{model}.overload", uuid):
-            res = load._sim_overload(setup_beside(model, rec), rec)
+            res = lr.simulate_overload(setup_beside(model, rec), rec)
             out.append(rec["aggregate.engine.prefill_s.mean"].value / (res.stat("ttft", "mean") - res.stat("queue", "mean")))
         return tuple(out)
     name, b = model.split(".b")

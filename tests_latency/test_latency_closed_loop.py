@@ -20,9 +20,10 @@ import pytest
 from latency_findings_common import MEASURED_ON, StepCarried, claims
 from first_token import first_token_times
 from latency_setups import decode_step_miss, moved_by_step_miss, h200_workload, mean_context, median_scatter
-from test_latency_load import (LLAMA, QWEN, SETUP_FIXTURE, TPUT_WHY, _cases, _kw, _label, _models,
-                               _reconcile_itl, budget_band, _setup, _sim, _workload, engine_ttft_p50_s, itl_budget,
-                               prompt_pace_verdict, ttft_budget)
+from latency_load_runs import (setup_kw, run_label, load_setup, simulate_run, designed_workload, engine_ttft_p50_s,
+                               itl_budget, ttft_budget)
+from test_latency_load import (LLAMA, QWEN, SETUP_FIXTURE, TPUT_WHY, _cases, _models, _reconcile_itl, budget_band,
+                               prompt_pace_verdict)
 
 from pytest_anatomy.theory import latency as lat
 from pytest_anatomy.theory import serving as sv
@@ -59,8 +60,8 @@ def _h100_steps_band(request, setup, rec, latency_recording, c: int, own: float,
 def test_closed_loop_throughput(model, c, request, latency_recording, reconcile):
     """C = 1 (C = 8, 32 and 64: test_latency_closed_throughput.py)."""
     rec = latency_recording(f"{model}.closed.c{c}")
-    engine_setup = _setup(request, model, rec)
-    res = _sim(engine_setup, rec)
+    engine_setup = load_setup(request, model, rec)
+    res = simulate_run(engine_setup, rec)
     notes = [engine_setup.check_held_out(h200_workload(rec), "output_throughput")]
     t_overhead = next((f for f in engine_setup.fits if f.constant == "t_overhead"), None)
     if t_overhead is not None and c == dict(t_overhead.workload).get("batch"):  # every decode step has the fitted batch
@@ -75,10 +76,10 @@ def test_closed_loop_throughput(model, c, request, latency_recording, reconcile)
         first = c1_first_token(engine_setup, rec, latency_recording, res)
         band = first.band
         notes.append(first.note)
-    pred = sv.as_prediction(res, "output_throughput", "", "tokens/s", _label(rec), tuple(notes))
+    pred = sv.as_prediction(res, "output_throughput", "", "tokens/s", run_label(rec), tuple(notes))
     reconcile("output_throughput", pred, rec["aggregate.output_throughput_tok_per_s"],
               budget=itl_budget(engine_setup, res, rec, "mean"), why=TPUT_BUDGET_WHY, finding_band=band,
-              **_kw(engine_setup))
+              **setup_kw(engine_setup))
 
 
 # --- closed loop at C = 1: the per-request times outside the step model, from the same session's other runs ---------
@@ -104,7 +105,7 @@ def c1_first_token(setup, rec, latency_recording, res: sv.SimResult) -> FirstTok
     """The band of a C = 1 closed run's throughput (measured / plain simulation): the simulation given
     first_token_times over the plain one, +- the check's budget and the first-token excess's own scatter."""
     times, spread, note = first_token_times(setup, rec, latency_recording)
-    with_times = setup.simulate(_workload(rec), fixed=times)
+    with_times = setup.simulate(designed_workload(rec), fixed=times)
     half = sum(itl_budget(setup, res, rec, "mean").values()) + spread * len(with_times.e2e) / with_times.duration
     return FirstToken(times, spread, with_times, with_times.output_throughput / res.output_throughput, half, note)
 
@@ -122,8 +123,8 @@ def test_c1_first_token_table_is_the_recorded_one(request, target, latency_recor
     got = {}
     for path in recordings.candidates(results, target.name, "latency", f"{QWEN}.closed.c1"):
         rec = recordings.load_file(path)
-        setup = _setup(request, QWEN, rec)
-        res = _sim(setup, rec)
+        setup = load_setup(request, QWEN, rec)
+        res = simulate_run(setup, rec)
         first = c1_first_token(setup, rec, latency_recording, res)
         measured = rec["aggregate.output_throughput_tok_per_s"].value
         budget = sum(itl_budget(setup, res, rec, "mean").values())
@@ -144,15 +145,15 @@ def test_saturation_throughput(model, request, latency_recording, b64_step_miss,
     and last wave). The engine's own knee (max_num_seqs = 128, KV permitting) is higher; it is
     reported as a term, not measured yet."""
     rec = latency_recording(f"{model}.closed.c64")
-    engine_setup = _setup(request, model, rec)
-    res = _sim(engine_setup, rec)
+    engine_setup = load_setup(request, model, rec)
+    res = simulate_run(engine_setup, rec)
     measured_tput = rec["aggregate.output_throughput_tok_per_s"]
     budget = itl_budget(engine_setup, res, rec, "mean")
     band = budget_band(request, engine_setup, rec, "output_throughput", measured_tput.value / res.output_throughput,
                        sum(budget.values()), lambda o, o_setup: (o["aggregate.output_throughput_tok_per_s"].value
-                                                                 / _sim(o_setup, o).output_throughput))
-    reconcile("output_throughput", sv.as_prediction(res, "output_throughput", "", "tokens/s", _label(rec)),
-              measured_tput, budget=budget, why=TPUT_WHY, finding_band=band, **_kw(engine_setup))
+                                                                 / simulate_run(o_setup, o).output_throughput))
+    reconcile("output_throughput", sv.as_prediction(res, "output_throughput", "", "tokens/s", run_label(rec)),
+              measured_tput, budget=budget, why=TPUT_WHY, finding_band=band, **setup_kw(engine_setup))
     s = rec.data["run"]["settings"]
     steady = lat.closed_loop_throughput(engine_setup.model, engine_setup.ceilings, engine_setup.calib, 64, s["input_len"],
                                         s["output_len"], engine_setup.sched.max_num_batched_tokens)
@@ -163,7 +164,7 @@ def test_saturation_throughput(model, request, latency_recording, b64_step_miss,
                         terms=(*steady.terms,
                                Term("simulated steady state, C=64", steady_sim, "tokens/s",
                                     "between the first and the last wave"),
-                               Term("simulated finite run", res.output_throughput, "tokens/s", _label(rec)),
+                               Term("simulated finite run", res.output_throughput, "tokens/s", run_label(rec)),
                                Term("engine knee: closed loop at max_num_seqs", knee * s["output_len"],
                                     "tokens/s", f"{knee:.1f} requests/s")),
                         notes=(*steady.notes, engine_setup.calib.describe()))
@@ -181,15 +182,15 @@ def test_saturation_throughput(model, request, latency_recording, b64_step_miss,
                   f"the ramp-up and drain simulate puts at {transient:.1%} of this run ({res.output_throughput:.0f} "
                   f"vs {steady_sim:.0f} tok/s steady), then the step model's known miss and the noise: "
                   f"(1 - {transient:.3f}) x (1 - " + " - ".join(f"{k.replace('_', ' ')} {v:.4f}" for k, v in terms.items())
-                  + f") = {lo:.4f}", finding_band=band, **_kw(engine_setup))
+                  + f") = {lo:.4f}", finding_band=band, **setup_kw(engine_setup))
 
 
 @pytest.fixture
 def b64_step_miss(request, latency_recording) -> None:
     """Requested before `reconcile` (which reads the marks): step_miss_mark on the case's C=64 run."""
     rec = latency_recording(f"{request.node.callspec.params['model']}.closed.c64")
-    setup = _setup(request, request.node.callspec.params["model"], rec)
-    step_miss_mark(request, setup, rec, latency_recording, _sim(setup, rec))
+    setup = load_setup(request, request.node.callspec.params["model"], rec)
+    step_miss_mark(request, setup, rec, latency_recording, simulate_run(setup, rec))
 
 
 def step_miss_mark(request, setup, rec, latency_recording, res) -> None:
@@ -205,7 +206,7 @@ def step_miss_mark(request, setup, rec, latency_recording, res) -> None:
     if moved is None:
         return
     moved_setup, ratio, budget = moved
-    shift = _sim(moved_setup, rec).output_throughput / res.output_throughput
+    shift = simulate_run(moved_setup, rec).output_throughput / res.output_throughput
     miss_ms = (moved_setup.calib.step_overhead_s - setup.calib.step_overhead_s) * 1e3
     request.node.add_marker(lf.b64_step_miss_mark(ratio, budget, miss_ms, shift), append=False)
 
@@ -234,8 +235,8 @@ def test_closed_loop_itl_mean_and_median(model, c, request, latency_recording, r
     checked run's own session (lf.CLOSED_ITL_FROM_DECODE, recomputed by test_closed_itl_bands_are_the_decode_steps,
     lists the cases and the numbers the reason quotes; a card's band never comes from another card's session)."""
     rec = latency_recording(f"{model}.closed.c{c}")
-    engine_setup = _setup(request, model, rec)
-    res = _sim(engine_setup, rec)
+    engine_setup = load_setup(request, model, rec)
+    res = simulate_run(engine_setup, rec)
     bands = None
     if (model, c) in lf.CLOSED_ITL_FROM_DECODE:
         step, budget = decode_step_at(engine_setup, rec, latency_recording, c)
@@ -262,18 +263,18 @@ def test_closed_itl_bands_are_the_decode_steps(request, latency_recording):
     misses beyond its budget is listed, and only those."""
     for model, c in ((m, c) for m in SETUP_FIXTURE if m != LLAMA for c in CLOSED[1:]):  # Llama: bf.llama_closed_marks
         rec = latency_recording(f"{model}.closed.c{c}")
-        setup = _setup(request, model, rec)
+        setup = load_setup(request, model, rec)
         ratio, budget = decode_step_at(setup, rec, latency_recording, c)
-        own = sum(itl_budget(setup, _sim(setup, rec), rec, "p50").values())
+        own = sum(itl_budget(setup, simulate_run(setup, rec), rec, "p50").values())
         carried = lf.CLOSED_ITL_FROM_DECODE.get((model, c))
         assert (carried is not None) == (abs(ratio - 1) > budget), (model, c, ratio, budget)
         if carried is not None:
             assert (*carried.earlier[0], carried.newest_scatter) == pytest.approx((ratio, budget, own), abs=5e-5), (model, c)
     for model in SETUP_FIXTURE:  # C = 1 throughput: the inverse of the b=1 decode step's ratio
         rec = latency_recording(f"{model}.closed.c1")
-        setup = _setup(request, model, rec)
+        setup = load_setup(request, model, rec)
         ratio, budget = decode_step_at(setup, rec, latency_recording, 1)
-        own = sum(itl_budget(setup, _sim(setup, rec), rec, "mean").values())
+        own = sum(itl_budget(setup, simulate_run(setup, rec), rec, "mean").values())
         carried = lf.CLOSED_THROUGHPUT_FROM_DECODE.get((model, 1))
         assert (carried is not None) == (abs(ratio - 1) > budget), (model, 1, ratio, budget)
         if carried is not None:
@@ -337,8 +338,8 @@ def test_poisson_itl_mean_band_is_the_recorded_one(request, target, latency_reco
         flagged, budgets = set(), {}
         for path in recordings.candidates(results, target.name, "latency", f"{QWEN}.poisson.f{factor}"):
             rec = recordings.load_file(path)
-            setup = _setup(request, QWEN, rec)
-            budgets[rec.recorded_at] = sum(itl_budget(setup, _sim(setup, rec), rec, "mean").values())
+            setup = load_setup(request, QWEN, rec)
+            budgets[rec.recorded_at] = sum(itl_budget(setup, simulate_run(setup, rec), rec, "mean").values())
             if _pace_flagged(latency_recording, rec, factor):
                 flagged.add(rec.recorded_at)
         assert lf.POISSON_PACE_FLAGGED[factor] == flagged, factor
@@ -362,8 +363,8 @@ def test_poisson_itl_median_band_is_the_recorded_one(request, target):
     ratios, budgets = {}, {}
     for path in recordings.candidates(results, target.name, "latency", f"{QWEN}.poisson.f1.3"):
         rec = recordings.load_file(path)
-        setup = _setup(request, QWEN, rec)
-        res = _sim(setup, rec)
+        setup = load_setup(request, QWEN, rec)
+        res = simulate_run(setup, rec)
         ratios[rec.recorded_at] = rec["aggregate.itl_s.median"].value / res.stat("itl", "p50")
         budgets[rec.recorded_at] = sum(itl_budget(setup, res, rec, "p50").values())
     assert list(lf.POISSON_ITL_MEDIAN_13) == list(ratios)
@@ -390,8 +391,8 @@ def test_poisson_ttft_bands_are_the_recorded_ones(request, target, latency_recor
         flagged, ratios, budgets = set(), {q: {} for q in lf.POISSON_TTFT}, {q: {} for q in lf.POISSON_TTFT}
         for path in recordings.candidates(results, target.name, "latency", f"{QWEN}.poisson.f{factor}"):
             rec = recordings.load_file(path)
-            setup = _setup(request, QWEN, rec)
-            pred = sv.as_prediction(_sim(setup, rec), "ttft", "p50", "s", _label(rec))
+            setup = load_setup(request, QWEN, rec)
+            pred = sv.as_prediction(simulate_run(setup, rec), "ttft", "p50", "s", run_label(rec))
             for q, measured in (("ttft_p50", rec["aggregate.ttft_s.median"].value),
                                 ("engine_ttft_p50", engine_ttft_p50_s(rec))):
                 ratios[q][rec.recorded_at] = measured / pred.value

@@ -20,7 +20,7 @@ import pytest
 from latency_findings_common import LLAMA, MEASURED_ON, QWEN, runs_band
 from latency_setups import Setup, h200_workload
 from sequence_cost import sequence_cost, simulate_with
-from test_latency_load import _kw, _label, _setup, itl_budget, run_workload
+from latency_load_runs import setup_kw, run_label, load_setup, itl_budget, run_workload
 
 from pytest_anatomy.theory import serving as sv
 from pytest_anatomy.theory.prediction import Prediction
@@ -39,13 +39,13 @@ WHY = ("measured noise only (the 10% throughput target is a goal, not this toler
 def predict(request, model: str, rec) -> tuple[Setup, Prediction, dict[str, float], sv.SimResult]:
     """(setup, the prediction, its noise budget, the simulation) of closed run `rec`'s output throughput with its
     session's per-sequence excess."""
-    setup = _setup(request, model, rec)
+    setup = load_setup(request, model, rec)
     latency_recording = request.getfixturevalue("latency_recording")
     cost = sequence_cost(setup, lambda name: latency_recording(name, beside=rec))
     work = run_workload(rec)
     res = simulate_with(setup, cost.extra_s, work)
     moved = simulate_with(setup, cost.extra_s + cost.spread_s, work).output_throughput
-    pred = sv.as_prediction(res, "output_throughput", "", "tokens/s", _label(rec), notes=(
+    pred = sv.as_prediction(res, "output_throughput", "", "tokens/s", run_label(rec), notes=(
         setup.check_held_out(h200_workload(rec), "output_throughput"),
         f"every step carries {cost.extra_s * 1e6:.2f} us per sequence beyond the first: the session's decode-step "
         f"slope over b = 1..64 minus the step model's (+-{cost.spread_s * 1e6:.2f} us), measured on its decode.b* runs"))
@@ -93,7 +93,7 @@ def test_closed_throughput_with_the_sequence_cost_measured_apart(model, c, reque
     rec = latency_recording(f"{model}.closed.c{c}")
     setup, pred, budget, _ = predict(request, model, rec)
     reconcile(QUANTITY, pred, rec["aggregate.output_throughput_tok_per_s"], budget=budget, why=WHY,
-              finding_band=closed_throughput_band, **_kw(setup))
+              finding_band=closed_throughput_band, **setup_kw(setup))
 
 
 @pytest.mark.gpu

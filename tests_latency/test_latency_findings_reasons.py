@@ -13,6 +13,7 @@ import latency_findings as lf
 import pytest
 from latency_findings_common import MEASURED_ON
 import test_latency_closed_loop as closed_loop
+import latency_load_runs as lr
 import test_latency_load as load
 from latency_setups import (
     SEED_PROMPTS,
@@ -183,7 +184,7 @@ def test_poisson_itl_means_are_the_recorded_ones(request, target, session_rec, s
     for factor in lf.POISSON:
         for stamp in _stamps(request, target, f"{lf.QWEN}.poisson.f{factor}"):
             rec = session_rec(f"{lf.QWEN}.poisson.f{factor}", not_after=stamp)
-            res = load._sim(setup_beside(lf.QWEN, rec), rec)
+            res = lr.simulate_run(setup_beside(lf.QWEN, rec), rec)
             got.setdefault(factor, {})[stamp] = rec["aggregate.itl_s.mean"].value / res.stat("itl", "mean")
     marked = {f for (m, f), marks in lf.ITL_MARKS.items() if m == lf.QWEN
               for mark in marks if mark.kwargs["reason"].endswith(lf.SESSIONS)}
@@ -208,8 +209,8 @@ def test_poisson_itl_medians_between_are_the_recorded_ones(request, target, sess
         for f in (low, factor, high):
             run = session_rec(f"{model}.poisson.f{f}", beside=rec)
             assert run.recorded_at == stamp, (f, stamp)
-            ratios.append(load.load_ratio(setup_beside(model, run), run, "itl_median"))
-        simulated = load._sim(setup_beside(model, rec), rec)
+            ratios.append(lr.load_ratio(setup_beside(model, run), run, "itl_median"))
+        simulated = lr.simulate_run(setup_beside(model, rec), rec)
         got[stamp] = (*ratios, rec.data["run"]["result"]["timeline"]["steps"], simulated.steps)
     assert list(got) == list(lf.POISSON_ITL_MEDIAN_BETWEEN)
     for stamp, (lo, mid, hi, steps, sim) in lf.POISSON_ITL_MEDIAN_BETWEEN.items():
@@ -228,7 +229,7 @@ def test_overload_reasons_quote_the_recorded_runs(request, target, session_rec, 
     lf.QWEN_HEAVY_OUTSIDE lists its ratio outside one, as the reason says."""
     text = lf.LLAMA_OVERLOAD_REASON
     rec = session_rec(f"{lf.LLAMA}.overload")
-    res = load._sim_overload(setup_beside(lf.LLAMA, rec), rec)
+    res = lr.simulate_overload(setup_beside(lf.LLAMA, rec), rec)
     s = rec.data["run"]["settings"]
     m = {k: rec[f"aggregate.{k}.mean"].value for k in ("ttft_s", "engine.queue_s", "engine.prefill_s")}
     sim_ttft, sim_queue = res.stat("ttft", "mean"), res.stat("queue", "mean")
@@ -248,7 +249,7 @@ def test_overload_reasons_quote_the_recorded_runs(request, target, session_rec, 
     bands = {mark.kwargs["quantity"]: mark.kwargs["expected"] for mark in lf.HEAVY_MARKS}
     for stamp in _stamps(request, target, f"{lf.QWEN}.overload"):
         qrec = session_rec(f"{lf.QWEN}.overload", not_after=stamp)
-        qres = load._sim_overload(setup_beside(lf.QWEN, qrec), qrec)
+        qres = lr.simulate_overload(setup_beside(lf.QWEN, qrec), qrec)
         qs = qrec.data["run"]["settings"]
         queue, ttft = qrec["aggregate.engine.queue_s.mean"].value, qrec["aggregate.ttft_s.mean"].value
         prefill = qrec["aggregate.engine.prefill_s.mean"].value / (qres.stat("ttft", "mean") - qres.stat("queue", "mean"))
@@ -499,4 +500,4 @@ def test_every_carried_band_reaches_its_run(key, request, latency_recording):
     having been split at the model name's own dot)."""
     run, quantity = key.split(":")
     rec = latency_recording(f"{lf.QWEN}.{run}")
-    assert load.carried_band(request, lf.QWEN, rec, quantity, load._setup(request, lf.QWEN, rec)) is not None, key
+    assert load.carried_band(request, lf.QWEN, rec, quantity, lr.load_setup(request, lf.QWEN, rec)) is not None, key

@@ -1,7 +1,7 @@
 """vLLM 0.26.0, Qwen2.5-7B and Llama-3.1-8B under load on each target card (recorded: the H200): closed loop C = 1..64, Poisson
 arrivals at five rates, and one overload run each, against the continuous-batching simulation. The Poisson and
-overload tests are here; the closed-loop ones are in test_latency_closed_loop.py, which shares this module's
-simulation, setups and ITL budgets.
+overload tests are here; the closed-loop ones are in test_latency_closed_loop.py, which shares their simulation,
+setups and ITL budgets (latency_load_runs.py).
 
 Qwen2.5-7B is predicted with its own calibration (conftest.engine_setup); Llama-3.1-8B with that
 same calibration, fitted on Qwen, and its own session's ceilings (conftest.transfer_setup):
@@ -30,7 +30,10 @@ import latency_session_pace_findings as sf
 from latency_card_findings import card_mark
 from first_token import first_token_times
 from sequence_cost import shift_band as sequence_cost_shift_band
-from latency_setups import median_scatter, prompt_pace_of, slowed_prompts, step_budget
+from latency_load_runs import (designed_workload, run_workload, run_label, simulate_run, simulate_overload, setup_kw,
+                               load_setup, run_of, mean_scatter, itl_budget, ttft_budget, engine_ttft_p50_s, load_ratio,
+                               load_scatter)
+from latency_setups import prompt_pace_of, slowed_prompts, step_budget
 
 from pytest_anatomy.measure import Measurement
 from pytest_anatomy.measure import prompt_pace as pp
@@ -87,49 +90,6 @@ def queue_share_budget(pred_share: float, prefill_budget: dict[str, float], rec)
     return {name: value / pred_share for name, value in absolute.items()}
 
 
-def _workload(rec) -> sv.Workload:
-    s = rec.data["run"]["settings"]
-    if rec.data["run"]["kind"] == "poisson":
-        return sv.Workload.poisson(s["rate"], s["requests"], s["input_len"], s["output_len"], s["seed"],
-                                   normalize=bool(s.get("normalized_like_bench_serve")))
-    return sv.Workload.closed(s.get("concurrency") or s["requests"], s["requests"], s["input_len"], s["output_len"])
-
-
-def _label(rec) -> str:
-    return f"{rec.name}: {rec.data['run']['settings']}"
-
-
-def _sim(setup, rec) -> sv.SimResult:
-    return setup.simulate(_workload(rec))
-
-
-def _kw(setup) -> dict[str, str]:
-    return {"model": setup.model.name, "hardware": setup.label}
-
-
-def mean_scatter(rec, stat: str) -> float:
-    """2 standard errors of a recording's mean `stat`, relative to it (std / sqrt(n) of its samples)."""
-    m = rec.measurements
-    return 2 * m[f"{stat}.std"]["value"] / m[f"{stat}.n"]["value"] ** 0.5 / m[f"{stat}.mean"]["value"]
-
-
-def itl_budget(setup, res: sv.SimResult, rec, stat: str) -> dict[str, float]:
-    """The noise budget of a simulated ITL statistic ("p50" or "mean"): the median is a decode step
-    (memory-bound: the bandwidth ceiling's scatter); the mean adds prompt-carrying steps, compute-bound, whose
-    share of it is the simulation's own (1 - simulated median / simulated mean), never the measurement's."""
-    setup.priced_in_its_session(rec)
-    pred = sv.as_prediction(res, "itl", stat, "s", _label(rec))
-    if stat == "p50":
-        return step_budget(setup, pred, median_scatter(rec, "aggregate.itl_s"), compute_share=0.0)
-    share = max(0.0, 1 - res.stat("itl", "p50") / res.stat("itl", "mean"))
-    return step_budget(setup, pred, mean_scatter(rec, "aggregate.itl_s"), compute_share=share)
-
-
-def _run_of(setup, rec) -> str:
-    """The run's name without its model ("closed.c8", "poisson.f0.5", "overload"): model names hold dots."""
-    return rec.name.removeprefix(f"{setup.model.name}.")
-
-
 def _reconcile_itl(reconcile, setup, res: sv.SimResult, rec,
                    bands: dict[str, tuple[float, float] | None] | None = None, request=None) -> None:
     """Median and mean ITL of a run against its simulation: both, since the median hides the
@@ -137,14 +97,14 @@ def _reconcile_itl(reconcile, setup, res: sv.SimResult, rec,
     is a goal, issue 10); `bands`: finding bands set at test time; with `request`, a latency_budget_findings mark's
     band is set here (budget_band)."""
     for name, stat, key in (("itl_median", "p50", "median"), ("itl_mean", "mean", "mean")):
-        pred, measured = sv.as_prediction(res, "itl", stat, "s", _label(rec)), rec[f"aggregate.itl_s.{key}"]
+        pred, measured = sv.as_prediction(res, "itl", stat, "s", run_label(rec)), rec[f"aggregate.itl_s.{key}"]
         budget = itl_budget(setup, res, rec, stat)
         band = (bands or {}).get(name)
         if band is None and request is not None:
             band = budget_band(request, setup, rec, name, measured.value / pred.value, sum(budget.values()),
                                lambda other, o_setup: (other[f"aggregate.itl_s.{key}"].value
-                                                       / _sim(o_setup, other).stat("itl", stat)))
-        reconcile(name, pred, measured, budget=budget, why=ITL_BUDGET_WHY, finding_band=band, **_kw(setup))
+                                                       / simulate_run(o_setup, other).stat("itl", stat)))
+        reconcile(name, pred, measured, budget=budget, why=ITL_BUDGET_WHY, finding_band=band, **setup_kw(setup))
 
 
 def budget_band(request, setup, rec, quantity: str, ratio: float, budget: float, ratio_of) -> tuple[float, float] | None:
@@ -163,7 +123,7 @@ def budget_band(request, setup, rec, quantity: str, ratio: float, budget: float,
         return bf.checked_run_band(ratio, budget)
     results = get_session(request.config).settings.results_dir
     others = [recordings.load_file(p) for p in recordings.candidates(results, setup.label, "latency", rec.name)]
-    ratios = [ratio_of(o, _setup(request, setup.model.name, o)) for o in others if o.recorded_at != rec.recorded_at]
+    ratios = [ratio_of(o, load_setup(request, setup.model.name, o)) for o in others if o.recorded_at != rec.recorded_at]
     return bf.other_runs_band(ratios, budget) if ratios else None
 
 
@@ -171,7 +131,7 @@ def sequence_cost_band(setup, rec, latency_recording, res: sv.SimResult, quantit
     """lf.SEQUENCE_COST_ITL's band for the run's `quantity` ("itl_mean" or "itl_median"; None for runs it does not
     list): the simulation whose steps carry the session's per-sequence excess (sequence_cost.py, measured on its
     decode.b1..b64) over the plain one, +- this check's budget and the excess's own scatter over its share."""
-    if (setup.model.name, _run_of(setup, rec)) not in lf.SEQUENCE_COST_ITL[quantity]:
+    if (setup.model.name, run_of(setup, rec)) not in lf.SEQUENCE_COST_ITL[quantity]:
         return None
     stat = "mean" if quantity == "itl_mean" else "p50"
     return sequence_cost_shift_band(setup, lambda name: latency_recording(name, beside=rec), run_workload(rec), res,
@@ -182,19 +142,12 @@ def carried_band(request, model: str, rec, quantity: str, setup) -> tuple[float,
     """lf.CARRIED's band for this run's `quantity`, put in this run's frame at test time: its own repeat scatter,
     and its calibration shift (its prediction with the earlier sessions' recipe, eta fitted on the 8,192 prefill,
     over its prediction with its own; 1 where its session timed no GEMMs). None where no carried finding applies."""
-    carried = lf.CARRIED.get(f"{_run_of(setup, rec)}:{quantity}")
+    carried = lf.CARRIED.get(f"{run_of(setup, rec)}:{quantity}")
     if carried is None or model != QWEN or setup.label not in lf.CHECKED_ON:
         return None
     fitted = request.getfixturevalue("setup_beside")(model, rec, eta_from_gemms=False)
     ratio, scatter = load_ratio(setup, rec, quantity)
     return carried.band(scatter, ratio / load_ratio(fitted, rec, quantity)[0])
-
-
-def _setup(request, model: str, rec):
-    """The model's setup built from the session that measured `rec` (its ceilings, engine and, for
-    the model the calibration is fitted on, its fit points): a run is never predicted with another
-    session's engine limits or clocks."""
-    return request.getfixturevalue("setup_beside")(model, rec)
 
 
 def _cases(values, marks=None):
@@ -248,8 +201,8 @@ def slow_prompt_run(request, latency_recording) -> None:
         return
     slowdown, describe, fallback = verdict
     mark = sf.slow_session_mark if fallback else lf.slow_prompt_mark
-    setup = _setup(request, model, rec)
-    res, slowed = _sim(setup, rec), _sim(slowed_prompts(setup, slowdown), rec)
+    setup = load_setup(request, model, rec)
+    res, slowed = simulate_run(setup, rec), simulate_run(slowed_prompts(setup, slowdown), rec)
     for quantity, stat in SLOW_PROMPT_QUANTITIES.items():
         covering = [m for m in request.node.iter_markers("finding") if m.kwargs.get("quantity") in (quantity, None)]
         base = next((m.kwargs["expected"] for m in covering if m.kwargs.get("expected")), None)
@@ -269,7 +222,7 @@ def own_budget(setup, res: sv.SimResult, rec, quantity: str) -> float:
     ITL's itl_budget, the TTFT medians' ttft_budget, as the tests reconcile them."""
     if quantity == "itl_mean":
         return sum(itl_budget(setup, res, rec, "mean").values())
-    return sum(ttft_budget(setup, sv.as_prediction(res, "ttft", "p50", "s", _label(rec)), rec, quantity).values())
+    return sum(ttft_budget(setup, sv.as_prediction(res, "ttft", "p50", "s", run_label(rec)), rec, quantity).values())
 
 
 BELOW_KNEE = {QWEN: POISSON, LLAMA: POISSON[:-1]}
@@ -282,25 +235,23 @@ def test_poisson_ttft_p50_below_the_knee(model, factor, request, latency_recordi
     max_num_seqs = 128). Llama's f1.3 run sits at its knee and is not a below-the-knee case
     (BELOW_KNEE; test_poisson_rates_against_the_knee checks that split)."""
     rec = latency_recording(f"{model}.poisson.f{factor}")
-    engine_setup = _setup(request, model, rec)
+    engine_setup = load_setup(request, model, rec)
     s = rec.data["run"]["settings"]
     knee = engine_setup.knee_rate(s["input_len"], s["output_len"])
     assert s["rate"] < knee, f"{s['rate']:.1f} req/s is not below the predicted knee ({knee:.1f} req/s)"
-    res = _sim(engine_setup, rec)
-    pred = sv.as_prediction(res, "ttft", "p50", "s", _label(rec))
+    res = simulate_run(engine_setup, rec)
+    pred = sv.as_prediction(res, "ttft", "p50", "s", run_label(rec))
     budget = ttft_budget(engine_setup, pred, rec, "ttft_p50")
     band = unless_slowed(request, "ttft_p50", band_at_test_time(request, model, rec, engine_setup, res, "ttft_p50"))
     reconcile("ttft_p50", pred, rec["aggregate.ttft_s.median"], budget=budget, why=TTFT_WHY, finding_band=band,
-              **_kw(engine_setup))
+              **setup_kw(engine_setup))
     # Engine-side TTFT (no frontend): queue + prefill medians; below the knee queue is ~10 us.
     p = rec["aggregate.engine.prefill_s.median"]
     engine = Measurement(engine_ttft_p50_s(rec), "s", source=p.source,
                          provenance={**p.provenance, "derived": "median queue_s + median prefill_s (engine clock)"})
     reconcile("engine_ttft_p50", pred, engine, budget=ttft_budget(engine_setup, pred, rec, "engine_ttft_p50"), why=TTFT_WHY,
               finding_band=unless_slowed(request, "engine_ttft_p50", band_at_test_time(
-                  request, model, rec, engine_setup, res, "engine_ttft_p50")), **_kw(engine_setup))
-
-
+                  request, model, rec, engine_setup, res, "engine_ttft_p50")), **setup_kw(engine_setup))
 
 
 @pytest.mark.gpu
@@ -313,7 +264,7 @@ def test_poisson_rates_against_the_knee(model, factor, request, latency_recordin
     simulated one). Llama's f1.3 run, at its knee, is reconciled for ITL and throughput but not
     against the below-the-knee TTFT target."""
     rec = latency_recording(f"{model}.poisson.f{factor}")
-    setup = _setup(request, model, rec)
+    setup = load_setup(request, model, rec)
     s = rec.data["run"]["settings"]
     knee = setup.knee_rate(s["input_len"], s["output_len"])
     if factor in BELOW_KNEE[model]:
@@ -327,8 +278,8 @@ def test_poisson_rates_against_the_knee(model, factor, request, latency_recordin
     *lf.ITL_MARKS.get((m, f), ()), *lf.sequence_cost_itl_marks(m, f"poisson.f{f}"), *bf.light_load_marks(m, f"poisson.f{f}"))))
 def test_poisson_itl_mean_and_median(model, factor, request, latency_recording, slow_prompt_run, reconcile):
     rec = latency_recording(f"{model}.poisson.f{factor}")
-    engine_setup = _setup(request, model, rec)
-    res = _sim(engine_setup, rec)
+    engine_setup = load_setup(request, model, rec)
+    res = simulate_run(engine_setup, rec)
     _reconcile_itl(reconcile, engine_setup, res, rec, bands={
         q: unless_slowed(request, q, band_at_test_time(request, model, rec, engine_setup, res, q))
         for q in ("itl_median", "itl_mean")}, request=request)
@@ -339,9 +290,9 @@ def band_at_test_time(request, model: str, rec, setup, res: sv.SimResult, quanti
     stands): the first-token band (lf.FIRST_TOKEN_BANDED's TTFT), lf.CARRIED's, the other recorded sessions' envelope
     (Qwen's TTFT below the knee, mean ITL and 1.3x median ITL), the median's neighbours' or the per-sequence cost's. The
     slow-prompt fixture reads it too, to carry that band into a slowed run's frame."""
-    factor = _run_of(setup, rec).removeprefix("poisson.f")
+    factor = run_of(setup, rec).removeprefix("poisson.f")
     if quantity == "ttft_p50" and (model, factor) in lf.FIRST_TOKEN_BANDED:
-        pred = sv.as_prediction(res, "ttft", "p50", "s", _label(rec))
+        pred = sv.as_prediction(res, "ttft", "p50", "s", run_label(rec))
         return first_token_band(setup, rec, request.getfixturevalue("latency_recording"), res,
                                 ttft_budget(setup, pred, rec, "ttft_p50"))
     band = carried_band(request, model, rec, quantity, setup)
@@ -353,7 +304,7 @@ def band_at_test_time(request, model: str, rec, setup, res: sv.SimResult, quanti
                                             exclude=rec.recorded_at, own_shift=pace_shift(setup, rec, res, factor))
     if quantity in lf.POISSON_TTFT and model == QWEN and factor in lf.TTFT_DERIVED and setup.label in lf.CHECKED_ON:
         # the envelope of the other clean recorded sessions at this rate, widened by this run's budget (lf.ttft_band)
-        pred = sv.as_prediction(res, "ttft", "p50", "s", _label(rec))
+        pred = sv.as_prediction(res, "ttft", "p50", "s", run_label(rec))
         band = band or lf.ttft_envelope(quantity, factor, sum(ttft_budget(setup, pred, rec, quantity).values()),
                                         exclude=rec.recorded_at)
     if quantity == "itl_median" and model == QWEN and factor == "1.3" and setup.label in lf.CHECKED_ON:
@@ -377,7 +328,7 @@ def pace_shift(setup, rec, res: sv.SimResult, factor: str) -> float:
 
 def pace_shift_at(setup, rec, res: sv.SimResult, slowdown: float) -> float:
     """The simulation's mean ITL with every prompt step `slowdown` x longer (eta / slowdown) over `res`'s."""
-    return _sim(slowed_prompts(setup, slowdown), rec).stat("itl", "mean") / res.stat("itl", "mean")
+    return simulate_run(slowed_prompts(setup, slowdown), rec).stat("itl", "mean") / res.stat("itl", "mean")
 
 
 SLOWED_BY = (lf.SLOW_PROMPT_FINDING_ID, sf.SLOW_SESSION_FINDING_ID)
@@ -390,18 +341,11 @@ def unless_slowed(request, quantity: str, band: tuple[float, float] | None) -> t
     return None if first is not None and first.args[0] in SLOWED_BY else band
 
 
-def ttft_budget(setup, pred, rec, quantity: str) -> dict[str, float]:
-    """The noise budget of a TTFT median below the knee (`quantity`: "ttft_p50", the client's, or "engine_ttft_p50"):
-    the run's repeat scatter (load_ratio's: 2 standard errors of the median) and the session's ceilings and
-    calibration spread, the TTFT priced as compute-bound (a 1,024-token prefill; step_budget)."""
-    return step_budget(setup, pred, load_scatter(rec, quantity), compute_share=1.0)
-
-
 def first_token_band(setup, rec, latency_recording, res: sv.SimResult, budget: dict[str, float]) -> tuple[float, float]:
     """lf.FIRST_TOKEN_BANDED's band: the simulation given the per-request times the session's other runs measure
     (first_token.first_token_times) over the plain one, +- this check's budget and the first-token excess's scatter."""
     times, spread, _ = first_token_times(setup, rec, latency_recording)
-    with_times = setup.simulate(_workload(rec), fixed=times)
+    with_times = setup.simulate(designed_workload(rec), fixed=times)
     shift = with_times.stat("ttft", "p50") / res.stat("ttft", "p50")
     half = sum(budget.values()) + spread / with_times.stat("ttft", "p50")
     return (round(shift * (1 - half), 4), round(shift * (1 + half), 4))
@@ -426,36 +370,22 @@ def test_overload_preemption(model, request, latency_recording, reconcile):
     1,755 + 1,024 against 224,704 tokens (1.58x). Preemption must start; how many times, and how
     many run."""
     rec = latency_recording(f"{model}.overload")
-    engine_setup = _setup(request, model, rec)
+    engine_setup = load_setup(request, model, rec)
     s = rec.data["run"]["settings"]
-    res = _sim_overload(engine_setup, rec)
+    res = simulate_overload(engine_setup, rec)
     onset = sv.kv_concurrency(int(engine_setup.sched.usable_blocks) * engine_setup.sched.block_size,
                               s["input_len"], s["output_len"], engine_setup.sched.block_size)["never_preempted"]
     assert s["requests"] > onset.value, "the workload does not oversubscribe the pool: no preemption predicted"
     timeline = rec.data["run"]["result"]["timeline"]  # per-step stat logger: preempted requests, running
     prom = rec["preemptions_prometheus"]  # vllm:num_preemptions, the engine's own counter
     assert timeline["preemptions"] == prom.value, "the step log and the Prometheus counter disagree"
-    reconcile("preemptions", sv.as_prediction(res, "preemptions", "", "events", _label(rec)), prom, abs=1.0,
-              why="a handful of discrete events: one more or less is the granularity of the event", **_kw(engine_setup))
+    reconcile("preemptions", sv.as_prediction(res, "preemptions", "", "events", run_label(rec)), prom, abs=1.0,
+              why="a handful of discrete events: one more or less is the granularity of the event",
+              **setup_kw(engine_setup))
     peak = Measurement(float(timeline["max_running"]), "requests", source=prom.source,
                        provenance={**prom.provenance, "derived": "max of the per-step running count"})
-    reconcile("max_running", sv.as_prediction(res, "max_running", "", "requests", _label(rec)), peak, abs=1.0,
-              why="one request admitted a step earlier or later changes the peak by one", **_kw(engine_setup))
-
-
-def _overload_workload(rec) -> sv.Workload:
-    """The overload run as one closed wave of every request."""
-    s = rec.data["run"]["settings"]
-    return sv.Workload.closed(s["requests"], s["requests"], s["input_len"], s["output_len"])
-
-
-def run_workload(rec) -> sv.Workload:
-    """Any load run's workload as designed: closed, Poisson, or the overload wave."""
-    return _overload_workload(rec) if rec.data["run"]["kind"] == "overload" else _workload(rec)
-
-
-def _sim_overload(setup, rec) -> sv.SimResult:
-    return setup.simulate(_overload_workload(rec))
+    reconcile("max_running", sv.as_prediction(res, "max_running", "", "requests", run_label(rec)), peak, abs=1.0,
+              why="one request admitted a step earlier or later changes the peak by one", **setup_kw(engine_setup))
 
 
 @pytest.mark.gpu
@@ -463,10 +393,10 @@ def _sim_overload(setup, rec) -> sv.SimResult:
                                                      *lf.sequence_cost_itl_marks(m, "overload"))))
 def test_overload_latency_and_throughput(model, request, latency_recording, reconcile):
     rec = latency_recording(f"{model}.overload")
-    engine_setup = _setup(request, model, rec)
-    res = _sim_overload(engine_setup, rec)
-    label = _label(rec)
-    kw = _kw(engine_setup)
+    engine_setup = load_setup(request, model, rec)
+    res = simulate_overload(engine_setup, rec)
+    label = run_label(rec)
+    kw = setup_kw(engine_setup)
     reconcile("output_throughput", sv.as_prediction(res, "output_throughput", "", "tokens/s", label),
               rec["aggregate.output_throughput_tok_per_s"], budget=itl_budget(engine_setup, res, rec, "mean"), why=TPUT_WHY,
               finding_band=carried_band(request, model, rec, "output_throughput", engine_setup), **kw)
@@ -506,8 +436,8 @@ def overload_card(request, latency_recording) -> None:
 def test_overload_queueing_share_of_ttft(model, request, latency_recording, overload_card, reconcile):
     """Engine queue time over client TTFT, both means: TTFT in overload is queueing."""
     rec = latency_recording(f"{model}.overload")
-    engine_setup = _setup(request, model, rec)
-    res = _sim_overload(engine_setup, rec)
+    engine_setup = load_setup(request, model, rec)
+    res = simulate_overload(engine_setup, rec)
     q, t = rec["aggregate.engine.queue_s.mean"], rec["aggregate.ttft_s.mean"]
     share = Measurement(q.value / t.value, "", source=q.source,
                         provenance={**q.provenance, "derived": "mean engine queue_s / mean client TTFT"})
@@ -521,10 +451,10 @@ def test_overload_queueing_share_of_ttft(model, request, latency_recording, over
     # the heavy regime (Qwen's and Llama's): the recorded Qwen runs' envelopes, never the run checked (oh's tables)
     heavy = model in (QWEN, LLAMA) and _regime(rec) and engine_setup.label in lf.CHECKED_ON
     reconcile("queueing_share_of_ttft" + _regime(rec), pred, share, budget=share_budget, why=QUEUE_SHARE_WHY,
-              **_kw(engine_setup), finding_band=oh.heavy_share_band(sum(share_budget.values()))
+              **setup_kw(engine_setup), finding_band=oh.heavy_share_band(sum(share_budget.values()))
               if heavy and model == LLAMA else None)
     reconcile("prefill_part_of_ttft" + _regime(rec), prefill_part, rec["aggregate.engine.prefill_s.mean"],
-              budget=budget, why=PREFILL_PART_WHY, **_kw(engine_setup),
+              budget=budget, why=PREFILL_PART_WHY, **setup_kw(engine_setup),
               finding_band=oh.heavy_prefill_band(sum(budget.values()), exclude=rec.recorded_at) if heavy else None)
 
 
@@ -554,33 +484,3 @@ def test_overload_every_request_completes_exactly(model, latency_recording, reco
                   kind="setting")
 
 
-# --- bands carried over from the sessions calibrated before GEMM timings existed -----------------------
-def engine_ttft_p50_s(rec) -> float:
-    """A load run's engine-side TTFT (no frontend): its median queue + median prefill, engine clock."""
-    return rec["aggregate.engine.queue_s.median"].value + rec["aggregate.engine.prefill_s.median"].value
-
-
-def load_ratio(setup, rec, quantity: str) -> tuple[float, float]:
-    """(measured / predicted, the measurement's repeat scatter: 2 standard errors, relative) of one load run's
-    `quantity` ("ttft_p50", "engine_ttft_p50", "itl_median", "itl_mean", "output_throughput") under `setup`."""
-    res = setup.simulate(run_workload(rec))
-    if quantity == "output_throughput":
-        return rec["aggregate.output_throughput_tok_per_s"].value / res.output_throughput, load_scatter(rec, quantity)
-    if quantity == "engine_ttft_p50":
-        return engine_ttft_p50_s(rec) / res.stat("ttft", "p50"), load_scatter(rec, quantity)
-    stat, key, spread = _LOAD_STATS[quantity]
-    return (rec[f"{spread}.{'median' if stat != 'itl' or key == 'p50' else 'mean'}"].value / res.stat(stat, key),
-            load_scatter(rec, quantity))
-
-
-_LOAD_STATS = {"ttft_p50": ("ttft", "p50", "aggregate.ttft_s"), "itl_median": ("itl", "p50", "aggregate.itl_s"),
-               "itl_mean": ("itl", "mean", "aggregate.itl_s")}
-
-
-def load_scatter(rec, quantity: str) -> float:
-    """load_ratio's repeat scatter of `quantity` (any it takes): the measurement's alone, no simulation needed."""
-    if quantity in ("itl_mean", "output_throughput"):  # the mean's own standard error (the throughput's: the run's
-        return mean_scatter(rec, "aggregate.itl_s")    # time is mostly its decode steps)
-    if quantity == "engine_ttft_p50":  # below the knee the engine's TTFT is its prefill (queue ~10 us)
-        return median_scatter(rec, "aggregate.engine.prefill_s")
-    return median_scatter(rec, _LOAD_STATS[quantity][2])

@@ -7,6 +7,7 @@ import latency_findings as lf
 import latency_overload_heavy as oh
 import pytest
 from latency_findings_common import MEASURED_ON
+import latency_load_runs as lr
 import test_latency_load as load
 
 from pytest_anatomy import recordings
@@ -26,7 +27,7 @@ def test_qwen_heavy_prefill_parts_are_the_recorded_ones(request, target, setup_b
         rec = recordings.load_file(path)
         if rec.data["run"]["settings"]["demand_over_pool"] <= load.HEAVY_ABOVE:
             continue
-        res = load._sim_overload(setup_beside(lf.QWEN, rec), rec)
+        res = lr.simulate_overload(setup_beside(lf.QWEN, rec), rec)
         simulated = res.stat("ttft", "mean") - res.stat("queue", "mean")
         got[rec.recorded_at] = round(rec["aggregate.engine.prefill_s.mean"].value / simulated, 4)
         share = rec["aggregate.engine.queue_s.mean"].value / rec["aggregate.ttft_s.mean"].value

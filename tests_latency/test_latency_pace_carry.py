@@ -8,6 +8,7 @@ import latency_findings as lf
 import latency_pace_carry as pc
 import pytest
 from latency_findings_common import MEASURED_ON
+import latency_load_runs as lr
 import test_latency_load as load
 from latency_setups import prompt_pace_of
 
@@ -40,7 +41,7 @@ def test_pace_tables_are_the_recorded_ones(request, target, setup_beside):
         reference = pc.reference_part_ms(factor, lf.POISSON_PACE_FLAGGED[factor], parts[factor])
         for stamp, rec in runs.items():
             setup = setup_beside(lf.QWEN, rec)
-            shift = load.pace_shift_at(setup, rec, load._sim(setup, rec), parts[factor][stamp] / reference)
+            shift = load.pace_shift_at(setup, rec, lr.simulate_run(setup, rec), parts[factor][stamp] / reference)
             shifts.setdefault(factor, {})[stamp] = round(shift, 4)
     assert parts == pc.POISSON_PROMPT_PART_MS
     assert shifts == pc.POISSON_PACE_SHIFT

@@ -10,6 +10,7 @@ import latency_session_pace_findings as sf
 import pytest
 from latency_findings_common import MEASURED_ON
 import test_latency_conditions as conditions
+import latency_load_runs as lr
 import test_latency_load as load
 from latency_setups import prompt_pace_of, slowed_prompts
 
@@ -92,7 +93,7 @@ def test_slow_prompt_runs_are_the_recorded_ones(request, session_rec, setup_besi
         check = pp.check_against_session(prompt_pace_of(rec), [prompt_pace_of(o) for o in others])
         assert check is not None and check.flagged
         setup = setup_beside(lf.QWEN, rec)
-        res, slowed = load._sim(setup, rec), load._sim(slowed_prompts(setup, check.compute_slowdown()), rec)
+        res, slowed = lr.simulate_run(setup, rec), lr.simulate_run(slowed_prompts(setup, check.compute_slowdown()), rec)
         ttft, itl = rec["aggregate.ttft_s.median"].value, rec["aggregate.itl_s.mean"].value
         got = (ttft / res.stat("ttft", "p50"), ttft / slowed.stat("ttft", "p50"), itl * 1e3,
                res.stat("itl", "mean") * 1e3, slowed.stat("itl", "mean") * 1e3)

@@ -23,7 +23,7 @@ from latency_sequence_cost_findings import (QWEN_INSIDE_BUDGET, QWEN_CLOSED_AT_I
                                             qwen_closed_at_its_step_marks)
 from latency_setups import median_scatter
 from sequence_cost import decode_sweep_fit, sequence_cost, simulate_with, simulate_with_slower_kv_read, spread_share
-from test_latency_load import _kw, _label, _setup, itl_budget, run_workload
+from latency_load_runs import setup_kw, run_label, load_setup, itl_budget, run_workload
 
 from pytest_anatomy.theory import serving as sv
 
@@ -46,12 +46,12 @@ def _batch(rec, res: sv.SimResult) -> float:
 def predict(request, model: str, rec):
     """(setup, the prediction, its noise budget, the session's SequenceCost) of `rec`'s median ITL with its session's
     per-sequence excess."""
-    setup = _setup(request, model, rec)
+    setup = load_setup(request, model, rec)
     latency_recording = request.getfixturevalue("latency_recording")
     cost = sequence_cost(setup, lambda name: latency_recording(name, beside=rec))
     work = run_workload(rec)
     res = simulate_with(setup, cost.extra_s, work)
-    pred = sv.as_prediction(res, "itl", "p50", "s", _label(rec), notes=(
+    pred = sv.as_prediction(res, "itl", "p50", "s", run_label(rec), notes=(
         f"every step carries {cost.extra_s * 1e6:.2f} us per sequence beyond the first: the session's decode-step "
         f"slope over b = 1..64 minus the step model's (+-{cost.spread_s * 1e6:.2f} us), measured on its decode.b* runs",))
     budget = {**itl_budget(setup, res, rec, "p50"),
@@ -128,7 +128,7 @@ def test_itl_median_with_the_sequence_cost_measured_apart(model, run, request, l
     if of.covers(model, run):
         band = forms_band(pred.value, per_kv_byte_median(setup, cost, rec), sum(budget.values()))
     reconcile("itl_median_with_sequence_cost", pred, rec["aggregate.itl_s.median"], budget=budget, why=WHY,
-              finding_band=band, **_kw(setup))
+              finding_band=band, **setup_kw(setup))
 
 
 @pytest.mark.gpu
