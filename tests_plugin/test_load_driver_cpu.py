@@ -13,10 +13,11 @@ import sys
 import time
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, AsyncIterator
+from typing import Any
 
 import device_scripts
 import pytest
+from fake_engine import FakeDriver, FakeEngine, drive
 
 from pytest_anatomy.measure import load_stats as ls
 from pytest_anatomy.gpu_query import parse_nvidia_smi_csv
@@ -183,51 +184,9 @@ def test_token_id_prompts_are_distinct_in_range_and_reproducible() -> None:
 
 # --- the driver against a fake engine -----------------------------------------------------
 
-class FakeEngine:
-    """Streams one token per `step_s`, records how many requests were in flight."""
-
-    def __init__(self, step_s: float = 0.002, drop_last: bool = False) -> None:
-        self.step_s, self.drop_last = step_s, drop_last
-        self.inflight = self.max_inflight = 0
-        self.sent: list[float] = []
-        self.errored = False
-
-    async def generate(self, prompt: dict[str, Any], params: int, rid: str) -> AsyncIterator[Any]:
-        self.sent.append(time.monotonic())
-        self.inflight += 1
-        self.max_inflight = max(self.max_inflight, self.inflight)
-        m = SimpleNamespace(arrival_time=time.time(), queued_ts=time.monotonic(), scheduled_ts=0.0,
-                            first_token_ts=0.0, last_token_ts=0.0, num_generation_tokens=0)
-        try:
-            m.scheduled_ts = time.monotonic()
-            for k in range(params - (1 if self.drop_last else 0)):
-                await asyncio.sleep(self.step_s)
-                m.last_token_ts = time.monotonic()
-                m.first_token_ts = m.first_token_ts or m.last_token_ts
-                m.num_generation_tokens += 1
-                yield SimpleNamespace(outputs=[SimpleNamespace(token_ids=[k])], metrics=m,
-                                      num_cached_tokens=0)
-        finally:
-            self.inflight -= 1
-
-    def shutdown(self) -> None:
-        pass
-
-
-class FakeDriver(LoadDriver):
-    def sampling_params(self, output_len: int) -> int:  # the fake engine only needs the count
-        return output_len
-
-
-def _drive(engine: FakeEngine, **kw: Any) -> LoadRun:
-    driver = FakeDriver(engine, timeline=[], startup_s=0.0, log=lambda s: None)
-    return asyncio.run(driver.run("test", ls.token_id_prompts(kw.pop("n", 12), 8, 1000, 0),
-                                  kw.pop("output_len", 5), **kw))
-
-
 def test_closed_loop_never_exceeds_concurrency_and_checks_every_token() -> None:
     engine = FakeEngine()
-    run = _drive(engine, concurrency=3)
+    run = drive(engine, concurrency=3)
     assert engine.max_inflight == 3
     assert not run.truncated and all(r.ok for r in run.records) and len(run.records) == 12
     agg = ls.aggregate(run.records, run.expected_requests, start_time=run.start_time)
@@ -236,14 +195,14 @@ def test_closed_loop_never_exceeds_concurrency_and_checks_every_token() -> None:
 
 def test_all_at_once_sends_every_request_immediately() -> None:
     engine = FakeEngine()
-    _drive(engine)
+    drive(engine)
     assert engine.max_inflight == 12
 
 
 def test_open_loop_sends_at_the_planned_offsets() -> None:
     engine = FakeEngine()
     arrivals = [0.0, 0.05, 0.1, 0.15]
-    run = _drive(engine, n=4, arrivals=arrivals)
+    run = drive(engine, n=4, arrivals=arrivals)
     lags = sorted(r.send_lag for r in run.records if r.send_lag is not None)
     assert len(lags) == 4 and all(0.0 <= lag < 0.03 for lag in lags)
     assert max(engine.sent) - min(engine.sent) == pytest.approx(0.15, abs=0.03)
@@ -251,14 +210,14 @@ def test_open_loop_sends_at_the_planned_offsets() -> None:
 
 def test_deadline_aborts_in_flight_and_drops_unsent_requests() -> None:
     engine = FakeEngine(step_s=0.05)
-    run = _drive(engine, concurrency=2, output_len=20, deadline=time.monotonic() + 0.2)
+    run = drive(engine, concurrency=2, output_len=20, deadline=time.monotonic() + 0.2)
     assert run.truncated
     assert len(run.records) == 2 and all(r.error and "deadline" in r.error for r in run.records)
     assert ls.aggregate(run.records, run.expected_requests)["not_sent"] == 10
 
 
 def test_short_output_is_caught_by_the_token_check() -> None:
-    run = _drive(FakeEngine(drop_last=True), n=2)
+    run = drive(FakeEngine(drop_last=True), n=2)
     agg = ls.aggregate(run.records, run.expected_requests)
     assert agg["completed"] == 0 and agg["failures"] == ["4 output tokens, expected 5"]
 
