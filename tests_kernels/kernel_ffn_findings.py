@@ -37,7 +37,7 @@ FID = "h200-fp32-32-rows-below-cublas-target"
 # The shapes whose miss is this finding. s18 met the target at 32 rows in its first run there (03:53 on 2026-12-05,
 # judged against the rung it displaced: resolved, test_kernel_ffn_findings), so SMALL was removed, as planned.
 FINDING_SHAPES: tuple[str, ...] = ()
-# The hand-written fp32 rungs (test_kernels_ladders._recorded_sgemm_fp32 takes those the target measured).
+# The hand-written fp32 rungs (ladder_cases.recorded_sgemm_fp32 takes those the target measured).
 FP32_RUNGS = tuple(v.id for v in LADDERS["sgemm"][1:] if not v.theory.tensor_core)
 _BY_ID = {v.id: v for v in LADDERS["sgemm"]}
 
