@@ -102,7 +102,7 @@ from typing import Any
 
 import flashattn_io as io
 import pytest
-from flashattn_findings import counter_marks
+from flashattn_counter_findings import counter_marks
 
 from pytest_anatomy import session as anatomy_session
 from pytest_anatomy import targets as tg

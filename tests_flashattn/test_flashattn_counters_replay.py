@@ -19,7 +19,8 @@ import sys
 from pathlib import Path
 
 import flashattn_synthetic_ncu as synth
-from flashattn_findings import COUNTERS, MEASURED_ON
+from flashattn_counter_findings import COUNTERS
+from flashattn_findings import MEASURED_ON
 
 from pytest_anatomy import recordings
 from pytest_anatomy.kernels.flashattn import registry

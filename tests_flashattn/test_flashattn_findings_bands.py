@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import flashattn_counter_findings as cf
 import flashattn_findings as ff
 import pytest
 from flashattn_interp import use_interpreter_or_skip
@@ -31,29 +32,29 @@ def test_r2_step_count_is_the_kernels_loop(n: int, causal: bool) -> None:
     from pytest_anatomy.kernels.flashattn import r2_fa1
 
     cfg = r2_fa1.CONFIGS[0].kwargs
-    assert (cfg["BLOCK_M"], cfg["BLOCK_N"]) == (ff.R2_TILING.block_m, ff.R2_TILING.block_n)
+    assert (cfg["BLOCK_M"], cfg["BLOCK_N"]) == (cf.R2_TILING.block_m, cf.R2_TILING.block_n)
     shape = at.AttentionShape.prefill(1, 1, n, 128, causal=causal)
-    pairs, ws, q = ff.r2_step_bytes(shape)
+    pairs, ws, q = cf.r2_step_bytes(shape)
     assert pairs == r2_steps(n, causal, cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["Q_GROUP"])
     assert (ws, q) == (128 * 128 * 4 + 2 * 128 * 4, 128 * 128 * 2)
 
 
 def test_mechanism_bands_lie_beyond_the_pre_registered_limits() -> None:
     """Each band starts at the limit the pre-registration set and reaches further, never inside it."""
-    for _, _, (lo, hi) in ff.COUNTERS.values():
+    for _, _, (lo, hi) in cf.COUNTERS.values():
         assert lo < hi
-    assert ff.r2_read_band(False)[0] == 1.3 and ff.r2_write_band(False)[0] == 1.02
-    assert ff.coalesced_l2_band(at.Tiling(128, 128))[1] == 0.8
-    assert ff.causal_stream_band()[0] == 1.25 and ff.dirty_at_start_band()[0] == 1.02
+    assert cf.r2_read_band(False)[0] == 1.3 and cf.r2_write_band(False)[0] == 1.02
+    assert cf.coalesced_l2_band(at.Tiling(128, 128))[1] == 0.8
+    assert cf.causal_stream_band()[0] == 1.25 and cf.dirty_at_start_band()[0] == 1.02
 
 
 def test_causal_stream_bound_counts_the_programs_whose_prefix_exceeds_l2() -> None:
     # 128x128 tiles: 64 KiB of K+V each, 960 fit in 60 MiB; programs 960..1023 of each head stream their own prefix
-    own_tiles = sum(i + 1 for i in range(1024) if (i + 1) * 64 * 1024 > ff.L2_BYTES)
+    own_tiles = sum(i + 1 for i in range(1024) if (i + 1) * 64 * 1024 > cf.L2_BYTES)
     assert own_tiles == sum(range(961, 1025))
     pred = at.streamed_kv_reads(at.AttentionShape.prefill(1, 4, 131072, 128, causal=True), at.Tiling(128, 128), 132)
     q, head = 4 * 131072 * 128 * 2, 2 * 131072 * 128 * 2
-    assert ff.causal_stream_band()[1] == round((q + 4 * (head + own_tiles * 64 * 1024)) / pred.value, 2)
+    assert cf.causal_stream_band()[1] == round((q + 4 * (head + own_tiles * 64 * 1024)) / pred.value, 2)
 
 
 @pytest.mark.parametrize("test", sorted(ff.TARGET_BACKENDS))

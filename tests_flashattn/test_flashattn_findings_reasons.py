@@ -1,8 +1,10 @@
-"""The numbers flashattn_findings' reasons quote are the recordings of the visits they describe, and the
-constants its bands are centred on are recomputed here from those recordings (nothing retyped)."""
+"""The numbers flashattn_findings' and flashattn_counter_findings' reasons quote are the recordings of the visits
+they describe, and the constants their bands are centred on are recomputed here from those recordings (nothing
+retyped)."""
 
 from __future__ import annotations
 
+import flashattn_counter_findings as cf
 import flashattn_findings as ff
 import pytest
 from flashattn_cases import Case
@@ -60,8 +62,8 @@ def test_the_warp_specialisation_reason_says_where_r7_stands() -> None:
 
 def test_every_reason_found_its_recordings() -> None:
     for reason in (ff.NO_WARP_SPECIALIZATION, ff.DECODE_AT_THE_CEILING, ff.SHORT_SEQUENCES_AT_D64,
-                   ff.DECODE_8K_AT_THE_TARGET, ff.R2_ROUND_TRIPS, ff.L2_COALESCED, ff.DIRTY_AT_START,
-                   ff.CAUSAL_STREAM):
+                   ff.DECODE_8K_AT_THE_TARGET, cf.R2_ROUND_TRIPS, cf.L2_COALESCED, cf.DIRTY_AT_START,
+                   cf.CAUSAL_STREAM):
         assert "not in this checkout" not in reason
 
 
@@ -70,17 +72,17 @@ def test_counter_reasons_quote_the_profile_pass() -> None:
     def counter(case: str, quantity: str) -> float:
         try:
             return recordings.load_latest(ff.RESULTS, ff.MEASURED_ON, "flashattn", f"ncu.fa2.{case}",
-                                          stamp=ff.NCU_PASS)[quantity].value
+                                          stamp=cf.NCU_PASS)[quantity].value
         except recordings.MissingRecording:
             pytest.skip(f"ncu.fa2.{case} of the profile pass is not in this checkout")
 
     reads = [counter(f"r2-fa1.b4h32n4096d128.{m}", "dram_read_bytes") / 1e9 for m in ("full", "causal")]
-    assert f"moved {reads[0]:.2f} / {reads[1]:.2f} GB from DRAM" in ff.R2_ROUND_TRIPS
-    assert f"r6 {counter('r6-tma-pipelined.b4h32n4096d128.full', 'l2_bytes') / 1e9:.2f} GB" in ff.L2_COALESCED
+    assert f"moved {reads[0]:.2f} / {reads[1]:.2f} GB from DRAM" in cf.R2_ROUND_TRIPS
+    assert f"r6 {counter('r6-tma-pipelined.b4h32n4096d128.full', 'l2_bytes') / 1e9:.2f} GB" in cf.L2_COALESCED
     causal_reads = counter("r6-tma-pipelined.b1h4n131072d128.causal", "dram_read_bytes")
     q, head_kv = 4 * 131072 * 128 * 2, 2 * 131072 * 128 * 2  # Q once; K and V of one head (bf16)
-    assert f"read {causal_reads / 1e9:.2f} GB: {(causal_reads - q) / (4 * head_kv):.1f} passes" in ff.CAUSAL_STREAM
+    assert f"read {causal_reads / 1e9:.2f} GB: {(causal_reads - q) / (4 * head_kv):.1f} passes" in cf.CAUSAL_STREAM
     wrote = counter("r6-tma-pipelined.b1h4n131072d128.full", "dram_write_bytes")
     outputs = 4 * 131072 * 128 * 2 + 4 * 131072 * 4  # O (bf16) + LSE (fp32), B=1 H=4 N=128k D=128
     assert f"wrote {wrote / 1e6:.1f} MB against {outputs / 1e6:.1f} MB of O + LSE ({wrote / outputs:.3f}" \
-        in ff.DIRTY_AT_START
+        in cf.DIRTY_AT_START

@@ -15,6 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import flashattn_cases as fc
+import flashattn_counter_findings as cf
 import flashattn_findings as ff
 import flashattn_io as io
 import test_flashattn_gpu as timing
@@ -130,7 +131,7 @@ def test_the_gluon_rungs_l2_band_stands_on_the_recorded_fa2_rungs() -> None:
         mask = "causal" if causal else "full"
         ratios = []
         for r in ("r3-fa2", "r4-causal-split", "r5-exp2", "r6-tma-pipelined"):
-            rec = ff.ncu(f"{r}.b4h32n4096d128.{mask}")
+            rec = cf.ncu(f"{r}.b4h32n4096d128.{mask}")
             ratios.append(rec["l2_bytes"].value / at.tiled_bytes(io.shape_of(rec.data["launch"]["settings"]),
                                                                  io.tiling_of(rec)).value)
         lo, hi = io.GLUON_L2_BAND[causal]
