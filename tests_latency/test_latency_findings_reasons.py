@@ -7,13 +7,13 @@ runs it explains when new sessions are recorded."""
 
 from __future__ import annotations
 
-from typing import Any
 
 import latency_findings as lf
 import pytest
 from latency_findings_common import MEASURED_ON
 import test_latency_closed_loop as closed_loop
 import latency_load_runs as lr
+from latency_reason_recompute import check_mixed_reason, median_scatter_over, session_setups, session_stamps
 import test_latency_load as load
 from latency_setups import (
     SEED_PROMPTS,
@@ -25,14 +25,12 @@ from latency_setups import (
     step_intervals,
 )
 
-from pytest_anatomy import recordings, stats
+from pytest_anatomy import recordings
 from pytest_anatomy.measure.analysis import linear_fit
 from pytest_anatomy.session import get_session
 from pytest_anatomy.theory import calibration as cal
 from pytest_anatomy.theory import latency as lat
 from pytest_anatomy.theory import serving as sv
-from pytest_anatomy.theory.capacity import kv_bytes_per_token
-from pytest_anatomy.theory.flops import StepWork
 
 
 
@@ -45,39 +43,13 @@ def recorded(test):
 MARGINAL_BATCHES = (1, 2, 4, 8, 16, 32, 64)  # latency_step_checks.MARGINAL_BATCHES
 
 
-def _stamps(request, target, name: str) -> list[str]:
-    """The stamps of every recording of `name` on the target, oldest first."""
-    results = get_session(request.config).settings.results_dir
-    return [recordings.load_file(p).recorded_at for p in recordings.candidates(results, target.name, "latency", name)]
-
-
-# (results folder, target, model, stamp) -> (b=1 decode recording, setup): built once per pytest session, shared by
-# the tests here (each setup reads several recordings and its session's ceilings).
-_SETUPS: dict[tuple[str, str, str, str], tuple[Any, Any]] = {}
-
-
-def _session_setups(request, target, session_rec, setup_beside) -> list[tuple[str, Any, Any]]:
-    """(model, b=1 decode recording, setup) of every recorded session of both models, each with its own session's
-    setup (Llama's: the Qwen calibration known when it ran), as test_prefill_runs_are_the_recorded_ones builds them."""
-    out = []
-    results = str(get_session(request.config).settings.results_dir)
-    for model in (lf.QWEN, lf.LLAMA):
-        for stamp in _stamps(request, target, f"{model}.decode.b1"):
-            key = (results, target.name, model, stamp)
-            if key not in _SETUPS:
-                b1 = session_rec(f"{model}.decode.b1", not_after=stamp)
-                _SETUPS[key] = (b1, setup_beside(model, b1))
-            out.append((model, *_SETUPS[key]))
-    return out
-
-
 @recorded
 def test_marginal_cost_runs_are_the_recorded_ones(request, target, session_rec, setup_beside):
     """lf.MARGINAL_COST_RUNS (the per-sequence slope ratios the decode findings' reasons quote) is every recorded
     session of both models: the OLS slope over b = 1..64 over the predicted d(t_step)/db, as
     test_marginal_cost_per_sequence computes it for the newest."""
     got = {}
-    for model, b1, setup in _session_setups(request, target, session_rec, setup_beside):
+    for model, b1, setup in session_setups(request, target, session_rec, setup_beside):
         recs = [session_rec(f"{model}.decode.b{b}", beside=b1) for b in MARGINAL_BATCHES]
         slope = linear_fit(MARGINAL_BATCHES, [r["step_time_s"].value for r in recs]).slope
         s = b1.data["run"]["settings"]
@@ -111,7 +83,7 @@ def test_reasons_quote_the_per_sequence_cost_of_every_session() -> None:
 def test_gemm_eta_span_is_the_recorded_one(request, target, session_rec, setup_beside):
     """lf.GEMM_ETA_SPAN (h200-prefill-above-its-gemms' "of the 8192^3 ceiling") is the lowest and highest eta the GEMM
     timings give at any token count, over every GEMM-timed run of either model."""
-    sessions = _session_setups(request, target, session_rec, setup_beside)
+    sessions = session_setups(request, target, session_rec, setup_beside)
     etas = [eta for _, b1, setup in sessions if b1.recorded_at in lf.GEMM_ETA_SESSIONS
             for _, eta in setup.calib.efficiency_by_tokens]
     timed = {(model, b1.recorded_at) for model, b1, setup in sessions if setup.calib.efficiency_by_tokens}
@@ -127,7 +99,7 @@ def test_steady_state_ratios_quoted_are_the_recorded_ones(request, target, sessi
     test_saturation_throughput computes them; STEADY_STATE_RATIOS itself is test_steady_state_bands_are_the_recorded_ratios'."""
     llama, gemm = {}, {}
     for model in (lf.QWEN, lf.LLAMA):
-        for stamp in _stamps(request, target, f"{model}.closed.c64"):
+        for stamp in session_stamps(request, target, f"{model}.closed.c64"):
             rec = session_rec(f"{model}.closed.c64", not_after=stamp)
             measured = rec["aggregate.output_throughput_tok_per_s"].value
             fitted = closed_loop._steady_closed_form(setup_beside(model, rec, eta_from_gemms=False), rec).value
@@ -166,7 +138,7 @@ def test_llama_b1_ratios_are_the_recorded_ones(request, target, session_rec, set
     """lf.LLAMA_B1_RATIOS (h200-transferred-overhead-over-predicts-llamas' "over-predicts ... by") is Llama-3.1-8B's b=1 step
     over its prediction in every recorded session, with the Qwen calibration known when it ran."""
     got = {}
-    for model, b1, setup in _session_setups(request, target, session_rec, setup_beside):
+    for model, b1, setup in session_setups(request, target, session_rec, setup_beside):
         if model == lf.LLAMA:
             s = b1.data["run"]["settings"]
             pred = lat.decode_step_time(setup.model, setup.ceilings, setup.calib, 1,
@@ -182,7 +154,7 @@ def test_poisson_itl_means_are_the_recorded_ones(request, target, session_rec, s
     rates that finding marks: mean ITL measured / simulated, each run with its own session's setup."""
     got: dict[str, dict[str, float]] = {}
     for factor in lf.POISSON:
-        for stamp in _stamps(request, target, f"{lf.QWEN}.poisson.f{factor}"):
+        for stamp in session_stamps(request, target, f"{lf.QWEN}.poisson.f{factor}"):
             rec = session_rec(f"{lf.QWEN}.poisson.f{factor}", not_after=stamp)
             res = lr.simulate_run(setup_beside(lf.QWEN, rec), rec)
             got.setdefault(factor, {})[stamp] = rec["aggregate.itl_s.mean"].value / res.stat("itl", "mean")
@@ -203,7 +175,7 @@ def test_poisson_itl_medians_between_are_the_recorded_ones(request, target, sess
     model, factor = lf.QWEN, "0.8"
     (low, high), = [rates for key, rates in lf.ITL_MEDIAN_NEIGHBOURS.items() if key == (model, factor)]
     got = {}
-    for stamp in _stamps(request, target, f"{model}.poisson.f{factor}"):
+    for stamp in session_stamps(request, target, f"{model}.poisson.f{factor}"):
         rec = session_rec(f"{model}.poisson.f{factor}", not_after=stamp)
         ratios = []
         for f in (low, factor, high):
@@ -247,7 +219,7 @@ def test_overload_reasons_quote_the_recorded_runs(request, target, session_rec, 
     assert f"a queueing share of {m['engine.queue_s'] / m['ttft_s']:.0%} vs {sim_queue / sim_ttft:.0%}" in text
     heavy, light = [], []
     bands = {mark.kwargs["quantity"]: mark.kwargs["expected"] for mark in lf.HEAVY_MARKS}
-    for stamp in _stamps(request, target, f"{lf.QWEN}.overload"):
+    for stamp in session_stamps(request, target, f"{lf.QWEN}.overload"):
         qrec = session_rec(f"{lf.QWEN}.overload", not_after=stamp)
         qres = lr.simulate_overload(setup_beside(lf.QWEN, qrec), qrec)
         qs = qrec.data["run"]["settings"]
@@ -264,30 +236,11 @@ def test_overload_reasons_quote_the_recorded_runs(request, target, session_rec, 
             assert outside == pytest.approx(lf.QWEN_HEAVY_OUTSIDE.get(stamp, {}), abs=5e-5), (stamp, ratios)
         else:
             light.append(prefill)
-            _check_mixed_reason(setup_beside(lf.QWEN, qrec), qrec, qres)
+            check_mixed_reason(setup_beside(lf.QWEN, qrec), qrec, qres)
     assert tuple(heavy) == lf.QWEN_HEAVY_OVERLOAD and set(lf.QWEN_HEAVY_OUTSIDE) <= set(heavy)
     days = heavy[0][:10] if heavy[0][:10] == heavy[-1][:10] else f"{heavy[0][:10]} to {heavy[-1][:10]}"
     assert f"({days}, {lf._count(len(heavy))} live runs:" in text
     assert len(light) == 1 and f"(Qwen's prefill part is {light[0]:.2f}x simulated" in text
-
-
-def _check_mixed_reason(setup, rec, res) -> None:
-    """MIXED_REASON's arithmetic is Qwen2.5-7B's lighter overload run's: its prompt's chunks at the engine's budget,
-    the decodes beside a chunk (the simulated peak of running requests, less the prompt's own), their mean KV
-    context, the KV bytes they read and the time that takes at the session's read ceiling, and the compute term the
-    step model sets against it in the steps mixing each chunk with those decodes (the session's eta)."""
-    s = rec.data["run"]["settings"]
-    text = lf.MIXED_REASON
-    chunks = lat.prefill_chunks(s["input_len"], setup.sched.max_num_batched_tokens)
-    assert f"({' + '.join(f'{n:,}' for n, _ in chunks)} tokens)" in text
-    decodes, ctx = res.max_running - 1, mean_context(s["input_len"], s["output_len"])
-    kv = decodes * ctx * kv_bytes_per_token(setup.model).value
-    assert (f"~{decodes} decodes that each read ~{round(ctx, -2):,.0f} tokens of KV (~{round(kv / 1e9, -1):.0f} GB, "
-            f"{kv / setup.ceilings.bandwidth * 1e3:.0f} ms a step at {setup.ceilings.bandwidth / 1e12:.2f} TB/s)") in text
-    compute = [next(term.value for term in lat.step_time(setup.model, setup.ceilings, setup.calib, StepWork(
-        decode_tokens=decodes, decode_context_sum=decodes * ctx, prefill=(chunk,))).terms
-        if term.name == "FLOPs / (eta x peak)") for chunk in chunks]
-    assert f"under the chunks' {min(compute) * 1e3:.0f}-{max(compute) * 1e3:.0f} ms of compute" in text
 
 
 # --- the seed's RTX 4090: its recordings, replayed with conftest.seed_setup ------------------------------------------
@@ -379,7 +332,7 @@ def test_frontend_below_the_knee_is_the_recorded_one(request, target, session_re
     frontend = []
     for model, factors in load.BELOW_KNEE.items():
         for factor in factors:
-            for stamp in _stamps(request, target, f"{model}.poisson.f{factor}"):
+            for stamp in session_stamps(request, target, f"{model}.poisson.f{factor}"):
                 rec = session_rec(f"{model}.poisson.f{factor}", not_after=stamp)
                 frontend.append((rec["aggregate.ttft_s.mean"].value - rec["aggregate.engine.queue_s.mean"].value
                                  - rec["aggregate.engine.prefill_s.mean"].value) * 1e3)
@@ -482,13 +435,6 @@ def test_decode_repeat_scatter_counts_engine_steps(session_rec):
         b64, "itl_steady_engine_clock_s")))
     prefill = session_rec("qwen2.5-7b.prefill.l8192")
     assert independent_n(prefill, "engine_prefill_s") == prefill["engine_prefill_s.n"].value == 5
-
-
-def median_scatter_over(rec, n: float) -> float:
-    """median_scatter with an explicit n (the p90 route, as every decode run has percentiles)."""
-    m = rec.measurements
-    stat = "itl_steady_engine_clock_s"
-    return stats.tail_median_scatter(m[f"{stat}.p90"]["value"], m[f"{stat}.median"]["value"], n)
 
 
 @pytest.mark.gpu
