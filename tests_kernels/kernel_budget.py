@@ -2,7 +2,8 @@
 target: the checked run's own timing noise (its two timing blocks) plus the rung's spread over the other recorded
 sessions on the card (the card-to-card and session-to-session variation a prediction fixed in milliseconds cannot
 know). With fewer than MIN_OTHER_RUNS other sessions (a card met for the first time) the second term is the session
-drift of the ladders' rung 0 (cuBLAS and torch kernels that did not change, kernel_findings.spread_terms). The 15%
+drift of the ladders' rung 0 (cuBLAS and torch kernels that did not change, kernel_findings_shared.spread_terms).
+The 15%
 stays what it was written as: the ladders' goal for a hand prediction, in the rung headers and docs.
 
 A prediction priced from a ledger fitted in the same run (the instruction and request ledgers, the H200's and the
@@ -17,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import kernel_findings as kf
+import kernel_findings_shared as kfs
 import kernel_noise_findings as kn
 
 from pytest_anatomy import recordings
@@ -50,7 +51,7 @@ def budget(rec: Any, others: list[float]) -> dict[str, float]:
         median = statistics.median(others)
         terms["spread_over_other_sessions"] = max(abs(t / median - 1) for t in others)
     else:
-        terms["session_drift_of_rung_0"] = kf.spread_terms()["session_drift_of_rung_0"]
+        terms["session_drift_of_rung_0"] = kfs.spread_terms()["session_drift_of_rung_0"]
     return terms
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-import kernel_findings as kf
+import kernel_findings_shared as kfs
 import kernel_noise_findings as kn
 import pytest
 
@@ -28,7 +28,7 @@ from pytest_anatomy.kernels.ladders import LADDERS
 from pytest_anatomy.kernels.registry import DeviceFacts, Launch, shape_label
 from pytest_anatomy.specs.hardware import get_hardware
 
-MEASURED_ON = kf.MEASURED_ON
+MEASURED_ON = kfs.MEASURED_ON
 RESULTS_ROOT = Path(__file__).resolve().parents[1] / "results"
 SHAPES = {shape_label(s): s for s in sgemm.EXTRA_SHAPES}
 BIG, SMALL = SHAPES
@@ -75,8 +75,8 @@ def other_runs(runs: Runs, judged: recordings.Recording) -> list[recordings.Reco
 
 
 def band(runs: Runs, judged: recordings.Recording, label: str) -> tuple[float, float] | None:
-    """The finding's band for the judged recording: other_runs' ratios' envelope +- kernel_findings.spread()."""
-    return kn.band([target_ratio(r, label) for r in other_runs(runs, judged)], kf.spread())
+    """The finding's band for the judged recording: other_runs' ratios' envelope +- kernel_findings_shared.spread()."""
+    return kn.band([target_ratio(r, label) for r in other_runs(runs, judged)], kfs.spread())
 
 
 def load(folders: Iterable[Path], hardware: str, label: str, rungs: Iterable[str] = FP32_RUNGS) -> dict[
@@ -189,7 +189,7 @@ def _reason() -> str:
         return f"[no fp32 rung recordings at {SMALL} on {MEASURED_ON} in this checkout]"
     cublas, t, lab, shape = ms(_B, "baseline_time"), ms(_B), SMALL, SHAPES[SMALL]
     s9_sq, best_sq = newest(S9, SQUARE), newest(DISPLACED, SQUARE)
-    read = kf.ceiling_at("read", _B.recorded_at)
+    read = kfs.ceiling_at("read", _B.recorded_at)
     s18_ms = _BY_ID[S18].preregistered_ms(shape) or float("nan")
     return (
         f"At {lab} issue 17's target is {goal(lab):.0%} of cuBLAS fp32. The best hand-written fp32 rung was "
@@ -208,7 +208,7 @@ def _reason() -> str:
         f"at {s18_ms} ms ({cublas / s18_ms:.0%} of this cuBLAS time). A faster rung that still misses leaves the band "
         "and diverges: its own cause is a new finding. Band, from other runs (set at test time): the rung the other "
         "sessions make best, its ratio in each of those sessions, widened by "
-        f"+-{kf.spread():.1%} measured noise (kernel_findings.spread_terms: timing blocks and rung 0's session "
+        f"+-{kfs.spread():.1%} measured noise (kernel_findings.spread_terms: timing blocks and rung 0's session "
         f"drift); never the judged run. For the {_run(JUDGED)} run: {_band_note()}. " + _retired())
 
 

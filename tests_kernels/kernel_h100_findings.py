@@ -1,7 +1,7 @@
 """Kernel findings on the first H100 (NVML UUID GPU-fabd6938, 2026-12-02), as data.
 
 The H200's findings were held unchanged against the H100's live session, as pre-registered in docs/RECORDING.md
-("The first H100 visit"): the SGEMM, tensor-core and reduction bands held (kernel_findings.CHECKED_ON). Two did
+("The first H100 visit"): the SGEMM, tensor-core and reduction bands held (kernel_findings_shared.CHECKED_ON). Two did
 not, and both for the reason the pre-registration named for ceiling-priced checks: the rung's time is set by its
 instructions or its load/store unit more than by DRAM (s2 ran at 5.857 TFLOP/s on the H100 against 5.741 on the
 H200; x4 is instruction-bound on short rows), while the roofline it is judged against is priced at the session's

@@ -10,13 +10,14 @@ from __future__ import annotations
 import json
 import statistics
 
-import kernel_findings as kf
+import kernel_findings_shared as kfs
+import kernel_x6_s11_s12_findings as x6s12
 import pytest
 
 from pytest_anatomy.kernels.ladders import LADDERS
 
-MEASURED_ON = kf.MEASURED_ON  # the card the rung headers pre-register
-KERNELS = kf.RESULTS  # its recorded kernel runs
+MEASURED_ON = kfs.MEASURED_ON  # the card the rung headers pre-register
+KERNELS = kfs.RESULTS  # its recorded kernel runs
 _RUNGS = {v.id: v for lad in LADDERS.values() for v in lad}
 
 SGEMM_SLOW = "h200-fp32-sgemm-slower-than-its-headers"
@@ -50,7 +51,7 @@ def ratios(ladder: str, rung: str, shape: str) -> list[float]:
 
 
 # --- the clock a timing block ran at (2026-12-05: the first power-capped SGEMM blocks) ------------------------------
-block_clock_mhz = kf.block_clock_mhz  # one timing block's clock: the probe's, else NVML's lowest
+block_clock_mhz = x6s12.block_clock_mhz  # one timing block's clock: the probe's, else NVML's lowest
 
 
 def clock_limited(data: dict, block: str = "time") -> bool:
@@ -117,7 +118,7 @@ def _median(finding: str) -> float:
     return statistics.median(x for case, fid in CASES.items() if fid == finding for x in ratios(*case))
 
 
-BOOST_MHZ = kf.boost_clock_hz() / 1e6
+BOOST_MHZ = x6s12.boost_clock_hz() / 1e6
 NEAR_BOOST = 0.01  # a block within 1% of the boost: its clock moves a time by under the 1% the sessions agree to
 CLOCK_CASES = (("sgemm", "s9-cp-async-pipeline", "32x18944x3584"), ("sgemm", "s0-cublas", "32x18944x3584"))
 

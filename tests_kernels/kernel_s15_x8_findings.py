@@ -3,7 +3,8 @@
 Both rungs were pre-registered before any run (their .cu headers; docs/RECORDING.md "Kernel rung s15" and "Softmax
 rung x8"), both were correct at every checked shape, and both missed their pre-registered times. No band here reads a
 time of the 18:46 run: each is an outcome or a risk the pre-registration stated in advance, priced by the header's own
-ledger, widened by the measured noise terms (kernel_findings.spread_terms) where it compares runs. kernel_findings
+ledger, widened by the measured noise terms (kernel_findings_shared.spread_terms) where it compares runs.
+kernel_findings
 applies them (BANDED) with the noise terms, s9's 11:09 bias and the 11:09 read ceiling it already holds, so this
 module imports nothing from it. Every number a reason quotes is read from the recordings at import
 (test_kernel_s15_x8_findings recomputes them).

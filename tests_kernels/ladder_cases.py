@@ -10,6 +10,8 @@ import pytest
 
 import kernel_ffn_findings as ffn
 import kernel_findings as hf
+import kernel_findings_shared as kfs
+import kernel_first_run_findings as first_run
 import kernel_noise_findings as kn
 
 from pytest_anatomy import gpu_arch
@@ -186,11 +188,11 @@ def _prereg_roofline_ratio(v: Variant, spec) -> float:
 
 def _exceeds(t: tg.Target, v: Variant) -> tuple:
     """The byte-ledger finding where the pre-registration already put the rung past its roofline."""
-    observed = hf.BYTE_LEDGER.get(v.id)
-    if t.name not in hf.CHECKED_ON or not observed or t.spec is None:
+    observed = first_run.BYTE_LEDGER.get(v.id)
+    if t.name not in kfs.CHECKED_ON or not observed or t.spec is None:
         return ()
     # the pre-registration's own roofline ratio is the H200's (it was written for that card), on every card
     r = _prereg_roofline_ratio(v, get_hardware(PREREGISTERED_ON))
     if r <= 1:
         return ()
-    return hf.byte_ledger_exceeded(r, v.preregistered_ms(SHAPES["sgemm"]), observed)
+    return first_run.byte_ledger_exceeded(r, v.preregistered_ms(SHAPES["sgemm"]), observed)

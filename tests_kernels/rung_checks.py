@@ -160,14 +160,14 @@ def need_tools(*tools: str) -> None:
 def run_value(name: str, when: str, key: str = "time") -> float:
     """`key`'s value (in its recorded unit) in `name`'s kernels recording of the run stamped `when`, on the card the
     kernel findings were measured on; skips, saying which, where this checkout lacks that run."""
-    import kernel_findings as kf
+    import kernel_findings_shared as kfs
 
     from pytest_anatomy import recordings
 
     try:
-        rec = recordings.load_not_after(RESULTS, kf.MEASURED_ON, "kernels", name, when)
+        rec = recordings.load_not_after(RESULTS, kfs.MEASURED_ON, "kernels", name, when)
     except recordings.MissingRecording:
-        pytest.skip(f"results/{kf.MEASURED_ON}/kernels/{name}@* of {when} is not in this checkout")
+        pytest.skip(f"results/{kfs.MEASURED_ON}/kernels/{name}@* of {when} is not in this checkout")
     if rec.recorded_at != when:
         pytest.skip(f"{name} of {when} is not in this checkout")
     return float(rec[key].value)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 
 import kernel_ffn_findings as ffn
-import kernel_findings as kf
+import kernel_findings_shared as kfs
 import pytest
 
 from pytest_anatomy import recordings
@@ -96,7 +96,7 @@ def test_the_band_is_the_other_sessions_of_the_rung_it_displaced() -> None:
     assert len(runs[ffn.S18]) == 1  # s18's first run: no other session of its own
     assert {r.name for r in others} == {f"sgemm.{ffn.DISPLACED}.{LAB}"} and ffn.DISPLACED != ffn.BEST
     ratios = [ffn.target_ratio(r, LAB) for r in others]
-    lo, hi = min(ratios) * (1 - kf.spread()), max(ratios) * (1 + kf.spread())
+    lo, hi = min(ratios) * (1 - kfs.spread()), max(ratios) * (1 + kfs.spread())
     assert ffn.band(runs, best, LAB) == pytest.approx((lo, hi), abs=1e-4)
     assert f"{min(ratios):.3f}-{max(ratios):.3f}x, so {lo:.3f}-{hi:.3f}x" in ffn.REASON
 

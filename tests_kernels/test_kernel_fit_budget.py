@@ -42,7 +42,7 @@ def test_the_tile_tolerance_is_the_noise_sum_and_widens_with_the_scatter():
     session term and the ledger's input term, summed; doubling the scatter widens it by exactly the scatter."""
     from pytest_anatomy.reconcile import Tolerance
 
-    drift = kb.kf.spread_terms()["session_drift_of_rung_0"]
+    drift = kb.kfs.spread_terms()["session_drift_of_rung_0"]
     one = kb.tile_budget(_Rec(1.02, 1.0), [], 0.001)
     assert one == pytest.approx({"repeat_scatter": 0.02, "session_drift_of_rung_0": drift, "s9_counted_pace": 0.001})
     two = kb.tile_budget(_Rec(1.04, 1.0), [], 0.001)

@@ -61,7 +61,7 @@ def test_a_clock_limited_block_is_judged_at_its_normalised_time() -> None:
     capped = {"clocks": {"time": {"steady": False, "sm_mhz_min": 1725, "probe_sm_mhz": 1800.0}}}
     no_probe = {"clocks": {"time": {"steady": False, "sm_mhz_min": 1800}}}
     assert kn.clock_factor(steady, 1980.0) == 1.0 and kn.clock_factor({}, 1980.0) == 1.0
-    assert kn.clock_factor(capped, 1980.0) == pytest.approx(1.1)  # the probe first, as kernel_findings.run_clock_hz
+    assert kn.clock_factor(capped, 1980.0) == pytest.approx(1.1)  # the probe first, as kernel_x6_s11_s12_findings.run_clock_hz
     assert kn.clock_factor(no_probe, 1980.0) == pytest.approx(1.1)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import kernel_findings as kf
+import kernel_findings_shared as kfs
 import kernel_s15_x8_findings as kx
 import pytest
 import rung_checks
@@ -38,7 +39,7 @@ def test_s15_reason_quotes_the_run_and_its_band_is_the_headers_alternative(label
     alt = kx.s15_ledger_ms(label, 2.78)
     if label == kx.SQUARE:
         assert round(alt, 2) == 3.34
-    bias, noise = kf.s9_ledger_bias(label), kf.spread()
+    bias, noise = kfs.s9_ledger_bias(label), kfs.spread()
     pre = sgemm.S15_PREREGISTERED[label]
     assert band == (round(alt / pre * (1 - noise), 4), round(alt / pre * bias * (1 + noise), 4))
     assert kf.BANDED_FROM_KEYS[("preregistered", f"{kx.S15}-{label}")] == "preregistered"
@@ -47,14 +48,14 @@ def test_s15_reason_quotes_the_run_and_its_band_is_the_headers_alternative(label
 
 def test_x8_reason_quotes_the_run_and_its_bands_are_the_headers_risk() -> None:
     fid, reason, band = _entry("preregistered", f"{kx.X8}-{kx.VOCAB}")
-    assert fid == kx.X8_FID and band == (1 + kf.PREREG_ACCEPT, 2.0)
+    assert fid == kx.X8_FID and band == (1 + kfs.PREREG_ACCEPT, 2.0)
     for name, when in ((f"softmax.{kx.X8}.{kx.VOCAB}", kx.RUN_1846), (f"softmax.{kx.X8}.8192x2048", kx.RUN_1846),
                        (f"softmax.x7-pipelined.{kx.VOCAB}", kx.RUN_1456),
                        (f"softmax.x6-cluster-row.{kx.VOCAB}", kx.RUN_2151)):
         assert f"{_at(name, when):.4f} ms" in reason, name
     assert kx.X8_PREREG_MS == 0.040 and kx.ROWS_BUSIEST == 10
     vfid, vreason, vband = _entry("vocab_target", kx.X8)
-    units = kf._READ_1109 / kx.VOCAB_BYTES * kx.X8_PREREG_MS * 1e-3
+    units = kfs.READ_1109 / kx.VOCAB_BYTES * kx.X8_PREREG_MS * 1e-3
     assert (vfid, vreason) == (fid, reason) and vband == (round(units * 1.15, 4), round(units * 2.0, 4))
     assert kf.BANDED_FROM_KEYS[("vocab_target", kx.X8)] == "preregistered"
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import kernel_findings as kf
+import kernel_findings_shared as kfs
 import kernel_s16_x9_findings as kx
 import pytest
 import rung_checks
@@ -42,7 +43,7 @@ def test_s16_reason_quotes_the_run_and_its_band_reads_other_runs(label: str) -> 
     # the band: s9's sessions before the judged run (none of them the judged run) x the profile's cycles ratio
     before = kx.s9_sessions_before(label)
     assert len(before) >= 30
-    blocks, pre = kf.spread_terms()["timing_blocks_both_runs"], sgemm.S16_PREREGISTERED[label]
+    blocks, pre = kfs.spread_terms()["timing_blocks_both_runs"], sgemm.S16_PREREGISTERED[label]
     assert band == (round(min(before) * kx.PROFILE_RATIO * (1 - blocks) / pre, 4),
                     round(max(before) * kx.PROFILE_RATIO * (1 + blocks) / pre, 4))
     assert band[0] > 1.0  # the pre-registration itself lies outside: s16 agreeing would leave the band
@@ -82,7 +83,7 @@ def test_x9_reason_quotes_the_run_and_its_band_is_the_headers_alternatives() -> 
     assert kx.X9_PREREG_MS == 0.042 and band == (round(46.42 / 42, 4), round((41.64 + 23.1) / 42, 4))
     assert kf.BANDED_FROM_KEYS[("preregistered", f"{kx.X9}-{kx.VOCAB}")] == "preregistered"
     vfid, vreason, vband = kf.BANDED["vocab_target"][kx.X9]
-    units = kf._READ_1109 / kx.VOCAB_BYTES * kx.X9_PREREG_MS * 1e-3
+    units = kfs.READ_1109 / kx.VOCAB_BYTES * kx.X9_PREREG_MS * 1e-3
     assert (vfid, vreason) == (fid, reason) and vband == (round(units * band[0], 4), round(units * band[1], 4))
     assert kf.BANDED_FROM_KEYS[("vocab_target", kx.X9)] == "preregistered"
 
@@ -91,7 +92,7 @@ def test_x9_band_edges_are_written_in_its_header() -> None:
     """Both edges, and the per-wave prices the reason carries to 3 waves, are what the header wrote before the run."""
     h = header_of(next(v for v in fused.SOFTMAX if v.id == kx.X9).path)
     text = h["what_changes"] + " " + h["predicted_effect"]
-    sms = get_hardware(kf.MEASURED_ON).sm_count
+    sms = get_hardware(kfs.MEASURED_ON).sm_count
     for written in (f"{kx.X9_FLOOR_US} us", f"= {kx.X9_WAVE_US} us per wave", f"{kx.X9_HEADLINE_US} us",
                     f"{kx.X9_FIXED_US} us", f"= {kx.X9_WORK_US} us", f"{kx.X9_SECOND_US} us",
                     f"{kx.X9_LONE_WAVE_US} us), ~0.065 ms", f"{kx.X9_HEADER_CLUSTERS} on {sms} SMs"):

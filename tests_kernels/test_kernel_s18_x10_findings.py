@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import kernel_findings as kf
+import kernel_findings_shared as kfs
 import kernel_s18_x10_findings as fx
 import pytest
 
@@ -31,7 +32,7 @@ def test_the_probe_log_is_another_run_and_its_repeat_launches_were_correct() -> 
 
 
 def test_x10s_band_reads_the_probe_never_the_judged_run() -> None:
-    blocks = kf.spread_terms()["timing_blocks_both_runs"]
+    blocks = kfs.spread_terms()["timing_blocks_both_runs"]
     t = fx.probe_x10_ms()
     assert fx.x10_band(blocks) == (round(min(t) * (1 - blocks) / fx.X10_PREREG_MS, 4),
                                    round(max(t) * (1 + blocks) / fx.X10_PREREG_MS, 4))
@@ -44,7 +45,7 @@ def test_x10s_band_reads_the_probe_never_the_judged_run() -> None:
 
 def test_x10s_reason_quotes_the_profile_and_bs_arithmetic() -> None:
     m = _rec(f"ncu.softmax.{fx.X10}.{fx.VOCAB}", fx.PROFILE)["data"]["kernels"][-1]["metrics"]
-    reason = fx.x10_reason(kf.spread_terms()["timing_blocks_both_runs"])
+    reason = fx.x10_reason(kfs.spread_terms()["timing_blocks_both_runs"])
     assert f"DRAM reads {m['dram__bytes_read.sum'] / 1e6:.1f} MB" in reason
     assert f"L2 traffic {m['lts__t_bytes.sum'] / 1e6:.1f} MB" in reason
     assert f"{m['Warp Cycles Per Issued Instruction']:.2f} warp cycles per issue of which 14.5 (64.7%)" in reason

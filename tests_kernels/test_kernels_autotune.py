@@ -21,6 +21,7 @@ import rung_checks
 
 import kernel_budget as kb
 import kernel_findings as hf
+import kernel_findings_shared as kfs
 import kernel_noise_findings as kn
 
 from pytest_anatomy import recordings
@@ -253,7 +254,7 @@ def _timed(cid: str, label: str, target, measured, reconcile) -> None:
 def _own_sessions_band(target, cid: str, label: str, rec, pred_s: float) -> tuple[float, float] | None:
     """A family's first candidate is its rung: where the rung has MIN_OTHER_RUNS other recorded sessions, the
     finding band is their measured / ledger envelope +- the checked run's block scatter (never the checked run)."""
-    if cid not in FIRST_IS or target.name != hf.MEASURED_ON:
+    if cid not in FIRST_IS or target.name != kfs.MEASURED_ON:
         return None
     others = _other_sessions(target, cid, label, rec)
     return kn.band([t / pred_s for t in others], kb.repeat_scatter(rec)) if len(others) >= kb.MIN_OTHER_RUNS else None
@@ -279,7 +280,7 @@ def test_candidate_tolerance_is_its_recordings_noise_sum():
     doubled = SimpleNamespace(measurements={"time": {"value": t}, "time_repeat": {"value": t / (1 + 2 * (t / r - 1))}})
     wider = Tolerance.from_budget(kb.TILE_WHY, **kb.tile_budget(doubled, [], pace)).rel
     assert wider == pytest.approx(width + abs(t / r - 1))
-    assert width < hf.PREREG_ACCEPT  # the noise, not the 15% goal
+    assert width < kfs.PREREG_ACCEPT  # the noise, not the 15% goal
     # and it is the tolerance the reconciliation gets (not rel=0.15)
     seen: dict = {}
     rec_view = SimpleNamespace(measurements=rec.measurements, path=rec.path, recorded_at=rec.recorded_at)

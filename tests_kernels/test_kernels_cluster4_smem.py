@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import statistics
 
-import kernel_findings as hf
+import kernel_findings_shared as kfs
 import rung_checks as rc
 import pytest
 
@@ -34,7 +34,7 @@ GPC_SMS = (18, 18, 18, 18, 16, 16, 14, 14)
 
 
 def _sessions(name: str, key: str) -> list[float]:
-    return rc.recorded_values(hf.RESULTS, name, key, WRITTEN_AFTER)
+    return rc.recorded_values(kfs.RESULTS, name, key, WRITTEN_AFTER)
 
 
 _bytes = rc.softmax_bytes  # one read, one write
@@ -66,7 +66,7 @@ def test_header_times_are_the_ledgers():
     read = statistics.median(_sessions("kernels-ceilings", "read_bandwidth"))
     assert len(_sessions("kernels-ceilings", "copy_bandwidth")) == 40
     assert (round(copy / 1e12, 3), round(read / 1e12, 3)) == (4.265, 4.386)
-    x6 = _sessions(f"softmax.x6-cluster-row.{hf.VOCAB}", "time")
+    x6 = _sessions(f"softmax.x6-cluster-row.{kfs.VOCAB}", "time")
     x6_us = statistics.median(x6) * 1e6
     assert (len(x6), round(x6_us, 2)) == (29, 49.34)
     vocab = fused.VOCAB_SHAPE
@@ -85,7 +85,7 @@ def test_header_times_are_the_ledgers():
     assert (x6_sms, round(per_sm / 1e9, 1), round(lone_us, 1), round((total_us + lone_us) / 1e3, 3)) == \
         (120, 26.3, 23.1, 0.065)
     short = fused.SOFTMAX_TIMING_SHAPE
-    x5_us = statistics.median(_sessions(f"softmax.x5-warp-row.{hf.SHORT_ROW}", "time")) * 1e6
+    x5_us = statistics.median(_sessions(f"softmax.x5-warp-row.{kfs.SHORT_ROW}", "time")) * 1e6
     assert round(x5_us, 2) == 33.65 and round(x5_us / 1e3, 3) == X9.preregistered_ms(short) == 0.034
 
 
@@ -97,7 +97,7 @@ def test_second_alternative_splits_x6s_wave_into_fixed_and_sm_work():
     read = statistics.median(_sessions("kernels-ceilings", "read_bandwidth"))
     vocab = fused.VOCAB_SHAPE
     floor_us = _bytes(vocab) / copy * 1e6
-    x6_us = statistics.median(_sessions(f"softmax.x6-cluster-row.{hf.VOCAB}", "time")) * 1e6
+    x6_us = statistics.median(_sessions(f"softmax.x6-cluster-row.{kfs.VOCAB}", "time")) * 1e6
     per_wave_us = (x6_us - floor_us) / math.ceil(vocab["M"] / X6_ACTIVE_CLUSTERS)
     x6_slice, x9_slice = 4 * -(-vocab["N"] // 32), 4 * -(-vocab["N"] // 16)
     x6_ex2_clk = X6_BLOCKS_PER_SM * x6_slice / rc.MUFU_PER_CLK

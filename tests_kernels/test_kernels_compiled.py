@@ -9,7 +9,7 @@ import json
 import re
 from pathlib import Path
 
-import kernel_findings as hf
+import kernel_first_run_findings as first_run
 import pytest
 import rung_checks
 
@@ -172,7 +172,7 @@ def test_pipelined_rung_loads_global_memory_only_through_cp_async(source, kernel
     assert counts.get("LDGSTS", 0) > 0 and not ldg, f"{kernel}: LDGSTS {counts.get('LDGSTS', 0)}, LDG {ldg}"
 
 
-@hf.COMPILER_VECTORIZES_S5
+@first_run.COMPILER_VECTORIZES_S5
 def test_s5_shared_loads_as_compiled(reconcile):
     _need("nvrtc")
     _need("cuobjdump")

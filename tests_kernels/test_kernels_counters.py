@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import pytest
 
-import kernel_findings as hf
+import kernel_first_run_findings as first_run
 
 from pytest_anatomy.kernels import fused, reduction
 from pytest_anatomy.kernels.ladders import LADDERS
@@ -37,7 +37,7 @@ READ_WHY = ("the reductions read within 0.006% of 4N; the fused rungs' re-reads 
 # Findings of the counters of one card's run: {(test, case id): mark}, each mark for that card only.
 
 
-FINDINGS = {("test_dram_reads_are_the_ledgers_passes", "x2-online-128x152064"): hf.VOCAB_ROWS_EXCEED_L2}
+FINDINGS = {("test_dram_reads_are_the_ledgers_passes", "x2-online-128x152064"): first_run.VOCAB_ROWS_EXCEED_L2}
 
 
 def _rungs() -> list[tuple[Variant, dict[str, int]]]:

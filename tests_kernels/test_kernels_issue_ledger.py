@@ -87,14 +87,15 @@ def test_fit_needs_two_ilp_values():
 
 
 def test_no_latency_band_is_the_ledger_without_its_latency_term():
-    """kernel_findings.ISSUE_LEDGER_NO_LATENCY_RATIO: the s9 finding's lower band edge is the ledger's time with
+    """kernel_first_run_findings.ISSUE_LEDGER_NO_LATENCY_RATIO: the s9 finding's lower band edge is the ledger's
+    time with
     c = c0 (every staged load hidden) over its time with the fitted c0 + L / ilp, from the same fit."""
-    import kernel_findings as hf
+    import kernel_first_run_findings as first_run
 
     fit, t = _fit(), _rung("s9-cp-async-pipeline").theory
     full = min(4.0, t.warps_per_sm / fit.cycles_per_issue(t.accumulators))
     no_latency = min(4.0, t.warps_per_sm / fit.c0)
-    assert hf.ISSUE_LEDGER_NO_LATENCY_RATIO["s9-cp-async-pipeline"] == pytest.approx(full / no_latency, abs=5e-5)
+    assert first_run.ISSUE_LEDGER_NO_LATENCY_RATIO["s9-cp-async-pipeline"] == pytest.approx(full / no_latency, abs=5e-5)
 
 
 # --- the mma issue ledger: tensor-core rungs priced by their compiled K loop ------------------------

@@ -25,7 +25,9 @@ import pytest
 
 import kernel_budget as kb
 import kernel_ffn_findings as ffn
-import kernel_findings as hf
+import kernel_findings_shared as kfs
+import kernel_first_run_findings as first_run
+import kernel_x6_s11_s12_findings as x6s12
 import kernel_noise_findings as kn
 from ladder_cases import (
     LEDGER_RUNGS,
@@ -270,10 +272,10 @@ def _noise_finding_band(target, v: Variant, shape: dict[str, int], rec, pred_s: 
 
 def _clock_band(target, v: Variant, shape: dict[str, int], rec) -> tuple[float, float] | None:
     """s11's finding band at the judged run's own measured clock where that clock lies below the profiled range
-    (hf.warp64_band_at_its_clock); None elsewhere, so every other case keeps its mark's band."""
-    if v.id != "s11-bf16-warp64" or target.name != hf.MEASURED_ON:
+    (x6s12.warp64_band_at_its_clock); None elsewhere, so every other case keeps its mark's band."""
+    if v.id != "s11-bf16-warp64" or target.name != kfs.MEASURED_ON:
         return None
-    return hf.warp64_band_at_its_clock(shape_label(shape), rec)
+    return x6s12.warp64_band_at_its_clock(shape_label(shape), rec)
 
 
 @pytest.mark.gpu
@@ -397,53 +399,54 @@ def test_register_rungs_refuse_the_vocab_row(target, v, measured):
 
 @pytest.mark.gpu
 def test_preregistered_finding_ratios_are_the_first_runs(target, measured):
-    """kernel_findings.PREREGISTERED's ratios (each finding band's centre) are the first H200 run's
+    """kernel_first_run_findings.PREREGISTERED's ratios (each finding band's centre) are the first H200 run's
     measured / pre-registered times, recomputed here from that run's recordings; the suite checks the
     newest run, so every such band comes from a different run than the one it judges."""
     checked = 0
     for v, shape in PREREGISTERED:
         key = f"{v.id}-{shape_label(shape)}"
-        if key not in hf.PREREGISTERED:
+        if key not in first_run.PREREGISTERED:
             continue
-        first = measured(rung_name(v, shape), not_after=hf.FIRST_RUN)
+        first = measured(rung_name(v, shape), not_after=kfs.FIRST_RUN)
         newest = rung_rec(measured, v, shape)
         assert first.recorded_at != newest.recorded_at, key
         ratio = first["time"].value / (v.preregistered_ms(shape) * 1e-3)
-        assert hf.PREREGISTERED[key][2] == pytest.approx(ratio, abs=5e-4), key
+        assert first_run.PREREGISTERED[key][2] == pytest.approx(ratio, abs=5e-4), key
         checked += 1
-    assert checked == len(hf.PREREGISTERED)
+    assert checked == len(first_run.PREREGISTERED)
 
 
 @pytest.mark.gpu
 def test_streaming_floor_finding_ratios_are_the_first_runs(target, measured):
-    """kernel_findings.STREAMING_FLOOR's ratios (band centres, and the x4 target's 'reached N%') are the first
+    """kernel_first_run_findings.STREAMING_FLOOR's ratios (band centres, and the x4 target's 'reached N%') are the first
     H200 run's time over the DRAM-byte floor at that run's own ceilings, recomputed here from its recordings."""
-    ceilings = measured("kernels-ceilings", not_after=hf.FIRST_RUN)
-    assert ceilings.recorded_at == hf.FIRST_RUN
+    ceilings = measured("kernels-ceilings", not_after=kfs.FIRST_RUN)
+    assert ceilings.recorded_at == kfs.FIRST_RUN
     checked = 0
     for v in STREAMING:
-        if v.id not in hf.STREAMING_FLOOR:
+        if v.id not in first_run.STREAMING_FLOOR:
             continue
         s = SHAPES[v.ladder]
-        first = measured(rung_name(v, s), not_after=hf.FIRST_RUN)
-        assert first.recorded_at == hf.FIRST_RUN, v.id
+        first = measured(rung_name(v, s), not_after=kfs.FIRST_RUN)
+        assert first.recorded_at == kfs.FIRST_RUN, v.id
         floor = streaming_floor(v, s, ceilings, target.require_spec().sm_count)
-        assert hf.STREAMING_FLOOR[v.id][2] == pytest.approx(first["time"].value / floor.value, abs=5e-4), v.id
+        assert first_run.STREAMING_FLOOR[v.id][2] == pytest.approx(first["time"].value / floor.value, abs=5e-4), v.id
         checked += 1
-    assert checked == len(hf.STREAMING_FLOOR)
+    assert checked == len(first_run.STREAMING_FLOOR)
 
 
 @pytest.mark.gpu
 def test_byte_ledger_finding_ratio_is_the_first_runs(target, measured):
-    """kernel_findings.BYTE_LEDGER's ratio (the band centre its reason quotes as 'measured N x') is the first run's
+    """kernel_first_run_findings.BYTE_LEDGER's ratio (the band centre its reason quotes as 'measured N x') is the
+    first run's
     FLOP rate over the issued-byte roofline at that run's read ceiling, recomputed as test_sgemm_issued_byte_roofline
     computes it."""
-    ceilings = measured("kernels-ceilings", not_after=hf.FIRST_RUN)
+    ceilings = measured("kernels-ceilings", not_after=kfs.FIRST_RUN)
     s = SHAPES["sgemm"]
-    for rung, observed in hf.BYTE_LEDGER.items():
+    for rung, observed in first_run.BYTE_LEDGER.items():
         v = next(x for x in LADDERS["sgemm"] if x.id == rung)
-        first = measured(rung_name(v, s), not_after=hf.FIRST_RUN)
-        assert (first.recorded_at, ceilings.recorded_at) == (hf.FIRST_RUN, hf.FIRST_RUN), rung
+        first = measured(rung_name(v, s), not_after=kfs.FIRST_RUN)
+        assert (first.recorded_at, ceilings.recorded_at) == (kfs.FIRST_RUN, kfs.FIRST_RUN), rung
         floor = gemm_byte_ledger(v.theory, s["M"], s["N"], s["K"], peak_flops=target.require_spec().peak("fp32"),
                                  bandwidth=ceilings["read_bandwidth"].value, sources="first run")
         assert observed == pytest.approx(floor.value / first["time"].value, abs=5e-4), rung
@@ -451,21 +454,22 @@ def test_byte_ledger_finding_ratio_is_the_first_runs(target, measured):
 
 @pytest.mark.gpu
 def test_ledger_finding_ratios_are_the_first_runs(target, measured):
-    """The instruction ledger's held-out ratios and the request ledger's (kernel_findings.INSTRUCTION_HELD_OUT,
+    """The instruction ledger's held-out ratios and the request ledger's
+    (kernel_first_run_findings.INSTRUCTION_HELD_OUT,
     SINGLE's request entry: band centres) are the first run's, fitted and priced on that run's recordings as
     test_sgemm_instruction_ledger_held_out and test_sgemm_request_ledger_naive do on the newest."""
     spec = target.require_spec()
     s = SHAPES["sgemm"]
-    beats = _sgemm_beats(measured, spec, not_after=hf.FIRST_RUN)
+    beats = _sgemm_beats(measured, spec, not_after=kfs.FIRST_RUN)
     by_id = {v.id: v for v in LADDERS["sgemm"]}
 
     def first_time(rung: str) -> float:
-        rec = measured(rung_name(by_id[rung], s), not_after=hf.FIRST_RUN)
-        assert rec.recorded_at == hf.FIRST_RUN, rung
+        rec = measured(rung_name(by_id[rung], s), not_after=kfs.FIRST_RUN)
+        assert rec.recorded_at == kfs.FIRST_RUN, rung
         return rec["time"].value
 
     prices = fit_prices(beats, sgemm.INSTRUCTION_FIT)
-    for rung, observed in hf.INSTRUCTION_HELD_OUT.items():
+    for rung, observed in first_run.INSTRUCTION_HELD_OUT.items():
         pred = priced_time(by_id[rung].theory.counts(), prices, s["M"], s["N"], s["K"], sm_count=spec.sm_count,
                            clock_hz=spec.boost_clock_hz, rung=rung)
         assert observed == pytest.approx(first_time(rung) / pred.value, abs=5e-4), rung
@@ -474,7 +478,7 @@ def test_ledger_finding_ratios_are_the_first_runs(target, measured):
     naive = LADDERS["sgemm"][1]
     pred = priced_time({"requests": naive.theory.requests}, prices, s["M"], s["N"], s["K"], sm_count=spec.sm_count,
                        clock_hz=spec.boost_clock_hz, rung=naive.id)
-    assert hf.SINGLE["test_sgemm_request_ledger_naive"][2] == pytest.approx(first_time(naive.id) / pred.value,
+    assert first_run.SINGLE["test_sgemm_request_ledger_naive"][2] == pytest.approx(first_time(naive.id) / pred.value,
                                                                              abs=5e-4)
 
 

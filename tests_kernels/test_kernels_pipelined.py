@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import statistics
 
-import kernel_findings as hf
+import kernel_findings_shared as kfs
 import rung_checks as rc
 import pytest
 
@@ -26,7 +26,7 @@ TAIL_STORE_US = 1.2  # the tenth round's 76 KB of stores per SM at about twice a
 
 
 def _sessions(name: str, key: str) -> list[float]:
-    return rc.recorded_values(hf.RESULTS, name, key, WRITTEN_AFTER)
+    return rc.recorded_values(kfs.RESULTS, name, key, WRITTEN_AFTER)
 
 
 _bytes = rc.softmax_bytes  # one read, one write
@@ -38,8 +38,8 @@ def test_header_times_are_the_ledgers():
     exposed latency at each end. Each number the header quotes is recomputed here."""
     copy = statistics.median(_sessions("kernels-ceilings", "copy_bandwidth"))
     read = statistics.median(_sessions("kernels-ceilings", "read_bandwidth"))
-    x5 = _sessions(f"softmax.x5-warp-row.{hf.SHORT_ROW}", "time")
-    x6 = _sessions(f"softmax.x6-cluster-row.{hf.VOCAB}", "time")
+    x5 = _sessions(f"softmax.x5-warp-row.{kfs.SHORT_ROW}", "time")
+    x6 = _sessions(f"softmax.x6-cluster-row.{kfs.VOCAB}", "time")
     assert (len(_sessions("kernels-ceilings", "copy_bandwidth")), len(x5), len(x6)) == (37, 32, 29)
     assert (round(copy / 1e12, 3), round(read / 1e12, 3)) == (4.264, 4.387)
     short = fused.SOFTMAX_TIMING_SHAPE

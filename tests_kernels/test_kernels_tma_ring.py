@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import statistics
 
-import kernel_findings as hf
+import kernel_findings_shared as kfs
 import rung_checks as rc
 import pytest
 
@@ -31,7 +31,7 @@ ROW_WORK_CLK = {"lds": 594, "ex2": 1188, "stores": 1188, "reductions": 600, "exc
 
 
 def _sessions(name: str, key: str) -> list[float]:
-    return rc.recorded_values(hf.RESULTS, name, key, WRITTEN_AFTER)
+    return rc.recorded_values(kfs.RESULTS, name, key, WRITTEN_AFTER)
 
 
 _bytes = rc.softmax_bytes  # one read, one write
@@ -47,8 +47,8 @@ def test_header_diagnosis_is_littles_law_on_the_recordings():
     assert (round(need / 1e6, 1), round(need / sms / 1e3), round(need / (g * fused.CLUSTER_BLOCKS) / 1e3)) == \
         (6.4, 48, 57)
     vocab = _bytes(fused.VOCAB_SHAPE)
-    x6 = statistics.median(_sessions(f"softmax.x6-cluster-row.{hf.VOCAB}", "time"))
-    (x7,) = _sessions(f"softmax.x7-pipelined.{hf.VOCAB}", "time")
+    x6 = statistics.median(_sessions(f"softmax.x6-cluster-row.{kfs.VOCAB}", "time"))
+    (x7,) = _sessions(f"softmax.x7-pipelined.{kfs.VOCAB}", "time")
     x6_bw, x7_bw = vocab / x6, vocab / x7
     assert (round(x6_bw / 1e12, 2), round(x7_bw / 1e12, 2)) == (3.16, 2.89)
     assert round(x6_bw * LOADED_LATENCY_US * 1e-6 / 1e6, 1) == 4.7
@@ -66,7 +66,7 @@ def test_header_times_are_the_ledgers():
     assert len(_sessions("kernels-ceilings", "copy_bandwidth")) == 39
     assert (round(copy / 1e12, 3), round(read / 1e12, 3)) == (4.265, 4.386)
     short = fused.SOFTMAX_TIMING_SHAPE
-    x5 = _sessions(f"softmax.x5-warp-row.{hf.SHORT_ROW}", "time")
+    x5 = _sessions(f"softmax.x5-warp-row.{kfs.SHORT_ROW}", "time")
     x5_us = statistics.median(x5) * 1e6
     assert (len(x5), round(x5_us, 2)) == (32, 33.65)
     assert round(x5_us / 1e3, 3) == X8.preregistered_ms(short) == 0.034

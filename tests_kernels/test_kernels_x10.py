@@ -12,7 +12,7 @@ import math
 import re
 import statistics
 
-import kernel_findings as hf
+import kernel_findings_shared as kfs
 import kernel_s16_x9_findings as s16x9
 import numpy as np
 import pytest
@@ -40,7 +40,7 @@ WRAP = 65_536  # a row counter cycles through T x WRAP values (the kernel's X10_
 
 
 def _sessions(name: str, key: str = "time") -> list[float]:
-    return rc.recorded_values(hf.RESULTS, name, key, WRITTEN_AFTER)
+    return rc.recorded_values(kfs.RESULTS, name, key, WRITTEN_AFTER)
 
 
 def _us(clk: float) -> float:
@@ -52,8 +52,8 @@ def _model() -> dict[str, float]:
     cost per wave fitted on each and on both (least squares in time over x6's 5 waves and x9's 3)."""
     vocab = fused.VOCAB_SHAPE
     floor = rc.softmax_bytes(vocab) / statistics.median(_sessions("kernels-ceilings", "copy_bandwidth")) * 1e6
-    x6 = statistics.median(_sessions(f"softmax.x6-cluster-row.{hf.VOCAB}")) * 1e6
-    (x9,) = [t * 1e6 for t in _sessions(f"softmax.x9-cluster4-smem.{hf.VOCAB}")]
+    x6 = statistics.median(_sessions(f"softmax.x6-cluster-row.{kfs.VOCAB}")) * 1e6
+    (x9,) = [t * 1e6 for t in _sessions(f"softmax.x9-cluster4-smem.{kfs.VOCAB}")]
     w6 = math.ceil(vocab["M"] / s16x9.active_clusters(s16x9.X6_NCU))
     w9 = math.ceil(vocab["M"] / s16x9.active_clusters(s16x9.X9_NCU))
     x6_slice, x9_slice = 4 * -(-vocab["N"] // 32), 4 * -(-vocab["N"] // 16)
@@ -74,7 +74,7 @@ def test_wave_model_fit():
     """x6: 30 clusters of 8 (5 waves), 1.20 us of SM work per wave; x9: 62 clusters of 4 (3 waves), 3.59 us; the
     fixed cost per wave is 1.37 us on x6 alone, 1.97 us on x9 alone, 1.52 us on both (x9's outcome held in)."""
     m = _model()
-    sessions = (_sessions("kernels-ceilings", "copy_bandwidth"), _sessions(f"softmax.x6-cluster-row.{hf.VOCAB}"))
+    sessions = (_sessions("kernels-ceilings", "copy_bandwidth"), _sessions(f"softmax.x6-cluster-row.{kfs.VOCAB}"))
     assert tuple(len(s) for s in sessions) == (42, 30)
     assert (round(m["floor"], 2), round(m["x6"], 2), round(m["x9"], 2)) == (36.51, 49.34, 53.17)
     assert (m["waves6"], m["waves9"], round(m["work6"], 2), round(m["work9"], 2)) == (5, 3, 1.20, 3.59)
@@ -105,7 +105,7 @@ def test_header_times():
     chain = _last_step_us() + exchange
     assert (tiles_per_warp, round(per_tile, 2), round(chain, 2)) == (8, 4.56, 2.98) and chain < per_tile
     short = fused.SOFTMAX_TIMING_SHAPE
-    x5 = statistics.median(_sessions(f"softmax.x5-warp-row.{hf.SHORT_ROW}")) * 1e6
+    x5 = statistics.median(_sessions(f"softmax.x5-warp-row.{kfs.SHORT_ROW}")) * 1e6
     assert round(x5, 2) == 33.65 and round(x5 / 1e3, 3) == X10.preregistered_ms(short) == 0.034
 
 
@@ -119,7 +119,7 @@ def test_alternatives():
     per_sm = rc.softmax_bytes(vocab) / get_hardware(PREREGISTERED_ON).sm_count
     row_per_sm = 2 * 4 * 4 * -(-vocab["N"] // 32)  # x7's slice of a row, read and written, per SM
     rounds = math.ceil(vocab["M"] / fused.stream_clusters(vocab["M"], get_hardware(PREREGISTERED_ON).sm_count))
-    paces = {r: rounds * row_per_sm / _sessions(f"softmax.{r}.{hf.VOCAB}")[0] for r in ("x7-pipelined", "x8-tma-ring")}
+    paces = {r: rounds * row_per_sm / _sessions(f"softmax.{r}.{kfs.VOCAB}")[0] for r in ("x7-pipelined", "x8-tma-ring")}
     times = {r: per_sm / p * 1e6 for r, p in paces.items()}
     assert (per_sm, row_per_sm, rounds) == (1_179_648, 152_064, 10)
     assert [round(p / 1e9, 1) for p in paces.values()] == [28.2, 27.7]
