@@ -208,7 +208,7 @@ def _reason() -> str:
         f"at {s18_ms} ms ({cublas / s18_ms:.0%} of this cuBLAS time). A faster rung that still misses leaves the band "
         "and diverges: its own cause is a new finding. Band, from other runs (set at test time): the rung the other "
         "sessions make best, its ratio in each of those sessions, widened by "
-        f"+-{kfs.spread():.1%} measured noise (kernel_findings.spread_terms: timing blocks and rung 0's session "
+        f"+-{kfs.spread():.1%} measured noise (kernel_findings_shared.spread_terms: timing blocks and rung 0's session "
         f"drift); never the judged run. For the {_run(JUDGED)} run: {_band_note()}. " + _retired())
 
 

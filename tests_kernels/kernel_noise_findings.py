@@ -160,7 +160,7 @@ def _clock_note() -> str:
         "cuBLAS's as well, and NVML's lower reading under the cap does not. Such a block is judged at its time "
         "normalised to the boost at its own clock: the band's edges x boost / clock (kernel_noise_findings."
         "clock_factor; the rule h200-warp64-kept-s10s-time has used since 2026-12-02, "
-        "kernel_findings.warp64_band_at_its_clock, with the probe's clock first). What it says of the clock "
+        "kernel_x6_s11_s12_findings.warp64_band_at_its_clock, with the probe's clock first). What it says of the clock "
         "candidate below: the time follows the probe's clock where the clock fell, as that candidate assumes, but "
         f"behind the steady blocks of these rungs the same probe read {lo:.0f}-{hi:.0f} MHz, so a lower clock "
         "explains the steady sessions' gap only if the clock under the kernel and right behind it differ there "

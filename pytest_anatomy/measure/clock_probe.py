@@ -5,7 +5,7 @@ tensor-core block (kernel_runner.clock_summary), while Nsight Compute measured t
 1,758-1,777 MHz with the same durations (s12 at 4096^3: 374.6 us under ncu, 370-378 us in the timing
 runs): the clock the kernels run at under MMA load is lower than the one NVML reports. A clock-bound
 rung's time follows that clock, so without it the kernel findings carry the whole measured clock range
-as band width (tests_kernels/kernel_findings.py, warp64_band).
+as band width (tests_kernels/kernel_x6_s11_s12_findings.py, warp64_band_at_its_clock).
 
 The probe: one 32-thread block per SM whose thread 0 spins for SPIN_CYCLES of its SM's clock
 (%clock64) and reads the global nanosecond timer (%globaltimer) at both ends; cycles / ns is that SM's
