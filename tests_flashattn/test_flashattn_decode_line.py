@@ -107,9 +107,11 @@ def test_the_h100_lines_are_its_six_sessions_before_the_pre_registration() -> No
     2026-12-07 x2), every one before the cutoff and none of them a judged run. Bounds: the six lines gave a fixed cost
     of 10.0-11.8 us and a stream of 0.971-0.992 of the session's read ceiling; a line outside 9.5-12.5 us or 0.96-1.00
     would be a different mechanism, not session noise (the H200's stream, 0.996-1.032, sits above the H100's)."""
-    pairs = {k: p for k, p in _h100_pairs().items() if len(p) == 2}
+    judged = dl.banded_sessions(card=dl.H100)  # the sessions that timed a banded context: after the cutoff, each
+    assert all(k > dl.H100_FIT_BEFORE for k in judged)  # (2026-12-07 08:33, the first), and none draws a line
+    pairs = {k: p for k, p in _h100_pairs().items() if len(p) == 2 and k < dl.H100_FIT_BEFORE}
     assert sorted({k[:10] for k in pairs}) == ["2026-12-02", "2026-12-07"] and len(pairs) == 6
-    assert max(pairs) < dl.H100_FIT_BEFORE == dl.CUTOFFS[dl.H100] and not dl.banded_sessions(card=dl.H100)
+    assert dl.H100_FIT_BEFORE == dl.CUTOFFS[dl.H100] and not judged & set(pairs)
     lines = dl.session_lines(card=dl.H100)
     assert {line for line, _ in lines} == {_line(p) for p in pairs.values()}
     for line, ceil in lines:

@@ -33,6 +33,7 @@ import flashattn_h100_findings as h100
 import pytest
 from flashattn_cases import Case, as_ceilings, decode_prediction, predict
 from flashattn_decode_line import SHAPE, Line, decode_line_marks, timing_noise_s, weights
+from flashattn_line_findings import line_marks
 from flashattn_decode_line import FIT_CONTEXTS as FIRST_DECODE_CONTEXTS
 import flashattn_fd2 as fd2
 from flashattn_findings import decode_target_marks
@@ -191,7 +192,7 @@ def test_flash_decoding_time_against_its_prediction(d: at.DecodeShape, target: A
 
 
 @pytest.mark.slow  # the contexts it predicts run in the full session only
-@pytest.mark.parametrize("d", [pytest.param(d, id=_decode_name(d)) for d in DECODES
+@pytest.mark.parametrize("d", [pytest.param(d, id=_decode_name(d), marks=line_marks(d.context)) for d in DECODES
                                if d.context not in FIRST_DECODE_CONTEXTS])
 def test_flash_decoding_on_the_line_through_8k_and_64k(d: at.DecodeShape, measured_once: Any, reconcile: Any) -> None:
     """Held out: the same session's 8k and 64k calls fix a line, t = fixed + KV bytes / stream rate (two constants
