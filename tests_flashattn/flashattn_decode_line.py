@@ -118,6 +118,17 @@ def timing_noise_s(rec: recordings.Recording) -> float:
     return max(own, rec["time"].value * (sum(x * x for x in rel) / len(rel)) ** 0.5)
 
 
+def held_out_budget(weights_lo_hi: tuple[float, float], points: dict[int, recordings.Recording],
+                    rec: recordings.Recording, t: float) -> dict[str, float]:
+    """The held-out line test's noise budget (relative to the line's time t): each fit point's timing noise carried
+    through its weight, plus the held-out call's own (test_flash_decoding_on_the_line_through_8k_and_64k, and the
+    bands that must use the same budget: flashattn_line_findings)."""
+    (lo, hi), (w_lo, w_hi) = FIT_CONTEXTS, weights_lo_hi
+    return {f"{lo // 1024}k_timing": abs(w_lo) * timing_noise_s(points[lo]) / t,
+            f"{hi // 1024}k_timing": abs(w_hi) * timing_noise_s(points[hi]) / t,
+            "own_timing": timing_noise_s(rec) / t}
+
+
 def mid_prediction(context: int, ceilings: at.Ceilings, sm_count: int, fraction: float | None = None) -> float:
     """The pre-registered time (flashattn_cases.decode_prediction) at `context`, in seconds."""
     return decode_prediction(shape(context), ceilings, sm_count, fraction).value

@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 
 import pytest
-from flashattn_decode_line import FIT_CONTEXTS, Line, kv_bytes, timing_noise_s, weights
+from flashattn_decode_line import FIT_CONTEXTS, SHAPE, Line, held_out_budget, kv_bytes, weights
 from flashattn_findings import H100, RESULTS
 
 from pytest_anatomy import recordings
@@ -35,7 +35,6 @@ SHORT_GRID_ID = "h100-flash-decoding-short-contexts-below-the-line-on-a-smaller-
 LONG_ABOVE_ID = "h100-flash-decoding-long-contexts-above-the-line-cause-not-established"
 SHORT_CONTEXTS = (1024, 2048)  # below the line in the 08:33 session (4k lies on it)
 LONG_CONTEXTS = (16384, 32768, 131072)
-SHAPE = {"batch": 8, "heads": 32, "kv_heads": 8, "head_dim": 128}
 SPLIT, FUSED = (v.id for v in registry.DECODE_VARIANTS)
 
 
@@ -44,29 +43,19 @@ def latest_call(variant: str, context: int) -> recordings.Recording:
                                   runner_decode_name(context=context, variant=variant, **SHAPE))
 
 
-def _same_session(variant: str, context: int, rec: recordings.Recording) -> recordings.Recording:
-    """`variant`'s call at `context` in the session that measured `rec` (the same ceilings)."""
-    name = runner_decode_name(context=context, variant=variant, **SHAPE)
-    for path in recordings.candidates(RESULTS, LINE_FINDING_CARD, "flashattn", name):
-        other = recordings.load_file(path)
-        if recordings.session_key(other) == recordings.session_key(rec):
-            return other
-    raise recordings.MissingRecording(f"{name} in the session of {rec.provenance['ceilings_recorded_at']}")
-
-
 @functools.cache  # read at collection, once per (variant, context): the recordings do not change within a session
 def line_ratio(variant: str, context: int) -> tuple[float, float]:
     """(measured / the line through the same session's 8k and 64k calls of `variant`, the test's noise budget on it) for
     the card's latest session that timed `context`; the budget as the held-out test computes it."""
     rec = latest_call(variant, context)
-    points = {c: _same_session(variant, c, rec) for c in FIT_CONTEXTS}
+    points = {c: recordings.load_beside(RESULTS, LINE_FINDING_CARD, "flashattn",
+                                        runner_decode_name(context=c, variant=variant, **SHAPE), rec)
+              for c in FIT_CONTEXTS}
     lo, hi = FIT_CONTEXTS
     line = Line.through((kv_bytes(lo), points[lo]["time"].value), (kv_bytes(hi), points[hi]["time"].value))
     t = line.time(kv_bytes(context))
-    w_lo, w_hi = weights(kv_bytes(context), kv_bytes(lo), kv_bytes(hi))
-    budget = (abs(w_lo) * timing_noise_s(points[lo]) + abs(w_hi) * timing_noise_s(points[hi])
-              + timing_noise_s(rec)) / t
-    return rec["time"].value / t, budget
+    budget = held_out_budget(weights(kv_bytes(context), kv_bytes(lo), kv_bytes(hi)), points, rec, t)
+    return rec["time"].value / t, sum(budget.values())
 
 
 def _reason(fid: str, context: int, r: float, b: float) -> str:

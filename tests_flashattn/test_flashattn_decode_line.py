@@ -131,7 +131,7 @@ def test_each_h100_band_is_the_envelope_of_the_h100_lines_alone(context: int) ->
         return
     (mark,) = marks
     assert mark.kwargs["expected"] == band and mark.kwargs["band_from"] == "other-runs"
-    assert "each H100 session's" in mark.kwargs["reason"] and f"{len(lines)} sessions" in mark.kwargs["reason"]
+    assert f"each {dl.CARD_LABELS[dl.H100]} session's" in mark.kwargs["reason"] and f"{len(lines)} sessions" in mark.kwargs["reason"]
     assert band != dl.envelope(context, dl.session_lines(), dl.H100)  # the H200's lines would band it otherwise
 
 

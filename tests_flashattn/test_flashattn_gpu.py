@@ -32,7 +32,7 @@ import flashattn_findings as ff
 import flashattn_h100_findings as h100
 import pytest
 from flashattn_cases import Case, as_ceilings, decode_prediction, predict
-from flashattn_decode_line import SHAPE, Line, decode_line_marks, timing_noise_s, weights
+from flashattn_decode_line import SHAPE, Line, decode_line_marks, held_out_budget, timing_noise_s, weights
 from flashattn_line_findings import line_marks
 from flashattn_decode_line import FIT_CONTEXTS as FIRST_DECODE_CONTEXTS
 import flashattn_fd2 as fd2
@@ -216,9 +216,7 @@ def test_flash_decoding_on_the_line_through_8k_and_64k(d: at.DecodeShape, measur
                       notes=(f"FITTED: fixed {line.fixed_s * 1e6:.2f} us and stream {line.bytes_per_s / 1e12:.3f} TB/s "
                              "from this session's 8k and 64k calls; this context is held out",))
     reconcile("time_on_the_line", pred, rec["time"], model=None,
-              budget={f"{lo // 1024}k_timing": abs(w_lo) * timing_noise_s(points[lo]) / t,
-                      f"{hi // 1024}k_timing": abs(w_hi) * timing_noise_s(points[hi]) / t,
-                      "own_timing": timing_noise_s(rec) / t},
+              budget=held_out_budget((w_lo, w_hi), points, rec, t),
               why="timing noise: each call's two timing blocks' difference, or the other recorded sessions' RMS of it "
                   "where larger (one pair is a one-sample estimate), the fit points' carried through the line's weights")
 
