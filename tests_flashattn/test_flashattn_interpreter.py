@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_anatomy.kernels.flashattn import reference, registry
+from pytest_anatomy.theory import attention as at
 
 DTYPES = ("fp16", "fp32")
 
@@ -137,8 +138,10 @@ def test_flash_decoding_matches_float64_reference(fused: bool, b: int, kv: int, 
     merges the partials, its counter found by an atomic (TRITON_INTERPRET runs tl.atomic_add, acq_rel included,
     with the programs one after another: the last in grid order is the last to arrive)."""
     q, k, v = decode_inputs(b, kv, group, ctx, 32, dtype, seed)
-    o, lse, _ = run_decode(q, k, v, splits, fused=fused)
+    o, lse, config = run_decode(q, k, v, splits, fused=fused)
     assert_decode_matches(q, k, v, o, lse, dtype, f"{'fd2' if fused else 'fd'} b={b} kv={kv} group={group} L={ctx}")
+    # the theory's count of what runs (a live test picks its grid by it) is the kernel's own
+    assert config["splits"] == at.launched_splits(ctx, splits, config["BLOCK_N"])
 
 
 # The cases a draw may miss, for fd2: (B, H_kv, GROUP, L, splits asked, D, dtype, splits run)

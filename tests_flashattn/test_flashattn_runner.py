@@ -15,6 +15,7 @@ from flashattn_interp import interpreted_rungs, use_interpreter_or_skip
 from pytest_anatomy import recordings
 from pytest_anatomy.kernels.flashattn import registry
 from pytest_anatomy.measure import flashattn_runner as fr
+from pytest_anatomy.theory import attention as at
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -68,6 +69,19 @@ def test_live_decode_runs_checks_times_and_records(fake_timing: list[str]) -> No
     assert out["data"]["correctness"]["status"] == "ok"
     assert out["provenance"]["settings"]["splits"] == out["provenance"]["config"]["splits"] >= 1
     _recordable(out, fr.decode_name(2, 8, 2, 150, 32))["sdpa_flash_time"]
+
+
+def test_live_decode_with_forced_splits_launches_whole_tiles_and_records_apart(fake_timing: list[str]) -> None:
+    """Asked for 6 splits of 150 tokens in tiles of 16, the kernel launches 5 (chunks of 2 tiles): the recording says
+    both, and its name carries the count asked, apart from the launch rule's call."""
+    out = fr.live_decode(batch=2, heads=8, kv_heads=2, context=150, head_dim=32, dtype="fp16", device="cpu",
+                         block_n=16, splits=6)
+    assert out["data"]["correctness"]["status"] == "ok"
+    assert out["provenance"]["config"]["splits"] == at.launched_splits(150, 6, 16) == 5
+    assert out["provenance"]["settings"]["splits_forced"] is True
+    name = fr.decode_name(2, 8, 2, 150, 32, splits=6)
+    assert name == fr.decode_name(2, 8, 2, 150, 32) + ".s6"
+    _recordable(out, name)
 
 
 def test_live_decode_of_fd2_checks_its_counters_and_records_apart(fake_timing: list[str]) -> None:

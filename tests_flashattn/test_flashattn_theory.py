@@ -143,6 +143,30 @@ def test_decode_splits_rule_equals_the_kernel_launchers(b: int, hkv: int, ctx: i
     assert at.decode_splits(d, sms, registry.DECODE_BLOCK_N) == splits_for(b, hkv, ctx, sms)
 
 
+@given(ctx=st.integers(1, 200_000), asked=st.integers(1, 64), block_n=st.sampled_from([16, 32, 64, 128]))
+def test_launched_splits_cover_the_context_in_equal_whole_tiles_with_none_empty(ctx: int, asked: int,
+                                                                               block_n: int) -> None:
+    n = at.launched_splits(ctx, asked, block_n)
+    chunk = -(-(-(-ctx // asked)) // block_n) * block_n
+    assert 1 <= n <= asked and chunk % block_n == 0
+    assert n * chunk >= ctx > (n - 1) * chunk  # covers it, and the last split holds at least one token
+
+
+def test_launched_splits_at_the_decode_shape_on_132_sms() -> None:
+    """The rule asks 9 at every context of B=8 H_kv=8 (4 x 132 / 64 programs, rounded up); whole tiles of 64 launch 8 at
+    1k-4k (chunks of 128, 256, 512 tokens) and 9 from 8k (960 at 8k)."""
+    launched = {ctx: at.launched_splits(ctx, at.decode_splits(at.DecodeShape(8, 32, 8, ctx, 128), 132, 64), 64)
+                for ctx in (1024, 2048, 4096, 8192, 16384, 65536, 131072)}
+    assert launched == {1024: 8, 2048: 8, 4096: 8, 8192: 9, 16384: 9, 65536: 9, 131072: 9}
+    assert at.launched_splits(8192, 8, 64) == at.launched_splits(65536, 8, 64) == 8  # the short contexts' grid fits
+
+
+@pytest.mark.parametrize("bad", [(0, 1, 64), (1, 0, 64), (1, 1, 0)])
+def test_launched_splits_refuses_non_positive_inputs(bad: tuple[int, int, int]) -> None:
+    with pytest.raises(ValueError, match=">= 1"):
+        at.launched_splits(*bad)
+
+
 @pytest.mark.parametrize("bad, says", [(dict(kv_heads=5), "must divide heads"), (dict(heads=0), "heads > 0"),
                                        (dict(causal=True, seq_kv=10), "seq_q == seq_kv")])
 def test_bad_shapes_say_what_is_wrong(bad: dict, says: str) -> None:

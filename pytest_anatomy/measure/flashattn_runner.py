@@ -73,10 +73,11 @@ def case_name(rung: str, batch: int, heads: int, n: int, head_dim: int, causal: 
 
 
 def decode_name(batch: int, heads: int, kv_heads: int, context: int, head_dim: int,
-                variant: str = DECODE_VARIANTS[0].id) -> str:
+                variant: str = DECODE_VARIANTS[0].id, splits: int | None = None) -> str:
     """`fd.b{B}h{H}kv{H_kv}l{L}d{D}` for the two-kernel flash-decoding, `fd2.` for the fused reduction (its variant's
-    prefix, registry.DECODE_VARIANTS)."""
-    return f"{decode_variant(variant).prefix}.b{batch}h{heads}kv{kv_heads}l{context}d{head_dim}"
+    prefix, registry.DECODE_VARIANTS); `.s{n}` after it where the split count was forced (live_decode's `splits`)."""
+    forced = "" if splits is None else f".s{splits}"
+    return f"{decode_variant(variant).prefix}.b{batch}h{heads}kv{kv_heads}l{context}d{head_dim}{forced}"
 
 
 def _torch_dtype(torch: Any, dtype: str, device: str) -> Any:
@@ -334,10 +335,11 @@ def check_decode(q: Any, k: Any, v: Any, o: Any, lse: Any, *, sm_scale: float, d
 @_warnings_recorded
 def live_decode(*, batch: int, heads: int, kv_heads: int, context: int, head_dim: int, dtype: str = "bf16",
                 runs: int = 30, warmup: int = 5, seed: int = 0, device: str = "cuda",
-                block_n: int = 64, variant: str = DECODE_VARIANTS[0].id) -> dict[str, Any]:
+                block_n: int = 64, variant: str = DECODE_VARIANTS[0].id, splits: int | None = None) -> dict[str, Any]:
     """Flash-decoding (`variant`: registry.DECODE_VARIANTS) for `batch` single-token queries over `context` tokens,
     beside sdpa. The fused reduction's counters must be back at 0 after the checked call (its compile call ran
-    before it on the same workspace, so the check is already a second call's)."""
+    before it on the same workspace, so the check is already a second call's). `splits` forces the split count
+    (rounded to whole KV tiles as the kernel does: theory.attention.launched_splits); None takes the launch rule's."""
     import torch
 
     from pytest_anatomy.kernels.flashattn import decode
@@ -350,7 +352,9 @@ def live_decode(*, batch: int, heads: int, kv_heads: int, context: int, head_dim
     o = torch.empty_like(q)
     lse = torch.empty(batch, heads, 1, dtype=torch.float32, device=device)
     sm_scale = 1.0 / math.sqrt(head_dim)
-    splits = decode.splits_for(batch, kv_heads, context, _sm_count(device), block_n)
+    forced = splits is not None
+    if splits is None:
+        splits = decode.splits_for(batch, kv_heads, context, _sm_count(device), block_n)
     fused = decode_variant(variant).fused_reduce
     ws = decode.workspace_for(q, splits, fused)
 
@@ -378,7 +382,8 @@ def live_decode(*, batch: int, heads: int, kv_heads: int, context: int, head_dim
     t_fd, t_default, t_flash, t_repeat, gqa_how, flush = _time_beside_sdpa(run, q, k, v, False, device, runs, warmup)
     settings = {"batch": batch, "heads": heads, "kv_heads": kv_heads, "context": context, "head_dim": head_dim,
                 "dtype": dtype, "sm_scale": sm_scale, "runs": runs, "warmup": warmup, "seed": seed,
-                "splits": config["splits"], "l2_flush_bytes": flush.numel() * 4, "device": device}
+                "splits": config["splits"], "splits_forced": forced, "l2_flush_bytes": flush.numel() * 4,
+                "device": device}
     return {"measurements": {"time": _measurement(t_fd), "time_repeat": _measurement(t_repeat),
                              "sdpa_default_time": _measurement(t_default), "sdpa_flash_time": _measurement(t_flash)},
             "provenance": {**_versions(device), "kernel": "flash-decoding" + (", reduction fused" if fused else ""),

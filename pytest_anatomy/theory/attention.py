@@ -372,6 +372,17 @@ def decode_splits(shape: DecodeShape, sm_count: int, block_n: int, waves: int = 
     return max(1, min(cdiv(shape.context, block_n), cdiv(waves * sm_count, programs)))
 
 
+def launched_splits(context: int, splits: int, block_n: int) -> int:
+    """The split count the kernel launches when asked for `splits`: each split a whole number of KV tiles, all of one
+    length (kernels.flashattn.decode rounds the chunk up to a tile), so fewer can run than were asked. At B=8 H_kv=8
+    on 132 SMs the rule asks 9 at every context; 1k-4k launch 8 (chunks of 2, 4 and 8 tiles of 64), 8k-128k launch 9.
+    test_flashattn_interpreter checks it against the kernel's own config."""
+    if splits < 1 or context < 1 or block_n < 1:
+        raise ValueError(f"launched_splits needs context, splits and block_n >= 1, got {context}, {splits}, {block_n}")
+    chunk = cdiv(cdiv(context, splits), block_n) * block_n
+    return cdiv(context, chunk)
+
+
 def decode_kv_bytes(shape: DecodeShape) -> Prediction:
     """K and V of every context token, once per KV head (a program serves its whole query group)."""
     value = 2 * shape.batch * shape.kv_heads * shape.context * shape.head_dim * shape.dtype_bytes
