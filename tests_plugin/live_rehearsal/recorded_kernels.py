@@ -107,8 +107,8 @@ def live_case(rung_id: str, *, batch: int, heads: int, n: int, head_dim: int, ca
 def live_decode(*, batch: int, heads: int, kv_heads: int, context: int, head_dim: int, **kw: Any) -> dict[str, Any]:
     from pytest_anatomy.measure.flashattn_runner import decode_name
 
-    variant = {"variant": kw["variant"]} if "variant" in kw else {}
-    return _answer("flashattn", decode_name(batch, heads, kv_heads, context, head_dim, **variant))
+    named = {k: kw[k] for k in ("variant", "splits") if k in kw}  # what the live call's recording name carries
+    return _answer("flashattn", decode_name(batch, heads, kv_heads, context, head_dim, **named))
 
 
 def _importable(module: str) -> bool:
