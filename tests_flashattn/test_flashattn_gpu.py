@@ -33,7 +33,7 @@ import flashattn_h100_findings as h100
 import pytest
 from flashattn_cases import Case, as_ceilings, decode_prediction, predict
 from flashattn_decode_line import SHAPE, Line, decode_line_marks, held_out_budget, timing_noise_s, weights
-from flashattn_line_findings import line_marks
+from flashattn_line_findings import grid_marks, line_marks
 from flashattn_decode_line import FIT_CONTEXTS as FIRST_DECODE_CONTEXTS
 import flashattn_fd2 as fd2
 from flashattn_findings import decode_target_marks
@@ -242,7 +242,7 @@ def _forced_live(d: at.DecodeShape, splits: int) -> Any:
 
 
 @pytest.mark.slow  # the contexts it predicts run in the full session only
-@pytest.mark.parametrize("d", [pytest.param(d, id=_decode_name(d)) for d in DECODES
+@pytest.mark.parametrize("d", [pytest.param(d, id=_decode_name(d), marks=grid_marks(d.context)) for d in DECODES
                                if d.context < FIRST_DECODE_CONTEXTS[0]])
 def test_short_context_on_the_line_of_its_own_grid(d: at.DecodeShape, target: Any, measured_once: Any,
                                                    reconcile: Any) -> None:
@@ -252,7 +252,8 @@ def test_short_context_on_the_line_of_its_own_grid(d: at.DecodeShape, target: An
     it launches fewer splits (a smaller grid: 1k-4k launch 8 on 132 SMs, 8k-128k 9), and the line's fixed part is the
     larger grid's. If the grid is the cause, this context lies on its own grid's line within the same noise budget
     as the held-out test's; a miss says the grid is not, or not all of, the cause. Skips where the context launches
-    the fit points' grid (the held-out test is this test there) or 8k and 64k cannot launch its count."""
+    the fit points' grid (the held-out test is this test there) or 8k and 64k cannot launch its count. Its first run
+    (the H100, 2026-12-07 09:13) refuted the grid: the finding is now SHORT_BELOW_ID, cause not established."""
     sm_count = int(target.require_spec().require("sm_count"))
     grid = _launched(d, sm_count)
     fit = {c: replace(d, context=c) for c in FIRST_DECODE_CONTEXTS}
