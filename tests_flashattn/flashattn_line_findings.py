@@ -6,8 +6,9 @@ docs/RECORDING.md, "The H100's flash-decoding contexts") drew the line through i
 of the six held-out contexts beyond their timing noise, on both sides of the line; the second (09:13, card
 GPU-d3e70d8c; "A second H100 flash-decoding session") timed them again and drew a second line through 8k and 64k
 forced to the short contexts' 8 splits. Two findings, one per side (issue 10 item 3: no reason explains both signs):
-- below the line at the short contexts (SHORT_BELOW_ID). They launch 8 splits (128 programs on 132 SMs) where the
-  line's points launch 9 (144), and at 08:33 that grid was the candidate cause. The 09:13 session tested it and
+- below the line at the short contexts (SHORT_BELOW_ID). They launch 8 splits (512 programs: 1.94 waves of 2 per SM
+  on 132 SMs, grid_words) where the line's points launch 9 (576: 2.18 waves, the third 48 programs), and at 08:33 that
+  grid was the candidate cause. The 09:13 session tested it and
   refuted it: through 8k and 64k at 8 splits the line runs faster (its stream 1.7% faster), and 1k, 2k and 4k lie
   below that line too, by 2.4%, 2.5% and 0.6%. Cause not established. 2k lies below the natural line in both sessions
   beyond its noise. 4k lies on it at 08:33 and below it at 09:13. 1k lies below it in both, but within its noise
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import functools
 
+import aot_records
 import pytest
 from flashattn_decode_line import FIT_CONTEXTS, SHAPE, Line, held_out_budget, kv_bytes, weights
 from flashattn_findings import H100, RESULTS
@@ -35,6 +37,8 @@ from flashattn_findings import H100, RESULTS
 from pytest_anatomy import recordings
 from pytest_anatomy.kernels.flashattn import registry
 from pytest_anatomy.measure.flashattn_runner import decode_name as runner_decode_name
+from pytest_anatomy.specs.hardware import get_hardware
+from pytest_anatomy.theory.kernel_occupancy import occupancy
 
 LINE_FINDING_CARD = H100
 # Renamed 2026-12-07 from h100-flash-decoding-short-contexts-below-the-line-on-a-smaller-grid: the grid was refuted.
@@ -147,6 +151,21 @@ def grid_lines() -> tuple[Line, Line]:
                  for pts in (natural, forced))  # type: ignore[return-value]
 
 
+@functools.cache
+def resident_per_sm() -> int:
+    """Split-K programs resident on one SM at once: decode_split's sm_90 compile record (255 registers a thread, 4
+    warps, 22.5 KB shared) through theory.kernel_occupancy, which makes registers the limit at 2."""
+    (row,) = [r for r in aot_records.load("sm90-compile-record.json")["rows"] if r["kernel"] == "decode_split"]
+    return int(occupancy(row["registers"], row["shared_bytes"], 32 * row["total_warps"], "sm_90").value)
+
+
+def grid_words(splits: int) -> str:
+    """How `splits` fills the card: programs (B x H_kv x splits) and waves of resident_per_sm() on each SM."""
+    programs = SHAPE["batch"] * SHAPE["kv_heads"] * splits
+    sms = int(get_hardware(LINE_FINDING_CARD).require("sm_count"))
+    return f"{programs} programs, {programs / (resident_per_sm() * sms):.2f} waves of {resident_per_sm()} per SM"
+
+
 def _grid_sentence() -> str:
     try:
         natural, forced = grid_lines()
@@ -160,8 +179,9 @@ def _grid_sentence() -> str:
 def _reason(fid: str, context: int, grid: int | None) -> str:
     line = _sessions(context, grid)
     if fid == SHORT_BELOW_ID:
-        return (f"At {context // 1024}k flash-decoding {line}. This context launches 8 splits (128 "
-                "programs on the H100's 132 SMs) where 8k and 64k launch 9 (144); that smaller grid was the candidate, "
+        return (f"At {context // 1024}k flash-decoding {line}. This context launches {SHORT_GRID} splits "
+                f"({grid_words(SHORT_GRID)} on the H100) where 8k and 64k launch 9 ({grid_words(9)}); that smaller "
+                "grid was the candidate, "
                 "and test_short_context_on_the_line_of_its_own_grid refuted it (2026-12-07 09:13): "
                 f"{_grid_sentence()}, "
                 "and 1k, 2k and 4k lie below that line too. Cause not established (the forced calls' noise is their "

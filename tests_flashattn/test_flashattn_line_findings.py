@@ -71,6 +71,9 @@ def test_the_short_contexts_run_a_smaller_grid_than_the_lines_points() -> None:
     for c in dl.FIT_CONTEXTS:
         rec = recordings.load_latest(lf.RESULTS, lf.LINE_FINDING_CARD, "flashattn", lf.call_name(lf.SPLIT, c, 8))
         assert rec.provenance["config"]["splits"] == lf.SHORT_GRID == 8
+    # the waves the reason names: 2 programs per SM (registers: 255 a thread x 128 threads), 64 x splits programs
+    assert lf.resident_per_sm() == 2
+    assert lf.grid_words(8).startswith("512 programs, 1.94 waves") and lf.grid_words(9).startswith("576 programs, 2.18")
 
 
 def test_no_line_finding_where_the_line_held_or_nothing_is_recorded(monkeypatch, tmp_path) -> None:
