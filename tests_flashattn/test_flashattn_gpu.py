@@ -11,7 +11,8 @@ test_flashattn_sweep.py, marked slow, and the rungs' DRAM/L2 bytes test_flashatt
 - every rung, B=4 H=32 N=4096 D=128 bf16, full and causal: 12 cases;
 - the best rung at N=1024 and N=16384, full and causal: 4 cases;
 - the best rung with GQA (8 KV heads) at the target shape, full and causal: 2 cases;
-- flash-decoding, B=8 H=32 H_kv=8 D=128, contexts 8k and 64k: 2 cases (1k-128k in the full session);
+- flash-decoding, B=8 H=32 H_kv=8 D=128, contexts 8k and 64k: 2 cases (1k-128k in the full session, and 1k-4k on
+  the line through 8k and 64k forced to their own split count: 2 more calls, added 2026-12-07);
 - fd2, flash-decoding with the reduction fused (added 2026-12-04, before any run), at 8k and 64k beside the
   two-kernel variant, and at 16k-128k for the 85% target (slow): 5 cases (`-k fd2` selects its 7 tests).
 GPU time estimate, about 90 s in all: Triton compiles about 35 kernels (27 for the rungs' configs
