@@ -21,7 +21,7 @@ Compute counted 20.70 GB read and 16.15 GB written full (9.81 / 7.47 GB causal),
 O32/m/l round trip of every (KV tile, query block) step went to DRAM (262,144 steps x 65 KiB =
 17.45 GB each way full), because a step's working set (132 programs x 4 blocks x (64 KiB O32 +
 1 KiB m/l + 32 KiB Q) = 50 MiB) exceeds what the L2 keeps between two touches (hit rate 51%).
-A finding in tests_flashattn/flashattn_findings.py (h200-fa1-workspace-round-trips-reach-dram).
+A finding in tests_flashattn/flashattn_counter_findings.py (h200-fa1-workspace-round-trips-reach-dram).
 """
 
 from __future__ import annotations
