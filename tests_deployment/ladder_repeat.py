@@ -80,7 +80,7 @@ def why(key: tuple[str, str, str]) -> str:
     a, b, c, d = (*ENGINE[key], {}, {}, {})[:4]
     oa, ob, oc, od = (*other, {}, {}, {}, {})[:4]
     return (WHY[key] + THIRD.get(key, "") + DEC7.get(key, "")).format(a=a, b=b, c=c, d=d, oa=oa, ob=ob, oc=oc, od=od,
-                                                                      _fc=FIRST_CARD_PARENT)
+                                                                      first_card_parent=FIRST_CARD_PARENT)
 
 
 def _other_runs(model: str, workload: str, step: str, metric: str, run: int) -> list[tuple[str, Gain]]:

@@ -9,7 +9,7 @@ from ladder_repeat_runs import LLAMA, QWEN
 # What the runs' engines show, per rung ({a}: run 1's ENGINE, {b}: run 2's, {c}: run 3's, {d}: run 4's; {oa}/{ob}/{oc}/
 # {od}: the other model's same rung)
 # The parent a run on a later card divides by where no parent ran beside it (ladder_repeat.why passes it to the
-# sentences as {_fc} too)
+# sentences as {first_card_parent} too)
 FIRST_CARD_PARENT = "the parent's first run, on the first visit's card"
 WHY: dict[tuple[str, str, str], str] = {
     (QWEN, "rag", "fp8_kv"): (
@@ -114,7 +114,8 @@ WHY: dict[tuple[str, str, str], str] = {
         "is {b[ttft_p99_s]} ms against run 1's {a[ttft_p99_s]}: inside 20% in run 1, just outside in run 2, each inside "
         "the other's band: the gain sits at the target's edge, which one run's p99 cannot resolve."),
     (LLAMA, "rag", "ngram"): (
-        "Run 2 drafted exactly as run 1, over the same parent ({_fc}). Its verify step of 16 is faster: {b[step_n]} ms "
+        "Run 2 drafted exactly as run 1, over the same parent ({first_card_parent}). Its verify step of 16 is "
+        "faster: {b[step_n]} ms "
         "against {a[step_n]} (the parent's decode step {a[parent_step_n]}), ITL p50 {b[itl_p50_s]} against {a[itl_p50_s]} "
         "ms, TTFT p50 {b[ttft_p50_s]} against {a[ttft_p50_s]}: this card's serial host time is shorter, so ITL p50's and "
         "goodput's gains moved toward the predictions by more than run 1's intervals allow; every miss kept its side."),
@@ -152,13 +153,15 @@ WHY: dict[tuple[str, str, str], str] = {
 # engines show
 DEC7: dict[tuple[str, str, str], str] = {
     (QWEN, "chat", "fp8_kv"): (
-        " Run 4 (2026-12-07, card GPU-8f2eaa92) divides by {_fc} (no fp8_weights ran on its card): its windows "
+        " Run 4 (2026-12-07, card GPU-8f2eaa92) divides by {first_card_parent} (no fp8_weights ran on its card): "
+        "its windows "
         "shortened further than in any earlier run, median {d[window]} ms against that parent's {d[parent_window]}, "
         "TTFT p50 {d[ttft_p50_s]} ms, ITL p99 {d[itl_p99_s]}, opening burst {d[burst_steps]} steps in {d[burst_ms]} ms "
         "(parent {d[parent_burst_ms]}), so TTFT p99 and ITL p99 fall below 20% again. Why this start's prompt steps "
         "were the shortest of four is unknown."),
     (LLAMA, "chat", "fp8_kv"): (
-        " Run 4 (2026-12-07, card GPU-8f2eaa92) divides by {_fc}, as run 2 did, and repeated run 2: median prompt "
+        " Run 4 (2026-12-07, card GPU-8f2eaa92) divides by {first_card_parent}, as run 2 did, and repeated run 2: "
+        "median prompt "
         "window {d[window]} ms against that parent's {d[parent_window]}, TTFT p50 {d[ttft_p50_s]} ms, ITL p99 "
         "{d[itl_p99_s]}, opening burst {d[burst_steps]} steps in {d[burst_ms]} ms (parent {d[parent_burst_ms]}): every "
         "gain inside 20%."),
