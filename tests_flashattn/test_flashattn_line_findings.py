@@ -34,12 +34,13 @@ def test_a_finding_marks_exactly_where_a_session_missed_and_holds_the_judged_rat
         return
     (mark,) = marks
     lo, hi = mark.kwargs["expected"]
-    r, _ = ratios[-1]
-    assert lo <= r <= hi and mark.kwargs["hardware"] == lf.LINE_FINDING_CARD
+    r, b = ratios[-1]
+    agrees = abs(r - 1.0) <= b  # the judged session on its line: a non-strict finding resolves, its band unused
+    assert (lo <= r <= hi or (agrees and not mark.kwargs["strict"])) and mark.kwargs["hardware"] == lf.LINE_FINDING_CARD
     assert mark.args[0] == (lf.SHORT_BELOW_ID if side == "below" else lf.LONG_ABOVE_ID)
-    assert (hi < 1.0) if side == "below" else (lo > 1.0 or mark.kwargs["band_from"] == "other-runs")
+    assert (lo < 1.0) if side == "below" else (hi > 1.0)  # the band reaches the side its cause names
     if mark.kwargs["strict"]:
-        assert all(lf.missed(x, side) for x in ratios)
+        assert all(lf.missed(x, side) for x in ratios) and not lo <= 1.0 <= hi
 
 
 @pytest.mark.parametrize("context, grid", CASES)
