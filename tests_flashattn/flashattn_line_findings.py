@@ -46,7 +46,7 @@ LONG_ABOVE_ID = "h100-flash-decoding-long-contexts-above-the-line-cause-not-esta
 SHORT_CONTEXTS = (1024, 2048, 4096)  # launch 8 splits where 8k and 64k launch 9
 LONG_CONTEXTS = (16384, 32768, 131072)
 SPLIT, FUSED = (v.id for v in registry.DECODE_VARIANTS)
-SHORT_GRID = 8  # the split count the short contexts launch (test_flashattn_theory pins it): the own-grid line's
+SHORT_GRID = 8  # the split count the short contexts launch (test_flashattn_theory pins it), the own-grid line's
 TWO_RUNS = 2 ** 0.5  # an earlier ratio's budget widened for comparing two noisy ratios
 
 
