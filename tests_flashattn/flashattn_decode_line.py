@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import functools
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pytest
 from flashattn_cases import decode_prediction
@@ -65,8 +65,9 @@ def shape(context: int) -> at.DecodeShape:
     return at.DecodeShape(context=context, **SHAPE)
 
 
-def decode_name(context: int) -> str:
-    return runner_decode_name(context=context, **SHAPE)
+def decode_name(context: int, variant: str = registry.DECODE_VARIANTS[0].id, splits: int | None = None) -> str:
+    """The recording name of the line's call at `context` (`variant`, `splits` forced or the launch rule's)."""
+    return runner_decode_name(context=context, variant=variant, splits=splits, **SHAPE)
 
 
 def kv_bytes(context: int) -> float:
@@ -127,6 +128,27 @@ def held_out_budget(weights_lo_hi: tuple[float, float], points: dict[int, record
     return {f"{lo // 1024}k_timing": abs(w_lo) * timing_noise_s(points[lo]) / t,
             f"{hi // 1024}k_timing": abs(w_hi) * timing_noise_s(points[hi]) / t,
             "own_timing": timing_noise_s(rec) / t}
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """One held-out context against the line through its session's FIT_CONTEXTS calls: the line, the context's K/V
+    bytes and time on the line, and the noise budget on that time (held_out_budget)."""
+
+    line: Line
+    kv: float
+    time: float
+    budget: dict[str, float]
+
+
+def held_out(d: at.DecodeShape, points: dict[int, recordings.Recording], rec: recordings.Recording) -> HeldOut:
+    """`rec` (a call at d.context) against the line through `points` (FIT_CONTEXTS -> the same session's calls): what
+    the held-out tests reconcile and the line findings band (flashattn_line_findings.ratio_of)."""
+    kv = {c: at.decode_kv_bytes(replace(d, context=c)).value for c in (*FIT_CONTEXTS, d.context)}
+    lo, hi = FIT_CONTEXTS
+    line = Line.through((kv[lo], points[lo]["time"].value), (kv[hi], points[hi]["time"].value))
+    t = line.time(kv[d.context])
+    return HeldOut(line, kv[d.context], t, held_out_budget(weights(kv[d.context], kv[lo], kv[hi]), points, rec, t))
 
 
 def mid_prediction(context: int, ceilings: at.Ceilings, sm_count: int, fraction: float | None = None) -> float:

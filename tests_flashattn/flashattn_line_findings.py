@@ -30,12 +30,11 @@ import functools
 
 import aot_records
 import pytest
-from flashattn_decode_line import FIT_CONTEXTS, SHAPE, Line, held_out_budget, kv_bytes, weights
+from flashattn_decode_line import FIT_CONTEXTS, SHAPE, Line, decode_name, held_out, kv_bytes, shape
 from flashattn_findings import H100, RESULTS
 
 from pytest_anatomy import recordings
 from pytest_anatomy.kernels.flashattn import registry
-from pytest_anatomy.measure.flashattn_runner import decode_name as runner_decode_name
 from pytest_anatomy.specs.hardware import get_hardware
 from pytest_anatomy.theory.kernel_occupancy import occupancy
 
@@ -51,7 +50,7 @@ TWO_RUNS = 2 ** 0.5  # an earlier ratio's budget widened for comparing two noisy
 
 
 def call_name(variant: str, context: int, splits: int | None = None) -> str:
-    return runner_decode_name(context=context, variant=variant, splits=splits, **SHAPE)
+    return decode_name(context, variant, splits)
 
 
 def latest_call(variant: str, context: int) -> recordings.Recording:
@@ -63,11 +62,8 @@ def ratio_of(rec: recordings.Recording, variant: str, context: int, grid: int | 
     given), the test's noise budget on it) for the session of `rec`; the budget as the held-out tests compute it."""
     points = {c: recordings.load_beside(RESULTS, LINE_FINDING_CARD, "flashattn", call_name(variant, c, grid), rec)
               for c in FIT_CONTEXTS}
-    lo, hi = FIT_CONTEXTS
-    line = Line.through((kv_bytes(lo), points[lo]["time"].value), (kv_bytes(hi), points[hi]["time"].value))
-    t = line.time(kv_bytes(context))
-    budget = held_out_budget(weights(kv_bytes(context), kv_bytes(lo), kv_bytes(hi)), points, rec, t)
-    return rec["time"].value / t, sum(budget.values())
+    h = held_out(shape(context), points, rec)
+    return rec["time"].value / h.time, sum(h.budget.values())
 
 
 @functools.cache  # read at collection: the recordings do not change within a session

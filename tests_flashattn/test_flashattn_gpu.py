@@ -33,7 +33,7 @@ import flashattn_findings as ff
 import flashattn_h100_findings as h100
 import pytest
 from flashattn_cases import Case, as_ceilings, decode_prediction, predict
-from flashattn_decode_line import SHAPE, Line, decode_line_marks, held_out_budget, timing_noise_s, weights
+from flashattn_decode_line import SHAPE, decode_line_marks, held_out, timing_noise_s
 from flashattn_line_findings import grid_marks, line_marks
 from flashattn_decode_line import FIT_CONTEXTS as FIRST_DECODE_CONTEXTS
 import flashattn_fd2 as fd2
@@ -156,17 +156,17 @@ def test_best_rung_at_least_0_85x_default_sdpa(causal: bool, target: Any, measur
               why="one-sided target: the best rung at least 0.85x the default backend's speed on the same inputs")
 
 
-def _decode_live(d: at.DecodeShape, variant: registry.DecodeVariant = SPLIT) -> Any:
+def _decode_live(d: at.DecodeShape, variant: registry.DecodeVariant = SPLIT, splits: int | None = None) -> Any:
     from pytest_anatomy.measure.flashattn_runner import live_decode
 
     return lambda: live_decode(batch=d.batch, heads=d.heads, kv_heads=d.kv_heads, context=d.context,
-                               head_dim=d.head_dim, variant=variant.id)
+                               head_dim=d.head_dim, variant=variant.id, splits=splits)
 
 
-def _decode_name(d: at.DecodeShape, variant: registry.DecodeVariant = SPLIT) -> str:
+def _decode_name(d: at.DecodeShape, variant: registry.DecodeVariant = SPLIT, splits: int | None = None) -> str:
     from pytest_anatomy.measure.flashattn_runner import decode_name
 
-    return decode_name(d.batch, d.heads, d.kv_heads, d.context, d.head_dim, variant.id)
+    return decode_name(d.batch, d.heads, d.kv_heads, d.context, d.head_dim, variant.id, splits)
 
 
 def _decode_slow(d: at.DecodeShape) -> tuple[Any, ...]:
@@ -203,23 +203,29 @@ def test_flash_decoding_on_the_line_through_8k_and_64k(d: at.DecodeShape, measur
     context's own; where the other recorded sessions of a call show a larger RMS block difference, that is its noise
     (flashattn_decode_line.timing_noise_s)."""
     rec = measured_once(_decode_name(d), _decode_live(d))
+    _reconcile_on_the_line(d, rec, None, measured_once, reconcile)
+
+
+def _reconcile_on_the_line(d: at.DecodeShape, rec: Any, grid: int | None, measured_once: Any, reconcile: Any) -> None:
+    """`rec` held out against the line through the same session's 8k and 64k calls (forced to `grid` splits where
+    given; flashattn_decode_line.held_out), within the timing noise that line carries to it."""
     fit = {c: replace(d, context=c) for c in FIRST_DECODE_CONTEXTS}
-    points = {c: measured_once(_decode_name(s), _decode_live(s), beside=rec) for c, s in fit.items()}  # same session
-    kv = {c: at.decode_kv_bytes(replace(d, context=c)).value for c in (*FIRST_DECODE_CONTEXTS, d.context)}
-    lo, hi = FIRST_DECODE_CONTEXTS
-    line = Line.through((kv[lo], points[lo]["time"].value), (kv[hi], points[hi]["time"].value))
-    w_lo, w_hi = weights(kv[d.context], kv[lo], kv[hi])
-    t = line.time(kv[d.context])
-    pred = Prediction(t, "s", "fixed + KV / stream rate, through this session's 8k and 64k calls",
-                      {"fixed_s": line.fixed_s, "stream_bytes_per_s": line.bytes_per_s, "kv_bytes": kv[d.context],
-                       "fitted_on": [_decode_name(s) for s in fit.values()]},
-                      (Term("fixed", line.fixed_s, "s"), Term("stream", kv[d.context] / line.bytes_per_s, "s")),
-                      notes=(f"FITTED: fixed {line.fixed_s * 1e6:.2f} us and stream {line.bytes_per_s / 1e12:.3f} TB/s "
-                             "from this session's 8k and 64k calls; this context is held out",))
-    reconcile("time_on_the_line", pred, rec["time"], model=None,
-              budget=held_out_budget((w_lo, w_hi), points, rec, t),
+    points = {c: measured_once(_decode_name(s, splits=grid), _decode_live(s, splits=grid), beside=rec)
+              for c, s in fit.items()}  # same session
+    h = held_out(d, points, rec)
+    at_grid = f" at {grid} splits" if grid else ""
+    pred = Prediction(h.time, "s", f"fixed + KV / stream rate, through this session's 8k and 64k calls{at_grid}",
+                      {"fixed_s": h.line.fixed_s, "stream_bytes_per_s": h.line.bytes_per_s, "kv_bytes": h.kv,
+                       **({"splits": grid} if grid else {}), "fitted_on": [p.name for p in points.values()]},
+                      (Term("fixed", h.line.fixed_s, "s"), Term("stream", h.kv / h.line.bytes_per_s, "s")),
+                      notes=(f"FITTED: fixed {h.line.fixed_s * 1e6:.2f} us and stream "
+                             f"{h.line.bytes_per_s / 1e12:.3f} TB/s from this session's 8k and 64k calls"
+                             f"{f' forced to {grid} splits' if grid else ''}; this context is held out",))
+    reconcile("time_on_its_grids_line" if grid else "time_on_the_line", pred, rec["time"], model=None,
+              budget=h.budget,
               why="timing noise: each call's two timing blocks' difference, or the other recorded sessions' RMS of it "
-                  "where larger (one pair is a one-sample estimate), the fit points' carried through the line's weights")
+                  "where larger (one pair is a one-sample estimate), the fit points' carried through the line's "
+                  "weights")
 
 
 def _launched(d: at.DecodeShape, sm_count: int) -> int:
@@ -227,19 +233,6 @@ def _launched(d: at.DecodeShape, sm_count: int) -> int:
     one length cannot make that many: theory.attention.launched_splits)."""
     block_n = registry.DECODE_BLOCK_N
     return at.launched_splits(d.context, at.decode_splits(d, sm_count, block_n), block_n)
-
-
-def _forced_name(d: at.DecodeShape, splits: int) -> str:
-    from pytest_anatomy.measure.flashattn_runner import decode_name
-
-    return decode_name(d.batch, d.heads, d.kv_heads, d.context, d.head_dim, SPLIT.id, splits=splits)
-
-
-def _forced_live(d: at.DecodeShape, splits: int) -> Any:
-    from pytest_anatomy.measure.flashattn_runner import live_decode
-
-    return lambda: live_decode(batch=d.batch, heads=d.heads, kv_heads=d.kv_heads, context=d.context,
-                               head_dim=d.head_dim, variant=SPLIT.id, splits=splits)
 
 
 @pytest.mark.slow  # the contexts it predicts run in the full session only
@@ -263,22 +256,7 @@ def test_short_context_on_the_line_of_its_own_grid(d: at.DecodeShape, target: An
     if any(at.launched_splits(c, grid, registry.DECODE_BLOCK_N) != grid for c in fit):
         pytest.skip(f"8k or 64k cannot launch {grid} splits of whole KV tiles: no line on this context's grid")
     rec = measured_once(_decode_name(d), _decode_live(d))
-    points = {c: measured_once(_forced_name(s, grid), _forced_live(s, grid), beside=rec) for c, s in fit.items()}
-    kv = {c: at.decode_kv_bytes(replace(d, context=c)).value for c in (*FIRST_DECODE_CONTEXTS, d.context)}
-    lo, hi = FIRST_DECODE_CONTEXTS
-    line = Line.through((kv[lo], points[lo]["time"].value), (kv[hi], points[hi]["time"].value))
-    t = line.time(kv[d.context])
-    pred = Prediction(t, "s", f"fixed + KV / stream rate, through this session's 8k and 64k calls at {grid} splits",
-                      {"fixed_s": line.fixed_s, "stream_bytes_per_s": line.bytes_per_s, "kv_bytes": kv[d.context],
-                       "splits": grid, "fitted_on": [p.name for p in points.values()]},
-                      (Term("fixed", line.fixed_s, "s"), Term("stream", kv[d.context] / line.bytes_per_s, "s")),
-                      notes=(f"FITTED: fixed {line.fixed_s * 1e6:.2f} us and stream {line.bytes_per_s / 1e12:.3f} TB/s "
-                             f"from this session's 8k and 64k calls forced to {grid} splits; this context is held "
-                             "out",))
-    reconcile("time_on_its_grids_line", pred, rec["time"], model=None,
-              budget=held_out_budget(weights(kv[d.context], kv[lo], kv[hi]), points, rec, t),
-              why="timing noise, as the held-out line test's: each call's two timing blocks' difference, or the other "
-                  "recorded sessions' RMS of it where larger, the fit points' carried through the line's weights")
+    _reconcile_on_the_line(d, rec, grid, measured_once, reconcile)
 
 
 @pytest.mark.parametrize("d, variant, beside", [pytest.param(d, FUSED, SPLIT, id=_decode_name(d, FUSED),
