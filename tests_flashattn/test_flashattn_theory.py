@@ -146,10 +146,13 @@ def test_decode_splits_rule_equals_the_kernel_launchers(b: int, hkv: int, ctx: i
 @given(ctx=st.integers(1, 200_000), asked=st.integers(1, 64), block_n=st.sampled_from([16, 32, 64, 128]))
 def test_launched_splits_cover_the_context_in_equal_whole_tiles_with_none_empty(ctx: int, asked: int,
                                                                                block_n: int) -> None:
+    """The count is that of the shortest whole-tile chunk that needs no more than `asked` splits, found by search here
+    (not by the function's arithmetic): it covers the context, and its last split holds at least one token."""
     n = at.launched_splits(ctx, asked, block_n)
-    chunk = -(-(-(-ctx // asked)) // block_n) * block_n
-    assert 1 <= n <= asked and chunk % block_n == 0
-    assert n * chunk >= ctx > (n - 1) * chunk  # covers it, and the last split holds at least one token
+    tiles = -(-ctx // block_n)
+    chunk = block_n * next(k for k in range(1, tiles + 1) if -(-ctx // (k * block_n)) <= asked)
+    assert 1 <= n <= asked and n == -(-ctx // chunk)
+    assert n * chunk >= ctx > (n - 1) * chunk
 
 
 def test_launched_splits_at_the_decode_shape_on_132_sms() -> None:
