@@ -1,0 +1,128 @@
+"""The partial-last-wave test's plan and prediction (test_flashattn_waves; the model: theory.decode_waves).
+
+At one context (64k, the held-out line's upper fit point) the live session times flash-decoding at several forced
+split counts, chosen on the detected card from its SMs and the programs resident on each (the split kernel's
+registers and shared memory as compiled for it, theory.kernel_occupancy):
+- reference: the largest count below the launch rule's whose last wave is nearly whole (fill >= WHOLE_FILL);
+- fit: the launch rule's own count, where its last wave is small (fill < FIT_FILL). Its time over the reference's
+  is the measured excess that fixes the program rate r (FITTED, theory.decode_waves.program_rate);
+- the predicted roles, counts above the launch rule's: two whose last waves are nearly whole (the model: no excess),
+  one half full (no excess once the tail holds stream / r programs), and two whose tails are smaller than the fit's
+  (an excess of 10-20 us at 64k on a 132-SM card).
+On the H100 and H200 (132 SMs, 2 programs an SM, 64 programs a split at B=8 H_kv=8): reference 8, fit 9, whole 12 and
+16, half 10, small tails 13 and 17.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import aot_records
+import pytest
+from flashattn_decode_line import SHAPE, timing_noise_s
+
+from pytest_anatomy import recordings
+from pytest_anatomy.kernels.flashattn import registry
+from pytest_anatomy.theory import attention as at
+from pytest_anatomy.theory import decode_waves as dw
+from pytest_anatomy.theory.kernel_occupancy import SM_LIMITS, occupancy
+from pytest_anatomy.theory.prediction import Prediction, Term
+
+WAVES_CONTEXT = 65536
+WHOLE_FILL = 0.85  # a last wave at least this full counts as whole: its tail saturates the stream by any fitted r
+FIT_FILL = 0.5  # the fit's last wave must be under half full, or its excess is too small to fit a rate from
+HALF_FILL = (0.3, 0.6)
+ROLES = ("whole-1", "whole-2", "half", "small-tail-1", "small-tail-2")
+# The tail model's own error, stated before the first run of this test: on the H100's two recorded sessions with 8k at
+# 8 and 9 splits (2026-12-07 09:13 and 09:49), the rate fitted at 64k predicts 8k's excess at 0.80 and 0.82 us where
+# 1.08 and 1.16 us were measured, 26-29% low (docs/RECORDING.md, "The partial last wave"). That miss, rounded up to
+# 30%, is carried as a named term on every predicted excess; where the model predicts none it adds nothing.
+MODEL_ERROR = 0.30
+
+
+def shape() -> at.DecodeShape:
+    return at.DecodeShape(context=WAVES_CONTEXT, **SHAPE)
+
+
+def resident_programs(rec: recordings.Recording) -> int:
+    """Split-K programs one SM holds at once, from the kernel as compiled in `rec`'s session (its config's registers
+    and shared bytes), else from the committed compile record for its card's architecture; skips where neither."""
+    cfg = rec.provenance.get("config", {})
+    cc = rec.provenance.get("gpu", {}).get("compute_capability")
+    arch = f"sm_{cc[0]}{cc[1]}" if cc else None
+    if arch not in SM_LIMITS:
+        pytest.skip(f"no occupancy limits for {arch or 'an unknown architecture'} (theory.kernel_occupancy.SM_LIMITS): "
+                    "the programs resident per SM, and so the waves, are unknown")
+    regs, shared = cfg.get("registers"), cfg.get("shared_bytes")
+    if regs is None:
+        doc = aot_records.load(f"{arch.replace('_', '')}-compile-record.json")
+        rows = [r for r in (doc or {}).get("rows", []) if r["kernel"] == "decode_split"]
+        if not rows:
+            pytest.skip(f"{rec.name} names no registers and no {arch} compile record of decode_split is committed")
+        regs, shared = rows[0]["registers"], rows[0]["shared_bytes"]
+    return int(occupancy(int(regs), int(shared), 32 * int(cfg.get("num_warps", 4)), arch).value)
+
+
+@dataclass(frozen=True)
+class WavePlan:
+    reference: dw.DecodeGrid
+    fit: dw.DecodeGrid
+    roles: dict[str, dw.DecodeGrid]
+
+
+def plan(d: at.DecodeShape, natural_splits: int, slots: int, block_n: int = registry.DECODE_BLOCK_N) -> WavePlan:
+    """The split counts this card's waves test times (the module's docstring); skips where the launch rule's grid
+    has no small last wave to fit a rate from, or no reference below it is nearly whole."""
+    grids = {s: dw.grid(d, s, block_n, slots) for s in range(1, 4 * natural_splits + 1)}
+    grids = {s: g for s, g in grids.items() if g.splits == s}  # counts the kernel launches as asked
+    fit = grids[natural_splits]
+    below = [g for s, g in grids.items() if s < natural_splits and g.tail_fill >= WHOLE_FILL]
+    if fit.tail_fill >= FIT_FILL or not below:
+        pytest.skip(f"the launch rule's {natural_splits} splits fill {fit.tail_fill:.0%} of their last wave of "
+                    f"{slots} slots{'' if below else ', and no smaller count fills one'}: no excess to fit a rate from")
+    above = [g for s, g in grids.items() if s > natural_splits]
+    picks = {"whole": [g for g in above if g.tail_fill >= WHOLE_FILL][:2],
+             "half": [g for g in above if HALF_FILL[0] <= g.tail_fill <= HALF_FILL[1]][:1],
+             "small-tail": [g for g in above if g.tail_fill <= fit.tail_fill][:2]}
+    roles = {f"{kind}-{i + 1}" if kind != "half" else kind: g for kind, gs in picks.items() for i, g in enumerate(gs)}
+    return WavePlan(max(below, key=lambda g: g.splits), fit, roles)
+
+
+@dataclass(frozen=True)
+class WavePrediction:
+    prediction: Prediction
+    budget: dict[str, float]
+
+
+def predicted(p: WavePlan, g: dw.DecodeGrid, ref: recordings.Recording, fit: recordings.Recording,
+              rec: recordings.Recording) -> WavePrediction:
+    """`g`'s time: the reference's, plus the partials' difference, plus the tail excess at the rate fitted from the
+    fit's excess over the reference (all three calls of one session). The stream rate is the reference call's whole
+    rate, K/V bytes / time: its fixed part (~1.5% of 64k's time) moves a predicted excess by ~1%, under 0.2 us."""
+    t_ref, t_fit = ref["time"].value, fit["time"].value
+    stream = at.decode_kv_bytes(p.reference.shape).value / t_ref
+
+    def partials_s(x: dw.DecodeGrid) -> float:
+        return (x.partial_bytes() - p.reference.partial_bytes()) / stream
+    measured_excess = t_fit - t_ref - partials_s(p.fit)
+    rate = dw.program_rate(p.fit, measured_excess, stream)
+    if dw.excess_s(p.reference, stream, rate) > 0:
+        pytest.skip(f"the reference's tail of {p.reference.tail} programs does not saturate at the fitted rate "
+                    f"({rate / 1e9:.3g} GB/s a program): the pair fits no rate")
+    excess = dw.excess_s(g, stream, rate)
+    t = t_ref + partials_s(g) + excess
+    k = g.tail_chunk_bytes() / p.fit.tail_chunk_bytes() if excess > 0 else 0.0  # d(excess) / d(measured excess)
+    pred = Prediction(
+        t, "s", "t(reference) + partials(splits) - partials(reference) + tail excess at the fitted program rate",
+        {"splits": g.splits, "programs": g.programs, "slots": g.slots, "waves": g.waves, "tail": g.tail,
+         "reference_splits": p.reference.splits, "fit_splits": p.fit.splits, "stream_bytes_per_s": stream,
+         "program_bytes_per_s": rate, "saturating_tail": dw.saturating_tail(stream, rate),
+         "fitted_on": [ref.name, fit.name]},
+        (Term("reference", t_ref, "s", f"{p.reference.splits} splits, {p.reference.waves:.2f} waves"),
+         Term("partials", partials_s(g), "s"), Term("tail_excess", excess, "s", f"{g.tail} programs in the last wave")),
+        notes=(f"FITTED: a program's uncontended rate {rate / 1e9:.3g} GB/s, from {p.fit.splits} splits' "
+               f"{measured_excess * 1e6:.2f} us over {p.reference.splits}'s in this session; {g.splits} is held out",))
+    budget = {"own_timing": timing_noise_s(rec) / t, "reference_timing": abs(1 - k) * timing_noise_s(ref) / t,
+              "fit_timing": k * timing_noise_s(fit) / t, "tail_model": MODEL_ERROR * excess / t}
+    return WavePrediction(pred, budget)
+
