@@ -36,7 +36,9 @@ SAVING = registry.DECODE_FUSED_SAVING
 TARGET_FRACTION = 0.85  # issue 22's flash-decoding target (test_flashattn_gpu.DECODE_FRACTION)
 CONTEXTS = dl.FIT_CONTEXTS  # 8k and 64k: the contexts fd2 is timed at beside the two-kernel variant
 # Per program of the H200 launch (sm_90 compile here, tests_flashattn/test_flashattn_sm90.py): both variants' split-K
-# programs use 255 registers (4 warps), so 2 run per SM, not the 4 the split rule aims at.
+# programs use 255 registers (4 warps), so 2 run per SM, not the 4 the split rule aims at. As written before fd2's first
+# run; the compile is not the launch: the launched decode_split has 72 registers and 38,912 B shared, 5 an SM
+# (recorded 2026-12-07 12:56; test_flashattn_launched_resources), so these counts are the header's, kept as written.
 REGISTERS, PROGRAMS_PER_SM = 255, 2
 
 

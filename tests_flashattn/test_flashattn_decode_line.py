@@ -124,6 +124,9 @@ def test_each_h100_band_is_the_envelope_of_the_h100_lines_alone(context: int) ->
     sm_count; where those lines all land inside the tolerance (2k, by 0.2% at its top) there is no H100 mark."""
     lines = dl.session_lines(card=dl.H100)
     band = dl.envelope(context, lines, dl.H100)
+    excess = dl.line_excess(context, dl.H100) if context >= dl.LONG_EXCESS_FROM else None
+    if excess:  # carried through the other sessions' excess over their own line (EXCESS_CARDS)
+        band = (round(band[0] * min(1.0, excess[0]), 3), round(band[1] * max(1.0, excess[1]), 3))
     tol = [dl.pre_registered_tolerance(context, ceil, dl.sm_count_of(dl.H100)) for _, ceil in lines]
     marks = [m for m in dl.decode_line_marks(context) if m.kwargs["hardware"] == dl.H100]
     if max(t[0] for t in tol) <= band[0] and band[1] <= min(t[1] for t in tol):
@@ -177,3 +180,13 @@ def test_every_card_gets_at_most_one_line_finding_naming_it() -> None:
         assert len(cards) == len(set(cards)) and set(cards) <= set(dl.LINE_CARDS)
     assert dl.LINE_CARDS == (dl.MEASURED_ON, dl.H100)
     assert [m.kwargs["hardware"] for m in dl.decode_line_marks(1024)] == [dl.MEASURED_ON, dl.H100]
+
+
+def test_the_h100_excess_leaves_the_judged_session_out() -> None:
+    """The excess a long context's H100 band is carried through comes from the other sessions only: every session's
+    ratio to its own line but the latest's (flashattn_line_findings.session_ratios holds them oldest first)."""
+    import flashattn_line_findings as lf
+
+    for context in (16384, 32768, 131072):
+        *others, _judged = [r for r, _ in lf.session_ratios(lf.SPLIT, context)]
+        assert dl.line_excess(context, dl.H100) == pytest.approx((min(others), max(others)), rel=1e-12)

@@ -29,6 +29,13 @@ def test_a_finding_marks_exactly_where_a_session_missed_and_holds_the_judged_rat
     ratios = lf.session_ratios(lf.SPLIT, context, grid)
     side = lf.side_of(context)
     marks = _marks(context, grid)
+    other = "above" if side == "below" else "below"
+    if lf.missed(ratios[-1], other):  # the judged session missed on the other side: that side's own finding
+        (mark,) = marks
+        lo, hi = mark.kwargs["expected"]
+        assert mark.args[0] == lf.opposite_id(context) != lf.SHORT_BELOW_ID and lo <= ratios[-1][0] <= hi
+        assert (hi > 1.0) if other == "above" else (lo < 1.0)
+        return
     assert bool(marks) == any(lf.missed(x, side) for x in ratios)
     if not marks:
         return
@@ -72,9 +79,10 @@ def test_the_short_contexts_run_a_smaller_grid_than_the_lines_points() -> None:
     for c in dl.FIT_CONTEXTS:
         rec = recordings.load_latest(lf.RESULTS, lf.LINE_FINDING_CARD, "flashattn", lf.call_name(lf.SPLIT, c, 8))
         assert rec.provenance["config"]["splits"] == lf.SHORT_GRID == 8
-    # the waves the reason names: 2 programs per SM (registers: 255 a thread x 128 threads), 64 x splits programs
-    assert lf.resident_per_sm() == 2
-    assert lf.grid_words(8).startswith("512 programs, 1.94 waves") and lf.grid_words(9).startswith("576 programs, 2.18")
+    # the waves the reason names: 5 programs an SM (the launched kernel's 38,912 B of shared memory; its 72 registers
+    # allow 7), 64 x splits programs: one partial wave of 660 slots at 8 and at 9 splits
+    assert lf.resident_per_sm() == 5
+    assert lf.grid_words(8).startswith("512 programs, 0.78 waves") and lf.grid_words(9).startswith("576 programs, 0.87")
 
 
 def test_no_line_finding_where_the_line_held_or_nothing_is_recorded(monkeypatch, tmp_path) -> None:

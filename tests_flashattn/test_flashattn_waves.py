@@ -1,14 +1,16 @@
 """Flash-decoding's partial last wave, on the detected card: written 2026-12-07, before any run of it.
 
 The H100's own-grid test (test_flashattn_gpu.test_short_context_on_the_line_of_its_own_grid) found 8k and 64k 1.2-1.7%
-faster at 8 splits than at the launch rule's 9. At 2 programs resident an SM (255 registers a thread), 8 splits make
-512 programs, 1.94 waves of 264 slots; 9 make 576, 2.18 waves whose last holds 48 programs. theory.decode_waves
-prices that tail: a last wave too small to saturate the stream runs each program at its own uncontended rate. This
-test fits that rate on the launch rule's grid against a nearly whole one (flashattn_waves.plan: 8 and 9 on a 132-SM
-card) and predicts grids it was not fitted on, at 64k: nearly whole last waves (12, 16) and a half-full one (10) cost
-nothing beyond their partials; tails smaller than the fit's (13: 40 programs; 17: 32) cost 13-15 us. A grid that
-misses says the tail model is wrong there; the lockstep-wave model (a tail costs a whole wave) was refuted by the
-fit pair itself (33% predicted, 1.7% measured).
+faster at 8 splits than at the launch rule's 9. At the 2 programs an SM that decode_split's sm_90 compile record gives
+(255 registers a thread), 8 splits make 512 programs, 1.94 waves of 264 slots, and 9 make 576, 2.18 waves whose last
+holds 48 programs. theory.decode_waves prices such a tail: a last wave too small to saturate the stream runs each
+program at its own uncontended rate. The test fits that rate on the launch rule's grid against a nearly whole one
+(flashattn_waves.plan) and predicts, at 64k, grids it was not fitted on: nearly whole last waves and a half-full one
+cost nothing beyond their partials, and tails smaller than the fit's cost 13-15 us.
+Its first run (the H100, 2026-12-07 12:56) read the launched kernel's resources, which the compile record does not
+hold: 72 registers and 38,912 B shared, 5 programs an SM, 660 slots. The launch rule's 9 splits fill one wave 87%, so
+every role skipped: on that card no partial last wave separates 8 splits from 9. The premise is refuted; the test
+stands for cards where the launch rule's grid does leave a small last wave.
 """
 
 from __future__ import annotations

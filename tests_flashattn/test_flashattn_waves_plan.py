@@ -14,7 +14,7 @@ from pytest_anatomy.recordings import Recording
 from pytest_anatomy.theory import attention as at
 from pytest_anatomy.theory import decode_waves as dw
 
-SLOTS_132_SMS = 132 * 2  # 2 programs an SM: decode_split's 255 registers a thread (flashattn_line_findings)
+SLOTS_132_SMS = 132 * 2  # synthetic: 2 programs an SM, the compile record's count the plan was written for
 BLOCK_N = 64
 
 
