@@ -4,8 +4,8 @@ Split-K flash-decoding launches B x H_kv x splits programs of equal work (one ch
 may be shorter). With R programs resident per SM (theory.kernel_occupancy) the card holds S = SMs x R at once, so the
 programs run in waves; the last one holds `tail` = programs mod S (0: whole waves). Two models of what that costs:
 - lockstep waves: every wave lasts one program's time at the saturated rate's share (stream / S), so a tail of 48 of
-  264 slots costs a whole wave. On the H100 at 64k that predicts 9 splits 33% slower than 8; they measured 1.6-1.7%
-  (2026-12-07 09:13 and 09:49): refuted before this module was written;
+  264 slots costs a whole wave. At the 2 programs an SM of decode_split's compile record that predicts 9 splits 33%
+  slower than 8 on the H100 at 64k; they measured 1.6-1.7% (2026-12-07 09:13 and 09:49);
 - the one kept here: while enough programs are in flight, K/V streams at the saturated rate; a tail too small to
   saturate it runs each program at its own uncontended rate r (one program's loads in flight over the memory
   latency), so the last wave lasts max(chunk / r, tail x chunk / stream) where streaming its bytes would take
@@ -14,6 +14,10 @@ r is not a spec: it is FITTED, from one pair of calls at the same context that d
 rule's grid and a grid with a nearly whole last wave), and the other grids are predicted from it
 (test_flashattn_waves). Assumed, not measured: programs are dispatched in launch order (grid axis 0 fastest), so the
 tail is the last `tail` programs, those of the last split first.
+No run has judged it yet. The launched kernel holds 5 programs an SM (72 registers, 38,912 B shared, recorded
+2026-12-07 12:56), not the compile record's 2, so on the H100 the launch rule's 9 splits fill one wave 87% and leave
+no tail to fit r from: test_flashattn_waves skipped there. A term with no evidence, so no theory mutation of it is
+caught.
 """
 
 from __future__ import annotations
