@@ -7,10 +7,12 @@ of the six held-out contexts beyond their timing noise, on both sides of the lin
 GPU-d3e70d8c; 09:49, card GPU-a7821c51) timed them again, each with a second line through 8k and 64k forced to the
 short contexts' 8 splits. Two findings, one per side (issue 10 item 3: no reason explains both signs):
 - below the line at the short contexts (SHORT_BELOW_ID). They launch 8 splits (512 programs, grid_words) where the
-  line's points launch 9 (576), and at 08:33 that grid was the candidate cause. The own-grid line refuted it: at 8 splits 8k and 64k run 1.3-1.7% faster, and the
-  short contexts sit on that line where they sit on the natural one. Cause not established. Over three sessions 1k
-  and 2k lie 1.5-3% below the natural line every time (0.970-0.985), each session's noise budget 2-2.5%, so single
-  sessions miss or agree; 4k lies on it in two of three.
+  line's points launch 9 (576), and at 08:33 that grid was the candidate cause. The own-grid line refuted it: at 8
+  splits 8k and 64k run 1.3-1.7% faster, and the short contexts sit on that line where they sit on the natural one.
+  Cause not established. Over the first three sessions 1k and 2k lie 1.5-3% below the natural line every time
+  (0.970-0.985), each session's noise budget 2-2.5%, so single sessions miss or agree; 4k lies on it in two of three.
+  The fourth (12:56, card GPU-f4c016c9) put 1k and 2k on it (0.995) and 4k above its own grid's line (1.017, +-1.3%):
+  a miss on the side opposite its context's finding gets a finding of its own (opposite_id).
 - above the line at 16k, 32k and 128k (LONG_ABOVE_ID), in all three sessions: same 9-split grid as the line's points,
   chunks of 1,856 to 14,592 tokens. The fused-reduction kernel (fd2) in the same session, on the same inputs, lies above
   its own 8k-64k line at 32k and 128k too (08:33), so the stream past 64k is slower than between 8k and 64k for both
@@ -217,7 +219,8 @@ def _opposite_mark(context: int, grid: int | None, quantity: str,
     others = ", ".join(f"{x:.4f}" for x, _ in ratios[:-1])
     reason = (f"At {context // 1024}k the judged H100 session ran {r:.4f} (+-{b:.2%}) of the line through its 8k and "
               f"64k calls{f' forced to {grid} splits' if grid else ''}, {side} it beyond its noise budget, where the "
-              f"earlier sessions ran {others} (oldest first). Cause not established; the sessions ran on different cards. "
+              f"earlier sessions ran {others} (oldest first). Cause not established; the sessions ran on "
+              "different cards. "
               + ("Band: the earlier sessions that missed on this side, each within sqrt(2) x its budget (other-runs)."
                  if band_from == "other-runs" else "Band: the judged ratio within its noise budget (checked-run: a "
                  "second session that misses here on this side replaces it)."))

@@ -41,7 +41,8 @@ out = {}
 for label, divisible in (("specialised", set(args["divisible"])), ("plain", set())):
     attrs = {(i,): [["tt.divisibility", 16]] for i, n in enumerate(names) if n in divisible}
     k = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=ce, attrs=attrs),
-                       target=GPUTarget("cuda", args["arch"], 32), options={"num_warps": args["num_warps"], "num_stages": 2})
+                       target=GPUTarget("cuda", args["arch"], 32),
+                       options={"num_warps": args["num_warps"], "num_stages": 2})
     out[label] = {"registers": aot.resource_usage(k.asm["cubin"]).get("registers"), "shared_bytes": k.metadata.shared}
 print(json.dumps(out))
 """

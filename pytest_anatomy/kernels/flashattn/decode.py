@@ -103,9 +103,10 @@ def decode(q: Any, k: Any, v: Any, o: Any, lse: Any, *, sm_scale: float, splits:
         decode_fused.launch(q, k, v, o, lse, ws, sm_scale=sm_scale, group=group, splits=splits, chunk=chunk,
                             block_h=block_h, block_n=block_n, num_warps=num_warps)
         return {**config, "fused_reduce": True}
-    compiled = decode_split[(b * hkv, splits)](q, k, v, ws["PO"], ws["PL"], q.stride(0), q.stride(1), k.stride(0), k.stride(1),
-                                    k.stride(2), v.stride(0), v.stride(1), v.stride(2), h, group, ctx, splits, chunk,
-                                    sm_scale, D=d, BLOCK_H=block_h, BLOCK_N=block_n, num_warps=num_warps, num_stages=2)
+    compiled = decode_split[(b * hkv, splits)](
+        q, k, v, ws["PO"], ws["PL"], q.stride(0), q.stride(1), k.stride(0), k.stride(1), k.stride(2), v.stride(0),
+        v.stride(1), v.stride(2), h, group, ctx, splits, chunk, sm_scale, D=d, BLOCK_H=block_h, BLOCK_N=block_n,
+        num_warps=num_warps, num_stages=2)
     decode_reduce[(b * h,)](ws["PO"], ws["PL"], o, lse, o.stride(0), o.stride(1), h, splits, D=d,
                             BLOCK_S=max(2, triton.next_power_of_2(splits)), num_warps=4)
     return {**config, **_resources(compiled)}
