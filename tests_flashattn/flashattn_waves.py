@@ -126,3 +126,42 @@ def predicted(p: WavePlan, g: dw.DecodeGrid, ref: recordings.Recording, fit: rec
               "fit_timing": k * timing_noise_s(fit) / t, "tail_model": MODEL_ERROR * excess / t}
     return WavePrediction(pred, budget)
 
+
+
+# --- one wave: a per-SM cap (written 2026-12-07 13:32, before any run of it) ------------------------------------------
+def heaviest_sm(g: dw.DecodeGrid, sm_count: int) -> int:
+    """Programs on the busiest SM when the whole grid is resident at once and spread evenly over the SMs."""
+    return -(-g.programs // sm_count)
+
+
+def per_sm_predicted(ref_g: dw.DecodeGrid, fit_g: dw.DecodeGrid, g: dw.DecodeGrid, sm_count: int,
+                     ref: recordings.Recording, fit: recordings.Recording,
+                     rec: recordings.Recording) -> WavePrediction:
+    """`g`'s time where every grid fits one wave: the slower of the reference's stream (its time, plus the partials'
+    difference) and the busiest SM's bytes at a per-SM cap R_sm, FITTED as the fit grid's busiest-SM bytes over its
+    time (the fit must be slower than the reference, and the reference's own busiest SM under the cap)."""
+    if max(x.programs for x in (ref_g, fit_g, g)) > g.slots:
+        pytest.skip(f"a grid of more than one wave ({g.slots} slots): the per-SM cap model prices one wave only")
+    t_ref, t_fit = ref["time"].value, fit["time"].value
+    stream = at.decode_kv_bytes(ref_g.shape).value / t_ref
+
+    def busiest_bytes(x: dw.DecodeGrid) -> float:
+        return heaviest_sm(x, sm_count) * x.chunk * x.token_bytes()
+    if t_fit <= t_ref or busiest_bytes(ref_g) / (busiest_bytes(fit_g) / t_fit) > t_ref:
+        pytest.skip("the fit grid is not slower than the reference, or the fitted cap binds the reference too")
+    cap = busiest_bytes(fit_g) / t_fit
+    streamed = t_ref + (g.partial_bytes() - ref_g.partial_bytes()) / stream
+    capped = busiest_bytes(g) / cap
+    t = max(streamed, capped)
+    k = busiest_bytes(g) / busiest_bytes(fit_g) if capped > streamed else 0.0  # d(t) / d(t_fit)
+    pred = Prediction(
+        t, "s", "max(t(reference) + partials difference, busiest SM's programs x chunk bytes / R_sm)",
+        {"splits": g.splits, "programs": g.programs, "busiest_sm_programs": heaviest_sm(g, sm_count),
+         "reference_splits": ref_g.splits, "fit_splits": fit_g.splits, "sm_bytes_per_s": cap,
+         "fitted_on": [ref.name, fit.name]},
+        (Term("streamed", streamed, "s"), Term("capped", capped, "s")),
+        notes=(f"FITTED: a per-SM cap of {cap / 1e9:.3g} GB/s from {fit_g.splits} splits' busiest SM "
+               f"({heaviest_sm(fit_g, sm_count)} programs) in this session; {g.splits} is held out",))
+    budget = {"own_timing": timing_noise_s(rec) / t, "reference_timing": (1 - k) * timing_noise_s(ref) / t,
+              "fit_timing": k * timing_noise_s(fit) / t}
+    return WavePrediction(pred, budget)

@@ -21,6 +21,7 @@ import flashattn_waves as fw
 import pytest
 
 from pytest_anatomy.kernels.flashattn import registry
+from pytest_anatomy.theory import decode_waves as dw
 
 pytestmark = pytest.mark.gpu
 SPLIT = registry.DECODE_VARIANTS[0]
@@ -58,3 +59,26 @@ def test_partial_last_wave_costs_what_its_tail_predicts(role: str, target: Any, 
               why="timing noise (each call's two blocks, or the recorded sessions' RMS where larger) of this call, the "
                   "reference and the fit carried through the fitted rate, plus the tail model's own 30% error on "
                   "the excess it predicts (flashattn_waves.MODEL_ERROR)")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("step", [pytest.param(1, id="fd-per-sm-next")])
+def test_one_wave_grid_costs_its_busiest_sm(step: int, target: Any, measured_once: Any, reconcile: Any) -> None:
+    """Written 2026-12-07 13:32, before any run (docs/RECORDING.md, "For a later session: the per-SM candidate"): where
+    the launch rule's grid and its neighbours each fit one wave, a per-SM cap R_sm fitted on the launch rule's count
+    against one split fewer (the H100: 9 against 8) predicts one split more (10): on the H100 at the 12:56 session's
+    times, 10 splits as fast as 8 (652 us capped, under 8's 707.5 streamed); the flat reading puts it at 9's or
+    above."""
+    natural = measured_once(_name(None), _live(None))
+    sm_count = int(target.require_spec().require("sm_count"))
+    slots = sm_count * fw.resident_programs(natural)
+    n = int(natural.provenance["config"]["splits"])
+    d = fw.shape()
+    ref_g, fit_g, g = (dw.grid(d, s, registry.DECODE_BLOCK_N, slots) for s in (n - 1, n, n + step))
+    if len({ref_g.splits, fit_g.splits, g.splits}) < 3:
+        pytest.skip("the neighbouring counts do not launch as asked at this context")
+    ref = measured_once(_name(ref_g.splits), _live(ref_g.splits), beside=natural)
+    rec = measured_once(_name(g.splits), _live(g.splits), beside=natural)
+    w = fw.per_sm_predicted(ref_g, fit_g, g, sm_count, ref, natural, rec)
+    reconcile("time_of_its_one_wave_grid", w.prediction, rec["time"], model=None, budget=w.budget,
+              why="timing noise of this call, the reference and the fit, each carried through the fitted cap")

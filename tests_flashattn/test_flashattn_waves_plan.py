@@ -79,3 +79,20 @@ def test_small_tails_that_cost_nothing_miss_the_prediction() -> None:
         w = fw.predicted(p, g, calls[p.reference.splits], calls[p.fit.splits], no_excess)
         miss = abs(no_excess["time"].value / w.prediction.value - 1)
         assert miss > 2 * sum(w.budget.values())
+
+
+@pytest.mark.parametrize("tenth_like_ninth", [False, True])
+def test_the_per_sm_cap_prices_one_split_more_and_can_miss(tenth_like_ninth: bool) -> None:
+    """A synthetic one-wave card (660 slots on 132 SMs): 8 splits streamed, 9 capped at its busiest SM's 5 programs.
+    Priced by the cap, 10 splits (5 programs on its busiest SM, shorter chunks) run as fast as 8; a 10 that runs as
+    slow as 9 misses by far more than its budget."""
+    d, slots = fw.shape(), 132 * 5
+    g8, g9, g10 = (dw.grid(d, s, BLOCK_N, slots) for s in (8, 9, 10))
+    t8 = 707.5e-6
+    cap = 5 * g9.chunk * g9.token_bytes() / 720e-6
+    streamed = t8 + (g10.partial_bytes() - g8.partial_bytes()) / (at.decode_kv_bytes(d).value / t8)
+    t10 = 720e-6 if tenth_like_ninth else streamed
+    w = fw.per_sm_predicted(g8, g9, g10, 132, _call(8, t8), _call(9, 720e-6), _call(10, t10))
+    assert w.prediction.inputs["sm_bytes_per_s"] == pytest.approx(cap)
+    miss = abs(t10 / w.prediction.value - 1)
+    assert (miss > 2 * sum(w.budget.values())) if tenth_like_ninth else miss < 1e-12
