@@ -128,7 +128,7 @@ def predicted(p: WavePlan, g: dw.DecodeGrid, ref: recordings.Recording, fit: rec
 
 
 
-# --- one wave: a per-SM cap (written 2026-12-07 13:32, before any run of it) ------------------------------------------
+# --- one wave: a per-SM cap (written 2026-12-07 13:30, before any run of it) ------------------------------------------
 def heaviest_sm(g: dw.DecodeGrid, sm_count: int) -> int:
     """Programs on the busiest SM when the whole grid is resident at once and spread evenly over the SMs."""
     return -(-g.programs // sm_count)

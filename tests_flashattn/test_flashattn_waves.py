@@ -64,7 +64,7 @@ def test_partial_last_wave_costs_what_its_tail_predicts(role: str, target: Any, 
 @pytest.mark.slow
 @pytest.mark.parametrize("step", [pytest.param(1, id="fd-per-sm-next")])
 def test_one_wave_grid_costs_its_busiest_sm(step: int, target: Any, measured_once: Any, reconcile: Any) -> None:
-    """Written 2026-12-07 13:32, before any run (docs/RECORDING.md, "For a later session: the per-SM candidate"): where
+    """Written 2026-12-07 13:30, before any run (docs/RECORDING.md, "For a later session: the per-SM candidate"): where
     the launch rule's grid and its neighbours each fit one wave, a per-SM cap R_sm fitted on the launch rule's count
     against one split fewer (the H100: 9 against 8) predicts one split more (10): on the H100 at the 12:56 session's
     times, 10 splits as fast as 8 (652 us capped, under 8's 707.5 streamed); the flat reading puts it at 9's or
