@@ -31,6 +31,7 @@ from __future__ import annotations
 import functools
 import statistics
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import pytest
 from flashattn_cases import decode_prediction
@@ -240,19 +241,35 @@ def straddles(band: tuple[float, float], tolerances: list[tuple[float, float]], 
     return band[1] >= min(t[0] for t in tolerances)
 
 
+def ratio_to_line(root: Path, card: str, rec: recordings.Recording, variant: str, context: int,
+                  grid: int | None = None) -> tuple[float, float]:
+    """(measured / the line through the same session's 8k and 64k calls of `variant` (forced to `grid` splits where
+    given), the held-out test's noise budget on it) for the session of `rec`."""
+    points = {c: recordings.load_beside(root, card, "flashattn", decode_name(c, variant, grid), rec)
+              for c in FIT_CONTEXTS}
+    h = held_out(shape(context), points, rec)
+    return rec["time"].value / h.time, sum(h.budget.values())
+
+
+def ratios_to_line(root: Path, card: str, variant: str, context: int,
+                   grid: int | None = None) -> tuple[tuple[float, float], ...]:
+    """ratio_to_line of every session of `card` that timed `context` (and its line's points), oldest first; the last
+    is the one a replay judges."""
+    out = []
+    for path in recordings.candidates(root, card, "flashattn", decode_name(context, variant)):
+        try:
+            out.append(ratio_to_line(root, card, recordings.load_file(path), variant, context, grid))
+        except recordings.MissingRecording:
+            continue  # a session without this line's 8k or 64k draws no line
+    return tuple(out)
+
+
+@functools.cache  # read at collection: the recordings do not change within a session
 def line_excess(context: int, card: str) -> tuple[float, float] | None:
     """(min, max) of measured / the same session's line at `context` over `card`'s sessions that timed it, the latest
-    (the one a replay judges) left out; None where fewer than one other session did."""
-    paths = recordings.candidates(RESULTS, card, "flashattn", decode_name(context))
-    recs = sorted((recordings.load_file(p) for p in paths), key=lambda r: r.recorded_at)[:-1]
-    ratios = []
-    for rec in recs:
-        try:
-            points = {c: recordings.load_beside(RESULTS, card, "flashattn", decode_name(c), rec) for c in FIT_CONTEXTS}
-        except recordings.MissingRecording:
-            continue
-        ratios.append(rec["time"].value / held_out(shape(context), points, rec).time)
-    return (min(ratios), max(ratios)) if ratios else None
+    (the one a replay judges) left out; None where no other session did."""
+    others = [r for r, _ in ratios_to_line(RESULTS, card, registry.DECODE_VARIANTS[0].id, context)[:-1]]
+    return (min(others), max(others)) if others else None
 
 
 # Cards whose long contexts lie above their own session's line (flashattn_line_findings.LONG_ABOVE_ID: the H100, 16k,

@@ -30,13 +30,14 @@ from __future__ import annotations
 import functools
 
 import pytest
-from flashattn_decode_line import FIT_CONTEXTS, SHAPE, Line, decode_name, held_out, kv_bytes, shape
+from flashattn_decode_line import (FIT_CONTEXTS, SHAPE, Line, decode_name, kv_bytes, ratio_to_line,
+                                   ratios_to_line)
 from flashattn_findings import H100, RESULTS
+from flashattn_waves import launched_residency
 
 from pytest_anatomy import recordings
 from pytest_anatomy.kernels.flashattn import registry
 from pytest_anatomy.specs.hardware import get_hardware
-from pytest_anatomy.theory.kernel_occupancy import occupancy
 
 LINE_FINDING_CARD = H100
 # Renamed 2026-12-07 from h100-flash-decoding-short-contexts-below-the-line-on-a-smaller-grid: the grid was refuted.
@@ -60,23 +61,14 @@ def latest_call(variant: str, context: int) -> recordings.Recording:
 def ratio_of(rec: recordings.Recording, variant: str, context: int, grid: int | None = None) -> tuple[float, float]:
     """(measured / the line through the same session's 8k and 64k calls of `variant` (forced to `grid` splits where
     given), the test's noise budget on it) for the session of `rec`; the budget as the held-out tests compute it."""
-    points = {c: recordings.load_beside(RESULTS, LINE_FINDING_CARD, "flashattn", call_name(variant, c, grid), rec)
-              for c in FIT_CONTEXTS}
-    h = held_out(shape(context), points, rec)
-    return rec["time"].value / h.time, sum(h.budget.values())
+    return ratio_to_line(RESULTS, LINE_FINDING_CARD, rec, variant, context, grid)
 
 
 @functools.cache  # read at collection: the recordings do not change within a session
 def session_ratios(variant: str, context: int, grid: int | None = None) -> tuple[tuple[float, float], ...]:
     """ratio_of every session of the card that timed `context` (and its line's points), oldest first; the last is the
     one a replay judges."""
-    out = []
-    for path in recordings.candidates(RESULTS, LINE_FINDING_CARD, "flashattn", call_name(variant, context)):
-        try:
-            out.append(ratio_of(recordings.load_file(path), variant, context, grid))
-        except recordings.MissingRecording:
-            continue  # a session without this line's 8k or 64k draws no line
-    return tuple(out)
+    return ratios_to_line(RESULTS, LINE_FINDING_CARD, variant, context, grid)
 
 
 def line_ratio(variant: str, context: int, grid: int | None = None) -> tuple[float, float]:
@@ -154,10 +146,10 @@ def resident_per_sm() -> int:
     (255 registers, 22,528 B: 2 an SM): aot compiles without Triton's launch-time divisibility specialisation of the
     pointers and strides, and with it the same compile gives the launched kernel's 72 and 38,912 (docs/FLASHATTN.md)."""
     rec = latest_call(SPLIT, FIT_CONTEXTS[1])
-    cfg, cc = rec.provenance["config"], rec.provenance["gpu"]["compute_capability"]
-    if "registers" not in cfg:
+    resident = launched_residency(rec)
+    if resident is None:
         raise KeyError(f"{rec.name} records no registers: the launched kernel's residency is unknown")
-    return int(occupancy(cfg["registers"], cfg["shared_bytes"], 32 * cfg["num_warps"], f"sm_{cc[0]}{cc[1]}").value)
+    return resident
 
 
 def grid_words(splits: int) -> str:

@@ -46,21 +46,27 @@ def shape() -> at.DecodeShape:
     return at.DecodeShape(context=WAVES_CONTEXT, **SHAPE)
 
 
-def resident_programs(rec: recordings.Recording) -> int:
+def launched_residency(rec: recordings.Recording) -> int | None:
     """Split-K programs one SM holds at once, from the kernel as launched in `rec`'s session (its config's registers
-    and shared bytes); skips where the recording predates them. Never from the aot compile records: they compile
-    without Triton's launch-time divisibility specialisation (decode_split: 255 registers and 22,528 B there, 72 and
-    38,912 B launched, docs/FLASHATTN.md)."""
+    and shared bytes, through theory.kernel_occupancy); None where the recording predates them or its architecture has
+    no limits there. Never from the aot compile records: they compile without Triton's launch-time divisibility
+    specialisation (decode_split: 255 registers and 22,528 B there, 72 and 38,912 B launched, docs/FLASHATTN.md)."""
     cfg = rec.provenance.get("config", {})
     cc = rec.provenance.get("gpu", {}).get("compute_capability")
     arch = f"sm_{cc[0]}{cc[1]}" if cc else None
-    if arch not in SM_LIMITS:
-        pytest.skip(f"no occupancy limits for {arch or 'an unknown architecture'} (theory.kernel_occupancy.SM_LIMITS): "
-                    "the programs resident per SM, and so the waves, are unknown")
-    regs, shared = cfg.get("registers"), cfg.get("shared_bytes")
-    if regs is None:
-        pytest.skip(f"{rec.name} was recorded before the split kernel's registers were: its residency is unknown")
-    return int(occupancy(int(regs), int(shared), 32 * int(cfg.get("num_warps", 4)), arch).value)
+    if arch not in SM_LIMITS or cfg.get("registers") is None:
+        return None
+    return int(occupancy(int(cfg["registers"]), int(cfg["shared_bytes"]), 32 * int(cfg.get("num_warps", 4)),
+                         arch).value)
+
+
+def resident_programs(rec: recordings.Recording) -> int:
+    """launched_residency, or a skip naming why it is unknown."""
+    resident = launched_residency(rec)
+    if resident is None:
+        pytest.skip(f"{rec.name}: no recorded registers of the split kernel, or no occupancy limits for its "
+                    "architecture (theory.kernel_occupancy.SM_LIMITS): the programs resident per SM are unknown")
+    return resident
 
 
 @dataclass(frozen=True)
@@ -88,6 +94,16 @@ def plan(d: at.DecodeShape, natural_splits: int, slots: int, block_n: int = regi
     return WavePlan(max(below, key=lambda g: g.splits), fit, roles)
 
 
+def _stream(ref_g: dw.DecodeGrid, ref: recordings.Recording) -> float:
+    """The reference call's whole rate, K/V bytes / time (its fixed part left in: ~1.5% of 64k's time)."""
+    return at.decode_kv_bytes(ref_g.shape).value / ref["time"].value
+
+
+def _partials_s(g: dw.DecodeGrid, ref_g: dw.DecodeGrid, stream: float) -> float:
+    """What `g`'s split-K partials cost beyond the reference's, at the stream rate."""
+    return (g.partial_bytes() - ref_g.partial_bytes()) / stream
+
+
 @dataclass(frozen=True)
 class WavePrediction:
     prediction: Prediction
@@ -100,10 +116,10 @@ def predicted(p: WavePlan, g: dw.DecodeGrid, ref: recordings.Recording, fit: rec
     fit's excess over the reference (all three calls of one session). The stream rate is the reference call's whole
     rate, K/V bytes / time: its fixed part (~1.5% of 64k's time) moves a predicted excess by ~1%, under 0.2 us."""
     t_ref, t_fit = ref["time"].value, fit["time"].value
-    stream = at.decode_kv_bytes(p.reference.shape).value / t_ref
+    stream = _stream(p.reference, ref)
 
     def partials_s(x: dw.DecodeGrid) -> float:
-        return (x.partial_bytes() - p.reference.partial_bytes()) / stream
+        return _partials_s(x, p.reference, stream)
     measured_excess = t_fit - t_ref - partials_s(p.fit)
     rate = dw.program_rate(p.fit, measured_excess, stream)
     if dw.excess_s(p.reference, stream, rate) > 0:
@@ -127,7 +143,6 @@ def predicted(p: WavePlan, g: dw.DecodeGrid, ref: recordings.Recording, fit: rec
     return WavePrediction(pred, budget)
 
 
-
 # --- one wave: a per-SM cap (written 2026-12-07 13:30, before any run of it) ------------------------------------------
 def heaviest_sm(g: dw.DecodeGrid, sm_count: int) -> int:
     """Programs on the busiest SM when the whole grid is resident at once and spread evenly over the SMs."""
@@ -143,14 +158,14 @@ def per_sm_predicted(ref_g: dw.DecodeGrid, fit_g: dw.DecodeGrid, g: dw.DecodeGri
     if max(x.programs for x in (ref_g, fit_g, g)) > g.slots:
         pytest.skip(f"a grid of more than one wave ({g.slots} slots): the per-SM cap model prices one wave only")
     t_ref, t_fit = ref["time"].value, fit["time"].value
-    stream = at.decode_kv_bytes(ref_g.shape).value / t_ref
+    stream = _stream(ref_g, ref)
 
     def busiest_bytes(x: dw.DecodeGrid) -> float:
         return heaviest_sm(x, sm_count) * x.chunk * x.token_bytes()
     if t_fit <= t_ref or busiest_bytes(ref_g) / (busiest_bytes(fit_g) / t_fit) > t_ref:
         pytest.skip("the fit grid is not slower than the reference, or the fitted cap binds the reference too")
     cap = busiest_bytes(fit_g) / t_fit
-    streamed = t_ref + (g.partial_bytes() - ref_g.partial_bytes()) / stream
+    streamed = t_ref + _partials_s(g, ref_g, stream)
     capped = busiest_bytes(g) / cap
     t = max(streamed, capped)
     k = busiest_bytes(g) / busiest_bytes(fit_g) if capped > streamed else 0.0  # d(t) / d(t_fit)

@@ -8,6 +8,10 @@ import pytest
 from flashattn_findings import session_ceilings
 
 from pytest_anatomy import recordings
+from pytest_anatomy.kernels.flashattn import registry
+
+
+SPLIT_ID = registry.DECODE_VARIANTS[0].id
 
 
 def _mark(context: int, card: str = dl.MEASURED_ON) -> pytest.MarkDecorator:
@@ -184,9 +188,12 @@ def test_every_card_gets_at_most_one_line_finding_naming_it() -> None:
 
 def test_the_h100_excess_leaves_the_judged_session_out() -> None:
     """The excess a long context's H100 band is carried through comes from the other sessions only: every session's
-    ratio to its own line but the latest's (flashattn_line_findings.session_ratios holds them oldest first)."""
-    import flashattn_line_findings as lf
-
+    ratio to its own line but the latest's (by recorded_at). At 128k the judged session's ratio lies above the others',
+    so a band that let it in would differ."""
     for context in (16384, 32768, 131072):
-        *others, _judged = [r for r, _ in lf.session_ratios(lf.SPLIT, context)]
-        assert dl.line_excess(context, dl.H100) == pytest.approx((min(others), max(others)), rel=1e-12)
+        recs = sorted((recordings.load_file(p) for p in recordings.candidates(
+            dl.RESULTS, dl.H100, "flashattn", dl.decode_name(context))), key=lambda r: r.recorded_at)
+        ratios = [dl.ratio_to_line(dl.RESULTS, dl.H100, r, SPLIT_ID, context)[0] for r in recs]
+        assert dl.line_excess(context, dl.H100) == (min(ratios[:-1]), max(ratios[:-1]))
+        if context == 131072:
+            assert ratios[-1] > max(ratios[:-1])

@@ -19,6 +19,7 @@ from typing import Any
 
 import flashattn_waves as fw
 import pytest
+from flashattn_decode_line import decode_name
 
 from pytest_anatomy.kernels.flashattn import registry
 from pytest_anatomy.theory import decode_waves as dw
@@ -28,10 +29,7 @@ SPLIT = registry.DECODE_VARIANTS[0]
 
 
 def _name(splits: int | None) -> str:
-    from pytest_anatomy.measure.flashattn_runner import decode_name
-
-    d = fw.shape()
-    return decode_name(d.batch, d.heads, d.kv_heads, d.context, d.head_dim, SPLIT.id, splits)
+    return decode_name(fw.WAVES_CONTEXT, SPLIT.id, splits)
 
 
 def _live(splits: int | None) -> Any:

@@ -377,10 +377,15 @@ def launched_splits(context: int, splits: int, block_n: int) -> int:
     length (kernels.flashattn.decode rounds the chunk up to a tile), so fewer can run than were asked. At B=8 H_kv=8
     on 132 SMs the rule asks 9 at every context; 1k-4k launch 8 (chunks of 2, 4 and 8 tiles of 64), 8k-128k launch 9.
     test_flashattn_interpreter checks it against the kernel's own config."""
+    return cdiv(context, launched_chunk(context, splits, block_n))
+
+
+def launched_chunk(context: int, splits: int, block_n: int) -> int:
+    """Tokens in each split the kernel launches when asked for `splits` (the last split's may be fewer): the context
+    over the splits, rounded up to whole KV tiles."""
     if splits < 1 or context < 1 or block_n < 1:
         raise ValueError(f"launched_splits needs context, splits and block_n >= 1, got {context}, {splits}, {block_n}")
-    chunk = cdiv(cdiv(context, splits), block_n) * block_n
-    return cdiv(context, chunk)
+    return cdiv(cdiv(context, splits), block_n) * block_n
 
 
 def decode_kv_bytes(shape: DecodeShape) -> Prediction:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pytest_anatomy.theory.attention import PARTIAL_BYTES, DecodeShape, cdiv
+from pytest_anatomy.theory.attention import PARTIAL_BYTES, DecodeShape, launched_chunk, launched_splits
 
 
 @dataclass(frozen=True)
@@ -83,8 +83,8 @@ class DecodeGrid:
 
 def grid(shape: DecodeShape, splits: int, block_n: int, slots: int) -> DecodeGrid:
     """The grid kernels.flashattn.decode launches when asked for `splits` (chunks rounded up to whole tiles)."""
-    chunk = cdiv(cdiv(shape.context, splits), block_n) * block_n
-    return DecodeGrid(shape, cdiv(shape.context, chunk), chunk, slots)
+    chunk = launched_chunk(shape.context, splits, block_n)
+    return DecodeGrid(shape, launched_splits(shape.context, splits, block_n), chunk, slots)
 
 
 def excess_s(g: DecodeGrid, stream_bytes_per_s: float, program_bytes_per_s: float) -> float:
