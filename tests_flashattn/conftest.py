@@ -94,11 +94,14 @@ def _measured_keys(params: Mapping[str, Any]) -> set[Any]:
     """What one test measures: its attention case; or its decode shape once per flash-decoding variant it times (its
     `variant` and the one it is timed `beside`, by recording prefix; the two-kernel `fd` where it names none); or,
     for the partial-last-wave test, its role's forced 64k call (test_flashattn_waves; the reference's is one more,
-    counted with the first role)."""
+    counted with the first role); or, for the per-SM test, its forced call one count past the launch rule's (its
+    reference, one count below, is the own-grid line's 64k call where that test runs, so it is not counted again)."""
     if params.get("case") is not None:
         return {params["case"]}
     if params.get("role") is not None:
         return {("fd-waves", params["role"])} | ({("fd-waves", "reference")} if params["role"] == "whole-1" else set())
+    if params.get("step") is not None:
+        return {("fd-per-sm", params["step"])}
     if params.get("d") is None:
         return set()
     variants = [params[k] for k in ("variant", "beside") if k in params] or [None]
