@@ -106,16 +106,20 @@ def band_of(context: int, grid: int | None = None, side: str | None = None) -> t
     return (round(r - b, 4), round(r + b, 4)), "checked-run"
 
 
-def _band_sentence(context: int, grid: int | None) -> str:
-    how = band_of(context, grid)[1]
-    n = sum(missed(e, side_of(context)) for e in session_ratios(SPLIT, context, grid)[:-1])
+def _band_sentence(context: int, grid: int | None, side: str | None = None) -> str:
+    """Where band_of(context, grid, side)'s band comes from, in words (side: the finding's, its context's by default;
+    the opposite side's finding passes its own)."""
+    side = side or side_of(context)
+    how = band_of(context, grid, side)[1]
+    n = sum(missed(e, side) for e in session_ratios(SPLIT, context, grid)[:-1])
+    on_side = "" if side == side_of(context) else f" {side} it"
     if how == "other-runs" and n:
-        return (f"Band: the {n} earlier H100 session{'s' if n > 1 else ''} that missed this line here, each ratio "
-                f"within {TWO_RUNS:.3g} x its own noise budget (other-runs; the judged session is the latest).")
+        return (f"Band: the {n} earlier H100 session{'s' if n > 1 else ''} that missed this line here{on_side}, each "
+                f"ratio within {TWO_RUNS:.3g} x its own noise budget (other-runs; the judged session is the latest).")
     if how == "other-runs":
         return "Band: fd2's ratio in the judged session widened by this call's noise budget (other-runs)."
-    return ("Band: the judged ratio within its noise budget (checked-run: no other H100 session missed this line "
-            "here).")
+    return (f"Band: the judged ratio within its noise budget (checked-run: no other H100 session missed this line "
+            f"here{on_side}; a second that does replaces it).")
 
 
 def _sessions(context: int, grid: int | None) -> str:
@@ -212,10 +216,7 @@ def _opposite_mark(context: int, grid: int | None, quantity: str,
     reason = (f"At {context // 1024}k the judged H100 session ran {r:.4f} (+-{b:.2%}) of the line through its 8k and "
               f"64k calls{f' forced to {grid} splits' if grid else ''}, {side} it beyond its noise budget, where the "
               f"earlier sessions ran {others} (oldest first). Cause not established; the sessions ran on "
-              "different cards. "
-              + ("Band: the earlier sessions that missed on this side, each within sqrt(2) x its budget (other-runs)."
-                 if band_from == "other-runs" else "Band: the judged ratio within its noise budget (checked-run: a "
-                 "second session that misses here on this side replaces it)."))
+              f"different cards. {_band_sentence(context, grid, side)}")
     return (pytest.mark.finding(opposite_id(context), hardware=LINE_FINDING_CARD, quantity=quantity, expected=band,
                                 strict=False, reason=reason, band_from=band_from),)
 
