@@ -18,6 +18,7 @@ import subprocess
 import sys
 from typing import Any
 
+import aot_records
 import flashattn_line_findings as lf
 import pytest
 
@@ -75,3 +76,21 @@ def test_the_launched_split_kernel_is_the_specialised_compile() -> None:
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert got["specialised"] == {"registers": cfg["registers"], "shared_bytes": cfg["shared_bytes"]}
     assert got["plain"] != got["specialised"]  # the compile record's kind of compile is not what launches
+
+
+def test_the_compile_records_aligned_split_kernel_is_the_launched_one() -> None:
+    """The sm_90 compile record's decode_split, compiled with aot.aligned_args (every pointer and every integer outside
+    aot.NOT_MULTIPLE_OF_16 marked, not the recorded call's own values), holds the launched kernel's registers and shared
+    bytes, where its plain compile does not: the record's `aligned` facts stand for the launch (read, no compile)."""
+    rec = lf.latest_call(lf.SPLIT, 65536)
+    cfg = rec.provenance["config"]
+    if "registers" not in cfg:
+        pytest.skip(f"{rec.name} predates the recorded registers")
+    doc = aot_records.load("sm90-compile-record.json")
+    assert doc is not None
+    (row,) = [r for r in doc["rows"] if r["kernel"] == "decode_split"]
+    assert (row["constexprs"]["BLOCK_H"], row["constexprs"]["BLOCK_N"], row["num_warps"]) == (
+        cfg["BLOCK_H"], cfg["BLOCK_N"], cfg["num_warps"])  # the record compiles the launch the recording made
+    launched = {"registers": cfg["registers"], "shared_bytes": cfg["shared_bytes"]}
+    assert {k: row["aligned"][k] for k in launched} == launched
+    assert {k: row[k] for k in launched} != launched
