@@ -200,9 +200,12 @@ ENGINE: dict[tuple[str, str, str], tuple[Engine, ...]] = {
         {"window": 16.7, "parent_window": 16.0, "ttft_p50_s": 32.35, "itl_p99_s": 25.16, "burst_steps": 9,
          "burst_ms": 160, "parent_burst_ms": 154}),
     (QWEN, "chat", "eager"): (
-        {"step_1": 16.15, "step_n": 19.53, "parent_step_n": 4.55, "ttft_p50_s": 61.53, "parent_ttft_p50_s": 32.77},
-        {"step_1": 18.59, "step_n": 26.31, "parent_step_n": 4.53, "ttft_p50_s": 84.0, "parent_ttft_p50_s": 31.62},
-        {"step_1": 26.11, "step_n": 18.82, "parent_step_n": 4.58, "ttft_p50_s": 62.03, "parent_ttft_p50_s": 37.22}),
+        {"step_1": 16.15, "step_n": 19.53, "parent_step_n": 4.55, "ttft_p50_s": 61.53, "parent_ttft_p50_s": 32.77,
+         "burst_steps": 10, "burst_ms": 366, "parent_burst_steps": 10, "parent_burst_ms": 222},
+        {"step_1": 18.59, "step_n": 26.31, "parent_step_n": 4.53, "ttft_p50_s": 84.0, "parent_ttft_p50_s": 31.62,
+         "burst_steps": 10, "burst_ms": 440, "parent_burst_steps": 10, "parent_burst_ms": 163},
+        {"step_1": 26.11, "step_n": 18.82, "parent_step_n": 4.58, "ttft_p50_s": 62.03, "parent_ttft_p50_s": 37.22,
+         "burst_steps": 10, "burst_ms": 240, "parent_burst_steps": 10, "parent_burst_ms": 310}),
     (LLAMA, "chat", "eager"): (
         {"step_1": 20.18, "step_n": 19.56, "parent_step_n": 4.95, "ttft_p50_s": 64.58, "parent_ttft_p50_s": 42.91},
         {"step_1": 19.87, "step_n": 19.95, "parent_step_n": 4.96, "ttft_p50_s": 62.79, "parent_ttft_p50_s": 33.27},

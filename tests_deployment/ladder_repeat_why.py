@@ -233,3 +233,14 @@ THIRD: dict[tuple[str, str, str], str] = {
         "throughput and goodput move past run 1's and run 2's bands on the slow side, while Qwen2.5-7B's eager step on "
         "this card went back to its first run's ({oc[step_n]} ms): the host-bound step's length moves with the engine "
         "start in either model; the batches' host facts (CPU model and counts) do not tell the starts apart.")}
+
+# A repeat's miss on the side its rung's finding does not claim (ladder_repeat.SLOWER): what the runs measured, keyed by
+# (model, workload, rung, metric); formatted with each run's ENGINE numbers as a, b, c, d.
+OPPOSITE: dict[tuple[str, str, str, str], str] = {
+    (QWEN, "chat", "eager", "ttft_p99_s"): (
+        "Eager's TTFT p99 is its opening burst, and on run 3's card the burst of the eager engine was the shortest of "
+        "its three ({c[burst_steps]} steps in {c[burst_ms]} ms, against {a[burst_ms]} and {b[burst_ms]}) while its "
+        "parent's (fp8_kv, graphs, the same batch) was the longest of its runs ({c[parent_burst_ms]} ms against "
+        "{a[parent_burst_ms]} and {b[parent_burst_ms]}), in {c[parent_burst_steps]} steps as in every run: the "
+        "burst's steps were shorter in one engine and longer in the other on the same card."),
+}
