@@ -10,7 +10,9 @@ Bands (test_ladder_replay's gain check): where the rung ran again (ladder_repeat
 side widened by sqrt(2) (cause_findings.repeat_ratio_band), over the predicted gain, when they all hold this run's gain
 (their intersection; other-runs); else, where two or more other runs exist, their hull when it holds it (other-runs: the
 size moves from engine start to start by that much, ladder_repeat.joined_band); else this run's own interval over the
-predicted gain (checked-run), the reason naming the run that would replace it. An other-runs band holding the
+predicted gain (checked-run), the reason naming the run that would replace it. Since 2026-12-07 14:35 only the other
+runs on this run's side of the prediction band it (its finding, above or below, names the side), and a band they set is
+cut at the prediction (it never holds a gain on the other side: issue 10 item 3). An other-runs band holding the
 prediction makes the finding not strict (ladder_repeat.strict: another start may land inside its budget). GAINS quotes every such run's gain [resampled 95% interval] and the predicted gain (the n-gram rung's at the
 run's measured E); test_ladder_noise.py recomputes them from the recordings and kept raw batches.
 """
@@ -209,7 +211,12 @@ def band(key: Key) -> tuple[tuple[float, float], str, str]:
     """(band, band_from, sentence) of a miss (module docstring): every other run's band together where they hold this
     run's gain (their intersection, else with two or more other runs their hull: ladder_repeat.joined_band)."""
     g, lo, hi, p = GAINS[key]
-    others = [k for k in sorted(GAINS) if k[:4] == key[:4] and k[4] != key[4]]
+    every = [k for k in sorted(GAINS) if k[:4] == key[:4] and k[4] != key[4]]
+    # only the runs on this run's side of the prediction band it (its finding, ABOVE_ID or BELOW_ID, names the side)
+    others = [k for k in every if (GAINS[k][0] > GAINS[k][3]) == (g > p)]
+    apart = ("" if len(others) == len(every) else
+             " " + " and ".join(f"run {k[4]}" for k in every if k not in others).capitalize()
+             + " ran on the other side of the prediction: no band for this run's.")
     if others:
         bands = []
         for other in others:
@@ -219,23 +226,28 @@ def band(key: Key) -> tuple[tuple[float, float], str, str]:
         said = "; ".join(f"Run {n}: {og:.4g} [{olo:.4g}, {ohi:.4g} resampled], widened by sqrt(2): [{b[0]:.4g}, "
                          f"{b[1]:.4g}]" for n, og, olo, ohi, b in bands)
         joined = lrp.joined_band(g / p, [x[4] for x in bands])
+        if joined:  # cut at the prediction: the band never holds a gain on the other side of it
+            joined = ((max(joined[0][0], 1.0), joined[0][1]) if g > p else (joined[0][0], min(joined[0][1], 1.0)),
+                      joined[1])
         if joined and joined[1] == "intersection":
             return joined[0], "other-runs", (said + " over the predicted gain, which all hold this run's: the size "
-                                             "repeated." + (lrp.STRICT_SAID if lrp.holds_prediction(joined[0]) else ""))
+                                             "repeated." + apart
+                                             + (lrp.STRICT_SAID if lrp.holds_prediction(joined[0]) else ""))
         if joined:
             held = [f"run {x[0]}" for x in bands if x[4][0] <= g / p <= x[4][1]]
             missed = [f"run {x[0]}" for x in bands if not x[4][0] <= g / p <= x[4][1]]
             return joined[0], "other-runs", said + " over the predicted gain" + lrp.hull_said(g / p, joined[0], held,
-                                                                                              missed)
+                                                                                              missed) + apart
         hull = "" if len(bands) == 1 else (
             f" and outside their hull [{min(x[4][0] for x in bands):.4g}, {max(x[4][1] for x in bands):.4g}] (outside "
             "the range every other start measured)")
         return ((round(lo / p, 4), round(hi / p, 4)), "checked-run",
                 said + ", not all of which hold this run's" + hull + ": the size did not repeat; the band is this run's "
-                "own interval (checked-run) until a further run of the rung says which size is the engine's.")
+                "own interval (checked-run) until a further run of the rung says which size is the engine's." + apart)
     return ((round(lo / p, 4), round(hi / p, 4)), "checked-run",
-            "Checked-run: the band is this run's own interval; the same rung run again on another engine start (same "
-            "model, workload and knobs) would band it from another run.")
+            ("Checked-run: the band is this run's own interval; the same rung run again on another engine start (same "
+             "model, workload and knobs) would band it from another run." if not every else
+             "Checked-run: the band is this run's own interval; no other run of the rung lies on its side.") + apart)
 
 
 def noise_marks(model: str, workload: str, step: str, run: int) -> list[pytest.MarkDecorator]:

@@ -36,25 +36,32 @@ def test_every_miss_is_outside_its_interval_and_inside_the_target() -> None:
 
 
 def test_a_band_is_the_other_runs_only_where_it_holds_this_run() -> None:
-    """other-runs bands hold the run's ratio: the other runs' intersection where it holds it, else (two or more other
-    runs) their hull; moving this run's own numbers moves no other-runs band; a band holding 1 is not strict."""
+    """other-runs bands hold the run's ratio: of the other runs on its side of the prediction (its finding names the
+    side), their intersection where it holds it, else (two or more such runs) their hull, cut at the prediction where
+    it reached past it; moving this run's own numbers moves no other-runs band; a band holding 1 is not strict, and
+    no band holds a gain on the other side of the prediction."""
     import cause_findings as cf
 
     for key in ln.MISSES:
-        b, src, _ = ln.band(key)
+        b, src, said = ln.band(key)
         g, lo, hi, p = ln.GAINS[key]
         assert src in ("other-runs", "checked-run")
-        others = []
-        for other in (k for k in ln.GAINS if k[:4] == key[:4] and k != key):
-            og, olo, ohi, _ = ln.GAINS[other]
+        others, every = [], [k for k in ln.GAINS if k[:4] == key[:4] and k != key]
+        for other in every:
+            og, olo, ohi, op = ln.GAINS[other]
             rlo, rhi = cf.repeat_ratio_band(og, (olo, ohi))
-            others.append((round(og * rlo / p, 4), round(og * rhi / p, 4)))
+            if (og > op) == (g > p):
+                others.append((round(og * rlo / p, 4), round(og * rhi / p, 4)))
+        assert (len(others) < len(every)) == ("on the other side of the prediction" in said), key
         if src == "checked-run":
             assert b == (round(lo / p, 4), round(hi / p, 4))
             assert not others or not min(x[0] for x in others) <= g / p <= max(x[1] for x in others)
         else:
-            assert b[0] <= g / p <= b[1] and {b[0], b[1]} <= {x for o in others for x in o}
-            assert b in ((max(x[0] for x in others), min(x[1] for x in others)),
-                         (min(x[0] for x in others), max(x[1] for x in others)))
+            assert b[0] <= g / p <= b[1] and {b[0], b[1]} <= {x for o in others for x in o} | {1.0}
+            inter = (max(x[0] for x in others), min(x[1] for x in others))
+            hull = (min(x[0] for x in others), max(x[1] for x in others))
+            cut = [(max(x[0], 1.0), x[1]) if g > p else (x[0], min(x[1], 1.0)) for x in (inter, hull)]
+            assert b in cut, key
+        assert b[0] >= 1 if g > p else b[1] <= 1, key
         mark = next(m for m in ln.noise_marks(*key[:3], key[4]) if m.kwargs["quantity"].endswith(f".{key[3]}.gain"))
         assert mark.kwargs["strict"] == (src == "checked-run" or not b[0] <= 1 <= b[1])
