@@ -188,12 +188,13 @@ def test_every_card_gets_at_most_one_line_finding_naming_it() -> None:
 
 def test_the_h100_excess_leaves_the_judged_session_out() -> None:
     """The excess a long context's H100 band is carried through comes from the other sessions only: every session's
-    ratio to its own line but the latest's (by recorded_at). At 128k the judged session's ratio lies above the others',
-    so a band that let it in would differ."""
+    ratio to its own line but the latest's (by recorded_at). At some context the judged session's ratio lies outside
+    the others' range (16k and 32k since the 14:51 session, 128k before it), so a band that let it in would differ."""
+    outside = []
     for context in (16384, 32768, 131072):
         recs = sorted((recordings.load_file(p) for p in recordings.candidates(
             dl.RESULTS, dl.H100, "flashattn", dl.decode_name(context))), key=lambda r: r.recorded_at)
         ratios = [dl.ratio_to_line(dl.RESULTS, dl.H100, r, SPLIT_ID, context)[0] for r in recs]
         assert dl.line_excess(context, dl.H100) == (min(ratios[:-1]), max(ratios[:-1]))
-        if context == 131072:
-            assert ratios[-1] > max(ratios[:-1])
+        outside.append(not min(ratios[:-1]) <= ratios[-1] <= max(ratios[:-1]))
+    assert any(outside)

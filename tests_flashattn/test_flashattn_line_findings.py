@@ -52,14 +52,19 @@ def test_a_finding_marks_exactly_where_a_session_missed_and_holds_the_judged_rat
 
 @pytest.mark.parametrize("context, grid", CASES)
 def test_a_band_comes_from_an_earlier_session_that_missed_wherever_one_did(context: int, grid: int | None) -> None:
-    """Moving the judged ratio moves no other-runs band: it is the earlier missing sessions' ratios, each within
-    TWO_RUNS x its budget, or (a long context, none earlier) fd2's ratio widened by fd's budget."""
+    """Moving the judged ratio moves no other-runs band: it is the earlier sessions' ratios that missed on the finding's
+    side, each within TWO_RUNS x its budget, or (a long context's own side, none earlier) fd2's ratio widened by fd's
+    budget. The finding's side is its context's, or the opposite one where the judged session missed there
+    (opposite_id: 4k on the 8-split grid, above the line at 12:56 and again at 14:51)."""
     marks = _marks(context, grid)
     if not marks:
         pytest.skip(f"no finding at {context}: no session missed")
     (mark,) = marks
     *earlier, (r, b) = lf.session_ratios(lf.SPLIT, context, grid)
-    shown = [e for e in earlier if lf.missed(e, lf.side_of(context))]
+    side = lf.side_of(context)
+    if mark.args[0] == lf.opposite_id(context):
+        side = "above" if side == "below" else "below"
+    shown = [e for e in earlier if lf.missed(e, side)]
     if shown:
         assert mark.kwargs["band_from"] == "other-runs"
         assert mark.kwargs["expected"] == (round(min(x - lf.TWO_RUNS * bx for x, bx in shown), 4),
