@@ -20,6 +20,7 @@ from typing import Any
 import flashattn_waves as fw
 import pytest
 from flashattn_decode_line import decode_name
+from flashattn_waves_findings import per_sm_marks
 
 from pytest_anatomy.kernels.flashattn import registry
 from pytest_anatomy.theory import decode_waves as dw
@@ -60,7 +61,7 @@ def test_partial_last_wave_costs_what_its_tail_predicts(role: str, target: Any, 
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("step", [pytest.param(1, id="fd-per-sm-next")])
+@pytest.mark.parametrize("step", [pytest.param(1, id="fd-per-sm-next", marks=per_sm_marks(1))])
 def test_one_wave_grid_costs_its_busiest_sm(step: int, target: Any, measured_once: Any, reconcile: Any) -> None:
     """Written 2026-12-07 13:30, before any run (docs/RECORDING.md, "For a later session: the per-SM candidate"): where
     the launch rule's grid and its neighbours each fit one wave, a per-SM cap R_sm fitted on the launch rule's count

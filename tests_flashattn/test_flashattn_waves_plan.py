@@ -96,3 +96,21 @@ def test_the_per_sm_cap_prices_one_split_more_and_can_miss(tenth_like_ninth: boo
     assert w.prediction.inputs["sm_bytes_per_s"] == pytest.approx(cap)
     miss = abs(t10 / w.prediction.value - 1)
     assert (miss > 2 * sum(w.budget.values())) if tenth_like_ninth else miss < 1e-12
+
+
+def test_the_per_sm_finding_is_the_judged_sessions_miss() -> None:
+    """The H100's per-SM finding (flashattn_waves_findings) stands exactly where its latest session's held-out count
+    ran outside the prediction's noise budget, banded by that ratio within the budget (checked-run), and its reason
+    quotes the three calls' times."""
+    from flashattn_waves_findings import latest_run, per_sm_marks
+
+    run = latest_run()
+    if run is None:
+        pytest.skip("no H100 session timed the per-SM test's held-out count")
+    r = run.times_us[2] / run.predicted_us
+    marks = per_sm_marks(1)
+    assert bool(marks) == (abs(r - 1) > run.budget)
+    for mark in marks:
+        lo, hi = mark.kwargs["expected"]
+        assert mark.kwargs["band_from"] == "checked-run" and lo <= r <= hi
+        assert all(f"{t:.1f} us" in mark.kwargs["reason"] for t in run.times_us)
