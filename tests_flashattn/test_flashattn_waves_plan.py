@@ -114,3 +114,23 @@ def test_the_per_sm_finding_is_the_judged_sessions_miss() -> None:
         lo, hi = mark.kwargs["expected"]
         assert mark.kwargs["band_from"] == "checked-run" and lo <= r <= hi
         assert all(f"{t:.1f} us" in mark.kwargs["reason"] for t in run.times_us)
+
+
+def test_a_later_per_sm_session_is_banded_by_an_earlier_one_that_missed_on_its_side() -> None:
+    """band_of: a second session's ratio is banded by the first's where the first missed on the same side (each ratio
+    within sqrt(2) x its budget, other-runs); by its own ratio within its budget where the first agreed or missed on
+    the other side (checked-run)."""
+    from flashattn_waves_findings import PerSmRun, band_of
+
+    g = dw.grid(fw.shape(), 10, 64, 660)
+
+    def run(t_us: float, when: str) -> PerSmRun:
+        return PerSmRun(g, g, g, (708.9, 721.4, t_us), 709.1, 651.8, 0.002, when)
+    under, agree, over = run(707.2, "1"), run(709.0, "1"), run(711.0, "1")
+    judged = run(707.0, "2")
+    lo, hi = band_of([under, judged])[0]
+    assert band_of([under, judged])[1] == "other-runs" and (lo, hi) == (
+        round(707.2 / 709.1 - 2 ** 0.5 * 0.002, 4), round(707.2 / 709.1 + 2 ** 0.5 * 0.002, 4))
+    for earlier in (agree, over):
+        assert band_of([earlier, judged]) == ((round(707.0 / 709.1 - 0.002, 4), round(707.0 / 709.1 + 0.002, 4)),
+                                              "checked-run")
