@@ -134,3 +134,21 @@ def test_a_later_per_sm_session_is_banded_by_an_earlier_one_that_missed_on_its_s
     for earlier in (agree, over):
         assert band_of([earlier, judged]) == ((round(707.0 / 709.1 - 0.002, 4), round(707.0 / 709.1 + 0.002, 4)),
                                               "checked-run")
+
+
+def test_a_judged_per_sm_miss_is_marked_with_its_times(monkeypatch: pytest.MonkeyPatch) -> None:
+    """per_sm_marks on a judged session outside its budget: one finding, its reason quoting the three calls' times and
+    the earlier session's ratio, banded by the earlier session that missed on its side (other-runs); on one that
+    agrees, none."""
+    import flashattn_waves_findings as wf
+
+    g = dw.grid(fw.shape(), 10, 64, 660)
+    first = wf.PerSmRun(g, g, g, (708.9, 721.4, 707.2), 709.1, 651.8, 0.00176, "2026-12-07T14:51:45Z")
+    judged = wf.PerSmRun(g, g, g, (708.4, 719.4, 706.2), 708.6, 651.0, 0.00176, "2026-12-07T15:18:16Z")
+    monkeypatch.setattr(wf, "session_runs", lambda card=wf.H100, step=1: [first, judged])
+    (mark,) = wf.per_sm_marks(1)
+    assert mark.args[0] == wf.NEXT_ID and mark.kwargs["band_from"] == "other-runs"
+    assert mark.kwargs["expected"] == wf.band_of([first, judged])[0]
+    assert all(f"{t:.1f} us" in mark.kwargs["reason"] for t in judged.times_us) and "0.9973" in mark.kwargs["reason"]
+    monkeypatch.setattr(wf, "session_runs", lambda card=wf.H100, step=1: [first, judged._replace(budget=0.01)])
+    assert wf.per_sm_marks(1) == ()
