@@ -30,8 +30,8 @@ A band's edges are always other runs' band edges, never widened. An other-runs b
 finding not strict (a start may agree). Since 2026-12-07 14:35 (issue 10 item 3: no finding explains a gap and its
 opposite) only the other runs on the run's side of the prediction band it, and a band they set is cut at issue 14's
 20% target on the other side (on_its_side); a later run that misses on the side its rung's finding does not claim
-(SLOWER) gets a finding of its own, cause not established (opposite_id): Qwen2.5-7B's chat eager TTFT p99 in run 3. Every number here is recomputed by test_ladder_repeat.py from the recordings and
-the kept raw batches.
+(SLOWER) gets a finding of its own, cause not established (opposite_id): Qwen2.5-7B's chat eager TTFT p99 in run 3.
+Every number here is recomputed by test_ladder_repeat.py from the recordings and the kept raw batches.
 """
 
 from __future__ import annotations
@@ -348,10 +348,10 @@ def repeat_marks(model: str, workload: str, step: str, predicted: dict[str, floa
                      "holds this run's too: that band stands (explanation).")
         elif fid in SLOWER and SLOWER[fid] != runs_slower(metric, g / p):
             side = "slower" if runs_slower(metric, g / p) else "faster"
+            facts = OPPOSITE.get((m, w, s, metric), "").format(**dict(zip("abcd", ENGINE[key])))
             mechanism = (f"The rung's finding ({fid}) says it runs {'faster' if side == 'slower' else 'slower'} than "
                          f"predicted; this gain says {side}, so it is a finding of its own. Cause not established. "
-                         + OPPOSITE.get((m, w, s, metric), "").format(**dict(zip("abcd", ENGINE[key]))) + " The rung's other runs: "
-                         + mechanism)
+                         f"{facts} The rung's other runs: {mechanism}")
             fid = opposite_id(w, s, metric, side == "slower")
         earlier = "; ".join(
             f"run {n} (batch {RUNS[key][n - 1]}): {eg:.4g} [{elo:.4g}, {ehi:.4g}], "
