@@ -5,7 +5,9 @@ check, before a GPU visit spends device minutes, that each rung's every autotune
 to sm_90 (wgmma tensor-core MMAs, TMA bulk copies where the rung uses descriptors) and fits the
 227 KiB of shared memory one block may use there. A Gluon rung (r7, r8) goes through Gluon's own source class
 (GluonASTSource: its tensor descriptors carry their shared-memory layout in the signature) and its register cap
-(maxnreg, which warp specialisation redistributes with setmaxnreg). Run in a process without TRITON_INTERPRET:
+(maxnreg, which warp specialisation redistributes with setmaxnreg). Each launch is compiled twice: plain, and with the
+divisible-by-16 marks Triton's launch gives its arguments (aligned_args; the row's `aligned` facts), which is the
+kernel that launches. Run in a process without TRITON_INTERPRET:
 
     python -m pytest_anatomy.kernels.flashattn.aot [--all-configs] [--json] [--record FILE]
 
