@@ -227,8 +227,7 @@ def band(key: Key) -> tuple[tuple[float, float], str, str]:
                          f"{b[1]:.4g}]" for n, og, olo, ohi, b in bands)
         joined = lrp.joined_band(g / p, [x[4] for x in bands])
         if joined:  # cut at the prediction: the band never holds a gain on the other side of it
-            joined = ((max(joined[0][0], 1.0), joined[0][1]) if g > p else (joined[0][0], min(joined[0][1], 1.0)),
-                      joined[1])
+            joined = (lrp.on_its_side(joined[0], g / p, (1.0, 1.0)), joined[1])
         if joined and joined[1] == "intersection":
             return joined[0], "other-runs", (said + " over the predicted gain, which all hold this run's: the size "
                                              "repeated." + apart

@@ -41,7 +41,7 @@ import math
 
 import pytest
 
-from pytest_anatomy.theory.deployment import ladder
+from pytest_anatomy.theory.deployment import gain_band, ladder
 
 from ladder_repeat_runs import CARD, ENGINE, GAINS, LLAMA, NGRAM_PREDICTED, PARENT_RUNS, QWEN, RUNS, Gain
 from ladder_repeat_why import FIRST_CARD_PARENT, DEC7, OPPOSITE, THIRD, WHY
@@ -200,12 +200,12 @@ def banded(model: str, workload: str, step: str, metric: str, run: int,
             "further run says which size is the engine's.")
 
 
-def on_its_side(band: tuple[float, float], r: float) -> tuple[float, float]:
-    """`band` cut at issue 14's 20% target on the side opposite r's (the other runs' hull may reach past it by their
-    sampling noise): a miss there says the opposite of this run's finding, so this band never holds it."""
-    from pytest_anatomy.theory.deployment import gain_band
-
-    below, above = gain_band()  # to 4 places inward: the cut band holds no miss on the other side
+def on_its_side(band: tuple[float, float], r: float,
+                edges: tuple[float, float] | None = None) -> tuple[float, float]:
+    """`band` cut at `edges` (below, above) on the side opposite r's: by default issue 14's 20% target, a miss's sides
+    (the other runs' hull may reach past it by their sampling noise: a miss there says the opposite of this run's
+    finding, so this band never holds it); ladder_noise passes the prediction, (1, 1)."""
+    below, above = edges or gain_band()  # to 4 places inward: the cut band holds no miss on the other side
     return ((max(band[0], math.ceil(below * 1e4) / 1e4), band[1]) if r > 1
             else (band[0], min(band[1], math.floor(above * 1e4) / 1e4)))
 

@@ -146,9 +146,9 @@ def grid_lines() -> tuple[Line, Line]:
 def resident_per_sm() -> int:
     """Split-K programs resident on one SM at once, from the launched kernel's registers and shared bytes (recorded in
     its config since 2026-12-07 12:56: 72 registers a thread, 38,912 B shared, 4 warps) through
-    theory.kernel_occupancy, which makes shared memory the limit at 5. Not from decode_split's sm_90 compile record
-    (255 registers, 22,528 B: 2 an SM): aot compiles without Triton's launch-time divisibility specialisation of the
-    pointers and strides, and with it the same compile gives the launched kernel's 72 and 38,912 (docs/FLASHATTN.md)."""
+    theory.kernel_occupancy, which makes shared memory the limit at 5. Not from decode_split's plain sm_90 compile
+    (255 registers, 22,528 B: 2 an SM), made without Triton's launch-time divisibility marks on the pointers and
+    strides; with them (the compile record's `aligned` row) it gives the launched 72 and 38,912 (docs/FLASHATTN.md)."""
     rec = latest_call(SPLIT, FIT_CONTEXTS[1])
     resident = launched_residency(rec)
     if resident is None:

@@ -49,8 +49,9 @@ def shape() -> at.DecodeShape:
 def launched_residency(rec: recordings.Recording) -> int | None:
     """Split-K programs one SM holds at once, from the kernel as launched in `rec`'s session (its config's registers
     and shared bytes, through theory.kernel_occupancy); None where the recording predates them or its architecture has
-    no limits there. Never from the aot compile records: they compile without Triton's launch-time divisibility
-    specialisation (decode_split: 255 registers and 22,528 B there, 72 and 38,912 B launched, docs/FLASHATTN.md)."""
+    no limits there. Never from an aot compile record's plain row, compiled without Triton's launch-time divisibility
+    marks (decode_split: 255 registers and 22,528 B there, 72 and 38,912 B launched; the row's `aligned` facts hold
+    the launched ones, docs/FLASHATTN.md)."""
     cfg = rec.provenance.get("config", {})
     cc = rec.provenance.get("gpu", {}).get("compute_capability")
     arch = f"sm_{cc[0]}{cc[1]}" if cc else None
@@ -146,7 +147,20 @@ def predicted(p: WavePlan, g: dw.DecodeGrid, ref: recordings.Recording, fit: rec
 # --- one wave: a per-SM cap (written 2026-12-07 13:30, before any run of it) ------------------------------------------
 def heaviest_sm(g: dw.DecodeGrid, sm_count: int) -> int:
     """Programs on the busiest SM when the whole grid is resident at once and spread evenly over the SMs."""
-    return -(-g.programs // sm_count)
+    return at.cdiv(g.programs, sm_count)
+
+
+def per_sm_grids(natural: recordings.Recording, sm_count: int,
+                 step: int) -> tuple[dw.DecodeGrid, dw.DecodeGrid, dw.DecodeGrid]:
+    """(reference, fit, held out) of the per-SM test at 64k: one split fewer than the launch rule's count in
+    `natural`'s session, that count, and `step` more; skips where the residency is unknown or the counts do not launch
+    as asked."""
+    slots = sm_count * resident_programs(natural)
+    n = int(natural.provenance["config"]["splits"])
+    grids = tuple(dw.grid(shape(), s, registry.DECODE_BLOCK_N, slots) for s in (n - 1, n, n + step))
+    if len({x.splits for x in grids}) < 3:
+        pytest.skip("the neighbouring counts do not launch as asked at this context")
+    return grids[0], grids[1], grids[2]
 
 
 def per_sm_predicted(ref_g: dw.DecodeGrid, fit_g: dw.DecodeGrid, g: dw.DecodeGrid, sm_count: int,

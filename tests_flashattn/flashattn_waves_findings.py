@@ -14,13 +14,15 @@ smaller than the noise budget (docs/RECORDING.md, "What came back from the secon
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import pytest
 from flashattn_decode_line import decode_name
 from flashattn_findings import H100, RESULTS
 from flashattn_line_findings import TWO_RUNS
-from flashattn_waves import WAVES_CONTEXT, heaviest_sm, per_sm_predicted, shape
+from flashattn_waves import WAVES_CONTEXT, heaviest_sm, per_sm_grids, per_sm_predicted
 
 from pytest_anatomy import recordings
 from pytest_anatomy.kernels.flashattn import registry
@@ -44,20 +46,16 @@ class PerSmRun(NamedTuple):
     recorded_at: str
 
 
-def session_runs(card: str = H100, step: int = 1) -> list[PerSmRun]:
+@functools.cache  # read at collection: the recordings do not change within a session
+def session_runs(card: str = H100, step: int = 1) -> tuple[PerSmRun, ...]:
     """The test's inputs and prediction in each of the card's sessions that timed the held-out count, oldest first (the
     last is the session a replay judges); a session the test itself would skip is left out."""
-    from flashattn_waves import resident_programs
-
     sm_count = int(get_hardware(card).require("sm_count"))
     runs = []
-    natural_name = decode_name(WAVES_CONTEXT)
-    for path in recordings.candidates(RESULTS, card, "flashattn", natural_name):
+    for path in recordings.candidates(RESULTS, card, "flashattn", decode_name(WAVES_CONTEXT)):
         natural = recordings.load_file(path)
-        n = int(natural.provenance["config"]["splits"])
         try:  # a session without the held-out call, or one the test itself would skip, has no run here
-            slots = sm_count * resident_programs(natural)
-            ref_g, fit_g, g = (dw.grid(shape(), s, registry.DECODE_BLOCK_N, slots) for s in (n - 1, n, n + step))
+            ref_g, fit_g, g = per_sm_grids(natural, sm_count, step)
             rec, ref = (recordings.load_beside(RESULTS, card, "flashattn", decode_name(WAVES_CONTEXT, SPLIT, x.splits),
                                                natural) for x in (g, ref_g))
             w = per_sm_predicted(ref_g, fit_g, g, sm_count, ref, natural, rec)
@@ -66,7 +64,7 @@ def session_runs(card: str = H100, step: int = 1) -> list[PerSmRun]:
         capped = next(t.value for t in w.prediction.terms if t.name == "capped")
         runs.append(PerSmRun(ref_g, fit_g, g, tuple(x["time"].value * 1e6 for x in (ref, natural, rec)),
                              w.prediction.value * 1e6, capped * 1e6, sum(w.budget.values()), rec.recorded_at))
-    return sorted(runs, key=lambda x: x.recorded_at)
+    return tuple(sorted(runs, key=lambda x: x.recorded_at))
 
 
 def latest_run(card: str = H100, step: int = 1) -> PerSmRun | None:
@@ -79,7 +77,7 @@ def ratio(run: PerSmRun) -> float:
     return run.times_us[2] / run.predicted_us
 
 
-def band_of(runs: list[PerSmRun]) -> tuple[tuple[float, float], str]:
+def band_of(runs: Sequence[PerSmRun]) -> tuple[tuple[float, float], str]:
     """The judged (last) session's band: the earlier sessions that missed on its side, each ratio within sqrt(2) x
     its own budget (other-runs: two noisy ratios compared, as flashattn_line_findings.TWO_RUNS); else the judged ratio
     within its budget (checked-run)."""

@@ -23,7 +23,6 @@ from flashattn_decode_line import decode_name
 from flashattn_waves_findings import per_sm_marks
 
 from pytest_anatomy.kernels.flashattn import registry
-from pytest_anatomy.theory import decode_waves as dw
 
 pytestmark = pytest.mark.gpu
 SPLIT = registry.DECODE_VARIANTS[0]
@@ -70,12 +69,7 @@ def test_one_wave_grid_costs_its_busiest_sm(step: int, target: Any, measured_onc
     above."""
     natural = measured_once(_name(None), _live(None))
     sm_count = int(target.require_spec().require("sm_count"))
-    slots = sm_count * fw.resident_programs(natural)
-    n = int(natural.provenance["config"]["splits"])
-    d = fw.shape()
-    ref_g, fit_g, g = (dw.grid(d, s, registry.DECODE_BLOCK_N, slots) for s in (n - 1, n, n + step))
-    if len({ref_g.splits, fit_g.splits, g.splits}) < 3:
-        pytest.skip("the neighbouring counts do not launch as asked at this context")
+    ref_g, fit_g, g = fw.per_sm_grids(natural, sm_count, step)
     ref = measured_once(_name(ref_g.splits), _live(ref_g.splits), beside=natural)
     rec = measured_once(_name(g.splits), _live(g.splits), beside=natural)
     w = fw.per_sm_predicted(ref_g, fit_g, g, sm_count, ref, natural, rec)

@@ -15,7 +15,7 @@ rule's grid and a grid with a nearly whole last wave), and the other grids are p
 (test_flashattn_waves). Assumed, not measured: programs are dispatched in launch order (grid axis 0 fastest), so the
 tail is the last `tail` programs, those of the last split first.
 No run has judged it yet. The launched kernel holds 5 programs an SM (72 registers, 38,912 B shared, recorded
-2026-12-07 12:56), not the compile record's 2, so on the H100 the launch rule's 9 splits fill one wave 87% and leave
+2026-12-07 12:56), not the plain compile's 2, so on the H100 the launch rule's 9 splits fill one wave 87% and leave
 no tail to fit r from: test_flashattn_waves skipped there. A term with no evidence, so no theory mutation of it is
 caught.
 """
