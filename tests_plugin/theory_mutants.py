@@ -21,6 +21,7 @@ import importlib
 import os
 
 from mutation_mechanics import Mutation, apply, catches, rebind
+from theory_mutants_flashattn import FLASHATTN_MUTATIONS
 
 MUTATION_ENV = "ANATOMY_MUTATION"
 # Where the replay writes its JSON ledger (pytest_sessionfinish): what --anatomy-report writes beside the HTML page it
@@ -353,20 +354,7 @@ CATALOGUE: tuple[Mutation, ...] = (
         # it is +84 MB. Not by fp8 (its metadata is 112 fp32 scales, 448 B) nor by the gptq start, which loaded
         # unquantized (finding quant-vllm-gptq-loaded-unquantized: its band moves with the prediction)
         _VLLM_QUANT),
-    Mutation(
-        "flashattn-causal-flops-x2", "flash attention", "causal attention FLOPs x2 (no mask halving)",
-        "pytest_anatomy.theory.attention", "visible_pairs",
-        "return shape.seq_q * (shape.seq_q + 1) // 2", "return shape.seq_q * (shape.seq_q + 1)",
-        ("tests_flashattn/test_flashattn_gpu.py",), survivor=(
-            "these are the useful FLOPs (visible query-key pairs), reported beside each rung but never a "
-            "prediction of a measured quantity: the time prediction runs on the executed FLOPs (whole tiles, "
-            "the mutation below), so only the exact-arithmetic unit tests in test_flashattn_theory.py see it")),
-    Mutation(
-        "flashattn-causal-executed-tiles-x2", "flash attention",
-        "causal kernels compute every KV tile (executed FLOPs and tiled bytes x~2)",
-        "pytest_anatomy.theory.attention", "kv_tiles_per_head",
-        "return sum(causal_blocks(shape.seq_q, tiling))", "return 2 * sum(causal_blocks(shape.seq_q, tiling))",
-        ("tests_flashattn/test_flashattn_gpu.py",)),
+    *FLASHATTN_MUTATIONS,
     Mutation(
         "deployment-prefix-hit-partial-blocks", "deployment",
         "a prefix-cache hit counts a partial last block of the shared prefix",

@@ -17,7 +17,8 @@ tail is the last `tail` programs, those of the last split first.
 No run has judged it yet. The launched kernel holds 5 programs an SM (72 registers, 38,912 B shared, recorded
 2026-12-07 12:56), not the plain compile's 2, so on the H100 the launch rule's 9 splits fill one wave 87% and leave
 no tail to fit r from: test_flashattn_waves skipped there. A term with no evidence, so no theory mutation of it is
-caught.
+caught (flashattn-tail-chunk-always-whole survives; test_flashattn_waves_plan.py's synthetic cases hold it), nor of the
+partials a grid adds (flashattn-grid-partials-dropped: 2 splits' partials are 0.03% of 64k's time in the per-SM test).
 """
 
 from __future__ import annotations
