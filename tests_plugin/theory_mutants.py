@@ -22,6 +22,7 @@ import os
 
 from mutation_mechanics import Mutation, apply, catches, rebind
 from theory_mutants_flashattn import FLASHATTN_MUTATIONS
+from theory_mutants_more import MORE_MUTATIONS
 
 MUTATION_ENV = "ANATOMY_MUTATION"
 # Where the replay writes its JSON ledger (pytest_sessionfinish): what --anatomy-report writes beside the HTML page it
@@ -355,6 +356,7 @@ CATALOGUE: tuple[Mutation, ...] = (
         # unquantized (finding quant-vllm-gptq-loaded-unquantized: its band moves with the prediction)
         _VLLM_QUANT),
     *FLASHATTN_MUTATIONS,
+    *MORE_MUTATIONS,
     Mutation(
         "deployment-prefix-hit-partial-blocks", "deployment",
         "a prefix-cache hit counts a partial last block of the shared prefix",

@@ -52,7 +52,10 @@ def batched_prefill_tokens_per_s(header: GgufHeader, calib: ll.LlamaCalibration,
 
 
 def batched_decode_time(header: GgufHeader, calib: ll.LlamaCalibration, batch: int, context: float) -> Prediction:
-    """One decode step of `batch` sequences with `context` cached tokens each (module docstring)."""
+    """One decode step of `batch` sequences with `context` cached tokens each (module docstring).
+
+    (theory mutation llamacpp-batched-kv-one-sequence survives: the batched run is reconciled only against
+    tests_quant/batched_preregistered.json, frozen before it, and its findings' bands are read off that run.)"""
     if batch < 1:
         raise ValueError(f"a decode step needs at least one sequence, got {batch!r}")
     if batch <= MMVQ_MAX_BATCH:
