@@ -114,5 +114,6 @@ MORE_MUTATIONS: tuple[Mutation, ...] = (
             "run moved by its 2 SE through the fit, a relative change: 8 of 32 tolerances move by at most 0.11 pp), "
             "and the batch-64 decode findings' bands are read off the one batched run they judge (checked-run), so "
             "a prediction by today's theory would move its band with it. Replayed 2026-12-07: 32 reconciliations, "
-            "none diverged")),
+            "none diverged. The identity test_the_theory_still_computes_its_preregistration (test_quant_batched_7b.py) "
+            "fails under it, as the ladder's test_preregistered.py does under a ladder mutation")),
 )

@@ -113,3 +113,22 @@ def test_decode_at_one_sequence_against_its_preregistration(target, file_type, m
 @pytest.mark.quant_runs("batched", model=qb.MODEL, marks={ft: (qf.BATCHED_DECODE_BELOW_ITS_ROOFLINE,) for ft in qb.TYPES})
 def test_decode_at_64_sequences_against_its_preregistration(target, file_type, measured, reconcile, request):
     _against_preregistration(target, file_type, f"tg128.b{qb.BATCH}.tok_per_s", measured, reconcile, request)
+
+
+@pytest.mark.quant_runs("batched", model=qb.MODEL)
+def test_the_theory_still_computes_its_preregistration(target, file_type, measured, request):
+    """An identity, not a prediction: today's theory, fed the calibration runs the file names (those at or before it
+    was written), gives each of the type's four numbers to the file's rounding. Without it a change to
+    theory/llamacpp_batched.py moved nothing the suite looks at (the checks above judge the frozen numbers: theory
+    mutation llamacpp-batched-kv-one-sequence survives); the ladder's test_preregistered.py holds its file the same
+    way. A deliberate theory change re-registers before the next batched run instead of editing this file."""
+    measured(f"{qb.MODEL}.{file_type.lower()}.batched")  # collected only where the type's batched run is recorded
+    assert PREREG is not None and file_type in PREREG["predictions"]
+    frozen = PREREG["predictions"][file_type]
+    today = qb.preregistration_body(_results(request), target.name, PREREG["written_utc"])[file_type]
+    assert today["calibration_runs"] == frozen["calibration_runs"]  # type: ignore[index]
+    for quantity, p in frozen.items():
+        if quantity != "calibration_runs":
+            assert today[quantity]["value"] == p["value"], (  # type: ignore[index]
+                f"{file_type} {quantity}: {today[quantity]['value']} by today's theory, "  # type: ignore[index]
+                f"{p['value']} pre-registered {PREREG['written_utc']}")

@@ -55,7 +55,8 @@ def batched_decode_time(header: GgufHeader, calib: ll.LlamaCalibration, batch: i
     """One decode step of `batch` sequences with `context` cached tokens each (module docstring).
 
     (theory mutation llamacpp-batched-kv-one-sequence survives: the batched run is reconciled only against
-    tests_quant/batched_preregistered.json, frozen before it, and its findings' bands are read off that run.)"""
+    tests_quant/batched_preregistered.json, frozen before it, and its findings' bands are read off that run; the
+    identity test_the_theory_still_computes_its_preregistration fails under it.)"""
     if batch < 1:
         raise ValueError(f"a decode step needs at least one sequence, got {batch!r}")
     if batch <= MMVQ_MAX_BATCH:
