@@ -52,7 +52,7 @@ CARD_B1: dict[str, tuple[tuple[float, ...], tuple[float, float]]] = {
 # step ms, read probe TB/s, fitted overhead ms); recomputed by the same test.
 CARD_B1_AS_FAST: dict[str, tuple[str, float, float, float]] = {
     "2026-12-04T00:09:44.000000Z": ("GPU-04f89884-04f2-2263-d359-6a6530989849", 4.605, 4.385, 1.366)}
-CARD_OTHER_B1_SESSIONS = 35  # the recorded Qwen2.5-7B b=1 sessions without the card's UUID
+CARD_OTHER_B1_SESSIONS = 36  # the recorded Qwen2.5-7B b=1 sessions without the card's UUID
 PROBE_BUFFER_GIB = 4  # the read-bandwidth probe's buffer in the card's sessions (read_bandwidth.buffer_bytes)
 # Llama-3.1-8B (test_card_llama_numbers_are_the_recorded_ones): the b=1 step on the card and the lowest and highest of
 # the sessions without its UUID (ms); at LLAMA_BATCHES the card's measured - predicted (ms, lowest and highest) and

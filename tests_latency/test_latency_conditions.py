@@ -108,6 +108,11 @@ OUTCOME: dict[str, tuple[tuple[float, float], float, tuple[int, int], float, flo
     # both attempts flagged by the validity check); the two parts without the cap bit are short ones sampled at 1,980
     # MHz throughout (Qwen2.5-3B prefill 128 and 512, 3 rows each)
     "2026-12-07T05:34:54+00:00": ((0.0, 0.0), 0.6422, (29, 31), 710.898, 0.0),
+    # decode and lone prefills of Qwen2.5-7B and -3B (no load run; Qwen2.5-3B decode b=1 measured twice, the first
+    # attempt flagged by the validity check); of the five parts without the cap bit four are short ones sampled at
+    # 1,980 MHz throughout (Qwen2.5-3B decode b=1's second attempt and b=2, 6 rows each; prefill 128 and 512, 3 rows
+    # each) and one Qwen2.5-3B's prefill 2048 (3 rows, lowest 1,920 MHz)
+    "2026-12-07T17:25:29+00:00": ((0.0, 0.0), 0.6456, (24, 29), 707.606, 0.0),
 }
 
 

@@ -411,7 +411,7 @@ def test_decode_validity_flags_the_recorded_runs(request, target, session_rec):
         3.0, 30.5)
     first = [c.median_s * 1e3 for c, _, m in clean if m in (lf.QWEN, lf.LLAMA)]  # the models the thresholds came from
     assert (round(min(first), 1), round(max(first), 1)) == (4.6, 10.7)
-    assert len(clean) + len(flagged) == 479 + 17 and 0.3 < sum(tiny) / len(tiny) < 0.7, (
+    assert len(clean) + len(flagged) == 495 + 17 and 0.3 < sum(tiny) / len(tiny) < 0.7, (
         len(clean), sum(tiny), len(tiny))
     assert formats_flagged == FLAGGED_WEIGHT_FORMAT_RUNS
 
