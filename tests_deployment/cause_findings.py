@@ -97,9 +97,10 @@ REPEAT_REASON = (
 
 def repeat_ratio_band(ratio: float, interval: tuple[float, float]) -> tuple[float, float]:
     """A repeat's band (measured / predicted) around a first visit's `ratio`: that visit's resampled interval, each
-    side widened by sqrt(2) for the repeat's own sampling noise."""
+    side widened by sqrt(2) for the repeat's own sampling noise; never below 0, as no gain is (a goodput gain of 0.0085
+    [0.0021, 0.0176], Llama-3.1-8B's rag eager fourth start, widened to a negative low edge)."""
     lo, hi = interval
-    return 1 - SQRT2 * (1 - lo / ratio), 1 + SQRT2 * (hi / ratio - 1)
+    return max(0.0, 1 - SQRT2 * (1 - lo / ratio)), 1 + SQRT2 * (hi / ratio - 1)
 
 
 def repeat_band() -> tuple[float, float]:

@@ -25,10 +25,12 @@ from pathlib import Path
 from typing import Any
 
 import ladder_raw as lr
+import pytest
 
 from pytest_anatomy.specs.workload_file import Slo
 from pytest_anatomy.stats import median_scatter as _scatter  # 2 SE of a median of repeats, relative
 from pytest_anatomy.stats import tail_median_scatter
+from pytest_anatomy.theory.speculative import tokens_from_counters
 
 HERE = Path(__file__).parent
 REPO = HERE.parent
@@ -166,3 +168,26 @@ def budget(rec: Any, parent: Any, model: str, workload: str, step: str, metric: 
     if noise is None:
         return None
     return {"resampled_95": noise[0], **systematic_terms(model, workload, step, metric, acceptance)}
+
+
+PER_POSITION = "counters.vllm:spec_decode_num_accepted_tokens_per_pos"
+
+
+def value(rec: Any, name: str) -> float | None:
+    m = rec.measurements.get(name)
+    return None if m is None else float(m["value"] if isinstance(m, dict) else m.value)
+
+
+def measured_speculation(rec: Any) -> tuple[float, float]:
+    """(E, draft share) of the n-gram run: E = 1 + accepted / drafts from its counters; the share of
+    decode steps that drafted = drafts / decode steps, a request's decode steps being its output tokens
+    after the first less the accepted drafts (each step yields its accepted drafts plus one token)."""
+    drafts = value(rec, "counters.vllm:spec_decode_num_drafts")
+    positions = sorted((int(k.rsplit(".", 1)[1]), k) for k in rec.measurements if k.startswith(PER_POSITION + "."))
+    accepted = tuple(int(value(rec, k) or 0) for _, k in positions)
+    if not drafts:
+        pytest.skip(f"{rec.name}: the engine counted no drafts; acceptance not measured")
+    steps = (value(rec, "aggregate.output_tokens") or 0) - (value(rec, "aggregate.completed") or 0) - sum(accepted)
+    if steps < drafts:
+        pytest.skip(f"{rec.name}: {steps:g} decode steps for {drafts:g} drafts; the counters and tokens disagree")
+    return tokens_from_counters(int(drafts), accepted), drafts / steps

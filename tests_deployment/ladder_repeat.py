@@ -44,7 +44,7 @@ import pytest
 from pytest_anatomy.theory.deployment import gain_band, ladder
 
 from ladder_repeat_runs import CARD, ENGINE, GAINS, LLAMA, NGRAM_PREDICTED, PARENT_RUNS, QWEN, RUNS, Gain
-from ladder_repeat_why import FIRST_CARD_PARENT, DEC7, OPPOSITE, THIRD, WHY
+from ladder_repeat_why import DEC7, DEC7B, FIRST_CARD_PARENT, OPPOSITE, THIRD, WHY
 
 # each rung's parent, as the ladder defines it (the parents do not depend on the ladder's limits)
 PARENT = {step.name: step.parent for step in ladder(1, 1, (1, 1)) if step.parent}
@@ -81,10 +81,12 @@ def why(key: tuple[str, str, str]) -> str:
     """The rung's WHY sentence with every run's numbers (and the other model's same rung, where it has run again)."""
     model, workload, step = key
     other = ENGINE.get((LLAMA if model == QWEN else QWEN, workload, step), ())
-    a, b, c, d = (*ENGINE[key], {}, {}, {})[:4]
-    oa, ob, oc, od = (*other, {}, {}, {}, {})[:4]
-    return (WHY[key] + THIRD.get(key, "") + DEC7.get(key, "")).format(a=a, b=b, c=c, d=d, oa=oa, ob=ob, oc=oc, od=od,
-                                                                      first_card_parent=FIRST_CARD_PARENT)
+    a, b, c, d, e = (*ENGINE[key], {}, {}, {}, {})[:5]
+    oa, ob, oc, od, oe = (*other, {}, {}, {}, {}, {})[:5]
+    # the newest start is the last run: d (a fourth) or e (chat fp8_kv's fifth); DEC7B quotes it as {n}
+    n = ENGINE[key][-1]
+    return (WHY[key] + THIRD.get(key, "") + DEC7.get(key, "") + DEC7B.get(key, "")).format(
+        a=a, b=b, c=c, d=d, e=e, n=n, oa=oa, ob=ob, oc=oc, od=od, oe=oe, first_card_parent=FIRST_CARD_PARENT)
 
 
 def _other_runs(model: str, workload: str, step: str, metric: str, run: int) -> list[tuple[str, Gain]]:
@@ -251,7 +253,8 @@ def opposite_id(workload: str, step: str, metric: str, slower: bool) -> str:
 
 def repeat_id(model: str, workload: str, step: str, metric: str) -> str:
     """The finding a repeat's miss falls under: its first run's where that missed too (test_ladder_repeat checks), the
-    same rung's mechanism where only the repeat missed; Qwen2.5-7B's rag ngram TTFT p99 is the unresolved p99 (inside
+    same rung's mechanism where only the repeat missed (Llama-3.1-8B's chat fp8_kv: its own, the windows lengthening,
+    not Qwen2.5-7B's shortening); Qwen2.5-7B's rag ngram TTFT p99 is the unresolved p99 (inside
     20% in run 1, just outside in run 2, each inside the other's band); fp8_weights' decode-side misses (ITL p50,
     throughput, goodput: Qwen2.5-7B's second start decoding slower) are not the prompt-step shortening's."""
     if step == "fp8_weights":
@@ -260,6 +263,8 @@ def repeat_id(model: str, workload: str, step: str, metric: str) -> str:
         return CACHED_STEP_ID
     if (workload, step, metric) == ("rag", "limits", "ttft_p99_s"):
         return UNRESOLVED_ID
+    if (model, workload, step) == (LLAMA, "chat", "fp8_kv"):  # this model's rung: its windows lengthen (run 1, run 5)
+        return "h200-llama-fp8-kv-lengthens-prompt-windows"
     if step != "ngram":
         return {"eager": EAGER_ID, "prefix_cache": PROMPT_ID, "limits": PROMPT_ID, "fp8_kv": QWEN_KV_ID}[step]
     if metric == "ttft_p50_s":
@@ -283,9 +288,33 @@ def misses(model: str, workload: str, step: str, metric: str, run: int, predicte
 
 def finds(model: str, workload: str, step: str, metric: str, run: int, predicted: float) -> bool:
     """Whether run `run`'s gain is a finding: it misses 20% and its own resampled interval excludes the prediction (a
-    miss whose interval holds it is within its error budget, as the first runs' modules skip it)."""
+    miss whose interval holds it is within its error budget, as the first runs' modules skip it), and the gain check's
+    whole budget does too (within_budget)."""
     _, lo, hi = GAINS[(model, workload, step, metric)][run - 1]
-    return misses(model, workload, step, metric, run, predicted) and not lo <= predicted <= hi
+    return (misses(model, workload, step, metric, run, predicted) and not lo <= predicted <= hi
+            and not within_budget(model, workload, step, metric, run, predicted))
+
+
+def within_budget(model: str, workload: str, step: str, metric: str, run: int, predicted: float) -> bool:
+    """Whether run `run`'s gain agrees with `predicted` within the gain check's error budget (gain_budget.budget: its
+    resampled interval's side facing the prediction plus the calibration's systematic terms). Such a gain is no
+    finding even outside issue 14's 20%, the ladder's target, not its tolerance: Qwen2.5-7B's chat n-gram throughput
+    and goodput in run 4 (2026-12-07 17:21), 0.79 of their prediction, lie within their 21-24% budgets (the n-gram
+    rung's calibration spread is wide)."""
+    import gain_budget as gb
+    from ladder_findings import BATCHES, MEASURED_ON
+
+    from pytest_anatomy import recordings
+
+    g, lo, hi = GAINS[(model, workload, step, metric)][run - 1]
+    acceptance = None
+    if step == "ngram":
+        rec = recordings.load_latest(BATCHES.parents[1], MEASURED_ON, "deployment", f"{model}.{workload}.{step}",
+                                     RUNS[(model, workload, step)][run - 1])
+        acceptance = gb.measured_speculation(rec)
+    side = max((hi - g) if predicted > g else (g - lo), 0.0) / abs(predicted)
+    rel = side + sum(gb.systematic_terms(model, workload, step, metric, acceptance).values())
+    return abs(g - predicted) <= rel * abs(predicted)
 
 
 def _parent_said(key: tuple[str, str, str], run: int) -> str:

@@ -244,3 +244,72 @@ OPPOSITE: dict[tuple[str, str, str, str], str] = {
         "{a[parent_burst_ms]} and {b[parent_burst_ms]}), in {c[parent_burst_steps]} steps as in every run: the "
         "burst's steps were shorter in one engine and longer in the other on the same card."),
 }
+
+# The 2026-12-07 17:09 starts (card GPU-65905dee; eager and ngram over their batch's fp8_kv, fp8_kv over the first
+# visit's fp8_weights): what their engines show, {n} being that run's ENGINE numbers (ladder_repeat.why)
+DEC7B: dict[tuple[str, str, str], str] = {
+    (QWEN, "chat", "fp8_kv"): (
+        " Run 5 (2026-12-07 17:17, card GPU-65905dee) divides by {first_card_parent}: its windows lengthened, median "
+        "{n[window]} ms against that parent's {n[parent_window]}, the first of five runs to run them longer than their "
+        "parent; TTFT p50 {n[ttft_p50_s]} ms, ITL p99 {n[itl_p99_s]}, opening burst {n[burst_steps]} steps in "
+        "{n[burst_ms]} ms (parent {n[parent_burst_ms]}). Why this start's prompt steps ran longer is unknown."),
+    (LLAMA, "chat", "fp8_kv"): (
+        " Run 5 (2026-12-07 17:17, card GPU-65905dee) divides by {first_card_parent}, as runs 2 and 4 did, and "
+        "repeated run 1: median prompt window {n[window]} ms against that parent's {n[parent_window]} (run 1: "
+        "{a[window]}), TTFT p50 {n[ttft_p50_s]} ms, ITL p99 {n[itl_p99_s]}, and its opening burst lengthened too, "
+        "{n[burst_steps]} steps in {n[burst_ms]} ms against the parent's {n[parent_burst_ms]}, so TTFT p99, throughput "
+        "and goodput miss 20% on the slow side as well. Lengthened in runs 1 and 5, kept or shortened in runs 2-4: "
+        "which way fp8 KV moves this model's graph-less prompt steps changes from start to start."),
+    (QWEN, "chat", "eager"): (
+        " Run 4 (2026-12-07 17:19, card GPU-65905dee, over its batch's fp8_kv): a pure eager step of 32 takes "
+        "{n[step_n]} ms (one sequence {n[step_1]}; the graph step {n[parent_step_n]}), TTFT p50 {n[ttft_p50_s]} ms "
+        "against its parent's {n[parent_ttft_p50_s]}, opening burst {n[burst_steps]} steps in {n[burst_ms]} ms "
+        "against the parent's {n[parent_burst_ms]}: the long step of run 2 ({b[step_n]} ms) again, not runs 1 and "
+        "3's ({a[step_n]}, {c[step_n]})."),
+    (LLAMA, "chat", "eager"): (
+        " Run 4 (2026-12-07 17:23, card GPU-65905dee, over its batch's fp8_kv): a pure eager step of 32 takes "
+        "{n[step_n]} ms (one sequence {n[step_1]}; the graph step {n[parent_step_n]}), the longest of four, TTFT p50 "
+        "{n[ttft_p50_s]} ms against its parent's {n[parent_ttft_p50_s]}: the host-bound step's length moves with the "
+        "engine start again."),
+    (QWEN, "chat", "ngram"): (
+        " Run 4 (2026-12-07 17:21, card GPU-65905dee) drafted exactly as runs 1-3, over its batch's fp8_kv: a verify "
+        "step of 32 takes {n[step_n]} ms (the parent's decode step {n[parent_step_n]}), ITL p50 {n[itl_p50_s]} ms, "
+        "TTFT p50 {n[ttft_p50_s]} against the parent's {n[parent_ttft_p50_s]}, ITL p99 {n[itl_p99_s]} against "
+        "{n[parent_itl_p99_s]} (tail {n[tail_one]} of {n[tail_tokens]} tokens one-token chunks, {n[tail_early]} "
+        "early), opening burst {n[burst_ms]} ms against the parent's {n[parent_burst_ms]}: longer than its parent's, "
+        "as in run 3, so TTFT p99's gain lies above its prediction again."),
+    (LLAMA, "chat", "ngram"): (
+        " Run 4 (2026-12-07 17:25, card GPU-65905dee) drafted exactly as runs 1-3, over its batch's fp8_kv: a verify "
+        "step of 32 takes {n[step_n]} ms (the parent's decode step {n[parent_step_n]}), ITL p50 {n[itl_p50_s]} ms "
+        "(runs 1-3: {a[itl_p50_s]}, {b[itl_p50_s]}, {c[itl_p50_s]}), TTFT p50 {n[ttft_p50_s]} against the parent's "
+        "{n[parent_ttft_p50_s]}, ITL p99 {n[itl_p99_s]} against {n[parent_itl_p99_s]} (tail {n[tail_one]} of "
+        "{n[tail_tokens]} tokens one-token chunks, {n[tail_early]} early), opening burst {n[burst_ms]} ms against "
+        "the parent's {n[parent_burst_ms]}."),
+    (QWEN, "rag", "fp8_kv"): (
+        " Run 3 (2026-12-07 17:10, card GPU-65905dee) divides by {first_card_parent}: its prompt windows ran longer "
+        "than that parent's, median {n[window]} ms against {n[parent_window]}, TTFT p50 {n[ttft_p50_s]} against "
+        "{n[parent_ttft_p50_s]} ms, TTFT p99 {n[ttft_p99_s]}, ITL p99 {n[itl_p99_s]} against {n[parent_itl_p99_s]}, "
+        "while the decode step of 16 barely moved ({n[step_n]} against {n[parent_step_n]} ms): the gains it misses are "
+        "the prompt windows'."),
+    (LLAMA, "rag", "fp8_kv"): (
+        " Run 3 (2026-12-07 17:15, card GPU-65905dee) divides by {first_card_parent} and kept its windows: median "
+        "{n[window]} ms against {n[parent_window]}, TTFT p50 {n[ttft_p50_s]} against {n[parent_ttft_p50_s]} ms, TTFT "
+        "p99 {n[ttft_p99_s]}, ITL p99 {n[itl_p99_s]} against {n[parent_itl_p99_s]}, decode step of 16 {n[step_n]} "
+        "against {n[parent_step_n]} ms: near run 1's (window {a[window]} ms), not run 2's shortened ones "
+        "({b[window]})."),
+    (QWEN, "rag", "eager"): (
+        " Run 4 (2026-12-07 17:12, card GPU-65905dee, over its batch's fp8_kv): a pure eager step of 16 takes "
+        "{n[step_n]} ms (one sequence {n[step_1]}; the graph step {n[parent_step_n]}), run 2's size ({b[step_n]}) "
+        "rather than runs 1 and 3's ({a[step_n]}, {c[step_n]}), TTFT p50 {n[ttft_p50_s]} ms against its parent's "
+        "{n[parent_ttft_p50_s]}."),
+    (LLAMA, "rag", "eager"): (
+        " Run 4 (2026-12-07 17:16, card GPU-65905dee, over its batch's fp8_kv): a pure eager step of 16 takes "
+        "{n[step_n]} ms (one sequence {n[step_1]}; the graph step {n[parent_step_n]}), the longest of four, TTFT p50 "
+        "{n[ttft_p50_s]} ms against its parent's {n[parent_ttft_p50_s]}, TTFT p99 {n[ttft_p99_s]}; above the rag "
+        "SLO's 25 ms ITL, so goodput's gain fell to its lowest of four (run 3's shorter step had raised it)."),
+    (QWEN, "rag", "ngram"): (
+        " Run 4 (2026-12-07 17:14, card GPU-65905dee) over its batch's fp8_kv: a verify step of 16 takes {n[step_n]} "
+        "ms (the parent's decode step {n[parent_step_n]}), longer than any earlier run's, so ITL p50 {n[itl_p50_s]} ms "
+        "and its gain rose past the other runs' (TTFT p99 {n[ttft_p99_s]} ms). Llama-3.1-8B's rag ngram did not run "
+        "(the plan's budget)."),
+}

@@ -21,7 +21,6 @@ import ladder_repeat as lrp
 import gain_budget as gb
 from pytest_anatomy.theory.deployment import gain_band
 from pytest_anatomy.theory.prediction import Prediction
-from pytest_anatomy.theory.speculative import tokens_from_counters
 
 # The deployment plan runs on the device only (scripts/device/deployment_plan.py): a live card has nothing here to
 # measure, so these tests take the recorded cards (a live target would only skip each case).
@@ -35,31 +34,15 @@ RUNGS = [r["step"] for r in PRE["ladders"][MODELS[0]][WORKLOADS[0]] if r["parent
 # Issue 14's target for every rung, the predicted gain within 20% of the measured gain (GAIN_TARGET), is a goal
 # (docs/DEPLOYMENT.md; the findings modules' tables of misses), not a tolerance: each gain is reconciled under its
 # error budget (gain_budget.py: its resampled interval plus the calibration's spread re-simulated).
-PER_POSITION = "counters.vllm:spec_decode_num_accepted_tokens_per_pos"
+PER_POSITION = gb.PER_POSITION
+measured_speculation = gb.measured_speculation  # the budget's too (ladder_repeat.finds)
 
 
 def _row(model: str, workload: str, step: str) -> dict[str, Any]:
     return next(r for r in PRE["ladders"][model][workload] if r["step"] == step)
 
 
-def _value(rec: Any, name: str) -> float | None:
-    m = rec.measurements.get(name)
-    return None if m is None else float(m["value"] if isinstance(m, dict) else m.value)
-
-
-def measured_speculation(rec: Any) -> tuple[float, float]:
-    """(E, draft share) of the n-gram run: E = 1 + accepted / drafts from its counters; the share of
-    decode steps that drafted = drafts / decode steps, a request's decode steps being its output tokens
-    after the first less the accepted drafts (each step yields its accepted drafts plus one token)."""
-    drafts = _value(rec, "counters.vllm:spec_decode_num_drafts")
-    positions = sorted((int(k.rsplit(".", 1)[1]), k) for k in rec.measurements if k.startswith(PER_POSITION + "."))
-    accepted = tuple(int(_value(rec, k) or 0) for _, k in positions)
-    if not drafts:
-        pytest.skip(f"{rec.name}: the engine counted no drafts; acceptance not measured")
-    steps = (_value(rec, "aggregate.output_tokens") or 0) - (_value(rec, "aggregate.completed") or 0) - sum(accepted)
-    if steps < drafts:
-        pytest.skip(f"{rec.name}: {steps:g} decode steps for {drafts:g} drafts; the counters and tokens disagree")
-    return tokens_from_counters(int(drafts), accepted), drafts / steps
+_value = gb.value
 
 
 def predicted_gains(model: str, workload: str, step: str, rec: Any) -> dict[str, float | None]:
