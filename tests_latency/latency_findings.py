@@ -76,7 +76,7 @@ from latency_poisson_ttft_findings import (FIRST_TOKEN_BANDED, LLAMA_TTFT_REASON
 from latency_prefill_findings import (_PINNED, _UTILIZATION, CHECKED_PREFILL, GEMM_ETA_SESSIONS, GEMM_ETA_SPAN,
                                       MEMORY_BOUND_PREFILL, PREFILL_ABOVE_GEMMS_REASON, PREFILL_BELOW_CEILING_REASON,
                                       PREFILL_ETA_OTHER_SESSION, PREFILL_ROOFLINE_RUNS,
-                                      PREFILL_RUNS, SHORT_PREFILL_REASON, _decode_overhead_ms,
+                                      PREFILL_RUNS, SHORT_PREFILL_REASON, _decode_overhead_ms, _inside_budget,
                                       _prefill_above_gemms_reason, above_gemms_marks, prefill_band,
                                       prefill_ceiling_band, prefill_ceiling_marks, short_prefill_marks,
                                       short_prefill_reason)
@@ -100,7 +100,7 @@ __all__ = [
     "PREFILL_BELOW_CEILING_REASON", "prefill_ceiling_marks", "PREFILL_RUNS", "GEMM_ETA_SESSIONS", "CHECKED_PREFILL",
     "MEMORY_BOUND_PREFILL", "prefill_band", "SHORT_PREFILL_REASON", "PREFILL_ABOVE_GEMMS_REASON", "GEMM_ETA_SPAN",
     "_PINNED", "_UTILIZATION", "_decode_overhead_ms", "short_prefill_reason", "short_prefill_marks",
-    "_prefill_above_gemms_reason", "above_gemms_marks", "STEADY_STATE_RATIOS", "steady_state_band",
+    "_prefill_above_gemms_reason", "_inside_budget", "above_gemms_marks", "STEADY_STATE_RATIOS", "steady_state_band",
     "STEADY_STATE_LLAMA", "STEADY_STATE_WITH_GEMM_ETA", "PROMPT_STEPS_SLOWER", "steady_state_marks",
     "CLOSED_ITL_FROM_DECODE", "CLOSED_THROUGHPUT_FROM_DECODE", "closed_throughput_marks",
     "closed_itl_marks", "CLOSED_THROUGHPUT_QUANTITY", "CLOSED_THROUGHPUT_C", "CLOSED_THROUGHPUT_RUNS",

@@ -375,8 +375,12 @@ PREFILL_ABOVE_GEMMS_REASON = (
     "3-33% of the FLOPs from 2,048 to 32,000 tokens), RMSNorm, rope, SiLU-mul and residual passes over the "
     "activations (~1.3 ms of memory traffic per 2,048 tokens). The 8,192-token prefill that eta used to be fitted "
     "on absorbed both; with GEMM-timed eta it sits at {ratios_8192} (Qwen2.5-7B, one session each), inside its noise "
-    "budget in all but {outside_8192} of them, so at 8,192 tokens the finding is strict=False. Band: as for the "
-    "short prefills, over the runs whose eta comes from GEMM timings.")
+    "budget in all but {outside_8192} of them, so at 8,192 tokens the finding is strict=False. At 2,048 tokens the "
+    "GEMM-timed runs sit at {lo2048:.2f}-{hi2048:.2f}, above their budgets by {margin2048:.2f} or more in all but "
+    "{inside2048}: {inside2048_runs}, nearly all of it calibration spread (that session's GEMM timings scatter "
+    "between repeats more than any earlier session's). Its ratio lies inside the other runs' span: the excess is "
+    "there, and a session with such GEMM timings cannot show it, so at 2,048 tokens the finding is strict=False "
+    "too. Band: as for the short prefills, over the runs whose eta comes from GEMM timings.")
 # eta from the bf16 GEMM timings at a model's four trunk shapes (calibration.gemm_efficiency_by_tokens), lowest and
 # highest over every token count of every GEMM-timed run in PREFILL_RUNS (either model): recomputed by
 # test_latency_findings_reasons.py::test_gemm_eta_span_is_the_recorded_one.
@@ -435,6 +439,13 @@ def short_prefill_marks(model: str, name: str, length: int) -> tuple[pytest.Mark
                  for regime in ("", "_pinned_pool") for cards in (MEASURED_ON, H100))
 
 
+def _inside_budget(length: int) -> list[tuple[tuple[str, str], tuple[float, float]]]:
+    """The GEMM-timed runs of PREFILL_RUNS at `length` whose ratio lies inside their own noise budget (oldest first)."""
+    return [(key, PREFILL_RUNS[key][length]) for key in sorted(PREFILL_RUNS, key=lambda k: k[1])
+            if key[1] in GEMM_ETA_SESSIONS and length in PREFILL_RUNS[key]
+            and PREFILL_RUNS[key][length][0] - 1 <= PREFILL_RUNS[key][length][1]]
+
+
 def _prefill_above_gemms_reason() -> str:
     """The reason with the 8,192-token ratios read from PREFILL_RUNS (which test_prefill_runs_are_the_recorded_ones
     recomputes), not retyped."""
@@ -445,10 +456,17 @@ def _prefill_above_gemms_reason() -> str:
 
     def three(key: tuple[str, str]) -> str:
         return "/".join(f"{PREFILL_RUNS[key][n][0]:.2f}" for n in (2048, 16384, 32000))
+    at2048 = [r[2048] for r in gemm if 2048 in r]
+    inside = _inside_budget(2048)
+    runs2048 = ", ".join(f"the {model} run of {stamp[:10]} {stamp[11:16]} ({ratio:.2f} against a {budget:.2f} budget)"
+                         for (model, stamp), (ratio, budget) in inside)
     return PREFILL_ABOVE_GEMMS_REASON.format(apart=_count(_minutes_apart(_PINNED, _UTILIZATION)), eta_lo=GEMM_ETA_SPAN[0], eta_hi=GEMM_ETA_SPAN[1], ratios_8192=", ".join(f"{r:.2f}" for r, _ in runs),
                                              outside_8192=sum(r - 1 > b for r, b in runs),
                                              lo_long=min(long) - 1, hi_long=max(long) - 1, n_gemm=len(gemm),
-                                             pinned=three(_PINNED), util=three(_UTILIZATION), llama=three(_LLAMA_GEMM))
+                                             pinned=three(_PINNED), util=three(_UTILIZATION), llama=three(_LLAMA_GEMM),
+                                             lo2048=min(r for r, _ in at2048), hi2048=max(r for r, _ in at2048),
+                                             margin2048=min(r - 1 - b for r, b in at2048 if r - 1 > b),
+                                             inside2048=_count(len(inside)), inside2048_runs=runs2048)
 
 
 def above_gemms_marks(model: str, name: str, length: int) -> tuple[pytest.MarkDecorator, ...]:
@@ -460,8 +478,10 @@ def above_gemms_marks(model: str, name: str, length: int) -> tuple[pytest.MarkDe
     # strict=False from 8,192 tokens up: 8,192 sat inside its noise budget in fourteen GEMM-timed sessions (2026-12-06
     # 08:39's and 2026-12-07 17:25's among them) and 0.001-0.07 above it in twenty-three (2026-12-01 11:24, ten of 2026-12-02's fourteen, six
     # of 2026-12-03's eleven, all four of 2026-12-04's, 2026-12-06 09:41's, 2026-12-07 05:34's); 16,384 and 32,000 sit
-    # at 1.09-1.21, either side of the prefill goal from one session to the next
+    # at 1.09-1.21, either side of the prefill goal from one session to the next. At 2,048 tokens strict while no
+    # GEMM-timed run sat inside its budget (the 53 before 2026-12-07 17:25 above it by 0.04 or more); that session's
+    # run is (1.29 against 0.53, its GEMM timings' scatter): _inside_budget, which the reason quotes
     return tuple(pytest.mark.finding("h200-prefill-above-its-gemms", hardware=CHECKED_ON, quantity=f"{name}{regime}",
                                      reason=_prefill_above_gemms_reason(), expected=prefill_band(model, length),
-                                     strict=length < 8192, band_from="other-runs")
+                                     strict=length < 8192 and not _inside_budget(length), band_from="other-runs")
                  for regime in ("", "_pinned_pool"))

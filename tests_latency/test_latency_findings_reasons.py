@@ -93,6 +93,32 @@ def test_gemm_eta_span_is_the_recorded_one(request, target, session_rec, setup_b
 
 
 @recorded
+def test_prefill_inside_its_budget_at_2048_is_the_noisy_gemm_session(request, target, session_rec, setup_beside):
+    """The run h200-prefill-above-its-gemms' reason names at 2,048 tokens (lf._inside_budget: the mark is strict=False
+    there since) is 2026-12-07 17:25's: its budget is over 90% calibration spread, its ratio lies inside the other
+    GEMM-timed runs' span, and its session's eta noise (the largest scatter of its GEMM timings, setup.noise) is
+    above every earlier GEMM-timed session's, as the reason says."""
+    from latency_step_checks import prefill_budget
+
+    inside = lf._inside_budget(2048)
+    assert [key for key, _ in inside] == [(lf.QWEN, "2026-12-07T17:25:29Z")]
+    others = [r[2048][0] for key, r in lf.PREFILL_RUNS.items()
+              if key[1] in lf.GEMM_ETA_SESSIONS and 2048 in r and key not in dict(inside)]
+    noise = {b1.recorded_at: setup.noise["eta"] for m, b1, setup in session_setups(request, target, session_rec,
+                                                                                   setup_beside)
+             if m == lf.QWEN and b1.recorded_at in lf.GEMM_ETA_SESSIONS}
+    for (model, stamp), (ratio, budget) in inside:
+        assert min(others) <= ratio <= max(others), (ratio, min(others), max(others))
+        b1 = session_rec(f"{model}.decode.b1", not_after=stamp)
+        setup, rec = setup_beside(model, b1), session_rec(f"{model}.prefill.l2048", beside=b1)
+        pred = lat.prefill_time(setup.model, setup.ceilings, setup.calib, 2048, setup.sched.max_num_batched_tokens)
+        terms = prefill_budget(setup, pred, rec, 2048)
+        assert sum(terms.values()) == pytest.approx(budget, abs=5e-5) and terms["calibration_spread"] > 0.9 * budget
+        earlier = [v for s, v in noise.items() if recordings.stamp_of(s) < recordings.stamp_of(stamp)]
+        assert noise[stamp] > max(earlier), (noise[stamp], max(earlier))
+
+
+@recorded
 def test_steady_state_ratios_quoted_are_the_recorded_ones(request, target, session_rec, setup_beside):
     """lf.STEADY_STATE_LLAMA (Llama-3.1-8B's own C=64 runs) and lf.STEADY_STATE_WITH_GEMM_ETA (each Qwen2.5-7B run whose
     session timed GEMMs: its ratio with that eta, and the shift its band is carried by) recomputed as
