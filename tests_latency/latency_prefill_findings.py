@@ -476,11 +476,12 @@ def above_gemms_marks(model: str, name: str, length: int) -> tuple[pytest.MarkDe
     if length <= 512:
         return ()
     # strict=False from 8,192 tokens up: 8,192 sat inside its noise budget in fourteen GEMM-timed sessions (2026-12-06
-    # 08:39's and 2026-12-07 17:25's among them) and 0.001-0.07 above it in twenty-three (2026-12-01 11:24, ten of 2026-12-02's fourteen, six
-    # of 2026-12-03's eleven, all four of 2026-12-04's, 2026-12-06 09:41's, 2026-12-07 05:34's); 16,384 and 32,000 sit
-    # at 1.09-1.21, either side of the prefill goal from one session to the next. At 2,048 tokens strict while no
-    # GEMM-timed run sat inside its budget (the 53 before 2026-12-07 17:25 above it by 0.04 or more); that session's
-    # run is (1.29 against 0.53, its GEMM timings' scatter): _inside_budget, which the reason quotes
+    # 08:39's and 2026-12-07 17:25's among them) and 0.001-0.07 above it in twenty-three (2026-12-01 11:24, ten of
+    # 2026-12-02's fourteen, six of 2026-12-03's eleven, all four of 2026-12-04's, 2026-12-06 09:41's, 2026-12-07
+    # 05:34's); 16,384 and 32,000 sit at 1.09-1.21, either side of the prefill goal from one session to the next.
+    # At 2,048 tokens strict while no GEMM-timed run sat inside its budget (the 53 before 2026-12-07 17:25 above it by
+    # 0.04 or more); that session's run is (1.29 against 0.53, its GEMM timings' scatter): _inside_budget, which the
+    # reason quotes
     return tuple(pytest.mark.finding("h200-prefill-above-its-gemms", hardware=CHECKED_ON, quantity=f"{name}{regime}",
                                      reason=_prefill_above_gemms_reason(), expected=prefill_band(model, length),
                                      strict=length < 8192 and not _inside_budget(length), band_from="other-runs")
