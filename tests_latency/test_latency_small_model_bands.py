@@ -81,13 +81,17 @@ def _small_verdict(case: Any, fn: Any, band_from: str | None = None,
     return got["ratio"], got["band"]
 
 
+# the H200 3B sessions after the two of 2026-12-06: the third (05:34) and the fourth (17:25)
+_LATER = ("2026-12-07T05:34:54Z", "2026-12-07T17:25:29Z")
+
+
 def test_the_3b_band_is_the_other_sessions():
     """Each check of pf.SMALL_ID (the H200 3B's, the 2026-12-06 08:39 session's runs) is banded by the same run in the
     other sessions (band_from="other-runs") exactly where pf.SMALL_SESSION_BANDED_* says: there its band comes from
-    the 2026-12-07 05:34 run alone (never the 09:41 session's, pf.SMALL_SET_APART, nor a run the validity check
-    flags), moving the checked run's own value moves it not at all, and it holds the checked run. A check kept on its
-    checked run is one whose only other-session run is set apart (the 05:34 b = 8, 32 steps, flagged stalled), or
-    whose other session's band does not hold it (the prompts: the third session did not repeat them)."""
+    the 2026-12-07 05:34 and 17:25 runs (never the 09:41 session's, pf.SMALL_SET_APART, nor a run the validity check
+    flags: 05:34's b = 8 and 32), moving the checked run's own value moves it not at all, and it holds the checked
+    run. A check kept on its checked run is one whose other sessions' band does not hold it (the prompts: neither later
+    session repeated them)."""
     cases = _small_cases()
     assert len(cases) == 9, [(k, n, f.__name__) for k, _, n, f in cases]
     for kind, case, n, fn in cases:
@@ -101,9 +105,9 @@ def test_the_3b_band_is_the_other_sessions():
         kept = {r.recorded_at for r in other_session_runs(RESULTS, hw, rec, pf.SMALL_ID)}
         apart = {r.recorded_at: sets_apart_from_small(r) for r in other_session_runs(RESULTS, hw, rec)}
         assert {s for s, why in apart.items() if why == pf.SMALL_SET_APART["2026-12-06T09:41:35Z"]} \
-            == {"2026-12-06T09:41:35Z"} and kept <= {"2026-12-07T05:34:54Z"} <= every, (fn.__name__, n, apart)
-        flagged = (kind == "decode" and ("qwen2.5-3b", "2026-12-07T05:34:54Z", n) in STALLED_DECODE_RUNS)
-        assert kept == (set() if flagged else {"2026-12-07T05:34:54Z"}), (fn.__name__, n, kept)
+            == {"2026-12-06T09:41:35Z"} and kept <= set(_LATER) <= every, (fn.__name__, n, apart)
+        assert kept == {s for s in _LATER if not (kind == "decode" and ("qwen2.5-3b", s, n) in STALLED_DECODE_RUNS)}, (
+            fn.__name__, n, kept)
         if not kept:
             assert not banded, (fn.__name__, n)
             continue
@@ -128,39 +132,43 @@ def test_the_3b_set_apart_session_is_the_slow_one():
                    for p in recordings.candidates(RESULTS, pf.SMALL[0], "latency", "qwen2.5-3b.decode.b16"))
 
 
-def test_the_3b_reason_quotes_the_third_session():
-    """pf.SMALL_REASON's numbers on the third H200 session (2026-12-07 05:34) are the recordings': its Qwen2.5-7B
-    b=128 step, its 3B steps at b = 8, 16, 32 over its own session's current theory, both sessions' prompt medians,
-    and the b=16 and prompt bands the checks compute from it (with the 08:39 ratios they hold or do not)."""
-    hw, model, third = pf.SMALL[0], pf.SMALL[1], "2026-12-07T05:34:54Z"
+def test_the_3b_reason_quotes_the_later_sessions():
+    """pf.SMALL_REASON's numbers on the third and fourth H200 sessions (2026-12-07 05:34 and 17:25) are the
+    recordings': each one's Qwen2.5-7B b=128 step, its 3B steps at b = 8, 16, 32 over its own session's current
+    theory, every session's prompt medians, and the bands the checks compute from them (with the 08:39 ratios they
+    hold or do not)."""
+    hw, model = pf.SMALL[0], pf.SMALL[1]
 
     def at(name: str, stamp: str) -> recordings.Recording:
         return next(r for r in map(recordings.load_file, recordings.candidates(RESULTS, hw, "latency", name))
                     if recordings.same_instant(stamp, r.recorded_at))
-    b128 = at(f"{CALIBRATION_MODEL}.decode.b128", third)["step_time_s"].value * 1e3
-    steps = []
-    for b in pf.SMALL_STEP_BATCHES:
-        r = at(f"{model}.decode.b{b}", third)
-        current = current_decode(RESULTS, hw, {"model": model, "settings": {"batch": b}}, r)
-        steps.append(r["step_time_s"].value / current.value)
+
+    def steps(stamp: str) -> list[float]:
+        out = []
+        for b in pf.SMALL_STEP_BATCHES:
+            r = at(f"{model}.decode.b{b}", stamp)
+            out.append(r["step_time_s"].value / current_decode(RESULTS, hw, {"model": model, "settings": {"batch": b}},
+                                                               r).value)
+        return out
     prompts = {s: [at(f"{model}.prefill.l{n}", s)[lp.PREFILL_QUANTITY].value * 1e3 for n in pf.SMALL_PROMPT_LENGTHS]
-               for s in (third, "2026-12-06T08:39:30Z")}
+               for s in (*_LATER, "2026-12-06T08:39:30Z")}
     got = {(n, fn): _small_verdict(case, fn, "other-runs") for kind, case, n, fn in _small_cases()
            if kind == "prefill" or n in pf.SMALL_SESSION_BANDED_STEPS}
 
     def band(n: int, fn: Any) -> str:
         lo, hi = got[(n, fn)][1]
         return f"{lo:.2f}-{hi:.2f}x"
-    d16 = (tlp.test_current_theory_decode_step, tlp.test_preregistered_decode_step)
+    cur, pre = tlp.test_current_theory_decode_step, tlp.test_preregistered_decode_step
     p2048 = (tlp.test_current_theory_prefill, tlp.test_preregistered_prefill)
-    quoted = (f"b=128 at {b128:.3f} ms", "b = 8, 16, 32 at {:.3f}, {:.3f}, {:.3f}x".format(*steps),
-              f"b=16 by the third session's run, {band(16, d16[0])} the current theory and {band(16, d16[1])} the "
-              f"pre-registration, holding {got[(16, d16[0])][0]:.3f} and {got[(16, d16[1])][0]:.3f}",
-              "took {:.1f} and {:.1f} ms, below the 08:39 session's {:.1f} and {:.1f}".format(
-                  *prompts[third], *prompts["2026-12-06T08:39:30Z"]),
-              f"Their band ({band(512, tlp.test_current_theory_prefill)} the current theory at 512 tokens, "
-              f"{band(2048, p2048[0])} at 2,048 and {band(2048, p2048[1])} the pre-registration) does not hold "
-              f"{got[(512, tlp.test_current_theory_prefill)][0]:.2f}, {got[(2048, p2048[0])][0]:.2f} and "
-              f"{got[(2048, p2048[1])][0]:.2f}x")
-    for q in quoted:
-        assert q in " ".join(pf.SMALL_REASON.split()), q
+    quoted = [f"b=128 at {at(f'{CALIBRATION_MODEL}.decode.b128', s)['step_time_s'].value * 1e3:.3f} ms" for s in _LATER]
+    quoted += ["b = 8, 16, 32 at {:.3f}, {:.3f}, {:.3f}x".format(*steps(s)) for s in _LATER]
+    quoted += [f"b={n}: {band(n, cur)} the current theory and {band(n, pre)} the pre-registration, holding "
+               f"{got[(n, cur)][0]:.3f} and {got[(n, pre)][0]:.3f}" for n in pf.SMALL_STEP_BATCHES]
+    quoted += ["took {:.1f} and {:.1f} ms".format(*prompts[s]) for s in _LATER]
+    quoted += ["08:39 session's {:.1f} and {:.1f}".format(*prompts["2026-12-06T08:39:30Z"]),
+               f"Their band ({band(512, tlp.test_current_theory_prefill)} the current theory at 512 tokens, "
+               f"{band(2048, p2048[0])} at 2,048 and {band(2048, p2048[1])} the pre-registration) does not hold "
+               f"{got[(512, tlp.test_current_theory_prefill)][0]:.2f}, {got[(2048, p2048[0])][0]:.2f} and "
+               f"{got[(2048, p2048[1])][0]:.2f}x"]
+    missing = [q for q in quoted if q not in " ".join(pf.SMALL_REASON.split())]
+    assert not missing, "\n".join(missing)
