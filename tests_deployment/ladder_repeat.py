@@ -43,7 +43,7 @@ import pytest
 
 from pytest_anatomy.theory.deployment import gain_band, ladder
 
-from ladder_repeat_runs import CARD, ENGINE, GAINS, LLAMA, NGRAM_PREDICTED, PARENT_RUNS, QWEN, RUNS, Gain
+from ladder_repeat_runs import CARD, ENGINE, GAINS, INSIDE_BUDGET, LLAMA, NGRAM_PREDICTED, PARENT_RUNS, QWEN, RUNS, Gain
 from ladder_repeat_why import DEC7, DEC7B, FIRST_CARD_PARENT, OPPOSITE, THIRD, WHY
 
 # each rung's parent, as the ladder defines it (the parents do not depend on the ladder's limits)
@@ -289,10 +289,10 @@ def misses(model: str, workload: str, step: str, metric: str, run: int, predicte
 def finds(model: str, workload: str, step: str, metric: str, run: int, predicted: float) -> bool:
     """Whether run `run`'s gain is a finding: it misses 20% and its own resampled interval excludes the prediction (a
     miss whose interval holds it is within its error budget, as the first runs' modules skip it), and the gain check's
-    whole budget does too (within_budget)."""
+    whole budget does too (INSIDE_BUDGET, within_budget's verdicts frozen)."""
     _, lo, hi = GAINS[(model, workload, step, metric)][run - 1]
     return (misses(model, workload, step, metric, run, predicted) and not lo <= predicted <= hi
-            and not within_budget(model, workload, step, metric, run, predicted))
+            and (model, workload, step, metric, run) not in INSIDE_BUDGET)
 
 
 def within_budget(model: str, workload: str, step: str, metric: str, run: int, predicted: float) -> bool:

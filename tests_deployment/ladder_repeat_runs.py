@@ -207,6 +207,12 @@ GAINS: dict[tuple[str, str, str, str], tuple[Gain, ...]] = {
         (1.7621, 1.5832, 2.0043), (1.8322, 1.6427, 2.0585), (1.7544, 1.5758, 1.9591), (1.5076, 1.3512, 1.6939)),
     (QWEN, "rag", "ngram", "ttft_p99_s"): (
         (1.1471, 0.9583, 1.3578), (1.283, 1.0706, 1.5169), (1.1822, 0.9979, 1.4407), (1.0715, 0.888, 1.108))}
+# The runs whose gain misses issue 14's 20% with an interval that excludes the prediction, but which agree within the
+# gain check's whole budget (ladder_repeat.within_budget: the interval's side plus the calibration's systematic terms):
+# no finding. Frozen here because the budget re-simulates the ladder (~5-9 s a process) and finds() runs at collection;
+# test_ladder_repeat.test_inside_budget_is_every_miss_the_budget_holds recomputes it.
+INSIDE_BUDGET: frozenset[tuple[str, str, str, str, int]] = frozenset({
+    (QWEN, "chat", "ngram", "output_throughput", 4), (QWEN, "chat", "ngram", "goodput", 4)})
 # The n-gram rungs' gains as predicted with each run's measured E and draft share (test_ladder_replay.predicted_gains):
 # the same for every run, whose drafts, accepted tokens and streamed chunks are identical (dummy weights, seeded
 # requests: the drafting is deterministic)

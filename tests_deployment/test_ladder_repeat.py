@@ -351,3 +351,19 @@ def test_no_ladder_finding_covers_gains_on_both_sides() -> None:
     assert all(len(s) == 1 for s in sides.values()), sides
     assert all(lrp.SLOWER.get(fid, slower) == slower for fid, (slower,) in sides.items()), sides
     assert set(lrp.SLOWER) <= set(sides)
+
+
+def test_inside_budget_is_every_miss_the_budget_holds() -> None:
+    """ladder_repeat_runs.INSIDE_BUDGET (the repeats' 20% misses that carry no finding) is exactly the runs whose gain
+    misses 20%, whose resampled interval excludes the prediction, and which agree within the gain check's whole budget
+    (ladder_repeat.within_budget, the calibration's systematic terms re-simulated)."""
+    held = set()
+    for (model, workload, step, metric), gains in lrp.GAINS.items():
+        p = lrp.predicted_of(model, workload, step, metric, _row(model, workload, step)["gain"] or {})
+        if p is None:
+            continue
+        for run, (_, lo, hi) in enumerate(gains, 1):
+            if lrp.misses(model, workload, step, metric, run, p) and not lo <= p <= hi \
+                    and lrp.within_budget(model, workload, step, metric, run, p):
+                held.add((model, workload, step, metric, run))
+    assert held == set(lrp.INSIDE_BUDGET)
