@@ -157,8 +157,14 @@ def resampled_term(rec: Any, parent: Any, metric: str, workload: str, predicted:
             return None
         keys.append((batch, r.data["run"]["id"]))
     lo, hi = _interval(keys[0], keys[1], metric, workload)
+    return facing_side(measured, (lo, hi), predicted), (lo, hi)
+
+
+def facing_side(measured: float, interval: tuple[float, float], predicted: float) -> float:
+    """resampled_95: the interval's side facing the prediction, relative to it (module docstring)."""
+    lo, hi = interval
     side = hi - measured if predicted > measured else measured - lo
-    return max(side, 0.0) / abs(predicted), (lo, hi)
+    return max(side, 0.0) / abs(predicted)
 
 
 def budget(rec: Any, parent: Any, model: str, workload: str, step: str, metric: str, predicted: float,

@@ -81,12 +81,11 @@ def why(key: tuple[str, str, str]) -> str:
     """The rung's WHY sentence with every run's numbers (and the other model's same rung, where it has run again)."""
     model, workload, step = key
     other = ENGINE.get((LLAMA if model == QWEN else QWEN, workload, step), ())
-    a, b, c, d, e = (*ENGINE[key], {}, {}, {}, {})[:5]
-    oa, ob, oc, od, oe = (*other, {}, {}, {}, {}, {})[:5]
-    # the newest start is the last run: d (a fourth) or e (chat fp8_kv's fifth); DEC7B quotes it as {n}
-    n = ENGINE[key][-1]
+    a, b, c, d = (*ENGINE[key], {}, {}, {})[:4]
+    oa, ob, oc, od = (*other, {}, {}, {}, {})[:4]
+    n = ENGINE[key][-1]  # the newest start (a fourth, or chat fp8_kv's fifth): DEC7B quotes it as {n}
     return (WHY[key] + THIRD.get(key, "") + DEC7.get(key, "") + DEC7B.get(key, "")).format(
-        a=a, b=b, c=c, d=d, e=e, n=n, oa=oa, ob=ob, oc=oc, od=od, oe=oe, first_card_parent=FIRST_CARD_PARENT)
+        a=a, b=b, c=c, d=d, n=n, oa=oa, ob=ob, oc=oc, od=od, first_card_parent=FIRST_CARD_PARENT)
 
 
 def _other_runs(model: str, workload: str, step: str, metric: str, run: int) -> list[tuple[str, Gain]]:
@@ -312,12 +311,9 @@ def within_budget(model: str, workload: str, step: str, metric: str, run: int, p
         rec = recordings.load_latest(BATCHES.parents[1], MEASURED_ON, "deployment", f"{model}.{workload}.{step}",
                                      RUNS[(model, workload, step)][run - 1])
         acceptance = gb.measured_speculation(rec)
-    side = max((hi - g) if predicted > g else (g - lo), 0.0) / abs(predicted)
-    try:
-        systematic = sum(gb.systematic_terms(model, workload, step, metric, acceptance).values())
-    except ValueError:  # a run the step model refuses (E past k + 1: a theory mutation) is left to its gain check
-        return False
-    return abs(g - predicted) <= (side + systematic) * abs(predicted)
+    rel = gb.facing_side(g, (lo, hi), predicted) + sum(gb.systematic_terms(model, workload, step, metric,
+                                                                           acceptance).values())
+    return abs(g - predicted) <= rel * abs(predicted)
 
 
 def _parent_said(key: tuple[str, str, str], run: int) -> str:
