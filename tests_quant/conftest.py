@@ -69,7 +69,8 @@ def pytest_configure(config: pytest.Config) -> None:
                                        "(marks: per case; only: those cases)")
     config.addinivalue_line("markers", "quant_runs(kind, model=, marks=, only=): parametrize (target, file_type) "
                                        "over the recorded results/<hw>/quant/<model>.<file type>.<kind> runs "
-                                       "(only: those file types)")
+                                       "(only: those file types; a marks value may be a callable (results, hardware, "
+                                       "file type) -> marks, quant_findings.judged_marks)")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -102,6 +103,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             if not t.live and parts[-1] == kind and (ft in FILE_TYPES) and name.startswith(model + ".") and (
                     only is None or ft in only):
                 marks = marker.kwargs.get("marks", {}).get(ft, ())
+                if callable(marks):  # marks that depend on which run is judged (quant_findings.judged_marks)
+                    marks = marks(Path(results), t.name, ft)
                 params.append(pytest.param(t, ft, id=f"{t.name}-{ft}", marks=marks))
     metafunc.parametrize(["target", "file_type"], params)
 

@@ -178,6 +178,11 @@ def batched_run(results: Path, hardware: str, file_type: str, when: str | None =
     return recordings.load_not_after(results, hardware, "quant", name, when)
 
 
+def newest_stamp(results: Path, hardware: str, file_type: str) -> str:
+    """recorded_at of the type's newest batched run, the run the suite judges (quant_findings.judged_marks)."""
+    return batched_run(results, hardware, file_type).recorded_at
+
+
 def checked_run_band(results: Path, hardware: str, file_type: str, quantity: str, predicted: float,
                      rel: float) -> tuple[float, float]:
     """measured/predicted of `quantity` in BANDED_BY_RUN, +- the check's own tolerance `rel` (its calibration runs'

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Callable
+
 import pytest
 
 # The card the quant visits ran on: a finding states where it was measured, once (test_quant_mechanisms imports it).
@@ -282,3 +285,16 @@ BATCHED_DECODE_BELOW_ITS_ROOFLINE = pytest.mark.finding(
            "type would band it from another run.")
 BATCHED_PREFILL_ABOVE = ("Q6_K", "Q3_K_M", "Q4_K_M")
 BATCHED_LONE_DECODE_BELOW = ("Q4_0", "Q5_K_M")
+
+
+def judged_marks(banding_run: str, newest_stamp: Callable[[Path, str, str], str],
+                 *marks: pytest.MarkDecorator) -> Callable[[Path, str, str], tuple[pytest.MarkDecorator, ...]]:
+    """A quant_runs marks value for findings banded by one pinned run (`banding_run`, a UTC stamp): while the judged
+    (newest) run of the case is that run, its band is read off the run it judges (band_from="checked-run" as each mark
+    says); once a later run is judged, the same band comes from another run (band_from="other-runs"). `newest_stamp`
+    gives the judged run's recorded_at from (results, hardware, file type)."""
+    def of(results: Path, hardware: str, file_type: str) -> tuple[pytest.MarkDecorator, ...]:
+        if newest_stamp(results, hardware, file_type) <= banding_run:
+            return marks
+        return tuple(m.with_args(band_from="other-runs") for m in marks)
+    return of

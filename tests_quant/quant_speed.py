@@ -177,6 +177,11 @@ def rows(results: Path, hardware: str, hw: Any, file_types: tuple[str, ...]) -> 
 BENCHED_BY_RUN = "2026-12-02T14:33:07Z"
 
 
+def newest_stamp(results: Path, hardware: str, file_type: str) -> str:
+    """recorded_at of the file's newest 135M bench, the run the suite judges (quant_findings.judged_marks)."""
+    return recordings.load_latest(results, hardware, "quant", f"{MODEL}.{file_type.lower()}.bench").recorded_at
+
+
 def checked_run_band(results: Path, hardware: str, file_type: str, quantity: str, predicted: float,
                      rel: float) -> tuple[float, float]:
     """measured/predicted of the file's 135M bench `quantity` in BENCHED_BY_RUN, +- the check's tolerance `rel`."""

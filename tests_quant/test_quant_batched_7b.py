@@ -29,6 +29,11 @@ from pytest_anatomy.theory.prediction import Prediction
 PREREG = json.loads(qb.PREREGISTRATION.read_text()) if qb.PREREGISTRATION.is_file() else None
 
 
+def _judged(mark: pytest.MarkDecorator):
+    """The finding banded by quant_batched.BANDED_BY_RUN: checked-run while that run is the judged one."""
+    return qf.judged_marks(qb.BANDED_BY_RUN, qb.newest_stamp, mark)
+
+
 def _results(request: pytest.FixtureRequest) -> Path:
     return Path(get_session(request.config).settings.results_dir)
 
@@ -96,21 +101,22 @@ def _against_preregistration(target, file_type: str, quantity: str, measured, re
                   "of that batch-1 bench, and this run's 2 robust SE: " + " + ".join(terms))
 
 
-@pytest.mark.quant_runs("batched", model=qb.MODEL, marks={ft: (qf.BATCHED_PREFILL_ABOVE_ITS_BENCH,)
+@pytest.mark.quant_runs("batched", model=qb.MODEL, marks={ft: _judged(qf.BATCHED_PREFILL_ABOVE_ITS_BENCH)
                                                          for ft in qf.BATCHED_PREFILL_ABOVE})
 def test_prefill_at_64_prompts_against_its_preregistration(target, file_type, measured, reconcile, request):
     _against_preregistration(target, file_type, "pp512.b64.tok_per_s", measured, reconcile, request,
                              qf.BATCHED_PREFILL_ABOVE)
 
 
-@pytest.mark.quant_runs("batched", model=qb.MODEL, marks={ft: (qf.BATCHED_LONE_DECODE_BELOW_ITS_BENCH,)
+@pytest.mark.quant_runs("batched", model=qb.MODEL, marks={ft: _judged(qf.BATCHED_LONE_DECODE_BELOW_ITS_BENCH)
                                                          for ft in qf.BATCHED_LONE_DECODE_BELOW})
 def test_decode_at_one_sequence_against_its_preregistration(target, file_type, measured, reconcile, request):
     _against_preregistration(target, file_type, "tg128.b1.tok_per_s", measured, reconcile, request,
                              qf.BATCHED_LONE_DECODE_BELOW)
 
 
-@pytest.mark.quant_runs("batched", model=qb.MODEL, marks={ft: (qf.BATCHED_DECODE_BELOW_ITS_ROOFLINE,) for ft in qb.TYPES})
+@pytest.mark.quant_runs("batched", model=qb.MODEL, marks={ft: _judged(qf.BATCHED_DECODE_BELOW_ITS_ROOFLINE)
+                                                         for ft in qb.TYPES})
 def test_decode_at_64_sequences_against_its_preregistration(target, file_type, measured, reconcile, request):
     _against_preregistration(target, file_type, f"tg128.b{qb.BATCH}.tok_per_s", measured, reconcile, request)
 
@@ -132,3 +138,11 @@ def test_the_theory_still_computes_its_preregistration(target, file_type, measur
             assert today[quantity]["value"] == p["value"], (  # type: ignore[index]
                 f"{file_type} {quantity}: {today[quantity]['value']} by today's theory, "  # type: ignore[index]
                 f"{p['value']} pre-registered {PREREG['written_utc']}")
+
+
+@pytest.mark.parametrize("judged, source", [(qb.BANDED_BY_RUN, "checked-run"), ("2026-12-07T19:00:00Z", "other-runs")])
+def test_a_later_batched_run_is_banded_by_another_run(judged, source):
+    """The findings banded by BANDED_BY_RUN read their band off the run they judge only while that run is the newest;
+    a later run is judged against it, a band from another run (the band itself is unchanged: checked_run_band)."""
+    of = qf.judged_marks(qb.BANDED_BY_RUN, lambda *_: judged, qf.BATCHED_DECODE_BELOW_ITS_ROOFLINE)
+    assert [m.kwargs["band_from"] for m in of(Path("results"), "h200", "F16")] == [source]

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 import quant_speed as qs
-from quant_findings import QUANT_135M_MMQ_PREFILL, QUANT_135M_MMVQ_TYPE_LATENCY, QUANT_135M_PREFILL_PER_LAYER
+from quant_findings import (QUANT_135M_MMQ_PREFILL, QUANT_135M_MMVQ_TYPE_LATENCY, QUANT_135M_PREFILL_PER_LAYER,
+                            judged_marks)
 
 from pytest_anatomy.quant_prereg import FILE_TYPES, LLAMA_BAND
 from pytest_anatomy.session import get_session
@@ -26,7 +27,8 @@ from pytest_anatomy.theory.prediction import Prediction, Term
 QUANTIZED = tuple(ft for ft in FILE_TYPES if ft != "F16")
 # The files whose step the tiny models' overhead + bytes does not reach (quant_findings.QUANT_135M_MMVQ_TYPE_LATENCY)
 SLOWER_THAN_THE_TINY_LINE = ("Q8_0", "Q6_K", "Q5_K_M", "Q5_0", "Q3_K_M")
-DECODE_MARKS = {ft: (QUANT_135M_MMVQ_TYPE_LATENCY,) for ft in SLOWER_THAN_THE_TINY_LINE}
+DECODE_MARKS = {ft: judged_marks(qs.BENCHED_BY_RUN, qs.newest_stamp, QUANT_135M_MMVQ_TYPE_LATENCY)
+                for ft in SLOWER_THAN_THE_TINY_LINE}
 PREFILL_MARKS = {"F16": (QUANT_135M_PREFILL_PER_LAYER,), **{ft: (QUANT_135M_MMQ_PREFILL,) for ft in QUANTIZED}}
 
 
