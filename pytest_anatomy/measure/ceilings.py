@@ -76,14 +76,20 @@ def gpu_facts(index: int = 0) -> dict[str, Any]:
     return facts
 
 
-def _time_cuda(fn: Callable[[], object], runs: int, warmup: int) -> list[float]:
+def _time_cuda(fn: Callable[[], object], runs: int, warmup: int, warmup_s: float = 0.0) -> list[float]:
     """Seconds per call, one CUDA event pair per call, calls queued back to back (no host
-    sync between them, so the GPU never idles and clocks stay where the workload puts them)."""
+    sync between them, so the GPU never idles and clocks stay where the workload puts them).
+    Warm-up: `warmup` calls, then more in groups of `warmup` until `warmup_s` of wall time (synchronized, so GPU
+    time) has passed: a short kernel's few warm-up calls last microseconds, less than a clock ramp."""
     import torch
 
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
+    began = time.perf_counter()
+    while True:
+        for _ in range(max(1, warmup)):
+            fn()
+        torch.cuda.synchronize()
+        if time.perf_counter() - began >= warmup_s:
+            break
     events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
               for _ in range(runs)]
     for start, end in events:
@@ -158,6 +164,11 @@ def matmul_peak(dtype: str = "bf16", n: int = MATMUL_N, runs: int = DEFAULT_RUNS
 
 GEMM_RUNS = 20  # the large-m shapes are compute-bound and steady; 20 keeps the whole set to ~15 s
 GEMM_WARMUP = 3
+# ... and at least this long: triton.testing.do_bench's default warm-up (25 ms). Three calls of a 512-row GEMM last
+# ~0.3 ms; in the H200 session of 2026-12-07 17:25 the first 13 of 20 timed calls at m512_k3584_n4608 ran at
+# 1.2-1.8e14 FLOP/s before climbing to 5.3e14 (the median fell 2-3x under the other sessions', docs/RECORDING.md),
+# a ramp the warm-up had not outlasted. Added after that session; the recordings before it warmed up by count only.
+GEMM_WARMUP_S = 0.025
 GEMM_ROTATE_BYTES = 512 * 2**20  # > 8x an H200's L2: a W is evicted before its copy comes round again
 GEMM_BUDGET_S = 60.0  # the linear shapes never hold the session's other parts back longer (~15 s planned)
 
@@ -167,7 +178,8 @@ def gemm_key(m: int, k: int, n: int) -> str:
     return f"m{m}_k{k}_n{n}"
 
 
-def linear_rate(m: int, k: int, n: int, runs: int = GEMM_RUNS, warmup: int = GEMM_WARMUP) -> dict[str, Any]:
+def linear_rate(m: int, k: int, n: int, runs: int = GEMM_RUNS, warmup: int = GEMM_WARMUP,
+                warmup_s: float = GEMM_WARMUP_S) -> dict[str, Any]:
     """bf16 x @ W^T of an (m, k) activation with an (n, k) weight (F.linear's layout): FLOP/s (2*m*k*n per run) and the
     seconds, with the bytes it must move (W + x + y, bf16) so a memory-bound shape reads as B/s too."""
     import torch
@@ -182,11 +194,12 @@ def linear_rate(m: int, k: int, n: int, runs: int = GEMM_RUNS, warmup: int = GEM
     def run() -> None:  # x @ W^T on the transposed view: cuBLAS's op(T), as F.linear without a bias
         torch.mm(x, weights[next(turn) % copies].t(), out=y)
 
-    seconds = _time_cuda(run, runs, warmup)
+    seconds = _time_cuda(run, runs, warmup, warmup_s)
     moved = 2.0 * (k * n + m * k + m * n)
     return summarize_runs(seconds, 2.0 * m * k * n, "FLOP/s",
                           f"bf16 torch.mm x({m}x{k}) @ W({n}x{k})^T randn, {copies} W copies rotated (L2 cold), "
-                          f"median of {runs} CUDA-event runs after {warmup} warm-up",
+                          f"median of {runs} CUDA-event runs after >= {warmup} warm-up runs and >= "
+                          f"{warmup_s * 1e3:g} ms of them",
                           m=m, k=k, n=n, bytes_moved=moved, bytes_per_s=moved / median(seconds),
                           weight_copies=copies)
 
