@@ -119,10 +119,10 @@ QUANT_135M_MMVQ_TYPE_LATENCY = pytest.mark.finding(
            "them (Q8_0 reads 1.59x Q4_0's bytes and is 5.9% slower; Q5_0 reads 1.15x and is 6.8% slower). Unknown: "
            "a per-type latency of mul_mat_vec_q at rows of 576 and 1536 (Q5_0/Q5_1 load a separate high-bit word "
            "per block, Q8_0 twice the 32-bit words of a 4-bit block) that the tiny Q8_0, 256 wide, does not show; "
-           "testing it needs per-kernel timings on the device. Band: read off the one bench of each file it judges "
-           "(checked-run: 2026-12-02 14:33, quant_speed.BENCHED_BY_RUN), its measured/predicted +- the check's "
-           "tolerance, since the mechanism is not established; a second bench of the 135M files in another session "
-           "would band it from another run.")
+           "testing it needs per-kernel timings on the device. Band: each file's measured/predicted in its bench of "
+           "2026-12-02 14:33 (quant_speed.BENCHED_BY_RUN) +- the check's tolerance, since the mechanism is not "
+           "established: read off the run it judges while that bench is the newest (checked-run), from another run "
+           "once a later bench of the file is judged (other-runs).")
 
 QUANT_135M_PREFILL_PER_LAYER = pytest.mark.finding(
     "quant-135m-prefill-per-layer-latency", band_from="other-runs",
@@ -254,8 +254,9 @@ BATCHED_PREFILL_ABOVE_ITS_BENCH = pytest.mark.finding(
            "sync, so a host cost llama-bench's lone prompt pays per prompt would vanish, but the five agreeing types "
            "show no such gain. Cause unknown; the three are the types whose 17:12 llama-bench repetitions scattered "
            "most (Q6_K 7,594-8,477 tok/s after the cold one), but that scatter reaches 1.007x of Q6_K's median, not "
-           "1.074x. Band: read off the one batched run it judges (checked-run: quant_batched.BANDED_BY_RUN), its "
-           "ratio +- the check's tolerance; a second batched run of these types would band it from another run.")
+           "1.074x. Band: the first batched run's ratio (quant_batched.BANDED_BY_RUN) +- the check's tolerance: read off "
+           "the run it judges while that run is the newest (checked-run), from another run once a later batched run "
+           "of these types is judged (other-runs).")
 BATCHED_LONE_DECODE_BELOW_ITS_BENCH = pytest.mark.finding(
     "quant-7b-batched-lone-decode-below-its-bench", hardware=MEASURED_ON, band_from="checked-run",
     reason="S_TG(1) of Q4_0 and Q5_K_M is 0.968x and 0.976x the pre-registration (their llama-bench tg128 of 17:12, "
@@ -263,8 +264,9 @@ BATCHED_LONE_DECODE_BELOW_ITS_BENCH = pytest.mark.finding(
            "carry the card's tg128 session spread (1.5%); the other six types agree (0.976-0.999x). Cause unknown: "
            "another session and maybe another card, and a decode loop that follows a 64-sequence graph each "
            "repetition (quant-7b-batched-lone-prompt-pays-a-fixed-cost's candidate, here spread over 128 tokens). "
-           "Band: read off the one batched run it judges (checked-run: quant_batched.BANDED_BY_RUN), its ratio +- "
-           "the check's tolerance; a second batched run of Q4_0 and Q5_K_M would band it from another run.")
+           "Band: the first batched run's ratio (quant_batched.BANDED_BY_RUN) +- the check's tolerance: read off the "
+           "run it judges while that run is the newest (checked-run), from another run once a later batched run of "
+           "Q4_0 and Q5_K_M is judged (other-runs).")
 BATCHED_DECODE_BELOW_ITS_ROOFLINE = pytest.mark.finding(
     "quant-7b-batched-decode-below-its-roofline", hardware=MEASURED_ON, band_from="checked-run",
     reason="A decode step of 64 sequences takes 1.4-1.9x the pre-registered one (S_TG(64) 0.52-0.70x): F16 9.33 ms "
@@ -280,9 +282,9 @@ BATCHED_DECODE_BELOW_ITS_ROOFLINE = pytest.mark.finding(
            "columns streams the 15.2 GB at about half the batch-1 vector kernel's rate if (1) is small. Per-kernel "
            "timings at batch 64 (nsys or GGML_SCHED debug timings) would split the step. The other types of the "
            "batch do not band a type: the excess differs by kernel path (F16 +3.66 and Q2_K +4.85 ms lie below the "
-           "other six's +5.64-6.57). Band: read off the one batched run it judges (checked-run: "
-           "quant_batched.BANDED_BY_RUN), each type's ratio +- the check's tolerance; a second batched run of each "
-           "type would band it from another run.")
+           "other six's +5.64-6.57). Band: each type's ratio in the first batched run (quant_batched.BANDED_BY_RUN) +- "
+           "the check's tolerance: read off the run it judges while that run is the newest (checked-run), from "
+           "another run once a later batched run of the type is judged (other-runs).")
 BATCHED_PREFILL_ABOVE = ("Q6_K", "Q3_K_M", "Q4_K_M")
 BATCHED_LONE_DECODE_BELOW = ("Q4_0", "Q5_K_M")
 
