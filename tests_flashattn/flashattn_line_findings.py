@@ -9,7 +9,10 @@ short contexts' 8 splits. Two findings, one per side (issue 10 item 3: no reason
 - below the line at the short contexts (SHORT_BELOW_ID). They launch 8 splits (512 programs, grid_words) where the
   line's points launch 9 (576), and at 08:33 that grid was the candidate cause. The own-grid line refuted it: at 8
   splits 8k and 64k run 1.3-1.7% faster, and the short contexts sit on that line where they sit on the natural one.
-  Cause not established. Over the first three sessions 1k and 2k lie 1.5-3% below the natural line every time
+  Cause not established. That refutation rests on those two own-grid sessions (09:13, 09:49): the three since (12:56,
+  14:51, 15:18, each another card) put 1k and 2k on their own grid's line (+0.2% to +1.5%) while the natural line
+  stays below, and pooled over all five the own-grid line agrees at 1k and 2k (test_flashattn_decode_line_pooled).
+  Whether the grid explains the offset is open again: the sessions split two against three. Over the first three sessions 1k and 2k lie 1.5-3% below the natural line every time
   (0.970-0.985), each session's noise budget 2-2.5%, so single sessions miss or agree; 4k lies on it in two of three.
   The fourth (12:56, card GPU-f4c016c9) put 1k and 2k on it (0.995) and 4k above its own grid's line (1.017, +-1.3%):
   a miss on the side opposite its context's finding gets a finding of its own (opposite_id).

@@ -190,7 +190,8 @@ def _reason(card: str, context: int, line: str, p: Pooled, side: str) -> str:
             "resolve is there in the pool: not the sessions' timing noise, which averages down. Cause not "
             f"established. Band: the {others.n} sessions before the newest (the one the single-session test judges), "
             f"pooled the same way: {others.ratio:.4f} +- {COVERAGE:g} standard errors ({others.tolerance:.2%}; "
-            "other-runs).")
+            "other-runs). It shares those sessions with the pool it bands, so what it tests is how far the newest "
+            "session pulls the mean.")
 
 
 def pooled_marks(card: str, context: int, line: str) -> tuple[pytest.MarkDecorator, ...]:
