@@ -13,6 +13,10 @@
 #                                                  # store or results/*/latency (47 MiB on 2026-12-02: a live
 #                                                  # latency test reads its session's own results dir; an audit
 #                                                  # hook on a CPU rehearsal of `-m gpu` saw no open under it)
+#   bash scripts/device/slim_tree.sh hide flashattn # live `-m gpu -k fd` (flash-decoding) sessions: live's folders and
+#                                                  # the kernels' and capacity's recordings, which they do not read
+#                                                  # (2026-12-07 20:05: `hide live` left 62.3 MiB by this count and the
+#                                                  # device tool refused the call as over 64 MiB)
 #   bash scripts/device/slim_tree.sh hide engine   # llama.cpp and quant visits (llama_visit.sh, quant_plan.py):
 #                                                  # they read no recording on the device
 #   bash scripts/device/slim_tree.sh hide stage    # the staging calls that carry vLLM's c1 bundle (53 MiB): they
@@ -28,6 +32,7 @@ EXCLUDE=$(git rev-parse --git-path info/exclude)
 
 # Every recorded card's folders (results/h200, results/h100-sxm, ...): globs, so a new card's data is hidden too.
 LIVE=(results/*/batches results/*/live-runs results/*/benchmarks results/*/latency)
+FLASHATTN=("${LIVE[@]}" results/*/kernels results/*/capacity)
 ENGINE=("${LIVE[@]}" results/*/kernels results/*/flashattn results/*/capacity)
 STAGE=(results)
 
@@ -41,9 +46,10 @@ hide)
   [ -s "$LIST" ] && { echo "already hidden: $(tr '\n' ' ' < "$LIST")(run unhide first)" >&2; exit 1; }
   case "${2:-}" in
     live) dirs=("${LIVE[@]}") ;;
+    flashattn) dirs=("${FLASHATTN[@]}") ;;
     engine) dirs=("${ENGINE[@]}") ;;
     stage) dirs=("${STAGE[@]}") ;;
-    *) echo "usage: slim_tree.sh hide live|engine|stage" >&2; exit 2 ;;
+    *) echo "usage: slim_tree.sh hide live|flashattn|engine|stage" >&2; exit 2 ;;
   esac
   # Hidden folders are staged deletions: a commit made now would delete every hidden recording from the
   # history's tip (it happened once, 2026-12-02 08:31, amended before it left this checkout). A pre-commit hook
@@ -82,5 +88,5 @@ size)
   echo "$(carried_mib) MiB"
   ;;
 *)
-  echo "usage: slim_tree.sh hide live|engine | unhide | size" >&2; exit 2 ;;
+  echo "usage: slim_tree.sh hide live|flashattn|engine|stage | unhide | size" >&2; exit 2 ;;
 esac
