@@ -66,6 +66,25 @@ def shape(context: int) -> at.DecodeShape:
     return at.DecodeShape(context=context, **SHAPE)
 
 
+def launched(d: at.DecodeShape, sm_count: int) -> int:
+    """The split count the kernel launches at `d` by the launch rule (fewer than the rule asks where whole KV tiles of
+    one length cannot make that many: theory.attention.launched_splits)."""
+    block_n = registry.DECODE_BLOCK_N
+    return at.launched_splits(d.context, at.decode_splits(d, sm_count, block_n), block_n)
+
+
+def own_grid(d: at.DecodeShape, sm_count: int) -> int:
+    """The split count the own-grid line forces its 8k and 64k calls to: the one `d` launches. LookupError where no
+    such line exists: `d` launches the fit points' own count (the held-out line is that line), or 8k or 64k cannot
+    launch its count in whole KV tiles."""
+    grid = launched(d, sm_count)
+    if all(launched(replace(d, context=c), sm_count) == grid for c in FIT_CONTEXTS):
+        raise LookupError(f"{d.context} tokens launch the line's own {grid} splits: the held-out line test covers it")
+    if any(at.launched_splits(c, grid, registry.DECODE_BLOCK_N) != grid for c in FIT_CONTEXTS):
+        raise LookupError(f"8k or 64k cannot launch {grid} splits of whole KV tiles: no line on this context's grid")
+    return grid
+
+
 def decode_name(context: int, variant: str = registry.DECODE_VARIANTS[0].id, splits: int | None = None) -> str:
     """The recording name of the line's call at `context` (`variant`, `splits` forced or the launch rule's)."""
     return runner_decode_name(context=context, variant=variant, splits=splits, **SHAPE)

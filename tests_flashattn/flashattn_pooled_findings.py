@@ -35,7 +35,6 @@ from flashattn_findings import H100, RESULTS
 
 from pytest_anatomy import recordings
 from pytest_anatomy.kernels.flashattn import registry
-from pytest_anatomy.theory import attention as at
 
 SPLIT = registry.DECODE_VARIANTS[0].id
 # The contexts below the line's first point (8k) that the cards time: 1k-2k, the question's, and 4k, where the data are
@@ -120,23 +119,10 @@ class Pooled:
                             for s in self.sessions))
 
 
-def launched(card: str, context: int) -> int:
-    """The split count the kernel launches at `context` on `card` (the launch rule, whole KV tiles of one length)."""
-    block_n = registry.DECODE_BLOCK_N
-    return at.launched_splits(context, at.decode_splits(dl.shape(context), dl.sm_count_of(card), block_n), block_n)
-
-
 def grid_of(card: str, context: int, line: str) -> int | None:
-    """The split count `line`'s 8k and 64k calls are forced to (None: the launch rule's). The own-grid line exists where
-    the context launches another count than 8k and 64k and they can launch its count (else its test skips)."""
-    if line == NATURAL:
-        return None
-    grid = launched(card, context)
-    if all(launched(card, c) == grid for c in dl.FIT_CONTEXTS):
-        raise LookupError(f"{context} tokens launch the line's own {grid} splits on {card}: no own-grid line")
-    if any(at.launched_splits(c, grid, registry.DECODE_BLOCK_N) != grid for c in dl.FIT_CONTEXTS):
-        raise LookupError(f"8k or 64k cannot launch {grid} splits of whole KV tiles on {card}")
-    return grid
+    """The split count `line`'s 8k and 64k calls are forced to (None: the launch rule's); LookupError where the
+    own-grid line does not exist on `card` (dl.own_grid: its test skips there)."""
+    return None if line == NATURAL else dl.own_grid(dl.shape(context), dl.sm_count_of(card))
 
 
 @functools.cache  # read at collection: the recordings do not change within a session

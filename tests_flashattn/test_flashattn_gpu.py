@@ -33,7 +33,7 @@ import flashattn_findings as ff
 import flashattn_h100_findings as h100
 import pytest
 from flashattn_cases import Case, as_ceilings, decode_prediction, predict
-from flashattn_decode_line import SHAPE, decode_line_marks, held_out, timing_noise_s
+from flashattn_decode_line import SHAPE, decode_line_marks, held_out, own_grid, timing_noise_s
 from flashattn_line_findings import grid_marks, line_marks
 from flashattn_decode_line import FIT_CONTEXTS as FIRST_DECODE_CONTEXTS
 import flashattn_fd2 as fd2
@@ -248,13 +248,10 @@ def test_short_context_on_the_line_of_its_own_grid(d: at.DecodeShape, target: An
     as the held-out test's; a miss says the grid is not, or not all of, the cause. Skips where the context launches
     the fit points' grid (the held-out test is this test there) or 8k and 64k cannot launch its count. Its first run
     (the H100, 2026-12-07 09:13) refuted the grid: the finding is now SHORT_BELOW_ID, cause not established."""
-    sm_count = int(target.require_spec().require("sm_count"))
-    grid = _launched(d, sm_count)
-    fit = {c: replace(d, context=c) for c in FIRST_DECODE_CONTEXTS}
-    if all(_launched(s, sm_count) == grid for s in fit.values()):
-        pytest.skip(f"{d.context} tokens launch the line's own {grid} splits: the held-out line test covers it")
-    if any(at.launched_splits(c, grid, registry.DECODE_BLOCK_N) != grid for c in fit):
-        pytest.skip(f"8k or 64k cannot launch {grid} splits of whole KV tiles: no line on this context's grid")
+    try:
+        grid = own_grid(d, int(target.require_spec().require("sm_count")))
+    except LookupError as exc:
+        pytest.skip(str(exc))
     rec = measured_once(_decode_name(d), _decode_live(d))
     _reconcile_on_the_line(d, rec, grid, measured_once, reconcile)
 

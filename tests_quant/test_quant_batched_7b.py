@@ -145,4 +145,4 @@ def test_a_later_batched_run_is_banded_by_another_run(judged, source):
     """The findings banded by BANDED_BY_RUN read their band off the run they judge only while that run is the newest;
     a later run is judged against it, a band from another run (the band itself is unchanged: checked_run_band)."""
     of = qf.judged_marks(qb.BANDED_BY_RUN, lambda *_: judged, qf.BATCHED_DECODE_BELOW_ITS_ROOFLINE)
-    assert [m.kwargs["band_from"] for m in of(Path("results"), "h200", "F16")] == [source]
+    assert [m.kwargs["band_from"] for m in of(Path("results"), qf.MEASURED_ON, "F16")] == [source]
