@@ -84,12 +84,13 @@ def _time_cuda(fn: Callable[[], object], runs: int, warmup: int, warmup_s: float
     import torch
 
     began = time.perf_counter()
-    while True:
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    while time.perf_counter() - began < warmup_s:
         for _ in range(max(1, warmup)):
             fn()
         torch.cuda.synchronize()
-        if time.perf_counter() - began >= warmup_s:
-            break
     events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
               for _ in range(runs)]
     for start, end in events:
