@@ -13,8 +13,9 @@ short contexts' 8 splits. Two findings, one per side (issue 10 item 3: no reason
   14:51, 15:18, each another card) put 1k and 2k on their own grid's line (+0.2% to +1.5%) while the natural line
   stays below, and pooled over all five the own-grid line agrees at 1k and 2k (test_flashattn_decode_line_pooled).
   Whether the grid explains the offset is open again: the sessions split two against three, and by card speed (the
-  two below ran 64k at 8 splits in 685-686 us, the three on it in 707-709 us, while 1k took 20.9-21.7 us in all five). Over the first three sessions 1k and 2k lie 1.5-3% below the natural line every time
-  (0.970-0.985), each session's noise budget 2-2.5%, so single sessions miss or agree; 4k lies on it in two of three.
+  two below ran 64k at 8 splits in 685-686 us, the three on it in 707-709 us, while 1k took 20.9-21.7 us in all
+  five). Over the first three sessions 1k and 2k lie 1.5-3% below the natural line every time (0.970-0.985), each
+  session's noise budget 2-2.5%, so single sessions miss or agree; 4k lies on it in two of three.
   The fourth (12:56, card GPU-f4c016c9) put 1k and 2k on it (0.995) and 4k above its own grid's line (1.017, +-1.3%):
   a miss on the side opposite its context's finding gets a finding of its own (opposite_id).
 - above the line at 16k, 32k and 128k (LONG_ABOVE_ID), in all three sessions: same 9-split grid as the line's points,

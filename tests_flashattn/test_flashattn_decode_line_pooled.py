@@ -46,10 +46,11 @@ def test_short_context_pooled_over_the_sessions_on_the_line(card: str, context: 
     measured = Measurement(p.ratio, "", samples=tuple(1.0 + r for r in p.offsets), source="recorded",
                            provenance={"hardware": card, "sessions": sessions,
                                        "budgets": [round(s.budget, 5) for s in p.sessions]})
-    reconcile(pf.QUANTITY[line], pred, measured, hardware=card, budget={"two_standard_errors": p.tolerance},
+    reconcile(pf.QUANTITY[line], pred, measured, hardware=card, budget={"standard_errors_of_the_mean": p.tolerance},
               why=f"{pf.COVERAGE:g} standard errors of the mean offset over {p.n} sessions, from their own scatter "
                   f"(SD {p.sd:.2%}). Per-session noise, averaged down: held_out_budget's 8k_timing, 64k_timing and "
-                  "own_timing (each call's timing-block noise, drawn anew in every session). Systematic: none (each session's line is its own; no shared constant enters it)")
+                  "own_timing (each call's timing-block noise, drawn anew in every session). Systematic: none (each "
+                  "session's line is its own; no shared constant enters it)")
 
 
 def test_the_pools_are_the_held_out_tests_sessions() -> None:

@@ -228,13 +228,6 @@ def _reconcile_on_the_line(d: at.DecodeShape, rec: Any, grid: int | None, measur
                   "weights")
 
 
-def _launched(d: at.DecodeShape, sm_count: int) -> int:
-    """The split count the kernel launches at `d` by the launch rule (fewer than the rule asks where whole KV tiles of
-    one length cannot make that many: theory.attention.launched_splits)."""
-    block_n = registry.DECODE_BLOCK_N
-    return at.launched_splits(d.context, at.decode_splits(d, sm_count, block_n), block_n)
-
-
 @pytest.mark.slow  # the contexts it predicts run in the full session only
 @pytest.mark.parametrize("d", [pytest.param(d, id=_decode_name(d), marks=grid_marks(d.context)) for d in DECODES
                                if d.context < FIRST_DECODE_CONTEXTS[0]])
